@@ -1,0 +1,223 @@
+//! The chat-model contract: records for messages, tool calls and usage, and the [`ChatModel`]
+//! trait LLM providers implement.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::{ModelError, ToolSpec};
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    /// A system message (most providers take only one, first).
+    System {
+        /// Text.
+        content: String,
+    },
+    /// A user message.
+    User {
+        /// Text.
+        content: String,
+    },
+    /// A model reply, possibly requesting tool calls.
+    Assistant {
+        /// Text (may be empty when the reply is only tool calls).
+        content: String,
+        /// Tool calls requested, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call.
+    Tool {
+        /// The id of the call this answers.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The result text.
+        content: String,
+        /// True when the tool failed.
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+impl ChatMessage {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::System {
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message with text only.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Call id (providers that omit it get a generated one).
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Parsed JSON arguments.
+    pub arguments: serde_json::Value,
+}
+
+/// How the model may use tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// No tool calls.
+    None,
+    /// At least one tool call.
+    Required,
+    /// This tool must be called.
+    Tool(String),
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// A natural end of turn.
+    EndTurn,
+    /// The model requested tool calls.
+    ToolUse,
+    /// The output token limit was hit.
+    MaxTokens,
+    /// A stop sequence was produced.
+    StopSequence,
+    /// The provider filtered the content.
+    ContentFilter,
+    /// Anything else, as the provider named it.
+    Other(String),
+}
+
+/// Token counts of one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Prompt tokens (excluding cache reads).
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to cache.
+    pub cache_creation_tokens: u64,
+}
+
+/// A request to a chat model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The model id to use; `None` = the provider's configured model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// How the model may use the tools.
+    #[serde(default)]
+    pub tool_choice: ToolChoice,
+    /// Output token cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+/// A model's reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// Reply text.
+    pub content: String,
+    /// Requested tool calls, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+    /// Token counts.
+    pub usage: TokenUsage,
+    /// The model that answered, as the provider named it.
+    pub model: String,
+}
+
+impl ChatResponse {
+    /// The reply as an assistant message for the transcript.
+    pub fn to_message(&self) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: self.content.clone(),
+            tool_calls: self.tool_calls.clone(),
+        }
+    }
+}
+
+/// A streamed piece of a reply.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ChatDelta {
+    /// New reply text.
+    Text(String),
+    /// A tool call has started.
+    ToolCallStart {
+        /// Index of the call in the reply.
+        index: usize,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// More JSON text of a tool call's arguments.
+    ToolCallArguments {
+        /// Index of the call in the reply.
+        index: usize,
+        /// JSON fragment.
+        fragment: String,
+    },
+}
+
+/// An LLM provider.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The model id used when a request does not name one.
+    fn model_name(&self) -> &str;
+
+    /// One non-streamed call.
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError>;
+
+    /// One streamed call: `on_delta` sees pieces as they arrive, the full reply is returned at
+    /// the end. The default calls [`chat`](Self::chat) and reports the whole text as one delta.
+    async fn chat_stream(
+        &self,
+        request: ChatRequest,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<ChatResponse, ModelError> {
+        let resp = self.chat(request).await?;
+        if !resp.content.is_empty() {
+            on_delta(ChatDelta::Text(resp.content.clone()));
+        }
+        Ok(resp)
+    }
+}

@@ -1,0 +1,212 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How a subagent run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TaskStatus {
+    /// Still running (only seen for background tasks).
+    Running,
+    /// Finished with a final answer.
+    Completed,
+    /// The agent asks a question; continue with `resume` and the answer.
+    NeedsInput,
+    /// The agent reported failure.
+    Failed,
+    /// Cancelled by the caller.
+    Cancelled,
+    /// A turn, token or time limit stopped the run; the text is the last partial answer.
+    LimitReached,
+}
+
+impl TaskStatus {
+    /// The snake_case name used on the wire and in the text shown to models.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Running => "running",
+            TaskStatus::Completed => "completed",
+            TaskStatus::NeedsInput => "needs_input",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::LimitReached => "limit_reached",
+        }
+    }
+
+    /// True for every status but [`Running`](Self::Running).
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, TaskStatus::Running)
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Resource use of one run (not counting its children).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens billed (excluding cache reads).
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_creation_tokens: u64,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Wall-clock duration in milliseconds.
+    pub duration_ms: u64,
+    /// The model that did the work, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl Usage {
+    /// Input + output tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    /// Adds another usage's counters to this one (the model and duration are kept).
+    pub fn add_tokens(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_creation_tokens += other.cache_creation_tokens;
+        self.turns += other.turns;
+    }
+}
+
+/// One node of a usage tree: a run and the runs it delegated to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageNode {
+    /// Agent name.
+    pub agent: String,
+    /// Agent kind (`CLAUDE`, `A2A`...).
+    pub kind: String,
+    /// Task id, when the run had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// How the run ended.
+    pub status: TaskStatus,
+    /// The run's own usage.
+    pub usage: Usage,
+    /// Runs this one delegated to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<UsageNode>,
+}
+
+impl UsageNode {
+    /// This node's usage plus every descendant's token counters.
+    pub fn total(&self) -> Usage {
+        let mut u = self.usage.clone();
+        for c in &self.children {
+            u.add_tokens(&c.total());
+        }
+        u
+    }
+
+    /// Renders the tree as indented lines: `name (kind) status · turns · tokens · time`.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out, 0);
+        out
+    }
+
+    fn render_into(&self, out: &mut String, depth: usize) {
+        use std::fmt::Write as _;
+        let u = &self.usage;
+        let _ = writeln!(
+            out,
+            "{:indent$}{} ({}) {} · {} turn{} · {} in / {} out tokens · {} ms{}",
+            "",
+            self.agent,
+            self.kind,
+            self.status,
+            u.turns,
+            if u.turns == 1 { "" } else { "s" },
+            u.input_tokens,
+            u.output_tokens,
+            u.duration_ms,
+            u.model
+                .as_deref()
+                .map(|m| format!(" · {m}"))
+                .unwrap_or_default(),
+            indent = depth * 2
+        );
+        for c in &self.children {
+            c.render_into(out, depth + 1);
+        }
+    }
+}
+
+/// What a subagent run returns to its caller: only the final text, never the transcript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskOutcome {
+    /// The final answer (or the question, for [`TaskStatus::NeedsInput`], or the last partial
+    /// text when a limit stopped the run).
+    pub text: String,
+    /// How the run ended.
+    pub status: TaskStatus,
+    /// An id that `TaskCall::resume` accepts to continue this run, when the executor can resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Which limit stopped the run, for [`TaskStatus::LimitReached`] (e.g. `max_turns=30`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// This run's own usage.
+    pub usage: Usage,
+    /// Usage of the runs this one delegated to, so a parent can show a usage tree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<UsageNode>,
+}
+
+impl TaskOutcome {
+    /// A completed outcome with the given text and empty usage.
+    pub fn completed(text: impl Into<String>) -> Self {
+        Self::with_status(text, TaskStatus::Completed)
+    }
+
+    /// An outcome with the given text and status and empty usage.
+    pub fn with_status(text: impl Into<String>, status: TaskStatus) -> Self {
+        Self {
+            text: text.into(),
+            status,
+            session_id: None,
+            limit: None,
+            usage: Usage::default(),
+            children: Vec::new(),
+        }
+    }
+
+    /// Sets the session id (builder style).
+    #[must_use]
+    pub fn with_session(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// Sets the usage (builder style).
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// The usage tree rooted at this run.
+    pub fn usage_tree(&self, agent: &str, kind: &str, task_id: Option<&str>) -> UsageNode {
+        UsageNode {
+            agent: agent.to_string(),
+            kind: kind.to_string(),
+            task_id: task_id.map(str::to_string),
+            status: self.status,
+            usage: self.usage.clone(),
+            children: self.children.clone(),
+        }
+    }
+}

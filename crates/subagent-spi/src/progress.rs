@@ -1,0 +1,81 @@
+use serde::{Deserialize, Serialize};
+
+use crate::{TaskStatus, Usage};
+
+/// One progress report from a running subagent. Every kind reports in this one shape, so a UI
+/// can show a tree of local, remote and MCP agents alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgressEvent {
+    /// The task id of the run reporting, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The parent task id, so events can be placed in a tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_task_id: Option<String>,
+    /// Agent name.
+    pub agent: String,
+    /// Nesting depth (the main agent's children are at depth 1).
+    pub depth: u32,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: ProgressKind,
+}
+
+/// What a [`ProgressEvent`] reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProgressKind {
+    /// The run started.
+    Started {
+        /// The task's short description.
+        description: String,
+    },
+    /// A model turn started.
+    Turn {
+        /// 1-based turn number.
+        turn: u32,
+    },
+    /// The agent called a tool.
+    ToolCall {
+        /// Tool call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Tool input.
+        input: serde_json::Value,
+    },
+    /// A tool returned.
+    ToolResult {
+        /// Tool call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// True when the tool failed.
+        is_error: bool,
+        /// The start of the output (at most a few hundred characters).
+        preview: String,
+    },
+    /// A piece of the agent's answer as it is generated.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A free-form status line (e.g. a remote agent's status message).
+    Status {
+        /// The status text.
+        message: String,
+    },
+    /// Token usage so far.
+    Usage {
+        /// Usage so far.
+        usage: Usage,
+    },
+    /// The run ended.
+    Finished {
+        /// How it ended.
+        status: TaskStatus,
+        /// Its usage.
+        usage: Usage,
+    },
+}

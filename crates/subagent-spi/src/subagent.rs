@@ -1,0 +1,131 @@
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::{SubagentError, SubagentReference, TaskCall, TaskContext, TaskOutcome};
+
+/// A resolved agent: its name, description and protocol-specific configuration.
+///
+/// The trait is object-safe; protocol code gets its own type back with
+/// [`downcast_ref`](trait.SubagentDefinition.html#method.downcast_ref).
+pub trait SubagentDefinition: Send + Sync + fmt::Debug + 'static {
+    /// The agent's name, as the model passes it in `subagent_type`.
+    fn name(&self) -> &str;
+
+    /// What the agent does and when to use it, shown to the model.
+    fn description(&self) -> &str;
+
+    /// The protocol kind, e.g. `CLAUDE` or `A2A`.
+    fn kind(&self) -> &str;
+
+    /// The reference this definition was resolved from.
+    fn reference(&self) -> &SubagentReference;
+
+    /// The line listing this agent in the `Task` tool's description.
+    fn registration(&self) -> String {
+        format!("- {}: {}", self.name(), self.description())
+    }
+
+    /// The definition as [`Any`], for downcasting to the protocol's own type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl dyn SubagentDefinition {
+    /// Downcasts to the protocol's own definition type.
+    pub fn downcast_ref<T: SubagentDefinition>(&self) -> Option<&T> {
+        self.as_any().downcast_ref::<T>()
+    }
+}
+
+/// Turns references into definitions (reads a Markdown file, fetches an agent card...).
+#[async_trait]
+pub trait SubagentResolver: Send + Sync {
+    /// True when this resolver handles the reference (usually: its kind matches).
+    fn can_resolve(&self, reference: &SubagentReference) -> bool;
+
+    /// Resolves the reference. Errors should name the URI and the cause.
+    async fn resolve(
+        &self,
+        reference: &SubagentReference,
+    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError>;
+}
+
+/// Runs tasks against definitions of one kind.
+#[async_trait]
+pub trait SubagentExecutor: Send + Sync {
+    /// The kind this executor runs.
+    fn kind(&self) -> &str;
+
+    /// Runs one task and returns only its final text (plus status and usage).
+    ///
+    /// `call.resume`, when set, is a `session_id` from an earlier outcome of this executor;
+    /// executors that cannot resume return [`SubagentError::Resume`]. The executor must watch
+    /// `ctx.cancel` and return promptly once it is cancelled.
+    async fn execute(
+        &self,
+        call: TaskCall,
+        definition: Arc<dyn SubagentDefinition>,
+        ctx: TaskContext,
+    ) -> Result<TaskOutcome, SubagentError>;
+}
+
+/// One kind of subagent: the unit of registration. Bundles a resolver and an executor, and may
+/// contribute default references (built-in agents) that user references can override.
+#[derive(Clone)]
+pub struct SubagentType {
+    resolver: Arc<dyn SubagentResolver>,
+    executor: Arc<dyn SubagentExecutor>,
+    defaults: Vec<SubagentReference>,
+}
+
+impl fmt::Debug for SubagentType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubagentType")
+            .field("kind", &self.kind())
+            .field("defaults", &self.defaults)
+            .finish()
+    }
+}
+
+impl SubagentType {
+    /// Bundles a resolver and an executor.
+    pub fn new(resolver: Arc<dyn SubagentResolver>, executor: Arc<dyn SubagentExecutor>) -> Self {
+        Self {
+            resolver,
+            executor,
+            defaults: Vec::new(),
+        }
+    }
+
+    /// Adds default references this kind contributes (builder style).
+    #[must_use]
+    pub fn with_default_references(
+        mut self,
+        refs: impl IntoIterator<Item = SubagentReference>,
+    ) -> Self {
+        self.defaults.extend(refs);
+        self
+    }
+
+    /// The kind, taken from the executor.
+    pub fn kind(&self) -> &str {
+        self.executor.kind()
+    }
+
+    /// The resolver.
+    pub fn resolver(&self) -> &Arc<dyn SubagentResolver> {
+        &self.resolver
+    }
+
+    /// The executor.
+    pub fn executor(&self) -> &Arc<dyn SubagentExecutor> {
+        &self.executor
+    }
+
+    /// The default references this kind contributes.
+    pub fn default_references(&self) -> &[SubagentReference] {
+        &self.defaults
+    }
+}
