@@ -1,0 +1,562 @@
+//! The agent loop.
+
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use futures::FutureExt as _;
+use subagent_spi::chat::{ChatDelta, ChatMessage, ChatRequest, ToolCall};
+use subagent_spi::{
+    CancellationToken, ModelError, ProgressKind, SubagentError, TaskContext, TaskOutcome,
+    TaskStatus, Tool, ToolOutput, ToolSpec, Usage, UsageNode,
+};
+
+use crate::{InMemoryTranscriptStore, RunInput, RunSpec, Transcript, TranscriptStore};
+
+/// The text that starts the marker appended to a cut tool output:
+/// `[output truncated: N characters cut of M]`.
+pub const TRUNCATION_MARKER_PREFIX: &str = "[output truncated:";
+
+/// How many characters of a tool result go into a
+/// [`ProgressKind::ToolResult`] preview.
+const PREVIEW_CHARS: usize = 200;
+
+/// Runs agents: the model is called, the tools it asks for run (concurrently within a turn),
+/// their results go back to it, and so on until it answers without tool calls or a limit,
+/// the deadline or cancellation stops the run.
+///
+/// One runtime serves any number of concurrent runs; it holds only the transcript store.
+///
+/// What [`run`](Self::run) guarantees:
+/// - **Fresh context**: a [`RunInput::Prompt`] starts from an empty message list; a
+///   [`RunInput::Resume`] starts from the stored transcript plus the new prompt (an unknown id is
+///   [`SubagentError::Resume`]).
+/// - **Only the final text returns**: [`TaskOutcome::text`] is the last reply's text (or, when the
+///   run was stopped, the last text the model produced, including streamed text of an interrupted
+///   reply). The whole transcript is saved under [`TaskOutcome::session_id`] (`sess_<hex>` for a
+///   new run, the same id for a resumed one). Tool calls left unanswered by a stop get an error
+///   result saying why, so the saved transcript stays valid for providers on resume.
+/// - **Limits**: the smaller of [`Limits::max_turns`](crate::Limits::max_turns) and
+///   [`TaskContext::max_turns`]; the smaller token budget; the earlier deadline. Hitting one ends
+///   the run with `Ok` and [`TaskStatus::LimitReached`], `limit` set to `max_turns=N`,
+///   `max_tokens=N` or `deadline`. The deadline interrupts an in-flight model call or tool.
+/// - **Cancellation**: when [`TaskContext::cancel`] fires, the in-flight model call or tools are
+///   dropped (tools must clean up on drop, as the built-in `Bash` does) and the run returns `Ok`
+///   with [`TaskStatus::Cancelled`] and the partial text.
+/// - **Tool failures are the model's to handle**: an unknown tool name, a tool's `Err`, or a
+///   panicking tool become error tool results the model sees. Output longer than
+///   [`Limits::max_tool_output_chars`](crate::Limits::max_tool_output_chars) is cut with a marker
+///   (see [`truncate_output`]).
+/// - **Errors**: a failing model call returns [`SubagentError::Execution`] naming the agent and
+///   the turn (the transcript is not saved then).
+/// - **Progress**: `Started`, then per turn `Turn`, `TextDelta` (streaming only), `Usage`,
+///   `ToolCall`/`ToolResult` per tool, and `Finished` at the end.
+/// - **Usage**: tokens (incl. cache tokens) summed over turns, `turns`, `duration_ms`, and
+///   `model` (as the provider named it); `children` usage nodes of tool outputs (from the `Task`
+///   tool) are collected into [`TaskOutcome::children`].
+///
+/// A deadline needs a tokio runtime with the time driver enabled.
+#[derive(Clone)]
+pub struct AgentRuntime {
+    store: Arc<dyn TranscriptStore>,
+}
+
+impl std::fmt::Debug for AgentRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRuntime").finish_non_exhaustive()
+    }
+}
+
+impl Default for AgentRuntime {
+    /// A runtime keeping transcripts in an [`InMemoryTranscriptStore`] of default capacity.
+    fn default() -> Self {
+        Self::new(Arc::new(InMemoryTranscriptStore::new()))
+    }
+}
+
+enum Guarded<T> {
+    Done(T),
+    Cancelled,
+    Deadline,
+}
+
+/// Runs `fut` until it finishes, the token is cancelled or the deadline passes.
+async fn guarded<F: Future>(
+    fut: F,
+    cancel: &CancellationToken,
+    deadline: Option<Instant>,
+) -> Guarded<F::Output> {
+    let expiry = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Guarded::Cancelled,
+        () = expiry => Guarded::Deadline,
+        out = fut => Guarded::Done(out),
+    }
+}
+
+/// How the loop ended (when it did not fail).
+struct Stop {
+    status: TaskStatus,
+    limit: Option<String>,
+    /// Streamed text of an interrupted reply, preferred over the last complete text.
+    partial: Option<String>,
+    /// Why unanswered tool calls were not run.
+    reason: &'static str,
+}
+
+impl Stop {
+    fn completed() -> Self {
+        Self {
+            status: TaskStatus::Completed,
+            limit: None,
+            partial: None,
+            reason: "",
+        }
+    }
+
+    fn cancelled(partial: Option<String>) -> Self {
+        Self {
+            status: TaskStatus::Cancelled,
+            limit: None,
+            partial,
+            reason: "the run was cancelled",
+        }
+    }
+
+    fn limit(limit: String, partial: Option<String>) -> Self {
+        Self {
+            status: TaskStatus::LimitReached,
+            limit: Some(limit),
+            partial,
+            reason: "the run stopped at a limit",
+        }
+    }
+}
+
+impl AgentRuntime {
+    /// A runtime keeping transcripts in `store`.
+    pub fn new(store: Arc<dyn TranscriptStore>) -> Self {
+        Self { store }
+    }
+
+    /// The transcript store.
+    pub fn store(&self) -> &Arc<dyn TranscriptStore> {
+        &self.store
+    }
+
+    /// Runs one agent to its final answer (or a limit, or cancellation); see the type's docs for
+    /// the guarantees.
+    pub async fn run(
+        &self,
+        spec: RunSpec,
+        ctx: &TaskContext,
+    ) -> Result<TaskOutcome, SubagentError> {
+        let started = Instant::now();
+        let RunSpec {
+            system,
+            input,
+            tools,
+            model,
+            model_name,
+            limits,
+            stream,
+        } = spec;
+        let max_turns = ctx
+            .max_turns
+            .map_or(limits.max_turns, |c| c.min(limits.max_turns));
+        let max_tokens = min_opt(limits.max_tokens, ctx.max_tokens);
+        let deadline = min_opt(limits.deadline, ctx.deadline);
+        let max_output = limits.max_tool_output_chars;
+
+        let (session_id, mut transcript) = match input {
+            RunInput::Prompt(prompt) => (
+                new_session_id(),
+                Transcript {
+                    system,
+                    messages: vec![ChatMessage::user(prompt)],
+                },
+            ),
+            RunInput::Resume { session_id, prompt } => {
+                let Some(mut t) = self.store.load(&session_id).await else {
+                    return Err(SubagentError::Resume {
+                        session: session_id,
+                        reason: "no transcript is stored under this id (it is unknown, or was \
+                                 evicted from the transcript store)"
+                            .to_string(),
+                    });
+                };
+                if system.is_some() {
+                    t.system = system;
+                }
+                t.messages.push(ChatMessage::user(prompt));
+                (session_id, t)
+            }
+        };
+
+        ctx.emit(ProgressKind::Started {
+            description: describe(&transcript.messages),
+        });
+
+        let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
+        let mut usage = Usage::default();
+        let mut children: Vec<UsageNode> = Vec::new();
+        let mut last_text = String::new();
+        let mut answered_by: Option<String> = None;
+        let mut turn: u32 = 0;
+
+        let stop = loop {
+            if ctx.cancel.is_cancelled() {
+                break Stop::cancelled(None);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break Stop::limit("deadline".to_string(), None);
+            }
+            if let Some(max) = max_tokens
+                && usage.total_tokens() >= max
+            {
+                break Stop::limit(format!("max_tokens={max}"), None);
+            }
+            if turn >= max_turns {
+                break Stop::limit(format!("max_turns={max_turns}"), None);
+            }
+            turn += 1;
+            ctx.emit(ProgressKind::Turn { turn });
+
+            let request = ChatRequest {
+                model: model_name.clone(),
+                system: transcript.system.clone(),
+                messages: transcript.messages.clone(),
+                tools: specs.clone(),
+                ..ChatRequest::default()
+            };
+            let streamed = Mutex::new(String::new());
+            let outcome = if stream {
+                let on_delta = |delta: ChatDelta| {
+                    if let ChatDelta::Text(text) = delta {
+                        lock(&streamed).push_str(&text);
+                        ctx.emit(ProgressKind::TextDelta { text });
+                    }
+                };
+                guarded(model.chat_stream(request, &on_delta), &ctx.cancel, deadline).await
+            } else {
+                guarded(model.chat(request), &ctx.cancel, deadline).await
+            };
+            let partial = || {
+                let s = std::mem::take(&mut *lock(&streamed));
+                (!s.is_empty()).then_some(s)
+            };
+            let response = match outcome {
+                Guarded::Done(Ok(r)) => r,
+                Guarded::Done(Err(ModelError::Cancelled)) => break Stop::cancelled(partial()),
+                Guarded::Done(Err(e)) => {
+                    usage.turns = turn;
+                    usage.duration_ms = elapsed_ms(started);
+                    ctx.emit(ProgressKind::Finished {
+                        status: TaskStatus::Failed,
+                        usage,
+                    });
+                    return Err(SubagentError::Execution {
+                        agent: agent_name(ctx, &model),
+                        message: format!("model call failed on turn {turn}: {e}"),
+                        source: Some(Box::new(e)),
+                    });
+                }
+                Guarded::Cancelled => break Stop::cancelled(partial()),
+                Guarded::Deadline => break Stop::limit("deadline".to_string(), partial()),
+            };
+
+            let u = response.usage;
+            usage.input_tokens += u.input_tokens;
+            usage.output_tokens += u.output_tokens;
+            usage.cache_read_tokens += u.cache_read_tokens;
+            usage.cache_creation_tokens += u.cache_creation_tokens;
+            usage.turns = turn;
+            if !response.model.is_empty() {
+                answered_by = Some(response.model);
+            }
+            ctx.emit(ProgressKind::Usage {
+                usage: usage.clone(),
+            });
+            if !response.content.is_empty() {
+                last_text.clone_from(&response.content);
+            }
+            let calls = response.tool_calls;
+            transcript.messages.push(ChatMessage::Assistant {
+                content: response.content,
+                tool_calls: calls.clone(),
+            });
+            if calls.is_empty() {
+                break Stop::completed();
+            }
+            if let Some(max) = max_tokens
+                && usage.total_tokens() >= max
+            {
+                break Stop::limit(format!("max_tokens={max}"), None);
+            }
+
+            for c in &calls {
+                ctx.emit(ProgressKind::ToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    input: c.arguments.clone(),
+                });
+            }
+            let running =
+                futures::future::join_all(calls.iter().map(|c| call_tool(&tools, c, ctx)));
+            let results = match guarded(running, &ctx.cancel, deadline).await {
+                Guarded::Done(r) => r,
+                Guarded::Cancelled => break Stop::cancelled(None),
+                Guarded::Deadline => break Stop::limit("deadline".to_string(), None),
+            };
+            for (call, out) in calls.into_iter().zip(results) {
+                let content = truncate_output(out.content, max_output);
+                ctx.emit(ProgressKind::ToolResult {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    is_error: out.is_error,
+                    preview: preview(&content),
+                });
+                children.extend(out.children);
+                transcript.messages.push(ChatMessage::Tool {
+                    call_id: call.id,
+                    name: call.name,
+                    content,
+                    is_error: out.is_error,
+                });
+            }
+        };
+
+        answer_dangling_calls(&mut transcript.messages, stop.reason);
+        usage.turns = turn;
+        usage.duration_ms = elapsed_ms(started);
+        usage.model = answered_by
+            .or(model_name)
+            .or_else(|| Some(model.model_name().to_string()))
+            .filter(|m| !m.is_empty());
+        ctx.emit(ProgressKind::Finished {
+            status: stop.status,
+            usage: usage.clone(),
+        });
+        self.store.save(&session_id, transcript).await;
+        let text = match stop.partial {
+            Some(p) => p,
+            None => last_text,
+        };
+        Ok(TaskOutcome {
+            text,
+            status: stop.status,
+            session_id: Some(session_id),
+            limit: stop.limit,
+            usage,
+            children,
+        })
+    }
+}
+
+/// Runs one requested tool call; every failure becomes an error result for the model.
+async fn call_tool(tools: &[Arc<dyn Tool>], call: &ToolCall, ctx: &TaskContext) -> ToolOutput {
+    let Some(tool) = tools.iter().find(|t| t.name() == call.name) else {
+        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+        return ToolOutput::error(format!(
+            "unknown tool `{}`; available tools: {}",
+            call.name,
+            if names.is_empty() {
+                "(none)".to_string()
+            } else {
+                names.join(", ")
+            }
+        ));
+    };
+    match AssertUnwindSafe(tool.call(call.arguments.clone(), ctx))
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => ToolOutput::error(e.to_string()),
+        Err(_) => ToolOutput::error(format!(
+            "tool `{}` crashed (panicked) while handling this call",
+            call.name
+        )),
+    }
+}
+
+/// Cuts `text` to at most `max_chars` characters and appends
+/// `\n[output truncated: N characters cut of M]` when anything was cut.
+pub fn truncate_output(text: String, max_chars: usize) -> String {
+    if text.len() <= max_chars {
+        return text; // byte length bounds the character count
+    }
+    let Some((cut_at, _)) = text.char_indices().nth(max_chars) else {
+        return text;
+    };
+    let total = max_chars + text[cut_at..].chars().count();
+    let mut out = String::with_capacity(cut_at + 64);
+    out.push_str(&text[..cut_at]);
+    out.push_str(&format!(
+        "\n{TRUNCATION_MARKER_PREFIX} {} characters cut of {total}]",
+        total - max_chars
+    ));
+    out
+}
+
+/// Gives every tool call of the last assistant message that has no result an error result, so
+/// the transcript stays acceptable to providers when it is resumed.
+fn answer_dangling_calls(messages: &mut Vec<ChatMessage>, reason: &str) {
+    let Some(pos) = messages
+        .iter()
+        .rposition(|m| matches!(m, ChatMessage::Assistant { .. }))
+    else {
+        return;
+    };
+    let ChatMessage::Assistant { tool_calls, .. } = &messages[pos] else {
+        return;
+    };
+    let missing: Vec<(String, String)> = tool_calls
+        .iter()
+        .filter(|c| {
+            !messages[pos + 1..]
+                .iter()
+                .any(|m| matches!(m, ChatMessage::Tool { call_id, .. } if *call_id == c.id))
+        })
+        .map(|c| (c.id.clone(), c.name.clone()))
+        .collect();
+    for (call_id, name) in missing {
+        messages.push(ChatMessage::Tool {
+            call_id,
+            name,
+            content: format!("not run: {reason}"),
+            is_error: true,
+        });
+    }
+}
+
+fn lock(m: &Mutex<String>) -> std::sync::MutexGuard<'_, String> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn elapsed_ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn agent_name(ctx: &TaskContext, model: &Arc<dyn subagent_spi::ChatModel>) -> String {
+    if ctx.agent.is_empty() {
+        format!("(agent on model {})", model.model_name())
+    } else {
+        ctx.agent.clone()
+    }
+}
+
+fn preview(text: &str) -> String {
+    match text.char_indices().nth(PREVIEW_CHARS) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// A short description of the run for the `Started` event: the first line of the last user
+/// message, at most 80 characters.
+fn describe(messages: &[ChatMessage]) -> String {
+    let prompt = messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            ChatMessage::User { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    let line = prompt.lines().next().unwrap_or("").trim();
+    match line.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+/// A fresh, unguessable-enough session id: `sess_` and 32 hex digits.
+fn new_session_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut parts = [0u64; 2];
+    for (i, part) in parts.iter_mut().enumerate() {
+        let mut h = RandomState::new().build_hasher();
+        h.write_u64(n);
+        h.write_u128(nanos);
+        h.write_usize(i);
+        *part = h.finish();
+    }
+    format!("sess_{:016x}{:016x}", parts[0], parts[1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_counts_characters() {
+        assert_eq!(truncate_output("abc".into(), 3), "abc");
+        let out = truncate_output("äöüäöü".into(), 2);
+        assert_eq!(out, "äö\n[output truncated: 4 characters cut of 6]");
+        // multi-byte text whose byte length exceeds the cap but whose char count does not
+        assert_eq!(truncate_output("ää".into(), 3), "ää");
+    }
+
+    #[test]
+    fn session_ids_differ() {
+        let a = new_session_id();
+        let b = new_session_id();
+        assert_ne!(a, b);
+        assert!(a.starts_with("sess_") && a.len() == 37);
+    }
+
+    #[test]
+    fn dangling_calls_get_results() {
+        let mut msgs = vec![
+            ChatMessage::user("hi"),
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![
+                    ToolCall {
+                        id: "a".into(),
+                        name: "x".into(),
+                        arguments: serde_json::json!({}),
+                    },
+                    ToolCall {
+                        id: "b".into(),
+                        name: "y".into(),
+                        arguments: serde_json::json!({}),
+                    },
+                ],
+            },
+            ChatMessage::Tool {
+                call_id: "a".into(),
+                name: "x".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+        ];
+        answer_dangling_calls(&mut msgs, "stopped");
+        assert_eq!(msgs.len(), 4);
+        assert!(
+            matches!(&msgs[3], ChatMessage::Tool { call_id, is_error: true, .. } if call_id == "b")
+        );
+    }
+}

@@ -1,0 +1,41 @@
+//! # subagent-runtime
+//!
+//! The agent loop that makes a local subagent think, written against the `subagent-spi`
+//! contracts only ([`ChatModel`](subagent_spi::ChatModel), [`Tool`](subagent_spi::Tool),
+//! [`TaskContext`](subagent_spi::TaskContext)), so it works with any provider and any tool set.
+//!
+//! A run follows the subagent pattern: the child starts from a **fresh message list** (or a stored
+//! transcript it resumes), sees only the **tools it was given**, is bounded by a **turn limit**
+//! (plus optional token and time budgets), and returns **only its final text** to the caller.
+//! Everything in between (tool calls, tool output) stays in the transcript, which is saved in a
+//! [`TranscriptStore`] under a session id so a later run can continue it.
+//!
+//! | item | role |
+//! |---|---|
+//! | [`AgentRuntime`] | runs the loop: model call, tool calls (concurrently), results back, repeat |
+//! | [`RunSpec`] / [`RunInput`] / [`Limits`] | what one run needs: system prompt, input, tools, model, limits |
+//! | [`TranscriptStore`] / [`InMemoryTranscriptStore`] / [`Transcript`] | where transcripts are kept for resuming |
+//! | [`ModelRegistry`] | maps model names and aliases (`default`, `sonnet`, user aliases, spec strings) to models |
+//!
+//! ```no_run
+//! # async fn demo(model: std::sync::Arc<dyn subagent_spi::ChatModel>) -> Result<(), subagent_spi::SubagentError> {
+//! use subagent_runtime::{AgentRuntime, RunSpec};
+//! use subagent_spi::TaskContext;
+//!
+//! let runtime = AgentRuntime::default();
+//! let spec = RunSpec::new(model, "List the crates in this workspace.")
+//!     .with_system("You are a careful code explorer.");
+//! let outcome = runtime.run(spec, &TaskContext::new()).await?;
+//! println!("{} ({})", outcome.text, outcome.status);
+//! # Ok(()) }
+//! ```
+
+mod agent;
+mod registry;
+mod spec;
+mod store;
+
+pub use agent::{AgentRuntime, TRUNCATION_MARKER_PREFIX, truncate_output};
+pub use registry::{ModelFactory, ModelRegistry};
+pub use spec::{Limits, RunInput, RunSpec};
+pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore};
