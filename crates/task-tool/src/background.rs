@@ -1,0 +1,457 @@
+//! Background runs: spawn, read (blocking or not), stop, and bounded retention.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use subagent_spi::{
+    CancellationToken, ProgressEvent, ProgressKind, ProgressSink, SubagentDefinition,
+    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, UsageNode,
+};
+use tokio::sync::watch;
+
+use crate::registry::{TaskConfig, TaskTool};
+
+/// Partial output kept per background task (the most recent text).
+const PARTIAL_CAP: usize = 64 * 1024;
+
+/// The state of a background task.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum BackgroundState {
+    /// Still running.
+    Running,
+    /// Ended with an outcome (completed, needs input, limit reached, cancelled...).
+    Finished(TaskOutcome),
+    /// Ended with an error.
+    Failed(String),
+}
+
+impl BackgroundState {
+    fn is_running(&self) -> bool {
+        matches!(self, BackgroundState::Running)
+    }
+}
+
+/// What `TaskOutput` / `TaskStop` report about a background task.
+#[derive(Debug, Clone)]
+pub struct BackgroundSnapshot {
+    /// The task id.
+    pub task_id: String,
+    /// The agent's name.
+    pub agent: String,
+    /// The agent's kind.
+    pub kind: String,
+    /// The call's short description.
+    pub description: String,
+    /// The state.
+    pub state: BackgroundState,
+    /// Time since the task started (or its whole duration, once finished).
+    pub elapsed: Duration,
+    /// Text streamed so far (bounded; the most recent part).
+    pub partial: String,
+    /// True when a caller asked to wait and the wait ran out before the task finished.
+    pub wait_timed_out: bool,
+}
+
+impl BackgroundSnapshot {
+    /// The status: `Running`, the outcome's status, or `Failed`.
+    pub fn status(&self) -> TaskStatus {
+        match &self.state {
+            BackgroundState::Running => TaskStatus::Running,
+            BackgroundState::Finished(o) => o.status,
+            BackgroundState::Failed(_) => TaskStatus::Failed,
+        }
+    }
+
+    /// The outcome, once finished.
+    pub fn outcome(&self) -> Option<&TaskOutcome> {
+        match &self.state {
+            BackgroundState::Finished(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) struct Entry {
+    agent: String,
+    kind: String,
+    description: String,
+    cancel: CancellationToken,
+    started: Instant,
+    state: watch::Sender<BackgroundState>,
+    finished_at: Mutex<Option<Instant>>,
+    partial: Mutex<String>,
+    /// Usage is reported to the caller once, on the first read after the end.
+    usage_reported: AtomicBool,
+}
+
+impl Entry {
+    fn snapshot(&self, task_id: &str, wait_timed_out: bool) -> BackgroundSnapshot {
+        let state = self.state.borrow().clone();
+        let elapsed = match *self.finished_at.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(end) => end.duration_since(self.started),
+            None => self.started.elapsed(),
+        };
+        BackgroundSnapshot {
+            task_id: task_id.to_string(),
+            agent: self.agent.clone(),
+            kind: self.kind.clone(),
+            description: self.description.clone(),
+            state,
+            elapsed,
+            partial: self
+                .partial
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            wait_timed_out,
+        }
+    }
+
+    fn expired(&self, ttl: Duration, now: Instant) -> bool {
+        self.finished_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|end| now.duration_since(end) > ttl)
+    }
+
+    fn push_partial(&self, text: &str) {
+        let mut p = self.partial.lock().unwrap_or_else(|p| p.into_inner());
+        p.push_str(text);
+        if p.len() > PARTIAL_CAP {
+            let mut cut = p.len() - PARTIAL_CAP;
+            while !p.is_char_boundary(cut) {
+                cut += 1;
+            }
+            p.drain(..cut);
+        }
+    }
+
+    /// Takes the usage tree to report, the first time only.
+    pub(crate) fn take_usage(&self, task_id: &str) -> Option<UsageNode> {
+        let state = self.state.borrow();
+        let BackgroundState::Finished(o) = &*state else {
+            return None;
+        };
+        if self.usage_reported.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        Some(o.usage_tree(&self.agent, &self.kind, Some(task_id)))
+    }
+}
+
+/// Forwards events and keeps the task's own text deltas as partial output.
+struct PartialSink {
+    entry: Weak<Entry>,
+    task_id: String,
+    inner: Arc<dyn ProgressSink>,
+}
+
+impl ProgressSink for PartialSink {
+    fn emit(&self, event: ProgressEvent) {
+        if let ProgressKind::TextDelta { text } = &event.kind {
+            if event.task_id.as_deref() == Some(self.task_id.as_str()) {
+                if let Some(e) = self.entry.upgrade() {
+                    e.push_partial(text);
+                }
+            }
+        }
+        self.inner.emit(event);
+    }
+}
+
+pub(crate) struct BackgroundRegistry {
+    entries: DashMap<String, Arc<Entry>>,
+    running: AtomicUsize,
+    finished: AtomicUsize,
+    epoch: Instant,
+    last_sweep_ms: AtomicU64,
+}
+
+impl BackgroundRegistry {
+    pub(crate) fn new(_config: &TaskConfig) -> Self {
+        Self {
+            entries: DashMap::new(),
+            running: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            epoch: Instant::now(),
+            last_sweep_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Number of background tasks running now.
+    pub(crate) fn running(&self) -> usize {
+        self.running.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn spawn(
+        &self,
+        tool: TaskTool,
+        idx: usize,
+        def: Arc<dyn SubagentDefinition>,
+        executor: Arc<dyn SubagentExecutor>,
+        call: TaskCall,
+        mut child: TaskContext,
+    ) -> Result<(), SubagentError> {
+        let config = &tool.inner.config;
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            SubagentError::execution(
+                def.name(),
+                "background tasks need a tokio runtime; call Task from within one",
+            )
+        })?;
+        let max = config.max_background;
+        if self.running.fetch_add(1, Ordering::AcqRel) >= max {
+            self.running.fetch_sub(1, Ordering::AcqRel);
+            return Err(SubagentError::LimitReached {
+                agent: def.name().to_string(),
+                limit: format!(
+                    "max_background={max}: {max} background tasks are already running. Wait for one \
+                     with TaskOutput, stop one with TaskStop, or run this task in the foreground"
+                ),
+            });
+        }
+        self.maybe_sweep(config);
+
+        let task_id = child.task_id.clone().unwrap_or_default();
+        let (tx, _rx) = watch::channel(BackgroundState::Running);
+        let entry = Arc::new(Entry {
+            agent: def.name().to_string(),
+            kind: def.kind().to_string(),
+            description: call.description.clone(),
+            cancel: child.cancel.clone(),
+            started: Instant::now(),
+            state: tx,
+            finished_at: Mutex::new(None),
+            partial: Mutex::new(String::new()),
+            usage_reported: AtomicBool::new(false),
+        });
+        child.progress = Arc::new(PartialSink {
+            entry: Arc::downgrade(&entry),
+            task_id: task_id.clone(),
+            inner: child.progress.clone(),
+        });
+        self.entries.insert(task_id, entry.clone());
+
+        let grace = config.stop_grace;
+        handle.spawn(async move {
+            let cancel = child.cancel.clone();
+            let agent = def.name().to_string();
+            let fut = tool.run_child(idx, &def, executor, call, child);
+            tokio::pin!(fut);
+            let result = tokio::select! {
+                biased;
+                r = &mut fut => r,
+                _ = cancel.cancelled() => match tokio::time::timeout(grace, &mut fut).await {
+                    Ok(r) => r,
+                    Err(_) => Err(SubagentError::Cancelled { agent }),
+                },
+            };
+            let partial = || {
+                entry
+                    .partial
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()
+            };
+            let state = match result {
+                Ok(mut o) => {
+                    if cancel.is_cancelled() && o.status != TaskStatus::Completed {
+                        o.status = TaskStatus::Cancelled;
+                    }
+                    if o.status == TaskStatus::Cancelled && o.text.is_empty() {
+                        o.text = partial();
+                    }
+                    BackgroundState::Finished(o)
+                }
+                Err(_) if cancel.is_cancelled() => BackgroundState::Finished(
+                    TaskOutcome::with_status(partial(), TaskStatus::Cancelled),
+                ),
+                Err(e) => BackgroundState::Failed(e.to_string()),
+            };
+            *entry.finished_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+            entry.state.send_replace(state);
+            let bg = &tool.inner.background;
+            bg.finished.fetch_add(1, Ordering::AcqRel);
+            bg.running.fetch_sub(1, Ordering::AcqRel);
+        });
+        Ok(())
+    }
+
+    fn lookup(&self, task_id: &str, ttl: Duration) -> Result<Arc<Entry>, SubagentError> {
+        let entry = self.entries.get(task_id).map(|e| e.value().clone());
+        match entry {
+            Some(e) if e.expired(ttl, Instant::now()) => {
+                if self.entries.remove(task_id).is_some() {
+                    self.finished.fetch_sub(1, Ordering::AcqRel);
+                }
+                Err(unknown(task_id, ttl))
+            }
+            Some(e) => Ok(e),
+            None => Err(unknown(task_id, ttl)),
+        }
+    }
+
+    /// Reads a task, waiting up to `wait` for it to finish.
+    pub(crate) async fn output(
+        &self,
+        task_id: &str,
+        wait: Option<Duration>,
+        ttl: Duration,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        let entry = self.lookup(task_id, ttl)?;
+        let mut timed_out = false;
+        if let Some(wait) = wait {
+            let mut rx = entry.state.subscribe();
+            let done = tokio::time::timeout(wait, rx.wait_for(|s| !s.is_running())).await;
+            timed_out = done.is_err();
+        }
+        let snap = entry.snapshot(task_id, timed_out);
+        let usage = entry.take_usage(task_id);
+        Ok((snap, usage))
+    }
+
+    /// Cancels a task and waits (up to `grace` + 1 s) for it to wind down.
+    pub(crate) async fn stop(
+        &self,
+        task_id: &str,
+        grace: Duration,
+        ttl: Duration,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        let entry = self.lookup(task_id, ttl)?;
+        entry.cancel.cancel();
+        let mut rx = entry.state.subscribe();
+        let _ = tokio::time::timeout(
+            grace + Duration::from_secs(1),
+            rx.wait_for(|s| !s.is_running()),
+        )
+        .await;
+        let snap = entry.snapshot(task_id, false);
+        let usage = entry.take_usage(task_id);
+        Ok((snap, usage))
+    }
+
+    /// Ids of running tasks (for error messages).
+    pub(crate) fn running_ids(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| e.value().state.borrow().is_running())
+            .map(|e| e.key().clone())
+            .collect()
+    }
+
+    /// Drops expired results, and the oldest ones beyond `max_retained`. Runs at most once a
+    /// second unless retention is over its cap.
+    fn maybe_sweep(&self, config: &TaskConfig) {
+        let now_ms = self.epoch.elapsed().as_millis() as u64;
+        let last = self.last_sweep_ms.load(Ordering::Relaxed);
+        let over_cap = self.finished.load(Ordering::Acquire) > config.max_retained;
+        if !over_cap && now_ms.saturating_sub(last) < 1000 {
+            return;
+        }
+        if self
+            .last_sweep_ms
+            .compare_exchange(last, now_ms, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return; // another caller is sweeping
+        }
+        let now = Instant::now();
+        let mut removed = 0usize;
+        self.entries.retain(|_, e| {
+            let keep = !e.expired(config.result_ttl, now);
+            if !keep {
+                removed += 1;
+            }
+            keep
+        });
+        self.finished.fetch_sub(removed, Ordering::AcqRel);
+        let finished = self.finished.load(Ordering::Acquire);
+        if finished > config.max_retained {
+            let mut done: Vec<(Instant, String)> = self
+                .entries
+                .iter()
+                .filter_map(|e| {
+                    let end = (*e.value().finished_at.lock().unwrap_or_else(|p| p.into_inner()))?;
+                    Some((end, e.key().clone()))
+                })
+                .collect();
+            done.sort_unstable();
+            for (_, id) in done.into_iter().take(finished - config.max_retained) {
+                if self.entries.remove(&id).is_some() {
+                    self.finished.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+        }
+    }
+
+    /// Number of entries held (running and finished).
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+fn unknown(task_id: &str, ttl: Duration) -> SubagentError {
+    SubagentError::InvalidInput(format!(
+        "no background task `{task_id}`: the id is unknown, or its result expired {} s after the task finished",
+        ttl.as_secs()
+    ))
+}
+
+impl TaskTool {
+    /// Reads a background task: waits up to `wait` for it to finish (`None` = don't wait).
+    pub async fn output(
+        &self,
+        task_id: &str,
+        wait: Option<Duration>,
+    ) -> Result<BackgroundSnapshot, SubagentError> {
+        self.output_with_usage(task_id, wait).await.map(|(s, _)| s)
+    }
+
+    pub(crate) async fn output_with_usage(
+        &self,
+        task_id: &str,
+        wait: Option<Duration>,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        self.inner
+            .background
+            .output(task_id, wait, self.inner.config.result_ttl)
+            .await
+    }
+
+    /// Cancels a background task; returns its state once it wound down (or the grace ran out).
+    pub async fn stop(&self, task_id: &str) -> Result<BackgroundSnapshot, SubagentError> {
+        self.stop_with_usage(task_id).await.map(|(s, _)| s)
+    }
+
+    pub(crate) async fn stop_with_usage(
+        &self,
+        task_id: &str,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        self.inner
+            .background
+            .stop(
+                task_id,
+                self.inner.config.stop_grace,
+                self.inner.config.result_ttl,
+            )
+            .await
+    }
+
+    /// Number of background tasks running now.
+    pub fn running_background(&self) -> usize {
+        self.inner.background.running()
+    }
+
+    /// Number of background entries held (running, plus finished results not yet evicted).
+    pub fn retained_background(&self) -> usize {
+        self.inner.background.len()
+    }
+
+    /// Ids of the background tasks running now.
+    pub fn running_background_ids(&self) -> Vec<String> {
+        self.inner.background.running_ids()
+    }
+}

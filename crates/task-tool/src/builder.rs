@@ -1,0 +1,292 @@
+//! Registration: resolve references with the types that accept them.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use subagent_spi::{SubagentDefinition, SubagentError, SubagentReference, SubagentType};
+
+use crate::registry::{TaskConfig, TaskTool};
+
+/// Why one reference could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReferenceFailure {
+    /// The reference's URI.
+    pub uri: String,
+    /// The reference's kind.
+    pub kind: String,
+    /// What went wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for ReferenceFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.uri, self.kind, self.reason)
+    }
+}
+
+/// Registration failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// One or more references could not be resolved; every one is listed.
+    #[error("{} subagent reference(s) could not be registered:\n{}", .failures.len(), list(.failures))]
+    Unresolvable {
+        /// Every failure, in reference order.
+        failures: Vec<ReferenceFailure>,
+    },
+    /// Two user references resolved to the same agent name.
+    #[error("two subagents are named `{name}`: {first_uri} and {second_uri}; rename one of them")]
+    DuplicateName {
+        /// The clashing name.
+        name: String,
+        /// The first reference's URI.
+        first_uri: String,
+        /// The second reference's URI.
+        second_uri: String,
+    },
+    /// Two subagent types registered the same kind.
+    #[error("two subagent types are registered for kind `{kind}`")]
+    DuplicateKind {
+        /// The kind.
+        kind: String,
+    },
+    /// A setting is out of range.
+    #[error("invalid Task tool setting: {0}")]
+    Config(String),
+}
+
+fn list(failures: &[ReferenceFailure]) -> String {
+    failures
+        .iter()
+        .map(|f| format!("  - {f}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Builds a [`TaskTool`]. Obtain one with [`TaskTool::builder`].
+#[must_use]
+pub struct TaskToolBuilder {
+    types: Vec<SubagentType>,
+    references: Vec<SubagentReference>,
+    skip_unresolvable: bool,
+    resolve_timeout: Duration,
+    config: TaskConfig,
+}
+
+impl Default for TaskToolBuilder {
+    fn default() -> Self {
+        Self {
+            types: Vec::new(),
+            references: Vec::new(),
+            skip_unresolvable: false,
+            resolve_timeout: Duration::from_secs(30),
+            config: TaskConfig::default(),
+        }
+    }
+}
+
+impl fmt::Debug for TaskToolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskToolBuilder")
+            .field("types", &self.types)
+            .field("references", &self.references)
+            .field("skip_unresolvable", &self.skip_unresolvable)
+            .field("resolve_timeout", &self.resolve_timeout)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl TaskToolBuilder {
+    /// Registers one subagent kind.
+    pub fn subagent_type(mut self, t: SubagentType) -> Self {
+        self.types.push(t);
+        self
+    }
+
+    /// Registers several subagent kinds.
+    pub fn subagent_types(mut self, types: impl IntoIterator<Item = SubagentType>) -> Self {
+        self.types.extend(types);
+        self
+    }
+
+    /// Adds one agent reference.
+    pub fn subagent_reference(mut self, r: SubagentReference) -> Self {
+        self.references.push(r);
+        self
+    }
+
+    /// Adds several agent references.
+    pub fn subagent_references(mut self, refs: impl IntoIterator<Item = SubagentReference>) -> Self {
+        self.references.extend(refs);
+        self
+    }
+
+    /// When true, references that fail to resolve are skipped with a `tracing` warning instead
+    /// of failing [`build`](Self::build). Default false.
+    pub fn skip_unresolvable(mut self, yes: bool) -> Self {
+        self.skip_unresolvable = yes;
+        self
+    }
+
+    /// Time allowed to resolve each reference (default 30 s).
+    pub fn resolve_timeout(mut self, timeout: Duration) -> Self {
+        self.resolve_timeout = timeout;
+        self
+    }
+
+    /// Maximum background tasks running at once (default 16). Calls over it are refused with
+    /// a message the model can read.
+    pub fn max_background(mut self, n: usize) -> Self {
+        self.config.max_background = n;
+        self
+    }
+
+    /// How long a finished background result stays readable (default 30 minutes).
+    pub fn result_ttl(mut self, ttl: Duration) -> Self {
+        self.config.result_ttl = ttl;
+        self
+    }
+
+    /// Maximum finished background results kept (oldest evicted first; default 10,000).
+    pub fn max_retained(mut self, n: usize) -> Self {
+        self.config.max_retained = n;
+        self
+    }
+
+    /// How long `TaskStop` waits for an executor to wind down after cancelling it before the
+    /// task is marked cancelled regardless (default 5 s).
+    pub fn stop_grace(mut self, grace: Duration) -> Self {
+        self.config.stop_grace = grace;
+        self
+    }
+
+    /// Maximum number of session ids remembered for `resume` routing (default 10,000).
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.config.max_sessions = n;
+        self
+    }
+
+    /// Resolves every reference and builds the tool.
+    ///
+    /// References are resolved concurrently, each with the first registered type whose
+    /// resolver accepts it, each within the resolve timeout. A user reference overrides a
+    /// type-contributed default of the same name (case-insensitive); two user references with
+    /// the same name are an error naming both URIs.
+    pub async fn build(self) -> Result<TaskTool, BuildError> {
+        if self.config.max_background == 0 {
+            return Err(BuildError::Config(
+                "max_background must be at least 1".into(),
+            ));
+        }
+        let mut executors: HashMap<String, Arc<dyn subagent_spi::SubagentExecutor>> =
+            HashMap::new();
+        for t in &self.types {
+            let key = t.kind().to_ascii_uppercase();
+            if executors.insert(key, t.executor().clone()).is_some() {
+                return Err(BuildError::DuplicateKind {
+                    kind: t.kind().to_string(),
+                });
+            }
+        }
+        let registered: Vec<String> = self.types.iter().map(|t| t.kind().to_string()).collect();
+
+        // Defaults first (built-in agents), then user references.
+        let defaults: Vec<SubagentReference> = self
+            .types
+            .iter()
+            .flat_map(|t| t.default_references().iter().cloned())
+            .collect();
+        let n_defaults = defaults.len();
+        let all: Vec<SubagentReference> = defaults.into_iter().chain(self.references).collect();
+
+        let types = &self.types;
+        let timeout = self.resolve_timeout;
+        let results = futures::future::join_all(all.iter().map(|r| {
+            let registered = &registered;
+            async move {
+                let Some(t) = types.iter().find(|t| t.resolver().can_resolve(r)) else {
+                    return Err(SubagentError::NoResolver {
+                        kind: r.kind.clone(),
+                        uri: r.uri.clone(),
+                        registered: registered.clone(),
+                    }
+                    .to_string());
+                };
+                match tokio::time::timeout(timeout, t.resolver().resolve(r)).await {
+                    Ok(Ok(def)) => Ok(def),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!(
+                        "resolving took longer than {} ms",
+                        timeout.as_millis()
+                    )),
+                }
+            }
+        }))
+        .await;
+
+        let mut failures = Vec::new();
+        let mut defaults_ok: Vec<Arc<dyn SubagentDefinition>> = Vec::new();
+        let mut users_ok: Vec<Arc<dyn SubagentDefinition>> = Vec::new();
+        for (i, (r, res)) in all.iter().zip(results).enumerate() {
+            let res = res.and_then(|def| {
+                if executors.contains_key(&def.kind().to_ascii_uppercase()) {
+                    Ok(def)
+                } else {
+                    Err(SubagentError::NoExecutor {
+                        kind: def.kind().to_string(),
+                    }
+                    .to_string())
+                }
+            });
+            match res {
+                Ok(def) if i < n_defaults => defaults_ok.push(def),
+                Ok(def) => users_ok.push(def),
+                Err(reason) => failures.push(ReferenceFailure {
+                    uri: r.uri.clone(),
+                    kind: r.kind.clone(),
+                    reason,
+                }),
+            }
+        }
+        if !failures.is_empty() {
+            if self.skip_unresolvable {
+                for f in &failures {
+                    tracing::warn!(uri = %f.uri, kind = %f.kind, reason = %f.reason, "skipping subagent reference that failed to resolve");
+                }
+            } else {
+                return Err(BuildError::Unresolvable { failures });
+            }
+        }
+
+        // Duplicate user names are an error; user names override defaults.
+        let mut seen: HashMap<String, String> = HashMap::new();
+        for d in &users_ok {
+            let key = d.name().to_lowercase();
+            if let Some(first) = seen.insert(key, d.reference().uri.clone()) {
+                return Err(BuildError::DuplicateName {
+                    name: d.name().to_string(),
+                    first_uri: first,
+                    second_uri: d.reference().uri.clone(),
+                });
+            }
+        }
+        let mut agents: Vec<Arc<dyn SubagentDefinition>> = Vec::new();
+        let mut default_names: HashMap<String, ()> = HashMap::new();
+        for d in defaults_ok {
+            let key = d.name().to_lowercase();
+            if seen.contains_key(&key) {
+                tracing::debug!(agent = d.name(), "user agent overrides a built-in agent");
+                continue;
+            }
+            // Two defaults with one name: the first type wins.
+            if default_names.insert(key, ()).is_none() {
+                agents.push(d);
+            }
+        }
+        agents.extend(users_ok);
+        Ok(TaskTool::from_parts(agents, executors, self.config))
+    }
+}

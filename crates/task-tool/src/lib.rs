@@ -1,0 +1,53 @@
+//! # task-tool
+//!
+//! The one tool a main agent needs to delegate: **`Task`**, with its companions **`TaskOutput`**
+//! and **`TaskStop`** for background runs.
+//!
+//! [`TaskTool::builder`] takes [`SubagentType`]s (one per protocol kind: a resolver and an
+//! executor) and [`SubagentReference`]s (pointers to agents), resolves every reference
+//! concurrently with the first type that accepts it, and builds a registry of named agents. A
+//! `Task` call then looks the agent up by name, picks the executor of its kind, and runs it:
+//!
+//! * in the **foreground**: the call returns the agent's final text (plus a one-line footer with
+//!   its status, session id and usage);
+//! * in the **background** (`run_in_background: true`): the call returns a `task_...` id at once;
+//!   `TaskOutput` waits for or reads the result, `TaskStop` cancels it;
+//! * **in parallel**: calls are independent; nothing is locked across an await;
+//! * **resumed**: `resume` with an earlier `session` id routes to the same agent and executor.
+//!
+//! The crate depends on the SPI only, never on a particular kind: kinds are plugged in.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use subagent_spi::*;
+//! # async fn demo(my_kind: SubagentType) -> Result<(), Box<dyn std::error::Error>> {
+//! let task = task_tool::TaskTool::builder()
+//!     .subagent_type(my_kind)
+//!     .subagent_reference(SubagentReference::new("fn:echo", "FN"))
+//!     .build()
+//!     .await?;
+//! let out = task
+//!     .call_tool(serde_json::json!({
+//!         "description": "say hi",
+//!         "prompt": "hello",
+//!         "subagent_type": "echo"
+//!     }), &TaskContext::new())
+//!     .await;
+//! println!("{}", out.content);
+//! # Ok(()) }
+//! ```
+//!
+//! [`SubagentType`]: subagent_spi::SubagentType
+//! [`SubagentReference`]: subagent_spi::SubagentReference
+
+mod background;
+mod builder;
+mod format;
+mod ids;
+mod registry;
+mod tools;
+
+pub use background::{BackgroundSnapshot, BackgroundState};
+pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
+pub use registry::{Dispatch, TaskConfig, TaskTool};
+pub use tools::{TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

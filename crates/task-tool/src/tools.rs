@@ -1,0 +1,201 @@
+//! The SPI `Tool` implementations: `Task`, `TaskOutput`, `TaskStop`.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+
+use crate::format;
+use crate::registry::TaskTool;
+
+/// Default wait of `TaskOutput`.
+const DEFAULT_WAIT_MS: u64 = 30_000;
+/// Longest wait `TaskOutput` accepts.
+const MAX_WAIT_MS: u64 = 600_000;
+
+#[async_trait]
+impl Tool for TaskTool {
+    fn name(&self) -> &str {
+        "Task"
+    }
+
+    fn description(&self) -> String {
+        self.description_text().to_string()
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        self.schema().clone()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Delegate
+    }
+
+    async fn call(
+        &self,
+        input: serde_json::Value,
+        ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(self.call_tool(input, ctx).await)
+    }
+}
+
+/// Input of `TaskOutput`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TaskOutputInput {
+    /// The id returned when the background task was started.
+    pub task_id: String,
+    /// Wait for the task to finish (default true).
+    #[serde(default = "yes")]
+    pub block: bool,
+    /// How long to wait, in milliseconds (default 30000, max 600000).
+    #[serde(default = "default_wait")]
+    pub timeout_ms: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_wait() -> u64 {
+    DEFAULT_WAIT_MS
+}
+
+/// Input of `TaskStop`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TaskStopInput {
+    /// The id of the background task to cancel.
+    pub task_id: String,
+}
+
+/// `TaskOutput`: reads (by default, waits for) a background task's result.
+#[derive(Debug, Clone)]
+pub struct TaskOutputTool {
+    task: TaskTool,
+}
+
+impl TaskOutputTool {
+    pub(crate) fn new(task: TaskTool) -> Self {
+        Self { task }
+    }
+}
+
+#[async_trait]
+impl Tool for TaskOutputTool {
+    fn name(&self) -> &str {
+        "TaskOutput"
+    }
+
+    fn description(&self) -> String {
+        "Read the result of a background task started with Task (run_in_background: true). \
+         By default waits until the task finishes or `timeout_ms` (default 30000, max 600000) \
+         passes; set `block: false` to check without waiting. Reading again returns the same \
+         result."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(TaskOutputInput))
+            .unwrap_or_else(|_| serde_json::json!({"type": "object"}))
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Delegate
+    }
+
+    async fn call(
+        &self,
+        input: serde_json::Value,
+        _ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let input: TaskOutputInput = serde_json::from_value(input)
+            .map_err(|e| ToolError::invalid("TaskOutput", format!("{e}; expected {{\"task_id\": \"task_...\", \"block\"?: bool, \"timeout_ms\"?: number}}")))?;
+        if input.timeout_ms > MAX_WAIT_MS {
+            return Err(ToolError::invalid(
+                "TaskOutput",
+                format!(
+                    "timeout_ms {} is over the maximum of {MAX_WAIT_MS}",
+                    input.timeout_ms
+                ),
+            ));
+        }
+        let wait = input
+            .block
+            .then(|| Duration::from_millis(input.timeout_ms));
+        match self.task.output_with_usage(&input.task_id, wait).await {
+            Ok((snap, usage)) => {
+                let mut out = format::snapshot_text(&snap, input.block.then_some(input.timeout_ms));
+                out.children.extend(usage);
+                Ok(out)
+            }
+            Err(e) => Ok(ToolOutput::error(format!(
+                "{e}. Running tasks: {}",
+                list_or_none(&self.task.running_background_ids())
+            ))),
+        }
+    }
+}
+
+/// `TaskStop`: cancels a background task.
+#[derive(Debug, Clone)]
+pub struct TaskStopTool {
+    task: TaskTool,
+}
+
+impl TaskStopTool {
+    pub(crate) fn new(task: TaskTool) -> Self {
+        Self { task }
+    }
+}
+
+#[async_trait]
+impl Tool for TaskStopTool {
+    fn name(&self) -> &str {
+        "TaskStop"
+    }
+
+    fn description(&self) -> String {
+        "Cancel a background task started with Task. Its status becomes cancelled and any \
+         partial output is kept and returned."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(TaskStopInput))
+            .unwrap_or_else(|_| serde_json::json!({"type": "object"}))
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Delegate
+    }
+
+    async fn call(
+        &self,
+        input: serde_json::Value,
+        _ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let input: TaskStopInput = serde_json::from_value(input).map_err(|e| {
+            ToolError::invalid("TaskStop", format!("{e}; expected {{\"task_id\": \"task_...\"}}"))
+        })?;
+        match self.task.stop_with_usage(&input.task_id).await {
+            Ok((snap, usage)) => {
+                let mut out = format::snapshot_text(&snap, None);
+                out.children.extend(usage);
+                Ok(out)
+            }
+            Err(e) => Ok(ToolOutput::error(format!(
+                "{e}. Running tasks: {}",
+                list_or_none(&self.task.running_background_ids())
+            ))),
+        }
+    }
+}
+
+fn list_or_none(ids: &[String]) -> String {
+    if ids.is_empty() {
+        "(none)".into()
+    } else {
+        ids.join(", ")
+    }
+}

@@ -1,0 +1,385 @@
+//! Running agents: foreground, background, stop, resume, concurrency.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{FnKind, fn_ref};
+use serde_json::json;
+use subagent_spi::*;
+use task_tool::{Dispatch, TaskTool};
+
+/// Agents used across these tests.
+fn kind(cancel_seen: Arc<AtomicBool>) -> FnKind {
+    FnKind::new()
+        .agent("echo", |c, ctx| async move {
+            let mut o = TaskOutcome::completed(format!("echo[{}]: {}", ctx.depth, c.prompt));
+            o.usage.turns = 1;
+            o.usage.input_tokens = 10;
+            o.usage.output_tokens = c.prompt.len() as u64;
+            Ok(o)
+        })
+        .agent("sleepy", |c, ctx| async move {
+            let ms: u64 = c.prompt.parse().unwrap_or(50);
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(TaskOutcome::completed(format!("slept {ms}"))),
+                _ = ctx.cancel.cancelled() => Ok(TaskOutcome::with_status("woke early", TaskStatus::Cancelled)),
+            }
+        })
+        .agent("streamer", move |_, ctx| {
+            let seen = cancel_seen.clone();
+            async move {
+                ctx.emit(ProgressKind::TextDelta { text: "half an ".into() });
+                ctx.emit(ProgressKind::TextDelta { text: "answer".into() });
+                ctx.cancel.cancelled().await;
+                seen.store(true, Ordering::SeqCst);
+                Err(SubagentError::Cancelled { agent: ctx.agent.clone() })
+            }
+        })
+        .agent("broken", |_, _| async move {
+            Err(SubagentError::execution("broken", "the disk is on fire"))
+        })
+        .agent("chat", |c, _| async move {
+            // Resumable: the session id carries the conversation so far.
+            let history = c.resume.clone().map(|s| s.trim_start_matches("sess:").to_string());
+            let text = match &history {
+                Some(h) => format!("{h} + {}", c.prompt),
+                None => c.prompt.clone(),
+            };
+            Ok(TaskOutcome::completed(text.clone()).with_session(format!("sess:{text}")))
+        })
+        .agent("asker", |c, _| async move {
+            if c.resume.is_some() {
+                Ok(TaskOutcome::completed(format!("thanks for {}", c.prompt)))
+            } else {
+                Ok(TaskOutcome::with_status("which colour?", TaskStatus::NeedsInput).with_session("ask-1"))
+            }
+        })
+        .agent("oneshot", |c, _| async move {
+            if let Some(s) = c.resume {
+                return Err(SubagentError::Resume {
+                    session: s,
+                    reason: "this kind cannot resume".into(),
+                });
+            }
+            Ok(TaskOutcome::completed("done").with_session("one-1"))
+        })
+}
+
+async fn build(max_background: usize) -> (TaskTool, Arc<AtomicBool>) {
+    let seen = Arc::new(AtomicBool::new(false));
+    let task = TaskTool::builder()
+        .subagent_type(kind(seen.clone()).into_type())
+        .subagent_references(
+            ["echo", "sleepy", "streamer", "broken", "chat", "asker", "oneshot"].map(fn_ref),
+        )
+        .max_background(max_background)
+        .stop_grace(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("builds");
+    (task, seen)
+}
+
+fn call(agent: &str, prompt: &str) -> serde_json::Value {
+    json!({"description": "test", "prompt": prompt, "subagent_type": agent})
+}
+
+fn bg(agent: &str, prompt: &str) -> serde_json::Value {
+    json!({"description": "test", "prompt": prompt, "subagent_type": agent, "run_in_background": true})
+}
+
+fn task_id_of(text: &str) -> String {
+    let start = text.find("task_").expect("a task id in the text");
+    text[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+}
+
+#[tokio::test]
+async fn foreground_returns_the_text_with_a_footer_and_usage_tree() {
+    let (task, _) = build(16).await;
+    let out = task.call(call("echo", "hello"), &TaskContext::new()).await.expect("tool call");
+    assert!(!out.is_error);
+    assert!(out.content.starts_with("echo[1]: hello"), "child runs at depth 1: {}", out.content);
+    assert!(out.content.contains("[agent: echo | status: completed"), "{}", out.content);
+    assert_eq!(out.children.len(), 1);
+    let node = &out.children[0];
+    assert_eq!(node.agent, "echo");
+    assert_eq!(node.kind, "FN");
+    assert_eq!(node.usage.output_tokens, 5);
+    assert!(node.task_id.as_deref().is_some_and(|t| t.starts_with("task_")));
+}
+
+#[tokio::test]
+async fn case_insensitive_agent_names_work() {
+    let (task, _) = build(16).await;
+    let out = task.call(call("ECHO", "x"), &TaskContext::new()).await.expect("tool call");
+    assert!(out.content.starts_with("echo[1]: x"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn unknown_agent_is_a_readable_error_listing_agents() {
+    let (task, _) = build(16).await;
+    let out = task.call(call("nobody", "x"), &TaskContext::new()).await.expect("tool call");
+    assert!(out.is_error);
+    assert!(out.content.contains("Unknown agent `nobody`"), "{}", out.content);
+    for name in ["echo", "sleepy", "streamer", "broken", "chat"] {
+        assert!(out.content.contains(name), "lists {name}: {}", out.content);
+    }
+}
+
+#[tokio::test]
+async fn bad_input_is_a_readable_error() {
+    let (task, _) = build(16).await;
+    let out = task.call(json!({"prompt": 3}), &TaskContext::new()).await.expect("tool call");
+    assert!(out.is_error);
+    assert!(out.content.contains("Invalid Task input"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn executor_errors_become_error_results() {
+    let (task, _) = build(16).await;
+    let out = task.call(call("broken", "x"), &TaskContext::new()).await.expect("tool call");
+    assert!(out.is_error);
+    assert!(out.content.contains("the disk is on fire"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn background_runs_then_completes_and_reads_repeat() {
+    let (task, _) = build(16).await;
+    let ctx = TaskContext::new();
+    let started = task.call(bg("sleepy", "150"), &ctx).await.expect("tool call");
+    assert!(started.content.contains("in the background"), "{}", started.content);
+    let id = task_id_of(&started.content);
+    assert_eq!(task.running_background(), 1);
+
+    let peek = task.output(&id, None).await.expect("known id");
+    assert_eq!(peek.status(), TaskStatus::Running);
+
+    let output = task.output_tool();
+    let first = output
+        .call(json!({"task_id": id, "timeout_ms": 5000}), &ctx)
+        .await
+        .expect("tool call");
+    assert!(first.content.contains("status: completed"), "{}", first.content);
+    assert!(first.content.contains("slept 150"), "{}", first.content);
+    assert_eq!(first.children.len(), 1, "usage reported on the first read");
+    let second = output.call(json!({"task_id": id}), &ctx).await.expect("tool call");
+    assert!(second.content.contains("slept 150"), "{}", second.content);
+    assert!(second.children.is_empty(), "usage is reported once");
+    assert_eq!(task.running_background(), 0);
+}
+
+#[tokio::test]
+async fn a_blocked_wait_that_times_out_says_so() {
+    let (task, _) = build(16).await;
+    let ctx = TaskContext::new();
+    let id = task_id_of(&task.call(bg("sleepy", "5000"), &ctx).await.expect("call").content);
+    let out = task
+        .output_tool()
+        .call(json!({"task_id": id, "timeout_ms": 50}), &ctx)
+        .await
+        .expect("tool call");
+    assert!(out.content.contains("status: running"), "{}", out.content);
+    assert!(out.content.contains("wait timed out after 50 ms"), "{}", out.content);
+    let too_long = task
+        .output_tool()
+        .call(json!({"task_id": id, "timeout_ms": 600_001}), &ctx)
+        .await;
+    assert!(too_long.is_err(), "timeout over the max is refused");
+    task.stop(&id).await.expect("stops");
+}
+
+#[tokio::test]
+async fn stop_cancels_the_executor_and_keeps_partial_output() {
+    let (task, seen) = build(16).await;
+    let ctx = TaskContext::new();
+    let id = task_id_of(&task.call(bg("streamer", "go"), &ctx).await.expect("call").content);
+    // Let it stream its partial text.
+    for _ in 0..100 {
+        if !task.output(&id, None).await.expect("known").partial.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let out = task
+        .stop_tool()
+        .call(json!({"task_id": id}), &ctx)
+        .await
+        .expect("tool call");
+    assert!(seen.load(Ordering::SeqCst), "the executor saw its token cancelled");
+    assert!(out.content.contains("status: cancelled"), "{}", out.content);
+    assert!(out.content.contains("half an answer"), "{}", out.content);
+    let again = task.output(&id, None).await.expect("still readable");
+    assert_eq!(again.status(), TaskStatus::Cancelled);
+}
+
+#[tokio::test]
+async fn finished_results_expire_after_the_ttl() {
+    let seen = Arc::new(AtomicBool::new(false));
+    let task = TaskTool::builder()
+        .subagent_type(kind(seen).into_type())
+        .subagent_reference(fn_ref("echo"))
+        .result_ttl(Duration::from_millis(100))
+        .build()
+        .await
+        .expect("builds");
+    let ctx = TaskContext::new();
+    let id = task_id_of(&task.call(bg("echo", "x"), &ctx).await.expect("call").content);
+    let done = task.output(&id, Some(Duration::from_secs(5))).await.expect("readable");
+    assert_eq!(done.status(), TaskStatus::Completed);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let gone = task.output(&id, None).await.expect_err("expired");
+    assert!(gone.to_string().contains("expired"), "{gone}");
+    assert_eq!(task.retained_background(), 0);
+    let out = task.output_tool().call(json!({"task_id": id}), &ctx).await.expect("tool call");
+    assert!(out.is_error && out.content.contains("no background task"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn background_limit_is_a_readable_refusal() {
+    let (task, _) = build(2).await;
+    let ctx = TaskContext::new();
+    let a = task_id_of(&task.call(bg("sleepy", "5000"), &ctx).await.expect("call").content);
+    let b = task_id_of(&task.call(bg("sleepy", "5000"), &ctx).await.expect("call").content);
+    let refused = task.call(bg("sleepy", "5000"), &ctx).await.expect("call");
+    assert!(refused.is_error);
+    assert!(refused.content.contains("max_background=2"), "{}", refused.content);
+    task.stop(&a).await.expect("stop a");
+    let ok = task.call(bg("echo", "after"), &ctx).await.expect("call");
+    assert!(!ok.is_error, "a slot was freed: {}", ok.content);
+    task.stop(&b).await.expect("stop b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_background_tasks_return_their_own_results() {
+    let (task, _) = build(1000).await;
+    let ctx = TaskContext::new();
+    let ids: Vec<(usize, String)> = futures::future::join_all((0..1000).map(|i| {
+        let task = task.clone();
+        let ctx = ctx.clone();
+        async move {
+            let out = task.call(bg("echo", &format!("job-{i}")), &ctx).await.expect("call");
+            assert!(!out.is_error, "{}", out.content);
+            (i, task_id_of(&out.content))
+        }
+    }))
+    .await;
+    let distinct: std::collections::HashSet<&String> = ids.iter().map(|(_, id)| id).collect();
+    assert_eq!(distinct.len(), 1000, "ids are unique");
+    for (i, id) in &ids {
+        let snap = task.output(id, Some(Duration::from_secs(30))).await.expect("readable");
+        let o = snap.outcome().expect("finished");
+        assert_eq!(o.text, format!("echo[1]: job-{i}"));
+    }
+    assert_eq!(task.running_background(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreground_calls_run_concurrently() {
+    let (task, _) = build(16).await;
+    let ctx = TaskContext::new();
+    let barrier = Arc::new(tokio::sync::Barrier::new(8));
+    let b = barrier.clone();
+    // 8 calls that each wait for all 8 to be in flight: sequential dispatch would deadlock.
+    let kind = FnKind::new().agent("meet", move |_, _| {
+        let b = b.clone();
+        async move {
+            b.wait().await;
+            Ok(TaskOutcome::completed("met"))
+        }
+    });
+    let task2 = TaskTool::builder()
+        .subagent_type(kind.into_type())
+        .subagent_reference(fn_ref("meet"))
+        .build()
+        .await
+        .expect("builds");
+    drop(task);
+    let all = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures::future::join_all((0..8).map(|_| task2.call(call("meet", "x"), &ctx))),
+    )
+    .await
+    .expect("all eight met, so they ran at once");
+    assert!(all.iter().all(|r| r.as_ref().is_ok_and(|o| o.content.starts_with("met"))));
+}
+
+#[tokio::test]
+async fn parent_cancellation_reaches_a_foreground_child() {
+    let (task, _) = build(16).await;
+    let ctx = TaskContext::new();
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    let out = tokio::time::timeout(Duration::from_secs(5), task.call(call("sleepy", "60000"), &ctx))
+        .await
+        .expect("returns promptly")
+        .expect("tool call");
+    assert!(out.content.contains("was cancelled"), "{}", out.content);
+    assert!(out.content.contains("woke early"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn resume_routes_to_the_agent_that_produced_the_session() {
+    let (task, _) = build(16).await;
+    let ctx = TaskContext::new();
+    let first = task.dispatch(TaskCall::new("chat", "d", "hello"), &ctx).await.expect("runs");
+    let Dispatch::Foreground { outcome, .. } = first else { panic!("foreground") };
+    let session = outcome.session_id.expect("resumable");
+    // The model names the wrong agent; the session decides.
+    let second = task
+        .dispatch(TaskCall::new("echo", "d", "again").resuming(session), &ctx)
+        .await
+        .expect("runs");
+    let Dispatch::Foreground { agent, outcome, .. } = second else { panic!("foreground") };
+    assert_eq!(agent, "chat");
+    assert_eq!(outcome.text, "hello + again");
+}
+
+#[tokio::test]
+async fn needs_input_explains_how_to_resume() {
+    let (task, _) = build(16).await;
+    let ctx = TaskContext::new();
+    let out = task.call(call("asker", "paint it"), &ctx).await.expect("call");
+    assert!(out.content.contains("needs input"), "{}", out.content);
+    assert!(out.content.contains("which colour?"), "{}", out.content);
+    assert!(out.content.contains("resume `ask-1`"), "{}", out.content);
+    let answer = json!({"description": "answer", "prompt": "blue", "subagent_type": "asker", "resume": "ask-1"});
+    let done = task.call(answer, &ctx).await.expect("call");
+    assert!(done.content.starts_with("thanks for blue"), "{}", done.content);
+}
+
+#[tokio::test]
+async fn an_executor_that_cannot_resume_says_so() {
+    let (task, _) = build(16).await;
+    let ctx = TaskContext::new();
+    let out = task
+        .call(json!({"description": "d", "prompt": "more", "subagent_type": "oneshot", "resume": "one-1"}), &ctx)
+        .await
+        .expect("call");
+    assert!(out.is_error);
+    assert!(out.content.contains("cannot resume `one-1`: this kind cannot resume"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn progress_events_carry_the_task_tree() {
+    let (task, _) = build(16).await;
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink_events = events.clone();
+    let count = Arc::new(AtomicUsize::new(0));
+    let c2 = count.clone();
+    let mut ctx = TaskContext::new().with_progress(Arc::new(move |e: ProgressEvent| {
+        c2.fetch_add(1, Ordering::SeqCst);
+        sink_events.lock().expect("lock").push(e);
+    }));
+    ctx.task_id = Some("task_parent".into());
+    task.call(call("echo", "hi"), &ctx).await.expect("call");
+    let ev = events.lock().expect("lock").clone();
+    assert!(matches!(ev.first().map(|e| &e.kind), Some(ProgressKind::Started { .. })));
+    assert!(matches!(ev.last().map(|e| &e.kind), Some(ProgressKind::Finished { status: TaskStatus::Completed, .. })));
+    assert!(ev.iter().all(|e| e.parent_task_id.as_deref() == Some("task_parent") && e.depth == 1 && e.agent == "echo"));
+}
