@@ -1,0 +1,715 @@
+//! The typed agent definition and the parser that builds it from Markdown text.
+
+use std::any::Any;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use subagent_spi::{SubagentDefinition, SubagentReference};
+
+use crate::KIND;
+use crate::error::ClaudeError;
+use crate::frontmatter::{self, SplitError};
+
+/// One entry of a `tools` or `disallowedTools` list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolRule {
+    /// An exact tool name, e.g. `Read` or `mcp__github__create_issue`.
+    Name(String),
+    /// A name prefix ending in `*`, e.g. `mcp__github__*` (`*` alone matches every tool).
+    Prefix(String),
+    /// A tool with an argument restriction, e.g. `Agent(explore, plan)` or `Bash(git:*)`.
+    Scoped {
+        /// The tool name before the parenthesis.
+        name: String,
+        /// The text inside the parentheses.
+        spec: String,
+    },
+}
+
+impl ToolRule {
+    /// Parses one entry (`Read`, `mcp__server__*`, `Agent(a, b)`).
+    pub fn parse(entry: &str) -> Option<Self> {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            return None;
+        }
+        if let Some(open) = entry.find('(')
+            && entry.ends_with(')')
+        {
+            let name = entry[..open].trim().to_string();
+            let spec = entry[open + 1..entry.len() - 1].trim().to_string();
+            if name.is_empty() {
+                return None;
+            }
+            return Some(ToolRule::Scoped { name, spec });
+        }
+        if let Some(prefix) = entry.strip_suffix('*') {
+            return Some(ToolRule::Prefix(prefix.to_string()));
+        }
+        Some(ToolRule::Name(entry.to_string()))
+    }
+
+    /// The tool name (or prefix) this rule is about.
+    pub fn name(&self) -> &str {
+        match self {
+            ToolRule::Name(n) | ToolRule::Prefix(n) => n,
+            ToolRule::Scoped { name, .. } => name,
+        }
+    }
+
+    /// True when the rule names the tool `tool` (for scoped rules: the tool, ignoring the
+    /// argument restriction). `Task` and `Agent` are the same tool.
+    pub fn matches(&self, tool: &str) -> bool {
+        match self {
+            ToolRule::Name(n) | ToolRule::Scoped { name: n, .. } => same_tool(n, tool),
+            ToolRule::Prefix(p) => tool.starts_with(p.as_str()),
+        }
+    }
+
+    /// True for `Agent(...)` / `Task(...)` / `Agent` / `Task`: the delegation tool.
+    pub fn is_delegation(&self) -> bool {
+        matches!(self, ToolRule::Name(n) | ToolRule::Scoped { name: n, .. } if is_task_name(n))
+    }
+}
+
+impl fmt::Display for ToolRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolRule::Name(n) => f.write_str(n),
+            ToolRule::Prefix(p) => write!(f, "{p}*"),
+            ToolRule::Scoped { name, spec } => write!(f, "{name}({spec})"),
+        }
+    }
+}
+
+/// True for the names of the delegation tool (`Task`, and `Agent`, its newer name).
+pub fn is_task_name(name: &str) -> bool {
+    name == "Task" || name == "Agent"
+}
+
+fn same_tool(rule: &str, tool: &str) -> bool {
+    rule == tool || (is_task_name(rule) && is_task_name(tool))
+}
+
+/// Splits a `tools` string on commas outside parentheses (and on whitespace inside an entry
+/// without parentheses, since tool names never contain spaces).
+pub fn parse_tool_list(text: &str) -> Vec<ToolRule> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0usize;
+    let push = |piece: &str, out: &mut Vec<ToolRule>| {
+        let piece = piece.trim();
+        if piece.contains('(') {
+            out.extend(ToolRule::parse(piece));
+        } else {
+            out.extend(piece.split_whitespace().filter_map(ToolRule::parse));
+        }
+    };
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = (depth - 1).max(0),
+            ',' if depth == 0 => {
+                push(&text[start..i], &mut out);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    push(&text[start..], &mut out);
+    out
+}
+
+/// The `model` field.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ModelChoice {
+    /// `inherit`: use the parent's model.
+    Inherit,
+    /// An alias (`sonnet`, `opus`, `haiku`), a full model id, or `provider:model`; resolved
+    /// through the model registry at run time.
+    Named(String),
+}
+
+/// The `permissionMode` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum PermissionMode {
+    /// Edits and commands go through the approval policy (`default`, also `manual`).
+    #[default]
+    Default,
+    /// Edits are allowed; commands go through the approval policy.
+    AcceptEdits,
+    /// Read-only: only read-only (and delegation) tools may run.
+    Plan,
+    /// Everything is allowed.
+    BypassPermissions,
+    /// Everything is allowed without asking (`dontAsk`).
+    DontAsk,
+    /// Everything is allowed (`auto`).
+    Auto,
+}
+
+impl PermissionMode {
+    /// Parses a mode name, ignoring case, `-` and `_`; `None` for an unknown name.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match frontmatter::fold_key(text.trim()).as_str() {
+            "default" | "manual" => PermissionMode::Default,
+            "acceptedits" => PermissionMode::AcceptEdits,
+            "plan" => PermissionMode::Plan,
+            "bypasspermissions" => PermissionMode::BypassPermissions,
+            "dontask" => PermissionMode::DontAsk,
+            "auto" => PermissionMode::Auto,
+            _ => return None,
+        })
+    }
+
+    /// The canonical name, as Claude Code spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::BypassPermissions => "bypassPermissions",
+            PermissionMode::DontAsk => "dontAsk",
+            PermissionMode::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A Claude Code-style agent: frontmatter configuration plus the Markdown body, which is the
+/// agent's system prompt.
+///
+/// Implements [`SubagentDefinition`]; executors get it back with
+/// `definition.downcast_ref::<ClaudeAgentDefinition>()`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClaudeAgentDefinition {
+    /// `name`, as written (registration uses it unchanged).
+    pub name: String,
+    /// `description`: when to use the agent.
+    pub description: String,
+    /// The body: the agent's system prompt (trimmed).
+    pub prompt: String,
+    /// `tools`: the allow-list; `None` = every configured tool.
+    pub tools: Option<Vec<ToolRule>>,
+    /// `disallowedTools`: removed before the allow-list applies.
+    pub disallowed_tools: Vec<ToolRule>,
+    /// `model`.
+    pub model: Option<ModelChoice>,
+    /// `permissionMode` (absent = [`PermissionMode::Default`]).
+    pub permission_mode: PermissionMode,
+    /// `maxTurns`.
+    pub max_turns: Option<u32>,
+    /// `skills`: names of skills whose text is preloaded into the system prompt.
+    pub skills: Vec<String>,
+    /// `mcpServers`, as written.
+    pub mcp_servers: Option<Value>,
+    /// `hooks`, as written.
+    pub hooks: Option<Value>,
+    /// `memory`, as written.
+    pub memory: Option<Value>,
+    /// `background`: run in the background by default.
+    pub background: Option<bool>,
+    /// `effort`.
+    pub effort: Option<String>,
+    /// `isolation`.
+    pub isolation: Option<String>,
+    /// `color`.
+    pub color: Option<String>,
+    /// `initialPrompt`.
+    pub initial_prompt: Option<String>,
+    /// Every other frontmatter key, kept as written.
+    pub metadata: Map<String, Value>,
+    /// The file the agent came from, when it came from one.
+    pub source: Option<PathBuf>,
+    /// The reference it was resolved from.
+    pub reference: SubagentReference,
+}
+
+impl ClaudeAgentDefinition {
+    /// A minimal definition (for tests and programmatic agents).
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        prompt: impl Into<String>,
+    ) -> Self {
+        let name = name.into();
+        Self {
+            reference: SubagentReference::new(format!("embedded:{name}"), KIND),
+            name,
+            description: description.into(),
+            prompt: prompt.into(),
+            tools: None,
+            disallowed_tools: Vec::new(),
+            model: None,
+            permission_mode: PermissionMode::Default,
+            max_turns: None,
+            skills: Vec::new(),
+            mcp_servers: None,
+            hooks: None,
+            memory: None,
+            background: None,
+            effort: None,
+            isolation: None,
+            color: None,
+            initial_prompt: None,
+            metadata: Map::new(),
+            source: None,
+        }
+    }
+
+    /// Replaces the reference (builder style).
+    #[must_use]
+    pub fn with_reference(mut self, reference: SubagentReference) -> Self {
+        self.reference = reference;
+        self
+    }
+
+    /// The system prompt (the Markdown body).
+    pub fn system_prompt(&self) -> &str {
+        &self.prompt
+    }
+}
+
+impl SubagentDefinition for ClaudeAgentDefinition {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn kind(&self) -> &str {
+        KIND
+    }
+
+    fn reference(&self) -> &SubagentReference {
+        &self.reference
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A parsed agent and the warnings its file produced.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ParsedAgent {
+    /// The definition (its `reference` is a file reference to `path_for_errors`).
+    pub definition: ClaudeAgentDefinition,
+    /// Things worth telling the user: lenient YAML, odd names, ignored values.
+    pub warnings: Vec<String>,
+}
+
+/// Frontmatter read from a document: the fields, the body, and how it was read.
+pub(crate) struct Document<'a> {
+    pub fields: Map<String, Value>,
+    pub body: &'a str,
+    pub open_line: usize,
+    /// Set when strict YAML failed (and the lenient reading was used).
+    pub strict_failure: Option<frontmatter::YamlFailure>,
+}
+
+/// Splits and reads a document's frontmatter (strict YAML, then lenient). `text` must already
+/// be normalized.
+pub(crate) fn read_document<'a>(
+    path: &Path,
+    text: &'a str,
+    warnings: &mut Vec<String>,
+) -> Result<Document<'a>, ClaudeError> {
+    let split = frontmatter::split(text).map_err(|e| match e {
+        SplitError::NoFrontmatter => ClaudeError::NoFrontmatter {
+            path: path.to_path_buf(),
+        },
+        SplitError::Unclosed(line) => ClaudeError::UnclosedFrontmatter {
+            path: path.to_path_buf(),
+            line,
+        },
+    })?;
+    let (fields, strict_failure) = match frontmatter::strict(split.front) {
+        Ok(fields) => (fields, None),
+        Err(failure) => {
+            let fields = frontmatter::lenient(split.front);
+            let file_line = failure.line.map(|l| l + split.open_line);
+            if fields.is_empty() {
+                return Err(ClaudeError::Yaml {
+                    path: path.to_path_buf(),
+                    line: file_line,
+                    message: failure.message,
+                });
+            }
+            warnings.push(format!(
+                "frontmatter is not strict YAML ({}{}); read it leniently",
+                failure.message,
+                file_line
+                    .map(|l| format!(" at line {l}"))
+                    .unwrap_or_default()
+            ));
+            (fields, Some(failure))
+        }
+    };
+    Ok(Document {
+        fields,
+        body: split.body,
+        open_line: split.open_line,
+        strict_failure,
+    })
+}
+
+/// A scalar as text (numbers and booleans are written out); `None` for null, lists and maps.
+pub(crate) fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Takes a required text field, erroring with the path and line when absent or empty.
+pub(crate) fn required_text(
+    doc: &mut Document<'_>,
+    path: &Path,
+    field: &'static str,
+) -> Result<String, ClaudeError> {
+    match doc.fields.remove(field) {
+        None | Some(Value::Null) => Err(missing(doc, path, field)),
+        Some(v) => match scalar_text(&v) {
+            Some(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            Some(_) => Err(missing(doc, path, field)),
+            None => Err(ClaudeError::InvalidField {
+                path: path.to_path_buf(),
+                field: field.to_string(),
+                line: doc.open_line,
+                message: "must be text, not a list or a map".to_string(),
+            }),
+        },
+    }
+}
+
+fn missing(doc: &Document<'_>, path: &Path, field: &'static str) -> ClaudeError {
+    // When strict YAML failed, the YAML error is the better explanation.
+    if let Some(f) = &doc.strict_failure {
+        return ClaudeError::Yaml {
+            path: path.to_path_buf(),
+            line: f.line.map(|l| l + doc.open_line),
+            message: format!("{} (and no `{field}` could be read leniently)", f.message),
+        };
+    }
+    ClaudeError::MissingField {
+        path: path.to_path_buf(),
+        field,
+        line: doc.open_line,
+    }
+}
+
+/// True for `lowercase-hyphen` names.
+pub fn is_canonical_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Parses one agent file's text. `path_for_errors` names the file in errors and becomes the
+/// definition's reference URI and `source`.
+///
+/// ```
+/// let parsed = subagent_claude::parse_agent(
+///     "agents/reviewer.md".as_ref(),
+///     "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\n---\nYou review code.\n",
+/// ).unwrap();
+/// assert_eq!(parsed.definition.name, "reviewer");
+/// assert_eq!(parsed.definition.prompt, "You review code.");
+/// assert!(parsed.warnings.is_empty());
+/// ```
+pub fn parse_agent(path_for_errors: &Path, text: &str) -> Result<ParsedAgent, ClaudeError> {
+    let normalized = frontmatter::normalize(text);
+    let mut warnings = Vec::new();
+    let mut doc = read_document(path_for_errors, &normalized, &mut warnings)?;
+    let name = required_text(&mut doc, path_for_errors, "name")?;
+    let description = required_text(&mut doc, path_for_errors, "description")?;
+    if !is_canonical_name(&name) {
+        warnings.push(format!(
+            "agent name `{name}` is not lowercase-hyphen; it is registered as written"
+        ));
+    }
+    let reference = SubagentReference::new(path_for_errors.to_string_lossy().into_owned(), KIND);
+    let mut def = ClaudeAgentDefinition::new(name, description, doc.body.trim());
+    def.reference = reference;
+    def.source = Some(path_for_errors.to_path_buf());
+    apply_fields(&mut def, std::mem::take(&mut doc.fields), &mut warnings);
+    Ok(ParsedAgent {
+        definition: def,
+        warnings,
+    })
+}
+
+fn tool_rules(field: &str, v: Value, warnings: &mut Vec<String>) -> Option<Vec<ToolRule>> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(parse_tool_list(&s)),
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                match scalar_text(&item) {
+                    Some(s) => out.extend(parse_tool_list(&s)),
+                    None => warnings.push(format!("`{field}`: ignored a non-text entry {item}")),
+                }
+            }
+            Some(out)
+        }
+        other => {
+            warnings.push(format!(
+                "`{field}` must be a comma-separated string or a list; ignored {other}"
+            ));
+            None
+        }
+    }
+}
+
+fn text_list(field: &str, v: Value, warnings: &mut Vec<String>) -> Vec<String> {
+    let split = |s: &str| {
+        s.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    match v {
+        Value::Null => Vec::new(),
+        Value::String(s) => split(&s),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|i| {
+                let t = scalar_text(i);
+                if t.is_none() {
+                    warnings.push(format!("`{field}`: ignored a non-text entry {i}"));
+                }
+                t
+            })
+            .flat_map(|s| split(&s))
+            .collect(),
+        other => {
+            warnings.push(format!(
+                "`{field}` must be a string or a list; ignored {other}"
+            ));
+            Vec::new()
+        }
+    }
+}
+
+fn opt_text(field: &str, v: Value, warnings: &mut Vec<String>) -> Option<String> {
+    if v.is_null() {
+        return None;
+    }
+    let t = scalar_text(&v);
+    if t.is_none() {
+        warnings.push(format!("`{field}` must be text; ignored {v}"));
+    }
+    t.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: &mut Vec<String>) {
+    for (key, value) in fields {
+        match frontmatter::fold_key(&key).as_str() {
+            "tools" => def.tools = tool_rules(&key, value, w),
+            "disallowedtools" => {
+                def.disallowed_tools = tool_rules(&key, value, w).unwrap_or_default()
+            }
+            "model" => {
+                def.model = opt_text(&key, value, w).map(|m| {
+                    if m.eq_ignore_ascii_case("inherit") {
+                        ModelChoice::Inherit
+                    } else {
+                        ModelChoice::Named(m)
+                    }
+                })
+            }
+            "permissionmode" => {
+                if let Some(text) = opt_text(&key, value, w) {
+                    match PermissionMode::parse(&text) {
+                        Some(m) => def.permission_mode = m,
+                        None => w.push(format!(
+                            "unknown permissionMode `{text}`; using `default` (edits and commands need approval)"
+                        )),
+                    }
+                }
+            }
+            "maxturns" => {
+                let n = match &value {
+                    Value::Number(n) => n.as_u64(),
+                    Value::String(s) => s.trim().parse::<u64>().ok(),
+                    Value::Null => continue,
+                    _ => None,
+                };
+                match n.and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0) {
+                    Some(n) => def.max_turns = Some(n),
+                    None => w.push(format!(
+                        "`maxTurns` must be a positive whole number; ignored {value}"
+                    )),
+                }
+            }
+            "skills" => def.skills = text_list(&key, value, w),
+            "mcpservers" => def.mcp_servers = Some(value).filter(|v| !v.is_null()),
+            "hooks" => def.hooks = Some(value).filter(|v| !v.is_null()),
+            "memory" => def.memory = Some(value).filter(|v| !v.is_null()),
+            "background" => match &value {
+                Value::Bool(b) => def.background = Some(*b),
+                Value::String(s) if s.eq_ignore_ascii_case("true") => def.background = Some(true),
+                Value::String(s) if s.eq_ignore_ascii_case("false") => def.background = Some(false),
+                Value::Null => {}
+                other => w.push(format!(
+                    "`background` must be true or false; ignored {other}"
+                )),
+            },
+            "effort" => def.effort = opt_text(&key, value, w),
+            "isolation" => def.isolation = opt_text(&key, value, w),
+            "color" => def.color = opt_text(&key, value, w),
+            "initialprompt" => def.initial_prompt = opt_text(&key, value, w),
+            _ => {
+                def.metadata.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> ParsedAgent {
+        parse_agent(Path::new("t.md"), text).unwrap()
+    }
+
+    #[test]
+    fn all_fields() {
+        let p = parse(
+            "---\nname: full\ndescription: d\ntools: Read, mcp__gh__*, Agent(a, b)\ndisallowedTools: [Write]\nmodel: inherit\npermissionMode: acceptEdits\nmaxTurns: 7\nskills: s1\nmcpServers:\n  gh: {command: x}\nhooks: {}\nmemory: project\nbackground: true\neffort: high\nisolation: worktree\ncolor: blue\ninitialPrompt: go\nversion: 2\n---\nbody\n",
+        );
+        let d = p.definition;
+        assert_eq!(
+            d.tools,
+            Some(vec![
+                ToolRule::Name("Read".into()),
+                ToolRule::Prefix("mcp__gh__".into()),
+                ToolRule::Scoped {
+                    name: "Agent".into(),
+                    spec: "a, b".into()
+                }
+            ])
+        );
+        assert_eq!(d.disallowed_tools, vec![ToolRule::Name("Write".into())]);
+        assert_eq!(d.model, Some(ModelChoice::Inherit));
+        assert_eq!(d.permission_mode, PermissionMode::AcceptEdits);
+        assert_eq!(d.max_turns, Some(7));
+        assert_eq!(d.skills, vec!["s1"]);
+        assert!(d.mcp_servers.is_some());
+        assert_eq!(d.memory, Some(Value::String("project".into())));
+        assert_eq!(d.background, Some(true));
+        assert_eq!(d.effort.as_deref(), Some("high"));
+        assert_eq!(d.isolation.as_deref(), Some("worktree"));
+        assert_eq!(d.color.as_deref(), Some("blue"));
+        assert_eq!(d.initial_prompt.as_deref(), Some("go"));
+        assert_eq!(d.metadata["version"], 2);
+        assert_eq!(d.prompt, "body");
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn manual_is_default_and_unknown_mode_warns() {
+        let p = parse("---\nname: a\ndescription: d\npermissionMode: manual\n---\n");
+        assert_eq!(p.definition.permission_mode, PermissionMode::Default);
+        let p = parse("---\nname: a\ndescription: d\npermissionMode: yolo\n---\n");
+        assert_eq!(p.definition.permission_mode, PermissionMode::Default);
+        assert!(p.warnings[0].contains("yolo"));
+    }
+
+    #[test]
+    fn title_case_name_warns_but_loads() {
+        let p = parse("---\nname: Code Reviewer\ndescription: d\n---\n");
+        assert_eq!(p.definition.name, "Code Reviewer");
+        assert!(p.warnings[0].contains("lowercase-hyphen"));
+    }
+
+    #[test]
+    fn missing_fields_name_path_and_line() {
+        let e = parse_agent(Path::new("x/y.md"), "\n---\ndescription: d\n---\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x/y.md:2: the frontmatter has no `name` (required)"
+        );
+        let e = parse_agent(Path::new("y.md"), "---\nname: n\n---\n").unwrap_err();
+        assert!(matches!(
+            e,
+            ClaudeError::MissingField {
+                field: "description",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn yaml_error_names_line() {
+        let e = parse_agent(Path::new("y.md"), "---\n: : :\n  - [\n---\n").unwrap_err();
+        let s = e.to_string();
+        assert!(s.starts_with("y.md:"), "{s}");
+        assert!(matches!(e, ClaudeError::Yaml { line: Some(_), .. }), "{s}");
+    }
+
+    #[test]
+    fn lenient_with_warning_and_crlf() {
+        let p = parse(
+            "\u{feff}\r\n---\r\nname: x\r\ndescription: Use it when: things\r\n---\r\nBody\r\n",
+        );
+        assert_eq!(p.definition.description, "Use it when: things");
+        assert_eq!(p.definition.prompt, "Body");
+        assert!(p.warnings[0].contains("leniently"), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn tool_list_forms() {
+        assert_eq!(
+            parse_tool_list("Read Write, Bash(git:*),"),
+            vec![
+                ToolRule::Name("Read".into()),
+                ToolRule::Name("Write".into()),
+                ToolRule::Scoped {
+                    name: "Bash".into(),
+                    spec: "git:*".into()
+                }
+            ]
+        );
+        assert!(ToolRule::Name("Task".into()).matches("Agent"));
+        assert!(ToolRule::Prefix("mcp__a__".into()).matches("mcp__a__b"));
+        assert!(!ToolRule::Prefix("mcp__a__".into()).matches("mcp__b__c"));
+    }
+
+    #[test]
+    fn bad_values_warn() {
+        let p = parse("---\nname: a\ndescription: d\nmaxTurns: lots\nbackground: maybe\n---\n");
+        assert_eq!(p.definition.max_turns, None);
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn name_as_list_is_invalid() {
+        let e =
+            parse_agent(Path::new("y.md"), "---\nname: [a]\ndescription: d\n---\n").unwrap_err();
+        assert!(matches!(e, ClaudeError::InvalidField { .. }), "{e}");
+    }
+}

@@ -1,0 +1,55 @@
+//! # subagent-claude
+//!
+//! The local subagent kind of the `subagents` framework: **Claude Code-style Markdown agents**.
+//! An agent is a Markdown file whose YAML frontmatter configures it (`name`, `description`,
+//! `tools`, `model`, `permissionMode`, ...) and whose body is its system prompt, the format
+//! Claude Code reads from `.claude/agents/`. Public collections of such files load as they are:
+//! strict YAML is tried first and a lenient reading (with a warning) rescues files that strict
+//! YAML rejects.
+//!
+//! | item | role |
+//! |---|---|
+//! | [`parse_agent`], [`load_agent_file`], [`scan_dir`] | Markdown → [`ClaudeAgentDefinition`] |
+//! | [`ClaudeResolver`] | the `CLAUDE` resolver: file paths, directories, `embedded:NAME` |
+//! | [`ClaudeSubagentReferences`] | builds references (one per file of a directory, ...) |
+//! | [`discover_agents`] | project `.claude/agents` (walking up) + `~/.claude/agents` |
+//! | [`SkillSet`], [`parse_skill`] | Agent Skills (`<dir>/<skill>/SKILL.md`) preloaded into prompts |
+//! | [`BUILTIN_AGENTS`] | `general-purpose`, `Explore`, `Plan`, `Bash`, compiled in |
+//!
+//! ```
+//! use subagent_claude::{parse_agent, PermissionMode};
+//! let text = "---\nname: planner\ndescription: Plans changes\npermissionMode: plan\n---\nPlan it.";
+//! let parsed = parse_agent("planner.md".as_ref(), text).unwrap();
+//! assert_eq!(parsed.definition.permission_mode, PermissionMode::Plan);
+//! ```
+
+mod builtin;
+mod definition;
+mod discovery;
+mod error;
+mod frontmatter;
+mod resolver;
+mod scan;
+mod skills;
+
+pub use builtin::{
+    BUILTIN_AGENTS, EMBEDDED_PREFIX, builtin_agent, builtin_names, builtin_references,
+};
+pub use definition::{
+    ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule, is_canonical_name,
+    is_task_name, parse_agent, parse_tool_list,
+};
+pub use discovery::{
+    AgentDir, AgentScope, DiscoveredAgent, Discovery, ShadowedAgent, agent_dirs, discover_agents,
+    home_dir, skill_dirs,
+};
+pub use error::ClaudeError;
+pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
+pub use scan::{
+    LoadedAgent, MAX_FILE_BYTES, MAX_SCAN_DEPTH, MAX_SCAN_FILES, ScanReport, SkippedFile,
+    load_agent_file, load_agent_file_blocking, scan_dir, scan_dir_blocking,
+};
+pub use skills::{ParsedSkill, Skill, SkillScan, SkillSet, parse_skill};
+
+/// The kind name of Claude-style Markdown agents.
+pub const KIND: &str = "CLAUDE";
