@@ -39,7 +39,10 @@ impl SubagentResolver for Noop {
     fn can_resolve(&self, r: &SubagentReference) -> bool {
         r.is_kind("NOOP")
     }
-    async fn resolve(&self, r: &SubagentReference) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
+    async fn resolve(
+        &self,
+        r: &SubagentReference,
+    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
         Ok(Arc::new(Def(r.clone())))
     }
 }
@@ -130,7 +133,10 @@ fn background(c: &mut Criterion) {
                 }
             }
             for id in &ids {
-                let snap = task.output(id, Some(Duration::from_secs(60))).await.expect("readable");
+                let snap = task
+                    .output(id, Some(Duration::from_secs(60)))
+                    .await
+                    .expect("readable");
                 assert!(snap.outcome().is_some());
             }
         })
@@ -138,7 +144,10 @@ fn background(c: &mut Criterion) {
     g.finish();
     let _ = build(&rt, 1);
     if let Some(kb) = peak_rss_kb() {
-        eprintln!("peak resident memory of the bench process (VmHWM): {:.1} MB", kb as f64 / 1024.0);
+        eprintln!(
+            "peak resident memory of the bench process (VmHWM): {:.1} MB",
+            kb as f64 / 1024.0
+        );
     }
 }
 

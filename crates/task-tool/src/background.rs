@@ -151,12 +151,11 @@ struct PartialSink {
 
 impl ProgressSink for PartialSink {
     fn emit(&self, event: ProgressEvent) {
-        if let ProgressKind::TextDelta { text } = &event.kind {
-            if event.task_id.as_deref() == Some(self.task_id.as_str()) {
-                if let Some(e) = self.entry.upgrade() {
-                    e.push_partial(text);
-                }
-            }
+        if let ProgressKind::TextDelta { text } = &event.kind
+            && event.task_id.as_deref() == Some(self.task_id.as_str())
+            && let Some(e) = self.entry.upgrade()
+        {
+            e.push_partial(text);
         }
         self.inner.emit(event);
     }
@@ -374,7 +373,11 @@ impl BackgroundRegistry {
                 .entries
                 .iter()
                 .filter_map(|e| {
-                    let end = (*e.value().finished_at.lock().unwrap_or_else(|p| p.into_inner()))?;
+                    let end = (*e
+                        .value()
+                        .finished_at
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()))?;
                     Some((end, e.key().clone()))
                 })
                 .collect();

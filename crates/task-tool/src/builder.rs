@@ -119,7 +119,10 @@ impl TaskToolBuilder {
     }
 
     /// Adds several agent references.
-    pub fn subagent_references(mut self, refs: impl IntoIterator<Item = SubagentReference>) -> Self {
+    pub fn subagent_references(
+        mut self,
+        refs: impl IntoIterator<Item = SubagentReference>,
+    ) -> Self {
         self.references.extend(refs);
         self
     }

@@ -58,9 +58,9 @@ fn footer(agent: &str, o: &TaskOutcome) -> String {
 /// The text for a finished run.
 pub(crate) fn outcome_text(agent: &str, o: &TaskOutcome) -> String {
     let head = match o.status {
-        TaskStatus::NeedsInput => format!(
-            "Agent `{agent}` needs input before it can continue. Its question:\n"
-        ),
+        TaskStatus::NeedsInput => {
+            format!("Agent `{agent}` needs input before it can continue. Its question:\n")
+        }
         TaskStatus::LimitReached => format!(
             "Agent `{agent}` stopped at a limit ({}). Its last partial answer:\n",
             o.limit.as_deref().unwrap_or("unspecified")
@@ -73,17 +73,17 @@ pub(crate) fn outcome_text(agent: &str, o: &TaskOutcome) -> String {
     s.push_str(if o.text.is_empty() && o.status != TaskStatus::Completed {
         "(none)"
     } else {
-        &o.text
+        o.text.trim_end()
     });
     s.push_str("\n\n");
     s.push_str(&footer(agent, o));
-    if o.status == TaskStatus::NeedsInput {
-        if let Some(session) = &o.session_id {
-            let _ = write!(
-                s,
-                "\nTo answer, call Task with subagent_type `{agent}`, resume `{session}` and your answer as the prompt."
-            );
-        }
+    if o.status == TaskStatus::NeedsInput
+        && let Some(session) = &o.session_id
+    {
+        let _ = write!(
+            s,
+            "\nTo answer, call Task with subagent_type `{agent}`, resume `{session}` and your answer as the prompt."
+        );
     }
     s
 }
@@ -152,6 +152,8 @@ pub(crate) fn snapshot_text(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> T
                 ToolOutput::text(t)
             }
         }
-        BackgroundState::Failed(msg) => ToolOutput::error(format!("{head}\nThe task failed: {msg}")),
+        BackgroundState::Failed(msg) => {
+            ToolOutput::error(format!("{head}\nThe task failed: {msg}"))
+        }
     }
 }

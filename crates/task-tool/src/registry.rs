@@ -196,10 +196,10 @@ impl TaskTool {
     /// Picks the agent for a call: the agent that produced `resume`'s session when known,
     /// else `subagent_type` (exact, then ignoring case).
     fn route(&self, call: &TaskCall) -> Result<usize, SubagentError> {
-        if let Some(session) = &call.resume {
-            if let Some(i) = self.inner.sessions.get(session) {
-                return Ok(*i);
-            }
+        if let Some(session) = &call.resume
+            && let Some(i) = self.inner.sessions.get(session)
+        {
+            return Ok(*i);
         }
         self.find_index(&call.subagent_type)
             .ok_or_else(|| SubagentError::UnknownSubagent {

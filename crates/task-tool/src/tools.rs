@@ -120,9 +120,7 @@ impl Tool for TaskOutputTool {
                 ),
             ));
         }
-        let wait = input
-            .block
-            .then(|| Duration::from_millis(input.timeout_ms));
+        let wait = input.block.then(|| Duration::from_millis(input.timeout_ms));
         match self.task.output_with_usage(&input.task_id, wait).await {
             Ok((snap, usage)) => {
                 let mut out = format::snapshot_text(&snap, input.block.then_some(input.timeout_ms));
@@ -176,7 +174,10 @@ impl Tool for TaskStopTool {
         _ctx: &TaskContext,
     ) -> Result<ToolOutput, ToolError> {
         let input: TaskStopInput = serde_json::from_value(input).map_err(|e| {
-            ToolError::invalid("TaskStop", format!("{e}; expected {{\"task_id\": \"task_...\"}}"))
+            ToolError::invalid(
+                "TaskStop",
+                format!("{e}; expected {{\"task_id\": \"task_...\"}}"),
+            )
         })?;
         match self.task.stop_with_usage(&input.task_id).await {
             Ok((snap, usage)) => {

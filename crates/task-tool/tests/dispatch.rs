@@ -73,7 +73,10 @@ async fn build(max_background: usize) -> (TaskTool, Arc<AtomicBool>) {
     let task = TaskTool::builder()
         .subagent_type(kind(seen.clone()).into_type())
         .subagent_references(
-            ["echo", "sleepy", "streamer", "broken", "chat", "asker", "oneshot"].map(fn_ref),
+            [
+                "echo", "sleepy", "streamer", "broken", "chat", "asker", "oneshot",
+            ]
+            .map(fn_ref),
         )
         .max_background(max_background)
         .stop_grace(Duration::from_secs(2))
@@ -93,37 +96,65 @@ fn bg(agent: &str, prompt: &str) -> serde_json::Value {
 
 fn task_id_of(text: &str) -> String {
     let start = text.find("task_").expect("a task id in the text");
-    text[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+    text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
 }
 
 #[tokio::test]
 async fn foreground_returns_the_text_with_a_footer_and_usage_tree() {
     let (task, _) = build(16).await;
-    let out = task.call(call("echo", "hello"), &TaskContext::new()).await.expect("tool call");
+    let out = task
+        .call(call("echo", "hello"), &TaskContext::new())
+        .await
+        .expect("tool call");
     assert!(!out.is_error);
-    assert!(out.content.starts_with("echo[1]: hello"), "child runs at depth 1: {}", out.content);
-    assert!(out.content.contains("[agent: echo | status: completed"), "{}", out.content);
+    assert!(
+        out.content.starts_with("echo[1]: hello"),
+        "child runs at depth 1: {}",
+        out.content
+    );
+    assert!(
+        out.content.contains("[agent: echo | status: completed"),
+        "{}",
+        out.content
+    );
     assert_eq!(out.children.len(), 1);
     let node = &out.children[0];
     assert_eq!(node.agent, "echo");
     assert_eq!(node.kind, "FN");
     assert_eq!(node.usage.output_tokens, 5);
-    assert!(node.task_id.as_deref().is_some_and(|t| t.starts_with("task_")));
+    assert!(
+        node.task_id
+            .as_deref()
+            .is_some_and(|t| t.starts_with("task_"))
+    );
 }
 
 #[tokio::test]
 async fn case_insensitive_agent_names_work() {
     let (task, _) = build(16).await;
-    let out = task.call(call("ECHO", "x"), &TaskContext::new()).await.expect("tool call");
+    let out = task
+        .call(call("ECHO", "x"), &TaskContext::new())
+        .await
+        .expect("tool call");
     assert!(out.content.starts_with("echo[1]: x"), "{}", out.content);
 }
 
 #[tokio::test]
 async fn unknown_agent_is_a_readable_error_listing_agents() {
     let (task, _) = build(16).await;
-    let out = task.call(call("nobody", "x"), &TaskContext::new()).await.expect("tool call");
+    let out = task
+        .call(call("nobody", "x"), &TaskContext::new())
+        .await
+        .expect("tool call");
     assert!(out.is_error);
-    assert!(out.content.contains("Unknown agent `nobody`"), "{}", out.content);
+    assert!(
+        out.content.contains("Unknown agent `nobody`"),
+        "{}",
+        out.content
+    );
     for name in ["echo", "sleepy", "streamer", "broken", "chat"] {
         assert!(out.content.contains(name), "lists {name}: {}", out.content);
     }
@@ -132,25 +163,46 @@ async fn unknown_agent_is_a_readable_error_listing_agents() {
 #[tokio::test]
 async fn bad_input_is_a_readable_error() {
     let (task, _) = build(16).await;
-    let out = task.call(json!({"prompt": 3}), &TaskContext::new()).await.expect("tool call");
+    let out = task
+        .call(json!({"prompt": 3}), &TaskContext::new())
+        .await
+        .expect("tool call");
     assert!(out.is_error);
-    assert!(out.content.contains("Invalid Task input"), "{}", out.content);
+    assert!(
+        out.content.contains("Invalid Task input"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]
 async fn executor_errors_become_error_results() {
     let (task, _) = build(16).await;
-    let out = task.call(call("broken", "x"), &TaskContext::new()).await.expect("tool call");
+    let out = task
+        .call(call("broken", "x"), &TaskContext::new())
+        .await
+        .expect("tool call");
     assert!(out.is_error);
-    assert!(out.content.contains("the disk is on fire"), "{}", out.content);
+    assert!(
+        out.content.contains("the disk is on fire"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]
 async fn background_runs_then_completes_and_reads_repeat() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let started = task.call(bg("sleepy", "150"), &ctx).await.expect("tool call");
-    assert!(started.content.contains("in the background"), "{}", started.content);
+    let started = task
+        .call(bg("sleepy", "150"), &ctx)
+        .await
+        .expect("tool call");
+    assert!(
+        started.content.contains("in the background"),
+        "{}",
+        started.content
+    );
     let id = task_id_of(&started.content);
     assert_eq!(task.running_background(), 1);
 
@@ -162,10 +214,17 @@ async fn background_runs_then_completes_and_reads_repeat() {
         .call(json!({"task_id": id, "timeout_ms": 5000}), &ctx)
         .await
         .expect("tool call");
-    assert!(first.content.contains("status: completed"), "{}", first.content);
+    assert!(
+        first.content.contains("status: completed"),
+        "{}",
+        first.content
+    );
     assert!(first.content.contains("slept 150"), "{}", first.content);
     assert_eq!(first.children.len(), 1, "usage reported on the first read");
-    let second = output.call(json!({"task_id": id}), &ctx).await.expect("tool call");
+    let second = output
+        .call(json!({"task_id": id}), &ctx)
+        .await
+        .expect("tool call");
     assert!(second.content.contains("slept 150"), "{}", second.content);
     assert!(second.children.is_empty(), "usage is reported once");
     assert_eq!(task.running_background(), 0);
@@ -175,14 +234,24 @@ async fn background_runs_then_completes_and_reads_repeat() {
 async fn a_blocked_wait_that_times_out_says_so() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let id = task_id_of(&task.call(bg("sleepy", "5000"), &ctx).await.expect("call").content);
+    let id = task_id_of(
+        &task
+            .call(bg("sleepy", "5000"), &ctx)
+            .await
+            .expect("call")
+            .content,
+    );
     let out = task
         .output_tool()
         .call(json!({"task_id": id, "timeout_ms": 50}), &ctx)
         .await
         .expect("tool call");
     assert!(out.content.contains("status: running"), "{}", out.content);
-    assert!(out.content.contains("wait timed out after 50 ms"), "{}", out.content);
+    assert!(
+        out.content.contains("wait timed out after 50 ms"),
+        "{}",
+        out.content
+    );
     let too_long = task
         .output_tool()
         .call(json!({"task_id": id, "timeout_ms": 600_001}), &ctx)
@@ -195,10 +264,22 @@ async fn a_blocked_wait_that_times_out_says_so() {
 async fn stop_cancels_the_executor_and_keeps_partial_output() {
     let (task, seen) = build(16).await;
     let ctx = TaskContext::new();
-    let id = task_id_of(&task.call(bg("streamer", "go"), &ctx).await.expect("call").content);
+    let id = task_id_of(
+        &task
+            .call(bg("streamer", "go"), &ctx)
+            .await
+            .expect("call")
+            .content,
+    );
     // Let it stream its partial text.
     for _ in 0..100 {
-        if !task.output(&id, None).await.expect("known").partial.is_empty() {
+        if !task
+            .output(&id, None)
+            .await
+            .expect("known")
+            .partial
+            .is_empty()
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -208,7 +289,10 @@ async fn stop_cancels_the_executor_and_keeps_partial_output() {
         .call(json!({"task_id": id}), &ctx)
         .await
         .expect("tool call");
-    assert!(seen.load(Ordering::SeqCst), "the executor saw its token cancelled");
+    assert!(
+        seen.load(Ordering::SeqCst),
+        "the executor saw its token cancelled"
+    );
     assert!(out.content.contains("status: cancelled"), "{}", out.content);
     assert!(out.content.contains("half an answer"), "{}", out.content);
     let again = task.output(&id, None).await.expect("still readable");
@@ -226,26 +310,59 @@ async fn finished_results_expire_after_the_ttl() {
         .await
         .expect("builds");
     let ctx = TaskContext::new();
-    let id = task_id_of(&task.call(bg("echo", "x"), &ctx).await.expect("call").content);
-    let done = task.output(&id, Some(Duration::from_secs(5))).await.expect("readable");
+    let id = task_id_of(
+        &task
+            .call(bg("echo", "x"), &ctx)
+            .await
+            .expect("call")
+            .content,
+    );
+    let done = task
+        .output(&id, Some(Duration::from_secs(5)))
+        .await
+        .expect("readable");
     assert_eq!(done.status(), TaskStatus::Completed);
     tokio::time::sleep(Duration::from_millis(250)).await;
     let gone = task.output(&id, None).await.expect_err("expired");
     assert!(gone.to_string().contains("expired"), "{gone}");
     assert_eq!(task.retained_background(), 0);
-    let out = task.output_tool().call(json!({"task_id": id}), &ctx).await.expect("tool call");
-    assert!(out.is_error && out.content.contains("no background task"), "{}", out.content);
+    let out = task
+        .output_tool()
+        .call(json!({"task_id": id}), &ctx)
+        .await
+        .expect("tool call");
+    assert!(
+        out.is_error && out.content.contains("no background task"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]
 async fn background_limit_is_a_readable_refusal() {
     let (task, _) = build(2).await;
     let ctx = TaskContext::new();
-    let a = task_id_of(&task.call(bg("sleepy", "5000"), &ctx).await.expect("call").content);
-    let b = task_id_of(&task.call(bg("sleepy", "5000"), &ctx).await.expect("call").content);
+    let a = task_id_of(
+        &task
+            .call(bg("sleepy", "5000"), &ctx)
+            .await
+            .expect("call")
+            .content,
+    );
+    let b = task_id_of(
+        &task
+            .call(bg("sleepy", "5000"), &ctx)
+            .await
+            .expect("call")
+            .content,
+    );
     let refused = task.call(bg("sleepy", "5000"), &ctx).await.expect("call");
     assert!(refused.is_error);
-    assert!(refused.content.contains("max_background=2"), "{}", refused.content);
+    assert!(
+        refused.content.contains("max_background=2"),
+        "{}",
+        refused.content
+    );
     task.stop(&a).await.expect("stop a");
     let ok = task.call(bg("echo", "after"), &ctx).await.expect("call");
     assert!(!ok.is_error, "a slot was freed: {}", ok.content);
@@ -260,7 +377,10 @@ async fn a_thousand_background_tasks_return_their_own_results() {
         let task = task.clone();
         let ctx = ctx.clone();
         async move {
-            let out = task.call(bg("echo", &format!("job-{i}")), &ctx).await.expect("call");
+            let out = task
+                .call(bg("echo", &format!("job-{i}")), &ctx)
+                .await
+                .expect("call");
             assert!(!out.is_error, "{}", out.content);
             (i, task_id_of(&out.content))
         }
@@ -269,7 +389,10 @@ async fn a_thousand_background_tasks_return_their_own_results() {
     let distinct: std::collections::HashSet<&String> = ids.iter().map(|(_, id)| id).collect();
     assert_eq!(distinct.len(), 1000, "ids are unique");
     for (i, id) in &ids {
-        let snap = task.output(id, Some(Duration::from_secs(30))).await.expect("readable");
+        let snap = task
+            .output(id, Some(Duration::from_secs(30)))
+            .await
+            .expect("readable");
         let o = snap.outcome().expect("finished");
         assert_eq!(o.text, format!("echo[1]: job-{i}"));
     }
@@ -303,7 +426,10 @@ async fn foreground_calls_run_concurrently() {
     )
     .await
     .expect("all eight met, so they ran at once");
-    assert!(all.iter().all(|r| r.as_ref().is_ok_and(|o| o.content.starts_with("met"))));
+    assert!(
+        all.iter()
+            .all(|r| r.as_ref().is_ok_and(|o| o.content.starts_with("met")))
+    );
 }
 
 #[tokio::test]
@@ -315,10 +441,13 @@ async fn parent_cancellation_reaches_a_foreground_child() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         cancel.cancel();
     });
-    let out = tokio::time::timeout(Duration::from_secs(5), task.call(call("sleepy", "60000"), &ctx))
-        .await
-        .expect("returns promptly")
-        .expect("tool call");
+    let out = tokio::time::timeout(
+        Duration::from_secs(5),
+        task.call(call("sleepy", "60000"), &ctx),
+    )
+    .await
+    .expect("returns promptly")
+    .expect("tool call");
     assert!(out.content.contains("was cancelled"), "{}", out.content);
     assert!(out.content.contains("woke early"), "{}", out.content);
 }
@@ -327,15 +456,22 @@ async fn parent_cancellation_reaches_a_foreground_child() {
 async fn resume_routes_to_the_agent_that_produced_the_session() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let first = task.dispatch(TaskCall::new("chat", "d", "hello"), &ctx).await.expect("runs");
-    let Dispatch::Foreground { outcome, .. } = first else { panic!("foreground") };
+    let first = task
+        .dispatch(TaskCall::new("chat", "d", "hello"), &ctx)
+        .await
+        .expect("runs");
+    let Dispatch::Foreground { outcome, .. } = first else {
+        panic!("foreground")
+    };
     let session = outcome.session_id.expect("resumable");
     // The model names the wrong agent; the session decides.
     let second = task
         .dispatch(TaskCall::new("echo", "d", "again").resuming(session), &ctx)
         .await
         .expect("runs");
-    let Dispatch::Foreground { agent, outcome, .. } = second else { panic!("foreground") };
+    let Dispatch::Foreground { agent, outcome, .. } = second else {
+        panic!("foreground")
+    };
     assert_eq!(agent, "chat");
     assert_eq!(outcome.text, "hello + again");
 }
@@ -344,13 +480,20 @@ async fn resume_routes_to_the_agent_that_produced_the_session() {
 async fn needs_input_explains_how_to_resume() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let out = task.call(call("asker", "paint it"), &ctx).await.expect("call");
+    let out = task
+        .call(call("asker", "paint it"), &ctx)
+        .await
+        .expect("call");
     assert!(out.content.contains("needs input"), "{}", out.content);
     assert!(out.content.contains("which colour?"), "{}", out.content);
     assert!(out.content.contains("resume `ask-1`"), "{}", out.content);
     let answer = json!({"description": "answer", "prompt": "blue", "subagent_type": "asker", "resume": "ask-1"});
     let done = task.call(answer, &ctx).await.expect("call");
-    assert!(done.content.starts_with("thanks for blue"), "{}", done.content);
+    assert!(
+        done.content.starts_with("thanks for blue"),
+        "{}",
+        done.content
+    );
 }
 
 #[tokio::test]
@@ -362,7 +505,12 @@ async fn an_executor_that_cannot_resume_says_so() {
         .await
         .expect("call");
     assert!(out.is_error);
-    assert!(out.content.contains("cannot resume `one-1`: this kind cannot resume"), "{}", out.content);
+    assert!(
+        out.content
+            .contains("cannot resume `one-1`: this kind cannot resume"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]
@@ -379,7 +527,21 @@ async fn progress_events_carry_the_task_tree() {
     ctx.task_id = Some("task_parent".into());
     task.call(call("echo", "hi"), &ctx).await.expect("call");
     let ev = events.lock().expect("lock").clone();
-    assert!(matches!(ev.first().map(|e| &e.kind), Some(ProgressKind::Started { .. })));
-    assert!(matches!(ev.last().map(|e| &e.kind), Some(ProgressKind::Finished { status: TaskStatus::Completed, .. })));
-    assert!(ev.iter().all(|e| e.parent_task_id.as_deref() == Some("task_parent") && e.depth == 1 && e.agent == "echo"));
+    assert!(matches!(
+        ev.first().map(|e| &e.kind),
+        Some(ProgressKind::Started { .. })
+    ));
+    assert!(matches!(
+        ev.last().map(|e| &e.kind),
+        Some(ProgressKind::Finished {
+            status: TaskStatus::Completed,
+            ..
+        })
+    ));
+    assert!(
+        ev.iter()
+            .all(|e| e.parent_task_id.as_deref() == Some("task_parent")
+                && e.depth == 1
+                && e.agent == "echo")
+    );
 }

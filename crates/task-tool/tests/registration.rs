@@ -10,8 +10,12 @@ use task_tool::{BuildError, TaskTool};
 
 fn kind() -> FnKind {
     FnKind::new()
-        .agent("echo", |c, _| async move { Ok(TaskOutcome::completed(c.prompt)) })
-        .agent("other", |_, _| async move { Ok(TaskOutcome::completed("other")) })
+        .agent("echo", |c, _| async move {
+            Ok(TaskOutcome::completed(c.prompt))
+        })
+        .agent("other", |_, _| async move {
+            Ok(TaskOutcome::completed("other"))
+        })
 }
 
 #[tokio::test]
@@ -32,10 +36,15 @@ async fn build_lists_every_failing_reference() {
     };
     assert_eq!(failures.len(), 3, "{err}");
     let text = err.to_string();
-    assert!(text.contains("fn:missing-one") && text.contains("no function named `missing-one`"), "{text}");
+    assert!(
+        text.contains("fn:missing-one") && text.contains("no function named `missing-one`"),
+        "{text}"
+    );
     assert!(text.contains("fn:missing-two"), "{text}");
     assert!(
-        text.contains("http://127.0.0.1:1/agent") && text.contains("no resolver accepts") && text.contains("registered kinds: FN"),
+        text.contains("http://127.0.0.1:1/agent")
+            && text.contains("no resolver accepts")
+            && text.contains("registered kinds: FN"),
         "{text}"
     );
 }
@@ -55,7 +64,13 @@ async fn skip_unresolvable_keeps_the_good_ones() {
 #[tokio::test]
 async fn resolution_has_a_timeout() {
     let err = TaskTool::builder()
-        .subagent_type(kind().agent("slow-resolve", |_, _| async { Ok(TaskOutcome::completed("")) }).into_type())
+        .subagent_type(
+            kind()
+                .agent("slow-resolve", |_, _| async {
+                    Ok(TaskOutcome::completed(""))
+                })
+                .into_type(),
+        )
         .subagent_reference(fn_ref("slow-resolve"))
         .resolve_timeout(Duration::from_millis(50))
         .build()
@@ -88,16 +103,20 @@ async fn duplicate_user_names_name_both_uris() {
 
 #[tokio::test]
 async fn user_reference_overrides_a_type_default() {
-    let t = kind()
-        .into_type()
-        .with_default_references([fn_ref("echo#Explore?built-in explorer"), fn_ref("other#Plan?built-in planner")]);
+    let t = kind().into_type().with_default_references([
+        fn_ref("echo#Explore?built-in explorer"),
+        fn_ref("other#Plan?built-in planner"),
+    ]);
     let task = TaskTool::builder()
         .subagent_type(t)
         .subagent_reference(fn_ref("other#explore?my own explorer"))
         .build()
         .await
         .expect("builds");
-    assert_eq!(task.agent_names(), vec!["Plan".to_string(), "explore".to_string()]);
+    assert_eq!(
+        task.agent_names(),
+        vec!["Plan".to_string(), "explore".to_string()]
+    );
     let d = task.find("Explore").expect("case-insensitive lookup");
     assert_eq!(d.description(), "my own explorer");
     let desc = Tool::description(&task);
@@ -124,8 +143,14 @@ async fn lookup_is_exact_then_case_insensitive() {
         .build()
         .await
         .expect("builds");
-    assert_eq!(task.find("reviewer").map(|d| d.name().to_string()), Some("Reviewer".into()));
-    assert_eq!(task.find("REVIEWER-TWO").map(|d| d.name().to_string()), Some("reviewer-two".into()));
+    assert_eq!(
+        task.find("reviewer").map(|d| d.name().to_string()),
+        Some("Reviewer".into())
+    );
+    assert_eq!(
+        task.find("REVIEWER-TWO").map(|d| d.name().to_string()),
+        Some("reviewer-two".into())
+    );
     assert!(task.find("nobody").is_none());
 }
 
@@ -142,7 +167,14 @@ async fn input_schema_is_the_task_call() {
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["description", "model", "prompt", "resume", "run_in_background", "subagent_type"]
+        [
+            "description",
+            "model",
+            "prompt",
+            "resume",
+            "run_in_background",
+            "subagent_type"
+        ]
     );
     let mut required: Vec<&str> = schema["required"]
         .as_array()

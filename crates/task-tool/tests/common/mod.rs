@@ -10,8 +10,11 @@ use subagent_spi::*;
 
 pub const KIND: &str = "FN";
 
-pub type AgentFn =
-    Arc<dyn Fn(TaskCall, TaskContext) -> BoxFuture<'static, Result<TaskOutcome, SubagentError>> + Send + Sync>;
+pub type AgentFn = Arc<
+    dyn Fn(TaskCall, TaskContext) -> BoxFuture<'static, Result<TaskOutcome, SubagentError>>
+        + Send
+        + Sync,
+>;
 
 #[derive(Debug)]
 pub struct FnDef {
