@@ -1,0 +1,246 @@
+//! The `Bash` tool.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use tokio::io::AsyncReadExt;
+
+use crate::Workspace;
+use crate::util::{parse, schema_for};
+
+/// The timeout when none is given.
+pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
+/// The largest timeout accepted.
+pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
+/// Output beyond this many characters is cut.
+pub const MAX_BASH_OUTPUT_CHARS: usize = 30_000;
+
+/// How long to wait for the output pipe to close once the shell is gone.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Input of [`BashTool`].
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashInput {
+    /// The shell command to run (with `sh -c`, in the workspace root).
+    pub command: String,
+    /// Timeout in milliseconds (default 120000, at most 600000).
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// A short description of what the command does (for the log; not executed).
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// Runs a shell command with `sh -c` in the workspace root.
+///
+/// The command runs in its own process group; stdout and stderr are captured together (in the
+/// order written) and capped at 30,000 characters. On timeout (default 120 s, at most 600 s),
+/// on cancellation, when the tool's future is dropped, and also when the shell exits, the whole
+/// process group is killed with `SIGKILL`, so no background process outlives the call.
+/// A non-zero exit status makes an error result that includes the output and the status.
+#[derive(Debug, Clone)]
+pub struct BashTool {
+    workspace: Workspace,
+}
+
+impl BashTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Bash";
+
+    /// A `Bash` tool running commands in `workspace`'s root.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
+}
+
+/// Kills a process group with SIGKILL when dropped.
+struct KillGroupOnDrop(Option<rustix::process::Pid>);
+
+impl KillGroupOnDrop {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // ESRCH (the group is already gone) is fine.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for KillGroupOnDrop {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+enum Ending {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+/// Reads everything from `pipe`, keeping at most `keep_bytes` and counting the characters of the
+/// rest (UTF-8 lead bytes).
+async fn read_capped(
+    mut pipe: impl tokio::io::AsyncRead + Unpin,
+    keep_bytes: usize,
+) -> (Vec<u8>, u64) {
+    let mut kept = Vec::new();
+    let mut dropped_chars: u64 = 0;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let room = keep_bytes.saturating_sub(kept.len());
+        let take = room.min(n);
+        kept.extend_from_slice(&buf[..take]);
+        dropped_chars += buf[take..n].iter().filter(|b| (**b & 0xC0) != 0x80).count() as u64;
+    }
+    (kept, dropped_chars)
+}
+
+#[async_trait]
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Runs a shell command (sh -c) in the workspace root and returns its combined stdout and \
+         stderr (at most 30000 characters). `timeout` is in milliseconds (default 120000, max \
+         600000). Background processes do not outlive the command. Prefer Read, Glob and Grep \
+         for reading and searching files."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        schema_for::<BashInput>()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Execute
+    }
+
+    async fn call(&self, input: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+        let input: BashInput = parse(Self::NAME, input)?;
+        if input.command.trim().is_empty() {
+            return Err(ToolError::invalid(Self::NAME, "`command` is empty"));
+        }
+        let timeout = match input.timeout {
+            None => DEFAULT_BASH_TIMEOUT,
+            Some(0) => {
+                return Err(ToolError::invalid(
+                    Self::NAME,
+                    "`timeout` must be at least 1 ms",
+                ));
+            }
+            Some(ms) if Duration::from_millis(ms) > MAX_BASH_TIMEOUT => {
+                return Err(ToolError::invalid(
+                    Self::NAME,
+                    format!(
+                        "`timeout` {ms} ms is above the maximum of {} ms",
+                        MAX_BASH_TIMEOUT.as_millis()
+                    ),
+                ));
+            }
+            Some(ms) => Duration::from_millis(ms),
+        };
+
+        // `exec 2>&1` first, so stderr shares the stdout pipe and the two stay in order.
+        let script = format!("exec 2>&1\n{}", input.command);
+        let mut child = tokio::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(self.workspace.root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot start `sh`: {e}")))?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        let mut group = KillGroupOnDrop(pgid);
+        let Some(stdout) = child.stdout.take() else {
+            return Err(ToolError::failed(
+                Self::NAME,
+                "the command's output pipe is missing",
+            ));
+        };
+        let reader = tokio::spawn(read_capped(stdout, MAX_BASH_OUTPUT_CHARS * 4));
+        let abort_reader = reader.abort_handle();
+
+        let ending = tokio::select! {
+            status = child.wait() => match status {
+                Ok(s) => Ending::Exited(s),
+                Err(e) => {
+                    abort_reader.abort();
+                    return Err(ToolError::failed(Self::NAME, format!("waiting for the command failed: {e}")));
+                }
+            },
+            () = tokio::time::sleep(timeout) => Ending::TimedOut,
+            () = ctx.cancel.cancelled() => Ending::Cancelled,
+        };
+        // Kill whatever is left of the group: background jobs, or everything on timeout/cancel.
+        group.kill();
+        if !matches!(ending, Ending::Exited(_)) {
+            let _ = child.wait().await;
+        }
+        if matches!(ending, Ending::Cancelled) {
+            abort_reader.abort();
+            return Err(ToolError::Cancelled {
+                tool: Self::NAME.to_string(),
+            });
+        }
+        let (bytes, dropped) = match tokio::time::timeout(DRAIN_GRACE, reader).await {
+            Ok(Ok(r)) => r,
+            // A process that left the group still holds the pipe, or the reader failed.
+            _ => {
+                abort_reader.abort();
+                (Vec::new(), 0)
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let (mut out, cut_in_kept) = crate::util::cut_chars(&text, MAX_BASH_OUTPUT_CHARS);
+        let cut = cut_in_kept as u64 + dropped;
+        if cut > 0 {
+            out.push_str(&format!("\n[output truncated: {cut} characters cut]"));
+        }
+        match ending {
+            Ending::Exited(status) if status.success() => {
+                if out.is_empty() {
+                    out.push_str("(no output)");
+                }
+                Ok(ToolOutput::text(out))
+            }
+            Ending::Exited(status) => {
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                match status.code() {
+                    Some(code) => out.push_str(&format!("[exit code {code}]")),
+                    None => out.push_str("[the command was killed by a signal]"),
+                }
+                Ok(ToolOutput::error(out))
+            }
+            _ => {
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&format!(
+                    "[timed out after {} ms; the command and its child processes were killed]",
+                    timeout.as_millis()
+                ));
+                Ok(ToolOutput::error(out))
+            }
+        }
+    }
+}

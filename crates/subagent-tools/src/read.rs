@@ -1,0 +1,160 @@
+//! The `Read` tool.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::Workspace;
+use crate::util::{parse, schema_for};
+
+/// Lines shown when no `limit` is given.
+pub const DEFAULT_READ_LINES: u64 = 2000;
+/// Longer lines are cut to this many characters.
+pub const MAX_LINE_CHARS: usize = 2000;
+
+/// Input of [`ReadTool`].
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInput {
+    /// The file to read: a path relative to the workspace root, or an absolute path inside it.
+    pub file_path: String,
+    /// The 1-based line number to start at (default 1).
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// How many lines to read (default 2000).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// Reads a text file and shows it with line numbers, like `cat -n`: each line is
+/// `<number, right-aligned to 6>\t<text>`. At most `limit` lines (default 2,000) from `offset`;
+/// lines longer than 2,000 characters are cut. Binary files and directories are refused.
+#[derive(Debug, Clone)]
+pub struct ReadTool {
+    workspace: Workspace,
+}
+
+impl ReadTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Read";
+
+    /// A `Read` tool confined to `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
+}
+
+#[async_trait]
+impl Tool for ReadTool {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Reads a text file from the workspace and returns it with line numbers (cat -n style). \
+         By default up to 2000 lines from the start; use `offset` (1-based line) and `limit` to \
+         page through long files. Lines longer than 2000 characters are cut."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        schema_for::<ReadInput>()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
+
+    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+        let input: ReadInput = parse(Self::NAME, input)?;
+        let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;
+        let shown = self.workspace.display_path(&path);
+        let offset = input.offset.unwrap_or(1).max(1);
+        let limit = input.limit.unwrap_or(DEFAULT_READ_LINES);
+        if limit == 0 {
+            return Err(ToolError::invalid(Self::NAME, "`limit` must be at least 1"));
+        }
+        let meta = tokio::fs::metadata(&path)
+            .await
+            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot read `{shown}`: {e}")))?;
+        if meta.is_dir() {
+            return Err(ToolError::failed(
+                Self::NAME,
+                format!("`{shown}` is a directory; use Glob to list files"),
+            ));
+        }
+        let file = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot open `{shown}`: {e}")))?;
+        let mut reader = BufReader::new(file);
+
+        // Refuse binary files: a NUL byte near the start.
+        let head = reader
+            .fill_buf()
+            .await
+            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot read `{shown}`: {e}")))?;
+        if head.iter().take(8192).any(|b| *b == 0) {
+            return Err(ToolError::failed(
+                Self::NAME,
+                format!("`{shown}` looks like a binary file; Read shows text files only"),
+            ));
+        }
+
+        let mut out = String::new();
+        let mut line = Vec::new();
+        let mut number: u64 = 0;
+        let mut shown_lines: u64 = 0;
+        let mut more = false;
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line).await.map_err(|e| {
+                ToolError::failed(Self::NAME, format!("cannot read `{shown}`: {e}"))
+            })?;
+            if n == 0 {
+                break;
+            }
+            number += 1;
+            if number < offset {
+                continue;
+            }
+            if shown_lines == limit {
+                more = true;
+                break;
+            }
+            shown_lines += 1;
+            while matches!(line.last(), Some(b'\n' | b'\r')) {
+                line.pop();
+            }
+            let text = String::from_utf8_lossy(&line);
+            out.push_str(&format!("{number:>6}\t"));
+            match text.char_indices().nth(MAX_LINE_CHARS) {
+                Some((i, _)) => {
+                    out.push_str(&text[..i]);
+                    out.push_str(" [… line cut]");
+                }
+                None => out.push_str(&text),
+            }
+            out.push('\n');
+        }
+
+        if number == 0 {
+            return Ok(ToolOutput::text(format!("(`{shown}` is empty)")));
+        }
+        if shown_lines == 0 {
+            return Err(ToolError::invalid(
+                Self::NAME,
+                format!("`offset` {offset} is past the end of `{shown}`, which has {number} lines"),
+            ));
+        }
+        if more {
+            let next = offset + shown_lines;
+            out.push_str(&format!(
+                "(showing lines {offset}-{}; the file goes on: read again with offset {next})\n",
+                next - 1
+            ));
+        }
+        Ok(ToolOutput::text(out))
+    }
+}

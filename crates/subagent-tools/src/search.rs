@@ -1,0 +1,390 @@
+//! The `Glob` and `Grep` tools: gitignore-aware walks on the blocking pool.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use globset::GlobBuilder;
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+use ignore::WalkBuilder;
+use ignore::overrides::OverrideBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+
+use crate::Workspace;
+use crate::util::{StopFlag, blocking, cut_chars, parse, schema_for};
+
+/// At most this many paths are listed by `Glob` and by `Grep` in files mode.
+pub const MAX_LISTED_FILES: usize = 1000;
+/// At most this many lines are returned by `Grep` in content mode.
+pub const MAX_CONTENT_LINES: usize = 2000;
+/// Matched lines longer than this are cut in `Grep` content mode.
+const MAX_MATCH_LINE_CHARS: usize = 500;
+
+fn walker(base: &Path) -> WalkBuilder {
+    let mut b = WalkBuilder::new(base);
+    b.hidden(false)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| e.file_name() != ".git");
+    b
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+fn newest_first(files: &mut [(PathBuf, SystemTime)]) {
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+}
+
+/// Input of [`GlobTool`].
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GlobInput {
+    /// A glob matched against paths relative to `path`, e.g. `**/*.rs` or `src/*.toml`
+    /// (`*` does not cross `/`; `**` does).
+    pub pattern: String,
+    /// The directory to search in (default: the workspace root).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// Lists files matching a glob pattern, newest first, skipping what `.gitignore` (and `.ignore`)
+/// excludes and `.git` itself. Paths are shown relative to the workspace root.
+#[derive(Debug, Clone)]
+pub struct GlobTool {
+    workspace: Workspace,
+}
+
+impl GlobTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Glob";
+
+    /// A `Glob` tool confined to `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
+}
+
+#[async_trait]
+impl Tool for GlobTool {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Finds files by glob pattern (e.g. `**/*.rs`, `src/**/mod.rs`), respecting .gitignore. \
+             Returns matching paths relative to the workspace root, most recently modified first \
+             (at most {MAX_LISTED_FILES})."
+        )
+    }
+
+    fn input_schema(&self) -> Value {
+        schema_for::<GlobInput>()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
+
+    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+        let input: GlobInput = parse(Self::NAME, input)?;
+        let ws = self.workspace.clone();
+        blocking(Self::NAME, move |stop| glob_blocking(&ws, &input, &stop)).await
+    }
+}
+
+fn glob_blocking(
+    ws: &Workspace,
+    input: &GlobInput,
+    stop: &StopFlag,
+) -> Result<ToolOutput, ToolError> {
+    const NAME: &str = GlobTool::NAME;
+    let base = ws.resolve_blocking(NAME, input.path.as_deref().unwrap_or("."))?;
+    if !base.is_dir() {
+        return Err(ToolError::invalid(
+            NAME,
+            format!("`{}` is not a directory", ws.display_path(&base)),
+        ));
+    }
+    let pattern = input.pattern.trim().trim_start_matches("./");
+    let matcher = GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| ToolError::invalid(NAME, format!("bad glob `{}`: {e}", input.pattern)))?
+        .compile_matcher();
+    let mut found: Vec<(PathBuf, SystemTime)> = Vec::new();
+    for entry in walker(&base).build() {
+        if stop.is_set() {
+            return Err(ToolError::Cancelled {
+                tool: NAME.to_string(),
+            });
+        }
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(&base) else {
+            continue;
+        };
+        if matcher.is_match(rel) {
+            let path = entry.path().to_path_buf();
+            let t = mtime(&path);
+            found.push((path, t));
+        }
+    }
+    if found.is_empty() {
+        return Ok(ToolOutput::text(format!(
+            "No files match `{}` in `{}`",
+            input.pattern,
+            ws.display_path(&base)
+        )));
+    }
+    newest_first(&mut found);
+    let total = found.len();
+    let mut out: String = found
+        .iter()
+        .take(MAX_LISTED_FILES)
+        .map(|(p, _)| ws.display_path(p) + "\n")
+        .collect();
+    if total > MAX_LISTED_FILES {
+        out.push_str(&format!(
+            "(showing the {MAX_LISTED_FILES} newest of {total} matches; narrow the pattern)\n"
+        ));
+    }
+    Ok(ToolOutput::text(out))
+}
+
+/// What [`GrepTool`] returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GrepOutputMode {
+    /// Paths of files with at least one match, newest first (the default).
+    #[default]
+    FilesWithMatches,
+    /// Matching lines as `path:line:text`.
+    Content,
+    /// Matching line counts as `path:count`.
+    Count,
+}
+
+/// Input of [`GrepTool`].
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepInput {
+    /// A regular expression (Rust regex syntax, like ripgrep).
+    pub pattern: String,
+    /// A file or directory to search (default: the workspace root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.toml` (ripgrep's `-g`).
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// `files_with_matches` (default), `content` or `count`.
+    #[serde(default)]
+    pub output_mode: Option<GrepOutputMode>,
+    /// Match case-insensitively (also accepted as `-i`).
+    #[serde(default, alias = "-i")]
+    pub case_insensitive: bool,
+    /// Return at most this many lines/entries.
+    #[serde(default)]
+    pub head_limit: Option<usize>,
+}
+
+/// Searches file contents with a regular expression (ripgrep's engine), skipping what
+/// `.gitignore` excludes and binary files. Paths are shown relative to the workspace root.
+#[derive(Debug, Clone)]
+pub struct GrepTool {
+    workspace: Workspace,
+}
+
+impl GrepTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Grep";
+
+    /// A `Grep` tool confined to `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
+}
+
+#[async_trait]
+impl Tool for GrepTool {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Searches file contents with a regular expression (ripgrep syntax), respecting \
+         .gitignore and skipping binary files. `output_mode`: `files_with_matches` (default, \
+         newest first), `content` (path:line:text) or `count`. Filter files with `glob` \
+         (e.g. `*.rs`); set `case_insensitive` for case-insensitive matching."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        schema_for::<GrepInput>()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
+
+    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+        let input: GrepInput = parse(Self::NAME, input)?;
+        let ws = self.workspace.clone();
+        blocking(Self::NAME, move |stop| grep_blocking(&ws, &input, &stop)).await
+    }
+}
+
+fn grep_blocking(
+    ws: &Workspace,
+    input: &GrepInput,
+    stop: &StopFlag,
+) -> Result<ToolOutput, ToolError> {
+    const NAME: &str = GrepTool::NAME;
+    let base = ws.resolve_blocking(NAME, input.path.as_deref().unwrap_or("."))?;
+    if !base.exists() {
+        return Err(ToolError::failed(
+            NAME,
+            format!("`{}` does not exist", ws.display_path(&base)),
+        ));
+    }
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(input.case_insensitive)
+        .build(&input.pattern)
+        .map_err(|e| ToolError::invalid(NAME, format!("bad regex `{}`: {e}", input.pattern)))?;
+    let mode = input.output_mode.unwrap_or_default();
+    let limit = match mode {
+        GrepOutputMode::Content => MAX_CONTENT_LINES,
+        _ => MAX_LISTED_FILES,
+    }
+    .min(input.head_limit.unwrap_or(usize::MAX).max(1));
+
+    let mut walk = walker(&base);
+    if let Some(glob) = input.glob.as_deref().filter(|g| !g.trim().is_empty()) {
+        let root = if base.is_dir() {
+            base.as_path()
+        } else {
+            ws.root()
+        };
+        let overrides = OverrideBuilder::new(root)
+            .add(glob)
+            .and_then(|b| b.build())
+            .map_err(|e| ToolError::invalid(NAME, format!("bad glob `{glob}`: {e}")))?;
+        walk.overrides(overrides);
+    }
+    let mut searcher = SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(0))
+        .line_number(true)
+        .build();
+
+    let mut files: Vec<(PathBuf, SystemTime)> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    let mut truncated = false;
+    for entry in walk.build() {
+        if stop.is_set() {
+            return Err(ToolError::Cancelled {
+                tool: NAME.to_string(),
+            });
+        }
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        let shown = ws.display_path(path);
+        match mode {
+            GrepOutputMode::FilesWithMatches => {
+                let mut hit = false;
+                let _ = searcher.search_path(
+                    &matcher,
+                    path,
+                    Lossy(|_, _| {
+                        hit = true;
+                        Ok(false)
+                    }),
+                );
+                if hit {
+                    files.push((path.to_path_buf(), mtime(path)));
+                }
+            }
+            GrepOutputMode::Count => {
+                let mut n: u64 = 0;
+                let _ = searcher.search_path(
+                    &matcher,
+                    path,
+                    Lossy(|_, _| {
+                        n += 1;
+                        Ok(true)
+                    }),
+                );
+                if n > 0 {
+                    if lines.len() == limit {
+                        truncated = true;
+                        break;
+                    }
+                    lines.push(format!("{shown}:{n}"));
+                }
+            }
+            GrepOutputMode::Content => {
+                let _ = searcher.search_path(
+                    &matcher,
+                    path,
+                    Lossy(|lnum, line| {
+                        if lines.len() == limit {
+                            truncated = true;
+                            return Ok(false);
+                        }
+                        let (text, cut) =
+                            cut_chars(line.trim_end_matches(['\n', '\r']), MAX_MATCH_LINE_CHARS);
+                        let marker = if cut > 0 { " [… line cut]" } else { "" };
+                        lines.push(format!("{shown}:{lnum}:{text}{marker}"));
+                        Ok(true)
+                    }),
+                );
+                if truncated {
+                    break;
+                }
+            }
+        }
+    }
+
+    let mut out = String::new();
+    if mode == GrepOutputMode::FilesWithMatches {
+        newest_first(&mut files);
+        if files.len() > limit {
+            truncated = true;
+        }
+        for (p, _) in files.iter().take(limit) {
+            out.push_str(&ws.display_path(p));
+            out.push('\n');
+        }
+    } else {
+        for l in &lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    if out.is_empty() {
+        return Ok(ToolOutput::text(format!(
+            "No matches for `{}` in `{}`",
+            input.pattern,
+            ws.display_path(&base)
+        )));
+    }
+    if truncated {
+        out.push_str(&format!(
+            "(results stop at {limit}; narrow the search with `path`, `glob` or a tighter pattern)\n"
+        ));
+    }
+    Ok(ToolOutput::text(out))
+}

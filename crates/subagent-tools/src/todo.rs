@@ -1,0 +1,137 @@
+//! The `TodoWrite` tool.
+
+use std::sync::Mutex;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+
+use crate::util::{parse, schema_for};
+
+/// At most this many items are kept.
+pub const MAX_TODOS: usize = 200;
+
+/// The state of one todo item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on (keep one at a time).
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// One todo item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TodoItem {
+    /// What to do, in the imperative ("Run the tests").
+    pub content: String,
+    /// Its state.
+    pub status: TodoStatus,
+    /// The same in the present continuous ("Running the tests"), shown while in progress.
+    #[serde(
+        default,
+        rename = "activeForm",
+        alias = "active_form",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub active_form: Option<String>,
+}
+
+/// Input of [`TodoWriteTool`].
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TodoWriteInput {
+    /// The complete, updated todo list (it replaces the previous one).
+    pub todos: Vec<TodoItem>,
+}
+
+/// Keeps a todo list for the agent (in memory, per tool instance) and echoes it back, so a model
+/// can plan multi-step work and track its progress.
+#[derive(Debug, Default)]
+pub struct TodoWriteTool {
+    todos: Mutex<Vec<TodoItem>>,
+}
+
+impl TodoWriteTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "TodoWrite";
+
+    /// A tool with an empty list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current list.
+    pub fn todos(&self) -> Vec<TodoItem> {
+        self.todos.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Renders a list as `[x] done`, `[>] in progress`, `[ ] pending` lines.
+fn render(todos: &[TodoItem]) -> String {
+    if todos.is_empty() {
+        return "The todo list is now empty.".to_string();
+    }
+    let done = todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::Completed)
+        .count();
+    let mut out = format!("Todo list ({done}/{} done):\n", todos.len());
+    for t in todos {
+        let mark = match t.status {
+            TodoStatus::Pending => "[ ]",
+            TodoStatus::InProgress => "[>]",
+            TodoStatus::Completed => "[x]",
+        };
+        out.push_str(&format!("{mark} {}\n", t.content));
+    }
+    out
+}
+
+#[async_trait]
+impl Tool for TodoWriteTool {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Replaces your todo list with `todos` (each: `content`, `status` pending | in_progress | \
+         completed, optional `activeForm`) and shows it. Use it to plan multi-step tasks and \
+         mark progress; keep one item in progress at a time."
+            .to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        schema_for::<TodoWriteInput>()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
+
+    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+        let input: TodoWriteInput = parse(Self::NAME, input)?;
+        if input.todos.len() > MAX_TODOS {
+            return Err(ToolError::invalid(
+                Self::NAME,
+                format!(
+                    "{} items is more than the {MAX_TODOS} a list may hold",
+                    input.todos.len()
+                ),
+            ));
+        }
+        if let Some(i) = input.todos.iter().position(|t| t.content.trim().is_empty()) {
+            return Err(ToolError::invalid(
+                Self::NAME,
+                format!("item {} has an empty `content`", i + 1),
+            ));
+        }
+        let text = render(&input.todos);
+        *self.todos.lock().unwrap_or_else(|p| p.into_inner()) = input.todos;
+        Ok(ToolOutput::text(text))
+    }
+}

@@ -1,0 +1,65 @@
+//! Small helpers shared by the tools.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use subagent_spi::ToolError;
+
+/// The JSON Schema of a tool's input type, without the `$schema`/`title` noise.
+pub(crate) fn schema_for<T: JsonSchema>() -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(T))
+        .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+    if let Some(o) = v.as_object_mut() {
+        o.remove("$schema");
+        o.remove("title");
+    }
+    v
+}
+
+/// Parses a tool's input, naming the tool and the problem on failure.
+pub(crate) fn parse<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|e| ToolError::invalid(tool, e.to_string()))
+}
+
+/// Cuts `s` to `max` characters, appending a marker with the number cut.
+pub(crate) fn cut_chars(s: &str, max: usize) -> (String, usize) {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => (s[..i].to_string(), s[i..].chars().count()),
+        None => (s.to_string(), 0),
+    }
+}
+
+/// Set when the async side stops waiting, so a blocking walk can stop early.
+#[derive(Clone, Default)]
+pub(crate) struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Sets the flag when dropped (the tool's future was dropped or finished).
+pub(crate) struct StopOnDrop(pub(crate) StopFlag);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs a blocking closure on the blocking pool; a panic or cancellation becomes a tool error.
+pub(crate) async fn blocking<T, F>(tool: &str, f: F) -> Result<T, ToolError>
+where
+    F: FnOnce(StopFlag) -> Result<T, ToolError> + Send + 'static,
+    T: Send + 'static,
+{
+    let flag = StopFlag::default();
+    let _guard = StopOnDrop(flag.clone());
+    tokio::task::spawn_blocking(move || f(flag))
+        .await
+        .map_err(|e| ToolError::failed(tool, format!("internal error: {e}")))?
+}

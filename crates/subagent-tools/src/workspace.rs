@@ -1,0 +1,199 @@
+//! The workspace root every file tool is confined to.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use subagent_spi::ToolError;
+
+/// Why a [`Workspace`] could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkspaceError {
+    /// The root does not exist or cannot be resolved.
+    #[error("workspace root `{path}` cannot be opened: {source}")]
+    Io {
+        /// The root given.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The root is not a directory.
+    #[error("workspace root `{path}` is not a directory")]
+    NotADirectory {
+        /// The root given.
+        path: PathBuf,
+    },
+}
+
+/// A directory the file tools may not leave. Cheap to clone (shared by all tools of a set).
+///
+/// [`resolve`](Self::resolve) turns a path from a model (relative to the root, or absolute)
+/// into a canonical path inside the root, and refuses with [`ToolError::Denied`] naming the path
+/// and the root when it:
+/// - climbs out with `..`,
+/// - is absolute and outside the root,
+/// - goes through a symlink that points outside the root (checked on the nearest existing
+///   ancestor for paths that do not exist yet, so `Write` cannot create a file through an
+///   outward symlinked directory), or is a dangling symlink.
+///
+/// The check and the later file operation are not atomic: a process that swaps a directory for a
+/// symlink in between can still race it. The tools are a guard against a model's mistakes, not a
+/// sandbox against hostile local processes.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: Arc<PathBuf>,
+}
+
+impl Workspace {
+    /// Opens `root` (which must be an existing directory); it is canonicalized once here.
+    pub fn new(root: impl AsRef<Path>) -> Result<Self, WorkspaceError> {
+        let path = root.as_ref();
+        let canonical = std::fs::canonicalize(path).map_err(|source| WorkspaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if !canonical.is_dir() {
+            return Err(WorkspaceError::NotADirectory {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(Self {
+            root: Arc::new(canonical),
+        })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// [`resolve_blocking`](Self::resolve_blocking) on the blocking thread pool.
+    pub async fn resolve(&self, tool: &str, path: &str) -> Result<PathBuf, ToolError> {
+        let this = self.clone();
+        let tool_name = tool.to_string();
+        let p = path.to_string();
+        tokio::task::spawn_blocking(move || this.resolve_blocking(&tool_name, &p))
+            .await
+            .map_err(|e| ToolError::failed(tool, format!("path check for `{path}` failed: {e}")))?
+    }
+
+    /// Resolves `path` (relative to the root, or absolute) to a canonical path inside the root;
+    /// the path itself need not exist. Does blocking file-system calls: use it from blocking
+    /// code only.
+    pub fn resolve_blocking(&self, tool: &str, path: &str) -> Result<PathBuf, ToolError> {
+        if path.trim().is_empty() {
+            return Err(ToolError::invalid(tool, "the path is empty"));
+        }
+        if path.contains('\0') {
+            return Err(ToolError::invalid(tool, "the path contains a NUL byte"));
+        }
+        let given = Path::new(path);
+        let joined = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            self.root.join(given)
+        };
+        let normalized = normalize(&joined);
+        if !normalized.starts_with(self.root.as_path()) {
+            return Err(self.denied(tool, path, "it is outside the workspace"));
+        }
+        // Find the nearest existing ancestor (or the path itself) and resolve its symlinks.
+        let mut existing = normalized.as_path();
+        let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+        loop {
+            match std::fs::symlink_metadata(existing) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let (Some(parent), Some(name)) = (existing.parent(), existing.file_name())
+                    else {
+                        return Err(self.denied(tool, path, "no part of it exists"));
+                    };
+                    rest.push(name);
+                    existing = parent;
+                }
+                Err(e) => {
+                    return Err(ToolError::failed(
+                        tool,
+                        format!("cannot inspect `{}`: {e}", existing.display()),
+                    ));
+                }
+            }
+        }
+        let canonical = std::fs::canonicalize(existing).map_err(|e| {
+            self.denied(
+                tool,
+                path,
+                &format!(
+                    "`{}` is a symlink that cannot be resolved ({e})",
+                    existing.display()
+                ),
+            )
+        })?;
+        if !canonical.starts_with(self.root.as_path()) {
+            return Err(self.denied(
+                tool,
+                path,
+                &format!(
+                    "it resolves through a symlink to `{}`, outside the workspace",
+                    canonical.display()
+                ),
+            ));
+        }
+        let mut out = canonical;
+        for name in rest.into_iter().rev() {
+            out.push(name);
+        }
+        Ok(out)
+    }
+
+    /// `path` relative to the root for display, or the path itself when it is not inside.
+    pub fn display_path(&self, path: &Path) -> String {
+        path.strip_prefix(self.root.as_path())
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    ".".to_string()
+                } else {
+                    p.display().to_string()
+                }
+            })
+            .unwrap_or_else(|_| path.display().to_string())
+    }
+
+    fn denied(&self, tool: &str, path: &str, why: &str) -> ToolError {
+        ToolError::denied(
+            tool,
+            format!(
+                "path `{path}` is not allowed: {why}; file tools are confined to the workspace root `{}`",
+                self.root.display()
+            ),
+        )
+    }
+}
+
+/// Removes `.` and applies `..` lexically (never above the filesystem root).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_applies_dots() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/../..")), PathBuf::from("/"));
+    }
+}
