@@ -1,0 +1,938 @@
+//! The Anthropic Messages client.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use subagent_spi::chat::{
+    ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, StopReason, TokenUsage, ToolCall,
+    ToolChoice,
+};
+use subagent_spi::{ModelError, async_trait};
+
+use crate::common::{ApiKey, generated_call_id, parse_arguments};
+use crate::openai::DEFAULT_TIMEOUT;
+use crate::sse::SseParser;
+use crate::transport::{
+    RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
+};
+
+/// Anthropic's API base URL (requests go to `<base>/v1/messages`).
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header value sent.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// `max_tokens` sent when a request has none (the Messages API requires it).
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Builds an [`AnthropicModel`]; see [`AnthropicModel::builder`].
+#[derive(Debug, Clone)]
+pub struct AnthropicModelBuilder {
+    base_url: String,
+    api_key: Option<ApiKey>,
+    model: Option<String>,
+    timeout: Duration,
+    retry: RetryPolicy,
+    headers: Vec<(String, String)>,
+    default_max_tokens: u32,
+    client: Option<reqwest::Client>,
+}
+
+impl Default for AnthropicModelBuilder {
+    fn default() -> Self {
+        Self {
+            base_url: ANTHROPIC_DEFAULT_BASE_URL.into(),
+            api_key: None,
+            model: None,
+            timeout: DEFAULT_TIMEOUT,
+            retry: RetryPolicy::default(),
+            headers: Vec::new(),
+            default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+            client: None,
+        }
+    }
+}
+
+impl AnthropicModelBuilder {
+    /// The API base URL without `/v1` (default [`ANTHROPIC_DEFAULT_BASE_URL`]).
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// The API key, sent as `x-api-key`.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(ApiKey(key.into()));
+        self
+    }
+
+    /// Like [`api_key`](Self::api_key) but optional.
+    pub fn api_key_opt(mut self, key: Option<String>) -> Self {
+        self.api_key = key.map(ApiKey);
+        self
+    }
+
+    /// The model id used when a request names none (required).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Per-attempt timeout (default 300 s). For streamed calls it bounds the wait for the
+    /// response headers and every silence between chunks.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Retries after the first attempt on 429, 5xx (incl. 529 overloaded) and connection
+    /// errors (default 3).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.retry.max_retries = n;
+        self
+    }
+
+    /// The first backoff delay (default 500 ms; doubles each retry).
+    pub fn base_delay(mut self, d: Duration) -> Self {
+        self.retry.base_delay = d;
+        self
+    }
+
+    /// The whole retry policy.
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// An extra header sent with every request (e.g. `anthropic-beta`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// `max_tokens` used when a request sets none (default 8192).
+    pub fn default_max_tokens(mut self, n: u32) -> Self {
+        self.default_max_tokens = n;
+        self
+    }
+
+    /// Use this HTTP client (shares its connection pool).
+    pub fn client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Check the settings and build the model.
+    pub fn build(self) -> Result<AnthropicModel, ModelError> {
+        let provider = "anthropic";
+        let model = match self.model {
+            Some(m) if !m.trim().is_empty() => m,
+            _ => {
+                return Err(ModelError::Config(
+                    "anthropic: no model id given (call .model(..))".into(),
+                ));
+            }
+        };
+        let base = normalise_base_url(provider, &self.base_url)?;
+        let mut pairs = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            (
+                "accept".to_string(),
+                "application/json, text/event-stream".to_string(),
+            ),
+            (
+                "anthropic-version".to_string(),
+                ANTHROPIC_VERSION.to_string(),
+            ),
+        ];
+        if let Some(key) = &self.api_key {
+            pairs.push(("x-api-key".into(), key.0.clone()));
+        }
+        pairs.extend(self.headers);
+        let headers = header_map(provider, &pairs, &["x-api-key", "authorization"])?;
+        let client = match self.client {
+            Some(c) => c,
+            None => build_client()?,
+        };
+        Ok(AnthropicModel {
+            model,
+            base_url: base.clone(),
+            default_max_tokens: self.default_max_tokens,
+            transport: Transport {
+                provider: provider.into(),
+                client,
+                url: format!("{base}/v1/messages"),
+                headers,
+                retry: self.retry,
+                timeout: self.timeout,
+            },
+        })
+    }
+}
+
+/// A [`ChatModel`] speaking the Anthropic Messages API.
+///
+/// The system prompt goes top-level (SPI `System` messages are appended to it), assistant tool
+/// calls become `tool_use` blocks, and consecutive SPI `Tool` results are grouped into one user
+/// message of `tool_result` blocks (with `is_error`).
+#[derive(Debug, Clone)]
+pub struct AnthropicModel {
+    model: String,
+    base_url: String,
+    default_max_tokens: u32,
+    transport: Transport,
+}
+
+impl AnthropicModel {
+    /// A builder with Anthropic's defaults.
+    pub fn builder() -> AnthropicModelBuilder {
+        AnthropicModelBuilder::default()
+    }
+
+    /// The base URL in use.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The JSON body sent for `request` (`stream` selects SSE).
+    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+        let mut body = Map::new();
+        body.insert(
+            "model".into(),
+            json!(request.model.as_deref().unwrap_or(&self.model)),
+        );
+        body.insert(
+            "max_tokens".into(),
+            json!(request.max_tokens.unwrap_or(self.default_max_tokens)),
+        );
+        let (system, messages) = wire_messages(request);
+        if let Some(s) = system {
+            body.insert("system".into(), json!(s));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "input_schema": t.input_schema,
+                    })
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            let choice = match &request.tool_choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+            };
+            body.insert("tool_choice".into(), choice);
+        }
+        if let Some(t) = request.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if stream {
+            body.insert("stream".into(), json!(true));
+        }
+        Value::Object(body)
+    }
+
+    fn encode(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ModelError> {
+        serde_json::to_vec(&self.request_body(request, stream))
+            .map(Bytes::from)
+            .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
+    }
+
+    fn requested_model(&self, request: &ChatRequest) -> String {
+        request.model.clone().unwrap_or_else(|| self.model.clone())
+    }
+}
+
+/// The top-level system text and the `messages` array.
+fn wire_messages(request: &ChatRequest) -> (Option<String>, Vec<Value>) {
+    let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
+    let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
+    // Tool results waiting to be sent as one user message.
+    let mut results: Vec<Value> = Vec::new();
+    let flush = |results: &mut Vec<Value>, out: &mut Vec<Value>| {
+        if !results.is_empty() {
+            out.push(json!({"role": "user", "content": std::mem::take(results)}));
+        }
+    };
+    for m in &request.messages {
+        match m {
+            ChatMessage::System { content } => system.push(content),
+            ChatMessage::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => {
+                let mut block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": call_id,
+                    "content": content,
+                });
+                if *is_error {
+                    block["is_error"] = json!(true);
+                }
+                results.push(block);
+            }
+            ChatMessage::User { content } => {
+                if results.is_empty() {
+                    out.push(json!({"role": "user", "content": content}));
+                } else {
+                    // Text after tool results joins their user turn (results first).
+                    results.push(json!({"type": "text", "text": content}));
+                    flush(&mut results, &mut out);
+                }
+            }
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                flush(&mut results, &mut out);
+                if tool_calls.is_empty() {
+                    out.push(json!({"role": "assistant", "content": content}));
+                } else {
+                    let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
+                    if !content.is_empty() {
+                        blocks.push(json!({"type": "text", "text": content}));
+                    }
+                    for c in tool_calls {
+                        let input = match &c.arguments {
+                            Value::Object(_) => c.arguments.clone(),
+                            Value::String(s) => match serde_json::from_str::<Value>(s) {
+                                Ok(v @ Value::Object(_)) => v,
+                                _ => json!({}),
+                            },
+                            _ => json!({}),
+                        };
+                        blocks.push(json!({
+                            "type": "tool_use",
+                            "id": c.id,
+                            "name": c.name,
+                            "input": input,
+                        }));
+                    }
+                    out.push(json!({"role": "assistant", "content": blocks}));
+                }
+            }
+        }
+    }
+    flush(&mut results, &mut out);
+    let system = (!system.is_empty()).then(|| system.join("\n\n"));
+    (system, out)
+}
+
+/// Map an Anthropic `stop_reason` to a [`StopReason`].
+pub fn stop_reason_from_anthropic(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
+    match reason {
+        Some("end_turn") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens" | "model_context_window_exceeded") => StopReason::MaxTokens,
+        Some("stop_sequence") => StopReason::StopSequence,
+        Some("refusal") => StopReason::ContentFilter,
+        None if has_tool_calls => StopReason::ToolUse,
+        None => StopReason::EndTurn,
+        Some(other) => StopReason::Other(other.to_string()),
+    }
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct UsageWire {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl UsageWire {
+    /// Overwrite the counts this one carries.
+    fn apply(&self, u: &mut TokenUsage) {
+        if let Some(v) = self.input_tokens {
+            u.input_tokens = v;
+        }
+        if let Some(v) = self.output_tokens {
+            u.output_tokens = v;
+        }
+        if let Some(v) = self.cache_read_input_tokens {
+            u.cache_read_tokens = v;
+        }
+        if let Some(v) = self.cache_creation_input_tokens {
+            u.cache_creation_tokens = v;
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct MessageWire {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    content: Option<Vec<BlockWire>>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+}
+
+#[derive(Deserialize)]
+struct BlockWire {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<Value>,
+}
+
+fn block_input(input: Option<Value>) -> Value {
+    match input {
+        None | Some(Value::Null) => json!({}),
+        Some(v) => v,
+    }
+}
+
+pub(crate) fn parse_message(
+    provider: &str,
+    body: &[u8],
+    requested_model: &str,
+) -> Result<ChatResponse, ModelError> {
+    let wire: MessageWire = serde_json::from_slice(body).map_err(|e| ModelError::BadResponse {
+        provider: provider.into(),
+        message: format!(
+            "reply is not a message ({e}): {}",
+            truncate_chars(&String::from_utf8_lossy(body), 300)
+        ),
+    })?;
+    let mut content = String::new();
+    let mut tool_calls = Vec::new();
+    for block in wire.content.unwrap_or_default() {
+        match block.kind.as_str() {
+            "text" => content.push_str(block.text.as_deref().unwrap_or("")),
+            "tool_use" => tool_calls.push(ToolCall {
+                id: block
+                    .id
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(generated_call_id),
+                name: block.name.unwrap_or_default(),
+                arguments: block_input(block.input),
+            }),
+            _ => {} // thinking, redacted_thinking, server tool blocks...
+        }
+    }
+    let mut usage = TokenUsage::default();
+    if let Some(u) = wire.usage {
+        u.apply(&mut usage);
+    }
+    Ok(ChatResponse {
+        stop_reason: stop_reason_from_anthropic(
+            wire.stop_reason.as_deref(),
+            !tool_calls.is_empty(),
+        ),
+        content,
+        tool_calls,
+        usage,
+        model: wire
+            .model
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| requested_model.into()),
+    })
+}
+
+// ----- streaming -----
+
+#[derive(Deserialize)]
+struct EventWire<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    message: Option<StartMessageWire>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    content_block: Option<BlockWire>,
+    #[serde(default, borrow)]
+    delta: Option<DeltaWire<'a>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<ErrorWire>,
+}
+
+#[derive(Deserialize)]
+struct StartMessageWire {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+}
+
+#[derive(Deserialize)]
+struct DeltaWire<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorWire {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Debug)]
+enum Block {
+    Text,
+    Tool {
+        call: usize,
+        start_input: Option<Value>,
+    },
+    Other,
+}
+
+#[derive(Debug, Default)]
+struct StreamState {
+    provider: String,
+    model: Option<String>,
+    content: String,
+    calls: Vec<(ToolCall, String)>,
+    blocks: Vec<(u64, Block)>,
+    stop_reason: Option<String>,
+    usage: TokenUsage,
+    started: bool,
+    stopped: bool,
+}
+
+/// Decodes an Anthropic Messages SSE byte stream (`message_start`, `content_block_start` /
+/// `_delta` / `_stop` with `text_delta` and `input_json_delta`, `message_delta`, `ping`,
+/// `message_stop`, `error`): feed chunks as they arrive, [`finish`](Self::finish) returns the
+/// assembled reply.
+#[derive(Debug)]
+pub struct AnthropicStreamDecoder {
+    parser: SseParser,
+    state: StreamState,
+    default_model: String,
+}
+
+impl AnthropicStreamDecoder {
+    /// A decoder; `model` is reported when the stream names none.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            parser: SseParser::new(),
+            state: StreamState {
+                provider: "anthropic".into(),
+                ..StreamState::default()
+            },
+            default_model: model.into(),
+        }
+    }
+
+    /// True once `message_stop` was seen.
+    pub fn is_done(&self) -> bool {
+        self.state.stopped
+    }
+
+    /// Decode the next chunk of bytes.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        let Self { parser, state, .. } = self;
+        let mut failure = None;
+        let parsed = parser.feed(bytes, |ev| {
+            if failure.is_none()
+                && let Err(e) = state.on_event(ev.data, on_delta)
+            {
+                failure = Some(e);
+            }
+        });
+        if let Err(e) = parsed {
+            return Err(state.bad(e.to_string()));
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// The stream ended: return the assembled reply, or an error if it was cut short.
+    pub fn finish(mut self) -> Result<ChatResponse, ModelError> {
+        let Self { parser, state, .. } = &mut self;
+        let mut failure = None;
+        let noop = |_: ChatDelta| {};
+        let parsed = parser.finish(|ev| {
+            if failure.is_none()
+                && let Err(e) = state.on_event(ev.data, &noop)
+            {
+                failure = Some(e);
+            }
+        });
+        if let Err(e) = parsed {
+            return Err(state.bad(e.to_string()));
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let state = std::mem::take(&mut self.state);
+        if !state.started {
+            return Err(state.bad("the stream ended without a message_start event"));
+        }
+        if !state.stopped && state.stop_reason.is_none() {
+            return Err(state.bad("the stream closed before message_stop"));
+        }
+        let provider = state.provider;
+        let tool_calls: Vec<ToolCall> = state
+            .calls
+            .into_iter()
+            .map(|(mut call, json)| {
+                if !json.trim().is_empty() {
+                    call.arguments = parse_arguments(&provider, &call.name, &json);
+                }
+                call
+            })
+            .collect();
+        Ok(ChatResponse {
+            stop_reason: stop_reason_from_anthropic(
+                state.stop_reason.as_deref(),
+                !tool_calls.is_empty(),
+            ),
+            content: state.content,
+            tool_calls,
+            usage: state.usage,
+            model: state.model.unwrap_or(self.default_model),
+        })
+    }
+}
+
+impl StreamState {
+    fn bad(&self, message: impl Into<String>) -> ModelError {
+        ModelError::BadResponse {
+            provider: self.provider.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn block(&self, index: Option<u64>) -> Option<&Block> {
+        let i = index?;
+        self.blocks
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == i)
+            .map(|(_, b)| b)
+    }
+
+    fn on_event(
+        &mut self,
+        data: &str,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        let ev: EventWire<'_> = serde_json::from_str(data).map_err(|e| {
+            self.bad(format!(
+                "stream event is not valid JSON ({e}): {}",
+                truncate_chars(data, 300)
+            ))
+        })?;
+        match ev.kind.as_ref() {
+            "message_start" => {
+                self.started = true;
+                if let Some(m) = ev.message {
+                    self.model = m.model.filter(|s| !s.is_empty());
+                    if let Some(u) = m.usage {
+                        u.apply(&mut self.usage);
+                    }
+                }
+            }
+            "content_block_start" => {
+                let index = ev.index.unwrap_or(self.blocks.len() as u64);
+                let block = match ev.content_block {
+                    Some(b) if b.kind == "text" => {
+                        if let Some(t) = b.text.filter(|t| !t.is_empty()) {
+                            self.content.push_str(&t);
+                            on_delta(ChatDelta::Text(t));
+                        }
+                        Block::Text
+                    }
+                    Some(b) if b.kind == "tool_use" => {
+                        let call = ToolCall {
+                            id: b
+                                .id
+                                .filter(|s| !s.is_empty())
+                                .unwrap_or_else(generated_call_id),
+                            name: b.name.unwrap_or_default(),
+                            arguments: json!({}),
+                        };
+                        let n = self.calls.len();
+                        on_delta(ChatDelta::ToolCallStart {
+                            index: n,
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                        });
+                        self.calls.push((call, String::new()));
+                        let start_input = b
+                            .input
+                            .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
+                        Block::Tool {
+                            call: n,
+                            start_input,
+                        }
+                    }
+                    _ => Block::Other,
+                };
+                self.blocks.push((index, block));
+            }
+            "content_block_delta" => {
+                let Some(delta) = ev.delta else {
+                    return Ok(());
+                };
+                let kind = delta.kind.as_deref().unwrap_or("");
+                match (self.block(ev.index), kind) {
+                    (Some(Block::Text) | None, "text_delta") => {
+                        if let Some(t) = delta.text.filter(|t| !t.is_empty()) {
+                            self.content.push_str(&t);
+                            on_delta(ChatDelta::Text(t.into_owned()));
+                        }
+                    }
+                    (Some(Block::Tool { call, .. }), "input_json_delta") => {
+                        let call = *call;
+                        if let Some(j) = delta.partial_json.filter(|j| !j.is_empty()) {
+                            if let Some((_, buf)) = self.calls.get_mut(call) {
+                                buf.push_str(&j);
+                            }
+                            on_delta(ChatDelta::ToolCallArguments {
+                                index: call,
+                                fragment: j.into_owned(),
+                            });
+                        }
+                    }
+                    _ => {} // thinking_delta, signature_delta, citations...
+                }
+            }
+            "content_block_stop" => {
+                if let Some(Block::Tool { call, start_input }) = self.block(ev.index) {
+                    let call = *call;
+                    let start = start_input.clone();
+                    if let Some((c, buf)) = self.calls.get_mut(call)
+                        && buf.trim().is_empty()
+                        && let Some(v) = start
+                    {
+                        c.arguments = v;
+                    }
+                }
+            }
+            "message_delta" => {
+                if let Some(d) = ev.delta
+                    && d.stop_reason.is_some()
+                {
+                    self.stop_reason = d.stop_reason;
+                }
+                if let Some(u) = ev.usage {
+                    u.apply(&mut self.usage);
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let (kind, message) = ev
+                    .error
+                    .map(|e| (e.kind, e.message))
+                    .unwrap_or_else(|| ("error".into(), data.to_string()));
+                let status = match kind.as_str() {
+                    "overloaded_error" => Some(529),
+                    "rate_limit_error" => Some(429),
+                    "api_error" => Some(500),
+                    _ => None,
+                };
+                return Err(match status {
+                    Some(status) => ModelError::Http {
+                        provider: self.provider.clone(),
+                        status,
+                        message,
+                        retry_after: None,
+                    },
+                    None => self.bad(format!("the stream reported {kind}: {message}")),
+                });
+            }
+            _ => {} // ping and future event types
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ChatModel for AnthropicModel {
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError> {
+        let body = self.encode(&request, false)?;
+        let bytes = self.transport.post_for_body(body).await?;
+        parse_message(
+            &self.transport.provider,
+            &bytes,
+            &self.requested_model(&request),
+        )
+    }
+
+    async fn chat_stream(
+        &self,
+        request: ChatRequest,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<ChatResponse, ModelError> {
+        let body = self.encode(&request, true)?;
+        let mut resp = self.transport.post_for_stream(body).await?;
+        let mut dec = AnthropicStreamDecoder::new(self.requested_model(&request));
+        while let Some(chunk) = self.transport.next_chunk(&mut resp).await? {
+            dec.feed(&chunk, on_delta)?;
+            if dec.is_done() {
+                break;
+            }
+        }
+        dec.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use subagent_spi::ToolSpec;
+
+    fn model() -> AnthropicModel {
+        AnthropicModel::builder()
+            .model("claude-test")
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn tool_results_are_grouped_and_system_is_top_level() {
+        let req = ChatRequest {
+            system: Some("sys".into()),
+            messages: vec![
+                ChatMessage::system("more sys"),
+                ChatMessage::user("hi"),
+                ChatMessage::Assistant {
+                    content: "calling".into(),
+                    tool_calls: vec![
+                        ToolCall {
+                            id: "t1".into(),
+                            name: "a".into(),
+                            arguments: json!({"x": 1}),
+                        },
+                        ToolCall {
+                            id: "t2".into(),
+                            name: "b".into(),
+                            arguments: json!("{\"y\":2}"),
+                        },
+                    ],
+                },
+                ChatMessage::Tool {
+                    call_id: "t1".into(),
+                    name: "a".into(),
+                    content: "ok".into(),
+                    is_error: false,
+                },
+                ChatMessage::Tool {
+                    call_id: "t2".into(),
+                    name: "b".into(),
+                    content: "bad".into(),
+                    is_error: true,
+                },
+                ChatMessage::user("and now?"),
+            ],
+            tools: vec![ToolSpec {
+                name: "a".into(),
+                description: "d".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+            tool_choice: ToolChoice::Required,
+            ..ChatRequest::default()
+        };
+        let body = model().request_body(&req, false);
+        assert_eq!(body["system"], "sys\n\nmore sys");
+        assert_eq!(body["max_tokens"], 8192);
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(msgs[1]["content"][1]["input"], json!({"x": 1}));
+        assert_eq!(msgs[1]["content"][2]["input"], json!({"y": 2}));
+        let results = msgs[2]["content"].as_array().unwrap();
+        assert_eq!(results.len(), 3);
+        assert_eq!(results[0]["tool_use_id"], "t1");
+        assert!(results[0].get("is_error").is_none());
+        assert_eq!(results[1]["is_error"], true);
+        assert_eq!(results[2], json!({"type": "text", "text": "and now?"}));
+    }
+
+    #[test]
+    fn stop_reasons_map() {
+        assert_eq!(
+            stop_reason_from_anthropic(Some("end_turn"), false),
+            StopReason::EndTurn
+        );
+        assert_eq!(
+            stop_reason_from_anthropic(Some("tool_use"), true),
+            StopReason::ToolUse
+        );
+        assert_eq!(
+            stop_reason_from_anthropic(Some("max_tokens"), false),
+            StopReason::MaxTokens
+        );
+        assert_eq!(
+            stop_reason_from_anthropic(Some("stop_sequence"), false),
+            StopReason::StopSequence
+        );
+        assert_eq!(
+            stop_reason_from_anthropic(Some("pause_turn"), false),
+            StopReason::Other("pause_turn".into())
+        );
+    }
+
+    #[test]
+    fn error_event_maps_to_http_529() {
+        let mut dec = AnthropicStreamDecoder::new("m");
+        let err = dec
+            .feed(
+                b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+                &|_| {},
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, ModelError::Http { status: 529, ref message, .. } if message == "Overloaded")
+        );
+    }
+
+    #[test]
+    fn truncated_stream_is_an_error() {
+        let mut dec = AnthropicStreamDecoder::new("m");
+        dec.feed(
+            b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\n",
+            &|_| {},
+        )
+        .unwrap();
+        assert!(
+            dec.finish()
+                .unwrap_err()
+                .to_string()
+                .contains("message_stop")
+        );
+    }
+}

@@ -1,0 +1,76 @@
+//! Small pieces shared by both wire formats.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+/// A fresh `call_<n>` id for a tool call the server sent without one (unique in this process).
+pub(crate) fn generated_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Tool-call arguments as received (a JSON string, possibly empty) into a JSON value.
+///
+/// Empty or whitespace means `{}`. Text that is not valid JSON is kept as a JSON string so the
+/// tool's input validation can tell the model what was wrong, instead of failing the whole call.
+pub(crate) fn parse_arguments(provider: &str, tool: &str, text: &str) -> Value {
+    let t = text.trim();
+    if t.is_empty() {
+        return Value::Object(Default::default());
+    }
+    match serde_json::from_str::<Value>(t) {
+        Ok(Value::Null) => Value::Object(Default::default()),
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(
+                provider,
+                tool,
+                error = %e,
+                "tool-call arguments are not valid JSON; passing them on as a string"
+            );
+            Value::String(text.to_string())
+        }
+    }
+}
+
+/// An API key that never shows in `Debug` output or logs.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ApiKey(pub String);
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"<redacted>\"")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_empty_object_string_and_invalid() {
+        assert_eq!(parse_arguments("p", "t", ""), json!({}));
+        assert_eq!(parse_arguments("p", "t", "  "), json!({}));
+        assert_eq!(parse_arguments("p", "t", "null"), json!({}));
+        assert_eq!(parse_arguments("p", "t", r#"{"a":1}"#), json!({"a": 1}));
+        assert_eq!(parse_arguments("p", "t", "{oops"), json!("{oops"));
+    }
+
+    #[test]
+    fn api_key_debug_is_redacted() {
+        assert_eq!(
+            format!("{:?}", ApiKey("sk-secret".into())),
+            "\"<redacted>\""
+        );
+    }
+
+    #[test]
+    fn generated_ids_are_unique() {
+        let a = generated_call_id();
+        let b = generated_call_id();
+        assert!(a.starts_with("call_") && b.starts_with("call_") && a != b);
+    }
+}

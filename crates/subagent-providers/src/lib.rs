@@ -1,0 +1,106 @@
+//! # subagent-providers
+//!
+//! LLM providers for the `subagents` framework: implementations of the SPI's
+//! [`ChatModel`](subagent_spi::ChatModel) over HTTP.
+//!
+//! - [`OpenAiModel`]: OpenAI Chat Completions and every server that speaks it (Ollama, vLLM,
+//!   llama.cpp's `llama-server`, LM Studio, ...).
+//! - [`AnthropicModel`]: the Anthropic Messages API.
+//!
+//! Both stream over SSE (text and tool-call pieces reach the `on_delta` callback as they
+//! arrive), report token usage (incl. cache tokens), retry 429 / 5xx / connection failures with
+//! exponential backoff and jitter while honouring `Retry-After` (see [`RetryPolicy`]), apply a
+//! per-request timeout (default 300 s) and surface the provider's own error message. API keys are
+//! never logged nor shown by `Debug`.
+//!
+//! ## Model specs
+//!
+//! [`model_from_spec`] turns a string into a model, reading keys from the environment:
+//!
+//! | spec | talks to | key |
+//! |---|---|---|
+//! | `openai:gpt-4.1` | `OPENAI_BASE_URL` or `https://api.openai.com/v1` | `OPENAI_API_KEY` |
+//! | `anthropic:claude-sonnet-4-5` | `ANTHROPIC_BASE_URL` or `https://api.anthropic.com` | `ANTHROPIC_API_KEY` |
+//! | `ollama:qwen2.5` | `http://127.0.0.1:11434/v1` | none |
+//! | `openai-compatible:<model>@<base-url>` | that URL | `OPENAI_COMPATIBLE_API_KEY` (optional) |
+//! | `sonnet`, `opus`, `haiku` | Anthropic, see [`default_aliases`] | `ANTHROPIC_API_KEY` |
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), subagent_spi::ModelError> {
+//! use subagent_providers::model_from_spec;
+//!
+//! let local = model_from_spec("ollama:qwen2.5")?;
+//! let llama_cpp = model_from_spec("openai-compatible:local@http://127.0.0.1:8080/v1")?;
+//! let gpt = model_from_spec("openai:gpt-4.1")?; // needs OPENAI_API_KEY
+//! let claude = model_from_spec("anthropic:claude-sonnet-4-5")?; // needs ANTHROPIC_API_KEY
+//! # let _ = (local, llama_cpp, gpt, claude);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Builders
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), subagent_spi::ModelError> {
+//! use std::time::Duration;
+//! use subagent_providers::{AnthropicModel, OpenAiModel};
+//! use subagent_spi::chat::{ChatMessage, ChatModel, ChatRequest};
+//!
+//! // Ollama (OpenAI-compatible endpoint, no key).
+//! let ollama = OpenAiModel::builder()
+//!     .provider_name("ollama")
+//!     .base_url("http://127.0.0.1:11434/v1")
+//!     .model("qwen2.5")
+//!     .build()?;
+//!
+//! // llama.cpp's llama-server (`llama-server -m model.gguf --port 8080 --jinja`).
+//! let llama_cpp = OpenAiModel::builder()
+//!     .provider_name("llama.cpp")
+//!     .base_url("http://127.0.0.1:8080/v1")
+//!     .model("local")
+//!     .timeout(Duration::from_secs(600))
+//!     .build()?;
+//!
+//! // OpenAI.
+//! let openai = OpenAiModel::builder()
+//!     .api_key(std::env::var("OPENAI_API_KEY").unwrap_or_default())
+//!     .model("gpt-4.1")
+//!     .max_retries(5)
+//!     .build()?;
+//!
+//! // Anthropic.
+//! let claude = AnthropicModel::builder()
+//!     .api_key(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default())
+//!     .model("claude-sonnet-4-5")
+//!     .build()?;
+//!
+//! let request = ChatRequest {
+//!     messages: vec![ChatMessage::user("Say hi")],
+//!     ..ChatRequest::default()
+//! };
+//! let reply = ollama
+//!     .chat_stream(request, &|delta| println!("{delta:?}"))
+//!     .await?;
+//! println!("{} ({} output tokens)", reply.content, reply.usage.output_tokens);
+//! # let _ = (llama_cpp, openai, claude);
+//! # Ok(()) }
+//! ```
+
+mod anthropic;
+mod common;
+mod openai;
+mod spec;
+pub mod sse;
+mod transport;
+
+pub use anthropic::{
+    ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicModel,
+    AnthropicModelBuilder, AnthropicStreamDecoder, stop_reason_from_anthropic,
+};
+pub use openai::{
+    DEFAULT_TIMEOUT, MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, OpenAiModel,
+    OpenAiModelBuilder, OpenAiStreamDecoder, stop_reason_from_finish,
+};
+pub use spec::{
+    ACCEPTED_FORMS, ModelSpec, Provider, default_aliases, model_from_spec, model_from_spec_with_env,
+};
+pub use transport::RetryPolicy;

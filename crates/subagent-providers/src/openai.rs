@@ -1,0 +1,1035 @@
+//! The OpenAI-compatible Chat Completions client (OpenAI, Ollama, vLLM, llama.cpp, LM Studio).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use subagent_spi::chat::{
+    ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, StopReason, TokenUsage,
+    ToolChoice,
+};
+use subagent_spi::{ModelError, async_trait};
+
+use crate::common::{ApiKey, generated_call_id, parse_arguments};
+use crate::sse::SseParser;
+use crate::transport::{
+    RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
+};
+
+/// OpenAI's API base URL.
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Ollama's OpenAI-compatible base URL on its default port.
+pub const OLLAMA_DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
+/// Default per-request timeout (300 s).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Which field carries the output token cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MaxTokensField {
+    /// `max_tokens`: understood by every OpenAI-compatible server (default).
+    #[default]
+    MaxTokens,
+    /// `max_completion_tokens`: OpenAI's current name, required by its reasoning models.
+    MaxCompletionTokens,
+}
+
+/// Builds an [`OpenAiModel`]; see [`OpenAiModel::builder`].
+#[derive(Debug, Clone)]
+pub struct OpenAiModelBuilder {
+    provider: String,
+    base_url: String,
+    api_key: Option<ApiKey>,
+    model: Option<String>,
+    timeout: Duration,
+    retry: RetryPolicy,
+    headers: Vec<(String, String)>,
+    max_tokens_field: MaxTokensField,
+    include_usage: bool,
+    client: Option<reqwest::Client>,
+}
+
+impl Default for OpenAiModelBuilder {
+    fn default() -> Self {
+        Self {
+            provider: "openai".into(),
+            base_url: OPENAI_DEFAULT_BASE_URL.into(),
+            api_key: None,
+            model: None,
+            timeout: DEFAULT_TIMEOUT,
+            retry: RetryPolicy::default(),
+            headers: Vec::new(),
+            max_tokens_field: MaxTokensField::default(),
+            include_usage: true,
+            client: None,
+        }
+    }
+}
+
+impl OpenAiModelBuilder {
+    /// The API base URL, up to and including `/v1` (default [`OPENAI_DEFAULT_BASE_URL`]);
+    /// requests go to `<base>/chat/completions`.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// The API key, sent as `Authorization: Bearer <key>` (none by default: local servers).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(ApiKey(key.into()));
+        self
+    }
+
+    /// Like [`api_key`](Self::api_key) but optional.
+    pub fn api_key_opt(mut self, key: Option<String>) -> Self {
+        self.api_key = key.map(ApiKey);
+        self
+    }
+
+    /// The model id used when a request names none (required).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The name used in errors and logs (default `openai`; e.g. `ollama`, `vllm`).
+    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
+        self.provider = name.into();
+        self
+    }
+
+    /// Per-attempt timeout (default 300 s). For streamed calls it bounds the wait for the
+    /// response headers and every silence between chunks, so long live streams are fine.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Retries after the first attempt on 429, 5xx and connection errors (default 3).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.retry.max_retries = n;
+        self
+    }
+
+    /// The first backoff delay (default 500 ms; doubles each retry).
+    pub fn base_delay(mut self, d: Duration) -> Self {
+        self.retry.base_delay = d;
+        self
+    }
+
+    /// The whole retry policy.
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// An extra header sent with every request (e.g. `OpenAI-Organization`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Which field carries [`ChatRequest::max_tokens`] (default `max_tokens`).
+    pub fn max_tokens_field(mut self, field: MaxTokensField) -> Self {
+        self.max_tokens_field = field;
+        self
+    }
+
+    /// Ask for usage in streams with `stream_options.include_usage` (default true; turn off
+    /// for old servers that reject `stream_options`).
+    pub fn stream_usage(mut self, on: bool) -> Self {
+        self.include_usage = on;
+        self
+    }
+
+    /// Use this HTTP client (shares its connection pool).
+    pub fn client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Check the settings and build the model.
+    pub fn build(self) -> Result<OpenAiModel, ModelError> {
+        let model = match self.model {
+            Some(m) if !m.trim().is_empty() => m,
+            _ => {
+                return Err(ModelError::Config(format!(
+                    "{}: no model id given (call .model(..))",
+                    self.provider
+                )));
+            }
+        };
+        let base = normalise_base_url(&self.provider, &self.base_url)?;
+        let mut pairs = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            (
+                "accept".to_string(),
+                "application/json, text/event-stream".to_string(),
+            ),
+        ];
+        if let Some(key) = &self.api_key {
+            pairs.push(("authorization".into(), format!("Bearer {}", key.0)));
+        }
+        pairs.extend(self.headers);
+        let headers = header_map(&self.provider, &pairs, &["authorization", "api-key"])?;
+        let client = match self.client {
+            Some(c) => c,
+            None => build_client()?,
+        };
+        Ok(OpenAiModel {
+            model,
+            base_url: base.clone(),
+            max_tokens_field: self.max_tokens_field,
+            include_usage: self.include_usage,
+            transport: Transport {
+                provider: self.provider,
+                client,
+                url: format!("{base}/chat/completions"),
+                headers,
+                retry: self.retry,
+                timeout: self.timeout,
+            },
+        })
+    }
+}
+
+/// A [`ChatModel`] speaking OpenAI Chat Completions to any compatible server.
+///
+/// Tolerates what real servers do: tool calls without ids (given `call_<n>`), `null` or empty
+/// `content` next to tool calls, extra fields (`reasoning_content`, `timings`, ...), every
+/// `finish_reason` (unknown ones become [`StopReason::Other`]), arguments as a JSON string or
+/// an object, and an empty arguments string meaning `{}`.
+#[derive(Debug, Clone)]
+pub struct OpenAiModel {
+    model: String,
+    base_url: String,
+    max_tokens_field: MaxTokensField,
+    include_usage: bool,
+    transport: Transport,
+}
+
+impl OpenAiModel {
+    /// A builder with OpenAI's defaults.
+    pub fn builder() -> OpenAiModelBuilder {
+        OpenAiModelBuilder::default()
+    }
+
+    /// The base URL in use.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The provider name used in errors.
+    pub fn provider_name(&self) -> &str {
+        &self.transport.provider
+    }
+
+    /// The JSON body sent for `request` (`stream` selects SSE).
+    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+        let mut body = Map::new();
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        body.insert("model".into(), json!(model));
+        body.insert("messages".into(), Value::Array(wire_messages(request)));
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.input_schema,
+                        }
+                    })
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            let choice = match &request.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+            };
+            body.insert("tool_choice".into(), choice);
+        }
+        if let Some(max) = request.max_tokens {
+            let field = match self.max_tokens_field {
+                MaxTokensField::MaxTokens => "max_tokens",
+                MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            };
+            body.insert(field.into(), json!(max));
+        }
+        if let Some(t) = request.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if stream {
+            body.insert("stream".into(), json!(true));
+            if self.include_usage {
+                body.insert("stream_options".into(), json!({"include_usage": true}));
+            }
+        }
+        Value::Object(body)
+    }
+
+    fn encode(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ModelError> {
+        serde_json::to_vec(&self.request_body(request, stream))
+            .map(Bytes::from)
+            .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
+    }
+
+    fn requested_model(&self, request: &ChatRequest) -> String {
+        request.model.clone().unwrap_or_else(|| self.model.clone())
+    }
+}
+
+fn wire_messages(request: &ChatRequest) -> Vec<Value> {
+    let mut out = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(system) = &request.system {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    for m in &request.messages {
+        out.push(match m {
+            ChatMessage::System { content } => json!({"role": "system", "content": content}),
+            ChatMessage::User { content } => json!({"role": "user", "content": content}),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut msg = json!({"role": "assistant"});
+                msg["content"] = if content.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(content)
+                };
+                if !tool_calls.is_empty() {
+                    msg["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|c| {
+                            let args = match &c.arguments {
+                                Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            };
+                            json!({
+                                "id": c.id,
+                                "type": "function",
+                                "function": {"name": c.name, "arguments": args}
+                            })
+                        })
+                        .collect();
+                }
+                msg
+            }
+            ChatMessage::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => {
+                let content = if *is_error {
+                    format!("Error: {content}")
+                } else {
+                    content.clone()
+                };
+                json!({"role": "tool", "tool_call_id": call_id, "content": content})
+            }
+        });
+    }
+    out
+}
+
+/// Map an OpenAI `finish_reason` (absent = `None`) to a [`StopReason`].
+pub fn stop_reason_from_finish(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
+    match reason {
+        Some("tool_calls" | "function_call") => StopReason::ToolUse,
+        // Some servers say `stop` (or nothing) even when they return tool calls.
+        Some("stop") | None if has_tool_calls => StopReason::ToolUse,
+        Some("stop" | "eos" | "end_turn") | None => StopReason::EndTurn,
+        Some("length" | "max_tokens") => StopReason::MaxTokens,
+        Some("content_filter") => StopReason::ContentFilter,
+        Some("stop_sequence") => StopReason::StopSequence,
+        Some(other) => StopReason::Other(other.to_string()),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct UsageWire {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetailsWire>,
+}
+
+#[derive(Deserialize, Default)]
+struct PromptDetailsWire {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl UsageWire {
+    fn to_usage(&self) -> TokenUsage {
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0);
+        TokenUsage {
+            input_tokens: self.prompt_tokens.unwrap_or(0).saturating_sub(cached),
+            output_tokens: self.completion_tokens.unwrap_or(0),
+            cache_read_tokens: cached,
+            cache_creation_tokens: 0,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct CompletionWire {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    choices: Option<Vec<ChoiceWire>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceWire {
+    #[serde(default)]
+    message: Option<MessageWire>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MessageWire {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallWire>>,
+    #[serde(default)]
+    function_call: Option<FunctionWire>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallWire {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionWire>,
+}
+
+#[derive(Deserialize)]
+struct FunctionWire {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+/// Text of a `content` that is a string, null, or an array of `{type:"text",text}` parts.
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+fn arguments_value(provider: &str, tool: &str, args: Option<&Value>) -> Value {
+    match args {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::String(s)) => parse_arguments(provider, tool, s),
+        Some(other) => other.clone(),
+    }
+}
+
+/// Parse a non-streamed Chat Completions reply.
+pub(crate) fn parse_completion(
+    provider: &str,
+    body: &[u8],
+    requested_model: &str,
+) -> Result<ChatResponse, ModelError> {
+    let bad = |m: String| ModelError::BadResponse {
+        provider: provider.to_string(),
+        message: m,
+    };
+    let wire: CompletionWire = serde_json::from_slice(body).map_err(|e| {
+        bad(format!(
+            "reply is not a chat completion ({e}): {}",
+            truncate_chars(&String::from_utf8_lossy(body), 300)
+        ))
+    })?;
+    let choice = wire
+        .choices
+        .and_then(|c| c.into_iter().next())
+        .ok_or_else(|| bad("reply has no choices".into()))?;
+    let message = choice
+        .message
+        .ok_or_else(|| bad("reply's first choice has no message".into()))?;
+    let content = message
+        .content
+        .as_ref()
+        .map(content_text)
+        .unwrap_or_default();
+    let mut tool_calls = Vec::new();
+    for call in message.tool_calls.unwrap_or_default() {
+        let Some(f) = call.function else { continue };
+        let name = f.name.unwrap_or_default();
+        let arguments = arguments_value(provider, &name, f.arguments.as_ref());
+        tool_calls.push(subagent_spi::chat::ToolCall {
+            id: call
+                .id
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(generated_call_id),
+            name,
+            arguments,
+        });
+    }
+    if tool_calls.is_empty()
+        && let Some(f) = message.function_call
+    {
+        let name = f.name.unwrap_or_default();
+        let arguments = arguments_value(provider, &name, f.arguments.as_ref());
+        tool_calls.push(subagent_spi::chat::ToolCall {
+            id: generated_call_id(),
+            name,
+            arguments,
+        });
+    }
+    Ok(ChatResponse {
+        stop_reason: stop_reason_from_finish(
+            choice.finish_reason.as_deref(),
+            !tool_calls.is_empty(),
+        ),
+        content,
+        tool_calls,
+        usage: wire.usage.map(|u| u.to_usage()).unwrap_or_default(),
+        model: wire
+            .model
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| requested_model.to_string()),
+    })
+}
+
+// ----- streaming -----
+
+#[derive(Deserialize)]
+struct ChunkWire<'a> {
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Option<Vec<ChunkChoiceWire<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoiceWire<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<DeltaWire<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct DeltaWire<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCallDeltaWire<'a>>>,
+    #[serde(default, borrow)]
+    function_call: Option<FunctionDeltaWire<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDeltaWire<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDeltaWire<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDeltaWire<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    wire_index: u64,
+    id: Option<String>,
+    name: String,
+    args: String,
+    started: bool,
+}
+
+#[derive(Debug, Default)]
+struct StreamState {
+    provider: String,
+    model: Option<String>,
+    content: String,
+    calls: Vec<PartialCall>,
+    finish: Option<String>,
+    usage: TokenUsage,
+    done: bool,
+    saw_data: bool,
+}
+
+/// Decodes an OpenAI Chat Completions SSE byte stream: feed it chunks as they arrive, it calls
+/// `on_delta` with text and tool-call pieces, and [`finish`](Self::finish) returns the
+/// assembled reply. Tool-call fragments are joined by their `index`.
+///
+/// ```
+/// use subagent_providers::OpenAiStreamDecoder;
+/// let mut dec = OpenAiStreamDecoder::new("openai", "gpt-4.1");
+/// let sse = concat!(
+///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\n",
+///     "data: [DONE]\n\n",
+/// );
+/// dec.feed(sse.as_bytes(), &|_delta| {}).unwrap();
+/// assert_eq!(dec.finish().unwrap().content, "Hello");
+/// ```
+#[derive(Debug)]
+pub struct OpenAiStreamDecoder {
+    parser: SseParser,
+    state: StreamState,
+    default_model: String,
+}
+
+impl OpenAiStreamDecoder {
+    /// A decoder; `provider` names errors, `model` is reported when the stream names none.
+    pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            parser: SseParser::new(),
+            state: StreamState {
+                provider: provider.into(),
+                ..StreamState::default()
+            },
+            default_model: model.into(),
+        }
+    }
+
+    /// True once `data: [DONE]` was seen.
+    pub fn is_done(&self) -> bool {
+        self.state.done
+    }
+
+    /// Decode the next chunk of bytes.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        let Self { parser, state, .. } = self;
+        let mut failure = None;
+        let parsed = parser.feed(bytes, |ev| {
+            if failure.is_none()
+                && let Err(e) = state.on_data(ev.data, on_delta)
+            {
+                failure = Some(e);
+            }
+        });
+        if let Err(e) = parsed {
+            return Err(state.bad(e.to_string()));
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// The stream ended: return the assembled reply, or an error if it was cut short.
+    pub fn finish(mut self) -> Result<ChatResponse, ModelError> {
+        let Self { parser, state, .. } = &mut self;
+        let mut failure = None;
+        let noop = |_: ChatDelta| {};
+        let parsed = parser.finish(|ev| {
+            if failure.is_none()
+                && let Err(e) = state.on_data(ev.data, &noop)
+            {
+                failure = Some(e);
+            }
+        });
+        if let Err(e) = parsed {
+            return Err(state.bad(e.to_string()));
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let state = std::mem::take(&mut self.state);
+        if !state.saw_data {
+            return Err(state.bad("the stream ended without any event"));
+        }
+        if !state.done && state.finish.is_none() {
+            return Err(state.bad(
+                "the stream closed before the reply finished (no finish_reason and no [DONE])",
+            ));
+        }
+        let provider = state.provider;
+        let tool_calls: Vec<_> = state
+            .calls
+            .into_iter()
+            .map(|c| subagent_spi::chat::ToolCall {
+                arguments: parse_arguments(&provider, &c.name, &c.args),
+                id: c.id.unwrap_or_else(generated_call_id),
+                name: c.name,
+            })
+            .collect();
+        Ok(ChatResponse {
+            stop_reason: stop_reason_from_finish(state.finish.as_deref(), !tool_calls.is_empty()),
+            content: state.content,
+            tool_calls,
+            usage: state.usage,
+            model: state
+                .model
+                .filter(|m| !m.is_empty())
+                .unwrap_or(self.default_model),
+        })
+    }
+}
+
+impl StreamState {
+    fn bad(&self, message: impl Into<String>) -> ModelError {
+        ModelError::BadResponse {
+            provider: self.provider.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        data: &str,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        self.saw_data = true;
+        let trimmed = data.trim();
+        if trimmed == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if trimmed.is_empty() {
+            return Ok(());
+        }
+        let chunk: ChunkWire<'_> = serde_json::from_str(data).map_err(|e| {
+            self.bad(format!(
+                "stream chunk is not valid JSON ({e}): {}",
+                truncate_chars(data, 300)
+            ))
+        })?;
+        if let Some(err) = chunk.error {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| err.to_string());
+            return Err(self.bad(format!("the server reported an error mid-stream: {msg}")));
+        }
+        if self.model.is_none()
+            && let Some(m) = chunk.model
+        {
+            self.model = Some(m.into_owned());
+        }
+        if let Some(u) = chunk.usage {
+            self.usage = u.to_usage();
+        }
+        for choice in chunk.choices.unwrap_or_default() {
+            if choice.index.unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content
+                    && !text.is_empty()
+                {
+                    self.content.push_str(&text);
+                    on_delta(ChatDelta::Text(text.into_owned()));
+                }
+                for tc in delta.tool_calls.unwrap_or_default() {
+                    self.on_tool_delta(tc.index, tc.id, tc.function, on_delta)?;
+                }
+                if let Some(f) = delta.function_call {
+                    self.on_tool_delta(Some(0), None, Some(f), on_delta)?;
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(reason.into_owned());
+            }
+        }
+        Ok(())
+    }
+
+    fn on_tool_delta(
+        &mut self,
+        index: Option<u64>,
+        id: Option<Cow<'_, str>>,
+        function: Option<FunctionDeltaWire<'_>>,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        let id = id.filter(|s| !s.is_empty());
+        let slot = match index {
+            Some(i) => self.calls.iter().position(|c| c.wire_index == i),
+            // No index: a new id starts a new call, anything else continues the last one.
+            None => match &id {
+                Some(new) if !self.calls.iter().any(|c| c.id.as_deref() == Some(new)) => None,
+                _ => self.calls.len().checked_sub(1),
+            },
+        };
+        let slot = match slot {
+            Some(s) => s,
+            None => {
+                let wire_index = index.unwrap_or(self.calls.len() as u64);
+                self.calls.push(PartialCall {
+                    wire_index,
+                    ..PartialCall::default()
+                });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[slot];
+        if call.id.is_none()
+            && let Some(id) = id
+            && !call.started
+        {
+            call.id = Some(id.into_owned());
+        }
+        let mut fragment: Option<Cow<'_, str>> = None;
+        if let Some(f) = function {
+            if let Some(name) = f.name
+                && !name.is_empty()
+                && name != call.name
+            {
+                call.name.push_str(&name);
+            }
+            if let Some(raw) = f.arguments {
+                let text = raw.get();
+                if text.starts_with('"') {
+                    let s: Cow<'_, str> =
+                        serde_json::from_str(text).map_err(|e| ModelError::BadResponse {
+                            provider: self.provider.clone(),
+                            message: format!("bad tool-call arguments fragment: {e}"),
+                        })?;
+                    fragment = Some(s);
+                } else if text != "null" {
+                    // Arguments given whole as an object.
+                    call.args.clear();
+                    fragment = Some(Cow::Borrowed(text));
+                }
+            }
+        }
+        let call = &mut self.calls[slot];
+        if !call.started && !call.name.is_empty() {
+            call.started = true;
+            if call.id.is_none() {
+                call.id = Some(generated_call_id());
+            }
+            on_delta(ChatDelta::ToolCallStart {
+                index: slot,
+                id: call.id.clone().unwrap_or_default(),
+                name: call.name.clone(),
+            });
+            if !call.args.is_empty() {
+                on_delta(ChatDelta::ToolCallArguments {
+                    index: slot,
+                    fragment: call.args.clone(),
+                });
+            }
+        }
+        if let Some(frag) = fragment
+            && !frag.is_empty()
+        {
+            call.args.push_str(&frag);
+            if call.started {
+                on_delta(ChatDelta::ToolCallArguments {
+                    index: slot,
+                    fragment: frag.into_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ChatModel for OpenAiModel {
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError> {
+        let body = self.encode(&request, false)?;
+        let bytes = self.transport.post_for_body(body).await?;
+        parse_completion(
+            &self.transport.provider,
+            &bytes,
+            &self.requested_model(&request),
+        )
+    }
+
+    async fn chat_stream(
+        &self,
+        request: ChatRequest,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<ChatResponse, ModelError> {
+        let body = self.encode(&request, true)?;
+        let mut resp = self.transport.post_for_stream(body).await?;
+        let is_sse = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let model = self.requested_model(&request);
+        if !is_sse {
+            // Some servers ignore `stream` and answer with one JSON body.
+            let mut buf = Vec::new();
+            while let Some(chunk) = self.transport.next_chunk(&mut resp).await? {
+                buf.extend_from_slice(&chunk);
+            }
+            if serde_json::from_slice::<Value>(&buf).is_ok() {
+                let reply = parse_completion(&self.transport.provider, &buf, &model)?;
+                if !reply.content.is_empty() {
+                    on_delta(ChatDelta::Text(reply.content.clone()));
+                }
+                return Ok(reply);
+            }
+            let mut dec = OpenAiStreamDecoder::new(self.transport.provider.clone(), model);
+            dec.feed(&buf, on_delta)?;
+            return dec.finish();
+        }
+        let mut dec = OpenAiStreamDecoder::new(self.transport.provider.clone(), model);
+        while let Some(chunk) = self.transport.next_chunk(&mut resp).await? {
+            dec.feed(&chunk, on_delta)?;
+            if dec.is_done() {
+                break;
+            }
+        }
+        dec.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn decode(chunks: &[&str]) -> (Result<ChatResponse, ModelError>, Vec<ChatDelta>) {
+        let deltas = Mutex::new(Vec::new());
+        let mut dec = OpenAiStreamDecoder::new("test", "m");
+        let cb = |d: ChatDelta| deltas.lock().unwrap().push(d);
+        for c in chunks {
+            if let Err(e) = dec.feed(c.as_bytes(), &cb) {
+                return (Err(e), deltas.into_inner().unwrap());
+            }
+        }
+        (dec.finish(), deltas.into_inner().unwrap())
+    }
+
+    #[test]
+    fn finish_reasons_map() {
+        assert_eq!(
+            stop_reason_from_finish(Some("stop"), false),
+            StopReason::EndTurn
+        );
+        assert_eq!(
+            stop_reason_from_finish(Some("stop"), true),
+            StopReason::ToolUse
+        );
+        assert_eq!(stop_reason_from_finish(None, false), StopReason::EndTurn);
+        assert_eq!(stop_reason_from_finish(None, true), StopReason::ToolUse);
+        assert_eq!(
+            stop_reason_from_finish(Some("length"), false),
+            StopReason::MaxTokens
+        );
+        assert_eq!(
+            stop_reason_from_finish(Some("tool_calls"), true),
+            StopReason::ToolUse
+        );
+        assert_eq!(
+            stop_reason_from_finish(Some("function_call"), true),
+            StopReason::ToolUse
+        );
+        assert_eq!(
+            stop_reason_from_finish(Some("content_filter"), false),
+            StopReason::ContentFilter
+        );
+        assert_eq!(
+            stop_reason_from_finish(Some("weird"), false),
+            StopReason::Other("weird".into())
+        );
+    }
+
+    #[test]
+    fn stream_without_index_or_ids_and_object_arguments() {
+        let (r, deltas) = decode(&[
+            r#"data: {"choices":[{"delta":{"role":"assistant","content":null,"reasoning_content":"hmm"}}],"timings":{"x":1}}"#,
+            "\n\n",
+            r#"data: {"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","arguments":{"x":1}}}]}}]}"#,
+            "\n\n",
+            r#"data: {"choices":[{"delta":{"tool_calls":[{"id":"zz","function":{"name":"b","arguments":""}}]}}]}"#,
+            "\n\n",
+            r#"data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{\"y\":"}}]}}]}"#,
+            "\n\n",
+            r#"data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"2}"}}]},"finish_reason":"tool_calls"}]}"#,
+            "\n\ndata: [DONE]\n\n",
+        ]);
+        let r = r.unwrap();
+        assert_eq!(r.content, "");
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].name, "a");
+        assert_eq!(r.tool_calls[0].arguments, json!({"x": 1}));
+        assert!(r.tool_calls[0].id.starts_with("call_"));
+        assert_eq!(r.tool_calls[1].id, "zz");
+        assert_eq!(r.tool_calls[1].arguments, json!({"y": 2}));
+        assert_eq!(r.stop_reason, StopReason::ToolUse);
+        assert!(deltas.contains(&ChatDelta::ToolCallStart {
+            index: 1,
+            id: "zz".into(),
+            name: "b".into()
+        }));
+    }
+
+    #[test]
+    fn truncated_stream_is_an_error() {
+        let (r, _) = decode(&["data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"]);
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains("closed before"), "{err}");
+        let (r, _) = decode(&[""]);
+        assert!(r.unwrap_err().to_string().contains("without any event"));
+    }
+
+    #[test]
+    fn mid_stream_error_and_garbage_are_reported() {
+        let (r, _) = decode(&["data: {\"error\":{\"message\":\"boom\"}}\n\n"]);
+        assert!(r.unwrap_err().to_string().contains("boom"));
+        let (r, _) = decode(&["data: {not json\n\n"]);
+        assert!(r.unwrap_err().to_string().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn non_streamed_tolerance() {
+        let body = br#"{"choices":[{"message":{"content":null,"tool_calls":[{"type":"function","function":{"name":"t","arguments":""}}]},"finish_reason":null}],"timings":{}}"#;
+        let r = parse_completion("p", body, "req-model").unwrap();
+        assert_eq!(r.model, "req-model");
+        assert_eq!(r.tool_calls[0].arguments, json!({}));
+        assert!(r.tool_calls[0].id.starts_with("call_"));
+        assert_eq!(r.stop_reason, StopReason::ToolUse);
+        let err = parse_completion("p", b"{\"choices\":[]}", "m").unwrap_err();
+        assert!(err.to_string().contains("no choices"));
+        let err = parse_completion("p", b"<html>", "m").unwrap_err();
+        assert!(err.to_string().contains("<html>"));
+    }
+}

@@ -1,0 +1,308 @@
+//! Model specs as strings (`openai:gpt-4.1`, `ollama:qwen2.5`, ...) and building models from them.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use subagent_spi::{ChatModel, ModelError};
+
+use crate::anthropic::AnthropicModel;
+use crate::openai::{MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OpenAiModel};
+
+/// The accepted spec forms, for error messages.
+pub const ACCEPTED_FORMS: &[&str] = &[
+    "openai:<model>",
+    "anthropic:<model>",
+    "ollama:<model>",
+    "openai-compatible:<model>@<base-url>",
+    "sonnet",
+    "opus",
+    "haiku",
+];
+
+/// Built-in aliases and the Anthropic model ids they stand for.
+pub fn default_aliases() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("sonnet", "claude-sonnet-4-5"),
+        ("opus", "claude-opus-4-1"),
+        ("haiku", "claude-haiku-4-5"),
+    ]
+}
+
+/// Which API a spec talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Provider {
+    /// OpenAI (key from `OPENAI_API_KEY`, base URL override `OPENAI_BASE_URL`).
+    OpenAi,
+    /// Anthropic (key from `ANTHROPIC_API_KEY`, base URL override `ANTHROPIC_BASE_URL`).
+    Anthropic,
+    /// A local Ollama at `http://127.0.0.1:11434/v1`, no key.
+    Ollama,
+    /// Any OpenAI-compatible server at an explicit base URL (key, if any, from
+    /// `OPENAI_COMPATIBLE_API_KEY`; the OpenAI key is never sent to other hosts).
+    OpenAiCompatible,
+}
+
+impl Provider {
+    /// The spec prefix, e.g. `openai`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Ollama => "ollama",
+            Provider::OpenAiCompatible => "openai-compatible",
+        }
+    }
+}
+
+/// A parsed model spec.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ModelSpec {
+    /// The API.
+    pub provider: Provider,
+    /// The model id sent to it.
+    pub model: String,
+    /// The base URL given in the spec (`openai-compatible` only).
+    pub base_url: Option<String>,
+}
+
+fn spec_error(spec: &str, why: &str) -> ModelError {
+    ModelError::Config(format!(
+        "invalid model spec `{spec}`: {why}; accepted forms: {}",
+        ACCEPTED_FORMS.join(", ")
+    ))
+}
+
+impl ModelSpec {
+    /// Parse `openai:<model>`, `anthropic:<model>`, `ollama:<model>`,
+    /// `openai-compatible:<model>@<base-url>` or an alias (`sonnet`, `opus`, `haiku`).
+    pub fn parse(spec: &str) -> Result<ModelSpec, ModelError> {
+        let s = spec.trim();
+        if let Some((_, id)) = default_aliases().into_iter().find(|(a, _)| *a == s) {
+            return Ok(ModelSpec {
+                provider: Provider::Anthropic,
+                model: id.to_string(),
+                base_url: None,
+            });
+        }
+        let Some((prefix, rest)) = s.split_once(':') else {
+            return Err(ModelError::UnknownModel {
+                name: s.to_string(),
+                known: ACCEPTED_FORMS.iter().map(|f| f.to_string()).collect(),
+            });
+        };
+        let provider = match prefix.trim().to_ascii_lowercase().as_str() {
+            "openai" => Provider::OpenAi,
+            "anthropic" => Provider::Anthropic,
+            "ollama" => Provider::Ollama,
+            "openai-compatible" | "openai_compatible" => Provider::OpenAiCompatible,
+            other => {
+                return Err(spec_error(
+                    spec,
+                    &format!(
+                        "unknown provider `{other}` (known: openai, anthropic, ollama, openai-compatible)"
+                    ),
+                ));
+            }
+        };
+        let rest = rest.trim();
+        let (model, base_url) = if provider == Provider::OpenAiCompatible {
+            let at = rest
+                .find("@http://")
+                .or_else(|| rest.find("@https://"))
+                .ok_or_else(|| {
+                    spec_error(
+                        spec,
+                        "openai-compatible needs `<model>@<base-url>` with an http:// or https:// URL",
+                    )
+                })?;
+            let url = rest[at + 1..].trim_end_matches('/').to_string();
+            crate::transport::normalise_base_url("openai-compatible", &url)
+                .map_err(|_| spec_error(spec, "the base URL must name a host"))?;
+            (rest[..at].trim().to_string(), Some(url))
+        } else {
+            (rest.to_string(), None)
+        };
+        if model.is_empty() {
+            return Err(spec_error(spec, "the model id is empty"));
+        }
+        Ok(ModelSpec {
+            provider,
+            model,
+            base_url,
+        })
+    }
+
+    /// Build the model, reading keys and base URLs through `env` (a variable lookup such as
+    /// `|k| std::env::var(k).ok()`; empty values count as unset).
+    pub fn build_with_env(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Arc<dyn ChatModel>, ModelError> {
+        let var = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        Ok(match self.provider {
+            Provider::OpenAi => {
+                let base = var("OPENAI_BASE_URL");
+                let key = var("OPENAI_API_KEY");
+                if key.is_none() && base.is_none() {
+                    return Err(ModelError::Config(format!(
+                        "OPENAI_API_KEY is not set; `{self}` needs it (or set OPENAI_BASE_URL to a server that needs no key)"
+                    )));
+                }
+                let mut b = OpenAiModel::builder().model(&self.model).api_key_opt(key);
+                match base {
+                    Some(url) => b = b.base_url(url),
+                    None => b = b.max_tokens_field(MaxTokensField::MaxCompletionTokens),
+                }
+                Arc::new(b.build()?)
+            }
+            Provider::Anthropic => {
+                let base = var("ANTHROPIC_BASE_URL");
+                let key = var("ANTHROPIC_API_KEY");
+                if key.is_none() && base.is_none() {
+                    return Err(ModelError::Config(format!(
+                        "ANTHROPIC_API_KEY is not set; `{self}` needs it (or set ANTHROPIC_BASE_URL to a server that needs no key)"
+                    )));
+                }
+                let mut b = AnthropicModel::builder()
+                    .model(&self.model)
+                    .api_key_opt(key);
+                if let Some(url) = base {
+                    b = b.base_url(url);
+                }
+                Arc::new(b.build()?)
+            }
+            Provider::Ollama => Arc::new(
+                OpenAiModel::builder()
+                    .provider_name("ollama")
+                    .base_url(OLLAMA_DEFAULT_BASE_URL)
+                    .model(&self.model)
+                    .build()?,
+            ),
+            Provider::OpenAiCompatible => {
+                let base = self
+                    .base_url
+                    .clone()
+                    .ok_or_else(|| ModelError::Config(format!("`{self}` has no base URL")))?;
+                Arc::new(
+                    OpenAiModel::builder()
+                        .provider_name("openai-compatible")
+                        .base_url(base)
+                        .model(&self.model)
+                        .api_key_opt(var("OPENAI_COMPATIBLE_API_KEY"))
+                        .build()?,
+                )
+            }
+        })
+    }
+
+    /// Build the model, reading the process environment.
+    pub fn build(&self) -> Result<Arc<dyn ChatModel>, ModelError> {
+        self.build_with_env(&|k| std::env::var(k).ok())
+    }
+}
+
+impl fmt::Display for ModelSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.provider.prefix(), self.model)?;
+        if let Some(url) = &self.base_url {
+            write!(f, "@{url}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for ModelSpec {
+    type Err = ModelError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// Parse `spec` and build the model, reading `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+/// `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL` and `OPENAI_COMPATIBLE_API_KEY` from the environment.
+pub fn model_from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
+    ModelSpec::parse(spec)?.build()
+}
+
+/// [`model_from_spec`] with an explicit variable lookup instead of the process environment.
+pub fn model_from_spec_with_env(
+    spec: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ChatModel>, ModelError> {
+    ModelSpec::parse(spec)?.build_with_env(env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_form() {
+        let s = ModelSpec::parse("openai:gpt-4.1").unwrap();
+        assert_eq!(
+            (s.provider, s.model.as_str()),
+            (Provider::OpenAi, "gpt-4.1")
+        );
+        let s = ModelSpec::parse("ollama:qwen2.5:7b").unwrap();
+        assert_eq!(
+            (s.provider, s.model.as_str()),
+            (Provider::Ollama, "qwen2.5:7b")
+        );
+        let s = ModelSpec::parse("anthropic:claude-sonnet-4-5").unwrap();
+        assert_eq!(s.provider, Provider::Anthropic);
+        let s =
+            ModelSpec::parse("openai-compatible:org/model@v2@http://127.0.0.1:8080/v1/").unwrap();
+        assert_eq!(s.model, "org/model@v2");
+        assert_eq!(s.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
+        assert_eq!(
+            s.to_string(),
+            "openai-compatible:org/model@v2@http://127.0.0.1:8080/v1"
+        );
+        let s = ModelSpec::parse("sonnet").unwrap();
+        assert_eq!(
+            (s.provider, s.model.as_str()),
+            (Provider::Anthropic, "claude-sonnet-4-5")
+        );
+    }
+
+    #[test]
+    fn bad_specs_list_the_accepted_forms() {
+        for bad in [
+            "gpt-4",
+            "foo:bar",
+            "openai:",
+            "openai-compatible:m",
+            "openai-compatible:m@ftp://x",
+        ] {
+            let err = ModelSpec::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("openai-compatible:<model>@<base-url>"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn keys_are_required_unless_a_base_url_is_set() {
+        let none = |_: &str| None;
+        let err = model_from_spec_with_env("openai:gpt-4.1", &none)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("OPENAI_API_KEY"), "{err}");
+        let err = model_from_spec_with_env("haiku", &none)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("ANTHROPIC_API_KEY"), "{err}");
+        let local = |k: &str| (k == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:9/v1".to_string());
+        let m = model_from_spec_with_env("openai:gpt-4.1", &local).unwrap();
+        assert_eq!(m.model_name(), "gpt-4.1");
+        let m = model_from_spec_with_env("ollama:qwen2.5", &none).unwrap();
+        assert_eq!(m.model_name(), "qwen2.5");
+    }
+}

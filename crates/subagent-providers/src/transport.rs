@@ -1,0 +1,460 @@
+//! HTTP plumbing shared by the providers: retries with backoff, timeouts, error mapping.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use subagent_spi::ModelError;
+
+/// How failed calls are retried.
+///
+/// 429, 5xx and connection failures are retried up to `max_retries` times. The wait before
+/// retry `n` (from 0) is `base_delay * 2^n`, capped at `max_delay`, with jitter (a random
+/// fraction of up to half of it removed). When the provider sends `Retry-After` (seconds or an
+/// HTTP date) or `retry-after-ms`, that wait is used instead, capped at `max_retry_after`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (default 3; 0 disables retries).
+    pub max_retries: u32,
+    /// Backoff before the first retry (default 500 ms).
+    pub base_delay: Duration,
+    /// Largest backoff (default 30 s).
+    pub max_delay: Duration,
+    /// Largest wait taken from a `Retry-After` header (default 60 s).
+    pub max_retry_after: Duration,
+    /// Also retry attempts that hit the request timeout (default false: a timeout has already
+    /// used the whole budget).
+    pub retry_on_timeout: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(60),
+            retry_on_timeout: false,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The backoff before retry `attempt` (0-based), without a `Retry-After`.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 1u32.checked_shl(attempt.min(20)).unwrap_or(u32::MAX);
+        let full = self
+            .base_delay
+            .checked_mul(factor)
+            .unwrap_or(self.max_delay)
+            .min(self.max_delay);
+        // Remove up to half of the delay, at random.
+        let cut = full.mul_f64(0.5 * jitter_fraction());
+        full.saturating_sub(cut)
+    }
+
+    fn wait_for(&self, attempt: u32, err: &ModelError) -> Duration {
+        match err {
+            ModelError::Http {
+                retry_after: Some(after),
+                ..
+            } => (*after).min(self.max_retry_after),
+            _ => self.backoff(attempt),
+        }
+    }
+
+    fn should_retry(&self, err: &ModelError) -> bool {
+        match err {
+            ModelError::Timeout { .. } => self.retry_on_timeout,
+            other => other.is_retryable(),
+        }
+    }
+}
+
+/// A number in [0, 1) from the clock's nanoseconds, mixed (splitmix64) so close calls differ.
+fn jitter_fraction() -> f64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut z = nanos
+        .wrapping_add(COUNTER.fetch_add(1, Ordering::Relaxed))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Parse a `Retry-After` value: delay seconds (integer or decimal) or an HTTP date.
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
+    }
+    let when = httpdate::parse_http_date(v).ok()?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+fn retry_after_from(headers: &HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(1e9)));
+    }
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| parse_retry_after(v, SystemTime::now()))
+}
+
+/// The provider's own message from an error body: `{"error":{"message":..}}` (OpenAI and
+/// Anthropic), `{"error":".."}`, `{"message":..}`, `{"detail":..}`, else the text itself.
+pub(crate) fn error_message_from_body(body: &[u8], status: u16) -> String {
+    if let Ok(v) = serde_json::from_slice::<Value>(body) {
+        let found = v
+            .pointer("/error/message")
+            .or_else(|| v.get("error"))
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("detail"))
+            .and_then(Value::as_str);
+        if let Some(m) = found {
+            return m.to_string();
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        let reason = reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("error");
+        return format!("{reason} (empty body)");
+    }
+    truncate_chars(text, 2000)
+}
+
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}… ({} bytes in all)", &s[..i], s.len()),
+        None => s.to_string(),
+    }
+}
+
+/// The message of an error and its sources, joined with `: `.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !out.contains(&t) {
+            out.push_str(": ");
+            out.push_str(&t);
+        }
+        src = s.source();
+    }
+    out
+}
+
+/// Largest error body read, in bytes.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Largest non-streamed reply read, in bytes.
+const MAX_REPLY_BODY: usize = 64 * 1024 * 1024;
+
+/// An HTTP endpoint with a client, retry policy and timeout.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    pub provider: String,
+    pub client: reqwest::Client,
+    pub url: String,
+    pub headers: HeaderMap,
+    pub retry: RetryPolicy,
+    pub timeout: Duration,
+}
+
+impl Transport {
+    pub fn timeout_error(&self) -> ModelError {
+        ModelError::Timeout {
+            provider: self.provider.clone(),
+            after: self.timeout,
+        }
+    }
+
+    pub fn connection_error(&self, e: &reqwest::Error) -> ModelError {
+        if e.is_timeout() {
+            return self.timeout_error();
+        }
+        ModelError::Connection {
+            provider: self.provider.clone(),
+            url: self.url.clone(),
+            message: error_chain(e),
+        }
+    }
+
+    /// Run `attempt` with retries per the policy.
+    async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, ModelError>>,
+    {
+        let mut n = 0u32;
+        loop {
+            match attempt().await {
+                Ok(v) => return Ok(v),
+                Err(err) if n < self.retry.max_retries && self.retry.should_retry(&err) => {
+                    let wait = self.retry.wait_for(n, &err);
+                    tracing::warn!(
+                        provider = %self.provider,
+                        attempt = n + 1,
+                        wait_ms = wait.as_millis() as u64,
+                        error = %err,
+                        "model call failed; retrying"
+                    );
+                    tokio::time::sleep(wait).await;
+                    n += 1;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// POST `body` and return the successful response (headers read) within the timeout;
+    /// non-2xx answers become [`ModelError::Http`] with the provider's message.
+    async fn post_once(&self, body: &Bytes) -> Result<reqwest::Response, ModelError> {
+        let send = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(body.clone())
+            .send();
+        let resp = match tokio::time::timeout(self.timeout, send).await {
+            Err(_) => return Err(self.timeout_error()),
+            Ok(Err(e)) => return Err(self.connection_error(&e)),
+            Ok(Ok(r)) => r,
+        };
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let retry_after = retry_after_from(resp.headers());
+        let body = match tokio::time::timeout(self.timeout, read_capped(resp, MAX_ERROR_BODY)).await
+        {
+            Ok(Ok(b)) => b,
+            _ => Vec::new(),
+        };
+        Err(ModelError::Http {
+            provider: self.provider.clone(),
+            status: status.as_u16(),
+            message: error_message_from_body(&body, status.as_u16()),
+            retry_after,
+        })
+    }
+
+    /// POST and read the whole reply body, with retries; the timeout covers each attempt.
+    pub async fn post_for_body(&self, body: Bytes) -> Result<Vec<u8>, ModelError> {
+        self.with_retries(|| async {
+            let attempt = async {
+                let resp = self.post_once(&body).await?;
+                read_capped(resp, MAX_REPLY_BODY)
+                    .await
+                    .map_err(|e| self.connection_error(&e))
+            };
+            match tokio::time::timeout(self.timeout, attempt).await {
+                Ok(r) => r,
+                Err(_) => Err(self.timeout_error()),
+            }
+        })
+        .await
+    }
+
+    /// POST and return the response once its headers arrive, with retries. The caller reads
+    /// the body with [`next_chunk`](Self::next_chunk).
+    pub async fn post_for_stream(&self, body: Bytes) -> Result<reqwest::Response, ModelError> {
+        self.with_retries(|| self.post_once(&body)).await
+    }
+
+    /// The next body chunk, failing with a timeout if the server stays silent for the timeout.
+    pub async fn next_chunk(
+        &self,
+        resp: &mut reqwest::Response,
+    ) -> Result<Option<Bytes>, ModelError> {
+        match tokio::time::timeout(self.timeout, resp.chunk()).await {
+            Err(_) => Err(self.timeout_error()),
+            Ok(Err(e)) => Err(self.connection_error(&e)),
+            Ok(Ok(c)) => Ok(c),
+        }
+    }
+}
+
+/// Read a body up to `cap` bytes (the rest is dropped).
+async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>, reqwest::Error> {
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = cap.saturating_sub(out.len());
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() >= cap {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Build a header map from name/value pairs, naming the bad one on error.
+pub(crate) fn header_map(
+    provider: &str,
+    pairs: &[(String, String)],
+    secret_names: &[&str],
+) -> Result<HeaderMap, ModelError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            ModelError::Config(format!("{provider}: invalid HTTP header name `{name}`"))
+        })?;
+        let mut v = HeaderValue::from_str(value).map_err(|_| {
+            if secret_names.iter().any(|s| n.as_str().eq_ignore_ascii_case(s)) {
+                ModelError::Config(format!(
+                    "{provider}: the value of header `{name}` (a credential, not shown) has characters not allowed in HTTP headers"
+                ))
+            } else {
+                ModelError::Config(format!(
+                    "{provider}: invalid value for HTTP header `{name}`: {value:?}"
+                ))
+            }
+        })?;
+        if secret_names
+            .iter()
+            .any(|s| n.as_str().eq_ignore_ascii_case(s))
+        {
+            v.set_sensitive(true);
+        }
+        map.append(n, v);
+    }
+    Ok(map)
+}
+
+/// Normalise a base URL: must be http(s), no trailing slash.
+pub(crate) fn normalise_base_url(provider: &str, url: &str) -> Result<String, ModelError> {
+    let u = url.trim().trim_end_matches('/');
+    let rest = u
+        .strip_prefix("http://")
+        .or_else(|| u.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.starts_with('/') => Ok(u.to_string()),
+        _ => Err(ModelError::Config(format!(
+            "{provider}: base URL `{url}` must start with http:// or https:// and name a host"
+        ))),
+    }
+}
+
+pub(crate) fn build_client() -> Result<reqwest::Client, ModelError> {
+    reqwest::Client::builder().build().map_err(|e| {
+        ModelError::Config(format!("cannot build the HTTP client: {}", error_chain(&e)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_decimal_and_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_retry_after(" 0.5 ", now),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(parse_retry_after("-1", now), None);
+        assert_eq!(parse_retry_after("soon", now), None);
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        assert_eq!(parse_retry_after(&date, now), Some(Duration::from_secs(30)));
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn backoff_grows_is_capped_and_jittered_within_half() {
+        let p = RetryPolicy {
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(1000),
+            ..RetryPolicy::default()
+        };
+        for attempt in 0..10 {
+            let full = (100u64 << attempt.min(20)).min(1000);
+            let d = p.backoff(attempt).as_millis() as u64;
+            assert!(
+                d <= full && d >= full / 2,
+                "attempt {attempt}: {d} vs {full}"
+            );
+        }
+        assert!(p.backoff(u32::MAX) <= Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn retry_after_is_capped() {
+        let p = RetryPolicy {
+            max_retry_after: Duration::from_secs(5),
+            ..RetryPolicy::default()
+        };
+        let err = ModelError::Http {
+            provider: "x".into(),
+            status: 429,
+            message: String::new(),
+            retry_after: Some(Duration::from_secs(3600)),
+        };
+        assert_eq!(p.wait_for(0, &err), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn error_messages_from_various_bodies() {
+        let m = |b: &str| error_message_from_body(b.as_bytes(), 400);
+        assert_eq!(
+            m(r#"{"error":{"message":"bad key","type":"x"}}"#),
+            "bad key"
+        );
+        assert_eq!(
+            m(
+                r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#
+            ),
+            "invalid x-api-key"
+        );
+        assert_eq!(m(r#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(
+            m(r#"{"object":"error","message":"vllm says"}"#),
+            "vllm says"
+        );
+        assert_eq!(m("plain text\n"), "plain text");
+        assert_eq!(m(""), "Bad Request (empty body)");
+    }
+
+    #[test]
+    fn base_urls_are_checked() {
+        assert_eq!(
+            normalise_base_url("p", "http://127.0.0.1:11434/v1/").unwrap(),
+            "http://127.0.0.1:11434/v1"
+        );
+        assert!(normalise_base_url("p", "127.0.0.1:8080").is_err());
+        assert!(normalise_base_url("p", "https://").is_err());
+    }
+
+    #[test]
+    fn secret_header_errors_do_not_show_the_value() {
+        let err = header_map(
+            "p",
+            &[("x-api-key".into(), "sk-\nsecret".into())],
+            &["x-api-key"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!err.contains("secret"), "{err}");
+    }
+}

@@ -1,0 +1,36 @@
+//! # subagent-testkit
+//!
+//! Test helpers for the `subagents` workspace (a dev-dependency, never published). The main
+//! piece is [`ScriptedModelServer`]: a real HTTP server on `127.0.0.1` (ephemeral port) that
+//! speaks the **OpenAI Chat Completions** and **Anthropic Messages** wire formats, streamed (SSE,
+//! framed as the real APIs frame it) and not, replays a [`Script`] of [`Reply`]s in order, and
+//! records every request it received so tests can assert on what a client sent.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use serde_json::json;
+//! use subagent_testkit::{Reply, ScriptedModelServer};
+//!
+//! let server = ScriptedModelServer::start().await;
+//! server.push(Reply::tool_calls(vec![("Read", json!({"path": "a.txt"}))]));
+//! server.push(Reply::text("done").with_usage(120, 7));
+//! server.push(Reply::rate_limited(1)); // 429 + Retry-After: 1
+//! // point an OpenAI client at server.openai_base_url(), an Anthropic one at server.base_url()
+//! for req in server.requests() {
+//!     println!("{} {:?} {}", req.path, req.model(), req.messages().len());
+//! }
+//! # }
+//! ```
+//!
+//! When the script runs out the server answers HTTP 500 with a provider-shaped error body saying
+//! the script is exhausted, so a missing reply is obvious in the client's error message.
+
+mod reply;
+mod script;
+mod server;
+mod wire;
+
+pub use reply::{Reply, ScriptedToolCall, ScriptedUsage};
+pub use script::Script;
+pub use server::{RecordedRequest, ScriptedModelServer};
+pub use wire::WireFormat;
