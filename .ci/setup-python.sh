@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Creates the Python virtual environments used by the A2A interop tests:
+#   target/py/a2a-1x : the latest a2a-sdk 1.x from PyPI (+ http-server extras, uvicorn)
+#   target/py/a2a-03 : a2a-sdk 0.3.26 (+ http-server extras, uvicorn)
+# Idempotent: a venv whose stamp file matches the wanted requirement is left alone, so a second
+# run takes well under a second. Set A2A_PY_FORCE=1 to rebuild both.
+# Tests look for <workspace>/target/py/a2a-1x/bin/python and .../a2a-03/bin/python, or the
+# paths in SUBAGENTS_A2A_PY_1X / SUBAGENTS_A2A_PY_03.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+py_root="${root}/target/py"
+python="${PYTHON:-python3}"
+
+if ! command -v "${python}" >/dev/null 2>&1; then
+  echo "setup-python: ${python} not found; install Python 3.10+ first" >&2
+  exit 1
+fi
+if ! "${python}" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'; then
+  echo "setup-python: a2a-sdk needs Python >= 3.10, ${python} is $("${python}" --version 2>&1)" >&2
+  exit 1
+fi
+
+# make_venv NAME REQUIREMENT...
+make_venv() {
+  local name="$1"
+  shift
+  local dir="${py_root}/${name}"
+  local want="$*"
+  local stamp="${dir}/.subagents-stamp"
+  if [[ "${A2A_PY_FORCE:-}" != "1" && -x "${dir}/bin/python" && -f "${stamp}" \
+        && "$(cat "${stamp}")" == "${want}" ]]; then
+    echo "setup-python: ${name} ready (${want})"
+    return 0
+  fi
+  echo "setup-python: creating ${dir} with: ${want}"
+  rm -rf "${dir}"
+  mkdir -p "${py_root}"
+  "${python}" -m venv "${dir}"
+  "${dir}/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  # shellcheck disable=SC2068
+  "${dir}/bin/python" -m pip install --quiet --disable-pip-version-check $@
+  "${dir}/bin/python" -c 'import a2a, uvicorn, starlette, sse_starlette' 
+  echo "${want}" >"${stamp}"
+  echo "setup-python: ${name} installed: $("${dir}/bin/python" -m pip show a2a-sdk | grep '^Version')"
+}
+
+make_venv a2a-1x 'a2a-sdk[http-server]>=1,<2' 'uvicorn>=0.30'
+make_venv a2a-03 'a2a-sdk[http-server]==0.3.26' 'uvicorn>=0.30'

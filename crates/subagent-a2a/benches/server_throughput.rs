@@ -1,0 +1,3 @@
+//! Placeholder (being written).
+
+fn main() {}

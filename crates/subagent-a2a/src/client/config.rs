@@ -1,0 +1,274 @@
+//! Per-reference settings read from [`SubagentReference`] metadata (and the environment).
+
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use subagent_spi::SubagentReference;
+
+use super::transport::Binding;
+use crate::error::A2aError;
+use crate::types::ProtocolVersion;
+
+/// Metadata keys understood by the `A2A` kind (each also accepted with an `auth.` prefix for
+/// the auth keys, e.g. `auth.bearer_env`).
+pub mod keys {
+    /// A bearer token sent as `Authorization: Bearer <token>`.
+    pub const BEARER: &str = "bearer";
+    /// The name of an environment variable holding the bearer token.
+    pub const BEARER_ENV: &str = "bearer_env";
+    /// The header carrying an API key (e.g. `X-API-Key`).
+    pub const API_KEY_HEADER: &str = "api_key_header";
+    /// The API key.
+    pub const API_KEY: &str = "api_key";
+    /// The name of an environment variable holding the API key.
+    pub const API_KEY_ENV: &str = "api_key_env";
+    /// Overall time limit of one task, in seconds (default 300).
+    pub const TIMEOUT_SECS: &str = "timeout_secs";
+    /// `true` / `false`: force streaming on or off (default: what the card declares).
+    pub const STREAMING: &str = "streaming";
+    /// Preferred binding: `JSONRPC` (default) or `HTTP+JSON`.
+    pub const BINDING: &str = "binding";
+    /// Preferred protocol version: `1.0` (default when offered) or `0.3`.
+    pub const PROTOCOL_VERSION: &str = "protocol_version";
+    /// The agent's name as shown to the model (default: the card's name).
+    pub const NAME: &str = "name";
+    /// Interval between `GetTask` polls when following a task without streaming, in
+    /// milliseconds (default 500).
+    pub const POLL_INTERVAL_MS: &str = "poll_interval_ms";
+}
+
+/// The default time limit of one task.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default `GetTask` polling interval.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Settings of one A2A reference.
+#[derive(Clone)]
+pub struct A2aConfig {
+    /// Headers sent on every request (auth). Never printed.
+    pub(crate) headers: HeaderMap,
+    /// Task time limit.
+    pub timeout: Duration,
+    /// Streaming override.
+    pub streaming: Option<bool>,
+    /// Preferred binding.
+    pub binding: Option<Binding>,
+    /// Preferred version.
+    pub version: Option<ProtocolVersion>,
+    /// Name override.
+    pub name: Option<String>,
+    /// Polling interval.
+    pub poll_interval: Duration,
+}
+
+impl std::fmt::Debug for A2aConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aConfig")
+            .field(
+                "auth_headers",
+                &self.headers.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .field("streaming", &self.streaming)
+            .field("binding", &self.binding)
+            .field("version", &self.version)
+            .field("name", &self.name)
+            .field("poll_interval", &self.poll_interval)
+            .finish()
+    }
+}
+
+fn lookup<'a>(r: &'a SubagentReference, key: &str) -> Option<&'a str> {
+    r.metadata(key)
+        .or_else(|| r.metadata(&format!("auth.{key}")))
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+fn secret(r: &SubagentReference, key: &str, env_key: &str) -> Result<Option<String>, A2aError> {
+    if let Some(v) = lookup(r, key) {
+        return Ok(Some(v.to_string()));
+    }
+    if let Some(var) = lookup(r, env_key) {
+        return match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Ok(Some(v.trim().to_string())),
+            _ => Err(A2aError::Config {
+                message: format!(
+                    "metadata `{env_key}` names the environment variable `{var}`, which is not set"
+                ),
+            }),
+        };
+    }
+    Ok(None)
+}
+
+fn sensitive(v: &str, key: &str) -> Result<HeaderValue, A2aError> {
+    let mut hv = HeaderValue::from_str(v).map_err(|_| A2aError::Config {
+        message: format!("the value of `{key}` is not a valid HTTP header value"),
+    })?;
+    hv.set_sensitive(true);
+    Ok(hv)
+}
+
+impl A2aConfig {
+    /// Reads the settings from a reference's metadata (see [`keys`]).
+    pub fn from_reference(r: &SubagentReference) -> Result<Self, A2aError> {
+        let mut headers = HeaderMap::new();
+        if let Some(token) = secret(r, keys::BEARER, keys::BEARER_ENV)? {
+            headers.insert(
+                http::header::AUTHORIZATION,
+                sensitive(&format!("Bearer {token}"), keys::BEARER)?,
+            );
+        }
+        let key = secret(r, keys::API_KEY, keys::API_KEY_ENV)?;
+        match (lookup(r, keys::API_KEY_HEADER), key) {
+            (Some(h), Some(k)) => {
+                let name = HeaderName::from_bytes(h.as_bytes()).map_err(|_| A2aError::Config {
+                    message: format!("`{}` = `{h}` is not a valid header name", keys::API_KEY_HEADER),
+                })?;
+                headers.insert(name, sensitive(&k, keys::API_KEY)?);
+            }
+            (None, Some(_)) => {
+                return Err(A2aError::Config {
+                    message: format!(
+                        "an API key is set but `{}` (the header to send it in) is missing",
+                        keys::API_KEY_HEADER
+                    ),
+                });
+            }
+            (Some(_), None) => {
+                return Err(A2aError::Config {
+                    message: format!(
+                        "`{}` is set but neither `{}` nor `{}` is",
+                        keys::API_KEY_HEADER,
+                        keys::API_KEY,
+                        keys::API_KEY_ENV
+                    ),
+                });
+            }
+            (None, None) => {}
+        }
+        let timeout = match lookup(r, keys::TIMEOUT_SECS) {
+            None => DEFAULT_TIMEOUT,
+            Some(v) => match v.parse::<f64>() {
+                Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Duration::from_secs_f64(s),
+                _ => {
+                    return Err(A2aError::Config {
+                        message: format!(
+                            "`{}` must be a positive number of seconds, got `{v}`",
+                            keys::TIMEOUT_SECS
+                        ),
+                    });
+                }
+            },
+        };
+        let poll_interval = match lookup(r, keys::POLL_INTERVAL_MS) {
+            None => DEFAULT_POLL_INTERVAL,
+            Some(v) => match v.parse::<u64>() {
+                Ok(ms) if ms > 0 => Duration::from_millis(ms),
+                _ => {
+                    return Err(A2aError::Config {
+                        message: format!(
+                            "`{}` must be a positive integer, got `{v}`",
+                            keys::POLL_INTERVAL_MS
+                        ),
+                    });
+                }
+            },
+        };
+        let streaming = match lookup(r, keys::STREAMING) {
+            None => None,
+            Some(v) if v.eq_ignore_ascii_case("true") => Some(true),
+            Some(v) if v.eq_ignore_ascii_case("false") => Some(false),
+            Some(v) => {
+                return Err(A2aError::Config {
+                    message: format!("`{}` must be true or false, got `{v}`", keys::STREAMING),
+                });
+            }
+        };
+        let binding = match lookup(r, keys::BINDING) {
+            None => None,
+            Some(v) => Some(Binding::parse(v).ok_or_else(|| A2aError::Config {
+                message: format!("`{}` must be JSONRPC or HTTP+JSON, got `{v}`", keys::BINDING),
+            })?),
+        };
+        let version = match lookup(r, keys::PROTOCOL_VERSION) {
+            None => None,
+            Some(v) => Some(ProtocolVersion::parse(v).ok_or_else(|| A2aError::Config {
+                message: format!(
+                    "`{}` must be 1.0 or 0.3, got `{v}`",
+                    keys::PROTOCOL_VERSION
+                ),
+            })?),
+        };
+        Ok(Self {
+            headers,
+            timeout,
+            streaming,
+            binding,
+            version,
+            name: lookup(r, keys::NAME).map(str::to_string),
+            poll_interval,
+        })
+    }
+
+    /// The names of the auth headers that will be sent (values are secret).
+    pub fn auth_header_names(&self) -> Vec<String> {
+        self.headers.keys().map(|k| k.as_str().to_string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r() -> SubagentReference {
+        SubagentReference::new("http://127.0.0.1:1/a", "A2A")
+    }
+
+    #[test]
+    fn defaults() {
+        let c = A2aConfig::from_reference(&r()).unwrap();
+        assert_eq!(c.timeout, DEFAULT_TIMEOUT);
+        assert!(c.headers.is_empty());
+        assert_eq!(c.streaming, None);
+    }
+
+    #[test]
+    fn auth_from_metadata_and_env_is_never_printed() {
+        let c = A2aConfig::from_reference(
+            &r().with_metadata("bearer", "s3cret")
+                .with_metadata("api_key_header", "X-API-Key")
+                .with_metadata("api_key", "k3y")
+                .with_metadata("timeout_secs", "2.5"),
+        )
+        .unwrap();
+        assert_eq!(c.headers["authorization"], "Bearer s3cret");
+        assert_eq!(c.headers["x-api-key"], "k3y");
+        assert_eq!(c.timeout, Duration::from_millis(2500));
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains("s3cret") && !dbg.contains("k3y"), "{dbg}");
+    }
+
+    #[test]
+    fn missing_env_and_bad_values_are_named() {
+        let e = A2aConfig::from_reference(
+            &r().with_metadata("auth.bearer_env", "SUBAGENT_A2A_TEST_SURELY_UNSET_VAR"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("SUBAGENT_A2A_TEST_SURELY_UNSET_VAR"), "{e}");
+        let e = A2aConfig::from_reference(&r().with_metadata("timeout_secs", "-1"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("timeout_secs"), "{e}");
+        let e = A2aConfig::from_reference(&r().with_metadata("api_key", "x"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("api_key_header"), "{e}");
+        let e = A2aConfig::from_reference(&r().with_metadata("binding", "GRPC"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("binding"), "{e}");
+    }
+}

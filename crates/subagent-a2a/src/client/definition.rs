@@ -1,0 +1,137 @@
+//! [`A2aSubagentDefinition`]: a resolved remote agent (its card, endpoint and settings).
+
+use std::any::Any;
+
+use subagent_spi::{SubagentDefinition, SubagentReference};
+
+use super::KIND;
+use super::config::A2aConfig;
+use super::transport::{A2aClient, Endpoint};
+use crate::types::{v03, v1};
+
+/// An agent card as fetched, in the version the agent declared.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AgentCard {
+    /// A 1.0 card (`supportedInterfaces`).
+    V1(v1::AgentCard),
+    /// A 0.3 card (`url`, `protocolVersion`).
+    V03(v03::AgentCard),
+}
+
+impl AgentCard {
+    /// The card in 1.0 terms (a 0.3 card is converted).
+    pub fn to_v1(&self) -> v1::AgentCard {
+        match self {
+            AgentCard::V1(c) => c.clone(),
+            AgentCard::V03(c) => c.clone().into(),
+        }
+    }
+}
+
+/// A remote A2A agent: what its card says and how this client reaches it. Obtain it from a
+/// `dyn SubagentDefinition` with `downcast_ref::<A2aSubagentDefinition>()`.
+#[derive(Debug, Clone)]
+pub struct A2aSubagentDefinition {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) reference: SubagentReference,
+    pub(crate) card: AgentCard,
+    pub(crate) card_v1: v1::AgentCard,
+    pub(crate) card_url: String,
+    pub(crate) endpoint: Endpoint,
+    pub(crate) config: A2aConfig,
+}
+
+impl A2aSubagentDefinition {
+    /// The card as fetched.
+    pub fn card(&self) -> &AgentCard {
+        &self.card
+    }
+
+    /// The card in 1.0 terms.
+    pub fn card_v1(&self) -> &v1::AgentCard {
+        &self.card_v1
+    }
+
+    /// The URL the card was read from.
+    pub fn card_url(&self) -> &str {
+        &self.card_url
+    }
+
+    /// The chosen endpoint (URL, binding, version).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The settings read from the reference.
+    pub fn config(&self) -> &A2aConfig {
+        &self.config
+    }
+
+    /// True when tasks are sent with `SendStreamingMessage`: the card declares streaming and
+    /// the reference does not turn it off.
+    pub fn uses_streaming(&self) -> bool {
+        self.config
+            .streaming
+            .unwrap_or(self.card_v1.capabilities.streaming == Some(true))
+    }
+
+    /// A client for this agent's endpoint, with the reference's auth headers.
+    pub fn client(&self, http: reqwest::Client) -> A2aClient {
+        A2aClient::new(http, self.endpoint.clone(), self.config.headers.clone())
+    }
+}
+
+impl SubagentDefinition for A2aSubagentDefinition {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn kind(&self) -> &str {
+        KIND
+    }
+
+    fn reference(&self) -> &SubagentReference {
+        &self.reference
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The description shown to the model: the card's description, then its skills with their
+/// descriptions and examples, so the model knows when to delegate.
+pub fn describe(card: &v1::AgentCard) -> String {
+    let mut out = card.description.trim().to_string();
+    if out.is_empty() {
+        out = format!("Remote A2A agent {}", card.name);
+    }
+    if !card.skills.is_empty() {
+        out.push_str("\nSkills:");
+        for s in &card.skills {
+            out.push_str(&format!("\n- {}", s.name.trim()));
+            let d = s.description.trim();
+            if !d.is_empty() {
+                out.push_str(&format!(": {d}"));
+            }
+            let examples: Vec<String> = s
+                .examples
+                .iter()
+                .map(|e| e.trim())
+                .filter(|e| !e.is_empty())
+                .take(5)
+                .map(|e| format!("\"{e}\""))
+                .collect();
+            if !examples.is_empty() {
+                out.push_str(&format!(" (examples: {})", examples.join("; ")));
+            }
+        }
+    }
+    out
+}

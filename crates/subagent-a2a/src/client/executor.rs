@@ -1,0 +1,539 @@
+//! [`A2aExecutor`]: runs a `TaskCall` against a remote A2A agent.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use subagent_spi::{
+    ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext,
+    TaskOutcome, TaskStatus, Usage,
+};
+
+use super::KIND;
+use super::definition::A2aSubagentDefinition;
+use super::transport::{A2aClient, EventStream};
+use crate::error::A2aError;
+use crate::types::v1::{self, PartContent, TaskState};
+
+/// How long a best-effort `CancelTask` may take after the caller gave up.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs tasks on remote A2A agents resolved by [`A2aResolver`](super::A2aResolver).
+///
+/// One call = one user message: `SendStreamingMessage` when the card declares streaming (each
+/// event becomes a progress event), else `SendMessage`; a task that is still running is
+/// followed (`SubscribeToTask`, or `GetTask` polling) to a terminal or interrupted state.
+/// Cancelling `ctx.cancel` sends `CancelTask` and returns a `cancelled` outcome.
+#[derive(Debug, Clone)]
+pub struct A2aExecutor {
+    http: reqwest::Client,
+}
+
+impl Default for A2aExecutor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl A2aExecutor {
+    /// An executor with its own HTTP client. A `reqwest::Client` in the context's extensions
+    /// takes precedence.
+    pub fn new() -> Self {
+        Self::with_client(super::default_http_client())
+    }
+
+    /// An executor using the given HTTP client.
+    pub fn with_client(http: reqwest::Client) -> Self {
+        Self { http }
+    }
+}
+
+/// Encodes the (contextId, taskId) pair a later `resume` continues.
+///
+/// Format: `a2a:<context length>:<context id><task id>` (either id may be empty), so ids may
+/// hold any character.
+pub fn encode_session(context_id: Option<&str>, task_id: Option<&str>) -> String {
+    let c = context_id.unwrap_or("");
+    format!("a2a:{}:{}{}", c.len(), c, task_id.unwrap_or(""))
+}
+
+/// Decodes a session id made by [`encode_session`] into (contextId, taskId).
+pub fn decode_session(s: &str) -> Option<(Option<String>, Option<String>)> {
+    let rest = s.strip_prefix("a2a:")?;
+    let (len, ids) = rest.split_once(':')?;
+    let len: usize = len.parse().ok()?;
+    if !ids.is_char_boundary(len) {
+        return None;
+    }
+    let (c, t) = ids.split_at(len);
+    let some = |x: &str| (!x.is_empty()).then(|| x.to_string());
+    Some((some(c), some(t)))
+}
+
+/// A random UUID-v4-shaped id, from the standard library's randomly keyed hasher.
+pub(crate) fn new_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut words = [0u64; 2];
+    for (i, w) in words.iter_mut().enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        h.write_usize(i);
+        if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            h.write_u128(d.as_nanos());
+        }
+        *w = h.finish();
+    }
+    let b = (u128::from(words[0]) << 64) | u128::from(words[1]);
+    let b = (b & !(0xF << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
+    let hex = format!("{b:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// Renders parts as text: text parts as is, data parts as JSON, files as a short reference.
+pub fn parts_text(parts: &[v1::Part]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for p in parts {
+        match &p.content {
+            PartContent::Text(t) => out.push(t.clone()),
+            PartContent::Data(v) => out.push(v.to_string()),
+            PartContent::Url(u) => out.push(format!(
+                "[file {}{}: {u}]",
+                p.filename.as_deref().unwrap_or(""),
+                p.media_type
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            )),
+            PartContent::Raw(b) => out.push(format!(
+                "[file {}{}: {} base64 bytes inline]",
+                p.filename.as_deref().unwrap_or(""),
+                p.media_type
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default(),
+                b.len()
+            )),
+        }
+    }
+    out.join("\n")
+}
+
+/// What is known about the remote run so far.
+#[derive(Debug, Default)]
+struct Run {
+    task_id: Option<String>,
+    context_id: Option<String>,
+    state: Option<TaskState>,
+    status_message: Option<v1::Message>,
+    artifacts: Vec<v1::Artifact>,
+    history: Vec<v1::Message>,
+    reply: Option<v1::Message>,
+}
+
+impl Run {
+    fn apply(&mut self, ev: v1::StreamResponse, ctx: &TaskContext) {
+        match ev {
+            v1::StreamResponse::Task(t) => {
+                self.task_id = Some(t.id);
+                if t.context_id.is_some() {
+                    self.context_id = t.context_id;
+                }
+                self.set_status(t.status, ctx);
+                if !t.artifacts.is_empty() {
+                    self.artifacts = t.artifacts;
+                }
+                if !t.history.is_empty() {
+                    self.history = t.history;
+                }
+            }
+            v1::StreamResponse::Message(m) => {
+                if m.context_id.is_some() {
+                    self.context_id = m.context_id.clone();
+                }
+                if m.task_id.is_some() {
+                    self.task_id = m.task_id.clone();
+                }
+                let text = parts_text(&m.parts);
+                if !text.is_empty() {
+                    ctx.emit(ProgressKind::TextDelta { text });
+                }
+                self.reply = Some(m);
+            }
+            v1::StreamResponse::StatusUpdate(e) => {
+                self.task_id = Some(e.task_id);
+                if !e.context_id.is_empty() {
+                    self.context_id = Some(e.context_id);
+                }
+                self.set_status(e.status, ctx);
+            }
+            v1::StreamResponse::ArtifactUpdate(e) => {
+                self.task_id = Some(e.task_id);
+                if !e.context_id.is_empty() {
+                    self.context_id = Some(e.context_id);
+                }
+                let text = parts_text(&e.artifact.parts);
+                if !text.is_empty() {
+                    ctx.emit(ProgressKind::TextDelta { text });
+                }
+                match self
+                    .artifacts
+                    .iter_mut()
+                    .find(|a| a.artifact_id == e.artifact.artifact_id)
+                {
+                    Some(a) if e.append => a.parts.extend(e.artifact.parts),
+                    Some(a) => *a = e.artifact,
+                    None => self.artifacts.push(e.artifact),
+                }
+            }
+        }
+    }
+
+    fn set_status(&mut self, status: v1::TaskStatus, ctx: &TaskContext) {
+        let changed = self.state != Some(status.state);
+        self.state = Some(status.state);
+        let text = status
+            .message
+            .as_ref()
+            .map(|m| parts_text(&m.parts))
+            .unwrap_or_default();
+        if !text.is_empty() {
+            ctx.emit(ProgressKind::Status { message: text });
+        } else if changed {
+            ctx.emit(ProgressKind::Status {
+                message: format!("remote task {}", state_word(status.state)),
+            });
+        }
+        self.status_message = status.message;
+    }
+
+    /// True when the run is over from the client's point of view.
+    fn settled(&self) -> bool {
+        self.reply.is_some()
+            || self
+                .state
+                .is_some_and(|s| s.is_terminal() || s.is_interrupted())
+    }
+
+    fn status_text(&self) -> String {
+        self.status_message
+            .as_ref()
+            .map(|m| parts_text(&m.parts))
+            .unwrap_or_default()
+    }
+
+    fn result_text(&self) -> String {
+        let artifacts = self
+            .artifacts
+            .iter()
+            .map(|a| parts_text(&a.parts))
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !artifacts.is_empty() {
+            return artifacts;
+        }
+        let status = self.status_text();
+        if !status.is_empty() {
+            return status;
+        }
+        self.history
+            .iter()
+            .rev()
+            .find(|m| m.role == v1::Role::Agent)
+            .map(|m| parts_text(&m.parts))
+            .unwrap_or_default()
+    }
+}
+
+fn state_word(s: TaskState) -> &'static str {
+    match s {
+        TaskState::Unspecified => "in an unspecified state",
+        TaskState::Submitted => "submitted",
+        TaskState::Working => "working",
+        TaskState::Completed => "completed",
+        TaskState::Failed => "failed",
+        TaskState::Canceled => "canceled",
+        TaskState::InputRequired => "needs input",
+        TaskState::Rejected => "rejected",
+        TaskState::AuthRequired => "needs authorization",
+    }
+}
+
+async fn consume(stream: &mut EventStream, run: &mut Run, ctx: &TaskContext) -> Result<(), A2aError> {
+    while let Some(ev) = stream.next().await {
+        run.apply(ev?, ctx);
+        if run.settled() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+async fn drive(
+    client: &A2aClient,
+    def: &A2aSubagentDefinition,
+    req: v1::SendMessageRequest,
+    run: &mut Run,
+    ctx: &TaskContext,
+) -> Result<(), A2aError> {
+    let streaming = def.uses_streaming();
+    if streaming {
+        let mut stream = client.send_streaming_message(req).await?;
+        consume(&mut stream, run, ctx).await?;
+    } else {
+        let resp = client.send_message(req).await?;
+        run.apply(resp.into(), ctx);
+    }
+    // Follow a task that is still running.
+    let mut try_subscribe = streaming;
+    while !run.settled() {
+        let Some(id) = run.task_id.clone() else {
+            return Err(A2aError::Protocol {
+                url: client.endpoint().url.clone(),
+                message: "the stream ended before any task or message arrived".into(),
+            });
+        };
+        if try_subscribe {
+            try_subscribe = false;
+            match client.subscribe_to_task(&id).await {
+                Ok(mut stream) => {
+                    consume(&mut stream, run, ctx).await?;
+                    if run.settled() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(task = %id, error = %e, "subscribe failed; polling instead");
+                }
+            }
+            let t = client.get_task(&id, None).await?;
+            run.apply(v1::StreamResponse::Task(t), ctx);
+        } else {
+            tokio::time::sleep(def.config.poll_interval).await;
+            let t = client.get_task(&id, None).await?;
+            run.apply(v1::StreamResponse::Task(t), ctx);
+        }
+    }
+    Ok(())
+}
+
+enum Ended {
+    Done(Result<(), A2aError>),
+    Cancelled,
+    TimedOut(Duration),
+}
+
+async fn cancel_remote(client: &A2aClient, task_id: Option<&str>, agent: &str) {
+    let Some(id) = task_id else { return };
+    match tokio::time::timeout(CANCEL_GRACE, client.cancel_task(id)).await {
+        Ok(Ok(t)) => tracing::debug!(agent, task = id, state = %t.status.state, "remote task canceled"),
+        Ok(Err(e)) => tracing::warn!(agent, task = id, error = %e, "CancelTask failed"),
+        Err(_) => tracing::warn!(agent, task = id, "CancelTask timed out"),
+    }
+}
+
+#[subagent_spi::async_trait]
+impl SubagentExecutor for A2aExecutor {
+    fn kind(&self) -> &str {
+        KIND
+    }
+
+    async fn execute(
+        &self,
+        call: TaskCall,
+        definition: Arc<dyn SubagentDefinition>,
+        ctx: TaskContext,
+    ) -> Result<TaskOutcome, SubagentError> {
+        let def = definition
+            .downcast_ref::<A2aSubagentDefinition>()
+            .ok_or_else(|| {
+                SubagentError::protocol(
+                    definition.name(),
+                    format!(
+                        "the A2A executor got a `{}` definition, not an A2A one",
+                        definition.kind()
+                    ),
+                )
+            })?;
+        let agent = def.name.clone();
+        let (context_id, task_id) = match call.resume.as_deref() {
+            None => (None, None),
+            Some(s) => decode_session(s).ok_or_else(|| SubagentError::Resume {
+                session: s.to_string(),
+                reason: format!(
+                    "not a session id of the A2A agent `{agent}` (expected the `a2a:...` id of an earlier result)"
+                ),
+            })?,
+        };
+        let mut message = v1::Message::new(v1::Role::User, new_id(), vec![v1::Part::text(&call.prompt)]);
+        message.context_id = context_id.clone();
+        message.task_id = task_id;
+        let mut req = v1::SendMessageRequest::new(message);
+        req.configuration = Some(v1::SendMessageConfiguration {
+            accepted_output_modes: vec![
+                "text/plain".into(),
+                "text/markdown".into(),
+                "application/json".into(),
+            ],
+            ..Default::default()
+        });
+        let http = ctx
+            .extensions
+            .get::<reqwest::Client>()
+            .cloned()
+            .unwrap_or_else(|| self.http.clone());
+        let client = def.client(http);
+        let limit = match ctx.remaining() {
+            Some(r) => r.min(def.config.timeout),
+            None => def.config.timeout,
+        };
+        let started = Instant::now();
+        let mut run = Run {
+            context_id,
+            ..Run::default()
+        };
+
+        let ended = {
+            let fut = drive(&client, def, req, &mut run, &ctx);
+            tokio::pin!(fut);
+            tokio::select! {
+                r = &mut fut => Ended::Done(r),
+                _ = ctx.cancel.cancelled() => Ended::Cancelled,
+                _ = tokio::time::sleep(limit) => Ended::TimedOut(limit),
+            }
+        };
+        let usage = Usage {
+            turns: 1,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            ..Usage::default()
+        };
+        let session = |run: &Run, with_task: bool| {
+            encode_session(
+                run.context_id.as_deref(),
+                if with_task { run.task_id.as_deref() } else { None },
+            )
+        };
+        match ended {
+            Ended::Cancelled => {
+                cancel_remote(&client, run.task_id.as_deref(), &agent).await;
+                let text = format!("cancelled; the remote A2A agent `{agent}` was asked to cancel");
+                return Ok(TaskOutcome::with_status(text, TaskStatus::Cancelled)
+                    .with_session(session(&run, false))
+                    .with_usage(usage));
+            }
+            Ended::TimedOut(after) => {
+                cancel_remote(&client, run.task_id.as_deref(), &agent).await;
+                return Err(SubagentError::TimedOut { agent, after });
+            }
+            Ended::Done(Err(e)) => {
+                return Err(SubagentError::Execution {
+                    message: e.to_string(),
+                    agent,
+                    source: Some(Box::new(e)),
+                });
+            }
+            Ended::Done(Ok(())) => {}
+        }
+        if let Some(reply) = &run.reply {
+            return Ok(TaskOutcome::completed(parts_text(&reply.parts))
+                .with_session(session(&run, false))
+                .with_usage(usage));
+        }
+        let task = run.task_id.as_deref().unwrap_or("?");
+        match run.state.unwrap_or_default() {
+            TaskState::Completed => Ok(TaskOutcome::completed(run.result_text())
+                .with_session(session(&run, false))
+                .with_usage(usage)),
+            s @ (TaskState::Failed | TaskState::Rejected) => {
+                let why = run.status_text();
+                let why = if why.is_empty() {
+                    "the agent gave no reason".to_string()
+                } else {
+                    why
+                };
+                Err(SubagentError::execution(
+                    agent,
+                    format!("remote task {task} {}: {why}", state_word(s)),
+                ))
+            }
+            TaskState::Canceled => Ok(TaskOutcome::with_status(
+                format!("the remote agent canceled task {task}. {}", run.status_text())
+                    .trim_end()
+                    .to_string(),
+                TaskStatus::Cancelled,
+            )
+            .with_session(session(&run, false))
+            .with_usage(usage)),
+            TaskState::InputRequired | TaskState::AuthRequired => {
+                let q = run.status_text();
+                let q = if q.is_empty() {
+                    format!("The agent needs more input to continue task {task}.")
+                } else {
+                    q
+                };
+                Ok(TaskOutcome::with_status(q, TaskStatus::NeedsInput)
+                    .with_session(session(&run, true))
+                    .with_usage(usage))
+            }
+            other => Err(SubagentError::protocol(
+                agent,
+                format!("remote task {task} ended the exchange while {}", state_word(other)),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_round_trip_any_ids() {
+        for (c, t) in [
+            (Some("ctx-1"), Some("task:with:colons")),
+            (None, Some("t")),
+            (Some("c"), None),
+            (Some("ünï:cödé"), Some("x")),
+        ] {
+            let s = encode_session(c, t);
+            assert_eq!(
+                decode_session(&s),
+                Some((c.map(str::to_string), t.map(str::to_string))),
+                "{s}"
+            );
+        }
+        assert_eq!(decode_session("claude-123"), None);
+        assert_eq!(decode_session("a2a:99:short"), None);
+        assert_eq!(decode_session("a2a:x:y"), None);
+    }
+
+    #[test]
+    fn ids_look_like_uuids_and_differ() {
+        let a = new_id();
+        let b = new_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+    }
+
+    #[test]
+    fn parts_render_text_data_and_files() {
+        let mut f = v1::Part::from_content(PartContent::Url("http://x/f.png".into()));
+        f.media_type = Some("image/png".into());
+        let t = parts_text(&[
+            v1::Part::text("hello"),
+            v1::Part::data(serde_json::json!({"a": 1})),
+            f,
+        ]);
+        assert_eq!(t, "hello\n{\"a\":1}\n[file  (image/png): http://x/f.png]");
+    }
+}

@@ -1,0 +1,60 @@
+//! The `A2A` subagent kind: a resolver that reads agent cards and an executor that sends tasks
+//! to remote A2A agents (1.0 and 0.3, JSON-RPC and HTTP+JSON).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use subagent_a2a::client::{a2a_subagent_type, KIND};
+//! use subagent_spi::{SubagentReference, TaskCall, TaskContext};
+//!
+//! # async fn demo() -> Result<(), subagent_spi::SubagentError> {
+//! let kind = a2a_subagent_type();
+//! let reference = SubagentReference::new("http://127.0.0.1:10001", KIND)
+//!     .with_metadata("bearer_env", "AGENT_TOKEN");
+//! let definition = kind.resolver().resolve(&reference).await?;
+//! let call = TaskCall::new(definition.name(), "say hello", "Say hello to the user");
+//! let outcome = kind.executor().execute(call, definition, TaskContext::new()).await?;
+//! println!("{} ({})", outcome.text, outcome.status);
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod definition;
+mod executor;
+mod resolver;
+mod sse;
+mod transport;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use config::{A2aConfig, DEFAULT_POLL_INTERVAL, DEFAULT_TIMEOUT, keys};
+pub use definition::{A2aSubagentDefinition, AgentCard, describe};
+pub use executor::{A2aExecutor, decode_session, encode_session, parts_text};
+pub use resolver::{A2aResolver, choose_endpoint, parse_card};
+use subagent_spi::SubagentType;
+pub use transport::{A2aClient, Binding, Endpoint, EventStream, MAX_BODY_BYTES, MAX_EVENT_BYTES};
+
+/// The kind name of A2A references and definitions.
+pub const KIND: &str = "A2A";
+
+/// The `A2A` subagent type: an [`A2aResolver`] and an [`A2aExecutor`] sharing one HTTP client.
+pub fn a2a_subagent_type() -> SubagentType {
+    let http = default_http_client();
+    SubagentType::new(
+        Arc::new(A2aResolver::with_client(http.clone())),
+        Arc::new(A2aExecutor::with_client(http)),
+    )
+}
+
+/// The HTTP client used when none is given: connect timeout 10 s, no overall timeout (streams
+/// may last long; the executor applies the task's own time limit).
+pub fn default_http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("subagent-a2a/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "building the configured HTTP client failed; using defaults");
+            reqwest::Client::new()
+        })
+}

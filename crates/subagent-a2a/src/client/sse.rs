@@ -1,0 +1,165 @@
+//! A small Server-Sent Events reader: turns a byte stream into the `data` payloads of its
+//! events, with a bound on the size of one event.
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+/// What went wrong while reading an event stream.
+#[derive(Debug)]
+pub(crate) enum SseError<E> {
+    /// The underlying byte stream failed.
+    Source(E),
+    /// One event grew past the limit.
+    TooLarge(usize),
+}
+
+struct State<S> {
+    source: S,
+    buf: Vec<u8>,
+    data: String,
+    has_data: bool,
+    done: bool,
+    limit: usize,
+}
+
+/// Reads `data:` payloads from an SSE byte stream. Comments (`: keep-alive`), `event:`, `id:`
+/// and `retry:` lines are skipped; multi-line data is joined with `\n`; an event is emitted at
+/// each blank line (and at the end of the stream, if one is pending).
+pub(crate) fn data_events<S, E>(
+    source: S,
+    limit: usize,
+) -> impl Stream<Item = Result<String, SseError<E>>> + Send
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin,
+    E: Send,
+{
+    let state = State {
+        source,
+        buf: Vec::new(),
+        data: String::new(),
+        has_data: false,
+        done: false,
+        limit,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        loop {
+            // Process complete lines already buffered.
+            while let Some(pos) = st.buf.iter().position(|b| *b == b'\n') {
+                let mut line: Vec<u8> = st.buf.drain(..=pos).collect();
+                line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if line.is_empty() {
+                    if st.has_data {
+                        st.has_data = false;
+                        let ev = std::mem::take(&mut st.data);
+                        return Some((Ok(ev), st));
+                    }
+                    continue;
+                }
+                let line = String::from_utf8_lossy(&line);
+                if let Some(rest) = line.strip_prefix("data") {
+                    let value = match rest.strip_prefix(':') {
+                        Some(v) => v.strip_prefix(' ').unwrap_or(v),
+                        // `data` with no colon is an empty data line.
+                        None if rest.is_empty() => "",
+                        // Another field whose name starts with `data`.
+                        None => continue,
+                    };
+                    if st.has_data {
+                        st.data.push('\n');
+                    }
+                    st.data.push_str(value);
+                    st.has_data = true;
+                    if st.data.len() > st.limit {
+                        st.done = true;
+                        st.buf.clear();
+                        st.data.clear();
+                        st.has_data = false;
+                        return Some((Err(SseError::TooLarge(st.limit)), st));
+                    }
+                }
+            }
+            if st.done {
+                if st.has_data {
+                    st.has_data = false;
+                    let ev = std::mem::take(&mut st.data);
+                    return Some((Ok(ev), st));
+                }
+                return None;
+            }
+            if st.buf.len() > st.limit {
+                st.done = true;
+                st.buf.clear();
+                st.data.clear();
+                st.has_data = false;
+                return Some((Err(SseError::TooLarge(st.limit)), st));
+            }
+            match st.source.next().await {
+                Some(Ok(chunk)) => st.buf.extend_from_slice(&chunk),
+                Some(Err(e)) => {
+                    st.done = true;
+                    st.buf.clear();
+                    st.has_data = false;
+                    return Some((Err(SseError::Source(e)), st));
+                }
+                None => {
+                    st.done = true;
+                    if !st.buf.is_empty() {
+                        // Treat a trailing partial line as complete.
+                        st.buf.push(b'\n');
+                    }
+                }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(chunks: Vec<&'static str>, limit: usize) -> Vec<Result<String, String>> {
+        let src = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, std::io::Error>(Bytes::from_static(c.as_bytes()))),
+        );
+        let out: Vec<_> = futures::executor::block_on(data_events(src, limit).collect());
+        out.into_iter()
+            .map(|r| {
+                r.map_err(|e| match e {
+                    SseError::Source(e) => e.to_string(),
+                    SseError::TooLarge(n) => format!("too large {n}"),
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splits_events_across_chunks_and_skips_comments() {
+        let got = run(
+            vec![
+                ": keep-alive\n\nda",
+                "ta: {\"a\":1}\r\n\r\nevent: x\ndata: l1\ndata:l2\n\n",
+                "data: tail",
+            ],
+            1024,
+        );
+        assert_eq!(
+            got,
+            vec![
+                Ok("{\"a\":1}".to_string()),
+                Ok("l1\nl2".to_string()),
+                Ok("tail".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn an_oversized_event_is_an_error() {
+        let got = run(vec!["data: 0123456789\n\n"], 4);
+        assert_eq!(got, vec![Err("too large 4".to_string())]);
+    }
+}

@@ -1,0 +1,562 @@
+//! [`A2aClient`]: one remote A2A endpoint, spoken in its own version and binding, presented in
+//! 1.0 terms.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use futures::{Stream, StreamExt};
+use http::{HeaderMap, HeaderValue, header};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::sse::{SseError, data_events};
+use crate::error::A2aError;
+use crate::types::jsonrpc::{Request, Response};
+use crate::types::{ProtocolVersion, VERSION_HEADER, binding, v03, v1};
+
+/// The largest SSE event accepted (16 MiB).
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+/// The largest non-streaming response body accepted (32 MiB).
+pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// A stream of 1.0 stream responses.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<v1::StreamResponse, A2aError>> + Send>>;
+
+/// The binding a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Binding {
+    /// JSON-RPC 2.0 over HTTP (`JSONRPC`).
+    JsonRpc,
+    /// The HTTP+JSON (REST) binding (`HTTP+JSON`).
+    HttpJson,
+}
+
+impl Binding {
+    /// Parses a card's binding name (case-insensitive); `None` for gRPC and unknown bindings.
+    pub fn parse(s: &str) -> Option<Self> {
+        if s.eq_ignore_ascii_case(binding::JSONRPC) {
+            Some(Binding::JsonRpc)
+        } else if s.eq_ignore_ascii_case(binding::HTTP_JSON) || s.eq_ignore_ascii_case("REST") {
+            Some(Binding::HttpJson)
+        } else {
+            None
+        }
+    }
+
+    /// The card name of the binding.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::JsonRpc => binding::JSONRPC,
+            Binding::HttpJson => binding::HTTP_JSON,
+        }
+    }
+}
+
+/// Where and how to reach an agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The absolute URL (JSON-RPC endpoint, or the HTTP+JSON base URL).
+    pub url: String,
+    /// The binding.
+    pub binding: Binding,
+    /// The protocol version spoken there.
+    pub version: ProtocolVersion,
+    /// Tenant to pass in 1.0 requests, when the card names one.
+    pub tenant: Option<String>,
+}
+
+/// A client for one A2A endpoint. Every call takes and returns 1.0 types; for a 0.3 endpoint
+/// the client converts to and from 0.3 on the wire.
+///
+/// Supported: JSON-RPC 1.0 and 0.3, HTTP+JSON 1.0.
+pub struct A2aClient {
+    http: reqwest::Client,
+    endpoint: Endpoint,
+    headers: HeaderMap,
+    next_id: AtomicI64,
+}
+
+impl std::fmt::Debug for A2aClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Headers may hold credentials: never print them.
+        f.debug_struct("A2aClient")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aClient {
+    /// A client for `endpoint`, sending `headers` (e.g. auth) on every request.
+    pub fn new(http: reqwest::Client, endpoint: Endpoint, headers: HeaderMap) -> Self {
+        Self {
+            http,
+            endpoint,
+            headers,
+            next_id: AtomicI64::new(1),
+        }
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn check_supported(&self) -> Result<(), A2aError> {
+        if self.endpoint.binding == Binding::HttpJson && self.endpoint.version == ProtocolVersion::V03
+        {
+            return Err(A2aError::Unsupported {
+                message: format!(
+                    "the HTTP+JSON binding of A2A 0.3 at {} (use its JSON-RPC interface)",
+                    self.endpoint.url
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn base_headers(&self, accept_sse: bool) -> HeaderMap {
+        let mut h = self.headers.clone();
+        let ct = match self.endpoint.binding {
+            Binding::JsonRpc => "application/json",
+            Binding::HttpJson => "application/a2a+json",
+        };
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static(if accept_sse {
+                "text/event-stream"
+            } else {
+                "application/json, application/a2a+json"
+            }),
+        );
+        h.insert(
+            VERSION_HEADER,
+            HeaderValue::from_static(self.endpoint.version.as_str()),
+        );
+        h
+    }
+
+    fn with_tenant_send(&self, mut req: v1::SendMessageRequest) -> v1::SendMessageRequest {
+        if req.tenant.is_none() {
+            req.tenant = self.endpoint.tenant.clone();
+        }
+        req
+    }
+
+    /// `SendMessage` / `message/send`.
+    pub async fn send_message(
+        &self,
+        req: v1::SendMessageRequest,
+    ) -> Result<v1::SendMessageResponse, A2aError> {
+        self.check_supported()?;
+        let req = self.with_tenant_send(req);
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                self.rpc(v1::methods::SEND_MESSAGE, &req).await
+            }
+            (Binding::JsonRpc, _) => {
+                let params = v03::MessageSendParams::from(req);
+                let ev: v03::Event = self.rpc(v03::methods::MESSAGE_SEND, &params).await?;
+                v1::SendMessageResponse::try_from(ev).map_err(|_| A2aError::Protocol {
+                    url: self.endpoint.url.clone(),
+                    message: "message/send returned an update event instead of a task or message"
+                        .into(),
+                })
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url("message:send");
+                self.rest(reqwest::Method::POST, &url, Some(&req)).await
+            }
+        }
+    }
+
+    /// `SendStreamingMessage` / `message/stream`: the events as they arrive.
+    pub async fn send_streaming_message(
+        &self,
+        req: v1::SendMessageRequest,
+    ) -> Result<EventStream, A2aError> {
+        self.check_supported()?;
+        let req = self.with_tenant_send(req);
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                self.rpc_stream::<_, v1::StreamResponse>(v1::methods::SEND_STREAMING_MESSAGE, &req)
+                    .await
+            }
+            (Binding::JsonRpc, _) => {
+                let params = v03::MessageSendParams::from(req);
+                self.rpc_stream::<_, v03::Event>(v03::methods::MESSAGE_STREAM, &params)
+                    .await
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url("message:stream");
+                self.rest_stream(reqwest::Method::POST, &url, Some(&req))
+                    .await
+            }
+        }
+    }
+
+    /// `GetTask` / `tasks/get`.
+    pub async fn get_task(
+        &self,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<v1::Task, A2aError> {
+        self.check_supported()?;
+        let req = v1::GetTaskRequest {
+            tenant: self.endpoint.tenant.clone(),
+            id: id.to_string(),
+            history_length,
+        };
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => self.rpc(v1::methods::GET_TASK, &req).await,
+            (Binding::JsonRpc, _) => {
+                let t: v03::Task = self
+                    .rpc(v03::methods::TASKS_GET, &v03::TaskQueryParams::from(req))
+                    .await?;
+                Ok(t.into())
+            }
+            (Binding::HttpJson, _) => {
+                let mut url = self.rest_url(&format!("tasks/{}", path_segment(id)));
+                if let Some(n) = history_length {
+                    url.push_str(&format!("?historyLength={n}"));
+                }
+                self.rest::<(), _>(reqwest::Method::GET, &url, None).await
+            }
+        }
+    }
+
+    /// `CancelTask` / `tasks/cancel`.
+    pub async fn cancel_task(&self, id: &str) -> Result<v1::Task, A2aError> {
+        self.check_supported()?;
+        let req = v1::CancelTaskRequest {
+            tenant: self.endpoint.tenant.clone(),
+            id: id.to_string(),
+            metadata: None,
+        };
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                self.rpc(v1::methods::CANCEL_TASK, &req).await
+            }
+            (Binding::JsonRpc, _) => {
+                let t: v03::Task = self
+                    .rpc(v03::methods::TASKS_CANCEL, &v03::TaskIdParams::from(req))
+                    .await?;
+                Ok(t.into())
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url(&format!("tasks/{}:cancel", path_segment(id)));
+                self.rest(reqwest::Method::POST, &url, Some(&req)).await
+            }
+        }
+    }
+
+    /// `SubscribeToTask` / `tasks/resubscribe`: the task's events from now on.
+    pub async fn subscribe_to_task(&self, id: &str) -> Result<EventStream, A2aError> {
+        self.check_supported()?;
+        let req = v1::SubscribeToTaskRequest {
+            tenant: self.endpoint.tenant.clone(),
+            id: id.to_string(),
+        };
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                self.rpc_stream::<_, v1::StreamResponse>(v1::methods::SUBSCRIBE_TO_TASK, &req)
+                    .await
+            }
+            (Binding::JsonRpc, _) => {
+                self.rpc_stream::<_, v03::Event>(
+                    v03::methods::TASKS_RESUBSCRIBE,
+                    &v03::TaskIdParams::from(req),
+                )
+                .await
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url(&format!("tasks/{}:subscribe", path_segment(id)));
+                self.rest_stream(reqwest::Method::POST, &url, Some(&req))
+                    .await
+            }
+        }
+    }
+
+    fn rest_url(&self, path: &str) -> String {
+        let base = self.endpoint.url.trim_end_matches('/');
+        match &self.endpoint.tenant {
+            Some(t) => format!("{base}/{}/{path}", path_segment(t)),
+            None => format!("{base}/{path}"),
+        }
+    }
+
+    async fn rpc<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &P,
+    ) -> Result<R, A2aError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = Request::new(id, method, params);
+        let url = &self.endpoint.url;
+        let resp = self
+            .http
+            .post(url)
+            .headers(self.base_headers(false))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| A2aError::http(url, e))?;
+        let status = resp.status();
+        let bytes = read_body(resp, url).await?;
+        match serde_json::from_slice::<Response<R>>(&bytes) {
+            Ok(r) => r.into_result().map_err(|error| A2aError::Rpc {
+                method: method.to_string(),
+                url: url.clone(),
+                error,
+            }),
+            Err(e) if status.is_success() => Err(A2aError::Decode {
+                url: url.clone(),
+                what: format!("the `{method}` response"),
+                message: e.to_string(),
+            }),
+            Err(_) => Err(A2aError::status(url, status.as_u16(), &bytes)),
+        }
+    }
+
+    async fn rpc_stream<P: Serialize, R>(
+        &self,
+        method: &'static str,
+        params: &P,
+    ) -> Result<EventStream, A2aError>
+    where
+        R: DeserializeOwned + Into<v1::StreamResponse> + Send + 'static,
+    {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = Request::new(id, method, params);
+        let url = self.endpoint.url.clone();
+        let resp = self
+            .http
+            .post(&url)
+            .headers(self.base_headers(true))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| A2aError::http(&url, e))?;
+        let status = resp.status();
+        if !is_event_stream(&resp) {
+            // An error answered as a plain JSON-RPC response (or a non-JSON failure).
+            let bytes = read_body(resp, &url).await?;
+            return match serde_json::from_slice::<Response<serde_json::Value>>(&bytes) {
+                Ok(r) => match r.into_result() {
+                    Err(error) => Err(A2aError::Rpc {
+                        method: method.to_string(),
+                        url,
+                        error,
+                    }),
+                    Ok(v) => {
+                        // A single result instead of a stream: accept it as one event.
+                        let ev: R = serde_json::from_value(v).map_err(|e| A2aError::Decode {
+                            url: url.clone(),
+                            what: format!("the `{method}` response"),
+                            message: e.to_string(),
+                        })?;
+                        Ok(Box::pin(futures::stream::once(async move { Ok(ev.into()) })))
+                    }
+                },
+                Err(_) => Err(A2aError::status(&url, status.as_u16(), &bytes)),
+            };
+        }
+        if !status.is_success() {
+            return Err(A2aError::status(&url, status.as_u16(), b""));
+        }
+        let events = data_events(resp.bytes_stream(), MAX_EVENT_BYTES);
+        let stream = events.map(move |item| {
+            let data = item.map_err(|e| sse_error(&url, e))?;
+            let r: Response<R> = serde_json::from_str(&data).map_err(|e| A2aError::Decode {
+                url: url.clone(),
+                what: format!("a `{method}` event"),
+                message: e.to_string(),
+            })?;
+            r.into_result()
+                .map(Into::into)
+                .map_err(|error| A2aError::Rpc {
+                    method: method.to_string(),
+                    url: url.clone(),
+                    error,
+                })
+        });
+        Ok(Box::pin(stream))
+    }
+
+    async fn rest<B: Serialize, R: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&B>,
+    ) -> Result<R, A2aError> {
+        let mut rb = self
+            .http
+            .request(method, url)
+            .headers(self.base_headers(false));
+        if let Some(b) = body {
+            let bytes = serde_json::to_vec(b).map_err(|e| A2aError::Decode {
+                url: url.to_string(),
+                what: "the request body".into(),
+                message: e.to_string(),
+            })?;
+            rb = rb.body(bytes);
+        }
+        let resp = rb.send().await.map_err(|e| A2aError::http(url, e))?;
+        let status = resp.status();
+        let bytes = read_body(resp, url).await?;
+        if !status.is_success() {
+            return Err(rest_error(url, status.as_u16(), &bytes));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| A2aError::Decode {
+            url: url.to_string(),
+            what: "the HTTP+JSON response".into(),
+            message: e.to_string(),
+        })
+    }
+
+    async fn rest_stream<B: Serialize>(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&B>,
+    ) -> Result<EventStream, A2aError> {
+        let mut rb = self
+            .http
+            .request(method, url)
+            .headers(self.base_headers(true));
+        if let Some(b) = body {
+            let bytes = serde_json::to_vec(b).map_err(|e| A2aError::Decode {
+                url: url.to_string(),
+                what: "the request body".into(),
+                message: e.to_string(),
+            })?;
+            rb = rb.body(bytes);
+        }
+        let resp = rb.send().await.map_err(|e| A2aError::http(url, e))?;
+        let status = resp.status();
+        if !status.is_success() || !is_event_stream(&resp) {
+            let bytes = read_body(resp, url).await?;
+            return Err(rest_error(url, status.as_u16(), &bytes));
+        }
+        let url = url.to_string();
+        let events = data_events(resp.bytes_stream(), MAX_EVENT_BYTES);
+        Ok(Box::pin(events.map(move |item| {
+            let data = item.map_err(|e| sse_error(&url, e))?;
+            serde_json::from_str::<v1::StreamResponse>(&data).map_err(|e| A2aError::Decode {
+                url: url.clone(),
+                what: "an HTTP+JSON stream event".into(),
+                message: e.to_string(),
+            })
+        })))
+    }
+}
+
+fn is_event_stream(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+fn sse_error(url: &str, e: SseError<reqwest::Error>) -> A2aError {
+    match e {
+        SseError::Source(e) => A2aError::http(url, e),
+        SseError::TooLarge(limit) => A2aError::TooLarge {
+            url: url.to_string(),
+            limit,
+        },
+    }
+}
+
+/// Reads a body with a size bound.
+pub(crate) async fn read_body(mut resp: reqwest::Response, url: &str) -> Result<Vec<u8>, A2aError> {
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| A2aError::http(url, e))? {
+        if out.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(A2aError::TooLarge {
+                url: url.to_string(),
+                limit: MAX_BODY_BYTES,
+            });
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// Turns an HTTP+JSON error body (`{"error": {"code", "status", "message", "details"}}`) into an
+/// error, falling back to the status and body text.
+fn rest_error(url: &str, status: u16, body: &[u8]) -> A2aError {
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let err = parsed.as_ref().and_then(|v| v.get("error")).or(parsed.as_ref());
+    if let Some(msg) = err
+        .and_then(|e| e.get("message"))
+        .and_then(|m| m.as_str())
+    {
+        let reason = err
+            .and_then(|e| e.get("details"))
+            .and_then(|d| d.as_array())
+            .and_then(|d| d.iter().find_map(|x| x.get("reason")?.as_str()))
+            .map(str::to_string);
+        return A2aError::Rest {
+            url: url.to_string(),
+            status,
+            message: msg.to_string(),
+            reason,
+        };
+    }
+    A2aError::status(url, status, body)
+}
+
+/// Percent-encodes a value for use as one URL path segment.
+fn path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_segments_are_escaped() {
+        assert_eq!(path_segment("abc-1.2_~"), "abc-1.2_~");
+        assert_eq!(path_segment("a/b c"), "a%2Fb%20c");
+    }
+
+    #[test]
+    fn rest_errors_keep_message_and_reason() {
+        let body = br#"{"error":{"code":404,"status":"NOT_FOUND","message":"no such task","details":[{"@type":"x","reason":"TASK_NOT_FOUND"}]}}"#;
+        match rest_error("http://h/tasks/1", 404, body) {
+            A2aError::Rest {
+                status,
+                message,
+                reason,
+                ..
+            } => {
+                assert_eq!(status, 404);
+                assert_eq!(message, "no such task");
+                assert_eq!(reason.as_deref(), Some("TASK_NOT_FOUND"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            rest_error("u", 500, b"boom"),
+            A2aError::Status { status: 500, .. }
+        ));
+    }
+
+    #[test]
+    fn bindings_parse_case_insensitively() {
+        assert_eq!(Binding::parse("jsonrpc"), Some(Binding::JsonRpc));
+        assert_eq!(Binding::parse("HTTP+JSON"), Some(Binding::HttpJson));
+        assert_eq!(Binding::parse("GRPC"), None);
+    }
+}

@@ -1,0 +1,80 @@
+//! # subagent-a2a
+//!
+//! The A2A (Agent2Agent) protocol for the `subagents` framework: delegate a `Task` to a remote
+//! agent that speaks A2A **1.0** or **0.3**.
+//!
+//! - [`types`]: the wire types of both versions ([`types::v1`]: ProtoJSON of `a2a.proto`;
+//!   [`types::v03`]: the kind-tagged JSON of 0.3), `From` conversions both ways
+//!   ([`types::convert`]), and the JSON-RPC envelope and A2A error codes
+//!   ([`types::jsonrpc`]). The server side reuses them.
+//! - [`client`]: the `A2A` subagent kind ([`client::KIND`], [`client::a2a_subagent_type`]):
+//!   [`client::A2aResolver`] reads the agent card, [`client::A2aExecutor`] runs tasks, and
+//!   [`client::A2aClient`] is the typed client they use (usable on its own).
+//!
+//! ## Transport
+//!
+//! JSON-RPC 2.0 envelopes and error objects build on `jsonrpsee-types`, but the transport is
+//! **axum on the server and reqwest on the client**, because jsonrpsee's HTTP server cannot
+//! answer a call with Server-Sent Events, which `SendStreamingMessage` (0.3: `message/stream`)
+//! needs. The client speaks JSON-RPC (1.0 and 0.3) and the HTTP+JSON binding (1.0); gRPC is not
+//! supported.
+//!
+//! ## Resolving
+//!
+//! A reference's `uri` is the agent's base URL; the card is read from
+//! `{uri}/.well-known/agent-card.json`, falling back to `{uri}/.well-known/agent.json` (a `uri`
+//! ending in `.json` is used as the card URL itself). A card with `supportedInterfaces` is 1.0;
+//! one with `url` / `protocolVersion` is 0.3. Among the card's JSON-RPC and HTTP+JSON
+//! interfaces the client prefers 1.0 over 0.3 and JSON-RPC over HTTP+JSON, speaks the version
+//! the chosen interface declares, and sends `A2A-Version` with it. The definition's
+//! description is the card's description followed by its skills (names, descriptions,
+//! examples), so a model knows when to delegate.
+//!
+//! ## Executing
+//!
+//! One call sends one user message (`SendMessage`; `SendStreamingMessage` over SSE when the
+//! card declares streaming, each event becoming a progress event: status messages as `Status`,
+//! artifact text as `TextDelta`). A task that is still running is followed (`SubscribeToTask`,
+//! else `GetTask` polling) to a terminal or interrupted state. The result is the reply
+//! message's text, else the task's artifacts (text parts; data parts as JSON), else its final
+//! status message. `failed` / `rejected` become [`subagent_spi::SubagentError::Execution`] with
+//! the agent's message; `input-required` / `auth-required` become a `needs_input` outcome whose
+//! text is the agent's question and whose `session_id` (`a2a:...`, see
+//! [`client::encode_session`]) continues the same task (same contextId and taskId) when passed
+//! as `TaskCall::resume`. Other outcomes carry a session id holding the contextId, so a resume
+//! continues the conversation with a new task. Cancelling the context sends `CancelTask` and
+//! returns a `cancelled` outcome; the time limit does the same and returns
+//! [`subagent_spi::SubagentError::TimedOut`].
+//!
+//! ## Reference metadata
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `bearer` | bearer token, sent as `Authorization: Bearer <token>` |
+//! | `bearer_env` | name of an environment variable holding the bearer token |
+//! | `api_key_header` | header carrying an API key (e.g. `X-API-Key`) |
+//! | `api_key` | the API key |
+//! | `api_key_env` | name of an environment variable holding the API key |
+//! | `timeout_secs` | time limit of one task in seconds (default 300); the context's deadline also applies |
+//! | `streaming` | `true` / `false`: force streaming on or off (default: the card's `capabilities.streaming`) |
+//! | `binding` | preferred binding: `JSONRPC` (default) or `HTTP+JSON` |
+//! | `protocol_version` | preferred version when the card offers both: `1.0` (default) or `0.3` |
+//! | `name` | the agent's name as shown to the model (default: the card's `name`) |
+//! | `poll_interval_ms` | `GetTask` polling interval when following a task without streaming (default 500) |
+//!
+//! The auth keys are also accepted with an `auth.` prefix (`auth.bearer_env`). Environment
+//! variables are read when the reference is resolved; a named variable that is unset is a
+//! resolution error naming the variable. Credentials are sent on every request (card included)
+//! and never logged or printed.
+//!
+//! A host may share its HTTP client by putting a `reqwest::Client` in the
+//! [`subagent_spi::TaskContext::extensions`].
+
+pub mod client;
+pub mod error;
+pub mod types;
+
+pub use client::{
+    A2aClient, A2aExecutor, A2aResolver, A2aSubagentDefinition, KIND, a2a_subagent_type,
+};
+pub use error::A2aError;

@@ -1,0 +1,699 @@
+//! The task engine of one hosted agent: runs handlers, applies their events to tasks, fans
+//! events out to subscribers, and answers task queries. Protocol-neutral (1.0 types inside).
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::FutureExt;
+use subagent_spi::CancellationToken;
+use tokio::sync::{mpsc, watch};
+
+use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
+use super::store::{TaskFilter, TaskStore};
+use super::util::{new_id, now_rfc3339};
+use crate::types::jsonrpc::codes;
+use crate::types::{JsonObject, ProtocolVersion, v1};
+
+/// An error answered to the client: an A2A / JSON-RPC code and a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ApiError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_PARAMS, message)
+    }
+    pub fn not_found(task_id: &str) -> Self {
+        Self::new(codes::TASK_NOT_FOUND, format!("task `{task_id}` not found"))
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(codes::INTERNAL_ERROR, message)
+    }
+}
+
+pub(crate) type Event = Arc<v1::StreamResponse>;
+
+/// Tuning of an engine.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineLimits {
+    /// Events buffered per subscriber before the handler waits.
+    pub subscriber_buffer: usize,
+    /// How long the handler waits for a full subscriber before dropping it.
+    pub slow_subscriber_timeout: Duration,
+    /// How long `CancelTask` waits for the handler to end before forcing `canceled`.
+    pub cancel_grace: Duration,
+}
+
+pub(crate) enum Emission {
+    Reply(v1::Message),
+    Status(v1::TaskState, Option<v1::Message>),
+    Artifact {
+        artifact: v1::Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
+}
+
+struct RunState {
+    task: Option<v1::Task>,
+    user_message: Option<v1::Message>,
+    /// No more events are accepted (terminal state, direct reply, or handler done).
+    finished: bool,
+    replied: bool,
+    subscribers: Vec<mpsc::Sender<Event>>,
+    error: Option<ApiError>,
+}
+
+/// One execution of the handler for one message of one task.
+pub(crate) struct Run {
+    pub task_id: String,
+    pub context_id: String,
+    pub cancel: CancellationToken,
+    state: tokio::sync::Mutex<RunState>,
+    engine: Weak<Engine>,
+    done: watch::Sender<bool>,
+}
+
+/// What a send produced, read by the binding layer.
+pub(crate) struct Started {
+    pub run: Arc<Run>,
+    pub events: mpsc::Receiver<Event>,
+}
+
+/// The engine of one hosted agent.
+pub(crate) struct Engine {
+    pub handler: Arc<dyn A2aHandler>,
+    pub store: Arc<dyn TaskStore>,
+    pub limits: EngineLimits,
+    pub agent_path: String,
+    runs: Mutex<HashMap<String, Arc<Run>>>,
+    /// Fires on server shutdown: every handler's token is a child of it.
+    pub shutdown: CancellationToken,
+}
+
+/// The parsed parts of a `SendMessage` call.
+pub(crate) struct SendParams {
+    pub message: v1::Message,
+    pub configuration: Option<v1::SendMessageConfiguration>,
+    pub metadata: Option<JsonObject>,
+    pub streaming: bool,
+    pub version: ProtocolVersion,
+}
+
+/// Keeps the last `n` history messages (`n` = 0 drops them all, `None` keeps all).
+pub(crate) fn trim_history(task: &mut v1::Task, history_length: Option<i32>) {
+    if let Some(n) = history_length {
+        let n = usize::try_from(n).unwrap_or(0);
+        let len = task.history.len();
+        if len > n {
+            task.history.drain(..len - n);
+        }
+    }
+}
+
+fn lock_runs(m: &Mutex<HashMap<String, Arc<Run>>>) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Engine {
+    pub fn new(
+        handler: Arc<dyn A2aHandler>,
+        store: Arc<dyn TaskStore>,
+        limits: EngineLimits,
+        agent_path: String,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            handler,
+            store,
+            limits,
+            agent_path,
+            runs: Mutex::new(HashMap::new()),
+            shutdown,
+        }
+    }
+
+    fn live(&self, task_id: &str) -> Option<Arc<Run>> {
+        lock_runs(&self.runs).get(task_id).cloned()
+    }
+
+    /// The number of tasks whose handler is running.
+    pub fn live_count(&self) -> usize {
+        lock_runs(&self.runs).len()
+    }
+
+    async fn load(&self, task_id: &str) -> Result<Option<v1::Task>, ApiError> {
+        self.store
+            .get(task_id)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// Validates a message and starts the handler. The returned receiver gets the events in
+    /// order; it closes when the task reaches a terminal or interrupted state, after a direct
+    /// reply, or when the handler ends.
+    pub async fn send(self: &Arc<Self>, p: SendParams) -> Result<Started, ApiError> {
+        let mut message = p.message;
+        if message.message_id.is_empty() {
+            return Err(ApiError::invalid_params("`message.messageId` is required"));
+        }
+        if message.parts.is_empty() {
+            return Err(ApiError::invalid_params(
+                "`message.parts` must hold at least one part",
+            ));
+        }
+        if message.role != v1::Role::User {
+            return Err(ApiError::invalid_params(format!(
+                "`message.role` must be ROLE_USER, got {}",
+                message.role
+            )));
+        }
+        if let Some(c) = &p.configuration
+            && let Some(h) = c.history_length
+            && h < 0
+        {
+            return Err(ApiError::invalid_params(format!(
+                "`configuration.historyLength` must be >= 0, got {h}"
+            )));
+        }
+        let (task_id, context_id, existing) = match message.task_id.clone() {
+            Some(tid) if !tid.is_empty() => {
+                if self.live(&tid).is_some() {
+                    return Err(ApiError::new(
+                        codes::UNSUPPORTED_OPERATION,
+                        format!(
+                            "task `{tid}` is still running; wait for it to stop or cancel it"
+                        ),
+                    ));
+                }
+                let task = self.load(&tid).await?.ok_or_else(|| ApiError::not_found(&tid))?;
+                if task.status.state.is_terminal() {
+                    return Err(ApiError::new(
+                        codes::UNSUPPORTED_OPERATION,
+                        format!(
+                            "task `{tid}` is in terminal state {} and accepts no more messages",
+                            task.status.state
+                        ),
+                    ));
+                }
+                let ctx = task.context_id.clone().unwrap_or_default();
+                if let Some(c) = &message.context_id
+                    && !c.is_empty()
+                    && *c != ctx
+                {
+                    return Err(ApiError::invalid_params(format!(
+                        "`message.contextId` `{c}` does not match the context `{ctx}` of task `{tid}`"
+                    )));
+                }
+                (tid, ctx, Some(task))
+            }
+            _ => {
+                let ctx = match message.context_id.take() {
+                    Some(c) if !c.is_empty() => c,
+                    _ => new_id(),
+                };
+                (new_id(), ctx, None)
+            }
+        };
+        message.task_id = Some(task_id.clone());
+        message.context_id = Some(context_id.clone());
+
+        let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
+        let previous = existing.clone();
+        let mut task = existing;
+        if let Some(t) = &mut task {
+            t.history.push(message.clone());
+            let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(t.clone())));
+        }
+        let (done, _) = watch::channel(false);
+        let run = Arc::new(Run {
+            task_id: task_id.clone(),
+            context_id: context_id.clone(),
+            cancel: self.shutdown.child_token(),
+            state: tokio::sync::Mutex::new(RunState {
+                task: task.clone(),
+                user_message: Some(message.clone()),
+                finished: false,
+                replied: false,
+                subscribers: vec![tx],
+                error: None,
+            }),
+            engine: Arc::downgrade(self),
+            done,
+        });
+        if let Some(t) = task {
+            lock_runs(&self.runs).insert(task_id.clone(), run.clone());
+            self.save(t).await;
+        }
+        let request = HandlerRequest {
+            agent_path: self.agent_path.clone(),
+            task_id,
+            context_id,
+            message,
+            task: previous,
+            configuration: p.configuration,
+            metadata: p.metadata,
+            streaming: p.streaming,
+            version: p.version,
+        };
+        let handler = self.handler.clone();
+        let sink = TaskEventSink { run: run.clone() };
+        let r2 = run.clone();
+        tokio::spawn(async move {
+            let cancel = r2.cancel.clone();
+            let fut = handler.handle(request, sink, cancel);
+            let result = match AssertUnwindSafe(fut).catch_unwind().await {
+                Ok(r) => r,
+                Err(_) => Err(HandlerError::failed("the agent's handler panicked")),
+            };
+            r2.finish(result).await;
+        });
+        Ok(Started { run, events: rx })
+    }
+
+    async fn save(&self, task: v1::Task) {
+        if let Err(e) = self.store.save(task).await {
+            tracing::warn!(agent = %self.agent_path, error = %e, "cannot store task");
+        }
+    }
+
+    /// The current task (live or stored), history trimmed.
+    pub async fn get(&self, task_id: &str, history_length: Option<i32>) -> Result<v1::Task, ApiError> {
+        if let Some(h) = history_length
+            && h < 0
+        {
+            return Err(ApiError::invalid_params(format!(
+                "`historyLength` must be >= 0, got {h}"
+            )));
+        }
+        let mut task = match self.snapshot(task_id).await {
+            Some(t) => t,
+            None => self
+                .load(task_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found(task_id))?,
+        };
+        trim_history(&mut task, history_length);
+        Ok(task)
+    }
+
+    async fn snapshot(&self, task_id: &str) -> Option<v1::Task> {
+        let run = self.live(task_id)?;
+        let st = run.state.lock().await;
+        st.task.clone()
+    }
+
+    /// Lists tasks for `ListTasks`.
+    pub async fn list(&self, req: &v1::ListTasksRequest) -> Result<v1::ListTasksResponse, ApiError> {
+        let page_size = match req.page_size {
+            None | Some(0) => 50,
+            Some(n) if (1..=100).contains(&n) => n,
+            Some(n) => {
+                return Err(ApiError::invalid_params(format!(
+                    "`pageSize` must be between 1 and 100, got {n}"
+                )));
+            }
+        };
+        if let Some(h) = req.history_length
+            && h < 0
+        {
+            return Err(ApiError::invalid_params(format!(
+                "`historyLength` must be >= 0, got {h}"
+            )));
+        }
+        let offset = match req.page_token.as_deref() {
+            None | Some("") => 0usize,
+            Some(t) => t
+                .strip_prefix("o")
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| ApiError::invalid_params(format!("invalid `pageToken` `{t}`")))?,
+        };
+        if let Some(ts) = &req.status_timestamp_after
+            && !looks_like_timestamp(ts)
+        {
+            return Err(ApiError::invalid_params(format!(
+                "`statusTimestampAfter` must be an ISO 8601 timestamp, got `{ts}`"
+            )));
+        }
+        let filter = TaskFilter {
+            context_id: req.context_id.clone().filter(|c| !c.is_empty()),
+            state: req.status.filter(|s| *s != v1::TaskState::Unspecified),
+            status_timestamp_after: req.status_timestamp_after.clone(),
+        };
+        let all = self
+            .store
+            .list(&filter)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let total = all.len();
+        let size = usize::try_from(page_size).unwrap_or(50);
+        let include_artifacts = req.include_artifacts.unwrap_or(false);
+        let mut tasks = Vec::with_capacity(size.min(total));
+        for mut t in all.into_iter().skip(offset).take(size) {
+            // The stored copy may lag a live run by one event; prefer the live one.
+            if let Some(live) = self.snapshot(&t.id).await {
+                t = live;
+            }
+            trim_history(&mut t, req.history_length);
+            if !include_artifacts {
+                t.artifacts.clear();
+            }
+            tasks.push(t);
+        }
+        let next = offset + tasks.len();
+        Ok(v1::ListTasksResponse {
+            tasks,
+            next_page_token: if next < total {
+                format!("o{next}")
+            } else {
+                String::new()
+            },
+            page_size,
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// Cancels a task: a running one through its handler's token (forced after a grace
+    /// period), an interrupted one directly. Terminal tasks are not cancelable.
+    pub async fn cancel(&self, task_id: &str) -> Result<v1::Task, ApiError> {
+        if let Some(run) = self.live(task_id) {
+            let terminal = {
+                let st = run.state.lock().await;
+                st.task.as_ref().map(|t| t.status.state.is_terminal())
+            };
+            if terminal == Some(true) {
+                return Err(not_cancelable(task_id));
+            }
+            run.cancel.cancel();
+            let mut done = run.done.subscribe();
+            let _ = tokio::time::timeout(self.limits.cancel_grace, done.wait_for(|d| *d)).await;
+            let mut st = run.state.lock().await;
+            if let Some(t) = &st.task
+                && !t.status.state.is_terminal()
+            {
+                run.apply(&mut st, Emission::Status(v1::TaskState::Canceled, None), true)
+                    .await;
+            }
+            if let Some(t) = st.task.clone() {
+                return Ok(t);
+            }
+        }
+        let mut task = self
+            .load(task_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(task_id))?;
+        if task.status.state.is_terminal() {
+            return Err(not_cancelable(task_id));
+        }
+        task.status = v1::TaskStatus {
+            state: v1::TaskState::Canceled,
+            message: None,
+            timestamp: Some(now_rfc3339()),
+        };
+        self.save(task.clone()).await;
+        Ok(task)
+    }
+
+    /// Joins a task's stream: the first event is the task itself. A task that is not running
+    /// any more gives just that event (interrupted) or an error (terminal).
+    pub async fn subscribe(&self, task_id: &str) -> Result<mpsc::Receiver<Event>, ApiError> {
+        if let Some(run) = self.live(task_id) {
+            let mut st = run.state.lock().await;
+            if !st.finished
+                && let Some(t) = st.task.clone()
+                && !t.status.state.is_interrupted()
+            {
+                let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
+                let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(t)));
+                st.subscribers.push(tx);
+                return Ok(rx);
+            }
+        }
+        let task = match self.snapshot(task_id).await {
+            Some(t) => t,
+            None => self
+                .load(task_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found(task_id))?,
+        };
+        if task.status.state.is_terminal() {
+            return Err(ApiError::new(
+                codes::UNSUPPORTED_OPERATION,
+                format!(
+                    "task `{task_id}` is in terminal state {}; there is nothing to subscribe to",
+                    task.status.state
+                ),
+            ));
+        }
+        let (tx, rx) = mpsc::channel(1);
+        let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(task)));
+        Ok(rx)
+    }
+}
+
+fn not_cancelable(task_id: &str) -> ApiError {
+    ApiError::new(
+        codes::TASK_NOT_CANCELABLE,
+        format!("task `{task_id}` is in a terminal state and cannot be canceled"),
+    )
+}
+
+fn looks_like_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && s.is_ascii()
+}
+
+impl Run {
+    /// The task as it is now (`None` before the first task event).
+    pub async fn task(&self) -> Option<v1::Task> {
+        self.state.lock().await.task.clone()
+    }
+
+    /// The error the handler answered with before any event, if any.
+    pub async fn error(&self) -> Option<ApiError> {
+        self.state.lock().await.error.clone()
+    }
+
+    pub(crate) async fn emit(self: &Arc<Self>, e: Emission) -> Result<(), SinkError> {
+        let mut st = self.state.lock().await;
+        if st.finished {
+            return Err(SinkError::Closed {
+                task_id: self.task_id.clone(),
+                reason: if st.replied {
+                    "a direct reply was sent"
+                } else {
+                    "the task reached a terminal state"
+                },
+            });
+        }
+        if matches!(e, Emission::Reply(_)) && st.task.is_some() {
+            return Err(SinkError::Closed {
+                task_id: self.task_id.clone(),
+                reason: "a direct reply is only possible before any task event",
+            });
+        }
+        self.apply(&mut st, e, false).await;
+        Ok(())
+    }
+
+    async fn apply(self: &Arc<Self>, st: &mut RunState, e: Emission, forced: bool) {
+        let engine = self.engine.upgrade();
+        match e {
+            Emission::Reply(m) => {
+                st.finished = true;
+                st.replied = true;
+                broadcast(st, v1::StreamResponse::Message(m), &self.limits(&engine)).await;
+                st.subscribers.clear();
+            }
+            Emission::Status(state, message) => {
+                self.ensure_task(st, &engine).await;
+                let Some(task) = st.task.as_mut() else { return };
+                if let Some(m) = &message {
+                    task.history.push(m.clone());
+                }
+                let status = v1::TaskStatus {
+                    state,
+                    message,
+                    timestamp: Some(now_rfc3339()),
+                };
+                task.status = status.clone();
+                let snapshot = task.clone();
+                if let Some(engine) = &engine {
+                    engine.save(snapshot).await;
+                }
+                let ev = v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
+                    task_id: self.task_id.clone(),
+                    context_id: self.context_id.clone(),
+                    status,
+                    metadata: None,
+                });
+                broadcast(st, ev, &self.limits(&engine)).await;
+                if state.is_terminal() {
+                    st.finished = true;
+                    st.subscribers.clear();
+                    if forced && let Some(engine) = &engine {
+                        engine.forget(self);
+                    }
+                } else if state.is_interrupted() {
+                    st.subscribers.clear();
+                }
+            }
+            Emission::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            } => {
+                self.ensure_task(st, &engine).await;
+                let Some(task) = st.task.as_mut() else { return };
+                match task
+                    .artifacts
+                    .iter_mut()
+                    .find(|a| a.artifact_id == artifact.artifact_id)
+                {
+                    Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
+                    Some(existing) => *existing = artifact.clone(),
+                    None => task.artifacts.push(artifact.clone()),
+                }
+                let snapshot = task.clone();
+                if let Some(engine) = &engine {
+                    engine.save(snapshot).await;
+                }
+                let ev = v1::StreamResponse::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
+                    task_id: self.task_id.clone(),
+                    context_id: self.context_id.clone(),
+                    artifact,
+                    append,
+                    last_chunk,
+                    metadata: None,
+                });
+                broadcast(st, ev, &self.limits(&engine)).await;
+            }
+        }
+    }
+
+    fn limits(&self, engine: &Option<Arc<Engine>>) -> (Duration,) {
+        (engine
+            .as_ref()
+            .map(|e| e.limits.slow_subscriber_timeout)
+            .unwrap_or(Duration::from_secs(10)),)
+    }
+
+    /// Creates the task on its first event: state submitted, history = the user's message;
+    /// registers the run and tells subscribers.
+    async fn ensure_task(self: &Arc<Self>, st: &mut RunState, engine: &Option<Arc<Engine>>) {
+        if st.task.is_some() {
+            return;
+        }
+        let task = v1::Task {
+            id: self.task_id.clone(),
+            context_id: Some(self.context_id.clone()),
+            status: v1::TaskStatus {
+                state: v1::TaskState::Submitted,
+                message: None,
+                timestamp: Some(now_rfc3339()),
+            },
+            artifacts: Vec::new(),
+            history: st.user_message.take().into_iter().collect(),
+            metadata: None,
+        };
+        st.task = Some(task.clone());
+        if let Some(engine) = engine {
+            lock_runs(&engine.runs).insert(self.task_id.clone(), self.clone());
+            engine.save(task.clone()).await;
+        }
+        broadcast(st, v1::StreamResponse::Task(task), &self.limits(engine)).await;
+    }
+
+    /// Called once the handler returned.
+    async fn finish(self: &Arc<Self>, result: Result<(), HandlerError>) {
+        {
+            let mut st = self.state.lock().await;
+            if !st.finished {
+                let has_task = st.task.is_some();
+                match result {
+                    Ok(()) => {
+                        let state = st.task.as_ref().map(|t| t.status.state);
+                        match state {
+                            Some(s) if s.is_interrupted() => {}
+                            _ => {
+                                self.apply(&mut st, Emission::Status(v1::TaskState::Completed, None), false)
+                                    .await
+                            }
+                        }
+                    }
+                    Err(HandlerError::Protocol { code, message }) if !has_task => {
+                        st.error = Some(ApiError::new(code, message));
+                    }
+                    Err(e) => {
+                        let state = match e {
+                            HandlerError::Rejected { .. } => v1::TaskState::Rejected,
+                            _ => v1::TaskState::Failed,
+                        };
+                        let text = match e {
+                            HandlerError::Failed { message }
+                            | HandlerError::Rejected { message }
+                            | HandlerError::Protocol { message, .. } => message,
+                        };
+                        let mut m = v1::Message::new(v1::Role::Agent, new_id(), vec![v1::Part::text(text)]);
+                        m.context_id = Some(self.context_id.clone());
+                        m.task_id = Some(self.task_id.clone());
+                        self.apply(&mut st, Emission::Status(state, Some(m)), false).await;
+                    }
+                }
+            }
+            st.finished = true;
+            st.subscribers.clear();
+        }
+        if let Some(engine) = self.engine.upgrade() {
+            engine.forget(self);
+        }
+        let _ = self.done.send(true);
+    }
+}
+
+impl Engine {
+    fn forget(&self, run: &Run) {
+        let mut runs = lock_runs(&self.runs);
+        if runs
+            .get(&run.task_id)
+            .is_some_and(|r| std::ptr::eq(Arc::as_ptr(r), run))
+        {
+            runs.remove(&run.task_id);
+        }
+    }
+}
+
+async fn broadcast(st: &mut RunState, ev: v1::StreamResponse, limits: &(Duration,)) {
+    if st.subscribers.is_empty() {
+        return;
+    }
+    let ev = Arc::new(ev);
+    let mut keep = Vec::with_capacity(st.subscribers.len());
+    for s in st.subscribers.drain(..) {
+        let ok = match s.try_send(ev.clone()) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(mpsc::error::TrySendError::Full(e)) => {
+                matches!(tokio::time::timeout(limits.0, s.send(e)).await, Ok(Ok(())))
+            }
+        };
+        if ok {
+            keep.push(s);
+        }
+    }
+    st.subscribers = keep;
+}

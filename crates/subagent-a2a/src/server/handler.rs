@@ -1,0 +1,257 @@
+//! The contract between the server and the code answering messages: [`A2aHandler`], what it
+//! receives ([`HandlerRequest`]) and how it reports ([`TaskEventSink`]).
+
+use std::sync::Arc;
+
+use subagent_spi::{CancellationToken, async_trait};
+
+use super::engine::{Emission, Run};
+use super::util::new_id;
+use crate::types::{JsonObject, ProtocolVersion, v1};
+
+/// One incoming message for a handler, with the ids the server chose or continued.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HandlerRequest {
+    /// The path of the agent being called (e.g. `/echo`, empty for the root).
+    pub agent_path: String,
+    /// The task this message belongs to: new (server-generated) or continued.
+    pub task_id: String,
+    /// The conversation: the client's, the continued task's, or a new one.
+    pub context_id: String,
+    /// The user's message, with `taskId` and `contextId` filled in.
+    pub message: v1::Message,
+    /// The task as it was before this message, when the message continues one (e.g. the answer
+    /// to an input-required question); its history does not yet hold `message`.
+    pub task: Option<v1::Task>,
+    /// The request's options.
+    pub configuration: Option<v1::SendMessageConfiguration>,
+    /// The request's metadata.
+    pub metadata: Option<JsonObject>,
+    /// True for `SendStreamingMessage` / `message/stream`.
+    pub streaming: bool,
+    /// The protocol version the client spoke.
+    pub version: ProtocolVersion,
+}
+
+impl HandlerRequest {
+    /// The text of the message's text parts, joined by newlines.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for p in &self.message.parts {
+            if let Some(t) = p.as_text() {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(t);
+            }
+        }
+        out
+    }
+}
+
+/// How a handler fails. Errors before any task event answer the request; later ones end the
+/// task (`failed` / `rejected`).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandlerError {
+    /// The work failed: the task ends `failed` with this message.
+    #[error("{message}")]
+    Failed {
+        /// Shown to the client as the status message.
+        message: String,
+    },
+    /// The agent refuses the task: it ends `rejected` with this message.
+    #[error("rejected: {message}")]
+    Rejected {
+        /// Shown to the client as the status message.
+        message: String,
+    },
+    /// The request is wrong: answered with this A2A / JSON-RPC error code when no task event
+    /// was sent yet (else the task fails).
+    #[error("error {code}: {message}")]
+    Protocol {
+        /// A code from [`crate::types::jsonrpc::codes`].
+        code: i32,
+        /// The message.
+        message: String,
+    },
+}
+
+impl HandlerError {
+    /// A [`HandlerError::Failed`].
+    pub fn failed(message: impl Into<String>) -> Self {
+        HandlerError::Failed {
+            message: message.into(),
+        }
+    }
+}
+
+/// Why an event was not accepted.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SinkError {
+    /// The task already reached a terminal state (or a direct reply was sent): nothing more
+    /// can be reported.
+    #[error("task `{task_id}` is closed: {reason}")]
+    Closed {
+        /// The task.
+        task_id: String,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+/// Answers A2A messages. Implement this directly for full control over the task lifecycle, or
+/// host any SPI subagent with [`SubagentHandler`](super::SubagentHandler).
+///
+/// The handler runs in its own tokio task. It reports through `events`: either one direct
+/// [`reply`](TaskEventSink::reply) (no task is stored), or task events (status changes and
+/// artifacts). When it returns `Ok` with the task still running, the task completes; when it
+/// returns an error, the task fails. `cancel` fires when a client cancels the task (or the
+/// server shuts down); return promptly then (the task ends `canceled`).
+#[async_trait]
+pub trait A2aHandler: Send + Sync + 'static {
+    /// Handles one message.
+    async fn handle(
+        &self,
+        request: HandlerRequest,
+        events: TaskEventSink,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError>;
+}
+
+/// Where a handler reports. Events are applied to the task in order, stored, and streamed to
+/// every subscriber; the calls wait while a subscriber's buffer is full (bounded memory).
+#[derive(Clone)]
+pub struct TaskEventSink {
+    pub(crate) run: Arc<Run>,
+}
+
+impl std::fmt::Debug for TaskEventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskEventSink")
+            .field("task_id", &self.run.task_id)
+            .finish()
+    }
+}
+
+impl TaskEventSink {
+    /// The task id.
+    pub fn task_id(&self) -> &str {
+        &self.run.task_id
+    }
+
+    /// The context id.
+    pub fn context_id(&self) -> &str {
+        &self.run.context_id
+    }
+
+    /// An agent message with a fresh id, this task's ids and one text part.
+    pub fn agent_text(&self, text: impl Into<String>) -> v1::Message {
+        self.agent_message(vec![v1::Part::text(text)])
+    }
+
+    /// An agent message with a fresh id, this task's ids and the given parts.
+    pub fn agent_message(&self, parts: Vec<v1::Part>) -> v1::Message {
+        let mut m = v1::Message::new(v1::Role::Agent, new_id(), parts);
+        m.context_id = Some(self.run.context_id.clone());
+        m.task_id = Some(self.run.task_id.clone());
+        m
+    }
+
+    /// Answers with a direct message instead of a task (only as the first and only event).
+    /// The message's `taskId` is cleared and its `contextId` set.
+    pub async fn reply(&self, mut message: v1::Message) -> Result<(), SinkError> {
+        message.task_id = None;
+        if message.context_id.is_none() {
+            message.context_id = Some(self.run.context_id.clone());
+        }
+        self.run.emit(Emission::Reply(message)).await
+    }
+
+    /// Answers with a direct text message (see [`reply`](Self::reply)).
+    pub async fn reply_text(&self, text: impl Into<String>) -> Result<(), SinkError> {
+        let mut m = self.agent_text(text);
+        m.task_id = None;
+        self.reply(m).await
+    }
+
+    /// Moves the task to `state`, with an optional agent message (added to the history).
+    pub async fn status(
+        &self,
+        state: v1::TaskState,
+        message: Option<v1::Message>,
+    ) -> Result<(), SinkError> {
+        self.run.emit(Emission::Status(state, message)).await
+    }
+
+    /// Moves the task to `working`.
+    pub async fn working(&self) -> Result<(), SinkError> {
+        self.status(v1::TaskState::Working, None).await
+    }
+
+    /// Moves the task to `working` with a progress message.
+    pub async fn working_text(&self, text: impl Into<String>) -> Result<(), SinkError> {
+        let m = self.agent_text(text);
+        self.status(v1::TaskState::Working, Some(m)).await
+    }
+
+    /// Completes the task, with an optional final message.
+    pub async fn complete(&self, message: Option<v1::Message>) -> Result<(), SinkError> {
+        self.status(v1::TaskState::Completed, message).await
+    }
+
+    /// Fails the task with a message.
+    pub async fn fail(&self, text: impl Into<String>) -> Result<(), SinkError> {
+        let m = self.agent_text(text);
+        self.status(v1::TaskState::Failed, Some(m)).await
+    }
+
+    /// Rejects the task with a message.
+    pub async fn reject(&self, text: impl Into<String>) -> Result<(), SinkError> {
+        let m = self.agent_text(text);
+        self.status(v1::TaskState::Rejected, Some(m)).await
+    }
+
+    /// Asks the client a question: the task becomes `input-required` and waits for the next
+    /// message with its `taskId`.
+    pub async fn require_input(&self, question: impl Into<String>) -> Result<(), SinkError> {
+        let m = self.agent_text(question);
+        self.status(v1::TaskState::InputRequired, Some(m)).await
+    }
+
+    /// Adds an artifact, or, with `append`, extends the artifact with the same id; `last_chunk`
+    /// marks its final piece.
+    pub async fn artifact(
+        &self,
+        artifact: v1::Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<(), SinkError> {
+        self.run
+            .emit(Emission::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            })
+            .await
+    }
+
+    /// Adds a one-part text artifact with a fresh id.
+    pub async fn text_artifact(
+        &self,
+        name: Option<&str>,
+        text: impl Into<String>,
+    ) -> Result<(), SinkError> {
+        let a = v1::Artifact {
+            artifact_id: new_id(),
+            name: name.map(str::to_string),
+            description: None,
+            parts: vec![v1::Part::text(text)],
+            metadata: None,
+            extensions: Vec::new(),
+        };
+        self.artifact(a, false, true).await
+    }
+}

@@ -1,0 +1,709 @@
+//! A2A **0.3** types: the JSON schema of tag `v0.3.0` (`specification/json/a2a.json`).
+//!
+//! Objects carry a `kind` discriminator (`message`, `task`, `status-update`,
+//! `artifact-update`; parts `text`, `file`, `data`); states are kebab-case strings
+//! (`input-required`); cards have `url`, `protocolVersion`, `preferredTransport` and
+//! `additionalInterfaces`. The `kind` of a standalone object is a one-value enum such as
+//! [`MessageKind`], defaulting to its only value on input, so peers that omit it still parse.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::JsonObject;
+
+/// JSON-RPC method names of the 0.3 binding.
+pub mod methods {
+    /// `message/send`.
+    pub const MESSAGE_SEND: &str = "message/send";
+    /// `message/stream` (answered with Server-Sent Events).
+    pub const MESSAGE_STREAM: &str = "message/stream";
+    /// `tasks/get`.
+    pub const TASKS_GET: &str = "tasks/get";
+    /// `tasks/cancel`.
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// `tasks/resubscribe` (answered with Server-Sent Events).
+    pub const TASKS_RESUBSCRIBE: &str = "tasks/resubscribe";
+    /// `tasks/pushNotificationConfig/set`.
+    pub const PUSH_CONFIG_SET: &str = "tasks/pushNotificationConfig/set";
+    /// `tasks/pushNotificationConfig/get`.
+    pub const PUSH_CONFIG_GET: &str = "tasks/pushNotificationConfig/get";
+    /// `tasks/pushNotificationConfig/list`.
+    pub const PUSH_CONFIG_LIST: &str = "tasks/pushNotificationConfig/list";
+    /// `tasks/pushNotificationConfig/delete`.
+    pub const PUSH_CONFIG_DELETE: &str = "tasks/pushNotificationConfig/delete";
+    /// `agent/getAuthenticatedExtendedCard`.
+    pub const GET_AUTHENTICATED_EXTENDED_CARD: &str = "agent/getAuthenticatedExtendedCard";
+}
+
+macro_rules! kind_marker {
+    ($(#[$meta:meta])* $name:ident, $wire:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+        pub enum $name {
+            #[doc = concat!("`", $wire, "`")]
+            #[default]
+            #[serde(rename = $wire)]
+            Value,
+        }
+    };
+}
+
+kind_marker!(
+    /// The `kind` of a [`Message`]: always `message`.
+    MessageKind,
+    "message"
+);
+kind_marker!(
+    /// The `kind` of a [`Task`]: always `task`.
+    TaskKind,
+    "task"
+);
+kind_marker!(
+    /// The `kind` of a [`TaskStatusUpdateEvent`]: always `status-update`.
+    StatusUpdateKind,
+    "status-update"
+);
+kind_marker!(
+    /// The `kind` of a [`TaskArtifactUpdateEvent`]: always `artifact-update`.
+    ArtifactUpdateKind,
+    "artifact-update"
+);
+
+/// Who sent a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The client.
+    User,
+    /// The remote agent.
+    Agent,
+}
+
+/// The lifecycle state of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskState {
+    /// `submitted`.
+    Submitted,
+    /// `working`.
+    Working,
+    /// `input-required` (interrupted).
+    InputRequired,
+    /// `completed` (terminal).
+    Completed,
+    /// `canceled` (terminal).
+    Canceled,
+    /// `failed` (terminal).
+    Failed,
+    /// `rejected` (terminal).
+    Rejected,
+    /// `auth-required` (interrupted).
+    AuthRequired,
+    /// `unknown`.
+    Unknown,
+}
+
+impl TaskState {
+    /// Completed, canceled, failed or rejected.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Canceled | TaskState::Failed | TaskState::Rejected
+        )
+    }
+}
+
+/// A text part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextPart {
+    /// The text.
+    pub text: String,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// A file given inline (`bytes`, base64) or by `uri`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileContent {
+    /// Base64 content (`FileWithBytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<String>,
+    /// Location (`FileWithUri`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    /// Media type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// File name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// A file part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilePart {
+    /// The file.
+    pub file: FileContent,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// A structured-data part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataPart {
+    /// The data (a JSON object).
+    pub data: JsonObject,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// One piece of a message or artifact, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Part {
+    /// `{"kind": "text", "text": ...}`.
+    Text(TextPart),
+    /// `{"kind": "file", "file": {...}}`.
+    File(FilePart),
+    /// `{"kind": "data", "data": {...}}`.
+    Data(DataPart),
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Part::Text(TextPart {
+            text: text.into(),
+            metadata: None,
+        })
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// Always `message`.
+    #[serde(default)]
+    pub kind: MessageKind,
+    /// The message id.
+    pub message_id: String,
+    /// The conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    /// The task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// Who sent it.
+    pub role: Role,
+    /// The content.
+    pub parts: Vec<Part>,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+    /// Extension URIs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+    /// Referenced tasks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_task_ids: Vec<String>,
+}
+
+/// A task's status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskStatus {
+    /// The state.
+    pub state: TaskState,
+    /// A message about the state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    /// ISO 8601 timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+}
+
+/// An output of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    /// The artifact id.
+    pub artifact_id: String,
+    /// Name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The content.
+    pub parts: Vec<Part>,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+    /// Extension URIs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+}
+
+/// A unit of work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// Always `task`.
+    #[serde(default)]
+    pub kind: TaskKind,
+    /// The task id.
+    pub id: String,
+    /// The conversation.
+    pub context_id: String,
+    /// The status.
+    pub status: TaskStatus,
+    /// Outputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+    /// History.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Message>,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// A status change on a stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatusUpdateEvent {
+    /// Always `status-update`.
+    #[serde(default)]
+    pub kind: StatusUpdateKind,
+    /// The task.
+    pub task_id: String,
+    /// The conversation.
+    pub context_id: String,
+    /// The new status.
+    pub status: TaskStatus,
+    /// True on the last event of the stream.
+    #[serde(default, rename = "final")]
+    pub is_final: bool,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// An artifact update on a stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskArtifactUpdateEvent {
+    /// Always `artifact-update`.
+    #[serde(default)]
+    pub kind: ArtifactUpdateKind,
+    /// The task.
+    pub task_id: String,
+    /// The conversation.
+    pub context_id: String,
+    /// The artifact or chunk.
+    pub artifact: Artifact,
+    /// True when the parts extend an earlier artifact with the same id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append: Option<bool>,
+    /// True on the last chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_chunk: Option<bool>,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// Any kind-tagged object a 0.3 server sends as a result or stream event: the result of
+/// `message/send` is a [`Message`](Event::Message) or [`Task`](Event::Task); a stream also
+/// carries the two update events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Event {
+    /// `kind: "message"`.
+    Message(Message),
+    /// `kind: "task"`.
+    Task(Task),
+    /// `kind: "status-update"`.
+    StatusUpdate(TaskStatusUpdateEvent),
+    /// `kind: "artifact-update"`.
+    ArtifactUpdate(TaskArtifactUpdateEvent),
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        let kind = v
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .ok_or_else(|| D::Error::custom("0.3 event without a string `kind`"))?
+            .to_string();
+        let r = match kind.as_str() {
+            "message" => serde_json::from_value(v).map(Event::Message),
+            "task" => serde_json::from_value(v).map(Event::Task),
+            "status-update" => serde_json::from_value(v).map(Event::StatusUpdate),
+            "artifact-update" => serde_json::from_value(v).map(Event::ArtifactUpdate),
+            other => return Err(D::Error::custom(format!("unknown 0.3 event kind `{other}`"))),
+        };
+        r.map_err(|e| D::Error::custom(format!("invalid 0.3 `{kind}`: {e}")))
+    }
+}
+
+/// Push-notification webhook authentication.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushNotificationAuthenticationInfo {
+    /// Accepted schemes (`Bearer`...).
+    pub schemes: Vec<String>,
+    /// Credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
+}
+
+/// A push-notification webhook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushNotificationConfig {
+    /// Config id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Webhook URL.
+    pub url: String,
+    /// Token echoed back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Authentication.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<PushNotificationAuthenticationInfo>,
+}
+
+/// A webhook bound to a task (`tasks/pushNotificationConfig/set` params and results).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfig {
+    /// The task.
+    pub task_id: String,
+    /// The webhook.
+    pub push_notification_config: PushNotificationConfig,
+}
+
+/// Options of `message/send`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSendConfiguration {
+    /// Accepted output media types.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_output_modes: Vec<String>,
+    /// Wait for a terminal or interrupted state (true) or return at once (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocking: Option<bool>,
+    /// History length to return.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
+    /// A webhook for the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notification_config: Option<PushNotificationConfig>,
+}
+
+/// Params of `message/send` and `message/stream`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageSendParams {
+    /// The message.
+    pub message: Message,
+    /// Options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<MessageSendConfiguration>,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// Params of `tasks/get`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskQueryParams {
+    /// The task id.
+    pub id: String,
+    /// History length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// Params of `tasks/cancel`, `tasks/resubscribe` and `tasks/pushNotificationConfig/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskIdParams {
+    /// The task id.
+    pub id: String,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+/// Params of `tasks/pushNotificationConfig/get` and `.../delete`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfigParams {
+    /// The task id.
+    pub id: String,
+    /// The config id (required for delete).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notification_config_id: Option<String>,
+    /// Optional metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agent card
+// ---------------------------------------------------------------------------------------------
+
+/// An additional endpoint: URL + transport.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentInterface {
+    /// Endpoint URL.
+    pub url: String,
+    /// `JSONRPC`, `GRPC` or `HTTP+JSON`.
+    pub transport: String,
+}
+
+/// The provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentProvider {
+    /// Organization name.
+    pub organization: String,
+    /// URL.
+    pub url: String,
+}
+
+/// An extension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentExtension {
+    /// URI.
+    pub uri: String,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// Params.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<JsonObject>,
+}
+
+/// Optional features.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCapabilities {
+    /// Streaming supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<bool>,
+    /// Push notifications supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notifications: Option<bool>,
+    /// Status transition history kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_transition_history: Option<bool>,
+    /// Extensions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<AgentExtension>,
+}
+
+/// A skill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSkill {
+    /// Id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Example prompts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+    /// Input media types.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_modes: Vec<String>,
+    /// Output media types.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_modes: Vec<String>,
+    /// Security requirements (scheme name -> scopes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security: Vec<BTreeMap<String, Vec<String>>>,
+}
+
+/// A JWS signature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentCardSignature {
+    /// Protected header.
+    pub protected: String,
+    /// Signature.
+    pub signature: String,
+    /// Unprotected header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<JsonObject>,
+}
+
+/// OAuth flows (several may be present in 0.3).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthFlows {
+    /// Authorization code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_code: Option<OAuthFlow>,
+    /// Client credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_credentials: Option<OAuthFlow>,
+    /// Implicit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implicit: Option<OAuthFlow>,
+    /// Password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<OAuthFlow>,
+}
+
+/// One OAuth flow (the union of the 0.3 flow objects' fields).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthFlow {
+    /// Authorization URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
+    /// Token URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_url: Option<String>,
+    /// Refresh URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_url: Option<String>,
+    /// Scope -> description.
+    #[serde(default)]
+    pub scopes: BTreeMap<String, String>,
+}
+
+/// A security scheme, tagged by `type` (OpenAPI style).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum SecurityScheme {
+    /// `apiKey`.
+    #[serde(rename = "apiKey")]
+    ApiKey {
+        /// Description.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// `query`, `header` or `cookie`.
+        #[serde(rename = "in")]
+        location: String,
+        /// The parameter name.
+        name: String,
+    },
+    /// `http`.
+    #[serde(rename = "http")]
+    Http {
+        /// Description.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// `bearer`, `basic`...
+        scheme: String,
+        /// Token format hint.
+        #[serde(default, rename = "bearerFormat", skip_serializing_if = "Option::is_none")]
+        bearer_format: Option<String>,
+    },
+    /// `oauth2`.
+    #[serde(rename = "oauth2")]
+    OAuth2 {
+        /// Description.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Flows.
+        flows: OAuthFlows,
+        /// Metadata URL.
+        #[serde(
+            default,
+            rename = "oauth2MetadataUrl",
+            skip_serializing_if = "Option::is_none"
+        )]
+        oauth2_metadata_url: Option<String>,
+    },
+    /// `openIdConnect`.
+    #[serde(rename = "openIdConnect")]
+    OpenIdConnect {
+        /// Description.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Discovery URL.
+        #[serde(rename = "openIdConnectUrl")]
+        open_id_connect_url: String,
+    },
+    /// `mutualTLS`.
+    #[serde(rename = "mutualTLS")]
+    MutualTls {
+        /// Description.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+}
+
+/// The 0.3 agent card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCard {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// The preferred endpoint.
+    pub url: String,
+    /// Protocol version (`0.3.0`).
+    pub protocol_version: String,
+    /// Transport of `url` (default `JSONRPC`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_transport: Option<String>,
+    /// Other endpoints (may repeat the main one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_interfaces: Vec<AgentInterface>,
+    /// Agent version.
+    pub version: String,
+    /// Provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<AgentProvider>,
+    /// Documentation URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documentation_url: Option<String>,
+    /// Icon URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon_url: Option<String>,
+    /// Features.
+    #[serde(default)]
+    pub capabilities: AgentCapabilities,
+    /// Security schemes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub security_schemes: BTreeMap<String, SecurityScheme>,
+    /// Security requirements.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security: Vec<BTreeMap<String, Vec<String>>>,
+    /// Input media types.
+    #[serde(default)]
+    pub default_input_modes: Vec<String>,
+    /// Output media types.
+    #[serde(default)]
+    pub default_output_modes: Vec<String>,
+    /// Skills.
+    #[serde(default)]
+    pub skills: Vec<AgentSkill>,
+    /// An extended card is available to authenticated clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supports_authenticated_extended_card: Option<bool>,
+    /// Signatures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<AgentCardSignature>,
+}
