@@ -1,0 +1,95 @@
+//! Helpers shared by the provider integration tests.
+#![allow(dead_code)]
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use subagent_providers::{AnthropicModel, OpenAiModel};
+use subagent_spi::ModelError;
+use subagent_spi::ToolSpec;
+use subagent_spi::chat::{ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse};
+use subagent_testkit::ScriptedModelServer;
+
+pub fn openai(server: &ScriptedModelServer) -> OpenAiModel {
+    OpenAiModel::builder()
+        .base_url(server.openai_base_url())
+        .api_key("sk-test-123")
+        .model("gpt-test")
+        .base_delay(Duration::from_millis(5))
+        .build()
+        .expect("valid openai settings")
+}
+
+pub fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
+    AnthropicModel::builder()
+        .base_url(server.base_url())
+        .api_key("sk-ant-test")
+        .model("claude-test")
+        .base_delay(Duration::from_millis(5))
+        .build()
+        .expect("valid anthropic settings")
+}
+
+pub fn user(text: &str) -> ChatRequest {
+    ChatRequest {
+        messages: vec![ChatMessage::user(text)],
+        ..ChatRequest::default()
+    }
+}
+
+pub fn tool(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: format!("the {name} tool"),
+        input_schema: serde_json::json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+        }),
+    }
+}
+
+/// Run a streamed call, collecting the deltas.
+pub async fn stream(
+    model: &dyn ChatModel,
+    request: ChatRequest,
+) -> (Result<ChatResponse, ModelError>, Vec<ChatDelta>) {
+    let deltas = Mutex::new(Vec::new());
+    let cb = |d: ChatDelta| deltas.lock().unwrap().push(d);
+    let r = model.chat_stream(request, &cb).await;
+    (r, deltas.into_inner().unwrap())
+}
+
+pub fn delta_text(deltas: &[ChatDelta]) -> String {
+    deltas
+        .iter()
+        .filter_map(|d| match d {
+            ChatDelta::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The argument fragments streamed for tool call `index`, joined.
+pub fn delta_args(deltas: &[ChatDelta], index: usize) -> String {
+    deltas
+        .iter()
+        .filter_map(|d| match d {
+            ChatDelta::ToolCallArguments { index: i, fragment } if *i == index => {
+                Some(fragment.as_str())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn starts(deltas: &[ChatDelta]) -> Vec<(usize, String, String)> {
+    deltas
+        .iter()
+        .filter_map(|d| match d {
+            ChatDelta::ToolCallStart { index, id, name } => {
+                Some((*index, id.clone(), name.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
