@@ -1,0 +1,141 @@
+"""A small A2A 0.3 test agent built on the official Python SDK (a2a-sdk 0.3.26).
+
+Usage: python server_v03.py PORT [--no-streaming]
+
+Serves JSON-RPC at http://127.0.0.1:PORT/ with the 0.3 card at /.well-known/agent-card.json
+(and /.well-known/agent.json). Same commands as server_v1.py:
+
+  message X, artifact X, stream X, fail X, ask X (then the answer), slow X, was-cancelled T
+
+A cancel is also logged to stderr as "CANCELLED <task id>".
+"""
+
+import asyncio
+import sys
+
+import uvicorn
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.apps import A2AStarletteApplication
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentSkill,
+    Part,
+    TaskState,
+    TextPart,
+)
+from a2a.utils import new_agent_text_message, new_task
+
+CANCELLED: set[str] = set()
+
+
+class TestAgent(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = context.get_user_input().strip()
+        verb, _, rest = text.partition(' ')
+        current = context.current_task
+
+        if verb == 'message':
+            await event_queue.enqueue_event(
+                new_agent_text_message(f'echo: {rest}', context_id=context.context_id)
+            )
+            return
+        if verb == 'was-cancelled':
+            answer = 'yes' if rest.strip() in CANCELLED else 'no'
+            await event_queue.enqueue_event(
+                new_agent_text_message(answer, context_id=context.context_id)
+            )
+            return
+
+        if current is None:
+            current = new_task(context.message)
+            await event_queue.enqueue_event(current)
+            updater = TaskUpdater(event_queue, current.id, current.context_id)
+        else:
+            updater = TaskUpdater(event_queue, current.id, current.context_id)
+            if current.status.state == TaskState.input_required:
+                await updater.start_work()
+                await updater.add_artifact(
+                    [Part(root=TextPart(text=f'favourite colour: {text}'))], name='answer'
+                )
+                await updater.complete()
+                return
+
+        task_id = current.id
+
+        def say(s: str):
+            return updater.new_agent_message([Part(root=TextPart(text=s))])
+
+        if verb == 'artifact':
+            await updater.start_work()
+            await updater.add_artifact(
+                [Part(root=TextPart(text=f'artifact: {rest}'))], name='result'
+            )
+            await updater.complete()
+        elif verb == 'stream':
+            await updater.start_work()
+            for i in range(1, 4):
+                await updater.update_status(TaskState.working, say(f'step {i}'))
+                await asyncio.sleep(0.05)
+            await updater.add_artifact(
+                [Part(root=TextPart(text=f'streamed: {rest}'))], name='result'
+            )
+            await updater.complete()
+        elif verb == 'fail':
+            await updater.start_work()
+            await updater.failed(say(f'cannot do that: {rest}'))
+        elif verb == 'ask':
+            await updater.start_work()
+            await updater.requires_input(say('What is your favourite colour?'), final=True)
+        elif verb == 'slow':
+            await updater.start_work(say('working slowly'))
+            for _ in range(600):
+                if task_id in CANCELLED:
+                    return
+                await asyncio.sleep(0.1)
+            await updater.complete(say('slow task finished'))
+        else:
+            await updater.complete(say(f'unknown command: {text}'))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id = context.task_id or ''
+        CANCELLED.add(task_id)
+        print(f'CANCELLED {task_id}', file=sys.stderr, flush=True)
+        updater = TaskUpdater(event_queue, task_id, context.context_id or '')
+        await updater.cancel()
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    streaming = '--no-streaming' not in sys.argv[2:]
+    card = AgentCard(
+        name='py-v03-agent',
+        description='Test agent on the official A2A 0.3 Python SDK.',
+        url=f'http://127.0.0.1:{port}/',
+        version='1.0.0',
+        protocol_version='0.3.0',
+        preferred_transport='JSONRPC',
+        capabilities=AgentCapabilities(streaming=streaming),
+        default_input_modes=['text/plain'],
+        default_output_modes=['text/plain'],
+        skills=[
+            AgentSkill(
+                id='echo',
+                name='Echo',
+                description='Echoes and exercises A2A task states.',
+                tags=['test'],
+                examples=['message hello', 'artifact report'],
+            )
+        ],
+    )
+    handler = DefaultRequestHandler(agent_executor=TestAgent(), task_store=InMemoryTaskStore())
+    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+    uvicorn.run(app, host='127.0.0.1', port=port, log_level='warning')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,168 @@
+"""A small A2A 1.0 test agent built on the official Python SDK (a2a-sdk 1.x).
+
+Usage: python server_v1.py PORT [--no-streaming]
+
+Serves JSON-RPC at http://127.0.0.1:PORT/ and HTTP+JSON at http://127.0.0.1:PORT/rest, with
+the card at /.well-known/agent-card.json. The behaviour is chosen by the first word of the
+user's text:
+
+  message X       -> a direct Message reply "echo: X"
+  artifact X      -> a completed task with one text artifact "artifact: X"
+  stream X        -> a task with three "step N" status updates, then an artifact, completed
+  fail X          -> a task that fails with the message "cannot do that: X"
+  ask X           -> input-required "What is your favourite colour?"; the next message on the
+                     same task completes it with the artifact "favourite colour: <answer>"
+  slow X          -> a task that works until it is cancelled (at most 60 s)
+  was-cancelled T -> a Message reply "yes" when task T was cancelled here, else "no"
+
+A cancel is also logged to stderr as "CANCELLED <task id>".
+"""
+
+import asyncio
+import sys
+
+import uvicorn
+from starlette.applications import Starlette
+
+from a2a.helpers.proto_helpers import get_message_text, new_text_message
+from a2a.server.agent_execution.agent_executor import AgentExecutor
+from a2a.server.agent_execution.context import RequestContext
+from a2a.server.events.event_queue import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import (
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.server.tasks.inmemory_task_store import InMemoryTaskStore
+from a2a.server.tasks.task_updater import TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Part,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+
+CANCELLED: set[str] = set()
+
+
+class TestAgent(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = context.get_user_input().strip()
+        verb, _, rest = text.partition(' ')
+        task_id = context.task_id or ''
+        context_id = context.context_id or ''
+        current = context.current_task
+
+        if verb == 'message':
+            await event_queue.enqueue_event(
+                new_text_message(f'echo: {rest}', context_id=context_id)
+            )
+            return
+        if verb == 'was-cancelled':
+            answer = 'yes' if rest.strip() in CANCELLED else 'no'
+            await event_queue.enqueue_event(
+                new_text_message(answer, context_id=context_id)
+            )
+            return
+
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        if current is None:
+            await event_queue.enqueue_event(
+                Task(
+                    id=task_id,
+                    context_id=context_id,
+                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                    history=[context.message],
+                )
+            )
+        elif current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await updater.start_work()
+            await updater.add_artifact(
+                [Part(text=f'favourite colour: {text}')], name='answer'
+            )
+            await updater.complete()
+            return
+
+        def say(s: str):
+            return updater.new_agent_message([Part(text=s)])
+
+        if verb == 'artifact':
+            await updater.start_work()
+            await updater.add_artifact([Part(text=f'artifact: {rest}')], name='result')
+            await updater.complete()
+        elif verb == 'stream':
+            await updater.start_work()
+            for i in range(1, 4):
+                await updater.update_status(TaskState.TASK_STATE_WORKING, say(f'step {i}'))
+                await asyncio.sleep(0.05)
+            await updater.add_artifact([Part(text=f'streamed: {rest}')], name='result')
+            await updater.complete()
+        elif verb == 'fail':
+            await updater.start_work()
+            await updater.failed(say(f'cannot do that: {rest}'))
+        elif verb == 'ask':
+            await updater.start_work()
+            await updater.requires_input(say('What is your favourite colour?'))
+        elif verb == 'slow':
+            await updater.start_work(say('working slowly'))
+            for _ in range(600):
+                if task_id in CANCELLED:
+                    return
+                await asyncio.sleep(0.1)
+            await updater.complete(say('slow task finished'))
+        else:
+            await updater.complete(say(f'unknown command: {text}'))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id = context.task_id or ''
+        CANCELLED.add(task_id)
+        print(f'CANCELLED {task_id}', file=sys.stderr, flush=True)
+        updater = TaskUpdater(event_queue, task_id, context.context_id or '')
+        await updater.cancel()
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    streaming = '--no-streaming' not in sys.argv[2:]
+    base = f'http://127.0.0.1:{port}'
+    card = AgentCard(
+        name='py-v1-agent',
+        description='Test agent on the official A2A 1.x Python SDK.',
+        version='1.0.0',
+        capabilities=AgentCapabilities(streaming=streaming, push_notifications=False),
+        default_input_modes=['text/plain'],
+        default_output_modes=['text/plain'],
+        skills=[
+            AgentSkill(
+                id='echo',
+                name='Echo',
+                description='Echoes and exercises A2A task states.',
+                tags=['test'],
+                examples=['message hello', 'artifact report'],
+            )
+        ],
+        supported_interfaces=[
+            AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=f'{base}/'),
+            AgentInterface(
+                protocol_binding='HTTP+JSON', protocol_version='1.0', url=f'{base}/rest'
+            ),
+        ],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=TestAgent(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    routes = []
+    routes += create_agent_card_routes(agent_card=card)
+    routes += create_jsonrpc_routes(request_handler=handler, rpc_url='/')
+    routes += create_rest_routes(request_handler=handler, path_prefix='/rest')
+    app = Starlette(routes=routes)
+    uvicorn.run(app, host='127.0.0.1', port=port, log_level='warning')
+
+
+if __name__ == '__main__':
+    main()
