@@ -15,6 +15,14 @@
 //! | [`discover_agents`] | project `.claude/agents` (walking up) + `~/.claude/agents` |
 //! | [`SkillSet`], [`parse_skill`] | Agent Skills (`<dir>/<skill>/SKILL.md`) preloaded into prompts |
 //! | [`BUILTIN_AGENTS`] | `general-purpose`, `Explore`, `Plan`, `Bash`, compiled in |
+//! | [`ClaudeSubagentType::builder`] | the `CLAUDE` [`SubagentType`](subagent_spi::SubagentType): resolver + [`ClaudeExecutor`] |
+//!
+//! The executor runs agents on `subagent-runtime`'s loop: system prompt = body (+ preloaded
+//! skills), first user message = `TaskCall.prompt`, tools filtered by `disallowedTools` then
+//! `tools` (the `Task` tool withheld beyond the depth limit), `permissionMode` enforced on tool
+//! calls ([`ApprovalPolicy`]), model routed `TaskCall.model` → frontmatter `model` → `inherit`
+//! → the default ([`route_model`]), `maxTurns` as the turn limit, and `resume` continuing a
+//! stored transcript.
 //!
 //! ```
 //! use subagent_claude::{parse_agent, PermissionMode};
@@ -27,10 +35,13 @@ mod builtin;
 mod definition;
 mod discovery;
 mod error;
+mod executor;
 mod frontmatter;
+mod permissions;
 mod resolver;
 mod scan;
 mod skills;
+mod toolsel;
 
 pub use builtin::{
     BUILTIN_AGENTS, EMBEDDED_PREFIX, builtin_agent, builtin_names, builtin_references,
@@ -44,6 +55,11 @@ pub use discovery::{
     home_dir, skill_dirs,
 };
 pub use error::ClaudeError;
+pub use executor::{
+    ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, DEFAULT_MAX_DEPTH,
+    MAX_DEPTH_CAP, ModelSource, route_model,
+};
+pub use permissions::{ApprovalPolicy, ToolRequest};
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
 pub use scan::{
     LoadedAgent, MAX_FILE_BYTES, MAX_SCAN_DEPTH, MAX_SCAN_FILES, ScanReport, SkippedFile,

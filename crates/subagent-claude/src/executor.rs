@@ -1,0 +1,577 @@
+//! The `CLAUDE` executor and the [`ClaudeSubagentType`] builder.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use subagent_runtime::{
+    AgentRuntime, InMemoryTranscriptStore, Limits, ModelRegistry, RunSpec, TranscriptStore,
+};
+use subagent_spi::{
+    SubagentDefinition, SubagentError, SubagentExecutor, SubagentType, TaskCall, TaskContext,
+    TaskOutcome, Tool,
+};
+use tokio::sync::OnceCell;
+
+use crate::KIND;
+use crate::builtin::builtin_references;
+use crate::definition::{ClaudeAgentDefinition, ModelChoice};
+use crate::permissions::{ApprovalPolicy, guard_tools};
+use crate::resolver::ClaudeResolver;
+use crate::skills::{Skill, SkillSet};
+use crate::toolsel::select_tools;
+
+/// The hard cap on [`ClaudeSubagentTypeBuilder::max_depth`].
+pub const MAX_DEPTH_CAP: u32 = 4;
+
+/// The default nesting limit: depth-1 agents (children of the main agent) do not get the
+/// `Task` tool.
+pub const DEFAULT_MAX_DEPTH: u32 = 1;
+
+/// Where the model of a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelSource {
+    /// `TaskCall.model`.
+    Call,
+    /// The frontmatter's `model`.
+    Frontmatter,
+    /// `model: inherit`: the parent's model from the context.
+    Inherited,
+    /// The type's default model.
+    Default,
+}
+
+impl fmt::Display for ModelSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ModelSource::Call => "the Task call's `model`",
+            ModelSource::Frontmatter => "the agent's `model` field",
+            ModelSource::Inherited => "the parent's model (`model: inherit`)",
+            ModelSource::Default => "the default model",
+        })
+    }
+}
+
+/// Picks the model name for a run: `call.model` → frontmatter `model` → `inherit` (the parent's
+/// model) → `default_model` (or `default`, the registry's default).
+pub fn route_model(
+    call_model: Option<&str>,
+    def: &ClaudeAgentDefinition,
+    parent_model: Option<&str>,
+    default_model: Option<&str>,
+) -> (String, ModelSource) {
+    if let Some(m) = nonempty(call_model) {
+        if m.eq_ignore_ascii_case("inherit") {
+            if let Some(p) = nonempty(parent_model) {
+                return (p.to_string(), ModelSource::Inherited);
+            }
+        } else {
+            return (m.to_string(), ModelSource::Call);
+        }
+    }
+    match &def.model {
+        Some(ModelChoice::Named(m)) if !m.trim().is_empty() => {
+            return (m.trim().to_string(), ModelSource::Frontmatter);
+        }
+        Some(ModelChoice::Inherit) => {
+            if let Some(p) = nonempty(parent_model) {
+                return (p.to_string(), ModelSource::Inherited);
+            }
+        }
+        _ => {}
+    }
+    (
+        nonempty(default_model).unwrap_or("default").to_string(),
+        ModelSource::Default,
+    )
+}
+
+fn nonempty(s: Option<&str>) -> Option<&str> {
+    s.map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Runs Claude-style agents on the [`AgentRuntime`] loop.
+///
+/// Per run: the system prompt is the agent's body plus the text of each preloaded skill; the
+/// first user message is `TaskCall.prompt` on a fresh message list (or the stored transcript
+/// when `TaskCall.resume` names a session); the tools are the configured set filtered by
+/// `disallowedTools`, then `tools`, with `Task`/`Agent` withheld unless
+/// `ctx.depth < max_depth`; tools are wrapped to enforce `permissionMode`; `maxTurns` becomes
+/// the turn limit. Only the final text comes back; `session_id` resumes the run.
+pub struct ClaudeExecutor {
+    runtime: AgentRuntime,
+    models: Arc<ModelRegistry>,
+    default_model: Option<String>,
+    tools: Option<Vec<Arc<dyn Tool>>>,
+    workspace: Option<PathBuf>,
+    default_tools: OnceCell<Vec<Arc<dyn Tool>>>,
+    extra_tools: RwLock<Vec<Arc<dyn Tool>>>,
+    skill_dirs: Vec<PathBuf>,
+    preset_skills: Option<SkillSet>,
+    skills: OnceCell<SkillSet>,
+    policy: ApprovalPolicy,
+    max_depth: u32,
+    default_max_turns: u32,
+    stream: bool,
+}
+
+impl fmt::Debug for ClaudeExecutor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClaudeExecutor")
+            .field("models", &self.models)
+            .field("default_model", &self.default_model)
+            .field(
+                "tools",
+                &self
+                    .tools
+                    .as_ref()
+                    .map(|t| t.iter().map(|t| t.name().to_string()).collect::<Vec<_>>()),
+            )
+            .field("skill_dirs", &self.skill_dirs)
+            .field("policy", &self.policy)
+            .field("max_depth", &self.max_depth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClaudeExecutor {
+    /// Adds tools every agent may be given, subject to its filters (e.g. the host's `Task`
+    /// tool, built after this type). Names already present are replaced.
+    pub fn add_extra_tools(&self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) {
+        let mut guard = self.extra_tools.write().unwrap_or_else(|p| p.into_inner());
+        for t in tools {
+            guard.retain(|e| e.name() != t.name());
+            guard.push(t);
+        }
+    }
+
+    /// The model registry.
+    pub fn models(&self) -> &ModelRegistry {
+        &self.models
+    }
+
+    /// The nesting limit.
+    pub fn max_depth(&self) -> u32 {
+        self.max_depth
+    }
+
+    /// The runtime (and through it the transcript store).
+    pub fn runtime(&self) -> &AgentRuntime {
+        &self.runtime
+    }
+
+    async fn base_tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut tools = match &self.tools {
+            Some(t) => t.clone(),
+            None => self
+                .default_tools
+                .get_or_init(|| async {
+                    let root = self.workspace.clone();
+                    tokio::task::spawn_blocking(move || default_tool_set(root))
+                        .await
+                        .unwrap_or_default()
+                })
+                .await
+                .clone(),
+        };
+        let extra = self
+            .extra_tools
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for t in extra {
+            tools.retain(|e| e.name() != t.name());
+            tools.push(t);
+        }
+        tools
+    }
+
+    async fn skill_set(&self) -> &SkillSet {
+        self.skills
+            .get_or_init(|| async {
+                let mut set = self.preset_skills.clone().unwrap_or_default();
+                if !self.skill_dirs.is_empty() {
+                    let scan = SkillSet::discover(self.skill_dirs.clone()).await;
+                    for w in &scan.warnings {
+                        tracing::warn!("{w}");
+                    }
+                    for (path, reason) in &scan.skipped {
+                        tracing::warn!(path = %path.display(), "skill not loaded: {reason}");
+                    }
+                    for s in scan.skills.iter() {
+                        set.insert(Skill::clone(s));
+                    }
+                }
+                set
+            })
+            .await
+    }
+
+    /// The tool names an agent would get at `depth` (for listings and tests), with warnings.
+    pub async fn tool_names_for(
+        &self,
+        def: &ClaudeAgentDefinition,
+        depth: u32,
+    ) -> (Vec<String>, Vec<String>) {
+        let base = self.base_tools().await;
+        let sel = select_tools(def, &base, depth < self.max_depth);
+        (
+            sel.tools.iter().map(|t| t.name().to_string()).collect(),
+            sel.warnings,
+        )
+    }
+}
+
+fn default_tool_set(root: Option<PathBuf>) -> Vec<Arc<dyn Tool>> {
+    let root = match root.map_or_else(std::env::current_dir, Ok) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("no current directory for the default tool set: {e}");
+            return Vec::new();
+        }
+    };
+    match subagent_tools::Workspace::new(&root) {
+        Ok(ws) => subagent_tools::ToolSet::all(ws),
+        Err(e) => {
+            tracing::error!(root = %root.display(), "default tool set unavailable: {e}");
+            Vec::new()
+        }
+    }
+}
+
+#[async_trait]
+impl SubagentExecutor for ClaudeExecutor {
+    fn kind(&self) -> &str {
+        KIND
+    }
+
+    async fn execute(
+        &self,
+        call: TaskCall,
+        definition: Arc<dyn SubagentDefinition>,
+        ctx: TaskContext,
+    ) -> Result<TaskOutcome, SubagentError> {
+        let Some(def) = definition.downcast_ref::<ClaudeAgentDefinition>() else {
+            return Err(SubagentError::InvalidInput(format!(
+                "agent `{}` is of kind `{}`, not a CLAUDE agent definition",
+                definition.name(),
+                definition.kind()
+            )));
+        };
+        let agent = def.name.as_str();
+
+        let (model_name, source) = route_model(
+            call.model.as_deref(),
+            def,
+            ctx.parent_model.as_deref(),
+            self.default_model.as_deref(),
+        );
+        let model = self
+            .models
+            .resolve(&model_name)
+            .map_err(|e| SubagentError::Execution {
+                agent: agent.to_string(),
+                message: format!("cannot use model `{model_name}` (from {source}): {e}"),
+                source: Some(Box::new(e)),
+            })?;
+
+        let base = self.base_tools().await;
+        let selection = select_tools(def, &base, ctx.depth < self.max_depth);
+        for w in &selection.warnings {
+            tracing::warn!(agent, "{w}");
+        }
+        let tools = guard_tools(selection.tools, def.permission_mode, &self.policy, agent);
+
+        let limits = Limits::default().with_max_turns(def.max_turns.unwrap_or(self.default_max_turns));
+        let spec = match call.resume.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            Some(session) => RunSpec::resume(model, session, call.prompt.clone()),
+            None => {
+                let (system, warnings) = self
+                    .skill_set()
+                    .await
+                    .compose_prompt(&def.prompt, &def.skills);
+                for w in &warnings {
+                    tracing::warn!(agent, "{w}");
+                }
+                RunSpec::new(model, call.prompt.clone()).with_system(system)
+            }
+        }
+        .with_tools(tools)
+        .with_limits(limits)
+        .streaming(self.stream);
+
+        let mut run_ctx = ctx;
+        run_ctx.parent_model = Some(model_name);
+        if run_ctx.agent.is_empty() {
+            run_ctx.agent = agent.to_string();
+        }
+        self.runtime.run(spec, &run_ctx).await
+    }
+}
+
+/// Entry point for building the `CLAUDE` [`SubagentType`].
+#[derive(Debug, Clone, Copy)]
+pub struct ClaudeSubagentType;
+
+impl ClaudeSubagentType {
+    /// A builder with defaults: no models (set them), the built-in tools on the current
+    /// directory, no skill directories, approval policy allow-all, max depth 1, an in-memory
+    /// transcript store, the built-in agents as default references.
+    pub fn builder() -> ClaudeSubagentTypeBuilder {
+        ClaudeSubagentTypeBuilder::default()
+    }
+}
+
+/// Builds the `CLAUDE` [`SubagentType`]: resolver + executor + built-in agents.
+pub struct ClaudeSubagentTypeBuilder {
+    models: ModelRegistry,
+    default_model: Option<String>,
+    tools: Option<Vec<Arc<dyn Tool>>>,
+    workspace: Option<PathBuf>,
+    extra_tools: Vec<Arc<dyn Tool>>,
+    skill_dirs: Vec<PathBuf>,
+    skills: Option<SkillSet>,
+    policy: ApprovalPolicy,
+    max_depth: u32,
+    store: Option<Arc<dyn TranscriptStore>>,
+    resolver: ClaudeResolver,
+    builtins: bool,
+    default_max_turns: u32,
+    stream: bool,
+}
+
+impl Default for ClaudeSubagentTypeBuilder {
+    fn default() -> Self {
+        Self {
+            models: ModelRegistry::new(),
+            default_model: None,
+            tools: None,
+            workspace: None,
+            extra_tools: Vec::new(),
+            skill_dirs: Vec::new(),
+            skills: None,
+            policy: ApprovalPolicy::default(),
+            max_depth: DEFAULT_MAX_DEPTH,
+            store: None,
+            resolver: ClaudeResolver::new(),
+            builtins: true,
+            default_max_turns: Limits::DEFAULT_MAX_TURNS,
+            stream: false,
+        }
+    }
+}
+
+impl fmt::Debug for ClaudeSubagentTypeBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClaudeSubagentTypeBuilder")
+            .field("models", &self.models)
+            .field("default_model", &self.default_model)
+            .field("skill_dirs", &self.skill_dirs)
+            .field("max_depth", &self.max_depth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClaudeSubagentTypeBuilder {
+    /// The model registry (names, aliases, default, fallback factory).
+    #[must_use]
+    pub fn models(mut self, models: ModelRegistry) -> Self {
+        self.models = models;
+        self
+    }
+
+    /// The model name used when neither the call, the frontmatter nor `inherit` picks one
+    /// (default: the registry's `default`).
+    #[must_use]
+    pub fn default_model(mut self, name: impl Into<String>) -> Self {
+        self.default_model = Some(name.into());
+        self
+    }
+
+    /// The tool set agents choose from (default: every built-in tool of `subagent-tools`,
+    /// confined to [`workspace`](Self::workspace) or the current directory).
+    #[must_use]
+    pub fn tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// The root the default tool set is confined to (default: the current directory).
+    #[must_use]
+    pub fn workspace(mut self, root: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(root.into());
+        self
+    }
+
+    /// Adds a tool on top of the tool set (e.g. the host's `Task` tool), subject to the same
+    /// filters; `Task`/`Agent` is withheld beyond the depth limit.
+    #[must_use]
+    pub fn extra_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.extra_tools.push(tool);
+        self
+    }
+
+    /// Adds several extra tools.
+    #[must_use]
+    pub fn extra_tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.extra_tools.extend(tools);
+        self
+    }
+
+    /// Adds a skill directory (`<dir>/<skill>/SKILL.md`); scanned on first use.
+    #[must_use]
+    pub fn skill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.skill_dirs.push(dir.into());
+        self
+    }
+
+    /// Adds several skill directories.
+    #[must_use]
+    pub fn skill_dirs(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.skill_dirs.extend(dirs);
+        self
+    }
+
+    /// Skills already loaded (take precedence over those found in skill directories).
+    #[must_use]
+    pub fn skills(mut self, skills: SkillSet) -> Self {
+        self.skills = Some(skills);
+        self
+    }
+
+    /// The approval policy for calls that need approval (default: allow all).
+    #[must_use]
+    pub fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The nesting limit: an agent running at depth `d` gets the `Task` tool only when
+    /// `d < max_depth` (default 1; capped at [`MAX_DEPTH_CAP`]).
+    #[must_use]
+    pub fn max_depth(mut self, depth: u32) -> Self {
+        if depth > MAX_DEPTH_CAP {
+            tracing::warn!("max_depth {depth} is above the cap; using {MAX_DEPTH_CAP}");
+        }
+        self.max_depth = depth.min(MAX_DEPTH_CAP);
+        self
+    }
+
+    /// Where transcripts are kept for `resume` (default: in memory).
+    #[must_use]
+    pub fn transcript_store(mut self, store: Arc<dyn TranscriptStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Replaces the resolver (e.g. one with extra embedded agents or a base directory).
+    #[must_use]
+    pub fn resolver(mut self, resolver: ClaudeResolver) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    /// Whether the built-in agents are contributed as default references (default true).
+    #[must_use]
+    pub fn builtin_agents(mut self, yes: bool) -> Self {
+        self.builtins = yes;
+        self
+    }
+
+    /// The turn limit for agents without `maxTurns` (default 30).
+    #[must_use]
+    pub fn default_max_turns(mut self, turns: u32) -> Self {
+        self.default_max_turns = turns;
+        self
+    }
+
+    /// Streams model replies (text deltas become progress events; default off).
+    #[must_use]
+    pub fn stream(mut self, yes: bool) -> Self {
+        self.stream = yes;
+        self
+    }
+
+    /// Builds the type and also returns the executor, so the host can add tools later
+    /// ([`ClaudeExecutor::add_extra_tools`]).
+    pub fn build_with_executor(self) -> (SubagentType, Arc<ClaudeExecutor>) {
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(InMemoryTranscriptStore::new()));
+        let executor = Arc::new(ClaudeExecutor {
+            runtime: AgentRuntime::new(store),
+            models: Arc::new(self.models),
+            default_model: self.default_model,
+            tools: self.tools,
+            workspace: self.workspace,
+            default_tools: OnceCell::new(),
+            extra_tools: RwLock::new(Vec::new()),
+            skill_dirs: self.skill_dirs,
+            preset_skills: self.skills,
+            skills: OnceCell::new(),
+            policy: self.policy,
+            max_depth: self.max_depth,
+            default_max_turns: self.default_max_turns,
+            stream: self.stream,
+        });
+        executor.add_extra_tools(self.extra_tools);
+        let mut ty = SubagentType::new(Arc::new(self.resolver), executor.clone());
+        if self.builtins {
+            ty = ty.with_default_references(builtin_references());
+        }
+        (ty, executor)
+    }
+
+    /// Builds the type.
+    pub fn build(self) -> SubagentType {
+        self.build_with_executor().0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routing_order() {
+        let mut d = ClaudeAgentDefinition::new("a", "d", "p");
+        assert_eq!(
+            route_model(None, &d, Some("parent"), None),
+            ("default".into(), ModelSource::Default)
+        );
+        d.model = Some(ModelChoice::Inherit);
+        assert_eq!(
+            route_model(None, &d, Some("parent"), Some("def")),
+            ("parent".into(), ModelSource::Inherited)
+        );
+        assert_eq!(
+            route_model(None, &d, None, Some("def")),
+            ("def".into(), ModelSource::Default)
+        );
+        d.model = Some(ModelChoice::Named("haiku".into()));
+        assert_eq!(
+            route_model(None, &d, Some("parent"), None),
+            ("haiku".into(), ModelSource::Frontmatter)
+        );
+        assert_eq!(
+            route_model(Some("opus"), &d, Some("parent"), None),
+            ("opus".into(), ModelSource::Call)
+        );
+        assert_eq!(
+            route_model(Some(" "), &d, None, None),
+            ("haiku".into(), ModelSource::Frontmatter)
+        );
+    }
+
+    #[test]
+    fn builder_caps_depth_and_adds_builtins() {
+        let (ty, ex) = ClaudeSubagentType::builder().max_depth(9).build_with_executor();
+        assert_eq!(ex.max_depth(), MAX_DEPTH_CAP);
+        assert_eq!(ty.kind(), KIND);
+        assert_eq!(ty.default_references().len(), 4);
+        let ty = ClaudeSubagentType::builder().builtin_agents(false).build();
+        assert!(ty.default_references().is_empty());
+    }
+}

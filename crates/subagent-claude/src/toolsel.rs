@@ -1,0 +1,148 @@
+//! Choosing an agent's tools from the configured set: `disallowedTools` first, then `tools`.
+
+use std::sync::Arc;
+
+use subagent_spi::Tool;
+
+use crate::definition::{ClaudeAgentDefinition, ToolRule, is_task_name};
+
+/// The tools an agent gets, and warnings about its rules.
+pub(crate) struct Selection {
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub warnings: Vec<String>,
+}
+
+/// Filters `available` for `def`:
+/// 1. every tool matching a `disallowedTools` rule is removed (a scoped rule such as
+///    `Bash(rm:*)` removes the whole tool, since argument-level rules are not enforced);
+/// 2. when `tools` is present, only tools matching one of its rules remain; a scoped rule other
+///    than `Agent(...)`/`Task(...)` grants nothing (granting the whole tool would widen access);
+/// 3. the delegation tool (`Task`/`Agent`) is removed unless `allow_task`.
+///
+/// Rules naming no available tool produce a warning; nothing unknown is ever granted.
+pub(crate) fn select_tools(
+    def: &ClaudeAgentDefinition,
+    available: &[Arc<dyn Tool>],
+    allow_task: bool,
+) -> Selection {
+    let mut warnings = Vec::new();
+    let names: Vec<&str> = available.iter().map(|t| t.name()).collect();
+    let unknown = |rule: &ToolRule| !names.iter().any(|n| rule.matches(n));
+
+    for rule in &def.disallowed_tools {
+        if unknown(rule) {
+            warnings.push(format!(
+                "`disallowedTools` entry `{rule}` matches no available tool"
+            ));
+        } else if let ToolRule::Scoped { name, .. } = rule
+            && !rule.is_delegation()
+        {
+            warnings.push(format!(
+                "`disallowedTools` entry `{rule}`: argument rules are not enforced, so the whole \
+                 `{name}` tool is withheld"
+            ));
+        }
+    }
+    let mut grants: Vec<&ToolRule> = Vec::new();
+    if let Some(rules) = &def.tools {
+        for rule in rules {
+            match rule {
+                ToolRule::Scoped { name, .. } if !rule.is_delegation() => warnings.push(format!(
+                    "`tools` entry `{rule}`: argument rules are not enforced, so `{name}` is not \
+                     granted (list `{name}` to grant the whole tool)"
+                )),
+                _ if unknown(rule) => warnings.push(format!(
+                    "`tools` entry `{rule}` matches no available tool; ignored (available: {})",
+                    names.join(", ")
+                )),
+                _ => grants.push(rule),
+            }
+        }
+    }
+
+    let tools = available
+        .iter()
+        .filter(|t| !def.disallowed_tools.iter().any(|r| r.matches(t.name())))
+        .filter(|t| match &def.tools {
+            None => true,
+            Some(_) => grants.iter().any(|r| r.matches(t.name())),
+        })
+        .filter(|t| allow_task || !is_task_name(t.name()))
+        .cloned()
+        .collect();
+    Selection { tools, warnings }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::definition::parse_tool_list;
+    use async_trait::async_trait;
+    use subagent_spi::{TaskContext, ToolError, ToolOutput};
+
+    struct Named(&'static str);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> String {
+            String::new()
+        }
+        fn input_schema(&self) -> serde_json::Value {
+            serde_json::json!({"type": "object"})
+        }
+        async fn call(
+            &self,
+            _: serde_json::Value,
+            _: &TaskContext,
+        ) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::text(""))
+        }
+    }
+
+    fn set() -> Vec<Arc<dyn Tool>> {
+        ["Read", "Write", "Bash", "mcp__gh__issue", "mcp__gh__pr", "mcp__x__y", "Task"]
+            .into_iter()
+            .map(|n| Arc::new(Named(n)) as Arc<dyn Tool>)
+            .collect()
+    }
+
+    fn names(def: &ClaudeAgentDefinition, allow_task: bool) -> (Vec<String>, Vec<String>) {
+        let s = select_tools(def, &set(), allow_task);
+        (
+            s.tools.iter().map(|t| t.name().to_string()).collect(),
+            s.warnings,
+        )
+    }
+
+    #[test]
+    fn absent_tools_means_all_but_task_at_depth_limit() {
+        let d = ClaudeAgentDefinition::new("a", "d", "p");
+        let (n, w) = names(&d, false);
+        assert_eq!(n, ["Read", "Write", "Bash", "mcp__gh__issue", "mcp__gh__pr", "mcp__x__y"]);
+        assert!(w.is_empty());
+        assert!(names(&d, true).0.contains(&"Task".to_string()));
+    }
+
+    #[test]
+    fn disallowed_first_then_allow_list_with_patterns() {
+        let mut d = ClaudeAgentDefinition::new("a", "d", "p");
+        d.tools = Some(parse_tool_list("Read, Write, mcp__gh__*, LS, Bash(git:*), Agent(x)"));
+        d.disallowed_tools = parse_tool_list("Write, mcp__gh__pr");
+        let (n, w) = names(&d, true);
+        assert_eq!(n, ["Read", "mcp__gh__issue", "Task"]);
+        assert!(w.iter().any(|w| w.contains("`LS`")), "{w:?}");
+        assert!(w.iter().any(|w| w.contains("Bash(git:*)")), "{w:?}");
+        let (n, _) = names(&d, false);
+        assert_eq!(n, ["Read", "mcp__gh__issue"]);
+    }
+
+    #[test]
+    fn empty_allow_list_grants_nothing() {
+        let mut d = ClaudeAgentDefinition::new("a", "d", "p");
+        d.tools = Some(Vec::new());
+        assert!(names(&d, true).0.is_empty());
+    }
+}
