@@ -619,7 +619,7 @@ impl From<v1::SecurityScheme> for v03::SecurityScheme {
                 }
                 v03::SecurityScheme::OAuth2 {
                     description: o.description,
-                    flows,
+                    flows: Box::new(flows),
                     oauth2_metadata_url: o.oauth2_metadata_url,
                 }
             }
@@ -662,6 +662,7 @@ impl From<v03::SecurityScheme> for v1::SecurityScheme {
                 flows,
                 oauth2_metadata_url,
             } => {
+                let flows = *flows;
                 let flow = if let Some(f) = flows.authorization_code {
                     v1::OAuthFlows::AuthorizationCode(v1::AuthorizationCodeOAuthFlow {
                         authorization_url: f.authorization_url.unwrap_or_default(),

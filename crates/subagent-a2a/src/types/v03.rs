@@ -191,7 +191,8 @@ pub struct Message {
     /// Always `message`.
     #[serde(default)]
     pub kind: MessageKind,
-    /// The message id.
+    /// The message id (a missing one reads as empty).
+    #[serde(default)]
     pub message_id: String,
     /// The conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -231,7 +232,8 @@ pub struct TaskStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
-    /// The artifact id.
+    /// The artifact id (a missing one reads as empty).
+    #[serde(default)]
     pub artifact_id: String,
     /// Name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -624,8 +626,8 @@ pub enum SecurityScheme {
         /// Description.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
-        /// Flows.
-        flows: OAuthFlows,
+        /// Flows (boxed: the largest variant).
+        flows: Box<OAuthFlows>,
         /// Metadata URL.
         #[serde(
             default,

@@ -159,7 +159,9 @@ impl Part {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
-    /// The message's unique id (set by its sender).
+    /// The message's unique id (set by its sender). Required; an empty id is omitted, as
+    /// ProtoJSON omits empty strings, and a missing one reads as empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message_id: String,
     /// The conversation this message belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,7 +230,9 @@ impl TaskStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
-    /// The artifact's id, unique within the task.
+    /// The artifact's id, unique within the task. Required; empty is omitted and missing
+    /// reads as empty, as for [`Message::message_id`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub artifact_id: String,
     /// A human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
