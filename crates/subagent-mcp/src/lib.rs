@@ -1,0 +1,55 @@
+//! # subagent-mcp
+//!
+//! The Model Context Protocol both ways, built on [rmcp](https://docs.rs/rmcp) (the official
+//! Rust MCP SDK), kept behind this crate so the SPI never sees it:
+//!
+//! 1. **The `MCP` subagent kind** ([`mcp_subagent_type`]): an agent is one tool of an MCP
+//!    server. A reference's URI is `stdio:COMMAND ARG...` (a child process; words split like a
+//!    shell, quotes allowed) or an `http(s)://` streamable-HTTP endpoint. Metadata: `tool`
+//!    (which tool is the agent; default: the tool named like metadata `name`, else the server's
+//!    only tool), `name`, `argument` (the argument receiving the prompt, default `prompt`),
+//!    `timeout_secs`, `env.NAME` (stdio), `header.NAME` and `bearer_env` (HTTP). The executor
+//!    calls the tool and returns its text; MCP progress becomes
+//!    [`ProgressKind::Status`](subagent_spi::ProgressKind::Status) events; cancelling the
+//!    context sends `notifications/cancelled`.
+//! 2. **MCP tools for agents** ([`McpServerConfig`], [`mcp_tools`], [`McpToolProvider`]): the
+//!    servers of a Claude Code `.mcp.json` (or an agent's inline `mcpServers`) become SPI
+//!    [`Tool`](subagent_spi::Tool)s named `mcp__<server>__<tool>`.
+//! 3. **Serving SPI tools over MCP** ([`McpToolServer`]): any tools — typically `Task`,
+//!    `TaskOutput` and `TaskStop` — served over stdio or streamable HTTP so any MCP client can
+//!    delegate to subagents.
+//!
+//! Connections live in an [`McpPool`] keyed by [`McpEndpoint`]: a stdio server starts once per
+//! distinct command line and environment, is reused by every resolve and call, and is killed
+//! when the pool and the last tool using it are dropped.
+//!
+//! ```no_run
+//! use subagent_spi::SubagentReference;
+//! // Register the kind with the `Task` tool, then point references at MCP servers:
+//! let kind = subagent_mcp::mcp_subagent_type();
+//! let reference = SubagentReference::new("stdio:npx -y my-mcp-agent", subagent_mcp::KIND)
+//!     .with_metadata("tool", "ask_expert")
+//!     .with_metadata("timeout_secs", "120");
+//! # let _ = (kind, reference);
+//! ```
+
+mod client;
+mod config;
+mod content;
+mod endpoint;
+mod error;
+mod kind;
+mod server;
+mod shell;
+mod tools;
+
+pub use client::{DEFAULT_CONNECT_TIMEOUT, McpPool};
+pub use config::{McpServerConfig, McpServerEntry, parse_server};
+pub use endpoint::McpEndpoint;
+pub use error::McpError;
+pub use kind::{
+    DEFAULT_ARGUMENT, KIND, McpExecutor, McpResolver, McpSubagentDefinition, mcp_subagent_type,
+    mcp_subagent_type_with_pool,
+};
+pub use server::{McpHttpServer, McpToolServer};
+pub use tools::{McpTool, McpToolProvider, mcp_tool_name, mcp_tools};

@@ -1,0 +1,386 @@
+//! Serving SPI tools over MCP (stdio or streamable HTTP).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use subagent_spi::{CancellationToken, ProgressEvent, ProgressKind, TaskContext, Tool, ToolError};
+use tokio::sync::mpsc;
+
+use crate::McpError;
+
+/// Progress events buffered per call before they are dropped (never blocking the tool).
+const PROGRESS_BUFFER: usize = 256;
+
+/// An MCP server exposing SPI [`Tool`]s as MCP tools.
+///
+/// `tools/list` reports each tool's name, description and input schema; `tools/call` runs
+/// [`Tool::call`] with a fresh [`TaskContext`] whose cancellation token is cancelled when the
+/// client cancels the request (or goes away). A failed call (`Err` or
+/// [`ToolOutput::is_error`](subagent_spi::ToolOutput)) becomes a result with `isError: true`.
+/// Progress events the tool emits are sent as `notifications/progress` when the client asked
+/// for progress.
+///
+/// ```no_run
+/// # async fn demo(tools: Vec<std::sync::Arc<dyn subagent_spi::Tool>>) -> Result<(), subagent_mcp::McpError> {
+/// // over stdio, until the client disconnects:
+/// subagent_mcp::McpToolServer::new(tools).serve_stdio().await
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct McpToolServer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
+    tools: Vec<Arc<dyn Tool>>,
+    index: HashMap<String, usize>,
+    name: String,
+    version: String,
+    instructions: Option<String>,
+}
+
+impl std::fmt::Debug for McpToolServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpToolServer")
+            .field("name", &self.inner.name)
+            .field(
+                "tools",
+                &self.inner.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl McpToolServer {
+    /// A server exposing `tools` (a later tool with the same name as an earlier one is
+    /// ignored).
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
+        let mut index = HashMap::new();
+        let mut kept = Vec::with_capacity(tools.len());
+        for tool in tools {
+            if index.contains_key(tool.name()) {
+                tracing::warn!(tool = tool.name(), "duplicate tool name; keeping the first");
+                continue;
+            }
+            index.insert(tool.name().to_string(), kept.len());
+            kept.push(tool);
+        }
+        Self {
+            inner: Arc::new(Inner {
+                tools: kept,
+                index,
+                name: "subagents".to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                instructions: None,
+            }),
+        }
+    }
+
+    /// Sets the server name and version reported to clients (builder style).
+    #[must_use]
+    pub fn with_server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.name = name.into();
+        inner.version = version.into();
+        self
+    }
+
+    /// Sets the instructions reported to clients (builder style).
+    #[must_use]
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.inner).instructions = Some(instructions.into());
+        self
+    }
+
+    /// The served tools' names.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner
+            .tools
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect()
+    }
+
+    /// Serves over this process's stdin/stdout until the client disconnects.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| McpError::Serve(format!("stdio handshake: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpError::Serve(format!("stdio server task: {e}")))?;
+        Ok(())
+    }
+
+    /// Serves streamable HTTP at `http://ADDR/mcp` (bind port 0 for any free port) until the
+    /// returned handle is shut down or dropped.
+    ///
+    /// Requests must carry a `Host` of `localhost`, `127.0.0.1`, `::1` or the bound IP (a
+    /// guard against DNS rebinding); use [`serve_streamable_http_with_hosts`] to allow more.
+    ///
+    /// [`serve_streamable_http_with_hosts`]: Self::serve_streamable_http_with_hosts
+    pub async fn serve_streamable_http(self, addr: SocketAddr) -> Result<McpHttpServer, McpError> {
+        self.serve_streamable_http_with_hosts(addr, Vec::new()).await
+    }
+
+    /// Like [`serve_streamable_http`](Self::serve_streamable_http), also accepting the given
+    /// `Host` names (`name` or `name:port`).
+    pub async fn serve_streamable_http_with_hosts(
+        self,
+        addr: SocketAddr,
+        extra_hosts: Vec<String>,
+    ) -> Result<McpHttpServer, McpError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| McpError::Serve(format!("cannot bind {addr}: {e}")))?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| McpError::Serve(format!("local address of {addr}: {e}")))?;
+        let ct = tokio_util::sync::CancellationToken::new();
+        let mut hosts = vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "::1".to_string(),
+        ];
+        let ip = local_addr.ip().to_string();
+        if !hosts.contains(&ip) {
+            hosts.push(ip);
+        }
+        hosts.extend(extra_hosts);
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(ct.child_token())
+            .with_allowed_hosts(hosts);
+        let server = self.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let shutdown = ct.clone();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+                .await
+        });
+        Ok(McpHttpServer {
+            local_addr,
+            ct,
+            task: Some(task),
+        })
+    }
+
+    fn mcp_tool(tool: &dyn Tool) -> rmcp::model::Tool {
+        let schema = match tool.input_schema() {
+            serde_json::Value::Object(m) => m,
+            _ => {
+                let mut m = JsonObject::new();
+                m.insert("type".into(), "object".into());
+                m
+            }
+        };
+        rmcp::model::Tool::new(tool.name().to_string(), tool.description(), Arc::new(schema))
+    }
+
+    async fn run_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(tool) = self
+            .inner
+            .index
+            .get(request.name.as_ref())
+            .and_then(|i| self.inner.tools.get(*i))
+            .cloned()
+        else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{}`; tools: {}",
+                    request.name,
+                    self.tool_names().join(", ")
+                ),
+                None,
+            ));
+        };
+        let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let cancel = CancellationToken::new();
+        let _cancel_on_drop = CancelOnDrop(cancel.clone());
+        let mut ctx = TaskContext::new().with_cancel(cancel.clone());
+        ctx.agent = "mcp-client".to_string();
+
+        // Forward progress when the client asked for it.
+        let progress_task = context.meta.get_progress_token().map(|token| {
+            let (tx, mut rx) = mpsc::channel::<ProgressEvent>(PROGRESS_BUFFER);
+            let sink = move |event: ProgressEvent| {
+                let _ = tx.try_send(event);
+            };
+            ctx = ctx.clone().with_progress(Arc::new(sink));
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                let mut n = 0u32;
+                while let Some(event) = rx.recv().await {
+                    n += 1;
+                    let param = ProgressNotificationParam::new(token.clone(), f64::from(n))
+                        .with_message(progress_message(&event));
+                    if peer.notify_progress(param).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        let watch = {
+            let ct = context.ct.clone();
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                ct.cancelled().await;
+                cancel.cancel();
+            })
+        };
+        let result = tool.call(input, &ctx).await;
+        watch.abort();
+        drop(ctx);
+        if let Some(t) = progress_task {
+            // The sender went away with the context; let the last events go out.
+            let _ = t.await;
+        }
+        Ok(match result {
+            Ok(out) => {
+                let content = vec![ContentBlock::text(out.content)];
+                if out.is_error {
+                    CallToolResult::error(content)
+                } else {
+                    CallToolResult::success(content)
+                }
+            }
+            Err(ToolError::Cancelled { tool }) => {
+                CallToolResult::error(vec![ContentBlock::text(format!("tool `{tool}` was cancelled"))])
+            }
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        })
+    }
+}
+
+/// Cancels the SPI token when the MCP handler future is dropped (the client went away).
+struct CancelOnDrop(CancellationToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+fn progress_message(event: &ProgressEvent) -> String {
+    let what = match &event.kind {
+        ProgressKind::Started { description } => format!("started: {description}"),
+        ProgressKind::Turn { turn } => format!("turn {turn}"),
+        ProgressKind::ToolCall { name, .. } => format!("calling {name}"),
+        ProgressKind::ToolResult { name, is_error, .. } => {
+            format!("{name} {}", if *is_error { "failed" } else { "done" })
+        }
+        ProgressKind::TextDelta { text } => text.clone(),
+        ProgressKind::Status { message } => message.clone(),
+        ProgressKind::Usage { usage } => format!(
+            "{} in / {} out tokens",
+            usage.input_tokens, usage.output_tokens
+        ),
+        ProgressKind::Finished { status, .. } => format!("finished: {status}"),
+        _ => "progress".to_string(),
+    };
+    if event.agent.is_empty() {
+        what
+    } else {
+        format!("[{}] {what}", event.agent)
+    }
+}
+
+impl ServerHandler for McpToolServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                self.inner.name.clone(),
+                self.inner.version.clone(),
+            ));
+        if let Some(i) = &self.inner.instructions {
+            config = config.with_instructions(i.clone());
+        }
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.inner
+                .tools
+                .iter()
+                .map(|t| Self::mcp_tool(t.as_ref()))
+                .collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let i = self.inner.index.get(name)?;
+        self.inner.tools.get(*i).map(|t| Self::mcp_tool(t.as_ref()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.run_tool(request, context).await.map(CallToolResponse::from)
+    }
+}
+
+/// A running streamable-HTTP MCP server. Dropping it stops the server.
+#[derive(Debug)]
+pub struct McpHttpServer {
+    local_addr: SocketAddr,
+    ct: tokio_util::sync::CancellationToken,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl McpHttpServer {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The MCP endpoint URL, `http://ADDR/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.local_addr)
+    }
+
+    /// Stops accepting requests, ends open sessions and waits for the server task.
+    pub async fn shutdown(mut self) -> Result<(), McpError> {
+        self.ct.cancel();
+        if let Some(task) = self.task.take() {
+            task.await
+                .map_err(|e| McpError::Serve(format!("server task: {e}")))?
+                .map_err(|e| McpError::Serve(format!("server on {}: {e}", self.local_addr)))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for McpHttpServer {
+    fn drop(&mut self) {
+        self.ct.cancel();
+    }
+}

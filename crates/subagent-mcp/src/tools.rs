@@ -1,0 +1,250 @@
+//! MCP server tools as SPI [`Tool`]s, named `mcp__<server>__<tool>`.
+
+use std::sync::Arc;
+
+use subagent_spi::{ProgressKind, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+
+use crate::client::{CallEnd, McpPool};
+use crate::content::{progress_line, result_text};
+use crate::{McpEndpoint, McpError, McpServerConfig, McpServerEntry};
+
+/// The SPI name of MCP tool `tool` of server `server`: `mcp__<server>__<tool>`, with characters
+/// other than ASCII letters, digits, `_` and `-` replaced by `_`.
+pub fn mcp_tool_name(server: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("mcp__{}__{}", clean(server), clean(tool))
+}
+
+/// One tool of an MCP server, callable by an agent. Calls go through the shared pool, so the
+/// server is started once and restarted if it exits.
+#[derive(Debug, Clone)]
+pub struct McpTool {
+    name: String,
+    server: String,
+    tool: String,
+    description: String,
+    input_schema: serde_json::Value,
+    endpoint: McpEndpoint,
+    pool: McpPool,
+}
+
+impl McpTool {
+    /// The configured server name.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The tool's own name on the server.
+    pub fn mcp_name(&self) -> &str {
+        &self.tool
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        self.input_schema.clone()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Execute
+    }
+
+    async fn call(
+        &self,
+        input: serde_json::Value,
+        ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args = match input {
+            serde_json::Value::Object(m) => m,
+            serde_json::Value::Null => serde_json::Map::new(),
+            other => {
+                return Err(ToolError::invalid(
+                    &self.name,
+                    format!("expected a JSON object, got `{other}`"),
+                ));
+            }
+        };
+        let failed = |e: McpError| ToolError::failed(&self.name, e.to_string());
+        let conn = self.pool.connection(&self.endpoint).await.map_err(failed)?;
+        let end = conn
+            .call_tool(&self.tool, args, &ctx.cancel, ctx.remaining(), |p| {
+                ctx.emit(ProgressKind::Status {
+                    message: progress_line(&p),
+                })
+            })
+            .await
+            .map_err(failed)?;
+        match end {
+            CallEnd::Done(result) => Ok(ToolOutput {
+                content: result_text(&result),
+                is_error: result.is_error == Some(true),
+                children: Vec::new(),
+            }),
+            CallEnd::Cancelled => Err(ToolError::Cancelled {
+                tool: self.name.clone(),
+            }),
+            CallEnd::TimedOut(after) => Err(ToolError::TimedOut {
+                tool: self.name.clone(),
+                after,
+            }),
+        }
+    }
+}
+
+async fn tools_of(
+    server: &str,
+    endpoint: &McpEndpoint,
+    pool: &McpPool,
+) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+    let conn = pool.connection(endpoint).await?;
+    let listed = conn.list_tools().await?;
+    Ok(listed
+        .into_iter()
+        .map(|t| {
+            let description = t
+                .description
+                .as_deref()
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(str::to_string)
+                .or_else(|| t.title.clone())
+                .unwrap_or_else(|| format!("The `{}` tool of MCP server `{server}`", t.name));
+            Arc::new(McpTool {
+                name: mcp_tool_name(server, &t.name),
+                server: server.to_string(),
+                tool: t.name.to_string(),
+                description,
+                input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+                endpoint: endpoint.clone(),
+                pool: pool.clone(),
+            }) as Arc<dyn Tool>
+        })
+        .collect())
+}
+
+/// Connects to server `server_name` of `config` and returns one [`Tool`] per server tool,
+/// named `mcp__<server>__<tool>`, with the server's descriptions and input schemas.
+///
+/// The tools share a private connection: the server runs while any of them is alive. Use
+/// [`McpToolProvider`] to share connections across agents.
+pub async fn mcp_tools(
+    server_name: &str,
+    config: &McpServerConfig,
+) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+    let endpoint = config
+        .get(server_name)
+        .ok_or_else(|| McpError::UnknownServer {
+            name: server_name.to_string(),
+            available: config.names(),
+        })?;
+    tools_of(server_name, endpoint, &McpPool::new()).await
+}
+
+/// Gives agents the tools of their MCP servers: holds the configured servers (e.g. from
+/// `.mcp.json`) and a connection pool, so each server starts once however many agents use it.
+///
+/// Cheap to clone and `Send + Sync`; keep one per host in an `Arc` or by value.
+#[derive(Debug, Clone, Default)]
+pub struct McpToolProvider {
+    config: Arc<McpServerConfig>,
+    pool: McpPool,
+}
+
+impl McpToolProvider {
+    /// A provider for `config` with its own pool.
+    pub fn new(config: McpServerConfig) -> Self {
+        Self::with_pool(config, McpPool::new())
+    }
+
+    /// A provider for `config` sharing `pool` (e.g. with the `MCP` kind).
+    pub fn with_pool(config: McpServerConfig, pool: McpPool) -> Self {
+        Self {
+            config: Arc::new(config),
+            pool,
+        }
+    }
+
+    /// The configured servers.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.config
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &McpPool {
+        &self.pool
+    }
+
+    /// The tools of one configured server.
+    pub async fn tools_for_server(&self, name: &str) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+        let endpoint = self
+            .config
+            .get(name)
+            .ok_or_else(|| McpError::UnknownServer {
+                name: name.to_string(),
+                available: self.config.names(),
+            })?;
+        tools_of(name, endpoint, &self.pool).await
+    }
+
+    /// The tools of every server in `entries` (names of configured servers and inline
+    /// definitions, as parsed by [`McpServerEntry::parse_list`]), connecting concurrently.
+    /// Fails on the first unknown name or unreachable server.
+    pub async fn tools_for(
+        &self,
+        entries: &[McpServerEntry],
+    ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+        let mut targets = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match entry {
+                McpServerEntry::Named(name) => {
+                    let endpoint =
+                        self.config
+                            .get(name)
+                            .ok_or_else(|| McpError::UnknownServer {
+                                name: name.clone(),
+                                available: self.config.names(),
+                            })?;
+                    targets.push((name.as_str(), endpoint));
+                }
+                McpServerEntry::Inline { name, endpoint } => targets.push((name.as_str(), endpoint)),
+            }
+        }
+        let lists = futures::future::try_join_all(
+            targets
+                .iter()
+                .map(|(name, endpoint)| tools_of(name, endpoint, &self.pool)),
+        )
+        .await?;
+        Ok(lists.into_iter().flatten().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_prefixed_and_cleaned() {
+        assert_eq!(mcp_tool_name("github", "create_issue"), "mcp__github__create_issue");
+        assert_eq!(mcp_tool_name("my server", "a.b/c"), "mcp__my_server__a_b_c");
+    }
+}
