@@ -1,0 +1,1 @@
+//! The MCP kind against real MCP servers (placeholder; filled in below).
