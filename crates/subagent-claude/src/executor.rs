@@ -284,8 +284,14 @@ impl SubagentExecutor for ClaudeExecutor {
         }
         let tools = guard_tools(selection.tools, def.permission_mode, &self.policy, agent);
 
-        let limits = Limits::default().with_max_turns(def.max_turns.unwrap_or(self.default_max_turns));
-        let spec = match call.resume.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        let limits =
+            Limits::default().with_max_turns(def.max_turns.unwrap_or(self.default_max_turns));
+        let spec = match call
+            .resume
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             Some(session) => RunSpec::resume(model, session, call.prompt.clone()),
             None => {
                 let (system, warnings) = self
@@ -567,7 +573,9 @@ mod tests {
 
     #[test]
     fn builder_caps_depth_and_adds_builtins() {
-        let (ty, ex) = ClaudeSubagentType::builder().max_depth(9).build_with_executor();
+        let (ty, ex) = ClaudeSubagentType::builder()
+            .max_depth(9)
+            .build_with_executor();
         assert_eq!(ex.max_depth(), MAX_DEPTH_CAP);
         assert_eq!(ty.kind(), KIND);
         assert_eq!(ty.default_references().len(), 4);

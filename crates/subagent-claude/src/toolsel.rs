@@ -103,10 +103,18 @@ mod tests {
     }
 
     fn set() -> Vec<Arc<dyn Tool>> {
-        ["Read", "Write", "Bash", "mcp__gh__issue", "mcp__gh__pr", "mcp__x__y", "Task"]
-            .into_iter()
-            .map(|n| Arc::new(Named(n)) as Arc<dyn Tool>)
-            .collect()
+        [
+            "Read",
+            "Write",
+            "Bash",
+            "mcp__gh__issue",
+            "mcp__gh__pr",
+            "mcp__x__y",
+            "Task",
+        ]
+        .into_iter()
+        .map(|n| Arc::new(Named(n)) as Arc<dyn Tool>)
+        .collect()
     }
 
     fn names(def: &ClaudeAgentDefinition, allow_task: bool) -> (Vec<String>, Vec<String>) {
@@ -121,7 +129,17 @@ mod tests {
     fn absent_tools_means_all_but_task_at_depth_limit() {
         let d = ClaudeAgentDefinition::new("a", "d", "p");
         let (n, w) = names(&d, false);
-        assert_eq!(n, ["Read", "Write", "Bash", "mcp__gh__issue", "mcp__gh__pr", "mcp__x__y"]);
+        assert_eq!(
+            n,
+            [
+                "Read",
+                "Write",
+                "Bash",
+                "mcp__gh__issue",
+                "mcp__gh__pr",
+                "mcp__x__y"
+            ]
+        );
         assert!(w.is_empty());
         assert!(names(&d, true).0.contains(&"Task".to_string()));
     }
@@ -129,7 +147,9 @@ mod tests {
     #[test]
     fn disallowed_first_then_allow_list_with_patterns() {
         let mut d = ClaudeAgentDefinition::new("a", "d", "p");
-        d.tools = Some(parse_tool_list("Read, Write, mcp__gh__*, LS, Bash(git:*), Agent(x)"));
+        d.tools = Some(parse_tool_list(
+            "Read, Write, mcp__gh__*, LS, Bash(git:*), Agent(x)",
+        ));
         d.disallowed_tools = parse_tool_list("Write, mcp__gh__pr");
         let (n, w) = names(&d, true);
         assert_eq!(n, ["Read", "mcp__gh__issue", "Task"]);

@@ -1,0 +1,433 @@
+//! The Claude executor against the scripted model server (real HTTP, OpenAI wire format):
+//! tool filtering, model routing, skills, maxTurns, resume, permission modes, depth.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use subagent_claude::{
+    ApprovalPolicy, ClaudeAgentDefinition, ClaudeExecutor, ClaudeSubagentType, parse_agent,
+};
+use subagent_providers::OpenAiModel;
+use subagent_runtime::ModelRegistry;
+use subagent_spi::{
+    SubagentDefinition, SubagentError, TaskCall, TaskContext, TaskStatus, Tool, ToolEffect,
+    ToolError, ToolOutput,
+};
+use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+
+/// A stand-in for the host's `Task` tool: the executor only filters it by name.
+struct FakeTask;
+
+#[async_trait]
+impl Tool for FakeTask {
+    fn name(&self) -> &str {
+        "Task"
+    }
+    fn description(&self) -> String {
+        "Delegate to a subagent".into()
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"prompt": {"type": "string"}}})
+    }
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Delegate
+    }
+    async fn call(&self, _: Value, _: &TaskContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("delegated"))
+    }
+}
+
+struct Harness {
+    server: ScriptedModelServer,
+    dir: tempfile::TempDir,
+}
+
+fn model(server: &ScriptedModelServer, id: &str) -> Arc<dyn subagent_spi::ChatModel> {
+    Arc::new(
+        OpenAiModel::builder()
+            .base_url(server.openai_base_url())
+            .api_key("test-key")
+            .model(id)
+            .max_retries(0)
+            .build()
+            .unwrap(),
+    )
+}
+
+impl Harness {
+    async fn new() -> Self {
+        let server = ScriptedModelServer::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "hello notes\n").unwrap();
+        let skill = dir.path().join("skills/release-notes");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: release-notes\ndescription: Writes release notes\n---\nALWAYS group changes by crate.\n",
+        )
+        .unwrap();
+        Self { server, dir }
+    }
+
+    fn registry(&self) -> ModelRegistry {
+        ModelRegistry::new()
+            .with_model("model-a", model(&self.server, "model-a"))
+            .with_model("model-b", model(&self.server, "model-b"))
+            .with_alias("sonnet", "model-b")
+            .with_default("model-a")
+    }
+
+    fn executor(&self, policy: ApprovalPolicy, max_depth: u32) -> Arc<ClaudeExecutor> {
+        let (_ty, ex) = ClaudeSubagentType::builder()
+            .models(self.registry())
+            .workspace(self.dir.path())
+            .extra_tool(Arc::new(FakeTask))
+            .skill_dir(self.dir.path().join("skills"))
+            .approval_policy(policy)
+            .max_depth(max_depth)
+            .build_with_executor();
+        ex
+    }
+
+    fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.requests()
+    }
+}
+
+fn agent(front: &str, body: &str) -> Arc<dyn SubagentDefinition> {
+    let text = format!("---\n{front}\n---\n{body}\n");
+    Arc::new(
+        parse_agent(Path::new("test-agent.md"), &text)
+            .unwrap()
+            .definition,
+    )
+}
+
+fn tool_names(req: &RecordedRequest) -> Vec<String> {
+    let mut v: Vec<String> = req
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The context of a child of the main agent (depth 1).
+fn child_ctx() -> TaskContext {
+    TaskContext::new().child("test-agent", Some("task_1".into()))
+}
+
+async fn run(
+    ex: &ClaudeExecutor,
+    def: &Arc<dyn SubagentDefinition>,
+    call: TaskCall,
+    ctx: TaskContext,
+) -> Result<subagent_spi::TaskOutcome, SubagentError> {
+    subagent_spi::SubagentExecutor::execute(ex, call, def.clone(), ctx).await
+}
+
+fn call(prompt: &str) -> TaskCall {
+    TaskCall::new("test-agent", "test", prompt)
+}
+
+#[tokio::test]
+async fn tool_list_reflects_tools_and_disallowed_tools() {
+    let h = Harness::new().await;
+    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    h.server.push(Reply::text("one"));
+    h.server.push(Reply::text("two"));
+
+    let def = agent(
+        "name: test-agent\ndescription: d\ntools: Read, Grep, Write, LS, mcp__none__*\ndisallowedTools: Write",
+        "You help.",
+    );
+    let out = run(&ex, &def, call("go"), child_ctx()).await.unwrap();
+    assert_eq!(out.text, "one");
+    let def = agent(
+        "name: test-agent\ndescription: d\ndisallowedTools: [Bash, WebFetch, TodoWrite]",
+        "You help.",
+    );
+    run(&ex, &def, call("go"), child_ctx()).await.unwrap();
+
+    let reqs = h.requests();
+    assert_eq!(tool_names(&reqs[0]), ["Grep", "Read"]);
+    assert_eq!(
+        tool_names(&reqs[1]),
+        ["Edit", "Glob", "Grep", "Read", "Write"]
+    );
+}
+
+#[tokio::test]
+async fn model_follows_the_routing_order() {
+    let h = Harness::new().await;
+    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    for _ in 0..5 {
+        h.server.push(Reply::text("ok"));
+    }
+    let plain = agent("name: test-agent\ndescription: d", "p");
+    let sonnet = agent("name: test-agent\ndescription: d\nmodel: sonnet", "p");
+    let inherit = agent("name: test-agent\ndescription: d\nmodel: inherit", "p");
+
+    // TaskCall.model beats the frontmatter.
+    run(&ex, &sonnet, call("x").with_model("model-a"), child_ctx())
+        .await
+        .unwrap();
+    // The frontmatter alias.
+    run(&ex, &sonnet, call("x"), child_ctx()).await.unwrap();
+    // inherit: the parent's model from the context.
+    let ctx = TaskContext::new()
+        .with_parent_model("sonnet")
+        .child("t", None);
+    run(&ex, &inherit, call("x"), ctx).await.unwrap();
+    // inherit without a parent model, and no model at all: the default.
+    run(&ex, &inherit, call("x"), child_ctx()).await.unwrap();
+    run(&ex, &plain, call("x"), child_ctx()).await.unwrap();
+
+    let models: Vec<_> = h
+        .requests()
+        .iter()
+        .map(|r| r.model().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        models,
+        ["model-a", "model-b", "model-b", "model-a", "model-a"]
+    );
+
+    // An unknown model is a clear error listing the known names; nothing is sent.
+    let fable = agent("name: test-agent\ndescription: d\nmodel: fable", "p");
+    let err = run(&ex, &fable, call("x"), child_ctx())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`fable`"), "{err}");
+    assert!(err.contains("model-a") && err.contains("sonnet"), "{err}");
+    assert_eq!(h.server.request_count(), 5);
+}
+
+#[tokio::test]
+async fn skills_text_is_in_the_system_prompt() {
+    let h = Harness::new().await;
+    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    h.server.push(Reply::text("ok"));
+    let def = agent(
+        "name: test-agent\ndescription: d\nskills: [release-notes, not-there]",
+        "You are the release manager.",
+    );
+    run(&ex, &def, call("write notes"), child_ctx())
+        .await
+        .unwrap();
+    let req = h.server.last_request().unwrap();
+    let msgs = req.messages();
+    assert_eq!(msgs[0]["role"], "system");
+    let system = msgs[0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("You are the release manager."),
+        "{system}"
+    );
+    assert!(
+        system.contains("ALWAYS group changes by crate."),
+        "{system}"
+    );
+    assert_eq!(msgs[1]["role"], "user");
+    assert_eq!(msgs[1]["content"], "write notes");
+    assert_eq!(msgs.len(), 2, "fresh context: system + the prompt only");
+}
+
+#[tokio::test]
+async fn max_turns_stops_the_run() {
+    let h = Harness::new().await;
+    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    for _ in 0..5 {
+        h.server.push(Reply::tool_calls(vec![(
+            "Read",
+            json!({"file_path": "notes.txt"}),
+        )]));
+    }
+    let def = agent("name: test-agent\ndescription: d\nmaxTurns: 2", "p");
+    let out = run(&ex, &def, call("loop"), child_ctx()).await.unwrap();
+    assert_eq!(out.status, TaskStatus::LimitReached);
+    assert_eq!(out.limit.as_deref(), Some("max_turns=2"));
+    assert_eq!(h.server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn resume_sends_the_earlier_transcript() {
+    let h = Harness::new().await;
+    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    h.server.push(Reply::text("the answer is 42"));
+    h.server.push(Reply::text("yes, 42"));
+    let def = agent("name: test-agent\ndescription: d", "You answer.");
+    let first = run(&ex, &def, call("what is the answer?"), child_ctx())
+        .await
+        .unwrap();
+    let session = first.session_id.clone().expect("a session id");
+    let second = run(
+        &ex,
+        &def,
+        call("are you sure?").resuming(session.clone()),
+        child_ctx(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(second.text, "yes, 42");
+    assert_eq!(second.session_id.as_deref(), Some(session.as_str()));
+    let req = h.server.last_request().unwrap();
+    let contents: Vec<_> = req
+        .messages()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or(""),
+                m["content"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            ("system", "You answer."),
+            ("user", "what is the answer?"),
+            ("assistant", "the answer is 42"),
+            ("user", "are you sure?"),
+        ]
+    );
+
+    let err = run(&ex, &def, call("hm").resuming("sess_unknown"), child_ctx())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SubagentError::Resume { .. }), "{err}");
+}
+
+fn tool_result_texts(req: &RecordedRequest) -> Vec<String> {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn plan_mode_refuses_write_with_a_readable_error() {
+    let h = Harness::new().await;
+    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    h.server.push(Reply::tool_calls(vec![
+        ("Write", json!({"file_path": "out.txt", "content": "x"})),
+        ("Read", json!({"file_path": "notes.txt"})),
+    ]));
+    h.server.push(Reply::text("planned"));
+    let def = agent(
+        "name: test-agent\ndescription: d\npermissionMode: plan",
+        "You plan.",
+    );
+    let out = run(&ex, &def, call("plan it"), child_ctx()).await.unwrap();
+    assert_eq!(out.text, "planned");
+    assert!(!h.dir.path().join("out.txt").exists(), "Write must not run");
+    let results = tool_result_texts(&h.server.last_request().unwrap());
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0].contains("permission mode `plan`"),
+        "{}",
+        results[0]
+    );
+    assert!(results[0].contains("Write"), "{}", results[0]);
+    assert!(
+        results[1].contains("hello notes"),
+        "reads still work: {}",
+        results[1]
+    );
+}
+
+#[tokio::test]
+async fn default_mode_asks_the_policy_and_accept_edits_allows_edits() {
+    let h = Harness::new().await;
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen2 = seen.clone();
+    let policy = ApprovalPolicy::callback(move |req| {
+        seen2
+            .lock()
+            .unwrap()
+            .push(format!("{}:{:?}", req.tool, req.effect));
+        false
+    });
+    let ex = h.executor(policy, 1);
+    let write = || {
+        Reply::tool_calls(vec![(
+            "Write",
+            json!({"file_path": "w.txt", "content": "x"}),
+        )])
+    };
+    h.server.push(write());
+    h.server.push(Reply::text("done"));
+    h.server.push(write());
+    h.server.push(Reply::text("done"));
+
+    let default = agent("name: test-agent\ndescription: d", "p");
+    run(&ex, &default, call("w"), child_ctx()).await.unwrap();
+    assert!(!h.dir.path().join("w.txt").exists());
+    let results = tool_result_texts(&h.server.last_request().unwrap());
+    assert!(
+        results[0].contains("approval policy refused"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(seen.lock().unwrap().as_slice(), ["Write:Edit"]);
+
+    let accept = agent(
+        "name: test-agent\ndescription: d\npermissionMode: acceptEdits",
+        "p",
+    );
+    run(&ex, &accept, call("w"), child_ctx()).await.unwrap();
+    assert!(
+        h.dir.path().join("w.txt").exists(),
+        "acceptEdits allows Write"
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "no approval asked for an edit"
+    );
+}
+
+#[tokio::test]
+async fn a_child_never_receives_task_at_default_depth() {
+    let h = Harness::new().await;
+    h.server.push(Reply::text("a"));
+    h.server.push(Reply::text("b"));
+    h.server.push(Reply::text("c"));
+    let def = agent("name: test-agent\ndescription: d\ntools: Read, Task", "p");
+
+    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    run(&ex, &def, call("x"), child_ctx()).await.unwrap();
+    // At depth 0 (a main agent run through the executor) Task is allowed.
+    run(&ex, &def, call("x"), TaskContext::new()).await.unwrap();
+    // With max_depth 2 a depth-1 child may delegate.
+    let ex2 = h.executor(ApprovalPolicy::AllowAll, 2);
+    run(&ex2, &def, call("x"), child_ctx()).await.unwrap();
+
+    let reqs = h.requests();
+    assert_eq!(tool_names(&reqs[0]), ["Read"]);
+    assert_eq!(tool_names(&reqs[1]), ["Read", "Task"]);
+    assert_eq!(tool_names(&reqs[2]), ["Read", "Task"]);
+}
+
+#[tokio::test]
+async fn builtin_explore_is_read_only() {
+    let h = Harness::new().await;
+    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    h.server.push(Reply::text("found"));
+    let def: Arc<dyn SubagentDefinition> =
+        Arc::new(subagent_claude::builtin_agent("Explore").unwrap());
+    let out = run(&ex, &def, call("find main"), child_ctx())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "found");
+    assert_eq!(
+        tool_names(&h.server.last_request().unwrap()),
+        ["Glob", "Grep", "Read"]
+    );
+    let typed = def.downcast_ref::<ClaudeAgentDefinition>().unwrap();
+    assert_eq!(typed.name, "Explore");
+}
