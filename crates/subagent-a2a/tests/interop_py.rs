@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use subagent_a2a::client::{KIND, a2a_subagent_type};
-use subagent_spi::{CancellationToken, ProgressEvent, ProgressKind, SubagentReference, TaskContext};
+use subagent_spi::{
+    CancellationToken, ProgressEvent, ProgressKind, SubagentReference, TaskContext,
+};
 use task_tool::TaskTool;
 
 #[derive(Clone, Copy, Debug)]
@@ -56,7 +58,12 @@ fn workspace() -> PathBuf {
 fn python(sdk: Sdk) -> Option<PathBuf> {
     let path = std::env::var_os(sdk.env())
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/py").join(sdk.venv()).join("bin/python"));
+        .unwrap_or_else(|| {
+            workspace()
+                .join("target/py")
+                .join(sdk.venv())
+                .join("bin/python")
+        });
     if path.exists() {
         return Some(path);
     }
@@ -249,7 +256,11 @@ async fn streaming_progress(tool: &TaskTool, agent: &str) {
         .call_tool(call(agent, "stream the news", None), &ctx)
         .await;
     assert!(!out.is_error, "{}", out.content);
-    assert!(out.content.contains("streamed: the news"), "{}", out.content);
+    assert!(
+        out.content.contains("streamed: the news"),
+        "{}",
+        out.content
+    );
     let events = events.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let statuses: Vec<String> = events
         .iter()
@@ -259,7 +270,11 @@ async fn streaming_progress(tool: &TaskTool, agent: &str) {
         })
         .collect();
     let steps: Vec<&String> = statuses.iter().filter(|s| s.starts_with("step ")).collect();
-    assert_eq!(steps, ["step 1", "step 2", "step 3"], "all statuses: {statuses:?}");
+    assert_eq!(
+        steps,
+        ["step 1", "step 2", "step 3"],
+        "all statuses: {statuses:?}"
+    );
     assert!(
         events.iter().any(|e| matches!(&e.kind,
             ProgressKind::TextDelta { text } if text.contains("streamed: the news"))),
@@ -297,7 +312,10 @@ async fn cancellation_reaches_remote(tool: Arc<TaskTool>, server: &PyServer, age
     let id = server.cancelled_task_id().await;
     let (err, text) = run(&tool, agent, &format!("was-cancelled {id}"), None).await;
     assert!(!err, "{text}");
-    assert!(text.starts_with("yes"), "remote did not record the cancel of {id}: {text}");
+    assert!(
+        text.starts_with("yes"),
+        "remote did not record the cancel of {id}: {text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -395,7 +413,10 @@ async fn spi_executor_directly_against_v03() {
     let a2a = def
         .downcast_ref::<subagent_a2a::A2aSubagentDefinition>()
         .expect("an A2A definition");
-    assert_eq!(a2a.endpoint().version, subagent_a2a::types::ProtocolVersion::V03);
+    assert_eq!(
+        a2a.endpoint().version,
+        subagent_a2a::types::ProtocolVersion::V03
+    );
     assert!(a2a.uses_streaming());
     let (ctx, _events) = recording_ctx();
     let out = kind

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use subagent_a2a::types::jsonrpc::{self, RpcError, codes};
-use subagent_a2a::types::{v03, v1};
+use subagent_a2a::types::{v1, v03};
 
 /// Parses `value` as `T`, serializes it back and requires the identical JSON.
 fn round_trip<T: Serialize + DeserializeOwned>(value: Value) -> T {
@@ -126,7 +126,10 @@ fn v1_send_message_request_with_file_parts_round_trips() {
       "configuration": {"acceptedOutputModes": ["text/plain"], "historyLength": 5, "returnImmediately": true}
     }));
     assert_eq!(req.message.role, v1::Role::User);
-    assert!(matches!(req.message.parts[1].content, v1::PartContent::Raw(_)));
+    assert!(matches!(
+        req.message.parts[1].content,
+        v1::PartContent::Raw(_)
+    ));
     assert!(req.configuration.unwrap().return_immediately);
 }
 
@@ -145,7 +148,9 @@ fn v1_task_results_round_trip() {
         }]
       }
     }));
-    assert!(matches!(r, v1::SendMessageResponse::Task(t) if t.status.state == v1::TaskState::Completed));
+    assert!(
+        matches!(r, v1::SendMessageResponse::Task(t) if t.status.state == v1::TaskState::Completed)
+    );
 
     // Input required (6.3).
     let r: v1::SendMessageResponse = round_trip(json!({
@@ -178,7 +183,9 @@ fn v1_stream_responses_round_trip() {
         json!({"message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "done"}]}}),
     ];
     let parsed: Vec<v1::StreamResponse> = events.into_iter().map(round_trip).collect();
-    assert!(matches!(parsed[1], v1::StreamResponse::ArtifactUpdate(ref a) if a.append && a.last_chunk));
+    assert!(
+        matches!(parsed[1], v1::StreamResponse::ArtifactUpdate(ref a) if a.append && a.last_chunk)
+    );
 }
 
 #[test]
@@ -189,12 +196,21 @@ fn v1_lenient_input_omits_nothing_required_on_output() {
         {"artifactUpdate": {"taskId": "t", "contextId": "c", "artifact": {"parts": [{"text": "x"}]}}}
     ))
     .unwrap();
-    assert!(matches!(e, v1::StreamResponse::ArtifactUpdate(a) if a.artifact.artifact_id.is_empty()));
+    assert!(
+        matches!(e, v1::StreamResponse::ArtifactUpdate(a) if a.artifact.artifact_id.is_empty())
+    );
     let s: v1::TaskStatus = serde_json::from_value(json!({"state": 3})).unwrap();
     assert_eq!(s.state, v1::TaskState::Completed);
-    assert_eq!(serde_json::to_value(s).unwrap(), json!({"state": "TASK_STATE_COMPLETED"}));
+    assert_eq!(
+        serde_json::to_value(s).unwrap(),
+        json!({"state": "TASK_STATE_COMPLETED"})
+    );
     let bad = serde_json::from_value::<v1::TaskStatus>(json!({"state": "completed"}));
-    assert!(bad.unwrap_err().to_string().contains("unknown TaskState `completed`"));
+    assert!(
+        bad.unwrap_err()
+            .to_string()
+            .contains("unknown TaskState `completed`")
+    );
 }
 
 #[test]
@@ -327,10 +343,17 @@ fn v03_stream_events_round_trip() {
         }),
     ];
     let parsed: Vec<v03::Event> = events.into_iter().map(round_trip).collect();
-    assert!(matches!(&parsed[0], v03::Event::Task(t) if t.status.state == v03::TaskState::Submitted));
+    assert!(
+        matches!(&parsed[0], v03::Event::Task(t) if t.status.state == v03::TaskState::Submitted)
+    );
     assert!(matches!(&parsed[2], v03::Event::StatusUpdate(s) if s.is_final));
     let unknown = serde_json::from_value::<v03::Event>(json!({"kind": "nope"}));
-    assert!(unknown.unwrap_err().to_string().contains("unknown 0.3 event kind `nope`"));
+    assert!(
+        unknown
+            .unwrap_err()
+            .to_string()
+            .contains("unknown 0.3 event kind `nope`")
+    );
 }
 
 #[test]
@@ -405,11 +428,25 @@ fn tasks_convert_both_ways_without_loss() {
     assert_eq!(old_json["kind"], "task");
     assert_eq!(old_json["status"]["state"], "input-required");
     assert_eq!(old_json["artifacts"][0]["parts"][1]["kind"], "file");
-    assert_eq!(old_json["artifacts"][0]["parts"][1]["file"]["bytes"], "aGk=");
-    assert_eq!(old_json["artifacts"][0]["parts"][1]["file"]["name"], "hi.txt");
-    assert_eq!(old_json["artifacts"][0]["parts"][4]["data"], json!({"value": [1, 2, 3]}));
-    assert_eq!(old_json["artifacts"][0]["parts"][4]["metadata"]["data_part_compat"], true);
-    let back: v1::Task = serde_json::from_value::<v03::Task>(old_json).unwrap().into();
+    assert_eq!(
+        old_json["artifacts"][0]["parts"][1]["file"]["bytes"],
+        "aGk="
+    );
+    assert_eq!(
+        old_json["artifacts"][0]["parts"][1]["file"]["name"],
+        "hi.txt"
+    );
+    assert_eq!(
+        old_json["artifacts"][0]["parts"][4]["data"],
+        json!({"value": [1, 2, 3]})
+    );
+    assert_eq!(
+        old_json["artifacts"][0]["parts"][4]["metadata"]["data_part_compat"],
+        true
+    );
+    let back: v1::Task = serde_json::from_value::<v03::Task>(old_json)
+        .unwrap()
+        .into();
     assert_eq!(back, task);
 }
 
@@ -419,7 +456,11 @@ fn cards_convert_both_ways() {
     let new: v1::AgentCard = old.clone().into();
     assert_eq!(new.supported_interfaces[0].protocol_binding, "JSONRPC");
     assert_eq!(new.supported_interfaces[0].protocol_version, "0.3.0");
-    assert_eq!(new.supported_interfaces.len(), 3, "the repeated main interface is merged");
+    assert_eq!(
+        new.supported_interfaces.len(),
+        3,
+        "the repeated main interface is merged"
+    );
     assert_eq!(new.capabilities.extended_agent_card, Some(true));
     assert_eq!(
         new.security_requirements[0].schemes["google"].list,
@@ -439,8 +480,14 @@ fn cards_convert_both_ways() {
     assert_eq!(old.additional_interfaces.len(), 3);
     assert_eq!(old.supports_authenticated_extended_card, Some(true));
     let v = serde_json::to_value(&old).unwrap();
-    assert_eq!(v["securitySchemes"]["key"], json!({"type": "apiKey", "in": "header", "name": "X-API-Key"}));
-    assert_eq!(v["security"], json!([{"google": ["openid", "profile", "email"]}]));
+    assert_eq!(
+        v["securitySchemes"]["key"],
+        json!({"type": "apiKey", "in": "header", "name": "X-API-Key"})
+    );
+    assert_eq!(
+        v["security"],
+        json!([{"google": ["openid", "profile", "email"]}])
+    );
 }
 
 #[test]
@@ -468,7 +515,10 @@ fn send_params_convert_blocking_and_push_config() {
     let old: v03::MessageSendParams = req.clone().into();
     let v = serde_json::to_value(&old).unwrap();
     assert_eq!(v["configuration"]["blocking"], false);
-    assert_eq!(v["configuration"]["pushNotificationConfig"]["authentication"]["schemes"], json!(["Bearer"]));
+    assert_eq!(
+        v["configuration"]["pushNotificationConfig"]["authentication"]["schemes"],
+        json!(["Bearer"])
+    );
     assert_eq!(v["message"]["kind"], "message");
     assert_eq!(v["message"]["role"], "user");
     let back: v1::SendMessageRequest = old.into();

@@ -124,7 +124,10 @@ impl A2aConfig {
         match (lookup(r, keys::API_KEY_HEADER), key) {
             (Some(h), Some(k)) => {
                 let name = HeaderName::from_bytes(h.as_bytes()).map_err(|_| A2aError::Config {
-                    message: format!("`{}` = `{h}` is not a valid header name", keys::API_KEY_HEADER),
+                    message: format!(
+                        "`{}` = `{h}` is not a valid header name",
+                        keys::API_KEY_HEADER
+                    ),
                 })?;
                 headers.insert(name, sensitive(&k, keys::API_KEY)?);
             }
@@ -189,16 +192,16 @@ impl A2aConfig {
         let binding = match lookup(r, keys::BINDING) {
             None => None,
             Some(v) => Some(Binding::parse(v).ok_or_else(|| A2aError::Config {
-                message: format!("`{}` must be JSONRPC or HTTP+JSON, got `{v}`", keys::BINDING),
+                message: format!(
+                    "`{}` must be JSONRPC or HTTP+JSON, got `{v}`",
+                    keys::BINDING
+                ),
             })?),
         };
         let version = match lookup(r, keys::PROTOCOL_VERSION) {
             None => None,
             Some(v) => Some(ProtocolVersion::parse(v).ok_or_else(|| A2aError::Config {
-                message: format!(
-                    "`{}` must be 1.0 or 0.3, got `{v}`",
-                    keys::PROTOCOL_VERSION
-                ),
+                message: format!("`{}` must be 1.0 or 0.3, got `{v}`", keys::PROTOCOL_VERSION),
             })?),
         };
         Ok(Self {
@@ -214,7 +217,10 @@ impl A2aConfig {
 
     /// The names of the auth headers that will be sent (values are secret).
     pub fn auth_header_names(&self) -> Vec<String> {
-        self.headers.keys().map(|k| k.as_str().to_string()).collect()
+        self.headers
+            .keys()
+            .map(|k| k.as_str().to_string())
+            .collect()
     }
 }
 

@@ -7,7 +7,7 @@ use subagent_spi::{SubagentDefinition, SubagentReference};
 use super::KIND;
 use super::config::A2aConfig;
 use super::transport::{A2aClient, Endpoint};
-use crate::types::{v03, v1};
+use crate::types::{v1, v03};
 
 /// An agent card as fetched, in the version the agent declared.
 #[derive(Debug, Clone, PartialEq)]

@@ -268,7 +268,11 @@ fn state_word(s: TaskState) -> &'static str {
     }
 }
 
-async fn consume(stream: &mut EventStream, run: &mut Run, ctx: &TaskContext) -> Result<(), A2aError> {
+async fn consume(
+    stream: &mut EventStream,
+    run: &mut Run,
+    ctx: &TaskContext,
+) -> Result<(), A2aError> {
     while let Some(ev) = stream.next().await {
         run.apply(ev?, ctx);
         if run.settled() {
@@ -335,7 +339,9 @@ enum Ended {
 async fn cancel_remote(client: &A2aClient, task_id: Option<&str>, agent: &str) {
     let Some(id) = task_id else { return };
     match tokio::time::timeout(CANCEL_GRACE, client.cancel_task(id)).await {
-        Ok(Ok(t)) => tracing::debug!(agent, task = id, state = %t.status.state, "remote task canceled"),
+        Ok(Ok(t)) => {
+            tracing::debug!(agent, task = id, state = %t.status.state, "remote task canceled")
+        }
         Ok(Err(e)) => tracing::warn!(agent, task = id, error = %e, "CancelTask failed"),
         Err(_) => tracing::warn!(agent, task = id, "CancelTask timed out"),
     }
@@ -374,7 +380,8 @@ impl SubagentExecutor for A2aExecutor {
                 ),
             })?,
         };
-        let mut message = v1::Message::new(v1::Role::User, new_id(), vec![v1::Part::text(&call.prompt)]);
+        let mut message =
+            v1::Message::new(v1::Role::User, new_id(), vec![v1::Part::text(&call.prompt)]);
         message.context_id = context_id.clone();
         message.task_id = task_id;
         let mut req = v1::SendMessageRequest::new(message);
@@ -419,7 +426,11 @@ impl SubagentExecutor for A2aExecutor {
         let session = |run: &Run, with_task: bool| {
             encode_session(
                 run.context_id.as_deref(),
-                if with_task { run.task_id.as_deref() } else { None },
+                if with_task {
+                    run.task_id.as_deref()
+                } else {
+                    None
+                },
             )
         };
         match ended {
@@ -466,9 +477,12 @@ impl SubagentExecutor for A2aExecutor {
                 ))
             }
             TaskState::Canceled => Ok(TaskOutcome::with_status(
-                format!("the remote agent canceled task {task}. {}", run.status_text())
-                    .trim_end()
-                    .to_string(),
+                format!(
+                    "the remote agent canceled task {task}. {}",
+                    run.status_text()
+                )
+                .trim_end()
+                .to_string(),
                 TaskStatus::Cancelled,
             )
             .with_session(session(&run, false))
@@ -486,7 +500,10 @@ impl SubagentExecutor for A2aExecutor {
             }
             other => Err(SubagentError::protocol(
                 agent,
-                format!("remote task {task} ended the exchange while {}", state_word(other)),
+                format!(
+                    "remote task {task} ended the exchange while {}",
+                    state_word(other)
+                ),
             )),
         }
     }

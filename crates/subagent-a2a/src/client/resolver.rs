@@ -9,7 +9,7 @@ use super::config::A2aConfig;
 use super::definition::{A2aSubagentDefinition, AgentCard, describe};
 use super::transport::{Binding, Endpoint, read_body};
 use crate::error::A2aError;
-use crate::types::{AGENT_CARD_PATH, LEGACY_AGENT_CARD_PATH, ProtocolVersion, v03, v1};
+use crate::types::{AGENT_CARD_PATH, LEGACY_AGENT_CARD_PATH, ProtocolVersion, v1, v03};
 
 /// Resolves `A2A` references: `uri` is the agent's base URL (the card is read from
 /// `{uri}/.well-known/agent-card.json`, falling back to `{uri}/.well-known/agent.json`) or the

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use super::sse::{SseError, data_events};
 use crate::error::A2aError;
 use crate::types::jsonrpc::{Request, Response};
-use crate::types::{ProtocolVersion, VERSION_HEADER, binding, v03, v1};
+use crate::types::{ProtocolVersion, VERSION_HEADER, binding, v1, v03};
 
 /// The largest SSE event accepted (16 MiB).
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -103,7 +103,8 @@ impl A2aClient {
     }
 
     fn check_supported(&self) -> Result<(), A2aError> {
-        if self.endpoint.binding == Binding::HttpJson && self.endpoint.version == ProtocolVersion::V03
+        if self.endpoint.binding == Binding::HttpJson
+            && self.endpoint.version == ProtocolVersion::V03
         {
             return Err(A2aError::Unsupported {
                 message: format!(
@@ -356,7 +357,9 @@ impl A2aClient {
                             what: format!("the `{method}` response"),
                             message: e.to_string(),
                         })?;
-                        Ok(Box::pin(futures::stream::once(async move { Ok(ev.into()) })))
+                        Ok(Box::pin(futures::stream::once(
+                            async move { Ok(ev.into()) },
+                        )))
                     }
                 },
                 Err(_) => Err(A2aError::status(&url, status.as_u16(), &bytes)),
@@ -488,11 +491,11 @@ pub(crate) async fn read_body(mut resp: reqwest::Response, url: &str) -> Result<
 /// error, falling back to the status and body text.
 fn rest_error(url: &str, status: u16, body: &[u8]) -> A2aError {
     let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
-    let err = parsed.as_ref().and_then(|v| v.get("error")).or(parsed.as_ref());
-    if let Some(msg) = err
-        .and_then(|e| e.get("message"))
-        .and_then(|m| m.as_str())
-    {
+    let err = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .or(parsed.as_ref());
+    if let Some(msg) = err.and_then(|e| e.get("message")).and_then(|m| m.as_str()) {
         let reason = err
             .and_then(|e| e.get("details"))
             .and_then(|d| d.as_array())

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{JsonObject, binding, v03, v1};
+use super::{JsonObject, binding, v1, v03};
 
 /// The metadata key marking a 0.3 data part that wraps a non-object 1.0 value in `{"value": ..}`.
 pub const DATA_PART_COMPAT_KEY: &str = "data_part_compat";

@@ -350,7 +350,11 @@ impl<'de> Deserialize<'de> for Event {
             "task" => serde_json::from_value(v).map(Event::Task),
             "status-update" => serde_json::from_value(v).map(Event::StatusUpdate),
             "artifact-update" => serde_json::from_value(v).map(Event::ArtifactUpdate),
-            other => return Err(D::Error::custom(format!("unknown 0.3 event kind `{other}`"))),
+            other => {
+                return Err(D::Error::custom(format!(
+                    "unknown 0.3 event kind `{other}`"
+                )));
+            }
         };
         r.map_err(|e| D::Error::custom(format!("invalid 0.3 `{kind}`: {e}")))
     }
@@ -617,7 +621,11 @@ pub enum SecurityScheme {
         /// `bearer`, `basic`...
         scheme: String,
         /// Token format hint.
-        #[serde(default, rename = "bearerFormat", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            rename = "bearerFormat",
+            skip_serializing_if = "Option::is_none"
+        )]
         bearer_format: Option<String>,
     },
     /// `oauth2`.

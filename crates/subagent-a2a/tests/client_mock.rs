@@ -1,0 +1,505 @@
+//! Edge cases of the `A2A` client kind against a scripted in-process axum peer on 127.0.0.1:
+//! card discovery and fallback, auth headers, version headers, JSON-RPC errors, polling,
+//! stream fallback to subscribe, time limits (which cancel the remote task) and bad input.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use subagent_a2a::client::{A2aResolver, KIND, a2a_subagent_type};
+use subagent_a2a::types::ProtocolVersion;
+use subagent_a2a::{A2aExecutor, A2aSubagentDefinition};
+use subagent_spi::{
+    SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference, SubagentResolver,
+    TaskCall, TaskContext, TaskStatus,
+};
+
+/// What the scripted peer answers to one JSON-RPC call.
+enum Reply {
+    Result(Value),
+    Error(i32, &'static str),
+    Sse(Vec<Value>),
+}
+
+type Script = Box<dyn Fn(&str, &Value, usize) -> Reply + Send + Sync>;
+
+#[derive(Clone)]
+struct Peer {
+    card: Option<Value>,
+    legacy_card: Option<Value>,
+    required_headers: Vec<(&'static str, &'static str)>,
+    script: Arc<Script>,
+    log: Arc<Mutex<Vec<(String, Value, HeaderMap)>>>,
+}
+
+impl Peer {
+    fn calls(&self) -> Vec<(String, Value, HeaderMap)> {
+        self.log.lock().unwrap().clone()
+    }
+    fn methods(&self) -> Vec<String> {
+        self.calls().into_iter().map(|c| c.0).collect()
+    }
+}
+
+fn authorized(peer: &Peer, headers: &HeaderMap) -> bool {
+    peer.required_headers
+        .iter()
+        .all(|(k, v)| headers.get(*k).and_then(|h| h.to_str().ok()) == Some(*v))
+}
+
+async fn card(State(peer): State<Peer>, headers: HeaderMap) -> Response {
+    if !authorized(&peer, &headers) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    match &peer.card {
+        Some(c) => axum::Json(c.clone()).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn legacy_card(State(peer): State<Peer>) -> Response {
+    match &peer.legacy_card {
+        Some(c) => axum::Json(c.clone()).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn rpc(State(peer): State<Peer>, headers: HeaderMap, body: String) -> Response {
+    if !authorized(&peer, &headers) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let Ok(req) = serde_json::from_str::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let method = req["method"].as_str().unwrap_or_default().to_string();
+    let params = req["params"].clone();
+    let id = req["id"].clone();
+    let n = {
+        let mut log = peer.log.lock().unwrap();
+        log.push((method.clone(), params.clone(), headers.clone()));
+        log.iter().filter(|c| c.0 == method).count() - 1
+    };
+    match (peer.script)(&method, &params, n) {
+        Reply::Result(r) => {
+            axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": r})).into_response()
+        }
+        Reply::Error(code, message) => axum::Json(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        )
+        .into_response(),
+        Reply::Sse(events) => {
+            let mut body = String::from(": keep-alive\n\n");
+            for e in events {
+                let frame = json!({"jsonrpc": "2.0", "id": id, "result": e});
+                body.push_str(&format!("data: {frame}\n\n"));
+            }
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from(body))
+                .unwrap()
+        }
+    }
+}
+
+async fn start(peer: Peer) -> String {
+    let app = Router::new()
+        .route("/.well-known/agent-card.json", get(card))
+        .route("/.well-known/agent.json", get(legacy_card))
+        .route("/rpc", post(rpc))
+        .with_state(peer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    format!("http://{addr}")
+}
+
+fn v1_card(streaming: bool) -> Value {
+    json!({
+        "name": "mock",
+        "description": "A scripted agent.",
+        "supportedInterfaces": [
+            {"url": "/rpc", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            {"url": "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "version": "1",
+        "capabilities": {"streaming": streaming},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "s", "name": "Summarize", "description": "Summarizes text.", "tags": [],
+                    "examples": ["summarize this article"]}]
+    })
+}
+
+fn v03_card(url: &str) -> Value {
+    json!({
+        "name": "legacy", "description": "An old agent.", "url": url, "protocolVersion": "0.3.0",
+        "version": "1", "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [], "skills": []
+    })
+}
+
+fn peer(
+    card: Option<Value>,
+    script: impl Fn(&str, &Value, usize) -> Reply + Send + Sync + 'static,
+) -> Peer {
+    Peer {
+        card,
+        legacy_card: None,
+        required_headers: vec![],
+        script: Arc::new(Box::new(script)),
+        log: Arc::default(),
+    }
+}
+
+fn task(state: &str, extra: Value) -> Value {
+    let mut t = json!({"id": "t-1", "contextId": "c-1", "status": {"state": state}});
+    if let (Some(t), Some(e)) = (t.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            t.insert(k.clone(), v.clone());
+        }
+    }
+    t
+}
+
+fn agent_msg(text: &str) -> Value {
+    json!({"messageId": "a", "role": "ROLE_AGENT", "parts": [{"text": text}]})
+}
+
+async fn resolve(
+    reference: SubagentReference,
+) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
+    A2aResolver::new().resolve(&reference).await
+}
+
+async fn exec(
+    def: Arc<dyn SubagentDefinition>,
+    prompt: &str,
+    resume: Option<&str>,
+) -> Result<subagent_spi::TaskOutcome, SubagentError> {
+    let mut call = TaskCall::new(def.name(), "test", prompt);
+    call.resume = resume.map(str::to_string);
+    A2aExecutor::new()
+        .execute(call, def, TaskContext::new())
+        .await
+}
+
+#[tokio::test]
+async fn resolves_relative_interfaces_describes_skills_and_sends_version_and_auth() {
+    let mut p = peer(Some(v1_card(false)), |m, _, _| match m {
+        "SendMessage" => Reply::Result(json!({"message": agent_msg("pong")})),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    p.required_headers = vec![("authorization", "Bearer s3cret"), ("x-api-key", "k3y")];
+    let base = start(p.clone()).await;
+    let reference = SubagentReference::new(&base, KIND)
+        .with_metadata("bearer", "s3cret")
+        .with_metadata("api_key_header", "X-API-Key")
+        .with_metadata("auth.api_key", "k3y");
+    let def = resolve(reference).await.unwrap();
+    let a2a = def.downcast_ref::<A2aSubagentDefinition>().unwrap();
+    assert_eq!(a2a.endpoint().url, format!("{base}/rpc"));
+    assert_eq!(a2a.endpoint().version, ProtocolVersion::V1);
+    assert_eq!(
+        def.description(),
+        "A scripted agent.\nSkills:\n- Summarize: Summarizes text. (examples: \"summarize this article\")"
+    );
+    let out = exec(def, "ping", None).await.unwrap();
+    assert_eq!(out.text, "pong");
+    let calls = p.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].2["a2a-version"], "1.0");
+    assert_eq!(calls[0].1["message"]["role"], "ROLE_USER");
+    assert_eq!(calls[0].1["message"]["parts"][0]["text"], "ping");
+
+    // Without the credentials the card is refused and resolution names the URLs tried.
+    let err = resolve(SubagentReference::new(&base, KIND))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("agent-card.json") && err.contains("401"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn falls_back_to_agent_json_and_speaks_0_3() {
+    let mut p = peer(None, |m, params, _| match m {
+        "message/send" => {
+            assert_eq!(params["message"]["kind"], "message");
+            assert_eq!(params["message"]["role"], "user");
+            Reply::Result(json!({"kind": "task", "id": "t", "contextId": "c",
+                "status": {"state": "completed"},
+                "artifacts": [{"artifactId": "a", "parts": [{"kind": "data", "data": {"n": 1}}]}]}))
+        }
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    // The 0.3 card holds an absolute URL: bind first, then build the card.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    p.legacy_card = Some(v03_card(&format!("{base}/rpc")));
+    let app = Router::new()
+        .route("/.well-known/agent-card.json", get(card))
+        .route("/.well-known/agent.json", get(legacy_card))
+        .route("/rpc", post(rpc))
+        .with_state(p.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let def = resolve(SubagentReference::new(format!("{base}/"), KIND))
+        .await
+        .unwrap();
+    let a2a = def.downcast_ref::<A2aSubagentDefinition>().unwrap();
+    assert_eq!(a2a.endpoint().version, ProtocolVersion::V03);
+    assert!(a2a.card_url().ends_with("/.well-known/agent.json"));
+    assert!(!a2a.uses_streaming());
+    let out = exec(def, "data please", None).await.unwrap();
+    assert_eq!(out.text, "{\"n\":1}");
+    assert_eq!(p.calls()[0].2["a2a-version"], "0.3");
+}
+
+#[tokio::test]
+async fn polls_a_working_task_to_completion() {
+    let p = peer(Some(v1_card(false)), |m, params, n| match m {
+        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING", json!({}))})),
+        "GetTask" => {
+            assert_eq!(params["id"], "t-1");
+            if n < 2 {
+                Reply::Result(task("TASK_STATE_WORKING", json!({})))
+            } else {
+                Reply::Result(task(
+                    "TASK_STATE_COMPLETED",
+                    json!({"artifacts": [{"artifactId": "a", "parts": [{"text": "polled result"}]}]}),
+                ))
+            }
+        }
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p.clone()).await;
+    let def = resolve(SubagentReference::new(&base, KIND).with_metadata("poll_interval_ms", "5"))
+        .await
+        .unwrap();
+    let out = exec(def, "go", None).await.unwrap();
+    assert_eq!(out.text, "polled result");
+    assert_eq!(out.status, TaskStatus::Completed);
+    assert_eq!(
+        p.methods(),
+        ["SendMessage", "GetTask", "GetTask", "GetTask"]
+    );
+}
+
+#[tokio::test]
+async fn a_stream_that_stops_early_is_followed_by_subscribe() {
+    let p = peer(Some(v1_card(true)), |m, _, _| match m {
+        "SendStreamingMessage" => Reply::Sse(vec![
+            json!({"task": task("TASK_STATE_SUBMITTED", json!({}))}),
+        ]),
+        "SubscribeToTask" => Reply::Sse(vec![
+            json!({"artifactUpdate": {"taskId": "t-1", "contextId": "c-1",
+                   "artifact": {"artifactId": "a", "parts": [{"text": "part one"}]}}}),
+            json!({"artifactUpdate": {"taskId": "t-1", "contextId": "c-1", "append": true,
+                   "artifact": {"artifactId": "a", "parts": [{"text": "part two"}]}}}),
+            json!({"statusUpdate": {"taskId": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_COMPLETED"}}}),
+        ]),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p.clone()).await;
+    let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
+    let out = exec(def, "go", None).await.unwrap();
+    assert_eq!(out.text, "part one\npart two");
+    assert_eq!(p.methods(), ["SendStreamingMessage", "SubscribeToTask"]);
+}
+
+#[tokio::test]
+async fn the_time_limit_cancels_the_remote_task() {
+    let p = peer(Some(v1_card(false)), |m, _, _| match m {
+        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING", json!({}))})),
+        "GetTask" => Reply::Result(task("TASK_STATE_WORKING", json!({}))),
+        "CancelTask" => Reply::Result(task("TASK_STATE_CANCELED", json!({}))),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p.clone()).await;
+    let def = resolve(
+        SubagentReference::new(&base, KIND)
+            .with_metadata("timeout_secs", "0.2")
+            .with_metadata("poll_interval_ms", "20"),
+    )
+    .await
+    .unwrap();
+    let err = exec(def, "go", None).await.unwrap_err();
+    assert!(
+        matches!(err, SubagentError::TimedOut { ref agent, .. } if agent == "mock"),
+        "{err}"
+    );
+    let calls = p.calls();
+    let cancel = calls
+        .iter()
+        .find(|c| c.0 == "CancelTask")
+        .expect("CancelTask sent");
+    assert_eq!(cancel.1["id"], "t-1");
+}
+
+#[tokio::test]
+async fn context_cancellation_returns_a_cancelled_outcome() {
+    let p = peer(Some(v1_card(false)), |m, _, _| match m {
+        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING", json!({}))})),
+        "GetTask" => Reply::Result(task("TASK_STATE_WORKING", json!({}))),
+        "CancelTask" => Reply::Result(task("TASK_STATE_CANCELED", json!({}))),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p.clone()).await;
+    let def = resolve(SubagentReference::new(&base, KIND).with_metadata("poll_interval_ms", "10"))
+        .await
+        .unwrap();
+    let ctx = TaskContext::new();
+    let cancel = ctx.cancel.clone();
+    let log = p.log.clone();
+    tokio::spawn(async move {
+        while !log.lock().unwrap().iter().any(|c| c.0 == "GetTask") {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        cancel.cancel();
+    });
+    let out = A2aExecutor::new()
+        .execute(TaskCall::new("mock", "t", "go"), def, ctx)
+        .await
+        .unwrap();
+    assert_eq!(out.status, TaskStatus::Cancelled);
+    assert!(p.methods().contains(&"CancelTask".to_string()));
+}
+
+#[tokio::test]
+async fn remote_failures_rejections_and_questions() {
+    let p = peer(Some(v1_card(false)), |m, params, _| {
+        if m != "SendMessage" {
+            return Reply::Error(-32601, "Method not found");
+        }
+        match params["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+        {
+            "reject" => Reply::Result(json!({"task": task("TASK_STATE_REJECTED",
+                json!({"status": {"state": "TASK_STATE_REJECTED", "message": agent_msg("not my job")}}))})),
+            "auth" => Reply::Result(json!({"task": task("TASK_STATE_AUTH_REQUIRED",
+                json!({"status": {"state": "TASK_STATE_AUTH_REQUIRED", "message": agent_msg("please sign in")}}))})),
+            "missing" => Reply::Error(-32001, "Task not found"),
+            "continue" => {
+                assert_eq!(params["message"]["taskId"], "t-1");
+                assert_eq!(params["message"]["contextId"], "c-1");
+                Reply::Result(json!({"message": agent_msg("continued")}))
+            }
+            _ => Reply::Result(json!({"task": task("TASK_STATE_FAILED", json!({}))})),
+        }
+    });
+    let base = start(p).await;
+    let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
+
+    let err = exec(def.clone(), "reject", None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("rejected") && err.contains("not my job"),
+        "{err}"
+    );
+    let err = exec(def.clone(), "fail", None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("failed") && err.contains("no reason"), "{err}");
+    let err = exec(def.clone(), "missing", None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("-32001") && err.contains("TaskNotFoundError"),
+        "{err}"
+    );
+
+    let out = exec(def.clone(), "auth", None).await.unwrap();
+    assert_eq!(out.status, TaskStatus::NeedsInput);
+    assert_eq!(out.text, "please sign in");
+    let session = out.session_id.unwrap();
+    let out = exec(def.clone(), "continue", Some(&session)).await.unwrap();
+    assert_eq!(out.text, "continued");
+
+    let err = exec(def, "x", Some("claude-session-1")).await.unwrap_err();
+    assert!(matches!(err, SubagentError::Resume { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn unusable_cards_are_clear_resolution_errors() {
+    let grpc_only = json!({
+        "name": "g", "description": "d", "version": "1", "capabilities": {},
+        "supportedInterfaces": [{"url": "http://h:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"}],
+        "defaultInputModes": [], "defaultOutputModes": [], "skills": []
+    });
+    let base = start(peer(Some(grpc_only), |_, _, _| Reply::Error(-32601, "x"))).await;
+    let err = resolve(SubagentReference::new(&base, KIND))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no usable interface") && err.contains("GRPC 1.0 at http://h:1"),
+        "{err}"
+    );
+
+    let base = start(peer(Some(json!({"hello": "world"})), |_, _, _| {
+        Reply::Error(-32601, "x")
+    }))
+    .await;
+    let err = resolve(SubagentReference::new(&base, KIND))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("supportedInterfaces") && err.contains("url"),
+        "{err}"
+    );
+
+    let err = resolve(SubagentReference::new("ftp://x", KIND))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("http://"), "{err}");
+
+    let err = resolve(
+        SubagentReference::new(&base, KIND)
+            .with_metadata("bearer_env", "SUBAGENT_A2A_MOCK_UNSET_TOKEN"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("SUBAGENT_A2A_MOCK_UNSET_TOKEN"), "{err}");
+
+    // Nothing listens here.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let err = resolve(SubagentReference::new(format!("http://{closed}"), KIND))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&closed.to_string()), "{err}");
+}
+
+#[tokio::test]
+async fn the_type_bundles_resolver_and_executor_of_kind_a2a() {
+    let t = a2a_subagent_type();
+    assert_eq!(t.kind(), "A2A");
+    assert!(
+        t.resolver()
+            .can_resolve(&SubagentReference::new("http://x", "a2a"))
+    );
+    assert!(
+        !t.resolver()
+            .can_resolve(&SubagentReference::new("http://x", "MCP"))
+    );
+}
