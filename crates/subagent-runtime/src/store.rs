@@ -28,18 +28,53 @@ pub trait TranscriptStore: Send + Sync {
     async fn save(&self, id: &str, t: Transcript);
 }
 
-/// An in-memory [`TranscriptStore`] holding at most `capacity` sessions; when full, the least
-/// recently used (loaded or saved) session is evicted.
+impl Transcript {
+    /// An estimate of the memory the transcript's text takes, in bytes: system prompt, message
+    /// texts, tool names and serialized tool-call arguments.
+    pub fn approx_bytes(&self) -> usize {
+        let messages: usize = self
+            .messages
+            .iter()
+            .map(|m| match m {
+                ChatMessage::System { content } | ChatMessage::User { content } => content.len(),
+                ChatMessage::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    content.len()
+                        + tool_calls
+                            .iter()
+                            .map(|c| c.id.len() + c.name.len() + c.arguments.to_string().len())
+                            .sum::<usize>()
+                }
+                ChatMessage::Tool {
+                    call_id,
+                    name,
+                    content,
+                    ..
+                } => call_id.len() + name.len() + content.len(),
+            })
+            .sum();
+        self.system.as_ref().map_or(0, String::len) + messages + 32 * self.messages.len()
+    }
+}
+
+/// An in-memory [`TranscriptStore`] bounded by a number of sessions (default 1024) and by the
+/// approximate bytes of all transcripts (default 256 MiB, see [`Transcript::approx_bytes`]);
+/// past either bound the least recently used (loaded or saved) sessions are evicted. A single
+/// transcript larger than the byte bound is not kept at all.
 #[derive(Debug)]
 pub struct InMemoryTranscriptStore {
     capacity: usize,
+    max_bytes: usize,
     inner: Mutex<Lru>,
 }
 
 #[derive(Debug, Default)]
 struct Lru {
     tick: u64,
-    entries: HashMap<String, (u64, Transcript)>,
+    bytes: usize,
+    entries: HashMap<String, (u64, usize, Transcript)>,
     order: BTreeMap<u64, String>,
 }
 
@@ -51,25 +86,39 @@ impl Lru {
         self.order.remove(&entry.0);
         entry.0 = tick;
         self.order.insert(tick, id.to_string());
-        Some(&entry.1)
+        Some(&entry.2)
     }
 }
 
 impl InMemoryTranscriptStore {
     /// The default number of sessions kept.
     pub const DEFAULT_CAPACITY: usize = 1024;
+    /// The default bound on the approximate bytes of all transcripts kept (256 MiB).
+    pub const DEFAULT_MAX_BYTES: usize = 256 * 1024 * 1024;
 
     /// A store keeping [`DEFAULT_CAPACITY`](Self::DEFAULT_CAPACITY) sessions.
     pub fn new() -> Self {
         Self::with_capacity(Self::DEFAULT_CAPACITY)
     }
 
-    /// A store keeping at most `capacity` sessions (at least one).
+    /// A store keeping at most `capacity` sessions (at least one) and the default byte bound.
     pub fn with_capacity(capacity: usize) -> Self {
+        Self::with_limits(capacity, Self::DEFAULT_MAX_BYTES)
+    }
+
+    /// A store keeping at most `capacity` sessions (at least one) of at most `max_bytes`
+    /// approximate bytes in all.
+    pub fn with_limits(capacity: usize, max_bytes: usize) -> Self {
         Self {
             capacity: capacity.max(1),
+            max_bytes,
             inner: Mutex::new(Lru::default()),
         }
+    }
+
+    /// The approximate bytes of all transcripts held.
+    pub fn approx_bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     /// The number of sessions held.
@@ -106,18 +155,31 @@ impl TranscriptStore for InMemoryTranscriptStore {
     }
 
     async fn save(&self, id: &str, t: Transcript) {
+        let size = t.approx_bytes();
         let mut g = self.lock();
+        if size > self.max_bytes {
+            // Too big to keep: drop it (and an older version) without flushing the others.
+            if let Some((old_tick, old_size, _)) = g.entries.remove(id) {
+                g.order.remove(&old_tick);
+                g.bytes -= old_size;
+            }
+            return;
+        }
         g.tick += 1;
         let tick = g.tick;
-        if let Some((old_tick, _)) = g.entries.insert(id.to_string(), (tick, t)) {
+        if let Some((old_tick, old_size, _)) = g.entries.insert(id.to_string(), (tick, size, t)) {
             g.order.remove(&old_tick);
+            g.bytes -= old_size;
         }
+        g.bytes += size;
         g.order.insert(tick, id.to_string());
-        while g.entries.len() > self.capacity {
+        while g.entries.len() > self.capacity || g.bytes > self.max_bytes {
             let Some((_, victim)) = g.order.pop_first() else {
                 break;
             };
-            g.entries.remove(&victim);
+            if let Some((_, victim_size, _)) = g.entries.remove(&victim) {
+                g.bytes -= victim_size;
+            }
         }
     }
 }
@@ -144,6 +206,24 @@ mod tests {
         assert!(s.load("b").await.is_none());
         assert_eq!(s.load("a").await, Some(t("a")));
         assert_eq!(s.load("c").await, Some(t("c")));
+    }
+
+    #[tokio::test]
+    async fn byte_bound_evicts_oldest() {
+        let size = t("x".repeat(100).as_str()).approx_bytes();
+        let s = InMemoryTranscriptStore::with_limits(100, size * 2);
+        s.save("a", t(&"x".repeat(100))).await;
+        s.save("b", t(&"y".repeat(100))).await;
+        assert_eq!(s.approx_bytes(), size * 2);
+        s.save("c", t(&"z".repeat(100))).await;
+        assert!(s.load("a").await.is_none());
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.approx_bytes(), size * 2);
+        // a transcript over the whole bound is not kept
+        s.save("huge", t(&"h".repeat(1000))).await;
+        assert!(s.load("huge").await.is_none());
+        assert_eq!(s.len(), 2, "the others stay");
+        assert!(s.load("b").await.is_some());
     }
 
     #[tokio::test]

@@ -43,6 +43,7 @@ pub struct BashInput {
 /// on cancellation, when the tool's future is dropped, and also when the shell exits, the whole
 /// process group is killed with `SIGKILL`, so no background process outlives the call.
 /// A non-zero exit status makes an error result that includes the output and the status.
+/// Credentials in the environment (see [`is_secret_env`]) are not passed to the command.
 #[derive(Debug, Clone)]
 pub struct BashTool {
     workspace: Workspace,
@@ -56,6 +57,17 @@ impl BashTool {
     pub fn new(workspace: Workspace) -> Self {
         Self { workspace }
     }
+}
+
+/// True for environment variables that hold credentials the model must not see: names ending
+/// in `_API_KEY`, `_AUTH_TOKEN`, `_SECRET_KEY` or `_ACCESS_KEY` (case-insensitive), such as
+/// `OPENAI_API_KEY` and `ANTHROPIC_API_KEY`. They are removed from the command's environment.
+pub fn is_secret_env(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["_API_KEY", "_AUTH_TOKEN", "_SECRET_KEY", "_ACCESS_KEY"]
+        .iter()
+        .any(|s| upper.ends_with(s))
+        || upper == "API_KEY"
 }
 
 /// Kills a process group with SIGKILL when dropped.
@@ -153,7 +165,13 @@ impl Tool for BashTool {
 
         // `exec 2>&1` first, so stderr shares the stdout pipe and the two stay in order.
         let script = format!("exec 2>&1\n{}", input.command);
-        let mut child = tokio::process::Command::new("sh")
+        let mut command = tokio::process::Command::new("sh");
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_secret_env) {
+                command.env_remove(&name);
+            }
+        }
+        let mut child = command
             .arg("-c")
             .arg(script)
             .current_dir(self.workspace.root())

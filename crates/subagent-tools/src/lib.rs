@@ -46,6 +46,7 @@ mod write;
 
 pub use bash::{
     BashInput, BashTool, DEFAULT_BASH_TIMEOUT, MAX_BASH_OUTPUT_CHARS, MAX_BASH_TIMEOUT,
+    is_secret_env,
 };
 pub use read::{DEFAULT_READ_LINES, MAX_LINE_CHARS, ReadInput, ReadTool};
 pub use search::{

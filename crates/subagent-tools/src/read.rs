@@ -14,6 +14,43 @@ pub const DEFAULT_READ_LINES: u64 = 2000;
 /// Longer lines are cut to this many characters.
 pub const MAX_LINE_CHARS: usize = 2000;
 
+/// Bytes of one line kept in memory (enough for [`MAX_LINE_CHARS`] characters of any UTF-8).
+const LINE_BYTES_KEPT: usize = MAX_LINE_CHARS * 4 + 4;
+
+/// Reads one line into `line` (cleared first), keeping at most `cap` bytes and skipping the rest
+/// of the line, so a huge single-line file does not fill memory. `None` at the end of the file;
+/// otherwise whether bytes were skipped.
+async fn read_line_capped<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let mut any = false;
+    let mut cut = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(any.then_some(cut));
+        }
+        any = true;
+        let (chunk_len, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = cap.saturating_sub(line.len());
+        let keep = room.min(chunk_len);
+        line.extend_from_slice(&buf[..keep]);
+        if keep < chunk_len && !(done && keep + 1 == chunk_len) {
+            cut = true;
+        }
+        reader.consume(chunk_len);
+        if done {
+            return Ok(Some(cut));
+        }
+    }
+}
+
 /// Input of [`ReadTool`].
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -103,18 +140,19 @@ impl Tool for ReadTool {
         }
 
         let mut out = String::new();
-        let mut line = Vec::new();
+        let mut line = Vec::with_capacity(256);
         let mut number: u64 = 0;
         let mut shown_lines: u64 = 0;
         let mut more = false;
         loop {
-            line.clear();
-            let n = reader.read_until(b'\n', &mut line).await.map_err(|e| {
-                ToolError::failed(Self::NAME, format!("cannot read `{shown}`: {e}"))
-            })?;
-            if n == 0 {
+            let Some(cut_bytes) = read_line_capped(&mut reader, &mut line, LINE_BYTES_KEPT)
+                .await
+                .map_err(|e| {
+                    ToolError::failed(Self::NAME, format!("cannot read `{shown}`: {e}"))
+                })?
+            else {
                 break;
-            }
+            };
             number += 1;
             if number < offset {
                 continue;
@@ -132,6 +170,10 @@ impl Tool for ReadTool {
             match text.char_indices().nth(MAX_LINE_CHARS) {
                 Some((i, _)) => {
                     out.push_str(&text[..i]);
+                    out.push_str(" [… line cut]");
+                }
+                None if cut_bytes => {
+                    out.push_str(&text);
                     out.push_str(" [… line cut]");
                 }
                 None => out.push_str(&text),

@@ -196,3 +196,19 @@ async fn background_jobs_do_not_outlive_the_command() {
     let pid = read_pid(&dir.path().join("pid")).await;
     assert!(wait_dead(pid).await, "background job {pid} survived");
 }
+
+#[test]
+fn credential_variables_are_recognised() {
+    for name in [
+        "OPENAI_API_KEY",
+        "anthropic_api_key",
+        "API_KEY",
+        "GITHUB_AUTH_TOKEN",
+        "AWS_SECRET_KEY",
+    ] {
+        assert!(subagent_tools::is_secret_env(name), "{name}");
+    }
+    for name in ["PATH", "HOME", "KEYBOARD", "API_KEYS_DIR"] {
+        assert!(!subagent_tools::is_secret_env(name), "{name}");
+    }
+}
