@@ -510,3 +510,55 @@ async fn max_turns_zero_makes_no_call() {
     assert_eq!(out.limit.as_deref(), Some("max_turns=0"));
     assert!(model.requests().is_empty());
 }
+
+#[tokio::test]
+async fn cancel_during_a_streaming_model_call_keeps_the_streamed_text() {
+    let model = ScriptedModel::new(vec![Step::StreamThenHang(vec![
+        "half an ".into(),
+        "answer".into(),
+    ])]);
+    let rec = Arc::new(Recorder::default());
+    let ctx = TaskContext::new().with_progress(rec.clone());
+    let spec = RunSpec::new(model.clone(), "go").streaming(true);
+    let run = {
+        let ctx = ctx.clone();
+        tokio::spawn(async move { AgentRuntime::default().run(spec, &ctx).await })
+    };
+    // wait until both deltas arrived, then cancel
+    for _ in 0..400 {
+        let n = rec
+            .kinds()
+            .iter()
+            .filter(|k| matches!(k, ProgressKind::TextDelta { .. }))
+            .count();
+        if n == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    ctx.cancel.cancel();
+    let out = tokio::time::timeout(GUARD, run)
+        .await
+        .expect("cancellation interrupted the model call")
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status, TaskStatus::Cancelled);
+    assert_eq!(out.text, "half an answer");
+    assert!(matches!(
+        rec.kinds().last(),
+        Some(ProgressKind::Finished {
+            status: TaskStatus::Cancelled,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn the_run_future_is_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let runtime = AgentRuntime::default();
+    let ctx = TaskContext::new();
+    let model = ScriptedModel::new(vec![]);
+    let fut = runtime.run(RunSpec::new(model, "x"), &ctx);
+    assert_send(&fut);
+}
