@@ -1,7 +1,7 @@
 //! # subagent-tools
 //!
 //! The built-in tools a local subagent can be given, each implementing the SPI
-//! [`Tool`](subagent_spi::Tool) trait with its [`ToolEffect`](subagent_spi::ToolEffect):
+//! [`Tool`] trait with its [`ToolEffect`](subagent_spi::ToolEffect):
 //!
 //! | tool | effect | what it does |
 //! |---|---|---|
