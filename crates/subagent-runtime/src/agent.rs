@@ -96,11 +96,13 @@ async fn guarded<F: Future>(
             None => std::future::pending::<()>().await,
         }
     };
+    // Cancellation first; then the work itself, so a result that is ready (or a first batch of
+    // streamed text) is not lost to a deadline that passed while it was being produced.
     tokio::select! {
         biased;
         () = cancel.cancelled() => Guarded::Cancelled,
-        () = expiry => Guarded::Deadline,
         out = fut => Guarded::Done(out),
+        () = expiry => Guarded::Deadline,
     }
 }
 
@@ -304,6 +306,9 @@ impl AgentRuntime {
                 break Stop::limit(format!("max_tokens={max}"), None);
             }
 
+            if ctx.cancel.is_cancelled() {
+                break Stop::cancelled(None);
+            }
             for c in &calls {
                 ctx.emit(ProgressKind::ToolCall {
                     id: c.id.clone(),

@@ -271,7 +271,7 @@ async fn deadline_interrupts_a_streaming_model_call_and_keeps_streamed_text() {
     let ctx = TaskContext::new().with_progress(rec.clone());
     let spec = RunSpec::new(model.clone(), "go")
         .streaming(true)
-        .with_limits(Limits::default().with_deadline(Instant::now() + Duration::from_millis(200)));
+        .with_limits(Limits::default().with_deadline(Instant::now() + Duration::from_millis(1000)));
     let out = tokio::time::timeout(GUARD, AgentRuntime::default().run(spec, &ctx))
         .await
         .expect("the deadline stopped the run")
@@ -295,7 +295,7 @@ async fn context_deadline_interrupts_a_slow_tool() {
     let started = Arc::new(tokio::sync::Notify::new());
     let model = ScriptedModel::new(vec![calls("checking", &[("s", "slow", json!({}))])]);
     let spec = RunSpec::new(model.clone(), "go").with_tools(vec![slow_tool("slow", started)]);
-    let ctx = TaskContext::new().with_timeout(Duration::from_millis(200));
+    let ctx = TaskContext::new().with_timeout(Duration::from_millis(1000));
     let out = tokio::time::timeout(GUARD, AgentRuntime::default().run(spec, &ctx))
         .await
         .expect("the deadline stopped the run")

@@ -122,7 +122,7 @@ async fn timeout_kills_the_whole_process_tree() {
     let pidfile = dir.path().join("pid");
     let out = tool
         .call(
-            json!({"command": "sleep 300 & echo $! > pid; echo started; wait", "timeout": 500}),
+            json!({"command": "sleep 300 & echo $! > pid; echo started; wait", "timeout": 2000}),
             &TaskContext::new(),
         )
         .await
@@ -130,7 +130,7 @@ async fn timeout_kills_the_whole_process_tree() {
     assert!(out.is_error);
     assert!(out.content.starts_with("started\n"), "{}", out.content);
     assert!(
-        out.content.contains("timed out after 500 ms"),
+        out.content.contains("timed out after 2000 ms"),
         "{}",
         out.content
     );
@@ -172,10 +172,14 @@ async fn dropping_the_call_kills_the_tree() {
     let (dir, tool) = setup();
     let pidfile = dir.path().join("pid");
     let ctx = TaskContext::new();
-    let fut = tool.call(json!({"command": "sleep 300 & echo $! > pid; wait"}), &ctx);
-    let waited = tokio::time::timeout(Duration::from_millis(300), fut).await;
-    assert!(waited.is_err(), "the command cannot have finished");
-    let pid = read_pid(&pidfile).await;
+    let mut fut = Box::pin(tool.call(json!({"command": "sleep 300 & echo $! > pid; wait"}), &ctx));
+    // keep the call running until the grandchild exists, then drop it
+    let pid = tokio::select! {
+        r = &mut fut => panic!("the command cannot have finished: {r:?}"),
+        pid = read_pid(&pidfile) => pid,
+    };
+    assert!(!is_dead(pid));
+    drop(fut);
     assert!(wait_dead(pid).await, "grandchild {pid} survived the drop");
 }
 
