@@ -306,6 +306,15 @@ impl Connection {
             tokio::select! {
                 biased;
                 result = &mut response => {
+                    // rmcp hands each notification to its own task, so progress sent just
+                    // before the response may still be in flight: give those tasks a few
+                    // turns, then take what arrived (later progress is dropped).
+                    for _ in 0..4 {
+                        while let Ok(p) = progress.rx.try_recv() {
+                            on_progress(p);
+                        }
+                        tokio::task::yield_now().await;
+                    }
                     while let Ok(p) = progress.rx.try_recv() {
                         on_progress(p);
                     }

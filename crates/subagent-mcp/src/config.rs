@@ -146,9 +146,11 @@ impl McpServerEntry {
                         Value::String(s) => out.extend(names_from_str(s)),
                         Value::Object(_) => {
                             let cfg = McpServerConfig::from_value(item, origin)?;
-                            out.extend(cfg.servers.into_iter().map(|(name, endpoint)| {
-                                McpServerEntry::Inline { name, endpoint }
-                            }));
+                            out.extend(
+                                cfg.servers.into_iter().map(|(name, endpoint)| {
+                                    McpServerEntry::Inline { name, endpoint }
+                                }),
+                            );
                         }
                         other => {
                             return Err(McpError::Config {
@@ -280,10 +282,12 @@ pub fn parse_server(name: &str, spec: &Value, origin: &str) -> Result<McpEndpoin
             })
         }
         "http" | "streamable-http" | "streamable_http" | "streamablehttp" => {
-            let url = string("url")?
-                .ok_or_else(|| err("an http server needs a `url`".to_string()))?;
+            let url =
+                string("url")?.ok_or_else(|| err("an http server needs a `url`".to_string()))?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(err(format!("`url` must start with http:// or https://, got `{url}`")));
+                return Err(err(format!(
+                    "`url` must start with http:// or https://, got `{url}`"
+                )));
             }
             Ok(McpEndpoint::Http {
                 url,
@@ -376,7 +380,10 @@ mod tests {
             (json!({"command": 1}), "`command` must be a string"),
             (json!({"command": "x", "env": {"A": 1}}), "`env.A`"),
             (json!({"type": "http", "url": "ftp://x"}), "http://"),
-            (json!({"command": "${SUBAGENT_MCP_UNSET_Y}"}), "SUBAGENT_MCP_UNSET_Y"),
+            (
+                json!({"command": "${SUBAGENT_MCP_UNSET_Y}"}),
+                "SUBAGENT_MCP_UNSET_Y",
+            ),
         ] {
             let e = McpServerConfig::from_value(&json!({"mcpServers": {"srv": spec}}), "f.json")
                 .unwrap_err()
@@ -398,6 +405,9 @@ mod tests {
         let e = McpServerEntry::parse_list(&json!([1]), "agents/x.md")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("agents/x.md") && e.contains("mcpServers[0]"), "{e}");
+        assert!(
+            e.contains("agents/x.md") && e.contains("mcpServers[0]"),
+            "{e}"
+        );
     }
 }

@@ -36,7 +36,12 @@ pub(crate) fn progress_line(p: &ProgressNotificationParam) -> String {
         Some(total) => format!("{}/{}", p.progress, total),
         None => format!("{}", p.progress),
     };
-    match p.message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+    match p
+        .message
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    {
         Some(m) => format!("{m} ({amount})"),
         None => format!("progress {amount}"),
     }

@@ -75,7 +75,8 @@ impl McpEndpoint {
                 .collect()
         };
         if let Some(rest) = uri.strip_prefix("stdio:") {
-            let mut words = shell::split(rest).map_err(|e| invalid(format!("command line: {e}")))?;
+            let mut words =
+                shell::split(rest).map_err(|e| invalid(format!("command line: {e}")))?;
             if words.is_empty() {
                 return Err(invalid(
                     "empty command; expected `stdio:COMMAND ARG...`".into(),

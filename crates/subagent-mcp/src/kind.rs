@@ -270,7 +270,11 @@ impl SubagentExecutor for McpExecutor {
             message: e.to_string(),
             source: Some(Box::new(e)),
         };
-        let conn = self.pool.connection(&def.endpoint).await.map_err(exec_err)?;
+        let conn = self
+            .pool
+            .connection(&def.endpoint)
+            .await
+            .map_err(exec_err)?;
         let mut args = JsonObject::new();
         args.insert(def.argument.clone(), serde_json::Value::String(call.prompt));
         let timeout = match (def.timeout, ctx.remaining()) {
@@ -298,9 +302,11 @@ impl SubagentExecutor for McpExecutor {
                     Ok(TaskOutcome::completed(text).with_usage(usage))
                 }
             }
-            CallEnd::Cancelled => {
-                Ok(TaskOutcome::with_status(String::new(), TaskStatus::Cancelled).with_usage(usage))
-            }
+            CallEnd::Cancelled => Ok(TaskOutcome::with_status(
+                String::new(),
+                TaskStatus::Cancelled,
+            )
+            .with_usage(usage)),
             CallEnd::TimedOut(after) => Err(SubagentError::TimedOut { agent, after }),
         }
     }

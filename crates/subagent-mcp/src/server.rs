@@ -56,7 +56,12 @@ impl std::fmt::Debug for McpToolServer {
             .field("name", &self.inner.name)
             .field(
                 "tools",
-                &self.inner.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+                &self
+                    .inner
+                    .tools
+                    .iter()
+                    .map(|t| t.name())
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -133,7 +138,8 @@ impl McpToolServer {
     ///
     /// [`serve_streamable_http_with_hosts`]: Self::serve_streamable_http_with_hosts
     pub async fn serve_streamable_http(self, addr: SocketAddr) -> Result<McpHttpServer, McpError> {
-        self.serve_streamable_http_with_hosts(addr, Vec::new()).await
+        self.serve_streamable_http_with_hosts(addr, Vec::new())
+            .await
     }
 
     /// Like [`serve_streamable_http`](Self::serve_streamable_http), also accepting the given
@@ -192,7 +198,11 @@ impl McpToolServer {
                 m
             }
         };
-        rmcp::model::Tool::new(tool.name().to_string(), tool.description(), Arc::new(schema))
+        rmcp::model::Tool::new(
+            tool.name().to_string(),
+            tool.description(),
+            Arc::new(schema),
+        )
     }
 
     async fn run_tool(
@@ -266,9 +276,9 @@ impl McpToolServer {
                     CallToolResult::success(content)
                 }
             }
-            Err(ToolError::Cancelled { tool }) => {
-                CallToolResult::error(vec![ContentBlock::text(format!("tool `{tool}` was cancelled"))])
-            }
+            Err(ToolError::Cancelled { tool }) => CallToolResult::error(vec![ContentBlock::text(
+                format!("tool `{tool}` was cancelled"),
+            )]),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         })
     }
@@ -344,7 +354,9 @@ impl ServerHandler for McpToolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.run_tool(request, context).await.map(CallToolResponse::from)
+        self.run_tool(request, context)
+            .await
+            .map(CallToolResponse::from)
     }
 }
 

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use subagent_spi::{ProgressKind, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use subagent_spi::{
+    ProgressKind, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
+};
 
 use crate::client::{CallEnd, McpPool};
 use crate::content::{progress_line, result_text};
@@ -225,7 +227,9 @@ impl McpToolProvider {
                             })?;
                     targets.push((name.as_str(), endpoint));
                 }
-                McpServerEntry::Inline { name, endpoint } => targets.push((name.as_str(), endpoint)),
+                McpServerEntry::Inline { name, endpoint } => {
+                    targets.push((name.as_str(), endpoint))
+                }
             }
         }
         let lists = futures::future::try_join_all(
@@ -244,7 +248,10 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_and_cleaned() {
-        assert_eq!(mcp_tool_name("github", "create_issue"), "mcp__github__create_issue");
+        assert_eq!(
+            mcp_tool_name("github", "create_issue"),
+            "mcp__github__create_issue"
+        );
         assert_eq!(mcp_tool_name("my server", "a.b/c"), "mcp__my_server__a_b_c");
     }
 }

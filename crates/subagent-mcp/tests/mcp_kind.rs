@@ -1,1 +1,350 @@
-//! The MCP kind against real MCP servers (placeholder; filled in below).
+//! The `MCP` kind against real MCP servers built with rmcp: the `subagent-mcp-test-server`
+//! child process over stdio, and the same server in-process over streamable HTTP.
+
+#[path = "support/server.rs"]
+mod server;
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use subagent_mcp::{
+    KIND, McpEndpoint, McpPool, McpSubagentDefinition, mcp_subagent_type_with_pool,
+};
+use subagent_spi::{
+    ProgressEvent, ProgressKind, SubagentDefinition, SubagentError, SubagentReference,
+    SubagentType, TaskCall, TaskContext, TaskStatus,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_subagent-mcp-test-server");
+
+fn stdio_uri() -> String {
+    format!("stdio:'{BIN}'")
+}
+
+fn reference(uri: &str, meta: &[(&str, &str)]) -> SubagentReference {
+    meta.iter()
+        .fold(SubagentReference::new(uri, KIND), |r, (k, v)| {
+            r.with_metadata(*k, *v)
+        })
+}
+
+async fn resolve(kind: &SubagentType, r: &SubagentReference) -> Arc<dyn SubagentDefinition> {
+    assert!(kind.resolver().can_resolve(r));
+    match kind.resolver().resolve(r).await {
+        Ok(d) => d,
+        Err(e) => panic!("resolving {r} failed: {e}"),
+    }
+}
+
+async fn run(
+    kind: &SubagentType,
+    def: &Arc<dyn SubagentDefinition>,
+    prompt: &str,
+    ctx: TaskContext,
+) -> Result<subagent_spi::TaskOutcome, SubagentError> {
+    kind.executor()
+        .execute(TaskCall::new(def.name(), "test", prompt), def.clone(), ctx)
+        .await
+}
+
+/// A context whose progress events are collected, plus a notifier woken on each event.
+fn recording_ctx() -> (
+    TaskContext,
+    Arc<Mutex<Vec<ProgressEvent>>>,
+    Arc<tokio::sync::Notify>,
+) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let (e, n) = (events.clone(), notify.clone());
+    let sink = move |ev: ProgressEvent| {
+        e.lock().unwrap().push(ev);
+        n.notify_one();
+    };
+    let mut ctx = TaskContext::new().with_progress(Arc::new(sink));
+    ctx.agent = "tester".into();
+    (ctx, events, notify)
+}
+
+fn statuses(events: &Mutex<Vec<ProgressEvent>>) -> Vec<String> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ProgressKind::Status { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The shared checks: resolve from the tool, execute, isError, progress, cancellation.
+/// Returns after cancelling a `wait` call; the caller checks the server saw it.
+async fn exercise(kind: &SubagentType, uri: &str) {
+    // The tool named like the agent; name and description come from the tool.
+    let echo = resolve(kind, &reference(uri, &[("name", "echo")])).await;
+    assert_eq!(echo.name(), "echo");
+    assert_eq!(echo.kind(), KIND);
+    assert_eq!(
+        echo.description(),
+        "Echoes the prompt back, prefixed with `echo: `."
+    );
+    let mcp = echo.downcast_ref::<McpSubagentDefinition>().unwrap();
+    assert_eq!((mcp.tool(), mcp.argument()), ("echo", "prompt"));
+
+    let out = run(kind, &echo, "hello there", TaskContext::new())
+        .await
+        .unwrap();
+    assert_eq!(out.status, TaskStatus::Completed);
+    assert_eq!(out.text, "echo: hello there");
+
+    // Metadata `tool` picks the tool; metadata `name` names the agent.
+    let failer = resolve(
+        kind,
+        &reference(uri, &[("tool", "fail"), ("name", "failer")]),
+    )
+    .await;
+    assert_eq!(failer.name(), "failer");
+    match run(kind, &failer, "boom", TaskContext::new()).await {
+        Err(SubagentError::Execution { agent, message, .. }) => {
+            assert_eq!(agent, "failer");
+            assert_eq!(message, "failure: boom");
+        }
+        other => panic!("expected an execution error, got {other:?}"),
+    }
+
+    // Another argument name.
+    let shout = resolve(
+        kind,
+        &reference(uri, &[("tool", "shout"), ("argument", "text")]),
+    )
+    .await;
+    assert_eq!(
+        run(kind, &shout, "quiet", TaskContext::new())
+            .await
+            .unwrap()
+            .text,
+        "QUIET"
+    );
+    let err = kind
+        .resolver()
+        .resolve(&reference(uri, &[("tool", "shout")]))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no argument `prompt`") && err.contains("text"),
+        "{err}"
+    );
+
+    // Structured content only -> JSON text.
+    let structured = resolve(kind, &reference(uri, &[("tool", "structured")])).await;
+    let text = run(kind, &structured, "", TaskContext::new())
+        .await
+        .unwrap()
+        .text;
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["answer"], 42);
+
+    // Several tools and no hint: a clear error listing them; an unknown tool likewise.
+    let err = kind
+        .resolver()
+        .resolve(&reference(uri, &[]))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("set metadata `tool`") && err.contains("echo, fail"),
+        "{err}"
+    );
+    let err = kind
+        .resolver()
+        .resolve(&reference(uri, &[("tool", "nope")]))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no tool `nope`") && err.contains("progress"),
+        "{err}"
+    );
+
+    // Progress notifications become status events.
+    let progress = resolve(kind, &reference(uri, &[("tool", "progress")])).await;
+    let (ctx, events, _) = recording_ctx();
+    let out = run(kind, &progress, "p", ctx).await.unwrap();
+    assert_eq!(out.text, "done: p");
+    assert_eq!(
+        statuses(&events),
+        ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"]
+    );
+    assert!(events.lock().unwrap().iter().all(|e| e.agent == "tester"));
+
+    // Cancellation: wait until the server reports the call is running, then cancel.
+    let wait = resolve(kind, &reference(uri, &[("tool", "wait")])).await;
+    let (ctx, events, notify) = recording_ctx();
+    let cancel = ctx.cancel.clone();
+    let running = {
+        let (kind, wait) = (kind.clone(), wait.clone());
+        tokio::spawn(async move { run(&kind, &wait, "w", ctx).await })
+    };
+    while statuses(&events).is_empty() {
+        tokio::time::timeout(Duration::from_secs(20), notify.notified())
+            .await
+            .expect("the wait tool reports progress");
+    }
+    cancel.cancel();
+    let out = tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .expect("cancelled call returns")
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status, TaskStatus::Cancelled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_server_resolves_executes_reports_progress_and_is_cancelled() {
+    let pool = McpPool::new();
+    let kind = mcp_subagent_type_with_pool(pool.clone());
+    let uri = stdio_uri();
+    exercise(&kind, &uri).await;
+
+    // The server saw the cancellation (its `wait` call observed its token).
+    let stats = resolve(&kind, &reference(&uri, &[("tool", "stats")])).await;
+    let mut seen = 0;
+    for _ in 0..200 {
+        let text = run(&kind, &stats, "", TaskContext::new())
+            .await
+            .unwrap()
+            .text;
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        seen = v["cancelled"].as_u64().unwrap();
+        if seen > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(seen, 1, "the server observed the cancellation");
+
+    // Every reference above used the same command line: one process served them all.
+    assert_eq!(pool.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_server_is_reused_and_killed_on_drop() {
+    let pool = McpPool::new();
+    let kind = mcp_subagent_type_with_pool(pool.clone());
+    let uri = stdio_uri();
+    let def = resolve(&kind, &reference(&uri, &[("tool", "pid")])).await;
+    let first = run(&kind, &def, "", TaskContext::new()).await.unwrap().text;
+    let second = run(&kind, &def, "", TaskContext::new()).await.unwrap().text;
+    assert_eq!(first, second, "two calls, one process");
+    let pid: u32 = first.parse().unwrap();
+    let endpoint = McpEndpoint::from_reference(&reference(&uri, &[])).unwrap();
+    assert_eq!(pool.server_pid(&endpoint), Some(pid));
+
+    // A different environment is a different server.
+    let other = resolve(&kind, &reference(&uri, &[("tool", "pid"), ("env.X", "1")])).await;
+    let other_pid = run(&kind, &other, "", TaskContext::new())
+        .await
+        .unwrap()
+        .text;
+    assert_ne!(other_pid, first);
+    assert_eq!(pool.len(), 2);
+
+    let proc_dir = format!("/proc/{pid}");
+    assert!(std::path::Path::new(&proc_dir).exists());
+    drop((kind, def, other));
+    drop(pool);
+    let mut gone = false;
+    for _ in 0..400 {
+        if !std::path::Path::new(&proc_dir).exists() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        gone,
+        "server process {pid} still exists after the pool was dropped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_server_resolves_executes_reports_progress_and_is_cancelled() {
+    let state = Arc::new(server::TestState::default());
+    let ct = tokio_util::sync::CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = {
+        let state = state.clone();
+        StreamableHttpService::new(
+            move || {
+                Ok(server::TestServer {
+                    state: state.clone(),
+                })
+            },
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
+        )
+    };
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let shutdown = ct.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+    });
+
+    let pool = McpPool::new();
+    let kind = mcp_subagent_type_with_pool(pool.clone());
+    let uri = format!("http://{addr}/mcp");
+    exercise(&kind, &uri).await;
+
+    let mut seen = state.cancelled.load(Ordering::SeqCst);
+    while seen == 0 {
+        let notified = state.cancel_seen.notified();
+        seen = state.cancelled.load(Ordering::SeqCst);
+        if seen == 0 {
+            tokio::time::timeout(Duration::from_secs(20), notified)
+                .await
+                .expect("the server observes the cancellation");
+            seen = state.cancelled.load(Ordering::SeqCst);
+        }
+    }
+    assert_eq!(seen, 1);
+    assert_eq!(pool.len(), 1, "one HTTP session for every call");
+
+    // Unreachable server: a resolution error naming the URL.
+    let dead = format!("http://{addr}/nothing-here");
+    let err = kind
+        .resolver()
+        .resolve(&reference(&dead, &[("tool", "echo")]))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains(&dead), "{err}");
+
+    drop((kind, pool));
+    ct.cancel();
+    let _ = server.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_tool_delegates_to_an_mcp_agent() {
+    let task = task_tool::TaskTool::builder()
+        .subagent_type(subagent_mcp::mcp_subagent_type())
+        .subagent_reference(reference(&stdio_uri(), &[("name", "echo")]))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(task.agent_names(), ["echo"]);
+    let out = task
+        .call_tool(
+            serde_json::json!({"description": "d", "prompt": "via Task", "subagent_type": "echo"}),
+            &TaskContext::new(),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(out.content.contains("echo: via Task"), "{}", out.content);
+}

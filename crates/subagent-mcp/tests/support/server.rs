@@ -47,14 +47,38 @@ fn schema(props: &[&str]) -> Arc<JsonObject> {
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool::new("echo", "Echoes the prompt back, prefixed with `echo: `.", schema(&["prompt"])),
-        Tool::new("fail", "Always fails with the prompt as the error text.", schema(&["prompt"])),
-        Tool::new("progress", "Reports three progress steps, then answers.", schema(&["prompt"])),
-        Tool::new("wait", "Waits until the request is cancelled.", schema(&["prompt"])),
-        Tool::new("shout", "Upper-cases its `text` argument.", schema(&["text"])),
+        Tool::new(
+            "echo",
+            "Echoes the prompt back, prefixed with `echo: `.",
+            schema(&["prompt"]),
+        ),
+        Tool::new(
+            "fail",
+            "Always fails with the prompt as the error text.",
+            schema(&["prompt"]),
+        ),
+        Tool::new(
+            "progress",
+            "Reports three progress steps, then answers.",
+            schema(&["prompt"]),
+        ),
+        Tool::new(
+            "wait",
+            "Waits until the request is cancelled.",
+            schema(&["prompt"]),
+        ),
+        Tool::new(
+            "shout",
+            "Upper-cases its `text` argument.",
+            schema(&["text"]),
+        ),
         Tool::new("pid", "Returns the server's process id.", schema(&[])),
         Tool::new("stats", "Returns counters as JSON.", schema(&[])),
-        Tool::new("structured", "Returns structured content only.", schema(&[])),
+        Tool::new(
+            "structured",
+            "Returns structured content only.",
+            schema(&[]),
+        ),
     ]
 }
 
@@ -82,7 +106,12 @@ impl ServerHandler for TestServer {
     ) -> Result<CallToolResponse, ErrorData> {
         self.state.calls.fetch_add(1, Ordering::SeqCst);
         let args = request.arguments.unwrap_or_default();
-        let arg = |k: &str| args.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let arg = |k: &str| {
+            args.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
         let result = match request.name.as_ref() {
             "echo" => CallToolResult::success(text(format!("echo: {}", arg("prompt")))),
             "fail" => CallToolResult::error(text(format!("failure: {}", arg("prompt")))),
@@ -94,11 +123,19 @@ impl ServerHandler for TestServer {
                             .with_total(3.0)
                             .with_message(format!("step {i}"));
                         let _ = context.peer.notify_progress(p).await;
+                        // rmcp clients handle each notification on its own task; spacing
+                        // them keeps their order and lets them land before the answer.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 }
                 CallToolResult::success(text(format!("done: {}", arg("prompt"))))
             }
             "wait" => {
+                // Tell the caller the call is running, so it can cancel it deterministically.
+                if let Some(token) = context.meta.get_progress_token() {
+                    let p = ProgressNotificationParam::new(token, 0.0).with_message("waiting");
+                    let _ = context.peer.notify_progress(p).await;
+                }
                 tokio::select! {
                     () = context.ct.cancelled() => {
                         self.state.cancelled.fetch_add(1, Ordering::SeqCst);
