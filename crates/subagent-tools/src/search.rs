@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use globset::GlobBuilder;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
 use schemars::JsonSchema;
@@ -108,14 +108,23 @@ fn glob_blocking(
     stop: &StopFlag,
 ) -> Result<ToolOutput, ToolError> {
     const NAME: &str = GlobTool::NAME;
-    let base = ws.resolve_blocking(NAME, input.path.as_deref().unwrap_or("."))?;
+    let trimmed = input.pattern.trim();
+    // An absolute pattern: its literal leading directories become the search base.
+    let (base_arg, pattern) = match split_absolute_pattern(trimmed) {
+        Some((dir, rest)) => (dir, rest),
+        None => (
+            input.path.clone().unwrap_or_else(|| ".".to_string()),
+            trimmed.trim_start_matches("./").to_string(),
+        ),
+    };
+    let base = ws.resolve_blocking(NAME, &base_arg)?;
     if !base.is_dir() {
         return Err(ToolError::invalid(
             NAME,
             format!("`{}` is not a directory", ws.display_path(&base)),
         ));
     }
-    let pattern = input.pattern.trim().trim_start_matches("./");
+    let pattern = pattern.as_str();
     let matcher = GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
@@ -163,6 +172,23 @@ fn glob_blocking(
     Ok(ToolOutput::text(out))
 }
 
+/// Splits an absolute glob like `/root/src/**/*.rs` into its literal directory (`/root/src`)
+/// and the rest (`**/*.rs`); `None` for relative patterns.
+fn split_absolute_pattern(pattern: &str) -> Option<(String, String)> {
+    if !pattern.starts_with('/') {
+        return None;
+    }
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let is_glob = |p: &str| p.contains(['*', '?', '[', '{']);
+    let first_glob = parts
+        .iter()
+        .position(|p| is_glob(p))
+        .unwrap_or(parts.len().saturating_sub(1));
+    let dir = parts[..first_glob].join("/");
+    let rest = parts[first_glob..].join("/");
+    Some((if dir.is_empty() { "/".to_string() } else { dir }, rest))
+}
+
 /// What [`GrepTool`] returns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -197,6 +223,67 @@ pub struct GrepInput {
     /// Return at most this many lines/entries.
     #[serde(default)]
     pub head_limit: Option<usize>,
+    /// Lines of context before and after each match, content mode only (also `-C`).
+    #[serde(default, alias = "-C")]
+    pub context: Option<usize>,
+    /// Lines of context before each match, content mode only (also `-B`).
+    #[serde(default, alias = "-B")]
+    pub before: Option<usize>,
+    /// Lines of context after each match, content mode only (also `-A`).
+    #[serde(default, alias = "-A")]
+    pub after: Option<usize>,
+}
+
+/// Context lines are capped at this many on each side.
+const MAX_CONTEXT_LINES: usize = 20;
+
+/// Collects content-mode lines ripgrep style: `path:line:text` for matches, `path-line-text`
+/// for context, `--` between separate groups.
+struct ContentSink<'a> {
+    shown: &'a str,
+    lines: &'a mut Vec<String>,
+    limit: usize,
+    truncated: &'a mut bool,
+    pending_break: bool,
+}
+
+impl ContentSink<'_> {
+    fn push(&mut self, lnum: Option<u64>, bytes: &[u8], sep: char) -> bool {
+        if self.pending_break {
+            self.pending_break = false;
+            if self.lines.len() < self.limit {
+                self.lines.push("--".to_string());
+            }
+        }
+        if self.lines.len() >= self.limit {
+            *self.truncated = true;
+            return false;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let (text, cut) = cut_chars(text.trim_end_matches(['\n', '\r']), MAX_MATCH_LINE_CHARS);
+        let marker = if cut > 0 { " [… line cut]" } else { "" };
+        let lnum = lnum.unwrap_or(0);
+        self.lines
+            .push(format!("{}{sep}{lnum}{sep}{text}{marker}", self.shown));
+        true
+    }
+}
+
+impl Sink for ContentSink<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        Ok(self.push(m.line_number(), m.bytes(), ':'))
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        Ok(self.push(c.line_number(), c.bytes(), '-'))
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
+        self.pending_break = true;
+        Ok(true)
+    }
 }
 
 /// Searches file contents with a regular expression (ripgrep's engine), skipping what
@@ -226,7 +313,8 @@ impl Tool for GrepTool {
         "Searches file contents with a regular expression (ripgrep syntax), respecting \
          .gitignore and skipping binary files. `output_mode`: `files_with_matches` (default, \
          newest first), `content` (path:line:text) or `count`. Filter files with `glob` \
-         (e.g. `*.rs`); set `case_insensitive` for case-insensitive matching."
+         (e.g. `*.rs`); set `case_insensitive` for case-insensitive matching; in content mode \
+         `context` / `before` / `after` add surrounding lines."
             .to_string()
     }
 
@@ -282,10 +370,32 @@ fn grep_blocking(
             .map_err(|e| ToolError::invalid(NAME, format!("bad glob `{glob}`: {e}")))?;
         walk.overrides(overrides);
     }
+    let before = input
+        .before
+        .or(input.context)
+        .unwrap_or(0)
+        .min(MAX_CONTEXT_LINES);
+    let after = input
+        .after
+        .or(input.context)
+        .unwrap_or(0)
+        .min(MAX_CONTEXT_LINES);
+    let context = before.max(after);
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(0))
         .line_number(true)
+        .before_context(if mode == GrepOutputMode::Content {
+            before
+        } else {
+            0
+        })
+        .after_context(if mode == GrepOutputMode::Content {
+            after
+        } else {
+            0
+        })
         .build();
+    let mut pending_break = false;
 
     let mut files: Vec<(PathBuf, SystemTime)> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
@@ -336,21 +446,18 @@ fn grep_blocking(
                 }
             }
             GrepOutputMode::Content => {
-                let _ = searcher.search_path(
-                    &matcher,
-                    path,
-                    Lossy(|lnum, line| {
-                        if lines.len() == limit {
-                            truncated = true;
-                            return Ok(false);
-                        }
-                        let (text, cut) =
-                            cut_chars(line.trim_end_matches(['\n', '\r']), MAX_MATCH_LINE_CHARS);
-                        let marker = if cut > 0 { " [… line cut]" } else { "" };
-                        lines.push(format!("{shown}:{lnum}:{text}{marker}"));
-                        Ok(true)
-                    }),
-                );
+                if context > 0 && !lines.is_empty() && lines.len() < limit {
+                    pending_break = true;
+                }
+                let mut sink = ContentSink {
+                    shown: &shown,
+                    lines: &mut lines,
+                    limit,
+                    truncated: &mut truncated,
+                    pending_break,
+                };
+                let _ = searcher.search_path(&matcher, path, &mut sink);
+                pending_break = sink.pending_break;
                 if truncated {
                     break;
                 }

@@ -363,6 +363,24 @@ async fn glob_is_gitignore_aware_and_newest_first() {
         out.content.lines().collect::<Vec<_>>(),
         vec!["src/new.rs", "src/old.rs"]
     );
+    // an absolute pattern inside the root works; one outside is refused
+    let root = std::fs::canonicalize(f.dir.path()).unwrap();
+    let abs = format!("{}/src/**/*.rs", root.display());
+    let out = call(&glob, json!({"pattern": abs})).await.unwrap();
+    assert_eq!(out.content.lines().count(), 3, "{}", out.content);
+    let out = call(
+        &glob,
+        json!({"pattern": format!("{}/top.rs", root.display())}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.content.trim(), "top.rs");
+    let outside = format!("{}/**/*", f.outside.path().display());
+    assert_denied(
+        call(&glob, json!({"pattern": outside.clone()})).await,
+        &f.outside.path().display().to_string(),
+        f.dir.path(),
+    );
     let out = call(&glob, json!({"pattern": "*.log"})).await.unwrap();
     assert!(out.content.starts_with("No files"), "{}", out.content);
     let err = call(&glob, json!({"pattern": "a[", "path": "."}))
@@ -506,4 +524,46 @@ fn workspace_root_must_be_a_directory() {
     assert!(err.to_string().contains("not a directory"), "{err}");
     let err = Workspace::new(f.dir.path().join("missing")).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
+}
+
+#[tokio::test]
+async fn grep_content_with_context_lines() {
+    let f = fixture();
+    f.write(
+        "a.txt",
+        "one\ntwo\nMATCH 1\nfour\nfive\nsix\nseven\nMATCH 2\nnine\n",
+    );
+    f.write("b.txt", "MATCH 3\nlast\n");
+    let grep = GrepTool::new(f.ws.clone());
+    let out = call(
+        &grep,
+        json!({"pattern": "MATCH", "output_mode": "content", "-C": 1}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.content.lines().collect::<Vec<_>>(),
+        vec![
+            "a.txt-2-two",
+            "a.txt:3:MATCH 1",
+            "a.txt-4-four",
+            "--",
+            "a.txt-7-seven",
+            "a.txt:8:MATCH 2",
+            "a.txt-9-nine",
+            "--",
+            "b.txt:1:MATCH 3",
+            "b.txt-2-last",
+        ]
+    );
+    let out = call(
+        &grep,
+        json!({"pattern": "MATCH 2", "output_mode": "content", "before": 2, "after": 0}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.content.lines().collect::<Vec<_>>(),
+        vec!["a.txt-6-six", "a.txt-7-seven", "a.txt:8:MATCH 2"]
+    );
 }
