@@ -189,7 +189,7 @@ fn split_absolute_pattern(pattern: &str) -> Option<(String, String)> {
     Some((if dir.is_empty() { "/".to_string() } else { dir }, rest))
 }
 
-/// What [`GrepTool`] returns.
+/// What Grep returns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GrepOutputMode {
@@ -232,6 +232,12 @@ pub struct GrepInput {
     /// Lines of context after each match, content mode only (also `-A`).
     #[serde(default, alias = "-A")]
     pub after: Option<usize>,
+    /// Only search files of this ripgrep file type, e.g. `rust`, `py`, `js`.
+    #[serde(default, rename = "type")]
+    pub file_type: Option<String>,
+    /// Accepted for compatibility; content mode always shows line numbers (also `-n`).
+    #[serde(default, alias = "-n")]
+    pub line_numbers: Option<bool>,
 }
 
 /// Context lines are capped at this many on each side.
@@ -381,6 +387,25 @@ fn grep_blocking(
         .unwrap_or(0)
         .min(MAX_CONTEXT_LINES);
     let context = before.max(after);
+    if let Some(file_type) = input.file_type.as_deref().filter(|t| !t.trim().is_empty()) {
+        let mut types = ignore::types::TypesBuilder::new();
+        types.add_defaults();
+        types.select(file_type.trim());
+        let types = types.build().map_err(|e| {
+            ToolError::invalid(NAME, format!("unknown file type `{file_type}`: {e}"))
+        })?;
+        if !types
+            .definitions()
+            .iter()
+            .any(|d| d.name() == file_type.trim())
+        {
+            return Err(ToolError::invalid(
+                NAME,
+                format!("unknown file type `{file_type}` (use ripgrep's names: rust, py, js, ...)"),
+            ));
+        }
+        walk.types(types);
+    }
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(0))
         .line_number(true)

@@ -449,6 +449,19 @@ async fn grep_modes_filters_and_case() {
     assert!(out.content.starts_with("src/a.rs:2:"), "{}", out.content);
     assert!(out.content.contains("results stop at 1"), "{}", out.content);
 
+    // ripgrep file types, and `-n` accepted
+    let out = call(
+        &grep,
+        json!({"pattern": "hello", "type": "rust", "-n": true, "-i": true, "output_mode": "count"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.content.trim(), "src/a.rs:2");
+    let err = call(&grep, json!({"pattern": "x", "type": "klingon"}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("klingon"), "{err}");
+
     let out = call(&grep, json!({"pattern": "zzz"})).await.unwrap();
     assert!(out.content.starts_with("No matches"));
     let err = call(&grep, json!({"pattern": "(unclosed"}))
@@ -489,6 +502,11 @@ async fn tool_sets_effects_and_schemas() {
     let schema = |n: &str| ToolSet::find(&all, n).unwrap().input_schema();
     let read = schema("Read");
     assert_eq!(read["type"], "object");
+    assert!(
+        read.get("description").is_none(),
+        "rustdoc kept out: {read}"
+    );
+    assert!(read.get("$schema").is_none());
     assert_eq!(read["required"], json!(["file_path"]));
     for (tool, field) in [
         ("Read", "offset"),
