@@ -346,6 +346,33 @@ async fn the_time_limit_cancels_the_remote_task() {
 }
 
 #[tokio::test]
+async fn the_callers_deadline_is_a_limit_reached_outcome() {
+    let p = peer(Some(v1_card(false)), |m, _, _| match m {
+        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING",
+            json!({"artifacts": [{"artifactId": "a", "parts": [{"text": "partial"}]}]}))})),
+        "GetTask" => Reply::Result(task("TASK_STATE_WORKING", json!({}))),
+        "CancelTask" => Reply::Result(task("TASK_STATE_CANCELED", json!({}))),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p.clone()).await;
+    let def = resolve(SubagentReference::new(&base, KIND).with_metadata("poll_interval_ms", "20"))
+        .await
+        .unwrap();
+    let ctx = TaskContext::new().with_timeout(Duration::from_millis(500));
+    let out = A2aExecutor::new()
+        .execute(TaskCall::new("mock", "t", "go"), def, ctx)
+        .await
+        .unwrap();
+    assert_eq!(out.status, TaskStatus::LimitReached);
+    // Once polling started, the first reply (with its partial artifact) had been read.
+    if p.methods().contains(&"GetTask".to_string()) {
+        assert_eq!(out.text, "partial");
+    }
+    assert!(out.limit.unwrap().starts_with("deadline"));
+    assert!(p.methods().contains(&"CancelTask".to_string()));
+}
+
+#[tokio::test]
 async fn context_cancellation_returns_a_cancelled_outcome() {
     let p = peer(Some(v1_card(false)), |m, _, _| match m {
         "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING", json!({}))})),

@@ -18,6 +18,20 @@ use crate::types::v1::{self, PartContent, TaskState};
 /// How long a best-effort `CancelTask` may take after the caller gave up.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
+/// The most artifact content (bytes of text, data and inline files) kept for one task: a peer
+/// streaming endless chunks gets an error instead of growing memory without bound.
+pub const MAX_ARTIFACT_BYTES: usize = 16 * 1024 * 1024;
+
+fn parts_size(parts: &[v1::Part]) -> usize {
+    parts
+        .iter()
+        .map(|p| match &p.content {
+            PartContent::Text(t) | PartContent::Raw(t) | PartContent::Url(t) => t.len(),
+            PartContent::Data(v) => v.to_string().len(),
+        })
+        .sum()
+}
+
 /// Runs tasks on remote A2A agents resolved by [`A2aResolver`](super::A2aResolver).
 ///
 /// One call = one user message: `SendStreamingMessage` when the card declares streaming (each
@@ -137,10 +151,16 @@ struct Run {
     artifacts: Vec<v1::Artifact>,
     history: Vec<v1::Message>,
     reply: Option<v1::Message>,
+    artifact_bytes: usize,
 }
 
 impl Run {
-    fn apply(&mut self, ev: v1::StreamResponse, ctx: &TaskContext) {
+    fn apply(
+        &mut self,
+        ev: v1::StreamResponse,
+        ctx: &TaskContext,
+        url: &str,
+    ) -> Result<(), A2aError> {
         match ev {
             v1::StreamResponse::Task(t) => {
                 self.task_id = Some(t.id);
@@ -149,6 +169,7 @@ impl Run {
                 }
                 self.set_status(t.status, ctx);
                 if !t.artifacts.is_empty() {
+                    self.artifact_bytes = t.artifacts.iter().map(|a| parts_size(&a.parts)).sum();
                     self.artifacts = t.artifacts;
                 }
                 if !t.history.is_empty() {
@@ -180,6 +201,13 @@ impl Run {
                 if !e.context_id.is_empty() {
                     self.context_id = Some(e.context_id);
                 }
+                self.artifact_bytes += parts_size(&e.artifact.parts);
+                if self.artifact_bytes > MAX_ARTIFACT_BYTES {
+                    return Err(A2aError::TooLarge {
+                        url: url.to_string(),
+                        limit: MAX_ARTIFACT_BYTES,
+                    });
+                }
                 let text = parts_text(&e.artifact.parts);
                 if !text.is_empty() {
                     ctx.emit(ProgressKind::TextDelta { text });
@@ -195,6 +223,7 @@ impl Run {
                 }
             }
         }
+        Ok(())
     }
 
     fn set_status(&mut self, status: v1::TaskStatus, ctx: &TaskContext) {
@@ -272,9 +301,10 @@ async fn consume(
     stream: &mut EventStream,
     run: &mut Run,
     ctx: &TaskContext,
+    url: &str,
 ) -> Result<(), A2aError> {
     while let Some(ev) = stream.next().await {
-        run.apply(ev?, ctx);
+        run.apply(ev?, ctx, url)?;
         if run.settled() {
             break;
         }
@@ -289,13 +319,20 @@ async fn drive(
     run: &mut Run,
     ctx: &TaskContext,
 ) -> Result<(), A2aError> {
+    let url = client.endpoint().url.as_str();
     let streaming = def.uses_streaming();
     if streaming {
         let mut stream = client.send_streaming_message(req).await?;
-        consume(&mut stream, run, ctx).await?;
+        match consume(&mut stream, run, ctx, url).await {
+            // A dropped connection after the task is known: follow the task instead.
+            Err(A2aError::Http { .. }) if run.task_id.is_some() && !run.settled() => {
+                tracing::debug!(url, "stream broke; following the task");
+            }
+            other => other?,
+        }
     } else {
         let resp = client.send_message(req).await?;
-        run.apply(resp.into(), ctx);
+        run.apply(resp.into(), ctx, url)?;
     }
     // Follow a task that is still running.
     let mut try_subscribe = streaming;
@@ -310,7 +347,7 @@ async fn drive(
             try_subscribe = false;
             match client.subscribe_to_task(&id).await {
                 Ok(mut stream) => {
-                    consume(&mut stream, run, ctx).await?;
+                    consume(&mut stream, run, ctx, url).await?;
                     if run.settled() {
                         break;
                     }
@@ -320,11 +357,11 @@ async fn drive(
                 }
             }
             let t = client.get_task(&id, None).await?;
-            run.apply(v1::StreamResponse::Task(t), ctx);
+            run.apply(v1::StreamResponse::Task(t), ctx, url)?;
         } else {
             tokio::time::sleep(def.config.poll_interval).await;
             let t = client.get_task(&id, None).await?;
-            run.apply(v1::StreamResponse::Task(t), ctx);
+            run.apply(v1::StreamResponse::Task(t), ctx, url)?;
         }
     }
     Ok(())
@@ -399,9 +436,11 @@ impl SubagentExecutor for A2aExecutor {
             .cloned()
             .unwrap_or_else(|| self.http.clone());
         let client = def.client(http);
-        let limit = match ctx.remaining() {
-            Some(r) => r.min(def.config.timeout),
-            None => def.config.timeout,
+        // The caller's deadline ends the run with `limit_reached`; the reference's own time
+        // limit is a `TimedOut` error.
+        let (limit, from_deadline) = match ctx.remaining() {
+            Some(r) if r < def.config.timeout => (r, true),
+            _ => (def.config.timeout, false),
         };
         let started = Instant::now();
         let mut run = Run {
@@ -443,6 +482,14 @@ impl SubagentExecutor for A2aExecutor {
             }
             Ended::TimedOut(after) => {
                 cancel_remote(&client, run.task_id.as_deref(), &agent).await;
+                if from_deadline {
+                    let mut out =
+                        TaskOutcome::with_status(run.result_text(), TaskStatus::LimitReached)
+                            .with_session(session(&run, false))
+                            .with_usage(usage);
+                    out.limit = Some(format!("deadline ({} ms)", after.as_millis()));
+                    return Ok(out);
+                }
                 return Err(SubagentError::TimedOut { agent, after });
             }
             Ended::Done(Err(e)) => {
@@ -531,6 +578,41 @@ mod tests {
         assert_eq!(decode_session("claude-123"), None);
         assert_eq!(decode_session("a2a:99:short"), None);
         assert_eq!(decode_session("a2a:x:y"), None);
+    }
+
+    #[test]
+    fn artifact_content_is_bounded() {
+        let ctx = TaskContext::new();
+        let mut run = Run::default();
+        let chunk = |text: String, append: bool| {
+            v1::StreamResponse::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
+                task_id: "t".into(),
+                context_id: "c".into(),
+                artifact: v1::Artifact {
+                    artifact_id: "a".into(),
+                    name: None,
+                    description: None,
+                    parts: vec![v1::Part::text(text)],
+                    metadata: None,
+                    extensions: vec![],
+                },
+                append,
+                last_chunk: false,
+                metadata: None,
+            })
+        };
+        let half = "x".repeat(MAX_ARTIFACT_BYTES / 2);
+        run.apply(chunk(half.clone(), false), &ctx, "u").unwrap();
+        run.apply(chunk(half.clone(), true), &ctx, "u").unwrap();
+        assert_eq!(run.artifacts[0].parts.len(), 2);
+        let err = run.apply(chunk("y".into(), true), &ctx, "u").unwrap_err();
+        assert!(matches!(
+            err,
+            A2aError::TooLarge {
+                limit: MAX_ARTIFACT_BYTES,
+                ..
+            }
+        ));
     }
 
     #[test]
