@@ -43,8 +43,12 @@
 //! [`client::encode_session`]) continues the same task (same contextId and taskId) when passed
 //! as `TaskCall::resume`. Other outcomes carry a session id holding the contextId, so a resume
 //! continues the conversation with a new task. Cancelling the context sends `CancelTask` and
-//! returns a `cancelled` outcome; the time limit does the same and returns
-//! [`subagent_spi::SubagentError::TimedOut`].
+//! returns a `cancelled` outcome. The reference's time limit (`timeout_secs`) also sends
+//! `CancelTask` and returns [`subagent_spi::SubagentError::TimedOut`]; when the caller's
+//! deadline (`TaskContext::deadline`) comes first, the run ends with a `limit_reached` outcome
+//! holding the artifacts received so far. A stream that breaks once the task is known is
+//! followed with `SubscribeToTask` / `GetTask` instead of failing. Artifact content kept per
+//! task is bounded ([`client::MAX_ARTIFACT_BYTES`]), as are response bodies and SSE events.
 //!
 //! ## Reference metadata
 //!
