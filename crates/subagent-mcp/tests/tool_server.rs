@@ -1,0 +1,277 @@
+//! `McpToolServer` serving the Task / TaskOutput / TaskStop tools, driven by an rmcp client:
+//! over streamable HTTP, and over a byte stream framed like stdio.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, JsonObject,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::json;
+use subagent_mcp::McpToolServer;
+use subagent_spi::*;
+use tokio::sync::Notify;
+
+const KIND: &str = "LOCAL";
+
+#[derive(Debug)]
+struct Def {
+    name: String,
+    reference: SubagentReference,
+}
+
+impl SubagentDefinition for Def {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        "a local test agent"
+    }
+    fn kind(&self) -> &str {
+        KIND
+    }
+    fn reference(&self) -> &SubagentReference {
+        &self.reference
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A tiny in-process kind: `local:greeter` greets, `local:blocker` waits for cancellation.
+#[derive(Default)]
+struct Local {
+    started: Notify,
+    cancelled: AtomicUsize,
+    cancel_seen: Notify,
+}
+
+#[async_trait]
+impl SubagentResolver for Local {
+    fn can_resolve(&self, r: &SubagentReference) -> bool {
+        r.is_kind(KIND)
+    }
+    async fn resolve(
+        &self,
+        r: &SubagentReference,
+    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
+        let name = r
+            .uri
+            .strip_prefix("local:")
+            .ok_or_else(|| SubagentError::resolution(&r.uri, "expected local:NAME"))?;
+        Ok(Arc::new(Def {
+            name: name.to_string(),
+            reference: r.clone(),
+        }))
+    }
+}
+
+#[async_trait]
+impl SubagentExecutor for Local {
+    fn kind(&self) -> &str {
+        KIND
+    }
+    async fn execute(
+        &self,
+        call: TaskCall,
+        def: Arc<dyn SubagentDefinition>,
+        ctx: TaskContext,
+    ) -> Result<TaskOutcome, SubagentError> {
+        match def.name() {
+            "greeter" => {
+                ctx.emit(ProgressKind::Status {
+                    message: "greeting".into(),
+                });
+                Ok(TaskOutcome::completed(format!("hello, {}", call.prompt)))
+            }
+            "blocker" => {
+                self.started.notify_one();
+                ctx.cancel.cancelled().await;
+                self.cancelled.fetch_add(1, Ordering::SeqCst);
+                self.cancel_seen.notify_one();
+                Ok(TaskOutcome::with_status("", TaskStatus::Cancelled))
+            }
+            other => Err(SubagentError::execution(other, "no such agent")),
+        }
+    }
+}
+
+async fn task_tools(local: Arc<Local>) -> Vec<Arc<dyn Tool>> {
+    let task = task_tool::TaskTool::builder()
+        .subagent_type(SubagentType::new(local.clone(), local))
+        .subagent_reference(SubagentReference::new("local:greeter", KIND))
+        .subagent_reference(SubagentReference::new("local:blocker", KIND))
+        .build()
+        .await
+        .unwrap();
+    task.tools()
+}
+
+/// Records progress messages the server sends.
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(m) = params.message {
+            self.progress.lock().unwrap().push(m);
+        }
+    }
+}
+
+fn args(v: serde_json::Value) -> JsonObject {
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => JsonObject::new(),
+    }
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn call(
+    client: &RunningService<RoleClient, Recorder>,
+    tool: &str,
+    input: serde_json::Value,
+) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args(input)))
+        .await
+        .unwrap()
+}
+
+/// Lists the tools, runs Task in the foreground and the background, reads TaskOutput, and
+/// cancels a running Task from the client.
+async fn drive(client: &RunningService<RoleClient, Recorder>, local: &Local) {
+    let tools = client.list_all_tools().await.unwrap();
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["Task", "TaskOutput", "TaskStop"]);
+    let task = tools.iter().find(|t| t.name == "Task").unwrap();
+    assert!(task.description.as_deref().unwrap().contains("greeter"));
+    assert!(
+        task.input_schema["properties"]
+            .get("subagent_type")
+            .is_some()
+    );
+
+    // Foreground.
+    let r = call(
+        client,
+        "Task",
+        json!({"description": "greet", "prompt": "world", "subagent_type": "greeter"}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert!(text(&r).contains("hello, world"), "{}", text(&r));
+
+    // Background, then TaskOutput.
+    let r = call(
+        client,
+        "Task",
+        json!({"description": "greet", "prompt": "later", "subagent_type": "greeter",
+               "run_in_background": true}),
+    )
+    .await;
+    let started = text(&r);
+    let id = started
+        .split("task id ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| c.is_whitespace() || c == '.').next())
+        .unwrap_or_else(|| panic!("no task id in {started}"))
+        .to_string();
+    let r = call(client, "TaskOutput", json!({"task_id": id})).await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert!(text(&r).contains("hello, later"), "{}", text(&r));
+
+    // A failing call is an error result.
+    let r = call(
+        client,
+        "Task",
+        json!({"description": "x", "prompt": "x", "subagent_type": "nobody"}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("nobody"), "{}", text(&r));
+
+    // Cancelling the MCP request cancels the subagent's context.
+    let before = local.cancelled.load(Ordering::SeqCst);
+    let params = CallToolRequestParams::new("Task").with_arguments(args(
+        json!({"description": "block", "prompt": "x", "subagent_type": "blocker"}),
+    ));
+    let request: ClientRequest = CallToolRequest::new(params).into();
+    let started = local.started.notified();
+    let handle = client
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), started)
+        .await
+        .expect("the blocker starts");
+    let seen = local.cancel_seen.notified();
+    handle.cancel(Some("test cancels".into())).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), seen)
+        .await
+        .expect("the subagent sees the cancellation");
+    assert_eq!(local.cancelled.load(Ordering::SeqCst), before + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_task_tools_over_streamable_http() {
+    let local = Arc::new(Local::default());
+    let server = McpToolServer::new(task_tools(local.clone()).await)
+        .serve_streamable_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    assert!(server.local_addr().port() > 0);
+    let recorder = Recorder::default();
+    let client = recorder
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(server.url()))
+        .await
+        .unwrap();
+    drive(&client, &local).await;
+    // The greeter's status event reached the client as an MCP progress notification.
+    let progress = recorder.progress.lock().unwrap().clone();
+    assert!(
+        progress.iter().any(|m| m.contains("greeting")),
+        "{progress:?}"
+    );
+    drop(client);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_task_tools_over_a_stdio_style_stream() {
+    let local = Arc::new(Local::default());
+    let server = McpToolServer::new(task_tools(local.clone()).await);
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move {
+        let running = server.serve(server_io).await.unwrap();
+        running.waiting().await.unwrap();
+    });
+    let client = Recorder::default().serve(client_io).await.unwrap();
+    drive(&client, &local).await;
+    client.cancel().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), serving)
+        .await
+        .expect("the server stops when the client goes away")
+        .unwrap();
+}
