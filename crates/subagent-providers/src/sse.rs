@@ -183,13 +183,11 @@ impl SseParser {
                 self.event.clear();
                 push_utf8(&mut self.event, value);
             }
-            b"id" => {
-                // Per the spec, an id containing NUL is ignored.
-                if !value.contains(&0) {
-                    self.id.clear();
-                    push_utf8(&mut self.id, value);
-                    self.has_id = true;
-                }
+            // Per the spec, an id containing NUL is ignored.
+            b"id" if !value.contains(&0) => {
+                self.id.clear();
+                push_utf8(&mut self.id, value);
+                self.has_id = true;
             }
             _ => {} // `retry` and unknown fields: ignored.
         }
