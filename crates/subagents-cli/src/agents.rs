@@ -1,0 +1,184 @@
+//! `subagents agents list` and `subagents agents validate`.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use subagent_claude::{ScanReport, builtin_names, load_agent_file, scan_dir};
+use subagent_spi::SubagentDefinition;
+
+use crate::error::CliError;
+
+/// One loaded agent in the JSON report.
+#[derive(Debug, Serialize)]
+pub struct Loaded {
+    /// File path (or `embedded:NAME` for built-ins).
+    pub path: String,
+    /// Agent name.
+    pub name: String,
+    /// Kind (`CLAUDE`).
+    pub kind: String,
+    /// Warnings (lenient YAML, non-canonical name...).
+    pub warnings: Vec<String>,
+    /// Description (list only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One skipped file in the JSON report.
+#[derive(Debug, Serialize)]
+pub struct Skipped {
+    /// File path.
+    pub path: String,
+    /// Why it was skipped or failed.
+    pub reason: String,
+}
+
+/// The JSON report of `list` and `validate`.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// Loaded agents.
+    pub loaded: Vec<Loaded>,
+    /// Skipped or failed files.
+    pub skipped: Vec<Skipped>,
+}
+
+impl Report {
+    fn add_scan(&mut self, scan: ScanReport, with_description: bool) {
+        for a in scan.loaded {
+            self.loaded.push(Loaded {
+                path: a.path.display().to_string(),
+                name: a.definition.name().to_string(),
+                kind: a.definition.kind().to_string(),
+                warnings: a.warnings,
+                description: with_description.then(|| a.definition.description().to_string()),
+            });
+        }
+        for s in scan.skipped {
+            self.skipped.push(Skipped {
+                path: s.path.display().to_string(),
+                reason: s.reason,
+            });
+        }
+    }
+}
+
+/// The agent directories to use: the given ones, else those discovered from the current
+/// directory (`.claude/agents` upwards) and the home directory.
+pub fn agent_dirs(given: &[PathBuf]) -> Vec<PathBuf> {
+    if !given.is_empty() {
+        return given.to_vec();
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let home = subagent_claude::home_dir();
+    subagent_claude::agent_dirs(&cwd, home.as_deref())
+        .into_iter()
+        .map(|d| d.path)
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+/// `agents list`.
+pub async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
+    let mut report = Report::default();
+    for name in builtin_names() {
+        let def = subagent_claude::builtin_agent(&name)
+            .map_err(|e| CliError::Failed(format!("built-in agent {name}: {e}")))?;
+        report.loaded.push(Loaded {
+            path: format!("embedded:{name}"),
+            name: def.name().to_string(),
+            kind: def.kind().to_string(),
+            warnings: Vec::new(),
+            description: Some(def.description().to_string()),
+        });
+    }
+    for dir in agent_dirs(dirs) {
+        let scan = scan_dir(dir.clone())
+            .await
+            .map_err(|e| CliError::Config(e.to_string()))?;
+        report.add_scan(scan, true);
+    }
+    if json {
+        print_json(&report)?;
+    } else {
+        for a in &report.loaded {
+            let desc = a.description.as_deref().unwrap_or("");
+            let first = desc.lines().next().unwrap_or("");
+            let short: String = first.chars().take(80).collect();
+            println!("{:<28} {:<7} {}", a.name, a.kind, short);
+            println!("{:<28} {:<7} ({})", "", "", a.path);
+        }
+        for s in &report.skipped {
+            eprintln!("skipped {}: {}", s.path, s.reason);
+        }
+    }
+    Ok(())
+}
+
+/// `agents validate`.
+pub async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliError> {
+    let mut report = Report::default();
+    let mut failed = 0usize;
+    for path in paths {
+        if path.is_dir() {
+            match scan_dir(path.clone()).await {
+                Ok(scan) => report.add_scan(scan, false),
+                Err(e) => {
+                    failed += 1;
+                    report.skipped.push(Skipped {
+                        path: path.display().to_string(),
+                        reason: e.to_string(),
+                    });
+                }
+            }
+            continue;
+        }
+        match load_agent_file(path.clone()).await {
+            Ok((def, warnings)) => report.loaded.push(Loaded {
+                path: path.display().to_string(),
+                name: def.name().to_string(),
+                kind: def.kind().to_string(),
+                warnings,
+                description: None,
+            }),
+            Err(e) => {
+                failed += 1;
+                report.skipped.push(Skipped {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    if json {
+        print_json(&report)?;
+    } else {
+        for a in &report.loaded {
+            println!("ok      {} ({})", a.path, a.name);
+            for w in &a.warnings {
+                println!("        warning: {w}");
+            }
+        }
+        for s in &report.skipped {
+            println!("skipped {}: {}", s.path, s.reason);
+        }
+        println!(
+            "{} loaded, {} skipped, {} failed",
+            report.loaded.len(),
+            report.skipped.len() - failed,
+            failed
+        );
+    }
+    if failed > 0 {
+        return Err(CliError::Failed(format!(
+            "{failed} file(s) named on the command line failed to load"
+        )));
+    }
+    Ok(())
+}
+
+fn print_json(v: &impl Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(v)
+        .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}

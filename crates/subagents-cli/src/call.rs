@@ -1,0 +1,45 @@
+//! `subagents call`: the A2A client from the command line.
+
+use std::sync::Arc;
+
+use subagent_a2a::client::{A2aExecutor, A2aResolver, KIND};
+use subagent_spi::{
+    ProgressEvent, ProgressKind, SubagentExecutor, SubagentReference, SubagentResolver, TaskCall,
+    TaskContext,
+};
+
+use crate::error::CliError;
+use crate::output::{OutcomeJson, finish};
+
+/// Resolves the agent's card, sends one message, prints the answer.
+pub async fn call(url: &str, prompt: &str, stream: bool, json: bool) -> Result<(), CliError> {
+    let reference = SubagentReference::new(url, KIND)
+        .with_metadata("streaming", if stream { "true" } else { "false" });
+    let resolver = A2aResolver::new();
+    let def = resolver
+        .resolve(&reference)
+        .await
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let mut ctx = TaskContext::new();
+    ctx.agent = def.name().to_string();
+    ctx.depth = 1;
+    if stream {
+        ctx.progress = Arc::new(|e: ProgressEvent| match e.kind {
+            ProgressKind::Status { message } => eprintln!("[{}] status: {message}", e.agent),
+            ProgressKind::TextDelta { text } => eprintln!("[{}] artifact: {text}", e.agent),
+            _ => {}
+        });
+    }
+    let cancel = ctx.cancel.clone();
+    let interrupt = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    let call = TaskCall::new(def.name(), "command-line call", prompt);
+    let result = A2aExecutor::new().execute(call, def.clone(), ctx).await;
+    interrupt.abort();
+    let outcome = result.map_err(|e| CliError::Failed(e.to_string()))?;
+    let json_out = OutcomeJson::new(def.name(), KIND, &outcome, None);
+    finish(&outcome, json.then_some(&json_out))
+}

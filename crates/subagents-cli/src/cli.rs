@@ -1,0 +1,197 @@
+//! Command-line surface (clap).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Exit codes, documented in `--help`.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  success: the agent completed (or every file loaded)
+  1  the agent failed, or a file named on the command line failed to load
+  2  usage or configuration error: bad arguments, no model reachable, unknown agent,
+     an agent reference that cannot be resolved, a server that cannot start
+  3  incomplete: the agent needs input, hit a limit, or was cancelled
+  130 interrupted (Ctrl-C)";
+
+/// Let an AI agent hand work to other agents: local Markdown agents, remote A2A agents and
+/// MCP servers, behind one Task tool.
+#[derive(Debug, Parser)]
+#[command(name = "subagents", version, about, long_about = None, after_long_help = EXIT_CODES, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Configuration file (default: ./subagents.toml when present).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Log verbosity for diagnostics on stderr (error, warn, info, debug, trace).
+    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
+    pub log: String,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a main agent (model + built-in tools + Task/TaskOutput/TaskStop) that delegates to
+    /// subagents. Live progress goes to stderr, the final answer to stdout.
+    Run(RunArgs),
+    /// Run one subagent directly, without a main model (for scripts).
+    Task(TaskArgs),
+    /// List or validate Markdown agents.
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+    /// Host Markdown agents over A2A (v1.0 and v0.3), one path per agent, plus `GET /`
+    /// listing the hosted cards.
+    Serve(ServeArgs),
+    /// Call a remote A2A agent.
+    Call(CallArgs),
+    /// Serve Task / TaskOutput / TaskStop over MCP (stdio, or streamable HTTP with --listen),
+    /// so any MCP client can delegate to these subagents.
+    Mcp(McpArgs),
+}
+
+/// Where agents come from (shared by several subcommands).
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentSources {
+    /// A directory of Markdown agents (repeatable). Default: .claude/agents found from the
+    /// current directory upwards and ~/.claude/agents.
+    #[arg(long = "agents", value_name = "DIR")]
+    pub agents: Vec<PathBuf>,
+    /// A remote A2A agent's base URL (repeatable).
+    #[arg(long = "a2a", value_name = "URL")]
+    pub a2a: Vec<String>,
+    /// An MCP server exposing an agent as a tool: `stdio:COMMAND ARGS...` or an http(s) URL
+    /// (repeatable).
+    #[arg(long = "mcp", value_name = "SPEC")]
+    pub mcp: Vec<String>,
+}
+
+/// `subagents run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task for the main agent.
+    pub prompt: String,
+    /// Model spec (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5,
+    /// openai-compatible:MODEL@URL) or a name from subagents.toml. Default: $SUBAGENTS_MODEL.
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Agent sources.
+    #[command(flatten)]
+    pub sources: AgentSources,
+    /// Print a machine-readable outcome (with the per-subagent usage tree) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The main agent's turn limit.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub max_turns: u32,
+    /// Workspace root for file and shell tools (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+/// `subagents task`.
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    /// The agent's name.
+    pub agent: String,
+    /// The task for the agent.
+    pub prompt: String,
+    /// Model override (spec or alias).
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Agent sources.
+    #[command(flatten)]
+    pub sources: AgentSources,
+    /// Start it in the background, print its progress, then wait for and print the result.
+    #[arg(long)]
+    pub background: bool,
+    /// Print a machine-readable outcome.
+    #[arg(long)]
+    pub json: bool,
+    /// Workspace root for file and shell tools (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+/// `subagents agents ...`.
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// List the agents that would be registered (built-ins, discovered and given ones).
+    List {
+        /// Agent directories (repeatable).
+        #[arg(long = "agents", value_name = "DIR")]
+        agents: Vec<PathBuf>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate agent files or directories. Exit 1 when a file named explicitly fails to load;
+    /// a directory scan skips what Claude Code would skip and reports why.
+    Validate {
+        /// Files or directories.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// JSON output: {"loaded":[{"path","name","kind","warnings"}],"skipped":[{"path","reason"}]}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `subagents serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Directory of Markdown agents to host (repeatable; default: discovered dirs).
+    #[arg(long = "agents", value_name = "DIR")]
+    pub agents: Vec<PathBuf>,
+    /// Host only these agents (repeatable; default: all).
+    #[arg(long = "agent", value_name = "NAME")]
+    pub agent: Vec<String>,
+    /// Address to listen on, e.g. 127.0.0.1:8080.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Public base URL written into agent cards (default: from the request's Host header).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Model for the hosted agents.
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Workspace root for the agents' file and shell tools.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+/// `subagents call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The agent's base URL (its card is read from URL/.well-known/...).
+    pub url: String,
+    /// The message to send.
+    pub prompt: String,
+    /// Stream progress (status updates, artifacts) to stderr while waiting.
+    #[arg(long)]
+    pub stream: bool,
+    /// Print a machine-readable outcome.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `subagents mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Agent sources.
+    #[command(flatten)]
+    pub sources: AgentSources,
+    /// Serve streamable HTTP on this address instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Model for local agents.
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Workspace root for the agents' file and shell tools.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}

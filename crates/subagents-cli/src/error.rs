@@ -1,0 +1,30 @@
+//! CLI errors and their exit codes.
+
+/// An error that ends the command with a documented exit code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// Usage or configuration error (exit 2).
+    #[error("{0}")]
+    Config(String),
+    /// No model could be reached (exit 2).
+    #[error("{0}")]
+    NoModel(String),
+    /// The work failed (exit 1).
+    #[error("{0}")]
+    Failed(String),
+    /// The work ended incomplete (exit 3); the text was already printed.
+    #[error("{0}")]
+    Incomplete(String),
+}
+
+impl CliError {
+    /// The process exit code.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Config(_) | CliError::NoModel(_) => 2,
+            CliError::Failed(_) => 1,
+            CliError::Incomplete(_) => 3,
+        }
+    }
+}

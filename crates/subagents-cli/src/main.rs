@@ -1,0 +1,80 @@
+//! # subagents (the command)
+//!
+//! Turns the `subagents` libraries into something a person runs: a delegating main agent
+//! (`run`), one subagent for scripts (`task`), agent listing and validation (`agents`), A2A
+//! hosting (`serve`) and calling (`call`), and an MCP server exposing the Task tools (`mcp`).
+//! `subagents --help` documents every subcommand and exit code.
+
+mod agents;
+mod call;
+mod cli;
+mod config;
+mod error;
+mod mcp;
+mod output;
+mod progress;
+mod run;
+mod serve;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::cli::{AgentsCommand, Cli, Command};
+use crate::config::Config;
+use crate::error::CliError;
+
+fn main() {
+    // Every subcommand's help ends with the exit codes too.
+    let command = Cli::command().mut_subcommands(|sub| {
+        sub.after_help(cli::EXIT_CODES)
+            .mut_subcommands(|s| s.after_help(cli::EXIT_CODES))
+    });
+    let cli = match Cli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("subagents: cannot start the async runtime: {e}");
+            std::process::exit(2);
+        }
+    };
+    let code = match runtime.block_on(dispatch(cli)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("subagents: {e}");
+            e.exit_code()
+        }
+    };
+    // Background tasks may still hold the runtime; do not wait for them.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    std::process::exit(code);
+}
+
+async fn dispatch(cli: Cli) -> Result<(), CliError> {
+    let config = Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Run(args) => run::run(args, config).await,
+        Command::Task(args) => run::task(args, config).await,
+        Command::Agents(AgentsCommand::List { agents, json }) => {
+            let mut dirs = agents;
+            dirs.extend(config.agents.iter().cloned());
+            agents::list(&dirs, json).await
+        }
+        Command::Agents(AgentsCommand::Validate { paths, json }) => {
+            agents::validate(&paths, json).await
+        }
+        Command::Serve(args) => serve::serve(args, config).await,
+        Command::Call(args) => call::call(&args.url, &args.prompt, args.stream, args.json).await,
+        Command::Mcp(args) => mcp::serve(args, config).await,
+    }
+}

@@ -1,0 +1,83 @@
+//! Printing outcomes (text or JSON) and mapping their status to exit codes.
+
+use serde::Serialize;
+use subagent_spi::{TaskOutcome, TaskStatus, UsageNode};
+
+use crate::error::CliError;
+
+/// The machine-readable outcome printed by `--json`.
+#[derive(Debug, Serialize)]
+pub struct OutcomeJson<'a> {
+    /// The agent that answered.
+    pub agent: &'a str,
+    /// Its kind.
+    pub kind: &'a str,
+    /// How it ended.
+    pub status: TaskStatus,
+    /// The final text.
+    pub text: &'a str,
+    /// The id `resume` accepts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<&'a str>,
+    /// The limit that stopped the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<&'a str>,
+    /// The task id, for background runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<&'a str>,
+    /// Usage of this run and every subagent it delegated to.
+    pub usage: UsageNode,
+}
+
+impl<'a> OutcomeJson<'a> {
+    /// Builds the JSON view of an outcome.
+    pub fn new(
+        agent: &'a str,
+        kind: &'a str,
+        o: &'a TaskOutcome,
+        task_id: Option<&'a str>,
+    ) -> Self {
+        Self {
+            agent,
+            kind,
+            status: o.status,
+            text: &o.text,
+            session_id: o.session_id.as_deref(),
+            limit: o.limit.as_deref(),
+            task_id,
+            usage: o.usage_tree(agent, kind, task_id),
+        }
+    }
+}
+
+/// Prints the outcome (its text, or the JSON) and turns its status into the exit code.
+pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(), CliError> {
+    match json {
+        Some(j) => {
+            let text = serde_json::to_string_pretty(j)
+                .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
+            println!("{text}");
+        }
+        None => println!("{}", outcome.text),
+    }
+    match outcome.status {
+        TaskStatus::Completed => Ok(()),
+        TaskStatus::Failed => Err(CliError::Failed("the agent failed".into())),
+        TaskStatus::NeedsInput => Err(CliError::Incomplete(format!(
+            "the agent needs input{}",
+            outcome
+                .session_id
+                .as_deref()
+                .map(|s| format!(" (session {s})"))
+                .unwrap_or_default()
+        ))),
+        other => Err(CliError::Incomplete(format!(
+            "the agent ended {other}{}",
+            outcome
+                .limit
+                .as_deref()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default()
+        ))),
+    }
+}

@@ -1,0 +1,164 @@
+//! Live progress on stderr: a tree of running subagents (turns, tokens, elapsed time) on a
+//! terminal, plain lines otherwise.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use subagent_spi::{ProgressEvent, ProgressKind, ProgressSink};
+use tokio::sync::mpsc;
+
+/// Events waiting to be drawn; past this, text deltas are dropped (never blocks the task path).
+const QUEUE: usize = 4096;
+
+/// A progress sink feeding a renderer task.
+pub struct Progress {
+    tx: mpsc::Sender<ProgressEvent>,
+}
+
+impl ProgressSink for Progress {
+    fn emit(&self, event: ProgressEvent) {
+        // Never block the task path: a full queue drops the event.
+        let _ = self.tx.try_send(event);
+    }
+}
+
+/// Starts the renderer; returns the sink and a handle that finishes drawing when awaited.
+pub fn start(quiet: bool) -> (Arc<dyn ProgressSink>, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let tty = std::io::stderr().is_terminal() && !quiet;
+    let handle = tokio::spawn(async move {
+        if quiet {
+            drain(rx).await
+        } else if tty {
+            render_tree(rx).await
+        } else {
+            render_lines(rx).await
+        }
+    });
+    (Arc::new(Progress { tx }), handle)
+}
+
+async fn drain(mut rx: mpsc::Receiver<ProgressEvent>) {
+    while rx.recv().await.is_some() {}
+}
+
+fn key(e: &ProgressEvent) -> String {
+    e.task_id.clone().unwrap_or_else(|| e.agent.clone())
+}
+
+fn name(e: &ProgressEvent) -> String {
+    if e.agent.is_empty() {
+        "main".into()
+    } else {
+        e.agent.clone()
+    }
+}
+
+/// Plain lines for logs and pipes.
+async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>) {
+    let start = Instant::now();
+    while let Some(e) = rx.recv().await {
+        let t = start.elapsed().as_secs_f64();
+        let who = format!("{}{}", "  ".repeat(e.depth as usize), name(&e));
+        let line = match &e.kind {
+            ProgressKind::Started { description } => format!("started: {description}"),
+            ProgressKind::Turn { turn } => format!("turn {turn}"),
+            ProgressKind::ToolCall { name, .. } => format!("tool {name}"),
+            ProgressKind::ToolResult {
+                name,
+                is_error: true,
+                preview,
+                ..
+            } => {
+                format!("tool {name} failed: {}", first_line(preview))
+            }
+            ProgressKind::Status { message } => format!("status: {}", first_line(message)),
+            ProgressKind::Finished { status, usage } => format!(
+                "finished {status} · {} turns · {} in / {} out tokens · {} ms",
+                usage.turns, usage.input_tokens, usage.output_tokens, usage.duration_ms
+            ),
+            _ => continue,
+        };
+        eprintln!("[{t:>7.2}s] {who}: {line}");
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let l = s.lines().next().unwrap_or("");
+    if l.chars().count() > 100 {
+        format!("{}…", l.chars().take(100).collect::<String>())
+    } else {
+        l.to_string()
+    }
+}
+
+struct Node {
+    bar: ProgressBar,
+    agent: String,
+    depth: u32,
+    turns: u32,
+    tokens: u64,
+    last: String,
+}
+
+impl Node {
+    fn redraw(&self) {
+        self.bar.set_message(format!(
+            "{}{} · turn {} · {} tokens · {}",
+            "  ".repeat(self.depth as usize),
+            self.agent,
+            self.turns,
+            self.tokens,
+            self.last
+        ));
+    }
+}
+
+/// A live tree on a terminal.
+async fn render_tree(mut rx: mpsc::Receiver<ProgressEvent>) {
+    let multi = MultiProgress::new();
+    let style = ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let mut nodes: HashMap<String, Node> = HashMap::new();
+    while let Some(e) = rx.recv().await {
+        let k = key(&e);
+        let node = nodes.entry(k).or_insert_with(|| {
+            let bar = multi.add(ProgressBar::new_spinner());
+            bar.set_style(style.clone());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            Node {
+                bar,
+                agent: name(&e),
+                depth: e.depth,
+                turns: 0,
+                tokens: 0,
+                last: String::new(),
+            }
+        });
+        match &e.kind {
+            ProgressKind::Started { description } => node.last = description.clone(),
+            ProgressKind::Turn { turn } => node.turns = *turn,
+            ProgressKind::ToolCall { name, .. } => node.last = format!("→ {name}"),
+            ProgressKind::Status { message } => node.last = first_line(message),
+            ProgressKind::Usage { usage } => node.tokens = usage.total_tokens(),
+            ProgressKind::Finished { status, usage } => {
+                node.tokens = usage.total_tokens().max(node.tokens);
+                node.turns = usage.turns.max(node.turns);
+                node.last = status.to_string();
+                node.redraw();
+                node.bar.finish();
+                continue;
+            }
+            _ => continue,
+        }
+        node.redraw();
+    }
+    for n in nodes.values() {
+        if !n.bar.is_finished() {
+            n.bar.finish();
+        }
+    }
+}

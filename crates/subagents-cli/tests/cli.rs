@@ -1,0 +1,234 @@
+//! The `subagents` command, run as a real process.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The command with a clean environment: no model configured, Ollama probe pointed at a
+/// closed port, no home directory agents.
+fn subagents() -> Command {
+    let mut cmd = Command::cargo_bin("subagents").expect("binary built");
+    for var in [
+        "SUBAGENTS_MODEL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    let home = tempfile::tempdir().expect("temp home").keep();
+    cmd.env("HOME", &home)
+        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
+        .current_dir(&home);
+    cmd
+}
+
+#[test]
+fn help_documents_every_subcommand_and_exit_code() {
+    let out = subagents()
+        .arg("--help")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    for sub in ["run", "task", "agents", "serve", "call", "mcp"] {
+        assert!(
+            text.contains(&format!("  {sub} ")),
+            "--help lists `{sub}`:\n{text}"
+        );
+    }
+    for code in [
+        "0  success",
+        "1  the agent failed",
+        "2  usage or configuration",
+        "3  incomplete",
+        "130",
+    ] {
+        assert!(
+            text.contains(code),
+            "--help documents exit code `{code}`:\n{text}"
+        );
+    }
+    subagents()
+        .args(["agents", "validate", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Exit codes"));
+}
+
+#[test]
+fn validate_scans_a_directory_like_claude_code() {
+    let out = subagents()
+        .args(["agents", "validate", "--json"])
+        .arg(fixtures().join("agents"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    let loaded = v["loaded"].as_array().expect("loaded");
+    let names: Vec<&str> = loaded.iter().filter_map(|a| a["name"].as_str()).collect();
+    assert!(names.contains(&"reviewer"), "{v}");
+    assert!(names.contains(&"Release Notes Writer"), "{v}");
+    assert_eq!(loaded.len(), 2, "{v}");
+    for a in loaded {
+        assert_eq!(a["kind"], "CLAUDE");
+        assert!(a["path"].as_str().is_some_and(|p| p.ends_with(".md")));
+        assert!(a["warnings"].is_array());
+    }
+    let lenient = loaded
+        .iter()
+        .find(|a| a["name"] == "Release Notes Writer")
+        .expect("lenient file loaded");
+    let warnings = lenient["warnings"].to_string().to_lowercase();
+    assert!(
+        warnings.contains("lenient"),
+        "lenient reading is reported: {warnings}"
+    );
+    let skipped = v["skipped"].as_array().expect("skipped");
+    let skipped_paths: Vec<&str> = skipped.iter().filter_map(|s| s["path"].as_str()).collect();
+    assert!(
+        skipped_paths.iter().any(|p| p.ends_with("README.md")),
+        "{v}"
+    );
+    assert!(
+        skipped_paths
+            .iter()
+            .any(|p| p.ends_with("no-description.md")),
+        "{v}"
+    );
+    for s in skipped {
+        assert!(
+            !s["reason"].as_str().unwrap_or("").is_empty(),
+            "each skip has a reason: {v}"
+        );
+    }
+}
+
+#[test]
+fn validate_fails_when_a_named_file_does_not_load() {
+    let out = subagents()
+        .args(["agents", "validate", "--json"])
+        .arg(fixtures().join("broken.md"))
+        .arg(fixtures().join("agents/reviewer.md"))
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(v["loaded"][0]["name"], "reviewer", "{v}");
+    let reason = v["skipped"][0]["reason"].as_str().unwrap_or("");
+    assert!(
+        v["skipped"][0]["path"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("broken.md"),
+        "{v}"
+    );
+    assert!(
+        reason.contains("description"),
+        "the reason names the missing field: {reason}"
+    );
+    assert!(
+        reason.contains("broken.md"),
+        "the reason names the file: {reason}"
+    );
+}
+
+#[test]
+fn validate_text_output_summarises() {
+    subagents()
+        .args(["agents", "validate"])
+        .arg(fixtures().join("agents"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2 loaded, 2 skipped, 0 failed"));
+}
+
+#[test]
+fn agents_list_includes_built_ins_and_given_dirs() {
+    let out = subagents()
+        .args(["agents", "list", "--json", "--agents"])
+        .arg(fixtures().join("agents"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    let names: Vec<&str> = v["loaded"]
+        .as_array()
+        .expect("loaded")
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    for n in ["general-purpose", "Explore", "Plan", "Bash", "reviewer"] {
+        assert!(names.contains(&n), "{n} listed: {names:?}");
+    }
+}
+
+#[test]
+fn no_reachable_model_exits_2_with_one_message() {
+    let assert = subagents().args(["run", "hello"]).assert().code(2);
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert!(err.contains("no model is reachable"), "{err}");
+    assert!(err.contains("SUBAGENTS_MODEL"), "{err}");
+    assert!(
+        err.contains("OPENAI_API_KEY") && err.contains("ANTHROPIC_API_KEY"),
+        "{err}"
+    );
+    assert!(err.contains("127.0.0.1:9"), "says where it looked: {err}");
+    assert!(assert.get_output().stdout.is_empty());
+}
+
+#[test]
+fn a_local_agent_without_a_model_exits_2_but_unknown_agents_are_named() {
+    subagents()
+        .args(["task", "reviewer", "look at this", "--agents"])
+        .arg(fixtures().join("agents"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no model is reachable"));
+    subagents()
+        .args([
+            "task",
+            "nobody",
+            "x",
+            "--model",
+            "openai-compatible:m@http://127.0.0.1:9/v1",
+            "--agents",
+        ])
+        .arg(fixtures().join("agents"))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("unknown agent `nobody`")
+                .and(predicate::str::contains("reviewer")),
+        );
+}
+
+#[test]
+fn a_bad_config_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("subagents.toml");
+    std::fs::write(&cfg, "model = 3\n").expect("write");
+    subagents()
+        .arg("--config")
+        .arg(&cfg)
+        .args(["agents", "list"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("subagents.toml"));
+}
