@@ -799,7 +799,21 @@ impl ChatModel for AnthropicModel {
     ) -> Result<ChatResponse, ModelError> {
         let body = self.encode(&request, true)?;
         let mut resp = self.transport.post_for_stream(body).await?;
-        let mut dec = AnthropicStreamDecoder::new(self.requested_model(&request));
+        let model = self.requested_model(&request);
+        if !Transport::is_event_stream(&resp) {
+            let buf = self.transport.read_rest(&mut resp).await?;
+            if serde_json::from_slice::<Value>(&buf).is_ok() {
+                let reply = parse_message(&self.transport.provider, &buf, &model)?;
+                if !reply.content.is_empty() {
+                    on_delta(ChatDelta::Text(reply.content.clone()));
+                }
+                return Ok(reply);
+            }
+            let mut dec = AnthropicStreamDecoder::new(model);
+            dec.feed(&buf, on_delta)?;
+            return dec.finish();
+        }
+        let mut dec = AnthropicStreamDecoder::new(model);
         while let Some(chunk) = self.transport.next_chunk(&mut resp).await? {
             dec.feed(&chunk, on_delta)?;
             if dec.is_done() {

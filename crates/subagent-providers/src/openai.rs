@@ -887,18 +887,10 @@ impl ChatModel for OpenAiModel {
     ) -> Result<ChatResponse, ModelError> {
         let body = self.encode(&request, true)?;
         let mut resp = self.transport.post_for_stream(body).await?;
-        let is_sse = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
         let model = self.requested_model(&request);
-        if !is_sse {
+        if !Transport::is_event_stream(&resp) {
             // Some servers ignore `stream` and answer with one JSON body.
-            let mut buf = Vec::new();
-            while let Some(chunk) = self.transport.next_chunk(&mut resp).await? {
-                buf.extend_from_slice(&chunk);
-            }
+            let buf = self.transport.read_rest(&mut resp).await?;
             if serde_json::from_slice::<Value>(&buf).is_ok() {
                 let reply = parse_completion(&self.transport.provider, &buf, &model)?;
                 if !reply.content.is_empty() {

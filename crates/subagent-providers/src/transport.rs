@@ -168,7 +168,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// Largest error body read, in bytes.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Largest non-streamed reply read, in bytes.
-const MAX_REPLY_BODY: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_REPLY_BODY: usize = 64 * 1024 * 1024;
 
 /// An HTTP endpoint with a client, retry policy and timeout.
 #[derive(Debug, Clone)]
@@ -282,6 +282,30 @@ impl Transport {
         self.with_retries(|| self.post_once(&body)).await
     }
 
+    /// Read the rest of a body that should have been a stream but is one JSON document (some
+    /// servers ignore `stream: true`), chunk by chunk under the idle timeout, up to the cap.
+    pub async fn read_rest(&self, resp: &mut reqwest::Response) -> Result<Vec<u8>, ModelError> {
+        let mut buf = Vec::new();
+        while let Some(chunk) = self.next_chunk(resp).await? {
+            if buf.len() + chunk.len() > MAX_REPLY_BODY {
+                return Err(ModelError::BadResponse {
+                    provider: self.provider.clone(),
+                    message: format!("the reply exceeds {MAX_REPLY_BODY} bytes"),
+                });
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(buf)
+    }
+
+    /// True when the response is `text/event-stream`.
+    pub fn is_event_stream(resp: &reqwest::Response) -> bool {
+        resp.headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+    }
+
     /// The next body chunk, failing with a timeout if the server stays silent for the timeout.
     pub async fn next_chunk(
         &self,
@@ -336,7 +360,8 @@ pub(crate) fn header_map(
         {
             v.set_sensitive(true);
         }
-        map.append(n, v);
+        // Later pairs (the caller's extra headers) replace earlier ones (the defaults).
+        map.insert(n, v);
     }
     Ok(map)
 }
