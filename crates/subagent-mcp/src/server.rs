@@ -20,6 +20,8 @@ use crate::McpError;
 
 /// Progress events buffered per call before they are dropped (never blocking the tool).
 const PROGRESS_BUFFER: usize = 256;
+/// How long a finished call waits for its queued progress notifications to go out.
+const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// An MCP server exposing SPI [`Tool`]s as MCP tools.
 ///
@@ -228,27 +230,28 @@ impl McpToolServer {
         };
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let cancel = CancellationToken::new();
-        let _cancel_on_drop = CancelOnDrop(cancel.clone());
+        // Cancels the tool's token if this handler is dropped mid-call (the client went
+        // away). Disarmed once the call returns: background work the tool started (e.g. a
+        // background `Task`) lives on under child tokens of this one.
+        let mut guard = CancelOnDrop(Some(cancel.clone()));
         let mut ctx = TaskContext::new().with_cancel(cancel.clone());
         ctx.agent = "mcp-client".to_string();
 
-        // Forward progress when the client asked for it.
-        let progress_task = context.meta.get_progress_token().map(|token| {
-            let (tx, mut rx) = mpsc::channel::<ProgressEvent>(PROGRESS_BUFFER);
+        // Forward progress while the call runs, when the client asked for it.
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+        let forwarder = context.meta.get_progress_token().map(|token| {
+            let (tx, rx) = mpsc::channel::<ProgressEvent>(PROGRESS_BUFFER);
             let sink = move |event: ProgressEvent| {
                 let _ = tx.try_send(event);
             };
             ctx = ctx.clone().with_progress(Arc::new(sink));
-            let peer = context.peer.clone();
+            let ct = context.ct.clone();
+            let forward = forward_progress(context.peer.clone(), token, rx, done_rx);
+            // A cancelled request (or a closing session) gets no more progress.
             tokio::spawn(async move {
-                let mut n = 0u32;
-                while let Some(event) = rx.recv().await {
-                    n += 1;
-                    let param = ProgressNotificationParam::new(token.clone(), f64::from(n))
-                        .with_message(progress_message(&event));
-                    if peer.notify_progress(param).await.is_err() {
-                        break;
-                    }
+                tokio::select! {
+                    () = ct.cancelled() => {}
+                    () = forward => {}
                 }
             })
         });
@@ -262,10 +265,12 @@ impl McpToolServer {
         };
         let result = tool.call(input, &ctx).await;
         watch.abort();
+        guard.0 = None;
         drop(ctx);
-        if let Some(t) = progress_task {
-            // The sender went away with the context; let the last events go out.
-            let _ = t.await;
+        let _ = done_tx.send(());
+        if let Some(f) = forwarder {
+            // Progress must not follow the response; wait (boundedly) for the queued events.
+            let _ = tokio::time::timeout(PROGRESS_FLUSH, f).await;
         }
         Ok(match result {
             Ok(out) => {
@@ -284,12 +289,54 @@ impl McpToolServer {
     }
 }
 
-/// Cancels the SPI token when the MCP handler future is dropped (the client went away).
-struct CancelOnDrop(CancellationToken);
+/// Cancels the SPI token when the MCP handler future is dropped mid-call.
+struct CancelOnDrop(Option<CancellationToken>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        self.0.cancel();
+        if let Some(t) = self.0.take() {
+            t.cancel();
+        }
+    }
+}
+
+/// Sends the call's progress events as `notifications/progress` until the call is done, then
+/// flushes what is queued (events from work that outlives the call are dropped).
+async fn forward_progress(
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+    mut rx: mpsc::Receiver<ProgressEvent>,
+    mut done: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut n = 0u32;
+    let send = |n: u32, event: ProgressEvent| {
+        let param = ProgressNotificationParam::new(token.clone(), f64::from(n))
+            .with_message(progress_message(&event));
+        let peer = peer.clone();
+        async move { peer.notify_progress(param).await.is_ok() }
+    };
+    loop {
+        tokio::select! {
+            biased;
+            event = rx.recv() => match event {
+                Some(event) => {
+                    n += 1;
+                    if !send(n, event).await {
+                        return;
+                    }
+                }
+                None => return,
+            },
+            _ = &mut done => {
+                while let Ok(event) = rx.try_recv() {
+                    n += 1;
+                    if !send(n, event).await {
+                        return;
+                    }
+                }
+                return;
+            }
+        }
     }
 }
 

@@ -44,9 +44,11 @@ impl SubagentDefinition for Def {
     }
 }
 
-/// A tiny in-process kind: `local:greeter` greets, `local:blocker` waits for cancellation.
+/// A tiny in-process kind: `local:greeter` greets, `local:blocker` waits for cancellation,
+/// `local:gated` waits for the test to open its gate (or for cancellation).
 #[derive(Default)]
 struct Local {
+    gate: Notify,
     started: Notify,
     cancelled: AtomicUsize,
     cancel_seen: Notify,
@@ -90,6 +92,12 @@ impl SubagentExecutor for Local {
                 });
                 Ok(TaskOutcome::completed(format!("hello, {}", call.prompt)))
             }
+            "gated" => tokio::select! {
+                () = self.gate.notified() => Ok(TaskOutcome::completed("the gate opened")),
+                () = ctx.cancel.cancelled() => {
+                    Ok(TaskOutcome::with_status("cancelled at the gate", TaskStatus::Cancelled))
+                }
+            },
             "blocker" => {
                 self.started.notify_one();
                 ctx.cancel.cancelled().await;
@@ -107,6 +115,7 @@ async fn task_tools(local: Arc<Local>) -> Vec<Arc<dyn Tool>> {
         .subagent_type(SubagentType::new(local.clone(), local))
         .subagent_reference(SubagentReference::new("local:greeter", KIND))
         .subagent_reference(SubagentReference::new("local:blocker", KIND))
+        .subagent_reference(SubagentReference::new("local:gated", KIND))
         .build()
         .await
         .unwrap();
@@ -157,6 +166,27 @@ async fn call(
         .unwrap()
 }
 
+async fn start_background(
+    client: &RunningService<RoleClient, Recorder>,
+    agent: &str,
+    prompt: &str,
+) -> String {
+    let r = call(
+        client,
+        "Task",
+        json!({"description": "bg", "prompt": prompt, "subagent_type": agent,
+               "run_in_background": true}),
+    )
+    .await;
+    let started = text(&r);
+    started
+        .split("task id ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| c.is_whitespace() || c == '.').next())
+        .unwrap_or_else(|| panic!("no task id in {started}"))
+        .to_string()
+}
+
 /// Lists the tools, runs Task in the foreground and the background, reads TaskOutput, and
 /// cancels a running Task from the client.
 async fn drive(client: &RunningService<RoleClient, Recorder>, local: &Local) {
@@ -183,23 +213,16 @@ async fn drive(client: &RunningService<RoleClient, Recorder>, local: &Local) {
     assert!(text(&r).contains("hello, world"), "{}", text(&r));
 
     // Background, then TaskOutput.
-    let r = call(
-        client,
-        "Task",
-        json!({"description": "greet", "prompt": "later", "subagent_type": "greeter",
-               "run_in_background": true}),
-    )
-    .await;
-    let started = text(&r);
-    let id = started
-        .split("task id ")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| c.is_whitespace() || c == '.').next())
-        .unwrap_or_else(|| panic!("no task id in {started}"))
-        .to_string();
+    let id = start_background(client, "greeter", "later").await;
     let r = call(client, "TaskOutput", json!({"task_id": id})).await;
     assert_ne!(r.is_error, Some(true), "{}", text(&r));
     assert!(text(&r).contains("hello, later"), "{}", text(&r));
+
+    // A background task outlives the MCP call that started it.
+    let id = start_background(client, "gated", "x").await;
+    local.gate.notify_one();
+    let r = call(client, "TaskOutput", json!({"task_id": id})).await;
+    assert!(text(&r).contains("the gate opened"), "{}", text(&r));
 
     // A failing call is an error result.
     let r = call(
