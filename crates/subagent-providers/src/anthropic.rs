@@ -232,8 +232,8 @@ impl AnthropicModel {
             };
             body.insert("tool_choice".into(), choice);
         }
-        if let Some(t) = request.temperature {
-            body.insert("temperature".into(), json!(t));
+        if let Some(t) = request.temperature.filter(|t| t.is_finite()) {
+            body.insert("temperature".into(), crate::common::temperature_json(t));
         }
         if stream {
             body.insert("stream".into(), json!(true));

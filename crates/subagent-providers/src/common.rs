@@ -35,6 +35,14 @@ pub(crate) fn parse_arguments(provider: &str, tool: &str, text: &str) -> Value {
     }
 }
 
+/// A temperature as JSON with its shortest decimal form (`0.7`, not `0.699999988079071`).
+pub(crate) fn temperature_json(t: f32) -> Value {
+    let shortest: f64 = t.to_string().parse().unwrap_or(f64::from(t));
+    serde_json::Number::from_f64(shortest)
+        .map(Value::Number)
+        .unwrap_or(Value::Null)
+}
+
 /// An API key that never shows in `Debug` output or logs.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct ApiKey(pub String);
@@ -57,6 +65,13 @@ mod tests {
         assert_eq!(parse_arguments("p", "t", "null"), json!({}));
         assert_eq!(parse_arguments("p", "t", r#"{"a":1}"#), json!({"a": 1}));
         assert_eq!(parse_arguments("p", "t", "{oops"), json!("{oops"));
+    }
+
+    #[test]
+    fn temperature_keeps_its_short_form() {
+        assert_eq!(temperature_json(0.7).to_string(), "0.7");
+        assert_eq!(temperature_json(1.0).to_string(), "1.0");
+        assert_eq!(temperature_json(f32::NAN), Value::Null);
     }
 
     #[test]
