@@ -316,6 +316,39 @@ async fn streamable_http_server_resolves_executes_reports_progress_and_is_cancel
     assert_eq!(seen, 1);
     assert_eq!(pool.len(), 1, "one HTTP session for every call");
 
+    // Headers and a bearer token from the environment reach the server; a missing token
+    // variable is named in the error.
+    let token_var = "SUBAGENT_MCP_TEST_TOKEN";
+    // (Setting variables needs `unsafe` in edition 2024, so PATH stands in for a token.)
+    let whoami_ref = reference(
+        &uri,
+        &[
+            ("tool", "whoami"),
+            ("header.X-Test", "hello-header"),
+            ("bearer_env", "PATH"),
+        ],
+    );
+    let whoami = resolve(&kind, &whoami_ref).await;
+    let text = run(&kind, &whoami, "", TaskContext::new())
+        .await
+        .unwrap()
+        .text;
+    let path = std::env::var("PATH").unwrap();
+    assert_eq!(
+        text,
+        format!("x-test=hello-header authorization=Bearer {path}")
+    );
+    let err = kind
+        .resolver()
+        .resolve(&reference(
+            &uri,
+            &[("tool", "whoami"), ("bearer_env", token_var)],
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(token_var) && err.contains("not set"), "{err}");
+
     // Unreachable server: a resolution error naming the URL.
     let dead = format!("http://{addr}/nothing-here");
     let err = kind

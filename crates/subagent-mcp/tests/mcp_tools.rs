@@ -46,6 +46,7 @@ async fn server_tools_are_named_described_and_callable() {
             "mcp__test__stats",
             "mcp__test__structured",
             "mcp__test__wait",
+            "mcp__test__whoami",
         ]
     );
     let echo = find(&tools, "mcp__test__echo");
@@ -154,7 +155,7 @@ async fn provider_serves_named_and_inline_servers_from_one_pool() {
     let frontmatter = json!(["test", {"web": {"type": "http", "url": web.url()}}]);
     let entries = McpServerEntry::parse_list(&frontmatter, "agents/x.md").unwrap();
     let tools = provider.tools_for(&entries).await.unwrap();
-    assert_eq!(tools.len(), 9);
+    assert_eq!(tools.len(), 10);
     let add = find(&tools, "mcp__web__add");
     assert_eq!(add.description(), "Adds a and b.");
     assert_eq!(add.input_schema()["properties"]["a"]["type"], "number");

@@ -79,6 +79,11 @@ pub fn tools() -> Vec<Tool> {
             "Returns structured content only.",
             schema(&[]),
         ),
+        Tool::new(
+            "whoami",
+            "Returns the `x-test` and `authorization` HTTP headers.",
+            schema(&[]),
+        ),
     ]
 }
 
@@ -155,6 +160,21 @@ impl ServerHandler for TestServer {
                 })
                 .to_string(),
             )),
+            "whoami" => {
+                let parts = context.extensions.get::<http::request::Parts>();
+                let header = |name: &str| {
+                    parts
+                        .and_then(|p| p.headers.get(name))
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-")
+                        .to_string()
+                };
+                CallToolResult::success(text(format!(
+                    "x-test={} authorization={}",
+                    header("x-test"),
+                    header("authorization")
+                )))
+            }
             "structured" => {
                 let mut r = CallToolResult::success(vec![]);
                 r.structured_content = Some(serde_json::json!({"answer": 42}));
