@@ -9,12 +9,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use subagents::spi::{
     ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference,
     SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, Tool, Usage, async_trait,
 };
 use subagents::{Subagents, TaskStatus};
+use subagents_examples::{model_calls, session_in, task_id_in};
 
 /// The kind's name, as used in references.
 const KIND: &str = "RECIPE";
@@ -176,40 +177,6 @@ fn poisoned() -> SubagentError {
     SubagentError::execution("notebook", "internal lock poisoned")
 }
 
-/// Calls a tool as a model would and prints both sides.
-async fn model_calls(tool: &Arc<dyn Tool>, input: Value, ctx: &TaskContext) -> String {
-    println!("\nmodel -> {} {}", tool.name(), input);
-    let out = tool.call(input, ctx).await.unwrap_or_else(|e| {
-        // A tool error is shown to the model as an error result.
-        subagents::ToolOutput::error(e.to_string())
-    });
-    let tag = if out.is_error { " (error)" } else { "" };
-    println!("{}{tag} -> model:\n{}", tool.name(), indent(&out.content));
-    out.content
-}
-
-fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn task_id(text: &str) -> String {
-    text.split_whitespace()
-        .find(|w| w.starts_with("task_"))
-        .map(|w| w.trim_end_matches(['.', ',']).to_string())
-        .unwrap_or_default()
-}
-
-fn session_of(text: &str) -> String {
-    text.split("session: ")
-        .nth(1)
-        .and_then(|rest| rest.split([' ', ']']).next())
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let kind = Arc::new(RecipeKind::default());
@@ -242,14 +209,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("\n== Background + TaskOutput ==");
     let started = model_calls(task, json!({"description": "write a poem", "prompt": "about queues", "subagent_type": "slow-poet", "run_in_background": true}), &ctx).await;
-    let id = task_id(&started);
+    let id = task_id_in(&started.content);
     model_calls(output, json!({"task_id": id, "timeout_ms": 100}), &ctx).await;
     model_calls(output, json!({"task_id": id}), &ctx).await;
 
     println!("\n== TaskStop ==");
     let started = model_calls(task, json!({"description": "another poem", "prompt": "about stopping", "subagent_type": "slow-poet", "run_in_background": true}), &ctx).await;
     tokio::time::sleep(Duration::from_millis(350)).await;
-    model_calls(stop, json!({"task_id": task_id(&started)}), &ctx).await;
+    model_calls(stop, json!({"task_id": task_id_in(&started.content)}), &ctx).await;
 
     println!("\n== Resume ==");
     let first = model_calls(
@@ -258,7 +225,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &ctx,
     )
     .await;
-    let session = session_of(&first);
+    let session = session_in(&first.content);
     model_calls(task, json!({"description": "more notes", "prompt": "call mum", "subagent_type": "notebook", "resume": session}), &ctx).await;
     model_calls(task, json!({"description": "bad resume", "prompt": "x", "subagent_type": "notebook", "resume": "notebook-99"}), &ctx).await;
     Ok(())

@@ -232,3 +232,49 @@ fn a_bad_config_file_is_a_clear_error() {
         .code(2)
         .stderr(predicate::str::contains("subagents.toml"));
 }
+
+/// A multi-threaded runtime for the scripted model server while the CLI runs as a process.
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn task_runs_one_local_agent_against_the_scripted_model() {
+    use subagent_testkit::{Reply, ScriptedModelServer};
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    server.push(Reply::text("the files look fine").with_usage(12, 5));
+    let model = format!("openai-compatible:test-model@{}", server.openai_base_url());
+    let out = subagents()
+        .args(["task", "echo-agent", "review src/", "--json", "--model", &model, "--agents"])
+        .arg(fixtures().join("local"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(v["agent"], "echo-agent", "{v}");
+    assert_eq!(v["kind"], "CLAUDE", "{v}");
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(v["text"], "the files look fine", "{v}");
+    assert_eq!(v["usage"]["usage"]["input_tokens"], 12, "{v}");
+    assert_eq!(v["usage"]["usage"]["output_tokens"], 5, "{v}");
+    assert!(v["session_id"].as_str().is_some(), "a local run can be resumed: {v}");
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    let body = reqs[0].body.to_string();
+    assert!(body.contains("You are a test agent."), "system prompt is the agent body: {body}");
+    assert!(body.contains("review src/"), "the prompt is the user message: {body}");
+    let tools: Vec<String> = reqs[0]
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(tools, ["Read"], "the agent's `tools: Read` filters the tool set");
+}

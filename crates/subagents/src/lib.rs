@@ -35,6 +35,30 @@ pub use subagent_spi::{
 };
 /// The Task tool crate.
 pub use task_tool;
+
+/// The agent loop and model registry (feature `runtime`).
+#[cfg(feature = "runtime")]
+pub use subagent_runtime as runtime;
+
+/// LLM providers over HTTP (feature `providers`).
+#[cfg(feature = "providers")]
+pub use subagent_providers as providers;
+
+/// Built-in tools confined to a workspace root (feature `tools`).
+#[cfg(feature = "tools")]
+pub use subagent_tools as tools;
+
+/// The `CLAUDE` kind: Claude Code-style Markdown agents (feature `claude`).
+#[cfg(feature = "claude")]
+pub use subagent_claude as claude;
+
+/// The `A2A` kind (client) and the A2A server (feature `a2a`).
+#[cfg(feature = "a2a")]
+pub use subagent_a2a as a2a;
+
+/// The `MCP` kind and MCP serving (feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use subagent_mcp as mcp;
 pub use task_tool::{BackgroundSnapshot, BuildError, Dispatch, TaskTool};
 
 /// A registry of subagents and the tools that reach them.
@@ -79,19 +103,39 @@ impl Subagents {
 #[must_use]
 pub struct SubagentsBuilder {
     task: task_tool::TaskToolBuilder,
+    /// Kinds registered so far (upper case), so convenience methods add a kind only once.
+    kinds: Vec<String>,
 }
 
 impl SubagentsBuilder {
     /// Registers a subagent kind (a resolver + an executor).
     pub fn kind(mut self, kind: SubagentType) -> Self {
+        self.kinds.push(kind.kind().to_ascii_uppercase());
         self.task = self.task.subagent_type(kind);
         self
     }
 
     /// Registers several kinds.
     pub fn kinds(mut self, kinds: impl IntoIterator<Item = SubagentType>) -> Self {
-        self.task = self.task.subagent_types(kinds);
+        for k in kinds {
+            self = self.kind(k);
+        }
         self
+    }
+
+    /// True when a kind of this name is registered.
+    pub fn has_kind(&self, kind: &str) -> bool {
+        self.kinds.iter().any(|k| k.eq_ignore_ascii_case(kind))
+    }
+
+    /// Adds a remote A2A agent by its base URL, registering the `A2A` kind on first use
+    /// (feature `a2a`).
+    #[cfg(feature = "a2a")]
+    pub fn a2a_agent(mut self, url: impl Into<String>) -> Self {
+        if !self.has_kind(subagent_a2a::client::KIND) {
+            self = self.kind(subagent_a2a::client::a2a_subagent_type());
+        }
+        self.reference(SubagentReference::new(url, subagent_a2a::client::KIND))
     }
 
     /// Adds an agent reference.
