@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::json;
 use subagents::spi::{
     ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference,
-    SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, Tool, Usage, async_trait,
+    SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, Usage, async_trait,
 };
 use subagents::{Subagents, TaskStatus};
 use subagents_examples::{model_calls, session_in, task_id_in};

@@ -31,6 +31,6 @@ mod server;
 mod wire;
 
 pub use reply::{Reply, ScriptedToolCall, ScriptedUsage};
-pub use script::Script;
+pub use script::{Responder, Script};
 pub use server::{RecordedRequest, ScriptedModelServer};
 pub use wire::WireFormat;

@@ -5,10 +5,39 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::reply::Reply;
 
+/// Computes a reply from the request's JSON body (e.g. to echo an id the client got from a
+/// tool, as a real model would).
+pub type Responder = Arc<dyn Fn(&serde_json::Value) -> Reply + Send + Sync>;
+
+/// One queued answer: fixed, or computed from the request.
+#[derive(Clone)]
+enum Item {
+    Fixed(Reply),
+    Dynamic(Responder),
+}
+
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Item::Fixed(r) => r.fmt(f),
+            Item::Dynamic(_) => f.write_str("Dynamic(..)"),
+        }
+    }
+}
+
+impl Item {
+    fn reply(self, body: &serde_json::Value) -> Reply {
+        match self {
+            Item::Fixed(r) => r,
+            Item::Dynamic(f) => f(body),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct ScriptInner {
-    queue: VecDeque<Reply>,
-    per_model: HashMap<String, VecDeque<Reply>>,
+    queue: VecDeque<Item>,
+    per_model: HashMap<String, VecDeque<Item>>,
     fallback: Option<Reply>,
 }
 
@@ -37,12 +66,14 @@ impl Script {
 
     /// Queue a reply for the next request.
     pub fn push(&self, reply: Reply) {
-        self.lock().queue.push_back(reply);
+        self.lock().queue.push_back(Item::Fixed(reply));
     }
 
     /// Queue several replies, in order.
     pub fn push_all(&self, replies: impl IntoIterator<Item = Reply>) {
-        self.lock().queue.extend(replies);
+        self.lock()
+            .queue
+            .extend(replies.into_iter().map(Item::Fixed));
     }
 
     /// Queue a reply for the next request whose body names `model`.
@@ -51,7 +82,26 @@ impl Script {
             .per_model
             .entry(model.into())
             .or_default()
-            .push_back(reply);
+            .push_back(Item::Fixed(reply));
+    }
+
+    /// Queue a reply computed from the request body, for the next request naming `model`
+    /// (`None`: the shared queue).
+    pub fn push_dynamic(
+        &self,
+        model: Option<&str>,
+        responder: impl Fn(&serde_json::Value) -> Reply + Send + Sync + 'static,
+    ) {
+        let item = Item::Dynamic(Arc::new(responder));
+        let mut inner = self.lock();
+        match model {
+            Some(m) => inner
+                .per_model
+                .entry(m.to_string())
+                .or_default()
+                .push_back(item),
+            None => inner.queue.push_back(item),
+        }
     }
 
     /// Answer with (a copy of) this reply whenever the queues are empty; `None` turns it off.
@@ -66,17 +116,18 @@ impl Script {
     }
 
     /// Take the reply for a request naming `model`.
-    pub(crate) fn next_for(&self, model: Option<&str>) -> Option<Reply> {
-        let mut inner = self.lock();
-        if let Some(m) = model
-            && let Some(q) = inner.per_model.get_mut(m)
-            && let Some(r) = q.pop_front()
-        {
-            return Some(r);
-        }
-        if let Some(r) = inner.queue.pop_front() {
-            return Some(r);
-        }
-        inner.fallback.clone()
+    pub(crate) fn next_for(&self, model: Option<&str>, body: &serde_json::Value) -> Option<Reply> {
+        let item = {
+            let mut inner = self.lock();
+            let per_model = model
+                .and_then(|m| inner.per_model.get_mut(m))
+                .and_then(VecDeque::pop_front);
+            match per_model.or_else(|| inner.queue.pop_front()) {
+                Some(item) => item,
+                None => return inner.fallback.clone(),
+            }
+        };
+        // Computed outside the lock: a responder may be slow or use the script itself.
+        Some(item.reply(body))
     }
 }

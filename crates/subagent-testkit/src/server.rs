@@ -353,7 +353,7 @@ async fn handle(
     }
     let model = json.get("model").and_then(Value::as_str);
     let guard = InFlight::enter(&state);
-    let Some(reply) = state.script.next_for(model) else {
+    let Some(reply) = state.script.next_for(model, &json) else {
         drop(guard);
         return simple(
             500,

@@ -144,9 +144,8 @@ pub fn build_model(spec: &str) -> Result<Arc<dyn ChatModel>, CliError> {
 pub fn registry(default_spec: &str, config: &Config) -> Result<ModelRegistry, CliError> {
     let default = build_model(default_spec)?;
     let mut reg = ModelRegistry::new();
-    reg.register(default_spec, default.clone());
-    reg.register("default", default);
-    reg.set_default("default");
+    reg.register(default_spec, default);
+    reg.set_default(default_spec);
     for (name, spec) in &config.models {
         if let Ok(m) = subagent_providers::model_from_spec(spec) {
             reg.register(name.clone(), m);
@@ -162,7 +161,7 @@ pub fn registry(default_spec: &str, config: &Config) -> Result<ModelRegistry, Cl
                 reg.register(alias, m);
             }
         } else {
-            reg.alias(alias, "default");
+            reg.alias(alias, default_spec);
         }
     }
     reg.set_fallback(Arc::new(|name: &str| {

@@ -250,7 +250,15 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
     server.push(Reply::text("the files look fine").with_usage(12, 5));
     let model = format!("openai-compatible:test-model@{}", server.openai_base_url());
     let out = subagents()
-        .args(["task", "echo-agent", "review src/", "--json", "--model", &model, "--agents"])
+        .args([
+            "task",
+            "echo-agent",
+            "review src/",
+            "--json",
+            "--model",
+            &model,
+            "--agents",
+        ])
         .arg(fixtures().join("local"))
         .assert()
         .success()
@@ -264,17 +272,166 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
     assert_eq!(v["text"], "the files look fine", "{v}");
     assert_eq!(v["usage"]["usage"]["input_tokens"], 12, "{v}");
     assert_eq!(v["usage"]["usage"]["output_tokens"], 5, "{v}");
-    assert!(v["session_id"].as_str().is_some(), "a local run can be resumed: {v}");
+    assert!(
+        v["session_id"].as_str().is_some(),
+        "a local run can be resumed: {v}"
+    );
 
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1);
     let body = reqs[0].body.to_string();
-    assert!(body.contains("You are a test agent."), "system prompt is the agent body: {body}");
-    assert!(body.contains("review src/"), "the prompt is the user message: {body}");
+    assert!(
+        body.contains("You are a test agent."),
+        "system prompt is the agent body: {body}"
+    );
+    assert!(
+        body.contains("review src/"),
+        "the prompt is the user message: {body}"
+    );
     let tools: Vec<String> = reqs[0]
         .tools()
         .iter()
         .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
         .collect();
-    assert_eq!(tools, ["Read"], "the agent's `tools: Read` filters the tool set");
+    assert_eq!(
+        tools,
+        ["Read"],
+        "the agent's `tools: Read` filters the tool set"
+    );
+}
+
+/// The text of the last `tool` message in an OpenAI request body.
+fn last_tool_result(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn run_delegates_in_the_background_then_reads_the_output() {
+    use subagent_testkit::{Reply, ScriptedModelServer};
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    let script = server.script();
+    // Turn 1: the main model starts a subagent in the background, on a model named in the
+    // config file.
+    script.push_for_model(
+        "main-model",
+        Reply::tool_calls(vec![(
+            "Task",
+            serde_json::json!({
+                "description": "review",
+                "prompt": "review the fixtures",
+                "subagent_type": "echo-agent",
+                "model": "child",
+                "run_in_background": true
+            }),
+        )])
+        .with_usage(100, 20),
+    );
+    // Turn 2: it reads the result with the task id it was given, as a model would.
+    script.push_dynamic(Some("main-model"), |body| {
+        let started = last_tool_result(body);
+        let id: String = started
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .find(|w| w.starts_with("task_"))
+            .unwrap_or("task_missing")
+            .to_string();
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            serde_json::json!({"task_id": id, "timeout_ms": 10000}),
+        )])
+        .with_usage(150, 10)
+    });
+    // Turn 3: the final answer quotes what the subagent said.
+    script.push_dynamic(Some("main-model"), |body| {
+        let output = last_tool_result(body);
+        let said = if output.contains("child says the fixtures are fine") {
+            "the reviewer says the fixtures are fine"
+        } else {
+            "TaskOutput did not carry the child's answer"
+        };
+        Reply::text(said).with_usage(200, 8)
+    });
+    script.push_for_model(
+        "child-model",
+        Reply::text("child says the fixtures are fine").with_usage(40, 7),
+    );
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("subagents.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[models]\nchild = \"openai-compatible:child-model@{}\"\n",
+            server.openai_base_url()
+        ),
+    )
+    .expect("write config");
+    let model = format!("openai-compatible:main-model@{}", server.openai_base_url());
+    let assert = subagents()
+        .arg("--config")
+        .arg(&cfg)
+        .args([
+            "run",
+            "check the fixtures",
+            "--json",
+            "--model",
+            &model,
+            "--agents",
+        ])
+        .arg(fixtures().join("local"))
+        .arg("--workspace")
+        .arg(dir.path())
+        .assert()
+        .success();
+    let out = assert.get_output();
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["text"], "the reviewer says the fixtures are fine", "{v}");
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["usage"]["usage"]["turns"], 3, "{v}");
+    assert_eq!(v["usage"]["usage"]["input_tokens"], 450, "{v}");
+    let children = v["usage"]["children"].as_array().expect("usage tree");
+    assert_eq!(children.len(), 1, "one subagent in the usage tree: {v}");
+    assert_eq!(children[0]["agent"], "echo-agent");
+    assert_eq!(children[0]["status"], "completed");
+    assert_eq!(children[0]["usage"]["input_tokens"], 40);
+    // Progress went to stderr as plain lines (not a terminal).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("echo-agent: started: review"), "{err}");
+    assert!(err.contains("echo-agent: finished completed"), "{err}");
+
+    let reqs = server.requests();
+    let main_first = reqs
+        .iter()
+        .find(|r| r.model() == Some("main-model"))
+        .expect("main request");
+    let tool_names: Vec<&str> = main_first
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    for t in ["Task", "TaskOutput", "TaskStop", "Read", "Bash"] {
+        assert!(
+            tool_names.contains(&t),
+            "main agent has {t}: {tool_names:?}"
+        );
+    }
+    let child = reqs
+        .iter()
+        .find(|r| r.model() == Some("child-model"))
+        .expect("child request");
+    let child_tools: Vec<&str> = child
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        child_tools,
+        ["Read"],
+        "the child gets only its own tools, never Task"
+    );
 }
