@@ -211,13 +211,14 @@ pub struct ClaudeAgentDefinition {
     pub max_turns: Option<u32>,
     /// `skills`: names of skills whose text is preloaded into the system prompt.
     pub skills: Vec<String>,
-    /// `mcpServers`, as written.
+    /// `mcpServers`, as written (not started by this crate; a host may read it).
     pub mcp_servers: Option<Value>,
-    /// `hooks`, as written.
+    /// `hooks`, as written (not run by this crate).
     pub hooks: Option<Value>,
     /// `memory`, as written.
     pub memory: Option<Value>,
-    /// `background`: run in the background by default.
+    /// `background`: run in the background by default (for the host's `Task` tool to honour;
+    /// the executor itself always runs in the foreground of its caller).
     pub background: Option<bool>,
     /// `effort`.
     pub effort: Option<String>,
@@ -225,7 +226,8 @@ pub struct ClaudeAgentDefinition {
     pub isolation: Option<String>,
     /// `color`.
     pub color: Option<String>,
-    /// `initialPrompt`.
+    /// `initialPrompt` (kept for hosts that run the agent as a main agent; a subagent's first
+    /// message is always the `Task` prompt).
     pub initial_prompt: Option<String>,
     /// Every other frontmatter key, kept as written.
     pub metadata: Map<String, Value>,

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use subagent_spi::Tool;
+use async_trait::async_trait;
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput};
 
 use crate::definition::{ClaudeAgentDefinition, ToolRule, is_task_name};
 
@@ -68,17 +69,89 @@ pub(crate) fn select_tools(
             Some(_) => grants.iter().any(|r| r.matches(t.name())),
         })
         .filter(|t| allow_task || !is_task_name(t.name()))
-        .cloned()
+        .map(|t| {
+            // `Agent(a, b)`: the delegation tool, restricted to those agents.
+            let only: Option<Vec<String>> = if is_task_name(t.name()) {
+                grants.iter().find_map(|r| match r {
+                    ToolRule::Scoped { name, spec } if is_task_name(name) => Some(
+                        spec.split(',')
+                            .map(|s| s.trim().to_string())
+                            .filter(|s| !s.is_empty())
+                            .collect(),
+                    ),
+                    _ => None,
+                })
+            } else {
+                None
+            };
+            match only {
+                Some(allowed) if !allowed.is_empty() => Arc::new(RestrictedDelegation {
+                    inner: t.clone(),
+                    allowed,
+                }) as Arc<dyn Tool>,
+                _ => t.clone(),
+            }
+        })
         .collect();
     Selection { tools, warnings }
+}
+
+/// The delegation tool limited to the agents an `Agent(a, b)` rule names.
+struct RestrictedDelegation {
+    inner: Arc<dyn Tool>,
+    allowed: Vec<String>,
+}
+
+#[async_trait]
+impl Tool for RestrictedDelegation {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "{}\n\nYou may delegate only to: {}.",
+            self.inner.description(),
+            self.allowed.join(", ")
+        )
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        self.inner.input_schema()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        self.inner.effect()
+    }
+
+    async fn call(
+        &self,
+        input: serde_json::Value,
+        ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let wanted = input
+            .get("subagent_type")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
+        // A resume continues an earlier run and names no new agent.
+        let resuming = input.get("resume").is_some_and(|v| !v.is_null());
+        if !resuming && !self.allowed.iter().any(|a| a.eq_ignore_ascii_case(wanted)) {
+            return Err(ToolError::denied(
+                self.inner.name(),
+                format!(
+                    "this agent may delegate only to: {} (asked for `{wanted}`)",
+                    self.allowed.join(", ")
+                ),
+            ));
+        }
+        self.inner.call(input, ctx).await
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::definition::parse_tool_list;
-    use async_trait::async_trait;
-    use subagent_spi::{TaskContext, ToolError, ToolOutput};
 
     struct Named(&'static str);
 
@@ -157,6 +230,29 @@ mod tests {
         assert!(w.iter().any(|w| w.contains("Bash(git:*)")), "{w:?}");
         let (n, _) = names(&d, false);
         assert_eq!(n, ["Read", "mcp__gh__issue"]);
+    }
+
+    #[tokio::test]
+    async fn agent_rule_restricts_delegation_targets() {
+        let mut d = ClaudeAgentDefinition::new("a", "d", "p");
+        d.tools = Some(parse_tool_list("Read, Agent(explore, plan)"));
+        let s = select_tools(&d, &set(), true);
+        let task = s.tools.iter().find(|t| t.name() == "Task").unwrap();
+        assert!(task.description().contains("explore, plan"));
+        let ctx = TaskContext::new();
+        let ok = task
+            .call(serde_json::json!({"subagent_type": "Explore"}), &ctx)
+            .await;
+        assert!(ok.is_ok());
+        let err = task
+            .call(
+                serde_json::json!({"subagent_type": "general-purpose"}),
+                &ctx,
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only to: explore, plan"), "{err}");
     }
 
     #[test]
