@@ -435,3 +435,115 @@ fn run_delegates_in_the_background_then_reads_the_output() {
         "the child gets only its own tools, never Task"
     );
 }
+
+/// Kills the child process when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+#[test]
+fn serve_then_call_round_trip_with_streaming_progress() {
+    use subagent_testkit::{Reply, ScriptedModelServer};
+    let rt = rt();
+    let model_server = rt.block_on(ScriptedModelServer::start());
+    model_server.push(Reply::text("served answer one").with_usage(5, 3));
+    model_server.push(Reply::text("served answer two").with_usage(5, 3));
+    let model = format!(
+        "openai-compatible:test-model@{}",
+        model_server.openai_base_url()
+    );
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let home = tempfile::tempdir().expect("tmp");
+    let serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"))
+        .args([
+            "serve",
+            "--listen",
+            &listen,
+            "--model",
+            &model,
+            "--agent",
+            "echo-agent",
+            "--agents",
+        ])
+        .arg(fixtures().join("local"))
+        .arg("--workspace")
+        .arg(home.path())
+        .env("HOME", home.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let _serve = Killed(serve);
+
+    // Wait until `GET /` lists the agent.
+    let base = format!("http://{listen}");
+    let listing: Value = rt.block_on(async {
+        for _ in 0..200 {
+            if let Ok(r) = reqwest::get(format!("{base}/")).await
+                && let Ok(v) = r.json::<Value>().await
+            {
+                return v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("serve did not come up on {base}");
+    });
+    assert_eq!(listing["agents"][0]["name"], "echo-agent", "{listing}");
+    assert_eq!(
+        listing["agents"][0]["url"],
+        format!("{base}/echo-agent"),
+        "{listing}"
+    );
+
+    let out = subagents()
+        .args([
+            "call",
+            &format!("{base}/echo-agent"),
+            "hello there",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(v["text"], "served answer one", "{v}");
+    assert_eq!(v["kind"], "A2A");
+    assert_eq!(v["status"], "completed");
+
+    let streamed = subagents()
+        .args(["call", &format!("{base}/echo-agent"), "again", "--stream"])
+        .assert()
+        .success();
+    let o = streamed.get_output();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "served answer two"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("[echo-agent]"),
+        "streamed progress on stderr: {err}"
+    );
+    assert!(
+        err.contains("served answer two"),
+        "the streamed artifact is shown: {err}"
+    );
+
+    let sent = model_server.requests();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].body.to_string().contains("hello there"));
+}
