@@ -159,3 +159,23 @@ fn corpus_scan_loads_agents_and_skips_skills() {
     assert_eq!(report.skipped.len(), 181);
     assert!(report.skipped.iter().all(|s| s.reason.contains("SKILL.md")));
 }
+
+/// Every prefix (at ~97-character steps) of a sample of corpus files parses or errors cleanly.
+#[test]
+fn truncated_corpus_files_never_panic() {
+    let Some(dir) = corpus_dir() else { return };
+    let mut files = Vec::new();
+    md_files(&dir, &mut files);
+    let mut tried = 0usize;
+    for path in files.iter().step_by(23) {
+        let text = std::fs::read_to_string(path).unwrap();
+        let cut_points = text.char_indices().map(|(i, _)| i).step_by(97);
+        for cut in cut_points.take(60) {
+            let _ = parse_agent(path, &text[..cut]);
+            let _ = parse_skill(path, &text[..cut]);
+            tried += 1;
+        }
+    }
+    println!("parsed {tried} truncated inputs");
+    assert!(tried > 100);
+}
