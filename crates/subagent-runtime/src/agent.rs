@@ -209,7 +209,13 @@ impl AgentRuntime {
             description: describe(&transcript.messages),
         });
 
-        let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
+        // One spec per name (the first tool of a name wins, as in dispatch).
+        let mut specs: Vec<ToolSpec> = Vec::with_capacity(tools.len());
+        for t in &tools {
+            if !specs.iter().any(|s| s.name == t.name()) {
+                specs.push(t.spec());
+            }
+        }
         let mut usage = Usage::default();
         let mut children: Vec<UsageNode> = Vec::new();
         let mut last_text = String::new();
@@ -232,6 +238,7 @@ impl AgentRuntime {
                 break Stop::limit(format!("max_turns={max_turns}"), None);
             }
             turn += 1;
+            tracing::debug!(agent = %ctx.agent, turn, messages = transcript.messages.len(), "model turn");
             ctx.emit(ProgressKind::Turn { turn });
 
             let request = ChatRequest {
@@ -310,6 +317,7 @@ impl AgentRuntime {
                 break Stop::cancelled(None);
             }
             for c in &calls {
+                tracing::debug!(agent = %ctx.agent, turn, tool = %c.name, id = %c.id, "tool call");
                 ctx.emit(ProgressKind::ToolCall {
                     id: c.id.clone(),
                     name: c.name.clone(),
@@ -341,6 +349,7 @@ impl AgentRuntime {
             }
         };
 
+        tracing::debug!(agent = %ctx.agent, turns = turn, status = %stop.status, limit = ?stop.limit, "run finished");
         answer_dangling_calls(&mut transcript.messages, stop.reason);
         usage.turns = turn;
         usage.duration_ms = elapsed_ms(started);

@@ -562,3 +562,20 @@ fn the_run_future_is_send() {
     let fut = runtime.run(RunSpec::new(model, "x"), &ctx);
     assert_send(&fut);
 }
+
+#[tokio::test]
+async fn duplicate_tool_names_are_sent_once_and_the_first_wins() {
+    let first = tool("dup", |_| async { Ok(ToolOutput::text("from the first")) });
+    let second = tool("dup", |_| async { Ok(ToolOutput::text("from the second")) });
+    let model = ScriptedModel::new(vec![calls("", &[("d", "dup", json!({}))]), text("ok")]);
+    AgentRuntime::default()
+        .run(
+            RunSpec::new(model.clone(), "go").with_tools(vec![first, second]),
+            &TaskContext::new(),
+        )
+        .await
+        .unwrap();
+    let reqs = model.requests();
+    assert_eq!(reqs[0].tools.len(), 1);
+    assert_eq!(tool_results(&reqs[1])[0].1, "from the first");
+}

@@ -44,6 +44,10 @@ pub struct BashInput {
 /// process group is killed with `SIGKILL`, so no background process outlives the call.
 /// A non-zero exit status makes an error result that includes the output and the status.
 /// Credentials in the environment (see [`is_secret_env`]) are not passed to the command.
+///
+/// Unlike the file tools, `Bash` is **not confined** to the workspace: the command can reach
+/// whatever the process can. Its effect is [`ToolEffect::Execute`], so permission modes decide
+/// whether an agent gets it.
 #[derive(Debug, Clone)]
 pub struct BashTool {
     workspace: Workspace,
