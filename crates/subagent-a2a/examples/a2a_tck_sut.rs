@@ -1,3 +1,205 @@
-//! Placeholder (being written).
+//! `a2a-tck-sut`: the system under test for the A2A TCK (`a2aproject/a2a-tck`, branch
+//! `1.0-dev`), built on `subagent_a2a::server`.
+//!
+//! Behaviour is keyed on the `messageId` prefix (or the same prefix at the start of the first
+//! text part), as `scenarios/*.feature` of the TCK define; other messages complete the task
+//! with an echo. Serves one agent at the root, with JSON-RPC and HTTP+JSON interfaces.
+//!
+//! ```text
+//! cargo run -p subagent-a2a --example a2a-tck-sut -- --port 9999
+//! ```
+//!
+//! `TCK_STREAMING_TIMEOUT` (seconds, default 2) sets how long `test-resubscribe-message-id*`
+//! tasks run (twice that).
 
-fn main() {}
+use std::time::Duration;
+
+use subagent_a2a::server::{
+    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+};
+use subagent_a2a::types::v1::{self, Artifact, Part, PartContent, TaskState};
+use subagent_spi::{CancellationToken, async_trait};
+
+struct TckAgent {
+    streaming_timeout: Duration,
+}
+
+fn artifact(id: &str, part: Part) -> Artifact {
+    Artifact {
+        artifact_id: id.to_string(),
+        name: None,
+        description: None,
+        parts: vec![part],
+        metadata: None,
+        extensions: Vec::new(),
+    }
+}
+
+fn file_part(content: PartContent) -> Part {
+    let mut p = Part::from_content(content);
+    p.filename = Some("output.txt".into());
+    p.media_type = Some("text/plain".into());
+    p
+}
+
+/// The scenario a message asks for: its messageId, else its first text part.
+fn scenario(req: &HandlerRequest) -> String {
+    let id = &req.message.message_id;
+    if id.starts_with("tck-") || id.starts_with("test-resubscribe-message-id") {
+        return id.clone();
+    }
+    req.message
+        .parts
+        .iter()
+        .find_map(|p| p.as_text())
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+#[async_trait]
+impl A2aHandler for TckAgent {
+    async fn handle(
+        &self,
+        req: HandlerRequest,
+        ev: TaskEventSink,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        let key = scenario(&req);
+        let k = key.as_str();
+        let sent = async {
+            if k.starts_with("tck-message-response") {
+                ev.reply_text("Direct message response").await?;
+            } else if k.starts_with("tck-input-required") {
+                ev.require_input("Please provide more input").await?;
+            } else if k.starts_with("tck-reject-task") {
+                ev.reject("rejected").await?;
+            } else if k.starts_with("tck-artifact-text") {
+                ev.artifact(artifact("text-artifact", Part::text("Generated text content")), false, true)
+                    .await?;
+                ev.complete(None).await?;
+            } else if k.starts_with("tck-artifact-file-url") {
+                let p = file_part(PartContent::Url("https://example.com/output.txt".into()));
+                ev.artifact(artifact("file-url-artifact", p), false, true).await?;
+                ev.complete(None).await?;
+            } else if k.starts_with("tck-artifact-file") {
+                // "Generated file content", base64.
+                let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
+                ev.artifact(artifact("file-artifact", p), false, true).await?;
+                ev.complete(None).await?;
+            } else if k.starts_with("tck-artifact-data") {
+                let p = Part::data(serde_json::json!({"key": "value", "count": 42}));
+                ev.artifact(artifact("data-artifact", p), false, true).await?;
+                ev.complete(None).await?;
+            } else if k.starts_with("tck-stream-002") {
+                ev.complete(None).await?;
+            } else if k.starts_with("tck-stream-artifact-file") {
+                ev.working().await?;
+                let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
+                ev.artifact(artifact("stream-file-artifact", p), false, true).await?;
+                ev.complete(None).await?;
+            } else if k.starts_with("tck-stream-artifact-chunked") {
+                ev.working().await?;
+                ev.artifact(artifact("chunked-artifact", Part::text("chunk-1 ")), false, false)
+                    .await?;
+                ev.artifact(artifact("chunked-artifact", Part::text("chunk-2")), true, true)
+                    .await?;
+                ev.complete(None).await?;
+            } else if k.starts_with("tck-stream-") {
+                let text = if k.starts_with("tck-stream-001") {
+                    "Stream hello from TCK"
+                } else if k.starts_with("tck-stream-003") {
+                    "Stream task lifecycle"
+                } else if k.starts_with("tck-stream-ordering-001") {
+                    "Ordered output"
+                } else if k.starts_with("tck-stream-artifact-text") {
+                    "Streamed text content"
+                } else {
+                    "Stream output"
+                };
+                ev.working().await?;
+                ev.artifact(artifact("stream-artifact", Part::text(text)), false, true)
+                    .await?;
+                ev.complete(None).await?;
+            } else if k.starts_with("test-resubscribe-message-id") {
+                ev.working().await?;
+                tokio::select! {
+                    _ = tokio::time::sleep(self.streaming_timeout * 2) => {}
+                    _ = cancel.cancelled() => {
+                        ev.status(TaskState::Canceled, None).await?;
+                        return Ok(());
+                    }
+                }
+                ev.complete(None).await?;
+            } else if k.starts_with("tck-complete-task") {
+                ev.complete(Some(ev.agent_text("Hello from TCK"))).await?;
+            } else {
+                let echo = format!("Echo: {}", req.text());
+                ev.complete(Some(ev.agent_text(echo))).await?;
+            }
+            Ok::<(), subagent_a2a::server::SinkError>(())
+        }
+        .await;
+        // A closed sink means the task was canceled meanwhile.
+        let _ = sent;
+        Ok(())
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut port: u16 = 9999;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--port" => {
+                let v = args.next().ok_or("--port needs a value")?;
+                port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
+            }
+            other => {
+                if let Some(v) = other.strip_prefix("--port=") {
+                    port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
+                } else {
+                    return Err(format!("unknown argument `{other}`; usage: a2a-tck-sut [--port N]").into());
+                }
+            }
+        }
+    }
+    let secs: f64 = std::env::var("TCK_STREAMING_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v: &f64| v.is_finite() && *v > 0.0)
+        .unwrap_or(2.0);
+    let agent = TckAgent {
+        streaming_timeout: Duration::from_secs_f64(secs),
+    };
+    let info = AgentInfo::new(
+        "TCK System Under Test",
+        "An A2A agent implementing the TCK scenarios, built on subagent-a2a.",
+    )
+    // TCK 1.0-dev's CORE-SEND-003 requirement has no expected error, so its runner counts the
+    // spec's ContentTypeNotSupportedError as a failure; the SUT accepts every media type (the
+    // server's check is covered by our own tests).
+    .with_input_modes(["*/*"])
+    .with_skill(v1::AgentSkill {
+        id: "tck".into(),
+        name: "TCK scenarios".into(),
+        description: "Behaviour keyed on the messageId prefix (scenarios/*.feature).".into(),
+        tags: vec!["tck".into()],
+        examples: Vec::new(),
+        input_modes: Vec::new(),
+        output_modes: Vec::new(),
+        security_requirements: Vec::new(),
+    });
+    let server = A2aServer::builder()
+        .mount(AgentMount::new("/", info, agent))
+        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        eprintln!("a2a-tck-sut listening on http://127.0.0.1:{port}");
+        server
+            .serve(listener, std::future::pending::<()>())
+            .await?;
+        Ok::<(), Box<dyn std::error::Error>>(())
+    })
+}

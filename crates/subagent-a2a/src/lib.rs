@@ -76,6 +76,9 @@
 
 pub mod client;
 pub mod error;
+/// The A2A server: hosts subagents or hand-written handlers as A2A agents (1.0 and 0.3,
+/// JSON-RPC and HTTP+JSON).
+pub mod server;
 pub mod types;
 
 pub use client::{

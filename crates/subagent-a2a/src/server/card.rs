@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::types::{ProtocolVersion, binding, v03, v1};
+use crate::types::{ProtocolVersion, binding, v1, v03};
 
 /// What a hosted agent's card says about it. The interfaces (URLs, bindings, versions) and the
 /// security declarations are added by the server.
@@ -84,7 +84,11 @@ impl AgentInfo {
 
     /// Sets the provider (builder style).
     #[must_use]
-    pub fn with_provider(mut self, organization: impl Into<String>, url: impl Into<String>) -> Self {
+    pub fn with_provider(
+        mut self,
+        organization: impl Into<String>,
+        url: impl Into<String>,
+    ) -> Self {
         self.provider = Some(v1::AgentProvider {
             organization: organization.into(),
             url: url.into(),
@@ -198,12 +202,10 @@ impl ServerAuth {
                         .iter()
                         .any(|k| constant_time_eq(k.as_bytes(), t.as_bytes()))
                 }),
-            ServerAuth::ApiKey { header, keys } => headers
-                .get(header.as_str())
-                .is_some_and(|v| {
-                    keys.iter()
-                        .any(|k| constant_time_eq(k.as_bytes(), v.as_bytes()))
-                }),
+            ServerAuth::ApiKey { header, keys } => headers.get(header.as_str()).is_some_and(|v| {
+                keys.iter()
+                    .any(|k| constant_time_eq(k.as_bytes(), v.as_bytes()))
+            }),
         }
     }
 }
@@ -273,7 +275,11 @@ mod tests {
         assert!(info.accepts("text/plain; charset=utf-8"));
         assert!(info.accepts("image/png"));
         assert!(!info.accepts("application/x-unknown"));
-        assert!(AgentInfo::new("a", "b").with_input_modes(["*/*"]).accepts("x/y"));
+        assert!(
+            AgentInfo::new("a", "b")
+                .with_input_modes(["*/*"])
+                .accepts("x/y")
+        );
     }
 
     #[test]

@@ -97,6 +97,8 @@ pub(crate) struct Engine {
     pub limits: EngineLimits,
     pub agent_path: String,
     runs: Mutex<HashMap<String, Arc<Run>>>,
+    /// Subscribers of interrupted tasks, waiting for the message that continues them.
+    waiting: Mutex<HashMap<String, Vec<mpsc::Sender<Event>>>>,
     /// Fires on server shutdown: every handler's token is a child of it.
     pub shutdown: CancellationToken,
 }
@@ -121,7 +123,15 @@ pub(crate) fn trim_history(task: &mut v1::Task, history_length: Option<i32>) {
     }
 }
 
-fn lock_runs(m: &Mutex<HashMap<String, Arc<Run>>>) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
+fn lock_runs(
+    m: &Mutex<HashMap<String, Arc<Run>>>,
+) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Waiting = HashMap<String, Vec<mpsc::Sender<Event>>>;
+
+fn lock_waiting(m: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -139,6 +149,7 @@ impl Engine {
             limits,
             agent_path,
             runs: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(HashMap::new()),
             shutdown,
         }
     }
@@ -191,12 +202,13 @@ impl Engine {
                 if self.live(&tid).is_some() {
                     return Err(ApiError::new(
                         codes::UNSUPPORTED_OPERATION,
-                        format!(
-                            "task `{tid}` is still running; wait for it to stop or cancel it"
-                        ),
+                        format!("task `{tid}` is still running; wait for it to stop or cancel it"),
                     ));
                 }
-                let task = self.load(&tid).await?.ok_or_else(|| ApiError::not_found(&tid))?;
+                let task = self
+                    .load(&tid)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found(&tid))?;
                 if task.status.state.is_terminal() {
                     return Err(ApiError::new(
                         codes::UNSUPPORTED_OPERATION,
@@ -231,9 +243,27 @@ impl Engine {
         let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
         let previous = existing.clone();
         let mut task = existing;
+        let mut subscribers = vec![tx];
         if let Some(t) = &mut task {
             t.history.push(message.clone());
-            let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(t.clone())));
+            t.status = v1::TaskStatus {
+                state: v1::TaskState::Working,
+                message: None,
+                timestamp: Some(now_rfc3339()),
+            };
+            let _ = subscribers[0].try_send(Arc::new(v1::StreamResponse::Task(t.clone())));
+            let waiting = lock_waiting(&self.waiting).remove(&task_id).unwrap_or_default();
+            let update = Arc::new(v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
+                task_id: task_id.clone(),
+                context_id: context_id.clone(),
+                status: t.status.clone(),
+                metadata: None,
+            }));
+            for w in waiting {
+                if w.try_send(update.clone()).is_ok() {
+                    subscribers.push(w);
+                }
+            }
         }
         let (done, _) = watch::channel(false);
         let run = Arc::new(Run {
@@ -245,7 +275,7 @@ impl Engine {
                 user_message: Some(message.clone()),
                 finished: false,
                 replied: false,
-                subscribers: vec![tx],
+                subscribers,
                 error: None,
             }),
             engine: Arc::downgrade(self),
@@ -288,7 +318,11 @@ impl Engine {
     }
 
     /// The current task (live or stored), history trimmed.
-    pub async fn get(&self, task_id: &str, history_length: Option<i32>) -> Result<v1::Task, ApiError> {
+    pub async fn get(
+        &self,
+        task_id: &str,
+        history_length: Option<i32>,
+    ) -> Result<v1::Task, ApiError> {
         if let Some(h) = history_length
             && h < 0
         {
@@ -314,7 +348,10 @@ impl Engine {
     }
 
     /// Lists tasks for `ListTasks`.
-    pub async fn list(&self, req: &v1::ListTasksRequest) -> Result<v1::ListTasksResponse, ApiError> {
+    pub async fn list(
+        &self,
+        req: &v1::ListTasksRequest,
+    ) -> Result<v1::ListTasksResponse, ApiError> {
         let page_size = match req.page_size {
             None | Some(0) => 50,
             Some(n) if (1..=100).contains(&n) => n,
@@ -401,8 +438,12 @@ impl Engine {
             if let Some(t) = &st.task
                 && !t.status.state.is_terminal()
             {
-                run.apply(&mut st, Emission::Status(v1::TaskState::Canceled, None), true)
-                    .await;
+                run.apply(
+                    &mut st,
+                    Emission::Status(v1::TaskState::Canceled, None),
+                    true,
+                )
+                .await;
             }
             if let Some(t) = st.task.clone() {
                 return Ok(t);
@@ -421,6 +462,16 @@ impl Engine {
             timestamp: Some(now_rfc3339()),
         };
         self.save(task.clone()).await;
+        let waiting = lock_waiting(&self.waiting).remove(task_id).unwrap_or_default();
+        let update = Arc::new(v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone().unwrap_or_default(),
+            status: task.status.clone(),
+            metadata: None,
+        }));
+        for w in waiting {
+            let _ = w.try_send(update.clone());
+        }
         Ok(task)
     }
 
@@ -455,8 +506,15 @@ impl Engine {
                 ),
             ));
         }
-        let (tx, rx) = mpsc::channel(1);
+        // Interrupted: the stream waits for the message that continues the task.
+        let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
         let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(task)));
+        let mut waiting = lock_waiting(&self.waiting);
+        waiting.retain(|_, v| {
+            v.retain(|s| !s.is_closed());
+            !v.is_empty()
+        });
+        waiting.entry(task_id.to_string()).or_default().push(tx);
         Ok(rx)
     }
 }
@@ -564,7 +622,9 @@ impl Run {
                     .iter_mut()
                     .find(|a| a.artifact_id == artifact.artifact_id)
                 {
-                    Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
+                    Some(existing) if append => {
+                        existing.parts.extend(artifact.parts.iter().cloned())
+                    }
                     Some(existing) => *existing = artifact.clone(),
                     None => task.artifacts.push(artifact.clone()),
                 }
@@ -630,8 +690,12 @@ impl Run {
                         match state {
                             Some(s) if s.is_interrupted() => {}
                             _ => {
-                                self.apply(&mut st, Emission::Status(v1::TaskState::Completed, None), false)
-                                    .await
+                                self.apply(
+                                    &mut st,
+                                    Emission::Status(v1::TaskState::Completed, None),
+                                    false,
+                                )
+                                .await
                             }
                         }
                     }
@@ -648,10 +712,12 @@ impl Run {
                             | HandlerError::Rejected { message }
                             | HandlerError::Protocol { message, .. } => message,
                         };
-                        let mut m = v1::Message::new(v1::Role::Agent, new_id(), vec![v1::Part::text(text)]);
+                        let mut m =
+                            v1::Message::new(v1::Role::Agent, new_id(), vec![v1::Part::text(text)]);
                         m.context_id = Some(self.context_id.clone());
                         m.task_id = Some(self.task_id.clone());
-                        self.apply(&mut st, Emission::Status(state, Some(m)), false).await;
+                        self.apply(&mut st, Emission::Status(state, Some(m)), false)
+                            .await;
                     }
                 }
             }

@@ -233,7 +233,12 @@ mod tests {
     async fn bounded_store_evicts_terminal_tasks_first() {
         let store = InMemoryTaskStore::new(10, Duration::from_secs(3600));
         store
-            .save(task("live", "c", v1::TaskState::Working, "2026-01-01T00:00:00.000Z"))
+            .save(task(
+                "live",
+                "c",
+                v1::TaskState::Working,
+                "2026-01-01T00:00:00.000Z",
+            ))
             .await
             .unwrap();
         for i in 0..30 {
@@ -272,15 +277,30 @@ mod tests {
     async fn list_filters_and_sorts_latest_first() {
         let store = InMemoryTaskStore::default();
         store
-            .save(task("a", "c1", v1::TaskState::Completed, "2026-01-01T00:00:01.000Z"))
+            .save(task(
+                "a",
+                "c1",
+                v1::TaskState::Completed,
+                "2026-01-01T00:00:01.000Z",
+            ))
             .await
             .unwrap();
         store
-            .save(task("b", "c1", v1::TaskState::Working, "2026-01-01T00:00:03.000Z"))
+            .save(task(
+                "b",
+                "c1",
+                v1::TaskState::Working,
+                "2026-01-01T00:00:03.000Z",
+            ))
             .await
             .unwrap();
         store
-            .save(task("c", "c2", v1::TaskState::Completed, "2026-01-01T00:00:02.000Z"))
+            .save(task(
+                "c",
+                "c2",
+                v1::TaskState::Completed,
+                "2026-01-01T00:00:02.000Z",
+            ))
             .await
             .unwrap();
         let all = store.list(&TaskFilter::default()).await.unwrap();

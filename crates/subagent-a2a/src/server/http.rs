@@ -1,0 +1,1061 @@
+//! The HTTP layer: routes a request to a hosted agent, then to its card, its JSON-RPC endpoint
+//! (1.0 and 0.3 methods) or its HTTP+JSON routes, and encodes answers and SSE streams in the
+//! caller's version and binding.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use http::request::Parts;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use subagent_spi::CancellationToken;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+use super::ServerConfig;
+use super::card::{AgentInfo, ServerAuth, card_v1, card_v03};
+use super::engine::{ApiError, Engine, Event, SendParams, Started, trim_history};
+use crate::types::jsonrpc::{RequestId, RpcError, a2a_error, codes};
+use crate::types::{ProtocolVersion, VERSION_HEADER, v1, v03};
+
+/// One hosted agent.
+pub(crate) struct Hosted {
+    /// `""` for the root, else `/a/b` (no trailing slash).
+    pub path: String,
+    pub engine: Arc<Engine>,
+    pub info: AgentInfo,
+    pub auth: Option<ServerAuth>,
+}
+
+/// Everything the router needs.
+pub(crate) struct Shared {
+    /// Longest path first.
+    pub agents: Vec<Hosted>,
+    pub cfg: ServerConfig,
+    pub streams: Arc<Semaphore>,
+    pub shutdown: CancellationToken,
+}
+
+impl Shared {
+    fn find<'a>(&'a self, path: &'a str) -> Option<(&'a Hosted, &'a str)> {
+        self.agents.iter().find_map(|a| {
+            if a.path.is_empty() {
+                return Some((a, path));
+            }
+            let rest = path.strip_prefix(a.path.as_str())?;
+            (rest.is_empty() || rest.starts_with('/')).then_some((a, rest))
+        })
+    }
+}
+
+/// The binding and version a reply is encoded for.
+#[derive(Clone)]
+enum Wire {
+    RpcV1(RequestId),
+    RpcV03(RequestId),
+    Rest,
+}
+
+impl Wire {
+    fn version(&self) -> ProtocolVersion {
+        match self {
+            Wire::RpcV03(_) => ProtocolVersion::V03,
+            _ => ProtocolVersion::V1,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct RpcOk<'a, T: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: &'a T,
+}
+
+#[derive(Serialize)]
+struct RpcErr<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    error: &'a RpcError,
+}
+
+const JSON: &str = "application/json";
+
+fn json_bytes<T: Serialize>(v: &T) -> Bytes {
+    // Serializing our own types into a Vec cannot fail (no non-string map keys, no I/O).
+    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+}
+
+fn respond(status: StatusCode, body: Bytes) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
+    r
+}
+
+/// The HTTP status and gRPC status name of the HTTP+JSON binding for an error code.
+fn http_status(code: i32) -> (StatusCode, &'static str) {
+    match code {
+        codes::TASK_NOT_FOUND => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+        codes::TASK_NOT_CANCELABLE => (StatusCode::CONFLICT, "FAILED_PRECONDITION"),
+        codes::PUSH_NOTIFICATION_NOT_SUPPORTED
+        | codes::UNSUPPORTED_OPERATION
+        | codes::VERSION_NOT_SUPPORTED => (StatusCode::BAD_REQUEST, "UNIMPLEMENTED"),
+        codes::CONTENT_TYPE_NOT_SUPPORTED => {
+            (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_ARGUMENT")
+        }
+        codes::INVALID_AGENT_RESPONSE => (StatusCode::BAD_GATEWAY, "INTERNAL"),
+        codes::EXTENDED_AGENT_CARD_NOT_CONFIGURED | codes::EXTENSION_SUPPORT_REQUIRED => {
+            (StatusCode::BAD_REQUEST, "FAILED_PRECONDITION")
+        }
+        codes::METHOD_NOT_FOUND => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+        codes::INTERNAL_ERROR => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+        _ => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+    }
+}
+
+fn rpc_error_object(e: &ApiError, v1_style: bool) -> RpcError {
+    if v1_style {
+        a2a_error(e.code, e.message.clone(), None)
+    } else {
+        RpcError::new(e.code, e.message.clone())
+    }
+}
+
+fn rpc_error(status: StatusCode, id: &RequestId, e: &ApiError, v1_style: bool) -> Response {
+    let err = rpc_error_object(e, v1_style);
+    respond(
+        status,
+        json_bytes(&RpcErr {
+            jsonrpc: "2.0",
+            id,
+            error: &err,
+        }),
+    )
+}
+
+/// An AIP-193 error body: `{"error": {"code", "status", "message", "details": [ErrorInfo]}}`.
+fn rest_error(e: &ApiError) -> Response {
+    let (status, name) = http_status(e.code);
+    let details = a2a_error(e.code, "", None)
+        .data
+        .unwrap_or_else(|| Value::Array(Vec::new()));
+    let body = serde_json::json!({
+        "error": {
+            "code": status.as_u16(),
+            "status": name,
+            "message": e.message,
+            "details": details,
+        }
+    });
+    respond(status, json_bytes(&body))
+}
+
+fn error_for(wire: &Wire, e: &ApiError) -> Response {
+    match wire {
+        Wire::Rest => rest_error(e),
+        Wire::RpcV1(id) => rpc_error(StatusCode::OK, id, e, true),
+        Wire::RpcV03(id) => rpc_error(StatusCode::OK, id, e, false),
+    }
+}
+
+/// The entry point of every request.
+pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let Some((agent, rest)) = shared.find(&path) else {
+        return rest_error(&ApiError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("no agent is served at `{path}`"),
+        ));
+    };
+    let rest = rest.to_string();
+    match (&parts.method, rest.as_str()) {
+        (&Method::GET, "/.well-known/agent-card.json") => {
+            card(&shared, agent, &parts, shared.cfg.agent_card_version)
+        }
+        (&Method::GET, "/.well-known/agent.json") => {
+            card(&shared, agent, &parts, ProtocolVersion::V03)
+        }
+        (&Method::POST, "" | "/") => {
+            if let Some(r) = unauthorized(agent, &parts.headers) {
+                return r;
+            }
+            jsonrpc(&shared, agent, parts, body).await
+        }
+        (_, r)
+            if r.starts_with("/message:")
+                || r == "/tasks"
+                || r.starts_with("/tasks/")
+                || r == "/extendedAgentCard" =>
+        {
+            if let Some(r) = unauthorized(agent, &parts.headers) {
+                return r;
+            }
+            rest_route(&shared, agent, parts, body, &rest).await
+        }
+        _ => rest_error(&ApiError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("no route for {} `{path}`", parts.method),
+        )),
+    }
+}
+
+fn unauthorized(agent: &Hosted, headers: &HeaderMap) -> Option<Response> {
+    let auth = agent.auth.as_ref()?;
+    if auth.check(headers) {
+        return None;
+    }
+    let mut r = respond(
+        StatusCode::UNAUTHORIZED,
+        json_bytes(&serde_json::json!({
+            "error": {
+                "code": 401,
+                "status": "UNAUTHENTICATED",
+                "message": format!("agent `{}` requires credentials (see securitySchemes in its card)", agent.info.name),
+            }
+        })),
+    );
+    if matches!(auth, ServerAuth::Bearer { .. }) {
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    Some(r)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cards
+// ---------------------------------------------------------------------------------------------
+
+/// The public URL of an agent: the configured base, else scheme + host from `X-Forwarded-*` /
+/// `Host`, plus the agent's path.
+fn agent_url(cfg: &ServerConfig, agent: &Hosted, headers: &HeaderMap) -> String {
+    if let Some(base) = &cfg.public_url {
+        return format!("{}{}", base.trim_end_matches('/'), agent.path);
+    }
+    let first = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    let proto = first("x-forwarded-proto")
+        .filter(|p| matches!(*p, "http" | "https"))
+        .unwrap_or("http");
+    let host = first("x-forwarded-host")
+        .or_else(|| first(header::HOST.as_str()))
+        .filter(|h| {
+            h.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b))
+        })
+        .unwrap_or("localhost");
+    let prefix = first("x-forwarded-prefix")
+        .filter(|p| {
+            p.starts_with('/')
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"/-._~".contains(&b))
+        })
+        .map(|p| p.trim_end_matches('/'))
+        .unwrap_or("");
+    format!("{proto}://{host}{prefix}{}", agent.path)
+}
+
+fn card(shared: &Shared, agent: &Hosted, parts: &Parts, version: ProtocolVersion) -> Response {
+    let url = agent_url(&shared.cfg, agent, &parts.headers);
+    let body = match version {
+        ProtocolVersion::V03 => json_bytes(&card_v03(&agent.info, agent.auth.as_ref(), &url)),
+        _ => json_bytes(&card_v1(&agent.info, agent.auth.as_ref(), &url)),
+    };
+    let etag = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        body.hash(&mut h);
+        format!("\"{:016x}\"", h.finish())
+    };
+    let not_modified = parts
+        .headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let mut r = if not_modified {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        respond(StatusCode::OK, body)
+    };
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "public, max-age={}",
+        shared.cfg.card_max_age.as_secs()
+    )) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    r
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request helpers
+// ---------------------------------------------------------------------------------------------
+
+/// Reads the body up to the limit; `Err` carries the limit error.
+async fn read_body(cfg: &ServerConfig, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let too_big = || {
+        ApiError::new(
+            codes::INVALID_REQUEST,
+            format!(
+                "request body exceeds the limit of {} bytes",
+                cfg.max_body_bytes
+            ),
+        )
+    };
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        && len > cfg.max_body_bytes as u64
+    {
+        return Err(too_big());
+    }
+    axum::body::to_bytes(body, cfg.max_body_bytes)
+        .await
+        .map_err(|_| too_big())
+}
+
+/// The version the client asked for (`A2A-Version` header, else the `A2A-Version` query
+/// parameter); `Ok(None)` when absent, an error when unsupported.
+fn requested_version(parts: &Parts) -> Result<Option<ProtocolVersion>, ApiError> {
+    let raw = parts
+        .headers
+        .get(VERSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("?").to_string())
+        .or_else(|| {
+            parts.uri.query().and_then(|q| {
+                q.split('&').find_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    k.eq_ignore_ascii_case(VERSION_HEADER)
+                        .then(|| v.to_string())
+                })
+            })
+        });
+    match raw {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Ok(None),
+        Some(v) => ProtocolVersion::parse(&v).map(Some).ok_or_else(|| {
+            ApiError::new(
+                codes::VERSION_NOT_SUPPORTED,
+                format!("A2A-Version `{v}` is not supported; this server speaks 1.0 and 0.3"),
+            )
+        }),
+    }
+}
+
+/// True when the request declares a JSON body (or no content type at all).
+fn json_content_type(headers: &HeaderMap) -> bool {
+    match headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        None => true,
+        Some(ct) => {
+            let mt = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            mt == "application/json" || (mt.starts_with("application/") && mt.ends_with("+json"))
+        }
+    }
+}
+
+fn content_type_error(headers: &HeaderMap) -> ApiError {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("?");
+    ApiError::new(
+        codes::CONTENT_TYPE_NOT_SUPPORTED,
+        format!(
+            "Content-Type `{ct}` is not supported; send application/json or application/a2a+json"
+        ),
+    )
+}
+
+/// Required extensions the client did not name in `A2A-Extensions`.
+fn check_extensions(agent: &Hosted, headers: &HeaderMap) -> Result<(), ApiError> {
+    let declared: Vec<&str> = headers
+        .get_all("a2a-extensions")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    for e in agent.info.extensions.iter().filter(|e| e.required) {
+        if !declared.contains(&e.uri.as_str()) {
+            return Err(ApiError::new(
+                codes::EXTENSION_SUPPORT_REQUIRED,
+                format!(
+                    "agent `{}` requires extension `{}`; declare it in the A2A-Extensions header",
+                    agent.info.name, e.uri
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses parts whose media type the agent does not accept.
+fn check_parts(agent: &Hosted, message: &v1::Message) -> Result<(), ApiError> {
+    for (i, p) in message.parts.iter().enumerate() {
+        let mt = match (&p.media_type, &p.content) {
+            (Some(mt), _) if !mt.is_empty() => mt.as_str(),
+            (_, v1::PartContent::Text(_)) => "text/plain",
+            (_, v1::PartContent::Data(_)) => "application/json",
+            _ => continue,
+        };
+        if !agent.info.accepts(mt) {
+            return Err(ApiError::new(
+                codes::CONTENT_TYPE_NOT_SUPPORTED,
+                format!(
+                    "part {i} has media type `{mt}`, which agent `{}` does not accept (accepted: {})",
+                    agent.info.name,
+                    agent.info.default_input_modes.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parse_params<T: DeserializeOwned>(params: Value, method: &str) -> Result<T, ApiError> {
+    if params.is_null() {
+        return Err(ApiError::invalid_params(format!(
+            "`{method}` requires `params`"
+        )));
+    }
+    serde_json::from_value(params)
+        .map_err(|e| ApiError::invalid_params(format!("invalid params for `{method}`: {e}")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON-RPC
+// ---------------------------------------------------------------------------------------------
+
+fn is_v1_method(m: &str) -> bool {
+    !m.contains('/')
+}
+
+async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: Parts, body: Body) -> Response {
+    let header_version = requested_version(&parts);
+    let v1_hint = !matches!(header_version, Ok(Some(ProtocolVersion::V03)) | Ok(None));
+    let body = match read_body(&shared.cfg, &parts.headers, body).await {
+        Ok(b) => b,
+        Err(e) => return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, &RequestId::Null, &e, v1_hint),
+    };
+    if !json_content_type(&parts.headers) {
+        return rpc_error(StatusCode::OK, &RequestId::Null, &content_type_error(&parts.headers), v1_hint);
+    }
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            let err = ApiError::new(codes::PARSE_ERROR, format!("invalid JSON: {e}"));
+            return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
+        }
+    };
+    let invalid = |id: &RequestId, msg: &str| {
+        rpc_error(
+            StatusCode::OK,
+            id,
+            &ApiError::new(codes::INVALID_REQUEST, msg),
+            v1_hint,
+        )
+    };
+    let Value::Object(mut obj) = value else {
+        return invalid(
+            &RequestId::Null,
+            "a JSON-RPC request must be an object (batches are not supported)",
+        );
+    };
+    let id = match obj.remove("id") {
+        None | Some(Value::Null) => RequestId::Null,
+        Some(Value::String(s)) => RequestId::Str(s),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) => RequestId::Number(i),
+            None => return invalid(&RequestId::Null, "`id` must be an integer or a string"),
+        },
+        Some(_) => return invalid(&RequestId::Null, "`id` must be a string, a number or null"),
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(&id, "`jsonrpc` must be \"2.0\"");
+    }
+    let method = match obj.remove("method") {
+        Some(Value::String(m)) => m,
+        _ => return invalid(&id, "`method` must be a string"),
+    };
+    let v1m = is_v1_method(&method);
+    let wire = if v1m {
+        Wire::RpcV1(id.clone())
+    } else {
+        Wire::RpcV03(id.clone())
+    };
+    if let Err(e) = header_version {
+        return rpc_error(StatusCode::OK, &id, &e, true);
+    }
+    if let Err(e) = check_extensions(agent, &parts.headers) {
+        return error_for(&wire, &e);
+    }
+    let params = obj.remove("params").unwrap_or(Value::Null);
+    match rpc_call(shared, agent, &method, params, &wire).await {
+        Ok(r) => r,
+        Err(e) => error_for(&wire, &e),
+    }
+}
+
+fn rpc_ok<T: Serialize>(wire: &Wire, result: &T) -> Response {
+    let id = match wire {
+        Wire::RpcV1(id) | Wire::RpcV03(id) => id,
+        Wire::Rest => return respond(StatusCode::OK, json_bytes(result)),
+    };
+    respond(
+        StatusCode::OK,
+        json_bytes(&RpcOk {
+            jsonrpc: "2.0",
+            id,
+            result,
+        }),
+    )
+}
+
+/// Encodes a task for the wire's version.
+fn task_reply(wire: &Wire, task: v1::Task) -> Response {
+    match wire.version() {
+        ProtocolVersion::V03 => rpc_ok(wire, &v03::Task::from(task)),
+        _ => rpc_ok(wire, &task),
+    }
+}
+
+async fn rpc_call(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    method: &str,
+    params: Value,
+    wire: &Wire,
+) -> Result<Response, ApiError> {
+    use crate::types::v1::methods as m1;
+    use crate::types::v03::methods as m03;
+    match method {
+        m1::SEND_MESSAGE | m1::SEND_STREAMING_MESSAGE => {
+            let req: v1::SendMessageRequest = parse_params(params, method)?;
+            send(
+                shared,
+                agent,
+                req,
+                method == m1::SEND_STREAMING_MESSAGE,
+                wire,
+            )
+            .await
+        }
+        m03::MESSAGE_SEND | m03::MESSAGE_STREAM => {
+            let req: v03::MessageSendParams = parse_params(params, method)?;
+            let blocking = req.configuration.as_ref().and_then(|c| c.blocking);
+            let mut req: v1::SendMessageRequest = req.into();
+            if let Some(c) = req.configuration.as_mut() {
+                c.return_immediately = blocking == Some(false);
+            }
+            send(shared, agent, req, method == m03::MESSAGE_STREAM, wire).await
+        }
+        m1::GET_TASK => {
+            let req: v1::GetTaskRequest = parse_params(params, method)?;
+            let t = agent.engine.get(&req.id, req.history_length).await?;
+            Ok(task_reply(wire, t))
+        }
+        m03::TASKS_GET => {
+            let req: v03::TaskQueryParams = parse_params(params, method)?;
+            let t = agent.engine.get(&req.id, req.history_length).await?;
+            Ok(task_reply(wire, t))
+        }
+        m1::LIST_TASKS => {
+            let req: v1::ListTasksRequest = if params.is_null() {
+                v1::ListTasksRequest::default()
+            } else {
+                parse_params(params, method)?
+            };
+            Ok(rpc_ok(wire, &agent.engine.list(&req).await?))
+        }
+        m1::CANCEL_TASK => {
+            let req: v1::CancelTaskRequest = parse_params(params, method)?;
+            Ok(task_reply(wire, agent.engine.cancel(&req.id).await?))
+        }
+        m03::TASKS_CANCEL => {
+            let req: v03::TaskIdParams = parse_params(params, method)?;
+            Ok(task_reply(wire, agent.engine.cancel(&req.id).await?))
+        }
+        m1::SUBSCRIBE_TO_TASK => {
+            let req: v1::SubscribeToTaskRequest = parse_params(params, method)?;
+            subscribe(shared, agent, &req.id, wire).await
+        }
+        m03::TASKS_RESUBSCRIBE => {
+            let req: v03::TaskIdParams = parse_params(params, method)?;
+            subscribe(shared, agent, &req.id, wire).await
+        }
+        m1::CREATE_PUSH_CONFIG
+        | m1::GET_PUSH_CONFIG
+        | m1::LIST_PUSH_CONFIGS
+        | m1::DELETE_PUSH_CONFIG
+        | m03::PUSH_CONFIG_SET
+        | m03::PUSH_CONFIG_GET
+        | m03::PUSH_CONFIG_LIST
+        | m03::PUSH_CONFIG_DELETE => Err(push_unsupported()),
+        m1::GET_EXTENDED_AGENT_CARD | m03::GET_AUTHENTICATED_EXTENDED_CARD => {
+            Err(extended_card_unsupported())
+        }
+        other => Err(ApiError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method `{other}` not found"),
+        )),
+    }
+}
+
+fn push_unsupported() -> ApiError {
+    ApiError::new(
+        codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
+        "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
+    )
+}
+
+fn extended_card_unsupported() -> ApiError {
+    ApiError::new(
+        codes::EXTENDED_AGENT_CARD_NOT_CONFIGURED,
+        "this agent has no extended agent card",
+    )
+}
+
+fn streaming_unsupported(agent: &Hosted) -> ApiError {
+    ApiError::new(
+        codes::UNSUPPORTED_OPERATION,
+        format!("agent `{}` does not offer streaming", agent.info.name),
+    )
+}
+
+fn acquire_stream(shared: &Shared) -> Result<OwnedSemaphorePermit, ApiError> {
+    shared.streams.clone().try_acquire_owned().map_err(|_| {
+        ApiError::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "too many concurrent streams (limit {}); retry later",
+                shared.cfg.max_streams
+            ),
+        )
+    })
+}
+
+async fn send(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    req: v1::SendMessageRequest,
+    streaming: bool,
+    wire: &Wire,
+) -> Result<Response, ApiError> {
+    check_parts(agent, &req.message)?;
+    let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
+    let immediate = req
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.return_immediately);
+    let permit = if streaming {
+        if !agent.info.streaming {
+            return Err(streaming_unsupported(agent));
+        }
+        Some(acquire_stream(shared)?)
+    } else {
+        None
+    };
+    let started = agent
+        .engine
+        .send(SendParams {
+            message: req.message,
+            configuration: req.configuration,
+            metadata: req.metadata,
+            streaming,
+            version: wire.version(),
+        })
+        .await?;
+    match permit {
+        Some(permit) => {
+            let Started { run, mut events } = started;
+            match events.recv().await {
+                Some(first) => Ok(sse(
+                    shared,
+                    Some(first),
+                    events,
+                    wire.clone(),
+                    permit,
+                    history_length,
+                )),
+                None => Err(run
+                    .error()
+                    .await
+                    .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
+            }
+        }
+        None => {
+            let reply = await_reply(started, immediate, history_length).await?;
+            Ok(match wire.version() {
+                ProtocolVersion::V03 => rpc_ok(wire, &v03::Event::from(reply)),
+                _ => rpc_ok(wire, &reply),
+            })
+        }
+    }
+}
+
+/// Waits for the answer of a non-streaming send: a direct message, or the task once it is
+/// terminal or interrupted (at once with `immediate`).
+async fn await_reply(
+    mut started: Started,
+    immediate: bool,
+    history_length: Option<i32>,
+) -> Result<v1::SendMessageResponse, ApiError> {
+    while let Some(ev) = started.events.recv().await {
+        match &*ev {
+            v1::StreamResponse::Message(m) => {
+                return Ok(v1::SendMessageResponse::Message(m.clone()));
+            }
+            v1::StreamResponse::Task(t) => {
+                let s = t.status.state;
+                if immediate || s.is_terminal() || s.is_interrupted() {
+                    let mut t = t.clone();
+                    trim_history(&mut t, history_length);
+                    return Ok(v1::SendMessageResponse::Task(t));
+                }
+            }
+            v1::StreamResponse::StatusUpdate(u) => {
+                let s = u.status.state;
+                if immediate || s.is_terminal() || s.is_interrupted() {
+                    break;
+                }
+            }
+            v1::StreamResponse::ArtifactUpdate(_) => {
+                if immediate {
+                    break;
+                }
+            }
+        }
+    }
+    drop(started.events);
+    match started.run.task().await {
+        Some(mut t) => {
+            trim_history(&mut t, history_length);
+            Ok(v1::SendMessageResponse::Task(t))
+        }
+        None => Err(started
+            .run
+            .error()
+            .await
+            .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
+    }
+}
+
+async fn subscribe(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    task_id: &str,
+    wire: &Wire,
+) -> Result<Response, ApiError> {
+    if !agent.info.streaming {
+        return Err(streaming_unsupported(agent));
+    }
+    let permit = acquire_stream(shared)?;
+    let rx = agent.engine.subscribe(task_id).await?;
+    Ok(sse(shared, None, rx, wire.clone(), permit, None))
+}
+
+fn encode_event(wire: &Wire, ev: &v1::StreamResponse, history_length: Option<i32>) -> String {
+    let trimmed;
+    let ev = match (ev, history_length) {
+        (v1::StreamResponse::Task(t), Some(_)) => {
+            let mut t = t.clone();
+            trim_history(&mut t, history_length);
+            trimmed = v1::StreamResponse::Task(t);
+            &trimmed
+        }
+        _ => ev,
+    };
+    let bytes = match wire {
+        Wire::Rest => serde_json::to_vec(ev),
+        Wire::RpcV1(id) => serde_json::to_vec(&RpcOk {
+            jsonrpc: "2.0",
+            id,
+            result: ev,
+        }),
+        Wire::RpcV03(id) => serde_json::to_vec(&RpcOk {
+            jsonrpc: "2.0",
+            id,
+            result: &v03::Event::from(ev.clone()),
+        }),
+    };
+    String::from_utf8(bytes.unwrap_or_default()).unwrap_or_default()
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>>;
+
+struct StreamState {
+    first: Option<Event>,
+    rx: mpsc::Receiver<Event>,
+    wire: Wire,
+    history_length: Option<i32>,
+    shutdown: Pin<Box<subagent_spi::CancelledFuture>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// An SSE response: one `data:` event per stream event, keep-alive comments while idle; ends
+/// when the task stops (the receiver closes) or the server shuts down.
+fn sse(
+    shared: &Shared,
+    first: Option<Event>,
+    rx: mpsc::Receiver<Event>,
+    wire: Wire,
+    permit: OwnedSemaphorePermit,
+    history_length: Option<i32>,
+) -> Response {
+    let state = StreamState {
+        first,
+        rx,
+        wire,
+        history_length,
+        shutdown: Box::pin(shared.shutdown.cancelled()),
+        _permit: permit,
+    };
+    let stream: EventStream = Box::pin(futures::stream::unfold(state, |mut st| async move {
+        let ev = match st.first.take() {
+            Some(e) => e,
+            None => {
+                tokio::select! {
+                    biased;
+                    e = st.rx.recv() => e?,
+                    _ = &mut st.shutdown => return None,
+                }
+            }
+        };
+        let data = encode_event(&st.wire, &ev, st.history_length);
+        Some((Ok(SseEvent::default().data(data)), st))
+    }));
+    let keep_alive = KeepAlive::new().interval(if shared.cfg.keep_alive.is_zero() {
+        Duration::from_secs(15)
+    } else {
+        shared.cfg.keep_alive
+    });
+    let mut r = Sse::new(stream).keep_alive(keep_alive).into_response();
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP+JSON
+// ---------------------------------------------------------------------------------------------
+
+fn query_pairs(parts: &Parts) -> Vec<(String, String)> {
+    parts
+        .uri
+        .query()
+        .map(|q| {
+            q.split('&')
+                .filter(|kv| !kv.is_empty())
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                    (percent_decode(k), percent_decode(v))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn int_param(name: &str, v: &str) -> Result<i32, ApiError> {
+    v.parse()
+        .map_err(|_| ApiError::invalid_params(format!("`{name}` must be an integer, got `{v}`")))
+}
+
+fn state_param(v: &str) -> Result<v1::TaskState, ApiError> {
+    if let Some(s) = v1::TaskState::from_name(v) {
+        return Ok(s);
+    }
+    let upper = format!("TASK_STATE_{}", v.replace('-', "_").to_ascii_uppercase());
+    v1::TaskState::from_name(&upper)
+        .ok_or_else(|| ApiError::invalid_params(format!("unknown task state `{v}`")))
+}
+
+async fn rest_route(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    parts: Parts,
+    body: Body,
+    rest: &str,
+) -> Response {
+    let wire = Wire::Rest;
+    match requested_version(&parts) {
+        Ok(None | Some(ProtocolVersion::V1)) => {}
+        Ok(Some(v)) => {
+            return rest_error(&ApiError::new(
+                codes::VERSION_NOT_SUPPORTED,
+                format!("the HTTP+JSON binding of this server speaks A2A 1.0, not {v}"),
+            ));
+        }
+        Err(e) => return rest_error(&e),
+    }
+    if let Err(e) = check_extensions(agent, &parts.headers) {
+        return rest_error(&e);
+    }
+    let result = rest_inner(shared, agent, &parts, body, rest, &wire).await;
+    result.unwrap_or_else(|e| rest_error(&e))
+}
+
+async fn rest_body<T: DeserializeOwned>(
+    shared: &Shared,
+    parts: &Parts,
+    body: Body,
+    what: &str,
+) -> Result<T, Response> {
+    let bytes = read_body(&shared.cfg, &parts.headers, body)
+        .await
+        .map_err(|e| {
+            let mut r = rest_error(&e);
+            *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+            r
+        })?;
+    if !json_content_type(&parts.headers) {
+        return Err(rest_error(&content_type_error(&parts.headers)));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let code = if e.is_syntax() || e.is_eof() {
+            codes::PARSE_ERROR
+        } else {
+            codes::INVALID_PARAMS
+        };
+        rest_error(&ApiError::new(code, format!("invalid {what} body: {e}")))
+    })
+}
+
+async fn rest_inner(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    parts: &Parts,
+    body: Body,
+    rest: &str,
+    wire: &Wire,
+) -> Result<Response, ApiError> {
+    let method = parts.method.clone();
+    match (method, rest) {
+        (Method::POST, "/message:send" | "/message:stream") => {
+            let req: v1::SendMessageRequest =
+                match rest_body(shared, parts, body, "SendMessageRequest").await {
+                    Ok(r) => r,
+                    Err(resp) => return Ok(resp),
+                };
+            send(shared, agent, req, rest == "/message:stream", wire).await
+        }
+        (Method::GET, "/tasks") => {
+            let mut req = v1::ListTasksRequest::default();
+            for (k, v) in query_pairs(parts) {
+                match k.as_str() {
+                    "contextId" => req.context_id = Some(v),
+                    "status" => req.status = Some(state_param(&v)?),
+                    "pageSize" => req.page_size = Some(int_param(&k, &v)?),
+                    "pageToken" => req.page_token = Some(v),
+                    "historyLength" => req.history_length = Some(int_param(&k, &v)?),
+                    "statusTimestampAfter" => req.status_timestamp_after = Some(v),
+                    "includeArtifacts" => {
+                        req.include_artifacts = Some(match v.as_str() {
+                            "true" | "1" => true,
+                            "false" | "0" => false,
+                            _ => {
+                                return Err(ApiError::invalid_params(format!(
+                                    "`includeArtifacts` must be true or false, got `{v}`"
+                                )));
+                            }
+                        })
+                    }
+                    _ => {}
+                }
+            }
+            Ok(rpc_ok(wire, &agent.engine.list(&req).await?))
+        }
+        (Method::GET, "/extendedAgentCard") => Err(extended_card_unsupported()),
+        (m, r) => {
+            let tail = r.strip_prefix("/tasks/").unwrap_or("");
+            if tail.contains("/pushNotificationConfigs") {
+                return Err(push_unsupported());
+            }
+            let (id, action) = match tail.rsplit_once(':') {
+                Some((id, a @ ("cancel" | "subscribe"))) => (id, Some(a)),
+                _ => (tail, None),
+            };
+            let id = percent_decode(id);
+            if id.is_empty() || id.contains('/') {
+                return Err(ApiError::new(
+                    codes::METHOD_NOT_FOUND,
+                    format!("no route for {m} `{r}`"),
+                ));
+            }
+            match (m, action) {
+                (Method::GET, None) => {
+                    let mut hl = None;
+                    for (k, v) in query_pairs(parts) {
+                        if k == "historyLength" {
+                            hl = Some(int_param(&k, &v)?);
+                        }
+                    }
+                    Ok(rpc_ok(wire, &agent.engine.get(&id, hl).await?))
+                }
+                (Method::POST, Some("cancel")) => {
+                    Ok(rpc_ok(wire, &agent.engine.cancel(&id).await?))
+                }
+                (Method::POST | Method::GET, Some("subscribe")) => {
+                    subscribe(shared, agent, &id, wire).await
+                }
+                (m, _) => Err(ApiError::new(
+                    codes::METHOD_NOT_FOUND,
+                    format!("no route for {m} `{r}`"),
+                )),
+            }
+        }
+    }
+}

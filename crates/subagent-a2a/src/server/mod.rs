@@ -1,0 +1,447 @@
+//! The A2A **server**: host subagents (or hand-written handlers) as A2A agents speaking 1.0 and
+//! 0.3 on the same endpoint, over JSON-RPC and HTTP+JSON.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # async fn demo(definition: Arc<dyn subagent_spi::SubagentDefinition>,
+//! #               executor: Arc<dyn subagent_spi::SubagentExecutor>) -> Result<(), Box<dyn std::error::Error>> {
+//! use subagent_a2a::server::{A2aServer, AgentMount};
+//!
+//! let server = A2aServer::builder()
+//!     .mount(AgentMount::subagent("/reviewer", definition, executor))
+//!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! server.serve(listener, std::future::pending::<()>()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Routes (per mounted agent at `{path}`)
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET {path}/.well-known/agent-card.json` | the 1.0 card (or the 0.3 card with [`ServerConfig::agent_card_version`] = 0.3) |
+//! | `GET {path}/.well-known/agent.json` | the same agent as a 0.3 card (`url`, `protocolVersion`, `preferredTransport`) |
+//! | `POST {path}` | JSON-RPC 2.0: the 1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`, push-config methods, `GetExtendedAgentCard`) and the 0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/*`), each answered in its own version's shapes |
+//! | `POST {path}/message:send`, `POST {path}/message:stream` | HTTP+JSON (1.0) |
+//! | `GET {path}/tasks/{id}`, `GET {path}/tasks`, `POST {path}/tasks/{id}:cancel`, `GET`/`POST {path}/tasks/{id}:subscribe` | HTTP+JSON (1.0) |
+//!
+//! Card URLs are absolute: [`ServerConfig::public_url`] + path, else scheme and host from
+//! `X-Forwarded-Proto` / `X-Forwarded-Host` / `X-Forwarded-Prefix` / `Host`. Cards carry
+//! `Cache-Control: max-age` and an `ETag` (`If-None-Match` gives 304).
+//!
+//! ## Versions
+//!
+//! On JSON-RPC the method name decides the shapes (PascalCase = 1.0 ProtoJSON, slash names =
+//! 0.3 kind-tagged JSON); an `A2A-Version` header (or query parameter) naming a version other
+//! than 1.x / 0.3 is refused with `VersionNotSupportedError` (-32009). A missing header means
+//! 0.3 per the spec; a 1.0 method name without the header is still answered as 1.0. The
+//! HTTP+JSON binding speaks 1.0 only (the header may be absent or `1.0`).
+//!
+//! ## Tasks
+//!
+//! A handler's first event decides: a direct [`reply`](TaskEventSink::reply) answers with a
+//! Message and stores nothing; any status or artifact event creates the task (`submitted`, the
+//! user's message in its history), stored in the agent's [`TaskStore`] (bounded
+//! [`InMemoryTaskStore`] by default: at most 10,000 tasks, terminal ones expire after an
+//! hour). Blocking sends answer when the task is terminal or interrupted (`input-required`,
+//! `auth-required`); `returnImmediately` (0.3: `blocking: false`) answers with the first task
+//! snapshot. A message with a `taskId` continues that task (its `contextId` must match; a
+//! terminal task refuses with UnsupportedOperation, -32004). `CancelTask` cancels the
+//! handler's token and waits up to [`ServerConfig::cancel_grace`] before forcing `canceled`;
+//! a terminal task is not cancelable (-32002).
+//!
+//! Streams (`SendStreamingMessage`, `SubscribeToTask`) send the task first, then status and
+//! artifact updates in order, and end at a terminal or interrupted state; idle streams get
+//! keep-alive comments. At most [`ServerConfig::max_streams`] streams run at once.
+//!
+//! ## Errors and limits
+//!
+//! JSON-RPC errors use the spec's codes (-32700 … -32009); 1.0 answers carry a
+//! `google.rpc.ErrorInfo` in `data`. HTTP+JSON errors are AIP-193 objects with the spec's HTTP
+//! statuses (404, 409, 415, 400...). Bodies over [`ServerConfig::max_body_bytes`] (10 MiB) get
+//! HTTP 413. A wrong `Content-Type` gets ContentTypeNotSupported (-32005 / 415), as do message
+//! parts whose media type is not among the agent's input modes.
+//!
+//! Push notifications are not offered: the card says `pushNotifications: false` and the config
+//! methods answer PushNotificationNotSupported (-32003). No extended card is offered
+//! (-32007). An optional bearer token or API key ([`ServerAuth`]) is checked on every
+//! JSON-RPC and HTTP+JSON request (not on the public card) and declared in the card.
+//!
+//! [`A2aServer::serve`] shuts down gracefully: when its signal fires, handlers are cancelled,
+//! open streams end, and in-flight requests finish.
+
+mod card;
+mod engine;
+mod handler;
+mod http;
+mod store;
+mod subagent;
+mod util;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor};
+use tokio::sync::Semaphore;
+
+pub use card::{AgentInfo, ServerAuth};
+pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
+pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore};
+pub use subagent::SubagentHandler;
+
+use crate::types::ProtocolVersion;
+
+/// Server-wide settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The public base URL (e.g. `https://agents.example.com`) used in cards; when unset, the
+    /// request's `X-Forwarded-*` / `Host` headers decide.
+    pub public_url: Option<String>,
+    /// The largest request body accepted (default 10 MiB); larger bodies get HTTP 413.
+    pub max_body_bytes: usize,
+    /// The most SSE streams open at once, over all agents (default 1,024).
+    pub max_streams: usize,
+    /// The interval of keep-alive comments on idle streams (default 15 s).
+    pub keep_alive: Duration,
+    /// The card served at `agent-card.json`: 1.0 (default) or 0.3, for fleets of 0.3 clients.
+    /// `agent.json` always serves the 0.3 card.
+    pub agent_card_version: ProtocolVersion,
+    /// `Cache-Control: max-age` of cards (default 300 s).
+    pub card_max_age: Duration,
+    /// Events buffered per stream subscriber before the handler waits (default 256).
+    pub subscriber_buffer: usize,
+    /// How long a handler waits for a stalled subscriber before dropping it (default 10 s).
+    pub slow_subscriber_timeout: Duration,
+    /// How long `CancelTask` waits for the handler before forcing `canceled` (default 5 s).
+    pub cancel_grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            public_url: None,
+            max_body_bytes: 10 * 1024 * 1024,
+            max_streams: 1024,
+            keep_alive: Duration::from_secs(15),
+            agent_card_version: ProtocolVersion::V1,
+            card_max_age: Duration::from_secs(300),
+            subscriber_buffer: 256,
+            slow_subscriber_timeout: Duration::from_secs(10),
+            cancel_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Errors building or running a server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// An agent path is invalid.
+    #[error("invalid agent path `{path}`: {reason}")]
+    InvalidPath {
+        /// The path given.
+        path: String,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
+    /// Two agents were mounted at the same path.
+    #[error("two agents are mounted at `{path}`")]
+    DuplicatePath {
+        /// The path.
+        path: String,
+    },
+    /// No agent was mounted.
+    #[error("no agent mounted; add one with A2aServerBuilder::mount")]
+    NoAgents,
+    /// The listener failed.
+    #[error("A2A server I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// One agent to host: its path, card information, handler, and optional auth and store.
+pub struct AgentMount {
+    path: String,
+    info: AgentInfo,
+    handler: Arc<dyn A2aHandler>,
+    auth: Option<ServerAuth>,
+    store: Option<Arc<dyn TaskStore>>,
+}
+
+impl std::fmt::Debug for AgentMount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentMount")
+            .field("path", &self.path)
+            .field("name", &self.info.name)
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentMount {
+    /// A hand-written handler at `path` (`/` or empty for the root).
+    pub fn new(path: impl Into<String>, info: AgentInfo, handler: impl A2aHandler) -> Self {
+        Self::from_arc(path, info, Arc::new(handler))
+    }
+
+    /// A shared handler at `path`.
+    pub fn from_arc(
+        path: impl Into<String>,
+        info: AgentInfo,
+        handler: Arc<dyn A2aHandler>,
+    ) -> Self {
+        Self {
+            path: path.into(),
+            info,
+            handler,
+            auth: None,
+            store: None,
+        }
+    }
+
+    /// An SPI subagent at `path`: the card comes from the definition (see
+    /// [`SubagentHandler::agent_info`]), the work from the executor.
+    pub fn subagent(
+        path: impl Into<String>,
+        definition: Arc<dyn SubagentDefinition>,
+        executor: Arc<dyn SubagentExecutor>,
+    ) -> Self {
+        let h = SubagentHandler::new(definition, executor);
+        let info = h.agent_info();
+        Self::new(path, info, h)
+    }
+
+    /// Replaces the card information (builder style).
+    #[must_use]
+    pub fn with_info(mut self, info: AgentInfo) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Requires a credential (builder style).
+    #[must_use]
+    pub fn with_auth(mut self, auth: ServerAuth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Uses another task store (builder style).
+    #[must_use]
+    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+}
+
+/// Builds an [`A2aServer`].
+#[derive(Debug, Default)]
+pub struct A2aServerBuilder {
+    config: ServerConfig,
+    agents: Vec<AgentMount>,
+}
+
+impl A2aServerBuilder {
+    /// Replaces the whole configuration.
+    #[must_use]
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the public base URL used in cards.
+    #[must_use]
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.config.public_url = Some(url.into());
+        self
+    }
+
+    /// Serves the 0.3 card (instead of the 1.0 one) at `agent-card.json`.
+    #[must_use]
+    pub fn agent_card_version(mut self, version: ProtocolVersion) -> Self {
+        self.config.agent_card_version = version;
+        self
+    }
+
+    /// Sets the body size limit.
+    #[must_use]
+    pub fn max_body_bytes(mut self, n: usize) -> Self {
+        self.config.max_body_bytes = n;
+        self
+    }
+
+    /// Sets the limit of concurrent streams.
+    #[must_use]
+    pub fn max_streams(mut self, n: usize) -> Self {
+        self.config.max_streams = n;
+        self
+    }
+
+    /// Adds an agent.
+    #[must_use]
+    pub fn mount(mut self, agent: AgentMount) -> Self {
+        self.agents.push(agent);
+        self
+    }
+
+    /// Checks the paths and builds the server.
+    pub fn build(self) -> Result<A2aServer, ServerError> {
+        if self.agents.is_empty() {
+            return Err(ServerError::NoAgents);
+        }
+        let shutdown = CancellationToken::new();
+        let limits = engine::EngineLimits {
+            subscriber_buffer: self.config.subscriber_buffer.max(1),
+            slow_subscriber_timeout: self.config.slow_subscriber_timeout,
+            cancel_grace: self.config.cancel_grace,
+        };
+        let mut hosted: Vec<http::Hosted> = Vec::new();
+        for a in self.agents {
+            let path = normalize_path(&a.path)?;
+            if hosted.iter().any(|h| h.path == path) {
+                return Err(ServerError::DuplicatePath { path });
+            }
+            let store = a
+                .store
+                .unwrap_or_else(|| Arc::new(InMemoryTaskStore::default()));
+            let engine = Arc::new(engine::Engine::new(
+                a.handler,
+                store,
+                limits.clone(),
+                path.clone(),
+                shutdown.clone(),
+            ));
+            hosted.push(http::Hosted {
+                path,
+                engine,
+                info: a.info,
+                auth: a.auth,
+            });
+        }
+        hosted.sort_by(|a, b| b.path.len().cmp(&a.path.len()));
+        let streams = Arc::new(Semaphore::new(self.config.max_streams.max(1)));
+        Ok(A2aServer {
+            shared: Arc::new(http::Shared {
+                agents: hosted,
+                cfg: self.config,
+                streams,
+                shutdown,
+            }),
+        })
+    }
+}
+
+fn normalize_path(p: &str) -> Result<String, ServerError> {
+    let trimmed = p.trim().trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    let path = if trimmed.starts_with('/') {
+        trimmed.to_string()
+    } else {
+        format!("/{trimmed}")
+    };
+    let bad = |reason| ServerError::InvalidPath {
+        path: p.to_string(),
+        reason,
+    };
+    if !path
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/-._~".contains(&b))
+    {
+        return Err(bad("use letters, digits and / - . _ ~ only"));
+    }
+    if path.contains("//") || path.split('/').any(|s| s == "." || s == "..") {
+        return Err(bad("empty, `.` or `..` segment"));
+    }
+    if path.contains("/.well-known") || path.ends_with("/tasks") || path.contains("/tasks/") {
+        return Err(bad("clashes with a protocol route"));
+    }
+    Ok(path)
+}
+
+/// An A2A server hosting one or more agents. Cheap to clone.
+#[derive(Clone)]
+pub struct A2aServer {
+    shared: Arc<http::Shared>,
+}
+
+impl std::fmt::Debug for A2aServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aServer")
+            .field(
+                "agents",
+                &self
+                    .shared
+                    .agents
+                    .iter()
+                    .map(|a| a.path.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("config", &self.shared.cfg)
+            .finish()
+    }
+}
+
+impl A2aServer {
+    /// A builder with the default [`ServerConfig`].
+    pub fn builder() -> A2aServerBuilder {
+        A2aServerBuilder::default()
+    }
+
+    /// The axum router serving every mounted agent (merge it into a bigger app, or serve it).
+    pub fn router(&self) -> axum::Router {
+        axum::Router::new()
+            .fallback(http::dispatch)
+            .with_state(self.shared.clone())
+    }
+
+    /// The token that ends every stream and cancels every handler; cancelled by
+    /// [`serve`](Self::serve) when its shutdown signal fires. Cancel it yourself when serving
+    /// [`router`](Self::router) another way.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shared.shutdown.clone()
+    }
+
+    /// The number of tasks whose handler is running, over all agents.
+    pub fn running_tasks(&self) -> usize {
+        self.shared
+            .agents
+            .iter()
+            .map(|a| a.engine.live_count())
+            .sum()
+    }
+
+    /// Serves until `shutdown` completes, then shuts down gracefully: handlers are cancelled,
+    /// streams end, in-flight requests finish.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let token = self.shared.shutdown.clone();
+        let router = self.router();
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                token.cancel();
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_normalized_and_checked() {
+        assert_eq!(normalize_path("/").unwrap(), "");
+        assert_eq!(normalize_path("echo/").unwrap(), "/echo");
+        assert_eq!(normalize_path("/a/b").unwrap(), "/a/b");
+        assert!(normalize_path("/a b").is_err());
+        assert!(normalize_path("/a/../b").is_err());
+        assert!(normalize_path("/x/tasks").is_err());
+    }
+}

@@ -1,0 +1,214 @@
+//! Hosting any SPI subagent (a [`SubagentDefinition`] + its [`SubagentExecutor`]) as an A2A
+//! agent.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use subagent_spi::{
+    CancellationToken, ProgressEvent, ProgressKind, SubagentDefinition, SubagentError,
+    SubagentExecutor, TaskCall, TaskContext, TaskStatus, async_trait,
+};
+use tokio::sync::mpsc;
+
+use super::card::AgentInfo;
+use super::handler::{A2aHandler, HandlerError, HandlerRequest, TaskEventSink};
+use crate::types::jsonrpc::codes;
+use crate::types::v1;
+
+/// The most conversations whose executor session is remembered for resuming.
+const MAX_SESSIONS: usize = 10_000;
+
+/// An [`A2aHandler`] running an SPI subagent: each message becomes a [`TaskCall`] whose prompt
+/// is the message's text (data parts as JSON); the outcome becomes the task's end state.
+///
+/// | outcome | A2A task |
+/// |---|---|
+/// | completed | a `result` text artifact, then `completed` |
+/// | needs input | `input-required` with the agent's question; the next message with the same `taskId` or `contextId` resumes the executor's session |
+/// | failed / error | `failed` with the message |
+/// | cancelled | `canceled` |
+/// | limit reached | the partial text as artifact, then `completed` with a status message naming the limit |
+///
+/// The executor's `Status` progress events are streamed as `working` status updates.
+pub struct SubagentHandler {
+    definition: Arc<dyn SubagentDefinition>,
+    executor: Arc<dyn SubagentExecutor>,
+    /// contextId -> executor session id, for resuming.
+    sessions: Mutex<HashMap<String, String>>,
+}
+
+impl std::fmt::Debug for SubagentHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentHandler")
+            .field("agent", &self.definition.name())
+            .field("kind", &self.definition.kind())
+            .finish()
+    }
+}
+
+impl SubagentHandler {
+    /// Hosts `definition`, run by `executor`.
+    pub fn new(
+        definition: Arc<dyn SubagentDefinition>,
+        executor: Arc<dyn SubagentExecutor>,
+    ) -> Self {
+        Self {
+            definition,
+            executor,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The card information derived from the definition: its name and description, and one
+    /// skill describing it (tagged with its kind).
+    pub fn agent_info(&self) -> AgentInfo {
+        let d = &self.definition;
+        AgentInfo::new(d.name(), d.description()).with_skill(v1::AgentSkill {
+            id: d.name().to_string(),
+            name: d.name().to_string(),
+            description: d.description().to_string(),
+            tags: vec![d.kind().to_ascii_lowercase()],
+            examples: Vec::new(),
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            security_requirements: Vec::new(),
+        })
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn prompt_of(message: &v1::Message) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for p in &message.parts {
+        match &p.content {
+            v1::PartContent::Text(t) => out.push(t.clone()),
+            v1::PartContent::Data(v) => out.push(v.to_string()),
+            v1::PartContent::Url(u) => out.push(format!(
+                "[file {}: {u}]",
+                p.filename.as_deref().unwrap_or("")
+            )),
+            v1::PartContent::Raw(_) => out.push(format!(
+                "[inline file {} ({})]",
+                p.filename.as_deref().unwrap_or(""),
+                p.media_type
+                    .as_deref()
+                    .unwrap_or("application/octet-stream")
+            )),
+        }
+    }
+    out.join("\n")
+}
+
+fn short_description(prompt: &str) -> String {
+    let words: Vec<&str> = prompt.split_whitespace().take(5).collect();
+    if words.is_empty() {
+        "A2A request".into()
+    } else {
+        words.join(" ")
+    }
+}
+
+#[async_trait]
+impl A2aHandler for SubagentHandler {
+    async fn handle(
+        &self,
+        request: HandlerRequest,
+        events: TaskEventSink,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        let prompt = prompt_of(&request.message);
+        if prompt.trim().is_empty() {
+            return Err(HandlerError::Protocol {
+                code: codes::INVALID_PARAMS,
+                message: format!(
+                    "agent `{}` needs a message with text or data",
+                    self.definition.name()
+                ),
+            });
+        }
+        let _ = events.working().await;
+        let mut call = TaskCall::new(self.definition.name(), short_description(&prompt), prompt);
+        call.resume = self.sessions().get(&request.context_id).cloned();
+
+        // Progress: status lines become `working` updates, forwarded in order off the
+        // executor's path (bounded; dropped when full).
+        let (tx, mut rx) = mpsc::channel::<String>(64);
+        let fwd_events = events.clone();
+        let forwarder = tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                if fwd_events.working_text(line).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let sink = move |e: ProgressEvent| {
+            if let ProgressKind::Status { message } = e.kind {
+                let _ = tx.try_send(message);
+            }
+        };
+        let mut ctx = TaskContext::new()
+            .with_cancel(cancel.clone())
+            .with_progress(Arc::new(sink));
+        ctx.agent = self.definition.name().to_string();
+        ctx.task_id = Some(request.task_id.clone());
+        let result = self
+            .executor
+            .execute(call, self.definition.clone(), ctx)
+            .await;
+        let _ = forwarder.await;
+
+        let outcome = match result {
+            Ok(o) => o,
+            Err(SubagentError::Cancelled { .. }) => {
+                let _ = events.status(v1::TaskState::Canceled, None).await;
+                return Ok(());
+            }
+            Err(_) if cancel.is_cancelled() => {
+                let _ = events.status(v1::TaskState::Canceled, None).await;
+                return Ok(());
+            }
+            Err(e) => return Err(HandlerError::failed(e.to_string())),
+        };
+        {
+            let mut s = self.sessions();
+            match &outcome.session_id {
+                Some(id) => {
+                    if s.len() >= MAX_SESSIONS {
+                        s.clear();
+                    }
+                    s.insert(request.context_id.clone(), id.clone());
+                }
+                None => {
+                    s.remove(&request.context_id);
+                }
+            }
+        }
+        let sent = match outcome.status {
+            TaskStatus::NeedsInput => events.require_input(outcome.text).await,
+            TaskStatus::Failed => events.fail(outcome.text).await,
+            TaskStatus::Cancelled => events.status(v1::TaskState::Canceled, None).await,
+            TaskStatus::LimitReached => {
+                let _ = events.text_artifact(Some("result"), outcome.text).await;
+                let note = events.agent_text(format!(
+                    "stopped at a limit{}",
+                    outcome
+                        .limit
+                        .as_deref()
+                        .map(|l| format!(": {l}"))
+                        .unwrap_or_default()
+                ));
+                events.complete(Some(note)).await
+            }
+            _ => {
+                let _ = events.text_artifact(Some("result"), outcome.text).await;
+                events.complete(None).await
+            }
+        };
+        // A closed sink means the task was canceled meanwhile: nothing left to report.
+        let _ = sent;
+        Ok(())
+    }
+}
