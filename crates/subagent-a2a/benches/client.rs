@@ -12,7 +12,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use http::HeaderMap;
 use subagent_a2a::client::{A2aClient, Binding, Endpoint};
 use subagent_a2a::types::jsonrpc::Response;
-use subagent_a2a::types::{ProtocolVersion, v03, v1};
+use subagent_a2a::types::{ProtocolVersion, v1, v03};
 
 const EVENT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"e94300c4-0fac-40b0-a017-796365f89804","contextId":"087120bf-ea53-462c-929a-9ebee01d9563","status":{"state":"TASK_STATE_WORKING","message":{"messageId":"7da390d4-682c-4ff4-9af9-b7f956651033","contextId":"087120bf-ea53-462c-929a-9ebee01d9563","taskId":"e94300c4-0fac-40b0-a017-796365f89804","role":"ROLE_AGENT","parts":[{"text":"step 1"}]},"timestamp":"2026-11-22T05:43:49.827999Z"}}}}"#;
 
