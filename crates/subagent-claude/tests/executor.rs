@@ -79,16 +79,18 @@ impl Harness {
             .with_default("model-a")
     }
 
-    fn executor(&self, policy: ApprovalPolicy, max_depth: u32) -> Arc<ClaudeExecutor> {
-        let (_ty, ex) = ClaudeSubagentType::builder()
+    /// An executor; `max_depth: None` keeps the builder's default.
+    fn executor(&self, policy: ApprovalPolicy, max_depth: Option<u32>) -> Arc<ClaudeExecutor> {
+        let mut b = ClaudeSubagentType::builder()
             .models(self.registry())
             .workspace(self.dir.path())
             .extra_tool(Arc::new(FakeTask))
             .skill_dir(self.dir.path().join("skills"))
-            .approval_policy(policy)
-            .max_depth(max_depth)
-            .build_with_executor();
-        ex
+            .approval_policy(policy);
+        if let Some(d) = max_depth {
+            b = b.max_depth(d);
+        }
+        b.build_with_executor().1
     }
 
     fn requests(&self) -> Vec<RecordedRequest> {
@@ -136,7 +138,7 @@ fn call(prompt: &str) -> TaskCall {
 #[tokio::test]
 async fn tool_list_reflects_tools_and_disallowed_tools() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    let ex = h.executor(ApprovalPolicy::AllowAll, None);
     h.server.push(Reply::text("one"));
     h.server.push(Reply::text("two"));
 
@@ -163,7 +165,7 @@ async fn tool_list_reflects_tools_and_disallowed_tools() {
 #[tokio::test]
 async fn model_follows_the_routing_order() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    let ex = h.executor(ApprovalPolicy::AllowAll, None);
     for _ in 0..5 {
         h.server.push(Reply::text("ok"));
     }
@@ -210,7 +212,7 @@ async fn model_follows_the_routing_order() {
 #[tokio::test]
 async fn skills_text_is_in_the_system_prompt() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    let ex = h.executor(ApprovalPolicy::AllowAll, None);
     h.server.push(Reply::text("ok"));
     let def = agent(
         "name: test-agent\ndescription: d\nskills: [release-notes, not-there]",
@@ -239,7 +241,7 @@ async fn skills_text_is_in_the_system_prompt() {
 #[tokio::test]
 async fn max_turns_stops_the_run() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    let ex = h.executor(ApprovalPolicy::AllowAll, None);
     for _ in 0..5 {
         h.server.push(Reply::tool_calls(vec![(
             "Read",
@@ -256,7 +258,7 @@ async fn max_turns_stops_the_run() {
 #[tokio::test]
 async fn resume_sends_the_earlier_transcript() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    let ex = h.executor(ApprovalPolicy::AllowAll, None);
     h.server.push(Reply::text("the answer is 42"));
     h.server.push(Reply::text("yes, 42"));
     let def = agent("name: test-agent\ndescription: d", "You answer.");
@@ -312,7 +314,7 @@ fn tool_result_texts(req: &RecordedRequest) -> Vec<String> {
 #[tokio::test]
 async fn plan_mode_refuses_write_with_a_readable_error() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    let ex = h.executor(ApprovalPolicy::AllowAll, None);
     h.server.push(Reply::tool_calls(vec![
         ("Write", json!({"file_path": "out.txt", "content": "x"})),
         ("Read", json!({"file_path": "notes.txt"})),
@@ -352,7 +354,7 @@ async fn default_mode_asks_the_policy_and_accept_edits_allows_edits() {
             .push(format!("{}:{:?}", req.tool, req.effect));
         false
     });
-    let ex = h.executor(policy, 1);
+    let ex = h.executor(policy, None);
     let write = || {
         Reply::tool_calls(vec![(
             "Write",
@@ -399,12 +401,12 @@ async fn a_child_never_receives_task_at_default_depth() {
     h.server.push(Reply::text("c"));
     let def = agent("name: test-agent\ndescription: d\ntools: Read, Task", "p");
 
-    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    let ex = h.executor(ApprovalPolicy::AllowAll, None);
     run(&ex, &def, call("x"), child_ctx()).await.unwrap();
     // At depth 0 (a main agent run through the executor) Task is allowed.
     run(&ex, &def, call("x"), TaskContext::new()).await.unwrap();
     // With max_depth 2 a depth-1 child may delegate.
-    let ex2 = h.executor(ApprovalPolicy::AllowAll, 2);
+    let ex2 = h.executor(ApprovalPolicy::AllowAll, Some(2));
     run(&ex2, &def, call("x"), child_ctx()).await.unwrap();
 
     let reqs = h.requests();
@@ -416,7 +418,7 @@ async fn a_child_never_receives_task_at_default_depth() {
 #[tokio::test]
 async fn builtin_explore_is_read_only() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, 1);
+    let ex = h.executor(ApprovalPolicy::AllowAll, None);
     h.server.push(Reply::text("found"));
     let def: Arc<dyn SubagentDefinition> =
         Arc::new(subagent_claude::builtin_agent("Explore").unwrap());
@@ -430,4 +432,40 @@ async fn builtin_explore_is_read_only() {
     );
     let typed = def.downcast_ref::<ClaudeAgentDefinition>().unwrap();
     assert_eq!(typed.name, "Explore");
+}
+
+#[tokio::test]
+async fn the_type_resolves_a_file_and_streams_through_its_executor() {
+    let h = Harness::new().await;
+    let file = h.dir.path().join("reviewer.md");
+    std::fs::write(
+        &file,
+        "---\nname: reviewer\ndescription: Reviews\nmodel: sonnet\n---\nYou review.\n",
+    )
+    .unwrap();
+    let ty = ClaudeSubagentType::builder()
+        .models(h.registry())
+        .workspace(h.dir.path())
+        .stream(true)
+        .build();
+    assert_eq!(ty.kind(), "CLAUDE");
+    let reference = subagent_claude::ClaudeSubagentReferences::file(&file);
+    assert!(ty.resolver().can_resolve(&reference));
+    let def = ty.resolver().resolve(&reference).await.unwrap();
+    assert_eq!(def.name(), "reviewer");
+    h.server.push(Reply::text("looks good"));
+    let out = ty
+        .executor()
+        .execute(
+            TaskCall::new("reviewer", "review", "review it"),
+            def,
+            child_ctx(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "looks good");
+    assert_eq!(out.status, TaskStatus::Completed);
+    let req = h.server.last_request().unwrap();
+    assert!(req.is_stream());
+    assert_eq!(req.model(), Some("model-b"));
 }
