@@ -1,0 +1,169 @@
+//! Interop of our A2A server with the official Python SDK clients: a2a-sdk 1.x (JSON-RPC and
+//! HTTP+JSON, discovering the agent from `agent-card.json`) and a2a-sdk 0.3.26 (JSON-RPC,
+//! discovering it from `agent.json`, or from `agent-card.json` when the server serves the 0.3
+//! card there). Each client sends, streams, gets and cancels (`tests/py_clients/*.py`).
+//!
+//! The venvs come from `.ci/setup-python.sh` (`target/py/a2a-1x`, `target/py/a2a-03`, or the
+//! interpreters named by `SUBAGENTS_A2A_PY_1X` / `SUBAGENTS_A2A_PY_03`). Without them a test
+//! prints a notice and passes, except under `CI`, where it fails.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use subagent_a2a::server::{
+    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+};
+use subagent_a2a::types::ProtocolVersion;
+use subagent_a2a::types::v1::TaskState;
+use subagent_spi::{CancellationToken, async_trait};
+
+/// `hello`/anything: working, artifact `echo: <text>`, completed; `slow`: working until
+/// cancelled.
+struct TestAgent;
+
+#[async_trait]
+impl A2aHandler for TestAgent {
+    async fn handle(
+        &self,
+        req: HandlerRequest,
+        ev: TaskEventSink,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        let text = req.text();
+        let _ = ev.working().await;
+        if text == "slow" {
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    let _ = ev.status(TaskState::Canceled, None).await;
+                }
+                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            }
+            return Ok(());
+        }
+        let _ = ev.text_artifact(Some("echo"), format!("echo: {text}")).await;
+        let _ = ev.complete(None).await;
+        Ok(())
+    }
+}
+
+fn python(env: &str, venv: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(env).map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/py")
+            .join(venv)
+            .join("bin/python")
+    });
+    if path.exists() {
+        return Some(path);
+    }
+    let msg = format!(
+        "A2A server interop: no Python at {} (set {env} or run .ci/setup-python.sh)",
+        path.display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{msg}: required under CI");
+    }
+    eprintln!("SKIPPED: {msg}");
+    None
+}
+
+async fn start(card_version: ProtocolVersion) -> (String, CancellationToken) {
+    let server = A2aServer::builder()
+        .agent_card_version(card_version)
+        .mount(AgentMount::new(
+            "/agents/echo",
+            AgentInfo::new("echo", "Echoes the text back as an artifact"),
+            TestAgent,
+        ))
+        .build()
+        .expect("server builds");
+    let token = server.shutdown_token();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let stop = token.clone();
+    tokio::spawn(async move {
+        let _ = server.serve(listener, async move { stop.cancelled().await }).await;
+    });
+    (format!("http://{addr}/agents/echo"), token)
+}
+
+async fn run_client(python: &Path, script: &str, args: &[&str]) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py_clients")
+        .join(script);
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(python)
+            .arg(&script)
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("python client finished within 120 s")
+    .expect("python client ran");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        out.status.success(),
+        "{} {args:?} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        script.display(),
+        out.status
+    );
+    stdout.lines().map(str::to_string).collect()
+}
+
+fn assert_all_checks(lines: &[String]) {
+    for check in ["send", "get", "stream", "cancel"] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("OK {check} "))),
+            "check `{check}` missing from {lines:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_1x_client_over_jsonrpc() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
+        return;
+    };
+    let (url, stop) = start(ProtocolVersion::V1).await;
+    let lines = run_client(&py, "client_v1.py", &[&url, "JSONRPC"]).await;
+    assert_all_checks(&lines);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_1x_client_over_http_json() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
+        return;
+    };
+    let (url, stop) = start(ProtocolVersion::V1).await;
+    let lines = run_client(&py, "client_v1.py", &[&url, "HTTP+JSON"]).await;
+    assert_all_checks(&lines);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_03_client_discovers_agent_json() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
+        return;
+    };
+    let (url, stop) = start(ProtocolVersion::V1).await;
+    let lines = run_client(&py, "client_v03.py", &[&url, "/.well-known/agent.json"]).await;
+    assert_all_checks(&lines);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_03_client_with_03_card_at_agent_card_json() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
+        return;
+    };
+    let (url, stop) = start(ProtocolVersion::V03).await;
+    let lines = run_client(&py, "client_v03.py", &[&url, "/.well-known/agent-card.json"]).await;
+    assert_all_checks(&lines);
+    stop.cancel();
+}
