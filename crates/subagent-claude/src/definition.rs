@@ -684,6 +684,30 @@ mod tests {
     }
 
     #[test]
+    fn lenient_multiline_description_with_examples() {
+        let text = "\n\n---\nname: code-reviewer\ndescription: Use this agent after writing code. Examples:\n\n<example>\nContext: The user wrote a function.\nuser: \"Please review it\"\nassistant: \"I'll use the code-reviewer agent\"\n<commentary>\nreview: needed\n</commentary>\n</example>\n\nAlso proactively.\ntools: Read, Grep\nmodel: sonnet\ncolor: red\n---\nYou review code.\n";
+        let p = parse(text);
+        let d = &p.definition;
+        assert!(p.warnings.iter().any(|w| w.contains("leniently")));
+        assert!(
+            d.description
+                .starts_with("Use this agent after writing code. Examples:\n\n<example>")
+        );
+        assert!(d.description.contains("user: \"Please review it\""));
+        assert!(d.description.contains("review: needed"));
+        assert!(
+            d.description.ends_with("</example>\n\nAlso proactively."),
+            "{}",
+            d.description
+        );
+        assert_eq!(d.tools.as_ref().map(Vec::len), Some(2));
+        assert_eq!(d.model, Some(ModelChoice::Named("sonnet".into())));
+        assert_eq!(d.color.as_deref(), Some("red"));
+        assert!(d.metadata.is_empty(), "{:?}", d.metadata);
+        assert_eq!(d.prompt, "You review code.");
+    }
+
+    #[test]
     fn tool_list_forms() {
         assert_eq!(
             parse_tool_list("Read Write, Bash(git:*),"),
