@@ -11,7 +11,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use subagent_a2a::A2aError;
 use subagent_a2a::client::{KIND, a2a_subagent_type};
+use subagent_a2a::types::jsonrpc::codes;
+use subagent_a2a::types::v1;
 use subagent_spi::{
     CancellationToken, ProgressEvent, ProgressKind, SubagentReference, TaskContext,
 };
@@ -337,6 +340,68 @@ async fn v1_jsonrpc_streaming_agent() {
     failed_task(&tool, agent).await;
     input_required_then_resume(&tool, agent).await;
     cancellation_reaches_remote(tool.clone(), &server, agent).await;
+}
+
+/// The typed client on its own: get, list and cancel against the 1.x SDK, on both bindings.
+async fn client_calls(base: &str, binding: &str) {
+    let def = subagent_a2a::A2aResolver::new()
+        .resolve_a2a(&SubagentReference::new(base, KIND).with_metadata("binding", binding))
+        .await
+        .expect("resolve");
+    let client = def.client(reqwest::Client::new());
+    let sent = client
+        .send_message(v1::SendMessageRequest::new(v1::Message::new(
+            v1::Role::User,
+            format!("list-{binding}"),
+            vec![v1::Part::text("artifact listed")],
+        )))
+        .await
+        .expect("send");
+    let v1::SendMessageResponse::Task(task) = sent else {
+        panic!("expected a task, got {sent:?}")
+    };
+    assert_eq!(task.status.state, v1::TaskState::Completed);
+    let got = client.get_task(&task.id, None).await.expect("get");
+    assert_eq!(got.id, task.id);
+    assert_eq!(
+        got.artifacts[0].parts[0].as_text(),
+        Some("artifact: listed")
+    );
+    let listed = client
+        .list_tasks(v1::ListTasksRequest {
+            context_id: task.context_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("list");
+    assert!(listed.tasks.iter().any(|t| t.id == task.id), "{listed:?}");
+    let err = client
+        .cancel_task(&task.id)
+        .await
+        .expect_err("a completed task cannot be canceled");
+    assert!(
+        err.rpc_code() == Some(codes::TASK_NOT_CANCELABLE)
+            || matches!(&err, A2aError::Rest { status: 400, reason: Some(r), .. } if r == "TASK_NOT_CANCELABLE"),
+        "{err}"
+    );
+    let err = client
+        .get_task("no-such-task", None)
+        .await
+        .expect_err("unknown task");
+    assert!(
+        err.rpc_code() == Some(codes::TASK_NOT_FOUND)
+            || matches!(&err, A2aError::Rest { status: 404, reason: Some(r), .. } if r == "TASK_NOT_FOUND"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v1_typed_client_get_list_cancel() {
+    let Some(server) = PyServer::start(Sdk::V1, &[]).await else {
+        return;
+    };
+    client_calls(&server.base, "JSONRPC").await;
+    client_calls(&server.base, "HTTP+JSON").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -227,6 +227,52 @@ impl A2aClient {
         }
     }
 
+    /// `ListTasks` (1.0 only; 0.3 has no list method).
+    pub async fn list_tasks(
+        &self,
+        mut req: v1::ListTasksRequest,
+    ) -> Result<v1::ListTasksResponse, A2aError> {
+        self.check_supported()?;
+        if req.tenant.is_none() {
+            req.tenant = self.endpoint.tenant.clone();
+        }
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                self.rpc(v1::methods::LIST_TASKS, &req).await
+            }
+            (Binding::JsonRpc, _) => Err(A2aError::Unsupported {
+                message: format!(
+                    "ListTasks at {}: A2A 0.3 has no task listing",
+                    self.endpoint.url
+                ),
+            }),
+            (Binding::HttpJson, _) => {
+                let mut query: Vec<String> = Vec::new();
+                let mut add = |k: &str, v: Option<String>| {
+                    if let Some(v) = v {
+                        query.push(format!("{k}={}", path_segment(&v)));
+                    }
+                };
+                add("contextId", req.context_id.clone());
+                add("status", req.status.map(|s| s.as_str().to_string()));
+                add("pageSize", req.page_size.map(|n| n.to_string()));
+                add("pageToken", req.page_token.clone());
+                add("historyLength", req.history_length.map(|n| n.to_string()));
+                add("statusTimestampAfter", req.status_timestamp_after.clone());
+                add(
+                    "includeArtifacts",
+                    req.include_artifacts.map(|b| b.to_string()),
+                );
+                let mut url = self.rest_url("tasks");
+                if !query.is_empty() {
+                    url.push('?');
+                    url.push_str(&query.join("&"));
+                }
+                self.rest::<(), _>(reqwest::Method::GET, &url, None).await
+            }
+        }
+    }
+
     /// `CancelTask` / `tasks/cancel`.
     pub async fn cancel_task(&self, id: &str) -> Result<v1::Task, A2aError> {
         self.check_supported()?;
