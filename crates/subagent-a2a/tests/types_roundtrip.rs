@@ -199,6 +199,14 @@ fn v1_lenient_input_omits_nothing_required_on_output() {
     assert!(
         matches!(e, v1::StreamResponse::ArtifactUpdate(a) if a.artifact.artifact_id.is_empty())
     );
+    // Unknown fields are ignored (forward compatibility), also inside parts.
+    let p: v1::Part =
+        serde_json::from_value(json!({"text": "x", "futureField": 1, "mediaType": "text/plain"}))
+            .unwrap();
+    assert_eq!(p.as_text(), Some("x"));
+    assert_eq!(p.media_type.as_deref(), Some("text/plain"));
+    let none = serde_json::from_value::<v1::Part>(json!({"mediaType": "text/plain"}));
+    assert!(none.is_err(), "a part needs one of text/raw/url/data");
     let s: v1::TaskStatus = serde_json::from_value(json!({"state": 3})).unwrap();
     assert_eq!(s.state, v1::TaskState::Completed);
     assert_eq!(
