@@ -435,6 +435,33 @@ async fn v1_http_json_agent() {
     cancellation_reaches_remote(tool.clone(), &server, agent).await;
 }
 
+/// Our 0.3 client against the 1.x SDK's 0.3 compatibility layer (same agent, same endpoint).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v03_client_against_the_1x_sdk_compat_layer() {
+    let Some(server) = PyServer::start(Sdk::V1, &["--compat"]).await else {
+        return;
+    };
+    let agent = "py-v1-as-03";
+    let reference = SubagentReference::new(&server.base, KIND)
+        .with_metadata("protocol_version", "0.3")
+        .with_metadata("name", agent);
+    let def = subagent_a2a::A2aResolver::new()
+        .resolve_a2a(&reference)
+        .await
+        .expect("resolve");
+    assert_eq!(
+        def.endpoint().version,
+        subagent_a2a::types::ProtocolVersion::V03
+    );
+    let tool = task_tool(vec![reference]).await;
+    message_reply(&tool, agent).await;
+    artifact_task(&tool, agent).await;
+    streaming_progress(&tool, agent).await;
+    failed_task(&tool, agent).await;
+    input_required_then_resume(&tool, agent).await;
+    cancellation_reaches_remote(tool.clone(), &server, agent).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v03_jsonrpc_streaming_agent() {
     let Some(server) = PyServer::start(Sdk::V03, &[]).await else {

@@ -1,6 +1,6 @@
 """A small A2A 1.0 test agent built on the official Python SDK (a2a-sdk 1.x).
 
-Usage: python server_v1.py PORT [--no-streaming]
+Usage: python server_v1.py PORT [--no-streaming] [--compat]
 
 Serves JSON-RPC at http://127.0.0.1:PORT/ and HTTP+JSON at http://127.0.0.1:PORT/rest, with
 the card at /.well-known/agent-card.json. The behaviour is chosen by the first word of the
@@ -16,6 +16,9 @@ user's text:
   was-cancelled T -> a Message reply "yes" when task T was cancelled here, else "no"
 
 A cancel is also logged to stderr as "CANCELLED <task id>".
+
+With --compat the SDK's 0.3 compatibility layer is enabled on both endpoints and the card also
+lists them as protocolVersion 0.3 interfaces.
 """
 
 import asyncio
@@ -129,7 +132,16 @@ class TestAgent(AgentExecutor):
 def main() -> None:
     port = int(sys.argv[1])
     streaming = '--no-streaming' not in sys.argv[2:]
+    compat = '--compat' in sys.argv[2:]
     base = f'http://127.0.0.1:{port}'
+    interfaces = [
+        AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=f'{base}/'),
+        AgentInterface(protocol_binding='HTTP+JSON', protocol_version='1.0', url=f'{base}/rest'),
+    ]
+    if compat:
+        interfaces.append(
+            AgentInterface(protocol_binding='JSONRPC', protocol_version='0.3', url=f'{base}/')
+        )
     card = AgentCard(
         name='py-v1-agent',
         description='Test agent on the official A2A 1.x Python SDK.',
@@ -146,20 +158,19 @@ def main() -> None:
                 examples=['message hello', 'artifact report'],
             )
         ],
-        supported_interfaces=[
-            AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=f'{base}/'),
-            AgentInterface(
-                protocol_binding='HTTP+JSON', protocol_version='1.0', url=f'{base}/rest'
-            ),
-        ],
+        supported_interfaces=interfaces,
     )
     handler = DefaultRequestHandler(
         agent_executor=TestAgent(), task_store=InMemoryTaskStore(), agent_card=card
     )
     routes = []
     routes += create_agent_card_routes(agent_card=card)
-    routes += create_jsonrpc_routes(request_handler=handler, rpc_url='/')
-    routes += create_rest_routes(request_handler=handler, path_prefix='/rest')
+    routes += create_jsonrpc_routes(
+        request_handler=handler, rpc_url='/', enable_v0_3_compat=compat
+    )
+    routes += create_rest_routes(
+        request_handler=handler, path_prefix='/rest', enable_v0_3_compat=compat
+    )
     app = Starlette(routes=routes)
     uvicorn.run(app, host='127.0.0.1', port=port, log_level='warning')
 
