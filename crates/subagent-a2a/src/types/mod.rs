@@ -10,7 +10,18 @@
 //!
 //! Optional fields are `Option`s or empty collections skipped when serializing, so a value
 //! serializes to exactly the properties that are set: a 1.0 agent card built here validates
-//! against a schema that forbids additional properties.
+//! against a schema that forbids additional properties. Input is lenient where peers differ:
+//! unknown fields are ignored, 1.0 enums accept their number as well as their name, and a
+//! missing `kind` on a standalone 0.3 object defaults to its only value.
+//!
+//! One way to serve both versions from these types: read the body as
+//! `jsonrpc::Request<serde_json::Value>`, pick the version from the method name
+//! ([`v1::methods`] are PascalCase, [`v03::methods`] contain a `/`) and the `A2A-Version`
+//! header, parse `params` into the version's request type, convert 0.3 requests to 1.0 with
+//! `From` (e.g. `v1::SendMessageRequest::from(v03::MessageSendParams)`), run on 1.0 types, and
+//! answer in the caller's version (`v03::Event::from(v1::StreamResponse)`,
+//! `v03::Task::from(v1::Task)`) inside `jsonrpc::Response::success`, or
+//! `jsonrpc::Response::error` with [`jsonrpc::a2a_error`] and a code from [`jsonrpc::codes`].
 
 pub mod convert;
 pub mod jsonrpc;
