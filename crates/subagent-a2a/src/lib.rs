@@ -56,7 +56,7 @@
 //! |---|---|
 //! | `bearer` | bearer token, sent as `Authorization: Bearer <token>` |
 //! | `bearer_env` | name of an environment variable holding the bearer token |
-//! | `api_key_header` | header carrying an API key (e.g. `X-API-Key`) |
+//! | `api_key_header` | header carrying an API key (e.g. `X-API-Key`); default: the header of the card's API-key security scheme |
 //! | `api_key` | the API key |
 //! | `api_key_env` | name of an environment variable holding the API key |
 //! | `timeout_secs` | time limit of one task in seconds (default 300); the context's deadline also applies |

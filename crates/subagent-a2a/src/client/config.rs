@@ -16,7 +16,8 @@ pub mod keys {
     pub const BEARER: &str = "bearer";
     /// The name of an environment variable holding the bearer token.
     pub const BEARER_ENV: &str = "bearer_env";
-    /// The header carrying an API key (e.g. `X-API-Key`).
+    /// The header carrying an API key (e.g. `X-API-Key`); default: the header of the card's
+    /// API-key security scheme.
     pub const API_KEY_HEADER: &str = "api_key_header";
     /// The API key.
     pub const API_KEY: &str = "api_key";
@@ -47,6 +48,8 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 pub struct A2aConfig {
     /// Headers sent on every request (auth). Never printed.
     pub(crate) headers: HeaderMap,
+    /// An API key whose header is not named yet (taken from the card).
+    pub(crate) pending_api_key: Option<String>,
     /// Task time limit.
     pub timeout: Duration,
     /// Streaming override.
@@ -121,6 +124,7 @@ impl A2aConfig {
             );
         }
         let key = secret(r, keys::API_KEY, keys::API_KEY_ENV)?;
+        let mut pending_api_key = None;
         match (lookup(r, keys::API_KEY_HEADER), key) {
             (Some(h), Some(k)) => {
                 let name = HeaderName::from_bytes(h.as_bytes()).map_err(|_| A2aError::Config {
@@ -131,14 +135,8 @@ impl A2aConfig {
                 })?;
                 headers.insert(name, sensitive(&k, keys::API_KEY)?);
             }
-            (None, Some(_)) => {
-                return Err(A2aError::Config {
-                    message: format!(
-                        "an API key is set but `{}` (the header to send it in) is missing",
-                        keys::API_KEY_HEADER
-                    ),
-                });
-            }
+            // The header comes from the card's API-key security scheme (see `apply_card`).
+            (None, Some(k)) => pending_api_key = Some(k),
             (Some(_), None) => {
                 return Err(A2aError::Config {
                     message: format!(
@@ -206,6 +204,7 @@ impl A2aConfig {
         };
         Ok(Self {
             headers,
+            pending_api_key,
             timeout,
             streaming,
             binding,
@@ -213,6 +212,38 @@ impl A2aConfig {
             name: lookup(r, keys::NAME).map(str::to_string),
             poll_interval,
         })
+    }
+
+    /// Completes the settings with the card: an API key given without `api_key_header` goes in
+    /// the header named by the card's API-key security scheme (location `header`).
+    pub(crate) fn apply_card(
+        &mut self,
+        card: &crate::types::v1::AgentCard,
+    ) -> Result<(), A2aError> {
+        let Some(key) = self.pending_api_key.take() else {
+            return Ok(());
+        };
+        let header = card.security_schemes.values().find_map(|s| match s {
+            crate::types::v1::SecurityScheme::ApiKeySecurityScheme(k)
+                if k.location.eq_ignore_ascii_case("header") =>
+            {
+                Some(k.name.clone())
+            }
+            _ => None,
+        });
+        let Some(h) = header else {
+            return Err(A2aError::Config {
+                message: format!(
+                    "an API key is set but `{}` is missing and the agent card declares no API-key header scheme",
+                    keys::API_KEY_HEADER
+                ),
+            });
+        };
+        let name = HeaderName::from_bytes(h.as_bytes()).map_err(|_| A2aError::Config {
+            message: format!("the card's API-key header name `{h}` is not a valid header name"),
+        })?;
+        self.headers.insert(name, sensitive(&key, keys::API_KEY)?);
+        Ok(())
     }
 
     /// The names of the auth headers that will be sent (values are secret).
@@ -268,7 +299,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("timeout_secs"), "{e}");
-        let e = A2aConfig::from_reference(&r().with_metadata("api_key", "x"))
+        // Without a header name the key waits for the card.
+        let mut c = A2aConfig::from_reference(&r().with_metadata("api_key", "x")).unwrap();
+        assert!(c.headers.is_empty());
+        let card: crate::types::v1::AgentCard = serde_json::from_value(serde_json::json!({
+            "name": "n", "description": "d", "supportedInterfaces": [], "version": "1",
+            "securitySchemes": {"k": {"apiKeySecurityScheme": {"location": "header", "name": "X-Key"}}}
+        }))
+        .unwrap();
+        c.apply_card(&card).unwrap();
+        assert_eq!(c.headers["x-key"], "x");
+        let mut c = A2aConfig::from_reference(&r().with_metadata("api_key", "x")).unwrap();
+        let e = c
+            .apply_card(&crate::types::v1::AgentCard {
+                security_schemes: Default::default(),
+                ..card
+            })
             .unwrap_err()
             .to_string();
         assert!(e.contains("api_key_header"), "{e}");

@@ -41,7 +41,7 @@ impl A2aResolver {
         &self,
         reference: &SubagentReference,
     ) -> Result<A2aSubagentDefinition, A2aError> {
-        let config = A2aConfig::from_reference(reference)?;
+        let mut config = A2aConfig::from_reference(reference)?;
         let uri = reference.uri.trim();
         if !(uri.starts_with("http://") || uri.starts_with("https://")) {
             return Err(A2aError::Config {
@@ -75,6 +75,7 @@ impl A2aResolver {
             });
         };
         let card_v1 = card.to_v1();
+        config.apply_card(&card_v1)?;
         let endpoint = choose_endpoint(&card, &card_v1, &card_url, &config)?;
         let name = config
             .name
