@@ -161,7 +161,11 @@ impl Part {
 pub struct Message {
     /// The message's unique id (set by its sender). Required; an empty id is omitted, as
     /// ProtoJSON omits empty strings, and a missing one reads as empty.
-    #[serde(default, skip_serializing_if = "String::is_empty", alias = "message_id")]
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        alias = "message_id"
+    )]
     pub message_id: String,
     /// The conversation this message belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "context_id")]
@@ -180,7 +184,11 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
     /// Other tasks this message refers to.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", alias = "reference_task_ids")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        alias = "reference_task_ids"
+    )]
     pub reference_task_ids: Vec<String>,
 }
 
@@ -380,16 +388,32 @@ pub struct TaskPushNotificationConfig {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     /// Media types the client accepts in the reply.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", alias = "accepted_output_modes")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        alias = "accepted_output_modes"
+    )]
     pub accepted_output_modes: Vec<String>,
     /// Push notifications for the task.
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "task_push_notification_config")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "task_push_notification_config"
+    )]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     /// How many history messages to return.
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "history_length")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "history_length"
+    )]
     pub history_length: Option<i32>,
     /// True to get the task back at once instead of waiting for a terminal or interrupted state.
-    #[serde(default, skip_serializing_if = "is_false", alias = "return_immediately")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        alias = "return_immediately"
+    )]
     pub return_immediately: bool,
 }
 
@@ -432,7 +456,11 @@ pub struct GetTaskRequest {
     /// The task id.
     pub id: String,
     /// How many history messages to return.
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "history_length")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "history_length"
+    )]
     pub history_length: Option<i32>,
 }
 
@@ -456,13 +484,25 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "page_token")]
     pub page_token: Option<String>,
     /// How many history messages to return per task.
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "history_length")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "history_length"
+    )]
     pub history_length: Option<i32>,
     /// Only tasks whose status changed after this time (ISO 8601).
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "status_timestamp_after")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "status_timestamp_after"
+    )]
     pub status_timestamp_after: Option<String>,
     /// Whether to include artifacts.
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "include_artifacts")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "include_artifacts"
+    )]
     pub include_artifacts: Option<bool>,
 }
 
