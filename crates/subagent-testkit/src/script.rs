@@ -12,7 +12,7 @@ pub type Responder = Arc<dyn Fn(&serde_json::Value) -> Reply + Send + Sync>;
 /// One queued answer: fixed, or computed from the request.
 #[derive(Clone)]
 enum Item {
-    Fixed(Reply),
+    Fixed(Box<Reply>),
     Dynamic(Responder),
 }
 
@@ -28,7 +28,7 @@ impl std::fmt::Debug for Item {
 impl Item {
     fn reply(self, body: &serde_json::Value) -> Reply {
         match self {
-            Item::Fixed(r) => r,
+            Item::Fixed(r) => *r,
             Item::Dynamic(f) => f(body),
         }
     }
@@ -66,14 +66,14 @@ impl Script {
 
     /// Queue a reply for the next request.
     pub fn push(&self, reply: Reply) {
-        self.lock().queue.push_back(Item::Fixed(reply));
+        self.lock().queue.push_back(Item::Fixed(Box::new(reply)));
     }
 
     /// Queue several replies, in order.
     pub fn push_all(&self, replies: impl IntoIterator<Item = Reply>) {
         self.lock()
             .queue
-            .extend(replies.into_iter().map(Item::Fixed));
+            .extend(replies.into_iter().map(|r| Item::Fixed(Box::new(r))));
     }
 
     /// Queue a reply for the next request whose body names `model`.
@@ -82,7 +82,7 @@ impl Script {
             .per_model
             .entry(model.into())
             .or_default()
-            .push_back(Item::Fixed(reply));
+            .push_back(Item::Fixed(Box::new(reply)));
     }
 
     /// Queue a reply computed from the request body, for the next request naming `model`
