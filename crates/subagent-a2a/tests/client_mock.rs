@@ -208,7 +208,7 @@ async fn resolves_relative_interfaces_describes_skills_and_sends_version_and_aut
     assert_eq!(a2a.endpoint().version, ProtocolVersion::V1);
     assert_eq!(
         def.description(),
-        "A scripted agent.\nSkills:\n- Summarize: Summarizes text. (examples: \"summarize this article\")"
+        "A scripted agent.\n  Skills:\n  * Summarize: Summarizes text. (examples: \"summarize this article\")"
     );
     let out = exec(def, "ping", None).await.unwrap();
     assert_eq!(out.text, "pong");

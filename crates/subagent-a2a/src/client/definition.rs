@@ -106,16 +106,18 @@ impl SubagentDefinition for A2aSubagentDefinition {
 }
 
 /// The description shown to the model: the card's description, then its skills with their
-/// descriptions and examples, so the model knows when to delegate.
+/// descriptions and examples, so the model knows when to delegate. Skills are indented
+/// sub-items (`  * name: ...`), so in the `Task` tool's list of agents (`- agent: ...`) they
+/// cannot be mistaken for agents.
 pub fn describe(card: &v1::AgentCard) -> String {
     let mut out = card.description.trim().to_string();
     if out.is_empty() {
         out = format!("Remote A2A agent {}", card.name);
     }
     if !card.skills.is_empty() {
-        out.push_str("\nSkills:");
+        out.push_str("\n  Skills:");
         for s in &card.skills {
-            out.push_str(&format!("\n- {}", s.name.trim()));
+            out.push_str(&format!("\n  * {}", s.name.trim()));
             let d = s.description.trim();
             if !d.is_empty() {
                 out.push_str(&format!(": {d}"));
