@@ -117,6 +117,16 @@ impl A2aError {
         }
     }
 
+    /// True when the peer refused the protocol version (`VersionNotSupported`, -32009, or the
+    /// HTTP+JSON reason `VERSION_NOT_SUPPORTED`).
+    pub fn is_version_not_supported(&self) -> bool {
+        match self {
+            A2aError::Rpc { error, .. } => error.code == codes::VERSION_NOT_SUPPORTED,
+            A2aError::Rest { reason, .. } => reason.as_deref() == Some("VERSION_NOT_SUPPORTED"),
+            _ => false,
+        }
+    }
+
     /// The JSON-RPC error code, when the peer answered with one.
     pub fn rpc_code(&self) -> Option<i32> {
         match self {

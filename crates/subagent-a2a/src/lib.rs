@@ -26,7 +26,9 @@
 //! ending in `.json` is used as the card URL itself). A card with `supportedInterfaces` is 1.0;
 //! one with `url` / `protocolVersion` is 0.3. Among the card's JSON-RPC and HTTP+JSON
 //! interfaces the client prefers 1.0 over 0.3 and JSON-RPC over HTTP+JSON, speaks the version
-//! the chosen interface declares, and sends `A2A-Version` with it. The definition's
+//! the chosen interface declares, and sends `A2A-Version` with it. When the card offers
+//! another version too and the peer answers the first message with `VersionNotSupported`
+//! (-32009), the client retries once in that version. The definition's
 //! description is the card's description followed by its skills (names, descriptions,
 //! examples), so a model knows when to delegate.
 //!

@@ -265,6 +265,33 @@ async fn falls_back_to_agent_json_and_speaks_0_3() {
 }
 
 #[tokio::test]
+async fn a_refused_version_falls_back_to_the_cards_other_version() {
+    let mut card = v1_card(false);
+    card["supportedInterfaces"] = json!([
+        {"url": "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}
+    ]);
+    let p = peer(Some(card), |m, _, _| match m {
+        "SendMessage" => Reply::Error(-32009, "Version not supported"),
+        "message/send" => {
+            Reply::Result(json!({"kind": "message", "messageId": "r", "role": "agent",
+            "parts": [{"kind": "text", "text": "spoken in 0.3"}]}))
+        }
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p.clone()).await;
+    let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
+    let a2a = def.downcast_ref::<A2aSubagentDefinition>().unwrap();
+    assert_eq!(a2a.endpoint().version, ProtocolVersion::V1);
+    assert_eq!(a2a.fallback_endpoints().len(), 1);
+    let out = exec(def, "hi", None).await.unwrap();
+    assert_eq!(out.text, "spoken in 0.3");
+    assert_eq!(p.methods(), ["SendMessage", "message/send"]);
+    let calls = p.calls();
+    assert_eq!(calls[1].2["a2a-version"], "0.3");
+}
+
+#[tokio::test]
 async fn polls_a_working_task_to_completion() {
     let p = peer(Some(v1_card(false)), |m, params, n| match m {
         "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING", json!({}))})),

@@ -40,6 +40,7 @@ pub struct A2aSubagentDefinition {
     pub(crate) card_v1: v1::AgentCard,
     pub(crate) card_url: String,
     pub(crate) endpoint: Endpoint,
+    pub(crate) fallbacks: Vec<Endpoint>,
     pub(crate) config: A2aConfig,
 }
 
@@ -64,6 +65,12 @@ impl A2aSubagentDefinition {
         &self.endpoint
     }
 
+    /// Endpoints of other protocol versions the card offers, tried in order when the chosen
+    /// endpoint answers `VersionNotSupported` (-32009) to the first message.
+    pub fn fallback_endpoints(&self) -> &[Endpoint] {
+        &self.fallbacks
+    }
+
     /// The settings read from the reference.
     pub fn config(&self) -> &A2aConfig {
         &self.config
@@ -80,6 +87,11 @@ impl A2aSubagentDefinition {
     /// A client for this agent's endpoint, with the reference's auth headers.
     pub fn client(&self, http: reqwest::Client) -> A2aClient {
         A2aClient::new(http, self.endpoint.clone(), self.config.headers.clone())
+    }
+
+    /// A client for another endpoint (e.g. a fallback), with the reference's auth headers.
+    pub fn client_for(&self, endpoint: &Endpoint, http: reqwest::Client) -> A2aClient {
+        A2aClient::new(http, endpoint.clone(), self.config.headers.clone())
     }
 }
 

@@ -435,7 +435,15 @@ impl SubagentExecutor for A2aExecutor {
             .get::<reqwest::Client>()
             .cloned()
             .unwrap_or_else(|| self.http.clone());
-        let client = def.client(http);
+        // The chosen endpoint, then one per other protocol version the card offers.
+        let clients: Vec<A2aClient> = std::iter::once(def.client(http.clone()))
+            .chain(
+                def.fallbacks
+                    .iter()
+                    .map(|e| def.client_for(e, http.clone())),
+            )
+            .collect();
+        let mut active = 0usize;
         // The caller's deadline ends the run with `limit_reached`; the reference's own time
         // limit is a `TimedOut` error.
         let (limit, from_deadline) = match ctx.remaining() {
@@ -449,7 +457,27 @@ impl SubagentExecutor for A2aExecutor {
         };
 
         let ended = {
-            let fut = drive(&client, def, req, &mut run, &ctx);
+            let fut = async {
+                loop {
+                    let r = drive(&clients[active], def, req.clone(), &mut run, &ctx).await;
+                    match r {
+                        Err(e)
+                            if e.is_version_not_supported()
+                                && run.task_id.is_none()
+                                && active + 1 < clients.len() =>
+                        {
+                            tracing::debug!(
+                                agent = %agent,
+                                refused = clients[active].endpoint().version.as_str(),
+                                next = clients[active + 1].endpoint().version.as_str(),
+                                "protocol version refused; trying the card's next version"
+                            );
+                            active += 1;
+                        }
+                        other => break other,
+                    }
+                }
+            };
             tokio::pin!(fut);
             tokio::select! {
                 r = &mut fut => Ended::Done(r),
@@ -457,6 +485,7 @@ impl SubagentExecutor for A2aExecutor {
                 _ = tokio::time::sleep(limit) => Ended::TimedOut(limit),
             }
         };
+        let client = &clients[active];
         let usage = Usage {
             turns: 1,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -474,14 +503,14 @@ impl SubagentExecutor for A2aExecutor {
         };
         match ended {
             Ended::Cancelled => {
-                cancel_remote(&client, run.task_id.as_deref(), &agent).await;
+                cancel_remote(client, run.task_id.as_deref(), &agent).await;
                 let text = format!("cancelled; the remote A2A agent `{agent}` was asked to cancel");
                 return Ok(TaskOutcome::with_status(text, TaskStatus::Cancelled)
                     .with_session(session(&run, false))
                     .with_usage(usage));
             }
             Ended::TimedOut(after) => {
-                cancel_remote(&client, run.task_id.as_deref(), &agent).await;
+                cancel_remote(client, run.task_id.as_deref(), &agent).await;
                 if from_deadline {
                     let mut out =
                         TaskOutcome::with_status(run.result_text(), TaskStatus::LimitReached)

@@ -30,7 +30,7 @@ use std::time::Duration;
 pub use config::{A2aConfig, DEFAULT_POLL_INTERVAL, DEFAULT_TIMEOUT, keys};
 pub use definition::{A2aSubagentDefinition, AgentCard, describe};
 pub use executor::{A2aExecutor, MAX_ARTIFACT_BYTES, decode_session, encode_session, parts_text};
-pub use resolver::{A2aResolver, choose_endpoint, parse_card};
+pub use resolver::{A2aResolver, choose_endpoint, parse_card, usable_endpoints};
 use subagent_spi::SubagentType;
 pub use transport::{A2aClient, Binding, Endpoint, EventStream, MAX_BODY_BYTES, MAX_EVENT_BYTES};
 

@@ -76,7 +76,15 @@ impl A2aResolver {
         };
         let card_v1 = card.to_v1();
         config.apply_card(&card_v1)?;
-        let endpoint = choose_endpoint(&card, &card_v1, &card_url, &config)?;
+        let mut ranked = usable_endpoints(&card, &card_v1, &card_url, &config)?;
+        let endpoint = ranked.remove(0);
+        // Fallbacks for a peer that refuses the chosen version: one per other version.
+        let mut fallbacks: Vec<Endpoint> = Vec::new();
+        for e in ranked {
+            if e.version != endpoint.version && fallbacks.iter().all(|f| f.version != e.version) {
+                fallbacks.push(e);
+            }
+        }
         let name = config
             .name
             .clone()
@@ -95,6 +103,7 @@ impl A2aResolver {
             card_v1,
             card_url,
             endpoint,
+            fallbacks,
             config,
         })
     }
@@ -155,6 +164,18 @@ pub fn choose_endpoint(
     card_url: &str,
     config: &A2aConfig,
 ) -> Result<Endpoint, A2aError> {
+    let mut all = usable_endpoints(card, card_v1, card_url, config)?;
+    Ok(all.swap_remove(0))
+}
+
+/// Every interface of the card this client can speak, best first (the order of
+/// [`choose_endpoint`]); never empty on success.
+pub fn usable_endpoints(
+    card: &AgentCard,
+    card_v1: &v1::AgentCard,
+    card_url: &str,
+    config: &A2aConfig,
+) -> Result<Vec<Endpoint>, A2aError> {
     let default_version = match card {
         AgentCard::V1(_) => ProtocolVersion::V1,
         AgentCard::V03(_) => ProtocolVersion::V03,
@@ -200,11 +221,10 @@ pub fn choose_endpoint(
             i,
         )
     };
-    candidates
-        .into_iter()
-        .min_by_key(|(i, e)| rank(e, *i))
-        .map(|(_, e)| e)
-        .ok_or_else(|| A2aError::Card {
+    candidates.sort_by_key(|(i, e)| rank(e, *i));
+    let ranked: Vec<Endpoint> = candidates.into_iter().map(|(_, e)| e).collect();
+    if ranked.is_empty() {
+        return Err(A2aError::Card {
             url: card_url.to_string(),
             message: format!(
                 "no usable interface: this client speaks JSON-RPC (1.0, 0.3) and HTTP+JSON (1.0); the card offers {}",
@@ -215,7 +235,9 @@ pub fn choose_endpoint(
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-        })
+        });
+    }
+    Ok(ranked)
 }
 
 #[subagent_spi::async_trait]
