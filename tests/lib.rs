@@ -1,0 +1,2 @@
+//! Cross-crate integration tests of the `subagents` workspace live in this package's test
+//! targets; the library is empty.
