@@ -1,3 +1,264 @@
-//! Placeholder (being written).
+//! Throughput, latency, memory and streaming of the A2A server, side by side with a bare axum
+//! handler, in one process and one session (see `docs/perf/subagent-a2a-server.md`).
+//!
+//! ```text
+//! cargo bench -p subagent-a2a --bench server_throughput            # 3 rounds, 10 s runs
+//! ROUNDS=5 DURATION=10s cargo bench -p subagent-a2a --bench server_throughput
+//! ```
+//!
+//! Load comes from `oha` (`cargo install oha --locked`; found on PATH or in ~/.cargo/bin).
+//! Without oha only the SSE measurement runs. Each round runs, for the bare handler and then
+//! for our server: 64 connections for DURATION (throughput), then 1 connection for DURATION/2
+//! (p50 latency). Our server answers `SendMessage` from an echo agent replying with a Message
+//! (no task stored); the bare handler returns the very same bytes. Resident memory is read
+//! from /proc/self/status after each of our runs. Finally one SSE client receives 1,000
+//! streamed events (artifact chunks) from one task, 20 times; the median is printed.
 
-fn main() {}
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use subagent_a2a::server::{
+    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+};
+use subagent_a2a::types::v1::{Artifact, Part};
+use subagent_spi::{CancellationToken, async_trait};
+
+struct Echo;
+
+#[async_trait]
+impl A2aHandler for Echo {
+    async fn handle(
+        &self,
+        req: HandlerRequest,
+        ev: TaskEventSink,
+        _cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        if req.text() == "stream-1000" {
+            let _ = ev.working().await;
+            for i in 0..1000 {
+                let a = Artifact {
+                    artifact_id: "out".into(),
+                    name: None,
+                    description: None,
+                    parts: vec![Part::text(format!("chunk {i} "))],
+                    metadata: None,
+                    extensions: Vec::new(),
+                };
+                let _ = ev.artifact(a, i > 0, i == 999).await;
+            }
+            let _ = ev.complete(None).await;
+        } else {
+            let mut m = ev.agent_text(req.text());
+            m.message_id = "reply".into();
+            let _ = ev.reply(m).await;
+        }
+        Ok(())
+    }
+}
+
+const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello, agent"}],"contextId":"ctx-1"}}}"#;
+
+fn oha() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin/oha"));
+    let found = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("oha"))
+            .find(|c| c.exists())
+    });
+    found.or(home.filter(|h| h.exists()))
+}
+
+struct Load {
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+fn run_oha(oha: &PathBuf, url: &str, conns: u32, duration: &str) -> Option<Load> {
+    let out = Command::new(oha)
+        .args(["--no-tui", "--output-format", "json", "-z", duration])
+        .args(["-c", &conns.to_string(), "-m", "POST"])
+        .args([
+            "-H",
+            "content-type: application/json",
+            "-H",
+            "A2A-Version: 1.0",
+        ])
+        .args(["-d", BODY, url])
+        .output()
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let ok = v["statusCodeDistribution"]["200"].as_u64().unwrap_or(0);
+    let total: u64 = v["statusCodeDistribution"]
+        .as_object()
+        .map(|m| m.values().filter_map(|x| x.as_u64()).sum())
+        .unwrap_or(0);
+    if ok == 0 || ok != total {
+        eprintln!("oha: non-200 answers: {}", v["statusCodeDistribution"]);
+    }
+    Some(Load {
+        rps: v["summary"]["requestsPerSec"].as_f64()?,
+        p50_ms: v["latencyPercentiles"]["p50"].as_f64()? * 1000.0,
+        p99_ms: v["latencyPercentiles"]["p99"].as_f64()? * 1000.0,
+    })
+}
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+}
+
+async fn sse_1000(client: &reqwest::Client, url: &str) -> (Duration, usize) {
+    let body = BODY
+        .replace("SendMessage", "SendStreamingMessage")
+        .replace("hello, agent", "stream-1000");
+    let start = Instant::now();
+    let resp = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await
+        .expect("stream request");
+    let mut events = 0usize;
+    let mut s = resp.bytes_stream();
+    let mut tail = Vec::new();
+    while let Some(chunk) = s.next().await {
+        let chunk = chunk.expect("chunk");
+        tail.extend_from_slice(&chunk);
+        // Count complete events (blank-line separated) as they arrive.
+        while let Some(pos) = tail.windows(2).position(|w| w == b"\n\n") {
+            if tail[..pos].starts_with(b"data:") {
+                events += 1;
+            }
+            tail.drain(..pos + 2);
+        }
+    }
+    (start.elapsed(), events)
+}
+
+fn main() {
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let duration = std::env::var("DURATION").unwrap_or_else(|_| "10s".into());
+    let short = std::env::var("DURATION_1C").unwrap_or_else(|_| "5s".into());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (ours, bare) = rt.block_on(async {
+        let server = A2aServer::builder()
+            .mount(AgentMount::new("/", AgentInfo::new("echo", "Echo"), Echo))
+            .build()
+            .expect("server");
+        let l1 = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let ours = format!("http://{}/", l1.local_addr().expect("addr"));
+        tokio::spawn(server.serve(l1, std::future::pending::<()>()));
+        // The bare handler returns exactly what our server answers.
+        let reply = reqwest::Client::new()
+            .post(&ours)
+            .header("content-type", "application/json")
+            .header("A2A-Version", "1.0")
+            .body(BODY)
+            .send()
+            .await
+            .expect("probe")
+            .bytes()
+            .await
+            .expect("probe body");
+        println!(
+            "reply ({} bytes): {}",
+            reply.len(),
+            String::from_utf8_lossy(&reply)
+        );
+        let bare_app = axum::Router::new().route(
+            "/",
+            axum::routing::post(move || {
+                let reply = reply.clone();
+                async move { ([(http::header::CONTENT_TYPE, "application/json")], reply) }
+            }),
+        );
+        let l2 = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let bare = format!("http://{}/", l2.local_addr().expect("addr"));
+        tokio::spawn(async move { axum::serve(l2, bare_app).await });
+        (ours, bare)
+    });
+
+    if let Some(oha) = oha() {
+        let (mut b_rps, mut o_rps, mut b_p50, mut o_p50, mut rss) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        println!("rss at start: {} KB", rss_kb());
+        for round in 1..=rounds {
+            let b = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
+            let o = run_oha(&oha, &ours, 64, &duration).expect("oha ours");
+            let r = rss_kb();
+            let b1 = run_oha(&oha, &bare, 1, &short).expect("oha bare 1c");
+            let o1 = run_oha(&oha, &ours, 1, &short).expect("oha ours 1c");
+            println!(
+                "round {round}: 64c bare {:.0} req/s (p99 {:.2} ms), ours {:.0} req/s (p99 {:.2} ms), ratio {:.2}; \
+                 1c p50 bare {:.3} ms, ours {:.3} ms, ratio {:.2}; rss after our run {} KB",
+                b.rps,
+                b.p99_ms,
+                o.rps,
+                o.p99_ms,
+                o.rps / b.rps,
+                b1.p50_ms,
+                o1.p50_ms,
+                o1.p50_ms / b1.p50_ms,
+                r
+            );
+            b_rps.push(b.rps);
+            o_rps.push(o.rps);
+            b_p50.push(b1.p50_ms);
+            o_p50.push(o1.p50_ms);
+            rss.push(r as f64);
+        }
+        let (br, or) = (median(b_rps), median(o_rps));
+        let (bp, op) = (median(b_p50), median(o_p50));
+        println!(
+            "MEDIAN: 64c bare {br:.0} req/s, ours {or:.0} req/s, ratio {:.2}; 1c p50 bare {bp:.3} ms, ours {op:.3} ms, ratio {:.2}; rss after runs {:?} KB",
+            or / br,
+            op / bp,
+            rss
+        );
+    } else {
+        println!("oha not found (cargo install oha --locked): skipping the load runs");
+    }
+
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let (t, n) = sse_1000(&client, &ours).await;
+            assert_eq!(n, 1003, "task + working + 1000 chunks + completed");
+            times.push(t.as_secs_f64() * 1000.0);
+        }
+        println!(
+            "SSE: 1,000 artifact events (+3) to one client: median {:.2} ms, min {:.2} ms, max {:.2} ms",
+            median(times.clone()),
+            times.iter().cloned().fold(f64::MAX, f64::min),
+            times.iter().cloned().fold(0.0, f64::max)
+        );
+    });
+}

@@ -75,35 +75,51 @@ impl A2aHandler for TckAgent {
             } else if k.starts_with("tck-reject-task") {
                 ev.reject("rejected").await?;
             } else if k.starts_with("tck-artifact-text") {
-                ev.artifact(artifact("text-artifact", Part::text("Generated text content")), false, true)
-                    .await?;
+                ev.artifact(
+                    artifact("text-artifact", Part::text("Generated text content")),
+                    false,
+                    true,
+                )
+                .await?;
                 ev.complete(None).await?;
             } else if k.starts_with("tck-artifact-file-url") {
                 let p = file_part(PartContent::Url("https://example.com/output.txt".into()));
-                ev.artifact(artifact("file-url-artifact", p), false, true).await?;
+                ev.artifact(artifact("file-url-artifact", p), false, true)
+                    .await?;
                 ev.complete(None).await?;
             } else if k.starts_with("tck-artifact-file") {
                 // "Generated file content", base64.
                 let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
-                ev.artifact(artifact("file-artifact", p), false, true).await?;
+                ev.artifact(artifact("file-artifact", p), false, true)
+                    .await?;
                 ev.complete(None).await?;
             } else if k.starts_with("tck-artifact-data") {
                 let p = Part::data(serde_json::json!({"key": "value", "count": 42}));
-                ev.artifact(artifact("data-artifact", p), false, true).await?;
+                ev.artifact(artifact("data-artifact", p), false, true)
+                    .await?;
                 ev.complete(None).await?;
             } else if k.starts_with("tck-stream-002") {
                 ev.complete(None).await?;
             } else if k.starts_with("tck-stream-artifact-file") {
                 ev.working().await?;
                 let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
-                ev.artifact(artifact("stream-file-artifact", p), false, true).await?;
+                ev.artifact(artifact("stream-file-artifact", p), false, true)
+                    .await?;
                 ev.complete(None).await?;
             } else if k.starts_with("tck-stream-artifact-chunked") {
                 ev.working().await?;
-                ev.artifact(artifact("chunked-artifact", Part::text("chunk-1 ")), false, false)
-                    .await?;
-                ev.artifact(artifact("chunked-artifact", Part::text("chunk-2")), true, true)
-                    .await?;
+                ev.artifact(
+                    artifact("chunked-artifact", Part::text("chunk-1 ")),
+                    false,
+                    false,
+                )
+                .await?;
+                ev.artifact(
+                    artifact("chunked-artifact", Part::text("chunk-2")),
+                    true,
+                    true,
+                )
+                .await?;
                 ev.complete(None).await?;
             } else if k.starts_with("tck-stream-") {
                 let text = if k.starts_with("tck-stream-001") {
@@ -159,7 +175,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 if let Some(v) = other.strip_prefix("--port=") {
                     port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
                 } else {
-                    return Err(format!("unknown argument `{other}`; usage: a2a-tck-sut [--port N]").into());
+                    return Err(format!(
+                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N]"
+                    )
+                    .into());
                 }
             }
         }
@@ -193,13 +212,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = A2aServer::builder()
         .mount(AgentMount::new("/", info, agent))
         .build()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         eprintln!("a2a-tck-sut listening on http://127.0.0.1:{port}");
-        server
-            .serve(listener, std::future::pending::<()>())
-            .await?;
+        server.serve(listener, std::future::pending::<()>()).await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     })
 }

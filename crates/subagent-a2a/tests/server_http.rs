@@ -55,7 +55,9 @@ impl A2aHandler for TestAgent {
             }
             _ => {
                 let _ = ev.working().await;
-                let _ = ev.text_artifact(Some("echo"), format!("echo: {text}")).await;
+                let _ = ev
+                    .text_artifact(Some("echo"), format!("echo: {text}"))
+                    .await;
                 let _ = ev.complete(None).await;
             }
         }
@@ -87,7 +89,9 @@ fn agent(path: &str, saw_cancel: Arc<AtomicBool>) -> AgentMount {
 async fn serve(builder: A2aServerBuilder, saw_cancel: Arc<AtomicBool>) -> Srv {
     let server = builder.build().expect("server builds");
     let stop = server.shutdown_token();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let s2 = stop.clone();
     let done = tokio::spawn(async move {
@@ -168,7 +172,12 @@ async fn cards_of_both_versions_use_host_and_forwarded_headers() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert!(r.headers()["cache-control"].to_str().unwrap().contains("max-age="));
+    assert!(
+        r.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("max-age=")
+    );
     let etag = r.headers()["etag"].to_str().unwrap().to_string();
     let card: Value = r.json().await.unwrap();
     assert_eq!(card["name"], "echo");
@@ -198,7 +207,12 @@ async fn cards_of_both_versions_use_host_and_forwarded_headers() {
         .unwrap();
     assert_eq!(card03["url"], "https://agents.example.com/echo");
     assert_eq!(card03["preferredTransport"], "JSONRPC");
-    assert!(card03["protocolVersion"].as_str().unwrap().starts_with("0.3"));
+    assert!(
+        card03["protocolVersion"]
+            .as_str()
+            .unwrap()
+            .starts_with("0.3")
+    );
     assert!(card03.get("supportedInterfaces").is_none());
 }
 
@@ -250,7 +264,10 @@ async fn v1_send_get_list_and_history_length() {
     let tasks = list["result"]["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(list["result"]["nextPageToken"], "");
-    assert!(tasks[0].get("artifacts").is_none(), "artifacts only on request");
+    assert!(
+        tasks[0].get("artifacts").is_none(),
+        "artifacts only on request"
+    );
     let all = rpc1(&s.base, "ListTasks", json!({"pageSize": 1})).await;
     assert_eq!(all["result"]["totalSize"], 2);
     assert_ne!(all["result"]["nextPageToken"], "");
@@ -282,7 +299,10 @@ async fn v03_methods_answer_in_03_shapes() {
     assert_eq!(got["result"]["status"]["state"], "completed");
     let c = rpc(&s.base, "tasks/cancel", json!({"id": id}), None).await;
     assert_eq!(c["error"]["code"], -32002);
-    assert!(c["error"].get("data").is_none(), "0.3 errors carry no ErrorInfo");
+    assert!(
+        c["error"].get("data").is_none(),
+        "0.3 errors carry no ErrorInfo"
+    );
     let d = rpc(&s.base, "message/send", json!({"message": {"kind": "message", "messageId": "m2", "role": "user", "parts": [{"kind": "text", "text": "direct"}]}}), None).await;
     assert_eq!(d["result"]["kind"], "message");
 }
@@ -300,7 +320,12 @@ async fn jsonrpc_errors_use_spec_codes() {
     let v: Value = raw("{nope").await.unwrap().json().await.unwrap();
     assert_eq!(v["error"]["code"], -32700);
     assert_eq!(v["id"], Value::Null);
-    let v: Value = raw(r#"{"jsonrpc":"1.0","id":1,"method":"GetTask"}"#).await.unwrap().json().await.unwrap();
+    let v: Value = raw(r#"{"jsonrpc":"1.0","id":1,"method":"GetTask"}"#)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(v["error"]["code"], -32600);
     let v: Value = raw("[1,2]").await.unwrap().json().await.unwrap();
     assert_eq!(v["error"]["code"], -32600);
@@ -313,9 +338,20 @@ async fn jsonrpc_errors_use_spec_codes() {
     assert_eq!(v["error"]["code"], -32001);
     assert_eq!(v["error"]["data"][0]["reason"], "TASK_NOT_FOUND");
     assert_eq!(v["error"]["data"][0]["domain"], "a2a-protocol.org");
-    let v = rpc(&s.base, "SendMessage", json!({"message": msg("x")}), Some("99.0")).await;
+    let v = rpc(
+        &s.base,
+        "SendMessage",
+        json!({"message": msg("x")}),
+        Some("99.0"),
+    )
+    .await;
     assert_eq!(v["error"]["code"], -32009);
-    let v = rpc1(&s.base, "CreateTaskPushNotificationConfig", json!({"taskId": "t", "url": "http://x"})).await;
+    let v = rpc1(
+        &s.base,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": "t", "url": "http://x"}),
+    )
+    .await;
     assert_eq!(v["error"]["code"], -32003);
     let v = rpc1(&s.base, "GetExtendedAgentCard", json!({})).await;
     assert_eq!(v["error"]["code"], -32007);
@@ -333,7 +369,12 @@ async fn jsonrpc_errors_use_spec_codes() {
         .await
         .unwrap();
     assert_eq!(v["error"]["code"], -32005);
-    let v = rpc1(&s.base, "SendMessage", json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}})).await;
+    let v = rpc1(
+        &s.base,
+        "SendMessage",
+        json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}),
+    )
+    .await;
     assert_eq!(v["error"]["code"], -32602);
 }
 
@@ -401,10 +442,19 @@ async fn v1_stream_sends_task_first_then_updates_in_order() {
         .iter()
         .map(|e| {
             assert_eq!(e["id"], "s1");
-            e["result"].as_object().unwrap().keys().next().unwrap().as_str()
+            e["result"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .next()
+                .unwrap()
+                .as_str()
         })
         .collect();
-    assert_eq!(kinds, ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]);
+    assert_eq!(
+        kinds,
+        ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+    );
     assert_eq!(state_of(&events[0]), Some("TASK_STATE_SUBMITTED"));
     assert_eq!(state_of(&events[1]), Some("TASK_STATE_WORKING"));
     assert_eq!(state_of(&events[3]), Some("TASK_STATE_COMPLETED"));
@@ -425,7 +475,10 @@ async fn v03_stream_uses_kinds_and_final() {
         .iter()
         .map(|e| e["result"]["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["task", "status-update", "artifact-update", "status-update"]);
+    assert_eq!(
+        kinds,
+        ["task", "status-update", "artifact-update", "status-update"]
+    );
     assert_eq!(events[3]["result"]["final"], true);
     assert_eq!(events[3]["result"]["status"]["state"], "completed");
 }
@@ -449,17 +502,27 @@ async fn subscribe_joins_a_live_task_and_cancel_reaches_the_handler() {
     // The subscription is registered before its response starts, so cancel now.
     let c = rpc1(&s.base, "CancelTask", json!({"id": id})).await;
     assert_eq!(c["result"]["status"]["state"], "TASK_STATE_CANCELED");
-    assert!(s.saw_cancel.load(Ordering::SeqCst), "cancel reached the handler's token");
+    assert!(
+        s.saw_cancel.load(Ordering::SeqCst),
+        "cancel reached the handler's token"
+    );
     let events = reader.await.unwrap();
     assert!(events[0].get("task").is_some(), "first event is the task");
-    assert_eq!(state_of(events.last().unwrap()), Some("TASK_STATE_CANCELED"));
+    assert_eq!(
+        state_of(events.last().unwrap()),
+        Some("TASK_STATE_CANCELED")
+    );
 
     let terminal = reqwest::Client::new()
         .post(format!("{}/echo/tasks/{id}:subscribe", s.base))
         .send()
         .await
         .unwrap();
-    assert_eq!(terminal.status(), 400, "terminal tasks cannot be subscribed to");
+    assert_eq!(
+        terminal.status(),
+        400,
+        "terminal tasks cannot be subscribed to"
+    );
 }
 
 #[tokio::test]
@@ -488,23 +551,37 @@ async fn http_json_binding_routes_and_errors() {
     assert_eq!(t["id"], id);
     assert!(t.get("history").is_none());
     let list: Value = c
-        .get(format!("{}/echo/tasks?status=TASK_STATE_COMPLETED&includeArtifacts=true", s.base))
+        .get(format!(
+            "{}/echo/tasks?status=TASK_STATE_COMPLETED&includeArtifacts=true",
+            s.base
+        ))
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    assert_eq!(list["tasks"][0]["artifacts"][0]["parts"][0]["text"], "echo: rest");
+    assert_eq!(
+        list["tasks"][0]["artifacts"][0]["parts"][0]["text"],
+        "echo: rest"
+    );
 
-    let nf = c.get(format!("{}/echo/tasks/nope", s.base)).send().await.unwrap();
+    let nf = c
+        .get(format!("{}/echo/tasks/nope", s.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(nf.status(), 404);
     assert_eq!(nf.headers()["content-type"], "application/json");
     let body: Value = nf.json().await.unwrap();
     assert_eq!(body["error"]["code"], 404);
     assert_eq!(body["error"]["status"], "NOT_FOUND");
     assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
-    let nc = c.post(format!("{}/echo/tasks/{id}:cancel", s.base)).send().await.unwrap();
+    let nc = c
+        .post(format!("{}/echo/tasks/{id}:cancel", s.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(nc.status(), 409);
     let ct = c
         .post(format!("{}/echo/message:send", s.base))
@@ -523,7 +600,10 @@ async fn http_json_binding_routes_and_errors() {
         .unwrap();
     assert_eq!(v.status(), 400);
     let push = c
-        .post(format!("{}/echo/tasks/{id}/pushNotificationConfigs", s.base))
+        .post(format!(
+            "{}/echo/tasks/{id}/pushNotificationConfigs",
+            s.base
+        ))
         .json(&json!({"url": "http://x"}))
         .send()
         .await
@@ -538,7 +618,10 @@ async fn http_json_binding_routes_and_errors() {
         .unwrap();
     let events = sse_events(resp).await;
     assert!(events[0].get("task").is_some());
-    assert_eq!(state_of(events.last().unwrap()), Some("TASK_STATE_COMPLETED"));
+    assert_eq!(
+        state_of(events.last().unwrap()),
+        Some("TASK_STATE_COMPLETED")
+    );
 }
 
 #[tokio::test]
@@ -580,7 +663,12 @@ async fn body_and_stream_limits() {
         .unwrap();
     assert_eq!(second.status(), 500);
     let body: Value = second.json().await.unwrap();
-    assert!(body["error"]["message"].as_str().unwrap().contains("limit 1"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit 1")
+    );
     drop(first);
 }
 
@@ -588,7 +676,8 @@ async fn body_and_stream_limits() {
 async fn bearer_auth_is_checked_and_declared() {
     let saw = Arc::new(AtomicBool::new(false));
     let s = serve(
-        A2aServer::builder().mount(agent("/echo", saw.clone()).with_auth(ServerAuth::bearer("tok"))),
+        A2aServer::builder()
+            .mount(agent("/echo", saw.clone()).with_auth(ServerAuth::bearer("tok"))),
         saw,
     )
     .await;
@@ -604,7 +693,12 @@ async fn bearer_auth_is_checked_and_declared() {
     );
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg("hi")}});
     let c = reqwest::Client::new();
-    let r = c.post(format!("{}/echo", s.base)).json(&body).send().await.unwrap();
+    let r = c
+        .post(format!("{}/echo", s.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     let r = c
         .post(format!("{}/echo", s.base))
@@ -630,13 +724,11 @@ async fn several_agents_at_their_own_paths_and_unknown_paths() {
     let s = serve(
         A2aServer::builder()
             .mount(agent("/echo", saw.clone()))
-            .mount(
-                AgentMount::new(
-                    "/team/other",
-                    AgentInfo::new("other", "Another agent"),
-                    TestAgent::default(),
-                ),
-            ),
+            .mount(AgentMount::new(
+                "/team/other",
+                AgentInfo::new("other", "Another agent"),
+                TestAgent::default(),
+            )),
         saw,
     )
     .await;
@@ -647,7 +739,10 @@ async fn several_agents_at_their_own_paths_and_unknown_paths() {
         .await
         .unwrap();
     assert_eq!(card["name"], "other");
-    assert_eq!(card["supportedInterfaces"][0]["url"], format!("{}/team/other", s.base));
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("{}/team/other", s.base)
+    );
     let r = reqwest::get(format!("{}/nobody/.well-known/agent-card.json", s.base))
         .await
         .unwrap();
@@ -739,8 +834,10 @@ impl SubagentExecutor for Exec {
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
         match call.prompt.as_str() {
-            "question" => Ok(TaskOutcome::with_status("what colour?", TaskStatus::NeedsInput)
-                .with_session("sess-1")),
+            "question" => Ok(
+                TaskOutcome::with_status("what colour?", TaskStatus::NeedsInput)
+                    .with_session("sess-1"),
+            ),
             "wait" => {
                 ctx.cancel.cancelled().await;
                 self.cancelled.store(true, Ordering::SeqCst);
@@ -750,7 +847,10 @@ impl SubagentExecutor for Exec {
             }
             p => {
                 let resumed = call.resume.map(|s| format!(" ({s})")).unwrap_or_default();
-                Ok(TaskOutcome::completed(format!("{}{resumed}", p.to_uppercase())))
+                Ok(TaskOutcome::completed(format!(
+                    "{}{resumed}",
+                    p.to_uppercase()
+                )))
             }
         }
     }
@@ -792,8 +892,7 @@ async fn hosts_an_spi_definition_and_executor() {
     follow["taskId"] = t["id"].clone();
     let r = rpc1(&s.base, "SendMessage", json!({"message": follow})).await;
     assert_eq!(
-        r["result"]["task"]["artifacts"][0]["parts"][0]["text"],
-        "BLUE (sess-1)",
+        r["result"]["task"]["artifacts"][0]["parts"][0]["text"], "BLUE (sess-1)",
         "the follow-up resumed the executor's session"
     );
 
@@ -806,5 +905,8 @@ async fn hosts_an_spi_definition_and_executor() {
     let id = r["result"]["task"]["id"].as_str().unwrap();
     let c = rpc1(&s.base, "CancelTask", json!({"id": id})).await;
     assert_eq!(c["result"]["status"]["state"], "TASK_STATE_CANCELED");
-    assert!(cancelled.load(Ordering::SeqCst), "cancel reached the executor's context");
+    assert!(
+        cancelled.load(Ordering::SeqCst),
+        "cancel reached the executor's context"
+    );
 }

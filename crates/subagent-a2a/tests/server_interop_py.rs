@@ -40,7 +40,9 @@ impl A2aHandler for TestAgent {
             }
             return Ok(());
         }
-        let _ = ev.text_artifact(Some("echo"), format!("echo: {text}")).await;
+        let _ = ev
+            .text_artifact(Some("echo"), format!("echo: {text}"))
+            .await;
         let _ = ev.complete(None).await;
         Ok(())
     }
@@ -84,7 +86,9 @@ async fn start(card_version: ProtocolVersion) -> (String, CancellationToken) {
     let addr = listener.local_addr().expect("addr");
     let stop = token.clone();
     tokio::spawn(async move {
-        let _ = server.serve(listener, async move { stop.cancelled().await }).await;
+        let _ = server
+            .serve(listener, async move { stop.cancelled().await })
+            .await;
     });
     (format!("http://{addr}/agents/echo"), token)
 }
@@ -163,7 +167,12 @@ async fn python_03_client_with_03_card_at_agent_card_json() {
         return;
     };
     let (url, stop) = start(ProtocolVersion::V03).await;
-    let lines = run_client(&py, "client_v03.py", &[&url, "/.well-known/agent-card.json"]).await;
+    let lines = run_client(
+        &py,
+        "client_v03.py",
+        &[&url, "/.well-known/agent-card.json"],
+    )
+    .await;
     assert_all_checks(&lines);
     stop.cancel();
 }

@@ -252,13 +252,17 @@ impl Engine {
                 timestamp: Some(now_rfc3339()),
             };
             let _ = subscribers[0].try_send(Arc::new(v1::StreamResponse::Task(t.clone())));
-            let waiting = lock_waiting(&self.waiting).remove(&task_id).unwrap_or_default();
-            let update = Arc::new(v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
-                task_id: task_id.clone(),
-                context_id: context_id.clone(),
-                status: t.status.clone(),
-                metadata: None,
-            }));
+            let waiting = lock_waiting(&self.waiting)
+                .remove(&task_id)
+                .unwrap_or_default();
+            let update = Arc::new(v1::StreamResponse::StatusUpdate(
+                v1::TaskStatusUpdateEvent {
+                    task_id: task_id.clone(),
+                    context_id: context_id.clone(),
+                    status: t.status.clone(),
+                    metadata: None,
+                },
+            ));
             for w in waiting {
                 if w.try_send(update.clone()).is_ok() {
                     subscribers.push(w);
@@ -462,13 +466,17 @@ impl Engine {
             timestamp: Some(now_rfc3339()),
         };
         self.save(task.clone()).await;
-        let waiting = lock_waiting(&self.waiting).remove(task_id).unwrap_or_default();
-        let update = Arc::new(v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
-            task_id: task.id.clone(),
-            context_id: task.context_id.clone().unwrap_or_default(),
-            status: task.status.clone(),
-            metadata: None,
-        }));
+        let waiting = lock_waiting(&self.waiting)
+            .remove(task_id)
+            .unwrap_or_default();
+        let update = Arc::new(v1::StreamResponse::StatusUpdate(
+            v1::TaskStatusUpdateEvent {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone().unwrap_or_default(),
+                status: task.status.clone(),
+                metadata: None,
+            },
+        ));
         for w in waiting {
             let _ = w.try_send(update.clone());
         }

@@ -468,7 +468,12 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: Parts, body: Body)
         Err(e) => return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, &RequestId::Null, &e, v1_hint),
     };
     if !json_content_type(&parts.headers) {
-        return rpc_error(StatusCode::OK, &RequestId::Null, &content_type_error(&parts.headers), v1_hint);
+        return rpc_error(
+            StatusCode::OK,
+            &RequestId::Null,
+            &content_type_error(&parts.headers),
+            v1_hint,
+        );
     }
     let value: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,

@@ -318,7 +318,7 @@ impl A2aServerBuilder {
                 auth: a.auth,
             });
         }
-        hosted.sort_by(|a, b| b.path.len().cmp(&a.path.len()));
+        hosted.sort_by_key(|h| std::cmp::Reverse(h.path.len()));
         let streams = Arc::new(Semaphore::new(self.config.max_streams.max(1)));
         Ok(A2aServer {
             shared: Arc::new(http::Shared {
