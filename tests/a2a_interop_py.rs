@@ -54,7 +54,7 @@ impl Sdk {
 }
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// The venv's interpreter, or `None` (with a notice) when it is missing outside CI.
@@ -100,7 +100,7 @@ impl PyServer {
         let stderr = dir.path().join("stderr.log");
         let err_file = std::fs::File::create(&stderr).expect("stderr log");
         let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/py")
+            .join("../crates/subagent-a2a/tests/py")
             .join(sdk.script());
         let child = tokio::process::Command::new(&py)
             .arg(&script)

@@ -169,10 +169,10 @@ impl Future for Cancelled {
 
 impl Drop for Cancelled {
     fn drop(&mut self) {
-        if let Some(id) = self.id {
-            if !self.inner.cancelled.load(Ordering::Acquire) {
-                self.inner.lock().waiters.retain(|(i, _)| *i != id);
-            }
+        if let Some(id) = self.id
+            && !self.inner.cancelled.load(Ordering::Acquire)
+        {
+            self.inner.lock().waiters.retain(|(i, _)| *i != id);
         }
     }
 }
