@@ -253,6 +253,28 @@ async fn stdio_server_is_reused_and_killed_on_drop() {
     assert_ne!(other_pid, first);
     assert_eq!(pool.len(), 2);
 
+    // A server that dies is started again on a later call.
+    let status = std::process::Command::new("kill")
+        .arg("-9")
+        .arg(&other_pid)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut restarted = None;
+    for _ in 0..400 {
+        // The first call after the crash may still meet the dead connection; later ones reconnect.
+        if let Ok(out) = run(&kind, &other, "", TaskContext::new()).await
+            && out.text != other_pid
+        {
+            restarted = Some(out.text);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let restarted = restarted.expect("the crashed server was restarted");
+    assert_ne!(restarted, first);
+    assert_eq!(pool.len(), 2);
+
     let proc_dir = format!("/proc/{pid}");
     assert!(std::path::Path::new(&proc_dir).exists());
     drop((kind, def, other));
