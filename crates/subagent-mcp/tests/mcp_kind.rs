@@ -403,3 +403,45 @@ async fn task_tool_delegates_to_an_mcp_agent() {
     assert!(!out.is_error, "{}", out.content);
     assert!(out.content.contains("echo: via Task"), "{}", out.content);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_servers_give_clear_errors() {
+    let pool = McpPool::with_connect_timeout(Duration::from_millis(500));
+    let kind = mcp_subagent_type_with_pool(pool.clone());
+    let cases = [
+        (
+            "stdio:/nonexistent/subagent-mcp-server --flag",
+            "cannot start MCP server `stdio:/nonexistent/subagent-mcp-server --flag`",
+        ),
+        ("stdio:true", "cannot connect to MCP server `stdio:true`"),
+        (
+            "stdio:sleep 30",
+            "MCP server `stdio:sleep 30` did not finish its handshake within 500 ms",
+        ),
+        ("stdio:", "empty command"),
+        ("mailto:someone", "expected `stdio:COMMAND ARG...`"),
+    ];
+    for (uri, needle) in cases {
+        let err = kind
+            .resolver()
+            .resolve(&reference(uri, &[("tool", "x")]))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(needle), "{uri}: {err}");
+    }
+    let err = kind
+        .resolver()
+        .resolve(&reference(
+            &stdio_uri(),
+            &[("name", "echo"), ("timeout_secs", "soon")],
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`timeout_secs`") && err.contains("soon"),
+        "{err}"
+    );
+    assert!(pool.is_empty());
+}
