@@ -115,6 +115,7 @@ pub struct ClaudeExecutor {
     max_depth: u32,
     default_max_turns: u32,
     stream: bool,
+    mcp: Option<Arc<dyn crate::McpToolSource>>,
 }
 
 impl fmt::Debug for ClaudeExecutor {
@@ -277,7 +278,29 @@ impl SubagentExecutor for ClaudeExecutor {
                 source: Some(Box::new(e)),
             })?;
 
-        let base = self.base_tools().await;
+        let mut base = self.base_tools().await;
+        if let Some(servers) = &def.mcp_servers {
+            match &self.mcp {
+                Some(source) => match source.tools_for(agent, servers).await {
+                    Ok(tools) => {
+                        for t in tools {
+                            base.retain(|e| e.name() != t.name());
+                            base.push(t);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(agent, "MCP servers unavailable, running without them: {e}");
+                        ctx.emit(subagent_spi::ProgressKind::Status {
+                            message: format!("MCP servers unavailable: {e}"),
+                        });
+                    }
+                },
+                None => tracing::warn!(
+                    agent,
+                    "`mcpServers` ignored: no MCP tool source is configured on the CLAUDE kind"
+                ),
+            }
+        }
         let selection = select_tools(def, &base, ctx.depth < self.max_depth);
         for w in &selection.warnings {
             tracing::warn!(agent, "{w}");
@@ -346,6 +369,7 @@ pub struct ClaudeSubagentTypeBuilder {
     builtins: bool,
     default_max_turns: u32,
     stream: bool,
+    mcp: Option<Arc<dyn crate::McpToolSource>>,
 }
 
 impl Default for ClaudeSubagentTypeBuilder {
@@ -365,6 +389,7 @@ impl Default for ClaudeSubagentTypeBuilder {
             builtins: true,
             default_max_turns: Limits::DEFAULT_MAX_TURNS,
             stream: false,
+            mcp: None,
         }
     }
 }
@@ -465,6 +490,14 @@ impl ClaudeSubagentTypeBuilder {
         self
     }
 
+    /// Where agents with `mcpServers` get their `mcp__<server>__<tool>` tools (e.g. the
+    /// `subagent-mcp` crate's provider). Without one, `mcpServers` is ignored with a warning.
+    #[must_use]
+    pub fn mcp_tools(mut self, source: Arc<dyn crate::McpToolSource>) -> Self {
+        self.mcp = Some(source);
+        self
+    }
+
     /// Where transcripts are kept for `resume` (default: in memory).
     #[must_use]
     pub fn transcript_store(mut self, store: Arc<dyn TranscriptStore>) -> Self {
@@ -521,6 +554,7 @@ impl ClaudeSubagentTypeBuilder {
             max_depth: self.max_depth,
             default_max_turns: self.default_max_turns,
             stream: self.stream,
+            mcp: self.mcp,
         });
         executor.add_extra_tools(self.extra_tools);
         let mut ty = SubagentType::new(Arc::new(self.resolver), executor.clone());

@@ -37,6 +37,7 @@ mod discovery;
 mod error;
 mod executor;
 mod frontmatter;
+mod mcp;
 mod permissions;
 mod resolver;
 mod scan;
@@ -59,6 +60,7 @@ pub use executor::{
     ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, DEFAULT_MAX_DEPTH,
     MAX_DEPTH_CAP, ModelSource, route_model,
 };
+pub use mcp::McpToolSource;
 pub use permissions::{ApprovalPolicy, ToolRequest};
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
 pub use scan::{
