@@ -209,13 +209,19 @@ impl McpToolProvider {
 
     /// The tools of every server in `entries` (names of configured servers and inline
     /// definitions, as parsed by [`McpServerEntry::parse_list`]), connecting concurrently.
-    /// Fails on the first unknown name or unreachable server.
+    /// A name listed twice counts once (the first entry wins). Fails on the first unknown
+    /// name or unreachable server.
     pub async fn tools_for(
         &self,
         entries: &[McpServerEntry],
     ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
         let mut targets = Vec::with_capacity(entries.len());
+        let mut seen = std::collections::HashSet::new();
         for entry in entries {
+            // A server listed twice (by name and inline, say) contributes its tools once.
+            if !seen.insert(entry.name()) {
+                continue;
+            }
             match entry {
                 McpServerEntry::Named(name) => {
                     let endpoint =

@@ -152,7 +152,7 @@ async fn provider_serves_named_and_inline_servers_from_one_pool() {
         .unwrap();
     let provider = McpToolProvider::new(config());
     // An agent's frontmatter: one configured name and one inline server.
-    let frontmatter = json!(["test", {"web": {"type": "http", "url": web.url()}}]);
+    let frontmatter = json!(["test", {"web": {"type": "http", "url": web.url()}}, "test"]);
     let entries = McpServerEntry::parse_list(&frontmatter, "agents/x.md").unwrap();
     let tools = provider.tools_for(&entries).await.unwrap();
     assert_eq!(tools.len(), 10);
