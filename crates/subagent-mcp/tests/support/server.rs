@@ -130,7 +130,7 @@ impl ServerHandler for TestServer {
                         let _ = context.peer.notify_progress(p).await;
                         // rmcp clients handle each notification on its own task; spacing
                         // them keeps their order and lets them land before the answer.
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                 }
                 CallToolResult::success(text(format!("done: {}", arg("prompt"))))
