@@ -207,6 +207,18 @@ impl McpToolProvider {
         tools_of(name, endpoint, &self.pool).await
     }
 
+    /// The tools for an agent's `mcpServers` frontmatter value, as written (names of
+    /// configured servers and/or inline definitions; see [`McpServerEntry::parse_list`]).
+    /// `origin` (the agent or its file) is named in parse errors.
+    pub async fn tools_for_value(
+        &self,
+        origin: &str,
+        mcp_servers: &serde_json::Value,
+    ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+        let entries = McpServerEntry::parse_list(mcp_servers, origin)?;
+        self.tools_for(&entries).await
+    }
+
     /// The tools of every server in `entries` (names of configured servers and inline
     /// definitions, as parsed by [`McpServerEntry::parse_list`]), connecting concurrently.
     /// A name listed twice counts once (the first entry wins). Fails on the first unknown

@@ -197,6 +197,19 @@ async fn provider_serves_named_and_inline_servers_from_one_pool() {
     assert_eq!(pid1, pid2);
     assert_eq!(provider.pool().len(), 2);
 
+    // Straight from a frontmatter value, as the CLAUDE kind's hook receives it.
+    let from_value = provider
+        .tools_for_value(
+            "agents/y.md",
+            &json!({"web": {"type": "http", "url": web.url()}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(from_value.len(), 1);
+    assert_eq!(from_value[0].name(), "mcp__web__add");
+    let err = err_text(provider.tools_for_value("agents/y.md", &json!(7)).await);
+    assert!(err.contains("agents/y.md"), "{err}");
+
     let err = err_text(
         provider
             .tools_for(&[McpServerEntry::Named("missing".into())])
