@@ -33,6 +33,8 @@
 //! # let _ = (kind, reference);
 //! ```
 
+#[cfg(feature = "claude")]
+mod claude;
 mod client;
 mod config;
 mod content;

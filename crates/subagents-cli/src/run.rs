@@ -59,9 +59,7 @@ async fn references(
     for url in sources.a2a.iter().chain(&config.a2a) {
         refs.push(SubagentReference::new(url, subagent_a2a::client::KIND));
     }
-    if !sources.mcp.is_empty() || !config.mcp.is_empty() {
-        crate::mcp::add_references(&mut refs, sources.mcp.iter().chain(&config.mcp));
-    }
+    crate::mcp::add_references(&mut refs, sources.mcp.iter().chain(&config.mcp));
     Ok(refs)
 }
 
@@ -78,6 +76,7 @@ pub async fn task_tool(
         .models(models)
         .tools(ToolSet::all(ws.clone()))
         .skill_dirs(skill_dirs)
+        .mcp_tools(crate::mcp::tool_source(ws.root()).await?)
         .build();
     let mut types = vec![claude, subagent_a2a::client::a2a_subagent_type()];
     types.extend(crate::mcp::kinds());
