@@ -190,13 +190,26 @@ fn main() {
             reply.len(),
             String::from_utf8_lossy(&reply)
         );
-        let bare_app = axum::Router::new().route(
-            "/",
-            axum::routing::post(move || {
-                let reply = reply.clone();
-                async move { ([(http::header::CONTENT_TYPE, "application/json")], reply) }
-            }),
-        );
+        let reply2 = reply.clone();
+        let bare_app = axum::Router::new()
+            .route(
+                "/",
+                axum::routing::post(move || {
+                    let reply = reply.clone();
+                    async move { ([(http::header::CONTENT_TYPE, "application/json")], reply) }
+                }),
+            )
+            // The same, reading the request body first (what any real endpoint must do).
+            .route(
+                "/read",
+                axum::routing::post(move |body: axum::body::Bytes| {
+                    let reply = reply2.clone();
+                    async move {
+                        std::hint::black_box(body.len());
+                        ([(http::header::CONTENT_TYPE, "application/json")], reply)
+                    }
+                }),
+            );
         let l2 = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -208,6 +221,7 @@ fn main() {
     if let Some(oha) = oha() {
         let (mut b_rps, mut o_rps, mut b_p50, mut o_p50, mut rss) =
             (vec![], vec![], vec![], vec![], vec![]);
+        let (mut read_rps, mut read_p50) = (vec![], vec![]);
         println!("rss at start: {} KB", rss_kb());
         for round in 1..=rounds {
             let b = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
@@ -215,6 +229,15 @@ fn main() {
             let r = rss_kb();
             let b1 = run_oha(&oha, &bare, 1, &short).expect("oha bare 1c");
             let o1 = run_oha(&oha, &ours, 1, &short).expect("oha ours 1c");
+            let read_url = format!("{bare}read");
+            let br = run_oha(&oha, &read_url, 64, &duration).expect("oha bare+read");
+            let br1 = run_oha(&oha, &read_url, 1, &short).expect("oha bare+read 1c");
+            println!(
+                "round {round}: bare reading its body: 64c {:.0} req/s, 1c p50 {:.3} ms",
+                br.rps, br1.p50_ms
+            );
+            read_rps.push(br.rps);
+            read_p50.push(br1.p50_ms);
             println!(
                 "round {round}: 64c bare {:.0} req/s (p99 {:.2} ms), ours {:.0} req/s (p99 {:.2} ms), ratio {:.2}; \
                  1c p50 bare {:.3} ms, ours {:.3} ms, ratio {:.2}; rss after our run {} KB",
@@ -236,6 +259,12 @@ fn main() {
         }
         let (br, or) = (median(b_rps), median(o_rps));
         let (bp, op) = (median(b_p50), median(o_p50));
+        let (rr, rp) = (median(read_rps), median(read_p50));
+        println!(
+            "MEDIAN bare reading its body: 64c {rr:.0} req/s (ours/that {:.2}), 1c p50 {rp:.3} ms (ours/that {:.2})",
+            or / rr,
+            op / rp
+        );
         println!(
             "MEDIAN: 64c bare {br:.0} req/s, ours {or:.0} req/s, ratio {:.2}; 1c p50 bare {bp:.3} ms, ours {op:.3} ms, ratio {:.2}; rss after runs {:?} KB",
             or / br,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use subagent_spi::CancellationToken;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
 use super::store::{TaskFilter, TaskStore};
@@ -81,13 +81,54 @@ pub(crate) struct Run {
     pub cancel: CancellationToken,
     state: tokio::sync::Mutex<RunState>,
     engine: Weak<Engine>,
-    done: watch::Sender<bool>,
+    done: std::sync::atomic::AtomicBool,
+    done_notify: tokio::sync::Notify,
+    /// The run is in the engine's map (it created or continued a task).
+    registered: std::sync::atomic::AtomicBool,
+}
+
+type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// The handler's run (handler + finishing). The binding layer either spawns it at once
+/// ([`Driver::spawn`]) or drives it inside the request (no task hop for quick handlers); if the
+/// request goes away first, dropping the driver spawns the rest, so the task always finishes.
+pub(crate) struct Driver(Option<BoxFuture>);
+
+impl Driver {
+    /// Runs the rest in its own tokio task.
+    pub fn spawn(&mut self) {
+        if let Some(f) = self.0.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(h) => {
+                    h.spawn(f);
+                }
+                Err(_) => tracing::warn!("A2A handler dropped outside a tokio runtime"),
+            }
+        }
+    }
+
+    /// The future still to drive, if any.
+    pub fn pending(&mut self) -> Option<&mut BoxFuture> {
+        self.0.as_mut()
+    }
+
+    /// Marks the run as driven to its end.
+    pub fn done(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.spawn();
+    }
 }
 
 /// What a send produced, read by the binding layer.
 pub(crate) struct Started {
     pub run: Arc<Run>,
     pub events: mpsc::Receiver<Event>,
+    pub driver: Driver,
 }
 
 /// The engine of one hosted agent.
@@ -99,7 +140,7 @@ pub(crate) struct Engine {
     runs: Mutex<HashMap<String, Arc<Run>>>,
     /// Subscribers of interrupted tasks, waiting for the message that continues them.
     waiting: Mutex<HashMap<String, Vec<mpsc::Sender<Event>>>>,
-    /// Fires on server shutdown: every handler's token is a child of it.
+    /// Fires on server shutdown (streams end; [`Engine::cancel_all`] cancels the handlers).
     pub shutdown: CancellationToken,
 }
 
@@ -269,11 +310,16 @@ impl Engine {
                 }
             }
         }
-        let (done, _) = watch::channel(false);
         let run = Arc::new(Run {
             task_id: task_id.clone(),
             context_id: context_id.clone(),
-            cancel: self.shutdown.child_token(),
+            // A fresh token (no lock on a shared parent per request); shutdown cancels the
+            // registered runs (see `cancel_all`).
+            cancel: if self.shutdown.is_cancelled() {
+                self.shutdown.child_token()
+            } else {
+                CancellationToken::new()
+            },
             state: tokio::sync::Mutex::new(RunState {
                 task: task.clone(),
                 user_message: Some(message.clone()),
@@ -283,9 +329,12 @@ impl Engine {
                 error: None,
             }),
             engine: Arc::downgrade(self),
-            done,
+            done: std::sync::atomic::AtomicBool::new(false),
+            done_notify: tokio::sync::Notify::new(),
+            registered: std::sync::atomic::AtomicBool::new(false),
         });
         if let Some(t) = task {
+            run.registered.store(true, std::sync::atomic::Ordering::Release);
             lock_runs(&self.runs).insert(task_id.clone(), run.clone());
             self.save(t).await;
         }
@@ -303,7 +352,7 @@ impl Engine {
         let handler = self.handler.clone();
         let sink = TaskEventSink { run: run.clone() };
         let r2 = run.clone();
-        tokio::spawn(async move {
+        let driver: BoxFuture = Box::pin(async move {
             let cancel = r2.cancel.clone();
             let fut = handler.handle(request, sink, cancel);
             let result = match AssertUnwindSafe(fut).catch_unwind().await {
@@ -312,7 +361,11 @@ impl Engine {
             };
             r2.finish(result).await;
         });
-        Ok(Started { run, events: rx })
+        Ok(Started {
+            run,
+            events: rx,
+            driver: Driver(Some(driver)),
+        })
     }
 
     async fn save(&self, task: v1::Task) {
@@ -436,8 +489,10 @@ impl Engine {
                 return Err(not_cancelable(task_id));
             }
             run.cancel.cancel();
-            let mut done = run.done.subscribe();
-            let _ = tokio::time::timeout(self.limits.cancel_grace, done.wait_for(|d| *d)).await;
+            let notified = run.done_notify.notified();
+            if !run.done.load(std::sync::atomic::Ordering::Acquire) {
+                let _ = tokio::time::timeout(self.limits.cancel_grace, notified).await;
+            }
             let mut st = run.state.lock().await;
             if let Some(t) = &st.task
                 && !t.status.state.is_terminal()
@@ -636,10 +691,8 @@ impl Run {
                     Some(existing) => *existing = artifact.clone(),
                     None => task.artifacts.push(artifact.clone()),
                 }
-                let snapshot = task.clone();
-                if let Some(engine) = &engine {
-                    engine.save(snapshot).await;
-                }
+                // Artifacts reach the store with the next status change (live tasks are read
+                // from the run), so a long stream of chunks costs no store writes.
                 let ev = v1::StreamResponse::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
                     task_id: self.task_id.clone(),
                     context_id: self.context_id.clone(),
@@ -680,7 +733,12 @@ impl Run {
         };
         st.task = Some(task.clone());
         if let Some(engine) = engine {
+            self.registered
+                .store(true, std::sync::atomic::Ordering::Release);
             lock_runs(&engine.runs).insert(self.task_id.clone(), self.clone());
+            if engine.shutdown.is_cancelled() {
+                self.cancel.cancel();
+            }
             engine.save(task.clone()).await;
         }
         broadcast(st, v1::StreamResponse::Task(task), &self.limits(engine)).await;
@@ -735,12 +793,24 @@ impl Run {
         if let Some(engine) = self.engine.upgrade() {
             engine.forget(self);
         }
-        let _ = self.done.send(true);
+        self.done.store(true, std::sync::atomic::Ordering::Release);
+        self.done_notify.notify_waiters();
     }
 }
 
 impl Engine {
+    /// Cancels every running handler (server shutdown).
+    pub fn cancel_all(&self) {
+        let runs: Vec<Arc<Run>> = lock_runs(&self.runs).values().cloned().collect();
+        for r in runs {
+            r.cancel.cancel();
+        }
+    }
+
     fn forget(&self, run: &Run) {
+        if !run.registered.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         let mut runs = lock_runs(&self.runs);
         if runs
             .get(&run.task_id)

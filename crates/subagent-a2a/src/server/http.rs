@@ -171,15 +171,14 @@ fn error_for(wire: &Wire, e: &ApiError) -> Response {
 /// The entry point of every request.
 pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let path = parts.uri.path().to_string();
-    let Some((agent, rest)) = shared.find(&path) else {
+    let path = parts.uri.path();
+    let Some((agent, rest)) = shared.find(path) else {
         return rest_error(&ApiError::new(
             codes::METHOD_NOT_FOUND,
             format!("no agent is served at `{path}`"),
         ));
     };
-    let rest = rest.to_string();
-    match (&parts.method, rest.as_str()) {
+    match (&parts.method, rest) {
         (&Method::GET, "/.well-known/agent-card.json") => {
             card(&shared, agent, &parts, shared.cfg.agent_card_version)
         }
@@ -190,7 +189,7 @@ pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) ->
             if let Some(r) = unauthorized(agent, &parts.headers) {
                 return r;
             }
-            jsonrpc(&shared, agent, parts, body).await
+            jsonrpc(&shared, agent, &parts, body).await
         }
         (_, r)
             if r.starts_with("/message:")
@@ -201,7 +200,7 @@ pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) ->
             if let Some(r) = unauthorized(agent, &parts.headers) {
                 return r;
             }
-            rest_route(&shared, agent, parts, body, &rest).await
+            rest_route(&shared, agent, &parts, body, rest).await
         }
         _ => rest_error(&ApiError::new(
             codes::METHOD_NOT_FOUND,
@@ -339,23 +338,22 @@ async fn read_body(cfg: &ServerConfig, headers: &HeaderMap, body: Body) -> Resul
 /// The version the client asked for (`A2A-Version` header, else the `A2A-Version` query
 /// parameter); `Ok(None)` when absent, an error when unsupported.
 fn requested_version(parts: &Parts) -> Result<Option<ProtocolVersion>, ApiError> {
-    let raw = parts
+    let raw: Option<&str> = parts
         .headers
         .get(VERSION_HEADER)
-        .map(|v| v.to_str().unwrap_or("?").to_string())
+        .map(|v| v.to_str().unwrap_or("?"))
         .or_else(|| {
             parts.uri.query().and_then(|q| {
                 q.split('&').find_map(|kv| {
                     let (k, v) = kv.split_once('=')?;
-                    k.eq_ignore_ascii_case(VERSION_HEADER)
-                        .then(|| v.to_string())
+                    k.eq_ignore_ascii_case(VERSION_HEADER).then_some(v)
                 })
             })
         });
     match raw {
         None => Ok(None),
         Some(v) if v.trim().is_empty() => Ok(None),
-        Some(v) => ProtocolVersion::parse(&v).map(Some).ok_or_else(|| {
+        Some(v) => ProtocolVersion::parse(v).map(Some).ok_or_else(|| {
             ApiError::new(
                 codes::VERSION_NOT_SUPPORTED,
                 format!("A2A-Version `{v}` is not supported; this server speaks 1.0 and 0.3"),
@@ -442,13 +440,14 @@ fn check_parts(agent: &Hosted, message: &v1::Message) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn parse_params<T: DeserializeOwned>(params: Value, method: &str) -> Result<T, ApiError> {
-    if params.is_null() {
-        return Err(ApiError::invalid_params(format!(
-            "`{method}` requires `params`"
-        )));
-    }
-    serde_json::from_value(params)
+fn parse_params<T: DeserializeOwned>(body: &[u8], method: &str) -> Result<T, ApiError> {
+    optional_params(body, method)?
+        .ok_or_else(|| ApiError::invalid_params(format!("`{method}` requires `params`")))
+}
+
+fn optional_params<T: DeserializeOwned>(body: &[u8], method: &str) -> Result<Option<T>, ApiError> {
+    serde_json::from_slice::<WithParams<T>>(body)
+        .map(|w| w.params)
         .map_err(|e| ApiError::invalid_params(format!("invalid params for `{method}`: {e}")))
 }
 
@@ -460,8 +459,8 @@ fn is_v1_method(m: &str) -> bool {
     !m.contains('/')
 }
 
-async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: Parts, body: Body) -> Response {
-    let header_version = requested_version(&parts);
+async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body) -> Response {
+    let header_version = requested_version(parts);
     let v1_hint = !matches!(header_version, Ok(Some(ProtocolVersion::V03)) | Ok(None));
     let body = match read_body(&shared.cfg, &parts.headers, body).await {
         Ok(b) => b,
@@ -475,10 +474,20 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: Parts, body: Body)
             v1_hint,
         );
     }
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
+    // First pass: the envelope only (params skipped without building a tree).
+    let head: Head = match serde_json::from_slice(&body) {
+        Ok(h) => h,
         Err(e) => {
-            let err = ApiError::new(codes::PARSE_ERROR, format!("invalid JSON: {e}"));
+            let err = if e.is_syntax() || e.is_eof() {
+                ApiError::new(codes::PARSE_ERROR, format!("invalid JSON: {e}"))
+            } else {
+                ApiError::new(
+                    codes::INVALID_REQUEST,
+                    format!(
+                        "a JSON-RPC request must be an object with `jsonrpc`, `method` and `id` (batches are not supported): {e}"
+                    ),
+                )
+            };
             return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
         }
     };
@@ -490,13 +499,7 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: Parts, body: Body)
             v1_hint,
         )
     };
-    let Value::Object(mut obj) = value else {
-        return invalid(
-            &RequestId::Null,
-            "a JSON-RPC request must be an object (batches are not supported)",
-        );
-    };
-    let id = match obj.remove("id") {
+    let id = match head.id {
         None | Some(Value::Null) => RequestId::Null,
         Some(Value::String(s)) => RequestId::Str(s),
         Some(Value::Number(n)) => match n.as_i64() {
@@ -505,14 +508,14 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: Parts, body: Body)
         },
         Some(_) => return invalid(&RequestId::Null, "`id` must be a string, a number or null"),
     };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if head.jsonrpc.as_ref().and_then(JsonStrOrOther::as_str) != Some("2.0") {
         return invalid(&id, "`jsonrpc` must be \"2.0\"");
     }
-    let method = match obj.remove("method") {
-        Some(Value::String(m)) => m,
-        _ => return invalid(&id, "`method` must be a string"),
+    let method = match head.method.as_ref().and_then(JsonStrOrOther::as_str) {
+        Some(m) => m,
+        None => return invalid(&id, "`method` must be a string"),
     };
-    let v1m = is_v1_method(&method);
+    let v1m = is_v1_method(method);
     let wire = if v1m {
         Wire::RpcV1(id.clone())
     } else {
@@ -524,11 +527,50 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: Parts, body: Body)
     if let Err(e) = check_extensions(agent, &parts.headers) {
         return error_for(&wire, &e);
     }
-    let params = obj.remove("params").unwrap_or(Value::Null);
-    match rpc_call(shared, agent, &method, params, &wire).await {
+    match rpc_call(shared, agent, method, &body, &wire).await {
         Ok(r) => r,
         Err(e) => error_for(&wire, &e),
     }
+}
+
+/// The JSON-RPC envelope without its params.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<JsonStrOrOther<'a>>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, borrow)]
+    method: Option<JsonStrOrOther<'a>>,
+}
+
+/// A string (borrowed when it has no escapes) or any other JSON value.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum JsonStrOrOther<'a> {
+    Str(#[serde(borrow)] std::borrow::Cow<'a, str>),
+    Other(serde::de::IgnoredAny),
+}
+
+impl JsonStrOrOther<'_> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            JsonStrOrOther::Str(s) => Some(s),
+            JsonStrOrOther::Other(_) => None,
+        }
+    }
+}
+
+/// Second pass: the params, typed for the method.
+#[derive(serde::Deserialize)]
+#[serde(bound = "T: DeserializeOwned")]
+struct WithParams<T> {
+    #[serde(default = "none")]
+    params: Option<T>,
+}
+
+fn none<T>() -> Option<T> {
+    None
 }
 
 fn rpc_ok<T: Serialize>(wire: &Wire, result: &T) -> Response {
@@ -558,7 +600,7 @@ async fn rpc_call(
     shared: &Arc<Shared>,
     agent: &Hosted,
     method: &str,
-    params: Value,
+    params: &[u8],
     wire: &Wire,
 ) -> Result<Response, ApiError> {
     use crate::types::v1::methods as m1;
@@ -595,11 +637,8 @@ async fn rpc_call(
             Ok(task_reply(wire, t))
         }
         m1::LIST_TASKS => {
-            let req: v1::ListTasksRequest = if params.is_null() {
-                v1::ListTasksRequest::default()
-            } else {
-                parse_params(params, method)?
-            };
+            let req: v1::ListTasksRequest =
+                optional_params(params, method)?.unwrap_or_default();
             Ok(rpc_ok(wire, &agent.engine.list(&req).await?))
         }
         m1::CANCEL_TASK => {
@@ -702,7 +741,12 @@ async fn send(
         .await?;
     match permit {
         Some(permit) => {
-            let Started { run, mut events } = started;
+            let Started {
+                run,
+                mut events,
+                mut driver,
+            } = started;
+            driver.spawn();
             match events.recv().await {
                 Some(first) => Ok(sse(
                     shared,
@@ -728,6 +772,12 @@ async fn send(
     }
 }
 
+/// Only called on a value just matched as a Message: returns an empty agent message rather
+/// than panicking.
+fn unreachable_message() -> v1::Message {
+    v1::Message::new(v1::Role::Agent, String::new(), Vec::new())
+}
+
 /// Waits for the answer of a non-streaming send: a direct message, or the task once it is
 /// terminal or interrupted (at once with `immediate`).
 async fn await_reply(
@@ -735,10 +785,34 @@ async fn await_reply(
     immediate: bool,
     history_length: Option<i32>,
 ) -> Result<v1::SendMessageResponse, ApiError> {
-    while let Some(ev) = started.events.recv().await {
+    if immediate {
+        started.driver.spawn();
+    }
+    loop {
+        // Drive the handler here first (no task hop for quick handlers), then read events.
+        let ev = match started.driver.pending() {
+            Some(fut) => tokio::select! {
+                biased;
+                _ = fut => {
+                    started.driver.done();
+                    continue;
+                }
+                ev = started.events.recv() => ev,
+            },
+            None => started.events.recv().await,
+        };
+        let Some(ev) = ev else { break };
         match &*ev {
-            v1::StreamResponse::Message(m) => {
-                return Ok(v1::SendMessageResponse::Message(m.clone()));
+            v1::StreamResponse::Message(_) => {
+                let m = match Arc::try_unwrap(ev) {
+                    Ok(v1::StreamResponse::Message(m)) => m,
+                    Ok(_) => unreachable_message(),
+                    Err(ev) => match &*ev {
+                        v1::StreamResponse::Message(m) => m.clone(),
+                        _ => unreachable_message(),
+                    },
+                };
+                return Ok(v1::SendMessageResponse::Message(m));
             }
             v1::StreamResponse::Task(t) => {
                 let s = t.status.state;
@@ -931,12 +1005,12 @@ fn state_param(v: &str) -> Result<v1::TaskState, ApiError> {
 async fn rest_route(
     shared: &Arc<Shared>,
     agent: &Hosted,
-    parts: Parts,
+    parts: &Parts,
     body: Body,
     rest: &str,
 ) -> Response {
     let wire = Wire::Rest;
-    match requested_version(&parts) {
+    match requested_version(parts) {
         Ok(None | Some(ProtocolVersion::V1)) => {}
         Ok(Some(v)) => {
             return rest_error(&ApiError::new(
@@ -949,7 +1023,7 @@ async fn rest_route(
     if let Err(e) = check_extensions(agent, &parts.headers) {
         return rest_error(&e);
     }
-    let result = rest_inner(shared, agent, &parts, body, rest, &wire).await;
+    let result = rest_inner(shared, agent, parts, body, rest, &wire).await;
     result.unwrap_or_else(|e| rest_error(&e))
 }
 

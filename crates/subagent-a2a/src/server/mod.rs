@@ -396,11 +396,21 @@ impl A2aServer {
             .with_state(self.shared.clone())
     }
 
-    /// The token that ends every stream and cancels every handler; cancelled by
-    /// [`serve`](Self::serve) when its shutdown signal fires. Cancel it yourself when serving
-    /// [`router`](Self::router) another way.
+    /// The token that ends every stream; cancelled by [`shutdown`](Self::shutdown).
+    /// Cancelling it also makes [`serve`](Self::serve) shut down (handlers included); when
+    /// serving [`router`](Self::router) another way, call [`shutdown`](Self::shutdown).
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shared.shutdown.clone()
+    }
+
+    /// Starts shutting down: open streams end and every running handler is cancelled.
+    /// [`serve`](Self::serve) calls this when its signal fires (or when the
+    /// [`shutdown_token`](Self::shutdown_token) is cancelled).
+    pub fn shutdown(&self) {
+        self.shared.shutdown.cancel();
+        for a in &self.shared.agents {
+            a.engine.cancel_all();
+        }
     }
 
     /// The number of tasks whose handler is running, over all agents.
@@ -419,12 +429,15 @@ impl A2aServer {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
-        let token = self.shared.shutdown.clone();
+        let me = self.clone();
         let router = self.router();
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
-                shutdown.await;
-                token.cancel();
+                tokio::select! {
+                    _ = shutdown => {}
+                    _ = me.shared.shutdown.cancelled() => {}
+                }
+                me.shutdown();
             })
             .await?;
         Ok(())
