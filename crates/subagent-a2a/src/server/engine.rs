@@ -334,7 +334,8 @@ impl Engine {
             registered: std::sync::atomic::AtomicBool::new(false),
         });
         if let Some(t) = task {
-            run.registered.store(true, std::sync::atomic::Ordering::Release);
+            run.registered
+                .store(true, std::sync::atomic::Ordering::Release);
             lock_runs(&self.runs).insert(task_id.clone(), run.clone());
             self.save(t).await;
         }

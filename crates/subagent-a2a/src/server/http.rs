@@ -637,8 +637,7 @@ async fn rpc_call(
             Ok(task_reply(wire, t))
         }
         m1::LIST_TASKS => {
-            let req: v1::ListTasksRequest =
-                optional_params(params, method)?.unwrap_or_default();
+            let req: v1::ListTasksRequest = optional_params(params, method)?.unwrap_or_default();
             Ok(rpc_ok(wire, &agent.engine.list(&req).await?))
         }
         m1::CANCEL_TASK => {
