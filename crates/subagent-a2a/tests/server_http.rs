@@ -910,3 +910,34 @@ async fn hosts_an_spi_definition_and_executor() {
         "cancel reached the executor's context"
     );
 }
+
+#[tokio::test]
+async fn idle_streams_get_keep_alive_comments() {
+    let saw = Arc::new(AtomicBool::new(false));
+    let mut cfg = subagent_a2a::server::ServerConfig::default();
+    cfg.keep_alive = Duration::from_millis(50);
+    let s = serve(
+        A2aServer::builder()
+            .config(cfg)
+            .mount(agent("/echo", saw.clone())),
+        saw,
+    )
+    .await;
+    let resp = reqwest::Client::new()
+        .post(format!("{}/echo/message:stream", s.base))
+        .json(&json!({"message": msg("slow")}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = resp.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("\n:\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .expect("a keep-alive within 10 s")
+            .expect("stream open")
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.starts_with("data: "), "the task came first: {seen}");
+}

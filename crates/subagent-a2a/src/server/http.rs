@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::Stream;
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -862,7 +861,14 @@ async fn subscribe(
     Ok(sse(shared, None, rx, wire.clone(), permit, None))
 }
 
-fn encode_event(wire: &Wire, ev: &v1::StreamResponse, history_length: Option<i32>) -> String {
+/// Appends one SSE event (`data: <json>\n\n`) for the wire's version and binding. serde_json
+/// escapes newlines, so the JSON always fits one `data:` line.
+fn push_event(
+    buf: &mut Vec<u8>,
+    wire: &Wire,
+    ev: &v1::StreamResponse,
+    history_length: Option<i32>,
+) {
     let trimmed;
     let ev = match (ev, history_length) {
         (v1::StreamResponse::Task(t), Some(_)) => {
@@ -873,35 +879,48 @@ fn encode_event(wire: &Wire, ev: &v1::StreamResponse, history_length: Option<i32
         }
         _ => ev,
     };
-    let bytes = match wire {
-        Wire::Rest => serde_json::to_vec(ev),
-        Wire::RpcV1(id) => serde_json::to_vec(&RpcOk {
-            jsonrpc: "2.0",
-            id,
-            result: ev,
-        }),
-        Wire::RpcV03(id) => serde_json::to_vec(&RpcOk {
-            jsonrpc: "2.0",
-            id,
-            result: &v03::Event::from(ev.clone()),
-        }),
+    buf.extend_from_slice(b"data: ");
+    // Writing our own types into a Vec cannot fail.
+    let _ = match wire {
+        Wire::Rest => serde_json::to_writer(&mut *buf, ev),
+        Wire::RpcV1(id) => serde_json::to_writer(
+            &mut *buf,
+            &RpcOk {
+                jsonrpc: "2.0",
+                id,
+                result: ev,
+            },
+        ),
+        Wire::RpcV03(id) => serde_json::to_writer(
+            &mut *buf,
+            &RpcOk {
+                jsonrpc: "2.0",
+                id,
+                result: &v03::Event::from(ev.clone()),
+            },
+        ),
     };
-    String::from_utf8(bytes.unwrap_or_default()).unwrap_or_default()
+    buf.extend_from_slice(b"\n\n");
 }
 
-type EventStream = Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>>;
+type EventStream = Pin<Box<dyn Stream<Item = Result<Bytes, Infallible>> + Send>>;
+
+/// Events already queued that one body chunk may carry.
+const MAX_BATCH: usize = 64;
 
 struct StreamState {
     first: Option<Event>,
     rx: mpsc::Receiver<Event>,
     wire: Wire,
     history_length: Option<i32>,
+    keep_alive: Duration,
     shutdown: Pin<Box<subagent_spi::CancelledFuture>>,
     _permit: OwnedSemaphorePermit,
 }
 
-/// An SSE response: one `data:` event per stream event, keep-alive comments while idle; ends
-/// when the task stops (the receiver closes) or the server shuts down.
+/// An SSE response: one `data:` event per stream event (events already queued go out in one
+/// chunk), a `:` keep-alive comment after each idle interval; ends when the task stops (the
+/// receiver closes) or the server shuts down.
 fn sse(
     shared: &Shared,
     first: Option<Event>,
@@ -915,31 +934,48 @@ fn sse(
         rx,
         wire,
         history_length,
+        keep_alive: if shared.cfg.keep_alive.is_zero() {
+            Duration::from_secs(15)
+        } else {
+            shared.cfg.keep_alive
+        },
         shutdown: Box::pin(shared.shutdown.cancelled()),
         _permit: permit,
     };
     let stream: EventStream = Box::pin(futures::stream::unfold(state, |mut st| async move {
         let ev = match st.first.take() {
-            Some(e) => e,
+            Some(e) => Some(e),
             None => {
                 tokio::select! {
                     biased;
-                    e = st.rx.recv() => e?,
+                    e = st.rx.recv() => Some(e?),
                     _ = &mut st.shutdown => return None,
+                    _ = tokio::time::sleep(st.keep_alive) => None,
                 }
             }
         };
-        let data = encode_event(&st.wire, &ev, st.history_length);
-        Some((Ok(SseEvent::default().data(data)), st))
+        let mut buf = Vec::with_capacity(512);
+        match ev {
+            None => buf.extend_from_slice(b":\n\n"),
+            Some(e) => {
+                push_event(&mut buf, &st.wire, &e, st.history_length);
+                for _ in 0..MAX_BATCH {
+                    match st.rx.try_recv() {
+                        Ok(e) => push_event(&mut buf, &st.wire, &e, st.history_length),
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
+        Some((Ok(Bytes::from(buf)), st))
     }));
-    let keep_alive = KeepAlive::new().interval(if shared.cfg.keep_alive.is_zero() {
-        Duration::from_secs(15)
-    } else {
-        shared.cfg.keep_alive
-    });
-    let mut r = Sse::new(stream).keep_alive(keep_alive).into_response();
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let mut r = Response::new(Body::from_stream(stream));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }
 
