@@ -941,3 +941,40 @@ async fn idle_streams_get_keep_alive_comments() {
     }
     assert!(seen.starts_with("data: "), "the task came first: {seen}");
 }
+
+#[tokio::test]
+async fn shutdown_token_cancels_handlers_when_the_router_is_served_elsewhere() {
+    let saw = Arc::new(AtomicBool::new(false));
+    let server = A2aServer::builder()
+        .mount(agent("/echo", saw.clone()))
+        .build()
+        .unwrap();
+    let token = server.shutdown_token();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = server.router();
+    let t2 = token.clone();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { t2.cancelled().await })
+            .await;
+    });
+    let r = rpc1(
+        &base,
+        "SendMessage",
+        json!({"message": msg("slow"), "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    assert_eq!(
+        r["result"]["task"]["status"]["state"],
+        "TASK_STATE_SUBMITTED"
+    );
+    token.cancel();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !saw.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the handler saw the cancellation");
+}

@@ -41,6 +41,18 @@ pub(crate) struct Shared {
     pub cfg: ServerConfig,
     pub streams: Arc<Semaphore>,
     pub shutdown: CancellationToken,
+    /// Starts (once, from the first request) the task that cancels every running handler
+    /// when `shutdown` fires, however the router is served.
+    pub watcher: std::sync::Once,
+}
+
+impl Shared {
+    /// Cancels every running handler of every agent.
+    pub fn cancel_all(&self) {
+        for a in &self.agents {
+            a.engine.cancel_all();
+        }
+    }
 }
 
 impl Shared {
@@ -169,6 +181,16 @@ fn error_for(wire: &Wire, e: &ApiError) -> Response {
 
 /// The entry point of every request.
 pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    shared.watcher.call_once(|| {
+        let weak = Arc::downgrade(&shared);
+        let token = shared.shutdown.clone();
+        tokio::spawn(async move {
+            token.cancelled().await;
+            if let Some(s) = weak.upgrade() {
+                s.cancel_all();
+            }
+        });
+    });
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     let Some((agent, rest)) = shared.find(path) else {

@@ -326,6 +326,7 @@ impl A2aServerBuilder {
                 cfg: self.config,
                 streams,
                 shutdown,
+                watcher: std::sync::Once::new(),
             }),
         })
     }
@@ -396,9 +397,9 @@ impl A2aServer {
             .with_state(self.shared.clone())
     }
 
-    /// The token that ends every stream; cancelled by [`shutdown`](Self::shutdown).
-    /// Cancelling it also makes [`serve`](Self::serve) shut down (handlers included); when
-    /// serving [`router`](Self::router) another way, call [`shutdown`](Self::shutdown).
+    /// The shutdown token: cancelling it (or calling [`shutdown`](Self::shutdown)) ends every
+    /// stream and cancels every running handler, also when [`router`](Self::router) is served
+    /// another way; it also makes [`serve`](Self::serve) return gracefully.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shared.shutdown.clone()
     }
@@ -408,9 +409,7 @@ impl A2aServer {
     /// [`shutdown_token`](Self::shutdown_token) is cancelled).
     pub fn shutdown(&self) {
         self.shared.shutdown.cancel();
-        for a in &self.shared.agents {
-            a.engine.cancel_all();
-        }
+        self.shared.cancel_all();
     }
 
     /// The number of tasks whose handler is running, over all agents.
