@@ -170,7 +170,7 @@ pub(crate) struct BackgroundRegistry {
 }
 
 impl BackgroundRegistry {
-    pub(crate) fn new(_config: &TaskConfig) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             entries: DashMap::new(),
             running: AtomicUsize::new(0),

@@ -126,7 +126,7 @@ impl TaskTool {
                 by_lower,
                 executors,
                 sessions: DashMap::new(),
-                background: BackgroundRegistry::new(&config),
+                background: BackgroundRegistry::new(),
                 config,
                 description,
                 schema,
