@@ -146,23 +146,22 @@ pub fn registry(default_spec: &str, config: &Config) -> Result<ModelRegistry, Cl
     let mut reg = ModelRegistry::new();
     reg.register(default_spec, default);
     reg.set_default(default_spec);
+    // Named models are aliases of their specs, built by the fallback on first use: a broken
+    // entry fails with its cause when an agent uses it, and costs nothing otherwise.
     for (name, spec) in &config.models {
-        if let Ok(m) = subagent_providers::model_from_spec(spec) {
-            reg.register(name.clone(), m);
-        }
+        reg.alias(name.clone(), spec.clone());
     }
     let anthropic = env_nonempty("ANTHROPIC_API_KEY").is_some();
     for (alias, target) in subagent_providers::default_aliases() {
         if config.models.contains_key(alias) {
             continue;
         }
-        if anthropic {
-            if let Ok(m) = subagent_providers::model_from_spec(&format!("anthropic:{target}")) {
-                reg.register(alias, m);
-            }
+        let to = if anthropic {
+            format!("anthropic:{target}")
         } else {
-            reg.alias(alias, default_spec);
-        }
+            default_spec.to_string()
+        };
+        reg.alias(alias, to);
     }
     reg.set_fallback(Arc::new(|name: &str| {
         name.contains(':')
