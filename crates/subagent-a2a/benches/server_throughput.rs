@@ -2,14 +2,15 @@
 //! handler, in one process and one session (see `docs/perf/subagent-a2a-server.md`).
 //!
 //! ```text
-//! cargo bench -p subagent-a2a --bench server_throughput            # 3 rounds, 10 s runs
+//! cargo bench -p subagent-a2a --bench server_throughput   # 3 rounds, 10 s / 5 s runs
 //! ROUNDS=5 DURATION=10s cargo bench -p subagent-a2a --bench server_throughput
 //! ```
 //!
 //! Load comes from `oha` (`cargo install oha --locked`; found on PATH or in ~/.cargo/bin).
-//! Without oha only the SSE measurement runs. Each round runs, for the bare handler and then
-//! for our server: 64 connections for DURATION (throughput), then 1 connection for DURATION/2
-//! (p50 latency). Our server answers `SendMessage` from an echo agent replying with a Message
+//! Without oha only the SSE measurement runs. Each round runs bare, ours, ours, bare (ABBA, so
+//! load drifting during a round weighs on both alike): 64 connections for DURATION each
+//! (throughput), then the same four with 1 connection for DURATION_1C (p50 latency); the
+//! figures are the medians of the per-round ratios. Our server answers `SendMessage` from an echo agent replying with a Message
 //! (no task stored); the bare handler returns the very same bytes. Resident memory is read
 //! from /proc/self/status after each of our runs. Finally one SSE client receives 1,000
 //! streamed events (artifact chunks) from one task, 20 times; the median is printed.
@@ -190,26 +191,13 @@ fn main() {
             reply.len(),
             String::from_utf8_lossy(&reply)
         );
-        let reply2 = reply.clone();
-        let bare_app = axum::Router::new()
-            .route(
-                "/",
-                axum::routing::post(move || {
-                    let reply = reply.clone();
-                    async move { ([(http::header::CONTENT_TYPE, "application/json")], reply) }
-                }),
-            )
-            // The same, reading the request body first (what any real endpoint must do).
-            .route(
-                "/read",
-                axum::routing::post(move |body: axum::body::Bytes| {
-                    let reply = reply2.clone();
-                    async move {
-                        std::hint::black_box(body.len());
-                        ([(http::header::CONTENT_TYPE, "application/json")], reply)
-                    }
-                }),
-            );
+        let bare_app = axum::Router::new().route(
+            "/",
+            axum::routing::post(move || {
+                let reply = reply.clone();
+                async move { ([(http::header::CONTENT_TYPE, "application/json")], reply) }
+            }),
+        );
         let l2 = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -219,56 +207,69 @@ fn main() {
     });
 
     if let Some(oha) = oha() {
-        let (mut b_rps, mut o_rps, mut b_p50, mut o_p50, mut rss) =
-            (vec![], vec![], vec![], vec![], vec![]);
-        let (mut read_rps, mut read_p50) = (vec![], vec![]);
+        // Each round runs bare, ours, ours, bare (ABBA), so a drift in machine load during the
+        // round weighs on both sides alike; the figure is the median of the per-round ratios.
+        let (mut tput_ratios, mut p50_ratios, mut rss) = (vec![], vec![], vec![]);
+        let (mut b_rps, mut o_rps, mut b_p50, mut o_p50) = (vec![], vec![], vec![], vec![]);
         println!("rss at start: {} KB", rss_kb());
         for round in 1..=rounds {
-            let b = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
-            let o = run_oha(&oha, &ours, 64, &duration).expect("oha ours");
+            let b_a = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
+            let o_a = run_oha(&oha, &ours, 64, &duration).expect("oha ours");
+            let o_b = run_oha(&oha, &ours, 64, &duration).expect("oha ours");
+            let b_b = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
             let r = rss_kb();
-            let b1 = run_oha(&oha, &bare, 1, &short).expect("oha bare 1c");
-            let o1 = run_oha(&oha, &ours, 1, &short).expect("oha ours 1c");
-            let read_url = format!("{bare}read");
-            let br = run_oha(&oha, &read_url, 64, &duration).expect("oha bare+read");
-            let br1 = run_oha(&oha, &read_url, 1, &short).expect("oha bare+read 1c");
-            println!(
-                "round {round}: bare reading its body: 64c {:.0} req/s, 1c p50 {:.3} ms",
-                br.rps, br1.p50_ms
+            let b1_a = run_oha(&oha, &bare, 1, &short).expect("oha bare 1c");
+            let o1_a = run_oha(&oha, &ours, 1, &short).expect("oha ours 1c");
+            let o1_b = run_oha(&oha, &ours, 1, &short).expect("oha ours 1c");
+            let b1_b = run_oha(&oha, &bare, 1, &short).expect("oha bare 1c");
+            let (b, o) = ((b_a.rps + b_b.rps) / 2.0, (o_a.rps + o_b.rps) / 2.0);
+            let (b1, o1) = (
+                (b1_a.p50_ms + b1_b.p50_ms) / 2.0,
+                (o1_a.p50_ms + o1_b.p50_ms) / 2.0,
             );
-            read_rps.push(br.rps);
-            read_p50.push(br1.p50_ms);
             println!(
-                "round {round}: 64c bare {:.0} req/s (p99 {:.2} ms), ours {:.0} req/s (p99 {:.2} ms), ratio {:.2}; \
-                 1c p50 bare {:.3} ms, ours {:.3} ms, ratio {:.2}; rss after our run {} KB",
-                b.rps,
-                b.p99_ms,
-                o.rps,
-                o.p99_ms,
-                o.rps / b.rps,
-                b1.p50_ms,
-                o1.p50_ms,
-                o1.p50_ms / b1.p50_ms,
+                "round {round}: 64c bare {:.0}/{:.0} req/s, ours {:.0}/{:.0} req/s, ratio {:.2} \
+                 (p99 bare {:.2} ms, ours {:.2} ms); 1c p50 bare {:.3}/{:.3} ms, ours {:.3}/{:.3} ms, \
+                 ratio {:.2}; rss after our runs {} KB",
+                b_a.rps,
+                b_b.rps,
+                o_a.rps,
+                o_b.rps,
+                o / b,
+                b_a.p99_ms.max(b_b.p99_ms),
+                o_a.p99_ms.max(o_b.p99_ms),
+                b1_a.p50_ms,
+                b1_b.p50_ms,
+                o1_a.p50_ms,
+                o1_b.p50_ms,
+                o1 / b1,
                 r
             );
-            b_rps.push(b.rps);
-            o_rps.push(o.rps);
-            b_p50.push(b1.p50_ms);
-            o_p50.push(o1.p50_ms);
-            rss.push(r as f64);
+            tput_ratios.push(o / b);
+            p50_ratios.push(o1 / b1);
+            b_rps.push(b);
+            o_rps.push(o);
+            b_p50.push(b1);
+            o_p50.push(o1);
+            rss.push(r);
         }
-        let (br, or) = (median(b_rps), median(o_rps));
-        let (bp, op) = (median(b_p50), median(o_p50));
-        let (rr, rp) = (median(read_rps), median(read_p50));
         println!(
-            "MEDIAN bare reading its body: 64c {rr:.0} req/s (ours/that {:.2}), 1c p50 {rp:.3} ms (ours/that {:.2})",
-            or / rr,
-            op / rp
-        );
-        println!(
-            "MEDIAN: 64c bare {br:.0} req/s, ours {or:.0} req/s, ratio {:.2}; 1c p50 bare {bp:.3} ms, ours {op:.3} ms, ratio {:.2}; rss after runs {:?} KB",
-            or / br,
-            op / bp,
+            "MEDIAN of {rounds} rounds: 64c bare {:.0} req/s, ours {:.0} req/s, ratio {:.2} (per round {:?}); \
+             1c p50 bare {:.3} ms, ours {:.3} ms, ratio {:.2} (per round {:?}); rss after each round {:?} KB",
+            median(b_rps),
+            median(o_rps),
+            median(tput_ratios.clone()),
+            tput_ratios
+                .iter()
+                .map(|r| (r * 100.0).round() / 100.0)
+                .collect::<Vec<_>>(),
+            median(b_p50),
+            median(o_p50),
+            median(p50_ratios.clone()),
+            p50_ratios
+                .iter()
+                .map(|r| (r * 100.0).round() / 100.0)
+                .collect::<Vec<_>>(),
             rss
         );
     } else {

@@ -329,6 +329,53 @@ async fn jsonrpc_errors_use_spec_codes() {
     assert_eq!(v["error"]["code"], -32600);
     let v: Value = raw("[1,2]").await.unwrap().json().await.unwrap();
     assert_eq!(v["error"]["code"], -32600);
+    let v: Value = raw(r#"{"jsonrpc":"2.0","id":1,"method":7}"#)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["error"]["code"], -32600);
+    assert_eq!(v["id"], 1);
+    // Any key order, escapes in the method name, a string id: the envelope is read in one pass
+    // and the params once the method is known.
+    let v: Value =
+        raw(r#"{"params":{"id":"missing"},"method":"Get\u0054ask","id":"req-7","jsonrpc":"2.0"}"#)
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(v["error"]["code"], -32001, "{v}");
+    assert_eq!(v["id"], "req-7");
+    for body in [
+        r#"{"jsonrpc":"2.0","id":2,"method":"GetTask"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"GetTask","params":null}"#,
+    ] {
+        let v: Value = raw(body).await.unwrap().json().await.unwrap();
+        assert_eq!(v["error"]["code"], -32602, "{body}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("requires `params`"),
+            "{v}"
+        );
+    }
+    let v = rpc1(
+        &s.base,
+        "SendMessage",
+        json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"mediaType": "text/plain"}]}}),
+    )
+    .await;
+    assert_eq!(v["error"]["code"], -32602);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`text`, `raw`, `url` or `data`"),
+        "{v}"
+    );
 
     let v = rpc1(&s.base, "NoSuchMethod", json!({})).await;
     assert_eq!(v["error"]["code"], -32601);

@@ -532,3 +532,36 @@ fn send_params_convert_blocking_and_push_config() {
     let back: v1::SendMessageRequest = old.into();
     assert_eq!(back, req);
 }
+
+#[test]
+fn parts_hold_exactly_one_content_and_read_protojson_spellings() {
+    // Every content kind, with the optional fields, round trips in the canonical order.
+    for part in [
+        json!({"text": "hi", "metadata": {"k": 1}, "mediaType": "text/markdown"}),
+        json!({"raw": "aGk=", "filename": "hi.txt", "mediaType": "text/plain"}),
+        json!({"url": "https://example.com/a.png", "filename": "a.png"}),
+        json!({"data": {"rows": [1, 2]}}),
+    ] {
+        round_trip::<v1::Part>(part);
+    }
+    // ProtoJSON's field name, unknown fields skipped, and `null` read as an absent field.
+    let p: v1::Part = serde_json::from_value(
+        json!({"media_type": "text/csv", "future": {"x": [1]}, "url": null, "text": "a,b"}),
+    )
+    .expect("lenient part");
+    assert_eq!(p.as_text(), Some("a,b"));
+    assert_eq!(p.media_type.as_deref(), Some("text/csv"));
+    // Wrong shapes are errors that say what a part needs.
+    let none = serde_json::from_value::<v1::Part>(json!({"mediaType": "text/plain"}))
+        .expect_err("no content");
+    assert!(
+        none.to_string().contains("`text`, `raw`, `url` or `data`"),
+        "{none}"
+    );
+    let two = serde_json::from_value::<v1::Part>(json!({"text": "a", "url": "https://x"}))
+        .expect_err("two contents");
+    assert!(two.to_string().contains("not several"), "{two}");
+    let typed = serde_json::from_value::<v1::Part>(json!({"text": 5})).expect_err("text: 5");
+    assert!(typed.to_string().contains("invalid type"), "{typed}");
+    assert!(serde_json::from_value::<v1::Part>(json!(["text", "a"])).is_err());
+}

@@ -99,18 +99,14 @@ impl AgentInfo {
     /// True when a part with this media type is accepted (`*/*` and `type/*` wildcards work;
     /// parameters such as `; charset=utf-8` are ignored).
     pub fn accepts(&self, media_type: &str) -> bool {
-        let mt = media_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let mt = media_type.split(';').next().unwrap_or("").trim();
+        let mt_type = mt.split('/').next().unwrap_or("");
         self.default_input_modes.iter().any(|m| {
-            let m = m.trim().to_ascii_lowercase();
+            let m = m.trim();
             m == "*/*"
-                || m == mt
+                || m.eq_ignore_ascii_case(mt)
                 || m.strip_suffix("/*")
-                    .is_some_and(|ty| mt.split('/').next() == Some(ty))
+                    .is_some_and(|ty| ty.eq_ignore_ascii_case(mt_type))
         })
     }
 }

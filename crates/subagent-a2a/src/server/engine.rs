@@ -66,7 +66,9 @@ pub(crate) enum Emission {
 
 struct RunState {
     task: Option<v1::Task>,
-    user_message: Option<v1::Message>,
+    /// Shared with the handler's request: copied into the task's history only if a task is
+    /// created (a direct reply never copies it).
+    user_message: Option<Arc<v1::Message>>,
     /// No more events are accepted (terminal state, direct reply, or handler done).
     finished: bool,
     replied: bool,
@@ -280,13 +282,14 @@ impl Engine {
         };
         message.task_id = Some(task_id.clone());
         message.context_id = Some(context_id.clone());
+        let message = Arc::new(message);
 
         let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
         let previous = existing.clone();
         let mut task = existing;
         let mut subscribers = vec![tx];
         if let Some(t) = &mut task {
-            t.history.push(message.clone());
+            t.history.push(v1::Message::clone(&message));
             t.status = v1::TaskStatus {
                 state: v1::TaskState::Working,
                 message: None,
@@ -729,7 +732,12 @@ impl Run {
                 timestamp: Some(now_rfc3339()),
             },
             artifacts: Vec::new(),
-            history: st.user_message.take().into_iter().collect(),
+            history: st
+                .user_message
+                .take()
+                .map(Arc::unwrap_or_clone)
+                .into_iter()
+                .collect(),
             metadata: None,
         };
         st.task = Some(task.clone());
@@ -827,8 +835,11 @@ async fn broadcast(st: &mut RunState, ev: v1::StreamResponse, limits: &(Duration
         return;
     }
     let ev = Arc::new(ev);
-    let mut keep = Vec::with_capacity(st.subscribers.len());
-    for s in st.subscribers.drain(..) {
+    // In place, in order: a subscriber whose buffer is full is waited for (up to the slow
+    // subscriber timeout); one that is gone or too slow is dropped.
+    let mut i = 0;
+    while i < st.subscribers.len() {
+        let s = &st.subscribers[i];
         let ok = match s.try_send(ev.clone()) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -837,8 +848,9 @@ async fn broadcast(st: &mut RunState, ev: v1::StreamResponse, limits: &(Duration
             }
         };
         if ok {
-            keep.push(s);
+            i += 1;
+        } else {
+            st.subscribers.remove(i);
         }
     }
-    st.subscribers = keep;
 }

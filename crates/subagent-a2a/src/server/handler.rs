@@ -19,8 +19,9 @@ pub struct HandlerRequest {
     pub task_id: String,
     /// The conversation: the client's, the continued task's, or a new one.
     pub context_id: String,
-    /// The user's message, with `taskId` and `contextId` filled in.
-    pub message: v1::Message,
+    /// The user's message, with `taskId` and `contextId` filled in. Shared with the server,
+    /// which copies it into the task's history only if the handler creates a task.
+    pub message: Arc<v1::Message>,
     /// The task as it was before this message, when the message continues one (e.g. the answer
     /// to an input-required question); its history does not yet hold `message`.
     pub task: Option<v1::Task>,

@@ -12,10 +12,11 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use futures::Stream;
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use subagent_spi::CancellationToken;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
@@ -102,7 +103,12 @@ const JSON: &str = "application/json";
 
 fn json_bytes<T: Serialize>(v: &T) -> Bytes {
     // Serializing our own types into a Vec cannot fail (no non-string map keys, no I/O).
-    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+    // Most replies fit in 256 bytes; starting there saves the Vec's doubling steps.
+    let mut out = Vec::with_capacity(256);
+    match serde_json::to_writer(&mut out, v) {
+        Ok(()) => Bytes::from(out),
+        Err(_) => Bytes::new(),
+    }
 }
 
 fn respond(status: StatusCode, body: Bytes) -> Response {
@@ -178,6 +184,11 @@ fn error_for(wire: &Wire, e: &ApiError) -> Response {
         Wire::RpcV03(id) => rpc_error(StatusCode::OK, id, e, false),
     }
 }
+
+/// `A2A-Version`, parsed once (a `&str` key is parsed and lower-cased on every lookup).
+static VERSION_HEADER_NAME: HeaderName = HeaderName::from_static("a2a-version");
+/// `A2A-Extensions`.
+static EXTENSIONS_HEADER: HeaderName = HeaderName::from_static("a2a-extensions");
 
 /// The entry point of every request.
 pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response {
@@ -361,7 +372,7 @@ async fn read_body(cfg: &ServerConfig, headers: &HeaderMap, body: Body) -> Resul
 fn requested_version(parts: &Parts) -> Result<Option<ProtocolVersion>, ApiError> {
     let raw: Option<&str> = parts
         .headers
-        .get(VERSION_HEADER)
+        .get(&VERSION_HEADER_NAME)
         .map(|v| v.to_str().unwrap_or("?"))
         .or_else(|| {
             parts.uri.query().and_then(|q| {
@@ -391,13 +402,16 @@ fn json_content_type(headers: &HeaderMap) -> bool {
     {
         None => true,
         Some(ct) => {
-            let mt = ct
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            mt == "application/json" || (mt.starts_with("application/") && mt.ends_with("+json"))
+            let mt = ct.split(';').next().unwrap_or("").trim();
+            match mt.split_once('/') {
+                Some((ty, sub)) if ty.eq_ignore_ascii_case("application") => {
+                    sub.eq_ignore_ascii_case("json")
+                        || (sub.len() > 5
+                            && sub.is_char_boundary(sub.len() - 5)
+                            && sub[sub.len() - 5..].eq_ignore_ascii_case("+json"))
+                }
+                _ => false,
+            }
         }
     }
 }
@@ -417,8 +431,11 @@ fn content_type_error(headers: &HeaderMap) -> ApiError {
 
 /// Required extensions the client did not name in `A2A-Extensions`.
 fn check_extensions(agent: &Hosted, headers: &HeaderMap) -> Result<(), ApiError> {
+    if !agent.info.extensions.iter().any(|e| e.required) {
+        return Ok(());
+    }
     let declared: Vec<&str> = headers
-        .get_all("a2a-extensions")
+        .get_all(&EXTENSIONS_HEADER)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
@@ -461,15 +478,24 @@ fn check_parts(agent: &Hosted, message: &v1::Message) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn parse_params<T: DeserializeOwned>(body: &[u8], method: &str) -> Result<T, ApiError> {
-    optional_params(body, method)?
+fn parse_params<T: DeserializeOwned>(
+    params: Option<&RawValue>,
+    method: &str,
+) -> Result<T, ApiError> {
+    optional_params(params, method)?
         .ok_or_else(|| ApiError::invalid_params(format!("`{method}` requires `params`")))
 }
 
-fn optional_params<T: DeserializeOwned>(body: &[u8], method: &str) -> Result<Option<T>, ApiError> {
-    serde_json::from_slice::<WithParams<T>>(body)
-        .map(|w| w.params)
-        .map_err(|e| ApiError::invalid_params(format!("invalid params for `{method}`: {e}")))
+fn optional_params<T: DeserializeOwned>(
+    params: Option<&RawValue>,
+    method: &str,
+) -> Result<Option<T>, ApiError> {
+    match params {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str::<T>(raw.get())
+            .map(Some)
+            .map_err(|e| ApiError::invalid_params(format!("invalid params for `{method}`: {e}"))),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -495,7 +521,7 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body
             v1_hint,
         );
     }
-    // First pass: the envelope only (params skipped without building a tree).
+    // One pass over the envelope; the params are kept as borrowed raw text.
     let head: Head = match serde_json::from_slice(&body) {
         Ok(h) => h,
         Err(e) => {
@@ -548,13 +574,13 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body
     if let Err(e) = check_extensions(agent, &parts.headers) {
         return error_for(&wire, &e);
     }
-    match rpc_call(shared, agent, method, &body, &wire).await {
+    match rpc_call(shared, agent, method, head.params, &wire).await {
         Ok(r) => r,
         Err(e) => error_for(&wire, &e),
     }
 }
 
-/// The JSON-RPC envelope without its params.
+/// The JSON-RPC envelope, read in one pass; `params` stays raw text until the method is known.
 #[derive(serde::Deserialize)]
 struct Head<'a> {
     #[serde(default, borrow)]
@@ -563,35 +589,80 @@ struct Head<'a> {
     id: Option<Value>,
     #[serde(default, borrow)]
     method: Option<JsonStrOrOther<'a>>,
+    /// The params as raw JSON text (borrowed), parsed once the method is known.
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
 }
 
-/// A string (borrowed when it has no escapes) or any other JSON value.
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
+/// A string (borrowed when it has no escapes) or any other JSON value (skipped). Written by
+/// hand: a derived `#[serde(untagged)]` enum buffers the value into an intermediate tree first.
 enum JsonStrOrOther<'a> {
-    Str(#[serde(borrow)] std::borrow::Cow<'a, str>),
-    Other(serde::de::IgnoredAny),
+    Str(std::borrow::Cow<'a, str>),
+    Other,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for JsonStrOrOther<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = JsonStrOrOther<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Str(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Str(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Str(std::borrow::Cow::Owned(v)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_some<D2: serde::Deserializer<'de>>(
+                self,
+                d: D2,
+            ) -> Result<Self::Value, D2::Error> {
+                d.deserialize_any(self)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(JsonStrOrOther::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 impl JsonStrOrOther<'_> {
     fn as_str(&self) -> Option<&str> {
         match self {
             JsonStrOrOther::Str(s) => Some(s),
-            JsonStrOrOther::Other(_) => None,
+            JsonStrOrOther::Other => None,
         }
     }
-}
-
-/// Second pass: the params, typed for the method.
-#[derive(serde::Deserialize)]
-#[serde(bound = "T: DeserializeOwned")]
-struct WithParams<T> {
-    #[serde(default = "none")]
-    params: Option<T>,
-}
-
-fn none<T>() -> Option<T> {
-    None
 }
 
 fn rpc_ok<T: Serialize>(wire: &Wire, result: &T) -> Response {
@@ -621,7 +692,7 @@ async fn rpc_call(
     shared: &Arc<Shared>,
     agent: &Hosted,
     method: &str,
-    params: &[u8],
+    params: Option<&RawValue>,
     wire: &Wire,
 ) -> Result<Response, ApiError> {
     use crate::types::v1::methods as m1;

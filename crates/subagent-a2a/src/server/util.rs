@@ -25,18 +25,27 @@ pub(crate) fn new_id() -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let hi = mix(n ^ k1);
     let lo = mix(n.wrapping_add(k2) ^ hi);
-    let b = (u128::from(hi) << 64) | u128::from(lo);
-    let b = (b & !(0xF << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
-    let mut out = String::with_capacity(36);
+    // UUID v4 layout: version nibble 4 at bits 76..80, variant bits 10 at 62..64.
+    let hi = (hi & !(0xF << 12)) | (0x4 << 12);
+    let lo = (lo & !(0x3 << 62)) | (0x2 << 62);
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for i in 0..32 {
-        if matches!(i, 8 | 12 | 16 | 20) {
-            out.push('-');
+    let mut buf = [b'-'; 36];
+    // Byte positions of the 32 hex digits, skipping the hyphens at 8, 13, 18 and 23.
+    let put = |buf: &mut [u8; 36], word: u64, first_digit: usize| {
+        for i in 0..16 {
+            let d = first_digit + i;
+            let at = d
+                + usize::from(d >= 8)
+                + usize::from(d >= 12)
+                + usize::from(d >= 16)
+                + usize::from(d >= 20);
+            buf[at] = HEX[((word >> (60 - 4 * i)) & 0xF) as usize];
         }
-        let nib = ((b >> (124 - 4 * i)) & 0xF) as usize;
-        out.push(HEX[nib] as char);
-    }
-    out
+    };
+    put(&mut buf, hi, 0);
+    put(&mut buf, lo, 16);
+    // Only ASCII hex digits and hyphens were written.
+    std::str::from_utf8(&buf).unwrap_or_default().to_owned()
 }
 
 fn mix(mut z: u64) -> u64 {
@@ -100,6 +109,13 @@ mod tests {
         let b = new_id();
         assert_ne!(a, b);
         assert_eq!(a.len(), 36);
+        for (i, c) in a.bytes().enumerate() {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                assert_eq!(c, b'-', "{a}");
+            } else {
+                assert!(c.is_ascii_hexdigit() && !c.is_ascii_uppercase(), "{a}");
+            }
+        }
         assert_eq!(a.as_bytes()[14], b'4');
         assert!(matches!(a.as_bytes()[19], b'8' | b'9' | b'a' | b'b'));
     }

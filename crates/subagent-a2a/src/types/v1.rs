@@ -108,21 +108,162 @@ pub enum PartContent {
 }
 
 /// One piece of a message or artifact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// On the wire the content is one of the keys `text`, `raw`, `url` or `data` beside the optional
+/// `metadata`, `filename` and `mediaType` (ProtoJSON's `media_type` is accepted too). Serde is
+/// written by hand (see [`part_serde`](self)): a derived `#[serde(flatten)]` buffers every part
+/// into an intermediate tree first, which was the largest single cost of reading a message.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Part {
     /// The content.
-    #[serde(flatten)]
     pub content: PartContent,
     /// Optional metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
     /// An optional file name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
     /// The media type (e.g. `text/plain`, `application/json`).
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "media_type")]
     pub media_type: Option<String>,
+}
+
+mod part_serde {
+    use std::fmt;
+
+    use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+    use serde::ser::SerializeMap;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::{JsonObject, Part, PartContent};
+
+    impl Serialize for Part {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let len = 1
+                + usize::from(self.metadata.is_some())
+                + usize::from(self.filename.is_some())
+                + usize::from(self.media_type.is_some());
+            let mut map = serializer.serialize_map(Some(len))?;
+            match &self.content {
+                PartContent::Text(t) => map.serialize_entry("text", t)?,
+                PartContent::Raw(r) => map.serialize_entry("raw", r)?,
+                PartContent::Url(u) => map.serialize_entry("url", u)?,
+                PartContent::Data(d) => map.serialize_entry("data", d)?,
+            }
+            if let Some(m) = &self.metadata {
+                map.serialize_entry("metadata", m)?;
+            }
+            if let Some(f) = &self.filename {
+                map.serialize_entry("filename", f)?;
+            }
+            if let Some(mt) = &self.media_type {
+                map.serialize_entry("mediaType", mt)?;
+            }
+            map.end()
+        }
+    }
+
+    /// A field name of a part; unknown names are skipped, as for every other A2A object.
+    enum Key {
+        Text,
+        Raw,
+        Url,
+        Data,
+        Metadata,
+        Filename,
+        MediaType,
+        Other,
+    }
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct KeyVisitor;
+            impl<'de> Visitor<'de> for KeyVisitor {
+                type Value = Key;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a part field name")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                    Ok(match v {
+                        "text" => Key::Text,
+                        "raw" => Key::Raw,
+                        "url" => Key::Url,
+                        "data" => Key::Data,
+                        "metadata" => Key::Metadata,
+                        "filename" => Key::Filename,
+                        "mediaType" | "media_type" => Key::MediaType,
+                        _ => Key::Other,
+                    })
+                }
+            }
+            d.deserialize_identifier(KeyVisitor)
+        }
+    }
+
+    const CONTENT_KEYS: &str = "one of `text`, `raw`, `url` or `data`";
+
+    impl<'de> Deserialize<'de> for Part {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct PartVisitor;
+            impl<'de> Visitor<'de> for PartVisitor {
+                type Value = Part;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    write!(f, "a part: an object with {CONTENT_KEYS}")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part, A::Error> {
+                    let mut content: Option<PartContent> = None;
+                    let mut metadata: Option<JsonObject> = None;
+                    let mut filename: Option<String> = None;
+                    let mut media_type: Option<String> = None;
+                    let set = |slot: &mut Option<PartContent>, c: Option<PartContent>| match (
+                        slot.is_some(),
+                        c,
+                    ) {
+                        (_, None) => Ok(()),
+                        (true, Some(_)) => Err(de::Error::custom(format!(
+                            "a part holds exactly {CONTENT_KEYS}, not several"
+                        ))),
+                        (false, c) => {
+                            *slot = c;
+                            Ok(())
+                        }
+                    };
+                    while let Some(key) = map.next_key::<Key>()? {
+                        match key {
+                            // ProtoJSON: `null` is the same as an absent field.
+                            Key::Text => set(
+                                &mut content,
+                                map.next_value::<Option<String>>()?.map(PartContent::Text),
+                            )?,
+                            Key::Raw => set(
+                                &mut content,
+                                map.next_value::<Option<String>>()?.map(PartContent::Raw),
+                            )?,
+                            Key::Url => set(
+                                &mut content,
+                                map.next_value::<Option<String>>()?.map(PartContent::Url),
+                            )?,
+                            Key::Data => {
+                                set(&mut content, Some(PartContent::Data(map.next_value()?)))?
+                            }
+                            Key::Metadata => metadata = map.next_value()?,
+                            Key::Filename => filename = map.next_value()?,
+                            Key::MediaType => media_type = map.next_value()?,
+                            Key::Other => {
+                                map.next_value::<IgnoredAny>()?;
+                            }
+                        }
+                    }
+                    let content = content
+                        .ok_or_else(|| de::Error::custom(format!("a part needs {CONTENT_KEYS}")))?;
+                    Ok(Part {
+                        content,
+                        metadata,
+                        filename,
+                        media_type,
+                    })
+                }
+            }
+            d.deserialize_map(PartVisitor)
+        }
+    }
 }
 
 impl Part {

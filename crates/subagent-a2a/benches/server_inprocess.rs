@@ -1,0 +1,113 @@
+//! The server's own cost per `SendMessage`, without sockets: the same request driven through
+//! our router and through a bare axum handler answering the very same bytes (reading the body,
+//! as any real handler must), with `tower::ServiceExt::oneshot` on a current-thread runtime.
+//! The difference is what our server adds per request (JSON-RPC envelope and params, validation,
+//! the run machinery, the reply's encoding). See `docs/perf/subagent-a2a-server.md`.
+//!
+//! ```text
+//! cargo bench -p subagent-a2a --bench server_inprocess
+//! ```
+//!
+//! Wall-clock figures on a shared 2-core machine are noisy, so the bench also has a counting
+//! mode for `valgrind --tool=callgrind`: with `INPROC_ONLY=ours|bare` and `INPROC_COUNT=N` it
+//! sends N requests to one side and exits. Instructions per request are then
+//! `(total(N) - total(0)) / N`, the same on every run (see the perf doc for the script).
+
+use axum::body::Body;
+use criterion::{Criterion, criterion_group, criterion_main};
+use http::{Request, header};
+use subagent_a2a::server::{
+    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+};
+use subagent_spi::{CancellationToken, async_trait};
+use tower::ServiceExt;
+
+struct Echo;
+
+#[async_trait]
+impl A2aHandler for Echo {
+    async fn handle(
+        &self,
+        req: HandlerRequest,
+        ev: TaskEventSink,
+        _cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        let mut m = ev.agent_text(req.text());
+        m.message_id = "reply".into();
+        let _ = ev.reply(m).await;
+        Ok(())
+    }
+}
+
+const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello, agent"}],"contextId":"ctx-1"}}}"#;
+
+fn request() -> Request<Body> {
+    Request::post("/")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONTENT_LENGTH, BODY.len())
+        .header("A2A-Version", "1.0")
+        .body(Body::from(BODY))
+        .unwrap_or_default()
+}
+
+async fn call(app: &axum::Router) -> usize {
+    match app.clone().oneshot(request()).await {
+        Ok(resp) => axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .map(|b| b.len())
+            .unwrap_or(0),
+        Err(never) => match never {},
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let server = A2aServer::builder()
+        .mount(AgentMount::new("/", AgentInfo::new("echo", "Echo"), Echo))
+        .build()
+        .expect("server");
+    let ours = server.router();
+    let reply = rt.block_on(async {
+        let resp = ours.clone().oneshot(request()).await.expect("infallible");
+        axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .expect("reply")
+    });
+    assert!(
+        String::from_utf8_lossy(&reply).contains("hello, agent"),
+        "unexpected reply: {}",
+        String::from_utf8_lossy(&reply)
+    );
+    let bare = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let reply = reply.clone();
+            async move {
+                std::hint::black_box(body);
+                ([(header::CONTENT_TYPE, "application/json")], reply)
+            }
+        }),
+    );
+    if let (Ok(only), Ok(count)) = (std::env::var("INPROC_ONLY"), std::env::var("INPROC_COUNT")) {
+        let n: usize = count.parse().expect("INPROC_COUNT is a number");
+        let app = if only == "bare" { &bare } else { &ours };
+        let mut bytes = 0;
+        for _ in 0..n {
+            bytes += rt.block_on(call(app));
+        }
+        println!("{only}: {n} requests, {bytes} reply bytes");
+        std::process::exit(0);
+    }
+    let mut g = c.benchmark_group("a2a_server_inprocess");
+    g.bench_function("bare_axum_reading_body", |b| {
+        b.iter(|| rt.block_on(call(&bare)))
+    });
+    g.bench_function("ours_send_message", |b| b.iter(|| rt.block_on(call(&ours))));
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
