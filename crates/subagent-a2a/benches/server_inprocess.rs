@@ -16,30 +16,11 @@
 use axum::body::Body;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::{Request, header};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-};
-use subagent_spi::{CancellationToken, async_trait};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
 use tower::ServiceExt;
 
-struct Echo;
-
-#[async_trait]
-impl A2aHandler for Echo {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let mut m = ev.agent_text(req.text());
-        m.message_id = "reply".into();
-        let _ = ev.reply(m).await;
-        Ok(())
-    }
-}
-
-const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello, agent"}],"contextId":"ctx-1"}}}"#;
+mod common;
+use common::{BODY, Echo};
 
 fn request() -> Request<Body> {
     Request::post("/")

@@ -20,46 +20,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-};
-use subagent_a2a::types::v1::{Artifact, Part};
-use subagent_spi::{CancellationToken, async_trait};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
 
-struct Echo;
-
-#[async_trait]
-impl A2aHandler for Echo {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        if req.text() == "stream-1000" {
-            let _ = ev.working().await;
-            for i in 0..1000 {
-                let a = Artifact {
-                    artifact_id: "out".into(),
-                    name: None,
-                    description: None,
-                    parts: vec![Part::text(format!("chunk {i} "))],
-                    metadata: None,
-                    extensions: Vec::new(),
-                };
-                let _ = ev.artifact(a, i > 0, i == 999).await;
-            }
-            let _ = ev.complete(None).await;
-        } else {
-            let mut m = ev.agent_text(req.text());
-            m.message_id = "reply".into();
-            let _ = ev.reply(m).await;
-        }
-        Ok(())
-    }
-}
-
-const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello, agent"}],"contextId":"ctx-1"}}}"#;
+mod common;
+use common::{BODY, Echo};
 
 fn oha() -> Option<PathBuf> {
     let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin/oha"));
@@ -116,6 +80,10 @@ fn rss_kb() -> u64 {
                 .and_then(|n| n.parse().ok())
         })
         .unwrap_or(0)
+}
+
+fn two_places(v: &[f64]) -> Vec<f64> {
+    v.iter().map(|r| (r * 100.0).round() / 100.0).collect()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -259,17 +227,11 @@ fn main() {
             median(b_rps),
             median(o_rps),
             median(tput_ratios.clone()),
-            tput_ratios
-                .iter()
-                .map(|r| (r * 100.0).round() / 100.0)
-                .collect::<Vec<_>>(),
+            two_places(&tput_ratios),
             median(b_p50),
             median(o_p50),
             median(p50_ratios.clone()),
-            p50_ratios
-                .iter()
-                .map(|r| (r * 100.0).round() / 100.0)
-                .collect::<Vec<_>>(),
+            two_places(&p50_ratios),
             rss
         );
     } else {

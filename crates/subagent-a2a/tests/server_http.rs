@@ -312,47 +312,34 @@ async fn jsonrpc_errors_use_spec_codes() {
     let s = start().await;
     let c = reqwest::Client::new();
     let raw = |body: &'static str| {
-        c.post(format!("{}/echo", s.base))
+        let req = c
+            .post(format!("{}/echo", s.base))
             .header("content-type", "application/json")
-            .body(body)
-            .send()
+            .body(body);
+        async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
     };
-    let v: Value = raw("{nope").await.unwrap().json().await.unwrap();
+    let v = raw("{nope").await;
     assert_eq!(v["error"]["code"], -32700);
     assert_eq!(v["id"], Value::Null);
-    let v: Value = raw(r#"{"jsonrpc":"1.0","id":1,"method":"GetTask"}"#)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = raw(r#"{"jsonrpc":"1.0","id":1,"method":"GetTask"}"#).await;
     assert_eq!(v["error"]["code"], -32600);
-    let v: Value = raw("[1,2]").await.unwrap().json().await.unwrap();
+    let v = raw("[1,2]").await;
     assert_eq!(v["error"]["code"], -32600);
-    let v: Value = raw(r#"{"jsonrpc":"2.0","id":1,"method":7}"#)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = raw(r#"{"jsonrpc":"2.0","id":1,"method":7}"#).await;
     assert_eq!(v["error"]["code"], -32600);
     assert_eq!(v["id"], 1);
     // Any key order, escapes in the method name, a string id: the envelope is read in one pass
     // and the params once the method is known.
-    let v: Value =
+    let v =
         raw(r#"{"params":{"id":"missing"},"method":"Get\u0054ask","id":"req-7","jsonrpc":"2.0"}"#)
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .await;
     assert_eq!(v["error"]["code"], -32001, "{v}");
     assert_eq!(v["id"], "req-7");
     for body in [
         r#"{"jsonrpc":"2.0","id":2,"method":"GetTask"}"#,
         r#"{"jsonrpc":"2.0","id":2,"method":"GetTask","params":null}"#,
     ] {
-        let v: Value = raw(body).await.unwrap().json().await.unwrap();
+        let v = raw(body).await;
         assert_eq!(v["error"]["code"], -32602, "{body}: {v}");
         assert!(
             v["error"]["message"]
