@@ -125,7 +125,7 @@ impl SubagentExecutor for RecipeKind {
                 {
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(150)) => {}
-                        _ = ctx.cancel.cancelled() => {
+                        _ = ctx.cancel().cancelled() => {
                             // Cancelled: return what we have; the Task tool keeps it.
                             return Ok(TaskOutcome::with_status(poem, TaskStatus::Cancelled).with_usage(usage(i as u32)));
                         }

@@ -60,7 +60,7 @@ impl SubagentExecutor for CounterExecutor {
         _definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        if ctx.cancel.is_cancelled() {
+        if ctx.cancel().is_cancelled() {
             return Err(SubagentError::Cancelled {
                 agent: "word-counter".into(),
             });

@@ -412,7 +412,7 @@ async fn context_cancellation_returns_a_cancelled_outcome() {
         .await
         .unwrap();
     let ctx = TaskContext::new();
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.cancel().clone();
     let log = p.log.clone();
     tokio::spawn(async move {
         while !log.lock().unwrap().iter().any(|c| c.0 == "GetTask") {

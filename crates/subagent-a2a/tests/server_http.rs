@@ -873,7 +873,7 @@ impl SubagentExecutor for Exec {
                     .with_session("sess-1"),
             ),
             "wait" => {
-                ctx.cancel.cancelled().await;
+                ctx.cancel().cancelled().await;
                 self.cancelled.store(true, Ordering::SeqCst);
                 Err(SubagentError::Cancelled {
                     agent: "shouter".into(),

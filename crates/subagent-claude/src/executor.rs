@@ -98,7 +98,7 @@ fn nonempty(s: Option<&str>) -> Option<&str> {
 /// first user message is `TaskCall.prompt` on a fresh message list (or the stored transcript
 /// when `TaskCall.resume` names a session); the tools are the configured set filtered by
 /// `disallowedTools`, then `tools`, with `Task`/`Agent` withheld unless
-/// `ctx.depth < max_depth`; tools are wrapped to enforce `permissionMode`; `maxTurns` becomes
+/// `ctx.depth() < max_depth`; tools are wrapped to enforce `permissionMode`; `maxTurns` becomes
 /// the turn limit. Only the final text comes back; `session_id` resumes the run.
 pub struct ClaudeExecutor {
     runtime: AgentRuntime,
@@ -266,7 +266,7 @@ impl SubagentExecutor for ClaudeExecutor {
         let (model_name, source) = route_model(
             call.model.as_deref(),
             def,
-            ctx.parent_model.as_deref(),
+            ctx.parent_model().as_deref(),
             self.default_model.as_deref(),
         );
         let model = self
@@ -301,7 +301,7 @@ impl SubagentExecutor for ClaudeExecutor {
                 ),
             }
         }
-        let selection = select_tools(def, &base, ctx.depth < self.max_depth);
+        let selection = select_tools(def, &base, ctx.depth() < self.max_depth);
         for w in &selection.warnings {
             tracing::warn!(agent, "{w}");
         }
@@ -332,9 +332,9 @@ impl SubagentExecutor for ClaudeExecutor {
         .streaming(self.stream);
 
         let mut run_ctx = ctx;
-        run_ctx.parent_model = Some(model_name);
-        if run_ctx.agent.is_empty() {
-            run_ctx.agent = agent.to_string();
+        run_ctx.parent_model() = Some(model_name);
+        if run_ctx.agent().is_empty() {
+            run_ctx.agent() = agent.to_string();
         }
         self.runtime.run(spec, &run_ctx).await
     }

@@ -235,7 +235,7 @@ impl McpToolServer {
         // background `Task`) lives on under child tokens of this one.
         let mut guard = CancelOnDrop(Some(cancel.clone()));
         let mut ctx = TaskContext::new().with_cancel(cancel.clone());
-        ctx.agent = "mcp-client".to_string();
+        ctx.agent() = "mcp-client".to_string();
 
         // Forward progress while the call runs, when the client asked for it.
         let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();

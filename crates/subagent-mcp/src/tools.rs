@@ -88,7 +88,7 @@ impl Tool for McpTool {
         let failed = |e: McpError| ToolError::failed(&self.name, e.to_string());
         let conn = self.pool.connection(&self.endpoint).await.map_err(failed)?;
         let end = conn
-            .call_tool(&self.tool, args, &ctx.cancel, ctx.remaining(), |p| {
+            .call_tool(&self.tool, args, &ctx.cancel(), ctx.remaining(), |p| {
                 ctx.emit(ProgressKind::Status {
                     message: progress_line(&p),
                 })

@@ -64,7 +64,7 @@ fn recording_ctx() -> (
         n.notify_one();
     };
     let mut ctx = TaskContext::new().with_progress(Arc::new(sink));
-    ctx.agent = "tester".into();
+    ctx.agent() = "tester".into();
     (ctx, events, notify)
 }
 
@@ -184,7 +184,7 @@ async fn exercise(kind: &SubagentType, uri: &str) {
     // Cancellation: wait until the server reports the call is running, then cancel.
     let wait = resolve(kind, &reference(uri, &[("tool", "wait")])).await;
     let (ctx, events, notify) = recording_ctx();
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.cancel().clone();
     let running = {
         let (kind, wait) = (kind.clone(), wait.clone());
         tokio::spawn(async move { run(&kind, &wait, "w", ctx).await })

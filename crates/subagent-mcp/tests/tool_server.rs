@@ -94,13 +94,13 @@ impl SubagentExecutor for Local {
             }
             "gated" => tokio::select! {
                 () = self.gate.notified() => Ok(TaskOutcome::completed("the gate opened")),
-                () = ctx.cancel.cancelled() => {
+                () = ctx.cancel().cancelled() => {
                     Ok(TaskOutcome::with_status("cancelled at the gate", TaskStatus::Cancelled))
                 }
             },
             "blocker" => {
                 self.started.notify_one();
-                ctx.cancel.cancelled().await;
+                ctx.cancel().cancelled().await;
                 self.cancelled.fetch_add(1, Ordering::SeqCst);
                 self.cancel_seen.notify_one();
                 Ok(TaskOutcome::with_status("", TaskStatus::Cancelled))

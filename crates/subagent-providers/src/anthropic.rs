@@ -423,14 +423,10 @@ pub(crate) fn parse_message(
     for block in wire.content.unwrap_or_default() {
         match block.kind.as_str() {
             "text" => content.push_str(block.text.as_deref().unwrap_or("")),
-            "tool_use" => tool_calls.push(ToolCall {
-                id: block
+            "tool_use" => tool_calls.push(ToolCall::new(block
                     .id
                     .filter(|s| !s.is_empty())
-                    .unwrap_or_else(generated_call_id),
-                name: block.name.unwrap_or_default(),
-                arguments: block_input(block.input),
-            }),
+                    .unwrap_or_else(generated_call_id), block.name.unwrap_or_default(), block_input(block.input))),
             _ => {} // thinking, redacted_thinking, server tool blocks...
         }
     }
@@ -672,14 +668,10 @@ impl StreamState {
                         Block::Text
                     }
                     Some(b) if b.kind == "tool_use" => {
-                        let call = ToolCall {
-                            id: b
+                        let call = ToolCall::new(b
                                 .id
                                 .filter(|s| !s.is_empty())
-                                .unwrap_or_else(generated_call_id),
-                            name: b.name.unwrap_or_default(),
-                            arguments: json!({}),
-                        };
+                                .unwrap_or_else(generated_call_id), b.name.unwrap_or_default(), json!({}));
                         let n = self.calls.len();
                         on_delta(ChatDelta::ToolCallStart {
                             index: n,
@@ -846,16 +838,8 @@ mod tests {
                 ChatMessage::Assistant {
                     content: "calling".into(),
                     tool_calls: vec![
-                        ToolCall {
-                            id: "t1".into(),
-                            name: "a".into(),
-                            arguments: json!({"x": 1}),
-                        },
-                        ToolCall {
-                            id: "t2".into(),
-                            name: "b".into(),
-                            arguments: json!("{\"y\":2}"),
-                        },
+                        ToolCall::new("t1".into(), "a".into(), json!({"x": 1})),
+                        ToolCall::new("t2".into(), "b".into(), json!("{\"y\":2}")),
                     ],
                 },
                 ChatMessage::Tool {

@@ -145,16 +145,8 @@ async fn tool_results_are_grouped_into_one_user_message() {
             ChatMessage::Assistant {
                 content: "ok".into(),
                 tool_calls: vec![
-                    ToolCall {
-                        id: "toolu_1".into(),
-                        name: "a".into(),
-                        arguments: json!({"q": 1}),
-                    },
-                    ToolCall {
-                        id: "toolu_2".into(),
-                        name: "b".into(),
-                        arguments: json!({}),
-                    },
+                    ToolCall::new("toolu_1".into(), "a".into(), json!({"q": 1})),
+                    ToolCall::new("toolu_2".into(), "b".into(), json!({})),
                 ],
             },
             ChatMessage::Tool {

@@ -233,11 +233,7 @@ async fn transcript_with_tool_calls_and_results_is_encoded() {
             ChatMessage::user("read a"),
             ChatMessage::Assistant {
                 content: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: "call_9".into(),
-                    name: "Read".into(),
-                    arguments: json!({"path": "a"}),
-                }],
+                tool_calls: vec![ToolCall::new("call_9".into(), "Read".into(), json!({"path": "a"}))],
             },
             ChatMessage::Tool {
                 call_id: "call_9".into(),

@@ -28,11 +28,7 @@ impl ChatModel for InstantModel {
     async fn chat(&self, _request: ChatRequest) -> Result<ChatResponse, ModelError> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) % (TOOL_TURNS + 1);
         let tool_calls = if n < TOOL_TURNS {
-            vec![ToolCall {
-                id: format!("call_{n}"),
-                name: "noop".to_string(),
-                arguments: json!({"n": n}),
-            }]
+            vec![ToolCall::new(format!("call_{n}"), "noop".to_string(), json!({"n": n}))]
         } else {
             Vec::new()
         };

@@ -53,8 +53,9 @@ const PREVIEW_CHARS: usize = 200;
 ///   (see [`truncate_output`]).
 /// - **Errors**: a failing model call returns [`SubagentError::Execution`] naming the agent and
 ///   the turn (the transcript is not saved then).
-/// - **Progress**: `Started`, then per turn `Turn`, `TextDelta` (streaming only), `Usage`,
-///   `ToolCall`/`ToolResult` per tool, and `Finished` at the end.
+/// - **Progress**: per turn `Turn`, `TextDelta` (streaming only), `Usage`, and
+///   `ToolCall`/`ToolResult` per tool. `Started` and `Finished` are the task's lifecycle and are
+///   emitted by whoever starts the task (the `Task` tool for subagents), never twice.
 /// - **Usage**: tokens (incl. cache tokens) summed over turns, `turns`, `duration_ms`, and
 ///   `model` (as the provider named it); `children` usage nodes of tool outputs (from the `Task`
 ///   tool) are collected into [`TaskOutcome::children`].
@@ -174,10 +175,10 @@ impl AgentRuntime {
             stream,
         } = spec;
         let max_turns = ctx
-            .max_turns
+            .max_turns()
             .map_or(limits.max_turns, |c| c.min(limits.max_turns));
-        let max_tokens = min_opt(limits.max_tokens, ctx.max_tokens);
-        let deadline = min_opt(limits.deadline, ctx.deadline);
+        let max_tokens = min_opt(limits.max_tokens, ctx.max_tokens());
+        let deadline = min_opt(limits.deadline, ctx.deadline());
         let max_output = limits.max_tool_output_chars;
 
         let (session_id, mut transcript) = match input {
@@ -205,10 +206,6 @@ impl AgentRuntime {
             }
         };
 
-        ctx.emit(ProgressKind::Started {
-            description: describe(&transcript.messages),
-        });
-
         // One spec per name (the first tool of a name wins, as in dispatch).
         let mut specs: Vec<ToolSpec> = Vec::with_capacity(tools.len());
         for t in &tools {
@@ -223,7 +220,7 @@ impl AgentRuntime {
         let mut turn: u32 = 0;
 
         let stop = loop {
-            if ctx.cancel.is_cancelled() {
+            if ctx.cancel().is_cancelled() {
                 break Stop::cancelled(None);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -238,16 +235,12 @@ impl AgentRuntime {
                 break Stop::limit(format!("max_turns={max_turns}"), None);
             }
             turn += 1;
-            tracing::debug!(agent = %ctx.agent, turn, messages = transcript.messages.len(), "model turn");
+            tracing::debug!(agent = %ctx.agent(), turn, messages = transcript.messages.len(), "model turn");
             ctx.emit(ProgressKind::Turn { turn });
 
-            let request = ChatRequest {
-                model: model_name.clone(),
-                system: transcript.system.clone(),
-                messages: transcript.messages.clone(),
-                tools: specs.clone(),
-                ..ChatRequest::default()
-            };
+            let mut request = ChatRequest::new(transcript.messages.clone()).with_tools(specs.clone());
+            request.model = model_name.clone();
+            request.system = transcript.system.clone();
             let streamed = Mutex::new(String::new());
             let outcome = if stream {
                 let on_delta = |delta: ChatDelta| {
@@ -256,9 +249,9 @@ impl AgentRuntime {
                         ctx.emit(ProgressKind::TextDelta { text });
                     }
                 };
-                guarded(model.chat_stream(request, &on_delta), &ctx.cancel, deadline).await
+                guarded(model.chat_stream(request, &on_delta), &ctx.cancel(), deadline).await
             } else {
-                guarded(model.chat(request), &ctx.cancel, deadline).await
+                guarded(model.chat(request), &ctx.cancel(), deadline).await
             };
             let partial = || {
                 let s = std::mem::take(&mut *lock(&streamed));
@@ -270,10 +263,6 @@ impl AgentRuntime {
                 Guarded::Done(Err(e)) => {
                     usage.turns = turn;
                     usage.duration_ms = elapsed_ms(started);
-                    ctx.emit(ProgressKind::Finished {
-                        status: TaskStatus::Failed,
-                        usage,
-                    });
                     return Err(SubagentError::Execution {
                         agent: agent_name(ctx, &model),
                         message: format!("model call failed on turn {turn}: {e}"),
@@ -313,11 +302,11 @@ impl AgentRuntime {
                 break Stop::limit(format!("max_tokens={max}"), None);
             }
 
-            if ctx.cancel.is_cancelled() {
+            if ctx.cancel().is_cancelled() {
                 break Stop::cancelled(None);
             }
             for c in &calls {
-                tracing::debug!(agent = %ctx.agent, turn, tool = %c.name, id = %c.id, "tool call");
+                tracing::debug!(agent = %ctx.agent(), turn, tool = %c.name, id = %c.id, "tool call");
                 ctx.emit(ProgressKind::ToolCall {
                     id: c.id.clone(),
                     name: c.name.clone(),
@@ -326,7 +315,7 @@ impl AgentRuntime {
             }
             let running =
                 futures::future::join_all(calls.iter().map(|c| call_tool(&tools, c, ctx)));
-            let results = match guarded(running, &ctx.cancel, deadline).await {
+            let results = match guarded(running, &ctx.cancel(), deadline).await {
                 Guarded::Done(r) => r,
                 Guarded::Cancelled => break Stop::cancelled(None),
                 Guarded::Deadline => break Stop::limit("deadline".to_string(), None),
@@ -349,7 +338,7 @@ impl AgentRuntime {
             }
         };
 
-        tracing::debug!(agent = %ctx.agent, turns = turn, status = %stop.status, limit = ?stop.limit, "run finished");
+        tracing::debug!(agent = %ctx.agent(), turns = turn, status = %stop.status, limit = ?stop.limit, "run finished");
         answer_dangling_calls(&mut transcript.messages, stop.reason);
         usage.turns = turn;
         usage.duration_ms = elapsed_ms(started);
@@ -357,23 +346,17 @@ impl AgentRuntime {
             .or(model_name)
             .or_else(|| Some(model.model_name().to_string()))
             .filter(|m| !m.is_empty());
-        ctx.emit(ProgressKind::Finished {
-            status: stop.status,
-            usage: usage.clone(),
-        });
         self.store.save(&session_id, transcript).await;
         let text = match stop.partial {
             Some(p) => p,
             None => last_text,
         };
-        Ok(TaskOutcome {
-            text,
-            status: stop.status,
-            session_id: Some(session_id),
-            limit: stop.limit,
-            usage,
-            children,
-        })
+        let mut outcome = TaskOutcome::with_status(text, stop.status)
+            .with_session(session_id)
+            .with_usage(usage)
+            .with_children(children);
+        outcome.limit = stop.limit;
+        Ok(outcome)
     }
 }
 
@@ -470,10 +453,10 @@ fn elapsed_ms(since: Instant) -> u64 {
 }
 
 fn agent_name(ctx: &TaskContext, model: &Arc<dyn subagent_spi::ChatModel>) -> String {
-    if ctx.agent.is_empty() {
+    if ctx.agent().is_empty() {
         format!("(agent on model {})", model.model_name())
     } else {
-        ctx.agent.clone()
+        ctx.agent().to_string()
     }
 }
 
@@ -484,23 +467,6 @@ fn preview(text: &str) -> String {
     }
 }
 
-/// A short description of the run for the `Started` event: the first line of the last user
-/// message, at most 80 characters.
-fn describe(messages: &[ChatMessage]) -> String {
-    let prompt = messages
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            ChatMessage::User { content } => Some(content.as_str()),
-            _ => None,
-        })
-        .unwrap_or("");
-    let line = prompt.lines().next().unwrap_or("").trim();
-    match line.char_indices().nth(80) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_string(),
-    }
-}
 
 /// A fresh, unguessable-enough session id: `sess_` and 32 hex digits.
 fn new_session_id() -> String {
@@ -548,16 +514,8 @@ mod tests {
             ChatMessage::Assistant {
                 content: String::new(),
                 tool_calls: vec![
-                    ToolCall {
-                        id: "a".into(),
-                        name: "x".into(),
-                        arguments: serde_json::json!({}),
-                    },
-                    ToolCall {
-                        id: "b".into(),
-                        name: "y".into(),
-                        arguments: serde_json::json!({}),
-                    },
+                    ToolCall::new("a", "x", serde_json::json!({})),
+                    ToolCall::new("b", "y", serde_json::json!({})),
                 ],
             },
             ChatMessage::Tool {

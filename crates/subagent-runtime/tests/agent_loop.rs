@@ -67,12 +67,16 @@ async fn multi_turn_tool_use_feeds_results_back() {
     assert_eq!(reqs[2].messages.len(), 5);
 
     let kinds = rec.kinds();
+    // Started/Finished belong to whoever starts the task (the Task tool), not to the loop:
+    // the loop reporting them too printed every child twice.
     assert!(
-        matches!(kinds.first(), Some(ProgressKind::Started { description }) if description == "say hi")
+        !kinds.iter().any(|k| matches!(
+            k,
+            ProgressKind::Started { .. } | ProgressKind::Finished { .. }
+        )),
+        "{kinds:?}"
     );
-    assert!(
-        matches!(kinds.last(), Some(ProgressKind::Finished { status: TaskStatus::Completed, usage }) if usage.turns == 3)
-    );
+    assert!(matches!(kinds.first(), Some(ProgressKind::Turn { turn: 1 })));
     let turns: Vec<u32> = kinds
         .iter()
         .filter_map(|k| match k {
@@ -172,8 +176,7 @@ async fn max_turns_stops_with_the_limit_named_and_partial_text() {
 async fn context_max_turns_wins_when_smaller() {
     let model = looping_model(10);
     let spec = RunSpec::new(model.clone(), "loop").with_tools(vec![echo()]);
-    let mut ctx = TaskContext::new();
-    ctx.max_turns = Some(2);
+    let ctx = TaskContext::new().with_max_turns(Some(2));
     let out = AgentRuntime::default().run(spec, &ctx).await.unwrap();
     assert_eq!(out.limit.as_deref(), Some("max_turns=2"));
     assert_eq!(model.requests().len(), 2);
@@ -201,8 +204,7 @@ async fn token_budget_stops_the_run() {
     let spec = RunSpec::new(model.clone(), "loop")
         .with_tools(vec![echo()])
         .with_limits(Limits::default().with_max_tokens(1000));
-    let mut ctx = TaskContext::new();
-    ctx.max_tokens = Some(10);
+    let ctx = TaskContext::new().with_max_tokens(Some(10));
     let out = AgentRuntime::default().run(spec, &ctx).await.unwrap();
     assert_eq!(out.limit.as_deref(), Some("max_tokens=10"));
     assert_eq!(model.requests().len(), 1);
@@ -227,7 +229,7 @@ async fn cancel_during_a_slow_tool_returns_cancelled_with_partial_text() {
     tokio::time::timeout(GUARD, started.notified())
         .await
         .expect("the slow tool started");
-    ctx.cancel.cancel();
+    ctx.cancel().cancel();
     let out = tokio::time::timeout(GUARD, run)
         .await
         .expect("cancellation stopped the run promptly")
@@ -252,7 +254,7 @@ async fn cancel_during_a_slow_tool_returns_cancelled_with_partial_text() {
 async fn cancel_before_start_makes_no_model_call() {
     let model = ScriptedModel::new(vec![text("never")]);
     let ctx = TaskContext::new();
-    ctx.cancel.cancel();
+    ctx.cancel().cancel();
     let out = AgentRuntime::default()
         .run(RunSpec::new(model.clone(), "go"), &ctx)
         .await
@@ -447,14 +449,12 @@ async fn streaming_reports_text_deltas() {
 
 #[tokio::test]
 async fn a_failing_model_call_is_an_error_naming_agent_and_turn() {
-    let model = ScriptedModel::new(vec![Step::Fail(ModelError::Http {
+    let model = ScriptedModel::new(vec![Step::Fail(ModelError::Unauthorized {
         provider: "openai".into(),
-        status: 401,
         message: "bad key".into(),
-        retry_after: None,
+        source: None,
     })]);
-    let mut ctx = TaskContext::new();
-    ctx.agent = "explorer".into();
+    let ctx = TaskContext::new().with_agent("explorer");
     let err = AgentRuntime::default()
         .run(RunSpec::new(model, "go"), &ctx)
         .await
@@ -468,22 +468,12 @@ async fn a_failing_model_call_is_an_error_naming_agent_and_turn() {
 #[tokio::test]
 async fn child_usage_from_tool_outputs_is_collected() {
     let task = tool("Task", |_| async {
-        Ok(ToolOutput {
-            content: "child said hi".into(),
-            is_error: false,
-            children: vec![UsageNode {
-                agent: "child".into(),
-                kind: "CLAUDE".into(),
-                task_id: None,
-                status: TaskStatus::Completed,
-                usage: Usage {
-                    input_tokens: 7,
-                    turns: 1,
-                    ..Usage::default()
-                },
-                children: Vec::new(),
-            }],
-        })
+        Ok(ToolOutput::text("child said hi").with_children(vec![UsageNode::new(
+            "child",
+            "CLAUDE",
+            TaskStatus::Completed,
+            Usage::new().with_tokens(7, 0).with_turns(1),
+        )]))
     });
     let model = ScriptedModel::new(vec![calls("", &[("t", "Task", json!({}))]), text("ok")]);
     let out = AgentRuntime::default()
@@ -536,7 +526,7 @@ async fn cancel_during_a_streaming_model_call_keeps_the_streamed_text() {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    ctx.cancel.cancel();
+    ctx.cancel().cancel();
     let out = tokio::time::timeout(GUARD, run)
         .await
         .expect("cancellation interrupted the model call")
@@ -544,13 +534,6 @@ async fn cancel_during_a_streaming_model_call_keeps_the_streamed_text() {
         .unwrap();
     assert_eq!(out.status, TaskStatus::Cancelled);
     assert_eq!(out.text, "half an answer");
-    assert!(matches!(
-        rec.kinds().last(),
-        Some(ProgressKind::Finished {
-            status: TaskStatus::Cancelled,
-            ..
-        })
-    ));
 }
 
 #[test]

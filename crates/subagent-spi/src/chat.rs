@@ -9,6 +9,7 @@ use crate::{ModelError, ToolSpec};
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ChatMessage {
     /// A system message (most providers take only one, first).
     System {
@@ -64,10 +65,34 @@ impl ChatMessage {
             tool_calls: Vec::new(),
         }
     }
+
+    /// An assistant message requesting tool calls.
+    pub fn assistant_with_tools(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls,
+        }
+    }
+
+    /// The result of one tool call.
+    pub fn tool_result(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
+        Self::Tool {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error,
+        }
+    }
 }
 
 /// A tool call requested by the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// Call id (providers that omit it get a generated one).
     pub id: String,
@@ -77,9 +102,21 @@ pub struct ToolCall {
     pub arguments: serde_json::Value,
 }
 
+impl ToolCall {
+    /// A tool call from its parts.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+}
+
 /// How the model may use tools.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolChoice {
     /// The model decides.
     #[default]
@@ -95,6 +132,7 @@ pub enum ToolChoice {
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StopReason {
     /// A natural end of turn.
     EndTurn,
@@ -112,6 +150,7 @@ pub enum StopReason {
 
 /// Token counts of one model call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TokenUsage {
     /// Prompt tokens (excluding cache reads).
     pub input_tokens: u64,
@@ -123,8 +162,28 @@ pub struct TokenUsage {
     pub cache_creation_tokens: u64,
 }
 
+impl TokenUsage {
+    /// Input and output counts, no cache.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the cache read and cache creation counts (builder style).
+    #[must_use]
+    pub fn with_cache(mut self, read: u64, creation: u64) -> Self {
+        self.cache_read_tokens = read;
+        self.cache_creation_tokens = creation;
+        self
+    }
+}
+
 /// A request to a chat model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ChatRequest {
     /// The model id to use; `None` = the provider's configured model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,8 +207,61 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
 }
 
+impl ChatRequest {
+    /// A request with these messages and nothing else set.
+    pub fn new(messages: Vec<ChatMessage>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the model id (builder style).
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the system prompt (builder style).
+    #[must_use]
+    pub fn with_system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Sets the tools (builder style).
+    #[must_use]
+    pub fn with_tools(mut self, tools: Vec<ToolSpec>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Sets how the model may use tools (builder style).
+    #[must_use]
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// Sets the output token cap (builder style).
+    #[must_use]
+    pub fn with_max_tokens(mut self, max: u32) -> Self {
+        self.max_tokens = Some(max);
+        self
+    }
+
+    /// Sets the sampling temperature (builder style).
+    #[must_use]
+    pub fn with_temperature(mut self, t: f32) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+}
+
 /// A model's reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ChatResponse {
     /// Reply text.
     pub content: String,
@@ -165,6 +277,29 @@ pub struct ChatResponse {
 }
 
 impl ChatResponse {
+    /// A reply with text and no tool calls.
+    pub fn new(
+        content: impl Into<String>,
+        stop_reason: StopReason,
+        usage: TokenUsage,
+        model: impl Into<String>,
+    ) -> Self {
+        Self {
+            content: content.into(),
+            tool_calls: Vec::new(),
+            stop_reason,
+            usage,
+            model: model.into(),
+        }
+    }
+
+    /// Sets the tool calls (builder style).
+    #[must_use]
+    pub fn with_tool_calls(mut self, calls: Vec<ToolCall>) -> Self {
+        self.tool_calls = calls;
+        self
+    }
+
     /// The reply as an assistant message for the transcript.
     pub fn to_message(&self) -> ChatMessage {
         ChatMessage::Assistant {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{CancellationToken, ProgressEvent, ProgressKind};
+use crate::{CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
 
 /// Receives progress events. Implementations must return quickly and never block: events are
 /// emitted from the task path (use a bounded channel and drop on overflow, or an atomic update).
@@ -31,34 +31,26 @@ where
 }
 
 /// Everything a run needs from its caller besides the call itself: cancellation, nesting depth,
-/// limits, the parent's model and where to send progress.
+/// limits, the parent's model, where to send progress, and the host's delegation handle.
 ///
 /// Contexts are cheap to clone. A caller makes a child context for each delegated run with
-/// [`child`](Self::child): depth + 1, a child cancellation token, the same sink and limits.
+/// [`child`](Self::child): depth + 1, a child cancellation token, the same sink, limits,
+/// extensions and delegation handle. Fields are private so new ones can be added without
+/// breaking plugins: read them with the accessors, set them with the `with_*` methods.
 #[derive(Clone)]
 pub struct TaskContext {
-    /// Cancelled when the caller gives up on this run; executors must stop promptly.
-    pub cancel: CancellationToken,
-    /// Nesting depth: 0 for the main agent, 1 for its children, and so on.
-    pub depth: u32,
-    /// This run's task id, when it has one.
-    pub task_id: Option<String>,
-    /// The task id of the run that started this one.
-    pub parent_task_id: Option<String>,
-    /// The agent name this context runs (for progress events).
-    pub agent: String,
-    /// A point in time after which the run must stop with a limit-reached status.
-    pub deadline: Option<Instant>,
-    /// A turn budget imposed by the caller (the agent's own limit still applies).
-    pub max_turns: Option<u32>,
-    /// A token budget (input + output) imposed by the caller.
-    pub max_tokens: Option<u64>,
-    /// The parent's model name, used when an agent's model is `inherit`.
-    pub parent_model: Option<String>,
-    /// Where progress goes.
-    pub progress: Arc<dyn ProgressSink>,
-    /// Typed values a host passes down to plugins (e.g. a shared HTTP client).
-    pub extensions: Extensions,
+    cancel: CancellationToken,
+    depth: u32,
+    task_id: Option<String>,
+    parent_task_id: Option<String>,
+    agent: String,
+    deadline: Option<Instant>,
+    max_turns: Option<u32>,
+    max_tokens: Option<u64>,
+    parent_model: Option<String>,
+    progress: Arc<dyn ProgressSink>,
+    extensions: Extensions,
+    delegation: Option<Arc<dyn Delegation>>,
 }
 
 impl fmt::Debug for TaskContext {
@@ -73,6 +65,7 @@ impl fmt::Debug for TaskContext {
             .field("max_tokens", &self.max_tokens)
             .field("parent_model", &self.parent_model)
             .field("cancelled", &self.cancel.is_cancelled())
+            .field("delegation", &self.delegation.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -84,7 +77,7 @@ impl Default for TaskContext {
 }
 
 impl TaskContext {
-    /// A root context: depth 0, a fresh token, no limits, progress dropped.
+    /// A root context: depth 0, a fresh token, no limits, progress dropped, no delegation.
     pub fn new() -> Self {
         Self {
             cancel: CancellationToken::new(),
@@ -98,11 +91,12 @@ impl TaskContext {
             parent_model: None,
             progress: Arc::new(NoopProgressSink),
             extensions: Extensions::default(),
+            delegation: None,
         }
     }
 
     /// The context for a run this one delegates to: depth + 1, a child cancellation token,
-    /// this run's task id as the parent, the same sink, limits and extensions.
+    /// this run's task id as the parent, the same sink, limits, extensions and delegation.
     pub fn child(&self, agent: impl Into<String>, task_id: Option<String>) -> Self {
         Self {
             cancel: self.cancel.child_token(),
@@ -116,35 +110,93 @@ impl TaskContext {
             parent_model: self.parent_model.clone(),
             progress: self.progress.clone(),
             extensions: self.extensions.clone(),
+            delegation: self.delegation.clone(),
         }
     }
 
-    /// Sets the progress sink (builder style).
-    #[must_use]
-    pub fn with_progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
-        self.progress = sink;
-        self
+    // --- accessors ---
+
+    /// Cancelled when the caller gives up on this run; executors must stop promptly.
+    pub fn cancel(&self) -> &CancellationToken {
+        &self.cancel
     }
 
-    /// Sets the cancellation token (builder style).
-    #[must_use]
-    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = token;
-        self
+    /// Nesting depth: 0 for the main agent, 1 for its children, and so on.
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 
-    /// Sets the parent model (builder style).
-    #[must_use]
-    pub fn with_parent_model(mut self, model: impl Into<String>) -> Self {
-        self.parent_model = Some(model.into());
-        self
+    /// This run's task id, when it has one.
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.as_deref()
     }
 
-    /// Sets a deadline `timeout` from now (builder style).
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.deadline = Some(Instant::now() + timeout);
-        self
+    /// The task id of the run that started this one.
+    pub fn parent_task_id(&self) -> Option<&str> {
+        self.parent_task_id.as_deref()
+    }
+
+    /// The agent name this context runs (for progress events); empty when unnamed.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// A point in time after which the run must stop with a limit-reached status.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// A turn budget imposed by the caller (the agent's own limit still applies).
+    pub fn max_turns(&self) -> Option<u32> {
+        self.max_turns
+    }
+
+    /// A token budget (input + output) imposed by the caller.
+    pub fn max_tokens(&self) -> Option<u64> {
+        self.max_tokens
+    }
+
+    /// The parent's model name, used when an agent's model is `inherit`.
+    pub fn parent_model(&self) -> Option<&str> {
+        self.parent_model.as_deref()
+    }
+
+    /// Where progress goes.
+    pub fn progress(&self) -> &Arc<dyn ProgressSink> {
+        &self.progress
+    }
+
+    /// Typed values a host passes down to plugins (e.g. a shared HTTP client).
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// Typed values, for changing them in place.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+
+    /// The host's delegation handle, when the run was started by a delegation tool (or a host
+    /// put one in).
+    pub fn delegation(&self) -> Option<&Arc<dyn Delegation>> {
+        self.delegation.as_ref()
+    }
+
+    /// True when this run may be offered delegation: a handle is present and
+    /// `depth < max_depth`.
+    pub fn can_delegate(&self) -> bool {
+        self.delegation
+            .as_ref()
+            .is_some_and(|d| self.depth < d.max_depth())
+    }
+
+    /// The delegation tools (`Task`, `TaskOutput`, `TaskStop`) this run may offer its model:
+    /// empty beyond the nesting limit or without a handle, so the model never sees them there.
+    pub fn delegation_tools(&self) -> Vec<Arc<dyn Tool>> {
+        match &self.delegation {
+            Some(d) if self.depth < d.max_depth() => d.tools(),
+            _ => Vec::new(),
+        }
     }
 
     /// Time left before the deadline; `None` when there is no deadline.
@@ -153,15 +205,113 @@ impl TaskContext {
             .map(|d| d.saturating_duration_since(Instant::now()))
     }
 
+    // --- builder-style setters ---
+
+    /// Sets the progress sink.
+    #[must_use]
+    pub fn with_progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
+        self.progress = sink;
+        self
+    }
+
+    /// Sets the cancellation token.
+    #[must_use]
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Sets the nesting depth (hosts that continue a tree started elsewhere, e.g. a server
+    /// reached from a delegating client).
+    #[must_use]
+    pub fn with_depth(mut self, depth: u32) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Sets this run's task id.
+    #[must_use]
+    pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
+        self.task_id = Some(id.into());
+        self
+    }
+
+    /// Sets the parent's task id.
+    #[must_use]
+    pub fn with_parent_task_id(mut self, id: impl Into<String>) -> Self {
+        self.parent_task_id = Some(id.into());
+        self
+    }
+
+    /// Sets the agent name.
+    #[must_use]
+    pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = agent.into();
+        self
+    }
+
+    /// Sets the parent model.
+    #[must_use]
+    pub fn with_parent_model(mut self, model: impl Into<String>) -> Self {
+        self.parent_model = Some(model.into());
+        self
+    }
+
+    /// Sets a deadline `timeout` from now.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.deadline = Some(Instant::now() + timeout);
+        self
+    }
+
+    /// Sets (or clears) the deadline.
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Option<Instant>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets (or clears) the caller's turn budget.
+    #[must_use]
+    pub fn with_max_turns(mut self, turns: Option<u32>) -> Self {
+        self.max_turns = turns;
+        self
+    }
+
+    /// Sets (or clears) the caller's token budget.
+    #[must_use]
+    pub fn with_max_tokens(mut self, tokens: Option<u64>) -> Self {
+        self.max_tokens = tokens;
+        self
+    }
+
+    /// Stores a typed value for plugins, replacing one of the same type.
+    #[must_use]
+    pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
+    /// Sets the delegation handle children and their executors see.
+    #[must_use]
+    pub fn with_delegation(mut self, delegation: Arc<dyn Delegation>) -> Self {
+        self.delegation = Some(delegation);
+        self
+    }
+
+    /// Removes the delegation handle: nothing below this run may delegate.
+    #[must_use]
+    pub fn without_delegation(mut self) -> Self {
+        self.delegation = None;
+        self
+    }
+
     /// Emits a progress event stamped with this context's task, agent and depth.
     pub fn emit(&self, kind: ProgressKind) {
-        self.progress.emit(ProgressEvent {
-            task_id: self.task_id.clone(),
-            parent_task_id: self.parent_task_id.clone(),
-            agent: self.agent.clone(),
-            depth: self.depth,
-            kind,
-        });
+        let mut event = ProgressEvent::new(self.agent.clone(), self.depth, kind);
+        event.task_id = self.task_id.clone();
+        event.parent_task_id = self.parent_task_id.clone();
+        self.progress.emit(event);
     }
 }
 

@@ -207,30 +207,49 @@ impl ToolError {
 }
 
 /// A chat-model call failed.
+///
+/// The variants say what the agent loop needs to decide (retry or not, after how long, is the
+/// configuration wrong); transport details such as an HTTP status or an endpoint URL live in the
+/// provider's own error, kept as the [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModelError {
-    /// The provider answered with an HTTP error; `message` is the provider's own text.
-    #[error("{provider} returned HTTP {status}: {message}")]
-    Http {
+    /// The provider answered with an error; `message` is the provider's own text.
+    #[error("{provider} refused the request: {message}")]
+    Rejected {
         /// Provider name (`openai`, `anthropic`...).
         provider: String,
-        /// HTTP status code.
-        status: u16,
         /// The provider's error message.
         message: String,
-        /// The `Retry-After` delay the provider asked for, if any.
+        /// True when the same request may succeed later (rate limits, overload, 5xx).
+        retryable: bool,
+        /// The delay the provider asked for before a retry, if any.
         retry_after: Option<Duration>,
+        /// The provider's own error (status, endpoint...).
+        #[source]
+        source: Option<BoxError>,
     },
-    /// The connection failed or broke.
-    #[error("cannot reach {provider} at {url}: {message}")]
-    Connection {
+    /// The provider did not accept the credentials (missing, wrong, or without access).
+    #[error("{provider} refused the credentials: {message}")]
+    Unauthorized {
         /// Provider name.
         provider: String,
-        /// The endpoint.
-        url: String,
-        /// What failed.
+        /// The provider's error message.
         message: String,
+        /// The provider's own error.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The provider could not be reached, or the connection broke.
+    #[error("cannot reach {provider}: {message}")]
+    Unreachable {
+        /// Provider name.
+        provider: String,
+        /// What failed (the provider includes the endpoint, with any credentials redacted).
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<BoxError>,
     },
     /// The request took longer than its timeout.
     #[error("{provider} did not answer within {} ms", .after.as_millis())]
@@ -265,12 +284,34 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    /// True for errors worth retrying: 429, 5xx, connection failures and timeouts.
+    /// True for errors worth retrying: rejections the provider marks retryable (429, 5xx),
+    /// connection failures and timeouts.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ModelError::Http { status, .. } => *status == 429 || *status >= 500,
-            ModelError::Connection { .. } | ModelError::Timeout { .. } => true,
+            ModelError::Rejected { retryable, .. } => *retryable,
+            ModelError::Unreachable { .. } | ModelError::Timeout { .. } => true,
             _ => false,
         }
+    }
+
+    /// The delay the provider asked for before a retry, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::Rejected { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// True when the error means no model can be used as configured (unreachable, refused
+    /// credentials, unknown model, missing configuration): a host reports it as a setup problem
+    /// rather than a failed task.
+    pub fn is_setup_problem(&self) -> bool {
+        matches!(
+            self,
+            ModelError::Unreachable { .. }
+                | ModelError::Unauthorized { .. }
+                | ModelError::UnknownModel { .. }
+                | ModelError::Config(_)
+        )
     }
 }

@@ -13,11 +13,17 @@
 //! | [`SubagentDefinition`] | name, description and protocol-specific configuration of one agent |
 //! | [`SubagentExecutor`] | runs a [`TaskCall`] against a definition and returns a [`TaskOutcome`] |
 //! | [`SubagentType`] | one kind = one resolver + one executor (+ default references) |
-//! | [`TaskContext`] | cancellation, depth, limits, parent model and progress sink for one run |
+//! | [`TaskContext`] | cancellation, depth, limits, parent model, progress sink and [`Delegation`] handle for one run |
+//! | [`Kind`] | a kind's name, compared ignoring case; declared once, by its [`SubagentType`] |
 //!
 //! The runtime contracts the built-in crates implement and any plugin may reuse:
-//! [`Tool`] (a function a model can call) and [`ChatModel`] (an LLM provider), with the message
+//! [`Tool`] (a function a model can call), [`ToolSource`] (tools made from an agent's
+//! configuration, e.g. its MCP servers) and [`ChatModel`] (an LLM provider), with the message
 //! records in [`chat`].
+//!
+//! Records are `#[non_exhaustive]`: build them with their constructors and `with_*` methods,
+//! so a new field in a minor release breaks no plugin. `CHANGELOG.md` at the repository root
+//! lists every change; `docs/migrating-to-spi-0.2.md` is the guide for plugin authors.
 //!
 //! Errors: [`SubagentError`] for orchestration, [`ToolError`] for tools, [`ModelError`] for models;
 //! the latter two convert into the first.
@@ -28,7 +34,9 @@
 mod cancel;
 pub mod chat;
 mod context;
+mod delegation;
 mod error;
+mod kind;
 mod outcome;
 mod progress;
 mod reference;
@@ -39,13 +47,15 @@ mod tool;
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
 pub use chat::{ChatModel, ChatRequest, ChatResponse};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};
+pub use delegation::Delegation;
 pub use error::{BoxError, ModelError, SubagentError, ToolError};
+pub use kind::Kind;
 pub use outcome::{TaskOutcome, TaskStatus, Usage, UsageNode};
 pub use progress::{ProgressEvent, ProgressKind};
 pub use reference::SubagentReference;
 pub use subagent::{SubagentDefinition, SubagentExecutor, SubagentResolver, SubagentType};
 pub use task_call::TaskCall;
-pub use tool::{Tool, ToolEffect, ToolOutput, ToolSpec};
+pub use tool::{Tool, ToolEffect, ToolOutput, ToolSource, ToolSpec};
 
 /// Re-exported so plugins use the same `async_trait` macro as the traits here.
 pub use async_trait::async_trait;

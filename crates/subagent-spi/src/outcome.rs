@@ -47,7 +47,11 @@ impl fmt::Display for TaskStatus {
 }
 
 /// Resource use of one run (not counting its children).
+///
+/// Start from [`Usage::new`] (or `default()`) and set what you know, with the `with_*`
+/// methods or by assigning fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens billed (excluding cache reads).
     pub input_tokens: u64,
@@ -67,6 +71,48 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Empty usage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the input and output token counts (builder style).
+    #[must_use]
+    pub fn with_tokens(mut self, input: u64, output: u64) -> Self {
+        self.input_tokens = input;
+        self.output_tokens = output;
+        self
+    }
+
+    /// Sets the cache read and cache creation token counts (builder style).
+    #[must_use]
+    pub fn with_cache_tokens(mut self, read: u64, creation: u64) -> Self {
+        self.cache_read_tokens = read;
+        self.cache_creation_tokens = creation;
+        self
+    }
+
+    /// Sets the number of model turns (builder style).
+    #[must_use]
+    pub fn with_turns(mut self, turns: u32) -> Self {
+        self.turns = turns;
+        self
+    }
+
+    /// Sets the wall-clock duration in milliseconds (builder style).
+    #[must_use]
+    pub fn with_duration_ms(mut self, ms: u64) -> Self {
+        self.duration_ms = ms;
+        self
+    }
+
+    /// Sets the model that did the work (builder style).
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
     /// Input + output tokens.
     pub fn total_tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens
@@ -84,6 +130,7 @@ impl Usage {
 
 /// One node of a usage tree: a run and the runs it delegated to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UsageNode {
     /// Agent name.
     pub agent: String,
@@ -102,6 +149,37 @@ pub struct UsageNode {
 }
 
 impl UsageNode {
+    /// A node with no task id and no children.
+    pub fn new(
+        agent: impl Into<String>,
+        kind: impl Into<String>,
+        status: TaskStatus,
+        usage: Usage,
+    ) -> Self {
+        Self {
+            agent: agent.into(),
+            kind: kind.into(),
+            task_id: None,
+            status,
+            usage,
+            children: Vec::new(),
+        }
+    }
+
+    /// Sets the task id (builder style).
+    #[must_use]
+    pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
+        self.task_id = Some(id.into());
+        self
+    }
+
+    /// Sets the children (builder style).
+    #[must_use]
+    pub fn with_children(mut self, children: Vec<UsageNode>) -> Self {
+        self.children = children;
+        self
+    }
+
     /// This node's usage plus every descendant's token counters.
     pub fn total(&self) -> Usage {
         let mut u = self.usage.clone();
@@ -147,6 +225,7 @@ impl UsageNode {
 
 /// What a subagent run returns to its caller: only the final text, never the transcript.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskOutcome {
     /// The final answer (or the question, for [`TaskStatus::NeedsInput`], or the last partial
     /// text when a limit stopped the run).
@@ -195,6 +274,20 @@ impl TaskOutcome {
     #[must_use]
     pub fn with_usage(mut self, usage: Usage) -> Self {
         self.usage = usage;
+        self
+    }
+
+    /// Sets the limit that stopped the run (builder style).
+    #[must_use]
+    pub fn with_limit(mut self, limit: impl Into<String>) -> Self {
+        self.limit = Some(limit.into());
+        self
+    }
+
+    /// Sets the usage of the runs this one delegated to (builder style).
+    #[must_use]
+    pub fn with_children(mut self, children: Vec<UsageNode>) -> Self {
+        self.children = children;
         self
     }
 

@@ -5,6 +5,7 @@ use crate::{TaskStatus, Usage};
 /// One progress report from a running subagent. Every kind reports in this one shape, so a UI
 /// can show a tree of local, remote and MCP agents alike.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProgressEvent {
     /// The task id of the run reporting, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -19,6 +20,34 @@ pub struct ProgressEvent {
     /// What happened.
     #[serde(flatten)]
     pub kind: ProgressKind,
+}
+
+impl ProgressEvent {
+    /// An event with no task ids (see [`TaskContext::emit`](crate::TaskContext::emit), which
+    /// stamps them).
+    pub fn new(agent: impl Into<String>, depth: u32, kind: ProgressKind) -> Self {
+        Self {
+            task_id: None,
+            parent_task_id: None,
+            agent: agent.into(),
+            depth,
+            kind,
+        }
+    }
+
+    /// Sets the task id (builder style).
+    #[must_use]
+    pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
+        self.task_id = Some(id.into());
+        self
+    }
+
+    /// Sets the parent task id (builder style).
+    #[must_use]
+    pub fn with_parent_task_id(mut self, id: impl Into<String>) -> Self {
+        self.parent_task_id = Some(id.into());
+        self
+    }
 }
 
 /// What a [`ProgressEvent`] reports.

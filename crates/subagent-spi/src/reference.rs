@@ -3,6 +3,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Kind;
+
 /// A lightweight pointer to an agent definition: where it lives, which kind of subagent it is,
 /// and protocol-specific metadata.
 ///
@@ -13,11 +15,12 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(r.metadata("auth.bearer_env"), Some("AGENT_TOKEN"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SubagentReference {
     /// Resource location: a file path, a URL, `embedded:NAME`, `stdio:COMMAND`...
     pub uri: String,
-    /// Protocol identifier such as `CLAUDE`, `A2A` or `MCP`.
-    pub kind: String,
+    /// The kind that should resolve it, such as `CLAUDE`, `A2A` or `MCP`.
+    pub kind: Kind,
     /// Protocol-specific settings (auth, timeouts, tool names...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
@@ -25,7 +28,7 @@ pub struct SubagentReference {
 
 impl SubagentReference {
     /// A reference with no metadata.
-    pub fn new(uri: impl Into<String>, kind: impl Into<String>) -> Self {
+    pub fn new(uri: impl Into<String>, kind: impl Into<Kind>) -> Self {
         Self {
             uri: uri.into(),
             kind: kind.into(),
@@ -36,7 +39,7 @@ impl SubagentReference {
     /// A reference with the given metadata.
     pub fn with_all_metadata(
         uri: impl Into<String>,
-        kind: impl Into<String>,
+        kind: impl Into<Kind>,
         metadata: BTreeMap<String, String>,
     ) -> Self {
         Self {
@@ -60,7 +63,7 @@ impl SubagentReference {
 
     /// True when `kind` matches this reference's kind, ignoring ASCII case.
     pub fn is_kind(&self, kind: &str) -> bool {
-        self.kind.eq_ignore_ascii_case(kind)
+        self.kind.matches(kind)
     }
 }
 

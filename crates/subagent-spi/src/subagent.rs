@@ -4,21 +4,20 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{SubagentError, SubagentReference, TaskCall, TaskContext, TaskOutcome};
+use crate::{Kind, SubagentError, SubagentReference, TaskCall, TaskContext, TaskOutcome};
 
 /// A resolved agent: its name, description and protocol-specific configuration.
 ///
 /// The trait is object-safe; protocol code gets its own type back with
-/// [`downcast_ref`](trait.SubagentDefinition.html#method.downcast_ref).
-pub trait SubagentDefinition: Send + Sync + fmt::Debug + 'static {
+/// [`downcast_ref`](trait.SubagentDefinition.html#method.downcast_ref) (no per-type `as_any`
+/// is needed: `Any` is a supertrait). The kind is not repeated here: it is the
+/// [`SubagentType`]'s that resolved the definition.
+pub trait SubagentDefinition: Any + Send + Sync + fmt::Debug {
     /// The agent's name, as the model passes it in `subagent_type`.
     fn name(&self) -> &str;
 
     /// What the agent does and when to use it, shown to the model.
     fn description(&self) -> &str;
-
-    /// The protocol kind, e.g. `CLAUDE` or `A2A`.
-    fn kind(&self) -> &str;
 
     /// The reference this definition was resolved from.
     fn reference(&self) -> &SubagentReference;
@@ -27,23 +26,25 @@ pub trait SubagentDefinition: Send + Sync + fmt::Debug + 'static {
     fn registration(&self) -> String {
         format!("- {}: {}", self.name(), self.description())
     }
-
-    /// The definition as [`Any`], for downcasting to the protocol's own type.
-    fn as_any(&self) -> &dyn Any;
 }
 
 impl dyn SubagentDefinition {
     /// Downcasts to the protocol's own definition type.
     pub fn downcast_ref<T: SubagentDefinition>(&self) -> Option<&T> {
-        self.as_any().downcast_ref::<T>()
+        (self as &dyn Any).downcast_ref::<T>()
     }
 }
 
 /// Turns references into definitions (reads a Markdown file, fetches an agent card...).
 #[async_trait]
 pub trait SubagentResolver: Send + Sync {
-    /// True when this resolver handles the reference (usually: its kind matches).
-    fn can_resolve(&self, reference: &SubagentReference) -> bool;
+    /// True when this resolver handles the reference. The registry offers a resolver only
+    /// references of its type's kind, so the default accepts all of them; override it to refuse
+    /// some (a URI scheme you do not speak, say).
+    fn can_resolve(&self, reference: &SubagentReference) -> bool {
+        let _ = reference;
+        true
+    }
 
     /// Resolves the reference. Errors should name the URI and the cause.
     async fn resolve(
@@ -55,9 +56,6 @@ pub trait SubagentResolver: Send + Sync {
 /// Runs tasks against definitions of one kind.
 #[async_trait]
 pub trait SubagentExecutor: Send + Sync {
-    /// The kind this executor runs.
-    fn kind(&self) -> &str;
-
     /// Runs one task and returns only its final text (plus status and usage).
     ///
     /// `call.resume`, when set, is a `session_id` from an earlier outcome of this executor;
@@ -71,10 +69,12 @@ pub trait SubagentExecutor: Send + Sync {
     ) -> Result<TaskOutcome, SubagentError>;
 }
 
-/// One kind of subagent: the unit of registration. Bundles a resolver and an executor, and may
-/// contribute default references (built-in agents) that user references can override.
+/// One kind of subagent: the unit of registration. Names the kind, bundles a resolver and an
+/// executor, and may contribute default references (built-in agents) that user references can
+/// override. This is the one place a kind is declared.
 #[derive(Clone)]
 pub struct SubagentType {
+    kind: Kind,
     resolver: Arc<dyn SubagentResolver>,
     executor: Arc<dyn SubagentExecutor>,
     defaults: Vec<SubagentReference>,
@@ -90,9 +90,14 @@ impl fmt::Debug for SubagentType {
 }
 
 impl SubagentType {
-    /// Bundles a resolver and an executor.
-    pub fn new(resolver: Arc<dyn SubagentResolver>, executor: Arc<dyn SubagentExecutor>) -> Self {
+    /// Declares a kind with its resolver and executor.
+    pub fn new(
+        kind: impl Into<Kind>,
+        resolver: Arc<dyn SubagentResolver>,
+        executor: Arc<dyn SubagentExecutor>,
+    ) -> Self {
         Self {
+            kind: kind.into(),
             resolver,
             executor,
             defaults: Vec::new(),
@@ -109,9 +114,15 @@ impl SubagentType {
         self
     }
 
-    /// The kind, taken from the executor.
-    pub fn kind(&self) -> &str {
-        self.executor.kind()
+    /// The kind.
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    /// True when this type should resolve `reference`: the kinds match (ignoring case) and the
+    /// resolver accepts it.
+    pub fn accepts(&self, reference: &SubagentReference) -> bool {
+        self.kind == reference.kind && self.resolver.can_resolve(reference)
     }
 
     /// The resolver.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// The serde names are exactly the field names (snake_case); the JSON schema derived from this
 /// type is the `Task` tool's input schema, so its doc comments are what the model reads.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct TaskCall {
     /// A short (3-5 word) description of the task.
     pub description: String,

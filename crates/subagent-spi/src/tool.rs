@@ -1,7 +1,9 @@
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::{TaskContext, ToolError, UsageNode};
+use crate::{BoxError, TaskContext, ToolError, UsageNode};
 
 /// What a tool may do to the world; permission modes decide on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -20,6 +22,7 @@ pub enum ToolEffect {
 
 /// The name, description and input schema of a tool, as sent to a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// Tool name.
     pub name: String,
@@ -29,8 +32,24 @@ pub struct ToolSpec {
     pub input_schema: serde_json::Value,
 }
 
+impl ToolSpec {
+    /// A spec from its three parts.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: serde_json::Value,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
+    }
+}
+
 /// A tool's result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolOutput {
     /// Text returned to the model.
     pub content: String,
@@ -58,6 +77,13 @@ impl ToolOutput {
             is_error: true,
             children: Vec::new(),
         }
+    }
+
+    /// Adds usage nodes of subagent runs this call made (builder style).
+    #[must_use]
+    pub fn with_children(mut self, children: Vec<UsageNode>) -> Self {
+        self.children = children;
+        self
     }
 }
 
@@ -87,10 +113,24 @@ pub trait Tool: Send + Sync {
 
     /// The spec sent to models.
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: self.name().to_string(),
-            description: self.description(),
-            input_schema: self.input_schema(),
-        }
+        ToolSpec::new(self.name(), self.description(), self.input_schema())
     }
+}
+
+/// Supplies tools for an agent from a piece of its configuration: the contract between a kind
+/// that runs agents and a crate that makes tools, so neither depends on the other.
+///
+/// The Markdown kind asks one for the tools of an agent's `mcpServers` value (the
+/// `subagent-mcp` crate implements it); a host wires the two together (the `subagents` facade
+/// does). Tools a source returns are filtered by the agent's own tool rules like any other.
+#[async_trait]
+pub trait ToolSource: Send + Sync {
+    /// The tools for one agent's configuration `value` (passed as written, e.g. a list of
+    /// server names or a map of inline server configs). An error names what failed; the caller
+    /// decides whether the agent runs without those tools.
+    async fn tools_for(
+        &self,
+        agent: &str,
+        value: &serde_json::Value,
+    ) -> Result<Vec<Arc<dyn Tool>>, BoxError>;
 }

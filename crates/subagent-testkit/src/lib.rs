@@ -22,13 +22,24 @@
 //! # }
 //! ```
 //!
+//! For tests that take a model or a kind as a value there are in-process helpers too:
+//! [`ScriptedModel`] (a `ChatModel` replaying [`Step`]s), [`FnKind`] (a subagent kind whose
+//! agents are async closures) and [`ProgressRecorder`].
+//!
 //! When the script runs out the server answers HTTP 500 with a provider-shaped error body saying
 //! the script is exhausted, so a missing reply is obvious in the client's error message.
 
+mod fn_kind;
+mod model;
+mod progress;
 mod reply;
 mod script;
 mod server;
 mod wire;
+
+pub use fn_kind::{FN_KIND, FnDefinition, FnKind, fn_ref};
+pub use model::{ScriptedModel, Step, tool_results};
+pub use progress::ProgressRecorder;
 
 pub use reply::{Reply, ScriptedToolCall, ScriptedUsage};
 pub use script::{Responder, Script};

@@ -209,7 +209,7 @@ impl Tool for BashTool {
                 }
             },
             () = tokio::time::sleep(timeout) => Ending::TimedOut,
-            () = ctx.cancel.cancelled() => Ending::Cancelled,
+            () = ctx.cancel().cancelled() => Ending::Cancelled,
         };
         // Kill whatever is left of the group: background jobs, or everything on timeout/cancel.
         group.kill();

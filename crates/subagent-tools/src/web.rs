@@ -191,7 +191,7 @@ impl Tool for WebFetchTool {
         }
         tokio::select! {
             r = self.fetch(url) => r,
-            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled { tool: Self::NAME.to_string() }),
+            () = ctx.cancel().cancelled() => Err(ToolError::Cancelled { tool: Self::NAME.to_string() }),
         }
     }
 }

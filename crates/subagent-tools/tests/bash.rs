@@ -155,7 +155,7 @@ async fn cancel_kills_the_whole_process_tree() {
     };
     let pid = read_pid(&pidfile).await;
     assert!(!is_dead(pid));
-    ctx.cancel.cancel();
+    ctx.cancel().cancel();
     let r = tokio::time::timeout(Duration::from_secs(20), call)
         .await
         .expect("cancel stopped the command")

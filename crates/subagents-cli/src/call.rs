@@ -21,16 +21,16 @@ pub async fn call(url: &str, prompt: &str, stream: bool, json: bool) -> Result<(
         .await
         .map_err(|e| CliError::Config(e.to_string()))?;
     let mut ctx = TaskContext::new();
-    ctx.agent = def.name().to_string();
-    ctx.depth = 1;
+    ctx.agent() = def.name().to_string();
+    ctx.depth() = 1;
     if stream {
-        ctx.progress = Arc::new(|e: ProgressEvent| match e.kind {
+        ctx.progress() = Arc::new(|e: ProgressEvent| match e.kind {
             ProgressKind::Status { message } => eprintln!("[{}] status: {message}", e.agent),
             ProgressKind::TextDelta { text } => eprintln!("[{}] artifact: {text}", e.agent),
             _ => {}
         });
     }
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.cancel().clone();
     let interrupt = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             cancel.cancel();

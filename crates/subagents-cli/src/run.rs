@@ -90,7 +90,7 @@ pub async fn task_tool(
 
 /// Cancels `ctx` on Ctrl-C.
 fn cancel_on_ctrl_c(ctx: &TaskContext) -> tokio::task::JoinHandle<()> {
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.cancel().clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("interrupted: cancelling");
@@ -132,8 +132,8 @@ pub async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     let mut ctx = TaskContext::new()
         .with_progress(sink)
         .with_parent_model(spec.clone());
-    ctx.agent = "main".into();
-    ctx.task_id = Some("main".into());
+    ctx.agent() = "main".into();
+    ctx.task_id() = Some("main".into());
     let interrupt = cancel_on_ctrl_c(&ctx);
 
     let mut tools: Vec<Arc<dyn Tool>> = ToolSet::all(ws);

@@ -1,8 +1,8 @@
-//! Task dispatch overhead: foreground through `Task` with a no-op executor, and 10,000
+//! Task dispatch overhead: foreground through `Task` with a no-op executor, nested delegation
+//! (each level reaches `Task` through the delegation handle in its context), and 10,000
 //! background tasks spawned and collected.
 #![allow(missing_docs)]
 
-use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,14 +21,8 @@ impl SubagentDefinition for Def {
     fn description(&self) -> &str {
         "does nothing"
     }
-    fn kind(&self) -> &str {
-        "NOOP"
-    }
     fn reference(&self) -> &SubagentReference {
         &self.0
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -36,9 +30,6 @@ struct Noop;
 
 #[async_trait]
 impl SubagentResolver for Noop {
-    fn can_resolve(&self, r: &SubagentReference) -> bool {
-        r.is_kind("NOOP")
-    }
     async fn resolve(
         &self,
         r: &SubagentReference,
@@ -49,15 +40,24 @@ impl SubagentResolver for Noop {
 
 #[async_trait]
 impl SubagentExecutor for Noop {
-    fn kind(&self) -> &str {
-        "NOOP"
-    }
+    /// A prompt `nest N` delegates to itself with `nest N-1` through the handle in its context,
+    /// as a Markdown agent's model would through `Task`; any other prompt is echoed.
     async fn execute(
         &self,
         call: TaskCall,
         _d: Arc<dyn SubagentDefinition>,
-        _ctx: TaskContext,
+        ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
+        if let Some(n) = call.prompt.strip_prefix("nest ")
+            && let Ok(n) = n.parse::<u32>()
+            && n > 0
+        {
+            let tools = ctx.delegation_tools();
+            let task = tools.first().expect("delegation offered below the limit");
+            let input = json!({"description": "nest", "prompt": format!("nest {}", n - 1), "subagent_type": "noop"});
+            let out = task.call(input, &ctx).await?;
+            return Ok(TaskOutcome::completed(out.content));
+        }
         Ok(TaskOutcome::completed(call.prompt))
     }
 }
@@ -66,7 +66,8 @@ fn build(rt: &tokio::runtime::Runtime, max_background: usize) -> TaskTool {
     let n = Arc::new(Noop);
     rt.block_on(
         TaskTool::builder()
-            .subagent_type(SubagentType::new(n.clone(), n))
+            .subagent_type(SubagentType::new("NOOP", n.clone(), n))
+            .max_depth(8)
             .subagent_reference(SubagentReference::new("noop:", "NOOP"))
             .max_background(max_background)
             .max_retained(20_000)
@@ -102,6 +103,29 @@ fn foreground(c: &mut Criterion) {
     });
 }
 
+/// Levels 1 to 4 of `Task` → agent → `Task` → ...: the slope between levels is what one
+/// nesting level adds (JSON in, dispatch, child context, progress, formatting out).
+fn nested(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let task = build(&rt, 16);
+    let ctx = TaskContext::new();
+    let mut g = c.benchmark_group("task_nested");
+    for levels in [1u32, 2, 3, 4] {
+        let input = json!({"description": "bench", "prompt": format!("nest {}", levels - 1), "subagent_type": "noop"});
+        g.bench_function(format!("levels_{levels}"), |b| {
+            b.to_async(&rt).iter(|| async {
+                let out = task.call_tool(input.clone(), &ctx).await;
+                assert!(!out.is_error, "{}", out.content);
+                out
+            })
+        });
+    }
+    g.finish();
+}
+
 fn background(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -116,7 +140,7 @@ fn background(c: &mut Criterion) {
             let task = TaskTool::builder()
                 .subagent_type({
                     let n = Arc::new(Noop);
-                    SubagentType::new(n.clone(), n)
+                    SubagentType::new("NOOP", n.clone(), n)
                 })
                 .subagent_reference(SubagentReference::new("noop:", "NOOP"))
                 .max_background(10_000)
@@ -151,5 +175,5 @@ fn background(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, foreground, background);
+criterion_group!(benches, foreground, nested, background);
 criterion_main!(benches);

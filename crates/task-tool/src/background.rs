@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use subagent_spi::{
-    CancellationToken, ProgressEvent, ProgressKind, ProgressSink, SubagentDefinition,
+    CancellationToken, Kind, ProgressEvent, ProgressKind, ProgressSink, SubagentDefinition,
     SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, UsageNode,
 };
 use tokio::sync::watch;
@@ -190,9 +190,10 @@ impl BackgroundRegistry {
         tool: TaskTool,
         idx: usize,
         def: Arc<dyn SubagentDefinition>,
+        kind: Kind,
         executor: Arc<dyn SubagentExecutor>,
         call: TaskCall,
-        mut child: TaskContext,
+        child: TaskContext,
     ) -> Result<(), SubagentError> {
         let config = &tool.inner.config;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
@@ -214,31 +215,32 @@ impl BackgroundRegistry {
         }
         self.maybe_sweep(config);
 
-        let task_id = child.task_id.clone().unwrap_or_default();
+        let task_id = child.task_id().unwrap_or_default().to_string();
         let (tx, _rx) = watch::channel(BackgroundState::Running);
         let entry = Arc::new(Entry {
             agent: def.name().to_string(),
-            kind: def.kind().to_string(),
+            kind: kind.to_string(),
             description: call.description.clone(),
-            cancel: child.cancel.clone(),
+            cancel: child.cancel().clone(),
             started: Instant::now(),
             state: tx,
             finished_at: Mutex::new(None),
             partial: Mutex::new(String::new()),
             usage_reported: AtomicBool::new(false),
         });
-        child.progress = Arc::new(PartialSink {
+        let sink = Arc::new(PartialSink {
             entry: Arc::downgrade(&entry),
             task_id: task_id.clone(),
-            inner: child.progress.clone(),
+            inner: child.progress().clone(),
         });
+        let child = child.with_progress(sink);
         self.entries.insert(task_id, entry.clone());
 
         let grace = config.stop_grace;
         handle.spawn(async move {
-            let cancel = child.cancel.clone();
+            let cancel = child.cancel().clone();
             let agent = def.name().to_string();
-            let fut = tool.run_child(idx, &def, executor, call, child);
+            let fut = tool.run_child(idx, &def, &kind, executor, call, child);
             tokio::pin!(fut);
             let result = tokio::select! {
                 biased;

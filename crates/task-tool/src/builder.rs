@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use subagent_spi::{SubagentDefinition, SubagentError, SubagentReference, SubagentType};
 
-use crate::registry::{TaskConfig, TaskTool};
+use crate::registry::{KindEntry, MAX_DEPTH_CAP, TaskConfig, TaskTool};
 
 /// Why one reference could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,6 +166,15 @@ impl TaskToolBuilder {
         self
     }
 
+    /// The nesting limit (default [`DEFAULT_MAX_DEPTH`](crate::DEFAULT_MAX_DEPTH), 3): a run at
+    /// depth `d` is offered delegation only when `d < max_depth`; the main agent is depth 0, so
+    /// `max_depth(1)` lets the main agent delegate and no child delegate further. Values above
+    /// [`MAX_DEPTH_CAP`] are refused by [`build`](Self::build).
+    pub fn max_depth(mut self, depth: u32) -> Self {
+        self.config.max_depth = depth;
+        self
+    }
+
     /// Maximum number of session ids remembered for `resume` routing (default 10,000).
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.config.max_sessions = n;
@@ -184,42 +193,60 @@ impl TaskToolBuilder {
                 "max_background must be at least 1".into(),
             ));
         }
-        let mut executors: HashMap<String, Arc<dyn subagent_spi::SubagentExecutor>> =
-            HashMap::new();
+        if self.config.max_depth > MAX_DEPTH_CAP {
+            return Err(BuildError::Config(format!(
+                "max_depth {} is above the cap of {MAX_DEPTH_CAP}",
+                self.config.max_depth
+            )));
+        }
+        let mut kinds: Vec<KindEntry> = Vec::with_capacity(self.types.len());
         for t in &self.types {
-            let key = t.kind().to_ascii_uppercase();
-            if executors.insert(key, t.executor().clone()).is_some() {
+            if kinds.iter().any(|k| k.kind == *t.kind()) {
                 return Err(BuildError::DuplicateKind {
                     kind: t.kind().to_string(),
                 });
             }
+            kinds.push(KindEntry {
+                kind: t.kind().clone(),
+                executor: t.executor().clone(),
+            });
         }
         let registered: Vec<String> = self.types.iter().map(|t| t.kind().to_string()).collect();
 
-        // Defaults first (built-in agents), then user references.
-        let defaults: Vec<SubagentReference> = self
+        // Defaults first (built-in agents), then user references. A type's defaults are
+        // resolved by that type, whatever kind they name.
+        let defaults: Vec<(SubagentReference, usize)> = self
             .types
             .iter()
-            .flat_map(|t| t.default_references().iter().cloned())
+            .enumerate()
+            .flat_map(|(i, t)| t.default_references().iter().map(move |r| (r.clone(), i)))
             .collect();
         let n_defaults = defaults.len();
-        let all: Vec<SubagentReference> = defaults.into_iter().chain(self.references).collect();
+        let all: Vec<(SubagentReference, Option<usize>)> = defaults
+            .into_iter()
+            .map(|(r, i)| (r, Some(i)))
+            .chain(self.references.into_iter().map(|r| (r, None)))
+            .collect();
 
         let types = &self.types;
         let timeout = self.resolve_timeout;
-        let results = futures::future::join_all(all.iter().map(|r| {
+        let results = futures::future::join_all(all.iter().map(|(r, owner)| {
             let registered = &registered;
             async move {
-                let Some(t) = types.iter().find(|t| t.resolver().can_resolve(r)) else {
+                let found = match owner {
+                    Some(i) => Some(*i),
+                    None => types.iter().position(|t| t.accepts(r)),
+                };
+                let Some(ti) = found else {
                     return Err(SubagentError::NoResolver {
-                        kind: r.kind.clone(),
+                        kind: r.kind.to_string(),
                         uri: r.uri.clone(),
                         registered: registered.clone(),
                     }
                     .to_string());
                 };
-                match tokio::time::timeout(timeout, t.resolver().resolve(r)).await {
-                    Ok(Ok(def)) => Ok(def),
+                match tokio::time::timeout(timeout, types[ti].resolver().resolve(r)).await {
+                    Ok(Ok(def)) => Ok((def, ti)),
                     Ok(Err(e)) => Err(e.to_string()),
                     Err(_) => Err(format!(
                         "resolving took longer than {} ms",
@@ -231,25 +258,15 @@ impl TaskToolBuilder {
         .await;
 
         let mut failures = Vec::new();
-        let mut defaults_ok: Vec<Arc<dyn SubagentDefinition>> = Vec::new();
-        let mut users_ok: Vec<Arc<dyn SubagentDefinition>> = Vec::new();
-        for (i, (r, res)) in all.iter().zip(results).enumerate() {
-            let res = res.and_then(|def| {
-                if executors.contains_key(&def.kind().to_ascii_uppercase()) {
-                    Ok(def)
-                } else {
-                    Err(SubagentError::NoExecutor {
-                        kind: def.kind().to_string(),
-                    }
-                    .to_string())
-                }
-            });
+        let mut defaults_ok: Vec<(Arc<dyn SubagentDefinition>, usize)> = Vec::new();
+        let mut users_ok: Vec<(Arc<dyn SubagentDefinition>, usize)> = Vec::new();
+        for (i, ((r, _), res)) in all.iter().zip(results).enumerate() {
             match res {
                 Ok(def) if i < n_defaults => defaults_ok.push(def),
                 Ok(def) => users_ok.push(def),
                 Err(reason) => failures.push(ReferenceFailure {
                     uri: r.uri.clone(),
-                    kind: r.kind.clone(),
+                    kind: r.kind.to_string(),
                     reason,
                 }),
             }
@@ -266,7 +283,7 @@ impl TaskToolBuilder {
 
         // Duplicate user names are an error; user names override defaults.
         let mut seen: HashMap<String, String> = HashMap::new();
-        for d in &users_ok {
+        for (d, _) in &users_ok {
             let key = d.name().to_lowercase();
             if let Some(first) = seen.insert(key, d.reference().uri.clone()) {
                 return Err(BuildError::DuplicateName {
@@ -276,9 +293,9 @@ impl TaskToolBuilder {
                 });
             }
         }
-        let mut agents: Vec<Arc<dyn SubagentDefinition>> = Vec::new();
+        let mut agents: Vec<(Arc<dyn SubagentDefinition>, usize)> = Vec::new();
         let mut default_names: HashMap<String, ()> = HashMap::new();
-        for d in defaults_ok {
+        for (d, ti) in defaults_ok {
             let key = d.name().to_lowercase();
             if seen.contains_key(&key) {
                 tracing::debug!(agent = d.name(), "user agent overrides a built-in agent");
@@ -286,10 +303,10 @@ impl TaskToolBuilder {
             }
             // Two defaults with one name: the first type wins.
             if default_names.insert(key, ()).is_none() {
-                agents.push(d);
+                agents.push((d, ti));
             }
         }
         agents.extend(users_ok);
-        Ok(TaskTool::from_parts(agents, executors, self.config))
+        Ok(TaskTool::from_parts(agents, kinds, self.config))
     }
 }

@@ -49,5 +49,7 @@ mod tools;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
-pub use registry::{Dispatch, TaskConfig, TaskTool};
+pub use registry::{
+    DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools,
+};
 pub use tools::{TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use subagent_spi::{
-    ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext,
-    TaskOutcome, TaskStatus, Tool, ToolOutput,
+    Delegation, Kind, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor,
+    TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput,
 };
 use tracing::Instrument;
 
@@ -17,8 +17,16 @@ use crate::format;
 use crate::ids::new_id;
 use crate::tools::{TaskOutputTool, TaskStopTool};
 
+/// The default nesting limit: the main agent (depth 0), its children (1) and grandchildren (2)
+/// may delegate; agents at depth 3 are not offered `Task`. Claude Code's default too.
+pub const DEFAULT_MAX_DEPTH: u32 = 3;
+
+/// The highest nesting limit accepted: a bound on recursion whatever the configuration says.
+pub const MAX_DEPTH_CAP: u32 = 16;
+
 /// Limits of a [`TaskTool`]; set through the builder.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct TaskConfig {
     /// Maximum background tasks running at once.
     pub max_background: usize,
@@ -30,6 +38,8 @@ pub struct TaskConfig {
     pub stop_grace: Duration,
     /// Maximum session ids remembered for `resume` routing.
     pub max_sessions: usize,
+    /// The nesting limit: a run at depth `d` may delegate only when `d < max_depth`.
+    pub max_depth: u32,
 }
 
 impl Default for TaskConfig {
@@ -40,15 +50,24 @@ impl Default for TaskConfig {
             max_retained: 10_000,
             stop_grace: Duration::from_secs(5),
             max_sessions: 10_000,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }
 
+/// A kind as the registry keeps it: its name and executor.
+pub(crate) struct KindEntry {
+    pub(crate) kind: Kind,
+    pub(crate) executor: Arc<dyn SubagentExecutor>,
+}
+
 pub(crate) struct Inner {
     pub(crate) agents: Vec<Arc<dyn SubagentDefinition>>,
+    /// For each agent, the index of its kind in `kinds`.
+    agent_kind: Vec<usize>,
+    kinds: Vec<KindEntry>,
     by_name: HashMap<String, usize>,
     by_lower: HashMap<String, usize>,
-    executors: HashMap<String, Arc<dyn SubagentExecutor>>,
     /// session id -> index of the agent that produced it.
     sessions: DashMap<String, usize>,
     pub(crate) background: BackgroundRegistry,
@@ -84,7 +103,7 @@ pub enum Dispatch {
         /// The agent's registered name.
         agent: String,
         /// Its kind.
-        kind: String,
+        kind: Kind,
         /// The task id the run had.
         task_id: String,
         /// How it ended.
@@ -106,10 +125,11 @@ impl TaskTool {
     }
 
     pub(crate) fn from_parts(
-        agents: Vec<Arc<dyn SubagentDefinition>>,
-        executors: HashMap<String, Arc<dyn SubagentExecutor>>,
+        agents: Vec<(Arc<dyn SubagentDefinition>, usize)>,
+        kinds: Vec<KindEntry>,
         config: TaskConfig,
     ) -> Self {
+        let (agents, agent_kind): (Vec<_>, Vec<_>) = agents.into_iter().unzip();
         let mut by_name = HashMap::new();
         let mut by_lower = HashMap::new();
         for (i, a) in agents.iter().enumerate() {
@@ -122,9 +142,10 @@ impl TaskTool {
         Self {
             inner: Arc::new(Inner {
                 agents,
+                agent_kind,
+                kinds,
                 by_name,
                 by_lower,
-                executors,
                 sessions: DashMap::new(),
                 background: BackgroundRegistry::new(),
                 config,
@@ -153,6 +174,17 @@ impl TaskTool {
         self.find_index(name).map(|i| &self.inner.agents[i])
     }
 
+    /// The kind of the agent of that name (exact first, then ignoring case).
+    pub fn kind_of(&self, name: &str) -> Option<&Kind> {
+        self.find_index(name)
+            .map(|i| &self.inner.kinds[self.inner.agent_kind[i]].kind)
+    }
+
+    /// The registered kinds, in registration order.
+    pub fn kinds(&self) -> impl Iterator<Item = &Kind> {
+        self.inner.kinds.iter().map(|k| &k.kind)
+    }
+
     fn find_index(&self, name: &str) -> Option<usize> {
         self.inner
             .by_name
@@ -166,13 +198,18 @@ impl TaskTool {
         &self.inner.config
     }
 
-    /// The `Task` tool plus its `TaskOutput` and `TaskStop` companions, for a model's tool list.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![
-            Arc::new(self.clone()),
-            Arc::new(self.output_tool()),
-            Arc::new(self.stop_tool()),
-        ]
+    /// The `Task` tool plus its `TaskOutput` and `TaskStop` companions, by name.
+    pub fn tools(&self) -> TaskTools {
+        TaskTools {
+            task: self.clone(),
+            output: self.output_tool(),
+            stop: self.stop_tool(),
+        }
+    }
+
+    /// This tool as the [`Delegation`] handle children see in their context.
+    pub fn delegation(&self) -> Arc<dyn Delegation> {
+        Arc::new(self.clone())
     }
 
     /// The `TaskOutput` companion tool.
@@ -208,21 +245,12 @@ impl TaskTool {
             })
     }
 
-    fn executor_for(
-        &self,
-        def: &Arc<dyn SubagentDefinition>,
-    ) -> Result<Arc<dyn SubagentExecutor>, SubagentError> {
-        self.inner
-            .executors
-            .get(&def.kind().to_ascii_uppercase())
-            .cloned()
-            .ok_or_else(|| SubagentError::NoExecutor {
-                kind: def.kind().to_string(),
-            })
-    }
-
     /// Runs a call: in the foreground (awaiting the outcome) or, when `run_in_background` is
     /// set, by starting it and returning its task id at once.
+    ///
+    /// The child runs at `ctx.depth() + 1` with this tool as its [`Delegation`] handle, so its
+    /// executor can offer `Task` to the agent while `depth < max_depth`. A call from a context
+    /// at or beyond the nesting limit is refused with [`SubagentError::LimitReached`].
     pub async fn dispatch(
         &self,
         call: TaskCall,
@@ -230,22 +258,37 @@ impl TaskTool {
     ) -> Result<Dispatch, SubagentError> {
         let idx = self.route(&call)?;
         let def = self.inner.agents[idx].clone();
-        let executor = self.executor_for(&def)?;
+        let max_depth = self.inner.config.max_depth;
+        if ctx.depth() >= max_depth {
+            return Err(SubagentError::LimitReached {
+                agent: def.name().to_string(),
+                limit: format!(
+                    "max_depth={max_depth}: a run at depth {} may not delegate further",
+                    ctx.depth()
+                ),
+            });
+        }
+        let entry = &self.inner.kinds[self.inner.agent_kind[idx]];
+        let (kind, executor) = (entry.kind.clone(), entry.executor.clone());
         let task_id = new_id("task");
-        let child = ctx.child(def.name(), Some(task_id.clone()));
+        let child = ctx
+            .child(def.name(), Some(task_id.clone()))
+            .with_delegation(self.delegation());
         if call.is_background() {
             self.inner
                 .background
-                .spawn(self.clone(), idx, def, executor, call, child)?;
+                .spawn(self.clone(), idx, def, kind, executor, call, child)?;
             return Ok(Dispatch::Background {
                 agent: self.inner.agents[idx].name().to_string(),
                 task_id,
             });
         }
-        let outcome = self.run_child(idx, &def, executor, call, child).await?;
+        let outcome = self
+            .run_child(idx, &def, &kind, executor, call, child)
+            .await?;
         Ok(Dispatch::Foreground {
             agent: def.name().to_string(),
-            kind: def.kind().to_string(),
+            kind,
             task_id,
             outcome,
         })
@@ -257,6 +300,7 @@ impl TaskTool {
         &self,
         idx: usize,
         def: &Arc<dyn SubagentDefinition>,
+        kind: &Kind,
         executor: Arc<dyn SubagentExecutor>,
         call: TaskCall,
         child: TaskContext,
@@ -264,9 +308,9 @@ impl TaskTool {
         let span = tracing::info_span!(
             "subagent_task",
             agent = def.name(),
-            kind = def.kind(),
-            depth = child.depth,
-            task_id = child.task_id.as_deref().unwrap_or(""),
+            kind = kind.as_str(),
+            depth = child.depth(),
+            task_id = child.task_id().unwrap_or(""),
             background = call.is_background(),
         );
         let started = Instant::now();
@@ -350,7 +394,7 @@ impl TaskTool {
                 outcome,
             }) => {
                 let mut out = format::foreground_result(&agent, &outcome);
-                out.children = vec![outcome.usage_tree(&agent, &kind, Some(&task_id))];
+                out.children = vec![outcome.usage_tree(&agent, kind.as_str(), Some(&task_id))];
                 out
             }
             Ok(Dispatch::Background { agent, task_id }) => {
@@ -358,5 +402,51 @@ impl TaskTool {
             }
             Err(e) => ToolOutput::error(format::error_text(&e)),
         }
+    }
+}
+
+/// The three delegation tools of one [`TaskTool`], by name (see [`TaskTool::tools`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TaskTools {
+    /// `Task`: starts a subagent.
+    pub task: TaskTool,
+    /// `TaskOutput`: reads a background task's result.
+    pub output: TaskOutputTool,
+    /// `TaskStop`: cancels a background task.
+    pub stop: TaskStopTool,
+}
+
+impl TaskTools {
+    /// The three tools for a model's tool list: `Task`, `TaskOutput`, `TaskStop`.
+    pub fn to_vec(&self) -> Vec<Arc<dyn Tool>> {
+        vec![
+            Arc::new(self.task.clone()),
+            Arc::new(self.output.clone()),
+            Arc::new(self.stop.clone()),
+        ]
+    }
+}
+
+impl IntoIterator for TaskTools {
+    type Item = Arc<dyn Tool>;
+    type IntoIter = std::vec::IntoIter<Arc<dyn Tool>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.to_vec().into_iter()
+    }
+}
+
+impl Delegation for TaskTool {
+    fn max_depth(&self) -> u32 {
+        self.inner.config.max_depth
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        TaskTool::tools(self).to_vec()
+    }
+
+    fn agent_names(&self) -> Vec<String> {
+        TaskTool::agent_names(self)
     }
 }

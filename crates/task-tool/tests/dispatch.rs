@@ -15,7 +15,7 @@ use task_tool::{Dispatch, TaskTool};
 fn kind(cancel_seen: Arc<AtomicBool>) -> FnKind {
     FnKind::new()
         .agent("echo", |c, ctx| async move {
-            let mut o = TaskOutcome::completed(format!("echo[{}]: {}", ctx.depth, c.prompt));
+            let mut o = TaskOutcome::completed(format!("echo[{}]: {}", ctx.depth(), c.prompt));
             o.usage.turns = 1;
             o.usage.input_tokens = 10;
             o.usage.output_tokens = c.prompt.len() as u64;
@@ -25,7 +25,7 @@ fn kind(cancel_seen: Arc<AtomicBool>) -> FnKind {
             let ms: u64 = c.prompt.parse().unwrap_or(50);
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(TaskOutcome::completed(format!("slept {ms}"))),
-                _ = ctx.cancel.cancelled() => Ok(TaskOutcome::with_status("woke early", TaskStatus::Cancelled)),
+                _ = ctx.cancel().cancelled() => Ok(TaskOutcome::with_status("woke early", TaskStatus::Cancelled)),
             }
         })
         .agent("streamer", move |_, ctx| {
@@ -33,9 +33,9 @@ fn kind(cancel_seen: Arc<AtomicBool>) -> FnKind {
             async move {
                 ctx.emit(ProgressKind::TextDelta { text: "half an ".into() });
                 ctx.emit(ProgressKind::TextDelta { text: "answer".into() });
-                ctx.cancel.cancelled().await;
+                ctx.cancel().cancelled().await;
                 seen.store(true, Ordering::SeqCst);
-                Err(SubagentError::Cancelled { agent: ctx.agent.clone() })
+                Err(SubagentError::Cancelled { agent: ctx.agent().to_string() })
             }
         })
         .agent("broken", |_, _| async move {
@@ -436,7 +436,7 @@ async fn foreground_calls_run_concurrently() {
 async fn parent_cancellation_reaches_a_foreground_child() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.cancel().clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;
         cancel.cancel();
@@ -520,11 +520,12 @@ async fn progress_events_carry_the_task_tree() {
     let sink_events = events.clone();
     let count = Arc::new(AtomicUsize::new(0));
     let c2 = count.clone();
-    let mut ctx = TaskContext::new().with_progress(Arc::new(move |e: ProgressEvent| {
-        c2.fetch_add(1, Ordering::SeqCst);
-        sink_events.lock().expect("lock").push(e);
-    }));
-    ctx.task_id = Some("task_parent".into());
+    let ctx = TaskContext::new()
+        .with_progress(Arc::new(move |e: ProgressEvent| {
+            c2.fetch_add(1, Ordering::SeqCst);
+            sink_events.lock().expect("lock").push(e);
+        }))
+        .with_task_id("task_parent");
     task.call(call("echo", "hi"), &ctx).await.expect("call");
     let ev = events.lock().expect("lock").clone();
     assert!(matches!(
@@ -544,4 +545,140 @@ async fn progress_events_carry_the_task_tree() {
                 && e.depth == 1
                 && e.agent == "echo")
     );
+}
+
+/// A kind whose agent `nest` delegates to itself through the handle in its context until it is
+/// no longer offered `Task`, and reports the depth at which it stopped.
+fn nesting_kind() -> SubagentType {
+    FnKind::new()
+        .agent("nest", |c, ctx| async move {
+            let tools = ctx.delegation_tools();
+            match tools.first() {
+                Some(task) => {
+                    assert_eq!(task.name(), "Task");
+                    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+                    assert_eq!(names, ["Task", "TaskOutput", "TaskStop"]);
+                    let out = task
+                        .call(
+                            json!({"description": "deeper", "prompt": c.prompt, "subagent_type": "nest"}),
+                            &ctx,
+                        )
+                        .await?;
+                    // Only the child's first line (its own answer) is passed up.
+                    let first = out.content.lines().next().unwrap_or_default().to_string();
+                    Ok(TaskOutcome::completed(format!("{}>{first}", ctx.depth())))
+                }
+                None => Ok(TaskOutcome::completed(format!("leaf@{}", ctx.depth()))),
+            }
+        })
+        .into_type()
+}
+
+#[tokio::test]
+async fn children_delegate_through_the_handle_until_the_depth_limit() {
+    for (max_depth, expected) in [
+        (1, "leaf@1"),
+        (2, "1>leaf@2"),
+        (3, "1>2>leaf@3"),
+    ] {
+        let task = TaskTool::builder()
+            .subagent_type(nesting_kind())
+            .subagent_reference(fn_ref("nest"))
+            .max_depth(max_depth)
+            .build()
+            .await
+            .expect("builds");
+        match task
+            .dispatch(TaskCall::new("nest", "d", "go"), &TaskContext::new())
+            .await
+            .expect("runs")
+        {
+            Dispatch::Foreground { outcome, .. } => {
+                assert_eq!(outcome.text, expected, "max_depth {max_depth}")
+            }
+            other => panic!("foreground expected, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_usage_tree_has_the_shape_of_the_delegation() {
+    let task = TaskTool::builder()
+        .subagent_type(nesting_kind())
+        .subagent_reference(fn_ref("nest"))
+        .build()
+        .await
+        .expect("builds");
+    let out = task
+        .call_tool(
+            json!({"description": "d", "prompt": "go", "subagent_type": "nest"}),
+            &TaskContext::new(),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert_eq!(out.children.len(), 1);
+    assert_eq!(out.children[0].agent, "nest");
+    assert_eq!(out.children[0].kind, "FN");
+}
+
+#[tokio::test]
+async fn a_call_at_the_depth_limit_is_refused() {
+    let task = TaskTool::builder()
+        .subagent_type(nesting_kind())
+        .subagent_reference(fn_ref("nest"))
+        .max_depth(2)
+        .build()
+        .await
+        .expect("builds");
+    let deep = TaskContext::new().with_depth(2);
+    let err = task
+        .dispatch(TaskCall::new("nest", "d", "go"), &deep)
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains("max_depth=2"),
+        "the error names the limit: {err}"
+    );
+    let err = TaskTool::builder()
+        .max_depth(task_tool::MAX_DEPTH_CAP + 1)
+        .build()
+        .await
+        .expect_err("over the cap");
+    assert!(err.to_string().contains("cap"), "{err}");
+}
+
+#[tokio::test]
+async fn progress_reports_start_and_finish_once_per_child_with_parent_links() {
+    let events = Arc::new(std::sync::Mutex::new(Vec::<ProgressEvent>::new()));
+    let sink = events.clone();
+    let task = TaskTool::builder()
+        .subagent_type(nesting_kind())
+        .subagent_reference(fn_ref("nest"))
+        .max_depth(2)
+        .build()
+        .await
+        .expect("builds");
+    let ctx = TaskContext::new()
+        .with_task_id("main")
+        .with_progress(Arc::new(move |e: ProgressEvent| {
+            sink.lock().expect("lock").push(e)
+        }));
+    task.dispatch(TaskCall::new("nest", "d", "go"), &ctx)
+        .await
+        .expect("runs");
+    let ev = events.lock().expect("lock").clone();
+    let started: Vec<&ProgressEvent> = ev
+        .iter()
+        .filter(|e| matches!(e.kind, ProgressKind::Started { .. }))
+        .collect();
+    let finished = ev
+        .iter()
+        .filter(|e| matches!(e.kind, ProgressKind::Finished { .. }))
+        .count();
+    assert_eq!(started.len(), 2, "one start per child: {ev:?}");
+    assert_eq!(finished, 2, "one finish per child: {ev:?}");
+    assert_eq!(started[0].parent_task_id.as_deref(), Some("main"));
+    assert_eq!(started[0].depth, 1);
+    assert_eq!(started[1].depth, 2);
+    assert_eq!(started[1].parent_task_id, started[0].task_id);
 }

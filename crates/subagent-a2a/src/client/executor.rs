@@ -37,7 +37,7 @@ fn parts_size(parts: &[v1::Part]) -> usize {
 /// One call = one user message: `SendStreamingMessage` when the card declares streaming (each
 /// event becomes a progress event), else `SendMessage`; a task that is still running is
 /// followed (`SubscribeToTask`, or `GetTask` polling) to a terminal or interrupted state.
-/// Cancelling `ctx.cancel` sends `CancelTask` and returns a `cancelled` outcome.
+/// Cancelling `ctx.cancel()` sends `CancelTask` and returns a `cancelled` outcome.
 #[derive(Debug, Clone)]
 pub struct A2aExecutor {
     http: reqwest::Client,
@@ -481,7 +481,7 @@ impl SubagentExecutor for A2aExecutor {
             tokio::pin!(fut);
             tokio::select! {
                 r = &mut fut => Ended::Done(r),
-                _ = ctx.cancel.cancelled() => Ended::Cancelled,
+                _ = ctx.cancel().cancelled() => Ended::Cancelled,
                 _ = tokio::time::sleep(limit) => Ended::TimedOut(limit),
             }
         };

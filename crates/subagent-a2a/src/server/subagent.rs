@@ -152,8 +152,8 @@ impl A2aHandler for SubagentHandler {
         let mut ctx = TaskContext::new()
             .with_cancel(cancel.clone())
             .with_progress(Arc::new(sink));
-        ctx.agent = self.definition.name().to_string();
-        ctx.task_id = Some(request.task_id.clone());
+        ctx.agent() = self.definition.name().to_string();
+        ctx.task_id() = Some(request.task_id.clone());
         let result = self
             .executor
             .execute(call, self.definition.clone(), ctx)
