@@ -98,11 +98,7 @@ impl SubagentExecutor for RecipeKind {
         def: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        let usage = |turns| Usage {
-            turns,
-            input_tokens: call.prompt.split_whitespace().count() as u64,
-            ..Usage::default()
-        };
+        let usage = |turns| Usage::new().with_turns(turns).with_tokens(call.prompt.split_whitespace().count() as u64, 0);
         match def.name() {
             "word-count" => {
                 let words = call.prompt.split_whitespace().count();

@@ -224,11 +224,7 @@ impl SubagentExecutor for LocalKind {
         _ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
         let words = call.prompt.split_whitespace().count();
-        let usage = Usage {
-            turns: 1,
-            input_tokens: words as u64,
-            ..Usage::default()
-        };
+        let usage = Usage::new().with_turns(1).with_tokens(words as u64, 0);
         Ok(TaskOutcome::completed(format!(
             "{words} words, {} characters",
             call.prompt.chars().count()

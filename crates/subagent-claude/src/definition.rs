@@ -1,6 +1,5 @@
 //! The typed agent definition and the parser that builds it from Markdown text.
 
-use std::any::Any;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -291,16 +290,8 @@ impl SubagentDefinition for ClaudeAgentDefinition {
         &self.description
     }
 
-    fn kind(&self) -> &str {
-        KIND
-    }
-
     fn reference(&self) -> &SubagentReference {
         &self.reference
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use subagent_runtime::{
@@ -10,7 +10,7 @@ use subagent_runtime::{
 };
 use subagent_spi::{
     SubagentDefinition, SubagentError, SubagentExecutor, SubagentType, TaskCall, TaskContext,
-    TaskOutcome, Tool,
+    TaskOutcome, Tool, ToolSource,
 };
 use tokio::sync::OnceCell;
 
@@ -20,14 +20,7 @@ use crate::definition::{ClaudeAgentDefinition, ModelChoice};
 use crate::permissions::{ApprovalPolicy, guard_tools};
 use crate::resolver::ClaudeResolver;
 use crate::skills::{Skill, SkillSet};
-use crate::toolsel::select_tools;
-
-/// The hard cap on [`ClaudeSubagentTypeBuilder::max_depth`].
-pub const MAX_DEPTH_CAP: u32 = 4;
-
-/// The default nesting limit: depth-1 agents (children of the main agent) do not get the
-/// `Task` tool.
-pub const DEFAULT_MAX_DEPTH: u32 = 1;
+use crate::toolsel::{is_delegation_tool, never_delegates, select_tools};
 
 /// Where the model of a run came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,10 +89,13 @@ fn nonempty(s: Option<&str>) -> Option<&str> {
 ///
 /// Per run: the system prompt is the agent's body plus the text of each preloaded skill; the
 /// first user message is `TaskCall.prompt` on a fresh message list (or the stored transcript
-/// when `TaskCall.resume` names a session); the tools are the configured set filtered by
-/// `disallowedTools`, then `tools`, with `Task`/`Agent` withheld unless
-/// `ctx.depth() < max_depth`; tools are wrapped to enforce `permissionMode`; `maxTurns` becomes
-/// the turn limit. Only the final text comes back; `session_id` resumes the run.
+/// when `TaskCall.resume` names a session); the tools are the configured set plus the
+/// agent's `mcpServers` tools plus the delegation tools of the context's handle
+/// ([`TaskContext::delegation_tools`]: present only below the nesting limit), filtered by
+/// `disallowedTools`, then `tools` (omitted `tools` inherits `Task`; `Agent(a, b)` limits its
+/// targets; the built-in read-only agents `Explore` and `Plan` never delegate); tools are
+/// wrapped to enforce `permissionMode`; `maxTurns` becomes the turn limit. Only the final text
+/// comes back; `session_id` resumes the run.
 pub struct ClaudeExecutor {
     runtime: AgentRuntime,
     models: Arc<ModelRegistry>,
@@ -107,15 +103,14 @@ pub struct ClaudeExecutor {
     tools: Option<Vec<Arc<dyn Tool>>>,
     workspace: Option<PathBuf>,
     default_tools: OnceCell<Vec<Arc<dyn Tool>>>,
-    extra_tools: RwLock<Vec<Arc<dyn Tool>>>,
+    extra_tools: Vec<Arc<dyn Tool>>,
     skill_dirs: Vec<PathBuf>,
     preset_skills: Option<SkillSet>,
     skills: OnceCell<SkillSet>,
     policy: ApprovalPolicy,
-    max_depth: u32,
     default_max_turns: u32,
     stream: bool,
-    mcp: Option<Arc<dyn crate::McpToolSource>>,
+    mcp: Option<Arc<dyn ToolSource>>,
 }
 
 impl fmt::Debug for ClaudeExecutor {
@@ -132,30 +127,14 @@ impl fmt::Debug for ClaudeExecutor {
             )
             .field("skill_dirs", &self.skill_dirs)
             .field("policy", &self.policy)
-            .field("max_depth", &self.max_depth)
             .finish_non_exhaustive()
     }
 }
 
 impl ClaudeExecutor {
-    /// Adds tools every agent may be given, subject to its filters (e.g. the host's `Task`
-    /// tool, built after this type). Names already present are replaced.
-    pub fn add_extra_tools(&self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) {
-        let mut guard = self.extra_tools.write().unwrap_or_else(|p| p.into_inner());
-        for t in tools {
-            guard.retain(|e| e.name() != t.name());
-            guard.push(t);
-        }
-    }
-
     /// The model registry.
     pub fn models(&self) -> &ModelRegistry {
         &self.models
-    }
-
-    /// The nesting limit.
-    pub fn max_depth(&self) -> u32 {
-        self.max_depth
     }
 
     /// The runtime (and through it the transcript store).
@@ -177,14 +156,9 @@ impl ClaudeExecutor {
                 .await
                 .clone(),
         };
-        let extra = self
-            .extra_tools
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        for t in extra {
+        for t in &self.extra_tools {
             tools.retain(|e| e.name() != t.name());
-            tools.push(t);
+            tools.push(t.clone());
         }
         tools
     }
@@ -210,18 +184,33 @@ impl ClaudeExecutor {
             .await
     }
 
-    /// The tool names an agent would get at `depth` (for listings and tests), with warnings.
+    /// The tool names an agent would get when run with `ctx` (for listings and tests), with
+    /// warnings. `mcpServers` tools are not included (listing them would start the servers).
     pub async fn tool_names_for(
         &self,
         def: &ClaudeAgentDefinition,
-        depth: u32,
+        ctx: &TaskContext,
     ) -> (Vec<String>, Vec<String>) {
-        let base = self.base_tools().await;
-        let sel = select_tools(def, &base, depth < self.max_depth);
+        let mut base = self.base_tools().await;
+        add_delegation(&mut base, def, ctx);
+        let sel = select_tools(def, &base);
         (
             sel.tools.iter().map(|t| t.name().to_string()).collect(),
             sel.warnings,
         )
+    }
+}
+
+/// Adds the context's delegation tools (none beyond the nesting limit) unless the agent is one
+/// of the built-in read-only agents, which never delegate.
+fn add_delegation(base: &mut Vec<Arc<dyn Tool>>, def: &ClaudeAgentDefinition, ctx: &TaskContext) {
+    if never_delegates(def) {
+        base.retain(|t| !is_delegation_tool(t.name()));
+        return;
+    }
+    for t in ctx.delegation_tools() {
+        base.retain(|e| e.name() != t.name());
+        base.push(t);
     }
 }
 
@@ -244,10 +233,6 @@ fn default_tool_set(root: Option<PathBuf>) -> Vec<Arc<dyn Tool>> {
 
 #[async_trait]
 impl SubagentExecutor for ClaudeExecutor {
-    fn kind(&self) -> &str {
-        KIND
-    }
-
     async fn execute(
         &self,
         call: TaskCall,
@@ -256,9 +241,8 @@ impl SubagentExecutor for ClaudeExecutor {
     ) -> Result<TaskOutcome, SubagentError> {
         let Some(def) = definition.downcast_ref::<ClaudeAgentDefinition>() else {
             return Err(SubagentError::InvalidInput(format!(
-                "agent `{}` is of kind `{}`, not a CLAUDE agent definition",
+                "agent `{}` is not a {KIND} agent definition",
                 definition.name(),
-                definition.kind()
             )));
         };
         let agent = def.name.as_str();
@@ -301,7 +285,8 @@ impl SubagentExecutor for ClaudeExecutor {
                 ),
             }
         }
-        let selection = select_tools(def, &base, ctx.depth() < self.max_depth);
+        add_delegation(&mut base, def, &ctx);
+        let selection = select_tools(def, &base);
         for w in &selection.warnings {
             tracing::warn!(agent, "{w}");
         }
@@ -331,10 +316,9 @@ impl SubagentExecutor for ClaudeExecutor {
         .with_limits(limits)
         .streaming(self.stream);
 
-        let mut run_ctx = ctx;
-        run_ctx.parent_model() = Some(model_name);
+        let mut run_ctx = ctx.with_parent_model(model_name);
         if run_ctx.agent().is_empty() {
-            run_ctx.agent() = agent.to_string();
+            run_ctx = run_ctx.with_agent(agent);
         }
         self.runtime.run(spec, &run_ctx).await
     }
@@ -363,13 +347,12 @@ pub struct ClaudeSubagentTypeBuilder {
     skill_dirs: Vec<PathBuf>,
     skills: Option<SkillSet>,
     policy: ApprovalPolicy,
-    max_depth: u32,
     store: Option<Arc<dyn TranscriptStore>>,
     resolver: ClaudeResolver,
     builtins: bool,
     default_max_turns: u32,
     stream: bool,
-    mcp: Option<Arc<dyn crate::McpToolSource>>,
+    mcp: Option<Arc<dyn ToolSource>>,
 }
 
 impl Default for ClaudeSubagentTypeBuilder {
@@ -383,7 +366,6 @@ impl Default for ClaudeSubagentTypeBuilder {
             skill_dirs: Vec::new(),
             skills: None,
             policy: ApprovalPolicy::default(),
-            max_depth: DEFAULT_MAX_DEPTH,
             store: None,
             resolver: ClaudeResolver::new(),
             builtins: true,
@@ -400,7 +382,6 @@ impl fmt::Debug for ClaudeSubagentTypeBuilder {
             .field("models", &self.models)
             .field("default_model", &self.default_model)
             .field("skill_dirs", &self.skill_dirs)
-            .field("max_depth", &self.max_depth)
             .finish_non_exhaustive()
     }
 }
@@ -479,21 +460,10 @@ impl ClaudeSubagentTypeBuilder {
         self
     }
 
-    /// The nesting limit: an agent running at depth `d` gets the `Task` tool only when
-    /// `d < max_depth` (default 1; capped at [`MAX_DEPTH_CAP`]).
-    #[must_use]
-    pub fn max_depth(mut self, depth: u32) -> Self {
-        if depth > MAX_DEPTH_CAP {
-            tracing::warn!("max_depth {depth} is above the cap; using {MAX_DEPTH_CAP}");
-        }
-        self.max_depth = depth.min(MAX_DEPTH_CAP);
-        self
-    }
-
     /// Where agents with `mcpServers` get their `mcp__<server>__<tool>` tools (e.g. the
     /// `subagent-mcp` crate's provider). Without one, `mcpServers` is ignored with a warning.
     #[must_use]
-    pub fn mcp_tools(mut self, source: Arc<dyn crate::McpToolSource>) -> Self {
+    pub fn mcp_tools(mut self, source: Arc<dyn ToolSource>) -> Self {
         self.mcp = Some(source);
         self
     }
@@ -533,8 +503,7 @@ impl ClaudeSubagentTypeBuilder {
         self
     }
 
-    /// Builds the type and also returns the executor, so the host can add tools later
-    /// ([`ClaudeExecutor::add_extra_tools`]).
+    /// Builds the type and also returns the executor (for listings: [`ClaudeExecutor::tool_names_for`]).
     pub fn build_with_executor(self) -> (SubagentType, Arc<ClaudeExecutor>) {
         let store = self
             .store
@@ -546,18 +515,16 @@ impl ClaudeSubagentTypeBuilder {
             tools: self.tools,
             workspace: self.workspace,
             default_tools: OnceCell::new(),
-            extra_tools: RwLock::new(Vec::new()),
+            extra_tools: self.extra_tools,
             skill_dirs: self.skill_dirs,
             preset_skills: self.skills,
             skills: OnceCell::new(),
             policy: self.policy,
-            max_depth: self.max_depth,
             default_max_turns: self.default_max_turns,
             stream: self.stream,
             mcp: self.mcp,
         });
-        executor.add_extra_tools(self.extra_tools);
-        let mut ty = SubagentType::new(Arc::new(self.resolver), executor.clone());
+        let mut ty = SubagentType::new(KIND, Arc::new(self.resolver), executor.clone());
         if self.builtins {
             ty = ty.with_default_references(builtin_references());
         }
@@ -606,12 +573,9 @@ mod tests {
     }
 
     #[test]
-    fn builder_caps_depth_and_adds_builtins() {
-        let (ty, ex) = ClaudeSubagentType::builder()
-            .max_depth(9)
-            .build_with_executor();
-        assert_eq!(ex.max_depth(), MAX_DEPTH_CAP);
-        assert_eq!(ty.kind(), KIND);
+    fn builder_adds_builtins() {
+        let ty = ClaudeSubagentType::builder().build();
+        assert_eq!(ty.kind(), &KIND);
         assert_eq!(ty.default_references().len(), 4);
         let ty = ClaudeSubagentType::builder().builtin_agents(false).build();
         assert!(ty.default_references().is_empty());

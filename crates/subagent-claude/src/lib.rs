@@ -19,7 +19,8 @@
 //!
 //! The executor runs agents on `subagent-runtime`'s loop: system prompt = body (+ preloaded
 //! skills), first user message = `TaskCall.prompt`, tools filtered by `disallowedTools` then
-//! `tools` (the `Task` tool withheld beyond the depth limit), `permissionMode` enforced on tool
+//! `tools` (`Task` offered through the context's delegation handle below the nesting limit, as
+//! Claude Code does), `permissionMode` enforced on tool
 //! calls ([`ApprovalPolicy`]), model routed `TaskCall.model` → frontmatter `model` → `inherit`
 //! → the default ([`route_model`]), `maxTurns` as the turn limit, and `resume` continuing a
 //! stored transcript.
@@ -37,7 +38,6 @@ mod discovery;
 mod error;
 mod executor;
 mod frontmatter;
-mod mcp;
 mod permissions;
 mod resolver;
 mod scan;
@@ -57,10 +57,8 @@ pub use discovery::{
 };
 pub use error::ClaudeError;
 pub use executor::{
-    ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, DEFAULT_MAX_DEPTH,
-    MAX_DEPTH_CAP, ModelSource, route_model,
+    ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, ModelSource, route_model,
 };
-pub use mcp::McpToolSource;
 pub use permissions::{ApprovalPolicy, ToolRequest};
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
 pub use scan::{
@@ -69,5 +67,5 @@ pub use scan::{
 };
 pub use skills::{ParsedSkill, Skill, SkillScan, SkillSet, parse_skill};
 
-/// The kind name of Claude-style Markdown agents.
-pub const KIND: &str = "CLAUDE";
+/// The kind of Claude-style Markdown agents.
+pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("CLAUDE");

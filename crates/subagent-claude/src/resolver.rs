@@ -151,7 +151,7 @@ impl ClaudeResolver {
 #[async_trait]
 impl SubagentResolver for ClaudeResolver {
     fn can_resolve(&self, reference: &SubagentReference) -> bool {
-        reference.is_kind(KIND)
+        KIND.matches(reference.kind.as_str())
     }
 
     async fn resolve(

@@ -13,22 +13,44 @@ pub(crate) struct Selection {
     pub warnings: Vec<String>,
 }
 
+/// The companions of the delegation tool: granted and withheld together with `Task`.
+const COMPANIONS: [&str; 2] = ["TaskOutput", "TaskStop"];
+
+/// True for the delegation tool (`Task`/`Agent`) and its companions (`TaskOutput`, `TaskStop`).
+pub(crate) fn is_delegation_tool(name: &str) -> bool {
+    is_task_name(name) || COMPANIONS.contains(&name)
+}
+
+/// The built-in read-only agents (`Explore`, `Plan`) never delegate, as in Claude Code.
+pub(crate) fn never_delegates(def: &ClaudeAgentDefinition) -> bool {
+    matches!(
+        def.reference.uri.as_str(),
+        "embedded:Explore" | "embedded:Plan"
+    )
+}
+
+/// True when `rule` covers the tool `name`: directly, or as a delegation rule covering a
+/// companion of the delegation tool.
+fn covers(rule: &ToolRule, name: &str) -> bool {
+    rule.matches(name) || (COMPANIONS.contains(&name) && rule.is_delegation())
+}
+
 /// Filters `available` for `def`:
 /// 1. every tool matching a `disallowedTools` rule is removed (a scoped rule such as
 ///    `Bash(rm:*)` removes the whole tool, since argument-level rules are not enforced);
+///    `Task`/`Agent` removes `TaskOutput` and `TaskStop` too;
 /// 2. when `tools` is present, only tools matching one of its rules remain; a scoped rule other
 ///    than `Agent(...)`/`Task(...)` grants nothing (granting the whole tool would widen access);
-/// 3. the delegation tool (`Task`/`Agent`) is removed unless `allow_task`.
+///    `Task`/`Agent` grants `TaskOutput` and `TaskStop` too.
 ///
-/// Rules naming no available tool produce a warning; nothing unknown is ever granted.
-pub(crate) fn select_tools(
-    def: &ClaudeAgentDefinition,
-    available: &[Arc<dyn Tool>],
-    allow_task: bool,
-) -> Selection {
+/// The delegation tools are in `available` only below the nesting limit (the caller adds the
+/// context's), so a rule naming `Task` beyond it is not an error. Other rules naming no
+/// available tool produce a warning; nothing unknown is ever granted.
+pub(crate) fn select_tools(def: &ClaudeAgentDefinition, available: &[Arc<dyn Tool>]) -> Selection {
     let mut warnings = Vec::new();
     let names: Vec<&str> = available.iter().map(|t| t.name()).collect();
-    let unknown = |rule: &ToolRule| !names.iter().any(|n| rule.matches(n));
+    let unknown =
+        |rule: &ToolRule| !rule.is_delegation() && !names.iter().any(|n| rule.matches(n));
 
     for rule in &def.disallowed_tools {
         if unknown(rule) {
@@ -63,12 +85,11 @@ pub(crate) fn select_tools(
 
     let tools = available
         .iter()
-        .filter(|t| !def.disallowed_tools.iter().any(|r| r.matches(t.name())))
+        .filter(|t| !def.disallowed_tools.iter().any(|r| covers(r, t.name())))
         .filter(|t| match &def.tools {
             None => true,
-            Some(_) => grants.iter().any(|r| r.matches(t.name())),
+            Some(_) => grants.iter().any(|r| covers(r, t.name())),
         })
-        .filter(|t| allow_task || !is_task_name(t.name()))
         .map(|t| {
             // `Agent(a, b)`: the delegation tool, restricted to those agents.
             let only: Option<Vec<String>> = if is_task_name(t.name()) {
@@ -175,7 +196,8 @@ mod tests {
         }
     }
 
-    fn set() -> Vec<Arc<dyn Tool>> {
+    /// The base set, plus the delegation tools when below the nesting limit.
+    fn set(with_task: bool) -> Vec<Arc<dyn Tool>> {
         [
             "Read",
             "Write",
@@ -184,14 +206,17 @@ mod tests {
             "mcp__gh__pr",
             "mcp__x__y",
             "Task",
+            "TaskOutput",
+            "TaskStop",
         ]
         .into_iter()
+        .filter(|n| with_task || !is_delegation_tool(n))
         .map(|n| Arc::new(Named(n)) as Arc<dyn Tool>)
         .collect()
     }
 
-    fn names(def: &ClaudeAgentDefinition, allow_task: bool) -> (Vec<String>, Vec<String>) {
-        let s = select_tools(def, &set(), allow_task);
+    fn names(def: &ClaudeAgentDefinition, with_task: bool) -> (Vec<String>, Vec<String>) {
+        let s = select_tools(def, &set(with_task));
         (
             s.tools.iter().map(|t| t.name().to_string()).collect(),
             s.warnings,
@@ -214,7 +239,27 @@ mod tests {
             ]
         );
         assert!(w.is_empty());
-        assert!(names(&d, true).0.contains(&"Task".to_string()));
+        let (n, _) = names(&d, true);
+        assert!(n.ends_with(&["Task".into(), "TaskOutput".into(), "TaskStop".into()]));
+    }
+
+    #[test]
+    fn task_brings_its_companions_and_disallowing_it_removes_them() {
+        let mut d = ClaudeAgentDefinition::new("a", "d", "p");
+        d.tools = Some(parse_tool_list("Read, Task"));
+        assert_eq!(names(&d, true).0, ["Read", "Task", "TaskOutput", "TaskStop"]);
+        let (n, w) = names(&d, false);
+        assert_eq!(n, ["Read"]);
+        assert!(w.is_empty(), "Task beyond the limit is not a warning: {w:?}");
+        d.tools = Some(parse_tool_list("Read, Agent"));
+        assert_eq!(names(&d, true).0, ["Read", "Task", "TaskOutput", "TaskStop"]);
+        let mut d = ClaudeAgentDefinition::new("a", "d", "p");
+        d.disallowed_tools = parse_tool_list("Task");
+        let (n, _) = names(&d, true);
+        assert!(!n.iter().any(|n| is_delegation_tool(n)), "{n:?}");
+        d.tools = Some(parse_tool_list("Read"));
+        d.disallowed_tools = Vec::new();
+        assert_eq!(names(&d, true).0, ["Read"]);
     }
 
     #[test]
@@ -225,7 +270,10 @@ mod tests {
         ));
         d.disallowed_tools = parse_tool_list("Write, mcp__gh__pr");
         let (n, w) = names(&d, true);
-        assert_eq!(n, ["Read", "mcp__gh__issue", "Task"]);
+        assert_eq!(
+            n,
+            ["Read", "mcp__gh__issue", "Task", "TaskOutput", "TaskStop"]
+        );
         assert!(w.iter().any(|w| w.contains("`LS`")), "{w:?}");
         assert!(w.iter().any(|w| w.contains("Bash(git:*)")), "{w:?}");
         let (n, _) = names(&d, false);
@@ -236,7 +284,7 @@ mod tests {
     async fn agent_rule_restricts_delegation_targets() {
         let mut d = ClaudeAgentDefinition::new("a", "d", "p");
         d.tools = Some(parse_tool_list("Read, Agent(explore, plan)"));
-        let s = select_tools(&d, &set(), true);
+        let s = select_tools(&d, &set(true));
         let task = s.tools.iter().find(|t| t.name() == "Task").unwrap();
         assert!(task.description().contains("explore, plan"));
         let ctx = TaskContext::new();

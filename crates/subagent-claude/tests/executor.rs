@@ -131,9 +131,7 @@ async fn run(
     subagent_spi::SubagentExecutor::execute(ex, call, def.clone(), ctx).await
 }
 
-fn call(prompt: &str) -> TaskCall {
-    TaskCall::new("test-agent", "test", prompt)
-}
+fn call(prompt: &str) -> { let mut v = TaskCall::default(); v.TaskCall = :new("test-agent", "test", prompt); v }
 
 #[tokio::test]
 async fn tool_list_reflects_tools_and_disallowed_tools() {

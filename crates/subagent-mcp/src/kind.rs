@@ -289,10 +289,7 @@ impl SubagentExecutor for McpExecutor {
             })
             .await
             .map_err(exec_err)?;
-        let usage = Usage {
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            ..Usage::default()
-        };
+        let usage = Usage::new().with_duration_ms(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
         match end {
             CallEnd::Done(result) => {
                 let text = result_text(&result);

@@ -96,10 +96,10 @@ impl Tool for McpTool {
             .await
             .map_err(failed)?;
         match end {
-            CallEnd::Done(result) => Ok(ToolOutput {
-                content: result_text(&result),
-                is_error: result.is_error == Some(true),
-                children: Vec::new(),
+            CallEnd::Done(result) => Ok(if result.is_error == Some(true) {
+                ToolOutput::error(result_text(&result))
+            } else {
+                ToolOutput::text(result_text(&result))
             }),
             CallEnd::Cancelled => Err(ToolError::Cancelled {
                 tool: self.name.clone(),

@@ -434,19 +434,13 @@ pub(crate) fn parse_message(
     if let Some(u) = wire.usage {
         u.apply(&mut usage);
     }
-    Ok(ChatResponse {
-        stop_reason: stop_reason_from_anthropic(
+    Ok(ChatResponse::new(content, stop_reason_from_anthropic(
             wire.stop_reason.as_deref(),
             !tool_calls.is_empty(),
-        ),
-        content,
-        tool_calls,
-        usage,
-        model: wire
+        ), usage, wire
             .model
             .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| requested_model.into()),
-    })
+            .unwrap_or_else(|| requested_model.into())).with_tool_calls(tool_calls))
 }
 
 // ----- streaming -----
@@ -606,16 +600,10 @@ impl AnthropicStreamDecoder {
                 call
             })
             .collect();
-        Ok(ChatResponse {
-            stop_reason: stop_reason_from_anthropic(
+        Ok(ChatResponse::new(state.content, stop_reason_from_anthropic(
                 state.stop_reason.as_deref(),
                 !tool_calls.is_empty(),
-            ),
-            content: state.content,
-            tool_calls,
-            usage: state.usage,
-            model: state.model.unwrap_or(self.default_model),
-        })
+            ), state.usage, state.model.unwrap_or(self.default_model)).with_tool_calls(tool_calls))
     }
 }
 
@@ -753,12 +741,9 @@ impl StreamState {
                     _ => None,
                 };
                 return Err(match status {
-                    Some(status) => ModelError::Http {
-                        provider: self.provider.clone(),
-                        status,
-                        message,
-                        retry_after: None,
-                    },
+                    Some(status) => {
+                        crate::error::stream_error(&self.provider, status, kind, message)
+                    }
                     None => self.bad(format!("the stream reported {kind}: {message}")),
                 });
             }
@@ -830,16 +815,14 @@ mod tests {
 
     #[test]
     fn tool_results_are_grouped_and_system_is_top_level() {
-        let req = ChatRequest {
-            system: Some("sys".into()),
-            messages: vec![
+        let req = { let mut v = ChatRequest::default(); v.system = Some("sys".into()); v.messages = vec![
                 ChatMessage::system("more sys"),
                 ChatMessage::user("hi"),
                 ChatMessage::Assistant {
                     content: "calling".into(),
                     tool_calls: vec![
-                        ToolCall::new("t1".into(), "a".into(), json!({"x": 1})),
-                        ToolCall::new("t2".into(), "b".into(), json!("{\"y\":2}")),
+                        ToolCall::new("t1", "a", json!({"x": 1})),
+                        ToolCall::new("t2", "b", json!("{\"y\":2}")),
                     ],
                 },
                 ChatMessage::Tool {
@@ -855,15 +838,7 @@ mod tests {
                     is_error: true,
                 },
                 ChatMessage::user("and now?"),
-            ],
-            tools: vec![ToolSpec {
-                name: "a".into(),
-                description: "d".into(),
-                input_schema: json!({"type": "object"}),
-            }],
-            tool_choice: ToolChoice::Required,
-            ..ChatRequest::default()
-        };
+            ]; v.tools = vec![ToolSpec::new("a", "d", json!({"type": "object"}))]; v.tool_choice = ToolChoice::Required; v };
         let body = model().request_body(&req, false);
         assert_eq!(body["system"], "sys\n\nmore sys");
         assert_eq!(body["max_tokens"], 8192);
@@ -914,7 +889,8 @@ mod tests {
             )
             .unwrap_err();
         assert!(
-            matches!(err, ModelError::Http { status: 529, ref message, .. } if message == "Overloaded")
+            crate::error::http_status(&err) == Some(529)
+                && matches!(err, ModelError::Rejected { ref message, retryable: true, .. } if message == "Overloaded")
         );
     }
 

@@ -73,10 +73,7 @@
 //!     .model("claude-sonnet-4-5")
 //!     .build()?;
 //!
-//! let request = ChatRequest {
-//!     messages: vec![ChatMessage::user("Say hi")],
-//!     ..ChatRequest::default()
-//! };
+//! let request = ChatRequest::new(vec![ChatMessage::user("Say hi")]);
 //! let reply = ollama
 //!     .chat_stream(request, &|delta| println!("{delta:?}"))
 //!     .await?;
@@ -87,6 +84,7 @@
 
 mod anthropic;
 mod common;
+mod error;
 mod openai;
 mod spec;
 pub mod sse;
@@ -103,4 +101,5 @@ pub use openai::{
 pub use spec::{
     ACCEPTED_FORMS, ModelSpec, Provider, default_aliases, model_from_spec, model_from_spec_with_env,
 };
+pub use error::{ProviderError, http_status, redact_url};
 pub use transport::RetryPolicy;

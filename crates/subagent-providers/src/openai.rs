@@ -379,12 +379,7 @@ impl UsageWire {
             .as_ref()
             .and_then(|d| d.cached_tokens)
             .unwrap_or(0);
-        TokenUsage {
-            input_tokens: self.prompt_tokens.unwrap_or(0).saturating_sub(cached),
-            output_tokens: self.completion_tokens.unwrap_or(0),
-            cache_read_tokens: cached,
-            cache_creation_tokens: 0,
-        }
+        TokenUsage::new(self.prompt_tokens.unwrap_or(0).saturating_sub(cached), self.completion_tokens.unwrap_or(0)).with_cache(cached, 0)
     }
 }
 
@@ -485,39 +480,25 @@ pub(crate) fn parse_completion(
         let Some(f) = call.function else { continue };
         let name = f.name.unwrap_or_default();
         let arguments = arguments_value(provider, &name, f.arguments.as_ref());
-        tool_calls.push(subagent_spi::chat::ToolCall {
-            id: call
+        tool_calls.push(subagent_spi::chat::ToolCall::new(call
                 .id
                 .filter(|s| !s.is_empty())
-                .unwrap_or_else(generated_call_id),
-            name,
-            arguments,
-        });
+                .unwrap_or_else(generated_call_id), name, arguments));
     }
     if tool_calls.is_empty()
         && let Some(f) = message.function_call
     {
         let name = f.name.unwrap_or_default();
         let arguments = arguments_value(provider, &name, f.arguments.as_ref());
-        tool_calls.push(subagent_spi::chat::ToolCall {
-            id: generated_call_id(),
-            name,
-            arguments,
-        });
+        tool_calls.push(subagent_spi::chat::ToolCall::new(generated_call_id(), name, arguments));
     }
-    Ok(ChatResponse {
-        stop_reason: stop_reason_from_finish(
+    Ok(ChatResponse::new(content, stop_reason_from_finish(
             choice.finish_reason.as_deref(),
             !tool_calls.is_empty(),
-        ),
-        content,
-        tool_calls,
-        usage: wire.usage.map(|u| u.to_usage()).unwrap_or_default(),
-        model: wire
+        ), wire.usage.map(|u| u.to_usage()).unwrap_or_default(), wire
             .model
             .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| requested_model.to_string()),
-    })
+            .unwrap_or_else(|| requested_model.to_string())).with_tool_calls(tool_calls))
 }
 
 // ----- streaming -----
@@ -685,22 +666,19 @@ impl OpenAiStreamDecoder {
         let tool_calls: Vec<_> = state
             .calls
             .into_iter()
-            .map(|c| subagent_spi::chat::ToolCall {
-                arguments: parse_arguments(&provider, &c.name, &c.args),
-                id: c.id.unwrap_or_else(generated_call_id),
-                name: c.name,
+            .map(|c| {
+                let arguments = parse_arguments(&provider, &c.name, &c.args);
+                subagent_spi::chat::ToolCall::new(
+                    c.id.unwrap_or_else(generated_call_id),
+                    c.name,
+                    arguments,
+                )
             })
             .collect();
-        Ok(ChatResponse {
-            stop_reason: stop_reason_from_finish(state.finish.as_deref(), !tool_calls.is_empty()),
-            content: state.content,
-            tool_calls,
-            usage: state.usage,
-            model: state
+        Ok(ChatResponse::new(state.content, stop_reason_from_finish(state.finish.as_deref(), !tool_calls.is_empty()), state.usage, state
                 .model
                 .filter(|m| !m.is_empty())
-                .unwrap_or(self.default_model),
-        })
+                .unwrap_or(self.default_model)).with_tool_calls(tool_calls))
     }
 }
 

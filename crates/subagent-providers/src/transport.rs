@@ -58,12 +58,9 @@ impl RetryPolicy {
     }
 
     fn wait_for(&self, attempt: u32, err: &ModelError) -> Duration {
-        match err {
-            ModelError::Http {
-                retry_after: Some(after),
-                ..
-            } => (*after).min(self.max_retry_after),
-            _ => self.backoff(attempt),
+        match err.retry_after() {
+            Some(after) => after.min(self.max_retry_after),
+            None => self.backoff(attempt),
         }
     }
 
@@ -193,11 +190,7 @@ impl Transport {
         if e.is_timeout() {
             return self.timeout_error();
         }
-        ModelError::Connection {
-            provider: self.provider.clone(),
-            url: self.url.clone(),
-            message: error_chain(e),
-        }
+        crate::error::connect_error(&self.provider, &self.url, error_chain(e))
     }
 
     /// Run `attempt` with retries per the policy.
@@ -228,7 +221,8 @@ impl Transport {
     }
 
     /// POST `body` and return the successful response (headers read) within the timeout;
-    /// non-2xx answers become [`ModelError::Http`] with the provider's message.
+    /// non-2xx answers become [`ModelError::Rejected`] (or `Unauthorized` for 401/403) with the
+    /// provider's message, the status and URL in the source.
     async fn post_once(&self, body: &Bytes) -> Result<reqwest::Response, ModelError> {
         let send = self
             .client
@@ -251,12 +245,13 @@ impl Transport {
             Ok(Ok(b)) => b,
             _ => Vec::new(),
         };
-        Err(ModelError::Http {
-            provider: self.provider.clone(),
-            status: status.as_u16(),
-            message: error_message_from_body(&body, status.as_u16()),
+        Err(crate::error::status_error(
+            &self.provider,
+            status.as_u16(),
+            &self.url,
+            error_message_from_body(&body, status.as_u16()),
             retry_after,
-        })
+        ))
     }
 
     /// POST and read the whole reply body, with retries; the timeout covers each attempt.
@@ -430,12 +425,13 @@ mod tests {
             max_retry_after: Duration::from_secs(5),
             ..RetryPolicy::default()
         };
-        let err = ModelError::Http {
-            provider: "x".into(),
-            status: 429,
-            message: String::new(),
-            retry_after: Some(Duration::from_secs(3600)),
-        };
+        let err = crate::error::status_error(
+            "x",
+            429,
+            "http://x/",
+            String::new(),
+            Some(Duration::from_secs(3600)),
+        );
         assert_eq!(p.wait_for(0, &err), Duration::from_secs(5));
     }
 

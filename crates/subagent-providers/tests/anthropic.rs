@@ -29,12 +29,7 @@ async fn plain_reply_headers_system_and_usage_with_cache_tokens() {
     assert_eq!(reply.model, "claude-test");
     assert_eq!(
         reply.usage,
-        TokenUsage {
-            input_tokens: 21,
-            output_tokens: 4,
-            cache_read_tokens: 1000,
-            cache_creation_tokens: 200
-        }
+        TokenUsage::new(21, 4).with_cache(1000, 200)
     );
 
     let r = server.last_request().unwrap();
@@ -95,12 +90,7 @@ async fn streamed_text_and_tool_use_with_input_json_deltas() {
     assert_eq!(streamed, args);
     assert_eq!(
         reply.usage,
-        TokenUsage {
-            input_tokens: 50,
-            output_tokens: 17,
-            cache_read_tokens: 7,
-            cache_creation_tokens: 3
-        }
+        TokenUsage::new(50, 17).with_cache(7, 3)
     );
 
     let r = server.last_request().unwrap();
@@ -138,15 +128,13 @@ async fn several_tool_calls_without_ids_streamed_and_not() {
 async fn tool_results_are_grouped_into_one_user_message() {
     let server = ScriptedModelServer::start().await;
     server.push(Reply::text("thanks"));
-    let req = ChatRequest {
-        system: Some("sys".into()),
-        messages: vec![
+    let req = { let mut v = ChatRequest::default(); v.system = Some("sys".into()); v.messages = vec![
             ChatMessage::user("do two things"),
             ChatMessage::Assistant {
                 content: "ok".into(),
                 tool_calls: vec![
-                    ToolCall::new("toolu_1".into(), "a".into(), json!({"q": 1})),
-                    ToolCall::new("toolu_2".into(), "b".into(), json!({})),
+                    ToolCall::new("toolu_1", "a", json!({"q": 1})),
+                    ToolCall::new("toolu_2", "b", json!({})),
                 ],
             },
             ChatMessage::Tool {
@@ -161,11 +149,7 @@ async fn tool_results_are_grouped_into_one_user_message() {
                 content: "failed: boom".into(),
                 is_error: true,
             },
-        ],
-        tools: vec![tool("a"), tool("b")],
-        tool_choice: ToolChoice::Tool("b".into()),
-        ..ChatRequest::default()
-    };
+        ]; v.tools = vec![tool("a"), tool("b")]; v.tool_choice = ToolChoice::Tool("b".into()); v };
     anthropic(&server).chat(req).await.unwrap();
     let r = server.last_request().unwrap();
     assert_eq!(r.body["tool_choice"], json!({"type": "tool", "name": "b"}));
@@ -242,11 +226,9 @@ async fn error_event_mid_stream_is_reported() {
     server.push(Reply::raw_sse(sse));
     let (reply, _) = stream(&anthropic(&server), user("q")).await;
     match reply.unwrap_err() {
-        ModelError::Http {
-            status, message, ..
-        } => {
-            assert_eq!(status, 529);
-            assert_eq!(message, "Overloaded");
+        err @ ModelError::Rejected { .. } => {
+            assert_eq!(subagent_providers::http_status(&err), Some(529));
+            assert!(err.to_string().contains("Overloaded"), "{err}");
         }
         other => panic!("expected an HTTP 529 error, got {other:?}"),
     }

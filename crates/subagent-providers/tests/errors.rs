@@ -68,16 +68,20 @@ async fn retries_give_up_after_max_retries_with_the_last_error() {
         .unwrap();
     let err = model.chat(user("q")).await.unwrap_err();
     match &err {
-        ModelError::Http {
-            status, message, ..
+        ModelError::Rejected {
+            message, retryable, ..
         } => {
-            assert_eq!(*status, 503);
-            assert_eq!(message, "try later");
+            assert!(*retryable);
+            assert_eq!(message, "HTTP 503: try later");
         }
         other => panic!("unexpected {other:?}"),
     }
+    assert_eq!(subagent_providers::http_status(&err), Some(503));
     assert_eq!(server.request_count(), 3);
-    assert_eq!(err.to_string(), "openai returned HTTP 503: try later");
+    assert_eq!(
+        err.to_string(),
+        "openai refused the request: HTTP 503: try later"
+    );
 }
 
 #[tokio::test]
@@ -89,20 +93,17 @@ async fn unauthorized_surfaces_the_provider_message_verbatim_and_is_not_retried(
     }});
     server.push(Reply::error(401, openai_body.to_string()));
     let err = openai(&server).chat(user("q")).await.unwrap_err();
+    assert_eq!(subagent_providers::http_status(&err), Some(401));
+    assert!(err.is_setup_problem());
     match err {
-        ModelError::Http {
-            status,
-            message,
-            retry_after,
-            provider,
+        ModelError::Unauthorized {
+            message, provider, ..
         } => {
-            assert_eq!(status, 401);
             assert_eq!(provider, "openai");
             assert_eq!(
                 message,
-                "Incorrect API key provided: sk-test-***123. You can find your API key at https://platform.openai.com/account/api-keys."
+                "HTTP 401: Incorrect API key provided: sk-test-***123. You can find your API key at https://platform.openai.com/account/api-keys."
             );
-            assert_eq!(retry_after, None);
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -111,11 +112,9 @@ async fn unauthorized_surfaces_the_provider_message_verbatim_and_is_not_retried(
     server.push(Reply::error_message(401, "invalid x-api-key"));
     let (reply, _) = stream(&anthropic(&server), user("q")).await;
     match reply.unwrap_err() {
-        ModelError::Http {
-            status, message, ..
-        } => {
-            assert_eq!(status, 401);
-            assert_eq!(message, "invalid x-api-key");
+        err @ ModelError::Unauthorized { .. } => {
+            assert_eq!(subagent_providers::http_status(&err), Some(401));
+            assert!(err.to_string().ends_with("HTTP 401: invalid x-api-key"), "{err}");
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -212,8 +211,11 @@ async fn connection_refused_is_a_connection_error_after_retries() {
         .unwrap();
     let err = model.chat(user("q")).await.unwrap_err();
     match &err {
-        ModelError::Connection { url, .. } => {
-            assert_eq!(url, &format!("http://127.0.0.1:{port}/v1/chat/completions"));
+        ModelError::Unreachable { message, .. } => {
+            assert!(
+                message.starts_with(&format!("http://127.0.0.1:{port}/v1/chat/completions")),
+                "{message}"
+            );
         }
         other => panic!("expected a connection error, got {other:?}"),
     }

@@ -27,11 +27,7 @@ async fn plain_reply_and_what_was_sent() {
     assert_eq!(reply.model, "gpt-test");
     assert_eq!(
         reply.usage,
-        TokenUsage {
-            input_tokens: 12,
-            output_tokens: 3,
-            ..TokenUsage::default()
-        }
+        TokenUsage::new(12, 3)
     );
 
     let sent = server.requests();
@@ -100,12 +96,7 @@ async fn streamed_text_arrives_in_deltas_with_usage() {
     // prompt_tokens = 70 with 30 cached: input excludes the cache reads.
     assert_eq!(
         reply.usage,
-        TokenUsage {
-            input_tokens: 40,
-            output_tokens: 9,
-            cache_read_tokens: 30,
-            cache_creation_tokens: 0
-        }
+        TokenUsage::new(40, 9).with_cache(30, 0)
     );
     let r = server.last_request().unwrap();
     assert!(r.is_stream());
@@ -228,12 +219,11 @@ async fn transcript_with_tool_calls_and_results_is_encoded() {
     let server = ScriptedModelServer::start().await;
     server.push(Reply::text("done"));
     let model = openai(&server);
-    let req = ChatRequest {
-        messages: vec![
+    let req = { let mut v = ChatRequest::default(); v.messages = vec![
             ChatMessage::user("read a"),
             ChatMessage::Assistant {
                 content: String::new(),
-                tool_calls: vec![ToolCall::new("call_9".into(), "Read".into(), json!({"path": "a"}))],
+                tool_calls: vec![ToolCall::new("call_9", "Read", json!({"path": "a"}))],
             },
             ChatMessage::Tool {
                 call_id: "call_9".into(),
@@ -241,9 +231,7 @@ async fn transcript_with_tool_calls_and_results_is_encoded() {
                 content: "no such file".into(),
                 is_error: true,
             },
-        ],
-        ..ChatRequest::default()
-    };
+        ]; v };
     model.chat(req).await.unwrap();
     let r = server.last_request().unwrap();
     let msgs = r.messages();

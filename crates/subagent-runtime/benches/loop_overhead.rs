@@ -32,25 +32,15 @@ impl ChatModel for InstantModel {
         } else {
             Vec::new()
         };
-        Ok(ChatResponse {
-            content: if tool_calls.is_empty() {
+        Ok(ChatResponse::new(if tool_calls.is_empty() {
                 "done".into()
             } else {
                 String::new()
-            },
-            stop_reason: if tool_calls.is_empty() {
+            }, if tool_calls.is_empty() {
                 StopReason::EndTurn
             } else {
                 StopReason::ToolUse
-            },
-            tool_calls,
-            usage: TokenUsage {
-                input_tokens: 10,
-                output_tokens: 5,
-                ..TokenUsage::default()
-            },
-            model: "instant".into(),
-        })
+            }, TokenUsage::new(10, 5), "instant".into()).with_tool_calls(tool_calls))
     }
 }
 

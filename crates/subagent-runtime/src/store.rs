@@ -53,8 +53,6 @@ impl Transcript {
                     content,
                     ..
                 } => call_id.len() + name.len() + content.len(),
-                // A message kind added later: count it by its JSON size.
-                other => serde_json::to_string(other).map_or(0, |s| s.len()),
             })
             .sum();
         self.system.as_ref().map_or(0, String::len) + messages + 32 * self.messages.len()

@@ -7,9 +7,11 @@ use serde::{Deserialize, Serialize};
 use crate::{ModelError, ToolSpec};
 
 /// One message of a conversation.
+///
+/// Deliberately exhaustive (unlike the records): every provider must encode every message, so
+/// a new kind of message is a breaking change for providers, made only in a major release.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum ChatMessage {
     /// A system message (most providers take only one, first).
     System {
@@ -113,10 +115,9 @@ impl ToolCall {
     }
 }
 
-/// How the model may use tools.
+/// How the model may use tools. Exhaustive for the same reason as [`ChatMessage`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum ToolChoice {
     /// The model decides.
     #[default]

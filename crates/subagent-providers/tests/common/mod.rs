@@ -31,21 +31,14 @@ pub fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
 }
 
 pub fn user(text: &str) -> ChatRequest {
-    ChatRequest {
-        messages: vec![ChatMessage::user(text)],
-        ..ChatRequest::default()
-    }
+    { let mut v = ChatRequest::default(); v.messages = vec![ChatMessage::user(text)]; v }
 }
 
 pub fn tool(name: &str) -> ToolSpec {
-    ToolSpec {
-        name: name.into(),
-        description: format!("the {name} tool"),
-        input_schema: serde_json::json!({
+    ToolSpec::new(name, format!("the {name} tool"), serde_json::json!({
             "type": "object",
             "properties": {"path": {"type": "string"}},
-        }),
-    }
+        }))
 }
 
 /// Run a streamed call, collecting the deltas.
