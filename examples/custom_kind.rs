@@ -4,7 +4,6 @@
 //!
 //! Run: `cargo run --example custom_kind`
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,14 +35,8 @@ impl SubagentDefinition for RecipeDefinition {
     fn description(&self) -> &str {
         &self.description
     }
-    fn kind(&self) -> &str {
-        KIND
-    }
     fn reference(&self) -> &SubagentReference {
         &self.reference
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -88,9 +81,6 @@ impl SubagentResolver for RecipeKind {
 
 #[async_trait]
 impl SubagentExecutor for RecipeKind {
-    fn kind(&self) -> &str {
-        KIND
-    }
 
     async fn execute(
         &self,

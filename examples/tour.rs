@@ -8,7 +8,6 @@
 //!
 //! Run: `cargo run --release --example tour`
 
-use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -183,14 +182,8 @@ impl SubagentDefinition for WordCounter {
     fn description(&self) -> &str {
         "Counts the words and characters of a text (in-process, instant)."
     }
-    fn kind(&self) -> &str {
-        LOCAL
-    }
     fn reference(&self) -> &SubagentReference {
         &self.0
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -198,9 +191,6 @@ struct LocalKind;
 
 #[async_trait]
 impl SubagentResolver for LocalKind {
-    fn can_resolve(&self, r: &SubagentReference) -> bool {
-        r.is_kind(LOCAL)
-    }
     async fn resolve(
         &self,
         r: &SubagentReference,
@@ -214,9 +204,6 @@ impl SubagentResolver for LocalKind {
 
 #[async_trait]
 impl SubagentExecutor for LocalKind {
-    fn kind(&self) -> &str {
-        LOCAL
-    }
     async fn execute(
         &self,
         call: TaskCall,
@@ -287,7 +274,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     heading("2. Register them and an in-process kind through the facade");
     let local = Arc::new(LocalKind);
     let agents = Subagents::builder()
-        .kind(SubagentType::new(local.clone(), local))
+        .kind(SubagentType::new(LOCAL, local.clone(), local))
         .agent("local:word-count", LOCAL)
         .a2a_agent(format!("{v1_url}/forecaster"))
         .a2a_agent(format!("{v1_url}/researcher"))

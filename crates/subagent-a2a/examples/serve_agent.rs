@@ -35,14 +35,8 @@ impl SubagentDefinition for CounterDefinition {
     fn description(&self) -> &str {
         "Counts the words, lines and characters of the text it is given."
     }
-    fn kind(&self) -> &str {
-        "EXAMPLE"
-    }
     fn reference(&self) -> &SubagentReference {
         &self.reference
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }
 
@@ -50,9 +44,6 @@ struct CounterExecutor;
 
 #[async_trait]
 impl SubagentExecutor for CounterExecutor {
-    fn kind(&self) -> &str {
-        "EXAMPLE"
-    }
 
     async fn execute(
         &self,

@@ -841,14 +841,8 @@ impl SubagentDefinition for Def {
     fn description(&self) -> &str {
         "Answers in capitals"
     }
-    fn kind(&self) -> &str {
-        "TEST"
-    }
     fn reference(&self) -> &SubagentReference {
         &self.reference
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }
 
@@ -858,9 +852,6 @@ struct Exec {
 
 #[async_trait]
 impl SubagentExecutor for Exec {
-    fn kind(&self) -> &str {
-        "TEST"
-    }
     async fn execute(
         &self,
         call: TaskCall,

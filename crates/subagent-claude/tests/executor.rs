@@ -18,7 +18,25 @@ use subagent_spi::{
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 
 /// A stand-in for the host's `Task` tool: the executor only filters it by name.
+#[derive(Debug)]
 struct FakeTask;
+
+/// A stand-in for the host's delegation handle, as the `Task` tool puts it into each child's
+/// context.
+#[derive(Debug)]
+struct FakeDelegation(u32);
+
+impl subagent_spi::Delegation for FakeDelegation {
+    fn max_depth(&self) -> u32 {
+        self.0
+    }
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![Arc::new(FakeTask)]
+    }
+    fn agent_names(&self) -> Vec<String> {
+        vec!["test-agent".into()]
+    }
+}
 
 #[async_trait]
 impl Tool for FakeTask {
@@ -79,18 +97,15 @@ impl Harness {
             .with_default("model-a")
     }
 
-    /// An executor; `max_depth: None` keeps the builder's default.
-    fn executor(&self, policy: ApprovalPolicy, max_depth: Option<u32>) -> Arc<ClaudeExecutor> {
-        let mut b = ClaudeSubagentType::builder()
+    /// An executor.
+    fn executor(&self, policy: ApprovalPolicy) -> Arc<ClaudeExecutor> {
+        ClaudeSubagentType::builder()
             .models(self.registry())
             .workspace(self.dir.path())
-            .extra_tool(Arc::new(FakeTask))
             .skill_dir(self.dir.path().join("skills"))
-            .approval_policy(policy);
-        if let Some(d) = max_depth {
-            b = b.max_depth(d);
-        }
-        b.build_with_executor().1
+            .approval_policy(policy)
+            .build_with_executor()
+            .1
     }
 
     fn requests(&self) -> Vec<RecordedRequest> {
@@ -117,9 +132,18 @@ fn tool_names(req: &RecordedRequest) -> Vec<String> {
     v
 }
 
-/// The context of a child of the main agent (depth 1).
+/// The context of a child of the main agent (depth 1), with a delegation handle of the
+/// default nesting limit (3).
 fn child_ctx() -> TaskContext {
-    TaskContext::new().child("test-agent", Some("task_1".into()))
+    ctx_at(1, 3)
+}
+
+/// A context at `depth` whose delegation handle has the nesting limit `max_depth`.
+fn ctx_at(depth: u32, max_depth: u32) -> TaskContext {
+    TaskContext::new()
+        .with_delegation(Arc::new(FakeDelegation(max_depth)))
+        .with_depth(depth - 1)
+        .child("test-agent", Some("task_1".into()))
 }
 
 async fn run(
@@ -131,12 +155,14 @@ async fn run(
     subagent_spi::SubagentExecutor::execute(ex, call, def.clone(), ctx).await
 }
 
-fn call(prompt: &str) -> { let mut v = TaskCall::default(); v.TaskCall = :new("test-agent", "test", prompt); v }
+fn call(prompt: &str) -> TaskCall {
+    TaskCall::new("test-agent", "test", prompt)
+}
 
 #[tokio::test]
 async fn tool_list_reflects_tools_and_disallowed_tools() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, None);
+    let ex = h.executor(ApprovalPolicy::AllowAll);
     h.server.push(Reply::text("one"));
     h.server.push(Reply::text("two"));
 
@@ -154,16 +180,17 @@ async fn tool_list_reflects_tools_and_disallowed_tools() {
 
     let reqs = h.requests();
     assert_eq!(tool_names(&reqs[0]), ["Grep", "Read"]);
+    // `tools` omitted: every tool, Task included (offered by the context's handle at depth 1).
     assert_eq!(
         tool_names(&reqs[1]),
-        ["Edit", "Glob", "Grep", "Read", "Write"]
+        ["Edit", "Glob", "Grep", "Read", "Task", "Write"]
     );
 }
 
 #[tokio::test]
 async fn model_follows_the_routing_order() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, None);
+    let ex = h.executor(ApprovalPolicy::AllowAll);
     for _ in 0..5 {
         h.server.push(Reply::text("ok"));
     }
@@ -210,7 +237,7 @@ async fn model_follows_the_routing_order() {
 #[tokio::test]
 async fn skills_text_is_in_the_system_prompt() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, None);
+    let ex = h.executor(ApprovalPolicy::AllowAll);
     h.server.push(Reply::text("ok"));
     let def = agent(
         "name: test-agent\ndescription: d\nskills: [release-notes, not-there]",
@@ -239,7 +266,7 @@ async fn skills_text_is_in_the_system_prompt() {
 #[tokio::test]
 async fn max_turns_stops_the_run() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, None);
+    let ex = h.executor(ApprovalPolicy::AllowAll);
     for _ in 0..5 {
         h.server.push(Reply::tool_calls(vec![(
             "Read",
@@ -256,7 +283,7 @@ async fn max_turns_stops_the_run() {
 #[tokio::test]
 async fn resume_sends_the_earlier_transcript() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, None);
+    let ex = h.executor(ApprovalPolicy::AllowAll);
     h.server.push(Reply::text("the answer is 42"));
     h.server.push(Reply::text("yes, 42"));
     let def = agent("name: test-agent\ndescription: d", "You answer.");
@@ -312,7 +339,7 @@ fn tool_result_texts(req: &RecordedRequest) -> Vec<String> {
 #[tokio::test]
 async fn plan_mode_refuses_write_with_a_readable_error() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, None);
+    let ex = h.executor(ApprovalPolicy::AllowAll);
     h.server.push(Reply::tool_calls(vec![
         ("Write", json!({"file_path": "out.txt", "content": "x"})),
         ("Read", json!({"file_path": "notes.txt"})),
@@ -352,7 +379,7 @@ async fn default_mode_asks_the_policy_and_accept_edits_allows_edits() {
             .push(format!("{}:{:?}", req.tool, req.effect));
         false
     });
-    let ex = h.executor(policy, None);
+    let ex = h.executor(policy);
     let write = || {
         Reply::tool_calls(vec![(
             "Write",
@@ -392,31 +419,41 @@ async fn default_mode_asks_the_policy_and_accept_edits_allows_edits() {
 }
 
 #[tokio::test]
-async fn a_child_never_receives_task_at_default_depth() {
+async fn task_is_offered_through_the_context_below_the_nesting_limit_only() {
     let h = Harness::new().await;
-    h.server.push(Reply::text("a"));
-    h.server.push(Reply::text("b"));
-    h.server.push(Reply::text("c"));
-    let def = agent("name: test-agent\ndescription: d\ntools: Read, Task", "p");
+    for _ in 0..6 {
+        h.server.push(Reply::text("ok"));
+    }
+    let lists = agent("name: test-agent\ndescription: d\ntools: Read, Task", "p");
+    let omits = agent("name: test-agent\ndescription: d", "p");
+    let leaf = agent("name: test-agent\ndescription: d\ntools: Read", "p");
 
-    let ex = h.executor(ApprovalPolicy::AllowAll, None);
-    run(&ex, &def, call("x"), child_ctx()).await.unwrap();
-    // At depth 0 (a main agent run through the executor) Task is allowed.
-    run(&ex, &def, call("x"), TaskContext::new()).await.unwrap();
-    // With max_depth 2 a depth-1 child may delegate.
-    let ex2 = h.executor(ApprovalPolicy::AllowAll, Some(2));
-    run(&ex2, &def, call("x"), child_ctx()).await.unwrap();
+    let ex = h.executor(ApprovalPolicy::AllowAll);
+    // Depth 1 under the default limit 3: offered.
+    run(&ex, &lists, call("x"), ctx_at(1, 3)).await.unwrap();
+    // Depth 3 under limit 3: absent (and no warning-worthy error).
+    run(&ex, &lists, call("x"), ctx_at(3, 3)).await.unwrap();
+    // Max depth 1: a child is never offered Task.
+    run(&ex, &lists, call("x"), ctx_at(1, 1)).await.unwrap();
+    // Without a delegation handle in the context: nothing to offer.
+    run(&ex, &lists, call("x"), TaskContext::new()).await.unwrap();
+    // `tools` omitted inherits Task; a leaf whose `tools` omit Task is not offered it.
+    run(&ex, &omits, call("x"), ctx_at(1, 3)).await.unwrap();
+    run(&ex, &leaf, call("x"), ctx_at(1, 3)).await.unwrap();
 
     let reqs = h.requests();
-    assert_eq!(tool_names(&reqs[0]), ["Read"]);
-    assert_eq!(tool_names(&reqs[1]), ["Read", "Task"]);
-    assert_eq!(tool_names(&reqs[2]), ["Read", "Task"]);
+    assert_eq!(tool_names(&reqs[0]), ["Read", "Task"]);
+    assert_eq!(tool_names(&reqs[1]), ["Read"]);
+    assert_eq!(tool_names(&reqs[2]), ["Read"]);
+    assert_eq!(tool_names(&reqs[3]), ["Read"]);
+    assert!(tool_names(&reqs[4]).contains(&"Task".to_string()));
+    assert_eq!(tool_names(&reqs[5]), ["Read"]);
 }
 
 #[tokio::test]
 async fn builtin_explore_is_read_only() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll, None);
+    let ex = h.executor(ApprovalPolicy::AllowAll);
     h.server.push(Reply::text("found"));
     let def: Arc<dyn SubagentDefinition> =
         Arc::new(subagent_claude::builtin_agent("Explore").unwrap());

@@ -1,6 +1,5 @@
 //! The `MCP` subagent kind: an agent is one tool of an MCP server.
 
-use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use crate::content::{progress_line, result_text};
 use crate::{McpEndpoint, McpError};
 
 /// The kind name of MCP agents, as written in references.
-pub const KIND: &str = "MCP";
+pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("MCP");
 
 /// The default name of the tool argument that receives the prompt.
 pub const DEFAULT_ARGUMENT: &str = "prompt";
@@ -70,17 +69,11 @@ impl SubagentDefinition for McpSubagentDefinition {
         &self.description
     }
 
-    fn kind(&self) -> &str {
-        KIND
-    }
 
     fn reference(&self) -> &SubagentReference {
         &self.reference
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// Resolves `MCP` references: connects (through the shared pool), lists the server's tools and
@@ -206,9 +199,6 @@ impl McpResolver {
 
 #[async_trait]
 impl SubagentResolver for McpResolver {
-    fn can_resolve(&self, reference: &SubagentReference) -> bool {
-        reference.is_kind(KIND)
-    }
 
     async fn resolve(
         &self,
@@ -238,9 +228,6 @@ impl McpExecutor {
 
 #[async_trait]
 impl SubagentExecutor for McpExecutor {
-    fn kind(&self) -> &str {
-        KIND
-    }
 
     async fn execute(
         &self,
@@ -251,10 +238,7 @@ impl SubagentExecutor for McpExecutor {
         let Some(def) = definition.downcast_ref::<McpSubagentDefinition>() else {
             return Err(SubagentError::protocol(
                 definition.name(),
-                format!(
-                    "the MCP executor got a `{}` definition, not an MCP one",
-                    definition.kind()
-                ),
+                "the MCP executor got a definition of another kind",
             ));
         };
         let agent = def.name.clone();
@@ -317,6 +301,7 @@ pub fn mcp_subagent_type() -> SubagentType {
 /// The `MCP` kind sharing `pool` (e.g. with [`McpToolProvider`](crate::McpToolProvider)).
 pub fn mcp_subagent_type_with_pool(pool: McpPool) -> SubagentType {
     SubagentType::new(
+        KIND,
         Arc::new(McpResolver::new(pool.clone())),
         Arc::new(McpExecutor::new(pool)),
     )

@@ -33,8 +33,6 @@
 //! # let _ = (kind, reference);
 //! ```
 
-#[cfg(feature = "claude")]
-mod claude;
 mod client;
 mod config;
 mod content;

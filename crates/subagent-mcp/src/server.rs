@@ -234,8 +234,9 @@ impl McpToolServer {
         // away). Disarmed once the call returns: background work the tool started (e.g. a
         // background `Task`) lives on under child tokens of this one.
         let mut guard = CancelOnDrop(Some(cancel.clone()));
-        let mut ctx = TaskContext::new().with_cancel(cancel.clone());
-        ctx.agent() = "mcp-client".to_string();
+        let mut ctx = TaskContext::new()
+            .with_cancel(cancel.clone())
+            .with_agent("mcp-client");
 
         // Forward progress while the call runs, when the client asked for it.
         let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use subagent_spi::{
-    ProgressKind, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
+    BoxError, ProgressKind, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, ToolSource,
+    async_trait,
 };
 
 use crate::client::{CallEnd, McpPool};
@@ -271,5 +272,21 @@ mod tests {
             "mcp__github__create_issue"
         );
         assert_eq!(mcp_tool_name("my server", "a.b/c"), "mcp__my_server__a_b_c");
+    }
+}
+
+/// The tool-source contract of the SPI: Markdown agents' `mcpServers` values become
+/// `mcp__<server>__<tool>` tools (the host wires this provider into the `CLAUDE` kind; neither
+/// crate depends on the other).
+#[async_trait]
+impl ToolSource for McpToolProvider {
+    async fn tools_for(
+        &self,
+        agent: &str,
+        mcp_servers: &serde_json::Value,
+    ) -> Result<Vec<Arc<dyn Tool>>, BoxError> {
+        Ok(self
+            .tools_for_value(&format!("agent `{agent}`"), mcp_servers)
+            .await?)
     }
 }

@@ -1,7 +1,6 @@
 //! `McpToolServer` serving the Task / TaskOutput / TaskStop tools, driven by an rmcp client:
 //! over streamable HTTP, and over a byte stream framed like stdio.
 
-use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,14 +32,8 @@ impl SubagentDefinition for Def {
     fn description(&self) -> &str {
         "a local test agent"
     }
-    fn kind(&self) -> &str {
-        KIND
-    }
     fn reference(&self) -> &SubagentReference {
         &self.reference
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -56,9 +49,6 @@ struct Local {
 
 #[async_trait]
 impl SubagentResolver for Local {
-    fn can_resolve(&self, r: &SubagentReference) -> bool {
-        r.is_kind(KIND)
-    }
     async fn resolve(
         &self,
         r: &SubagentReference,
@@ -76,9 +66,6 @@ impl SubagentResolver for Local {
 
 #[async_trait]
 impl SubagentExecutor for Local {
-    fn kind(&self) -> &str {
-        KIND
-    }
     async fn execute(
         &self,
         call: TaskCall,
@@ -112,14 +99,14 @@ impl SubagentExecutor for Local {
 
 async fn task_tools(local: Arc<Local>) -> Vec<Arc<dyn Tool>> {
     let task = task_tool::TaskTool::builder()
-        .subagent_type(SubagentType::new(local.clone(), local))
+        .subagent_type(SubagentType::new(KIND, local.clone(), local))
         .subagent_reference(SubagentReference::new("local:greeter", KIND))
         .subagent_reference(SubagentReference::new("local:blocker", KIND))
         .subagent_reference(SubagentReference::new("local:gated", KIND))
         .build()
         .await
         .unwrap();
-    task.tools()
+    task.tools().to_vec()
 }
 
 /// Records progress messages the server sends.

@@ -62,8 +62,8 @@ impl SubagentReference {
     }
 
     /// True when `kind` matches this reference's kind, ignoring ASCII case.
-    pub fn is_kind(&self, kind: &str) -> bool {
-        self.kind.matches(kind)
+    pub fn is_kind(&self, kind: impl AsRef<str>) -> bool {
+        self.kind.matches(kind.as_ref())
     }
 }
 

@@ -1,10 +1,8 @@
 //! [`A2aSubagentDefinition`]: a resolved remote agent (its card, endpoint and settings).
 
-use std::any::Any;
 
 use subagent_spi::{SubagentDefinition, SubagentReference};
 
-use super::KIND;
 use super::config::A2aConfig;
 use super::transport::{A2aClient, Endpoint};
 use crate::types::{v1, v03};
@@ -104,16 +102,8 @@ impl SubagentDefinition for A2aSubagentDefinition {
         &self.description
     }
 
-    fn kind(&self) -> &str {
-        KIND
-    }
-
     fn reference(&self) -> &SubagentReference {
         &self.reference
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -9,7 +9,6 @@ use subagent_spi::{
     TaskOutcome, TaskStatus, Usage,
 };
 
-use super::KIND;
 use super::definition::A2aSubagentDefinition;
 use super::transport::{A2aClient, EventStream};
 use crate::error::A2aError;
@@ -386,10 +385,6 @@ async fn cancel_remote(client: &A2aClient, task_id: Option<&str>, agent: &str) {
 
 #[subagent_spi::async_trait]
 impl SubagentExecutor for A2aExecutor {
-    fn kind(&self) -> &str {
-        KIND
-    }
-
     async fn execute(
         &self,
         call: TaskCall,
@@ -401,10 +396,7 @@ impl SubagentExecutor for A2aExecutor {
             .ok_or_else(|| {
                 SubagentError::protocol(
                     definition.name(),
-                    format!(
-                        "the A2A executor got a `{}` definition, not an A2A one",
-                        definition.kind()
-                    ),
+                    "the A2A executor got a definition of another kind",
                 )
             })?;
         let agent = def.name.clone();
@@ -431,7 +423,7 @@ impl SubagentExecutor for A2aExecutor {
             ..Default::default()
         });
         let http = ctx
-            .extensions
+            .extensions()
             .get::<reqwest::Client>()
             .cloned()
             .unwrap_or_else(|| self.http.clone());

@@ -34,13 +34,14 @@ pub use resolver::{A2aResolver, choose_endpoint, parse_card, usable_endpoints};
 use subagent_spi::SubagentType;
 pub use transport::{A2aClient, Binding, Endpoint, EventStream, MAX_BODY_BYTES, MAX_EVENT_BYTES};
 
-/// The kind name of A2A references and definitions.
-pub const KIND: &str = "A2A";
+/// The kind of A2A references and definitions.
+pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("A2A");
 
 /// The `A2A` subagent type: an [`A2aResolver`] and an [`A2aExecutor`] sharing one HTTP client.
 pub fn a2a_subagent_type() -> SubagentType {
     let http = default_http_client();
     SubagentType::new(
+        KIND,
         Arc::new(A2aResolver::with_client(http.clone())),
         Arc::new(A2aExecutor::with_client(http)),
     )

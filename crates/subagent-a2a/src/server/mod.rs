@@ -82,7 +82,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor};
+use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, TaskContext};
 use tokio::sync::Semaphore;
 
 pub use card::{AgentInfo, ServerAuth};
@@ -207,7 +207,18 @@ impl AgentMount {
         definition: Arc<dyn SubagentDefinition>,
         executor: Arc<dyn SubagentExecutor>,
     ) -> Self {
-        let h = SubagentHandler::new(definition, executor);
+        Self::subagent_with_context(path, definition, executor, TaskContext::new())
+    }
+
+    /// Like [`subagent`](Self::subagent), every run starting from `base` (e.g. a context
+    /// holding a host's delegation handle, so the served agent can delegate in turn).
+    pub fn subagent_with_context(
+        path: impl Into<String>,
+        definition: Arc<dyn SubagentDefinition>,
+        executor: Arc<dyn SubagentExecutor>,
+        base: TaskContext,
+    ) -> Self {
+        let h = SubagentHandler::new(definition, executor).with_context(base);
         let info = h.agent_info();
         Self::new(path, info, h)
     }

@@ -33,6 +33,8 @@ const MAX_SESSIONS: usize = 10_000;
 pub struct SubagentHandler {
     definition: Arc<dyn SubagentDefinition>,
     executor: Arc<dyn SubagentExecutor>,
+    /// The context every run starts from (delegation handle, extensions, depth).
+    base: TaskContext,
     /// contextId -> executor session id, for resuming.
     sessions: Mutex<HashMap<String, String>>,
 }
@@ -41,7 +43,7 @@ impl std::fmt::Debug for SubagentHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubagentHandler")
             .field("agent", &self.definition.name())
-            .field("kind", &self.definition.kind())
+            .field("delegation", &self.base.delegation().is_some())
             .finish()
     }
 }
@@ -55,19 +57,29 @@ impl SubagentHandler {
         Self {
             definition,
             executor,
+            base: TaskContext::new(),
             sessions: Mutex::new(HashMap::new()),
         }
     }
 
+    /// Runs every task from `base`: its delegation handle (so a served agent can delegate),
+    /// extensions, depth and limits; cancellation, progress, agent name and task id are set
+    /// per task (builder style).
+    #[must_use]
+    pub fn with_context(mut self, base: TaskContext) -> Self {
+        self.base = base;
+        self
+    }
+
     /// The card information derived from the definition: its name and description, and one
-    /// skill describing it (tagged with its kind).
+    /// skill describing it.
     pub fn agent_info(&self) -> AgentInfo {
         let d = &self.definition;
         AgentInfo::new(d.name(), d.description()).with_skill(v1::AgentSkill {
             id: d.name().to_string(),
             name: d.name().to_string(),
             description: d.description().to_string(),
-            tags: vec![d.kind().to_ascii_lowercase()],
+            tags: vec!["subagent".to_string()],
             examples: Vec::new(),
             input_modes: Vec::new(),
             output_modes: Vec::new(),
@@ -149,11 +161,13 @@ impl A2aHandler for SubagentHandler {
                 let _ = tx.try_send(message);
             }
         };
-        let mut ctx = TaskContext::new()
+        let ctx = self
+            .base
+            .clone()
             .with_cancel(cancel.clone())
-            .with_progress(Arc::new(sink));
-        ctx.agent() = self.definition.name().to_string();
-        ctx.task_id() = Some(request.task_id.clone());
+            .with_progress(Arc::new(sink))
+            .with_agent(self.definition.name())
+            .with_task_id(request.task_id.clone());
         let result = self
             .executor
             .execute(call, self.definition.clone(), ctx)
