@@ -339,7 +339,7 @@ impl ClaudeSubagentType {
 
 /// Builds the `CLAUDE` [`SubagentType`]: resolver + executor + built-in agents.
 pub struct ClaudeSubagentTypeBuilder {
-    models: ModelRegistry,
+    models: Arc<ModelRegistry>,
     default_model: Option<String>,
     tools: Option<Vec<Arc<dyn Tool>>>,
     workspace: Option<PathBuf>,
@@ -358,7 +358,7 @@ pub struct ClaudeSubagentTypeBuilder {
 impl Default for ClaudeSubagentTypeBuilder {
     fn default() -> Self {
         Self {
-            models: ModelRegistry::new(),
+            models: Arc::new(ModelRegistry::new()),
             default_model: None,
             tools: None,
             workspace: None,
@@ -387,10 +387,10 @@ impl fmt::Debug for ClaudeSubagentTypeBuilder {
 }
 
 impl ClaudeSubagentTypeBuilder {
-    /// The model registry (names, aliases, default, fallback factory).
+    /// The model registry (names, aliases, default, fallback factory), owned or shared.
     #[must_use]
-    pub fn models(mut self, models: ModelRegistry) -> Self {
-        self.models = models;
+    pub fn models(mut self, models: impl Into<Arc<ModelRegistry>>) -> Self {
+        self.models = models.into();
         self
     }
 
@@ -510,7 +510,7 @@ impl ClaudeSubagentTypeBuilder {
             .unwrap_or_else(|| Arc::new(InMemoryTranscriptStore::new()));
         let executor = Arc::new(ClaudeExecutor {
             runtime: AgentRuntime::new(store),
-            models: Arc::new(self.models),
+            models: self.models,
             default_model: self.default_model,
             tools: self.tools,
             workspace: self.workspace,

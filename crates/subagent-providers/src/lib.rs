@@ -86,6 +86,7 @@ mod anthropic;
 mod common;
 mod error;
 mod openai;
+mod probe;
 mod spec;
 pub mod sse;
 mod transport;
@@ -102,4 +103,5 @@ pub use spec::{
     ACCEPTED_FORMS, ModelSpec, Provider, default_aliases, model_from_spec, model_from_spec_with_env,
 };
 pub use error::{ProviderError, http_status, redact_url};
+pub use probe::probe_ollama;
 pub use transport::RetryPolicy;

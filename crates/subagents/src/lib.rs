@@ -2,41 +2,61 @@
 //!
 //! Let an AI agent hand work to other agents, whatever protocol they speak. A main agent gets
 //! one tool, **`Task`** (plus `TaskOutput` and `TaskStop` for background runs); behind it sit
-//! subagents of any kind: local Markdown agents, remote A2A agents, MCP servers, or a kind you
-//! write yourself against [`spi`].
+//! subagents of any kind: Claude Code-style Markdown agents run by our agent loop, remote A2A
+//! agents, MCP servers, or a kind you write yourself against [`spi`].
 //!
-//! This is the facade: it re-exports the SPI and the Task tool, offers [`Subagents::builder`] to
-//! wire kinds and references together, and turns on the kind crates with cargo features
-//! (one per kind, plus `full`).
+//! This is the batteries-included entry point: [`Subagents::builder`] wires models, agents,
+//! kinds and tools in one place (the `subagents` command is built on it), and the kind crates
+//! are re-exported behind cargo features.
 //!
 //! ```no_run
-//! use subagents::{Subagents, SubagentReference, SubagentType};
-//! # async fn demo(my_kind: SubagentType) -> Result<(), Box<dyn std::error::Error>> {
-//! let agents = Subagents::builder()
-//!     .kind(my_kind)
-//!     .reference(SubagentReference::new("fn:summarizer", "FN"))
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let agents = subagents::Subagents::builder()
+//!     .model("ollama:qwen2.5")                       // or an Arc<dyn ChatModel>
+//!     .agents_dir(".claude/agents")                  // Markdown agents
+//!     .a2a_agent("http://127.0.0.1:9000/researcher") // a remote A2A agent
 //!     .build()
 //!     .await?;
-//! // Give these to your model's tool list: Task, TaskOutput, TaskStop.
-//! let tools = agents.tools();
-//! assert_eq!(tools.len(), 3);
-//! # Ok(()) }
+//! let tools = agents.tools();        // Task, TaskOutput, TaskStop for your own model loop
+//! let answer = agents.main_agent().run("Summarise this repository").await?;
+//! println!("{}\n{}", answer.text, answer.usage_tree("main", "MAIN", None).render());
+//! # let _ = tools; Ok(()) }
 //! ```
+//!
+//! | feature | default | adds |
+//! |---|---|---|
+//! | `claude` | yes | Markdown agents ([`claude`]), the agent loop ([`runtime`]), built-in tools ([`tools`]), [`Subagents::main_agent`] |
+//! | `providers` | yes | model spec strings ([`providers`]: OpenAI-compatible, Anthropic, Ollama) |
+//! | `a2a` | yes | remote A2A agents ([`a2a`]) |
+//! | `server` | no | [`Subagents::a2a_server`]: serving the agents over A2A |
+//! | `mcp` | no | MCP agents, `mcpServers` tools for Markdown agents, [`Subagents::mcp_server`] ([`mcp`]) |
+//! | `full` | no | all of the above |
 
+mod assemble;
+mod builder;
+mod error;
+#[cfg(feature = "claude")]
+mod main_agent;
+pub mod models;
+#[cfg(feature = "server")]
+mod serve;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The plugin contracts (`subagent-spi`), for writing kinds, tools and model providers.
 pub use subagent_spi as spi;
 pub use subagent_spi::{
-    CancellationToken, ChatModel, ProgressEvent, ProgressKind, ProgressSink, SubagentDefinition,
-    SubagentError, SubagentExecutor, SubagentReference, SubagentResolver, SubagentType, TaskCall,
-    TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput, Usage, UsageNode, async_trait,
+    CancellationToken, ChatModel, Kind, ProgressEvent, ProgressKind, ProgressSink,
+    SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference, SubagentResolver,
+    SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput, Usage,
+    UsageNode, async_trait,
 };
 /// The Task tool crate.
 pub use task_tool;
+pub use task_tool::{BackgroundSnapshot, BackgroundState, BuildError, Dispatch, TaskTool, TaskTools};
 
-/// The agent loop and model registry (feature `runtime`).
+/// The agent loop and model registry (feature `runtime`, part of `claude`).
 #[cfg(feature = "runtime")]
 pub use subagent_runtime as runtime;
 
@@ -44,7 +64,7 @@ pub use subagent_runtime as runtime;
 #[cfg(feature = "providers")]
 pub use subagent_providers as providers;
 
-/// Built-in tools confined to a workspace root (feature `tools`).
+/// Built-in tools confined to a workspace root (feature `tools`, part of `claude`).
 #[cfg(feature = "tools")]
 pub use subagent_tools as tools;
 
@@ -59,12 +79,53 @@ pub use subagent_a2a as a2a;
 /// The `MCP` kind and MCP serving (feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use subagent_mcp as mcp;
-pub use task_tool::{BackgroundSnapshot, BuildError, Dispatch, TaskTool};
 
-/// A registry of subagents and the tools that reach them.
-#[derive(Debug, Clone)]
+pub use builder::SubagentsBuilder;
+#[cfg(feature = "claude")]
+pub use builder::discovered_agent_dirs;
+pub use error::Error;
+#[cfg(feature = "claude")]
+pub use main_agent::{MAIN_SYSTEM_PROMPT, MainAgent};
+pub use models::ModelChoice;
+#[cfg(feature = "server")]
+pub use serve::{ServeOptions, agent_path};
+
+/// An agent file that was not loaded, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SkippedAgent {
+    /// The file.
+    pub path: PathBuf,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+/// What the Markdown kind needs besides the registry.
+#[cfg(feature = "claude")]
+pub(crate) struct Local {
+    pub(crate) workspace: subagent_tools::Workspace,
+    pub(crate) models: Arc<subagent_runtime::ModelRegistry>,
+    pub(crate) default_model: Option<String>,
+}
+
+/// The assembled agents and the tools that reach them. Cheap to clone.
+#[derive(Clone)]
 pub struct Subagents {
-    task: TaskTool,
+    pub(crate) task: TaskTool,
+    pub(crate) root: PathBuf,
+    pub(crate) skipped: Vec<SkippedAgent>,
+    #[cfg(feature = "claude")]
+    pub(crate) local: Option<Arc<Local>>,
+}
+
+impl std::fmt::Debug for Subagents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subagents")
+            .field("agents", &self.task.agent_names())
+            .field("workspace", &self.root)
+            .field("skipped", &self.skipped.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Subagents {
@@ -78,17 +139,29 @@ impl Subagents {
         &self.task
     }
 
-    /// `Task`, `TaskOutput` and `TaskStop`, ready for a model's tool list.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    /// `Task`, `TaskOutput` and `TaskStop` by name; [`TaskTools::to_vec`] gives them as a
+    /// model's tool list.
+    pub fn tools(&self) -> TaskTools {
         self.task.tools()
     }
 
-    /// The registered agents.
+    /// Every registered agent, built-ins first.
     pub fn agents(&self) -> &[Arc<dyn SubagentDefinition>] {
         self.task.agents()
     }
 
-    /// Runs one call from Rust (foreground, or background when the call asks for it).
+    /// Agent files that did not load, with the reason.
+    pub fn skipped(&self) -> &[SkippedAgent] {
+        &self.skipped
+    }
+
+    /// The workspace root the built-in tools are confined to.
+    pub fn workspace_root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Runs one call from Rust (foreground, or background when the call asks for it), as the
+    /// root of a delegation tree (depth 0 unless `ctx` says otherwise).
     pub async fn dispatch(
         &self,
         call: TaskCall,
@@ -98,100 +171,55 @@ impl Subagents {
     }
 }
 
-/// Wires subagent kinds and references into [`Subagents`].
-#[derive(Debug, Default)]
-#[must_use]
-pub struct SubagentsBuilder {
-    task: task_tool::TaskToolBuilder,
-    /// Kinds registered so far (upper case), so convenience methods add a kind only once.
-    kinds: Vec<String>,
+#[cfg(feature = "claude")]
+impl Subagents {
+    fn local(&self) -> Result<&Local, SubagentError> {
+        self.local
+            .as_deref()
+            .ok_or_else(|| SubagentError::InvalidInput("no local agent support configured".into()))
+    }
+
+    /// The built-in tools confined to the workspace (Read, Write, Edit, Glob, Grep, Bash,
+    /// WebFetch, TodoWrite), as the main agent gets them.
+    pub fn workspace_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.local
+            .as_ref()
+            .map(|l| subagent_tools::ToolSet::all(l.workspace.clone()))
+            .unwrap_or_default()
+    }
+
+    /// The model registry the Markdown agents route through.
+    pub fn models(&self) -> Option<&subagent_runtime::ModelRegistry> {
+        self.local.as_ref().map(|l| &*l.models)
+    }
+
+    /// The default model's name (its spec, or a model value's own name), when one is set.
+    pub fn default_model_name(&self) -> Option<&str> {
+        self.local.as_ref()?.default_model.as_deref()
+    }
+
+    /// The default model.
+    pub fn default_model(&self) -> Result<Arc<dyn ChatModel>, SubagentError> {
+        Ok(self.local()?.models.default_model()?)
+    }
+
+    /// A delegating main agent over these agents, as `subagents run` runs it.
+    pub fn main_agent(&self) -> MainAgent<'_> {
+        MainAgent::new(self)
+    }
 }
 
-impl SubagentsBuilder {
-    /// Registers a subagent kind (a resolver + an executor).
-    pub fn kind(mut self, kind: SubagentType) -> Self {
-        self.kinds.push(kind.kind().to_ascii_uppercase());
-        self.task = self.task.subagent_type(kind);
-        self
-    }
-
-    /// Registers several kinds.
-    pub fn kinds(mut self, kinds: impl IntoIterator<Item = SubagentType>) -> Self {
-        for k in kinds {
-            self = self.kind(k);
-        }
-        self
-    }
-
-    /// True when a kind of this name is registered.
-    pub fn has_kind(&self, kind: &str) -> bool {
-        self.kinds.iter().any(|k| k.eq_ignore_ascii_case(kind))
-    }
-
-    /// Adds a remote A2A agent by its base URL, registering the `A2A` kind on first use
-    /// (feature `a2a`).
-    #[cfg(feature = "a2a")]
-    pub fn a2a_agent(mut self, url: impl Into<String>) -> Self {
-        if !self.has_kind(subagent_a2a::client::KIND) {
-            self = self.kind(subagent_a2a::client::a2a_subagent_type());
-        }
-        self.reference(SubagentReference::new(url, subagent_a2a::client::KIND))
-    }
-
-    /// Adds an agent reference.
-    pub fn reference(mut self, reference: SubagentReference) -> Self {
-        self.task = self.task.subagent_reference(reference);
-        self
-    }
-
-    /// Adds several agent references.
-    pub fn references(mut self, refs: impl IntoIterator<Item = SubagentReference>) -> Self {
-        self.task = self.task.subagent_references(refs);
-        self
-    }
-
-    /// Adds an agent by URI and kind.
-    pub fn agent(self, uri: impl Into<String>, kind: impl Into<String>) -> Self {
-        self.reference(SubagentReference::new(uri, kind))
-    }
-
-    /// Skip references that fail to resolve (with a warning) instead of failing the build.
-    pub fn skip_unresolvable(mut self, yes: bool) -> Self {
-        self.task = self.task.skip_unresolvable(yes);
-        self
-    }
-
-    /// Maximum background tasks running at once (default 16).
-    pub fn max_background(mut self, n: usize) -> Self {
-        self.task = self.task.max_background(n);
-        self
-    }
-
-    /// How long finished background results stay readable (default 30 minutes).
-    pub fn result_ttl(mut self, ttl: Duration) -> Self {
-        self.task = self.task.result_ttl(ttl);
-        self
-    }
-
-    /// Time allowed to resolve each reference (default 30 s).
-    pub fn resolve_timeout(mut self, timeout: Duration) -> Self {
-        self.task = self.task.resolve_timeout(timeout);
-        self
-    }
-
-    /// Gives direct access to every Task tool setting.
-    pub fn configure(
-        mut self,
-        f: impl FnOnce(task_tool::TaskToolBuilder) -> task_tool::TaskToolBuilder,
-    ) -> Self {
-        self.task = f(self.task);
-        self
-    }
-
-    /// Resolves every reference and builds the registry.
-    pub async fn build(self) -> Result<Subagents, BuildError> {
-        Ok(Subagents {
-            task: self.task.build().await?,
-        })
+#[cfg(feature = "mcp")]
+impl Subagents {
+    /// An MCP server offering `Task`, `TaskOutput` and `TaskStop` over these agents (serve it
+    /// over stdio or streamable HTTP), so any MCP client can delegate.
+    pub fn mcp_server(&self) -> subagent_mcp::McpToolServer {
+        subagent_mcp::McpToolServer::new(self.tools().to_vec())
+            .with_server_info("subagents", env!("CARGO_PKG_VERSION"))
+            .with_instructions(
+                "Delegate work to subagents with the Task tool (agents are listed in its \
+                 description); run them in the background and read results with TaskOutput; \
+                 cancel with TaskStop.",
+            )
     }
 }

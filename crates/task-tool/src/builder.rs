@@ -306,7 +306,8 @@ impl TaskToolBuilder {
                 agents.push((d, ti));
             }
         }
+        let n_defaults = agents.len();
         agents.extend(users_ok);
-        Ok(TaskTool::from_parts(agents, kinds, self.config))
+        Ok(TaskTool::from_parts(agents, n_defaults, kinds, self.config))
     }
 }

@@ -65,6 +65,8 @@ pub(crate) struct Inner {
     pub(crate) agents: Vec<Arc<dyn SubagentDefinition>>,
     /// For each agent, the index of its kind in `kinds`.
     agent_kind: Vec<usize>,
+    /// The first `n_defaults` agents are kinds' defaults (built-ins); the rest are the user's.
+    n_defaults: usize,
     kinds: Vec<KindEntry>,
     by_name: HashMap<String, usize>,
     by_lower: HashMap<String, usize>,
@@ -126,6 +128,7 @@ impl TaskTool {
 
     pub(crate) fn from_parts(
         agents: Vec<(Arc<dyn SubagentDefinition>, usize)>,
+        n_defaults: usize,
         kinds: Vec<KindEntry>,
         config: TaskConfig,
     ) -> Self {
@@ -143,6 +146,7 @@ impl TaskTool {
             inner: Arc::new(Inner {
                 agents,
                 agent_kind,
+                n_defaults,
                 kinds,
                 by_name,
                 by_lower,
@@ -178,6 +182,17 @@ impl TaskTool {
     pub fn kind_of(&self, name: &str) -> Option<&Kind> {
         self.find_index(name)
             .map(|i| &self.inner.kinds[self.inner.agent_kind[i]].kind)
+    }
+
+    /// The agents from references (not kinds' built-in defaults), in registration order.
+    pub fn user_agents(&self) -> &[Arc<dyn SubagentDefinition>] {
+        &self.inner.agents[self.inner.n_defaults..]
+    }
+
+    /// The executor that runs the agent of that name (exact first, then ignoring case).
+    pub fn executor_of(&self, name: &str) -> Option<Arc<dyn SubagentExecutor>> {
+        self.find_index(name)
+            .map(|i| self.inner.kinds[self.inner.agent_kind[i]].executor.clone())
     }
 
     /// The registered kinds, in registration order.

@@ -269,7 +269,7 @@ fn unauthorized(agent: &Hosted, headers: &HeaderMap) -> Option<Response> {
 
 /// The public URL of an agent: the configured base, else scheme + host from `X-Forwarded-*` /
 /// `Host`, plus the agent's path.
-fn agent_url(cfg: &ServerConfig, agent: &Hosted, headers: &HeaderMap) -> String {
+pub(crate) fn agent_url(cfg: &ServerConfig, agent: &Hosted, headers: &HeaderMap) -> String {
     if let Some(base) = &cfg.public_url {
         return format!("{}{}", base.trim_end_matches('/'), agent.path);
     }

@@ -71,6 +71,7 @@
 //! open streams end, and in-flight requests finish.
 
 mod card;
+mod directory;
 mod engine;
 mod handler;
 mod http;
@@ -116,6 +117,9 @@ pub struct ServerConfig {
     pub slow_subscriber_timeout: Duration,
     /// How long `CancelTask` waits for the handler before forcing `canceled` (default 5 s).
     pub cancel_grace: Duration,
+    /// Serve a JSON directory of the hosted agents at `GET /` (name, description, URL and card
+    /// URLs of each) when no agent is mounted at the root (default off).
+    pub directory: bool,
 }
 
 impl Default for ServerConfig {
@@ -130,6 +134,7 @@ impl Default for ServerConfig {
             subscriber_buffer: 256,
             slow_subscriber_timeout: Duration::from_secs(10),
             cancel_grace: Duration::from_secs(5),
+            directory: false,
         }
     }
 }
@@ -274,6 +279,14 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Serves a JSON directory of the hosted agents at `GET /` (see
+    /// [`ServerConfig::directory`]).
+    #[must_use]
+    pub fn directory(mut self, yes: bool) -> Self {
+        self.config.directory = yes;
+        self
+    }
+
     /// Sets the body size limit.
     #[must_use]
     pub fn max_body_bytes(mut self, n: usize) -> Self {
@@ -403,7 +416,14 @@ impl A2aServer {
 
     /// The axum router serving every mounted agent (merge it into a bigger app, or serve it).
     pub fn router(&self) -> axum::Router {
-        axum::Router::new()
+        let root_free = self.shared.agents.iter().all(|a| !a.path.is_empty());
+        let router = axum::Router::new();
+        let router = if self.shared.cfg.directory && root_free {
+            router.route("/", axum::routing::get(directory::list))
+        } else {
+            router
+        };
+        router
             .fallback(http::dispatch)
             .with_state(self.shared.clone())
     }

@@ -1,0 +1,172 @@
+//! The assembly behind [`SubagentsBuilder::build`](crate::SubagentsBuilder::build): models,
+//! kinds, references, and the wiring between kinds (MCP tools into Markdown agents).
+
+#[allow(unused_imports)]
+use std::path::{Path, PathBuf};
+#[allow(unused_imports)]
+use std::sync::Arc;
+
+use subagent_spi::SubagentReference;
+
+#[cfg(feature = "claude")]
+use crate::builder::skipped;
+use crate::{Error, SkippedAgent, Subagents, SubagentsBuilder};
+
+pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
+    #[allow(unused_mut)]
+    let mut kinds = b.kinds;
+    let mut refs: Vec<SubagentReference> = Vec::new();
+    #[allow(unused_mut)]
+    let mut skipped_files: Vec<SkippedAgent> = Vec::new();
+    let root = match &b.workspace {
+        Some(r) => r.clone(),
+        None => std::env::current_dir().map_err(|e| Error::Workspace {
+            path: PathBuf::from("."),
+            source: Box::new(e),
+        })?,
+    };
+
+    #[cfg(feature = "claude")]
+    let local = {
+        let ws = subagent_tools::Workspace::new(&root).map_err(|e| Error::Workspace {
+            path: root.clone(),
+            source: Box::new(e),
+        })?;
+        let (models, default_model) = crate::models::registry(b.model.as_ref(), &b.named_models)?;
+        let models = Arc::new(models);
+        let mut skill_dirs = b.skill_dirs.clone();
+        if let Some(start) = &b.discover_skills_from {
+            skill_dirs.extend(subagent_claude::skill_dirs(
+                start,
+                subagent_claude::home_dir().as_deref(),
+            ));
+        }
+        let mut claude = subagent_claude::ClaudeSubagentType::builder()
+            .models(models.clone())
+            .tools(subagent_tools::ToolSet::all(ws.clone()))
+            .skill_dirs(skill_dirs)
+            .builtin_agents(b.builtin_agents)
+            .stream(b.stream);
+        if let Some(turns) = b.default_max_turns {
+            claude = claude.default_max_turns(turns);
+        }
+        #[cfg(feature = "mcp")]
+        {
+            claude = claude.mcp_tools(mcp_tool_source(b.mcp_config.as_deref(), &root).await?);
+        }
+        kinds.push(claude.build());
+
+        let mut dirs = b.agent_dirs.clone();
+        if dirs.is_empty()
+            && let Some(start) = &b.discover_from
+        {
+            dirs = crate::builder::discovered_agent_dirs(start);
+        }
+        for dir in &dirs {
+            let (found, skips) = subagent_claude::ClaudeSubagentReferences::from_dir(dir)
+                .await
+                .map_err(|e| Error::AgentDir {
+                    path: dir.clone(),
+                    source: Box::new(e),
+                })?;
+            for s in skips {
+                tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
+                skipped_files.push(skipped(&s.path, s.reason));
+            }
+            refs.extend(found);
+        }
+        for file in &b.agent_files {
+            refs.push(subagent_claude::ClaudeSubagentReferences::file(file));
+        }
+        Some(Arc::new(crate::Local {
+            workspace: ws,
+            models,
+            default_model,
+        }))
+    };
+    #[cfg(not(feature = "claude"))]
+    {
+        let _ = (&root, &b.skill_dirs, &b.discover_skills_from, b.stream);
+        if !b.agent_dirs.is_empty() || !b.agent_files.is_empty() || b.model.is_some() {
+            return Err(Error::MissingFeature {
+                what: "Markdown agents and models".into(),
+                feature: "claude",
+            });
+        }
+    }
+
+    if !b.a2a_agents.is_empty() {
+        #[cfg(feature = "a2a")]
+        {
+            kinds.push(subagent_a2a::client::a2a_subagent_type());
+            for url in &b.a2a_agents {
+                refs.push(SubagentReference::new(url, subagent_a2a::client::KIND));
+            }
+        }
+        #[cfg(not(feature = "a2a"))]
+        return Err(Error::MissingFeature {
+            what: "an A2A agent".into(),
+            feature: "a2a",
+        });
+    }
+    if !b.mcp_agents.is_empty() {
+        #[cfg(feature = "mcp")]
+        {
+            kinds.push(subagent_mcp::mcp_subagent_type());
+            for spec in &b.mcp_agents {
+                refs.push(SubagentReference::new(spec, subagent_mcp::KIND));
+            }
+        }
+        #[cfg(not(feature = "mcp"))]
+        return Err(Error::MissingFeature {
+            what: "an MCP agent".into(),
+            feature: "mcp",
+        });
+    }
+    #[cfg(not(feature = "mcp"))]
+    if b.mcp_config.is_some() {
+        return Err(Error::MissingFeature {
+            what: "an MCP configuration".into(),
+            feature: "mcp",
+        });
+    }
+    refs.extend(b.references);
+
+    let task = b
+        .task
+        .subagent_types(kinds)
+        .subagent_references(refs)
+        .build()
+        .await?;
+    Ok(Subagents {
+        task,
+        root,
+        skipped: skipped_files,
+        #[cfg(feature = "claude")]
+        local,
+    })
+}
+
+/// Where Markdown agents' `mcpServers` come from: the servers named in the MCP configuration
+/// (`path`, else `<root>/.mcp.json` when it exists) plus inline definitions.
+#[cfg(all(feature = "claude", feature = "mcp"))]
+async fn mcp_tool_source(
+    path: Option<&Path>,
+    root: &Path,
+) -> Result<Arc<dyn subagent_spi::ToolSource>, Error> {
+    let (file, required) = match path {
+        Some(p) => (p.to_path_buf(), true),
+        None => (root.join(".mcp.json"), false),
+    };
+    let config = if required || file.is_file() {
+        subagent_mcp::McpServerConfig::from_file(&file)
+            .await
+            .map_err(|e| Error::McpConfig {
+                path: file.clone(),
+                source: Box::new(e),
+            })?
+    } else {
+        subagent_mcp::McpServerConfig::new()
+    };
+    Ok(Arc::new(subagent_mcp::McpToolProvider::new(config)))
+}

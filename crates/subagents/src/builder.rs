@@ -1,0 +1,263 @@
+//! [`SubagentsBuilder`]: one assembly of kinds, agents, models and tools.
+
+#[cfg(feature = "claude")]
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use subagent_spi::{SubagentReference, SubagentType};
+use task_tool::TaskToolBuilder;
+
+use crate::models::ModelChoice;
+#[cfg(feature = "claude")]
+use crate::SkippedAgent;
+use crate::{Error, Subagents};
+
+/// Assembles [`Subagents`]: obtain one with [`Subagents::builder`].
+///
+/// Every setting has a default, so `Subagents::builder().build()` works (the built-in agents
+/// with no model yet). What the `subagents` command does is this builder with: a model spec,
+/// agent directories (or Claude Code's discovery), A2A and MCP agents, the project's skills
+/// and `.mcp.json`, the workspace, and the nesting limit.
+#[must_use]
+#[derive(Debug)]
+pub struct SubagentsBuilder {
+    pub(crate) task: TaskToolBuilder,
+    pub(crate) kinds: Vec<SubagentType>,
+    pub(crate) references: Vec<SubagentReference>,
+    pub(crate) model: Option<ModelChoice>,
+    pub(crate) named_models: Vec<(String, ModelChoice)>,
+    pub(crate) agent_dirs: Vec<PathBuf>,
+    pub(crate) agent_files: Vec<PathBuf>,
+    pub(crate) discover_from: Option<PathBuf>,
+    pub(crate) skill_dirs: Vec<PathBuf>,
+    pub(crate) discover_skills_from: Option<PathBuf>,
+    pub(crate) builtin_agents: bool,
+    pub(crate) a2a_agents: Vec<String>,
+    pub(crate) mcp_agents: Vec<String>,
+    pub(crate) mcp_config: Option<PathBuf>,
+    pub(crate) workspace: Option<PathBuf>,
+    pub(crate) stream: bool,
+    pub(crate) default_max_turns: Option<u32>,
+}
+
+impl Default for SubagentsBuilder {
+    fn default() -> Self {
+        Self {
+            task: TaskToolBuilder::default(),
+            kinds: Vec::new(),
+            references: Vec::new(),
+            model: None,
+            named_models: Vec::new(),
+            agent_dirs: Vec::new(),
+            agent_files: Vec::new(),
+            discover_from: None,
+            skill_dirs: Vec::new(),
+            discover_skills_from: None,
+            builtin_agents: true,
+            a2a_agents: Vec::new(),
+            mcp_agents: Vec::new(),
+            mcp_config: None,
+            workspace: None,
+            stream: false,
+            default_max_turns: None,
+        }
+    }
+}
+
+impl SubagentsBuilder {
+    // --- models ---
+
+    /// The default model: a spec string (`"ollama:qwen2.5"`, `"openai:gpt-4.1"`,
+    /// `"openai-compatible:MODEL@http://HOST:PORT/v1"`, `"anthropic:claude-sonnet-4-5"`) or an
+    /// `Arc<dyn ChatModel>`. Markdown agents without a `model` of their own, and the main
+    /// agent, think with it.
+    pub fn model(mut self, model: impl Into<ModelChoice>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// A named model (or alias) agents may ask for with `model: NAME`: a spec string or a model
+    /// value. A spec is built on first use.
+    pub fn named_model(mut self, name: impl Into<String>, model: impl Into<ModelChoice>) -> Self {
+        self.named_models.push((name.into(), model.into()));
+        self
+    }
+
+    /// Streams model replies, so text deltas reach progress sinks (default off).
+    pub fn stream(mut self, yes: bool) -> Self {
+        self.stream = yes;
+        self
+    }
+
+    /// The turn limit of Markdown agents without `maxTurns` (default 30).
+    pub fn default_max_turns(mut self, turns: u32) -> Self {
+        self.default_max_turns = Some(turns);
+        self
+    }
+
+    // --- Markdown agents (feature `claude`) ---
+
+    /// A directory of Markdown agents (every `*.md` file with frontmatter; files that do not
+    /// load are reported in [`Subagents::skipped`]).
+    pub fn agents_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.agent_dirs.push(dir.into());
+        self
+    }
+
+    /// One Markdown agent file.
+    pub fn agent_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.agent_files.push(path.into());
+        self
+    }
+
+    /// Claude Code's discovery from `dir`: `.claude/agents` in `dir` and each directory above
+    /// it, then `~/.claude/agents` (nearer wins on a name clash), used when no
+    /// [`agents_dir`](Self::agents_dir) is given. Also discovers skills from the same places
+    /// (`.claude/skills`).
+    pub fn discover_from(mut self, dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        self.discover_skills_from = Some(dir.clone());
+        self.discover_from = Some(dir);
+        self
+    }
+
+    /// Skills (`<dir>/<skill>/SKILL.md`) that agents may preload with `skills:`.
+    pub fn skill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.skill_dirs.push(dir.into());
+        self
+    }
+
+    /// Whether the built-in agents (`general-purpose`, `Explore`, `Plan`, `Bash`) are
+    /// registered (default true).
+    pub fn builtin_agents(mut self, yes: bool) -> Self {
+        self.builtin_agents = yes;
+        self
+    }
+
+    /// The root the built-in tools are confined to (default: the current directory). Its
+    /// `.mcp.json` names the MCP servers agents may use (feature `mcp`).
+    pub fn workspace(mut self, root: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(root.into());
+        self
+    }
+
+    // --- remote agents ---
+
+    /// A remote agent over A2A, by its base URL (feature `a2a`).
+    pub fn a2a_agent(mut self, url: impl Into<String>) -> Self {
+        self.a2a_agents.push(url.into());
+        self
+    }
+
+    /// An MCP server's tool as an agent: `stdio:COMMAND ARGS...` or an `http(s)://` URL
+    /// (feature `mcp`).
+    pub fn mcp_agent(mut self, spec: impl Into<String>) -> Self {
+        self.mcp_agents.push(spec.into());
+        self
+    }
+
+    /// The MCP server configuration agents' `mcpServers` names refer to, in Claude Code's
+    /// `.mcp.json` format (feature `mcp`; default: `<workspace>/.mcp.json` when it exists).
+    pub fn mcp_config(mut self, path: impl Into<PathBuf>) -> Self {
+        self.mcp_config = Some(path.into());
+        self
+    }
+
+    // --- custom kinds and references ---
+
+    /// Registers a kind of your own (a resolver and an executor).
+    pub fn kind(mut self, kind: SubagentType) -> Self {
+        self.kinds.push(kind);
+        self
+    }
+
+    /// Adds an agent reference for any registered kind.
+    pub fn reference(mut self, reference: SubagentReference) -> Self {
+        self.references.push(reference);
+        self
+    }
+
+    /// Adds several agent references.
+    pub fn references(mut self, refs: impl IntoIterator<Item = SubagentReference>) -> Self {
+        self.references.extend(refs);
+        self
+    }
+
+    /// Adds an agent by URI and kind.
+    pub fn agent(self, uri: impl Into<String>, kind: impl Into<subagent_spi::Kind>) -> Self {
+        self.reference(SubagentReference::new(uri, kind))
+    }
+
+    // --- the Task tool ---
+
+    /// The nesting limit (default 3): a run at depth `d` is offered `Task` only when
+    /// `d < max_depth`; the main agent is depth 0.
+    pub fn max_depth(mut self, depth: u32) -> Self {
+        self.task = self.task.max_depth(depth);
+        self
+    }
+
+    /// Maximum background tasks running at once (default 16).
+    pub fn max_background(mut self, n: usize) -> Self {
+        self.task = self.task.max_background(n);
+        self
+    }
+
+    /// How long finished background results stay readable (default 30 minutes).
+    pub fn result_ttl(mut self, ttl: Duration) -> Self {
+        self.task = self.task.result_ttl(ttl);
+        self
+    }
+
+    /// Time allowed to resolve each reference, e.g. fetch an agent card (default 30 s).
+    pub fn resolve_timeout(mut self, timeout: Duration) -> Self {
+        self.task = self.task.resolve_timeout(timeout);
+        self
+    }
+
+    /// How long `TaskStop` waits for a cancelled task to wind down (default 5 s).
+    pub fn stop_grace(mut self, grace: Duration) -> Self {
+        self.task = self.task.stop_grace(grace);
+        self
+    }
+
+    /// Skip references that fail to resolve (with a warning) instead of failing the build.
+    pub fn skip_unresolvable(mut self, yes: bool) -> Self {
+        self.task = self.task.skip_unresolvable(yes);
+        self
+    }
+
+    /// Gives direct access to every Task tool setting.
+    pub fn configure(mut self, f: impl FnOnce(TaskToolBuilder) -> TaskToolBuilder) -> Self {
+        self.task = f(self.task);
+        self
+    }
+
+    /// Builds the model registry, the kinds and the references, resolves every agent, and
+    /// returns the assembled [`Subagents`].
+    pub async fn build(self) -> Result<Subagents, Error> {
+        crate::assemble::assemble(self).await
+    }
+}
+
+/// The agent directories Claude Code would read from `start`: `.claude/agents` upwards, then
+/// `~/.claude/agents`, the ones that exist.
+#[cfg(feature = "claude")]
+pub fn discovered_agent_dirs(start: &Path) -> Vec<PathBuf> {
+    let home = subagent_claude::home_dir();
+    subagent_claude::agent_dirs(start, home.as_deref())
+        .into_iter()
+        .map(|d| d.path)
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+/// Records a skipped file.
+#[cfg(feature = "claude")]
+pub(crate) fn skipped(path: &Path, reason: impl Into<String>) -> SkippedAgent {
+    SkippedAgent {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}

@@ -1,0 +1,135 @@
+//! Serving the assembled agents over A2A (feature `server`): one path per agent, each able to
+//! delegate in turn, and a JSON directory at `GET /`.
+
+use subagent_a2a::server::{A2aServer, AgentMount};
+use subagent_spi::{SubagentDefinition, TaskContext};
+
+use crate::{Error, Subagents};
+
+/// What to serve and how: see [`Subagents::a2a_server`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// Names of the agents to serve (ignoring case); empty serves every agent from the
+    /// configuration (not the built-in agents).
+    pub agents: Vec<String>,
+    /// The public base URL used in cards, when the server sits behind a proxy.
+    pub public_url: Option<String>,
+}
+
+impl ServeOptions {
+    /// Serve every configured agent.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Serve only these agents (builder style).
+    #[must_use]
+    pub fn agents(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.agents = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the public base URL (builder style).
+    #[must_use]
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.public_url = Some(url.into());
+        self
+    }
+}
+
+/// The URL path an agent is served at: its name in lowercase, runs of other characters turned
+/// into single hyphens (`Release Notes Writer` → `/release-notes-writer`). `None` when nothing
+/// of the name is left (a name of only punctuation, `.` or `..`).
+pub fn agent_path(name: &str) -> Option<String> {
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_matches('-');
+    (!slug.is_empty()).then(|| format!("/{slug}"))
+}
+
+impl Subagents {
+    /// An A2A server (v1.0 and v0.3, JSON-RPC and HTTP+JSON) hosting the agents: each at
+    /// [`agent_path`] of its name, run by its own kind's executor with this registry's
+    /// delegation handle (a served coordinator can delegate to the other agents, within the
+    /// nesting limit), plus a JSON directory at `GET /`. Serve it with
+    /// [`A2aServer::serve`] or merge [`A2aServer::router`] into an app.
+    pub fn a2a_server(&self, options: &ServeOptions) -> Result<A2aServer, Error> {
+        let mut chosen: Vec<&std::sync::Arc<dyn SubagentDefinition>> = Vec::new();
+        if options.agents.is_empty() {
+            chosen.extend(self.task().user_agents());
+        } else {
+            for wanted in &options.agents {
+                let def = self.task().find(wanted).ok_or_else(|| {
+                    Error::Server(
+                        format!(
+                            "no agent named `{wanted}` to serve; available: {}",
+                            self.task().agent_names().join(", ")
+                        )
+                        .into(),
+                    )
+                })?;
+                chosen.push(def);
+            }
+        }
+        if chosen.is_empty() {
+            return Err(Error::Server(
+                "no agents to serve: add an agent directory (a directory of Markdown agents)"
+                    .into(),
+            ));
+        }
+        let base = TaskContext::new()
+            .with_depth(0)
+            .with_delegation(self.task().delegation());
+        let mut builder = A2aServer::builder().directory(true);
+        if let Some(url) = &options.public_url {
+            builder = builder.public_url(url.clone());
+        }
+        for def in chosen {
+            let path = agent_path(def.name()).ok_or_else(|| {
+                Error::Server(
+                    format!(
+                        "agent `{}` ({}) has no name usable as a URL path",
+                        def.name().escape_debug(),
+                        def.reference().uri
+                    )
+                    .into(),
+                )
+            })?;
+            let executor = self
+                .task()
+                .executor_of(def.name())
+                .ok_or_else(|| Error::Server(format!("no executor for `{}`", def.name()).into()))?;
+            builder = builder.mount(AgentMount::subagent_with_context(
+                path,
+                def.clone(),
+                executor,
+                base.clone(),
+            ));
+        }
+        builder.build().map_err(|e| Error::Server(Box::new(e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agent_path;
+
+    #[test]
+    fn paths_are_slugs_and_dots_are_refused() {
+        assert_eq!(agent_path("code-reviewer").as_deref(), Some("/code-reviewer"));
+        assert_eq!(
+            agent_path("Release Notes Writer").as_deref(),
+            Some("/release-notes-writer")
+        );
+        assert_eq!(agent_path("  weird__name!! ").as_deref(), Some("/weird-name"));
+        assert_eq!(agent_path(".."), None);
+        assert_eq!(agent_path("."), None);
+    }
+}
