@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use serde::Serialize;
-use subagent_claude::{ScanReport, builtin_names, load_agent_file, scan_dir};
-use subagent_spi::SubagentDefinition;
+use subagents::claude::{ScanReport, builtin_names, load_agent_file, scan_dir};
+use subagents::spi::SubagentDefinition;
 
 use crate::error::CliError;
 
@@ -48,7 +48,7 @@ impl Report {
             self.loaded.push(Loaded {
                 path: a.path.display().to_string(),
                 name: a.definition.name().to_string(),
-                kind: a.definition.kind().to_string(),
+                kind: subagents::claude::KIND.to_string(),
                 warnings: a.warnings,
                 description: with_description.then(|| a.definition.description().to_string()),
             });
@@ -69,8 +69,8 @@ pub fn agent_dirs(given: &[PathBuf]) -> Vec<PathBuf> {
         return given.to_vec();
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let home = subagent_claude::home_dir();
-    subagent_claude::agent_dirs(&cwd, home.as_deref())
+    let home = subagents::claude::home_dir();
+    subagents::claude::agent_dirs(&cwd, home.as_deref())
         .into_iter()
         .map(|d| d.path)
         .filter(|p| p.is_dir())
@@ -81,12 +81,12 @@ pub fn agent_dirs(given: &[PathBuf]) -> Vec<PathBuf> {
 pub async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
     let mut report = Report::default();
     for name in builtin_names() {
-        let def = subagent_claude::builtin_agent(&name)
+        let def = subagents::claude::builtin_agent(&name)
             .map_err(|e| CliError::Failed(format!("built-in agent {name}: {e}")))?;
         report.loaded.push(Loaded {
             path: format!("embedded:{name}"),
             name: def.name().to_string(),
-            kind: def.kind().to_string(),
+            kind: subagents::claude::KIND.to_string(),
             warnings: Vec::new(),
             description: Some(def.description().to_string()),
         });
@@ -136,7 +136,7 @@ pub async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliError> {
             Ok((def, warnings)) => report.loaded.push(Loaded {
                 path: path.display().to_string(),
                 name: def.name().to_string(),
-                kind: def.kind().to_string(),
+                kind: subagents::claude::KIND.to_string(),
                 warnings,
                 description: None,
             }),

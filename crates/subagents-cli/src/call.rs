@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use subagent_a2a::client::{A2aExecutor, A2aResolver, KIND};
-use subagent_spi::{
+use subagents::a2a::client::{A2aExecutor, A2aResolver, KIND};
+use subagents::spi::{
     ProgressEvent, ProgressKind, SubagentExecutor, SubagentReference, SubagentResolver, TaskCall,
     TaskContext,
 };
@@ -20,15 +20,13 @@ pub async fn call(url: &str, prompt: &str, stream: bool, json: bool) -> Result<(
         .resolve(&reference)
         .await
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let mut ctx = TaskContext::new();
-    ctx.agent() = def.name().to_string();
-    ctx.depth() = 1;
+    let mut ctx = TaskContext::new().with_agent(def.name()).with_depth(1);
     if stream {
-        ctx.progress() = Arc::new(|e: ProgressEvent| match e.kind {
+        ctx = ctx.with_progress(Arc::new(|e: ProgressEvent| match e.kind {
             ProgressKind::Status { message } => eprintln!("[{}] status: {message}", e.agent),
             ProgressKind::TextDelta { text } => eprintln!("[{}] artifact: {text}", e.agent),
             _ => {}
-        });
+        }));
     }
     let cancel = ctx.cancel().clone();
     let interrupt = tokio::spawn(async move {
@@ -40,6 +38,7 @@ pub async fn call(url: &str, prompt: &str, stream: bool, json: bool) -> Result<(
     let result = A2aExecutor::new().execute(call, def.clone(), ctx).await;
     interrupt.abort();
     let outcome = result.map_err(|e| CliError::Failed(e.to_string()))?;
-    let json_out = OutcomeJson::new(def.name(), KIND, &outcome, None);
+    let kind = KIND;
+    let json_out = OutcomeJson::new(def.name(), kind.as_str(), &outcome, None);
     finish(&outcome, json.then_some(&json_out))
 }

@@ -91,6 +91,10 @@ pub struct RunArgs {
     /// Workspace root for file and shell tools (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
+    /// depth 0; default 3, or `max_depth` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
 }
 
 /// `subagents task`.
@@ -115,6 +119,10 @@ pub struct TaskArgs {
     /// Workspace root for file and shell tools (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
+    /// depth 0; default 3, or `max_depth` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
 }
 
 /// `subagents agents ...`.
@@ -162,6 +170,10 @@ pub struct ServeArgs {
     /// Workspace root for the agents' file and shell tools.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
+    /// depth 0; default 3, or `max_depth` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
 }
 
 /// `subagents call`.
@@ -194,4 +206,8 @@ pub struct McpArgs {
     /// Workspace root for the agents' file and shell tools.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
+    /// depth 0; default 3, or `max_depth` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
 }

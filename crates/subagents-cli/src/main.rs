@@ -15,6 +15,7 @@ mod output;
 mod progress;
 mod run;
 mod serve;
+mod setup;
 
 use clap::{CommandFactory, FromArgMatches};
 

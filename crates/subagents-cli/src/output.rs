@@ -1,7 +1,7 @@
 //! Printing outcomes (text or JSON) and mapping their status to exit codes.
 
 use serde::Serialize;
-use subagent_spi::{TaskOutcome, TaskStatus, UsageNode};
+use subagents::spi::{TaskOutcome, TaskStatus, UsageNode};
 
 use crate::error::CliError;
 
@@ -79,5 +79,38 @@ pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default()
         ))),
+    }
+}
+
+/// `s` safe to print on a terminal: control characters (ESC, BEL, newlines...) and bidi
+/// override or isolate characters are shown as `\u{..}` escapes instead of acting on the
+/// terminal.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn control_and_bidi_characters_are_escaped() {
+        assert_eq!(terminal_safe("plain-name"), "plain-name");
+        assert_eq!(terminal_safe("a\u{1b}[31mb"), "a\\u{1b}[31mb");
+        assert_eq!(terminal_safe("x\u{7}\ny"), "x\\u{7}\\u{a}y");
+        assert_eq!(terminal_safe("ab\u{202e}cd"), "ab\\u{202e}cd");
     }
 }
