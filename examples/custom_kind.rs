@@ -13,7 +13,7 @@ use subagents::spi::{
     ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference,
     SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, Usage, async_trait,
 };
-use subagents::{Subagents, TaskStatus};
+use subagents::{Subagents, TaskStatus, Tool};
 use subagents_examples::{model_calls, session_in, task_id_in};
 
 /// The kind's name, as used in references.
@@ -81,14 +81,17 @@ impl SubagentResolver for RecipeKind {
 
 #[async_trait]
 impl SubagentExecutor for RecipeKind {
-
     async fn execute(
         &self,
         call: TaskCall,
         def: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        let usage = |turns| Usage::new().with_turns(turns).with_tokens(call.prompt.split_whitespace().count() as u64, 0);
+        let usage = |turns| {
+            Usage::new()
+                .with_turns(turns)
+                .with_tokens(call.prompt.split_whitespace().count() as u64, 0)
+        };
         match def.name() {
             "word-count" => {
                 let words = call.prompt.split_whitespace().count();
@@ -167,14 +170,15 @@ fn poisoned() -> SubagentError {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let kind = Arc::new(RecipeKind::default());
     let agents = Subagents::builder()
-        .kind(SubagentType::new(kind.clone(), kind))
+        .builtin_agents(false)
+        .kind(SubagentType::new(KIND, kind.clone(), kind))
         .agent("recipe:word-count", KIND)
         .agent("recipe:slow-poet", KIND)
         .agent("recipe:notebook", KIND)
         .build()
         .await?;
     let tools = agents.tools();
-    let (task, output, stop) = (&tools[0], &tools[1], &tools[2]);
+    let (task, output, stop) = (&tools.task, &tools.output, &tools.stop);
     let ctx = TaskContext::new();
 
     println!(

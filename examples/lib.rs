@@ -1,13 +1,11 @@
 //! Runnable examples of the `subagents` framework (`cargo run --example NAME` from the
 //! workspace root), and the small helpers they share for printing what a model would see.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 use subagents::spi::{TaskContext, Tool, ToolOutput};
 
 /// Calls a tool exactly as a model would (JSON in), prints both sides, and returns the result.
-pub async fn model_calls(tool: &Arc<dyn Tool>, input: Value, ctx: &TaskContext) -> ToolOutput {
+pub async fn model_calls(tool: &dyn Tool, input: Value, ctx: &TaskContext) -> ToolOutput {
     println!("\nmodel -> {} {}", tool.name(), input);
     // A tool error is shown to the model as an error result.
     let out = tool

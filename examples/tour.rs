@@ -23,7 +23,7 @@ use subagents::spi::{
     SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, Usage, UsageNode,
     async_trait,
 };
-use subagents::{Subagents, TaskStatus};
+use subagents::{Subagents, TaskStatus, Tool};
 use subagents_examples::{model_calls, session_in, task_id_in};
 
 // ---------------------------------------------------------------------------------------------
@@ -274,6 +274,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     heading("2. Register them and an in-process kind through the facade");
     let local = Arc::new(LocalKind);
     let agents = Subagents::builder()
+        .builtin_agents(false)
         .kind(SubagentType::new(LOCAL, local.clone(), local))
         .agent("local:word-count", LOCAL)
         .a2a_agent(format!("{v1_url}/forecaster"))
@@ -289,12 +290,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 d.endpoint().binding.as_str(),
                 d.endpoint().url
             ),
-            None => format!("{} (in-process)", a.kind()),
+            None => format!(
+                "{} (in-process)",
+                agents
+                    .task()
+                    .kind_of(a.name())
+                    .map(|k| k.as_str())
+                    .unwrap_or("?")
+            ),
         };
         println!("- {:<11} {how}", a.name());
     }
     let tools = agents.tools();
-    let (task, output, stop) = (&tools[0], &tools[1], &tools[2]);
+    let (task, output, stop) = (&tools.task, &tools.output, &tools.stop);
     let ctx = TaskContext::new().with_parent_model("tour");
     let mut usage: Vec<UsageNode> = Vec::new();
 
@@ -347,14 +355,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     usage.extend(out.children);
 
     heading("9. Usage tree");
-    let root = UsageNode {
-        agent: "main".into(),
-        kind: "TOUR".into(),
-        task_id: None,
-        status: TaskStatus::Completed,
-        usage: Usage::default(),
-        children: usage,
-    };
+    let root = UsageNode::new("main", "TOUR", TaskStatus::Completed, Usage::default())
+        .with_children(usage);
     print!("{}", root.render());
     let total = root.total();
     println!(

@@ -56,20 +56,20 @@ async fn rig(agents: &[(&str, &str)], max_depth: u32) -> Rig {
         .models(registry)
         .workspace(&work)
         .skill_dir(dir.path().join("skills"))
-        .max_depth(max_depth)
         .build_with_executor();
     let (refs, skipped) = ClaudeSubagentReferences::from_dir(&agents_dir)
         .await
         .expect("scan");
     assert!(skipped.is_empty(), "{skipped:?}");
+    // Children get the Task tool through their context, when their depth allows it.
+    let _ = executor;
     let task = TaskTool::builder()
         .subagent_type(kind)
         .subagent_references(refs)
+        .max_depth(max_depth)
         .build()
         .await
         .expect("Task tool builds");
-    // Children may get the Task tool too, when their depth allows it.
-    executor.add_extra_tools(task.tools());
     Rig {
         _dir: dir,
         work,
@@ -126,7 +126,7 @@ async fn a_deeper_max_depth_lets_a_child_delegate() {
     .await;
     assert_eq!(
         tool_names(&rig.server.requests()[0]),
-        ["Read", "Task", "Write"]
+        ["Read", "Task", "TaskOutput", "TaskStop", "Write"]
     );
 }
 

@@ -44,7 +44,6 @@ struct CounterExecutor;
 
 #[async_trait]
 impl SubagentExecutor for CounterExecutor {
-
     async fn execute(
         &self,
         call: TaskCall,

@@ -49,8 +49,7 @@ fn covers(rule: &ToolRule, name: &str) -> bool {
 pub(crate) fn select_tools(def: &ClaudeAgentDefinition, available: &[Arc<dyn Tool>]) -> Selection {
     let mut warnings = Vec::new();
     let names: Vec<&str> = available.iter().map(|t| t.name()).collect();
-    let unknown =
-        |rule: &ToolRule| !rule.is_delegation() && !names.iter().any(|n| rule.matches(n));
+    let unknown = |rule: &ToolRule| !rule.is_delegation() && !names.iter().any(|n| rule.matches(n));
 
     for rule in &def.disallowed_tools {
         if unknown(rule) {
@@ -247,12 +246,21 @@ mod tests {
     fn task_brings_its_companions_and_disallowing_it_removes_them() {
         let mut d = ClaudeAgentDefinition::new("a", "d", "p");
         d.tools = Some(parse_tool_list("Read, Task"));
-        assert_eq!(names(&d, true).0, ["Read", "Task", "TaskOutput", "TaskStop"]);
+        assert_eq!(
+            names(&d, true).0,
+            ["Read", "Task", "TaskOutput", "TaskStop"]
+        );
         let (n, w) = names(&d, false);
         assert_eq!(n, ["Read"]);
-        assert!(w.is_empty(), "Task beyond the limit is not a warning: {w:?}");
+        assert!(
+            w.is_empty(),
+            "Task beyond the limit is not a warning: {w:?}"
+        );
         d.tools = Some(parse_tool_list("Read, Agent"));
-        assert_eq!(names(&d, true).0, ["Read", "Task", "TaskOutput", "TaskStop"]);
+        assert_eq!(
+            names(&d, true).0,
+            ["Read", "Task", "TaskOutput", "TaskStop"]
+        );
         let mut d = ClaudeAgentDefinition::new("a", "d", "p");
         d.disallowed_tools = parse_tool_list("Task");
         let (n, _) = names(&d, true);

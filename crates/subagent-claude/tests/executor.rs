@@ -436,7 +436,9 @@ async fn task_is_offered_through_the_context_below_the_nesting_limit_only() {
     // Max depth 1: a child is never offered Task.
     run(&ex, &lists, call("x"), ctx_at(1, 1)).await.unwrap();
     // Without a delegation handle in the context: nothing to offer.
-    run(&ex, &lists, call("x"), TaskContext::new()).await.unwrap();
+    run(&ex, &lists, call("x"), TaskContext::new())
+        .await
+        .unwrap();
     // `tools` omitted inherits Task; a leaf whose `tools` omit Task is not offered it.
     run(&ex, &omits, call("x"), ctx_at(1, 3)).await.unwrap();
     run(&ex, &leaf, call("x"), ctx_at(1, 3)).await.unwrap();

@@ -69,11 +69,9 @@ impl SubagentDefinition for McpSubagentDefinition {
         &self.description
     }
 
-
     fn reference(&self) -> &SubagentReference {
         &self.reference
     }
-
 }
 
 /// Resolves `MCP` references: connects (through the shared pool), lists the server's tools and
@@ -199,7 +197,6 @@ impl McpResolver {
 
 #[async_trait]
 impl SubagentResolver for McpResolver {
-
     async fn resolve(
         &self,
         reference: &SubagentReference,
@@ -228,7 +225,6 @@ impl McpExecutor {
 
 #[async_trait]
 impl SubagentExecutor for McpExecutor {
-
     async fn execute(
         &self,
         call: TaskCall,
@@ -273,7 +269,8 @@ impl SubagentExecutor for McpExecutor {
             })
             .await
             .map_err(exec_err)?;
-        let usage = Usage::new().with_duration_ms(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        let usage = Usage::new()
+            .with_duration_ms(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
         match end {
             CallEnd::Done(result) => {
                 let text = result_text(&result);

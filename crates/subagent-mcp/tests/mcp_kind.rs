@@ -63,8 +63,9 @@ fn recording_ctx() -> (
         e.lock().unwrap().push(ev);
         n.notify_one();
     };
-    let mut ctx = TaskContext::new().with_progress(Arc::new(sink));
-    ctx.agent() = "tester".into();
+    let ctx = TaskContext::new()
+        .with_progress(Arc::new(sink))
+        .with_agent("tester");
     (ctx, events, notify)
 }
 
@@ -86,7 +87,7 @@ async fn exercise(kind: &SubagentType, uri: &str) {
     // The tool named like the agent; name and description come from the tool.
     let echo = resolve(kind, &reference(uri, &[("name", "echo")])).await;
     assert_eq!(echo.name(), "echo");
-    assert_eq!(echo.kind(), KIND);
+    assert_eq!(kind.kind(), &KIND);
     assert_eq!(
         echo.description(),
         "Echoes the prompt back, prefixed with `echo: `."

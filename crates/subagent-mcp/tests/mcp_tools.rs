@@ -97,7 +97,7 @@ async fn server_tools_are_named_described_and_callable() {
 
     // Cancelling the context ends the call with a cancellation error.
     let cctx = TaskContext::new();
-    let cancel = cctx.cancel.clone();
+    let cancel = cctx.cancel().clone();
     let wait = find(&tools, "mcp__test__wait").clone();
     let call = tokio::spawn(async move { wait.call(json!({"prompt": "w"}), &cctx).await });
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -423,10 +423,14 @@ pub(crate) fn parse_message(
     for block in wire.content.unwrap_or_default() {
         match block.kind.as_str() {
             "text" => content.push_str(block.text.as_deref().unwrap_or("")),
-            "tool_use" => tool_calls.push(ToolCall::new(block
+            "tool_use" => tool_calls.push(ToolCall::new(
+                block
                     .id
                     .filter(|s| !s.is_empty())
-                    .unwrap_or_else(generated_call_id), block.name.unwrap_or_default(), block_input(block.input))),
+                    .unwrap_or_else(generated_call_id),
+                block.name.unwrap_or_default(),
+                block_input(block.input),
+            )),
             _ => {} // thinking, redacted_thinking, server tool blocks...
         }
     }
@@ -434,13 +438,15 @@ pub(crate) fn parse_message(
     if let Some(u) = wire.usage {
         u.apply(&mut usage);
     }
-    Ok(ChatResponse::new(content, stop_reason_from_anthropic(
-            wire.stop_reason.as_deref(),
-            !tool_calls.is_empty(),
-        ), usage, wire
-            .model
+    Ok(ChatResponse::new(
+        content,
+        stop_reason_from_anthropic(wire.stop_reason.as_deref(), !tool_calls.is_empty()),
+        usage,
+        wire.model
             .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| requested_model.into())).with_tool_calls(tool_calls))
+            .unwrap_or_else(|| requested_model.into()),
+    )
+    .with_tool_calls(tool_calls))
 }
 
 // ----- streaming -----
@@ -600,10 +606,13 @@ impl AnthropicStreamDecoder {
                 call
             })
             .collect();
-        Ok(ChatResponse::new(state.content, stop_reason_from_anthropic(
-                state.stop_reason.as_deref(),
-                !tool_calls.is_empty(),
-            ), state.usage, state.model.unwrap_or(self.default_model)).with_tool_calls(tool_calls))
+        Ok(ChatResponse::new(
+            state.content,
+            stop_reason_from_anthropic(state.stop_reason.as_deref(), !tool_calls.is_empty()),
+            state.usage,
+            state.model.unwrap_or(self.default_model),
+        )
+        .with_tool_calls(tool_calls))
     }
 }
 
@@ -656,10 +665,12 @@ impl StreamState {
                         Block::Text
                     }
                     Some(b) if b.kind == "tool_use" => {
-                        let call = ToolCall::new(b
-                                .id
-                                .filter(|s| !s.is_empty())
-                                .unwrap_or_else(generated_call_id), b.name.unwrap_or_default(), json!({}));
+                        let call = ToolCall::new(
+                            b.id.filter(|s| !s.is_empty())
+                                .unwrap_or_else(generated_call_id),
+                            b.name.unwrap_or_default(),
+                            json!({}),
+                        );
                         let n = self.calls.len();
                         on_delta(ChatDelta::ToolCallStart {
                             index: n,
@@ -815,7 +826,10 @@ mod tests {
 
     #[test]
     fn tool_results_are_grouped_and_system_is_top_level() {
-        let req = { let mut v = ChatRequest::default(); v.system = Some("sys".into()); v.messages = vec![
+        let req = {
+            let mut v = ChatRequest::default();
+            v.system = Some("sys".into());
+            v.messages = vec![
                 ChatMessage::system("more sys"),
                 ChatMessage::user("hi"),
                 ChatMessage::Assistant {
@@ -838,7 +852,11 @@ mod tests {
                     is_error: true,
                 },
                 ChatMessage::user("and now?"),
-            ]; v.tools = vec![ToolSpec::new("a", "d", json!({"type": "object"}))]; v.tool_choice = ToolChoice::Required; v };
+            ];
+            v.tools = vec![ToolSpec::new("a", "d", json!({"type": "object"}))];
+            v.tool_choice = ToolChoice::Required;
+            v
+        };
         let body = model().request_body(&req, false);
         assert_eq!(body["system"], "sys\n\nmore sys");
         assert_eq!(body["max_tokens"], 8192);

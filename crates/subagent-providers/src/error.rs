@@ -95,7 +95,12 @@ pub(crate) fn status_error(
 }
 
 /// The [`ModelError`] for an error event inside a stream that corresponds to `status`.
-pub(crate) fn stream_error(provider: &str, status: u16, kind: String, message: String) -> ModelError {
+pub(crate) fn stream_error(
+    provider: &str,
+    status: u16,
+    kind: String,
+    message: String,
+) -> ModelError {
     let text = message.clone();
     ModelError::Rejected {
         provider: provider.to_string(),
@@ -130,11 +135,7 @@ pub fn redact_url(url: &str) -> String {
     let rest = &url[scheme_end + 3..];
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     match rest[..authority_end].rfind('@') {
-        Some(at) => format!(
-            "{}://***@{}",
-            &url[..scheme_end],
-            &rest[at + 1..]
-        ),
+        Some(at) => format!("{}://***@{}", &url[..scheme_end], &rest[at + 1..]),
         None => url.to_string(),
     }
 }

@@ -95,13 +95,13 @@ pub use anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicModel,
     AnthropicModelBuilder, AnthropicStreamDecoder, stop_reason_from_anthropic,
 };
+pub use error::{ProviderError, http_status, redact_url};
 pub use openai::{
     DEFAULT_TIMEOUT, MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, OpenAiModel,
     OpenAiModelBuilder, OpenAiStreamDecoder, stop_reason_from_finish,
 };
+pub use probe::probe_ollama;
 pub use spec::{
     ACCEPTED_FORMS, ModelSpec, Provider, default_aliases, model_from_spec, model_from_spec_with_env,
 };
-pub use error::{ProviderError, http_status, redact_url};
-pub use probe::probe_ollama;
 pub use transport::RetryPolicy;

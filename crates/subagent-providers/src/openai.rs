@@ -379,7 +379,11 @@ impl UsageWire {
             .as_ref()
             .and_then(|d| d.cached_tokens)
             .unwrap_or(0);
-        TokenUsage::new(self.prompt_tokens.unwrap_or(0).saturating_sub(cached), self.completion_tokens.unwrap_or(0)).with_cache(cached, 0)
+        TokenUsage::new(
+            self.prompt_tokens.unwrap_or(0).saturating_sub(cached),
+            self.completion_tokens.unwrap_or(0),
+        )
+        .with_cache(cached, 0)
     }
 }
 
@@ -480,25 +484,34 @@ pub(crate) fn parse_completion(
         let Some(f) = call.function else { continue };
         let name = f.name.unwrap_or_default();
         let arguments = arguments_value(provider, &name, f.arguments.as_ref());
-        tool_calls.push(subagent_spi::chat::ToolCall::new(call
-                .id
+        tool_calls.push(subagent_spi::chat::ToolCall::new(
+            call.id
                 .filter(|s| !s.is_empty())
-                .unwrap_or_else(generated_call_id), name, arguments));
+                .unwrap_or_else(generated_call_id),
+            name,
+            arguments,
+        ));
     }
     if tool_calls.is_empty()
         && let Some(f) = message.function_call
     {
         let name = f.name.unwrap_or_default();
         let arguments = arguments_value(provider, &name, f.arguments.as_ref());
-        tool_calls.push(subagent_spi::chat::ToolCall::new(generated_call_id(), name, arguments));
+        tool_calls.push(subagent_spi::chat::ToolCall::new(
+            generated_call_id(),
+            name,
+            arguments,
+        ));
     }
-    Ok(ChatResponse::new(content, stop_reason_from_finish(
-            choice.finish_reason.as_deref(),
-            !tool_calls.is_empty(),
-        ), wire.usage.map(|u| u.to_usage()).unwrap_or_default(), wire
-            .model
+    Ok(ChatResponse::new(
+        content,
+        stop_reason_from_finish(choice.finish_reason.as_deref(), !tool_calls.is_empty()),
+        wire.usage.map(|u| u.to_usage()).unwrap_or_default(),
+        wire.model
             .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| requested_model.to_string())).with_tool_calls(tool_calls))
+            .unwrap_or_else(|| requested_model.to_string()),
+    )
+    .with_tool_calls(tool_calls))
 }
 
 // ----- streaming -----
@@ -675,10 +688,16 @@ impl OpenAiStreamDecoder {
                 )
             })
             .collect();
-        Ok(ChatResponse::new(state.content, stop_reason_from_finish(state.finish.as_deref(), !tool_calls.is_empty()), state.usage, state
+        Ok(ChatResponse::new(
+            state.content,
+            stop_reason_from_finish(state.finish.as_deref(), !tool_calls.is_empty()),
+            state.usage,
+            state
                 .model
                 .filter(|m| !m.is_empty())
-                .unwrap_or(self.default_model)).with_tool_calls(tool_calls))
+                .unwrap_or(self.default_model),
+        )
+        .with_tool_calls(tool_calls))
     }
 }
 

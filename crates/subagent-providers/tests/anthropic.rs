@@ -27,10 +27,7 @@ async fn plain_reply_headers_system_and_usage_with_cache_tokens() {
     assert_eq!(reply.content, "Bonjour");
     assert_eq!(reply.stop_reason, StopReason::EndTurn);
     assert_eq!(reply.model, "claude-test");
-    assert_eq!(
-        reply.usage,
-        TokenUsage::new(21, 4).with_cache(1000, 200)
-    );
+    assert_eq!(reply.usage, TokenUsage::new(21, 4).with_cache(1000, 200));
 
     let r = server.last_request().unwrap();
     assert_eq!(r.path, "/v1/messages");
@@ -88,10 +85,7 @@ async fn streamed_text_and_tool_use_with_input_json_deltas() {
     );
     let streamed: serde_json::Value = serde_json::from_str(&delta_args(&deltas, 0)).unwrap();
     assert_eq!(streamed, args);
-    assert_eq!(
-        reply.usage,
-        TokenUsage::new(50, 17).with_cache(7, 3)
-    );
+    assert_eq!(reply.usage, TokenUsage::new(50, 17).with_cache(7, 3));
 
     let r = server.last_request().unwrap();
     assert!(r.is_stream());
@@ -128,7 +122,10 @@ async fn several_tool_calls_without_ids_streamed_and_not() {
 async fn tool_results_are_grouped_into_one_user_message() {
     let server = ScriptedModelServer::start().await;
     server.push(Reply::text("thanks"));
-    let req = { let mut v = ChatRequest::default(); v.system = Some("sys".into()); v.messages = vec![
+    let req = {
+        let mut v = ChatRequest::default();
+        v.system = Some("sys".into());
+        v.messages = vec![
             ChatMessage::user("do two things"),
             ChatMessage::Assistant {
                 content: "ok".into(),
@@ -149,7 +146,11 @@ async fn tool_results_are_grouped_into_one_user_message() {
                 content: "failed: boom".into(),
                 is_error: true,
             },
-        ]; v.tools = vec![tool("a"), tool("b")]; v.tool_choice = ToolChoice::Tool("b".into()); v };
+        ];
+        v.tools = vec![tool("a"), tool("b")];
+        v.tool_choice = ToolChoice::Tool("b".into());
+        v
+    };
     anthropic(&server).chat(req).await.unwrap();
     let r = server.last_request().unwrap();
     assert_eq!(r.body["tool_choice"], json!({"type": "tool", "name": "b"}));

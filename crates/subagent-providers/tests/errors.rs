@@ -114,7 +114,10 @@ async fn unauthorized_surfaces_the_provider_message_verbatim_and_is_not_retried(
     match reply.unwrap_err() {
         err @ ModelError::Unauthorized { .. } => {
             assert_eq!(subagent_providers::http_status(&err), Some(401));
-            assert!(err.to_string().ends_with("HTTP 401: invalid x-api-key"), "{err}");
+            assert!(
+                err.to_string().ends_with("HTTP 401: invalid x-api-key"),
+                "{err}"
+            );
         }
         other => panic!("unexpected {other:?}"),
     }

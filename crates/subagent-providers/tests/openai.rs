@@ -25,10 +25,7 @@ async fn plain_reply_and_what_was_sent() {
     assert!(reply.tool_calls.is_empty());
     assert_eq!(reply.stop_reason, StopReason::EndTurn);
     assert_eq!(reply.model, "gpt-test");
-    assert_eq!(
-        reply.usage,
-        TokenUsage::new(12, 3)
-    );
+    assert_eq!(reply.usage, TokenUsage::new(12, 3));
 
     let sent = server.requests();
     assert_eq!(sent.len(), 1);
@@ -94,10 +91,7 @@ async fn streamed_text_arrives_in_deltas_with_usage() {
     assert_eq!(delta_text(&deltas), text);
     assert_eq!(reply.stop_reason, StopReason::EndTurn);
     // prompt_tokens = 70 with 30 cached: input excludes the cache reads.
-    assert_eq!(
-        reply.usage,
-        TokenUsage::new(40, 9).with_cache(30, 0)
-    );
+    assert_eq!(reply.usage, TokenUsage::new(40, 9).with_cache(30, 0));
     let r = server.last_request().unwrap();
     assert!(r.is_stream());
     assert_eq!(r.body["stream_options"], json!({"include_usage": true}));
@@ -219,7 +213,9 @@ async fn transcript_with_tool_calls_and_results_is_encoded() {
     let server = ScriptedModelServer::start().await;
     server.push(Reply::text("done"));
     let model = openai(&server);
-    let req = { let mut v = ChatRequest::default(); v.messages = vec![
+    let req = {
+        let mut v = ChatRequest::default();
+        v.messages = vec![
             ChatMessage::user("read a"),
             ChatMessage::Assistant {
                 content: String::new(),
@@ -231,7 +227,9 @@ async fn transcript_with_tool_calls_and_results_is_encoded() {
                 content: "no such file".into(),
                 is_error: true,
             },
-        ]; v };
+        ];
+        v
+    };
     model.chat(req).await.unwrap();
     let r = server.last_request().unwrap();
     let msgs = r.messages();

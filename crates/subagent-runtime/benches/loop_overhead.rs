@@ -28,19 +28,29 @@ impl ChatModel for InstantModel {
     async fn chat(&self, _request: ChatRequest) -> Result<ChatResponse, ModelError> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) % (TOOL_TURNS + 1);
         let tool_calls = if n < TOOL_TURNS {
-            vec![ToolCall::new(format!("call_{n}"), "noop".to_string(), json!({"n": n}))]
+            vec![ToolCall::new(
+                format!("call_{n}"),
+                "noop".to_string(),
+                json!({"n": n}),
+            )]
         } else {
             Vec::new()
         };
-        Ok(ChatResponse::new(if tool_calls.is_empty() {
+        Ok(ChatResponse::new(
+            if tool_calls.is_empty() {
                 "done".into()
             } else {
                 String::new()
-            }, if tool_calls.is_empty() {
+            },
+            if tool_calls.is_empty() {
                 StopReason::EndTurn
             } else {
                 StopReason::ToolUse
-            }, TokenUsage::new(10, 5), "instant".into()).with_tool_calls(tool_calls))
+            },
+            TokenUsage::new(10, 5),
+            "instant",
+        )
+        .with_tool_calls(tool_calls))
     }
 }
 

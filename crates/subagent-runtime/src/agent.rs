@@ -238,7 +238,8 @@ impl AgentRuntime {
             tracing::debug!(agent = %ctx.agent(), turn, messages = transcript.messages.len(), "model turn");
             ctx.emit(ProgressKind::Turn { turn });
 
-            let mut request = ChatRequest::new(transcript.messages.clone()).with_tools(specs.clone());
+            let mut request =
+                ChatRequest::new(transcript.messages.clone()).with_tools(specs.clone());
             request.model = model_name.clone();
             request.system = transcript.system.clone();
             let streamed = Mutex::new(String::new());
@@ -249,7 +250,12 @@ impl AgentRuntime {
                         ctx.emit(ProgressKind::TextDelta { text });
                     }
                 };
-                guarded(model.chat_stream(request, &on_delta), &ctx.cancel(), deadline).await
+                guarded(
+                    model.chat_stream(request, &on_delta),
+                    &ctx.cancel(),
+                    deadline,
+                )
+                .await
             } else {
                 guarded(model.chat(request), &ctx.cancel(), deadline).await
             };
@@ -466,7 +472,6 @@ fn preview(text: &str) -> String {
         None => text.to_string(),
     }
 }
-
 
 /// A fresh, unguessable-enough session id: `sess_` and 32 hex digits.
 fn new_session_id() -> String {

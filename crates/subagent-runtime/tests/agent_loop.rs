@@ -76,7 +76,10 @@ async fn multi_turn_tool_use_feeds_results_back() {
         )),
         "{kinds:?}"
     );
-    assert!(matches!(kinds.first(), Some(ProgressKind::Turn { turn: 1 })));
+    assert!(matches!(
+        kinds.first(),
+        Some(ProgressKind::Turn { turn: 1 })
+    ));
     let turns: Vec<u32> = kinds
         .iter()
         .filter_map(|k| match k {
@@ -468,12 +471,14 @@ async fn a_failing_model_call_is_an_error_naming_agent_and_turn() {
 #[tokio::test]
 async fn child_usage_from_tool_outputs_is_collected() {
     let task = tool("Task", |_| async {
-        Ok(ToolOutput::text("child said hi").with_children(vec![UsageNode::new(
-            "child",
-            "CLAUDE",
-            TaskStatus::Completed,
-            Usage::new().with_tokens(7, 0).with_turns(1),
-        )]))
+        Ok(
+            ToolOutput::text("child said hi").with_children(vec![UsageNode::new(
+                "child",
+                "CLAUDE",
+                TaskStatus::Completed,
+                Usage::new().with_tokens(7, 0).with_turns(1),
+            )]),
+        )
     });
     let model = ScriptedModel::new(vec![calls("", &[("t", "Task", json!({}))]), text("ok")]);
     let out = AgentRuntime::default()

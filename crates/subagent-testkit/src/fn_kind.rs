@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use subagent_spi::{
-    Kind, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference,
-    SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, async_trait,
+    Kind, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference, SubagentResolver,
+    SubagentType, TaskCall, TaskContext, TaskOutcome, async_trait,
 };
 
 /// The kind name of [`FnKind`].

@@ -77,11 +77,11 @@ pub async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
 pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
     // A model is needed only by local agents: pick one if we can, and report "no model"
     // (exit 2) only if the chosen agent turns out to need it.
-    let (spec, model_problem) = match config::choose_model_spec(args.model.as_deref(), &config).await
-    {
-        Ok(spec) => (Some(spec), None),
-        Err(e) => (None, Some(e)),
-    };
+    let (spec, model_problem) =
+        match config::choose_model_spec(args.model.as_deref(), &config).await {
+            Ok(spec) => (Some(spec), None),
+            Err(e) => (None, Some(e)),
+        };
     let agents = Setup {
         sources: &args.sources,
         config: &config,

@@ -50,7 +50,10 @@ pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
         subagents::models::redacted(&spec)
     );
     for (name, path) in &served {
-        eprintln!("  {}: http://{addr}{path}", crate::output::terminal_safe(name));
+        eprintln!(
+            "  {}: http://{addr}{path}",
+            crate::output::terminal_safe(name)
+        );
     }
     server
         .serve(listener, async {

@@ -29,7 +29,9 @@ impl Setup<'_> {
     pub fn builder(&self) -> Result<SubagentsBuilder, CliError> {
         let cwd = std::env::current_dir()
             .map_err(|e| CliError::Config(format!("cannot read the current directory: {e}")))?;
-        let root: PathBuf = self.workspace.map_or_else(|| cwd.clone(), Path::to_path_buf);
+        let root: PathBuf = self
+            .workspace
+            .map_or_else(|| cwd.clone(), Path::to_path_buf);
         let mut b = Subagents::builder().workspace(root).discover_from(&cwd);
         if let Some(spec) = self.model {
             b = b.model(spec);

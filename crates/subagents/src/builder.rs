@@ -8,9 +8,9 @@ use std::time::Duration;
 use subagent_spi::{SubagentReference, SubagentType};
 use task_tool::TaskToolBuilder;
 
-use crate::models::ModelChoice;
 #[cfg(feature = "claude")]
 use crate::SkippedAgent;
+use crate::models::ModelChoice;
 use crate::{Error, Subagents};
 
 /// Assembles [`Subagents`]: obtain one with [`Subagents::builder`].

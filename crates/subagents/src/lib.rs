@@ -54,7 +54,9 @@ pub use subagent_spi::{
 };
 /// The Task tool crate.
 pub use task_tool;
-pub use task_tool::{BackgroundSnapshot, BackgroundState, BuildError, Dispatch, TaskTool, TaskTools};
+pub use task_tool::{
+    BackgroundSnapshot, BackgroundState, BuildError, Dispatch, TaskTool, TaskTools,
+};
 
 /// The agent loop and model registry (feature `runtime`, part of `claude`).
 #[cfg(feature = "runtime")]

@@ -117,7 +117,13 @@ impl<'a> MainAgent<'a> {
         }
         let prompt = prompt.into();
         ctx.emit(ProgressKind::Started {
-            description: prompt.lines().next().unwrap_or_default().chars().take(80).collect(),
+            description: prompt
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(80)
+                .collect(),
         });
         let spec = RunSpec::new(model, prompt)
             .with_system(self.system)

@@ -123,12 +123,18 @@ mod tests {
 
     #[test]
     fn paths_are_slugs_and_dots_are_refused() {
-        assert_eq!(agent_path("code-reviewer").as_deref(), Some("/code-reviewer"));
+        assert_eq!(
+            agent_path("code-reviewer").as_deref(),
+            Some("/code-reviewer")
+        );
         assert_eq!(
             agent_path("Release Notes Writer").as_deref(),
             Some("/release-notes-writer")
         );
-        assert_eq!(agent_path("  weird__name!! ").as_deref(), Some("/weird-name"));
+        assert_eq!(
+            agent_path("  weird__name!! ").as_deref(),
+            Some("/weird-name")
+        );
         assert_eq!(agent_path(".."), None);
         assert_eq!(agent_path("."), None);
     }

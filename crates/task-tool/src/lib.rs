@@ -49,7 +49,5 @@ mod tools;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
-pub use registry::{
-    DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools,
-};
+pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
 pub use tools::{TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use subagent_spi::{
-    Delegation, Kind, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor,
-    TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput,
+    Delegation, Kind, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall,
+    TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput,
 };
 use tracing::Instrument;
 

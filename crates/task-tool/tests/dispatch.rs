@@ -576,11 +576,7 @@ fn nesting_kind() -> SubagentType {
 
 #[tokio::test]
 async fn children_delegate_through_the_handle_until_the_depth_limit() {
-    for (max_depth, expected) in [
-        (1, "leaf@1"),
-        (2, "1>leaf@2"),
-        (3, "1>2>leaf@3"),
-    ] {
+    for (max_depth, expected) in [(1, "leaf@1"), (2, "1>leaf@2"), (3, "1>2>leaf@3")] {
         let task = TaskTool::builder()
             .subagent_type(nesting_kind())
             .subagent_reference(fn_ref("nest"))

@@ -1,6 +1,5 @@
 //! [`A2aSubagentDefinition`]: a resolved remote agent (its card, endpoint and settings).
 
-
 use subagent_spi::{SubagentDefinition, SubagentReference};
 
 use super::config::A2aConfig;

@@ -478,7 +478,9 @@ impl SubagentExecutor for A2aExecutor {
             }
         };
         let client = &clients[active];
-        let usage = Usage::new().with_turns(1).with_duration_ms(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        let usage = Usage::new()
+            .with_turns(1)
+            .with_duration_ms(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
         let session = |run: &Run, with_task: bool| {
             encode_session(
                 run.context_id.as_deref(),

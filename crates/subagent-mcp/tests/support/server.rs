@@ -161,7 +161,7 @@ impl ServerHandler for TestServer {
                 .to_string(),
             )),
             "whoami" => {
-                let parts = context.extensions().get::<http::request::Parts>();
+                let parts = context.extensions.get::<http::request::Parts>();
                 let header = |name: &str| {
                     parts
                         .and_then(|p| p.headers.get(name))

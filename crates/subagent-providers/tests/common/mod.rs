@@ -31,14 +31,22 @@ pub fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
 }
 
 pub fn user(text: &str) -> ChatRequest {
-    { let mut v = ChatRequest::default(); v.messages = vec![ChatMessage::user(text)]; v }
+    {
+        let mut v = ChatRequest::default();
+        v.messages = vec![ChatMessage::user(text)];
+        v
+    }
 }
 
 pub fn tool(name: &str) -> ToolSpec {
-    ToolSpec::new(name, format!("the {name} tool"), serde_json::json!({
+    ToolSpec::new(
+        name,
+        format!("the {name} tool"),
+        serde_json::json!({
             "type": "object",
             "properties": {"path": {"type": "string"}},
-        }))
+        }),
+    )
 }
 
 /// Run a streamed call, collecting the deltas.

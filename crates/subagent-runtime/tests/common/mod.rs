@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use subagent_spi::chat::TokenUsage;
-use subagent_spi::{ProgressEvent, ProgressKind, TaskContext, Tool, ToolError, ToolOutput, async_trait};
+use subagent_spi::{
+    ProgressEvent, ProgressKind, TaskContext, Tool, ToolError, ToolOutput, async_trait,
+};
 
 pub use subagent_testkit::{ScriptedModel, Step, tool_results};
 
