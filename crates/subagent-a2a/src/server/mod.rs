@@ -83,11 +83,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor};
-use tokio::sync::Semaphore;
 
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore};
+pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore, message_bytes, task_bytes};
 pub use subagent::SubagentHandler;
 
 use crate::types::ProtocolVersion;
@@ -116,6 +115,38 @@ pub struct ServerConfig {
     pub slow_subscriber_timeout: Duration,
     /// How long `CancelTask` waits for the handler before forcing `canceled` (default 5 s).
     pub cancel_grace: Duration,
+    /// The approximate bytes each agent's default [`InMemoryTaskStore`] may hold (default
+    /// 256 MiB, see [`InMemoryTaskStore::DEFAULT_MAX_BYTES`]). Finished tasks are evicted
+    /// first; when running tasks alone fill it, new messages are refused with ServerBusy
+    /// (HTTP 503 + `Retry-After`, JSON-RPC -32000). Stores given with
+    /// [`AgentMount::with_store`] bring their own bounds.
+    pub task_store_max_bytes: usize,
+    /// How long a client may take to send a request's head (request line and headers),
+    /// counted from the connection's accept or from the first byte of a later request on a
+    /// kept-alive connection (default 10 s). Applies to [`A2aServer::serve`] /
+    /// [`A2aServer::serve_router`]. Zero: no limit.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request body, in total (default 30 s; a body
+    /// over it gets HTTP 408 and the connection is closed). Zero: no limit.
+    pub body_read_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request, once the previous
+    /// answer is sent (default 30 s). Applies to [`A2aServer::serve`] /
+    /// [`A2aServer::serve_router`]. Zero: no limit.
+    pub idle_timeout: Duration,
+    /// The most connections open at once (default 1,024, lowered at serve time to three
+    /// quarters of the process's open-file limit where that is smaller). Further connections
+    /// wait in the listener's backlog until one closes. Applies to [`A2aServer::serve`] /
+    /// [`A2aServer::serve_router`].
+    pub max_connections: usize,
+    /// The largest request head (request line and headers) accepted, in bytes (default
+    /// 64 KiB, at least 8 KiB; hyper's read buffer). Larger heads get HTTP 431. Applies to
+    /// [`A2aServer::serve`] / [`A2aServer::serve_router`].
+    pub max_header_bytes: usize,
+    /// The most SSE streams one client (peer IP address; IPv6: its /64) may hold open at once
+    /// (default 128). Needs the peer address: always known under [`A2aServer::serve`], and
+    /// when the router is served with axum's `ConnectInfo<SocketAddr>`. Zero: no per-client
+    /// limit (e.g. behind a reverse proxy, where every client has the proxy's address).
+    pub max_streams_per_client: usize,
 }
 
 impl Default for ServerConfig {
@@ -130,6 +161,13 @@ impl Default for ServerConfig {
             subscriber_buffer: 256,
             slow_subscriber_timeout: Duration::from_secs(10),
             cancel_grace: Duration::from_secs(5),
+            task_store_max_bytes: InMemoryTaskStore::DEFAULT_MAX_BYTES,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            max_header_bytes: 64 * 1024,
+            max_streams_per_client: 128,
         }
     }
 }
@@ -277,6 +315,55 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Sets the limit of concurrent streams per client (peer IP; 0: none).
+    #[must_use]
+    pub fn max_streams_per_client(mut self, n: usize) -> Self {
+        self.config.max_streams_per_client = n;
+        self
+    }
+
+    /// Sets the byte budget of each agent's default task store.
+    #[must_use]
+    pub fn task_store_max_bytes(mut self, n: usize) -> Self {
+        self.config.task_store_max_bytes = n;
+        self
+    }
+
+    /// Sets the request head read timeout (zero: none).
+    #[must_use]
+    pub fn header_read_timeout(mut self, d: Duration) -> Self {
+        self.config.header_read_timeout = d;
+        self
+    }
+
+    /// Sets the request body read timeout (zero: none).
+    #[must_use]
+    pub fn body_read_timeout(mut self, d: Duration) -> Self {
+        self.config.body_read_timeout = d;
+        self
+    }
+
+    /// Sets the keep-alive idle timeout (zero: none).
+    #[must_use]
+    pub fn idle_timeout(mut self, d: Duration) -> Self {
+        self.config.idle_timeout = d;
+        self
+    }
+
+    /// Sets the limit of open connections.
+    #[must_use]
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.config.max_connections = n;
+        self
+    }
+
+    /// Sets the largest request head accepted.
+    #[must_use]
+    pub fn max_header_bytes(mut self, n: usize) -> Self {
+        self.config.max_header_bytes = n;
+        self
+    }
+
     /// Adds an agent.
     #[must_use]
     pub fn mount(mut self, agent: AgentMount) -> Self {
@@ -301,9 +388,11 @@ impl A2aServerBuilder {
             if hosted.iter().any(|h| h.path == path) {
                 return Err(ServerError::DuplicatePath { path });
             }
-            let store = a
-                .store
-                .unwrap_or_else(|| Arc::new(InMemoryTaskStore::default()));
+            let store = a.store.unwrap_or_else(|| {
+                Arc::new(
+                    InMemoryTaskStore::default().with_max_bytes(self.config.task_store_max_bytes),
+                )
+            });
             let engine = Arc::new(engine::Engine::new(
                 a.handler,
                 store,
@@ -319,7 +408,10 @@ impl A2aServerBuilder {
             });
         }
         hosted.sort_by_key(|h| std::cmp::Reverse(h.path.len()));
-        let streams = Arc::new(Semaphore::new(self.config.max_streams.max(1)));
+        let streams = http::StreamLimits::new(
+            self.config.max_streams.max(1),
+            self.config.max_streams_per_client,
+        );
         Ok(A2aServer {
             shared: Arc::new(http::Shared {
                 agents: hosted,
@@ -422,23 +514,37 @@ impl A2aServer {
     }
 
     /// Serves until `shutdown` completes, then shuts down gracefully: handlers are cancelled,
-    /// streams end, in-flight requests finish.
+    /// streams end, in-flight requests finish. Enforces the connection limits of
+    /// [`ServerConfig`] (connection cap, head / body / idle timeouts, head size, per-client
+    /// stream cap); HTTP/1.1 only.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
-        let me = self.clone();
         let router = self.router();
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                tokio::select! {
-                    _ = shutdown => {}
-                    _ = me.shared.shutdown.cancelled() => {}
-                }
-                me.shutdown();
-            })
-            .await?;
+        self.serve_router(listener, router, shutdown).await
+    }
+
+    /// Like [`serve`](Self::serve), for a bigger app built on [`router`](Self::router) (e.g.
+    /// `server.router().route("/", ...)`): serves `router` with this server's connection limits
+    /// and shutdown. Prefer this to `axum::serve`, which has no head or idle timeouts and no
+    /// connection cap.
+    pub async fn serve_router(
+        self,
+        listener: tokio::net::TcpListener,
+        router: axum::Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let me = self.clone();
+        let signal = async move {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = me.shared.shutdown.cancelled() => {}
+            }
+            me.shutdown();
+        };
+        http::serve_loop(self.shared.clone(), listener, router, signal).await?;
         Ok(())
     }
 }
