@@ -1,6 +1,8 @@
 //! A small Server-Sent Events reader: turns a byte stream into the `data` payloads of its
 //! events, with a bound on the size of one event.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 
@@ -11,6 +13,8 @@ pub(crate) enum SseError<E> {
     Source(E),
     /// One event grew past the limit.
     TooLarge(usize),
+    /// No bytes at all (not even a keep-alive comment) arrived for this long.
+    Idle(Duration),
 }
 
 struct State<S> {
@@ -20,14 +24,18 @@ struct State<S> {
     has_data: bool,
     done: bool,
     limit: usize,
+    idle: Option<Duration>,
 }
 
 /// Reads `data:` payloads from an SSE byte stream. Comments (`: keep-alive`), `event:`, `id:`
 /// and `retry:` lines are skipped; multi-line data is joined with `\n`; an event is emitted at
-/// each blank line (and at the end of the stream, if one is pending).
+/// each blank line (and at the end of the stream, if one is pending). With `idle`, a silence
+/// of that long (no bytes at all) ends the stream with [`SseError::Idle`] (needs a tokio
+/// runtime with time).
 pub(crate) fn data_events<S, E>(
     source: S,
     limit: usize,
+    idle: Option<Duration>,
 ) -> impl Stream<Item = Result<String, SseError<E>>> + Send
 where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin,
@@ -40,6 +48,7 @@ where
         has_data: false,
         done: false,
         limit,
+        idle,
     };
     futures::stream::unfold(state, |mut st| async move {
         loop {
@@ -96,7 +105,20 @@ where
                 st.has_data = false;
                 return Some((Err(SseError::TooLarge(st.limit)), st));
             }
-            match st.source.next().await {
+            let next = match st.idle {
+                None => st.source.next().await,
+                Some(d) => match tokio::time::timeout(d, st.source.next()).await {
+                    Ok(n) => n,
+                    Err(_) => {
+                        st.done = true;
+                        st.buf.clear();
+                        st.data.clear();
+                        st.has_data = false;
+                        return Some((Err(SseError::Idle(d)), st));
+                    }
+                },
+            };
+            match next {
                 Some(Ok(chunk)) => st.buf.extend_from_slice(&chunk),
                 Some(Err(e)) => {
                     st.done = true;
@@ -126,12 +148,13 @@ mod tests {
                 .into_iter()
                 .map(|c| Ok::<_, std::io::Error>(Bytes::from_static(c.as_bytes()))),
         );
-        let out: Vec<_> = futures::executor::block_on(data_events(src, limit).collect());
+        let out: Vec<_> = futures::executor::block_on(data_events(src, limit, None).collect());
         out.into_iter()
             .map(|r| {
                 r.map_err(|e| match e {
                     SseError::Source(e) => e.to_string(),
                     SseError::TooLarge(n) => format!("too large {n}"),
+                    SseError::Idle(d) => format!("idle {d:?}"),
                 })
             })
             .collect()
@@ -155,6 +178,20 @@ mod tests {
                 Ok("tail".to_string())
             ]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_past_the_idle_limit_is_an_error() {
+        let src =
+            futures::stream::iter([Ok::<_, std::io::Error>(Bytes::from_static(b"data: 1\n\n"))])
+                .chain(futures::stream::pending());
+        let mut events = Box::pin(data_events(src, 1024, Some(Duration::from_secs(60))));
+        assert_eq!(events.next().await.unwrap().ok(), Some("1".to_string()));
+        match events.next().await {
+            Some(Err(SseError::Idle(d))) => assert_eq!(d, Duration::from_secs(60)),
+            other => panic!("expected an idle error, got {:?}", other.map(|r| r.is_ok())),
+        }
+        assert!(events.next().await.is_none());
     }
 
     #[test]

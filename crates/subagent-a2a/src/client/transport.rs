@@ -3,6 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
@@ -18,6 +19,10 @@ use crate::types::{ProtocolVersion, VERSION_HEADER, binding, v1, v03};
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// The largest non-streaming response body accepted (32 MiB).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+/// How long an event stream may stay silent (no bytes, not even a keep-alive comment) before
+/// the call fails with [`A2aError::StreamIdle`] (60 s). Servers send keep-alive comments
+/// (ours every 15 s), so only a stuck peer or network reaches it.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A stream of 1.0 stream responses.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<v1::StreamResponse, A2aError>> + Send>>;
@@ -75,6 +80,7 @@ pub struct A2aClient {
     endpoint: Endpoint,
     headers: HeaderMap,
     next_id: AtomicI64,
+    stream_idle_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for A2aClient {
@@ -94,7 +100,17 @@ impl A2aClient {
             endpoint,
             headers,
             next_id: AtomicI64::new(1),
+            stream_idle_timeout: Some(DEFAULT_STREAM_IDLE_TIMEOUT),
         }
+    }
+
+    /// Sets how long an event stream may stay silent before the call fails with
+    /// [`A2aError::StreamIdle`] (default [`DEFAULT_STREAM_IDLE_TIMEOUT`]); `Duration::ZERO`
+    /// waits forever.
+    #[must_use]
+    pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
+        self.stream_idle_timeout = (!limit.is_zero()).then_some(limit);
+        self
     }
 
     /// The endpoint.
@@ -360,7 +376,7 @@ impl A2aClient {
             Err(e) if status.is_success() => Err(A2aError::Decode {
                 url: url.clone(),
                 what: format!("the `{method}` response"),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             }),
             Err(_) => Err(A2aError::status(url, status.as_u16(), &bytes)),
         }
@@ -401,7 +417,7 @@ impl A2aClient {
                         let ev: R = serde_json::from_value(v).map_err(|e| A2aError::Decode {
                             url: url.clone(),
                             what: format!("the `{method}` response"),
-                            message: e.to_string(),
+                            message: crate::types::json_error_message(&e),
                         })?;
                         Ok(Box::pin(futures::stream::once(
                             async move { Ok(ev.into()) },
@@ -414,13 +430,17 @@ impl A2aClient {
         if !status.is_success() {
             return Err(A2aError::status(&url, status.as_u16(), b""));
         }
-        let events = data_events(resp.bytes_stream(), MAX_EVENT_BYTES);
+        let events = data_events(
+            resp.bytes_stream(),
+            MAX_EVENT_BYTES,
+            self.stream_idle_timeout,
+        );
         let stream = events.map(move |item| {
             let data = item.map_err(|e| sse_error(&url, e))?;
             let r: Response<R> = serde_json::from_str(&data).map_err(|e| A2aError::Decode {
                 url: url.clone(),
                 what: format!("a `{method}` event"),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             })?;
             r.into_result()
                 .map(Into::into)
@@ -447,7 +467,7 @@ impl A2aClient {
             let bytes = serde_json::to_vec(b).map_err(|e| A2aError::Decode {
                 url: url.to_string(),
                 what: "the request body".into(),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             })?;
             rb = rb.body(bytes);
         }
@@ -478,7 +498,7 @@ impl A2aClient {
             let bytes = serde_json::to_vec(b).map_err(|e| A2aError::Decode {
                 url: url.to_string(),
                 what: "the request body".into(),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             })?;
             rb = rb.body(bytes);
         }
@@ -489,13 +509,17 @@ impl A2aClient {
             return Err(rest_error(url, status.as_u16(), &bytes));
         }
         let url = url.to_string();
-        let events = data_events(resp.bytes_stream(), MAX_EVENT_BYTES);
+        let events = data_events(
+            resp.bytes_stream(),
+            MAX_EVENT_BYTES,
+            self.stream_idle_timeout,
+        );
         Ok(Box::pin(events.map(move |item| {
             let data = item.map_err(|e| sse_error(&url, e))?;
             serde_json::from_str::<v1::StreamResponse>(&data).map_err(|e| A2aError::Decode {
                 url: url.clone(),
                 what: "an HTTP+JSON stream event".into(),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             })
         })))
     }
@@ -512,6 +536,10 @@ fn sse_error(url: &str, e: SseError<reqwest::Error>) -> A2aError {
     match e {
         SseError::Source(e) => A2aError::http(url, e),
         SseError::TooLarge(limit) => A2aError::TooLarge {
+            url: url.to_string(),
+            limit,
+        },
+        SseError::Idle(limit) => A2aError::StreamIdle {
             url: url.to_string(),
             limit,
         },

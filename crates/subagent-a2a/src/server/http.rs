@@ -1584,6 +1584,8 @@ struct ConnState {
     since_ms: AtomicU64,
     /// Requests whose answer is not fully sent yet.
     in_flight: AtomicUsize,
+    /// Asks an idle connection to close (the accept loop, at the connection cap).
+    evict: tokio::sync::Notify,
 }
 
 impl ConnState {
@@ -1594,6 +1596,7 @@ impl ConnState {
             phase: AtomicU8::new(PHASE_HEAD),
             since_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            evict: tokio::sync::Notify::new(),
         }
     }
 
@@ -1621,6 +1624,11 @@ impl ConnState {
         }
     }
 
+    /// Waiting for a request (head or next request), not answering one.
+    fn is_idle(&self) -> bool {
+        self.phase.load(Ordering::Relaxed) != PHASE_BUSY
+    }
+
     /// `None` when the connection overstayed its phase's limit, else when to look again.
     fn next_check(&self, limits: &ConnLimits) -> Option<tokio::time::Instant> {
         let limit = match self.phase.load(Ordering::Relaxed) {
@@ -1634,7 +1642,8 @@ impl ConnState {
                 let since =
                     self.start + Duration::from_millis(self.since_ms.load(Ordering::Relaxed));
                 let deadline = since + l;
-                (now < deadline).then_some(deadline)
+                // Look again at the deadline, or sooner: the phase may change meanwhile.
+                (now < deadline).then_some(deadline.min(now + limits.poll))
             }
             // Busy (or no limit): look again later; the phase may have changed by then.
             None => Some(now + limits.poll),
@@ -1664,7 +1673,9 @@ impl ConnLimits {
         Self {
             header,
             idle,
-            poll: poll.max(Duration::from_millis(10)),
+            // A quarter of the shorter limit: a connection is closed at most that late after
+            // its phase's limit (a phase change is noticed at the next look).
+            poll: (poll / 4).max(Duration::from_millis(10)),
         }
     }
 }
@@ -1825,9 +1836,9 @@ async fn serve_conn(
     limits: ConnLimits,
     max_header_bytes: usize,
     stop: CancellationToken,
-    _permit: OwnedSemaphorePermit,
+    slot: ConnSlot,
 ) {
-    let state = Arc::new(ConnState::new());
+    let state = slot.state.clone();
     let io = hyper_util::rt::TokioIo::new(TrackedIo {
         io: stream,
         state: state.clone(),
@@ -1865,6 +1876,14 @@ async fn serve_conn(
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }
+            _ = state.evict.notified() => {
+                // The server is at its connection cap and this connection is the idle one
+                // waiting longest: make room (unless a request arrived meanwhile).
+                if state.is_idle() {
+                    tracing::debug!("closing an idle A2A connection to make room for a new one");
+                    return;
+                }
+            }
             _ = &mut watchdog => match state.next_check(&limits) {
                 Some(at) => watchdog.as_mut().reset(at),
                 // Waiting for a head or for the next request too long: no request is in
@@ -1875,6 +1894,69 @@ async fn serve_conn(
                 }
             },
         }
+    }
+}
+
+/// The open connections, so the accept loop can close an idle one at the cap.
+#[derive(Default)]
+struct Registry {
+    next: u64,
+    conns: HashMap<u64, Arc<ConnState>>,
+}
+
+type SharedRegistry = Arc<Mutex<Registry>>;
+
+fn lock_registry(r: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Registry> {
+    r.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A connection's place: its slot under the cap and its registry entry, both given back when
+/// the connection ends.
+struct ConnSlot {
+    state: Arc<ConnState>,
+    id: u64,
+    registry: SharedRegistry,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl ConnSlot {
+    fn new(registry: &SharedRegistry, permit: OwnedSemaphorePermit) -> Self {
+        let state = Arc::new(ConnState::new());
+        let mut r = lock_registry(registry);
+        r.next += 1;
+        let id = r.next;
+        r.conns.insert(id, state.clone());
+        drop(r);
+        Self {
+            state,
+            id,
+            registry: registry.clone(),
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        lock_registry(&self.registry).conns.remove(&self.id);
+    }
+}
+
+/// Asks the connection that has waited longest for a request to close; false when every
+/// connection is answering one.
+fn evict_idle(registry: &Mutex<Registry>) -> bool {
+    let r = lock_registry(registry);
+    let victim = r
+        .conns
+        .values()
+        .filter(|c| c.is_idle())
+        .min_by_key(|c| c.start + Duration::from_millis(c.since_ms.load(Ordering::Relaxed)));
+    match victim {
+        Some(c) => {
+            c.evict.notify_one();
+            true
+        }
+        None => false,
     }
 }
 
@@ -1917,16 +1999,9 @@ pub(crate) async fn serve_loop(
     let limits = ConnLimits::new(&shared.cfg);
     let max_header_bytes = shared.cfg.max_header_bytes;
     let stop = CancellationToken::new();
+    let registry: SharedRegistry = Arc::default();
     let mut signal = std::pin::pin!(signal);
     loop {
-        // At the cap, wait for a slot: further connections stay in the listen backlog.
-        let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = &mut signal => break,
-        };
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(x) => x,
@@ -1950,7 +2025,29 @@ pub(crate) async fn serve_loop(
             },
             _ = &mut signal => break,
         };
+        // At the cap, close the connection idle longest to make room; when every connection
+        // is answering a request, wait for one to end (further connections wait in the
+        // listen backlog meanwhile).
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => loop {
+                let evicting = evict_idle(&registry);
+                tokio::select! {
+                    p = slots.clone().acquire_owned() => match p {
+                        Ok(p) => break p,
+                        Err(_) => return Ok(()),
+                    },
+                    // The idle one may have become busy meanwhile: pick another.
+                    _ = tokio::time::sleep(Duration::from_millis(50)), if evicting => {}
+                    _ = &mut signal => {
+                        drop(stream);
+                        return finish(listener, stop, slots, max).await;
+                    }
+                }
+            },
+        };
         let _ = stream.set_nodelay(true);
+        let slot = ConnSlot::new(&registry, permit);
         tokio::spawn(PEER.scope(
             peer,
             serve_conn(
@@ -1959,10 +2056,20 @@ pub(crate) async fn serve_loop(
                 limits,
                 max_header_bytes,
                 stop.clone(),
-                permit,
+                slot,
             ),
         ));
     }
+    finish(listener, stop, slots, max).await
+}
+
+/// Stops accepting, shuts every connection down gracefully and waits for them to end.
+async fn finish(
+    listener: tokio::net::TcpListener,
+    stop: CancellationToken,
+    slots: Arc<Semaphore>,
+    max: usize,
+) -> std::io::Result<()> {
     drop(listener);
     stop.cancel();
     // Every connection holds a slot until it ends.

@@ -134,9 +134,10 @@ pub struct ServerConfig {
     /// [`A2aServer::serve_router`]. Zero: no limit.
     pub idle_timeout: Duration,
     /// The most connections open at once (default 1,024, lowered at serve time to three
-    /// quarters of the process's open-file limit where that is smaller). Further connections
-    /// wait in the listener's backlog until one closes. Applies to [`A2aServer::serve`] /
-    /// [`A2aServer::serve_router`].
+    /// quarters of the process's open-file limit where that is smaller). At the cap, a new
+    /// connection makes the one that has waited longest for a request close; when every
+    /// connection is answering a request, new ones wait in the listen backlog. Applies to
+    /// [`A2aServer::serve`] / [`A2aServer::serve_router`].
     pub max_connections: usize,
     /// The largest request head (request line and headers) accepted, in bytes (default
     /// 64 KiB, at least 8 KiB; hyper's read buffer). Larger heads get HTTP 431. Applies to
