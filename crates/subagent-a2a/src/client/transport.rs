@@ -341,6 +341,26 @@ impl A2aClient {
         }
     }
 
+    /// Sends a request answered by a stream: the answer's head must come within the stream
+    /// idle limit too (a peer that accepts and goes silent is stuck either way).
+    async fn send_for_stream(
+        &self,
+        rb: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<reqwest::Response, A2aError> {
+        let send = rb.send();
+        let sent = match self.stream_idle_timeout {
+            None => send.await,
+            Some(limit) => tokio::time::timeout(limit, send)
+                .await
+                .map_err(|_| A2aError::StreamIdle {
+                    url: url.to_string(),
+                    limit,
+                })?,
+        };
+        sent.map_err(|e| A2aError::http(url, e))
+    }
+
     fn rest_url(&self, path: &str) -> String {
         let base = self.endpoint.url.trim_end_matches('/');
         match &self.endpoint.tenant {
@@ -393,14 +413,12 @@ impl A2aClient {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = Request::new(id, method, params);
         let url = self.endpoint.url.clone();
-        let resp = self
+        let rb = self
             .http
             .post(&url)
             .headers(self.base_headers(true))
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| A2aError::http(&url, e))?;
+            .json(&body);
+        let resp = self.send_for_stream(rb, &url).await?;
         let status = resp.status();
         if !is_event_stream(&resp) {
             // An error answered as a plain JSON-RPC response (or a non-JSON failure).
@@ -502,7 +520,7 @@ impl A2aClient {
             })?;
             rb = rb.body(bytes);
         }
-        let resp = rb.send().await.map_err(|e| A2aError::http(url, e))?;
+        let resp = self.send_for_stream(rb, url).await?;
         let status = resp.status();
         if !status.is_success() || !is_event_stream(&resp) {
             let bytes = read_body(resp, url).await?;
