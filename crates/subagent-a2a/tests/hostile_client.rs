@@ -98,12 +98,9 @@ async fn a_server_that_never_answers_a_stream_request_fails_with_the_idle_limit(
     let url = frozen_server(b"").await;
     for binding in [Binding::JsonRpc, Binding::HttpJson] {
         let c = client(&url, binding);
-        let r = tokio::time::timeout(
-            Duration::from_secs(10),
-            c.send_streaming_message(request()),
-        )
-        .await
-        .expect("the idle limit ends the wait within 10 s");
+        let r = tokio::time::timeout(Duration::from_secs(10), c.send_streaming_message(request()))
+            .await
+            .expect("the idle limit ends the wait within 10 s");
         let Err(e) = r else {
             panic!("a silent server gave a stream")
         };

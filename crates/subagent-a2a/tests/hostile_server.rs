@@ -701,9 +701,11 @@ async fn batches_and_positional_arrays_get_one_invalid_request_error() {
         let m = v["error"]["message"].as_str().unwrap_or_default();
         assert!(m.contains("batch") && m.contains("not supported"), "{m}");
     }
-    // An array that is not even JSON is a parse error.
-    let v = rpc_raw(&srv, "[1, ").await.json();
-    assert_eq!(v["error"]["code"], -32700);
+    // An array that is not even JSON is a parse error, as is a value with trailing garbage.
+    for garbage in ["[1, ", "3 garbage", "{\"jsonrpc\":\"2.0\"} x"] {
+        let v = rpc_raw(&srv, garbage).await.json();
+        assert_eq!(v["error"]["code"], -32700, "{garbage}: {v}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

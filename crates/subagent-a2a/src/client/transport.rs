@@ -351,12 +351,14 @@ impl A2aClient {
         let send = rb.send();
         let sent = match self.stream_idle_timeout {
             None => send.await,
-            Some(limit) => tokio::time::timeout(limit, send)
-                .await
-                .map_err(|_| A2aError::StreamIdle {
-                    url: url.to_string(),
-                    limit,
-                })?,
+            Some(limit) => {
+                tokio::time::timeout(limit, send)
+                    .await
+                    .map_err(|_| A2aError::StreamIdle {
+                        url: url.to_string(),
+                        limit,
+                    })?
+            }
         };
         sent.map_err(|e| A2aError::http(url, e))
     }

@@ -704,11 +704,19 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body
     let head: Head = match serde_json::from_slice(&body) {
         Ok(h) => h,
         Err(e) => {
-            let err = if e.is_syntax() || e.is_eof() {
+            // serde stops at the first wrong type (`3 garbage` fails as "an integer, expected a
+            // struct"): on this error path, a full syntax pass tells invalid JSON (-32700) from
+            // a JSON value that is not a request (-32600).
+            let parse = |e: &serde_json::Error| {
                 ApiError::new(
                     codes::PARSE_ERROR,
-                    format!("invalid JSON: {}", json_error_message(&e)),
+                    format!("invalid JSON: {}", json_error_message(e)),
                 )
+            };
+            let err = if e.is_syntax() || e.is_eof() {
+                parse(&e)
+            } else if let Err(syntax) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+                parse(&syntax)
             } else {
                 ApiError::new(
                     codes::INVALID_REQUEST,
