@@ -687,8 +687,8 @@ async fn batches_and_positional_arrays_get_one_invalid_request_error() {
     let bodies = [
         r#"["2.0",1,"GetTask",{"id":"nope"}]"#.to_string(),
         format!("[{get},{get}]"),
-        format!("[{}]", vec![get; 5].join(",")),
-        format!(" \n[{}]", vec![get; 7].join(",")),
+        format!("[{}]", [get; 5].join(",")),
+        format!(" \n[{}]", [get; 7].join(",")),
         "[]".to_string(),
     ];
     for body in &bodies {

@@ -998,11 +998,14 @@ fn streaming_unsupported(agent: &Hosted) -> ApiError {
     )
 }
 
+/// Open streams per client.
+type ClientStreams = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
 /// The stream caps: over all clients, and per client (peer IP; IPv6 per /64).
 pub(crate) struct StreamLimits {
     global: Arc<Semaphore>,
     per_client: usize,
-    clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    clients: ClientStreams,
 }
 
 impl StreamLimits {
@@ -1018,7 +1021,7 @@ impl StreamLimits {
 /// One open stream: returns its slots (global and the client's) when dropped.
 pub(crate) struct StreamPermit {
     _global: OwnedSemaphorePermit,
-    client: Option<(Arc<Mutex<HashMap<IpAddr, usize>>>, IpAddr)>,
+    client: Option<(ClientStreams, IpAddr)>,
 }
 
 impl Drop for StreamPermit {

@@ -42,8 +42,9 @@
 //! A handler's first event decides: a direct [`reply`](TaskEventSink::reply) answers with a
 //! Message and stores nothing; any status or artifact event creates the task (`submitted`, the
 //! user's message in its history), stored in the agent's [`TaskStore`] (bounded
-//! [`InMemoryTaskStore`] by default: at most 10,000 tasks, terminal ones expire after an
-//! hour). Blocking sends answer when the task is terminal or interrupted (`input-required`,
+//! [`InMemoryTaskStore`] by default: at most 10,000 tasks and about 256 MiB of payload,
+//! finished ones evicted first, terminal ones expire after an hour; while running tasks fill
+//! the budget new messages get ServerBusy). Blocking sends answer when the task is terminal or interrupted (`input-required`,
 //! `auth-required`); `returnImmediately` (0.3: `blocking: false`) answers with the first task
 //! snapshot. A message with a `taskId` continues that task (its `contextId` must match; a
 //! terminal task refuses with UnsupportedOperation, -32004). `CancelTask` cancels the
@@ -58,9 +59,14 @@
 //!
 //! JSON-RPC errors use the spec's codes (-32700 … -32009); 1.0 answers carry a
 //! `google.rpc.ErrorInfo` in `data`. HTTP+JSON errors are AIP-193 objects with the spec's HTTP
-//! statuses (404, 409, 415, 400...). Bodies over [`ServerConfig::max_body_bytes`] (10 MiB) get
-//! HTTP 413. A wrong `Content-Type` gets ContentTypeNotSupported (-32005 / 415), as do message
-//! parts whose media type is not among the agent's input modes.
+//! statuses (404, 409, 415, 400...), their `code` equal to the HTTP status. Bodies over
+//! [`ServerConfig::max_body_bytes`] (10 MiB) get HTTP 413 (`RESOURCE_EXHAUSTED`), bodies slower
+//! than [`ServerConfig::body_read_timeout`] HTTP 408. At a capacity limit (streams, task memory)
+//! the answer is HTTP 503 with `Retry-After` (JSON-RPC ServerBusy, -32000). A wrong
+//! `Content-Type` gets ContentTypeNotSupported (-32005 / 415), as do message parts whose media
+//! type is not among the agent's input modes. JSON-RPC batches get one InvalidRequest error;
+//! notifications (no `id`) run and get HTTP 204. [`A2aServer::serve`] also bounds connections
+//! (count, head / idle time, head size). `docs/SECURITY.md` lists every limit.
 //!
 //! Push notifications are not offered: the card says `pushNotifications: false` and the config
 //! methods answer PushNotificationNotSupported (-32003). No extended card is offered

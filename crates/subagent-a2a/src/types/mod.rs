@@ -146,7 +146,7 @@ pub fn check_base64(s: &str) -> Result<(), String> {
             "not valid base64: {body} base64 characters cannot encode whole bytes"
         ));
     }
-    if pad > 0 && b.len() % 4 != 0 {
+    if pad > 0 && !b.len().is_multiple_of(4) {
         return Err("not valid base64: wrong `=` padding".into());
     }
     Ok(())
