@@ -82,17 +82,6 @@ pub enum A2aError {
         /// The limit in bytes.
         limit: usize,
     },
-    /// A stream went silent: no bytes at all (not even a keep-alive comment) for `limit`.
-    #[error(
-        "the event stream from {url} sent nothing (not even a keep-alive) for {} s, the stream idle limit; the agent or the network is stuck",
-        .limit.as_secs_f64()
-    )]
-    StreamIdle {
-        /// The URL.
-        url: String,
-        /// The idle limit that was exceeded.
-        limit: std::time::Duration,
-    },
     /// The combination asked for is not supported by this client.
     #[error("not supported: {message}")]
     Unsupported {

@@ -34,7 +34,7 @@ pub use resolver::{A2aResolver, choose_endpoint, parse_card, usable_endpoints};
 use subagent_spi::SubagentType;
 pub use transport::{
     A2aClient, Binding, DEFAULT_STREAM_IDLE_TIMEOUT, Endpoint, EventStream, MAX_BODY_BYTES,
-    MAX_EVENT_BYTES,
+    MAX_EVENT_BYTES, stream_idle_error,
 };
 
 /// The kind name of A2A references and definitions.

@@ -20,7 +20,7 @@ pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// The largest non-streaming response body accepted (32 MiB).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 /// How long an event stream may stay silent (no bytes, not even a keep-alive comment) before
-/// the call fails with [`A2aError::StreamIdle`] (60 s). Servers send keep-alive comments
+/// the call fails with an [`A2aError::Protocol`] naming the URL and the limit (60 s). Servers send keep-alive comments
 /// (ours every 15 s), so only a stuck peer or network reaches it.
 pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -104,9 +104,10 @@ impl A2aClient {
         }
     }
 
-    /// Sets how long an event stream may stay silent before the call fails with
-    /// [`A2aError::StreamIdle`] (default [`DEFAULT_STREAM_IDLE_TIMEOUT`]); `Duration::ZERO`
-    /// waits forever.
+    /// Sets how long an event stream may stay silent (no bytes at all, not even a keep-alive
+    /// comment; the wait for the answer's head counts too) before the call fails with an
+    /// [`A2aError::Protocol`] naming the URL and the limit (see [`stream_idle_error`]; default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`]). `Duration::ZERO` waits forever.
     #[must_use]
     pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
         self.stream_idle_timeout = (!limit.is_zero()).then_some(limit);
@@ -351,14 +352,9 @@ impl A2aClient {
         let send = rb.send();
         let sent = match self.stream_idle_timeout {
             None => send.await,
-            Some(limit) => {
-                tokio::time::timeout(limit, send)
-                    .await
-                    .map_err(|_| A2aError::StreamIdle {
-                        url: url.to_string(),
-                        limit,
-                    })?
-            }
+            Some(limit) => tokio::time::timeout(limit, send)
+                .await
+                .map_err(|_| stream_idle_error(url, limit))?,
         };
         sent.map_err(|e| A2aError::http(url, e))
     }
@@ -559,10 +555,20 @@ fn sse_error(url: &str, e: SseError<reqwest::Error>) -> A2aError {
             url: url.to_string(),
             limit,
         },
-        SseError::Idle(limit) => A2aError::StreamIdle {
-            url: url.to_string(),
-            limit,
-        },
+        SseError::Idle(limit) => stream_idle_error(url, limit),
+    }
+}
+
+/// The error of a stream silent for `limit`: an [`A2aError::Protocol`] whose message names the
+/// URL and the limit, and contains "stream idle limit".
+pub fn stream_idle_error(url: &str, limit: Duration) -> A2aError {
+    A2aError::Protocol {
+        url: url.to_string(),
+        message: format!(
+            "the event stream sent nothing (not even a keep-alive comment) for {} s, the stream \
+             idle limit; the agent or the network is stuck",
+            limit.as_secs_f64()
+        ),
     }
 }
 
