@@ -695,7 +695,8 @@ async fn body_and_stream_limits() {
         .send()
         .await
         .unwrap();
-    assert_eq!(second.status(), 500);
+    assert_eq!(second.status(), 503);
+    assert_eq!(second.headers()["retry-after"], "5");
     let body: Value = second.json().await.unwrap();
     assert!(
         body["error"]["message"]

@@ -36,6 +36,9 @@ pub mod keys {
     /// Interval between `GetTask` polls when following a task without streaming, in
     /// milliseconds (default 500).
     pub const POLL_INTERVAL_MS: &str = "poll_interval_ms";
+    /// How long an event stream may stay silent (no bytes, not even a keep-alive comment)
+    /// before the call fails, in seconds (default 60; `0` waits forever).
+    pub const STREAM_IDLE_TIMEOUT_SECS: &str = "stream_idle_timeout_secs";
 }
 
 /// The default time limit of one task.
@@ -62,6 +65,9 @@ pub struct A2aConfig {
     pub name: Option<String>,
     /// Polling interval.
     pub poll_interval: Duration,
+    /// Stream idle limit (zero: none); see
+    /// [`A2aClient::with_stream_idle_timeout`](super::A2aClient::with_stream_idle_timeout).
+    pub stream_idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for A2aConfig {
@@ -77,6 +83,7 @@ impl std::fmt::Debug for A2aConfig {
             .field("version", &self.version)
             .field("name", &self.name)
             .field("poll_interval", &self.poll_interval)
+            .field("stream_idle_timeout", &self.stream_idle_timeout)
             .finish()
     }
 }
@@ -177,6 +184,20 @@ impl A2aConfig {
                 }
             },
         };
+        let stream_idle_timeout = match lookup(r, keys::STREAM_IDLE_TIMEOUT_SECS) {
+            None => super::transport::DEFAULT_STREAM_IDLE_TIMEOUT,
+            Some(v) => match v.parse::<f64>() {
+                Ok(s) if s >= 0.0 && s.is_finite() && s < 1e9 => Duration::from_secs_f64(s),
+                _ => {
+                    return Err(A2aError::Config {
+                        message: format!(
+                            "`{}` must be a number of seconds (0: no limit), got `{v}`",
+                            keys::STREAM_IDLE_TIMEOUT_SECS
+                        ),
+                    });
+                }
+            },
+        };
         let streaming = match lookup(r, keys::STREAMING) {
             None => None,
             Some(v) if v.eq_ignore_ascii_case("true") => Some(true),
@@ -211,6 +232,7 @@ impl A2aConfig {
             version,
             name: lookup(r, keys::NAME).map(str::to_string),
             poll_interval,
+            stream_idle_timeout,
         })
     }
 
@@ -269,6 +291,14 @@ mod tests {
         assert_eq!(c.timeout, DEFAULT_TIMEOUT);
         assert!(c.headers.is_empty());
         assert_eq!(c.streaming, None);
+        assert_eq!(c.stream_idle_timeout, Duration::from_secs(60));
+        let c = A2aConfig::from_reference(&r().with_metadata("stream_idle_timeout_secs", "2.5"))
+            .unwrap();
+        assert_eq!(c.stream_idle_timeout, Duration::from_millis(2500));
+        let e = A2aConfig::from_reference(&r().with_metadata("stream_idle_timeout_secs", "x"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stream_idle_timeout_secs"), "{e}");
     }
 
     #[test]

@@ -84,11 +84,13 @@ impl A2aSubagentDefinition {
     /// A client for this agent's endpoint, with the reference's auth headers.
     pub fn client(&self, http: reqwest::Client) -> A2aClient {
         A2aClient::new(http, self.endpoint.clone(), self.config.headers.clone())
+            .with_stream_idle_timeout(self.config.stream_idle_timeout)
     }
 
     /// A client for another endpoint (e.g. a fallback), with the reference's auth headers.
     pub fn client_for(&self, endpoint: &Endpoint, http: reqwest::Client) -> A2aClient {
         A2aClient::new(http, endpoint.clone(), self.config.headers.clone())
+            .with_stream_idle_timeout(self.config.stream_idle_timeout)
     }
 }
 

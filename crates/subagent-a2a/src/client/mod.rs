@@ -32,7 +32,10 @@ pub use definition::{A2aSubagentDefinition, AgentCard, describe};
 pub use executor::{A2aExecutor, MAX_ARTIFACT_BYTES, decode_session, encode_session, parts_text};
 pub use resolver::{A2aResolver, choose_endpoint, parse_card, usable_endpoints};
 use subagent_spi::SubagentType;
-pub use transport::{A2aClient, Binding, Endpoint, EventStream, MAX_BODY_BYTES, MAX_EVENT_BYTES};
+pub use transport::{
+    A2aClient, Binding, DEFAULT_STREAM_IDLE_TIMEOUT, Endpoint, EventStream, MAX_BODY_BYTES,
+    MAX_EVENT_BYTES, stream_idle_error,
+};
 
 /// The kind of A2A references and definitions.
 pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("A2A");

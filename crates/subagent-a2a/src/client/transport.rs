@@ -3,6 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
@@ -18,6 +19,10 @@ use crate::types::{ProtocolVersion, VERSION_HEADER, binding, v1, v03};
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// The largest non-streaming response body accepted (32 MiB).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+/// How long an event stream may stay silent (no bytes, not even a keep-alive comment) before
+/// the call fails with an [`A2aError::Protocol`] naming the URL and the limit (60 s). Servers send keep-alive comments
+/// (ours every 15 s), so only a stuck peer or network reaches it.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A stream of 1.0 stream responses.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<v1::StreamResponse, A2aError>> + Send>>;
@@ -75,6 +80,7 @@ pub struct A2aClient {
     endpoint: Endpoint,
     headers: HeaderMap,
     next_id: AtomicI64,
+    stream_idle_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for A2aClient {
@@ -94,7 +100,18 @@ impl A2aClient {
             endpoint,
             headers,
             next_id: AtomicI64::new(1),
+            stream_idle_timeout: Some(DEFAULT_STREAM_IDLE_TIMEOUT),
         }
+    }
+
+    /// Sets how long an event stream may stay silent (no bytes at all, not even a keep-alive
+    /// comment; the wait for the answer's head counts too) before the call fails with an
+    /// [`A2aError::Protocol`] naming the URL and the limit (see [`stream_idle_error`]; default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`]). `Duration::ZERO` waits forever.
+    #[must_use]
+    pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
+        self.stream_idle_timeout = (!limit.is_zero()).then_some(limit);
+        self
     }
 
     /// The endpoint.
@@ -325,6 +342,23 @@ impl A2aClient {
         }
     }
 
+    /// Sends a request answered by a stream: the answer's head must come within the stream
+    /// idle limit too (a peer that accepts and goes silent is stuck either way).
+    async fn send_for_stream(
+        &self,
+        rb: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<reqwest::Response, A2aError> {
+        let send = rb.send();
+        let sent = match self.stream_idle_timeout {
+            None => send.await,
+            Some(limit) => tokio::time::timeout(limit, send)
+                .await
+                .map_err(|_| stream_idle_error(url, limit))?,
+        };
+        sent.map_err(|e| A2aError::http(url, e))
+    }
+
     fn rest_url(&self, path: &str) -> String {
         let base = self.endpoint.url.trim_end_matches('/');
         match &self.endpoint.tenant {
@@ -360,7 +394,7 @@ impl A2aClient {
             Err(e) if status.is_success() => Err(A2aError::Decode {
                 url: url.clone(),
                 what: format!("the `{method}` response"),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             }),
             Err(_) => Err(A2aError::status(url, status.as_u16(), &bytes)),
         }
@@ -377,14 +411,12 @@ impl A2aClient {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = Request::new(id, method, params);
         let url = self.endpoint.url.clone();
-        let resp = self
+        let rb = self
             .http
             .post(&url)
             .headers(self.base_headers(true))
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| A2aError::http(&url, e))?;
+            .json(&body);
+        let resp = self.send_for_stream(rb, &url).await?;
         let status = resp.status();
         if !is_event_stream(&resp) {
             // An error answered as a plain JSON-RPC response (or a non-JSON failure).
@@ -401,7 +433,7 @@ impl A2aClient {
                         let ev: R = serde_json::from_value(v).map_err(|e| A2aError::Decode {
                             url: url.clone(),
                             what: format!("the `{method}` response"),
-                            message: e.to_string(),
+                            message: crate::types::json_error_message(&e),
                         })?;
                         Ok(Box::pin(futures::stream::once(
                             async move { Ok(ev.into()) },
@@ -414,13 +446,17 @@ impl A2aClient {
         if !status.is_success() {
             return Err(A2aError::status(&url, status.as_u16(), b""));
         }
-        let events = data_events(resp.bytes_stream(), MAX_EVENT_BYTES);
+        let events = data_events(
+            resp.bytes_stream(),
+            MAX_EVENT_BYTES,
+            self.stream_idle_timeout,
+        );
         let stream = events.map(move |item| {
             let data = item.map_err(|e| sse_error(&url, e))?;
             let r: Response<R> = serde_json::from_str(&data).map_err(|e| A2aError::Decode {
                 url: url.clone(),
                 what: format!("a `{method}` event"),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             })?;
             r.into_result()
                 .map(Into::into)
@@ -447,7 +483,7 @@ impl A2aClient {
             let bytes = serde_json::to_vec(b).map_err(|e| A2aError::Decode {
                 url: url.to_string(),
                 what: "the request body".into(),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             })?;
             rb = rb.body(bytes);
         }
@@ -478,24 +514,28 @@ impl A2aClient {
             let bytes = serde_json::to_vec(b).map_err(|e| A2aError::Decode {
                 url: url.to_string(),
                 what: "the request body".into(),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             })?;
             rb = rb.body(bytes);
         }
-        let resp = rb.send().await.map_err(|e| A2aError::http(url, e))?;
+        let resp = self.send_for_stream(rb, url).await?;
         let status = resp.status();
         if !status.is_success() || !is_event_stream(&resp) {
             let bytes = read_body(resp, url).await?;
             return Err(rest_error(url, status.as_u16(), &bytes));
         }
         let url = url.to_string();
-        let events = data_events(resp.bytes_stream(), MAX_EVENT_BYTES);
+        let events = data_events(
+            resp.bytes_stream(),
+            MAX_EVENT_BYTES,
+            self.stream_idle_timeout,
+        );
         Ok(Box::pin(events.map(move |item| {
             let data = item.map_err(|e| sse_error(&url, e))?;
             serde_json::from_str::<v1::StreamResponse>(&data).map_err(|e| A2aError::Decode {
                 url: url.clone(),
                 what: "an HTTP+JSON stream event".into(),
-                message: e.to_string(),
+                message: crate::types::json_error_message(&e),
             })
         })))
     }
@@ -515,6 +555,20 @@ fn sse_error(url: &str, e: SseError<reqwest::Error>) -> A2aError {
             url: url.to_string(),
             limit,
         },
+        SseError::Idle(limit) => stream_idle_error(url, limit),
+    }
+}
+
+/// The error of a stream silent for `limit`: an [`A2aError::Protocol`] whose message names the
+/// URL and the limit, and contains "stream idle limit".
+pub fn stream_idle_error(url: &str, limit: Duration) -> A2aError {
+    A2aError::Protocol {
+        url: url.to_string(),
+        message: format!(
+            "the event stream sent nothing (not even a keep-alive comment) for {} s, the stream \
+             idle limit; the agent or the network is stuck",
+            limit.as_secs_f64()
+        ),
     }
 }
 

@@ -11,7 +11,7 @@ use subagent_spi::CancellationToken;
 use tokio::sync::mpsc;
 
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-use super::store::{TaskFilter, TaskStore};
+use super::store::{StoreError, TaskFilter, TaskStore};
 use super::util::{new_id, now_rfc3339};
 use crate::types::jsonrpc::codes;
 use crate::types::{JsonObject, ProtocolVersion, v1};
@@ -239,6 +239,13 @@ impl Engine {
             return Err(ApiError::invalid_params(format!(
                 "`configuration.historyLength` must be >= 0, got {h}"
             )));
+        }
+        // Memory: refuse new work while running tasks fill the store's budget.
+        if let Err(e) = self.store.admit(super::store::message_bytes(&message)) {
+            return Err(match e {
+                StoreError::Full { .. } => ApiError::new(codes::SERVER_BUSY, e.to_string()),
+                e => ApiError::internal(e.to_string()),
+            });
         }
         let (task_id, context_id, existing) = match message.task_id.clone() {
             Some(tid) if !tid.is_empty() => {

@@ -2,9 +2,12 @@
 //! (1.0 and 0.3 methods) or its HTTP+JSON routes, and encodes answers and SSE streams in the
 //! caller's version and binding.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -24,7 +27,7 @@ use super::ServerConfig;
 use super::card::{AgentInfo, ServerAuth, card_v1, card_v03};
 use super::engine::{ApiError, Engine, Event, SendParams, Started, trim_history};
 use crate::types::jsonrpc::{RequestId, RpcError, a2a_error, codes};
-use crate::types::{ProtocolVersion, VERSION_HEADER, v1, v03};
+use crate::types::{ProtocolVersion, VERSION_HEADER, json_error_message, v1, v03};
 
 /// One hosted agent.
 pub(crate) struct Hosted {
@@ -40,7 +43,7 @@ pub(crate) struct Shared {
     /// Longest path first.
     pub agents: Vec<Hosted>,
     pub cfg: ServerConfig,
-    pub streams: Arc<Semaphore>,
+    pub streams: StreamLimits,
     pub shutdown: CancellationToken,
     /// Starts (once, from the first request) the task that cancels every running handler
     /// when `shutdown` fires, however the router is served.
@@ -136,7 +139,21 @@ fn http_status(code: i32) -> (StatusCode, &'static str) {
         }
         codes::METHOD_NOT_FOUND => (StatusCode::NOT_FOUND, "NOT_FOUND"),
         codes::INTERNAL_ERROR => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+        codes::SERVER_BUSY => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
         _ => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+    }
+}
+
+/// `Retry-After` (seconds) sent with every ServerBusy (503) answer.
+const RETRY_AFTER_SECS: &str = "5";
+
+/// Adds `Retry-After` to a ServerBusy answer.
+fn busy_headers(r: &mut Response, code: i32) {
+    if code == codes::SERVER_BUSY {
+        r.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from_static(RETRY_AFTER_SECS),
+        );
     }
 }
 
@@ -163,6 +180,14 @@ fn rpc_error(status: StatusCode, id: &RequestId, e: &ApiError, v1_style: bool) -
 /// An AIP-193 error body: `{"error": {"code", "status", "message", "details": [ErrorInfo]}}`.
 fn rest_error(e: &ApiError) -> Response {
     let (status, name) = http_status(e.code);
+    let mut r = rest_error_as(status, name, e);
+    busy_headers(&mut r, e.code);
+    r
+}
+
+/// An AIP-193 error body with the given HTTP status and status name (`code` is always the
+/// HTTP status, so status line and body agree).
+fn rest_error_as(status: StatusCode, name: &str, e: &ApiError) -> Response {
     let details = a2a_error(e.code, "", None)
         .data
         .unwrap_or_else(|| Value::Array(Vec::new()));
@@ -180,9 +205,20 @@ fn rest_error(e: &ApiError) -> Response {
 fn error_for(wire: &Wire, e: &ApiError) -> Response {
     match wire {
         Wire::Rest => rest_error(e),
-        Wire::RpcV1(id) => rpc_error(StatusCode::OK, id, e, true),
-        Wire::RpcV03(id) => rpc_error(StatusCode::OK, id, e, false),
+        Wire::RpcV1(id) => rpc_error_for(id, e, true),
+        Wire::RpcV03(id) => rpc_error_for(id, e, false),
     }
+}
+
+/// A JSON-RPC error answer: HTTP 200, except ServerBusy (503 + `Retry-After`, so proxies and
+/// clients see the overload without reading the body).
+fn rpc_error_for(id: &RequestId, e: &ApiError, v1_style: bool) -> Response {
+    if e.code == codes::SERVER_BUSY {
+        let mut r = rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, e, v1_style);
+        busy_headers(&mut r, e.code);
+        return r;
+    }
+    rpc_error(StatusCode::OK, id, e, v1_style)
 }
 
 /// `A2A-Version`, parsed once (a `&str` key is parsed and lower-cased on every lookup).
@@ -192,6 +228,19 @@ static EXTENSIONS_HEADER: HeaderName = HeaderName::from_static("a2a-extensions")
 
 /// The entry point of every request.
 pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    // Served by another loop with `ConnectInfo`: make the peer known for per-client caps.
+    if PEER.try_with(|_| ()).is_err()
+        && let Some(axum::extract::ConnectInfo(addr)) = req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .copied()
+    {
+        return PEER.scope(addr, dispatch_inner(shared, req)).await;
+    }
+    dispatch_inner(shared, req).await
+}
+
+async fn dispatch_inner(shared: Arc<Shared>, req: Request) -> Response {
     shared.watcher.call_once(|| {
         let weak = Arc::downgrade(&shared);
         let token = shared.shutdown.clone();
@@ -343,28 +392,138 @@ fn card(shared: &Shared, agent: &Hosted, parts: &Parts, version: ProtocolVersion
 // Request helpers
 // ---------------------------------------------------------------------------------------------
 
-/// Reads the body up to the limit; `Err` carries the limit error.
-async fn read_body(cfg: &ServerConfig, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
-    let too_big = || {
-        ApiError::new(
-            codes::INVALID_REQUEST,
-            format!(
-                "request body exceeds the limit of {} bytes",
-                cfg.max_body_bytes
+/// Why a request body could not be read.
+pub(crate) enum BodyError {
+    /// Larger than `max_body_bytes`.
+    TooLarge(usize),
+    /// Not received within `body_read_timeout`.
+    TimedOut(Duration),
+    /// The connection failed mid-body.
+    Broken(String),
+}
+
+impl BodyError {
+    /// The HTTP status, the AIP-193 status name and the error. A body over the limit is 413
+    /// with `RESOURCE_EXHAUSTED` (what gRPC answers for an oversized message); a body that is
+    /// too slow is 408 with `DEADLINE_EXCEEDED`.
+    fn parts(&self) -> (StatusCode, &'static str, ApiError) {
+        match self {
+            BodyError::TooLarge(limit) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "RESOURCE_EXHAUSTED",
+                ApiError::new(
+                    codes::INVALID_REQUEST,
+                    format!("request body exceeds the limit of {limit} bytes"),
+                ),
             ),
-        )
-    };
+            BodyError::TimedOut(d) => (
+                StatusCode::REQUEST_TIMEOUT,
+                "DEADLINE_EXCEEDED",
+                ApiError::new(
+                    codes::INVALID_REQUEST,
+                    format!(
+                        "request body not received within the {} ms body read timeout",
+                        d.as_millis()
+                    ),
+                ),
+            ),
+            BodyError::Broken(m) => (
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                ApiError::new(
+                    codes::INVALID_REQUEST,
+                    format!("cannot read the request body: {m}"),
+                ),
+            ),
+        }
+    }
+
+    /// Closes the connection after a timed out or broken body (its rest is never read).
+    fn finish(&self, mut r: Response) -> Response {
+        if !matches!(self, BodyError::TooLarge(_)) {
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        r
+    }
+
+    fn rest(&self) -> Response {
+        let (status, name, e) = self.parts();
+        self.finish(rest_error_as(status, name, &e))
+    }
+
+    fn rpc(&self, v1_style: bool) -> Response {
+        let (status, _, e) = self.parts();
+        self.finish(rpc_error(status, &RequestId::Null, &e, v1_style))
+    }
+}
+
+/// Reads the body up to `max_body_bytes`, within `body_read_timeout` (zero: no timeout).
+async fn read_body(
+    cfg: &ServerConfig,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Bytes, BodyError> {
+    let limit = cfg.max_body_bytes;
     if let Some(len) = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        && len > cfg.max_body_bytes as u64
+        && len > limit as u64
     {
-        return Err(too_big());
+        return Err(BodyError::TooLarge(limit));
     }
-    axum::body::to_bytes(body, cfg.max_body_bytes)
+    let collect = async {
+        use futures::StreamExt;
+        let mut stream = body.into_data_stream();
+        // The usual body is one chunk: keep it as is; copy only when there are several.
+        let mut first: Option<Bytes> = None;
+        let mut joined: Vec<u8> = Vec::new();
+        let mut total = 0usize;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| BodyError::Broken(e.to_string()))?;
+            total = total.saturating_add(chunk.len());
+            if total > limit {
+                return Err(BodyError::TooLarge(limit));
+            }
+            if first.is_none() && joined.is_empty() {
+                first = Some(chunk);
+            } else {
+                if let Some(f) = first.take() {
+                    joined.extend_from_slice(&f);
+                }
+                joined.extend_from_slice(&chunk);
+            }
+        }
+        Ok(first.unwrap_or_else(|| Bytes::from(joined)))
+    };
+    if cfg.body_read_timeout.is_zero() {
+        return collect.await;
+    }
+    tokio::time::timeout(cfg.body_read_timeout, collect)
         .await
-        .map_err(|_| too_big())
+        .unwrap_or(Err(BodyError::TimedOut(cfg.body_read_timeout)))
+}
+
+/// Parses a body as `T`, telling a JSON syntax error (-32700) from a wrong shape (-32602).
+fn parse_body<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        // Error path only: a second pass tells bad JSON from a bad shape (the typed error of
+        // a part names its index, which hides the category).
+        match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            Err(syntax) => ApiError::new(
+                codes::PARSE_ERROR,
+                format!(
+                    "invalid JSON in the {what} body: {}",
+                    json_error_message(&syntax)
+                ),
+            ),
+            Ok(_) => ApiError::new(
+                codes::INVALID_PARAMS,
+                format!("invalid {what} body: {}", json_error_message(&e)),
+            ),
+        }
+    })
 }
 
 /// The version the client asked for (`A2A-Version` header, else the `A2A-Version` query
@@ -492,9 +651,12 @@ fn optional_params<T: DeserializeOwned>(
 ) -> Result<Option<T>, ApiError> {
     match params {
         None => Ok(None),
-        Some(raw) => serde_json::from_str::<T>(raw.get())
-            .map(Some)
-            .map_err(|e| ApiError::invalid_params(format!("invalid params for `{method}`: {e}"))),
+        Some(raw) => serde_json::from_str::<T>(raw.get()).map(Some).map_err(|e| {
+            ApiError::invalid_params(format!(
+                "invalid params for `{method}`: {}",
+                json_error_message(&e)
+            ))
+        }),
     }
 }
 
@@ -511,7 +673,7 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body
     let v1_hint = !matches!(header_version, Ok(Some(ProtocolVersion::V03)) | Ok(None));
     let body = match read_body(&shared.cfg, &parts.headers, body).await {
         Ok(b) => b,
-        Err(e) => return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, &RequestId::Null, &e, v1_hint),
+        Err(e) => return e.rpc(v1_hint),
     };
     if !json_content_type(&parts.headers) {
         return rpc_error(
@@ -521,17 +683,46 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body
             v1_hint,
         );
     }
+    // JSON-RPC 2.0 batches (a top-level array) are not supported: the whole batch gets one
+    // InvalidRequest error (as the spec answers an empty batch). Checked on the first byte, so
+    // an array is never read as a positional request either (serde reads structs from arrays).
+    if first_byte(&body) == Some(b'[') {
+        let err = match serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+            Err(e) => ApiError::new(
+                codes::PARSE_ERROR,
+                format!("invalid JSON: {}", json_error_message(&e)),
+            ),
+            Ok(_) => ApiError::new(
+                codes::INVALID_REQUEST,
+                "JSON-RPC batch requests (a top-level array) are not supported by this server; \
+                 send one request object per HTTP request",
+            ),
+        };
+        return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
+    }
     // One pass over the envelope; the params are kept as borrowed raw text.
     let head: Head = match serde_json::from_slice(&body) {
         Ok(h) => h,
         Err(e) => {
+            // serde stops at the first wrong type (`3 garbage` fails as "an integer, expected a
+            // struct"): on this error path, a full syntax pass tells invalid JSON (-32700) from
+            // a JSON value that is not a request (-32600).
+            let parse = |e: &serde_json::Error| {
+                ApiError::new(
+                    codes::PARSE_ERROR,
+                    format!("invalid JSON: {}", json_error_message(e)),
+                )
+            };
             let err = if e.is_syntax() || e.is_eof() {
-                ApiError::new(codes::PARSE_ERROR, format!("invalid JSON: {e}"))
+                parse(&e)
+            } else if let Err(syntax) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+                parse(&syntax)
             } else {
                 ApiError::new(
                     codes::INVALID_REQUEST,
                     format!(
-                        "a JSON-RPC request must be an object with `jsonrpc`, `method` and `id` (batches are not supported): {e}"
+                        "a JSON-RPC request must be an object with `jsonrpc`, `method` and `id`: {}",
+                        json_error_message(&e)
                     ),
                 )
             };
@@ -546,6 +737,9 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body
             v1_hint,
         )
     };
+    // An absent `id` makes a notification; an explicit `"id": null` is a request (answered
+    // with `"id": null`), as JSON-RPC 2.0 says.
+    let notification = head.id.is_none();
     let id = match head.id {
         None | Some(Value::Null) => RequestId::Null,
         Some(Value::String(s)) => RequestId::Str(s),
@@ -568,16 +762,33 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body
     } else {
         Wire::RpcV03(id.clone())
     };
-    if let Err(e) = header_version {
-        return rpc_error(StatusCode::OK, &id, &e, true);
+    let answer = match header_version {
+        Err(e) => rpc_error_for(&id, &e, true),
+        Ok(_) => match check_extensions(agent, &parts.headers) {
+            Err(e) => error_for(&wire, &e),
+            Ok(()) => match rpc_call(shared, agent, method, head.params, &wire).await {
+                Ok(r) => r,
+                Err(e) => error_for(&wire, &e),
+            },
+        },
+    };
+    if notification {
+        // A valid notification is executed but never answered (JSON-RPC 2.0 §4.1). Over HTTP
+        // that is 204 No Content: the exchange still needs a status, and 204 says plainly that
+        // no body follows (as the JSON-RPC-over-HTTP conventions do), unlike a 200 with an
+        // empty body that a client would try to parse.
+        drop(answer);
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NO_CONTENT;
+        return r;
     }
-    if let Err(e) = check_extensions(agent, &parts.headers) {
-        return error_for(&wire, &e);
-    }
-    match rpc_call(shared, agent, method, head.params, &wire).await {
-        Ok(r) => r,
-        Err(e) => error_for(&wire, &e),
-    }
+    answer
+}
+
+/// Reads a member that is present, `null` included (an absent member stays `None` through
+/// `#[serde(default)]`), so `"id": null` is told from no `id` at all.
+fn present_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(d).map(Some)
 }
 
 /// The JSON-RPC envelope, read in one pass; `params` stays raw text until the method is known.
@@ -585,7 +796,7 @@ async fn jsonrpc(shared: &Arc<Shared>, agent: &Hosted, parts: &Parts, body: Body
 struct Head<'a> {
     #[serde(default, borrow)]
     jsonrpc: Option<JsonStrOrOther<'a>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present_value")]
     id: Option<Value>,
     #[serde(default, borrow)]
     method: Option<JsonStrOrOther<'a>>,
@@ -787,16 +998,102 @@ fn streaming_unsupported(agent: &Hosted) -> ApiError {
     )
 }
 
-fn acquire_stream(shared: &Shared) -> Result<OwnedSemaphorePermit, ApiError> {
-    shared.streams.clone().try_acquire_owned().map_err(|_| {
+/// Open streams per client.
+type ClientStreams = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// The stream caps: over all clients, and per client (peer IP; IPv6 per /64).
+pub(crate) struct StreamLimits {
+    global: Arc<Semaphore>,
+    per_client: usize,
+    clients: ClientStreams,
+}
+
+impl StreamLimits {
+    pub fn new(global: usize, per_client: usize) -> Self {
+        Self {
+            global: Arc::new(Semaphore::new(global)),
+            per_client,
+            clients: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+}
+
+/// One open stream: returns its slots (global and the client's) when dropped.
+pub(crate) struct StreamPermit {
+    _global: OwnedSemaphorePermit,
+    client: Option<(ClientStreams, IpAddr)>,
+}
+
+impl Drop for StreamPermit {
+    fn drop(&mut self) {
+        if let Some((clients, ip)) = self.client.take() {
+            let mut m = clients.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = m.get_mut(&ip) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    m.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+/// The key a client's streams are counted under: its IPv4 address, or the /64 of its IPv6
+/// address (one host usually holds a whole /64).
+fn client_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        v4 => v4,
+    }
+}
+
+tokio::task_local! {
+    /// The peer of the connection being served: set per connection by
+    /// [`serve_router`](super::A2aServer::serve_router), or per request from axum's
+    /// `ConnectInfo<SocketAddr>` when the router is served another way.
+    pub(crate) static PEER: SocketAddr;
+}
+
+/// Takes a stream slot, or answers ServerBusy (503 + `Retry-After`) at either cap.
+fn acquire_stream(shared: &Shared) -> Result<StreamPermit, ApiError> {
+    let limits = &shared.streams;
+    let global = limits.global.clone().try_acquire_owned().map_err(|_| {
         ApiError::new(
-            codes::INTERNAL_ERROR,
+            codes::SERVER_BUSY,
             format!(
                 "too many concurrent streams (limit {}); retry later",
                 shared.cfg.max_streams
             ),
         )
-    })
+    })?;
+    let mut permit = StreamPermit {
+        _global: global,
+        client: None,
+    };
+    if limits.per_client == 0 {
+        return Ok(permit);
+    }
+    let Ok(ip) = PEER.try_with(|a| client_key(a.ip())) else {
+        return Ok(permit);
+    };
+    let mut m = limits.clients.lock().unwrap_or_else(|e| e.into_inner());
+    let n = m.entry(ip).or_insert(0);
+    if *n >= limits.per_client {
+        return Err(ApiError::new(
+            codes::SERVER_BUSY,
+            format!(
+                "client {ip} has too many concurrent streams (limit {} per client); retry later",
+                limits.per_client
+            ),
+        ));
+    }
+    *n += 1;
+    drop(m);
+    permit.client = Some((limits.clients.clone(), ip));
+    Ok(permit)
 }
 
 async fn send(
@@ -1008,7 +1305,7 @@ struct StreamState {
     history_length: Option<i32>,
     keep_alive: Duration,
     shutdown: Pin<Box<subagent_spi::CancelledFuture>>,
-    _permit: OwnedSemaphorePermit,
+    _permit: StreamPermit,
 }
 
 /// An SSE response: one `data:` event per stream event (events already queued go out in one
@@ -1019,7 +1316,7 @@ fn sse(
     first: Option<Event>,
     rx: mpsc::Receiver<Event>,
     wire: Wire,
-    permit: OwnedSemaphorePermit,
+    permit: StreamPermit,
     history_length: Option<i32>,
 ) -> Response {
     let state = StreamState {
@@ -1163,22 +1460,35 @@ async fn rest_body<T: DeserializeOwned>(
 ) -> Result<T, Response> {
     let bytes = read_body(&shared.cfg, &parts.headers, body)
         .await
-        .map_err(|e| {
-            let mut r = rest_error(&e);
-            *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-            r
-        })?;
+        .map_err(|e| e.rest())?;
     if !json_content_type(&parts.headers) {
         return Err(rest_error(&content_type_error(&parts.headers)));
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        let code = if e.is_syntax() || e.is_eof() {
-            codes::PARSE_ERROR
-        } else {
-            codes::INVALID_PARAMS
+    // ProtoJSON bodies are objects; serde would also read a positional array as a struct.
+    if first_byte(&bytes) != Some(b'{') {
+        let e = match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            Err(syntax) => ApiError::new(
+                codes::PARSE_ERROR,
+                format!(
+                    "invalid JSON in the {what} body: {}",
+                    json_error_message(&syntax)
+                ),
+            ),
+            Ok(_) => ApiError::new(
+                codes::INVALID_PARAMS,
+                format!("the {what} body must be a JSON object"),
+            ),
         };
-        rest_error(&ApiError::new(code, format!("invalid {what} body: {e}")))
-    })
+        return Err(rest_error(&e));
+    }
+    parse_body(&bytes, what).map_err(|e| rest_error(&e))
+}
+
+/// The first byte that is not JSON whitespace.
+fn first_byte(body: &[u8]) -> Option<u8> {
+    body.iter()
+        .copied()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
 }
 
 async fn rest_inner(
@@ -1265,4 +1575,517 @@ async fn rest_inner(
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connections: the accept loop of `A2aServer::serve` / `serve_router`
+// ---------------------------------------------------------------------------------------------
+
+/// Phases of a connection, for its watchdog.
+const PHASE_HEAD: u8 = 0;
+const PHASE_BUSY: u8 = 1;
+const PHASE_IDLE: u8 = 2;
+
+/// What one connection is doing. Written by the connection's own task only (reads, requests,
+/// finished answers); atomics because the state is shared through an `Arc`.
+struct ConnState {
+    start: tokio::time::Instant,
+    phase: AtomicU8,
+    /// When the phase began, in milliseconds since `start`.
+    since_ms: AtomicU64,
+    /// Requests whose answer is not fully sent yet.
+    in_flight: AtomicUsize,
+    /// Asks an idle connection to close (the accept loop, at the connection cap).
+    evict: tokio::sync::Notify,
+}
+
+impl ConnState {
+    fn new() -> Self {
+        Self {
+            start: tokio::time::Instant::now(),
+            // A new connection waits for its first request head.
+            phase: AtomicU8::new(PHASE_HEAD),
+            since_ms: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            evict: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Bytes arrived: on an idle connection they start the next request's head.
+    fn on_read(&self) {
+        if self.phase.load(Ordering::Relaxed) == PHASE_IDLE {
+            self.since_ms.store(self.now_ms(), Ordering::Relaxed);
+            self.phase.store(PHASE_HEAD, Ordering::Relaxed);
+        }
+    }
+
+    fn begin(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.phase.store(PHASE_BUSY, Ordering::Relaxed);
+    }
+
+    fn end(&self) {
+        if self.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.since_ms.store(self.now_ms(), Ordering::Relaxed);
+            self.phase.store(PHASE_IDLE, Ordering::Relaxed);
+        }
+    }
+
+    /// Waiting for a request (head or next request), not answering one.
+    fn is_idle(&self) -> bool {
+        self.phase.load(Ordering::Relaxed) != PHASE_BUSY
+    }
+
+    /// `None` when the connection overstayed its phase's limit, else when to look again.
+    fn next_check(&self, limits: &ConnLimits) -> Option<tokio::time::Instant> {
+        let limit = match self.phase.load(Ordering::Relaxed) {
+            PHASE_HEAD => limits.header,
+            PHASE_IDLE => limits.idle,
+            _ => None,
+        };
+        let now = tokio::time::Instant::now();
+        match limit {
+            Some(l) => {
+                let since =
+                    self.start + Duration::from_millis(self.since_ms.load(Ordering::Relaxed));
+                let deadline = since + l;
+                // Look again at the deadline, or sooner: the phase may change meanwhile.
+                (now < deadline).then_some(deadline.min(now + limits.poll))
+            }
+            // Busy (or no limit): look again later; the phase may have changed by then.
+            None => Some(now + limits.poll),
+        }
+    }
+}
+
+/// The timeouts a connection's watchdog enforces.
+#[derive(Clone, Copy)]
+struct ConnLimits {
+    header: Option<Duration>,
+    idle: Option<Duration>,
+    /// How often a busy connection is looked at again.
+    poll: Duration,
+}
+
+impl ConnLimits {
+    fn new(cfg: &ServerConfig) -> Self {
+        let some = |d: Duration| (!d.is_zero()).then_some(d);
+        let header = some(cfg.header_read_timeout);
+        let idle = some(cfg.idle_timeout);
+        let poll = match (header, idle) {
+            (Some(h), Some(i)) => h.min(i),
+            (Some(d), None) | (None, Some(d)) => d,
+            (None, None) => Duration::from_secs(3600),
+        };
+        Self {
+            header,
+            idle,
+            // A quarter of the shorter limit: a connection is closed at most that late after
+            // its phase's limit (a phase change is noticed at the next look).
+            poll: (poll / 4).max(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// Marks a request in flight until dropped (with its answer's body).
+struct InFlight(Arc<ConnState>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+/// The socket, noting reads for the watchdog.
+struct TrackedIo {
+    io: tokio::net::TcpStream,
+    state: Arc<ConnState>,
+}
+
+impl tokio::io::AsyncRead for TrackedIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.io).poll_read(cx, buf);
+        if matches!(r, std::task::Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.state.on_read();
+        }
+        r
+    }
+}
+
+impl tokio::io::AsyncWrite for TrackedIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+/// An answer's body, holding its request's [`InFlight`] mark until hyper drops it (sent or
+/// abandoned).
+struct TrackedBody {
+    body: Body,
+    _in_flight: Option<InFlight>,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+type RouterService = hyper_util::service::TowerToHyperService<axum::Router>;
+type RouterFuture = hyper_util::service::TowerToHyperServiceFuture<
+    axum::Router,
+    http::Request<hyper::body::Incoming>,
+>;
+
+/// The router, marking each request in flight until its answer is sent.
+struct ConnService {
+    inner: RouterService,
+    state: Arc<ConnState>,
+}
+
+/// The router's future, wrapping the answer's body in a [`TrackedBody`].
+struct TrackedFuture {
+    inner: RouterFuture,
+    in_flight: Option<InFlight>,
+}
+
+impl std::future::Future for TrackedFuture {
+    type Output = Result<http::Response<TrackedBody>, Infallible>;
+
+    fn poll(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll(cx) {
+            std::task::Poll::Pending => std::task::Poll::Pending,
+            std::task::Poll::Ready(Ok(r)) => {
+                let in_flight = this.in_flight.take();
+                std::task::Poll::Ready(Ok(r.map(|body| TrackedBody {
+                    body,
+                    _in_flight: in_flight,
+                })))
+            }
+            std::task::Poll::Ready(Err(e)) => match e {},
+        }
+    }
+}
+
+impl hyper::service::Service<http::Request<hyper::body::Incoming>> for ConnService {
+    type Response = http::Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = TrackedFuture;
+
+    fn call(&self, req: http::Request<hyper::body::Incoming>) -> TrackedFuture {
+        self.state.begin();
+        TrackedFuture {
+            inner: hyper::service::Service::call(&self.inner, req),
+            in_flight: Some(InFlight(self.state.clone())),
+        }
+    }
+}
+
+/// Serves one connection: HTTP/1.1, closed when its head or idle time runs out, shut down
+/// gracefully when `stop` fires. Holds its slot (`_permit`) until it ends.
+async fn serve_conn(
+    stream: tokio::net::TcpStream,
+    router: axum::Router,
+    limits: ConnLimits,
+    max_header_bytes: usize,
+    stop: CancellationToken,
+    slot: ConnSlot,
+) {
+    let state = slot.state.clone();
+    let io = hyper_util::rt::TokioIo::new(TrackedIo {
+        io: stream,
+        state: state.clone(),
+    });
+    let svc = ConnService {
+        inner: hyper_util::service::TowerToHyperService::new(router),
+        state: state.clone(),
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // The watchdog below enforces the head timeout (hyper's own one would also count the
+    // idle time between requests).
+    builder
+        .header_read_timeout(None)
+        .keep_alive(true)
+        .max_buf_size(max_header_bytes.max(8192));
+    let conn = builder.serve_connection(io, svc);
+    let mut conn = std::pin::pin!(conn);
+    let stopped = stop.cancelled();
+    let mut stopped = std::pin::pin!(stopped);
+    let mut stopping = false;
+    let first = state
+        .next_check(&limits)
+        .unwrap_or_else(tokio::time::Instant::now);
+    let watchdog = tokio::time::sleep_until(first);
+    let mut watchdog = std::pin::pin!(watchdog);
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "A2A connection ended with an error");
+                }
+                return;
+            }
+            _ = &mut stopped, if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = state.evict.notified() => {
+                // The server is at its connection cap and this connection is the idle one
+                // waiting longest: make room (unless a request arrived meanwhile).
+                if state.is_idle() {
+                    tracing::debug!("closing an idle A2A connection to make room for a new one");
+                    return;
+                }
+            }
+            _ = &mut watchdog => match state.next_check(&limits) {
+                Some(at) => watchdog.as_mut().reset(at),
+                // Waiting for a head or for the next request too long: no request is in
+                // flight, so dropping the connection loses nothing.
+                None => {
+                    tracing::debug!("closing an A2A connection that timed out waiting for a request");
+                    return;
+                }
+            },
+        }
+    }
+}
+
+/// The open connections, so the accept loop can close an idle one at the cap.
+#[derive(Default)]
+struct Registry {
+    next: u64,
+    conns: HashMap<u64, Arc<ConnState>>,
+}
+
+type SharedRegistry = Arc<Mutex<Registry>>;
+
+fn lock_registry(r: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Registry> {
+    r.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A connection's place: its slot under the cap and its registry entry, both given back when
+/// the connection ends.
+struct ConnSlot {
+    state: Arc<ConnState>,
+    id: u64,
+    registry: SharedRegistry,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl ConnSlot {
+    fn new(registry: &SharedRegistry, permit: OwnedSemaphorePermit) -> Self {
+        let state = Arc::new(ConnState::new());
+        let mut r = lock_registry(registry);
+        r.next += 1;
+        let id = r.next;
+        r.conns.insert(id, state.clone());
+        drop(r);
+        Self {
+            state,
+            id,
+            registry: registry.clone(),
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        lock_registry(&self.registry).conns.remove(&self.id);
+    }
+}
+
+/// Asks the connection that has waited longest for a request to close; false when every
+/// connection is answering one.
+fn evict_idle(registry: &Mutex<Registry>) -> bool {
+    let r = lock_registry(registry);
+    let victim = r
+        .conns
+        .values()
+        .filter(|c| c.is_idle())
+        .min_by_key(|c| c.start + Duration::from_millis(c.since_ms.load(Ordering::Relaxed)));
+    match victim {
+        Some(c) => {
+            c.evict.notify_one();
+            true
+        }
+        None => false,
+    }
+}
+
+/// The open-file limit of this process (soft), where the platform tells it.
+fn open_file_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// `max_connections`, lowered to three quarters of the open-file limit when that is smaller
+/// (the rest is left for the listener, handlers and outgoing connections).
+fn effective_max_connections(configured: usize) -> usize {
+    let configured = configured.clamp(1, u32::MAX as usize >> 1);
+    match open_file_limit() {
+        Some(fds) if fds / 4 * 3 < configured => {
+            let lowered = (fds / 4 * 3).max(1);
+            tracing::warn!(
+                configured,
+                lowered,
+                open_file_limit = fds,
+                "A2A server: max_connections lowered to fit the open-file limit"
+            );
+            lowered
+        }
+        _ => configured,
+    }
+}
+
+/// Accepts connections until `signal` completes, at most `max_connections` at once, then
+/// shuts every connection down gracefully and waits for them to end.
+pub(crate) async fn serve_loop(
+    shared: Arc<Shared>,
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    signal: impl std::future::Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let max = effective_max_connections(shared.cfg.max_connections);
+    let slots = Arc::new(Semaphore::new(max));
+    let limits = ConnLimits::new(&shared.cfg);
+    let max_header_bytes = shared.cfg.max_header_bytes;
+    let stop = CancellationToken::new();
+    let registry: SharedRegistry = Arc::default();
+    let mut signal = std::pin::pin!(signal);
+    loop {
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    if !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted
+                            | std::io::ErrorKind::ConnectionReset
+                            | std::io::ErrorKind::ConnectionRefused
+                            | std::io::ErrorKind::Interrupted
+                    ) {
+                        // Out of file descriptors and the like: back off instead of spinning.
+                        tracing::warn!(error = %e, "A2A server: accept failed");
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                            _ = &mut signal => break,
+                        }
+                    }
+                    continue;
+                }
+            },
+            _ = &mut signal => break,
+        };
+        // At the cap, close the connection idle longest to make room; when every connection
+        // is answering a request, wait for one to end (further connections wait in the
+        // listen backlog meanwhile).
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => loop {
+                let evicting = evict_idle(&registry);
+                tokio::select! {
+                    p = slots.clone().acquire_owned() => match p {
+                        Ok(p) => break p,
+                        Err(_) => return Ok(()),
+                    },
+                    // The idle one may have become busy meanwhile: pick another.
+                    _ = tokio::time::sleep(Duration::from_millis(50)), if evicting => {}
+                    _ = &mut signal => {
+                        drop(stream);
+                        return finish(listener, stop, slots, max).await;
+                    }
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let slot = ConnSlot::new(&registry, permit);
+        tokio::spawn(PEER.scope(
+            peer,
+            serve_conn(
+                stream,
+                router.clone(),
+                limits,
+                max_header_bytes,
+                stop.clone(),
+                slot,
+            ),
+        ));
+    }
+    finish(listener, stop, slots, max).await
+}
+
+/// Stops accepting, shuts every connection down gracefully and waits for them to end.
+async fn finish(
+    listener: tokio::net::TcpListener,
+    stop: CancellationToken,
+    slots: Arc<Semaphore>,
+    max: usize,
+) -> std::io::Result<()> {
+    drop(listener);
+    stop.cancel();
+    // Every connection holds a slot until it ends.
+    let _ = slots
+        .acquire_many(u32::try_from(max).unwrap_or(u32::MAX))
+        .await;
+    Ok(())
 }

@@ -42,8 +42,9 @@
 //! A handler's first event decides: a direct [`reply`](TaskEventSink::reply) answers with a
 //! Message and stores nothing; any status or artifact event creates the task (`submitted`, the
 //! user's message in its history), stored in the agent's [`TaskStore`] (bounded
-//! [`InMemoryTaskStore`] by default: at most 10,000 tasks, terminal ones expire after an
-//! hour). Blocking sends answer when the task is terminal or interrupted (`input-required`,
+//! [`InMemoryTaskStore`] by default: at most 10,000 tasks and about 256 MiB of payload,
+//! finished ones evicted first, terminal ones expire after an hour; while running tasks fill
+//! the budget new messages get ServerBusy). Blocking sends answer when the task is terminal or interrupted (`input-required`,
 //! `auth-required`); `returnImmediately` (0.3: `blocking: false`) answers with the first task
 //! snapshot. A message with a `taskId` continues that task (its `contextId` must match; a
 //! terminal task refuses with UnsupportedOperation, -32004). `CancelTask` cancels the
@@ -58,9 +59,14 @@
 //!
 //! JSON-RPC errors use the spec's codes (-32700 … -32009); 1.0 answers carry a
 //! `google.rpc.ErrorInfo` in `data`. HTTP+JSON errors are AIP-193 objects with the spec's HTTP
-//! statuses (404, 409, 415, 400...). Bodies over [`ServerConfig::max_body_bytes`] (10 MiB) get
-//! HTTP 413. A wrong `Content-Type` gets ContentTypeNotSupported (-32005 / 415), as do message
-//! parts whose media type is not among the agent's input modes.
+//! statuses (404, 409, 415, 400...), their `code` equal to the HTTP status. Bodies over
+//! [`ServerConfig::max_body_bytes`] (10 MiB) get HTTP 413 (`RESOURCE_EXHAUSTED`), bodies slower
+//! than [`ServerConfig::body_read_timeout`] HTTP 408. At a capacity limit (streams, task memory)
+//! the answer is HTTP 503 with `Retry-After` (JSON-RPC ServerBusy, -32000). A wrong
+//! `Content-Type` gets ContentTypeNotSupported (-32005 / 415), as do message parts whose media
+//! type is not among the agent's input modes. JSON-RPC batches get one InvalidRequest error;
+//! notifications (no `id`) run and get HTTP 204. [`A2aServer::serve`] also bounds connections
+//! (count, head / idle time, head size). `docs/SECURITY.md` lists every limit.
 //!
 //! Push notifications are not offered: the card says `pushNotifications: false` and the config
 //! methods answer PushNotificationNotSupported (-32003). No extended card is offered
@@ -84,11 +90,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, TaskContext};
-use tokio::sync::Semaphore;
 
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore};
+pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore, message_bytes, task_bytes};
 pub use subagent::SubagentHandler;
 
 use crate::types::ProtocolVersion;
@@ -120,6 +125,39 @@ pub struct ServerConfig {
     /// Serve a JSON directory of the hosted agents at `GET /` (name, description, URL and card
     /// URLs of each) when no agent is mounted at the root (default off).
     pub directory: bool,
+    /// The approximate bytes each agent's default [`InMemoryTaskStore`] may hold (default
+    /// 256 MiB, see [`InMemoryTaskStore::DEFAULT_MAX_BYTES`]). Finished tasks are evicted
+    /// first; when running tasks alone fill it, new messages are refused with ServerBusy
+    /// (HTTP 503 + `Retry-After`, JSON-RPC -32000). Stores given with
+    /// [`AgentMount::with_store`] bring their own bounds.
+    pub task_store_max_bytes: usize,
+    /// How long a client may take to send a request's head (request line and headers),
+    /// counted from the connection's accept or from the first byte of a later request on a
+    /// kept-alive connection (default 10 s). Applies to [`A2aServer::serve`] /
+    /// [`A2aServer::serve_router`]. Zero: no limit.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request body, in total (default 30 s; a body
+    /// over it gets HTTP 408 and the connection is closed). Zero: no limit.
+    pub body_read_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request, once the previous
+    /// answer is sent (default 30 s). Applies to [`A2aServer::serve`] /
+    /// [`A2aServer::serve_router`]. Zero: no limit.
+    pub idle_timeout: Duration,
+    /// The most connections open at once (default 1,024, lowered at serve time to three
+    /// quarters of the process's open-file limit where that is smaller). At the cap, a new
+    /// connection makes the one that has waited longest for a request close; when every
+    /// connection is answering a request, new ones wait in the listen backlog. Applies to
+    /// [`A2aServer::serve`] / [`A2aServer::serve_router`].
+    pub max_connections: usize,
+    /// The largest request head (request line and headers) accepted, in bytes (default
+    /// 64 KiB, at least 8 KiB; hyper's read buffer). Larger heads get HTTP 431. Applies to
+    /// [`A2aServer::serve`] / [`A2aServer::serve_router`].
+    pub max_header_bytes: usize,
+    /// The most SSE streams one client (peer IP address; IPv6: its /64) may hold open at once
+    /// (default 128). Needs the peer address: always known under [`A2aServer::serve`], and
+    /// when the router is served with axum's `ConnectInfo<SocketAddr>`. Zero: no per-client
+    /// limit (e.g. behind a reverse proxy, where every client has the proxy's address).
+    pub max_streams_per_client: usize,
 }
 
 impl Default for ServerConfig {
@@ -135,6 +173,13 @@ impl Default for ServerConfig {
             slow_subscriber_timeout: Duration::from_secs(10),
             cancel_grace: Duration::from_secs(5),
             directory: false,
+            task_store_max_bytes: InMemoryTaskStore::DEFAULT_MAX_BYTES,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            max_header_bytes: 64 * 1024,
+            max_streams_per_client: 128,
         }
     }
 }
@@ -301,6 +346,55 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Sets the limit of concurrent streams per client (peer IP; 0: none).
+    #[must_use]
+    pub fn max_streams_per_client(mut self, n: usize) -> Self {
+        self.config.max_streams_per_client = n;
+        self
+    }
+
+    /// Sets the byte budget of each agent's default task store.
+    #[must_use]
+    pub fn task_store_max_bytes(mut self, n: usize) -> Self {
+        self.config.task_store_max_bytes = n;
+        self
+    }
+
+    /// Sets the request head read timeout (zero: none).
+    #[must_use]
+    pub fn header_read_timeout(mut self, d: Duration) -> Self {
+        self.config.header_read_timeout = d;
+        self
+    }
+
+    /// Sets the request body read timeout (zero: none).
+    #[must_use]
+    pub fn body_read_timeout(mut self, d: Duration) -> Self {
+        self.config.body_read_timeout = d;
+        self
+    }
+
+    /// Sets the keep-alive idle timeout (zero: none).
+    #[must_use]
+    pub fn idle_timeout(mut self, d: Duration) -> Self {
+        self.config.idle_timeout = d;
+        self
+    }
+
+    /// Sets the limit of open connections.
+    #[must_use]
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.config.max_connections = n;
+        self
+    }
+
+    /// Sets the largest request head accepted.
+    #[must_use]
+    pub fn max_header_bytes(mut self, n: usize) -> Self {
+        self.config.max_header_bytes = n;
+        self
+    }
+
     /// Adds an agent.
     #[must_use]
     pub fn mount(mut self, agent: AgentMount) -> Self {
@@ -325,9 +419,11 @@ impl A2aServerBuilder {
             if hosted.iter().any(|h| h.path == path) {
                 return Err(ServerError::DuplicatePath { path });
             }
-            let store = a
-                .store
-                .unwrap_or_else(|| Arc::new(InMemoryTaskStore::default()));
+            let store = a.store.unwrap_or_else(|| {
+                Arc::new(
+                    InMemoryTaskStore::default().with_max_bytes(self.config.task_store_max_bytes),
+                )
+            });
             let engine = Arc::new(engine::Engine::new(
                 a.handler,
                 store,
@@ -343,7 +439,10 @@ impl A2aServerBuilder {
             });
         }
         hosted.sort_by_key(|h| std::cmp::Reverse(h.path.len()));
-        let streams = Arc::new(Semaphore::new(self.config.max_streams.max(1)));
+        let streams = http::StreamLimits::new(
+            self.config.max_streams.max(1),
+            self.config.max_streams_per_client,
+        );
         Ok(A2aServer {
             shared: Arc::new(http::Shared {
                 agents: hosted,
@@ -453,23 +552,37 @@ impl A2aServer {
     }
 
     /// Serves until `shutdown` completes, then shuts down gracefully: handlers are cancelled,
-    /// streams end, in-flight requests finish.
+    /// streams end, in-flight requests finish. Enforces the connection limits of
+    /// [`ServerConfig`] (connection cap, head / body / idle timeouts, head size, per-client
+    /// stream cap); HTTP/1.1 only.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
-        let me = self.clone();
         let router = self.router();
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                tokio::select! {
-                    _ = shutdown => {}
-                    _ = me.shared.shutdown.cancelled() => {}
-                }
-                me.shutdown();
-            })
-            .await?;
+        self.serve_router(listener, router, shutdown).await
+    }
+
+    /// Like [`serve`](Self::serve), for a bigger app built on [`router`](Self::router) (e.g.
+    /// `server.router().route("/", ...)`): serves `router` with this server's connection limits
+    /// and shutdown. Prefer this to `axum::serve`, which has no head or idle timeouts and no
+    /// connection cap.
+    pub async fn serve_router(
+        self,
+        listener: tokio::net::TcpListener,
+        router: axum::Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let me = self.clone();
+        let signal = async move {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = me.shared.shutdown.cancelled() => {}
+            }
+            me.shutdown();
+        };
+        http::serve_loop(self.shared.clone(), listener, router, signal).await?;
         Ok(())
     }
 }

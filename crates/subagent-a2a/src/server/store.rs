@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use subagent_spi::async_trait;
@@ -20,6 +21,21 @@ pub enum StoreError {
         task_id: String,
         /// What went wrong.
         message: String,
+    },
+    /// The store's memory budget is taken by running tasks: a new task does not fit. The server
+    /// answers ServerBusy (HTTP 503 with `Retry-After`, JSON-RPC -32000).
+    #[error(
+        "the task store is full: running tasks hold about {used_bytes} bytes of its \
+         {limit_bytes}-byte budget and a new message of about {incoming_bytes} bytes does not \
+         fit; retry when tasks finish"
+    )]
+    Full {
+        /// Approximate bytes held by tasks that cannot be evicted (submitted or working).
+        used_bytes: usize,
+        /// The store's budget in bytes.
+        limit_bytes: usize,
+        /// Approximate size of the refused message.
+        incoming_bytes: usize,
     },
 }
 
@@ -71,33 +87,147 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Every task matching the filter, latest status first.
     async fn list(&self, filter: &TaskFilter) -> Result<Vec<v1::Task>, StoreError>;
+
+    /// Asked before a handler starts on a new message of about `bytes` bytes (see
+    /// [`message_bytes`]): an error ([`StoreError::Full`]) refuses the message with ServerBusy
+    /// (HTTP 503 + `Retry-After`, JSON-RPC -32000). Must be cheap: it runs on every message.
+    /// The default admits everything.
+    fn admit(&self, bytes: usize) -> Result<(), StoreError> {
+        let _ = bytes;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sizes
+// ---------------------------------------------------------------------------------------------
+
+/// Fixed cost counted per object (a message, part, artifact, JSON node...): its struct and
+/// allocation overhead, roughly.
+const OBJECT_BYTES: usize = 64;
+
+fn opt_len(s: &Option<String>) -> usize {
+    s.as_ref().map_or(0, String::len)
+}
+
+/// The approximate memory a JSON value holds: its strings and keys plus a fixed cost per node.
+fn json_bytes(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) => 16,
+        Value::String(s) => OBJECT_BYTES / 2 + s.len(),
+        Value::Array(a) => OBJECT_BYTES + a.iter().map(json_bytes).sum::<usize>(),
+        Value::Object(o) => object_bytes(o),
+    }
+}
+
+fn object_bytes(o: &crate::types::JsonObject) -> usize {
+    OBJECT_BYTES
+        + o.iter()
+            .map(|(k, v)| OBJECT_BYTES / 2 + k.len() + json_bytes(v))
+            .sum::<usize>()
+}
+
+fn metadata_bytes(m: &Option<crate::types::JsonObject>) -> usize {
+    m.as_ref().map_or(0, object_bytes)
+}
+
+/// The approximate memory a part holds (its text, raw or URL string, or data value, plus
+/// metadata, file name and media type).
+fn part_bytes(p: &v1::Part) -> usize {
+    let content = match &p.content {
+        v1::PartContent::Text(t) | v1::PartContent::Raw(t) | v1::PartContent::Url(t) => t.len(),
+        v1::PartContent::Data(d) => json_bytes(d),
+    };
+    OBJECT_BYTES
+        + content
+        + metadata_bytes(&p.metadata)
+        + opt_len(&p.filename)
+        + opt_len(&p.media_type)
+}
+
+/// The approximate memory a message holds: its parts, ids and metadata.
+pub fn message_bytes(m: &v1::Message) -> usize {
+    OBJECT_BYTES
+        + m.message_id.len()
+        + opt_len(&m.context_id)
+        + opt_len(&m.task_id)
+        + m.parts.iter().map(part_bytes).sum::<usize>()
+        + metadata_bytes(&m.metadata)
+        + m.extensions.iter().map(String::len).sum::<usize>()
+        + m.reference_task_ids.iter().map(String::len).sum::<usize>()
+}
+
+/// The approximate memory an artifact holds.
+fn artifact_bytes(a: &v1::Artifact) -> usize {
+    OBJECT_BYTES
+        + a.artifact_id.len()
+        + opt_len(&a.name)
+        + opt_len(&a.description)
+        + a.parts.iter().map(part_bytes).sum::<usize>()
+        + metadata_bytes(&a.metadata)
+        + a.extensions.iter().map(String::len).sum::<usize>()
+}
+
+/// The approximate memory a task holds: history, artifacts, status message, ids and metadata.
+/// Approximate but honest: every payload byte (texts, raw and URL parts, data values, metadata)
+/// counts, plus a fixed cost per object for the structure around it.
+pub fn task_bytes(t: &v1::Task) -> usize {
+    OBJECT_BYTES
+        + t.id.len()
+        + opt_len(&t.context_id)
+        + t.status.message.as_ref().map_or(0, message_bytes)
+        + opt_len(&t.status.timestamp)
+        + t.history.iter().map(message_bytes).sum::<usize>()
+        + t.artifacts.iter().map(artifact_bytes).sum::<usize>()
+        + metadata_bytes(&t.metadata)
+}
+
+/// Submitted / working (or unspecified): a handler may still be running it, so it is never
+/// evicted for space.
+fn pinned(state: v1::TaskState) -> bool {
+    !state.is_terminal() && !state.is_interrupted()
 }
 
 struct Stored {
     task: v1::Task,
     updated: Instant,
     seq: u64,
+    /// [`task_bytes`] of `task`.
+    bytes: usize,
 }
 
 struct Inner {
     tasks: HashMap<String, Stored>,
     seq: u64,
+    /// Sum of `bytes` over all tasks.
+    bytes: usize,
 }
 
-/// The default [`TaskStore`]: a map in memory holding at most `max_tasks` tasks. Terminal
-/// tasks expire `terminal_ttl` after their last change; when the map is full, expired tasks go
-/// first, then the oldest terminal ones, then the oldest of all.
+/// The default [`TaskStore`]: a map in memory bounded by count (`max_tasks`, default 10,000)
+/// and by approximate bytes ([`task_bytes`]; `max_bytes`, default
+/// [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES) = 256 MiB). Terminal tasks expire
+/// `terminal_ttl` after their last change. Over either bound, expired tasks go first, then
+/// the oldest terminal ones, then (for bytes) the oldest interrupted ones (input-required /
+/// auth-required), then (for count only) the oldest of all. Submitted and working tasks are
+/// never evicted for bytes: when they alone fill the budget, [`TaskStore::admit`] refuses new
+/// messages until some finish.
 pub struct InMemoryTaskStore {
     inner: Mutex<Inner>,
     max_tasks: usize,
+    max_bytes: usize,
     terminal_ttl: Duration,
+    /// Bytes of submitted / working tasks, read without the lock by `admit`.
+    pinned_bytes: AtomicUsize,
 }
 
 impl std::fmt::Debug for InMemoryTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InMemoryTaskStore")
             .field("len", &self.len())
+            .field("bytes", &self.bytes())
             .field("max_tasks", &self.max_tasks)
+            .field("max_bytes", &self.max_bytes)
             .field("terminal_ttl", &self.terminal_ttl)
             .finish()
     }
@@ -110,16 +240,43 @@ impl Default for InMemoryTaskStore {
 }
 
 impl InMemoryTaskStore {
-    /// A store keeping at most `max_tasks` tasks (at least 1), terminal ones for `terminal_ttl`.
+    /// The default byte budget: 256 MiB. That holds 25 tasks carrying a maximal (10 MiB)
+    /// request each, or tens of thousands of typical few-KiB tasks (the 10,000-task count bound
+    /// usually comes first), and leaves room in a 1 GiB container for the transient copies a
+    /// request makes while it is parsed and answered.
+    pub const DEFAULT_MAX_BYTES: usize = 256 * 1024 * 1024;
+
+    /// A store keeping at most `max_tasks` tasks (at least 1), terminal ones for `terminal_ttl`,
+    /// within [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES).
     pub fn new(max_tasks: usize, terminal_ttl: Duration) -> Self {
         Self {
             inner: Mutex::new(Inner {
                 tasks: HashMap::new(),
                 seq: 0,
+                bytes: 0,
             }),
             max_tasks: max_tasks.max(1),
+            max_bytes: Self::DEFAULT_MAX_BYTES,
             terminal_ttl,
+            pinned_bytes: AtomicUsize::new(0),
         }
+    }
+
+    /// Sets the byte budget (at least 1 byte; builder style).
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes.max(1);
+        self
+    }
+
+    /// The byte budget.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// The approximate bytes held ([`task_bytes`] summed over the tasks).
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     /// The number of tasks held.
@@ -142,22 +299,62 @@ impl InMemoryTaskStore {
         s.task.status.state.is_terminal() && now.duration_since(s.updated) >= self.terminal_ttl
     }
 
+    /// Removes a task, keeping the byte counts right.
+    fn remove(&self, inner: &mut Inner, id: &str) {
+        if let Some(old) = inner.tasks.remove(id) {
+            inner.bytes -= old.bytes;
+            if pinned(old.task.status.state) {
+                self.pinned_bytes.fetch_sub(old.bytes, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn drop_expired(&self, inner: &mut Inner, now: Instant) {
+        let expired: Vec<String> = inner
+            .tasks
+            .iter()
+            .filter(|(_, s)| self.expired(s, now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in expired {
+            self.remove(inner, &k);
+        }
+    }
+
     fn evict(&self, inner: &mut Inner, now: Instant) {
-        inner.tasks.retain(|_, s| !self.expired(s, now));
-        if inner.tasks.len() <= self.max_tasks {
+        self.drop_expired(inner, now);
+        let over_count = inner.tasks.len() > self.max_tasks;
+        let over_bytes = inner.bytes > self.max_bytes;
+        if !over_count && !over_bytes {
             return;
         }
         // Free about a tenth of the capacity at once so eviction stays amortized O(1).
-        let target = self.max_tasks - self.max_tasks / 10;
-        let mut order: Vec<(bool, u64, String)> = inner
+        let target_len = self.max_tasks - self.max_tasks / 10;
+        let target_bytes = self.max_bytes - self.max_bytes / 10;
+        // Terminal first, then interrupted, then running; oldest first within each.
+        let rank = |s: v1::TaskState| {
+            if s.is_terminal() {
+                0u8
+            } else if s.is_interrupted() {
+                1
+            } else {
+                2
+            }
+        };
+        let mut order: Vec<(u8, u64, String)> = inner
             .tasks
             .iter()
-            .map(|(k, s)| (!s.task.status.state.is_terminal(), s.seq, k.clone()))
+            .map(|(k, s)| (rank(s.task.status.state), s.seq, k.clone()))
             .collect();
         order.sort_unstable();
-        let excess = inner.tasks.len().saturating_sub(target);
-        for (_, _, k) in order.into_iter().take(excess) {
-            inner.tasks.remove(&k);
+        for (r, _, k) in order {
+            let need_count = over_count && inner.tasks.len() > target_len;
+            let need_bytes = over_bytes && inner.bytes > target_bytes;
+            // Running tasks (rank 2, sorted last) are never evicted for bytes (see `admit`).
+            if !need_count && (!need_bytes || r == 2) {
+                break;
+            }
+            self.remove(inner, &k);
         }
     }
 }
@@ -166,19 +363,43 @@ impl InMemoryTaskStore {
 impl TaskStore for InMemoryTaskStore {
     async fn save(&self, task: v1::Task) -> Result<(), StoreError> {
         let now = Instant::now();
+        let bytes = task_bytes(&task);
+        let is_pinned = pinned(task.status.state);
         let mut inner = self.lock();
         inner.seq += 1;
         let seq = inner.seq;
+        let id = task.id.clone();
+        self.remove(&mut inner, &id);
         inner.tasks.insert(
-            task.id.clone(),
+            id,
             Stored {
                 task,
                 updated: now,
                 seq,
+                bytes,
             },
         );
-        if inner.tasks.len() > self.max_tasks {
+        inner.bytes += bytes;
+        if is_pinned {
+            self.pinned_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        if inner.tasks.len() > self.max_tasks
+            || (inner.bytes > self.max_bytes
+                && inner.bytes > self.pinned_bytes.load(Ordering::Relaxed))
+        {
             self.evict(&mut inner, now);
+        }
+        Ok(())
+    }
+
+    fn admit(&self, bytes: usize) -> Result<(), StoreError> {
+        let used = self.pinned_bytes.load(Ordering::Relaxed);
+        if used.saturating_add(bytes) > self.max_bytes {
+            return Err(StoreError::Full {
+                used_bytes: used,
+                limit_bytes: self.max_bytes,
+                incoming_bytes: bytes,
+            });
         }
         Ok(())
     }
@@ -188,7 +409,7 @@ impl TaskStore for InMemoryTaskStore {
         let mut inner = self.lock();
         match inner.tasks.get(task_id) {
             Some(s) if self.expired(s, now) => {
-                inner.tasks.remove(task_id);
+                self.remove(&mut inner, task_id);
                 Ok(None)
             }
             Some(s) => Ok(Some(s.task.clone())),
@@ -256,6 +477,91 @@ mod tests {
         assert!(store.get("live").await.unwrap().is_some());
         assert!(store.get("t29").await.unwrap().is_some());
         assert!(store.get("t0").await.unwrap().is_none());
+    }
+
+    fn big(id: &str, state: v1::TaskState, n: usize) -> v1::Task {
+        let mut t = task(id, "c", state, "2026-01-01T00:00:00.000Z");
+        t.history.push(v1::Message::new(
+            v1::Role::User,
+            "m",
+            vec![v1::Part::text("x".repeat(n))],
+        ));
+        t
+    }
+
+    #[tokio::test]
+    async fn bytes_bound_evicts_finished_then_interrupted_never_running() {
+        let store = InMemoryTaskStore::new(1000, Duration::from_secs(3600)).with_max_bytes(10_000);
+        store
+            .save(big("run", v1::TaskState::Working, 3000))
+            .await
+            .unwrap();
+        store
+            .save(big("ask", v1::TaskState::InputRequired, 3000))
+            .await
+            .unwrap();
+        for i in 0..10 {
+            store
+                .save(big(&format!("done{i}"), v1::TaskState::Completed, 1000))
+                .await
+                .unwrap();
+        }
+        assert!(store.bytes() <= 10_000, "{}", store.bytes());
+        assert!(store.get("run").await.unwrap().is_some());
+        assert!(store.get("ask").await.unwrap().is_some());
+        assert!(store.get("done0").await.unwrap().is_none());
+        assert!(store.get("done9").await.unwrap().is_some());
+        // Finished tasks go before interrupted ones, even the newest finished one.
+        store
+            .save(big("huge", v1::TaskState::Completed, 6000))
+            .await
+            .unwrap();
+        assert!(store.bytes() <= 10_000, "{}", store.bytes());
+        assert!(store.get("huge").await.unwrap().is_none());
+        assert!(store.get("ask").await.unwrap().is_some());
+        // With no finished task left, interrupted ones go (oldest first); running ones stay.
+        store
+            .save(big("ask2", v1::TaskState::AuthRequired, 6000))
+            .await
+            .unwrap();
+        assert!(store.bytes() <= 10_000, "{}", store.bytes());
+        assert!(store.get("run").await.unwrap().is_some());
+        assert!(store.get("ask").await.unwrap().is_none());
+        // Admission: running tasks hold ~3 KB of 10 KB.
+        assert!(store.admit(5000).is_ok());
+        store
+            .save(big("run2", v1::TaskState::Working, 6000))
+            .await
+            .unwrap();
+        let e = store.admit(2000).unwrap_err().to_string();
+        assert!(e.contains("10000-byte budget"), "{e}");
+        // Replacing a task keeps the counts right; finishing frees admission room.
+        store
+            .save(big("run2", v1::TaskState::Completed, 6000))
+            .await
+            .unwrap();
+        assert!(store.admit(2000).is_ok());
+        let sum: usize = store
+            .list(&TaskFilter::default())
+            .await
+            .unwrap()
+            .iter()
+            .map(task_bytes)
+            .sum();
+        assert_eq!(sum, store.bytes());
+    }
+
+    #[test]
+    fn sizes_count_every_payload_byte() {
+        let mut m = v1::Message::new(v1::Role::User, "id", vec![v1::Part::text("x".repeat(1000))]);
+        let base = message_bytes(&m);
+        assert!(base >= 1000);
+        m.parts
+            .push(v1::Part::data(serde_json::json!({"k": "y".repeat(500)})));
+        assert!(message_bytes(&m) >= base + 500);
+        let mut raw = v1::Part::from_content(v1::PartContent::Raw("QUJD".repeat(100)));
+        raw.filename = Some("f".repeat(50));
+        assert!(part_bytes(&raw) >= 450);
     }
 
     #[tokio::test]

@@ -45,6 +45,10 @@ pub mod codes {
     pub const EXTENSION_SUPPORT_REQUIRED: i32 = -32008;
     /// `VersionNotSupportedError` (1.0).
     pub const VERSION_NOT_SUPPORTED: i32 = -32009;
+    /// Not an A2A code: the implementation-defined server error (JSON-RPC 2.0 reserves
+    /// -32000 to -32099) this crate's server answers when it is at a capacity limit (too many
+    /// streams, task memory exhausted). Sent with HTTP 503 and `Retry-After`; retry later.
+    pub const SERVER_BUSY: i32 = -32000;
 
     /// The A2A error name of a code (e.g. `TaskNotFoundError`), if it is a known one.
     pub fn name(code: i32) -> Option<&'static str> {
@@ -63,6 +67,7 @@ pub mod codes {
             EXTENDED_AGENT_CARD_NOT_CONFIGURED => "ExtendedAgentCardNotConfiguredError",
             EXTENSION_SUPPORT_REQUIRED => "ExtensionSupportRequiredError",
             VERSION_NOT_SUPPORTED => "VersionNotSupportedError",
+            SERVER_BUSY => "ServerBusy",
             _ => return None,
         })
     }
@@ -91,6 +96,7 @@ pub mod codes {
             PARSE_ERROR | INVALID_REQUEST | INVALID_PARAMS => 400,
             METHOD_NOT_FOUND => 404,
             INTERNAL_ERROR | INVALID_AGENT_RESPONSE => 500,
+            SERVER_BUSY => 503,
             _ => 400,
         }
     }

@@ -115,6 +115,66 @@ macro_rules! proto_enum {
 }
 pub(crate) use proto_enum;
 
+/// Checks that `s` is base64 the way ProtoJSON writes `bytes`: the standard (`+/`) or URL-safe
+/// (`-_`) alphabet, with or without `=` padding, no whitespace. The error says what is wrong
+/// and where (offsets are byte offsets into the string).
+pub fn check_base64(s: &str) -> Result<(), String> {
+    let b = s.as_bytes();
+    let body = b.iter().rposition(|c| *c != b'=').map_or(0, |i| i + 1);
+    let pad = b.len() - body;
+    if let Some(i) = b[..body]
+        .iter()
+        .position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_')))
+    {
+        let c = b[i];
+        let what = if c.is_ascii_graphic() || c == b' ' {
+            format!("`{}`", c as char)
+        } else {
+            format!("byte 0x{c:02x}")
+        };
+        return Err(format!(
+            "not valid base64: {what} at offset {i} is not a base64 character"
+        ));
+    }
+    if pad > 2 {
+        return Err(format!(
+            "not valid base64: {pad} `=` padding characters (at most 2)"
+        ));
+    }
+    if body % 4 == 1 {
+        return Err(format!(
+            "not valid base64: {body} base64 characters cannot encode whole bytes"
+        ));
+    }
+    if pad > 0 && !b.len().is_multiple_of(4) {
+        return Err("not valid base64: wrong `=` padding".into());
+    }
+    Ok(())
+}
+
+/// The message of a `serde_json` error, made clearer where serde_json's own words mislead: an
+/// unpaired UTF-16 surrogate (`"\ud800"`) is reported by serde_json as "unexpected end of hex
+/// escape" or "lone leading surrogate in hex escape"; this says what is actually wrong. The
+/// position (`at line L column C`) is kept.
+pub fn json_error_message(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    for wrong in [
+        "unexpected end of hex escape",
+        "lone leading surrogate in hex escape",
+    ] {
+        if msg.contains(wrong) {
+            return msg.replacen(
+                wrong,
+                "invalid \\u escape: unpaired UTF-16 surrogate (a \\uD800-\\uDBFF escape must be \
+                 followed by a \\uDC00-\\uDFFF escape, and a \\uDC00-\\uDFFF escape must follow \
+                 one); JSON strings must be valid Unicode",
+                1,
+            );
+        }
+    }
+    msg
+}
+
 /// The protocol version a peer speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -183,5 +243,47 @@ mod tests {
         assert_eq!(ProtocolVersion::parse("0.3"), Some(ProtocolVersion::V03));
         assert_eq!(ProtocolVersion::parse("0.2.5"), None);
         assert_eq!(ProtocolVersion::parse("banana"), None);
+    }
+
+    #[test]
+    fn base64_is_checked_strictly() {
+        for ok in ["", "QQ", "QQ==", "QUI=", "QUJD", "-_-_", "+/+/", "QUJDRA"] {
+            assert!(check_base64(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "!!!notbase64",
+            "Q",
+            "QQ=",
+            "Q===",
+            "QQ==QQ==",
+            "QU JD",
+            "QUJD\n",
+            "Ä",
+        ] {
+            let e = check_base64(bad).unwrap_err();
+            assert!(e.starts_with("not valid base64"), "{bad}: {e}");
+        }
+        assert!(
+            check_base64("!!!notbase64")
+                .unwrap_err()
+                .contains("`!` at offset 0")
+        );
+    }
+
+    #[test]
+    fn unpaired_surrogates_are_named() {
+        for text in [
+            r#""\ud800""#,
+            r#""\ud800x""#,
+            r#""\ud800\u0041""#,
+            r#""\udc00""#,
+        ] {
+            let e = serde_json::from_str::<String>(text).unwrap_err();
+            let m = json_error_message(&e);
+            assert!(m.contains("unpaired UTF-16 surrogate"), "{text}: {m}");
+            assert!(m.contains("line 1 column"), "{text}: {m}");
+        }
+        let e = serde_json::from_str::<String>("[").unwrap_err();
+        assert_eq!(json_error_message(&e), e.to_string());
     }
 }

@@ -128,11 +128,19 @@ pub struct TextPart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileContent {
-    /// Base64 content (`FileWithBytes`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Base64 content (`FileWithBytes`); checked to be base64 when read.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "base64_field"
+    )]
     pub bytes: Option<String>,
-    /// Location (`FileWithUri`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Location (`FileWithUri`); must not be empty when present.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "uri_field"
+    )]
     pub uri: Option<String>,
     /// Media type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +148,23 @@ pub struct FileContent {
     /// File name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+fn base64_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = Option::<String>::deserialize(d)?;
+    if let Some(b) = &v {
+        super::check_base64(b)
+            .map_err(|e| serde::de::Error::custom(format_args!("`file.bytes` is {e}")))?;
+    }
+    Ok(v)
+}
+
+fn uri_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = Option::<String>::deserialize(d)?;
+    if v.as_deref().is_some_and(|u| u.trim().is_empty()) {
+        return Err(serde::de::Error::custom("`file.uri` must not be empty"));
+    }
+    Ok(v)
 }
 
 /// A file part.

@@ -232,16 +232,30 @@ mod part_serde {
                                 &mut content,
                                 map.next_value::<Option<String>>()?.map(PartContent::Text),
                             )?,
-                            Key::Raw => set(
-                                &mut content,
-                                map.next_value::<Option<String>>()?.map(PartContent::Raw),
-                            )?,
-                            Key::Url => set(
-                                &mut content,
-                                map.next_value::<Option<String>>()?.map(PartContent::Url),
-                            )?,
+                            Key::Raw => {
+                                let raw = map.next_value::<Option<String>>()?;
+                                if let Some(r) = &raw {
+                                    crate::types::check_base64(r).map_err(|e| {
+                                        de::Error::custom(format_args!("`raw` is {e}"))
+                                    })?;
+                                }
+                                set(&mut content, raw.map(PartContent::Raw))?
+                            }
+                            Key::Url => {
+                                let url = map.next_value::<Option<String>>()?;
+                                if url.as_deref().is_some_and(|u| u.trim().is_empty()) {
+                                    return Err(de::Error::custom("`url` must not be empty"));
+                                }
+                                set(&mut content, url.map(PartContent::Url))?
+                            }
                             Key::Data => {
-                                set(&mut content, Some(PartContent::Data(map.next_value()?)))?
+                                let data: serde_json::Value = map.next_value()?;
+                                if data.is_null() {
+                                    return Err(de::Error::custom(
+                                        "`data` must be a JSON value other than null",
+                                    ));
+                                }
+                                set(&mut content, Some(PartContent::Data(data)))?
                             }
                             Key::Metadata => metadata = map.next_value()?,
                             Key::Filename => filename = map.next_value()?,
@@ -264,6 +278,31 @@ mod part_serde {
             d.deserialize_map(PartVisitor)
         }
     }
+}
+
+/// Reads a list of parts, naming the index of a part that fails (`part 2: ...`).
+pub(crate) fn parts_named<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Part>, D::Error> {
+    use serde::de::{Error, SeqAccess, Visitor};
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<Part>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of parts")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Part>, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+            loop {
+                match seq.next_element::<Part>() {
+                    Ok(Some(p)) => out.push(p),
+                    Ok(None) => return Ok(out),
+                    Err(e) => {
+                        return Err(A::Error::custom(format_args!("part {}: {e}", out.len())));
+                    }
+                }
+            }
+        }
+    }
+    d.deserialize_seq(V)
 }
 
 impl Part {
@@ -317,6 +356,7 @@ pub struct Message {
     /// Who sent it.
     pub role: Role,
     /// The content.
+    #[serde(deserialize_with = "parts_named")]
     pub parts: Vec<Part>,
     /// Optional metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -390,6 +430,7 @@ pub struct Artifact {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The content.
+    #[serde(deserialize_with = "parts_named")]
     pub parts: Vec<Part>,
     /// Optional metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
