@@ -1,0 +1,100 @@
+//! Nested delegation through the `subagents run` binary, over real HTTP with the scripted
+//! model server (the same agent files as the facade's tests).
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use serde_json::json;
+use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+
+fn team() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../subagents/tests/fixtures/team")
+}
+
+fn subagents() -> Command {
+    let mut cmd = Command::cargo_bin("subagents").expect("binary built");
+    for var in ["SUBAGENTS_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RUST_LOG"] {
+        cmd.env_remove(var);
+    }
+    let home = tempfile::tempdir().expect("temp home").keep();
+    cmd.env("HOME", &home)
+        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
+        .current_dir(&home);
+    cmd
+}
+
+fn tool_names(req: &RecordedRequest) -> Vec<String> {
+    let mut v: Vec<String> = req
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    v.sort();
+    v
+}
+
+fn task_call(agent: &str) -> Reply {
+    Reply::tool_calls(vec![(
+        "Task",
+        json!({"description": "delegate", "prompt": "please", "subagent_type": agent}),
+    )])
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    server.push(task_call("coordinator"));
+    server.push(task_call("leaf"));
+    server.push(Reply::text("LEAF-ANSWER-42"));
+    server.push(Reply::text("the leaf says LEAF-ANSWER-42"));
+    server.push(Reply::text("Final: LEAF-ANSWER-42"));
+    let model = format!("openai-compatible:team@{}", server.openai_base_url());
+    let out = subagents()
+        .args(["run", "What is the answer?", "--model", &model, "--agents"])
+        .arg(team())
+        .assert()
+        .success();
+    let o = out.get_output();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("LEAF-ANSWER-42"), "{stdout}");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 5);
+    assert_eq!(
+        tool_names(&reqs[1]),
+        ["Read", "Task", "TaskOutput", "TaskStop"],
+        "the coordinator is offered Task"
+    );
+    assert_eq!(tool_names(&reqs[2]), ["Grep", "Read"], "the leaf is not");
+    // Progress (plain lines on a pipe): one start and one finish per child, nested by depth.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    for agent in ["  coordinator: started", "    leaf: started"] {
+        assert_eq!(stderr.matches(agent).count(), 1, "{agent} once in:\n{stderr}");
+    }
+    assert_eq!(stderr.matches("leaf: finished").count(), 1, "{stderr}");
+}
+
+#[test]
+fn run_with_max_depth_1_does_not_offer_task_to_the_coordinator() {
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    server.push(task_call("coordinator"));
+    server.push(Reply::text("no delegation here"));
+    server.push(Reply::text("done"));
+    let model = format!("openai-compatible:team@{}", server.openai_base_url());
+    subagents()
+        .args(["run", "go", "--max-depth", "1", "--model", &model, "--agents"])
+        .arg(team())
+        .assert()
+        .success();
+    let reqs = server.requests();
+    assert_eq!(tool_names(&reqs[1]), ["Read"]);
+}

@@ -1,0 +1,176 @@
+//! Nested delegation through the facade, over real HTTP with the scripted model server:
+//! main → coordinator (its file lists `Task`) → leaf, and the rules that decide who is offered
+//! `Task`.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagents::{Subagents, TaskStatus};
+
+fn team() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/team")
+}
+
+fn tool_names(req: &RecordedRequest) -> Vec<String> {
+    let mut v: Vec<String> = req
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    v.sort();
+    v
+}
+
+fn offers_task(req: &RecordedRequest) -> bool {
+    tool_names(req).iter().any(|n| n == "Task")
+}
+
+fn task_call(agent: &str, prompt: &str) -> Reply {
+    Reply::tool_calls(vec![(
+        "Task",
+        json!({"description": "delegate", "prompt": prompt, "subagent_type": agent}),
+    )])
+}
+
+async fn agents(server: &ScriptedModelServer, max_depth: Option<u32>) -> Subagents {
+    let work = tempfile::tempdir().expect("tmp").keep();
+    let mut b = Subagents::builder()
+        .model(format!(
+            "openai-compatible:team-model@{}",
+            server.openai_base_url()
+        ))
+        .agents_dir(team())
+        .workspace(work);
+    if let Some(d) = max_depth {
+        b = b.max_depth(d);
+    }
+    b.build().await.expect("builds")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
+    let server = ScriptedModelServer::start().await;
+    server.push(task_call("coordinator", "find the answer"));
+    server.push(task_call("leaf", "look up the number"));
+    server.push(Reply::text("LEAF-ANSWER-42").with_usage(7, 3));
+    server.push(Reply::text("the leaf says LEAF-ANSWER-42"));
+    server.push(Reply::text("Final: LEAF-ANSWER-42"));
+    let agents = agents(&server, None).await;
+    let outcome = agents
+        .main_agent()
+        .run("What is the answer?")
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, TaskStatus::Completed);
+    assert!(outcome.text.contains("LEAF-ANSWER-42"), "{}", outcome.text);
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 5);
+    assert!(offers_task(&reqs[0]), "main: {:?}", tool_names(&reqs[0]));
+    assert_eq!(
+        tool_names(&reqs[1]),
+        ["Read", "Task", "TaskOutput", "TaskStop"],
+        "the coordinator lists Task and is at depth 1 < 3"
+    );
+    assert_eq!(
+        tool_names(&reqs[2]),
+        ["Grep", "Read"],
+        "the leaf's tools omit Task"
+    );
+    assert!(
+        reqs[3].body.to_string().contains("LEAF-ANSWER-42"),
+        "the leaf's answer reaches the coordinator"
+    );
+
+    // The usage tree has the shape of the delegation.
+    assert_eq!(outcome.children.len(), 1);
+    let coordinator = &outcome.children[0];
+    assert_eq!(coordinator.agent, "coordinator");
+    assert_eq!(coordinator.children.len(), 1);
+    assert_eq!(coordinator.children[0].agent, "leaf");
+    assert_eq!(coordinator.children[0].usage.input_tokens, 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_max_depth_1_the_coordinator_is_not_offered_task() {
+    let server = ScriptedModelServer::start().await;
+    server.push(task_call("coordinator", "find the answer"));
+    server.push(Reply::text("I cannot delegate"));
+    server.push(Reply::text("done"));
+    let agents = agents(&server, Some(1)).await;
+    agents.main_agent().run("go").await.expect("runs");
+    let reqs = server.requests();
+    assert!(offers_task(&reqs[0]), "the main agent (depth 0) delegates");
+    assert_eq!(tool_names(&reqs[1]), ["Read"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_rules_limit_which_agents_may_be_started() {
+    let server = ScriptedModelServer::start().await;
+    server.push(task_call("gatekeeper", "go"));
+    server.push(task_call("coordinator", "not allowed"));
+    server.push(task_call("leaf", "allowed"));
+    server.push(Reply::text("leaf here"));
+    server.push(Reply::text("gatekeeper done"));
+    server.push(Reply::text("main done"));
+    let agents = agents(&server, None).await;
+    agents.main_agent().run("go").await.expect("runs");
+    let reqs = server.requests();
+    assert!(offers_task(&reqs[1]), "Agent(leaf) grants Task");
+    let refused = reqs[2].body.to_string();
+    assert!(
+        refused.contains("may delegate only to: leaf"),
+        "starting another agent is a tool error the model reads: {refused}"
+    );
+    assert!(tool_names(&reqs[3]).iter().all(|n| n != "Task"));
+    assert!(reqs[4].body.to_string().contains("leaf here"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explore_is_never_offered_task() {
+    let server = ScriptedModelServer::start().await;
+    server.push(task_call("Explore", "look around"));
+    server.push(Reply::text("explored"));
+    server.push(Reply::text("done"));
+    let agents = agents(&server, None).await;
+    agents.main_agent().run("go").await.expect("runs");
+    let reqs = server.requests();
+    assert!(!offers_task(&reqs[1]), "{:?}", tool_names(&reqs[1]));
+    assert!(tool_names(&reqs[1]).contains(&"Read".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_nests_children_under_their_parent_once_each() {
+    use std::sync::Arc;
+    use subagent_testkit::ProgressRecorder;
+    use subagents::ProgressKind;
+    let server = ScriptedModelServer::start().await;
+    server.push(task_call("coordinator", "find"));
+    server.push(task_call("leaf", "look"));
+    server.push(Reply::text("42"));
+    server.push(Reply::text("42"));
+    server.push(Reply::text("42"));
+    let agents = agents(&server, None).await;
+    let recorder = Arc::new(ProgressRecorder::new());
+    agents
+        .main_agent()
+        .progress(recorder.clone())
+        .run("go")
+        .await
+        .expect("runs");
+    let events = recorder.events();
+    let started: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e.kind, ProgressKind::Started { .. }))
+        .collect();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e.kind, ProgressKind::Finished { .. }))
+        .count();
+    let who: Vec<(&str, u32)> = started.iter().map(|e| (e.agent.as_str(), e.depth)).collect();
+    assert_eq!(who, [("main", 0), ("coordinator", 1), ("leaf", 2)]);
+    assert_eq!(finished, 3, "each run finishes once: {events:?}");
+    assert_eq!(started[1].parent_task_id.as_deref(), Some("main"));
+    assert_eq!(started[2].parent_task_id, started[1].task_id);
+}
