@@ -14,8 +14,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .skip_unresolvable(true)
         .build()
         .await?;
-    let prompt = std::env::args().nth(1).unwrap_or("Summarise this repository".into());
+    let prompt = std::env::args()
+        .nth(1)
+        .unwrap_or("Summarise this repository".into());
     let answer = agents.main_agent().run(prompt).await?;
-    println!("{}\n\n{}", answer.text, answer.usage_tree("main", "MAIN", None).render());
+    println!(
+        "{}\n\n{}",
+        answer.text,
+        answer.usage_tree("main", "MAIN", None).render()
+    );
     Ok(())
 }

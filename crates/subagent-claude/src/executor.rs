@@ -250,7 +250,7 @@ impl SubagentExecutor for ClaudeExecutor {
         let (model_name, source) = route_model(
             call.model.as_deref(),
             def,
-            ctx.parent_model().as_deref(),
+            ctx.parent_model(),
             self.default_model.as_deref(),
         );
         let model = self

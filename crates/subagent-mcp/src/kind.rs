@@ -262,7 +262,7 @@ impl SubagentExecutor for McpExecutor {
             (a, b) => a.or(b),
         };
         let end = conn
-            .call_tool(&def.tool, args, &ctx.cancel(), timeout, |p| {
+            .call_tool(&def.tool, args, ctx.cancel(), timeout, |p| {
                 ctx.emit(ProgressKind::Status {
                     message: progress_line(&p),
                 })

@@ -89,7 +89,7 @@ impl Tool for McpTool {
         let failed = |e: McpError| ToolError::failed(&self.name, e.to_string());
         let conn = self.pool.connection(&self.endpoint).await.map_err(failed)?;
         let end = conn
-            .call_tool(&self.tool, args, &ctx.cancel(), ctx.remaining(), |p| {
+            .call_tool(&self.tool, args, ctx.cancel(), ctx.remaining(), |p| {
                 ctx.emit(ProgressKind::Status {
                     message: progress_line(&p),
                 })
@@ -261,20 +261,6 @@ impl McpToolProvider {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_prefixed_and_cleaned() {
-        assert_eq!(
-            mcp_tool_name("github", "create_issue"),
-            "mcp__github__create_issue"
-        );
-        assert_eq!(mcp_tool_name("my server", "a.b/c"), "mcp__my_server__a_b_c");
-    }
-}
-
 /// The tool-source contract of the SPI: Markdown agents' `mcpServers` values become
 /// `mcp__<server>__<tool>` tools (the host wires this provider into the `CLAUDE` kind; neither
 /// crate depends on the other).
@@ -288,5 +274,19 @@ impl ToolSource for McpToolProvider {
         Ok(self
             .tools_for_value(&format!("agent `{agent}`"), mcp_servers)
             .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_prefixed_and_cleaned() {
+        assert_eq!(
+            mcp_tool_name("github", "create_issue"),
+            "mcp__github__create_issue"
+        );
+        assert_eq!(mcp_tool_name("my server", "a.b/c"), "mcp__my_server__a_b_c");
     }
 }

@@ -252,12 +252,12 @@ impl AgentRuntime {
                 };
                 guarded(
                     model.chat_stream(request, &on_delta),
-                    &ctx.cancel(),
+                    ctx.cancel(),
                     deadline,
                 )
                 .await
             } else {
-                guarded(model.chat(request), &ctx.cancel(), deadline).await
+                guarded(model.chat(request), ctx.cancel(), deadline).await
             };
             let partial = || {
                 let s = std::mem::take(&mut *lock(&streamed));
@@ -321,7 +321,7 @@ impl AgentRuntime {
             }
             let running =
                 futures::future::join_all(calls.iter().map(|c| call_tool(&tools, c, ctx)));
-            let results = match guarded(running, &ctx.cancel(), deadline).await {
+            let results = match guarded(running, ctx.cancel(), deadline).await {
                 Guarded::Done(r) => r,
                 Guarded::Cancelled => break Stop::cancelled(None),
                 Guarded::Deadline => break Stop::limit("deadline".to_string(), None),

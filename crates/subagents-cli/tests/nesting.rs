@@ -13,7 +13,12 @@ fn team() -> PathBuf {
 
 fn subagents() -> Command {
     let mut cmd = Command::cargo_bin("subagents").expect("binary built");
-    for var in ["SUBAGENTS_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RUST_LOG"] {
+    for var in [
+        "SUBAGENTS_MODEL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "RUST_LOG",
+    ] {
         cmd.env_remove(var);
     }
     let home = tempfile::tempdir().expect("temp home").keep();
@@ -77,7 +82,11 @@ fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
     // Progress (plain lines on a pipe): one start and one finish per child, nested by depth.
     let stderr = String::from_utf8_lossy(&o.stderr);
     for agent in ["  coordinator: started", "    leaf: started"] {
-        assert_eq!(stderr.matches(agent).count(), 1, "{agent} once in:\n{stderr}");
+        assert_eq!(
+            stderr.matches(agent).count(),
+            1,
+            "{agent} once in:\n{stderr}"
+        );
     }
     assert_eq!(stderr.matches("leaf: finished").count(), 1, "{stderr}");
 }
@@ -91,7 +100,15 @@ fn run_with_max_depth_1_does_not_offer_task_to_the_coordinator() {
     server.push(Reply::text("done"));
     let model = format!("openai-compatible:team@{}", server.openai_base_url());
     subagents()
-        .args(["run", "go", "--max-depth", "1", "--model", &model, "--agents"])
+        .args([
+            "run",
+            "go",
+            "--max-depth",
+            "1",
+            "--model",
+            &model,
+            "--agents",
+        ])
         .arg(team())
         .assert()
         .success();

@@ -79,7 +79,13 @@ fn a_served_agent_gets_its_skills_and_mcp_servers_tools() {
     let base = format!("http://127.0.0.1:{port}");
     let model = format!("openai-compatible:m@{}", model_server.openai_base_url());
     let serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--model", &model])
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--model",
+            &model,
+        ])
         .arg("--agents")
         .arg(root.join("agents"))
         .env("HOME", root)

@@ -168,7 +168,10 @@ async fn progress_nests_children_under_their_parent_once_each() {
         .iter()
         .filter(|e| matches!(e.kind, ProgressKind::Finished { .. }))
         .count();
-    let who: Vec<(&str, u32)> = started.iter().map(|e| (e.agent.as_str(), e.depth)).collect();
+    let who: Vec<(&str, u32)> = started
+        .iter()
+        .map(|e| (e.agent.as_str(), e.depth))
+        .collect();
     assert_eq!(who, [("main", 0), ("coordinator", 1), ("leaf", 2)]);
     assert_eq!(finished, 3, "each run finishes once: {events:?}");
     assert_eq!(started[1].parent_task_id.as_deref(), Some("main"));

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use subagent_spi::{
-    CancellationToken, Kind, ProgressEvent, ProgressKind, ProgressSink, SubagentDefinition,
-    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, UsageNode,
+    CancellationToken, ProgressEvent, ProgressKind, ProgressSink, SubagentError, TaskCall,
+    TaskContext, TaskOutcome, TaskStatus, UsageNode,
 };
 use tokio::sync::watch;
 
-use crate::registry::{TaskConfig, TaskTool};
+use crate::registry::{Target, TaskConfig, TaskTool};
 
 /// Partial output kept per background task (the most recent text).
 const PARTIAL_CAP: usize = 64 * 1024;
@@ -188,13 +188,11 @@ impl BackgroundRegistry {
     pub(crate) fn spawn(
         &self,
         tool: TaskTool,
-        idx: usize,
-        def: Arc<dyn SubagentDefinition>,
-        kind: Kind,
-        executor: Arc<dyn SubagentExecutor>,
+        target: Target,
         call: TaskCall,
         child: TaskContext,
     ) -> Result<(), SubagentError> {
+        let (def, kind) = (target.def.clone(), target.kind.clone());
         let config = &tool.inner.config;
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             SubagentError::execution(
@@ -240,7 +238,7 @@ impl BackgroundRegistry {
         handle.spawn(async move {
             let cancel = child.cancel().clone();
             let agent = def.name().to_string();
-            let fut = tool.run_child(idx, &def, &kind, executor, call, child);
+            let fut = tool.run_child(&target, call, child);
             tokio::pin!(fut);
             let result = tokio::select! {
                 biased;

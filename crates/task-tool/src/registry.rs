@@ -55,6 +55,14 @@ impl Default for TaskConfig {
     }
 }
 
+/// The agent a call goes to, with its kind and executor.
+pub(crate) struct Target {
+    pub(crate) idx: usize,
+    pub(crate) def: Arc<dyn SubagentDefinition>,
+    pub(crate) kind: Kind,
+    pub(crate) executor: Arc<dyn SubagentExecutor>,
+}
+
 /// A kind as the registry keeps it: its name and executor.
 pub(crate) struct KindEntry {
     pub(crate) kind: Kind,
@@ -284,7 +292,12 @@ impl TaskTool {
             });
         }
         let entry = &self.inner.kinds[self.inner.agent_kind[idx]];
-        let (kind, executor) = (entry.kind.clone(), entry.executor.clone());
+        let target = Target {
+            idx,
+            def: def.clone(),
+            kind: entry.kind.clone(),
+            executor: entry.executor.clone(),
+        };
         let task_id = new_id("task");
         let child = ctx
             .child(def.name(), Some(task_id.clone()))
@@ -292,18 +305,16 @@ impl TaskTool {
         if call.is_background() {
             self.inner
                 .background
-                .spawn(self.clone(), idx, def, kind, executor, call, child)?;
+                .spawn(self.clone(), target, call, child)?;
             return Ok(Dispatch::Background {
                 agent: self.inner.agents[idx].name().to_string(),
                 task_id,
             });
         }
-        let outcome = self
-            .run_child(idx, &def, &kind, executor, call, child)
-            .await?;
+        let outcome = self.run_child(&target, call, child).await?;
         Ok(Dispatch::Foreground {
             agent: def.name().to_string(),
-            kind,
+            kind: target.kind,
             task_id,
             outcome,
         })
@@ -313,13 +324,17 @@ impl TaskTool {
     /// bookkeeping. Used by the foreground path and by background tasks.
     pub(crate) async fn run_child(
         &self,
-        idx: usize,
-        def: &Arc<dyn SubagentDefinition>,
-        kind: &Kind,
-        executor: Arc<dyn SubagentExecutor>,
+        target: &Target,
         call: TaskCall,
         child: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
+        let Target {
+            idx,
+            def,
+            kind,
+            executor,
+        } = target;
+        let idx = *idx;
         let span = tracing::info_span!(
             "subagent_task",
             agent = def.name(),
