@@ -7,6 +7,7 @@ use subagents::claude::{ScanReport, builtin_names, load_agent_file, scan_dir};
 use subagents::spi::SubagentDefinition;
 
 use crate::error::CliError;
+use crate::output::terminal_safe;
 
 /// One loaded agent in the JSON report.
 #[derive(Debug, Serialize)]
@@ -104,11 +105,20 @@ pub async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
             let desc = a.description.as_deref().unwrap_or("");
             let first = desc.lines().next().unwrap_or("");
             let short: String = first.chars().take(80).collect();
-            println!("{:<28} {:<7} {}", a.name, a.kind, short);
-            println!("{:<28} {:<7} ({})", "", "", a.path);
+            crate::output::outln!(
+                "{:<28} {:<7} {}",
+                terminal_safe(&a.name),
+                a.kind,
+                terminal_safe(&short)
+            );
+            crate::output::outln!("{:<28} {:<7} ({})", "", "", terminal_safe(&a.path));
         }
         for s in &report.skipped {
-            eprintln!("skipped {}: {}", s.path, s.reason);
+            eprintln!(
+                "skipped {}: {}",
+                terminal_safe(&s.path),
+                terminal_safe(&s.reason)
+            );
         }
     }
     Ok(())
@@ -153,15 +163,23 @@ pub async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliError> {
         print_json(&report)?;
     } else {
         for a in &report.loaded {
-            println!("ok      {} ({})", a.path, a.name);
+            crate::output::outln!(
+                "ok      {} ({})",
+                terminal_safe(&a.path),
+                terminal_safe(&a.name)
+            );
             for w in &a.warnings {
-                println!("        warning: {w}");
+                crate::output::outln!("        warning: {}", terminal_safe(w));
             }
         }
         for s in &report.skipped {
-            println!("skipped {}: {}", s.path, s.reason);
+            crate::output::outln!(
+                "skipped {}: {}",
+                terminal_safe(&s.path),
+                terminal_safe(&s.reason)
+            );
         }
-        println!(
+        crate::output::outln!(
             "{} loaded, {} skipped, {} failed",
             report.loaded.len(),
             report.skipped.len() - failed,
@@ -179,6 +197,6 @@ pub async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliError> {
 fn print_json(v: &impl Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(v)
         .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
-    println!("{text}");
+    crate::output::outln!("{text}");
     Ok(())
 }

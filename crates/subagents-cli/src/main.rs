@@ -37,6 +37,7 @@ fn main() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour_on_stderr())
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -59,6 +60,12 @@ fn main() {
     // Background tasks may still hold the runtime; do not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     std::process::exit(code);
+}
+
+/// Colour only on a terminal, and never when `NO_COLOR` is set (https://no-color.org).
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 async fn dispatch(cli: Cli) -> Result<(), CliError> {

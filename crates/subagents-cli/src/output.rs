@@ -56,9 +56,9 @@ pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(
         Some(j) => {
             let text = serde_json::to_string_pretty(j)
                 .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
-            println!("{text}");
+            crate::output::outln!("{text}");
         }
-        None => println!("{}", outcome.text),
+        None => crate::output::outln!("{}", outcome.text),
     }
     match outcome.status {
         TaskStatus::Completed => Ok(()),
@@ -114,3 +114,25 @@ mod tests {
         assert_eq!(terminal_safe("ab\u{202e}cd"), "ab\\u{202e}cd");
     }
 }
+
+/// Writes one line to stdout. A closed pipe (`subagents agents list | head -1`) ends the
+/// process quietly with status 0 instead of a panic: the reader has what it wanted.
+pub fn write_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("subagents: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `println!` through [`write_line`]: no panic on a closed pipe.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::write_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use outln;

@@ -53,7 +53,7 @@ fn name(e: &ProgressEvent) -> String {
     if e.agent.is_empty() {
         "main".into()
     } else {
-        e.agent.clone()
+        crate::output::terminal_safe(&e.agent).into_owned()
     }
 }
 
@@ -82,7 +82,7 @@ async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>) {
             ),
             _ => continue,
         };
-        eprintln!("[{t:>7.2}s] {who}: {line}");
+        eprintln!("[{t:>7.2}s] {who}: {}", crate::output::terminal_safe(&line));
     }
 }
 
