@@ -17,6 +17,19 @@ pub const MAX_SCAN_DEPTH: usize = 16;
 /// Most `*.md` files [`scan_dir`] looks at; the rest are reported as skipped.
 pub const MAX_SCAN_FILES: usize = 10_000;
 
+/// Most values one agent or skill file's YAML frontmatter may build: every scalar, list and map,
+/// counting each copy an alias makes and the copy kept for each anchor. Real frontmatter builds
+/// a few dozen; an alias expansion bomb ("billion laughs") is refused when it reaches this.
+pub const MAX_YAML_NODES: usize = 100_000;
+
+/// Most bytes of scalar text one file's YAML frontmatter may build, counting alias copies (the
+/// text itself is at most [`MAX_FILE_BYTES`]; escapes can grow it by half).
+pub const MAX_YAML_SCALAR_BYTES: usize = 4 * 1024 * 1024;
+
+/// Deepest nesting of lists and maps in a file's YAML frontmatter, aliases included (the
+/// top-level mapping is level 1).
+pub const MAX_YAML_DEPTH: usize = 64;
+
 /// Reads a file of at most [`MAX_FILE_BYTES`] as UTF-8 (blocking).
 pub(crate) fn read_limited(path: &Path) -> Result<String, ClaudeError> {
     let io = |source| ClaudeError::Io {

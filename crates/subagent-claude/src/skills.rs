@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::definition::{is_canonical_name, read_document, required_text};
+use crate::definition::{is_canonical_name, read_document, required_name, required_text};
 use crate::error::ClaudeError;
 use crate::frontmatter;
 
@@ -42,7 +42,7 @@ pub fn parse_skill(path_for_errors: &Path, text: &str) -> Result<ParsedSkill, Cl
     let normalized = frontmatter::normalize(text);
     let mut warnings = Vec::new();
     let mut doc = read_document(path_for_errors, &normalized, &mut warnings)?;
-    let name = required_text(&mut doc, path_for_errors, "name")?;
+    let name = required_name(&mut doc, path_for_errors)?;
     let description = required_text(&mut doc, path_for_errors, "description")?;
     if !is_canonical_name(&name) {
         warnings.push(format!("skill name `{name}` is not lowercase-hyphen"));
