@@ -414,7 +414,8 @@ impl SubagentDefinition for ClaudeAgentDefinition {
 pub struct ParsedAgent {
     /// The definition (its `reference` is a file reference to `path_for_errors`).
     pub definition: ClaudeAgentDefinition,
-    /// Things worth telling the user: lenient YAML, odd names, ignored values.
+    /// Things worth telling the user: lenient YAML, odd names, ignored values. Values quoted from
+    /// the file are shown with control and bidi characters escaped.
     pub warnings: Vec<String>,
 }
 
@@ -564,6 +565,17 @@ pub(crate) fn required_name(doc: &mut Document<'_>, path: &Path) -> Result<Strin
     }
 }
 
+/// Warnings quote values from the file (keys, `permissionMode`, list entries): control and bidi
+/// characters in them are shown escaped.
+pub(crate) fn terminal_safe(mut warnings: Vec<String>) -> Vec<String> {
+    for w in &mut warnings {
+        if let Cow::Owned(escaped) = escape_for_terminal(w) {
+            *w = escaped;
+        }
+    }
+    warnings
+}
+
 /// A warning when a description holds characters that would act on a terminal (newlines and
 /// tabs are fine); it names up to three of them.
 pub(crate) fn description_warning(description: &str) -> Option<String> {
@@ -647,7 +659,7 @@ pub fn parse_agent(path_for_errors: &Path, text: &str) -> Result<ParsedAgent, Cl
     apply_fields(&mut def, std::mem::take(&mut doc.fields), &mut warnings);
     Ok(ParsedAgent {
         definition: def,
-        warnings,
+        warnings: terminal_safe(warnings),
     })
 }
 

@@ -197,7 +197,7 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
                     warnings.push(format!(
                         "agent name `{}` is also defined in {}",
                         parsed.definition.name,
-                        first.display()
+                        crate::definition::escape_for_terminal(&first.display().to_string())
                     ));
                 } else {
                     seen.insert(key, path.clone());

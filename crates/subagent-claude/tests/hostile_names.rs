@@ -186,3 +186,23 @@ fn escape_for_terminal_makes_controls_visible() {
         std::borrow::Cow::Borrowed("fine")
     ));
 }
+
+#[test]
+fn warnings_quote_file_values_escaped() {
+    let p = subagent_claude::parse_agent(
+        Path::new("w.md"),
+        "---\nname: w\ndescription: d\npermissionMode: \"yo\\e[2Jlo\"\ntools: [{}, \"\\u202e\"]\n---\n",
+    )
+    .unwrap();
+    assert!(
+        p.warnings.iter().any(|w| w.contains("yo\\u{1b}[2Jlo")),
+        "{:?}",
+        p.warnings
+    );
+    for w in &p.warnings {
+        assert!(
+            !w.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{w:?}"
+        );
+    }
+}
