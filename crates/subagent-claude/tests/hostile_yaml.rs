@@ -100,6 +100,7 @@ fn alias_bomb_is_refused_quickly_and_the_scan_goes_on() {
     assert_eq!(names, ["good", "zz-good"]);
     assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
     let skipped = &report.skipped[0];
+    println!("skipped: {}", skipped.reason);
     assert_eq!(skipped.path, bomb);
     assert!(
         skipped.reason.contains("bomb.md") && skipped.reason.contains("MAX_YAML_"),
