@@ -137,8 +137,9 @@ pub(crate) struct Fields {
     pub name_line: Option<usize>,
 }
 
-/// What one document's YAML has built so far, across every attempt at reading it: nodes and
-/// scalar bytes, counting each copy an alias makes (and the copy kept for each anchor).
+/// What one reading of a document's YAML has built so far (the strict reading, or all the
+/// entries of the lenient one together): values and scalar bytes, counting each copy an alias
+/// makes and the copy kept for each anchor.
 #[derive(Debug, Default)]
 pub(crate) struct Budget {
     nodes: usize,
