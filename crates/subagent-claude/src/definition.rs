@@ -1,5 +1,6 @@
 //! The typed agent definition and the parser that builds it from Markdown text.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -8,7 +9,7 @@ use subagent_spi::{SubagentDefinition, SubagentReference};
 
 use crate::KIND;
 use crate::error::ClaudeError;
-use crate::frontmatter::{self, SplitError};
+use crate::frontmatter::{self, Budget, SplitError, StrictError};
 
 /// One entry of a `tools` or `disallowedTools` list.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -279,6 +280,109 @@ impl ClaudeAgentDefinition {
     pub fn system_prompt(&self) -> &str {
         &self.prompt
     }
+
+    /// The name, safe to print on a terminal (see [`escape_for_terminal`](Self::escape_for_terminal)).
+    /// Names loaded from files never need escaping; programmatic ones may.
+    pub fn name_for_terminal(&self) -> Cow<'_, str> {
+        escape_for_terminal(&self.name)
+    }
+
+    /// The description, safe to print on a terminal: like
+    /// [`escape_for_terminal`](Self::escape_for_terminal) but keeping newlines and tabs, since
+    /// descriptions often run over several lines.
+    pub fn description_for_terminal(&self) -> Cow<'_, str> {
+        escape_for_terminal_multiline(&self.description)
+    }
+
+    /// Renders `text` safe to print on a terminal: control characters (C0 including newline and
+    /// tab, DEL, C1), Unicode bidirectional-text controls (U+061C, U+200E, U+200F,
+    /// U+202A–U+202E, U+2066–U+2069) and line/paragraph separators (U+2028, U+2029) become
+    /// visible `\u{..}` escapes (ESC is shown as `\u{1b}`). Text without them is borrowed as
+    /// it is. Backslashes are not doubled, so the output is for people, not for parsing back.
+    ///
+    /// ```
+    /// use subagent_claude::ClaudeAgentDefinition;
+    /// assert_eq!(ClaudeAgentDefinition::escape_for_terminal("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
+    /// ```
+    pub fn escape_for_terminal(text: &str) -> Cow<'_, str> {
+        escape_for_terminal(text)
+    }
+}
+
+/// True for characters that can change how a terminal shows text around them: control
+/// characters and Unicode bidirectional-text controls, plus the line and paragraph separators.
+fn is_terminal_hazard(c: char) -> bool {
+    c.is_control() || is_bidi_control(c) || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Bidirectional-text controls: embeddings and overrides (U+202A–U+202E), isolates
+/// (U+2066–U+2069) and the marks (U+200E, U+200F, U+061C).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+}
+
+fn escape_where(text: &str, hazard: impl Fn(char) -> bool) -> Cow<'_, str> {
+    let Some(first) = text.find(&hazard) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 8);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        if hazard(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Renders `text` safe to print on one line of a terminal; see
+/// [`ClaudeAgentDefinition::escape_for_terminal`].
+pub fn escape_for_terminal(text: &str) -> Cow<'_, str> {
+    escape_where(text, is_terminal_hazard)
+}
+
+/// Like [`escape_for_terminal`], but newlines and tabs are kept (for multi-line text such as
+/// descriptions).
+pub fn escape_for_terminal_multiline(text: &str) -> Cow<'_, str> {
+    escape_where(text, |c| c != '\n' && c != '\t' && is_terminal_hazard(c))
+}
+
+/// Why `name` (already trimmed) cannot be an agent or skill name, or `None` when it can.
+///
+/// Refused: `.` and `..`, path separators (`/`, `\`), control characters (NUL and every other
+/// [`char::is_control`]) and the bidi embedding, override and isolate controls (U+202A–U+202E,
+/// U+2066–U+2069). Everything else Claude Code accepts loads (spaces, capitals, digits, `_`,
+/// `.` inside a name, non-Latin scripts).
+pub(crate) fn unsafe_name_reason(name: &str) -> Option<String> {
+    if name == "." || name == ".." {
+        return Some(format!(
+            "it is `{name}`, which names a directory, not an agent (agent names become path \
+             segments and URL paths)"
+        ));
+    }
+    for c in name.chars() {
+        let reason = match c {
+            '\0' => "it contains a NUL byte (U+0000)".to_string(),
+            '/' | '\\' => format!(
+                "it contains a path separator (`{c}`); agent names become path segments and URL \
+                 paths"
+            ),
+            c if c.is_control() => format!(
+                "it contains the control character U+{:04X}, which would be sent raw to terminals",
+                u32::from(c)
+            ),
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => format!(
+                "it contains the bidirectional-text control U+{:04X}, which can make a name \
+                 display as a different one",
+                u32::from(c)
+            ),
+            _ => continue,
+        };
+        return Some(reason);
+    }
+    None
 }
 
 impl SubagentDefinition for ClaudeAgentDefinition {
@@ -301,7 +405,8 @@ impl SubagentDefinition for ClaudeAgentDefinition {
 pub struct ParsedAgent {
     /// The definition (its `reference` is a file reference to `path_for_errors`).
     pub definition: ClaudeAgentDefinition,
-    /// Things worth telling the user: lenient YAML, odd names, ignored values.
+    /// Things worth telling the user: lenient YAML, odd names, ignored values. Values quoted from
+    /// the file are shown with control and bidi characters escaped.
     pub warnings: Vec<String>,
 }
 
@@ -310,6 +415,8 @@ pub(crate) struct Document<'a> {
     pub fields: Map<String, Value>,
     pub body: &'a str,
     pub open_line: usize,
+    /// 1-based line, in the file, of the `name` field when it was found.
+    pub name_line: Option<usize>,
     /// Set when strict YAML failed (and the lenient reading was used).
     pub strict_failure: Option<frontmatter::YamlFailure>,
 }
@@ -330,12 +437,27 @@ pub(crate) fn read_document<'a>(
             line,
         },
     })?;
-    let (fields, strict_failure) = match frontmatter::strict(split.front) {
+    // yaml-rust2 reads a NUL as the end of the input: the fields after it would vanish
+    // silently (a `permissionMode: plan` or `disallowedTools` line, say).
+    if let Some(at) = split.front.find('\0') {
+        return Err(nul_error(path, split.front, at, split.open_line));
+    }
+    let limit_error = |hit: frontmatter::LimitHit| ClaudeError::YamlLimit {
+        path: path.to_path_buf(),
+        line: hit.line.map(|l| l + split.open_line),
+        limit: hit.limit,
+        max: hit.max as u64,
+        message: hit.message,
+    };
+    let (fields, strict_failure) = match frontmatter::strict(split.front, &mut Budget::default()) {
         Ok(fields) => (fields, None),
-        Err(failure) => {
-            let fields = frontmatter::lenient(split.front);
+        Err(StrictError::Limit(hit)) => return Err(limit_error(hit)),
+        Err(StrictError::Syntax(failure)) => {
+            // A fresh budget: the failed strict reading's values are already dropped.
+            let fields =
+                frontmatter::lenient(split.front, &mut Budget::default()).map_err(limit_error)?;
             let file_line = failure.line.map(|l| l + split.open_line);
-            if fields.is_empty() {
+            if fields.map.is_empty() {
                 return Err(ClaudeError::Yaml {
                     path: path.to_path_buf(),
                     line: file_line,
@@ -353,11 +475,39 @@ pub(crate) fn read_document<'a>(
         }
     };
     Ok(Document {
-        fields,
+        name_line: fields.name_line.map(|l| l + split.open_line),
+        fields: fields.map,
         body: split.body,
         open_line: split.open_line,
         strict_failure,
     })
+}
+
+/// The error for a NUL byte at byte `at` of the frontmatter: an unsafe name when it is on the
+/// `name` line, a YAML error naming the line otherwise.
+fn nul_error(path: &Path, front: &str, at: usize, open_line: usize) -> ClaudeError {
+    let line_start = front[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = front[at..].find('\n').map_or(front.len(), |i| at + i);
+    let line = open_line + 1 + front[..line_start].matches('\n').count();
+    let text = &front[line_start..line_end];
+    if let Some((key, value)) = text.split_once(':')
+        && key.trim_end() == "name"
+    {
+        return ClaudeError::UnsafeName {
+            path: path.to_path_buf(),
+            line,
+            name: frontmatter::unquote(value.trim()).to_string(),
+            reason: "it contains a NUL byte (U+0000), where the YAML reader would stop reading"
+                .to_string(),
+        };
+    }
+    ClaudeError::Yaml {
+        path: path.to_path_buf(),
+        line: Some(line),
+        message: "the frontmatter contains a NUL byte (U+0000); YAML does not allow it, and the \
+                  reader would silently drop everything after it"
+            .to_string(),
+    }
 }
 
 /// A scalar as text (numbers and booleans are written out); `None` for null, lists and maps.
@@ -389,6 +539,57 @@ pub(crate) fn required_text(
             }),
         },
     }
+}
+
+/// Takes the required `name`, refusing names that are not safe path segments or that hold
+/// control or bidi characters ([`unsafe_name_reason`]).
+pub(crate) fn required_name(doc: &mut Document<'_>, path: &Path) -> Result<String, ClaudeError> {
+    let name = required_text(doc, path, "name")?;
+    match unsafe_name_reason(&name) {
+        None => Ok(name),
+        Some(reason) => Err(ClaudeError::UnsafeName {
+            path: path.to_path_buf(),
+            line: doc.name_line.unwrap_or(doc.open_line),
+            name,
+            reason,
+        }),
+    }
+}
+
+/// Warnings quote values from the file (keys, `permissionMode`, list entries): control and bidi
+/// characters in them are shown escaped.
+pub(crate) fn terminal_safe(mut warnings: Vec<String>) -> Vec<String> {
+    for w in &mut warnings {
+        if let Cow::Owned(escaped) = escape_for_terminal(w) {
+            *w = escaped;
+        }
+    }
+    warnings
+}
+
+/// A warning when a description holds characters that would act on a terminal (newlines and
+/// tabs are fine); it names up to three of them.
+pub(crate) fn description_warning(description: &str) -> Option<String> {
+    let mut found: Vec<String> = Vec::new();
+    for c in description.chars() {
+        if c != '\n' && c != '\t' && is_terminal_hazard(c) {
+            let code = format!("U+{:04X}", u32::from(c));
+            if !found.contains(&code) {
+                found.push(code);
+            }
+            if found.len() == 3 {
+                break;
+            }
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "`description` holds terminal control or bidi characters ({}); print it escaped \
+         (ClaudeAgentDefinition::description_for_terminal)",
+        found.join(", ")
+    ))
 }
 
 fn missing(doc: &Document<'_>, path: &Path, field: &'static str) -> ClaudeError {
@@ -434,13 +635,14 @@ pub fn parse_agent(path_for_errors: &Path, text: &str) -> Result<ParsedAgent, Cl
     let normalized = frontmatter::normalize(text);
     let mut warnings = Vec::new();
     let mut doc = read_document(path_for_errors, &normalized, &mut warnings)?;
-    let name = required_text(&mut doc, path_for_errors, "name")?;
+    let name = required_name(&mut doc, path_for_errors)?;
     let description = required_text(&mut doc, path_for_errors, "description")?;
     if !is_canonical_name(&name) {
         warnings.push(format!(
             "agent name `{name}` is not lowercase-hyphen; it is registered as written"
         ));
     }
+    warnings.extend(description_warning(&description));
     let reference = SubagentReference::new(path_for_errors.to_string_lossy().into_owned(), KIND);
     let mut def = ClaudeAgentDefinition::new(name, description, doc.body.trim());
     def.reference = reference;
@@ -448,7 +650,7 @@ pub fn parse_agent(path_for_errors: &Path, text: &str) -> Result<ParsedAgent, Cl
     apply_fields(&mut def, std::mem::take(&mut doc.fields), &mut warnings);
     Ok(ParsedAgent {
         definition: def,
-        warnings,
+        warnings: terminal_safe(warnings),
     })
 }
 

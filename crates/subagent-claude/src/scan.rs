@@ -14,17 +14,45 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// Deepest directory level [`scan_dir`] descends to.
 pub const MAX_SCAN_DEPTH: usize = 16;
 
-/// Most `*.md` files [`scan_dir`] looks at; the rest are reported as skipped.
+/// Most `*.md` files [`scan_dir`] looks at (the first in path order); past it, the walk stops and
+/// one [`SkippedFile`] entry for the directory says so.
 pub const MAX_SCAN_FILES: usize = 10_000;
 
-/// Reads a file of at most [`MAX_FILE_BYTES`] as UTF-8 (blocking).
+/// Most values one agent or skill file's YAML frontmatter may build: every scalar, list and map,
+/// counting each copy an alias makes and the copy kept for each anchor. Real frontmatter builds
+/// a few dozen; an alias expansion bomb ("billion laughs") is refused when it reaches this.
+pub const MAX_YAML_NODES: usize = 100_000;
+
+/// Most bytes of scalar text one file's YAML frontmatter may build, counting alias copies (the
+/// text itself is at most [`MAX_FILE_BYTES`]; escapes can grow it by half).
+pub const MAX_YAML_SCALAR_BYTES: usize = 4 * 1024 * 1024;
+
+/// Deepest nesting of lists and maps in a file's YAML frontmatter, aliases included (the
+/// top-level mapping is level 1).
+pub const MAX_YAML_DEPTH: usize = 64;
+
+/// Reads a regular file of at most [`MAX_FILE_BYTES`] as UTF-8 (blocking).
 pub(crate) fn read_limited(path: &Path) -> Result<String, ClaudeError> {
     let io = |source| ClaudeError::Io {
         path: path.to_path_buf(),
         source,
     };
+    let not_regular = || {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, socket or device)",
+        ))
+    };
+    // Opening a FIFO blocks until something writes to it: look before opening.
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Err(not_regular());
+    }
     let file = std::fs::File::open(path).map_err(io)?;
-    let size = file.metadata().map_err(io)?.len();
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let size = meta.len();
     if size > MAX_FILE_BYTES {
         return Err(ClaudeError::TooLarge {
             path: path.to_path_buf(),
@@ -108,11 +136,14 @@ impl ScanReport {
 }
 
 /// Collects `*.md` files under `dir` (sorted; hidden directories and symlinked directories are
-/// not entered).
+/// not entered), stopping once it holds more than [`MAX_SCAN_FILES`].
 fn collect_md(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> std::io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
+        if out.len() > MAX_SCAN_FILES {
+            return Ok(());
+        }
         let path = entry.path();
         let Ok(ft) = entry.file_type() else { continue };
         let name = entry.file_name();
@@ -146,14 +177,9 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
         source,
     })?;
     let mut report = ScanReport::default();
-    if files.len() > MAX_SCAN_FILES {
-        for path in files.drain(MAX_SCAN_FILES..) {
-            report.skipped.push(SkippedFile {
-                path,
-                reason: format!("more than {MAX_SCAN_FILES} Markdown files in the directory"),
-            });
-        }
-    }
+    // Past the limit the walk stopped early: the rest of the tree is neither listed nor kept.
+    let overflow = files.len() > MAX_SCAN_FILES;
+    files.truncate(MAX_SCAN_FILES);
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     for path in files {
         if path
@@ -184,7 +210,7 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
                     warnings.push(format!(
                         "agent name `{}` is also defined in {}",
                         parsed.definition.name,
-                        first.display()
+                        crate::definition::escape_for_terminal(&first.display().to_string())
                     ));
                 } else {
                     seen.insert(key, path.clone());
@@ -205,6 +231,15 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
                 report.skipped.push(SkippedFile { path, reason });
             }
         }
+    }
+    if overflow {
+        report.skipped.push(SkippedFile {
+            path: dir.to_path_buf(),
+            reason: format!(
+                "more than {MAX_SCAN_FILES} Markdown files under the directory; the first \
+                 {MAX_SCAN_FILES} in path order were looked at, the rest were not"
+            ),
+        });
     }
     Ok(report)
 }

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::definition::{is_canonical_name, read_document, required_text};
+use crate::definition::{
+    escape_for_terminal, is_canonical_name, read_document, required_name, required_text,
+    terminal_safe,
+};
 use crate::error::ClaudeError;
 use crate::frontmatter;
 
@@ -42,7 +45,7 @@ pub fn parse_skill(path_for_errors: &Path, text: &str) -> Result<ParsedSkill, Cl
     let normalized = frontmatter::normalize(text);
     let mut warnings = Vec::new();
     let mut doc = read_document(path_for_errors, &normalized, &mut warnings)?;
-    let name = required_text(&mut doc, path_for_errors, "name")?;
+    let name = required_name(&mut doc, path_for_errors)?;
     let description = required_text(&mut doc, path_for_errors, "description")?;
     if !is_canonical_name(&name) {
         warnings.push(format!("skill name `{name}` is not lowercase-hyphen"));
@@ -55,8 +58,13 @@ pub fn parse_skill(path_for_errors: &Path, text: &str) -> Result<ParsedSkill, Cl
             metadata: std::mem::take(&mut doc.fields),
             path: path_for_errors.to_path_buf(),
         },
-        warnings,
+        warnings: terminal_safe(warnings),
     })
+}
+
+/// A path for a warning, with control and bidi characters escaped.
+fn shown(path: &Path) -> String {
+    escape_for_terminal(&path.display().to_string()).into_owned()
 }
 
 /// Skills found in the configured skill directories, looked up by name (ignoring case).
@@ -145,13 +153,13 @@ impl SkillSet {
                         scan.warnings.extend(
                             p.warnings
                                 .into_iter()
-                                .map(|w| format!("{}: {w}", path.display())),
+                                .map(|w| format!("{}: {w}", shown(&path))),
                         );
                         let name = p.skill.name.clone();
                         if !scan.skills.insert(p.skill) {
                             scan.warnings.push(format!(
                                 "{}: skill `{name}` is already defined earlier; ignored",
-                                path.display()
+                                shown(&path)
                             ));
                         }
                     }
@@ -184,7 +192,8 @@ impl SkillSet {
                     prompt.push_str(&skill.body);
                 }
                 None => warnings.push(format!(
-                    "skill `{name}` was not found in the configured skill directories{}",
+                    "skill `{}` was not found in the configured skill directories{}",
+                    escape_for_terminal(name),
                     if self.is_empty() {
                         " (none configured or none found)".to_string()
                     } else {

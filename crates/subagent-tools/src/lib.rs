@@ -16,7 +16,9 @@
 //!
 //! Every file tool is confined to a [`Workspace`] root: `..` escapes, absolute paths outside the
 //! root and symlinks leading out are refused with
-//! [`ToolError::Denied`](subagent_spi::ToolError::Denied) naming the path and the root. File
+//! [`ToolError::Denied`](subagent_spi::ToolError::Denied) naming the path and the root, and so
+//! are files with more than one hard link (checked on the open handle), whose other names may
+//! be outside the root. File
 //! I/O uses `tokio::fs`; directory walks run on the blocking pool.
 //!
 //! Tool inputs use Claude Code's field names (`file_path`, `old_string`, `output_mode`...), and
@@ -59,7 +61,7 @@ pub use web::{
     WebFetchTool, html_to_text,
 };
 pub use workspace::{Workspace, WorkspaceError};
-pub use write::{EditInput, EditTool, WriteInput, WriteTool};
+pub use write::{EditInput, EditTool, MAX_EDIT_FILE_BYTES, WriteInput, WriteTool};
 
 /// Builds tool sets from the built-in tools.
 #[derive(Debug, Clone, Copy, Default)]

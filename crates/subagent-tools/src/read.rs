@@ -8,6 +8,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::Workspace;
 use crate::util::{parse, schema_for};
+use crate::workspace::not_regular;
 
 /// Lines shown when no `limit` is given.
 pub const DEFAULT_READ_LINES: u64 = 2000;
@@ -67,7 +68,8 @@ pub struct ReadInput {
 
 /// Reads a text file and shows it with line numbers, like `cat -n`: each line is
 /// `<number, right-aligned to 6>\t<text>`. At most `limit` lines (default 2,000) from `offset`;
-/// lines longer than 2,000 characters are cut. Binary files and directories are refused.
+/// lines longer than 2,000 characters are cut. Binary files, directories, special files (FIFOs,
+/// devices) and files with more than one hard link are refused.
 #[derive(Debug, Clone)]
 pub struct ReadTool {
     workspace: Workspace,
@@ -122,9 +124,23 @@ impl Tool for ReadTool {
                 format!("`{shown}` is a directory; use Glob to list files"),
             ));
         }
+        if !meta.is_file() {
+            // Opening a FIFO would block until something writes to it.
+            return Err(not_regular(Self::NAME, &shown));
+        }
         let file = tokio::fs::File::open(&path)
             .await
             .map_err(|e| ToolError::failed(Self::NAME, format!("cannot open `{shown}`: {e}")))?;
+        // Checked again on the open handle: the path may have changed since.
+        let meta = file
+            .metadata()
+            .await
+            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot read `{shown}`: {e}")))?;
+        if !meta.is_file() {
+            return Err(not_regular(Self::NAME, &shown));
+        }
+        self.workspace
+            .check_links(Self::NAME, &input.file_path, &meta)?;
         let mut reader = BufReader::new(file);
 
         // Refuse binary files: a NUL byte near the start.

@@ -16,6 +16,7 @@ use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_t
 
 use crate::Workspace;
 use crate::util::{StopFlag, blocking, cut_chars, parse, schema_for};
+use crate::workspace::link_count;
 
 /// At most this many paths are listed by `Glob` and by `Grep` in files mode.
 pub const MAX_LISTED_FILES: usize = 1000;
@@ -293,7 +294,9 @@ impl Sink for ContentSink<'_> {
 }
 
 /// Searches file contents with a regular expression (ripgrep's engine), skipping what
-/// `.gitignore` excludes and binary files. Paths are shown relative to the workspace root.
+/// `.gitignore` excludes, binary files, and files with more than one hard link (their other
+/// names may be outside the workspace; the output says how many were skipped, and naming such a
+/// file directly is refused). Paths are shown relative to the workspace root.
 #[derive(Debug, Clone)]
 pub struct GrepTool {
     workspace: Workspace,
@@ -425,6 +428,7 @@ fn grep_blocking(
     let mut files: Vec<(PathBuf, SystemTime)> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
     let mut truncated = false;
+    let mut skipped_links = 0usize;
     for entry in walk.build() {
         if stop.is_set() {
             return Err(ToolError::Cancelled {
@@ -436,13 +440,29 @@ fn grep_blocking(
             continue;
         }
         let path = entry.path();
+        // Open it here so the checks apply to the handle that is searched.
+        let Ok(file) = std::fs::File::open(path) else {
+            continue;
+        };
+        let Ok(meta) = file.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        if link_count(&meta) > 1 {
+            if entry.depth() == 0 {
+                // The file was named directly: refuse, explaining why.
+                ws.check_links(NAME, input.path.as_deref().unwrap_or("."), &meta)?;
+            }
+            skipped_links += 1;
+            continue;
+        }
         let shown = ws.display_path(path);
         match mode {
             GrepOutputMode::FilesWithMatches => {
                 let mut hit = false;
-                let _ = searcher.search_path(
+                let _ = searcher.search_file(
                     &matcher,
-                    path,
+                    &file,
                     Lossy(|_, _| {
                         hit = true;
                         Ok(false)
@@ -454,9 +474,9 @@ fn grep_blocking(
             }
             GrepOutputMode::Count => {
                 let mut n: u64 = 0;
-                let _ = searcher.search_path(
+                let _ = searcher.search_file(
                     &matcher,
-                    path,
+                    &file,
                     Lossy(|_, _| {
                         n += 1;
                         Ok(true)
@@ -481,7 +501,7 @@ fn grep_blocking(
                     truncated: &mut truncated,
                     pending_break,
                 };
-                let _ = searcher.search_path(&matcher, path, &mut sink);
+                let _ = searcher.search_file(&matcher, &file, &mut sink);
                 pending_break = sink.pending_break;
                 if truncated {
                     break;
@@ -506,9 +526,17 @@ fn grep_blocking(
             out.push('\n');
         }
     }
+    let links_note = match skipped_links {
+        0 => String::new(),
+        n => format!(
+            "(skipped {n} file{} with more than one hard link: the other names may be outside \
+             the workspace)\n",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
     if out.is_empty() {
         return Ok(ToolOutput::text(format!(
-            "No matches for `{}` in `{}`",
+            "No matches for `{}` in `{}`\n{links_note}",
             input.pattern,
             ws.display_path(&base)
         )));
@@ -518,5 +546,6 @@ fn grep_blocking(
             "(results stop at {limit}; narrow the search with `path`, `glob` or a tighter pattern)\n"
         ));
     }
+    out.push_str(&links_note);
     Ok(ToolOutput::text(out))
 }

@@ -38,6 +38,11 @@ pub enum WorkspaceError {
 ///   ancestor for paths that do not exist yet, so `Write` cannot create a file through an
 ///   outward symlinked directory), or is a dangling symlink.
 ///
+/// The tools that open files (`Read`, `Write`, `Edit`, `Grep`) also refuse, on the opened
+/// handle, regular files with more than one hard link: a hard link inside the root may be
+/// another name of a file outside it (`Grep` skips such files in a directory and says how many
+/// it skipped). They open regular files only (not FIFOs, sockets or devices).
+///
 /// The check and the later file operation are not atomic: a process that swaps a directory for a
 /// symlink in between can still race it. The tools are a guard against a model's mistakes, not a
 /// sandbox against hostile local processes.
@@ -161,6 +166,32 @@ impl Workspace {
             .unwrap_or_else(|_| path.display().to_string())
     }
 
+    /// Refuses an opened file with more than one hard link: its other names may be outside the
+    /// workspace (a hard link to a file outside passes every path check, since the path itself
+    /// is inside), and finding them would mean searching the whole file system. Call it on the
+    /// metadata of the open handle (`File::metadata`), not of the path, so a link added between
+    /// the path check and the open is still caught. Always passes on non-Unix systems.
+    pub(crate) fn check_links(
+        &self,
+        tool: &str,
+        path: &str,
+        meta: &std::fs::Metadata,
+    ) -> Result<(), ToolError> {
+        let links = link_count(meta);
+        if meta.is_file() && links > 1 {
+            return Err(self.denied(
+                tool,
+                path,
+                &format!(
+                    "the file has {links} hard links, and the other names may be outside the \
+                     workspace (they cannot be found without searching the whole file system, \
+                     so file tools refuse files with more than one link; copy the file instead)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn denied(&self, tool: &str, path: &str, why: &str) -> ToolError {
         ToolError::denied(
             tool,
@@ -170,6 +201,30 @@ impl Workspace {
             ),
         )
     }
+}
+
+/// How many hard links (names) the file has; 1 where the platform does not say.
+pub(crate) fn link_count(meta: &std::fs::Metadata) -> u64 {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::MetadataExt::nlink(meta)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        1
+    }
+}
+
+/// The refusal for a path that exists but is not a regular file (a FIFO would block the tool
+/// forever; a device or socket is not a file to read or edit).
+pub(crate) fn not_regular(tool: &str, shown: &str) -> ToolError {
+    ToolError::failed(
+        tool,
+        format!(
+            "`{shown}` is not a regular file (a FIFO, socket or device); file tools open regular files only"
+        ),
+    )
 }
 
 /// Removes `.` and applies `..` lexically (never above the filesystem root).

@@ -5,8 +5,16 @@ use serde::Deserialize;
 use serde_json::Value;
 use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
 
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
 use crate::Workspace;
-use crate::util::{parse, schema_for};
+use crate::util::{blocking, parse, schema_for};
+use crate::workspace::not_regular;
+
+/// Largest file `Edit` reads, and largest result it writes (16 MiB).
+pub const MAX_EDIT_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Input of [`WriteTool`].
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -19,7 +27,9 @@ pub struct WriteInput {
     pub content: String,
 }
 
-/// Creates or overwrites a file (creating parent directories) inside the workspace.
+/// Creates or overwrites a file (creating parent directories) inside the workspace. An existing
+/// file must be a regular file with a single hard link (checked on the open handle before
+/// anything is changed).
 #[derive(Debug, Clone)]
 pub struct WriteTool {
     workspace: Workspace,
@@ -73,15 +83,24 @@ impl Tool for WriteTool {
                 )
             })?;
         }
-        let existed = tokio::fs::try_exists(&path).await.unwrap_or(false);
-        tokio::fs::write(&path, input.content.as_bytes())
-            .await
-            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot write `{shown}`: {e}")))?;
+        let (bytes, lines) = (input.content.len(), input.content.lines().count());
+        let ws = self.workspace.clone();
+        let shown2 = shown.clone();
+        let existed = blocking(Self::NAME, move |_| {
+            write_checked(
+                &ws,
+                &path,
+                &input.file_path,
+                &shown2,
+                input.content.as_bytes(),
+            )
+        })
+        .await?;
         Ok(ToolOutput::text(format!(
             "{} `{shown}` ({} bytes, {} lines)",
             if existed { "Overwrote" } else { "Created" },
-            input.content.len(),
-            input.content.lines().count()
+            bytes,
+            lines
         )))
     }
 }
@@ -102,6 +121,8 @@ pub struct EditInput {
 }
 
 /// Replaces an exact string in a file: it must occur exactly once, unless `replace_all` is set.
+/// The file must be a regular file with a single hard link, of at most [`MAX_EDIT_FILE_BYTES`]
+/// before and after the edit; it is read and written through one checked handle.
 #[derive(Debug, Clone)]
 pub struct EditTool {
     workspace: Workspace,
@@ -154,38 +175,151 @@ impl Tool for EditTool {
         }
         let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;
         let shown = self.workspace.display_path(&path);
-        let text = tokio::fs::read_to_string(&path)
-            .await
-            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot read `{shown}`: {e}")))?;
-        let count = text.matches(input.old_string.as_str()).count();
-        if count == 0 {
-            return Err(ToolError::failed(
-                Self::NAME,
-                format!(
-                    "`old_string` was not found in `{shown}`; Read the file and copy the text exactly"
-                ),
-            ));
-        }
-        if count > 1 && !input.replace_all {
-            return Err(ToolError::failed(
-                Self::NAME,
-                format!(
-                    "`old_string` occurs {count} times in `{shown}`; include more surrounding \
-                     text to make it unique, or set `replace_all` to true"
-                ),
-            ));
-        }
-        let updated = if input.replace_all {
-            text.replace(input.old_string.as_str(), &input.new_string)
-        } else {
-            text.replacen(input.old_string.as_str(), &input.new_string, 1)
-        };
-        tokio::fs::write(&path, updated.as_bytes())
-            .await
-            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot write `{shown}`: {e}")))?;
+        let ws = self.workspace.clone();
+        let shown2 = shown.clone();
+        let count = blocking(Self::NAME, move |_| {
+            edit_checked(&ws, &path, &shown2, &input)
+        })
+        .await?;
         Ok(ToolOutput::text(format!(
             "Replaced {count} occurrence{} in `{shown}`",
             if count == 1 { "" } else { "s" }
         )))
     }
+}
+
+/// Opens `path` (already resolved inside the workspace) for writing without truncating it, and
+/// refuses anything but a regular file with one link, checked on the open handle; then replaces
+/// its content. Returns whether the file existed. Blocking.
+fn write_checked(
+    ws: &Workspace,
+    path: &Path,
+    given: &str,
+    shown: &str,
+    content: &[u8],
+) -> Result<bool, ToolError> {
+    const NAME: &str = WriteTool::NAME;
+    let failed = |what: &str, e: std::io::Error| {
+        ToolError::failed(NAME, format!("cannot {what} `{shown}`: {e}"))
+    };
+    let existed = match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => return Err(not_regular(NAME, shown)),
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    // No `truncate` yet: nothing changes until the handle has passed the checks.
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| failed("open", e))?;
+    check_handle(ws, NAME, &file, given, shown)?;
+    file.set_len(0).map_err(|e| failed("write", e))?;
+    file.write_all(content).map_err(|e| failed("write", e))?;
+    file.flush().map_err(|e| failed("write", e))?;
+    Ok(existed)
+}
+
+/// Checks an open handle: a regular file with a single hard link.
+fn check_handle(
+    ws: &Workspace,
+    tool: &str,
+    file: &File,
+    given: &str,
+    shown: &str,
+) -> Result<std::fs::Metadata, ToolError> {
+    let meta = file
+        .metadata()
+        .map_err(|e| ToolError::failed(tool, format!("cannot inspect `{shown}`: {e}")))?;
+    if !meta.is_file() {
+        return Err(not_regular(tool, shown));
+    }
+    ws.check_links(tool, given, &meta)?;
+    Ok(meta)
+}
+
+/// Reads, replaces and writes back through one checked handle. Returns the number of
+/// occurrences replaced. Blocking.
+fn edit_checked(
+    ws: &Workspace,
+    path: &Path,
+    shown: &str,
+    input: &EditInput,
+) -> Result<usize, ToolError> {
+    const NAME: &str = EditTool::NAME;
+    let failed = |what: &str, e: std::io::Error| {
+        ToolError::failed(NAME, format!("cannot {what} `{shown}`: {e}"))
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(ToolError::failed(NAME, format!("`{shown}` is a directory")));
+        }
+        Ok(meta) if !meta.is_file() => return Err(not_regular(NAME, shown)),
+        Ok(_) => {}
+        Err(e) => return Err(failed("read", e)),
+    }
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| failed("open", e))?;
+    let meta = check_handle(ws, NAME, &file, &input.file_path, shown)?;
+    if meta.len() > MAX_EDIT_FILE_BYTES {
+        return Err(ToolError::failed(
+            NAME,
+            format!(
+                "`{shown}` is {} bytes, more than Edit's limit of {MAX_EDIT_FILE_BYTES} bytes",
+                meta.len()
+            ),
+        ));
+    }
+    let mut text = String::new();
+    (&mut file)
+        .take(MAX_EDIT_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| failed("read", e))?;
+    let count = text.matches(input.old_string.as_str()).count();
+    if count == 0 {
+        return Err(ToolError::failed(
+            NAME,
+            format!(
+                "`old_string` was not found in `{shown}`; Read the file and copy the text exactly"
+            ),
+        ));
+    }
+    if count > 1 && !input.replace_all {
+        return Err(ToolError::failed(
+            NAME,
+            format!(
+                "`old_string` occurs {count} times in `{shown}`; include more surrounding \
+                 text to make it unique, or set `replace_all` to true"
+            ),
+        ));
+    }
+    let replaced = if input.replace_all { count } else { 1 };
+    let new_len = (text.len() as u64)
+        .saturating_sub(input.old_string.len() as u64 * replaced as u64)
+        .saturating_add(input.new_string.len() as u64 * replaced as u64);
+    if new_len > MAX_EDIT_FILE_BYTES {
+        return Err(ToolError::failed(
+            NAME,
+            format!(
+                "the edited `{shown}` would be {new_len} bytes, more than Edit's limit of \
+                 {MAX_EDIT_FILE_BYTES} bytes"
+            ),
+        ));
+    }
+    let updated = if input.replace_all {
+        text.replace(input.old_string.as_str(), &input.new_string)
+    } else {
+        text.replacen(input.old_string.as_str(), &input.new_string, 1)
+    };
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| failed("write", e))?;
+    file.set_len(0).map_err(|e| failed("write", e))?;
+    file.write_all(updated.as_bytes())
+        .map_err(|e| failed("write", e))?;
+    file.flush().map_err(|e| failed("write", e))?;
+    Ok(count)
 }

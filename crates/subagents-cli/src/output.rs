@@ -82,25 +82,10 @@ pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(
     }
 }
 
-/// `s` safe to print on a terminal: control characters (ESC, BEL, newlines...) and bidi
-/// override or isolate characters are shown as `\u{..}` escapes instead of acting on the
-/// terminal.
-pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char =
-        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-    if !s.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if unsafe_char(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+/// Text safe to print on a terminal: control characters (ESC, BEL, newlines...) and bidi
+/// controls are shown as `\u{..}` escapes instead of acting on the terminal (one
+/// implementation, the Markdown kind's).
+pub use subagents::claude::escape_for_terminal as terminal_safe;
 
 #[cfg(test)]
 mod tests {
