@@ -48,9 +48,8 @@ pub use builtin::{
     BUILTIN_AGENTS, EMBEDDED_PREFIX, builtin_agent, builtin_names, builtin_references,
 };
 pub use definition::{
-    ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule,
-    escape_for_terminal, escape_for_terminal_multiline, is_canonical_name, is_task_name,
-    parse_agent, parse_tool_list,
+    ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule, escape_for_terminal,
+    escape_for_terminal_multiline, is_canonical_name, is_task_name, parse_agent, parse_tool_list,
 };
 pub use discovery::{
     AgentDir, AgentScope, DiscoveredAgent, Discovery, ShadowedAgent, agent_dirs, discover_agents,
@@ -64,8 +63,8 @@ pub use permissions::{ApprovalPolicy, ToolRequest};
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
 pub use scan::{
     LoadedAgent, MAX_FILE_BYTES, MAX_SCAN_DEPTH, MAX_SCAN_FILES, MAX_YAML_DEPTH, MAX_YAML_NODES,
-    MAX_YAML_SCALAR_BYTES, ScanReport, SkippedFile,
-    load_agent_file, load_agent_file_blocking, scan_dir, scan_dir_blocking,
+    MAX_YAML_SCALAR_BYTES, ScanReport, SkippedFile, load_agent_file, load_agent_file_blocking,
+    scan_dir, scan_dir_blocking,
 };
 pub use skills::{ParsedSkill, Skill, SkillScan, SkillSet, parse_skill};
 

@@ -13,7 +13,7 @@ use subagent_spi::chat::{
 use subagent_spi::{ModelError, async_trait};
 
 use crate::common::{ApiKey, generated_call_id, parse_arguments};
-use crate::openai::DEFAULT_TIMEOUT;
+use crate::openai::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT};
 use crate::sse::SseParser;
 use crate::transport::{
     RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
@@ -33,6 +33,7 @@ pub struct AnthropicModelBuilder {
     api_key: Option<ApiKey>,
     model: Option<String>,
     timeout: Duration,
+    stream_idle_timeout: Duration,
     retry: RetryPolicy,
     headers: Vec<(String, String)>,
     default_max_tokens: u32,
@@ -46,6 +47,7 @@ impl Default for AnthropicModelBuilder {
             api_key: None,
             model: None,
             timeout: DEFAULT_TIMEOUT,
+            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
             retry: RetryPolicy::default(),
             headers: Vec::new(),
             default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
@@ -83,6 +85,13 @@ impl AnthropicModelBuilder {
     /// response headers and every silence between chunks.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// How long a streamed reply may stay silent (no bytes at all, not even a keep-alive)
+    /// before the call fails with a timeout naming the limit (default 120 s).
+    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
+        self.stream_idle_timeout = limit;
         self
     }
 
@@ -166,6 +175,7 @@ impl AnthropicModelBuilder {
                 headers,
                 retry: self.retry,
                 timeout: self.timeout,
+                idle_timeout: self.stream_idle_timeout,
             },
         })
     }

@@ -97,8 +97,9 @@ pub use anthropic::{
 };
 pub use error::{ProviderError, http_status, redact_url};
 pub use openai::{
-    DEFAULT_TIMEOUT, MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, OpenAiModel,
-    OpenAiModelBuilder, OpenAiStreamDecoder, stop_reason_from_finish,
+    DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, MaxTokensField, OLLAMA_DEFAULT_BASE_URL,
+    OPENAI_DEFAULT_BASE_URL, OpenAiModel, OpenAiModelBuilder, OpenAiStreamDecoder,
+    stop_reason_from_finish,
 };
 pub use probe::probe_ollama;
 pub use spec::{

@@ -23,6 +23,10 @@ use crate::transport::{
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// Ollama's OpenAI-compatible base URL on its default port.
 pub const OLLAMA_DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
+/// Default silence allowed inside a streamed reply (120 s): long enough for a reasoning model's
+/// first token, short enough that a frozen server is noticed.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Default per-request timeout (300 s).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -45,6 +49,7 @@ pub struct OpenAiModelBuilder {
     api_key: Option<ApiKey>,
     model: Option<String>,
     timeout: Duration,
+    stream_idle_timeout: Duration,
     retry: RetryPolicy,
     headers: Vec<(String, String)>,
     max_tokens_field: MaxTokensField,
@@ -60,6 +65,7 @@ impl Default for OpenAiModelBuilder {
             api_key: None,
             model: None,
             timeout: DEFAULT_TIMEOUT,
+            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
             retry: RetryPolicy::default(),
             headers: Vec::new(),
             max_tokens_field: MaxTokensField::default(),
@@ -105,6 +111,13 @@ impl OpenAiModelBuilder {
     /// response headers and every silence between chunks, so long live streams are fine.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// How long a streamed reply may stay silent (no bytes at all, not even a keep-alive)
+    /// before the call fails with a timeout naming the limit (default 120 s).
+    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
+        self.stream_idle_timeout = limit;
         self
     }
 
@@ -191,6 +204,7 @@ impl OpenAiModelBuilder {
                 headers,
                 retry: self.retry,
                 timeout: self.timeout,
+                idle_timeout: self.stream_idle_timeout,
             },
         })
     }

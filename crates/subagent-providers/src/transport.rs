@@ -176,6 +176,8 @@ pub(crate) struct Transport {
     pub headers: HeaderMap,
     pub retry: RetryPolicy,
     pub timeout: Duration,
+    /// The longest silence inside a streamed body.
+    pub idle_timeout: Duration,
 }
 
 impl Transport {
@@ -306,8 +308,11 @@ impl Transport {
         &self,
         resp: &mut reqwest::Response,
     ) -> Result<Option<Bytes>, ModelError> {
-        match tokio::time::timeout(self.timeout, resp.chunk()).await {
-            Err(_) => Err(self.timeout_error()),
+        match tokio::time::timeout(self.idle_timeout.min(self.timeout), resp.chunk()).await {
+            Err(_) => Err(ModelError::Timeout {
+                provider: self.provider.clone(),
+                after: self.idle_timeout.min(self.timeout),
+            }),
             Ok(Err(e)) => Err(self.connection_error(&e)),
             Ok(Ok(c)) => Ok(c),
         }

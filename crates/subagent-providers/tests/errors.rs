@@ -306,3 +306,57 @@ async fn concurrent_calls_share_one_model() {
     assert_eq!(server.request_count(), 4);
     assert!(server.max_concurrent_requests() >= 2);
 }
+
+/// A server that answers a streamed call with headers and one event, then goes silent.
+async fn frozen_stream_server() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let _ = sock.read(&mut buf).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                let event =
+                    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hel\"}}]}\n\n";
+                let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(chunk.as_bytes()).await;
+                // Silence, but keep the connection open.
+                tokio::time::sleep(Duration::from_secs(600)).await;
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test]
+async fn a_silent_stream_fails_with_the_idle_limit() {
+    let base = frozen_stream_server().await;
+    let model = OpenAiModel::builder()
+        .base_url(base)
+        .model("m")
+        .max_retries(0)
+        .stream_idle_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let (reply, deltas) = stream(&model, user("q")).await;
+    let err = reply.unwrap_err();
+    assert!(
+        matches!(err, ModelError::Timeout { after, .. } if after == Duration::from_secs(1)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("1000 ms"), "{err}");
+    assert!(
+        !deltas.is_empty(),
+        "the text before the silence was streamed"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the default request timeout did not apply"
+    );
+}

@@ -1,6 +1,7 @@
 //! `subagents call`: the A2A client from the command line.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use subagents::a2a::client::{A2aExecutor, A2aResolver, KIND};
 use subagents::spi::{
@@ -8,11 +9,25 @@ use subagents::spi::{
     TaskContext,
 };
 
+use crate::cli::CallArgs;
 use crate::error::CliError;
 use crate::output::{OutcomeJson, finish};
 
-/// Resolves the agent's card, sends one message, prints the answer.
-pub async fn call(url: &str, prompt: &str, stream: bool, json: bool) -> Result<(), CliError> {
+/// Resolves the agent's card, sends one message, prints the answer; all within `--timeout`.
+pub async fn call(args: &CallArgs) -> Result<(), CliError> {
+    let limit = Duration::from_secs(args.timeout.max(1));
+    match tokio::time::timeout(limit, call_once(args)).await {
+        Ok(result) => result,
+        Err(_) => Err(CliError::Failed(format!(
+            "no answer from {} within {} s (--timeout)",
+            subagents::models::redacted(&args.url),
+            limit.as_secs()
+        ))),
+    }
+}
+
+async fn call_once(args: &CallArgs) -> Result<(), CliError> {
+    let (url, prompt, stream, json) = (&args.url, &args.prompt, args.stream, args.json);
     let reference = SubagentReference::new(url, KIND)
         .with_metadata("streaming", if stream { "true" } else { "false" });
     let resolver = A2aResolver::new();

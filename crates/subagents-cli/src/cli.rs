@@ -189,6 +189,9 @@ pub struct CallArgs {
     /// Print a machine-readable outcome.
     #[arg(long)]
     pub json: bool,
+    /// Give up after this many seconds (resolving the card and the whole call), exit 1.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub timeout: u64,
 }
 
 /// `subagents mcp`.

@@ -24,16 +24,31 @@ fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
     })
 }
 
+/// The model error behind `e`, directly or as a source of an execution error.
+fn model_error(e: &SubagentError) -> Option<&ModelError> {
+    if let SubagentError::Model(m) = e {
+        return Some(m);
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(m) = s.downcast_ref::<ModelError>() {
+            return Some(m);
+        }
+        source = s.source();
+    }
+    None
+}
+
 /// A model error that means "no model is usable" becomes exit 2.
 fn model_failure(e: &SubagentError) -> Option<CliError> {
-    match e {
-        SubagentError::Model(m) if m.is_setup_problem() => {
+    match model_error(e) {
+        Some(m) if m.is_setup_problem() => {
             let hint = if matches!(m, ModelError::Unauthorized { .. }) {
                 "Check OPENAI_API_KEY / ANTHROPIC_API_KEY."
             } else {
                 "Set SUBAGENTS_MODEL or --model to a reachable model (see `subagents run --help`)."
             };
-            Some(CliError::NoModel(format!("{m}\n{hint}")))
+            Some(CliError::NoModel(format!("{e}\n{hint}")))
         }
         _ => None,
     }

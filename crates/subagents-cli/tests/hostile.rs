@@ -69,3 +69,81 @@ fn agent_text_cannot_drive_the_terminal() {
     }
     assert!(stdout.contains("\\u{1b}"), "shown escaped: {stdout}");
 }
+
+#[test]
+fn credentials_in_a_model_url_never_reach_the_output() {
+    let model = "openai-compatible:m@http://user:SECRETPASS@127.0.0.1:9/v1";
+    // A run: retries are logged, then the final error is printed.
+    let out = subagents()
+        .args(["run", "hi", "--model", model])
+        .output()
+        .expect("runs");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(all.contains("127.0.0.1:9"), "the endpoint is named: {all}");
+    assert!(!all.contains("SECRETPASS"), "{all}");
+
+    // The serve banner.
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(
+        dir.path().join("a.md"),
+        "---\nname: a\ndescription: d\n---\nbody\n",
+    )
+    .expect("agent");
+    let mut serve = subagents()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--model",
+            model,
+            "--agents",
+        ])
+        .arg(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let stderr = serve.stderr.take().expect("stderr");
+    let banner = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("serving"))
+        .unwrap_or_default();
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(banner.contains("http://***@127.0.0.1:9/v1"), "{banner}");
+    assert!(!banner.contains("SECRETPASS"), "{banner}");
+}
+
+#[test]
+fn call_gives_up_on_a_frozen_server_after_its_timeout() {
+    // Accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for conn in listener.incoming().take(4) {
+            open.push(conn);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(30));
+    });
+    let out = subagents()
+        .args([
+            "call",
+            &format!("http://{addr}/agent"),
+            "hi",
+            "--timeout",
+            "1",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("within 1 s (--timeout)"), "{stderr}");
+    drop(held);
+}

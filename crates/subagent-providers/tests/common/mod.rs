@@ -31,11 +31,7 @@ pub fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
 }
 
 pub fn user(text: &str) -> ChatRequest {
-    {
-        let mut v = ChatRequest::default();
-        v.messages = vec![ChatMessage::user(text)];
-        v
-    }
+    ChatRequest::new(vec![ChatMessage::user(text)])
 }
 
 pub fn tool(name: &str) -> ToolSpec {
