@@ -97,6 +97,10 @@ fn first_line(s: &str) -> String {
 
 struct Node {
     bar: ProgressBar,
+    /// The parent's key, when the parent is shown.
+    parent: Option<String>,
+    /// The last bar of this node's subtree: a new child goes right after it.
+    last_in_subtree: ProgressBar,
     agent: String,
     depth: u32,
     turns: u32,
@@ -117,7 +121,8 @@ impl Node {
     }
 }
 
-/// A live tree on a terminal.
+/// A live tree on a terminal: each child's line goes right under its parent's subtree, so
+/// nested and parallel children stay under the run that started them.
 async fn render_tree(mut rx: mpsc::Receiver<ProgressEvent>) {
     let multi = MultiProgress::new();
     let style = ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
@@ -125,19 +130,38 @@ async fn render_tree(mut rx: mpsc::Receiver<ProgressEvent>) {
     let mut nodes: HashMap<String, Node> = HashMap::new();
     while let Some(e) = rx.recv().await {
         let k = key(&e);
-        let node = nodes.entry(k).or_insert_with(|| {
-            let bar = multi.add(ProgressBar::new_spinner());
+        if !nodes.contains_key(&k) {
+            let parent = e.parent_task_id.clone().filter(|p| nodes.contains_key(p));
+            let bar = match parent.as_ref().and_then(|p| nodes.get(p)) {
+                Some(p) => multi.insert_after(&p.last_in_subtree, ProgressBar::new_spinner()),
+                None => multi.add(ProgressBar::new_spinner()),
+            };
             bar.set_style(style.clone());
             bar.enable_steady_tick(Duration::from_millis(120));
-            Node {
-                bar,
-                agent: name(&e),
-                depth: e.depth,
-                turns: 0,
-                tokens: 0,
-                last: String::new(),
+            // The new bar ends the subtree of every ancestor.
+            let mut up = parent.clone();
+            while let Some(p) = up {
+                let Some(n) = nodes.get_mut(&p) else { break };
+                n.last_in_subtree = bar.clone();
+                up = n.parent.clone();
             }
-        });
+            nodes.insert(
+                k.clone(),
+                Node {
+                    last_in_subtree: bar.clone(),
+                    bar,
+                    parent,
+                    agent: name(&e),
+                    depth: e.depth,
+                    turns: 0,
+                    tokens: 0,
+                    last: String::new(),
+                },
+            );
+        }
+        let Some(node) = nodes.get_mut(&k) else {
+            continue;
+        };
         match &e.kind {
             ProgressKind::Started { description } => node.last = description.clone(),
             ProgressKind::Turn { turn } => node.turns = *turn,
