@@ -5,7 +5,8 @@
 //!
 //! The venvs come from `.ci/setup-python.sh` (`target/py/a2a-1x`, `target/py/a2a-03`, or the
 //! interpreters named by `SUBAGENTS_A2A_PY_1X` / `SUBAGENTS_A2A_PY_03`). Without them a test
-//! prints a notice and passes, except under `CI`, where it fails.
+//! is `#[ignore]`d, so `cargo test` reports it as ignored; `.ci/run` sets the venvs up and runs
+//! these with `-- --ignored`, where a missing venv fails.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -62,11 +63,7 @@ fn python(env: &str, venv: &str) -> Option<PathBuf> {
         "A2A server interop: no Python at {} (set {env} or run .ci/setup-python.sh)",
         path.display()
     );
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg}: required under CI");
-    }
-    eprintln!("SKIPPED: {msg}");
-    None
+    panic!("{msg}: these tests run only when asked for (`-- --ignored`), and need it")
 }
 
 async fn start(card_version: ProtocolVersion) -> (String, CancellationToken) {
@@ -129,6 +126,7 @@ fn assert_all_checks(lines: &[String]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_1x_client_over_jsonrpc() {
     let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
         return;
@@ -140,6 +138,7 @@ async fn python_1x_client_over_jsonrpc() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_1x_client_over_http_json() {
     let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
         return;
@@ -151,6 +150,7 @@ async fn python_1x_client_over_http_json() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_03_client_discovers_agent_json() {
     let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
         return;
@@ -162,6 +162,7 @@ async fn python_03_client_discovers_agent_json() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_03_client_with_03_card_at_agent_card_json() {
     let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
         return;
