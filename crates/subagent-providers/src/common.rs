@@ -1,14 +1,12 @@
 //! Small pieces shared by both wire formats.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-/// A fresh `call_<n>` id for a tool call the server sent without one (unique in this process).
+/// A fresh `call_` id for a tool call the server sent without one (a random v4 UUID in hex).
 pub(crate) fn generated_call_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed))
+    format!("call_{}", uuid::Uuid::new_v4().simple())
 }
 
 /// Tool-call arguments as received (a JSON string, possibly empty) into a JSON value.

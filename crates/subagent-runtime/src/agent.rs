@@ -1,12 +1,9 @@
 //! The agent loop.
 
-use std::collections::hash_map::RandomState;
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use futures::FutureExt as _;
 use subagent_spi::chat::{ChatDelta, ChatMessage, ChatRequest, ToolCall};
@@ -473,22 +470,9 @@ fn preview(text: &str) -> String {
     }
 }
 
-/// A fresh, unguessable-enough session id: `sess_` and 32 hex digits.
+/// A fresh, unguessable session id: `sess_` and a random v4 UUID in hex.
 fn new_session_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let mut parts = [0u64; 2];
-    for (i, part) in parts.iter_mut().enumerate() {
-        let mut h = RandomState::new().build_hasher();
-        h.write_u64(n);
-        h.write_u128(nanos);
-        h.write_usize(i);
-        *part = h.finish();
-    }
-    format!("sess_{:016x}{:016x}", parts[0], parts[1])
+    format!("sess_{}", uuid::Uuid::new_v4().simple())
 }
 
 #[cfg(test)]

@@ -83,32 +83,9 @@ pub fn decode_session(s: &str) -> Option<(Option<String>, Option<String>)> {
     Some((some(c), some(t)))
 }
 
-/// A random UUID-v4-shaped id, from the standard library's randomly keyed hasher.
+/// A random v4 UUID (message ids).
 pub(crate) fn new_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut words = [0u64; 2];
-    for (i, w) in words.iter_mut().enumerate() {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_usize(i);
-        if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-            h.write_u128(d.as_nanos());
-        }
-        *w = h.finish();
-    }
-    let b = (u128::from(words[0]) << 64) | u128::from(words[1]);
-    let b = (b & !(0xF << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
-    let hex = format!("{b:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// Renders parts as text: text parts as is, data parts as JSON, files as a short reference.

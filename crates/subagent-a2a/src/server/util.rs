@@ -1,58 +1,10 @@
 //! Small helpers: ids and timestamps.
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// A random UUID-v4-shaped id: a per-process random key mixed with a counter (splitmix64),
-/// so ids are unique within the process and unpredictable across processes.
+/// A random v4 UUID (the A2A ids of tasks, contexts, messages and artifacts).
 pub(crate) fn new_id() -> String {
-    static KEY: OnceLock<(u64, u64)> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(1);
-    let (k1, k2) = *KEY.get_or_init(|| {
-        let s = std::collections::hash_map::RandomState::new();
-        let mut a = s.build_hasher();
-        a.write_u64(0x5eed);
-        if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
-            a.write_u128(d.as_nanos());
-        }
-        let mut b = s.build_hasher();
-        b.write_u64(0xfeed);
-        b.write_u32(std::process::id());
-        (a.finish(), b.finish())
-    });
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let hi = mix(n ^ k1);
-    let lo = mix(n.wrapping_add(k2) ^ hi);
-    // UUID v4 layout: version nibble 4 at bits 76..80, variant bits 10 at 62..64.
-    let hi = (hi & !(0xF << 12)) | (0x4 << 12);
-    let lo = (lo & !(0x3 << 62)) | (0x2 << 62);
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut buf = [b'-'; 36];
-    // Byte positions of the 32 hex digits, skipping the hyphens at 8, 13, 18 and 23.
-    let put = |buf: &mut [u8; 36], word: u64, first_digit: usize| {
-        for i in 0..16 {
-            let d = first_digit + i;
-            let at = d
-                + usize::from(d >= 8)
-                + usize::from(d >= 12)
-                + usize::from(d >= 16)
-                + usize::from(d >= 20);
-            buf[at] = HEX[((word >> (60 - 4 * i)) & 0xF) as usize];
-        }
-    };
-    put(&mut buf, hi, 0);
-    put(&mut buf, lo, 16);
-    // Only ASCII hex digits and hyphens were written.
-    std::str::from_utf8(&buf).unwrap_or_default().to_owned()
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// The current time as an ISO 8601 UTC timestamp with milliseconds
