@@ -76,14 +76,19 @@
 //! A host may share its HTTP client by putting a `reqwest::Client` in the
 //! [`subagent_spi::TaskContext::extensions`].
 
+#[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "client")]
 pub mod error;
 /// The A2A server: hosts subagents or hand-written handlers as A2A agents (1.0 and 0.3,
 /// JSON-RPC and HTTP+JSON).
+#[cfg(feature = "server")]
 pub mod server;
 pub mod types;
 
+#[cfg(feature = "client")]
 pub use client::{
     A2aClient, A2aExecutor, A2aResolver, A2aSubagentDefinition, KIND, a2a_subagent_type,
 };
+#[cfg(feature = "client")]
 pub use error::A2aError;
