@@ -80,8 +80,6 @@
 pub mod client;
 #[cfg(feature = "client")]
 pub mod error;
-/// The A2A server: hosts subagents or hand-written handlers as A2A agents (1.0 and 0.3,
-/// JSON-RPC and HTTP+JSON).
 #[cfg(feature = "server")]
 pub mod server;
 pub mod types;

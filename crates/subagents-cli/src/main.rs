@@ -62,7 +62,7 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Colour only on a terminal, and never when `NO_COLOR` is set (https://no-color.org).
+/// Colour only on a terminal, and never when `NO_COLOR` is set (<https://no-color.org>).
 fn colour_on_stderr() -> bool {
     use std::io::IsTerminal as _;
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())

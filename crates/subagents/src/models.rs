@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use subagent_spi::ChatModel;
 
-#[cfg(any(feature = "runtime", feature = "providers"))]
+#[cfg(any(feature = "claude", feature = "providers"))]
 use crate::Error;
 
 /// A model as the builder takes it: a spec string (`ollama:qwen2.5`, `openai:gpt-4.1`,
@@ -112,7 +112,7 @@ pub async fn choose_default_model(explicit: Option<&str>) -> Result<String, Erro
 /// costs nothing until used and then names its cause), Claude Code's `sonnet`/`opus`/`haiku`
 /// (to Anthropic when `ANTHROPIC_API_KEY` is set, else to the default model, so agents
 /// written for Claude Code run on any model), and spec strings built on demand.
-#[cfg(feature = "runtime")]
+#[cfg(feature = "claude")]
 pub(crate) fn registry(
     default: Option<&ModelChoice>,
     named: &[(String, ModelChoice)],
@@ -168,7 +168,7 @@ pub(crate) fn registry(
     Ok((reg, default_name))
 }
 
-#[cfg(feature = "runtime")]
+#[cfg(feature = "claude")]
 fn build_spec(spec: &str) -> Result<Arc<dyn ChatModel>, Error> {
     #[cfg(feature = "providers")]
     {
