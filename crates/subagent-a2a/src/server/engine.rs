@@ -793,6 +793,7 @@ impl Run {
                             HandlerError::Failed { message }
                             | HandlerError::Rejected { message }
                             | HandlerError::Protocol { message, .. } => message,
+                            other => other.to_string(),
                         };
                         let mut m =
                             v1::Message::new(v1::Role::Agent, new_id(), vec![v1::Part::text(text)]);

@@ -77,6 +77,10 @@ pub enum HandlerError {
         /// The message.
         message: String,
     },
+    /// An event could not be reported (the task was already closed): the task fails, and the
+    /// sink's error is kept as the source. Lets handlers write `events.working().await?`.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
 }
 
 impl HandlerError {
