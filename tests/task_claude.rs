@@ -78,16 +78,6 @@ async fn rig(agents: &[(&str, &str)], max_depth: u32) -> Rig {
     }
 }
 
-fn tool_names(req: &subagent_testkit::RecordedRequest) -> Vec<String> {
-    let mut names: Vec<String> = req
-        .tools()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect();
-    names.sort();
-    names
-}
-
 async fn call(rig: &Rig, input: Value) -> subagent_spi::ToolOutput {
     rig.task
         .call(input, &TaskContext::new().with_parent_model("other"))
@@ -109,7 +99,7 @@ async fn tools_and_disallowed_tools_shape_the_request_and_children_never_get_tas
     assert!(!out.is_error, "{}", out.content);
     let reqs = rig.server.requests();
     assert_eq!(
-        tool_names(&reqs[0]),
+        reqs[0].tool_names(),
         ["Read", "Write"],
         "Grep disallowed, Task withheld at depth 1"
     );
@@ -125,7 +115,7 @@ async fn a_deeper_max_depth_lets_a_child_delegate() {
     )
     .await;
     assert_eq!(
-        tool_names(&rig.server.requests()[0]),
+        rig.server.requests()[0].tool_names(),
         ["Read", "Task", "TaskOutput", "TaskStop", "Write"]
     );
 }

@@ -122,16 +122,6 @@ fn agent(front: &str, body: &str) -> Arc<dyn SubagentDefinition> {
     )
 }
 
-fn tool_names(req: &RecordedRequest) -> Vec<String> {
-    let mut v: Vec<String> = req
-        .tools()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect();
-    v.sort();
-    v
-}
-
 /// The context of a child of the main agent (depth 1), with a delegation handle of the
 /// default nesting limit (3).
 fn child_ctx() -> TaskContext {
@@ -179,10 +169,10 @@ async fn tool_list_reflects_tools_and_disallowed_tools() {
     run(&ex, &def, call("go"), child_ctx()).await.unwrap();
 
     let reqs = h.requests();
-    assert_eq!(tool_names(&reqs[0]), ["Grep", "Read"]);
+    assert_eq!(reqs[0].tool_names(), ["Grep", "Read"]);
     // `tools` omitted: every tool, Task included (offered by the context's handle at depth 1).
     assert_eq!(
-        tool_names(&reqs[1]),
+        reqs[1].tool_names(),
         ["Edit", "Glob", "Grep", "Read", "Task", "Write"]
     );
 }
@@ -444,12 +434,12 @@ async fn task_is_offered_through_the_context_below_the_nesting_limit_only() {
     run(&ex, &leaf, call("x"), ctx_at(1, 3)).await.unwrap();
 
     let reqs = h.requests();
-    assert_eq!(tool_names(&reqs[0]), ["Read", "Task"]);
-    assert_eq!(tool_names(&reqs[1]), ["Read"]);
-    assert_eq!(tool_names(&reqs[2]), ["Read"]);
-    assert_eq!(tool_names(&reqs[3]), ["Read"]);
-    assert!(tool_names(&reqs[4]).contains(&"Task".to_string()));
-    assert_eq!(tool_names(&reqs[5]), ["Read"]);
+    assert_eq!(reqs[0].tool_names(), ["Read", "Task"]);
+    assert_eq!(reqs[1].tool_names(), ["Read"]);
+    assert_eq!(reqs[2].tool_names(), ["Read"]);
+    assert_eq!(reqs[3].tool_names(), ["Read"]);
+    assert!(reqs[4].tool_names().contains(&"Task".to_string()));
+    assert_eq!(reqs[5].tool_names(), ["Read"]);
 }
 
 #[tokio::test]
@@ -464,7 +454,7 @@ async fn builtin_explore_is_read_only() {
         .unwrap();
     assert_eq!(out.text, "found");
     assert_eq!(
-        tool_names(&h.server.last_request().unwrap()),
+        h.server.last_request().unwrap().tool_names(),
         ["Glob", "Grep", "Read"]
     );
     let typed = def.downcast_ref::<ClaudeAgentDefinition>().unwrap();

@@ -68,6 +68,22 @@ impl RecordedRequest {
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }
+
+    /// The names of the tools offered, sorted: `function.name` (OpenAI) or `name` (Anthropic).
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .tools()
+            .iter()
+            .filter_map(|t| {
+                t["function"]["name"]
+                    .as_str()
+                    .or_else(|| t["name"].as_str())
+                    .map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        names
+    }
 }
 
 struct ServerState {

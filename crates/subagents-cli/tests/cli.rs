@@ -1,34 +1,15 @@
 //! The `subagents` command, run as a real process.
 
+mod common;
+
 use std::path::PathBuf;
 
-use assert_cmd::Command;
+use common::{rt, subagents};
 use predicates::prelude::*;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-/// The command with a clean environment: no model configured, Ollama probe pointed at a
-/// closed port, no home directory agents.
-fn subagents() -> Command {
-    let mut cmd = Command::cargo_bin("subagents").expect("binary built");
-    for var in [
-        "SUBAGENTS_MODEL",
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-        "RUST_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
-    let home = tempfile::tempdir().expect("temp home").keep();
-    cmd.env("HOME", &home)
-        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-        .current_dir(&home);
-    cmd
 }
 
 #[test]
@@ -234,13 +215,6 @@ fn a_bad_config_file_is_a_clear_error() {
 }
 
 /// A multi-threaded runtime for the scripted model server while the CLI runs as a process.
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 #[test]
 fn task_runs_one_local_agent_against_the_scripted_model() {

@@ -1,41 +1,17 @@
 //! Nested delegation through the `subagents run` binary, over real HTTP with the scripted
 //! model server (the same agent files as the facade's tests).
 
+mod common;
+
 use std::path::PathBuf;
 
-use assert_cmd::Command;
+use common::{rt, subagents};
+
 use serde_json::json;
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer};
 
 fn team() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../subagents/tests/fixtures/team")
-}
-
-fn subagents() -> Command {
-    let mut cmd = Command::cargo_bin("subagents").expect("binary built");
-    for var in [
-        "SUBAGENTS_MODEL",
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "RUST_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
-    let home = tempfile::tempdir().expect("temp home").keep();
-    cmd.env("HOME", &home)
-        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-        .current_dir(&home);
-    cmd
-}
-
-fn tool_names(req: &RecordedRequest) -> Vec<String> {
-    let mut v: Vec<String> = req
-        .tools()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect();
-    v.sort();
-    v
 }
 
 fn task_call(agent: &str) -> Reply {
@@ -43,14 +19,6 @@ fn task_call(agent: &str) -> Reply {
         "Task",
         json!({"description": "delegate", "prompt": "please", "subagent_type": agent}),
     )])
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
 }
 
 #[test]
@@ -74,11 +42,11 @@ fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
     let reqs = server.requests();
     assert_eq!(reqs.len(), 5);
     assert_eq!(
-        tool_names(&reqs[1]),
+        reqs[1].tool_names(),
         ["Read", "Task", "TaskOutput", "TaskStop"],
         "the coordinator is offered Task"
     );
-    assert_eq!(tool_names(&reqs[2]), ["Grep", "Read"], "the leaf is not");
+    assert_eq!(reqs[2].tool_names(), ["Grep", "Read"], "the leaf is not");
     // Progress (plain lines on a pipe): one start and one finish per child, nested by depth.
     let stderr = String::from_utf8_lossy(&o.stderr);
     for agent in ["  coordinator: started", "    leaf: started"] {
@@ -113,5 +81,5 @@ fn run_with_max_depth_1_does_not_offer_task_to_the_coordinator() {
         .assert()
         .success();
     let reqs = server.requests();
-    assert_eq!(tool_names(&reqs[1]), ["Read"]);
+    assert_eq!(reqs[1].tool_names(), ["Read"]);
 }

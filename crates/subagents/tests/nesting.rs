@@ -12,18 +12,8 @@ fn team() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/team")
 }
 
-fn tool_names(req: &RecordedRequest) -> Vec<String> {
-    let mut v: Vec<String> = req
-        .tools()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect();
-    v.sort();
-    v
-}
-
 fn offers_task(req: &RecordedRequest) -> bool {
-    tool_names(req).iter().any(|n| n == "Task")
+    req.tool_names().iter().any(|n| n == "Task")
 }
 
 fn task_call(agent: &str, prompt: &str) -> Reply {
@@ -67,14 +57,14 @@ async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
 
     let reqs = server.requests();
     assert_eq!(reqs.len(), 5);
-    assert!(offers_task(&reqs[0]), "main: {:?}", tool_names(&reqs[0]));
+    assert!(offers_task(&reqs[0]), "main: {:?}", reqs[0].tool_names());
     assert_eq!(
-        tool_names(&reqs[1]),
+        reqs[1].tool_names(),
         ["Read", "Task", "TaskOutput", "TaskStop"],
         "the coordinator lists Task and is at depth 1 < 3"
     );
     assert_eq!(
-        tool_names(&reqs[2]),
+        reqs[2].tool_names(),
         ["Grep", "Read"],
         "the leaf's tools omit Task"
     );
@@ -102,7 +92,7 @@ async fn with_max_depth_1_the_coordinator_is_not_offered_task() {
     agents.main_agent().run("go").await.expect("runs");
     let reqs = server.requests();
     assert!(offers_task(&reqs[0]), "the main agent (depth 0) delegates");
-    assert_eq!(tool_names(&reqs[1]), ["Read"]);
+    assert_eq!(reqs[1].tool_names(), ["Read"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,7 +113,7 @@ async fn agent_rules_limit_which_agents_may_be_started() {
         refused.contains("may delegate only to: leaf"),
         "starting another agent is a tool error the model reads: {refused}"
     );
-    assert!(tool_names(&reqs[3]).iter().all(|n| n != "Task"));
+    assert!(reqs[3].tool_names().iter().all(|n| n != "Task"));
     assert!(reqs[4].body.to_string().contains("leaf here"));
 }
 
@@ -136,8 +126,8 @@ async fn explore_is_never_offered_task() {
     let agents = agents(&server, None).await;
     agents.main_agent().run("go").await.expect("runs");
     let reqs = server.requests();
-    assert!(!offers_task(&reqs[1]), "{:?}", tool_names(&reqs[1]));
-    assert!(tool_names(&reqs[1]).contains(&"Read".to_string()));
+    assert!(!offers_task(&reqs[1]), "{:?}", reqs[1].tool_names());
+    assert!(reqs[1].tool_names().contains(&"Read".to_string()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,34 @@
+//! Shared by the command's test targets.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+
+/// The command with a clean environment: no model configured, Ollama probe pointed at a
+/// closed port, no home directory agents.
+pub fn subagents() -> Command {
+    let mut cmd = Command::cargo_bin("subagents").expect("binary built");
+    for var in [
+        "SUBAGENTS_MODEL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    let home = tempfile::tempdir().expect("temp home").keep();
+    cmd.env("HOME", &home)
+        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
+        .current_dir(&home);
+    cmd
+}
+
+/// A runtime for the in-process servers a test starts.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
