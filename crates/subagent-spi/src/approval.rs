@@ -299,10 +299,7 @@ mod tests {
         assert_eq!(inner.0.load(Ordering::SeqCst), 2);
         let (yes, no) = (FixedApprover::allow_all(), FixedApprover::deny_all("no"));
         assert!(block(yes.request(req("x"))).is_allowed());
-        assert_eq!(
-            block(no.request(req("x"))),
-            ApprovalDecision::deny("no")
-        );
+        assert_eq!(block(no.request(req("x"))), ApprovalDecision::deny("no"));
         assert_eq!(req("r").path_text(), "main");
     }
 }

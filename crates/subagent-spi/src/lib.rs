@@ -46,9 +46,7 @@ mod subagent;
 mod task_call;
 mod tool;
 
-pub use approval::{
-    ApprovalDecision, ApprovalRequest, Approver, FixedApprover, SessionApprover,
-};
+pub use approval::{ApprovalDecision, ApprovalRequest, Approver, FixedApprover, SessionApprover};
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
 pub use chat::{ChatModel, ChatRequest, ChatResponse};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};
