@@ -33,6 +33,24 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             source: Box::new(e),
         })?;
         let (models, default_model) = crate::models::registry(b.model.as_ref(), &b.named_models)?;
+        let mut rules = b.permission_rules.clone();
+        let mut settings_mode = None;
+        if let Some(project) = &b.claude_settings {
+            let settings = subagent_claude::PermissionSettings::load(project).map_err(|e| {
+                Error::Permissions {
+                    path: project.join(".claude"),
+                    source: Box::new(e),
+                }
+            })?;
+            for w in &settings.warnings {
+                tracing::warn!("{w}");
+            }
+            rules.extend(settings.rules);
+            settings_mode = settings.default_mode;
+        }
+        for w in rules.warnings() {
+            tracing::warn!("{w}");
+        }
         let models = Arc::new(models);
         let mut skill_dirs = b.skill_dirs.clone();
         if let Some(start) = &b.discover_skills_from {
@@ -46,7 +64,11 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             .tools(subagent_tools::ToolSet::all(ws.clone()))
             .skill_dirs(skill_dirs)
             .builtin_agents(b.builtin_agents)
-            .stream(b.stream);
+            .stream(b.stream)
+            .permission_rules(rules.clone());
+        if let Some(mode) = b.permission_mode {
+            claude = claude.permission_mode(mode);
+        }
         if let Some(turns) = b.default_max_turns {
             claude = claude.default_max_turns(turns);
         }
@@ -82,12 +104,18 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             workspace: ws,
             models,
             default_model,
+            main_mode: b.permission_mode.or(settings_mode).unwrap_or_default(),
+            rules: Arc::new(rules),
         }))
     };
     #[cfg(not(feature = "claude"))]
     {
         let _ = (&root, &b.skill_dirs, &b.discover_skills_from, b.stream);
-        if !b.agent_dirs.is_empty() || !b.agent_files.is_empty() || b.model.is_some() {
+        if !b.agent_dirs.is_empty()
+            || !b.agent_files.is_empty()
+            || b.model.is_some()
+            || b.claude_settings.is_some()
+        {
             return Err(Error::MissingFeature {
                 what: "Markdown agents and models".into(),
                 feature: "claude",
@@ -142,6 +170,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         task,
         root,
         skipped: skipped_files,
+        approver: b.approver.0,
         #[cfg(feature = "claude")]
         local,
     })

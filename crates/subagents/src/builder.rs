@@ -5,13 +5,25 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use subagent_spi::{SubagentReference, SubagentType};
+use std::sync::Arc;
+
+use subagent_spi::{Approver, SubagentReference, SubagentType};
 use task_tool::TaskToolBuilder;
 
 #[cfg(feature = "claude")]
 use crate::SkippedAgent;
 use crate::models::ModelChoice;
 use crate::{Error, Subagents};
+
+/// The builder's approver (shown in `Debug` as present or not).
+#[derive(Clone, Default)]
+pub(crate) struct ApproverSlot(pub(crate) Option<Arc<dyn Approver>>);
+
+impl std::fmt::Debug for ApproverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
+}
 
 /// Assembles [`Subagents`]: obtain one with [`Subagents::builder`].
 ///
@@ -39,6 +51,12 @@ pub struct SubagentsBuilder {
     pub(crate) workspace: Option<PathBuf>,
     pub(crate) stream: bool,
     pub(crate) default_max_turns: Option<u32>,
+    pub(crate) approver: ApproverSlot,
+    #[cfg(feature = "claude")]
+    pub(crate) permission_mode: Option<subagent_claude::PermissionMode>,
+    #[cfg(feature = "claude")]
+    pub(crate) permission_rules: subagent_claude::PermissionRules,
+    pub(crate) claude_settings: Option<PathBuf>,
 }
 
 impl Default for SubagentsBuilder {
@@ -61,6 +79,12 @@ impl Default for SubagentsBuilder {
             workspace: None,
             stream: false,
             default_max_turns: None,
+            approver: ApproverSlot(None),
+            #[cfg(feature = "claude")]
+            permission_mode: None,
+            #[cfg(feature = "claude")]
+            permission_rules: subagent_claude::PermissionRules::new(),
+            claude_settings: None,
         }
     }
 }
@@ -139,6 +163,44 @@ impl SubagentsBuilder {
     /// `.mcp.json` names the MCP servers agents may use (feature `mcp`).
     pub fn workspace(mut self, root: impl Into<PathBuf>) -> Self {
         self.workspace = Some(root.into());
+        self
+    }
+
+    // --- permissions ---
+
+    /// Who answers tool calls that must be approved (a terminal prompt, a policy, a remote
+    /// user). It is put into the root context of every [`main_agent`](Subagents::main_agent)
+    /// run and every [`dispatch`](Subagents::dispatch) without one of its own, and into the
+    /// context of served agents, so a request from any depth reaches it. Without one, such
+    /// calls are denied with a message the model reads.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = ApproverSlot(Some(approver));
+        self
+    }
+
+    /// A permission mode for the main agent and every Markdown agent, overriding their
+    /// `permissionMode` (what `--permission-mode` sets; feature `claude`).
+    #[cfg(feature = "claude")]
+    pub fn permission_mode(mut self, mode: subagent_claude::PermissionMode) -> Self {
+        self.permission_mode = Some(mode);
+        self
+    }
+
+    /// Allow, ask and deny rules (Claude Code's syntax) for the main agent's and every
+    /// Markdown agent's tool calls; added to those already given (feature `claude`).
+    #[cfg(feature = "claude")]
+    pub fn permission_rules(mut self, rules: subagent_claude::PermissionRules) -> Self {
+        self.permission_rules.extend(rules);
+        self
+    }
+
+    /// Reads Claude Code's `.claude/settings.json` and `.claude/settings.local.json` in
+    /// `project` (those that exist): their `permissions.allow/ask/deny` rules join the others,
+    /// and `permissions.defaultMode` is the main agent's mode unless
+    /// [`permission_mode`](Self::permission_mode) is set. A file that cannot be used fails the
+    /// build, naming it (feature `claude`).
+    pub fn claude_settings(mut self, project: impl Into<PathBuf>) -> Self {
+        self.claude_settings = Some(project.into());
         self
     }
 

@@ -108,6 +108,10 @@ pub(crate) struct Local {
     pub(crate) workspace: subagent_tools::Workspace,
     pub(crate) models: Arc<subagent_runtime::ModelRegistry>,
     pub(crate) default_model: Option<String>,
+    /// The main agent's permission mode.
+    pub(crate) main_mode: subagent_claude::PermissionMode,
+    /// The permission rules of the main agent and every Markdown agent.
+    pub(crate) rules: Arc<subagent_claude::PermissionRules>,
 }
 
 /// The assembled agents and the tools that reach them. Cheap to clone.
@@ -116,6 +120,7 @@ pub struct Subagents {
     pub(crate) task: TaskTool,
     pub(crate) root: PathBuf,
     pub(crate) skipped: Vec<SkippedAgent>,
+    pub(crate) approver: Option<Arc<dyn spi::Approver>>,
     #[cfg(feature = "claude")]
     pub(crate) local: Option<Arc<Local>>,
 }
@@ -163,26 +168,49 @@ impl Subagents {
     }
 
     /// Runs one call from Rust (foreground, or background when the call asks for it), as the
-    /// root of a delegation tree (depth 0 unless `ctx` says otherwise).
+    /// root of a delegation tree (depth 0 unless `ctx` says otherwise). When `ctx` has no
+    /// approver, the builder's [`approver`](SubagentsBuilder::approver) answers this call's
+    /// approval requests, remembering "allow for the session" answers for this call.
     pub async fn dispatch(
         &self,
         call: TaskCall,
         ctx: &TaskContext,
     ) -> Result<Dispatch, SubagentError> {
-        self.task.dispatch(call, ctx).await
+        match (&self.approver, ctx.approver()) {
+            (Some(approver), None) => {
+                let ctx = ctx
+                    .clone()
+                    .with_approver(Arc::new(spi::SessionApprover::new(approver.clone())));
+                self.task.dispatch(call, &ctx).await
+            }
+            _ => self.task.dispatch(call, ctx).await,
+        }
+    }
+
+    /// The approver given to the builder, if any.
+    pub fn approver(&self) -> Option<&Arc<dyn spi::Approver>> {
+        self.approver.as_ref()
     }
 }
 
 #[cfg(feature = "claude")]
 impl Subagents {
-    fn local(&self) -> Result<&Local, SubagentError> {
+    pub(crate) fn local(&self) -> Result<&Local, SubagentError> {
         self.local
             .as_deref()
             .ok_or_else(|| SubagentError::InvalidInput("no local agent support configured".into()))
     }
 
+    /// The main agent's permission mode: the builder's
+    /// [`permission_mode`](SubagentsBuilder::permission_mode), else the settings files'
+    /// `defaultMode`, else `default`.
+    pub fn permission_mode(&self) -> Option<subagent_claude::PermissionMode> {
+        self.local.as_ref().map(|l| l.main_mode)
+    }
+
     /// The built-in tools confined to the workspace (Read, Write, Edit, Glob, Grep, Bash,
-    /// WebFetch, TodoWrite), as the main agent gets them.
+    /// WebFetch, TodoWrite), unguarded (the main agent gets them wrapped in its permission
+    /// policy).
     pub fn workspace_tools(&self) -> Vec<Arc<dyn Tool>> {
         self.local
             .as_ref()

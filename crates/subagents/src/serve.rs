@@ -84,9 +84,12 @@ impl Subagents {
                     .into(),
             ));
         }
-        let base = TaskContext::new()
+        let mut base = TaskContext::new()
             .with_depth(0)
             .with_delegation(self.task().delegation());
+        if let Some(approver) = self.approver() {
+            base = base.with_approver(approver.clone());
+        }
         let mut builder = A2aServer::builder().directory(true);
         if let Some(url) = &options.public_url {
             builder = builder.public_url(url.clone());
