@@ -206,5 +206,124 @@ async fn permission_mode_and_rules_from_the_builder_apply_to_main_and_agents() {
         text.contains("settings.local.json") && text.contains("yolo"),
         "{text}"
     );
-    let _ = Duration::ZERO;
+}
+
+/// The task id in a "Started agent ... in the background with task id ..." result.
+fn started_task_id(body: &serde_json::Value) -> String {
+    let text = body.to_string();
+    let at = text
+        .find("task id task_")
+        .expect("a started background task")
+        + "task id ".len();
+    text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_proceeds_after_the_answer()
+ {
+    let server = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    server.push(Reply::tool_calls(vec![(
+        "Task",
+        json!({"description": "bg", "prompt": "touch it", "subagent_type": "worker", "run_in_background": true}),
+    )]));
+    // Main: wait for the task (it stops at the question), then answer yes.
+    server.script().push_dynamic(None, |body| {
+        let id = started_task_id(body);
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            json!({"task_id": id, "timeout_ms": 120000}),
+        )])
+    });
+    server.script().push_dynamic(None, |body| {
+        let id = started_task_id(body);
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            json!({"task_id": id, "approve": "yes", "timeout_ms": 120000}),
+        )])
+    });
+    server.push(Reply::text("all done"));
+    server.push_for_model("worker-model", bash_call("touch bg.txt"));
+    server.push_for_model("worker-model", Reply::text("bg done"));
+    let recorder = Recorder::answering(vec![ApprovalDecision::AllowOnce]);
+    let agents = build(&server, dir.path(), Some(recorder.clone())).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(120), agents.main_agent().run("go"))
+        .await
+        .expect("finishes")
+        .expect("runs");
+    assert_eq!(outcome.text, "all done");
+
+    let main: Vec<RecordedRequest> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some("main-model"))
+        .collect();
+    assert_eq!(main.len(), 4);
+    let waiting = tool_results(&main[2]).pop().unwrap();
+    assert!(
+        waiting.contains("status: waiting_for_approval"),
+        "{waiting}"
+    );
+    assert!(
+        waiting.contains("touch bg.txt") && waiting.contains("Bash"),
+        "{waiting}"
+    );
+    assert!(
+        waiting.contains("\"approve\""),
+        "says how to answer: {waiting}"
+    );
+    let finished = tool_results(&main[3]).pop().unwrap();
+    assert!(finished.contains("bg done"), "{finished}");
+    assert!(
+        dir.path().join("work/bg.txt").exists(),
+        "ran after the answer"
+    );
+    // The parent's yes was confirmed with the root's approver, carrying the child's path.
+    let seen = recorder.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].agent_path, ["main", "worker"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_cannot_approve_what_its_own_approver_refuses() {
+    let server = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    server.push(Reply::tool_calls(vec![(
+        "Task",
+        json!({"description": "bg", "prompt": "touch it", "subagent_type": "worker", "run_in_background": true}),
+    )]));
+    server.script().push_dynamic(None, |body| {
+        let id = started_task_id(body);
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            json!({"task_id": id, "timeout_ms": 120000}),
+        )])
+    });
+    server.script().push_dynamic(None, |body| {
+        let id = started_task_id(body);
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            json!({"task_id": id, "approve": "always", "timeout_ms": 120000}),
+        )])
+    });
+    server.push(Reply::text("all done"));
+    server.push_for_model("worker-model", bash_call("touch refused.txt"));
+    server.push_for_model("worker-model", Reply::text("could not"));
+    // No approver: the main agent's root denies, so the model's "always" is refused too.
+    let agents = build(&server, dir.path(), None).await;
+    tokio::time::timeout(Duration::from_secs(120), agents.main_agent().run("go"))
+        .await
+        .expect("finishes")
+        .expect("runs");
+    assert!(!dir.path().join("work/refused.txt").exists());
+    let worker: Vec<RecordedRequest> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some("worker-model"))
+        .collect();
+    let denial = tool_results(&worker[1]).pop().unwrap();
+    assert!(denial.contains("no approver is configured"), "{denial}");
 }
