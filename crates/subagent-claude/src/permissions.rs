@@ -243,8 +243,9 @@ impl Tool for GuardedTool {
                         return Err(ToolError::denied(
                             name,
                             format!(
-                                "The call was not approved: {message} Do not retry the same \
-                                 call; continue without it or explain what you would have done."
+                                "The call was not approved (it asks because of {reason}): \
+                                 {message} Do not retry the same call; continue without it or \
+                                 explain what you would have done."
                             ),
                         ));
                     }

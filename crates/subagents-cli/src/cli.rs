@@ -70,6 +70,27 @@ pub struct AgentSources {
     pub mcp: Vec<String>,
 }
 
+/// Permission settings (shared by the subcommands that run agents).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PermissionArgs {
+    /// Permission mode for the main agent and every agent, overriding their `permissionMode`:
+    /// default (reads free; edits, commands and web fetches ask), acceptEdits (edits free),
+    /// plan (read-only), dontAsk (what would ask is denied), bypassPermissions (nothing asks),
+    /// auto (as bypassPermissions; no classifier). Default: `[permissions] mode` in
+    /// subagents.toml, else each agent's own (the main agent: `permissions.defaultMode` of
+    /// .claude/settings.json, else default).
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub permission_mode: Option<subagents::claude::PermissionMode>,
+    /// Approve every tool call that would ask. Without it, a terminal prompt asks on stderr
+    /// (yes / no / always); without a terminal, such calls are denied and the model is told.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+fn parse_mode(s: &str) -> Result<subagents::claude::PermissionMode, String> {
+    s.parse()
+}
+
 /// `subagents run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -95,6 +116,9 @@ pub struct RunArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }
 
 /// `subagents task`.
@@ -123,6 +147,9 @@ pub struct TaskArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }
 
 /// `subagents agents ...`.
@@ -174,6 +201,9 @@ pub struct ServeArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }
 
 /// `subagents call`.
@@ -210,4 +240,7 @@ pub struct McpArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }

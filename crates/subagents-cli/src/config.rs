@@ -17,6 +17,11 @@ use crate::error::CliError;
 /// [models]                          # named models and aliases
 /// fast = "openai:gpt-4.1-mini"
 /// sonnet = "anthropic:claude-sonnet-4-5"
+/// [permissions]                     # Claude Code's rule syntax; deny wins, then ask, then allow
+/// mode = "acceptEdits"              # like --permission-mode
+/// allow = ["Bash(git status:*)"]
+/// ask = ["WebFetch"]
+/// deny = ["Read(./secrets/**)"]
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +42,29 @@ pub struct Config {
     pub models: BTreeMap<String, String>,
     /// The nesting limit.
     pub max_depth: Option<u32>,
+    /// Permission mode and rules.
+    #[serde(default)]
+    pub permissions: PermissionsConfig,
+    /// Where the file was read from (for messages).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+/// `[permissions]` of subagents.toml.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// A mode for every agent (like `--permission-mode`).
+    pub mode: Option<String>,
+    /// Allow rules.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Ask rules.
+    #[serde(default)]
+    pub ask: Vec<String>,
+    /// Deny rules.
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 impl Config {
@@ -58,7 +86,17 @@ impl Config {
                 )));
             }
         };
-        toml::from_str(&text).map_err(|e| CliError::Config(format!("{}: {e}", path.display())))
+        let mut config: Self = toml::from_str(&text)
+            .map_err(|e| CliError::Config(format!("{}: {e}", path.display())))?;
+        config.path = Some(path);
+        Ok(config)
+    }
+
+    /// The file's name for messages.
+    pub fn name(&self) -> String {
+        self.path
+            .as_ref()
+            .map_or_else(|| "subagents.toml".to_string(), |p| p.display().to_string())
     }
 }
 

@@ -4,9 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use subagents::claude::{PermissionMode, PermissionRule, RuleAction};
+use subagents::spi::Approver;
 use subagents::{Error, Subagents, SubagentsBuilder};
 
-use crate::cli::AgentSources;
+use crate::cli::{AgentSources, PermissionArgs};
 use crate::config::Config;
 use crate::error::CliError;
 
@@ -22,6 +26,10 @@ pub struct Setup<'a> {
     pub workspace: Option<&'a Path>,
     /// `--max-depth`.
     pub max_depth: Option<u32>,
+    /// `--permission-mode`, `--yes`.
+    pub permissions: &'a PermissionArgs,
+    /// Who answers approval requests.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 impl Setup<'_> {
@@ -32,7 +40,9 @@ impl Setup<'_> {
         let root: PathBuf = self
             .workspace
             .map_or_else(|| cwd.clone(), Path::to_path_buf);
-        let mut b = Subagents::builder().workspace(root).discover_from(&cwd);
+        let mut b = Subagents::builder()
+            .workspace(root.clone())
+            .discover_from(&cwd);
         if let Some(spec) = self.model {
             b = b.model(spec);
         }
@@ -50,6 +60,38 @@ impl Setup<'_> {
         }
         if let Some(depth) = self.max_depth.or(self.config.max_depth) {
             b = b.max_depth(depth);
+        }
+        // Permissions: .claude/settings*.json of the workspace, then subagents.toml.
+        b = b.claude_settings(&root);
+        let file = self.config.name();
+        let perms = &self.config.permissions;
+        let mut rules = subagents::claude::PermissionRules::new();
+        for (action, list) in [
+            (RuleAction::Allow, &perms.allow),
+            (RuleAction::Ask, &perms.ask),
+            (RuleAction::Deny, &perms.deny),
+        ] {
+            for text in list {
+                let rule = PermissionRule::parse(text, &root, &file).map_err(|e| {
+                    CliError::Config(format!("{file}: [permissions] {action}: {e}"))
+                })?;
+                rules.push(action, rule);
+            }
+        }
+        b = b.permission_rules(rules);
+        let mode = match (self.permissions.permission_mode, &perms.mode) {
+            (Some(m), _) => Some(m),
+            (None, Some(text)) => Some(
+                text.parse::<PermissionMode>()
+                    .map_err(|e| CliError::Config(format!("{file}: [permissions] mode: {e}")))?,
+            ),
+            (None, None) => None,
+        };
+        if let Some(m) = mode {
+            b = b.permission_mode(m);
+        }
+        if let Some(a) = &self.approver {
+            b = b.approver(a.clone());
         }
         Ok(b)
     }

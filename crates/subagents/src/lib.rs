@@ -242,9 +242,16 @@ impl Subagents {
 #[cfg(feature = "mcp")]
 impl Subagents {
     /// An MCP server offering `Task`, `TaskOutput` and `TaskStop` over these agents (serve it
-    /// over stdio or streamable HTTP), so any MCP client can delegate.
+    /// over stdio or streamable HTTP), so any MCP client can delegate. Approval requests go
+    /// to the builder's approver; without one, a foreground call that must be approved is
+    /// denied and a background task's question waits for the client's `TaskOutput` answer.
     pub fn mcp_server(&self) -> subagent_mcp::McpToolServer {
-        subagent_mcp::McpToolServer::new(self.tools().to_vec())
+        let server = subagent_mcp::McpToolServer::new(self.tools().to_vec());
+        let server = match &self.approver {
+            Some(a) => server.with_approver(a.clone()),
+            None => server,
+        };
+        server
             .with_server_info("subagents", env!("CARGO_PKG_VERSION"))
             .with_instructions(
                 "Delegate work to subagents with the Task tool (agents are listed in its \
