@@ -191,6 +191,20 @@ pub struct ServeArgs {
     /// Public base URL written into agent cards (default: from the request's Host header).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
+    /// A key clients must send, as `Authorization: Bearer KEY` or `X-API-Key: KEY`
+    /// (repeatable; or comma-separated keys in SUBAGENTS_API_KEYS). Required to listen beyond
+    /// loopback unless --allow-unauthenticated.
+    #[arg(
+        long = "api-key",
+        value_name = "KEY",
+        env = "SUBAGENTS_API_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub api_key: Vec<String>,
+    /// Serve without credentials even on an address beyond loopback.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
     /// Model for the hosted agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,

@@ -12,7 +12,8 @@ use crate::error::CliError;
 /// ```toml
 /// model = "ollama:qwen2.5"          # the default model
 /// agents = ["./agents"]             # agent directories
-/// a2a = ["http://127.0.0.1:9000"]   # remote A2A agents
+/// a2a = ["http://127.0.0.1:9000",   # remote A2A agents; a table adds settings such as
+///        { url = "https://h/agent", bearer_env = "AGENT_TOKEN" }]   # credentials
 /// max_depth = 3                     # nesting limit (the main agent is depth 0)
 /// [models]                          # named models and aliases
 /// fast = "openai:gpt-4.1-mini"
@@ -31,9 +32,9 @@ pub struct Config {
     /// Agent directories.
     #[serde(default)]
     pub agents: Vec<PathBuf>,
-    /// Remote A2A agent URLs.
+    /// Remote A2A agents: URLs, or tables of a `url` and settings.
     #[serde(default)]
-    pub a2a: Vec<String>,
+    pub a2a: Vec<A2aEntry>,
     /// MCP agent specs.
     #[serde(default)]
     pub mcp: Vec<String>,
@@ -48,6 +49,24 @@ pub struct Config {
     /// Where the file was read from (for messages).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+}
+
+/// One remote A2A agent of subagents.toml.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum A2aEntry {
+    /// Its base URL.
+    Url(String),
+    /// Its base URL and settings passed to the A2A client as reference metadata:
+    /// `bearer_env`, `api_key_env`, `api_key_header`, `timeout_secs`, `binding`, ... (secrets
+    /// by environment variable name, so none is written in the file).
+    Table {
+        /// The base URL.
+        url: String,
+        /// Settings.
+        #[serde(flatten)]
+        settings: BTreeMap<String, toml::Value>,
+    },
 }
 
 /// `[permissions]` of subagents.toml.

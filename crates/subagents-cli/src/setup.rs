@@ -52,8 +52,27 @@ impl Setup<'_> {
         for dir in self.sources.agents.iter().chain(&self.config.agents) {
             b = b.agents_dir(dir);
         }
-        for url in self.sources.a2a.iter().chain(&self.config.a2a) {
+        for url in &self.sources.a2a {
             b = b.a2a_agent(url.clone());
+        }
+        for entry in &self.config.a2a {
+            b = match entry {
+                crate::config::A2aEntry::Url(url) => b.a2a_agent(url.clone()),
+                crate::config::A2aEntry::Table { url, settings } => {
+                    let mut r = subagents::spi::SubagentReference::new(
+                        url.clone(),
+                        subagents::a2a::client::KIND,
+                    );
+                    for (k, v) in settings {
+                        let v = match v {
+                            toml::Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        r = r.with_metadata(k.clone(), v);
+                    }
+                    b.a2a_reference(r)
+                }
+            };
         }
         for spec in self.sources.mcp.iter().chain(&self.config.mcp) {
             b = b.mcp_agent(spec.clone());

@@ -123,12 +123,17 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         }
     }
 
-    if !b.a2a_agents.is_empty() {
+    if !b.a2a_agents.is_empty() || !b.a2a_refs.is_empty() {
         #[cfg(feature = "a2a")]
         {
             kinds.push(subagent_a2a::client::a2a_subagent_type());
             for url in &b.a2a_agents {
                 refs.push(SubagentReference::new(url, subagent_a2a::client::KIND));
+            }
+            for r in &b.a2a_refs {
+                let mut r = r.clone();
+                r.kind = subagent_a2a::client::KIND;
+                refs.push(r);
             }
         }
         #[cfg(not(feature = "a2a"))]

@@ -46,6 +46,7 @@ pub struct SubagentsBuilder {
     pub(crate) discover_skills_from: Option<PathBuf>,
     pub(crate) builtin_agents: bool,
     pub(crate) a2a_agents: Vec<String>,
+    pub(crate) a2a_refs: Vec<SubagentReference>,
     pub(crate) mcp_agents: Vec<String>,
     pub(crate) mcp_config: Option<PathBuf>,
     pub(crate) workspace: Option<PathBuf>,
@@ -74,6 +75,7 @@ impl Default for SubagentsBuilder {
             discover_skills_from: None,
             builtin_agents: true,
             a2a_agents: Vec::new(),
+            a2a_refs: Vec::new(),
             mcp_agents: Vec::new(),
             mcp_config: None,
             workspace: None,
@@ -209,6 +211,14 @@ impl SubagentsBuilder {
     /// A remote agent over A2A, by its base URL (feature `a2a`).
     pub fn a2a_agent(mut self, url: impl Into<String>) -> Self {
         self.a2a_agents.push(url.into());
+        self
+    }
+
+    /// A remote agent over A2A with settings in its metadata (feature `a2a`): credentials
+    /// (`auth.bearer_env`, `auth.api_key_env`, `auth.api_key_header`, ...), timeouts; see
+    /// `subagents::a2a::client::keys`. Its URI is the agent's base URL.
+    pub fn a2a_reference(mut self, reference: SubagentReference) -> Self {
+        self.a2a_refs.push(reference);
         self
     }
 
