@@ -85,6 +85,14 @@ pub struct PermissionArgs {
     /// (yes / no / always); without a terminal, such calls are denied and the model is told.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Run Bash commands unconfined: writes anywhere the user may, and the whole environment
+    /// less credentials. By default (Linux, Landlock) they may write only in the workspace and
+    /// the temp directory and get an environment allow-list; no permission mode lifts that.
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// Deny Bash commands TCP connections and listening sockets (Landlock ABI 4+).
+    #[arg(long)]
+    pub no_network: bool,
 }
 
 fn parse_mode(s: &str) -> Result<subagents::claude::PermissionMode, String> {

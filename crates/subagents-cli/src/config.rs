@@ -23,6 +23,11 @@ use crate::error::CliError;
 /// allow = ["Bash(git status:*)"]
 /// ask = ["WebFetch"]
 /// deny = ["Read(./secrets/**)"]
+/// [sandbox]                         # how Bash is confined (Linux, Landlock)
+/// enabled = true                    # false: unconfined, like --no-sandbox
+/// network = true                    # false: no TCP, like --no-network
+/// writable = ["/var/cache/build"]   # more writable directories
+/// env = ["CARGO_HOME"]              # more environment variables passed to commands
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,9 +51,28 @@ pub struct Config {
     /// Permission mode and rules.
     #[serde(default)]
     pub permissions: PermissionsConfig,
+    /// Bash confinement.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
     /// Where the file was read from (for messages).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+}
+
+/// `[sandbox]` of subagents.toml.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Confine Bash (default true).
+    pub enabled: Option<bool>,
+    /// Allow TCP (default true).
+    pub network: Option<bool>,
+    /// More writable directories.
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+    /// More environment variables for commands.
+    #[serde(default)]
+    pub env: Vec<String>,
 }
 
 /// One remote A2A agent of subagents.toml.

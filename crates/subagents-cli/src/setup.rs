@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use subagents::claude::{PermissionMode, PermissionRule, RuleAction};
 use subagents::spi::Approver;
+use subagents::tools::{LandlockSupport, SandboxPolicy};
 use subagents::{Error, Subagents, SubagentsBuilder};
 
 use crate::cli::{AgentSources, PermissionArgs};
@@ -112,12 +113,43 @@ impl Setup<'_> {
         if let Some(a) = &self.approver {
             b = b.approver(a.clone());
         }
+        b = b.sandbox(self.sandbox());
         Ok(b)
+    }
+
+    /// How Bash is confined: `--no-sandbox` / `--no-network`, then `[sandbox]`.
+    pub fn sandbox(&self) -> SandboxPolicy {
+        let cfg = &self.config.sandbox;
+        let enabled = !self.permissions.no_sandbox && cfg.enabled.unwrap_or(true);
+        let mut policy = if enabled {
+            SandboxPolicy::default()
+        } else {
+            SandboxPolicy::unconfined()
+        };
+        policy = policy.network(!self.permissions.no_network && cfg.network.unwrap_or(true));
+        for dir in &cfg.writable {
+            policy = policy.writable(dir.clone());
+        }
+        for name in &cfg.env {
+            policy = policy.allow_env(name.clone());
+        }
+        policy
     }
 
     /// Builds the agents; a configuration problem is exit 2.
     pub async fn build(&self) -> Result<Subagents, CliError> {
         let agents = self.builder()?.build().await.map_err(facade_error)?;
+        let sandbox = self.sandbox();
+        if sandbox.confine_writes
+            && let LandlockSupport::Unavailable(why) = subagents::tools::landlock_support()
+        {
+            eprintln!(
+                "subagents: notice: Bash commands run unconfined ({why}): they can write \
+                 wherever you can. Their environment is still limited to an allow-list."
+            );
+        } else if !sandbox.confine_writes {
+            tracing::info!("Bash commands run unconfined (--no-sandbox)");
+        }
         for s in agents.skipped() {
             tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
         }

@@ -252,3 +252,46 @@ fn an_unknown_mode_is_refused_on_the_command_line_and_in_agent_files() {
         "file, line and valid modes: {reason}"
     );
 }
+
+#[test]
+fn bypass_permissions_does_not_lift_confinement_only_no_sandbox_does() {
+    use std::io::Write as _;
+    if let subagents::tools::LandlockSupport::Unavailable(why) =
+        subagents::tools::landlock_support()
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: bypass_permissions_does_not_lift_confinement: Landlock is unavailable ({why})"
+        );
+        return;
+    }
+    let c = Case::new();
+    let outside = tempfile::tempdir().unwrap(); // a temp dir outside the workspace
+    let target = outside.path().join("escaped.txt");
+    let tmp = c.work().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let touch = format!("touch '{}'", target.display());
+    let model = format!("openai-compatible:m@{}", c.server.openai_base_url());
+    let run = |extra: &[&str]| {
+        subagents(c.home.path())
+            .args(["run", "do it", "--model", &model, "--workspace"])
+            .arg(c.work())
+            .args(["--permission-mode", "bypassPermissions"])
+            .args(extra)
+            // The temp dir commands may write to lies inside the workspace here.
+            .env("TMPDIR", &tmp)
+            .assert()
+            .success()
+    };
+    c.server.push(calls(vec![bash(&touch)]));
+    c.server.push(Reply::text("done"));
+    run(&[]);
+    assert!(!target.exists(), "confined even under bypassPermissions");
+    let results = c.tool_results(1);
+    assert!(results[0].contains("Permission denied"), "{}", results[0]);
+
+    c.server.push(calls(vec![bash(&touch)]));
+    c.server.push(Reply::text("done"));
+    run(&["--no-sandbox"]);
+    assert!(target.exists(), "--no-sandbox lifts it");
+}

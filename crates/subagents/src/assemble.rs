@@ -61,7 +61,10 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         }
         let mut claude = subagent_claude::ClaudeSubagentType::builder()
             .models(models.clone())
-            .tools(subagent_tools::ToolSet::all(ws.clone()))
+            .tools(subagent_tools::ToolSet::all_with_sandbox(
+                ws.clone(),
+                &b.sandbox,
+            ))
             .skill_dirs(skill_dirs)
             .builtin_agents(b.builtin_agents)
             .stream(b.stream)
@@ -106,6 +109,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             default_model,
             main_mode: b.permission_mode.or(settings_mode).unwrap_or_default(),
             rules: Arc::new(rules),
+            sandbox: b.sandbox.clone(),
         }))
     };
     #[cfg(not(feature = "claude"))]

@@ -58,6 +58,8 @@ pub struct SubagentsBuilder {
     #[cfg(feature = "claude")]
     pub(crate) permission_rules: subagent_claude::PermissionRules,
     pub(crate) claude_settings: Option<PathBuf>,
+    #[cfg(feature = "tools")]
+    pub(crate) sandbox: subagent_tools::SandboxPolicy,
 }
 
 impl Default for SubagentsBuilder {
@@ -87,6 +89,8 @@ impl Default for SubagentsBuilder {
             #[cfg(feature = "claude")]
             permission_rules: subagent_claude::PermissionRules::new(),
             claude_settings: None,
+            #[cfg(feature = "tools")]
+            sandbox: subagent_tools::SandboxPolicy::default(),
         }
     }
 }
@@ -203,6 +207,17 @@ impl SubagentsBuilder {
     /// build, naming it (feature `claude`).
     pub fn claude_settings(mut self, project: impl Into<PathBuf>) -> Self {
         self.claude_settings = Some(project.into());
+        self
+    }
+
+    /// How the built-in `Bash` tool is confined, for the main agent and every Markdown agent
+    /// (default: [`SandboxPolicy::default`](subagent_tools::SandboxPolicy): on Linux, writes
+    /// only in the workspace and the temp directory; an environment allow-list). Permission
+    /// modes never lift it; [`SandboxPolicy::unconfined`](subagent_tools::SandboxPolicy::unconfined)
+    /// does (feature `tools`).
+    #[cfg(feature = "tools")]
+    pub fn sandbox(mut self, policy: subagent_tools::SandboxPolicy) -> Self {
+        self.sandbox = policy;
         self
     }
 

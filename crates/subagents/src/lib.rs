@@ -112,6 +112,8 @@ pub(crate) struct Local {
     pub(crate) main_mode: subagent_claude::PermissionMode,
     /// The permission rules of the main agent and every Markdown agent.
     pub(crate) rules: Arc<subagent_claude::PermissionRules>,
+    /// How `Bash` is confined.
+    pub(crate) sandbox: subagent_tools::SandboxPolicy,
 }
 
 /// The assembled agents and the tools that reach them. Cheap to clone.
@@ -214,7 +216,7 @@ impl Subagents {
     pub fn workspace_tools(&self) -> Vec<Arc<dyn Tool>> {
         self.local
             .as_ref()
-            .map(|l| subagent_tools::ToolSet::all(l.workspace.clone()))
+            .map(|l| subagent_tools::ToolSet::all_with_sandbox(l.workspace.clone(), &l.sandbox))
             .unwrap_or_default()
     }
 
