@@ -8,13 +8,22 @@ use subagents::spi::{
     TaskContext,
 };
 
+use crate::cli::CallArgs;
 use crate::error::CliError;
 use crate::output::{OutcomeJson, finish};
 
 /// Resolves the agent's card, sends one message, prints the answer.
-pub async fn call(url: &str, prompt: &str, stream: bool, json: bool) -> Result<(), CliError> {
-    let reference = SubagentReference::new(url, KIND)
+pub async fn call(args: &CallArgs) -> Result<(), CliError> {
+    let (url, prompt, stream, json) = (&args.url, &args.prompt, args.stream, args.json);
+    let mut reference = SubagentReference::new(url, KIND)
         .with_metadata("streaming", if stream { "true" } else { "false" });
+    // Credentials by environment variable name, so no secret is on the command line.
+    if let Some(var) = &args.bearer_env {
+        reference = reference.with_metadata("auth.bearer_env", var.clone());
+    }
+    if let Some(var) = &args.api_key_env {
+        reference = reference.with_metadata("auth.api_key_env", var.clone());
+    }
     let resolver = A2aResolver::new();
     let def = resolver
         .resolve(&reference)

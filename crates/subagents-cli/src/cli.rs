@@ -241,6 +241,13 @@ pub struct CallArgs {
     /// Print a machine-readable outcome.
     #[arg(long)]
     pub json: bool,
+    /// The environment variable holding a bearer token to send (`Authorization: Bearer ...`).
+    #[arg(long, value_name = "VAR")]
+    pub bearer_env: Option<String>,
+    /// The environment variable holding an API key to send (in the header the card names,
+    /// e.g. `X-API-Key`).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
 }
 
 /// `subagents mcp`.

@@ -83,7 +83,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             agents::validate(&paths, json).await
         }
         Command::Serve(args) => serve::serve(args, config).await,
-        Command::Call(args) => call::call(&args.url, &args.prompt, args.stream, args.json).await,
+        Command::Call(args) => call::call(&args).await,
         Command::Mcp(args) => mcp::serve(args, config).await,
     }
 }

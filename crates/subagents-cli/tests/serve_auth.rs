@@ -214,6 +214,21 @@ fn with_a_key_requests_need_it_and_both_header_forms_work() {
     assert!(ok.status.success(), "{ok:?}");
     let v: Value = serde_json::from_slice(&ok.stdout).expect("JSON");
     assert_eq!(v["text"], "authenticated answer", "{v}");
+    // `subagents call` with a key from the environment (the card's API-key header).
+    let called = command(client_dir.path())
+        .args([
+            "call",
+            &agent,
+            "hello",
+            "--json",
+            "--api-key-env",
+            "SERVED_AGENT_KEY",
+        ])
+        .env("SERVED_AGENT_KEY", KEY)
+        .output()
+        .expect("runs");
+    assert!(called.status.success(), "{called:?}");
+    assert!(String::from_utf8_lossy(&called.stdout).contains("authenticated answer"));
     let refused = task(None);
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr).to_lowercase();
