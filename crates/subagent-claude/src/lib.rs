@@ -15,6 +15,7 @@
 //! | [`discover_agents`] | project `.claude/agents` (walking up) + `~/.claude/agents` |
 //! | [`SkillSet`], [`parse_skill`] | Agent Skills (`<dir>/<skill>/SKILL.md`) preloaded into prompts |
 //! | [`BUILTIN_AGENTS`] | `general-purpose`, `Explore`, `Plan`, `Bash`, compiled in |
+//! | [`PermissionPolicy`], [`PermissionRules`], [`PermissionSettings`], [`guard_tools`] | permission modes and allow/ask/deny rules (Claude Code's syntax, `.claude/settings.json`) enforced on tool calls |
 //! | [`ClaudeSubagentType::builder`] | the `CLAUDE` [`SubagentType`](subagent_spi::SubagentType): resolver + [`ClaudeExecutor`] |
 //!
 //! The executor runs agents on `subagent-runtime`'s loop: system prompt = body (+ preloaded

@@ -47,7 +47,21 @@ pub(crate) enum Verdict {
     Deny(String),
 }
 
-/// The mode and rules one agent's tool calls obey.
+/// The mode and rules one agent's tool calls obey, with Claude Code's meanings:
+///
+/// | mode | reads | edits | commands, web, MCP tools |
+/// |---|---|---|---|
+/// | `default` | run | ask | ask |
+/// | `acceptEdits` | run | run | ask |
+/// | `plan` | run | refused | refused |
+/// | `dontAsk` | run | denied | denied |
+/// | `bypassPermissions` | run | run | run |
+/// | `auto` | run | run | run (no classifier here) |
+///
+/// A matching deny rule refuses the call in every mode; a matching ask rule asks (except under
+/// `bypassPermissions` and `auto`); a matching allow rule runs it (except under `plan`). What
+/// must be asked goes to the run's [`Approver`]; without one it is denied, and under `dontAsk`
+/// it is denied without asking. [`guard_tools`] applies a policy to tools.
 #[derive(Debug, Clone)]
 pub struct PermissionPolicy {
     mode: PermissionMode,
