@@ -23,10 +23,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use subagent_claude::{ApprovalPolicy, ClaudeSubagentReferences, ClaudeSubagentType, scan_dir};
+use subagent_claude::{ClaudeSubagentReferences, ClaudeSubagentType, scan_dir};
 use subagent_providers::OpenAiModel;
 use subagent_runtime::ModelRegistry;
-use subagent_spi::{TaskCall, TaskContext};
+use subagent_spi::{FixedApprover, TaskCall, TaskContext};
 
 const SETUP: &str = "set OPENAI_BASE_URL to an OpenAI-compatible endpoint (e.g. \
 http://127.0.0.1:11434/v1 for Ollama or http://127.0.0.1:8080/v1 for llama.cpp), SUBAGENTS_MODEL \
@@ -109,14 +109,14 @@ async fn main() -> ExitCode {
     }
     models.set_default(model_id.trim());
 
-    let policy = if std::env::var("SUBAGENTS_ALLOW_WRITES").as_deref() == Ok("1") {
-        ApprovalPolicy::AllowAll
+    let approver = if std::env::var("SUBAGENTS_ALLOW_WRITES").as_deref() == Ok("1") {
+        FixedApprover::allow_all()
     } else {
-        ApprovalPolicy::DenyAll
+        FixedApprover::deny_all("set SUBAGENTS_ALLOW_WRITES=1 to approve edits and commands.")
     };
     let ty = ClaudeSubagentType::builder()
         .models(models)
-        .approval_policy(policy)
+        .approver(Arc::new(approver))
         .build();
 
     let report = match scan_dir(dir.clone()).await {

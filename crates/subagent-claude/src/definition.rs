@@ -133,26 +133,51 @@ pub enum ModelChoice {
     Named(String),
 }
 
-/// The `permissionMode` field.
+/// The `permissionMode` field, with Claude Code's meanings (see the crate's permission table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum PermissionMode {
-    /// Edits and commands go through the approval policy (`default`, also `manual`).
+    /// Reads run; edits, commands and web fetches ask (`default`, also `manual`).
     #[default]
     Default,
-    /// Edits are allowed; commands go through the approval policy.
+    /// Reads and edits run; commands and web fetches ask.
     AcceptEdits,
     /// Read-only: only read-only (and delegation) tools may run.
     Plan,
-    /// Everything is allowed.
+    /// Nothing asks: everything runs (deny rules still hold; Bash stays confined).
     BypassPermissions,
-    /// Everything is allowed without asking (`dontAsk`).
+    /// Whatever would ask is denied: only reads and calls allowed by a rule run.
     DontAsk,
-    /// Everything is allowed (`auto`).
+    /// Claude Code's classifier-driven mode. There is no classifier here: treated like
+    /// `bypassPermissions` (nothing asks; deny rules still hold), as before.
     Auto,
 }
 
+impl std::str::FromStr for PermissionMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s).ok_or_else(|| {
+            format!(
+                "unknown permission mode `{s}`; valid modes: {}",
+                Self::VALID.join(", ")
+            )
+        })
+    }
+}
+
 impl PermissionMode {
+    /// The mode names accepted (as Claude Code spells them; `manual` is also read as
+    /// `default`).
+    pub const VALID: &'static [&'static str] = &[
+        "default",
+        "acceptEdits",
+        "plan",
+        "dontAsk",
+        "bypassPermissions",
+        "auto",
+    ];
+
     /// Parses a mode name, ignoring case, `-` and `_`; `None` for an unknown name.
     pub fn parse(text: &str) -> Option<Self> {
         Some(match frontmatter::fold_key(text.trim()).as_str() {
@@ -647,10 +672,48 @@ pub fn parse_agent(path_for_errors: &Path, text: &str) -> Result<ParsedAgent, Cl
     let mut def = ClaudeAgentDefinition::new(name, description, doc.body.trim());
     def.reference = reference;
     def.source = Some(path_for_errors.to_path_buf());
+    check_permission_mode(&doc, path_for_errors, &normalized)?;
     apply_fields(&mut def, std::mem::take(&mut doc.fields), &mut warnings);
     Ok(ParsedAgent {
         definition: def,
         warnings: terminal_safe(warnings),
+    })
+}
+
+/// An unknown `permissionMode` is an error naming the file, the line and the valid modes (the
+/// file is skipped like any invalid agent).
+fn check_permission_mode(doc: &Document<'_>, path: &Path, text: &str) -> Result<(), ClaudeError> {
+    let Some((key, value)) = doc
+        .fields
+        .iter()
+        .find(|(k, _)| frontmatter::fold_key(k) == "permissionmode")
+    else {
+        return Ok(());
+    };
+    let Some(mode) = scalar_text(value).map(|s| s.trim().to_string()) else {
+        return Ok(());
+    };
+    if mode.is_empty() || PermissionMode::parse(&mode).is_some() {
+        return Ok(());
+    }
+    // The line of the key: the first line after the opening `---` that starts with it.
+    let line = text
+        .lines()
+        .enumerate()
+        .skip(doc.open_line)
+        .find(|(_, l)| {
+            l.split_once(':')
+                .is_some_and(|(k, _)| k.trim() == key.as_str())
+        })
+        .map_or(doc.open_line, |(i, _)| i + 1);
+    Err(ClaudeError::InvalidField {
+        path: path.to_path_buf(),
+        field: key.clone(),
+        line,
+        message: format!(
+            "is `{mode}`, which is not a permission mode; valid modes: {}",
+            PermissionMode::VALID.join(", ")
+        ),
     })
 }
 
@@ -736,13 +799,9 @@ fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: 
                 })
             }
             "permissionmode" => {
-                if let Some(text) = opt_text(&key, value, w) {
-                    match PermissionMode::parse(&text) {
-                        Some(m) => def.permission_mode = m,
-                        None => w.push(format!(
-                            "unknown permissionMode `{text}`; using `default` (edits and commands need approval)"
-                        )),
-                    }
+                // Unknown modes were refused by `check_permission_mode`.
+                if let Some(m) = opt_text(&key, value, w).and_then(|t| PermissionMode::parse(&t)) {
+                    def.permission_mode = m;
                 }
             }
             "maxturns" => {
@@ -826,12 +885,33 @@ mod tests {
     }
 
     #[test]
-    fn manual_is_default_and_unknown_mode_warns() {
+    fn manual_is_default_and_an_unknown_mode_is_an_error_naming_file_line_and_modes() {
         let p = parse("---\nname: a\ndescription: d\npermissionMode: manual\n---\n");
         assert_eq!(p.definition.permission_mode, PermissionMode::Default);
-        let p = parse("---\nname: a\ndescription: d\npermissionMode: yolo\n---\n");
-        assert_eq!(p.definition.permission_mode, PermissionMode::Default);
-        assert!(p.warnings[0].contains("yolo"));
+        let e = parse_agent(
+            Path::new("agents/a.md"),
+            "\n---\nname: a\ndescription: d\npermissionMode: yolo\n---\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("agents/a.md:5:"), "{e}");
+        for needle in [
+            "yolo",
+            "default",
+            "acceptEdits",
+            "plan",
+            "dontAsk",
+            "bypassPermissions",
+        ] {
+            assert!(e.contains(needle), "{needle} in {e}");
+        }
+        assert_eq!("plan".parse::<PermissionMode>(), Ok(PermissionMode::Plan));
+        assert!(
+            "yolo"
+                .parse::<PermissionMode>()
+                .unwrap_err()
+                .contains("acceptEdits")
+        );
     }
 
     #[test]

@@ -111,6 +111,14 @@ pub enum ClaudeError {
         /// The embedded agents.
         available: Vec<String>,
     },
+    /// A settings file (`.claude/settings.json`) cannot be used.
+    #[error("{}: {message}", .path.display())]
+    Settings {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// A directory reference did not hold exactly one agent.
     #[error("{}: {message}", shown(.path))]
     Directory {

@@ -9,16 +9,17 @@ use subagent_runtime::{
     AgentRuntime, InMemoryTranscriptStore, Limits, ModelRegistry, RunSpec, TranscriptStore,
 };
 use subagent_spi::{
-    SubagentDefinition, SubagentError, SubagentExecutor, SubagentType, TaskCall, TaskContext,
-    TaskOutcome, Tool, ToolSource,
+    Approver, SubagentDefinition, SubagentError, SubagentExecutor, SubagentType, TaskCall,
+    TaskContext, TaskOutcome, Tool, ToolSource,
 };
 use tokio::sync::OnceCell;
 
 use crate::KIND;
 use crate::builtin::builtin_references;
-use crate::definition::{ClaudeAgentDefinition, ModelChoice};
-use crate::permissions::{ApprovalPolicy, guard_tools};
+use crate::definition::{ClaudeAgentDefinition, ModelChoice, PermissionMode};
+use crate::permissions::{PermissionPolicy, guard_tools};
 use crate::resolver::ClaudeResolver;
+use crate::rules::PermissionRules;
 use crate::skills::{Skill, SkillSet};
 use crate::toolsel::{is_delegation_tool, never_delegates, select_tools};
 
@@ -94,7 +95,8 @@ fn nonempty(s: Option<&str>) -> Option<&str> {
 /// ([`TaskContext::delegation_tools`]: present only below the nesting limit), filtered by
 /// `disallowedTools`, then `tools` (omitted `tools` inherits `Task`; `Agent(a, b)` limits its
 /// targets; the built-in read-only agents `Explore` and `Plan` never delegate); tools are
-/// wrapped to enforce `permissionMode`; `maxTurns` becomes the turn limit. Only the final text
+/// wrapped to enforce `permissionMode` (or the type's override) and the permission rules, and
+/// calls that must be approved are asked of the context's approver; `maxTurns` becomes the turn limit. Only the final text
 /// comes back; `session_id` resumes the run.
 pub struct ClaudeExecutor {
     runtime: AgentRuntime,
@@ -107,7 +109,9 @@ pub struct ClaudeExecutor {
     skill_dirs: Vec<PathBuf>,
     preset_skills: Option<SkillSet>,
     skills: OnceCell<SkillSet>,
-    policy: ApprovalPolicy,
+    rules: Arc<PermissionRules>,
+    mode_override: Option<PermissionMode>,
+    approver: Option<Arc<dyn Approver>>,
     default_max_turns: u32,
     stream: bool,
     mcp: Option<Arc<dyn ToolSource>>,
@@ -126,7 +130,8 @@ impl fmt::Debug for ClaudeExecutor {
                     .map(|t| t.iter().map(|t| t.name().to_string()).collect::<Vec<_>>()),
             )
             .field("skill_dirs", &self.skill_dirs)
-            .field("policy", &self.policy)
+            .field("rules", &self.rules)
+            .field("mode_override", &self.mode_override)
             .finish_non_exhaustive()
     }
 }
@@ -135,6 +140,11 @@ impl ClaudeExecutor {
     /// The model registry.
     pub fn models(&self) -> &ModelRegistry {
         &self.models
+    }
+
+    /// The permission mode `def` runs in: the type's override, else its `permissionMode`.
+    pub fn permission_mode_of(&self, def: &ClaudeAgentDefinition) -> PermissionMode {
+        self.mode_override.unwrap_or(def.permission_mode)
     }
 
     /// The runtime (and through it the transcript store).
@@ -290,7 +300,8 @@ impl SubagentExecutor for ClaudeExecutor {
         for w in &selection.warnings {
             tracing::warn!(agent, "{w}");
         }
-        let tools = guard_tools(selection.tools, def.permission_mode, &self.policy, agent);
+        let policy = PermissionPolicy::new(self.permission_mode_of(def), self.rules.clone());
+        let tools = guard_tools(selection.tools, &policy, agent, self.approver.as_ref());
 
         let limits =
             Limits::default().with_max_turns(def.max_turns.unwrap_or(self.default_max_turns));
@@ -330,8 +341,9 @@ pub struct ClaudeSubagentType;
 
 impl ClaudeSubagentType {
     /// A builder with defaults: no models (set them), the built-in tools on the current
-    /// directory, no skill directories, approval policy allow-all, max depth 1, an in-memory
-    /// transcript store, the built-in agents as default references.
+    /// directory, no skill directories, each agent's own `permissionMode`, no permission rules,
+    /// no fallback approver (calls that ask are denied unless the context has an approver), an
+    /// in-memory transcript store, the built-in agents as default references.
     pub fn builder() -> ClaudeSubagentTypeBuilder {
         ClaudeSubagentTypeBuilder::default()
     }
@@ -346,7 +358,9 @@ pub struct ClaudeSubagentTypeBuilder {
     extra_tools: Vec<Arc<dyn Tool>>,
     skill_dirs: Vec<PathBuf>,
     skills: Option<SkillSet>,
-    policy: ApprovalPolicy,
+    rules: PermissionRules,
+    mode_override: Option<PermissionMode>,
+    approver: Option<Arc<dyn Approver>>,
     store: Option<Arc<dyn TranscriptStore>>,
     resolver: ClaudeResolver,
     builtins: bool,
@@ -365,7 +379,9 @@ impl Default for ClaudeSubagentTypeBuilder {
             extra_tools: Vec::new(),
             skill_dirs: Vec::new(),
             skills: None,
-            policy: ApprovalPolicy::default(),
+            rules: PermissionRules::new(),
+            mode_override: None,
+            approver: None,
             store: None,
             resolver: ClaudeResolver::new(),
             builtins: true,
@@ -453,10 +469,28 @@ impl ClaudeSubagentTypeBuilder {
         self
     }
 
-    /// The approval policy for calls that need approval (default: allow all).
+    /// Allow, ask and deny rules every agent's tool calls obey (deny wins, then ask, then
+    /// allow; see [`PermissionRules`]).
     #[must_use]
-    pub fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
-        self.policy = policy;
+    pub fn permission_rules(mut self, rules: PermissionRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// A permission mode for every agent, overriding their `permissionMode` (as
+    /// `--permission-mode` does).
+    #[must_use]
+    pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.mode_override = Some(mode);
+        self
+    }
+
+    /// The approver asked when a run's context has none (default: none, so such calls are
+    /// denied with a message the model reads). Hosts normally put the approver into the root
+    /// context instead ([`TaskContext::with_approver`]), so it reaches every kind.
+    #[must_use]
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
         self
     }
 
@@ -519,7 +553,9 @@ impl ClaudeSubagentTypeBuilder {
             skill_dirs: self.skill_dirs,
             preset_skills: self.skills,
             skills: OnceCell::new(),
-            policy: self.policy,
+            rules: Arc::new(self.rules),
+            mode_override: self.mode_override,
+            approver: self.approver,
             default_max_turns: self.default_max_turns,
             stream: self.stream,
             mcp: self.mcp,

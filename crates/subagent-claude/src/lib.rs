@@ -15,13 +15,14 @@
 //! | [`discover_agents`] | project `.claude/agents` (walking up) + `~/.claude/agents` |
 //! | [`SkillSet`], [`parse_skill`] | Agent Skills (`<dir>/<skill>/SKILL.md`) preloaded into prompts |
 //! | [`BUILTIN_AGENTS`] | `general-purpose`, `Explore`, `Plan`, `Bash`, compiled in |
+//! | [`PermissionPolicy`], [`PermissionRules`], [`PermissionSettings`], [`guard_tools`] | permission modes and allow/ask/deny rules (Claude Code's syntax, `.claude/settings.json`) enforced on tool calls |
 //! | [`ClaudeSubagentType::builder`] | the `CLAUDE` [`SubagentType`](subagent_spi::SubagentType): resolver + [`ClaudeExecutor`] |
 //!
 //! The executor runs agents on `subagent-runtime`'s loop: system prompt = body (+ preloaded
 //! skills), first user message = `TaskCall.prompt`, tools filtered by `disallowedTools` then
 //! `tools` (`Task` offered through the context's delegation handle below the nesting limit, as
-//! Claude Code does), `permissionMode` enforced on tool
-//! calls ([`ApprovalPolicy`]), model routed `TaskCall.model` → frontmatter `model` → `inherit`
+//! Claude Code does), `permissionMode` and allow/ask/deny [`PermissionRules`] enforced on tool
+//! calls (what must be asked goes to the context's [`Approver`](subagent_spi::Approver)), model routed `TaskCall.model` → frontmatter `model` → `inherit`
 //! → the default ([`route_model`]), `maxTurns` as the turn limit, and `resume` continuing a
 //! stored transcript.
 //!
@@ -40,6 +41,7 @@ mod executor;
 mod frontmatter;
 mod permissions;
 mod resolver;
+mod rules;
 mod scan;
 mod skills;
 mod toolsel;
@@ -59,8 +61,9 @@ pub use error::ClaudeError;
 pub use executor::{
     ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, ModelSource, route_model,
 };
-pub use permissions::{ApprovalPolicy, ToolRequest};
+pub use permissions::{PermissionPolicy, PermissionSettings, guard_tools, summarize_input};
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
+pub use rules::{PermissionRule, PermissionRules, RuleAction, RuleError};
 pub use scan::{
     LoadedAgent, MAX_FILE_BYTES, MAX_SCAN_DEPTH, MAX_SCAN_FILES, MAX_YAML_DEPTH, MAX_YAML_NODES,
     MAX_YAML_SCALAR_BYTES, ScanReport, SkippedFile, load_agent_file, load_agent_file_blocking,

@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use subagent_claude::{
-    ApprovalPolicy, ClaudeAgentDefinition, ClaudeExecutor, ClaudeSubagentType, parse_agent,
+    ClaudeAgentDefinition, ClaudeExecutor, ClaudeSubagentType, PermissionMode, PermissionRules,
+    RuleAction, parse_agent,
 };
 use subagent_providers::OpenAiModel;
 use subagent_runtime::ModelRegistry;
 use subagent_spi::{
-    SubagentDefinition, SubagentError, TaskCall, TaskContext, TaskStatus, Tool, ToolEffect,
-    ToolError, ToolOutput,
+    ApprovalDecision, ApprovalRequest, Approver, SessionApprover, SubagentDefinition,
+    SubagentError, TaskCall, TaskContext, TaskStatus, Tool, ToolEffect, ToolError, ToolOutput,
 };
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 
@@ -98,14 +99,25 @@ impl Harness {
     }
 
     /// An executor.
-    fn executor(&self, policy: ApprovalPolicy) -> Arc<ClaudeExecutor> {
-        ClaudeSubagentType::builder()
+    fn executor(&self) -> Arc<ClaudeExecutor> {
+        self.executor_with(PermissionRules::new(), None)
+    }
+
+    /// An executor with permission rules and a mode override.
+    fn executor_with(
+        &self,
+        rules: PermissionRules,
+        mode: Option<PermissionMode>,
+    ) -> Arc<ClaudeExecutor> {
+        let mut b = ClaudeSubagentType::builder()
             .models(self.registry())
             .workspace(self.dir.path())
             .skill_dir(self.dir.path().join("skills"))
-            .approval_policy(policy)
-            .build_with_executor()
-            .1
+            .permission_rules(rules);
+        if let Some(m) = mode {
+            b = b.permission_mode(m);
+        }
+        b.build_with_executor().1
     }
 
     fn requests(&self) -> Vec<RecordedRequest> {
@@ -152,7 +164,7 @@ fn call(prompt: &str) -> TaskCall {
 #[tokio::test]
 async fn tool_list_reflects_tools_and_disallowed_tools() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll);
+    let ex = h.executor();
     h.server.push(Reply::text("one"));
     h.server.push(Reply::text("two"));
 
@@ -180,7 +192,7 @@ async fn tool_list_reflects_tools_and_disallowed_tools() {
 #[tokio::test]
 async fn model_follows_the_routing_order() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll);
+    let ex = h.executor();
     for _ in 0..5 {
         h.server.push(Reply::text("ok"));
     }
@@ -227,7 +239,7 @@ async fn model_follows_the_routing_order() {
 #[tokio::test]
 async fn skills_text_is_in_the_system_prompt() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll);
+    let ex = h.executor();
     h.server.push(Reply::text("ok"));
     let def = agent(
         "name: test-agent\ndescription: d\nskills: [release-notes, not-there]",
@@ -256,7 +268,7 @@ async fn skills_text_is_in_the_system_prompt() {
 #[tokio::test]
 async fn max_turns_stops_the_run() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll);
+    let ex = h.executor();
     for _ in 0..5 {
         h.server.push(Reply::tool_calls(vec![(
             "Read",
@@ -273,7 +285,7 @@ async fn max_turns_stops_the_run() {
 #[tokio::test]
 async fn resume_sends_the_earlier_transcript() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll);
+    let ex = h.executor();
     h.server.push(Reply::text("the answer is 42"));
     h.server.push(Reply::text("yes, 42"));
     let def = agent("name: test-agent\ndescription: d", "You answer.");
@@ -329,7 +341,7 @@ fn tool_result_texts(req: &RecordedRequest) -> Vec<String> {
 #[tokio::test]
 async fn plan_mode_refuses_write_with_a_readable_error() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll);
+    let ex = h.executor();
     h.server.push(Reply::tool_calls(vec![
         ("Write", json!({"file_path": "out.txt", "content": "x"})),
         ("Read", json!({"file_path": "notes.txt"})),
@@ -357,54 +369,198 @@ async fn plan_mode_refuses_write_with_a_readable_error() {
     );
 }
 
-#[tokio::test]
-async fn default_mode_asks_the_policy_and_accept_edits_allows_edits() {
-    let h = Harness::new().await;
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let seen2 = seen.clone();
-    let policy = ApprovalPolicy::callback(move |req| {
-        seen2
+/// An approver that records requests and answers from a list (then denies).
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<ApprovalRequest>>,
+    answers: Mutex<Vec<ApprovalDecision>>,
+}
+
+impl Recorder {
+    fn answering(answers: Vec<ApprovalDecision>) -> Arc<Self> {
+        Arc::new(Self {
+            seen: Mutex::default(),
+            answers: Mutex::new(answers),
+        })
+    }
+    fn seen(&self) -> Vec<String> {
+        self.seen
             .lock()
             .unwrap()
-            .push(format!("{}:{:?}", req.tool, req.effect));
-        false
-    });
-    let ex = h.executor(policy);
-    let write = || {
-        Reply::tool_calls(vec![(
-            "Write",
-            json!({"file_path": "w.txt", "content": "x"}),
-        )])
-    };
-    h.server.push(write());
+            .iter()
+            .map(|r| format!("{}:{}", r.tool, r.summary))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Approver for Recorder {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
+        self.seen.lock().unwrap().push(request);
+        let mut a = self.answers.lock().unwrap();
+        if a.is_empty() {
+            ApprovalDecision::deny("the test says no.")
+        } else {
+            a.remove(0)
+        }
+    }
+}
+
+fn write_call(file: &str) -> Reply {
+    Reply::tool_calls(vec![("Write", json!({"file_path": file, "content": "x"}))])
+}
+
+fn bash_call(cmd: &str) -> Reply {
+    Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
+}
+
+#[tokio::test]
+async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
+    let h = Harness::new().await;
+    let ex = h.executor();
+    let approver = Recorder::answering(vec![]);
+    let ctx = || child_ctx().with_approver(approver.clone());
+    h.server.push(write_call("w.txt"));
     h.server.push(Reply::text("done"));
-    h.server.push(write());
+    h.server.push(write_call("w.txt"));
+    h.server.push(bash_call("touch b.txt"));
     h.server.push(Reply::text("done"));
 
     let default = agent("name: test-agent\ndescription: d", "p");
-    run(&ex, &default, call("w"), child_ctx()).await.unwrap();
+    run(&ex, &default, call("w"), ctx()).await.unwrap();
     assert!(!h.dir.path().join("w.txt").exists());
     let results = tool_result_texts(&h.server.last_request().unwrap());
     assert!(
-        results[0].contains("approval policy refused"),
+        results[0].contains("not approved") && results[0].contains("the test says no."),
         "{}",
         results[0]
     );
-    assert_eq!(seen.lock().unwrap().as_slice(), ["Write:Edit"]);
+    assert_eq!(approver.seen(), ["Write:w.txt"]);
+    let req = approver.seen.lock().unwrap()[0].clone();
+    assert_eq!(req.agent_path, ["test-agent"]);
+    assert!(req.reason.contains("default"), "{}", req.reason);
 
     let accept = agent(
         "name: test-agent\ndescription: d\npermissionMode: acceptEdits",
         "p",
     );
-    run(&ex, &accept, call("w"), child_ctx()).await.unwrap();
+    run(&ex, &accept, call("w"), ctx()).await.unwrap();
     assert!(
         h.dir.path().join("w.txt").exists(),
         "acceptEdits allows Write"
     );
+    assert!(
+        !h.dir.path().join("b.txt").exists(),
+        "acceptEdits asks for Bash"
+    );
     assert_eq!(
-        seen.lock().unwrap().len(),
-        1,
-        "no approval asked for an edit"
+        approver.seen(),
+        ["Write:w.txt", "Bash:touch b.txt"],
+        "no approval asked for an edit, one for the command"
+    );
+}
+
+#[tokio::test]
+async fn without_an_approver_ask_means_deny_with_a_readable_message() {
+    let h = Harness::new().await;
+    let ex = h.executor();
+    h.server.push(bash_call("touch nobody.txt"));
+    h.server.push(Reply::text("ok"));
+    let def = agent("name: test-agent\ndescription: d", "p");
+    run(&ex, &def, call("x"), child_ctx()).await.unwrap();
+    assert!(!h.dir.path().join("nobody.txt").exists());
+    let results = tool_result_texts(&h.server.last_request().unwrap());
+    assert!(
+        results[0].contains("no one is available to approve"),
+        "{}",
+        results[0]
+    );
+}
+
+#[tokio::test]
+async fn dont_ask_denies_and_bypass_runs_and_the_override_wins() {
+    let h = Harness::new().await;
+    h.server.push(bash_call("touch dont.txt"));
+    h.server.push(Reply::text("ok"));
+    h.server.push(bash_call("touch bypass.txt"));
+    h.server.push(Reply::text("ok"));
+    let approver = Recorder::answering(vec![ApprovalDecision::AllowOnce; 4]);
+    let dont = agent(
+        "name: test-agent\ndescription: d\npermissionMode: dontAsk",
+        "p",
+    );
+    let ex = h.executor();
+    run(
+        &ex,
+        &dont,
+        call("x"),
+        child_ctx().with_approver(approver.clone()),
+    )
+    .await
+    .unwrap();
+    assert!(!h.dir.path().join("dont.txt").exists());
+    let results = tool_result_texts(&h.server.last_request().unwrap());
+    assert!(results[0].contains("dontAsk"), "{}", results[0]);
+    assert!(approver.seen().is_empty(), "dontAsk never asks");
+    // The type's override (--permission-mode) beats the agent's own mode.
+    let ex = h.executor_with(
+        PermissionRules::new(),
+        Some(PermissionMode::BypassPermissions),
+    );
+    run(&ex, &dont, call("x"), child_ctx()).await.unwrap();
+    assert!(h.dir.path().join("bypass.txt").exists());
+}
+
+#[tokio::test]
+async fn an_allow_rule_allows_only_its_command_and_session_answers_are_remembered() {
+    let h = Harness::new().await;
+    let root = h.dir.path().to_path_buf();
+    let rules = PermissionRules::new()
+        .with_rule(RuleAction::Allow, "Bash(git status:*)", &root, "test")
+        .unwrap()
+        .with_rule(RuleAction::Deny, "Bash(rm:*)", &root, "test")
+        .unwrap();
+    let ex = h.executor_with(rules, None);
+    let recorder = Recorder::answering(vec![
+        ApprovalDecision::AllowOnce,
+        ApprovalDecision::AllowSession,
+    ]);
+    let session: Arc<dyn Approver> = Arc::new(SessionApprover::new(recorder.clone()));
+    h.server.push(Reply::tool_calls(vec![
+        ("Bash", json!({"command": "git status"})),
+        ("Bash", json!({"command": "git status; touch sneaky.txt"})),
+        ("Bash", json!({"command": "rm -f notes.txt"})),
+    ]));
+    h.server.push(bash_call("touch one.txt"));
+    h.server.push(bash_call("touch two.txt"));
+    h.server.push(Reply::text("ok"));
+    let def = agent("name: test-agent\ndescription: d", "p");
+    run(&ex, &def, call("x"), child_ctx().with_approver(session))
+        .await
+        .unwrap();
+    let reqs = h.requests();
+    let first = tool_result_texts(&reqs[1]);
+    assert!(
+        !first[0].contains("approv"),
+        "git status runs: {}",
+        first[0]
+    );
+    assert!(first[2].contains("deny rule `Bash(rm:*)`"), "{}", first[2]);
+    assert!(h.dir.path().join("notes.txt").exists(), "rm never ran");
+    // Only the compound command (allowed once) and the first touch (allowed for the session)
+    // were asked; the session answer for `touch` covered the second.
+    assert_eq!(
+        recorder.seen(),
+        ["Bash:git status; touch sneaky.txt", "Bash:touch one.txt"]
+    );
+    assert!(
+        h.dir.path().join("sneaky.txt").exists(),
+        "allowed once by the session answer"
+    );
+    assert!(h.dir.path().join("one.txt").exists());
+    assert!(
+        h.dir.path().join("two.txt").exists(),
+        "remembered for the session"
     );
 }
 
@@ -418,7 +574,7 @@ async fn task_is_offered_through_the_context_below_the_nesting_limit_only() {
     let omits = agent("name: test-agent\ndescription: d", "p");
     let leaf = agent("name: test-agent\ndescription: d\ntools: Read", "p");
 
-    let ex = h.executor(ApprovalPolicy::AllowAll);
+    let ex = h.executor();
     // Depth 1 under the default limit 3: offered.
     run(&ex, &lists, call("x"), ctx_at(1, 3)).await.unwrap();
     // Depth 3 under limit 3: absent (and no warning-worthy error).
@@ -445,7 +601,7 @@ async fn task_is_offered_through_the_context_below_the_nesting_limit_only() {
 #[tokio::test]
 async fn builtin_explore_is_read_only() {
     let h = Harness::new().await;
-    let ex = h.executor(ApprovalPolicy::AllowAll);
+    let ex = h.executor();
     h.server.push(Reply::text("found"));
     let def: Arc<dyn SubagentDefinition> =
         Arc::new(subagent_claude::builtin_agent("Explore").unwrap());

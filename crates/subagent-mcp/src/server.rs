@@ -13,7 +13,9 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use subagent_spi::{CancellationToken, ProgressEvent, ProgressKind, TaskContext, Tool, ToolError};
+use subagent_spi::{
+    Approver, CancellationToken, ProgressEvent, ProgressKind, TaskContext, Tool, ToolError,
+};
 use tokio::sync::mpsc;
 
 use crate::McpError;
@@ -50,6 +52,7 @@ struct Inner {
     name: String,
     version: String,
     instructions: Option<String>,
+    approver: Option<Arc<dyn Approver>>,
 }
 
 impl std::fmt::Debug for McpToolServer {
@@ -90,6 +93,7 @@ impl McpToolServer {
                 name: "subagents".to_string(),
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 instructions: None,
+                approver: None,
             }),
         }
     }
@@ -107,6 +111,15 @@ impl McpToolServer {
     #[must_use]
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.inner).instructions = Some(instructions.into());
+        self
+    }
+
+    /// The approver put into each call's context, so tool calls that need approval (in the
+    /// agents the served tools run) are asked of it; without one they are denied, and a
+    /// background task's question waits for the client's `TaskOutput` `approve` answer.
+    #[must_use]
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        Arc::make_mut(&mut self.inner).approver = Some(approver);
         self
     }
 
@@ -237,6 +250,9 @@ impl McpToolServer {
         let mut ctx = TaskContext::new()
             .with_cancel(cancel.clone())
             .with_agent("mcp-client");
+        if let Some(approver) = &self.inner.approver {
+            ctx = ctx.with_approver(approver.clone());
+        }
 
         // Forward progress while the call runs, when the client asked for it.
         let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();

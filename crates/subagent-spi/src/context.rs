@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
+use crate::{Approver, CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
 
 /// Receives progress events. Implementations must return quickly and never block: events are
 /// emitted from the task path (use a bounded channel and drop on overflow, or an atomic update).
@@ -51,6 +51,9 @@ pub struct TaskContext {
     progress: Arc<dyn ProgressSink>,
     extensions: Extensions,
     delegation: Option<Arc<dyn Delegation>>,
+    approver: Option<Arc<dyn Approver>>,
+    /// The agent names of the runs above this one, root first.
+    ancestors: Arc<[String]>,
 }
 
 impl fmt::Debug for TaskContext {
@@ -66,6 +69,8 @@ impl fmt::Debug for TaskContext {
             .field("parent_model", &self.parent_model)
             .field("cancelled", &self.cancel.is_cancelled())
             .field("delegation", &self.delegation.is_some())
+            .field("approver", &self.approver.is_some())
+            .field("agent_path", &self.agent_path())
             .finish_non_exhaustive()
     }
 }
@@ -92,12 +97,24 @@ impl TaskContext {
             progress: Arc::new(NoopProgressSink),
             extensions: Extensions::default(),
             delegation: None,
+            approver: None,
+            ancestors: Arc::from(Vec::new()),
         }
     }
 
     /// The context for a run this one delegates to: depth + 1, a child cancellation token,
-    /// this run's task id as the parent, the same sink, limits, extensions and delegation.
+    /// this run's task id as the parent, the same sink, limits, extensions, delegation and
+    /// approver, and this run's agent path as the child's ancestors.
     pub fn child(&self, agent: impl Into<String>, task_id: Option<String>) -> Self {
+        let ancestors: Arc<[String]> = if self.agent.is_empty() {
+            self.ancestors.clone()
+        } else {
+            self.ancestors
+                .iter()
+                .cloned()
+                .chain(std::iter::once(self.agent.clone()))
+                .collect()
+        };
         Self {
             cancel: self.cancel.child_token(),
             depth: self.depth + 1,
@@ -111,6 +128,8 @@ impl TaskContext {
             progress: self.progress.clone(),
             extensions: self.extensions.clone(),
             delegation: self.delegation.clone(),
+            approver: self.approver.clone(),
+            ancestors,
         }
     }
 
@@ -197,6 +216,23 @@ impl TaskContext {
             Some(d) if self.depth < d.max_depth() => d.tools(),
             _ => Vec::new(),
         }
+    }
+
+    /// Where tool calls that need approval are asked (copied into every child context, so a
+    /// request from any depth reaches whoever holds the root). `None`: nobody can approve, and
+    /// such calls are denied.
+    pub fn approver(&self) -> Option<&Arc<dyn Approver>> {
+        self.approver.as_ref()
+    }
+
+    /// The agent names from the root run to this one (this run's own name last; unnamed runs
+    /// are left out), e.g. `["main", "coordinator", "leaf"]`.
+    pub fn agent_path(&self) -> Vec<String> {
+        let mut path: Vec<String> = self.ancestors.to_vec();
+        if !self.agent.is_empty() {
+            path.push(self.agent.clone());
+        }
+        path
     }
 
     /// Time left before the deadline; `None` when there is no deadline.
@@ -299,6 +335,28 @@ impl TaskContext {
         self
     }
 
+    /// Sets the approver this run and every run below it ask (see [`approver`](Self::approver)).
+    #[must_use]
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Removes the approver: calls that need approval are denied.
+    #[must_use]
+    pub fn without_approver(mut self) -> Self {
+        self.approver = None;
+        self
+    }
+
+    /// Sets the names of the runs above this one, root first (hosts that continue a tree
+    /// started elsewhere).
+    #[must_use]
+    pub fn with_ancestors(mut self, names: Vec<String>) -> Self {
+        self.ancestors = Arc::from(names);
+        self
+    }
+
     /// Removes the delegation handle: nothing below this run may delegate.
     #[must_use]
     pub fn without_delegation(mut self) -> Self {
@@ -342,5 +400,28 @@ impl Extensions {
             .as_ref()?
             .get(&std::any::TypeId::of::<T>())?
             .downcast_ref::<T>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FixedApprover;
+
+    #[test]
+    fn children_copy_the_approver_and_extend_the_agent_path() {
+        let root = TaskContext::new()
+            .with_agent("main")
+            .with_approver(Arc::new(FixedApprover::allow_all()));
+        assert_eq!(root.agent_path(), ["main"]);
+        let child = root.child("coordinator", Some("t1".into()));
+        let grandchild = child.child("leaf", Some("t2".into()));
+        assert!(grandchild.approver().is_some());
+        assert_eq!(grandchild.agent_path(), ["main", "coordinator", "leaf"]);
+        // An unnamed root is left out of the path.
+        let anon = TaskContext::new().child("a", None).child("b", None);
+        assert_eq!(anon.agent_path(), ["a", "b"]);
+        assert!(anon.approver().is_none());
+        assert!(grandchild.without_approver().approver().is_none());
     }
 }

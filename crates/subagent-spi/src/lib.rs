@@ -13,7 +13,8 @@
 //! | [`SubagentDefinition`] | name, description and protocol-specific configuration of one agent |
 //! | [`SubagentExecutor`] | runs a [`TaskCall`] against a definition and returns a [`TaskOutcome`] |
 //! | [`SubagentType`] | one kind = one resolver + one executor (+ default references) |
-//! | [`TaskContext`] | cancellation, depth, limits, parent model, progress sink and [`Delegation`] handle for one run |
+//! | [`TaskContext`] | cancellation, depth, limits, parent model, progress sink, [`Delegation`] handle and [`Approver`] for one run |
+//! | [`Approver`] | answers [`ApprovalRequest`]s for tool calls that need consent ([`ApprovalDecision`]) |
 //! | [`Kind`] | a kind's name, compared ignoring case; declared once, by its [`SubagentType`] |
 //!
 //! The runtime contracts the built-in crates implement and any plugin may reuse:
@@ -31,6 +32,7 @@
 //! The crate deliberately avoids tokio, reqwest, axum and rmcp: its [`CancellationToken`] is a
 //! small runtime-agnostic one, and streaming uses callbacks rather than a `Stream` type.
 
+mod approval;
 mod cancel;
 pub mod chat;
 mod context;
@@ -44,6 +46,7 @@ mod subagent;
 mod task_call;
 mod tool;
 
+pub use approval::{ApprovalDecision, ApprovalRequest, Approver, FixedApprover, SessionApprover};
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
 pub use chat::{ChatModel, ChatRequest, ChatResponse};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};

@@ -10,6 +10,7 @@ use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_t
 use tokio::io::AsyncReadExt;
 
 use crate::Workspace;
+use crate::sandbox::{SandboxPolicy, restrict_current_thread};
 use crate::util::{parse, schema_for};
 
 /// The timeout when none is given.
@@ -43,23 +44,74 @@ pub struct BashInput {
 /// on cancellation, when the tool's future is dropped, and also when the shell exits, the whole
 /// process group is killed with `SIGKILL`, so no background process outlives the call.
 /// A non-zero exit status makes an error result that includes the output and the status.
-/// Credentials in the environment (see [`is_secret_env`]) are not passed to the command.
 ///
-/// Unlike the file tools, `Bash` is **not confined** to the workspace: the command can reach
-/// whatever the process can. Its effect is [`ToolEffect::Execute`], so permission modes decide
-/// whether an agent gets it.
+/// Commands are confined by a [`SandboxPolicy`] (the default one unless
+/// [`with_sandbox`](Self::with_sandbox) says otherwise): on Linux with Landlock, they may write
+/// only in the workspace, the temp directory and a few devices (reads and execution anywhere),
+/// optionally without TCP; they get only allow-listed environment variables, so credentials
+/// such as `OPENAI_API_KEY` never reach them. With [`SandboxPolicy::unconfined`] the command can
+/// write whatever the process can and gets the environment less credentials
+/// ([`is_secret_env`]). Its effect is [`ToolEffect::Execute`], so permission modes decide
+/// whether a call runs; they never lift the confinement.
 #[derive(Debug, Clone)]
 pub struct BashTool {
     workspace: Workspace,
+    sandbox: SandboxPolicy,
 }
 
 impl BashTool {
     /// The tool's name.
     pub const NAME: &'static str = "Bash";
 
-    /// A `Bash` tool running commands in `workspace`'s root.
+    /// A `Bash` tool running commands in `workspace`'s root, confined by the default
+    /// [`SandboxPolicy`].
     pub fn new(workspace: Workspace) -> Self {
-        Self { workspace }
+        Self::with_sandbox(workspace, SandboxPolicy::default())
+    }
+
+    /// A `Bash` tool confined by `sandbox`.
+    pub fn with_sandbox(workspace: Workspace, sandbox: SandboxPolicy) -> Self {
+        Self { workspace, sandbox }
+    }
+
+    /// The confinement in force.
+    pub fn sandbox(&self) -> &SandboxPolicy {
+        &self.sandbox
+    }
+
+    /// Starts the command; when confining, from a thread that first restricts itself with
+    /// Landlock (the restriction passes to the command and ends with the thread).
+    async fn spawn(
+        &self,
+        mut command: tokio::process::Command,
+    ) -> Result<tokio::process::Child, ToolError> {
+        let failed = |m: String| ToolError::failed(Self::NAME, m);
+        if !self.sandbox.confine_writes {
+            return command
+                .spawn()
+                .map_err(|e| failed(format!("cannot start `sh`: {e}")));
+        }
+        let policy = self.sandbox.clone();
+        let root = self.workspace.root().to_path_buf();
+        let handle = tokio::runtime::Handle::current();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("bash-confined".into())
+            .spawn(move || {
+                let _runtime = handle.enter();
+                let result = restrict_current_thread(&policy, &root)
+                    .map_err(|e| format!("cannot confine the command: {e}"))
+                    .and_then(|_| {
+                        command
+                            .spawn()
+                            .map_err(|e| format!("cannot start `sh`: {e}"))
+                    });
+                let _ = tx.send(result);
+            })
+            .map_err(|e| failed(format!("cannot start the confining thread: {e}")))?;
+        rx.await
+            .map_err(|_| failed("the confining thread ended without starting the command".into()))?
+            .map_err(failed)
     }
 }
 
@@ -170,12 +222,17 @@ impl Tool for BashTool {
         // `exec 2>&1` first, so stderr shares the stdout pipe and the two stay in order.
         let script = format!("exec 2>&1\n{}", input.command);
         let mut command = tokio::process::Command::new("sh");
-        for (name, _) in std::env::vars_os() {
-            if name.to_str().is_some_and(is_secret_env) {
-                command.env_remove(&name);
+        if self.sandbox.clean_env {
+            command.env_clear();
+            command.envs(self.sandbox.environment());
+        } else {
+            for (name, _) in std::env::vars_os() {
+                if name.to_str().is_some_and(is_secret_env) {
+                    command.env_remove(&name);
+                }
             }
         }
-        let mut child = command
+        command
             .arg("-c")
             .arg(script)
             .current_dir(self.workspace.root())
@@ -183,9 +240,8 @@ impl Tool for BashTool {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| ToolError::failed(Self::NAME, format!("cannot start `sh`: {e}")))?;
+            .kill_on_drop(true);
+        let mut child = self.spawn(command).await?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())

@@ -10,7 +10,7 @@
 //! | [`EditTool`] `Edit` | edit | unique exact-string replacement (or `replace_all`) |
 //! | [`GlobTool`] `Glob` | read-only | files by glob, gitignore-aware, newest first |
 //! | [`GrepTool`] `Grep` | read-only | regex search (ripgrep's engine), gitignore-aware |
-//! | [`BashTool`] `Bash` | execute | `sh -c` with a timeout; the whole process group is killed at the end |
+//! | [`BashTool`] `Bash` | execute | `sh -c` with a timeout, confined by a [`SandboxPolicy`] (Landlock on Linux: writes only in the workspace and the temp directory; an environment allow-list); the whole process group is killed at the end |
 //! | [`WebFetchTool`] `WebFetch` | execute | an http(s) URL as text (feature `web`, on by default) |
 //! | [`TodoWriteTool`] `TodoWrite` | read-only | a todo list kept in memory and echoed back |
 //!
@@ -38,6 +38,7 @@ use subagent_spi::Tool;
 
 mod bash;
 mod read;
+mod sandbox;
 mod search;
 mod todo;
 mod util;
@@ -51,6 +52,7 @@ pub use bash::{
     is_secret_env,
 };
 pub use read::{DEFAULT_READ_LINES, MAX_LINE_CHARS, ReadInput, ReadTool};
+pub use sandbox::{DEFAULT_ENV_ALLOW, LandlockSupport, SandboxPolicy, landlock_support};
 pub use search::{
     GlobInput, GlobTool, GrepInput, GrepOutputMode, GrepTool, MAX_CONTENT_LINES, MAX_LISTED_FILES,
 };
@@ -86,11 +88,26 @@ impl ToolSet {
     pub const READ_ONLY_NAMES: &'static [&'static str] =
         &[ReadTool::NAME, GlobTool::NAME, GrepTool::NAME];
 
-    /// Every built-in tool, file tools confined to `workspace`.
+    /// Every built-in tool, file tools confined to `workspace`, `Bash` by the default
+    /// [`SandboxPolicy`].
     pub fn all(workspace: Workspace) -> Vec<Arc<dyn Tool>> {
+        Self::all_with_sandbox(workspace, &SandboxPolicy::default())
+    }
+
+    /// Every built-in tool, file tools confined to `workspace`, `Bash` by `sandbox`.
+    pub fn all_with_sandbox(workspace: Workspace, sandbox: &SandboxPolicy) -> Vec<Arc<dyn Tool>> {
         Self::NAMES
             .iter()
-            .filter_map(|n| Self::get(&workspace, n))
+            .filter_map(|n| {
+                if n.eq_ignore_ascii_case(BashTool::NAME) {
+                    Some(
+                        Arc::new(BashTool::with_sandbox(workspace.clone(), sandbox.clone()))
+                            as Arc<dyn Tool>,
+                    )
+                } else {
+                    Self::get(&workspace, n)
+                }
+            })
             .collect()
     }
 

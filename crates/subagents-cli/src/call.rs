@@ -28,8 +28,15 @@ pub async fn call(args: &CallArgs) -> Result<(), CliError> {
 
 async fn call_once(args: &CallArgs) -> Result<(), CliError> {
     let (url, prompt, stream, json) = (&args.url, &args.prompt, args.stream, args.json);
-    let reference = SubagentReference::new(url, KIND)
+    let mut reference = SubagentReference::new(url, KIND)
         .with_metadata("streaming", if stream { "true" } else { "false" });
+    // Credentials by environment variable name, so no secret is on the command line.
+    if let Some(var) = &args.bearer_env {
+        reference = reference.with_metadata("auth.bearer_env", var.clone());
+    }
+    if let Some(var) = &args.api_key_env {
+        reference = reference.with_metadata("auth.api_key_env", var.clone());
+    }
     let resolver = A2aResolver::new();
     let def = resolver
         .resolve(&reference)

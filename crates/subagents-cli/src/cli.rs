@@ -70,6 +70,35 @@ pub struct AgentSources {
     pub mcp: Vec<String>,
 }
 
+/// Permission settings (shared by the subcommands that run agents).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PermissionArgs {
+    /// Permission mode for the main agent and every agent, overriding their `permissionMode`:
+    /// default (reads free; edits, commands and web fetches ask), acceptEdits (edits free),
+    /// plan (read-only), dontAsk (what would ask is denied), bypassPermissions (nothing asks),
+    /// auto (as bypassPermissions; no classifier). Default: `[permissions] mode` in
+    /// subagents.toml, else each agent's own (the main agent: `permissions.defaultMode` of
+    /// .claude/settings.json, else default).
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub permission_mode: Option<subagents::claude::PermissionMode>,
+    /// Approve every tool call that would ask. Without it, a terminal prompt asks on stderr
+    /// (yes / no / always); without a terminal, such calls are denied and the model is told.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Run Bash commands unconfined: writes anywhere the user may, and the whole environment
+    /// less credentials. By default (Linux, Landlock) they may write only in the workspace and
+    /// the temp directory and get an environment allow-list; no permission mode lifts that.
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// Deny Bash commands TCP connections and listening sockets (Landlock ABI 4+).
+    #[arg(long)]
+    pub no_network: bool,
+}
+
+fn parse_mode(s: &str) -> Result<subagents::claude::PermissionMode, String> {
+    s.parse()
+}
+
 /// `subagents run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -95,6 +124,9 @@ pub struct RunArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }
 
 /// `subagents task`.
@@ -123,6 +155,9 @@ pub struct TaskArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }
 
 /// `subagents agents ...`.
@@ -164,6 +199,20 @@ pub struct ServeArgs {
     /// Public base URL written into agent cards (default: from the request's Host header).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
+    /// A key clients must send, as `Authorization: Bearer KEY` or `X-API-Key: KEY`
+    /// (repeatable; or comma-separated keys in SUBAGENTS_API_KEYS). Required to listen beyond
+    /// loopback unless --allow-unauthenticated.
+    #[arg(
+        long = "api-key",
+        value_name = "KEY",
+        env = "SUBAGENTS_API_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub api_key: Vec<String>,
+    /// Serve without credentials even on an address beyond loopback.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
     /// Model for the hosted agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
@@ -174,6 +223,9 @@ pub struct ServeArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }
 
 /// `subagents call`.
@@ -192,6 +244,13 @@ pub struct CallArgs {
     /// Give up after this many seconds (resolving the card and the whole call), exit 1.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub timeout: u64,
+    /// The environment variable holding a bearer token to send (`Authorization: Bearer ...`).
+    #[arg(long, value_name = "VAR")]
+    pub bearer_env: Option<String>,
+    /// The environment variable holding an API key to send (in the header the card names,
+    /// e.g. `X-API-Key`).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
 }
 
 /// `subagents mcp`.
@@ -213,4 +272,7 @@ pub struct McpArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }

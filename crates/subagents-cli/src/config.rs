@@ -12,11 +12,22 @@ use crate::error::CliError;
 /// ```toml
 /// model = "ollama:qwen2.5"          # the default model
 /// agents = ["./agents"]             # agent directories
-/// a2a = ["http://127.0.0.1:9000"]   # remote A2A agents
+/// a2a = ["http://127.0.0.1:9000",   # remote A2A agents; a table adds settings such as
+///        { url = "https://h/agent", bearer_env = "AGENT_TOKEN" }]   # credentials
 /// max_depth = 3                     # nesting limit (the main agent is depth 0)
 /// [models]                          # named models and aliases
 /// fast = "openai:gpt-4.1-mini"
 /// sonnet = "anthropic:claude-sonnet-4-5"
+/// [permissions]                     # Claude Code's rule syntax; deny wins, then ask, then allow
+/// mode = "acceptEdits"              # like --permission-mode
+/// allow = ["Bash(git status:*)"]
+/// ask = ["WebFetch"]
+/// deny = ["Read(./secrets/**)"]
+/// [sandbox]                         # how Bash is confined (Linux, Landlock)
+/// enabled = true                    # false: unconfined, like --no-sandbox
+/// network = true                    # false: no TCP, like --no-network
+/// writable = ["/var/cache/build"]   # more writable directories
+/// env = ["CARGO_HOME"]              # more environment variables passed to commands
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,9 +37,9 @@ pub struct Config {
     /// Agent directories.
     #[serde(default)]
     pub agents: Vec<PathBuf>,
-    /// Remote A2A agent URLs.
+    /// Remote A2A agents: URLs, or tables of a `url` and settings.
     #[serde(default)]
-    pub a2a: Vec<String>,
+    pub a2a: Vec<A2aEntry>,
     /// MCP agent specs.
     #[serde(default)]
     pub mcp: Vec<String>,
@@ -37,6 +48,66 @@ pub struct Config {
     pub models: BTreeMap<String, String>,
     /// The nesting limit.
     pub max_depth: Option<u32>,
+    /// Permission mode and rules.
+    #[serde(default)]
+    pub permissions: PermissionsConfig,
+    /// Bash confinement.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+    /// Where the file was read from (for messages).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+/// `[sandbox]` of subagents.toml.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Confine Bash (default true).
+    pub enabled: Option<bool>,
+    /// Allow TCP (default true).
+    pub network: Option<bool>,
+    /// More writable directories.
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+    /// More environment variables for commands.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+/// One remote A2A agent of subagents.toml.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum A2aEntry {
+    /// Its base URL.
+    Url(String),
+    /// Its base URL and settings passed to the A2A client as reference metadata:
+    /// `bearer_env`, `api_key_env`, `api_key_header`, `timeout_secs`, `binding`, ... (secrets
+    /// by environment variable name, so none is written in the file).
+    Table {
+        /// The base URL.
+        url: String,
+        /// Settings.
+        #[serde(flatten)]
+        settings: BTreeMap<String, toml::Value>,
+    },
+}
+
+/// `[permissions]` of subagents.toml.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// A mode for every agent (like `--permission-mode`).
+    pub mode: Option<String>,
+    /// Allow rules.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Ask rules.
+    #[serde(default)]
+    pub ask: Vec<String>,
+    /// Deny rules.
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 impl Config {
@@ -58,7 +129,17 @@ impl Config {
                 )));
             }
         };
-        toml::from_str(&text).map_err(|e| CliError::Config(format!("{}: {e}", path.display())))
+        let mut config: Self = toml::from_str(&text)
+            .map_err(|e| CliError::Config(format!("{}: {e}", path.display())))?;
+        config.path = Some(path);
+        Ok(config)
+    }
+
+    /// The file's name for messages.
+    pub fn name(&self) -> String {
+        self.path
+            .as_ref()
+            .map_or_else(|| "subagents.toml".to_string(), |p| p.display().to_string())
     }
 }
 

@@ -6,6 +6,7 @@
 //! `subagents --help` documents every subcommand and exit code.
 
 mod agents;
+mod approve;
 mod call;
 mod cli;
 mod config;

@@ -25,17 +25,24 @@ impl ProgressSink for Progress {
     }
 }
 
-/// Starts the renderer; returns the sink and a handle that finishes drawing when awaited.
-pub fn start(quiet: bool) -> (Arc<dyn ProgressSink>, tokio::task::JoinHandle<()>) {
+/// The live display's bars when stderr is a terminal (shared with the approval prompt, which
+/// suspends it while asking).
+pub fn terminal() -> Option<MultiProgress> {
+    std::io::stderr().is_terminal().then(MultiProgress::new)
+}
+
+/// Starts the renderer; returns the sink and a handle that finishes drawing when awaited. With
+/// `multi` (a terminal), a live tree; otherwise plain lines.
+pub fn start(
+    quiet: bool,
+    multi: Option<MultiProgress>,
+) -> (Arc<dyn ProgressSink>, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let tty = std::io::stderr().is_terminal() && !quiet;
     let handle = tokio::spawn(async move {
-        if quiet {
-            drain(rx).await
-        } else if tty {
-            render_tree(rx).await
-        } else {
-            render_lines(rx).await
+        match multi {
+            _ if quiet => drain(rx).await,
+            Some(multi) => render_tree(rx, multi).await,
+            None => render_lines(rx).await,
         }
     });
     (Arc::new(Progress { tx }), handle)
@@ -123,8 +130,7 @@ impl Node {
 
 /// A live tree on a terminal: each child's line goes right under its parent's subtree, so
 /// nested and parallel children stay under the run that started them.
-async fn render_tree(mut rx: mpsc::Receiver<ProgressEvent>) {
-    let multi = MultiProgress::new();
+async fn render_tree(mut rx: mpsc::Receiver<ProgressEvent>, multi: MultiProgress) {
     let style = ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
     let mut nodes: HashMap<String, Node> = HashMap::new();

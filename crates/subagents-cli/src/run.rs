@@ -7,6 +7,7 @@ use subagents::spi::{
 };
 use subagents::{BackgroundState, Dispatch};
 
+use crate::approve;
 use crate::cli::{RunArgs, TaskArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
@@ -61,16 +62,20 @@ fn failure(e: SubagentError) -> CliError {
 /// `subagents run`.
 pub async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
+    let multi = progress::terminal();
+    let approver = approve::approver(&args.permissions, true, multi.clone());
     let agents = Setup {
         sources: &args.sources,
         config: &config,
         model: Some(&spec),
         workspace: args.workspace.as_deref(),
         max_depth: args.max_depth,
+        permissions: &args.permissions,
+        approver: Some(approver),
     }
     .build()
     .await?;
-    let (sink, renderer) = progress::start(false);
+    let (sink, renderer) = progress::start(false, multi);
     let cancel = CancellationToken::new();
     let interrupt = cancel_on_ctrl_c(cancel.clone());
     let result = agents
@@ -97,12 +102,16 @@ pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
             Ok(spec) => (Some(spec), None),
             Err(e) => (None, Some(e)),
         };
+    let multi = progress::terminal();
+    let approver = approve::approver(&args.permissions, true, multi.clone());
     let agents = Setup {
         sources: &args.sources,
         config: &config,
         model: spec.as_deref(),
         workspace: args.workspace.as_deref(),
         max_depth: args.max_depth,
+        permissions: &args.permissions,
+        approver: Some(approver.clone()),
     }
     .build()
     .await?;
@@ -121,13 +130,13 @@ pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
         return Err(problem);
     }
 
-    let (sink, renderer) = progress::start(false);
+    let (sink, renderer) = progress::start(false, multi);
     let ctx = TaskContext::new().with_progress(sink);
     let interrupt = cancel_on_ctrl_c(ctx.cancel().clone());
     let mut call = TaskCall::new(def.name(), "command-line task", args.prompt.clone())
         .in_background(args.background);
     call.model = args.model.clone();
-    let dispatched = task.dispatch(call, &ctx).await;
+    let dispatched = agents.dispatch(call, &ctx).await;
     let result: Result<(String, Option<String>, TaskOutcome), SubagentError> = match dispatched {
         Ok(Dispatch::Foreground {
             agent,
@@ -145,6 +154,13 @@ pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
                 match snap.state {
                     BackgroundState::Running => {
                         eprintln!("{task_id} still running after {} s", snap.elapsed.as_secs());
+                    }
+                    BackgroundState::WaitingForApproval(question) => {
+                        // This command is the task's caller: its approver answers.
+                        let decision = approver.request(question).await;
+                        if let Err(e) = task.answer_approval(&task_id, decision) {
+                            tracing::debug!("approval answer not delivered: {e}");
+                        }
                     }
                     BackgroundState::Finished(o) => break Ok((agent, Some(task_id), o)),
                     BackgroundState::Failed(msg) => {

@@ -13,6 +13,21 @@ use crate::setup::Setup;
 
 /// `subagents serve`.
 pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
+    let keys: Vec<String> = args
+        .api_key
+        .iter()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+        .collect();
+    if keys.is_empty() && !args.listen.ip().is_loopback() && !args.allow_unauthenticated {
+        return Err(CliError::Config(format!(
+            "refusing to serve on {} (beyond loopback) without credentials: give --api-key KEY \
+             (repeatable, or SUBAGENTS_API_KEYS=KEY1,KEY2) so clients must send \
+             `Authorization: Bearer KEY` or `X-API-Key: KEY`, or --allow-unauthenticated to \
+             serve anyone who can reach the address",
+            args.listen
+        )));
+    }
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let sources = AgentSources {
         agents: args.agents.clone(),
@@ -24,13 +39,20 @@ pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
         model: Some(&spec),
         workspace: args.workspace.as_deref(),
         max_depth: args.max_depth,
+        permissions: &args.permissions,
+        // No prompt while serving: --yes approves everything; otherwise calls that must be
+        // approved are denied (over MCP, a background task's question waits for the client's
+        // TaskOutput answer).
+        approver: crate::approve::yes_approver(&args.permissions),
     }
     .build()
     .await?;
     for s in agents.skipped() {
         eprintln!("skipped {}: {}", s.path.display(), s.reason);
     }
-    let mut options = ServeOptions::new().agents(args.agent.clone());
+    let mut options = ServeOptions::new()
+        .agents(args.agent.clone())
+        .api_keys(keys.clone());
     if let Some(url) = &args.public_url {
         options = options.public_url(url.clone());
     }
@@ -49,6 +71,14 @@ pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
         served.len(),
         subagents::models::redacted(&spec)
     );
+    if keys.is_empty() {
+        eprintln!("  no authentication: anyone who can reach this address may call the agents");
+    } else {
+        eprintln!(
+            "  clients must send `Authorization: Bearer KEY` or `X-API-Key: KEY` ({} key(s) accepted)",
+            keys.len()
+        );
+    }
     for (name, path) in &served {
         eprintln!(
             "  {}: http://{addr}{path}",

@@ -4,9 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use subagents::claude::{PermissionMode, PermissionRule, RuleAction};
+use subagents::spi::Approver;
+use subagents::tools::{LandlockSupport, SandboxPolicy};
 use subagents::{Error, Subagents, SubagentsBuilder};
 
-use crate::cli::AgentSources;
+use crate::cli::{AgentSources, PermissionArgs};
 use crate::config::Config;
 use crate::error::CliError;
 
@@ -22,6 +27,10 @@ pub struct Setup<'a> {
     pub workspace: Option<&'a Path>,
     /// `--max-depth`.
     pub max_depth: Option<u32>,
+    /// `--permission-mode`, `--yes`.
+    pub permissions: &'a PermissionArgs,
+    /// Who answers approval requests.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 impl Setup<'_> {
@@ -32,7 +41,9 @@ impl Setup<'_> {
         let root: PathBuf = self
             .workspace
             .map_or_else(|| cwd.clone(), Path::to_path_buf);
-        let mut b = Subagents::builder().workspace(root).discover_from(&cwd);
+        let mut b = Subagents::builder()
+            .workspace(root.clone())
+            .discover_from(&cwd);
         if let Some(spec) = self.model {
             b = b.model(spec);
         }
@@ -42,8 +53,27 @@ impl Setup<'_> {
         for dir in self.sources.agents.iter().chain(&self.config.agents) {
             b = b.agents_dir(dir);
         }
-        for url in self.sources.a2a.iter().chain(&self.config.a2a) {
+        for url in &self.sources.a2a {
             b = b.a2a_agent(url.clone());
+        }
+        for entry in &self.config.a2a {
+            b = match entry {
+                crate::config::A2aEntry::Url(url) => b.a2a_agent(url.clone()),
+                crate::config::A2aEntry::Table { url, settings } => {
+                    let mut r = subagents::spi::SubagentReference::new(
+                        url.clone(),
+                        subagents::a2a::client::KIND,
+                    );
+                    for (k, v) in settings {
+                        let v = match v {
+                            toml::Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        r = r.with_metadata(k.clone(), v);
+                    }
+                    b.a2a_reference(r)
+                }
+            };
         }
         for spec in self.sources.mcp.iter().chain(&self.config.mcp) {
             b = b.mcp_agent(spec.clone());
@@ -51,12 +81,75 @@ impl Setup<'_> {
         if let Some(depth) = self.max_depth.or(self.config.max_depth) {
             b = b.max_depth(depth);
         }
+        // Permissions: .claude/settings*.json of the workspace, then subagents.toml.
+        b = b.claude_settings(&root);
+        let file = self.config.name();
+        let perms = &self.config.permissions;
+        let mut rules = subagents::claude::PermissionRules::new();
+        for (action, list) in [
+            (RuleAction::Allow, &perms.allow),
+            (RuleAction::Ask, &perms.ask),
+            (RuleAction::Deny, &perms.deny),
+        ] {
+            for text in list {
+                let rule = PermissionRule::parse(text, &root, &file).map_err(|e| {
+                    CliError::Config(format!("{file}: [permissions] {action}: {e}"))
+                })?;
+                rules.push(action, rule);
+            }
+        }
+        b = b.permission_rules(rules);
+        let mode = match (self.permissions.permission_mode, &perms.mode) {
+            (Some(m), _) => Some(m),
+            (None, Some(text)) => Some(
+                text.parse::<PermissionMode>()
+                    .map_err(|e| CliError::Config(format!("{file}: [permissions] mode: {e}")))?,
+            ),
+            (None, None) => None,
+        };
+        if let Some(m) = mode {
+            b = b.permission_mode(m);
+        }
+        if let Some(a) = &self.approver {
+            b = b.approver(a.clone());
+        }
+        b = b.sandbox(self.sandbox());
         Ok(b)
+    }
+
+    /// How Bash is confined: `--no-sandbox` / `--no-network`, then `[sandbox]`.
+    pub fn sandbox(&self) -> SandboxPolicy {
+        let cfg = &self.config.sandbox;
+        let enabled = !self.permissions.no_sandbox && cfg.enabled.unwrap_or(true);
+        let mut policy = if enabled {
+            SandboxPolicy::default()
+        } else {
+            SandboxPolicy::unconfined()
+        };
+        policy = policy.network(!self.permissions.no_network && cfg.network.unwrap_or(true));
+        for dir in &cfg.writable {
+            policy = policy.writable(dir.clone());
+        }
+        for name in &cfg.env {
+            policy = policy.allow_env(name.clone());
+        }
+        policy
     }
 
     /// Builds the agents; a configuration problem is exit 2.
     pub async fn build(&self) -> Result<Subagents, CliError> {
         let agents = self.builder()?.build().await.map_err(facade_error)?;
+        let sandbox = self.sandbox();
+        if sandbox.confine_writes
+            && let LandlockSupport::Unavailable(why) = subagents::tools::landlock_support()
+        {
+            eprintln!(
+                "subagents: notice: Bash commands run unconfined ({why}): they can write \
+                 wherever you can. Their environment is still limited to an allow-list."
+            );
+        } else if !sandbox.confine_writes {
+            tracing::info!("Bash commands run unconfined (--no-sandbox)");
+        }
         for s in agents.skipped() {
             tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
         }

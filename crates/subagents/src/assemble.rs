@@ -33,6 +33,24 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             source: Box::new(e),
         })?;
         let (models, default_model) = crate::models::registry(b.model.as_ref(), &b.named_models)?;
+        let mut rules = b.permission_rules.clone();
+        let mut settings_mode = None;
+        if let Some(project) = &b.claude_settings {
+            let settings = subagent_claude::PermissionSettings::load(project).map_err(|e| {
+                Error::Permissions {
+                    path: project.join(".claude"),
+                    source: Box::new(e),
+                }
+            })?;
+            for w in &settings.warnings {
+                tracing::warn!("{w}");
+            }
+            rules.extend(settings.rules);
+            settings_mode = settings.default_mode;
+        }
+        for w in rules.warnings() {
+            tracing::warn!("{w}");
+        }
         let models = Arc::new(models);
         let mut skill_dirs = b.skill_dirs.clone();
         if let Some(start) = &b.discover_skills_from {
@@ -43,10 +61,17 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         }
         let mut claude = subagent_claude::ClaudeSubagentType::builder()
             .models(models.clone())
-            .tools(subagent_tools::ToolSet::all(ws.clone()))
+            .tools(subagent_tools::ToolSet::all_with_sandbox(
+                ws.clone(),
+                &b.sandbox,
+            ))
             .skill_dirs(skill_dirs)
             .builtin_agents(b.builtin_agents)
-            .stream(b.stream);
+            .stream(b.stream)
+            .permission_rules(rules.clone());
+        if let Some(mode) = b.permission_mode {
+            claude = claude.permission_mode(mode);
+        }
         if let Some(turns) = b.default_max_turns {
             claude = claude.default_max_turns(turns);
         }
@@ -82,12 +107,19 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             workspace: ws,
             models,
             default_model,
+            main_mode: b.permission_mode.or(settings_mode).unwrap_or_default(),
+            rules: Arc::new(rules),
+            sandbox: b.sandbox.clone(),
         }))
     };
     #[cfg(not(feature = "claude"))]
     {
         let _ = (&root, &b.skill_dirs, &b.discover_skills_from, b.stream);
-        if !b.agent_dirs.is_empty() || !b.agent_files.is_empty() || b.model.is_some() {
+        if !b.agent_dirs.is_empty()
+            || !b.agent_files.is_empty()
+            || b.model.is_some()
+            || b.claude_settings.is_some()
+        {
             return Err(Error::MissingFeature {
                 what: "Markdown agents and models".into(),
                 feature: "claude",
@@ -95,12 +127,17 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         }
     }
 
-    if !b.a2a_agents.is_empty() {
+    if !b.a2a_agents.is_empty() || !b.a2a_refs.is_empty() {
         #[cfg(feature = "a2a")]
         {
             kinds.push(subagent_a2a::client::a2a_subagent_type());
             for url in &b.a2a_agents {
                 refs.push(SubagentReference::new(url, subagent_a2a::client::KIND));
+            }
+            for r in &b.a2a_refs {
+                let mut r = r.clone();
+                r.kind = subagent_a2a::client::KIND;
+                refs.push(r);
             }
         }
         #[cfg(not(feature = "a2a"))]
@@ -142,6 +179,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         task,
         root,
         skipped: skipped_files,
+        approver: b.approver.0,
         #[cfg(feature = "claude")]
         local,
     })

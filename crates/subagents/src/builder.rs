@@ -5,13 +5,25 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use subagent_spi::{SubagentReference, SubagentType};
+use std::sync::Arc;
+
+use subagent_spi::{Approver, SubagentReference, SubagentType};
 use task_tool::TaskToolBuilder;
 
 #[cfg(feature = "claude")]
 use crate::SkippedAgent;
 use crate::models::ModelChoice;
 use crate::{Error, Subagents};
+
+/// The builder's approver (shown in `Debug` as present or not).
+#[derive(Clone, Default)]
+pub(crate) struct ApproverSlot(pub(crate) Option<Arc<dyn Approver>>);
+
+impl std::fmt::Debug for ApproverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
+}
 
 /// Assembles [`Subagents`]: obtain one with [`Subagents::builder`].
 ///
@@ -34,11 +46,20 @@ pub struct SubagentsBuilder {
     pub(crate) discover_skills_from: Option<PathBuf>,
     pub(crate) builtin_agents: bool,
     pub(crate) a2a_agents: Vec<String>,
+    pub(crate) a2a_refs: Vec<SubagentReference>,
     pub(crate) mcp_agents: Vec<String>,
     pub(crate) mcp_config: Option<PathBuf>,
     pub(crate) workspace: Option<PathBuf>,
     pub(crate) stream: bool,
     pub(crate) default_max_turns: Option<u32>,
+    pub(crate) approver: ApproverSlot,
+    #[cfg(feature = "claude")]
+    pub(crate) permission_mode: Option<subagent_claude::PermissionMode>,
+    #[cfg(feature = "claude")]
+    pub(crate) permission_rules: subagent_claude::PermissionRules,
+    pub(crate) claude_settings: Option<PathBuf>,
+    #[cfg(feature = "tools")]
+    pub(crate) sandbox: subagent_tools::SandboxPolicy,
 }
 
 impl Default for SubagentsBuilder {
@@ -56,11 +77,20 @@ impl Default for SubagentsBuilder {
             discover_skills_from: None,
             builtin_agents: true,
             a2a_agents: Vec::new(),
+            a2a_refs: Vec::new(),
             mcp_agents: Vec::new(),
             mcp_config: None,
             workspace: None,
             stream: false,
             default_max_turns: None,
+            approver: ApproverSlot(None),
+            #[cfg(feature = "claude")]
+            permission_mode: None,
+            #[cfg(feature = "claude")]
+            permission_rules: subagent_claude::PermissionRules::new(),
+            claude_settings: None,
+            #[cfg(feature = "tools")]
+            sandbox: subagent_tools::SandboxPolicy::default(),
         }
     }
 }
@@ -142,11 +172,68 @@ impl SubagentsBuilder {
         self
     }
 
+    // --- permissions ---
+
+    /// Who answers tool calls that must be approved (a terminal prompt, a policy, a remote
+    /// user). It is put into the root context of every [`main_agent`](Subagents::main_agent)
+    /// run and every [`dispatch`](Subagents::dispatch) without one of its own, and into the
+    /// context of served agents, so a request from any depth reaches it. Without one, such
+    /// calls are denied with a message the model reads.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = ApproverSlot(Some(approver));
+        self
+    }
+
+    /// A permission mode for the main agent and every Markdown agent, overriding their
+    /// `permissionMode` (what `--permission-mode` sets; feature `claude`).
+    #[cfg(feature = "claude")]
+    pub fn permission_mode(mut self, mode: subagent_claude::PermissionMode) -> Self {
+        self.permission_mode = Some(mode);
+        self
+    }
+
+    /// Allow, ask and deny rules (Claude Code's syntax) for the main agent's and every
+    /// Markdown agent's tool calls; added to those already given (feature `claude`).
+    #[cfg(feature = "claude")]
+    pub fn permission_rules(mut self, rules: subagent_claude::PermissionRules) -> Self {
+        self.permission_rules.extend(rules);
+        self
+    }
+
+    /// Reads Claude Code's `.claude/settings.json` and `.claude/settings.local.json` in
+    /// `project` (those that exist): their `permissions.allow/ask/deny` rules join the others,
+    /// and `permissions.defaultMode` is the main agent's mode unless
+    /// [`permission_mode`](Self::permission_mode) is set. A file that cannot be used fails the
+    /// build, naming it (feature `claude`).
+    pub fn claude_settings(mut self, project: impl Into<PathBuf>) -> Self {
+        self.claude_settings = Some(project.into());
+        self
+    }
+
+    /// How the built-in `Bash` tool is confined, for the main agent and every Markdown agent
+    /// (default: [`SandboxPolicy::default`](subagent_tools::SandboxPolicy): on Linux, writes
+    /// only in the workspace and the temp directory; an environment allow-list). Permission
+    /// modes never lift it; [`SandboxPolicy::unconfined`](subagent_tools::SandboxPolicy::unconfined)
+    /// does (feature `tools`).
+    #[cfg(feature = "tools")]
+    pub fn sandbox(mut self, policy: subagent_tools::SandboxPolicy) -> Self {
+        self.sandbox = policy;
+        self
+    }
+
     // --- remote agents ---
 
     /// A remote agent over A2A, by its base URL (feature `a2a`).
     pub fn a2a_agent(mut self, url: impl Into<String>) -> Self {
         self.a2a_agents.push(url.into());
+        self
+    }
+
+    /// A remote agent over A2A with settings in its metadata (feature `a2a`): credentials
+    /// (`auth.bearer_env`, `auth.api_key_env`, `auth.api_key_header`, ...), timeouts; see
+    /// `subagents::a2a::client::keys`. Its URI is the agent's base URL.
+    pub fn a2a_reference(mut self, reference: SubagentReference) -> Self {
+        self.a2a_refs.push(reference);
         self
     }
 

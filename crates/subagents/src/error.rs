@@ -35,6 +35,16 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// Permission settings (`.claude/settings.json`, `.claude/settings.local.json`) cannot be
+    /// used.
+    #[error("permission settings in {}: {source}", .path.display())]
+    Permissions {
+        /// The directory of the settings files.
+        path: PathBuf,
+        /// Why (names the file).
+        #[source]
+        source: BoxError,
+    },
     /// A model cannot be built from its spec.
     #[error("model `{spec}`: {source}")]
     Model {

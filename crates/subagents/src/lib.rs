@@ -108,6 +108,12 @@ pub(crate) struct Local {
     pub(crate) workspace: subagent_tools::Workspace,
     pub(crate) models: Arc<subagent_runtime::ModelRegistry>,
     pub(crate) default_model: Option<String>,
+    /// The main agent's permission mode.
+    pub(crate) main_mode: subagent_claude::PermissionMode,
+    /// The permission rules of the main agent and every Markdown agent.
+    pub(crate) rules: Arc<subagent_claude::PermissionRules>,
+    /// How `Bash` is confined.
+    pub(crate) sandbox: subagent_tools::SandboxPolicy,
 }
 
 /// The assembled agents and the tools that reach them. Cheap to clone.
@@ -116,6 +122,7 @@ pub struct Subagents {
     pub(crate) task: TaskTool,
     pub(crate) root: PathBuf,
     pub(crate) skipped: Vec<SkippedAgent>,
+    pub(crate) approver: Option<Arc<dyn spi::Approver>>,
     #[cfg(feature = "claude")]
     pub(crate) local: Option<Arc<Local>>,
 }
@@ -163,30 +170,53 @@ impl Subagents {
     }
 
     /// Runs one call from Rust (foreground, or background when the call asks for it), as the
-    /// root of a delegation tree (depth 0 unless `ctx` says otherwise).
+    /// root of a delegation tree (depth 0 unless `ctx` says otherwise). When `ctx` has no
+    /// approver, the builder's [`approver`](SubagentsBuilder::approver) answers this call's
+    /// approval requests, remembering "allow for the session" answers for this call.
     pub async fn dispatch(
         &self,
         call: TaskCall,
         ctx: &TaskContext,
     ) -> Result<Dispatch, SubagentError> {
-        self.task.dispatch(call, ctx).await
+        match (&self.approver, ctx.approver()) {
+            (Some(approver), None) => {
+                let ctx = ctx
+                    .clone()
+                    .with_approver(Arc::new(spi::SessionApprover::new(approver.clone())));
+                self.task.dispatch(call, &ctx).await
+            }
+            _ => self.task.dispatch(call, ctx).await,
+        }
+    }
+
+    /// The approver given to the builder, if any.
+    pub fn approver(&self) -> Option<&Arc<dyn spi::Approver>> {
+        self.approver.as_ref()
     }
 }
 
 #[cfg(feature = "claude")]
 impl Subagents {
-    fn local(&self) -> Result<&Local, SubagentError> {
+    pub(crate) fn local(&self) -> Result<&Local, SubagentError> {
         self.local
             .as_deref()
             .ok_or_else(|| SubagentError::InvalidInput("no local agent support configured".into()))
     }
 
+    /// The main agent's permission mode: the builder's
+    /// [`permission_mode`](SubagentsBuilder::permission_mode), else the settings files'
+    /// `defaultMode`, else `default`.
+    pub fn permission_mode(&self) -> Option<subagent_claude::PermissionMode> {
+        self.local.as_ref().map(|l| l.main_mode)
+    }
+
     /// The built-in tools confined to the workspace (Read, Write, Edit, Glob, Grep, Bash,
-    /// WebFetch, TodoWrite), as the main agent gets them.
+    /// WebFetch, TodoWrite), unguarded (the main agent gets them wrapped in its permission
+    /// policy).
     pub fn workspace_tools(&self) -> Vec<Arc<dyn Tool>> {
         self.local
             .as_ref()
-            .map(|l| subagent_tools::ToolSet::all(l.workspace.clone()))
+            .map(|l| subagent_tools::ToolSet::all_with_sandbox(l.workspace.clone(), &l.sandbox))
             .unwrap_or_default()
     }
 
@@ -214,9 +244,16 @@ impl Subagents {
 #[cfg(feature = "mcp")]
 impl Subagents {
     /// An MCP server offering `Task`, `TaskOutput` and `TaskStop` over these agents (serve it
-    /// over stdio or streamable HTTP), so any MCP client can delegate.
+    /// over stdio or streamable HTTP), so any MCP client can delegate. Approval requests go
+    /// to the builder's approver; without one, a foreground call that must be approved is
+    /// denied and a background task's question waits for the client's `TaskOutput` answer.
     pub fn mcp_server(&self) -> subagent_mcp::McpToolServer {
-        subagent_mcp::McpToolServer::new(self.tools().to_vec())
+        let server = subagent_mcp::McpToolServer::new(self.tools().to_vec());
+        let server = match &self.approver {
+            Some(a) => server.with_approver(a.clone()),
+            None => server,
+        };
+        server
             .with_server_info("subagents", env!("CARGO_PKG_VERSION"))
             .with_instructions(
                 "Delegate work to subagents with the Task tool (agents are listed in its \

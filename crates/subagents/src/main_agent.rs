@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use subagent_runtime::{AgentRuntime, Limits, RunSpec};
 use subagent_spi::{
-    CancellationToken, ProgressKind, ProgressSink, SubagentError, TaskContext, TaskOutcome, Tool,
+    Approver, CancellationToken, FixedApprover, ProgressKind, ProgressSink, SessionApprover,
+    SubagentError, TaskContext, TaskOutcome, Tool,
 };
 
 use crate::Subagents;
@@ -22,6 +23,11 @@ and concisely.";
 ///
 /// The run is depth 0; the agents it starts may delegate in turn while their depth is below the
 /// nesting limit. Progress of the main agent and of every descendant goes to one sink.
+///
+/// Its tools obey the main agent's permission mode ([`Subagents::permission_mode`]) and the
+/// permission rules; calls that must be approved, its own and its descendants', go to the
+/// builder's approver (one "allow for the session" memory per run). Without an approver they
+/// are denied with a message the model reads.
 #[must_use]
 pub struct MainAgent<'a> {
     agents: &'a Subagents,
@@ -102,10 +108,20 @@ impl<'a> MainAgent<'a> {
         }
         tools.extend(self.extra_tools);
         tools.extend(self.agents.tools().to_vec());
+        let local = self.agents.local()?;
+        let policy = subagent_claude::PermissionPolicy::new(local.main_mode, local.rules.clone());
+        let tools = subagent_claude::guard_tools(tools, &policy, "main", None);
+        let approver: Arc<dyn Approver> = match self.agents.approver() {
+            Some(a) => a.clone(),
+            None => Arc::new(FixedApprover::deny_all(
+                "no approver is configured for this run, so nobody can approve it.",
+            )),
+        };
         let mut ctx = TaskContext::new()
             .with_agent("main")
             .with_task_id("main")
-            .with_delegation(self.agents.task().delegation());
+            .with_delegation(self.agents.task().delegation())
+            .with_approver(Arc::new(SessionApprover::new(approver)));
         if let Some(name) = self.agents.default_model_name() {
             ctx = ctx.with_parent_model(name);
         }

@@ -1,7 +1,7 @@
 //! Serving the assembled agents over A2A (feature `server`): one path per agent, each able to
 //! delegate in turn, and a JSON directory at `GET /`.
 
-use subagent_a2a::server::{A2aServer, AgentMount};
+use subagent_a2a::server::{A2aServer, AgentMount, ServerAuth};
 use subagent_spi::{SubagentDefinition, TaskContext};
 
 use crate::{Error, Subagents};
@@ -15,6 +15,9 @@ pub struct ServeOptions {
     pub agents: Vec<String>,
     /// The public base URL used in cards, when the server sits behind a proxy.
     pub public_url: Option<String>,
+    /// Credentials every agent requires (declared in both card versions; requests without
+    /// them get HTTP 401). `None`: no authentication. Keys never appear in `Debug` output.
+    pub auth: Option<ServerAuth>,
 }
 
 impl ServeOptions {
@@ -27,6 +30,22 @@ impl ServeOptions {
     #[must_use]
     pub fn agents(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.agents = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Requires one of `keys`, as `Authorization: Bearer KEY` or `X-API-Key: KEY` (builder
+    /// style; an empty list sets no authentication).
+    #[must_use]
+    pub fn api_keys(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
+        self.auth = (!keys.is_empty()).then(|| ServerAuth::keys(keys));
+        self
+    }
+
+    /// Requires these credentials (builder style).
+    #[must_use]
+    pub fn auth(mut self, auth: ServerAuth) -> Self {
+        self.auth = Some(auth);
         self
     }
 
@@ -84,9 +103,12 @@ impl Subagents {
                     .into(),
             ));
         }
-        let base = TaskContext::new()
+        let mut base = TaskContext::new()
             .with_depth(0)
             .with_delegation(self.task().delegation());
+        if let Some(approver) = self.approver() {
+            base = base.with_approver(approver.clone());
+        }
         let mut builder = A2aServer::builder().directory(true);
         if let Some(url) = &options.public_url {
             builder = builder.public_url(url.clone());
@@ -106,12 +128,12 @@ impl Subagents {
                 .task()
                 .executor_of(def.name())
                 .ok_or_else(|| Error::Server(format!("no executor for `{}`", def.name()).into()))?;
-            builder = builder.mount(AgentMount::subagent_with_context(
-                path,
-                def.clone(),
-                executor,
-                base.clone(),
-            ));
+            let mut mount =
+                AgentMount::subagent_with_context(path, def.clone(), executor, base.clone());
+            if let Some(auth) = &options.auth {
+                mount = mount.with_auth(auth.clone());
+            }
+            builder = builder.mount(mount);
         }
         builder.build().map_err(|e| Error::Server(Box::new(e)))
     }

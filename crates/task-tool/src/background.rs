@@ -1,15 +1,17 @@
 //! Background runs: spawn, read (blocking or not), stop, and bounded retention.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use subagent_spi::{
-    CancellationToken, ProgressEvent, ProgressKind, ProgressSink, SubagentError, TaskCall,
-    TaskContext, TaskOutcome, TaskStatus, UsageNode,
+    ApprovalDecision, ApprovalRequest, Approver, CancellationToken, ProgressEvent, ProgressKind,
+    ProgressSink, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus, UsageNode,
+    async_trait,
 };
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use crate::registry::{Target, TaskConfig, TaskTool};
 
@@ -22,6 +24,9 @@ const PARTIAL_CAP: usize = 64 * 1024;
 pub enum BackgroundState {
     /// Still running.
     Running,
+    /// Running, but stopped at a tool call that needs approval: the question, answered with
+    /// `TaskOutput`'s `approve` ([`TaskTool::answer_approval`] from Rust).
+    WaitingForApproval(ApprovalRequest),
     /// Ended with an outcome (completed, needs input, limit reached, cancelled...).
     Finished(TaskOutcome),
     /// Ended with an error.
@@ -29,8 +34,17 @@ pub enum BackgroundState {
 }
 
 impl BackgroundState {
+    /// Not ended yet (running, or waiting for approval).
     fn is_running(&self) -> bool {
-        matches!(self, BackgroundState::Running)
+        matches!(
+            self,
+            BackgroundState::Running | BackgroundState::WaitingForApproval(_)
+        )
+    }
+
+    /// Ended, or waiting for an answer: a reader waiting for news may stop waiting.
+    fn needs_attention(&self) -> bool {
+        !matches!(self, BackgroundState::Running)
     }
 }
 
@@ -56,12 +70,23 @@ pub struct BackgroundSnapshot {
 }
 
 impl BackgroundSnapshot {
-    /// The status: `Running`, the outcome's status, or `Failed`.
+    /// The status: `Running` (also while waiting for approval), the outcome's status, or
+    /// `Failed`.
     pub fn status(&self) -> TaskStatus {
         match &self.state {
-            BackgroundState::Running => TaskStatus::Running,
+            BackgroundState::Running | BackgroundState::WaitingForApproval(_) => {
+                TaskStatus::Running
+            }
             BackgroundState::Finished(o) => o.status,
             BackgroundState::Failed(_) => TaskStatus::Failed,
+        }
+    }
+
+    /// The question the task waits on, when it waits for approval.
+    pub fn pending_approval(&self) -> Option<&ApprovalRequest> {
+        match &self.state {
+            BackgroundState::WaitingForApproval(r) => Some(r),
+            _ => None,
         }
     }
 
@@ -85,6 +110,16 @@ pub(crate) struct Entry {
     partial: Mutex<String>,
     /// Usage is reported to the caller once, on the first read after the end.
     usage_reported: AtomicBool,
+    /// Approval requests waiting for an answer, oldest first.
+    pending: Mutex<VecDeque<Pending>>,
+    next_pending: AtomicU64,
+}
+
+/// One approval request of a background task, waiting for its answer.
+struct Pending {
+    id: u64,
+    request: ApprovalRequest,
+    answer: oneshot::Sender<ApprovalDecision>,
 }
 
 impl Entry {
@@ -108,6 +143,32 @@ impl Entry {
                 .clone(),
             wait_timed_out,
         }
+    }
+
+    /// Publishes the oldest pending question (or `Running` when none is left), unless the task
+    /// has ended.
+    fn publish_pending(&self) {
+        // Holding the queue's lock while publishing keeps publishers in order.
+        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let front = pending.front().map(|p| p.request.clone());
+        self.state.send_if_modified(|s| {
+            if !s.is_running() {
+                return false;
+            }
+            *s = match front {
+                Some(r) => BackgroundState::WaitingForApproval(r),
+                None => BackgroundState::Running,
+            };
+            true
+        });
+    }
+
+    fn remove_pending(&self, id: u64) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| p.id != id);
+        self.publish_pending();
     }
 
     fn expired(&self, ttl: Duration, now: Instant) -> bool {
@@ -158,6 +219,71 @@ impl ProgressSink for PartialSink {
             e.push_partial(text);
         }
         self.inner.emit(event);
+    }
+}
+
+/// The approver of a background task: a request waits in the task's entry (visible to
+/// `TaskOutput` as `waiting_for_approval`) until the caller answers it, unless the upstream
+/// approver already allowed it for the session.
+struct BackgroundApprover {
+    entry: Weak<Entry>,
+    upstream: Option<Arc<dyn Approver>>,
+    granted: Mutex<HashSet<String>>,
+}
+
+/// Removes a pending request when its wait ends early (the task was cancelled).
+struct PendingGuard<'a> {
+    entry: &'a Entry,
+    id: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.entry.remove_pending(self.id);
+    }
+}
+
+#[async_trait]
+impl Approver for BackgroundApprover {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
+        if self.granted(&request) {
+            return ApprovalDecision::AllowSession;
+        }
+        let Some(entry) = self.entry.upgrade() else {
+            return ApprovalDecision::deny("the background task's record is gone.");
+        };
+        let key = request.session_key();
+        let (tx, rx) = oneshot::channel();
+        let id = entry.next_pending.fetch_add(1, Ordering::AcqRel);
+        entry
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(Pending {
+                id,
+                request,
+                answer: tx,
+            });
+        entry.publish_pending();
+        let _guard = PendingGuard { entry: &entry, id };
+        let decision = rx.await.unwrap_or_else(|_| {
+            ApprovalDecision::deny("the question was dropped without an answer.")
+        });
+        if decision == ApprovalDecision::AllowSession {
+            self.granted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key);
+        }
+        decision
+    }
+
+    fn granted(&self, request: &ApprovalRequest) -> bool {
+        self.granted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&request.session_key())
+            || self.upstream.as_ref().is_some_and(|u| u.granted(request))
     }
 }
 
@@ -225,13 +351,20 @@ impl BackgroundRegistry {
             finished_at: Mutex::new(None),
             partial: Mutex::new(String::new()),
             usage_reported: AtomicBool::new(false),
+            pending: Mutex::new(VecDeque::new()),
+            next_pending: AtomicU64::new(0),
         });
         let sink = Arc::new(PartialSink {
             entry: Arc::downgrade(&entry),
             task_id: task_id.clone(),
             inner: child.progress().clone(),
         });
-        let child = child.with_progress(sink);
+        let approver = Arc::new(BackgroundApprover {
+            entry: Arc::downgrade(&entry),
+            upstream: child.approver().cloned(),
+            granted: Mutex::new(HashSet::new()),
+        });
+        let child = child.with_progress(sink).with_approver(approver);
         self.entries.insert(task_id, entry.clone());
 
         let grace = config.stop_grace;
@@ -304,12 +437,43 @@ impl BackgroundRegistry {
         let mut timed_out = false;
         if let Some(wait) = wait {
             let mut rx = entry.state.subscribe();
-            let done = tokio::time::timeout(wait, rx.wait_for(|s| !s.is_running())).await;
+            let done = tokio::time::timeout(wait, rx.wait_for(|s| s.needs_attention())).await;
             timed_out = done.is_err();
         }
         let snap = entry.snapshot(task_id, timed_out);
         let usage = entry.take_usage(task_id);
         Ok((snap, usage))
+    }
+
+    /// Answers the oldest approval request of a task. Errors when the task is unknown or
+    /// waits for no answer.
+    pub(crate) fn answer(
+        &self,
+        task_id: &str,
+        decision: ApprovalDecision,
+        ttl: Duration,
+    ) -> Result<ApprovalRequest, SubagentError> {
+        let entry = self.lookup(task_id, ttl)?;
+        let pending = entry
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        let Some(p) = pending else {
+            return Err(SubagentError::InvalidInput(format!(
+                "background task `{task_id}` is not waiting for approval"
+            )));
+        };
+        let _ = p.answer.send(decision);
+        entry.publish_pending();
+        Ok(p.request)
+    }
+
+    /// The oldest question a task waits on.
+    pub(crate) fn pending(&self, task_id: &str, ttl: Duration) -> Option<ApprovalRequest> {
+        let entry = self.lookup(task_id, ttl).ok()?;
+        let p = entry.pending.lock().unwrap_or_else(|p| p.into_inner());
+        p.front().map(|p| p.request.clone())
     }
 
     /// Cancels a task and waits (up to `grace` + 1 s) for it to wind down.
@@ -441,6 +605,26 @@ impl TaskTool {
                 self.inner.config.result_ttl,
             )
             .await
+    }
+
+    /// Answers the oldest approval request a background task waits on, as the task's caller:
+    /// the answer is final (the `TaskOutput` tool confirms a yes with the caller's own
+    /// approver first). Returns the request answered.
+    pub fn answer_approval(
+        &self,
+        task_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<ApprovalRequest, SubagentError> {
+        self.inner
+            .background
+            .answer(task_id, decision, self.inner.config.result_ttl)
+    }
+
+    /// The oldest approval request a background task waits on, if any.
+    pub fn pending_approval(&self, task_id: &str) -> Option<ApprovalRequest> {
+        self.inner
+            .background
+            .pending(task_id, self.inner.config.result_ttl)
     }
 
     /// Number of background tasks running now.

@@ -121,14 +121,41 @@ pub(crate) fn error_text(e: &SubagentError) -> String {
 }
 
 pub(crate) fn snapshot_text(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> ToolOutput {
+    let status = match &s.state {
+        BackgroundState::WaitingForApproval(_) => "waiting_for_approval".to_string(),
+        _ => s.status().to_string(),
+    };
     let head = format!(
-        "task_id: {}\nagent: {}\nstatus: {}\nelapsed_ms: {}\n",
+        "task_id: {}\nagent: {}\nstatus: {status}\nelapsed_ms: {}\n",
         s.task_id,
         s.agent,
-        s.status(),
         s.elapsed.as_millis()
     );
     match &s.state {
+        BackgroundState::WaitingForApproval(r) => {
+            let mut t = head;
+            let _ = write!(
+                t,
+                "\nThe task is waiting for approval: {} ({}) wants to run {}: {}\nWhy: {}\n\
+                 Answer with TaskOutput {{\"task_id\": \"{}\", \"approve\": \"yes\"}} to run \
+                 this call once, \"always\" to allow it for the rest of the session{}, or \
+                 \"no\" to refuse it. A yes is confirmed with the user when one is asked.",
+                s.agent,
+                r.path_text(),
+                r.tool,
+                r.summary,
+                r.reason,
+                s.task_id,
+                r.session_rule
+                    .as_deref()
+                    .map(|rule| format!(" (`{rule}`)"))
+                    .unwrap_or_default(),
+            );
+            if !s.partial.is_empty() {
+                let _ = write!(t, "\nOutput so far:\n{}", s.partial);
+            }
+            ToolOutput::text(t)
+        }
         BackgroundState::Running => {
             let mut t = head;
             if let Some(ms) = waited_ms.filter(|_| s.wait_timed_out) {

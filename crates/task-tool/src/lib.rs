@@ -50,4 +50,4 @@ mod tools;
 pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
-pub use tools::{TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};
+pub use tools::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use subagent_spi::{
+    ApprovalDecision, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
+};
 
 use crate::format;
 use crate::registry::TaskTool;
@@ -52,6 +54,23 @@ pub struct TaskOutputInput {
     /// How long to wait, in milliseconds (default 30000, max 600000).
     #[serde(default = "default_wait")]
     pub timeout_ms: u64,
+    /// Answers the question of a task whose status is `waiting_for_approval`: `yes` runs the
+    /// call once, `always` allows it for the rest of the session, `no` refuses it. A `yes` or
+    /// `always` is confirmed with the caller's own approver (the user) when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<ApprovalAnswer>,
+}
+
+/// An answer to a background task's approval question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalAnswer {
+    /// Run the call once.
+    Yes,
+    /// Refuse the call.
+    No,
+    /// Allow it for the rest of the session.
+    Always,
 }
 
 fn yes() -> bool {
@@ -91,7 +110,8 @@ impl Tool for TaskOutputTool {
         "Read the result of a background task started with Task (run_in_background: true). \
          By default waits until the task finishes or `timeout_ms` (default 30000, max 600000) \
          passes; set `block: false` to check without waiting. Reading again returns the same \
-         result."
+         result. When the status is `waiting_for_approval`, the task asks to make a tool call: \
+         answer with `approve`: \"yes\" (once), \"always\" (for the session) or \"no\"."
             .to_string()
     }
 
@@ -107,10 +127,10 @@ impl Tool for TaskOutputTool {
     async fn call(
         &self,
         input: serde_json::Value,
-        _ctx: &TaskContext,
+        ctx: &TaskContext,
     ) -> Result<ToolOutput, ToolError> {
         let input: TaskOutputInput = serde_json::from_value(input)
-            .map_err(|e| ToolError::invalid("TaskOutput", format!("{e}; expected {{\"task_id\": \"task_...\", \"block\"?: bool, \"timeout_ms\"?: number}}")))?;
+            .map_err(|e| ToolError::invalid("TaskOutput", format!("{e}; expected {{\"task_id\": \"task_...\", \"block\"?: bool, \"timeout_ms\"?: number, \"approve\"?: \"yes\"|\"no\"|\"always\"}}")))?;
         if input.timeout_ms > MAX_WAIT_MS {
             return Err(ToolError::invalid(
                 "TaskOutput",
@@ -119,6 +139,41 @@ impl Tool for TaskOutputTool {
                     input.timeout_ms
                 ),
             ));
+        }
+        if let Some(answer) = input.approve {
+            let Some(question) = self.task.pending_approval(&input.task_id) else {
+                return Ok(ToolOutput::error(format!(
+                    "Task `{}` is not waiting for approval (or is unknown); nothing was answered.",
+                    input.task_id
+                )));
+            };
+            let mut decision = match answer {
+                ApprovalAnswer::Yes => ApprovalDecision::AllowOnce,
+                ApprovalAnswer::Always => ApprovalDecision::AllowSession,
+                ApprovalAnswer::No => {
+                    ApprovalDecision::deny("the agent that started this task declined the call.")
+                }
+            };
+            // A yes from an agent is confirmed by whoever approves for it: an agent cannot
+            // approve more than its own caller would.
+            if decision.is_allowed()
+                && let Some(approver) = ctx.approver()
+            {
+                let confirmed = tokio::select! {
+                    d = approver.request(question.clone()) => d,
+                    () = ctx.cancel().cancelled() => {
+                        return Err(ToolError::Cancelled { tool: "TaskOutput".into() });
+                    }
+                };
+                decision = match (confirmed, decision) {
+                    (ApprovalDecision::AllowOnce, _) => ApprovalDecision::AllowOnce,
+                    (ApprovalDecision::AllowSession, d) => d,
+                    (denied, _) => denied,
+                };
+            }
+            if let Err(e) = self.task.answer_approval(&input.task_id, decision) {
+                return Ok(ToolOutput::error(e.to_string()));
+            }
         }
         let wait = input.block.then(|| Duration::from_millis(input.timeout_ms));
         match self.task.output_with_usage(&input.task_id, wait).await {

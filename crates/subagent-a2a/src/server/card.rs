@@ -127,6 +127,14 @@ pub enum ServerAuth {
         /// Accepted keys.
         keys: Vec<String>,
     },
+    /// One of these keys, either as `Authorization: Bearer <key>` or in the `header` (e.g.
+    /// `X-API-Key: <key>`); the card declares both schemes, either one sufficing.
+    BearerOrApiKey {
+        /// The API-key header name.
+        header: String,
+        /// Accepted keys.
+        keys: Vec<String>,
+    },
 }
 
 impl std::fmt::Debug for ServerAuth {
@@ -138,6 +146,11 @@ impl std::fmt::Debug for ServerAuth {
                 .finish(),
             ServerAuth::ApiKey { header, keys } => f
                 .debug_struct("ApiKey")
+                .field("header", header)
+                .field("keys", &format_args!("<{} redacted>", keys.len()))
+                .finish(),
+            ServerAuth::BearerOrApiKey { header, keys } => f
+                .debug_struct("BearerOrApiKey")
                 .field("header", header)
                 .field("keys", &format_args!("<{} redacted>", keys.len()))
                 .finish(),
@@ -161,32 +174,56 @@ impl ServerAuth {
         }
     }
 
-    fn scheme(&self) -> (&'static str, v1::SecurityScheme) {
-        match self {
-            ServerAuth::Bearer { .. } => (
+    /// Keys accepted as a bearer token or in the `X-API-Key` header.
+    pub fn keys(keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        ServerAuth::BearerOrApiKey {
+            header: "X-API-Key".to_string(),
+            keys: keys.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// The schemes the card declares; a client satisfies any one of them.
+    fn schemes(&self) -> Vec<(&'static str, v1::SecurityScheme)> {
+        let bearer = || {
+            (
                 "bearer",
                 v1::SecurityScheme::HttpAuthSecurityScheme(v1::HttpAuthSecurityScheme {
                     description: Some("Bearer token in the Authorization header".into()),
                     scheme: "Bearer".into(),
                     bearer_format: None,
                 }),
-            ),
-            ServerAuth::ApiKey { header, .. } => (
+            )
+        };
+        let api_key = |header: &str| {
+            (
                 "apiKey",
                 v1::SecurityScheme::ApiKeySecurityScheme(v1::ApiKeySecurityScheme {
                     description: Some(format!("API key in the `{header}` header")),
                     location: "header".into(),
-                    name: header.clone(),
+                    name: header.to_string(),
                 }),
-            ),
+            )
+        };
+        match self {
+            ServerAuth::Bearer { .. } => vec![bearer()],
+            ServerAuth::ApiKey { header, .. } => vec![api_key(header)],
+            ServerAuth::BearerOrApiKey { header, .. } => vec![bearer(), api_key(header)],
         }
+    }
+
+    /// True when a bearer token is one of the accepted schemes.
+    pub(crate) fn takes_bearer(&self) -> bool {
+        matches!(
+            self,
+            ServerAuth::Bearer { .. } | ServerAuth::BearerOrApiKey { .. }
+        )
     }
 
     /// True when the request headers carry an accepted credential.
     pub(crate) fn check(&self, headers: &http::HeaderMap) -> bool {
         use super::util::constant_time_eq;
-        match self {
-            ServerAuth::Bearer { tokens } => headers
+        let bearer = |tokens: &[String]| {
+            headers
                 .get(http::header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| {
@@ -194,14 +231,23 @@ impl ServerAuth {
                     scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
                 })
                 .is_some_and(|t| {
-                    tokens
-                        .iter()
-                        .any(|k| constant_time_eq(k.as_bytes(), t.as_bytes()))
-                }),
-            ServerAuth::ApiKey { header, keys } => headers.get(header.as_str()).is_some_and(|v| {
-                keys.iter()
-                    .any(|k| constant_time_eq(k.as_bytes(), v.as_bytes()))
-            }),
+                    // Every key is compared, so the time taken does not tell which matched.
+                    tokens.iter().fold(false, |hit, k| {
+                        constant_time_eq(k.as_bytes(), t.as_bytes()) | hit
+                    })
+                })
+        };
+        let header_key = |header: &str, keys: &[String]| {
+            headers.get(header).is_some_and(|v| {
+                keys.iter().fold(false, |hit, k| {
+                    constant_time_eq(k.as_bytes(), v.as_bytes()) | hit
+                })
+            })
+        };
+        match self {
+            ServerAuth::Bearer { tokens } => bearer(tokens),
+            ServerAuth::ApiKey { header, keys } => header_key(header, keys),
+            ServerAuth::BearerOrApiKey { header, keys } => bearer(keys) | header_key(header, keys),
         }
     }
 }
@@ -218,11 +264,13 @@ pub(crate) fn card_v1(info: &AgentInfo, auth: Option<&ServerAuth>, url: &str) ->
     let mut security_schemes = BTreeMap::new();
     let mut security_requirements = Vec::new();
     if let Some(a) = auth {
-        let (name, scheme) = a.scheme();
-        security_schemes.insert(name.to_string(), scheme);
-        let mut schemes = BTreeMap::new();
-        schemes.insert(name.to_string(), v1::StringList::default());
-        security_requirements.push(v1::SecurityRequirement { schemes });
+        // One requirement per scheme: any one of them suffices.
+        for (name, scheme) in a.schemes() {
+            security_schemes.insert(name.to_string(), scheme);
+            let mut schemes = BTreeMap::new();
+            schemes.insert(name.to_string(), v1::StringList::default());
+            security_requirements.push(v1::SecurityRequirement { schemes });
+        }
     }
     v1::AgentCard {
         name: info.name.clone(),
@@ -297,6 +345,22 @@ mod tests {
     #[test]
     fn cards_of_both_versions_point_at_the_url() {
         let info = AgentInfo::new("echo", "Echoes");
+        let both = ServerAuth::keys(["k1", "k2"]);
+        let mut h = http::HeaderMap::new();
+        h.insert("authorization", "Bearer k2".parse().unwrap());
+        assert!(both.check(&h));
+        let mut h = http::HeaderMap::new();
+        h.insert("x-api-key", "k1".parse().unwrap());
+        assert!(both.check(&h));
+        h.insert("x-api-key", "k3".parse().unwrap());
+        assert!(!both.check(&h));
+        assert!(!format!("{both:?}").contains("k1"));
+        let c = card_v1(&info, Some(&both), "http://h/echo");
+        assert_eq!(c.security_schemes.len(), 2);
+        assert_eq!(c.security_requirements.len(), 2);
+        let c03 = card_v03(&info, Some(&both), "http://h/echo");
+        assert_eq!(c03.security_schemes.len(), 2);
+        assert_eq!(c03.security.len(), 2);
         let c1 = card_v1(&info, Some(&ServerAuth::bearer("t")), "http://h/echo");
         assert_eq!(c1.supported_interfaces.len(), 3);
         assert!(c1.security_schemes.contains_key("bearer"));

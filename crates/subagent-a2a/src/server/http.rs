@@ -305,7 +305,7 @@ fn unauthorized(agent: &Hosted, headers: &HeaderMap) -> Option<Response> {
             }
         })),
     );
-    if matches!(auth, ServerAuth::Bearer { .. }) {
+    if auth.takes_bearer() {
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }

@@ -1,0 +1,134 @@
+//! Who answers tool calls that must be approved: a prompt on the terminal, `--yes`, or nobody
+//! (denied, with a message the model reads).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+
+use indicatif::MultiProgress;
+use subagents::async_trait;
+use subagents::spi::{ApprovalDecision, ApprovalRequest, Approver, FixedApprover};
+
+use crate::cli::PermissionArgs;
+use crate::output::terminal_safe;
+
+/// What the model reads when nobody can be asked.
+pub const NO_TERMINAL: &str = "this run has no terminal to ask the user on, and it was not \
+started with --yes. The user can allow such calls with a permission rule (permissions.allow in \
+.claude/settings.json or [permissions] allow in subagents.toml), a --permission-mode, or --yes.";
+
+/// True when a person can be asked: stdin and stderr are terminals.
+pub fn interactive() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// The approver for a command: `--yes` approves everything; on a terminal (when `prompt` is
+/// allowed) a prompt on stderr asks; otherwise every request is denied with [`NO_TERMINAL`].
+pub fn approver(
+    args: &PermissionArgs,
+    prompt: bool,
+    multi: Option<MultiProgress>,
+) -> Arc<dyn Approver> {
+    if args.yes {
+        Arc::new(FixedApprover::allow_all())
+    } else if prompt && interactive() {
+        Arc::new(TerminalApprover {
+            multi,
+            one_at_a_time: tokio::sync::Mutex::new(()),
+        })
+    } else {
+        Arc::new(FixedApprover::deny_all(NO_TERMINAL))
+    }
+}
+
+/// For servers, which never prompt: an approve-everything approver with `--yes`, else none.
+pub fn yes_approver(args: &PermissionArgs) -> Option<Arc<dyn Approver>> {
+    args.yes
+        .then(|| Arc::new(FixedApprover::allow_all()) as Arc<dyn Approver>)
+}
+
+/// Asks on stderr and reads the answer from stdin, one question at a time, with the live
+/// progress display suspended while it asks.
+pub struct TerminalApprover {
+    multi: Option<MultiProgress>,
+    one_at_a_time: tokio::sync::Mutex<()>,
+}
+
+/// The prompt for one request (terminal-safe).
+pub fn prompt_text(r: &ApprovalRequest) -> String {
+    let always = r
+        .session_rule
+        .as_deref()
+        .map(|rule| format!(" ({})", terminal_safe(rule)))
+        .unwrap_or_default();
+    format!(
+        "\n? {} wants to run {}: {}\n  why: {}\n  allow? [y]es once / [a]lways{always} / [n]o: ",
+        terminal_safe(&r.path_text()),
+        terminal_safe(&r.tool),
+        terminal_safe(&r.summary),
+        terminal_safe(&r.reason),
+    )
+}
+
+/// Reads an answer: `y`/`yes` once, `a`/`always` for the session, anything else no.
+pub fn parse_answer(line: &str) -> ApprovalDecision {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => ApprovalDecision::AllowOnce,
+        "a" | "always" => ApprovalDecision::AllowSession,
+        _ => ApprovalDecision::deny("the user said no."),
+    }
+}
+
+#[async_trait]
+impl Approver for TerminalApprover {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
+        let _turn = self.one_at_a_time.lock().await;
+        let multi = self.multi.clone();
+        let ask = move || {
+            let text = prompt_text(&request);
+            let read = || {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes());
+                let _ = err.flush();
+                drop(err);
+                let mut line = String::new();
+                match std::io::stdin().lock().read_line(&mut line) {
+                    Ok(0) | Err(_) => ApprovalDecision::deny("the user did not answer."),
+                    Ok(_) => parse_answer(&line),
+                }
+            };
+            match &multi {
+                Some(m) => m.suspend(read),
+                None => read(),
+            }
+        };
+        tokio::task::spawn_blocking(ask)
+            .await
+            .unwrap_or_else(|_| ApprovalDecision::deny("the prompt failed."))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_and_prompt() {
+        assert_eq!(parse_answer("Y\n"), ApprovalDecision::AllowOnce);
+        assert_eq!(parse_answer("always"), ApprovalDecision::AllowSession);
+        assert!(!parse_answer("").is_allowed());
+        assert!(!parse_answer("nope").is_allowed());
+        let r = ApprovalRequest::new(
+            vec!["main".into(), "worker".into()],
+            "Bash",
+            "touch x\u{1b}[2J",
+            "permission mode `default`",
+        )
+        .with_session_rule("Bash(touch:*)");
+        let p = prompt_text(&r);
+        assert!(
+            p.contains("main > worker wants to run Bash: touch x\\u{1b}[2J"),
+            "{p}"
+        );
+        assert!(p.contains("[a]lways (Bash(touch:*))"), "{p}");
+    }
+}

@@ -1,0 +1,249 @@
+//! `subagents serve` with credentials: refused beyond loopback without a key, 401 without the
+//! key, both header forms accepted, both card versions declare the schemes, our own A2A client
+//! authenticates with per-agent metadata, and the key never shows in the server's output.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use subagent_testkit::{Reply, ScriptedModelServer};
+use subagents::spi::{SubagentReference, TaskCall, TaskContext};
+use subagents::{Dispatch, Subagents};
+
+const KEY: &str = "s3cret-KEY-for-tests-0123456789";
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn agents_dir(root: &Path) -> std::path::PathBuf {
+    let dir = root.join("agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("echo.md"),
+        "---\nname: echo\ndescription: Answers.\ntools: Read\n---\nAnswer.\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn command(root: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"));
+    cmd.env("HOME", root)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("SUBAGENTS_API_KEYS")
+        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
+        .current_dir(root);
+    cmd
+}
+
+#[test]
+fn beyond_loopback_without_a_key_exits_2_naming_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(dir.path())
+        .args([
+            "serve",
+            "--listen",
+            &format!("0.0.0.0:{}", free_port()),
+            "--model",
+            "openai-compatible:m@http://127.0.0.1:9/v1",
+        ])
+        .arg("--agents")
+        .arg(agents_dir(dir.path()))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--api-key") && err.contains("--allow-unauthenticated"),
+        "{err}"
+    );
+}
+
+fn send(text: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": text}]}}
+    })
+}
+
+#[test]
+fn with_a_key_requests_need_it_and_both_header_forms_work() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let model_server = rt.block_on(ScriptedModelServer::start());
+    model_server.set_fallback(Some(Reply::text("authenticated answer")));
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let log = dir.path().join("serve.log");
+    let serve = command(dir.path())
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--model",
+            &format!("openai-compatible:m@{}", model_server.openai_base_url()),
+            "--log",
+            "debug",
+        ])
+        .arg("--agents")
+        .arg(agents_dir(dir.path()))
+        .env("SUBAGENTS_API_KEYS", format!("other-key,{KEY}"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("serve starts");
+    let serve = Killed(serve);
+    let http = reqwest::Client::new();
+    let agent = format!("{base}/echo");
+    rt.block_on(async {
+        for _ in 0..400 {
+            if http.get(format!("{base}/")).send().await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("serve did not come up on {base}");
+    });
+
+    rt.block_on(async {
+        // Cards are public and declare both schemes, in both versions.
+        for path in ["/.well-known/agent-card.json", "/.well-known/agent.json"] {
+            let card: Value = http
+                .get(format!("{agent}{path}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let schemes = card["securitySchemes"].as_object().expect("schemes");
+            assert!(
+                schemes.contains_key("bearer") && schemes.contains_key("apiKey"),
+                "{card}"
+            );
+            assert!(!card.to_string().contains(KEY));
+        }
+        let body = send("hi");
+        // No key: 401 with an A2A-shaped error.
+        let r = http.post(&agent).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), 401);
+        assert!(r.headers().get("www-authenticate").is_some());
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"]["status"], "UNAUTHENTICATED", "{e}");
+        // A wrong key: 401.
+        let r = http
+            .post(&agent)
+            .bearer_auth("wrong")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401);
+        // Bearer and X-API-Key both work.
+        for req in [
+            http.post(&agent).bearer_auth(KEY),
+            http.post(&agent).header("X-API-Key", KEY),
+        ] {
+            let r = req.json(&body).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            let v: Value = r.json().await.unwrap();
+            assert!(v.to_string().contains("authenticated answer"), "{v}");
+        }
+
+        // Our own A2A client with per-agent credentials in the reference's metadata.
+        let agents = Subagents::builder()
+            .builtin_agents(false)
+            .a2a_reference(
+                SubagentReference::new(&agent, subagents::a2a::client::KIND)
+                    .with_metadata("auth.api_key", KEY),
+            )
+            .workspace(dir.path())
+            .build()
+            .await
+            .expect("the card resolves");
+        match agents
+            .dispatch(TaskCall::new("echo", "d", "hello"), &TaskContext::new())
+            .await
+            .expect("authenticated call")
+        {
+            Dispatch::Foreground { outcome, .. } => {
+                assert_eq!(outcome.text, "authenticated answer")
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+
+    // The command as a client: `auth.bearer_env`-style settings from subagents.toml, the
+    // secret in the environment.
+    let client_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        client_dir.path().join("subagents.toml"),
+        format!("a2a = [{{ url = \"{agent}\", bearer_env = \"SERVED_AGENT_TOKEN\" }}]\n"),
+    )
+    .unwrap();
+    let task = |token: Option<&str>| {
+        let mut cmd = command(client_dir.path());
+        cmd.args(["task", "echo", "hello", "--json"]);
+        match token {
+            Some(t) => cmd.env("SERVED_AGENT_TOKEN", t),
+            None => cmd.env("SERVED_AGENT_TOKEN", "not-the-key"),
+        };
+        cmd.output().expect("runs")
+    };
+    let ok = task(Some(KEY));
+    assert!(ok.status.success(), "{ok:?}");
+    let v: Value = serde_json::from_slice(&ok.stdout).expect("JSON");
+    assert_eq!(v["text"], "authenticated answer", "{v}");
+    // `subagents call` with a key from the environment (the card's API-key header).
+    let called = command(client_dir.path())
+        .args([
+            "call",
+            &agent,
+            "hello",
+            "--json",
+            "--api-key-env",
+            "SERVED_AGENT_KEY",
+        ])
+        .env("SERVED_AGENT_KEY", KEY)
+        .output()
+        .expect("runs");
+    assert!(called.status.success(), "{called:?}");
+    assert!(String::from_utf8_lossy(&called.stdout).contains("authenticated answer"));
+    let refused = task(None);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr).to_lowercase();
+    assert!(err.contains("401") || err.contains("unauthor"), "{err}");
+    assert!(!err.contains(&KEY.to_lowercase()));
+
+    drop(serve);
+    let mut logged = String::new();
+    std::fs::File::open(&log)
+        .unwrap()
+        .read_to_string(&mut logged)
+        .unwrap();
+    assert!(logged.contains("2 key(s)"), "{logged}");
+    assert!(
+        !logged.contains(KEY),
+        "the key never shows in the output: {logged}"
+    );
+}

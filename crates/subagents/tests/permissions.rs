@@ -1,0 +1,329 @@
+//! Permissions through the facade, over real HTTP with the scripted model server: one approval
+//! channel through the whole delegation tree, the main agent's own tools under its mode, and
+//! background children waiting for an answer.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagents::claude::PermissionMode;
+use subagents::spi::{ApprovalDecision, ApprovalRequest, Approver};
+use subagents::{Subagents, async_trait};
+
+/// An approver that records every request and answers from a list (then denies).
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<ApprovalRequest>>,
+    answers: Mutex<Vec<ApprovalDecision>>,
+}
+
+impl Recorder {
+    fn answering(answers: Vec<ApprovalDecision>) -> Arc<Self> {
+        Arc::new(Self {
+            seen: Mutex::default(),
+            answers: Mutex::new(answers),
+        })
+    }
+    fn seen(&self) -> Vec<ApprovalRequest> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Approver for Recorder {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
+        self.seen.lock().unwrap().push(request);
+        let mut a = self.answers.lock().unwrap();
+        if a.is_empty() {
+            ApprovalDecision::deny("the recorder says no.")
+        } else {
+            a.remove(0)
+        }
+    }
+}
+
+fn task_call(agent: &str) -> Reply {
+    Reply::tool_calls(vec![(
+        "Task",
+        json!({"description": "delegate", "prompt": "please", "subagent_type": agent}),
+    )])
+}
+
+fn bash_call(cmd: &str) -> Reply {
+    Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
+}
+
+fn tool_results(req: &RecordedRequest) -> Vec<String> {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// A coordinator that may delegate and a worker that runs commands.
+fn team(dir: &Path) {
+    let agents = dir.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("coordinator.md"),
+        "---\nname: coordinator\ndescription: Delegates.\ntools: Task, Read\n---\nDelegate.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("worker.md"),
+        "---\nname: worker\ndescription: Runs commands.\ntools: Bash, Read\nmodel: worker-model\n---\nWork.\n",
+    )
+    .unwrap();
+}
+
+async fn build(
+    server: &ScriptedModelServer,
+    dir: &Path,
+    approver: Option<Arc<Recorder>>,
+) -> Subagents {
+    team(dir);
+    let mut b = Subagents::builder()
+        .model(format!(
+            "openai-compatible:main-model@{}",
+            server.openai_base_url()
+        ))
+        .named_model(
+            "worker-model",
+            format!(
+                "openai-compatible:worker-model@{}",
+                server.openai_base_url()
+            ),
+        )
+        .agents_dir(dir.join("agents"))
+        .workspace(dir.join("work"));
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    if let Some(a) = approver {
+        b = b.approver(a);
+    }
+    b.build().await.expect("builds")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_requested_by_a_grandchild_reaches_the_root_with_its_path() {
+    let server = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("work/made-by-worker.txt");
+    server.push(task_call("coordinator"));
+    server.push(task_call("worker"));
+    server.push_for_model("worker-model", bash_call("touch made-by-worker.txt"));
+    server.push_for_model("worker-model", Reply::text("touched"));
+    server.push(Reply::text("the worker touched it"));
+    server.push(Reply::text("done"));
+    let recorder = Recorder::answering(vec![ApprovalDecision::AllowOnce]);
+    let agents = build(&server, dir.path(), Some(recorder.clone())).await;
+    let outcome = agents.main_agent().run("go").await.expect("runs");
+    assert_eq!(outcome.text, "done");
+    let seen = recorder.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].agent_path, ["main", "coordinator", "worker"]);
+    assert_eq!(seen[0].tool, "Bash");
+    assert_eq!(seen[0].summary, "touch made-by-worker.txt");
+    assert_eq!(seen[0].session_rule.as_deref(), Some("Bash(touch:*)"));
+    assert!(file.exists(), "approved, so the command ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_agent_asks_too_and_without_an_approver_the_model_reads_a_denial() {
+    let server = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    server.push(bash_call("touch by-main.txt"));
+    server.push(Reply::text("could not"));
+    let agents = build(&server, dir.path(), None).await;
+    assert_eq!(agents.permission_mode(), Some(PermissionMode::Default));
+    agents.main_agent().run("go").await.expect("runs");
+    assert!(!dir.path().join("work/by-main.txt").exists());
+    let results = tool_results(&server.requests()[1]);
+    assert!(
+        results[0].contains("not approved") && results[0].contains("no approver is configured"),
+        "{}",
+        results[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permission_mode_and_rules_from_the_builder_apply_to_main_and_agents() {
+    let server = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    team(dir.path());
+    std::fs::create_dir_all(dir.path().join("work/.claude")).unwrap();
+    std::fs::write(
+        dir.path().join("work/.claude/settings.json"),
+        r#"{"permissions": {"allow": ["Bash(touch allowed.txt)"], "deny": ["Bash(rm:*)"]}}"#,
+    )
+    .unwrap();
+    server.push(Reply::tool_calls(vec![
+        ("Bash", json!({"command": "touch allowed.txt"})),
+        ("Bash", json!({"command": "touch asked.txt"})),
+    ]));
+    server.push(Reply::text("main done"));
+    let agents = Subagents::builder()
+        .model(format!("openai-compatible:m@{}", server.openai_base_url()))
+        .workspace(dir.path().join("work"))
+        .claude_settings(dir.path().join("work"))
+        .permission_mode(PermissionMode::DontAsk)
+        .build()
+        .await
+        .expect("builds");
+    agents.main_agent().run("go").await.expect("runs");
+    assert!(
+        dir.path().join("work/allowed.txt").exists(),
+        "allowed by the settings file"
+    );
+    assert!(
+        !dir.path().join("work/asked.txt").exists(),
+        "dontAsk denies the rest"
+    );
+    let results = tool_results(&server.requests()[1]);
+    assert!(results[1].contains("dontAsk"), "{}", results[1]);
+
+    // A settings file with an unknown mode fails the build, naming the file.
+    std::fs::write(
+        dir.path().join("work/.claude/settings.local.json"),
+        r#"{"permissions": {"defaultMode": "yolo"}}"#,
+    )
+    .unwrap();
+    let e = Subagents::builder()
+        .workspace(dir.path().join("work"))
+        .claude_settings(dir.path().join("work"))
+        .build()
+        .await
+        .unwrap_err();
+    let text = format!(
+        "{e}: {}",
+        std::error::Error::source(&e)
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    );
+    assert!(
+        text.contains("settings.local.json") && text.contains("yolo"),
+        "{text}"
+    );
+}
+
+/// The task id in a "Started agent ... in the background with task id ..." result.
+fn started_task_id(body: &serde_json::Value) -> String {
+    let text = body.to_string();
+    let at = text
+        .find("task id task_")
+        .expect("a started background task")
+        + "task id ".len();
+    text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_proceeds_after_the_answer()
+ {
+    let server = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    server.push(Reply::tool_calls(vec![(
+        "Task",
+        json!({"description": "bg", "prompt": "touch it", "subagent_type": "worker", "run_in_background": true}),
+    )]));
+    // Main: wait for the task (it stops at the question), then answer yes.
+    server.script().push_dynamic(None, |body| {
+        let id = started_task_id(body);
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            json!({"task_id": id, "timeout_ms": 120000}),
+        )])
+    });
+    server.script().push_dynamic(None, |body| {
+        let id = started_task_id(body);
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            json!({"task_id": id, "approve": "yes", "timeout_ms": 120000}),
+        )])
+    });
+    server.push(Reply::text("all done"));
+    server.push_for_model("worker-model", bash_call("touch bg.txt"));
+    server.push_for_model("worker-model", Reply::text("bg done"));
+    let recorder = Recorder::answering(vec![ApprovalDecision::AllowOnce]);
+    let agents = build(&server, dir.path(), Some(recorder.clone())).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(120), agents.main_agent().run("go"))
+        .await
+        .expect("finishes")
+        .expect("runs");
+    assert_eq!(outcome.text, "all done");
+
+    let main: Vec<RecordedRequest> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some("main-model"))
+        .collect();
+    assert_eq!(main.len(), 4);
+    let waiting = tool_results(&main[2]).pop().unwrap();
+    assert!(
+        waiting.contains("status: waiting_for_approval"),
+        "{waiting}"
+    );
+    assert!(
+        waiting.contains("touch bg.txt") && waiting.contains("Bash"),
+        "{waiting}"
+    );
+    assert!(
+        waiting.contains("\"approve\""),
+        "says how to answer: {waiting}"
+    );
+    let finished = tool_results(&main[3]).pop().unwrap();
+    assert!(finished.contains("bg done"), "{finished}");
+    assert!(
+        dir.path().join("work/bg.txt").exists(),
+        "ran after the answer"
+    );
+    // The parent's yes was confirmed with the root's approver, carrying the child's path.
+    let seen = recorder.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].agent_path, ["main", "worker"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_cannot_approve_what_its_own_approver_refuses() {
+    let server = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    server.push(Reply::tool_calls(vec![(
+        "Task",
+        json!({"description": "bg", "prompt": "touch it", "subagent_type": "worker", "run_in_background": true}),
+    )]));
+    server.script().push_dynamic(None, |body| {
+        let id = started_task_id(body);
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            json!({"task_id": id, "timeout_ms": 120000}),
+        )])
+    });
+    server.script().push_dynamic(None, |body| {
+        let id = started_task_id(body);
+        Reply::tool_calls(vec![(
+            "TaskOutput",
+            json!({"task_id": id, "approve": "always", "timeout_ms": 120000}),
+        )])
+    });
+    server.push(Reply::text("all done"));
+    server.push_for_model("worker-model", bash_call("touch refused.txt"));
+    server.push_for_model("worker-model", Reply::text("could not"));
+    // No approver: the main agent's root denies, so the model's "always" is refused too.
+    let agents = build(&server, dir.path(), None).await;
+    tokio::time::timeout(Duration::from_secs(120), agents.main_agent().run("go"))
+        .await
+        .expect("finishes")
+        .expect("runs");
+    assert!(!dir.path().join("work/refused.txt").exists());
+    let worker: Vec<RecordedRequest> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some("worker-model"))
+        .collect();
+    let denial = tool_results(&worker[1]).pop().unwrap();
+    assert!(denial.contains("no approver is configured"), "{denial}");
+}
