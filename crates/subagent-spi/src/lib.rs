@@ -45,7 +45,7 @@ mod task_call;
 mod tool;
 
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
-pub use chat::{ChatModel, ChatRequest, ChatResponse};
+pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};
 pub use delegation::Delegation;
 pub use error::{BoxError, ModelError, SubagentError, ToolError};
