@@ -37,12 +37,16 @@ mod definition;
 mod discovery;
 mod error;
 mod executor;
+mod extras;
 mod frontmatter;
+pub mod hooks;
+pub mod memory;
 mod permissions;
 mod resolver;
 mod scan;
 mod skills;
 mod toolsel;
+mod worktree;
 
 pub use builtin::{
     BUILTIN_AGENTS, EMBEDDED_PREFIX, builtin_agent, builtin_names, builtin_references,
@@ -59,6 +63,8 @@ pub use error::ClaudeError;
 pub use executor::{
     ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, ModelSource, route_model,
 };
+pub use hooks::{HookEvent, HookRunner, Hooks, with_hook_session};
+pub use memory::MemoryScope;
 pub use permissions::{ApprovalPolicy, ToolRequest};
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
 pub use scan::{
