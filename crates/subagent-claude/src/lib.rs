@@ -52,8 +52,9 @@ pub use builtin::{
     BUILTIN_AGENTS, EMBEDDED_PREFIX, builtin_agent, builtin_names, builtin_references,
 };
 pub use definition::{
-    ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule, escape_for_terminal,
-    escape_for_terminal_multiline, is_canonical_name, is_task_name, parse_agent, parse_tool_list,
+    AGENT_COLORS, ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule,
+    escape_for_terminal, escape_for_terminal_multiline, is_canonical_name, is_task_name,
+    parse_agent, parse_tool_list,
 };
 pub use discovery::{
     AgentDir, AgentScope, DiscoveredAgent, Discovery, ShadowedAgent, agent_dirs, discover_agents,
