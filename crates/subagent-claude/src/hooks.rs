@@ -198,6 +198,8 @@ struct Group {
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
     groups: Arc<Vec<Group>>,
+    /// `disableAllHooks`: no hook runs, agents' own included.
+    disabled: bool,
 }
 
 /// Where a hooks configuration came from: it decides what `Stop` means.
@@ -211,6 +213,20 @@ impl Hooks {
     /// No hooks.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The kill switch (Claude Code's `"disableAllHooks": true`): given as the settings hooks,
+    /// no hook runs at all, agents' frontmatter hooks included.
+    pub fn disabled() -> Self {
+        Self {
+            groups: Arc::new(Vec::new()),
+            disabled: true,
+        }
+    }
+
+    /// True for [`Hooks::disabled`] (and a merge with it).
+    pub fn is_disabled(&self) -> bool {
+        self.disabled
     }
 
     /// Parses an agent's `hooks` frontmatter value: `{EVENT: [{matcher, hooks: [{type:
@@ -253,10 +269,10 @@ impl Hooks {
             };
             if value.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
                 warnings.push(format!(
-                    "{}: `disableAllHooks` is true, so no settings hooks run",
+                    "{}: `disableAllHooks` is true, so no hooks run (agents' own included)",
                     path.display()
                 ));
-                return (Hooks::new(), warnings);
+                return (Hooks::disabled(), warnings);
             }
             let Some(hooks) = value.get("hooks") else {
                 continue;
@@ -293,12 +309,18 @@ impl Hooks {
             }
         }
         self.groups = Arc::new(groups);
+        self.disabled |= other.disabled;
         dropped
     }
 
     /// True when there are no hooks.
     pub fn is_empty(&self) -> bool {
         self.groups.is_empty()
+    }
+
+    /// The number of command hooks, all events together.
+    pub fn len(&self) -> usize {
+        self.groups.iter().map(|g| g.hooks.len()).sum()
     }
 
     /// The number of command hooks configured for `event` (a frontmatter `Stop` counts as
@@ -332,6 +354,7 @@ impl Hooks {
     fn filtered(&self, keep: impl Fn(&Group) -> bool) -> Hooks {
         Hooks {
             groups: Arc::new(self.groups.iter().filter(|g| keep(g)).cloned().collect()),
+            disabled: self.disabled,
         }
     }
 }
@@ -481,6 +504,7 @@ fn parse(value: &Value, origin: Origin) -> (Hooks, Vec<String>) {
     (
         Hooks {
             groups: Arc::new(groups),
+            disabled: false,
         },
         warnings,
     )
@@ -1115,8 +1139,19 @@ impl RunHooks {
         project_dir: &Path,
         cwd: &Path,
     ) -> (Self, Vec<String>) {
-        let (own, warnings) =
-            frontmatter.map_or_else(|| (Hooks::new(), Vec::new()), Hooks::from_frontmatter);
+        let (own, mut warnings) = match frontmatter {
+            Some(v) => Hooks::from_frontmatter(v),
+            None => (Hooks::new(), Vec::new()),
+        };
+        let own = if settings.is_disabled() && !own.is_empty() {
+            warnings.push(
+                "`disableAllHooks` is set in the settings, so this agent's hooks do not run"
+                    .to_string(),
+            );
+            Hooks::new()
+        } else {
+            own
+        };
         let is_subagent = ctx.depth() > 0;
         let runner = |hooks: Hooks| {
             let r = HookRunner::new(hooks, project_dir)
