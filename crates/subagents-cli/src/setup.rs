@@ -51,6 +51,9 @@ impl Setup<'_> {
         if let Some(depth) = self.max_depth.or(self.config.max_depth) {
             b = b.max_depth(depth);
         }
+        if self.sources.no_hooks {
+            b = b.hooks(false);
+        }
         Ok(b)
     }
 
