@@ -87,19 +87,6 @@ pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(
 /// implementation, the Markdown kind's).
 pub use subagents::claude::escape_for_terminal as terminal_safe;
 
-#[cfg(test)]
-mod tests {
-    use super::terminal_safe;
-
-    #[test]
-    fn control_and_bidi_characters_are_escaped() {
-        assert_eq!(terminal_safe("plain-name"), "plain-name");
-        assert_eq!(terminal_safe("a\u{1b}[31mb"), "a\\u{1b}[31mb");
-        assert_eq!(terminal_safe("x\u{7}\ny"), "x\\u{7}\\u{a}y");
-        assert_eq!(terminal_safe("ab\u{202e}cd"), "ab\\u{202e}cd");
-    }
-}
-
 /// Writes one line to stdout. A closed pipe (`subagents agents list | head -1`) ends the
 /// process quietly with status 0 instead of a panic: the reader has what it wanted.
 pub fn write_line(args: std::fmt::Arguments<'_>) {
@@ -121,3 +108,16 @@ macro_rules! outln {
     };
 }
 pub(crate) use outln;
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn control_and_bidi_characters_are_escaped() {
+        assert_eq!(terminal_safe("plain-name"), "plain-name");
+        assert_eq!(terminal_safe("a\u{1b}[31mb"), "a\\u{1b}[31mb");
+        assert_eq!(terminal_safe("x\u{7}\ny"), "x\\u{7}\\u{a}y");
+        assert_eq!(terminal_safe("ab\u{202e}cd"), "ab\\u{202e}cd");
+    }
+}
