@@ -406,6 +406,7 @@ impl SubagentDefinition for ClaudeAgentDefinition {
 }
 
 /// The colours Claude Code offers for an agent's `color` (shown in the command's live tree).
+/// `magenta`, common in published agent files, is accepted too (shown like `purple`).
 pub const AGENT_COLORS: [&str; 8] = [
     "red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan",
 ];
@@ -440,6 +441,7 @@ pub(crate) fn field_warnings(def: &ClaudeAgentDefinition) -> Vec<String> {
     }
     if let Some(color) = &def.color
         && !AGENT_COLORS.iter().any(|c| c.eq_ignore_ascii_case(color))
+        && !color.eq_ignore_ascii_case("magenta")
     {
         w.push(format!(
             "unknown `color: {color}` ({}); the name is shown uncoloured",

@@ -119,7 +119,9 @@ impl Worktree {
                     workspace.display()
                 )
             })?;
-        let repo = std::fs::canonicalize(&top).unwrap_or_else(|_| PathBuf::from(&top));
+        let repo = tokio::fs::canonicalize(&top)
+            .await
+            .unwrap_or_else(|_| PathBuf::from(&top));
         let base = git(&repo, &["rev-parse", "--verify", "HEAD"])
             .await
             .map_err(|e| {
@@ -145,13 +147,17 @@ impl Worktree {
             ],
         )
         .await?;
-        let path = std::fs::canonicalize(&path).unwrap_or(path);
-        let inside = std::fs::canonicalize(workspace)
+        let path = tokio::fs::canonicalize(&path).await.unwrap_or(path);
+        let inside = tokio::fs::canonicalize(workspace)
+            .await
             .ok()
             .and_then(|w| w.strip_prefix(&repo).ok().map(Path::to_path_buf))
             .unwrap_or_default();
         let run_root = path.join(inside);
-        if !run_root.is_dir() {
+        let is_dir = tokio::fs::metadata(&run_root)
+            .await
+            .is_ok_and(|m| m.is_dir());
+        if !is_dir {
             // The workspace is a directory git does not track (empty, or ignored): run at the
             // worktree's top instead.
             tracing::warn!(
@@ -159,11 +165,7 @@ impl Worktree {
                 "the workspace's directory is not in the worktree; the run uses its top"
             );
         }
-        let run_root = if run_root.is_dir() {
-            run_root
-        } else {
-            path.clone()
-        };
+        let run_root = if is_dir { run_root } else { path.clone() };
         Ok(Self {
             repo,
             path,

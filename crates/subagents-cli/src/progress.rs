@@ -79,7 +79,7 @@ fn sgr(colour: &str) -> Option<&'static str> {
         "green" => "32",
         "yellow" => "33",
         "blue" => "34",
-        "purple" => "35",
+        "purple" | "magenta" => "35",
         "cyan" => "36",
         "orange" => "38;5;208",
         "pink" => "38;5;213",

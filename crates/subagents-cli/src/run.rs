@@ -168,8 +168,11 @@ pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
     let (sink, renderer) = progress::start(false);
     let ctx = TaskContext::new().with_progress(sink);
     let interrupt = cancel_on_ctrl_c(ctx.cancel().clone());
-    let mut call = TaskCall::new(def.name(), "command-line task", args.prompt.clone())
-        .in_background(args.background);
+    // Without --background, the agent's own default (`background: true`) decides.
+    let mut call = TaskCall::new(def.name(), "command-line task", args.prompt.clone());
+    if args.background {
+        call = call.in_background(true);
+    }
     call.model = args.model.clone();
     let dispatched = task.dispatch(call, &ctx).await;
     let result: Result<(String, Option<String>, TaskOutcome), SubagentError> = match dispatched {
