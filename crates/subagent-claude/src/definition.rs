@@ -213,21 +213,24 @@ pub struct ClaudeAgentDefinition {
     pub skills: Vec<String>,
     /// `mcpServers`, as written (not started by this crate; a host may read it).
     pub mcp_servers: Option<Value>,
-    /// `hooks`, as written (not run by this crate).
+    /// `hooks`, as written: command hooks run around this agent's tool calls and at its end
+    /// (see [`crate::hooks`]).
     pub hooks: Option<Value>,
-    /// `memory`, as written.
+    /// `memory`, as written: `user`, `project` or `local` (see [`crate::memory`]).
     pub memory: Option<Value>,
-    /// `background`: run in the background by default (for the host's `Task` tool to honour;
-    /// the executor itself always runs in the foreground of its caller).
+    /// `background`: a `Task` call that does not set `run_in_background` starts the agent in
+    /// the background ([`SubagentDefinition::runs_in_background_by_default`]; the executor
+    /// itself always runs in the foreground of its caller).
     pub background: Option<bool>,
-    /// `effort`.
+    /// `effort`: `low`, `medium`, `high`, `xhigh` (read as `max`) or `max`, sent with each
+    /// model request.
     pub effort: Option<String>,
-    /// `isolation`.
+    /// `isolation`: `worktree` runs the agent in a temporary `git worktree`.
     pub isolation: Option<String>,
-    /// `color`.
+    /// `color`: the agent's colour in a host's display (one of [`AGENT_COLORS`]).
     pub color: Option<String>,
-    /// `initialPrompt` (kept for hosts that run the agent as a main agent; a subagent's first
-    /// message is always the `Task` prompt).
+    /// `initialPrompt`: the first user message when the agent runs as a main agent (a
+    /// subagent's first message is always the `Task` prompt).
     pub initial_prompt: Option<String>,
     /// Every other frontmatter key, kept as written.
     pub metadata: Map<String, Value>,

@@ -23,7 +23,11 @@
 //! Claude Code does), `permissionMode` enforced on tool
 //! calls ([`ApprovalPolicy`]), model routed `TaskCall.model` → frontmatter `model` → `inherit`
 //! → the default ([`route_model`]), `maxTurns` as the turn limit, and `resume` continuing a
-//! stored transcript.
+//! stored transcript. The rest of Claude Code's fields act too: `hooks` ([`hooks`], with the
+//! settings hooks of [`ClaudeSubagentTypeBuilder::hooks`]), `memory` ([`memory`]),
+//! `isolation: worktree` (a temporary `git worktree`), `effort` (on each model request),
+//! `background` (for the `Task` tool), `initialPrompt` and `color` (for hosts); values that
+//! cannot be used are load warnings.
 //!
 //! ```
 //! use subagent_claude::{parse_agent, PermissionMode};
