@@ -443,7 +443,10 @@ impl ClaudeSubagentTypeBuilder {
         self
     }
 
-    /// The root the default tool set is confined to (default: the current directory).
+    /// The root the default tool set is confined to (default: the current directory). It is
+    /// also the project root: `project`/`local` memory, worktrees (`isolation: worktree`) and
+    /// hooks (`CLAUDE_PROJECT_DIR`) work from it, and the built-in file and shell tools of an
+    /// isolated run are re-rooted from it into the worktree.
     #[must_use]
     pub fn workspace(mut self, root: impl Into<PathBuf>) -> Self {
         self.workspace = Some(root.into());

@@ -292,6 +292,9 @@ impl RunExtras {
         let mut outcome = runtime.run(spec.clone(), ctx).await?;
         let mut rounds = 0u32;
         loop {
+            if ctx.cancel().is_cancelled() {
+                break;
+            }
             let Some(reason) = self.hooks.stop(&outcome.text, rounds > 0, ctx).await else {
                 break;
             };
