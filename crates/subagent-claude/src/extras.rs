@@ -134,8 +134,9 @@ impl RunExtras {
             project_root,
             &run_root,
         );
+        // The same warnings were given when the file was loaded.
         for w in warnings {
-            tracing::warn!(agent, "hooks: {w}");
+            tracing::debug!(agent, "hooks: {w}");
         }
         let effort = def.effort.as_deref().and_then(|e| {
             let parsed = parse_effort(e);

@@ -1206,7 +1206,14 @@ impl RunHooks {
                 HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure
             )
         });
-        all.merge(own);
+        let dropped = all.merge(own);
+        if dropped > 0 {
+            tracing::warn!(
+                agent = %self.agent,
+                "{dropped} of the agent's tool hooks dropped: at most {MAX_HOOKS} run per agent, \
+                 settings hooks first"
+            );
+        }
         HookRunner {
             hooks: all,
             ..self.own.clone()
