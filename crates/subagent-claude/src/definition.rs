@@ -238,21 +238,24 @@ pub struct ClaudeAgentDefinition {
     pub skills: Vec<String>,
     /// `mcpServers`, as written (not started by this crate; a host may read it).
     pub mcp_servers: Option<Value>,
-    /// `hooks`, as written (not run by this crate).
+    /// `hooks`, as written: command hooks run around this agent's tool calls and at its end
+    /// (see [`crate::hooks`]).
     pub hooks: Option<Value>,
-    /// `memory`, as written.
+    /// `memory`, as written: `user`, `project` or `local` (see [`crate::memory`]).
     pub memory: Option<Value>,
-    /// `background`: run in the background by default (for the host's `Task` tool to honour;
-    /// the executor itself always runs in the foreground of its caller).
+    /// `background`: a `Task` call that does not set `run_in_background` starts the agent in
+    /// the background ([`SubagentDefinition::runs_in_background_by_default`]; the executor
+    /// itself always runs in the foreground of its caller).
     pub background: Option<bool>,
-    /// `effort`.
+    /// `effort`: `low`, `medium`, `high`, `xhigh` (read as `max`) or `max`, sent with each
+    /// model request.
     pub effort: Option<String>,
-    /// `isolation`.
+    /// `isolation`: `worktree` runs the agent in a temporary `git worktree`.
     pub isolation: Option<String>,
-    /// `color`.
+    /// `color`: the agent's colour in a host's display (one of [`AGENT_COLORS`]).
     pub color: Option<String>,
-    /// `initialPrompt` (kept for hosts that run the agent as a main agent; a subagent's first
-    /// message is always the `Task` prompt).
+    /// `initialPrompt`: the first user message when the agent runs as a main agent (a
+    /// subagent's first message is always the `Task` prompt).
     pub initial_prompt: Option<String>,
     /// Every other frontmatter key, kept as written.
     pub metadata: Map<String, Value>,
@@ -422,6 +425,58 @@ impl SubagentDefinition for ClaudeAgentDefinition {
     fn reference(&self) -> &SubagentReference {
         &self.reference
     }
+
+    /// `background: true`: a `Task` call that does not say otherwise starts the agent in the
+    /// background.
+    fn runs_in_background_by_default(&self) -> bool {
+        self.background == Some(true)
+    }
+}
+
+/// The colours Claude Code offers for an agent's `color` (shown in the command's live tree).
+/// `magenta`, common in published agent files, is accepted too (shown like `purple`).
+pub const AGENT_COLORS: [&str; 8] = [
+    "red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan",
+];
+
+/// Warnings for every field value of `def` that will not be acted on: unknown keys, hooks that
+/// cannot run, unknown `memory`, `isolation`, `effort` or `color` values. Nothing is ignored
+/// silently.
+pub(crate) fn field_warnings(def: &ClaudeAgentDefinition) -> Vec<String> {
+    let mut w = Vec::new();
+    for key in def.metadata.keys() {
+        w.push(format!(
+            "field `{key}` is not a Claude Code agent field; it is kept as metadata and has no effect"
+        ));
+    }
+    if let Some(hooks) = &def.hooks {
+        let (_, hook_warnings) = crate::hooks::Hooks::from_frontmatter(hooks);
+        w.extend(hook_warnings.into_iter().map(|h| format!("hooks: {h}")));
+    }
+    if let Err(e) = crate::memory::MemoryScope::from_value(def.memory.as_ref()) {
+        w.push(e);
+    }
+    if let Err(e) = crate::extras::parse_isolation(def.isolation.as_deref()) {
+        w.push(e);
+    }
+    if let Some(effort) = &def.effort
+        && crate::extras::parse_effort(effort).is_none()
+    {
+        w.push(format!(
+            "unknown `effort: {effort}` (low, medium, high, xhigh or max); the model's default \
+             is used"
+        ));
+    }
+    if let Some(color) = &def.color
+        && !AGENT_COLORS.iter().any(|c| c.eq_ignore_ascii_case(color))
+        && !color.eq_ignore_ascii_case("magenta")
+    {
+        w.push(format!(
+            "unknown `color: {color}` ({}); the name is shown uncoloured",
+            AGENT_COLORS.join(", ")
+        ));
+    }
+    w
 }
 
 /// A parsed agent and the warnings its file produced.
@@ -674,6 +729,7 @@ pub fn parse_agent(path_for_errors: &Path, text: &str) -> Result<ParsedAgent, Cl
     def.source = Some(path_for_errors.to_path_buf());
     check_permission_mode(&doc, path_for_errors, &normalized)?;
     apply_fields(&mut def, std::mem::take(&mut doc.fields), &mut warnings);
+    warnings.extend(field_warnings(&def));
     Ok(ParsedAgent {
         definition: def,
         warnings: terminal_safe(warnings),
@@ -881,7 +937,36 @@ mod tests {
         assert_eq!(d.initial_prompt.as_deref(), Some("go"));
         assert_eq!(d.metadata["version"], 2);
         assert_eq!(d.prompt, "body");
+        assert!(d.runs_in_background_by_default());
+        assert_eq!(
+            p.warnings,
+            [
+                "field `version` is not a Claude Code agent field; it is kept as metadata and has no effect"
+            ],
+        );
+    }
+
+    #[test]
+    fn values_that_would_be_ignored_warn() {
+        let p = parse(
+            "---\nname: a\ndescription: d\nmemory: team\nisolation: remote\neffort: huge\ncolor: teal\nhooks:\n  Notification:\n    - hooks: [{type: command, command: x}]\nomitClaudeMd: true\n---\n",
+        );
+        let w = p.warnings.join("\n");
+        for needle in [
+            "memory",
+            "isolation: remote",
+            "effort: huge",
+            "color: teal",
+            "Notification",
+            "omitClaudeMd",
+        ] {
+            assert!(w.contains(needle), "no warning names {needle}:\n{w}");
+        }
+        let p = parse(
+            "---\nname: a\ndescription: d\nmemory: user\nisolation: worktree\neffort: xhigh\ncolor: Purple\nbackground: false\n---\n",
+        );
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert!(!p.definition.runs_in_background_by_default());
     }
 
     #[test]

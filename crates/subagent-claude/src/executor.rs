@@ -17,6 +17,9 @@ use tokio::sync::OnceCell;
 use crate::KIND;
 use crate::builtin::builtin_references;
 use crate::definition::{ClaudeAgentDefinition, ModelChoice, PermissionMode};
+use crate::discovery::home_dir;
+use crate::extras::RunExtras;
+use crate::hooks::Hooks;
 use crate::permissions::{PermissionPolicy, guard_tools};
 use crate::resolver::ClaudeResolver;
 use crate::rules::PermissionRules;
@@ -115,6 +118,7 @@ pub struct ClaudeExecutor {
     default_max_turns: u32,
     stream: bool,
     mcp: Option<Arc<dyn ToolSource>>,
+    hooks: Hooks,
 }
 
 impl fmt::Debug for ClaudeExecutor {
@@ -171,6 +175,15 @@ impl ClaudeExecutor {
             tools.push(t.clone());
         }
         tools
+    }
+
+    /// The project root: the workspace the default tools are confined to, else the current
+    /// directory. Memory (`project`, `local`), worktrees and hooks work from it.
+    fn project_root(&self) -> PathBuf {
+        self.workspace
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."))
     }
 
     async fn skill_set(&self) -> &SkillSet {
@@ -272,6 +285,15 @@ impl SubagentExecutor for ClaudeExecutor {
                 source: Some(Box::new(e)),
             })?;
 
+        // The agent file's memory, isolation, hooks and effort (crate::extras).
+        let extras = RunExtras::prepare(
+            def,
+            &ctx,
+            &self.hooks,
+            &self.project_root(),
+            home_dir().as_deref(),
+        )
+        .await?;
         let mut base = self.base_tools().await;
         if let Some(servers) = &def.mcp_servers {
             match &self.mcp {
@@ -296,12 +318,24 @@ impl SubagentExecutor for ClaudeExecutor {
             }
         }
         add_delegation(&mut base, def, &ctx);
+        if let Err(e) = extras.reroot_tools(&mut base) {
+            extras.discard().await;
+            return Err(e);
+        }
         let selection = select_tools(def, &base);
         for w in &selection.warnings {
             tracing::warn!(agent, "{w}");
         }
+        let selected = extras.add_memory_tools(def, selection.tools);
         let policy = PermissionPolicy::new(self.permission_mode_of(def), self.rules.clone());
-        let tools = guard_tools(selection.tools, &policy, agent, self.approver.as_ref());
+        let tools = guard_tools(selected, &policy, agent, self.approver.as_ref());
+        let tools = extras.wrap_tools(tools);
+
+        let mut run_ctx = ctx.with_parent_model(model_name);
+        if run_ctx.agent().is_empty() {
+            run_ctx = run_ctx.with_agent(agent);
+        }
+        let run_ctx = extras.run_context(run_ctx);
 
         let limits =
             Limits::default().with_max_turns(def.max_turns.unwrap_or(self.default_max_turns));
@@ -320,18 +354,15 @@ impl SubagentExecutor for ClaudeExecutor {
                 for w in &warnings {
                     tracing::warn!(agent, "{w}");
                 }
+                let system = system + &extras.system_additions(&run_ctx).await;
                 RunSpec::new(model, call.prompt.clone()).with_system(system)
             }
         }
         .with_tools(tools)
         .with_limits(limits)
+        .with_effort(extras.effort())
         .streaming(self.stream);
-
-        let mut run_ctx = ctx.with_parent_model(model_name);
-        if run_ctx.agent().is_empty() {
-            run_ctx = run_ctx.with_agent(agent);
-        }
-        self.runtime.run(spec, &run_ctx).await
+        extras.run(&self.runtime, spec, &run_ctx).await
     }
 }
 
@@ -367,6 +398,7 @@ pub struct ClaudeSubagentTypeBuilder {
     default_max_turns: u32,
     stream: bool,
     mcp: Option<Arc<dyn ToolSource>>,
+    hooks: Hooks,
 }
 
 impl Default for ClaudeSubagentTypeBuilder {
@@ -388,6 +420,7 @@ impl Default for ClaudeSubagentTypeBuilder {
             default_max_turns: Limits::DEFAULT_MAX_TURNS,
             stream: false,
             mcp: None,
+            hooks: Hooks::new(),
         }
     }
 }
@@ -426,7 +459,10 @@ impl ClaudeSubagentTypeBuilder {
         self
     }
 
-    /// The root the default tool set is confined to (default: the current directory).
+    /// The root the default tool set is confined to (default: the current directory). It is
+    /// also the project root: `project`/`local` memory, worktrees (`isolation: worktree`) and
+    /// hooks (`CLAUDE_PROJECT_DIR`) work from it, and the built-in file and shell tools of an
+    /// isolated run are re-rooted from it into the worktree.
     #[must_use]
     pub fn workspace(mut self, root: impl Into<PathBuf>) -> Self {
         self.workspace = Some(root.into());
@@ -502,6 +538,16 @@ impl ClaudeSubagentTypeBuilder {
         self
     }
 
+    /// Hooks that apply to every agent of the kind (Claude Code's settings hooks, e.g. from
+    /// [`Hooks::from_settings_files`]): `PreToolUse`/`PostToolUse`/`PostToolUseFailure` around
+    /// every tool call, `SubagentStart`/`SubagentStop` around every subagent run. Agents' own
+    /// frontmatter `hooks` apply on top. Default: none.
+    #[must_use]
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
     /// Where transcripts are kept for `resume` (default: in memory).
     #[must_use]
     pub fn transcript_store(mut self, store: Arc<dyn TranscriptStore>) -> Self {
@@ -559,6 +605,7 @@ impl ClaudeSubagentTypeBuilder {
             default_max_turns: self.default_max_turns,
             stream: self.stream,
             mcp: self.mcp,
+            hooks: self.hooks,
         });
         let mut ty = SubagentType::new(KIND, Arc::new(self.resolver), executor.clone());
         if self.builtins {

@@ -24,7 +24,11 @@
 //! Claude Code does), `permissionMode` and allow/ask/deny [`PermissionRules`] enforced on tool
 //! calls (what must be asked goes to the context's [`Approver`](subagent_spi::Approver)), model routed `TaskCall.model` → frontmatter `model` → `inherit`
 //! → the default ([`route_model`]), `maxTurns` as the turn limit, and `resume` continuing a
-//! stored transcript.
+//! stored transcript. The rest of Claude Code's fields act too: `hooks` ([`hooks`], with the
+//! settings hooks of [`ClaudeSubagentTypeBuilder::hooks`]), `memory` ([`memory`]),
+//! `isolation: worktree` (a temporary `git worktree`), `effort` (on each model request),
+//! `background` (for the `Task` tool), `initialPrompt` and `color` (for hosts); values that
+//! cannot be used are load warnings.
 //!
 //! ```
 //! use subagent_claude::{parse_agent, PermissionMode};
@@ -38,20 +42,25 @@ mod definition;
 mod discovery;
 mod error;
 mod executor;
+mod extras;
 mod frontmatter;
+pub mod hooks;
+pub mod memory;
 mod permissions;
 mod resolver;
 mod rules;
 mod scan;
 mod skills;
 mod toolsel;
+mod worktree;
 
 pub use builtin::{
     BUILTIN_AGENTS, EMBEDDED_PREFIX, builtin_agent, builtin_names, builtin_references,
 };
 pub use definition::{
-    ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule, escape_for_terminal,
-    escape_for_terminal_multiline, is_canonical_name, is_task_name, parse_agent, parse_tool_list,
+    AGENT_COLORS, ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule,
+    escape_for_terminal, escape_for_terminal_multiline, is_canonical_name, is_task_name,
+    parse_agent, parse_tool_list,
 };
 pub use discovery::{
     AgentDir, AgentScope, DiscoveredAgent, Discovery, ShadowedAgent, agent_dirs, discover_agents,
@@ -61,6 +70,8 @@ pub use error::ClaudeError;
 pub use executor::{
     ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, ModelSource, route_model,
 };
+pub use hooks::{HookEvent, HookRunner, Hooks, with_hook_session};
+pub use memory::MemoryScope;
 pub use permissions::{PermissionPolicy, PermissionSettings, guard_tools, summarize_input};
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
 pub use rules::{PermissionRule, PermissionRules, RuleAction, RuleError};

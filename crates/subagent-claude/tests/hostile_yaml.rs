@@ -158,7 +158,15 @@ fn a_small_alias_still_works() {
         serde_json::json!({"x": 1, "y": ["a", "b"]})
     );
     assert_eq!(d.disallowed_tools.len(), 2);
-    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    // The only warnings name the two keys that are not agent fields (kept as metadata).
+    assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+    assert!(
+        p.warnings
+            .iter()
+            .all(|w| w.starts_with("field `base`") || w.starts_with("field `copy`")),
+        "{:?}",
+        p.warnings
+    );
 }
 
 #[test]

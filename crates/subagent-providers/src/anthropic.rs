@@ -1,6 +1,8 @@
 //! The Anthropic Messages client.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -10,7 +12,7 @@ use subagent_spi::chat::{
     ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, StopReason, TokenUsage, ToolCall,
     ToolChoice,
 };
-use subagent_spi::{ModelError, async_trait};
+use subagent_spi::{Effort, ModelError, async_trait};
 
 use crate::common::{ApiKey, generated_call_id, parse_arguments};
 use crate::openai::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT};
@@ -25,6 +27,48 @@ pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` sent when a request has none (the Messages API requires it).
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Replies whose thinking blocks are remembered to be sent back with their tool calls.
+const THINKING_CACHE_ENTRIES: usize = 64;
+
+/// The extended-thinking `budget_tokens` for an effort level: low 1,024 (the API's minimum),
+/// medium 4,096, high 16,384, max 32,000.
+pub fn thinking_budget(effort: Effort) -> u32 {
+    match effort {
+        Effort::Low => 1024,
+        Effort::Medium => 4096,
+        Effort::High => 16_384,
+        _ => 32_000,
+    }
+}
+
+/// Thinking blocks of recent replies that requested tools, keyed by their first tool call id:
+/// the Messages API wants them back, unchanged, in front of those tool calls while the tool
+/// loop lasts. Bounded (oldest forgotten first).
+#[derive(Debug, Default)]
+struct ThinkingCache {
+    entries: VecDeque<(String, Vec<Value>)>,
+}
+
+impl ThinkingCache {
+    fn insert(&mut self, first_call_id: String, blocks: Vec<Value>) {
+        if blocks.is_empty() {
+            return;
+        }
+        self.entries.retain(|(id, _)| *id != first_call_id);
+        if self.entries.len() >= THINKING_CACHE_ENTRIES {
+            self.entries.pop_front();
+        }
+        self.entries.push_back((first_call_id, blocks));
+    }
+
+    fn get(&self, first_call_id: &str) -> Option<&Vec<Value>> {
+        self.entries
+            .iter()
+            .find(|(id, _)| id == first_call_id)
+            .map(|(_, b)| b)
+    }
+}
 
 /// Builds an [`AnthropicModel`]; see [`AnthropicModel::builder`].
 #[derive(Debug, Clone)]
@@ -168,6 +212,7 @@ impl AnthropicModelBuilder {
             model,
             base_url: base.clone(),
             default_max_tokens: self.default_max_tokens,
+            thinking: Arc::default(),
             transport: Transport {
                 provider: provider.into(),
                 client,
@@ -186,11 +231,20 @@ impl AnthropicModelBuilder {
 /// The system prompt goes top-level (SPI `System` messages are appended to it), assistant tool
 /// calls become `tool_use` blocks, and consecutive SPI `Tool` results are grouped into one user
 /// message of `tool_result` blocks (with `is_error`).
+///
+/// [`ChatRequest::effort`] turns on extended thinking with a `budget_tokens` of
+/// [`thinking_budget`] (`max_tokens` is raised above the budget when needed, and
+/// `temperature` is not sent, as the API requires). The thinking blocks of a reply that calls
+/// tools are kept (the last 64 replies) and sent back in front of those calls, as the API
+/// requires during a tool loop; a request continuing a tool loop whose thinking blocks are not
+/// known (begun without effort, or forgotten) and a request forcing a tool are sent without
+/// thinking, with a debug note.
 #[derive(Debug, Clone)]
 pub struct AnthropicModel {
     model: String,
     base_url: String,
     default_max_tokens: u32,
+    thinking: Arc<Mutex<ThinkingCache>>,
     transport: Transport,
 }
 
@@ -205,6 +259,39 @@ impl AnthropicModel {
         &self.base_url
     }
 
+    fn cache(&self) -> std::sync::MutexGuard<'_, ThinkingCache> {
+        self.thinking
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The thinking budget for `request`, or `None` when it asks for no effort or thinking
+    /// cannot be turned on for it (see the type's docs).
+    fn thinking_for(&self, request: &ChatRequest) -> Option<u32> {
+        let effort = request.effort?;
+        if matches!(
+            request.tool_choice,
+            ToolChoice::Required | ToolChoice::Tool(_)
+        ) {
+            tracing::debug!(%effort, "effort ignored: thinking cannot be used with a forced tool choice");
+            return None;
+        }
+        // In a tool loop (the conversation ends with tool results), the last assistant
+        // message's thinking blocks must go back with it.
+        if matches!(request.messages.last(), Some(ChatMessage::Tool { .. })) {
+            let first_call = request.messages.iter().rev().find_map(|m| match m {
+                ChatMessage::Assistant { tool_calls, .. } => tool_calls.first(),
+                _ => None,
+            });
+            let known = first_call.is_some_and(|c| self.cache().get(&c.id).is_some());
+            if !known {
+                tracing::debug!(%effort, "effort ignored for this request: the tool loop it continues has no known thinking blocks");
+                return None;
+            }
+        }
+        Some(thinking_budget(effort))
+    }
+
     /// The JSON body sent for `request` (`stream` selects SSE).
     pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
         let mut body = Map::new();
@@ -212,11 +299,22 @@ impl AnthropicModel {
             "model".into(),
             json!(request.model.as_deref().unwrap_or(&self.model)),
         );
-        body.insert(
-            "max_tokens".into(),
-            json!(request.max_tokens.unwrap_or(self.default_max_tokens)),
-        );
-        let (system, messages) = wire_messages(request);
+        let thinking = self.thinking_for(request);
+        let mut max_tokens = request.max_tokens.unwrap_or(self.default_max_tokens);
+        if let Some(budget) = thinking {
+            if max_tokens <= budget {
+                max_tokens = budget.saturating_add(self.default_max_tokens);
+            }
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget}),
+            );
+        }
+        body.insert("max_tokens".into(), json!(max_tokens));
+        let (system, messages) = {
+            let cache = self.cache();
+            wire_messages(request, Some(&cache))
+        };
         if let Some(s) = system {
             body.insert("system".into(), json!(s));
         }
@@ -243,12 +341,23 @@ impl AnthropicModel {
             body.insert("tool_choice".into(), choice);
         }
         if let Some(t) = request.temperature.filter(|t| t.is_finite()) {
-            body.insert("temperature".into(), crate::common::temperature_json(t));
+            if thinking.is_some() {
+                tracing::debug!("temperature not sent: extended thinking does not allow it");
+            } else {
+                body.insert("temperature".into(), crate::common::temperature_json(t));
+            }
         }
         if stream {
             body.insert("stream".into(), json!(true));
         }
         Value::Object(body)
+    }
+
+    /// Remembers a reply's thinking blocks when it calls tools.
+    fn remember_thinking(&self, reply: &ChatResponse, blocks: Vec<Value>) {
+        if let Some(first) = reply.tool_calls.first() {
+            self.cache().insert(first.id.clone(), blocks);
+        }
     }
 
     fn encode(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ModelError> {
@@ -262,8 +371,12 @@ impl AnthropicModel {
     }
 }
 
-/// The top-level system text and the `messages` array.
-fn wire_messages(request: &ChatRequest) -> (Option<String>, Vec<Value>) {
+/// The top-level system text and the `messages` array; assistant tool calls get the thinking
+/// blocks `thinking` remembers for them in front.
+fn wire_messages(
+    request: &ChatRequest,
+    thinking: Option<&ThinkingCache>,
+) -> (Option<String>, Vec<Value>) {
     let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
     let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
     // Tool results waiting to be sent as one user message.
@@ -310,6 +423,12 @@ fn wire_messages(request: &ChatRequest) -> (Option<String>, Vec<Value>) {
                     out.push(json!({"role": "assistant", "content": content}));
                 } else {
                     let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
+                    if let Some(kept) = thinking
+                        .zip(tool_calls.first())
+                        .and_then(|(t, c)| t.get(&c.id))
+                    {
+                        blocks.extend(kept.iter().cloned());
+                    }
                     if !content.is_empty() {
                         blocks.push(json!({"type": "text", "text": content}));
                     }
@@ -402,6 +521,12 @@ struct BlockWire {
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    #[serde(default)]
+    data: Option<String>,
+    #[serde(default)]
     id: Option<String>,
     #[serde(default)]
     name: Option<String>,
@@ -416,11 +541,28 @@ fn block_input(input: Option<Value>) -> Value {
     }
 }
 
+/// A thinking or redacted-thinking block as the API wants it back.
+fn thinking_block(b: &BlockWire) -> Option<Value> {
+    match b.kind.as_str() {
+        "thinking" => Some(json!({
+            "type": "thinking",
+            "thinking": b.thinking.clone().unwrap_or_default(),
+            "signature": b.signature.clone().unwrap_or_default(),
+        })),
+        "redacted_thinking" => Some(json!({
+            "type": "redacted_thinking",
+            "data": b.data.clone().unwrap_or_default(),
+        })),
+        _ => None,
+    }
+}
+
+/// Parses a non-streamed reply and its thinking blocks.
 pub(crate) fn parse_message(
     provider: &str,
     body: &[u8],
     requested_model: &str,
-) -> Result<ChatResponse, ModelError> {
+) -> Result<(ChatResponse, Vec<Value>), ModelError> {
     let wire: MessageWire = serde_json::from_slice(body).map_err(|e| ModelError::BadResponse {
         provider: provider.into(),
         message: format!(
@@ -430,7 +572,12 @@ pub(crate) fn parse_message(
     })?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
+    let mut thinking = Vec::new();
     for block in wire.content.unwrap_or_default() {
+        if let Some(t) = thinking_block(&block) {
+            thinking.push(t);
+            continue;
+        }
         match block.kind.as_str() {
             "text" => content.push_str(block.text.as_deref().unwrap_or("")),
             "tool_use" => tool_calls.push(ToolCall::new(
@@ -441,14 +588,14 @@ pub(crate) fn parse_message(
                 block.name.unwrap_or_default(),
                 block_input(block.input),
             )),
-            _ => {} // thinking, redacted_thinking, server tool blocks...
+            _ => {} // server tool blocks...
         }
     }
     let mut usage = TokenUsage::default();
     if let Some(u) = wire.usage {
         u.apply(&mut usage);
     }
-    Ok(ChatResponse::new(
+    let reply = ChatResponse::new(
         content,
         stop_reason_from_anthropic(wire.stop_reason.as_deref(), !tool_calls.is_empty()),
         usage,
@@ -456,7 +603,8 @@ pub(crate) fn parse_message(
             .filter(|m| !m.is_empty())
             .unwrap_or_else(|| requested_model.into()),
     )
-    .with_tool_calls(tool_calls))
+    .with_tool_calls(tool_calls);
+    Ok((reply, thinking))
 }
 
 // ----- streaming -----
@@ -495,6 +643,10 @@ struct DeltaWire<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     partial_json: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    signature: Option<Cow<'a, str>>,
     #[serde(default)]
     stop_reason: Option<String>,
 }
@@ -514,6 +666,8 @@ enum Block {
         call: usize,
         start_input: Option<Value>,
     },
+    /// A thinking block: its index in `StreamState::thinking`.
+    Thinking(usize),
     Other,
 }
 
@@ -524,6 +678,7 @@ struct StreamState {
     content: String,
     calls: Vec<(ToolCall, String)>,
     blocks: Vec<(u64, Block)>,
+    thinking: Vec<Value>,
     stop_reason: Option<String>,
     usage: TokenUsage,
     started: bool,
@@ -581,7 +736,12 @@ impl AnthropicStreamDecoder {
     }
 
     /// The stream ended: return the assembled reply, or an error if it was cut short.
-    pub fn finish(mut self) -> Result<ChatResponse, ModelError> {
+    pub fn finish(self) -> Result<ChatResponse, ModelError> {
+        self.finish_with_thinking().map(|(reply, _)| reply)
+    }
+
+    /// [`finish`](Self::finish), with the reply's thinking blocks.
+    pub(crate) fn finish_with_thinking(mut self) -> Result<(ChatResponse, Vec<Value>), ModelError> {
         let Self { parser, state, .. } = &mut self;
         let mut failure = None;
         let noop = |_: ChatDelta| {};
@@ -616,13 +776,14 @@ impl AnthropicStreamDecoder {
                 call
             })
             .collect();
-        Ok(ChatResponse::new(
+        let reply = ChatResponse::new(
             state.content,
             stop_reason_from_anthropic(state.stop_reason.as_deref(), !tool_calls.is_empty()),
             state.usage,
             state.model.unwrap_or(self.default_model),
         )
-        .with_tool_calls(tool_calls))
+        .with_tool_calls(tool_calls);
+        Ok((reply, state.thinking))
     }
 }
 
@@ -696,7 +857,14 @@ impl StreamState {
                             start_input,
                         }
                     }
-                    _ => Block::Other,
+                    Some(b) => match thinking_block(&b) {
+                        Some(t) => {
+                            self.thinking.push(t);
+                            Block::Thinking(self.thinking.len() - 1)
+                        }
+                        None => Block::Other,
+                    },
+                    None => Block::Other,
                 };
                 self.blocks.push((index, block));
             }
@@ -724,7 +892,21 @@ impl StreamState {
                             });
                         }
                     }
-                    _ => {} // thinking_delta, signature_delta, citations...
+                    (Some(Block::Thinking(t)), "thinking_delta" | "signature_delta") => {
+                        let t = *t;
+                        let (field, piece) = if kind == "thinking_delta" {
+                            ("thinking", delta.thinking)
+                        } else {
+                            ("signature", delta.signature)
+                        };
+                        if let Some(piece) = piece
+                            && let Some(Value::String(s)) =
+                                self.thinking.get_mut(t).and_then(|b| b.get_mut(field))
+                        {
+                            s.push_str(&piece);
+                        }
+                    }
+                    _ => {} // citations...
                 }
             }
             "content_block_stop" => {
@@ -783,11 +965,13 @@ impl ChatModel for AnthropicModel {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError> {
         let body = self.encode(&request, false)?;
         let bytes = self.transport.post_for_body(body).await?;
-        parse_message(
+        let (reply, thinking) = parse_message(
             &self.transport.provider,
             &bytes,
             &self.requested_model(&request),
-        )
+        )?;
+        self.remember_thinking(&reply, thinking);
+        Ok(reply)
     }
 
     async fn chat_stream(
@@ -801,7 +985,8 @@ impl ChatModel for AnthropicModel {
         if !Transport::is_event_stream(&resp) {
             let buf = self.transport.read_rest(&mut resp).await?;
             if serde_json::from_slice::<Value>(&buf).is_ok() {
-                let reply = parse_message(&self.transport.provider, &buf, &model)?;
+                let (reply, thinking) = parse_message(&self.transport.provider, &buf, &model)?;
+                self.remember_thinking(&reply, thinking);
                 if !reply.content.is_empty() {
                     on_delta(ChatDelta::Text(reply.content.clone()));
                 }
@@ -809,7 +994,9 @@ impl ChatModel for AnthropicModel {
             }
             let mut dec = AnthropicStreamDecoder::new(model);
             dec.feed(&buf, on_delta)?;
-            return dec.finish();
+            let (reply, thinking) = dec.finish_with_thinking()?;
+            self.remember_thinking(&reply, thinking);
+            return Ok(reply);
         }
         let mut dec = AnthropicStreamDecoder::new(model);
         while let Some(chunk) = self.transport.next_chunk(&mut resp).await? {
@@ -818,7 +1005,9 @@ impl ChatModel for AnthropicModel {
                 break;
             }
         }
-        dec.finish()
+        let (reply, thinking) = dec.finish_with_thinking()?;
+        self.remember_thinking(&reply, thinking);
+        Ok(reply)
     }
 }
 
@@ -832,6 +1021,91 @@ mod tests {
             .model("claude-test")
             .build()
             .unwrap()
+    }
+
+    #[test]
+    fn effort_turns_on_thinking_and_thinking_blocks_go_back_with_their_tool_calls() {
+        let m = model();
+        let ask = ChatRequest::new(vec![ChatMessage::user("hi")])
+            .with_effort(Effort::High)
+            .with_temperature(0.2);
+        let body = m.request_body(&ask, false);
+        assert_eq!(body["thinking"]["budget_tokens"], 16_384);
+        assert!(body["max_tokens"].as_u64().unwrap() > 16_384);
+        assert!(body.get("temperature").is_none());
+        assert!(
+            m.request_body(&ChatRequest::new(vec![ChatMessage::user("hi")]), false)
+                .get("thinking")
+                .is_none()
+        );
+
+        // A reply that thinks, then calls a tool.
+        let reply = br#"{"model": "claude-test", "stop_reason": "tool_use", "content": [
+            {"type": "thinking", "thinking": "let me look", "signature": "sig=="},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a"}}]}"#;
+        let (parsed, thinking) = parse_message("anthropic", reply, "claude-test").unwrap();
+        assert_eq!(thinking.len(), 2);
+        m.remember_thinking(&parsed, thinking);
+        let next = ChatRequest::new(vec![
+            ChatMessage::user("hi"),
+            parsed.to_message(),
+            ChatMessage::tool_result("toolu_1", "Read", "contents", false),
+        ])
+        .with_effort(Effort::High);
+        let body = m.request_body(&next, false);
+        assert!(
+            body.get("thinking").is_some(),
+            "the loop's thinking is known"
+        );
+        let assistant = &body["messages"][1]["content"];
+        assert_eq!(assistant[0]["type"], "thinking");
+        assert_eq!(assistant[0]["signature"], "sig==");
+        assert_eq!(assistant[1]["type"], "redacted_thinking");
+        assert_eq!(assistant[2]["type"], "tool_use");
+
+        // A tool loop begun without thinking continues without it.
+        let other = ChatRequest::new(vec![
+            ChatMessage::user("hi"),
+            ChatMessage::assistant_with_tools(
+                "",
+                vec![ToolCall::new("toolu_9", "Read", json!({}))],
+            ),
+            ChatMessage::tool_result("toolu_9", "Read", "x", false),
+        ])
+        .with_effort(Effort::Low);
+        assert!(m.request_body(&other, false).get("thinking").is_none());
+        let forced = ChatRequest::new(vec![ChatMessage::user("hi")])
+            .with_effort(Effort::Low)
+            .with_tool_choice(ToolChoice::Required)
+            .with_tools(vec![ToolSpec::new("Read", "r", json!({"type": "object"}))]);
+        assert!(m.request_body(&forced, false).get("thinking").is_none());
+    }
+
+    #[test]
+    fn streamed_thinking_is_kept_too() {
+        let mut dec = AnthropicStreamDecoder::new("claude-test");
+        let events = [
+            r#"{"type":"message_start","message":{"model":"claude-test"}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm "}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"ok"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"abc"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"Read","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"}}"#,
+            r#"{"type":"message_stop"}"#,
+        ];
+        let sse: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        dec.feed(sse.as_bytes(), &|_| {}).unwrap();
+        let (reply, thinking) = dec.finish_with_thinking().unwrap();
+        assert_eq!(reply.tool_calls.len(), 1);
+        assert_eq!(
+            thinking,
+            vec![json!({"type": "thinking", "thinking": "hmm ok", "signature": "abc"})]
+        );
     }
 
     #[test]

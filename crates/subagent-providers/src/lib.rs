@@ -93,13 +93,13 @@ mod transport;
 
 pub use anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicModel,
-    AnthropicModelBuilder, AnthropicStreamDecoder, stop_reason_from_anthropic,
+    AnthropicModelBuilder, AnthropicStreamDecoder, stop_reason_from_anthropic, thinking_budget,
 };
 pub use error::{ProviderError, http_status, redact_url};
 pub use openai::{
     DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, MaxTokensField, OLLAMA_DEFAULT_BASE_URL,
     OPENAI_DEFAULT_BASE_URL, OpenAiModel, OpenAiModelBuilder, OpenAiStreamDecoder,
-    stop_reason_from_finish,
+    reasoning_effort, stop_reason_from_finish,
 };
 pub use probe::probe_ollama;
 pub use spec::{

@@ -11,7 +11,7 @@ use subagent_spi::chat::{
     ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, StopReason, TokenUsage,
     ToolChoice,
 };
-use subagent_spi::{ModelError, async_trait};
+use subagent_spi::{Effort, ModelError, async_trait};
 
 use crate::common::{ApiKey, generated_call_id, parse_arguments};
 use crate::sse::SseParser;
@@ -281,6 +281,9 @@ impl OpenAiModel {
         if let Some(t) = request.temperature.filter(|t| t.is_finite()) {
             body.insert("temperature".into(), crate::common::temperature_json(t));
         }
+        if let Some(effort) = request.effort {
+            body.insert("reasoning_effort".into(), json!(reasoning_effort(effort)));
+        }
         if stream {
             body.insert("stream".into(), json!(true));
             if self.include_usage {
@@ -291,6 +294,13 @@ impl OpenAiModel {
     }
 
     fn encode(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ModelError> {
+        if let Some(effort) = request.effort {
+            tracing::debug!(
+                effort = %effort,
+                sent = reasoning_effort(effort),
+                "reasoning effort sent as `reasoning_effort` (servers without reasoning ignore it)"
+            );
+        }
         serde_json::to_vec(&self.request_body(request, stream))
             .map(Bytes::from)
             .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
@@ -298,6 +308,16 @@ impl OpenAiModel {
 
     fn requested_model(&self, request: &ChatRequest) -> String {
         request.model.clone().unwrap_or_else(|| self.model.clone())
+    }
+}
+
+/// OpenAI's `reasoning_effort` for an effort level: `low`, `medium`, `high` (`max` is sent as
+/// `high`, the highest level every reasoning model accepts).
+pub fn reasoning_effort(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Low => "low",
+        Effort::Medium => "medium",
+        _ => "high",
     }
 }
 
@@ -927,6 +947,26 @@ impl ChatModel for OpenAiModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effort_is_sent_as_reasoning_effort() {
+        let m = OpenAiModel::builder().model("m").build().unwrap();
+        let req = ChatRequest::new(vec![ChatMessage::user("hi")]);
+        assert!(
+            m.request_body(&req, false)
+                .get("reasoning_effort")
+                .is_none()
+        );
+        for (effort, sent) in [
+            (Effort::Low, "low"),
+            (Effort::Medium, "medium"),
+            (Effort::High, "high"),
+            (Effort::Max, "high"),
+        ] {
+            let body = m.request_body(&req.clone().with_effort(effort), false);
+            assert_eq!(body["reasoning_effort"], sent);
+        }
+    }
     use std::sync::Mutex;
 
     fn decode(chunks: &[&str]) -> (Result<ChatResponse, ModelError>, Vec<ChatDelta>) {

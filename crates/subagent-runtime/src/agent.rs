@@ -170,6 +170,7 @@ impl AgentRuntime {
             model_name,
             limits,
             stream,
+            effort,
         } = spec;
         let max_turns = ctx
             .max_turns()
@@ -239,6 +240,7 @@ impl AgentRuntime {
                 ChatRequest::new(transcript.messages.clone()).with_tools(specs.clone());
             request.model = model_name.clone();
             request.system = transcript.system.clone();
+            request.effort = effort;
             let streamed = Mutex::new(String::new());
             let outcome = if stream {
                 let on_delta = |delta: ChatDelta| {

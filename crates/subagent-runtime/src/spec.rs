@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use subagent_spi::{ChatModel, Tool};
+use subagent_spi::{ChatModel, Effort, Tool};
 
 /// Everything one [`AgentRuntime::run`](crate::AgentRuntime::run) needs besides the
 /// [`TaskContext`](subagent_spi::TaskContext).
@@ -29,6 +29,9 @@ pub struct RunSpec {
     pub limits: Limits,
     /// Call the model with `chat_stream` and report text deltas as progress events.
     pub stream: bool,
+    /// Sent as [`ChatRequest::effort`](subagent_spi::chat::ChatRequest::effort) with each
+    /// request; `None` leaves reasoning to the provider's default.
+    pub effort: Option<Effort>,
 }
 
 impl fmt::Debug for RunSpec {
@@ -44,6 +47,7 @@ impl fmt::Debug for RunSpec {
             .field("model_name", &self.model_name)
             .field("limits", &self.limits)
             .field("stream", &self.stream)
+            .field("effort", &self.effort)
             .finish()
     }
 }
@@ -60,6 +64,7 @@ impl RunSpec {
             model_name: None,
             limits: Limits::default(),
             stream: false,
+            effort: None,
         }
     }
 
@@ -111,6 +116,13 @@ impl RunSpec {
     #[must_use]
     pub fn streaming(mut self, stream: bool) -> Self {
         self.stream = stream;
+        self
+    }
+
+    /// Sets (or clears) the reasoning effort sent with each request (builder style).
+    #[must_use]
+    pub fn with_effort(mut self, effort: Option<Effort>) -> Self {
+        self.effort = effort;
         self
     }
 }

@@ -210,6 +210,11 @@ pub struct ChatRequest {
     /// Sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// How hard the model should reason before answering; `None` leaves it to the provider.
+    /// Providers map it to their own control (OpenAI `reasoning_effort`, Anthropic extended
+    /// thinking) and ignore it, with a debug note, where they have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
 }
 
 impl ChatRequest {
@@ -261,6 +266,61 @@ impl ChatRequest {
     pub fn with_temperature(mut self, t: f32) -> Self {
         self.temperature = Some(t);
         self
+    }
+
+    /// Sets the reasoning effort (builder style).
+    #[must_use]
+    pub fn with_effort(mut self, effort: Effort) -> Self {
+        self.effort = Some(effort);
+        self
+    }
+}
+
+/// How hard a model should reason before it answers: Claude Code's `effort` levels.
+///
+/// A request carries it in [`ChatRequest::effort`]; each provider maps it to its own control
+/// and documents how (levels it lacks fold into the nearest one it has).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Effort {
+    /// Quick answers, little or no reasoning.
+    Low,
+    /// Balanced.
+    Medium,
+    /// Thorough reasoning.
+    High,
+    /// The most reasoning the model offers.
+    Max,
+}
+
+impl Effort {
+    /// Parses a level name, ignoring case and surrounding space: `low`, `medium`, `high`,
+    /// `max`; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "low" => Effort::Low,
+            "medium" => Effort::Medium,
+            "high" => Effort::High,
+            "max" => Effort::Max,
+            _ => return None,
+        })
+    }
+
+    /// The level's name, as Claude Code spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Max => "max",
+        }
+    }
+}
+
+impl std::fmt::Display for Effort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -359,5 +419,27 @@ pub trait ChatModel: Send + Sync {
             on_delta(ChatDelta::Text(resp.content.clone()));
         }
         Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effort_parses_and_round_trips() {
+        assert_eq!(Effort::parse(" High "), Some(Effort::High));
+        assert_eq!(Effort::parse("max"), Some(Effort::Max));
+        assert_eq!(Effort::parse("extreme"), None);
+        let req = ChatRequest::new(vec![ChatMessage::user("hi")]).with_effort(Effort::Low);
+        let json = serde_json::to_value(&req).unwrap();
+        assert_eq!(json["effort"], "low");
+        let back: ChatRequest = serde_json::from_value(json).unwrap();
+        assert_eq!(back.effort, Some(Effort::Low));
+        let plain = serde_json::to_value(ChatRequest::new(Vec::new())).unwrap();
+        assert!(
+            plain.get("effort").is_none(),
+            "absent effort is not serialized"
+        );
     }
 }

@@ -48,7 +48,7 @@ mod tool;
 
 pub use approval::{ApprovalDecision, ApprovalRequest, Approver, FixedApprover, SessionApprover};
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
-pub use chat::{ChatModel, ChatRequest, ChatResponse};
+pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};
 pub use delegation::Delegation;
 pub use error::{BoxError, ModelError, SubagentError, ToolError};

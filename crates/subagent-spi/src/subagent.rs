@@ -26,6 +26,14 @@ pub trait SubagentDefinition: Any + Send + Sync + fmt::Debug {
     fn registration(&self) -> String {
         format!("- {}: {}", self.name(), self.description())
     }
+
+    /// True when a `Task` call that does not set `run_in_background` should start this agent
+    /// in the background (a Markdown agent's `background: true`). The default is `false`:
+    /// calls run in the foreground unless they ask otherwise. A call's explicit
+    /// `run_in_background` always wins.
+    fn runs_in_background_by_default(&self) -> bool {
+        false
+    }
 }
 
 impl dyn SubagentDefinition {

@@ -46,9 +46,15 @@ pub enum WorkspaceError {
 /// The check and the later file operation are not atomic: a process that swaps a directory for a
 /// symlink in between can still race it. The tools are a guard against a model's mistakes, not a
 /// sandbox against hostile local processes.
+///
+/// A workspace may also allow a few **extra roots** ([`with_extra_root`](Self::with_extra_root)):
+/// directories outside the root that the file tools may read and write too, with the same
+/// checks (an agent's memory directory under `~/.claude/agent-memory/`, say). Relative paths
+/// still resolve against the root, and `Bash` still runs in the root.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: Arc<PathBuf>,
+    extra_roots: Arc<Vec<PathBuf>>,
 }
 
 impl Workspace {
@@ -66,12 +72,39 @@ impl Workspace {
         }
         Ok(Self {
             root: Arc::new(canonical),
+            extra_roots: Arc::new(Vec::new()),
+        })
+    }
+
+    /// This workspace plus `dir` (an existing directory, canonicalized here) as an extra root
+    /// the file tools may use. The root itself is unchanged.
+    pub fn with_extra_root(&self, dir: impl AsRef<Path>) -> Result<Self, WorkspaceError> {
+        let extra = Self::new(dir)?;
+        let mut roots = Vec::clone(&self.extra_roots);
+        let dir = Arc::unwrap_or_clone(extra.root);
+        if !roots.contains(&dir) && dir != *self.root {
+            roots.push(dir);
+        }
+        Ok(Self {
+            root: self.root.clone(),
+            extra_roots: Arc::new(roots),
         })
     }
 
     /// The canonical root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The extra roots, canonical (see [`with_extra_root`](Self::with_extra_root)).
+    pub fn extra_roots(&self) -> &[PathBuf] {
+        &self.extra_roots
+    }
+
+    /// True when `path` (absolute and normalized) is inside the root or an extra root.
+    fn inside(&self, path: &Path) -> bool {
+        path.starts_with(self.root.as_path())
+            || self.extra_roots.iter().any(|r| path.starts_with(r))
     }
 
     /// [`resolve_blocking`](Self::resolve_blocking) on the blocking thread pool.
@@ -101,7 +134,7 @@ impl Workspace {
             self.root.join(given)
         };
         let normalized = normalize(&joined);
-        if !normalized.starts_with(self.root.as_path()) {
+        if !self.inside(&normalized) {
             return Err(self.denied(tool, path, "it is outside the workspace"));
         }
         // Find the nearest existing ancestor (or the path itself) and resolve its symlinks.
@@ -136,7 +169,7 @@ impl Workspace {
                 ),
             )
         })?;
-        if !canonical.starts_with(self.root.as_path()) {
+        if !self.inside(&canonical) {
             return Err(self.denied(
                 tool,
                 path,
@@ -193,10 +226,20 @@ impl Workspace {
     }
 
     fn denied(&self, tool: &str, path: &str, why: &str) -> ToolError {
+        let extra = if self.extra_roots.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = self
+                .extra_roots
+                .iter()
+                .map(|r| format!("`{}`", r.display()))
+                .collect();
+            format!(" (and {})", list.join(", "))
+        };
         ToolError::denied(
             tool,
             format!(
-                "path `{path}` is not allowed: {why}; file tools are confined to the workspace root `{}`",
+                "path `{path}` is not allowed: {why}; file tools are confined to the workspace root `{}`{extra}",
                 self.root.display()
             ),
         )
@@ -245,6 +288,28 @@ fn normalize(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extra_roots_are_allowed_and_nothing_else() {
+        let root = tempfile::tempdir().unwrap();
+        let extra = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(root.path()).unwrap();
+        let outside = extra.path().join("MEMORY.md");
+        let outside = outside.to_str().unwrap();
+        assert!(ws.resolve_blocking("Write", outside).is_err());
+        let ws = ws.with_extra_root(extra.path()).unwrap();
+        assert_eq!(ws.extra_roots().len(), 1);
+        assert!(ws.resolve_blocking("Write", outside).is_ok());
+        assert!(ws.resolve_blocking("Write", "inside.txt").is_ok());
+        let escape = format!("{}/../x", extra.path().display());
+        assert!(ws.resolve_blocking("Write", &escape).is_err());
+        let err = ws
+            .resolve_blocking("Write", other.path().join("x").to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("and `"), "{err}");
+    }
 
     #[test]
     fn normalize_applies_dots() {

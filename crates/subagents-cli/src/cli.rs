@@ -68,6 +68,11 @@ pub struct AgentSources {
     /// (repeatable).
     #[arg(long = "mcp", value_name = "SPEC")]
     pub mcp: Vec<String>,
+    /// Run no Claude Code hooks: neither those of .claude/settings.json (user, project, local)
+    /// nor agents' own `hooks`. Hooks are shell commands; use this in projects you do not
+    /// trust.
+    #[arg(long)]
+    pub no_hooks: bool,
 }
 
 /// Permission settings (shared by the subcommands that run agents).
@@ -102,8 +107,13 @@ fn parse_mode(s: &str) -> Result<subagents::claude::PermissionMode, String> {
 /// `subagents run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The task for the main agent.
-    pub prompt: String,
+    /// The task for the main agent. May be omitted with --agent when the agent's file has an
+    /// `initialPrompt` (which otherwise comes first, before this prompt).
+    pub prompt: Option<String>,
+    /// Run this agent as the main agent instead of the default one (like `claude --agent`):
+    /// its body is the system prompt, its tools, model, memory and hooks apply.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
     /// Model spec (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5,
     /// openai-compatible:MODEL@URL) or a name from subagents.toml. Default: $SUBAGENTS_MODEL.
     #[arg(long, value_name = "SPEC")]
@@ -226,6 +236,9 @@ pub struct ServeArgs {
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,
+    /// Run no Claude Code hooks (settings files' or agents' own).
+    #[arg(long)]
+    pub no_hooks: bool,
 }
 
 /// `subagents call`.

@@ -37,15 +37,70 @@ pub fn start(
     quiet: bool,
     multi: Option<MultiProgress>,
 ) -> (Arc<dyn ProgressSink>, tokio::task::JoinHandle<()>) {
+    start_with_colours(quiet, multi, HashMap::new())
+}
+
+/// [`start`], with agents' `color`s (agent name → colour name) for the live tree. Names are
+/// coloured only on a terminal and never when `NO_COLOR` is set.
+pub fn start_with_colours(
+    quiet: bool,
+    multi: Option<MultiProgress>,
+    colours: HashMap<String, String>,
+) -> (Arc<dyn ProgressSink>, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(QUEUE);
+    let colours = if multi.is_some() && colour_allowed(std::env::var_os("NO_COLOR").as_deref()) {
+        colours
+    } else {
+        HashMap::new()
+    };
     let handle = tokio::spawn(async move {
         match multi {
             _ if quiet => drain(rx).await,
-            Some(multi) => render_tree(rx, multi).await,
+            Some(multi) => render_tree(rx, multi, colours).await,
             None => render_lines(rx).await,
         }
     });
     (Arc::new(Progress { tx }), handle)
+}
+
+/// True unless `NO_COLOR` is set to something (https://no-color.org).
+fn colour_allowed(no_color: Option<&std::ffi::OsStr>) -> bool {
+    no_color.is_none_or(|v| v.is_empty())
+}
+
+/// The `color` of every Markdown agent that has one, by agent name.
+pub fn agent_colours(agents: &subagents::Subagents) -> HashMap<String, String> {
+    agents
+        .agents()
+        .iter()
+        .filter_map(|a| {
+            let def = a.downcast_ref::<subagents::claude::ClaudeAgentDefinition>()?;
+            Some((def.name.clone(), def.color.clone()?))
+        })
+        .collect()
+}
+
+/// The ANSI SGR parameters of a Claude Code agent colour; `None` for an unknown one.
+fn sgr(colour: &str) -> Option<&'static str> {
+    Some(match colour.trim().to_ascii_lowercase().as_str() {
+        "red" => "31",
+        "green" => "32",
+        "yellow" => "33",
+        "blue" => "34",
+        "purple" | "magenta" => "35",
+        "cyan" => "36",
+        "orange" => "38;5;208",
+        "pink" => "38;5;213",
+        _ => return None,
+    })
+}
+
+/// `name` (already escaped for the terminal) in the agent's colour, when it has a known one.
+fn coloured(name: &str, colour: Option<&String>) -> String {
+    match colour.and_then(|c| sgr(c)) {
+        Some(code) => format!("\u{1b}[{code}m{name}\u{1b}[0m"),
+        None => name.to_string(),
+    }
 }
 
 async fn drain(mut rx: mpsc::Receiver<ProgressEvent>) {
@@ -130,7 +185,11 @@ impl Node {
 
 /// A live tree on a terminal: each child's line goes right under its parent's subtree, so
 /// nested and parallel children stay under the run that started them.
-async fn render_tree(mut rx: mpsc::Receiver<ProgressEvent>, multi: MultiProgress) {
+async fn render_tree(
+    mut rx: mpsc::Receiver<ProgressEvent>,
+    multi: MultiProgress,
+    colours: HashMap<String, String>,
+) {
     let style = ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
     let mut nodes: HashMap<String, Node> = HashMap::new();
@@ -157,7 +216,7 @@ async fn render_tree(mut rx: mpsc::Receiver<ProgressEvent>, multi: MultiProgress
                     last_in_subtree: bar.clone(),
                     bar,
                     parent,
-                    agent: name(&e),
+                    agent: coloured(&name(&e), colours.get(&e.agent)),
                     depth: e.depth,
                     turns: 0,
                     tokens: 0,
@@ -190,5 +249,24 @@ async fn render_tree(mut rx: mpsc::Receiver<ProgressEvent>, multi: MultiProgress
         if !n.bar.is_finished() {
             n.bar.finish();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_follow_claude_code_names_and_no_color() {
+        let blue = "blue".to_string();
+        assert_eq!(coloured("rev", Some(&blue)), "\u{1b}[34mrev\u{1b}[0m");
+        assert_eq!(coloured("rev", Some(&"teal".to_string())), "rev");
+        assert_eq!(coloured("rev", None), "rev");
+        for c in subagents::claude::AGENT_COLORS {
+            assert!(sgr(c).is_some(), "{c}");
+        }
+        assert!(colour_allowed(None));
+        assert!(colour_allowed(Some(std::ffi::OsStr::new(""))));
+        assert!(!colour_allowed(Some(std::ffi::OsStr::new("1"))));
     }
 }

@@ -61,6 +61,12 @@ fn failure(e: SubagentError) -> CliError {
 
 /// `subagents run`.
 pub async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
+    if args.agent.is_none() && args.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
+        return Err(CliError::Config(
+            "a prompt is needed (or --agent NAME for an agent whose file has an `initialPrompt`)"
+                .to_string(),
+        ));
+    }
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let multi = progress::terminal();
     let approver = approve::approver(&args.permissions, true, multi.clone());
@@ -75,22 +81,61 @@ pub async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     }
     .build()
     .await?;
-    let (sink, renderer) = progress::start(false, multi);
+    let prompt = args.prompt.clone().unwrap_or_default();
+    let main_as = match &args.agent {
+        Some(name) => Some(main_agent_as(&agents, name, &prompt)?),
+        None => None,
+    };
+    let (sink, renderer) =
+        progress::start_with_colours(false, multi, progress::agent_colours(&agents));
     let cancel = CancellationToken::new();
     let interrupt = cancel_on_ctrl_c(cancel.clone());
-    let result = agents
+    let mut main = agents
         .main_agent()
         .max_turns(args.max_turns)
         .progress(sink)
-        .cancel(cancel)
-        .run(args.prompt.clone())
-        .await;
+        .cancel(cancel);
+    if let Some((name, _)) = &main_as {
+        main = main.agent(name.clone());
+    }
+    let result = main.run(prompt).await;
     interrupt.abort();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
     let outcome = result.map_err(failure)?;
-    let json = OutcomeJson::new("main", "MAIN", &outcome, None);
+    let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
+    let json = OutcomeJson::new(&name, &kind, &outcome, None);
     finish(&outcome, args.json.then_some(&json))
+}
+
+/// The agent `--agent NAME` names, as (registered name, kind); a configuration error (exit 2)
+/// when it is unknown, or when no prompt is given and its file has no `initialPrompt`.
+fn main_agent_as(
+    agents: &subagents::Subagents,
+    name: &str,
+    prompt: &str,
+) -> Result<(String, String), CliError> {
+    let task = agents.task();
+    let Some(def) = task.find(name) else {
+        return Err(CliError::Config(format!(
+            "unknown agent `{name}` for --agent; available agents: {}",
+            task.agent_names().join(", ")
+        )));
+    };
+    let has_initial = def
+        .downcast_ref::<subagents::claude::ClaudeAgentDefinition>()
+        .is_some_and(|d| d.initial_prompt.is_some());
+    if prompt.trim().is_empty() && !has_initial {
+        return Err(CliError::Config(format!(
+            "agent `{}` has no `initialPrompt`, so a prompt is needed",
+            def.name()
+        )));
+    }
+    let kind = task
+        .kind_of(def.name())
+        .map(|k| k.to_string())
+        .unwrap_or_default();
+    Ok((def.name().to_string(), kind))
 }
 
 /// `subagents task`.
@@ -133,8 +178,11 @@ pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
     let (sink, renderer) = progress::start(false, multi);
     let ctx = TaskContext::new().with_progress(sink);
     let interrupt = cancel_on_ctrl_c(ctx.cancel().clone());
-    let mut call = TaskCall::new(def.name(), "command-line task", args.prompt.clone())
-        .in_background(args.background);
+    // Without --background, the agent's own default (`background: true`) decides.
+    let mut call = TaskCall::new(def.name(), "command-line task", args.prompt.clone());
+    if args.background {
+        call = call.in_background(true);
+    }
     call.model = args.model.clone();
     let dispatched = agents.dispatch(call, &ctx).await;
     let result: Result<(String, Option<String>, TaskOutcome), SubagentError> = match dispatched {

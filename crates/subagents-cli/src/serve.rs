@@ -31,6 +31,7 @@ pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let sources = AgentSources {
         agents: args.agents.clone(),
+        no_hooks: args.no_hooks,
         ..AgentSources::default()
     };
     let agents = Setup {

@@ -114,6 +114,9 @@ impl Setup<'_> {
             b = b.approver(a.clone());
         }
         b = b.sandbox(self.sandbox());
+        if self.sources.no_hooks {
+            b = b.hooks(false);
+        }
         Ok(b)
     }
 

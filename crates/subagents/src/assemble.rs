@@ -59,12 +59,16 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
                 subagent_claude::home_dir().as_deref(),
             ));
         }
+        let hooks =
+            settings_hooks(b.hooks, b.discover_from.is_some(), &b.settings_files, &root).await;
         let mut claude = subagent_claude::ClaudeSubagentType::builder()
             .models(models.clone())
             .tools(subagent_tools::ToolSet::all_with_sandbox(
                 ws.clone(),
                 &b.sandbox,
             ))
+            .workspace(ws.root())
+            .hooks(hooks.clone())
             .skill_dirs(skill_dirs)
             .builtin_agents(b.builtin_agents)
             .stream(b.stream)
@@ -110,11 +114,19 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             main_mode: b.permission_mode.or(settings_mode).unwrap_or_default(),
             rules: Arc::new(rules),
             sandbox: b.sandbox.clone(),
+            hooks,
         }))
     };
     #[cfg(not(feature = "claude"))]
     {
-        let _ = (&root, &b.skill_dirs, &b.discover_skills_from, b.stream);
+        let _ = (
+            &root,
+            &b.skill_dirs,
+            &b.discover_skills_from,
+            b.stream,
+            b.hooks,
+        );
+        let _ = &b.settings_files;
         if !b.agent_dirs.is_empty()
             || !b.agent_files.is_empty()
             || b.model.is_some()
@@ -183,6 +195,38 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         #[cfg(feature = "claude")]
         local,
     })
+}
+
+/// The settings hooks: the given settings files, plus Claude Code's (user, project, local)
+/// with discovery; [`Hooks::disabled`](subagent_claude::Hooks::disabled) when hooks are off.
+#[cfg(feature = "claude")]
+async fn settings_hooks(
+    enabled: bool,
+    discover: bool,
+    given: &[PathBuf],
+    root: &Path,
+) -> subagent_claude::Hooks {
+    if !enabled {
+        return subagent_claude::Hooks::disabled();
+    }
+    let mut files = Vec::new();
+    if discover {
+        if let Some(home) = subagent_claude::home_dir() {
+            files.push(home.join(".claude").join("settings.json"));
+        }
+        files.push(root.join(".claude").join("settings.json"));
+        files.push(root.join(".claude").join("settings.local.json"));
+    }
+    files.extend(given.iter().cloned());
+    files.dedup();
+    let (hooks, warnings) = subagent_claude::Hooks::from_settings_files(&files).await;
+    for w in warnings {
+        tracing::warn!("settings hooks: {w}");
+    }
+    if !hooks.is_empty() {
+        tracing::info!(hooks = hooks.len(), "settings hooks loaded");
+    }
+    hooks
 }
 
 /// Where Markdown agents' `mcpServers` come from: the servers named in the MCP configuration

@@ -60,6 +60,8 @@ pub struct SubagentsBuilder {
     pub(crate) claude_settings: Option<PathBuf>,
     #[cfg(feature = "tools")]
     pub(crate) sandbox: subagent_tools::SandboxPolicy,
+    pub(crate) hooks: bool,
+    pub(crate) settings_files: Vec<PathBuf>,
 }
 
 impl Default for SubagentsBuilder {
@@ -91,6 +93,8 @@ impl Default for SubagentsBuilder {
             claude_settings: None,
             #[cfg(feature = "tools")]
             sandbox: subagent_tools::SandboxPolicy::default(),
+            hooks: true,
+            settings_files: Vec::new(),
         }
     }
 }
@@ -144,11 +148,29 @@ impl SubagentsBuilder {
     /// Claude Code's discovery from `dir`: `.claude/agents` in `dir` and each directory above
     /// it, then `~/.claude/agents` (nearer wins on a name clash), used when no
     /// [`agents_dir`](Self::agents_dir) is given. Also discovers skills from the same places
-    /// (`.claude/skills`).
+    /// (`.claude/skills`) and reads the hooks of `~/.claude/settings.json` and of the
+    /// workspace's `.claude/settings.json` and `.claude/settings.local.json`.
     pub fn discover_from(mut self, dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         self.discover_skills_from = Some(dir.clone());
         self.discover_from = Some(dir);
+        self
+    }
+
+    /// A Claude Code settings file whose `hooks` apply to every Markdown agent and to the main
+    /// agent's tool calls (repeatable; feature `claude`). With
+    /// [`discover_from`](Self::discover_from), `~/.claude/settings.json` and the workspace's
+    /// `.claude/settings.json` and `.claude/settings.local.json` are read too.
+    pub fn settings_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.settings_files.push(path.into());
+        self
+    }
+
+    /// Whether Claude Code hooks run at all: settings hooks and agents' frontmatter `hooks`
+    /// (default true). Hooks are shell commands from files in the project: turn them off for
+    /// projects you do not trust.
+    pub fn hooks(mut self, yes: bool) -> Self {
+        self.hooks = yes;
         self
     }
 

@@ -114,6 +114,7 @@ pub(crate) struct Local {
     pub(crate) rules: Arc<subagent_claude::PermissionRules>,
     /// How `Bash` is confined.
     pub(crate) sandbox: subagent_tools::SandboxPolicy,
+    pub(crate) hooks: subagent_claude::Hooks,
 }
 
 /// The assembled agents and the tools that reach them. Cheap to clone.
@@ -228,6 +229,12 @@ impl Subagents {
     /// The default model's name (its spec, or a model value's own name), when one is set.
     pub fn default_model_name(&self) -> Option<&str> {
         self.local.as_ref()?.default_model.as_deref()
+    }
+
+    /// The settings hooks in force (Claude Code's `.claude/settings.json` `hooks`), when local
+    /// agent support is configured.
+    pub fn settings_hooks(&self) -> Option<&subagent_claude::Hooks> {
+        self.local.as_ref().map(|l| &l.hooks)
     }
 
     /// The default model.

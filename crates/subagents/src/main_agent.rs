@@ -5,7 +5,7 @@ use std::sync::Arc;
 use subagent_runtime::{AgentRuntime, Limits, RunSpec};
 use subagent_spi::{
     Approver, CancellationToken, FixedApprover, ProgressKind, ProgressSink, SessionApprover,
-    SubagentError, TaskContext, TaskOutcome, Tool,
+    SubagentError, TaskCall, TaskContext, TaskOutcome, Tool,
 };
 
 use crate::Subagents;
@@ -22,12 +22,18 @@ and concisely.";
 /// `TaskStop` over every registered agent. Obtain one with [`Subagents::main_agent`].
 ///
 /// The run is depth 0; the agents it starts may delegate in turn while their depth is below the
-/// nesting limit. Progress of the main agent and of every descendant goes to one sink.
+/// nesting limit. Progress of the main agent and of every descendant goes to one sink. The
+/// settings hooks (`PreToolUse`, `PostToolUse`, `PostToolUseFailure`) run around its tool calls.
 ///
 /// Its tools obey the main agent's permission mode ([`Subagents::permission_mode`]) and the
 /// permission rules; calls that must be approved, its own and its descendants', go to the
 /// builder's approver (one "allow for the session" memory per run). Without an approver they
 /// are denied with a message the model reads.
+///
+/// With [`agent`](Self::agent), a registered agent is the main agent instead (Claude Code's
+/// `claude --agent NAME`): a Markdown agent's body is the system prompt, its tools, model,
+/// memory, hooks and the rest of its file apply, and its `initialPrompt` opens the
+/// conversation.
 #[must_use]
 pub struct MainAgent<'a> {
     agents: &'a Subagents,
@@ -37,6 +43,7 @@ pub struct MainAgent<'a> {
     cancel: Option<CancellationToken>,
     workspace_tools: bool,
     extra_tools: Vec<Arc<dyn Tool>>,
+    agent: Option<String>,
 }
 
 impl std::fmt::Debug for MainAgent<'_> {
@@ -58,7 +65,19 @@ impl<'a> MainAgent<'a> {
             cancel: None,
             workspace_tools: true,
             extra_tools: Vec::new(),
+            agent: None,
         }
+    }
+
+    /// Runs the registered agent `name` as the main agent (at depth 0, so it may delegate when
+    /// its tools allow `Task`). The system prompt, tools and model are the agent's own;
+    /// [`system`](Self::system), [`workspace_tools`](Self::workspace_tools) and
+    /// [`tool`](Self::tool) do not apply. Its `initialPrompt`, when it has one, is the first
+    /// user message, followed by the prompt given to [`run`](Self::run) (which may then be
+    /// empty).
+    pub fn agent(mut self, name: impl Into<String>) -> Self {
+        self.agent = Some(name.into());
+        self
     }
 
     /// Replaces the system prompt ([`MAIN_SYSTEM_PROMPT`] by default).
@@ -101,7 +120,11 @@ impl<'a> MainAgent<'a> {
     /// Runs the main agent on `prompt` and returns its final answer with the usage tree of
     /// everything it delegated.
     pub async fn run(self, prompt: impl Into<String>) -> Result<TaskOutcome, SubagentError> {
+        if let Some(name) = self.agent.clone() {
+            return self.run_agent(&name, prompt.into()).await;
+        }
         let model = self.agents.default_model()?;
+        let approver = self.session_approver();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         if self.workspace_tools {
             tools.extend(self.agents.workspace_tools());
@@ -111,17 +134,13 @@ impl<'a> MainAgent<'a> {
         let local = self.agents.local()?;
         let policy = subagent_claude::PermissionPolicy::new(local.main_mode, local.rules.clone());
         let tools = subagent_claude::guard_tools(tools, &policy, "main", None);
-        let approver: Arc<dyn Approver> = match self.agents.approver() {
-            Some(a) => a.clone(),
-            None => Arc::new(FixedApprover::deny_all(
-                "no approver is configured for this run, so nobody can approve it.",
-            )),
-        };
-        let mut ctx = TaskContext::new()
+        let tools = subagent_claude::HookRunner::new(local.hooks.clone(), local.workspace.root())
+            .wrap_tools(tools);
+        let mut ctx = subagent_claude::with_hook_session(TaskContext::new())
             .with_agent("main")
             .with_task_id("main")
             .with_delegation(self.agents.task().delegation())
-            .with_approver(Arc::new(SessionApprover::new(approver)));
+            .with_approver(approver);
         if let Some(name) = self.agents.default_model_name() {
             ctx = ctx.with_parent_model(name);
         }
@@ -146,6 +165,84 @@ impl<'a> MainAgent<'a> {
             .with_tools(tools)
             .with_limits(Limits::default().with_max_turns(self.max_turns));
         let result = AgentRuntime::default().run(spec, &ctx).await;
+        let (status, usage) = match &result {
+            Ok(o) => (o.status, o.usage.clone()),
+            Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),
+        };
+        ctx.emit(ProgressKind::Finished { status, usage });
+        result
+    }
+}
+
+impl MainAgent<'_> {
+    /// The builder's approver (or one that denies, saying why), with one "allow for the
+    /// session" memory for this run.
+    fn session_approver(&self) -> Arc<dyn Approver> {
+        let approver: Arc<dyn Approver> = match self.agents.approver() {
+            Some(a) => a.clone(),
+            None => Arc::new(FixedApprover::deny_all(
+                "no approver is configured for this run, so nobody can approve it.",
+            )),
+        };
+        Arc::new(SessionApprover::new(approver))
+    }
+
+    /// The root context of a main-agent run.
+    fn root_context(&self, agent: &str) -> TaskContext {
+        let mut ctx = subagent_claude::with_hook_session(TaskContext::new())
+            .with_agent(agent)
+            .with_task_id("main")
+            .with_delegation(self.agents.task().delegation())
+            .with_approver(self.session_approver());
+        if let Some(name) = self.agents.default_model_name() {
+            ctx = ctx.with_parent_model(name);
+        }
+        if let Some(sink) = &self.progress {
+            ctx = ctx.with_progress(sink.clone());
+        }
+        if let Some(token) = &self.cancel {
+            ctx = ctx.with_cancel(token.clone());
+        }
+        ctx
+    }
+
+    /// Runs a registered agent as the main agent through its own kind's executor.
+    async fn run_agent(self, name: &str, prompt: String) -> Result<TaskOutcome, SubagentError> {
+        let task = self.agents.task();
+        let (Some(def), Some(executor)) = (task.find(name).cloned(), task.executor_of(name)) else {
+            return Err(SubagentError::UnknownSubagent {
+                name: name.to_string(),
+                available: task.agent_names(),
+            });
+        };
+        let initial = def
+            .downcast_ref::<subagent_claude::ClaudeAgentDefinition>()
+            .and_then(|d| d.initial_prompt.clone());
+        let prompt = match (initial, prompt.trim().is_empty()) {
+            (Some(first), true) => first,
+            (Some(first), false) => format!("{first}\n\n{prompt}"),
+            (None, false) => prompt,
+            (None, true) => {
+                return Err(SubagentError::InvalidInput(format!(
+                    "agent `{}` has no `initialPrompt`, so a prompt is needed",
+                    def.name()
+                )));
+            }
+        };
+        let ctx = self
+            .root_context(def.name())
+            .with_max_turns(Some(self.max_turns));
+        ctx.emit(ProgressKind::Started {
+            description: prompt
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(80)
+                .collect(),
+        });
+        let call = TaskCall::new(def.name(), "main agent", prompt);
+        let result = executor.execute(call, def, ctx.clone()).await;
         let (status, usage) = match &result {
             Ok(o) => (o.status, o.usage.clone()),
             Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),

@@ -18,6 +18,9 @@ pub(crate) fn task_description(agents: &[Arc<dyn SubagentDefinition>]) -> String
     }
     for a in agents {
         s.push_str(&a.registration());
+        if a.runs_in_background_by_default() {
+            s.push_str(" (runs in the background unless you set `run_in_background: false`)");
+        }
         s.push('\n');
     }
     s.push_str(

@@ -268,19 +268,25 @@ impl TaskTool {
             })
     }
 
-    /// Runs a call: in the foreground (awaiting the outcome) or, when `run_in_background` is
-    /// set, by starting it and returning its task id at once.
+    /// Runs a call: in the foreground (awaiting the outcome) or in the background, starting it
+    /// and returning its task id at once. The call's `run_in_background` decides; when it is
+    /// absent, the agent's
+    /// [`runs_in_background_by_default`](SubagentDefinition::runs_in_background_by_default)
+    /// does (a Markdown agent's `background: true`).
     ///
     /// The child runs at `ctx.depth() + 1` with this tool as its [`Delegation`] handle, so its
     /// executor can offer `Task` to the agent while `depth < max_depth`. A call from a context
     /// at or beyond the nesting limit is refused with [`SubagentError::LimitReached`].
     pub async fn dispatch(
         &self,
-        call: TaskCall,
+        mut call: TaskCall,
         ctx: &TaskContext,
     ) -> Result<Dispatch, SubagentError> {
         let idx = self.route(&call)?;
         let def = self.inner.agents[idx].clone();
+        if call.run_in_background.is_none() && def.runs_in_background_by_default() {
+            call.run_in_background = Some(true);
+        }
         let max_depth = self.inner.config.max_depth;
         if ctx.depth() >= max_depth {
             return Err(SubagentError::LimitReached {

@@ -1,0 +1,274 @@
+//! Claude Code agent-file parity through the facade, over real HTTP with the scripted model
+//! server: hook semantics the command-line tests do not reach (SubagentStop sending an agent
+//! back to work, SubagentStart context, PostToolUse feedback, a parent's subagent hooks,
+//! `disableAllHooks`), a worktree that changed nothing, and `MainAgent::agent`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagents::{Subagents, TaskStatus};
+
+struct Project {
+    agents: tempfile::TempDir,
+    ws: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Self {
+        Self {
+            agents: tempfile::tempdir().expect("agents"),
+            ws: tempfile::tempdir().expect("workspace"),
+        }
+    }
+
+    fn agent(&self, name: &str, text: &str) {
+        std::fs::write(self.agents.path().join(format!("{name}.md")), text).expect("agent");
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.ws.path().canonicalize().expect("workspace")
+    }
+
+    fn settings(&self, settings: Value) -> PathBuf {
+        let path = self.ws.path().join("settings.json");
+        std::fs::write(&path, settings.to_string()).expect("settings");
+        path
+    }
+
+    async fn build(&self, server: &ScriptedModelServer, settings: Option<PathBuf>) -> Subagents {
+        let mut b = Subagents::builder()
+            .model(format!(
+                "openai-compatible:team@{}",
+                server.openai_base_url()
+            ))
+            .agents_dir(self.agents.path())
+            .workspace(self.ws.path());
+        if let Some(s) = settings {
+            b = b.settings_file(s);
+        }
+        b.build().await.expect("builds")
+    }
+}
+
+fn task_call(agent: &str) -> Reply {
+    Reply::tool_calls(vec![(
+        "Task",
+        json!({"description": "delegate", "prompt": "do it", "subagent_type": agent}),
+    )])
+}
+
+fn system(req: &RecordedRequest) -> String {
+    req.messages()
+        .iter()
+        .find(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn last_user(req: &RecordedRequest) -> String {
+    req.messages()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn tool_results(req: &RecordedRequest) -> Vec<String> {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
+    let server = ScriptedModelServer::start().await;
+    let p = Project::new();
+    p.agent(
+        "worker",
+        "---\nname: worker\ndescription: Works.\ntools: Read\n---\nYou work.\n",
+    );
+    // Blocks the first stop (and records it), lets the second one through.
+    let settings = p.settings(json!({"hooks": {"SubagentStop": [{"hooks": [{"type": "command",
+        "command": "cat >> stops.jsonl; echo >> stops.jsonl; if [ ! -e seen ]; then touch seen; echo 'ADD-TESTS-FIRST' >&2; exit 2; fi"}]}]}}));
+    server.push(task_call("worker"));
+    server.push(Reply::text("draft"));
+    server.push(Reply::text("final, with tests"));
+    server.push(Reply::text("done"));
+    let agents = p.build(&server, Some(settings)).await;
+    let outcome = agents.main_agent().run("go").await.expect("runs");
+    assert_eq!(outcome.status, TaskStatus::Completed);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        last_user(&reqs[2]),
+        "ADD-TESTS-FIRST",
+        "the hook's stderr is the next message"
+    );
+    assert!(
+        reqs[2].body.to_string().contains("draft"),
+        "the agent continues its own conversation"
+    );
+    assert!(tool_results(&reqs[3])[0].contains("final, with tests"));
+    let stops = std::fs::read_to_string(p.ws.path().join("stops.jsonl")).expect("ran");
+    let events: Vec<Value> = stops
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0]["stop_hook_active"], false);
+    assert_eq!(events[1]["stop_hook_active"], true);
+    assert_eq!(events[1]["last_assistant_message"], "final, with tests");
+    assert_eq!(outcome.children[0].usage.turns, 2, "both segments count");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subagent_start_context_post_tool_use_feedback_and_a_parents_subagent_hooks() {
+    let server = ScriptedModelServer::start().await;
+    let p = Project::new();
+    std::fs::write(p.ws.path().join("notes.txt"), "N").expect("file");
+    // The coordinator's own SubagentStart hook applies to the agents it starts.
+    p.agent(
+        "coordinator",
+        "---\nname: coordinator\ndescription: Coordinates.\ntools: Task\nhooks:\n  SubagentStart:\n    - matcher: leaf\n      hooks:\n        - type: command\n          command: echo '{\"hookSpecificOutput\":{\"hookEventName\":\"SubagentStart\",\"additionalContext\":\"FROM-THE-PARENT\"}}'\n---\nYou coordinate.\n",
+    );
+    p.agent(
+        "leaf",
+        "---\nname: leaf\ndescription: Reads.\ntools: Read\n---\nYou read.\n",
+    );
+    let settings = p.settings(json!({"hooks": {
+        "SubagentStart": [{"matcher": "coordinator|leaf", "hooks": [{"type": "command",
+            "command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"SubagentStart\",\"additionalContext\":\"FROM-SETTINGS\"}}'"}]}],
+        "PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command",
+            "command": "echo '{\"decision\":\"block\",\"reason\":\"READ-FEEDBACK\"}'"}]}]
+    }}));
+    server.push(task_call("coordinator"));
+    server.push(task_call("leaf"));
+    server.push(Reply::tool_calls(vec![(
+        "Read",
+        json!({"file_path": "notes.txt"}),
+    )]));
+    server.push(Reply::text("leaf done"));
+    server.push(Reply::text("coordinator done"));
+    server.push(Reply::text("done"));
+    let agents = p.build(&server, Some(settings)).await;
+    agents.main_agent().run("go").await.expect("runs");
+    let reqs = server.requests();
+    let coordinator = system(&reqs[1]);
+    assert!(coordinator.contains("FROM-SETTINGS"), "{coordinator}");
+    assert!(!coordinator.contains("FROM-THE-PARENT"));
+    let leaf = system(&reqs[2]);
+    assert!(
+        leaf.contains("FROM-SETTINGS") && leaf.contains("FROM-THE-PARENT"),
+        "{leaf}"
+    );
+    let read = tool_results(&reqs[3]);
+    assert!(
+        read[0].contains("READ-FEEDBACK") && read[0].contains('N'),
+        "the tool result keeps its output and gets the hook's reason: {read:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disable_all_hooks_turns_off_agents_own_hooks_too() {
+    let server = ScriptedModelServer::start().await;
+    let p = Project::new();
+    p.agent(
+        "worker",
+        "---\nname: worker\ndescription: Works.\ntools: Bash\nhooks:\n  PreToolUse:\n    - hooks:\n        - type: command\n          command: exit 2\n---\nYou work.\n",
+    );
+    let settings = p.settings(json!({"disableAllHooks": true}));
+    server.push(task_call("worker"));
+    server.push(Reply::tool_calls(vec![(
+        "Bash",
+        json!({"command": "touch RAN"}),
+    )]));
+    server.push(Reply::text("ok"));
+    server.push(Reply::text("done"));
+    let agents = p.build(&server, Some(settings)).await;
+    assert!(agents.settings_hooks().expect("local").is_disabled());
+    agents.main_agent().run("go").await.expect("runs");
+    assert!(p.ws.path().join("RAN").exists());
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_that_changed_nothing_is_removed_with_its_branch() {
+    let server = ScriptedModelServer::start().await;
+    let p = Project::new();
+    let ws = p.ws();
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["config", "user.email", "t@example.com"]);
+    git(&ws, &["config", "user.name", "t"]);
+    std::fs::write(ws.join("a.txt"), "a").expect("file");
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-qm", "init"]);
+    p.agent(
+        "reader",
+        "---\nname: reader\ndescription: Reads.\ntools: Read, Bash\nisolation: worktree\n---\nYou read.\n",
+    );
+    server.push(task_call("reader"));
+    server.push(Reply::tool_calls(vec![("Bash", json!({"command": "pwd"}))]));
+    server.push(Reply::text("looked"));
+    server.push(Reply::text("done"));
+    let agents = p.build(&server, None).await;
+    agents.main_agent().run("go").await.expect("runs");
+    let reqs = server.requests();
+    let pwd = tool_results(&reqs[2]).remove(0);
+    assert!(
+        pwd.contains("subagents-worktrees"),
+        "Bash runs in the worktree: {pwd}"
+    );
+    assert!(!tool_results(&reqs[3])[0].contains("[worktree]"));
+    assert_eq!(git(&ws, &["worktree", "list"]).lines().count(), 1);
+    assert!(!git(&ws, &["branch", "--list"]).contains("subagents/"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_markdown_agent_as_the_main_agent_may_delegate_and_prepends_its_initial_prompt() {
+    let server = ScriptedModelServer::start().await;
+    let p = Project::new();
+    p.agent(
+        "lead",
+        "---\nname: lead\ndescription: Leads.\ntools: Read, Task\ninitialPrompt: Start with a plan.\n---\nLEAD-PROMPT\n",
+    );
+    p.agent(
+        "helper",
+        "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n",
+    );
+    server.push(task_call("helper"));
+    server.push(Reply::text("helped"));
+    server.push(Reply::text("led"));
+    let agents = p.build(&server, None).await;
+    let outcome = agents
+        .main_agent()
+        .agent("lead")
+        .run("and then the rest")
+        .await
+        .expect("runs");
+    assert_eq!(outcome.text, "led");
+    let reqs = server.requests();
+    assert!(system(&reqs[0]).starts_with("LEAD-PROMPT"));
+    assert_eq!(
+        last_user(&reqs[0]),
+        "Start with a plan.\n\nand then the rest"
+    );
+    assert_eq!(system(&reqs[1]), "You help.");
+    assert_eq!(outcome.children[0].agent, "helper");
+}
