@@ -767,7 +767,8 @@ fn check_permission_mode(doc: &Document<'_>, path: &Path, text: &str) -> Result<
         field: key.clone(),
         line,
         message: format!(
-            "is `{mode}`, which is not a permission mode; valid modes: {}",
+            "is `{}`, which is not a permission mode; valid modes: {}",
+            escape_for_terminal(&mode),
             PermissionMode::VALID.join(", ")
         ),
     })

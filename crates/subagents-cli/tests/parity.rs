@@ -70,10 +70,18 @@ impl Project {
     /// `subagents run PROMPT --model ... --agents ... --workspace ...`.
     fn run(&self, server: &ScriptedModelServer, prompt: &str) -> Command {
         let mut cmd = self.cmd();
-        cmd.args(["run", prompt, "--model", &model(server), "--agents"])
-            .arg(self.agents.path())
-            .arg("--workspace")
-            .arg(self.ws.path());
+        // These tests are about hooks, memory and isolation, not approvals: `--yes`.
+        cmd.args([
+            "run",
+            prompt,
+            "--yes",
+            "--model",
+            &model(server),
+            "--agents",
+        ])
+        .arg(self.agents.path())
+        .arg("--workspace")
+        .arg(self.ws.path());
         cmd
     }
 }

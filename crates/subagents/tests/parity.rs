@@ -43,7 +43,11 @@ impl Project {
                 server.openai_base_url()
             ))
             .agents_dir(self.agents.path())
-            .workspace(self.ws.path());
+            .workspace(self.ws.path())
+            // These tests are about hooks, memory and isolation, not approvals: approve all.
+            .approver(std::sync::Arc::new(
+                subagents::spi::FixedApprover::allow_all(),
+            ));
         if let Some(s) = settings {
             b = b.settings_file(s);
         }
