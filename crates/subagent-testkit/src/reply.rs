@@ -122,6 +122,14 @@ impl Reply {
         Self::text_and_tool_calls("", calls)
     }
 
+    /// A call of the delegation tool: `Task` with a short description, `prompt` and the agent.
+    pub fn task_call(agent: &str, prompt: &str) -> Self {
+        Self::tool_calls(vec![(
+            "Task",
+            serde_json::json!({"description": "delegate", "prompt": prompt, "subagent_type": agent}),
+        )])
+    }
+
     /// Text followed by tool calls.
     pub fn text_and_tool_calls<N: Into<String>>(
         text: impl Into<String>,

@@ -69,6 +69,16 @@ impl RecordedRequest {
             .unwrap_or(&[])
     }
 
+    /// The system prompt of an OpenAI-format request (its `system` message), or empty.
+    pub fn system_prompt(&self) -> String {
+        self.messages()
+            .iter()
+            .find(|m| m["role"] == "system")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    }
+
     /// The names of the tools offered, sorted: `function.name` (OpenAI) or `name` (Anthropic).
     pub fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self

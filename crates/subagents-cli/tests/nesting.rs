@@ -7,26 +7,18 @@ use std::path::PathBuf;
 
 use common::{rt, subagents};
 
-use serde_json::json;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
 fn team() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../subagents/tests/fixtures/team")
 }
 
-fn task_call(agent: &str) -> Reply {
-    Reply::tool_calls(vec![(
-        "Task",
-        json!({"description": "delegate", "prompt": "please", "subagent_type": agent}),
-    )])
-}
-
 #[test]
 fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
-    server.push(task_call("coordinator"));
-    server.push(task_call("leaf"));
+    server.push(Reply::task_call("coordinator", "please"));
+    server.push(Reply::task_call("leaf", "please"));
     server.push(Reply::text("LEAF-ANSWER-42"));
     server.push(Reply::text("the leaf says LEAF-ANSWER-42"));
     server.push(Reply::text("Final: LEAF-ANSWER-42"));
@@ -63,7 +55,7 @@ fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
 fn run_with_max_depth_1_does_not_offer_task_to_the_coordinator() {
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
-    server.push(task_call("coordinator"));
+    server.push(Reply::task_call("coordinator", "please"));
     server.push(Reply::text("no delegation here"));
     server.push(Reply::text("done"));
     let model = format!("openai-compatible:team@{}", server.openai_base_url());

@@ -98,23 +98,6 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn task_call(agent: &str) -> Reply {
-    Reply::tool_calls(vec![(
-        "Task",
-        json!({"description": "delegate", "prompt": "please do it", "subagent_type": agent}),
-    )])
-}
-
-/// The system prompt of a recorded OpenAI request.
-fn system(req: &RecordedRequest) -> String {
-    req.messages()
-        .iter()
-        .find(|m| m["role"] == "system")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// The tool results of a recorded OpenAI request, in order.
 fn tool_results(req: &RecordedRequest) -> Vec<String> {
     req.messages()
@@ -156,7 +139,7 @@ fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
     );
     p.settings(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
         "command": "cat > \"$CLAUDE_PROJECT_DIR/pre-event.json\"; echo 'HOOK-SAYS-NO: no touching here' >&2; exit 2"}]}]}));
-    server.push(task_call("worker"));
+    server.push(Reply::task_call("worker", "please do it"));
     server.push(Reply::tool_calls(vec![(
         "Bash",
         json!({"command": "touch TOUCHED"}),
@@ -202,7 +185,7 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
         "---\nname: guarded\ndescription: Guarded.\ntools: Bash\nhooks:\n  PreToolUse:\n    - matcher: \"Bash|Write\"\n      hooks:\n        - type: command\n          command: sh \"$CLAUDE_PROJECT_DIR/deny.sh\"\n---\nYou run commands.\n",
     );
     let script = |server: &ScriptedModelServer| {
-        server.push(task_call("guarded"));
+        server.push(Reply::task_call("guarded", "please do it"));
         server.push(Reply::tool_calls(vec![(
             "Bash",
             json!({"command": "touch MADE"}),
@@ -238,9 +221,9 @@ fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
     );
     p.settings(json!({"SubagentStop": [{"matcher": "worker", "hooks": [{"type": "command",
         "command": "cat >> \"$CLAUDE_PROJECT_DIR/stops.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/stops.jsonl\""}]}]}));
-    server.push(task_call("worker"));
+    server.push(Reply::task_call("worker", "please do it"));
     server.push(Reply::text("first answer"));
-    server.push(task_call("worker"));
+    server.push(Reply::task_call("worker", "please do it"));
     server.push(Reply::text("second answer"));
     server.push(Reply::text("done"));
     p.run(&server, "twice").assert().success();
@@ -281,7 +264,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
         "REMEMBER-42: the answer is forty-two\n",
     );
     let dir = p.ws().join(".claude/agent-memory/keeper");
-    server.push(task_call("keeper"));
+    server.push(Reply::task_call("keeper", "please do it"));
     server.push(Reply::tool_calls(vec![
         (
             "Write",
@@ -297,7 +280,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
     p.run(&server, "remember").assert().success();
 
     let reqs = server.requests();
-    let sys = system(&reqs[1]);
+    let sys = reqs[1].system_prompt();
     assert!(
         sys.contains("REMEMBER-42"),
         "MEMORY.md is in the prompt:\n{sys}"
@@ -329,7 +312,7 @@ fn user_memory_lives_under_home_and_the_agents_write_tool_reaches_it() {
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join("MEMORY.md"), "USER-MEMORY-7\n").expect("memory");
     let dir = dir.canonicalize().expect("canonical");
-    server.push(task_call("diarist"));
+    server.push(Reply::task_call("diarist", "please do it"));
     server.push(Reply::tool_calls(vec![
         (
             "Write",
@@ -340,7 +323,11 @@ fn user_memory_lives_under_home_and_the_agents_write_tool_reaches_it() {
     server.push(Reply::text("noted"));
     server.push(Reply::text("done"));
     p.run(&server, "note it").assert().success();
-    assert!(system(&server.requests()[1]).contains("USER-MEMORY-7"));
+    assert!(
+        server.requests()[1]
+            .system_prompt()
+            .contains("USER-MEMORY-7")
+    );
     assert_eq!(
         std::fs::read_to_string(dir.join("MEMORY.md")).expect("memory"),
         "USER-MEMORY-8\n"
@@ -369,7 +356,7 @@ fn a_background_agent_returns_a_task_id_at_once() {
         ),
     )
     .expect("config");
-    server.push(task_call("watcher"));
+    server.push(Reply::task_call("watcher", "please do it"));
     server.push(Reply::text("started it"));
     server.push_for_model(
         "slow",
@@ -413,7 +400,7 @@ fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
         "isolated",
         "---\nname: isolated\ndescription: Edits in isolation.\ntools: Write, Read\nisolation: worktree\n---\nYou edit.\n",
     );
-    server.push(task_call("isolated"));
+    server.push(Reply::task_call("isolated", "please do it"));
     server.push(Reply::tool_calls(vec![(
         "Write",
         json!({"file_path": "new.txt", "content": "from the worktree"}),
@@ -461,7 +448,7 @@ fn effort_high_is_sent_as_reasoning_effort() {
         "thinker",
         "---\nname: thinker\ndescription: Thinks hard.\ntools: Read\neffort: high\n---\nYou think.\n",
     );
-    server.push(task_call("thinker"));
+    server.push(Reply::task_call("thinker", "please do it"));
     server.push(Reply::text("thought"));
     server.push(Reply::text("done"));
     p.run(&server, "think").assert().success();
@@ -512,7 +499,7 @@ fn run_agent_uses_the_agents_prompt_tools_and_initial_prompt() {
         "no colour off a terminal: {stderr}"
     );
     let reqs = server.requests();
-    assert!(system(&reqs[0]).starts_with("STARTER-SYSTEM-PROMPT"));
+    assert!(reqs[0].system_prompt().starts_with("STARTER-SYSTEM-PROMPT"));
     let user: Vec<&Value> = reqs[0]
         .messages()
         .iter()

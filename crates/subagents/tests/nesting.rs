@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
 
@@ -14,13 +13,6 @@ fn team() -> PathBuf {
 
 fn offers_task(req: &RecordedRequest) -> bool {
     req.tool_names().iter().any(|n| n == "Task")
-}
-
-fn task_call(agent: &str, prompt: &str) -> Reply {
-    Reply::tool_calls(vec![(
-        "Task",
-        json!({"description": "delegate", "prompt": prompt, "subagent_type": agent}),
-    )])
 }
 
 async fn agents(server: &ScriptedModelServer, max_depth: Option<u32>) -> Subagents {
@@ -41,8 +33,8 @@ async fn agents(server: &ScriptedModelServer, max_depth: Option<u32>) -> Subagen
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
     let server = ScriptedModelServer::start().await;
-    server.push(task_call("coordinator", "find the answer"));
-    server.push(task_call("leaf", "look up the number"));
+    server.push(Reply::task_call("coordinator", "find the answer"));
+    server.push(Reply::task_call("leaf", "look up the number"));
     server.push(Reply::text("LEAF-ANSWER-42").with_usage(7, 3));
     server.push(Reply::text("the leaf says LEAF-ANSWER-42"));
     server.push(Reply::text("Final: LEAF-ANSWER-42"));
@@ -85,7 +77,7 @@ async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_max_depth_1_the_coordinator_is_not_offered_task() {
     let server = ScriptedModelServer::start().await;
-    server.push(task_call("coordinator", "find the answer"));
+    server.push(Reply::task_call("coordinator", "find the answer"));
     server.push(Reply::text("I cannot delegate"));
     server.push(Reply::text("done"));
     let agents = agents(&server, Some(1)).await;
@@ -98,9 +90,9 @@ async fn with_max_depth_1_the_coordinator_is_not_offered_task() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_rules_limit_which_agents_may_be_started() {
     let server = ScriptedModelServer::start().await;
-    server.push(task_call("gatekeeper", "go"));
-    server.push(task_call("coordinator", "not allowed"));
-    server.push(task_call("leaf", "allowed"));
+    server.push(Reply::task_call("gatekeeper", "go"));
+    server.push(Reply::task_call("coordinator", "not allowed"));
+    server.push(Reply::task_call("leaf", "allowed"));
     server.push(Reply::text("leaf here"));
     server.push(Reply::text("gatekeeper done"));
     server.push(Reply::text("main done"));
@@ -120,7 +112,7 @@ async fn agent_rules_limit_which_agents_may_be_started() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explore_is_never_offered_task() {
     let server = ScriptedModelServer::start().await;
-    server.push(task_call("Explore", "look around"));
+    server.push(Reply::task_call("Explore", "look around"));
     server.push(Reply::text("explored"));
     server.push(Reply::text("done"));
     let agents = agents(&server, None).await;
@@ -136,8 +128,8 @@ async fn progress_nests_children_under_their_parent_once_each() {
     use subagent_testkit::ProgressRecorder;
     use subagents::ProgressKind;
     let server = ScriptedModelServer::start().await;
-    server.push(task_call("coordinator", "find"));
-    server.push(task_call("leaf", "look"));
+    server.push(Reply::task_call("coordinator", "find"));
+    server.push(Reply::task_call("leaf", "look"));
     server.push(Reply::text("42"));
     server.push(Reply::text("42"));
     server.push(Reply::text("42"));

@@ -55,22 +55,6 @@ impl Project {
     }
 }
 
-fn task_call(agent: &str) -> Reply {
-    Reply::tool_calls(vec![(
-        "Task",
-        json!({"description": "delegate", "prompt": "do it", "subagent_type": agent}),
-    )])
-}
-
-fn system(req: &RecordedRequest) -> String {
-    req.messages()
-        .iter()
-        .find(|m| m["role"] == "system")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
 fn last_user(req: &RecordedRequest) -> String {
     req.messages()
         .iter()
@@ -100,7 +84,7 @@ async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
     // Blocks the first stop (and records it), lets the second one through.
     let settings = p.settings(json!({"hooks": {"SubagentStop": [{"hooks": [{"type": "command",
         "command": "cat >> stops.jsonl; echo >> stops.jsonl; if [ ! -e seen ]; then touch seen; echo 'ADD-TESTS-FIRST' >&2; exit 2; fi"}]}]}}));
-    server.push(task_call("worker"));
+    server.push(Reply::task_call("worker", "do it"));
     server.push(Reply::text("draft"));
     server.push(Reply::text("final, with tests"));
     server.push(Reply::text("done"));
@@ -152,8 +136,8 @@ async fn subagent_start_context_post_tool_use_feedback_and_a_parents_subagent_ho
         "PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command",
             "command": "echo '{\"decision\":\"block\",\"reason\":\"READ-FEEDBACK\"}'"}]}]
     }}));
-    server.push(task_call("coordinator"));
-    server.push(task_call("leaf"));
+    server.push(Reply::task_call("coordinator", "do it"));
+    server.push(Reply::task_call("leaf", "do it"));
     server.push(Reply::tool_calls(vec![(
         "Read",
         json!({"file_path": "notes.txt"}),
@@ -164,10 +148,10 @@ async fn subagent_start_context_post_tool_use_feedback_and_a_parents_subagent_ho
     let agents = p.build(&server, Some(settings)).await;
     agents.main_agent().run("go").await.expect("runs");
     let reqs = server.requests();
-    let coordinator = system(&reqs[1]);
+    let coordinator = reqs[1].system_prompt();
     assert!(coordinator.contains("FROM-SETTINGS"), "{coordinator}");
     assert!(!coordinator.contains("FROM-THE-PARENT"));
-    let leaf = system(&reqs[2]);
+    let leaf = reqs[2].system_prompt();
     assert!(
         leaf.contains("FROM-SETTINGS") && leaf.contains("FROM-THE-PARENT"),
         "{leaf}"
@@ -188,7 +172,7 @@ async fn disable_all_hooks_turns_off_agents_own_hooks_too() {
         "---\nname: worker\ndescription: Works.\ntools: Bash\nhooks:\n  PreToolUse:\n    - hooks:\n        - type: command\n          command: exit 2\n---\nYou work.\n",
     );
     let settings = p.settings(json!({"disableAllHooks": true}));
-    server.push(task_call("worker"));
+    server.push(Reply::task_call("worker", "do it"));
     server.push(Reply::tool_calls(vec![(
         "Bash",
         json!({"command": "touch RAN"}),
@@ -227,7 +211,7 @@ async fn a_worktree_that_changed_nothing_is_removed_with_its_branch() {
         "reader",
         "---\nname: reader\ndescription: Reads.\ntools: Read, Bash\nisolation: worktree\n---\nYou read.\n",
     );
-    server.push(task_call("reader"));
+    server.push(Reply::task_call("reader", "do it"));
     server.push(Reply::tool_calls(vec![("Bash", json!({"command": "pwd"}))]));
     server.push(Reply::text("looked"));
     server.push(Reply::text("done"));
@@ -256,7 +240,7 @@ async fn a_markdown_agent_as_the_main_agent_may_delegate_and_prepends_its_initia
         "helper",
         "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n",
     );
-    server.push(task_call("helper"));
+    server.push(Reply::task_call("helper", "do it"));
     server.push(Reply::text("helped"));
     server.push(Reply::text("led"));
     let agents = p.build(&server, None).await;
@@ -268,11 +252,11 @@ async fn a_markdown_agent_as_the_main_agent_may_delegate_and_prepends_its_initia
         .expect("runs");
     assert_eq!(outcome.text, "led");
     let reqs = server.requests();
-    assert!(system(&reqs[0]).starts_with("LEAD-PROMPT"));
+    assert!(reqs[0].system_prompt().starts_with("LEAD-PROMPT"));
     assert_eq!(
         last_user(&reqs[0]),
         "Start with a plan.\n\nand then the rest"
     );
-    assert_eq!(system(&reqs[1]), "You help.");
+    assert_eq!(reqs[1].system_prompt(), "You help.");
     assert_eq!(outcome.children[0].agent, "helper");
 }

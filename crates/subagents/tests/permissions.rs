@@ -44,13 +44,6 @@ impl Approver for Recorder {
     }
 }
 
-fn task_call(agent: &str) -> Reply {
-    Reply::tool_calls(vec![(
-        "Task",
-        json!({"description": "delegate", "prompt": "please", "subagent_type": agent}),
-    )])
-}
-
 fn bash_call(cmd: &str) -> Reply {
     Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
 }
@@ -111,8 +104,8 @@ async fn an_approval_requested_by_a_grandchild_reaches_the_root_with_its_path() 
     let server = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("work/made-by-worker.txt");
-    server.push(task_call("coordinator"));
-    server.push(task_call("worker"));
+    server.push(Reply::task_call("coordinator", "please"));
+    server.push(Reply::task_call("worker", "please"));
     server.push_for_model("worker-model", bash_call("touch made-by-worker.txt"));
     server.push_for_model("worker-model", Reply::text("touched"));
     server.push(Reply::text("the worker touched it"));
