@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     /// Starts (once, from the first request) the task that cancels every running handler
     /// when `shutdown` fires, however the router is served.
     pub watcher: std::sync::Once,
+    /// When the server was built: the cards' `Last-Modified`.
+    pub started: std::time::SystemTime,
 }
 
 impl Shared {
@@ -261,11 +263,9 @@ async fn dispatch_inner(shared: Arc<Shared>, req: Request) -> Response {
     };
     match (&parts.method, rest) {
         (&Method::GET, "/.well-known/agent-card.json") => {
-            card(&shared, agent, &parts, shared.cfg.agent_card_version)
+            card(&shared, agent, &parts, card_shape(&shared.cfg, &parts))
         }
-        (&Method::GET, "/.well-known/agent.json") => {
-            card(&shared, agent, &parts, ProtocolVersion::V03)
-        }
+        (&Method::GET, "/.well-known/agent.json") => card(&shared, agent, &parts, CardShape::V03),
         (&Method::POST, "" | "/") => {
             if let Some(r) = unauthorized(agent, &parts.headers) {
                 return r;
@@ -351,11 +351,61 @@ pub(crate) fn agent_url(cfg: &ServerConfig, agent: &Hosted, headers: &HeaderMap)
     format!("{proto}://{host}{prefix}{}", agent.path)
 }
 
-fn card(shared: &Shared, agent: &Hosted, parts: &Parts, version: ProtocolVersion) -> Response {
+/// Which card a request gets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CardShape {
+    /// The 1.0 card.
+    V1,
+    /// The 0.3 card.
+    V03,
+    /// The 0.3 card with the 1.0 `supportedInterfaces` embedded (legacy card discovery).
+    V03WithV1Interfaces,
+}
+
+/// The card `agent-card.json` serves for this request. With
+/// [`ServerConfig::legacy_card_discovery`]: the 1.0 card when the request's `A2A-Version`
+/// (header or query parameter) names 1.x, else (absent, empty, 0.x) the 0.3 card with the 1.0
+/// interfaces embedded. Without it: the card of [`ServerConfig::agent_card_version`].
+fn card_shape(cfg: &ServerConfig, parts: &Parts) -> CardShape {
+    if !cfg.legacy_card_discovery {
+        return match cfg.agent_card_version {
+            ProtocolVersion::V03 => CardShape::V03,
+            _ => CardShape::V1,
+        };
+    }
+    match requested_version(parts) {
+        Ok(Some(ProtocolVersion::V03) | None) => CardShape::V03WithV1Interfaces,
+        // 1.x, or a version this server does not speak: the current card.
+        _ => CardShape::V1,
+    }
+}
+
+/// The 0.3 card with the 1.0 card's `supportedInterfaces` beside its own fields (the two field
+/// sets are disjoint), as the official JavaScript SDK's `legacyCompat` serves it: 0.3 clients
+/// read `url` / `preferredTransport`, 1.0 clients read `supportedInterfaces`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LegacyCard {
+    #[serde(flatten)]
+    card: v03::AgentCard,
+    supported_interfaces: Vec<v1::AgentInterface>,
+}
+
+/// An HTTP-date (`Last-Modified`) for a time.
+fn http_date(t: std::time::SystemTime) -> String {
+    httpdate::fmt_http_date(t)
+}
+
+fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardShape) -> Response {
     let url = agent_url(&shared.cfg, agent, &parts.headers);
-    let body = match version {
-        ProtocolVersion::V03 => json_bytes(&card_v03(&agent.info, agent.auth.as_ref(), &url)),
-        _ => json_bytes(&card_v1(&agent.info, agent.auth.as_ref(), &url)),
+    let auth = agent.auth.as_ref();
+    let body = match shape {
+        CardShape::V03 => json_bytes(&card_v03(&agent.info, auth, &url)),
+        CardShape::V03WithV1Interfaces => json_bytes(&LegacyCard {
+            card: card_v03(&agent.info, auth, &url),
+            supported_interfaces: card_v1(&agent.info, auth, &url).supported_interfaces,
+        }),
+        CardShape::V1 => json_bytes(&card_v1(&agent.info, auth, &url)),
     };
     let etag = {
         use std::hash::{Hash, Hasher};
@@ -363,11 +413,26 @@ fn card(shared: &Shared, agent: &Hosted, parts: &Parts, version: ProtocolVersion
         body.hash(&mut h);
         format!("\"{:016x}\"", h.finish())
     };
-    let not_modified = parts
-        .headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    // The card is built from the mount's fixed information: it last changed when the server
+    // was built (HTTP dates have whole seconds, so a client's copy compares equal).
+    let last_modified = http_date(shared.started);
+    let not_modified = match parts.headers.get(header::IF_NONE_MATCH) {
+        // If-None-Match wins over If-Modified-Since (RFC 9110 §13.1.3).
+        Some(v) => v.to_str().ok().is_some_and(|v| {
+            v.split(',').any(|t| {
+                let t = t.trim();
+                t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag
+            })
+        }),
+        None => parts
+            .headers
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| httpdate::parse_http_date(v).ok())
+            .is_some_and(|since| {
+                httpdate::parse_http_date(&last_modified).is_ok_and(|lm| lm <= since)
+            }),
+    };
     let mut r = if not_modified {
         let mut r = Response::new(Body::empty());
         *r.status_mut() = StatusCode::NOT_MODIFIED;
@@ -384,6 +449,13 @@ fn card(shared: &Shared, agent: &Hosted, parts: &Parts, version: ProtocolVersion
     }
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&last_modified) {
+        h.insert(header::LAST_MODIFIED, v);
+    }
+    if shared.cfg.legacy_card_discovery {
+        // Caches keep one copy per requested version.
+        h.insert(header::VARY, HeaderValue::from_static("A2A-Version"));
     }
     r
 }
