@@ -78,6 +78,7 @@
 //! open streams end, and in-flight requests finish.
 
 mod card;
+mod conn;
 mod directory;
 mod engine;
 mod handler;
@@ -536,15 +537,15 @@ impl A2aServer {
     /// The axum router serving every mounted agent (merge it into a bigger app, or serve it).
     pub fn router(&self) -> axum::Router {
         let root_free = self.shared.agents.iter().all(|a| !a.path.is_empty());
-        let router = axum::Router::new();
-        let router = if self.shared.cfg.directory && root_free {
-            router.route("/", axum::routing::get(directory::list))
+        let router = http::router(self.shared.clone());
+        if self.shared.cfg.directory && root_free {
+            router.route(
+                "/",
+                axum::routing::get(directory::list).with_state(self.shared.clone()),
+            )
         } else {
             router
-        };
-        router
-            .fallback(http::dispatch)
-            .with_state(self.shared.clone())
+        }
     }
 
     /// The shutdown token: cancelling it (or calling [`shutdown`](Self::shutdown)) ends every
@@ -602,7 +603,7 @@ impl A2aServer {
             }
             me.shutdown();
         };
-        http::serve_loop(self.shared.clone(), listener, router, signal).await?;
+        conn::serve_loop(self.shared.clone(), listener, router, signal).await?;
         Ok(())
     }
 }
