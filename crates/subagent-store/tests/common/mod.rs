@@ -131,3 +131,54 @@ fn uuid() -> String {
 pub fn state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
 }
+
+/// A fresh PostgreSQL database on the server of `SUBAGENTS_TEST_POSTGRES_URL` (so tests run in
+/// parallel); its URL.
+pub async fn fresh_postgres_db(tag: &str) -> String {
+    use sqlx::Connection;
+    let base = std::env::var("SUBAGENTS_TEST_POSTGRES_URL")
+        .expect("SUBAGENTS_TEST_POSTGRES_URL is set (run .ci/postgres.sh start DIR)");
+    let name = format!("a2a_{tag}_{}", uuid().replace('-', "_"));
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .expect("connect to PostgreSQL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .expect("create database");
+    let (head, _) = base.rsplit_once('/').expect("database in URL");
+    format!("{head}/{name}")
+}
+
+/// Reads SSE `data:` events of a response until `stop` returns true or the time is up.
+pub async fn sse_events(
+    resp: reqwest::Response,
+    within: Duration,
+    mut stop: impl FnMut(&Value) -> bool,
+) -> Vec<Value> {
+    use futures::StreamExt;
+    let mut out = Vec::new();
+    let mut buf = String::new();
+    let mut body = resp.bytes_stream();
+    let _ = tokio::time::timeout(within, async {
+        while let Some(chunk) = body.next().await {
+            let Ok(chunk) = chunk else { return };
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                for line in frame.lines() {
+                    if let Some(data) = line.strip_prefix("data:") {
+                        let v: Value = serde_json::from_str(data.trim()).expect("event JSON");
+                        let done = stop(&v);
+                        out.push(v);
+                        if done {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    out
+}
