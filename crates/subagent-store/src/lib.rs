@@ -10,7 +10,11 @@
 //!   never shows a password.
 //! - [`Db::open`] connects (SQLite in WAL mode, the file and its directory created when
 //!   missing) and runs the embedded, versioned migrations (see [`migrations`]).
+//! - Feature `a2a`: [`a2a::SqlTaskStore`], the A2A server's task store (restarts, replicas on
+//!   PostgreSQL with LISTEN/NOTIFY, retention).
 
+#[cfg(feature = "a2a")]
+pub mod a2a;
 mod db;
 mod error;
 pub mod migrations;

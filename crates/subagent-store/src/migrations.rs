@@ -23,12 +23,20 @@ pub struct Step {
 }
 
 /// Every step, in version order.
-pub const STEPS: &[Step] = &[Step {
-    version: 1,
-    description: "store info",
-    sqlite: include_str!("../migrations/sqlite/0001_store_info.sql"),
-    postgres: include_str!("../migrations/postgres/0001_store_info.sql"),
-}];
+pub const STEPS: &[Step] = &[
+    Step {
+        version: 1,
+        description: "store info",
+        sqlite: include_str!("../migrations/sqlite/0001_store_info.sql"),
+        postgres: include_str!("../migrations/postgres/0001_store_info.sql"),
+    },
+    Step {
+        version: 2000,
+        description: "a2a tasks",
+        sqlite: include_str!("../migrations/sqlite/2000_a2a_tasks.sql"),
+        postgres: include_str!("../migrations/postgres/2000_a2a_tasks.sql"),
+    },
+];
 
 /// Which script of a [`Step`] to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -95,7 +95,11 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore, message_bytes, task_bytes};
+pub use store::{
+    InMemoryTaskStore, RemoteSignal, StoreError, TaskFilter, TaskPage, TaskStore, message_bytes,
+    task_bytes,
+};
+pub use util::now_rfc3339;
 pub use subagent::SubagentHandler;
 
 use crate::types::ProtocolVersion;
