@@ -180,6 +180,35 @@ async fn a_session_resumes_from_another_runtime_on_the_same_file() {
     );
 }
 
+/// A store whose writes fail (a real SQLite file whose table is gone): the run's result is
+/// kept, a Status event says why, and the outcome offers no session (it could not be resumed).
+#[tokio::test]
+async fn a_failing_transcript_store_keeps_the_result_and_drops_the_session() {
+    use subagent_testkit::{ProgressRecorder, ScriptedModel, Step};
+    let (_dir, db) = sqlite().await;
+    let Db::Sqlite(pool) = &db else {
+        unreachable!()
+    };
+    sqlx::query("DROP TABLE transcript_messages")
+        .execute(pool)
+        .await
+        .unwrap();
+    let rec = Arc::new(ProgressRecorder::new());
+    let ctx = TaskContext::new().with_progress(rec.clone());
+    let out = AgentRuntime::new(Arc::new(SqlTranscriptStore::new(db)))
+        .run(
+            RunSpec::new(ScriptedModel::new(vec![Step::text("the answer")]), "q"),
+            &ctx,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "the answer");
+    assert_eq!(out.status, TaskStatus::Completed);
+    assert!(out.session_id.is_none(), "an unsaved session is not offered");
+    assert!(rec.kinds().iter().any(|k| matches!(k,
+        ProgressKind::Status { message } if message.contains("was not saved") && message.contains("transcript_messages"))));
+}
+
 // --- the ledger ---
 
 async fn finished_results_outlive_the_tool(db: Db) {
