@@ -17,17 +17,23 @@ use crate::{Db, StoreError};
 pub const OWNER_LEASE: Duration = Duration::from_secs(30);
 
 /// This machine's name, stored with each owner (`host/pid:random`) so that a process can tell
-/// whether an owner ran here and can be checked directly. Read once from procfs (kernel memory,
-/// no disk); empty where there is none, and then only the lease decides.
-static HOST: LazyLock<String> = LazyLock::new(|| {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
-});
+/// whether an owner ran here and can be checked directly. Read once (without blocking the
+/// async threads); empty where there is none, and then only the lease decides.
+static HOST: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+
+async fn host() -> &'static str {
+    HOST.get_or_init(|| async {
+        tokio::fs::read_to_string("/proc/sys/kernel/hostname")
+            .await
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default()
+    })
+    .await
+}
 
 /// The owner as stored: the task tool's `pid:random` with this machine's name in front.
-fn stored_owner(owner: &str) -> String {
-    format!("{}/{owner}", *HOST)
+fn stored_owner(host: &str, owner: &str) -> String {
+    format!("{host}/{owner}")
 }
 
 /// Owners that wrote through a ledger of this process: alive while the process is.
@@ -55,7 +61,11 @@ impl SqlTaskLedger {
         if records.is_empty() {
             return Ok(());
         }
-        let rows = records.iter().map(Row::encode).collect::<Result<Vec<_>, _>>()?;
+        let host = host().await;
+        let rows = records
+            .iter()
+            .map(|r| Row::encode(r, host))
+            .collect::<Result<Vec<_>, _>>()?;
         {
             // Owners of this process that write are alive (a record of another process with
             // the same id, reused, is not).
@@ -139,7 +149,7 @@ impl SqlTaskLedger {
                 "UPDATE background_tasks SET heartbeat_at = $1 WHERE owner = $2 AND status = 'running'",
             )
             .bind(now_ms())
-            .bind(stored_owner(owner))
+            .bind(stored_owner(host().await, owner))
             .execute(pool)
             .await
             .map_err(StoreError::query("task ledger heartbeat"))?;
@@ -214,10 +224,11 @@ async fn interrupt_owner(db: &Db, owner: &str) -> Result<u64, StoreError> {
 /// machine and no process of that id runs, or this process has that id but never wrote as that
 /// owner (the id was reused).
 async fn owner_gone(row: &Row) -> bool {
+    let this_host = host().await;
     let here = row
         .owner
         .split_once('/')
-        .is_some_and(|(host, _)| !host.is_empty() && host == HOST.as_str());
+        .is_some_and(|(host, _)| !host.is_empty() && host == this_host);
     let pid = owner_pid(&row.owner);
     if here && pid == Some(std::process::id()) {
         return !live_owners().contains(&row.owner);
@@ -348,7 +359,7 @@ impl Row {
         }
     }
 
-    fn encode(r: &TaskRecord) -> Result<Self, StoreError> {
+    fn encode(r: &TaskRecord, host: &str) -> Result<Self, StoreError> {
         let json = |what: &'static str, v: Result<String, serde_json::Error>| {
             v.map_err(|e| StoreError::Corrupt {
                 what,
@@ -377,7 +388,7 @@ impl Row {
             outcome,
             error: r.error.clone(),
             usage,
-            owner: stored_owner(&r.owner),
+            owner: stored_owner(host, &r.owner),
             started_at: to_ms(r.started_at),
             heartbeat_at: now_ms(),
             finished_at: r.finished_at.map(to_ms),
