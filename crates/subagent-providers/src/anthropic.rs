@@ -17,7 +17,7 @@ use subagent_spi::{Effort, ModelError, async_trait};
 use crate::common::{ApiKey, generated_call_id, parse_arguments};
 use crate::openai::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT};
 use crate::sse::SseParser;
-use crate::transport::{
+use crate::transport::{SharedPause, 
     RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
 };
 
@@ -216,6 +216,7 @@ impl AnthropicModelBuilder {
             transport: Transport {
                 provider: provider.into(),
                 client,
+                pause: SharedPause::for_endpoint(&format!("{base}/v1/messages")),
                 url: format!("{base}/v1/messages"),
                 headers,
                 retry: self.retry,

@@ -15,7 +15,7 @@ use subagent_spi::{Effort, ModelError, async_trait};
 
 use crate::common::{ApiKey, generated_call_id, parse_arguments};
 use crate::sse::SseParser;
-use crate::transport::{
+use crate::transport::{SharedPause, 
     RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
 };
 
@@ -200,6 +200,7 @@ impl OpenAiModelBuilder {
             transport: Transport {
                 provider: self.provider,
                 client,
+                pause: SharedPause::for_endpoint(&format!("{base}/chat/completions")),
                 url: format!("{base}/chat/completions"),
                 headers,
                 retry: self.retry,

@@ -203,6 +203,9 @@ pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
                     BackgroundState::Running => {
                         eprintln!("{task_id} still running after {} s", snap.elapsed.as_secs());
                     }
+                    BackgroundState::Queued => {
+                        eprintln!("{task_id} queued (max_concurrent reached) after {} s", snap.elapsed.as_secs());
+                    }
                     BackgroundState::WaitingForApproval(question) => {
                         // This command is the task's caller: its approver answers.
                         let decision = approver.request(question).await;

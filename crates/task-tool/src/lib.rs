@@ -13,7 +13,11 @@
 //! * in the **background** (`run_in_background: true`): the call returns a `task_...` id at once;
 //!   `TaskOutput` waits for or reads the result, `TaskStop` cancels it;
 //! * **in parallel**: calls are independent; nothing is locked across an await;
-//! * **resumed**: `resume` with an earlier `session` id routes to the same agent and executor.
+//! * **resumed**: `resume` with an earlier `session` id routes to the same agent and executor;
+//! * **capped**: at most [`max_concurrent`](TaskToolBuilder::max_concurrent) children (default
+//!   20) work at once over the whole tree; foreground calls over it wait their turn, background
+//!   ones show `queued` in `TaskOutput`. A run waiting for its own children gives its place back
+//!   for the wait, so nesting never deadlocks on the cap.
 //!
 //! The crate depends on the SPI only, never on a particular kind: kinds are plugged in.
 //!
@@ -42,6 +46,7 @@
 
 mod background;
 mod builder;
+mod concurrency;
 mod format;
 mod ids;
 mod registry;
@@ -49,5 +54,6 @@ mod tools;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
+pub use concurrency::DEFAULT_MAX_CONCURRENT;
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
 pub use tools::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

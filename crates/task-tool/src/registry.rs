@@ -13,6 +13,7 @@ use tracing::Instrument;
 
 use crate::background::BackgroundRegistry;
 use crate::builder::TaskToolBuilder;
+use crate::concurrency::{DEFAULT_MAX_CONCURRENT, RunPermit, waiting_on_children};
 use crate::format;
 use crate::ids::new_id;
 use crate::tools::{TaskOutputTool, TaskStopTool};
@@ -40,6 +41,9 @@ pub struct TaskConfig {
     pub max_sessions: usize,
     /// The nesting limit: a run at depth `d` may delegate only when `d < max_depth`.
     pub max_depth: u32,
+    /// Children working at once over the whole tree (foreground and background); calls over
+    /// it wait their turn. See [`TaskToolBuilder::max_concurrent`] for the rule.
+    pub max_concurrent: usize,
 }
 
 impl Default for TaskConfig {
@@ -51,6 +55,7 @@ impl Default for TaskConfig {
             stop_grace: Duration::from_secs(5),
             max_sessions: 10_000,
             max_depth: DEFAULT_MAX_DEPTH,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
         }
     }
 }
@@ -81,6 +86,8 @@ pub(crate) struct Inner {
     /// session id -> index of the agent that produced it.
     sessions: DashMap<String, usize>,
     pub(crate) background: BackgroundRegistry,
+    /// The places under the concurrency cap, shared by every run of the tree.
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
     pub(crate) config: TaskConfig,
     description: String,
     schema: serde_json::Value,
@@ -160,6 +167,7 @@ impl TaskTool {
                 by_lower,
                 sessions: DashMap::new(),
                 background: BackgroundRegistry::new(),
+                slots: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent)),
                 config,
                 description,
                 schema,
@@ -317,7 +325,18 @@ impl TaskTool {
                 task_id,
             });
         }
-        let outcome = self.run_child(&target, call, child).await?;
+        // The caller gives its place under the cap back while it waits for this child (see
+        // `concurrency`); the child waits its turn for one.
+        let outcome = waiting_on_children(ctx, async {
+            let Some(permit) = RunPermit::acquire(&self.inner.slots, &child).await else {
+                return Ok(TaskOutcome::with_status(String::new(), TaskStatus::Cancelled));
+            };
+            let child = child.with_extension(permit.clone());
+            let result = self.run_child(&target, call, child).await;
+            permit.release();
+            result
+        })
+        .await?;
         Ok(Dispatch::Foreground {
             agent: def.name().to_string(),
             kind: target.kind,
