@@ -17,8 +17,9 @@ use subagent_spi::{Effort, ModelError, async_trait};
 use crate::common::{ApiKey, generated_call_id, parse_arguments};
 use crate::openai::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT};
 use crate::sse::SseParser;
-use crate::transport::{SharedPause, 
-    RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
+use crate::transport::{
+    RetryPolicy, SharedPause, Transport, build_client, header_map, normalise_base_url,
+    truncate_chars,
 };
 
 /// Anthropic's API base URL (requests go to `<base>/v1/messages`).

@@ -45,7 +45,10 @@ async fn a_429_pauses_every_client_of_the_endpoint() {
     let started = Instant::now();
     let second = b.chat(user("b")).await.expect("b answered");
     let waited = started.elapsed();
-    first.await.expect("joins").expect("a answered after its retry");
+    first
+        .await
+        .expect("joins")
+        .expect("a answered after its retry");
     assert!(!second.content.is_empty());
     // b never hit the rate limit itself: it waited out a's Retry-After before its first try.
     assert_eq!(server.request_count(), 3);

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{Approver, CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
+use crate::{Approver, Budget, CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
 
 /// Receives progress events. Implementations must return quickly and never block: events are
 /// emitted from the task path (use a bounded channel and drop on overflow, or an atomic update).
@@ -54,6 +54,8 @@ pub struct TaskContext {
     approver: Option<Arc<dyn Approver>>,
     /// The agent names of the runs above this one, root first.
     ancestors: Arc<[String]>,
+    /// The budget of the subtree this run belongs to.
+    budget: Option<Budget>,
 }
 
 impl fmt::Debug for TaskContext {
@@ -70,6 +72,7 @@ impl fmt::Debug for TaskContext {
             .field("cancelled", &self.cancel.is_cancelled())
             .field("delegation", &self.delegation.is_some())
             .field("approver", &self.approver.is_some())
+            .field("budget", &self.budget)
             .field("agent_path", &self.agent_path())
             .finish_non_exhaustive()
     }
@@ -99,6 +102,7 @@ impl TaskContext {
             delegation: None,
             approver: None,
             ancestors: Arc::from(Vec::new()),
+            budget: None,
         }
     }
 
@@ -130,6 +134,7 @@ impl TaskContext {
             delegation: self.delegation.clone(),
             approver: self.approver.clone(),
             ancestors,
+            budget: self.budget.clone(),
         }
     }
 
@@ -233,6 +238,13 @@ impl TaskContext {
             path.push(self.agent.clone());
         }
         path
+    }
+
+    /// The budget of the subtree this run belongs to (copied into every child context): runs
+    /// charge their model turns to it and stop, reporting `limit_reached` naming it, once it is
+    /// spent.
+    pub fn budget(&self) -> Option<&Budget> {
+        self.budget.as_ref()
     }
 
     /// Time left before the deadline; `None` when there is no deadline.
@@ -354,6 +366,13 @@ impl TaskContext {
     #[must_use]
     pub fn with_ancestors(mut self, names: Vec<String>) -> Self {
         self.ancestors = Arc::from(names);
+        self
+    }
+
+    /// Sets the budget this run and every run below it charge (see [`budget`](Self::budget)).
+    #[must_use]
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = Some(budget);
         self
     }
 

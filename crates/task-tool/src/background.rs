@@ -380,7 +380,9 @@ impl BackgroundRegistry {
         self.entries.insert(task_id, entry.clone());
 
         let grace = config.stop_grace;
-        handle.spawn(async move {
+        // The caller's span (its `execute_tool Task`) stays the parent of the background run.
+        let caller_span = tracing::Span::current();
+        handle.spawn(tracing::Instrument::instrument(async move {
             let cancel = child.cancel().clone();
             let agent = def.name().to_string();
             let permit = match permit {
@@ -439,7 +441,7 @@ impl BackgroundRegistry {
             let bg = &tool.inner.background;
             bg.finished.fetch_add(1, Ordering::AcqRel);
             bg.running.fetch_sub(1, Ordering::AcqRel);
-        });
+        }, caller_span));
         Ok(())
     }
 

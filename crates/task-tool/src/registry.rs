@@ -329,7 +329,10 @@ impl TaskTool {
         // `concurrency`); the child waits its turn for one.
         let outcome = waiting_on_children(ctx, async {
             let Some(permit) = RunPermit::acquire(&self.inner.slots, &child).await else {
-                return Ok(TaskOutcome::with_status(String::new(), TaskStatus::Cancelled));
+                return Ok(TaskOutcome::with_status(
+                    String::new(),
+                    TaskStatus::Cancelled,
+                ));
             };
             let child = child.with_extension(permit.clone());
             let result = self.run_child(&target, call, child).await;
@@ -360,13 +363,24 @@ impl TaskTool {
             executor,
         } = target;
         let idx = *idx;
+        // An OpenTelemetry GenAI `invoke_agent` span (exported when the host installs an OTLP
+        // layer; nearly free otherwise). Its parent is the caller's `execute_tool Task` span, so
+        // a run's trace is its delegation tree.
         let span = tracing::info_span!(
-            "subagent_task",
-            agent = def.name(),
-            kind = kind.as_str(),
-            depth = child.depth(),
-            task_id = child.task_id().unwrap_or(""),
-            background = call.is_background(),
+            "invoke_agent",
+            otel.name = %format_args!("invoke_agent {}", def.name()),
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = def.name(),
+            gen_ai.agent.id = child.task_id().unwrap_or(""),
+            gen_ai.request.model = call.model.as_deref(),
+            subagents.kind = kind.as_str(),
+            subagents.depth = child.depth(),
+            subagents.background = call.is_background(),
+            subagents.status = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
         );
         let started = Instant::now();
         child.emit(ProgressKind::Started {
@@ -380,9 +394,13 @@ impl TaskTool {
         let _enter = span.enter();
         match &result {
             Ok(o) => {
+                span.record("subagents.status", o.status.as_str());
+                span.record("gen_ai.usage.input_tokens", o.usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", o.usage.output_tokens);
                 tracing::info!(status = %o.status, duration_ms = elapsed.as_millis() as u64, "subagent task finished");
             }
             Err(e) => {
+                span.record("error.type", "subagent_error");
                 tracing::info!(error = %e, duration_ms = elapsed.as_millis() as u64, "subagent task failed");
             }
         }
@@ -390,6 +408,10 @@ impl TaskTool {
             Ok(o) => o,
             Err(SubagentError::Cancelled { .. }) => {
                 TaskOutcome::with_status(String::new(), TaskStatus::Cancelled)
+            }
+            // A child stopped by the spent budget of its subtree is no failure: it reached it.
+            Err(_) if child.cancel().is_cancelled() && budget_spent(&child).is_some() => {
+                TaskOutcome::with_status(String::new(), TaskStatus::LimitReached)
             }
             Err(e) => {
                 child.emit(ProgressKind::Finished {
@@ -399,6 +421,16 @@ impl TaskTool {
                 return Err(e);
             }
         };
+        // Any kind (a remote one too) cancelled because the subtree's budget is spent reports
+        // the budget it reached, with its partial result.
+        if outcome.status == TaskStatus::Cancelled || outcome.status == TaskStatus::LimitReached {
+            if let Some(spent) = budget_spent(&child)
+                && outcome.limit.is_none()
+            {
+                outcome.status = TaskStatus::LimitReached;
+                outcome.limit = Some(spent);
+            }
+        }
         if outcome.usage.duration_ms == 0 {
             outcome.usage.duration_ms = elapsed.as_millis() as u64;
         }
@@ -458,6 +490,11 @@ impl TaskTool {
             Err(e) => ToolOutput::error(format::error_text(&e)),
         }
     }
+}
+
+/// The limit the budget of `ctx`'s subtree was spent on, if it was.
+fn budget_spent(ctx: &TaskContext) -> Option<String> {
+    ctx.budget().and_then(|b| b.spent())
 }
 
 /// The three delegation tools of one [`TaskTool`], by name (see [`TaskTool::tools`]).

@@ -55,10 +55,8 @@ async fn parallel_foreground_calls_wait_their_turn_under_the_cap() {
         .await
         .expect("builds");
     let ctx = TaskContext::new();
-    let outs = futures::future::join_all(
-        (0..40).map(|_| task.call_tool(call("work", false), &ctx)),
-    )
-    .await;
+    let outs =
+        futures::future::join_all((0..40).map(|_| task.call_tool(call("work", false), &ctx))).await;
     assert!(outs.iter().all(|o| !o.is_error), "all complete");
     let max = gauge.max.load(Ordering::SeqCst);
     assert!(max <= 5, "never more than the cap at once: {max}");
@@ -80,7 +78,10 @@ async fn a_parent_waiting_for_its_child_gives_its_place_back() {
                 .call(call("inner", false), &ctx)
                 .await
                 .expect("Task runs");
-            Ok(TaskOutcome::completed(format!("outer got: {}", out.content)))
+            Ok(TaskOutcome::completed(format!(
+                "outer got: {}",
+                out.content
+            )))
         })
         .agent("inner", |_c, _x| async move {
             Ok(TaskOutcome::completed("INNER-DONE"))
