@@ -1,5 +1,4 @@
 use std::any::Any;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -393,31 +392,101 @@ impl TaskContext {
 }
 
 /// A small typed map of values a host hands down to plugins through [`TaskContext`].
+///
+/// A persistent list shared by contexts: a child adding a value allocates one node and leaves
+/// its parent's values untouched and uncopied (contexts are made on every delegation).
 #[derive(Clone, Default)]
 pub struct Extensions {
-    map: Option<Arc<HashMap<std::any::TypeId, Arc<dyn Any + Send + Sync>>>>,
+    head: Option<Arc<dyn ExtNode>>,
+}
+
+/// Nodes an [`Extensions`] list may hold before shadowed values are dropped.
+const MAX_EXTENSION_NODES: usize = 32;
+
+/// One value of an [`Extensions`] list.
+trait ExtNode: Send + Sync {
+    fn id(&self) -> std::any::TypeId;
+    fn value(&self) -> &(dyn Any + Send + Sync);
+    fn next(&self) -> Option<&Arc<dyn ExtNode>>;
+    fn with_next(&self, next: Option<Arc<dyn ExtNode>>) -> Arc<dyn ExtNode>;
+}
+
+struct Node<T> {
+    value: Arc<T>,
+    next: Option<Arc<dyn ExtNode>>,
+}
+
+impl<T: Send + Sync + 'static> ExtNode for Node<T> {
+    fn id(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<T>()
+    }
+    fn value(&self) -> &(dyn Any + Send + Sync) {
+        &*self.value
+    }
+    fn next(&self) -> Option<&Arc<dyn ExtNode>> {
+        self.next.as_ref()
+    }
+    fn with_next(&self, next: Option<Arc<dyn ExtNode>>) -> Arc<dyn ExtNode> {
+        Arc::new(Node {
+            value: self.value.clone(),
+            next,
+        })
+    }
 }
 
 impl fmt::Debug for Extensions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Extensions")
-            .field("len", &self.map.as_ref().map_or(0, |m| m.len()))
+            .field("len", &self.iter().count())
             .finish()
     }
 }
 
 impl Extensions {
+    fn iter(&self) -> impl Iterator<Item = &Arc<dyn ExtNode>> {
+        std::iter::successors(self.head.as_ref(), |n| n.next())
+    }
+
     /// Stores a value, replacing one of the same type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
-        let map = Arc::make_mut(self.map.get_or_insert_with(Default::default));
-        map.insert(std::any::TypeId::of::<T>(), Arc::new(value));
+        // A new value shadows an older one of its type (one allocation, nothing copied); the
+        // list is compacted, one value per type, once shadowed values pile up.
+        let mut rest = self.head.take();
+        if self.iter_from(rest.as_ref()).count() >= MAX_EXTENSION_NODES {
+            let mut seen = vec![std::any::TypeId::of::<T>()];
+            let kept: Vec<Arc<dyn ExtNode>> = self
+                .iter_from(rest.as_ref())
+                .filter(|n| {
+                    let new = !seen.contains(&n.id());
+                    seen.push(n.id());
+                    new
+                })
+                .cloned()
+                .collect();
+            rest = kept
+                .iter()
+                .rev()
+                .fold(None, |next, n| Some(n.with_next(next)));
+        }
+        self.head = Some(Arc::new(Node {
+            value: Arc::new(value),
+            next: rest,
+        }));
+    }
+
+    fn iter_from<'a>(
+        &self,
+        start: Option<&'a Arc<dyn ExtNode>>,
+    ) -> impl Iterator<Item = &'a Arc<dyn ExtNode>> {
+        std::iter::successors(start, |n| n.next())
     }
 
     /// Reads a value by type.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map
-            .as_ref()?
-            .get(&std::any::TypeId::of::<T>())?
+        let id = std::any::TypeId::of::<T>();
+        self.iter()
+            .find(|n| n.id() == id)?
+            .value()
             .downcast_ref::<T>()
     }
 }
@@ -442,5 +511,24 @@ mod tests {
         assert_eq!(anon.agent_path(), ["a", "b"]);
         assert!(anon.approver().is_none());
         assert!(grandchild.without_approver().approver().is_none());
+    }
+
+    #[test]
+    fn extensions_are_shared_replaced_and_never_leak_upwards() {
+        let parent = TaskContext::new().with_extension(1u32).with_extension("a");
+        let child = parent.clone().with_extension(2u32).with_extension(7u64);
+        assert_eq!(parent.extensions().get::<u32>(), Some(&1));
+        assert_eq!(parent.extensions().get::<u64>(), None);
+        assert_eq!(child.extensions().get::<u32>(), Some(&2));
+        assert_eq!(child.extensions().get::<&str>(), Some(&"a"));
+        assert_eq!(child.extensions().get::<u64>(), Some(&7));
+        // Replacing keeps one value per type.
+        let mut e = child.extensions().clone();
+        for i in 0..100u32 {
+            e.insert(i);
+        }
+        assert_eq!(e.get::<u32>(), Some(&99));
+        assert_eq!(e.get::<&str>(), Some(&"a"));
+        assert!(e.iter().count() <= MAX_EXTENSION_NODES + 1);
     }
 }

@@ -40,6 +40,10 @@ struct PermitState {
 impl RunPermit {
     /// Takes a place from `sem`, waiting its turn; `None` when `ctx` is cancelled first.
     pub(crate) async fn acquire(sem: &Arc<Semaphore>, ctx: &TaskContext) -> Option<Arc<Self>> {
+        // The common case, a free place, without registering for cancellation.
+        if let Some(p) = Self::try_acquire(sem) {
+            return Some(p);
+        }
         let permit = tokio::select! {
             biased;
             () = ctx.cancel().cancelled() => return None,
@@ -101,12 +105,15 @@ impl RunPermit {
                 return;
             }
         }
-        let permit = tokio::select! {
+        let permit = match self.sem.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => tokio::select! {
             biased;
             () = ctx.cancel().cancelled() => return,
             p = self.sem.clone().acquire_owned() => match p {
                 Ok(p) => p,
                 Err(_) => return,
+            },
             },
         };
         let mut s = self.lock();
