@@ -82,6 +82,10 @@ pub use subagent_a2a as a2a;
 #[cfg(feature = "mcp")]
 pub use subagent_mcp as mcp;
 
+/// Durable stores (feature `store`): SQLite or PostgreSQL.
+#[cfg(feature = "store")]
+pub use subagent_store as store;
+
 pub use builder::SubagentsBuilder;
 #[cfg(feature = "claude")]
 pub use builder::discovered_agent_dirs;
@@ -91,6 +95,8 @@ pub use main_agent::{MAIN_SYSTEM_PROMPT, MainAgent};
 pub use models::ModelChoice;
 #[cfg(feature = "server")]
 pub use serve::{ServeOptions, agent_path};
+#[cfg(all(feature = "server", feature = "store"))]
+pub use serve::open_task_store;
 
 /// An agent file that was not loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
