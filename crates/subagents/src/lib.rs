@@ -93,10 +93,10 @@ pub use error::Error;
 #[cfg(feature = "claude")]
 pub use main_agent::{MAIN_SYSTEM_PROMPT, MainAgent};
 pub use models::ModelChoice;
-#[cfg(feature = "server")]
-pub use serve::{ServeOptions, agent_path};
 #[cfg(all(feature = "server", feature = "store"))]
 pub use serve::open_task_store;
+#[cfg(feature = "server")]
+pub use serve::{ServeOptions, agent_path};
 
 /// An agent file that was not loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

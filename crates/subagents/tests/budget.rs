@@ -169,8 +169,15 @@ async fn a_remote_child_receives_cancel_task_when_the_budget_is_spent() {
     // The remote task was canceled by CancelTask, long before its model would have answered.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let tasks = store.list(&TaskFilter::default()).await.expect("lists");
-        let states: Vec<String> = tasks.iter().map(|t| t.status.state.to_string()).collect();
+        let page = store
+            .list(&TaskFilter::default(), 0, 100)
+            .await
+            .expect("lists");
+        let states: Vec<String> = page
+            .tasks
+            .iter()
+            .map(|t| t.status.state.to_string())
+            .collect();
         if states
             .iter()
             .any(|s| s.contains("CANCELED") || s.contains("canceled"))

@@ -423,13 +423,14 @@ impl TaskTool {
         };
         // Any kind (a remote one too) cancelled because the subtree's budget is spent reports
         // the budget it reached, with its partial result.
-        if outcome.status == TaskStatus::Cancelled || outcome.status == TaskStatus::LimitReached {
-            if let Some(spent) = budget_spent(&child)
-                && outcome.limit.is_none()
-            {
-                outcome.status = TaskStatus::LimitReached;
-                outcome.limit = Some(spent);
-            }
+        if matches!(
+            outcome.status,
+            TaskStatus::Cancelled | TaskStatus::LimitReached
+        ) && outcome.limit.is_none()
+            && let Some(spent) = budget_spent(&child)
+        {
+            outcome.status = TaskStatus::LimitReached;
+            outcome.limit = Some(spent);
         }
         if outcome.usage.duration_ms == 0 {
             outcome.usage.duration_ms = elapsed.as_millis() as u64;

@@ -99,8 +99,8 @@ pub use store::{
     InMemoryTaskStore, RemoteSignal, StoreError, TaskFilter, TaskPage, TaskStore, message_bytes,
     task_bytes,
 };
-pub use util::now_rfc3339;
 pub use subagent::SubagentHandler;
+pub use util::now_rfc3339;
 
 use crate::types::ProtocolVersion;
 
