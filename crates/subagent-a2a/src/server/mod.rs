@@ -76,6 +76,7 @@
 //! [`A2aServer::serve`] shuts down gracefully: when its signal fires, handlers are cancelled,
 //! open streams end, and in-flight requests finish.
 
+mod approval;
 mod card;
 mod directory;
 mod engine;
@@ -91,6 +92,7 @@ use std::time::Duration;
 
 use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, TaskContext};
 
+pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
 pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore, message_bytes, task_bytes};
