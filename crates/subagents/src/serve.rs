@@ -28,6 +28,12 @@ pub struct ServeOptions {
     /// `None`: [`DEFAULT_APPROVAL_TIMEOUT`] (300 s). The registry's own approver (e.g.
     /// `--yes`) answers first when it can.
     pub approval_timeout: Option<Duration>,
+    /// Where the served agents' A2A tasks live (feature `store`): each agent gets its own
+    /// view of it. `None`: bounded memory. A SQLite store keeps tasks across restarts; a
+    /// PostgreSQL one is shared by every replica given the same database (see
+    /// `docs/scaling.md`).
+    #[cfg(feature = "store")]
+    pub task_store: Option<subagent_store::a2a::SqlTaskStore>,
 }
 
 impl ServeOptions {
@@ -66,12 +72,40 @@ impl ServeOptions {
         self
     }
 
+    /// Keeps the served agents' A2A tasks in `store` (builder style; feature `store`). Open
+    /// it with [`open_task_store`].
+    #[cfg(feature = "store")]
+    #[must_use]
+    pub fn task_store(mut self, store: subagent_store::a2a::SqlTaskStore) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
     /// Sets the public base URL (builder style).
     #[must_use]
     pub fn public_url(mut self, url: impl Into<String>) -> Self {
         self.public_url = Some(url.into());
         self
     }
+}
+
+/// Opens the A2A task store at `url` for [`ServeOptions::task_store`] (feature `store`):
+/// `None` for `memory`; otherwise the database, migrated, with running tasks of an earlier
+/// process handled (see `subagent_store::a2a`). Needs a tokio runtime.
+#[cfg(feature = "store")]
+pub async fn open_task_store(
+    url: &subagent_store::StoreUrl,
+) -> Result<Option<subagent_store::a2a::SqlTaskStore>, Error> {
+    let Some(db) = subagent_store::Db::open(url)
+        .await
+        .map_err(|e| Error::Server(Box::new(e)))?
+    else {
+        return Ok(None);
+    };
+    let store = subagent_store::a2a::SqlTaskStore::open(db, Default::default())
+        .await
+        .map_err(|e| Error::Server(Box::new(e)))?;
+    Ok(Some(store))
 }
 
 /// The URL path an agent is served at: its name in lowercase, runs of other characters turned
@@ -153,9 +187,13 @@ impl Subagents {
                     options.approval_timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
                 );
             let info = handler.agent_info();
-            let mut mount = AgentMount::from_arc(path, info, Arc::new(handler));
+            let mut mount = AgentMount::from_arc(path.clone(), info, Arc::new(handler));
             if let Some(auth) = &options.auth {
                 mount = mount.with_auth(auth.clone());
+            }
+            #[cfg(feature = "store")]
+            if let Some(store) = &options.task_store {
+                mount = mount.with_store(std::sync::Arc::new(store.for_agent(&path)));
             }
             builder = builder.mount(mount);
         }
