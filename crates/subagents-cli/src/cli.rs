@@ -292,20 +292,13 @@ pub struct ServeArgs {
     /// Public base URL written into agent cards (default: from the request's Host header).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
-    /// A key clients must send, as `Authorization: Bearer KEY` or `X-API-Key: KEY`
-    /// (repeatable; or comma-separated keys in SUBAGENTS_API_KEYS). Required to listen beyond
-    /// loopback unless --allow-unauthenticated.
-    #[arg(
-        long = "api-key",
-        value_name = "KEY",
-        env = "SUBAGENTS_API_KEYS",
-        value_delimiter = ',',
-        hide_env_values = true
-    )]
-    pub api_key: Vec<String>,
-    /// Serve without credentials even on an address beyond loopback.
-    #[arg(long)]
-    pub allow_unauthenticated: bool,
+    /// Credentials clients must send.
+    #[command(flatten)]
+    pub auth: ListenAuthArgs,
+    /// How long a served agent's tool call that needs approval waits for the A2A client's
+    /// answer (its task is input-required meanwhile) before it is denied; 0 never asks.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub approval_timeout: u64,
     /// Model for the hosted agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
@@ -326,6 +319,25 @@ pub struct ServeArgs {
     /// Run no Claude Code hooks (settings files' or agents' own).
     #[arg(long)]
     pub no_hooks: bool,
+}
+
+/// Credentials of a server (`serve`, `mcp --listen`): required beyond loopback.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ListenAuthArgs {
+    /// A key clients must send, as `Authorization: Bearer KEY` or `X-API-Key: KEY`
+    /// (repeatable; or comma-separated keys in SUBAGENTS_API_KEYS). Required to listen beyond
+    /// loopback unless --allow-unauthenticated.
+    #[arg(
+        long = "api-key",
+        value_name = "KEY",
+        env = "SUBAGENTS_API_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub api_key: Vec<String>,
+    /// Serve without credentials even on an address beyond loopback.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
 }
 
 /// `subagents call`.
@@ -362,6 +374,9 @@ pub struct McpArgs {
     /// Serve streamable HTTP on this address instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Credentials clients must send (with --listen).
+    #[command(flatten)]
+    pub auth: ListenAuthArgs,
     /// Model for local agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
