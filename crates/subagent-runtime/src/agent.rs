@@ -183,50 +183,49 @@ impl AgentRuntime {
         let deadline = min_opt(limits.deadline, ctx.deadline());
         let max_output = limits.max_tool_output_chars;
 
-        let (session_id, mut transcript, mut saved, new_session) = match input {
-            RunInput::Prompt(prompt) => (
-                new_session_id(),
-                Transcript {
-                    system,
-                    messages: vec![ChatMessage::user(prompt)],
-                },
-                0,
-                true,
-            ),
-            RunInput::Resume { session_id, prompt } => {
-                let loaded = self.store.try_load(&session_id).await.map_err(|e| {
-                    SubagentError::Resume {
-                        session: session_id.clone(),
-                        reason: format!("the transcript could not be read: {e}"),
-                    }
-                })?;
-                let Some(mut t) = loaded else {
-                    return Err(SubagentError::Resume {
-                        session: session_id,
-                        reason: "no transcript is stored under this id (it is unknown, or was \
+        let (session_id, mut transcript, mut saved, new_session) =
+            match input {
+                RunInput::Prompt(prompt) => (
+                    new_session_id(),
+                    Transcript {
+                        system,
+                        messages: vec![ChatMessage::user(prompt)],
+                    },
+                    0,
+                    true,
+                ),
+                RunInput::Resume { session_id, prompt } => {
+                    let loaded = self.store.try_load(&session_id).await.map_err(|e| {
+                        SubagentError::Resume {
+                            session: session_id.clone(),
+                            reason: format!("the transcript could not be read: {e}"),
+                        }
+                    })?;
+                    let Some(mut t) = loaded else {
+                        return Err(SubagentError::Resume {
+                            session: session_id,
+                            reason: "no transcript is stored under this id (it is unknown, or was \
                                  evicted from the transcript store)"
-                            .to_string(),
-                    });
-                };
-                let mut saved = t.messages.len();
-                if system.is_some() && system != t.system {
-                    t.system = system;
-                    saved = 0; // rewritten whole below
+                                .to_string(),
+                        });
+                    };
+                    let mut saved = t.messages.len();
+                    if system.is_some() && system != t.system {
+                        t.system = system;
+                        saved = 0; // rewritten whole below
+                    }
+                    // A run that ended without finishing (a crash) may have left calls unanswered.
+                    answer_dangling_calls(&mut t.messages, "the run was interrupted before it ran");
+                    t.messages.push(ChatMessage::user(prompt));
+                    (session_id, t, saved, false)
                 }
-                // A run that ended without finishing (a crash) may have left calls unanswered.
-                answer_dangling_calls(&mut t.messages, "the run was interrupted before it ran");
-                t.messages.push(ChatMessage::user(prompt));
-                (session_id, t, saved, false)
-            }
-        };
+            };
         ctx.emit(ProgressKind::Session {
             session_id: session_id.clone(),
         });
         let mut save_failed = false;
         if saved == 0 && !new_session {
-            save_failed |= !self
-                .persist_whole(&session_id, &transcript, ctx)
-                .await;
+            save_failed |= !self.persist_whole(&session_id, &transcript, ctx).await;
             saved = transcript.messages.len();
         } else {
             save_failed |= !self

@@ -357,11 +357,16 @@ mod tests {
             .unwrap();
         let t = s.load("a").await.unwrap();
         assert_eq!(t.system.as_deref(), Some("sys"));
-        assert_eq!(t.messages, vec![ChatMessage::user("1"), ChatMessage::user("2")]);
+        assert_eq!(
+            t.messages,
+            vec![ChatMessage::user("1"), ChatMessage::user("2")]
+        );
         assert_eq!(s.approx_bytes(), t.approx_bytes());
         // growing past the byte bound drops the session rather than the others
-        s.append("b", None, &[ChatMessage::user("b")]).await.unwrap();
-        s.append("a", None, &[ChatMessage::user(&"x".repeat(20_000))])
+        s.append("b", None, &[ChatMessage::user("b")])
+            .await
+            .unwrap();
+        s.append("a", None, &[ChatMessage::user("x".repeat(20_000))])
             .await
             .unwrap();
         assert!(s.load("a").await.is_none());

@@ -607,7 +607,9 @@ async fn resume_answers_calls_a_crash_left_open() {
     assert_eq!(out.text, "resumed");
     let sent = &model.requests()[0].messages;
     assert_eq!(sent.len(), 4, "{sent:?}");
-    assert!(matches!(&sent[2], ChatMessage::Tool { call_id, is_error: true, .. } if call_id == "c1"));
+    assert!(
+        matches!(&sent[2], ChatMessage::Tool { call_id, is_error: true, .. } if call_id == "c1")
+    );
     assert_eq!(sent[3], ChatMessage::user("go on"));
     assert_eq!(store.load("sess_crashed").await.unwrap().messages.len(), 5);
 }

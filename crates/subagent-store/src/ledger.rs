@@ -70,7 +70,10 @@ impl SqlTaskLedger {
             // Owners of this process that write are alive (a record of another process with
             // the same id, reused, is not).
             let mut live = live_owners();
-            for r in rows.iter().filter(|r| owner_pid(&r.owner) == Some(std::process::id())) {
+            for r in rows
+                .iter()
+                .filter(|r| owner_pid(&r.owner) == Some(std::process::id()))
+            {
                 if !live.contains(&r.owner) {
                     live.insert(r.owner.clone());
                 }
@@ -123,7 +126,7 @@ impl SqlTaskLedger {
         };
         if row.status == TaskStatus::Running.as_str() && owner_gone(&row).await {
             interrupt_owner(&self.db, &row.owner).await?;
-            return Ok(self.fetch(id).await?.map(Row::decode).transpose()?);
+            return self.fetch(id).await?.map(Row::decode).transpose();
         }
         Ok(Some(row.decode()?))
     }
@@ -215,7 +218,11 @@ async fn interrupt_owner(db: &Db, owner: &str) -> Result<u64, StoreError> {
         .rows_affected()
     });
     if n > 0 {
-        tracing::info!(owner, tasks = n, "background tasks of a process that ended marked interrupted");
+        tracing::info!(
+            owner,
+            tasks = n,
+            "background tasks of a process that ended marked interrupted"
+        );
     }
     Ok(n)
 }

@@ -63,7 +63,11 @@ pub struct PruneReport {
 /// Drops what `retention` no longer keeps, in one transaction; with `dry_run` the transaction
 /// is rolled back and the report says what would have gone. Running background tasks are never
 /// dropped.
-pub async fn prune(db: &Db, retention: &Retention, dry_run: bool) -> Result<PruneReport, StoreError> {
+pub async fn prune(
+    db: &Db,
+    retention: &Retention,
+    dry_run: bool,
+) -> Result<PruneReport, StoreError> {
     let now = now_ms();
     let task_cutoff = now.saturating_sub(ms(retention.task_ttl));
     let session_cutoff = now.saturating_sub(ms(retention.transcript_ttl));
@@ -172,7 +176,12 @@ pub async fn maintain(db: &Db, retention: &Retention) {
     }
     match prune(db, retention, false).await {
         Ok(r) if r != PruneReport::default() => {
-            tracing::info!(tasks = r.tasks, sessions = r.sessions, bytes = r.transcript_bytes, "store pruned");
+            tracing::info!(
+                tasks = r.tasks,
+                sessions = r.sessions,
+                bytes = r.transcript_bytes,
+                "store pruned"
+            );
         }
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "store maintenance: pruning failed"),

@@ -30,7 +30,10 @@ impl SqlTranscriptStore {
         const MESSAGES: &str =
             "SELECT message FROM transcript_messages WHERE session_id = $1 ORDER BY seq";
         let (system, rows): (Option<Option<String>>, Vec<String>) = with_pool!(&self.db, |pool| {
-            let mut tx = pool.begin().await.map_err(StoreError::query("load transcript"))?;
+            let mut tx = pool
+                .begin()
+                .await
+                .map_err(StoreError::query("load transcript"))?;
             let system = sqlx::query_scalar(SESSION)
                 .bind(id)
                 .fetch_optional(&mut *tx)
@@ -45,7 +48,9 @@ impl SqlTranscriptStore {
             } else {
                 Vec::new()
             };
-            tx.commit().await.map_err(StoreError::query("load transcript"))?;
+            tx.commit()
+                .await
+                .map_err(StoreError::query("load transcript"))?;
             (system, rows)
         });
         let Some(system) = system else {

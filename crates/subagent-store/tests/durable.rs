@@ -95,7 +95,11 @@ async fn transcripts_append_load_replace(db: Db) {
         .await
         .unwrap();
     store
-        .append("s1", Some("ignored"), &[ChatMessage::user("two"), ChatMessage::user("three")])
+        .append(
+            "s1",
+            Some("ignored"),
+            &[ChatMessage::user("two"), ChatMessage::user("three")],
+        )
         .await
         .unwrap();
     let t = store.try_load("s1").await.unwrap().unwrap();
@@ -204,7 +208,10 @@ async fn a_failing_transcript_store_keeps_the_result_and_drops_the_session() {
         .unwrap();
     assert_eq!(out.text, "the answer");
     assert_eq!(out.status, TaskStatus::Completed);
-    assert!(out.session_id.is_none(), "an unsaved session is not offered");
+    assert!(
+        out.session_id.is_none(),
+        "an unsaved session is not offered"
+    );
     assert!(rec.kinds().iter().any(|k| matches!(k,
         ProgressKind::Status { message } if message.contains("was not saved") && message.contains("transcript_messages"))));
 }
@@ -215,7 +222,10 @@ async fn finished_results_outlive_the_tool(db: Db) {
     let id = {
         let tool = task_tool(&db).await;
         let id = background(&tool, "echo", "hi").await;
-        let snap = tool.output(&id, Some(Duration::from_secs(5))).await.unwrap();
+        let snap = tool
+            .output(&id, Some(Duration::from_secs(5)))
+            .await
+            .unwrap();
         assert_eq!(snap.status(), TaskStatus::Completed);
         tool.flush_ledger().await.unwrap();
         id
@@ -298,10 +308,20 @@ async fn set_owner(db: &Db, id: &str, owner: &str) {
     const SQL: &str = "UPDATE background_tasks SET owner = $1 WHERE id = $2";
     match db {
         Db::Sqlite(p) => {
-            sqlx::query(SQL).bind(owner).bind(id).execute(p).await.unwrap();
+            sqlx::query(SQL)
+                .bind(owner)
+                .bind(id)
+                .execute(p)
+                .await
+                .unwrap();
         }
         Db::Postgres(p) => {
-            sqlx::query(SQL).bind(owner).bind(id).execute(p).await.unwrap();
+            sqlx::query(SQL)
+                .bind(owner)
+                .bind(id)
+                .execute(p)
+                .await
+                .unwrap();
         }
         _ => unreachable!(),
     };
@@ -346,7 +366,10 @@ async fn a_failed_write_is_visible_and_loses_nothing_in_memory() {
         .await
         .unwrap();
     let id = background(&tool, "echo", "kept").await;
-    let snap = tool.output(&id, Some(Duration::from_secs(5))).await.unwrap();
+    let snap = tool
+        .output(&id, Some(Duration::from_secs(5)))
+        .await
+        .unwrap();
     assert_eq!(snap.outcome().unwrap().text, "echo: kept");
     // Whoever writes the batch (the writer, or this flush) reports the failure; once the flush
     // returns, the attempt has been made.
@@ -364,12 +387,18 @@ async fn a_failed_write_is_visible_and_loses_nothing_in_memory() {
 async fn prune_drops_old_and_keeps_running(db: Db) {
     let tool = task_tool(&db).await;
     let done = background(&tool, "echo", "old").await;
-    tool.output(&done, Some(Duration::from_secs(5))).await.unwrap();
+    tool.output(&done, Some(Duration::from_secs(5)))
+        .await
+        .unwrap();
     let running = background(&tool, "hang", "").await;
     tool.flush_ledger().await.unwrap();
     let transcripts = SqlTranscriptStore::new(db.clone());
     transcripts
-        .append("sess_old", None, &[ChatMessage::user("x".repeat(1000).as_str())])
+        .append(
+            "sess_old",
+            None,
+            &[ChatMessage::user("x".repeat(1000).as_str())],
+        )
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -384,7 +413,10 @@ async fn prune_drops_old_and_keeps_running(db: Db) {
     assert!(transcripts.load("sess_old").await.is_none());
     let ledger = SqlTaskLedger::new(db.clone());
     assert!(ledger.get(&done).await.unwrap().is_none());
-    assert!(ledger.get(&running).await.unwrap().is_some(), "running tasks stay");
+    assert!(
+        ledger.get(&running).await.unwrap().is_some(),
+        "running tasks stay"
+    );
     // The byte bound: the least recently written session goes first.
     transcripts
         .append("a", None, &[ChatMessage::user("a".repeat(600).as_str())])

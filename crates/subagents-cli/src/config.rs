@@ -142,9 +142,9 @@ impl Config {
     /// directory.
     pub fn store_url(&self) -> Result<subagents::store::StoreUrl, CliError> {
         match &self.store {
-            Some(text) => text.parse().map_err(|e| {
-                CliError::Config(format!("{}: store: {e}", self.name()))
-            }),
+            Some(text) => text
+                .parse()
+                .map_err(|e| CliError::Config(format!("{}: store: {e}", self.name()))),
             None => Ok(subagents::store::StoreUrl::default_for_cli()),
         }
     }

@@ -46,7 +46,11 @@ fn print(args: &PruneArgs, url: &StoreUrl, tasks: u64, sessions: u64, bytes: u64
         });
         crate::output::outln!("{v}");
     } else {
-        let verb = if args.dry_run { "would drop" } else { "dropped" };
+        let verb = if args.dry_run {
+            "would drop"
+        } else {
+            "dropped"
+        };
         crate::output::outln!(
             "{}: {verb} {tasks} background task(s) and {sessions} transcript session(s) ({bytes} bytes)",
             url.redacted()

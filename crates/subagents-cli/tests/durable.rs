@@ -203,7 +203,13 @@ impl World {
         );
         script.push_for_model("main-model", Reply::text("read it"));
         self.command()
-            .args(["run", "read the old task", "--model", &self.main_model(), "--agents"])
+            .args([
+                "run",
+                "read the old task",
+                "--model",
+                &self.main_model(),
+                "--agents",
+            ])
             .arg(fixtures().join("local"))
             .arg("--workspace")
             .arg(self.home.path())
@@ -222,7 +228,15 @@ impl World {
             .push_for_model("child-model", Reply::text(answer));
         let out = self
             .command()
-            .args(["task", "echo-agent", "go on", "--resume", session, "--model", "child"])
+            .args([
+                "task",
+                "echo-agent",
+                "go on",
+                "--resume",
+                session,
+                "--model",
+                "child",
+            ])
             .arg("--agents")
             .arg(fixtures().join("local"))
             .arg("--workspace")

@@ -32,9 +32,8 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
     let mut task_builder = b.task;
     #[cfg(feature = "store")]
     if let Some(s) = &store {
-        task_builder = task_builder.ledger(Arc::new(subagent_store::SqlTaskLedger::new(
-            s.db.clone(),
-        )));
+        task_builder =
+            task_builder.ledger(Arc::new(subagent_store::SqlTaskLedger::new(s.db.clone())));
     }
 
     #[cfg(feature = "claude")]

@@ -183,7 +183,11 @@ async fn a_store_keeps_sessions_in_the_shared_database() {
         .build()
         .await
         .expect("builds");
-    let out = agents.main_agent().run("remember this").await.expect("runs");
+    let out = agents
+        .main_agent()
+        .run("remember this")
+        .await
+        .expect("runs");
     let session = out.session_id.expect("a session");
     let db = agents.store_db().expect("an open database").clone();
     let t = SqlTranscriptStore::new(db)

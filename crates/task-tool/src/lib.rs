@@ -53,7 +53,7 @@ mod registry;
 mod tools;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
-pub use ledger::{LedgerError, TaskLedger, TaskRecord};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
+pub use ledger::{LedgerError, TaskLedger, TaskRecord};
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
 pub use tools::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

@@ -160,9 +160,7 @@ impl TaskTool {
                 by_name,
                 by_lower,
                 sessions: DashMap::new(),
-                background: BackgroundRegistry::new(
-                    ledger.map(crate::persist::LedgerWriter::new),
-                ),
+                background: BackgroundRegistry::new(ledger.map(crate::persist::LedgerWriter::new)),
                 config,
                 description,
                 schema,
