@@ -10,6 +10,8 @@
 //!   never shows a password.
 //! - [`Db::open`] connects (SQLite in WAL mode, the file and its directory created when
 //!   missing) and runs the embedded, versioned migrations (see [`migrations`]).
+//! - Feature `a2a`: [`a2a::SqlTaskStore`], the A2A server's task store (restarts, replicas on
+//!   PostgreSQL with LISTEN/NOTIFY, retention).
 //! - `SqlTranscriptStore` (feature `transcripts`): transcripts, appended turn by turn, so
 //!   `resume` works across restarts.
 //! - `SqlTaskLedger` (feature `ledger`): background tasks, so `TaskOutput` works across
@@ -17,6 +19,8 @@
 //! - [`prune`] / [`Retention`] / [`spawn_maintenance`]: age, count and byte bounds on what is
 //!   persisted, applied at open, periodically, and by `subagents prune`.
 
+#[cfg(feature = "a2a")]
+pub mod a2a;
 mod db;
 mod error;
 #[cfg(feature = "ledger")]

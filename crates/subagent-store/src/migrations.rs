@@ -42,6 +42,12 @@ pub const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/1001_background_tasks.sql"),
         postgres: include_str!("../migrations/postgres/1001_background_tasks.sql"),
     },
+    Step {
+        version: 2000,
+        description: "a2a tasks",
+        sqlite: include_str!("../migrations/sqlite/2000_a2a_tasks.sql"),
+        postgres: include_str!("../migrations/postgres/2000_a2a_tasks.sql"),
+    },
 ];
 
 /// Which script of a [`Step`] to run.

@@ -79,13 +79,13 @@ pub use subagent_claude as claude;
 #[cfg(feature = "a2a")]
 pub use subagent_a2a as a2a;
 
-/// Durable stores: store URLs, the database, retention (feature `store`).
-#[cfg(feature = "store")]
-pub use subagent_store as store;
-
 /// The `MCP` kind and MCP serving (feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use subagent_mcp as mcp;
+
+/// Durable stores (feature `store`): SQLite or PostgreSQL.
+#[cfg(feature = "store")]
+pub use subagent_store as store;
 
 pub use builder::SubagentsBuilder;
 #[cfg(feature = "claude")]
@@ -94,6 +94,8 @@ pub use error::Error;
 #[cfg(feature = "claude")]
 pub use main_agent::{MAIN_SYSTEM_PROMPT, MainAgent};
 pub use models::ModelChoice;
+#[cfg(all(feature = "server", feature = "store"))]
+pub use serve::open_task_store;
 #[cfg(feature = "server")]
 pub use serve::{ServeOptions, agent_path};
 
