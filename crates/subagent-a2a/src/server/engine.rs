@@ -74,6 +74,8 @@ struct RunState {
     replied: bool,
     subscribers: Vec<mpsc::Sender<Event>>,
     error: Option<ApiError>,
+    /// A push config sent with the message that creates the task: stored with the task.
+    pending_push: Option<v1::TaskPushNotificationConfig>,
 }
 
 /// One execution of the handler for one message of one task.
@@ -87,6 +89,8 @@ pub(crate) struct Run {
     done_notify: tokio::sync::Notify,
     /// The run is in the engine's map (it created or continued a task).
     registered: std::sync::atomic::AtomicBool,
+    /// The protocol version of the message that started the run (push payloads follow it).
+    version: ProtocolVersion,
 }
 
 type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
@@ -144,6 +148,9 @@ pub(crate) struct Engine {
     waiting: Mutex<HashMap<String, Vec<mpsc::Sender<Event>>>>,
     /// Fires on server shutdown (streams end; [`Engine::cancel_all`] cancels the handlers).
     pub shutdown: CancellationToken,
+    /// Delivers task updates to webhooks, when push notifications are on.
+    #[cfg(feature = "push")]
+    pub pusher: Option<Arc<super::push::Pusher>>,
 }
 
 /// The parsed parts of a `SendMessage` call.
@@ -194,7 +201,77 @@ impl Engine {
             runs: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
             shutdown,
+            #[cfg(feature = "push")]
+            pusher: None,
         }
+    }
+
+    /// Completes and checks a push config for `task_id` (a fresh id when it has none); refuses
+    /// it when push notifications are off (PushNotificationNotSupported) or its URL is not
+    /// allowed (InvalidParams).
+    pub fn prepare_push_config(
+        &self,
+        task_id: &str,
+        mut config: v1::TaskPushNotificationConfig,
+    ) -> Result<v1::TaskPushNotificationConfig, ApiError> {
+        #[cfg(feature = "push")]
+        if let Some(p) = &self.pusher {
+            config.task_id = Some(task_id.to_string());
+            if config.id.as_deref().is_none_or(str::is_empty) {
+                config.id = Some(new_id());
+            }
+            super::push::validate(&config, p.allow_private())?;
+            return Ok(config);
+        }
+        let _ = (task_id, &mut config);
+        Err(ApiError::new(
+            codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
+            "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
+        ))
+    }
+
+    /// True when this agent delivers push notifications.
+    pub fn push_enabled(&self) -> bool {
+        #[cfg(feature = "push")]
+        {
+            self.pusher.is_some()
+        }
+        #[cfg(not(feature = "push"))]
+        {
+            false
+        }
+    }
+
+    /// Queues an event of a task for its webhooks (push notifications on; else nothing).
+    fn push(
+        &self,
+        task_id: &str,
+        event: &Event,
+        snapshot: Option<&v1::Task>,
+        version: ProtocolVersion,
+    ) {
+        #[cfg(feature = "push")]
+        if let Some(p) = &self.pusher {
+            let last = match &**event {
+                v1::StreamResponse::StatusUpdate(u) => {
+                    u.status.state.is_terminal() || u.status.state.is_interrupted()
+                }
+                _ => false,
+            };
+            p.enqueue(
+                task_id,
+                super::push::Delivery {
+                    event: event.clone(),
+                    snapshot: (version == ProtocolVersion::V03)
+                        .then(|| snapshot.cloned())
+                        .flatten(),
+                    version,
+                    last,
+                },
+            );
+        }
+        #[cfg(not(feature = "push"))]
+        let _ = (task_id, event, snapshot, version);
     }
 
     fn live(&self, task_id: &str) -> Option<Arc<Run>> {
@@ -290,6 +367,22 @@ impl Engine {
         message.task_id = Some(task_id.clone());
         message.context_id = Some(context_id.clone());
         let message = Arc::new(message);
+        let mut inline_push = match p
+            .configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone())
+        {
+            Some(c) => Some(self.prepare_push_config(&task_id, c)?),
+            None => None,
+        };
+        if existing.is_some()
+            && let Some(c) = inline_push.take()
+        {
+            self.store
+                .save_push_config(c)
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+        }
 
         let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
         let previous = existing.clone();
@@ -314,6 +407,7 @@ impl Engine {
                     metadata: None,
                 },
             ));
+            self.push(&task_id, &update, Some(t), p.version);
             for w in waiting {
                 if w.try_send(update.clone()).is_ok() {
                     subscribers.push(w);
@@ -337,11 +431,13 @@ impl Engine {
                 replied: false,
                 subscribers,
                 error: None,
+                pending_push: inline_push,
             }),
             engine: Arc::downgrade(self),
             done: std::sync::atomic::AtomicBool::new(false),
             done_notify: tokio::sync::Notify::new(),
             registered: std::sync::atomic::AtomicBool::new(false),
+            version: p.version,
         });
         if let Some(t) = task {
             run.registered
@@ -648,7 +744,12 @@ impl Run {
             Emission::Reply(m) => {
                 st.finished = true;
                 st.replied = true;
-                broadcast(st, v1::StreamResponse::Message(m), &self.limits(&engine)).await;
+                broadcast(
+                    st,
+                    Arc::new(v1::StreamResponse::Message(m)),
+                    &self.limits(&engine),
+                )
+                .await;
                 st.subscribers.clear();
             }
             Emission::Status(state, message) => {
@@ -667,12 +768,17 @@ impl Run {
                 if let Some(engine) = &engine {
                     engine.save(snapshot).await;
                 }
-                let ev = v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
-                    task_id: self.task_id.clone(),
-                    context_id: self.context_id.clone(),
-                    status,
-                    metadata: None,
-                });
+                let ev = Arc::new(v1::StreamResponse::StatusUpdate(
+                    v1::TaskStatusUpdateEvent {
+                        task_id: self.task_id.clone(),
+                        context_id: self.context_id.clone(),
+                        status,
+                        metadata: None,
+                    },
+                ));
+                if let Some(engine) = &engine {
+                    engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
+                }
                 broadcast(st, ev, &self.limits(&engine)).await;
                 if state.is_terminal() {
                     st.finished = true;
@@ -704,14 +810,19 @@ impl Run {
                 }
                 // Artifacts reach the store with the next status change (live tasks are read
                 // from the run), so a long stream of chunks costs no store writes.
-                let ev = v1::StreamResponse::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
-                    task_id: self.task_id.clone(),
-                    context_id: self.context_id.clone(),
-                    artifact,
-                    append,
-                    last_chunk,
-                    metadata: None,
-                });
+                let ev = Arc::new(v1::StreamResponse::ArtifactUpdate(
+                    v1::TaskArtifactUpdateEvent {
+                        task_id: self.task_id.clone(),
+                        context_id: self.context_id.clone(),
+                        artifact,
+                        append,
+                        last_chunk,
+                        metadata: None,
+                    },
+                ));
+                if let Some(engine) = &engine {
+                    engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
+                }
                 broadcast(st, ev, &self.limits(&engine)).await;
             }
         }
@@ -756,8 +867,17 @@ impl Run {
                 self.cancel.cancel();
             }
             engine.save(task.clone()).await;
+            if let Some(c) = st.pending_push.take()
+                && let Err(e) = engine.store.save_push_config(c).await
+            {
+                tracing::warn!(agent = %engine.agent_path, error = %e, "cannot store a push config");
+            }
         }
-        broadcast(st, v1::StreamResponse::Task(task), &self.limits(engine)).await;
+        let ev = Arc::new(v1::StreamResponse::Task(task));
+        if let Some(engine) = engine {
+            engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
+        }
+        broadcast(st, ev, &self.limits(engine)).await;
     }
 
     /// Called once the handler returned.
@@ -838,11 +958,10 @@ impl Engine {
     }
 }
 
-async fn broadcast(st: &mut RunState, ev: v1::StreamResponse, limits: &(Duration,)) {
+async fn broadcast(st: &mut RunState, ev: Event, limits: &(Duration,)) {
     if st.subscribers.is_empty() {
         return;
     }
-    let ev = Arc::new(ev);
     // In place, in order: a subscriber whose buffer is full is waited for (up to the slow
     // subscriber timeout); one that is gone or too slow is dropped.
     let mut i = 0;

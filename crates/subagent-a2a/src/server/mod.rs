@@ -24,6 +24,7 @@
 //! | `POST {path}` | JSON-RPC 2.0: the 1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`, push-config methods, `GetExtendedAgentCard`) and the 0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/*`), each answered in its own version's shapes |
 //! | `POST {path}/message:send`, `POST {path}/message:stream` | HTTP+JSON (1.0) |
 //! | `GET {path}/tasks/{id}`, `GET {path}/tasks`, `POST {path}/tasks/{id}:cancel`, `GET`/`POST {path}/tasks/{id}:subscribe` | HTTP+JSON (1.0) |
+//! | `POST`/`GET {path}/tasks/{id}/pushNotificationConfigs`, `GET`/`DELETE {path}/tasks/{id}/pushNotificationConfigs/{config}` | HTTP+JSON push configs (1.0) |
 //!
 //! Card URLs are absolute: [`ServerConfig::public_url`] + path, else scheme and host from
 //! `X-Forwarded-Proto` / `X-Forwarded-Host` / `X-Forwarded-Prefix` / `Host`. Cards carry
@@ -69,8 +70,16 @@
 //! notifications (no `id`) run and get HTTP 204. [`A2aServer::serve`] also bounds connections
 //! (count, head / idle time, head size). `docs/SECURITY.md` lists every limit.
 //!
-//! Push notifications are not offered: the card says `pushNotifications: false` and the config
-//! methods answer PushNotificationNotSupported (-32003). No extended card is offered
+//! Push notifications are off by default (the card says `pushNotifications: false`, the config
+//! methods answer PushNotificationNotSupported, -32003). With
+//! [`ServerConfig::push_notifications`] (feature `push`) clients register webhooks (1.0
+//! `CreateTaskPushNotificationConfig` and friends, 0.3 `tasks/pushNotificationConfig/*`,
+//! HTTP+JSON `{path}/tasks/{id}/pushNotificationConfigs[/{config}]`, or inline in the send
+//! configuration); configs live in the agent's [`TaskStore`]; every task update is POSTed to
+//! them (1.0: the `StreamResponse`; tasks created over 0.3: the task) from a bounded queue per
+//! task, with retries and backoff, the config's `authentication` as `Authorization` and its
+//! `token` as `X-A2A-Notification-Token`. Webhooks at loopback, private and link-local
+//! addresses are refused unless [`ServerConfig::push_allow_private`]. No extended card is offered
 //! (-32007). An optional bearer token or API key ([`ServerAuth`]) is checked on every
 //! JSON-RPC and HTTP+JSON request (not on the public card) and declared in the card.
 //!
@@ -83,6 +92,8 @@ mod directory;
 mod engine;
 mod handler;
 mod http;
+#[cfg(feature = "push")]
+mod push;
 mod store;
 mod subagent;
 mod util;
@@ -95,7 +106,10 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore, message_bytes, task_bytes};
+pub use store::{
+    InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, StoreError, TaskFilter, TaskStore, message_bytes,
+    task_bytes,
+};
 pub use subagent::SubagentHandler;
 
 use crate::types::ProtocolVersion;
@@ -169,6 +183,15 @@ pub struct ServerConfig {
     /// when the router is served with axum's `ConnectInfo<SocketAddr>`. Zero: no per-client
     /// limit (e.g. behind a reverse proxy, where every client has the proxy's address).
     pub max_streams_per_client: usize,
+    /// Offer push notifications (default off; needs the `push` feature): the card says
+    /// `pushNotifications: true`, the push-config methods work, and task updates are POSTed
+    /// to the webhooks clients register (bounded queue per task, retries with backoff, the
+    /// config's authentication). Configs live in the agent's [`TaskStore`].
+    pub push_notifications: bool,
+    /// Deliver push notifications to loopback, private, link-local and other non-public
+    /// addresses too (default off: such webhooks are refused at registration, and host names
+    /// resolving only to them fail at delivery). For tests and trusted networks.
+    pub push_allow_private: bool,
 }
 
 impl Default for ServerConfig {
@@ -192,6 +215,8 @@ impl Default for ServerConfig {
             max_connections: 1024,
             max_header_bytes: 64 * 1024,
             max_streams_per_client: 128,
+            push_notifications: false,
+            push_allow_private: false,
         }
     }
 }
@@ -415,6 +440,21 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Offers push notifications (see [`ServerConfig::push_notifications`]).
+    #[must_use]
+    pub fn push_notifications(mut self, yes: bool) -> Self {
+        self.config.push_notifications = yes;
+        self
+    }
+
+    /// Allows webhooks at private and loopback addresses (see
+    /// [`ServerConfig::push_allow_private`]).
+    #[must_use]
+    pub fn push_allow_private(mut self, yes: bool) -> Self {
+        self.config.push_allow_private = yes;
+        self
+    }
+
     /// Adds an agent.
     #[must_use]
     pub fn mount(mut self, agent: AgentMount) -> Self {
@@ -444,13 +484,22 @@ impl A2aServerBuilder {
                     InMemoryTaskStore::default().with_max_bytes(self.config.task_store_max_bytes),
                 )
             });
-            let engine = Arc::new(engine::Engine::new(
+            #[allow(unused_mut)]
+            let mut engine = engine::Engine::new(
                 a.handler,
-                store,
+                store.clone(),
                 limits.clone(),
                 path.clone(),
                 shutdown.clone(),
-            ));
+            );
+            #[cfg(feature = "push")]
+            if self.config.push_notifications {
+                engine.pusher = Some(Arc::new(push::Pusher::new(
+                    store,
+                    self.config.push_allow_private,
+                )));
+            }
+            let engine = Arc::new(engine);
             hosted.push(http::Hosted {
                 path,
                 engine,

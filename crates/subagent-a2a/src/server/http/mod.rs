@@ -130,7 +130,7 @@ fn agent_routes(ctx: AgentCtx) -> Router {
         )
         .route(
             &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
-            any(rest::push_configs),
+            any(rest::push_config),
         )
         .route(
             &format!("{p}/extendedAgentCard"),
