@@ -393,3 +393,52 @@ async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
     assert_eq!(missing["error"]["code"], -32001);
     stop.cancel();
 }
+
+#[tokio::test]
+async fn client_calls_manage_configs_on_every_binding() {
+    use subagent_a2a::client::{A2aClient, Binding, Endpoint};
+    use subagent_a2a::types::{ProtocolVersion, v1};
+    let (base, stop) = serve(A2aServer::builder().push_notifications(true)).await;
+    for (binding, version) in [
+        (Binding::JsonRpc, ProtocolVersion::V1),
+        (Binding::HttpJson, ProtocolVersion::V1),
+        (Binding::JsonRpc, ProtocolVersion::V03),
+    ] {
+        let client = A2aClient::new(
+            reqwest::Client::new(),
+            Endpoint {
+                url: base.clone(),
+                binding,
+                version,
+                tenant: None,
+            },
+            Default::default(),
+        );
+        let mut m = v1::Message::new(v1::Role::User, "c-m", vec![v1::Part::text("ask")]);
+        m.message_id = format!("m-{binding:?}-{version}");
+        let r = client
+            .send_message(v1::SendMessageRequest::new(m))
+            .await
+            .unwrap();
+        let v1::SendMessageResponse::Task(t) = r else {
+            panic!("a task")
+        };
+        let config = v1::TaskPushNotificationConfig {
+            tenant: None,
+            id: Some("cfg".into()),
+            task_id: None,
+            url: "https://example.com/hook".into(),
+            token: Some("tok".into()),
+            authentication: None,
+        };
+        let made = client.create_push_config(&t.id, config).await.unwrap();
+        assert_eq!(made.id.as_deref(), Some("cfg"), "{binding:?} {version}");
+        let got = client.get_push_config(&t.id, "cfg").await.unwrap();
+        assert_eq!(got.url, "https://example.com/hook");
+        assert_eq!(client.list_push_configs(&t.id).await.unwrap().len(), 1);
+        client.delete_push_config(&t.id, "cfg").await.unwrap();
+        assert!(client.list_push_configs(&t.id).await.unwrap().is_empty());
+        assert!(client.get_push_config(&t.id, "cfg").await.is_err());
+    }
+    stop.cancel();
+}
