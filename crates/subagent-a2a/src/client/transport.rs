@@ -461,6 +461,33 @@ impl A2aClient {
         }
     }
 
+    /// `GetExtendedAgentCard` / `agent/getAuthenticatedExtendedCard` / `GET extendedAgentCard`:
+    /// the card an authenticated caller gets (send the credentials in the client's headers).
+    pub async fn get_extended_agent_card(&self) -> Result<v1::AgentCard, A2aError> {
+        self.check_supported()?;
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                let req = v1::GetExtendedAgentCardRequest {
+                    tenant: self.endpoint.tenant.clone(),
+                };
+                self.rpc(v1::methods::GET_EXTENDED_AGENT_CARD, &req).await
+            }
+            (Binding::JsonRpc, _) => {
+                let c: v03::AgentCard = self
+                    .rpc(
+                        v03::methods::GET_AUTHENTICATED_EXTENDED_CARD,
+                        &serde_json::json!({}),
+                    )
+                    .await?;
+                Ok(c.into())
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url("extendedAgentCard");
+                self.rest::<(), _>(reqwest::Method::GET, &url, None).await
+            }
+        }
+    }
+
     /// `SubscribeToTask` / `tasks/resubscribe`: the task's events from now on.
     pub async fn subscribe_to_task(&self, id: &str) -> Result<EventStream, A2aError> {
         self.check_supported()?;

@@ -259,6 +259,7 @@ pub(crate) fn card_v1(
     auth: Option<&ServerAuth>,
     url: &str,
     push: bool,
+    extended: bool,
 ) -> v1::AgentCard {
     let iface = |b: &str, v: ProtocolVersion| v1::AgentInterface {
         url: url.to_string(),
@@ -292,7 +293,7 @@ pub(crate) fn card_v1(
             streaming: Some(info.streaming),
             push_notifications: Some(push),
             extensions: info.extensions.clone(),
-            extended_agent_card: Some(false),
+            extended_agent_card: Some(extended),
         },
         security_schemes,
         security_requirements,
@@ -310,12 +311,13 @@ pub(crate) fn card_v03(
     auth: Option<&ServerAuth>,
     url: &str,
     push: bool,
+    extended: bool,
 ) -> v03::AgentCard {
-    let mut c = card_v1(info, auth, url, push);
+    let mut c = card_v1(info, auth, url, push, extended);
     c.supported_interfaces
         .retain(|i| i.protocol_version == ProtocolVersion::V03.as_str());
     let mut card: v03::AgentCard = c.into();
-    card.supports_authenticated_extended_card = None;
+    card.supports_authenticated_extended_card = extended.then_some(true);
     card
 }
 
@@ -365,10 +367,10 @@ mod tests {
         h.insert("x-api-key", "k3".parse().unwrap());
         assert!(!both.check(&h));
         assert!(!format!("{both:?}").contains("k1"));
-        let c = card_v1(&info, Some(&both), "http://h/echo", false);
+        let c = card_v1(&info, Some(&both), "http://h/echo", false, false);
         assert_eq!(c.security_schemes.len(), 2);
         assert_eq!(c.security_requirements.len(), 2);
-        let c03 = card_v03(&info, Some(&both), "http://h/echo", false);
+        let c03 = card_v03(&info, Some(&both), "http://h/echo", false, false);
         assert_eq!(c03.security_schemes.len(), 2);
         assert_eq!(c03.security.len(), 2);
         let c1 = card_v1(
@@ -376,10 +378,11 @@ mod tests {
             Some(&ServerAuth::bearer("t")),
             "http://h/echo",
             false,
+            false,
         );
         assert_eq!(c1.supported_interfaces.len(), 3);
         assert!(c1.security_schemes.contains_key("bearer"));
-        let c03 = card_v03(&info, None, "http://h/echo", false);
+        let c03 = card_v03(&info, None, "http://h/echo", false, false);
         assert_eq!(c03.url, "http://h/echo");
         assert_eq!(c03.preferred_transport.as_deref(), Some("JSONRPC"));
         assert!(c03.protocol_version.starts_with("0.3"));

@@ -79,8 +79,10 @@
 //! them (1.0: the `StreamResponse`; tasks created over 0.3: the task) from a bounded queue per
 //! task, with retries and backoff, the config's `authentication` as `Authorization` and its
 //! `token` as `X-A2A-Notification-Token`. Webhooks at loopback, private and link-local
-//! addresses are refused unless [`ServerConfig::push_allow_private`]. No extended card is offered
-//! (-32007). An optional bearer token or API key ([`ServerAuth`]) is checked on every
+//! addresses are refused unless [`ServerConfig::push_allow_private`]. An extended card
+//! ([`AgentMount::with_extended_card`], which needs credentials) goes to authenticated callers
+//! only; without one the extended-card methods answer ExtendedAgentCardNotConfigured (-32007).
+//! An optional bearer token or API key ([`ServerAuth`]) is checked on every
 //! JSON-RPC and HTTP+JSON request (not on the public card) and declared in the card.
 //!
 //! [`A2aServer::serve`] shuts down gracefully: when its signal fires, handlers are cancelled,
@@ -242,6 +244,15 @@ pub enum ServerError {
     /// No agent was mounted.
     #[error("no agent mounted; add one with A2aServerBuilder::mount")]
     NoAgents,
+    /// An extended card was given to an agent without credentials: it would be public.
+    #[error(
+        "agent at `{path}` has an extended card but no credentials; add AgentMount::with_auth \
+         (the extended card is for authenticated callers only)"
+    )]
+    ExtendedCardWithoutAuth {
+        /// The agent's path.
+        path: String,
+    },
     /// The listener failed.
     #[error("A2A server I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -251,6 +262,7 @@ pub enum ServerError {
 pub struct AgentMount {
     path: String,
     info: AgentInfo,
+    extended: Option<AgentInfo>,
     handler: Arc<dyn A2aHandler>,
     auth: Option<ServerAuth>,
     store: Option<Arc<dyn TaskStore>>,
@@ -284,6 +296,7 @@ impl AgentMount {
             handler,
             auth: None,
             store: None,
+            extended: None,
         }
     }
 
@@ -314,6 +327,17 @@ impl AgentMount {
     #[must_use]
     pub fn with_info(mut self, info: AgentInfo) -> Self {
         self.info = info;
+        self
+    }
+
+    /// Offers an extended card (e.g. with skills kept from the public card) to callers that
+    /// pass the credential check: `GetExtendedAgentCard`, 0.3
+    /// `agent/getAuthenticatedExtendedCard`, `GET {path}/extendedAgentCard`. Needs
+    /// [`with_auth`](Self::with_auth) ([`A2aServerBuilder::build`] refuses it otherwise); the
+    /// public card then says `extendedAgentCard: true`.
+    #[must_use]
+    pub fn with_extended_card(mut self, info: AgentInfo) -> Self {
+        self.extended = Some(info);
         self
     }
 
@@ -479,6 +503,9 @@ impl A2aServerBuilder {
             if hosted.iter().any(|h| h.path == path) {
                 return Err(ServerError::DuplicatePath { path });
             }
+            if a.extended.is_some() && a.auth.is_none() {
+                return Err(ServerError::ExtendedCardWithoutAuth { path });
+            }
             let store = a.store.unwrap_or_else(|| {
                 Arc::new(
                     InMemoryTaskStore::default().with_max_bytes(self.config.task_store_max_bytes),
@@ -505,6 +532,7 @@ impl A2aServerBuilder {
                 engine,
                 info: a.info,
                 auth: a.auth,
+                extended: a.extended,
             });
         }
         hosted.sort_by_key(|h| std::cmp::Reverse(h.path.len()));

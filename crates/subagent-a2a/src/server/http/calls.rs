@@ -302,3 +302,23 @@ pub(super) async fn delete_push_config(
         .map(|_| ())
         .map_err(push_store_error)
 }
+
+/// The extended card (1.0), for a caller the credential check let through: the agent's
+/// extended information on its card; ExtendedAgentCardNotConfigured when it has none.
+pub(super) fn extended_card(
+    shared: &Shared,
+    agent: &Hosted,
+    headers: &http::HeaderMap,
+) -> Result<v1::AgentCard, ApiError> {
+    let (Some(info), Some(auth)) = (&agent.extended, &agent.auth) else {
+        return Err(extended_card_unsupported());
+    };
+    let url = super::agent_url(&shared.cfg, agent, headers);
+    Ok(crate::server::card::card_v1(
+        info,
+        Some(auth),
+        &url,
+        agent.engine.push_enabled(),
+        true,
+    ))
+}

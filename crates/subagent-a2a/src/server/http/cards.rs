@@ -113,13 +113,14 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
     let url = agent_url(&shared.cfg, agent, &parts.headers);
     let auth = agent.auth.as_ref();
     let push = agent.engine.push_enabled();
+    let ext = agent.offers_extended_card();
     let body = match shape {
-        CardShape::V03 => json_bytes(&card_v03(&agent.info, auth, &url, push)),
+        CardShape::V03 => json_bytes(&card_v03(&agent.info, auth, &url, push, ext)),
         CardShape::V03WithV1Interfaces => json_bytes(&LegacyCard {
-            card: card_v03(&agent.info, auth, &url, push),
-            supported_interfaces: card_v1(&agent.info, auth, &url, push).supported_interfaces,
+            card: card_v03(&agent.info, auth, &url, push, ext),
+            supported_interfaces: card_v1(&agent.info, auth, &url, push, ext).supported_interfaces,
         }),
-        CardShape::V1 => json_bytes(&card_v1(&agent.info, auth, &url, push)),
+        CardShape::V1 => json_bytes(&card_v1(&agent.info, auth, &url, push, ext)),
     };
     let etag = {
         use std::hash::{Hash, Hasher};

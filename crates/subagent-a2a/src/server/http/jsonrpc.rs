@@ -13,8 +13,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::calls::{
-    create_push_config, delete_push_config, extended_card_unsupported, get_push_config,
-    list_push_configs, send, subscribe,
+    create_push_config, delete_push_config, extended_card, get_push_config, list_push_configs,
+    send, subscribe,
 };
 use super::reply::{Wire, error_for, rpc_error, rpc_error_for, rpc_ok, task_reply};
 use super::request::{
@@ -139,10 +139,12 @@ pub(super) async fn jsonrpc(
         Err(e) => rpc_error_for(&id, &e, true),
         Ok(_) => match check_extensions(agent, &parts.headers) {
             Err(e) => error_for(&wire, &e),
-            Ok(()) => match rpc_call(shared, agent, method, head.params, &wire).await {
-                Ok(r) => r,
-                Err(e) => error_for(&wire, &e),
-            },
+            Ok(()) => {
+                match rpc_call(shared, agent, method, head.params, &wire, &parts.headers).await {
+                    Ok(r) => r,
+                    Err(e) => error_for(&wire, &e),
+                }
+            }
         },
     };
     if notification {
@@ -257,6 +259,7 @@ pub(super) async fn rpc_call(
     method: &str,
     params: Option<&RawValue>,
     wire: &Wire,
+    headers: &http::HeaderMap,
 ) -> Result<Response, ApiError> {
     use crate::types::v1::methods as m1;
     use crate::types::v03::methods as m03;
@@ -343,27 +346,35 @@ pub(super) async fn rpc_call(
             Ok(rpc_ok(wire, &serde_json::json!({})))
         }
         m03::PUSH_CONFIG_SET => {
-            let req: v03::TaskPushNotificationConfig = parse_params(params, method)?;
+            let mut req: v03::TaskPushNotificationConfig = parse_params(params, method)?;
             let task_id = req.task_id.clone();
+            // 0.3 SDKs name a config without an id after its task.
+            if req
+                .push_notification_config
+                .id
+                .as_deref()
+                .is_none_or(str::is_empty)
+            {
+                req.push_notification_config.id = Some(task_id.clone());
+            }
             let c = create_push_config(agent, &task_id, req.into()).await?;
             Ok(rpc_ok(wire, &v03_push(c)))
         }
         m03::PUSH_CONFIG_GET => {
             let req: v03::TaskPushNotificationConfigParams = parse_params(params, method)?;
-            let c = match &req.push_notification_config_id {
-                Some(cid) => get_push_config(agent, &req.id, cid).await?,
-                // 0.3 allows asking for "the" config of a task: the first one.
-                None => list_push_configs(agent, &req.id)
-                    .await?
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| {
-                        ApiError::new(
-                            codes::TASK_NOT_FOUND,
-                            format!("task `{}` has no push notification config", req.id),
-                        )
-                    })?,
-            };
+            // 0.3 asks for "the" config of a task: the one named when it exists, else the
+            // task's first (what the 0.3 Python SDK answers).
+            let configs = list_push_configs(agent, &req.id).await?;
+            let named = req
+                .push_notification_config_id
+                .as_deref()
+                .and_then(|cid| configs.iter().position(|c| c.id.as_deref() == Some(cid)));
+            let c = configs.into_iter().nth(named.unwrap_or(0)).ok_or_else(|| {
+                ApiError::new(
+                    codes::TASK_NOT_FOUND,
+                    format!("task `{}` has no push notification config", req.id),
+                )
+            })?;
             Ok(rpc_ok(wire, &v03_push(c)))
         }
         m03::PUSH_CONFIG_LIST => {
@@ -383,8 +394,11 @@ pub(super) async fn rpc_call(
             delete_push_config(agent, &req.id, cid).await?;
             Ok(rpc_ok(wire, &Value::Null))
         }
-        m1::GET_EXTENDED_AGENT_CARD | m03::GET_AUTHENTICATED_EXTENDED_CARD => {
-            Err(extended_card_unsupported())
+        m1::GET_EXTENDED_AGENT_CARD => Ok(rpc_ok(wire, &extended_card(shared, agent, headers)?)),
+        m03::GET_AUTHENTICATED_EXTENDED_CARD => {
+            let mut c: v03::AgentCard = extended_card(shared, agent, headers)?.into();
+            c.supports_authenticated_extended_card = Some(true);
+            Ok(rpc_ok(wire, &c))
         }
         other => Err(ApiError::new(
             codes::METHOD_NOT_FOUND,

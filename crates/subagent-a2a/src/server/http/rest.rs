@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 
 use super::AgentCtx;
 use super::calls::{
-    create_push_config, delete_push_config, extended_card_unsupported, get_push_config,
-    list_push_configs, send, subscribe,
+    self, create_push_config, delete_push_config, get_push_config, list_push_configs, send,
+    subscribe,
 };
 use super::reply::{Wire, rest_error, rpc_ok};
 use super::request::{
@@ -251,13 +251,16 @@ pub(super) async fn push_config(
     answer.unwrap_or_else(|e| rest_error(&e))
 }
 
-/// `GET {agent}/extendedAgentCard`.
+/// `GET {agent}/extendedAgentCard` (behind the agent's credential check).
 pub(super) async fn extended_card(State(ctx): State<AgentCtx>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     if let Err(e) = prelude(&ctx, &parts) {
         return rest_error(&e);
     }
-    rest_error(&extended_card_unsupported())
+    match calls::extended_card(&ctx.shared, ctx.agent(), &parts.headers) {
+        Ok(c) => rpc_ok(&Wire::Rest, &c),
+        Err(e) => rest_error(&e),
+    }
 }
 
 /// Any method a route does not serve, and any path no route serves.
