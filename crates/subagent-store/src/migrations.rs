@@ -23,12 +23,32 @@ pub struct Step {
 }
 
 /// Every step, in version order.
-pub const STEPS: &[Step] = &[Step {
-    version: 1,
-    description: "store info",
-    sqlite: include_str!("../migrations/sqlite/0001_store_info.sql"),
-    postgres: include_str!("../migrations/postgres/0001_store_info.sql"),
-}];
+pub const STEPS: &[Step] = &[
+    Step {
+        version: 1,
+        description: "store info",
+        sqlite: include_str!("../migrations/sqlite/0001_store_info.sql"),
+        postgres: include_str!("../migrations/postgres/0001_store_info.sql"),
+    },
+    Step {
+        version: 1000,
+        description: "transcripts",
+        sqlite: include_str!("../migrations/sqlite/1000_transcripts.sql"),
+        postgres: include_str!("../migrations/postgres/1000_transcripts.sql"),
+    },
+    Step {
+        version: 1001,
+        description: "background tasks",
+        sqlite: include_str!("../migrations/sqlite/1001_background_tasks.sql"),
+        postgres: include_str!("../migrations/postgres/1001_background_tasks.sql"),
+    },
+    Step {
+        version: 2000,
+        description: "a2a tasks",
+        sqlite: include_str!("../migrations/sqlite/2000_a2a_tasks.sql"),
+        postgres: include_str!("../migrations/postgres/2000_a2a_tasks.sql"),
+    },
+];
 
 /// Which script of a [`Step`] to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -109,10 +109,11 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
 pub use store::{
-    InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, StoreError, TaskFilter, TaskStore, message_bytes,
-    task_bytes,
+    InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError, TaskFilter, TaskPage,
+    TaskStore, message_bytes, task_bytes,
 };
 pub use subagent::SubagentHandler;
+pub use util::now_rfc3339;
 
 use crate::types::ProtocolVersion;
 
