@@ -180,9 +180,35 @@ pub struct RunArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
+    /// Budgets over the whole tree.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,
+}
+
+/// Budgets over the whole delegation tree (children, background and remote children
+/// included); when one is spent the tree is cancelled and reports `limit_reached` naming it.
+#[derive(Debug, Default, Clone, Args)]
+pub struct BudgetArgs {
+    /// Tokens (input + output) over the whole tree (or `[budget] tokens` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
+    /// Model turns over the whole tree (or `[budget] turns`).
+    #[arg(long, value_name = "N")]
+    pub budget_turns: Option<u32>,
+    /// Wall time in seconds (or `[budget] time_secs`).
+    #[arg(long, value_name = "SECS")]
+    pub budget_time: Option<f64>,
+    /// Cost in USD, from the `[prices]` of subagents.toml (or `[budget] usd`); a model without
+    /// a price is reported, never guessed.
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<f64>,
 }
 
 /// `subagents task`.
@@ -215,6 +241,13 @@ pub struct TaskArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
+    /// Budgets over the whole tree.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,
@@ -283,6 +316,10 @@ pub struct ServeArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,
@@ -335,6 +372,10 @@ pub struct McpArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,

@@ -40,6 +40,8 @@ pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
         model: Some(&spec),
         workspace: args.workspace.as_deref(),
         max_depth: args.max_depth,
+        max_concurrent: args.max_concurrent,
+        budget: None,
         permissions: &args.permissions,
         // No prompt while serving: --yes approves everything; otherwise calls that must be
         // approved are denied (over MCP, a background task's question waits for the client's
