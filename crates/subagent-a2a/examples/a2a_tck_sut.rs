@@ -198,6 +198,7 @@ pub fn tck_mount() -> AgentMount {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
+    let mut legacy_card = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -205,19 +206,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let v = args.next().ok_or("--port needs a value")?;
                 port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
             }
+            "--legacy-card" => legacy_card = true,
             other => {
                 if let Some(v) = other.strip_prefix("--port=") {
                     port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
                 } else {
                     return Err(format!(
-                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N]"
+                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--legacy-card]"
                     )
                     .into());
                 }
             }
         }
     }
-    let server = A2aServer::builder().mount(tck_mount()).build()?;
+    let server = A2aServer::builder()
+        // For the 0.3.x TCK and stock 0.3 clients: header-less card requests get the 0.3 card
+        // (see ServerConfig::legacy_card_discovery and docs/a2a-conformance.md).
+        .legacy_card_discovery(legacy_card)
+        .mount(tck_mount())
+        .build()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -274,10 +274,7 @@ impl SqlTaskStore {
                 .listen(CHANNEL)
                 .await
                 .map_err(StoreError::query("listen for replica events"))?;
-            loops.push(tokio::spawn(listen(
-                Arc::downgrade(&store.inner),
-                listener,
-            )));
+            loops.push(tokio::spawn(listen(Arc::downgrade(&store.inner), listener)));
         }
         *store.inner.loops.lock().unwrap_or_else(|e| e.into_inner()) = loops;
         Ok(store)
@@ -508,7 +505,10 @@ async fn listen(weak: Weak<Inner>, mut listener: sqlx::postgres::PgListener) {
             Some(RemoteSignal::Cancel {
                 task_id: task_id.to_owned(),
             })
-        } else if let Some(id) = payload.strip_prefix("e:").and_then(|i| i.parse::<i64>().ok()) {
+        } else if let Some(id) = payload
+            .strip_prefix("e:")
+            .and_then(|i| i.parse::<i64>().ok())
+        {
             read_event(&inner.db, id).await
         } else {
             None
@@ -581,9 +581,8 @@ pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneRepo
     let target_count = retention.max_tasks - retention.max_tasks / 10;
     let target_bytes = retention.max_bytes - retention.max_bytes / 10;
     let (count_over, bytes_over) = (count > retention.max_tasks, bytes > retention.max_bytes);
-    let over = move |c: u64, b: u64| {
-        (count_over && c > target_count) || (bytes_over && b > target_bytes)
-    };
+    let over =
+        move |c: u64, b: u64| (count_over && c > target_count) || (bytes_over && b > target_bytes);
     const SELECT: &str = concat!(
         "SELECT id, bytes FROM a2a_tasks WHERE state NOT IN ",
         running!(),
@@ -726,20 +725,20 @@ impl TaskStore for SqlTaskStore {
         let total: i64 = on_db!(db, |p| bound!(sqlx::query_scalar(sqlx::AssertSqlSafe(
             count_sql.clone()
         )))
-            .fetch_one(p)
-            .await
-            .map_err(StoreError::query("count A2A tasks"))
-            .map_err(backend(""))?);
+        .fetch_one(p)
+        .await
+        .map_err(StoreError::query("count A2A tasks"))
+        .map_err(backend(""))?);
         let bodies: Vec<String> = if limit == 0 || offset as i64 >= total {
             Vec::new()
         } else {
             on_db!(db, |p| bound!(sqlx::query_scalar(sqlx::AssertSqlSafe(
                 page_sql.clone()
             )))
-                .fetch_all(p)
-                .await
-                .map_err(StoreError::query("list A2A tasks"))
-                .map_err(backend(""))?)
+            .fetch_all(p)
+            .await
+            .map_err(StoreError::query("list A2A tasks"))
+            .map_err(backend(""))?)
         };
         let tasks = bodies
             .iter()
@@ -758,9 +757,7 @@ impl TaskStore for SqlTaskStore {
         task_id: &str,
         event: &v1::StreamResponse,
     ) -> Result<(), A2aStoreError> {
-        self.publish(task_id, event)
-            .await
-            .map_err(backend(task_id))
+        self.publish(task_id, event).await.map_err(backend(task_id))
     }
 
     async fn request_cancel(&self, task_id: &str) -> Result<(), A2aStoreError> {
@@ -779,6 +776,9 @@ impl TaskStore for SqlTaskStore {
     }
 
     fn signals(&self) -> Option<broadcast::Receiver<RemoteSignal>> {
-        self.inner.signals.as_ref().map(broadcast::Sender::subscribe)
+        self.inner
+            .signals
+            .as_ref()
+            .map(broadcast::Sender::subscribe)
     }
 }

@@ -12,14 +12,31 @@
 //!   missing) and runs the embedded, versioned migrations (see [`migrations`]).
 //! - Feature `a2a`: [`a2a::SqlTaskStore`], the A2A server's task store (restarts, replicas on
 //!   PostgreSQL with LISTEN/NOTIFY, retention).
+//! - `SqlTranscriptStore` (feature `transcripts`): transcripts, appended turn by turn, so
+//!   `resume` works across restarts.
+//! - `SqlTaskLedger` (feature `ledger`): background tasks, so `TaskOutput` works across
+//!   restarts and tasks of a process that died read back as `interrupted`.
+//! - [`prune`] / [`Retention`] / [`spawn_maintenance`]: age, count and byte bounds on what is
+//!   persisted, applied at open, periodically, and by `subagents prune`.
 
 #[cfg(feature = "a2a")]
 pub mod a2a;
 mod db;
 mod error;
+#[cfg(feature = "ledger")]
+mod ledger;
 pub mod migrations;
+mod prune;
+mod sql;
+#[cfg(feature = "transcripts")]
+mod transcripts;
 mod url;
 
 pub use db::Db;
 pub use error::StoreError;
+#[cfg(feature = "ledger")]
+pub use ledger::{OWNER_LEASE, SqlTaskLedger, recover_interrupted};
+pub use prune::{PruneReport, Retention, maintain, prune, spawn_maintenance};
+#[cfg(feature = "transcripts")]
+pub use transcripts::SqlTranscriptStore;
 pub use url::{StoreUrl, default_sqlite_path};

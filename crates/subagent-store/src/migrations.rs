@@ -31,6 +31,18 @@ pub const STEPS: &[Step] = &[
         postgres: include_str!("../migrations/postgres/0001_store_info.sql"),
     },
     Step {
+        version: 1000,
+        description: "transcripts",
+        sqlite: include_str!("../migrations/sqlite/1000_transcripts.sql"),
+        postgres: include_str!("../migrations/postgres/1000_transcripts.sql"),
+    },
+    Step {
+        version: 1001,
+        description: "background tasks",
+        sqlite: include_str!("../migrations/sqlite/1001_background_tasks.sql"),
+        postgres: include_str!("../migrations/postgres/1001_background_tasks.sql"),
+    },
+    Step {
         version: 2000,
         description: "a2a tasks",
         sqlite: include_str!("../migrations/sqlite/2000_a2a_tasks.sql"),

@@ -62,7 +62,11 @@ async fn two_replicas_share_tasks_events_and_cancels() {
     let asked = tokio::time::Instant::now();
     let canceled = b.rpc("CancelTask", json!({"id": long_id})).await;
     // Answered by A's handler through NOTIFY, not forced by B after its wait (7 s).
-    assert!(asked.elapsed() < Duration::from_secs(4), "{:?}", asked.elapsed());
+    assert!(
+        asked.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        asked.elapsed()
+    );
     assert_eq!(
         canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
         "{canceled}"
@@ -109,7 +113,13 @@ async fn two_replicas_share_tasks_events_and_cancels() {
         .send(message("test-resubscribe-message-id", None), true)
         .await;
     let running_id = running["id"].as_str().unwrap().to_string();
-    wait_state(&b, &running_id, "TASK_STATE_WORKING", Duration::from_secs(10)).await;
+    wait_state(
+        &b,
+        &running_id,
+        "TASK_STATE_WORKING",
+        Duration::from_secs(10),
+    )
+    .await;
     let refused = b
         .rpc(
             "SendMessage",

@@ -59,9 +59,15 @@ async fn filters_pages_and_scopes(store: SqlTaskStore) {
             .await
             .unwrap();
     }
-    b.save(task("other", "c1", Completed, "2026-01-01T00:00:09.000Z", 10))
-        .await
-        .unwrap();
+    b.save(task(
+        "other",
+        "c1",
+        Completed,
+        "2026-01-01T00:00:09.000Z",
+        10,
+    ))
+    .await
+    .unwrap();
 
     let all = a.list(&TaskFilter::default(), 0, 10).await.unwrap();
     let ids: Vec<_> = all.tasks.iter().map(|t| t.id.as_str()).collect();
@@ -85,9 +91,15 @@ async fn filters_pages_and_scopes(store: SqlTaskStore) {
 
     // Agents see their own tasks only; a saved task reads back equal.
     assert!(b.get("t0").await.unwrap().is_none());
-    assert_eq!(b.list(&TaskFilter::default(), 0, 10).await.unwrap().total, 1);
+    assert_eq!(
+        b.list(&TaskFilter::default(), 0, 10).await.unwrap().total,
+        1
+    );
     let back = a.get("t1").await.unwrap().unwrap();
-    assert_eq!(back, task("t1", "c1", InputRequired, "2026-01-01T00:00:01.000Z", 10));
+    assert_eq!(
+        back,
+        task("t1", "c1", InputRequired, "2026-01-01T00:00:01.000Z", 10)
+    );
 }
 
 async fn retention(db: Db, store: SqlTaskStore) {
@@ -96,13 +108,25 @@ async fn retention(db: Db, store: SqlTaskStore) {
     s.save(task("run", "c", Working, "2026-01-01T00:00:00.000Z", 3000))
         .await
         .unwrap();
-    s.save(task("ask", "c", InputRequired, "2026-01-01T00:00:00.000Z", 3000))
+    s.save(task(
+        "ask",
+        "c",
+        InputRequired,
+        "2026-01-01T00:00:00.000Z",
+        3000,
+    ))
+    .await
+    .unwrap();
+    for i in 0..10 {
+        s.save(task(
+            &format!("done{i}"),
+            "c",
+            Completed,
+            "2026-01-01T00:00:01.000Z",
+            1000,
+        ))
         .await
         .unwrap();
-    for i in 0..10 {
-        s.save(task(&format!("done{i}"), "c", Completed, "2026-01-01T00:00:01.000Z", 1000))
-            .await
-            .unwrap();
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     // Bytes: finished tasks go first, oldest first; running and interrupted ones stay.

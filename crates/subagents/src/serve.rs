@@ -162,8 +162,12 @@ impl Subagents {
                 .task()
                 .executor_of(def.name())
                 .ok_or_else(|| Error::Server(format!("no executor for `{}`", def.name()).into()))?;
-            let mut mount =
-                AgentMount::subagent_with_context(path.clone(), def.clone(), executor, base.clone());
+            let mut mount = AgentMount::subagent_with_context(
+                path.clone(),
+                def.clone(),
+                executor,
+                base.clone(),
+            );
             if let Some(auth) = &options.auth {
                 mount = mount.with_auth(auth.clone());
             }

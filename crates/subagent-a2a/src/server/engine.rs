@@ -631,9 +631,8 @@ impl Engine {
                 .request_cancel(task_id)
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
-            let deadline = tokio::time::Instant::now()
-                + self.limits.cancel_grace
-                + Duration::from_secs(2);
+            let deadline =
+                tokio::time::Instant::now() + self.limits.cancel_grace + Duration::from_secs(2);
             while tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 if let Some(t) = self.load(task_id).await? {

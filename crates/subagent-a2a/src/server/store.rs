@@ -2,8 +2,8 @@
 //! default, [`InMemoryTaskStore`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use subagent_spi::async_trait;

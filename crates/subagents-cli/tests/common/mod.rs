@@ -4,7 +4,7 @@
 use assert_cmd::Command;
 
 /// The command with a clean environment: no model configured, Ollama probe pointed at a
-/// closed port, no home directory agents.
+/// closed port, no home directory agents, the default store (SQLite) inside the temp home.
 pub fn subagents() -> Command {
     let mut cmd = Command::cargo_bin("subagents").expect("binary built");
     for var in [
@@ -14,6 +14,8 @@ pub fn subagents() -> Command {
         "OPENAI_BASE_URL",
         "ANTHROPIC_BASE_URL",
         "RUST_LOG",
+        "SUBAGENTS_STORE",
+        "XDG_DATA_HOME",
     ] {
         cmd.env_remove(var);
     }
