@@ -77,6 +77,9 @@ async fn served_tasks_survive_a_new_server_on_the_same_sqlite_file() {
         again["get"]["result"]["status"]["state"],
         "TASK_STATE_COMPLETED"
     );
-    assert!(again["get"].to_string().contains("STORED-ANSWER"), "{again}");
+    assert!(
+        again["get"].to_string().contains("STORED-ANSWER"),
+        "{again}"
+    );
     assert_eq!(again["list"]["result"]["totalSize"], 1, "{again}");
 }
