@@ -18,7 +18,8 @@ use crate::common::{ApiKey, generated_call_id, parse_arguments};
 use crate::openai::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT};
 use crate::sse::SseParser;
 use crate::transport::{
-    RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
+    RetryPolicy, SharedPause, Transport, build_client, header_map, normalise_base_url,
+    truncate_chars,
 };
 
 /// Anthropic's API base URL (requests go to `<base>/v1/messages`).
@@ -216,6 +217,7 @@ impl AnthropicModelBuilder {
             transport: Transport {
                 provider: provider.into(),
                 client,
+                pause: SharedPause::for_endpoint(&format!("{base}/v1/messages")),
                 url: format!("{base}/v1/messages"),
                 headers,
                 retry: self.retry,

@@ -16,7 +16,8 @@ use subagent_spi::{Effort, ModelError, async_trait};
 use crate::common::{ApiKey, generated_call_id, parse_arguments};
 use crate::sse::SseParser;
 use crate::transport::{
-    RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
+    RetryPolicy, SharedPause, Transport, build_client, header_map, normalise_base_url,
+    truncate_chars,
 };
 
 /// OpenAI's API base URL.
@@ -200,6 +201,7 @@ impl OpenAiModelBuilder {
             transport: Transport {
                 provider: self.provider,
                 client,
+                pause: SharedPause::for_endpoint(&format!("{base}/chat/completions")),
                 url: format!("{base}/chat/completions"),
                 headers,
                 retry: self.retry,
