@@ -1,5 +1,6 @@
 //! A2A `SendMessage` throughput with the task store in memory, in SQLite and (when
-//! `SUBAGENTS_TEST_POSTGRES_URL` is set) in PostgreSQL, in one process and one run. Each
+//! `SUBAGENTS_TEST_POSTGRES_URL` is set; a new database is created on that server) in
+//! PostgreSQL, in one process and one run. Each
 //! message creates a task that completes at once (two store writes: submitted, completed);
 //! 32 requests run concurrently per iteration, through the server's router in process
 //! (`tower::ServiceExt::oneshot`, no sockets), so the figures compare the stores.
@@ -77,6 +78,19 @@ async fn open(url: &str) -> SqlTaskStore {
         .expect("store")
 }
 
+/// A new database on the server of `base` (never the shared test database itself).
+async fn fresh_database(base: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("a2a_bench_{}", std::process::id());
+    let mut conn = sqlx::PgConnection::connect(base).await.expect("connect");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .expect("create database");
+    let (head, _) = base.rsplit_once('/').expect("database in URL");
+    format!("{head}/{name}")
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -87,7 +101,10 @@ fn bench(c: &mut Criterion) {
     let sqlite = format!("sqlite:{}", dir.path().join("bench.db").display());
     stores.push(("sqlite", router(Some(rt.block_on(open(&sqlite))))));
     match std::env::var("SUBAGENTS_TEST_POSTGRES_URL") {
-        Ok(url) => stores.push(("postgres", router(Some(rt.block_on(open(&url)))))),
+        Ok(url) => {
+            let url = rt.block_on(fresh_database(&url));
+            stores.push(("postgres", router(Some(rt.block_on(open(&url))))));
+        }
         Err(_) => eprintln!("SKIPPED postgres: SUBAGENTS_TEST_POSTGRES_URL is not set"),
     }
     let mut g = c.benchmark_group("a2a_send_message");

@@ -66,6 +66,14 @@ pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
     if let Some(url) = &args.public_url {
         options = options.public_url(url.clone());
     }
+    // `--store`: served A2A tasks live in the same database (restarts, replicas).
+    if let Some(store) = agents
+        .a2a_task_store()
+        .await
+        .map_err(crate::setup::facade_error)?
+    {
+        options = options.task_store(store);
+    }
     let server = agents
         .a2a_server(&options)
         .map_err(crate::setup::facade_error)?;

@@ -108,6 +108,22 @@ pub async fn open_task_store(
     Ok(Some(store))
 }
 
+#[cfg(feature = "store")]
+impl Subagents {
+    /// The A2A task store on this registry's own store ([`SubagentsBuilder::store`]
+    /// (crate::SubagentsBuilder::store)), for [`ServeOptions::task_store`]: `None` without a
+    /// store. `subagents serve` uses it, so `--store` keeps served tasks too.
+    pub async fn a2a_task_store(&self) -> Result<Option<subagent_store::a2a::SqlTaskStore>, Error> {
+        let Some(db) = self.store_db() else {
+            return Ok(None);
+        };
+        let store = subagent_store::a2a::SqlTaskStore::open(db.clone(), Default::default())
+            .await
+            .map_err(|e| Error::Server(Box::new(e)))?;
+        Ok(Some(store))
+    }
+}
+
 /// The URL path an agent is served at: its name in lowercase, runs of other characters turned
 /// into single hyphens (`Release Notes Writer` → `/release-notes-writer`). `None` when nothing
 /// of the name is left (a name of only punctuation, `.` or `..`).
