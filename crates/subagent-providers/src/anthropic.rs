@@ -13,10 +13,10 @@ use subagent_spi::chat::{
     ToolChoice,
 };
 use subagent_spi::{Effort, ModelError, async_trait};
+use subagent_sse::SseParser;
 
 use crate::common::{ApiKey, generated_call_id, parse_arguments};
 use crate::openai::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT};
-use crate::sse::SseParser;
 use crate::transport::{
     RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
 };

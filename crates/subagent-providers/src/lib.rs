@@ -88,7 +88,6 @@ mod error;
 mod openai;
 mod probe;
 mod spec;
-pub mod sse;
 mod transport;
 
 pub use anthropic::{
