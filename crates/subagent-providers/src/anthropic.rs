@@ -3,7 +3,6 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -13,13 +12,12 @@ use subagent_spi::chat::{
     ToolChoice,
 };
 use subagent_spi::{Effort, ModelError, async_trait};
+
 use subagent_sse::SseParser;
 
-use crate::common::{ApiKey, generated_call_id, parse_arguments};
-use crate::openai::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT};
-use crate::transport::{
-    RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
-};
+use crate::common::{generated_call_id, parse_arguments};
+use crate::options::{HttpOptions, http_option_setters};
+use crate::transport::{Transport, truncate_chars};
 
 /// Anthropic's API base URL (requests go to `<base>/v1/messages`).
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -70,97 +68,41 @@ impl ThinkingCache {
     }
 }
 
-/// Builds an [`AnthropicModel`]; see [`AnthropicModel::builder`].
+/// Builds an [`AnthropicModel`]; see [`AnthropicModel::builder`]. The HTTP settings are an
+/// [`HttpOptions`] (set whole with `http_options`, or one by one with the shortcuts).
 #[derive(Debug, Clone)]
 pub struct AnthropicModelBuilder {
-    base_url: String,
-    api_key: Option<ApiKey>,
-    model: Option<String>,
-    timeout: Duration,
-    stream_idle_timeout: Duration,
-    retry: RetryPolicy,
-    headers: Vec<(String, String)>,
+    http: HttpOptions,
     default_max_tokens: u32,
-    client: Option<reqwest::Client>,
 }
 
 impl Default for AnthropicModelBuilder {
     fn default() -> Self {
         Self {
-            base_url: ANTHROPIC_DEFAULT_BASE_URL.into(),
-            api_key: None,
-            model: None,
-            timeout: DEFAULT_TIMEOUT,
-            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
-            retry: RetryPolicy::default(),
-            headers: Vec::new(),
+            http: HttpOptions::new(),
             default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
-            client: None,
         }
     }
 }
 
 impl AnthropicModelBuilder {
+    http_option_setters!();
+
     /// The API base URL without `/v1` (default [`ANTHROPIC_DEFAULT_BASE_URL`]).
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
+        self.http = self.http.base_url(url);
         self
     }
 
     /// The API key, sent as `x-api-key`.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey(key.into()));
-        self
-    }
-
-    /// Like [`api_key`](Self::api_key) but optional.
-    pub fn api_key_opt(mut self, key: Option<String>) -> Self {
-        self.api_key = key.map(ApiKey);
-        self
-    }
-
-    /// The model id used when a request names none (required).
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
-    /// Per-attempt timeout (default 300 s). For streamed calls it bounds the wait for the
-    /// response headers and every silence between chunks.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How long a streamed reply may stay silent (no bytes at all, not even a keep-alive)
-    /// before the call fails with a timeout naming the limit (default 120 s).
-    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
-        self.stream_idle_timeout = limit;
-        self
-    }
-
-    /// Retries after the first attempt on 429, 5xx (incl. 529 overloaded) and connection
-    /// errors (default 3).
-    pub fn max_retries(mut self, n: u32) -> Self {
-        self.retry.max_retries = n;
-        self
-    }
-
-    /// The first backoff delay (default 500 ms; doubles each retry).
-    pub fn base_delay(mut self, d: Duration) -> Self {
-        self.retry.base_delay = d;
-        self
-    }
-
-    /// The whole retry policy.
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
+        self.http = self.http.api_key(key);
         self
     }
 
     /// An extra header sent with every request (e.g. `anthropic-beta`).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        self.http = self.http.header(name, value);
         self
     }
 
@@ -170,58 +112,22 @@ impl AnthropicModelBuilder {
         self
     }
 
-    /// Use this HTTP client (shares its connection pool).
-    pub fn client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
-        self
-    }
-
     /// Check the settings and build the model.
     pub fn build(self) -> Result<AnthropicModel, ModelError> {
-        let provider = "anthropic";
-        let model = match self.model {
-            Some(m) if !m.trim().is_empty() => m,
-            _ => {
-                return Err(ModelError::Config(
-                    "anthropic: no model id given (call .model(..))".into(),
-                ));
-            }
-        };
-        let base = normalise_base_url(provider, &self.base_url)?;
-        let mut pairs = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            (
-                "accept".to_string(),
-                "application/json, text/event-stream".to_string(),
-            ),
-            (
-                "anthropic-version".to_string(),
-                ANTHROPIC_VERSION.to_string(),
-            ),
-        ];
-        if let Some(key) = &self.api_key {
-            pairs.push(("x-api-key".into(), key.0.clone()));
-        }
-        pairs.extend(self.headers);
-        let headers = header_map(provider, &pairs, &["x-api-key", "authorization"])?;
-        let client = match self.client {
-            Some(c) => c,
-            None => build_client()?,
-        };
+        let endpoint = self.http.endpoint(
+            "anthropic".into(),
+            ANTHROPIC_DEFAULT_BASE_URL,
+            "/v1/messages",
+            &[("anthropic-version", ANTHROPIC_VERSION)],
+            |key| ("x-api-key", key.to_string()),
+            &["x-api-key", "authorization"],
+        )?;
         Ok(AnthropicModel {
-            model,
-            base_url: base.clone(),
+            model: endpoint.model,
+            base_url: endpoint.base_url,
             default_max_tokens: self.default_max_tokens,
             thinking: Arc::default(),
-            transport: Transport {
-                provider: provider.into(),
-                client,
-                url: format!("{base}/v1/messages"),
-                headers,
-                retry: self.retry,
-                timeout: self.timeout,
-                idle_timeout: self.stream_idle_timeout,
-            },
+            transport: endpoint.transport,
         })
     }
 }

@@ -86,6 +86,7 @@ mod anthropic;
 mod common;
 mod error;
 mod openai;
+mod options;
 mod probe;
 mod spec;
 mod transport;
@@ -96,12 +97,13 @@ pub use anthropic::{
 };
 pub use error::{ProviderError, http_status, redact_url};
 pub use openai::{
-    DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, MaxTokensField, OLLAMA_DEFAULT_BASE_URL,
-    OPENAI_DEFAULT_BASE_URL, OpenAiModel, OpenAiModelBuilder, OpenAiStreamDecoder,
-    reasoning_effort, stop_reason_from_finish,
+    MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, OpenAiModel,
+    OpenAiModelBuilder, OpenAiStreamDecoder, reasoning_effort, stop_reason_from_finish,
 };
+pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::probe_ollama;
 pub use spec::{
     ACCEPTED_FORMS, ModelSpec, Provider, default_aliases, model_from_spec, model_from_spec_with_env,
 };
 pub use transport::RetryPolicy;
+

@@ -1,7 +1,6 @@
 //! The OpenAI-compatible Chat Completions client (OpenAI, Ollama, vLLM, llama.cpp, LM Studio).
 
 use std::borrow::Cow;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -12,24 +11,17 @@ use subagent_spi::chat::{
     ToolChoice,
 };
 use subagent_spi::{Effort, ModelError, async_trait};
+
 use subagent_sse::SseParser;
 
-use crate::common::{ApiKey, generated_call_id, parse_arguments};
-use crate::transport::{
-    RetryPolicy, Transport, build_client, header_map, normalise_base_url, truncate_chars,
-};
+use crate::common::{generated_call_id, parse_arguments};
+use crate::options::{HttpOptions, http_option_setters};
+use crate::transport::{Transport, truncate_chars};
 
 /// OpenAI's API base URL.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// Ollama's OpenAI-compatible base URL on its default port.
 pub const OLLAMA_DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
-/// Default silence allowed inside a streamed reply (120 s): long enough for a reasoning model's
-/// first token, short enough that a frozen server is noticed.
-pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Default per-request timeout (300 s).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
-
 /// Which field carries the output token cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -41,107 +33,52 @@ pub enum MaxTokensField {
     MaxCompletionTokens,
 }
 
-/// Builds an [`OpenAiModel`]; see [`OpenAiModel::builder`].
+/// Builds an [`OpenAiModel`]; see [`OpenAiModel::builder`]. The HTTP settings are an
+/// [`HttpOptions`] (set whole with `http_options`, or one by one with the shortcuts).
 #[derive(Debug, Clone)]
 pub struct OpenAiModelBuilder {
     provider: String,
-    base_url: String,
-    api_key: Option<ApiKey>,
-    model: Option<String>,
-    timeout: Duration,
-    stream_idle_timeout: Duration,
-    retry: RetryPolicy,
-    headers: Vec<(String, String)>,
+    http: HttpOptions,
     max_tokens_field: MaxTokensField,
     include_usage: bool,
-    client: Option<reqwest::Client>,
 }
 
 impl Default for OpenAiModelBuilder {
     fn default() -> Self {
         Self {
             provider: "openai".into(),
-            base_url: OPENAI_DEFAULT_BASE_URL.into(),
-            api_key: None,
-            model: None,
-            timeout: DEFAULT_TIMEOUT,
-            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
-            retry: RetryPolicy::default(),
-            headers: Vec::new(),
+            http: HttpOptions::new(),
             max_tokens_field: MaxTokensField::default(),
             include_usage: true,
-            client: None,
         }
     }
 }
 
 impl OpenAiModelBuilder {
+    http_option_setters!();
+
     /// The API base URL, up to and including `/v1` (default [`OPENAI_DEFAULT_BASE_URL`]);
     /// requests go to `<base>/chat/completions`.
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
+        self.http = self.http.base_url(url);
         self
     }
 
     /// The API key, sent as `Authorization: Bearer <key>` (none by default: local servers).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey(key.into()));
+        self.http = self.http.api_key(key);
         self
     }
 
-    /// Like [`api_key`](Self::api_key) but optional.
-    pub fn api_key_opt(mut self, key: Option<String>) -> Self {
-        self.api_key = key.map(ApiKey);
-        self
-    }
-
-    /// The model id used when a request names none (required).
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
+    /// An extra header sent with every request (e.g. `OpenAI-Organization`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.http = self.http.header(name, value);
         self
     }
 
     /// The name used in errors and logs (default `openai`; e.g. `ollama`, `vllm`).
     pub fn provider_name(mut self, name: impl Into<String>) -> Self {
         self.provider = name.into();
-        self
-    }
-
-    /// Per-attempt timeout (default 300 s). For streamed calls it bounds the wait for the
-    /// response headers and every silence between chunks, so long live streams are fine.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How long a streamed reply may stay silent (no bytes at all, not even a keep-alive)
-    /// before the call fails with a timeout naming the limit (default 120 s).
-    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
-        self.stream_idle_timeout = limit;
-        self
-    }
-
-    /// Retries after the first attempt on 429, 5xx and connection errors (default 3).
-    pub fn max_retries(mut self, n: u32) -> Self {
-        self.retry.max_retries = n;
-        self
-    }
-
-    /// The first backoff delay (default 500 ms; doubles each retry).
-    pub fn base_delay(mut self, d: Duration) -> Self {
-        self.retry.base_delay = d;
-        self
-    }
-
-    /// The whole retry policy.
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
-    /// An extra header sent with every request (e.g. `OpenAI-Organization`).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
         self
     }
 
@@ -158,54 +95,22 @@ impl OpenAiModelBuilder {
         self
     }
 
-    /// Use this HTTP client (shares its connection pool).
-    pub fn client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
-        self
-    }
-
     /// Check the settings and build the model.
     pub fn build(self) -> Result<OpenAiModel, ModelError> {
-        let model = match self.model {
-            Some(m) if !m.trim().is_empty() => m,
-            _ => {
-                return Err(ModelError::Config(format!(
-                    "{}: no model id given (call .model(..))",
-                    self.provider
-                )));
-            }
-        };
-        let base = normalise_base_url(&self.provider, &self.base_url)?;
-        let mut pairs = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            (
-                "accept".to_string(),
-                "application/json, text/event-stream".to_string(),
-            ),
-        ];
-        if let Some(key) = &self.api_key {
-            pairs.push(("authorization".into(), format!("Bearer {}", key.0)));
-        }
-        pairs.extend(self.headers);
-        let headers = header_map(&self.provider, &pairs, &["authorization", "api-key"])?;
-        let client = match self.client {
-            Some(c) => c,
-            None => build_client()?,
-        };
+        let endpoint = self.http.endpoint(
+            self.provider,
+            OPENAI_DEFAULT_BASE_URL,
+            "/chat/completions",
+            &[],
+            |key| ("authorization", format!("Bearer {key}")),
+            &["authorization", "api-key"],
+        )?;
         Ok(OpenAiModel {
-            model,
-            base_url: base.clone(),
+            model: endpoint.model,
+            base_url: endpoint.base_url,
             max_tokens_field: self.max_tokens_field,
             include_usage: self.include_usage,
-            transport: Transport {
-                provider: self.provider,
-                client,
-                url: format!("{base}/chat/completions"),
-                headers,
-                retry: self.retry,
-                timeout: self.timeout,
-                idle_timeout: self.stream_idle_timeout,
-            },
+            transport: endpoint.transport,
         })
     }
 }
