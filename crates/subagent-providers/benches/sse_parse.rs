@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use subagent_providers::OpenAiStreamDecoder;
+use subagent_providers::bench_internals::OpenAiStreamDecoder;
 use subagent_sse::SseParser;
 
 const WORDS: &[&str] = &[

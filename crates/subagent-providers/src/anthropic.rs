@@ -199,7 +199,7 @@ impl AnthropicModel {
     }
 
     /// The JSON body sent for `request` (`stream` selects SSE).
-    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+    pub(crate) fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
         let mut body = Map::new();
         body.insert(
             "model".into(),
@@ -365,7 +365,7 @@ fn wire_messages(
 }
 
 /// Map an Anthropic `stop_reason` to a [`StopReason`].
-pub fn stop_reason_from_anthropic(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
+pub(crate) fn stop_reason_from_anthropic(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
     match reason {
         Some("end_turn") => StopReason::EndTurn,
         Some("tool_use") => StopReason::ToolUse,
@@ -595,6 +595,9 @@ struct StreamState {
 /// `_delta` / `_stop` with `text_delta` and `input_json_delta`, `message_delta`, `ping`,
 /// `message_stop`, `error`): feed chunks as they arrive, [`finish`](Self::finish) returns the
 /// assembled reply.
+///
+/// Internal (the model's `chat_stream` uses it); public only to benches, through the hidden
+/// `bench-internals` feature.
 #[derive(Debug)]
 pub struct AnthropicStreamDecoder {
     parser: SseParser,
@@ -642,6 +645,7 @@ impl AnthropicStreamDecoder {
     }
 
     /// The stream ended: return the assembled reply, or an error if it was cut short.
+    #[cfg(any(test, feature = "bench-internals"))]
     pub fn finish(self) -> Result<ChatResponse, ModelError> {
         self.finish_with_thinking().map(|(reply, _)| reply)
     }

@@ -147,7 +147,7 @@ impl OpenAiModel {
     }
 
     /// The JSON body sent for `request` (`stream` selects SSE).
-    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+    pub(crate) fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
         let mut body = Map::new();
         let model = request.model.as_deref().unwrap_or(&self.model);
         body.insert("model".into(), json!(model));
@@ -282,7 +282,7 @@ fn wire_messages(request: &ChatRequest) -> Vec<Value> {
 }
 
 /// Map an OpenAI `finish_reason` (absent = `None`) to a [`StopReason`].
-pub fn stop_reason_from_finish(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
+pub(crate) fn stop_reason_from_finish(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
     match reason {
         Some("tool_calls" | "function_call") => StopReason::ToolUse,
         // Some servers say `stop` (or nothing) even when they return tool calls.
@@ -530,17 +530,9 @@ struct StreamState {
 /// `on_delta` with text and tool-call pieces, and [`finish`](Self::finish) returns the
 /// assembled reply. Tool-call fragments are joined by their `index`.
 ///
-/// ```
-/// use subagent_providers::OpenAiStreamDecoder;
-/// let mut dec = OpenAiStreamDecoder::new("openai", "gpt-4.1");
-/// let sse = concat!(
-///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
-///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\n",
-///     "data: [DONE]\n\n",
-/// );
-/// dec.feed(sse.as_bytes(), &|_delta| {}).unwrap();
-/// assert_eq!(dec.finish().unwrap().content, "Hello");
-/// ```
+///
+/// Internal (the model's `chat_stream` uses it); public only to the `sse_parse` bench, through
+/// the hidden `bench-internals` feature.
 #[derive(Debug)]
 pub struct OpenAiStreamDecoder {
     parser: SseParser,
