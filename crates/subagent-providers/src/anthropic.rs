@@ -15,7 +15,7 @@ use subagent_spi::{Effort, ModelError, async_trait};
 
 use subagent_sse::SseParser;
 
-use crate::common::{generated_call_id, parse_arguments};
+use crate::common::{generated_call_id, parse_arguments, sse_events};
 use crate::options::{HttpOptions, http_option_setters};
 use crate::transport::{Transport, truncate_chars};
 
@@ -630,18 +630,8 @@ impl AnthropicStreamDecoder {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<(), ModelError> {
         let Self { parser, state, .. } = self;
-        let mut failure = None;
-        let parsed = parser.feed(bytes, |ev| {
-            if failure.is_none()
-                && let Err(e) = state.on_event(ev.data, on_delta)
-            {
-                failure = Some(e);
-            }
-        });
-        if let Err(e) = parsed {
-            return Err(state.bad(e.to_string()));
-        }
-        failure.map_or(Ok(()), Err)
+        sse_events(parser, Some(bytes), |data| state.on_event(data, on_delta))
+            .map_err(|e| state.bad(e.to_string()))?
     }
 
     /// The stream ended: return the assembled reply, or an error if it was cut short.
@@ -653,21 +643,9 @@ impl AnthropicStreamDecoder {
     /// [`finish`](Self::finish), with the reply's thinking blocks.
     pub(crate) fn finish_with_thinking(mut self) -> Result<(ChatResponse, Vec<Value>), ModelError> {
         let Self { parser, state, .. } = &mut self;
-        let mut failure = None;
         let noop = |_: ChatDelta| {};
-        let parsed = parser.finish(|ev| {
-            if failure.is_none()
-                && let Err(e) = state.on_event(ev.data, &noop)
-            {
-                failure = Some(e);
-            }
-        });
-        if let Err(e) = parsed {
-            return Err(state.bad(e.to_string()));
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
+        sse_events(parser, None, |data| state.on_event(data, &noop))
+            .map_err(|e| state.bad(e.to_string()))??;
         let state = std::mem::take(&mut self.state);
         if !state.started {
             return Err(state.bad("the stream ended without a message_start event"));

@@ -14,7 +14,7 @@ use subagent_spi::{Effort, ModelError, async_trait};
 
 use subagent_sse::SseParser;
 
-use crate::common::{generated_call_id, parse_arguments};
+use crate::common::{generated_call_id, parse_arguments, sse_events};
 use crate::options::{HttpOptions, http_option_setters};
 use crate::transport::{Transport, truncate_chars};
 
@@ -565,38 +565,16 @@ impl OpenAiStreamDecoder {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<(), ModelError> {
         let Self { parser, state, .. } = self;
-        let mut failure = None;
-        let parsed = parser.feed(bytes, |ev| {
-            if failure.is_none()
-                && let Err(e) = state.on_data(ev.data, on_delta)
-            {
-                failure = Some(e);
-            }
-        });
-        if let Err(e) = parsed {
-            return Err(state.bad(e.to_string()));
-        }
-        failure.map_or(Ok(()), Err)
+        sse_events(parser, Some(bytes), |data| state.on_data(data, on_delta))
+            .map_err(|e| state.bad(e.to_string()))?
     }
 
     /// The stream ended: return the assembled reply, or an error if it was cut short.
     pub fn finish(mut self) -> Result<ChatResponse, ModelError> {
         let Self { parser, state, .. } = &mut self;
-        let mut failure = None;
         let noop = |_: ChatDelta| {};
-        let parsed = parser.finish(|ev| {
-            if failure.is_none()
-                && let Err(e) = state.on_data(ev.data, &noop)
-            {
-                failure = Some(e);
-            }
-        });
-        if let Err(e) = parsed {
-            return Err(state.bad(e.to_string()));
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
+        sse_events(parser, None, |data| state.on_data(data, &noop))
+            .map_err(|e| state.bad(e.to_string()))??;
         let state = std::mem::take(&mut self.state);
         if !state.saw_data {
             return Err(state.bad("the stream ended without any event"));

@@ -90,3 +90,19 @@ pub fn starts(deltas: &[ChatDelta]) -> Vec<(usize, String, String)> {
         })
         .collect()
 }
+
+/// For each `(wire, expected)`: a reply whose stop reason is `wire` maps to `expected`, both
+/// non-streamed and streamed.
+pub async fn assert_stop_reasons(
+    server: &ScriptedModelServer,
+    model: &dyn ChatModel,
+    cases: &[(&str, subagent_spi::chat::StopReason)],
+) {
+    for (wire, expected) in cases {
+        server.push(subagent_testkit::Reply::text("x").with_stop_reason(*wire));
+        server.push(subagent_testkit::Reply::text("x").with_stop_reason(*wire));
+        assert_eq!(&model.chat(user("q")).await.unwrap().stop_reason, expected);
+        let (r, _) = stream(model, user("q")).await;
+        assert_eq!(&r.unwrap().stop_reason, expected, "streamed {wire}");
+    }
+}

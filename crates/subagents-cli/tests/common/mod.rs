@@ -1,26 +1,37 @@
 //! Shared by the command's test targets.
 #![allow(dead_code)]
 
+use std::path::Path;
+
 use assert_cmd::Command;
+
+/// Variables a developer's shell may set that would change what the command does.
+pub const CLEARED_VARS: [&str; 7] = [
+    "SUBAGENTS_MODEL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "RUST_LOG",
+    "SUBAGENTS_API_KEYS",
+];
 
 /// The command with a clean environment: no model configured, Ollama probe pointed at a
 /// closed port, no home directory agents.
 pub fn subagents() -> Command {
+    let home = tempfile::tempdir().expect("temp home").keep();
+    subagents_in(&home)
+}
+
+/// [`subagents`] with `home` as its home and working directory.
+pub fn subagents_in(home: &Path) -> Command {
     let mut cmd = Command::cargo_bin("subagents").expect("binary built");
-    for var in [
-        "SUBAGENTS_MODEL",
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-        "RUST_LOG",
-    ] {
+    for var in CLEARED_VARS {
         cmd.env_remove(var);
     }
-    let home = tempfile::tempdir().expect("temp home").keep();
-    cmd.env("HOME", &home)
+    cmd.env("HOME", home)
         .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-        .current_dir(&home);
+        .current_dir(home);
     cmd
 }
 
