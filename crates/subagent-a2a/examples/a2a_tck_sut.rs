@@ -11,6 +11,9 @@
 //!
 //! `TCK_STREAMING_TIMEOUT` (seconds, default 2) sets how long `test-resubscribe-message-id*`
 //! tasks run (twice that).
+//!
+//! Tasks live in memory here; `subagent-store`'s example `a2a-tck-sut-store` serves the same
+//! agent with `--store sqlite:PATH` or `--store postgres://...` (it includes this file).
 
 use std::time::Duration;
 
@@ -162,27 +165,8 @@ impl A2aHandler for TckAgent {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut port: u16 = 9999;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--port" => {
-                let v = args.next().ok_or("--port needs a value")?;
-                port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
-            }
-            other => {
-                if let Some(v) = other.strip_prefix("--port=") {
-                    port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
-                } else {
-                    return Err(format!(
-                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N]"
-                    )
-                    .into());
-                }
-            }
-        }
-    }
+/// The TCK agent at the root, as every SUT serves it.
+pub fn tck_mount() -> AgentMount {
     let secs: f64 = std::env::var("TCK_STREAMING_TIMEOUT")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -209,8 +193,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         output_modes: Vec::new(),
         security_requirements: Vec::new(),
     });
+    AgentMount::new("/", info, agent)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut port: u16 = 9999;
+    let mut legacy_card = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--port" => {
+                let v = args.next().ok_or("--port needs a value")?;
+                port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
+            }
+            "--legacy-card" => legacy_card = true,
+            other => {
+                if let Some(v) = other.strip_prefix("--port=") {
+                    port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
+                } else {
+                    return Err(format!(
+                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--legacy-card]"
+                    )
+                    .into());
+                }
+            }
+        }
+    }
     let server = A2aServer::builder()
-        .mount(AgentMount::new("/", info, agent))
+        // For the 0.3.x TCK and stock 0.3 clients: header-less card requests get the 0.3 card
+        // (see ServerConfig::legacy_card_discovery and docs/a2a-conformance.md).
+        .legacy_card_discovery(legacy_card)
+        .mount(tck_mount())
         .build()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

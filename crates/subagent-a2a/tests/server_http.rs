@@ -217,6 +217,116 @@ async fn cards_of_both_versions_use_host_and_forwarded_headers() {
 }
 
 #[tokio::test]
+async fn card_caching_last_modified_and_if_modified_since() {
+    let s = start().await;
+    let c = reqwest::Client::new();
+    let url = format!("{}/echo/.well-known/agent-card.json", s.base);
+    let r = c.get(&url).send().await.unwrap();
+    let lm = r.headers()["last-modified"].to_str().unwrap().to_string();
+    assert!(lm.ends_with(" GMT"), "an HTTP-date: {lm}");
+    assert!(
+        r.headers().get("vary").is_none(),
+        "one card for every version"
+    );
+    let etag = r.headers()["etag"].to_str().unwrap().to_string();
+    // Not modified since then; a weak validator of the same tag also matches.
+    let r = c
+        .get(&url)
+        .header("If-Modified-Since", &lm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 304);
+    assert_eq!(r.headers()["etag"].to_str().unwrap(), etag);
+    let r = c
+        .get(&url)
+        .header("If-None-Match", format!("W/{etag}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 304);
+    // If-None-Match decides when both are present.
+    let r = c
+        .get(&url)
+        .header("If-None-Match", "\"other\"")
+        .header("If-Modified-Since", &lm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = c
+        .get(&url)
+        .header("If-Modified-Since", "Thu, 01 Jan 1970 00:00:00 GMT")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn legacy_card_discovery_serves_03_card_without_version_header() {
+    let saw = Arc::new(AtomicBool::new(false));
+    let s = serve(
+        A2aServer::builder()
+            .legacy_card_discovery(true)
+            .mount(agent("/echo", saw.clone())),
+        saw,
+    )
+    .await;
+    let c = reqwest::Client::new();
+    let url = format!("{}/echo/.well-known/agent-card.json", s.base);
+    // No header: the 0.3 card with the 1.0 interfaces beside its own fields.
+    let r = c.get(&url).send().await.unwrap();
+    assert_eq!(r.headers()["vary"], "A2A-Version");
+    let legacy_tag = r.headers()["etag"].to_str().unwrap().to_string();
+    let card: Value = r.json().await.unwrap();
+    assert_eq!(card["url"], format!("{}/echo", s.base));
+    assert!(card["protocolVersion"].as_str().unwrap().starts_with("0.3"));
+    assert_eq!(card["preferredTransport"], "JSONRPC");
+    let ifaces = card["supportedInterfaces"].as_array().unwrap();
+    assert_eq!(ifaces[0]["protocolVersion"], "1.0");
+    // Asking for 0.3 explicitly: the same.
+    let r = c
+        .get(&url)
+        .header("A2A-Version", "0.3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["etag"].to_str().unwrap(), legacy_tag);
+    // Asking for 1.0: the plain 1.0 card, its own tag.
+    let r = c
+        .get(&url)
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["vary"], "A2A-Version");
+    assert_ne!(r.headers()["etag"].to_str().unwrap(), legacy_tag);
+    let card: Value = r.json().await.unwrap();
+    assert!(card.get("url").is_none());
+    assert!(card["supportedInterfaces"].is_array());
+    // The 0.3 tag does not validate the 1.0 card.
+    let r = c
+        .get(&url)
+        .header("A2A-Version", "1.0")
+        .header("If-None-Match", &legacy_tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // Our own client sends A2A-Version: 1.0 and resolves the 1.0 card.
+    let reference = subagent_spi::SubagentReference::new(
+        format!("{}/echo", s.base),
+        subagent_a2a::client::KIND,
+    );
+    let def = subagent_a2a::client::A2aResolver::new()
+        .resolve_a2a(&reference)
+        .await
+        .expect("resolves");
+    assert!(matches!(def.card(), subagent_a2a::client::AgentCard::V1(_)));
+}
+
+#[tokio::test]
 async fn option_serves_03_card_at_agent_card_json_and_public_url_wins() {
     let saw = Arc::new(AtomicBool::new(false));
     let s = serve(

@@ -67,8 +67,13 @@ fn python(env: &str, venv: &str) -> Option<PathBuf> {
 }
 
 async fn start(card_version: ProtocolVersion) -> (String, CancellationToken) {
-    let server = A2aServer::builder()
-        .agent_card_version(card_version)
+    start_with(A2aServer::builder().agent_card_version(card_version)).await
+}
+
+async fn start_with(
+    builder: subagent_a2a::server::A2aServerBuilder,
+) -> (String, CancellationToken) {
+    let server = builder
         .mount(AgentMount::new(
             "/agents/echo",
             AgentInfo::new("echo", "Echoes the text back as an artifact"),
@@ -174,6 +179,39 @@ async fn python_03_client_with_03_card_at_agent_card_json() {
         &[&url, "/.well-known/agent-card.json"],
     )
     .await;
+    assert_all_checks(&lines);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
+async fn python_03_client_discovers_agent_card_json_under_legacy_discovery() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
+        return;
+    };
+    // The stock 0.3 client's default path, no A2A-Version header: the 0.3 card (1.0
+    // interfaces embedded) answers.
+    let (url, stop) = start_with(A2aServer::builder().legacy_card_discovery(true)).await;
+    let lines = run_client(
+        &py,
+        "client_v03.py",
+        &[&url, "/.well-known/agent-card.json"],
+    )
+    .await;
+    assert_all_checks(&lines);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
+async fn python_1x_client_reads_the_embedded_interfaces_under_legacy_discovery() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
+        return;
+    };
+    // The 1.x resolver sends no A2A-Version either: it gets the 0.3 card and reads its
+    // `supportedInterfaces`, so it still talks 1.0.
+    let (url, stop) = start_with(A2aServer::builder().legacy_card_discovery(true)).await;
+    let lines = run_client(&py, "client_v1.py", &[&url, "JSONRPC"]).await;
     assert_all_checks(&lines);
     stop.cancel();
 }

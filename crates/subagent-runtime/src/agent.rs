@@ -34,9 +34,13 @@ const PREVIEW_CHARS: usize = 200;
 ///   [`SubagentError::Resume`]).
 /// - **Only the final text returns**: [`TaskOutcome::text`] is the last reply's text (or, when the
 ///   run was stopped, the last text the model produced, including streamed text of an interrupted
-///   reply). The whole transcript is saved under [`TaskOutcome::session_id`] (`sess_<hex>` for a
-///   new run, the same id for a resumed one). Tool calls left unanswered by a stop get an error
-///   result saying why, so the saved transcript stays valid for providers on resume.
+///   reply). The transcript is stored under [`TaskOutcome::session_id`] (`sess_<hex>` for a
+///   new run, the same id for a resumed one) **as the run goes**: the first prompt at the start,
+///   then each turn's new messages ([`TranscriptStore::append`]), so a run whose process dies
+///   can be resumed from its last complete turn. The id is announced at the start with a
+///   [`ProgressKind::Session`] event. Tool calls left unanswered by a stop (or by a crash, seen
+///   on resume) get an error result saying why, so the transcript stays valid for providers. A
+///   store that fails is reported, never fatal: see [`TranscriptStore`]'s failure policy.
 /// - **Limits**: the smaller of [`Limits::max_turns`](crate::Limits::max_turns) and
 ///   [`TaskContext::max_turns`]; the smaller token budget; the earlier deadline. Hitting one ends
 ///   the run with `Ok` and [`TaskStatus::LimitReached`], `limit` set to `max_turns=N`,
@@ -49,7 +53,7 @@ const PREVIEW_CHARS: usize = 200;
 ///   [`Limits::max_tool_output_chars`](crate::Limits::max_tool_output_chars) is cut with a marker
 ///   (see [`truncate_output`]).
 /// - **Errors**: a failing model call returns [`SubagentError::Execution`] naming the agent and
-///   the turn (the transcript is not saved then).
+///   the turn (the turns before it stay stored).
 /// - **Progress**: per turn `Turn`, `TextDelta` (streaming only), `Usage`, and
 ///   `ToolCall`/`ToolResult` per tool. `Started` and `Finished` are the task's lifecycle and are
 ///   emitted by whoever starts the task (the `Task` tool for subagents), never twice.
@@ -179,30 +183,55 @@ impl AgentRuntime {
         let deadline = min_opt(limits.deadline, ctx.deadline());
         let max_output = limits.max_tool_output_chars;
 
-        let (session_id, mut transcript) = match input {
-            RunInput::Prompt(prompt) => (
-                new_session_id(),
-                Transcript {
-                    system,
-                    messages: vec![ChatMessage::user(prompt)],
-                },
-            ),
-            RunInput::Resume { session_id, prompt } => {
-                let Some(mut t) = self.store.load(&session_id).await else {
-                    return Err(SubagentError::Resume {
-                        session: session_id,
-                        reason: "no transcript is stored under this id (it is unknown, or was \
+        let (session_id, mut transcript, mut saved, new_session) =
+            match input {
+                RunInput::Prompt(prompt) => (
+                    new_session_id(),
+                    Transcript {
+                        system,
+                        messages: vec![ChatMessage::user(prompt)],
+                    },
+                    0,
+                    true,
+                ),
+                RunInput::Resume { session_id, prompt } => {
+                    let loaded = self.store.try_load(&session_id).await.map_err(|e| {
+                        SubagentError::Resume {
+                            session: session_id.clone(),
+                            reason: format!("the transcript could not be read: {e}"),
+                        }
+                    })?;
+                    let Some(mut t) = loaded else {
+                        return Err(SubagentError::Resume {
+                            session: session_id,
+                            reason: "no transcript is stored under this id (it is unknown, or was \
                                  evicted from the transcript store)"
-                            .to_string(),
-                    });
-                };
-                if system.is_some() {
-                    t.system = system;
+                                .to_string(),
+                        });
+                    };
+                    let mut saved = t.messages.len();
+                    if system.is_some() && system != t.system {
+                        t.system = system;
+                        saved = 0; // rewritten whole below
+                    }
+                    // A run that ended without finishing (a crash) may have left calls unanswered.
+                    answer_dangling_calls(&mut t.messages, "the run was interrupted before it ran");
+                    t.messages.push(ChatMessage::user(prompt));
+                    (session_id, t, saved, false)
                 }
-                t.messages.push(ChatMessage::user(prompt));
-                (session_id, t)
-            }
-        };
+            };
+        ctx.emit(ProgressKind::Session {
+            session_id: session_id.clone(),
+        });
+        let mut save_failed = false;
+        if saved == 0 && !new_session {
+            save_failed |= !self.persist_whole(&session_id, &transcript, ctx).await;
+            saved = transcript.messages.len();
+        } else {
+            save_failed |= !self
+                .persist(&session_id, &transcript, &mut saved, ctx)
+                .await;
+        }
 
         // One spec per name (the first tool of a name wins, as in dispatch).
         let mut specs: Vec<ToolSpec> = Vec::with_capacity(tools.len());
@@ -341,6 +370,9 @@ impl AgentRuntime {
                     is_error: out.is_error,
                 });
             }
+            save_failed |= !self
+                .persist(&session_id, &transcript, &mut saved, ctx)
+                .await;
         };
 
         tracing::debug!(agent = %ctx.agent(), turns = turn, status = %stop.status, limit = ?stop.limit, "run finished");
@@ -351,18 +383,73 @@ impl AgentRuntime {
             .or(model_name)
             .or_else(|| Some(model.model_name().to_string()))
             .filter(|m| !m.is_empty());
-        self.store.save(&session_id, transcript).await;
+        let stored = if save_failed {
+            // Once more, whole: a passing failure heals; a lasting one drops the session id.
+            self.persist_whole(&session_id, &transcript, ctx).await
+        } else {
+            self.persist(&session_id, &transcript, &mut saved, ctx)
+                .await
+        };
         let text = match stop.partial {
             Some(p) => p,
             None => last_text,
         };
         let mut outcome = TaskOutcome::with_status(text, stop.status)
-            .with_session(session_id)
             .with_usage(usage)
             .with_children(children);
+        if stored {
+            outcome = outcome.with_session(session_id);
+        }
         outcome.limit = stop.limit;
         Ok(outcome)
     }
+}
+
+impl AgentRuntime {
+    /// Appends the messages not yet stored; false (after reporting it) when the store failed.
+    async fn persist(
+        &self,
+        id: &str,
+        t: &Transcript,
+        saved: &mut usize,
+        ctx: &TaskContext,
+    ) -> bool {
+        if *saved >= t.messages.len() {
+            return true;
+        }
+        match self
+            .store
+            .append(id, t.system.as_deref(), &t.messages[*saved..])
+            .await
+        {
+            Ok(()) => {
+                *saved = t.messages.len();
+                true
+            }
+            Err(e) => {
+                report_unsaved(id, &e, ctx);
+                false
+            }
+        }
+    }
+
+    /// Writes the whole transcript; false (after reporting it) when the store failed.
+    async fn persist_whole(&self, id: &str, t: &Transcript, ctx: &TaskContext) -> bool {
+        match self.store.replace(id, t.clone()).await {
+            Ok(()) => true,
+            Err(e) => {
+                report_unsaved(id, &e, ctx);
+                false
+            }
+        }
+    }
+}
+
+fn report_unsaved(id: &str, e: &crate::TranscriptStoreError, ctx: &TaskContext) {
+    tracing::warn!(agent = %ctx.agent(), session = %id, error = %e, "transcript not saved");
+    ctx.emit(ProgressKind::Status {
+        message: format!("warning: the transcript of session {id} was not saved: {e}"),
+    });
 }
 
 /// Runs one requested tool call; every failure becomes an error result for the model.

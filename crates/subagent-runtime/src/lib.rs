@@ -38,4 +38,4 @@ mod store;
 pub use agent::{AgentRuntime, TRUNCATION_MARKER_PREFIX, truncate_output};
 pub use registry::{ModelFactory, ModelRegistry};
 pub use spec::{Limits, RunInput, RunSpec};
-pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore};
+pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError};

@@ -18,14 +18,89 @@ pub struct Transcript {
     pub messages: Vec<ChatMessage>,
 }
 
+/// A transcript store operation that failed (a database error, a full disk...). The runtime
+/// reports it and keeps the run's result: see [`TranscriptStore`] for the policy.
+#[derive(Debug, thiserror::Error)]
+#[error("transcript store: {message}")]
+#[non_exhaustive]
+pub struct TranscriptStoreError {
+    /// What failed, for people.
+    pub message: String,
+    /// The underlying error, when there is one.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl TranscriptStoreError {
+    /// An error with a message and the error that caused it.
+    pub fn new(
+        message: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// An error with a message only.
+    pub fn msg(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            source: None,
+        }
+    }
+}
+
 /// Keeps transcripts by session id. Implementations must be cheap to call from async code (no
 /// blocking I/O on the caller's thread) and should bound their memory.
+///
+/// [`load`](Self::load) and [`save`](Self::save) are the whole-transcript API every store
+/// implements. The runtime uses the fallible, incremental methods
+/// ([`try_load`](Self::try_load), [`append`](Self::append), [`replace`](Self::replace)),
+/// whose defaults are built on the first two; a durable store overrides them so that a long
+/// session is not rewritten on every turn and so that its errors are seen.
+///
+/// **Failure policy** (what the runtime does with an `Err`): a failed read on resume fails the
+/// run with [`SubagentError::Resume`](subagent_spi::SubagentError::Resume) naming the error; a
+/// failed write never loses the run's result: the run goes on, a warning is logged and a
+/// `Status` progress event says the transcript was not saved, the whole transcript is written
+/// once more at the end, and when that fails too the outcome carries no session id (the session
+/// cannot be resumed, and nobody is told it can).
 #[async_trait]
 pub trait TranscriptStore: Send + Sync {
     /// The transcript stored under `id`, if any.
     async fn load(&self, id: &str) -> Option<Transcript>;
     /// Stores `t` under `id`, replacing what was there.
     async fn save(&self, id: &str, t: Transcript);
+
+    /// [`load`](Self::load), with the store's errors.
+    async fn try_load(&self, id: &str) -> Result<Option<Transcript>, TranscriptStoreError> {
+        Ok(self.load(id).await)
+    }
+
+    /// Adds `messages` to the end of session `id`, creating it with `system` when it does not
+    /// exist (an existing session keeps its system prompt). The default loads, extends and
+    /// saves the whole transcript.
+    async fn append(
+        &self,
+        id: &str,
+        system: Option<&str>,
+        messages: &[ChatMessage],
+    ) -> Result<(), TranscriptStoreError> {
+        let mut t = self.try_load(id).await?.unwrap_or_else(|| Transcript {
+            system: system.map(str::to_string),
+            messages: Vec::new(),
+        });
+        t.messages.extend_from_slice(messages);
+        self.replace(id, t).await
+    }
+
+    /// [`save`](Self::save), with the store's errors.
+    async fn replace(&self, id: &str, t: Transcript) -> Result<(), TranscriptStoreError> {
+        self.save(id, t).await;
+        Ok(())
+    }
 }
 
 impl Transcript {
@@ -155,6 +230,58 @@ impl TranscriptStore for InMemoryTranscriptStore {
     }
 
     async fn save(&self, id: &str, t: Transcript) {
+        self.put(id, t);
+    }
+
+    async fn append(
+        &self,
+        id: &str,
+        system: Option<&str>,
+        messages: &[ChatMessage],
+    ) -> Result<(), TranscriptStoreError> {
+        // Extends in place (no copy of the session), then re-applies the bounds.
+        let mut g = self.lock();
+        let Some(entry) = g.entries.get_mut(id) else {
+            drop(g);
+            self.put(
+                id,
+                Transcript {
+                    system: system.map(str::to_string),
+                    messages: messages.to_vec(),
+                },
+            );
+            return Ok(());
+        };
+        entry.2.messages.extend_from_slice(messages);
+        let size = entry.2.approx_bytes();
+        let old = std::mem::replace(&mut entry.1, size);
+        g.bytes = g.bytes - old + size;
+        g.touch(id);
+        if size > self.max_bytes {
+            if let Some((tick, size, _)) = g.entries.remove(id) {
+                g.order.remove(&tick);
+                g.bytes -= size;
+            }
+            return Ok(());
+        }
+        self.evict(&mut g);
+        Ok(())
+    }
+}
+
+impl InMemoryTranscriptStore {
+    fn evict(&self, g: &mut Lru) {
+        while g.entries.len() > self.capacity || g.bytes > self.max_bytes {
+            let Some((_, victim)) = g.order.pop_first() else {
+                break;
+            };
+            if let Some((_, victim_size, _)) = g.entries.remove(&victim) {
+                g.bytes -= victim_size;
+            }
+        }
+    }
+
+    fn put(&self, id: &str, t: Transcript) {
         let size = t.approx_bytes();
         let mut g = self.lock();
         if size > self.max_bytes {
@@ -173,14 +300,7 @@ impl TranscriptStore for InMemoryTranscriptStore {
         }
         g.bytes += size;
         g.order.insert(tick, id.to_string());
-        while g.entries.len() > self.capacity || g.bytes > self.max_bytes {
-            let Some((_, victim)) = g.order.pop_first() else {
-                break;
-            };
-            if let Some((_, victim_size, _)) = g.entries.remove(&victim) {
-                g.bytes -= victim_size;
-            }
-        }
+        self.evict(&mut g);
     }
 }
 
@@ -224,6 +344,34 @@ mod tests {
         assert!(s.load("huge").await.is_none());
         assert_eq!(s.len(), 2, "the others stay");
         assert!(s.load("b").await.is_some());
+    }
+
+    #[tokio::test]
+    async fn append_extends_creates_and_keeps_the_bounds() {
+        let s = InMemoryTranscriptStore::with_limits(10, 10_000);
+        s.append("a", Some("sys"), &[ChatMessage::user("1")])
+            .await
+            .unwrap();
+        s.append("a", Some("other"), &[ChatMessage::user("2")])
+            .await
+            .unwrap();
+        let t = s.load("a").await.unwrap();
+        assert_eq!(t.system.as_deref(), Some("sys"));
+        assert_eq!(
+            t.messages,
+            vec![ChatMessage::user("1"), ChatMessage::user("2")]
+        );
+        assert_eq!(s.approx_bytes(), t.approx_bytes());
+        // growing past the byte bound drops the session rather than the others
+        s.append("b", None, &[ChatMessage::user("b")])
+            .await
+            .unwrap();
+        s.append("a", None, &[ChatMessage::user(&"x".repeat(20_000))])
+            .await
+            .unwrap();
+        assert!(s.load("a").await.is_none());
+        assert!(s.load("b").await.is_some());
+        assert_eq!(s.approx_bytes(), s.load("b").await.unwrap().approx_bytes());
     }
 
     #[tokio::test]

@@ -76,10 +76,13 @@ async fn multi_turn_tool_use_feeds_results_back() {
         )),
         "{kinds:?}"
     );
-    assert!(matches!(
-        kinds.first(),
-        Some(ProgressKind::Turn { turn: 1 })
-    ));
+    // The session is announced first (a ledger can point at a run that never ends), then
+    // the turns.
+    assert!(
+        matches!(kinds.first(), Some(ProgressKind::Session { session_id }) if Some(session_id.as_str()) == out.session_id.as_deref()),
+        "{kinds:?}"
+    );
+    assert!(matches!(kinds.get(1), Some(ProgressKind::Turn { turn: 1 })));
     let turns: Vec<u32> = kinds
         .iter()
         .filter_map(|k| match k {
@@ -566,4 +569,47 @@ async fn duplicate_tool_names_are_sent_once_and_the_first_wins() {
     let reqs = model.requests();
     assert_eq!(reqs[0].tools.len(), 1);
     assert_eq!(tool_results(&reqs[1])[0].1, "from the first");
+}
+
+/// A transcript left with an unanswered tool call (the process died mid-call) resumes: the
+/// call gets an error result before the new prompt.
+#[tokio::test]
+async fn resume_answers_calls_a_crash_left_open() {
+    use subagent_runtime::{InMemoryTranscriptStore, Transcript, TranscriptStore};
+    let store = Arc::new(InMemoryTranscriptStore::new());
+    store
+        .save(
+            "sess_crashed",
+            Transcript {
+                system: None,
+                messages: vec![
+                    ChatMessage::user("start"),
+                    ChatMessage::Assistant {
+                        content: String::new(),
+                        tool_calls: vec![subagent_spi::chat::ToolCall::new(
+                            "c1",
+                            "echo",
+                            json!({}),
+                        )],
+                    },
+                ],
+            },
+        )
+        .await;
+    let model = ScriptedModel::new(vec![text("resumed")]);
+    let out = AgentRuntime::new(store.clone())
+        .run(
+            RunSpec::resume(model.clone(), "sess_crashed", "go on"),
+            &TaskContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "resumed");
+    let sent = &model.requests()[0].messages;
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert!(
+        matches!(&sent[2], ChatMessage::Tool { call_id, is_error: true, .. } if call_id == "c1")
+    );
+    assert_eq!(sent[3], ChatMessage::user("go on"));
+    assert_eq!(store.load("sess_crashed").await.unwrap().messages.len(), 5);
 }

@@ -19,6 +19,10 @@ pub enum TaskStatus {
     Cancelled,
     /// A turn, token or time limit stopped the run; the text is the last partial answer.
     LimitReached,
+    /// The process running the task ended before the task did (a crash, a kill, a restart):
+    /// the text is the partial output recorded by a durable ledger, and the session, when
+    /// there is one, can be resumed. Only seen for background tasks read back after a restart.
+    Interrupted,
 }
 
 impl TaskStatus {
@@ -31,6 +35,7 @@ impl TaskStatus {
             TaskStatus::Failed => "failed",
             TaskStatus::Cancelled => "cancelled",
             TaskStatus::LimitReached => "limit_reached",
+            TaskStatus::Interrupted => "interrupted",
         }
     }
 

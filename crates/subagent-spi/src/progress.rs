@@ -100,6 +100,13 @@ pub enum ProgressKind {
         /// Usage so far.
         usage: Usage,
     },
+    /// The run's session id, announced when the run starts (before it ends), so a durable
+    /// ledger can point at the transcript of a run that never finishes. Emitted by runtimes that
+    /// keep transcripts; the outcome's `session_id` is the same id.
+    Session {
+        /// The id `TaskCall::resume` accepts.
+        session_id: String,
+    },
     /// The run ended.
     Finished {
         /// How it ended.

@@ -24,6 +24,12 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Where transcripts and background tasks are kept: `sqlite:PATH`, `postgres://...`, or
+    /// `memory` (nothing survives the process). Default: `store` in subagents.toml, else SQLite
+    /// at $XDG_DATA_HOME/subagents/ledger.db (~/.local/share/subagents/ledger.db).
+    #[arg(long, global = true, value_name = "URL", env = "SUBAGENTS_STORE")]
+    pub store: Option<String>,
+
     /// Log verbosity for diagnostics on stderr (error, warn, info, debug, trace).
     #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     pub log: String,
@@ -52,6 +58,46 @@ pub enum Command {
     /// Serve Task / TaskOutput / TaskStop over MCP (stdio, or streamable HTTP with --listen),
     /// so any MCP client can delegate to these subagents.
     Mcp(McpArgs),
+    /// Drop old transcripts and background-task results from the store (--store). The store
+    /// also prunes itself when opened and every 10 minutes, with the default bounds.
+    Prune(PruneArgs),
+}
+
+/// `subagents prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Drop what is older than this (finished background tasks by their end, transcripts by
+    /// their last turn): e.g. 30m, 12h, 7d, 3600s. Default: the store's bounds (background
+    /// results after 30 minutes, transcripts after 30 days).
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub older_than: Option<std::time::Duration>,
+    /// Say what would be dropped, drop nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the counts as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `30s`, `15m`, `12h`, `7d` (a bare number is seconds).
+pub fn parse_age(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((s, ""), |i| s.split_at(i));
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not an age such as 30m, 12h or 7d"))?;
+    let secs = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        other => return Err(format!("unknown unit `{other}` in `{s}`: use s, m, h or d")),
+    };
+    n.checked_mul(secs)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("`{s}` is too long"))
 }
 
 /// Where agents come from (shared by several subcommands).
@@ -155,6 +201,10 @@ pub struct TaskArgs {
     /// Start it in the background, print its progress, then wait for and print the result.
     #[arg(long)]
     pub background: bool,
+    /// Continue an earlier session of this agent (its id is in the result's footer and in
+    /// --json output); with a durable store, sessions of earlier processes too.
+    #[arg(long, value_name = "SESSION")]
+    pub resume: Option<String>,
     /// Print a machine-readable outcome.
     #[arg(long)]
     pub json: bool,

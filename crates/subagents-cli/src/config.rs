@@ -15,6 +15,7 @@ use crate::error::CliError;
 /// a2a = ["http://127.0.0.1:9000",   # remote A2A agents; a table adds settings such as
 ///        { url = "https://h/agent", bearer_env = "AGENT_TOKEN" }]   # credentials
 /// max_depth = 3                     # nesting limit (the main agent is depth 0)
+/// store = "sqlite:/var/lib/subagents/ledger.db"   # like --store (or postgres://..., memory)
 /// [models]                          # named models and aliases
 /// fast = "openai:gpt-4.1-mini"
 /// sonnet = "anthropic:claude-sonnet-4-5"
@@ -48,6 +49,8 @@ pub struct Config {
     pub models: BTreeMap<String, String>,
     /// The nesting limit.
     pub max_depth: Option<u32>,
+    /// Where transcripts and background tasks are kept (`--store` wins).
+    pub store: Option<String>,
     /// Permission mode and rules.
     #[serde(default)]
     pub permissions: PermissionsConfig,
@@ -133,6 +136,17 @@ impl Config {
             .map_err(|e| CliError::Config(format!("{}: {e}", path.display())))?;
         config.path = Some(path);
         Ok(config)
+    }
+
+    /// The store: `--store` (already folded into `store`), else SQLite under the data
+    /// directory.
+    pub fn store_url(&self) -> Result<subagents::store::StoreUrl, CliError> {
+        match &self.store {
+            Some(text) => text
+                .parse()
+                .map_err(|e| CliError::Config(format!("{}: store: {e}", self.name()))),
+            None => Ok(subagents::store::StoreUrl::default_for_cli()),
+        }
     }
 
     /// The file's name for messages.

@@ -14,6 +14,7 @@ mod error;
 mod mcp;
 mod output;
 mod progress;
+mod prune;
 mod run;
 mod serve;
 mod setup;
@@ -70,7 +71,10 @@ fn colour_on_stderr() -> bool {
 }
 
 async fn dispatch(cli: Cli) -> Result<(), CliError> {
-    let config = Config::load(cli.config.as_deref())?;
+    let mut config = Config::load(cli.config.as_deref())?;
+    if let Some(store) = cli.store {
+        config.store = Some(store);
+    }
     match cli.command {
         Command::Run(args) => run::run(args, config).await,
         Command::Task(args) => run::task(args, config).await,
@@ -85,5 +89,6 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Serve(args) => serve::serve(args, config).await,
         Command::Call(args) => call::call(&args).await,
         Command::Mcp(args) => mcp::serve(args, config).await,
+        Command::Prune(args) => prune::prune(&args, &config).await,
     }
 }

@@ -100,6 +100,7 @@ pub async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     }
     let result = main.run(prompt).await;
     interrupt.abort();
+    flush_store(&agents).await;
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
     let outcome = result.map_err(failure)?;
@@ -136,6 +137,14 @@ fn main_agent_as(
         .map(|k| k.to_string())
         .unwrap_or_default();
     Ok((def.name().to_string(), kind))
+}
+
+/// Writes what the background writer still holds before the process exits; a failure is
+/// reported on stderr (the results it names are lost).
+async fn flush_store(agents: &subagents::Subagents) {
+    if let Err(e) = agents.flush().await {
+        eprintln!("subagents: warning: background results not saved: {e}");
+    }
 }
 
 /// `subagents task`.
@@ -183,6 +192,7 @@ pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
     if args.background {
         call = call.in_background(true);
     }
+    call.resume = args.resume.clone();
     call.model = args.model.clone();
     let dispatched = agents.dispatch(call, &ctx).await;
     let result: Result<(String, Option<String>, TaskOutcome), SubagentError> = match dispatched {
@@ -232,6 +242,7 @@ pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
     };
     interrupt.abort();
     drop(ctx);
+    flush_store(&agents).await;
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
     let (agent, task_id, outcome) = result.map_err(failure)?;

@@ -117,6 +117,7 @@ impl Setup<'_> {
         if self.sources.no_hooks {
             b = b.hooks(false);
         }
+        b = b.store(self.config.store_url()?);
         Ok(b)
     }
 

@@ -26,8 +26,27 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         })?,
     };
 
+    #[cfg(feature = "store")]
+    let store = open_store(b.store.as_ref(), &b.retention).await?;
+    #[allow(unused_mut)]
+    let mut task_builder = b.task;
+    #[cfg(feature = "store")]
+    if let Some(s) = &store {
+        task_builder =
+            task_builder.ledger(Arc::new(subagent_store::SqlTaskLedger::new(s.db.clone())));
+    }
+
     #[cfg(feature = "claude")]
     let local = {
+        let transcripts: Arc<dyn subagent_runtime::TranscriptStore> = {
+            #[cfg(feature = "store")]
+            match &store {
+                Some(s) => Arc::new(subagent_store::SqlTranscriptStore::new(s.db.clone())),
+                None => Arc::new(subagent_runtime::InMemoryTranscriptStore::new()),
+            }
+            #[cfg(not(feature = "store"))]
+            Arc::new(subagent_runtime::InMemoryTranscriptStore::new())
+        };
         let ws = subagent_tools::Workspace::new(&root).map_err(|e| Error::Workspace {
             path: root.clone(),
             source: Box::new(e),
@@ -72,6 +91,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             .skill_dirs(skill_dirs)
             .builtin_agents(b.builtin_agents)
             .stream(b.stream)
+            .transcript_store(transcripts.clone())
             .permission_rules(rules.clone());
         if let Some(mode) = b.permission_mode {
             claude = claude.permission_mode(mode);
@@ -115,6 +135,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             rules: Arc::new(rules),
             sandbox: b.sandbox.clone(),
             hooks,
+            transcripts,
         }))
     };
     #[cfg(not(feature = "claude"))]
@@ -181,8 +202,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
     }
     refs.extend(b.references);
 
-    let task = b
-        .task
+    let task = task_builder
         .subagent_types(kinds)
         .subagent_references(refs)
         .build()
@@ -194,7 +214,37 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         approver: b.approver.0,
         #[cfg(feature = "claude")]
         local,
+        #[cfg(feature = "store")]
+        store,
     })
+}
+
+/// Opens the store (`None` for none or `memory`) and starts its maintenance: interrupted tasks
+/// marked and retention applied now, then every ten minutes.
+#[cfg(feature = "store")]
+async fn open_store(
+    url: Option<&subagent_store::StoreUrl>,
+    retention: &subagent_store::Retention,
+) -> Result<Option<Arc<crate::StoreHandle>>, Error> {
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let db = subagent_store::Db::open(url)
+        .await
+        .map_err(|e| Error::Store {
+            url: url.redacted(),
+            source: Box::new(e),
+        })?;
+    let Some(db) = db else {
+        return Ok(None);
+    };
+    tracing::debug!(store = %url, "store opened");
+    let maintenance = subagent_store::spawn_maintenance(
+        db.clone(),
+        retention.clone(),
+        std::time::Duration::from_secs(600),
+    );
+    Ok(Some(Arc::new(crate::StoreHandle { db, maintenance })))
 }
 
 /// The settings hooks: the given settings files, plus Claude Code's (user, project, local)

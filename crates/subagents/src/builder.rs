@@ -62,6 +62,10 @@ pub struct SubagentsBuilder {
     pub(crate) sandbox: subagent_tools::SandboxPolicy,
     pub(crate) hooks: bool,
     pub(crate) settings_files: Vec<PathBuf>,
+    #[cfg(feature = "store")]
+    pub(crate) store: Option<subagent_store::StoreUrl>,
+    #[cfg(feature = "store")]
+    pub(crate) retention: subagent_store::Retention,
 }
 
 impl Default for SubagentsBuilder {
@@ -95,6 +99,10 @@ impl Default for SubagentsBuilder {
             sandbox: subagent_tools::SandboxPolicy::default(),
             hooks: true,
             settings_files: Vec::new(),
+            #[cfg(feature = "store")]
+            store: None,
+            #[cfg(feature = "store")]
+            retention: subagent_store::Retention::default(),
         }
     }
 }
@@ -313,9 +321,36 @@ impl SubagentsBuilder {
         self
     }
 
-    /// How long finished background results stay readable (default 30 minutes).
+    /// How long finished background results stay readable (default 30 minutes); with a
+    /// [`store`](Self::store), also how long their records are kept.
     pub fn result_ttl(mut self, ttl: Duration) -> Self {
         self.task = self.task.result_ttl(ttl);
+        #[cfg(feature = "store")]
+        {
+            self.retention.task_ttl = ttl;
+        }
+        self
+    }
+
+    // --- durable state (feature `store`) ---
+
+    /// Where transcripts and background tasks are kept (feature `store`): `memory` (the
+    /// default: nothing outlives the process), `sqlite:PATH` or `postgres://...`. With a
+    /// database, `resume` of a session and `TaskOutput` of a background task work after a
+    /// restart, and tasks whose process died read back as `interrupted`. The database is opened
+    /// (and migrated) by [`build`](Self::build), pruned then and every 10 minutes by
+    /// [`retention`](Self::retention); [`Subagents::store_db`] shares it.
+    #[cfg(feature = "store")]
+    pub fn store(mut self, url: subagent_store::StoreUrl) -> Self {
+        self.store = Some(url);
+        self
+    }
+
+    /// How much persisted data is kept (feature `store`; default
+    /// [`Retention::default`](subagent_store::Retention)).
+    #[cfg(feature = "store")]
+    pub fn retention(mut self, retention: subagent_store::Retention) -> Self {
+        self.retention = retention;
         self
     }
 

@@ -68,6 +68,15 @@ pub enum Error {
     /// Registering the agents failed (unresolvable references, duplicate names, limits).
     #[error(transparent)]
     Build(#[from] task_tool::BuildError),
+    /// The durable store could not be opened or migrated.
+    #[error("store {url}: {source}")]
+    Store {
+        /// The store URL, password removed.
+        url: String,
+        /// What went wrong.
+        #[source]
+        source: BoxError,
+    },
     /// The A2A server could not be assembled.
     #[error("A2A server: {0}")]
     Server(#[source] BoxError),

@@ -30,6 +30,7 @@
 //! | `a2a` | yes | remote A2A agents ([`a2a`]) |
 //! | `server` | no | [`Subagents::a2a_server`]: serving the agents over A2A |
 //! | `mcp` | no | MCP agents, `mcpServers` tools for Markdown agents, [`Subagents::mcp_server`] ([`mcp`]) |
+//! | `store` | no | durable transcripts and background tasks on SQLite or PostgreSQL (`SubagentsBuilder::store`, `store`) |
 //! | `full` | no | all of the above |
 
 mod assemble;
@@ -82,6 +83,10 @@ pub use subagent_a2a as a2a;
 #[cfg(feature = "mcp")]
 pub use subagent_mcp as mcp;
 
+/// Durable stores (feature `store`): SQLite or PostgreSQL.
+#[cfg(feature = "store")]
+pub use subagent_store as store;
+
 pub use builder::SubagentsBuilder;
 #[cfg(feature = "claude")]
 pub use builder::discovered_agent_dirs;
@@ -89,6 +94,8 @@ pub use error::Error;
 #[cfg(feature = "claude")]
 pub use main_agent::{MAIN_SYSTEM_PROMPT, MainAgent};
 pub use models::ModelChoice;
+#[cfg(all(feature = "server", feature = "store"))]
+pub use serve::open_task_store;
 #[cfg(feature = "server")]
 pub use serve::{ServeOptions, agent_path};
 
@@ -115,6 +122,22 @@ pub(crate) struct Local {
     /// How `Bash` is confined.
     pub(crate) sandbox: subagent_tools::SandboxPolicy,
     pub(crate) hooks: subagent_claude::Hooks,
+    /// Where the main agent's transcripts go (the Markdown agents' store).
+    pub(crate) transcripts: Arc<dyn subagent_runtime::TranscriptStore>,
+}
+
+/// The opened store and its maintenance task (stopped when the last clone is dropped).
+#[cfg(feature = "store")]
+pub(crate) struct StoreHandle {
+    pub(crate) db: subagent_store::Db,
+    pub(crate) maintenance: tokio::task::JoinHandle<()>,
+}
+
+#[cfg(feature = "store")]
+impl Drop for StoreHandle {
+    fn drop(&mut self) {
+        self.maintenance.abort();
+    }
 }
 
 /// The assembled agents and the tools that reach them. Cheap to clone.
@@ -126,6 +149,8 @@ pub struct Subagents {
     pub(crate) approver: Option<Arc<dyn spi::Approver>>,
     #[cfg(feature = "claude")]
     pub(crate) local: Option<Arc<Local>>,
+    #[cfg(feature = "store")]
+    pub(crate) store: Option<Arc<StoreHandle>>,
 }
 
 impl std::fmt::Debug for Subagents {
@@ -193,6 +218,21 @@ impl Subagents {
     /// The approver given to the builder, if any.
     pub fn approver(&self) -> Option<&Arc<dyn spi::Approver>> {
         self.approver.as_ref()
+    }
+
+    /// The database opened for `SubagentsBuilder::store` (`None` for `memory` or without a
+    /// store), for other stores to share (the A2A server's tasks) and for `store::prune`.
+    /// Feature `store`.
+    #[cfg(feature = "store")]
+    pub fn store_db(&self) -> Option<&subagent_store::Db> {
+        self.store.as_ref().map(|s| &s.db)
+    }
+
+    /// Writes pending background-task records to the store now; call before the process
+    /// exits (a no-op without a store). A failure is returned, and the results stay readable in
+    /// this process.
+    pub async fn flush(&self) -> Result<(), task_tool::LedgerError> {
+        self.task.flush_ledger().await
     }
 }
 

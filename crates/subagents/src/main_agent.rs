@@ -164,7 +164,9 @@ impl<'a> MainAgent<'a> {
             .with_system(self.system)
             .with_tools(tools)
             .with_limits(Limits::default().with_max_turns(self.max_turns));
-        let result = AgentRuntime::default().run(spec, &ctx).await;
+        let result = AgentRuntime::new(local.transcripts.clone())
+            .run(spec, &ctx)
+            .await;
         let (status, usage) = match &result {
             Ok(o) => (o.status, o.usage.clone()),
             Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),

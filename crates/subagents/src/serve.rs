@@ -18,6 +18,12 @@ pub struct ServeOptions {
     /// Credentials every agent requires (declared in both card versions; requests without
     /// them get HTTP 401). `None`: no authentication. Keys never appear in `Debug` output.
     pub auth: Option<ServerAuth>,
+    /// Where the served agents' A2A tasks live (feature `store`): each agent gets its own
+    /// view of it. `None`: bounded memory. A SQLite store keeps tasks across restarts; a
+    /// PostgreSQL one is shared by every replica given the same database (see
+    /// `docs/scaling.md`).
+    #[cfg(feature = "store")]
+    pub task_store: Option<subagent_store::a2a::SqlTaskStore>,
 }
 
 impl ServeOptions {
@@ -49,12 +55,40 @@ impl ServeOptions {
         self
     }
 
+    /// Keeps the served agents' A2A tasks in `store` (builder style; feature `store`). Open
+    /// it with [`open_task_store`].
+    #[cfg(feature = "store")]
+    #[must_use]
+    pub fn task_store(mut self, store: subagent_store::a2a::SqlTaskStore) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
     /// Sets the public base URL (builder style).
     #[must_use]
     pub fn public_url(mut self, url: impl Into<String>) -> Self {
         self.public_url = Some(url.into());
         self
     }
+}
+
+/// Opens the A2A task store at `url` for [`ServeOptions::task_store`] (feature `store`):
+/// `None` for `memory`; otherwise the database, migrated, with running tasks of an earlier
+/// process handled (see `subagent_store::a2a`). Needs a tokio runtime.
+#[cfg(feature = "store")]
+pub async fn open_task_store(
+    url: &subagent_store::StoreUrl,
+) -> Result<Option<subagent_store::a2a::SqlTaskStore>, Error> {
+    let Some(db) = subagent_store::Db::open(url)
+        .await
+        .map_err(|e| Error::Server(Box::new(e)))?
+    else {
+        return Ok(None);
+    };
+    let store = subagent_store::a2a::SqlTaskStore::open(db, Default::default())
+        .await
+        .map_err(|e| Error::Server(Box::new(e)))?;
+    Ok(Some(store))
 }
 
 /// The URL path an agent is served at: its name in lowercase, runs of other characters turned
@@ -128,10 +162,18 @@ impl Subagents {
                 .task()
                 .executor_of(def.name())
                 .ok_or_else(|| Error::Server(format!("no executor for `{}`", def.name()).into()))?;
-            let mut mount =
-                AgentMount::subagent_with_context(path, def.clone(), executor, base.clone());
+            let mut mount = AgentMount::subagent_with_context(
+                path.clone(),
+                def.clone(),
+                executor,
+                base.clone(),
+            );
             if let Some(auth) = &options.auth {
                 mount = mount.with_auth(auth.clone());
+            }
+            #[cfg(feature = "store")]
+            if let Some(store) = &options.task_store {
+                mount = mount.with_store(std::sync::Arc::new(store.for_agent(&path)));
             }
             builder = builder.mount(mount);
         }

@@ -159,3 +159,50 @@ async fn progress_nests_children_under_their_parent_once_each() {
     assert_eq!(started[1].parent_task_id.as_deref(), Some("main"));
     assert_eq!(started[2].parent_task_id, started[1].task_id);
 }
+
+/// With a store, the main agent's session and its children's are written to the database the
+/// built `Subagents` shares (`store_db`), so another process can resume them; `memory` opens
+/// nothing.
+#[cfg(feature = "store")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_keeps_sessions_in_the_shared_database() {
+    use subagents::runtime::TranscriptStore;
+    use subagents::store::{SqlTranscriptStore, StoreUrl};
+    let server = ScriptedModelServer::start().await;
+    server
+        .script()
+        .push_for_model("team-model", Reply::text("stored answer"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let agents = Subagents::builder()
+        .model(format!(
+            "openai-compatible:team-model@{}",
+            server.openai_base_url()
+        ))
+        .workspace(dir.path())
+        .store(StoreUrl::Sqlite(dir.path().join("ledger.db")))
+        .build()
+        .await
+        .expect("builds");
+    let out = agents
+        .main_agent()
+        .run("remember this")
+        .await
+        .expect("runs");
+    let session = out.session_id.expect("a session");
+    let db = agents.store_db().expect("an open database").clone();
+    let t = SqlTranscriptStore::new(db)
+        .try_load(&session)
+        .await
+        .expect("readable")
+        .expect("stored");
+    assert_eq!(t.messages.len(), 2, "prompt and answer: {t:?}");
+    agents.flush().await.expect("nothing pending fails");
+
+    let memory = Subagents::builder()
+        .workspace(dir.path())
+        .store(StoreUrl::Memory)
+        .build()
+        .await
+        .expect("builds");
+    assert!(memory.store_db().is_none());
+}

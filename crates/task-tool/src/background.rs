@@ -3,16 +3,18 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use dashmap::DashMap;
 use subagent_spi::{
     ApprovalDecision, ApprovalRequest, Approver, CancellationToken, ProgressEvent, ProgressKind,
-    ProgressSink, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus, UsageNode,
+    ProgressSink, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus, Usage, UsageNode,
     async_trait,
 };
 use tokio::sync::{oneshot, watch};
 
+use crate::ledger::TaskRecord;
+use crate::persist::{LedgerWriter, Shared};
 use crate::registry::{Target, TaskConfig, TaskTool};
 
 /// Partial output kept per background task (the most recent text).
@@ -67,6 +69,9 @@ pub struct BackgroundSnapshot {
     pub partial: String,
     /// True when a caller asked to wait and the wait ran out before the task finished.
     pub wait_timed_out: bool,
+    /// A remark for the reader: the result was read back from the task ledger (it ran in an
+    /// earlier or another process), or it could not be saved to the ledger.
+    pub note: Option<String>,
 }
 
 impl BackgroundSnapshot {
@@ -103,6 +108,14 @@ pub(crate) struct Entry {
     agent: String,
     kind: String,
     description: String,
+    /// The call, kept for the ledger's record (only with a ledger).
+    call: Option<TaskCall>,
+    started_wall: SystemTime,
+    finished_wall: Mutex<Option<SystemTime>>,
+    session_id: Mutex<Option<String>>,
+    usage: Mutex<Usage>,
+    /// Why the last ledger write of this task failed, until one succeeds.
+    persist_error: Mutex<Option<String>>,
     cancel: CancellationToken,
     started: Instant,
     state: watch::Sender<BackgroundState>,
@@ -142,7 +155,46 @@ impl Entry {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),
             wait_timed_out,
+            note: lock(&self.persist_error).as_ref().map(|e| {
+                format!("this result could not be saved to the task ledger ({e}); it is lost if this process ends")
+            }),
         }
+    }
+
+    pub(crate) fn set_persist_error(&self, e: String) {
+        *lock(&self.persist_error) = Some(e);
+    }
+
+    pub(crate) fn clear_persist_error(&self) {
+        lock(&self.persist_error).take();
+    }
+
+    /// The ledger's record of this task, as it is now.
+    pub(crate) fn record(&self, task_id: &str, owner: &str) -> TaskRecord {
+        let mut call = self.call.clone().unwrap_or_default();
+        call.description.clone_from(&self.description);
+        let mut r = TaskRecord::new(task_id, &self.agent, &self.kind, call, owner);
+        r.started_at = self.started_wall;
+        r.finished_at = *lock(&self.finished_wall);
+        r.partial = lock(&self.partial).clone();
+        r.session_id = lock(&self.session_id).clone();
+        r.usage = lock(&self.usage).clone();
+        match &*self.state.borrow() {
+            BackgroundState::Running | BackgroundState::WaitingForApproval(_) => {}
+            BackgroundState::Finished(o) => {
+                r.status = o.status;
+                r.usage = o.usage.clone();
+                if o.session_id.is_some() {
+                    r.session_id.clone_from(&o.session_id);
+                }
+                r.outcome = Some(o.clone());
+            }
+            BackgroundState::Failed(e) => {
+                r.status = TaskStatus::Failed;
+                r.error = Some(e.clone());
+            }
+        }
+        r
     }
 
     /// Publishes the oldest pending question (or `Running` when none is left), unless the task
@@ -208,18 +260,40 @@ struct PartialSink {
     entry: Weak<Entry>,
     task_id: String,
     inner: Arc<dyn ProgressSink>,
+    /// The ledger writer to tell about changes, when there is a ledger.
+    ledger: Option<Arc<Shared>>,
 }
 
 impl ProgressSink for PartialSink {
     fn emit(&self, event: ProgressEvent) {
-        if let ProgressKind::TextDelta { text } = &event.kind
-            && event.task_id.as_deref() == Some(self.task_id.as_str())
+        if event.task_id.as_deref() == Some(self.task_id.as_str())
             && let Some(e) = self.entry.upgrade()
         {
-            e.push_partial(text);
+            let changed = match &event.kind {
+                ProgressKind::TextDelta { text } => {
+                    e.push_partial(text);
+                    true
+                }
+                ProgressKind::Session { session_id } => {
+                    *lock(&e.session_id) = Some(session_id.clone());
+                    true
+                }
+                ProgressKind::Usage { usage } => {
+                    *lock(&e.usage) = usage.clone();
+                    true
+                }
+                _ => false,
+            };
+            if changed && let Some(w) = &self.ledger {
+                w.mark(&self.task_id, &e);
+            }
         }
         self.inner.emit(event);
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The approver of a background task: a request waits in the task's entry (visible to
@@ -289,6 +363,8 @@ impl Approver for BackgroundApprover {
 
 pub(crate) struct BackgroundRegistry {
     entries: DashMap<String, Arc<Entry>>,
+    /// Where records go, when the tool has a ledger.
+    ledger: Option<LedgerWriter>,
     running: AtomicUsize,
     finished: AtomicUsize,
     epoch: Instant,
@@ -296,9 +372,10 @@ pub(crate) struct BackgroundRegistry {
 }
 
 impl BackgroundRegistry {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(ledger: Option<LedgerWriter>) -> Self {
         Self {
             entries: DashMap::new(),
+            ledger,
             running: AtomicUsize::new(0),
             finished: AtomicUsize::new(0),
             epoch: Instant::now(),
@@ -345,6 +422,12 @@ impl BackgroundRegistry {
             agent: def.name().to_string(),
             kind: kind.to_string(),
             description: call.description.clone(),
+            call: self.ledger.as_ref().map(|_| call.clone()),
+            started_wall: SystemTime::now(),
+            finished_wall: Mutex::new(None),
+            session_id: Mutex::new(None),
+            usage: Mutex::new(Usage::default()),
+            persist_error: Mutex::new(None),
             cancel: child.cancel().clone(),
             started: Instant::now(),
             state: tx,
@@ -358,6 +441,7 @@ impl BackgroundRegistry {
             entry: Arc::downgrade(&entry),
             task_id: task_id.clone(),
             inner: child.progress().clone(),
+            ledger: self.ledger.as_ref().map(|w| w.shared.clone()),
         });
         let approver = Arc::new(BackgroundApprover {
             entry: Arc::downgrade(&entry),
@@ -365,7 +449,11 @@ impl BackgroundRegistry {
             granted: Mutex::new(HashSet::new()),
         });
         let child = child.with_progress(sink).with_approver(approver);
-        self.entries.insert(task_id, entry.clone());
+        let writer = self.ledger.as_ref().map(|w| w.shared.clone());
+        if let Some(w) = &writer {
+            w.mark(&task_id, &entry);
+        }
+        self.entries.insert(task_id.clone(), entry.clone());
 
         let grace = config.stop_grace;
         handle.spawn(async move {
@@ -404,7 +492,11 @@ impl BackgroundRegistry {
                 Err(e) => BackgroundState::Failed(e.to_string()),
             };
             *entry.finished_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+            *lock(&entry.finished_wall) = Some(SystemTime::now());
             entry.state.send_replace(state);
+            if let Some(w) = &writer {
+                w.mark(&task_id, &entry);
+            }
             let bg = &tool.inner.background;
             bg.finished.fetch_add(1, Ordering::AcqRel);
             bg.running.fetch_sub(1, Ordering::AcqRel);
@@ -426,6 +518,37 @@ impl BackgroundRegistry {
         }
     }
 
+    /// A task in memory, else its record in the ledger (a task of an earlier or another
+    /// process).
+    async fn find(&self, task_id: &str, ttl: Duration) -> Result<Found, SubagentError> {
+        let not_here = match self.lookup(task_id, ttl) {
+            Ok(e) => return Ok(Found::Here(e)),
+            Err(e) => e,
+        };
+        let Some(writer) = &self.ledger else {
+            return Err(not_here);
+        };
+        match writer.ledger().get(task_id).await {
+            Ok(Some(r)) => {
+                let expired = r.finished_at.is_some_and(|end| {
+                    SystemTime::now()
+                        .duration_since(end)
+                        .is_ok_and(|age| age > ttl)
+                });
+                if expired {
+                    Err(not_here)
+                } else {
+                    Ok(Found::Ledger(snapshot_of_record(r)))
+                }
+            }
+            Ok(None) => Err(not_here),
+            Err(e) => Err(SubagentError::InvalidInput(format!(
+                "background task `{task_id}` is not in this process, and the task ledger could \
+                 not be read: {e}"
+            ))),
+        }
+    }
+
     /// Reads a task, waiting up to `wait` for it to finish.
     pub(crate) async fn output(
         &self,
@@ -433,7 +556,10 @@ impl BackgroundRegistry {
         wait: Option<Duration>,
         ttl: Duration,
     ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
-        let entry = self.lookup(task_id, ttl)?;
+        let entry = match self.find(task_id, ttl).await? {
+            Found::Here(e) => e,
+            Found::Ledger(snap) => return Ok((snap, None)),
+        };
         let mut timed_out = false;
         if let Some(wait) = wait {
             let mut rx = entry.state.subscribe();
@@ -483,7 +609,16 @@ impl BackgroundRegistry {
         grace: Duration,
         ttl: Duration,
     ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
-        let entry = self.lookup(task_id, ttl)?;
+        let entry = match self.find(task_id, ttl).await? {
+            Found::Here(e) => e,
+            Found::Ledger(snap) if snap.status() == TaskStatus::Running => {
+                return Err(SubagentError::InvalidInput(format!(
+                    "background task `{task_id}` runs in another process; only that process can \
+                     stop it"
+                )));
+            }
+            Found::Ledger(snap) => return Ok((snap, None)),
+        };
         entry.cancel.cancel();
         let mut rx = entry.state.subscribe();
         let _ = tokio::time::timeout(
@@ -560,6 +695,54 @@ impl BackgroundRegistry {
     }
 }
 
+/// Where a task was found.
+enum Found {
+    /// Run by this process.
+    Here(Arc<Entry>),
+    /// Read back from the ledger.
+    Ledger(BackgroundSnapshot),
+}
+
+/// What `TaskOutput` shows of a ledger record.
+fn snapshot_of_record(r: TaskRecord) -> BackgroundSnapshot {
+    let elapsed = r.elapsed();
+    let running = r.status == TaskStatus::Running;
+    let state = match r.status {
+        TaskStatus::Running => BackgroundState::Running,
+        TaskStatus::Interrupted => {
+            let mut o = TaskOutcome::with_status(r.partial.clone(), TaskStatus::Interrupted)
+                .with_usage(r.usage.clone());
+            o.session_id.clone_from(&r.session_id);
+            BackgroundState::Finished(o)
+        }
+        TaskStatus::Failed if r.outcome.is_none() => {
+            BackgroundState::Failed(r.error.clone().unwrap_or_else(|| "(no message)".into()))
+        }
+        status => BackgroundState::Finished(
+            r.outcome
+                .clone()
+                .unwrap_or_else(|| TaskOutcome::with_status(r.partial.clone(), status)),
+        ),
+    };
+    BackgroundSnapshot {
+        task_id: r.id,
+        agent: r.agent,
+        kind: r.kind,
+        description: r.call.description,
+        state,
+        elapsed,
+        partial: r.partial,
+        wait_timed_out: false,
+        note: Some(if running {
+            "this task runs in another process (read from the task ledger); its result shows \
+             here once it ends"
+                .to_string()
+        } else {
+            "read from the task ledger: the task ran in an earlier process".to_string()
+        }),
+    }
+}
+
 fn unknown(task_id: &str, ttl: Duration) -> SubagentError {
     SubagentError::InvalidInput(format!(
         "no background task `{task_id}`: the id is unknown, or its result expired {} s after the task finished",
@@ -625,6 +808,21 @@ impl TaskTool {
         self.inner
             .background
             .pending(task_id, self.inner.config.result_ttl)
+    }
+
+    /// Writes every pending background-task change to the ledger now (a no-op without one).
+    /// Call it before the process exits: the writer otherwise batches changes for a few
+    /// milliseconds.
+    pub async fn flush_ledger(&self) -> Result<(), crate::LedgerError> {
+        match &self.inner.background.ledger {
+            Some(w) => w.flush().await,
+            None => Ok(()),
+        }
+    }
+
+    /// True when background tasks are recorded in a ledger.
+    pub fn has_ledger(&self) -> bool {
+        self.inner.background.ledger.is_some()
     }
 
     /// Number of background tasks running now.

@@ -124,6 +124,7 @@ pub struct TaskToolBuilder {
     skip_unresolvable: bool,
     resolve_timeout: Duration,
     config: TaskConfig,
+    ledger: Option<Arc<dyn crate::TaskLedger>>,
 }
 
 impl Default for TaskToolBuilder {
@@ -134,6 +135,7 @@ impl Default for TaskToolBuilder {
             skip_unresolvable: false,
             resolve_timeout: Duration::from_secs(30),
             config: TaskConfig::default(),
+            ledger: None,
         }
     }
 }
@@ -146,11 +148,19 @@ impl fmt::Debug for TaskToolBuilder {
             .field("skip_unresolvable", &self.skip_unresolvable)
             .field("resolve_timeout", &self.resolve_timeout)
             .field("config", &self.config)
+            .field("ledger", &self.ledger.is_some())
             .finish()
     }
 }
 
 impl TaskToolBuilder {
+    /// Records background tasks in `ledger` (see [`TaskLedger`](crate::TaskLedger)), so their
+    /// results are readable after a restart. Default: none, background tasks live in memory.
+    pub fn ledger(mut self, ledger: Arc<dyn crate::TaskLedger>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
     /// Registers one subagent kind.
     pub fn subagent_type(mut self, t: SubagentType) -> Self {
         self.types.push(t);
@@ -359,6 +369,12 @@ impl TaskToolBuilder {
         }
         let n_defaults = agents.len();
         agents.extend(users_ok);
-        Ok(TaskTool::from_parts(agents, n_defaults, kinds, self.config))
+        Ok(TaskTool::from_parts(
+            agents,
+            n_defaults,
+            kinds,
+            self.config,
+            self.ledger,
+        ))
     }
 }

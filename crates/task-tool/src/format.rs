@@ -70,6 +70,10 @@ pub(crate) fn outcome_text(agent: &str, o: &TaskOutcome) -> String {
         ),
         TaskStatus::Cancelled => format!("Agent `{agent}` was cancelled. Partial output:\n"),
         TaskStatus::Failed => format!("Agent `{agent}` failed:\n"),
+        TaskStatus::Interrupted => format!(
+            "Agent `{agent}` was interrupted: the process running it ended before it did. \
+             Partial output:\n"
+        ),
         _ => String::new(),
     };
     let mut s = head;
@@ -86,6 +90,14 @@ pub(crate) fn outcome_text(agent: &str, o: &TaskOutcome) -> String {
         let _ = write!(
             s,
             "\nTo answer, call Task with subagent_type `{agent}`, resume `{session}` and your answer as the prompt."
+        );
+    }
+    if o.status == TaskStatus::Interrupted
+        && let Some(session) = &o.session_id
+    {
+        let _ = write!(
+            s,
+            "\nTo continue it from its last complete turn, call Task with subagent_type `{agent}`, resume `{session}` and a prompt saying to go on."
         );
     }
     s
@@ -124,6 +136,14 @@ pub(crate) fn error_text(e: &SubagentError) -> String {
 }
 
 pub(crate) fn snapshot_text(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> ToolOutput {
+    let mut out = snapshot_body(s, waited_ms);
+    if let Some(note) = &s.note {
+        out.content = format!("{}\nNote: {note}", out.content);
+    }
+    out
+}
+
+fn snapshot_body(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> ToolOutput {
     let status = match &s.state {
         BackgroundState::WaitingForApproval(_) => "waiting_for_approval".to_string(),
         _ => s.status().to_string(),

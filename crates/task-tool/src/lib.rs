@@ -13,7 +13,10 @@
 //! * in the **background** (`run_in_background: true`): the call returns a `task_...` id at once;
 //!   `TaskOutput` waits for or reads the result, `TaskStop` cancels it;
 //! * **in parallel**: calls are independent; nothing is locked across an await;
-//! * **resumed**: `resume` with an earlier `session` id routes to the same agent and executor.
+//! * **resumed**: `resume` with an earlier `session` id routes to the same agent and executor;
+//! * **durable** (optional): with a [`TaskLedger`] ([`TaskToolBuilder::ledger`]) background
+//!   tasks are recorded as they run, so `TaskOutput` reads a result after a restart and a task
+//!   whose process died reads back as `interrupted`, with its partial output and session.
 //!
 //! The crate depends on the SPI only, never on a particular kind: kinds are plugged in.
 //!
@@ -44,10 +47,13 @@ mod background;
 mod builder;
 mod format;
 mod ids;
+mod ledger;
+mod persist;
 mod registry;
 mod tools;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
+pub use ledger::{LedgerError, TaskLedger, TaskRecord};
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
 pub use tools::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

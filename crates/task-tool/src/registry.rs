@@ -139,6 +139,7 @@ impl TaskTool {
         n_defaults: usize,
         kinds: Vec<KindEntry>,
         config: TaskConfig,
+        ledger: Option<Arc<dyn crate::TaskLedger>>,
     ) -> Self {
         let (agents, agent_kind): (Vec<_>, Vec<_>) = agents.into_iter().unzip();
         let mut by_name = HashMap::new();
@@ -159,7 +160,7 @@ impl TaskTool {
                 by_name,
                 by_lower,
                 sessions: DashMap::new(),
-                background: BackgroundRegistry::new(),
+                background: BackgroundRegistry::new(ledger.map(crate::persist::LedgerWriter::new)),
                 config,
                 description,
                 schema,

@@ -9,7 +9,9 @@ use super::config::A2aConfig;
 use super::definition::{A2aSubagentDefinition, AgentCard, describe};
 use super::transport::{Binding, Endpoint, read_body};
 use crate::error::A2aError;
-use crate::types::{AGENT_CARD_PATH, LEGACY_AGENT_CARD_PATH, ProtocolVersion, v1, v03};
+use crate::types::{
+    AGENT_CARD_PATH, LEGACY_AGENT_CARD_PATH, ProtocolVersion, VERSION_HEADER, v1, v03,
+};
 
 /// Resolves `A2A` references: `uri` is the agent's base URL (the card is read from
 /// `{uri}/.well-known/agent-card.json`, falling back to `{uri}/.well-known/agent.json`) or the
@@ -114,6 +116,9 @@ impl A2aResolver {
             .get(url)
             .headers(config.headers.clone())
             .header(http::header::ACCEPT, "application/json")
+            // Clients send the version on every request; a server doing legacy card discovery
+            // answers a request without it with the 0.3 card.
+            .header(VERSION_HEADER, ProtocolVersion::V1.as_str())
             .timeout(config.timeout.min(std::time::Duration::from_secs(60)))
             .send()
             .await
@@ -139,9 +144,15 @@ pub fn parse_card(url: &str, bytes: &[u8]) -> Result<AgentCard, A2aError> {
         message: format!("invalid {which} agent card: {e}"),
     };
     if v.get("supportedInterfaces").is_some() {
-        serde_json::from_value::<v1::AgentCard>(v)
-            .map(AgentCard::V1)
-            .map_err(|e| bad(e, "1.0"))
+        // A 0.3 card with the 1.0 interfaces embedded (a server's legacy discovery) has 0.3
+        // security shapes, which the 1.0 type refuses: read it as the 0.3 card it is.
+        match serde_json::from_value::<v1::AgentCard>(v.clone()) {
+            Ok(c) => Ok(AgentCard::V1(c)),
+            Err(e) if v.get("url").is_some() => serde_json::from_value::<v03::AgentCard>(v)
+                .map(AgentCard::V03)
+                .map_err(|_| bad(e, "1.0")),
+            Err(e) => Err(bad(e, "1.0")),
+        }
     } else if v.get("url").is_some() {
         serde_json::from_value::<v03::AgentCard>(v)
             .map(AgentCard::V03)

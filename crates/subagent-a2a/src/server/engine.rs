@@ -11,7 +11,7 @@ use subagent_spi::CancellationToken;
 use tokio::sync::mpsc;
 
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-use super::store::{StoreError, TaskFilter, TaskStore};
+use super::store::{RemoteSignal, StoreError, TaskFilter, TaskStore};
 use super::util::{new_id, now_rfc3339};
 use crate::types::jsonrpc::codes;
 use crate::types::{JsonObject, ProtocolVersion, v1};
@@ -142,6 +142,11 @@ pub(crate) struct Engine {
     runs: Mutex<HashMap<String, Arc<Run>>>,
     /// Subscribers of interrupted tasks, waiting for the message that continues them.
     waiting: Mutex<HashMap<String, Vec<mpsc::Sender<Event>>>>,
+    /// Shared stores: subscribers of tasks this process does not run, fed by the store's
+    /// [`RemoteSignal::Event`]s.
+    remote: Mutex<HashMap<String, Vec<RemoteWatcher>>>,
+    /// The store's signals are being read (shared stores).
+    listening: std::sync::Once,
     /// Fires on server shutdown (streams end; [`Engine::cancel_all`] cancels the handlers).
     pub shutdown: CancellationToken,
 }
@@ -174,6 +179,20 @@ fn lock_runs(
 
 type Waiting = HashMap<String, Vec<mpsc::Sender<Event>>>;
 
+/// A subscriber of a task another process runs (shared stores).
+struct RemoteWatcher {
+    tx: mpsc::Sender<Event>,
+    /// Ends at an interrupted state (it has seen the task running); a subscriber that joined
+    /// an interrupted task waits for the message that continues it.
+    end_on_interrupt: bool,
+}
+
+fn lock_remote(
+    m: &Mutex<HashMap<String, Vec<RemoteWatcher>>>,
+) -> std::sync::MutexGuard<'_, HashMap<String, Vec<RemoteWatcher>>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn lock_waiting(m: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -193,7 +212,95 @@ impl Engine {
             agent_path,
             runs: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
+            remote: Mutex::new(HashMap::new()),
+            listening: std::sync::Once::new(),
             shutdown,
+        }
+    }
+
+    /// Shared stores: starts reading the store's signals once (cancel requests for the tasks
+    /// this process runs, events for the subscribers of tasks it does not run).
+    fn ensure_listening(self: &Arc<Self>) {
+        if !self.store.is_shared() {
+            return;
+        }
+        self.listening.call_once(|| {
+            let Some(mut signals) = self.store.signals() else {
+                return;
+            };
+            let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            let weak = Arc::downgrade(self);
+            let shutdown = self.shutdown.clone();
+            rt.spawn(async move {
+                loop {
+                    let signal = tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        s = signals.recv() => s,
+                    };
+                    let Some(engine) = weak.upgrade() else { return };
+                    match signal {
+                        Ok(RemoteSignal::Cancel { task_id }) => {
+                            if let Some(run) = engine.live(&task_id) {
+                                tokio::spawn(async move {
+                                    engine.cancel_live(&run).await;
+                                });
+                            }
+                        }
+                        Ok(RemoteSignal::Event { task_id, event }) => {
+                            engine.forward_remote(&task_id, event);
+                        }
+                        #[allow(unreachable_patterns)]
+                        Ok(_) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                            tracing::warn!(agent = %engine.agent_path, missed = n,
+                                "A2A store signals lagged; remote subscribers missed events");
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    }
+                }
+            });
+        });
+    }
+
+    /// Hands an event from the shared store to this process's subscribers of that task.
+    fn forward_remote(&self, task_id: &str, event: Event) {
+        let mut remote = lock_remote(&self.remote);
+        let Some(watchers) = remote.get_mut(task_id) else {
+            return;
+        };
+        let state = match &*event {
+            v1::StreamResponse::StatusUpdate(u) => Some(u.status.state),
+            _ => None,
+        };
+        watchers.retain_mut(|w| {
+            // A full buffer drops the subscriber (its stream ends; it may subscribe again).
+            if w.tx.try_send(event.clone()).is_err() {
+                return false;
+            }
+            match state {
+                Some(s) if s.is_terminal() => false,
+                Some(s) if s.is_interrupted() => !w.end_on_interrupt,
+                Some(_) => {
+                    w.end_on_interrupt = true;
+                    true
+                }
+                None => true,
+            }
+        });
+        if watchers.is_empty() {
+            remote.remove(task_id);
+        }
+    }
+
+    /// Shared stores: hands an event of a task running here to the other processes.
+    async fn publish(&self, task_id: &str, event: &v1::StreamResponse) {
+        if !self.store.is_shared() {
+            return;
+        }
+        if let Err(e) = self.store.publish_event(task_id, event).await {
+            tracing::warn!(agent = %self.agent_path, error = %e, "cannot publish task event");
         }
     }
 
@@ -247,6 +354,7 @@ impl Engine {
                 e => ApiError::internal(e.to_string()),
             });
         }
+        self.ensure_listening();
         let (task_id, context_id, existing) = match message.task_id.clone() {
             Some(tid) if !tid.is_empty() => {
                 if self.live(&tid).is_some() {
@@ -265,6 +373,16 @@ impl Engine {
                         format!(
                             "task `{tid}` is in terminal state {} and accepts no more messages",
                             task.status.state
+                        ),
+                    ));
+                }
+                if !task.status.state.is_interrupted() {
+                    // Submitted or working, not here: another process sharing the store runs it.
+                    return Err(ApiError::new(
+                        codes::UNSUPPORTED_OPERATION,
+                        format!(
+                            "task `{tid}` is still running (on another server process); wait \
+                             for it to stop or cancel it"
                         ),
                     ));
                 }
@@ -319,6 +437,7 @@ impl Engine {
                     subscribers.push(w);
                 }
             }
+            self.publish(&task_id, &update).await;
         }
         let run = Arc::new(Run {
             task_id: task_id.clone(),
@@ -455,16 +574,16 @@ impl Engine {
             state: req.status.filter(|s| *s != v1::TaskState::Unspecified),
             status_timestamp_after: req.status_timestamp_after.clone(),
         };
-        let all = self
+        let size = usize::try_from(page_size).unwrap_or(50);
+        let page = self
             .store
-            .list(&filter)
+            .list(&filter, offset, size)
             .await
             .map_err(|e| ApiError::internal(e.to_string()))?;
-        let total = all.len();
-        let size = usize::try_from(page_size).unwrap_or(50);
+        let total = page.total;
         let include_artifacts = req.include_artifacts.unwrap_or(false);
-        let mut tasks = Vec::with_capacity(size.min(total));
-        for mut t in all.into_iter().skip(offset).take(size) {
+        let mut tasks = Vec::with_capacity(page.tasks.len());
+        for mut t in page.tasks {
             // The stored copy may lag a live run by one event; prefer the live one.
             if let Some(live) = self.snapshot(&t.id).await {
                 t = live;
@@ -492,31 +611,10 @@ impl Engine {
     /// period), an interrupted one directly. Terminal tasks are not cancelable.
     pub async fn cancel(&self, task_id: &str) -> Result<v1::Task, ApiError> {
         if let Some(run) = self.live(task_id) {
-            let terminal = {
-                let st = run.state.lock().await;
-                st.task.as_ref().map(|t| t.status.state.is_terminal())
-            };
-            if terminal == Some(true) {
-                return Err(not_cancelable(task_id));
-            }
-            run.cancel.cancel();
-            let notified = run.done_notify.notified();
-            if !run.done.load(std::sync::atomic::Ordering::Acquire) {
-                let _ = tokio::time::timeout(self.limits.cancel_grace, notified).await;
-            }
-            let mut st = run.state.lock().await;
-            if let Some(t) = &st.task
-                && !t.status.state.is_terminal()
-            {
-                run.apply(
-                    &mut st,
-                    Emission::Status(v1::TaskState::Canceled, None),
-                    true,
-                )
-                .await;
-            }
-            if let Some(t) = st.task.clone() {
-                return Ok(t);
+            match self.cancel_live(&run).await {
+                Some(Ok(t)) => return Ok(t),
+                Some(Err(())) => return Err(not_cancelable(task_id)),
+                None => {}
             }
         }
         let mut task = self
@@ -525,6 +623,26 @@ impl Engine {
             .ok_or_else(|| ApiError::not_found(task_id))?;
         if task.status.state.is_terminal() {
             return Err(not_cancelable(task_id));
+        }
+        if self.store.is_shared() && !task.status.state.is_interrupted() {
+            // Running on another process: ask it, and wait for its handler to end (as long as
+            // a local cancel waits, plus a little for the store round trips).
+            self.store
+                .request_cancel(task_id)
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            let deadline =
+                tokio::time::Instant::now() + self.limits.cancel_grace + Duration::from_secs(2);
+            while tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if let Some(t) = self.load(task_id).await? {
+                    if t.status.state.is_terminal() {
+                        return Ok(t);
+                    }
+                    task = t;
+                }
+            }
+            // No answer (the process died, or is stuck): force it, like a local cancel.
         }
         task.status = v1::TaskStatus {
             state: v1::TaskState::Canceled,
@@ -546,12 +664,46 @@ impl Engine {
         for w in waiting {
             let _ = w.try_send(update.clone());
         }
+        self.publish(task_id, &update).await;
         Ok(task)
+    }
+
+    /// Cancels a run of this process: its handler's token, then `canceled` forced after the
+    /// grace period. `None` when the run has no task; `Some(Err(()))` when it is terminal.
+    async fn cancel_live(&self, run: &Arc<Run>) -> Option<Result<v1::Task, ()>> {
+        let terminal = {
+            let st = run.state.lock().await;
+            st.task.as_ref().map(|t| t.status.state.is_terminal())
+        };
+        if terminal == Some(true) {
+            return Some(Err(()));
+        }
+        run.cancel.cancel();
+        let notified = run.done_notify.notified();
+        if !run.done.load(std::sync::atomic::Ordering::Acquire) {
+            let _ = tokio::time::timeout(self.limits.cancel_grace, notified).await;
+        }
+        let mut st = run.state.lock().await;
+        if let Some(t) = &st.task
+            && !t.status.state.is_terminal()
+        {
+            run.apply(
+                &mut st,
+                Emission::Status(v1::TaskState::Canceled, None),
+                true,
+            )
+            .await;
+        }
+        st.task.clone().map(Ok)
     }
 
     /// Joins a task's stream: the first event is the task itself. A task that is not running
     /// any more gives just that event (interrupted) or an error (terminal).
-    pub async fn subscribe(&self, task_id: &str) -> Result<mpsc::Receiver<Event>, ApiError> {
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        task_id: &str,
+    ) -> Result<mpsc::Receiver<Event>, ApiError> {
+        self.ensure_listening();
         if let Some(run) = self.live(task_id) {
             let mut st = run.state.lock().await;
             if !st.finished
@@ -580,6 +732,9 @@ impl Engine {
                 ),
             ));
         }
+        if self.store.is_shared() {
+            return Ok(self.subscribe_remote(task).await);
+        }
         // Interrupted: the stream waits for the message that continues the task.
         let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
         let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(task)));
@@ -590,6 +745,49 @@ impl Engine {
         });
         waiting.entry(task_id.to_string()).or_default().push(tx);
         Ok(rx)
+    }
+}
+
+impl Engine {
+    /// Shared stores: a stream of a task this process does not run, fed by the events the
+    /// running process publishes (a task that is interrupted now waits for the message that
+    /// continues it, on any process). The task snapshot comes first; an update that happened
+    /// between reading it and listening is at worst repeated, never lost.
+    async fn subscribe_remote(self: &Arc<Self>, task: v1::Task) -> mpsc::Receiver<Event> {
+        let n = self.limits.subscriber_buffer.max(1);
+        let (tx, mut from_store) = mpsc::channel(n);
+        {
+            let mut remote = lock_remote(&self.remote);
+            remote.retain(|_, v| {
+                v.retain(|w| !w.tx.is_closed());
+                !v.is_empty()
+            });
+            remote
+                .entry(task.id.clone())
+                .or_default()
+                .push(RemoteWatcher {
+                    tx,
+                    end_on_interrupt: !task.status.state.is_interrupted(),
+                });
+        }
+        // Re-read after listening: the first snapshot may predate an update just published.
+        let task = match self.load(&task.id).await {
+            Ok(Some(t)) => t,
+            _ => task,
+        };
+        let (out, rx) = mpsc::channel(n);
+        let terminal = task.status.state.is_terminal();
+        let _ = out.try_send(Arc::new(v1::StreamResponse::Task(task)));
+        if !terminal {
+            tokio::spawn(async move {
+                while let Some(ev) = from_store.recv().await {
+                    if out.send(ev).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        rx
     }
 }
 
@@ -673,6 +871,9 @@ impl Run {
                     status,
                     metadata: None,
                 });
+                if let Some(engine) = &engine {
+                    engine.publish(&self.task_id, &ev).await;
+                }
                 broadcast(st, ev, &self.limits(&engine)).await;
                 if state.is_terminal() {
                     st.finished = true;
@@ -712,6 +913,9 @@ impl Run {
                     last_chunk,
                     metadata: None,
                 });
+                if let Some(engine) = &engine {
+                    engine.publish(&self.task_id, &ev).await;
+                }
                 broadcast(st, ev, &self.limits(&engine)).await;
             }
         }

@@ -19,7 +19,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET {path}/.well-known/agent-card.json` | the 1.0 card (or the 0.3 card with [`ServerConfig::agent_card_version`] = 0.3) |
+//! | `GET {path}/.well-known/agent-card.json` | the 1.0 card (or the 0.3 card with [`ServerConfig::agent_card_version`] = 0.3; with [`ServerConfig::legacy_card_discovery`], the 0.3 card with the 1.0 interfaces embedded unless `A2A-Version` names 1.x) |
 //! | `GET {path}/.well-known/agent.json` | the same agent as a 0.3 card (`url`, `protocolVersion`, `preferredTransport`) |
 //! | `POST {path}` | JSON-RPC 2.0: the 1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`, push-config methods, `GetExtendedAgentCard`) and the 0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/*`), each answered in its own version's shapes |
 //! | `POST {path}/message:send`, `POST {path}/message:stream` | HTTP+JSON (1.0) |
@@ -27,7 +27,8 @@
 //!
 //! Card URLs are absolute: [`ServerConfig::public_url`] + path, else scheme and host from
 //! `X-Forwarded-Proto` / `X-Forwarded-Host` / `X-Forwarded-Prefix` / `Host`. Cards carry
-//! `Cache-Control: max-age` and an `ETag` (`If-None-Match` gives 304).
+//! `Cache-Control: max-age`, an `ETag` (`If-None-Match` gives 304) and `Last-Modified`
+//! (`If-Modified-Since` gives 304).
 //!
 //! ## Versions
 //!
@@ -77,6 +78,7 @@
 //! open streams end, and in-flight requests finish.
 
 mod card;
+mod conn;
 mod directory;
 mod engine;
 mod handler;
@@ -93,8 +95,12 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-pub use store::{InMemoryTaskStore, StoreError, TaskFilter, TaskStore, message_bytes, task_bytes};
+pub use store::{
+    InMemoryTaskStore, RemoteSignal, StoreError, TaskFilter, TaskPage, TaskStore, message_bytes,
+    task_bytes,
+};
 pub use subagent::SubagentHandler;
+pub use util::now_rfc3339;
 
 use crate::types::ProtocolVersion;
 
@@ -112,8 +118,17 @@ pub struct ServerConfig {
     /// The interval of keep-alive comments on idle streams (default 15 s).
     pub keep_alive: Duration,
     /// The card served at `agent-card.json`: 1.0 (default) or 0.3, for fleets of 0.3 clients.
-    /// `agent.json` always serves the 0.3 card.
+    /// `agent.json` always serves the 0.3 card. Ignored with
+    /// [`legacy_card_discovery`](Self::legacy_card_discovery).
     pub agent_card_version: ProtocolVersion,
+    /// Lets stock 0.3 clients discover the agent at `agent-card.json` (default off): a card
+    /// request whose `A2A-Version` names 1.x gets the 1.0 card; one without the header (or
+    /// naming 0.3) gets the 0.3 card with the 1.0 `supportedInterfaces` embedded, as the
+    /// official JavaScript SDK's `legacyCompat` serves it; answers carry `Vary: A2A-Version`.
+    /// Off by default because 1.0 clients that fetch the card without the header (the A2A
+    /// TCK 1.0, the Python SDK 1.x) then get the embedded form, which strict 1.0 schema
+    /// validation refuses (see `docs/a2a-conformance.md`).
+    pub legacy_card_discovery: bool,
     /// `Cache-Control: max-age` of cards (default 300 s).
     pub card_max_age: Duration,
     /// Events buffered per stream subscriber before the handler waits (default 256).
@@ -168,6 +183,7 @@ impl Default for ServerConfig {
             max_streams: 1024,
             keep_alive: Duration::from_secs(15),
             agent_card_version: ProtocolVersion::V1,
+            legacy_card_discovery: false,
             card_max_age: Duration::from_secs(300),
             subscriber_buffer: 256,
             slow_subscriber_timeout: Duration::from_secs(10),
@@ -324,6 +340,14 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Serves the 0.3 card (1.0 interfaces embedded) at `agent-card.json` to requests without
+    /// an `A2A-Version` header (see [`ServerConfig::legacy_card_discovery`]).
+    #[must_use]
+    pub fn legacy_card_discovery(mut self, yes: bool) -> Self {
+        self.config.legacy_card_discovery = yes;
+        self
+    }
+
     /// Serves a JSON directory of the hosted agents at `GET /` (see
     /// [`ServerConfig::directory`]).
     #[must_use]
@@ -450,6 +474,7 @@ impl A2aServerBuilder {
                 streams,
                 shutdown,
                 watcher: std::sync::Once::new(),
+                started: std::time::SystemTime::now(),
             }),
         })
     }
@@ -516,15 +541,15 @@ impl A2aServer {
     /// The axum router serving every mounted agent (merge it into a bigger app, or serve it).
     pub fn router(&self) -> axum::Router {
         let root_free = self.shared.agents.iter().all(|a| !a.path.is_empty());
-        let router = axum::Router::new();
-        let router = if self.shared.cfg.directory && root_free {
-            router.route("/", axum::routing::get(directory::list))
+        let router = http::router(self.shared.clone());
+        if self.shared.cfg.directory && root_free {
+            router.route(
+                "/",
+                axum::routing::get(directory::list).with_state(self.shared.clone()),
+            )
         } else {
             router
-        };
-        router
-            .fallback(http::dispatch)
-            .with_state(self.shared.clone())
+        }
     }
 
     /// The shutdown token: cancelling it (or calling [`shutdown`](Self::shutdown)) ends every
@@ -582,7 +607,7 @@ impl A2aServer {
             }
             me.shutdown();
         };
-        http::serve_loop(self.shared.clone(), listener, router, signal).await?;
+        conn::serve_loop(self.shared.clone(), listener, router, signal).await?;
         Ok(())
     }
 }

@@ -2,8 +2,8 @@
 //! default, [`InMemoryTaskStore`].
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use subagent_spi::async_trait;
@@ -74,9 +74,53 @@ impl TaskFilter {
     }
 }
 
-/// Persists tasks. The server writes a task on every change (status, artifact, new message)
-/// and reads it for `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask` and for messages
-/// continuing a task. Implementations must be bounded or backed by durable storage.
+/// One page of [`TaskStore::list`].
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct TaskPage {
+    /// The tasks of the page, latest status first.
+    pub tasks: Vec<v1::Task>,
+    /// How many tasks match the filter in all.
+    pub total: usize,
+}
+
+impl TaskPage {
+    /// A page of `tasks` out of `total` matching ones.
+    pub fn new(tasks: Vec<v1::Task>, total: usize) -> Self {
+        Self { tasks, total }
+    }
+}
+
+/// What another server process sharing a [`TaskStore`] tells this one (see
+/// [`TaskStore::signals`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum RemoteSignal {
+    /// An event of a task, published by the process running it (possibly this one), for the
+    /// subscribers of processes that do not run it.
+    Event {
+        /// The task.
+        task_id: String,
+        /// A status or artifact update.
+        event: Arc<v1::StreamResponse>,
+    },
+    /// A client asked, through some process, to cancel a task: the process running its
+    /// handler cancels it.
+    Cancel {
+        /// The task.
+        task_id: String,
+    },
+}
+
+/// Persists tasks. The server writes a task on every change (status, new message; artifacts
+/// with the next status change) and reads it for `GetTask`, `ListTasks`, `CancelTask`,
+/// `SubscribeToTask` and for messages continuing a task. Implementations must be bounded or
+/// backed by durable storage.
+///
+/// A store shared by several server processes (replicas behind a load balancer) says so with
+/// [`is_shared`](Self::is_shared) and carries events and cancel requests between them
+/// ([`publish_event`](Self::publish_event), [`request_cancel`](Self::request_cancel),
+/// [`signals`](Self::signals)); a store used by one process keeps the defaults.
 #[async_trait]
 pub trait TaskStore: Send + Sync + 'static {
     /// Inserts or replaces a task (keyed by its id).
@@ -85,8 +129,44 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Reads a task.
     async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, StoreError>;
 
-    /// Every task matching the filter, latest status first.
-    async fn list(&self, filter: &TaskFilter) -> Result<Vec<v1::Task>, StoreError>;
+    /// The tasks matching the filter, latest status first: at most `limit` of them after
+    /// skipping `offset`, with the total count of matching ones.
+    async fn list(
+        &self,
+        filter: &TaskFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError>;
+
+    /// True when other server processes share this store: a task not running here may be
+    /// running there. Default false.
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// Publishes an event of a task running in this process to every process sharing the
+    /// store (shared stores only; the default does nothing).
+    async fn publish_event(
+        &self,
+        task_id: &str,
+        event: &v1::StreamResponse,
+    ) -> Result<(), StoreError> {
+        let _ = (task_id, event);
+        Ok(())
+    }
+
+    /// Asks every process sharing the store to cancel the handler of `task_id` (shared stores
+    /// only; the default does nothing).
+    async fn request_cancel(&self, task_id: &str) -> Result<(), StoreError> {
+        let _ = task_id;
+        Ok(())
+    }
+
+    /// Events and cancel requests from the processes sharing the store, this one included
+    /// (`None`, the default, for a store used by one process). Each call gives a new receiver.
+    fn signals(&self) -> Option<tokio::sync::broadcast::Receiver<RemoteSignal>> {
+        None
+    }
 
     /// Asked before a handler starts on a new message of about `bytes` bytes (see
     /// [`message_bytes`]): an error ([`StoreError::Full`]) refuses the message with ServerBusy
@@ -417,7 +497,12 @@ impl TaskStore for InMemoryTaskStore {
         }
     }
 
-    async fn list(&self, filter: &TaskFilter) -> Result<Vec<v1::Task>, StoreError> {
+    async fn list(
+        &self,
+        filter: &TaskFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError> {
         let now = Instant::now();
         let inner = self.lock();
         let mut found: Vec<(&Stored, &str)> = inner
@@ -427,7 +512,14 @@ impl TaskStore for InMemoryTaskStore {
             .map(|s| (s, s.task.status.timestamp.as_deref().unwrap_or("")))
             .collect();
         found.sort_by(|a, b| b.1.cmp(a.1).then(b.0.seq.cmp(&a.0.seq)));
-        Ok(found.into_iter().map(|(s, _)| s.task.clone()).collect())
+        let total = found.len();
+        let tasks = found
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|(s, _)| s.task.clone())
+            .collect();
+        Ok(TaskPage { tasks, total })
     }
 }
 
@@ -542,9 +634,10 @@ mod tests {
             .unwrap();
         assert!(store.admit(2000).is_ok());
         let sum: usize = store
-            .list(&TaskFilter::default())
+            .list(&TaskFilter::default(), 0, usize::MAX)
             .await
             .unwrap()
+            .tasks
             .iter()
             .map(task_bytes)
             .sum();
@@ -609,18 +702,23 @@ mod tests {
             ))
             .await
             .unwrap();
-        let all = store.list(&TaskFilter::default()).await.unwrap();
-        let ids: Vec<_> = all.iter().map(|t| t.id.as_str()).collect();
+        let all = store.list(&TaskFilter::default(), 0, 10).await.unwrap();
+        let ids: Vec<_> = all.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["b", "c", "a"]);
+        let page = store.list(&TaskFilter::default(), 1, 1).await.unwrap();
+        assert_eq!(page.total, 3);
+        assert_eq!(page.tasks.len(), 1);
+        assert_eq!(page.tasks[0].id, "c");
         let f = TaskFilter {
             context_id: Some("c1".into()),
             state: Some(v1::TaskState::Completed),
             ..TaskFilter::default()
         };
         let ids: Vec<_> = store
-            .list(&f)
+            .list(&f, 0, 10)
             .await
             .unwrap()
+            .tasks
             .into_iter()
             .map(|t| t.id)
             .collect();
@@ -629,6 +727,6 @@ mod tests {
             status_timestamp_after: Some("2026-01-01T00:00:01.500Z".into()),
             ..TaskFilter::default()
         };
-        assert_eq!(store.list(&f).await.unwrap().len(), 2);
+        assert_eq!(store.list(&f, 0, 10).await.unwrap().total, 2);
     }
 }

@@ -9,7 +9,7 @@ pub(crate) fn new_id() -> String {
 
 /// The current time as an ISO 8601 UTC timestamp with milliseconds
 /// (`2026-01-02T03:04:05.678Z`), the ProtoJSON form of `google.protobuf.Timestamp`.
-pub(crate) fn now_rfc3339() -> String {
+pub fn now_rfc3339() -> String {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();

@@ -6,7 +6,7 @@ use std::path::Path;
 use assert_cmd::Command;
 
 /// Variables a developer's shell may set that would change what the command does.
-pub const CLEARED_VARS: [&str; 7] = [
+pub const CLEARED_VARS: [&str; 9] = [
     "SUBAGENTS_MODEL",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
@@ -14,10 +14,12 @@ pub const CLEARED_VARS: [&str; 7] = [
     "ANTHROPIC_BASE_URL",
     "RUST_LOG",
     "SUBAGENTS_API_KEYS",
+    "SUBAGENTS_STORE",
+    "XDG_DATA_HOME",
 ];
 
 /// The command with a clean environment: no model configured, Ollama probe pointed at a
-/// closed port, no home directory agents.
+/// closed port, no home directory agents, the default store (SQLite) inside the temp home.
 pub fn subagents() -> Command {
     let home = tempfile::tempdir().expect("temp home").keep();
     subagents_in(&home)

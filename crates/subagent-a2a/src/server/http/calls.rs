@@ -1,0 +1,212 @@
+//! The operations every binding shares, on the agent's engine: send (blocking, immediate or
+//! streaming), subscribe, and the answers for features this server does not offer.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+
+use super::reply::{Wire, rpc_ok};
+use super::sse::{acquire_stream, sse};
+use super::{Hosted, Shared};
+use crate::server::engine::{ApiError, SendParams, Started, trim_history};
+use crate::types::jsonrpc::codes;
+use crate::types::{ProtocolVersion, v1, v03};
+
+/// Refuses parts whose media type the agent does not accept.
+pub(super) fn check_parts(agent: &Hosted, message: &v1::Message) -> Result<(), ApiError> {
+    for (i, p) in message.parts.iter().enumerate() {
+        let mt = match (&p.media_type, &p.content) {
+            (Some(mt), _) if !mt.is_empty() => mt.as_str(),
+            (_, v1::PartContent::Text(_)) => "text/plain",
+            (_, v1::PartContent::Data(_)) => "application/json",
+            _ => continue,
+        };
+        if !agent.info.accepts(mt) {
+            return Err(ApiError::new(
+                codes::CONTENT_TYPE_NOT_SUPPORTED,
+                format!(
+                    "part {i} has media type `{mt}`, which agent `{}` does not accept (accepted: {})",
+                    agent.info.name,
+                    agent.info.default_input_modes.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn push_unsupported() -> ApiError {
+    ApiError::new(
+        codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
+        "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
+    )
+}
+
+pub(super) fn extended_card_unsupported() -> ApiError {
+    ApiError::new(
+        codes::EXTENDED_AGENT_CARD_NOT_CONFIGURED,
+        "this agent has no extended agent card",
+    )
+}
+
+pub(super) fn streaming_unsupported(agent: &Hosted) -> ApiError {
+    ApiError::new(
+        codes::UNSUPPORTED_OPERATION,
+        format!("agent `{}` does not offer streaming", agent.info.name),
+    )
+}
+
+pub(super) async fn send(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    req: v1::SendMessageRequest,
+    streaming: bool,
+    wire: &Wire,
+) -> Result<Response, ApiError> {
+    check_parts(agent, &req.message)?;
+    let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
+    let immediate = req
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.return_immediately);
+    let permit = if streaming {
+        if !agent.info.streaming {
+            return Err(streaming_unsupported(agent));
+        }
+        Some(acquire_stream(shared)?)
+    } else {
+        None
+    };
+    let started = agent
+        .engine
+        .send(SendParams {
+            message: req.message,
+            configuration: req.configuration,
+            metadata: req.metadata,
+            streaming,
+            version: wire.version(),
+        })
+        .await?;
+    match permit {
+        Some(permit) => {
+            let Started {
+                run,
+                mut events,
+                mut driver,
+            } = started;
+            driver.spawn();
+            match events.recv().await {
+                Some(first) => Ok(sse(
+                    shared,
+                    Some(first),
+                    events,
+                    wire.clone(),
+                    permit,
+                    history_length,
+                )),
+                None => Err(run
+                    .error()
+                    .await
+                    .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
+            }
+        }
+        None => {
+            let reply = await_reply(started, immediate, history_length).await?;
+            Ok(match wire.version() {
+                ProtocolVersion::V03 => rpc_ok(wire, &v03::Event::from(reply)),
+                _ => rpc_ok(wire, &reply),
+            })
+        }
+    }
+}
+
+/// Only called on a value just matched as a Message: returns an empty agent message rather
+/// than panicking.
+pub(super) fn unreachable_message() -> v1::Message {
+    v1::Message::new(v1::Role::Agent, String::new(), Vec::new())
+}
+
+/// Waits for the answer of a non-streaming send: a direct message, or the task once it is
+/// terminal or interrupted (at once with `immediate`).
+pub(super) async fn await_reply(
+    mut started: Started,
+    immediate: bool,
+    history_length: Option<i32>,
+) -> Result<v1::SendMessageResponse, ApiError> {
+    if immediate {
+        started.driver.spawn();
+    }
+    loop {
+        // Drive the handler here first (no task hop for quick handlers), then read events.
+        let ev = match started.driver.pending() {
+            Some(fut) => tokio::select! {
+                biased;
+                _ = fut => {
+                    started.driver.done();
+                    continue;
+                }
+                ev = started.events.recv() => ev,
+            },
+            None => started.events.recv().await,
+        };
+        let Some(ev) = ev else { break };
+        match &*ev {
+            v1::StreamResponse::Message(_) => {
+                let m = match Arc::try_unwrap(ev) {
+                    Ok(v1::StreamResponse::Message(m)) => m,
+                    Ok(_) => unreachable_message(),
+                    Err(ev) => match &*ev {
+                        v1::StreamResponse::Message(m) => m.clone(),
+                        _ => unreachable_message(),
+                    },
+                };
+                return Ok(v1::SendMessageResponse::Message(m));
+            }
+            v1::StreamResponse::Task(t) => {
+                let s = t.status.state;
+                if immediate || s.is_terminal() || s.is_interrupted() {
+                    let mut t = t.clone();
+                    trim_history(&mut t, history_length);
+                    return Ok(v1::SendMessageResponse::Task(t));
+                }
+            }
+            v1::StreamResponse::StatusUpdate(u) => {
+                let s = u.status.state;
+                if immediate || s.is_terminal() || s.is_interrupted() {
+                    break;
+                }
+            }
+            v1::StreamResponse::ArtifactUpdate(_) => {
+                if immediate {
+                    break;
+                }
+            }
+        }
+    }
+    drop(started.events);
+    match started.run.task().await {
+        Some(mut t) => {
+            trim_history(&mut t, history_length);
+            Ok(v1::SendMessageResponse::Task(t))
+        }
+        None => Err(started
+            .run
+            .error()
+            .await
+            .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
+    }
+}
+
+pub(super) async fn subscribe(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    task_id: &str,
+    wire: &Wire,
+) -> Result<Response, ApiError> {
+    if !agent.info.streaming {
+        return Err(streaming_unsupported(agent));
+    }
+    let permit = acquire_stream(shared)?;
+    let rx = agent.engine.subscribe(task_id).await?;
+    Ok(sse(shared, None, rx, wire.clone(), permit, None))
+}

@@ -1,0 +1,327 @@
+//! The JSON-RPC 2.0 binding: one `POST {agent}` endpoint for the 1.0 methods (PascalCase,
+//! ProtoJSON shapes) and the 0.3 methods (slash names, kind-tagged shapes); the envelope is
+//! read in one pass, `params` once the method is known.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use http::StatusCode;
+use http::request::Parts;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::calls::{extended_card_unsupported, push_unsupported, send, subscribe};
+use super::reply::{Wire, error_for, rpc_error, rpc_error_for, rpc_ok, task_reply};
+use super::request::{
+    check_extensions, content_type_error, first_byte, json_content_type, optional_params,
+    parse_params, read_body, requested_version,
+};
+use super::{AgentCtx, Hosted, Shared};
+use crate::server::engine::ApiError;
+use crate::types::jsonrpc::{RequestId, codes};
+use crate::types::{ProtocolVersion, json_error_message, v1, v03};
+
+/// `POST {agent}` (and `{agent}/`).
+pub(super) async fn endpoint(State(ctx): State<AgentCtx>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    jsonrpc(&ctx.shared, ctx.agent(), &parts, body).await
+}
+
+pub(super) fn is_v1_method(m: &str) -> bool {
+    !m.contains('/')
+}
+
+pub(super) async fn jsonrpc(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    parts: &Parts,
+    body: Body,
+) -> Response {
+    let header_version = requested_version(parts);
+    let v1_hint = !matches!(header_version, Ok(Some(ProtocolVersion::V03)) | Ok(None));
+    let body = match read_body(&shared.cfg, &parts.headers, body).await {
+        Ok(b) => b,
+        Err(e) => return e.rpc(v1_hint),
+    };
+    if !json_content_type(&parts.headers) {
+        return rpc_error(
+            StatusCode::OK,
+            &RequestId::Null,
+            &content_type_error(&parts.headers),
+            v1_hint,
+        );
+    }
+    // JSON-RPC 2.0 batches (a top-level array) are not supported: the whole batch gets one
+    // InvalidRequest error (as the spec answers an empty batch). Checked on the first byte, so
+    // an array is never read as a positional request either (serde reads structs from arrays).
+    if first_byte(&body) == Some(b'[') {
+        let err = match serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+            Err(e) => ApiError::new(
+                codes::PARSE_ERROR,
+                format!("invalid JSON: {}", json_error_message(&e)),
+            ),
+            Ok(_) => ApiError::new(
+                codes::INVALID_REQUEST,
+                "JSON-RPC batch requests (a top-level array) are not supported by this server; \
+                 send one request object per HTTP request",
+            ),
+        };
+        return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
+    }
+    // One pass over the envelope; the params are kept as borrowed raw text.
+    let head: Head = match serde_json::from_slice(&body) {
+        Ok(h) => h,
+        Err(e) => {
+            // serde stops at the first wrong type (`3 garbage` fails as "an integer, expected a
+            // struct"): on this error path, a full syntax pass tells invalid JSON (-32700) from
+            // a JSON value that is not a request (-32600).
+            let parse = |e: &serde_json::Error| {
+                ApiError::new(
+                    codes::PARSE_ERROR,
+                    format!("invalid JSON: {}", json_error_message(e)),
+                )
+            };
+            let err = if e.is_syntax() || e.is_eof() {
+                parse(&e)
+            } else if let Err(syntax) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+                parse(&syntax)
+            } else {
+                ApiError::new(
+                    codes::INVALID_REQUEST,
+                    format!(
+                        "a JSON-RPC request must be an object with `jsonrpc`, `method` and `id`: {}",
+                        json_error_message(&e)
+                    ),
+                )
+            };
+            return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
+        }
+    };
+    let invalid = |id: &RequestId, msg: &str| {
+        rpc_error(
+            StatusCode::OK,
+            id,
+            &ApiError::new(codes::INVALID_REQUEST, msg),
+            v1_hint,
+        )
+    };
+    // An absent `id` makes a notification; an explicit `"id": null` is a request (answered
+    // with `"id": null`), as JSON-RPC 2.0 says.
+    let notification = head.id.is_none();
+    let id = match head.id {
+        None | Some(Value::Null) => RequestId::Null,
+        Some(Value::String(s)) => RequestId::Str(s),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) => RequestId::Number(i),
+            None => return invalid(&RequestId::Null, "`id` must be an integer or a string"),
+        },
+        Some(_) => return invalid(&RequestId::Null, "`id` must be a string, a number or null"),
+    };
+    if head.jsonrpc.as_ref().and_then(JsonStrOrOther::as_str) != Some("2.0") {
+        return invalid(&id, "`jsonrpc` must be \"2.0\"");
+    }
+    let method = match head.method.as_ref().and_then(JsonStrOrOther::as_str) {
+        Some(m) => m,
+        None => return invalid(&id, "`method` must be a string"),
+    };
+    let v1m = is_v1_method(method);
+    let wire = if v1m {
+        Wire::RpcV1(id.clone())
+    } else {
+        Wire::RpcV03(id.clone())
+    };
+    let answer = match header_version {
+        Err(e) => rpc_error_for(&id, &e, true),
+        Ok(_) => match check_extensions(agent, &parts.headers) {
+            Err(e) => error_for(&wire, &e),
+            Ok(()) => match rpc_call(shared, agent, method, head.params, &wire).await {
+                Ok(r) => r,
+                Err(e) => error_for(&wire, &e),
+            },
+        },
+    };
+    if notification {
+        // A valid notification is executed but never answered (JSON-RPC 2.0 §4.1). Over HTTP
+        // that is 204 No Content: the exchange still needs a status, and 204 says plainly that
+        // no body follows (as the JSON-RPC-over-HTTP conventions do), unlike a 200 with an
+        // empty body that a client would try to parse.
+        drop(answer);
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NO_CONTENT;
+        return r;
+    }
+    answer
+}
+
+/// Reads a member that is present, `null` included (an absent member stays `None` through
+/// `#[serde(default)]`), so `"id": null` is told from no `id` at all.
+pub(super) fn present_value<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+/// The JSON-RPC envelope, read in one pass; `params` stays raw text until the method is known.
+#[derive(serde::Deserialize)]
+pub(super) struct Head<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<JsonStrOrOther<'a>>,
+    #[serde(default, deserialize_with = "present_value")]
+    id: Option<Value>,
+    #[serde(default, borrow)]
+    method: Option<JsonStrOrOther<'a>>,
+    /// The params as raw JSON text (borrowed), parsed once the method is known.
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// A string (borrowed when it has no escapes) or any other JSON value (skipped). Written by
+/// hand: a derived `#[serde(untagged)]` enum buffers the value into an intermediate tree first.
+pub(super) enum JsonStrOrOther<'a> {
+    Str(std::borrow::Cow<'a, str>),
+    Other,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for JsonStrOrOther<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = JsonStrOrOther<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Str(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Str(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Str(std::borrow::Cow::Owned(v)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_some<D2: serde::Deserializer<'de>>(
+                self,
+                d: D2,
+            ) -> Result<Self::Value, D2::Error> {
+                d.deserialize_any(self)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(JsonStrOrOther::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(JsonStrOrOther::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl JsonStrOrOther<'_> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            JsonStrOrOther::Str(s) => Some(s),
+            JsonStrOrOther::Other => None,
+        }
+    }
+}
+
+pub(super) async fn rpc_call(
+    shared: &Arc<Shared>,
+    agent: &Hosted,
+    method: &str,
+    params: Option<&RawValue>,
+    wire: &Wire,
+) -> Result<Response, ApiError> {
+    use crate::types::v1::methods as m1;
+    use crate::types::v03::methods as m03;
+    match method {
+        m1::SEND_MESSAGE | m1::SEND_STREAMING_MESSAGE => {
+            let req: v1::SendMessageRequest = parse_params(params, method)?;
+            send(
+                shared,
+                agent,
+                req,
+                method == m1::SEND_STREAMING_MESSAGE,
+                wire,
+            )
+            .await
+        }
+        m03::MESSAGE_SEND | m03::MESSAGE_STREAM => {
+            let req: v03::MessageSendParams = parse_params(params, method)?;
+            let blocking = req.configuration.as_ref().and_then(|c| c.blocking);
+            let mut req: v1::SendMessageRequest = req.into();
+            if let Some(c) = req.configuration.as_mut() {
+                c.return_immediately = blocking == Some(false);
+            }
+            send(shared, agent, req, method == m03::MESSAGE_STREAM, wire).await
+        }
+        m1::GET_TASK => {
+            let req: v1::GetTaskRequest = parse_params(params, method)?;
+            let t = agent.engine.get(&req.id, req.history_length).await?;
+            Ok(task_reply(wire, t))
+        }
+        m03::TASKS_GET => {
+            let req: v03::TaskQueryParams = parse_params(params, method)?;
+            let t = agent.engine.get(&req.id, req.history_length).await?;
+            Ok(task_reply(wire, t))
+        }
+        m1::LIST_TASKS => {
+            let req: v1::ListTasksRequest = optional_params(params, method)?.unwrap_or_default();
+            Ok(rpc_ok(wire, &agent.engine.list(&req).await?))
+        }
+        m1::CANCEL_TASK => {
+            let req: v1::CancelTaskRequest = parse_params(params, method)?;
+            Ok(task_reply(wire, agent.engine.cancel(&req.id).await?))
+        }
+        m03::TASKS_CANCEL => {
+            let req: v03::TaskIdParams = parse_params(params, method)?;
+            Ok(task_reply(wire, agent.engine.cancel(&req.id).await?))
+        }
+        m1::SUBSCRIBE_TO_TASK => {
+            let req: v1::SubscribeToTaskRequest = parse_params(params, method)?;
+            subscribe(shared, agent, &req.id, wire).await
+        }
+        m03::TASKS_RESUBSCRIBE => {
+            let req: v03::TaskIdParams = parse_params(params, method)?;
+            subscribe(shared, agent, &req.id, wire).await
+        }
+        m1::CREATE_PUSH_CONFIG
+        | m1::GET_PUSH_CONFIG
+        | m1::LIST_PUSH_CONFIGS
+        | m1::DELETE_PUSH_CONFIG
+        | m03::PUSH_CONFIG_SET
+        | m03::PUSH_CONFIG_GET
+        | m03::PUSH_CONFIG_LIST
+        | m03::PUSH_CONFIG_DELETE => Err(push_unsupported()),
+        m1::GET_EXTENDED_AGENT_CARD | m03::GET_AUTHENTICATED_EXTENDED_CARD => {
+            Err(extended_card_unsupported())
+        }
+        other => Err(ApiError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method `{other}` not found"),
+        )),
+    }
+}

@@ -1,0 +1,195 @@
+//! The HTTP layer of the server, one module per job:
+//!
+//! - this module: the hosted agents and the router, built per agent from axum routes (cards
+//!   public; JSON-RPC and HTTP+JSON behind the agent's credential check);
+//! - [`cards`]: the card routes (version negotiation, caching headers);
+//! - [`jsonrpc`]: the JSON-RPC 2.0 envelope and its 1.0 / 0.3 methods;
+//! - [`rest`]: the HTTP+JSON routes;
+//! - [`calls`]: the operations both bindings share, on the agent's [`Engine`];
+//! - [`sse`]: SSE encoding and the stream caps;
+//! - [`request`] / [`reply`]: reading requests (bodies, versions, content types) and
+//!   encoding answers and errors per binding and version.
+
+mod calls;
+mod cards;
+mod jsonrpc;
+mod reply;
+mod request;
+mod rest;
+mod sse;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::Response;
+use axum::routing::{any, get, post};
+use http::{HeaderValue, StatusCode, header};
+use subagent_spi::CancellationToken;
+
+pub(crate) use cards::agent_url;
+pub(crate) use sse::{PEER, StreamLimits};
+
+use super::ServerConfig;
+use super::card::{AgentInfo, ServerAuth};
+use super::engine::Engine;
+use reply::{json_bytes, respond};
+
+/// One hosted agent.
+pub(crate) struct Hosted {
+    /// `""` for the root, else `/a/b` (no trailing slash).
+    pub path: String,
+    pub engine: Arc<Engine>,
+    pub info: AgentInfo,
+    pub auth: Option<ServerAuth>,
+}
+
+/// Everything the router needs.
+pub(crate) struct Shared {
+    pub agents: Vec<Hosted>,
+    pub cfg: ServerConfig,
+    pub streams: StreamLimits,
+    pub shutdown: CancellationToken,
+    /// Starts (once, from the first request) the task that cancels every running handler
+    /// when `shutdown` fires, however the router is served.
+    pub watcher: std::sync::Once,
+    /// When the server was built: the cards' `Last-Modified`.
+    pub started: std::time::SystemTime,
+}
+
+impl Shared {
+    /// Cancels every running handler of every agent.
+    pub fn cancel_all(&self) {
+        for a in &self.agents {
+            a.engine.cancel_all();
+        }
+    }
+}
+
+/// The state of one agent's routes: the server and which of its agents.
+#[derive(Clone)]
+pub(super) struct AgentCtx {
+    shared: Arc<Shared>,
+    index: usize,
+}
+
+impl AgentCtx {
+    fn agent(&self) -> &Hosted {
+        &self.shared.agents[self.index]
+    }
+}
+
+/// The router of every hosted agent: each agent's routes under its path, a
+/// METHOD_NOT_FOUND answer (404) for anything else.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    let mut router = Router::new();
+    for index in 0..shared.agents.len() {
+        router = router.merge(agent_routes(AgentCtx {
+            shared: shared.clone(),
+            index,
+        }));
+    }
+    router
+        .fallback(rest::unrouted)
+        .layer(from_fn_with_state(shared, enter))
+}
+
+/// One agent's routes.
+fn agent_routes(ctx: AgentCtx) -> Router {
+    let p = ctx.agent().path.clone();
+    let public = Router::new()
+        .route(
+            &format!("{p}/.well-known/agent-card.json"),
+            get(cards::agent_card).fallback(rest::unrouted),
+        )
+        .route(
+            &format!("{p}/.well-known/agent.json"),
+            get(cards::agent_json).fallback(rest::unrouted),
+        );
+    let rpc = || post(jsonrpc::endpoint).fallback(rest::unrouted);
+    let mut protected = Router::new()
+        .route(if p.is_empty() { "/" } else { &p }, rpc())
+        .route(
+            &format!("{p}/message:send"),
+            post(rest::message_send).fallback(rest::unrouted),
+        )
+        .route(
+            &format!("{p}/message:stream"),
+            post(rest::message_stream).fallback(rest::unrouted),
+        )
+        .route(
+            &format!("{p}/tasks"),
+            get(rest::list_tasks).fallback(rest::unrouted),
+        )
+        .route(&format!("{p}/tasks/{{id}}"), any(rest::task))
+        .route(
+            &format!("{p}/tasks/{{id}}/pushNotificationConfigs"),
+            any(rest::push_configs),
+        )
+        .route(
+            &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
+            any(rest::push_configs),
+        )
+        .route(
+            &format!("{p}/extendedAgentCard"),
+            get(rest::extended_card).fallback(rest::unrouted),
+        );
+    if !p.is_empty() {
+        protected = protected.route(&format!("{p}/"), rpc());
+    }
+    let protected = protected.route_layer(from_fn_with_state(ctx.clone(), require_auth));
+    public.merge(protected).with_state(ctx)
+}
+
+/// Runs before every request: starts the shutdown watcher once, and makes the peer known for
+/// the per-client stream cap when the router is served by another loop with `ConnectInfo`.
+async fn enter(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    shared.watcher.call_once(|| {
+        let weak = Arc::downgrade(&shared);
+        let token = shared.shutdown.clone();
+        tokio::spawn(async move {
+            token.cancelled().await;
+            if let Some(s) = weak.upgrade() {
+                s.cancel_all();
+            }
+        });
+    });
+    if PEER.try_with(|_| ()).is_err()
+        && let Some(axum::extract::ConnectInfo(addr)) = req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .copied()
+    {
+        return PEER.scope(addr, next.run(req)).await;
+    }
+    next.run(req).await
+}
+
+/// The agent's credential check (JSON-RPC and HTTP+JSON; the public card is open): 401 with
+/// `WWW-Authenticate: Bearer` where a bearer token is accepted.
+async fn require_auth(State(ctx): State<AgentCtx>, req: Request, next: Next) -> Response {
+    let agent = ctx.agent();
+    let Some(auth) = agent.auth.as_ref() else {
+        return next.run(req).await;
+    };
+    if auth.check(req.headers()) {
+        return next.run(req).await;
+    }
+    let mut r = respond(
+        StatusCode::UNAUTHORIZED,
+        json_bytes(&serde_json::json!({
+            "error": {
+                "code": 401,
+                "status": "UNAUTHENTICATED",
+                "message": format!("agent `{}` requires credentials (see securitySchemes in its card)", agent.info.name),
+            }
+        })),
+    );
+    if auth.takes_bearer() {
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    r
+}

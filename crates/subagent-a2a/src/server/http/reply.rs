@@ -1,0 +1,190 @@
+//! Encoding answers per binding and version: JSON-RPC results and errors (1.0 with
+//! `google.rpc.ErrorInfo`, 0.3 plain), AIP-193 errors with the binding's HTTP statuses.
+
+use axum::body::{Body, Bytes};
+use axum::response::Response;
+use http::{HeaderValue, StatusCode, header};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::server::engine::ApiError;
+use crate::types::jsonrpc::{RequestId, RpcError, a2a_error, codes};
+use crate::types::{ProtocolVersion, v1, v03};
+
+/// The binding and version a reply is encoded for.
+#[derive(Clone)]
+pub(super) enum Wire {
+    RpcV1(RequestId),
+    RpcV03(RequestId),
+    Rest,
+}
+
+impl Wire {
+    pub(super) fn version(&self) -> ProtocolVersion {
+        match self {
+            Wire::RpcV03(_) => ProtocolVersion::V03,
+            _ => ProtocolVersion::V1,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub(super) struct RpcOk<'a, T: Serialize> {
+    pub(super) jsonrpc: &'static str,
+    pub(super) id: &'a RequestId,
+    pub(super) result: &'a T,
+}
+
+#[derive(Serialize)]
+pub(super) struct RpcErr<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    error: &'a RpcError,
+}
+
+pub(super) const JSON: &str = "application/json";
+
+pub(super) fn json_bytes<T: Serialize>(v: &T) -> Bytes {
+    // Serializing our own types into a Vec cannot fail (no non-string map keys, no I/O).
+    // Most replies fit in 256 bytes; starting there saves the Vec's doubling steps.
+    let mut out = Vec::with_capacity(256);
+    match serde_json::to_writer(&mut out, v) {
+        Ok(()) => Bytes::from(out),
+        Err(_) => Bytes::new(),
+    }
+}
+
+pub(super) fn respond(status: StatusCode, body: Bytes) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
+    r
+}
+
+/// The HTTP status and gRPC status name of the HTTP+JSON binding for an error code.
+pub(super) fn http_status(code: i32) -> (StatusCode, &'static str) {
+    match code {
+        codes::TASK_NOT_FOUND => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+        codes::TASK_NOT_CANCELABLE => (StatusCode::CONFLICT, "FAILED_PRECONDITION"),
+        codes::PUSH_NOTIFICATION_NOT_SUPPORTED
+        | codes::UNSUPPORTED_OPERATION
+        | codes::VERSION_NOT_SUPPORTED => (StatusCode::BAD_REQUEST, "UNIMPLEMENTED"),
+        codes::CONTENT_TYPE_NOT_SUPPORTED => {
+            (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_ARGUMENT")
+        }
+        codes::INVALID_AGENT_RESPONSE => (StatusCode::BAD_GATEWAY, "INTERNAL"),
+        codes::EXTENDED_AGENT_CARD_NOT_CONFIGURED | codes::EXTENSION_SUPPORT_REQUIRED => {
+            (StatusCode::BAD_REQUEST, "FAILED_PRECONDITION")
+        }
+        codes::METHOD_NOT_FOUND => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+        codes::INTERNAL_ERROR => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+        codes::SERVER_BUSY => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+        _ => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+    }
+}
+
+/// `Retry-After` (seconds) sent with every ServerBusy (503) answer.
+pub(super) const RETRY_AFTER_SECS: &str = "5";
+
+/// Adds `Retry-After` to a ServerBusy answer.
+pub(super) fn busy_headers(r: &mut Response, code: i32) {
+    if code == codes::SERVER_BUSY {
+        r.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from_static(RETRY_AFTER_SECS),
+        );
+    }
+}
+
+pub(super) fn rpc_error_object(e: &ApiError, v1_style: bool) -> RpcError {
+    if v1_style {
+        a2a_error(e.code, e.message.clone(), None)
+    } else {
+        RpcError::new(e.code, e.message.clone())
+    }
+}
+
+pub(super) fn rpc_error(
+    status: StatusCode,
+    id: &RequestId,
+    e: &ApiError,
+    v1_style: bool,
+) -> Response {
+    let err = rpc_error_object(e, v1_style);
+    respond(
+        status,
+        json_bytes(&RpcErr {
+            jsonrpc: "2.0",
+            id,
+            error: &err,
+        }),
+    )
+}
+
+/// An AIP-193 error body: `{"error": {"code", "status", "message", "details": [ErrorInfo]}}`.
+pub(super) fn rest_error(e: &ApiError) -> Response {
+    let (status, name) = http_status(e.code);
+    let mut r = rest_error_as(status, name, e);
+    busy_headers(&mut r, e.code);
+    r
+}
+
+/// An AIP-193 error body with the given HTTP status and status name (`code` is always the
+/// HTTP status, so status line and body agree).
+pub(super) fn rest_error_as(status: StatusCode, name: &str, e: &ApiError) -> Response {
+    let details = a2a_error(e.code, "", None)
+        .data
+        .unwrap_or_else(|| Value::Array(Vec::new()));
+    let body = serde_json::json!({
+        "error": {
+            "code": status.as_u16(),
+            "status": name,
+            "message": e.message,
+            "details": details,
+        }
+    });
+    respond(status, json_bytes(&body))
+}
+
+pub(super) fn error_for(wire: &Wire, e: &ApiError) -> Response {
+    match wire {
+        Wire::Rest => rest_error(e),
+        Wire::RpcV1(id) => rpc_error_for(id, e, true),
+        Wire::RpcV03(id) => rpc_error_for(id, e, false),
+    }
+}
+
+/// A JSON-RPC error answer: HTTP 200, except ServerBusy (503 + `Retry-After`, so proxies and
+/// clients see the overload without reading the body).
+pub(super) fn rpc_error_for(id: &RequestId, e: &ApiError, v1_style: bool) -> Response {
+    if e.code == codes::SERVER_BUSY {
+        let mut r = rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, e, v1_style);
+        busy_headers(&mut r, e.code);
+        return r;
+    }
+    rpc_error(StatusCode::OK, id, e, v1_style)
+}
+
+pub(super) fn rpc_ok<T: Serialize>(wire: &Wire, result: &T) -> Response {
+    let id = match wire {
+        Wire::RpcV1(id) | Wire::RpcV03(id) => id,
+        Wire::Rest => return respond(StatusCode::OK, json_bytes(result)),
+    };
+    respond(
+        StatusCode::OK,
+        json_bytes(&RpcOk {
+            jsonrpc: "2.0",
+            id,
+            result,
+        }),
+    )
+}
+
+/// Encodes a task for the wire's version.
+pub(super) fn task_reply(wire: &Wire, task: v1::Task) -> Response {
+    match wire.version() {
+        ProtocolVersion::V03 => rpc_ok(wire, &v03::Task::from(task)),
+        _ => rpc_ok(wire, &task),
+    }
+}

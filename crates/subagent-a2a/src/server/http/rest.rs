@@ -1,0 +1,239 @@
+//! The HTTP+JSON binding (1.0): `message:send` / `message:stream`, `tasks`, `tasks/{id}` (with
+//! `:cancel` / `:subscribe`), push configs and the extended card, each an axum route of the
+//! agent; bodies are ProtoJSON, errors AIP-193.
+
+use axum::body::Body;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
+use axum::response::Response;
+use http::Method;
+use http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::AgentCtx;
+use super::calls::{extended_card_unsupported, push_unsupported, send, subscribe};
+use super::reply::{Wire, rest_error, rpc_ok};
+use super::request::{
+    check_extensions, content_type_error, first_byte, json_content_type, parse_body, read_body,
+    requested_version,
+};
+use crate::server::engine::ApiError;
+use crate::types::jsonrpc::codes;
+use crate::types::{ProtocolVersion, json_error_message, v1};
+
+/// The checks every HTTP+JSON request passes first: the version (1.0 or none) and the
+/// agent's required extensions.
+fn prelude(ctx: &AgentCtx, parts: &Parts) -> Result<(), ApiError> {
+    match requested_version(parts)? {
+        None | Some(ProtocolVersion::V1) => {}
+        Some(v) => {
+            return Err(ApiError::new(
+                codes::VERSION_NOT_SUPPORTED,
+                format!("the HTTP+JSON binding of this server speaks A2A 1.0, not {v}"),
+            ));
+        }
+    }
+    check_extensions(ctx.agent(), &parts.headers)
+}
+
+/// `POST {agent}/message:send`.
+pub(super) async fn message_send(State(ctx): State<AgentCtx>, req: Request) -> Response {
+    message(ctx, req, false).await
+}
+
+/// `POST {agent}/message:stream`.
+pub(super) async fn message_stream(State(ctx): State<AgentCtx>, req: Request) -> Response {
+    message(ctx, req, true).await
+}
+
+async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
+    let (parts, body) = req.into_parts();
+    if let Err(e) = prelude(&ctx, &parts) {
+        return rest_error(&e);
+    }
+    let req: v1::SendMessageRequest =
+        match rest_body(&ctx, &parts, body, "SendMessageRequest").await {
+            Ok(r) => r,
+            Err(resp) => return resp,
+        };
+    send(&ctx.shared, ctx.agent(), req, streaming, &Wire::Rest)
+        .await
+        .unwrap_or_else(|e| rest_error(&e))
+}
+
+/// The decoded pairs of a query string (`form_urlencoded`: `+` is a space, `%XX` a byte).
+fn query_pairs(parts: &Parts) -> impl Iterator<Item = (String, String)> + '_ {
+    form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+}
+
+fn int_param(name: &str, v: &str) -> Result<i32, ApiError> {
+    v.parse()
+        .map_err(|_| ApiError::invalid_params(format!("`{name}` must be an integer, got `{v}`")))
+}
+
+fn state_param(v: &str) -> Result<v1::TaskState, ApiError> {
+    if let Some(s) = v1::TaskState::from_name(v) {
+        return Ok(s);
+    }
+    let upper = format!("TASK_STATE_{}", v.replace('-', "_").to_ascii_uppercase());
+    v1::TaskState::from_name(&upper)
+        .ok_or_else(|| ApiError::invalid_params(format!("unknown task state `{v}`")))
+}
+
+/// `GET {agent}/tasks`: `ListTasks`, its request in the query string.
+pub(super) async fn list_tasks(State(ctx): State<AgentCtx>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    if let Err(e) = prelude(&ctx, &parts) {
+        return rest_error(&e);
+    }
+    let list = async {
+        let mut req = v1::ListTasksRequest::default();
+        for (k, v) in query_pairs(&parts) {
+            match k.as_str() {
+                "contextId" => req.context_id = Some(v),
+                "status" => req.status = Some(state_param(&v)?),
+                "pageSize" => req.page_size = Some(int_param(&k, &v)?),
+                "pageToken" => req.page_token = Some(v),
+                "historyLength" => req.history_length = Some(int_param(&k, &v)?),
+                "statusTimestampAfter" => req.status_timestamp_after = Some(v),
+                "includeArtifacts" => {
+                    req.include_artifacts = Some(match v.as_str() {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => {
+                            return Err(ApiError::invalid_params(format!(
+                                "`includeArtifacts` must be true or false, got `{v}`"
+                            )));
+                        }
+                    })
+                }
+                _ => {}
+            }
+        }
+        Ok(rpc_ok(&Wire::Rest, &ctx.agent().engine.list(&req).await?))
+    };
+    list.await.unwrap_or_else(|e| rest_error(&e))
+}
+
+/// The task id of a `tasks/{id}` route (decoded by axum's `Path`), or the error answer.
+fn task_id(path: Result<Path<String>, PathRejection>, parts: &Parts) -> Result<String, ApiError> {
+    match path {
+        Ok(Path(id)) if !id.is_empty() => Ok(id),
+        _ => Err(no_route(parts)),
+    }
+}
+
+fn no_route(parts: &Parts) -> ApiError {
+    ApiError::new(
+        codes::METHOD_NOT_FOUND,
+        format!("no route for {} `{}`", parts.method, parts.uri.path()),
+    )
+}
+
+/// `{agent}/tasks/{id}`: `GET` is `GetTask`, `POST …:cancel` is `CancelTask`, `GET`/`POST
+/// …:subscribe` is `SubscribeToTask`.
+pub(super) async fn task(
+    State(ctx): State<AgentCtx>,
+    path: Result<Path<String>, PathRejection>,
+    req: Request,
+) -> Response {
+    let (parts, _) = req.into_parts();
+    if let Err(e) = prelude(&ctx, &parts) {
+        return rest_error(&e);
+    }
+    let segment = match task_id(path, &parts) {
+        Ok(s) => s,
+        Err(e) => return rest_error(&e),
+    };
+    let (id, action) = match segment.rsplit_once(':') {
+        Some((id, a @ ("cancel" | "subscribe"))) => (id, Some(a)),
+        _ => (segment.as_str(), None),
+    };
+    if id.is_empty() {
+        return rest_error(&no_route(&parts));
+    }
+    let agent = ctx.agent();
+    let wire = Wire::Rest;
+    let answer = match (&parts.method, action) {
+        (&Method::GET, None) => {
+            let mut hl = None;
+            let mut bad = None;
+            for (k, v) in query_pairs(&parts) {
+                if k == "historyLength" {
+                    match int_param(&k, &v) {
+                        Ok(n) => hl = Some(n),
+                        Err(e) => bad = Some(e),
+                    }
+                }
+            }
+            match bad {
+                Some(e) => Err(e),
+                None => agent.engine.get(id, hl).await.map(|t| rpc_ok(&wire, &t)),
+            }
+        }
+        (&Method::POST, Some("cancel")) => agent.engine.cancel(id).await.map(|t| rpc_ok(&wire, &t)),
+        (&Method::POST | &Method::GET, Some("subscribe")) => {
+            subscribe(&ctx.shared, agent, id, &wire).await
+        }
+        _ => Err(no_route(&parts)),
+    };
+    answer.unwrap_or_else(|e| rest_error(&e))
+}
+
+/// `{agent}/tasks/{id}/pushNotificationConfigs[/{config}]`.
+pub(super) async fn push_configs(State(ctx): State<AgentCtx>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    if let Err(e) = prelude(&ctx, &parts) {
+        return rest_error(&e);
+    }
+    rest_error(&push_unsupported())
+}
+
+/// `GET {agent}/extendedAgentCard`.
+pub(super) async fn extended_card(State(ctx): State<AgentCtx>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    if let Err(e) = prelude(&ctx, &parts) {
+        return rest_error(&e);
+    }
+    rest_error(&extended_card_unsupported())
+}
+
+/// Any method a route does not serve, and any path no route serves.
+pub(super) async fn unrouted(req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    rest_error(&no_route(&parts))
+}
+
+/// Reads and parses an HTTP+JSON body (a JSON object), or the error answer.
+async fn rest_body<T: DeserializeOwned>(
+    ctx: &AgentCtx,
+    parts: &Parts,
+    body: Body,
+    what: &str,
+) -> Result<T, Response> {
+    let bytes = read_body(&ctx.shared.cfg, &parts.headers, body)
+        .await
+        .map_err(|e| e.rest())?;
+    if !json_content_type(&parts.headers) {
+        return Err(rest_error(&content_type_error(&parts.headers)));
+    }
+    // ProtoJSON bodies are objects; serde would also read a positional array as a struct.
+    if first_byte(&bytes) != Some(b'{') {
+        let e = match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            Err(syntax) => ApiError::new(
+                codes::PARSE_ERROR,
+                format!(
+                    "invalid JSON in the {what} body: {}",
+                    json_error_message(&syntax)
+                ),
+            ),
+            Ok(_) => ApiError::new(
+                codes::INVALID_PARAMS,
+                format!("the {what} body must be a JSON object"),
+            ),
+        };
+        return Err(rest_error(&e));
+    }
+    parse_body(&bytes, what).map_err(|e| rest_error(&e))
+}

@@ -1,0 +1,784 @@
+//! The A2A server's task store on a [`Db`] (feature `a2a`): [`SqlTaskStore`] implements
+//! `subagent_a2a::server::TaskStore` on SQLite or PostgreSQL.
+//!
+//! - Tasks are rows of `a2a_tasks`: the task as A2A 1.0 JSON plus the columns `ListTasks`
+//!   filters and sorts on (agent, context, state, status timestamp), so filtering and
+//!   pagination run in SQL.
+//! - **Restarts.** A task that was submitted or working when its server stopped cannot go on
+//!   (its handler is gone): it becomes `failed` with the status message
+//!   [`INTERRUPTED_BY_RESTART`] (SQLite: when the next process opens the file) or
+//!   [`INTERRUPTED_BY_LEASE`] (PostgreSQL: when the lease of the process running it expires).
+//!   Interrupted tasks (`input-required`, `auth-required`) wait for their follow-up message on
+//!   any process.
+//! - **Replicas (PostgreSQL).** Every process holds a lease on the tasks it runs, renewed every
+//!   third of [`A2aStoreOptions::lease`]; any process turns tasks with an expired lease into
+//!   `failed`. Events of running tasks are written to `a2a_task_events` and their ids sent with
+//!   `NOTIFY subagents_a2a`; every process `LISTEN`s and hands them to its subscribers. Cancel
+//!   requests travel the same way. See `docs/scaling.md`.
+//! - **Retention.** Terminal tasks expire after [`Retention::terminal_ttl`]; over
+//!   [`Retention::max_tasks`] or [`Retention::max_bytes`] the oldest terminal, then interrupted
+//!   tasks go (running ones never). Pruning runs at open and every
+//!   [`A2aStoreOptions::prune_interval`]; [`prune_a2a_tasks`] prunes by hand.
+//!
+//! One SQLite file serves one server process (the restart rule above marks every running task
+//! of another process as interrupted); several processes share a PostgreSQL database.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use subagent_a2a::server::{
+    RemoteSignal, StoreError as A2aStoreError, TaskFilter, TaskPage, TaskStore, now_rfc3339,
+    task_bytes,
+};
+use subagent_a2a::types::v1;
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+use crate::{Db, StoreError};
+
+/// The status message of a task that was running when its SQLite-backed server stopped.
+pub const INTERRUPTED_BY_RESTART: &str =
+    "interrupted: the server restarted while this task was running";
+
+/// The status message of a task whose PostgreSQL lease expired (its server process stopped).
+pub const INTERRUPTED_BY_LEASE: &str =
+    "interrupted: the server process running this task stopped (its lease expired)";
+
+/// The PostgreSQL notification channel of task events and cancel requests.
+const CHANNEL: &str = "subagents_a2a";
+
+/// How long published events stay readable by other replicas.
+const EVENT_TTL: Duration = Duration::from_secs(600);
+
+/// Task states whose handler may be running: unspecified, submitted, working (a literal, for
+/// `concat!` into static SQL).
+macro_rules! running {
+    () => {
+        "(0, 1, 2)"
+    };
+}
+
+/// How long persisted tasks are kept, and how much.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Retention {
+    /// Terminal tasks are deleted this long after their last change (default 7 days).
+    pub terminal_ttl: Duration,
+    /// The most tasks kept (default 100,000).
+    pub max_tasks: u64,
+    /// The most bytes of tasks kept, counted as the in-memory store does
+    /// (`subagent_a2a::server::task_bytes`; default 1 GiB).
+    pub max_bytes: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self {
+            terminal_ttl: Duration::from_secs(7 * 24 * 3600),
+            max_tasks: 100_000,
+            max_bytes: 1024 * 1024 * 1024,
+        }
+    }
+}
+
+impl Retention {
+    /// Sets the time-to-live of terminal tasks (builder style).
+    #[must_use]
+    pub fn with_terminal_ttl(mut self, ttl: Duration) -> Self {
+        self.terminal_ttl = ttl;
+        self
+    }
+
+    /// Sets the most tasks kept (at least 1; builder style).
+    #[must_use]
+    pub fn with_max_tasks(mut self, n: u64) -> Self {
+        self.max_tasks = n.max(1);
+        self
+    }
+
+    /// Sets the most bytes kept (at least 1; builder style).
+    #[must_use]
+    pub fn with_max_bytes(mut self, n: u64) -> Self {
+        self.max_bytes = n.max(1);
+        self
+    }
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PruneReport {
+    /// Terminal tasks past their time-to-live.
+    pub expired: u64,
+    /// Finished or interrupted tasks removed to get under the count or byte bound.
+    pub evicted: u64,
+    /// Replica events past their time-to-live.
+    pub events: u64,
+}
+
+/// Settings of a [`SqlTaskStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct A2aStoreOptions {
+    /// PostgreSQL: how long a process's claim on its running tasks lasts without renewal
+    /// (default 30 s; renewed every third of it). After it, other processes mark the tasks
+    /// interrupted.
+    pub lease: Duration,
+    /// How much is kept.
+    pub retention: Retention,
+    /// How often pruning runs (default 60 s).
+    pub prune_interval: Duration,
+}
+
+impl Default for A2aStoreOptions {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(30),
+            retention: Retention::default(),
+            prune_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+impl A2aStoreOptions {
+    /// Sets the lease (at least 1 s; builder style).
+    #[must_use]
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_secs(1));
+        self
+    }
+
+    /// Sets the retention (builder style).
+    #[must_use]
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets how often pruning runs (at least 1 s; builder style).
+    #[must_use]
+    pub fn with_prune_interval(mut self, every: Duration) -> Self {
+        self.prune_interval = every.max(Duration::from_secs(1));
+        self
+    }
+}
+
+struct Inner {
+    db: Db,
+    /// This process's id, the owner of the leases it takes.
+    owner: String,
+    options: A2aStoreOptions,
+    /// PostgreSQL: signals read from `LISTEN`.
+    signals: Option<broadcast::Sender<RemoteSignal>>,
+    /// The maintenance and listener loops, stopped when the store goes.
+    loops: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let loops = self.loops.get_mut().unwrap_or_else(|e| e.into_inner());
+        for h in loops.drain(..) {
+            h.abort();
+        }
+    }
+}
+
+/// The A2A server's [`TaskStore`] on a database. Cheap to clone; clones share the database
+/// and background loops. Each hosted agent uses its own [`for_agent`](Self::for_agent) view
+/// (tasks are kept apart by agent path).
+#[derive(Clone)]
+pub struct SqlTaskStore {
+    inner: Arc<Inner>,
+    scope: Arc<str>,
+}
+
+impl std::fmt::Debug for SqlTaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlTaskStore")
+            .field("scope", &self.scope)
+            .field("owner", &self.inner.owner)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> i64 {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn running(state: v1::TaskState) -> bool {
+    !state.is_terminal() && !state.is_interrupted()
+}
+
+/// Runs `$body` with `$pool` bound to the SQLite or PostgreSQL pool of `$db`; the same query
+/// text serves both (`$N` placeholders).
+macro_rules! on_db {
+    ($db:expr, |$pool:ident| $body:expr) => {
+        match $db {
+            Db::Sqlite($pool) => $body,
+            Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+fn backend(task_id: &str) -> impl FnOnce(StoreError) -> A2aStoreError + '_ {
+    move |e| A2aStoreError::Backend {
+        task_id: task_id.to_owned(),
+        message: e.to_string(),
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(what: &'static str, body: &str) -> Result<T, StoreError> {
+    serde_json::from_str(body).map_err(|e| StoreError::Corrupt {
+        what,
+        reason: e.to_string(),
+    })
+}
+
+impl SqlTaskStore {
+    /// A store on `db` (opened with [`Db::open`], which creates the tables). On SQLite, tasks
+    /// left running by an earlier process are marked interrupted now; on PostgreSQL, leases
+    /// start being renewed and expired ones swept, and the process starts listening for the
+    /// other replicas' events. Prunes once, then every
+    /// [`prune_interval`](A2aStoreOptions::prune_interval). Needs a tokio runtime.
+    pub async fn open(db: Db, options: A2aStoreOptions) -> Result<Self, StoreError> {
+        let postgres = matches!(db, Db::Postgres(_));
+        let inner = Arc::new(Inner {
+            db,
+            owner: uuid::Uuid::new_v4().to_string(),
+            options,
+            signals: postgres.then(|| broadcast::channel(4096).0),
+            loops: Mutex::new(Vec::new()),
+        });
+        let store = SqlTaskStore {
+            inner,
+            scope: Arc::from(""),
+        };
+        store.sweep(!postgres).await?;
+        prune_a2a_tasks(&store.inner.db, &store.inner.options.retention).await?;
+        let mut loops = Vec::new();
+        loops.push(tokio::spawn(maintain(Arc::downgrade(&store.inner))));
+        if let Db::Postgres(pool) = &store.inner.db {
+            let mut listener = sqlx::postgres::PgListener::connect_with(pool)
+                .await
+                .map_err(StoreError::query("listen for replica events"))?;
+            listener
+                .listen(CHANNEL)
+                .await
+                .map_err(StoreError::query("listen for replica events"))?;
+            loops.push(tokio::spawn(listen(Arc::downgrade(&store.inner), listener)));
+        }
+        *store.inner.loops.lock().unwrap_or_else(|e| e.into_inner()) = loops;
+        Ok(store)
+    }
+
+    /// The view of the agent mounted at `path` (its tasks only).
+    pub fn for_agent(&self, path: &str) -> SqlTaskStore {
+        SqlTaskStore {
+            inner: self.inner.clone(),
+            scope: Arc::from(path),
+        }
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Db {
+        &self.inner.db
+    }
+
+    /// Prunes now with this store's [`Retention`].
+    pub async fn prune(&self) -> Result<PruneReport, StoreError> {
+        prune_a2a_tasks(&self.inner.db, &self.inner.options.retention).await
+    }
+
+    /// Marks interrupted the running tasks that cannot go on: every one not owned by this
+    /// process (`all_foreign`, SQLite at open) or those whose lease expired (PostgreSQL).
+    async fn sweep(&self, all_foreign: bool) -> Result<u64, StoreError> {
+        let db = &self.inner.db;
+        let now = now_ms();
+        let (sql, update, message) = if all_foreign {
+            (
+                concat!(
+                    "SELECT id, body FROM a2a_tasks WHERE state IN ",
+                    running!(),
+                    " AND (owner IS NULL OR owner <> $1) AND $2 >= 0 LIMIT 500"
+                ),
+                concat!(
+                    "UPDATE a2a_tasks SET state = $1, terminal = 1, status_ts = $2, ",
+                    "updated_ms = $4, owner = NULL, lease_until_ms = NULL, body = $5, bytes = $6 ",
+                    "WHERE id = $7 AND state IN ",
+                    running!(),
+                    " AND (owner IS NULL OR owner <> $3)"
+                ),
+                INTERRUPTED_BY_RESTART,
+            )
+        } else {
+            (
+                concat!(
+                    "SELECT id, body FROM a2a_tasks WHERE state IN ",
+                    running!(),
+                    " AND lease_until_ms < $2 AND $1 <> '' LIMIT 500"
+                ),
+                concat!(
+                    "UPDATE a2a_tasks SET state = $1, terminal = 1, status_ts = $2, ",
+                    "updated_ms = $4, owner = NULL, lease_until_ms = NULL, body = $5, bytes = $6 ",
+                    "WHERE id = $7 AND state IN ",
+                    running!(),
+                    " AND lease_until_ms < $4 AND $3 <> ''"
+                ),
+                INTERRUPTED_BY_LEASE,
+            )
+        };
+        let mut marked = 0;
+        loop {
+            let rows: Vec<(String, String)> = on_db!(db, |p| sqlx::query_as(sql)
+                .bind(&self.inner.owner)
+                .bind(now)
+                .fetch_all(p)
+                .await
+                .map_err(StoreError::query("find interrupted tasks"))?);
+            let n = rows.len();
+            for (id, body) in rows {
+                let mut task: v1::Task = match decode("A2A task", &body) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        tracing::warn!(task = %id, error = %e, "skipping unreadable A2A task");
+                        continue;
+                    }
+                };
+                let mut m = v1::Message::new(
+                    v1::Role::Agent,
+                    uuid::Uuid::new_v4().to_string(),
+                    vec![v1::Part::text(message)],
+                );
+                m.context_id = task.context_id.clone();
+                m.task_id = Some(task.id.clone());
+                task.history.push(m.clone());
+                task.status = v1::TaskStatus {
+                    state: v1::TaskState::Failed,
+                    message: Some(m),
+                    timestamp: Some(now_rfc3339()),
+                };
+                let body = serde_json::to_string(&task).unwrap_or_default();
+                let done = on_db!(db, |p| sqlx::query(update)
+                    .bind(i64::from(v1::TaskState::Failed.number()))
+                    .bind(task.status.timestamp.clone().unwrap_or_default())
+                    .bind(&self.inner.owner)
+                    .bind(now)
+                    .bind(&body)
+                    .bind(i64::try_from(task_bytes(&task)).unwrap_or(i64::MAX))
+                    .bind(&id)
+                    .execute(p)
+                    .await
+                    .map_err(StoreError::query("mark task interrupted"))?
+                    .rows_affected());
+                if done == 1 {
+                    marked += 1;
+                    tracing::info!(task = %id, "A2A task interrupted: {message}");
+                    if self.inner.signals.is_some() {
+                        let ev = v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
+                            task_id: task.id.clone(),
+                            context_id: task.context_id.clone().unwrap_or_default(),
+                            status: task.status.clone(),
+                            metadata: None,
+                        });
+                        if let Err(e) = self.publish(&task.id, &ev).await {
+                            tracing::warn!(task = %id, error = %e, "cannot publish interruption");
+                        }
+                    }
+                }
+            }
+            if n < 500 {
+                return Ok(marked);
+            }
+        }
+    }
+
+    /// PostgreSQL: extends the leases of the tasks this process runs.
+    async fn renew(&self) -> Result<(), StoreError> {
+        let until = now_ms().saturating_add(ms(self.inner.options.lease));
+        const SQL: &str = concat!(
+            "UPDATE a2a_tasks SET lease_until_ms = $1 WHERE owner = $2 AND state IN ",
+            running!()
+        );
+        on_db!(&self.inner.db, |p| sqlx::query(SQL)
+            .bind(until)
+            .bind(&self.inner.owner)
+            .execute(p)
+            .await
+            .map_err(StoreError::query("renew task leases"))
+            .map(drop)?);
+        Ok(())
+    }
+
+    async fn publish(&self, task_id: &str, event: &v1::StreamResponse) -> Result<(), StoreError> {
+        let Db::Postgres(pool) = &self.inner.db else {
+            return Ok(());
+        };
+        let body = serde_json::to_string(event).unwrap_or_default();
+        // One round trip: the row, then its id as the notification (payloads stay far below
+        // PostgreSQL's 8,000-byte limit whatever the event's size).
+        sqlx::query(
+            "WITH e AS (INSERT INTO a2a_task_events (task_id, created_ms, body) \
+             VALUES ($1, $2, $3) RETURNING id) \
+             SELECT pg_notify($4, 'e:' || id) FROM e",
+        )
+        .bind(task_id)
+        .bind(now_ms())
+        .bind(body)
+        .bind(CHANNEL)
+        .execute(pool)
+        .await
+        .map_err(StoreError::query("publish task event"))?;
+        Ok(())
+    }
+}
+
+/// The maintenance loop: lease renewal and sweeping (PostgreSQL), pruning.
+async fn maintain(weak: Weak<Inner>) {
+    let (postgres, lease, prune_every) = match weak.upgrade() {
+        Some(i) => (
+            matches!(i.db, Db::Postgres(_)),
+            i.options.lease,
+            i.options.prune_interval,
+        ),
+        None => return,
+    };
+    let tick = if postgres {
+        (lease / 3).min(prune_every)
+    } else {
+        prune_every
+    };
+    let mut last_prune = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(tick).await;
+        let Some(inner) = weak.upgrade() else { return };
+        let store = SqlTaskStore {
+            inner,
+            scope: Arc::from(""),
+        };
+        if postgres {
+            if let Err(e) = store.renew().await {
+                tracing::warn!(error = %e, "A2A task lease renewal failed");
+            }
+            if let Err(e) = store.sweep(false).await {
+                tracing::warn!(error = %e, "A2A task lease sweep failed");
+            }
+        }
+        if last_prune.elapsed() >= prune_every {
+            last_prune = tokio::time::Instant::now();
+            match store.prune().await {
+                Ok(r) if r != PruneReport::default() => {
+                    tracing::debug!(?r, "pruned A2A tasks");
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "A2A task pruning failed"),
+            }
+        }
+    }
+}
+
+/// PostgreSQL: reads the replicas' notifications and hands them out as [`RemoteSignal`]s.
+async fn listen(weak: Weak<Inner>, mut listener: sqlx::postgres::PgListener) {
+    loop {
+        let n = match listener.recv().await {
+            Ok(n) => n,
+            Err(e) => {
+                // The listener reconnects on the next call; notifications sent meanwhile are
+                // lost (subscribers miss those events; tasks stay readable).
+                tracing::warn!(error = %e, "A2A replica listener failed; reconnecting");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let Some(inner) = weak.upgrade() else { return };
+        let Some(tx) = &inner.signals else { return };
+        let payload = n.payload();
+        let signal = if let Some(task_id) = payload.strip_prefix("c:") {
+            Some(RemoteSignal::Cancel {
+                task_id: task_id.to_owned(),
+            })
+        } else if let Some(id) = payload
+            .strip_prefix("e:")
+            .and_then(|i| i.parse::<i64>().ok())
+        {
+            read_event(&inner.db, id).await
+        } else {
+            None
+        };
+        if let Some(s) = signal {
+            // No receiver yet (no engine listening) is fine.
+            let _ = tx.send(s);
+        }
+    }
+}
+
+async fn read_event(db: &Db, id: i64) -> Option<RemoteSignal> {
+    let row: Option<(String, String)> = on_db!(db, |p| sqlx::query_as(
+        "SELECT task_id, body FROM a2a_task_events WHERE id = $1"
+    )
+    .bind(id)
+    .fetch_optional(p)
+    .await
+    .map_err(|e| tracing::warn!(error = %e, "cannot read replica event"))
+    .ok()
+    .flatten());
+    let (task_id, body) = row?;
+    match decode::<v1::StreamResponse>("A2A task event", &body) {
+        Ok(event) => Some(RemoteSignal::Event {
+            task_id,
+            event: Arc::new(event),
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "skipping unreadable replica event");
+            None
+        }
+    }
+}
+
+/// Prunes the A2A tasks of `db` (every agent's) to `retention`: terminal tasks past their
+/// time-to-live, then, over the count or byte bound, the oldest terminal tasks and then the
+/// oldest interrupted ones until 90% of the bound (running tasks are never removed), and
+/// replica events older than ten minutes. For `subagents prune`; stores also prune on their
+/// own.
+pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneReport, StoreError> {
+    let now = now_ms();
+    let mut report = PruneReport::default();
+    let cutoff = now.saturating_sub(ms(retention.terminal_ttl));
+    report.expired = on_db!(db, |p| sqlx::query(
+        "DELETE FROM a2a_tasks WHERE terminal = 1 AND updated_ms < $1"
+    )
+    .bind(cutoff)
+    .execute(p)
+    .await
+    .map_err(StoreError::query("expire A2A tasks"))?
+    .rows_affected());
+    report.events = on_db!(db, |p| sqlx::query(
+        "DELETE FROM a2a_task_events WHERE created_ms < $1"
+    )
+    .bind(now.saturating_sub(ms(EVENT_TTL)))
+    .execute(p)
+    .await
+    .map_err(StoreError::query("expire A2A task events"))?
+    .rows_affected());
+    let (count, bytes): (i64, i64) = on_db!(db, |p| sqlx::query_as(
+        "SELECT COUNT(*), CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM a2a_tasks"
+    )
+    .fetch_one(p)
+    .await
+    .map_err(StoreError::query("measure A2A tasks"))?);
+    let (mut count, mut bytes) = (count.max(0) as u64, bytes.max(0) as u64);
+    if count <= retention.max_tasks && bytes <= retention.max_bytes {
+        return Ok(report);
+    }
+    let target_count = retention.max_tasks - retention.max_tasks / 10;
+    let target_bytes = retention.max_bytes - retention.max_bytes / 10;
+    let (count_over, bytes_over) = (count > retention.max_tasks, bytes > retention.max_bytes);
+    let over =
+        move |c: u64, b: u64| (count_over && c > target_count) || (bytes_over && b > target_bytes);
+    const SELECT: &str = concat!(
+        "SELECT id, bytes FROM a2a_tasks WHERE state NOT IN ",
+        running!(),
+        " ORDER BY terminal DESC, updated_ms ASC LIMIT 500"
+    );
+    while over(count, bytes) {
+        let rows: Vec<(String, i64)> = on_db!(db, |p| sqlx::query_as(SELECT)
+            .fetch_all(p)
+            .await
+            .map_err(StoreError::query("choose A2A tasks to evict"))?);
+        if rows.is_empty() {
+            break;
+        }
+        for (id, b) in rows {
+            if !over(count, bytes) {
+                break;
+            }
+            let gone = on_db!(db, |p| sqlx::query("DELETE FROM a2a_tasks WHERE id = $1")
+                .bind(&id)
+                .execute(p)
+                .await
+                .map_err(StoreError::query("evict A2A task"))?
+                .rows_affected());
+            if gone == 1 {
+                report.evicted += 1;
+                count = count.saturating_sub(1);
+                bytes = bytes.saturating_sub(b.max(0) as u64);
+            }
+        }
+    }
+    Ok(report)
+}
+
+#[async_trait]
+impl TaskStore for SqlTaskStore {
+    async fn save(&self, task: v1::Task) -> Result<(), A2aStoreError> {
+        let state = task.status.state;
+        let (owner, lease) = if running(state) {
+            (
+                Some(self.inner.owner.as_str()),
+                Some(now_ms().saturating_add(ms(self.inner.options.lease))),
+            )
+        } else {
+            (None, None)
+        };
+        let body = serde_json::to_string(&task).map_err(|e| A2aStoreError::Backend {
+            task_id: task.id.clone(),
+            message: format!("cannot encode the task: {e}"),
+        })?;
+        let bytes = i64::try_from(task_bytes(&task)).unwrap_or(i64::MAX);
+        const SQL: &str = "INSERT INTO a2a_tasks (id, scope, context_id, state, terminal, \
+             status_ts, updated_ms, bytes, owner, lease_until_ms, body) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+             ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, \
+             state = excluded.state, terminal = excluded.terminal, \
+             status_ts = excluded.status_ts, updated_ms = excluded.updated_ms, \
+             bytes = excluded.bytes, owner = excluded.owner, \
+             lease_until_ms = excluded.lease_until_ms, body = excluded.body";
+        on_db!(&self.inner.db, |p| sqlx::query(SQL)
+            .bind(&task.id)
+            .bind(&*self.scope)
+            .bind(task.context_id.as_deref().unwrap_or(""))
+            .bind(i64::from(state.number()))
+            .bind(i64::from(state.is_terminal()))
+            .bind(task.status.timestamp.as_deref().unwrap_or(""))
+            .bind(now_ms())
+            .bind(bytes)
+            .bind(owner)
+            .bind(lease)
+            .bind(&body)
+            .execute(p)
+            .await
+            .map_err(StoreError::query("save A2A task"))
+            .map_err(backend(&task.id))
+            .map(drop)?);
+        Ok(())
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, A2aStoreError> {
+        let body: Option<String> = on_db!(&self.inner.db, |p| sqlx::query_scalar(
+            "SELECT body FROM a2a_tasks WHERE id = $1 AND scope = $2"
+        )
+        .bind(task_id)
+        .bind(&*self.scope)
+        .fetch_optional(p)
+        .await
+        .map_err(StoreError::query("read A2A task"))
+        .map_err(backend(task_id))?);
+        body.map(|b| decode("A2A task", &b))
+            .transpose()
+            .map_err(backend(task_id))
+    }
+
+    async fn list(
+        &self,
+        filter: &TaskFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<TaskPage, A2aStoreError> {
+        let mut cond = String::from("scope = $1");
+        let mut n = 1;
+        let mut next = |col: &str, op: &str| {
+            n += 1;
+            format!(" AND {col} {op} ${n}")
+        };
+        if filter.context_id.is_some() {
+            cond += &next("context_id", "=");
+        }
+        if filter.state.is_some() {
+            cond += &next("state", "=");
+        }
+        if filter.status_timestamp_after.is_some() {
+            cond += &next("status_ts", ">");
+        }
+        let count_sql = format!("SELECT COUNT(*) FROM a2a_tasks WHERE {cond}");
+        let page_sql = format!(
+            "SELECT body FROM a2a_tasks WHERE {cond} \
+             ORDER BY status_ts DESC, updated_ms DESC, id LIMIT {} OFFSET {}",
+            i64::try_from(limit).unwrap_or(i64::MAX),
+            i64::try_from(offset).unwrap_or(i64::MAX),
+        );
+        let db = &self.inner.db;
+        macro_rules! bound {
+            ($q:expr) => {{
+                let mut q = $q.bind(&*self.scope);
+                if let Some(c) = &filter.context_id {
+                    q = q.bind(c.as_str());
+                }
+                if let Some(s) = filter.state {
+                    q = q.bind(i64::from(s.number()));
+                }
+                if let Some(t) = &filter.status_timestamp_after {
+                    q = q.bind(t.as_str());
+                }
+                q
+            }};
+        }
+        // Audited: the conditions name fixed columns; every value is a bound parameter, and
+        // LIMIT / OFFSET are integers.
+        let total: i64 = on_db!(db, |p| bound!(sqlx::query_scalar(sqlx::AssertSqlSafe(
+            count_sql.clone()
+        )))
+        .fetch_one(p)
+        .await
+        .map_err(StoreError::query("count A2A tasks"))
+        .map_err(backend(""))?);
+        let bodies: Vec<String> = if limit == 0 || offset as i64 >= total {
+            Vec::new()
+        } else {
+            on_db!(db, |p| bound!(sqlx::query_scalar(sqlx::AssertSqlSafe(
+                page_sql.clone()
+            )))
+            .fetch_all(p)
+            .await
+            .map_err(StoreError::query("list A2A tasks"))
+            .map_err(backend(""))?)
+        };
+        let tasks = bodies
+            .iter()
+            .map(|b| decode("A2A task", b))
+            .collect::<Result<Vec<v1::Task>, _>>()
+            .map_err(backend(""))?;
+        Ok(TaskPage::new(tasks, usize::try_from(total).unwrap_or(0)))
+    }
+
+    fn is_shared(&self) -> bool {
+        self.inner.signals.is_some()
+    }
+
+    async fn publish_event(
+        &self,
+        task_id: &str,
+        event: &v1::StreamResponse,
+    ) -> Result<(), A2aStoreError> {
+        self.publish(task_id, event).await.map_err(backend(task_id))
+    }
+
+    async fn request_cancel(&self, task_id: &str) -> Result<(), A2aStoreError> {
+        let Db::Postgres(pool) = &self.inner.db else {
+            return Ok(());
+        };
+        // Task ids are the server's UUIDs: far below the 8,000-byte payload limit.
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(format!("c:{task_id}"))
+            .execute(pool)
+            .await
+            .map_err(StoreError::query("request cancel"))
+            .map_err(backend(task_id))?;
+        Ok(())
+    }
+
+    fn signals(&self) -> Option<broadcast::Receiver<RemoteSignal>> {
+        self.inner
+            .signals
+            .as_ref()
+            .map(broadcast::Sender::subscribe)
+    }
+}

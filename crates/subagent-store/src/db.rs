@@ -1,0 +1,108 @@
+//! Opening a database and bringing its schema up to date.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use crate::migrations::{Dialect, migrator};
+use crate::url::parent_dir;
+use crate::{StoreError, StoreUrl};
+
+/// How long a connection waits for a lock (SQLite) or for a free pooled connection.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An open database with its schema migrated. Cheap to clone (the pools are shared).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Db {
+    /// A SQLite file in WAL mode.
+    Sqlite(SqlitePool),
+    /// A PostgreSQL database.
+    Postgres(PgPool),
+}
+
+impl Db {
+    /// Connects to `url` and runs the migrations; `Ok(None)` for [`StoreUrl::Memory`].
+    ///
+    /// SQLite: the file and its directory are created when missing; WAL journal,
+    /// `synchronous = NORMAL` (a committed transaction survives a process crash; a power loss
+    /// may lose the last ones), foreign keys on, a 10 s busy timeout.
+    pub async fn open(url: &StoreUrl) -> Result<Option<Db>, StoreError> {
+        let db = match url {
+            StoreUrl::Memory => return Ok(None),
+            StoreUrl::Sqlite(path) => {
+                if let Some(dir) = parent_dir(path) {
+                    tokio::fs::create_dir_all(dir).await.map_err(|source| {
+                        StoreError::CreateDir {
+                            path: dir.to_owned(),
+                            source,
+                        }
+                    })?;
+                }
+                let options = SqliteConnectOptions::new()
+                    .filename(path)
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+                    .foreign_keys(true)
+                    .busy_timeout(BUSY_TIMEOUT);
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(4)
+                    .acquire_timeout(BUSY_TIMEOUT)
+                    .connect_with(options)
+                    .await
+                    .map_err(|source| StoreError::Open {
+                        url: url.redacted(),
+                        source,
+                    })?;
+                Db::Sqlite(pool)
+            }
+            StoreUrl::Postgres(raw) => {
+                let options =
+                    sqlx::postgres::PgConnectOptions::from_str(raw).map_err(|source| {
+                        StoreError::Open {
+                            url: url.redacted(),
+                            source,
+                        }
+                    })?;
+                let pool = PgPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(BUSY_TIMEOUT)
+                    .connect_with(options)
+                    .await
+                    .map_err(|source| StoreError::Open {
+                        url: url.redacted(),
+                        source,
+                    })?;
+                Db::Postgres(pool)
+            }
+        };
+        db.migrate(url).await?;
+        Ok(Some(db))
+    }
+
+    async fn migrate(&self, url: &StoreUrl) -> Result<(), StoreError> {
+        let result = match self {
+            Db::Sqlite(pool) => migrator(Dialect::Sqlite).run(pool).await,
+            Db::Postgres(pool) => migrator(Dialect::Postgres).run(pool).await,
+        };
+        result.map_err(|source| StoreError::Migrate {
+            url: url.redacted(),
+            source,
+        })
+    }
+
+    /// The schema version the database is at (the highest applied migration).
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        const SQL: &str = "SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success";
+        let q = StoreError::query("read schema version");
+        match self {
+            Db::Sqlite(pool) => sqlx::query_scalar(SQL).fetch_one(pool).await.map_err(q),
+            Db::Postgres(pool) => sqlx::query_scalar(SQL).fetch_one(pool).await.map_err(q),
+        }
+    }
+}

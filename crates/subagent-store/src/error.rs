@@ -1,0 +1,67 @@
+//! The one error type of this crate.
+
+/// What went wrong opening or using a store. Database errors are kept as sources; no variant
+/// carries a password.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store URL could not be understood.
+    #[error("invalid store URL {url:?}: {reason} (expected memory, sqlite:PATH or postgres://...)")]
+    InvalidUrl {
+        /// The URL as given, password removed.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The database could not be opened or reached.
+    #[error("cannot open store {url}: {source}")]
+    Open {
+        /// The URL, password removed.
+        url: String,
+        /// The driver's error.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// Creating the database's directory failed.
+    #[error("cannot create the directory {path}: {source}", path = path.display())]
+    CreateDir {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The file-system error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A migration failed; the database is left at the last version that applied.
+    #[error("migrating store {url}: {source}")]
+    Migrate {
+        /// The URL, password removed.
+        url: String,
+        /// The migrator's error.
+        #[source]
+        source: sqlx::migrate::MigrateError,
+    },
+    /// A query failed.
+    #[error("store query failed ({what}): {source}")]
+    Query {
+        /// What was being done, e.g. "load transcript".
+        what: &'static str,
+        /// The driver's error.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// A stored value could not be decoded (a row written by a newer version, or damaged).
+    #[error("stored {what} is unreadable: {reason}")]
+    Corrupt {
+        /// What was being read.
+        what: &'static str,
+        /// Why it could not be decoded.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    /// A [`StoreError::Query`] for `what`; for `.map_err(StoreError::query("..."))`.
+    pub fn query(what: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+        move |source| StoreError::Query { what, source }
+    }
+}

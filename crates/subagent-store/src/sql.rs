@@ -1,0 +1,43 @@
+//! Small helpers shared by the stores: running one piece of code on either pool, and times as
+//! Unix milliseconds (the portable column type of both dialects).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Runs `$body` with `$pool` bound to the SQLite or the PostgreSQL pool of a [`Db`](crate::Db);
+/// the body is compiled once per dialect, so the same query text and binds serve both (queries
+/// use `$1, $2, ...` placeholders in order, which both accept).
+macro_rules! with_pool {
+    ($db:expr, |$pool:ident| $body:expr) => {
+        match $db {
+            $crate::Db::Sqlite($pool) => $body,
+            $crate::Db::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+/// A time as Unix milliseconds (0 before the epoch, saturating far in the future).
+pub(crate) fn to_ms(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Unix milliseconds as a time.
+pub(crate) fn from_ms(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// Now, in Unix milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    to_ms(SystemTime::now())
+}
+
+/// `d` in milliseconds, saturating.
+pub(crate) fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A byte count as a column value.
+pub(crate) fn len_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,190 @@
+//! `SqlTaskStore` on real databases: SQL filtering and pagination, agents kept apart, and
+//! retention (TTL, count and byte bounds; running tasks never pruned).
+
+#![cfg(feature = "a2a")]
+
+mod common;
+
+use std::time::Duration;
+
+use subagent_a2a::server::{TaskFilter, TaskStore};
+use subagent_a2a::types::v1;
+use subagent_store::a2a::{A2aStoreOptions, Retention, SqlTaskStore, prune_a2a_tasks};
+use subagent_store::{Db, StoreUrl};
+
+fn task(id: &str, ctx: &str, state: v1::TaskState, ts: &str, text_len: usize) -> v1::Task {
+    v1::Task {
+        id: id.into(),
+        context_id: Some(ctx.into()),
+        status: v1::TaskStatus {
+            state,
+            message: None,
+            timestamp: Some(ts.into()),
+        },
+        artifacts: vec![],
+        history: vec![v1::Message::new(
+            v1::Role::User,
+            format!("m-{id}"),
+            vec![v1::Part::text("x".repeat(text_len))],
+        )],
+        metadata: None,
+    }
+}
+
+async fn open(url: &str) -> (Db, SqlTaskStore) {
+    let url: StoreUrl = url.parse().unwrap();
+    let db = Db::open(&url).await.unwrap().unwrap();
+    let store = SqlTaskStore::open(db.clone(), A2aStoreOptions::default())
+        .await
+        .unwrap();
+    (db, store)
+}
+
+async fn filters_pages_and_scopes(store: SqlTaskStore) {
+    let a = store.for_agent("/a");
+    let b = store.for_agent("/b");
+    use v1::TaskState::*;
+    for (i, (ctx, state)) in [
+        ("c1", Completed),
+        ("c1", InputRequired),
+        ("c2", Completed),
+        ("c1", Completed),
+        ("c2", Failed),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ts = format!("2026-01-01T00:00:0{i}.000Z");
+        a.save(task(&format!("t{i}"), ctx, state, &ts, 10))
+            .await
+            .unwrap();
+    }
+    b.save(task(
+        "other",
+        "c1",
+        Completed,
+        "2026-01-01T00:00:09.000Z",
+        10,
+    ))
+    .await
+    .unwrap();
+
+    let all = a.list(&TaskFilter::default(), 0, 10).await.unwrap();
+    let ids: Vec<_> = all.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["t4", "t3", "t2", "t1", "t0"]);
+    assert_eq!(all.total, 5);
+    let page = a.list(&TaskFilter::default(), 2, 2).await.unwrap();
+    let ids: Vec<_> = page.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!((ids, page.total), (vec!["t2", "t1"], 5));
+    let past_end = a.list(&TaskFilter::default(), 9, 2).await.unwrap();
+    assert!(past_end.tasks.is_empty() && past_end.total == 5);
+
+    let mut f = TaskFilter::default();
+    f.context_id = Some("c1".into());
+    f.state = Some(Completed);
+    let got = a.list(&f, 0, 10).await.unwrap();
+    let ids: Vec<_> = got.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["t3", "t0"]);
+    let mut f = TaskFilter::default();
+    f.status_timestamp_after = Some("2026-01-01T00:00:02.500Z".into());
+    assert_eq!(a.list(&f, 0, 10).await.unwrap().total, 2);
+
+    // Agents see their own tasks only; a saved task reads back equal.
+    assert!(b.get("t0").await.unwrap().is_none());
+    assert_eq!(
+        b.list(&TaskFilter::default(), 0, 10).await.unwrap().total,
+        1
+    );
+    let back = a.get("t1").await.unwrap().unwrap();
+    assert_eq!(
+        back,
+        task("t1", "c1", InputRequired, "2026-01-01T00:00:01.000Z", 10)
+    );
+}
+
+async fn retention(db: Db, store: SqlTaskStore) {
+    use v1::TaskState::*;
+    let s = store.for_agent("/r");
+    s.save(task("run", "c", Working, "2026-01-01T00:00:00.000Z", 3000))
+        .await
+        .unwrap();
+    s.save(task(
+        "ask",
+        "c",
+        InputRequired,
+        "2026-01-01T00:00:00.000Z",
+        3000,
+    ))
+    .await
+    .unwrap();
+    for i in 0..10 {
+        s.save(task(
+            &format!("done{i}"),
+            "c",
+            Completed,
+            "2026-01-01T00:00:01.000Z",
+            1000,
+        ))
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // Bytes: finished tasks go first, oldest first; running and interrupted ones stay.
+    let r = prune_a2a_tasks(&db, &Retention::default().with_max_bytes(12_000))
+        .await
+        .unwrap();
+    assert!(r.evicted > 0, "{r:?}");
+    assert!(s.get("run").await.unwrap().is_some());
+    assert!(s.get("ask").await.unwrap().is_some());
+    assert!(s.get("done0").await.unwrap().is_none());
+    assert!(s.get("done9").await.unwrap().is_some());
+    // Count: interrupted ones go once no finished task is left; running ones never.
+    let r = prune_a2a_tasks(&db, &Retention::default().with_max_tasks(1))
+        .await
+        .unwrap();
+    assert!(r.evicted > 0, "{r:?}");
+    assert!(s.get("run").await.unwrap().is_some());
+    assert!(s.get("ask").await.unwrap().is_none());
+    // TTL: terminal tasks expire, others do not.
+    s.save(task("old", "c", Completed, "2026-01-01T00:00:02.000Z", 10))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let r = prune_a2a_tasks(
+        &db,
+        &Retention::default().with_terminal_ttl(Duration::from_millis(10)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.expired, 1, "{r:?}");
+    assert!(s.get("old").await.unwrap().is_none());
+    assert!(s.get("run").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn sqlite_filters_pages_and_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, store) = open(&format!("sqlite:{}", dir.path().join("t.db").display())).await;
+    filters_pages_and_scopes(store).await;
+}
+
+#[tokio::test]
+async fn sqlite_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, store) = open(&format!("sqlite:{}", dir.path().join("t.db").display())).await;
+    retention(db, store).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
+async fn postgres_filters_pages_and_scopes() {
+    let (_, store) = open(&common::fresh_postgres_db("filters").await).await;
+    filters_pages_and_scopes(store).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
+async fn postgres_retention() {
+    let (db, store) = open(&common::fresh_postgres_db("retention").await).await;
+    retention(db, store).await;
+}

@@ -1,0 +1,184 @@
+//! Real server processes for the A2A store tests: `a2a-tck-sut-store` (built by
+//! `cargo test -p subagent-store --features a2a`, which builds the crate's examples).
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A running SUT process (killed with SIGKILL when dropped).
+pub struct Sut {
+    pub child: Child,
+    pub base: String,
+}
+
+fn sut_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target directory");
+    let bin = dir.join("examples").join("a2a-tck-sut-store");
+    assert!(
+        bin.exists(),
+        "{} is missing: run these tests with `cargo test -p subagent-store --features a2a` \
+         (it builds the example)",
+        bin.display()
+    );
+    bin
+}
+
+impl Sut {
+    /// Starts the SUT on a free port with `--store store` and extra arguments.
+    pub async fn start(store: &str, extra: &[&str]) -> Sut {
+        let mut child = Command::new(sut_binary())
+            .args(["--port", "0", "--store", store])
+            .args(extra)
+            // Long-running scenario tasks (`test-resubscribe-message-id*`) run 2 × this.
+            .env("TCK_STREAMING_TIMEOUT", "60")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the SUT");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let base = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.expect("read stderr") {
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    return rest.split_whitespace().next().unwrap().to_string();
+                }
+                eprintln!("sut: {line}");
+            }
+            panic!("the SUT exited before listening");
+        })
+        .await
+        .expect("the SUT did not start within 60 s");
+        // Keep draining stderr so the process never blocks on a full pipe.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("sut: {line}");
+            }
+        });
+        Sut { child, base }
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    pub async fn kill9(mut self) {
+        self.child.kill().await.expect("kill -9");
+    }
+
+    /// A JSON-RPC 1.0 call; the whole response object.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        let resp = reqwest::Client::new()
+            .post(&self.base)
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(resp.status(), 200);
+        resp.json().await.expect("json")
+    }
+
+    /// SendMessage; the resulting task (panics on an error answer).
+    pub async fn send(&self, message: Value, return_immediately: bool) -> Value {
+        let r = self
+            .rpc(
+                "SendMessage",
+                json!({"message": message, "configuration": {"returnImmediately": return_immediately}}),
+            )
+            .await;
+        r["result"]["task"].clone()
+    }
+
+    /// GetTask's result (Null when not found).
+    pub async fn get(&self, id: &str) -> Value {
+        self.rpc("GetTask", json!({"id": id})).await["result"].clone()
+    }
+}
+
+/// A user message; `id` picks the TCK scenario.
+pub fn message(id: &str, task_id: Option<&str>) -> Value {
+    let mut m = json!({
+        "messageId": format!("{id}-{}", uuid()),
+        "role": "ROLE_USER",
+        "parts": [{"text": "hello"}],
+    });
+    if let Some(t) = task_id {
+        m["taskId"] = json!(t);
+    }
+    m
+}
+
+fn uuid() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+pub fn state(task: &Value) -> &str {
+    task["status"]["state"].as_str().unwrap_or("")
+}
+
+/// A fresh PostgreSQL database on the server of `SUBAGENTS_TEST_POSTGRES_URL` (so tests run in
+/// parallel); its URL.
+pub async fn fresh_postgres_db(tag: &str) -> String {
+    use sqlx::Connection;
+    let base = std::env::var("SUBAGENTS_TEST_POSTGRES_URL")
+        .expect("SUBAGENTS_TEST_POSTGRES_URL is set (run .ci/postgres.sh start DIR)");
+    let name = format!("a2a_{tag}_{}", uuid().replace('-', "_"));
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .expect("connect to PostgreSQL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .expect("create database");
+    let (head, _) = base.rsplit_once('/').expect("database in URL");
+    format!("{head}/{name}")
+}
+
+/// Reads SSE `data:` events of a response until `stop` returns true or the time is up.
+pub async fn sse_events(
+    resp: reqwest::Response,
+    within: Duration,
+    mut stop: impl FnMut(&Value) -> bool,
+) -> Vec<Value> {
+    use futures::StreamExt;
+    let mut out = Vec::new();
+    let mut buf = String::new();
+    let mut body = resp.bytes_stream();
+    let _ = tokio::time::timeout(within, async {
+        while let Some(chunk) = body.next().await {
+            let Ok(chunk) = chunk else { return };
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                for line in frame.lines() {
+                    if let Some(data) = line.strip_prefix("data:") {
+                        let v: Value = serde_json::from_str(data.trim()).expect("event JSON");
+                        let done = stop(&v);
+                        out.push(v);
+                        if done {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    out
+}

@@ -1,0 +1,166 @@
+//! The ledger writer: background tasks mark their entry dirty (a sharded map insert and a
+//! wake-up, nothing more), and one writer task turns dirty entries into records and writes them
+//! in batches. One batch is in flight at a time, so a newer state of a task is never overwritten
+//! by an older one.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use subagent_spi::CancellationToken;
+use tokio::sync::Notify;
+
+use crate::background::Entry;
+use crate::ledger::{LedgerError, TaskLedger, TaskRecord};
+
+/// How long the writer waits after a wake-up to gather more changes into one batch.
+const BATCH_WINDOW: Duration = Duration::from_millis(20);
+/// How often running tasks' owner heartbeat is written.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
+/// Waits between the attempts of a failing batch.
+const RETRY_BACKOFF: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(500)];
+/// The most records written in one batch (one transaction).
+const MAX_BATCH: usize = 2048;
+
+pub(crate) struct Shared {
+    ledger: Arc<dyn TaskLedger>,
+    pub(crate) owner: String,
+    dirty: DashMap<String, Arc<Entry>>,
+    wake: Notify,
+    /// One batch in flight at a time (the writer's and `flush`'s).
+    writing: tokio::sync::Mutex<()>,
+    started: AtomicBool,
+    closed: CancellationToken,
+}
+
+/// The writer's handle, owned by the task tool; dropping it ends the writer after a last flush.
+pub(crate) struct LedgerWriter {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Drop for LedgerWriter {
+    fn drop(&mut self) {
+        self.shared.closed.cancel();
+    }
+}
+
+impl LedgerWriter {
+    pub(crate) fn new(ledger: Arc<dyn TaskLedger>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                ledger,
+                owner: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+                dirty: DashMap::new(),
+                wake: Notify::new(),
+                writing: tokio::sync::Mutex::new(()),
+                started: AtomicBool::new(false),
+                closed: CancellationToken::new(),
+            }),
+        }
+    }
+
+    pub(crate) fn ledger(&self) -> &Arc<dyn TaskLedger> {
+        &self.shared.ledger
+    }
+
+    /// Writes everything queued so far; returns the first error of a batch that failed.
+    pub(crate) async fn flush(&self) -> Result<(), LedgerError> {
+        self.shared.flush().await
+    }
+}
+
+async fn run(shared: Arc<Shared>) {
+    let mut beat = tokio::time::interval(HEARTBEAT_EVERY);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shared.closed.cancelled() => {
+                let _ = shared.flush().await;
+                return;
+            }
+            () = shared.wake.notified() => {
+                tokio::time::sleep(BATCH_WINDOW).await;
+                let _ = shared.flush().await;
+            }
+            _ = beat.tick() => {
+                if let Err(e) = shared.ledger.heartbeat(&shared.owner).await {
+                    tracing::warn!(error = %e, "task ledger heartbeat failed");
+                }
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Queues the entry's current state for writing (coalesced with earlier changes).
+    pub(crate) fn mark(self: &Arc<Self>, id: &str, entry: &Arc<Entry>) {
+        self.dirty.insert(id.to_string(), entry.clone());
+        self.ensure_started();
+        self.wake.notify_one();
+    }
+
+    fn ensure_started(self: &Arc<Self>) {
+        if self.started.load(Ordering::Acquire) || self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(run(self.clone()));
+            }
+            Err(_) => self.started.store(false, Ordering::Release),
+        }
+    }
+
+    async fn flush(&self) -> Result<(), LedgerError> {
+        let _one_at_a_time = self.writing.lock().await;
+        let mut first_error = None;
+        loop {
+            let ids: Vec<String> = self
+                .dirty
+                .iter()
+                .take(MAX_BATCH)
+                .map(|e| e.key().clone())
+                .collect();
+            if ids.is_empty() {
+                break;
+            }
+            let mut entries = Vec::with_capacity(ids.len());
+            let mut records = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some((id, entry)) = self.dirty.remove(&id) {
+                    records.push(entry.record(&id, &self.owner));
+                    entries.push(entry);
+                }
+            }
+            if let Err(e) = self.put_with_retries(&records).await {
+                let note = e.to_string();
+                tracing::warn!(error = %note, tasks = records.len(), "background results not saved to the task ledger; they stay readable in this process only");
+                for entry in &entries {
+                    entry.set_persist_error(note.clone());
+                }
+                first_error.get_or_insert(e);
+            } else {
+                for entry in &entries {
+                    entry.clear_persist_error();
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    async fn put_with_retries(&self, records: &[TaskRecord]) -> Result<(), LedgerError> {
+        let mut attempt = 0;
+        loop {
+            match self.ledger.put(records).await {
+                Ok(()) => return Ok(()),
+                Err(e) if attempt < RETRY_BACKOFF.len() => {
+                    tracing::debug!(error = %e, attempt, "task ledger write failed; retrying");
+                    tokio::time::sleep(RETRY_BACKOFF[attempt]).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
