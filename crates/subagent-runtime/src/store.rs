@@ -366,7 +366,7 @@ mod tests {
         s.append("b", None, &[ChatMessage::user("b")])
             .await
             .unwrap();
-        s.append("a", None, &[ChatMessage::user(&"x".repeat(20_000))])
+        s.append("a", None, &[ChatMessage::user("x".repeat(20_000))])
             .await
             .unwrap();
         assert!(s.load("a").await.is_none());

@@ -126,7 +126,7 @@ impl SqlTaskLedger {
         };
         if row.status == TaskStatus::Running.as_str() && owner_gone(&row).await {
             interrupt_owner(&self.db, &row.owner).await?;
-            return Ok(self.fetch(id).await?.map(Row::decode).transpose()?);
+            return self.fetch(id).await?.map(Row::decode).transpose();
         }
         Ok(Some(row.decode()?))
     }

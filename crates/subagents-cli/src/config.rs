@@ -32,7 +32,7 @@ use crate::error::CliError;
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     /// Default model spec.
     pub model: Option<String>,
     /// Agent directories.
@@ -65,7 +65,7 @@ pub struct Config {
 /// `[sandbox]` of subagents.toml.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SandboxConfig {
+pub(crate) struct SandboxConfig {
     /// Confine Bash (default true).
     pub enabled: Option<bool>,
     /// Allow TCP (default true).
@@ -81,7 +81,7 @@ pub struct SandboxConfig {
 /// One remote A2A agent of subagents.toml.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum A2aEntry {
+pub(crate) enum A2aEntry {
     /// Its base URL.
     Url(String),
     /// Its base URL and settings passed to the A2A client as reference metadata:
@@ -99,7 +99,7 @@ pub enum A2aEntry {
 /// `[permissions]` of subagents.toml.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PermissionsConfig {
+pub(crate) struct PermissionsConfig {
     /// A mode for every agent (like `--permission-mode`).
     pub mode: Option<String>,
     /// Allow rules.
@@ -115,7 +115,7 @@ pub struct PermissionsConfig {
 
 impl Config {
     /// Loads `path`, or `./subagents.toml` when it exists, or the empty config.
-    pub fn load(path: Option<&Path>) -> Result<Self, CliError> {
+    pub(crate) fn load(path: Option<&Path>) -> Result<Self, CliError> {
         let (path, required) = match path {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from("subagents.toml"), false),
@@ -140,7 +140,7 @@ impl Config {
 
     /// The store: `--store` (already folded into `store`), else SQLite under the data
     /// directory.
-    pub fn store_url(&self) -> Result<subagents::store::StoreUrl, CliError> {
+    pub(crate) fn store_url(&self) -> Result<subagents::store::StoreUrl, CliError> {
         match &self.store {
             Some(text) => text
                 .parse()
@@ -150,7 +150,7 @@ impl Config {
     }
 
     /// The file's name for messages.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.path
             .as_ref()
             .map_or_else(|| "subagents.toml".to_string(), |p| p.display().to_string())
@@ -161,7 +161,10 @@ impl Config {
 /// then a provider key in the environment or a running Ollama (see
 /// [`subagents::models::choose_default_model`]). A name from `[models]` stands for its spec.
 /// Exit 2 with one message when there is none.
-pub async fn choose_model_spec(flag: Option<&str>, config: &Config) -> Result<String, CliError> {
+pub(crate) async fn choose_model_spec(
+    flag: Option<&str>,
+    config: &Config,
+) -> Result<String, CliError> {
     let env = std::env::var("SUBAGENTS_MODEL")
         .ok()
         .filter(|v| !v.trim().is_empty());

@@ -7,7 +7,7 @@ use crate::error::CliError;
 use crate::setup::Setup;
 
 /// `subagents mcp`.
-pub async fn serve(args: McpArgs, config: Config) -> Result<(), CliError> {
+pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError> {
     // Local agents need a model; remote ones do not. Without one, local agents answer with a
     // clear model error when called, and the server still serves the rest.
     let spec = match config::choose_model_spec(args.model.as_deref(), &config).await {

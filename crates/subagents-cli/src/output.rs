@@ -7,7 +7,7 @@ use crate::error::CliError;
 
 /// The machine-readable outcome printed by `--json`.
 #[derive(Debug, Serialize)]
-pub struct OutcomeJson<'a> {
+pub(crate) struct OutcomeJson<'a> {
     /// The agent that answered.
     pub agent: &'a str,
     /// Its kind.
@@ -31,7 +31,7 @@ pub struct OutcomeJson<'a> {
 
 impl<'a> OutcomeJson<'a> {
     /// Builds the JSON view of an outcome.
-    pub fn new(
+    pub(crate) fn new(
         agent: &'a str,
         kind: &'a str,
         o: &'a TaskOutcome,
@@ -51,7 +51,10 @@ impl<'a> OutcomeJson<'a> {
 }
 
 /// Prints the outcome (its text, or the JSON) and turns its status into the exit code.
-pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(), CliError> {
+pub(crate) fn finish(
+    outcome: &TaskOutcome,
+    json: Option<&OutcomeJson<'_>>,
+) -> Result<(), CliError> {
     match json {
         Some(j) => {
             let text = serde_json::to_string_pretty(j)
@@ -85,11 +88,11 @@ pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(
 /// Text safe to print on a terminal: control characters (ESC, BEL, newlines...) and bidi
 /// controls are shown as `\u{..}` escapes instead of acting on the terminal (one
 /// implementation, the Markdown kind's).
-pub use subagents::claude::escape_for_terminal as terminal_safe;
+pub(crate) use subagents::claude::escape_for_terminal as terminal_safe;
 
 /// Writes one line to stdout. A closed pipe (`subagents agents list | head -1`) ends the
 /// process quietly with status 0 instead of a panic: the reader has what it wanted.
-pub fn write_line(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {

@@ -12,7 +12,7 @@ use crate::error::CliError;
 use crate::setup::Setup;
 
 /// `subagents serve`.
-pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
+pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
     let keys: Vec<String> = args
         .api_key
         .iter()

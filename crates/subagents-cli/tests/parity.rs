@@ -87,8 +87,6 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// The tool results of a recorded OpenAI request, in order.
-
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .arg("-C")

@@ -538,7 +538,7 @@ impl BackgroundRegistry {
                 if expired {
                     Err(not_here)
                 } else {
-                    Ok(Found::Ledger(snapshot_of_record(r)))
+                    Ok(Found::Ledger(Box::new(snapshot_of_record(r))))
                 }
             }
             Ok(None) => Err(not_here),
@@ -558,7 +558,7 @@ impl BackgroundRegistry {
     ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
         let entry = match self.find(task_id, ttl).await? {
             Found::Here(e) => e,
-            Found::Ledger(snap) => return Ok((snap, None)),
+            Found::Ledger(snap) => return Ok((*snap, None)),
         };
         let mut timed_out = false;
         if let Some(wait) = wait {
@@ -617,7 +617,7 @@ impl BackgroundRegistry {
                      stop it"
                 )));
             }
-            Found::Ledger(snap) => return Ok((snap, None)),
+            Found::Ledger(snap) => return Ok((*snap, None)),
         };
         entry.cancel.cancel();
         let mut rx = entry.state.subscribe();
@@ -700,7 +700,7 @@ enum Found {
     /// Run by this process.
     Here(Arc<Entry>),
     /// Read back from the ledger.
-    Ledger(BackgroundSnapshot),
+    Ledger(Box<BackgroundSnapshot>),
 }
 
 /// What `TaskOutput` shows of a ledger record.

@@ -391,11 +391,9 @@ impl A2aClient {
                 url: url.clone(),
                 error,
             }),
-            Err(e) if status.is_success() => Err(A2aError::decode(
-                &url,
-                format!("the `{method}` response"),
-                e,
-            )),
+            Err(e) if status.is_success() => {
+                Err(A2aError::decode(url, format!("the `{method}` response"), e))
+            }
             Err(_) => Err(A2aError::status(url, status.as_u16(), &bytes)),
         }
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use assert_cmd::Command;
 
 /// Variables a developer's shell may set that would change what the command does.
-pub const CLEARED_VARS: [&str; 9] = [
+pub(crate) const CLEARED_VARS: [&str; 9] = [
     "SUBAGENTS_MODEL",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
@@ -20,13 +20,13 @@ pub const CLEARED_VARS: [&str; 9] = [
 
 /// The command with a clean environment: no model configured, Ollama probe pointed at a
 /// closed port, no home directory agents, the default store (SQLite) inside the temp home.
-pub fn subagents() -> Command {
+pub(crate) fn subagents() -> Command {
     let home = tempfile::tempdir().expect("temp home").keep();
     subagents_in(&home)
 }
 
 /// [`subagents`] with `home` as its home and working directory.
-pub fn subagents_in(home: &Path) -> Command {
+pub(crate) fn subagents_in(home: &Path) -> Command {
     let mut cmd = Command::cargo_bin("subagents").expect("binary built");
     for var in CLEARED_VARS {
         cmd.env_remove(var);
@@ -38,7 +38,7 @@ pub fn subagents_in(home: &Path) -> Command {
 }
 
 /// A runtime for the in-process servers a test starts.
-pub fn rt() -> tokio::runtime::Runtime {
+pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

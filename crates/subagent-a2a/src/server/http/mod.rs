@@ -61,7 +61,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Cancels every running handler of every agent.
-    pub fn cancel_all(&self) {
+    pub(super) fn cancel_all(&self) {
         for a in &self.agents {
             a.engine.cancel_all();
         }
