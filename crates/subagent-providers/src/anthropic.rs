@@ -598,6 +598,7 @@ struct StreamState {
 ///
 /// Internal (the model's `chat_stream` uses it); public only to benches, through the hidden
 /// `bench-internals` feature.
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
 #[derive(Debug)]
 pub struct AnthropicStreamDecoder {
     parser: SseParser,
@@ -605,6 +606,7 @@ pub struct AnthropicStreamDecoder {
     default_model: String,
 }
 
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
 impl AnthropicStreamDecoder {
     /// A decoder; `model` is reported when the stream names none.
     pub fn new(model: impl Into<String>) -> Self {

@@ -533,6 +533,7 @@ struct StreamState {
 ///
 /// Internal (the model's `chat_stream` uses it); public only to the `sse_parse` bench, through
 /// the hidden `bench-internals` feature.
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
 #[derive(Debug)]
 pub struct OpenAiStreamDecoder {
     parser: SseParser,
@@ -540,6 +541,7 @@ pub struct OpenAiStreamDecoder {
     default_model: String,
 }
 
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
 impl OpenAiStreamDecoder {
     /// A decoder; `provider` names errors, `model` is reported when the stream names none.
     pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {

@@ -23,6 +23,7 @@ pub(crate) fn to_ms(t: SystemTime) -> i64 {
 }
 
 /// Unix milliseconds as a time.
+#[cfg(feature = "ledger")]
 pub(crate) fn from_ms(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
@@ -38,6 +39,7 @@ pub(crate) fn ms(d: Duration) -> i64 {
 }
 
 /// A byte count as a column value.
+#[cfg(any(feature = "ledger", feature = "transcripts"))]
 pub(crate) fn len_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
