@@ -250,6 +250,20 @@ async fn input_required_then_resume(tool: &TaskTool, agent: &str) {
     assert!(text.contains("status: completed"), "{text}");
 }
 
+/// With an approver that can answer (here `--yes`'s), the remote question is answered with a
+/// follow-up on the same task, which completes in the same call.
+async fn input_required_answered_by_the_approver(tool: &TaskTool, agent: &str) {
+    let ctx = TaskContext::new().with_approver(Arc::new(subagent_spi::FixedApprover::allow_all()));
+    let out = tool.call_tool(call(agent, "ask colour", None), &ctx).await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("favourite colour: yes"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("status: completed"), "{}", out.content);
+}
+
 async fn streaming_progress(tool: &TaskTool, agent: &str) {
     let (ctx, events) = recording_ctx();
     let out = tool
@@ -337,6 +351,7 @@ async fn v1_jsonrpc_streaming_agent() {
     streaming_progress(&tool, agent).await;
     failed_task(&tool, agent).await;
     input_required_then_resume(&tool, agent).await;
+    input_required_answered_by_the_approver(&tool, agent).await;
     cancellation_reaches_remote(tool.clone(), &server, agent).await;
 }
 
@@ -415,6 +430,7 @@ async fn v1_jsonrpc_blocking_agent() {
     artifact_task(&tool, agent).await;
     failed_task(&tool, agent).await;
     input_required_then_resume(&tool, agent).await;
+    input_required_answered_by_the_approver(&tool, agent).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -433,6 +449,7 @@ async fn v1_http_json_agent() {
     streaming_progress(&tool, agent).await;
     failed_task(&tool, agent).await;
     input_required_then_resume(&tool, agent).await;
+    input_required_answered_by_the_approver(&tool, agent).await;
     cancellation_reaches_remote(tool.clone(), &server, agent).await;
 }
 
@@ -461,6 +478,7 @@ async fn v03_client_against_the_1x_sdk_compat_layer() {
     streaming_progress(&tool, agent).await;
     failed_task(&tool, agent).await;
     input_required_then_resume(&tool, agent).await;
+    input_required_answered_by_the_approver(&tool, agent).await;
     cancellation_reaches_remote(tool.clone(), &server, agent).await;
 }
 
@@ -477,6 +495,7 @@ async fn v03_jsonrpc_streaming_agent() {
     streaming_progress(&tool, agent).await;
     failed_task(&tool, agent).await;
     input_required_then_resume(&tool, agent).await;
+    input_required_answered_by_the_approver(&tool, agent).await;
     cancellation_reaches_remote(tool.clone(), &server, agent).await;
 }
 
@@ -492,6 +511,7 @@ async fn v03_jsonrpc_blocking_agent() {
     artifact_task(&tool, agent).await;
     failed_task(&tool, agent).await;
     input_required_then_resume(&tool, agent).await;
+    input_required_answered_by_the_approver(&tool, agent).await;
 }
 
 /// The same executor, called directly through the SPI (no `Task` tool).

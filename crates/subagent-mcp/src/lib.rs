@@ -36,6 +36,7 @@
 mod client;
 mod config;
 mod content;
+mod elicit;
 mod endpoint;
 mod error;
 mod kind;
@@ -45,11 +46,12 @@ mod tools;
 
 pub use client::{DEFAULT_CONNECT_TIMEOUT, McpPool};
 pub use config::{McpServerConfig, McpServerEntry, parse_server};
+pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
 pub use endpoint::McpEndpoint;
 pub use error::McpError;
 pub use kind::{
     DEFAULT_ARGUMENT, KIND, McpExecutor, McpResolver, McpSubagentDefinition, mcp_subagent_type,
     mcp_subagent_type_with_pool,
 };
-pub use server::{McpHttpServer, McpToolServer};
+pub use server::{HttpAuth, McpHttpServer, McpToolServer};
 pub use tools::{McpTool, McpToolProvider, mcp_tool_name, mcp_tools};

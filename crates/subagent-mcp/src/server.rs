@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::response::IntoResponse;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
@@ -14,11 +15,13 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use subagent_spi::{
-    Approver, CancellationToken, ProgressEvent, ProgressKind, TaskContext, Tool, ToolError,
+    Approver, CancellationToken, ProgressEvent, ProgressKind, SessionApprover, TaskContext, Tool,
+    ToolError,
 };
 use tokio::sync::mpsc;
 
 use crate::McpError;
+use crate::elicit::{DEFAULT_ELICITATION_TIMEOUT, ElicitingApprover};
 
 /// Progress events buffered per call before they are dropped (never blocking the tool).
 const PROGRESS_BUFFER: usize = 256;
@@ -33,6 +36,12 @@ const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 /// [`ToolOutput::is_error`](subagent_spi::ToolOutput)) becomes a result with `isError: true`.
 /// Progress events the tool emits are sent as `notifications/progress` when the client asked
 /// for progress.
+///
+/// A tool call that needs approval (in an agent the served tools run) is answered by the
+/// server's approver when it can ([`with_approver`](Self::with_approver), e.g. `--yes`), else
+/// asked of the client as an MCP elicitation (a form with `decision`: `yes` / `always` / `no`
+/// and an optional `reason`) when the client declared the `elicitation` capability, else
+/// denied with a message the model reads. `always` lasts for the rest of that `tools/call`.
 ///
 /// ```no_run
 /// # async fn demo(tools: Vec<std::sync::Arc<dyn subagent_spi::Tool>>) -> Result<(), subagent_mcp::McpError> {
@@ -53,7 +62,12 @@ struct Inner {
     version: String,
     instructions: Option<String>,
     approver: Option<Arc<dyn Approver>>,
+    elicitation_timeout: std::time::Duration,
+    http_auth: Option<HttpAuth>,
 }
+
+/// Decides whether an HTTP request's headers carry an accepted credential.
+pub type HttpAuth = Arc<dyn Fn(&axum::http::HeaderMap) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for McpToolServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -94,6 +108,8 @@ impl McpToolServer {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 instructions: None,
                 approver: None,
+                elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
+                http_auth: None,
             }),
         }
     }
@@ -114,9 +130,28 @@ impl McpToolServer {
         self
     }
 
-    /// The approver put into each call's context, so tool calls that need approval (in the
-    /// agents the served tools run) are asked of it; without one they are denied, and a
-    /// background task's question waits for the client's `TaskOutput` `approve` answer.
+    /// How long an approval elicitation waits for the client's user before the call is
+    /// denied (default 300 s; builder style).
+    #[must_use]
+    pub fn with_elicitation_timeout(mut self, timeout: std::time::Duration) -> Self {
+        Arc::make_mut(&mut self.inner).elicitation_timeout = timeout;
+        self
+    }
+
+    /// Requires a credential on every streamable HTTP request: requests whose headers `check`
+    /// refuses get HTTP 401 with `WWW-Authenticate: Bearer` and a JSON-RPC error (builder
+    /// style). `subagents mcp --listen` passes the A2A server's key check, so both servers
+    /// accept the same `Authorization: Bearer KEY` / `X-API-Key: KEY`.
+    #[must_use]
+    pub fn with_http_auth(mut self, check: HttpAuth) -> Self {
+        Arc::make_mut(&mut self.inner).http_auth = Some(check);
+        self
+    }
+
+    /// The approver asked first about tool calls that need approval (in the agents the
+    /// served tools run), when it can answer (e.g. `--yes`); otherwise the client is asked by
+    /// elicitation, or, when it cannot be, the call is denied. A background task's question
+    /// waits for the client's `TaskOutput` `approve` answer.
     #[must_use]
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         Arc::make_mut(&mut self.inner).approver = Some(approver);
@@ -190,7 +225,21 @@ impl McpToolServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let mut router = axum::Router::new().nest_service("/mcp", service);
+        if let Some(check) = self.inner.http_auth.clone() {
+            router = router.layer(axum::middleware::from_fn(
+                move |req: axum::extract::Request, next: axum::middleware::Next| {
+                    let ok = check(req.headers());
+                    async move {
+                        if ok {
+                            next.run(req).await
+                        } else {
+                            unauthorized()
+                        }
+                    }
+                },
+            ));
+        }
         let shutdown = ct.clone();
         let task = tokio::spawn(async move {
             axum::serve(listener, router)
@@ -250,9 +299,12 @@ impl McpToolServer {
         let mut ctx = TaskContext::new()
             .with_cancel(cancel.clone())
             .with_agent("mcp-client");
-        if let Some(approver) = &self.inner.approver {
-            ctx = ctx.with_approver(approver.clone());
-        }
+        let approver = ElicitingApprover {
+            peer: context.peer.clone(),
+            upstream: self.inner.approver.clone(),
+            timeout: self.inner.elicitation_timeout,
+        };
+        ctx = ctx.with_approver(Arc::new(SessionApprover::new(Arc::new(approver))));
 
         // Forward progress while the call runs, when the client asked for it.
         let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
@@ -304,6 +356,28 @@ impl McpToolServer {
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         })
     }
+}
+
+/// The answer to a request without an accepted credential.
+fn unauthorized() -> axum::response::Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32001,
+            "message": "missing or wrong credentials: send `Authorization: Bearer KEY` or \
+                        `X-API-Key: KEY`",
+        },
+    });
+    (
+        axum::http::StatusCode::UNAUTHORIZED,
+        [
+            (axum::http::header::WWW_AUTHENTICATE, "Bearer"),
+            (axum::http::header::CONTENT_TYPE, "application/json"),
+        ],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 /// Cancels the SPI token when the MCP handler future is dropped mid-call.

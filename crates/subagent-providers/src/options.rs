@@ -6,7 +6,9 @@ use std::time::Duration;
 use subagent_spi::ModelError;
 
 use crate::common::ApiKey;
-use crate::transport::{RetryPolicy, Transport, build_client, header_map, normalise_base_url};
+use crate::transport::{
+    RetryPolicy, SharedPause, Transport, build_client, header_map, normalise_base_url,
+};
 
 /// Default silence allowed inside a streamed reply (120 s): long enough for a reasoning model's
 /// first token, short enough that a frozen server is noticed.
@@ -191,10 +193,12 @@ impl HttpOptions {
             Some(c) => c,
             None => build_client()?,
         };
+        let url = format!("{base}{path}");
         Ok(Endpoint {
             model,
             transport: Transport {
-                url: format!("{base}{path}"),
+                pause: SharedPause::for_endpoint(&url),
+                url,
                 provider,
                 client,
                 headers,

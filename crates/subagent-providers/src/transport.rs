@@ -1,8 +1,10 @@
 //! HTTP plumbing shared by the providers: retries with backoff, timeouts, error mapping.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -167,6 +169,83 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Largest non-streamed reply read, in bytes.
 pub(crate) const MAX_REPLY_BODY: usize = 64 * 1024 * 1024;
 
+/// The pause every caller of one endpoint keeps after a 429 or 503: when one call is told to
+/// back off (by `Retry-After`, or by its own backoff when the provider gives none), every call to
+/// the same endpoint waits until then before its next attempt, so parallel children of one tree
+/// do not keep hammering a provider that asked them to slow down.
+///
+/// One per endpoint URL in the process, shared through a registry touched only when a model
+/// client is built; the task path reads one atomic.
+#[derive(Debug)]
+pub(crate) struct SharedPause {
+    /// Milliseconds after [`pause_epoch`] before which no attempt starts; 0 when none.
+    until_ms: AtomicU64,
+}
+
+fn pause_epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+impl SharedPause {
+    /// The pause of the endpoint `url` (the same value for every client of that URL).
+    pub(crate) fn for_endpoint(url: &str) -> Arc<Self> {
+        static REGISTRY: OnceLock<Mutex<HashMap<String, Weak<SharedPause>>>> = OnceLock::new();
+        let mut map = REGISTRY
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = map.get(url).and_then(Weak::upgrade) {
+            return p;
+        }
+        // Bounded: entries of clients that are gone are dropped as new ones arrive.
+        map.retain(|_, w| w.strong_count() > 0);
+        let p = Arc::new(SharedPause {
+            until_ms: AtomicU64::new(0),
+        });
+        map.insert(url.to_string(), Arc::downgrade(&p));
+        p
+    }
+
+    /// Waits out the pause, if one is in force.
+    async fn wait(&self) {
+        let until = self.until_ms.load(Ordering::Acquire);
+        if until == 0 {
+            return;
+        }
+        let now = pause_epoch().elapsed().as_millis() as u64;
+        if until > now {
+            tokio::time::sleep(Duration::from_millis(until - now)).await;
+        }
+    }
+
+    /// Every caller waits at least `wait` from now.
+    fn pause(&self, wait: Duration) {
+        let until = pause_epoch().elapsed().as_millis() as u64 + wait.as_millis() as u64;
+        self.until_ms.fetch_max(until.max(1), Ordering::AcqRel);
+    }
+}
+
+/// True for a 429 or 503 answer: the provider asks callers to slow down.
+fn is_slow_down(err: &ModelError) -> bool {
+    if err.retry_after().is_some() {
+        return true;
+    }
+    let ModelError::Rejected {
+        source: Some(src), ..
+    } = err
+    else {
+        return false;
+    };
+    matches!(
+        src.downcast_ref::<crate::error::ProviderError>(),
+        Some(crate::error::ProviderError::Status {
+            status: 429 | 503,
+            ..
+        })
+    )
+}
+
 /// An HTTP endpoint with a client, retry policy and timeout.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
@@ -178,6 +257,8 @@ pub(crate) struct Transport {
     pub timeout: Duration,
     /// The longest silence inside a streamed body.
     pub idle_timeout: Duration,
+    /// The backoff shared by every client of this endpoint.
+    pub pause: Arc<SharedPause>,
 }
 
 impl Transport {
@@ -203,10 +284,15 @@ impl Transport {
     {
         let mut n = 0u32;
         loop {
+            self.pause.wait().await;
             match attempt().await {
                 Ok(v) => return Ok(v),
                 Err(err) if n < self.retry.max_retries && self.retry.should_retry(&err) => {
                     let wait = self.retry.wait_for(n, &err);
+                    if is_slow_down(&err) {
+                        // Everyone using this endpoint backs off, not only this call.
+                        self.pause.pause(wait);
+                    }
                     tracing::warn!(
                         provider = %self.provider,
                         attempt = n + 1,

@@ -29,6 +29,35 @@ async fn retry_after_429_is_honoured() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_pauses_every_client_of_the_endpoint() {
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::rate_limited(1));
+    server.push(Reply::text("one"));
+    server.push(Reply::text("two"));
+    // Two clients of one endpoint, as two children of a tree each build their own.
+    let (a, b) = (openai(&server), openai(&server));
+    let first = tokio::spawn(async move { a.chat(user("a")).await });
+    while server.request_count() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    let second = b.chat(user("b")).await.expect("b answered");
+    let waited = started.elapsed();
+    first
+        .await
+        .expect("joins")
+        .expect("a answered after its retry");
+    assert!(!second.content.is_empty());
+    // b never hit the rate limit itself: it waited out a's Retry-After before its first try.
+    assert_eq!(server.request_count(), 3);
+    assert!(
+        waited >= Duration::from_millis(700),
+        "the second client waited only {waited:?}"
+    );
+}
+
 #[tokio::test]
 async fn retry_after_429_is_honoured_when_streaming_anthropic() {
     let server = ScriptedModelServer::start().await;

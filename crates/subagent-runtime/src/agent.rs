@@ -11,12 +11,16 @@ use subagent_spi::{
     CancellationToken, ModelError, ProgressKind, SubagentError, TaskContext, TaskOutcome,
     TaskStatus, Tool, ToolOutput, ToolSpec, Usage, UsageNode,
 };
+use tracing::Instrument as _;
 
 use crate::{InMemoryTranscriptStore, RunInput, RunSpec, Transcript, TranscriptStore};
 
 /// The text that starts the marker appended to a cut tool output:
 /// `[output truncated: N characters cut of M]`.
 pub const TRUNCATION_MARKER_PREFIX: &str = "[output truncated:";
+
+/// How long tools may take to wind down after the run is cancelled before they are dropped.
+const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How many characters of a tool result go into a
 /// [`ProgressKind::ToolResult`] preview.
@@ -45,8 +49,10 @@ const PREVIEW_CHARS: usize = 200;
 ///   [`TaskContext::max_turns`]; the smaller token budget; the earlier deadline. Hitting one ends
 ///   the run with `Ok` and [`TaskStatus::LimitReached`], `limit` set to `max_turns=N`,
 ///   `max_tokens=N` or `deadline`. The deadline interrupts an in-flight model call or tool.
-/// - **Cancellation**: when [`TaskContext::cancel`] fires, the in-flight model call or tools are
-///   dropped (tools must clean up on drop, as the built-in `Bash` does) and the run returns `Ok`
+/// - **Cancellation**: when [`TaskContext::cancel`] fires, the in-flight model call is dropped;
+///   in-flight tools, which see the same cancellation, get up to 3 s to wind down (a remote
+///   child sends its `CancelTask`) and are then dropped (tools must clean up on drop, as the
+///   built-in `Bash` does) and the run returns `Ok`
 ///   with [`TaskStatus::Cancelled`] and the partial text.
 /// - **Tool failures are the model's to handle**: an unknown tool name, a tool's `Err`, or a
 ///   panicking tool become error tool results the model sees. Output longer than
@@ -180,7 +186,10 @@ impl AgentRuntime {
             .max_turns()
             .map_or(limits.max_turns, |c| c.min(limits.max_turns));
         let max_tokens = min_opt(limits.max_tokens, ctx.max_tokens());
-        let deadline = min_opt(limits.deadline, ctx.deadline());
+        let deadline = min_opt(
+            min_opt(limits.deadline, ctx.deadline()),
+            ctx.budget().and_then(|b| b.deadline()),
+        );
         let max_output = limits.max_tool_output_chars;
 
         let (session_id, mut transcript, mut saved, new_session) =
@@ -261,6 +270,9 @@ impl AgentRuntime {
             if turn >= max_turns {
                 break Stop::limit(format!("max_turns={max_turns}"), None);
             }
+            if let Some(spent) = ctx.budget().and_then(|b| b.spent()) {
+                break Stop::limit(spent, None);
+            }
             turn += 1;
             tracing::debug!(agent = %ctx.agent(), turn, messages = transcript.messages.len(), "model turn");
             ctx.emit(ProgressKind::Turn { turn });
@@ -271,6 +283,7 @@ impl AgentRuntime {
             request.system = transcript.system.clone();
             request.effort = effort;
             let streamed = Mutex::new(String::new());
+            let chat_span = chat_span(&request, &model);
             let outcome = if stream {
                 let on_delta = |delta: ChatDelta| {
                     if let ChatDelta::Text(text) = delta {
@@ -283,10 +296,14 @@ impl AgentRuntime {
                     ctx.cancel(),
                     deadline,
                 )
+                .instrument(chat_span.clone())
                 .await
             } else {
-                guarded(model.chat(request), ctx.cancel(), deadline).await
+                guarded(model.chat(request), ctx.cancel(), deadline)
+                    .instrument(chat_span.clone())
+                    .await
             };
+            record_chat(&chat_span, &outcome);
             let partial = || {
                 let s = std::mem::take(&mut *lock(&streamed));
                 (!s.is_empty()).then_some(s)
@@ -313,9 +330,19 @@ impl AgentRuntime {
             usage.cache_read_tokens += u.cache_read_tokens;
             usage.cache_creation_tokens += u.cache_creation_tokens;
             usage.turns = turn;
+            // The subtree's budget: crossing it cancels the subtree (siblings included).
             if !response.model.is_empty() {
                 answered_by = Some(response.model);
             }
+            let budget_spent = ctx.budget().and_then(|b| {
+                let m = answered_by
+                    .as_deref()
+                    .or(model_name.as_deref())
+                    .unwrap_or("");
+                b.charge_turn(m, u.input_tokens, u.output_tokens)
+            });
+            // The model so far, so a live display can price the usage.
+            usage.model.clone_from(&answered_by);
             ctx.emit(ProgressKind::Usage {
                 usage: usage.clone(),
             });
@@ -329,6 +356,9 @@ impl AgentRuntime {
             });
             if calls.is_empty() {
                 break Stop::completed();
+            }
+            if let Some(spent) = budget_spent {
+                break Stop::limit(spent, None);
             }
             if let Some(max) = max_tokens
                 && usage.total_tokens() >= max
@@ -349,10 +379,18 @@ impl AgentRuntime {
             }
             let running =
                 futures::future::join_all(calls.iter().map(|c| call_tool(&tools, c, ctx)));
-            let results = match guarded(running, ctx.cancel(), deadline).await {
-                Guarded::Done(r) => r,
-                Guarded::Cancelled => break Stop::cancelled(None),
-                Guarded::Deadline => break Stop::limit("deadline".to_string(), None),
+            let results = {
+                let mut running = std::pin::pin!(running);
+                match guarded(&mut running, ctx.cancel(), deadline).await {
+                    Guarded::Done(r) => r,
+                    Guarded::Cancelled => {
+                        // The tools saw the same cancellation: give them a moment to wind down
+                        // (a remote child sends its `CancelTask`) before they are dropped.
+                        let _ = tokio::time::timeout(TOOL_CANCEL_GRACE, &mut running).await;
+                        break Stop::cancelled(None);
+                    }
+                    Guarded::Deadline => break Stop::limit("deadline".to_string(), None),
+                }
             };
             for (call, out) in calls.into_iter().zip(results) {
                 let content = truncate_output(out.content, max_output);
@@ -375,6 +413,16 @@ impl AgentRuntime {
                 .await;
         };
 
+        // A run stopped because its subtree's budget was spent reports that budget.
+        let stop = match ctx.budget().and_then(|b| b.spent()) {
+            Some(spent)
+                if stop.status == TaskStatus::Cancelled
+                    || stop.limit.as_deref() == Some("deadline") =>
+            {
+                Stop::limit(spent, stop.partial)
+            }
+            _ => stop,
+        };
         tracing::debug!(agent = %ctx.agent(), turns = turn, status = %stop.status, limit = ?stop.limit, "run finished");
         answer_dangling_calls(&mut transcript.messages, stop.reason);
         usage.turns = turn;
@@ -466,16 +514,108 @@ async fn call_tool(tools: &[Arc<dyn Tool>], call: &ToolCall, ctx: &TaskContext) 
             }
         ));
     };
-    match AssertUnwindSafe(tool.call(call.arguments.clone(), ctx))
+    // An OpenTelemetry GenAI `execute_tool` span; a `Task` call's `invoke_agent` nests in it.
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {}", call.name),
+        otel.kind = "internal",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %call.name,
+        gen_ai.tool.call.id = %call.id,
+        gen_ai.tool.type = "function",
+        error.type = tracing::field::Empty,
+    );
+    let result = AssertUnwindSafe(tool.call(call.arguments.clone(), ctx))
         .catch_unwind()
-        .await
-    {
+        .instrument(span.clone())
+        .await;
+    if !matches!(&result, Ok(Ok(out)) if !out.is_error) {
+        span.record("error.type", "tool_error");
+    }
+    match result {
         Ok(Ok(out)) => out,
         Ok(Err(e)) => ToolOutput::error(e.to_string()),
         Err(_) => ToolOutput::error(format!(
             "tool `{}` crashed (panicked) while handling this call",
             call.name
         )),
+    }
+}
+
+/// True when prompts and answers may go into spans
+/// (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`); read once.
+fn capture_content() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+            .is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    })
+}
+
+/// The OpenTelemetry GenAI `chat` span of one model call.
+fn chat_span(request: &ChatRequest, model: &Arc<dyn subagent_spi::ChatModel>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "chat",
+        otel.name = tracing::field::Empty,
+        otel.kind = "client",
+        gen_ai.operation.name = "chat",
+        gen_ai.request.model = tracing::field::Empty,
+        gen_ai.response.model = tracing::field::Empty,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        gen_ai.input.messages = tracing::field::Empty,
+        gen_ai.output.messages = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    let name = request
+        .model
+        .clone()
+        .unwrap_or_else(|| model.model_name().to_string());
+    span.record("otel.name", format!("chat {name}"));
+    span.record("gen_ai.request.model", name);
+    if capture_content() {
+        span.record(
+            "gen_ai.input.messages",
+            serde_json::to_string(&request.messages).unwrap_or_default(),
+        );
+    }
+    span
+}
+
+/// Records a model call's result on its `chat` span.
+fn record_chat(
+    span: &tracing::Span,
+    outcome: &Guarded<Result<subagent_spi::ChatResponse, ModelError>>,
+) {
+    if span.is_disabled() {
+        return;
+    }
+    match outcome {
+        Guarded::Done(Ok(r)) => {
+            span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+            if !r.model.is_empty() {
+                span.record("gen_ai.response.model", r.model.as_str());
+            }
+            if capture_content() {
+                span.record(
+                    "gen_ai.output.messages",
+                    serde_json::json!([{"role": "assistant", "content": r.content}]).to_string(),
+                );
+            }
+        }
+        Guarded::Done(Err(_)) => {
+            span.record("error.type", "model_error");
+        }
+        Guarded::Cancelled => {
+            span.record("error.type", "cancelled");
+        }
+        Guarded::Deadline => {
+            span.record("error.type", "timeout");
+        }
     }
 }
 

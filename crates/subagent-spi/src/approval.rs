@@ -129,6 +129,50 @@ impl ApprovalDecision {
             ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession
         )
     }
+
+    /// Reads an answer written as text, as a person or a remote client types it (an A2A
+    /// follow-up message, a prompt's line): the first word, ignoring case, decides.
+    ///
+    /// | first word | decision |
+    /// |---|---|
+    /// | `yes`, `y`, `allow`, `approve`, `ok` | [`AllowOnce`](Self::AllowOnce) |
+    /// | `always`, `a` | [`AllowSession`](Self::AllowSession) |
+    /// | `no`, `n`, `deny` | [`Deny`](Self::Deny), the rest of the text as the message (else `denied.`) |
+    ///
+    /// Anything else is `None`: the caller decides (usually a denial quoting the text).
+    /// [`reply_text`](Self::reply_text) writes the words this reads back.
+    pub fn from_reply(text: &str) -> Option<Self> {
+        let text = text.trim();
+        let end = text
+            .find(|c: char| c.is_whitespace() || ".,:;!-".contains(c))
+            .unwrap_or(text.len());
+        let (word, rest) = text.split_at(end);
+        let rest = rest
+            .trim_start_matches(|c: char| c.is_whitespace() || ".,:;!-".contains(c))
+            .trim();
+        match word.to_ascii_lowercase().as_str() {
+            "yes" | "y" | "allow" | "approve" | "ok" => Some(ApprovalDecision::AllowOnce),
+            "always" | "a" => Some(ApprovalDecision::AllowSession),
+            "no" | "n" | "deny" => Some(ApprovalDecision::deny(if rest.is_empty() {
+                "denied."
+            } else {
+                rest
+            })),
+            _ => None,
+        }
+    }
+
+    /// The answer as text for a party that asked in words (a remote A2A agent's
+    /// `input-required` question): `yes`, `always`, or `no: MESSAGE`.
+    /// [`from_reply`](Self::from_reply) reads it back.
+    pub fn reply_text(&self) -> String {
+        match self {
+            ApprovalDecision::AllowOnce => "yes".to_string(),
+            ApprovalDecision::AllowSession => "always".to_string(),
+            ApprovalDecision::Deny { message } if message.trim().is_empty() => "no".to_string(),
+            ApprovalDecision::Deny { message } => format!("no: {}", message.trim()),
+        }
+    }
 }
 
 /// Decides tool calls that need approval: a terminal prompt, a policy, a remote user.
@@ -146,6 +190,16 @@ pub trait Approver: Send + Sync {
     fn granted(&self, request: &ApprovalRequest) -> bool {
         let _ = request;
         false
+    }
+
+    /// False when this approver has nobody to ask about `request` and would only deny it
+    /// (e.g. [`FixedApprover::deny_all`] in a run without a terminal). A caller with another
+    /// way to go on asks this first: the A2A kind, for instance, hands a remote agent's
+    /// question back to its own caller as a resumable `needs_input` outcome instead of
+    /// answering `no` for the user. The default is `true`.
+    fn can_answer(&self, request: &ApprovalRequest) -> bool {
+        let _ = request;
+        true
     }
 }
 
@@ -176,6 +230,11 @@ impl FixedApprover {
 impl Approver for FixedApprover {
     async fn request(&self, _request: ApprovalRequest) -> ApprovalDecision {
         self.decision.clone()
+    }
+
+    /// A deny-all approver has nobody to ask.
+    fn can_answer(&self, _request: &ApprovalRequest) -> bool {
+        self.decision.is_allowed()
     }
 }
 
@@ -247,6 +306,10 @@ impl Approver for SessionApprover {
             .contains(&request.session_key())
             || self.inner.granted(request)
     }
+
+    fn can_answer(&self, request: &ApprovalRequest) -> bool {
+        self.granted(request) || self.inner.can_answer(request)
+    }
 }
 
 #[cfg(test)]
@@ -301,5 +364,36 @@ mod tests {
         assert!(block(yes.request(req("x"))).is_allowed());
         assert_eq!(block(no.request(req("x"))), ApprovalDecision::deny("no"));
         assert_eq!(req("r").path_text(), "main");
+        assert!(yes.can_answer(&req("x")) && !no.can_answer(&req("x")));
+        let s = SessionApprover::new(Arc::new(no));
+        assert!(!s.can_answer(&req("x")));
+        s.grant("x");
+        assert!(s.can_answer(&req("x")), "a session grant answers");
+    }
+
+    #[test]
+    fn replies_read_and_write_the_same_words() {
+        use ApprovalDecision as D;
+        for (text, want) in [
+            ("yes", Some(D::AllowOnce)),
+            ("  Y\n", Some(D::AllowOnce)),
+            ("OK, go ahead", Some(D::AllowOnce)),
+            ("Always", Some(D::AllowSession)),
+            ("NO", Some(D::deny("denied."))),
+            (
+                "no: use git diff instead",
+                Some(D::deny("use git diff instead")),
+            ),
+            ("n - not now", Some(D::deny("not now"))),
+            ("yesterday", None),
+            ("", None),
+            ("Paris", None),
+        ] {
+            assert_eq!(D::from_reply(text), want, "{text:?}");
+        }
+        for d in [D::AllowOnce, D::AllowSession, D::deny("not now")] {
+            assert_eq!(D::from_reply(&d.reply_text()), Some(d.clone()), "{d:?}");
+        }
+        assert_eq!(D::deny("").reply_text(), "no");
     }
 }

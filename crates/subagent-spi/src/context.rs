@@ -1,10 +1,9 @@
 use std::any::Any;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{Approver, CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
+use crate::{Approver, Budget, CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
 
 /// Receives progress events. Implementations must return quickly and never block: events are
 /// emitted from the task path (use a bounded channel and drop on overflow, or an atomic update).
@@ -54,6 +53,8 @@ pub struct TaskContext {
     approver: Option<Arc<dyn Approver>>,
     /// The agent names of the runs above this one, root first.
     ancestors: Arc<[String]>,
+    /// The budget of the subtree this run belongs to.
+    budget: Option<Budget>,
 }
 
 impl fmt::Debug for TaskContext {
@@ -70,6 +71,7 @@ impl fmt::Debug for TaskContext {
             .field("cancelled", &self.cancel.is_cancelled())
             .field("delegation", &self.delegation.is_some())
             .field("approver", &self.approver.is_some())
+            .field("budget", &self.budget)
             .field("agent_path", &self.agent_path())
             .finish_non_exhaustive()
     }
@@ -99,6 +101,7 @@ impl TaskContext {
             delegation: None,
             approver: None,
             ancestors: Arc::from(Vec::new()),
+            budget: None,
         }
     }
 
@@ -130,6 +133,7 @@ impl TaskContext {
             delegation: self.delegation.clone(),
             approver: self.approver.clone(),
             ancestors,
+            budget: self.budget.clone(),
         }
     }
 
@@ -233,6 +237,13 @@ impl TaskContext {
             path.push(self.agent.clone());
         }
         path
+    }
+
+    /// The budget of the subtree this run belongs to (copied into every child context): runs
+    /// charge their model turns to it and stop, reporting `limit_reached` naming it, once it is
+    /// spent.
+    pub fn budget(&self) -> Option<&Budget> {
+        self.budget.as_ref()
     }
 
     /// Time left before the deadline; `None` when there is no deadline.
@@ -357,6 +368,13 @@ impl TaskContext {
         self
     }
 
+    /// Sets the budget this run and every run below it charge (see [`budget`](Self::budget)).
+    #[must_use]
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
     /// Removes the delegation handle: nothing below this run may delegate.
     #[must_use]
     pub fn without_delegation(mut self) -> Self {
@@ -374,31 +392,101 @@ impl TaskContext {
 }
 
 /// A small typed map of values a host hands down to plugins through [`TaskContext`].
+///
+/// A persistent list shared by contexts: a child adding a value allocates one node and leaves
+/// its parent's values untouched and uncopied (contexts are made on every delegation).
 #[derive(Clone, Default)]
 pub struct Extensions {
-    map: Option<Arc<HashMap<std::any::TypeId, Arc<dyn Any + Send + Sync>>>>,
+    head: Option<Arc<dyn ExtNode>>,
+}
+
+/// Nodes an [`Extensions`] list may hold before shadowed values are dropped.
+const MAX_EXTENSION_NODES: usize = 32;
+
+/// One value of an [`Extensions`] list.
+trait ExtNode: Send + Sync {
+    fn id(&self) -> std::any::TypeId;
+    fn value(&self) -> &(dyn Any + Send + Sync);
+    fn next(&self) -> Option<&Arc<dyn ExtNode>>;
+    fn with_next(&self, next: Option<Arc<dyn ExtNode>>) -> Arc<dyn ExtNode>;
+}
+
+struct Node<T> {
+    value: Arc<T>,
+    next: Option<Arc<dyn ExtNode>>,
+}
+
+impl<T: Send + Sync + 'static> ExtNode for Node<T> {
+    fn id(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<T>()
+    }
+    fn value(&self) -> &(dyn Any + Send + Sync) {
+        &*self.value
+    }
+    fn next(&self) -> Option<&Arc<dyn ExtNode>> {
+        self.next.as_ref()
+    }
+    fn with_next(&self, next: Option<Arc<dyn ExtNode>>) -> Arc<dyn ExtNode> {
+        Arc::new(Node {
+            value: self.value.clone(),
+            next,
+        })
+    }
 }
 
 impl fmt::Debug for Extensions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Extensions")
-            .field("len", &self.map.as_ref().map_or(0, |m| m.len()))
+            .field("len", &self.iter().count())
             .finish()
     }
 }
 
 impl Extensions {
+    fn iter(&self) -> impl Iterator<Item = &Arc<dyn ExtNode>> {
+        std::iter::successors(self.head.as_ref(), |n| n.next())
+    }
+
     /// Stores a value, replacing one of the same type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
-        let map = Arc::make_mut(self.map.get_or_insert_with(Default::default));
-        map.insert(std::any::TypeId::of::<T>(), Arc::new(value));
+        // A new value shadows an older one of its type (one allocation, nothing copied); the
+        // list is compacted, one value per type, once shadowed values pile up.
+        let mut rest = self.head.take();
+        if self.iter_from(rest.as_ref()).count() >= MAX_EXTENSION_NODES {
+            let mut seen = vec![std::any::TypeId::of::<T>()];
+            let kept: Vec<Arc<dyn ExtNode>> = self
+                .iter_from(rest.as_ref())
+                .filter(|n| {
+                    let new = !seen.contains(&n.id());
+                    seen.push(n.id());
+                    new
+                })
+                .cloned()
+                .collect();
+            rest = kept
+                .iter()
+                .rev()
+                .fold(None, |next, n| Some(n.with_next(next)));
+        }
+        self.head = Some(Arc::new(Node {
+            value: Arc::new(value),
+            next: rest,
+        }));
+    }
+
+    fn iter_from<'a>(
+        &self,
+        start: Option<&'a Arc<dyn ExtNode>>,
+    ) -> impl Iterator<Item = &'a Arc<dyn ExtNode>> {
+        std::iter::successors(start, |n| n.next())
     }
 
     /// Reads a value by type.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map
-            .as_ref()?
-            .get(&std::any::TypeId::of::<T>())?
+        let id = std::any::TypeId::of::<T>();
+        self.iter()
+            .find(|n| n.id() == id)?
+            .value()
             .downcast_ref::<T>()
     }
 }
@@ -423,5 +511,24 @@ mod tests {
         assert_eq!(anon.agent_path(), ["a", "b"]);
         assert!(anon.approver().is_none());
         assert!(grandchild.without_approver().approver().is_none());
+    }
+
+    #[test]
+    fn extensions_are_shared_replaced_and_never_leak_upwards() {
+        let parent = TaskContext::new().with_extension(1u32).with_extension("a");
+        let child = parent.clone().with_extension(2u32).with_extension(7u64);
+        assert_eq!(parent.extensions().get::<u32>(), Some(&1));
+        assert_eq!(parent.extensions().get::<u64>(), None);
+        assert_eq!(child.extensions().get::<u32>(), Some(&2));
+        assert_eq!(child.extensions().get::<&str>(), Some(&"a"));
+        assert_eq!(child.extensions().get::<u64>(), Some(&7));
+        // Replacing keeps one value per type.
+        let mut e = child.extensions().clone();
+        for i in 0..100u32 {
+            e.insert(i);
+        }
+        assert_eq!(e.get::<u32>(), Some(&99));
+        assert_eq!(e.get::<&str>(), Some(&"a"));
+        assert!(e.iter().count() <= MAX_EXTENSION_NODES + 1);
     }
 }

@@ -33,6 +33,7 @@
 //! small runtime-agnostic one, and streaming uses callbacks rather than a `Stream` type.
 
 mod approval;
+mod budget;
 mod cancel;
 pub mod chat;
 mod context;
@@ -47,6 +48,7 @@ mod task_call;
 mod tool;
 
 pub use approval::{ApprovalDecision, ApprovalRequest, Approver, FixedApprover, SessionApprover};
+pub use budget::{Budget, BudgetLimits, ModelPrice, ModelPrices};
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
 pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};

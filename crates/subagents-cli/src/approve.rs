@@ -60,6 +60,15 @@ pub(crate) fn prompt_text(r: &ApprovalRequest) -> String {
         .as_deref()
         .map(|rule| format!(" ({})", terminal_safe(rule)))
         .unwrap_or_default();
+    // A remote A2A agent's question (our A2A client asks with the task state as the tool).
+    if matches!(r.tool.as_str(), "input-required" | "auth-required") {
+        return format!(
+            "\n? {} asks: {}\n  why: {}\n  answer? [y]es / [a]lways / [n]o: ",
+            terminal_safe(&r.path_text()),
+            terminal_safe(&r.summary),
+            terminal_safe(&r.reason),
+        );
+    }
     format!(
         "\n? {} wants to run {}: {}\n  why: {}\n  allow? [y]es once / [a]lways{always} / [n]o: ",
         terminal_safe(&r.path_text()),
@@ -130,5 +139,12 @@ mod tests {
             "{p}"
         );
         assert!(p.contains("[a]lways (Bash(touch:*))"), "{p}");
+        let q = ApprovalRequest::new(
+            vec!["main".into(), "remote".into()],
+            "input-required",
+            "Which branch?",
+            "the remote A2A agent `remote` asks for input",
+        );
+        assert!(prompt_text(&q).contains("main > remote asks: Which branch?"));
     }
 }

@@ -180,9 +180,35 @@ pub(crate) struct RunArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
+    /// Budgets over the whole tree.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,
+}
+
+/// Budgets over the whole delegation tree (children, background and remote children
+/// included); when one is spent the tree is cancelled and reports `limit_reached` naming it.
+#[derive(Debug, Default, Clone, Args)]
+pub(crate) struct BudgetArgs {
+    /// Tokens (input + output) over the whole tree (or `[budget] tokens` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
+    /// Model turns over the whole tree (or `[budget] turns`).
+    #[arg(long, value_name = "N")]
+    pub budget_turns: Option<u32>,
+    /// Wall time in seconds (or `[budget] time_secs`).
+    #[arg(long, value_name = "SECS")]
+    pub budget_time: Option<f64>,
+    /// Cost in USD, from the `[prices]` of subagents.toml (or `[budget] usd`); a model without
+    /// a price is reported, never guessed.
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<f64>,
 }
 
 /// `subagents task`.
@@ -215,6 +241,13 @@ pub(crate) struct TaskArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
+    /// Budgets over the whole tree.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,
@@ -259,6 +292,38 @@ pub(crate) struct ServeArgs {
     /// Public base URL written into agent cards (default: from the request's Host header).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
+    /// Credentials clients must send.
+    #[command(flatten)]
+    pub auth: ListenAuthArgs,
+    /// How long a served agent's tool call that needs approval waits for the A2A client's
+    /// answer (its task is input-required meanwhile) before it is denied; 0 never asks.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub approval_timeout: u64,
+    /// Model for the hosted agents.
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Workspace root for the agents' file and shell tools.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
+    /// depth 0; default 3, or `max_depth` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+    /// Run no Claude Code hooks (settings files' or agents' own).
+    #[arg(long)]
+    pub no_hooks: bool,
+}
+
+/// Credentials of a server (`serve`, `mcp --listen`): required beyond loopback.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ListenAuthArgs {
     /// A key clients must send, as `Authorization: Bearer KEY` or `X-API-Key: KEY`
     /// (repeatable; or comma-separated keys in SUBAGENTS_API_KEYS). Required to listen beyond
     /// loopback unless --allow-unauthenticated.
@@ -273,22 +338,6 @@ pub(crate) struct ServeArgs {
     /// Serve without credentials even on an address beyond loopback.
     #[arg(long)]
     pub allow_unauthenticated: bool,
-    /// Model for the hosted agents.
-    #[arg(long, value_name = "SPEC")]
-    pub model: Option<String>,
-    /// Workspace root for the agents' file and shell tools.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
-    /// depth 0; default 3, or `max_depth` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_depth: Option<u32>,
-    /// Permissions.
-    #[command(flatten)]
-    pub permissions: PermissionArgs,
-    /// Run no Claude Code hooks (settings files' or agents' own).
-    #[arg(long)]
-    pub no_hooks: bool,
 }
 
 /// `subagents call`.
@@ -325,6 +374,9 @@ pub(crate) struct McpArgs {
     /// Serve streamable HTTP on this address instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Credentials clients must send (with --listen).
+    #[command(flatten)]
+    pub auth: ListenAuthArgs,
     /// Model for local agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
@@ -335,6 +387,10 @@ pub(crate) struct McpArgs {
     /// depth 0; default 3, or `max_depth` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,

@@ -16,6 +16,12 @@ use crate::error::CliError;
 ///        { url = "https://h/agent", bearer_env = "AGENT_TOKEN" }]   # credentials
 /// max_depth = 3                     # nesting limit (the main agent is depth 0)
 /// store = "sqlite:/var/lib/subagents/ledger.db"   # like --store (or postgres://..., memory)
+/// max_concurrent = 20               # children working at once over the whole tree
+/// [budget]                          # over the whole tree, like --budget-tokens etc.
+/// tokens = 200000
+/// usd = 2.5                         # counted with [prices]
+/// [prices]                          # USD per million tokens, by model name
+/// "gpt-4.1" = { input = 2.0, output = 8.0 }
 /// [models]                          # named models and aliases
 /// fast = "openai:gpt-4.1-mini"
 /// sonnet = "anthropic:claude-sonnet-4-5"
@@ -51,6 +57,14 @@ pub(crate) struct Config {
     pub max_depth: Option<u32>,
     /// Where transcripts and background tasks are kept (`--store` wins).
     pub store: Option<String>,
+    /// Children working at once over the whole tree.
+    pub max_concurrent: Option<usize>,
+    /// Budgets over the whole tree.
+    #[serde(default)]
+    pub budget: BudgetConfig,
+    /// Per-model prices, USD per million tokens.
+    #[serde(default)]
+    pub prices: BTreeMap<String, PriceConfig>,
     /// Permission mode and rules.
     #[serde(default)]
     pub permissions: PermissionsConfig,
@@ -60,6 +74,30 @@ pub(crate) struct Config {
     /// Where the file was read from (for messages).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+}
+
+/// `[budget]` of subagents.toml.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BudgetConfig {
+    /// Tokens (input + output).
+    pub tokens: Option<u64>,
+    /// Model turns.
+    pub turns: Option<u32>,
+    /// Wall time in seconds.
+    pub time_secs: Option<f64>,
+    /// Cost in USD.
+    pub usd: Option<f64>,
+}
+
+/// One model's price in `[prices]`: USD per million tokens.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PriceConfig {
+    /// USD per million input tokens.
+    pub input: f64,
+    /// USD per million output tokens.
+    pub output: f64,
 }
 
 /// `[sandbox]` of subagents.toml.

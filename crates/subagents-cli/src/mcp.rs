@@ -8,6 +8,11 @@ use crate::setup::Setup;
 
 /// `subagents mcp`.
 pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError> {
+    // Over HTTP, the same credential rule as `serve`: beyond loopback only with keys.
+    let keys = match args.listen {
+        Some(addr) => crate::serve::listen_keys(&args.auth, addr)?,
+        None => Vec::new(),
+    };
     // Local agents need a model; remote ones do not. Without one, local agents answer with a
     // clear model error when called, and the server still serves the rest.
     let spec = match config::choose_model_spec(args.model.as_deref(), &config).await {
@@ -23,16 +28,23 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
         model: spec.as_deref(),
         workspace: args.workspace.as_deref(),
         max_depth: args.max_depth,
+        max_concurrent: args.max_concurrent,
+        budget: None,
         permissions: &args.permissions,
-        // No prompt while serving: --yes approves everything; otherwise calls that must be
-        // approved are denied (over MCP, a background task's question waits for the client's
-        // TaskOutput answer).
+        // No prompt while serving: --yes approves everything; otherwise the client is asked by
+        // elicitation when it supports it, else the call is denied (a background task's
+        // question waits for the client's TaskOutput answer).
         approver: crate::approve::yes_approver(&args.permissions),
     }
     .build()
     .await?;
     let names = agents.task().agent_names();
-    let server = agents.mcp_server();
+    let mut server = agents.mcp_server();
+    if !keys.is_empty() {
+        // The check `serve` uses: Bearer or X-API-Key, constant-time, against every key.
+        let auth = subagents::a2a::server::ServerAuth::keys(keys);
+        server = server.with_http_auth(std::sync::Arc::new(move |headers| auth.verify(headers)));
+    }
     match args.listen {
         Some(addr) => {
             let http = server

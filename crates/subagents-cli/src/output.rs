@@ -1,7 +1,7 @@
 //! Printing outcomes (text or JSON) and mapping their status to exit codes.
 
 use serde::Serialize;
-use subagents::spi::{TaskOutcome, TaskStatus, UsageNode};
+use subagents::spi::{ModelPrices, TaskOutcome, TaskStatus, Usage};
 
 use crate::error::CliError;
 
@@ -25,8 +25,15 @@ pub(crate) struct OutcomeJson<'a> {
     /// The task id, for background runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<&'a str>,
-    /// Usage of this run and every subagent it delegated to.
-    pub usage: UsageNode,
+    /// Usage of this run and every subagent it delegated to; with prices (`[prices]` of
+    /// subagents.toml), each node's `usage` has a `cost_usd` when its model's price is known.
+    pub usage: serde_json::Value,
+    /// The cost of the whole tree in USD, over the models with a known price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Models that did work but have no price: their cost is not counted, never guessed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unpriced_models: Vec<String>,
 }
 
 impl<'a> OutcomeJson<'a> {
@@ -45,7 +52,63 @@ impl<'a> OutcomeJson<'a> {
             session_id: o.session_id.as_deref(),
             limit: o.limit.as_deref(),
             task_id,
-            usage: o.usage_tree(agent, kind, task_id),
+            usage: serde_json::to_value(o.usage_tree(agent, kind, task_id))
+                .unwrap_or(serde_json::Value::Null),
+            cost_usd: None,
+            unpriced_models: Vec::new(),
+        }
+    }
+
+    /// Adds costs from `prices` (nothing when there are none): `cost_usd` per node whose model
+    /// has a price, the total, and the models without one.
+    pub(crate) fn with_prices(mut self, prices: &ModelPrices) -> Self {
+        if prices.is_empty() {
+            return self;
+        }
+        let mut total = 0.0;
+        add_costs(
+            &mut self.usage,
+            prices,
+            &mut total,
+            &mut self.unpriced_models,
+        );
+        self.cost_usd = Some(total);
+        self
+    }
+}
+
+/// The cost of one run's own usage, when its model has a price (input and output tokens).
+pub(crate) fn usage_cost(prices: &ModelPrices, usage: &Usage) -> Option<f64> {
+    let model = usage.model.as_deref()?;
+    prices.cost(model, usage.input_tokens, usage.output_tokens)
+}
+
+fn add_costs(
+    node: &mut serde_json::Value,
+    prices: &ModelPrices,
+    total: &mut f64,
+    unpriced: &mut Vec<String>,
+) {
+    if let Some(usage_value) = node.get_mut("usage")
+        && let Ok(usage) = serde_json::from_value::<Usage>(usage_value.clone())
+    {
+        match usage_cost(prices, &usage) {
+            Some(cost) => {
+                *total += cost;
+                usage_value["cost_usd"] = serde_json::json!(cost);
+            }
+            None if usage.total_tokens() > 0 => {
+                let model = usage.model.unwrap_or_else(|| "(unnamed)".into());
+                if !unpriced.contains(&model) {
+                    unpriced.push(model);
+                }
+            }
+            None => {}
+        }
+    }
+    if let Some(children) = node.get_mut("children").and_then(|c| c.as_array_mut()) {
+        for child in children {
+            add_costs(child, prices, total, unpriced);
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use subagents::spi::{ProgressEvent, ProgressKind, ProgressSink};
+use subagents::spi::{ModelPrices, ProgressEvent, ProgressKind, ProgressSink};
 use tokio::sync::mpsc;
 
 /// Events waiting to be drawn; past this, text deltas are dropped (never blocks the task path).
@@ -47,6 +47,17 @@ pub(crate) fn start_with_colours(
     multi: Option<MultiProgress>,
     colours: HashMap<String, String>,
 ) -> (Arc<dyn ProgressSink>, tokio::task::JoinHandle<()>) {
+    start_with_prices(quiet, multi, colours, Arc::new(ModelPrices::new()))
+}
+
+/// [`start_with_colours`], showing each run's cost next to its tokens when its model has a
+/// price in `prices`.
+pub(crate) fn start_with_prices(
+    quiet: bool,
+    multi: Option<MultiProgress>,
+    colours: HashMap<String, String>,
+    prices: Arc<ModelPrices>,
+) -> (Arc<dyn ProgressSink>, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(QUEUE);
     let colours = if multi.is_some() && colour_allowed(std::env::var_os("NO_COLOR").as_deref()) {
         colours
@@ -56,8 +67,8 @@ pub(crate) fn start_with_colours(
     let handle = tokio::spawn(async move {
         match multi {
             _ if quiet => drain(rx).await,
-            Some(multi) => render_tree(rx, multi, colours).await,
-            None => render_lines(rx).await,
+            Some(multi) => render_tree(rx, multi, colours, prices).await,
+            None => render_lines(rx, prices).await,
         }
     });
     (Arc::new(Progress { tx }), handle)
@@ -120,7 +131,7 @@ fn name(e: &ProgressEvent) -> String {
 }
 
 /// Plain lines for logs and pipes.
-async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>) {
+async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>, prices: Arc<ModelPrices>) {
     let start = Instant::now();
     while let Some(e) = rx.recv().await {
         let t = start.elapsed().as_secs_f64();
@@ -139,8 +150,12 @@ async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>) {
             }
             ProgressKind::Status { message } => format!("status: {}", first_line(message)),
             ProgressKind::Finished { status, usage } => format!(
-                "finished {status} · {} turns · {} in / {} out tokens · {} ms",
-                usage.turns, usage.input_tokens, usage.output_tokens, usage.duration_ms
+                "finished {status} · {} turns · {} in / {} out tokens{} · {} ms",
+                usage.turns,
+                usage.input_tokens,
+                usage.output_tokens,
+                cost_text(&prices, usage),
+                usage.duration_ms
             ),
             _ => continue,
         };
@@ -167,17 +182,27 @@ struct Node {
     depth: u32,
     turns: u32,
     tokens: u64,
+    /// ` · $0.0123` when the model's price is known, else empty.
+    cost: String,
     last: String,
+}
+
+/// ` · $COST` for a usage whose model has a price; empty otherwise (never guessed).
+fn cost_text(prices: &ModelPrices, usage: &subagents::spi::Usage) -> String {
+    crate::output::usage_cost(prices, usage)
+        .map(|c| format!(" · ${c:.4}"))
+        .unwrap_or_default()
 }
 
 impl Node {
     fn redraw(&self) {
         self.bar.set_message(format!(
-            "{}{} · turn {} · {} tokens · {}",
+            "{}{} · turn {} · {} tokens{} · {}",
             "  ".repeat(self.depth as usize),
             self.agent,
             self.turns,
             self.tokens,
+            self.cost,
             self.last
         ));
     }
@@ -189,6 +214,7 @@ async fn render_tree(
     mut rx: mpsc::Receiver<ProgressEvent>,
     multi: MultiProgress,
     colours: HashMap<String, String>,
+    prices: Arc<ModelPrices>,
 ) {
     let style = ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
@@ -220,6 +246,7 @@ async fn render_tree(
                     depth: e.depth,
                     turns: 0,
                     tokens: 0,
+                    cost: String::new(),
                     last: String::new(),
                 },
             );
@@ -232,9 +259,16 @@ async fn render_tree(
             ProgressKind::Turn { turn } => node.turns = *turn,
             ProgressKind::ToolCall { name, .. } => node.last = format!("→ {name}"),
             ProgressKind::Status { message } => node.last = first_line(message),
-            ProgressKind::Usage { usage } => node.tokens = usage.total_tokens(),
+            ProgressKind::Usage { usage } => {
+                node.tokens = usage.total_tokens();
+                node.cost = cost_text(&prices, usage);
+            }
             ProgressKind::Finished { status, usage } => {
                 node.tokens = usage.total_tokens().max(node.tokens);
+                let cost = cost_text(&prices, usage);
+                if !cost.is_empty() {
+                    node.cost = cost;
+                }
                 node.turns = usage.turns.max(node.turns);
                 node.last = status.to_string();
                 node.redraw();

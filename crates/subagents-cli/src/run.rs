@@ -1,5 +1,6 @@
 //! `subagents run` (a delegating main agent) and `subagents task` (one subagent directly).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use subagents::spi::{
@@ -76,6 +77,8 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
         model: Some(&spec),
         workspace: args.workspace.as_deref(),
         max_depth: args.max_depth,
+        max_concurrent: args.max_concurrent,
+        budget: Some(&args.budget),
         permissions: &args.permissions,
         approver: Some(approver),
     }
@@ -86,8 +89,12 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
         Some(name) => Some(main_agent_as(&agents, name, &prompt)?),
         None => None,
     };
-    let (sink, renderer) =
-        progress::start_with_colours(false, multi, progress::agent_colours(&agents));
+    let (sink, renderer) = progress::start_with_prices(
+        false,
+        multi,
+        progress::agent_colours(&agents),
+        Arc::new(agents.prices().clone()),
+    );
     let cancel = CancellationToken::new();
     let interrupt = cancel_on_ctrl_c(cancel.clone());
     let mut main = agents
@@ -101,11 +108,12 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     let result = main.run(prompt).await;
     interrupt.abort();
     flush_store(&agents).await;
+    let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
     let outcome = result.map_err(failure)?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
-    let json = OutcomeJson::new(&name, &kind, &outcome, None);
+    let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
     finish(&outcome, args.json.then_some(&json))
 }
 
@@ -164,6 +172,8 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
         model: spec.as_deref(),
         workspace: args.workspace.as_deref(),
         max_depth: args.max_depth,
+        max_concurrent: args.max_concurrent,
+        budget: Some(&args.budget),
         permissions: &args.permissions,
         approver: Some(approver.clone()),
     }
@@ -213,6 +223,12 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
                     BackgroundState::Running => {
                         eprintln!("{task_id} still running after {} s", snap.elapsed.as_secs());
                     }
+                    BackgroundState::Queued => {
+                        eprintln!(
+                            "{task_id} queued (max_concurrent reached) after {} s",
+                            snap.elapsed.as_secs()
+                        );
+                    }
                     BackgroundState::WaitingForApproval(question) => {
                         // This command is the task's caller: its approver answers.
                         let decision = approver.request(question).await;
@@ -243,10 +259,11 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
     interrupt.abort();
     drop(ctx);
     flush_store(&agents).await;
+    let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
     let (agent, task_id, outcome) = result.map_err(failure)?;
     let kind = kind.map(|k| k.to_string()).unwrap_or_default();
-    let json = OutcomeJson::new(&agent, &kind, &outcome, task_id.as_deref());
+    let json = OutcomeJson::new(&agent, &kind, &outcome, task_id.as_deref()).with_prices(&prices);
     finish(&outcome, args.json.then_some(&json))
 }

@@ -6,28 +6,38 @@ use std::net::SocketAddr;
 
 use subagents::ServeOptions;
 
-use crate::cli::{AgentSources, ServeArgs};
+use crate::cli::{AgentSources, ListenAuthArgs, ServeArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
 use crate::setup::Setup;
 
-/// `subagents serve`.
-pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
-    let keys: Vec<String> = args
+/// The keys clients of a server listening on `listen` must send: refuses an address beyond
+/// loopback without keys unless `--allow-unauthenticated` (shared by `serve` and
+/// `mcp --listen`).
+pub(crate) fn listen_keys(
+    auth: &ListenAuthArgs,
+    listen: SocketAddr,
+) -> Result<Vec<String>, CliError> {
+    let keys: Vec<String> = auth
         .api_key
         .iter()
         .map(|k| k.trim().to_string())
         .filter(|k| !k.is_empty())
         .collect();
-    if keys.is_empty() && !args.listen.ip().is_loopback() && !args.allow_unauthenticated {
+    if keys.is_empty() && !listen.ip().is_loopback() && !auth.allow_unauthenticated {
         return Err(CliError::Config(format!(
-            "refusing to serve on {} (beyond loopback) without credentials: give --api-key KEY \
-             (repeatable, or SUBAGENTS_API_KEYS=KEY1,KEY2) so clients must send \
+            "refusing to serve on {listen} (beyond loopback) without credentials: give \
+             --api-key KEY (repeatable, or SUBAGENTS_API_KEYS=KEY1,KEY2) so clients must send \
              `Authorization: Bearer KEY` or `X-API-Key: KEY`, or --allow-unauthenticated to \
-             serve anyone who can reach the address",
-            args.listen
+             serve anyone who can reach the address"
         )));
     }
+    Ok(keys)
+}
+
+/// `subagents serve`.
+pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
+    let keys = listen_keys(&args.auth, args.listen)?;
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let sources = AgentSources {
         agents: args.agents.clone(),
@@ -40,10 +50,11 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         model: Some(&spec),
         workspace: args.workspace.as_deref(),
         max_depth: args.max_depth,
+        max_concurrent: args.max_concurrent,
+        budget: None,
         permissions: &args.permissions,
-        // No prompt while serving: --yes approves everything; otherwise calls that must be
-        // approved are denied (over MCP, a background task's question waits for the client's
-        // TaskOutput answer).
+        // No prompt while serving: --yes approves everything; otherwise the A2A client is
+        // asked (the task goes input-required until its answer or --approval-timeout).
         approver: crate::approve::yes_approver(&args.permissions),
     }
     .build()
@@ -53,7 +64,8 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
     }
     let mut options = ServeOptions::new()
         .agents(args.agent.clone())
-        .api_keys(keys.clone());
+        .api_keys(keys.clone())
+        .approval_timeout(std::time::Duration::from_secs(args.approval_timeout));
     if let Some(url) = &args.public_url {
         options = options.public_url(url.clone());
     }

@@ -27,6 +27,10 @@ pub(crate) struct Setup<'a> {
     pub workspace: Option<&'a Path>,
     /// `--max-depth`.
     pub max_depth: Option<u32>,
+    /// `--max-concurrent`.
+    pub max_concurrent: Option<usize>,
+    /// `--budget-*`, for the commands that start a tree.
+    pub budget: Option<&'a crate::cli::BudgetArgs>,
     /// `--permission-mode`, `--yes`.
     pub permissions: &'a PermissionArgs,
     /// Who answers approval requests.
@@ -34,6 +38,61 @@ pub(crate) struct Setup<'a> {
 }
 
 impl Setup<'_> {
+    /// The budget: flags over `[budget]` of subagents.toml.
+    fn budget_limits(&self) -> Result<subagents::spi::BudgetLimits, CliError> {
+        let flags = self.budget.cloned().unwrap_or_default();
+        let conf = &self.config.budget;
+        let mut limits = subagents::spi::BudgetLimits::new();
+        if let Some(n) = flags.budget_tokens.or(conf.tokens) {
+            limits = limits.with_tokens(n);
+        }
+        if let Some(n) = flags.budget_turns.or(conf.turns) {
+            limits = limits.with_turns(n);
+        }
+        if let Some(secs) = flags.budget_time.or(conf.time_secs) {
+            if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+                return Err(CliError::Config(format!(
+                    "--budget-time / [budget] time_secs must be a positive number of seconds, not {secs}"
+                )));
+            }
+            limits = limits.with_time(std::time::Duration::from_secs_f64(secs));
+        }
+        if let Some(usd) = flags.budget_usd.or(conf.usd) {
+            if !usd.is_finite() || usd <= 0.0 {
+                return Err(CliError::Config(format!(
+                    "--budget-usd / [budget] usd must be a positive amount, not {usd}"
+                )));
+            }
+            if self.config.prices.is_empty() {
+                tracing::warn!(
+                    "a USD budget is set but subagents.toml has no [prices]: no cost can be counted"
+                );
+            }
+            limits = limits.with_usd(usd);
+        }
+        Ok(limits)
+    }
+
+    /// `[prices]` of subagents.toml.
+    fn prices(&self) -> Result<subagents::spi::ModelPrices, CliError> {
+        let mut prices = subagents::spi::ModelPrices::new();
+        for (model, p) in &self.config.prices {
+            for (what, v) in [("input", p.input), ("output", p.output)] {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(CliError::Config(format!(
+                        "{}: [prices] \"{model}\" {what} must be a non-negative number of USD per million tokens, not {v}",
+                        self.config.name()
+                    )));
+                }
+            }
+            prices = prices.with(
+                model.clone(),
+                subagents::spi::ModelPrice::new(p.input, p.output),
+            );
+        }
+        Ok(prices)
+    }
+
     /// The builder, configured.
     pub(crate) fn builder(&self) -> Result<SubagentsBuilder, CliError> {
         let cwd = std::env::current_dir()
@@ -81,6 +140,10 @@ impl Setup<'_> {
         if let Some(depth) = self.max_depth.or(self.config.max_depth) {
             b = b.max_depth(depth);
         }
+        if let Some(n) = self.max_concurrent.or(self.config.max_concurrent) {
+            b = b.max_concurrent(n);
+        }
+        b = b.budget(self.budget_limits()?).prices(self.prices()?);
         // Permissions: .claude/settings*.json of the workspace, then subagents.toml.
         b = b.claude_settings(&root);
         let file = self.config.name();

@@ -247,3 +247,92 @@ fn with_a_key_requests_need_it_and_both_header_forms_work() {
         "the key never shows in the output: {logged}"
     );
 }
+
+#[test]
+fn mcp_listen_beyond_loopback_without_a_key_exits_2_naming_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(dir.path())
+        .args(["mcp", "--listen", &format!("0.0.0.0:{}", free_port())])
+        .arg("--agents")
+        .arg(agents_dir(dir.path()))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--api-key") && err.contains("--allow-unauthenticated"),
+        "{err}"
+    );
+}
+
+#[test]
+fn mcp_listen_with_a_key_answers_401_without_it_and_serves_with_either_header() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let serve = command(dir.path())
+        .args(["mcp", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--agents")
+        .arg(agents_dir(dir.path()))
+        .env("SUBAGENTS_API_KEYS", KEY)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp starts");
+    let _serve = Killed(serve);
+    let http = reqwest::Client::new();
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "auth-test", "version": "1"}
+        }
+    });
+    let post = |key: Option<(&'static str, String)>| {
+        let mut r = http
+            .post(&url)
+            .header("Accept", "application/json, text/event-stream")
+            .json(&init);
+        if let Some((h, v)) = key {
+            r = r.header(h, v);
+        }
+        r.send()
+    };
+    rt.block_on(async {
+        let mut first = None;
+        for _ in 0..400 {
+            if let Ok(r) = post(None).await {
+                first = Some(r);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let r = first.expect("the MCP server comes up");
+        assert_eq!(r.status(), 401);
+        assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        let body: Value = r.json().await.unwrap();
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("X-API-Key"),
+            "{body}"
+        );
+        let wrong = post(Some(("Authorization", "Bearer nope".into())))
+            .await
+            .unwrap();
+        assert_eq!(wrong.status(), 401);
+        let bearer = post(Some(("Authorization", format!("Bearer {KEY}"))))
+            .await
+            .unwrap();
+        assert_eq!(bearer.status(), 200, "{:?}", bearer.text().await);
+        let api_key = post(Some(("X-API-Key", KEY.to_string()))).await.unwrap();
+        assert_eq!(api_key.status(), 200);
+    });
+}

@@ -212,6 +212,8 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         root,
         skipped: skipped_files,
         approver: b.approver.0,
+        budget: b.budget,
+        prices: std::sync::Arc::new(b.prices),
         #[cfg(feature = "claude")]
         local,
         #[cfg(feature = "store")]

@@ -66,6 +66,8 @@ pub struct SubagentsBuilder {
     pub(crate) store: Option<subagent_store::StoreUrl>,
     #[cfg(feature = "store")]
     pub(crate) retention: subagent_store::Retention,
+    pub(crate) budget: subagent_spi::BudgetLimits,
+    pub(crate) prices: subagent_spi::ModelPrices,
 }
 
 impl Default for SubagentsBuilder {
@@ -103,6 +105,8 @@ impl Default for SubagentsBuilder {
             store: None,
             #[cfg(feature = "store")]
             retention: subagent_store::Retention::default(),
+            budget: subagent_spi::BudgetLimits::new(),
+            prices: subagent_spi::ModelPrices::new(),
         }
     }
 }
@@ -312,6 +316,34 @@ impl SubagentsBuilder {
     /// `d < max_depth`; the main agent is depth 0.
     pub fn max_depth(mut self, depth: u32) -> Self {
         self.task = self.task.max_depth(depth);
+        self
+    }
+
+    /// Children working at once over the whole tree, foreground and background, at every depth
+    /// (default 20). Task calls over it wait their turn (background ones show `queued`); a run
+    /// waiting for its own children gives its place back meanwhile, so nesting never
+    /// deadlocks (see [`TaskToolBuilder::max_concurrent`]).
+    pub fn max_concurrent(mut self, n: usize) -> Self {
+        self.task = self.task.max_concurrent(n);
+        self
+    }
+
+    /// The budget of every tree this assembly starts (a main-agent run, a
+    /// [`dispatch`](Subagents::dispatch) without a budget of its own): tokens, turns and wall
+    /// time over the whole tree, children, background and remote children included (what
+    /// `--budget-tokens`, `--budget-turns` and `--budget-time` set). When it is spent the tree
+    /// is cancelled (remote children receive `CancelTask`) and the runs report
+    /// `limit_reached` naming the budget, keeping their partial results. Default: none.
+    pub fn budget(mut self, limits: subagent_spi::BudgetLimits) -> Self {
+        self.budget = limits;
+        self
+    }
+
+    /// Per-model prices (USD per million tokens), what `[prices]` of subagents.toml sets: a
+    /// budget's `usd` limit counts with them, and reports a model without a price rather than
+    /// guessing one.
+    pub fn prices(mut self, prices: subagent_spi::ModelPrices) -> Self {
+        self.prices = prices;
         self
     }
 

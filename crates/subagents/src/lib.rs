@@ -147,6 +147,8 @@ pub struct Subagents {
     pub(crate) root: PathBuf,
     pub(crate) skipped: Vec<SkippedAgent>,
     pub(crate) approver: Option<Arc<dyn spi::Approver>>,
+    pub(crate) budget: spi::BudgetLimits,
+    pub(crate) prices: Arc<spi::ModelPrices>,
     #[cfg(feature = "claude")]
     pub(crate) local: Option<Arc<Local>>,
     #[cfg(feature = "store")]
@@ -204,6 +206,14 @@ impl Subagents {
         call: TaskCall,
         ctx: &TaskContext,
     ) -> Result<Dispatch, SubagentError> {
+        let budgeted;
+        let ctx = match self.root_budget(ctx) {
+            Some(b) => {
+                budgeted = ctx.clone().with_budget(b);
+                &budgeted
+            }
+            None => ctx,
+        };
         match (&self.approver, ctx.approver()) {
             (Some(approver), None) => {
                 let ctx = ctx
@@ -233,6 +243,20 @@ impl Subagents {
     /// this process.
     pub async fn flush(&self) -> Result<(), task_tool::LedgerError> {
         self.task.flush_ledger().await
+    }
+
+    /// The budget of a tree rooted at `ctx`: the builder's, unless `ctx` has one already or
+    /// the builder set none.
+    pub(crate) fn root_budget(&self, ctx: &TaskContext) -> Option<spi::Budget> {
+        (ctx.budget().is_none() && !self.budget.is_unlimited()).then(|| {
+            spi::Budget::new(self.budget.clone(), ctx.cancel().clone())
+                .with_prices(self.prices.clone())
+        })
+    }
+
+    /// The per-model prices given to the builder (empty when none).
+    pub fn prices(&self) -> &spi::ModelPrices {
+        &self.prices
     }
 }
 

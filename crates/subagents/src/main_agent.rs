@@ -150,6 +150,9 @@ impl<'a> MainAgent<'a> {
         if let Some(token) = self.cancel {
             ctx = ctx.with_cancel(token);
         }
+        if let Some(budget) = self.agents.root_budget(&ctx) {
+            ctx = ctx.with_budget(budget);
+        }
         let prompt = prompt.into();
         ctx.emit(ProgressKind::Started {
             description: prompt
@@ -164,9 +167,11 @@ impl<'a> MainAgent<'a> {
             .with_system(self.system)
             .with_tools(tools)
             .with_limits(Limits::default().with_max_turns(self.max_turns));
-        let result = AgentRuntime::new(local.transcripts.clone())
-            .run(spec, &ctx)
-            .await;
+        let result = tracing::Instrument::instrument(
+            AgentRuntime::new(local.transcripts.clone()).run(spec, &ctx),
+            root_span(ctx.agent()),
+        )
+        .await;
         let (status, usage) = match &result {
             Ok(o) => (o.status, o.usage.clone()),
             Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),
@@ -174,6 +179,18 @@ impl<'a> MainAgent<'a> {
         ctx.emit(ProgressKind::Finished { status, usage });
         result
     }
+}
+
+/// The OpenTelemetry GenAI `invoke_agent` span of the main agent: the root of a run's trace.
+fn root_span(agent: &str) -> tracing::Span {
+    tracing::info_span!(
+        "invoke_agent",
+        otel.name = %format_args!("invoke_agent {agent}"),
+        otel.kind = "internal",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = agent,
+        gen_ai.agent.id = "main",
+    )
 }
 
 impl MainAgent<'_> {
@@ -204,6 +221,9 @@ impl MainAgent<'_> {
         }
         if let Some(token) = &self.cancel {
             ctx = ctx.with_cancel(token.clone());
+        }
+        if let Some(budget) = self.agents.root_budget(&ctx) {
+            ctx = ctx.with_budget(budget);
         }
         ctx
     }
@@ -244,7 +264,11 @@ impl MainAgent<'_> {
                 .collect(),
         });
         let call = TaskCall::new(def.name(), "main agent", prompt);
-        let result = executor.execute(call, def, ctx.clone()).await;
+        let result = tracing::Instrument::instrument(
+            executor.execute(call, def, ctx.clone()),
+            root_span(name),
+        )
+        .await;
         let (status, usage) = match &result {
             Ok(o) => (o.status, o.usage.clone()),
             Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),

@@ -1,7 +1,12 @@
 //! Serving the assembled agents over A2A (feature `server`): one path per agent, each able to
 //! delegate in turn, and a JSON directory at `GET /`.
 
-use subagent_a2a::server::{A2aServer, AgentMount, ServerAuth};
+use std::sync::Arc;
+use std::time::Duration;
+
+use subagent_a2a::server::{
+    A2aServer, AgentMount, DEFAULT_APPROVAL_TIMEOUT, ServerAuth, SubagentHandler,
+};
 use subagent_spi::{SubagentDefinition, TaskContext};
 
 use crate::{Error, Subagents};
@@ -18,6 +23,11 @@ pub struct ServeOptions {
     /// Credentials every agent requires (declared in both card versions; requests without
     /// them get HTTP 401). `None`: no authentication. Keys never appear in `Debug` output.
     pub auth: Option<ServerAuth>,
+    /// How long a served agent's tool call that needs approval waits for the A2A client's
+    /// answer (the task is `input-required` meanwhile) before it is denied; zero never asks.
+    /// `None`: [`DEFAULT_APPROVAL_TIMEOUT`] (300 s). The registry's own approver (e.g.
+    /// `--yes`) answers first when it can.
+    pub approval_timeout: Option<Duration>,
     /// Where the served agents' A2A tasks live (feature `store`): each agent gets its own
     /// view of it. `None`: bounded memory. A SQLite store keeps tasks across restarts; a
     /// PostgreSQL one is shared by every replica given the same database (see
@@ -52,6 +62,13 @@ impl ServeOptions {
     #[must_use]
     pub fn auth(mut self, auth: ServerAuth) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// Sets how long approvals wait for the A2A client (builder style; zero: never ask).
+    #[must_use]
+    pub fn approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = Some(timeout);
         self
     }
 
@@ -111,7 +128,9 @@ impl Subagents {
     /// An A2A server (v1.0 and v0.3, JSON-RPC and HTTP+JSON) hosting the agents: each at
     /// [`agent_path`] of its name, run by its own kind's executor with this registry's
     /// delegation handle (a served coordinator can delegate to the other agents, within the
-    /// nesting limit), plus a JSON directory at `GET /`. Serve it with
+    /// nesting limit), plus a JSON directory at `GET /`. A tool call that needs approval is
+    /// answered by this registry's approver when it can (`--yes`), else asked of the A2A
+    /// client (the task goes `input-required`; see [`ServeOptions::approval_timeout`]). Serve it with
     /// [`A2aServer::serve`] or merge [`A2aServer::router`] into an app.
     pub fn a2a_server(&self, options: &ServeOptions) -> Result<A2aServer, Error> {
         let mut chosen: Vec<&std::sync::Arc<dyn SubagentDefinition>> = Vec::new();
@@ -162,12 +181,13 @@ impl Subagents {
                 .task()
                 .executor_of(def.name())
                 .ok_or_else(|| Error::Server(format!("no executor for `{}`", def.name()).into()))?;
-            let mut mount = AgentMount::subagent_with_context(
-                path.clone(),
-                def.clone(),
-                executor,
-                base.clone(),
-            );
+            let handler = SubagentHandler::new(def.clone(), executor)
+                .with_context(base.clone())
+                .with_approval_timeout(
+                    options.approval_timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
+                );
+            let info = handler.agent_info();
+            let mut mount = AgentMount::from_arc(path.clone(), info, Arc::new(handler));
             if let Some(auth) = &options.auth {
                 mount = mount.with_auth(auth.clone());
             }

@@ -13,6 +13,7 @@ use subagent_spi::{
 };
 use tokio::sync::{oneshot, watch};
 
+use crate::concurrency::RunPermit;
 use crate::ledger::TaskRecord;
 use crate::persist::{LedgerWriter, Shared};
 use crate::registry::{Target, TaskConfig, TaskTool};
@@ -24,6 +25,9 @@ const PARTIAL_CAP: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum BackgroundState {
+    /// Started, waiting for a place under the concurrency cap
+    /// ([`max_concurrent`](crate::TaskToolBuilder::max_concurrent)).
+    Queued,
     /// Still running.
     Running,
     /// Running, but stopped at a tool call that needs approval: the question, answered with
@@ -40,13 +44,15 @@ impl BackgroundState {
     fn is_running(&self) -> bool {
         matches!(
             self,
-            BackgroundState::Running | BackgroundState::WaitingForApproval(_)
+            BackgroundState::Queued
+                | BackgroundState::Running
+                | BackgroundState::WaitingForApproval(_)
         )
     }
 
     /// Ended, or waiting for an answer: a reader waiting for news may stop waiting.
     fn needs_attention(&self) -> bool {
-        !matches!(self, BackgroundState::Running)
+        !matches!(self, BackgroundState::Running | BackgroundState::Queued)
     }
 }
 
@@ -75,13 +81,13 @@ pub struct BackgroundSnapshot {
 }
 
 impl BackgroundSnapshot {
-    /// The status: `Running` (also while waiting for approval), the outcome's status, or
-    /// `Failed`.
+    /// The status: `Running` (also while queued or waiting for approval), the outcome's
+    /// status, or `Failed`.
     pub fn status(&self) -> TaskStatus {
         match &self.state {
-            BackgroundState::Running | BackgroundState::WaitingForApproval(_) => {
-                TaskStatus::Running
-            }
+            BackgroundState::Queued
+            | BackgroundState::Running
+            | BackgroundState::WaitingForApproval(_) => TaskStatus::Running,
             BackgroundState::Finished(o) => o.status,
             BackgroundState::Failed(_) => TaskStatus::Failed,
         }
@@ -180,7 +186,10 @@ impl Entry {
         r.session_id = lock(&self.session_id).clone();
         r.usage = lock(&self.usage).clone();
         match &*self.state.borrow() {
-            BackgroundState::Running | BackgroundState::WaitingForApproval(_) => {}
+            // Queued tasks are recorded as running: after a crash both read back as interrupted.
+            BackgroundState::Queued
+            | BackgroundState::Running
+            | BackgroundState::WaitingForApproval(_) => {}
             BackgroundState::Finished(o) => {
                 r.status = o.status;
                 r.usage = o.usage.clone();
@@ -417,7 +426,13 @@ impl BackgroundRegistry {
         self.maybe_sweep(config);
 
         let task_id = child.task_id().unwrap_or_default().to_string();
-        let (tx, _rx) = watch::channel(BackgroundState::Running);
+        // A place under the cap now, or the task starts queued and waits for one.
+        let permit = RunPermit::try_acquire(&tool.inner.slots);
+        let (tx, _rx) = watch::channel(if permit.is_some() {
+            BackgroundState::Running
+        } else {
+            BackgroundState::Queued
+        });
         let entry = Arc::new(Entry {
             agent: def.name().to_string(),
             kind: kind.to_string(),
@@ -456,18 +471,39 @@ impl BackgroundRegistry {
         self.entries.insert(task_id.clone(), entry.clone());
 
         let grace = config.stop_grace;
-        handle.spawn(async move {
+        // The caller's span (its `execute_tool Task`) stays the parent of the background run.
+        let caller_span = tracing::Span::current();
+        handle.spawn(tracing::Instrument::instrument(async move {
             let cancel = child.cancel().clone();
             let agent = def.name().to_string();
-            let fut = tool.run_child(&target, call, child);
-            tokio::pin!(fut);
-            let result = tokio::select! {
-                biased;
-                r = &mut fut => r,
-                _ = cancel.cancelled() => match tokio::time::timeout(grace, &mut fut).await {
-                    Ok(r) => r,
-                    Err(_) => Err(SubagentError::Cancelled { agent }),
-                },
+            let permit = match permit {
+                Some(p) => Some(p),
+                None => RunPermit::acquire(&tool.inner.slots, &child).await,
+            };
+            let result = match permit {
+                None => Err(SubagentError::Cancelled { agent }),
+                Some(permit) => {
+                    entry.state.send_if_modified(|s| {
+                        let queued = matches!(s, BackgroundState::Queued);
+                        if queued {
+                            *s = BackgroundState::Running;
+                        }
+                        queued
+                    });
+                    let child = child.with_extension(permit.clone());
+                    let fut = tool.run_child(&target, call, child);
+                    tokio::pin!(fut);
+                    let result = tokio::select! {
+                        biased;
+                        r = &mut fut => r,
+                        _ = cancel.cancelled() => match tokio::time::timeout(grace, &mut fut).await {
+                            Ok(r) => r,
+                            Err(_) => Err(SubagentError::Cancelled { agent }),
+                        },
+                    };
+                    permit.release();
+                    result
+                }
             };
             let partial = || {
                 entry
@@ -500,7 +536,7 @@ impl BackgroundRegistry {
             let bg = &tool.inner.background;
             bg.finished.fetch_add(1, Ordering::AcqRel);
             bg.running.fetch_sub(1, Ordering::AcqRel);
-        });
+        }, caller_span));
         Ok(())
     }
 

@@ -236,6 +236,21 @@ impl TaskToolBuilder {
         self
     }
 
+    /// Children working at once over the whole tree (default
+    /// [`DEFAULT_MAX_CONCURRENT`](crate::DEFAULT_MAX_CONCURRENT), 20), foreground and
+    /// background, at every depth. A foreground `Task` call over the cap waits its turn; a
+    /// background one starts `queued` (so `TaskOutput` says) and runs when a place frees up.
+    ///
+    /// The rule for nesting: the main agent takes no place; a run that waits for its own
+    /// children (a foreground `Task`, a blocking `TaskOutput`, `TaskStop`) gives its place
+    /// back for the wait and takes one again, waiting its turn, before it continues. The cap
+    /// thus counts runs doing work of their own, and a tree never deadlocks on it. 0 is
+    /// refused by [`build`](Self::build).
+    pub fn max_concurrent(mut self, n: usize) -> Self {
+        self.config.max_concurrent = n;
+        self
+    }
+
     /// Maximum number of session ids remembered for `resume` routing (default 10,000).
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.config.max_sessions = n;
@@ -253,6 +268,15 @@ impl TaskToolBuilder {
             return Err(BuildError::Config(
                 "max_background must be at least 1".into(),
             ));
+        }
+        if self.config.max_concurrent == 0
+            || self.config.max_concurrent > tokio::sync::Semaphore::MAX_PERMITS
+        {
+            return Err(BuildError::Config(format!(
+                "max_concurrent must be between 1 and {}, not {}",
+                tokio::sync::Semaphore::MAX_PERMITS,
+                self.config.max_concurrent
+            )));
         }
         if self.config.max_depth > MAX_DEPTH_CAP {
             return Err(BuildError::Config(format!(

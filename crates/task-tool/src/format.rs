@@ -146,6 +146,7 @@ pub(crate) fn snapshot_text(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> T
 fn snapshot_body(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> ToolOutput {
     let status = match &s.state {
         BackgroundState::WaitingForApproval(_) => "waiting_for_approval".to_string(),
+        BackgroundState::Queued => "queued".to_string(),
         _ => s.status().to_string(),
     };
     let head = format!(
@@ -176,6 +177,17 @@ fn snapshot_body(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> ToolOutput {
             );
             if !s.partial.is_empty() {
                 let _ = write!(t, "\nOutput so far:\n{}", s.partial);
+            }
+            ToolOutput::text(t)
+        }
+        BackgroundState::Queued => {
+            let mut t = head;
+            t.push_str(
+                "\nThe task is queued: the limit of agents running at once is reached; it \
+                 starts when another one finishes.",
+            );
+            if let Some(ms) = waited_ms.filter(|_| s.wait_timed_out) {
+                let _ = write!(t, " The wait timed out after {ms} ms.");
             }
             ToolOutput::text(t)
         }

@@ -17,6 +17,10 @@
 //! * **durable** (optional): with a [`TaskLedger`] ([`TaskToolBuilder::ledger`]) background
 //!   tasks are recorded as they run, so `TaskOutput` reads a result after a restart and a task
 //!   whose process died reads back as `interrupted`, with its partial output and session.
+//! * **capped**: at most [`max_concurrent`](TaskToolBuilder::max_concurrent) children (default
+//!   20) work at once over the whole tree; foreground calls over it wait their turn, background
+//!   ones show `queued` in `TaskOutput`. A run waiting for its own children gives its place back
+//!   for the wait, so nesting never deadlocks on the cap.
 //!
 //! The crate depends on the SPI only, never on a particular kind: kinds are plugged in.
 //!
@@ -45,6 +49,7 @@
 
 mod background;
 mod builder;
+mod concurrency;
 mod format;
 mod ids;
 mod ledger;
@@ -54,6 +59,7 @@ mod tools;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
+pub use concurrency::DEFAULT_MAX_CONCURRENT;
 pub use ledger::{LedgerError, TaskLedger, TaskRecord};
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
 pub use tools::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

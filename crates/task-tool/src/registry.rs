@@ -13,6 +13,7 @@ use tracing::Instrument;
 
 use crate::background::BackgroundRegistry;
 use crate::builder::TaskToolBuilder;
+use crate::concurrency::{DEFAULT_MAX_CONCURRENT, RunPermit, waiting_on_children};
 use crate::format;
 use crate::ids::new_id;
 use crate::tools::{TaskOutputTool, TaskStopTool};
@@ -40,6 +41,9 @@ pub struct TaskConfig {
     pub max_sessions: usize,
     /// The nesting limit: a run at depth `d` may delegate only when `d < max_depth`.
     pub max_depth: u32,
+    /// Children working at once over the whole tree (foreground and background); calls over
+    /// it wait their turn. See [`TaskToolBuilder::max_concurrent`] for the rule.
+    pub max_concurrent: usize,
 }
 
 impl Default for TaskConfig {
@@ -51,6 +55,7 @@ impl Default for TaskConfig {
             stop_grace: Duration::from_secs(5),
             max_sessions: 10_000,
             max_depth: DEFAULT_MAX_DEPTH,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
         }
     }
 }
@@ -81,6 +86,8 @@ pub(crate) struct Inner {
     /// session id -> index of the agent that produced it.
     sessions: DashMap<String, usize>,
     pub(crate) background: BackgroundRegistry,
+    /// The places under the concurrency cap, shared by every run of the tree.
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
     pub(crate) config: TaskConfig,
     description: String,
     schema: serde_json::Value,
@@ -161,6 +168,7 @@ impl TaskTool {
                 by_lower,
                 sessions: DashMap::new(),
                 background: BackgroundRegistry::new(ledger.map(crate::persist::LedgerWriter::new)),
+                slots: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent)),
                 config,
                 description,
                 schema,
@@ -318,7 +326,21 @@ impl TaskTool {
                 task_id,
             });
         }
-        let outcome = self.run_child(&target, call, child).await?;
+        // The caller gives its place under the cap back while it waits for this child (see
+        // `concurrency`); the child waits its turn for one.
+        let outcome = waiting_on_children(ctx, async {
+            let Some(permit) = RunPermit::acquire(&self.inner.slots, &child).await else {
+                return Ok(TaskOutcome::with_status(
+                    String::new(),
+                    TaskStatus::Cancelled,
+                ));
+            };
+            let child = child.with_extension(permit.clone());
+            let result = self.run_child(&target, call, child).await;
+            permit.release();
+            result
+        })
+        .await?;
         Ok(Dispatch::Foreground {
             agent: def.name().to_string(),
             kind: target.kind,
@@ -342,13 +364,24 @@ impl TaskTool {
             executor,
         } = target;
         let idx = *idx;
+        // An OpenTelemetry GenAI `invoke_agent` span (exported when the host installs an OTLP
+        // layer; nearly free otherwise). Its parent is the caller's `execute_tool Task` span, so
+        // a run's trace is its delegation tree.
         let span = tracing::info_span!(
-            "subagent_task",
-            agent = def.name(),
-            kind = kind.as_str(),
-            depth = child.depth(),
-            task_id = child.task_id().unwrap_or(""),
-            background = call.is_background(),
+            "invoke_agent",
+            otel.name = %format_args!("invoke_agent {}", def.name()),
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = def.name(),
+            gen_ai.agent.id = child.task_id().unwrap_or(""),
+            gen_ai.request.model = call.model.as_deref(),
+            subagents.kind = kind.as_str(),
+            subagents.depth = child.depth(),
+            subagents.background = call.is_background(),
+            subagents.status = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
         );
         let started = Instant::now();
         child.emit(ProgressKind::Started {
@@ -362,9 +395,13 @@ impl TaskTool {
         let _enter = span.enter();
         match &result {
             Ok(o) => {
+                span.record("subagents.status", o.status.as_str());
+                span.record("gen_ai.usage.input_tokens", o.usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", o.usage.output_tokens);
                 tracing::info!(status = %o.status, duration_ms = elapsed.as_millis() as u64, "subagent task finished");
             }
             Err(e) => {
+                span.record("error.type", "subagent_error");
                 tracing::info!(error = %e, duration_ms = elapsed.as_millis() as u64, "subagent task failed");
             }
         }
@@ -372,6 +409,10 @@ impl TaskTool {
             Ok(o) => o,
             Err(SubagentError::Cancelled { .. }) => {
                 TaskOutcome::with_status(String::new(), TaskStatus::Cancelled)
+            }
+            // A child stopped by the spent budget of its subtree is no failure: it reached it.
+            Err(_) if child.cancel().is_cancelled() && budget_spent(&child).is_some() => {
+                TaskOutcome::with_status(String::new(), TaskStatus::LimitReached)
             }
             Err(e) => {
                 child.emit(ProgressKind::Finished {
@@ -381,6 +422,17 @@ impl TaskTool {
                 return Err(e);
             }
         };
+        // Any kind (a remote one too) cancelled because the subtree's budget is spent reports
+        // the budget it reached, with its partial result.
+        if matches!(
+            outcome.status,
+            TaskStatus::Cancelled | TaskStatus::LimitReached
+        ) && outcome.limit.is_none()
+            && let Some(spent) = budget_spent(&child)
+        {
+            outcome.status = TaskStatus::LimitReached;
+            outcome.limit = Some(spent);
+        }
         if outcome.usage.duration_ms == 0 {
             outcome.usage.duration_ms = elapsed.as_millis() as u64;
         }
@@ -440,6 +492,11 @@ impl TaskTool {
             Err(e) => ToolOutput::error(format::error_text(&e)),
         }
     }
+}
+
+/// The limit the budget of `ctx`'s subtree was spent on, if it was.
+fn budget_spent(ctx: &TaskContext) -> Option<String> {
+    ctx.budget().and_then(|b| b.spent())
 }
 
 /// The three delegation tools of one [`TaskTool`], by name (see [`TaskTool::tools`]).

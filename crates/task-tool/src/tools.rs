@@ -8,6 +8,7 @@ use subagent_spi::{
     ApprovalDecision, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
 };
 
+use crate::concurrency::waiting_on_children;
 use crate::format;
 use crate::registry::TaskTool;
 
@@ -176,7 +177,13 @@ impl Tool for TaskOutputTool {
             }
         }
         let wait = input.block.then(|| Duration::from_millis(input.timeout_ms));
-        match self.task.output_with_usage(&input.task_id, wait).await {
+        let read = self.task.output_with_usage(&input.task_id, wait);
+        let read = if wait.is_some() {
+            waiting_on_children(ctx, read).await
+        } else {
+            read.await
+        };
+        match read {
             Ok((snap, usage)) => {
                 let mut out = format::snapshot_text(&snap, input.block.then_some(input.timeout_ms));
                 out.children.extend(usage);
@@ -226,7 +233,7 @@ impl Tool for TaskStopTool {
     async fn call(
         &self,
         input: serde_json::Value,
-        _ctx: &TaskContext,
+        ctx: &TaskContext,
     ) -> Result<ToolOutput, ToolError> {
         let input: TaskStopInput = serde_json::from_value(input).map_err(|e| {
             ToolError::invalid(
@@ -234,7 +241,7 @@ impl Tool for TaskStopTool {
                 format!("{e}; expected {{\"task_id\": \"task_...\"}}"),
             )
         })?;
-        match self.task.stop_with_usage(&input.task_id).await {
+        match waiting_on_children(ctx, self.task.stop_with_usage(&input.task_id)).await {
             Ok((snap, usage)) => {
                 let mut out = format::snapshot_text(&snap, None);
                 out.children.extend(usage);

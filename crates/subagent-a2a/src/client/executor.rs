@@ -5,14 +5,19 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use subagent_spi::{
-    ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext,
-    TaskOutcome, TaskStatus, Usage,
+    ApprovalRequest, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall,
+    TaskContext, TaskOutcome, TaskStatus, Usage,
 };
 
 use super::definition::A2aSubagentDefinition;
 use super::transport::{A2aClient, EventStream};
 use crate::error::A2aError;
+use crate::types::approval::ApprovalQuestion;
 use crate::types::v1::{self, PartContent, TaskState};
+
+/// The most questions (`input-required` / `auth-required`) of one run answered through the
+/// caller's approver; after that the run ends as `needs_input`, resumable.
+pub(super) const MAX_QUESTIONS: usize = 32;
 
 /// How long a best-effort `CancelTask` may take after the caller gave up.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
@@ -220,6 +225,13 @@ impl Run {
         self.status_message = status.message;
     }
 
+    /// Forgets the interrupted state before a follow-up message on the same task.
+    fn reset_for_follow_up(&mut self) {
+        self.state = None;
+        self.status_message = None;
+        self.reply = None;
+    }
+
     /// True when the run is over from the client's point of view.
     fn settled(&self) -> bool {
         self.reply.is_some()
@@ -343,6 +355,93 @@ async fn drive(
     Ok(())
 }
 
+/// The caller's answer to the remote task's `input-required` / `auth-required` question, as
+/// the text of the follow-up message: `None` when the run is not waiting for input or nobody
+/// above can answer (no approver, or one that would only deny, e.g. no terminal and no
+/// `--yes`), so the run ends as a resumable `needs_input` outcome.
+///
+/// A question from one of our servers (with an [`ApprovalQuestion`] in its metadata) becomes
+/// the same approval request as a local tool call, its agent path continued below this run's;
+/// any other question is a request for the tool `input-required` (or `auth-required`) with the
+/// question as the summary. The answer is written with [`ApprovalDecision::reply_text`]:
+/// `yes`, `always`, or `no: MESSAGE`.
+///
+/// [`ApprovalDecision::reply_text`]: subagent_spi::ApprovalDecision::reply_text
+async fn answer_question(run: &Run, agent: &str, ctx: &TaskContext) -> Option<String> {
+    if run.reply.is_some() {
+        return None;
+    }
+    let state = run.state?;
+    if !state.is_interrupted() {
+        return None;
+    }
+    let approver = ctx.approver()?;
+    let task = run.task_id.clone()?;
+    let mut path = ctx.agent_path();
+    if path.is_empty() {
+        path.push(agent.to_string());
+    }
+    let metadata = run
+        .status_message
+        .as_ref()
+        .and_then(|m| m.metadata.as_ref());
+    let request = match ApprovalQuestion::from_metadata(metadata) {
+        Some(q) => {
+            let mut remote = q.agent_path;
+            if remote.first().is_some_and(|first| path.last() == Some(first)) {
+                remote.remove(0);
+            }
+            path.extend(remote);
+            let reason = format!("{}; asked by the remote A2A agent `{agent}`", q.reason);
+            let mut r = ApprovalRequest::new(path, q.tool, q.summary, reason);
+            if let Some(rule) = q.session_rule {
+                r = r.with_session_rule(format!("{agent}:{rule}"));
+            }
+            r
+        }
+        None => {
+            let question = run.status_text();
+            let question = if question.is_empty() {
+                format!("the agent needs {} to continue", state_word(state))
+            } else {
+                question.split_whitespace().collect::<Vec<_>>().join(" ")
+            };
+            let (tool, why) = match state {
+                TaskState::AuthRequired => ("auth-required", "asks for authorization"),
+                _ => ("input-required", "asks for input"),
+            };
+            let reason = format!(
+                "the remote A2A agent `{agent}` {why} on task {task}; the answer continues that task"
+            );
+            let rule = format!("{agent}:{tool}:{question}");
+            ApprovalRequest::new(path, tool, question, reason).with_session_rule(rule)
+        }
+    }
+    .with_task_id(task);
+    if !approver.can_answer(&request) {
+        return None;
+    }
+    let decision = tokio::select! {
+        d = approver.request(request) => d,
+        () = ctx.cancel().cancelled() => return None,
+    };
+    let text = decision.reply_text();
+    ctx.emit(ProgressKind::Status {
+        message: format!("answered the remote agent: {text}"),
+    });
+    Some(text)
+}
+
+/// The follow-up message carrying `answer` on the same task and context.
+fn follow_up(req: &v1::SendMessageRequest, run: &Run, answer: String) -> v1::SendMessageRequest {
+    let mut message = v1::Message::new(v1::Role::User, new_id(), vec![v1::Part::text(answer)]);
+    message.context_id = run.context_id.clone();
+    message.task_id = run.task_id.clone();
+    let mut next = v1::SendMessageRequest::new(message);
+    next.configuration = req.configuration.clone();
+    next
+}
+
 enum Ended {
     Done(Result<(), A2aError>),
     Cancelled,
@@ -425,6 +524,7 @@ impl SubagentExecutor for A2aExecutor {
             ..Run::default()
         };
 
+        let mut questions = 0usize;
         let ended = {
             let fut = async {
                 loop {
@@ -442,6 +542,16 @@ impl SubagentExecutor for A2aExecutor {
                                 "protocol version refused; trying the card's next version"
                             );
                             active += 1;
+                        }
+                        Ok(()) if questions < MAX_QUESTIONS => {
+                            // A question the caller's approver can answer continues the same
+                            // task; otherwise it ends the run as `needs_input` (below).
+                            let Some(answer) = answer_question(&run, &agent, &ctx).await else {
+                                break Ok(());
+                            };
+                            questions += 1;
+                            req = follow_up(&req, &run, answer);
+                            run.reset_for_follow_up();
                         }
                         other => break other,
                     }

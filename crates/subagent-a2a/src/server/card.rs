@@ -219,6 +219,13 @@ impl ServerAuth {
         )
     }
 
+    /// True when `headers` carry an accepted credential (every key is compared in constant
+    /// time). The server checks this on every request; other servers of the same process
+    /// (e.g. MCP over HTTP) use it to apply the same rule.
+    pub fn verify(&self, headers: &http::HeaderMap) -> bool {
+        self.check(headers)
+    }
+
     /// True when the request headers carry an accepted credential.
     pub(crate) fn check(&self, headers: &http::HeaderMap) -> bool {
         use super::util::constant_time_eq;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use subagent_spi::CancellationToken;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
 use super::store::{RemoteSignal, StoreError, TaskFilter, TaskStore};
@@ -87,6 +87,12 @@ pub(crate) struct Run {
     done_notify: tokio::sync::Notify,
     /// The run is in the engine's map (it created or continued a task).
     registered: std::sync::atomic::AtomicBool,
+    /// Set while the handler waits, in this run, for the client's answer to a question
+    /// ([`Run::await_input`]): the next message on the task goes here instead of starting a
+    /// new handler run.
+    input: Mutex<Option<oneshot::Sender<Arc<v1::Message>>>>,
+    /// One question at a time: concurrent [`Run::await_input`] calls queue here.
+    asking: tokio::sync::Mutex<()>,
 }
 
 type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
@@ -357,7 +363,11 @@ impl Engine {
         self.ensure_listening();
         let (task_id, context_id, existing) = match message.task_id.clone() {
             Some(tid) if !tid.is_empty() => {
-                if self.live(&tid).is_some() {
+                if let Some(run) = self.live(&tid) {
+                    // The handler may be waiting, in its run, for exactly this message.
+                    if let Ok(started) = run.answer(message, self).await? {
+                        return Ok(started);
+                    }
                     return Err(ApiError::new(
                         codes::UNSUPPORTED_OPERATION,
                         format!("task `{tid}` is still running; wait for it to stop or cancel it"),
@@ -461,6 +471,8 @@ impl Engine {
             done: std::sync::atomic::AtomicBool::new(false),
             done_notify: tokio::sync::Notify::new(),
             registered: std::sync::atomic::AtomicBool::new(false),
+            input: Mutex::new(None),
+            asking: tokio::sync::Mutex::new(()),
         });
         if let Some(t) = task {
             run.registered
@@ -807,7 +819,117 @@ fn looks_like_timestamp(s: &str) -> bool {
         && s.is_ascii()
 }
 
+/// Withdraws a question when its wait ends without an answer (timeout, cancellation).
+struct InputGuard<'a>(&'a Run);
+
+impl Drop for InputGuard<'_> {
+    fn drop(&mut self) {
+        self.0
+            .input
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+    }
+}
+
 impl Run {
+    /// Puts the task in `state` (input-required or auth-required) with `question`, then waits
+    /// in this run for the client's next message on the task and returns it (the task is
+    /// `working` again by then). Dropping the future withdraws the question.
+    pub(crate) async fn await_input(
+        self: &Arc<Self>,
+        state: v1::TaskState,
+        question: v1::Message,
+    ) -> Result<Arc<v1::Message>, SinkError> {
+        let _turn = self.asking.lock().await;
+        let (tx, rx) = oneshot::channel();
+        // Ready before the question is visible, so a quick answer finds it.
+        *self.input.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        let _guard = InputGuard(self);
+        self.emit(Emission::Status(state, Some(question))).await?;
+        rx.await.map_err(|_| SinkError::Closed {
+            task_id: self.task_id.clone(),
+            reason: "the task ended before the client answered",
+        })
+    }
+
+    /// Hands `message` to the handler when it waits for an answer on this interrupted task:
+    /// the message joins the history, the task is `working` again, and the returned
+    /// [`Started`] streams the run's next events. `Ok(Err(message))` when nobody waits.
+    async fn answer(
+        self: &Arc<Self>,
+        mut message: v1::Message,
+        engine: &Engine,
+    ) -> Result<Result<Started, v1::Message>, ApiError> {
+        let mut st = self.state.lock().await;
+        let interrupted = !st.finished
+            && st
+                .task
+                .as_ref()
+                .is_some_and(|t| t.status.state.is_interrupted());
+        if !interrupted {
+            return Ok(Err(message));
+        }
+        if let Some(c) = &message.context_id
+            && !c.is_empty()
+            && *c != self.context_id
+        {
+            return Err(ApiError::invalid_params(format!(
+                "`message.contextId` `{c}` does not match the context `{}` of task `{}`",
+                self.context_id, self.task_id
+            )));
+        }
+        let waiter = {
+            let mut slot = self.input.lock().unwrap_or_else(|e| e.into_inner());
+            match slot.take() {
+                Some(tx) if !tx.is_closed() => tx,
+                _ => return Ok(Err(message)),
+            }
+        };
+        message.task_id = Some(self.task_id.clone());
+        message.context_id = Some(self.context_id.clone());
+        let message = Arc::new(message);
+        let Some(task) = st.task.as_mut() else {
+            return Ok(Err(Arc::unwrap_or_clone(message)));
+        };
+        task.history.push(v1::Message::clone(&message));
+        task.status = v1::TaskStatus {
+            state: v1::TaskState::Working,
+            message: None,
+            timestamp: Some(now_rfc3339()),
+        };
+        let snapshot = task.clone();
+        let (tx, rx) = mpsc::channel(engine.limits.subscriber_buffer.max(1));
+        let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(snapshot.clone())));
+        st.subscribers.push(tx);
+        // Streams that subscribed while the task waited follow it again.
+        let waiting = lock_waiting(&engine.waiting)
+            .remove(&self.task_id)
+            .unwrap_or_default();
+        let update = Arc::new(v1::StreamResponse::StatusUpdate(
+            v1::TaskStatusUpdateEvent {
+                task_id: self.task_id.clone(),
+                context_id: self.context_id.clone(),
+                status: snapshot.status.clone(),
+                metadata: None,
+            },
+        ));
+        for w in waiting {
+            if w.try_send(update.clone()).is_ok() {
+                st.subscribers.push(w);
+            }
+        }
+        engine.save(snapshot).await;
+        // A handler that stopped waiting this instant goes on by itself.
+        let _ = waiter.send(message);
+        drop(st);
+        Ok(Ok(Started {
+            run: self.clone(),
+            events: rx,
+            driver: Driver(None),
+        }))
+    }
+
     /// The task as it is now (`None` before the first task event).
     pub(crate) async fn task(&self) -> Option<v1::Task> {
         self.state.lock().await.task.clone()
@@ -878,6 +1000,8 @@ impl Run {
                 if state.is_terminal() {
                     st.finished = true;
                     st.subscribers.clear();
+                    // A question still waiting is void: its wait ends.
+                    self.input.lock().unwrap_or_else(|e| e.into_inner()).take();
                     if forced && let Some(engine) = &engine {
                         engine.forget(self);
                     }

@@ -226,6 +226,22 @@ impl TaskEventSink {
         self.status(v1::TaskState::InputRequired, Some(m)).await
     }
 
+    /// Asks the client and waits for the answer **in this handler run**: the task becomes
+    /// `input-required` with `question`, and the client's next message with this `taskId`
+    /// (its `contextId` must match) is returned here, the task `working` again, instead of
+    /// starting a new handler run. Lets a handler ask in the middle of its work (an approval)
+    /// and go on. Questions are asked one at a time; concurrent calls queue.
+    ///
+    /// There is no time limit here: wrap the call in `tokio::time::timeout` (and watch the
+    /// cancellation token). Dropping the future withdraws the question (a message arriving
+    /// later is refused as for any running task); the task stays `input-required` until the
+    /// handler's next event. Fails when the task is closed meanwhile (canceled).
+    pub async fn await_input(&self, question: v1::Message) -> Result<Arc<v1::Message>, SinkError> {
+        self.run
+            .await_input(v1::TaskState::InputRequired, question)
+            .await
+    }
+
     /// Adds an artifact, or, with `append`, extends the artifact with the same id; `last_chunk`
     /// marks its final piece.
     pub async fn artifact(

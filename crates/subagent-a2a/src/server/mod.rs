@@ -77,6 +77,7 @@
 //! [`A2aServer::serve`] shuts down gracefully: when its signal fires, handlers are cancelled,
 //! open streams end, and in-flight requests finish.
 
+mod approval;
 mod card;
 mod conn;
 mod directory;
@@ -93,6 +94,7 @@ use std::time::Duration;
 
 use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, TaskContext};
 
+pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
 pub use store::{

@@ -3,13 +3,15 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use subagent_spi::{
-    CancellationToken, ProgressEvent, ProgressKind, SubagentDefinition, SubagentError,
-    SubagentExecutor, TaskCall, TaskContext, TaskStatus, async_trait,
+    CancellationToken, ProgressEvent, ProgressKind, SessionApprover, SubagentDefinition,
+    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskStatus, async_trait,
 };
 use tokio::sync::mpsc;
 
+use super::approval::{ClientApprover, DEFAULT_APPROVAL_TIMEOUT};
 use super::card::AgentInfo;
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, TaskEventSink};
 use crate::types::jsonrpc::codes;
@@ -30,6 +32,19 @@ const MAX_SESSIONS: usize = 10_000;
 /// | limit reached | the partial text as artifact, then `completed` with a status message naming the limit |
 ///
 /// The executor's `Status` progress events are streamed as `working` status updates.
+///
+/// ## Approvals
+///
+/// A tool call that needs approval (a Markdown agent in the `default` mode running `Bash`)
+/// is asked of the context's approver when it can answer (a host's `--yes`); otherwise of the
+/// A2A client: the task goes `input-required` with the question (agent path, tool, input
+/// summary, reason; also as JSON under the status message's `metadata` key
+/// [`APPROVAL_METADATA_KEY`](crate::types::approval::APPROVAL_METADATA_KEY)), and the
+/// client's next message on the task answers it: `yes`, `always` (for the rest of this task)
+/// or `no` / `no: reason`, ignoring case; any other text is a denial quoting it. The run then
+/// goes on in the same task. Without an answer within the approval timeout
+/// ([`with_approval_timeout`](Self::with_approval_timeout), default 300 s) the call is
+/// denied and the task goes on; the model reads every denial.
 pub struct SubagentHandler {
     definition: Arc<dyn SubagentDefinition>,
     executor: Arc<dyn SubagentExecutor>,
@@ -37,6 +52,8 @@ pub struct SubagentHandler {
     base: TaskContext,
     /// contextId -> executor session id, for resuming.
     sessions: Mutex<HashMap<String, String>>,
+    /// How long an approval question waits for the client (zero: never ask).
+    approval_timeout: Duration,
 }
 
 impl std::fmt::Debug for SubagentHandler {
@@ -59,7 +76,17 @@ impl SubagentHandler {
             executor,
             base: TaskContext::new(),
             sessions: Mutex::new(HashMap::new()),
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
         }
+    }
+
+    /// How long a tool call that needs approval waits for the A2A client's answer before it
+    /// is denied (default 300 s); zero never asks the client (such calls are denied at once,
+    /// unless the base context's approver allows them). Builder style.
+    #[must_use]
+    pub fn with_approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = timeout;
+        self
     }
 
     /// Runs every task from `base`: its delegation handle (so a served agent can delegate),
@@ -161,9 +188,18 @@ impl A2aHandler for SubagentHandler {
                 let _ = tx.try_send(message);
             }
         };
+        // Approvals go to the A2A client (after the host's own approver, when it can answer);
+        // "always" lasts for this run.
+        let approver = ClientApprover {
+            events: events.clone(),
+            upstream: self.base.approver().cloned(),
+            timeout: self.approval_timeout,
+            cancel: cancel.clone(),
+        };
         let ctx = self
             .base
             .clone()
+            .with_approver(Arc::new(SessionApprover::new(Arc::new(approver))))
             .with_cancel(cancel.clone())
             .with_progress(Arc::new(sink))
             .with_agent(self.definition.name())

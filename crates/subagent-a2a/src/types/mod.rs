@@ -6,6 +6,7 @@
 //! - [`v03`]: A2A **0.3**, the JSON schema of tag `v0.3.0` (objects tagged with `kind`, state
 //!   strings such as `input-required`, cards with `url` / `protocolVersion`).
 //! - [`convert`]: `From` conversions both ways between the two.
+//! - [`approval`]: how an approval question travels in an `input-required` status message.
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope (built on `jsonrpsee-types`) and the A2A error codes.
 //!
 //! Optional fields are `Option`s or empty collections skipped when serializing, so a value
@@ -23,6 +24,7 @@
 //! `v03::Task::from(v1::Task)`) inside `jsonrpc::Response::success`, or
 //! `jsonrpc::Response::error` with [`jsonrpc::a2a_error`] and a code from [`jsonrpc::codes`].
 
+pub mod approval;
 pub mod convert;
 pub mod jsonrpc;
 pub mod v03;

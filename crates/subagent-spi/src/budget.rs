@@ -1,0 +1,405 @@
+//! Budgets over a delegated subtree: tokens, turns and wall time, shared by every run below the
+//! point where the budget was set.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::CancellationToken;
+
+/// The price of one model, in USD per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ModelPrice {
+    /// USD per million input (prompt) tokens.
+    pub input_per_mtok: f64,
+    /// USD per million output (completion) tokens.
+    pub output_per_mtok: f64,
+}
+
+impl ModelPrice {
+    /// A price: USD per million input tokens and per million output tokens.
+    pub fn new(input_per_mtok: f64, output_per_mtok: f64) -> Self {
+        Self {
+            input_per_mtok,
+            output_per_mtok,
+        }
+    }
+
+    /// The cost of `input` and `output` tokens, in USD.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
+    }
+}
+
+/// Per-model prices (what `[prices]` of subagents.toml holds). A model without a price is
+/// never guessed: its cost is unknown, and reported so.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelPrices {
+    prices: HashMap<String, ModelPrice>,
+}
+
+impl ModelPrices {
+    /// No prices.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the price of `model` (its name as configured or as the provider reports it).
+    #[must_use]
+    pub fn with(mut self, model: impl Into<String>, price: ModelPrice) -> Self {
+        self.prices.insert(model.into(), price);
+        self
+    }
+
+    /// The price of `model`: its exact name, else the name without a `provider:` prefix.
+    pub fn get(&self, model: &str) -> Option<ModelPrice> {
+        self.prices.get(model).copied().or_else(|| {
+            let bare = model.rsplit_once(':').map(|(_, m)| m)?;
+            self.prices.get(bare).copied()
+        })
+    }
+
+    /// True when no price is set.
+    pub fn is_empty(&self) -> bool {
+        self.prices.is_empty()
+    }
+
+    /// The cost of `input` and `output` tokens of `model`, when its price is known.
+    pub fn cost(&self, model: &str, input: u64, output: u64) -> Option<f64> {
+        self.get(model).map(|p| p.cost(input, output))
+    }
+}
+
+/// The limits of a [`Budget`]; `None` means unlimited.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct BudgetLimits {
+    /// Tokens (input + output) over the whole subtree.
+    pub tokens: Option<u64>,
+    /// Model turns over the whole subtree.
+    pub turns: Option<u32>,
+    /// Wall time from when the budget was set.
+    pub time: Option<Duration>,
+    /// Cost in USD over the whole subtree, from [`ModelPrices`]; tokens of a model without a
+    /// price do not count (they are reported by [`Budget::unpriced_model`]).
+    pub usd: Option<f64>,
+}
+
+impl BudgetLimits {
+    /// No limit at all.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the token limit.
+    #[must_use]
+    pub fn with_tokens(mut self, tokens: u64) -> Self {
+        self.tokens = Some(tokens);
+        self
+    }
+
+    /// Sets the turn limit.
+    #[must_use]
+    pub fn with_turns(mut self, turns: u32) -> Self {
+        self.turns = Some(turns);
+        self
+    }
+
+    /// Sets the wall-time limit.
+    #[must_use]
+    pub fn with_time(mut self, time: Duration) -> Self {
+        self.time = Some(time);
+        self
+    }
+
+    /// Sets the cost limit in USD.
+    #[must_use]
+    pub fn with_usd(mut self, usd: f64) -> Self {
+        self.usd = Some(usd);
+        self
+    }
+
+    /// True when no limit is set.
+    pub fn is_unlimited(&self) -> bool {
+        self.tokens.is_none() && self.turns.is_none() && self.time.is_none() && self.usd.is_none()
+    }
+}
+
+/// A budget shared by a run and every run below it (children, background children, remote
+/// children through their executors), carried by [`TaskContext`](crate::TaskContext).
+///
+/// Runs [`charge`](Self::charge) what they use; the charge goes to this budget and every budget
+/// above it (a child's budget is nested in its parent's, so a child gets at most what is left).
+/// When a limit is crossed the budget is **spent**: it records which limit (e.g.
+/// `budget_tokens=1000`) and cancels the token it was given, which cancels the whole subtree.
+/// Runs stopped that way report [`TaskStatus::LimitReached`](crate::TaskStatus) naming the
+/// budget ([`spent`](Self::spent)) and keep their partial results.
+///
+/// Cheap to clone (an `Arc` inside); lock-free.
+#[derive(Clone)]
+pub struct Budget {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    limits: BudgetLimits,
+    tokens: AtomicU64,
+    turns: AtomicU32,
+    /// Cost so far, in millionths of a USD.
+    micro_usd: AtomicU64,
+    prices: Option<Arc<ModelPrices>>,
+    /// The first model whose price was unknown when a cost limit was set.
+    unpriced: OnceLock<String>,
+    started: Instant,
+    spent: OnceLock<String>,
+    cancel: CancellationToken,
+    parent: Option<Budget>,
+}
+
+impl fmt::Debug for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Budget")
+            .field("limits", &self.inner.limits)
+            .field("tokens", &self.tokens_used())
+            .field("turns", &self.turns_used())
+            .field("spent", &self.inner.spent.get())
+            .field("nested", &self.inner.parent.is_some())
+            .finish()
+    }
+}
+
+impl Budget {
+    /// A budget with `limits` that cancels `cancel` (the subtree's token) when spent.
+    pub fn new(limits: BudgetLimits, cancel: CancellationToken) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                limits,
+                tokens: AtomicU64::new(0),
+                turns: AtomicU32::new(0),
+                micro_usd: AtomicU64::new(0),
+                prices: None,
+                unpriced: OnceLock::new(),
+                started: Instant::now(),
+                spent: OnceLock::new(),
+                cancel,
+                parent: None,
+            }),
+        }
+    }
+
+    /// A budget nested in this one (for a subtree with limits of its own): charges reach both,
+    /// and either being spent stops the subtree. `cancel` is the subtree's token.
+    pub fn nested(&self, limits: BudgetLimits, cancel: CancellationToken) -> Self {
+        let mut b = Self::new(limits, cancel);
+        if let Some(inner) = Arc::get_mut(&mut b.inner) {
+            inner.parent = Some(self.clone());
+        }
+        b
+    }
+
+    /// Sets the prices the cost limit is counted with (before the budget is shared).
+    #[must_use]
+    pub fn with_prices(mut self, prices: Arc<ModelPrices>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.prices = Some(prices);
+        }
+        self
+    }
+
+    /// Cost charged so far in USD (models with a known price only).
+    pub fn usd_used(&self) -> f64 {
+        self.inner.micro_usd.load(Ordering::Acquire) as f64 / 1e6
+    }
+
+    /// A model whose tokens were charged without a known price (so the cost limit could not
+    /// count them), here or in a budget above.
+    pub fn unpriced_model(&self) -> Option<String> {
+        self.inner
+            .unpriced
+            .get()
+            .cloned()
+            .or_else(|| self.inner.parent.as_ref().and_then(Budget::unpriced_model))
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &BudgetLimits {
+        &self.inner.limits
+    }
+
+    /// Tokens charged so far.
+    pub fn tokens_used(&self) -> u64 {
+        self.inner.tokens.load(Ordering::Acquire)
+    }
+
+    /// Turns charged so far.
+    pub fn turns_used(&self) -> u32 {
+        self.inner.turns.load(Ordering::Acquire)
+    }
+
+    /// Tokens left before this budget or one above it is spent (`None`: unlimited).
+    pub fn remaining_tokens(&self) -> Option<u64> {
+        let own = self
+            .inner
+            .limits
+            .tokens
+            .map(|l| l.saturating_sub(self.tokens_used()));
+        let up = self
+            .inner
+            .parent
+            .as_ref()
+            .and_then(Budget::remaining_tokens);
+        match (own, up) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Charges one model turn of `model` to this budget and every one above it: its tokens,
+    /// and its cost when the model's price is known. Returns the name of the limit that is
+    /// spent, as [`charge`](Self::charge) does.
+    pub fn charge_turn(&self, model: &str, input: u64, output: u64) -> Option<String> {
+        let up = self
+            .inner
+            .parent
+            .as_ref()
+            .and_then(|p| p.charge_turn(model, input, output));
+        if let Some(max) = self.inner.limits.usd {
+            match self
+                .inner
+                .prices
+                .as_ref()
+                .and_then(|p| p.cost(model, input, output))
+            {
+                Some(cost) => {
+                    let micro = (cost * 1e6).round() as u64;
+                    let total = self.inner.micro_usd.fetch_add(micro, Ordering::AcqRel) + micro;
+                    if total as f64 / 1e6 > max {
+                        self.spend(format!("budget_usd={max}"));
+                    }
+                }
+                None => {
+                    let _ = self.inner.unpriced.set(model.to_string());
+                }
+            }
+        }
+        self.charge_own(input + output, 1).or(up)
+    }
+
+    /// Charges turns and tokens to this budget and every one above it. Returns the name of
+    /// the limit that is spent (this charge crossed it, or it was spent before), e.g.
+    /// `budget_tokens=1000`.
+    pub fn charge(&self, tokens: u64, turns: u32) -> Option<String> {
+        let up = self
+            .inner
+            .parent
+            .as_ref()
+            .and_then(|p| p.charge(tokens, turns));
+        self.charge_own(tokens, turns).or(up)
+    }
+
+    fn charge_own(&self, tokens: u64, turns: u32) -> Option<String> {
+        let t = self.inner.tokens.fetch_add(tokens, Ordering::AcqRel) + tokens;
+        let n = self.inner.turns.fetch_add(turns, Ordering::AcqRel) + turns;
+        let limits = &self.inner.limits;
+        if let Some(max) = limits.tokens
+            && t > max
+        {
+            self.spend(format!("budget_tokens={max}"));
+        }
+        if let Some(max) = limits.turns
+            && n > max
+        {
+            self.spend(format!("budget_turns={max}"));
+        }
+        self.spent()
+    }
+
+    /// Marks the budget spent (the first reason wins) and cancels the subtree.
+    pub fn spend(&self, reason: impl Into<String>) {
+        let _ = self.inner.spent.set(reason.into());
+        self.inner.cancel.cancel();
+    }
+
+    /// The limit this budget (or one above it) was spent on, if it is; a passed wall-time
+    /// limit is noticed here.
+    pub fn spent(&self) -> Option<String> {
+        if let Some(s) = self.inner.spent.get() {
+            return Some(s.clone());
+        }
+        if let Some(max) = self.inner.limits.time
+            && self.inner.started.elapsed() >= max
+        {
+            self.spend(format!("budget_time={}s", max.as_secs_f64()));
+            return self.inner.spent.get().cloned();
+        }
+        self.inner.parent.as_ref().and_then(Budget::spent)
+    }
+
+    /// When the wall-time limit of this budget or one above it runs out.
+    pub fn deadline(&self) -> Option<Instant> {
+        let own = self.inner.limits.time.map(|t| self.inner.started + t);
+        let up = self.inner.parent.as_ref().and_then(Budget::deadline);
+        match (own, up) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crossing_the_token_limit_spends_the_budget_and_cancels_the_subtree() {
+        let cancel = CancellationToken::new();
+        let b = Budget::new(BudgetLimits::new().with_tokens(100), cancel.clone());
+        assert_eq!(b.charge(60, 1), None);
+        assert_eq!(b.remaining_tokens(), Some(40));
+        assert_eq!(b.charge(60, 1).as_deref(), Some("budget_tokens=100"));
+        assert!(cancel.is_cancelled());
+    }
+
+    #[test]
+    fn a_nested_budget_gets_at_most_what_is_left_and_charges_its_parent() {
+        let root_cancel = CancellationToken::new();
+        let root = Budget::new(BudgetLimits::new().with_tokens(100), root_cancel.clone());
+        root.charge(70, 1);
+        let child_cancel = root_cancel.child_token();
+        let child = root.nested(BudgetLimits::new().with_tokens(50), child_cancel.clone());
+        assert_eq!(child.remaining_tokens(), Some(30));
+        assert_eq!(child.charge(40, 1).as_deref(), Some("budget_tokens=100"));
+        assert!(root_cancel.is_cancelled() && child_cancel.is_cancelled());
+        // A child's own limit cancels only its subtree.
+        let other = CancellationToken::new();
+        let root2 = Budget::new(BudgetLimits::new(), other.clone());
+        let sub = other.child_token();
+        let c2 = root2.nested(BudgetLimits::new().with_turns(1), sub.clone());
+        assert_eq!(c2.charge(1, 2).as_deref(), Some("budget_turns=1"));
+        assert!(sub.is_cancelled() && !other.is_cancelled());
+    }
+
+    #[test]
+    fn cost_counts_priced_models_and_reports_unpriced_ones() {
+        let prices = Arc::new(ModelPrices::new().with("gpt-x", ModelPrice::new(2.0, 8.0)));
+        let cancel = CancellationToken::new();
+        let b = Budget::new(BudgetLimits::new().with_usd(0.01), cancel.clone()).with_prices(prices);
+        // 1000 in + 500 out = 0.002 + 0.004 USD.
+        assert_eq!(b.charge_turn("openai:gpt-x", 1000, 500), None);
+        assert!((b.usd_used() - 0.006).abs() < 1e-9);
+        assert_eq!(
+            b.charge_turn("mystery", 1_000_000, 0),
+            None,
+            "never guessed"
+        );
+        assert_eq!(b.unpriced_model().as_deref(), Some("mystery"));
+        assert_eq!(
+            b.charge_turn("gpt-x", 1000, 500).as_deref(),
+            Some("budget_usd=0.01")
+        );
+        assert!(cancel.is_cancelled());
+    }
+}

@@ -1,0 +1,210 @@
+//! Approvals through `Subagents::mcp_server`, over streamable HTTP on 127.0.0.1 with real
+//! rmcp clients and the scripted model server: a client that supports elicitation is asked
+//! (and its answer decides), one that does not gets a denial its model reads.
+#![cfg(feature = "mcp")]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, JsonObject,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagents::Subagents;
+
+/// A client that declares form elicitation and answers every question with `answer`.
+struct Answering {
+    answer: Value,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        {
+            // Recorded, asserted by the test (a panic here would leave the server waiting).
+            let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+            let choices: Vec<String> = schema["properties"]["decision"]["oneOf"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["const"].as_str().map(str::to_string))
+                .collect();
+            self.asked
+                .lock()
+                .unwrap()
+                .push(format!("{message}\nchoices: {}", choices.join(",")));
+        }
+        let mut r: ElicitResult = serde_json::from_value(json!({"action": "accept"})).unwrap();
+        r.action = ElicitationAction::Accept;
+        r.content = Some(self.answer.clone());
+        Ok(r)
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let caps: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        ClientConfig::new(caps, Implementation::new("eliciting-test-client", "1.0"))
+    }
+}
+
+fn bash_call(cmd: &str) -> Reply {
+    Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
+}
+
+fn tool_results(req: &RecordedRequest) -> Vec<String> {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn serve(
+    model: &ScriptedModelServer,
+    dir: &Path,
+) -> (Subagents, subagents::mcp::McpHttpServer) {
+    let agents = dir.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    std::fs::write(
+        agents.join("worker.md"),
+        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
+    )
+    .unwrap();
+    let registry = Subagents::builder()
+        .model(format!(
+            "openai-compatible:worker-model@{}",
+            model.openai_base_url()
+        ))
+        .agents_dir(&agents)
+        .workspace(dir.join("work"))
+        .builtin_agents(false)
+        .build()
+        .await
+        .expect("builds");
+    let server = registry
+        .mcp_server()
+        .serve_streamable_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("serves");
+    (registry, server)
+}
+
+fn task_args() -> JsonObject {
+    let Value::Object(m) = json!({
+        "description": "touch a file",
+        "prompt": "touch it",
+        "subagent_type": "worker",
+    }) else {
+        unreachable!()
+    };
+    m
+}
+
+async fn call_task<S: ClientHandler>(client: &RunningService<RoleClient, S>) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new("Task").with_arguments(task_args()))
+        .await
+        .expect("tools/call answered")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_elicitation_is_asked_and_its_yes_runs_the_call() {
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, server) = serve(&model, dir.path()).await;
+    model.push(bash_call("touch asked.txt"));
+    model.push(Reply::text("touched it"));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let url = format!("http://{}/mcp", server.local_addr());
+    let client = Answering {
+        answer: json!({"decision": "yes"}),
+        asked: asked.clone(),
+    }
+    .serve(StreamableHttpClientTransport::from_uri(url))
+    .await
+    .expect("connects");
+    let result = call_task(&client).await;
+    assert!(text(&result).contains("touched it"), "{}", text(&result));
+    assert!(
+        dir.path().join("work/asked.txt").exists(),
+        "the user said yes"
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].contains("worker wants to run Bash: touch asked.txt")
+            && asked[0].ends_with("choices: yes,always,no"),
+        "{}",
+        asked[0]
+    );
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, server) = serve(&model, dir.path()).await;
+    model.push(bash_call("touch refused.txt"));
+    model.push(Reply::text("not touched"));
+    let url = format!("http://{}/mcp", server.local_addr());
+    let client = Answering {
+        answer: json!({"decision": "no", "reason": "not in this repository"}),
+        asked: Arc::default(),
+    }
+    .serve(StreamableHttpClientTransport::from_uri(url))
+    .await
+    .expect("connects");
+    call_task(&client).await;
+    assert!(!dir.path().join("work/refused.txt").exists());
+    let results = tool_results(&model.requests()[1]);
+    assert!(results[0].contains("not in this repository"), "{results:?}");
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_elicitation_gets_a_denial_the_model_reads() {
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, server) = serve(&model, dir.path()).await;
+    model.push(bash_call("touch never.txt"));
+    model.push(Reply::text("could not touch it"));
+    let url = format!("http://{}/mcp", server.local_addr());
+    let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
+    let result = call_task(&client).await;
+    assert!(
+        text(&result).contains("could not touch it"),
+        "{}",
+        text(&result)
+    );
+    assert!(!dir.path().join("work/never.txt").exists());
+    let results = tool_results(&model.requests()[1]);
+    assert!(
+        results[0].contains("not approved") && results[0].contains("does not support elicitation"),
+        "{results:?}"
+    );
+    let _ = client.cancel().await;
+}

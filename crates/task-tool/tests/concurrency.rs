@@ -1,0 +1,168 @@
+//! The concurrency cap over a delegation tree: calls over it wait their turn, background ones
+//! show `queued`, and nesting never deadlocks on it.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{FnKind, fn_ref};
+use serde_json::json;
+use subagent_spi::{TaskContext, TaskOutcome, Tool};
+use task_tool::TaskTool;
+
+#[derive(Default)]
+struct Gauge {
+    now: AtomicUsize,
+    max: AtomicUsize,
+}
+
+impl Gauge {
+    fn enter(&self) {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+    }
+    fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn call(agent: &str, background: bool) -> serde_json::Value {
+    json!({"description": "d", "prompt": "p", "subagent_type": agent, "run_in_background": background})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_foreground_calls_wait_their_turn_under_the_cap() {
+    let gauge = Arc::new(Gauge::default());
+    let g = gauge.clone();
+    let kind = FnKind::new()
+        .agent("work", move |_c, _x| {
+            let g = g.clone();
+            async move {
+                g.enter();
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                g.leave();
+                Ok(TaskOutcome::completed("ok"))
+            }
+        })
+        .into_type();
+    let task = TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_reference(fn_ref("work"))
+        .max_concurrent(5)
+        .build()
+        .await
+        .expect("builds");
+    let ctx = TaskContext::new();
+    let outs =
+        futures::future::join_all((0..40).map(|_| task.call_tool(call("work", false), &ctx))).await;
+    assert!(outs.iter().all(|o| !o.is_error), "all complete");
+    let max = gauge.max.load(Ordering::SeqCst);
+    assert!(max <= 5, "never more than the cap at once: {max}");
+    assert!(max >= 2, "they do run in parallel: {max}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_waiting_for_its_child_gives_its_place_back() {
+    // With a cap of 1, `outer` holds the only place when it delegates to `inner`: without the
+    // rule, `inner` would wait for ever.
+    let kind = FnKind::new()
+        .agent("outer", |_c, ctx: TaskContext| async move {
+            let task = ctx
+                .delegation_tools()
+                .into_iter()
+                .find(|t| t.name() == "Task")
+                .expect("Task offered");
+            let out = task
+                .call(call("inner", false), &ctx)
+                .await
+                .expect("Task runs");
+            Ok(TaskOutcome::completed(format!(
+                "outer got: {}",
+                out.content
+            )))
+        })
+        .agent("inner", |_c, _x| async move {
+            Ok(TaskOutcome::completed("INNER-DONE"))
+        })
+        .into_type();
+    let task = TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_references([fn_ref("outer"), fn_ref("inner")])
+        .max_concurrent(1)
+        .build()
+        .await
+        .expect("builds");
+    let out = tokio::time::timeout(
+        Duration::from_secs(10),
+        task.call_tool(call("outer", false), &TaskContext::new()),
+    )
+    .await
+    .expect("no deadlock on the cap");
+    assert!(out.content.contains("INNER-DONE"), "{}", out.content);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_task_over_the_cap_shows_queued_then_runs() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let r = release.clone();
+    let kind = FnKind::new()
+        .agent("slow", move |_c, _x| {
+            let r = r.clone();
+            async move {
+                r.notified().await;
+                Ok(TaskOutcome::completed("SLOW-DONE"))
+            }
+        })
+        .agent("quick", |_c, _x| async move {
+            Ok(TaskOutcome::completed("QUICK-DONE"))
+        })
+        .into_type();
+    let task = TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_references([fn_ref("slow"), fn_ref("quick")])
+        .max_concurrent(1)
+        .build()
+        .await
+        .expect("builds");
+    let ctx = TaskContext::new();
+    let first = task.call_tool(call("slow", true), &ctx).await;
+    let second = task.call_tool(call("quick", true), &ctx).await;
+    let id_of = |t: &str| {
+        t.split_whitespace()
+            .find(|w| w.starts_with("task_"))
+            .expect("a task id")
+            .trim_end_matches('.')
+            .to_string()
+    };
+    let (slow_id, quick_id) = (id_of(&first.content), id_of(&second.content));
+    let output = task.output_tool();
+    let peek = output
+        .call(json!({"task_id": quick_id, "block": false}), &ctx)
+        .await
+        .expect("reads");
+    assert!(peek.content.contains("status: queued"), "{}", peek.content);
+
+    release.notify_one();
+    let slow = output
+        .call(json!({"task_id": slow_id, "timeout_ms": 5000}), &ctx)
+        .await
+        .expect("reads");
+    assert!(slow.content.contains("SLOW-DONE"), "{}", slow.content);
+    let quick = output
+        .call(json!({"task_id": quick_id, "timeout_ms": 5000}), &ctx)
+        .await
+        .expect("reads");
+    assert!(quick.content.contains("QUICK-DONE"), "{}", quick.content);
+}
+
+#[tokio::test]
+async fn a_cap_of_zero_is_refused() {
+    let err = TaskTool::builder()
+        .max_concurrent(0)
+        .build()
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("max_concurrent"), "{err}");
+}
