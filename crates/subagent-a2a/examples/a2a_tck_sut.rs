@@ -223,6 +223,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // For the 0.3.x TCK and stock 0.3 clients: header-less card requests get the 0.3 card
         // (see ServerConfig::legacy_card_discovery and docs/a2a-conformance.md).
         .legacy_card_discovery(legacy_card)
+        // The TCK's webhook receiver listens on this machine.
+        .push_notifications(true)
+        .push_allow_private(true)
         .mount(tck_mount())
         .build()?;
     let rt = tokio::runtime::Builder::new_multi_thread()

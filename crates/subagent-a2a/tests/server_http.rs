@@ -818,6 +818,100 @@ async fn body_and_stream_limits() {
 }
 
 #[tokio::test]
+async fn extended_card_goes_to_authenticated_callers_only() {
+    use subagent_a2a::client::{A2aClient, Binding, Endpoint};
+    // Without credentials the server refuses to build: the card would be public.
+    let no_auth = A2aServer::builder()
+        .mount(
+            agent("/echo", Arc::new(AtomicBool::new(false)))
+                .with_extended_card(AgentInfo::new("echo", "more")),
+        )
+        .build();
+    assert!(no_auth.is_err());
+
+    let saw = Arc::new(AtomicBool::new(false));
+    let extended = AgentInfo::new("echo", "Echoes, with the private skill").with_skill(
+        subagent_a2a::types::v1::AgentSkill {
+            id: "private".into(),
+            name: "Private".into(),
+            description: "Only for members".into(),
+            tags: vec![],
+            examples: vec![],
+            input_modes: vec![],
+            output_modes: vec![],
+            security_requirements: vec![],
+        },
+    );
+    let s = serve(
+        A2aServer::builder().mount(
+            agent("/echo", saw.clone())
+                .with_auth(ServerAuth::bearer("tok"))
+                .with_extended_card(extended),
+        ),
+        saw,
+    )
+    .await;
+    let c = reqwest::Client::new();
+    let card: Value = c
+        .get(format!("{}/echo/.well-known/agent-card.json", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["extendedAgentCard"], true);
+    let card03: Value = c
+        .get(format!("{}/echo/.well-known/agent.json", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card03["supportsAuthenticatedExtendedCard"], true);
+    // Unauthenticated: 401 on every binding.
+    let r = c
+        .get(format!("{}/echo/extendedAgentCard", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = c
+        .post(format!("{}/echo", s.base))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    // Authenticated, through our client on each binding and version.
+    let mut headers = http::HeaderMap::new();
+    headers.insert(http::header::AUTHORIZATION, "Bearer tok".parse().unwrap());
+    for (binding, version) in [
+        (Binding::JsonRpc, ProtocolVersion::V1),
+        (Binding::HttpJson, ProtocolVersion::V1),
+        (Binding::JsonRpc, ProtocolVersion::V03),
+    ] {
+        let client = A2aClient::new(
+            reqwest::Client::new(),
+            Endpoint {
+                url: format!("{}/echo", s.base),
+                binding,
+                version,
+                tenant: None,
+            },
+            headers.clone(),
+        );
+        let ext = client.get_extended_agent_card().await.unwrap();
+        assert_eq!(ext.description, "Echoes, with the private skill");
+        assert!(
+            ext.skills.iter().any(|k| k.id == "private"),
+            "{binding:?} {version}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn bearer_auth_is_checked_and_declared() {
     let saw = Arc::new(AtomicBool::new(false));
     let s = serve(

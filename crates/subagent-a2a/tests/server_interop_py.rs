@@ -215,3 +215,28 @@ async fn python_1x_client_reads_the_embedded_interfaces_under_legacy_discovery()
     assert_all_checks(&lines);
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
+async fn python_1x_client_registers_a_webhook_and_receives_pushes() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
+        return;
+    };
+    // The client's webhook listens on 127.0.0.1: allowed explicitly.
+    let (url, stop) = start_with(
+        A2aServer::builder()
+            .push_notifications(true)
+            .push_allow_private(true),
+    )
+    .await;
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let lines = run_client(&py, "client_v1_push.py", &[&url, binding]).await;
+        for check in ["create", "get-list", "deliver"] {
+            assert!(
+                lines.iter().any(|l| l.starts_with(&format!("OK {check} "))),
+                "{binding}: check `{check}` missing from {lines:?}"
+            );
+        }
+    }
+    stop.cancel();
+}

@@ -735,7 +735,7 @@ impl BackgroundRegistry {
 enum Found {
     /// Run by this process.
     Here(Arc<Entry>),
-    /// Read back from the ledger.
+    /// Read back from the ledger (boxed: a snapshot is large beside an `Arc`).
     Ledger(Box<BackgroundSnapshot>),
 }
 

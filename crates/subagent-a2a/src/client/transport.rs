@@ -315,6 +315,179 @@ impl A2aClient {
         }
     }
 
+    /// `CreateTaskPushNotificationConfig` / `tasks/pushNotificationConfig/set`: registers a
+    /// webhook for `task_id`; the server's copy (with its id) comes back.
+    pub async fn create_push_config(
+        &self,
+        task_id: &str,
+        mut config: v1::TaskPushNotificationConfig,
+    ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
+        self.check_supported()?;
+        config.task_id = Some(task_id.to_string());
+        if config.tenant.is_none() {
+            config.tenant = self.endpoint.tenant.clone();
+        }
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                self.rpc(v1::methods::CREATE_PUSH_CONFIG, &config).await
+            }
+            (Binding::JsonRpc, _) => {
+                let params = v03::TaskPushNotificationConfig {
+                    task_id: task_id.to_string(),
+                    push_notification_config: config.into(),
+                };
+                let c: v03::TaskPushNotificationConfig =
+                    self.rpc(v03::methods::PUSH_CONFIG_SET, &params).await?;
+                Ok(c.into())
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url(&format!(
+                    "tasks/{}/pushNotificationConfigs",
+                    path_segment(task_id)
+                ));
+                self.rest(reqwest::Method::POST, &url, Some(&config)).await
+            }
+        }
+    }
+
+    /// `GetTaskPushNotificationConfig` / `tasks/pushNotificationConfig/get`.
+    pub async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
+        self.check_supported()?;
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                let req = v1::TaskPushNotificationConfigRef {
+                    tenant: self.endpoint.tenant.clone(),
+                    task_id: task_id.to_string(),
+                    id: config_id.to_string(),
+                };
+                self.rpc(v1::methods::GET_PUSH_CONFIG, &req).await
+            }
+            (Binding::JsonRpc, _) => {
+                let params = v03::TaskPushNotificationConfigParams {
+                    id: task_id.to_string(),
+                    push_notification_config_id: Some(config_id.to_string()),
+                    metadata: None,
+                };
+                let c: v03::TaskPushNotificationConfig =
+                    self.rpc(v03::methods::PUSH_CONFIG_GET, &params).await?;
+                Ok(c.into())
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url(&format!(
+                    "tasks/{}/pushNotificationConfigs/{}",
+                    path_segment(task_id),
+                    path_segment(config_id)
+                ));
+                self.rest::<(), _>(reqwest::Method::GET, &url, None).await
+            }
+        }
+    }
+
+    /// `ListTaskPushNotificationConfigs` / `tasks/pushNotificationConfig/list`.
+    pub async fn list_push_configs(
+        &self,
+        task_id: &str,
+    ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aError> {
+        self.check_supported()?;
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                let req = v1::ListTaskPushNotificationConfigsRequest {
+                    tenant: self.endpoint.tenant.clone(),
+                    task_id: task_id.to_string(),
+                    page_size: None,
+                    page_token: None,
+                };
+                let r: v1::ListTaskPushNotificationConfigsResponse =
+                    self.rpc(v1::methods::LIST_PUSH_CONFIGS, &req).await?;
+                Ok(r.configs)
+            }
+            (Binding::JsonRpc, _) => {
+                let params = v03::TaskIdParams {
+                    id: task_id.to_string(),
+                    metadata: None,
+                };
+                let c: Vec<v03::TaskPushNotificationConfig> =
+                    self.rpc(v03::methods::PUSH_CONFIG_LIST, &params).await?;
+                Ok(c.into_iter().map(Into::into).collect())
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url(&format!(
+                    "tasks/{}/pushNotificationConfigs",
+                    path_segment(task_id)
+                ));
+                let r: v1::ListTaskPushNotificationConfigsResponse =
+                    self.rest::<(), _>(reqwest::Method::GET, &url, None).await?;
+                Ok(r.configs)
+            }
+        }
+    }
+
+    /// `DeleteTaskPushNotificationConfig` / `tasks/pushNotificationConfig/delete`.
+    pub async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<(), A2aError> {
+        self.check_supported()?;
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                let req = v1::TaskPushNotificationConfigRef {
+                    tenant: self.endpoint.tenant.clone(),
+                    task_id: task_id.to_string(),
+                    id: config_id.to_string(),
+                };
+                self.rpc_unit(v1::methods::DELETE_PUSH_CONFIG, &req).await
+            }
+            (Binding::JsonRpc, _) => {
+                let params = v03::TaskPushNotificationConfigParams {
+                    id: task_id.to_string(),
+                    push_notification_config_id: Some(config_id.to_string()),
+                    metadata: None,
+                };
+                self.rpc_unit(v03::methods::PUSH_CONFIG_DELETE, &params)
+                    .await
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url(&format!(
+                    "tasks/{}/pushNotificationConfigs/{}",
+                    path_segment(task_id),
+                    path_segment(config_id)
+                ));
+                let _: serde_json::Value = self
+                    .rest::<(), _>(reqwest::Method::DELETE, &url, None)
+                    .await?;
+                Ok(())
+            }
+        }
+    }
+
+    /// `GetExtendedAgentCard` / `agent/getAuthenticatedExtendedCard` / `GET extendedAgentCard`:
+    /// the card an authenticated caller gets (send the credentials in the client's headers).
+    pub async fn get_extended_agent_card(&self) -> Result<v1::AgentCard, A2aError> {
+        self.check_supported()?;
+        match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::JsonRpc, ProtocolVersion::V1) => {
+                let req = v1::GetExtendedAgentCardRequest {
+                    tenant: self.endpoint.tenant.clone(),
+                };
+                self.rpc(v1::methods::GET_EXTENDED_AGENT_CARD, &req).await
+            }
+            (Binding::JsonRpc, _) => {
+                let c: v03::AgentCard = self
+                    .rpc(
+                        v03::methods::GET_AUTHENTICATED_EXTENDED_CARD,
+                        &serde_json::json!({}),
+                    )
+                    .await?;
+                Ok(c.into())
+            }
+            (Binding::HttpJson, _) => {
+                let url = self.rest_url("extendedAgentCard");
+                self.rest::<(), _>(reqwest::Method::GET, &url, None).await
+            }
+        }
+    }
+
     /// `SubscribeToTask` / `tasks/resubscribe`: the task's events from now on.
     pub async fn subscribe_to_task(&self, id: &str) -> Result<EventStream, A2aError> {
         self.check_supported()?;
@@ -395,6 +568,42 @@ impl A2aClient {
                 Err(A2aError::decode(url, format!("the `{method}` response"), e))
             }
             Err(_) => Err(A2aError::status(url, status.as_u16(), &bytes)),
+        }
+    }
+
+    /// A call whose result carries nothing (`{}` or `null`): success unless `error` is set.
+    async fn rpc_unit<P: Serialize>(
+        &self,
+        method: &'static str,
+        params: &P,
+    ) -> Result<(), A2aError> {
+        /// Only the error matters; a `null` result is success.
+        #[derive(serde::Deserialize)]
+        struct Unit {
+            #[serde(default)]
+            error: Option<crate::types::jsonrpc::RpcError>,
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = Request::new(id, method, params);
+        let url = &self.endpoint.url;
+        let resp = self
+            .http
+            .post(url)
+            .headers(self.base_headers(false))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| A2aError::http(url, e))?;
+        let status = resp.status();
+        let bytes = read_body(resp, url).await?;
+        match serde_json::from_slice::<Unit>(&bytes) {
+            Ok(Unit { error: Some(error) }) => Err(A2aError::Rpc {
+                method: method.to_string(),
+                url: url.clone(),
+                error,
+            }),
+            Ok(Unit { error: None }) if status.is_success() => Ok(()),
+            _ => Err(A2aError::status(url, status.as_u16(), &bytes)),
         }
     }
 

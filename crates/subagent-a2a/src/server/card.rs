@@ -261,7 +261,13 @@ impl ServerAuth {
 
 /// The 1.0 card for an agent reachable at `url` (JSON-RPC 1.0, HTTP+JSON 1.0 and JSON-RPC 0.3,
 /// in that order of preference).
-pub(crate) fn card_v1(info: &AgentInfo, auth: Option<&ServerAuth>, url: &str) -> v1::AgentCard {
+pub(crate) fn card_v1(
+    info: &AgentInfo,
+    auth: Option<&ServerAuth>,
+    url: &str,
+    push: bool,
+    extended: bool,
+) -> v1::AgentCard {
     let iface = |b: &str, v: ProtocolVersion| v1::AgentInterface {
         url: url.to_string(),
         protocol_binding: b.to_string(),
@@ -292,9 +298,9 @@ pub(crate) fn card_v1(info: &AgentInfo, auth: Option<&ServerAuth>, url: &str) ->
         documentation_url: info.documentation_url.clone(),
         capabilities: v1::AgentCapabilities {
             streaming: Some(info.streaming),
-            push_notifications: Some(false),
+            push_notifications: Some(push),
             extensions: info.extensions.clone(),
-            extended_agent_card: Some(false),
+            extended_agent_card: Some(extended),
         },
         security_schemes,
         security_requirements,
@@ -307,12 +313,18 @@ pub(crate) fn card_v1(info: &AgentInfo, auth: Option<&ServerAuth>, url: &str) ->
 }
 
 /// The 0.3 card: `url` is the JSON-RPC endpoint, `protocolVersion` 0.3.0.
-pub(crate) fn card_v03(info: &AgentInfo, auth: Option<&ServerAuth>, url: &str) -> v03::AgentCard {
-    let mut c = card_v1(info, auth, url);
+pub(crate) fn card_v03(
+    info: &AgentInfo,
+    auth: Option<&ServerAuth>,
+    url: &str,
+    push: bool,
+    extended: bool,
+) -> v03::AgentCard {
+    let mut c = card_v1(info, auth, url, push, extended);
     c.supported_interfaces
         .retain(|i| i.protocol_version == ProtocolVersion::V03.as_str());
     let mut card: v03::AgentCard = c.into();
-    card.supports_authenticated_extended_card = None;
+    card.supports_authenticated_extended_card = extended.then_some(true);
     card
 }
 
@@ -362,16 +374,22 @@ mod tests {
         h.insert("x-api-key", "k3".parse().unwrap());
         assert!(!both.check(&h));
         assert!(!format!("{both:?}").contains("k1"));
-        let c = card_v1(&info, Some(&both), "http://h/echo");
+        let c = card_v1(&info, Some(&both), "http://h/echo", false, false);
         assert_eq!(c.security_schemes.len(), 2);
         assert_eq!(c.security_requirements.len(), 2);
-        let c03 = card_v03(&info, Some(&both), "http://h/echo");
+        let c03 = card_v03(&info, Some(&both), "http://h/echo", false, false);
         assert_eq!(c03.security_schemes.len(), 2);
         assert_eq!(c03.security.len(), 2);
-        let c1 = card_v1(&info, Some(&ServerAuth::bearer("t")), "http://h/echo");
+        let c1 = card_v1(
+            &info,
+            Some(&ServerAuth::bearer("t")),
+            "http://h/echo",
+            false,
+            false,
+        );
         assert_eq!(c1.supported_interfaces.len(), 3);
         assert!(c1.security_schemes.contains_key("bearer"));
-        let c03 = card_v03(&info, None, "http://h/echo");
+        let c03 = card_v03(&info, None, "http://h/echo", false, false);
         assert_eq!(c03.url, "http://h/echo");
         assert_eq!(c03.preferred_transport.as_deref(), Some("JSONRPC"));
         assert!(c03.protocol_version.starts_with("0.3"));

@@ -74,6 +74,8 @@ struct RunState {
     replied: bool,
     subscribers: Vec<mpsc::Sender<Event>>,
     error: Option<ApiError>,
+    /// A push config sent with the message that creates the task: stored with the task.
+    pending_push: Option<v1::TaskPushNotificationConfig>,
 }
 
 /// One execution of the handler for one message of one task.
@@ -93,6 +95,8 @@ pub(crate) struct Run {
     input: Mutex<Option<oneshot::Sender<Arc<v1::Message>>>>,
     /// One question at a time: concurrent [`Run::await_input`] calls queue here.
     asking: tokio::sync::Mutex<()>,
+    /// The protocol version of the message that started the run (push payloads follow it).
+    version: ProtocolVersion,
 }
 
 type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
@@ -155,6 +159,9 @@ pub(crate) struct Engine {
     listening: std::sync::Once,
     /// Fires on server shutdown (streams end; [`Engine::cancel_all`] cancels the handlers).
     pub shutdown: CancellationToken,
+    /// Delivers task updates to webhooks, when push notifications are on.
+    #[cfg(feature = "push")]
+    pub pusher: Option<Arc<super::push::Pusher>>,
 }
 
 /// The parsed parts of a `SendMessage` call.
@@ -221,7 +228,77 @@ impl Engine {
             remote: Mutex::new(HashMap::new()),
             listening: std::sync::Once::new(),
             shutdown,
+            #[cfg(feature = "push")]
+            pusher: None,
         }
+    }
+
+    /// Completes and checks a push config for `task_id` (a fresh id when it has none); refuses
+    /// it when push notifications are off (PushNotificationNotSupported) or its URL is not
+    /// allowed (InvalidParams).
+    pub fn prepare_push_config(
+        &self,
+        task_id: &str,
+        mut config: v1::TaskPushNotificationConfig,
+    ) -> Result<v1::TaskPushNotificationConfig, ApiError> {
+        #[cfg(feature = "push")]
+        if let Some(p) = &self.pusher {
+            config.task_id = Some(task_id.to_string());
+            if config.id.as_deref().is_none_or(str::is_empty) {
+                config.id = Some(new_id());
+            }
+            super::push::validate(&config, p.allow_private())?;
+            return Ok(config);
+        }
+        let _ = (task_id, &mut config);
+        Err(ApiError::new(
+            codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
+            "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
+        ))
+    }
+
+    /// True when this agent delivers push notifications.
+    pub fn push_enabled(&self) -> bool {
+        #[cfg(feature = "push")]
+        {
+            self.pusher.is_some()
+        }
+        #[cfg(not(feature = "push"))]
+        {
+            false
+        }
+    }
+
+    /// Queues an event of a task for its webhooks (push notifications on; else nothing).
+    fn push(
+        &self,
+        task_id: &str,
+        event: &Event,
+        snapshot: Option<&v1::Task>,
+        version: ProtocolVersion,
+    ) {
+        #[cfg(feature = "push")]
+        if let Some(p) = &self.pusher {
+            let last = match &**event {
+                v1::StreamResponse::StatusUpdate(u) => {
+                    u.status.state.is_terminal() || u.status.state.is_interrupted()
+                }
+                _ => false,
+            };
+            p.enqueue(
+                task_id,
+                super::push::Delivery {
+                    event: event.clone(),
+                    snapshot: (version == ProtocolVersion::V03)
+                        .then(|| snapshot.cloned())
+                        .flatten(),
+                    version,
+                    last,
+                },
+            );
+        }
+        #[cfg(not(feature = "push"))]
+        let _ = (task_id, event, snapshot, version);
     }
 
     /// Shared stores: starts reading the store's signals once (cancel requests for the tasks
@@ -418,6 +495,22 @@ impl Engine {
         message.task_id = Some(task_id.clone());
         message.context_id = Some(context_id.clone());
         let message = Arc::new(message);
+        let mut inline_push = match p
+            .configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone())
+        {
+            Some(c) => Some(self.prepare_push_config(&task_id, c)?),
+            None => None,
+        };
+        if existing.is_some()
+            && let Some(c) = inline_push.take()
+        {
+            self.store
+                .save_push_config(c)
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+        }
 
         let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
         let previous = existing.clone();
@@ -442,6 +535,7 @@ impl Engine {
                     metadata: None,
                 },
             ));
+            self.push(&task_id, &update, Some(t), p.version);
             for w in waiting {
                 if w.try_send(update.clone()).is_ok() {
                     subscribers.push(w);
@@ -466,6 +560,7 @@ impl Engine {
                 replied: false,
                 subscribers,
                 error: None,
+                pending_push: inline_push,
             }),
             engine: Arc::downgrade(self),
             done: std::sync::atomic::AtomicBool::new(false),
@@ -473,6 +568,7 @@ impl Engine {
             registered: std::sync::atomic::AtomicBool::new(false),
             input: Mutex::new(None),
             asking: tokio::sync::Mutex::new(()),
+            version: p.version,
         });
         if let Some(t) = task {
             run.registered
@@ -677,6 +773,8 @@ impl Engine {
             let _ = w.try_send(update.clone());
         }
         self.publish(task_id, &update).await;
+        // The run that created the task is gone: its version is unknown, so 1.0 shapes.
+        self.push(task_id, &update, Some(&task), ProtocolVersion::V1);
         Ok(task)
     }
 
@@ -968,7 +1066,12 @@ impl Run {
             Emission::Reply(m) => {
                 st.finished = true;
                 st.replied = true;
-                broadcast(st, v1::StreamResponse::Message(m), &self.limits(&engine)).await;
+                broadcast(
+                    st,
+                    Arc::new(v1::StreamResponse::Message(m)),
+                    &self.limits(&engine),
+                )
+                .await;
                 st.subscribers.clear();
             }
             Emission::Status(state, message) => {
@@ -987,13 +1090,16 @@ impl Run {
                 if let Some(engine) = &engine {
                     engine.save(snapshot).await;
                 }
-                let ev = v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
-                    task_id: self.task_id.clone(),
-                    context_id: self.context_id.clone(),
-                    status,
-                    metadata: None,
-                });
+                let ev = Arc::new(v1::StreamResponse::StatusUpdate(
+                    v1::TaskStatusUpdateEvent {
+                        task_id: self.task_id.clone(),
+                        context_id: self.context_id.clone(),
+                        status,
+                        metadata: None,
+                    },
+                ));
                 if let Some(engine) = &engine {
+                    engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
                     engine.publish(&self.task_id, &ev).await;
                 }
                 broadcast(st, ev, &self.limits(&engine)).await;
@@ -1029,15 +1135,18 @@ impl Run {
                 }
                 // Artifacts reach the store with the next status change (live tasks are read
                 // from the run), so a long stream of chunks costs no store writes.
-                let ev = v1::StreamResponse::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
-                    task_id: self.task_id.clone(),
-                    context_id: self.context_id.clone(),
-                    artifact,
-                    append,
-                    last_chunk,
-                    metadata: None,
-                });
+                let ev = Arc::new(v1::StreamResponse::ArtifactUpdate(
+                    v1::TaskArtifactUpdateEvent {
+                        task_id: self.task_id.clone(),
+                        context_id: self.context_id.clone(),
+                        artifact,
+                        append,
+                        last_chunk,
+                        metadata: None,
+                    },
+                ));
                 if let Some(engine) = &engine {
+                    engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
                     engine.publish(&self.task_id, &ev).await;
                 }
                 broadcast(st, ev, &self.limits(&engine)).await;
@@ -1084,8 +1193,17 @@ impl Run {
                 self.cancel.cancel();
             }
             engine.save(task.clone()).await;
+            if let Some(c) = st.pending_push.take()
+                && let Err(e) = engine.store.save_push_config(c).await
+            {
+                tracing::warn!(agent = %engine.agent_path, error = %e, "cannot store a push config");
+            }
         }
-        broadcast(st, v1::StreamResponse::Task(task), &self.limits(engine)).await;
+        let ev = Arc::new(v1::StreamResponse::Task(task));
+        if let Some(engine) = engine {
+            engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
+        }
+        broadcast(st, ev, &self.limits(engine)).await;
     }
 
     /// Called once the handler returned.
@@ -1166,11 +1284,10 @@ impl Engine {
     }
 }
 
-async fn broadcast(st: &mut RunState, ev: v1::StreamResponse, limits: &(Duration,)) {
+async fn broadcast(st: &mut RunState, ev: Event, limits: &(Duration,)) {
     if st.subscribers.is_empty() {
         return;
     }
-    let ev = Arc::new(ev);
     // In place, in order: a subscriber whose buffer is full is waited for (up to the slow
     // subscriber timeout); one that is gone or too slow is dropped.
     let mut i = 0;

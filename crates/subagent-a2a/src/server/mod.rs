@@ -24,6 +24,7 @@
 //! | `POST {path}` | JSON-RPC 2.0: the 1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`, push-config methods, `GetExtendedAgentCard`) and the 0.3 methods (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/*`), each answered in its own version's shapes |
 //! | `POST {path}/message:send`, `POST {path}/message:stream` | HTTP+JSON (1.0) |
 //! | `GET {path}/tasks/{id}`, `GET {path}/tasks`, `POST {path}/tasks/{id}:cancel`, `GET`/`POST {path}/tasks/{id}:subscribe` | HTTP+JSON (1.0) |
+//! | `POST`/`GET {path}/tasks/{id}/pushNotificationConfigs`, `GET`/`DELETE {path}/tasks/{id}/pushNotificationConfigs/{config}` | HTTP+JSON push configs (1.0) |
 //!
 //! Card URLs are absolute: [`ServerConfig::public_url`] + path, else scheme and host from
 //! `X-Forwarded-Proto` / `X-Forwarded-Host` / `X-Forwarded-Prefix` / `Host`. Cards carry
@@ -69,9 +70,19 @@
 //! notifications (no `id`) run and get HTTP 204. [`A2aServer::serve`] also bounds connections
 //! (count, head / idle time, head size). `docs/SECURITY.md` lists every limit.
 //!
-//! Push notifications are not offered: the card says `pushNotifications: false` and the config
-//! methods answer PushNotificationNotSupported (-32003). No extended card is offered
-//! (-32007). An optional bearer token or API key ([`ServerAuth`]) is checked on every
+//! Push notifications are off by default (the card says `pushNotifications: false`, the config
+//! methods answer PushNotificationNotSupported, -32003). With
+//! [`ServerConfig::push_notifications`] (feature `push`) clients register webhooks (1.0
+//! `CreateTaskPushNotificationConfig` and friends, 0.3 `tasks/pushNotificationConfig/*`,
+//! HTTP+JSON `{path}/tasks/{id}/pushNotificationConfigs[/{config}]`, or inline in the send
+//! configuration); configs live in the agent's [`TaskStore`]; every task update is POSTed to
+//! them (1.0: the `StreamResponse`; tasks created over 0.3: the task) from a bounded queue per
+//! task, with retries and backoff, the config's `authentication` as `Authorization` and its
+//! `token` as `X-A2A-Notification-Token`. Webhooks at loopback, private and link-local
+//! addresses are refused unless [`ServerConfig::push_allow_private`]. An extended card
+//! ([`AgentMount::with_extended_card`], which needs credentials) goes to authenticated callers
+//! only; without one the extended-card methods answer ExtendedAgentCardNotConfigured (-32007).
+//! An optional bearer token or API key ([`ServerAuth`]) is checked on every
 //! JSON-RPC and HTTP+JSON request (not on the public card) and declared in the card.
 //!
 //! [`A2aServer::serve`] shuts down gracefully: when its signal fires, handlers are cancelled,
@@ -84,6 +95,8 @@ mod directory;
 mod engine;
 mod handler;
 mod http;
+#[cfg(feature = "push")]
+mod push;
 mod store;
 mod subagent;
 mod util;
@@ -98,8 +111,8 @@ pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
 pub use store::{
-    InMemoryTaskStore, RemoteSignal, StoreError, TaskFilter, TaskPage, TaskStore, message_bytes,
-    task_bytes,
+    InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError, TaskFilter, TaskPage,
+    TaskStore, message_bytes, task_bytes,
 };
 pub use subagent::SubagentHandler;
 pub use util::now_rfc3339;
@@ -175,6 +188,15 @@ pub struct ServerConfig {
     /// when the router is served with axum's `ConnectInfo<SocketAddr>`. Zero: no per-client
     /// limit (e.g. behind a reverse proxy, where every client has the proxy's address).
     pub max_streams_per_client: usize,
+    /// Offer push notifications (default off; needs the `push` feature): the card says
+    /// `pushNotifications: true`, the push-config methods work, and task updates are POSTed
+    /// to the webhooks clients register (bounded queue per task, retries with backoff, the
+    /// config's authentication). Configs live in the agent's [`TaskStore`].
+    pub push_notifications: bool,
+    /// Deliver push notifications to loopback, private, link-local and other non-public
+    /// addresses too (default off: such webhooks are refused at registration, and host names
+    /// resolving only to them fail at delivery). For tests and trusted networks.
+    pub push_allow_private: bool,
 }
 
 impl Default for ServerConfig {
@@ -198,6 +220,8 @@ impl Default for ServerConfig {
             max_connections: 1024,
             max_header_bytes: 64 * 1024,
             max_streams_per_client: 128,
+            push_notifications: false,
+            push_allow_private: false,
         }
     }
 }
@@ -223,6 +247,15 @@ pub enum ServerError {
     /// No agent was mounted.
     #[error("no agent mounted; add one with A2aServerBuilder::mount")]
     NoAgents,
+    /// An extended card was given to an agent without credentials: it would be public.
+    #[error(
+        "agent at `{path}` has an extended card but no credentials; add AgentMount::with_auth \
+         (the extended card is for authenticated callers only)"
+    )]
+    ExtendedCardWithoutAuth {
+        /// The agent's path.
+        path: String,
+    },
     /// The listener failed.
     #[error("A2A server I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -232,6 +265,7 @@ pub enum ServerError {
 pub struct AgentMount {
     path: String,
     info: AgentInfo,
+    extended: Option<AgentInfo>,
     handler: Arc<dyn A2aHandler>,
     auth: Option<ServerAuth>,
     store: Option<Arc<dyn TaskStore>>,
@@ -265,6 +299,7 @@ impl AgentMount {
             handler,
             auth: None,
             store: None,
+            extended: None,
         }
     }
 
@@ -295,6 +330,17 @@ impl AgentMount {
     #[must_use]
     pub fn with_info(mut self, info: AgentInfo) -> Self {
         self.info = info;
+        self
+    }
+
+    /// Offers an extended card (e.g. with skills kept from the public card) to callers that
+    /// pass the credential check: `GetExtendedAgentCard`, 0.3
+    /// `agent/getAuthenticatedExtendedCard`, `GET {path}/extendedAgentCard`. Needs
+    /// [`with_auth`](Self::with_auth) ([`A2aServerBuilder::build`] refuses it otherwise); the
+    /// public card then says `extendedAgentCard: true`.
+    #[must_use]
+    pub fn with_extended_card(mut self, info: AgentInfo) -> Self {
+        self.extended = Some(info);
         self
     }
 
@@ -421,6 +467,21 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Offers push notifications (see [`ServerConfig::push_notifications`]).
+    #[must_use]
+    pub fn push_notifications(mut self, yes: bool) -> Self {
+        self.config.push_notifications = yes;
+        self
+    }
+
+    /// Allows webhooks at private and loopback addresses (see
+    /// [`ServerConfig::push_allow_private`]).
+    #[must_use]
+    pub fn push_allow_private(mut self, yes: bool) -> Self {
+        self.config.push_allow_private = yes;
+        self
+    }
+
     /// Adds an agent.
     #[must_use]
     pub fn mount(mut self, agent: AgentMount) -> Self {
@@ -445,23 +506,36 @@ impl A2aServerBuilder {
             if hosted.iter().any(|h| h.path == path) {
                 return Err(ServerError::DuplicatePath { path });
             }
+            if a.extended.is_some() && a.auth.is_none() {
+                return Err(ServerError::ExtendedCardWithoutAuth { path });
+            }
             let store = a.store.unwrap_or_else(|| {
                 Arc::new(
                     InMemoryTaskStore::default().with_max_bytes(self.config.task_store_max_bytes),
                 )
             });
-            let engine = Arc::new(engine::Engine::new(
+            #[allow(unused_mut)]
+            let mut engine = engine::Engine::new(
                 a.handler,
-                store,
+                store.clone(),
                 limits.clone(),
                 path.clone(),
                 shutdown.clone(),
-            ));
+            );
+            #[cfg(feature = "push")]
+            if self.config.push_notifications {
+                engine.pusher = Some(Arc::new(push::Pusher::new(
+                    store,
+                    self.config.push_allow_private,
+                )));
+            }
+            let engine = Arc::new(engine);
             hosted.push(http::Hosted {
                 path,
                 engine,
                 info: a.info,
                 auth: a.auth,
+                extended: a.extended,
             });
         }
         hosted.sort_by_key(|h| std::cmp::Reverse(h.path.len()));

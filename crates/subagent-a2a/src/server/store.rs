@@ -37,6 +37,12 @@ pub enum StoreError {
         /// Approximate size of the refused message.
         incoming_bytes: usize,
     },
+    /// The store does not keep this kind of record.
+    #[error("this task store keeps no {what}")]
+    Unsupported {
+        /// What it does not keep.
+        what: &'static str,
+    },
 }
 
 /// Which tasks [`TaskStore::list`] returns.
@@ -176,7 +182,54 @@ pub trait TaskStore: Send + Sync + 'static {
         let _ = bytes;
         Ok(())
     }
+
+    /// Inserts or replaces a push-notification config, keyed by its `task_id` and `id` (the
+    /// server fills both before calling; the task exists). A store may refuse more than
+    /// [`MAX_PUSH_CONFIGS_PER_TASK`] configs for one task with [`StoreError::Backend`].
+    /// Configs go when their task goes. The default keeps none: it answers
+    /// [`StoreError::Unsupported`], and the server refuses push configs for agents whose
+    /// store does so.
+    async fn save_push_config(
+        &self,
+        config: v1::TaskPushNotificationConfig,
+    ) -> Result<(), StoreError> {
+        let _ = config;
+        Err(StoreError::Unsupported {
+            what: "push notification configs",
+        })
+    }
+
+    /// One push-notification config of a task, `None` when absent.
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<v1::TaskPushNotificationConfig>, StoreError> {
+        let _ = (task_id, config_id);
+        Ok(None)
+    }
+
+    /// Every push-notification config of a task, in the order they were first saved. Read on
+    /// every update of a task while push notifications are on, so it should be cheap.
+    async fn list_push_configs(
+        &self,
+        task_id: &str,
+    ) -> Result<Vec<v1::TaskPushNotificationConfig>, StoreError> {
+        let _ = task_id;
+        Ok(Vec::new())
+    }
+
+    /// Deletes one push-notification config; `Ok(false)` when there was none (deleting is
+    /// idempotent).
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<bool, StoreError> {
+        let _ = (task_id, config_id);
+        Ok(false)
+    }
 }
+
+/// The most push-notification configs one task may have in [`InMemoryTaskStore`] (and what
+/// other stores should allow at least).
+pub const MAX_PUSH_CONFIGS_PER_TASK: usize = 16;
 
 // ---------------------------------------------------------------------------------------------
 // Sizes
@@ -271,6 +324,8 @@ fn pinned(state: v1::TaskState) -> bool {
 
 struct Stored {
     task: v1::Task,
+    /// The task's push-notification configs (at most [`MAX_PUSH_CONFIGS_PER_TASK`]).
+    push: Vec<v1::TaskPushNotificationConfig>,
     updated: Instant,
     seq: u64,
     /// [`task_bytes`] of `task`.
@@ -449,11 +504,17 @@ impl TaskStore for InMemoryTaskStore {
         inner.seq += 1;
         let seq = inner.seq;
         let id = task.id.clone();
+        let push = inner
+            .tasks
+            .get_mut(&id)
+            .map(|s| std::mem::take(&mut s.push))
+            .unwrap_or_default();
         self.remove(&mut inner, &id);
         inner.tasks.insert(
             id,
             Stored {
                 task,
+                push,
                 updated: now,
                 seq,
                 bytes,
@@ -520,6 +581,70 @@ impl TaskStore for InMemoryTaskStore {
             .map(|(s, _)| s.task.clone())
             .collect();
         Ok(TaskPage { tasks, total })
+    }
+
+    async fn save_push_config(
+        &self,
+        config: v1::TaskPushNotificationConfig,
+    ) -> Result<(), StoreError> {
+        let task_id = config.task_id.clone().unwrap_or_default();
+        let mut inner = self.lock();
+        let Some(stored) = inner.tasks.get_mut(&task_id) else {
+            return Err(StoreError::Backend {
+                task_id,
+                message: "no such task".into(),
+            });
+        };
+        if let Some(existing) = stored.push.iter_mut().find(|c| c.id == config.id) {
+            *existing = config;
+            return Ok(());
+        }
+        if stored.push.len() >= MAX_PUSH_CONFIGS_PER_TASK {
+            return Err(StoreError::Backend {
+                task_id,
+                message: format!(
+                    "the task already has {MAX_PUSH_CONFIGS_PER_TASK} push notification configs \
+                     (the limit); delete one first"
+                ),
+            });
+        }
+        stored.push.push(config);
+        Ok(())
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<v1::TaskPushNotificationConfig>, StoreError> {
+        Ok(self.lock().tasks.get(task_id).and_then(|s| {
+            s.push
+                .iter()
+                .find(|c| c.id.as_deref() == Some(config_id))
+                .cloned()
+        }))
+    }
+
+    async fn list_push_configs(
+        &self,
+        task_id: &str,
+    ) -> Result<Vec<v1::TaskPushNotificationConfig>, StoreError> {
+        Ok(self
+            .lock()
+            .tasks
+            .get(task_id)
+            .map(|s| s.push.clone())
+            .unwrap_or_default())
+    }
+
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        let Some(s) = inner.tasks.get_mut(task_id) else {
+            return Ok(false);
+        };
+        let before = s.push.len();
+        s.push.retain(|c| c.id.as_deref() != Some(config_id));
+        Ok(s.push.len() != before)
     }
 }
 

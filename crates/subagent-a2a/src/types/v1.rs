@@ -553,7 +553,7 @@ pub struct TaskPushNotificationConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "task_id")]
     pub task_id: Option<String>,
     /// The webhook URL.
     pub url: String,
@@ -739,6 +739,7 @@ pub struct TaskPushNotificationConfigRef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The task.
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// The config id.
     pub id: String,
@@ -752,12 +753,13 @@ pub struct ListTaskPushNotificationConfigsRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The task.
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// Page size.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "page_size")]
     pub page_size: Option<i32>,
     /// The token of the page to return.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "page_token")]
     pub page_token: Option<String>,
 }
 

@@ -210,3 +210,115 @@ pub(super) async fn subscribe(
     let rx = agent.engine.subscribe(task_id).await?;
     Ok(sse(shared, None, rx, wire.clone(), permit, None))
 }
+
+// ---------------------------------------------------------------------------------------------
+// Push-notification configs (every binding and version; 1.0 shapes inside)
+// ---------------------------------------------------------------------------------------------
+
+fn push_store_error(e: crate::server::StoreError) -> ApiError {
+    match e {
+        crate::server::StoreError::Unsupported { .. } => push_unsupported(),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+fn push_config_not_found(task_id: &str, config_id: &str) -> ApiError {
+    ApiError::new(
+        codes::TASK_NOT_FOUND,
+        format!("task `{task_id}` has no push notification config `{config_id}`"),
+    )
+}
+
+/// Checks that push notifications are on and the task exists.
+async fn push_task(agent: &Hosted, task_id: &str) -> Result<(), ApiError> {
+    if !agent.engine.push_enabled() {
+        return Err(push_unsupported());
+    }
+    if task_id.is_empty() {
+        return Err(ApiError::invalid_params("`taskId` is required"));
+    }
+    agent.engine.get(task_id, Some(0)).await.map(|_| ())
+}
+
+/// Creates (or replaces, by id) a config of `task_id`; a missing id gets a fresh one.
+pub(super) async fn create_push_config(
+    agent: &Hosted,
+    task_id: &str,
+    config: v1::TaskPushNotificationConfig,
+) -> Result<v1::TaskPushNotificationConfig, ApiError> {
+    push_task(agent, task_id).await?;
+    let config = agent.engine.prepare_push_config(task_id, config)?;
+    agent
+        .engine
+        .store
+        .save_push_config(config.clone())
+        .await
+        .map_err(push_store_error)?;
+    Ok(config)
+}
+
+/// One config of a task.
+pub(super) async fn get_push_config(
+    agent: &Hosted,
+    task_id: &str,
+    config_id: &str,
+) -> Result<v1::TaskPushNotificationConfig, ApiError> {
+    push_task(agent, task_id).await?;
+    agent
+        .engine
+        .store
+        .get_push_config(task_id, config_id)
+        .await
+        .map_err(push_store_error)?
+        .ok_or_else(|| push_config_not_found(task_id, config_id))
+}
+
+/// Every config of a task.
+pub(super) async fn list_push_configs(
+    agent: &Hosted,
+    task_id: &str,
+) -> Result<Vec<v1::TaskPushNotificationConfig>, ApiError> {
+    push_task(agent, task_id).await?;
+    agent
+        .engine
+        .store
+        .list_push_configs(task_id)
+        .await
+        .map_err(push_store_error)
+}
+
+/// Deletes a config (idempotent: deleting an absent config succeeds).
+pub(super) async fn delete_push_config(
+    agent: &Hosted,
+    task_id: &str,
+    config_id: &str,
+) -> Result<(), ApiError> {
+    push_task(agent, task_id).await?;
+    agent
+        .engine
+        .store
+        .delete_push_config(task_id, config_id)
+        .await
+        .map(|_| ())
+        .map_err(push_store_error)
+}
+
+/// The extended card (1.0), for a caller the credential check let through: the agent's
+/// extended information on its card; ExtendedAgentCardNotConfigured when it has none.
+pub(super) fn extended_card(
+    shared: &Shared,
+    agent: &Hosted,
+    headers: &http::HeaderMap,
+) -> Result<v1::AgentCard, ApiError> {
+    let (Some(info), Some(auth)) = (&agent.extended, &agent.auth) else {
+        return Err(extended_card_unsupported());
+    };
+    let url = super::agent_url(&shared.cfg, agent, headers);
+    Ok(crate::server::card::card_v1(
+        info,
+        Some(auth),
+        &url,
+        agent.engine.push_enabled(),
+        true,
+    ))
+}

@@ -112,13 +112,15 @@ pub(super) fn http_date(t: std::time::SystemTime) -> String {
 pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardShape) -> Response {
     let url = agent_url(&shared.cfg, agent, &parts.headers);
     let auth = agent.auth.as_ref();
+    let push = agent.engine.push_enabled();
+    let ext = agent.offers_extended_card();
     let body = match shape {
-        CardShape::V03 => json_bytes(&card_v03(&agent.info, auth, &url)),
+        CardShape::V03 => json_bytes(&card_v03(&agent.info, auth, &url, push, ext)),
         CardShape::V03WithV1Interfaces => json_bytes(&LegacyCard {
-            card: card_v03(&agent.info, auth, &url),
-            supported_interfaces: card_v1(&agent.info, auth, &url).supported_interfaces,
+            card: card_v03(&agent.info, auth, &url, push, ext),
+            supported_interfaces: card_v1(&agent.info, auth, &url, push, ext).supported_interfaces,
         }),
-        CardShape::V1 => json_bytes(&card_v1(&agent.info, auth, &url)),
+        CardShape::V1 => json_bytes(&card_v1(&agent.info, auth, &url, push, ext)),
     };
     let etag = {
         use std::hash::{Hash, Hasher};

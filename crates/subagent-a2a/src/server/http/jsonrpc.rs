@@ -12,7 +12,10 @@ use http::request::Parts;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::calls::{extended_card_unsupported, push_unsupported, send, subscribe};
+use super::calls::{
+    create_push_config, delete_push_config, extended_card, get_push_config, list_push_configs,
+    send, subscribe,
+};
 use super::reply::{Wire, error_for, rpc_error, rpc_error_for, rpc_ok, task_reply};
 use super::request::{
     check_extensions, content_type_error, first_byte, json_content_type, optional_params,
@@ -136,10 +139,12 @@ pub(super) async fn jsonrpc(
         Err(e) => rpc_error_for(&id, &e, true),
         Ok(_) => match check_extensions(agent, &parts.headers) {
             Err(e) => error_for(&wire, &e),
-            Ok(()) => match rpc_call(shared, agent, method, head.params, &wire).await {
-                Ok(r) => r,
-                Err(e) => error_for(&wire, &e),
-            },
+            Ok(()) => {
+                match rpc_call(shared, agent, method, head.params, &wire, &parts.headers).await {
+                    Ok(r) => r,
+                    Err(e) => error_for(&wire, &e),
+                }
+            }
         },
     };
     if notification {
@@ -254,6 +259,7 @@ pub(super) async fn rpc_call(
     method: &str,
     params: Option<&RawValue>,
     wire: &Wire,
+    headers: &http::HeaderMap,
 ) -> Result<Response, ApiError> {
     use crate::types::v1::methods as m1;
     use crate::types::v03::methods as m03;
@@ -308,20 +314,103 @@ pub(super) async fn rpc_call(
             let req: v03::TaskIdParams = parse_params(params, method)?;
             subscribe(shared, agent, &req.id, wire).await
         }
-        m1::CREATE_PUSH_CONFIG
-        | m1::GET_PUSH_CONFIG
-        | m1::LIST_PUSH_CONFIGS
-        | m1::DELETE_PUSH_CONFIG
-        | m03::PUSH_CONFIG_SET
-        | m03::PUSH_CONFIG_GET
-        | m03::PUSH_CONFIG_LIST
-        | m03::PUSH_CONFIG_DELETE => Err(push_unsupported()),
-        m1::GET_EXTENDED_AGENT_CARD | m03::GET_AUTHENTICATED_EXTENDED_CARD => {
-            Err(extended_card_unsupported())
+        m1::CREATE_PUSH_CONFIG => {
+            let req: v1::TaskPushNotificationConfig = parse_params(params, method)?;
+            let task_id = req.task_id.clone().unwrap_or_default();
+            Ok(rpc_ok(
+                wire,
+                &create_push_config(agent, &task_id, req).await?,
+            ))
+        }
+        m1::GET_PUSH_CONFIG => {
+            let req: v1::TaskPushNotificationConfigRef = parse_params(params, method)?;
+            Ok(rpc_ok(
+                wire,
+                &get_push_config(agent, &req.task_id, &req.id).await?,
+            ))
+        }
+        m1::LIST_PUSH_CONFIGS => {
+            let req: v1::ListTaskPushNotificationConfigsRequest = parse_params(params, method)?;
+            let configs = list_push_configs(agent, &req.task_id).await?;
+            Ok(rpc_ok(
+                wire,
+                &v1::ListTaskPushNotificationConfigsResponse {
+                    configs,
+                    next_page_token: None,
+                },
+            ))
+        }
+        m1::DELETE_PUSH_CONFIG => {
+            let req: v1::TaskPushNotificationConfigRef = parse_params(params, method)?;
+            delete_push_config(agent, &req.task_id, &req.id).await?;
+            Ok(rpc_ok(wire, &serde_json::json!({})))
+        }
+        m03::PUSH_CONFIG_SET => {
+            let mut req: v03::TaskPushNotificationConfig = parse_params(params, method)?;
+            let task_id = req.task_id.clone();
+            // 0.3 SDKs name a config without an id after its task.
+            if req
+                .push_notification_config
+                .id
+                .as_deref()
+                .is_none_or(str::is_empty)
+            {
+                req.push_notification_config.id = Some(task_id.clone());
+            }
+            let c = create_push_config(agent, &task_id, req.into()).await?;
+            Ok(rpc_ok(wire, &v03_push(c)))
+        }
+        m03::PUSH_CONFIG_GET => {
+            let req: v03::TaskPushNotificationConfigParams = parse_params(params, method)?;
+            // 0.3 asks for "the" config of a task: the one named when it exists, else the
+            // task's first (what the 0.3 Python SDK answers).
+            let configs = list_push_configs(agent, &req.id).await?;
+            let named = req
+                .push_notification_config_id
+                .as_deref()
+                .and_then(|cid| configs.iter().position(|c| c.id.as_deref() == Some(cid)));
+            let c = configs.into_iter().nth(named.unwrap_or(0)).ok_or_else(|| {
+                ApiError::new(
+                    codes::TASK_NOT_FOUND,
+                    format!("task `{}` has no push notification config", req.id),
+                )
+            })?;
+            Ok(rpc_ok(wire, &v03_push(c)))
+        }
+        m03::PUSH_CONFIG_LIST => {
+            let req: v03::TaskIdParams = parse_params(params, method)?;
+            let configs: Vec<v03::TaskPushNotificationConfig> = list_push_configs(agent, &req.id)
+                .await?
+                .into_iter()
+                .map(v03_push)
+                .collect();
+            Ok(rpc_ok(wire, &configs))
+        }
+        m03::PUSH_CONFIG_DELETE => {
+            let req: v03::TaskPushNotificationConfigParams = parse_params(params, method)?;
+            let cid = req.push_notification_config_id.as_deref().ok_or_else(|| {
+                ApiError::invalid_params("`pushNotificationConfigId` is required")
+            })?;
+            delete_push_config(agent, &req.id, cid).await?;
+            Ok(rpc_ok(wire, &Value::Null))
+        }
+        m1::GET_EXTENDED_AGENT_CARD => Ok(rpc_ok(wire, &extended_card(shared, agent, headers)?)),
+        m03::GET_AUTHENTICATED_EXTENDED_CARD => {
+            let mut c: v03::AgentCard = extended_card(shared, agent, headers)?.into();
+            c.supports_authenticated_extended_card = Some(true);
+            Ok(rpc_ok(wire, &c))
         }
         other => Err(ApiError::new(
             codes::METHOD_NOT_FOUND,
             format!("method `{other}` not found"),
         )),
+    }
+}
+
+/// A config in its 0.3 shape.
+fn v03_push(c: v1::TaskPushNotificationConfig) -> v03::TaskPushNotificationConfig {
+    v03::TaskPushNotificationConfig {
+        task_id: c.task_id.clone().unwrap_or_default(),
+        push_notification_config: c.into(),
     }
 }

@@ -44,6 +44,15 @@ pub(crate) struct Hosted {
     pub engine: Arc<Engine>,
     pub info: AgentInfo,
     pub auth: Option<ServerAuth>,
+    /// The extended card's information (served to authenticated callers only).
+    pub extended: Option<AgentInfo>,
+}
+
+impl Hosted {
+    /// True when the agent has an extended card and credentials to guard it.
+    pub fn offers_extended_card(&self) -> bool {
+        self.extended.is_some() && self.auth.is_some()
+    }
 }
 
 /// Everything the router needs.
@@ -130,7 +139,7 @@ fn agent_routes(ctx: AgentCtx) -> Router {
         )
         .route(
             &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
-            any(rest::push_configs),
+            any(rest::push_config),
         )
         .route(
             &format!("{p}/extendedAgentCard"),

@@ -11,7 +11,10 @@ use http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::AgentCtx;
-use super::calls::{extended_card_unsupported, push_unsupported, send, subscribe};
+use super::calls::{
+    self, create_push_config, delete_push_config, get_push_config, list_push_configs, send,
+    subscribe,
+};
 use super::reply::{Wire, rest_error, rpc_ok};
 use super::request::{
     check_extensions, content_type_error, first_byte, json_content_type, parse_body, read_body,
@@ -181,22 +184,83 @@ pub(super) async fn task(
     answer.unwrap_or_else(|e| rest_error(&e))
 }
 
-/// `{agent}/tasks/{id}/pushNotificationConfigs[/{config}]`.
-pub(super) async fn push_configs(State(ctx): State<AgentCtx>, req: Request) -> Response {
+/// `{agent}/tasks/{id}/pushNotificationConfigs`: `POST` creates a config (the body is the
+/// config), `GET` lists them.
+pub(super) async fn push_configs(
+    State(ctx): State<AgentCtx>,
+    path: Result<Path<String>, PathRejection>,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    if let Err(e) = prelude(&ctx, &parts) {
+        return rest_error(&e);
+    }
+    let task_id = match task_id(path, &parts) {
+        Ok(s) => s,
+        Err(e) => return rest_error(&e),
+    };
+    let agent = ctx.agent();
+    let answer = match parts.method {
+        Method::POST => {
+            let config: v1::TaskPushNotificationConfig =
+                match rest_body(&ctx, &parts, body, "TaskPushNotificationConfig").await {
+                    Ok(c) => c,
+                    Err(r) => return r,
+                };
+            create_push_config(agent, &task_id, config)
+                .await
+                .map(|c| rpc_ok(&Wire::Rest, &c))
+        }
+        Method::GET => list_push_configs(agent, &task_id).await.map(|configs| {
+            rpc_ok(
+                &Wire::Rest,
+                &v1::ListTaskPushNotificationConfigsResponse {
+                    configs,
+                    next_page_token: None,
+                },
+            )
+        }),
+        _ => Err(no_route(&parts)),
+    };
+    answer.unwrap_or_else(|e| rest_error(&e))
+}
+
+/// `{agent}/tasks/{id}/pushNotificationConfigs/{config}`: `GET` reads it, `DELETE` deletes it.
+pub(super) async fn push_config(
+    State(ctx): State<AgentCtx>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    req: Request,
+) -> Response {
     let (parts, _) = req.into_parts();
     if let Err(e) = prelude(&ctx, &parts) {
         return rest_error(&e);
     }
-    rest_error(&push_unsupported())
+    let Ok(Path((task_id, config_id))) = path else {
+        return rest_error(&no_route(&parts));
+    };
+    let agent = ctx.agent();
+    let answer = match parts.method {
+        Method::GET => get_push_config(agent, &task_id, &config_id)
+            .await
+            .map(|c| rpc_ok(&Wire::Rest, &c)),
+        Method::DELETE => delete_push_config(agent, &task_id, &config_id)
+            .await
+            .map(|()| rpc_ok(&Wire::Rest, &serde_json::json!({}))),
+        _ => Err(no_route(&parts)),
+    };
+    answer.unwrap_or_else(|e| rest_error(&e))
 }
 
-/// `GET {agent}/extendedAgentCard`.
+/// `GET {agent}/extendedAgentCard` (behind the agent's credential check).
 pub(super) async fn extended_card(State(ctx): State<AgentCtx>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     if let Err(e) = prelude(&ctx, &parts) {
         return rest_error(&e);
     }
-    rest_error(&extended_card_unsupported())
+    match calls::extended_card(&ctx.shared, ctx.agent(), &parts.headers) {
+        Ok(c) => rpc_ok(&Wire::Rest, &c),
+        Err(e) => rest_error(&e),
+    }
 }
 
 /// Any method a route does not serve, and any path no route serves.
