@@ -236,7 +236,7 @@ impl Engine {
     /// Completes and checks a push config for `task_id` (a fresh id when it has none); refuses
     /// it when push notifications are off (PushNotificationNotSupported) or its URL is not
     /// allowed (InvalidParams).
-    pub fn prepare_push_config(
+    pub(crate) fn prepare_push_config(
         &self,
         task_id: &str,
         mut config: v1::TaskPushNotificationConfig,
@@ -258,7 +258,7 @@ impl Engine {
     }
 
     /// True when this agent delivers push notifications.
-    pub fn push_enabled(&self) -> bool {
+    pub(crate) fn push_enabled(&self) -> bool {
         #[cfg(feature = "push")]
         {
             self.pusher.is_some()

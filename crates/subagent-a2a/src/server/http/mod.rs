@@ -50,7 +50,7 @@ pub(crate) struct Hosted {
 
 impl Hosted {
     /// True when the agent has an extended card and credentials to guard it.
-    pub fn offers_extended_card(&self) -> bool {
+    pub(crate) fn offers_extended_card(&self) -> bool {
         self.extended.is_some() && self.auth.is_some()
     }
 }
