@@ -166,7 +166,7 @@ impl A2aHandler for TckAgent {
 }
 
 /// The TCK agent at the root, as every SUT serves it.
-pub fn tck_mount() -> AgentMount {
+pub(crate) fn tck_mount() -> AgentMount {
     let secs: f64 = std::env::var("TCK_STREAMING_TIMEOUT")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -57,6 +57,9 @@ pub enum A2aError {
         what: String,
         /// The decoder's message.
         message: String,
+        /// The JSON error itself (line, column, category).
+        #[source]
+        source: Option<serde_json::Error>,
     },
     /// The peer broke the protocol in another way.
     #[error("protocol error from {url}: {message}")]
@@ -104,6 +107,16 @@ impl A2aError {
         }
     }
 
+    /// A [`Decode`](Self::Decode) error for `what` from `url`, keeping the JSON error.
+    pub(crate) fn decode(url: &str, what: impl Into<String>, source: serde_json::Error) -> Self {
+        A2aError::Decode {
+            url: url.to_string(),
+            what: what.into(),
+            message: crate::types::json_error_message(&source),
+            source: Some(source),
+        }
+    }
+
     pub(crate) fn status(url: &str, status: u16, body: &[u8]) -> Self {
         let text = String::from_utf8_lossy(body);
         let mut body: String = text.chars().take(300).collect();
@@ -133,5 +146,28 @@ impl A2aError {
             A2aError::Rpc { error, .. } => Some(error.code),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decode_error_keeps_the_json_error_as_its_source() {
+        let json = serde_json::from_str::<serde_json::Value>("{\"a\": tru}").unwrap_err();
+        let (line, column) = (json.line(), json.column());
+        let err = A2aError::decode("http://peer/a2a", "the `SendMessage` response", json);
+        assert!(
+            err.to_string().starts_with(
+                "cannot decode the `SendMessage` response from http://peer/a2a: expected ident"
+            ),
+            "{err}"
+        );
+        let source = std::error::Error::source(&err).expect("a source");
+        let json = source
+            .downcast_ref::<serde_json::Error>()
+            .expect("the serde_json error");
+        assert_eq!((json.line(), json.column()), (line, column));
     }
 }

@@ -16,7 +16,13 @@
 //! JSON-RPC 2.0 envelopes and error objects build on `jsonrpsee-types`, but the transport is
 //! **axum on the server and reqwest on the client**, because jsonrpsee's HTTP server cannot
 //! answer a call with Server-Sent Events, which `SendStreamingMessage` (0.3: `message/stream`)
-//! needs. The client speaks JSON-RPC (1.0 and 0.3) and the HTTP+JSON binding (1.0); gRPC is not
+//! needs. From `jsonrpsee-types` we take what fits: `TwoPointZero` (the `"jsonrpc": "2.0"`
+//! marker, checked on every envelope) and `ErrorObject` / `ErrorObjectOwned` (converted to and
+//! from our [`RpcError`](types::jsonrpc::RpcError)). Its request, response and id types are not
+//! used: they borrow from the input (our envelopes are generic over owned, typed params and
+//! results, parsed in one step) and its error object rejects unknown fields, while a client
+//! must accept what any peer sends. Event streams are read with the workspace's one SSE decoder,
+//! `subagent-sse` (`client` feature). The client speaks JSON-RPC (1.0 and 0.3) and the HTTP+JSON binding (1.0); gRPC is not
 //! supported.
 //!
 //! ## Resolving

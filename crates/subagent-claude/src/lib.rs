@@ -36,6 +36,26 @@
 //! let parsed = parse_agent("planner.md".as_ref(), text).unwrap();
 //! assert_eq!(parsed.definition.permission_mode, PermissionMode::Plan);
 //! ```
+//!
+//! ## Frontmatter: why not `gray_matter`
+//!
+//! The design card named `gray_matter` for frontmatter. We split the frontmatter by hand and
+//! call `yaml-rust2` (the YAML parser `gray_matter` 0.3 itself uses) directly; `gray_matter`
+//! stays only as the baseline of the `parse_corpus` bench. Three reasons:
+//!
+//! - **Speed.** On the 578 files of the shared corpus (397 agents, 181 skills), parsing into
+//!   typed definitions takes **13.6 ms** against **29.9 ms** for bare
+//!   `gray_matter::Matter::<YAML>::parse::<serde_json::Value>` of the same texts, a ratio of
+//!   **0.45x** (`cargo bench -p subagent-claude --bench parse_corpus`, medians, 2026-11-22; see
+//!   `docs/perf/subagent-claude.md`): `gray_matter` copies the input, rebuilds the frontmatter
+//!   line by line, clones the YAML tree and converts it through its own `Pod` type.
+//! - **Bounds.** `gray_matter` loads YAML with `YamlLoader`, which expands aliases without limit
+//!   (a few hundred bytes of nested anchors become billions of values) and recurses once per
+//!   nesting level (a deep `[[[[...]]]]` overflows the stack). Our reader charges every value
+//!   and alias copy to a per-document budget and keeps its own stack.
+//! - **Leniency and positions.** Public agent collections contain frontmatter strict YAML
+//!   rejects (8 of the 578); we need the split's line numbers for errors and a lenient
+//!   second reading, which `gray_matter`'s API does not expose.
 
 mod builtin;
 mod definition;

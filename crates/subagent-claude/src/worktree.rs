@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long one `git` command may take.
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Bytes of a `git` command's output kept.
 const MAX_GIT_OUTPUT: usize = 64 * 1024;

@@ -2,7 +2,7 @@
 //! tool filtering, model routing, skills, maxTurns, resume, permission modes, depth.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -13,10 +13,12 @@ use subagent_claude::{
 use subagent_providers::OpenAiModel;
 use subagent_runtime::ModelRegistry;
 use subagent_spi::{
-    ApprovalDecision, ApprovalRequest, Approver, SessionApprover, SubagentDefinition,
-    SubagentError, TaskCall, TaskContext, TaskStatus, Tool, ToolEffect, ToolError, ToolOutput,
+    ApprovalDecision, Approver, SessionApprover, SubagentDefinition, SubagentError, TaskCall,
+    TaskContext, TaskStatus, Tool, ToolEffect, ToolError, ToolOutput,
 };
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagent_testkit::{
+    RecordedRequest, Reply, SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover, ScriptedModelServer,
+};
 
 /// A stand-in for the host's `Task` tool: the executor only filters it by name.
 #[derive(Debug)]
@@ -330,14 +332,6 @@ async fn resume_sends_the_earlier_transcript() {
     assert!(matches!(err, SubagentError::Resume { .. }), "{err}");
 }
 
-fn tool_result_texts(req: &RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn plan_mode_refuses_write_with_a_readable_error() {
     let h = Harness::new().await;
@@ -354,7 +348,7 @@ async fn plan_mode_refuses_write_with_a_readable_error() {
     let out = run(&ex, &def, call("plan it"), child_ctx()).await.unwrap();
     assert_eq!(out.text, "planned");
     assert!(!h.dir.path().join("out.txt").exists(), "Write must not run");
-    let results = tool_result_texts(&h.server.last_request().unwrap());
+    let results = h.server.last_request().unwrap().tool_results();
     assert_eq!(results.len(), 2);
     assert!(
         results[0].contains("permission mode `plan`"),
@@ -369,43 +363,6 @@ async fn plan_mode_refuses_write_with_a_readable_error() {
     );
 }
 
-/// An approver that records requests and answers from a list (then denies).
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<Vec<ApprovalRequest>>,
-    answers: Mutex<Vec<ApprovalDecision>>,
-}
-
-impl Recorder {
-    fn answering(answers: Vec<ApprovalDecision>) -> Arc<Self> {
-        Arc::new(Self {
-            seen: Mutex::default(),
-            answers: Mutex::new(answers),
-        })
-    }
-    fn seen(&self) -> Vec<String> {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|r| format!("{}:{}", r.tool, r.summary))
-            .collect()
-    }
-}
-
-#[async_trait]
-impl Approver for Recorder {
-    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
-        self.seen.lock().unwrap().push(request);
-        let mut a = self.answers.lock().unwrap();
-        if a.is_empty() {
-            ApprovalDecision::deny("the test says no.")
-        } else {
-            a.remove(0)
-        }
-    }
-}
-
 fn write_call(file: &str) -> Reply {
     Reply::tool_calls(vec![("Write", json!({"file_path": file, "content": "x"}))])
 }
@@ -418,7 +375,7 @@ fn bash_call(cmd: &str) -> Reply {
 async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
     let h = Harness::new().await;
     let ex = h.executor();
-    let approver = Recorder::answering(vec![]);
+    let approver = ScriptedApprover::answering(vec![]);
     let ctx = || child_ctx().with_approver(approver.clone());
     h.server.push(write_call("w.txt"));
     h.server.push(Reply::text("done"));
@@ -429,14 +386,14 @@ async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
     let default = agent("name: test-agent\ndescription: d", "p");
     run(&ex, &default, call("w"), ctx()).await.unwrap();
     assert!(!h.dir.path().join("w.txt").exists());
-    let results = tool_result_texts(&h.server.last_request().unwrap());
+    let results = h.server.last_request().unwrap().tool_results();
     assert!(
-        results[0].contains("not approved") && results[0].contains("the test says no."),
+        results[0].contains("not approved") && results[0].contains(SCRIPT_EXHAUSTED_DENIAL),
         "{}",
         results[0]
     );
-    assert_eq!(approver.seen(), ["Write:w.txt"]);
-    let req = approver.seen.lock().unwrap()[0].clone();
+    assert_eq!(approver.summaries(), ["Write:w.txt"]);
+    let req = approver.requests()[0].clone();
     assert_eq!(req.agent_path, ["test-agent"]);
     assert!(req.reason.contains("default"), "{}", req.reason);
 
@@ -454,7 +411,7 @@ async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
         "acceptEdits asks for Bash"
     );
     assert_eq!(
-        approver.seen(),
+        approver.summaries(),
         ["Write:w.txt", "Bash:touch b.txt"],
         "no approval asked for an edit, one for the command"
     );
@@ -469,7 +426,7 @@ async fn without_an_approver_ask_means_deny_with_a_readable_message() {
     let def = agent("name: test-agent\ndescription: d", "p");
     run(&ex, &def, call("x"), child_ctx()).await.unwrap();
     assert!(!h.dir.path().join("nobody.txt").exists());
-    let results = tool_result_texts(&h.server.last_request().unwrap());
+    let results = h.server.last_request().unwrap().tool_results();
     assert!(
         results[0].contains("no one is available to approve"),
         "{}",
@@ -484,7 +441,7 @@ async fn dont_ask_denies_and_bypass_runs_and_the_override_wins() {
     h.server.push(Reply::text("ok"));
     h.server.push(bash_call("touch bypass.txt"));
     h.server.push(Reply::text("ok"));
-    let approver = Recorder::answering(vec![ApprovalDecision::AllowOnce; 4]);
+    let approver = ScriptedApprover::answering(vec![ApprovalDecision::AllowOnce; 4]);
     let dont = agent(
         "name: test-agent\ndescription: d\npermissionMode: dontAsk",
         "p",
@@ -499,9 +456,9 @@ async fn dont_ask_denies_and_bypass_runs_and_the_override_wins() {
     .await
     .unwrap();
     assert!(!h.dir.path().join("dont.txt").exists());
-    let results = tool_result_texts(&h.server.last_request().unwrap());
+    let results = h.server.last_request().unwrap().tool_results();
     assert!(results[0].contains("dontAsk"), "{}", results[0]);
-    assert!(approver.seen().is_empty(), "dontAsk never asks");
+    assert!(approver.summaries().is_empty(), "dontAsk never asks");
     // The type's override (--permission-mode) beats the agent's own mode.
     let ex = h.executor_with(
         PermissionRules::new(),
@@ -521,7 +478,7 @@ async fn an_allow_rule_allows_only_its_command_and_session_answers_are_remembere
         .with_rule(RuleAction::Deny, "Bash(rm:*)", &root, "test")
         .unwrap();
     let ex = h.executor_with(rules, None);
-    let recorder = Recorder::answering(vec![
+    let recorder = ScriptedApprover::answering(vec![
         ApprovalDecision::AllowOnce,
         ApprovalDecision::AllowSession,
     ]);
@@ -539,7 +496,7 @@ async fn an_allow_rule_allows_only_its_command_and_session_answers_are_remembere
         .await
         .unwrap();
     let reqs = h.requests();
-    let first = tool_result_texts(&reqs[1]);
+    let first = reqs[1].tool_results();
     assert!(
         !first[0].contains("approv"),
         "git status runs: {}",
@@ -550,7 +507,7 @@ async fn an_allow_rule_allows_only_its_command_and_session_answers_are_remembere
     // Only the compound command (allowed once) and the first touch (allowed for the session)
     // were asked; the session answer for `touch` covered the second.
     assert_eq!(
-        recorder.seen(),
+        recorder.summaries(),
         ["Bash:git status; touch sneaky.txt", "Bash:touch one.txt"]
     );
     assert!(

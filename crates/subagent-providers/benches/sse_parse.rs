@@ -1,15 +1,17 @@
 //! Streaming parse throughput on a recorded-shaped OpenAI Chat Completions SSE stream (~1 MB of
 //! text and tool-call fragment chunks), fed in 1,460-byte pieces as a socket delivers them.
 //!
-//! `sse_framing`: the SSE parser alone. `openai_decode`: SSE + per-chunk JSON decoding + reply
+//! `sse_framing`: the SSE parser alone (`subagent-sse`); `sse_framing_sse_stream_crate`: the same
+//! with the `sse-stream` crate, as a baseline (it copies each piece into `Bytes`, as a socket
+//! would hand them over). `openai_decode`: SSE + per-chunk JSON decoding + reply
 //! assembly, i.e. everything `OpenAiModel::chat_stream` does with the bytes.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use subagent_providers::OpenAiStreamDecoder;
-use subagent_providers::sse::SseParser;
+use subagent_providers::bench_internals::OpenAiStreamDecoder;
+use subagent_sse::SseParser;
 
 const WORDS: &[&str] = &[
     "the",
@@ -144,6 +146,23 @@ fn bench(c: &mut Criterion) {
                 p.feed(black_box(piece), |ev| n += ev.data.len()).unwrap();
             }
             p.finish(|ev| n += ev.data.len()).unwrap();
+            black_box(n)
+        })
+    });
+
+    // Baseline: the maintained `sse-stream` crate over the same pieces (unbounded, allocates per
+    // field; see subagent-sse's crate docs for why we keep our own).
+    g.bench_function("sse_framing_sse_stream_crate", |b| {
+        b.iter(|| {
+            let pieces = stream
+                .chunks(PIECE)
+                .map(|p| Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(black_box(p))));
+            let events = sse_stream::SseStream::from_bytes_stream(futures::stream::iter(pieces));
+            let n = futures::executor::block_on(futures::StreamExt::fold(
+                events,
+                0usize,
+                |n, ev| async move { n + ev.unwrap().data.map_or(0, |d| d.len()) },
+            ));
             black_box(n)
         })
     });

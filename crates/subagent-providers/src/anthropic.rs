@@ -3,7 +3,6 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -14,13 +13,11 @@ use subagent_spi::chat::{
 };
 use subagent_spi::{Effort, ModelError, async_trait};
 
-use crate::common::{ApiKey, generated_call_id, parse_arguments};
-use crate::openai::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT};
-use crate::sse::SseParser;
-use crate::transport::{
-    RetryPolicy, SharedPause, Transport, build_client, header_map, normalise_base_url,
-    truncate_chars,
-};
+use subagent_sse::SseParser;
+
+use crate::common::{generated_call_id, parse_arguments, sse_events};
+use crate::options::{HttpOptions, http_option_setters};
+use crate::transport::{Transport, truncate_chars};
 
 /// Anthropic's API base URL (requests go to `<base>/v1/messages`).
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -71,97 +68,41 @@ impl ThinkingCache {
     }
 }
 
-/// Builds an [`AnthropicModel`]; see [`AnthropicModel::builder`].
+/// Builds an [`AnthropicModel`]; see [`AnthropicModel::builder`]. The HTTP settings are an
+/// [`HttpOptions`] (set whole with `http_options`, or one by one with the shortcuts).
 #[derive(Debug, Clone)]
 pub struct AnthropicModelBuilder {
-    base_url: String,
-    api_key: Option<ApiKey>,
-    model: Option<String>,
-    timeout: Duration,
-    stream_idle_timeout: Duration,
-    retry: RetryPolicy,
-    headers: Vec<(String, String)>,
+    http: HttpOptions,
     default_max_tokens: u32,
-    client: Option<reqwest::Client>,
 }
 
 impl Default for AnthropicModelBuilder {
     fn default() -> Self {
         Self {
-            base_url: ANTHROPIC_DEFAULT_BASE_URL.into(),
-            api_key: None,
-            model: None,
-            timeout: DEFAULT_TIMEOUT,
-            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
-            retry: RetryPolicy::default(),
-            headers: Vec::new(),
+            http: HttpOptions::new(),
             default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
-            client: None,
         }
     }
 }
 
 impl AnthropicModelBuilder {
+    http_option_setters!();
+
     /// The API base URL without `/v1` (default [`ANTHROPIC_DEFAULT_BASE_URL`]).
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
+        self.http = self.http.base_url(url);
         self
     }
 
     /// The API key, sent as `x-api-key`.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey(key.into()));
-        self
-    }
-
-    /// Like [`api_key`](Self::api_key) but optional.
-    pub fn api_key_opt(mut self, key: Option<String>) -> Self {
-        self.api_key = key.map(ApiKey);
-        self
-    }
-
-    /// The model id used when a request names none (required).
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
-    /// Per-attempt timeout (default 300 s). For streamed calls it bounds the wait for the
-    /// response headers and every silence between chunks.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How long a streamed reply may stay silent (no bytes at all, not even a keep-alive)
-    /// before the call fails with a timeout naming the limit (default 120 s).
-    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
-        self.stream_idle_timeout = limit;
-        self
-    }
-
-    /// Retries after the first attempt on 429, 5xx (incl. 529 overloaded) and connection
-    /// errors (default 3).
-    pub fn max_retries(mut self, n: u32) -> Self {
-        self.retry.max_retries = n;
-        self
-    }
-
-    /// The first backoff delay (default 500 ms; doubles each retry).
-    pub fn base_delay(mut self, d: Duration) -> Self {
-        self.retry.base_delay = d;
-        self
-    }
-
-    /// The whole retry policy.
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
+        self.http = self.http.api_key(key);
         self
     }
 
     /// An extra header sent with every request (e.g. `anthropic-beta`).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        self.http = self.http.header(name, value);
         self
     }
 
@@ -171,59 +112,22 @@ impl AnthropicModelBuilder {
         self
     }
 
-    /// Use this HTTP client (shares its connection pool).
-    pub fn client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
-        self
-    }
-
     /// Check the settings and build the model.
     pub fn build(self) -> Result<AnthropicModel, ModelError> {
-        let provider = "anthropic";
-        let model = match self.model {
-            Some(m) if !m.trim().is_empty() => m,
-            _ => {
-                return Err(ModelError::Config(
-                    "anthropic: no model id given (call .model(..))".into(),
-                ));
-            }
-        };
-        let base = normalise_base_url(provider, &self.base_url)?;
-        let mut pairs = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            (
-                "accept".to_string(),
-                "application/json, text/event-stream".to_string(),
-            ),
-            (
-                "anthropic-version".to_string(),
-                ANTHROPIC_VERSION.to_string(),
-            ),
-        ];
-        if let Some(key) = &self.api_key {
-            pairs.push(("x-api-key".into(), key.0.clone()));
-        }
-        pairs.extend(self.headers);
-        let headers = header_map(provider, &pairs, &["x-api-key", "authorization"])?;
-        let client = match self.client {
-            Some(c) => c,
-            None => build_client()?,
-        };
+        let endpoint = self.http.endpoint(
+            "anthropic".into(),
+            ANTHROPIC_DEFAULT_BASE_URL,
+            "/v1/messages",
+            &[("anthropic-version", ANTHROPIC_VERSION)],
+            |key| ("x-api-key", key.to_string()),
+            &["x-api-key", "authorization"],
+        )?;
         Ok(AnthropicModel {
-            model,
-            base_url: base.clone(),
+            model: endpoint.model,
+            base_url: endpoint.base_url,
             default_max_tokens: self.default_max_tokens,
             thinking: Arc::default(),
-            transport: Transport {
-                provider: provider.into(),
-                client,
-                pause: SharedPause::for_endpoint(&format!("{base}/v1/messages")),
-                url: format!("{base}/v1/messages"),
-                headers,
-                retry: self.retry,
-                timeout: self.timeout,
-                idle_timeout: self.stream_idle_timeout,
-            },
+            transport: endpoint.transport,
         })
     }
 }
@@ -295,7 +199,7 @@ impl AnthropicModel {
     }
 
     /// The JSON body sent for `request` (`stream` selects SSE).
-    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+    pub(crate) fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
         let mut body = Map::new();
         body.insert(
             "model".into(),
@@ -461,7 +365,7 @@ fn wire_messages(
 }
 
 /// Map an Anthropic `stop_reason` to a [`StopReason`].
-pub fn stop_reason_from_anthropic(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
+pub(crate) fn stop_reason_from_anthropic(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
     match reason {
         Some("end_turn") => StopReason::EndTurn,
         Some("tool_use") => StopReason::ToolUse,
@@ -691,6 +595,10 @@ struct StreamState {
 /// `_delta` / `_stop` with `text_delta` and `input_json_delta`, `message_delta`, `ping`,
 /// `message_stop`, `error`): feed chunks as they arrive, [`finish`](Self::finish) returns the
 /// assembled reply.
+///
+/// Internal (the model's `chat_stream` uses it); public only to benches, through the hidden
+/// `bench-internals` feature.
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
 #[derive(Debug)]
 pub struct AnthropicStreamDecoder {
     parser: SseParser,
@@ -698,6 +606,7 @@ pub struct AnthropicStreamDecoder {
     default_model: String,
 }
 
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
 impl AnthropicStreamDecoder {
     /// A decoder; `model` is reported when the stream names none.
     pub fn new(model: impl Into<String>) -> Self {
@@ -723,21 +632,12 @@ impl AnthropicStreamDecoder {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<(), ModelError> {
         let Self { parser, state, .. } = self;
-        let mut failure = None;
-        let parsed = parser.feed(bytes, |ev| {
-            if failure.is_none()
-                && let Err(e) = state.on_event(ev.data, on_delta)
-            {
-                failure = Some(e);
-            }
-        });
-        if let Err(e) = parsed {
-            return Err(state.bad(e.to_string()));
-        }
-        failure.map_or(Ok(()), Err)
+        sse_events(parser, Some(bytes), |data| state.on_event(data, on_delta))
+            .map_err(|e| state.bad(e.to_string()))?
     }
 
     /// The stream ended: return the assembled reply, or an error if it was cut short.
+    #[cfg(any(test, feature = "bench-internals"))]
     pub fn finish(self) -> Result<ChatResponse, ModelError> {
         self.finish_with_thinking().map(|(reply, _)| reply)
     }
@@ -745,21 +645,9 @@ impl AnthropicStreamDecoder {
     /// [`finish`](Self::finish), with the reply's thinking blocks.
     pub(crate) fn finish_with_thinking(mut self) -> Result<(ChatResponse, Vec<Value>), ModelError> {
         let Self { parser, state, .. } = &mut self;
-        let mut failure = None;
         let noop = |_: ChatDelta| {};
-        let parsed = parser.finish(|ev| {
-            if failure.is_none()
-                && let Err(e) = state.on_event(ev.data, &noop)
-            {
-                failure = Some(e);
-            }
-        });
-        if let Err(e) = parsed {
-            return Err(state.bad(e.to_string()));
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
+        sse_events(parser, None, |data| state.on_event(data, &noop))
+            .map_err(|e| state.bad(e.to_string()))??;
         let state = std::mem::take(&mut self.state);
         if !state.started {
             return Err(state.bad("the stream ended without a message_start event"));

@@ -3,10 +3,35 @@
 use std::fmt;
 
 use serde_json::Value;
+use subagent_spi::ModelError;
+use subagent_sse::{SseError, SseParser};
 
 /// A fresh `call_` id for a tool call the server sent without one (a random v4 UUID in hex).
 pub(crate) fn generated_call_id() -> String {
     format!("call_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Hands the data of every event `chunk` completes (with `None`: the events the end of the
+/// stream completes) to `on_data`, stopping at its first error. The outer error is the
+/// parser's (a stream past its limits), the inner one `on_data`'s.
+pub(crate) fn sse_events(
+    parser: &mut SseParser,
+    chunk: Option<&[u8]>,
+    mut on_data: impl FnMut(&str) -> Result<(), ModelError>,
+) -> Result<Result<(), ModelError>, SseError> {
+    let mut failure = None;
+    let mut each = |ev: subagent_sse::SseEvent<'_>| {
+        if failure.is_none()
+            && let Err(e) = on_data(ev.data)
+        {
+            failure = Some(e);
+        }
+    };
+    match chunk {
+        Some(bytes) => parser.feed(bytes, &mut each)?,
+        None => parser.finish(&mut each)?,
+    }
+    Ok(failure.map_or(Ok(()), Err))
 }
 
 /// Tool-call arguments as received (a JSON string, possibly empty) into a JSON value.

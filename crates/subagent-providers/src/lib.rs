@@ -86,23 +86,35 @@ mod anthropic;
 mod common;
 mod error;
 mod openai;
+mod options;
 mod probe;
 mod spec;
-pub mod sse;
 mod transport;
 
 pub use anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicModel,
-    AnthropicModelBuilder, AnthropicStreamDecoder, stop_reason_from_anthropic, thinking_budget,
+    AnthropicModelBuilder, thinking_budget,
 };
 pub use error::{ProviderError, http_status, redact_url};
 pub use openai::{
-    DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, MaxTokensField, OLLAMA_DEFAULT_BASE_URL,
-    OPENAI_DEFAULT_BASE_URL, OpenAiModel, OpenAiModelBuilder, OpenAiStreamDecoder,
-    reasoning_effort, stop_reason_from_finish,
+    MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, OpenAiModel,
+    OpenAiModelBuilder, reasoning_effort,
 };
+pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::probe_ollama;
 pub use spec::{
     ACCEPTED_FORMS, ModelSpec, Provider, default_aliases, model_from_spec, model_from_spec_with_env,
 };
 pub use transport::RetryPolicy;
+
+#[cfg(test)]
+mod stream_tests;
+
+/// Internals exposed to this crate's benches only (`--features bench-internals`); not part of
+/// the API, may change in any release.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod bench_internals {
+    pub use crate::anthropic::AnthropicStreamDecoder;
+    pub use crate::openai::OpenAiStreamDecoder;
+}

@@ -1,7 +1,6 @@
 //! The OpenAI-compatible Chat Completions client (OpenAI, Ollama, vLLM, llama.cpp, LM Studio).
 
 use std::borrow::Cow;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -13,24 +12,16 @@ use subagent_spi::chat::{
 };
 use subagent_spi::{Effort, ModelError, async_trait};
 
-use crate::common::{ApiKey, generated_call_id, parse_arguments};
-use crate::sse::SseParser;
-use crate::transport::{
-    RetryPolicy, SharedPause, Transport, build_client, header_map, normalise_base_url,
-    truncate_chars,
-};
+use subagent_sse::SseParser;
+
+use crate::common::{generated_call_id, parse_arguments, sse_events};
+use crate::options::{HttpOptions, http_option_setters};
+use crate::transport::{Transport, truncate_chars};
 
 /// OpenAI's API base URL.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// Ollama's OpenAI-compatible base URL on its default port.
 pub const OLLAMA_DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
-/// Default silence allowed inside a streamed reply (120 s): long enough for a reasoning model's
-/// first token, short enough that a frozen server is noticed.
-pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Default per-request timeout (300 s).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
-
 /// Which field carries the output token cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -42,107 +33,52 @@ pub enum MaxTokensField {
     MaxCompletionTokens,
 }
 
-/// Builds an [`OpenAiModel`]; see [`OpenAiModel::builder`].
+/// Builds an [`OpenAiModel`]; see [`OpenAiModel::builder`]. The HTTP settings are an
+/// [`HttpOptions`] (set whole with `http_options`, or one by one with the shortcuts).
 #[derive(Debug, Clone)]
 pub struct OpenAiModelBuilder {
     provider: String,
-    base_url: String,
-    api_key: Option<ApiKey>,
-    model: Option<String>,
-    timeout: Duration,
-    stream_idle_timeout: Duration,
-    retry: RetryPolicy,
-    headers: Vec<(String, String)>,
+    http: HttpOptions,
     max_tokens_field: MaxTokensField,
     include_usage: bool,
-    client: Option<reqwest::Client>,
 }
 
 impl Default for OpenAiModelBuilder {
     fn default() -> Self {
         Self {
             provider: "openai".into(),
-            base_url: OPENAI_DEFAULT_BASE_URL.into(),
-            api_key: None,
-            model: None,
-            timeout: DEFAULT_TIMEOUT,
-            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
-            retry: RetryPolicy::default(),
-            headers: Vec::new(),
+            http: HttpOptions::new(),
             max_tokens_field: MaxTokensField::default(),
             include_usage: true,
-            client: None,
         }
     }
 }
 
 impl OpenAiModelBuilder {
+    http_option_setters!();
+
     /// The API base URL, up to and including `/v1` (default [`OPENAI_DEFAULT_BASE_URL`]);
     /// requests go to `<base>/chat/completions`.
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
+        self.http = self.http.base_url(url);
         self
     }
 
     /// The API key, sent as `Authorization: Bearer <key>` (none by default: local servers).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey(key.into()));
+        self.http = self.http.api_key(key);
         self
     }
 
-    /// Like [`api_key`](Self::api_key) but optional.
-    pub fn api_key_opt(mut self, key: Option<String>) -> Self {
-        self.api_key = key.map(ApiKey);
-        self
-    }
-
-    /// The model id used when a request names none (required).
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
+    /// An extra header sent with every request (e.g. `OpenAI-Organization`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.http = self.http.header(name, value);
         self
     }
 
     /// The name used in errors and logs (default `openai`; e.g. `ollama`, `vllm`).
     pub fn provider_name(mut self, name: impl Into<String>) -> Self {
         self.provider = name.into();
-        self
-    }
-
-    /// Per-attempt timeout (default 300 s). For streamed calls it bounds the wait for the
-    /// response headers and every silence between chunks, so long live streams are fine.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How long a streamed reply may stay silent (no bytes at all, not even a keep-alive)
-    /// before the call fails with a timeout naming the limit (default 120 s).
-    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
-        self.stream_idle_timeout = limit;
-        self
-    }
-
-    /// Retries after the first attempt on 429, 5xx and connection errors (default 3).
-    pub fn max_retries(mut self, n: u32) -> Self {
-        self.retry.max_retries = n;
-        self
-    }
-
-    /// The first backoff delay (default 500 ms; doubles each retry).
-    pub fn base_delay(mut self, d: Duration) -> Self {
-        self.retry.base_delay = d;
-        self
-    }
-
-    /// The whole retry policy.
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
-    /// An extra header sent with every request (e.g. `OpenAI-Organization`).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
         self
     }
 
@@ -159,55 +95,22 @@ impl OpenAiModelBuilder {
         self
     }
 
-    /// Use this HTTP client (shares its connection pool).
-    pub fn client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
-        self
-    }
-
     /// Check the settings and build the model.
     pub fn build(self) -> Result<OpenAiModel, ModelError> {
-        let model = match self.model {
-            Some(m) if !m.trim().is_empty() => m,
-            _ => {
-                return Err(ModelError::Config(format!(
-                    "{}: no model id given (call .model(..))",
-                    self.provider
-                )));
-            }
-        };
-        let base = normalise_base_url(&self.provider, &self.base_url)?;
-        let mut pairs = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            (
-                "accept".to_string(),
-                "application/json, text/event-stream".to_string(),
-            ),
-        ];
-        if let Some(key) = &self.api_key {
-            pairs.push(("authorization".into(), format!("Bearer {}", key.0)));
-        }
-        pairs.extend(self.headers);
-        let headers = header_map(&self.provider, &pairs, &["authorization", "api-key"])?;
-        let client = match self.client {
-            Some(c) => c,
-            None => build_client()?,
-        };
+        let endpoint = self.http.endpoint(
+            self.provider,
+            OPENAI_DEFAULT_BASE_URL,
+            "/chat/completions",
+            &[],
+            |key| ("authorization", format!("Bearer {key}")),
+            &["authorization", "api-key"],
+        )?;
         Ok(OpenAiModel {
-            model,
-            base_url: base.clone(),
+            model: endpoint.model,
+            base_url: endpoint.base_url,
             max_tokens_field: self.max_tokens_field,
             include_usage: self.include_usage,
-            transport: Transport {
-                provider: self.provider,
-                client,
-                pause: SharedPause::for_endpoint(&format!("{base}/chat/completions")),
-                url: format!("{base}/chat/completions"),
-                headers,
-                retry: self.retry,
-                timeout: self.timeout,
-                idle_timeout: self.stream_idle_timeout,
-            },
+            transport: endpoint.transport,
         })
     }
 }
@@ -244,7 +147,7 @@ impl OpenAiModel {
     }
 
     /// The JSON body sent for `request` (`stream` selects SSE).
-    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+    pub(crate) fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
         let mut body = Map::new();
         let model = request.model.as_deref().unwrap_or(&self.model);
         body.insert("model".into(), json!(model));
@@ -379,7 +282,7 @@ fn wire_messages(request: &ChatRequest) -> Vec<Value> {
 }
 
 /// Map an OpenAI `finish_reason` (absent = `None`) to a [`StopReason`].
-pub fn stop_reason_from_finish(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
+pub(crate) fn stop_reason_from_finish(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
     match reason {
         Some("tool_calls" | "function_call") => StopReason::ToolUse,
         // Some servers say `stop` (or nothing) even when they return tool calls.
@@ -627,17 +530,10 @@ struct StreamState {
 /// `on_delta` with text and tool-call pieces, and [`finish`](Self::finish) returns the
 /// assembled reply. Tool-call fragments are joined by their `index`.
 ///
-/// ```
-/// use subagent_providers::OpenAiStreamDecoder;
-/// let mut dec = OpenAiStreamDecoder::new("openai", "gpt-4.1");
-/// let sse = concat!(
-///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
-///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\n",
-///     "data: [DONE]\n\n",
-/// );
-/// dec.feed(sse.as_bytes(), &|_delta| {}).unwrap();
-/// assert_eq!(dec.finish().unwrap().content, "Hello");
-/// ```
+///
+/// Internal (the model's `chat_stream` uses it); public only to the `sse_parse` bench, through
+/// the hidden `bench-internals` feature.
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
 #[derive(Debug)]
 pub struct OpenAiStreamDecoder {
     parser: SseParser,
@@ -645,6 +541,7 @@ pub struct OpenAiStreamDecoder {
     default_model: String,
 }
 
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
 impl OpenAiStreamDecoder {
     /// A decoder; `provider` names errors, `model` is reported when the stream names none.
     pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
@@ -670,38 +567,16 @@ impl OpenAiStreamDecoder {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<(), ModelError> {
         let Self { parser, state, .. } = self;
-        let mut failure = None;
-        let parsed = parser.feed(bytes, |ev| {
-            if failure.is_none()
-                && let Err(e) = state.on_data(ev.data, on_delta)
-            {
-                failure = Some(e);
-            }
-        });
-        if let Err(e) = parsed {
-            return Err(state.bad(e.to_string()));
-        }
-        failure.map_or(Ok(()), Err)
+        sse_events(parser, Some(bytes), |data| state.on_data(data, on_delta))
+            .map_err(|e| state.bad(e.to_string()))?
     }
 
     /// The stream ended: return the assembled reply, or an error if it was cut short.
     pub fn finish(mut self) -> Result<ChatResponse, ModelError> {
         let Self { parser, state, .. } = &mut self;
-        let mut failure = None;
         let noop = |_: ChatDelta| {};
-        let parsed = parser.finish(|ev| {
-            if failure.is_none()
-                && let Err(e) = state.on_data(ev.data, &noop)
-            {
-                failure = Some(e);
-            }
-        });
-        if let Err(e) = parsed {
-            return Err(state.bad(e.to_string()));
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
+        sse_events(parser, None, |data| state.on_data(data, &noop))
+            .map_err(|e| state.bad(e.to_string()))??;
         let state = std::mem::take(&mut self.state);
         if !state.saw_data {
             return Err(state.bad("the stream ended without any event"));

@@ -262,14 +262,14 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    pub fn timeout_error(&self) -> ModelError {
+    pub(crate) fn timeout_error(&self) -> ModelError {
         ModelError::Timeout {
             provider: self.provider.clone(),
             after: self.timeout,
         }
     }
 
-    pub fn connection_error(&self, e: &reqwest::Error) -> ModelError {
+    pub(crate) fn connection_error(&self, e: &reqwest::Error) -> ModelError {
         if e.is_timeout() {
             return self.timeout_error();
         }
@@ -343,7 +343,7 @@ impl Transport {
     }
 
     /// POST and read the whole reply body, with retries; the timeout covers each attempt.
-    pub async fn post_for_body(&self, body: Bytes) -> Result<Vec<u8>, ModelError> {
+    pub(crate) async fn post_for_body(&self, body: Bytes) -> Result<Vec<u8>, ModelError> {
         self.with_retries(|| async {
             let attempt = async {
                 let resp = self.post_once(&body).await?;
@@ -361,13 +361,19 @@ impl Transport {
 
     /// POST and return the response once its headers arrive, with retries. The caller reads
     /// the body with [`next_chunk`](Self::next_chunk).
-    pub async fn post_for_stream(&self, body: Bytes) -> Result<reqwest::Response, ModelError> {
+    pub(crate) async fn post_for_stream(
+        &self,
+        body: Bytes,
+    ) -> Result<reqwest::Response, ModelError> {
         self.with_retries(|| self.post_once(&body)).await
     }
 
     /// Read the rest of a body that should have been a stream but is one JSON document (some
     /// servers ignore `stream: true`), chunk by chunk under the idle timeout, up to the cap.
-    pub async fn read_rest(&self, resp: &mut reqwest::Response) -> Result<Vec<u8>, ModelError> {
+    pub(crate) async fn read_rest(
+        &self,
+        resp: &mut reqwest::Response,
+    ) -> Result<Vec<u8>, ModelError> {
         let mut buf = Vec::new();
         while let Some(chunk) = self.next_chunk(resp).await? {
             if buf.len() + chunk.len() > MAX_REPLY_BODY {
@@ -382,7 +388,7 @@ impl Transport {
     }
 
     /// True when the response is `text/event-stream`.
-    pub fn is_event_stream(resp: &reqwest::Response) -> bool {
+    pub(crate) fn is_event_stream(resp: &reqwest::Response) -> bool {
         resp.headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -390,7 +396,7 @@ impl Transport {
     }
 
     /// The next body chunk, failing with a timeout if the server stays silent for the timeout.
-    pub async fn next_chunk(
+    pub(crate) async fn next_chunk(
         &self,
         resp: &mut reqwest::Response,
     ) -> Result<Option<Bytes>, ModelError> {

@@ -175,18 +175,17 @@ async fn tool_results_are_grouped_into_one_user_message() {
 async fn stop_reason_variants() {
     let server = ScriptedModelServer::start().await;
     let model = anthropic(&server);
-    for (wire, expected) in [
-        ("max_tokens", StopReason::MaxTokens),
-        ("stop_sequence", StopReason::StopSequence),
-        ("refusal", StopReason::ContentFilter),
-        ("pause_turn", StopReason::Other("pause_turn".into())),
-    ] {
-        server.push(Reply::text("x").with_stop_reason(wire));
-        server.push(Reply::text("x").with_stop_reason(wire));
-        assert_eq!(model.chat(user("q")).await.unwrap().stop_reason, expected);
-        let (r, _) = stream(&model, user("q")).await;
-        assert_eq!(r.unwrap().stop_reason, expected, "streamed {wire}");
-    }
+    assert_stop_reasons(
+        &server,
+        &model,
+        &[
+            ("max_tokens", StopReason::MaxTokens),
+            ("stop_sequence", StopReason::StopSequence),
+            ("refusal", StopReason::ContentFilter),
+            ("pause_turn", StopReason::Other("pause_turn".into())),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -255,18 +255,17 @@ async fn transcript_with_tool_calls_and_results_is_encoded() {
 async fn finish_reason_variants() {
     let server = ScriptedModelServer::start().await;
     let model = openai(&server);
-    for (wire, expected) in [
-        ("length", StopReason::MaxTokens),
-        ("content_filter", StopReason::ContentFilter),
-        ("something_new", StopReason::Other("something_new".into())),
-        ("stop", StopReason::EndTurn),
-    ] {
-        server.push(Reply::text("x").with_stop_reason(wire));
-        server.push(Reply::text("x").with_stop_reason(wire));
-        assert_eq!(model.chat(user("q")).await.unwrap().stop_reason, expected);
-        let (r, _) = stream(&model, user("q")).await;
-        assert_eq!(r.unwrap().stop_reason, expected, "streamed {wire}");
-    }
+    assert_stop_reasons(
+        &server,
+        &model,
+        &[
+            ("length", StopReason::MaxTokens),
+            ("content_filter", StopReason::ContentFilter),
+            ("something_new", StopReason::Other("something_new".into())),
+            ("stop", StopReason::EndTurn),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -24,11 +24,13 @@
 //!
 //! For tests that take a model or a kind as a value there are in-process helpers too:
 //! [`ScriptedModel`] (a `ChatModel` replaying [`Step`]s), [`FnKind`] (a subagent kind whose
-//! agents are async closures) and [`ProgressRecorder`].
+//! agents are async closures), [`ProgressRecorder`] and [`ScriptedApprover`] (a user answering
+//! approval prompts from a script).
 //!
 //! When the script runs out the server answers HTTP 500 with a provider-shaped error body saying
 //! the script is exhausted, so a missing reply is obvious in the client's error message.
 
+mod approver;
 mod fn_kind;
 mod model;
 mod progress;
@@ -37,6 +39,7 @@ mod script;
 mod server;
 mod wire;
 
+pub use approver::{SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover};
 pub use fn_kind::{FN_KIND, FnDefinition, FnKind, fn_ref};
 pub use model::{ScriptedModel, Step, tool_results};
 pub use progress::ProgressRecorder;

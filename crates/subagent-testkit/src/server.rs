@@ -79,6 +79,15 @@ impl RecordedRequest {
             .to_string()
     }
 
+    /// The contents of the OpenAI-format tool results (`role: tool` messages), in order.
+    pub fn tool_results(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// The names of the tools offered, sorted: `function.name` (OpenAI) or `name` (Anthropic).
     pub fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self

@@ -242,7 +242,7 @@ mod imp {
                              the network cannot be"
                                 .into(),
                         ),
-                        _ => LandlockSupport::Unavailable(
+                        RulesetStatus::NotEnforced => LandlockSupport::Unavailable(
                             "the kernel does not enforce Landlock (not built in or not enabled \
                              at boot)"
                                 .into(),

@@ -11,7 +11,7 @@ use crate::output::terminal_safe;
 
 /// One loaded agent in the JSON report.
 #[derive(Debug, Serialize)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// File path (or `embedded:NAME` for built-ins).
     pub path: String,
     /// Agent name.
@@ -27,7 +27,7 @@ pub struct Loaded {
 
 /// One skipped file in the JSON report.
 #[derive(Debug, Serialize)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     /// File path.
     pub path: String,
     /// Why it was skipped or failed.
@@ -36,7 +36,7 @@ pub struct Skipped {
 
 /// The JSON report of `list` and `validate`.
 #[derive(Debug, Default, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// Loaded agents.
     pub loaded: Vec<Loaded>,
     /// Skipped or failed files.
@@ -65,7 +65,7 @@ impl Report {
 
 /// The agent directories to use: the given ones, else those discovered from the current
 /// directory (`.claude/agents` upwards) and the home directory.
-pub fn agent_dirs(given: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn agent_dirs(given: &[PathBuf]) -> Vec<PathBuf> {
     if !given.is_empty() {
         return given.to_vec();
     }
@@ -79,7 +79,7 @@ pub fn agent_dirs(given: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// `agents list`.
-pub async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
+pub(crate) async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
     let mut report = Report::default();
     for name in builtin_names() {
         let def = subagents::claude::builtin_agent(&name)
@@ -125,7 +125,7 @@ pub async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
 }
 
 /// `agents validate`.
-pub async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliError> {
+pub(crate) async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliError> {
     let mut report = Report::default();
     let mut failed = 0usize;
     for path in paths {

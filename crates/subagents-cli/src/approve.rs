@@ -12,18 +12,18 @@ use crate::cli::PermissionArgs;
 use crate::output::terminal_safe;
 
 /// What the model reads when nobody can be asked.
-pub const NO_TERMINAL: &str = "this run has no terminal to ask the user on, and it was not \
+pub(crate) const NO_TERMINAL: &str = "this run has no terminal to ask the user on, and it was not \
 started with --yes. The user can allow such calls with a permission rule (permissions.allow in \
 .claude/settings.json or [permissions] allow in subagents.toml), a --permission-mode, or --yes.";
 
 /// True when a person can be asked: stdin and stderr are terminals.
-pub fn interactive() -> bool {
+pub(crate) fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
 /// The approver for a command: `--yes` approves everything; on a terminal (when `prompt` is
 /// allowed) a prompt on stderr asks; otherwise every request is denied with [`NO_TERMINAL`].
-pub fn approver(
+pub(crate) fn approver(
     args: &PermissionArgs,
     prompt: bool,
     multi: Option<MultiProgress>,
@@ -41,20 +41,20 @@ pub fn approver(
 }
 
 /// For servers, which never prompt: an approve-everything approver with `--yes`, else none.
-pub fn yes_approver(args: &PermissionArgs) -> Option<Arc<dyn Approver>> {
+pub(crate) fn yes_approver(args: &PermissionArgs) -> Option<Arc<dyn Approver>> {
     args.yes
         .then(|| Arc::new(FixedApprover::allow_all()) as Arc<dyn Approver>)
 }
 
 /// Asks on stderr and reads the answer from stdin, one question at a time, with the live
 /// progress display suspended while it asks.
-pub struct TerminalApprover {
+pub(crate) struct TerminalApprover {
     multi: Option<MultiProgress>,
     one_at_a_time: tokio::sync::Mutex<()>,
 }
 
 /// The prompt for one request (terminal-safe).
-pub fn prompt_text(r: &ApprovalRequest) -> String {
+pub(crate) fn prompt_text(r: &ApprovalRequest) -> String {
     let always = r
         .session_rule
         .as_deref()
@@ -79,7 +79,7 @@ pub fn prompt_text(r: &ApprovalRequest) -> String {
 }
 
 /// Reads an answer: `y`/`yes` once, `a`/`always` for the session, anything else no.
-pub fn parse_answer(line: &str) -> ApprovalDecision {
+pub(crate) fn parse_answer(line: &str) -> ApprovalDecision {
     match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => ApprovalDecision::AllowOnce,
         "a" | "always" => ApprovalDecision::AllowSession,

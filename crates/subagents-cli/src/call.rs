@@ -14,7 +14,7 @@ use crate::error::CliError;
 use crate::output::{OutcomeJson, finish};
 
 /// Resolves the agent's card, sends one message, prints the answer; all within `--timeout`.
-pub async fn call(args: &CallArgs) -> Result<(), CliError> {
+pub(crate) async fn call(args: &CallArgs) -> Result<(), CliError> {
     let limit = Duration::from_secs(args.timeout.max(1));
     match tokio::time::timeout(limit, call_once(args)).await {
         Ok(result) => result,

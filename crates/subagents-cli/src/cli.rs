@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// Exit codes, documented in `--help`.
-pub const EXIT_CODES: &str = "\
+pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0  success: the agent completed (or every file loaded)
   1  the agent failed, or a file named on the command line failed to load
@@ -19,7 +19,7 @@ Exit codes:
 /// MCP servers, behind one Task tool.
 #[derive(Debug, Parser)]
 #[command(name = "subagents", version, about, long_about = None, after_long_help = EXIT_CODES, after_help = EXIT_CODES)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Configuration file (default: ./subagents.toml when present).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -41,7 +41,7 @@ pub struct Cli {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a main agent (model + built-in tools + Task/TaskOutput/TaskStop) that delegates to
     /// subagents. Live progress goes to stderr, the final answer to stdout.
     Run(RunArgs),
@@ -65,7 +65,7 @@ pub enum Command {
 
 /// `subagents prune`.
 #[derive(Debug, Args)]
-pub struct PruneArgs {
+pub(crate) struct PruneArgs {
     /// Drop what is older than this (finished background tasks by their end, transcripts by
     /// their last turn): e.g. 30m, 12h, 7d, 3600s. Default: the store's bounds (background
     /// results after 30 minutes, transcripts after 30 days).
@@ -80,7 +80,7 @@ pub struct PruneArgs {
 }
 
 /// `30s`, `15m`, `12h`, `7d` (a bare number is seconds).
-pub fn parse_age(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_age(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
     let (num, unit) = s
         .find(|c: char| !c.is_ascii_digit())
@@ -102,7 +102,7 @@ pub fn parse_age(s: &str) -> Result<std::time::Duration, String> {
 
 /// Where agents come from (shared by several subcommands).
 #[derive(Debug, Args, Clone, Default)]
-pub struct AgentSources {
+pub(crate) struct AgentSources {
     /// A directory of Markdown agents (repeatable). Default: .claude/agents found from the
     /// current directory upwards and ~/.claude/agents.
     #[arg(long = "agents", value_name = "DIR")]
@@ -123,7 +123,7 @@ pub struct AgentSources {
 
 /// Permission settings (shared by the subcommands that run agents).
 #[derive(Debug, Args, Clone, Default)]
-pub struct PermissionArgs {
+pub(crate) struct PermissionArgs {
     /// Permission mode for the main agent and every agent, overriding their `permissionMode`:
     /// default (reads free; edits, commands and web fetches ask), acceptEdits (edits free),
     /// plan (read-only), dontAsk (what would ask is denied), bypassPermissions (nothing asks),
@@ -152,7 +152,7 @@ fn parse_mode(s: &str) -> Result<subagents::claude::PermissionMode, String> {
 
 /// `subagents run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The task for the main agent. May be omitted with --agent when the agent's file has an
     /// `initialPrompt` (which otherwise comes first, before this prompt).
     pub prompt: Option<String>,
@@ -195,7 +195,7 @@ pub struct RunArgs {
 /// Budgets over the whole delegation tree (children, background and remote children
 /// included); when one is spent the tree is cancelled and reports `limit_reached` naming it.
 #[derive(Debug, Default, Clone, Args)]
-pub struct BudgetArgs {
+pub(crate) struct BudgetArgs {
     /// Tokens (input + output) over the whole tree (or `[budget] tokens` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
@@ -213,7 +213,7 @@ pub struct BudgetArgs {
 
 /// `subagents task`.
 #[derive(Debug, Args)]
-pub struct TaskArgs {
+pub(crate) struct TaskArgs {
     /// The agent's name.
     pub agent: String,
     /// The task for the agent.
@@ -255,7 +255,7 @@ pub struct TaskArgs {
 
 /// `subagents agents ...`.
 #[derive(Debug, Subcommand)]
-pub enum AgentsCommand {
+pub(crate) enum AgentsCommand {
     /// List the agents that would be registered (built-ins, discovered and given ones).
     List {
         /// Agent directories (repeatable).
@@ -279,7 +279,7 @@ pub enum AgentsCommand {
 
 /// `subagents serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Directory of Markdown agents to host (repeatable; default: discovered dirs).
     #[arg(long = "agents", value_name = "DIR")]
     pub agents: Vec<PathBuf>,
@@ -323,7 +323,7 @@ pub struct ServeArgs {
 
 /// Credentials of a server (`serve`, `mcp --listen`): required beyond loopback.
 #[derive(Debug, Clone, Default, Args)]
-pub struct ListenAuthArgs {
+pub(crate) struct ListenAuthArgs {
     /// A key clients must send, as `Authorization: Bearer KEY` or `X-API-Key: KEY`
     /// (repeatable; or comma-separated keys in SUBAGENTS_API_KEYS). Required to listen beyond
     /// loopback unless --allow-unauthenticated.
@@ -342,7 +342,7 @@ pub struct ListenAuthArgs {
 
 /// `subagents call`.
 #[derive(Debug, Args)]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     /// The agent's base URL (its card is read from URL/.well-known/...).
     pub url: String,
     /// The message to send.
@@ -367,7 +367,7 @@ pub struct CallArgs {
 
 /// `subagents mcp`.
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// Agent sources.
     #[command(flatten)]
     pub sources: AgentSources,

@@ -38,7 +38,7 @@ use crate::error::CliError;
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     /// Default model spec.
     pub model: Option<String>,
     /// Agent directories.
@@ -79,7 +79,7 @@ pub struct Config {
 /// `[budget]` of subagents.toml.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BudgetConfig {
+pub(crate) struct BudgetConfig {
     /// Tokens (input + output).
     pub tokens: Option<u64>,
     /// Model turns.
@@ -93,7 +93,7 @@ pub struct BudgetConfig {
 /// One model's price in `[prices]`: USD per million tokens.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PriceConfig {
+pub(crate) struct PriceConfig {
     /// USD per million input tokens.
     pub input: f64,
     /// USD per million output tokens.
@@ -103,7 +103,7 @@ pub struct PriceConfig {
 /// `[sandbox]` of subagents.toml.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SandboxConfig {
+pub(crate) struct SandboxConfig {
     /// Confine Bash (default true).
     pub enabled: Option<bool>,
     /// Allow TCP (default true).
@@ -119,7 +119,7 @@ pub struct SandboxConfig {
 /// One remote A2A agent of subagents.toml.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum A2aEntry {
+pub(crate) enum A2aEntry {
     /// Its base URL.
     Url(String),
     /// Its base URL and settings passed to the A2A client as reference metadata:
@@ -137,7 +137,7 @@ pub enum A2aEntry {
 /// `[permissions]` of subagents.toml.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PermissionsConfig {
+pub(crate) struct PermissionsConfig {
     /// A mode for every agent (like `--permission-mode`).
     pub mode: Option<String>,
     /// Allow rules.
@@ -153,7 +153,7 @@ pub struct PermissionsConfig {
 
 impl Config {
     /// Loads `path`, or `./subagents.toml` when it exists, or the empty config.
-    pub fn load(path: Option<&Path>) -> Result<Self, CliError> {
+    pub(crate) fn load(path: Option<&Path>) -> Result<Self, CliError> {
         let (path, required) = match path {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from("subagents.toml"), false),
@@ -178,7 +178,7 @@ impl Config {
 
     /// The store: `--store` (already folded into `store`), else SQLite under the data
     /// directory.
-    pub fn store_url(&self) -> Result<subagents::store::StoreUrl, CliError> {
+    pub(crate) fn store_url(&self) -> Result<subagents::store::StoreUrl, CliError> {
         match &self.store {
             Some(text) => text
                 .parse()
@@ -188,7 +188,7 @@ impl Config {
     }
 
     /// The file's name for messages.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.path
             .as_ref()
             .map_or_else(|| "subagents.toml".to_string(), |p| p.display().to_string())
@@ -199,7 +199,10 @@ impl Config {
 /// then a provider key in the environment or a running Ollama (see
 /// [`subagents::models::choose_default_model`]). A name from `[models]` stands for its spec.
 /// Exit 2 with one message when there is none.
-pub async fn choose_model_spec(flag: Option<&str>, config: &Config) -> Result<String, CliError> {
+pub(crate) async fn choose_model_spec(
+    flag: Option<&str>,
+    config: &Config,
+) -> Result<String, CliError> {
     let env = std::env::var("SUBAGENTS_MODEL")
         .ok()
         .filter(|v| !v.trim().is_empty());

@@ -3,7 +3,7 @@
 /// An error that ends the command with a documented exit code.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CliError {
+pub(crate) enum CliError {
     /// Usage or configuration error (exit 2).
     #[error("{0}")]
     Config(String),
@@ -20,7 +20,7 @@ pub enum CliError {
 
 impl CliError {
     /// The process exit code.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             CliError::Config(_) | CliError::NoModel(_) => 2,
             CliError::Failed(_) => 1,

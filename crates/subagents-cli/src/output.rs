@@ -7,7 +7,7 @@ use crate::error::CliError;
 
 /// The machine-readable outcome printed by `--json`.
 #[derive(Debug, Serialize)]
-pub struct OutcomeJson<'a> {
+pub(crate) struct OutcomeJson<'a> {
     /// The agent that answered.
     pub agent: &'a str,
     /// Its kind.
@@ -38,7 +38,7 @@ pub struct OutcomeJson<'a> {
 
 impl<'a> OutcomeJson<'a> {
     /// Builds the JSON view of an outcome.
-    pub fn new(
+    pub(crate) fn new(
         agent: &'a str,
         kind: &'a str,
         o: &'a TaskOutcome,
@@ -61,7 +61,7 @@ impl<'a> OutcomeJson<'a> {
 
     /// Adds costs from `prices` (nothing when there are none): `cost_usd` per node whose model
     /// has a price, the total, and the models without one.
-    pub fn with_prices(mut self, prices: &ModelPrices) -> Self {
+    pub(crate) fn with_prices(mut self, prices: &ModelPrices) -> Self {
         if prices.is_empty() {
             return self;
         }
@@ -78,7 +78,7 @@ impl<'a> OutcomeJson<'a> {
 }
 
 /// The cost of one run's own usage, when its model has a price (input and output tokens).
-pub fn usage_cost(prices: &ModelPrices, usage: &Usage) -> Option<f64> {
+pub(crate) fn usage_cost(prices: &ModelPrices, usage: &Usage) -> Option<f64> {
     let model = usage.model.as_deref()?;
     prices.cost(model, usage.input_tokens, usage.output_tokens)
 }
@@ -114,7 +114,10 @@ fn add_costs(
 }
 
 /// Prints the outcome (its text, or the JSON) and turns its status into the exit code.
-pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(), CliError> {
+pub(crate) fn finish(
+    outcome: &TaskOutcome,
+    json: Option<&OutcomeJson<'_>>,
+) -> Result<(), CliError> {
     match json {
         Some(j) => {
             let text = serde_json::to_string_pretty(j)
@@ -148,11 +151,11 @@ pub fn finish(outcome: &TaskOutcome, json: Option<&OutcomeJson<'_>>) -> Result<(
 /// Text safe to print on a terminal: control characters (ESC, BEL, newlines...) and bidi
 /// controls are shown as `\u{..}` escapes instead of acting on the terminal (one
 /// implementation, the Markdown kind's).
-pub use subagents::claude::escape_for_terminal as terminal_safe;
+pub(crate) use subagents::claude::escape_for_terminal as terminal_safe;
 
 /// Writes one line to stdout. A closed pipe (`subagents agents list | head -1`) ends the
 /// process quietly with status 0 instead of a panic: the reader has what it wanted.
-pub fn write_line(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {

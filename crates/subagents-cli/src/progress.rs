@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 const QUEUE: usize = 4096;
 
 /// A progress sink feeding a renderer task.
-pub struct Progress {
+pub(crate) struct Progress {
     tx: mpsc::Sender<ProgressEvent>,
 }
 
@@ -27,13 +27,13 @@ impl ProgressSink for Progress {
 
 /// The live display's bars when stderr is a terminal (shared with the approval prompt, which
 /// suspends it while asking).
-pub fn terminal() -> Option<MultiProgress> {
+pub(crate) fn terminal() -> Option<MultiProgress> {
     std::io::stderr().is_terminal().then(MultiProgress::new)
 }
 
 /// Starts the renderer; returns the sink and a handle that finishes drawing when awaited. With
 /// `multi` (a terminal), a live tree; otherwise plain lines.
-pub fn start(
+pub(crate) fn start(
     quiet: bool,
     multi: Option<MultiProgress>,
 ) -> (Arc<dyn ProgressSink>, tokio::task::JoinHandle<()>) {
@@ -42,7 +42,7 @@ pub fn start(
 
 /// [`start`], with agents' `color`s (agent name → colour name) for the live tree. Names are
 /// coloured only on a terminal and never when `NO_COLOR` is set.
-pub fn start_with_colours(
+pub(crate) fn start_with_colours(
     quiet: bool,
     multi: Option<MultiProgress>,
     colours: HashMap<String, String>,
@@ -52,7 +52,7 @@ pub fn start_with_colours(
 
 /// [`start_with_colours`], showing each run's cost next to its tokens when its model has a
 /// price in `prices`.
-pub fn start_with_prices(
+pub(crate) fn start_with_prices(
     quiet: bool,
     multi: Option<MultiProgress>,
     colours: HashMap<String, String>,
@@ -80,7 +80,7 @@ fn colour_allowed(no_color: Option<&std::ffi::OsStr>) -> bool {
 }
 
 /// The `color` of every Markdown agent that has one, by agent name.
-pub fn agent_colours(agents: &subagents::Subagents) -> HashMap<String, String> {
+pub(crate) fn agent_colours(agents: &subagents::Subagents) -> HashMap<String, String> {
     agents
         .agents()
         .iter()

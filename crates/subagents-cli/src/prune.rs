@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::error::CliError;
 
 /// Prunes the configured store (`--store`, `store = "..."`, or the default SQLite file).
-pub async fn prune(args: &PruneArgs, config: &Config) -> Result<(), CliError> {
+pub(crate) async fn prune(args: &PruneArgs, config: &Config) -> Result<(), CliError> {
     let url = config.store_url()?;
     if url == StoreUrl::Memory {
         return Err(CliError::Config(

@@ -61,7 +61,7 @@ fn failure(e: SubagentError) -> CliError {
 }
 
 /// `subagents run`.
-pub async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
+pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     if args.agent.is_none() && args.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
         return Err(CliError::Config(
             "a prompt is needed (or --agent NAME for an agent whose file has an `initialPrompt`)"
@@ -156,7 +156,7 @@ async fn flush_store(agents: &subagents::Subagents) {
 }
 
 /// `subagents task`.
-pub async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
+pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
     // A model is needed only by local agents: pick one if we can, and report "no model"
     // (exit 2) only if the chosen agent turns out to need it.
     let (spec, model_problem) =

@@ -14,7 +14,10 @@ use crate::setup::Setup;
 /// The keys clients of a server listening on `listen` must send: refuses an address beyond
 /// loopback without keys unless `--allow-unauthenticated` (shared by `serve` and
 /// `mcp --listen`).
-pub fn listen_keys(auth: &ListenAuthArgs, listen: SocketAddr) -> Result<Vec<String>, CliError> {
+pub(crate) fn listen_keys(
+    auth: &ListenAuthArgs,
+    listen: SocketAddr,
+) -> Result<Vec<String>, CliError> {
     let keys: Vec<String> = auth
         .api_key
         .iter()
@@ -33,7 +36,7 @@ pub fn listen_keys(auth: &ListenAuthArgs, listen: SocketAddr) -> Result<Vec<Stri
 }
 
 /// `subagents serve`.
-pub async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
+pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
     let keys = listen_keys(&args.auth, args.listen)?;
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let sources = AgentSources {

@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::error::CliError;
 
 /// Everything that decides which agents a command gets.
-pub struct Setup<'a> {
+pub(crate) struct Setup<'a> {
     /// Agent sources from the command line.
     pub sources: &'a AgentSources,
     /// The configuration file.
@@ -94,7 +94,7 @@ impl Setup<'_> {
     }
 
     /// The builder, configured.
-    pub fn builder(&self) -> Result<SubagentsBuilder, CliError> {
+    pub(crate) fn builder(&self) -> Result<SubagentsBuilder, CliError> {
         let cwd = std::env::current_dir()
             .map_err(|e| CliError::Config(format!("cannot read the current directory: {e}")))?;
         let root: PathBuf = self
@@ -185,7 +185,7 @@ impl Setup<'_> {
     }
 
     /// How Bash is confined: `--no-sandbox` / `--no-network`, then `[sandbox]`.
-    pub fn sandbox(&self) -> SandboxPolicy {
+    pub(crate) fn sandbox(&self) -> SandboxPolicy {
         let cfg = &self.config.sandbox;
         let enabled = !self.permissions.no_sandbox && cfg.enabled.unwrap_or(true);
         let mut policy = if enabled {
@@ -204,7 +204,7 @@ impl Setup<'_> {
     }
 
     /// Builds the agents; a configuration problem is exit 2.
-    pub async fn build(&self) -> Result<Subagents, CliError> {
+    pub(crate) async fn build(&self) -> Result<Subagents, CliError> {
         let agents = self.builder()?.build().await.map_err(facade_error)?;
         let sandbox = self.sandbox();
         if sandbox.confine_writes
@@ -226,7 +226,7 @@ impl Setup<'_> {
 
 /// A facade error as a command error: model problems are "no model" (exit 2), the rest
 /// configuration (exit 2).
-pub fn facade_error(e: Error) -> CliError {
+pub(crate) fn facade_error(e: Error) -> CliError {
     match e {
         Error::Model { .. } | Error::NoModel(_) => {
             CliError::NoModel(format!("{e}\n{}", subagents::models::NO_MODEL_HELP))

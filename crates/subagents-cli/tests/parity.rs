@@ -2,6 +2,8 @@
 //! scripted model server: hooks (settings and frontmatter), memory, `background`, worktree
 //! isolation, `effort`, `run --agent` with `initialPrompt`, and `agents validate` warnings.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -49,21 +51,8 @@ impl Project {
 
     /// `subagents` with a clean environment, this project's home, workspace and agents.
     fn cmd(&self) -> Command {
-        let mut cmd = Command::cargo_bin("subagents").expect("binary built");
-        for var in [
-            "SUBAGENTS_MODEL",
-            "OPENAI_API_KEY",
-            "ANTHROPIC_API_KEY",
-            "OPENAI_BASE_URL",
-            "ANTHROPIC_BASE_URL",
-            "RUST_LOG",
-            "NO_COLOR",
-        ] {
-            cmd.env_remove(var);
-        }
-        cmd.env("HOME", self.home.path())
-            .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-            .current_dir(self.home.path());
+        let mut cmd = common::subagents_in(self.home.path());
+        cmd.env_remove("NO_COLOR");
         cmd
     }
 
@@ -96,25 +85,6 @@ fn rt() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-/// The tool results of a recorded OpenAI request, in order.
-fn tool_results(req: &RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
-fn tool_names(req: &RecordedRequest) -> Vec<String> {
-    let mut v: Vec<String> = req
-        .tools()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect();
-    v.sort();
-    v
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -154,7 +124,7 @@ fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
     );
     let reqs = server.requests();
     assert_eq!(reqs.len(), 4);
-    let results = tool_results(&reqs[2]);
+    let results = reqs[2].tool_results();
     assert_eq!(results.len(), 1);
     assert!(
         results[0].contains("HOOK-SAYS-NO: no touching here"),
@@ -198,7 +168,7 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
     script(&server);
     p.run(&server, "go").assert().success();
     assert!(!p.ws.path().join("MADE").exists());
-    let results = tool_results(&server.requests()[2]);
+    let results = server.requests()[2].tool_results();
     assert!(results[0].contains("FRONTMATTER-DENY"), "{results:?}");
 
     let server = rt.block_on(ScriptedModelServer::start());
@@ -286,7 +256,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
         "MEMORY.md is in the prompt:\n{sys}"
     );
     assert!(sys.contains(&dir.display().to_string()), "{sys}");
-    assert_eq!(tool_names(&reqs[1]), ["Edit", "Read", "Write"]);
+    assert_eq!(reqs[1].tool_names(), ["Edit", "Read", "Write"]);
     assert_eq!(
         std::fs::read_to_string(dir.join("notes.md")).expect("written"),
         "learned today"
@@ -295,7 +265,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
         !p.ws.path().join("outside.txt").exists(),
         "memory tools stay in the memory directory"
     );
-    let results = tool_results(&reqs[2]);
+    let results = reqs[2].tool_results();
     assert!(results[1].contains("not allowed"), "{results:?}");
 }
 
@@ -373,7 +343,7 @@ fn a_background_agent_returns_a_task_id_at_once() {
         .filter(|r| r.model() == Some("team"))
         .collect();
     assert_eq!(main.len(), 2);
-    let results = tool_results(&main[1]);
+    let results = main[1].tool_results();
     assert!(
         results[0].contains("in the background with task id task_"),
         "{results:?}"
@@ -411,7 +381,7 @@ fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
 
     assert!(!ws.join("new.txt").exists(), "the main tree is unchanged");
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
-    let results = tool_results(&server.requests()[3]);
+    let results = server.requests()[3].tool_results();
     let text = &results[0];
     assert!(text.contains("[worktree]"), "{text}");
     assert!(text.contains("branch `subagents/isolated-"), "{text}");
@@ -506,7 +476,7 @@ fn run_agent_uses_the_agents_prompt_tools_and_initial_prompt() {
         .filter(|m| m["role"] == "user")
         .collect();
     assert_eq!(user[0]["content"], "INITIAL-PROMPT-TEXT");
-    assert_eq!(tool_names(&reqs[0]), ["Read"]);
+    assert_eq!(reqs[0].tool_names(), ["Read"]);
 
     let out = p
         .cmd()

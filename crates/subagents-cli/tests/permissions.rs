@@ -1,36 +1,13 @@
 //! Permission modes, rules and approval through the `subagents` binary, with the scripted model
 //! server over real HTTP. Tests run without a terminal, so "ask" means "deny" unless `--yes`.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use assert_cmd::Command;
+use std::path::PathBuf;
+
+use common::{rt, subagents_in};
 use serde_json::{Value, json};
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
-
-fn subagents(home: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("subagents").expect("binary built");
-    for var in [
-        "SUBAGENTS_MODEL",
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "RUST_LOG",
-        "SUBAGENTS_API_KEYS",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env("HOME", home)
-        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-        .current_dir(home);
-    cmd
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
+use subagent_testkit::{Reply, ScriptedModelServer};
 
 struct Case {
     _rt: tokio::runtime::Runtime,
@@ -58,7 +35,7 @@ impl Case {
     /// `subagents run PROMPT --model ... --workspace work` plus `extra`.
     fn run(&self, extra: &[&str]) -> assert_cmd::assert::Assert {
         let model = format!("openai-compatible:m@{}", self.server.openai_base_url());
-        subagents(self.home.path())
+        subagents_in(self.home.path())
             .args(["run", "do it", "--model", &model, "--workspace"])
             .arg(self.work())
             .args(extra)
@@ -66,16 +43,8 @@ impl Case {
     }
 
     fn tool_results(&self, n: usize) -> Vec<String> {
-        tool_results(&self.server.requests()[n])
+        self.server.requests()[n].tool_results()
     }
-}
-
-fn tool_results(req: &RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect()
 }
 
 fn calls(list: Vec<(&str, Value)>) -> Reply {
@@ -237,7 +206,7 @@ fn an_unknown_mode_is_refused_on_the_command_line_and_in_agent_files() {
         "---\nname: reckless\ndescription: d\npermissionMode: yolo\n---\nbody\n",
     )
     .unwrap();
-    let out = subagents(c.home.path())
+    let out = subagents_in(c.home.path())
         .args(["agents", "validate", "--json"])
         .arg(&agents)
         .assert()
@@ -273,7 +242,7 @@ fn bypass_permissions_does_not_lift_confinement_only_no_sandbox_does() {
     let touch = format!("touch '{}'", target.display());
     let model = format!("openai-compatible:m@{}", c.server.openai_base_url());
     let run = |extra: &[&str]| {
-        subagents(c.home.path())
+        subagents_in(c.home.path())
             .args(["run", "do it", "--model", &model, "--workspace"])
             .arg(c.work())
             .args(["--permission-mode", "bypassPermissions"])

@@ -65,14 +65,6 @@ fn last_user(req: &RecordedRequest) -> String {
         .to_string()
 }
 
-fn tool_results(req: &RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
     let server = ScriptedModelServer::start().await;
@@ -102,7 +94,7 @@ async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
         reqs[2].body.to_string().contains("draft"),
         "the agent continues its own conversation"
     );
-    assert!(tool_results(&reqs[3])[0].contains("final, with tests"));
+    assert!(reqs[3].tool_results()[0].contains("final, with tests"));
     let stops = std::fs::read_to_string(p.ws.path().join("stops.jsonl")).expect("ran");
     let events: Vec<Value> = stops
         .lines()
@@ -156,7 +148,7 @@ async fn subagent_start_context_post_tool_use_feedback_and_a_parents_subagent_ho
         leaf.contains("FROM-SETTINGS") && leaf.contains("FROM-THE-PARENT"),
         "{leaf}"
     );
-    let read = tool_results(&reqs[3]);
+    let read = reqs[3].tool_results();
     assert!(
         read[0].contains("READ-FEEDBACK") && read[0].contains('N'),
         "the tool result keeps its output and gets the hook's reason: {read:?}"
@@ -218,12 +210,12 @@ async fn a_worktree_that_changed_nothing_is_removed_with_its_branch() {
     let agents = p.build(&server, None).await;
     agents.main_agent().run("go").await.expect("runs");
     let reqs = server.requests();
-    let pwd = tool_results(&reqs[2]).remove(0);
+    let pwd = reqs[2].tool_results().remove(0);
     assert!(
         pwd.contains("subagents-worktrees"),
         "Bash runs in the worktree: {pwd}"
     );
-    assert!(!tool_results(&reqs[3])[0].contains("[worktree]"));
+    assert!(!reqs[3].tool_results()[0].contains("[worktree]"));
     assert_eq!(git(&ws, &["worktree", "list"]).lines().count(), 1);
     assert!(!git(&ws, &["branch", "--list"]).contains("subagents/"));
 }

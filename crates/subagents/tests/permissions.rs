@@ -3,57 +3,17 @@
 //! background children waiting for an answer.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagent_testkit::{RecordedRequest, Reply, ScriptedApprover, ScriptedModelServer};
+use subagents::Subagents;
 use subagents::claude::PermissionMode;
-use subagents::spi::{ApprovalDecision, ApprovalRequest, Approver};
-use subagents::{Subagents, async_trait};
-
-/// An approver that records every request and answers from a list (then denies).
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<Vec<ApprovalRequest>>,
-    answers: Mutex<Vec<ApprovalDecision>>,
-}
-
-impl Recorder {
-    fn answering(answers: Vec<ApprovalDecision>) -> Arc<Self> {
-        Arc::new(Self {
-            seen: Mutex::default(),
-            answers: Mutex::new(answers),
-        })
-    }
-    fn seen(&self) -> Vec<ApprovalRequest> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl Approver for Recorder {
-    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
-        self.seen.lock().unwrap().push(request);
-        let mut a = self.answers.lock().unwrap();
-        if a.is_empty() {
-            ApprovalDecision::deny("the recorder says no.")
-        } else {
-            a.remove(0)
-        }
-    }
-}
+use subagents::spi::ApprovalDecision;
 
 fn bash_call(cmd: &str) -> Reply {
     Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
-}
-
-fn tool_results(req: &RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect()
 }
 
 /// A coordinator that may delegate and a worker that runs commands.
@@ -75,7 +35,7 @@ fn team(dir: &Path) {
 async fn build(
     server: &ScriptedModelServer,
     dir: &Path,
-    approver: Option<Arc<Recorder>>,
+    approver: Option<Arc<ScriptedApprover>>,
 ) -> Subagents {
     team(dir);
     let mut b = Subagents::builder()
@@ -110,11 +70,11 @@ async fn an_approval_requested_by_a_grandchild_reaches_the_root_with_its_path() 
     server.push_for_model("worker-model", Reply::text("touched"));
     server.push(Reply::text("the worker touched it"));
     server.push(Reply::text("done"));
-    let recorder = Recorder::answering(vec![ApprovalDecision::AllowOnce]);
+    let recorder = ScriptedApprover::answering(vec![ApprovalDecision::AllowOnce]);
     let agents = build(&server, dir.path(), Some(recorder.clone())).await;
     let outcome = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(outcome.text, "done");
-    let seen = recorder.seen();
+    let seen = recorder.requests();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].agent_path, ["main", "coordinator", "worker"]);
     assert_eq!(seen[0].tool, "Bash");
@@ -133,7 +93,7 @@ async fn the_main_agent_asks_too_and_without_an_approver_the_model_reads_a_denia
     assert_eq!(agents.permission_mode(), Some(PermissionMode::Default));
     agents.main_agent().run("go").await.expect("runs");
     assert!(!dir.path().join("work/by-main.txt").exists());
-    let results = tool_results(&server.requests()[1]);
+    let results = server.requests()[1].tool_results();
     assert!(
         results[0].contains("not approved") && results[0].contains("no approver is configured"),
         "{}",
@@ -174,7 +134,7 @@ async fn permission_mode_and_rules_from_the_builder_apply_to_main_and_agents() {
         !dir.path().join("work/asked.txt").exists(),
         "dontAsk denies the rest"
     );
-    let results = tool_results(&server.requests()[1]);
+    let results = server.requests()[1].tool_results();
     assert!(results[1].contains("dontAsk"), "{}", results[1]);
 
     // A settings file with an unknown mode fails the build, naming the file.
@@ -214,16 +174,19 @@ fn started_task_id(body: &serde_json::Value) -> String {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_proceeds_after_the_answer()
- {
-    let server = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
+/// Scripts the main agent starting `worker` in the background, waiting on it (it stops at an
+/// approval question for the Bash `command`), answering `approve`, then finishing with
+/// "all done"; the worker runs `command` and then says `worker_reply`.
+fn script_background_question(
+    server: &ScriptedModelServer,
+    approve: &'static str,
+    command: &str,
+    worker_reply: &str,
+) {
     server.push(Reply::tool_calls(vec![(
         "Task",
         json!({"description": "bg", "prompt": "touch it", "subagent_type": "worker", "run_in_background": true}),
     )]));
-    // Main: wait for the task (it stops at the question), then answer yes.
     server.script().push_dynamic(None, |body| {
         let id = started_task_id(body);
         Reply::tool_calls(vec![(
@@ -231,17 +194,26 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
             json!({"task_id": id, "timeout_ms": 120000}),
         )])
     });
-    server.script().push_dynamic(None, |body| {
+    server.script().push_dynamic(None, move |body| {
         let id = started_task_id(body);
         Reply::tool_calls(vec![(
             "TaskOutput",
-            json!({"task_id": id, "approve": "yes", "timeout_ms": 120000}),
+            json!({"task_id": id, "approve": approve, "timeout_ms": 120000}),
         )])
     });
     server.push(Reply::text("all done"));
-    server.push_for_model("worker-model", bash_call("touch bg.txt"));
-    server.push_for_model("worker-model", Reply::text("bg done"));
-    let recorder = Recorder::answering(vec![ApprovalDecision::AllowOnce]);
+    server.push_for_model("worker-model", bash_call(command));
+    server.push_for_model("worker-model", Reply::text(worker_reply));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_proceeds_after_the_answer()
+ {
+    let server = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Main: wait for the task (it stops at the question), then answer yes.
+    script_background_question(&server, "yes", "touch bg.txt", "bg done");
+    let recorder = ScriptedApprover::answering(vec![ApprovalDecision::AllowOnce]);
     let agents = build(&server, dir.path(), Some(recorder.clone())).await;
     let outcome = tokio::time::timeout(Duration::from_secs(120), agents.main_agent().run("go"))
         .await
@@ -255,7 +227,7 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
         .filter(|r| r.model() == Some("main-model"))
         .collect();
     assert_eq!(main.len(), 4);
-    let waiting = tool_results(&main[2]).pop().unwrap();
+    let waiting = main[2].tool_results().pop().unwrap();
     assert!(
         waiting.contains("status: waiting_for_approval"),
         "{waiting}"
@@ -268,14 +240,14 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
         waiting.contains("\"approve\""),
         "says how to answer: {waiting}"
     );
-    let finished = tool_results(&main[3]).pop().unwrap();
+    let finished = main[3].tool_results().pop().unwrap();
     assert!(finished.contains("bg done"), "{finished}");
     assert!(
         dir.path().join("work/bg.txt").exists(),
         "ran after the answer"
     );
     // The parent's yes was confirmed with the root's approver, carrying the child's path.
-    let seen = recorder.seen();
+    let seen = recorder.requests();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].agent_path, ["main", "worker"]);
 }
@@ -284,27 +256,7 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
 async fn a_parent_cannot_approve_what_its_own_approver_refuses() {
     let server = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    server.push(Reply::tool_calls(vec![(
-        "Task",
-        json!({"description": "bg", "prompt": "touch it", "subagent_type": "worker", "run_in_background": true}),
-    )]));
-    server.script().push_dynamic(None, |body| {
-        let id = started_task_id(body);
-        Reply::tool_calls(vec![(
-            "TaskOutput",
-            json!({"task_id": id, "timeout_ms": 120000}),
-        )])
-    });
-    server.script().push_dynamic(None, |body| {
-        let id = started_task_id(body);
-        Reply::tool_calls(vec![(
-            "TaskOutput",
-            json!({"task_id": id, "approve": "always", "timeout_ms": 120000}),
-        )])
-    });
-    server.push(Reply::text("all done"));
-    server.push_for_model("worker-model", bash_call("touch refused.txt"));
-    server.push_for_model("worker-model", Reply::text("could not"));
+    script_background_question(&server, "always", "touch refused.txt", "could not");
     // No approver: the main agent's root denies, so the model's "always" is refused too.
     let agents = build(&server, dir.path(), None).await;
     tokio::time::timeout(Duration::from_secs(120), agents.main_agent().run("go"))
@@ -317,6 +269,6 @@ async fn a_parent_cannot_approve_what_its_own_approver_refuses() {
         .into_iter()
         .filter(|r| r.model() == Some("worker-model"))
         .collect();
-    let denial = tool_results(&worker[1]).pop().unwrap();
+    let denial = worker[1].tool_results().pop().unwrap();
     assert!(denial.contains("no approver is configured"), "{denial}");
 }

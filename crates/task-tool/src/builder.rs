@@ -1,6 +1,7 @@
 //! Registration: resolve references with the types that accept them.
 
 use std::collections::HashMap;
+use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,11 @@ use subagent_spi::{SubagentDefinition, SubagentError, SubagentReference, Subagen
 use crate::registry::{KindEntry, MAX_DEPTH_CAP, TaskConfig, TaskTool};
 
 /// Why one reference could not be registered.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `reason` is the message; [`error`](Self::error) (also the [`source`](Error::source)) is the
+/// resolver's own [`SubagentError`] when there is one (none for a resolve that timed out), so a
+/// caller can match on it or walk its sources (an HTTP failure behind a remote card, say).
+#[derive(Debug, Clone)]
 pub struct ReferenceFailure {
     /// The reference's URI.
     pub uri: String,
@@ -18,11 +23,57 @@ pub struct ReferenceFailure {
     pub kind: String,
     /// What went wrong.
     pub reason: String,
+    error: Option<Arc<SubagentError>>,
 }
+
+impl ReferenceFailure {
+    /// A failure with a message and no error behind it.
+    pub fn new(uri: impl Into<String>, kind: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            kind: kind.into(),
+            reason: reason.into(),
+            error: None,
+        }
+    }
+
+    /// A failure caused by `error`; the reason is its message.
+    pub fn from_error(
+        uri: impl Into<String>,
+        kind: impl Into<String>,
+        error: SubagentError,
+    ) -> Self {
+        Self {
+            reason: error.to_string(),
+            error: Some(Arc::new(error)),
+            ..Self::new(uri, kind, "")
+        }
+    }
+
+    /// The resolver's error, when the failure has one.
+    pub fn error(&self) -> Option<&SubagentError> {
+        self.error.as_deref()
+    }
+}
+
+/// Equal when the URI, kind and reason are (the errors behind them are not compared).
+impl PartialEq for ReferenceFailure {
+    fn eq(&self, other: &Self) -> bool {
+        self.uri == other.uri && self.kind == other.kind && self.reason == other.reason
+    }
+}
+
+impl Eq for ReferenceFailure {}
 
 impl fmt::Display for ReferenceFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}): {}", self.uri, self.kind, self.reason)
+    }
+}
+
+impl Error for ReferenceFailure {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.error.as_deref().map(|e| e as &(dyn Error + 'static))
     }
 }
 
@@ -272,19 +323,23 @@ impl TaskToolBuilder {
                     None => types.iter().position(|t| t.accepts(r)),
                 };
                 let Some(ti) = found else {
-                    return Err(SubagentError::NoResolver {
-                        kind: r.kind.to_string(),
-                        uri: r.uri.clone(),
-                        registered: registered.clone(),
-                    }
-                    .to_string());
+                    return Err(ReferenceFailure::from_error(
+                        &r.uri,
+                        r.kind.to_string(),
+                        SubagentError::NoResolver {
+                            kind: r.kind.to_string(),
+                            uri: r.uri.clone(),
+                            registered: registered.clone(),
+                        },
+                    ));
                 };
                 match tokio::time::timeout(timeout, types[ti].resolver().resolve(r)).await {
                     Ok(Ok(def)) => Ok((def, ti)),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err(format!(
-                        "resolving took longer than {} ms",
-                        timeout.as_millis()
+                    Ok(Err(e)) => Err(ReferenceFailure::from_error(&r.uri, r.kind.to_string(), e)),
+                    Err(_) => Err(ReferenceFailure::new(
+                        &r.uri,
+                        r.kind.to_string(),
+                        format!("resolving took longer than {} ms", timeout.as_millis()),
                     )),
                 }
             }
@@ -294,15 +349,11 @@ impl TaskToolBuilder {
         let mut failures = Vec::new();
         let mut defaults_ok: Vec<(Arc<dyn SubagentDefinition>, usize)> = Vec::new();
         let mut users_ok: Vec<(Arc<dyn SubagentDefinition>, usize)> = Vec::new();
-        for (i, ((r, _), res)) in all.iter().zip(results).enumerate() {
+        for (i, res) in results.into_iter().enumerate() {
             match res {
                 Ok(def) if i < n_defaults => defaults_ok.push(def),
                 Ok(def) => users_ok.push(def),
-                Err(reason) => failures.push(ReferenceFailure {
-                    uri: r.uri.clone(),
-                    kind: r.kind.to_string(),
-                    reason,
-                }),
+                Err(failure) => failures.push(failure),
             }
         }
         if !failures.is_empty() {

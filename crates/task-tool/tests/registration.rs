@@ -47,6 +47,18 @@ async fn build_lists_every_failing_reference() {
             && text.contains("registered kinds: FN"),
         "{text}"
     );
+    // Each failure keeps the resolver's error as its source, not only its text.
+    let no_resolver = &failures[1];
+    assert!(
+        matches!(no_resolver.error(), Some(SubagentError::NoResolver { registered, .. }) if registered == &["FN".to_string()]),
+        "{no_resolver:?}"
+    );
+    let source = std::error::Error::source(no_resolver).expect("a source");
+    assert_eq!(source.to_string(), no_resolver.reason);
+    assert!(
+        failures[0].error().is_some(),
+        "the fn kind's own error is kept"
+    );
 }
 
 #[tokio::test]
@@ -77,6 +89,13 @@ async fn resolution_has_a_timeout() {
         .await
         .expect_err("resolution times out");
     assert!(err.to_string().contains("longer than 50 ms"), "{err}");
+    let BuildError::Unresolvable { failures } = &err else {
+        panic!("unexpected error {err}");
+    };
+    assert!(
+        failures[0].error().is_none(),
+        "a timeout has no error behind it"
+    );
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use subagent_spi::{CancellationToken, async_trait};
 
 /// Answers `stream-1000` with a task streaming 1,000 artifact chunks, anything else with a
 /// direct Message echoing the text (no task stored).
-pub struct Echo;
+pub(crate) struct Echo;
 
 #[async_trait]
 impl A2aHandler for Echo {
@@ -40,4 +40,4 @@ impl A2aHandler for Echo {
 }
 
 /// A 160-byte JSON-RPC 1.0 `SendMessage`.
-pub const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello, agent"}],"contextId":"ctx-1"}}}"#;
+pub(crate) const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello, agent"}],"contextId":"ctx-1"}}}"#;

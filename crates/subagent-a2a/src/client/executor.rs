@@ -17,7 +17,7 @@ use crate::types::v1::{self, PartContent, TaskState};
 
 /// The most questions (`input-required` / `auth-required`) of one run answered through the
 /// caller's approver; after that the run ends as `needs_input`, resumable.
-pub const MAX_QUESTIONS: usize = 32;
+pub(super) const MAX_QUESTIONS: usize = 32;
 
 /// How long a best-effort `CancelTask` may take after the caller gave up.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);

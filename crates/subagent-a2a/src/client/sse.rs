@@ -1,10 +1,13 @@
-//! A small Server-Sent Events reader: turns a byte stream into the `data` payloads of its
-//! events, with a bound on the size of one event.
+//! The A2A client's event streams: the workspace's one SSE decoder ([`subagent_sse::SseParser`])
+//! wrapped in a `futures::Stream` of `data` payloads, with a bound on the size of one event and
+//! an optional idle timeout.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use subagent_sse::SseParser;
 
 /// What went wrong while reading an event stream.
 #[derive(Debug)]
@@ -17,21 +20,23 @@ pub(crate) enum SseError<E> {
     Idle(Duration),
 }
 
-struct State<S> {
+struct State<S, E> {
     source: S,
-    buf: Vec<u8>,
-    data: String,
-    has_data: bool,
+    parser: SseParser,
+    /// Events decoded from the last chunk, not yet handed out.
+    ready: VecDeque<String>,
+    /// The error that ends the stream, handed out after the events decoded before it.
+    error: Option<SseError<E>>,
     done: bool,
-    limit: usize,
     idle: Option<Duration>,
 }
 
-/// Reads `data:` payloads from an SSE byte stream. Comments (`: keep-alive`), `event:`, `id:`
-/// and `retry:` lines are skipped; multi-line data is joined with `\n`; an event is emitted at
-/// each blank line (and at the end of the stream, if one is pending). With `idle`, a silence
-/// of that long (no bytes at all) ends the stream with [`SseError::Idle`] (needs a tokio
-/// runtime with time).
+/// Reads `data:` payloads from an SSE byte stream, with the WHATWG rules of
+/// [`subagent_sse`] (LF, CRLF and lone-CR line endings; comments, `event:`, `id:` and `retry:`
+/// skipped; multi-line data joined with `\n`); an event is emitted at each blank line (and at
+/// the end of the stream, if one is pending). A line or an event larger than `limit` bytes ends
+/// the stream with [`SseError::TooLarge`]. With `idle`, a silence of that long (no bytes at all)
+/// ends the stream with [`SseError::Idle`] (needs a tokio runtime with time).
 pub(crate) fn data_events<S, E>(
     source: S,
     limit: usize,
@@ -43,67 +48,22 @@ where
 {
     let state = State {
         source,
-        buf: Vec::new(),
-        data: String::new(),
-        has_data: false,
+        parser: SseParser::with_max_event_bytes(limit),
+        ready: VecDeque::new(),
+        error: None,
         done: false,
-        limit,
         idle,
     };
-    futures::stream::unfold(state, |mut st| async move {
+    futures::stream::unfold(state, move |mut st| async move {
         loop {
-            // Process complete lines already buffered.
-            while let Some(pos) = st.buf.iter().position(|b| *b == b'\n') {
-                let mut line: Vec<u8> = st.buf.drain(..=pos).collect();
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                if line.is_empty() {
-                    if st.has_data {
-                        st.has_data = false;
-                        let ev = std::mem::take(&mut st.data);
-                        return Some((Ok(ev), st));
-                    }
-                    continue;
-                }
-                let line = String::from_utf8_lossy(&line);
-                if let Some(rest) = line.strip_prefix("data") {
-                    let value = match rest.strip_prefix(':') {
-                        Some(v) => v.strip_prefix(' ').unwrap_or(v),
-                        // `data` with no colon is an empty data line.
-                        None if rest.is_empty() => "",
-                        // Another field whose name starts with `data`.
-                        None => continue,
-                    };
-                    if st.has_data {
-                        st.data.push('\n');
-                    }
-                    st.data.push_str(value);
-                    st.has_data = true;
-                    if st.data.len() > st.limit {
-                        st.done = true;
-                        st.buf.clear();
-                        st.data.clear();
-                        st.has_data = false;
-                        return Some((Err(SseError::TooLarge(st.limit)), st));
-                    }
-                }
+            if let Some(ev) = st.ready.pop_front() {
+                return Some((Ok(ev), st));
+            }
+            if let Some(error) = st.error.take() {
+                return Some((Err(error), st));
             }
             if st.done {
-                if st.has_data {
-                    st.has_data = false;
-                    let ev = std::mem::take(&mut st.data);
-                    return Some((Ok(ev), st));
-                }
                 return None;
-            }
-            if st.buf.len() > st.limit {
-                st.done = true;
-                st.buf.clear();
-                st.data.clear();
-                st.has_data = false;
-                return Some((Err(SseError::TooLarge(st.limit)), st));
             }
             let next = match st.idle {
                 None => st.source.next().await,
@@ -111,28 +71,28 @@ where
                     Ok(n) => n,
                     Err(_) => {
                         st.done = true;
-                        st.buf.clear();
-                        st.data.clear();
-                        st.has_data = false;
                         return Some((Err(SseError::Idle(d)), st));
                     }
                 },
             };
-            match next {
-                Some(Ok(chunk)) => st.buf.extend_from_slice(&chunk),
+            let ready = &mut st.ready;
+            let parsed = match next {
+                Some(Ok(chunk)) => st
+                    .parser
+                    .feed(&chunk, |ev| ready.push_back(ev.data.to_owned())),
                 Some(Err(e)) => {
                     st.done = true;
-                    st.buf.clear();
-                    st.has_data = false;
                     return Some((Err(SseError::Source(e)), st));
                 }
                 None => {
                     st.done = true;
-                    if !st.buf.is_empty() {
-                        // Treat a trailing partial line as complete.
-                        st.buf.push(b'\n');
-                    }
+                    // A trailing line and event without their terminators still count.
+                    st.parser.finish(|ev| ready.push_back(ev.data.to_owned()))
                 }
+            };
+            if parsed.is_err() {
+                st.done = true;
+                st.error = Some(SseError::TooLarge(limit));
             }
         }
     })
@@ -192,6 +152,42 @@ mod tests {
             other => panic!("expected an idle error, got {:?}", other.map(|r| r.is_ok())),
         }
         assert!(events.next().await.is_none());
+    }
+
+    #[test]
+    fn lone_cr_ends_lines_like_lf_and_crlf() {
+        let got = run(
+            vec!["data: a\rdata: b\r\rdata: c\r\n\r\n: note\rdata: d\n\n"],
+            1024,
+        );
+        assert_eq!(
+            got,
+            vec![
+                Ok("a\nb".to_string()),
+                Ok("c".to_string()),
+                Ok("d".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn lone_cr_at_a_chunk_end_is_not_doubled_by_a_following_lf() {
+        // `\r` then `\n` in the next chunk is one CRLF, not two line ends (which would dispatch
+        // `a` early); a `\r` followed by another `\r` is two.
+        let got = run(
+            vec!["data: a\r", "\ndata: b\r", "\r", "data: c\r", "\r"],
+            1024,
+        );
+        assert_eq!(got, vec![Ok("a\nb".to_string()), Ok("c".to_string())]);
+    }
+
+    #[test]
+    fn events_before_an_oversized_one_are_delivered_first() {
+        let got = run(vec!["data: ok\r\rdata: 0123456789\r\r"], 8);
+        assert_eq!(
+            got,
+            vec![Ok("ok".to_string()), Err("too large 8".to_string())]
+        );
     }
 
     #[test]
@@ -255,7 +251,8 @@ mod props {
             }
         }
 
-        /// How the bytes are split into chunks does not change the events.
+        /// How the bytes are split into chunks does not change the events, with LF, CRLF or
+        /// lone-CR line endings (a cut between `\r` and `\n` included).
         #[test]
         fn chunking_does_not_change_events(
             lines in prop::collection::vec(
@@ -269,10 +266,10 @@ mod props {
                 ],
                 0..24,
             ),
-            crlf in any::<bool>(),
+            ending in prop::sample::select(vec!["\n", "\r\n", "\r"]),
             cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
         ) {
-            let nl = if crlf { "\r\n" } else { "\n" };
+            let nl = ending;
             let doc: Vec<u8> = lines.iter().flat_map(|l| format!("{l}{nl}").into_bytes()).collect();
             let whole = decode(vec![doc.clone()], 1 << 20);
             let mut at: Vec<usize> = cuts.iter().map(|c| c.index(doc.len() + 1)).collect();

@@ -564,11 +564,9 @@ impl A2aClient {
                 url: url.clone(),
                 error,
             }),
-            Err(e) if status.is_success() => Err(A2aError::Decode {
-                url: url.clone(),
-                what: format!("the `{method}` response"),
-                message: crate::types::json_error_message(&e),
-            }),
+            Err(e) if status.is_success() => {
+                Err(A2aError::decode(url, format!("the `{method}` response"), e))
+            }
             Err(_) => Err(A2aError::status(url, status.as_u16(), &bytes)),
         }
     }
@@ -639,10 +637,8 @@ impl A2aClient {
                     }),
                     Ok(v) => {
                         // A single result instead of a stream: accept it as one event.
-                        let ev: R = serde_json::from_value(v).map_err(|e| A2aError::Decode {
-                            url: url.clone(),
-                            what: format!("the `{method}` response"),
-                            message: crate::types::json_error_message(&e),
+                        let ev: R = serde_json::from_value(v).map_err(|e| {
+                            A2aError::decode(&url, format!("the `{method}` response"), e)
                         })?;
                         Ok(Box::pin(futures::stream::once(
                             async move { Ok(ev.into()) },
@@ -662,11 +658,8 @@ impl A2aClient {
         );
         let stream = events.map(move |item| {
             let data = item.map_err(|e| sse_error(&url, e))?;
-            let r: Response<R> = serde_json::from_str(&data).map_err(|e| A2aError::Decode {
-                url: url.clone(),
-                what: format!("a `{method}` event"),
-                message: crate::types::json_error_message(&e),
-            })?;
+            let r: Response<R> = serde_json::from_str(&data)
+                .map_err(|e| A2aError::decode(&url, format!("a `{method}` event"), e))?;
             r.into_result()
                 .map(Into::into)
                 .map_err(|error| A2aError::Rpc {
@@ -678,35 +671,40 @@ impl A2aClient {
         Ok(Box::pin(stream))
     }
 
+    /// An HTTP+JSON request with the reference's headers (`stream`: asking for SSE) and `body`
+    /// as JSON.
+    fn rest_request<B: Serialize>(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&B>,
+        stream: bool,
+    ) -> Result<reqwest::RequestBuilder, A2aError> {
+        let rb = self
+            .http
+            .request(method, url)
+            .headers(self.base_headers(stream));
+        let Some(b) = body else { return Ok(rb) };
+        let bytes =
+            serde_json::to_vec(b).map_err(|e| A2aError::decode(url, "the request body", e))?;
+        Ok(rb.body(bytes))
+    }
+
     async fn rest<B: Serialize, R: DeserializeOwned>(
         &self,
         method: reqwest::Method,
         url: &str,
         body: Option<&B>,
     ) -> Result<R, A2aError> {
-        let mut rb = self
-            .http
-            .request(method, url)
-            .headers(self.base_headers(false));
-        if let Some(b) = body {
-            let bytes = serde_json::to_vec(b).map_err(|e| A2aError::Decode {
-                url: url.to_string(),
-                what: "the request body".into(),
-                message: crate::types::json_error_message(&e),
-            })?;
-            rb = rb.body(bytes);
-        }
+        let rb = self.rest_request(method, url, body, false)?;
         let resp = rb.send().await.map_err(|e| A2aError::http(url, e))?;
         let status = resp.status();
         let bytes = read_body(resp, url).await?;
         if !status.is_success() {
             return Err(rest_error(url, status.as_u16(), &bytes));
         }
-        serde_json::from_slice(&bytes).map_err(|e| A2aError::Decode {
-            url: url.to_string(),
-            what: "the HTTP+JSON response".into(),
-            message: e.to_string(),
-        })
+        serde_json::from_slice(&bytes)
+            .map_err(|e| A2aError::decode(url, "the HTTP+JSON response", e))
     }
 
     async fn rest_stream<B: Serialize>(
@@ -715,18 +713,7 @@ impl A2aClient {
         url: &str,
         body: Option<&B>,
     ) -> Result<EventStream, A2aError> {
-        let mut rb = self
-            .http
-            .request(method, url)
-            .headers(self.base_headers(true));
-        if let Some(b) = body {
-            let bytes = serde_json::to_vec(b).map_err(|e| A2aError::Decode {
-                url: url.to_string(),
-                what: "the request body".into(),
-                message: crate::types::json_error_message(&e),
-            })?;
-            rb = rb.body(bytes);
-        }
+        let rb = self.rest_request(method, url, body, true)?;
         let resp = self.send_for_stream(rb, url).await?;
         let status = resp.status();
         if !status.is_success() || !is_event_stream(&resp) {
@@ -741,11 +728,8 @@ impl A2aClient {
         );
         Ok(Box::pin(events.map(move |item| {
             let data = item.map_err(|e| sse_error(&url, e))?;
-            serde_json::from_str::<v1::StreamResponse>(&data).map_err(|e| A2aError::Decode {
-                url: url.clone(),
-                what: "an HTTP+JSON stream event".into(),
-                message: crate::types::json_error_message(&e),
-            })
+            serde_json::from_str::<v1::StreamResponse>(&data)
+                .map_err(|e| A2aError::decode(&url, "an HTTP+JSON stream event", e))
         })))
     }
 }

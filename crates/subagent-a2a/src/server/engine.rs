@@ -24,19 +24,19 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(code: i32, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i32, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
         }
     }
-    pub fn invalid_params(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(codes::INVALID_PARAMS, message)
     }
-    pub fn not_found(task_id: &str) -> Self {
+    pub(crate) fn not_found(task_id: &str) -> Self {
         Self::new(codes::TASK_NOT_FOUND, format!("task `{task_id}` not found"))
     }
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(codes::INTERNAL_ERROR, message)
     }
 }
@@ -108,7 +108,7 @@ pub(crate) struct Driver(Option<BoxFuture>);
 
 impl Driver {
     /// Runs the rest in its own tokio task.
-    pub fn spawn(&mut self) {
+    pub(super) fn spawn(&mut self) {
         if let Some(f) = self.0.take() {
             match tokio::runtime::Handle::try_current() {
                 Ok(h) => {
@@ -120,12 +120,12 @@ impl Driver {
     }
 
     /// The future still to drive, if any.
-    pub fn pending(&mut self) -> Option<&mut BoxFuture> {
+    pub(super) fn pending(&mut self) -> Option<&mut BoxFuture> {
         self.0.as_mut()
     }
 
     /// Marks the run as driven to its end.
-    pub fn done(&mut self) {
+    pub(super) fn done(&mut self) {
         self.0 = None;
     }
 }
@@ -211,7 +211,7 @@ fn lock_waiting(m: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
 }
 
 impl Engine {
-    pub fn new(
+    pub(super) fn new(
         handler: Arc<dyn A2aHandler>,
         store: Arc<dyn TaskStore>,
         limits: EngineLimits,
@@ -236,7 +236,7 @@ impl Engine {
     /// Completes and checks a push config for `task_id` (a fresh id when it has none); refuses
     /// it when push notifications are off (PushNotificationNotSupported) or its URL is not
     /// allowed (InvalidParams).
-    pub fn prepare_push_config(
+    pub(crate) fn prepare_push_config(
         &self,
         task_id: &str,
         mut config: v1::TaskPushNotificationConfig,
@@ -258,7 +258,7 @@ impl Engine {
     }
 
     /// True when this agent delivers push notifications.
-    pub fn push_enabled(&self) -> bool {
+    pub(crate) fn push_enabled(&self) -> bool {
         #[cfg(feature = "push")]
         {
             self.pusher.is_some()
@@ -392,7 +392,7 @@ impl Engine {
     }
 
     /// The number of tasks whose handler is running.
-    pub fn live_count(&self) -> usize {
+    pub(super) fn live_count(&self) -> usize {
         lock_runs(&self.runs).len()
     }
 
@@ -406,7 +406,7 @@ impl Engine {
     /// Validates a message and starts the handler. The returned receiver gets the events in
     /// order; it closes when the task reaches a terminal or interrupted state, after a direct
     /// reply, or when the handler ends.
-    pub async fn send(self: &Arc<Self>, p: SendParams) -> Result<Started, ApiError> {
+    pub(super) async fn send(self: &Arc<Self>, p: SendParams) -> Result<Started, ApiError> {
         let mut message = p.message;
         if message.message_id.is_empty() {
             return Err(ApiError::invalid_params("`message.messageId` is required"));
@@ -613,7 +613,7 @@ impl Engine {
     }
 
     /// The current task (live or stored), history trimmed.
-    pub async fn get(
+    pub(super) async fn get(
         &self,
         task_id: &str,
         history_length: Option<i32>,
@@ -643,7 +643,7 @@ impl Engine {
     }
 
     /// Lists tasks for `ListTasks`.
-    pub async fn list(
+    pub(super) async fn list(
         &self,
         req: &v1::ListTasksRequest,
     ) -> Result<v1::ListTasksResponse, ApiError> {
@@ -717,7 +717,7 @@ impl Engine {
 
     /// Cancels a task: a running one through its handler's token (forced after a grace
     /// period), an interrupted one directly. Terminal tasks are not cancelable.
-    pub async fn cancel(&self, task_id: &str) -> Result<v1::Task, ApiError> {
+    pub(super) async fn cancel(&self, task_id: &str) -> Result<v1::Task, ApiError> {
         if let Some(run) = self.live(task_id) {
             match self.cancel_live(&run).await {
                 Some(Ok(t)) => return Ok(t),
@@ -809,7 +809,7 @@ impl Engine {
 
     /// Joins a task's stream: the first event is the task itself. A task that is not running
     /// any more gives just that event (interrupted) or an error (terminal).
-    pub async fn subscribe(
+    pub(super) async fn subscribe(
         self: &Arc<Self>,
         task_id: &str,
     ) -> Result<mpsc::Receiver<Event>, ApiError> {
@@ -1029,12 +1029,12 @@ impl Run {
     }
 
     /// The task as it is now (`None` before the first task event).
-    pub async fn task(&self) -> Option<v1::Task> {
+    pub(crate) async fn task(&self) -> Option<v1::Task> {
         self.state.lock().await.task.clone()
     }
 
     /// The error the handler answered with before any event, if any.
-    pub async fn error(&self) -> Option<ApiError> {
+    pub(crate) async fn error(&self) -> Option<ApiError> {
         self.state.lock().await.error.clone()
     }
 
@@ -1263,7 +1263,7 @@ impl Run {
 
 impl Engine {
     /// Cancels every running handler (server shutdown).
-    pub fn cancel_all(&self) {
+    pub(super) fn cancel_all(&self) {
         let runs: Vec<Arc<Run>> = lock_runs(&self.runs).values().cloned().collect();
         for r in runs {
             r.cancel.cancel();

@@ -16,7 +16,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 /// Counters the tests read.
 #[derive(Default)]
-pub struct TestState {
+pub(crate) struct TestState {
     /// Calls of the `wait` tool that observed their cancellation token.
     pub cancelled: AtomicUsize,
     /// Tool calls received.
@@ -26,7 +26,7 @@ pub struct TestState {
 }
 
 #[derive(Clone, Default)]
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub state: Arc<TestState>,
 }
 
@@ -45,7 +45,7 @@ fn schema(props: &[&str]) -> Arc<JsonObject> {
     }
 }
 
-pub fn tools() -> Vec<Tool> {
+pub(crate) fn tools() -> Vec<Tool> {
     vec![
         Tool::new(
             "echo",

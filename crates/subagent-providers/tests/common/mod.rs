@@ -10,7 +10,7 @@ use subagent_spi::ToolSpec;
 use subagent_spi::chat::{ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse};
 use subagent_testkit::ScriptedModelServer;
 
-pub fn openai(server: &ScriptedModelServer) -> OpenAiModel {
+pub(crate) fn openai(server: &ScriptedModelServer) -> OpenAiModel {
     OpenAiModel::builder()
         .base_url(server.openai_base_url())
         .api_key("sk-test-123")
@@ -20,7 +20,7 @@ pub fn openai(server: &ScriptedModelServer) -> OpenAiModel {
         .expect("valid openai settings")
 }
 
-pub fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
+pub(crate) fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
     AnthropicModel::builder()
         .base_url(server.base_url())
         .api_key("sk-ant-test")
@@ -30,11 +30,11 @@ pub fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
         .expect("valid anthropic settings")
 }
 
-pub fn user(text: &str) -> ChatRequest {
+pub(crate) fn user(text: &str) -> ChatRequest {
     ChatRequest::new(vec![ChatMessage::user(text)])
 }
 
-pub fn tool(name: &str) -> ToolSpec {
+pub(crate) fn tool(name: &str) -> ToolSpec {
     ToolSpec::new(
         name,
         format!("the {name} tool"),
@@ -46,7 +46,7 @@ pub fn tool(name: &str) -> ToolSpec {
 }
 
 /// Run a streamed call, collecting the deltas.
-pub async fn stream(
+pub(crate) async fn stream(
     model: &dyn ChatModel,
     request: ChatRequest,
 ) -> (Result<ChatResponse, ModelError>, Vec<ChatDelta>) {
@@ -56,7 +56,7 @@ pub async fn stream(
     (r, deltas.into_inner().unwrap())
 }
 
-pub fn delta_text(deltas: &[ChatDelta]) -> String {
+pub(crate) fn delta_text(deltas: &[ChatDelta]) -> String {
     deltas
         .iter()
         .filter_map(|d| match d {
@@ -67,7 +67,7 @@ pub fn delta_text(deltas: &[ChatDelta]) -> String {
 }
 
 /// The argument fragments streamed for tool call `index`, joined.
-pub fn delta_args(deltas: &[ChatDelta], index: usize) -> String {
+pub(crate) fn delta_args(deltas: &[ChatDelta], index: usize) -> String {
     deltas
         .iter()
         .filter_map(|d| match d {
@@ -79,7 +79,7 @@ pub fn delta_args(deltas: &[ChatDelta], index: usize) -> String {
         .collect()
 }
 
-pub fn starts(deltas: &[ChatDelta]) -> Vec<(usize, String, String)> {
+pub(crate) fn starts(deltas: &[ChatDelta]) -> Vec<(usize, String, String)> {
     deltas
         .iter()
         .filter_map(|d| match d {
@@ -89,4 +89,20 @@ pub fn starts(deltas: &[ChatDelta]) -> Vec<(usize, String, String)> {
             _ => None,
         })
         .collect()
+}
+
+/// For each `(wire, expected)`: a reply whose stop reason is `wire` maps to `expected`, both
+/// non-streamed and streamed.
+pub(crate) async fn assert_stop_reasons(
+    server: &ScriptedModelServer,
+    model: &dyn ChatModel,
+    cases: &[(&str, subagent_spi::chat::StopReason)],
+) {
+    for (wire, expected) in cases {
+        server.push(subagent_testkit::Reply::text("x").with_stop_reason(*wire));
+        server.push(subagent_testkit::Reply::text("x").with_stop_reason(*wire));
+        assert_eq!(&model.chat(user("q")).await.unwrap().stop_reason, expected);
+        let (r, _) = stream(model, user("q")).await;
+        assert_eq!(&r.unwrap().stop_reason, expected, "streamed {wire}");
+    }
 }

@@ -11,34 +11,34 @@ use subagent_spi::{
     ProgressEvent, ProgressKind, TaskContext, Tool, ToolError, ToolOutput, async_trait,
 };
 
-pub use subagent_testkit::{ScriptedModel, Step, tool_results};
+pub(crate) use subagent_testkit::{ScriptedModel, Step, tool_results};
 
-pub fn usage(input: u64, output: u64) -> TokenUsage {
+pub(crate) fn usage(input: u64, output: u64) -> TokenUsage {
     TokenUsage::new(input, output)
 }
 
 /// A final text reply.
-pub fn text(t: &str) -> Step {
+pub(crate) fn text(t: &str) -> Step {
     Step::text(t)
 }
 
 /// A reply with tool calls: (id, name, args).
-pub fn calls(content: &str, calls: &[(&str, &str, Value)]) -> Step {
+pub(crate) fn calls(content: &str, calls: &[(&str, &str, Value)]) -> Step {
     Step::calls(content, calls)
 }
 
 /// Replaces a step's usage.
-pub fn with_usage(step: Step, u: TokenUsage) -> Step {
+pub(crate) fn with_usage(step: Step, u: TokenUsage) -> Step {
     step.with_usage(u)
 }
 
 /// A tool made from a closure.
-pub struct FnTool<F> {
+pub(crate) struct FnTool<F> {
     pub name: String,
     pub f: F,
 }
 
-pub fn tool<F, Fut>(name: &str, f: F) -> Arc<dyn Tool>
+pub(crate) fn tool<F, Fut>(name: &str, f: F) -> Arc<dyn Tool>
 where
     F: Fn(Value) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
@@ -70,7 +70,7 @@ where
 }
 
 /// A tool that sleeps for a long time (an hour) unless dropped.
-pub fn slow_tool(name: &str, started: Arc<tokio::sync::Notify>) -> Arc<dyn Tool> {
+pub(crate) fn slow_tool(name: &str, started: Arc<tokio::sync::Notify>) -> Arc<dyn Tool> {
     tool(name, move |_| {
         let started = started.clone();
         async move {
@@ -83,10 +83,10 @@ pub fn slow_tool(name: &str, started: Arc<tokio::sync::Notify>) -> Arc<dyn Tool>
 
 /// A progress sink recording events.
 #[derive(Default)]
-pub struct Recorder(pub Mutex<Vec<ProgressEvent>>);
+pub(crate) struct Recorder(pub Mutex<Vec<ProgressEvent>>);
 
 impl Recorder {
-    pub fn kinds(&self) -> Vec<ProgressKind> {
+    pub(crate) fn kinds(&self) -> Vec<ProgressKind> {
         self.0
             .lock()
             .unwrap()

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// A running SUT process (killed with SIGKILL when dropped).
-pub struct Sut {
+pub(crate) struct Sut {
     pub child: Child,
     pub base: String,
 }
@@ -35,7 +35,7 @@ fn sut_binary() -> PathBuf {
 
 impl Sut {
     /// Starts the SUT on a free port with `--store store` and extra arguments.
-    pub async fn start(store: &str, extra: &[&str]) -> Sut {
+    pub(crate) async fn start(store: &str, extra: &[&str]) -> Sut {
         let mut child = Command::new(sut_binary())
             .args(["--port", "0", "--store", store])
             .args(extra)
@@ -71,12 +71,12 @@ impl Sut {
     }
 
     /// SIGKILL, and wait for the process to be gone.
-    pub async fn kill9(mut self) {
+    pub(crate) async fn kill9(mut self) {
         self.child.kill().await.expect("kill -9");
     }
 
     /// A JSON-RPC 1.0 call; the whole response object.
-    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+    pub(crate) async fn rpc(&self, method: &str, params: Value) -> Value {
         let resp = reqwest::Client::new()
             .post(&self.base)
             .header("A2A-Version", "1.0")
@@ -89,7 +89,7 @@ impl Sut {
     }
 
     /// SendMessage; the resulting task (panics on an error answer).
-    pub async fn send(&self, message: Value, return_immediately: bool) -> Value {
+    pub(crate) async fn send(&self, message: Value, return_immediately: bool) -> Value {
         let r = self
             .rpc(
                 "SendMessage",
@@ -100,13 +100,13 @@ impl Sut {
     }
 
     /// GetTask's result (Null when not found).
-    pub async fn get(&self, id: &str) -> Value {
+    pub(crate) async fn get(&self, id: &str) -> Value {
         self.rpc("GetTask", json!({"id": id})).await["result"].clone()
     }
 }
 
 /// A user message; `id` picks the TCK scenario.
-pub fn message(id: &str, task_id: Option<&str>) -> Value {
+pub(crate) fn message(id: &str, task_id: Option<&str>) -> Value {
     let mut m = json!({
         "messageId": format!("{id}-{}", uuid()),
         "role": "ROLE_USER",
@@ -128,13 +128,13 @@ fn uuid() -> String {
     )
 }
 
-pub fn state(task: &Value) -> &str {
+pub(crate) fn state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
 }
 
 /// A fresh PostgreSQL database on the server of `SUBAGENTS_TEST_POSTGRES_URL` (so tests run in
 /// parallel); its URL.
-pub async fn fresh_postgres_db(tag: &str) -> String {
+pub(crate) async fn fresh_postgres_db(tag: &str) -> String {
     use sqlx::Connection;
     let base = std::env::var("SUBAGENTS_TEST_POSTGRES_URL")
         .expect("SUBAGENTS_TEST_POSTGRES_URL is set (run .ci/postgres.sh start DIR)");
@@ -151,7 +151,7 @@ pub async fn fresh_postgres_db(tag: &str) -> String {
 }
 
 /// Reads SSE `data:` events of a response until `stop` returns true or the time is up.
-pub async fn sse_events(
+pub(crate) async fn sse_events(
     resp: reqwest::Response,
     within: Duration,
     mut stop: impl FnMut(&Value) -> bool,

@@ -1,4 +1,4 @@
 //! The in-process test kind lives in `subagent-testkit`.
 #![allow(dead_code, unused_imports)]
 
-pub use subagent_testkit::{FN_KIND as KIND, FnKind, fn_ref};
+pub(crate) use subagent_testkit::{FN_KIND as KIND, FnKind, fn_ref};

@@ -74,7 +74,7 @@ pub(super) async fn jsonrpc(
         return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
     }
     // One pass over the envelope; the params are kept as borrowed raw text.
-    let head: Head = match serde_json::from_slice(&body) {
+    let head: Head<'_> = match serde_json::from_slice(&body) {
         Ok(h) => h,
         Err(e) => {
             // serde stops at the first wrong type (`3 garbage` fails as "an integer, expected a

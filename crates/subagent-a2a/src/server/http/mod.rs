@@ -50,7 +50,7 @@ pub(crate) struct Hosted {
 
 impl Hosted {
     /// True when the agent has an extended card and credentials to guard it.
-    pub fn offers_extended_card(&self) -> bool {
+    pub(crate) fn offers_extended_card(&self) -> bool {
         self.extended.is_some() && self.auth.is_some()
     }
 }
@@ -70,7 +70,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Cancels every running handler of every agent.
-    pub fn cancel_all(&self) {
+    pub(super) fn cancel_all(&self) {
         for a in &self.agents {
             a.engine.cancel_all();
         }

@@ -31,7 +31,7 @@ pub(crate) struct StreamLimits {
 }
 
 impl StreamLimits {
-    pub fn new(global: usize, per_client: usize) -> Self {
+    pub(crate) fn new(global: usize, per_client: usize) -> Self {
         Self {
             global: Arc::new(Semaphore::new(global)),
             per_client,
@@ -68,7 +68,7 @@ pub(super) fn client_key(ip: IpAddr) -> IpAddr {
             let s = v6.segments();
             IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
         }
-        v4 => v4,
+        v4 @ IpAddr::V4(_) => v4,
     }
 }
 
