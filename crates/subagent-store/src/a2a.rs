@@ -28,8 +28,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use subagent_a2a::server::{
-    RemoteSignal, StoreError as A2aStoreError, TaskFilter, TaskPage, TaskStore, now_rfc3339,
-    task_bytes,
+    MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError as A2aStoreError, TaskFilter, TaskPage,
+    TaskStore, now_rfc3339, task_bytes,
 };
 use subagent_a2a::types::v1;
 use tokio::sync::broadcast;
@@ -568,6 +568,14 @@ pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneRepo
     .await
     .map_err(StoreError::query("expire A2A task events"))?
     .rows_affected());
+    // Push configs go with their task (tasks evicted below lose theirs at the next prune).
+    on_db!(db, |p| sqlx::query(
+        "DELETE FROM a2a_push_configs WHERE task_id NOT IN (SELECT id FROM a2a_tasks)"
+    )
+    .execute(p)
+    .await
+    .map_err(StoreError::query("drop push configs of pruned A2A tasks"))?
+    .rows_affected());
     let (count, bytes): (i64, i64) = on_db!(db, |p| sqlx::query_as(
         "SELECT COUNT(*), CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM a2a_tasks"
     )
@@ -618,6 +626,130 @@ pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneRepo
 
 #[async_trait]
 impl TaskStore for SqlTaskStore {
+    async fn save_push_config(
+        &self,
+        config: v1::TaskPushNotificationConfig,
+    ) -> Result<(), A2aStoreError> {
+        let task_id = config.task_id.clone().unwrap_or_default();
+        let config_id = config.id.clone().unwrap_or_default();
+        let db = &self.inner.db;
+        let task_exists: Option<i32> = on_db!(db, |p| sqlx::query_scalar(
+            "SELECT 1 FROM a2a_tasks WHERE id = $1 AND scope = $2"
+        )
+        .bind(&task_id)
+        .bind(&*self.scope)
+        .fetch_optional(p)
+        .await
+        .map_err(StoreError::query("find the task of a push config"))
+        .map_err(backend(&task_id))?);
+        if task_exists.is_none() {
+            return Err(A2aStoreError::Backend {
+                task_id,
+                message: "no such task".into(),
+            });
+        }
+        let others: i64 = on_db!(db, |p| sqlx::query_scalar(
+            "SELECT COUNT(*) FROM a2a_push_configs WHERE task_id = $1 AND config_id <> $2"
+        )
+        .bind(&task_id)
+        .bind(&config_id)
+        .fetch_one(p)
+        .await
+        .map_err(StoreError::query("count push configs"))
+        .map_err(backend(&task_id))?);
+        if others >= MAX_PUSH_CONFIGS_PER_TASK as i64 {
+            return Err(A2aStoreError::Backend {
+                task_id,
+                message: format!(
+                    "the task already has {MAX_PUSH_CONFIGS_PER_TASK} push notification configs \
+                     (the limit); delete one first"
+                ),
+            });
+        }
+        let body = serde_json::to_string(&config).map_err(|e| A2aStoreError::Backend {
+            task_id: task_id.clone(),
+            message: format!("cannot encode the push config: {e}"),
+        })?;
+        on_db!(db, |p| sqlx::query(concat!(
+            "INSERT INTO a2a_push_configs (task_id, config_id, seq, body) VALUES ($1, $2, ",
+            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM a2a_push_configs WHERE task_id = $1), $3) ",
+            "ON CONFLICT (task_id, config_id) DO UPDATE SET body = excluded.body"
+        ))
+        .bind(&task_id)
+        .bind(&config_id)
+        .bind(&body)
+        .execute(p)
+        .await
+        .map_err(StoreError::query("save push config"))
+        .map_err(backend(&task_id))?
+        .rows_affected());
+        Ok(())
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<v1::TaskPushNotificationConfig>, A2aStoreError> {
+        let body: Option<String> = on_db!(&self.inner.db, |p| sqlx::query_scalar(concat!(
+            "SELECT c.body FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id ",
+            "WHERE c.task_id = $1 AND c.config_id = $2 AND t.scope = $3"
+        ))
+        .bind(task_id)
+        .bind(config_id)
+        .bind(&*self.scope)
+        .fetch_optional(p)
+        .await
+        .map_err(StoreError::query("read push config"))
+        .map_err(backend(task_id))?);
+        body.map(|b| decode("push config", &b))
+            .transpose()
+            .map_err(backend(task_id))
+    }
+
+    async fn list_push_configs(
+        &self,
+        task_id: &str,
+    ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aStoreError> {
+        let bodies: Vec<String> = on_db!(&self.inner.db, |p| sqlx::query_scalar(concat!(
+            "SELECT c.body FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id ",
+            "WHERE c.task_id = $1 AND t.scope = $2 ORDER BY c.seq"
+        ))
+        .bind(task_id)
+        .bind(&*self.scope)
+        .fetch_all(p)
+        .await
+        .map_err(StoreError::query("list push configs"))
+        .map_err(backend(task_id))?);
+        bodies
+            .iter()
+            .map(|b| decode("push config", b))
+            .collect::<Result<_, _>>()
+            .map_err(backend(task_id))
+    }
+
+    async fn delete_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<bool, A2aStoreError> {
+        let gone = on_db!(&self.inner.db, |p| {
+            sqlx::query(concat!(
+            "DELETE FROM a2a_push_configs WHERE task_id = $1 AND config_id = $2 AND task_id IN ",
+            "(SELECT id FROM a2a_tasks WHERE scope = $3)"
+        ))
+        .bind(task_id)
+        .bind(config_id)
+        .bind(&*self.scope)
+        .execute(p)
+        .await
+        .map_err(StoreError::query("delete push config"))
+        .map_err(backend(task_id))?
+        .rows_affected()
+        });
+        Ok(gone > 0)
+    }
+
     async fn save(&self, task: v1::Task) -> Result<(), A2aStoreError> {
         let state = task.status.state;
         let (owner, lease) = if running(state) {

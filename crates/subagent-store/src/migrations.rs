@@ -48,6 +48,12 @@ pub const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/2000_a2a_tasks.sql"),
         postgres: include_str!("../migrations/postgres/2000_a2a_tasks.sql"),
     },
+    Step {
+        version: 2001,
+        description: "a2a push configs",
+        sqlite: include_str!("../migrations/sqlite/2001_a2a_push_configs.sql"),
+        postgres: include_str!("../migrations/postgres/2001_a2a_push_configs.sql"),
+    },
 ];
 
 /// Which script of a [`Step`] to run.

@@ -188,3 +188,109 @@ async fn postgres_retention() {
     let (db, store) = open(&common::fresh_postgres_db("retention").await).await;
     retention(db, store).await;
 }
+
+fn push(task_id: &str, id: &str, url: &str) -> v1::TaskPushNotificationConfig {
+    serde_json::from_value(serde_json::json!({"id": id, "taskId": task_id, "url": url})).unwrap()
+}
+
+/// Push configs persist with their task: saved in order, replaced by id, bounded per task,
+/// deleted idempotently, invisible to other agents, and dropped when their task is pruned.
+async fn push_configs(db: Db, store: SqlTaskStore) {
+    use v1::TaskState::*;
+    let a = store.for_agent("/a");
+    let b = store.for_agent("/b");
+    let err = a
+        .save_push_config(push("nope", "c", "https://h/x"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no such task"), "{err}");
+    a.save(task("t", "c1", Working, "2026-01-01T00:00:00.000Z", 1))
+        .await
+        .unwrap();
+    a.save_push_config(push("t", "one", "https://h/1"))
+        .await
+        .unwrap();
+    a.save_push_config(push("t", "two", "https://h/2"))
+        .await
+        .unwrap();
+    a.save_push_config(push("t", "one", "https://h/1b"))
+        .await
+        .unwrap();
+    let listed = a.list_push_configs("t").await.unwrap();
+    let urls: Vec<&str> = listed.iter().map(|c| c.url.as_str()).collect();
+    assert_eq!(
+        urls,
+        ["https://h/1b", "https://h/2"],
+        "first-saved order, replaced in place"
+    );
+    assert_eq!(
+        a.get_push_config("t", "two").await.unwrap().unwrap().url,
+        "https://h/2"
+    );
+    assert!(
+        b.get_push_config("t", "two").await.unwrap().is_none(),
+        "other agent"
+    );
+    assert!(
+        b.list_push_configs("t").await.unwrap().is_empty(),
+        "other agent"
+    );
+    assert!(
+        !b.delete_push_config("t", "two").await.unwrap(),
+        "other agent"
+    );
+
+    for i in 2..16 {
+        a.save_push_config(push("t", &format!("c{i}"), "https://h/n"))
+            .await
+            .unwrap();
+    }
+    let err = a
+        .save_push_config(push("t", "c16", "https://h/n"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("16 push notification configs"),
+        "{err}"
+    );
+    a.save_push_config(push("t", "c2", "https://h/again"))
+        .await
+        .unwrap();
+
+    assert!(a.delete_push_config("t", "two").await.unwrap());
+    assert!(
+        !a.delete_push_config("t", "two").await.unwrap(),
+        "idempotent"
+    );
+    assert_eq!(a.list_push_configs("t").await.unwrap().len(), 15);
+
+    // The task ends and expires: its configs go with it.
+    a.save(task("t", "c1", Completed, "2026-01-01T00:00:01.000Z", 1))
+        .await
+        .unwrap();
+    let retention = Retention::default().with_terminal_ttl(Duration::ZERO);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    prune_a2a_tasks(&db, &retention).await.unwrap();
+    assert!(a.get("t").await.unwrap().is_none());
+    a.save(task("t", "c1", Working, "2026-01-01T00:00:02.000Z", 1))
+        .await
+        .unwrap();
+    assert!(
+        a.list_push_configs("t").await.unwrap().is_empty(),
+        "a pruned task's configs do not come back with a new task of the same id"
+    );
+}
+
+#[tokio::test]
+async fn sqlite_push_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, store) = open(&format!("sqlite:{}", dir.path().join("t.db").display())).await;
+    push_configs(db, store).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
+async fn postgres_push_configs() {
+    let (db, store) = open(&common::fresh_postgres_db("push").await).await;
+    push_configs(db, store).await;
+}
