@@ -110,9 +110,9 @@ pub async fn open_task_store(
 
 #[cfg(feature = "store")]
 impl Subagents {
-    /// The A2A task store on this registry's own store ([`SubagentsBuilder::store`]
-    /// (crate::SubagentsBuilder::store)), for [`ServeOptions::task_store`]: `None` without a
-    /// store. `subagents serve` uses it, so `--store` keeps served tasks too.
+    /// The A2A task store on this registry's own store
+    /// ([`SubagentsBuilder::store`](crate::SubagentsBuilder::store)), for
+    /// [`ServeOptions::task_store`]: `None` without a store. `subagents serve` uses it, so `--store` keeps served tasks too.
     pub async fn a2a_task_store(&self) -> Result<Option<subagent_store::a2a::SqlTaskStore>, Error> {
         let Some(db) = self.store_db() else {
             return Ok(None);
