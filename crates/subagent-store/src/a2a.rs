@@ -24,7 +24,7 @@
 //! of another process as interrupted); several processes share a PostgreSQL database.
 
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use subagent_a2a::server::{
@@ -35,6 +35,7 @@ use subagent_a2a::types::v1;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
+use crate::sql::{ms, now_ms, with_pool};
 use crate::{Db, StoreError};
 
 /// The status message of a task that was running when its SQLite-backed server stopped.
@@ -203,30 +204,8 @@ impl std::fmt::Debug for SqlTaskStore {
     }
 }
 
-fn now_ms() -> i64 {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
 fn running(state: v1::TaskState) -> bool {
     !state.is_terminal() && !state.is_interrupted()
-}
-
-/// Runs `$body` with `$pool` bound to the SQLite or PostgreSQL pool of `$db`; the same query
-/// text serves both (`$N` placeholders).
-macro_rules! on_db {
-    ($db:expr, |$pool:ident| $body:expr) => {
-        match $db {
-            Db::Sqlite($pool) => $body,
-            Db::Postgres($pool) => $body,
-        }
-    };
 }
 
 fn backend(task_id: &str) -> impl FnOnce(StoreError) -> A2aStoreError + '_ {
@@ -338,7 +317,7 @@ impl SqlTaskStore {
         };
         let mut marked = 0;
         loop {
-            let rows: Vec<(String, String)> = on_db!(db, |p| sqlx::query_as(sql)
+            let rows: Vec<(String, String)> = with_pool!(db, |p| sqlx::query_as(sql)
                 .bind(&self.inner.owner)
                 .bind(now)
                 .fetch_all(p)
@@ -367,7 +346,7 @@ impl SqlTaskStore {
                     timestamp: Some(now_rfc3339()),
                 };
                 let body = serde_json::to_string(&task).unwrap_or_default();
-                let done = on_db!(db, |p| sqlx::query(update)
+                let done = with_pool!(db, |p| sqlx::query(update)
                     .bind(i64::from(v1::TaskState::Failed.number()))
                     .bind(task.status.timestamp.clone().unwrap_or_default())
                     .bind(&self.inner.owner)
@@ -408,7 +387,7 @@ impl SqlTaskStore {
             "UPDATE a2a_tasks SET lease_until_ms = $1 WHERE owner = $2 AND state IN ",
             running!()
         );
-        on_db!(&self.inner.db, |p| sqlx::query(SQL)
+        with_pool!(&self.inner.db, |p| sqlx::query(SQL)
             .bind(until)
             .bind(&self.inner.owner)
             .execute(p)
@@ -521,7 +500,7 @@ async fn listen(weak: Weak<Inner>, mut listener: sqlx::postgres::PgListener) {
 }
 
 async fn read_event(db: &Db, id: i64) -> Option<RemoteSignal> {
-    let row: Option<(String, String)> = on_db!(db, |p| sqlx::query_as(
+    let row: Option<(String, String)> = with_pool!(db, |p| sqlx::query_as(
         "SELECT task_id, body FROM a2a_task_events WHERE id = $1"
     )
     .bind(id)
@@ -552,7 +531,7 @@ pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneRepo
     let now = now_ms();
     let mut report = PruneReport::default();
     let cutoff = now.saturating_sub(ms(retention.terminal_ttl));
-    report.expired = on_db!(db, |p| sqlx::query(
+    report.expired = with_pool!(db, |p| sqlx::query(
         "DELETE FROM a2a_tasks WHERE terminal = 1 AND updated_ms < $1"
     )
     .bind(cutoff)
@@ -560,7 +539,7 @@ pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneRepo
     .await
     .map_err(StoreError::query("expire A2A tasks"))?
     .rows_affected());
-    report.events = on_db!(db, |p| sqlx::query(
+    report.events = with_pool!(db, |p| sqlx::query(
         "DELETE FROM a2a_task_events WHERE created_ms < $1"
     )
     .bind(now.saturating_sub(ms(EVENT_TTL)))
@@ -569,14 +548,14 @@ pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneRepo
     .map_err(StoreError::query("expire A2A task events"))?
     .rows_affected());
     // Push configs go with their task (tasks evicted below lose theirs at the next prune).
-    on_db!(db, |p| sqlx::query(
+    with_pool!(db, |p| sqlx::query(
         "DELETE FROM a2a_push_configs WHERE task_id NOT IN (SELECT id FROM a2a_tasks)"
     )
     .execute(p)
     .await
     .map_err(StoreError::query("drop push configs of pruned A2A tasks"))?
     .rows_affected());
-    let (count, bytes): (i64, i64) = on_db!(db, |p| sqlx::query_as(
+    let (count, bytes): (i64, i64) = with_pool!(db, |p| sqlx::query_as(
         "SELECT COUNT(*), CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM a2a_tasks"
     )
     .fetch_one(p)
@@ -597,7 +576,7 @@ pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneRepo
         " ORDER BY terminal DESC, updated_ms ASC LIMIT 500"
     );
     while over(count, bytes) {
-        let rows: Vec<(String, i64)> = on_db!(db, |p| sqlx::query_as(SELECT)
+        let rows: Vec<(String, i64)> = with_pool!(db, |p| sqlx::query_as(SELECT)
             .fetch_all(p)
             .await
             .map_err(StoreError::query("choose A2A tasks to evict"))?);
@@ -608,7 +587,7 @@ pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneRepo
             if !over(count, bytes) {
                 break;
             }
-            let gone = on_db!(db, |p| sqlx::query("DELETE FROM a2a_tasks WHERE id = $1")
+            let gone = with_pool!(db, |p| sqlx::query("DELETE FROM a2a_tasks WHERE id = $1")
                 .bind(&id)
                 .execute(p)
                 .await
@@ -633,7 +612,7 @@ impl TaskStore for SqlTaskStore {
         let task_id = config.task_id.clone().unwrap_or_default();
         let config_id = config.id.clone().unwrap_or_default();
         let db = &self.inner.db;
-        let task_exists: Option<i32> = on_db!(db, |p| sqlx::query_scalar(
+        let task_exists: Option<i32> = with_pool!(db, |p| sqlx::query_scalar(
             "SELECT 1 FROM a2a_tasks WHERE id = $1 AND scope = $2"
         )
         .bind(&task_id)
@@ -648,7 +627,7 @@ impl TaskStore for SqlTaskStore {
                 message: "no such task".into(),
             });
         }
-        let others: i64 = on_db!(db, |p| sqlx::query_scalar(
+        let others: i64 = with_pool!(db, |p| sqlx::query_scalar(
             "SELECT COUNT(*) FROM a2a_push_configs WHERE task_id = $1 AND config_id <> $2"
         )
         .bind(&task_id)
@@ -670,7 +649,7 @@ impl TaskStore for SqlTaskStore {
             task_id: task_id.clone(),
             message: format!("cannot encode the push config: {e}"),
         })?;
-        on_db!(db, |p| sqlx::query(concat!(
+        with_pool!(db, |p| sqlx::query(concat!(
             "INSERT INTO a2a_push_configs (task_id, config_id, seq, body) VALUES ($1, $2, ",
             "(SELECT COALESCE(MAX(seq), 0) + 1 FROM a2a_push_configs WHERE task_id = $1), $3) ",
             "ON CONFLICT (task_id, config_id) DO UPDATE SET body = excluded.body"
@@ -691,7 +670,7 @@ impl TaskStore for SqlTaskStore {
         task_id: &str,
         config_id: &str,
     ) -> Result<Option<v1::TaskPushNotificationConfig>, A2aStoreError> {
-        let body: Option<String> = on_db!(&self.inner.db, |p| sqlx::query_scalar(concat!(
+        let body: Option<String> = with_pool!(&self.inner.db, |p| sqlx::query_scalar(concat!(
             "SELECT c.body FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id ",
             "WHERE c.task_id = $1 AND c.config_id = $2 AND t.scope = $3"
         ))
@@ -711,7 +690,7 @@ impl TaskStore for SqlTaskStore {
         &self,
         task_id: &str,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aStoreError> {
-        let bodies: Vec<String> = on_db!(&self.inner.db, |p| sqlx::query_scalar(concat!(
+        let bodies: Vec<String> = with_pool!(&self.inner.db, |p| sqlx::query_scalar(concat!(
             "SELECT c.body FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id ",
             "WHERE c.task_id = $1 AND t.scope = $2 ORDER BY c.seq"
         ))
@@ -733,7 +712,7 @@ impl TaskStore for SqlTaskStore {
         task_id: &str,
         config_id: &str,
     ) -> Result<bool, A2aStoreError> {
-        let gone = on_db!(&self.inner.db, |p| {
+        let gone = with_pool!(&self.inner.db, |p| {
             sqlx::query(concat!(
             "DELETE FROM a2a_push_configs WHERE task_id = $1 AND config_id = $2 AND task_id IN ",
             "(SELECT id FROM a2a_tasks WHERE scope = $3)"
@@ -773,7 +752,7 @@ impl TaskStore for SqlTaskStore {
              status_ts = excluded.status_ts, updated_ms = excluded.updated_ms, \
              bytes = excluded.bytes, owner = excluded.owner, \
              lease_until_ms = excluded.lease_until_ms, body = excluded.body";
-        on_db!(&self.inner.db, |p| sqlx::query(SQL)
+        with_pool!(&self.inner.db, |p| sqlx::query(SQL)
             .bind(&task.id)
             .bind(&*self.scope)
             .bind(task.context_id.as_deref().unwrap_or(""))
@@ -794,7 +773,7 @@ impl TaskStore for SqlTaskStore {
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, A2aStoreError> {
-        let body: Option<String> = on_db!(&self.inner.db, |p| sqlx::query_scalar(
+        let body: Option<String> = with_pool!(&self.inner.db, |p| sqlx::query_scalar(
             "SELECT body FROM a2a_tasks WHERE id = $1 AND scope = $2"
         )
         .bind(task_id)
@@ -854,7 +833,7 @@ impl TaskStore for SqlTaskStore {
         }
         // Audited: the conditions name fixed columns; every value is a bound parameter, and
         // LIMIT / OFFSET are integers.
-        let total: i64 = on_db!(db, |p| bound!(sqlx::query_scalar(sqlx::AssertSqlSafe(
+        let total: i64 = with_pool!(db, |p| bound!(sqlx::query_scalar(sqlx::AssertSqlSafe(
             count_sql.clone()
         )))
         .fetch_one(p)
@@ -864,7 +843,7 @@ impl TaskStore for SqlTaskStore {
         let bodies: Vec<String> = if limit == 0 || offset as i64 >= total {
             Vec::new()
         } else {
-            on_db!(db, |p| bound!(sqlx::query_scalar(sqlx::AssertSqlSafe(
+            with_pool!(db, |p| bound!(sqlx::query_scalar(sqlx::AssertSqlSafe(
                 page_sql.clone()
             )))
             .fetch_all(p)
