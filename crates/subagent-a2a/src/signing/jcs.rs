@@ -365,8 +365,9 @@ fn clean_empty(v: &Value) -> Option<Value> {
     }
 }
 
-/// The Python SDK's serialization of its payload: `json.dumps(..., sort_keys=True,
-/// separators=(',', ':'))`, which escapes non-ASCII characters (unlike RFC 8785).
+/// How Python SDK releases before 1.3 serialized their payload: `json.dumps(...,
+/// sort_keys=True, separators=(',', ':'))`, which escapes non-ASCII characters (unlike RFC
+/// 8785; 1.3 uses RFC 8785).
 pub fn python_serialize(v: &Value) -> String {
     let mut out = String::new();
     write_value(v, &mut out, Style::PythonAscii);
