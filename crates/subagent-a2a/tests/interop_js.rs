@@ -219,7 +219,9 @@ async fn our_client_calls_a_js_sdk_server() {
             .unwrap()
         {
             v1::SendMessageResponse::Task(t) => t,
-            other => panic!("{binding:?}: send answered {other:?}"),
+            other @ v1::SendMessageResponse::Message(_) => {
+                panic!("{binding:?}: send answered {other:?}")
+            }
         };
         assert_eq!(task.status.state, TaskState::Completed, "{binding:?}");
         assert_eq!(artifact_text(&task), "echo: hello", "{binding:?}");
@@ -261,7 +263,9 @@ async fn our_client_calls_a_js_sdk_server() {
             .unwrap()
         {
             v1::SendMessageResponse::Task(t) => t,
-            other => panic!("{binding:?}: send answered {other:?}"),
+            other @ v1::SendMessageResponse::Message(_) => {
+                panic!("{binding:?}: send answered {other:?}")
+            }
         };
         let canceled = client.cancel_task(&slow.id).await.unwrap();
         assert_eq!(canceled.status.state, TaskState::Canceled, "{binding:?}");
