@@ -197,6 +197,10 @@ pub struct ServerConfig {
     /// addresses too (default off: such webhooks are refused at registration, and host names
     /// resolving only to them fail at delivery). For tests and trusted networks.
     pub push_allow_private: bool,
+    /// Sign every card served (the 1.0 and 0.3 cards and the extended card) with this key
+    /// (default none): JWS over the card's RFC 8785 form, as A2A §8.4 describes (see
+    /// [`crate::signing`]). Signing is deterministic, so a card's `ETag` stays the same.
+    pub card_signer: Option<crate::signing::CardSigner>,
 }
 
 impl Default for ServerConfig {
@@ -222,6 +226,7 @@ impl Default for ServerConfig {
             max_streams_per_client: 128,
             push_notifications: false,
             push_allow_private: false,
+            card_signer: None,
         }
     }
 }
@@ -479,6 +484,13 @@ impl A2aServerBuilder {
     #[must_use]
     pub fn push_allow_private(mut self, yes: bool) -> Self {
         self.config.push_allow_private = yes;
+        self
+    }
+
+    /// Signs every card served with this key (see [`ServerConfig::card_signer`]).
+    #[must_use]
+    pub fn card_signer(mut self, signer: crate::signing::CardSigner) -> Self {
+        self.config.card_signer = Some(signer);
         self
     }
 
