@@ -81,6 +81,15 @@
 //!
 //! A host may share its HTTP client by putting a `reqwest::Client` in the
 //! [`subagent_spi::TaskContext::extensions`].
+//!
+//! ## Tracing
+//!
+//! With the `otel` feature (the OpenTelemetry API and `tracing-opentelemetry`, never the SDK),
+//! the client sends the current `tracing` span's W3C `traceparent`/`tracestate` on every
+//! request, and the server runs each request in an `a2a.request` server span that continues
+//! the caller's trace (the handler's run nests in it). Both go through the global text-map
+//! propagator, which the host installs when it exports traces (the `subagents` facade does);
+//! without it nothing is sent or read.
 
 #[cfg(feature = "client")]
 pub mod client;
@@ -90,6 +99,8 @@ pub mod error;
 pub mod server;
 #[cfg(feature = "card-signing")]
 pub mod signing;
+#[cfg(any(feature = "client", feature = "server"))]
+mod trace_context;
 pub mod types;
 
 #[cfg(feature = "client")]

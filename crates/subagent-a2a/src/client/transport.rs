@@ -152,6 +152,7 @@ impl A2aClient {
             VERSION_HEADER,
             HeaderValue::from_static(self.endpoint.version.as_str()),
         );
+        crate::trace_context::inject(&mut h);
         h
     }
 

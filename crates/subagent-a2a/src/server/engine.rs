@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use subagent_spi::CancellationToken;
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument as _;
 
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
 use super::store::{RemoteSignal, StoreError, TaskFilter, TaskStore};
@@ -590,15 +591,19 @@ impl Engine {
         let handler = self.handler.clone();
         let sink = TaskEventSink { run: run.clone() };
         let r2 = run.clone();
-        let driver: BoxFuture = Box::pin(async move {
-            let cancel = r2.cancel.clone();
-            let fut = handler.handle(request, sink, cancel);
-            let result = match AssertUnwindSafe(fut).catch_unwind().await {
-                Ok(r) => r,
-                Err(_) => Err(HandlerError::failed("the agent's handler panicked")),
-            };
-            r2.finish(result).await;
-        });
+        let driver: BoxFuture = Box::pin(
+            async move {
+                let cancel = r2.cancel.clone();
+                let fut = handler.handle(request, sink, cancel);
+                let result = match AssertUnwindSafe(fut).catch_unwind().await {
+                    Ok(r) => r,
+                    Err(_) => Err(HandlerError::failed("the agent's handler panicked")),
+                };
+                r2.finish(result).await;
+            }
+            // Spawned or driven by the request, the handler runs in the request's span.
+            .instrument(tracing::Span::current()),
+        );
         Ok(Started {
             run,
             events: rx,

@@ -28,6 +28,7 @@ use axum::response::Response;
 use axum::routing::{any, get, post};
 use http::{HeaderValue, StatusCode, header};
 use subagent_spi::CancellationToken;
+use tracing::Instrument as _;
 
 pub(crate) use cards::agent_url;
 pub(crate) use sse::{PEER, StreamLimits};
@@ -148,7 +149,9 @@ fn agent_routes(ctx: AgentCtx) -> Router {
     if !p.is_empty() {
         protected = protected.route(&format!("{p}/"), rpc());
     }
-    let protected = protected.route_layer(from_fn_with_state(ctx.clone(), require_auth));
+    let protected = protected
+        .route_layer(from_fn_with_state(ctx.clone(), require_auth))
+        .route_layer(axum::middleware::from_fn(traced));
     public.merge(protected).with_state(ctx)
 }
 
@@ -174,6 +177,21 @@ async fn enter(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
         return PEER.scope(addr, next.run(req)).await;
     }
     next.run(req).await
+}
+
+/// Runs an agent's call (not its public card) in a server span continuing the caller's trace
+/// (W3C `traceparent`); the handler it starts runs in it (see `Engine::send`).
+async fn traced(req: Request, next: Next) -> Response {
+    let span = tracing::info_span!(
+        "a2a.request",
+        otel.name = %format_args!("{} {}", req.method(), req.uri().path()),
+        otel.kind = "server",
+        http.request.method = %req.method(),
+        url.path = req.uri().path(),
+        rpc.system = "a2a",
+    );
+    crate::trace_context::continue_trace(req.headers(), &span);
+    next.run(req).instrument(span).await
 }
 
 /// The agent's credential check (JSON-RPC and HTTP+JSON; the public card is open): 401 with
