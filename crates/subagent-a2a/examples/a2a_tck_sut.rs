@@ -199,6 +199,7 @@ pub(crate) fn tck_mount() -> AgentMount {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
     let mut legacy_card = false;
+    let mut signer = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -207,19 +208,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
             }
             "--legacy-card" => legacy_card = true,
+            // Signs the cards (JWS, A2A §8.4) with a PEM or JWK private key (ES256 / EdDSA).
+            "--card-signing-key" => {
+                let v = args.next().ok_or("--card-signing-key needs a file")?;
+                signer = Some(subagent_a2a::signing::CardSigner::from_file(v)?);
+            }
             other => {
                 if let Some(v) = other.strip_prefix("--port=") {
                     port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
                 } else {
                     return Err(format!(
-                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--legacy-card]"
+                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--legacy-card] [--card-signing-key FILE]"
                     )
                     .into());
                 }
             }
         }
     }
-    let server = A2aServer::builder()
+    let mut builder = A2aServer::builder();
+    if let Some(s) = signer {
+        eprintln!(
+            "a2a-tck-sut signs its cards with {} key `{}`",
+            s.alg(),
+            s.kid()
+        );
+        builder = builder.card_signer(s);
+    }
+    let server = builder
         // For the 0.3.x TCK and stock 0.3 clients: header-less card requests get the 0.3 card
         // (see ServerConfig::legacy_card_discovery and docs/a2a-conformance.md).
         .legacy_card_discovery(legacy_card)

@@ -290,3 +290,112 @@ async fn keys_come_from_an_allowed_jku_only() {
         .unwrap_err();
     assert!(matches!(e, A2aError::CardSignature(_)), "{e}");
 }
+
+/// The a2a-sdk 1.x interpreter from `.ci/setup-python.sh` (or `SUBAGENTS_A2A_PY_1X`).
+fn python_1x() -> std::path::PathBuf {
+    let path = std::env::var_os("SUBAGENTS_A2A_PY_1X")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/py/a2a-1x/bin/python")
+        });
+    assert!(
+        path.exists(),
+        "no Python at {} (run .ci/setup-python.sh or set SUBAGENTS_A2A_PY_1X)",
+        path.display()
+    );
+    path
+}
+
+async fn run_py(args: &[&str]) -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py_clients/card_signing_v1.py");
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        tokio::process::Command::new(python_1x())
+            .arg(&script)
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("python finished within 120 s")
+    .expect("python ran");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "card_signing_v1.py {args:?} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test]
+#[ignore = "needs the a2a-sdk 1.x venv from .ci/setup-python.sh"]
+async fn python_sdk_verifies_our_signed_cards() {
+    // With credentials (a security requirement without scopes) and non-ASCII text: the two
+    // payload forms differ, so the card carries the second signature the Python SDK checks.
+    let s = serve(A2aServer::builder().card_signer(signer()).mount(mount())).await;
+    let out = run_py(&[
+        "verify",
+        &format!("{}/echo", s.base),
+        &signer().public_jwk().to_string(),
+    ])
+    .await;
+    assert!(
+        out.contains("OK verified echo") && out.contains("OK altered card refused"),
+        "{out}"
+    );
+    // A card without credentials, and an Ed25519 key.
+    let ed = CardSigner::ed25519_from_bytes(&[8u8; 32]).unwrap();
+    let s = serve(
+        A2aServer::builder()
+            .card_signer(ed.clone())
+            .mount(AgentMount::new(
+                "/echo",
+                AgentInfo::new("echo", "Echoes text back"),
+                Echo,
+            )),
+    )
+    .await;
+    let card: Value = get(
+        &format!("{}/echo/.well-known/agent-card.json", s.base),
+        false,
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    // No skills: `skills: []` is a REQUIRED field the Python form drops, so two signatures.
+    assert_eq!(card["signatures"].as_array().unwrap().len(), 2);
+    let out = run_py(&[
+        "verify",
+        &format!("{}/echo", s.base),
+        &ed.public_jwk().to_string(),
+    ])
+    .await;
+    assert!(out.contains("OK verified echo (2 signature(s))"), "{out}");
+}
+
+#[tokio::test]
+#[ignore = "needs the a2a-sdk 1.x venv from .ci/setup-python.sh"]
+async fn our_resolver_verifies_a_card_signed_by_the_python_sdk() {
+    let out = run_py(&["sign", "http://127.0.0.1:9/a2a", "py-key-1"]).await;
+    let v: Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    let card = v["card"].clone();
+    let jwk = v["jwk"].to_string();
+    assert!(!card["signatures"].as_array().unwrap().is_empty());
+    let srv = static_server(vec![("/.well-known/agent-card.json", card.clone())]).await;
+    let require = CardVerification::new(
+        CardTrust::Require,
+        TrustedKeys::new().with(&jwk, None).unwrap(),
+    );
+    resolve(&srv.base, require.clone()).await.unwrap();
+    // Altered after signing: refused, naming the Python key.
+    let mut bad = card;
+    bad["name"] = "py-impostor".into();
+    let srv = static_server(vec![("/.well-known/agent-card.json", bad)]).await;
+    let e = resolve(&srv.base, require).await.unwrap_err();
+    assert!(e.to_string().contains("py-key-1"), "{e}");
+}

@@ -136,7 +136,7 @@ pub(super) fn es_number(x: f64) -> String {
             s.push_str(&digits[1..]);
         }
         s.push('e');
-        s.push(if n - 1 >= 0 { '+' } else { '-' });
+        s.push(if n > 0 { '+' } else { '-' });
         s.push_str(&(n - 1).abs().to_string());
     }
     s
@@ -365,8 +365,9 @@ fn clean_empty(v: &Value) -> Option<Value> {
     }
 }
 
-/// The Python SDK's serialization of its payload: `json.dumps(..., sort_keys=True,
-/// separators=(',', ':'))`, which escapes non-ASCII characters (unlike RFC 8785).
+/// How Python SDK releases before 1.3 serialized their payload: `json.dumps(...,
+/// sort_keys=True, separators=(',', ':'))`, which escapes non-ASCII characters (unlike RFC
+/// 8785; 1.3 uses RFC 8785).
 pub fn python_serialize(v: &Value) -> String {
     let mut out = String::new();
     write_value(v, &mut out, Style::PythonAscii);

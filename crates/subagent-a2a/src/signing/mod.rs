@@ -9,11 +9,13 @@
 //!   under its [`CardTrust`] policy).
 //!
 //! The payload: §8.4.1 drops fields holding a default value unless they are `REQUIRED` or
-//! proto `optional`; the official Python SDK 1.x instead drops every empty string, list and
-//! object and serializes with ASCII escapes. The two agree on most cards; where they differ (a
-//! security requirement without scopes, an empty `REQUIRED` field, non-ASCII text) the signer
-//! adds a second signature over the Python form, and the verifier accepts either form, so both
-//! kinds of verifier find one signature that holds.
+//! proto `optional`; the official Python SDK 1.x drops every empty string, list and object
+//! (its releases before 1.3 also escaped non-ASCII text), and the official JavaScript SDK's
+//! proto round trip drops empty `REQUIRED` lists too (`skills: []`). The forms agree on most
+//! cards; where they differ (a security requirement without scopes, an empty `REQUIRED` field)
+//! the signer adds a second signature over the Python form, and the verifier accepts any of
+//! the forms, so each kind of verifier finds one signature that holds (as §8.4.3 asks: at
+//! least one).
 
 pub mod jcs;
 
@@ -282,7 +284,7 @@ impl CardSigner {
             return Err(SigningError::NotAnObject);
         }
         let spec = jcs::canonicalize(&jcs::spec_payload(card));
-        let py = jcs::python_serialize(&jcs::python_payload(card));
+        let py = jcs::canonicalize(&jcs::python_payload(card));
         let mut out = vec![self.sign_payload(spec.as_bytes())];
         if py != spec {
             out.push(self.sign_payload(py.as_bytes()));
@@ -631,9 +633,12 @@ pub fn verify_card(
     if sigs.is_empty() {
         return Ok(Verified::Unsigned);
     }
+    let python = jcs::python_payload(card);
     let payloads = [
         B64.encode(jcs::canonicalize(&jcs::spec_payload(card))),
-        B64.encode(jcs::python_serialize(&jcs::python_payload(card))),
+        B64.encode(jcs::canonicalize(&python)),
+        // Python SDK releases before 1.3 serialized with `json.dumps` (ASCII escapes).
+        B64.encode(jcs::python_serialize(&python)),
     ];
     let mut failed = None;
     let mut unknown = Vec::new();
