@@ -403,6 +403,7 @@ async fn client_calls_manage_configs_on_every_binding() {
         (Binding::JsonRpc, ProtocolVersion::V1),
         (Binding::HttpJson, ProtocolVersion::V1),
         (Binding::JsonRpc, ProtocolVersion::V03),
+        (Binding::HttpJson, ProtocolVersion::V03),
     ] {
         let client = A2aClient::new(
             reqwest::Client::new(),

@@ -891,6 +891,7 @@ async fn extended_card_goes_to_authenticated_callers_only() {
         (Binding::JsonRpc, ProtocolVersion::V1),
         (Binding::HttpJson, ProtocolVersion::V1),
         (Binding::JsonRpc, ProtocolVersion::V03),
+        (Binding::HttpJson, ProtocolVersion::V03),
     ] {
         let client = A2aClient::new(
             reqwest::Client::new(),

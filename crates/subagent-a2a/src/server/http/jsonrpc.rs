@@ -346,36 +346,14 @@ pub(super) async fn rpc_call(
             Ok(rpc_ok(wire, &serde_json::json!({})))
         }
         m03::PUSH_CONFIG_SET => {
-            let mut req: v03::TaskPushNotificationConfig = parse_params(params, method)?;
-            let task_id = req.task_id.clone();
-            // 0.3 SDKs name a config without an id after its task.
-            if req
-                .push_notification_config
-                .id
-                .as_deref()
-                .is_none_or(str::is_empty)
-            {
-                req.push_notification_config.id = Some(task_id.clone());
-            }
-            let c = create_push_config(agent, &task_id, req.into()).await?;
-            Ok(rpc_ok(wire, &v03_push(c)))
+            let req: v03::TaskPushNotificationConfig = parse_params(params, method)?;
+            Ok(rpc_ok(wire, &v03_set_push(agent, req).await?))
         }
         m03::PUSH_CONFIG_GET => {
             let req: v03::TaskPushNotificationConfigParams = parse_params(params, method)?;
-            // 0.3 asks for "the" config of a task: the one named when it exists, else the
-            // task's first (what the 0.3 Python SDK answers).
-            let configs = list_push_configs(agent, &req.id).await?;
-            let named = req
-                .push_notification_config_id
-                .as_deref()
-                .and_then(|cid| configs.iter().position(|c| c.id.as_deref() == Some(cid)));
-            let c = configs.into_iter().nth(named.unwrap_or(0)).ok_or_else(|| {
-                ApiError::new(
-                    codes::TASK_NOT_FOUND,
-                    format!("task `{}` has no push notification config", req.id),
-                )
-            })?;
-            Ok(rpc_ok(wire, &v03_push(c)))
+            let c =
+                v03_get_push(agent, &req.id, req.push_notification_config_id.as_deref()).await?;
+            Ok(rpc_ok(wire, &c))
         }
         m03::PUSH_CONFIG_LIST => {
             let req: v03::TaskIdParams = parse_params(params, method)?;
@@ -407,8 +385,46 @@ pub(super) async fn rpc_call(
     }
 }
 
+/// `tasks/pushNotificationConfig/set` (both 0.3 bindings): a config without an id is named
+/// after its task, as 0.3 SDKs do.
+pub(super) async fn v03_set_push(
+    agent: &Hosted,
+    mut req: v03::TaskPushNotificationConfig,
+) -> Result<v03::TaskPushNotificationConfig, ApiError> {
+    let task_id = req.task_id.clone();
+    if req
+        .push_notification_config
+        .id
+        .as_deref()
+        .is_none_or(str::is_empty)
+    {
+        req.push_notification_config.id = Some(task_id.clone());
+    }
+    let c = create_push_config(agent, &task_id, req.into()).await?;
+    Ok(v03_push(c))
+}
+
+/// `tasks/pushNotificationConfig/get` (both 0.3 bindings): 0.3 asks for "the" config of a
+/// task: the one named when it exists, else the task's first (what the 0.3 Python SDK
+/// answers).
+pub(super) async fn v03_get_push(
+    agent: &Hosted,
+    task_id: &str,
+    config_id: Option<&str>,
+) -> Result<v03::TaskPushNotificationConfig, ApiError> {
+    let configs = list_push_configs(agent, task_id).await?;
+    let named = config_id.and_then(|cid| configs.iter().position(|c| c.id.as_deref() == Some(cid)));
+    let c = configs.into_iter().nth(named.unwrap_or(0)).ok_or_else(|| {
+        ApiError::new(
+            codes::TASK_NOT_FOUND,
+            format!("task `{task_id}` has no push notification config"),
+        )
+    })?;
+    Ok(v03_push(c))
+}
+
 /// A config in its 0.3 shape.
-fn v03_push(c: v1::TaskPushNotificationConfig) -> v03::TaskPushNotificationConfig {
+pub(super) fn v03_push(c: v1::TaskPushNotificationConfig) -> v03::TaskPushNotificationConfig {
     v03::TaskPushNotificationConfig {
         task_id: c.task_id.clone().unwrap_or_default(),
         push_notification_config: c.into(),
