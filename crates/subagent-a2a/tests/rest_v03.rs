@@ -1,6 +1,9 @@
 //! The HTTP+JSON binding of A2A 0.3 (`/v1/…` routes, 0.3 ProtoJSON) over real sockets: the
 //! wire shapes and error statuses of our server, our client's 0.3 HTTP+JSON transport against
-//! it, discovery from the 0.3 card, and the 1.0 routes still served at the same mount.
+//! it, discovery from the 0.3 card, and the 1.0 routes still served at the same mount. Also
+//! the 0.3 behaviours the 0.3 TCK relies on: non-blocking sends by default (an option),
+//! follow-ups to a running task (a handler's inbox), errors of 0.3 streams as SSE events and
+//! failing 0.3 calls without `id`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +15,7 @@ use subagent_a2a::client::{A2aClient, Binding, Endpoint};
 use subagent_a2a::server::{
     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
 };
+
 use subagent_a2a::types::{ProtocolVersion, v1};
 use subagent_a2a::{A2aError, A2aResolver};
 use subagent_spi::{CancellationToken, SubagentReference, async_trait};
@@ -390,4 +394,125 @@ async fn the_resolver_picks_03_http_json_from_the_03_card_when_asked() {
         panic!("a task")
     };
     assert_eq!(t.artifacts[0].parts[0].as_text(), Some("echo: via card"));
+}
+
+/// `chat`: working, takes follow-ups (recording their texts in an artifact at the end) until
+/// one says `done`, then completes.
+struct Chat;
+
+#[async_trait]
+impl A2aHandler for Chat {
+    async fn handle(
+        &self,
+        _req: HandlerRequest,
+        ev: TaskEventSink,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        let _ = ev.working().await;
+        let mut inbox = ev.inbox(4);
+        let mut seen = Vec::new();
+        loop {
+            tokio::select! {
+                m = inbox.next() => {
+                    let Some(m) = m else { break };
+                    let t: String = m.parts.iter().filter_map(|p| p.as_text()).collect();
+                    if t == "done" {
+                        break;
+                    }
+                    seen.push(t);
+                }
+                _ = cancel.cancelled() => {
+                    let _ = ev.status(v1::TaskState::Canceled, None).await;
+                    return Ok(());
+                }
+            }
+        }
+        let _ = ev.text_artifact(Some("seen"), seen.join(",")).await;
+        let _ = ev.complete(None).await;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn v03_non_blocking_default_inbox_and_stream_errors() {
+    let server = A2aServer::builder()
+        .v03_blocking_by_default(false)
+        .mount(AgentMount::new(
+            "/chat",
+            AgentInfo::new("chat", "Takes follow-ups while it works"),
+            Chat,
+        ))
+        .build()
+        .unwrap();
+    let stop = server.shutdown_token();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/chat", listener.local_addr().unwrap());
+    let s2 = stop.clone();
+    tokio::spawn(async move {
+        let _ = server
+            .serve(listener, async move { s2.cancelled().await })
+            .await;
+    });
+    let c = reqwest::Client::new();
+    let rpc = |method: &str, params: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let req = c.post(&base).json(&body);
+        async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let msg = |id: &str, text: &str, task: Option<&str>| {
+        let mut m = json!({"kind": "message", "messageId": id, "role": "user",
+            "parts": [{"kind": "text", "text": text}]});
+        if let Some(t) = task {
+            m["taskId"] = json!(t);
+        }
+        json!({ "message": m })
+    };
+    // No `blocking`: answered at once, the task still running.
+    let r = rpc("message/send", msg("a1", "start", None)).await;
+    let state = r["result"]["status"]["state"].as_str().unwrap().to_string();
+    assert!(state == "submitted" || state == "working", "{r}");
+    let id = r["result"]["id"].as_str().unwrap().to_string();
+    // Follow-ups reach the running handler (not refused), and join the history.
+    for (i, t) in ["one", "two"].iter().enumerate() {
+        let r = rpc("message/send", msg(&format!("f{i}"), t, Some(&id))).await;
+        assert_eq!(r["result"]["id"], id.as_str(), "{r}");
+        assert_eq!(r["result"]["status"]["state"], "working", "{r}");
+    }
+    // An explicit blocking follow-up waits for the end.
+    let mut p = msg("f9", "done", Some(&id));
+    p["configuration"] = json!({"blocking": true});
+    let r = rpc("message/send", p).await;
+    assert_eq!(r["result"]["status"]["state"], "completed", "{r}");
+    assert_eq!(r["result"]["artifacts"][0]["parts"][0]["text"], "one,two");
+    assert_eq!(r["result"]["history"].as_array().unwrap().len(), 4, "{r}");
+    // A finished task takes no more messages.
+    let r = rpc("message/send", msg("f10", "late", Some(&id))).await;
+    assert_eq!(r["error"]["code"], -32004, "{r}");
+
+    // The error of a 0.3 stream, for a client asking for SSE, is an SSE event.
+    let r = c
+        .post(&base)
+        .header("accept", "text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/resubscribe",
+            "params": {"id": "nope"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let text = r.text().await.unwrap();
+    let data: Value = serde_json::from_str(text.trim().strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(data["error"]["code"], -32001, "{data}");
+    assert_eq!(data["id"], 5);
+    // Without that Accept it stays a JSON answer; 1.0 streams are unchanged.
+    let r = rpc("tasks/resubscribe", json!({"id": "nope"})).await;
+    assert_eq!(r["error"]["code"], -32001);
+    stop.cancel();
 }

@@ -161,6 +161,9 @@ impl A2aClient {
                 self.rpc(v1::methods::SEND_MESSAGE, &req).await
             }
             (Binding::JsonRpc, _) => {
+                // `blocking` always written: a 0.3 server may read a missing one as false.
+                let mut req = req;
+                req.configuration.get_or_insert_with(Default::default);
                 let params = v03::MessageSendParams::from(req);
                 let ev: v03::Event = self.rpc(v03::methods::MESSAGE_SEND, &params).await?;
                 v1::SendMessageResponse::try_from(ev).map_err(|_| A2aError::Protocol {

@@ -109,7 +109,7 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 
 pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
-pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
+pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink, TaskInbox};
 pub use store::{
     InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError, TaskFilter, TaskPage,
     TaskStore, message_bytes, task_bytes,
@@ -197,6 +197,12 @@ pub struct ServerConfig {
     /// addresses too (default off: such webhooks are refused at registration, and host names
     /// resolving only to them fail at delivery). For tests and trusted networks.
     pub push_allow_private: bool,
+    /// Whether a 0.3 `message/send` that does not say `blocking` waits for the task to end or
+    /// be interrupted (default `true`, as the official 0.3 SDKs' servers do). `false` answers
+    /// at once with the task as it is (0.3 says only "if true, the client will wait"); a 0.3
+    /// HTTP+JSON request whose `configuration` leaves `blocking` out is non-blocking either
+    /// way (ProtoJSON omits a `false` bool).
+    pub v03_blocking_by_default: bool,
 }
 
 impl Default for ServerConfig {
@@ -222,6 +228,7 @@ impl Default for ServerConfig {
             max_streams_per_client: 128,
             push_notifications: false,
             push_allow_private: false,
+            v03_blocking_by_default: true,
         }
     }
 }
@@ -479,6 +486,14 @@ impl A2aServerBuilder {
     #[must_use]
     pub fn push_allow_private(mut self, yes: bool) -> Self {
         self.config.push_allow_private = yes;
+        self
+    }
+
+    /// Sets whether 0.3 sends without `blocking` wait (see
+    /// [`ServerConfig::v03_blocking_by_default`]).
+    #[must_use]
+    pub fn v03_blocking_by_default(mut self, yes: bool) -> Self {
+        self.config.v03_blocking_by_default = yes;
         self
     }
 

@@ -366,8 +366,9 @@ pub fn message_from_proto(m: &Value) -> Result<Value, String> {
     ) {
         Some("ROLE_AGENT" | "agent") => "agent",
         Some("ROLE_USER" | "user") => "user",
+        // A message must say who sent it.
+        None | Some("ROLE_UNSPECIFIED") => return Err("`message.role` is required".into()),
         Some(other) => return Err(format!("invalid message role `{other}`")),
-        None => "user",
     };
     out.insert("role".into(), role.into());
     // `content` is the proto field; `parts` is read too (a common slip of hand-written peers).
@@ -646,6 +647,7 @@ mod tests {
         let m = message_from_proto(&p).unwrap();
         assert_eq!(m["messageId"], "m");
         assert_eq!(m["role"], "agent");
+        assert!(message_from_proto(&json!({"messageId": "m", "content": []})).is_err());
         let t = task_from_proto(&json!({"id": "t", "context_id": "c",
             "status": {"state": "TASK_STATE_CANCELLED"}}))
         .unwrap();

@@ -135,19 +135,30 @@ pub(super) async fn jsonrpc(
     } else {
         Wire::RpcV03(id.clone())
     };
+    let mut failed = true;
     let answer = match header_version {
         Err(e) => rpc_error_for(&id, &e, true),
         Ok(_) => match check_extensions(agent, &parts.headers) {
             Err(e) => error_for(&wire, &e),
             Ok(()) => {
                 match rpc_call(shared, agent, method, head.params, &wire, &parts.headers).await {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        failed = false;
+                        r
+                    }
+                    Err(e) if !v1m && streams_v03(method) && wants_sse(&parts.headers) => {
+                        sse_error(&wire, &e)
+                    }
                     Err(e) => error_for(&wire, &e),
                 }
             }
         },
     };
-    if notification {
+    // A2A 0.3 has no notifications: its schema requires `id` on every A2A request, and the
+    // 0.3 SDKs (and the 0.3 TCK) answer an id-less call that fails with its error. So a
+    // failing call of the 0.3 namespace is answered (`"id": null`); everything else without
+    // `id` is a JSON-RPC notification (see docs/a2a-conformance.md).
+    if notification && (v1m || !failed) {
         // A valid notification is executed but never answered (JSON-RPC 2.0 §4.1). Over HTTP
         // that is 204 No Content: the exchange still needs a status, and 204 says plainly that
         // no body follows (as the JSON-RPC-over-HTTP conventions do), unlike a 200 with an
@@ -158,6 +169,53 @@ pub(super) async fn jsonrpc(
         return r;
     }
     answer
+}
+
+/// The 0.3 methods answered by a stream.
+fn streams_v03(method: &str) -> bool {
+    matches!(
+        method,
+        crate::types::v03::methods::MESSAGE_STREAM | crate::types::v03::methods::TASKS_RESUBSCRIBE
+    )
+}
+
+/// True when the client asks for an event stream (`Accept: text/event-stream`).
+fn wants_sse(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream"))
+}
+
+/// The error of a 0.3 streaming call, for a client that asked for an event stream: one SSE
+/// event holding the JSON-RPC error response (0.3's `SendStreamingMessageResponse` is a
+/// success or an error response), as the 0.3 SDKs answer. ServerBusy stays a 503.
+fn sse_error(wire: &Wire, e: &ApiError) -> Response {
+    let Wire::RpcV03(id) = wire else {
+        return error_for(wire, e);
+    };
+    if e.code == codes::SERVER_BUSY {
+        return error_for(wire, e);
+    }
+    let err = super::reply::rpc_error_object(e, false);
+    let mut body = b"data: ".to_vec();
+    body.extend_from_slice(&super::reply::json_bytes(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": err,
+    })));
+    body.extend_from_slice(b"\n\n");
+    let mut r = Response::new(Body::from(body));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache"),
+    );
+    r
 }
 
 /// Reads a member that is present, `null` included (an absent member stays `None` through
@@ -277,11 +335,15 @@ pub(super) async fn rpc_call(
         }
         m03::MESSAGE_SEND | m03::MESSAGE_STREAM => {
             let req: v03::MessageSendParams = parse_params(params, method)?;
-            let blocking = req.configuration.as_ref().and_then(|c| c.blocking);
+            let blocking = req
+                .configuration
+                .as_ref()
+                .and_then(|c| c.blocking)
+                .unwrap_or(shared.cfg.v03_blocking_by_default);
             let mut req: v1::SendMessageRequest = req.into();
-            if let Some(c) = req.configuration.as_mut() {
-                c.return_immediately = blocking == Some(false);
-            }
+            req.configuration
+                .get_or_insert_with(Default::default)
+                .return_immediately = !blocking;
             send(shared, agent, req, method == m03::MESSAGE_STREAM, wire).await
         }
         m1::GET_TASK => {

@@ -135,15 +135,15 @@ async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
     // ProtoJSON leaves out a `false` bool, so a configuration without `blocking` asks for a
     // non-blocking send (proto3's default, as the 0.3 SDKs read it: their client sends
     // `"configuration": {}` for `blocking=False`); a request without any configuration
-    // blocks, as on JSON-RPC.
-    let blocking = params
-        .configuration
-        .as_ref()
-        .is_none_or(|c| c.blocking == Some(true));
+    // follows `v03_blocking_by_default`, as on JSON-RPC.
+    let blocking = match &params.configuration {
+        Some(c) => c.blocking == Some(true),
+        None => ctx.shared.cfg.v03_blocking_by_default,
+    };
     let mut req: v1::SendMessageRequest = params.into();
-    if let Some(c) = req.configuration.as_mut() {
-        c.return_immediately = !blocking;
-    }
+    req.configuration
+        .get_or_insert_with(Default::default)
+        .return_immediately = !blocking;
     send(&ctx.shared, ctx.agent(), req, streaming, &WIRE)
         .await
         .unwrap_or_else(|e| rest_v03_error(&e))
