@@ -25,6 +25,7 @@
 //! | `POST {path}/message:send`, `POST {path}/message:stream` | HTTP+JSON (1.0) |
 //! | `GET {path}/tasks/{id}`, `GET {path}/tasks`, `POST {path}/tasks/{id}:cancel`, `GET`/`POST {path}/tasks/{id}:subscribe` | HTTP+JSON (1.0) |
 //! | `POST`/`GET {path}/tasks/{id}/pushNotificationConfigs`, `GET`/`DELETE {path}/tasks/{id}/pushNotificationConfigs/{config}` | HTTP+JSON push configs (1.0) |
+//! | `{path}/v1/message:send`, `…/v1/message:stream`, `…/v1/tasks[/{id}[:cancel\|:subscribe]]`, `…/v1/tasks/{id}/pushNotificationConfigs[/{config}]`, `GET …/v1/card` | HTTP+JSON (0.3): the 0.3 ProtoJSON shapes of [`crate::types::v03_rest`], errors `{"code", "message"}` with the 0.3 SDKs' statuses |
 //!
 //! Card URLs are absolute: [`ServerConfig::public_url`] + path, else scheme and host from
 //! `X-Forwarded-Proto` / `X-Forwarded-Host` / `X-Forwarded-Prefix` / `Host`. Cards carry
