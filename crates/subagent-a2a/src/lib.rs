@@ -90,6 +90,8 @@ pub mod client;
 pub mod error;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "card-signing")]
+pub mod signing;
 pub mod types;
 
 #[cfg(feature = "client")]

@@ -417,29 +417,17 @@ impl A2aClient {
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
         match (self.endpoint.binding, self.endpoint.version) {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
-                let req = v1::TaskPushNotificationConfigRef {
-                    tenant: self.endpoint.tenant.clone(),
-                    task_id: task_id.to_string(),
-                    id: config_id.to_string(),
-                };
+                let req = self.push_config_ref(task_id, config_id);
                 self.rpc(v1::methods::GET_PUSH_CONFIG, &req).await
             }
             (Binding::JsonRpc, _) => {
-                let params = v03::TaskPushNotificationConfigParams {
-                    id: task_id.to_string(),
-                    push_notification_config_id: Some(config_id.to_string()),
-                    metadata: None,
-                };
+                let params = push_config_params_03(task_id, config_id);
                 let c: v03::TaskPushNotificationConfig =
                     self.rpc(v03::methods::PUSH_CONFIG_GET, &params).await?;
                 Ok(c.into())
             }
             (Binding::HttpJson, ProtocolVersion::V03) => {
-                let url = self.rest_v03_url(&format!(
-                    "tasks/{}/pushNotificationConfigs/{}",
-                    path_segment(task_id),
-                    path_segment(config_id)
-                ));
+                let url = self.push_config_url(task_id, config_id);
                 let c: v03::TaskPushNotificationConfig = self
                     .rest_v03::<Value, _>(reqwest::Method::GET, &url, None, |v| {
                         v03_rest::push_config_from_proto(v, task_id)
@@ -448,11 +436,7 @@ impl A2aClient {
                 Ok(c.into())
             }
             (Binding::HttpJson, _) => {
-                let url = self.rest_url(&format!(
-                    "tasks/{}/pushNotificationConfigs/{}",
-                    path_segment(task_id),
-                    path_segment(config_id)
-                ));
+                let url = self.push_config_url(task_id, config_id);
                 self.rest::<(), _>(reqwest::Method::GET, &url, None).await
             }
         }
@@ -519,37 +503,42 @@ impl A2aClient {
         }
     }
 
+    /// The 1.0 request naming one push config (get and delete send it).
+    fn push_config_ref(&self, task_id: &str, config_id: &str) -> v1::TaskPushNotificationConfigRef {
+        v1::TaskPushNotificationConfigRef {
+            tenant: self.endpoint.tenant.clone(),
+            task_id: task_id.to_string(),
+            id: config_id.to_string(),
+        }
+    }
+
+    /// The HTTP+JSON URL of one push config (get and delete use it), in the endpoint's version.
+    fn push_config_url(&self, task_id: &str, config_id: &str) -> String {
+        let path = format!(
+            "tasks/{}/pushNotificationConfigs/{}",
+            path_segment(task_id),
+            path_segment(config_id)
+        );
+        match self.endpoint.version {
+            ProtocolVersion::V03 => self.rest_v03_url(&path),
+            _ => self.rest_url(&path),
+        }
+    }
+
     /// `DeleteTaskPushNotificationConfig` / `tasks/pushNotificationConfig/delete`.
     pub async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<(), A2aError> {
         match (self.endpoint.binding, self.endpoint.version) {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
-                let req = v1::TaskPushNotificationConfigRef {
-                    tenant: self.endpoint.tenant.clone(),
-                    task_id: task_id.to_string(),
-                    id: config_id.to_string(),
-                };
+                let req = self.push_config_ref(task_id, config_id);
                 self.rpc_unit(v1::methods::DELETE_PUSH_CONFIG, &req).await
             }
             (Binding::JsonRpc, _) => {
-                let params = v03::TaskPushNotificationConfigParams {
-                    id: task_id.to_string(),
-                    push_notification_config_id: Some(config_id.to_string()),
-                    metadata: None,
-                };
+                let params = push_config_params_03(task_id, config_id);
                 self.rpc_unit(v03::methods::PUSH_CONFIG_DELETE, &params)
                     .await
             }
-            (Binding::HttpJson, version) => {
-                let path = format!(
-                    "tasks/{}/pushNotificationConfigs/{}",
-                    path_segment(task_id),
-                    path_segment(config_id)
-                );
-                let url = if version == ProtocolVersion::V03 {
-                    self.rest_v03_url(&path)
-                } else {
-                    self.rest_url(&path)
-                };
+            (Binding::HttpJson, _) => {
+                let url = self.push_config_url(task_id, config_id);
                 let _: serde_json::Value = self
                     .rest::<(), _>(reqwest::Method::DELETE, &url, None)
                     .await?;
@@ -974,6 +963,15 @@ fn rest_error(url: &str, status: u16, body: &[u8]) -> A2aError {
         };
     }
     A2aError::status(url, status, body)
+}
+
+/// The 0.3 params naming one push config (get and delete send them).
+fn push_config_params_03(task_id: &str, config_id: &str) -> v03::TaskPushNotificationConfigParams {
+    v03::TaskPushNotificationConfigParams {
+        id: task_id.to_string(),
+        push_notification_config_id: Some(config_id.to_string()),
+        metadata: None,
+    }
 }
 
 /// Percent-encodes a value for use as one URL path segment.

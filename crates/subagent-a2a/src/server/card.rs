@@ -329,6 +329,42 @@ pub(crate) fn card_v03(
     card
 }
 
+/// The 1.0 card with the signatures of `signer` (none without one).
+pub(crate) fn signed_v1(
+    signer: Option<&crate::signing::CardSigner>,
+    mut card: v1::AgentCard,
+) -> v1::AgentCard {
+    if let Some(s) = signer {
+        card.signatures.clear();
+        card.signatures = signatures(s, &card);
+    }
+    card
+}
+
+/// The 0.3 card with the signatures of `signer` (none without one).
+pub(crate) fn signed_v03(
+    signer: Option<&crate::signing::CardSigner>,
+    mut card: v03::AgentCard,
+) -> v03::AgentCard {
+    if let Some(s) = signer {
+        card.signatures.clear();
+        card.signatures = signatures(s, &card).into_iter().map(Into::into).collect();
+    }
+    card
+}
+
+/// The signatures of a card as served (its JSON form without `signatures`).
+pub(crate) fn signatures<T: serde::Serialize>(
+    signer: &crate::signing::CardSigner,
+    card: &T,
+) -> Vec<v1::AgentCardSignature> {
+    signer.sign(card).unwrap_or_else(|e| {
+        // Our cards always serialize to an object; say so should that ever change.
+        tracing::warn!(error = %e, "could not sign the agent card");
+        Vec::new()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -204,6 +204,10 @@ pub struct ServerConfig {
     /// HTTP+JSON request whose `configuration` leaves `blocking` out is non-blocking either
     /// way (ProtoJSON omits a `false` bool).
     pub v03_blocking_by_default: bool,
+    /// Sign every card served (the 1.0 and 0.3 cards and the extended card) with this key
+    /// (default none): JWS over the card's RFC 8785 form, as A2A §8.4 describes (see
+    /// [`crate::signing`]). Signing is deterministic, so a card's `ETag` stays the same.
+    pub card_signer: Option<crate::signing::CardSigner>,
 }
 
 impl Default for ServerConfig {
@@ -230,6 +234,7 @@ impl Default for ServerConfig {
             push_notifications: false,
             push_allow_private: false,
             v03_blocking_by_default: true,
+            card_signer: None,
         }
     }
 }
@@ -495,6 +500,13 @@ impl A2aServerBuilder {
     #[must_use]
     pub fn v03_blocking_by_default(mut self, yes: bool) -> Self {
         self.config.v03_blocking_by_default = yes;
+        self
+    }
+
+    /// Signs every card served with this key (see [`ServerConfig::card_signer`]).
+    #[must_use]
+    pub fn card_signer(mut self, signer: crate::signing::CardSigner) -> Self {
+        self.config.card_signer = Some(signer);
         self
     }
 

@@ -320,11 +320,25 @@ pub(super) fn extended_card(
         return Err(extended_card_unsupported());
     };
     let url = super::agent_url(&shared.cfg, agent, headers);
-    Ok(crate::server::card::card_v1(
-        info,
-        Some(auth),
-        &url,
-        agent.engine.push_enabled(),
-        true,
+    let card =
+        crate::server::card::card_v1(info, Some(auth), &url, agent.engine.push_enabled(), true);
+    Ok(crate::server::card::signed_v1(
+        shared.cfg.card_signer.as_ref(),
+        card,
+    ))
+}
+
+/// The extended card in its 0.3 shape, signed as such (a converted 1.0 card's signatures
+/// would not hold over the 0.3 form).
+pub(super) fn extended_card_v03(
+    shared: &Shared,
+    agent: &Hosted,
+    headers: &http::HeaderMap,
+) -> Result<crate::types::v03::AgentCard, ApiError> {
+    let mut c: crate::types::v03::AgentCard = extended_card(shared, agent, headers)?.into();
+    c.supports_authenticated_extended_card = Some(true);
+    Ok(crate::server::card::signed_v03(
+        shared.cfg.card_signer.as_ref(),
+        c,
     ))
 }

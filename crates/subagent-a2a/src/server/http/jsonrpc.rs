@@ -435,11 +435,10 @@ pub(super) async fn rpc_call(
             Ok(rpc_ok(wire, &Value::Null))
         }
         m1::GET_EXTENDED_AGENT_CARD => Ok(rpc_ok(wire, &extended_card(shared, agent, headers)?)),
-        m03::GET_AUTHENTICATED_EXTENDED_CARD => {
-            let mut c: v03::AgentCard = extended_card(shared, agent, headers)?.into();
-            c.supports_authenticated_extended_card = Some(true);
-            Ok(rpc_ok(wire, &c))
-        }
+        m03::GET_AUTHENTICATED_EXTENDED_CARD => Ok(rpc_ok(
+            wire,
+            &super::calls::extended_card_v03(shared, agent, headers)?,
+        )),
         other => Err(ApiError::new(
             codes::METHOD_NOT_FOUND,
             format!("method `{other}` not found"),
