@@ -34,6 +34,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     pub log: String,
 
+    /// Export traces (OpenTelemetry GenAI spans of every run) over OTLP/HTTP to this
+    /// collector base URL (`/v1/traces` is appended), e.g. http://127.0.0.1:4318. Default:
+    /// the standard OTEL_EXPORTER_OTLP_ENDPOINT; with neither, nothing is exported.
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp: Option<String>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

@@ -219,9 +219,6 @@ pub fn usable_endpoints(
             ProtocolVersion::parse(&iface.protocol_version)
         };
         let Some(version) = version else { continue };
-        if binding == Binding::HttpJson && version == ProtocolVersion::V03 {
-            continue; // not spoken by this client
-        }
         let url = match reqwest::Url::parse(&iface.url) {
             Ok(u) => u.to_string(),
             Err(_) => match base.as_ref().and_then(|b| b.join(&iface.url).ok()) {
@@ -254,7 +251,7 @@ pub fn usable_endpoints(
         return Err(A2aError::Card {
             url: card_url.to_string(),
             message: format!(
-                "no usable interface: this client speaks JSON-RPC (1.0, 0.3) and HTTP+JSON (1.0); the card offers {}",
+                "no usable interface: this client speaks JSON-RPC and HTTP+JSON (1.0, 0.3); the card offers {}",
                 card_v1
                     .supported_interfaces
                     .iter()

@@ -259,8 +259,8 @@ impl ServerAuth {
     }
 }
 
-/// The 1.0 card for an agent reachable at `url` (JSON-RPC 1.0, HTTP+JSON 1.0 and JSON-RPC 0.3,
-/// in that order of preference).
+/// The 1.0 card for an agent reachable at `url` (JSON-RPC 1.0, HTTP+JSON 1.0, JSON-RPC 0.3 and
+/// HTTP+JSON 0.3, in that order of preference).
 pub(crate) fn card_v1(
     info: &AgentInfo,
     auth: Option<&ServerAuth>,
@@ -292,6 +292,7 @@ pub(crate) fn card_v1(
             iface(binding::JSONRPC, ProtocolVersion::V1),
             iface(binding::HTTP_JSON, ProtocolVersion::V1),
             iface(binding::JSONRPC, ProtocolVersion::V03),
+            iface(binding::HTTP_JSON, ProtocolVersion::V03),
         ],
         provider: info.provider.clone(),
         version: info.version.clone(),
@@ -423,11 +424,16 @@ mod tests {
             false,
             false,
         );
-        assert_eq!(c1.supported_interfaces.len(), 3);
+        assert_eq!(c1.supported_interfaces.len(), 4);
         assert!(c1.security_schemes.contains_key("bearer"));
         let c03 = card_v03(&info, None, "http://h/echo", false, false);
         assert_eq!(c03.url, "http://h/echo");
         assert_eq!(c03.preferred_transport.as_deref(), Some("JSONRPC"));
         assert!(c03.protocol_version.starts_with("0.3"));
+        assert!(
+            c03.additional_interfaces
+                .iter()
+                .any(|i| i.transport == "HTTP+JSON")
+        );
     }
 }

@@ -113,6 +113,12 @@ pub(super) async fn send(
         None => {
             let reply = await_reply(started, immediate, history_length).await?;
             Ok(match wire.version() {
+                ProtocolVersion::V03 if matches!(wire, Wire::RestV03) => rpc_ok(
+                    wire,
+                    &crate::types::v03_rest::event_to_proto(
+                        &serde_json::to_value(v03::Event::from(reply)).unwrap_or_default(),
+                    ),
+                ),
                 ProtocolVersion::V03 => rpc_ok(wire, &v03::Event::from(reply)),
                 _ => rpc_ok(wire, &reply),
             })
