@@ -376,7 +376,7 @@ impl TaskTool {
             gen_ai.agent.id = child.task_id().unwrap_or(""),
             gen_ai.request.model = call.model.as_deref(),
             subagents.kind = kind.as_str(),
-            subagents.depth = i64::try_from(child.depth()).unwrap_or(i64::MAX),
+            subagents.depth = i64::from(child.depth()),
             subagents.background = call.is_background(),
             subagents.status = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
