@@ -22,7 +22,9 @@
 //! used: they borrow from the input (our envelopes are generic over owned, typed params and
 //! results, parsed in one step) and its error object rejects unknown fields, while a client
 //! must accept what any peer sends. Event streams are read with the workspace's one SSE decoder,
-//! `subagent-sse` (`client` feature). The client speaks JSON-RPC (1.0 and 0.3) and the HTTP+JSON binding (1.0); gRPC is not
+//! `subagent-sse` (`client` feature). Client and server speak JSON-RPC and HTTP+JSON, each in
+//! 1.0 and 0.3 (0.3 HTTP+JSON: the `/v1/…` routes with the ProtoJSON shapes of
+//! [`types::v03_rest`], served beside the 1.0 routes at the same mount); gRPC is not
 //! supported.
 //!
 //! ## Resolving
@@ -97,6 +99,8 @@ pub mod client;
 pub mod error;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "card-signing")]
+pub mod signing;
 #[cfg(any(feature = "client", feature = "server"))]
 mod trace_context;
 pub mod types;

@@ -37,6 +37,8 @@ pub struct ServeOptions {
     /// `docs/scaling.md`).
     #[cfg(feature = "store")]
     pub task_store: Option<subagent_store::a2a::SqlTaskStore>,
+    /// Signs every served card with this key (JWS, A2A §8.4). `None`: unsigned cards.
+    pub card_signer: Option<subagent_a2a::signing::CardSigner>,
 }
 
 impl ServeOptions {
@@ -65,6 +67,13 @@ impl ServeOptions {
     #[must_use]
     pub fn auth(mut self, auth: ServerAuth) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// Signs every served card with `signer` (builder style).
+    #[must_use]
+    pub fn card_signer(mut self, signer: subagent_a2a::signing::CardSigner) -> Self {
+        self.card_signer = Some(signer);
         self
     }
 
@@ -184,6 +193,9 @@ impl Subagents {
         let mut builder = A2aServer::builder().directory(true);
         if let Some(url) = &options.public_url {
             builder = builder.public_url(url.clone());
+        }
+        if let Some(signer) = &options.card_signer {
+            builder = builder.card_signer(signer.clone());
         }
         for def in chosen {
             let path = agent_path(def.name()).ok_or_else(|| {
