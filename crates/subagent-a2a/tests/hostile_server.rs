@@ -645,6 +645,32 @@ async fn notifications_are_executed_but_never_answered() {
     let a = rpc_raw(&srv, r#"{"jsonrpc":"2.0","method":"NoSuchMethod"}"#).await;
     assert_eq!(a.status, 204);
     assert!(a.body.is_empty());
+    // Except in the 0.3 namespace, which has no notifications (its schema requires `id`):
+    // a failing id-less 0.3 call gets its error with `"id": null`, a succeeding one 204.
+    let v = rpc_raw(
+        &srv,
+        r#"{"jsonrpc":"2.0","method":"message/ssend","params":{}}"#,
+    )
+    .await
+    .json();
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    assert_eq!(v["id"], Value::Null);
+    let v = rpc_raw(
+        &srv,
+        r#"{"jsonrpc":"2.0","method":"message/send","params":{"":"not_a_dict"}}"#,
+    )
+    .await
+    .json();
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    let a = rpc_raw(
+        &srv,
+        &json!({"jsonrpc": "2.0", "method": "message/send",
+                "params": {"message": {"kind": "message", "messageId": "n03", "role": "user",
+                    "parts": [{"kind": "text", "text": "notified"}]}}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(a.status, 204);
     // `"id": null` is a request: answered, with `"id": null`.
     let a = rpc_raw(
         &srv,

@@ -1,7 +1,8 @@
 //! Interop of our A2A server with the official Python SDK clients: a2a-sdk 1.x (JSON-RPC and
 //! HTTP+JSON, discovering the agent from `agent-card.json`) and a2a-sdk 0.3.26 (JSON-RPC,
 //! discovering it from `agent.json`, or from `agent-card.json` when the server serves the 0.3
-//! card there). Each client sends, streams, gets and cancels (`tests/py_clients/*.py`).
+//! card there; and HTTP+JSON). Each client sends, streams, gets and cancels
+//! (`tests/py_clients/*.py`).
 //!
 //! The venvs come from `.ci/setup-python.sh` (`target/py/a2a-1x`, `target/py/a2a-03`, or the
 //! interpreters named by `SUBAGENTS_A2A_PY_1X` / `SUBAGENTS_A2A_PY_03`). Without them a test
@@ -142,6 +143,29 @@ async fn python_03_client_discovers_agent_json() {
         "/.well-known/agent.json",
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
+async fn python_03_client_over_http_json() {
+    let Some(py) = Sdk::V03.python() else {
+        return;
+    };
+    // The stock 0.3 client limited to HTTP+JSON: it finds the binding in the card's
+    // `additionalInterfaces` and calls the `/v1/…` routes (its RestTransport).
+    let (url, srv) = start_with(card(ProtocolVersion::V1)).await;
+    let lines = run_client(
+        &py,
+        "client_v03.py",
+        &[&url, "/.well-known/agent.json", "HTTP+JSON"],
+    )
+    .await;
+    assert!(
+        lines.iter().any(|l| l == "OK transport RestTransport"),
+        "{lines:?}"
+    );
+    assert_all_checks(&lines);
+    drop(srv);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

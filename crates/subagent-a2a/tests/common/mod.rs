@@ -128,10 +128,11 @@ pub(crate) fn msg(text: &str) -> Value {
 }
 
 /// The bindings and versions our client speaks.
-pub(crate) const BINDINGS: [(Binding, ProtocolVersion); 3] = [
+pub(crate) const BINDINGS: [(Binding, ProtocolVersion); 4] = [
     (Binding::JsonRpc, ProtocolVersion::V1),
     (Binding::HttpJson, ProtocolVersion::V1),
     (Binding::JsonRpc, ProtocolVersion::V03),
+    (Binding::HttpJson, ProtocolVersion::V03),
 ];
 
 /// Our client for the agent at `url` on `binding` and `version`, sending `headers`.

@@ -1,8 +1,10 @@
-"""Drives our A2A server with the official a2a-sdk 0.3.26 client (JSON-RPC).
+"""Drives an A2A 0.3 agent with the official a2a-sdk 0.3.26 client (JSON-RPC or HTTP+JSON).
 
-Usage: python client_v03.py BASE_URL CARD_PATH
+Usage: python client_v03.py BASE_URL CARD_PATH [TRANSPORT]
   CARD_PATH: /.well-known/agent.json (the 0.3 card next to the 1.0 one), or
              /.well-known/agent-card.json on a server serving the 0.3 card there.
+  TRANSPORT: JSONRPC (default: the card's preferred transport, the SDK's default) or
+             HTTP+JSON (the client is limited to that transport, so it must be on the card).
 
 Discovers the agent from its card like any production client, then runs four checks against
 the test agent (see tests/server_interop_py.rs): send, stream, get and cancel. Prints one line
@@ -25,6 +27,7 @@ from a2a.types import (
     TaskQueryParams,
     TaskState,
     TextPart,
+    TransportProtocol,
 )
 
 from checks import Clients, fail, send_get_stream_cancel
@@ -81,6 +84,7 @@ class Sdk(Clients):
 
 async def main() -> None:
     base, card_path = sys.argv[1], sys.argv[2]
+    transport = sys.argv[3] if len(sys.argv) > 3 else None
     async with httpx.AsyncClient(timeout=30) as http:
         card = await A2ACardResolver(http, base, agent_card_path=card_path).get_agent_card()
         if not card.url.startswith("http"):
@@ -88,9 +92,16 @@ async def main() -> None:
 
         def client(streaming: bool):
             cfg = ClientConfig(streaming=streaming, httpx_client=http)
+            if transport == "HTTP+JSON":
+                cfg.supported_transports = [TransportProtocol.http_json]
             return ClientFactory(cfg).create(card)
 
-        await send_get_stream_cancel(Sdk(client(False), client(True)))
+        c = client(False)
+        used = type(c._transport).__name__
+        print(f"OK transport {used}", flush=True)
+        if transport == "HTTP+JSON" and used != "RestTransport":
+            fail(f"transport: {used}")
+        await send_get_stream_cancel(Sdk(c, client(True)))
 
 
 asyncio.run(main())
