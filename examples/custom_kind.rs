@@ -28,17 +28,7 @@ struct RecipeDefinition {
     reference: SubagentReference,
 }
 
-impl SubagentDefinition for RecipeDefinition {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn reference(&self) -> &SubagentReference {
-        &self.reference
-    }
-}
+subagents::spi::impl_subagent_definition!(RecipeDefinition);
 
 /// Resolver and executor in one: knows three recipes, and keeps notebooks for `resume`.
 #[derive(Default)]

@@ -28,29 +28,34 @@ enum Sdk {
 }
 
 impl Sdk {
-    fn env(self) -> &'static str {
+    /// The interpreter's variable, the venv, the server script and the agent's name.
+    fn parts(self) -> [&'static str; 4] {
         match self {
-            Sdk::V1 => "SUBAGENTS_A2A_PY_1X",
-            Sdk::V03 => "SUBAGENTS_A2A_PY_03",
+            Sdk::V1 => [
+                "SUBAGENTS_A2A_PY_1X",
+                "a2a-1x",
+                "server_v1.py",
+                "py-v1-agent",
+            ],
+            Sdk::V03 => [
+                "SUBAGENTS_A2A_PY_03",
+                "a2a-03",
+                "server_v03.py",
+                "py-v03-agent",
+            ],
         }
+    }
+    fn env(self) -> &'static str {
+        self.parts()[0]
     }
     fn venv(self) -> &'static str {
-        match self {
-            Sdk::V1 => "a2a-1x",
-            Sdk::V03 => "a2a-03",
-        }
+        self.parts()[1]
     }
     fn script(self) -> &'static str {
-        match self {
-            Sdk::V1 => "server_v1.py",
-            Sdk::V03 => "server_v03.py",
-        }
+        self.parts()[2]
     }
     fn agent(self) -> &'static str {
-        match self {
-            Sdk::V1 => "py-v1-agent",
-            Sdk::V03 => "py-v03-agent",
-        }
+        self.parts()[3]
     }
 }
 
@@ -217,18 +222,60 @@ async fn run(tool: &TaskTool, agent: &str, prompt: &str, resume: Option<&str>) -
     (out.is_error, out.content)
 }
 
-async fn message_reply(tool: &TaskTool, agent: &str) {
-    let (err, text) = run(tool, agent, "message hello there", None).await;
+/// Runs `prompt` (resuming `session`), which must complete with a text containing `expected`.
+async fn completes_with(
+    tool: &TaskTool,
+    agent: &str,
+    prompt: &str,
+    session: Option<&str>,
+    expected: &str,
+) {
+    let (err, text) = run(tool, agent, prompt, session).await;
     assert!(!err, "{text}");
-    assert!(text.contains("echo: hello there"), "{text}");
+    assert!(text.contains(expected), "{text}");
     assert!(text.contains("status: completed"), "{text}");
 }
 
+async fn message_reply(tool: &TaskTool, agent: &str) {
+    completes_with(
+        tool,
+        agent,
+        "message hello there",
+        None,
+        "echo: hello there",
+    )
+    .await;
+}
+
 async fn artifact_task(tool: &TaskTool, agent: &str) {
-    let (err, text) = run(tool, agent, "artifact quarterly report", None).await;
-    assert!(!err, "{text}");
-    assert!(text.contains("artifact: quarterly report"), "{text}");
-    assert!(text.contains("status: completed"), "{text}");
+    let expected = "artifact: quarterly report";
+    completes_with(tool, agent, "artifact quarterly report", None, expected).await;
+}
+
+/// Starts the `sdk` agent with `flags` and runs every scenario through its card's default
+/// interface (streaming unless `--no-streaming`).
+async fn default_agent_passes(sdk: Sdk, flags: &[&str]) {
+    let Some(server) = PyServer::start(sdk, flags).await else {
+        return;
+    };
+    let tool = task_tool(vec![SubagentReference::new(&server.base, KIND)]).await;
+    let streaming = !flags.contains(&"--no-streaming");
+    every_scenario(&tool, &server, sdk.agent(), streaming).await;
+}
+
+/// Every scenario an agent passes; with `streaming`, the streaming and cancellation ones too.
+async fn every_scenario(tool: &Arc<TaskTool>, server: &PyServer, agent: &str, streaming: bool) {
+    message_reply(tool, agent).await;
+    artifact_task(tool, agent).await;
+    if streaming {
+        streaming_progress(tool, agent).await;
+    }
+    failed_task(tool, agent).await;
+    input_required_then_resume(tool, agent).await;
+    input_required_answered_by_the_approver(tool, agent).await;
+    if streaming {
+        cancellation_reaches_remote(tool.clone(), server, agent).await;
+    }
 }
 
 async fn failed_task(tool: &TaskTool, agent: &str) {
@@ -244,10 +291,14 @@ async fn input_required_then_resume(tool: &TaskTool, agent: &str) {
     assert!(text.contains("needs_input"), "{text}");
     let session = session_of(&text);
     assert!(session.starts_with("a2a:"), "{session}");
-    let (err, text) = run(tool, agent, "blue", Some(&session)).await;
-    assert!(!err, "{text}");
-    assert!(text.contains("favourite colour: blue"), "{text}");
-    assert!(text.contains("status: completed"), "{text}");
+    completes_with(
+        tool,
+        agent,
+        "blue",
+        Some(&session),
+        "favourite colour: blue",
+    )
+    .await;
 }
 
 /// With an approver that can answer (here `--yes`'s), the remote question is answered with a
@@ -346,13 +397,17 @@ async fn v1_jsonrpc_streaming_agent() {
         "card description or skills missing from the Task description: {description}"
     );
     let agent = Sdk::V1.agent();
-    message_reply(&tool, agent).await;
-    artifact_task(&tool, agent).await;
-    streaming_progress(&tool, agent).await;
-    failed_task(&tool, agent).await;
-    input_required_then_resume(&tool, agent).await;
-    input_required_answered_by_the_approver(&tool, agent).await;
-    cancellation_reaches_remote(tool.clone(), &server, agent).await;
+    every_scenario(&tool, &server, agent, true).await;
+}
+
+/// Asserts that `err` is the JSON-RPC error `code`, or the HTTP+JSON `status` with `reason`.
+#[track_caller]
+fn assert_a2a_error(err: &A2aError, code: i32, status: u16, reason: &str) {
+    assert!(
+        err.rpc_code() == Some(code)
+            || matches!(err, A2aError::Rest { status: s, reason: Some(r), .. } if *s == status && r == reason),
+        "{err}"
+    );
 }
 
 /// The typed client on its own: get, list and cancel against the 1.x SDK, on both bindings.
@@ -392,20 +447,12 @@ async fn client_calls(base: &str, binding: &str) {
         .cancel_task(&task.id)
         .await
         .expect_err("a completed task cannot be canceled");
-    assert!(
-        err.rpc_code() == Some(codes::TASK_NOT_CANCELABLE)
-            || matches!(&err, A2aError::Rest { status: 400, reason: Some(r), .. } if r == "TASK_NOT_CANCELABLE"),
-        "{err}"
-    );
+    assert_a2a_error(&err, codes::TASK_NOT_CANCELABLE, 400, "TASK_NOT_CANCELABLE");
     let err = client
         .get_task("no-such-task", None)
         .await
         .expect_err("unknown task");
-    assert!(
-        err.rpc_code() == Some(codes::TASK_NOT_FOUND)
-            || matches!(&err, A2aError::Rest { status: 404, reason: Some(r), .. } if r == "TASK_NOT_FOUND"),
-        "{err}"
-    );
+    assert_a2a_error(&err, codes::TASK_NOT_FOUND, 404, "TASK_NOT_FOUND");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -421,16 +468,7 @@ async fn v1_typed_client_get_list_cancel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn v1_jsonrpc_blocking_agent() {
-    let Some(server) = PyServer::start(Sdk::V1, &["--no-streaming"]).await else {
-        return;
-    };
-    let tool = task_tool(vec![SubagentReference::new(&server.base, KIND)]).await;
-    let agent = Sdk::V1.agent();
-    message_reply(&tool, agent).await;
-    artifact_task(&tool, agent).await;
-    failed_task(&tool, agent).await;
-    input_required_then_resume(&tool, agent).await;
-    input_required_answered_by_the_approver(&tool, agent).await;
+    default_agent_passes(Sdk::V1, &["--no-streaming"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -444,13 +482,7 @@ async fn v1_http_json_agent() {
         .with_metadata("binding", "HTTP+JSON")
         .with_metadata("name", agent);
     let tool = task_tool(vec![reference]).await;
-    message_reply(&tool, agent).await;
-    artifact_task(&tool, agent).await;
-    streaming_progress(&tool, agent).await;
-    failed_task(&tool, agent).await;
-    input_required_then_resume(&tool, agent).await;
-    input_required_answered_by_the_approver(&tool, agent).await;
-    cancellation_reaches_remote(tool.clone(), &server, agent).await;
+    every_scenario(&tool, &server, agent, true).await;
 }
 
 /// Our 0.3 client against the 1.x SDK's 0.3 compatibility layer (same agent, same endpoint).
@@ -473,45 +505,19 @@ async fn v03_client_against_the_1x_sdk_compat_layer() {
         subagent_a2a::types::ProtocolVersion::V03
     );
     let tool = task_tool(vec![reference]).await;
-    message_reply(&tool, agent).await;
-    artifact_task(&tool, agent).await;
-    streaming_progress(&tool, agent).await;
-    failed_task(&tool, agent).await;
-    input_required_then_resume(&tool, agent).await;
-    input_required_answered_by_the_approver(&tool, agent).await;
-    cancellation_reaches_remote(tool.clone(), &server, agent).await;
+    every_scenario(&tool, &server, agent, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn v03_jsonrpc_streaming_agent() {
-    let Some(server) = PyServer::start(Sdk::V03, &[]).await else {
-        return;
-    };
-    let tool = task_tool(vec![SubagentReference::new(&server.base, KIND)]).await;
-    let agent = Sdk::V03.agent();
-    message_reply(&tool, agent).await;
-    artifact_task(&tool, agent).await;
-    streaming_progress(&tool, agent).await;
-    failed_task(&tool, agent).await;
-    input_required_then_resume(&tool, agent).await;
-    input_required_answered_by_the_approver(&tool, agent).await;
-    cancellation_reaches_remote(tool.clone(), &server, agent).await;
+    default_agent_passes(Sdk::V03, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn v03_jsonrpc_blocking_agent() {
-    let Some(server) = PyServer::start(Sdk::V03, &["--no-streaming"]).await else {
-        return;
-    };
-    let tool = task_tool(vec![SubagentReference::new(&server.base, KIND)]).await;
-    let agent = Sdk::V03.agent();
-    message_reply(&tool, agent).await;
-    artifact_task(&tool, agent).await;
-    failed_task(&tool, agent).await;
-    input_required_then_resume(&tool, agent).await;
-    input_required_answered_by_the_approver(&tool, agent).await;
+    default_agent_passes(Sdk::V03, &["--no-streaming"]).await;
 }
 
 /// The same executor, called directly through the SPI (no `Task` tool).

@@ -190,6 +190,26 @@ async fn exec(
         .await
 }
 
+/// A peer whose task keeps working until cancelled; the first reply's task carries `extra`.
+fn working_peer(extra: Value) -> Peer {
+    peer(Some(v1_card(false)), move |m, _, _| match m {
+        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING", extra.clone())})),
+        "GetTask" => Reply::Result(task("TASK_STATE_WORKING", json!({}))),
+        "CancelTask" => Reply::Result(task("TASK_STATE_CANCELED", json!({}))),
+        _ => Reply::Error(-32601, "Method not found"),
+    })
+}
+
+/// The error resolving `reference` (it must fail).
+async fn resolve_err(reference: SubagentReference) -> String {
+    resolve(reference).await.unwrap_err().to_string()
+}
+
+/// The error running `def` (it must fail).
+async fn exec_err(def: Arc<dyn SubagentDefinition>, prompt: &str, resume: Option<&str>) -> String {
+    exec(def, prompt, resume).await.unwrap_err().to_string()
+}
+
 #[tokio::test]
 async fn resolves_relative_interfaces_describes_skills_and_sends_version_and_auth() {
     let mut p = peer(Some(v1_card(false)), |m, _, _| match m {
@@ -219,10 +239,7 @@ async fn resolves_relative_interfaces_describes_skills_and_sends_version_and_aut
     assert_eq!(calls[0].1["message"]["parts"][0]["text"], "ping");
 
     // Without the credentials the card is refused and resolution names the URLs tried.
-    let err = resolve(SubagentReference::new(&base, KIND))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(SubagentReference::new(&base, KIND)).await;
     assert!(
         err.contains("agent-card.json") && err.contains("401"),
         "{err}"
@@ -345,12 +362,7 @@ async fn a_stream_that_stops_early_is_followed_by_subscribe() {
 
 #[tokio::test]
 async fn the_time_limit_cancels_the_remote_task() {
-    let p = peer(Some(v1_card(false)), |m, _, _| match m {
-        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING", json!({}))})),
-        "GetTask" => Reply::Result(task("TASK_STATE_WORKING", json!({}))),
-        "CancelTask" => Reply::Result(task("TASK_STATE_CANCELED", json!({}))),
-        _ => Reply::Error(-32601, "Method not found"),
-    });
+    let p = working_peer(json!({}));
     let base = start(p.clone()).await;
     let def = resolve(
         SubagentReference::new(&base, KIND)
@@ -374,13 +386,8 @@ async fn the_time_limit_cancels_the_remote_task() {
 
 #[tokio::test]
 async fn the_callers_deadline_is_a_limit_reached_outcome() {
-    let p = peer(Some(v1_card(false)), |m, _, _| match m {
-        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING",
-            json!({"artifacts": [{"artifactId": "a", "parts": [{"text": "partial"}]}]}))})),
-        "GetTask" => Reply::Result(task("TASK_STATE_WORKING", json!({}))),
-        "CancelTask" => Reply::Result(task("TASK_STATE_CANCELED", json!({}))),
-        _ => Reply::Error(-32601, "Method not found"),
-    });
+    let p =
+        working_peer(json!({"artifacts": [{"artifactId": "a", "parts": [{"text": "partial"}]}]}));
     let base = start(p.clone()).await;
     let def = resolve(SubagentReference::new(&base, KIND).with_metadata("poll_interval_ms", "20"))
         .await
@@ -401,12 +408,7 @@ async fn the_callers_deadline_is_a_limit_reached_outcome() {
 
 #[tokio::test]
 async fn context_cancellation_returns_a_cancelled_outcome() {
-    let p = peer(Some(v1_card(false)), |m, _, _| match m {
-        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_WORKING", json!({}))})),
-        "GetTask" => Reply::Result(task("TASK_STATE_WORKING", json!({}))),
-        "CancelTask" => Reply::Result(task("TASK_STATE_CANCELED", json!({}))),
-        _ => Reply::Error(-32601, "Method not found"),
-    });
+    let p = working_peer(json!({}));
     let base = start(p.clone()).await;
     let def = resolve(SubagentReference::new(&base, KIND).with_metadata("poll_interval_ms", "10"))
         .await
@@ -454,23 +456,14 @@ async fn remote_failures_rejections_and_questions() {
     let base = start(p).await;
     let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
 
-    let err = exec(def.clone(), "reject", None)
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = exec_err(def.clone(), "reject", None).await;
     assert!(
         err.contains("rejected") && err.contains("not my job"),
         "{err}"
     );
-    let err = exec(def.clone(), "fail", None)
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = exec_err(def.clone(), "fail", None).await;
     assert!(err.contains("failed") && err.contains("no reason"), "{err}");
-    let err = exec(def.clone(), "missing", None)
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = exec_err(def.clone(), "missing", None).await;
     assert!(
         err.contains("-32001") && err.contains("TaskNotFoundError"),
         "{err}"
@@ -495,10 +488,7 @@ async fn unusable_cards_are_clear_resolution_errors() {
         "defaultInputModes": [], "defaultOutputModes": [], "skills": []
     });
     let base = start(peer(Some(grpc_only), |_, _, _| Reply::Error(-32601, "x"))).await;
-    let err = resolve(SubagentReference::new(&base, KIND))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(SubagentReference::new(&base, KIND)).await;
     assert!(
         err.contains("no usable interface") && err.contains("GRPC 1.0 at http://h:1"),
         "{err}"
@@ -508,19 +498,13 @@ async fn unusable_cards_are_clear_resolution_errors() {
         Reply::Error(-32601, "x")
     }))
     .await;
-    let err = resolve(SubagentReference::new(&base, KIND))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(SubagentReference::new(&base, KIND)).await;
     assert!(
         err.contains("supportedInterfaces") && err.contains("url"),
         "{err}"
     );
 
-    let err = resolve(SubagentReference::new("ftp://x", KIND))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(SubagentReference::new("ftp://x", KIND)).await;
     assert!(err.contains("http://"), "{err}");
 
     let err = resolve(
@@ -537,10 +521,7 @@ async fn unusable_cards_are_clear_resolution_errors() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    let err = resolve(SubagentReference::new(format!("http://{closed}"), KIND))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(SubagentReference::new(format!("http://{closed}"), KIND)).await;
     assert!(err.contains(&closed.to_string()), "{err}");
 }
 

@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 
 mod common;
 
-use common::Srv;
+use common::{Srv, assert_error, assert_error_says, send};
 
 /// Serves `builder` with the test agent at `/a`.
 async fn serve(builder: A2aServerBuilder) -> Srv {
@@ -354,13 +354,7 @@ async fn slow_bodies_get_408_and_the_connection_closes() {
         } else {
             assert_eq!(v["error"]["code"], -32600);
         }
-        assert!(
-            v["error"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("body read timeout"),
-            "{v}"
-        );
+        assert_error_says(&v, "body read timeout");
         assert!(closed_within(&mut sock, Duration::from_secs(10)).await);
     }
 }
@@ -504,16 +498,16 @@ async fn one_client_cannot_take_every_stream_slot() {
         "{m}"
     );
     // JSON-RPC says it with 503 and ServerBusy too.
-    let r = reqwest::Client::new()
-        .post(srv.url("/a"))
-        .header("A2A-Version", "1.0")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 4, "method": "SendStreamingMessage",
+    let r = send(
+        reqwest::Client::new()
+            .post(srv.url("/a"))
+            .header("A2A-Version", "1.0")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 4, "method": "SendStreamingMessage",
                       "params": {"message": msg("hold")}}),
-        )
-        .send()
-        .await
-        .unwrap();
+            ),
+    )
+    .await;
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "5");
     let v: Value = r.json().await.unwrap();
@@ -546,12 +540,12 @@ async fn the_global_stream_cap_answers_503_with_retry_after() {
             .max_streams_per_client(0),
     )
     .await;
-    let first = reqwest::Client::new()
-        .post(srv.url("/a/message:stream"))
-        .json(&json!({"message": msg("hold")}))
-        .send()
-        .await
-        .unwrap();
+    let first = send(
+        reqwest::Client::new()
+            .post(srv.url("/a/message:stream"))
+            .json(&json!({"message": msg("hold")})),
+    )
+    .await;
     assert_eq!(first.status(), 200);
     let body = json!({"message": msg("hold")}).to_string();
     let a = raw(
@@ -567,12 +561,7 @@ async fn the_global_stream_cap_answers_503_with_retry_after() {
     let v = a.json();
     assert_eq!(v["error"]["code"], 503);
     assert_eq!(v["error"]["status"], "UNAVAILABLE");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("limit 1")
-    );
+    assert_error_says(&v, "limit 1");
     let a = rpc_raw(
         &srv,
         &json!({"jsonrpc": "2.0", "id": "s", "method": "SendStreamingMessage",
@@ -597,12 +586,7 @@ async fn oversized_bodies_get_413_whose_body_agrees() {
     let v = a.json();
     assert_eq!(v["error"]["code"], 413);
     assert_eq!(v["error"]["status"], "RESOURCE_EXHAUSTED");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("1024")
-    );
+    assert_error_says(&v, "1024");
     let a = rpc_raw(&srv, &send_body(1, msg(&"x".repeat(4096)), false)).await;
     assert_eq!(a.status, 413);
     assert_eq!(a.json()["error"]["code"], -32600);
@@ -759,14 +743,7 @@ async fn bad_parts_are_refused_naming_the_part() {
     )
     .await
     .json();
-    assert_eq!(v["error"]["code"], -32602, "{v}");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("`file.bytes` is not valid base64"),
-        "{v}"
-    );
+    assert_error(&v, -32602, "`file.bytes` is not valid base64");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -808,13 +785,7 @@ async fn http_json_bodies_must_be_objects() {
     .await;
     assert_eq!(a.status, 400);
     let v = a.json();
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("must be a JSON object"),
-        "{v}"
-    );
+    assert_error_says(&v, "must be a JSON object");
     let a = raw(
         &srv,
         "POST",

@@ -13,7 +13,7 @@ use subagent_a2a::server::{A2aServer, A2aServerBuilder};
 
 mod common;
 
-use common::{BINDINGS, Srv, client};
+use common::{BINDINGS, Srv, client, json_of, status_of};
 
 /// What the webhook received: (authorization, token, body).
 type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
@@ -100,31 +100,39 @@ fn state(v: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-#[tokio::test]
-async fn v1_configs_and_delivery_with_authentication() {
-    let (hook_url, seen) = webhook(1).await;
-    let (base, srv) = serve(
+/// Serves the test agent with push notifications on, loopback webhooks allowed.
+async fn serve_pushing_to_loopback() -> (String, Srv) {
+    serve(
         A2aServer::builder()
             .push_notifications(true)
             .push_allow_private(true),
     )
-    .await;
-    let card: Value = reqwest::get(format!("{base}/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    .await
+}
+
+/// Sends `ask` over JSON-RPC 1.0; the id of the task, which waits for input.
+async fn waiting_task(base: &str) -> String {
+    let msg = json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "ask"}]});
+    let r = rpc(base, "SendMessage", json!({ "message": msg })).await;
+    r["result"]["task"]["id"].as_str().unwrap().to_string()
+}
+
+/// `CreateTaskPushNotificationConfig` over JSON-RPC 1.0 for `task_id` and `url`.
+async fn create_config(base: &str, task_id: &str, url: &str) -> Value {
+    let params = json!({"taskId": task_id, "url": url});
+    rpc(base, "CreateTaskPushNotificationConfig", params).await
+}
+
+#[tokio::test]
+async fn v1_configs_and_delivery_with_authentication() {
+    let (hook_url, seen) = webhook(1).await;
+    let (base, srv) = serve_pushing_to_loopback().await;
+    let card: Value =
+        json_of(reqwest::Client::new().get(format!("{base}/.well-known/agent-card.json"))).await;
     assert_eq!(card["capabilities"]["pushNotifications"], true);
 
     // A task waiting for input, a webhook for it, then the message that completes it.
-    let r = rpc(
-        &base,
-        "SendMessage",
-        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "ask"}]}}),
-    )
-    .await;
-    let task_id = r["result"]["task"]["id"].as_str().unwrap().to_string();
+    let task_id = waiting_task(&base).await;
     let created = rpc(
         &base,
         "CreateTaskPushNotificationConfig",
@@ -193,85 +201,44 @@ async fn v1_configs_and_delivery_with_authentication() {
 #[tokio::test]
 async fn inline_config_over_http_json_and_03_task_payloads() {
     let (hook_url, seen) = webhook(0).await;
-    let (base, srv) = serve(
-        A2aServer::builder()
-            .push_notifications(true)
-            .push_allow_private(true),
-    )
-    .await;
+    let (base, srv) = serve_pushing_to_loopback().await;
     let c = reqwest::Client::new();
     // HTTP+JSON: the config inline in the SendMessage configuration.
-    let r: Value = c
+    let r: Value = json_of(c
         .post(format!("{base}/message:send"))
         .json(&json!({"message": {"messageId": "h1", "role": "ROLE_USER", "parts": [{"text": "ask"}]},
-                      "configuration": {"taskPushNotificationConfig": {"id": "c1", "url": hook_url}}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+                      "configuration": {"taskPushNotificationConfig": {"id": "c1", "url": hook_url}}}))).await;
     let task_id = r["task"]["id"].as_str().unwrap().to_string();
-    let listed: Value = c
-        .get(format!("{base}/tasks/{task_id}/pushNotificationConfigs"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value =
+        json_of(c.get(format!("{base}/tasks/{task_id}/pushNotificationConfigs"))).await;
     assert_eq!(listed["configs"][0]["id"], "c1");
-    let one = c
-        .get(format!("{base}/tasks/{task_id}/pushNotificationConfigs/c1"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(one.status(), 200);
-    let del = c
-        .delete(format!("{base}/tasks/{task_id}/pushNotificationConfigs/c1"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(del.status(), 200);
+    assert_eq!(
+        status_of(c.get(format!("{base}/tasks/{task_id}/pushNotificationConfigs/c1"))).await,
+        200
+    );
+    assert_eq!(
+        status_of(c.delete(format!("{base}/tasks/{task_id}/pushNotificationConfigs/c1"))).await,
+        200
+    );
 
     // 0.3: a task created over 0.3, a config set over 0.3: the webhook gets task snapshots.
-    let r: Value = c
-        .post(&base)
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
+    let r: Value = json_of(c.post(&base).json(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
             "message": {"kind": "message", "messageId": "o1", "role": "user",
                         "parts": [{"kind": "text", "text": "ask"}]}}}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    ))
+    .await;
     let t03 = r["result"]["id"].as_str().unwrap().to_string();
-    let set: Value = c
+    let set: Value = json_of(c
         .post(&base)
         .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/pushNotificationConfig/set",
-            "params": {"taskId": t03, "pushNotificationConfig": {"url": hook_url, "token": "t03"}}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+            "params": {"taskId": t03, "pushNotificationConfig": {"url": hook_url, "token": "t03"}}}))).await;
     assert_eq!(set["result"]["taskId"], t03.as_str());
-    let list: Value = c
-        .post(&base)
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/pushNotificationConfig/list",
+    let list: Value = json_of(c.post(&base).json(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/pushNotificationConfig/list",
             "params": {"id": t03}}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    ))
+    .await;
     assert_eq!(list["result"].as_array().unwrap().len(), 1);
     c.post(&base)
         .json(
@@ -310,23 +277,12 @@ async fn inline_config_over_http_json_and_03_task_payloads() {
 async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
     // Push off (the default): the card says so and the methods refuse.
     let (base, srv) = serve(A2aServer::builder()).await;
-    let r = rpc(
-        &base,
-        "CreateTaskPushNotificationConfig",
-        json!({"taskId": "x", "url": "https://example.com/hook"}),
-    )
-    .await;
+    let r = create_config(&base, "x", "https://example.com/hook").await;
     assert_eq!(r["error"]["code"], -32003);
     drop(srv);
 
     let (base, srv) = serve(A2aServer::builder().push_notifications(true)).await;
-    let r = rpc(
-        &base,
-        "SendMessage",
-        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "ask"}]}}),
-    )
-    .await;
-    let task_id = r["result"]["task"]["id"].as_str().unwrap().to_string();
+    let task_id = waiting_task(&base).await;
     for url in [
         "http://127.0.0.1:9/hook",
         "http://localhost/hook",
@@ -335,27 +291,12 @@ async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
         "http://169.254.169.254/latest/meta-data",
         "ftp://example.com/hook",
     ] {
-        let r = rpc(
-            &base,
-            "CreateTaskPushNotificationConfig",
-            json!({"taskId": task_id, "url": url}),
-        )
-        .await;
+        let r = create_config(&base, &task_id, url).await;
         assert_eq!(r["error"]["code"], -32602, "{url}: {r}");
     }
-    let ok = rpc(
-        &base,
-        "CreateTaskPushNotificationConfig",
-        json!({"taskId": task_id, "url": "https://example.com/hook"}),
-    )
-    .await;
+    let ok = create_config(&base, &task_id, "https://example.com/hook").await;
     assert!(ok.get("result").is_some(), "{ok}");
-    let missing = rpc(
-        &base,
-        "CreateTaskPushNotificationConfig",
-        json!({"taskId": "no-such-task", "url": "https://example.com/hook"}),
-    )
-    .await;
+    let missing = create_config(&base, "no-such-task", "https://example.com/hook").await;
     assert_eq!(missing["error"]["code"], -32001);
     drop(srv);
 }

@@ -17,7 +17,10 @@ use subagent_spi::{
 
 mod common;
 
-use common::{BINDINGS, Srv, TestAgent, client, msg};
+use common::{
+    BINDINGS, Srv, TestAgent, assert_error, assert_error_says, client, json_of, msg, send,
+    status_of,
+};
 
 fn agent(path: &str, saw_cancel: Arc<AtomicBool>) -> AgentMount {
     common::agent_at(path, "echo", saw_cancel)
@@ -76,11 +79,7 @@ fn state_of(ev: &Value) -> Option<&str> {
 async fn cards_of_both_versions_use_host_and_forwarded_headers() {
     let s = start().await;
     let c = reqwest::Client::new();
-    let r = c
-        .get(format!("{}/echo/.well-known/agent-card.json", s.base))
-        .send()
-        .await
-        .unwrap();
+    let r = send(c.get(format!("{}/echo/.well-known/agent-card.json", s.base))).await;
     assert_eq!(r.status(), 200);
     assert!(
         r.headers()["cache-control"]
@@ -97,24 +96,21 @@ async fn cards_of_both_versions_use_host_and_forwarded_headers() {
     assert_eq!(ifaces[0]["protocolVersion"], "1.0");
     assert_eq!(ifaces[1]["protocolBinding"], "HTTP+JSON");
     assert!(card.get("url").is_none(), "no 0.3 fields in the 1.0 card");
-    let r = c
-        .get(format!("{}/echo/.well-known/agent-card.json", s.base))
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 304);
+    assert_eq!(
+        status_of(
+            c.get(format!("{}/echo/.well-known/agent-card.json", s.base))
+                .header("If-None-Match", &etag),
+        )
+        .await,
+        304
+    );
 
-    let card03: Value = c
-        .get(format!("{}/echo/.well-known/agent.json", s.base))
-        .header("X-Forwarded-Proto", "https")
-        .header("X-Forwarded-Host", "agents.example.com")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card03: Value = json_of(
+        c.get(format!("{}/echo/.well-known/agent.json", s.base))
+            .header("X-Forwarded-Proto", "https")
+            .header("X-Forwarded-Host", "agents.example.com"),
+    )
+    .await;
     assert_eq!(card03["url"], "https://agents.example.com/echo");
     assert_eq!(card03["preferredTransport"], "JSONRPC");
     assert!(
@@ -140,37 +136,31 @@ async fn card_caching_last_modified_and_if_modified_since() {
     );
     let etag = r.headers()["etag"].to_str().unwrap().to_string();
     // Not modified since then; a weak validator of the same tag also matches.
-    let r = c
-        .get(&url)
-        .header("If-Modified-Since", &lm)
-        .send()
-        .await
-        .unwrap();
+    let r = send(c.get(&url).header("If-Modified-Since", &lm)).await;
     assert_eq!(r.status(), 304);
     assert_eq!(r.headers()["etag"].to_str().unwrap(), etag);
-    let r = c
-        .get(&url)
-        .header("If-None-Match", format!("W/{etag}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 304);
+    assert_eq!(
+        status_of(c.get(&url).header("If-None-Match", format!("W/{etag}"))).await,
+        304
+    );
     // If-None-Match decides when both are present.
-    let r = c
-        .get(&url)
-        .header("If-None-Match", "\"other\"")
-        .header("If-Modified-Since", &lm)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let r = c
-        .get(&url)
-        .header("If-Modified-Since", "Thu, 01 Jan 1970 00:00:00 GMT")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    assert_eq!(
+        status_of(
+            c.get(&url)
+                .header("If-None-Match", "\"other\"")
+                .header("If-Modified-Since", &lm),
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        status_of(
+            c.get(&url)
+                .header("If-Modified-Since", "Thu, 01 Jan 1970 00:00:00 GMT"),
+        )
+        .await,
+        200
+    );
 }
 
 #[tokio::test]
@@ -195,34 +185,25 @@ async fn legacy_card_discovery_serves_03_card_without_version_header() {
     let ifaces = card["supportedInterfaces"].as_array().unwrap();
     assert_eq!(ifaces[0]["protocolVersion"], "1.0");
     // Asking for 0.3 explicitly: the same.
-    let r = c
-        .get(&url)
-        .header("A2A-Version", "0.3")
-        .send()
-        .await
-        .unwrap();
+    let r = send(c.get(&url).header("A2A-Version", "0.3")).await;
     assert_eq!(r.headers()["etag"].to_str().unwrap(), legacy_tag);
     // Asking for 1.0: the plain 1.0 card, its own tag.
-    let r = c
-        .get(&url)
-        .header("A2A-Version", "1.0")
-        .send()
-        .await
-        .unwrap();
+    let r = send(c.get(&url).header("A2A-Version", "1.0")).await;
     assert_eq!(r.headers()["vary"], "A2A-Version");
     assert_ne!(r.headers()["etag"].to_str().unwrap(), legacy_tag);
     let card: Value = r.json().await.unwrap();
     assert!(card.get("url").is_none());
     assert!(card["supportedInterfaces"].is_array());
     // The 0.3 tag does not validate the 1.0 card.
-    let r = c
-        .get(&url)
-        .header("A2A-Version", "1.0")
-        .header("If-None-Match", &legacy_tag)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    assert_eq!(
+        status_of(
+            c.get(&url)
+                .header("A2A-Version", "1.0")
+                .header("If-None-Match", &legacy_tag),
+        )
+        .await,
+        200
+    );
     // Our own client sends A2A-Version: 1.0 and resolves the 1.0 card.
     let reference = subagent_spi::SubagentReference::new(
         format!("{}/echo", s.base),
@@ -245,12 +226,9 @@ async fn option_serves_03_card_at_agent_card_json_and_public_url_wins() {
             .mount(agent("/echo", saw.clone())),
     )
     .await;
-    let card: Value = reqwest::get(format!("{}/echo/.well-known/agent-card.json", s.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value =
+        json_of(reqwest::Client::new().get(format!("{}/echo/.well-known/agent-card.json", s.base)))
+            .await;
     assert_eq!(card["url"], "https://public.example/echo");
     assert!(card["protocolVersion"].as_str().unwrap().starts_with("0.3"));
 }
@@ -358,14 +336,7 @@ async fn jsonrpc_errors_use_spec_codes() {
         r#"{"jsonrpc":"2.0","id":2,"method":"GetTask","params":null}"#,
     ] {
         let v = raw(body).await;
-        assert_eq!(v["error"]["code"], -32602, "{body}: {v}");
-        assert!(
-            v["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("requires `params`"),
-            "{v}"
-        );
+        assert_error(&v, -32602, "requires `params`");
     }
     let v = rpc1(
         &s.base,
@@ -373,14 +344,7 @@ async fn jsonrpc_errors_use_spec_codes() {
         json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"mediaType": "text/plain"}]}}),
     )
     .await;
-    assert_eq!(v["error"]["code"], -32602);
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("`text`, `raw`, `url` or `data`"),
-        "{v}"
-    );
+    assert_error(&v, -32602, "`text`, `raw`, `url` or `data`");
 
     let v = rpc1(&s.base, "NoSuchMethod", json!({})).await;
     assert_eq!(v["error"]["code"], -32601);
@@ -410,16 +374,12 @@ async fn jsonrpc_errors_use_spec_codes() {
     let bad_part = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"raw": "AA==", "mediaType": "application/x-odd"}]}});
     let v = rpc1(&s.base, "SendMessage", bad_part).await;
     assert_eq!(v["error"]["code"], -32005);
-    let v: Value = c
-        .post(format!("{}/echo", s.base))
-        .header("content-type", "text/plain")
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}"#)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = json_of(
+        c.post(format!("{}/echo", s.base))
+            .header("content-type", "text/plain")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}"#),
+    )
+    .await;
     assert_eq!(v["error"]["code"], -32005);
     let v = rpc1(
         &s.base,
@@ -482,13 +442,10 @@ async fn lifecycle_input_required_continuation_and_terminal_refusal() {
 #[tokio::test]
 async fn v1_stream_sends_task_first_then_updates_in_order() {
     let s = start().await;
-    let resp = reqwest::Client::new()
+    let resp = send(reqwest::Client::new()
         .post(format!("{}/echo", s.base))
         .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": "s1", "method": "SendStreamingMessage", "params": {"message": msg("streamed")}}))
-        .send()
-        .await
-        .unwrap();
+        .json(&json!({"jsonrpc": "2.0", "id": "s1", "method": "SendStreamingMessage", "params": {"message": msg("streamed")}}))).await;
     let events = sse_events(resp).await;
     let kinds: Vec<&str> = events
         .iter()
@@ -516,12 +473,9 @@ async fn v1_stream_sends_task_first_then_updates_in_order() {
 async fn v03_stream_uses_kinds_and_final() {
     let s = start().await;
     let m = json!({"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hey"}]});
-    let resp = reqwest::Client::new()
+    let resp = send(reqwest::Client::new()
         .post(format!("{}/echo", s.base))
-        .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "message/stream", "params": {"message": m}}))
-        .send()
-        .await
-        .unwrap();
+        .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "message/stream", "params": {"message": m}}))).await;
     let events = sse_events(resp).await;
     let kinds: Vec<&str> = events
         .iter()
@@ -546,11 +500,8 @@ async fn subscribe_joins_a_live_task_and_cancel_reaches_the_handler() {
     )
     .await;
     let id = r["result"]["task"]["id"].as_str().unwrap().to_string();
-    let sub = reqwest::Client::new()
-        .post(format!("{}/echo/tasks/{id}:subscribe", s.base))
-        .send()
-        .await
-        .unwrap();
+    let sub =
+        send(reqwest::Client::new().post(format!("{}/echo/tasks/{id}:subscribe", s.base))).await;
     let reader = tokio::spawn(sse_events(sub));
     // The subscription is registered before its response starts, so cancel now.
     let c = rpc1(&s.base, "CancelTask", json!({"id": id})).await;
@@ -566,11 +517,8 @@ async fn subscribe_joins_a_live_task_and_cancel_reaches_the_handler() {
         Some("TASK_STATE_CANCELED")
     );
 
-    let terminal = reqwest::Client::new()
-        .post(format!("{}/echo/tasks/{id}:subscribe", s.base))
-        .send()
-        .await
-        .unwrap();
+    let terminal =
+        send(reqwest::Client::new().post(format!("{}/echo/tasks/{id}:subscribe", s.base))).await;
     assert_eq!(
         terminal.status(),
         400,
@@ -582,93 +530,72 @@ async fn subscribe_joins_a_live_task_and_cancel_reaches_the_handler() {
 async fn http_json_binding_routes_and_errors() {
     let s = start().await;
     let c = reqwest::Client::new();
-    let r: Value = c
-        .post(format!("{}/echo/message:send", s.base))
-        .json(&json!({"message": msg("rest")}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r: Value = json_of(
+        c.post(format!("{}/echo/message:send", s.base))
+            .json(&json!({"message": msg("rest")})),
+    )
+    .await;
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     let id = r["task"]["id"].as_str().unwrap();
-    let t: Value = c
-        .get(format!("{}/echo/tasks/{id}?historyLength=0", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let t: Value = json_of(c.get(format!("{}/echo/tasks/{id}?historyLength=0", s.base))).await;
     assert_eq!(t["id"], id);
     assert!(t.get("history").is_none());
-    let list: Value = c
-        .get(format!(
-            "{}/echo/tasks?status=TASK_STATE_COMPLETED&includeArtifacts=true",
-            s.base
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = json_of(c.get(format!(
+        "{}/echo/tasks?status=TASK_STATE_COMPLETED&includeArtifacts=true",
+        s.base
+    )))
+    .await;
     assert_eq!(
         list["tasks"][0]["artifacts"][0]["parts"][0]["text"],
         "echo: rest"
     );
 
-    let nf = c
-        .get(format!("{}/echo/tasks/nope", s.base))
-        .send()
-        .await
-        .unwrap();
+    let nf = send(c.get(format!("{}/echo/tasks/nope", s.base))).await;
     assert_eq!(nf.status(), 404);
     assert_eq!(nf.headers()["content-type"], "application/json");
     let body: Value = nf.json().await.unwrap();
     assert_eq!(body["error"]["code"], 404);
     assert_eq!(body["error"]["status"], "NOT_FOUND");
     assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
-    let nc = c
-        .post(format!("{}/echo/tasks/{id}:cancel", s.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(nc.status(), 409);
-    let ct = c
-        .post(format!("{}/echo/message:send", s.base))
-        .header("content-type", "text/plain")
-        .body("hi")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(ct.status(), 415);
-    let v = c
-        .post(format!("{}/echo/message:send", s.base))
-        .header("A2A-Version", "99.0")
-        .json(&json!({"message": msg("x")}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(v.status(), 400);
-    let push = c
-        .post(format!(
-            "{}/echo/tasks/{id}/pushNotificationConfigs",
-            s.base
-        ))
-        .json(&json!({"url": "http://x"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(push.status(), 400);
+    assert_eq!(
+        status_of(c.post(format!("{}/echo/tasks/{id}:cancel", s.base))).await,
+        409
+    );
+    assert_eq!(
+        status_of(
+            c.post(format!("{}/echo/message:send", s.base))
+                .header("content-type", "text/plain")
+                .body("hi"),
+        )
+        .await,
+        415
+    );
+    assert_eq!(
+        status_of(
+            c.post(format!("{}/echo/message:send", s.base))
+                .header("A2A-Version", "99.0")
+                .json(&json!({"message": msg("x")})),
+        )
+        .await,
+        400
+    );
+    assert_eq!(
+        status_of(
+            c.post(format!(
+                "{}/echo/tasks/{id}/pushNotificationConfigs",
+                s.base
+            ))
+            .json(&json!({"url": "http://x"})),
+        )
+        .await,
+        400
+    );
 
-    let resp = c
-        .post(format!("{}/echo/message:stream", s.base))
-        .json(&json!({"message": msg("streamed")}))
-        .send()
-        .await
-        .unwrap();
+    let resp = send(
+        c.post(format!("{}/echo/message:stream", s.base))
+            .json(&json!({"message": msg("streamed")})),
+    )
+    .await;
     let events = sse_events(resp).await;
     assert!(events[0].get("task").is_some());
     assert_eq!(
@@ -688,40 +615,32 @@ async fn body_and_stream_limits() {
     )
     .await;
     let big = "x".repeat(4096);
-    let r = reqwest::Client::new()
+    let r = send(reqwest::Client::new()
         .post(format!("{}/echo", s.base))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg(&big)}}))
-        .send()
-        .await
-        .unwrap();
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg(&big)}}))).await;
     assert_eq!(r.status(), 413);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], -32600);
     assert!(v["error"]["message"].as_str().unwrap().contains("1024"));
 
     // One stream open (a slow task), the second is refused.
-    let first = reqwest::Client::new()
-        .post(format!("{}/echo/message:stream", s.base))
-        .json(&json!({"message": msg("slow")}))
-        .send()
-        .await
-        .unwrap();
+    let first = send(
+        reqwest::Client::new()
+            .post(format!("{}/echo/message:stream", s.base))
+            .json(&json!({"message": msg("slow")})),
+    )
+    .await;
     assert_eq!(first.status(), 200);
-    let second = reqwest::Client::new()
-        .post(format!("{}/echo/message:stream", s.base))
-        .json(&json!({"message": msg("slow")}))
-        .send()
-        .await
-        .unwrap();
+    let second = send(
+        reqwest::Client::new()
+            .post(format!("{}/echo/message:stream", s.base))
+            .json(&json!({"message": msg("slow")})),
+    )
+    .await;
     assert_eq!(second.status(), 503);
     assert_eq!(second.headers()["retry-after"], "5");
     let body: Value = second.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("limit 1")
-    );
+    assert_error_says(&body, "limit 1");
     drop(first);
 }
 
@@ -758,37 +677,20 @@ async fn extended_card_goes_to_authenticated_callers_only() {
     )
     .await;
     let c = reqwest::Client::new();
-    let card: Value = c
-        .get(format!("{}/echo/.well-known/agent-card.json", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = json_of(c.get(format!("{}/echo/.well-known/agent-card.json", s.base))).await;
     assert_eq!(card["capabilities"]["extendedAgentCard"], true);
-    let card03: Value = c
-        .get(format!("{}/echo/.well-known/agent.json", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card03: Value = json_of(c.get(format!("{}/echo/.well-known/agent.json", s.base))).await;
     assert_eq!(card03["supportsAuthenticatedExtendedCard"], true);
     // Unauthenticated: 401 on every binding.
-    let r = c
-        .get(format!("{}/echo/extendedAgentCard", s.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401);
-    let r = c
-        .post(format!("{}/echo", s.base))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}))
-        .send()
-        .await
-        .unwrap();
+    assert_eq!(
+        status_of(c.get(format!("{}/echo/extendedAgentCard", s.base))).await,
+        401
+    );
+    let r =
+        send(c.post(format!("{}/echo", s.base)).json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}),
+        ))
+        .await;
     assert_eq!(r.status(), 401);
     // Authenticated, through our client on each binding and version.
     let mut headers = http::HeaderMap::new();
@@ -812,41 +714,37 @@ async fn bearer_auth_is_checked_and_declared() {
             .mount(agent("/echo", saw.clone()).with_auth(ServerAuth::bearer("tok"))),
     )
     .await;
-    let card: Value = reqwest::get(format!("{}/echo/.well-known/agent-card.json", s.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value =
+        json_of(reqwest::Client::new().get(format!("{}/echo/.well-known/agent-card.json", s.base)))
+            .await;
     assert_eq!(
         card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
         "Bearer"
     );
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg("hi")}});
     let c = reqwest::Client::new();
-    let r = c
-        .post(format!("{}/echo", s.base))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401);
-    let r = c
-        .post(format!("{}/echo", s.base))
-        .bearer_auth("wrong")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401);
-    let r = c
-        .post(format!("{}/echo", s.base))
-        .bearer_auth("tok")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    assert_eq!(
+        status_of(c.post(format!("{}/echo", s.base)).json(&body)).await,
+        401
+    );
+    assert_eq!(
+        status_of(
+            c.post(format!("{}/echo", s.base))
+                .bearer_auth("wrong")
+                .json(&body),
+        )
+        .await,
+        401
+    );
+    assert_eq!(
+        status_of(
+            c.post(format!("{}/echo", s.base))
+                .bearer_auth("tok")
+                .json(&body),
+        )
+        .await,
+        200
+    );
 }
 
 #[tokio::test]
@@ -862,30 +760,24 @@ async fn several_agents_at_their_own_paths_and_unknown_paths() {
             )),
     )
     .await;
-    let card: Value = reqwest::get(format!("{}/team/other/.well-known/agent-card.json", s.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = json_of(
+        reqwest::Client::new().get(format!("{}/team/other/.well-known/agent-card.json", s.base)),
+    )
+    .await;
     assert_eq!(card["name"], "other");
     assert_eq!(
         card["supportedInterfaces"][0]["url"],
         format!("{}/team/other", s.base)
     );
-    let r = reqwest::get(format!("{}/nobody/.well-known/agent-card.json", s.base))
-        .await
-        .unwrap();
+    let r =
+        send(reqwest::Client::new().get(format!("{}/nobody/.well-known/agent-card.json", s.base)))
+            .await;
     assert_eq!(r.status(), 404);
     // A task of one agent is unknown to the other.
     let t = rpc1(&s.base, "SendMessage", json!({"message": msg("hi")})).await;
     let id = t["result"]["task"]["id"].as_str().unwrap();
-    let r: Value = reqwest::get(format!("{}/team/other/tasks/{id}", s.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r: Value =
+        json_of(reqwest::Client::new().get(format!("{}/team/other/tasks/{id}", s.base))).await;
     assert_eq!(r["error"]["code"], 404);
     assert!(
         A2aServer::builder()
@@ -900,12 +792,12 @@ async fn several_agents_at_their_own_paths_and_unknown_paths() {
 #[tokio::test]
 async fn graceful_shutdown_ends_open_streams() {
     let s = start().await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/echo/message:stream", s.base))
-        .json(&json!({"message": msg("slow")}))
-        .send()
-        .await
-        .unwrap();
+    let resp = send(
+        reqwest::Client::new()
+            .post(format!("{}/echo/message:stream", s.base))
+            .json(&json!({"message": msg("slow")})),
+    )
+    .await;
     let reader = tokio::spawn(sse_events(resp));
     s.stop.cancel();
     let events = tokio::time::timeout(Duration::from_secs(10), reader)
@@ -988,12 +880,9 @@ async fn hosts_an_spi_definition_and_executor() {
     });
     let s =
         common::serve(A2aServer::builder().mount(AgentMount::subagent("/echo", def, exec))).await;
-    let card: Value = reqwest::get(format!("{}/echo/.well-known/agent-card.json", s.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value =
+        json_of(reqwest::Client::new().get(format!("{}/echo/.well-known/agent-card.json", s.base)))
+            .await;
     assert_eq!(card["name"], "shouter");
     assert_eq!(card["skills"][0]["description"], "Answers in capitals");
 
@@ -1040,12 +929,12 @@ async fn idle_streams_get_keep_alive_comments() {
             .mount(agent("/echo", saw.clone())),
     )
     .await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/echo/message:stream", s.base))
-        .json(&json!({"message": msg("slow")}))
-        .send()
-        .await
-        .unwrap();
+    let resp = send(
+        reqwest::Client::new()
+            .post(format!("{}/echo/message:stream", s.base))
+            .json(&json!({"message": msg("slow")})),
+    )
+    .await;
     let mut body = resp.bytes_stream();
     let mut seen = String::new();
     while !seen.contains("\n:\n") {

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
+use subagent_a2a::server::{A2aServer, A2aServerBuilder, AgentInfo, AgentMount};
 use subagent_a2a::types::ProtocolVersion;
 
 mod common;
@@ -36,12 +36,8 @@ fn python(env: &str, venv: &str) -> Option<PathBuf> {
     panic!("{msg}: these tests run only when asked for (`-- --ignored`), and need it")
 }
 
-async fn start(card_version: ProtocolVersion) -> (String, Srv) {
-    start_with(A2aServer::builder().agent_card_version(card_version)).await
-}
-
 /// Serves `builder` with the test agent at `/agents/echo`; the agent's URL and the server.
-async fn start_with(builder: subagent_a2a::server::A2aServerBuilder) -> (String, Srv) {
+async fn start_with(builder: A2aServerBuilder) -> (String, Srv) {
     let echo = AgentMount::new(
         "/agents/echo",
         AgentInfo::new("echo", "Echoes the text back as an artifact"),
@@ -86,51 +82,78 @@ fn assert_all_checks(lines: &[String]) {
     }
 }
 
+/// The official SDK clients: 1.x (`client_v1.py`, given the binding) and 0.3.26
+/// (`client_v03.py`, given the card path).
+#[derive(Clone, Copy)]
+enum Sdk {
+    V1x,
+    V03,
+}
+
+impl Sdk {
+    fn python(self) -> Option<PathBuf> {
+        match self {
+            Sdk::V1x => python("SUBAGENTS_A2A_PY_1X", "a2a-1x"),
+            Sdk::V03 => python("SUBAGENTS_A2A_PY_03", "a2a-03"),
+        }
+    }
+
+    fn script(self) -> &'static str {
+        match self {
+            Sdk::V1x => "client_v1.py",
+            Sdk::V03 => "client_v03.py",
+        }
+    }
+}
+
+/// Serves `builder` with the echo agent, runs the `sdk` client against it with `arg` and
+/// asserts that it sent, got, streamed and cancelled.
+async fn sdk_client_passes(sdk: Sdk, builder: A2aServerBuilder, arg: &str) {
+    let Some(py) = sdk.python() else {
+        return;
+    };
+    let (url, srv) = start_with(builder).await;
+    let lines = run_client(&py, sdk.script(), &[&url, arg]).await;
+    assert_all_checks(&lines);
+    drop(srv);
+}
+
+fn card(version: ProtocolVersion) -> A2aServerBuilder {
+    A2aServer::builder().agent_card_version(version)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_1x_client_over_jsonrpc() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
-        return;
-    };
-    let (url, srv) = start(ProtocolVersion::V1).await;
-    let lines = run_client(&py, "client_v1.py", &[&url, "JSONRPC"]).await;
-    assert_all_checks(&lines);
-    drop(srv);
+    sdk_client_passes(Sdk::V1x, card(ProtocolVersion::V1), "JSONRPC").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_1x_client_over_http_json() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
-        return;
-    };
-    let (url, srv) = start(ProtocolVersion::V1).await;
-    let lines = run_client(&py, "client_v1.py", &[&url, "HTTP+JSON"]).await;
-    assert_all_checks(&lines);
-    drop(srv);
+    sdk_client_passes(Sdk::V1x, card(ProtocolVersion::V1), "HTTP+JSON").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_03_client_discovers_agent_json() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
-        return;
-    };
-    let (url, srv) = start(ProtocolVersion::V1).await;
-    let lines = run_client(&py, "client_v03.py", &[&url, "/.well-known/agent.json"]).await;
-    assert_all_checks(&lines);
-    drop(srv);
+    sdk_client_passes(
+        Sdk::V03,
+        card(ProtocolVersion::V1),
+        "/.well-known/agent.json",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_03_client_over_http_json() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
+    let Some(py) = Sdk::V03.python() else {
         return;
     };
     // The stock 0.3 client limited to HTTP+JSON: it finds the binding in the card's
     // `additionalInterfaces` and calls the `/v1/…` routes (its RestTransport).
-    let (url, srv) = start(ProtocolVersion::V1).await;
+    let (url, srv) = start_with(card(ProtocolVersion::V1)).await;
     let lines = run_client(
         &py,
         "client_v03.py",
@@ -148,51 +171,26 @@ async fn python_03_client_over_http_json() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_03_client_with_03_card_at_agent_card_json() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
-        return;
-    };
-    let (url, srv) = start(ProtocolVersion::V03).await;
-    let lines = run_client(
-        &py,
-        "client_v03.py",
-        &[&url, "/.well-known/agent-card.json"],
-    )
-    .await;
-    assert_all_checks(&lines);
-    drop(srv);
+    let agent_card = "/.well-known/agent-card.json";
+    sdk_client_passes(Sdk::V03, card(ProtocolVersion::V03), agent_card).await;
 }
 
+/// The stock 0.3 client's default path, no A2A-Version header: the 0.3 card (1.0 interfaces
+/// embedded) answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_03_client_discovers_agent_card_json_under_legacy_discovery() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
-        return;
-    };
-    // The stock 0.3 client's default path, no A2A-Version header: the 0.3 card (1.0
-    // interfaces embedded) answers.
-    let (url, srv) = start_with(A2aServer::builder().legacy_card_discovery(true)).await;
-    let lines = run_client(
-        &py,
-        "client_v03.py",
-        &[&url, "/.well-known/agent-card.json"],
-    )
-    .await;
-    assert_all_checks(&lines);
-    drop(srv);
+    let legacy = A2aServer::builder().legacy_card_discovery(true);
+    sdk_client_passes(Sdk::V03, legacy, "/.well-known/agent-card.json").await;
 }
 
+/// The 1.x resolver sends no A2A-Version either: it gets the 0.3 card and reads its
+/// `supportedInterfaces`, so it still talks 1.0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_1x_client_reads_the_embedded_interfaces_under_legacy_discovery() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
-        return;
-    };
-    // The 1.x resolver sends no A2A-Version either: it gets the 0.3 card and reads its
-    // `supportedInterfaces`, so it still talks 1.0.
-    let (url, srv) = start_with(A2aServer::builder().legacy_card_discovery(true)).await;
-    let lines = run_client(&py, "client_v1.py", &[&url, "JSONRPC"]).await;
-    assert_all_checks(&lines);
-    drop(srv);
+    let legacy = A2aServer::builder().legacy_card_discovery(true);
+    sdk_client_passes(Sdk::V1x, legacy, "JSONRPC").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

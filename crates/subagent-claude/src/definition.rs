@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use subagent_spi::{SubagentDefinition, SubagentReference};
+use subagent_spi::SubagentReference;
 
 use crate::KIND;
 use crate::error::ClaudeError;
@@ -213,7 +213,7 @@ impl fmt::Display for PermissionMode {
 /// A Claude Code-style agent: frontmatter configuration plus the Markdown body, which is the
 /// agent's system prompt.
 ///
-/// Implements [`SubagentDefinition`]; executors get it back with
+/// Implements [`SubagentDefinition`](subagent_spi::SubagentDefinition); executors get it back with
 /// `definition.downcast_ref::<ClaudeAgentDefinition>()`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -244,7 +244,7 @@ pub struct ClaudeAgentDefinition {
     /// `memory`, as written: `user`, `project` or `local` (see [`crate::memory`]).
     pub memory: Option<Value>,
     /// `background`: a `Task` call that does not set `run_in_background` starts the agent in
-    /// the background ([`SubagentDefinition::runs_in_background_by_default`]; the executor
+    /// the background ([`SubagentDefinition::runs_in_background_by_default`](subagent_spi::SubagentDefinition::runs_in_background_by_default); the executor
     /// itself always runs in the foreground of its caller).
     pub background: Option<bool>,
     /// `effort`: `low`, `medium`, `high`, `xhigh` (read as `max`) or `max`, sent with each
@@ -413,25 +413,13 @@ pub(crate) fn unsafe_name_reason(name: &str) -> Option<String> {
     None
 }
 
-impl SubagentDefinition for ClaudeAgentDefinition {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn reference(&self) -> &SubagentReference {
-        &self.reference
-    }
-
+subagent_spi::impl_subagent_definition!(ClaudeAgentDefinition {
     /// `background: true`: a `Task` call that does not say otherwise starts the agent in the
     /// background.
     fn runs_in_background_by_default(&self) -> bool {
         self.background == Some(true)
     }
-}
+});
 
 /// The colours Claude Code offers for an agent's `color` (shown in the command's live tree).
 /// `magenta`, common in published agent files, is accepted too (shown like `purple`).
@@ -902,6 +890,7 @@ fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use subagent_spi::SubagentDefinition;
 
     fn parse(text: &str) -> ParsedAgent {
         parse_agent(Path::new("t.md"), text).unwrap()

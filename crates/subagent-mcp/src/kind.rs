@@ -60,19 +60,7 @@ impl McpSubagentDefinition {
     }
 }
 
-impl SubagentDefinition for McpSubagentDefinition {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn reference(&self) -> &SubagentReference {
-        &self.reference
-    }
-}
+subagent_spi::impl_subagent_definition!(McpSubagentDefinition);
 
 /// Resolves `MCP` references: connects (through the shared pool), lists the server's tools and
 /// builds the definition from the chosen tool's name and description.

@@ -10,11 +10,31 @@ use serde_json::json;
 use subagent_runtime::{AgentRuntime, Limits, RunSpec};
 use subagent_spi::chat::ChatMessage;
 use subagent_spi::{
-    ModelError, ProgressKind, SubagentError, TaskContext, TaskStatus, ToolError, ToolOutput, Usage,
-    UsageNode,
+    ModelError, ProgressKind, SubagentError, TaskContext, TaskOutcome, TaskStatus, ToolError,
+    ToolOutput, Usage, UsageNode,
 };
 
 const GUARD: Duration = Duration::from_secs(20);
+
+/// Runs `spec` under `ctx` on a default runtime; the run must not fail.
+async fn run(spec: RunSpec, ctx: &TaskContext) -> TaskOutcome {
+    AgentRuntime::default().run(spec, ctx).await.unwrap()
+}
+
+/// Asserts that the run stopped at the named limit.
+#[track_caller]
+fn assert_limit(out: &TaskOutcome, limit: &str) {
+    assert_eq!(out.status, TaskStatus::LimitReached);
+    assert_eq!(out.limit.as_deref(), Some(limit));
+}
+
+/// The text deltas `rec` saw, in order.
+fn text_deltas(rec: &Recorder) -> impl Iterator<Item = String> {
+    rec.kinds().into_iter().filter_map(|k| match k {
+        ProgressKind::TextDelta { text } => Some(text),
+        _ => None,
+    })
+}
 
 fn echo() -> Arc<dyn subagent_spi::Tool> {
     tool("echo", |input| async move {
@@ -38,7 +58,7 @@ async fn multi_turn_tool_use_feeds_results_back() {
         .with_system("be brief")
         .with_model_name("gpt-test")
         .with_tools(vec![echo()]);
-    let out = AgentRuntime::default().run(spec, &ctx).await.unwrap();
+    let out = run(spec, &ctx).await;
 
     assert_eq!(out.status, TaskStatus::Completed);
     assert_eq!(out.text, "all done");
@@ -161,59 +181,99 @@ fn looping_model(n: usize) -> Arc<ScriptedModel> {
     )
 }
 
-#[tokio::test]
-async fn max_turns_stops_with_the_limit_named_and_partial_text() {
+/// Runs the `loop` agent (ten turns of tool calls) under `limits` and `ctx`; its model and
+/// outcome.
+async fn run_looping(limits: Limits, ctx: &TaskContext) -> (Arc<ScriptedModel>, TaskOutcome) {
     let model = looping_model(10);
     let spec = RunSpec::new(model.clone(), "loop")
         .with_tools(vec![echo()])
-        .with_limits(Limits::default().with_max_turns(3));
-    let out = AgentRuntime::default()
-        .run(spec, &TaskContext::new())
-        .await
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::LimitReached);
-    assert_eq!(out.limit.as_deref(), Some("max_turns=3"));
+        .with_limits(limits);
+    (model, run(spec, ctx).await)
+}
+
+/// A model that streams `deltas` then hangs, a recorder of progress and a context reporting
+/// to it.
+fn hanging_stream(deltas: [&str; 2]) -> (Arc<ScriptedModel>, Arc<Recorder>, TaskContext) {
+    let model = ScriptedModel::new(vec![Step::StreamThenHang(
+        deltas.iter().map(|d| d.to_string()).collect(),
+    )]);
+    let rec = Arc::new(Recorder::default());
+    let ctx = TaskContext::new().with_progress(rec.clone());
+    (model, rec, ctx)
+}
+
+/// Cancels `ctx`, then joins `run` (within [`GUARD`]: `what` says what that shows), which must
+/// end cancelled with the text `partial`.
+async fn cancel_and_join(
+    ctx: &TaskContext,
+    run: tokio::task::JoinHandle<Result<TaskOutcome, SubagentError>>,
+    what: &str,
+    partial: &str,
+) -> TaskOutcome {
+    ctx.cancel().cancel();
+    let out = in_time(run, what).await.unwrap().unwrap();
+    assert_eq!(out.status, TaskStatus::Cancelled);
+    assert_eq!(out.text, partial);
+    out
+}
+
+/// Runs `spec` under `ctx`, which must stop at its deadline within [`GUARD`].
+async fn run_to_deadline(spec: RunSpec, ctx: &TaskContext) -> TaskOutcome {
+    let out = in_time(
+        AgentRuntime::default().run(spec, ctx),
+        "the deadline stopped the run",
+    )
+    .await
+    .unwrap();
+    assert_limit(&out, "deadline");
+    out
+}
+
+/// Awaits `fut`, which must finish within [`GUARD`] (`what` says what it shows).
+async fn in_time<F: std::future::Future>(fut: F, what: &str) -> F::Output {
+    tokio::time::timeout(GUARD, fut).await.expect(what)
+}
+
+#[tokio::test]
+async fn max_turns_stops_with_the_limit_named_and_partial_text() {
+    let (model, out) = run_looping(Limits::default().with_max_turns(3), &TaskContext::new()).await;
+    assert_limit(&out, "max_turns=3");
     assert_eq!(out.text, "working 3");
     assert_eq!(out.usage.turns, 3);
     assert_eq!(model.requests().len(), 3);
 }
 
 #[tokio::test]
-async fn context_max_turns_wins_when_smaller() {
-    let model = looping_model(10);
-    let spec = RunSpec::new(model.clone(), "loop").with_tools(vec![echo()]);
-    let ctx = TaskContext::new().with_max_turns(Some(2));
-    let out = AgentRuntime::default().run(spec, &ctx).await.unwrap();
-    assert_eq!(out.limit.as_deref(), Some("max_turns=2"));
-    assert_eq!(model.requests().len(), 2);
+async fn the_contexts_limits_win_when_smaller() {
+    for (limits, ctx, limit, requests) in [
+        (
+            Limits::default(),
+            TaskContext::new().with_max_turns(Some(2)),
+            "max_turns=2",
+            2,
+        ),
+        (
+            Limits::default().with_max_tokens(1000),
+            TaskContext::new().with_max_tokens(Some(10)),
+            "max_tokens=10",
+            1,
+        ),
+    ] {
+        let (model, out) = run_looping(limits, &ctx).await;
+        assert_eq!(out.limit.as_deref(), Some(limit));
+        assert_eq!(model.requests().len(), requests);
+    }
 }
 
 #[tokio::test]
 async fn token_budget_stops_the_run() {
     // every reply costs 10 + 5 tokens: after two turns 30 >= 25
-    let model = looping_model(10);
-    let spec = RunSpec::new(model.clone(), "loop")
-        .with_tools(vec![echo()])
-        .with_limits(Limits::default().with_max_tokens(25));
-    let out = AgentRuntime::default()
-        .run(spec, &TaskContext::new())
-        .await
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::LimitReached);
-    assert_eq!(out.limit.as_deref(), Some("max_tokens=25"));
+    let (model, out) =
+        run_looping(Limits::default().with_max_tokens(25), &TaskContext::new()).await;
+    assert_limit(&out, "max_tokens=25");
     assert_eq!(out.text, "working 2");
     assert_eq!(model.requests().len(), 2);
     assert_eq!(out.usage.total_tokens(), 30);
-
-    // the context's smaller budget wins
-    let model = looping_model(10);
-    let spec = RunSpec::new(model.clone(), "loop")
-        .with_tools(vec![echo()])
-        .with_limits(Limits::default().with_max_tokens(1000));
-    let ctx = TaskContext::new().with_max_tokens(Some(10));
-    let out = AgentRuntime::default().run(spec, &ctx).await.unwrap();
-    assert_eq!(out.limit.as_deref(), Some("max_tokens=10"));
-    assert_eq!(model.requests().len(), 1);
 }
 
 #[tokio::test]
@@ -232,17 +292,14 @@ async fn cancel_during_a_slow_tool_returns_cancelled_with_partial_text() {
         let ctx = ctx.clone();
         tokio::spawn(async move { runtime.run(spec, &ctx).await })
     };
-    tokio::time::timeout(GUARD, started.notified())
-        .await
-        .expect("the slow tool started");
-    ctx.cancel().cancel();
-    let out = tokio::time::timeout(GUARD, run)
-        .await
-        .expect("cancellation stopped the run promptly")
-        .unwrap()
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::Cancelled);
-    assert_eq!(out.text, "looking around");
+    in_time(started.notified(), "the slow tool started").await;
+    let out = cancel_and_join(
+        &ctx,
+        run,
+        "cancellation stopped the run promptly",
+        "looking around",
+    )
+    .await;
 
     // the saved transcript answers the interrupted call, so resuming works
     let spec = RunSpec::resume(model.clone(), out.session_id.unwrap(), "continue");
@@ -261,40 +318,20 @@ async fn cancel_before_start_makes_no_model_call() {
     let model = ScriptedModel::new(vec![text("never")]);
     let ctx = TaskContext::new();
     ctx.cancel().cancel();
-    let out = AgentRuntime::default()
-        .run(RunSpec::new(model.clone(), "go"), &ctx)
-        .await
-        .unwrap();
+    let out = run(RunSpec::new(model.clone(), "go"), &ctx).await;
     assert_eq!(out.status, TaskStatus::Cancelled);
     assert!(model.requests().is_empty());
 }
 
 #[tokio::test]
 async fn deadline_interrupts_a_streaming_model_call_and_keeps_streamed_text() {
-    let model = ScriptedModel::new(vec![Step::StreamThenHang(vec![
-        "partial ".into(),
-        "answer".into(),
-    ])]);
-    let rec = Arc::new(Recorder::default());
-    let ctx = TaskContext::new().with_progress(rec.clone());
+    let (model, rec, ctx) = hanging_stream(["partial ", "answer"]);
     let spec = RunSpec::new(model.clone(), "go")
         .streaming(true)
         .with_limits(Limits::default().with_deadline(Instant::now() + Duration::from_millis(1000)));
-    let out = tokio::time::timeout(GUARD, AgentRuntime::default().run(spec, &ctx))
-        .await
-        .expect("the deadline stopped the run")
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::LimitReached);
-    assert_eq!(out.limit.as_deref(), Some("deadline"));
+    let out = run_to_deadline(spec, &ctx).await;
     assert_eq!(out.text, "partial answer");
-    let deltas: Vec<String> = rec
-        .kinds()
-        .into_iter()
-        .filter_map(|k| match k {
-            ProgressKind::TextDelta { text } => Some(text),
-            _ => None,
-        })
-        .collect();
+    let deltas: Vec<String> = text_deltas(&rec).collect();
     assert_eq!(deltas, vec!["partial ", "answer"]);
 }
 
@@ -304,12 +341,7 @@ async fn context_deadline_interrupts_a_slow_tool() {
     let model = ScriptedModel::new(vec![calls("checking", &[("s", "slow", json!({}))])]);
     let spec = RunSpec::new(model.clone(), "go").with_tools(vec![slow_tool("slow", started)]);
     let ctx = TaskContext::new().with_timeout(Duration::from_millis(1000));
-    let out = tokio::time::timeout(GUARD, AgentRuntime::default().run(spec, &ctx))
-        .await
-        .expect("the deadline stopped the run")
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::LimitReached);
-    assert_eq!(out.limit.as_deref(), Some("deadline"));
+    let out = run_to_deadline(spec, &ctx).await;
     assert_eq!(out.text, "checking");
 }
 
@@ -389,10 +421,7 @@ async fn unknown_tools_and_tool_errors_go_back_to_the_model() {
         text("recovered"),
     ]);
     let spec = RunSpec::new(model.clone(), "go").with_tools(vec![fails, panics]);
-    let out = AgentRuntime::default()
-        .run(spec, &TaskContext::new())
-        .await
-        .unwrap();
+    let out = run(spec, &TaskContext::new()).await;
     assert_eq!(out.status, TaskStatus::Completed);
     assert_eq!(out.text, "recovered");
     let results = tool_results(&model.requests()[1]);
@@ -418,10 +447,7 @@ async fn oversized_tool_output_is_truncated_with_a_marker() {
     let spec = RunSpec::new(model.clone(), "go")
         .with_tools(vec![big])
         .with_limits(Limits::default().with_max_tool_output_chars(10));
-    AgentRuntime::default()
-        .run(spec, &TaskContext::new())
-        .await
-        .unwrap();
+    run(spec, &TaskContext::new()).await;
     let results = tool_results(&model.requests()[1]);
     assert_eq!(
         results[0].1,
@@ -437,19 +463,9 @@ async fn streaming_reports_text_deltas() {
     let model = ScriptedModel::new(vec![text("hello streaming world")]);
     let rec = Arc::new(Recorder::default());
     let ctx = TaskContext::new().with_progress(rec.clone());
-    let out = AgentRuntime::default()
-        .run(RunSpec::new(model, "go").streaming(true), &ctx)
-        .await
-        .unwrap();
+    let out = run(RunSpec::new(model, "go").streaming(true), &ctx).await;
     assert_eq!(out.text, "hello streaming world");
-    let joined: String = rec
-        .kinds()
-        .into_iter()
-        .filter_map(|k| match k {
-            ProgressKind::TextDelta { text } => Some(text),
-            _ => None,
-        })
-        .collect();
+    let joined: String = text_deltas(&rec).collect();
     assert_eq!(joined, "hello streaming world");
 }
 
@@ -484,13 +500,11 @@ async fn child_usage_from_tool_outputs_is_collected() {
         )
     });
     let model = ScriptedModel::new(vec![calls("", &[("t", "Task", json!({}))]), text("ok")]);
-    let out = AgentRuntime::default()
-        .run(
-            RunSpec::new(model, "go").with_tools(vec![task]),
-            &TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    let out = run(
+        RunSpec::new(model, "go").with_tools(vec![task]),
+        &TaskContext::new(),
+    )
+    .await;
     assert_eq!(out.children.len(), 1);
     assert_eq!(out.children[0].agent, "child");
     assert_eq!(out.children[0].usage.input_tokens, 7);
@@ -500,23 +514,14 @@ async fn child_usage_from_tool_outputs_is_collected() {
 async fn max_turns_zero_makes_no_call() {
     let model = ScriptedModel::new(vec![text("never")]);
     let spec = RunSpec::new(model.clone(), "go").with_limits(Limits::default().with_max_turns(0));
-    let out = AgentRuntime::default()
-        .run(spec, &TaskContext::new())
-        .await
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::LimitReached);
-    assert_eq!(out.limit.as_deref(), Some("max_turns=0"));
+    let out = run(spec, &TaskContext::new()).await;
+    assert_limit(&out, "max_turns=0");
     assert!(model.requests().is_empty());
 }
 
 #[tokio::test]
 async fn cancel_during_a_streaming_model_call_keeps_the_streamed_text() {
-    let model = ScriptedModel::new(vec![Step::StreamThenHang(vec![
-        "half an ".into(),
-        "answer".into(),
-    ])]);
-    let rec = Arc::new(Recorder::default());
-    let ctx = TaskContext::new().with_progress(rec.clone());
+    let (model, rec, ctx) = hanging_stream(["half an ", "answer"]);
     let spec = RunSpec::new(model.clone(), "go").streaming(true);
     let run = {
         let ctx = ctx.clone();
@@ -534,14 +539,13 @@ async fn cancel_during_a_streaming_model_call_keeps_the_streamed_text() {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    ctx.cancel().cancel();
-    let out = tokio::time::timeout(GUARD, run)
-        .await
-        .expect("cancellation interrupted the model call")
-        .unwrap()
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::Cancelled);
-    assert_eq!(out.text, "half an answer");
+    cancel_and_join(
+        &ctx,
+        run,
+        "cancellation interrupted the model call",
+        "half an answer",
+    )
+    .await;
 }
 
 #[test]
@@ -559,13 +563,11 @@ async fn duplicate_tool_names_are_sent_once_and_the_first_wins() {
     let first = tool("dup", |_| async { Ok(ToolOutput::text("from the first")) });
     let second = tool("dup", |_| async { Ok(ToolOutput::text("from the second")) });
     let model = ScriptedModel::new(vec![calls("", &[("d", "dup", json!({}))]), text("ok")]);
-    AgentRuntime::default()
-        .run(
-            RunSpec::new(model.clone(), "go").with_tools(vec![first, second]),
-            &TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    run(
+        RunSpec::new(model.clone(), "go").with_tools(vec![first, second]),
+        &TaskContext::new(),
+    )
+    .await;
     let reqs = model.requests();
     assert_eq!(reqs[0].tools.len(), 1);
     assert_eq!(tool_results(&reqs[1])[0].1, "from the first");

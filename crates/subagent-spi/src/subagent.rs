@@ -36,6 +36,59 @@ pub trait SubagentDefinition: Any + Send + Sync + fmt::Debug {
     }
 }
 
+/// Implements [`SubagentDefinition`] for a struct whose `name` and `description` fields are
+/// `String`s and whose `reference` field is a [`SubagentReference`]: the three accessors every
+/// such definition writes alike. Further trait methods (e.g.
+/// [`runs_in_background_by_default`](SubagentDefinition::runs_in_background_by_default)) go in
+/// braces after the type; the others keep their defaults.
+///
+/// ```
+/// use subagent_spi::{SubagentDefinition, SubagentReference, impl_subagent_definition};
+///
+/// #[derive(Debug)]
+/// struct Recipe {
+///     name: String,
+///     description: String,
+///     reference: SubagentReference,
+///     background: bool,
+/// }
+///
+/// impl_subagent_definition!(Recipe {
+///     fn runs_in_background_by_default(&self) -> bool {
+///         self.background
+///     }
+/// });
+///
+/// let r = Recipe {
+///     name: "soup".into(),
+///     description: "Makes soup".into(),
+///     reference: SubagentReference::new("recipe:soup", "RECIPE"),
+///     background: true,
+/// };
+/// assert_eq!(r.registration(), "- soup: Makes soup");
+/// assert!(r.runs_in_background_by_default());
+/// ```
+#[macro_export]
+macro_rules! impl_subagent_definition {
+    ($ty:ty $({ $($more:tt)* })?) => {
+        impl $crate::SubagentDefinition for $ty {
+            fn name(&self) -> &str {
+                &self.name
+            }
+
+            fn description(&self) -> &str {
+                &self.description
+            }
+
+            fn reference(&self) -> &$crate::SubagentReference {
+                &self.reference
+            }
+
+            $($($more)*)?
+        }
+    };
+}
+
 impl dyn SubagentDefinition {
     /// Downcasts to the protocol's own definition type.
     pub fn downcast_ref<T: SubagentDefinition>(&self) -> Option<&T> {

@@ -28,19 +28,7 @@ pub struct FnDefinition {
     reference: SubagentReference,
 }
 
-impl SubagentDefinition for FnDefinition {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn reference(&self) -> &SubagentReference {
-        &self.reference
-    }
-}
+subagent_spi::impl_subagent_definition!(FnDefinition);
 
 /// The `FN` kind: agents are async closures registered by name.
 ///

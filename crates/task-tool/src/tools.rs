@@ -17,6 +17,44 @@ const DEFAULT_WAIT_MS: u64 = 30_000;
 /// Longest wait `TaskOutput` accepts.
 const MAX_WAIT_MS: u64 = 600_000;
 
+/// The `Tool` impl of `TaskOutput` and `TaskStop`: `Delegate` tools whose input type gives the
+/// schema; `call` parses the input, naming the tool and the expected shape when it does not
+/// parse, and hands it to the tool's `run`.
+macro_rules! delegate_tool {
+    ($tool:ty, $name:literal, $input:ty, $shape:literal, $description:expr $(,)?) => {
+        #[async_trait]
+        impl Tool for $tool {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn description(&self) -> String {
+                $description.to_string()
+            }
+
+            fn input_schema(&self) -> serde_json::Value {
+                serde_json::to_value(schemars::schema_for!($input))
+                    .unwrap_or_else(|_| serde_json::json!({"type": "object"}))
+            }
+
+            fn effect(&self) -> ToolEffect {
+                ToolEffect::Delegate
+            }
+
+            async fn call(
+                &self,
+                input: serde_json::Value,
+                ctx: &TaskContext,
+            ) -> Result<ToolOutput, ToolError> {
+                let input: $input = serde_json::from_value(input).map_err(|e| {
+                    ToolError::invalid($name, format!("{e}; expected {}", $shape))
+                })?;
+                self.run(input, ctx).await
+            }
+        }
+    };
+}
+
 #[async_trait]
 impl Tool for TaskTool {
     fn name(&self) -> &str {
@@ -101,37 +139,24 @@ impl TaskOutputTool {
     }
 }
 
-#[async_trait]
-impl Tool for TaskOutputTool {
-    fn name(&self) -> &str {
-        "TaskOutput"
-    }
+delegate_tool!(
+    TaskOutputTool,
+    "TaskOutput",
+    TaskOutputInput,
+    r#"{"task_id": "task_...", "block"?: bool, "timeout_ms"?: number, "approve"?: "yes"|"no"|"always"}"#,
+    "Read the result of a background task started with Task (run_in_background: true). \
+     By default waits until the task finishes or `timeout_ms` (default 30000, max 600000) \
+     passes; set `block: false` to check without waiting. Reading again returns the same \
+     result. When the status is `waiting_for_approval`, the task asks to make a tool call: \
+     answer with `approve`: \"yes\" (once), \"always\" (for the session) or \"no\"."
+);
 
-    fn description(&self) -> String {
-        "Read the result of a background task started with Task (run_in_background: true). \
-         By default waits until the task finishes or `timeout_ms` (default 30000, max 600000) \
-         passes; set `block: false` to check without waiting. Reading again returns the same \
-         result. When the status is `waiting_for_approval`, the task asks to make a tool call: \
-         answer with `approve`: \"yes\" (once), \"always\" (for the session) or \"no\"."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        serde_json::to_value(schemars::schema_for!(TaskOutputInput))
-            .unwrap_or_else(|_| serde_json::json!({"type": "object"}))
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::Delegate
-    }
-
-    async fn call(
+impl TaskOutputTool {
+    async fn run(
         &self,
-        input: serde_json::Value,
+        input: TaskOutputInput,
         ctx: &TaskContext,
     ) -> Result<ToolOutput, ToolError> {
-        let input: TaskOutputInput = serde_json::from_value(input)
-            .map_err(|e| ToolError::invalid("TaskOutput", format!("{e}; expected {{\"task_id\": \"task_...\", \"block\"?: bool, \"timeout_ms\"?: number, \"approve\"?: \"yes\"|\"no\"|\"always\"}}")))?;
         if input.timeout_ms > MAX_WAIT_MS {
             return Err(ToolError::invalid(
                 "TaskOutput",
@@ -209,38 +234,17 @@ impl TaskStopTool {
     }
 }
 
-#[async_trait]
-impl Tool for TaskStopTool {
-    fn name(&self) -> &str {
-        "TaskStop"
-    }
+delegate_tool!(
+    TaskStopTool,
+    "TaskStop",
+    TaskStopInput,
+    r#"{"task_id": "task_..."}"#,
+    "Cancel a background task started with Task. Its status becomes cancelled and any \
+     partial output is kept and returned."
+);
 
-    fn description(&self) -> String {
-        "Cancel a background task started with Task. Its status becomes cancelled and any \
-         partial output is kept and returned."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        serde_json::to_value(schemars::schema_for!(TaskStopInput))
-            .unwrap_or_else(|_| serde_json::json!({"type": "object"}))
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::Delegate
-    }
-
-    async fn call(
-        &self,
-        input: serde_json::Value,
-        ctx: &TaskContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let input: TaskStopInput = serde_json::from_value(input).map_err(|e| {
-            ToolError::invalid(
-                "TaskStop",
-                format!("{e}; expected {{\"task_id\": \"task_...\"}}"),
-            )
-        })?;
+impl TaskStopTool {
+    async fn run(&self, input: TaskStopInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         match waiting_on_children(ctx, self.task.stop_with_usage(&input.task_id)).await {
             Ok((snap, usage)) => {
                 let mut out = format::snapshot_text(&snap, None);

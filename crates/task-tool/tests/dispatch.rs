@@ -102,24 +102,46 @@ fn task_id_of(text: &str) -> String {
         .collect()
 }
 
+/// Starts `agent` in the background with `prompt`; its task id.
+async fn start_bg(task: &TaskTool, agent: &str, prompt: &str, ctx: &TaskContext) -> String {
+    task_id_of(
+        &task
+            .call(bg(agent, prompt), ctx)
+            .await
+            .expect("call")
+            .content,
+    )
+}
+
+/// Calls `tool` with `input`; its output (the call itself must not fail).
+async fn call_ok(tool: &impl Tool, input: serde_json::Value, ctx: &TaskContext) -> ToolOutput {
+    tool.call(input, ctx).await.expect("tool call")
+}
+
+/// Asserts that the output's text contains `text`.
+#[track_caller]
+fn assert_has(out: &ToolOutput, text: &str) {
+    assert!(out.content.contains(text), "{}", out.content);
+}
+
+/// Asserts that the output is an error whose text contains `text`.
+#[track_caller]
+fn assert_error(out: &ToolOutput, text: &str) {
+    assert!(out.is_error);
+    assert_has(out, text);
+}
+
 #[tokio::test]
 async fn foreground_returns_the_text_with_a_footer_and_usage_tree() {
     let (task, _) = build(16).await;
-    let out = task
-        .call(call("echo", "hello"), &TaskContext::new())
-        .await
-        .expect("tool call");
+    let out = call_ok(&task, call("echo", "hello"), &TaskContext::new()).await;
     assert!(!out.is_error);
     assert!(
         out.content.starts_with("echo[1]: hello"),
         "child runs at depth 1: {}",
         out.content
     );
-    assert!(
-        out.content.contains("[agent: echo | status: completed"),
-        "{}",
-        out.content
-    );
+    assert_has(&out, "[agent: echo | status: completed");
     assert_eq!(out.children.len(), 1);
     let node = &out.children[0];
     assert_eq!(node.agent, "echo");
@@ -135,26 +157,15 @@ async fn foreground_returns_the_text_with_a_footer_and_usage_tree() {
 #[tokio::test]
 async fn case_insensitive_agent_names_work() {
     let (task, _) = build(16).await;
-    let out = task
-        .call(call("ECHO", "x"), &TaskContext::new())
-        .await
-        .expect("tool call");
+    let out = call_ok(&task, call("ECHO", "x"), &TaskContext::new()).await;
     assert!(out.content.starts_with("echo[1]: x"), "{}", out.content);
 }
 
 #[tokio::test]
 async fn unknown_agent_is_a_readable_error_listing_agents() {
     let (task, _) = build(16).await;
-    let out = task
-        .call(call("nobody", "x"), &TaskContext::new())
-        .await
-        .expect("tool call");
-    assert!(out.is_error);
-    assert!(
-        out.content.contains("Unknown agent `nobody`"),
-        "{}",
-        out.content
-    );
+    let out = call_ok(&task, call("nobody", "x"), &TaskContext::new()).await;
+    assert_error(&out, "Unknown agent `nobody`");
     for name in ["echo", "sleepy", "streamer", "broken", "chat"] {
         assert!(out.content.contains(name), "lists {name}: {}", out.content);
     }
@@ -163,46 +174,23 @@ async fn unknown_agent_is_a_readable_error_listing_agents() {
 #[tokio::test]
 async fn bad_input_is_a_readable_error() {
     let (task, _) = build(16).await;
-    let out = task
-        .call(json!({"prompt": 3}), &TaskContext::new())
-        .await
-        .expect("tool call");
-    assert!(out.is_error);
-    assert!(
-        out.content.contains("Invalid Task input"),
-        "{}",
-        out.content
-    );
+    let out = call_ok(&task, json!({"prompt": 3}), &TaskContext::new()).await;
+    assert_error(&out, "Invalid Task input");
 }
 
 #[tokio::test]
 async fn executor_errors_become_error_results() {
     let (task, _) = build(16).await;
-    let out = task
-        .call(call("broken", "x"), &TaskContext::new())
-        .await
-        .expect("tool call");
-    assert!(out.is_error);
-    assert!(
-        out.content.contains("the disk is on fire"),
-        "{}",
-        out.content
-    );
+    let out = call_ok(&task, call("broken", "x"), &TaskContext::new()).await;
+    assert_error(&out, "the disk is on fire");
 }
 
 #[tokio::test]
 async fn background_runs_then_completes_and_reads_repeat() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let started = task
-        .call(bg("sleepy", "150"), &ctx)
-        .await
-        .expect("tool call");
-    assert!(
-        started.content.contains("in the background"),
-        "{}",
-        started.content
-    );
+    let started = call_ok(&task, bg("sleepy", "150"), &ctx).await;
+    assert_has(&started, "in the background");
     let id = task_id_of(&started.content);
     assert_eq!(task.running_background(), 1);
 
@@ -210,22 +198,12 @@ async fn background_runs_then_completes_and_reads_repeat() {
     assert_eq!(peek.status(), TaskStatus::Running);
 
     let output = task.output_tool();
-    let first = output
-        .call(json!({"task_id": id, "timeout_ms": 5000}), &ctx)
-        .await
-        .expect("tool call");
-    assert!(
-        first.content.contains("status: completed"),
-        "{}",
-        first.content
-    );
-    assert!(first.content.contains("slept 150"), "{}", first.content);
+    let first = call_ok(&output, json!({"task_id": id, "timeout_ms": 5000}), &ctx).await;
+    assert_has(&first, "status: completed");
+    assert_has(&first, "slept 150");
     assert_eq!(first.children.len(), 1, "usage reported on the first read");
-    let second = output
-        .call(json!({"task_id": id}), &ctx)
-        .await
-        .expect("tool call");
-    assert!(second.content.contains("slept 150"), "{}", second.content);
+    let second = call_ok(&output, json!({"task_id": id}), &ctx).await;
+    assert_has(&second, "slept 150");
     assert!(second.children.is_empty(), "usage is reported once");
     assert_eq!(task.running_background(), 0);
 }
@@ -234,24 +212,15 @@ async fn background_runs_then_completes_and_reads_repeat() {
 async fn a_blocked_wait_that_times_out_says_so() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let id = task_id_of(
-        &task
-            .call(bg("sleepy", "5000"), &ctx)
-            .await
-            .expect("call")
-            .content,
-    );
-    let out = task
-        .output_tool()
-        .call(json!({"task_id": id, "timeout_ms": 50}), &ctx)
-        .await
-        .expect("tool call");
-    assert!(out.content.contains("status: running"), "{}", out.content);
-    assert!(
-        out.content.contains("wait timed out after 50 ms"),
-        "{}",
-        out.content
-    );
+    let id = start_bg(&task, "sleepy", "5000", &ctx).await;
+    let out = call_ok(
+        &task.output_tool(),
+        json!({"task_id": id, "timeout_ms": 50}),
+        &ctx,
+    )
+    .await;
+    assert_has(&out, "status: running");
+    assert_has(&out, "wait timed out after 50 ms");
     let too_long = task
         .output_tool()
         .call(json!({"task_id": id, "timeout_ms": 600_001}), &ctx)
@@ -264,13 +233,7 @@ async fn a_blocked_wait_that_times_out_says_so() {
 async fn stop_cancels_the_executor_and_keeps_partial_output() {
     let (task, seen) = build(16).await;
     let ctx = TaskContext::new();
-    let id = task_id_of(
-        &task
-            .call(bg("streamer", "go"), &ctx)
-            .await
-            .expect("call")
-            .content,
-    );
+    let id = start_bg(&task, "streamer", "go", &ctx).await;
     // Let it stream its partial text.
     for _ in 0..100 {
         if !task
@@ -284,17 +247,13 @@ async fn stop_cancels_the_executor_and_keeps_partial_output() {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let out = task
-        .stop_tool()
-        .call(json!({"task_id": id}), &ctx)
-        .await
-        .expect("tool call");
+    let out = call_ok(&task.stop_tool(), json!({"task_id": id}), &ctx).await;
     assert!(
         seen.load(Ordering::SeqCst),
         "the executor saw its token cancelled"
     );
-    assert!(out.content.contains("status: cancelled"), "{}", out.content);
-    assert!(out.content.contains("half an answer"), "{}", out.content);
+    assert_has(&out, "status: cancelled");
+    assert_has(&out, "half an answer");
     let again = task.output(&id, None).await.expect("still readable");
     assert_eq!(again.status(), TaskStatus::Cancelled);
 }
@@ -310,13 +269,7 @@ async fn finished_results_expire_after_the_ttl() {
         .await
         .expect("builds");
     let ctx = TaskContext::new();
-    let id = task_id_of(
-        &task
-            .call(bg("echo", "x"), &ctx)
-            .await
-            .expect("call")
-            .content,
-    );
+    let id = start_bg(&task, "echo", "x", &ctx).await;
     let done = task
         .output(&id, Some(Duration::from_secs(5)))
         .await
@@ -326,43 +279,18 @@ async fn finished_results_expire_after_the_ttl() {
     let gone = task.output(&id, None).await.expect_err("expired");
     assert!(gone.to_string().contains("expired"), "{gone}");
     assert_eq!(task.retained_background(), 0);
-    let out = task
-        .output_tool()
-        .call(json!({"task_id": id}), &ctx)
-        .await
-        .expect("tool call");
-    assert!(
-        out.is_error && out.content.contains("no background task"),
-        "{}",
-        out.content
-    );
+    let out = call_ok(&task.output_tool(), json!({"task_id": id}), &ctx).await;
+    assert_error(&out, "no background task");
 }
 
 #[tokio::test]
 async fn background_limit_is_a_readable_refusal() {
     let (task, _) = build(2).await;
     let ctx = TaskContext::new();
-    let a = task_id_of(
-        &task
-            .call(bg("sleepy", "5000"), &ctx)
-            .await
-            .expect("call")
-            .content,
-    );
-    let b = task_id_of(
-        &task
-            .call(bg("sleepy", "5000"), &ctx)
-            .await
-            .expect("call")
-            .content,
-    );
+    let a = start_bg(&task, "sleepy", "5000", &ctx).await;
+    let b = start_bg(&task, "sleepy", "5000", &ctx).await;
     let refused = task.call(bg("sleepy", "5000"), &ctx).await.expect("call");
-    assert!(refused.is_error);
-    assert!(
-        refused.content.contains("max_background=2"),
-        "{}",
-        refused.content
-    );
+    assert_error(&refused, "max_background=2");
     task.stop(&a).await.expect("stop a");
     let ok = task.call(bg("echo", "after"), &ctx).await.expect("call");
     assert!(!ok.is_error, "a slot was freed: {}", ok.content);
@@ -448,8 +376,8 @@ async fn parent_cancellation_reaches_a_foreground_child() {
     .await
     .expect("returns promptly")
     .expect("tool call");
-    assert!(out.content.contains("was cancelled"), "{}", out.content);
-    assert!(out.content.contains("woke early"), "{}", out.content);
+    assert_has(&out, "was cancelled");
+    assert_has(&out, "woke early");
 }
 
 #[tokio::test]
@@ -484,9 +412,9 @@ async fn needs_input_explains_how_to_resume() {
         .call(call("asker", "paint it"), &ctx)
         .await
         .expect("call");
-    assert!(out.content.contains("needs input"), "{}", out.content);
-    assert!(out.content.contains("which colour?"), "{}", out.content);
-    assert!(out.content.contains("resume `ask-1`"), "{}", out.content);
+    assert_has(&out, "needs input");
+    assert_has(&out, "which colour?");
+    assert_has(&out, "resume `ask-1`");
     let answer = json!({"description": "answer", "prompt": "blue", "subagent_type": "asker", "resume": "ask-1"});
     let done = task.call(answer, &ctx).await.expect("call");
     assert!(
@@ -574,16 +502,21 @@ fn nesting_kind() -> SubagentType {
         .into_type()
 }
 
+/// A Task tool with the `nest` agent and `max_depth`.
+async fn nesting_task(max_depth: u32) -> TaskTool {
+    TaskTool::builder()
+        .subagent_type(nesting_kind())
+        .subagent_reference(fn_ref("nest"))
+        .max_depth(max_depth)
+        .build()
+        .await
+        .expect("builds")
+}
+
 #[tokio::test]
 async fn children_delegate_through_the_handle_until_the_depth_limit() {
     for (max_depth, expected) in [(1, "leaf@1"), (2, "1>leaf@2"), (3, "1>2>leaf@3")] {
-        let task = TaskTool::builder()
-            .subagent_type(nesting_kind())
-            .subagent_reference(fn_ref("nest"))
-            .max_depth(max_depth)
-            .build()
-            .await
-            .expect("builds");
+        let task = nesting_task(max_depth).await;
         match task
             .dispatch(TaskCall::new("nest", "d", "go"), &TaskContext::new())
             .await
@@ -619,13 +552,7 @@ async fn the_usage_tree_has_the_shape_of_the_delegation() {
 
 #[tokio::test]
 async fn a_call_at_the_depth_limit_is_refused() {
-    let task = TaskTool::builder()
-        .subagent_type(nesting_kind())
-        .subagent_reference(fn_ref("nest"))
-        .max_depth(2)
-        .build()
-        .await
-        .expect("builds");
+    let task = nesting_task(2).await;
     let deep = TaskContext::new().with_depth(2);
     let err = task
         .dispatch(TaskCall::new("nest", "d", "go"), &deep)
@@ -647,13 +574,7 @@ async fn a_call_at_the_depth_limit_is_refused() {
 async fn progress_reports_start_and_finish_once_per_child_with_parent_links() {
     let events = Arc::new(std::sync::Mutex::new(Vec::<ProgressEvent>::new()));
     let sink = events.clone();
-    let task = TaskTool::builder()
-        .subagent_type(nesting_kind())
-        .subagent_reference(fn_ref("nest"))
-        .max_depth(2)
-        .build()
-        .await
-        .expect("builds");
+    let task = nesting_task(2).await;
     let ctx = TaskContext::new()
         .with_task_id("main")
         .with_progress(Arc::new(move |e: ProgressEvent| {

@@ -1,6 +1,6 @@
 //! [`A2aSubagentDefinition`]: a resolved remote agent (its card, endpoint and settings).
 
-use subagent_spi::{SubagentDefinition, SubagentReference};
+use subagent_spi::SubagentReference;
 
 use super::config::A2aConfig;
 use super::transport::{A2aClient, Endpoint};
@@ -94,19 +94,7 @@ impl A2aSubagentDefinition {
     }
 }
 
-impl SubagentDefinition for A2aSubagentDefinition {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn reference(&self) -> &SubagentReference {
-        &self.reference
-    }
-}
+subagent_spi::impl_subagent_definition!(A2aSubagentDefinition);
 
 /// The description shown to the model: the card's description, then its skills with their
 /// descriptions and examples, so the model knows when to delegate. Skills are indented

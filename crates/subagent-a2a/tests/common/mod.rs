@@ -152,3 +152,32 @@ pub(crate) fn client(
         headers,
     )
 }
+
+/// Sends the request (it must reach the server) and reads its JSON body.
+pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    send(request).await.json().await.expect("a JSON body")
+}
+
+/// Sends the request; it must reach the server.
+pub(crate) async fn send(request: reqwest::RequestBuilder) -> reqwest::Response {
+    request.send().await.expect("request sent")
+}
+
+/// Sends the request (it must reach the server); the answer's status.
+pub(crate) async fn status_of(request: reqwest::RequestBuilder) -> u16 {
+    send(request).await.status().as_u16()
+}
+
+/// Asserts that `v` is an error whose message contains `text`.
+#[track_caller]
+pub(crate) fn assert_error_says(v: &Value, text: &str) {
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(text), "{v}");
+}
+
+/// Asserts that `v` is an error with `code` whose message contains `text`.
+#[track_caller]
+pub(crate) fn assert_error(v: &Value, code: i64, text: &str) {
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert_error_says(v, text);
+}

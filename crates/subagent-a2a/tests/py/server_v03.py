@@ -12,7 +12,6 @@ additionalInterfaces. Same commands as server_v1.py:
 A cancel is also logged to stderr as "CANCELLED <task id>".
 """
 
-import asyncio
 import sys
 
 import uvicorn
@@ -34,7 +33,11 @@ from a2a.types import (
 )
 from a2a.utils import new_agent_text_message, new_task
 
-CANCELLED: set[str] = set()
+from agent_common import SKILL, answer_question, cancel, direct_answer, run_command
+
+
+def part(text: str) -> Part:
+    return Part(root=TextPart(text=text))
 
 
 class TestAgent(AgentExecutor):
@@ -43,13 +46,8 @@ class TestAgent(AgentExecutor):
         verb, _, rest = text.partition(' ')
         current = context.current_task
 
-        if verb == 'message':
-            await event_queue.enqueue_event(
-                new_agent_text_message(f'echo: {rest}', context_id=context.context_id)
-            )
-            return
-        if verb == 'was-cancelled':
-            answer = 'yes' if rest.strip() in CANCELLED else 'no'
+        answer = direct_answer(verb, rest)
+        if answer is not None:
             await event_queue.enqueue_event(
                 new_agent_text_message(answer, context_id=context.context_id)
             )
@@ -62,55 +60,13 @@ class TestAgent(AgentExecutor):
         else:
             updater = TaskUpdater(event_queue, current.id, current.context_id)
             if current.status.state == TaskState.input_required:
-                await updater.start_work()
-                await updater.add_artifact(
-                    [Part(root=TextPart(text=f'favourite colour: {text}'))], name='answer'
-                )
-                await updater.complete()
+                await answer_question(updater, part, text)
                 return
 
-        task_id = current.id
-
-        def say(s: str):
-            return updater.new_agent_message([Part(root=TextPart(text=s))])
-
-        if verb == 'artifact':
-            await updater.start_work()
-            await updater.add_artifact(
-                [Part(root=TextPart(text=f'artifact: {rest}'))], name='result'
-            )
-            await updater.complete()
-        elif verb == 'stream':
-            await updater.start_work()
-            for i in range(1, 4):
-                await updater.update_status(TaskState.working, say(f'step {i}'))
-                await asyncio.sleep(0.05)
-            await updater.add_artifact(
-                [Part(root=TextPart(text=f'streamed: {rest}'))], name='result'
-            )
-            await updater.complete()
-        elif verb == 'fail':
-            await updater.start_work()
-            await updater.failed(say(f'cannot do that: {rest}'))
-        elif verb == 'ask':
-            await updater.start_work()
-            await updater.requires_input(say('What is your favourite colour?'), final=True)
-        elif verb == 'slow':
-            await updater.start_work(say('working slowly'))
-            for _ in range(600):
-                if task_id in CANCELLED:
-                    return
-                await asyncio.sleep(0.1)
-            await updater.complete(say('slow task finished'))
-        else:
-            await updater.complete(say(f'unknown command: {text}'))
+        await run_command(updater, part, TaskState.working, {'final': True}, verb, rest, text)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        task_id = context.task_id or ''
-        CANCELLED.add(task_id)
-        print(f'CANCELLED {task_id}', file=sys.stderr, flush=True)
-        updater = TaskUpdater(event_queue, task_id, context.context_id or '')
-        await updater.cancel()
+        await cancel(TaskUpdater, context, event_queue)
 
 
 def main() -> None:
@@ -132,15 +88,7 @@ def main() -> None:
         capabilities=AgentCapabilities(streaming=streaming),
         default_input_modes=['text/plain'],
         default_output_modes=['text/plain'],
-        skills=[
-            AgentSkill(
-                id='echo',
-                name='Echo',
-                description='Echoes and exercises A2A task states.',
-                tags=['test'],
-                examples=['message hello', 'artifact report'],
-            )
-        ],
+        skills=[AgentSkill(**SKILL)],
     )
     handler = DefaultRequestHandler(agent_executor=TestAgent(), task_store=InMemoryTaskStore())
     app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()

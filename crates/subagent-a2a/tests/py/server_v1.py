@@ -21,7 +21,6 @@ With --compat the SDK's 0.3 compatibility layer is enabled on both endpoints and
 lists them as protocolVersion 0.3 interfaces.
 """
 
-import asyncio
 import sys
 
 import uvicorn
@@ -50,7 +49,7 @@ from a2a.types import (
     TaskStatus,
 )
 
-CANCELLED: set[str] = set()
+from agent_common import SKILL, answer_question, cancel, direct_answer, run_command
 
 
 class TestAgent(AgentExecutor):
@@ -61,16 +60,9 @@ class TestAgent(AgentExecutor):
         context_id = context.context_id or ''
         current = context.current_task
 
-        if verb == 'message':
-            await event_queue.enqueue_event(
-                new_text_message(f'echo: {rest}', context_id=context_id)
-            )
-            return
-        if verb == 'was-cancelled':
-            answer = 'yes' if rest.strip() in CANCELLED else 'no'
-            await event_queue.enqueue_event(
-                new_text_message(answer, context_id=context_id)
-            )
+        answer = direct_answer(verb, rest)
+        if answer is not None:
+            await event_queue.enqueue_event(new_text_message(answer, context_id=context_id))
             return
 
         updater = TaskUpdater(event_queue, task_id, context_id)
@@ -84,49 +76,17 @@ class TestAgent(AgentExecutor):
                 )
             )
         elif current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            await updater.start_work()
-            await updater.add_artifact(
-                [Part(text=f'favourite colour: {text}')], name='answer'
-            )
-            await updater.complete()
+            await answer_question(updater, part, text)
             return
 
-        def say(s: str):
-            return updater.new_agent_message([Part(text=s)])
-
-        if verb == 'artifact':
-            await updater.start_work()
-            await updater.add_artifact([Part(text=f'artifact: {rest}')], name='result')
-            await updater.complete()
-        elif verb == 'stream':
-            await updater.start_work()
-            for i in range(1, 4):
-                await updater.update_status(TaskState.TASK_STATE_WORKING, say(f'step {i}'))
-                await asyncio.sleep(0.05)
-            await updater.add_artifact([Part(text=f'streamed: {rest}')], name='result')
-            await updater.complete()
-        elif verb == 'fail':
-            await updater.start_work()
-            await updater.failed(say(f'cannot do that: {rest}'))
-        elif verb == 'ask':
-            await updater.start_work()
-            await updater.requires_input(say('What is your favourite colour?'))
-        elif verb == 'slow':
-            await updater.start_work(say('working slowly'))
-            for _ in range(600):
-                if task_id in CANCELLED:
-                    return
-                await asyncio.sleep(0.1)
-            await updater.complete(say('slow task finished'))
-        else:
-            await updater.complete(say(f'unknown command: {text}'))
+        await run_command(updater, part, TaskState.TASK_STATE_WORKING, {}, verb, rest, text)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        task_id = context.task_id or ''
-        CANCELLED.add(task_id)
-        print(f'CANCELLED {task_id}', file=sys.stderr, flush=True)
-        updater = TaskUpdater(event_queue, task_id, context.context_id or '')
-        await updater.cancel()
+        await cancel(TaskUpdater, context, event_queue)
+
+
+def part(text: str) -> Part:
+    return Part(text=text)
 
 
 def main() -> None:
@@ -149,15 +109,7 @@ def main() -> None:
         capabilities=AgentCapabilities(streaming=streaming, push_notifications=False),
         default_input_modes=['text/plain'],
         default_output_modes=['text/plain'],
-        skills=[
-            AgentSkill(
-                id='echo',
-                name='Echo',
-                description='Echoes and exercises A2A task states.',
-                tags=['test'],
-                examples=['message hello', 'artifact report'],
-            )
-        ],
+        skills=[AgentSkill(**SKILL)],
         supported_interfaces=interfaces,
     )
     handler = DefaultRequestHandler(

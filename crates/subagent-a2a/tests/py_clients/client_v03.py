@@ -18,7 +18,6 @@ import uuid
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (
-    TransportProtocol,
     Message,
     MessageSendConfiguration,
     Part,
@@ -28,12 +27,16 @@ from a2a.types import (
     TaskQueryParams,
     TaskState,
     TextPart,
+    TransportProtocol,
 )
 
+from checks import Clients, fail, send_get_stream_cancel
 
-def fail(why: str) -> None:
-    print(f"FAIL {why}", file=sys.stderr, flush=True)
-    sys.exit(1)
+KINDS = {
+    "Task": "task",
+    "TaskStatusUpdateEvent": "status",
+    "TaskArtifactUpdateEvent": "artifact",
+}
 
 
 def message(text: str) -> Message:
@@ -44,10 +47,39 @@ def message(text: str) -> Message:
     )
 
 
-def artifact_text(task: Task) -> str:
-    return "".join(
-        p.root.text for a in (task.artifacts or []) for p in a.parts if hasattr(p.root, "text")
-    )
+class Sdk(Clients):
+    """The 0.3 client, as checks.send_get_stream_cancel wants it."""
+
+    completed = TaskState.completed
+    get_request, cancel_request = TaskQueryParams, TaskIdParams
+    canceled = TaskState.canceled
+
+    @staticmethod
+    def name(state) -> str:
+        return str(state)
+
+    @staticmethod
+    def artifact_text(task: Task) -> str:
+        return "".join(
+            p.root.text for a in (task.artifacts or []) for p in a.parts if hasattr(p.root, "text")
+        )
+
+    async def send(self, text: str, immediately: bool):
+        config = MessageSendConfiguration(blocking=False) if immediately else None
+        task = None
+        async for ev in self.client.send_message(message(text), configuration=config):
+            if isinstance(ev, tuple):
+                task = ev[0]
+        return task
+
+    async def stream(self, text: str):
+        kinds, final = [], None
+        async for ev in self.streaming_client.send_message(message(text)):
+            if isinstance(ev, tuple):
+                final, update = ev
+                kind = type(update).__name__ if update is not None else "Task"
+                kinds.append(KINDS.get(kind, kind))
+        return kinds, None if final is None else final.status.state
 
 
 async def main() -> None:
@@ -64,56 +96,12 @@ async def main() -> None:
                 cfg.supported_transports = [TransportProtocol.http_json]
             return ClientFactory(cfg).create(card)
 
-        # send (blocking): a completed task with the echo artifact
         c = client(False)
-        print(f"OK transport {type(c._transport).__name__}", flush=True)
-        if transport == "HTTP+JSON" and type(c._transport).__name__ != "RestTransport":
-            fail(f"transport: {type(c._transport).__name__}")
-        task = None
-        async for ev in c.send_message(message("hello")):
-            if isinstance(ev, tuple):
-                task = ev[0]
-        if task is None:
-            fail("send: no task in the reply")
-        if task.status.state != TaskState.completed:
-            fail(f"send: state {task.status.state}")
-        if artifact_text(task) != "echo: hello":
-            fail(f"send: artifact {artifact_text(task)!r}")
-        print(f"OK send {task.id}", flush=True)
-
-        # get
-        got = await c.get_task(TaskQueryParams(id=task.id))
-        if got.id != task.id or got.status.state != TaskState.completed:
-            fail(f"get: {got.id} {got.status.state}")
-        print(f"OK get {got.id}", flush=True)
-
-        # stream: updates arrive, the task ends completed with the artifact
-        s = client(True)
-        updates = []
-        final = None
-        async for ev in s.send_message(message("stream me")):
-            if isinstance(ev, tuple):
-                final, update = ev
-                updates.append(type(update).__name__ if update is not None else "Task")
-        if final is None or final.status.state != TaskState.completed:
-            fail(f"stream: final {final}")
-        if updates[0] != "Task" or "TaskArtifactUpdateEvent" not in updates:
-            fail(f"stream: events {updates}")
-        print(f"OK stream {','.join(updates)}", flush=True)
-
-        # cancel: a slow task returned at once (blocking=false), then canceled
-        slow = None
-        async for ev in c.send_message(
-            message("slow"), configuration=MessageSendConfiguration(blocking=False)
-        ):
-            if isinstance(ev, tuple):
-                slow = ev[0]
-        if slow is None:
-            fail("cancel: no task for the slow message")
-        canceled = await c.cancel_task(TaskIdParams(id=slow.id))
-        if canceled.status.state != TaskState.canceled:
-            fail(f"cancel: state {canceled.status.state}")
-        print(f"OK cancel {slow.id}", flush=True)
+        used = type(c._transport).__name__
+        print(f"OK transport {used}", flush=True)
+        if transport == "HTTP+JSON" and used != "RestTransport":
+            fail(f"transport: {used}")
+        await send_get_stream_cancel(Sdk(c, client(True)))
 
 
 asyncio.run(main())

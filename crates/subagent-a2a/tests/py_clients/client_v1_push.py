@@ -12,31 +12,22 @@ import asyncio
 import json
 import socket
 import sys
-import uuid
 
 import httpx
 import uvicorn
-from a2a.client import ClientConfig, create_client
 from a2a.types import (
     AuthenticationInfo,
     CancelTaskRequest,
     GetTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigsRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageConfiguration,
-    SendMessageRequest,
     TaskPushNotificationConfig,
 )
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
 
-
-def fail(why: str) -> None:
-    print(f"FAIL {why}", file=sys.stderr, flush=True)
-    sys.exit(1)
+from checks import fail, ok
+from sdk1 import client_for, send_for_task
 
 
 received: list = []
@@ -72,16 +63,8 @@ async def main() -> None:
         await asyncio.sleep(0.05)
     webhook = f"http://127.0.0.1:{port}/hook"
     async with httpx.AsyncClient(timeout=30) as http:
-        cfg = ClientConfig(streaming=False, supported_protocol_bindings=[binding], httpx_client=http)
-        client = await create_client(base, client_config=cfg)
-        req = SendMessageRequest(
-            message=Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text="slow")]),
-            configuration=SendMessageConfiguration(return_immediately=True),
-        )
-        task = None
-        async for ev in client.send_message(req):
-            if ev.HasField("task"):
-                task = ev.task
+        client = await client_for(base, binding, False, http)
+        task = await send_for_task(client, "slow", True)
         if task is None:
             fail("send: no task")
         config = await client.create_task_push_notification_config(
@@ -95,7 +78,7 @@ async def main() -> None:
         )
         if config.id != "py-hook" or config.url != webhook:
             fail(f"create: {config}")
-        print(f"OK create {config.id}", flush=True)
+        ok("create", config.id)
         got = await client.get_task_push_notification_config(
             GetTaskPushNotificationConfigRequest(task_id=task.id, id="py-hook")
         )
@@ -106,7 +89,7 @@ async def main() -> None:
         )
         if [c.id for c in listed.configs] != ["py-hook"]:
             fail(f"list: {listed}")
-        print("OK get-list py-hook", flush=True)
+        ok("get-list", "py-hook")
         await client.cancel_task(CancelTaskRequest(id=task.id))
         deadline = asyncio.get_running_loop().time() + 20
         while True:
@@ -128,7 +111,7 @@ async def main() -> None:
                 fail(f"deliver: authorization {headers.get('authorization')!r}")
             if headers.get("x-a2a-notification-token") != "py-token":
                 fail(f"deliver: token {headers.get('x-a2a-notification-token')!r}")
-        print(f"OK deliver {len(received)}", flush=True)
+        ok("deliver", str(len(received)))
     server.should_exit = True
     await serving
 
