@@ -15,11 +15,12 @@ use subagent_a2a::server::{
     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
 };
 use subagent_a2a::types::ProtocolVersion;
+use subagent_a2a::types::usage::{usage_extension, usage_to_metadata};
 use subagent_a2a::types::v1::TaskState;
-use subagent_spi::{CancellationToken, async_trait};
+use subagent_spi::{CancellationToken, TaskStatus, Usage, UsageNode, async_trait};
 
-/// `hello`/anything: working, artifact `echo: <text>`, completed; `slow`: working until
-/// cancelled.
+/// `hello`/anything: working, artifact `echo: <text>`, completed with a usage report (the usage
+/// extension, declared in the card) in the task metadata; `slow`: working until cancelled.
 struct TestAgent;
 
 #[async_trait]
@@ -44,7 +45,25 @@ impl A2aHandler for TestAgent {
         let _ = ev
             .text_artifact(Some("echo"), format!("echo: {text}"))
             .await;
-        let _ = ev.complete(None).await;
+        let usage = UsageNode::new(
+            "echo",
+            "TEST",
+            TaskStatus::Completed,
+            Usage::new()
+                .with_tokens(12, 3)
+                .with_turns(1)
+                .with_duration_ms(1)
+                .with_model("echo-model"),
+        )
+        .with_children(vec![UsageNode::new(
+            "helper",
+            "TEST",
+            TaskStatus::Completed,
+            Usage::new().with_tokens(5, 1).with_turns(1),
+        )]);
+        let _ = ev
+            .status_with_metadata(TaskState::Completed, None, usage_to_metadata(&usage))
+            .await;
         Ok(())
     }
 }
@@ -76,7 +95,11 @@ async fn start_with(
     let server = builder
         .mount(AgentMount::new(
             "/agents/echo",
-            AgentInfo::new("echo", "Echoes the text back as an artifact"),
+            {
+                let mut info = AgentInfo::new("echo", "Echoes the text back as an artifact");
+                info.extensions.push(usage_extension());
+                info
+            },
             TestAgent,
         ))
         .build()
@@ -122,7 +145,7 @@ async fn run_client(python: &Path, script: &str, args: &[&str]) -> Vec<String> {
 }
 
 fn assert_all_checks(lines: &[String]) {
-    for check in ["send", "get", "stream", "cancel"] {
+    for check in ["send", "get", "usage", "stream", "cancel"] {
         assert!(
             lines.iter().any(|l| l.starts_with(&format!("OK {check} "))),
             "check `{check}` missing from {lines:?}"

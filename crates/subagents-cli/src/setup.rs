@@ -71,22 +71,7 @@ impl Setup<'_> {
 
     /// `[prices]` of subagents.toml.
     fn prices(&self) -> Result<subagents::spi::ModelPrices, CliError> {
-        let mut prices = subagents::spi::ModelPrices::new();
-        for (model, p) in &self.config.prices {
-            for (what, v) in [("input", p.input), ("output", p.output)] {
-                if !v.is_finite() || v < 0.0 {
-                    return Err(CliError::Config(format!(
-                        "{}: [prices] \"{model}\" {what} must be a non-negative number of USD per million tokens, not {v}",
-                        self.config.name()
-                    )));
-                }
-            }
-            prices = prices.with(
-                model.clone(),
-                subagents::spi::ModelPrice::new(p.input, p.output),
-            );
-        }
-        Ok(prices)
+        prices_of(self.config)
     }
 
     /// The builder, configured.
@@ -276,4 +261,24 @@ fn limits(
         limits = limits.with_usd(usd);
     }
     Ok(limits)
+}
+
+/// `[prices]` of subagents.toml, checked.
+pub(crate) fn prices_of(config: &Config) -> Result<subagents::spi::ModelPrices, CliError> {
+    let mut prices = subagents::spi::ModelPrices::new();
+    for (model, p) in &config.prices {
+        for (what, v) in [("input", p.input), ("output", p.output)] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(CliError::Config(format!(
+                    "{}: [prices] \"{model}\" {what} must be a non-negative number of USD per million tokens, not {v}",
+                    config.name()
+                )));
+            }
+        }
+        prices = prices.with(
+            model.clone(),
+            subagents::spi::ModelPrice::new(p.input, p.output),
+        );
+    }
+    Ok(prices)
 }

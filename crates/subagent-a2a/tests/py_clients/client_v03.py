@@ -78,6 +78,16 @@ async def main() -> None:
             fail(f"get: {got.id} {got.status.state}")
         print(f"OK get {got.id}", flush=True)
 
+        # usage: the usage extension's report in the task metadata, declared in the card
+        uri = "https://subagents.dev/a2a/ext/usage/v1"
+        card_uris = [e.uri for e in (card.capabilities.extensions or [])]
+        if uri not in card_uris:
+            fail(f"usage: the card declares {card_uris}")
+        report = (got.metadata or {}).get(uri)
+        if not report or report["inputTokens"] != 12 or report["children"][0]["agent"] != "helper":
+            fail(f"usage: metadata {got.metadata}")
+        print(f"OK usage {report['inputTokens']}+{report['outputTokens']}", flush=True)
+
         # stream: updates arrive, the task ends completed with the artifact
         s = client(True)
         updates = []

@@ -75,6 +75,19 @@ async def main() -> None:
             fail(f"get: {got.id} {TaskState.Name(got.status.state)}")
         print(f"OK get {got.id}", flush=True)
 
+        # usage: the usage extension's report in the task metadata, declared in the card
+        uri = "https://subagents.dev/a2a/ext/usage/v1"
+        card = (await http.get(f"{base}/.well-known/agent-card.json")).json()
+        card_uris = [e.get("uri") for e in card.get("capabilities", {}).get("extensions", [])]
+        if uri not in card_uris:
+            fail(f"usage: the card declares {card_uris}")
+        if uri not in got.metadata:
+            fail(f"usage: metadata {got.metadata}")
+        report = got.metadata[uri]
+        if report["inputTokens"] != 12 or report["children"][0]["agent"] != "helper":
+            fail(f"usage: report {report}")
+        print(f"OK usage {int(report['inputTokens'])}+{int(report['outputTokens'])}", flush=True)
+
         # stream: task first, then updates, last one completed
         sclient = await client_for(base, binding, True, http)
         kinds = []
