@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Every number is a non-negative integer (absent = 0); `status` is one of the SPI's
-//! [`TaskStatus`](subagent_spi::TaskStatus) names; unknown keys are ignored.
+//! [`TaskStatus`] names; unknown keys are ignored.
 //!
 //! A report comes from a stranger, so reading it is bounded: at most [`MAX_USAGE_NODES`]
 //! nodes, [`MAX_USAGE_DEPTH`] levels, [`MAX_USAGE_TEXT`] bytes per text, and per node at most
