@@ -30,6 +30,7 @@ pub mod convert;
 pub mod jsonrpc;
 pub mod usage;
 pub mod v03;
+pub mod v03_rest;
 pub mod v1;
 
 /// The JSON object type used for `metadata`, `params` and data parts.
