@@ -538,3 +538,87 @@ async fn the_type_bundles_resolver_and_executor_of_kind_a2a() {
             .can_resolve(&SubagentReference::new("http://x", "MCP"))
     );
 }
+
+/// A usage report of the usage extension: 30 + 5 tokens over 2 turns, a child of 100 + 20.
+fn usage_metadata(input: Value) -> Value {
+    json!({"https://subagents.dev/a2a/ext/usage/v1": {
+        "agent": "remote", "kind": "CLAUDE", "status": "completed",
+        "inputTokens": input, "outputTokens": 5, "turns": 2, "durationMs": 9999, "model": "m",
+        "children": [{"agent": "helper", "kind": "CLAUDE", "status": "completed",
+                      "inputTokens": 100, "outputTokens": 20, "turns": 1}]}})
+}
+
+#[tokio::test]
+async fn the_usage_extension_is_folded_into_the_usage_tree_over_1_0_and_0_3() {
+    // 1.0: the report in the task's metadata.
+    let p = peer(Some(v1_card(false)), |m, _, _| match m {
+        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_COMPLETED", json!({
+            "artifacts": [{"artifactId": "a", "parts": [{"text": "done"}]}],
+            "metadata": usage_metadata(json!(30))}))})),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p).await;
+    let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
+    // The caller's budget counts the remote tokens: 30 + 5 + 100 + 20 = 155 > 150.
+    let cancel = subagent_spi::CancellationToken::new();
+    let budget = subagent_spi::Budget::new(
+        subagent_spi::BudgetLimits::new().with_tokens(150),
+        cancel.clone(),
+    );
+    let ctx = TaskContext::new().with_budget(budget.clone());
+    let out = A2aExecutor::new()
+        .execute(TaskCall::new(def.name(), "t", "go"), def, ctx)
+        .await
+        .unwrap();
+    assert_eq!((out.usage.input_tokens, out.usage.output_tokens), (30, 5));
+    assert_eq!(out.usage.turns, 2);
+    assert_ne!(out.usage.duration_ms, 9999, "the duration is measured here");
+    assert_eq!(out.children.len(), 1);
+    assert_eq!(out.children[0].agent, "helper");
+    assert_eq!(budget.tokens_used(), 155);
+    assert_eq!(out.status, TaskStatus::LimitReached);
+    assert_eq!(out.limit.as_deref(), Some("budget_tokens=150"));
+    assert_eq!(out.text, "done", "the result is kept");
+    assert!(cancel.is_cancelled());
+
+    // 0.3: the same report on a kind-tagged task.
+    let mut p = peer(None, |m, _, _| match m {
+        "message/send" => Reply::Result(json!({"kind": "task", "id": "t", "contextId": "c",
+            "status": {"state": "completed"},
+            "artifacts": [{"artifactId": "a", "parts": [{"kind": "text", "text": "old"}]}],
+            "metadata": usage_metadata(json!(30))})),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    p.legacy_card = Some(v03_card(&format!("{base}/rpc")));
+    let app = Router::new()
+        .route("/.well-known/agent.json", get(legacy_card))
+        .route("/rpc", post(rpc))
+        .with_state(p);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
+    let out = exec(def, "go", None).await.unwrap();
+    assert_eq!(out.usage.input_tokens, 30);
+    assert_eq!(out.children[0].usage.input_tokens, 100);
+}
+
+#[tokio::test]
+async fn an_absurd_usage_report_is_ignored_and_the_duration_kept() {
+    for bad in [json!(-1), json!(1e300), json!("lots"), json!(u64::MAX)] {
+        let metadata = usage_metadata(bad.clone());
+        let p = peer(Some(v1_card(false)), move |m, _, _| match m {
+            "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_COMPLETED", json!({
+                "artifacts": [{"artifactId": "a", "parts": [{"text": "done"}]}],
+                "metadata": metadata.clone()}))})),
+            _ => Reply::Error(-32601, "Method not found"),
+        });
+        let base = start(p).await;
+        let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
+        let out = exec(def, "go", None).await.unwrap();
+        assert_eq!(out.status, TaskStatus::Completed, "{bad}");
+        assert_eq!(out.usage.total_tokens(), 0, "{bad}");
+        assert_eq!(out.usage.turns, 1, "{bad}");
+        assert!(out.children.is_empty(), "{bad}");
+    }
+}

@@ -12,8 +12,63 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use subagent_a2a::server::{A2aServer, A2aServerBuilder, AgentInfo, AgentMount};
+use subagent_a2a::server::{
+    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
+    TaskEventSink,
+};
 use subagent_a2a::types::ProtocolVersion;
+use subagent_a2a::types::usage::{usage_extension, usage_to_metadata};
+use subagent_a2a::types::v1::TaskState;
+use subagent_spi::{CancellationToken, TaskStatus, Usage, UsageNode, async_trait};
+
+/// `hello`/anything: working, artifact `echo: <text>`, completed with a usage report (the usage
+/// extension, declared in the card) in the task metadata; `slow`: working until cancelled.
+struct UsageEcho;
+
+#[async_trait]
+impl A2aHandler for UsageEcho {
+    async fn handle(
+        &self,
+        req: HandlerRequest,
+        ev: TaskEventSink,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        let text = req.text();
+        let _ = ev.working().await;
+        if text == "slow" {
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    let _ = ev.status(TaskState::Canceled, None).await;
+                }
+                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            }
+            return Ok(());
+        }
+        let _ = ev
+            .text_artifact(Some("echo"), format!("echo: {text}"))
+            .await;
+        let usage = UsageNode::new(
+            "echo",
+            "TEST",
+            TaskStatus::Completed,
+            Usage::new()
+                .with_tokens(12, 3)
+                .with_turns(1)
+                .with_duration_ms(1)
+                .with_model("echo-model"),
+        )
+        .with_children(vec![UsageNode::new(
+            "helper",
+            "TEST",
+            TaskStatus::Completed,
+            Usage::new().with_tokens(5, 1).with_turns(1),
+        )]);
+        let _ = ev
+            .status_with_metadata(TaskState::Completed, None, usage_to_metadata(&usage))
+            .await;
+        Ok(())
+    }
+}
 
 mod common;
 
@@ -40,8 +95,12 @@ fn python(env: &str, venv: &str) -> Option<PathBuf> {
 async fn start_with(builder: A2aServerBuilder) -> (String, Srv) {
     let echo = AgentMount::new(
         "/agents/echo",
-        AgentInfo::new("echo", "Echoes the text back as an artifact"),
-        common::TestAgent::default(),
+        {
+            let mut info = AgentInfo::new("echo", "Echoes the text back as an artifact");
+            info.extensions.push(usage_extension());
+            info
+        },
+        UsageEcho,
     );
     let srv = common::serve(builder.mount(echo)).await;
     (srv.url("/agents/echo"), srv)
@@ -74,7 +133,7 @@ async fn run_client(python: &Path, script: &str, args: &[&str]) -> Vec<String> {
 }
 
 fn assert_all_checks(lines: &[String]) {
-    for check in ["send", "get", "stream", "cancel"] {
+    for check in ["send", "get", "usage", "stream", "cancel"] {
         assert!(
             lines.iter().any(|l| l.starts_with(&format!("OK {check} "))),
             "check `{check}` missing from {lines:?}"

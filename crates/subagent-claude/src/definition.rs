@@ -257,6 +257,11 @@ pub struct ClaudeAgentDefinition {
     /// `initialPrompt`: the first user message when the agent runs as a main agent (a
     /// subagent's first message is always the `Task` prompt).
     pub initial_prompt: Option<String>,
+    /// `budget` (an extension of ours; `maxBudgetUsd`, the Claude Agent SDK's name, sets its
+    /// `usd`): the agent's own budget over its whole subtree, e.g.
+    /// `budget: {tokens: 50000, turns: 20, time: 5m, usd: 0.5}`
+    /// ([`SubagentDefinition::budget`]).
+    pub budget: Option<subagent_spi::BudgetLimits>,
     /// Every other frontmatter key, kept as written.
     pub metadata: Map<String, Value>,
     /// The file the agent came from, when it came from one.
@@ -292,6 +297,7 @@ impl ClaudeAgentDefinition {
             isolation: None,
             color: None,
             initial_prompt: None,
+            budget: None,
             metadata: Map::new(),
             source: None,
         }
@@ -418,6 +424,11 @@ subagent_spi::impl_subagent_definition!(ClaudeAgentDefinition {
     /// background.
     fn runs_in_background_by_default(&self) -> bool {
         self.background == Some(true)
+    }
+
+    /// `budget` (and `maxBudgetUsd`).
+    fn budget(&self) -> Option<subagent_spi::BudgetLimits> {
+        self.budget.clone().filter(|b| !b.is_unlimited())
     }
 });
 
@@ -880,9 +891,104 @@ fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: 
             "isolation" => def.isolation = opt_text(&key, value, w),
             "color" => def.color = opt_text(&key, value, w),
             "initialprompt" => def.initial_prompt = opt_text(&key, value, w),
+            "budget" => read_budget(def, value, w),
+            "maxbudgetusd" => {
+                if let Some(usd) = budget_usd(&value) {
+                    def.budget.get_or_insert_with(Default::default).usd = Some(usd);
+                } else if !value.is_null() {
+                    w.push(format!(
+                        "`{key}` must be a positive amount of USD; ignored {value}"
+                    ));
+                }
+            }
             _ => {
                 def.metadata.insert(key, value);
             }
+        }
+    }
+}
+
+/// A positive amount of USD: a number, or text such as `0.5` or `$0.5`.
+fn budget_usd(v: &Value) -> Option<f64> {
+    let x = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().trim_start_matches('$').trim().parse::<f64>().ok(),
+        _ => None,
+    }?;
+    (x.is_finite() && x > 0.0).then_some(x)
+}
+
+/// A positive whole number (a number or digits as text).
+fn budget_count(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().replace('_', "").parse::<u64>().ok(),
+        _ => None,
+    }
+    .filter(|n| *n > 0)
+}
+
+/// A wall time: seconds as a number, or text with a unit (`500ms`, `90s`, `5m`, `1h`; no unit
+/// means seconds).
+fn budget_time(v: &Value) -> Option<std::time::Duration> {
+    let secs = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => {
+            let s = s.trim();
+            let split = s
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(s.len());
+            let (num, unit) = s.split_at(split);
+            let n: f64 = num.parse().ok()?;
+            match unit.trim() {
+                "" | "s" | "sec" | "secs" => n,
+                "ms" => n / 1000.0,
+                "m" | "min" | "mins" => n * 60.0,
+                "h" => n * 3600.0,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    // Up to a year: a bound any real budget is under, and safe for `Duration`.
+    (secs.is_finite() && secs > 0.0 && secs <= 365.0 * 24.0 * 3600.0)
+        .then(|| std::time::Duration::from_secs_f64(secs))
+}
+
+/// `budget: {tokens, turns, time, usd}` (also `time_secs`); a value that cannot be read is a
+/// warning naming it, the rest of the budget still applies.
+fn read_budget(def: &mut ClaudeAgentDefinition, value: Value, w: &mut Vec<String>) {
+    let Value::Object(fields) = value else {
+        if !value.is_null() {
+            w.push(format!(
+                "`budget` must be a map such as {{tokens: 50000, turns: 20, time: 5m, usd: 0.5}}; ignored {value}"
+            ));
+        }
+        return;
+    };
+    let b = def.budget.get_or_insert_with(Default::default);
+    for (k, v) in fields {
+        let bad = |what: &str| format!("`budget.{k}` must be {what}; ignored {v}");
+        match frontmatter::fold_key(&k).as_str() {
+            "tokens" => match budget_count(&v) {
+                Some(n) => b.tokens = Some(n),
+                None => w.push(bad("a positive whole number of tokens")),
+            },
+            "turns" => match budget_count(&v).and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => b.turns = Some(n),
+                None => w.push(bad("a positive whole number of turns")),
+            },
+            "time" | "timesecs" => match budget_time(&v) {
+                Some(t) => b.time = Some(t),
+                None => w.push(bad("a wall time such as 90, 90s, 5m or 1h")),
+            },
+            "usd" => match budget_usd(&v) {
+                Some(x) => b.usd = Some(x),
+                None => w.push(bad("a positive amount of USD")),
+            },
+            _ => w.push(format!(
+                "`budget.{k}` is not a budget limit (tokens, turns, time, usd); ignored"
+            )),
         }
     }
 }
@@ -891,6 +997,49 @@ fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: 
 mod tests {
     use super::*;
     use subagent_spi::SubagentDefinition;
+
+    #[test]
+    fn a_budget_is_read_from_the_frontmatter_and_bad_values_are_warnings() {
+        let p = parse(
+            "---\nname: a\ndescription: d\nbudget: {tokens: 5000, turns: 10, time: 2m, usd: 0.5}\n---\n",
+        );
+        let b = p.definition.budget().expect("a budget");
+        assert_eq!(b.tokens, Some(5000));
+        assert_eq!(b.turns, Some(10));
+        assert_eq!(b.time, Some(std::time::Duration::from_secs(120)));
+        assert_eq!(b.usd, Some(0.5));
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+
+        let p = parse(
+            "---\nname: a\ndescription: d\nmaxBudgetUsd: 1.25\nbudget:\n  tokens: -3\n  time: soon\n  wallet: 9\n  turns: 4\n---\n",
+        );
+        let b = p.definition.budget().expect("a budget");
+        assert_eq!(
+            (b.usd, b.turns, b.tokens, b.time),
+            (Some(1.25), Some(4), None, None)
+        );
+        let w = p.warnings.join("\n");
+        assert!(
+            w.contains("`budget.tokens` must be a positive whole number"),
+            "{w}"
+        );
+        assert!(w.contains("`budget.time` must be a wall time"), "{w}");
+        assert!(w.contains("`budget.wallet` is not a budget limit"), "{w}");
+
+        let p = parse("---\nname: a\ndescription: d\nbudget: lots\n---\n");
+        assert!(p.definition.budget().is_none());
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("`budget` must be a map"))
+        );
+        assert!(
+            parse("---\nname: a\ndescription: d\n---\n")
+                .definition
+                .budget()
+                .is_none()
+        );
+    }
 
     fn parse(text: &str) -> ParsedAgent {
         parse_agent(Path::new("t.md"), text).unwrap()

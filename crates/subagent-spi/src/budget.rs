@@ -157,6 +157,8 @@ struct Inner {
     spent: OnceLock<String>,
     cancel: CancellationToken,
     parent: Option<Budget>,
+    /// The agent whose own budget this is (per-agent budgets), named in the spent reason.
+    owner: Option<String>,
 }
 
 impl fmt::Debug for Budget {
@@ -167,6 +169,7 @@ impl fmt::Debug for Budget {
             .field("turns", &self.turns_used())
             .field("spent", &self.inner.spent.get())
             .field("nested", &self.inner.parent.is_some())
+            .field("owner", &self.inner.owner)
             .finish()
     }
 }
@@ -186,18 +189,43 @@ impl Budget {
                 spent: OnceLock::new(),
                 cancel,
                 parent: None,
+                owner: None,
             }),
         }
     }
 
     /// A budget nested in this one (for a subtree with limits of its own): charges reach both,
-    /// and either being spent stops the subtree. `cancel` is the subtree's token.
+    /// and either being spent stops the subtree. `cancel` is the subtree's token. The nested
+    /// budget counts cost with this one's prices unless [`with_prices`](Self::with_prices)
+    /// sets others.
     pub fn nested(&self, limits: BudgetLimits, cancel: CancellationToken) -> Self {
         let mut b = Self::new(limits, cancel);
         if let Some(inner) = Arc::get_mut(&mut b.inner) {
             inner.parent = Some(self.clone());
+            inner.prices = self.inner.prices.clone();
         }
         b
+    }
+
+    /// Names the agent this budget belongs to (a per-agent budget, set before the budget is
+    /// shared): the limit it is spent on then says so, e.g.
+    /// `budget_tokens=5000 (agent reviewer)`.
+    #[must_use]
+    pub fn with_owner(mut self, agent: impl Into<String>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.owner = Some(agent.into());
+        }
+        self
+    }
+
+    /// The agent this budget belongs to, for a per-agent budget.
+    pub fn owner(&self) -> Option<&str> {
+        self.inner.owner.as_deref()
+    }
+
+    /// The prices cost is counted with, when set.
+    pub fn prices(&self) -> Option<&Arc<ModelPrices>> {
+        self.inner.prices.as_ref()
     }
 
     /// Sets the prices the cost limit is counted with (before the budget is shared).
@@ -261,11 +289,18 @@ impl Budget {
     /// and its cost when the model's price is known. Returns the name of the limit that is
     /// spent, as [`charge`](Self::charge) does.
     pub fn charge_turn(&self, model: &str, input: u64, output: u64) -> Option<String> {
+        self.charge_usage(model, input, output, 1)
+    }
+
+    /// Charges `turns` model turns of `model` with `input` and `output` tokens in all (e.g. a
+    /// remote child's reported usage, when its result arrives) to this budget and every one
+    /// above it, as [`charge_turn`](Self::charge_turn) does for one turn.
+    pub fn charge_usage(&self, model: &str, input: u64, output: u64, turns: u32) -> Option<String> {
         let up = self
             .inner
             .parent
             .as_ref()
-            .and_then(|p| p.charge_turn(model, input, output));
+            .and_then(|p| p.charge_usage(model, input, output, turns));
         if let Some(max) = self.inner.limits.usd {
             match self
                 .inner
@@ -275,9 +310,13 @@ impl Budget {
             {
                 Some(cost) => {
                     let micro = (cost * 1e6).round() as u64;
-                    let total = self.inner.micro_usd.fetch_add(micro, Ordering::AcqRel) + micro;
+                    let total = self
+                        .inner
+                        .micro_usd
+                        .fetch_add(micro, Ordering::AcqRel)
+                        .saturating_add(micro);
                     if total as f64 / 1e6 > max {
-                        self.spend(format!("budget_usd={max}"));
+                        self.spend(self.reason(format!("budget_usd={max}")));
                     }
                 }
                 None => {
@@ -285,7 +324,7 @@ impl Budget {
                 }
             }
         }
-        self.charge_own(input + output, 1).or(up)
+        self.charge_own(input.saturating_add(output), turns).or(up)
     }
 
     /// Charges turns and tokens to this budget and every one above it. Returns the name of
@@ -301,20 +340,36 @@ impl Budget {
     }
 
     fn charge_own(&self, tokens: u64, turns: u32) -> Option<String> {
-        let t = self.inner.tokens.fetch_add(tokens, Ordering::AcqRel) + tokens;
-        let n = self.inner.turns.fetch_add(turns, Ordering::AcqRel) + turns;
+        let t = self
+            .inner
+            .tokens
+            .fetch_add(tokens, Ordering::AcqRel)
+            .saturating_add(tokens);
+        let n = self
+            .inner
+            .turns
+            .fetch_add(turns, Ordering::AcqRel)
+            .saturating_add(turns);
         let limits = &self.inner.limits;
         if let Some(max) = limits.tokens
             && t > max
         {
-            self.spend(format!("budget_tokens={max}"));
+            self.spend(self.reason(format!("budget_tokens={max}")));
         }
         if let Some(max) = limits.turns
             && n > max
         {
-            self.spend(format!("budget_turns={max}"));
+            self.spend(self.reason(format!("budget_turns={max}")));
         }
         self.spent()
+    }
+
+    /// A limit's name, with the owning agent for a per-agent budget.
+    fn reason(&self, limit: String) -> String {
+        match &self.inner.owner {
+            Some(agent) => format!("{limit} (agent {agent})"),
+            None => limit,
+        }
     }
 
     /// Marks the budget spent (the first reason wins) and cancels the subtree.
@@ -332,7 +387,7 @@ impl Budget {
         if let Some(max) = self.inner.limits.time
             && self.inner.started.elapsed() >= max
         {
-            self.spend(format!("budget_time={}s", max.as_secs_f64()));
+            self.spend(self.reason(format!("budget_time={}s", max.as_secs_f64())));
             return self.inner.spent.get().cloned();
         }
         self.inner.parent.as_ref().and_then(Budget::spent)
@@ -401,5 +456,36 @@ mod tests {
             Some("budget_usd=0.01")
         );
         assert!(cancel.is_cancelled());
+    }
+
+    #[test]
+    fn a_per_agent_budget_names_its_agent_and_inherits_prices() {
+        let prices = Arc::new(ModelPrices::new().with("gpt-x", ModelPrice::new(2.0, 8.0)));
+        let root_cancel = CancellationToken::new();
+        let root = Budget::new(
+            BudgetLimits::new().with_tokens(1_000_000),
+            root_cancel.clone(),
+        )
+        .with_prices(prices);
+        let sub = root_cancel.child_token();
+        let own = root
+            .nested(BudgetLimits::new().with_usd(0.001), sub.clone())
+            .with_owner("reviewer");
+        assert_eq!(own.owner(), Some("reviewer"));
+        assert!(own.prices().is_some(), "prices come from the parent");
+        // A remote child's reported usage: 3 turns, 100 in + 200 out = 0.0018 USD.
+        assert_eq!(
+            own.charge_usage("gpt-x", 100, 200, 3).as_deref(),
+            Some("budget_usd=0.001 (agent reviewer)")
+        );
+        assert!(sub.is_cancelled() && !root_cancel.is_cancelled());
+        assert_eq!((root.tokens_used(), root.turns_used()), (300, 3));
+        // Absurd numbers saturate instead of overflowing.
+        let b = Budget::new(
+            BudgetLimits::new().with_tokens(10),
+            CancellationToken::new(),
+        );
+        assert!(b.charge_usage("m", u64::MAX, u64::MAX, u32::MAX).is_some());
+        assert!(b.charge_usage("m", u64::MAX, 1, u32::MAX).is_some());
     }
 }

@@ -34,6 +34,13 @@ pub trait SubagentDefinition: Any + Send + Sync + fmt::Debug {
     fn runs_in_background_by_default(&self) -> bool {
         false
     }
+
+    /// The agent's own budget (a Markdown agent's `budget` frontmatter), if it has one: when
+    /// the agent is started, its subtree gets at most this and at most what is left of the
+    /// caller's budget ([`Budget::nested`](crate::Budget::nested)). The default is `None`.
+    fn budget(&self) -> Option<crate::BudgetLimits> {
+        None
+    }
 }
 
 /// Implements [`SubagentDefinition`] for a struct whose `name` and `description` fields are

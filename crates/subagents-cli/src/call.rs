@@ -5,18 +5,22 @@ use std::time::Duration;
 
 use subagents::a2a::client::{A2aExecutor, A2aResolver, KIND};
 use subagents::spi::{
-    ProgressEvent, ProgressKind, SubagentExecutor, SubagentReference, SubagentResolver, TaskCall,
-    TaskContext,
+    ModelPrices, ProgressEvent, ProgressKind, SubagentExecutor, SubagentReference,
+    SubagentResolver, TaskCall, TaskContext,
 };
 
 use crate::cli::CallArgs;
+use crate::config::Config;
 use crate::error::CliError;
 use crate::output::{OutcomeJson, finish};
 
 /// Resolves the agent's card, sends one message, prints the answer; all within `--timeout`.
-pub(crate) async fn call(args: &CallArgs) -> Result<(), CliError> {
+/// With `[prices]` in subagents.toml, `--json` puts the cost next to the tokens the agent
+/// reported (the A2A usage extension).
+pub(crate) async fn call(args: &CallArgs, config: &Config) -> Result<(), CliError> {
+    let prices = crate::setup::prices_of(config)?;
     let limit = Duration::from_secs(args.timeout.max(1));
-    match tokio::time::timeout(limit, call_once(args)).await {
+    match tokio::time::timeout(limit, call_once(args, &prices)).await {
         Ok(result) => result,
         Err(_) => Err(CliError::Failed(format!(
             "no answer from {} within {} s (--timeout)",
@@ -26,7 +30,7 @@ pub(crate) async fn call(args: &CallArgs) -> Result<(), CliError> {
     }
 }
 
-async fn call_once(args: &CallArgs) -> Result<(), CliError> {
+async fn call_once(args: &CallArgs, prices: &ModelPrices) -> Result<(), CliError> {
     let (url, prompt, stream, json) = (&args.url, &args.prompt, args.stream, args.json);
     let mut reference = SubagentReference::new(url, KIND)
         .with_metadata("streaming", if stream { "true" } else { "false" });
@@ -61,6 +65,6 @@ async fn call_once(args: &CallArgs) -> Result<(), CliError> {
     interrupt.abort();
     let outcome = result.map_err(|e| CliError::Failed(e.to_string()))?;
     let kind = KIND;
-    let json_out = OutcomeJson::new(def.name(), kind.as_str(), &outcome, None);
+    let json_out = OutcomeJson::new(def.name(), kind.as_str(), &outcome, None).with_prices(prices);
     finish(&outcome, json.then_some(&json_out))
 }

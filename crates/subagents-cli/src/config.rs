@@ -20,6 +20,9 @@ use crate::error::CliError;
 /// [budget]                          # over the whole tree, like --budget-tokens etc.
 /// tokens = 200000
 /// usd = 2.5                         # counted with [prices]
+/// [budget.agents.reviewer]          # an agent's own budget (over its frontmatter `budget`)
+/// tokens = 20000                    # each run gets at most this and what the caller has left
+/// time_secs = 120
 /// [prices]                          # USD per million tokens, by model name
 /// "gpt-4.1" = { input = 2.0, output = 8.0 }
 /// [models]                          # named models and aliases
@@ -80,6 +83,23 @@ pub(crate) struct Config {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct BudgetConfig {
+    /// Tokens (input + output).
+    pub tokens: Option<u64>,
+    /// Model turns.
+    pub turns: Option<u32>,
+    /// Wall time in seconds.
+    pub time_secs: Option<f64>,
+    /// Cost in USD.
+    pub usd: Option<f64>,
+    /// Agents' own budgets, by agent name: `[budget.agents.NAME]`.
+    #[serde(default)]
+    pub agents: BTreeMap<String, LimitsConfig>,
+}
+
+/// The limits of one agent's own budget, `[budget.agents.NAME]`: the keys of `[budget]`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LimitsConfig {
     /// Tokens (input + output).
     pub tokens: Option<u64>,
     /// Model turns.

@@ -119,7 +119,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             agents::validate(&paths, json).await
         }
         Command::Serve(args) => serve::serve(args, config).await,
-        Command::Call(args) => call::call(&args).await,
+        Command::Call(args) => call::call(&args, &config).await,
         Command::Mcp(args) => mcp::serve(args, config).await,
         Command::Prune(args) => prune::prune(&args, &config).await,
     }

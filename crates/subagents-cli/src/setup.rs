@@ -42,55 +42,36 @@ impl Setup<'_> {
     fn budget_limits(&self) -> Result<subagents::spi::BudgetLimits, CliError> {
         let flags = self.budget.cloned().unwrap_or_default();
         let conf = &self.config.budget;
-        let mut limits = subagents::spi::BudgetLimits::new();
-        if let Some(n) = flags.budget_tokens.or(conf.tokens) {
-            limits = limits.with_tokens(n);
+        limits(
+            "--budget-{what} / [budget] {key}",
+            flags.budget_tokens.or(conf.tokens),
+            flags.budget_turns.or(conf.turns),
+            flags.budget_time.or(conf.time_secs),
+            flags.budget_usd.or(conf.usd),
+            !self.config.prices.is_empty(),
+        )
+    }
+
+    /// `[budget.agents.NAME]` of subagents.toml.
+    fn agent_budgets(&self) -> Result<Vec<(String, subagents::spi::BudgetLimits)>, CliError> {
+        let mut out = Vec::new();
+        for (agent, c) in &self.config.budget.agents {
+            let l = limits(
+                &format!("{}: [budget.agents.{agent}] {{key}}", self.config.name()),
+                c.tokens,
+                c.turns,
+                c.time_secs,
+                c.usd,
+                !self.config.prices.is_empty(),
+            )?;
+            out.push((agent.clone(), l));
         }
-        if let Some(n) = flags.budget_turns.or(conf.turns) {
-            limits = limits.with_turns(n);
-        }
-        if let Some(secs) = flags.budget_time.or(conf.time_secs) {
-            if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-                return Err(CliError::Config(format!(
-                    "--budget-time / [budget] time_secs must be a positive number of seconds, not {secs}"
-                )));
-            }
-            limits = limits.with_time(std::time::Duration::from_secs_f64(secs));
-        }
-        if let Some(usd) = flags.budget_usd.or(conf.usd) {
-            if !usd.is_finite() || usd <= 0.0 {
-                return Err(CliError::Config(format!(
-                    "--budget-usd / [budget] usd must be a positive amount, not {usd}"
-                )));
-            }
-            if self.config.prices.is_empty() {
-                tracing::warn!(
-                    "a USD budget is set but subagents.toml has no [prices]: no cost can be counted"
-                );
-            }
-            limits = limits.with_usd(usd);
-        }
-        Ok(limits)
+        Ok(out)
     }
 
     /// `[prices]` of subagents.toml.
     fn prices(&self) -> Result<subagents::spi::ModelPrices, CliError> {
-        let mut prices = subagents::spi::ModelPrices::new();
-        for (model, p) in &self.config.prices {
-            for (what, v) in [("input", p.input), ("output", p.output)] {
-                if !v.is_finite() || v < 0.0 {
-                    return Err(CliError::Config(format!(
-                        "{}: [prices] \"{model}\" {what} must be a non-negative number of USD per million tokens, not {v}",
-                        self.config.name()
-                    )));
-                }
-            }
-            prices = prices.with(
-                model.clone(),
-                subagents::spi::ModelPrice::new(p.input, p.output),
-            );
-        }
-        Ok(prices)
+        prices_of(self.config)
     }
 
     /// The builder, configured.
@@ -144,6 +125,9 @@ impl Setup<'_> {
             b = b.max_concurrent(n);
         }
         b = b.budget(self.budget_limits()?).prices(self.prices()?);
+        for (agent, limits) in self.agent_budgets()? {
+            b = b.agent_budget(agent, limits);
+        }
         // Permissions: .claude/settings*.json of the workspace, then subagents.toml.
         b = b.claude_settings(&root);
         let file = self.config.name();
@@ -233,4 +217,68 @@ pub(crate) fn facade_error(e: Error) -> CliError {
         }
         other => CliError::Config(other.to_string()),
     }
+}
+
+/// Checked budget limits; `what` names the setting in messages (`{key}` is replaced by the
+/// config key, `{what}` by the flag's suffix).
+fn limits(
+    what: &str,
+    tokens: Option<u64>,
+    turns: Option<u32>,
+    time_secs: Option<f64>,
+    usd: Option<f64>,
+    priced: bool,
+) -> Result<subagents::spi::BudgetLimits, CliError> {
+    let name = |flag: &str, key: &str| what.replace("{what}", flag).replace("{key}", key);
+    let mut limits = subagents::spi::BudgetLimits::new();
+    if let Some(n) = tokens {
+        limits = limits.with_tokens(n);
+    }
+    if let Some(n) = turns {
+        limits = limits.with_turns(n);
+    }
+    if let Some(secs) = time_secs {
+        if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+            return Err(CliError::Config(format!(
+                "{} must be a positive number of seconds, not {secs}",
+                name("time", "time_secs")
+            )));
+        }
+        limits = limits.with_time(std::time::Duration::from_secs_f64(secs));
+    }
+    if let Some(usd) = usd {
+        if !usd.is_finite() || usd <= 0.0 {
+            return Err(CliError::Config(format!(
+                "{} must be a positive amount, not {usd}",
+                name("usd", "usd")
+            )));
+        }
+        if !priced {
+            tracing::warn!(
+                "a USD budget is set but subagents.toml has no [prices]: no cost can be counted"
+            );
+        }
+        limits = limits.with_usd(usd);
+    }
+    Ok(limits)
+}
+
+/// `[prices]` of subagents.toml, checked.
+pub(crate) fn prices_of(config: &Config) -> Result<subagents::spi::ModelPrices, CliError> {
+    let mut prices = subagents::spi::ModelPrices::new();
+    for (model, p) in &config.prices {
+        for (what, v) in [("input", p.input), ("output", p.output)] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(CliError::Config(format!(
+                    "{}: [prices] \"{model}\" {what} must be a non-negative number of USD per million tokens, not {v}",
+                    config.name()
+                )));
+            }
+        }
+        prices = prices.with(
+            model.clone(),
+            subagents::spi::ModelPrice::new(p.input, p.output),
+        );
+    }
+    Ok(prices)
 }

@@ -101,3 +101,42 @@ fn budget_tokens_stops_the_run_and_names_the_budget() {
         "no model call after the budget was spent"
     );
 }
+
+#[test]
+fn an_agents_own_budget_from_the_config_stops_it_and_names_it() {
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    server.push(
+        Reply::tool_calls(vec![("Read", serde_json::json!({"file_path": "x"}))])
+            .with_usage(900, 200),
+    );
+    server.push(Reply::text("never reached"));
+    let model = format!("openai-compatible:m@{}", server.openai_base_url());
+    // The root budget is larger; the agent's own one is spent.
+    let v = task_json(
+        &model,
+        "[budget]\ntokens = 1000000\n[budget.agents.echo-agent]\ntokens = 1000\n",
+        &[],
+    );
+    assert_eq!(v["status"], "limit_reached", "{v}");
+    assert_eq!(v["limit"], "budget_tokens=1000 (agent echo-agent)", "{v}");
+    assert_eq!(server.request_count(), 1);
+    // A bad value is a configuration error naming it.
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("subagents.toml");
+    std::fs::write(&cfg, "[budget.agents.echo-agent]\ntime_secs = -1\n").expect("write");
+    let out = subagents()
+        .arg("--config")
+        .arg(&cfg)
+        .args(["task", "echo-agent", "review", "--model", &model])
+        .arg("--agents")
+        .arg(fixtures().join("local"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("[budget.agents.echo-agent] time_secs must be a positive number"),
+        "{err}"
+    );
+}

@@ -202,7 +202,9 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
     }
     refs.extend(b.references);
 
+    let prices = std::sync::Arc::new(b.prices);
     let task = task_builder
+        .prices(prices.clone())
         .subagent_types(kinds)
         .subagent_references(refs)
         .build()
@@ -213,7 +215,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         skipped: skipped_files,
         approver: b.approver.0,
         budget: b.budget,
-        prices: std::sync::Arc::new(b.prices),
+        prices,
         #[cfg(feature = "claude")]
         local,
         #[cfg(feature = "store")]

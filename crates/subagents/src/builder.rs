@@ -339,6 +339,21 @@ impl SubagentsBuilder {
         self
     }
 
+    /// A budget of its own for the agent named `agent` (what `[budget.agents.NAME]` of
+    /// subagents.toml sets), winning over its `budget` frontmatter: every run of the agent
+    /// gets at most these limits and at most what is left of its caller's budget, over its
+    /// whole subtree (background and remote children included). When it is spent only that
+    /// subtree stops, and its outcome is `limit_reached` naming the budget and the agent
+    /// (`budget_tokens=5000 (agent reviewer)`). See [`TaskToolBuilder::agent_budget`].
+    pub fn agent_budget(
+        mut self,
+        agent: impl Into<String>,
+        limits: subagent_spi::BudgetLimits,
+    ) -> Self {
+        self.task = self.task.agent_budget(agent, limits);
+        self
+    }
+
     /// Per-model prices (USD per million tokens), what `[prices]` of subagents.toml sets: a
     /// budget's `usd` limit counts with them, and reports a model without a price rather than
     /// guessing one.

@@ -213,11 +213,14 @@ impl Subagents {
                 .executor_of(def.name())
                 .ok_or_else(|| Error::Server(format!("no executor for `{}`", def.name()).into()))?;
             let executor: Arc<dyn SubagentExecutor> = Arc::new(Served(executor));
-            let handler = SubagentHandler::new(def.clone(), executor)
+            let mut handler = SubagentHandler::new(def.clone(), executor)
                 .with_context(base.clone())
                 .with_approval_timeout(
                     options.approval_timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
                 );
+            if let Some(limits) = self.task().agent_budget_of(def.as_ref()) {
+                handler = handler.with_budget(limits);
+            }
             let info = handler.agent_info();
             let mut mount = AgentMount::from_arc(path.clone(), info, Arc::new(handler));
             if let Some(auth) = &options.auth {

@@ -6,7 +6,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use subagent_spi::{SubagentDefinition, SubagentError, SubagentReference, SubagentType};
+use subagent_spi::{
+    BudgetLimits, ModelPrices, SubagentDefinition, SubagentError, SubagentReference, SubagentType,
+};
 
 use crate::registry::{KindEntry, MAX_DEPTH_CAP, TaskConfig, TaskTool};
 
@@ -248,6 +250,25 @@ impl TaskToolBuilder {
     /// refused by [`build`](Self::build).
     pub fn max_concurrent(mut self, n: usize) -> Self {
         self.config.max_concurrent = n;
+        self
+    }
+
+    /// Gives the agent named `agent` a budget of its own (over its whole subtree, background
+    /// and remote children included), winning over its definition's
+    /// ([`SubagentDefinition::budget`](subagent_spi::SubagentDefinition::budget), a Markdown
+    /// agent's `budget` frontmatter). Each run of the agent gets at most these limits and at
+    /// most what is left of its caller's budget; when spent, only its subtree is cancelled and
+    /// its outcome is `limit_reached` naming the budget and the agent
+    /// (`budget_tokens=5000 (agent reviewer)`).
+    pub fn agent_budget(mut self, agent: impl Into<String>, limits: BudgetLimits) -> Self {
+        self.config.agent_budgets.insert(agent.into(), limits);
+        self
+    }
+
+    /// The prices agents' own budgets count cost with when their caller has no budget (see
+    /// [`agent_budget`](Self::agent_budget)).
+    pub fn prices(mut self, prices: Arc<ModelPrices>) -> Self {
+        self.config.prices = Some(prices);
         self
     }
 

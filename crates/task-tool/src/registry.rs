@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use subagent_spi::{
-    Delegation, Kind, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall,
-    TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput,
+    Budget, BudgetLimits, Delegation, Kind, ModelPrices, ProgressKind, SubagentDefinition,
+    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool,
+    ToolOutput,
 };
 use tracing::Instrument;
 
@@ -44,6 +45,12 @@ pub struct TaskConfig {
     /// Children working at once over the whole tree (foreground and background); calls over
     /// it wait their turn. See [`TaskToolBuilder::max_concurrent`] for the rule.
     pub max_concurrent: usize,
+    /// Budgets of their own for agents, by name (a host's configuration): they win over the
+    /// agent's [`SubagentDefinition::budget`]. See [`TaskToolBuilder::agent_budget`].
+    pub agent_budgets: HashMap<String, BudgetLimits>,
+    /// The prices an agent's own budget counts cost with when its caller has no budget (else
+    /// the caller's budget's prices).
+    pub prices: Option<Arc<ModelPrices>>,
 }
 
 impl Default for TaskConfig {
@@ -56,6 +63,8 @@ impl Default for TaskConfig {
             max_sessions: 10_000,
             max_depth: DEFAULT_MAX_DEPTH,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
+            agent_budgets: HashMap::new(),
+            prices: None,
         }
     }
 }
@@ -317,6 +326,7 @@ impl TaskTool {
         let child = ctx
             .child(def.name(), Some(task_id.clone()))
             .with_delegation(self.delegation());
+        let child = self.with_agent_budget(child, &def, ctx);
         if call.is_background() {
             self.inner
                 .background
@@ -347,6 +357,41 @@ impl TaskTool {
             task_id,
             outcome,
         })
+    }
+
+    /// The budget an agent's run gets: its own (configured here, else its definition's),
+    /// nested in the caller's so it gets at most what is left there, cancelling only its
+    /// subtree when spent and naming the agent; else the caller's.
+    pub fn agent_budget_of(&self, def: &dyn SubagentDefinition) -> Option<BudgetLimits> {
+        self.inner
+            .config
+            .agent_budgets
+            .get(def.name())
+            .cloned()
+            .or_else(|| def.budget())
+            .filter(|l| !l.is_unlimited())
+    }
+
+    fn with_agent_budget(
+        &self,
+        child: TaskContext,
+        def: &Arc<dyn SubagentDefinition>,
+        caller: &TaskContext,
+    ) -> TaskContext {
+        let Some(limits) = self.agent_budget_of(def.as_ref()) else {
+            return child;
+        };
+        let cancel = child.cancel().clone();
+        let mut budget = match caller.budget() {
+            Some(up) => up.nested(limits, cancel),
+            None => Budget::new(limits, cancel),
+        };
+        if budget.prices().is_none()
+            && let Some(p) = &self.inner.config.prices
+        {
+            budget = budget.with_prices(p.clone());
+        }
+        child.with_budget(budget.with_owner(def.name()))
     }
 
     /// Runs one child to its end, with a tracing span, progress events, duration and session

@@ -5,14 +5,16 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use subagent_spi::{
-    ApprovalRequest, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall,
-    TaskContext, TaskOutcome, TaskStatus, Usage,
+    ApprovalRequest, Budget, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor,
+    TaskCall, TaskContext, TaskOutcome, TaskStatus, Usage, UsageNode,
 };
 
 use super::definition::A2aSubagentDefinition;
 use super::transport::{A2aClient, EventStream};
 use crate::error::A2aError;
+use crate::types::JsonObject;
 use crate::types::approval::ApprovalQuestion;
+use crate::types::usage::{UsageReportError, usage_from_metadata};
 use crate::types::v1::{self, PartContent, TaskState};
 
 /// The most questions (`input-required` / `auth-required`) of one run answered through the
@@ -133,6 +135,8 @@ struct Run {
     history: Vec<v1::Message>,
     reply: Option<v1::Message>,
     artifact_bytes: usize,
+    /// The latest usage report of the usage extension, read (and bounded) as it arrived.
+    usage: Option<Result<UsageNode, UsageReportError>>,
 }
 
 impl Run {
@@ -144,6 +148,7 @@ impl Run {
     ) -> Result<(), A2aError> {
         match ev {
             v1::StreamResponse::Task(t) => {
+                self.read_usage(t.metadata.as_ref());
                 self.task_id = Some(t.id);
                 if t.context_id.is_some() {
                     self.context_id = t.context_id;
@@ -171,6 +176,7 @@ impl Run {
                 self.reply = Some(m);
             }
             v1::StreamResponse::StatusUpdate(e) => {
+                self.read_usage(e.metadata.as_ref());
                 self.task_id = Some(e.task_id);
                 if !e.context_id.is_empty() {
                     self.context_id = Some(e.context_id);
@@ -205,6 +211,13 @@ impl Run {
             }
         }
         Ok(())
+    }
+
+    /// Keeps the usage report in `metadata`, if there is one (a later one replaces it).
+    fn read_usage(&mut self, metadata: Option<&JsonObject>) {
+        if let Some(report) = usage_from_metadata(metadata) {
+            self.usage = Some(report);
+        }
     }
 
     fn set_status(&mut self, status: v1::TaskStatus, ctx: &TaskContext) {
@@ -512,9 +525,17 @@ impl SubagentExecutor for A2aExecutor {
             )
             .collect();
         let mut active = 0usize;
-        // The caller's deadline ends the run with `limit_reached`; the reference's own time
-        // limit is a `TimedOut` error.
-        let (limit, from_deadline) = match ctx.remaining() {
+        // The caller's deadline (or its budget's wall time) ends the run with
+        // `limit_reached`; the reference's own time limit is a `TimedOut` error.
+        let budget_left = ctx
+            .budget()
+            .and_then(Budget::deadline)
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        let remaining = match (ctx.remaining(), budget_left) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let (limit, from_deadline) = match remaining {
             Some(r) if r < def.config.timeout => (r, true),
             _ => (def.config.timeout, false),
         };
@@ -565,9 +586,25 @@ impl SubagentExecutor for A2aExecutor {
             }
         };
         let client = &clients[active];
-        let usage = Usage::new()
-            .with_turns(1)
-            .with_duration_ms(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let Remote {
+            usage,
+            children,
+            spent,
+        } = remote_usage(run.usage.take(), elapsed_ms, &agent, &ctx);
+        let usage = &usage;
+        // The remote run's usage and subtree, and the budget its reported tokens spent.
+        let account = |mut out: TaskOutcome| {
+            out.usage = usage.clone();
+            out.children.clone_from(&children);
+            if let Some(spent) = &spent
+                && matches!(out.status, TaskStatus::Completed | TaskStatus::NeedsInput)
+            {
+                out.status = TaskStatus::LimitReached;
+                out.limit = Some(spent.clone());
+            }
+            out
+        };
         let session = |run: &Run, with_task: bool| {
             encode_session(
                 run.context_id.as_deref(),
@@ -582,18 +619,24 @@ impl SubagentExecutor for A2aExecutor {
             Ended::Cancelled => {
                 cancel_remote(client, run.task_id.as_deref(), &agent).await;
                 let text = format!("cancelled; the remote A2A agent `{agent}` was asked to cancel");
-                return Ok(TaskOutcome::with_status(text, TaskStatus::Cancelled)
-                    .with_session(session(&run, false))
-                    .with_usage(usage));
+                return Ok(account(
+                    TaskOutcome::with_status(text, TaskStatus::Cancelled)
+                        .with_session(session(&run, false)),
+                ));
             }
             Ended::TimedOut(after) => {
                 cancel_remote(client, run.task_id.as_deref(), &agent).await;
                 if from_deadline {
-                    let mut out =
+                    let mut out = account(
                         TaskOutcome::with_status(run.result_text(), TaskStatus::LimitReached)
-                            .with_session(session(&run, false))
-                            .with_usage(usage);
-                    out.limit = Some(format!("deadline ({} ms)", after.as_millis()));
+                            .with_session(session(&run, false)),
+                    );
+                    // A budget's wall time is named as the budget.
+                    out.limit = Some(
+                        ctx.budget()
+                            .and_then(Budget::spent)
+                            .unwrap_or_else(|| format!("deadline ({} ms)", after.as_millis())),
+                    );
                     return Ok(out);
                 }
                 return Err(SubagentError::TimedOut { agent, after });
@@ -608,15 +651,15 @@ impl SubagentExecutor for A2aExecutor {
             Ended::Done(Ok(())) => {}
         }
         if let Some(reply) = &run.reply {
-            return Ok(TaskOutcome::completed(parts_text(&reply.parts))
-                .with_session(session(&run, false))
-                .with_usage(usage));
+            return Ok(account(
+                TaskOutcome::completed(parts_text(&reply.parts)).with_session(session(&run, false)),
+            ));
         }
         let task = run.task_id.as_deref().unwrap_or("?");
         match run.state.unwrap_or_default() {
-            TaskState::Completed => Ok(TaskOutcome::completed(run.result_text())
-                .with_session(session(&run, false))
-                .with_usage(usage)),
+            TaskState::Completed => Ok(account(
+                TaskOutcome::completed(run.result_text()).with_session(session(&run, false)),
+            )),
             s @ (TaskState::Failed | TaskState::Rejected) => {
                 let why = run.status_text();
                 let why = if why.is_empty() {
@@ -629,17 +672,18 @@ impl SubagentExecutor for A2aExecutor {
                     format!("remote task {task} {}: {why}", state_word(s)),
                 ))
             }
-            TaskState::Canceled => Ok(TaskOutcome::with_status(
-                format!(
-                    "the remote agent canceled task {task}. {}",
-                    run.status_text()
+            TaskState::Canceled => Ok(account(
+                TaskOutcome::with_status(
+                    format!(
+                        "the remote agent canceled task {task}. {}",
+                        run.status_text()
+                    )
+                    .trim_end()
+                    .to_string(),
+                    TaskStatus::Cancelled,
                 )
-                .trim_end()
-                .to_string(),
-                TaskStatus::Cancelled,
-            )
-            .with_session(session(&run, false))
-            .with_usage(usage)),
+                .with_session(session(&run, false)),
+            )),
             TaskState::InputRequired | TaskState::AuthRequired => {
                 let q = run.status_text();
                 let q = if q.is_empty() {
@@ -647,9 +691,10 @@ impl SubagentExecutor for A2aExecutor {
                 } else {
                     q
                 };
-                Ok(TaskOutcome::with_status(q, TaskStatus::NeedsInput)
-                    .with_session(session(&run, true))
-                    .with_usage(usage))
+                Ok(account(
+                    TaskOutcome::with_status(q, TaskStatus::NeedsInput)
+                        .with_session(session(&run, true)),
+                ))
             }
             other => Err(SubagentError::protocol(
                 agent,
@@ -659,6 +704,75 @@ impl SubagentExecutor for A2aExecutor {
                 ),
             )),
         }
+    }
+}
+
+/// What the remote run used, as this run's usage tree sees it.
+struct Remote {
+    /// The remote run's own usage; its duration is the one measured here (it includes the
+    /// network).
+    usage: Usage,
+    /// The runs it delegated to.
+    children: Vec<UsageNode>,
+    /// The budget its reported tokens spent, if they did.
+    spent: Option<String>,
+}
+
+/// Folds the remote run's usage report (the usage extension) into this run's usage: its tokens,
+/// turns and model, its delegated runs as children, every node's tokens charged to the caller's
+/// budget. Without a report (a server without the extension) or with one that was refused (out
+/// of bounds: logged), the usage is the duration only (one turn).
+fn remote_usage(
+    report: Option<Result<UsageNode, UsageReportError>>,
+    elapsed_ms: u64,
+    agent: &str,
+    ctx: &TaskContext,
+) -> Remote {
+    let node = match report {
+        Some(Ok(node)) => node,
+        Some(Err(e)) => {
+            tracing::warn!(agent, error = %e, "ignored the remote agent's usage report");
+            return Remote {
+                usage: Usage::new().with_turns(1).with_duration_ms(elapsed_ms),
+                children: Vec::new(),
+                spent: None,
+            };
+        }
+        None => {
+            return Remote {
+                usage: Usage::new().with_turns(1).with_duration_ms(elapsed_ms),
+                children: Vec::new(),
+                spent: None,
+            };
+        }
+    };
+    let spent = ctx.budget().and_then(|b| {
+        // Every node of the remote tree, each with its model (for the cost limit).
+        let mut spent = None;
+        let mut stack = vec![&node];
+        while let Some(n) = stack.pop() {
+            let u = &n.usage;
+            let s = b.charge_usage(
+                u.model.as_deref().unwrap_or(""),
+                u.input_tokens,
+                u.output_tokens,
+                u.turns,
+            );
+            spent = spent.or(s);
+            stack.extend(n.children.iter());
+        }
+        spent
+    });
+    let UsageNode {
+        mut usage,
+        children,
+        ..
+    } = node;
+    usage.duration_ms = elapsed_ms;
+    Remote {
+        usage,
+        children,
+        spent,
     }
 }
 

@@ -57,7 +57,9 @@ pub(crate) struct EngineLimits {
 
 pub(crate) enum Emission {
     Reply(v1::Message),
-    Status(v1::TaskState, Option<v1::Message>),
+    /// A state change, with an optional message and metadata (merged into the task's, and
+    /// carried by the status update event).
+    Status(v1::TaskState, Option<v1::Message>, Option<JsonObject>),
     Artifact {
         artifact: v1::Artifact,
         append: bool,
@@ -809,7 +811,7 @@ impl Engine {
         {
             run.apply(
                 &mut st,
-                Emission::Status(v1::TaskState::Canceled, None),
+                Emission::Status(v1::TaskState::Canceled, None, None),
                 true,
             )
             .await;
@@ -961,7 +963,8 @@ impl Run {
         // Ready before the question is visible, so a quick answer finds it.
         *self.input.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
         let _guard = InputGuard(self);
-        self.emit(Emission::Status(state, Some(question))).await?;
+        self.emit(Emission::Status(state, Some(question), None))
+            .await?;
         rx.await.map_err(|_| SinkError::Closed {
             task_id: self.task_id.clone(),
             reason: "the task ended before the client answered",
@@ -1116,11 +1119,16 @@ impl Run {
                 .await;
                 st.subscribers.clear();
             }
-            Emission::Status(state, message) => {
+            Emission::Status(state, message, metadata) => {
                 self.ensure_task(st, &engine).await;
                 let Some(task) = st.task.as_mut() else { return };
                 if let Some(m) = &message {
                     task.history.push(m.clone());
+                }
+                if let Some(extra) = &metadata {
+                    task.metadata
+                        .get_or_insert_with(JsonObject::new)
+                        .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
                 }
                 let status = v1::TaskStatus {
                     state,
@@ -1137,7 +1145,7 @@ impl Run {
                         task_id: self.task_id.clone(),
                         context_id: self.context_id.clone(),
                         status,
-                        metadata: None,
+                        metadata,
                     },
                 ));
                 if let Some(engine) = &engine {
@@ -1262,7 +1270,7 @@ impl Run {
                             _ => {
                                 self.apply(
                                     &mut st,
-                                    Emission::Status(v1::TaskState::Completed, None),
+                                    Emission::Status(v1::TaskState::Completed, None, None),
                                     false,
                                 )
                                 .await
@@ -1287,7 +1295,7 @@ impl Run {
                             v1::Message::new(v1::Role::Agent, new_id(), vec![v1::Part::text(text)]);
                         m.context_id = Some(self.context_id.clone());
                         m.task_id = Some(self.task_id.clone());
-                        self.apply(&mut st, Emission::Status(state, Some(m)), false)
+                        self.apply(&mut st, Emission::Status(state, Some(m), None), false)
                             .await;
                     }
                 }

@@ -203,7 +203,22 @@ impl TaskEventSink {
         state: v1::TaskState,
         message: Option<v1::Message>,
     ) -> Result<(), SinkError> {
-        self.run.emit(Emission::Status(state, message)).await
+        self.run.emit(Emission::Status(state, message, None)).await
+    }
+
+    /// Like [`status`](Self::status), with `metadata`: its keys are set in the task's
+    /// `metadata` (replacing the same keys) and the status update event carries it, so
+    /// streaming clients, `GetTask` and push receivers all see it (e.g. a usage report,
+    /// [`crate::types::usage`]).
+    pub async fn status_with_metadata(
+        &self,
+        state: v1::TaskState,
+        message: Option<v1::Message>,
+        metadata: JsonObject,
+    ) -> Result<(), SinkError> {
+        self.run
+            .emit(Emission::Status(state, message, Some(metadata)))
+            .await
     }
 
     /// Moves the task to `working`.

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use subagent_spi::{
-    CancellationToken, ProgressEvent, ProgressKind, SessionApprover, SubagentDefinition,
-    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskStatus, async_trait,
+    Budget, BudgetLimits, CancellationToken, ProgressEvent, ProgressKind, SessionApprover,
+    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
+    TaskStatus, async_trait,
 };
 use tokio::sync::mpsc;
 
@@ -15,7 +16,8 @@ use super::approval::{ClientApprover, DEFAULT_APPROVAL_TIMEOUT};
 use super::card::AgentInfo;
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, TaskEventSink};
 use crate::types::jsonrpc::codes;
-use crate::types::v1;
+use crate::types::usage::{usage_extension, usage_to_metadata};
+use crate::types::{JsonObject, v1};
 
 /// The most conversations whose executor session is remembered for resuming.
 const MAX_SESSIONS: usize = 10_000;
@@ -32,6 +34,18 @@ const MAX_SESSIONS: usize = 10_000;
 /// | limit reached | the partial text as artifact, then `completed` with a status message naming the limit |
 ///
 /// The executor's `Status` progress events are streamed as `working` status updates.
+///
+/// ## Usage
+///
+/// The card declares the usage extension
+/// ([`USAGE_EXTENSION_URI`](crate::types::usage::USAGE_EXTENSION_URI)), and the final status
+/// update and the task's `metadata` carry the run's usage tree under it (tokens, turns, model,
+/// duration, and the runs it delegated to; see [`crate::types::usage`]), so our client counts a
+/// remote subtree in its caller's usage, cost and budget.
+/// [`with_usage_report(false)`](Self::with_usage_report) keeps it private.
+///
+/// An agent with a budget of its own ([`SubagentDefinition::budget`]) runs under it, nested in
+/// the base context's budget when there is one.
 ///
 /// ## Approvals
 ///
@@ -54,6 +68,10 @@ pub struct SubagentHandler {
     sessions: Mutex<HashMap<String, String>>,
     /// How long an approval question waits for the client (zero: never ask).
     approval_timeout: Duration,
+    /// Usage reported in task metadata (the usage extension).
+    report_usage: bool,
+    /// The agent's own budget, when set here (else its definition's).
+    budget: Option<BudgetLimits>,
 }
 
 impl std::fmt::Debug for SubagentHandler {
@@ -77,7 +95,27 @@ impl SubagentHandler {
             base: TaskContext::new(),
             sessions: Mutex::new(HashMap::new()),
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            report_usage: true,
+            budget: None,
         }
+    }
+
+    /// Runs every task of the agent under a budget of its own (a host's configuration,
+    /// winning over [`SubagentDefinition::budget`]), nested in the base context's budget when
+    /// there is one. Builder style.
+    #[must_use]
+    pub fn with_budget(mut self, limits: BudgetLimits) -> Self {
+        self.budget = Some(limits);
+        self
+    }
+
+    /// Reports each run's usage tree in the task's metadata and declares the usage extension in
+    /// the card (default true); `false` tells clients nothing about tokens, models or the
+    /// agents below. Builder style.
+    #[must_use]
+    pub fn with_usage_report(mut self, yes: bool) -> Self {
+        self.report_usage = yes;
+        self
     }
 
     /// How long a tool call that needs approval waits for the A2A client's answer before it
@@ -98,11 +136,16 @@ impl SubagentHandler {
         self
     }
 
-    /// The card information derived from the definition: its name and description, and one
-    /// skill describing it.
+    /// The card information derived from the definition: its name and description, one
+    /// skill describing it, and the usage extension (unless
+    /// [`with_usage_report(false)`](Self::with_usage_report)).
     pub fn agent_info(&self) -> AgentInfo {
         let d = &self.definition;
-        AgentInfo::new(d.name(), d.description()).with_skill(v1::AgentSkill {
+        let mut info = AgentInfo::new(d.name(), d.description());
+        if self.report_usage {
+            info.extensions.push(usage_extension());
+        }
+        info.with_skill(v1::AgentSkill {
             id: d.name().to_string(),
             name: d.name().to_string(),
             description: d.description().to_string(),
@@ -111,6 +154,18 @@ impl SubagentHandler {
             input_modes: Vec::new(),
             output_modes: Vec::new(),
             security_requirements: Vec::new(),
+        })
+    }
+
+    /// The usage report of `outcome` for the task's metadata, when reported.
+    fn usage_metadata(&self, outcome: &TaskOutcome, task_id: &str) -> Option<JsonObject> {
+        self.report_usage.then(|| {
+            let d = &self.definition;
+            usage_to_metadata(&outcome.usage_tree(
+                d.name(),
+                d.reference().kind.as_str(),
+                Some(task_id),
+            ))
         })
     }
 
@@ -196,9 +251,22 @@ impl A2aHandler for SubagentHandler {
             timeout: self.approval_timeout,
             cancel: cancel.clone(),
         };
-        let ctx = self
-            .base
+        let mut ctx = self.base.clone();
+        if let Some(limits) = self
+            .budget
             .clone()
+            .or_else(|| self.definition.budget())
+            .filter(|l| !l.is_unlimited())
+        {
+            // The agent's own budget, within what the host's budget leaves.
+            let name = self.definition.name();
+            let budget = match self.base.budget() {
+                Some(up) => up.nested(limits, cancel.clone()),
+                None => Budget::new(limits, cancel.clone()),
+            };
+            ctx = ctx.with_budget(budget.with_owner(name));
+        }
+        let ctx = ctx
             .with_approver(Arc::new(SessionApprover::new(Arc::new(approver))))
             .with_cancel(cancel.clone())
             .with_progress(Arc::new(sink))
@@ -236,10 +304,29 @@ impl A2aHandler for SubagentHandler {
                 }
             }
         }
+        let usage = self.usage_metadata(&outcome, &request.task_id);
+        let end = |state: v1::TaskState, message: Option<v1::Message>| {
+            let events = events.clone();
+            let usage = usage.clone();
+            async move {
+                match usage {
+                    Some(m) => events.status_with_metadata(state, message, m).await,
+                    None => events.status(state, message).await,
+                }
+            }
+        };
         let sent = match outcome.status {
-            TaskStatus::NeedsInput => events.require_input(outcome.text).await,
-            TaskStatus::Failed => events.fail(outcome.text).await,
-            TaskStatus::Cancelled => events.status(v1::TaskState::Canceled, None).await,
+            TaskStatus::NeedsInput => {
+                end(
+                    v1::TaskState::InputRequired,
+                    Some(events.agent_text(outcome.text)),
+                )
+                .await
+            }
+            TaskStatus::Failed => {
+                end(v1::TaskState::Failed, Some(events.agent_text(outcome.text))).await
+            }
+            TaskStatus::Cancelled => end(v1::TaskState::Canceled, None).await,
             TaskStatus::LimitReached => {
                 let _ = events.text_artifact(Some("result"), outcome.text).await;
                 let note = events.agent_text(format!(
@@ -250,11 +337,11 @@ impl A2aHandler for SubagentHandler {
                         .map(|l| format!(": {l}"))
                         .unwrap_or_default()
                 ));
-                events.complete(Some(note)).await
+                end(v1::TaskState::Completed, Some(note)).await
             }
             _ => {
                 let _ = events.text_artifact(Some("result"), outcome.text).await;
-                events.complete(None).await
+                end(v1::TaskState::Completed, None).await
             }
         };
         // A closed sink means the task was canceled meanwhile: nothing left to report.

@@ -7,6 +7,9 @@ on stderr and exits non-zero.
 
 import sys
 
+# The usage extension our server declares in its card and reports in task metadata.
+USAGE_URI = "https://subagents.dev/a2a/ext/usage/v1"
+
 
 def fail(why: str) -> None:
     print(f"FAIL {why}", file=sys.stderr, flush=True)
@@ -39,12 +42,14 @@ class Clients:
 
 
 async def send_get_stream_cancel(sdk) -> None:
-    """Runs the four checks against the test agent (see tests/server_interop_py.rs).
+    """Runs the checks against the test agent (see tests/server_interop_py.rs).
 
     `sdk` answers: `send(text, immediately)` -> the task of the reply, or None;
     `stream(text)` -> (the kinds of the events: "task", "status" or "artifact"; the last state
     seen); `get(id)` and `cancel(id)` -> the task; `completed` and `canceled`, its states;
-    `name(state)` -> the state's name; `artifact_text(task)` -> the text of its artifacts.
+    `name(state)` -> the state's name; `artifact_text(task)` -> the text of its artifacts;
+    `card_extension_uris()` -> the extension URIs the card declares; `metadata(task)` -> the
+    task's metadata as a mapping.
     """
     # send (blocking): a completed task with the echo artifact
     task = await sdk.send("hello", False)
@@ -59,6 +64,16 @@ async def send_get_stream_cancel(sdk) -> None:
     same = got.id == task.id and got.status.state == sdk.completed
     check(same, f"get: {got.id} {sdk.name(got.status.state)}")
     ok("get", got.id)
+
+    # usage: the usage extension's report in the task metadata, declared in the card
+    uris = await sdk.card_extension_uris()
+    check(USAGE_URI in uris, f"usage: the card declares {uris}")
+    meta = sdk.metadata(got)
+    report = meta.get(USAGE_URI) if meta else None
+    check(report is not None, f"usage: metadata {meta}")
+    ok_report = report["inputTokens"] == 12 and report["children"][0]["agent"] == "helper"
+    check(ok_report, f"usage: report {report}")
+    ok("usage", f"{int(report['inputTokens'])}+{int(report['outputTokens'])}")
 
     # stream: the task first, an artifact update, the last state completed
     kinds, last = await sdk.stream("stream me")

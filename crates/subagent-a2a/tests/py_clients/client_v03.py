@@ -72,6 +72,17 @@ class Sdk(Clients):
                 task = ev[0]
         return task
 
+    def __init__(self, client, streaming_client, card):
+        super().__init__(client, streaming_client)
+        self.card = card
+
+    async def card_extension_uris(self) -> list:
+        return [e.uri for e in (self.card.capabilities.extensions or [])]
+
+    @staticmethod
+    def metadata(task):
+        return task.metadata or {}
+
     async def stream(self, text: str):
         kinds, final = [], None
         async for ev in self.streaming_client.send_message(message(text)):
@@ -101,7 +112,7 @@ async def main() -> None:
         print(f"OK transport {used}", flush=True)
         if transport == "HTTP+JSON" and used != "RestTransport":
             fail(f"transport: {used}")
-        await send_get_stream_cancel(Sdk(c, client(True)))
+        await send_get_stream_cancel(Sdk(c, client(True), card))
 
 
 asyncio.run(main())

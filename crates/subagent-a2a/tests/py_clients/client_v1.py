@@ -12,6 +12,7 @@ import asyncio
 import sys
 
 import httpx
+from google.protobuf.json_format import MessageToDict
 from a2a.types import CancelTaskRequest, GetTaskRequest, SendMessageRequest, TaskState
 
 from checks import Clients, send_get_stream_cancel
@@ -35,8 +36,20 @@ class Sdk(Clients):
     def artifact_text(task) -> str:
         return "".join(p.text for a in task.artifacts for p in a.parts)
 
+    def __init__(self, client, streaming_client, base: str, http):
+        super().__init__(client, streaming_client)
+        self.base, self.http = base, http
+
     async def send(self, text: str, immediately: bool):
         return await send_for_task(self.client, text, immediately)
+
+    async def card_extension_uris(self) -> list:
+        card = (await self.http.get(f"{self.base}/.well-known/agent-card.json")).json()
+        return [e.get("uri") for e in card.get("capabilities", {}).get("extensions", [])]
+
+    @staticmethod
+    def metadata(task) -> dict:
+        return MessageToDict(task.metadata)
 
     async def stream(self, text: str):
         kinds, last = [], None
@@ -56,7 +69,7 @@ async def main() -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         client = await client_for(base, binding, False, http)
         streaming_client = await client_for(base, binding, True, http)
-        await send_get_stream_cancel(Sdk(client, streaming_client))
+        await send_get_stream_cancel(Sdk(client, streaming_client, base, http))
 
 
 asyncio.run(main())
