@@ -31,6 +31,7 @@
 //! | `server` | no | [`Subagents::a2a_server`]: serving the agents over A2A |
 //! | `mcp` | no | MCP agents, `mcpServers` tools for Markdown agents, [`Subagents::mcp_server`] ([`mcp`]) |
 //! | `store` | no | durable transcripts and background tasks on SQLite or PostgreSQL (`SubagentsBuilder::store`, `store`) |
+//! | `otel` | no | exporting the runs' spans over OTLP ([`otel`]) and W3C trace-context propagation over A2A and MCP |
 //! | `full` | no | all of the above |
 
 mod assemble;
@@ -39,6 +40,8 @@ mod error;
 #[cfg(feature = "claude")]
 mod main_agent;
 pub mod models;
+#[cfg(feature = "otel")]
+pub mod otel;
 #[cfg(feature = "server")]
 mod serve;
 

@@ -25,6 +25,7 @@
 //! | `POST {path}/message:send`, `POST {path}/message:stream` | HTTP+JSON (1.0) |
 //! | `GET {path}/tasks/{id}`, `GET {path}/tasks`, `POST {path}/tasks/{id}:cancel`, `GET`/`POST {path}/tasks/{id}:subscribe` | HTTP+JSON (1.0) |
 //! | `POST`/`GET {path}/tasks/{id}/pushNotificationConfigs`, `GET`/`DELETE {path}/tasks/{id}/pushNotificationConfigs/{config}` | HTTP+JSON push configs (1.0) |
+//! | `{path}/v1/message:send`, `…/v1/message:stream`, `…/v1/tasks[/{id}[:cancel\|:subscribe]]`, `…/v1/tasks/{id}/pushNotificationConfigs[/{config}]`, `GET …/v1/card` | HTTP+JSON (0.3): the 0.3 ProtoJSON shapes of [`crate::types::v03_rest`], errors `{"code", "message"}` with the 0.3 SDKs' statuses |
 //!
 //! Card URLs are absolute: [`ServerConfig::public_url`] + path, else scheme and host from
 //! `X-Forwarded-Proto` / `X-Forwarded-Host` / `X-Forwarded-Prefix` / `Host`. Cards carry
@@ -109,7 +110,7 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 
 pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
-pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
+pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink, TaskInbox};
 pub use store::{
     InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError, TaskFilter, TaskPage,
     TaskStore, message_bytes, task_bytes,
@@ -197,6 +198,16 @@ pub struct ServerConfig {
     /// addresses too (default off: such webhooks are refused at registration, and host names
     /// resolving only to them fail at delivery). For tests and trusted networks.
     pub push_allow_private: bool,
+    /// Whether a 0.3 `message/send` that does not say `blocking` waits for the task to end or
+    /// be interrupted (default `true`, as the official 0.3 SDKs' servers do). `false` answers
+    /// at once with the task as it is (0.3 says only "if true, the client will wait"); a 0.3
+    /// HTTP+JSON request whose `configuration` leaves `blocking` out is non-blocking either
+    /// way (ProtoJSON omits a `false` bool).
+    pub v03_blocking_by_default: bool,
+    /// Sign every card served (the 1.0 and 0.3 cards and the extended card) with this key
+    /// (default none): JWS over the card's RFC 8785 form, as A2A §8.4 describes (see
+    /// [`crate::signing`]). Signing is deterministic, so a card's `ETag` stays the same.
+    pub card_signer: Option<crate::signing::CardSigner>,
 }
 
 impl Default for ServerConfig {
@@ -222,6 +233,8 @@ impl Default for ServerConfig {
             max_streams_per_client: 128,
             push_notifications: false,
             push_allow_private: false,
+            v03_blocking_by_default: true,
+            card_signer: None,
         }
     }
 }
@@ -479,6 +492,21 @@ impl A2aServerBuilder {
     #[must_use]
     pub fn push_allow_private(mut self, yes: bool) -> Self {
         self.config.push_allow_private = yes;
+        self
+    }
+
+    /// Sets whether 0.3 sends without `blocking` wait (see
+    /// [`ServerConfig::v03_blocking_by_default`]).
+    #[must_use]
+    pub fn v03_blocking_by_default(mut self, yes: bool) -> Self {
+        self.config.v03_blocking_by_default = yes;
+        self
+    }
+
+    /// Signs every card served with this key (see [`ServerConfig::card_signer`]).
+    #[must_use]
+    pub fn card_signer(mut self, signer: crate::signing::CardSigner) -> Self {
+        self.config.card_signer = Some(signer);
         self
     }
 
