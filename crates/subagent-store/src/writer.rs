@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -49,7 +49,8 @@ struct Job<R> {
 /// tokio runtime) and ends when the `GroupCommit` is dropped, after the queued writes.
 pub(crate) struct GroupCommit<R: BatchRow> {
     db: Db,
-    tx: OnceLock<mpsc::Sender<Job<R>>>,
+    /// The writer task's queue; replaced when that task is gone (its runtime ended).
+    tx: Mutex<Option<mpsc::Sender<Job<R>>>>,
 }
 
 impl<R: BatchRow> std::fmt::Debug for GroupCommit<R> {
@@ -64,7 +65,7 @@ impl<R: BatchRow> GroupCommit<R> {
     pub(crate) fn new(db: Db) -> Self {
         Self {
             db,
-            tx: OnceLock::new(),
+            tx: Mutex::new(None),
         }
     }
 
@@ -73,11 +74,18 @@ impl<R: BatchRow> GroupCommit<R> {
         if rows.is_empty() {
             return Ok(());
         }
-        let tx = self.tx.get_or_init(|| {
-            let (tx, rx) = mpsc::channel(QUEUE);
-            tokio::spawn(run(self.db.clone(), rx));
-            tx
-        });
+        let tx = {
+            let mut slot = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+            match &*slot {
+                Some(tx) if !tx.is_closed() => tx.clone(),
+                _ => {
+                    let (tx, rx) = mpsc::channel(QUEUE);
+                    tokio::spawn(run(self.db.clone(), rx));
+                    *slot = Some(tx.clone());
+                    tx
+                }
+            }
+        };
         let (done, committed) = oneshot::channel();
         let closed = || StoreError::Batch {
             what: R::WHAT,
