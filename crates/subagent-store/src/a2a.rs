@@ -18,7 +18,8 @@
 //! - **Retention.** Terminal tasks expire after [`Retention::terminal_ttl`]; over
 //!   [`Retention::max_tasks`] or [`Retention::max_bytes`] the oldest terminal, then interrupted
 //!   tasks go (running ones never). Pruning runs at open and every
-//!   [`A2aStoreOptions::prune_interval`]; [`prune_a2a_tasks`] prunes by hand.
+//!   [`A2aStoreOptions::prune_interval`]; [`prune_a2a_tasks`] prunes by hand
+//!   ([`prune_a2a_tasks_dry_run`] says what it would remove).
 //!
 //! One SQLite file serves one server process (the restart rule above marks every running task
 //! of another process as interrupted); several processes share a PostgreSQL database.
@@ -36,6 +37,7 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::sql::{ms, now_ms, with_pool};
+use crate::writer::{BatchRow, GroupCommit};
 use crate::{Db, StoreError};
 
 /// The status message of a task that was running when its SQLite-backed server stopped.
@@ -167,6 +169,10 @@ impl A2aStoreOptions {
 
 struct Inner {
     db: Db,
+    /// Task saves, group-committed.
+    writer: GroupCommit<TaskRow>,
+    /// Published events (PostgreSQL), group-committed.
+    events: GroupCommit<EventRow>,
     /// This process's id, the owner of the leases it takes.
     owner: String,
     options: A2aStoreOptions,
@@ -204,6 +210,132 @@ impl std::fmt::Debug for SqlTaskStore {
     }
 }
 
+/// A task as stored in `a2a_tasks`.
+struct TaskRow {
+    id: String,
+    scope: String,
+    context_id: String,
+    state: i64,
+    terminal: i64,
+    status_ts: String,
+    updated_ms: i64,
+    bytes: i64,
+    owner: Option<String>,
+    lease_until_ms: Option<i64>,
+    body: String,
+}
+
+/// Rows per upsert statement (11 parameters each: far below both dialects' limits).
+const ROWS_PER_STATEMENT: usize = 256;
+
+/// A multi-row upsert of `rows` into `a2a_tasks`, run on `$exec`.
+macro_rules! upsert_tasks {
+    ($rows:expr, $exec:expr) => {{
+        let mut qb = sqlx::QueryBuilder::new(
+            "INSERT INTO a2a_tasks (id, scope, context_id, state, terminal, status_ts, \
+             updated_ms, bytes, owner, lease_until_ms, body) ",
+        );
+        qb.push_values($rows, |mut b, r: TaskRow| {
+            b.push_bind(r.id)
+                .push_bind(r.scope)
+                .push_bind(r.context_id)
+                .push_bind(r.state)
+                .push_bind(r.terminal)
+                .push_bind(r.status_ts)
+                .push_bind(r.updated_ms)
+                .push_bind(r.bytes)
+                .push_bind(r.owner)
+                .push_bind(r.lease_until_ms)
+                .push_bind(r.body);
+        });
+        qb.push(
+            " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, \
+             state = excluded.state, terminal = excluded.terminal, \
+             status_ts = excluded.status_ts, updated_ms = excluded.updated_ms, \
+             bytes = excluded.bytes, owner = excluded.owner, \
+             lease_until_ms = excluded.lease_until_ms, body = excluded.body",
+        );
+        qb.build()
+            .execute($exec)
+            .await
+            .map_err(StoreError::query(TaskRow::WHAT))?;
+    }};
+}
+
+impl BatchRow for TaskRow {
+    const WHAT: &'static str = "save A2A task";
+
+    fn key(&self) -> &str {
+        &self.id
+    }
+
+    async fn write(db: &Db, rows: Vec<Self>) -> Result<(), StoreError> {
+        with_pool!(db, |p| {
+            if rows.len() <= ROWS_PER_STATEMENT {
+                // One statement commits on its own: no BEGIN / COMMIT round trips.
+                upsert_tasks!(rows, p);
+            } else {
+                let mut tx = p.begin().await.map_err(StoreError::query(Self::WHAT))?;
+                let mut rows = rows.into_iter().peekable();
+                while rows.peek().is_some() {
+                    let chunk: Vec<TaskRow> = rows.by_ref().take(ROWS_PER_STATEMENT).collect();
+                    upsert_tasks!(chunk, &mut *tx);
+                }
+                tx.commit().await.map_err(StoreError::query(Self::WHAT))?;
+            }
+        });
+        Ok(())
+    }
+}
+
+/// An event of a task running here, for the other replicas (PostgreSQL).
+struct EventRow {
+    task_id: String,
+    created_ms: i64,
+    body: String,
+}
+
+impl BatchRow for EventRow {
+    const WHAT: &'static str = "publish task event";
+    const COALESCE: bool = false;
+
+    fn key(&self) -> &str {
+        &self.task_id
+    }
+
+    /// The rows, then their ids as notifications, in one statement per 1,000 events (payloads
+    /// stay far below PostgreSQL's 8,000-byte limit whatever the event's size). Notifications
+    /// are delivered in the order sent, so a task's events keep their order.
+    async fn write(db: &Db, rows: Vec<Self>) -> Result<(), StoreError> {
+        let Db::Postgres(pool) = db else {
+            return Ok(());
+        };
+        let q = StoreError::query(Self::WHAT);
+        let mut tx = pool.begin().await.map_err(q)?;
+        let mut rows = rows.into_iter().peekable();
+        while rows.peek().is_some() {
+            let chunk: Vec<EventRow> = rows.by_ref().take(1000).collect();
+            let mut qb = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+                "WITH e AS (INSERT INTO a2a_task_events (task_id, created_ms, body) ",
+            );
+            qb.push_values(chunk, |mut b, r| {
+                b.push_bind(r.task_id)
+                    .push_bind(r.created_ms)
+                    .push_bind(r.body);
+            });
+            qb.push(" RETURNING id) SELECT pg_notify(")
+                .push_bind(CHANNEL)
+                .push(", 'e:' || id) FROM e ORDER BY id");
+            qb.build()
+                .execute(&mut *tx)
+                .await
+                .map_err(StoreError::query(Self::WHAT))?;
+        }
+        tx.commit().await.map_err(StoreError::query(Self::WHAT))?;
+        Ok(())
+    }
+}
+
 fn running(state: v1::TaskState) -> bool {
     !state.is_terminal() && !state.is_interrupted()
 }
@@ -231,6 +363,8 @@ impl SqlTaskStore {
     pub async fn open(db: Db, options: A2aStoreOptions) -> Result<Self, StoreError> {
         let postgres = matches!(db, Db::Postgres(_));
         let inner = Arc::new(Inner {
+            writer: GroupCommit::new(db.clone()),
+            events: GroupCommit::new(db.clone()),
             db,
             owner: uuid::Uuid::new_v4().to_string(),
             options,
@@ -398,25 +532,15 @@ impl SqlTaskStore {
     }
 
     async fn publish(&self, task_id: &str, event: &v1::StreamResponse) -> Result<(), StoreError> {
-        let Db::Postgres(pool) = &self.inner.db else {
+        if !matches!(self.inner.db, Db::Postgres(_)) {
             return Ok(());
+        }
+        let row = EventRow {
+            task_id: task_id.to_owned(),
+            created_ms: now_ms(),
+            body: serde_json::to_string(event).unwrap_or_default(),
         };
-        let body = serde_json::to_string(event).unwrap_or_default();
-        // One round trip: the row, then its id as the notification (payloads stay far below
-        // PostgreSQL's 8,000-byte limit whatever the event's size).
-        sqlx::query(
-            "WITH e AS (INSERT INTO a2a_task_events (task_id, created_ms, body) \
-             VALUES ($1, $2, $3) RETURNING id) \
-             SELECT pg_notify($4, 'e:' || id) FROM e",
-        )
-        .bind(task_id)
-        .bind(now_ms())
-        .bind(body)
-        .bind(CHANNEL)
-        .execute(pool)
-        .await
-        .map_err(StoreError::query("publish task event"))?;
-        Ok(())
+        self.inner.events.write(vec![row]).await
     }
 }
 
@@ -525,81 +649,99 @@ async fn read_event(db: &Db, id: i64) -> Option<RemoteSignal> {
 /// Prunes the A2A tasks of `db` (every agent's) to `retention`: terminal tasks past their
 /// time-to-live, then, over the count or byte bound, the oldest terminal tasks and then the
 /// oldest interrupted ones until 90% of the bound (running tasks are never removed), and
-/// replica events older than ten minutes. For `subagents prune`; stores also prune on their
-/// own.
+/// replica events older than ten minutes, in one transaction. For `subagents prune`; stores
+/// also prune on their own.
 pub async fn prune_a2a_tasks(db: &Db, retention: &Retention) -> Result<PruneReport, StoreError> {
+    prune_a2a(db, retention, false).await
+}
+
+/// What [`prune_a2a_tasks`] would remove now, removing nothing (the transaction is rolled back):
+/// `subagents prune --dry-run`.
+pub async fn prune_a2a_tasks_dry_run(
+    db: &Db,
+    retention: &Retention,
+) -> Result<PruneReport, StoreError> {
+    prune_a2a(db, retention, true).await
+}
+
+async fn prune_a2a(
+    db: &Db,
+    retention: &Retention,
+    dry_run: bool,
+) -> Result<PruneReport, StoreError> {
     let now = now_ms();
     let mut report = PruneReport::default();
     let cutoff = now.saturating_sub(ms(retention.terminal_ttl));
-    report.expired = with_pool!(db, |p| sqlx::query(
-        "DELETE FROM a2a_tasks WHERE terminal = 1 AND updated_ms < $1"
-    )
-    .bind(cutoff)
-    .execute(p)
-    .await
-    .map_err(StoreError::query("expire A2A tasks"))?
-    .rows_affected());
-    report.events = with_pool!(db, |p| sqlx::query(
-        "DELETE FROM a2a_task_events WHERE created_ms < $1"
-    )
-    .bind(now.saturating_sub(ms(EVENT_TTL)))
-    .execute(p)
-    .await
-    .map_err(StoreError::query("expire A2A task events"))?
-    .rows_affected());
-    // Push configs go with their task (tasks evicted below lose theirs at the next prune).
-    with_pool!(db, |p| sqlx::query(
-        "DELETE FROM a2a_push_configs WHERE task_id NOT IN (SELECT id FROM a2a_tasks)"
-    )
-    .execute(p)
-    .await
-    .map_err(StoreError::query("drop push configs of pruned A2A tasks"))?
-    .rows_affected());
-    let (count, bytes): (i64, i64) = with_pool!(db, |p| sqlx::query_as(
-        "SELECT COUNT(*), CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM a2a_tasks"
-    )
-    .fetch_one(p)
-    .await
-    .map_err(StoreError::query("measure A2A tasks"))?);
-    let (mut count, mut bytes) = (count.max(0) as u64, bytes.max(0) as u64);
-    if count <= retention.max_tasks && bytes <= retention.max_bytes {
-        return Ok(report);
-    }
-    let target_count = retention.max_tasks - retention.max_tasks / 10;
-    let target_bytes = retention.max_bytes - retention.max_bytes / 10;
-    let (count_over, bytes_over) = (count > retention.max_tasks, bytes > retention.max_bytes);
-    let over =
-        move |c: u64, b: u64| (count_over && c > target_count) || (bytes_over && b > target_bytes);
+    let q = StoreError::query;
     const SELECT: &str = concat!(
         "SELECT id, bytes FROM a2a_tasks WHERE state NOT IN ",
         running!(),
         " ORDER BY terminal DESC, updated_ms ASC LIMIT 500"
     );
-    while over(count, bytes) {
-        let rows: Vec<(String, i64)> = with_pool!(db, |p| sqlx::query_as(SELECT)
-            .fetch_all(p)
+    with_pool!(db, |p| {
+        let mut tx = p.begin().await.map_err(q("prune A2A tasks"))?;
+        report.expired =
+            sqlx::query("DELETE FROM a2a_tasks WHERE terminal = 1 AND updated_ms < $1")
+                .bind(cutoff)
+                .execute(&mut *tx)
+                .await
+                .map_err(q("expire A2A tasks"))?
+                .rows_affected();
+        report.events = sqlx::query("DELETE FROM a2a_task_events WHERE created_ms < $1")
+            .bind(now.saturating_sub(ms(EVENT_TTL)))
+            .execute(&mut *tx)
             .await
-            .map_err(StoreError::query("choose A2A tasks to evict"))?);
-        if rows.is_empty() {
-            break;
-        }
-        for (id, b) in rows {
-            if !over(count, bytes) {
+            .map_err(q("expire A2A task events"))?
+            .rows_affected();
+        let (count, bytes): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM a2a_tasks",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(q("measure A2A tasks"))?;
+        let (mut count, mut bytes) = (count.max(0) as u64, bytes.max(0) as u64);
+        let target_count = retention.max_tasks - retention.max_tasks / 10;
+        let target_bytes = retention.max_bytes - retention.max_bytes / 10;
+        let (count_over, bytes_over) = (count > retention.max_tasks, bytes > retention.max_bytes);
+        let over = move |c: u64, b: u64| {
+            (count_over && c > target_count) || (bytes_over && b > target_bytes)
+        };
+        'evict: while over(count, bytes) {
+            let rows: Vec<(String, i64)> = sqlx::query_as(SELECT)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(q("choose A2A tasks to evict"))?;
+            if rows.is_empty() {
                 break;
             }
-            let gone = with_pool!(db, |p| sqlx::query("DELETE FROM a2a_tasks WHERE id = $1")
-                .bind(&id)
-                .execute(p)
-                .await
-                .map_err(StoreError::query("evict A2A task"))?
-                .rows_affected());
-            if gone == 1 {
-                report.evicted += 1;
-                count = count.saturating_sub(1);
-                bytes = bytes.saturating_sub(b.max(0) as u64);
+            for (id, b) in rows {
+                if !over(count, bytes) {
+                    break 'evict;
+                }
+                let gone = sqlx::query("DELETE FROM a2a_tasks WHERE id = $1")
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(q("evict A2A task"))?
+                    .rows_affected();
+                if gone == 1 {
+                    report.evicted += 1;
+                    count = count.saturating_sub(1);
+                    bytes = bytes.saturating_sub(b.max(0) as u64);
+                }
             }
         }
-    }
+        // Push configs go with their task.
+        sqlx::query("DELETE FROM a2a_push_configs WHERE task_id NOT IN (SELECT id FROM a2a_tasks)")
+            .execute(&mut *tx)
+            .await
+            .map_err(q("drop push configs of pruned A2A tasks"))?;
+        if dry_run {
+            tx.rollback().await.map_err(q("prune A2A tasks"))?;
+        } else {
+            tx.commit().await.map_err(q("prune A2A tasks"))?;
+        }
+    });
     Ok(report)
 }
 
@@ -731,9 +873,9 @@ impl TaskStore for SqlTaskStore {
 
     async fn save(&self, task: v1::Task) -> Result<(), A2aStoreError> {
         let state = task.status.state;
-        let (owner, lease) = if running(state) {
+        let (owner, lease_until_ms) = if running(state) {
             (
-                Some(self.inner.owner.as_str()),
+                Some(self.inner.owner.clone()),
                 Some(now_ms().saturating_add(ms(self.inner.options.lease))),
             )
         } else {
@@ -743,33 +885,26 @@ impl TaskStore for SqlTaskStore {
             task_id: task.id.clone(),
             message: format!("cannot encode the task: {e}"),
         })?;
-        let bytes = i64::try_from(task_bytes(&task)).unwrap_or(i64::MAX);
-        const SQL: &str = "INSERT INTO a2a_tasks (id, scope, context_id, state, terminal, \
-             status_ts, updated_ms, bytes, owner, lease_until_ms, body) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-             ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, \
-             state = excluded.state, terminal = excluded.terminal, \
-             status_ts = excluded.status_ts, updated_ms = excluded.updated_ms, \
-             bytes = excluded.bytes, owner = excluded.owner, \
-             lease_until_ms = excluded.lease_until_ms, body = excluded.body";
-        with_pool!(&self.inner.db, |p| sqlx::query(SQL)
-            .bind(&task.id)
-            .bind(&*self.scope)
-            .bind(task.context_id.as_deref().unwrap_or(""))
-            .bind(i64::from(state.number()))
-            .bind(i64::from(state.is_terminal()))
-            .bind(task.status.timestamp.as_deref().unwrap_or(""))
-            .bind(now_ms())
-            .bind(bytes)
-            .bind(owner)
-            .bind(lease)
-            .bind(&body)
-            .execute(p)
+        let row = TaskRow {
+            scope: self.scope.to_string(),
+            context_id: task.context_id.clone().unwrap_or_default(),
+            state: i64::from(state.number()),
+            terminal: i64::from(state.is_terminal()),
+            status_ts: task.status.timestamp.clone().unwrap_or_default(),
+            updated_ms: now_ms(),
+            bytes: i64::try_from(task_bytes(&task)).unwrap_or(i64::MAX),
+            owner,
+            lease_until_ms,
+            body,
+            id: task.id,
+        };
+        let id = row.id.clone();
+        // Returns once the batch holding this row is committed.
+        self.inner
+            .writer
+            .write(vec![row])
             .await
-            .map_err(StoreError::query("save A2A task"))
-            .map_err(backend(&task.id))
-            .map(drop)?);
-        Ok(())
+            .map_err(backend(&id))
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, A2aStoreError> {

@@ -30,7 +30,9 @@ impl Db {
     ///
     /// SQLite: the file and its directory are created when missing; WAL journal,
     /// `synchronous = NORMAL` (a committed transaction survives a process crash; a power loss
-    /// may lose the last ones), foreign keys on, a 10 s busy timeout.
+    /// may lose the last ones), foreign keys on, a 10 s busy timeout. Writes of the stores go
+    /// through one writer per store that group-commits them (see the crate docs), so the
+    /// pool's other connections serve reads beside it (WAL).
     pub async fn open(url: &StoreUrl) -> Result<Option<Db>, StoreError> {
         let db = match url {
             StoreUrl::Memory => return Ok(None),
@@ -52,6 +54,9 @@ impl Db {
                     .busy_timeout(BUSY_TIMEOUT);
                 let pool = SqlitePoolOptions::new()
                     .max_connections(4)
+                    // A local file does not hang up: no ping (a round trip to the
+                    // connection's thread) before every query.
+                    .test_before_acquire(false)
                     .acquire_timeout(BUSY_TIMEOUT)
                     .connect_with(options)
                     .await

@@ -57,6 +57,18 @@ pub enum StoreError {
         /// Why it could not be decoded.
         reason: String,
     },
+    /// A batched write failed; every caller whose rows were in that batch gets this error.
+    #[error("store write failed ({what}): {source}")]
+    Batch {
+        /// What was being written, e.g. "save A2A task".
+        what: &'static str,
+        /// Why the batch failed.
+        #[source]
+        source: std::sync::Arc<StoreError>,
+    },
+    /// The store's writer has stopped (its runtime is shutting down).
+    #[error("the store's writer has stopped")]
+    Closed,
 }
 
 impl StoreError {

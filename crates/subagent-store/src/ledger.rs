@@ -2,13 +2,14 @@
 //! tasks of processes that died as `interrupted`.
 
 use std::collections::HashSet;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use subagent_spi::{TaskStatus, async_trait};
 use task_tool::{LedgerError, TaskLedger, TaskRecord};
 
 use crate::sql::{from_ms, len_i64, ms, now_ms, to_ms, with_pool};
+use crate::writer::{BatchRow, GroupCommit};
 use crate::{Db, StoreError};
 
 /// How long a running task's owner may stay silent before its tasks count as interrupted (the
@@ -49,12 +50,16 @@ fn live_owners() -> std::sync::MutexGuard<'static, HashSet<String>> {
 #[derive(Debug, Clone)]
 pub struct SqlTaskLedger {
     db: Db,
+    writer: Arc<GroupCommit<Row>>,
 }
 
 impl SqlTaskLedger {
     /// A ledger on `db` (already migrated by [`Db::open`]).
     pub fn new(db: Db) -> Self {
-        Self { db }
+        Self {
+            writer: Arc::new(GroupCommit::new(db.clone())),
+            db,
+        }
     }
 
     async fn put_inner(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
@@ -79,45 +84,8 @@ impl SqlTaskLedger {
                 }
             }
         }
-        let now = now_ms();
-        const UPSERT: &str = "INSERT INTO background_tasks (id, agent, kind, call, status, \
-             session_id, partial, outcome, error, usage, owner, started_at, updated_at, \
-             heartbeat_at, finished_at, bytes) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
-             ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
-             session_id = excluded.session_id, partial = excluded.partial, \
-             outcome = excluded.outcome, error = excluded.error, usage = excluded.usage, \
-             owner = excluded.owner, updated_at = excluded.updated_at, \
-             heartbeat_at = excluded.heartbeat_at, finished_at = excluded.finished_at, \
-             bytes = excluded.bytes";
-        with_pool!(&self.db, |pool| {
-            let q = StoreError::query;
-            let mut tx = pool.begin().await.map_err(q("write task ledger"))?;
-            for r in &rows {
-                sqlx::query(UPSERT)
-                    .bind(&r.id)
-                    .bind(&r.agent)
-                    .bind(&r.kind)
-                    .bind(&r.call)
-                    .bind(&r.status)
-                    .bind(&r.session_id)
-                    .bind(&r.partial)
-                    .bind(&r.outcome)
-                    .bind(&r.error)
-                    .bind(&r.usage)
-                    .bind(&r.owner)
-                    .bind(r.started_at)
-                    .bind(now)
-                    .bind(now)
-                    .bind(r.finished_at)
-                    .bind(r.bytes)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(q("write task ledger"))?;
-            }
-            tx.commit().await.map_err(q("write task ledger"))?;
-        });
-        Ok(())
+        // Returns once the batch holding these rows is committed.
+        self.writer.write(rows).await
     }
 
     async fn get_inner(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -268,6 +236,76 @@ async fn process_alive(pid: u32) -> bool {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .is_some_and(|state| state != "Z" && state != "X"),
         Err(_) => false,
+    }
+}
+
+/// Rows per upsert statement (16 parameters each: far below both dialects' limits).
+const ROWS_PER_STATEMENT: usize = 512;
+
+/// A multi-row upsert of `rows` into `background_tasks`, run on `$exec`.
+macro_rules! upsert_records {
+    ($rows:expr, $exec:expr) => {{
+        let mut qb = sqlx::QueryBuilder::new(
+            "INSERT INTO background_tasks (id, agent, kind, call, status, session_id, partial, \
+             outcome, error, usage, owner, started_at, updated_at, heartbeat_at, finished_at, \
+             bytes) ",
+        );
+        qb.push_values($rows, |mut b, r: Row| {
+            b.push_bind(r.id)
+                .push_bind(r.agent)
+                .push_bind(r.kind)
+                .push_bind(r.call)
+                .push_bind(r.status)
+                .push_bind(r.session_id)
+                .push_bind(r.partial)
+                .push_bind(r.outcome)
+                .push_bind(r.error)
+                .push_bind(r.usage)
+                .push_bind(r.owner)
+                .push_bind(r.started_at)
+                .push_bind(r.heartbeat_at)
+                .push_bind(r.heartbeat_at)
+                .push_bind(r.finished_at)
+                .push_bind(r.bytes);
+        });
+        qb.push(
+            " ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
+             session_id = excluded.session_id, partial = excluded.partial, \
+             outcome = excluded.outcome, error = excluded.error, usage = excluded.usage, \
+             owner = excluded.owner, updated_at = excluded.updated_at, \
+             heartbeat_at = excluded.heartbeat_at, finished_at = excluded.finished_at, \
+             bytes = excluded.bytes",
+        );
+        qb.build()
+            .execute($exec)
+            .await
+            .map_err(StoreError::query(Row::WHAT))?;
+    }};
+}
+
+impl BatchRow for Row {
+    const WHAT: &'static str = "write task ledger";
+
+    fn key(&self) -> &str {
+        &self.id
+    }
+
+    /// Multi-row upserts (one round trip per 512 records), in one transaction.
+    async fn write(db: &Db, rows: Vec<Self>) -> Result<(), StoreError> {
+        with_pool!(db, |p| {
+            if rows.len() <= ROWS_PER_STATEMENT {
+                upsert_records!(rows, p);
+            } else {
+                let mut tx = p.begin().await.map_err(StoreError::query(Self::WHAT))?;
+                let mut rows = rows.into_iter().peekable();
+                while rows.peek().is_some() {
+                    let chunk: Vec<Row> = rows.by_ref().take(ROWS_PER_STATEMENT).collect();
+                    upsert_records!(chunk, &mut *tx);
+                }
+                tx.commit().await.map_err(StoreError::query(Self::WHAT))?;
+            }
+        });
+        Ok(())
     }
 }
 

@@ -31,6 +31,7 @@ mod sql;
 #[cfg(feature = "transcripts")]
 mod transcripts;
 mod url;
+mod writer;
 
 pub use db::Db;
 pub use error::StoreError;

@@ -64,8 +64,9 @@ pub(crate) enum Command {
     /// Serve Task / TaskOutput / TaskStop over MCP (stdio, or streamable HTTP with --listen),
     /// so any MCP client can delegate to these subagents.
     Mcp(McpArgs),
-    /// Drop old transcripts and background-task results from the store (--store). The store
-    /// also prunes itself when opened and every 10 minutes, with the default bounds.
+    /// Drop old transcripts, background-task results and served A2A tasks from the store
+    /// (--store). The store also prunes itself when opened and every 10 minutes, with the
+    /// default bounds.
     Prune(PruneArgs),
 }
 
@@ -73,8 +74,9 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct PruneArgs {
     /// Drop what is older than this (finished background tasks by their end, transcripts by
-    /// their last turn): e.g. 30m, 12h, 7d, 3600s. Default: the store's bounds (background
-    /// results after 30 minutes, transcripts after 30 days).
+    /// their last turn, served A2A tasks in a final state by their last change): e.g. 30m,
+    /// 12h, 7d, 3600s. Default: the store's bounds (background results after 30 minutes,
+    /// transcripts after 30 days, served A2A tasks after 7 days).
     #[arg(long, value_name = "AGE", value_parser = parse_age)]
     pub older_than: Option<std::time::Duration>,
     /// Say what would be dropped, drop nothing.

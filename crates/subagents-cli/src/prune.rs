@@ -1,5 +1,7 @@
-//! `subagents prune`: drops old transcripts and background-task results from the store.
+//! `subagents prune`: drops old transcripts, background-task results and served A2A tasks from
+//! the store.
 
+use subagents::store::a2a::{Retention as A2aRetention, prune_a2a_tasks, prune_a2a_tasks_dry_run};
 use subagents::store::{Db, Retention, StoreUrl, prune as prune_store};
 
 use crate::cli::PruneArgs;
@@ -17,7 +19,7 @@ pub(crate) async fn prune(args: &PruneArgs, config: &Config) -> Result<(), CliEr
     if let StoreUrl::Sqlite(path) = &url
         && !tokio::fs::try_exists(path).await.unwrap_or(false)
     {
-        print(args, &url, 0, 0, 0);
+        print(args, &url, Counts::default());
         return Ok(());
     }
     let db = Db::open(&url)
@@ -31,11 +33,44 @@ pub(crate) async fn prune(args: &PruneArgs, config: &Config) -> Result<(), CliEr
     let r = prune_store(&db, &retention, args.dry_run)
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    print(args, &url, r.tasks, r.sessions, r.transcript_bytes);
+    // The tasks `subagents serve` served over A2A: terminal ones after 7 days (or
+    // --older-than), and the store's count and byte bounds.
+    let mut a2a_retention = A2aRetention::default();
+    if let Some(age) = args.older_than {
+        a2a_retention = a2a_retention.with_terminal_ttl(age);
+    }
+    let a2a = if args.dry_run {
+        prune_a2a_tasks_dry_run(&db, &a2a_retention).await
+    } else {
+        prune_a2a_tasks(&db, &a2a_retention).await
+    }
+    .map_err(|e| CliError::Failed(e.to_string()))?;
+    let counts = Counts {
+        tasks: r.tasks,
+        sessions: r.sessions,
+        bytes: r.transcript_bytes,
+        a2a_tasks: a2a.expired + a2a.evicted,
+    };
+    print(args, &url, counts);
     Ok(())
 }
 
-fn print(args: &PruneArgs, url: &StoreUrl, tasks: u64, sessions: u64, bytes: u64) {
+/// What was (or would be) dropped.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    tasks: u64,
+    sessions: u64,
+    bytes: u64,
+    a2a_tasks: u64,
+}
+
+fn print(args: &PruneArgs, url: &StoreUrl, c: Counts) {
+    let Counts {
+        tasks,
+        sessions,
+        bytes,
+        a2a_tasks,
+    } = c;
     if args.json {
         let v = serde_json::json!({
             "store": url.redacted(),
@@ -43,6 +78,7 @@ fn print(args: &PruneArgs, url: &StoreUrl, tasks: u64, sessions: u64, bytes: u64
             "tasks": tasks,
             "sessions": sessions,
             "transcript_bytes": bytes,
+            "a2a_tasks": a2a_tasks,
         });
         crate::output::outln!("{v}");
     } else {
@@ -52,7 +88,7 @@ fn print(args: &PruneArgs, url: &StoreUrl, tasks: u64, sessions: u64, bytes: u64
             "dropped"
         };
         crate::output::outln!(
-            "{}: {verb} {tasks} background task(s) and {sessions} transcript session(s) ({bytes} bytes)",
+            "{}: {verb} {tasks} background task(s), {sessions} transcript session(s) ({bytes} bytes) and {a2a_tasks} served A2A task(s)",
             url.redacted()
         );
     }

@@ -412,3 +412,61 @@ fn postgres_finished_background_result_survives_sigkill() {
 fn postgres_running_background_task_is_interrupted_and_resumes() {
     running_task_is_interrupted_and_resumes(Some(postgres_store()));
 }
+
+/// `subagents prune` covers the tasks `subagents serve` served over A2A: a dry run counts a
+/// finished one and keeps it, a real run drops it.
+#[test]
+fn prune_covers_served_a2a_tasks_with_dry_run() {
+    use subagents::a2a::server::TaskStore;
+    use subagents::a2a::types::v1;
+    use subagents::store::a2a::{A2aStoreOptions, SqlTaskStore};
+    use subagents::store::{Db, StoreUrl};
+
+    let rt = rt();
+    let home = tempfile::tempdir().expect("dir");
+    let path = home.path().join("served.db");
+    let url = format!("sqlite:{}", path.display());
+    rt.block_on(async {
+        let db = Db::open(&StoreUrl::Sqlite(path.clone()))
+            .await
+            .expect("open")
+            .expect("a database");
+        let store = SqlTaskStore::open(db, A2aStoreOptions::default())
+            .await
+            .expect("store")
+            .for_agent("/echo");
+        let mut task: v1::Task = serde_json::from_value(json!({
+            "id": "served-1",
+            "contextId": "ctx-1",
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-01T00:00:00Z"},
+        }))
+        .expect("a task");
+        task.history.clear();
+        store.save(task).await.expect("saved");
+    });
+    let w = World::new(&rt, Some(url));
+    let prune = |extra: &[&str]| -> Value {
+        let out = w
+            .command()
+            .args(["prune", "--older-than", "0s", "--json"])
+            .args(extra)
+            .output()
+            .expect("prune runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    std::thread::sleep(Duration::from_millis(5));
+    for _ in 0..2 {
+        let v = prune(&["--dry-run"]);
+        assert_eq!(v["a2a_tasks"], 1, "a dry run counts the served task: {v}");
+        assert_eq!(v["dry_run"], true, "{v}");
+    }
+    let v = prune(&[]);
+    assert_eq!(v["a2a_tasks"], 1, "{v}");
+    let v = prune(&[]);
+    assert_eq!(v["a2a_tasks"], 0, "dropped by the first run: {v}");
+}

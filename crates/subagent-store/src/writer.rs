@@ -1,0 +1,140 @@
+//! Group commit: one writer task per store turns the rows that concurrent callers hand it into
+//! one transaction (a few multi-row upserts), so that SQLite sees one writer instead of several
+//! connections taking turns at its write lock, and PostgreSQL one round trip per batch instead
+//! of one per row.
+//!
+//! A caller's [`GroupCommit::write`] returns once the batch holding its rows is committed (or
+//! failed): nothing is acknowledged before it is durable. While a batch is being written the
+//! next one gathers, so batches grow with the load and a lone write waits for no timer. Rows with
+//! the same key queued in one batch are coalesced (the last one wins). The A2A task store and
+//! the background-task ledger both write through it.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{Db, StoreError};
+
+/// The most callers gathered into one batch.
+const MAX_JOBS: usize = 256;
+/// Callers waiting beyond this many make new callers wait for room (bounded memory).
+const QUEUE: usize = 4096;
+
+/// Rows of one table written in batches.
+pub(crate) trait BatchRow: Sized + Send + Sync + 'static {
+    /// What is written, for errors and logs (e.g. "save A2A task").
+    const WHAT: &'static str;
+
+    /// Whether rows with the same key queued in one batch are coalesced (and the batch sorted
+    /// by key); false for append-only rows, written in the order queued.
+    const COALESCE: bool = true;
+
+    /// The row's primary key: a later row with the same key replaces an earlier one queued in
+    /// the same batch.
+    fn key(&self) -> &str;
+
+    /// Writes `rows` (when coalescing: distinct keys, sorted by key so that concurrent writers
+    /// lock rows in one order) in one transaction.
+    fn write(db: &Db, rows: Vec<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+struct Job<R> {
+    rows: Vec<R>,
+    done: oneshot::Sender<Result<(), Arc<StoreError>>>,
+}
+
+/// The writer of one table on one [`Db`]; its task starts with the first write (on the caller's
+/// tokio runtime) and ends when the `GroupCommit` is dropped, after the queued writes.
+pub(crate) struct GroupCommit<R: BatchRow> {
+    db: Db,
+    /// The writer task's queue; replaced when that task is gone (its runtime ended).
+    tx: Mutex<Option<mpsc::Sender<Job<R>>>>,
+}
+
+impl<R: BatchRow> std::fmt::Debug for GroupCommit<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit")
+            .field("what", &R::WHAT)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: BatchRow> GroupCommit<R> {
+    pub(crate) fn new(db: Db) -> Self {
+        Self {
+            db,
+            tx: Mutex::new(None),
+        }
+    }
+
+    /// Writes `rows` with whatever else is queued, returning once that batch is committed.
+    pub(crate) async fn write(&self, rows: Vec<R>) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let tx = {
+            let mut slot = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+            match &*slot {
+                Some(tx) if !tx.is_closed() => tx.clone(),
+                _ => {
+                    let (tx, rx) = mpsc::channel(QUEUE);
+                    tokio::spawn(run(self.db.clone(), rx));
+                    *slot = Some(tx.clone());
+                    tx
+                }
+            }
+        };
+        let (done, committed) = oneshot::channel();
+        let closed = || StoreError::Batch {
+            what: R::WHAT,
+            source: Arc::new(StoreError::Closed),
+        };
+        tx.send(Job { rows, done }).await.map_err(|_| closed())?;
+        match committed.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(source)) => Err(StoreError::Batch {
+                what: R::WHAT,
+                source,
+            }),
+            Err(_) => Err(closed()),
+        }
+    }
+}
+
+async fn run<R: BatchRow>(db: Db, mut rx: mpsc::Receiver<Job<R>>) {
+    let mut jobs: Vec<Job<R>> = Vec::new();
+    while rx.recv_many(&mut jobs, MAX_JOBS).await > 0 {
+        let queued = jobs.iter_mut().flat_map(|j| j.rows.drain(..));
+        let rows = if R::COALESCE {
+            coalesce(queued)
+        } else {
+            queued.collect()
+        };
+        let result = R::write(&db, rows).await.map_err(Arc::new);
+        if let Err(e) = &result {
+            tracing::debug!(error = %e, what = R::WHAT, callers = jobs.len(), "batched write failed");
+        }
+        for job in jobs.drain(..) {
+            let _ = job.done.send(result.clone());
+        }
+    }
+}
+
+/// The rows with distinct keys (the last one queued wins), sorted by key.
+fn coalesce<R: BatchRow>(rows: impl Iterator<Item = R>) -> Vec<R> {
+    let mut out: Vec<R> = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for r in rows {
+        match at.get(r.key()) {
+            Some(&i) => out[i] = r,
+            None => {
+                at.insert(r.key().to_owned(), out.len());
+                out.push(r);
+            }
+        }
+    }
+    out.sort_unstable_by(|a, b| a.key().cmp(b.key()));
+    out
+}
