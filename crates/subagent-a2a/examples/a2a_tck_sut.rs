@@ -3,7 +3,8 @@
 //!
 //! Behaviour is keyed on the `messageId` prefix (or the same prefix at the start of the first
 //! text part), as `scenarios/*.feature` of the TCK define; other messages complete the task
-//! with an echo. Serves one agent at the root, with JSON-RPC and HTTP+JSON interfaces.
+//! with an echo. Serves one agent at the root, with JSON-RPC and HTTP+JSON interfaces, and
+//! gRPC on a second port with `--grpc-port N` (feature `grpc-server`).
 //!
 //! ```text
 //! cargo run -p subagent-a2a --example a2a-tck-sut -- --port 9999
@@ -199,6 +200,7 @@ pub(crate) fn tck_mount() -> AgentMount {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
     let mut legacy_card = false;
+    let mut grpc_port: Option<u16> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -207,19 +209,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
             }
             "--legacy-card" => legacy_card = true,
+            "--grpc-port" => {
+                let v = args.next().ok_or("--grpc-port needs a value")?;
+                grpc_port = Some(
+                    v.parse()
+                        .map_err(|_| format!("invalid --grpc-port `{v}`"))?,
+                );
+            }
             other => {
                 if let Some(v) = other.strip_prefix("--port=") {
                     port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
                 } else {
                     return Err(format!(
-                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--legacy-card]"
+                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--grpc-port N] [--legacy-card]"
                     )
                     .into());
                 }
             }
         }
     }
-    let server = A2aServer::builder()
+    #[allow(unused_mut)]
+    let mut builder = A2aServer::builder();
+    if let Some(p) = grpc_port {
+        if !cfg!(feature = "grpc-server") {
+            return Err("--grpc-port needs the `grpc-server` feature".into());
+        }
+        builder = builder.grpc_url(format!("127.0.0.1:{p}"));
+    }
+    let server = builder
         // For the 0.3.x TCK and stock 0.3 clients: header-less card requests get the 0.3 card
         // (see ServerConfig::legacy_card_discovery and docs/a2a-conformance.md).
         .legacy_card_discovery(legacy_card)
@@ -234,6 +251,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         eprintln!("a2a-tck-sut listening on http://127.0.0.1:{port}");
+        #[cfg(feature = "grpc-server")]
+        if let Some(p) = grpc_port {
+            let grpc = tokio::net::TcpListener::bind(("127.0.0.1", p)).await?;
+            eprintln!("a2a-tck-sut serving gRPC on 127.0.0.1:{p}");
+            let s = server.clone();
+            tokio::spawn(async move {
+                if let Err(e) = s.serve_grpc(grpc, std::future::pending::<()>()).await {
+                    eprintln!("gRPC server failed: {e}");
+                }
+            });
+        }
         server.serve(listener, std::future::pending::<()>()).await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     })

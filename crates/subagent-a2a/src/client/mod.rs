@@ -20,6 +20,8 @@
 mod config;
 mod definition;
 mod executor;
+#[cfg(feature = "grpc-client")]
+mod grpc;
 mod resolver;
 mod sse;
 mod transport;

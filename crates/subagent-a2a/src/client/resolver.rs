@@ -206,6 +206,28 @@ pub fn usable_endpoints(
         if binding == Binding::HttpJson && version == ProtocolVersion::V03 {
             continue; // not spoken by this client
         }
+        // A gRPC address is `host:port` (no scheme): plain HTTP/2.
+        #[cfg(feature = "grpc-client")]
+        if binding == Binding::Grpc {
+            if version != ProtocolVersion::V1 {
+                continue;
+            }
+            let url = if iface.url.contains("://") {
+                iface.url.clone()
+            } else {
+                format!("http://{}", iface.url)
+            };
+            candidates.push((
+                i,
+                Endpoint {
+                    url,
+                    binding,
+                    version,
+                    tenant: iface.tenant.clone().filter(|t| !t.is_empty()),
+                },
+            ));
+            continue;
+        }
         let url = match reqwest::Url::parse(&iface.url) {
             Ok(u) => u.to_string(),
             Err(_) => match base.as_ref().and_then(|b| b.join(&iface.url).ok()) {

@@ -118,9 +118,21 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
         CardShape::V03 => json_bytes(&card_v03(&agent.info, auth, &url, push, ext)),
         CardShape::V03WithV1Interfaces => json_bytes(&LegacyCard {
             card: card_v03(&agent.info, auth, &url, push, ext),
-            supported_interfaces: card_v1(&agent.info, auth, &url, push, ext).supported_interfaces,
+            supported_interfaces: {
+                #[allow(unused_mut)]
+                let mut c = card_v1(&agent.info, auth, &url, push, ext);
+                #[cfg(feature = "grpc-server")]
+                super::grpc::add_interface(&mut c, &shared.cfg, agent);
+                c.supported_interfaces
+            },
         }),
-        CardShape::V1 => json_bytes(&card_v1(&agent.info, auth, &url, push, ext)),
+        CardShape::V1 => {
+            #[allow(unused_mut)]
+            let mut c = card_v1(&agent.info, auth, &url, push, ext);
+            #[cfg(feature = "grpc-server")]
+            super::grpc::add_interface(&mut c, &shared.cfg, agent);
+            json_bytes(&c)
+        }
     };
     let etag = {
         use std::hash::{Hash, Hasher};
