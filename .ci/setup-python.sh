@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the Python virtual environments used by the A2A interop tests:
-#   target/py/a2a-1x : the latest a2a-sdk 1.x from PyPI (+ http-server extras, uvicorn)
+#   target/py/a2a-1x : the latest a2a-sdk 1.x from PyPI (+ http-server and grpc extras, uvicorn)
 #   target/py/a2a-03 : a2a-sdk 0.3.26 (+ http-server extras, uvicorn)
 # Idempotent: a venv whose stamp file matches the wanted requirement is left alone, so a second
 # run takes well under a second. Set A2A_PY_FORCE=1 to rebuild both.
@@ -45,5 +45,5 @@ make_venv() {
   echo "setup-python: ${name} installed: $("${dir}/bin/python" -m pip show a2a-sdk | grep '^Version')"
 }
 
-make_venv a2a-1x 'a2a-sdk[http-server]>=1,<2' 'uvicorn>=0.30'
+make_venv a2a-1x 'a2a-sdk[http-server,grpc]>=1,<2' 'uvicorn>=0.30'
 make_venv a2a-03 'a2a-sdk[http-server]==0.3.26' 'uvicorn>=0.30'

@@ -1,6 +1,6 @@
 """Drives our A2A server with the official a2a-sdk 1.x client.
 
-Usage: python client_v1.py BASE_URL BINDING   (BINDING: JSONRPC or HTTP+JSON)
+Usage: python client_v1.py BASE_URL BINDING   (BINDING: JSONRPC, HTTP+JSON or GRPC)
 
 Discovers the agent from BASE_URL/.well-known/agent-card.json like any production client, then
 runs four checks against the test agent (see tests/server_interop_py.rs): send, stream, get and
@@ -44,10 +44,16 @@ def artifact_text(task) -> str:
 
 
 async def client_for(base: str, binding: str, streaming: bool, http: httpx.AsyncClient):
+    extra = {}
+    if binding == "GRPC":
+        import grpc  # the a2a-sdk[grpc] extra
+
+        extra["grpc_channel_factory"] = lambda url: grpc.aio.insecure_channel(url)
     cfg = ClientConfig(
         streaming=streaming,
         supported_protocol_bindings=[binding],
         httpx_client=http,
+        **extra,
     )
     return await create_client(base, client_config=cfg)
 
