@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates the Python virtual environments used by the A2A interop tests:
-#   target/py/a2a-1x : the latest a2a-sdk 1.x from PyPI (+ http-server and grpc extras, uvicorn)
+#   target/py/a2a-1x : the latest a2a-sdk 1.x from PyPI (+ http-server, signing and grpc extras, cryptography, uvicorn)
 #   target/py/a2a-03 : a2a-sdk 0.3.26 (+ http-server extras, uvicorn)
+#   target/py/otlp   : opentelemetry-proto, for the OTLP receiver of the trace-export test
 # Idempotent: a venv whose stamp file matches the wanted requirement is left alone, so a second
 # run takes well under a second. Set A2A_PY_FORCE=1 to rebuild both.
 # Tests look for <workspace>/target/py/a2a-1x/bin/python and .../a2a-03/bin/python, or the
@@ -45,5 +46,24 @@ make_venv() {
   echo "setup-python: ${name} installed: $("${dir}/bin/python" -m pip show a2a-sdk | grep '^Version')"
 }
 
-make_venv a2a-1x 'a2a-sdk[http-server,grpc]>=1,<2' 'uvicorn>=0.30'
+make_venv a2a-1x 'a2a-sdk[http-server,signing,grpc]>=1,<2' 'cryptography>=43' 'uvicorn>=0.30'
 make_venv a2a-03 'a2a-sdk[http-server]==0.3.26' 'uvicorn>=0.30'
+
+# target/py/otlp : opentelemetry-proto (+ protobuf) for the small OTLP/HTTP receiver
+# (crates/subagents-cli/tests/support/otlp_receiver.py) the trace-export test sends spans to.
+# Tests look for target/py/otlp/bin/python, or the path in SUBAGENTS_OTLP_PY.
+otlp_dir="${py_root}/otlp"
+otlp_want='opentelemetry-proto>=1.20,<2'
+if [[ "${A2A_PY_FORCE:-}" != "1" && -x "${otlp_dir}/bin/python" && -f "${otlp_dir}/.subagents-stamp" \
+      && "$(cat "${otlp_dir}/.subagents-stamp")" == "${otlp_want}" ]]; then
+  echo "setup-python: otlp ready (${otlp_want})"
+else
+  echo "setup-python: creating ${otlp_dir} with: ${otlp_want}"
+  rm -rf "${otlp_dir}"
+  mkdir -p "${py_root}"
+  "${python}" -m venv "${otlp_dir}"
+  "${otlp_dir}/bin/python" -m pip install --quiet --disable-pip-version-check "${otlp_want}"
+  "${otlp_dir}/bin/python" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2'
+  echo "${otlp_want}" >"${otlp_dir}/.subagents-stamp"
+  echo "setup-python: otlp installed: $("${otlp_dir}/bin/python" -m pip show opentelemetry-proto | grep '^Version')"
+fi

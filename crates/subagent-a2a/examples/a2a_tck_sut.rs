@@ -13,6 +13,13 @@
 //! `TCK_STREAMING_TIMEOUT` (seconds, default 2) sets how long `test-resubscribe-message-id*`
 //! tasks run (twice that).
 //!
+//! `--legacy-card` prepares the SUT for the TCK's `0.3.x` branch and stock 0.3 clients: the
+//! 0.3 card at `agent-card.json` for requests without `A2A-Version`, 0.3 sends without
+//! `blocking` answered at once, and a plain 0.3 `message/send` (no scenario prefix, not
+//! streamed) leaves its task `working` and takes follow-up messages until
+//! `TCK_CONVERSATION_IDLE` seconds (default 3) pass without one, then completes: the 0.3 TCK
+//! checks a task right after a plain send, continues it and cancels it.
+//!
 //! Tasks live in memory here; `subagent-store`'s example `a2a-tck-sut-store` serves the same
 //! agent with `--store sqlite:PATH` or `--store postgres://...` (it includes this file).
 
@@ -21,11 +28,14 @@ use std::time::Duration;
 use subagent_a2a::server::{
     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
 };
+use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::v1::{self, Artifact, Part, PartContent, TaskState};
 use subagent_spi::{CancellationToken, async_trait};
 
 struct TckAgent {
     streaming_timeout: Duration,
+    /// 0.3 TCK mode (see the crate docs): how long a plain 0.3 task waits for follow-ups.
+    v03_conversation: Option<Duration>,
 }
 
 fn artifact(id: &str, part: Part) -> Artifact {
@@ -153,6 +163,31 @@ impl A2aHandler for TckAgent {
                 ev.complete(None).await?;
             } else if k.starts_with("tck-complete-task") {
                 ev.complete(Some(ev.agent_text("Hello from TCK"))).await?;
+            } else if let Some(idle) = self
+                .v03_conversation
+                .filter(|_| req.version == ProtocolVersion::V03 && !req.streaming)
+            {
+                // Working, taking follow-ups, until `idle` passes without one.
+                ev.working().await?;
+                let mut inbox = ev.inbox(16);
+                let mut last = req.text();
+                loop {
+                    tokio::select! {
+                        m = inbox.next() => match m {
+                            Some(m) => {
+                                last = m.parts.iter().filter_map(|p| p.as_text()).collect();
+                            }
+                            None => break,
+                        },
+                        _ = tokio::time::sleep(idle) => break,
+                        _ = cancel.cancelled() => {
+                            ev.status(TaskState::Canceled, None).await?;
+                            return Ok(());
+                        }
+                    }
+                }
+                let echo = format!("Echo: {last}");
+                ev.complete(Some(ev.agent_text(echo))).await?;
             } else {
                 let echo = format!("Echo: {}", req.text());
                 ev.complete(Some(ev.agent_text(echo))).await?;
@@ -168,13 +203,24 @@ impl A2aHandler for TckAgent {
 
 /// The TCK agent at the root, as every SUT serves it.
 pub(crate) fn tck_mount() -> AgentMount {
+    tck_mount_with(false)
+}
+
+/// The TCK agent; `v03_tck`: the 0.3 TCK mode of `--legacy-card` (see the crate docs).
+pub(crate) fn tck_mount_with(v03_tck: bool) -> AgentMount {
     let secs: f64 = std::env::var("TCK_STREAMING_TIMEOUT")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|v: &f64| v.is_finite() && *v > 0.0)
         .unwrap_or(2.0);
+    let idle: f64 = std::env::var("TCK_CONVERSATION_IDLE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v: &f64| v.is_finite() && *v > 0.0)
+        .unwrap_or(3.0);
     let agent = TckAgent {
         streaming_timeout: Duration::from_secs_f64(secs),
+        v03_conversation: v03_tck.then(|| Duration::from_secs_f64(idle)),
     };
     let info = AgentInfo::new(
         "TCK System Under Test",
@@ -201,6 +247,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
     let mut legacy_card = false;
     let mut grpc_port: Option<u16> = None;
+    let mut signer = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -216,19 +263,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .map_err(|_| format!("invalid --grpc-port `{v}`"))?,
                 );
             }
+            // Signs the cards (JWS, A2A §8.4) with a PEM or JWK private key (ES256 / EdDSA).
+            "--card-signing-key" => {
+                let v = args.next().ok_or("--card-signing-key needs a file")?;
+                signer = Some(subagent_a2a::signing::CardSigner::from_file(v)?);
+            }
             other => {
                 if let Some(v) = other.strip_prefix("--port=") {
                     port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
                 } else {
                     return Err(format!(
-                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--grpc-port N] [--legacy-card]"
+                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--grpc-port N] [--legacy-card] [--card-signing-key FILE]"
                     )
                     .into());
                 }
             }
         }
     }
-    #[allow(unused_mut)]
     let mut builder = A2aServer::builder();
     if let Some(p) = grpc_port {
         if !cfg!(feature = "grpc-server") {
@@ -236,14 +287,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         builder = builder.grpc_url(format!("127.0.0.1:{p}"));
     }
+    if let Some(s) = signer {
+        eprintln!(
+            "a2a-tck-sut signs its cards with {} key `{}`",
+            s.alg(),
+            s.kid()
+        );
+        builder = builder.card_signer(s);
+    }
     let server = builder
         // For the 0.3.x TCK and stock 0.3 clients: header-less card requests get the 0.3 card
         // (see ServerConfig::legacy_card_discovery and docs/a2a-conformance.md).
         .legacy_card_discovery(legacy_card)
+        // The 0.3 TCK sends plain `message/send`s and expects the task still running.
+        .v03_blocking_by_default(!legacy_card)
         // The TCK's webhook receiver listens on this machine.
         .push_notifications(true)
         .push_allow_private(true)
-        .mount(tck_mount())
+        .mount(if legacy_card {
+            tck_mount_with(true)
+        } else {
+            tck_mount()
+        })
         .build()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

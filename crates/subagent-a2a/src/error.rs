@@ -77,6 +77,10 @@ pub enum A2aError {
         /// What was wrong.
         message: String,
     },
+    /// The agent card's signatures were not accepted under the resolver's
+    /// [`CardTrust`](crate::signing::CardTrust) (the message names the card URL and key id).
+    #[error(transparent)]
+    CardSignature(#[from] crate::signing::CardSignatureError),
     /// A body or event exceeded its size limit.
     #[error("response from {url} exceeds the {limit}-byte limit")]
     TooLarge {

@@ -22,7 +22,9 @@
 //! used: they borrow from the input (our envelopes are generic over owned, typed params and
 //! results, parsed in one step) and its error object rejects unknown fields, while a client
 //! must accept what any peer sends. Event streams are read with the workspace's one SSE decoder,
-//! `subagent-sse` (`client` feature). The client speaks JSON-RPC (1.0 and 0.3) and the HTTP+JSON binding (1.0); gRPC is not
+//! `subagent-sse` (`client` feature). Client and server speak JSON-RPC and HTTP+JSON, each in
+//! 1.0 and 0.3 (0.3 HTTP+JSON: the `/v1/…` routes with the ProtoJSON shapes of
+//! [`types::v03_rest`], served beside the 1.0 routes at the same mount); gRPC is not
 //! supported.
 //!
 //! ## Resolving
@@ -81,6 +83,15 @@
 //!
 //! A host may share its HTTP client by putting a `reqwest::Client` in the
 //! [`subagent_spi::TaskContext::extensions`].
+//!
+//! ## Tracing
+//!
+//! With the `otel` feature (the OpenTelemetry API and `tracing-opentelemetry`, never the SDK),
+//! the client sends the current `tracing` span's W3C `traceparent`/`tracestate` on every
+//! request, and the server runs each request in an `a2a.request` server span that continues
+//! the caller's trace (the handler's run nests in it). Both go through the global text-map
+//! propagator, which the host installs when it exports traces (the `subagents` facade does);
+//! without it nothing is sent or read.
 
 #[cfg(feature = "client")]
 pub mod client;
@@ -90,6 +101,10 @@ pub mod error;
 pub mod grpc;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "card-signing")]
+pub mod signing;
+#[cfg(any(feature = "client", feature = "server"))]
+mod trace_context;
 pub mod types;
 
 #[cfg(feature = "client")]

@@ -167,7 +167,7 @@ async fn every_rpc_works_over_grpc() {
     // SendMessage: a task, and a direct message.
     let task = match c.send_message(send("hello")).await.unwrap() {
         v1::SendMessageResponse::Task(t) => t,
-        other => panic!("expected a task, got {other:?}"),
+        other @ v1::SendMessageResponse::Message(_) => panic!("expected a task, got {other:?}"),
     };
     assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(task.artifacts[0].parts[0].as_text(), Some("echo: hello"));
@@ -175,7 +175,7 @@ async fn every_rpc_works_over_grpc() {
         v1::SendMessageResponse::Message(m) => {
             assert_eq!(m.parts[0].as_text(), Some("direct answer"))
         }
-        other => panic!("expected a message, got {other:?}"),
+        other @ v1::SendMessageResponse::Task(_) => panic!("expected a message, got {other:?}"),
     }
     // SendStreamingMessage: the events to the end of the task.
     let events: Vec<_> = c
@@ -221,7 +221,7 @@ async fn every_rpc_works_over_grpc() {
     });
     let slow = match c.send_message(req).await.unwrap() {
         v1::SendMessageResponse::Task(t) => t,
-        other => panic!("expected a task, got {other:?}"),
+        other @ v1::SendMessageResponse::Message(_) => panic!("expected a task, got {other:?}"),
     };
     let sub = c.subscribe_to_task(&slow.id).await.unwrap();
     let canceled = c.cancel_task(&slow.id).await.unwrap();
@@ -260,7 +260,7 @@ async fn errors_are_grpc_statuses_with_the_a2a_reason() {
     assert!(e.to_string().contains("NotFound"), "{e}");
     let task = match c.send_message(send("x")).await.unwrap() {
         v1::SendMessageResponse::Task(t) => t,
-        other => panic!("{other:?}"),
+        other @ v1::SendMessageResponse::Message(_) => panic!("{other:?}"),
     };
     // A finished task cannot be canceled (FAILED_PRECONDITION) nor subscribed to.
     let e = c.cancel_task(&task.id).await.unwrap_err();

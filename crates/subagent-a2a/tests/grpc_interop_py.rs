@@ -90,7 +90,7 @@ async fn our_grpc_client_against_the_python_sdk_grpc_server() {
     // A task with an artifact.
     let task = match c.send_message(send("artifact report")).await.expect("send") {
         v1::SendMessageResponse::Task(t) => t,
-        other => panic!("expected a task, got {other:?}"),
+        other @ v1::SendMessageResponse::Message(_) => panic!("expected a task, got {other:?}"),
     };
     assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(
@@ -100,7 +100,7 @@ async fn our_grpc_client_against_the_python_sdk_grpc_server() {
     // A direct message.
     match c.send_message(send("message hi")).await.expect("send") {
         v1::SendMessageResponse::Message(m) => assert_eq!(m.parts[0].as_text(), Some("echo: hi")),
-        other => panic!("expected a message, got {other:?}"),
+        other @ v1::SendMessageResponse::Task(_) => panic!("expected a message, got {other:?}"),
     }
     // A stream: status updates, an artifact, completed.
     let events: Vec<v1::StreamResponse> = c
@@ -138,7 +138,7 @@ async fn our_grpc_client_against_the_python_sdk_grpc_server() {
     });
     let slow = match c.send_message(req).await.expect("send slow") {
         v1::SendMessageResponse::Task(t) => t,
-        other => panic!("expected a task, got {other:?}"),
+        other @ v1::SendMessageResponse::Message(_) => panic!("expected a task, got {other:?}"),
     };
     let canceled = c.cancel_task(&slow.id).await.expect("cancel");
     assert_eq!(canceled.status.state, TaskState::Canceled);

@@ -9,85 +9,17 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
-    TaskEventSink,
-};
-use subagent_a2a::types::v1::TaskState;
-use subagent_spi::{CancellationToken, async_trait};
+use subagent_a2a::server::{A2aServer, A2aServerBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// `hold`: working until cancelled; `direct`: a direct reply; else working, an artifact echoing
-/// the text, completed.
-struct Agent;
+mod common;
 
-#[async_trait]
-impl A2aHandler for Agent {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let text = req.text();
-        if text.starts_with("hold") {
-            let _ = ev.working().await;
-            cancel.cancelled().await;
-            let _ = ev.status(TaskState::Canceled, None).await;
-            return Ok(());
-        }
-        if text == "direct" {
-            let _ = ev.reply_text("hi").await;
-            return Ok(());
-        }
-        let _ = ev.working().await;
-        let _ = ev
-            .text_artifact(Some("echo"), format!("echo: {text}"))
-            .await;
-        let _ = ev.complete(None).await;
-        Ok(())
-    }
-}
+use common::Srv;
 
-struct Srv {
-    addr: std::net::SocketAddr,
-    stop: CancellationToken,
-}
-
-impl Srv {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
+/// Serves `builder` with the test agent at `/a`.
 async fn serve(builder: A2aServerBuilder) -> Srv {
-    let server = builder
-        .mount(AgentMount::new(
-            "/a",
-            AgentInfo::new("a", "test agent"),
-            Agent,
-        ))
-        .build()
-        .expect("server builds");
-    let stop = server.shutdown_token();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let s2 = stop.clone();
-    tokio::spawn(async move {
-        let _ = server
-            .serve(listener, async move { s2.cancelled().await })
-            .await;
-    });
-    Srv { addr, stop }
+    common::serve(builder.mount(common::agent_at("/a", "a", Default::default()))).await
 }
 
 /// One HTTP answer read off a raw socket.
@@ -729,6 +661,32 @@ async fn notifications_are_executed_but_never_answered() {
     let a = rpc_raw(&srv, r#"{"jsonrpc":"2.0","method":"NoSuchMethod"}"#).await;
     assert_eq!(a.status, 204);
     assert!(a.body.is_empty());
+    // Except in the 0.3 namespace, which has no notifications (its schema requires `id`):
+    // a failing id-less 0.3 call gets its error with `"id": null`, a succeeding one 204.
+    let v = rpc_raw(
+        &srv,
+        r#"{"jsonrpc":"2.0","method":"message/ssend","params":{}}"#,
+    )
+    .await
+    .json();
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    assert_eq!(v["id"], Value::Null);
+    let v = rpc_raw(
+        &srv,
+        r#"{"jsonrpc":"2.0","method":"message/send","params":{"":"not_a_dict"}}"#,
+    )
+    .await
+    .json();
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    let a = rpc_raw(
+        &srv,
+        &json!({"jsonrpc": "2.0", "method": "message/send",
+                "params": {"message": {"kind": "message", "messageId": "n03", "role": "user",
+                    "parts": [{"kind": "text", "text": "notified"}]}}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(a.status, 204);
     // `"id": null` is a request: answered, with `"id": null`.
     let a = rpc_raw(
         &srv,

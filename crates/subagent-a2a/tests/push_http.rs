@@ -9,32 +9,11 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
-    TaskEventSink,
-};
-use subagent_spi::{CancellationToken, async_trait};
+use subagent_a2a::server::{A2aServer, A2aServerBuilder};
 
-struct Agent;
+mod common;
 
-#[async_trait]
-impl A2aHandler for Agent {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        if req.text() == "ask" {
-            let _ = ev.require_input("which one?").await;
-            return Ok(());
-        }
-        let _ = ev.working().await;
-        let _ = ev.text_artifact(Some("echo"), "done").await;
-        let _ = ev.complete(None).await;
-        Ok(())
-    }
-}
+use common::{BINDINGS, Srv, client};
 
 /// What the webhook received: (authorization, token, body).
 type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
@@ -86,23 +65,10 @@ async fn webhook(fail_first: usize) -> (String, Seen) {
     (format!("http://{addr}/hook"), seen)
 }
 
-async fn serve(builder: A2aServerBuilder) -> (String, CancellationToken) {
-    let server = builder
-        .mount(AgentMount::new(
-            "/a",
-            AgentInfo::new("a", "push test"),
-            Agent,
-        ))
-        .build()
-        .unwrap();
-    let stop = server.shutdown_token();
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    let s2 = stop.clone();
-    tokio::spawn(async move {
-        let _ = server.serve(l, async move { s2.cancelled().await }).await;
-    });
-    (format!("http://{addr}/a"), stop)
+/// Serves `builder` with the test agent at `/a`; the agent's URL and the server.
+async fn serve(builder: A2aServerBuilder) -> (String, Srv) {
+    let srv = common::serve(builder.mount(common::agent_at("/a", "a", Default::default()))).await;
+    (srv.url("/a"), srv)
 }
 
 async fn rpc(base: &str, method: &str, params: Value) -> Value {
@@ -137,7 +103,7 @@ fn state(v: &Value) -> Option<&str> {
 #[tokio::test]
 async fn v1_configs_and_delivery_with_authentication() {
     let (hook_url, seen) = webhook(1).await;
-    let (base, stop) = serve(
+    let (base, srv) = serve(
         A2aServer::builder()
             .push_notifications(true)
             .push_allow_private(true),
@@ -221,13 +187,13 @@ async fn v1_configs_and_delivery_with_authentication() {
     )
     .await;
     assert_eq!(gone["error"]["code"], -32001);
-    stop.cancel();
+    drop(srv);
 }
 
 #[tokio::test]
 async fn inline_config_over_http_json_and_03_task_payloads() {
     let (hook_url, seen) = webhook(0).await;
-    let (base, stop) = serve(
+    let (base, srv) = serve(
         A2aServer::builder()
             .push_notifications(true)
             .push_allow_private(true),
@@ -337,13 +303,13 @@ async fn inline_config_over_http_json_and_03_task_payloads() {
     assert_eq!(last["id"], t03.as_str());
     assert_eq!(last["status"]["state"], "completed");
     assert!(ours.iter().all(|v| v["kind"] == "task"));
-    stop.cancel();
+    drop(srv);
 }
 
 #[tokio::test]
 async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
     // Push off (the default): the card says so and the methods refuse.
-    let (base, stop) = serve(A2aServer::builder()).await;
+    let (base, srv) = serve(A2aServer::builder()).await;
     let r = rpc(
         &base,
         "CreateTaskPushNotificationConfig",
@@ -351,9 +317,9 @@ async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
     )
     .await;
     assert_eq!(r["error"]["code"], -32003);
-    stop.cancel();
+    drop(srv);
 
-    let (base, stop) = serve(A2aServer::builder().push_notifications(true)).await;
+    let (base, srv) = serve(A2aServer::builder().push_notifications(true)).await;
     let r = rpc(
         &base,
         "SendMessage",
@@ -391,29 +357,15 @@ async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
     )
     .await;
     assert_eq!(missing["error"]["code"], -32001);
-    stop.cancel();
+    drop(srv);
 }
 
 #[tokio::test]
 async fn client_calls_manage_configs_on_every_binding() {
-    use subagent_a2a::client::{A2aClient, Binding, Endpoint};
-    use subagent_a2a::types::{ProtocolVersion, v1};
-    let (base, stop) = serve(A2aServer::builder().push_notifications(true)).await;
-    for (binding, version) in [
-        (Binding::JsonRpc, ProtocolVersion::V1),
-        (Binding::HttpJson, ProtocolVersion::V1),
-        (Binding::JsonRpc, ProtocolVersion::V03),
-    ] {
-        let client = A2aClient::new(
-            reqwest::Client::new(),
-            Endpoint {
-                url: base.clone(),
-                binding,
-                version,
-                tenant: None,
-            },
-            Default::default(),
-        );
+    use subagent_a2a::types::v1;
+    let (base, srv) = serve(A2aServer::builder().push_notifications(true)).await;
+    for (binding, version) in BINDINGS {
+        let client = client(&base, (binding, version), Default::default());
         let mut m = v1::Message::new(v1::Role::User, "c-m", vec![v1::Part::text("ask")]);
         m.message_id = format!("m-{binding:?}-{version}");
         let r = client
@@ -440,5 +392,5 @@ async fn client_calls_manage_configs_on_every_binding() {
         assert!(client.list_push_configs(&t.id).await.unwrap().is_empty());
         assert!(client.get_push_config(&t.id, "cfg").await.is_err());
     }
-    stop.cancel();
+    drop(srv);
 }

@@ -8,113 +8,23 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
-    ServerAuth, TaskEventSink,
-};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount, ServerAuth};
 use subagent_a2a::types::ProtocolVersion;
-use subagent_a2a::types::v1::TaskState;
 use subagent_spi::{
-    CancellationToken, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference,
-    TaskCall, TaskContext, TaskOutcome, TaskStatus, async_trait,
+    SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference, TaskCall, TaskContext,
+    TaskOutcome, TaskStatus, async_trait,
 };
 
-/// `direct`: a Message reply; `ask`: input-required; `fail`: handler error; `slow`: working
-/// until cancelled (records the cancel); else working, artifact `echo: <text>`, completed.
-#[derive(Default)]
-struct TestAgent {
-    saw_cancel: Arc<AtomicBool>,
-}
+mod common;
 
-#[async_trait]
-impl A2aHandler for TestAgent {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let text = req.text();
-        match text.as_str() {
-            "direct" => {
-                let _ = ev.reply_text("direct answer").await;
-            }
-            "ask" => {
-                let _ = ev.require_input("which one?").await;
-            }
-            "fail" => return Err(HandlerError::failed("it broke")),
-            "slow" => {
-                let _ = ev.working().await;
-                tokio::select! {
-                    _ = cancel.cancelled() => {
-                        self.saw_cancel.store(true, Ordering::SeqCst);
-                        let _ = ev.status(TaskState::Canceled, None).await;
-                    }
-                    _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-                }
-            }
-            _ => {
-                let _ = ev.working().await;
-                let _ = ev
-                    .text_artifact(Some("echo"), format!("echo: {text}"))
-                    .await;
-                let _ = ev.complete(None).await;
-            }
-        }
-        Ok(())
-    }
-}
-
-struct Srv {
-    base: String,
-    stop: CancellationToken,
-    saw_cancel: Arc<AtomicBool>,
-    done: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
+use common::{BINDINGS, Srv, TestAgent, client, msg};
 
 fn agent(path: &str, saw_cancel: Arc<AtomicBool>) -> AgentMount {
-    AgentMount::new(
-        path,
-        AgentInfo::new("echo", "Echoes text back"),
-        TestAgent { saw_cancel },
-    )
-}
-
-async fn serve(builder: A2aServerBuilder, saw_cancel: Arc<AtomicBool>) -> Srv {
-    let server = builder.build().expect("server builds");
-    let stop = server.shutdown_token();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let s2 = stop.clone();
-    let done = tokio::spawn(async move {
-        server
-            .serve(listener, async move { s2.cancelled().await })
-            .await
-            .expect("serve");
-    });
-    Srv {
-        base: format!("http://{addr}"),
-        stop,
-        saw_cancel,
-        done: Some(done),
-    }
+    common::agent_at(path, "echo", saw_cancel)
 }
 
 async fn start() -> Srv {
-    let saw = Arc::new(AtomicBool::new(false));
-    serve(A2aServer::builder().mount(agent("/echo", saw.clone())), saw).await
-}
-
-fn msg(text: &str) -> Value {
-    json!({"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]})
+    common::serve(A2aServer::builder().mount(agent("/echo", Arc::default()))).await
 }
 
 async fn rpc(base: &str, method: &str, params: Value, version: Option<&str>) -> Value {
@@ -266,11 +176,10 @@ async fn card_caching_last_modified_and_if_modified_since() {
 #[tokio::test]
 async fn legacy_card_discovery_serves_03_card_without_version_header() {
     let saw = Arc::new(AtomicBool::new(false));
-    let s = serve(
+    let s = common::serve(
         A2aServer::builder()
             .legacy_card_discovery(true)
             .mount(agent("/echo", saw.clone())),
-        saw,
     )
     .await;
     let c = reqwest::Client::new();
@@ -329,12 +238,11 @@ async fn legacy_card_discovery_serves_03_card_without_version_header() {
 #[tokio::test]
 async fn option_serves_03_card_at_agent_card_json_and_public_url_wins() {
     let saw = Arc::new(AtomicBool::new(false));
-    let s = serve(
+    let s = common::serve(
         A2aServer::builder()
             .agent_card_version(ProtocolVersion::V03)
             .public_url("https://public.example/")
             .mount(agent("/echo", saw.clone())),
-        saw,
     )
     .await;
     let card: Value = reqwest::get(format!("{}/echo/.well-known/agent-card.json", s.base))
@@ -629,7 +537,8 @@ async fn v03_stream_uses_kinds_and_final() {
 
 #[tokio::test]
 async fn subscribe_joins_a_live_task_and_cancel_reaches_the_handler() {
-    let s = start().await;
+    let saw = Arc::new(AtomicBool::new(false));
+    let s = common::serve(A2aServer::builder().mount(agent("/echo", saw.clone()))).await;
     let r = rpc1(
         &s.base,
         "SendMessage",
@@ -647,7 +556,7 @@ async fn subscribe_joins_a_live_task_and_cancel_reaches_the_handler() {
     let c = rpc1(&s.base, "CancelTask", json!({"id": id})).await;
     assert_eq!(c["result"]["status"]["state"], "TASK_STATE_CANCELED");
     assert!(
-        s.saw_cancel.load(Ordering::SeqCst),
+        saw.load(Ordering::SeqCst),
         "cancel reached the handler's token"
     );
     let events = reader.await.unwrap();
@@ -771,12 +680,11 @@ async fn http_json_binding_routes_and_errors() {
 #[tokio::test]
 async fn body_and_stream_limits() {
     let saw = Arc::new(AtomicBool::new(false));
-    let s = serve(
+    let s = common::serve(
         A2aServer::builder()
             .max_body_bytes(1024)
             .max_streams(1)
             .mount(agent("/echo", saw.clone())),
-        saw,
     )
     .await;
     let big = "x".repeat(4096);
@@ -819,7 +727,6 @@ async fn body_and_stream_limits() {
 
 #[tokio::test]
 async fn extended_card_goes_to_authenticated_callers_only() {
-    use subagent_a2a::client::{A2aClient, Binding, Endpoint};
     // Without credentials the server refuses to build: the card would be public.
     let no_auth = A2aServer::builder()
         .mount(
@@ -842,13 +749,12 @@ async fn extended_card_goes_to_authenticated_callers_only() {
             security_requirements: vec![],
         },
     );
-    let s = serve(
+    let s = common::serve(
         A2aServer::builder().mount(
             agent("/echo", saw.clone())
                 .with_auth(ServerAuth::bearer("tok"))
                 .with_extended_card(extended),
         ),
-        saw,
     )
     .await;
     let c = reqwest::Client::new();
@@ -887,21 +793,8 @@ async fn extended_card_goes_to_authenticated_callers_only() {
     // Authenticated, through our client on each binding and version.
     let mut headers = http::HeaderMap::new();
     headers.insert(http::header::AUTHORIZATION, "Bearer tok".parse().unwrap());
-    for (binding, version) in [
-        (Binding::JsonRpc, ProtocolVersion::V1),
-        (Binding::HttpJson, ProtocolVersion::V1),
-        (Binding::JsonRpc, ProtocolVersion::V03),
-    ] {
-        let client = A2aClient::new(
-            reqwest::Client::new(),
-            Endpoint {
-                url: format!("{}/echo", s.base),
-                binding,
-                version,
-                tenant: None,
-            },
-            headers.clone(),
-        );
+    for (binding, version) in BINDINGS {
+        let client = client(&s.url("/echo"), (binding, version), headers.clone());
         let ext = client.get_extended_agent_card().await.unwrap();
         assert_eq!(ext.description, "Echoes, with the private skill");
         assert!(
@@ -914,10 +807,9 @@ async fn extended_card_goes_to_authenticated_callers_only() {
 #[tokio::test]
 async fn bearer_auth_is_checked_and_declared() {
     let saw = Arc::new(AtomicBool::new(false));
-    let s = serve(
+    let s = common::serve(
         A2aServer::builder()
             .mount(agent("/echo", saw.clone()).with_auth(ServerAuth::bearer("tok"))),
-        saw,
     )
     .await;
     let card: Value = reqwest::get(format!("{}/echo/.well-known/agent-card.json", s.base))
@@ -960,7 +852,7 @@ async fn bearer_auth_is_checked_and_declared() {
 #[tokio::test]
 async fn several_agents_at_their_own_paths_and_unknown_paths() {
     let saw = Arc::new(AtomicBool::new(false));
-    let s = serve(
+    let s = common::serve(
         A2aServer::builder()
             .mount(agent("/echo", saw.clone()))
             .mount(AgentMount::new(
@@ -968,7 +860,6 @@ async fn several_agents_at_their_own_paths_and_unknown_paths() {
                 AgentInfo::new("other", "Another agent"),
                 TestAgent::default(),
             )),
-        saw,
     )
     .await;
     let card: Value = reqwest::get(format!("{}/team/other/.well-known/agent-card.json", s.base))
@@ -1095,11 +986,8 @@ async fn hosts_an_spi_definition_and_executor() {
     let exec: Arc<dyn SubagentExecutor> = Arc::new(Exec {
         cancelled: cancelled.clone(),
     });
-    let s = serve(
-        A2aServer::builder().mount(AgentMount::subagent("/echo", def, exec)),
-        Arc::default(),
-    )
-    .await;
+    let s =
+        common::serve(A2aServer::builder().mount(AgentMount::subagent("/echo", def, exec))).await;
     let card: Value = reqwest::get(format!("{}/echo/.well-known/agent-card.json", s.base))
         .await
         .unwrap()
@@ -1146,11 +1034,10 @@ async fn idle_streams_get_keep_alive_comments() {
     let saw = Arc::new(AtomicBool::new(false));
     let mut cfg = subagent_a2a::server::ServerConfig::default();
     cfg.keep_alive = Duration::from_millis(50);
-    let s = serve(
+    let s = common::serve(
         A2aServer::builder()
             .config(cfg)
             .mount(agent("/echo", saw.clone())),
-        saw,
     )
     .await;
     let resp = reqwest::Client::new()

@@ -1,7 +1,8 @@
 //! Interop of our A2A server with the official Python SDK clients: a2a-sdk 1.x (JSON-RPC and
 //! HTTP+JSON, discovering the agent from `agent-card.json`) and a2a-sdk 0.3.26 (JSON-RPC,
 //! discovering it from `agent.json`, or from `agent-card.json` when the server serves the 0.3
-//! card there). Each client sends, streams, gets and cancels (`tests/py_clients/*.py`).
+//! card there; and HTTP+JSON). Each client sends, streams, gets and cancels
+//! (`tests/py_clients/*.py`).
 //!
 //! The venvs come from `.ci/setup-python.sh` (`target/py/a2a-1x`, `target/py/a2a-03`, or the
 //! interpreters named by `SUBAGENTS_A2A_PY_1X` / `SUBAGENTS_A2A_PY_03`). Without them a test
@@ -11,43 +12,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
 use subagent_a2a::types::ProtocolVersion;
-use subagent_a2a::types::v1::TaskState;
-use subagent_spi::{CancellationToken, async_trait};
 
-/// `hello`/anything: working, artifact `echo: <text>`, completed; `slow`: working until
-/// cancelled.
-struct TestAgent;
+mod common;
 
-#[async_trait]
-impl A2aHandler for TestAgent {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let text = req.text();
-        let _ = ev.working().await;
-        if text == "slow" {
-            tokio::select! {
-                _ = cancel.cancelled() => {
-                    let _ = ev.status(TaskState::Canceled, None).await;
-                }
-                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-            }
-            return Ok(());
-        }
-        let _ = ev
-            .text_artifact(Some("echo"), format!("echo: {text}"))
-            .await;
-        let _ = ev.complete(None).await;
-        Ok(())
-    }
-}
+use common::Srv;
 
 fn python(env: &str, venv: &str) -> Option<PathBuf> {
     let path = std::env::var_os(env).map(PathBuf::from).unwrap_or_else(|| {
@@ -66,33 +36,19 @@ fn python(env: &str, venv: &str) -> Option<PathBuf> {
     panic!("{msg}: these tests run only when asked for (`-- --ignored`), and need it")
 }
 
-async fn start(card_version: ProtocolVersion) -> (String, CancellationToken) {
+async fn start(card_version: ProtocolVersion) -> (String, Srv) {
     start_with(A2aServer::builder().agent_card_version(card_version)).await
 }
 
-async fn start_with(
-    builder: subagent_a2a::server::A2aServerBuilder,
-) -> (String, CancellationToken) {
-    let server = builder
-        .mount(AgentMount::new(
-            "/agents/echo",
-            AgentInfo::new("echo", "Echoes the text back as an artifact"),
-            TestAgent,
-        ))
-        .build()
-        .expect("server builds");
-    let token = server.shutdown_token();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let stop = token.clone();
-    tokio::spawn(async move {
-        let _ = server
-            .serve(listener, async move { stop.cancelled().await })
-            .await;
-    });
-    (format!("http://{addr}/agents/echo"), token)
+/// Serves `builder` with the test agent at `/agents/echo`; the agent's URL and the server.
+async fn start_with(builder: subagent_a2a::server::A2aServerBuilder) -> (String, Srv) {
+    let echo = AgentMount::new(
+        "/agents/echo",
+        AgentInfo::new("echo", "Echoes the text back as an artifact"),
+        common::TestAgent::default(),
+    );
+    let srv = common::serve(builder.mount(echo)).await;
+    (srv.url("/agents/echo"), srv)
 }
 
 async fn run_client(python: &Path, script: &str, args: &[&str]) -> Vec<String> {
@@ -136,10 +92,10 @@ async fn python_1x_client_over_jsonrpc() {
     let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
         return;
     };
-    let (url, stop) = start(ProtocolVersion::V1).await;
+    let (url, srv) = start(ProtocolVersion::V1).await;
     let lines = run_client(&py, "client_v1.py", &[&url, "JSONRPC"]).await;
     assert_all_checks(&lines);
-    stop.cancel();
+    drop(srv);
 }
 
 #[cfg(feature = "grpc-server")]
@@ -159,7 +115,7 @@ async fn python_1x_client_over_grpc() {
         .mount(AgentMount::new(
             "/agents/echo",
             AgentInfo::new("echo", "Echoes the text back as an artifact"),
-            TestAgent,
+            common::TestAgent::default(),
         ))
         .build()
         .expect("server builds");
@@ -190,10 +146,10 @@ async fn python_1x_client_over_http_json() {
     let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
         return;
     };
-    let (url, stop) = start(ProtocolVersion::V1).await;
+    let (url, srv) = start(ProtocolVersion::V1).await;
     let lines = run_client(&py, "client_v1.py", &[&url, "HTTP+JSON"]).await;
     assert_all_checks(&lines);
-    stop.cancel();
+    drop(srv);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,10 +158,33 @@ async fn python_03_client_discovers_agent_json() {
     let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
         return;
     };
-    let (url, stop) = start(ProtocolVersion::V1).await;
+    let (url, srv) = start(ProtocolVersion::V1).await;
     let lines = run_client(&py, "client_v03.py", &[&url, "/.well-known/agent.json"]).await;
     assert_all_checks(&lines);
-    stop.cancel();
+    drop(srv);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
+async fn python_03_client_over_http_json() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
+        return;
+    };
+    // The stock 0.3 client limited to HTTP+JSON: it finds the binding in the card's
+    // `additionalInterfaces` and calls the `/v1/…` routes (its RestTransport).
+    let (url, srv) = start(ProtocolVersion::V1).await;
+    let lines = run_client(
+        &py,
+        "client_v03.py",
+        &[&url, "/.well-known/agent.json", "HTTP+JSON"],
+    )
+    .await;
+    assert!(
+        lines.iter().any(|l| l == "OK transport RestTransport"),
+        "{lines:?}"
+    );
+    assert_all_checks(&lines);
+    drop(srv);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,7 +193,7 @@ async fn python_03_client_with_03_card_at_agent_card_json() {
     let Some(py) = python("SUBAGENTS_A2A_PY_03", "a2a-03") else {
         return;
     };
-    let (url, stop) = start(ProtocolVersion::V03).await;
+    let (url, srv) = start(ProtocolVersion::V03).await;
     let lines = run_client(
         &py,
         "client_v03.py",
@@ -222,7 +201,7 @@ async fn python_03_client_with_03_card_at_agent_card_json() {
     )
     .await;
     assert_all_checks(&lines);
-    stop.cancel();
+    drop(srv);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -233,7 +212,7 @@ async fn python_03_client_discovers_agent_card_json_under_legacy_discovery() {
     };
     // The stock 0.3 client's default path, no A2A-Version header: the 0.3 card (1.0
     // interfaces embedded) answers.
-    let (url, stop) = start_with(A2aServer::builder().legacy_card_discovery(true)).await;
+    let (url, srv) = start_with(A2aServer::builder().legacy_card_discovery(true)).await;
     let lines = run_client(
         &py,
         "client_v03.py",
@@ -241,7 +220,7 @@ async fn python_03_client_discovers_agent_card_json_under_legacy_discovery() {
     )
     .await;
     assert_all_checks(&lines);
-    stop.cancel();
+    drop(srv);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,10 +231,10 @@ async fn python_1x_client_reads_the_embedded_interfaces_under_legacy_discovery()
     };
     // The 1.x resolver sends no A2A-Version either: it gets the 0.3 card and reads its
     // `supportedInterfaces`, so it still talks 1.0.
-    let (url, stop) = start_with(A2aServer::builder().legacy_card_discovery(true)).await;
+    let (url, srv) = start_with(A2aServer::builder().legacy_card_discovery(true)).await;
     let lines = run_client(&py, "client_v1.py", &[&url, "JSONRPC"]).await;
     assert_all_checks(&lines);
-    stop.cancel();
+    drop(srv);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,7 +244,7 @@ async fn python_1x_client_registers_a_webhook_and_receives_pushes() {
         return;
     };
     // The client's webhook listens on 127.0.0.1: allowed explicitly.
-    let (url, stop) = start_with(
+    let (url, srv) = start_with(
         A2aServer::builder()
             .push_notifications(true)
             .push_allow_private(true),
@@ -280,5 +259,5 @@ async fn python_1x_client_registers_a_webhook_and_receives_pushes() {
             );
         }
     }
-    stop.cancel();
+    drop(srv);
 }

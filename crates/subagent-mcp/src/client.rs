@@ -275,7 +275,12 @@ impl Connection {
             return Ok(CallEnd::Cancelled);
         }
         let peer = self.service.peer().clone();
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let mut meta = rmcp::model::JsonObject::new();
+        crate::trace_context::inject(&mut meta);
+        if !meta.is_empty() {
+            params.meta = Some(meta.into());
+        }
         let request: ClientRequest = CallToolRequest::new(params).into();
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())

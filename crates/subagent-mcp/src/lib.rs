@@ -19,6 +19,12 @@
 //!    `TaskOutput` and `TaskStop` — served over stdio or streamable HTTP so any MCP client can
 //!    delegate to subagents.
 //!
+//! With the `otel` feature (the OpenTelemetry API and `tracing-opentelemetry`, never the SDK),
+//! `tools/call` requests carry the current `tracing` span's W3C trace context in `_meta`
+//! (`traceparent`, `tracestate`), and the server runs each call in a `tools/call {tool}`
+//! server span continuing it, through the global propagator the host installs (as
+//! `subagent-a2a` does with headers).
+//!
 //! Connections live in an [`McpPool`] keyed by [`McpEndpoint`]: a stdio server starts once per
 //! distinct command line and environment, is reused by every resolve and call, and is killed
 //! when the pool and the last tool using it are dropped.
@@ -43,6 +49,7 @@ mod kind;
 mod server;
 mod shell;
 mod tools;
+mod trace_context;
 
 pub use client::{DEFAULT_CONNECT_TIMEOUT, McpPool};
 pub use config::{McpServerConfig, McpServerEntry, parse_server};

@@ -19,6 +19,7 @@ use subagent_spi::{
     ToolError,
 };
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use crate::McpError;
 use crate::elicit::{DEFAULT_ELICITATION_TIMEOUT, ElicitingApprover};
@@ -332,7 +333,16 @@ impl McpToolServer {
                 cancel.cancel();
             })
         };
-        let result = tool.call(input, &ctx).await;
+        // The call's server span, continuing the caller's trace (`traceparent` in `_meta`).
+        let span = tracing::info_span!(
+            "mcp.tools_call",
+            otel.name = %format_args!("tools/call {}", request.name),
+            otel.kind = "server",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = %request.name,
+        );
+        crate::trace_context::continue_trace(&context.meta, &span);
+        let result = tool.call(input, &ctx).instrument(span).await;
         watch.abort();
         guard.0 = None;
         drop(ctx);

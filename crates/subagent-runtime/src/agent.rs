@@ -595,8 +595,15 @@ fn record_chat(
     }
     match outcome {
         Guarded::Done(Ok(r)) => {
-            span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
-            span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+            // As i64: `tracing-opentelemetry` exports a u64 as a string.
+            span.record(
+                "gen_ai.usage.input_tokens",
+                i64::try_from(r.usage.input_tokens).unwrap_or(i64::MAX),
+            );
+            span.record(
+                "gen_ai.usage.output_tokens",
+                i64::try_from(r.usage.output_tokens).unwrap_or(i64::MAX),
+            );
             if !r.model.is_empty() {
                 span.record("gen_ai.response.model", r.model.as_str());
             }

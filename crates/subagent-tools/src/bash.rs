@@ -5,13 +5,12 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 use tokio::io::AsyncReadExt;
 
 use crate::Workspace;
 use crate::sandbox::{SandboxPolicy, restrict_current_thread};
-use crate::util::{parse, schema_for};
+use crate::util::builtin_tool;
 
 /// The timeout when none is given.
 pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -172,30 +171,18 @@ async fn read_capped(
     (kept, dropped_chars)
 }
 
-#[async_trait]
-impl Tool for BashTool {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+builtin_tool!(
+    BashTool,
+    BashInput,
+    ToolEffect::Execute,
+    "Runs a shell command (sh -c) in the workspace root and returns its combined stdout and \
+     stderr (at most 30000 characters). `timeout` is in milliseconds (default 120000, max \
+     600000). Background processes do not outlive the command. Prefer Read, Glob and Grep \
+     for reading and searching files."
+);
 
-    fn description(&self) -> String {
-        "Runs a shell command (sh -c) in the workspace root and returns its combined stdout and \
-         stderr (at most 30000 characters). `timeout` is in milliseconds (default 120000, max \
-         600000). Background processes do not outlive the command. Prefer Read, Glob and Grep \
-         for reading and searching files."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        schema_for::<BashInput>()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::Execute
-    }
-
-    async fn call(&self, input: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: BashInput = parse(Self::NAME, input)?;
+impl BashTool {
+    async fn run(&self, input: BashInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         if input.command.trim().is_empty() {
             return Err(ToolError::invalid(Self::NAME, "`command` is empty"));
         }

@@ -2,12 +2,11 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::Workspace;
-use crate::util::{parse, schema_for};
+use crate::util::builtin_tool;
 use crate::workspace::not_regular;
 
 /// Lines shown when no `limit` is given.
@@ -85,29 +84,17 @@ impl ReadTool {
     }
 }
 
-#[async_trait]
-impl Tool for ReadTool {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+builtin_tool!(
+    ReadTool,
+    ReadInput,
+    ToolEffect::ReadOnly,
+    "Reads a text file from the workspace and returns it with line numbers (cat -n style). \
+     By default up to 2000 lines from the start; use `offset` (1-based line) and `limit` to \
+     page through long files. Lines longer than 2000 characters are cut."
+);
 
-    fn description(&self) -> String {
-        "Reads a text file from the workspace and returns it with line numbers (cat -n style). \
-         By default up to 2000 lines from the start; use `offset` (1-based line) and `limit` to \
-         page through long files. Lines longer than 2000 characters are cut."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        schema_for::<ReadInput>()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::ReadOnly
-    }
-
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: ReadInput = parse(Self::NAME, input)?;
+impl ReadTool {
+    async fn run(&self, input: ReadInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;
         let shown = self.workspace.display_path(&path);
         let offset = input.offset.unwrap_or(1).max(1);

@@ -11,11 +11,10 @@ use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
 use crate::Workspace;
-use crate::util::{StopFlag, blocking, cut_chars, parse, schema_for};
+use crate::util::{StopFlag, blocking, builtin_tool, cut_chars};
 use crate::workspace::link_count;
 
 /// At most this many paths are listed by `Glob` and by `Grep` in files mode.
@@ -74,30 +73,19 @@ impl GlobTool {
     }
 }
 
-#[async_trait]
-impl Tool for GlobTool {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+builtin_tool!(
+    GlobTool,
+    GlobInput,
+    ToolEffect::ReadOnly,
+    format!(
+        "Finds files by glob pattern (e.g. `**/*.rs`, `src/**/mod.rs`), respecting .gitignore. \
+         Returns matching paths relative to the workspace root, most recently modified first \
+         (at most {MAX_LISTED_FILES})."
+    )
+);
 
-    fn description(&self) -> String {
-        format!(
-            "Finds files by glob pattern (e.g. `**/*.rs`, `src/**/mod.rs`), respecting .gitignore. \
-             Returns matching paths relative to the workspace root, most recently modified first \
-             (at most {MAX_LISTED_FILES})."
-        )
-    }
-
-    fn input_schema(&self) -> Value {
-        schema_for::<GlobInput>()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::ReadOnly
-    }
-
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: GlobInput = parse(Self::NAME, input)?;
+impl GlobTool {
+    async fn run(&self, input: GlobInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let ws = self.workspace.clone();
         blocking(Self::NAME, move |stop| glob_blocking(&ws, &input, &stop)).await
     }
@@ -312,31 +300,19 @@ impl GrepTool {
     }
 }
 
-#[async_trait]
-impl Tool for GrepTool {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+builtin_tool!(
+    GrepTool,
+    GrepInput,
+    ToolEffect::ReadOnly,
+    "Searches file contents with a regular expression (ripgrep syntax), respecting \
+     .gitignore and skipping binary files. `output_mode`: `files_with_matches` (default, \
+     newest first), `content` (path:line:text) or `count`. Filter files with `glob` \
+     (e.g. `*.rs`); set `case_insensitive` for case-insensitive matching; in content mode \
+     `context` / `before` / `after` add surrounding lines."
+);
 
-    fn description(&self) -> String {
-        "Searches file contents with a regular expression (ripgrep syntax), respecting \
-         .gitignore and skipping binary files. `output_mode`: `files_with_matches` (default, \
-         newest first), `content` (path:line:text) or `count`. Filter files with `glob` \
-         (e.g. `*.rs`); set `case_insensitive` for case-insensitive matching; in content mode \
-         `context` / `before` / `after` add surrounding lines."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        schema_for::<GrepInput>()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::ReadOnly
-    }
-
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: GrepInput = parse(Self::NAME, input)?;
+impl GrepTool {
+    async fn run(&self, input: GrepInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let ws = self.workspace.clone();
         blocking(Self::NAME, move |stop| grep_blocking(&ws, &input, &stop)).await
     }

@@ -4,10 +4,9 @@ use std::sync::Mutex;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
-use crate::util::{parse, schema_for};
+use crate::util::builtin_tool;
 
 /// At most this many items are kept.
 pub const MAX_TODOS: usize = 200;
@@ -92,29 +91,21 @@ fn render(todos: &[TodoItem]) -> String {
     out
 }
 
-#[async_trait]
-impl Tool for TodoWriteTool {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+builtin_tool!(
+    TodoWriteTool,
+    TodoWriteInput,
+    ToolEffect::ReadOnly,
+    "Replaces your todo list with `todos` (each: `content`, `status` pending | in_progress | \
+     completed, optional `activeForm`) and shows it. Use it to plan multi-step tasks and \
+     mark progress; keep one item in progress at a time."
+);
 
-    fn description(&self) -> String {
-        "Replaces your todo list with `todos` (each: `content`, `status` pending | in_progress | \
-         completed, optional `activeForm`) and shows it. Use it to plan multi-step tasks and \
-         mark progress; keep one item in progress at a time."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        schema_for::<TodoWriteInput>()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::ReadOnly
-    }
-
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: TodoWriteInput = parse(Self::NAME, input)?;
+impl TodoWriteTool {
+    async fn run(
+        &self,
+        input: TodoWriteInput,
+        _ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
         if input.todos.len() > MAX_TODOS {
             return Err(ToolError::invalid(
                 Self::NAME,

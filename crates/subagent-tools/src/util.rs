@@ -66,3 +66,38 @@ where
         .await
         .map_err(|e| ToolError::failed(tool, format!("internal error: {e}")))?
 }
+
+/// The `Tool` impl of a built-in tool: its name (`Self::NAME`), description, input schema
+/// (from the input type) and effect; `call` parses the input, naming the tool when it does not
+/// parse, and hands it to the tool's `run`.
+macro_rules! builtin_tool {
+    ($tool:ty, $input:ty, $effect:expr, $description:expr $(,)?) => {
+        #[subagent_spi::async_trait]
+        impl subagent_spi::Tool for $tool {
+            fn name(&self) -> &str {
+                Self::NAME
+            }
+
+            fn description(&self) -> String {
+                $description.into()
+            }
+
+            fn input_schema(&self) -> serde_json::Value {
+                $crate::util::schema_for::<$input>()
+            }
+
+            fn effect(&self) -> subagent_spi::ToolEffect {
+                $effect
+            }
+
+            async fn call(
+                &self,
+                input: serde_json::Value,
+                ctx: &subagent_spi::TaskContext,
+            ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+                self.run($crate::util::parse(Self::NAME, input)?, ctx).await
+            }
+        }
+    };
+}
+pub(crate) use builtin_tool;

@@ -4,10 +4,9 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
-use crate::util::{cut_chars, parse, schema_for};
+use crate::util::{builtin_tool, cut_chars};
 
 /// The default cap on a response body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
@@ -152,28 +151,16 @@ impl WebFetchTool {
     }
 }
 
-#[async_trait]
-impl Tool for WebFetchTool {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+builtin_tool!(
+    WebFetchTool,
+    WebFetchInput,
+    ToolEffect::Execute,
+    "Fetches an http(s) URL and returns its content as text (HTML converted to plain text, \
+     at most 100000 characters)."
+);
 
-    fn description(&self) -> String {
-        "Fetches an http(s) URL and returns its content as text (HTML converted to plain text, \
-         at most 100000 characters)."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        schema_for::<WebFetchInput>()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::Execute
-    }
-
-    async fn call(&self, input: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: WebFetchInput = parse(Self::NAME, input)?;
+impl WebFetchTool {
+    async fn run(&self, input: WebFetchInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let url = reqwest::Url::parse(input.url.trim()).map_err(|e| {
             ToolError::invalid(
                 Self::NAME,

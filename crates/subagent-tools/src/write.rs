@@ -2,15 +2,14 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::Workspace;
-use crate::util::{blocking, parse, schema_for};
+use crate::util::{blocking, builtin_tool};
 use crate::workspace::not_regular;
 
 /// Largest file `Edit` reads, and largest result it writes (16 MiB).
@@ -45,28 +44,16 @@ impl WriteTool {
     }
 }
 
-#[async_trait]
-impl Tool for WriteTool {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+builtin_tool!(
+    WriteTool,
+    WriteInput,
+    ToolEffect::Edit,
+    "Writes a file in the workspace, replacing it if it exists and creating missing parent \
+     directories. Prefer Edit for changing part of an existing file."
+);
 
-    fn description(&self) -> String {
-        "Writes a file in the workspace, replacing it if it exists and creating missing parent \
-         directories. Prefer Edit for changing part of an existing file."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        schema_for::<WriteInput>()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::Edit
-    }
-
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: WriteInput = parse(Self::NAME, input)?;
+impl WriteTool {
+    async fn run(&self, input: WriteInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;
         let shown = self.workspace.display_path(&path);
         if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_dir()) {
@@ -138,29 +125,17 @@ impl EditTool {
     }
 }
 
-#[async_trait]
-impl Tool for EditTool {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+builtin_tool!(
+    EditTool,
+    EditInput,
+    ToolEffect::Edit,
+    "Replaces an exact string in a file of the workspace. `old_string` must match the file \
+     exactly (including indentation) and occur exactly once; include surrounding lines to \
+     make it unique, or set `replace_all` to replace every occurrence."
+);
 
-    fn description(&self) -> String {
-        "Replaces an exact string in a file of the workspace. `old_string` must match the file \
-         exactly (including indentation) and occur exactly once; include surrounding lines to \
-         make it unique, or set `replace_all` to replace every occurrence."
-            .to_string()
-    }
-
-    fn input_schema(&self) -> Value {
-        schema_for::<EditInput>()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::Edit
-    }
-
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: EditInput = parse(Self::NAME, input)?;
+impl EditTool {
+    async fn run(&self, input: EditInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         if input.old_string.is_empty() {
             return Err(ToolError::invalid(
                 Self::NAME,

@@ -34,6 +34,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     pub log: String,
 
+    /// Export traces (OpenTelemetry GenAI spans of every run) over OTLP/HTTP to this
+    /// collector base URL (`/v1/traces` is appended), e.g. http://127.0.0.1:4318. Default:
+    /// the standard OTEL_EXPORTER_OTLP_ENDPOINT; with neither, nothing is exported.
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp: Option<String>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -296,6 +302,17 @@ pub(crate) struct ServeArgs {
     /// 127.0.0.1:50051; the cards list it as the GRPC interface.
     #[arg(long, value_name = "ADDR")]
     pub grpc_listen: Option<SocketAddr>,
+    /// Sign the agent cards with this private key (JWS, A2A §8.4): a PEM file (P-256 for
+    /// ES256 or Ed25519 for EdDSA; PKCS#8 or SEC1) or a JWK file with `d`.
+    #[arg(long, value_name = "FILE")]
+    pub card_signing_key: Option<std::path::PathBuf>,
+    /// The key id (`kid`) of the card signatures (default: the JWK's `kid`, else the key's
+    /// RFC 7638 thumbprint).
+    #[arg(long, value_name = "KID", requires = "card_signing_key")]
+    pub card_signing_kid: Option<String>,
+    /// A JWK Set URL (`jku`) named in the card signatures, where clients can find the public key.
+    #[arg(long, value_name = "URL", requires = "card_signing_key")]
+    pub card_signing_jku: Option<String>,
     /// Credentials clients must send.
     #[command(flatten)]
     pub auth: ListenAuthArgs,

@@ -37,11 +37,39 @@ fn main() {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(colour_on_stderr())
-        .with_writer(std::io::stderr)
-        .init();
+    // Traces over OTLP for the commands that run agents, when an endpoint is configured;
+    // otherwise nothing is installed. Set up before the runtime, flushed after it.
+    let otel = match &cli.command {
+        Command::Run(_)
+        | Command::Task(_)
+        | Command::Serve(_)
+        | Command::Mcp(_)
+        | Command::Call(_) => match subagents::otel::OtelGuard::from_env(cli.otlp.as_deref()) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("subagents: {e}");
+                std::process::exit(2);
+            }
+        },
+        _ => None,
+    };
+    {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(colour_on_stderr())
+                    .with_writer(std::io::stderr)
+                    .with_filter(filter),
+            )
+            .with(otel.as_ref().map(|o| o.layer()))
+            .init();
+    }
+    if let Some(o) = &otel {
+        tracing::info!(endpoint = o.endpoint(), "exporting traces over OTLP");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -61,6 +89,10 @@ fn main() {
     };
     // Background tasks may still hold the runtime; do not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // `exit` runs no destructors: flush the spans still buffered first.
+    if let Some(mut o) = otel {
+        o.shutdown();
+    }
     std::process::exit(code);
 }
 

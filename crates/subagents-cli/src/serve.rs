@@ -84,6 +84,22 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         }
         None => None,
     };
+    if let Some(path) = &args.card_signing_key {
+        let mut signer = subagents::a2a::signing::CardSigner::from_file(path)
+            .map_err(|e| CliError::Config(e.to_string()))?;
+        if let Some(kid) = &args.card_signing_kid {
+            signer = signer.with_kid(kid.clone());
+        }
+        if let Some(jku) = &args.card_signing_jku {
+            signer = signer.with_jku(jku.clone());
+        }
+        eprintln!(
+            "  cards signed with {} key `{}`",
+            signer.alg(),
+            signer.kid()
+        );
+        options = options.card_signer(signer);
+    }
     // `--store`: served A2A tasks live in the same database (restarts, replicas).
     if let Some(store) = agents
         .a2a_task_store()

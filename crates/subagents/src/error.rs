@@ -77,6 +77,15 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// The OTLP trace export could not be set up (feature `otel`).
+    #[error("OTLP export to {endpoint}: {source}")]
+    Telemetry {
+        /// The endpoint, password removed.
+        endpoint: String,
+        /// What went wrong.
+        #[source]
+        source: BoxError,
+    },
     /// The A2A server could not be assembled.
     #[error("A2A server: {0}")]
     Server(#[source] BoxError),

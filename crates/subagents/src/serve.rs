@@ -7,7 +7,10 @@ use std::time::Duration;
 use subagent_a2a::server::{
     A2aServer, AgentMount, DEFAULT_APPROVAL_TIMEOUT, ServerAuth, SubagentHandler,
 };
-use subagent_spi::{SubagentDefinition, TaskContext};
+use subagent_spi::{
+    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
+};
+use tracing::Instrument as _;
 
 use crate::{Error, Subagents};
 
@@ -37,6 +40,8 @@ pub struct ServeOptions {
     /// The address (`host:port`) of the gRPC binding the cards list (feature `grpc`; serve it
     /// with [`A2aServer::serve_grpc`]). `None`: no gRPC interface on the cards.
     pub grpc_url: Option<String>,
+    /// Signs every served card with this key (JWS, A2A §8.4). `None`: unsigned cards.
+    pub card_signer: Option<subagent_a2a::signing::CardSigner>,
 }
 
 impl ServeOptions {
@@ -65,6 +70,13 @@ impl ServeOptions {
     #[must_use]
     pub fn auth(mut self, auth: ServerAuth) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// Signs every served card with `signer` (builder style).
+    #[must_use]
+    pub fn card_signer(mut self, signer: subagent_a2a::signing::CardSigner) -> Self {
+        self.card_signer = Some(signer);
         self
     }
 
@@ -196,6 +208,9 @@ impl Subagents {
         if let Some(url) = &options.grpc_url {
             builder = builder.grpc_url(url.clone());
         }
+        if let Some(signer) = &options.card_signer {
+            builder = builder.card_signer(signer.clone());
+        }
         for def in chosen {
             let path = agent_path(def.name()).ok_or_else(|| {
                 Error::Server(
@@ -211,6 +226,7 @@ impl Subagents {
                 .task()
                 .executor_of(def.name())
                 .ok_or_else(|| Error::Server(format!("no executor for `{}`", def.name()).into()))?;
+            let executor: Arc<dyn SubagentExecutor> = Arc::new(Served(executor));
             let handler = SubagentHandler::new(def.clone(), executor)
                 .with_context(base.clone())
                 .with_approval_timeout(
@@ -251,5 +267,55 @@ mod tests {
         );
         assert_eq!(agent_path(".."), None);
         assert_eq!(agent_path("."), None);
+    }
+}
+
+/// A served agent's executor, run in an OpenTelemetry GenAI `invoke_agent` span: the child of
+/// the A2A request's server span, which continues the caller's trace.
+struct Served(Arc<dyn SubagentExecutor>);
+
+#[subagent_spi::async_trait]
+impl SubagentExecutor for Served {
+    async fn execute(
+        &self,
+        call: TaskCall,
+        definition: Arc<dyn SubagentDefinition>,
+        ctx: TaskContext,
+    ) -> Result<TaskOutcome, SubagentError> {
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = %format_args!("invoke_agent {}", definition.name()),
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = definition.name(),
+            gen_ai.agent.id = ctx.task_id().unwrap_or(""),
+            subagents.served = true,
+            subagents.status = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = self
+            .0
+            .execute(call, definition, ctx)
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Ok(o) => {
+                span.record("subagents.status", o.status.as_str());
+                span.record(
+                    "gen_ai.usage.input_tokens",
+                    i64::try_from(o.usage.input_tokens).unwrap_or(i64::MAX),
+                );
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    i64::try_from(o.usage.output_tokens).unwrap_or(i64::MAX),
+                );
+            }
+            Err(_) => {
+                span.record("error.type", "subagent_error");
+            }
+        }
+        result
     }
 }

@@ -376,7 +376,7 @@ impl TaskTool {
             gen_ai.agent.id = child.task_id().unwrap_or(""),
             gen_ai.request.model = call.model.as_deref(),
             subagents.kind = kind.as_str(),
-            subagents.depth = child.depth(),
+            subagents.depth = i64::from(child.depth()),
             subagents.background = call.is_background(),
             subagents.status = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
@@ -396,8 +396,15 @@ impl TaskTool {
         match &result {
             Ok(o) => {
                 span.record("subagents.status", o.status.as_str());
-                span.record("gen_ai.usage.input_tokens", o.usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", o.usage.output_tokens);
+                // As i64: `tracing-opentelemetry` exports a u64 as a string.
+                span.record(
+                    "gen_ai.usage.input_tokens",
+                    i64::try_from(o.usage.input_tokens).unwrap_or(i64::MAX),
+                );
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    i64::try_from(o.usage.output_tokens).unwrap_or(i64::MAX),
+                );
                 tracing::info!(status = %o.status, duration_ms = elapsed.as_millis() as u64, "subagent task finished");
             }
             Err(e) => {

@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+mod card_trust;
 mod config;
 mod definition;
 mod executor;
@@ -29,6 +30,7 @@ mod transport;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use card_trust::{CardVerification, MAX_JWKS_BYTES};
 pub use config::{A2aConfig, DEFAULT_POLL_INTERVAL, DEFAULT_TIMEOUT, keys};
 pub use definition::{A2aSubagentDefinition, AgentCard, describe};
 pub use executor::{A2aExecutor, MAX_ARTIFACT_BYTES, decode_session, encode_session, parts_text};

@@ -19,6 +19,7 @@ use crate::types::{
 #[derive(Debug, Clone)]
 pub struct A2aResolver {
     http: reqwest::Client,
+    verification: std::sync::Arc<super::CardVerification>,
 }
 
 impl Default for A2aResolver {
@@ -35,7 +36,19 @@ impl A2aResolver {
 
     /// A resolver using the given HTTP client.
     pub fn with_client(http: reqwest::Client) -> Self {
-        Self { http }
+        Self {
+            http,
+            verification: Default::default(),
+        }
+    }
+
+    /// Sets how card signatures are checked (builder style; default
+    /// [`CardTrust::VerifyIfPresent`](crate::signing::CardTrust) with no trusted keys, see
+    /// [`CardVerification`](super::CardVerification)).
+    #[must_use]
+    pub fn with_card_verification(mut self, v: super::CardVerification) -> Self {
+        self.verification = std::sync::Arc::new(v);
+        self
     }
 
     /// Fetches the card and builds the definition (the typed form of [`SubagentResolver::resolve`]).
@@ -67,6 +80,8 @@ impl A2aResolver {
                     found = Some((url.clone(), card));
                     break;
                 }
+                // A signature that does not hold is final: the other card path is not tried.
+                Err(e @ A2aError::CardSignature(_)) => return Err(e),
                 Err(e) => failures.push(e.to_string()),
             }
         }
@@ -128,6 +143,7 @@ impl A2aResolver {
         if !status.is_success() {
             return Err(A2aError::status(url, status.as_u16(), &bytes));
         }
+        self.verification.check(&self.http, url, &bytes).await?;
         parse_card(url, &bytes)
     }
 }
@@ -203,9 +219,6 @@ pub fn usable_endpoints(
             ProtocolVersion::parse(&iface.protocol_version)
         };
         let Some(version) = version else { continue };
-        if binding == Binding::HttpJson && version == ProtocolVersion::V03 {
-            continue; // not spoken by this client
-        }
         // A gRPC address is `host:port` (no scheme): plain HTTP/2.
         #[cfg(feature = "grpc-client")]
         if binding == Binding::Grpc {
@@ -260,7 +273,7 @@ pub fn usable_endpoints(
         return Err(A2aError::Card {
             url: card_url.to_string(),
             message: format!(
-                "no usable interface: this client speaks JSON-RPC (1.0, 0.3) and HTTP+JSON (1.0); the card offers {}",
+                "no usable interface: this client speaks JSON-RPC and HTTP+JSON (1.0, 0.3) and, with its grpc-client feature, gRPC (1.0); the card offers {}",
                 card_v1
                     .supported_interfaces
                     .iter()

@@ -13,7 +13,8 @@ use serde::de::DeserializeOwned;
 use super::sse::{SseError, data_events};
 use crate::error::A2aError;
 use crate::types::jsonrpc::{Request, Response};
-use crate::types::{ProtocolVersion, VERSION_HEADER, binding, v1, v03};
+use crate::types::{ProtocolVersion, VERSION_HEADER, binding, v1, v03, v03_rest};
+use serde_json::Value;
 
 /// The largest SSE event accepted (16 MiB).
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -85,7 +86,8 @@ pub struct Endpoint {
 /// A client for one A2A endpoint. Every call takes and returns 1.0 types; for a 0.3 endpoint
 /// the client converts to and from 0.3 on the wire.
 ///
-/// Supported: JSON-RPC 1.0 and 0.3, HTTP+JSON 1.0.
+/// Supported: JSON-RPC and HTTP+JSON, each in 1.0 and 0.3 (0.3 HTTP+JSON: the `/v1/…` routes
+/// with the 0.3 ProtoJSON shapes of [`v03_rest`](crate::types::v03_rest)).
 pub struct A2aClient {
     http: reqwest::Client,
     endpoint: Endpoint,
@@ -152,27 +154,11 @@ impl A2aClient {
         })
     }
 
-    fn check_supported(&self) -> Result<(), A2aError> {
-        if self.endpoint.binding == Binding::HttpJson
-            && self.endpoint.version == ProtocolVersion::V03
-        {
-            return Err(A2aError::Unsupported {
-                message: format!(
-                    "the HTTP+JSON binding of A2A 0.3 at {} (use its JSON-RPC interface)",
-                    self.endpoint.url
-                ),
-            });
-        }
-        Ok(())
-    }
-
     fn base_headers(&self, accept_sse: bool) -> HeaderMap {
         let mut h = self.headers.clone();
-        let ct = match self.endpoint.binding {
-            Binding::JsonRpc => "application/json",
-            Binding::HttpJson => "application/a2a+json",
-            #[cfg(feature = "grpc-client")]
-            Binding::Grpc => "application/grpc",
+        let ct = match (self.endpoint.binding, self.endpoint.version) {
+            (Binding::HttpJson, ProtocolVersion::V1) => "application/a2a+json",
+            _ => "application/json",
         };
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
         h.insert(
@@ -187,6 +173,7 @@ impl A2aClient {
             VERSION_HEADER,
             HeaderValue::from_static(self.endpoint.version.as_str()),
         );
+        crate::trace_context::inject(&mut h);
         h
     }
 
@@ -202,13 +189,15 @@ impl A2aClient {
         &self,
         req: v1::SendMessageRequest,
     ) -> Result<v1::SendMessageResponse, A2aError> {
-        self.check_supported()?;
         let req = self.with_tenant_send(req);
         match (self.endpoint.binding, self.endpoint.version) {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
                 self.rpc(v1::methods::SEND_MESSAGE, &req).await
             }
             (Binding::JsonRpc, _) => {
+                // `blocking` always written: a 0.3 server may read a missing one as false.
+                let mut req = req;
+                req.configuration.get_or_insert_with(Default::default);
                 let params = v03::MessageSendParams::from(req);
                 let ev: v03::Event = self.rpc(v03::methods::MESSAGE_SEND, &params).await?;
                 v1::SendMessageResponse::try_from(ev).map_err(|_| A2aError::Protocol {
@@ -219,6 +208,23 @@ impl A2aClient {
             }
             #[cfg(feature = "grpc-client")]
             (Binding::Grpc, _) => self.grpc()?.send_message(&req).await,
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let body = send_body_v03(req);
+                let url = self.rest_v03_url("message:send");
+                let ev: v03::Event = self
+                    .rest_v03(
+                        reqwest::Method::POST,
+                        &url,
+                        Some(&body),
+                        v03_rest::event_from_proto,
+                    )
+                    .await?;
+                v1::SendMessageResponse::try_from(ev).map_err(|_| A2aError::Protocol {
+                    url,
+                    message: "message:send returned an update event instead of a task or message"
+                        .into(),
+                })
+            }
             (Binding::HttpJson, _) => {
                 let url = self.rest_url("message:send");
                 self.rest(reqwest::Method::POST, &url, Some(&req)).await
@@ -231,7 +237,6 @@ impl A2aClient {
         &self,
         req: v1::SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
-        self.check_supported()?;
         let req = self.with_tenant_send(req);
         match (self.endpoint.binding, self.endpoint.version) {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
@@ -249,9 +254,15 @@ impl A2aClient {
                     .send_streaming_message(&req, self.stream_idle_timeout)
                     .await
             }
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let body = send_body_v03(req);
+                let url = self.rest_v03_url("message:stream");
+                self.rest_stream(reqwest::Method::POST, &url, Some(&body), decode_v03_event)
+                    .await
+            }
             (Binding::HttpJson, _) => {
                 let url = self.rest_url("message:stream");
-                self.rest_stream(reqwest::Method::POST, &url, Some(&req))
+                self.rest_stream(reqwest::Method::POST, &url, Some(&req), decode_v1_event)
                     .await
             }
         }
@@ -263,7 +274,6 @@ impl A2aClient {
         id: &str,
         history_length: Option<i32>,
     ) -> Result<v1::Task, A2aError> {
-        self.check_supported()?;
         let req = v1::GetTaskRequest {
             tenant: self.endpoint.tenant.clone(),
             id: id.to_string(),
@@ -279,6 +289,21 @@ impl A2aClient {
             }
             #[cfg(feature = "grpc-client")]
             (Binding::Grpc, _) => self.grpc()?.get_task(&req).await,
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let mut url = self.rest_v03_url(&format!("tasks/{}", path_segment(id)));
+                if let Some(n) = history_length {
+                    url.push_str(&format!("?historyLength={n}"));
+                }
+                let t: v03::Task = self
+                    .rest_v03::<Value, _>(
+                        reqwest::Method::GET,
+                        &url,
+                        None,
+                        v03_rest::task_from_proto,
+                    )
+                    .await?;
+                Ok(t.into())
+            }
             (Binding::HttpJson, _) => {
                 let mut url = self.rest_url(&format!("tasks/{}", path_segment(id)));
                 if let Some(n) = history_length {
@@ -294,7 +319,6 @@ impl A2aClient {
         &self,
         mut req: v1::ListTasksRequest,
     ) -> Result<v1::ListTasksResponse, A2aError> {
-        self.check_supported()?;
         if req.tenant.is_none() {
             req.tenant = self.endpoint.tenant.clone();
         }
@@ -302,7 +326,7 @@ impl A2aClient {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
                 self.rpc(v1::methods::LIST_TASKS, &req).await
             }
-            (Binding::JsonRpc, _) => Err(A2aError::Unsupported {
+            (_, ProtocolVersion::V03) => Err(A2aError::Unsupported {
                 message: format!(
                     "ListTasks at {}: A2A 0.3 has no task listing",
                     self.endpoint.url
@@ -339,7 +363,6 @@ impl A2aClient {
 
     /// `CancelTask` / `tasks/cancel`.
     pub async fn cancel_task(&self, id: &str) -> Result<v1::Task, A2aError> {
-        self.check_supported()?;
         let req = v1::CancelTaskRequest {
             tenant: self.endpoint.tenant.clone(),
             id: id.to_string(),
@@ -357,6 +380,19 @@ impl A2aClient {
             }
             #[cfg(feature = "grpc-client")]
             (Binding::Grpc, _) => self.grpc()?.cancel_task(&req).await,
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let url = self.rest_v03_url(&format!("tasks/{}:cancel", path_segment(id)));
+                let body = serde_json::json!({ "name": format!("tasks/{id}") });
+                let t: v03::Task = self
+                    .rest_v03(
+                        reqwest::Method::POST,
+                        &url,
+                        Some(&body),
+                        v03_rest::task_from_proto,
+                    )
+                    .await?;
+                Ok(t.into())
+            }
             (Binding::HttpJson, _) => {
                 let url = self.rest_url(&format!("tasks/{}:cancel", path_segment(id)));
                 self.rest(reqwest::Method::POST, &url, Some(&req)).await
@@ -371,7 +407,6 @@ impl A2aClient {
         task_id: &str,
         mut config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        self.check_supported()?;
         config.task_id = Some(task_id.to_string());
         if config.tenant.is_none() {
             config.tenant = self.endpoint.tenant.clone();
@@ -391,6 +426,29 @@ impl A2aClient {
             }
             #[cfg(feature = "grpc-client")]
             (Binding::Grpc, _) => self.grpc()?.create_push_config(&config).await,
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let c = v03::TaskPushNotificationConfig {
+                    task_id: task_id.to_string(),
+                    push_notification_config: config.into(),
+                };
+                let proto = v03_rest::push_config_to_proto(&to_json(&c));
+                let body = serde_json::json!({
+                    "parent": format!("tasks/{task_id}"),
+                    "configId": c.push_notification_config.id.clone().unwrap_or_default(),
+                    "config": proto,
+                });
+                let url = self.rest_v03_url(&format!(
+                    "tasks/{}/pushNotificationConfigs",
+                    path_segment(task_id)
+                ));
+                let tid = task_id.to_string();
+                let c: v03::TaskPushNotificationConfig = self
+                    .rest_v03(reqwest::Method::POST, &url, Some(&body), |v| {
+                        v03_rest::push_config_from_proto(v, &tid)
+                    })
+                    .await?;
+                Ok(c.into())
+            }
             (Binding::HttpJson, _) => {
                 let url = self.rest_url(&format!(
                     "tasks/{}/pushNotificationConfigs",
@@ -407,22 +465,13 @@ impl A2aClient {
         task_id: &str,
         config_id: &str,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        self.check_supported()?;
         match (self.endpoint.binding, self.endpoint.version) {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
-                let req = v1::TaskPushNotificationConfigRef {
-                    tenant: self.endpoint.tenant.clone(),
-                    task_id: task_id.to_string(),
-                    id: config_id.to_string(),
-                };
+                let req = self.push_config_ref(task_id, config_id);
                 self.rpc(v1::methods::GET_PUSH_CONFIG, &req).await
             }
             (Binding::JsonRpc, _) => {
-                let params = v03::TaskPushNotificationConfigParams {
-                    id: task_id.to_string(),
-                    push_notification_config_id: Some(config_id.to_string()),
-                    metadata: None,
-                };
+                let params = push_config_params_03(task_id, config_id);
                 let c: v03::TaskPushNotificationConfig =
                     self.rpc(v03::methods::PUSH_CONFIG_GET, &params).await?;
                 Ok(c.into())
@@ -433,12 +482,17 @@ impl A2aClient {
                     .get_push_config(self.endpoint.tenant.as_deref(), task_id, config_id)
                     .await
             }
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let url = self.push_config_url(task_id, config_id);
+                let c: v03::TaskPushNotificationConfig = self
+                    .rest_v03::<Value, _>(reqwest::Method::GET, &url, None, |v| {
+                        v03_rest::push_config_from_proto(v, task_id)
+                    })
+                    .await?;
+                Ok(c.into())
+            }
             (Binding::HttpJson, _) => {
-                let url = self.rest_url(&format!(
-                    "tasks/{}/pushNotificationConfigs/{}",
-                    path_segment(task_id),
-                    path_segment(config_id)
-                ));
+                let url = self.push_config_url(task_id, config_id);
                 self.rest::<(), _>(reqwest::Method::GET, &url, None).await
             }
         }
@@ -449,7 +503,6 @@ impl A2aClient {
         &self,
         task_id: &str,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aError> {
-        self.check_supported()?;
         match (self.endpoint.binding, self.endpoint.version) {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
                 let req = v1::ListTaskPushNotificationConfigsRequest {
@@ -477,6 +530,29 @@ impl A2aClient {
                     .list_push_configs(self.endpoint.tenant.as_deref(), task_id)
                     .await
             }
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let url = self.rest_v03_url(&format!(
+                    "tasks/{}/pushNotificationConfigs",
+                    path_segment(task_id)
+                ));
+                let list: Vec<v03::TaskPushNotificationConfig> = self
+                    .rest_v03::<Value, _>(reqwest::Method::GET, &url, None, |v| {
+                        // `{"configs": […]}` (the proto response), or a bare array.
+                        let items = v
+                            .get("configs")
+                            .unwrap_or(v)
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default();
+                        items
+                            .iter()
+                            .map(|c| v03_rest::push_config_from_proto(c, task_id))
+                            .collect::<Result<Vec<_>, _>>()
+                            .map(Value::Array)
+                    })
+                    .await?;
+                Ok(list.into_iter().map(Into::into).collect())
+            }
             (Binding::HttpJson, _) => {
                 let url = self.rest_url(&format!(
                     "tasks/{}/pushNotificationConfigs",
@@ -489,24 +565,37 @@ impl A2aClient {
         }
     }
 
+    /// The 1.0 request naming one push config (get and delete send it).
+    fn push_config_ref(&self, task_id: &str, config_id: &str) -> v1::TaskPushNotificationConfigRef {
+        v1::TaskPushNotificationConfigRef {
+            tenant: self.endpoint.tenant.clone(),
+            task_id: task_id.to_string(),
+            id: config_id.to_string(),
+        }
+    }
+
+    /// The HTTP+JSON URL of one push config (get and delete use it), in the endpoint's version.
+    fn push_config_url(&self, task_id: &str, config_id: &str) -> String {
+        let path = format!(
+            "tasks/{}/pushNotificationConfigs/{}",
+            path_segment(task_id),
+            path_segment(config_id)
+        );
+        match self.endpoint.version {
+            ProtocolVersion::V03 => self.rest_v03_url(&path),
+            _ => self.rest_url(&path),
+        }
+    }
+
     /// `DeleteTaskPushNotificationConfig` / `tasks/pushNotificationConfig/delete`.
     pub async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<(), A2aError> {
-        self.check_supported()?;
         match (self.endpoint.binding, self.endpoint.version) {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
-                let req = v1::TaskPushNotificationConfigRef {
-                    tenant: self.endpoint.tenant.clone(),
-                    task_id: task_id.to_string(),
-                    id: config_id.to_string(),
-                };
+                let req = self.push_config_ref(task_id, config_id);
                 self.rpc_unit(v1::methods::DELETE_PUSH_CONFIG, &req).await
             }
             (Binding::JsonRpc, _) => {
-                let params = v03::TaskPushNotificationConfigParams {
-                    id: task_id.to_string(),
-                    push_notification_config_id: Some(config_id.to_string()),
-                    metadata: None,
-                };
+                let params = push_config_params_03(task_id, config_id);
                 self.rpc_unit(v03::methods::PUSH_CONFIG_DELETE, &params)
                     .await
             }
@@ -517,11 +606,7 @@ impl A2aClient {
                     .await
             }
             (Binding::HttpJson, _) => {
-                let url = self.rest_url(&format!(
-                    "tasks/{}/pushNotificationConfigs/{}",
-                    path_segment(task_id),
-                    path_segment(config_id)
-                ));
+                let url = self.push_config_url(task_id, config_id);
                 let _: serde_json::Value = self
                     .rest::<(), _>(reqwest::Method::DELETE, &url, None)
                     .await?;
@@ -533,7 +618,6 @@ impl A2aClient {
     /// `GetExtendedAgentCard` / `agent/getAuthenticatedExtendedCard` / `GET extendedAgentCard`:
     /// the card an authenticated caller gets (send the credentials in the client's headers).
     pub async fn get_extended_agent_card(&self) -> Result<v1::AgentCard, A2aError> {
-        self.check_supported()?;
         match (self.endpoint.binding, self.endpoint.version) {
             (Binding::JsonRpc, ProtocolVersion::V1) => {
                 let req = v1::GetExtendedAgentCardRequest {
@@ -556,6 +640,12 @@ impl A2aClient {
                     .get_extended_agent_card(self.endpoint.tenant.as_deref())
                     .await
             }
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let url = self.rest_v03_url("card");
+                let c: v03::AgentCard =
+                    self.rest::<(), _>(reqwest::Method::GET, &url, None).await?;
+                Ok(c.into())
+            }
             (Binding::HttpJson, _) => {
                 let url = self.rest_url("extendedAgentCard");
                 self.rest::<(), _>(reqwest::Method::GET, &url, None).await
@@ -565,7 +655,6 @@ impl A2aClient {
 
     /// `SubscribeToTask` / `tasks/resubscribe`: the task's events from now on.
     pub async fn subscribe_to_task(&self, id: &str) -> Result<EventStream, A2aError> {
-        self.check_supported()?;
         let req = v1::SubscribeToTaskRequest {
             tenant: self.endpoint.tenant.clone(),
             id: id.to_string(),
@@ -588,9 +677,14 @@ impl A2aClient {
                     .subscribe_to_task(&req, self.stream_idle_timeout)
                     .await
             }
+            (Binding::HttpJson, ProtocolVersion::V03) => {
+                let url = self.rest_v03_url(&format!("tasks/{}:subscribe", path_segment(id)));
+                self.rest_stream::<()>(reqwest::Method::GET, &url, None, decode_v03_event)
+                    .await
+            }
             (Binding::HttpJson, _) => {
                 let url = self.rest_url(&format!("tasks/{}:subscribe", path_segment(id)));
-                self.rest_stream(reqwest::Method::POST, &url, Some(&req))
+                self.rest_stream(reqwest::Method::POST, &url, Some(&req), decode_v1_event)
                     .await
             }
         }
@@ -619,6 +713,29 @@ impl A2aClient {
             Some(t) => format!("{base}/{}/{path}", path_segment(t)),
             None => format!("{base}/{path}"),
         }
+    }
+
+    /// A 0.3 HTTP+JSON URL: `{url}/v1/{path}` (0.3 has no tenants).
+    fn rest_v03_url(&self, path: &str) -> String {
+        format!("{}/v1/{path}", self.endpoint.url.trim_end_matches('/'))
+    }
+
+    /// A 0.3 HTTP+JSON call: the answer's ProtoJSON goes through `convert` (to the 0.3
+    /// JSON-RPC shape) and is then read as `R`.
+    async fn rest_v03<B: Serialize, R: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&B>,
+        convert: impl FnOnce(&Value) -> Result<Value, String>,
+    ) -> Result<R, A2aError> {
+        let v: Value = self.rest(method, url, body).await?;
+        let v = convert(&v).map_err(|message| A2aError::Protocol {
+            url: url.to_string(),
+            message: format!("the 0.3 HTTP+JSON response: {message}"),
+        })?;
+        serde_json::from_value(v)
+            .map_err(|e| A2aError::decode(url, "the 0.3 HTTP+JSON response", e))
     }
 
     async fn rpc<P: Serialize, R: DeserializeOwned>(
@@ -793,6 +910,7 @@ impl A2aClient {
         method: reqwest::Method,
         url: &str,
         body: Option<&B>,
+        decode: fn(&str, &str) -> Result<v1::StreamResponse, A2aError>,
     ) -> Result<EventStream, A2aError> {
         let rb = self.rest_request(method, url, body, true)?;
         let resp = self.send_for_stream(rb, url).await?;
@@ -809,10 +927,52 @@ impl A2aClient {
         );
         Ok(Box::pin(events.map(move |item| {
             let data = item.map_err(|e| sse_error(&url, e))?;
-            serde_json::from_str::<v1::StreamResponse>(&data)
-                .map_err(|e| A2aError::decode(&url, "an HTTP+JSON stream event", e))
+            decode(&url, &data)
         })))
     }
+}
+
+/// Serializes one of our own types (cannot fail: no non-string map keys).
+fn to_json<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+/// A 0.3 HTTP+JSON `SendMessageRequest`, with `blocking` always written: ProtoJSON reads a
+/// missing bool as `false`, so 0.3 servers would take a request without it as non-blocking.
+fn send_body_v03(req: v1::SendMessageRequest) -> Value {
+    let blocking = !req
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.return_immediately);
+    let mut body = v03_rest::send_params_to_proto(&to_json(&v03::MessageSendParams::from(req)));
+    if let Some(o) = body.as_object_mut() {
+        let conf = o
+            .entry("configuration")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(c) = conf.as_object_mut() {
+            c.insert("blocking".into(), Value::Bool(blocking));
+        }
+    }
+    body
+}
+
+/// One 1.0 HTTP+JSON stream event.
+fn decode_v1_event(url: &str, data: &str) -> Result<v1::StreamResponse, A2aError> {
+    serde_json::from_str::<v1::StreamResponse>(data)
+        .map_err(|e| A2aError::decode(url, "an HTTP+JSON stream event", e))
+}
+
+/// One 0.3 HTTP+JSON stream event (a ProtoJSON `StreamResponse`).
+fn decode_v03_event(url: &str, data: &str) -> Result<v1::StreamResponse, A2aError> {
+    let v: Value = serde_json::from_str(data)
+        .map_err(|e| A2aError::decode(url, "a 0.3 HTTP+JSON stream event", e))?;
+    let v = v03_rest::event_from_proto(&v).map_err(|message| A2aError::Protocol {
+        url: url.to_string(),
+        message: format!("a 0.3 HTTP+JSON stream event: {message}"),
+    })?;
+    serde_json::from_value::<v03::Event>(v)
+        .map(Into::into)
+        .map_err(|e| A2aError::decode(url, "a 0.3 HTTP+JSON stream event", e))
 }
 
 fn is_event_stream(resp: &reqwest::Response) -> bool {
@@ -883,6 +1043,15 @@ fn rest_error(url: &str, status: u16, body: &[u8]) -> A2aError {
         };
     }
     A2aError::status(url, status, body)
+}
+
+/// The 0.3 params naming one push config (get and delete send them).
+fn push_config_params_03(task_id: &str, config_id: &str) -> v03::TaskPushNotificationConfigParams {
+    v03::TaskPushNotificationConfigParams {
+        id: task_id.to_string(),
+        push_notification_config_id: Some(config_id.to_string()),
+        metadata: None,
+    }
 }
 
 /// Percent-encodes a value for use as one URL path segment.

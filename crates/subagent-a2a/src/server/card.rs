@@ -259,8 +259,8 @@ impl ServerAuth {
     }
 }
 
-/// The 1.0 card for an agent reachable at `url` (JSON-RPC 1.0, HTTP+JSON 1.0 and JSON-RPC 0.3,
-/// in that order of preference).
+/// The 1.0 card for an agent reachable at `url` (JSON-RPC 1.0, HTTP+JSON 1.0, JSON-RPC 0.3 and
+/// HTTP+JSON 0.3, in that order of preference).
 pub(crate) fn card_v1(
     info: &AgentInfo,
     auth: Option<&ServerAuth>,
@@ -292,6 +292,7 @@ pub(crate) fn card_v1(
             iface(binding::JSONRPC, ProtocolVersion::V1),
             iface(binding::HTTP_JSON, ProtocolVersion::V1),
             iface(binding::JSONRPC, ProtocolVersion::V03),
+            iface(binding::HTTP_JSON, ProtocolVersion::V03),
         ],
         provider: info.provider.clone(),
         version: info.version.clone(),
@@ -326,6 +327,42 @@ pub(crate) fn card_v03(
     let mut card: v03::AgentCard = c.into();
     card.supports_authenticated_extended_card = extended.then_some(true);
     card
+}
+
+/// The 1.0 card with the signatures of `signer` (none without one).
+pub(crate) fn signed_v1(
+    signer: Option<&crate::signing::CardSigner>,
+    mut card: v1::AgentCard,
+) -> v1::AgentCard {
+    if let Some(s) = signer {
+        card.signatures.clear();
+        card.signatures = signatures(s, &card);
+    }
+    card
+}
+
+/// The 0.3 card with the signatures of `signer` (none without one).
+pub(crate) fn signed_v03(
+    signer: Option<&crate::signing::CardSigner>,
+    mut card: v03::AgentCard,
+) -> v03::AgentCard {
+    if let Some(s) = signer {
+        card.signatures.clear();
+        card.signatures = signatures(s, &card).into_iter().map(Into::into).collect();
+    }
+    card
+}
+
+/// The signatures of a card as served (its JSON form without `signatures`).
+pub(crate) fn signatures<T: serde::Serialize>(
+    signer: &crate::signing::CardSigner,
+    card: &T,
+) -> Vec<v1::AgentCardSignature> {
+    signer.sign(card).unwrap_or_else(|e| {
+        // Our cards always serialize to an object; say so should that ever change.
+        tracing::warn!(error = %e, "could not sign the agent card");
+        Vec::new()
+    })
 }
 
 #[cfg(test)]
@@ -387,11 +424,16 @@ mod tests {
             false,
             false,
         );
-        assert_eq!(c1.supported_interfaces.len(), 3);
+        assert_eq!(c1.supported_interfaces.len(), 4);
         assert!(c1.security_schemes.contains_key("bearer"));
         let c03 = card_v03(&info, None, "http://h/echo", false, false);
         assert_eq!(c03.url, "http://h/echo");
         assert_eq!(c03.preferred_transport.as_deref(), Some("JSONRPC"));
         assert!(c03.protocol_version.starts_with("0.3"));
+        assert!(
+            c03.additional_interfaces
+                .iter()
+                .any(|i| i.transport == "HTTP+JSON")
+        );
     }
 }

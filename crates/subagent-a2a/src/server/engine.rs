@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use subagent_spi::CancellationToken;
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument as _;
 
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
 use super::store::{RemoteSignal, StoreError, TaskFilter, TaskStore};
@@ -95,6 +96,10 @@ pub(crate) struct Run {
     input: Mutex<Option<oneshot::Sender<Arc<v1::Message>>>>,
     /// One question at a time: concurrent [`Run::await_input`] calls queue here.
     asking: tokio::sync::Mutex<()>,
+    /// Set when the handler takes further messages while the task runs
+    /// ([`TaskEventSink::inbox`](super::TaskEventSink::inbox)): a message on the `working`
+    /// task goes here instead of being refused.
+    pub(crate) inbox: Mutex<Option<mpsc::Sender<Arc<v1::Message>>>>,
     /// The protocol version of the message that started the run (push payloads follow it).
     version: ProtocolVersion,
 }
@@ -568,6 +573,7 @@ impl Engine {
             registered: std::sync::atomic::AtomicBool::new(false),
             input: Mutex::new(None),
             asking: tokio::sync::Mutex::new(()),
+            inbox: Mutex::new(None),
             version: p.version,
         });
         if let Some(t) = task {
@@ -590,15 +596,19 @@ impl Engine {
         let handler = self.handler.clone();
         let sink = TaskEventSink { run: run.clone() };
         let r2 = run.clone();
-        let driver: BoxFuture = Box::pin(async move {
-            let cancel = r2.cancel.clone();
-            let fut = handler.handle(request, sink, cancel);
-            let result = match AssertUnwindSafe(fut).catch_unwind().await {
-                Ok(r) => r,
-                Err(_) => Err(HandlerError::failed("the agent's handler panicked")),
-            };
-            r2.finish(result).await;
-        });
+        let driver: BoxFuture = Box::pin(
+            async move {
+                let cancel = r2.cancel.clone();
+                let fut = handler.handle(request, sink, cancel);
+                let result = match AssertUnwindSafe(fut).catch_unwind().await {
+                    Ok(r) => r,
+                    Err(_) => Err(HandlerError::failed("the agent's handler panicked")),
+                };
+                r2.finish(result).await;
+            }
+            // Spawned or driven by the request, the handler runs in the request's span.
+            .instrument(tracing::Span::current()),
+        );
         Ok(Started {
             run,
             events: rx,
@@ -918,6 +928,13 @@ fn looks_like_timestamp(s: &str) -> bool {
 }
 
 /// Withdraws a question when its wait ends without an answer (timeout, cancellation).
+/// Where [`Run::answer`] hands a message: the handler waiting in `await_input`, or the inbox
+/// of a handler that takes messages while it works.
+enum Deliver {
+    Waiter(oneshot::Sender<Arc<v1::Message>>),
+    Inbox(mpsc::OwnedPermit<Arc<v1::Message>>),
+}
+
 struct InputGuard<'a>(&'a Run);
 
 impl Drop for InputGuard<'_> {
@@ -965,7 +982,18 @@ impl Run {
                 .task
                 .as_ref()
                 .is_some_and(|t| t.status.state.is_interrupted());
-        if !interrupted {
+        // A running task whose handler takes further messages (its inbox is open).
+        let inbox = if interrupted || st.finished {
+            None
+        } else {
+            self.inbox
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .filter(|tx| !tx.is_closed())
+                .cloned()
+        };
+        if !interrupted && inbox.is_none() {
             return Ok(Err(message));
         }
         if let Some(c) = &message.context_id
@@ -977,11 +1005,18 @@ impl Run {
                 self.context_id, self.task_id
             )));
         }
-        let waiter = {
-            let mut slot = self.input.lock().unwrap_or_else(|e| e.into_inner());
-            match slot.take() {
-                Some(tx) if !tx.is_closed() => tx,
-                _ => return Ok(Err(message)),
+        let waiter = match &inbox {
+            Some(tx) => match tx.clone().try_reserve_owned() {
+                Ok(permit) => Deliver::Inbox(permit),
+                // A full inbox: the handler is behind; refused as for any running task.
+                Err(_) => return Ok(Err(message)),
+            },
+            None => {
+                let mut slot = self.input.lock().unwrap_or_else(|e| e.into_inner());
+                match slot.take() {
+                    Some(tx) if !tx.is_closed() => Deliver::Waiter(tx),
+                    _ => return Ok(Err(message)),
+                }
             }
         };
         message.task_id = Some(self.task_id.clone());
@@ -1019,7 +1054,14 @@ impl Run {
         }
         engine.save(snapshot).await;
         // A handler that stopped waiting this instant goes on by itself.
-        let _ = waiter.send(message);
+        match waiter {
+            Deliver::Waiter(tx) => {
+                let _ = tx.send(message);
+            }
+            Deliver::Inbox(permit) => {
+                permit.send(message);
+            }
+        }
         drop(st);
         Ok(Ok(Started {
             run: self.clone(),

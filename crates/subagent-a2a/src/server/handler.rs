@@ -9,6 +9,21 @@ use super::engine::{Emission, Run};
 use super::util::new_id;
 use crate::types::{JsonObject, ProtocolVersion, v1};
 
+/// The messages a client sends to a running task, for a handler that takes them
+/// ([`TaskEventSink::inbox`]).
+#[derive(Debug)]
+pub struct TaskInbox {
+    rx: tokio::sync::mpsc::Receiver<Arc<v1::Message>>,
+}
+
+impl TaskInbox {
+    /// Waits for the next message (already in the task's history); `None` once the inbox is
+    /// replaced by a later [`TaskEventSink::inbox`] call. Watch the cancellation token too.
+    pub async fn next(&mut self) -> Option<Arc<v1::Message>> {
+        self.rx.recv().await
+    }
+}
+
 /// One incoming message for a handler, with the ids the server chose or continued.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -240,6 +255,20 @@ impl TaskEventSink {
         self.run
             .await_input(v1::TaskState::InputRequired, question)
             .await
+    }
+
+    /// Takes further messages while the task runs: from now on, a client message with this
+    /// task's `taskId` (and its `contextId`, if it names one) joins the task's history, and
+    /// arrives on the returned [`TaskInbox`] instead of being refused as a message to a
+    /// running task; the task stays `working` and the sender gets it back as it is then (a
+    /// blocking send waits, as ever, for the task to end or be interrupted). For
+    /// conversational agents that go on reading while they work. Up to `capacity` messages
+    /// wait unread (at least one); more are refused. Dropping the inbox closes it; calling
+    /// this again replaces it.
+    pub fn inbox(&self, capacity: usize) -> TaskInbox {
+        let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
+        *self.run.inbox.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        TaskInbox { rx }
     }
 
     /// Adds an artifact, or, with `append`, extends the artifact with the same id; `last_chunk`

@@ -25,6 +25,7 @@
 //! | `POST {path}/message:send`, `POST {path}/message:stream` | HTTP+JSON (1.0) |
 //! | `GET {path}/tasks/{id}`, `GET {path}/tasks`, `POST {path}/tasks/{id}:cancel`, `GET`/`POST {path}/tasks/{id}:subscribe` | HTTP+JSON (1.0) |
 //! | `POST`/`GET {path}/tasks/{id}/pushNotificationConfigs`, `GET`/`DELETE {path}/tasks/{id}/pushNotificationConfigs/{config}` | HTTP+JSON push configs (1.0) |
+//! | `{path}/v1/message:send`, `…/v1/message:stream`, `…/v1/tasks[/{id}[:cancel\|:subscribe]]`, `…/v1/tasks/{id}/pushNotificationConfigs[/{config}]`, `GET …/v1/card` | HTTP+JSON (0.3): the 0.3 ProtoJSON shapes of [`crate::types::v03_rest`], errors `{"code", "message"}` with the 0.3 SDKs' statuses |
 //!
 //! Card URLs are absolute: [`ServerConfig::public_url`] + path, else scheme and host from
 //! `X-Forwarded-Proto` / `X-Forwarded-Host` / `X-Forwarded-Prefix` / `Host`. Cards carry
@@ -109,7 +110,7 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 
 pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
-pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
+pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink, TaskInbox};
 pub use store::{
     InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError, TaskFilter, TaskPage,
     TaskStore, message_bytes, task_bytes,
@@ -201,6 +202,16 @@ pub struct ServerConfig {
     /// (feature `grpc-server`; serve it with [`A2aServer::serve_grpc`]). Unset (default): the
     /// cards list no gRPC interface.
     pub grpc_url: Option<String>,
+    /// Whether a 0.3 `message/send` that does not say `blocking` waits for the task to end or
+    /// be interrupted (default `true`, as the official 0.3 SDKs' servers do). `false` answers
+    /// at once with the task as it is (0.3 says only "if true, the client will wait"); a 0.3
+    /// HTTP+JSON request whose `configuration` leaves `blocking` out is non-blocking either
+    /// way (ProtoJSON omits a `false` bool).
+    pub v03_blocking_by_default: bool,
+    /// Sign every card served (the 1.0 and 0.3 cards and the extended card) with this key
+    /// (default none): JWS over the card's RFC 8785 form, as A2A §8.4 describes (see
+    /// [`crate::signing`]). Signing is deterministic, so a card's `ETag` stays the same.
+    pub card_signer: Option<crate::signing::CardSigner>,
 }
 
 impl Default for ServerConfig {
@@ -227,6 +238,8 @@ impl Default for ServerConfig {
             push_notifications: false,
             push_allow_private: false,
             grpc_url: None,
+            v03_blocking_by_default: true,
+            card_signer: None,
         }
     }
 }
@@ -492,6 +505,21 @@ impl A2aServerBuilder {
     #[must_use]
     pub fn grpc_url(mut self, address: impl Into<String>) -> Self {
         self.config.grpc_url = Some(address.into());
+        self
+    }
+
+    /// Sets whether 0.3 sends without `blocking` wait (see
+    /// [`ServerConfig::v03_blocking_by_default`]).
+    #[must_use]
+    pub fn v03_blocking_by_default(mut self, yes: bool) -> Self {
+        self.config.v03_blocking_by_default = yes;
+        self
+    }
+
+    /// Signs every card served with this key (see [`ServerConfig::card_signer`]).
+    #[must_use]
+    pub fn card_signer(mut self, signer: crate::signing::CardSigner) -> Self {
+        self.config.card_signer = Some(signer);
         self
     }
 

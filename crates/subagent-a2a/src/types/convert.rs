@@ -180,82 +180,79 @@ fn conv<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
     v.into_iter().map(B::from).collect()
 }
 
-impl From<v03::Message> for v1::Message {
-    fn from(m: v03::Message) -> Self {
-        v1::Message {
-            message_id: m.message_id,
-            context_id: m.context_id,
-            task_id: m.task_id,
-            role: m.role.into(),
-            parts: conv(m.parts),
-            metadata: m.metadata,
-            extensions: m.extensions,
-            reference_task_ids: m.reference_task_ids,
-        }
-    }
+fn opt<A, B: From<A>>(v: Option<A>) -> Option<B> {
+    v.map(B::from)
 }
 
-impl From<v1::Message> for v03::Message {
-    fn from(m: v1::Message) -> Self {
-        v03::Message {
-            kind: v03::MessageKind::Value,
-            message_id: m.message_id,
-            context_id: m.context_id,
-            task_id: m.task_id,
-            role: m.role.into(),
-            parts: conv(m.parts),
-            metadata: m.metadata,
-            extensions: m.extensions,
-            reference_task_ids: m.reference_task_ids,
+/// `From` both ways between the structs `v03::$ty` and `v1::$ty`, whose fields carry over one
+/// for one: `field` moves as it is, `field: f` goes through the function `f`; `[name: value]`
+/// first sets a field only 0.3 has (its `kind` tag).
+macro_rules! both_ways {
+    ($ty:ident { $([$x:ident: $xv:expr])? $($f:ident $(: $conv:expr)?),* $(,)? }) => {
+        impl From<v03::$ty> for v1::$ty {
+            fn from(v: v03::$ty) -> Self {
+                v1::$ty { $($f: both_ways!(@field v.$f $(, $conv)?)),* }
+            }
         }
-    }
+
+        impl From<v1::$ty> for v03::$ty {
+            fn from(v: v1::$ty) -> Self {
+                v03::$ty { $($x: $xv,)? $($f: both_ways!(@field v.$f $(, $conv)?)),* }
+            }
+        }
+    };
+    (@field $e:expr) => { $e };
+    (@field $e:expr, $conv:expr) => { ($conv)($e) };
 }
 
-impl From<v03::TaskStatus> for v1::TaskStatus {
-    fn from(s: v03::TaskStatus) -> Self {
-        v1::TaskStatus {
-            state: s.state.into(),
-            message: s.message.map(Into::into),
-            timestamp: s.timestamp,
+/// `From` both ways between the enums `$ma::$a` and `$mb::$b`, whose variants have the same
+/// names and hold values that convert.
+macro_rules! both_ways_enum {
+    ($ma:ident::$a:ident, $mb:ident::$b:ident { $($variant:ident),* $(,)? }) => {
+        impl From<$ma::$a> for $mb::$b {
+            fn from(e: $ma::$a) -> Self {
+                match e {
+                    $($ma::$a::$variant(x) => $mb::$b::$variant(x.into()),)*
+                }
+            }
         }
-    }
+
+        impl From<$mb::$b> for $ma::$a {
+            fn from(e: $mb::$b) -> Self {
+                match e {
+                    $($mb::$b::$variant(x) => $ma::$a::$variant(x.into()),)*
+                }
+            }
+        }
+    };
 }
 
-impl From<v1::TaskStatus> for v03::TaskStatus {
-    fn from(s: v1::TaskStatus) -> Self {
-        v03::TaskStatus {
-            state: s.state.into(),
-            message: s.message.map(Into::into),
-            timestamp: s.timestamp,
-        }
-    }
-}
+both_ways!(Message {
+    [kind: v03::MessageKind::Value]
+    message_id,
+    context_id,
+    task_id,
+    role: Into::into,
+    parts: conv,
+    metadata,
+    extensions,
+    reference_task_ids,
+});
 
-impl From<v03::Artifact> for v1::Artifact {
-    fn from(a: v03::Artifact) -> Self {
-        v1::Artifact {
-            artifact_id: a.artifact_id,
-            name: a.name,
-            description: a.description,
-            parts: conv(a.parts),
-            metadata: a.metadata,
-            extensions: a.extensions,
-        }
-    }
-}
+both_ways!(TaskStatus {
+    state: Into::into,
+    message: opt,
+    timestamp,
+});
 
-impl From<v1::Artifact> for v03::Artifact {
-    fn from(a: v1::Artifact) -> Self {
-        v03::Artifact {
-            artifact_id: a.artifact_id,
-            name: a.name,
-            description: a.description,
-            parts: conv(a.parts),
-            metadata: a.metadata,
-            extensions: a.extensions,
-        }
-    }
-}
+both_ways!(Artifact {
+    artifact_id,
+    name,
+    description,
+    parts: conv,
+    metadata,
+    extensions,
+});
 
 impl From<v03::Task> for v1::Task {
     fn from(t: v03::Task) -> Self {
@@ -337,27 +334,15 @@ impl From<v1::TaskArtifactUpdateEvent> for v03::TaskArtifactUpdateEvent {
     }
 }
 
-impl From<v03::Event> for v1::StreamResponse {
-    fn from(e: v03::Event) -> Self {
-        match e {
-            v03::Event::Message(m) => v1::StreamResponse::Message(m.into()),
-            v03::Event::Task(t) => v1::StreamResponse::Task(t.into()),
-            v03::Event::StatusUpdate(s) => v1::StreamResponse::StatusUpdate(s.into()),
-            v03::Event::ArtifactUpdate(a) => v1::StreamResponse::ArtifactUpdate(a.into()),
-        }
+both_ways_enum!(
+    v03::Event,
+    v1::StreamResponse {
+        Message,
+        Task,
+        StatusUpdate,
+        ArtifactUpdate,
     }
-}
-
-impl From<v1::StreamResponse> for v03::Event {
-    fn from(e: v1::StreamResponse) -> Self {
-        match e {
-            v1::StreamResponse::Message(m) => v03::Event::Message(m.into()),
-            v1::StreamResponse::Task(t) => v03::Event::Task(t.into()),
-            v1::StreamResponse::StatusUpdate(s) => v03::Event::StatusUpdate(s.into()),
-            v1::StreamResponse::ArtifactUpdate(a) => v03::Event::ArtifactUpdate(a.into()),
-        }
-    }
-}
+);
 
 impl From<v1::SendMessageResponse> for v03::Event {
     fn from(r: v1::SendMessageResponse) -> Self {
@@ -763,25 +748,11 @@ impl From<v03::AgentExtension> for v1::AgentExtension {
     }
 }
 
-impl From<v1::AgentCardSignature> for v03::AgentCardSignature {
-    fn from(s: v1::AgentCardSignature) -> Self {
-        v03::AgentCardSignature {
-            protected: s.protected,
-            signature: s.signature,
-            header: s.header,
-        }
-    }
-}
-
-impl From<v03::AgentCardSignature> for v1::AgentCardSignature {
-    fn from(s: v03::AgentCardSignature) -> Self {
-        v1::AgentCardSignature {
-            protected: s.protected,
-            signature: s.signature,
-            header: s.header,
-        }
-    }
-}
+both_ways!(AgentCardSignature {
+    protected,
+    signature,
+    header,
+});
 
 impl From<v1::AgentCard> for v03::AgentCard {
     fn from(c: v1::AgentCard) -> Self {

@@ -28,6 +28,7 @@ pub mod approval;
 pub mod convert;
 pub mod jsonrpc;
 pub mod v03;
+pub mod v03_rest;
 pub mod v1;
 
 /// The JSON object type used for `metadata`, `params` and data parts.

@@ -1,9 +1,11 @@
 """A small A2A 0.3 test agent built on the official Python SDK (a2a-sdk 0.3.26).
 
-Usage: python server_v03.py PORT [--no-streaming]
+Usage: python server_v03.py PORT [--no-streaming] [--rest]
 
 Serves JSON-RPC at http://127.0.0.1:PORT/ with the 0.3 card at /.well-known/agent-card.json
-(and /.well-known/agent.json). Same commands as server_v1.py:
+(and /.well-known/agent.json). With --rest it serves the SDK's 0.3 HTTP+JSON routes too
+(/v1/message:send, ...; the SDK's RESTAdapter) and lists HTTP+JSON in the card's
+additionalInterfaces. Same commands as server_v1.py:
 
   message X, artifact X, stream X, fail X, ask X (then the answer), slow X, was-cancelled T
 
@@ -17,12 +19,14 @@ import uvicorn
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.apps import A2AStarletteApplication
+from a2a.server.apps.rest.rest_adapter import RESTAdapter
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
+    AgentInterface,
     AgentSkill,
     Part,
     TaskState,
@@ -112,10 +116,16 @@ class TestAgent(AgentExecutor):
 def main() -> None:
     port = int(sys.argv[1])
     streaming = '--no-streaming' not in sys.argv[2:]
+    rest = '--rest' in sys.argv[2:]
+    url = f'http://127.0.0.1:{port}/'
+    interfaces = [AgentInterface(url=url, transport='JSONRPC')]
+    if rest:
+        interfaces.append(AgentInterface(url=url, transport='HTTP+JSON'))
     card = AgentCard(
         name='py-v03-agent',
         description='Test agent on the official A2A 0.3 Python SDK.',
-        url=f'http://127.0.0.1:{port}/',
+        url=url,
+        additional_interfaces=interfaces,
         version='1.0.0',
         protocol_version='0.3.0',
         preferred_transport='JSONRPC',
@@ -134,6 +144,9 @@ def main() -> None:
     )
     handler = DefaultRequestHandler(agent_executor=TestAgent(), task_store=InMemoryTaskStore())
     app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+    if rest:
+        for (path, method), endpoint in RESTAdapter(card, handler).routes().items():
+            app.router.add_route(path, endpoint, methods=[method])
     uvicorn.run(app, host='127.0.0.1', port=port, log_level='warning')
 
 

@@ -1,8 +1,10 @@
-"""Drives our A2A server with the official a2a-sdk 0.3.26 client (JSON-RPC).
+"""Drives an A2A 0.3 agent with the official a2a-sdk 0.3.26 client (JSON-RPC or HTTP+JSON).
 
-Usage: python client_v03.py BASE_URL CARD_PATH
+Usage: python client_v03.py BASE_URL CARD_PATH [TRANSPORT]
   CARD_PATH: /.well-known/agent.json (the 0.3 card next to the 1.0 one), or
              /.well-known/agent-card.json on a server serving the 0.3 card there.
+  TRANSPORT: JSONRPC (default: the card's preferred transport, the SDK's default) or
+             HTTP+JSON (the client is limited to that transport, so it must be on the card).
 
 Discovers the agent from its card like any production client, then runs four checks against
 the test agent (see tests/server_interop_py.rs): send, stream, get and cancel. Prints one line
@@ -16,6 +18,7 @@ import uuid
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (
+    TransportProtocol,
     Message,
     MessageSendConfiguration,
     Part,
@@ -49,6 +52,7 @@ def artifact_text(task: Task) -> str:
 
 async def main() -> None:
     base, card_path = sys.argv[1], sys.argv[2]
+    transport = sys.argv[3] if len(sys.argv) > 3 else None
     async with httpx.AsyncClient(timeout=30) as http:
         card = await A2ACardResolver(http, base, agent_card_path=card_path).get_agent_card()
         if not card.url.startswith("http"):
@@ -56,10 +60,15 @@ async def main() -> None:
 
         def client(streaming: bool):
             cfg = ClientConfig(streaming=streaming, httpx_client=http)
+            if transport == "HTTP+JSON":
+                cfg.supported_transports = [TransportProtocol.http_json]
             return ClientFactory(cfg).create(card)
 
         # send (blocking): a completed task with the echo artifact
         c = client(False)
+        print(f"OK transport {type(c._transport).__name__}", flush=True)
+        if transport == "HTTP+JSON" and type(c._transport).__name__ != "RestTransport":
+            fail(f"transport: {type(c._transport).__name__}")
         task = None
         async for ev in c.send_message(message("hello")):
             if isinstance(ev, tuple):

@@ -113,6 +113,12 @@ pub(super) async fn send(
         None => {
             let reply = await_reply(started, immediate, history_length).await?;
             Ok(match wire.version() {
+                ProtocolVersion::V03 if matches!(wire, Wire::RestV03) => rpc_ok(
+                    wire,
+                    &crate::types::v03_rest::event_to_proto(
+                        &serde_json::to_value(v03::Event::from(reply)).unwrap_or_default(),
+                    ),
+                ),
                 ProtocolVersion::V03 => rpc_ok(wire, &v03::Event::from(reply)),
                 _ => rpc_ok(wire, &reply),
             })
@@ -314,11 +320,25 @@ pub(super) fn extended_card(
         return Err(extended_card_unsupported());
     };
     let url = super::agent_url(&shared.cfg, agent, headers);
-    Ok(crate::server::card::card_v1(
-        info,
-        Some(auth),
-        &url,
-        agent.engine.push_enabled(),
-        true,
+    let card =
+        crate::server::card::card_v1(info, Some(auth), &url, agent.engine.push_enabled(), true);
+    Ok(crate::server::card::signed_v1(
+        shared.cfg.card_signer.as_ref(),
+        card,
+    ))
+}
+
+/// The extended card in its 0.3 shape, signed as such (a converted 1.0 card's signatures
+/// would not hold over the 0.3 form).
+pub(super) fn extended_card_v03(
+    shared: &Shared,
+    agent: &Hosted,
+    headers: &http::HeaderMap,
+) -> Result<crate::types::v03::AgentCard, ApiError> {
+    let mut c: crate::types::v03::AgentCard = extended_card(shared, agent, headers)?.into();
+    c.supports_authenticated_extended_card = Some(true);
+    Ok(crate::server::card::signed_v03(
+        shared.cfg.card_signer.as_ref(),
+        c,
     ))
 }

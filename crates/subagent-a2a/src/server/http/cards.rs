@@ -1,6 +1,6 @@
 //! The card routes: `agent-card.json` (1.0, or the 0.3 card under legacy discovery) and
 //! `agent.json` (0.3), with `Cache-Control`, `ETag` / `If-None-Match` and `Last-Modified` /
-//! `If-Modified-Since`.
+//! `If-Modified-Since`; signed when [`ServerConfig::card_signer`] is set.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -13,7 +13,7 @@ use super::reply::{json_bytes, respond};
 use super::request::requested_version;
 use super::{AgentCtx, Hosted, Shared};
 use crate::server::ServerConfig;
-use crate::server::card::{card_v1, card_v03};
+use crate::server::card::{card_v1, card_v03, signatures, signed_v1, signed_v03};
 use crate::types::{ProtocolVersion, v1, v03};
 
 /// `GET {agent}/.well-known/agent-card.json`.
@@ -114,24 +114,34 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
     let auth = agent.auth.as_ref();
     let push = agent.engine.push_enabled();
     let ext = agent.offers_extended_card();
+    let signer = shared.cfg.card_signer.as_ref();
     let body = match shape {
-        CardShape::V03 => json_bytes(&card_v03(&agent.info, auth, &url, push, ext)),
-        CardShape::V03WithV1Interfaces => json_bytes(&LegacyCard {
-            card: card_v03(&agent.info, auth, &url, push, ext),
-            supported_interfaces: {
-                #[allow(unused_mut)]
-                let mut c = card_v1(&agent.info, auth, &url, push, ext);
-                #[cfg(feature = "grpc-server")]
-                super::grpc::add_interface(&mut c, &shared.cfg, agent);
-                c.supported_interfaces
-            },
-        }),
+        CardShape::V03 => json_bytes(&signed_v03(
+            signer,
+            card_v03(&agent.info, auth, &url, push, ext),
+        )),
+        CardShape::V03WithV1Interfaces => {
+            #[allow(unused_mut)]
+            let mut v1_card = card_v1(&agent.info, auth, &url, push, ext);
+            #[cfg(feature = "grpc-server")]
+            super::grpc::add_interface(&mut v1_card, &shared.cfg, agent);
+            let mut legacy = LegacyCard {
+                card: card_v03(&agent.info, auth, &url, push, ext),
+                supported_interfaces: v1_card.supported_interfaces,
+            };
+            // Signed as served: the embedded interfaces are part of the payload.
+            if let Some(s) = signer {
+                legacy.card.signatures =
+                    signatures(s, &legacy).into_iter().map(Into::into).collect();
+            }
+            json_bytes(&legacy)
+        }
         CardShape::V1 => {
             #[allow(unused_mut)]
             let mut c = card_v1(&agent.info, auth, &url, push, ext);
             #[cfg(feature = "grpc-server")]
             super::grpc::add_interface(&mut c, &shared.cfg, agent);
-            json_bytes(&c)
+            json_bytes(&signed_v1(signer, c))
         }
     };
     let etag = {

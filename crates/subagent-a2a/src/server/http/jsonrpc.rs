@@ -135,19 +135,30 @@ pub(super) async fn jsonrpc(
     } else {
         Wire::RpcV03(id.clone())
     };
+    let mut failed = true;
     let answer = match header_version {
         Err(e) => rpc_error_for(&id, &e, true),
         Ok(_) => match check_extensions(agent, &parts.headers) {
             Err(e) => error_for(&wire, &e),
             Ok(()) => {
                 match rpc_call(shared, agent, method, head.params, &wire, &parts.headers).await {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        failed = false;
+                        r
+                    }
+                    Err(e) if !v1m && streams_v03(method) && wants_sse(&parts.headers) => {
+                        sse_error(&wire, &e)
+                    }
                     Err(e) => error_for(&wire, &e),
                 }
             }
         },
     };
-    if notification {
+    // A2A 0.3 has no notifications: its schema requires `id` on every A2A request, and the
+    // 0.3 SDKs (and the 0.3 TCK) answer an id-less call that fails with its error. So a
+    // failing call of the 0.3 namespace is answered (`"id": null`); everything else without
+    // `id` is a JSON-RPC notification (see docs/a2a-conformance.md).
+    if notification && (v1m || !failed) {
         // A valid notification is executed but never answered (JSON-RPC 2.0 §4.1). Over HTTP
         // that is 204 No Content: the exchange still needs a status, and 204 says plainly that
         // no body follows (as the JSON-RPC-over-HTTP conventions do), unlike a 200 with an
@@ -158,6 +169,53 @@ pub(super) async fn jsonrpc(
         return r;
     }
     answer
+}
+
+/// The 0.3 methods answered by a stream.
+fn streams_v03(method: &str) -> bool {
+    matches!(
+        method,
+        crate::types::v03::methods::MESSAGE_STREAM | crate::types::v03::methods::TASKS_RESUBSCRIBE
+    )
+}
+
+/// True when the client asks for an event stream (`Accept: text/event-stream`).
+fn wants_sse(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream"))
+}
+
+/// The error of a 0.3 streaming call, for a client that asked for an event stream: one SSE
+/// event holding the JSON-RPC error response (0.3's `SendStreamingMessageResponse` is a
+/// success or an error response), as the 0.3 SDKs answer. ServerBusy stays a 503.
+fn sse_error(wire: &Wire, e: &ApiError) -> Response {
+    let Wire::RpcV03(id) = wire else {
+        return error_for(wire, e);
+    };
+    if e.code == codes::SERVER_BUSY {
+        return error_for(wire, e);
+    }
+    let err = super::reply::rpc_error_object(e, false);
+    let mut body = b"data: ".to_vec();
+    body.extend_from_slice(&super::reply::json_bytes(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": err,
+    })));
+    body.extend_from_slice(b"\n\n");
+    let mut r = Response::new(Body::from(body));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache"),
+    );
+    r
 }
 
 /// Reads a member that is present, `null` included (an absent member stays `None` through
@@ -277,11 +335,15 @@ pub(super) async fn rpc_call(
         }
         m03::MESSAGE_SEND | m03::MESSAGE_STREAM => {
             let req: v03::MessageSendParams = parse_params(params, method)?;
-            let blocking = req.configuration.as_ref().and_then(|c| c.blocking);
+            let blocking = req
+                .configuration
+                .as_ref()
+                .and_then(|c| c.blocking)
+                .unwrap_or(shared.cfg.v03_blocking_by_default);
             let mut req: v1::SendMessageRequest = req.into();
-            if let Some(c) = req.configuration.as_mut() {
-                c.return_immediately = blocking == Some(false);
-            }
+            req.configuration
+                .get_or_insert_with(Default::default)
+                .return_immediately = !blocking;
             send(shared, agent, req, method == m03::MESSAGE_STREAM, wire).await
         }
         m1::GET_TASK => {
@@ -346,36 +408,14 @@ pub(super) async fn rpc_call(
             Ok(rpc_ok(wire, &serde_json::json!({})))
         }
         m03::PUSH_CONFIG_SET => {
-            let mut req: v03::TaskPushNotificationConfig = parse_params(params, method)?;
-            let task_id = req.task_id.clone();
-            // 0.3 SDKs name a config without an id after its task.
-            if req
-                .push_notification_config
-                .id
-                .as_deref()
-                .is_none_or(str::is_empty)
-            {
-                req.push_notification_config.id = Some(task_id.clone());
-            }
-            let c = create_push_config(agent, &task_id, req.into()).await?;
-            Ok(rpc_ok(wire, &v03_push(c)))
+            let req: v03::TaskPushNotificationConfig = parse_params(params, method)?;
+            Ok(rpc_ok(wire, &v03_set_push(agent, req).await?))
         }
         m03::PUSH_CONFIG_GET => {
             let req: v03::TaskPushNotificationConfigParams = parse_params(params, method)?;
-            // 0.3 asks for "the" config of a task: the one named when it exists, else the
-            // task's first (what the 0.3 Python SDK answers).
-            let configs = list_push_configs(agent, &req.id).await?;
-            let named = req
-                .push_notification_config_id
-                .as_deref()
-                .and_then(|cid| configs.iter().position(|c| c.id.as_deref() == Some(cid)));
-            let c = configs.into_iter().nth(named.unwrap_or(0)).ok_or_else(|| {
-                ApiError::new(
-                    codes::TASK_NOT_FOUND,
-                    format!("task `{}` has no push notification config", req.id),
-                )
-            })?;
-            Ok(rpc_ok(wire, &v03_push(c)))
+            let c =
+                v03_get_push(agent, &req.id, req.push_notification_config_id.as_deref()).await?;
+            Ok(rpc_ok(wire, &c))
         }
         m03::PUSH_CONFIG_LIST => {
             let req: v03::TaskIdParams = parse_params(params, method)?;
@@ -395,11 +435,10 @@ pub(super) async fn rpc_call(
             Ok(rpc_ok(wire, &Value::Null))
         }
         m1::GET_EXTENDED_AGENT_CARD => Ok(rpc_ok(wire, &extended_card(shared, agent, headers)?)),
-        m03::GET_AUTHENTICATED_EXTENDED_CARD => {
-            let mut c: v03::AgentCard = extended_card(shared, agent, headers)?.into();
-            c.supports_authenticated_extended_card = Some(true);
-            Ok(rpc_ok(wire, &c))
-        }
+        m03::GET_AUTHENTICATED_EXTENDED_CARD => Ok(rpc_ok(
+            wire,
+            &super::calls::extended_card_v03(shared, agent, headers)?,
+        )),
         other => Err(ApiError::new(
             codes::METHOD_NOT_FOUND,
             format!("method `{other}` not found"),
@@ -407,8 +446,46 @@ pub(super) async fn rpc_call(
     }
 }
 
+/// `tasks/pushNotificationConfig/set` (both 0.3 bindings): a config without an id is named
+/// after its task, as 0.3 SDKs do.
+pub(super) async fn v03_set_push(
+    agent: &Hosted,
+    mut req: v03::TaskPushNotificationConfig,
+) -> Result<v03::TaskPushNotificationConfig, ApiError> {
+    let task_id = req.task_id.clone();
+    if req
+        .push_notification_config
+        .id
+        .as_deref()
+        .is_none_or(str::is_empty)
+    {
+        req.push_notification_config.id = Some(task_id.clone());
+    }
+    let c = create_push_config(agent, &task_id, req.into()).await?;
+    Ok(v03_push(c))
+}
+
+/// `tasks/pushNotificationConfig/get` (both 0.3 bindings): 0.3 asks for "the" config of a
+/// task: the one named when it exists, else the task's first (what the 0.3 Python SDK
+/// answers).
+pub(super) async fn v03_get_push(
+    agent: &Hosted,
+    task_id: &str,
+    config_id: Option<&str>,
+) -> Result<v03::TaskPushNotificationConfig, ApiError> {
+    let configs = list_push_configs(agent, task_id).await?;
+    let named = config_id.and_then(|cid| configs.iter().position(|c| c.id.as_deref() == Some(cid)));
+    let c = configs.into_iter().nth(named.unwrap_or(0)).ok_or_else(|| {
+        ApiError::new(
+            codes::TASK_NOT_FOUND,
+            format!("task `{task_id}` has no push notification config"),
+        )
+    })?;
+    Ok(v03_push(c))
+}
+
 /// A config in its 0.3 shape.
-fn v03_push(c: v1::TaskPushNotificationConfig) -> v03::TaskPushNotificationConfig {
+pub(super) fn v03_push(c: v1::TaskPushNotificationConfig) -> v03::TaskPushNotificationConfig {
     v03::TaskPushNotificationConfig {
         task_id: c.task_id.clone().unwrap_or_default(),
         push_notification_config: c.into(),

@@ -4,7 +4,8 @@
 //!   public; JSON-RPC and HTTP+JSON behind the agent's credential check);
 //! - [`cards`]: the card routes (version negotiation, caching headers);
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope and its 1.0 / 0.3 methods;
-//! - [`rest`]: the HTTP+JSON routes;
+//! - [`rest`]: the HTTP+JSON routes (1.0);
+//! - [`rest_v03`]: the HTTP+JSON routes of 0.3 (`/v1/…`, beside the 1.0 ones);
 //! - [`calls`]: the operations both bindings share, on the agent's [`Engine`];
 //! - [`sse`]: SSE encoding and the stream caps;
 //! - [`request`] / [`reply`]: reading requests (bodies, versions, content types) and
@@ -18,6 +19,7 @@ mod jsonrpc;
 mod reply;
 mod request;
 mod rest;
+mod rest_v03;
 mod sse;
 
 use std::net::SocketAddr;
@@ -30,6 +32,7 @@ use axum::response::Response;
 use axum::routing::{any, get, post};
 use http::{HeaderValue, StatusCode, header};
 use subagent_spi::CancellationToken;
+use tracing::Instrument as _;
 
 pub(crate) use cards::agent_url;
 pub(crate) use sse::{PEER, StreamLimits};
@@ -97,18 +100,25 @@ impl AgentCtx {
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let mut router = Router::new();
     for index in 0..shared.agents.len() {
-        router = router.merge(agent_routes(AgentCtx {
-            shared: shared.clone(),
-            index,
-        }));
+        // The 0.3 HTTP+JSON routes sit under `{path}/v1`: left out where another agent is
+        // mounted at exactly that path (its 1.0 routes would be the same).
+        let p = &shared.agents[index].path;
+        let v03_rest = !shared.agents.iter().any(|a| a.path == format!("{p}/v1"));
+        router = router.merge(agent_routes(
+            AgentCtx {
+                shared: shared.clone(),
+                index,
+            },
+            v03_rest,
+        ));
     }
     router
         .fallback(rest::unrouted)
         .layer(from_fn_with_state(shared, enter))
 }
 
-/// One agent's routes.
-fn agent_routes(ctx: AgentCtx) -> Router {
+/// One agent's routes (with `v03_rest`, the 0.3 HTTP+JSON ones under `/v1` too).
+fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
     let p = ctx.agent().path.clone();
     let public = Router::new()
         .route(
@@ -150,7 +160,37 @@ fn agent_routes(ctx: AgentCtx) -> Router {
     if !p.is_empty() {
         protected = protected.route(&format!("{p}/"), rpc());
     }
-    let protected = protected.route_layer(from_fn_with_state(ctx.clone(), require_auth));
+    if v03_rest {
+        protected = protected
+            .route(
+                &format!("{p}/v1/message:send"),
+                post(rest_v03::message_send).fallback(rest::unrouted),
+            )
+            .route(
+                &format!("{p}/v1/message:stream"),
+                post(rest_v03::message_stream).fallback(rest::unrouted),
+            )
+            .route(
+                &format!("{p}/v1/tasks"),
+                get(rest_v03::list_tasks).fallback(rest::unrouted),
+            )
+            .route(&format!("{p}/v1/tasks/{{id}}"), any(rest_v03::task))
+            .route(
+                &format!("{p}/v1/tasks/{{id}}/pushNotificationConfigs"),
+                any(rest_v03::push_configs),
+            )
+            .route(
+                &format!("{p}/v1/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
+                any(rest_v03::push_config),
+            )
+            .route(
+                &format!("{p}/v1/card"),
+                get(rest_v03::card).fallback(rest::unrouted),
+            );
+    }
+    let protected = protected
+        .route_layer(from_fn_with_state(ctx.clone(), require_auth))
+        .route_layer(axum::middleware::from_fn(traced));
     public.merge(protected).with_state(ctx)
 }
 
@@ -176,6 +216,21 @@ async fn enter(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
         return PEER.scope(addr, next.run(req)).await;
     }
     next.run(req).await
+}
+
+/// Runs an agent's call (not its public card) in a server span continuing the caller's trace
+/// (W3C `traceparent`); the handler it starts runs in it (see `Engine::send`).
+async fn traced(req: Request, next: Next) -> Response {
+    let span = tracing::info_span!(
+        "a2a.request",
+        otel.name = %format_args!("{} {}", req.method(), req.uri().path()),
+        otel.kind = "server",
+        http.request.method = %req.method(),
+        url.path = req.uri().path(),
+        rpc.system = "a2a",
+    );
+    crate::trace_context::continue_trace(req.headers(), &span);
+    next.run(req).instrument(span).await
 }
 
 /// The agent's credential check (JSON-RPC and HTTP+JSON; the public card is open): 401 with

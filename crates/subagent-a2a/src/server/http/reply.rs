@@ -17,12 +17,14 @@ pub(super) enum Wire {
     RpcV1(RequestId),
     RpcV03(RequestId),
     Rest,
+    /// The 0.3 HTTP+JSON binding (`/v1/…` routes, 0.3 ProtoJSON shapes).
+    RestV03,
 }
 
 impl Wire {
     pub(super) fn version(&self) -> ProtocolVersion {
         match self {
-            Wire::RpcV03(_) => ProtocolVersion::V03,
+            Wire::RpcV03(_) | Wire::RestV03 => ProtocolVersion::V03,
             _ => ProtocolVersion::V1,
         }
     }
@@ -147,9 +149,41 @@ pub(super) fn rest_error_as(status: StatusCode, name: &str, e: &ApiError) -> Res
     respond(status, json_bytes(&body))
 }
 
+/// The HTTP status of the 0.3 HTTP+JSON binding for an error code (the official 0.3 SDKs'
+/// table: InvalidParams 422, TaskNotFound 404, TaskNotCancelable 409, PushNotificationNotSupported
+/// and UnsupportedOperation 501, ContentTypeNotSupported 415, InvalidAgentResponse 502, …).
+pub(super) fn http_status_v03(code: i32) -> StatusCode {
+    match code {
+        codes::PARSE_ERROR | codes::INVALID_REQUEST => StatusCode::BAD_REQUEST,
+        codes::METHOD_NOT_FOUND
+        | codes::TASK_NOT_FOUND
+        | codes::EXTENDED_AGENT_CARD_NOT_CONFIGURED => StatusCode::NOT_FOUND,
+        codes::INVALID_PARAMS => StatusCode::UNPROCESSABLE_ENTITY,
+        codes::TASK_NOT_CANCELABLE => StatusCode::CONFLICT,
+        codes::PUSH_NOTIFICATION_NOT_SUPPORTED | codes::UNSUPPORTED_OPERATION => {
+            StatusCode::NOT_IMPLEMENTED
+        }
+        codes::CONTENT_TYPE_NOT_SUPPORTED => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        codes::INVALID_AGENT_RESPONSE => StatusCode::BAD_GATEWAY,
+        codes::SERVER_BUSY => StatusCode::SERVICE_UNAVAILABLE,
+        codes::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+/// A 0.3 HTTP+JSON error: the JSON-RPC error object (`{"code", "message"}`, the spec's
+/// "JSONRPCError or equivalent"; the 0.3 SDKs read `message`) with [`http_status_v03`].
+pub(super) fn rest_v03_error(e: &ApiError) -> Response {
+    let body = serde_json::json!({ "code": e.code, "message": e.message });
+    let mut r = respond(http_status_v03(e.code), json_bytes(&body));
+    busy_headers(&mut r, e.code);
+    r
+}
+
 pub(super) fn error_for(wire: &Wire, e: &ApiError) -> Response {
     match wire {
         Wire::Rest => rest_error(e),
+        Wire::RestV03 => rest_v03_error(e),
         Wire::RpcV1(id) => rpc_error_for(id, e, true),
         Wire::RpcV03(id) => rpc_error_for(id, e, false),
     }
@@ -169,7 +203,7 @@ pub(super) fn rpc_error_for(id: &RequestId, e: &ApiError, v1_style: bool) -> Res
 pub(super) fn rpc_ok<T: Serialize>(wire: &Wire, result: &T) -> Response {
     let id = match wire {
         Wire::RpcV1(id) | Wire::RpcV03(id) => id,
-        Wire::Rest => return respond(StatusCode::OK, json_bytes(result)),
+        Wire::Rest | Wire::RestV03 => return respond(StatusCode::OK, json_bytes(result)),
     };
     respond(
         StatusCode::OK,
@@ -184,6 +218,12 @@ pub(super) fn rpc_ok<T: Serialize>(wire: &Wire, result: &T) -> Response {
 /// Encodes a task for the wire's version.
 pub(super) fn task_reply(wire: &Wire, task: v1::Task) -> Response {
     match wire.version() {
+        ProtocolVersion::V03 if matches!(wire, Wire::RestV03) => rpc_ok(
+            wire,
+            &crate::types::v03_rest::task_to_proto(
+                &serde_json::to_value(v03::Task::from(task)).unwrap_or_default(),
+            ),
+        ),
         ProtocolVersion::V03 => rpc_ok(wire, &v03::Task::from(task)),
         _ => rpc_ok(wire, &task),
     }

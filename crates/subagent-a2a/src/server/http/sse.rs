@@ -140,6 +140,12 @@ pub(super) fn push_event(
     // Writing our own types into a Vec cannot fail.
     let _ = match wire {
         Wire::Rest => serde_json::to_writer(&mut *buf, ev),
+        Wire::RestV03 => serde_json::to_writer(
+            &mut *buf,
+            &crate::types::v03_rest::event_to_proto(
+                &serde_json::to_value(v03::Event::from(ev.clone())).unwrap_or_default(),
+            ),
+        ),
         Wire::RpcV1(id) => serde_json::to_writer(
             &mut *buf,
             &RpcOk {

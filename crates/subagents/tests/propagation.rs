@@ -1,0 +1,241 @@
+//! W3C trace context across A2A and MCP, in one process over real HTTP on 127.0.0.1: the
+//! server side handles each request on its own connection task (no `tracing` parent there),
+//! so a server span in the caller's trace can only come from the propagated `traceparent`.
+//! Spans are recorded by an OpenTelemetry tracer provider (the SDK the `otel` feature uses)
+//! with a capturing exporter, behind `tracing-opentelemetry`, as `subagents::otel` installs.
+#![cfg(all(feature = "otel", feature = "server", feature = "mcp"))]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use opentelemetry::trace::{SpanKind, TracerProvider as _};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use serde_json::json;
+use subagent_testkit::{Reply, ScriptedModelServer};
+use subagents::spi::{TaskContext, Tool, ToolError, ToolOutput};
+use subagents::{ServeOptions, Subagents, async_trait};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+#[derive(Debug, Clone, Default)]
+struct Capture(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanExporter for Capture {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+/// One global subscriber for the test binary (servers run on other threads), as the command
+/// installs it: the OpenTelemetry layer and the W3C propagator.
+fn capture() -> Capture {
+    static CAPTURE: OnceLock<(Capture, SdkTracerProvider)> = OnceLock::new();
+    CAPTURE
+        .get_or_init(|| {
+            let capture = Capture::default();
+            let provider = SdkTracerProvider::builder()
+                .with_simple_exporter(capture.clone())
+                .build();
+            opentelemetry::global::set_text_map_propagator(
+                opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+            );
+            tracing_subscriber::registry()
+                .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")))
+                .init();
+            (capture, provider)
+        })
+        .0
+        .clone()
+}
+
+/// The span named `name` of kind `kind` whose parent is a span named `parent`, in the same
+/// trace; panics with every span's name otherwise.
+fn child_of(spans: &[SpanData], name: &str, kind: SpanKind, parent: &str) -> SpanData {
+    let found = spans.iter().find(|s| {
+        s.name == name
+            && s.span_kind == kind
+            && spans.iter().any(|p| {
+                p.name == parent
+                    && p.span_context.span_id() == s.parent_span_id
+                    && p.span_context.trace_id() == s.span_context.trace_id()
+            })
+    });
+    found.cloned().unwrap_or_else(|| {
+        let names: Vec<_> = spans
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({:?}) {} <- {}",
+                    s.name,
+                    s.span_kind,
+                    s.span_context.span_id(),
+                    s.parent_span_id
+                )
+            })
+            .collect();
+        panic!("no {name} ({kind:?}) under {parent}: {names:#?}")
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
+    let capture = capture();
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let agents = dir.path().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("a2a-worker.md"),
+        "---\nname: a2a-worker\ndescription: Works.\ntools: Read\nmodel: worker-model\n---\nWork.\n",
+    )
+    .unwrap();
+    let served = Subagents::builder()
+        .named_model(
+            "worker-model",
+            format!("openai-compatible:worker-model@{}", model.openai_base_url()),
+        )
+        .agents_dir(&agents)
+        .workspace(dir.path())
+        .builtin_agents(false)
+        .build()
+        .await
+        .unwrap();
+    let server = served.a2a_server(&ServeOptions::new()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/a2a-worker", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _keep = served;
+        let _ = server.serve(listener, std::future::pending::<()>()).await;
+    });
+
+    model.push(Reply::task_call("a2a-worker", "work remotely"));
+    model.push_for_model("worker-model", Reply::text("REMOTE").with_usage(3, 2));
+    model.push(Reply::text("done"));
+    let main = Subagents::builder()
+        .model(format!(
+            "openai-compatible:main-model@{}",
+            model.openai_base_url()
+        ))
+        .a2a_agent(&url)
+        .builtin_agents(false)
+        .build()
+        .await
+        .unwrap();
+    let answer = main.main_agent().run("go").await.unwrap();
+    assert_eq!(answer.text, "done");
+
+    let spans = capture.0.lock().unwrap().clone();
+    // The request that ran the agent: a server span under the caller's A2A child run.
+    let server = spans
+        .iter()
+        .filter(|s| s.span_kind == SpanKind::Server && s.name == "POST /a2a-worker")
+        .find(|s| {
+            spans.iter().any(|c| {
+                c.name == "invoke_agent a2a-worker" && c.parent_span_id == s.span_context.span_id()
+            })
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("no server span that ran the agent"));
+    assert!(
+        server.parent_span_is_remote,
+        "continued from the traceparent header"
+    );
+    let caller = spans
+        .iter()
+        .find(|p| p.span_context.span_id() == server.parent_span_id)
+        .expect("the server span's parent was recorded");
+    assert_eq!(caller.name, "invoke_agent a2a-worker");
+    assert_eq!(
+        caller.span_context.trace_id(),
+        server.span_context.trace_id()
+    );
+    let served_run = child_of(
+        &spans,
+        "invoke_agent a2a-worker",
+        SpanKind::Internal,
+        "POST /a2a-worker",
+    );
+    child_of(
+        &spans,
+        "chat worker-model",
+        SpanKind::Client,
+        "invoke_agent a2a-worker",
+    );
+    assert_eq!(
+        served_run.span_context.trace_id(),
+        caller.span_context.trace_id()
+    );
+}
+
+/// A tool answering with its `prompt`, served over MCP.
+struct Echo;
+
+#[async_trait]
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> String {
+        "Echoes the prompt.".into()
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]})
+    }
+    async fn call(
+        &self,
+        input: serde_json::Value,
+        _: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!(
+            "echo: {}",
+            input["prompt"].as_str().unwrap_or("")
+        )))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_calls_carry_traceparent_in_meta_and_our_server_continues_the_trace() {
+    let capture = capture();
+    let web = subagents::mcp::McpToolServer::new(vec![Arc::new(Echo)])
+        .serve_streamable_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let model = ScriptedModelServer::start().await;
+    model.push(Reply::task_call("echo", "hello over mcp"));
+    model.push(Reply::text("done"));
+    let main = Subagents::builder()
+        .model(format!(
+            "openai-compatible:main-model@{}",
+            model.openai_base_url()
+        ))
+        .mcp_agent(web.url())
+        .workspace(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .builtin_agents(false)
+        .build()
+        .await
+        .unwrap();
+    let answer = main.main_agent().run("go").await.unwrap();
+    assert_eq!(answer.text, "done");
+
+    let spans = capture.0.lock().unwrap().clone();
+    let server = child_of(
+        &spans,
+        "tools/call echo",
+        SpanKind::Server,
+        "invoke_agent echo",
+    );
+    assert!(
+        server.parent_span_is_remote,
+        "continued from `_meta.traceparent`"
+    );
+    assert!(
+        server
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "mcp.method.name" && kv.value.as_str() == "tools/call"),
+        "{:?}",
+        server.attributes
+    );
+}
