@@ -170,6 +170,15 @@ async fn every_served_card_is_signed_and_verifies() {
         Ok(Verified::Signed { .. })
     ));
 
+    // The 0.3 HTTP+JSON card route (`GET /v1/card`): the extended card in its 0.3 shape.
+    let url = format!("{base}/v1/card");
+    let v1card: Value = get(&url, true).await.json().await.unwrap();
+    assert_eq!(v1card["description"], "The members' echo");
+    assert!(matches!(
+        verify_card(&url, &v1card, &keys),
+        Ok(Verified::Signed { .. })
+    ));
+
     // The legacy embedded form (0.3 card + 1.0 interfaces) is signed as served.
     let l = serve(
         A2aServer::builder()

@@ -247,29 +247,6 @@ impl Subagents {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::agent_path;
-
-    #[test]
-    fn paths_are_slugs_and_dots_are_refused() {
-        assert_eq!(
-            agent_path("code-reviewer").as_deref(),
-            Some("/code-reviewer")
-        );
-        assert_eq!(
-            agent_path("Release Notes Writer").as_deref(),
-            Some("/release-notes-writer")
-        );
-        assert_eq!(
-            agent_path("  weird__name!! ").as_deref(),
-            Some("/weird-name")
-        );
-        assert_eq!(agent_path(".."), None);
-        assert_eq!(agent_path("."), None);
-    }
-}
-
 /// A served agent's executor, run in an OpenTelemetry GenAI `invoke_agent` span: the child of
 /// the A2A request's server span, which continues the caller's trace.
 struct Served(Arc<dyn SubagentExecutor>);
@@ -317,5 +294,28 @@ impl SubagentExecutor for Served {
             }
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agent_path;
+
+    #[test]
+    fn paths_are_slugs_and_dots_are_refused() {
+        assert_eq!(
+            agent_path("code-reviewer").as_deref(),
+            Some("/code-reviewer")
+        );
+        assert_eq!(
+            agent_path("Release Notes Writer").as_deref(),
+            Some("/release-notes-writer")
+        );
+        assert_eq!(
+            agent_path("  weird__name!! ").as_deref(),
+            Some("/weird-name")
+        );
+        assert_eq!(agent_path(".."), None);
+        assert_eq!(agent_path("."), None);
     }
 }

@@ -339,7 +339,7 @@ fn strip_value(v: &Value, ctx: Ctx) -> Value {
 
 /// The payload the official Python SDK 1.x signs and verifies (`a2a.utils.signing`): the
 /// proto's JSON form with every empty string, list and object removed, recursively. It is the
-/// §8.4.1 payload with [`clean_empty`] applied; the two differ when a `REQUIRED` field is empty
+/// §8.4.1 payload with every empty value removed; the two differ when a `REQUIRED` field is empty
 /// or a map entry is an empty message (a security requirement without scopes).
 pub fn python_payload(card: &Value) -> Value {
     clean_empty(&spec_payload(card)).unwrap_or(Value::Object(Map::new()))

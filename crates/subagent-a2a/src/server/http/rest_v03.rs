@@ -323,22 +323,22 @@ pub(super) async fn card(State(ctx): State<AgentCtx>, req: Request) -> Response 
     }
     let agent = ctx.agent();
     let card: v03::AgentCard = if agent.offers_extended_card() {
-        match super::calls::extended_card(&ctx.shared, agent, &parts.headers) {
-            Ok(c) => {
-                let mut c: v03::AgentCard = c.into();
-                c.supports_authenticated_extended_card = Some(true);
-                c
-            }
+        // Signed in its 0.3 shape (when the server signs cards).
+        match super::calls::extended_card_v03(&ctx.shared, agent, &parts.headers) {
+            Ok(c) => c,
             Err(e) => return rest_v03_error(&e),
         }
     } else {
         let url = super::agent_url(&ctx.shared.cfg, agent, &parts.headers);
-        crate::server::card::card_v03(
-            &agent.info,
-            agent.auth.as_ref(),
-            &url,
-            agent.engine.push_enabled(),
-            false,
+        crate::server::card::signed_v03(
+            ctx.shared.cfg.card_signer.as_ref(),
+            crate::server::card::card_v03(
+                &agent.info,
+                agent.auth.as_ref(),
+                &url,
+                agent.engine.push_enabled(),
+                false,
+            ),
         )
     };
     rpc_ok(&WIRE, &card)
