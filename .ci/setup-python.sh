@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the Python virtual environments used by the A2A interop tests:
-#   target/py/a2a-1x : the latest a2a-sdk 1.x from PyPI (+ http-server and signing extras, cryptography, uvicorn)
+#   target/py/a2a-1x : the latest a2a-sdk 1.x from PyPI (+ http-server, signing and grpc extras, cryptography, uvicorn)
 #   target/py/a2a-03 : a2a-sdk 0.3.26 (+ http-server extras, uvicorn)
 #   target/py/otlp   : opentelemetry-proto, for the OTLP receiver of the trace-export test
 # Idempotent: a venv whose stamp file matches the wanted requirement is left alone, so a second
@@ -46,7 +46,7 @@ make_venv() {
   echo "setup-python: ${name} installed: $("${dir}/bin/python" -m pip show a2a-sdk | grep '^Version')"
 }
 
-make_venv a2a-1x 'a2a-sdk[http-server,signing]>=1,<2' 'cryptography>=43' 'uvicorn>=0.30'
+make_venv a2a-1x 'a2a-sdk[http-server,signing,grpc]>=1,<2' 'cryptography>=43' 'uvicorn>=0.30'
 make_venv a2a-03 'a2a-sdk[http-server]==0.3.26' 'uvicorn>=0.30'
 
 # target/py/otlp : opentelemetry-proto (+ protobuf) for the small OTLP/HTTP receiver

@@ -3,7 +3,8 @@
 //!
 //! Behaviour is keyed on the `messageId` prefix (or the same prefix at the start of the first
 //! text part), as `scenarios/*.feature` of the TCK define; other messages complete the task
-//! with an echo. Serves one agent at the root, with JSON-RPC and HTTP+JSON interfaces.
+//! with an echo. Serves one agent at the root, with JSON-RPC and HTTP+JSON interfaces, and
+//! gRPC on a second port with `--grpc-port N` (feature `grpc-server`).
 //!
 //! ```text
 //! cargo run -p subagent-a2a --example a2a-tck-sut -- --port 9999
@@ -245,6 +246,7 @@ pub(crate) fn tck_mount_with(v03_tck: bool) -> AgentMount {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
     let mut legacy_card = false;
+    let mut grpc_port: Option<u16> = None;
     let mut signer = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -254,6 +256,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
             }
             "--legacy-card" => legacy_card = true,
+            "--grpc-port" => {
+                let v = args.next().ok_or("--grpc-port needs a value")?;
+                grpc_port = Some(
+                    v.parse()
+                        .map_err(|_| format!("invalid --grpc-port `{v}`"))?,
+                );
+            }
             // Signs the cards (JWS, A2A §8.4) with a PEM or JWK private key (ES256 / EdDSA).
             "--card-signing-key" => {
                 let v = args.next().ok_or("--card-signing-key needs a file")?;
@@ -264,7 +273,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
                 } else {
                     return Err(format!(
-                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--legacy-card] [--card-signing-key FILE]"
+                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--grpc-port N] [--legacy-card] [--card-signing-key FILE]"
                     )
                     .into());
                 }
@@ -272,6 +281,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let mut builder = A2aServer::builder();
+    if let Some(p) = grpc_port {
+        if !cfg!(feature = "grpc-server") {
+            return Err("--grpc-port needs the `grpc-server` feature".into());
+        }
+        builder = builder.grpc_url(format!("127.0.0.1:{p}"));
+    }
     if let Some(s) = signer {
         eprintln!(
             "a2a-tck-sut signs its cards with {} key `{}`",
@@ -301,6 +316,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         eprintln!("a2a-tck-sut listening on http://127.0.0.1:{port}");
+        #[cfg(feature = "grpc-server")]
+        if let Some(p) = grpc_port {
+            let grpc = tokio::net::TcpListener::bind(("127.0.0.1", p)).await?;
+            eprintln!("a2a-tck-sut serving gRPC on 127.0.0.1:{p}");
+            let s = server.clone();
+            tokio::spawn(async move {
+                if let Err(e) = s.serve_grpc(grpc, std::future::pending::<()>()).await {
+                    eprintln!("gRPC server failed: {e}");
+                }
+            });
+        }
         server.serve(listener, std::future::pending::<()>()).await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     })

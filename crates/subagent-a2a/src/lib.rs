@@ -97,6 +97,8 @@
 pub mod client;
 #[cfg(feature = "client")]
 pub mod error;
+#[cfg(any(feature = "grpc-server", feature = "grpc-client"))]
+pub mod grpc;
 #[cfg(feature = "server")]
 pub mod server;
 #[cfg(feature = "card-signing")]

@@ -482,15 +482,15 @@ async fn remote_failures_rejections_and_questions() {
 
 #[tokio::test]
 async fn unusable_cards_are_clear_resolution_errors() {
-    let grpc_only = json!({
+    let soap_only = json!({
         "name": "g", "description": "d", "version": "1", "capabilities": {},
-        "supportedInterfaces": [{"url": "http://h:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"}],
+        "supportedInterfaces": [{"url": "http://h:1", "protocolBinding": "SOAP", "protocolVersion": "1.0"}],
         "defaultInputModes": [], "defaultOutputModes": [], "skills": []
     });
-    let base = start(peer(Some(grpc_only), |_, _, _| Reply::Error(-32601, "x"))).await;
+    let base = start(peer(Some(soap_only), |_, _, _| Reply::Error(-32601, "x"))).await;
     let err = resolve_err(SubagentReference::new(&base, KIND)).await;
     assert!(
-        err.contains("no usable interface") && err.contains("GRPC 1.0 at http://h:1"),
+        err.contains("no usable interface") && err.contains("SOAP 1.0 at http://h:1"),
         "{err}"
     );
 

@@ -91,17 +91,16 @@ fn python(env: &str, venv: &str) -> Option<PathBuf> {
     panic!("{msg}: these tests run only when asked for (`-- --ignored`), and need it")
 }
 
+/// The test agent at `/agents/echo`, declaring the usage extension it reports.
+fn echo_mount() -> AgentMount {
+    let mut info = AgentInfo::new("echo", "Echoes the text back as an artifact");
+    info.extensions.push(usage_extension());
+    AgentMount::new("/agents/echo", info, UsageEcho)
+}
+
 /// Serves `builder` with the test agent at `/agents/echo`; the agent's URL and the server.
 async fn start_with(builder: A2aServerBuilder) -> (String, Srv) {
-    let echo = AgentMount::new(
-        "/agents/echo",
-        {
-            let mut info = AgentInfo::new("echo", "Echoes the text back as an artifact");
-            info.extensions.push(usage_extension());
-            info
-        },
-        UsageEcho,
-    );
+    let echo = echo_mount();
     let srv = common::serve(builder.mount(echo)).await;
     (srv.url("/agents/echo"), srv)
 }
@@ -185,6 +184,44 @@ fn card(version: ProtocolVersion) -> A2aServerBuilder {
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_1x_client_over_jsonrpc() {
     sdk_client_passes(Sdk::V1x, card(ProtocolVersion::V1), "JSONRPC").await;
+}
+
+#[cfg(feature = "grpc-server")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
+async fn python_1x_client_over_grpc() {
+    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
+        return;
+    };
+    // gRPC on its own port, listed on the card; the Python client discovers it there.
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let grpc_addr = grpc.local_addr().expect("addr");
+    let server = A2aServer::builder()
+        .grpc_url(grpc_addr.to_string())
+        .mount(echo_mount())
+        .build()
+        .expect("server builds");
+    let token = server.shutdown_token();
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = http.local_addr().expect("addr");
+    let (s1, s2) = (server.clone(), server);
+    let (t1, t2) = (token.clone(), token.clone());
+    tokio::spawn(async move {
+        let _ = s1.serve(http, async move { t1.cancelled().await }).await;
+    });
+    tokio::spawn(async move {
+        let _ = s2
+            .serve_grpc(grpc, async move { t2.cancelled().await })
+            .await;
+    });
+    let url = format!("http://{addr}/agents/echo");
+    let lines = run_client(&py, "client_v1.py", &[&url, "GRPC"]).await;
+    assert_all_checks(&lines);
+    token.cancel();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -300,6 +300,10 @@ pub(crate) struct ServeArgs {
     /// Public base URL written into agent cards (default: from the request's Host header).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
+    /// Also serve the A2A gRPC binding (1.0, plain HTTP/2) on this address, e.g.
+    /// 127.0.0.1:50051; the cards list it as the GRPC interface.
+    #[arg(long, value_name = "ADDR")]
+    pub grpc_listen: Option<SocketAddr>,
     /// Sign the agent cards with this private key (JWS, A2A §8.4): a PEM file (P-256 for
     /// ES256 or Ed25519 for EdDSA; PKCS#8 or SEC1) or a JWK file with `d`.
     #[arg(long, value_name = "FILE")]

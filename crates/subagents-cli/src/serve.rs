@@ -69,6 +69,21 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
     if let Some(url) = &args.public_url {
         options = options.public_url(url.clone());
     }
+    // `--grpc-listen`: the same agents over gRPC on a second port (same credentials).
+    let grpc_listener = match args.grpc_listen {
+        Some(a) => {
+            listen_keys(&args.auth, a)?;
+            let l = tokio::net::TcpListener::bind(a)
+                .await
+                .map_err(|e| CliError::Config(format!("cannot listen on {a}: {e}")))?;
+            let addr = l
+                .local_addr()
+                .map_err(|e| CliError::Config(e.to_string()))?;
+            options = options.grpc_url(addr.to_string());
+            Some((l, addr))
+        }
+        None => None,
+    };
     if let Some(path) = &args.card_signing_key {
         let mut signer = subagents::a2a::signing::CardSigner::from_file(path)
             .map_err(|e| CliError::Config(e.to_string()))?;
@@ -121,6 +136,15 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
             "  {}: http://{addr}{path}",
             crate::output::terminal_safe(name)
         );
+    }
+    if let Some((grpc, grpc_addr)) = grpc_listener {
+        eprintln!("  gRPC (A2A 1.0): {grpc_addr} (tenant = the agent's path without `/`)");
+        let s = server.clone();
+        tokio::spawn(async move {
+            if let Err(e) = s.serve_grpc(grpc, std::future::pending::<()>()).await {
+                eprintln!("gRPC server error: {e}");
+            }
+        });
     }
     server
         .serve(listener, async {

@@ -30,6 +30,7 @@
 //! | `a2a` | yes | remote A2A agents ([`a2a`]) |
 //! | `server` | no | [`Subagents::a2a_server`]: serving the agents over A2A |
 //! | `mcp` | no | MCP agents, `mcpServers` tools for Markdown agents, [`Subagents::mcp_server`] ([`mcp`]) |
+//! | `grpc` | no | the A2A gRPC binding (1.0): remote agents whose card selects `GRPC`, and serving over gRPC ([`ServeOptions::grpc_url`], `A2aServer::serve_grpc`) |
 //! | `store` | no | durable transcripts and background tasks on SQLite or PostgreSQL (`SubagentsBuilder::store`, `store`) |
 //! | `otel` | no | exporting the runs' spans over OTLP ([`otel`]) and W3C trace-context propagation over A2A and MCP |
 //! | `full` | no | all of the above |

@@ -37,6 +37,9 @@ pub struct ServeOptions {
     /// `docs/scaling.md`).
     #[cfg(feature = "store")]
     pub task_store: Option<subagent_store::a2a::SqlTaskStore>,
+    /// The address (`host:port`) of the gRPC binding the cards list (feature `grpc`; serve it
+    /// with [`A2aServer::serve_grpc`]). `None`: no gRPC interface on the cards.
+    pub grpc_url: Option<String>,
     /// Signs every served card with this key (JWS, A2A §8.4). `None`: unsigned cards.
     pub card_signer: Option<subagent_a2a::signing::CardSigner>,
 }
@@ -90,6 +93,14 @@ impl ServeOptions {
     #[must_use]
     pub fn task_store(mut self, store: subagent_store::a2a::SqlTaskStore) -> Self {
         self.task_store = Some(store);
+        self
+    }
+
+    /// Lists the gRPC binding at `host:port` on the cards (builder style; see
+    /// [`grpc_url`](Self::grpc_url)).
+    #[must_use]
+    pub fn grpc_url(mut self, address: impl Into<String>) -> Self {
+        self.grpc_url = Some(address.into());
         self
     }
 
@@ -193,6 +204,9 @@ impl Subagents {
         let mut builder = A2aServer::builder().directory(true);
         if let Some(url) = &options.public_url {
             builder = builder.public_url(url.clone());
+        }
+        if let Some(url) = &options.grpc_url {
+            builder = builder.grpc_url(url.clone());
         }
         if let Some(signer) = &options.card_signer {
             builder = builder.card_signer(signer.clone());

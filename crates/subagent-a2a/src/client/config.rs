@@ -212,7 +212,7 @@ impl A2aConfig {
             None => None,
             Some(v) => Some(Binding::parse(v).ok_or_else(|| A2aError::Config {
                 message: format!(
-                    "`{}` must be JSONRPC or HTTP+JSON, got `{v}`",
+                    "`{}` must be JSONRPC, HTTP+JSON or (with the grpc-client feature) GRPC, got `{v}`",
                     keys::BINDING
                 ),
             })?),
@@ -348,7 +348,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("api_key_header"), "{e}");
-        let e = A2aConfig::from_reference(&r().with_metadata("binding", "GRPC"))
+        let e = A2aConfig::from_reference(&r().with_metadata("binding", "SOAP"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("binding"), "{e}");

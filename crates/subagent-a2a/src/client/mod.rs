@@ -21,6 +21,8 @@ mod card_trust;
 mod config;
 mod definition;
 mod executor;
+#[cfg(feature = "grpc-client")]
+mod grpc;
 mod resolver;
 mod sse;
 mod transport;

@@ -219,6 +219,28 @@ pub fn usable_endpoints(
             ProtocolVersion::parse(&iface.protocol_version)
         };
         let Some(version) = version else { continue };
+        // A gRPC address is `host:port` (no scheme): plain HTTP/2.
+        #[cfg(feature = "grpc-client")]
+        if binding == Binding::Grpc {
+            if version != ProtocolVersion::V1 {
+                continue;
+            }
+            let url = if iface.url.contains("://") {
+                iface.url.clone()
+            } else {
+                format!("http://{}", iface.url)
+            };
+            candidates.push((
+                i,
+                Endpoint {
+                    url,
+                    binding,
+                    version,
+                    tenant: iface.tenant.clone().filter(|t| !t.is_empty()),
+                },
+            ));
+            continue;
+        }
         let url = match reqwest::Url::parse(&iface.url) {
             Ok(u) => u.to_string(),
             Err(_) => match base.as_ref().and_then(|b| b.join(&iface.url).ok()) {
@@ -251,7 +273,7 @@ pub fn usable_endpoints(
         return Err(A2aError::Card {
             url: card_url.to_string(),
             message: format!(
-                "no usable interface: this client speaks JSON-RPC and HTTP+JSON (1.0, 0.3); the card offers {}",
+                "no usable interface: this client speaks JSON-RPC and HTTP+JSON (1.0, 0.3) and, with its grpc-client feature, gRPC (1.0); the card offers {}",
                 card_v1
                     .supported_interfaces
                     .iter()

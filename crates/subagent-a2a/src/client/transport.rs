@@ -36,15 +36,24 @@ pub enum Binding {
     JsonRpc,
     /// The HTTP+JSON (REST) binding (`HTTP+JSON`).
     HttpJson,
+    /// gRPC (`GRPC`, 1.0 only; feature `grpc-client`).
+    #[cfg(feature = "grpc-client")]
+    Grpc,
 }
 
 impl Binding {
-    /// Parses a card's binding name (case-insensitive); `None` for gRPC and unknown bindings.
+    /// Parses a card's binding name (case-insensitive); `None` for unknown bindings, and for
+    /// gRPC without the `grpc-client` feature.
     pub fn parse(s: &str) -> Option<Self> {
         if s.eq_ignore_ascii_case(binding::JSONRPC) {
             Some(Binding::JsonRpc)
         } else if s.eq_ignore_ascii_case(binding::HTTP_JSON) || s.eq_ignore_ascii_case("REST") {
             Some(Binding::HttpJson)
+        } else if cfg!(feature = "grpc-client") && s.eq_ignore_ascii_case(binding::GRPC) {
+            #[cfg(feature = "grpc-client")]
+            return Some(Binding::Grpc);
+            #[cfg(not(feature = "grpc-client"))]
+            None
         } else {
             None
         }
@@ -55,6 +64,8 @@ impl Binding {
         match self {
             Binding::JsonRpc => binding::JSONRPC,
             Binding::HttpJson => binding::HTTP_JSON,
+            #[cfg(feature = "grpc-client")]
+            Binding::Grpc => binding::GRPC,
         }
     }
 }
@@ -83,6 +94,8 @@ pub struct A2aClient {
     headers: HeaderMap,
     next_id: AtomicI64,
     stream_idle_timeout: Option<Duration>,
+    #[cfg(feature = "grpc-client")]
+    grpc: Option<super::grpc::GrpcConn>,
 }
 
 impl std::fmt::Debug for A2aClient {
@@ -98,6 +111,10 @@ impl A2aClient {
     /// A client for `endpoint`, sending `headers` (e.g. auth) on every request.
     pub fn new(http: reqwest::Client, endpoint: Endpoint, headers: HeaderMap) -> Self {
         Self {
+            #[cfg(feature = "grpc-client")]
+            grpc: (endpoint.binding == Binding::Grpc).then(|| {
+                super::grpc::GrpcConn::new(&endpoint.url, headers.clone(), MAX_BODY_BYTES)
+            }),
             http,
             endpoint,
             headers,
@@ -119,6 +136,22 @@ impl A2aClient {
     /// The endpoint.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    #[cfg(feature = "grpc-client")]
+    fn grpc(&self) -> Result<&super::grpc::GrpcConn, A2aError> {
+        if self.endpoint.version != ProtocolVersion::V1 {
+            return Err(A2aError::Unsupported {
+                message: format!(
+                    "gRPC for A2A {} at {} (this client speaks gRPC 1.0)",
+                    self.endpoint.version.as_str(),
+                    self.endpoint.url
+                ),
+            });
+        }
+        self.grpc.as_ref().ok_or_else(|| A2aError::Unsupported {
+            message: format!("no gRPC channel for {}", self.endpoint.url),
+        })
     }
 
     fn base_headers(&self, accept_sse: bool) -> HeaderMap {
@@ -173,6 +206,8 @@ impl A2aClient {
                         .into(),
                 })
             }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => self.grpc()?.send_message(&req).await,
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let body = send_body_v03(req);
                 let url = self.rest_v03_url("message:send");
@@ -213,6 +248,12 @@ impl A2aClient {
                 self.rpc_stream::<_, v03::Event>(v03::methods::MESSAGE_STREAM, &params)
                     .await
             }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => {
+                self.grpc()?
+                    .send_streaming_message(&req, self.stream_idle_timeout)
+                    .await
+            }
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let body = send_body_v03(req);
                 let url = self.rest_v03_url("message:stream");
@@ -246,6 +287,8 @@ impl A2aClient {
                     .await?;
                 Ok(t.into())
             }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => self.grpc()?.get_task(&req).await,
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let mut url = self.rest_v03_url(&format!("tasks/{}", path_segment(id)));
                 if let Some(n) = history_length {
@@ -289,6 +332,8 @@ impl A2aClient {
                     self.endpoint.url
                 ),
             }),
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => self.grpc()?.list_tasks(&req).await,
             (Binding::HttpJson, _) => {
                 let mut query: Vec<String> = Vec::new();
                 let mut add = |k: &str, v: Option<String>| {
@@ -333,6 +378,8 @@ impl A2aClient {
                     .await?;
                 Ok(t.into())
             }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => self.grpc()?.cancel_task(&req).await,
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let url = self.rest_v03_url(&format!("tasks/{}:cancel", path_segment(id)));
                 let body = serde_json::json!({ "name": format!("tasks/{id}") });
@@ -377,6 +424,8 @@ impl A2aClient {
                     self.rpc(v03::methods::PUSH_CONFIG_SET, &params).await?;
                 Ok(c.into())
             }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => self.grpc()?.create_push_config(&config).await,
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let c = v03::TaskPushNotificationConfig {
                     task_id: task_id.to_string(),
@@ -427,6 +476,12 @@ impl A2aClient {
                     self.rpc(v03::methods::PUSH_CONFIG_GET, &params).await?;
                 Ok(c.into())
             }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => {
+                self.grpc()?
+                    .get_push_config(self.endpoint.tenant.as_deref(), task_id, config_id)
+                    .await
+            }
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let url = self.push_config_url(task_id, config_id);
                 let c: v03::TaskPushNotificationConfig = self
@@ -468,6 +523,12 @@ impl A2aClient {
                 let c: Vec<v03::TaskPushNotificationConfig> =
                     self.rpc(v03::methods::PUSH_CONFIG_LIST, &params).await?;
                 Ok(c.into_iter().map(Into::into).collect())
+            }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => {
+                self.grpc()?
+                    .list_push_configs(self.endpoint.tenant.as_deref(), task_id)
+                    .await
             }
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let url = self.rest_v03_url(&format!(
@@ -538,6 +599,12 @@ impl A2aClient {
                 self.rpc_unit(v03::methods::PUSH_CONFIG_DELETE, &params)
                     .await
             }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => {
+                self.grpc()?
+                    .delete_push_config(self.endpoint.tenant.as_deref(), task_id, config_id)
+                    .await
+            }
             (Binding::HttpJson, _) => {
                 let url = self.push_config_url(task_id, config_id);
                 let _: serde_json::Value = self
@@ -566,6 +633,12 @@ impl A2aClient {
                     )
                     .await?;
                 Ok(c.into())
+            }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => {
+                self.grpc()?
+                    .get_extended_agent_card(self.endpoint.tenant.as_deref())
+                    .await
             }
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let url = self.rest_v03_url("card");
@@ -597,6 +670,12 @@ impl A2aClient {
                     &v03::TaskIdParams::from(req),
                 )
                 .await
+            }
+            #[cfg(feature = "grpc-client")]
+            (Binding::Grpc, _) => {
+                self.grpc()?
+                    .subscribe_to_task(&req, self.stream_idle_timeout)
+                    .await
             }
             (Binding::HttpJson, ProtocolVersion::V03) => {
                 let url = self.rest_v03_url(&format!("tasks/{}:subscribe", path_segment(id)));
@@ -1024,6 +1103,10 @@ mod tests {
     fn bindings_parse_case_insensitively() {
         assert_eq!(Binding::parse("jsonrpc"), Some(Binding::JsonRpc));
         assert_eq!(Binding::parse("HTTP+JSON"), Some(Binding::HttpJson));
+        #[cfg(feature = "grpc-client")]
+        assert_eq!(Binding::parse("grpc"), Some(Binding::Grpc));
+        #[cfg(not(feature = "grpc-client"))]
         assert_eq!(Binding::parse("GRPC"), None);
+        assert_eq!(Binding::parse("SOAP"), None);
     }
 }

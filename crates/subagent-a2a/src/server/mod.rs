@@ -198,6 +198,10 @@ pub struct ServerConfig {
     /// addresses too (default off: such webhooks are refused at registration, and host names
     /// resolving only to them fail at delivery). For tests and trusted networks.
     pub push_allow_private: bool,
+    /// The address of the gRPC binding (`host:port`) the cards list as the `GRPC` interface
+    /// (feature `grpc-server`; serve it with [`A2aServer::serve_grpc`]). Unset (default): the
+    /// cards list no gRPC interface.
+    pub grpc_url: Option<String>,
     /// Whether a 0.3 `message/send` that does not say `blocking` waits for the task to end or
     /// be interrupted (default `true`, as the official 0.3 SDKs' servers do). `false` answers
     /// at once with the task as it is (0.3 says only "if true, the client will wait"); a 0.3
@@ -233,6 +237,7 @@ impl Default for ServerConfig {
             max_streams_per_client: 128,
             push_notifications: false,
             push_allow_private: false,
+            grpc_url: None,
             v03_blocking_by_default: true,
             card_signer: None,
         }
@@ -495,6 +500,14 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Lists the gRPC binding at `host:port` on the cards (see [`ServerConfig::grpc_url`];
+    /// serve it with [`A2aServer::serve_grpc`]).
+    #[must_use]
+    pub fn grpc_url(mut self, address: impl Into<String>) -> Self {
+        self.config.grpc_url = Some(address.into());
+        self
+    }
+
     /// Sets whether 0.3 sends without `blocking` wait (see
     /// [`ServerConfig::v03_blocking_by_default`]).
     #[must_use]
@@ -713,6 +726,63 @@ impl A2aServer {
         };
         conn::serve_loop(self.shared.clone(), listener, router, signal).await?;
         Ok(())
+    }
+}
+
+#[cfg(feature = "grpc-server")]
+impl A2aServer {
+    /// The gRPC binding (1.0) of every mounted agent as a tonic service (`lf.a2a.v1.A2AService`),
+    /// to add to a tonic server of your own; [`serve_grpc`](Self::serve_grpc) serves it with this
+    /// server's bounds. Agents are told apart by the requests' `tenant` (an agent's path without
+    /// its leading `/`; empty for the root agent, or the only agent).
+    pub fn grpc_service(
+        &self,
+    ) -> crate::grpc::proto::a2a_service_server::A2aServiceServer<
+        impl crate::grpc::proto::a2a_service_server::A2aService,
+    > {
+        http::grpc::service(self.shared.clone())
+    }
+
+    /// Serves the gRPC binding (1.0, HTTP/2 without TLS: put TLS in front) on `listener` until
+    /// `shutdown` completes or the server shuts down, on the same agents, engine, credential
+    /// check and stream caps as the HTTP bindings. Bounds: messages up to
+    /// [`ServerConfig::max_body_bytes`], [`ServerConfig::max_header_bytes`] of metadata, at most
+    /// [`ServerConfig::max_streams_per_client`] concurrent calls per connection (h2
+    /// `MAX_CONCURRENT_STREAMS`, 128 when that is 0), HTTP/2 keep-alive pings every 30 s
+    /// (a peer silent for 10 s more is dropped), and the shared stream caps
+    /// ([`ServerConfig::max_streams`], [`ServerConfig::max_streams_per_client`] counted per
+    /// peer IP with the SSE streams). A unary call lasts as long as the agent's reply, as on
+    /// the HTTP bindings (a client sets its own deadline); streams end with their task or at
+    /// shutdown. List the binding on the cards with [`A2aServerBuilder::grpc_url`].
+    pub async fn serve_grpc(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let cfg = &self.shared.cfg;
+        let per_conn = match cfg.max_streams_per_client {
+            0 => 128,
+            n => u32::try_from(n).unwrap_or(u32::MAX),
+        };
+        let me = self.clone();
+        let signal = async move {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = me.shared.shutdown.cancelled() => {}
+            }
+            me.shutdown();
+        };
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        tonic::transport::Server::builder()
+            .max_concurrent_streams(Some(per_conn))
+            .http2_keepalive_interval(Some(Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+            .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
+            .add_service(self.grpc_service())
+            .serve_with_incoming_shutdown(incoming, signal)
+            .await
+            .map_err(|e| ServerError::Io(std::io::Error::other(e)))
     }
 }
 

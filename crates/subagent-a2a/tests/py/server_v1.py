@@ -1,6 +1,6 @@
 """A small A2A 1.0 test agent built on the official Python SDK (a2a-sdk 1.x).
 
-Usage: python server_v1.py PORT [--no-streaming] [--compat]
+Usage: python server_v1.py PORT [--no-streaming] [--compat] [--grpc GRPC_PORT]
 
 Serves JSON-RPC at http://127.0.0.1:PORT/ and HTTP+JSON at http://127.0.0.1:PORT/rest, with
 the card at /.well-known/agent-card.json. The behaviour is chosen by the first word of the
@@ -17,6 +17,8 @@ user's text:
 
 A cancel is also logged to stderr as "CANCELLED <task id>".
 
+With --grpc GRPC_PORT the SDK's gRPC handler (a2a-sdk[grpc]) also serves the agent on
+127.0.0.1:GRPC_PORT, listed on the card as its GRPC interface.
 With --compat the SDK's 0.3 compatibility layer is enabled on both endpoints and the card also
 lists them as protocolVersion 0.3 interfaces.
 """
@@ -93,11 +95,20 @@ def main() -> None:
     port = int(sys.argv[1])
     streaming = '--no-streaming' not in sys.argv[2:]
     compat = '--compat' in sys.argv[2:]
+    grpc_port = None
+    if '--grpc' in sys.argv[2:]:
+        grpc_port = int(sys.argv[sys.argv.index('--grpc') + 1])
     base = f'http://127.0.0.1:{port}'
     interfaces = [
         AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=f'{base}/'),
         AgentInterface(protocol_binding='HTTP+JSON', protocol_version='1.0', url=f'{base}/rest'),
     ]
+    if grpc_port is not None:
+        interfaces.append(
+            AgentInterface(
+                protocol_binding='GRPC', protocol_version='1.0', url=f'127.0.0.1:{grpc_port}'
+            )
+        )
     if compat:
         interfaces.append(
             AgentInterface(protocol_binding='JSONRPC', protocol_version='0.3', url=f'{base}/')
@@ -124,7 +135,27 @@ def main() -> None:
         request_handler=handler, path_prefix='/rest', enable_v0_3_compat=compat
     )
     app = Starlette(routes=routes)
-    uvicorn.run(app, host='127.0.0.1', port=port, log_level='warning')
+    if grpc_port is None:
+        uvicorn.run(app, host='127.0.0.1', port=port, log_level='warning')
+        return
+
+    async def both() -> None:
+        import grpc
+
+        from a2a.server.request_handlers import GrpcHandler
+        from a2a.types import a2a_pb2_grpc
+
+        server = grpc.aio.server()
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+        server.add_insecure_port(f'127.0.0.1:{grpc_port}')
+        await server.start()
+        http = uvicorn.Server(
+            uvicorn.Config(app, host='127.0.0.1', port=port, log_level='warning')
+        )
+        await http.serve()
+        await server.stop(None)
+
+    asyncio.run(both())
 
 
 if __name__ == '__main__':

@@ -1,6 +1,6 @@
 """Drives our A2A server with the official a2a-sdk 1.x client.
 
-Usage: python client_v1.py BASE_URL BINDING   (BINDING: JSONRPC or HTTP+JSON)
+Usage: python client_v1.py BASE_URL BINDING   (BINDING: JSONRPC, HTTP+JSON or GRPC)
 
 Discovers the agent from BASE_URL/.well-known/agent-card.json like any production client, then
 runs four checks against the test agent (see tests/server_interop_py.rs): send, stream, get and

@@ -12,11 +12,18 @@ def message(text: str) -> Message:
 
 
 async def client_for(base: str, binding: str, streaming: bool, http: httpx.AsyncClient):
-    """A client discovering the agent at `base` and speaking `binding`."""
+    """A client discovering the agent at `base` and speaking `binding` (JSONRPC, HTTP+JSON or
+    GRPC)."""
+    extra = {}
+    if binding == "GRPC":
+        import grpc  # the a2a-sdk[grpc] extra
+
+        extra["grpc_channel_factory"] = lambda url: grpc.aio.insecure_channel(url)
     cfg = ClientConfig(
         streaming=streaming,
         supported_protocol_bindings=[binding],
         httpx_client=http,
+        **extra,
     )
     return await create_client(base, client_config=cfg)
 

@@ -121,10 +121,13 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
             card_v03(&agent.info, auth, &url, push, ext),
         )),
         CardShape::V03WithV1Interfaces => {
+            #[allow(unused_mut)]
+            let mut v1_card = card_v1(&agent.info, auth, &url, push, ext);
+            #[cfg(feature = "grpc-server")]
+            super::grpc::add_interface(&mut v1_card, &shared.cfg, agent);
             let mut legacy = LegacyCard {
                 card: card_v03(&agent.info, auth, &url, push, ext),
-                supported_interfaces: card_v1(&agent.info, auth, &url, push, ext)
-                    .supported_interfaces,
+                supported_interfaces: v1_card.supported_interfaces,
             };
             // Signed as served: the embedded interfaces are part of the payload.
             if let Some(s) = signer {
@@ -133,10 +136,13 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
             }
             json_bytes(&legacy)
         }
-        CardShape::V1 => json_bytes(&signed_v1(
-            signer,
-            card_v1(&agent.info, auth, &url, push, ext),
-        )),
+        CardShape::V1 => {
+            #[allow(unused_mut)]
+            let mut c = card_v1(&agent.info, auth, &url, push, ext);
+            #[cfg(feature = "grpc-server")]
+            super::grpc::add_interface(&mut c, &shared.cfg, agent);
+            json_bytes(&signed_v1(signer, c))
+        }
     };
     let etag = {
         use std::hash::{Hash, Hasher};

@@ -13,6 +13,8 @@
 
 mod calls;
 mod cards;
+#[cfg(feature = "grpc-server")]
+pub(crate) mod grpc;
 mod jsonrpc;
 mod reply;
 mod request;

@@ -1,0 +1,430 @@
+//! The gRPC binding (1.0) of the server: `lf.a2a.v1.A2AService` on tonic, over the same
+//! agents, engine, credential check and stream caps as JSON-RPC and HTTP+JSON. This module only
+//! converts prost messages to and from the 1.0 wire types and maps errors to gRPC statuses
+//! (with the A2A `ErrorInfo` detail).
+//!
+//! Agents are told apart by the requests' `tenant` field: an agent mounted at `/a/b` is tenant
+//! `a/b` (its card's GRPC interface says so); an empty tenant names the agent at the root, or
+//! the only agent when just one is mounted.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use tokio::sync::mpsc;
+use tonic::{Request, Response, Status};
+
+use super::calls::{
+    await_reply, check_parts, create_push_config, delete_push_config, extended_card,
+    get_push_config, list_push_configs, streaming_unsupported,
+};
+use super::sse::{PEER, StreamPermit, acquire_stream};
+use super::{Hosted, Shared};
+use crate::grpc::proto::a2a_service_server::{A2aService, A2aServiceServer};
+use crate::grpc::{convert, error_status, proto};
+use crate::server::engine::{ApiError, Event, SendParams, Started, trim_history};
+use crate::types::jsonrpc::codes;
+use crate::types::{ProtocolVersion, binding, v1};
+
+/// The `A2AService` implementation over a server's agents.
+pub(crate) struct GrpcService {
+    shared: Arc<Shared>,
+}
+
+/// The tonic service for a server's agents, with its message size bounds.
+pub(crate) fn service(shared: Arc<Shared>) -> A2aServiceServer<GrpcService> {
+    let max = shared.cfg.max_body_bytes;
+    A2aServiceServer::new(GrpcService { shared })
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max.max(crate::grpc::DEFAULT_MAX_MESSAGE_BYTES))
+}
+
+/// The GRPC interface of an agent's card, when the server has a gRPC address.
+pub(crate) fn interface(
+    cfg: &crate::server::ServerConfig,
+    agent: &Hosted,
+) -> Option<v1::AgentInterface> {
+    let url = cfg.grpc_url.as_ref()?;
+    let tenant = agent.path.trim_start_matches('/');
+    Some(v1::AgentInterface {
+        url: url.clone(),
+        protocol_binding: binding::GRPC.to_string(),
+        tenant: (!tenant.is_empty()).then(|| tenant.to_string()),
+        protocol_version: ProtocolVersion::V1.as_str().to_string(),
+    })
+}
+
+/// Adds the GRPC interface to a 1.0 card (after the 1.0 HTTP interfaces), when served.
+pub(crate) fn add_interface(
+    card: &mut v1::AgentCard,
+    cfg: &crate::server::ServerConfig,
+    agent: &Hosted,
+) {
+    if let Some(i) = interface(cfg, agent) {
+        let at = card
+            .supported_interfaces
+            .iter()
+            .position(|i| i.protocol_version != ProtocolVersion::V1.as_str())
+            .unwrap_or(card.supported_interfaces.len());
+        card.supported_interfaces.insert(at, i);
+    }
+}
+
+fn status(e: ApiError) -> Status {
+    error_status(e.code, e.message)
+}
+
+fn bad_request(e: crate::grpc::ConvertError) -> Status {
+    error_status(codes::INVALID_PARAMS, e.to_string())
+}
+
+fn to_proto<A: serde::Serialize, B: serde::de::DeserializeOwned>(
+    what: &'static str,
+    a: &A,
+) -> Result<B, Status> {
+    convert(what, a).map_err(|e| {
+        tracing::warn!(error = %e, "cannot encode a gRPC answer");
+        error_status(codes::INTERNAL_ERROR, e.to_string())
+    })
+}
+
+/// A stream of `StreamResponse` messages.
+pub(crate) type EventStream =
+    Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
+
+impl GrpcService {
+    /// The agent a request is for, after the version and credential checks.
+    fn agent<T>(&self, req: &Request<T>, tenant: &str) -> Result<&Hosted, Status> {
+        let agents = &self.shared.agents;
+        let tenant = tenant.trim_matches('/');
+        let agent = if tenant.is_empty() {
+            agents
+                .iter()
+                .find(|a| a.path.is_empty())
+                .or_else(|| (agents.len() == 1).then(|| &agents[0]))
+        } else {
+            agents
+                .iter()
+                .find(|a| a.path.trim_start_matches('/') == tenant)
+        };
+        let agent = agent.ok_or_else(|| {
+            Status::not_found(if tenant.is_empty() {
+                "no agent is mounted at the root; name one with `tenant` (its path)".to_string()
+            } else {
+                format!("no agent for tenant `{tenant}`")
+            })
+        })?;
+        if let Some(v) = req.metadata().get("a2a-version") {
+            let v = v.to_str().unwrap_or("?").trim();
+            if !v.is_empty() && ProtocolVersion::parse(v) != Some(ProtocolVersion::V1) {
+                return Err(error_status(
+                    codes::VERSION_NOT_SUPPORTED,
+                    format!(
+                        "A2A-Version `{v}` is not supported over gRPC; this binding speaks 1.0"
+                    ),
+                ));
+            }
+        }
+        if let Some(auth) = &agent.auth
+            && !auth.check(&req.metadata().clone().into_headers())
+        {
+            return Err(Status::unauthenticated(format!(
+                "agent `{}` requires credentials (see securitySchemes in its card)",
+                agent.info.name
+            )));
+        }
+        Ok(agent)
+    }
+
+    /// A stream slot, counted per client like the SSE streams.
+    fn permit(&self, peer: Option<SocketAddr>) -> Result<StreamPermit, Status> {
+        match peer {
+            Some(addr) => PEER.sync_scope(addr, || acquire_stream(&self.shared)),
+            None => acquire_stream(&self.shared),
+        }
+        .map_err(status)
+    }
+
+    /// The events of a task as a gRPC stream, ending with the task, at shutdown or when the
+    /// client goes away.
+    fn stream(
+        &self,
+        first: Option<Event>,
+        rx: mpsc::Receiver<Event>,
+        permit: StreamPermit,
+        history_length: Option<i32>,
+    ) -> EventStream {
+        struct St {
+            first: Option<Event>,
+            rx: mpsc::Receiver<Event>,
+            history_length: Option<i32>,
+            shutdown: Pin<Box<subagent_spi::CancelledFuture>>,
+            _permit: StreamPermit,
+        }
+        let st = St {
+            first,
+            rx,
+            history_length,
+            shutdown: Box::pin(self.shared.shutdown.cancelled()),
+            _permit: permit,
+        };
+        Box::pin(futures::stream::unfold(st, |mut st| async move {
+            let ev = match st.first.take() {
+                Some(e) => e,
+                None => tokio::select! {
+                    biased;
+                    e = st.rx.recv() => e?,
+                    _ = &mut st.shutdown => return None,
+                },
+            };
+            let item = match (&*ev, st.history_length) {
+                (v1::StreamResponse::Task(t), Some(_)) => {
+                    let mut t = t.clone();
+                    trim_history(&mut t, st.history_length);
+                    to_proto("stream event", &v1::StreamResponse::Task(t))
+                }
+                (ev, _) => to_proto("stream event", ev),
+            };
+            Some((item, st))
+        }))
+    }
+
+    async fn send(
+        &self,
+        req: Request<proto::SendMessageRequest>,
+        streaming: bool,
+    ) -> Result<SendOutcome, Status> {
+        let peer = req.remote_addr();
+        let agent = self.agent(&req, &req.get_ref().tenant)?;
+        let msg: v1::SendMessageRequest =
+            convert("SendMessageRequest", req.get_ref()).map_err(bad_request)?;
+        check_parts(agent, &msg.message).map_err(status)?;
+        let history_length = msg.configuration.as_ref().and_then(|c| c.history_length);
+        let immediate = msg
+            .configuration
+            .as_ref()
+            .is_some_and(|c| c.return_immediately);
+        let permit = if streaming {
+            if !agent.info.streaming {
+                return Err(status(streaming_unsupported(agent)));
+            }
+            Some(self.permit(peer)?)
+        } else {
+            None
+        };
+        let started = agent
+            .engine
+            .send(SendParams {
+                message: msg.message,
+                configuration: msg.configuration,
+                metadata: msg.metadata,
+                streaming,
+                version: ProtocolVersion::V1,
+            })
+            .await
+            .map_err(status)?;
+        match permit {
+            Some(permit) => {
+                let Started {
+                    run,
+                    mut events,
+                    mut driver,
+                } = started;
+                driver.spawn();
+                match events.recv().await {
+                    Some(first) => Ok(SendOutcome::Stream(self.stream(
+                        Some(first),
+                        events,
+                        permit,
+                        history_length,
+                    ))),
+                    None => Err(status(run.error().await.unwrap_or_else(|| {
+                        ApiError::internal("the agent ended without answering")
+                    }))),
+                }
+            }
+            None => {
+                let reply = await_reply(started, immediate, history_length)
+                    .await
+                    .map_err(status)?;
+                Ok(SendOutcome::Reply(Box::new(to_proto(
+                    "SendMessageResponse",
+                    &reply,
+                )?)))
+            }
+        }
+    }
+}
+
+enum SendOutcome {
+    Reply(Box<proto::SendMessageResponse>),
+    Stream(EventStream),
+}
+
+fn config_ref(task_id: &str, id: &str) -> Result<(), Status> {
+    if task_id.is_empty() {
+        return Err(error_status(
+            codes::INVALID_PARAMS,
+            "`task_id` is required".into(),
+        ));
+    }
+    if id.is_empty() {
+        return Err(error_status(
+            codes::INVALID_PARAMS,
+            "`id` is required".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[tonic::async_trait]
+impl A2aService for GrpcService {
+    async fn send_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<proto::SendMessageResponse>, Status> {
+        match self.send(request, false).await? {
+            SendOutcome::Reply(r) => Ok(Response::new(*r)),
+            SendOutcome::Stream(_) => Err(Status::internal("unexpected stream")),
+        }
+    }
+
+    type SendStreamingMessageStream = EventStream;
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
+        match self.send(request, true).await? {
+            SendOutcome::Stream(s) => Ok(Response::new(s)),
+            SendOutcome::Reply(_) => Err(Status::internal("unexpected reply")),
+        }
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<proto::GetTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        let r = request.get_ref();
+        let t = agent
+            .engine
+            .get(&r.id, r.history_length)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(to_proto("Task", &t)?))
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<proto::ListTasksRequest>,
+    ) -> Result<Response<proto::ListTasksResponse>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        let req: v1::ListTasksRequest =
+            convert("ListTasksRequest", request.get_ref()).map_err(bad_request)?;
+        let list = agent.engine.list(&req).await.map_err(status)?;
+        Ok(Response::new(to_proto("ListTasksResponse", &list)?))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<proto::CancelTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        let t = agent
+            .engine
+            .cancel(&request.get_ref().id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(to_proto("Task", &t)?))
+    }
+
+    type SubscribeToTaskStream = EventStream;
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<proto::SubscribeToTaskRequest>,
+    ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        if !agent.info.streaming {
+            return Err(status(streaming_unsupported(agent)));
+        }
+        let permit = self.permit(request.remote_addr())?;
+        let rx = agent
+            .engine
+            .subscribe(&request.get_ref().id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(self.stream(None, rx, permit, None)))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        request: Request<proto::TaskPushNotificationConfig>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        let config: v1::TaskPushNotificationConfig =
+            convert("TaskPushNotificationConfig", request.get_ref()).map_err(bad_request)?;
+        let task_id = config.task_id.clone().unwrap_or_default();
+        let c = create_push_config(agent, &task_id, config)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(to_proto("TaskPushNotificationConfig", &c)?))
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        request: Request<proto::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        let r = request.get_ref();
+        config_ref(&r.task_id, &r.id)?;
+        let c = get_push_config(agent, &r.task_id, &r.id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(to_proto("TaskPushNotificationConfig", &c)?))
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        request: Request<proto::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        let configs = list_push_configs(agent, &request.get_ref().task_id)
+            .await
+            .map_err(status)?;
+        let list = v1::ListTaskPushNotificationConfigsResponse {
+            configs,
+            next_page_token: None,
+        };
+        Ok(Response::new(to_proto(
+            "ListTaskPushNotificationConfigsResponse",
+            &list,
+        )?))
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        request: Request<proto::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<proto::AgentCard>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        let headers = request.metadata().clone().into_headers();
+        let mut card = extended_card(&self.shared, agent, &headers).map_err(status)?;
+        add_interface(&mut card, &self.shared.cfg, agent);
+        Ok(Response::new(to_proto("AgentCard", &card)?))
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        let agent = self.agent(&request, &request.get_ref().tenant)?;
+        let r = request.get_ref();
+        config_ref(&r.task_id, &r.id)?;
+        delete_push_config(agent, &r.task_id, &r.id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pbjson_types::Empty {}))
+    }
+}

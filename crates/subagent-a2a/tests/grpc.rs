@@ -1,0 +1,371 @@
+//! The gRPC binding over real sockets (127.0.0.1): our server's `serve_grpc` and our client's
+//! gRPC transport, every RPC including the streaming ones, errors as gRPC status codes (with
+//! the A2A reason), the card's GRPC interface, credentials, tenants and the message size bound.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use subagent_a2a::client::{A2aClient, Binding, Endpoint, usable_endpoints};
+use subagent_a2a::error::A2aError;
+use subagent_a2a::server::{
+    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
+    ServerAuth, TaskEventSink,
+};
+use subagent_a2a::types::ProtocolVersion;
+use subagent_a2a::types::jsonrpc::codes;
+use subagent_a2a::types::v1::{self, TaskState};
+use subagent_spi::{CancellationToken, async_trait};
+
+/// `direct`: a Message; `slow`: working until cancelled; else working, an artifact, completed.
+struct Echo;
+
+#[async_trait]
+impl A2aHandler for Echo {
+    async fn handle(
+        &self,
+        req: HandlerRequest,
+        ev: TaskEventSink,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        let text = req.text();
+        match text.as_str() {
+            "direct" => {
+                let _ = ev.reply_text("direct answer").await;
+            }
+            "slow" => {
+                let _ = ev.working().await;
+                tokio::select! {
+                    _ = cancel.cancelled() => {
+                        let _ = ev.status(TaskState::Canceled, None).await;
+                    }
+                    _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+                }
+            }
+            _ => {
+                let _ = ev.working().await;
+                let _ = ev
+                    .text_artifact(Some("echo"), format!("echo: {text}"))
+                    .await;
+                let _ = ev.complete(None).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Srv {
+    http: String,
+    grpc: String,
+    stop: CancellationToken,
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn serve(builder: A2aServerBuilder) -> Srv {
+    let http_l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc_l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc_addr = grpc_l.local_addr().unwrap();
+    let server = builder
+        .grpc_url(grpc_addr.to_string())
+        .build()
+        .expect("server builds");
+    let stop = server.shutdown_token();
+    let http = format!("http://{}", http_l.local_addr().unwrap());
+    let (s1, s2) = (server.clone(), server);
+    let (t1, t2) = (stop.clone(), stop.clone());
+    tokio::spawn(async move {
+        s1.serve(http_l, async move { t1.cancelled().await })
+            .await
+            .unwrap();
+    });
+    tokio::spawn(async move {
+        s2.serve_grpc(grpc_l, async move { t2.cancelled().await })
+            .await
+            .unwrap();
+    });
+    Srv {
+        http,
+        grpc: format!("http://{grpc_addr}"),
+        stop,
+    }
+}
+
+fn mount(path: &str) -> AgentMount {
+    AgentMount::new(path, AgentInfo::new("echo", "Echoes text back"), Echo)
+}
+
+fn client(url: &str, tenant: Option<&str>, headers: http::HeaderMap) -> A2aClient {
+    A2aClient::new(
+        reqwest::Client::new(),
+        Endpoint {
+            url: url.to_string(),
+            binding: Binding::Grpc,
+            version: ProtocolVersion::V1,
+            tenant: tenant.map(str::to_string),
+        },
+        headers,
+    )
+}
+
+fn send(text: &str) -> v1::SendMessageRequest {
+    v1::SendMessageRequest::new(v1::Message::new(
+        v1::Role::User,
+        format!("m-{text}-{}", uuid::Uuid::new_v4()),
+        vec![v1::Part::text(text)],
+    ))
+}
+
+fn code(e: &A2aError) -> i32 {
+    match e {
+        A2aError::Rpc { error, .. } => error.code,
+        other => panic!("not an A2A error: {other}"),
+    }
+}
+
+#[tokio::test]
+async fn every_rpc_works_over_grpc() {
+    let s = serve(
+        A2aServer::builder()
+            .push_notifications(true)
+            .push_allow_private(true)
+            .mount(mount("/")),
+    )
+    .await;
+    // The card lists the GRPC interface, and a client asked for gRPC picks it.
+    let card: v1::AgentCard = reqwest::get(format!("{}/.well-known/agent-card.json", s.http))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let g = card
+        .supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding == "GRPC")
+        .expect("GRPC interface on the card");
+    assert_eq!(format!("http://{}", g.url), s.grpc);
+    let eps = usable_endpoints(
+        &subagent_a2a::client::AgentCard::V1(card.clone()),
+        &card,
+        &format!("{}/.well-known/agent-card.json", s.http),
+        &subagent_a2a::client::A2aConfig::from_reference(
+            &subagent_spi::SubagentReference::new(s.http.clone(), "A2A")
+                .with_metadata("binding", "GRPC"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    // Asked for gRPC, the client ranks the GRPC interface first.
+    assert_eq!(eps[0].binding, Binding::Grpc, "{eps:?}");
+    assert!(eps[0].url.starts_with(&s.grpc), "{eps:?}");
+
+    let c = client(&s.grpc, None, Default::default());
+    // SendMessage: a task, and a direct message.
+    let task = match c.send_message(send("hello")).await.unwrap() {
+        v1::SendMessageResponse::Task(t) => t,
+        other @ v1::SendMessageResponse::Message(_) => panic!("expected a task, got {other:?}"),
+    };
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(task.artifacts[0].parts[0].as_text(), Some("echo: hello"));
+    match c.send_message(send("direct")).await.unwrap() {
+        v1::SendMessageResponse::Message(m) => {
+            assert_eq!(m.parts[0].as_text(), Some("direct answer"))
+        }
+        other @ v1::SendMessageResponse::Task(_) => panic!("expected a message, got {other:?}"),
+    }
+    // SendStreamingMessage: the events to the end of the task.
+    let events: Vec<_> = c
+        .send_streaming_message(send("streamed"))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let events: Vec<v1::StreamResponse> = events.into_iter().map(Result::unwrap).collect();
+    assert!(
+        matches!(events[0], v1::StreamResponse::Task(_)),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, v1::StreamResponse::ArtifactUpdate(_))),
+        "{events:?}"
+    );
+    match events.last().unwrap() {
+        v1::StreamResponse::StatusUpdate(u) => assert_eq!(u.status.state, TaskState::Completed),
+        other => panic!("last event {other:?}"),
+    }
+    // GetTask, with history trimmed.
+    let got = c.get_task(&task.id, Some(0)).await.unwrap();
+    assert_eq!(got.id, task.id);
+    assert!(got.history.is_empty());
+    // ListTasks by context.
+    let list = c
+        .list_tasks(v1::ListTasksRequest {
+            context_id: task.context_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(list.tasks.len(), 1);
+    assert_eq!(list.tasks[0].id, task.id);
+    // SubscribeToTask on a running task, then CancelTask: the stream ends canceled.
+    let mut req = send("slow");
+    req.configuration = Some(v1::SendMessageConfiguration {
+        return_immediately: true,
+        ..Default::default()
+    });
+    let slow = match c.send_message(req).await.unwrap() {
+        v1::SendMessageResponse::Task(t) => t,
+        other @ v1::SendMessageResponse::Message(_) => panic!("expected a task, got {other:?}"),
+    };
+    let sub = c.subscribe_to_task(&slow.id).await.unwrap();
+    let canceled = c.cancel_task(&slow.id).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    let events: Vec<_> = sub.collect().await;
+    match events.last().unwrap().as_ref().unwrap() {
+        v1::StreamResponse::StatusUpdate(u) => assert_eq!(u.status.state, TaskState::Canceled),
+        v1::StreamResponse::Task(t) => assert_eq!(t.status.state, TaskState::Canceled),
+        other => panic!("last event {other:?}"),
+    }
+    // Push configs: create, get, list, delete.
+    let cfg = v1::TaskPushNotificationConfig {
+        tenant: None,
+        id: Some("hook".into()),
+        task_id: None,
+        url: "http://127.0.0.1:9/hook".into(),
+        token: Some("t".into()),
+        authentication: None,
+    };
+    let made = c.create_push_config(&task.id, cfg).await.unwrap();
+    assert_eq!(made.id.as_deref(), Some("hook"));
+    assert_eq!(made.task_id.as_deref(), Some(task.id.as_str()));
+    let got = c.get_push_config(&task.id, "hook").await.unwrap();
+    assert_eq!(got.url, "http://127.0.0.1:9/hook");
+    assert_eq!(c.list_push_configs(&task.id).await.unwrap().len(), 1);
+    c.delete_push_config(&task.id, "hook").await.unwrap();
+    assert!(c.list_push_configs(&task.id).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn errors_are_grpc_statuses_with_the_a2a_reason() {
+    let s = serve(A2aServer::builder().mount(mount("/"))).await;
+    let c = client(&s.grpc, None, Default::default());
+    let e = c.get_task("nope", None).await.unwrap_err();
+    assert_eq!(code(&e), codes::TASK_NOT_FOUND, "{e}");
+    assert!(e.to_string().contains("NotFound"), "{e}");
+    let task = match c.send_message(send("x")).await.unwrap() {
+        v1::SendMessageResponse::Task(t) => t,
+        other @ v1::SendMessageResponse::Message(_) => panic!("{other:?}"),
+    };
+    // A finished task cannot be canceled (FAILED_PRECONDITION) nor subscribed to.
+    let e = c.cancel_task(&task.id).await.unwrap_err();
+    assert_eq!(code(&e), codes::TASK_NOT_CANCELABLE, "{e}");
+    assert!(e.to_string().contains("FailedPrecondition"), "{e}");
+    let e = match c.subscribe_to_task(&task.id).await {
+        Err(e) => e,
+        Ok(s) => s
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .find_map(Result::err)
+            .expect("an error"),
+    };
+    assert_eq!(code(&e), codes::UNSUPPORTED_OPERATION, "{e}");
+    // Push configs on an agent without push notifications: UNIMPLEMENTED.
+    let e = c.list_push_configs(&task.id).await.unwrap_err();
+    assert_eq!(code(&e), codes::PUSH_NOTIFICATION_NOT_SUPPORTED, "{e}");
+    assert!(e.to_string().contains("Unimplemented"), "{e}");
+    // No extended card.
+    let e = c.get_extended_agent_card().await.unwrap_err();
+    assert_eq!(code(&e), codes::EXTENDED_AGENT_CARD_NOT_CONFIGURED, "{e}");
+    // Negative history length: INVALID_ARGUMENT.
+    let e = c.get_task(&task.id, Some(-1)).await.unwrap_err();
+    assert!(e.to_string().contains("InvalidArgument"), "{e}");
+}
+
+#[tokio::test]
+async fn credentials_and_tenants_are_checked() {
+    let extended = AgentInfo::new("echo", "Echoes, with the private skill");
+    let s = serve(
+        A2aServer::builder()
+            .mount(
+                mount("/team/echo")
+                    .with_auth(ServerAuth::bearer("tok"))
+                    .with_extended_card(extended),
+            )
+            .mount(mount("/open")),
+    )
+    .await;
+    // The card names the tenant.
+    let card: v1::AgentCard =
+        reqwest::get(format!("{}/team/echo/.well-known/agent-card.json", s.http))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let g = card
+        .supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding == "GRPC")
+        .unwrap();
+    assert_eq!(g.tenant.as_deref(), Some("team/echo"));
+    // Without credentials: UNAUTHENTICATED, for every call.
+    let anon = client(&s.grpc, Some("team/echo"), Default::default());
+    let e = anon.send_message(send("hi")).await.unwrap_err();
+    assert!(e.to_string().contains("Unauthenticated"), "{e}");
+    let e = anon.get_extended_agent_card().await.unwrap_err();
+    assert!(e.to_string().contains("Unauthenticated"), "{e}");
+    // With them: the call and the extended card.
+    let mut h = http::HeaderMap::new();
+    h.insert(http::header::AUTHORIZATION, "Bearer tok".parse().unwrap());
+    let authed = client(&s.grpc, Some("team/echo"), h);
+    assert!(authed.send_message(send("hi")).await.is_ok());
+    let ext = authed.get_extended_agent_card().await.unwrap();
+    assert_eq!(ext.description, "Echoes, with the private skill");
+    assert!(
+        ext.supported_interfaces
+            .iter()
+            .any(|i| i.protocol_binding == "GRPC")
+    );
+    // The other tenant needs none; an unknown tenant is NOT_FOUND; with two agents and none
+    // at the root, an empty tenant names nobody.
+    let open = client(&s.grpc, Some("open"), Default::default());
+    assert!(open.send_message(send("hi")).await.is_ok());
+    let e = client(&s.grpc, Some("nobody"), Default::default())
+        .send_message(send("hi"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("NotFound"), "{e}");
+    let e = client(&s.grpc, None, Default::default())
+        .send_message(send("hi"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("NotFound"), "{e}");
+}
+
+#[tokio::test]
+async fn messages_over_the_size_bound_are_refused() {
+    let s = serve(
+        A2aServer::builder()
+            .max_body_bytes(64 * 1024)
+            .mount(mount("/")),
+    )
+    .await;
+    let c = client(&s.grpc, None, Default::default());
+    let e = c
+        .send_message(send(&"x".repeat(100 * 1024)))
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("OutOfRange") || e.to_string().contains("ResourceExhausted"),
+        "{e}"
+    );
+    // The server is still fine afterwards.
+    assert!(c.send_message(send("small")).await.is_ok());
+}
