@@ -25,8 +25,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
     let mut store = StoreUrl::Memory;
     let mut lease = Duration::from_secs(30);
+    let mut grpc_port: Option<u16> = None;
     let mut args = std::env::args().skip(1);
-    let usage = "usage: a2a-tck-sut-store [--port N] [--store URL] [--lease SECS]";
+    let usage = "usage: a2a-tck-sut-store [--port N] [--grpc-port N] [--store URL] [--lease SECS]";
     while let Some(a) = args.next() {
         let (flag, inline) = match a.split_once('=') {
             Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
@@ -42,6 +43,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--port" => {
                 let v = value()?;
                 port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
+            }
+            "--grpc-port" => {
+                let v = value()?;
+                grpc_port = Some(
+                    v.parse()
+                        .map_err(|_| format!("invalid --grpc-port `{v}`"))?,
+                );
             }
             "--store" => store = value()?.parse()?,
             "--lease" => {
@@ -62,11 +70,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 SqlTaskStore::open(db, A2aStoreOptions::default().with_lease(lease)).await?;
             mount = mount.with_store(Arc::new(tasks.for_agent("")));
         }
-        let server = A2aServer::builder().mount(mount).build()?;
+        let mut builder = A2aServer::builder();
+        if let Some(p) = grpc_port {
+            if !cfg!(feature = "grpc-server") {
+                return Err("--grpc-port needs the `grpc-server` feature".into());
+            }
+            builder = builder.grpc_url(format!("127.0.0.1:{p}"));
+        }
+        let server = builder.mount(mount).build()?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         // The bound address (`--port 0` picks a free port): tests read it from this line.
         let addr = listener.local_addr()?;
         eprintln!("a2a-tck-sut-store listening on http://{addr} (store {store})");
+        #[cfg(feature = "grpc-server")]
+        if let Some(p) = grpc_port {
+            let grpc = tokio::net::TcpListener::bind(("127.0.0.1", p)).await?;
+            eprintln!("a2a-tck-sut-store serving gRPC on 127.0.0.1:{p}");
+            let s = server.clone();
+            tokio::spawn(async move {
+                if let Err(e) = s.serve_grpc(grpc, std::future::pending::<()>()).await {
+                    eprintln!("gRPC server failed: {e}");
+                }
+            });
+        }
         server.serve(listener, std::future::pending::<()>()).await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     })
