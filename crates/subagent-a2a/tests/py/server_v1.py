@@ -23,6 +23,7 @@ With --compat the SDK's 0.3 compatibility layer is enabled on both endpoints and
 lists them as protocolVersion 0.3 interfaces.
 """
 
+import asyncio
 import sys
 
 import uvicorn
