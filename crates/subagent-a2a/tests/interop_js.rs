@@ -1,5 +1,5 @@
 //! Interop with the official A2A JavaScript SDK (`@a2a-js/sdk`, pinned in
-//! `tests/js/package.json`): its client calls our server over JSON-RPC and HTTP+JSON (send,
+//! `tests/js/package.json`): its client calls our server over JSON-RPC, HTTP+JSON and gRPC (send,
 //! stream, get, cancel, push notifications to a webhook it registers, and our card signature
 //! checked with its verifier), and our client calls its server (the same calls, and the
 //! signature its server puts on the card checked by our resolver).
@@ -77,7 +77,12 @@ async fn js_sdk_client_calls_our_server() {
     let signer = CardSigner::es256_from_bytes(&[11u8; 32])
         .unwrap()
         .with_kid("our-key");
-    let server = A2aServer::builder()
+    // gRPC on its own port, listed on the card (with the `grpc-server` feature).
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let builder = A2aServer::builder();
+    #[cfg(feature = "grpc-server")]
+    let builder = builder.grpc_url(grpc.local_addr().unwrap().to_string());
+    let server = builder
         .card_signer(signer.clone())
         .push_notifications(true)
         // The JS client's webhook listens on 127.0.0.1.
@@ -93,13 +98,29 @@ async fn js_sdk_client_calls_our_server() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/agents/echo", listener.local_addr().unwrap());
     let s2 = stop.clone();
+    #[cfg(feature = "grpc-server")]
+    {
+        let (s3, g) = (stop.clone(), server.clone());
+        tokio::spawn(async move {
+            let _ = g
+                .serve_grpc(grpc, async move { s3.cancelled().await })
+                .await;
+        });
+    }
+    #[cfg(not(feature = "grpc-server"))]
+    drop(grpc);
     tokio::spawn(async move {
         let _ = server
             .serve(listener, async move { s2.cancelled().await })
             .await;
     });
     let jwk = signer.public_jwk().to_string();
-    for binding in ["JSONRPC", "HTTP+JSON"] {
+    let bindings: &[&str] = if cfg!(feature = "grpc-server") {
+        &["JSONRPC", "HTTP+JSON", "GRPC"]
+    } else {
+        &["JSONRPC", "HTTP+JSON"]
+    };
+    for &binding in bindings {
         let out = tokio::time::timeout(
             Duration::from_secs(120),
             node().args(["client.mjs", &base, binding, &jwk]).output(),

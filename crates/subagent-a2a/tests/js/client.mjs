@@ -1,6 +1,6 @@
 // The official A2A JavaScript SDK (@a2a-js/sdk) as a client of our server.
 //
-// Usage: node client.mjs BASE_URL BINDING [JWK]   (BINDING: JSONRPC or HTTP+JSON)
+// Usage: node client.mjs BASE_URL BINDING [JWK]   (BINDING: JSONRPC, HTTP+JSON or GRPC)
 //
 // Discovers the agent from BASE_URL/.well-known/agent-card.json, then checks send, stream,
 // get, cancel and push notifications (a webhook on 127.0.0.1 registered in the send
@@ -98,9 +98,15 @@ try {
     console.log('OK altered card refused');
   }
 
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: [binding] }),
-  );
+  const extra = { preferredTransports: [binding] };
+  if (binding === 'GRPC') {
+    // The SDK's gRPC transport (peer dependencies @grpc/grpc-js and @bufbuild/protobuf),
+    // plain HTTP/2 to the address the card lists.
+    const grpc = await import('@grpc/grpc-js');
+    const { GrpcTransportFactory } = await import('@a2a-js/sdk/client/grpc');
+    extra.transports = [new GrpcTransportFactory({ grpcChannelCredentials: grpc.credentials.createInsecure() })];
+  }
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, extra));
   // The card's full URL: the agent lives under a path (`createFromUrl(base)` would resolve the
   // well-known path against the base's parent).
   const client = await factory.createFromUrl(`${base}/.well-known/agent-card.json`, '');
