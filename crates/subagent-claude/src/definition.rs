@@ -260,7 +260,7 @@ pub struct ClaudeAgentDefinition {
     /// `budget` (an extension of ours; `maxBudgetUsd`, the Claude Agent SDK's name, sets its
     /// `usd`): the agent's own budget over its whole subtree, e.g.
     /// `budget: {tokens: 50000, turns: 20, time: 5m, usd: 0.5}`
-    /// ([`SubagentDefinition::budget`]).
+    /// ([`SubagentDefinition::budget`](subagent_spi::SubagentDefinition::budget)).
     pub budget: Option<subagent_spi::BudgetLimits>,
     /// Every other frontmatter key, kept as written.
     pub metadata: Map<String, Value>,
