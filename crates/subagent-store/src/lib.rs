@@ -31,6 +31,7 @@ mod sql;
 #[cfg(feature = "transcripts")]
 mod transcripts;
 mod url;
+#[cfg(any(feature = "a2a", feature = "ledger"))]
 mod writer;
 
 pub use db::Db;
