@@ -10,6 +10,12 @@ use crate::{Approver, Budget, CancellationToken, Delegation, ProgressEvent, Prog
 pub trait ProgressSink: Send + Sync {
     /// Handles one event.
     fn emit(&self, event: ProgressEvent);
+
+    /// Whether this sink drops every event unread (as [`NoopProgressSink`] does): senders may
+    /// then skip building events. `false` unless a sink says otherwise.
+    fn discards_events(&self) -> bool {
+        false
+    }
 }
 
 /// A sink that drops every event.
@@ -18,6 +24,10 @@ pub struct NoopProgressSink;
 
 impl ProgressSink for NoopProgressSink {
     fn emit(&self, _event: ProgressEvent) {}
+
+    fn discards_events(&self) -> bool {
+        true
+    }
 }
 
 impl<F> ProgressSink for F
@@ -384,6 +394,11 @@ impl TaskContext {
 
     /// Emits a progress event stamped with this context's task, agent and depth.
     pub fn emit(&self, kind: ProgressKind) {
+        // No event is built for a sink that drops them (the default one): this runs on every
+        // delegation.
+        if self.progress.discards_events() {
+            return;
+        }
         let mut event = ProgressEvent::new(self.agent.clone(), self.depth, kind);
         event.task_id = self.task_id.clone();
         event.parent_task_id = self.parent_task_id.clone();

@@ -444,9 +444,11 @@ impl TaskTool {
             error.type = tracing::field::Empty,
         );
         let started = Instant::now();
-        child.emit(ProgressKind::Started {
-            description: call.description.clone(),
-        });
+        if !child.progress().discards_events() {
+            child.emit(ProgressKind::Started {
+                description: call.description.clone(),
+            });
+        }
         let result = executor
             .execute(call, def.clone(), child.clone())
             .instrument(span.clone())
