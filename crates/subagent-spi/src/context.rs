@@ -529,6 +529,26 @@ mod tests {
     }
 
     #[test]
+    fn only_the_noop_sink_discards_events_and_others_still_get_them() {
+        assert!(NoopProgressSink.discards_events());
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = seen.clone();
+        let sink = move |_e: ProgressEvent| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        };
+        assert!(!sink.discards_events());
+        let ctx = TaskContext::new().with_progress(Arc::new(sink));
+        ctx.emit(ProgressKind::Started {
+            description: "d".into(),
+        });
+        assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 1);
+        // The default sink drops it without building it.
+        TaskContext::new().emit(ProgressKind::Started {
+            description: "d".into(),
+        });
+    }
+
+    #[test]
     fn extensions_are_shared_replaced_and_never_leak_upwards() {
         let parent = TaskContext::new().with_extension(1u32).with_extension("a");
         let child = parent.clone().with_extension(2u32).with_extension(7u64);
