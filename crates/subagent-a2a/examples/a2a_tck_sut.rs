@@ -384,27 +384,52 @@ impl Access {
     }
 }
 
+/// The command line, read as `--flag value` or `--flag=value` (both SUTs).
+pub(crate) struct Flags {
+    rest: std::iter::Skip<std::env::Args>,
+    usage: String,
+}
+
+impl Flags {
+    /// The process's arguments; `usage` ends the message of a missing value.
+    pub(crate) fn new(usage: String) -> Self {
+        Self {
+            rest: std::env::args().skip(1),
+            usage,
+        }
+    }
+
+    /// The next flag, and a reader of its value (the `=value` part or the next argument).
+    pub(crate) fn next_flag(
+        &mut self,
+    ) -> Option<(String, impl FnMut() -> Result<String, String> + '_)> {
+        let a = self.rest.next()?;
+        let (flag, mut inline) = match a.split_once('=') {
+            Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
+            None => (a, None),
+        };
+        let (rest, usage, name) = (&mut self.rest, &self.usage, flag.clone());
+        let value = move || {
+            inline
+                .take()
+                .or_else(|| rest.next())
+                .ok_or(format!("{name} needs a value; {usage}"))
+        };
+        Some((flag, value))
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
     let mut legacy_card = false;
     let mut access = Access::default();
     let mut signer = None;
-    let mut args = std::env::args().skip(1);
     let usage = format!(
         "usage: a2a-tck-sut [--port N] [--legacy-card] [--card-signing-key FILE] {}",
         Access::USAGE
     );
-    while let Some(a) = args.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
-            None => (a.clone(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or(format!("{flag} needs a value; {usage}"))
-        };
+    let mut flags = Flags::new(usage.clone());
+    while let Some((flag, mut value)) = flags.next_flag() {
         match flag.as_str() {
             "--port" => {
                 let v = value()?;

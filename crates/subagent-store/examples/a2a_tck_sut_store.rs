@@ -27,22 +27,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut store = StoreUrl::Memory;
     let mut lease = Duration::from_secs(30);
     let mut access = tck::Access::default();
-    let mut args = std::env::args().skip(1);
     let usage = format!(
         "usage: a2a-tck-sut-store [--port N] [--store URL] [--lease SECS] {}",
         tck::Access::USAGE
     );
-    while let Some(a) = args.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
-            None => (a.clone(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or(format!("{flag} needs a value; {usage}"))
-        };
+    let mut flags = tck::Flags::new(usage.clone());
+    while let Some((flag, mut value)) = flags.next_flag() {
         match flag.as_str() {
             "--port" => {
                 let v = value()?;
