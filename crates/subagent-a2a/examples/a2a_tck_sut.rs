@@ -269,7 +269,7 @@ fn skill(id: &str, name: &str, description: &str) -> v1::AgentSkill {
 }
 
 /// The options both SUTs (this one and `a2a-tck-sut-store`) share: gRPC, credentials, the
-/// extended card and the addresses the card lists.
+/// extended card and the addresses the card lists; both offer push notifications.
 #[derive(Default)]
 pub(crate) struct Access {
     /// `--grpc-port N`: serve gRPC on 127.0.0.1:N (feature `grpc-server`).
@@ -326,12 +326,14 @@ impl Access {
         Ok(true)
     }
 
-    /// Applies the options to the TCK agent and the server.
+    /// Applies the options to the TCK agent and the server, which offers push notifications
+    /// (to webhooks on this machine too: the TCK's receiver listens on `localhost`).
     pub(crate) fn apply(
         &self,
         mut mount: AgentMount,
-        mut builder: A2aServerBuilder,
+        builder: A2aServerBuilder,
     ) -> Result<(AgentMount, A2aServerBuilder), String> {
+        let mut builder = builder.push_notifications(true).push_allow_private(true);
         if let Some(p) = self.grpc_port {
             if !cfg!(feature = "grpc-server") {
                 return Err("--grpc-port needs the `grpc-server` feature".into());
@@ -469,9 +471,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .legacy_card_discovery(legacy_card)
         // The 0.3 TCK sends plain `message/send`s and expects the task still running.
         .v03_blocking_by_default(!legacy_card)
-        // The TCK's webhook receiver listens on this machine.
-        .push_notifications(true)
-        .push_allow_private(true)
         .mount(mount)
         .build()?;
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -9,7 +9,8 @@
 //! `--store URL`: `memory` (default), `sqlite:PATH` or `postgres://...`; `--lease SECS`: the
 //! PostgreSQL lease of running tasks (default 30). Several processes given the same PostgreSQL
 //! URL serve the same tasks. The access options of `a2a-tck-sut` (`--grpc-port`,
-//! `--bearer-env`, `--extended-card`, `--public-url`, `--grpc-public-addr`) work here too.
+//! `--bearer-env`, `--extended-card`, `--public-url`, `--grpc-public-addr`) work here too, and
+//! the agent offers push notifications like `a2a-tck-sut` (configs in the store).
 
 #[allow(dead_code)]
 #[path = "../../subagent-a2a/examples/a2a_tck_sut.rs"]
