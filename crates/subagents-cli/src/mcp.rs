@@ -26,9 +26,7 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
         sources: &args.sources,
         config: &config,
         model: spec.as_deref(),
-        workspace: args.workspace.as_deref(),
-        max_depth: args.max_depth,
-        max_concurrent: args.max_concurrent,
+        tree: &args.tree,
         budget: None,
         permissions: &args.permissions,
         // No prompt while serving: --yes approves everything; otherwise the client is asked by

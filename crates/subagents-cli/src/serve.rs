@@ -48,9 +48,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         sources: &sources,
         config: &config,
         model: Some(&spec),
-        workspace: args.workspace.as_deref(),
-        max_depth: args.max_depth,
-        max_concurrent: args.max_concurrent,
+        tree: &args.tree,
         budget: None,
         permissions: &args.permissions,
         // No prompt while serving: --yes approves everything; otherwise the A2A client is
