@@ -123,16 +123,16 @@ fn one_trace_spans_main_local_child_and_remote_child_in_another_process() {
         "---\nname: helper\ndescription: Delegates to the worker.\ntools: Agent(worker)\n---\nHelp.\n",
     );
     let stdout = common::stdout_of(
-common::subagents_in(home.path())
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_SERVICE_NAME")
-        .args(["run", "--yes", "--store", "memory", "--otlp", &otlp])
-        .args(["--a2a", &worker_url, "--agents"])
-        .arg(agents)
-        .args(["--model", &model.openai_model("main-model")])
-        .arg("go")
-        .assert()
-        .success(),
+        common::subagents_in(home.path())
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_SERVICE_NAME")
+            .args(["run", "--yes", "--store", "memory", "--otlp", &otlp])
+            .args(["--a2a", &worker_url, "--agents"])
+            .arg(agents)
+            .args(["--model", &model.openai_model("main-model")])
+            .arg("go")
+            .assert()
+            .success(),
     );
     assert!(stdout.contains("REMOTE-DONE"), "{stdout}");
     interrupt(&mut serve);

@@ -21,7 +21,7 @@ fn a_served_agent_gets_its_skills_and_mcp_servers_tools() {
                 json!({"type": "object"}),
                 |_| Ok(ToolOutput::text("pong")),
             )) as Arc<dyn Tool>])
-                .serve_streamable_http("127.0.0.1:0".parse().expect("addr")),
+            .serve_streamable_http("127.0.0.1:0".parse().expect("addr")),
         )
         .expect("MCP server starts");
     let model_server = rt.block_on(ScriptedModelServer::start());
