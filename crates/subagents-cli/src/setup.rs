@@ -33,7 +33,26 @@ pub(crate) struct Setup<'a> {
     pub approver: Option<Arc<dyn Approver>>,
 }
 
-impl Setup<'_> {
+impl<'a> Setup<'a> {
+    /// The setup of a server (`serve`, `mcp`): no tree budget, and no prompt while serving
+    /// (`--yes` approves everything; otherwise the client is asked, or the call denied).
+    pub(crate) fn serving(
+        sources: &'a AgentSources,
+        config: &'a Config,
+        model: Option<&'a str>,
+        tree: &'a TreeArgs,
+        permissions: &'a PermissionArgs,
+    ) -> Self {
+        Self {
+            sources,
+            config,
+            model,
+            tree,
+            budget: None,
+            permissions,
+            approver: crate::approve::yes_approver(permissions),
+        }
+    }
     /// The budget: flags over `[budget]` of subagents.toml.
     fn budget_limits(&self) -> Result<subagents::spi::BudgetLimits, CliError> {
         let flags = self.budget.cloned().unwrap_or_default();

@@ -4,7 +4,6 @@
 
 mod common;
 
-use common::team;
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
 
@@ -13,11 +12,7 @@ fn offers_task(req: &RecordedRequest) -> bool {
 }
 
 async fn agents(server: &ScriptedModelServer, max_depth: Option<u32>) -> Subagents {
-    let work = tempfile::tempdir().expect("tmp").keep();
-    let mut b = Subagents::builder()
-        .model(server.openai_model("team-model"))
-        .agents_dir(team())
-        .workspace(work);
+    let mut b = common::team_builder_on(server, "team-model");
     if let Some(d) = max_depth {
         b = b.max_depth(d);
     }

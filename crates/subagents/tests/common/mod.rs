@@ -14,8 +14,13 @@ pub(crate) fn team() -> PathBuf {
 
 /// A builder of the team's agents on model `m` of `model`, in a fresh workspace.
 pub(crate) fn team_builder(model: &ScriptedModelServer) -> SubagentsBuilder {
+    team_builder_on(model, "m")
+}
+
+/// [`team_builder`] on the model named `name`.
+pub(crate) fn team_builder_on(model: &ScriptedModelServer, name: &str) -> SubagentsBuilder {
     Subagents::builder()
-        .model(model.openai_model("m"))
+        .model(model.openai_model(name))
         .agents_dir(team())
         .workspace(tempfile::tempdir().expect("tmp").keep())
 }
