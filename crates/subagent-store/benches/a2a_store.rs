@@ -1,7 +1,8 @@
 //! A2A `SendMessage` throughput with the task store in memory, in SQLite and (when
 //! `SUBAGENTS_TEST_POSTGRES_URL` is set; a new database is created on that server) in
 //! PostgreSQL, in one process and one run. Each
-//! message creates a task that completes at once (two store writes: submitted, completed);
+//! message creates a task that completes at once (one store write: the completed task; the
+//! server does not write it `submitted` first when its first event is a state change);
 //! 32 requests run concurrently per iteration, through the server's router in process
 //! (`tower::ServiceExt::oneshot`, no sockets), so the figures compare the stores.
 //!

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::Connection as _;
 use subagent_a2a::server::{
     MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError as A2aStoreError, TaskFilter, TaskPage,
     TaskStore, now_rfc3339, task_bytes,
@@ -36,8 +37,8 @@ use subagent_a2a::types::v1;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
-use crate::sql::{ms, now_ms, with_pool};
-use crate::writer::{BatchRow, GroupCommit};
+use crate::sql::{ms, now_ms, with_conn, with_pool};
+use crate::writer::{BatchRow, Conn, GroupCommit};
 use crate::{Db, StoreError};
 
 /// The status message of a task that was running when its SQLite-backed server stopped.
@@ -269,13 +270,13 @@ impl BatchRow for TaskRow {
         &self.id
     }
 
-    async fn write(db: &Db, rows: Vec<Self>) -> Result<(), StoreError> {
-        with_pool!(db, |p| {
+    async fn write(conn: &mut Conn, rows: Vec<Self>) -> Result<(), StoreError> {
+        with_conn!(conn, |c| {
             if rows.len() <= ROWS_PER_STATEMENT {
                 // One statement commits on its own: no BEGIN / COMMIT round trips.
-                upsert_tasks!(rows, p);
+                upsert_tasks!(rows, &mut **c);
             } else {
-                let mut tx = p.begin().await.map_err(StoreError::query(Self::WHAT))?;
+                let mut tx = c.begin().await.map_err(StoreError::query(Self::WHAT))?;
                 let mut rows = rows.into_iter().peekable();
                 while rows.peek().is_some() {
                     let chunk: Vec<TaskRow> = rows.by_ref().take(ROWS_PER_STATEMENT).collect();
@@ -306,12 +307,12 @@ impl BatchRow for EventRow {
     /// The rows, then their ids as notifications, in one statement per 1,000 events (payloads
     /// stay far below PostgreSQL's 8,000-byte limit whatever the event's size). Notifications
     /// are delivered in the order sent, so a task's events keep their order.
-    async fn write(db: &Db, rows: Vec<Self>) -> Result<(), StoreError> {
-        let Db::Postgres(pool) = db else {
+    async fn write(conn: &mut Conn, rows: Vec<Self>) -> Result<(), StoreError> {
+        let Conn::Postgres(c) = conn else {
             return Ok(());
         };
         let q = StoreError::query(Self::WHAT);
-        let mut tx = pool.begin().await.map_err(q)?;
+        let mut tx = c.begin().await.map_err(q)?;
         let mut rows = rows.into_iter().peekable();
         while rows.peek().is_some() {
             let chunk: Vec<EventRow> = rows.by_ref().take(1000).collect();

@@ -5,11 +5,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
+use sqlx::Connection as _;
 use subagent_spi::{TaskStatus, async_trait};
 use task_tool::{LedgerError, TaskLedger, TaskRecord};
 
-use crate::sql::{from_ms, len_i64, ms, now_ms, to_ms, with_pool};
-use crate::writer::{BatchRow, GroupCommit};
+use crate::sql::{from_ms, len_i64, ms, now_ms, to_ms, with_conn, with_pool};
+use crate::writer::{BatchRow, Conn, GroupCommit};
 use crate::{Db, StoreError};
 
 /// How long a running task's owner may stay silent before its tasks count as interrupted (the
@@ -291,12 +292,12 @@ impl BatchRow for Row {
     }
 
     /// Multi-row upserts (one round trip per 512 records), in one transaction.
-    async fn write(db: &Db, rows: Vec<Self>) -> Result<(), StoreError> {
-        with_pool!(db, |p| {
+    async fn write(conn: &mut Conn, rows: Vec<Self>) -> Result<(), StoreError> {
+        with_conn!(conn, |c| {
             if rows.len() <= ROWS_PER_STATEMENT {
-                upsert_records!(rows, p);
+                upsert_records!(rows, &mut **c);
             } else {
-                let mut tx = p.begin().await.map_err(StoreError::query(Self::WHAT))?;
+                let mut tx = c.begin().await.map_err(StoreError::query(Self::WHAT))?;
                 let mut rows = rows.into_iter().peekable();
                 while rows.peek().is_some() {
                     let chunk: Vec<Row> = rows.by_ref().take(ROWS_PER_STATEMENT).collect();

@@ -16,6 +16,20 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// Runs `$body` with `$conn` bound to the connection (`&mut PoolConnection<_>`) of either
+/// dialect held in a [`Conn`](crate::writer::Conn), as [`with_pool!`] does for pools.
+#[cfg(any(feature = "a2a", feature = "ledger"))]
+macro_rules! with_conn {
+    ($c:expr, |$conn:ident| $body:expr) => {
+        match $c {
+            $crate::writer::Conn::Sqlite($conn) => $body,
+            $crate::writer::Conn::Postgres($conn) => $body,
+        }
+    };
+}
+#[cfg(any(feature = "a2a", feature = "ledger"))]
+pub(crate) use with_conn;
+
 /// A time as Unix milliseconds (0 before the epoch, saturating far in the future).
 pub(crate) fn to_ms(t: SystemTime) -> i64 {
     t.duration_since(UNIX_EPOCH)

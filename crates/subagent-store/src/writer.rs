@@ -8,11 +8,19 @@
 //! next one gathers, so batches grow with the load and a lone write waits for no timer. Rows with
 //! the same key queued in one batch are coalesced (the last one wins). The A2A task store and
 //! the background-task ledger both write through it.
+//!
+//! The writer keeps its pool connection from one batch to the next (a connection given back to
+//! the pool is tested with a round trip first: one more hop per batch otherwise). A PostgreSQL
+//! connection goes back when the queue is empty, so an idle writer holds none that the server
+//! may drop meanwhile; a SQLite file does not hang up, so SQLite's stays. After a failed batch
+//! the connection goes back and the next batch takes a fresh one.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use sqlx::pool::PoolConnection;
+use sqlx::{Postgres, Sqlite};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{Db, StoreError};
@@ -36,8 +44,26 @@ pub(crate) trait BatchRow: Sized + Send + Sync + 'static {
     fn key(&self) -> &str;
 
     /// Writes `rows` (when coalescing: distinct keys, sorted by key so that concurrent writers
-    /// lock rows in one order) in one transaction.
-    fn write(db: &Db, rows: Vec<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// lock rows in one order) in one transaction on `conn`.
+    fn write(
+        conn: &mut Conn,
+        rows: Vec<Self>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// The writer's connection, of either dialect (see [`with_conn!`](crate::sql::with_conn)).
+pub(crate) enum Conn {
+    Sqlite(PoolConnection<Sqlite>),
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl Conn {
+    async fn acquire(db: &Db, what: &'static str) -> Result<Conn, StoreError> {
+        Ok(match db {
+            Db::Sqlite(p) => Conn::Sqlite(p.acquire().await.map_err(StoreError::query(what))?),
+            Db::Postgres(p) => Conn::Postgres(p.acquire().await.map_err(StoreError::query(what))?),
+        })
+    }
 }
 
 struct Job<R> {
@@ -105,6 +131,7 @@ impl<R: BatchRow> GroupCommit<R> {
 
 async fn run<R: BatchRow>(db: Db, mut rx: mpsc::Receiver<Job<R>>) {
     let mut jobs: Vec<Job<R>> = Vec::new();
+    let mut held: Option<Conn> = None;
     while rx.recv_many(&mut jobs, MAX_JOBS).await > 0 {
         let queued = jobs.iter_mut().flat_map(|j| j.rows.drain(..));
         let rows = if R::COALESCE {
@@ -112,14 +139,31 @@ async fn run<R: BatchRow>(db: Db, mut rx: mpsc::Receiver<Job<R>>) {
         } else {
             queued.collect()
         };
-        let result = R::write(&db, rows).await.map_err(Arc::new);
+        let result = write(&db, &mut held, rows).await.map_err(Arc::new);
         if let Err(e) = &result {
             tracing::debug!(error = %e, what = R::WHAT, callers = jobs.len(), "batched write failed");
+            held = None;
         }
         for job in jobs.drain(..) {
             let _ = job.done.send(result.clone());
         }
+        if matches!(held, Some(Conn::Postgres(_))) && rx.is_empty() {
+            held = None;
+        }
     }
+}
+
+/// Writes one batch on the held connection, taking one from the pool when none is held.
+async fn write<R: BatchRow>(
+    db: &Db,
+    held: &mut Option<Conn>,
+    rows: Vec<R>,
+) -> Result<(), StoreError> {
+    let conn = match held {
+        Some(c) => c,
+        None => held.insert(Conn::acquire(db, R::WHAT).await?),
+    };
+    R::write(conn, rows).await
 }
 
 /// The rows with distinct keys (the last one queued wins), sorted by key.

@@ -530,6 +530,8 @@ impl Engine {
                 message: None,
                 timestamp: Some(now_rfc3339()),
             };
+            // Committed before any stream, webhook or replica hears of it.
+            self.save(t.clone()).await;
             let _ = subscribers[0].try_send(Arc::new(v1::StreamResponse::Task(t.clone())));
             let waiting = lock_waiting(&self.waiting)
                 .remove(&task_id)
@@ -550,6 +552,7 @@ impl Engine {
             }
             self.publish(&task_id, &update).await;
         }
+        let continues = task.is_some();
         let run = Arc::new(Run {
             task_id: task_id.clone(),
             context_id: context_id.clone(),
@@ -561,7 +564,7 @@ impl Engine {
                 CancellationToken::new()
             },
             state: tokio::sync::Mutex::new(RunState {
-                task: task.clone(),
+                task,
                 user_message: Some(message.clone()),
                 finished: false,
                 replied: false,
@@ -578,11 +581,10 @@ impl Engine {
             inbox: Mutex::new(None),
             version: p.version,
         });
-        if let Some(t) = task {
+        if continues {
             run.registered
                 .store(true, std::sync::atomic::Ordering::Release);
             lock_runs(&self.runs).insert(task_id.clone(), run.clone());
-            self.save(t).await;
         }
         let request = HandlerRequest {
             agent_path: self.agent_path.clone(),
@@ -1035,6 +1037,8 @@ impl Run {
             timestamp: Some(now_rfc3339()),
         };
         let snapshot = task.clone();
+        // Committed before any stream hears of it.
+        engine.save(snapshot.clone()).await;
         let (tx, rx) = mpsc::channel(engine.limits.subscriber_buffer.max(1));
         let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(snapshot.clone())));
         st.subscribers.push(tx);
@@ -1055,7 +1059,6 @@ impl Run {
                 st.subscribers.push(w);
             }
         }
-        engine.save(snapshot).await;
         // A handler that stopped waiting this instant goes on by itself.
         match waiter {
             Deliver::Waiter(tx) => {
@@ -1120,7 +1123,10 @@ impl Run {
                 st.subscribers.clear();
             }
             Emission::Status(state, message, metadata) => {
-                self.ensure_task(st, &engine).await;
+                // A task created by this event is announced after the save below: its first
+                // committed state is this one (no separate `submitted` write), and nobody
+                // hears of the task before a state of it is committed.
+                let created = self.create_task(st, &engine);
                 let Some(task) = st.task.as_mut() else { return };
                 if let Some(m) = &message {
                     task.history.push(m.clone());
@@ -1139,6 +1145,9 @@ impl Run {
                 let snapshot = task.clone();
                 if let Some(engine) = &engine {
                     engine.save(snapshot).await;
+                }
+                if let Some(created) = created {
+                    self.announce(st, &engine, created).await;
                 }
                 let ev = Arc::new(v1::StreamResponse::StatusUpdate(
                     v1::TaskStatusUpdateEvent {
@@ -1170,7 +1179,13 @@ impl Run {
                 append,
                 last_chunk,
             } => {
-                self.ensure_task(st, &engine).await;
+                if let Some(created) = self.create_task(st, &engine) {
+                    // Artifacts are not saved on their own: the `submitted` task is, first.
+                    if let (Some(engine), Some(task)) = (&engine, &st.task) {
+                        engine.save(task.clone()).await;
+                    }
+                    self.announce(st, &engine, created).await;
+                }
                 let Some(task) = st.task.as_mut() else { return };
                 match task
                     .artifacts
@@ -1211,11 +1226,16 @@ impl Run {
             .unwrap_or(Duration::from_secs(10)),)
     }
 
-    /// Creates the task on its first event: state submitted, history = the user's message;
-    /// registers the run and tells subscribers.
-    async fn ensure_task(self: &Arc<Self>, st: &mut RunState, engine: &Option<Arc<Engine>>) {
+    /// Creates the task on its first event (state submitted, history = the user's message) and
+    /// registers the run. Returns the `Task` event announcing it, for [`Run::announce`] once a
+    /// state of the task is committed; `None` when the task already exists.
+    fn create_task(
+        self: &Arc<Self>,
+        st: &mut RunState,
+        engine: &Option<Arc<Engine>>,
+    ) -> Option<Event> {
         if st.task.is_some() {
-            return;
+            return None;
         }
         let task = v1::Task {
             id: self.task_id.clone(),
@@ -1242,18 +1262,32 @@ impl Run {
             if engine.shutdown.is_cancelled() {
                 self.cancel.cancel();
             }
-            engine.save(task.clone()).await;
+        }
+        Some(Arc::new(v1::StreamResponse::Task(task)))
+    }
+
+    /// Announces a task just created (its `Task` event from [`Run::create_task`]) once a state
+    /// of it is saved: stores the push config sent with the message, then tells webhooks and
+    /// subscribers.
+    async fn announce(
+        self: &Arc<Self>,
+        st: &mut RunState,
+        engine: &Option<Arc<Engine>>,
+        created: Event,
+    ) {
+        if let Some(engine) = engine {
             if let Some(c) = st.pending_push.take()
                 && let Err(e) = engine.store.save_push_config(c).await
             {
                 tracing::warn!(agent = %engine.agent_path, error = %e, "cannot store a push config");
             }
+            let task = match &*created {
+                v1::StreamResponse::Task(t) => Some(t),
+                _ => None,
+            };
+            engine.push(&self.task_id, &created, task, self.version);
         }
-        let ev = Arc::new(v1::StreamResponse::Task(task));
-        if let Some(engine) = engine {
-            engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
-        }
-        broadcast(st, ev, &self.limits(engine)).await;
+        broadcast(st, created, &self.limits(engine)).await;
     }
 
     /// Called once the handler returned.

@@ -123,6 +123,11 @@ pub enum RemoteSignal {
 /// `SubscribeToTask` and for messages continuing a task. Implementations must be bounded or
 /// backed by durable storage.
 ///
+/// A reply, stream event or webhook tells of a task state only after [`save`](Self::save)
+/// of that state (or a later one) returned. A new task is first written in the state its
+/// handler's first status change (or its end) gives it, without a `submitted` write before:
+/// a task that completes at once costs one write.
+///
 /// A store shared by several server processes (replicas behind a load balancer) says so with
 /// [`is_shared`](Self::is_shared) and carries events and cancel requests between them
 /// ([`publish_event`](Self::publish_event), [`request_cancel`](Self::request_cancel),
