@@ -3,14 +3,16 @@
 
 use std::sync::Arc;
 
+use tokio::sync::mpsc;
+
 use axum::response::Response;
 
-use super::reply::{Wire, rpc_ok};
+use super::reply::{Wire, event_reply};
 use super::sse::{acquire_stream, sse};
 use super::{Hosted, Shared};
-use crate::server::engine::{ApiError, SendParams, Started, trim_history};
+use crate::server::engine::{ApiError, Event, SendParams, Started, trim_history};
 use crate::types::jsonrpc::codes;
-use crate::types::{ProtocolVersion, v1, v03};
+use crate::types::v1;
 
 /// Refuses parts whose media type the agent does not accept.
 pub(super) fn check_parts(agent: &Hosted, message: &v1::Message) -> Result<(), ApiError> {
@@ -89,39 +91,19 @@ pub(super) async fn send(
         .await?;
     match permit {
         Some(permit) => {
-            let Started {
-                run,
-                mut events,
-                mut driver,
-            } = started;
-            driver.spawn();
-            match events.recv().await {
-                Some(first) => Ok(sse(
-                    shared,
-                    Some(first),
-                    events,
-                    wire.clone(),
-                    permit,
-                    history_length,
-                )),
-                None => Err(run
-                    .error()
-                    .await
-                    .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
-            }
+            let (first, events) = first_event(started).await?;
+            Ok(sse(
+                shared,
+                Some(first),
+                events,
+                wire.clone(),
+                permit,
+                history_length,
+            ))
         }
         None => {
             let reply = await_reply(started, immediate, history_length).await?;
-            Ok(match wire.version() {
-                ProtocolVersion::V03 if matches!(wire, Wire::RestV03) => rpc_ok(
-                    wire,
-                    &crate::types::v03_rest::event_to_proto(
-                        &serde_json::to_value(v03::Event::from(reply)).unwrap_or_default(),
-                    ),
-                ),
-                ProtocolVersion::V03 => rpc_ok(wire, &v03::Event::from(reply)),
-                _ => rpc_ok(wire, &reply),
-            })
+            Ok(event_reply(wire, reply))
         }
     }
 }
@@ -134,6 +116,26 @@ pub(super) fn unreachable_message() -> v1::Message {
 
 /// Waits for the answer of a non-streaming send: a direct message, or the task once it is
 /// terminal or interrupted (at once with `immediate`).
+/// Starts a streaming run: spawns its driver and waits for its first event and the rest to
+/// come; a run that ends without any answers with its error.
+pub(super) async fn first_event(
+    started: Started,
+) -> Result<(Event, mpsc::Receiver<Event>), ApiError> {
+    let Started {
+        run,
+        mut events,
+        mut driver,
+    } = started;
+    driver.spawn();
+    match events.recv().await {
+        Some(first) => Ok((first, events)),
+        None => Err(run
+            .error()
+            .await
+            .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
+    }
+}
+
 pub(super) async fn await_reply(
     mut started: Started,
     immediate: bool,

@@ -16,14 +16,14 @@ use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
 use super::calls::{
-    await_reply, check_parts, create_push_config, delete_push_config, extended_card,
+    await_reply, check_parts, create_push_config, delete_push_config, extended_card, first_event,
     get_push_config, list_push_configs, streaming_unsupported,
 };
 use super::sse::{PEER, StreamPermit, acquire_stream};
 use super::{Hosted, Shared};
 use crate::grpc::proto::a2a_service_server::{A2aService, A2aServiceServer};
 use crate::grpc::{convert, error_status, proto};
-use crate::server::engine::{ApiError, Event, SendParams, Started, trim_history};
+use crate::server::engine::{ApiError, Event, SendParams, trim_history};
 use crate::types::jsonrpc::codes;
 use crate::types::{ProtocolVersion, binding, v1};
 
@@ -226,23 +226,13 @@ impl GrpcService {
             .map_err(status)?;
         match permit {
             Some(permit) => {
-                let Started {
-                    run,
-                    mut events,
-                    mut driver,
-                } = started;
-                driver.spawn();
-                match events.recv().await {
-                    Some(first) => Ok(SendOutcome::Stream(self.stream(
-                        Some(first),
-                        events,
-                        permit,
-                        history_length,
-                    ))),
-                    None => Err(status(run.error().await.unwrap_or_else(|| {
-                        ApiError::internal("the agent ended without answering")
-                    }))),
-                }
+                let (first, events) = first_event(started).await.map_err(status)?;
+                Ok(SendOutcome::Stream(self.stream(
+                    Some(first),
+                    events,
+                    permit,
+                    history_length,
+                )))
             }
             None => {
                 let reply = await_reply(started, immediate, history_length)

@@ -144,14 +144,14 @@ fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
             &format!("{p}/tasks"),
             get(rest::list_tasks).fallback(rest::unrouted),
         )
-        .route(&format!("{p}/tasks/{{id}}"), any(rest::task))
+        .route(&format!("{p}/tasks/{{id}}"), any(rest::task::<rest::V1>))
         .route(
             &format!("{p}/tasks/{{id}}/pushNotificationConfigs"),
             any(rest::push_configs),
         )
         .route(
             &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
-            any(rest::push_config),
+            any(rest::push_config::<rest::V1>),
         )
         .route(
             &format!("{p}/extendedAgentCard"),
@@ -174,14 +174,17 @@ fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
                 &format!("{p}/v1/tasks"),
                 get(rest_v03::list_tasks).fallback(rest::unrouted),
             )
-            .route(&format!("{p}/v1/tasks/{{id}}"), any(rest_v03::task))
+            .route(
+                &format!("{p}/v1/tasks/{{id}}"),
+                any(rest::task::<rest_v03::V03>),
+            )
             .route(
                 &format!("{p}/v1/tasks/{{id}}/pushNotificationConfigs"),
                 any(rest_v03::push_configs),
             )
             .route(
                 &format!("{p}/v1/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
-                any(rest_v03::push_config),
+                any(rest::push_config::<rest_v03::V03>),
             )
             .route(
                 &format!("{p}/v1/card"),
