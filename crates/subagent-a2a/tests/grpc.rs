@@ -154,14 +154,7 @@ async fn every_rpc_works_over_grpc() {
         other => panic!("last event {other:?}"),
     }
     // Push configs: create, get, list, delete.
-    let cfg = v1::TaskPushNotificationConfig {
-        tenant: None,
-        id: Some("hook".into()),
-        task_id: None,
-        url: "http://127.0.0.1:9/hook".into(),
-        token: Some("t".into()),
-        authentication: None,
-    };
+    let cfg = common::push_config("hook", "http://127.0.0.1:9/hook", "t");
     let made = c.create_push_config(&task.id, cfg).await.unwrap();
     assert_eq!(made.id.as_deref(), Some("hook"));
     assert_eq!(made.task_id.as_deref(), Some(task.id.as_str()));

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
-use subagent_a2a::client::{A2aResolver, Binding, CardVerification};
+use subagent_a2a::client::{A2aClient, A2aResolver, Binding, CardVerification};
 use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
 use subagent_a2a::signing::{CardSigner, CardTrust, TrustedKeys};
 use subagent_a2a::types::ProtocolVersion;
@@ -117,9 +117,15 @@ fn send_request(text: &str, return_immediately: bool) -> v1::SendMessageRequest 
     .unwrap()
 }
 
-/// The task a send answered with (a Message fails the test).
-fn task_of(r: v1::SendMessageResponse, binding: Binding) -> v1::Task {
-    match r {
+/// Sends `text` (see [`send_request`]); the task it answered with (a Message fails the test).
+async fn send_for_task(
+    client: &A2aClient,
+    text: &str,
+    return_immediately: bool,
+    binding: Binding,
+) -> v1::Task {
+    let request = send_request(text, return_immediately);
+    match client.send_message(request).await.unwrap() {
         v1::SendMessageResponse::Task(t) => t,
         other @ v1::SendMessageResponse::Message(_) => {
             panic!("{binding:?}: send answered {other:?}")
@@ -190,13 +196,7 @@ async fn our_client_calls_a_js_sdk_server() {
             http::HeaderMap::new(),
         );
         // send (blocking)
-        let task = task_of(
-            client
-                .send_message(send_request("hello", false))
-                .await
-                .unwrap(),
-            binding,
-        );
+        let task = send_for_task(&client, "hello", false, binding).await;
         assert_eq!(task.status.state, TaskState::Completed, "{binding:?}");
         assert_eq!(artifact_text(&task), "echo: hello", "{binding:?}");
         // stream
@@ -231,13 +231,7 @@ async fn our_client_calls_a_js_sdk_server() {
         assert_eq!(got.id, task.id);
         assert_eq!(got.status.state, TaskState::Completed);
         // cancel
-        let slow = task_of(
-            client
-                .send_message(send_request("slow", true))
-                .await
-                .unwrap(),
-            binding,
-        );
+        let slow = send_for_task(&client, "slow", true, binding).await;
         let canceled = client.cancel_task(&slow.id).await.unwrap();
         assert_eq!(canceled.status.state, TaskState::Canceled, "{binding:?}");
     }

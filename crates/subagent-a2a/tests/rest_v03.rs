@@ -40,6 +40,12 @@ fn client(base: &str) -> A2aClient {
     )
 }
 
+/// A 0.3 HTTP+JSON `POST {agent}/v1/{route}` of `message` (ProtoJSON).
+fn post_03(c: &reqwest::Client, s: &Srv, route: &str, message: Value) -> reqwest::RequestBuilder {
+    c.post(s.url(&format!("/echo/v1/{route}")))
+        .json(&json!({ "message": message }))
+}
+
 fn user(id: &str, text: &str) -> v1::SendMessageRequest {
     v1::SendMessageRequest::new(v1::Message::new(
         v1::Role::User,
@@ -53,12 +59,8 @@ async fn the_wire_is_03_protojson() {
     let (s, _) = start().await;
     let c = reqwest::Client::new();
     // A request in proto field names (as ProtoJSON parsers must accept), no A2A-Version.
-    let r = send(
-        c.post(format!("{}/echo/v1/message:send", s.base))
-            .json(&json!({"message": {"message_id": "w1", "role": "ROLE_USER",
-                "content": [{"text": "hi"}]}})),
-    )
-    .await;
+    let message = json!({"message_id": "w1", "role": "ROLE_USER", "content": [{"text": "hi"}]});
+    let r = send(post_03(&c, &s, "message:send", message)).await;
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
     let task = &body["task"];
@@ -73,12 +75,8 @@ async fn the_wire_is_03_protojson() {
     let id = task["id"].as_str().unwrap().to_string();
 
     // A direct message comes back as {"message": …}.
-    let r: Value = json_of(
-        c.post(format!("{}/echo/v1/message:send", s.base))
-            .json(&json!({"message": {"messageId": "w2", "role": "ROLE_USER",
-                "content": [{"text": "direct"}]}})),
-    )
-    .await;
+    let message = json!({"messageId": "w2", "role": "ROLE_USER", "content": [{"text": "direct"}]});
+    let r: Value = json_of(post_03(&c, &s, "message:send", message)).await;
     assert_eq!(r["message"]["role"], "ROLE_AGENT", "{r}");
     assert_eq!(r["message"]["content"][0]["text"], "direct answer");
 
@@ -93,11 +91,8 @@ async fn the_wire_is_03_protojson() {
     assert!(e["message"].as_str().unwrap().contains("nope"));
     let r = send(c.post(format!("{}/echo/v1/tasks/{id}:cancel", s.base))).await;
     assert_eq!(r.status(), 409, "a completed task is not cancelable");
-    let r = send(
-        c.post(format!("{}/echo/v1/message:send", s.base))
-            .json(&json!({"message": {"role": "ROLE_USER", "content": [{}]}})),
-    )
-    .await;
+    let message = json!({"role": "ROLE_USER", "content": [{}]});
+    let r = send(post_03(&c, &s, "message:send", message)).await;
     assert_eq!(r.status(), 422, "a part without content is invalid");
     let r = send(
         c.post(format!("{}/echo/v1/message:send", s.base))
@@ -115,12 +110,9 @@ async fn the_wire_is_03_protojson() {
     assert_eq!(r.status(), 400, "the /v1 routes speak 0.3 only");
 
     // Streaming: SSE of StreamResponse objects.
-    let r = send(
-        c.post(format!("{}/echo/v1/message:stream", s.base))
-            .json(&json!({"message": {"messageId": "w3", "role": "ROLE_USER",
-                "content": [{"text": "streamed"}]}})),
-    )
-    .await;
+    let message =
+        json!({"messageId": "w3", "role": "ROLE_USER", "content": [{"text": "streamed"}]});
+    let r = send(post_03(&c, &s, "message:stream", message)).await;
     assert_eq!(r.status(), 200);
     let text = r.text().await.unwrap();
     let events: Vec<Value> = text

@@ -143,17 +143,17 @@ pub fn message_to_proto(m: &Value) -> Value {
         _ => "ROLE_UNSPECIFIED",
     };
     out.insert("role".into(), Value::String(role.into()));
-    out.insert(
-        "content".into(),
-        Value::Array(array(&o, "parts").map(part_to_proto).collect()),
-    );
-    copy(&mut out, &o, &["metadata"]);
-    insert_non_empty(
-        &mut out,
-        "extensions",
-        array(&o, "extensions").cloned().collect(),
-    );
+    content_to_proto(&mut out, &o, "content");
     Value::Object(out)
+}
+
+/// What a message and an artifact both carry: their parts (as proto parts, under `key`),
+/// metadata and extensions (left out when there are none).
+fn content_to_proto(out: &mut Obj, o: &Obj, key: &str) {
+    let parts = array(o, "parts").map(part_to_proto).collect();
+    out.insert(key.to_string(), Value::Array(parts));
+    copy(out, o, &["metadata"]);
+    insert_non_empty(out, "extensions", array(o, "extensions").cloned().collect());
 }
 
 fn status_to_proto(s: &Value) -> Value {
@@ -176,16 +176,7 @@ fn artifact_to_proto(a: &Value) -> Value {
     let o = obj(a);
     let mut out = Obj::new();
     copy_str(&mut out, &o, &["artifactId", "name", "description"]);
-    out.insert(
-        "parts".into(),
-        Value::Array(array(&o, "parts").map(part_to_proto).collect()),
-    );
-    copy(&mut out, &o, &["metadata"]);
-    insert_non_empty(
-        &mut out,
-        "extensions",
-        array(&o, "extensions").cloned().collect(),
-    );
+    content_to_proto(&mut out, &o, "parts");
     Value::Object(out)
 }
 
@@ -371,12 +362,19 @@ pub fn message_from_proto(m: &Value) -> Result<Value, String> {
     } else {
         "parts"
     };
+    content_from_proto(&mut out, o, parts_field)?;
+    Ok(Value::Object(out))
+}
+
+/// What a proto message and artifact both carry: their parts (read from `parts_field`),
+/// metadata and extensions.
+fn content_from_proto(out: &mut Obj, o: &Obj, parts_field: &str) -> Result<(), String> {
     let parts = array(o, parts_field)
         .map(part_from_proto)
         .collect::<Result<Vec<_>, _>>()?;
     out.insert("parts".into(), Value::Array(parts));
-    copy(&mut out, o, &["metadata", "extensions"]);
-    Ok(Value::Object(out))
+    copy(out, o, &["metadata", "extensions"]);
+    Ok(())
 }
 
 fn status_from_proto(s: &Value) -> Result<Value, String> {
@@ -413,11 +411,7 @@ fn artifact_from_proto(a: &Value) -> Result<Value, String> {
     let o = a.as_object().ok_or_else(|| bad("artifact"))?;
     let mut out = Obj::new();
     copy_str(&mut out, o, &["artifactId", "name", "description"]);
-    let parts = array(o, "parts")
-        .map(part_from_proto)
-        .collect::<Result<Vec<_>, _>>()?;
-    out.insert("parts".into(), Value::Array(parts));
-    copy(&mut out, o, &["metadata", "extensions"]);
+    content_from_proto(&mut out, o, "parts")?;
     Ok(Value::Object(out))
 }
 

@@ -17,7 +17,7 @@ use subagent_a2a::server::{
 };
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::usage::usage_to_metadata;
-use subagent_a2a::types::v1::TaskState;
+use subagent_a2a::types::v1::{self, TaskState};
 use subagent_spi::{CancellationToken, UsageNode, async_trait};
 
 /// The scripted agent. `direct`: a Message reply; `ask`: input-required; `fail`: a handler
@@ -191,6 +191,19 @@ pub(crate) async fn serve_with_grpc(builder: A2aServerBuilder) -> Srv {
 /// A 1.0 user message with one text part (message id `m-<text>`).
 pub(crate) fn msg(text: &str) -> Value {
     json!({"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// A push config `id` for the webhook at `url` with `token` (no task, tenant or
+/// authentication: the call names the task).
+pub(crate) fn push_config(id: &str, url: &str, token: &str) -> v1::TaskPushNotificationConfig {
+    v1::TaskPushNotificationConfig {
+        tenant: None,
+        id: Some(id.into()),
+        task_id: None,
+        url: url.into(),
+        token: Some(token.into()),
+        authentication: None,
+    }
 }
 
 /// The bindings and versions our client speaks.

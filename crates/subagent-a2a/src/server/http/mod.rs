@@ -29,7 +29,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
-use axum::routing::{any, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use http::{HeaderValue, StatusCode, header};
 use subagent_spi::CancellationToken;
 use tracing::Instrument as _;
@@ -130,66 +130,56 @@ fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
             get(cards::agent_json).fallback(rest::unrouted),
         );
     let rpc = || post(jsonrpc::endpoint).fallback(rest::unrouted);
-    let mut protected = Router::new()
-        .route(if p.is_empty() { "/" } else { &p }, rpc())
-        .route(
-            &format!("{p}/message:send"),
-            post(rest::message_send).fallback(rest::unrouted),
-        )
-        .route(
-            &format!("{p}/message:stream"),
-            post(rest::message_stream).fallback(rest::unrouted),
-        )
-        .route(
-            &format!("{p}/tasks"),
-            get(rest::list_tasks).fallback(rest::unrouted),
-        )
-        .route(&format!("{p}/tasks/{{id}}"), any(rest::task::<rest::V1>))
-        .route(
-            &format!("{p}/tasks/{{id}}/pushNotificationConfigs"),
-            any(rest::push_configs),
-        )
-        .route(
-            &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
-            any(rest::push_config::<rest::V1>),
-        )
-        .route(
-            &format!("{p}/extendedAgentCard"),
-            get(rest::extended_card).fallback(rest::unrouted),
-        );
+    let mut protected = Router::new().route(if p.is_empty() { "/" } else { &p }, rpc());
     if !p.is_empty() {
         protected = protected.route(&format!("{p}/"), rpc());
     }
+    // The HTTP+JSON routes of 1.0, and of 0.3 under `/v1`: a method a route does not serve
+    // (`only`) is METHOD_NOT_FOUND; `any` routes tell methods apart themselves.
+    let only = |route: MethodRouter<AgentCtx>| route.fallback(rest::unrouted);
+    let mut rest_routes = vec![
+        ("/message:send", only(post(rest::message_send::<rest::V1>))),
+        (
+            "/message:stream",
+            only(post(rest::message_stream::<rest::V1>)),
+        ),
+        ("/tasks", only(get(rest::list_tasks))),
+        ("/tasks/{id}", any(rest::task::<rest::V1>)),
+        (
+            "/tasks/{id}/pushNotificationConfigs",
+            any(rest::push_configs),
+        ),
+        (
+            "/tasks/{id}/pushNotificationConfigs/{config}",
+            any(rest::push_config::<rest::V1>),
+        ),
+        ("/extendedAgentCard", only(get(rest::extended_card))),
+    ];
     if v03_rest {
-        protected = protected
-            .route(
-                &format!("{p}/v1/message:send"),
-                post(rest_v03::message_send).fallback(rest::unrouted),
-            )
-            .route(
-                &format!("{p}/v1/message:stream"),
-                post(rest_v03::message_stream).fallback(rest::unrouted),
-            )
-            .route(
-                &format!("{p}/v1/tasks"),
-                get(rest_v03::list_tasks).fallback(rest::unrouted),
-            )
-            .route(
-                &format!("{p}/v1/tasks/{{id}}"),
-                any(rest::task::<rest_v03::V03>),
-            )
-            .route(
-                &format!("{p}/v1/tasks/{{id}}/pushNotificationConfigs"),
+        rest_routes.extend([
+            (
+                "/v1/message:send",
+                only(post(rest::message_send::<rest_v03::V03>)),
+            ),
+            (
+                "/v1/message:stream",
+                only(post(rest::message_stream::<rest_v03::V03>)),
+            ),
+            ("/v1/tasks", only(get(rest_v03::list_tasks))),
+            ("/v1/tasks/{id}", any(rest::task::<rest_v03::V03>)),
+            (
+                "/v1/tasks/{id}/pushNotificationConfigs",
                 any(rest_v03::push_configs),
-            )
-            .route(
-                &format!("{p}/v1/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
+            ),
+            (
+                "/v1/tasks/{id}/pushNotificationConfigs/{config}",
                 any(rest::push_config::<rest_v03::V03>),
-            )
-            .route(
-                &format!("{p}/v1/card"),
-                get(rest_v03::card).fallback(rest::unrouted),
-            );
+            ),
+            ("/v1/card", only(get(rest_v03::card))),
+        ]);
+    }
+    for (route, handler) in rest_routes {
+        protected = protected.route(&format!("{p}{route}"), handler);
     }
     let protected = protected
         .route_layer(from_fn_with_state(ctx.clone(), require_auth))

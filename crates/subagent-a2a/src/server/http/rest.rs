@@ -38,6 +38,14 @@ pub(super) trait Dialect: Send + Sync + 'static {
     /// The `historyLength` of a `GetTask` query string.
     fn history_length(parts: &Parts) -> Result<Option<i32>, ApiError>;
 
+    /// `POST …/message:send` (`streaming`: `…/message:stream`): the request read in this
+    /// dialect's shape and sent.
+    fn message(
+        ctx: AgentCtx,
+        req: Request,
+        streaming: bool,
+    ) -> impl Future<Output = Response> + Send;
+
     /// `GET …/pushNotificationConfigs/{config}`: the config, written as this dialect writes it.
     fn get_push_config(
         agent: &Hosted,
@@ -68,6 +76,21 @@ impl Dialect for V1 {
             }
         }
         bad.map_or(Ok(hl), Err)
+    }
+
+    async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
+        let (parts, body) = match open::<Self>(&ctx, req) {
+            Ok(p) => p,
+            Err(e) => return rest_error(&e),
+        };
+        let req: v1::SendMessageRequest =
+            match rest_body(&ctx, &parts, body, "SendMessageRequest").await {
+                Ok(r) => r,
+                Err(resp) => return resp,
+            };
+        send(&ctx.shared, ctx.agent(), req, streaming, &Self::WIRE)
+            .await
+            .unwrap_or_else(|e| rest_error(&e))
     }
 
     async fn get_push_config(
@@ -112,29 +135,20 @@ pub(super) async fn json_body<D: Dialect>(
     Ok(bytes)
 }
 
-/// `POST {agent}/message:send`.
-pub(super) async fn message_send(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    message(ctx, req, false).await
+/// `POST {agent}/message:send` (0.3: `{agent}/v1/message:send`).
+pub(super) async fn message_send<D: Dialect>(
+    State(ctx): State<AgentCtx>,
+    req: Request,
+) -> Response {
+    D::message(ctx, req, false).await
 }
 
-/// `POST {agent}/message:stream`.
-pub(super) async fn message_stream(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    message(ctx, req, true).await
-}
-
-async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
-    let (parts, body) = match open::<V1>(&ctx, req) {
-        Ok(p) => p,
-        Err(e) => return rest_error(&e),
-    };
-    let req: v1::SendMessageRequest =
-        match rest_body(&ctx, &parts, body, "SendMessageRequest").await {
-            Ok(r) => r,
-            Err(resp) => return resp,
-        };
-    send(&ctx.shared, ctx.agent(), req, streaming, &Wire::Rest)
-        .await
-        .unwrap_or_else(|e| rest_error(&e))
+/// `POST {agent}/message:stream` (0.3: `{agent}/v1/message:stream`).
+pub(super) async fn message_stream<D: Dialect>(
+    State(ctx): State<AgentCtx>,
+    req: Request,
+) -> Response {
+    D::message(ctx, req, true).await
 }
 
 /// The decoded pairs of a query string (`form_urlencoded`: `+` is a space, `%XX` a byte).

@@ -62,6 +62,10 @@ impl Dialect for V03 {
         Ok(None)
     }
 
+    async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
+        message(ctx, req, streaming).await
+    }
+
     async fn get_push_config(
         agent: &Hosted,
         task_id: &str,
@@ -102,16 +106,7 @@ async fn body_as<T: DeserializeOwned>(
     })
 }
 
-/// `POST {agent}/v1/message:send`.
-pub(super) async fn message_send(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    message(ctx, req, false).await
-}
-
-/// `POST {agent}/v1/message:stream`.
-pub(super) async fn message_stream(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    message(ctx, req, true).await
-}
-
+/// The 0.3 `message:send` / `message:stream`.
 async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
     let (parts, body) = match open::<V03>(&ctx, req) {
         Ok(p) => p,
