@@ -197,6 +197,16 @@ pub fn task_to_proto(t: &Value) -> Value {
     Value::Object(out)
 }
 
+/// What a status and an artifact update both carry, as proto: the task and context ids, the
+/// update's `key` (`status` or `artifact`, converted with `convert`) and metadata.
+fn update_to_proto(o: &Obj, key: &str, convert: fn(&Value) -> Value) -> Obj {
+    let mut out = Obj::new();
+    copy_str(&mut out, o, &["taskId", "contextId"]);
+    out.insert(key.into(), convert(o.get(key).unwrap_or(&Value::Null)));
+    copy(&mut out, o, &["metadata"]);
+    out
+}
+
 /// A 0.3 result or stream event (`kind`-tagged) as a proto `StreamResponse` (which is also
 /// the shape of `SendMessageResponse` for a task or a message).
 pub fn event_to_proto(ev: &Value) -> Value {
@@ -204,31 +214,19 @@ pub fn event_to_proto(ev: &Value) -> Value {
     match o.get("kind").and_then(Value::as_str) {
         Some("message") => json!({ "message": message_to_proto(ev) }),
         Some("status-update") => {
-            let mut out = Obj::new();
-            copy_str(&mut out, &o, &["taskId", "contextId"]);
-            out.insert(
-                "status".into(),
-                status_to_proto(o.get("status").unwrap_or(&Value::Null)),
-            );
+            let mut out = update_to_proto(&o, "status", status_to_proto);
             if o.get("final").and_then(Value::as_bool) == Some(true) {
                 out.insert("final".into(), Value::Bool(true));
             }
-            copy(&mut out, &o, &["metadata"]);
             json!({ "statusUpdate": out })
         }
         Some("artifact-update") => {
-            let mut out = Obj::new();
-            copy_str(&mut out, &o, &["taskId", "contextId"]);
-            out.insert(
-                "artifact".into(),
-                artifact_to_proto(o.get("artifact").unwrap_or(&Value::Null)),
-            );
+            let mut out = update_to_proto(&o, "artifact", artifact_to_proto);
             for k in ["append", "lastChunk"] {
                 if o.get(k).and_then(Value::as_bool) == Some(true) {
                     out.insert(k.into(), Value::Bool(true));
                 }
             }
-            copy(&mut out, &o, &["metadata"]);
             json!({ "artifactUpdate": out })
         }
         _ => json!({ "task": task_to_proto(ev) }),
@@ -437,6 +435,22 @@ pub fn task_from_proto(t: &Value) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
+/// A proto status or artifact update as the 0.3 event `kind`: the task and context ids, the
+/// update's `key` (`status` or `artifact`, converted with `convert`) and metadata.
+fn update_from_proto(
+    u: &Obj,
+    kind: &str,
+    key: &str,
+    convert: fn(&Value) -> Result<Value, String>,
+) -> Result<Obj, String> {
+    let mut out = Obj::new();
+    out.insert("kind".into(), kind.into());
+    copy_str(&mut out, u, &["taskId", "contextId"]);
+    out.insert(key.into(), convert(u.get(key).unwrap_or(&Value::Null))?);
+    copy(&mut out, u, &["metadata"]);
+    Ok(out)
+}
+
 /// A proto `StreamResponse` or `SendMessageResponse` (`{"task"}`, `{"message"}`/`{"msg"}`,
 /// `{"statusUpdate"}`, `{"artifactUpdate"}`) as a 0.3 kind-tagged event.
 pub fn event_from_proto(ev: &Value) -> Result<Value, String> {
@@ -451,30 +465,17 @@ pub fn event_from_proto(ev: &Value) -> Result<Value, String> {
     }
     if let Some(u) = non_null(field(o, "statusUpdate")) {
         let u = u.as_object().ok_or_else(|| bad("statusUpdate"))?;
-        let mut out = Obj::new();
-        out.insert("kind".into(), "status-update".into());
-        copy_str(&mut out, u, &["taskId", "contextId"]);
-        out.insert(
-            "status".into(),
-            status_from_proto(u.get("status").unwrap_or(&Value::Null))?,
-        );
+        let mut out = update_from_proto(u, "status-update", "status", status_from_proto)?;
         out.insert(
             "final".into(),
             Value::Bool(u.get("final").and_then(Value::as_bool).unwrap_or(false)),
         );
-        copy(&mut out, u, &["metadata"]);
         return Ok(Value::Object(out));
     }
     if let Some(u) = non_null(field(o, "artifactUpdate")) {
         let u = u.as_object().ok_or_else(|| bad("artifactUpdate"))?;
-        let mut out = Obj::new();
-        out.insert("kind".into(), "artifact-update".into());
-        copy_str(&mut out, u, &["taskId", "contextId"]);
-        out.insert(
-            "artifact".into(),
-            artifact_from_proto(u.get("artifact").unwrap_or(&Value::Null))?,
-        );
-        copy(&mut out, u, &["append", "lastChunk", "metadata"]);
+        let mut out = update_from_proto(u, "artifact-update", "artifact", artifact_from_proto)?;
+        copy(&mut out, u, &["append", "lastChunk"]);
         return Ok(Value::Object(out));
     }
     Err(bad(

@@ -11,6 +11,7 @@ use super::reply::{Wire, event_reply};
 use super::sse::{acquire_stream, sse};
 use super::{Hosted, Shared};
 use crate::server::engine::{ApiError, Event, SendParams, Started, trim_history};
+use crate::server::store::TaskStore;
 use crate::types::jsonrpc::codes;
 use crate::types::v1;
 
@@ -58,6 +59,25 @@ pub(super) fn streaming_unsupported(agent: &Hosted) -> ApiError {
     )
 }
 
+/// The checks and options every binding's send shares: the parts must be ones the agent
+/// accepts, and a stream one it offers; the history length asked for, and whether to answer
+/// at once.
+pub(super) fn send_options(
+    agent: &Hosted,
+    req: &v1::SendMessageRequest,
+    streaming: bool,
+) -> Result<(Option<i32>, bool), ApiError> {
+    check_parts(agent, &req.message)?;
+    if streaming && !agent.info.streaming {
+        return Err(streaming_unsupported(agent));
+    }
+    let config = req.configuration.as_ref();
+    Ok((
+        config.and_then(|c| c.history_length),
+        config.is_some_and(|c| c.return_immediately),
+    ))
+}
+
 pub(super) async fn send(
     shared: &Arc<Shared>,
     agent: &Hosted,
@@ -65,16 +85,8 @@ pub(super) async fn send(
     streaming: bool,
     wire: &Wire,
 ) -> Result<Response, ApiError> {
-    check_parts(agent, &req.message)?;
-    let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
-    let immediate = req
-        .configuration
-        .as_ref()
-        .is_some_and(|c| c.return_immediately);
+    let (history_length, immediate) = send_options(agent, &req, streaming)?;
     let permit = if streaming {
-        if !agent.info.streaming {
-            return Err(streaming_unsupported(agent));
-        }
         Some(acquire_stream(shared)?)
     } else {
         None
@@ -237,15 +249,16 @@ fn push_config_not_found(task_id: &str, config_id: &str) -> ApiError {
     )
 }
 
-/// Checks that push notifications are on and the task exists.
-async fn push_task(agent: &Hosted, task_id: &str) -> Result<(), ApiError> {
+/// Checks that push notifications are on and the task exists; the store of its configs.
+async fn push_store<'a>(agent: &'a Hosted, task_id: &str) -> Result<&'a dyn TaskStore, ApiError> {
     if !agent.engine.push_enabled() {
         return Err(push_unsupported());
     }
     if task_id.is_empty() {
         return Err(ApiError::invalid_params("`taskId` is required"));
     }
-    agent.engine.get(task_id, Some(0)).await.map(|_| ())
+    agent.engine.get(task_id, Some(0)).await?;
+    Ok(agent.engine.store.as_ref())
 }
 
 /// Creates (or replaces, by id) a config of `task_id`; a missing id gets a fresh one.
@@ -254,11 +267,9 @@ pub(super) async fn create_push_config(
     task_id: &str,
     config: v1::TaskPushNotificationConfig,
 ) -> Result<v1::TaskPushNotificationConfig, ApiError> {
-    push_task(agent, task_id).await?;
+    let store = push_store(agent, task_id).await?;
     let config = agent.engine.prepare_push_config(task_id, config)?;
-    agent
-        .engine
-        .store
+    store
         .save_push_config(config.clone())
         .await
         .map_err(push_store_error)?;
@@ -271,10 +282,8 @@ pub(super) async fn get_push_config(
     task_id: &str,
     config_id: &str,
 ) -> Result<v1::TaskPushNotificationConfig, ApiError> {
-    push_task(agent, task_id).await?;
-    agent
-        .engine
-        .store
+    push_store(agent, task_id)
+        .await?
         .get_push_config(task_id, config_id)
         .await
         .map_err(push_store_error)?
@@ -286,10 +295,8 @@ pub(super) async fn list_push_configs(
     agent: &Hosted,
     task_id: &str,
 ) -> Result<Vec<v1::TaskPushNotificationConfig>, ApiError> {
-    push_task(agent, task_id).await?;
-    agent
-        .engine
-        .store
+    push_store(agent, task_id)
+        .await?
         .list_push_configs(task_id)
         .await
         .map_err(push_store_error)
@@ -301,10 +308,8 @@ pub(super) async fn delete_push_config(
     task_id: &str,
     config_id: &str,
 ) -> Result<(), ApiError> {
-    push_task(agent, task_id).await?;
-    agent
-        .engine
-        .store
+    push_store(agent, task_id)
+        .await?
         .delete_push_config(task_id, config_id)
         .await
         .map(|_| ())

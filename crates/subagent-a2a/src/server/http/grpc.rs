@@ -16,8 +16,8 @@ use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
 use super::calls::{
-    await_reply, check_parts, create_push_config, delete_push_config, extended_card, first_event,
-    get_push_config, list_push_configs, streaming_unsupported,
+    await_reply, create_push_config, delete_push_config, extended_card, first_event,
+    get_push_config, list_push_configs, send_options, streaming_unsupported,
 };
 use super::sse::{PEER, StreamPermit, acquire_stream};
 use super::{Hosted, Shared};
@@ -199,16 +199,8 @@ impl GrpcService {
         let agent = self.agent(&req, &req.get_ref().tenant)?;
         let msg: v1::SendMessageRequest =
             convert("SendMessageRequest", req.get_ref()).map_err(bad_request)?;
-        check_parts(agent, &msg.message).map_err(status)?;
-        let history_length = msg.configuration.as_ref().and_then(|c| c.history_length);
-        let immediate = msg
-            .configuration
-            .as_ref()
-            .is_some_and(|c| c.return_immediately);
+        let (history_length, immediate) = send_options(agent, &msg, streaming).map_err(status)?;
         let permit = if streaming {
-            if !agent.info.streaming {
-                return Err(status(streaming_unsupported(agent)));
-            }
             Some(self.permit(peer)?)
         } else {
             None
