@@ -13,7 +13,7 @@ use subagent_spi::{CancellationToken, SubagentReference};
 mod common;
 mod python;
 
-use common::{Replier, Srv, json_of, send, serve};
+use common::{Srv, json_of, replier, send, serve};
 use python::SDK_1X;
 
 /// A plain HTTP server answering every GET with `body(path)` (a card or a JWK Set).
@@ -56,7 +56,7 @@ fn mount() -> AgentMount {
     AgentMount::new(
         "/echo",
         AgentInfo::new("echo", "Echoes text back — signed"),
-        Replier,
+        replier(),
     )
     .with_auth(ServerAuth::bearer("tok"))
     .with_extended_card(AgentInfo::new("echo", "The members' echo"))
@@ -290,7 +290,7 @@ async fn python_sdk_verifies_our_signed_cards() {
             .mount(AgentMount::new(
                 "/echo",
                 AgentInfo::new("echo", "Echoes text back"),
-                Replier,
+                replier(),
             )),
     )
     .await;

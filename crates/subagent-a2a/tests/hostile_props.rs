@@ -26,7 +26,7 @@ fn config() -> ProptestConfig {
 
 mod common;
 
-use common::Replier;
+use common::replier;
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -44,7 +44,11 @@ fn router() -> axum::Router {
         .get_or_init(|| {
             A2aServer::builder()
                 .max_body_bytes(64 * 1024)
-                .mount(AgentMount::new("/a", AgentInfo::new("a", "props"), Replier))
+                .mount(AgentMount::new(
+                    "/a",
+                    AgentInfo::new("a", "props"),
+                    replier(),
+                ))
                 .build()
                 .expect("server")
         })

@@ -23,11 +23,13 @@ use subagent_spi::{CancellationToken, UsageNode, async_trait};
 /// The scripted agent. `direct`: a Message reply; `ask`: input-required; `fail`: a handler
 /// error; `slow` or `hold…`: working until cancelled (records the cancel and ends canceled;
 /// gives up after 60 s); anything else: working, artifact `echo` with `echo: <text>`,
-/// completed (with `usage`, when set, in the status's metadata: the usage extension).
+/// completed (with `usage`, when set, in the status's metadata: the usage extension). With
+/// `replies` (see [`replier`]): a Message `echo: <text>` for any text.
 #[derive(Default)]
 pub(crate) struct TestAgent {
     pub(crate) saw_cancel: Arc<AtomicBool>,
     pub(crate) usage: Option<UsageNode>,
+    pub(crate) replies: bool,
 }
 
 #[async_trait]
@@ -39,6 +41,10 @@ impl A2aHandler for TestAgent {
         cancel: CancellationToken,
     ) -> Result<(), HandlerError> {
         let text = req.text();
+        if self.replies {
+            let _ = ev.reply_text(format!("echo: {text}")).await;
+            return Ok(());
+        }
         match text.as_str() {
             "direct" => {
                 let _ = ev.reply_text("direct answer").await;
@@ -76,19 +82,12 @@ impl A2aHandler for TestAgent {
     }
 }
 
-/// Answers every message at once with a Message `echo: <text>` (no task).
-pub(crate) struct Replier;
-
-#[async_trait]
-impl A2aHandler for Replier {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let _ = ev.reply_text(format!("echo: {}", req.text())).await;
-        Ok(())
+/// A [`TestAgent`] that answers every message at once with a Message `echo: <text>` (no
+/// task).
+pub(crate) fn replier() -> TestAgent {
+    TestAgent {
+        replies: true,
+        ..TestAgent::default()
     }
 }
 
@@ -99,7 +98,7 @@ pub(crate) fn agent_at(path: &str, name: &str, saw_cancel: Arc<AtomicBool>) -> A
         AgentInfo::new(name, "Echoes text back"),
         TestAgent {
             saw_cancel,
-            usage: None,
+            ..TestAgent::default()
         },
     )
 }

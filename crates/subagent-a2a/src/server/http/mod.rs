@@ -134,52 +134,56 @@ fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
     if !p.is_empty() {
         protected = protected.route(&format!("{p}/"), rpc());
     }
-    // The HTTP+JSON routes of 1.0, and of 0.3 under `/v1`: a method a route does not serve
-    // (`only`) is METHOD_NOT_FOUND; `any` routes tell methods apart themselves.
+    // The HTTP+JSON routes, each with its 1.0 handler and its 0.3 one (under `/v1`, where
+    // `v03_rest`): a method a route does not serve (`only`) is METHOD_NOT_FOUND; `any` routes
+    // tell methods apart themselves.
+    use rest::{V1, message_send, message_stream, push_config, task};
+    use rest_v03::V03;
     let only = |route: MethodRouter<AgentCtx>| route.fallback(rest::unrouted);
-    let mut rest_routes = vec![
-        ("/message:send", only(post(rest::message_send::<rest::V1>))),
+    let rest_routes = [
+        (
+            "/message:send",
+            only(post(message_send::<V1>)),
+            only(post(message_send::<V03>)),
+        ),
         (
             "/message:stream",
-            only(post(rest::message_stream::<rest::V1>)),
+            only(post(message_stream::<V1>)),
+            only(post(message_stream::<V03>)),
         ),
-        ("/tasks", only(get(rest::list_tasks))),
-        ("/tasks/{id}", any(rest::task::<rest::V1>)),
+        (
+            "/tasks",
+            only(get(rest::list_tasks)),
+            only(get(rest_v03::list_tasks)),
+        ),
+        ("/tasks/{id}", any(task::<V1>), any(task::<V03>)),
         (
             "/tasks/{id}/pushNotificationConfigs",
             any(rest::push_configs),
+            any(rest_v03::push_configs),
         ),
         (
             "/tasks/{id}/pushNotificationConfigs/{config}",
-            any(rest::push_config::<rest::V1>),
+            any(push_config::<V1>),
+            any(push_config::<V03>),
         ),
-        ("/extendedAgentCard", only(get(rest::extended_card))),
+        // The extended card (1.0); 0.3 serves its card at `/v1/card`.
+        (
+            "/extendedAgentCard",
+            only(get(rest::extended_card)),
+            only(get(rest_v03::card)),
+        ),
     ];
-    if v03_rest {
-        rest_routes.extend([
-            (
-                "/v1/message:send",
-                only(post(rest::message_send::<rest_v03::V03>)),
-            ),
-            (
-                "/v1/message:stream",
-                only(post(rest::message_stream::<rest_v03::V03>)),
-            ),
-            ("/v1/tasks", only(get(rest_v03::list_tasks))),
-            ("/v1/tasks/{id}", any(rest::task::<rest_v03::V03>)),
-            (
-                "/v1/tasks/{id}/pushNotificationConfigs",
-                any(rest_v03::push_configs),
-            ),
-            (
-                "/v1/tasks/{id}/pushNotificationConfigs/{config}",
-                any(rest::push_config::<rest_v03::V03>),
-            ),
-            ("/v1/card", only(get(rest_v03::card))),
-        ]);
-    }
-    for (route, handler) in rest_routes {
-        protected = protected.route(&format!("{p}{route}"), handler);
+    for (route, v1, v03) in rest_routes {
+        protected = protected.route(&format!("{p}{route}"), v1);
+        if v03_rest {
+            let route = if route == "/extendedAgentCard" {
+                "/card"
+            } else {
+                route
+            };
+            protected = protected.route(&format!("{p}/v1{route}"), v03);
+        }
     }
     let protected = protected
         .route_layer(from_fn_with_state(ctx.clone(), require_auth))
