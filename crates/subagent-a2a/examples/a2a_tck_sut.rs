@@ -20,13 +20,26 @@
 //! `TCK_CONVERSATION_IDLE` seconds (default 3) pass without one, then completes: the 0.3 TCK
 //! checks a task right after a plain send, continues it and cancels it.
 //!
+//! Access options (shared with `a2a-tck-sut-store`, see [`Access`]): `--bearer-env NAME`
+//! requires `Authorization: Bearer <token>` with the token held in the environment variable
+//! `NAME`; `--extended-card` then offers an extended card (one more skill) to authenticated
+//! callers; `--public-url URL` and `--grpc-public-addr HOST:PORT` set the addresses the card
+//! lists, e.g. those of `a2a-auth-proxy`, through which the TCK runs as an authenticated
+//! client (see `docs/a2a-conformance.md`):
+//!
+//! ```text
+//! A2A_TCK_TOKEN=... a2a-tck-sut --port 9911 --grpc-port 9912 --bearer-env A2A_TCK_TOKEN \
+//!     --extended-card --public-url http://127.0.0.1:9901 --grpc-public-addr 127.0.0.1:9902
+//! ```
+//!
 //! Tasks live in memory here; `subagent-store`'s example `a2a-tck-sut-store` serves the same
 //! agent with `--store sqlite:PATH` or `--store postgres://...` (it includes this file).
 
 use std::time::Duration;
 
 use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
+    ServerAuth, TaskEventSink,
 };
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::v1::{self, Artifact, Part, PartContent, TaskState};
@@ -222,7 +235,12 @@ pub(crate) fn tck_mount_with(v03_tck: bool) -> AgentMount {
         streaming_timeout: Duration::from_secs_f64(secs),
         v03_conversation: v03_tck.then(|| Duration::from_secs_f64(idle)),
     };
-    let info = AgentInfo::new(
+    AgentMount::new("/", tck_info(), agent)
+}
+
+/// The TCK agent's public card.
+fn tck_info() -> AgentInfo {
+    AgentInfo::new(
         "TCK System Under Test",
         "An A2A agent implementing the TCK scenarios, built on subagent-a2a.",
     )
@@ -230,63 +248,215 @@ pub(crate) fn tck_mount_with(v03_tck: bool) -> AgentMount {
     // spec's ContentTypeNotSupportedError as a failure; the SUT accepts every media type (the
     // server's check is covered by our own tests).
     .with_input_modes(["*/*"])
-    .with_skill(v1::AgentSkill {
-        id: "tck".into(),
-        name: "TCK scenarios".into(),
-        description: "Behaviour keyed on the messageId prefix (scenarios/*.feature).".into(),
+    .with_skill(skill(
+        "tck",
+        "TCK scenarios",
+        "Behaviour keyed on the messageId prefix (scenarios/*.feature).",
+    ))
+}
+
+fn skill(id: &str, name: &str, description: &str) -> v1::AgentSkill {
+    v1::AgentSkill {
+        id: id.into(),
+        name: name.into(),
+        description: description.into(),
         tags: vec!["tck".into()],
         examples: Vec::new(),
         input_modes: Vec::new(),
         output_modes: Vec::new(),
         security_requirements: Vec::new(),
-    });
-    AgentMount::new("/", info, agent)
+    }
+}
+
+/// The options both SUTs (this one and `a2a-tck-sut-store`) share: gRPC, credentials, the
+/// extended card and the addresses the card lists; both offer push notifications.
+#[derive(Default)]
+pub(crate) struct Access {
+    /// `--grpc-port N`: serve gRPC on 127.0.0.1:N (feature `grpc-server`).
+    grpc_port: Option<u16>,
+    /// `--bearer-env NAME`: callers must send `Authorization: Bearer <token>` with the token
+    /// held in that environment variable (never printed).
+    bearer: Option<String>,
+    /// `--extended-card`: offer an extended card (the public one plus a skill) to
+    /// authenticated callers; needs `--bearer-env`.
+    extended_card: bool,
+    /// `--public-url URL`: the base URL of the card's JSON-RPC and HTTP+JSON interfaces (e.g.
+    /// a proxy's), instead of the request's `Host`.
+    public_url: Option<String>,
+    /// `--grpc-public-addr HOST:PORT`: the card's gRPC interface (default `127.0.0.1:N` of
+    /// `--grpc-port`).
+    grpc_public: Option<String>,
+}
+
+impl Access {
+    /// The options' usage text.
+    pub(crate) const USAGE: &'static str = "[--grpc-port N] [--bearer-env NAME] [--extended-card] \
+        [--public-url URL] [--grpc-public-addr HOST:PORT]";
+
+    /// Takes `flag` if it is one of these options (reading its value with `value`): `Ok(true)`;
+    /// `Ok(false)` for other flags.
+    pub(crate) fn take(
+        &mut self,
+        flag: &str,
+        value: &mut dyn FnMut() -> Result<String, String>,
+    ) -> Result<bool, String> {
+        match flag {
+            "--grpc-port" => {
+                let v = value()?;
+                let p = v
+                    .parse()
+                    .map_err(|_| format!("invalid --grpc-port `{v}`"))?;
+                self.grpc_port = Some(p);
+            }
+            "--bearer-env" => {
+                let name = value()?;
+                let token = std::env::var(&name)
+                    .ok()
+                    .filter(|t| !t.is_empty())
+                    .ok_or(format!(
+                        "--bearer-env: the environment variable `{name}` is unset or empty"
+                    ))?;
+                self.bearer = Some(token);
+            }
+            "--extended-card" => self.extended_card = true,
+            "--public-url" => self.public_url = Some(value()?),
+            "--grpc-public-addr" => self.grpc_public = Some(value()?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Applies the options to the TCK agent and the server, which offers push notifications
+    /// (to webhooks on this machine too: the TCK's receiver listens on `localhost`).
+    pub(crate) fn apply(
+        &self,
+        mut mount: AgentMount,
+        builder: A2aServerBuilder,
+    ) -> Result<(AgentMount, A2aServerBuilder), String> {
+        let mut builder = builder.push_notifications(true).push_allow_private(true);
+        if let Some(p) = self.grpc_port {
+            if !cfg!(feature = "grpc-server") {
+                return Err("--grpc-port needs the `grpc-server` feature".into());
+            }
+            let addr = self
+                .grpc_public
+                .clone()
+                .unwrap_or_else(|| format!("127.0.0.1:{p}"));
+            builder = builder.grpc_url(addr);
+        } else if self.grpc_public.is_some() {
+            return Err("--grpc-public-addr needs --grpc-port".into());
+        }
+        if let Some(url) = &self.public_url {
+            builder = builder.public_url(url.clone());
+        }
+        if let Some(token) = &self.bearer {
+            mount = mount.with_auth(ServerAuth::bearer(token.clone()));
+        }
+        if self.extended_card {
+            if self.bearer.is_none() {
+                return Err("--extended-card needs --bearer-env (the extended card is for authenticated callers only)".into());
+            }
+            let mut extended = tck_info().with_skill(skill(
+                "tck-extended",
+                "TCK extended skill",
+                "Listed on the extended card only, for authenticated callers.",
+            ));
+            extended.description = format!("{} (extended card)", extended.description);
+            mount = mount.with_extended_card(extended);
+        }
+        Ok((mount, builder))
+    }
+
+    /// Serves gRPC on `--grpc-port`, if given, in the background (call within the runtime).
+    pub(crate) async fn spawn_grpc(&self, server: &A2aServer, name: &str) -> std::io::Result<()> {
+        #[cfg(feature = "grpc-server")]
+        if let Some(p) = self.grpc_port {
+            let grpc = tokio::net::TcpListener::bind(("127.0.0.1", p)).await?;
+            eprintln!("{name} serving gRPC on 127.0.0.1:{p}");
+            let s = server.clone();
+            tokio::spawn(async move {
+                if let Err(e) = s.serve_grpc(grpc, std::future::pending::<()>()).await {
+                    eprintln!("gRPC server failed: {e}");
+                }
+            });
+        }
+        #[cfg(not(feature = "grpc-server"))]
+        let _ = (server, name);
+        Ok(())
+    }
+}
+
+/// The command line, read as `--flag value` or `--flag=value` (both SUTs).
+pub(crate) struct Flags {
+    rest: std::iter::Skip<std::env::Args>,
+    usage: String,
+}
+
+impl Flags {
+    /// The process's arguments; `usage` ends the message of a missing value.
+    pub(crate) fn new(usage: String) -> Self {
+        Self {
+            rest: std::env::args().skip(1),
+            usage,
+        }
+    }
+
+    /// The next flag, and a reader of its value (the `=value` part or the next argument).
+    pub(crate) fn next_flag(
+        &mut self,
+    ) -> Option<(String, impl FnMut() -> Result<String, String> + '_)> {
+        let a = self.rest.next()?;
+        let (flag, mut inline) = match a.split_once('=') {
+            Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
+            None => (a, None),
+        };
+        let (rest, usage, name) = (&mut self.rest, &self.usage, flag.clone());
+        let value = move || {
+            inline
+                .take()
+                .or_else(|| rest.next())
+                .ok_or(format!("{name} needs a value; {usage}"))
+        };
+        Some((flag, value))
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
     let mut legacy_card = false;
-    let mut grpc_port: Option<u16> = None;
+    let mut access = Access::default();
     let mut signer = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
+    let usage = format!(
+        "usage: a2a-tck-sut [--port N] [--legacy-card] [--card-signing-key FILE] {}",
+        Access::USAGE
+    );
+    let mut flags = Flags::new(usage.clone());
+    while let Some((flag, mut value)) = flags.next_flag() {
+        match flag.as_str() {
             "--port" => {
-                let v = args.next().ok_or("--port needs a value")?;
+                let v = value()?;
                 port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
             }
             "--legacy-card" => legacy_card = true,
-            "--grpc-port" => {
-                let v = args.next().ok_or("--grpc-port needs a value")?;
-                grpc_port = Some(
-                    v.parse()
-                        .map_err(|_| format!("invalid --grpc-port `{v}`"))?,
-                );
-            }
             // Signs the cards (JWS, A2A §8.4) with a PEM or JWK private key (ES256 / EdDSA).
             "--card-signing-key" => {
-                let v = args.next().ok_or("--card-signing-key needs a file")?;
-                signer = Some(subagent_a2a::signing::CardSigner::from_file(v)?);
+                signer = Some(subagent_a2a::signing::CardSigner::from_file(value()?)?);
             }
             other => {
-                if let Some(v) = other.strip_prefix("--port=") {
-                    port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
-                } else {
-                    return Err(format!(
-                        "unknown argument `{other}`; usage: a2a-tck-sut [--port N] [--grpc-port N] [--legacy-card] [--card-signing-key FILE]"
-                    )
-                    .into());
+                if !access.take(other, &mut value)? {
+                    return Err(format!("unknown argument `{other}`; {usage}").into());
                 }
             }
         }
     }
-    let mut builder = A2aServer::builder();
-    if let Some(p) = grpc_port {
-        if !cfg!(feature = "grpc-server") {
-            return Err("--grpc-port needs the `grpc-server` feature".into());
-        }
-        builder = builder.grpc_url(format!("127.0.0.1:{p}"));
-    }
+    let (mount, mut builder) = access.apply(
+        if legacy_card {
+            tck_mount_with(true)
+        } else {
+            tck_mount()
+        },
+        A2aServer::builder(),
+    )?;
     if let Some(s) = signer {
         eprintln!(
             "a2a-tck-sut signs its cards with {} key `{}`",
@@ -301,14 +471,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .legacy_card_discovery(legacy_card)
         // The 0.3 TCK sends plain `message/send`s and expects the task still running.
         .v03_blocking_by_default(!legacy_card)
-        // The TCK's webhook receiver listens on this machine.
-        .push_notifications(true)
-        .push_allow_private(true)
-        .mount(if legacy_card {
-            tck_mount_with(true)
-        } else {
-            tck_mount()
-        })
+        .mount(mount)
         .build()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -316,17 +479,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         eprintln!("a2a-tck-sut listening on http://127.0.0.1:{port}");
-        #[cfg(feature = "grpc-server")]
-        if let Some(p) = grpc_port {
-            let grpc = tokio::net::TcpListener::bind(("127.0.0.1", p)).await?;
-            eprintln!("a2a-tck-sut serving gRPC on 127.0.0.1:{p}");
-            let s = server.clone();
-            tokio::spawn(async move {
-                if let Err(e) = s.serve_grpc(grpc, std::future::pending::<()>()).await {
-                    eprintln!("gRPC server failed: {e}");
-                }
-            });
-        }
+        access.spawn_grpc(&server, "a2a-tck-sut").await?;
         server.serve(listener, std::future::pending::<()>()).await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     })

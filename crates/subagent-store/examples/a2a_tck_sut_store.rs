@@ -8,7 +8,9 @@
 //!
 //! `--store URL`: `memory` (default), `sqlite:PATH` or `postgres://...`; `--lease SECS`: the
 //! PostgreSQL lease of running tasks (default 30). Several processes given the same PostgreSQL
-//! URL serve the same tasks.
+//! URL serve the same tasks. The access options of `a2a-tck-sut` (`--grpc-port`,
+//! `--bearer-env`, `--extended-card`, `--public-url`, `--grpc-public-addr`) work here too, and
+//! the agent offers push notifications like `a2a-tck-sut` (configs in the store).
 
 #[allow(dead_code)]
 #[path = "../../subagent-a2a/examples/a2a_tck_sut.rs"]
@@ -25,31 +27,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port: u16 = 9999;
     let mut store = StoreUrl::Memory;
     let mut lease = Duration::from_secs(30);
-    let mut grpc_port: Option<u16> = None;
-    let mut args = std::env::args().skip(1);
-    let usage = "usage: a2a-tck-sut-store [--port N] [--grpc-port N] [--store URL] [--lease SECS]";
-    while let Some(a) = args.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
-            None => (a.clone(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or(format!("{flag} needs a value; {usage}"))
-        };
+    let mut access = tck::Access::default();
+    let usage = format!(
+        "usage: a2a-tck-sut-store [--port N] [--store URL] [--lease SECS] {}",
+        tck::Access::USAGE
+    );
+    let mut flags = tck::Flags::new(usage.clone());
+    while let Some((flag, mut value)) = flags.next_flag() {
         match flag.as_str() {
             "--port" => {
                 let v = value()?;
                 port = v.parse().map_err(|_| format!("invalid --port `{v}`"))?;
-            }
-            "--grpc-port" => {
-                let v = value()?;
-                grpc_port = Some(
-                    v.parse()
-                        .map_err(|_| format!("invalid --grpc-port `{v}`"))?,
-                );
             }
             "--store" => store = value()?.parse()?,
             "--lease" => {
@@ -57,7 +45,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let secs: u64 = v.parse().map_err(|_| format!("invalid --lease `{v}`"))?;
                 lease = Duration::from_secs(secs);
             }
-            other => return Err(format!("unknown argument `{other}`; {usage}").into()),
+            other => {
+                if !access.take(other, &mut value)? {
+                    return Err(format!("unknown argument `{other}`; {usage}").into());
+                }
+            }
         }
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -70,29 +62,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 SqlTaskStore::open(db, A2aStoreOptions::default().with_lease(lease)).await?;
             mount = mount.with_store(Arc::new(tasks.for_agent("")));
         }
-        let mut builder = A2aServer::builder();
-        if let Some(p) = grpc_port {
-            if !cfg!(feature = "grpc-server") {
-                return Err("--grpc-port needs the `grpc-server` feature".into());
-            }
-            builder = builder.grpc_url(format!("127.0.0.1:{p}"));
-        }
+        let (mount, builder) = access.apply(mount, A2aServer::builder())?;
         let server = builder.mount(mount).build()?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         // The bound address (`--port 0` picks a free port): tests read it from this line.
         let addr = listener.local_addr()?;
         eprintln!("a2a-tck-sut-store listening on http://{addr} (store {store})");
-        #[cfg(feature = "grpc-server")]
-        if let Some(p) = grpc_port {
-            let grpc = tokio::net::TcpListener::bind(("127.0.0.1", p)).await?;
-            eprintln!("a2a-tck-sut-store serving gRPC on 127.0.0.1:{p}");
-            let s = server.clone();
-            tokio::spawn(async move {
-                if let Err(e) = s.serve_grpc(grpc, std::future::pending::<()>()).await {
-                    eprintln!("gRPC server failed: {e}");
-                }
-            });
-        }
+        access.spawn_grpc(&server, "a2a-tck-sut-store").await?;
         server.serve(listener, std::future::pending::<()>()).await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     })

@@ -1,4 +1,5 @@
-//! [`CardVerification`]: how [`A2aResolver`](super::A2aResolver) checks agent card signatures.
+//! [`CardVerification`]: how [`A2aResolver`](super::A2aResolver) checks agent card signatures,
+//! and [`A2aClient`](super::A2aClient) those of the extended card.
 
 use serde_json::Value;
 
@@ -72,11 +73,25 @@ impl CardVerification {
             // Not JSON: the card parser says so.
             return Ok(());
         };
+        self.check_value(http, url, &card).await
+    }
+
+    /// [`check`](Self::check) for a card already parsed (e.g. the result of
+    /// `GetExtendedAgentCard`); `url` names where it came from.
+    pub(crate) async fn check_value(
+        &self,
+        http: &reqwest::Client,
+        url: &str,
+        card: &Value,
+    ) -> Result<(), A2aError> {
+        if self.trust == CardTrust::Ignore {
+            return Ok(());
+        }
         let mut keys = self.keys.clone();
-        let mut verdict = verify_card(url, &card, &keys)?;
+        let mut verdict = verify_card(url, card, &keys)?;
         if let Verified::UnknownKeys(_) = verdict {
             // Keys from allowed `jku` URLs, for the signatures naming one.
-            let sigs = card_signatures(&card).unwrap_or_default();
+            let sigs = card_signatures(card).unwrap_or_default();
             let mut fetched = false;
             for (info, _, _) in sigs.iter().take(4) {
                 let Some(jku) = info.jku.as_deref().filter(|j| self.jku_allowed(j)) else {
@@ -90,7 +105,7 @@ impl CardVerification {
                 }
             }
             if fetched {
-                verdict = verify_card(url, &card, &keys)?;
+                verdict = verify_card(url, card, &keys)?;
             }
         }
         match (verdict, self.trust) {

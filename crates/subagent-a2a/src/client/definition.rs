@@ -39,6 +39,8 @@ pub struct A2aSubagentDefinition {
     pub(crate) endpoint: Endpoint,
     pub(crate) fallbacks: Vec<Endpoint>,
     pub(crate) config: A2aConfig,
+    /// The resolver's card-signature policy, for the extended card of its clients.
+    pub(crate) verification: std::sync::Arc<super::CardVerification>,
 }
 
 impl A2aSubagentDefinition {
@@ -81,16 +83,19 @@ impl A2aSubagentDefinition {
             .unwrap_or(self.card_v1.capabilities.streaming == Some(true))
     }
 
-    /// A client for this agent's endpoint, with the reference's auth headers.
+    /// A client for this agent's endpoint, with the reference's auth headers and the
+    /// resolver's card-signature policy (for the extended card).
     pub fn client(&self, http: reqwest::Client) -> A2aClient {
-        A2aClient::new(http, self.endpoint.clone(), self.config.headers.clone())
-            .with_stream_idle_timeout(self.config.stream_idle_timeout)
+        self.client_for(&self.endpoint, http)
     }
 
-    /// A client for another endpoint (e.g. a fallback), with the reference's auth headers.
+    /// A client for another endpoint (e.g. a fallback), with the reference's auth headers and
+    /// the resolver's card-signature policy.
     pub fn client_for(&self, endpoint: &Endpoint, http: reqwest::Client) -> A2aClient {
-        A2aClient::new(http, endpoint.clone(), self.config.headers.clone())
-            .with_stream_idle_timeout(self.config.stream_idle_timeout)
+        let mut c = A2aClient::new(http, endpoint.clone(), self.config.headers.clone())
+            .with_stream_idle_timeout(self.config.stream_idle_timeout);
+        c.verification = self.verification.clone();
+        c
     }
 }
 

@@ -122,6 +122,7 @@ impl A2aResolver {
             endpoint,
             fallbacks,
             config,
+            verification: self.verification.clone(),
         })
     }
 

@@ -94,6 +94,8 @@ pub struct A2aClient {
     headers: HeaderMap,
     next_id: AtomicI64,
     stream_idle_timeout: Option<Duration>,
+    /// How the extended card's signatures are checked.
+    pub(super) verification: std::sync::Arc<super::CardVerification>,
     #[cfg(feature = "grpc-client")]
     grpc: Option<super::grpc::GrpcConn>,
 }
@@ -120,7 +122,21 @@ impl A2aClient {
             headers,
             next_id: AtomicI64::new(1),
             stream_idle_timeout: Some(DEFAULT_STREAM_IDLE_TIMEOUT),
+            verification: Default::default(),
         }
+    }
+
+    /// Sets how the signatures of the extended card ([`get_extended_agent_card`]) are checked
+    /// (builder style; default [`CardTrust::VerifyIfPresent`](crate::signing::CardTrust) with
+    /// no trusted keys). A client made by
+    /// [`A2aSubagentDefinition::client`](super::A2aSubagentDefinition::client) has its
+    /// resolver's policy, the one the public card passed.
+    ///
+    /// [`get_extended_agent_card`]: Self::get_extended_agent_card
+    #[must_use]
+    pub fn with_card_verification(mut self, v: super::CardVerification) -> Self {
+        self.verification = std::sync::Arc::new(v);
+        self
     }
 
     /// Sets how long an event stream may stay silent (no bytes at all, not even a keep-alive
@@ -617,39 +633,65 @@ impl A2aClient {
 
     /// `GetExtendedAgentCard` / `agent/getAuthenticatedExtendedCard` / `GET extendedAgentCard`:
     /// the card an authenticated caller gets (send the credentials in the client's headers).
+    /// Its signatures are checked as the resolver checks the public card's (see
+    /// [`with_card_verification`](Self::with_card_verification)): a refused card is
+    /// [`A2aError::CardSignature`] naming the endpoint.
     pub async fn get_extended_agent_card(&self) -> Result<v1::AgentCard, A2aError> {
-        match (self.endpoint.binding, self.endpoint.version) {
-            (Binding::JsonRpc, ProtocolVersion::V1) => {
-                let req = v1::GetExtendedAgentCardRequest {
-                    tenant: self.endpoint.tenant.clone(),
-                };
-                self.rpc(v1::methods::GET_EXTENDED_AGENT_CARD, &req).await
-            }
-            (Binding::JsonRpc, _) => {
-                let c: v03::AgentCard = self
-                    .rpc(
-                        v03::methods::GET_AUTHENTICATED_EXTENDED_CARD,
-                        &serde_json::json!({}),
-                    )
-                    .await?;
-                Ok(c.into())
-            }
-            #[cfg(feature = "grpc-client")]
-            (Binding::Grpc, _) => {
-                self.grpc()?
-                    .get_extended_agent_card(self.endpoint.tenant.as_deref())
-                    .await
-            }
-            (Binding::HttpJson, ProtocolVersion::V03) => {
-                let url = self.rest_v03_url("card");
-                let c: v03::AgentCard =
-                    self.rest::<(), _>(reqwest::Method::GET, &url, None).await?;
-                Ok(c.into())
-            }
-            (Binding::HttpJson, _) => {
-                let url = self.rest_url("extendedAgentCard");
-                self.rest::<(), _>(reqwest::Method::GET, &url, None).await
-            }
+        let url = self.endpoint.url.clone();
+        // The card as the peer sent it (signatures are over that shape), and its version.
+        let (url, card, version): (String, Value, ProtocolVersion) =
+            match (self.endpoint.binding, self.endpoint.version) {
+                (Binding::JsonRpc, ProtocolVersion::V1) => {
+                    let req = v1::GetExtendedAgentCardRequest {
+                        tenant: self.endpoint.tenant.clone(),
+                    };
+                    let c = self.rpc(v1::methods::GET_EXTENDED_AGENT_CARD, &req).await?;
+                    (url, c, ProtocolVersion::V1)
+                }
+                (Binding::JsonRpc, _) => {
+                    let c = self
+                        .rpc(
+                            v03::methods::GET_AUTHENTICATED_EXTENDED_CARD,
+                            &serde_json::json!({}),
+                        )
+                        .await?;
+                    (url, c, ProtocolVersion::V03)
+                }
+                #[cfg(feature = "grpc-client")]
+                (Binding::Grpc, _) => {
+                    let c = self
+                        .grpc()?
+                        .get_extended_agent_card(self.endpoint.tenant.as_deref())
+                        .await?;
+                    let c = serde_json::to_value(&c).map_err(|e| A2aError::Protocol {
+                        url: url.clone(),
+                        message: format!("the extended card does not serialize: {e}"),
+                    })?;
+                    (url, c, ProtocolVersion::V1)
+                }
+                (Binding::HttpJson, ProtocolVersion::V03) => {
+                    let url = self.rest_v03_url("card");
+                    let c = self.rest::<(), _>(reqwest::Method::GET, &url, None).await?;
+                    (url, c, ProtocolVersion::V03)
+                }
+                (Binding::HttpJson, _) => {
+                    let url = self.rest_url("extendedAgentCard");
+                    let c = self.rest::<(), _>(reqwest::Method::GET, &url, None).await?;
+                    (url, c, ProtocolVersion::V1)
+                }
+            };
+        self.verification
+            .check_value(&self.http, &url, &card)
+            .await?;
+        let invalid = |e: serde_json::Error| A2aError::Protocol {
+            url: url.clone(),
+            message: format!("invalid extended agent card: {e}"),
+        };
+        match version {
+            ProtocolVersion::V03 => serde_json::from_value::<v03::AgentCard>(card)
+                .map(Into::into)
+                .map_err(invalid),
+            _ => serde_json::from_value(card).map_err(invalid),
         }
     }
 

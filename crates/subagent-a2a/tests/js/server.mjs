@@ -1,16 +1,20 @@
 // The official A2A JavaScript SDK (@a2a-js/sdk) as a server for our client.
 //
-// Usage: node server.mjs
+// Usage: node server.mjs [--grpc]
 //
 // Serves one echo agent on 127.0.0.1 (a free port) over JSON-RPC (/a2a/jsonrpc) and HTTP+JSON
 // (/a2a/rest), its card at /.well-known/agent-card.json signed with a fresh P-256 key. Prints
 // `LISTENING <base URL>` and `JWK <public key JSON>`, then serves until killed. The agent:
 // `slow` works until cancelled; anything else gets the artifact `echo: <text>` and completes.
+// With `--grpc` it also serves the SDK's gRPC service (`@a2a-js/sdk/server/grpc`, insecure, a
+// free port), listed on the card as the GRPC interface, and prints `GRPC <host:port>` first.
 import crypto from 'node:crypto';
 import express from 'express';
 import { AgentCard, TaskState, generateAgentCardSignature } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import * as grpc from '@grpc/grpc-js';
+import { A2AService, UserBuilder as GrpcUserBuilder, grpcService } from '@a2a-js/sdk/server/grpc';
 
 const status = (state) => ({ state, message: undefined, timestamp: new Date().toISOString() });
 const textPart = (text) => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' });
@@ -74,6 +78,16 @@ const server = await new Promise((resolve) => {
 });
 const base = `http://127.0.0.1:${server.address().port}`;
 
+// --grpc: bind the gRPC port now, so the card can list it; the service is added below.
+const grpcServer = process.argv.includes('--grpc') ? new grpc.Server() : undefined;
+const grpcAddr = grpcServer
+  ? `127.0.0.1:${await new Promise((resolve, reject) =>
+      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, port) =>
+        e ? reject(e) : resolve(port),
+      ),
+    )}`
+  : undefined;
+
 const card = AgentCard.fromJSON({
   name: 'js-echo',
   description: 'Echoes text back (official JavaScript SDK)',
@@ -81,6 +95,7 @@ const card = AgentCard.fromJSON({
   supportedInterfaces: [
     { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
     { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    ...(grpcAddr ? [{ url: grpcAddr, protocolBinding: 'GRPC', protocolVersion: '1.0' }] : []),
   ],
   capabilities: { streaming: true, pushNotifications: false },
   defaultInputModes: ['text/plain'],
@@ -106,5 +121,9 @@ app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: ha
 app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
 app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
 
+if (grpcServer) {
+  grpcServer.addService(A2AService, grpcService({ requestHandler: handler, userBuilder: GrpcUserBuilder.noAuthentication }));
+  console.log(`GRPC ${grpcAddr}`);
+}
 console.log(`LISTENING ${base}`);
 console.log(`JWK ${JSON.stringify(jwk)}`);

@@ -327,8 +327,12 @@ pub(super) fn extended_card(
         return Err(extended_card_unsupported());
     };
     let url = super::agent_url(&shared.cfg, agent, headers);
-    let card =
+    #[cfg_attr(not(feature = "grpc-server"), allow(unused_mut))]
+    let mut card =
         crate::server::card::card_v1(info, Some(auth), &url, agent.engine.push_enabled(), true);
+    // The same interfaces as the public card, gRPC included.
+    #[cfg(feature = "grpc-server")]
+    super::grpc::add_interface(&mut card, &shared.cfg, agent);
     Ok(crate::server::card::signed_v1(
         shared.cfg.card_signer.as_ref(),
         card,

@@ -392,8 +392,8 @@ impl A2aService for GrpcService {
     ) -> Result<Response<proto::AgentCard>, Status> {
         let agent = self.agent(&request, &request.get_ref().tenant)?;
         let headers = request.metadata().clone().into_headers();
-        let mut card = extended_card(&self.shared, agent, &headers).map_err(status)?;
-        add_interface(&mut card, &self.shared.cfg, agent);
+        // Signed with its gRPC interface listed: served as is.
+        let card = extended_card(&self.shared, agent, &headers).map_err(status)?;
         Ok(Response::new(to_proto("AgentCard", &card)?))
     }
 
