@@ -4,39 +4,31 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use subagent_claude::{ClaudeSubagentReferences, ClaudeSubagentType};
 use subagent_mcp::{McpServerConfig, McpToolProvider, McpToolServer};
 use subagent_providers::OpenAiModel;
 use subagent_runtime::ModelRegistry;
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolOutput};
+use subagent_testkit::{FnTool, Reply, ScriptedModelServer};
 use task_tool::TaskTool;
 
-/// A knowledge-base tool served over MCP.
-struct Kb(&'static str);
-
-#[async_trait]
-impl Tool for Kb {
-    fn name(&self) -> &str {
-        self.0
-    }
-    fn description(&self) -> String {
-        format!("Knowledge base: {}", self.0)
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]})
-    }
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::ReadOnly
-    }
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!(
-            "{} of {}: 42",
-            self.0,
-            input["key"].as_str().unwrap_or("?")
-        )))
-    }
+/// A knowledge-base tool `name` served over MCP.
+fn kb(name: &'static str) -> Arc<dyn Tool> {
+    Arc::new(
+        FnTool::new(
+            name,
+            format!("Knowledge base: {name}"),
+            json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
+            move |input| {
+                Ok(ToolOutput::text(format!(
+                    "{name} of {}: 42",
+                    input["key"].as_str().unwrap_or("?")
+                )))
+            },
+        )
+        .with_effect(ToolEffect::ReadOnly),
+    )
 }
 
 fn names(req: &subagent_testkit::RecordedRequest) -> Vec<String> {
@@ -51,14 +43,10 @@ fn names(req: &subagent_testkit::RecordedRequest) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_servers_give_agents_exactly_the_tools_their_patterns_allow() {
-    let kb = McpToolServer::new(vec![
-        Arc::new(Kb("lookup")) as Arc<dyn Tool>,
-        Arc::new(Kb("save")),
-        Arc::new(Kb("delete")),
-    ])
-    .serve_streamable_http("127.0.0.1:0".parse().expect("addr"))
-    .await
-    .expect("MCP server");
+    let kb = McpToolServer::new(vec![kb("lookup"), kb("save"), kb("delete")])
+        .serve_streamable_http("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("MCP server");
     let url = kb.url();
 
     let dir = tempfile::tempdir().expect("tmp");

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
-use subagent_spi::{CancellationToken, TaskContext, Tool, ToolEffect, ToolError, ToolOutput};
+use subagent_spi::{CancellationToken, TaskContext, Tool, ToolError, ToolOutput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::definition::{PermissionMode, is_task_name};
@@ -882,23 +882,6 @@ fn push_block(v: &mut Verdict, msg: String) {
     }
 }
 
-/// Kills a hook's whole process group when dropped (timeout, cancellation, or done).
-struct KillGroupOnDrop(Option<rustix::process::Pid>);
-
-impl KillGroupOnDrop {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        }
-    }
-}
-
-impl Drop for KillGroupOnDrop {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin) -> String {
     let mut kept = Vec::new();
     let mut buf = vec![0u8; 8 * 1024];
@@ -947,12 +930,8 @@ async fn run_command(
         Ok(c) => c,
         Err(e) => return failed(format!("cannot start `sh`: {e}")),
     };
-    let mut group = KillGroupOnDrop(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(rustix::process::Pid::from_raw),
-    );
+    // The hook's whole process group dies with it (timeout, cancellation, or done).
+    let mut group = subagent_tools::ProcessGroupGuard::of(&child);
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -1009,20 +988,10 @@ struct HookedTool {
 
 #[async_trait]
 impl Tool for HookedTool {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
+    wrapped_tool_identity!();
 
     fn description(&self) -> String {
         self.inner.description()
-    }
-
-    fn input_schema(&self) -> Value {
-        self.inner.input_schema()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        self.inner.effect()
     }
 
     async fn call(&self, input: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {

@@ -57,6 +57,25 @@
 //!   rejects (8 of the 578); we need the split's line numbers for errors and a lenient
 //!   second reading, which `gray_matter`'s API does not expose.
 
+/// The `name`, `input_schema` and `effect` of a [`Tool`](subagent_spi::Tool) that wraps the
+/// tool in its `inner` field: the inner tool's own (the wrappers change only what a call does,
+/// and the description when they say so).
+macro_rules! wrapped_tool_identity {
+    () => {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        fn input_schema(&self) -> serde_json::Value {
+            self.inner.input_schema()
+        }
+
+        fn effect(&self) -> subagent_spi::ToolEffect {
+            self.inner.effect()
+        }
+    };
+}
+
 mod builtin;
 mod definition;
 mod discovery;

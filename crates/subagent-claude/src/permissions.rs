@@ -197,20 +197,10 @@ struct GuardedTool {
 
 #[async_trait]
 impl Tool for GuardedTool {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
+    wrapped_tool_identity!();
 
     fn description(&self) -> String {
         self.inner.description()
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        self.inner.input_schema()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        self.inner.effect()
     }
 
     async fn call(

@@ -3,7 +3,7 @@
 //! tool call.
 
 use std::fmt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::Value;
@@ -551,17 +551,7 @@ pub(crate) fn resolve(root: &Path, p: &str) -> PathBuf {
     } else {
         root.join(p)
     };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
+    subagent_tools::normalize_path(&joined)
 }
 
 /// Compiles a gitignore-style path pattern: `//abs` is absolute, `~/x` is in the home

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput};
+use subagent_spi::{TaskContext, Tool, ToolError, ToolOutput};
 
 use crate::definition::{ClaudeAgentDefinition, ToolRule, is_task_name};
 
@@ -124,9 +124,7 @@ struct RestrictedDelegation {
 
 #[async_trait]
 impl Tool for RestrictedDelegation {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
+    wrapped_tool_identity!();
 
     fn description(&self) -> String {
         format!(
@@ -134,14 +132,6 @@ impl Tool for RestrictedDelegation {
             self.inner.description(),
             self.allowed.join(", ")
         )
-    }
-
-    fn input_schema(&self) -> serde_json::Value {
-        self.inner.input_schema()
-    }
-
-    fn effect(&self) -> ToolEffect {
-        self.inner.effect()
     }
 
     async fn call(

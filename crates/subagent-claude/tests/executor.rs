@@ -4,8 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::json;
 use subagent_claude::{
     ClaudeAgentDefinition, ClaudeExecutor, ClaudeSubagentType, PermissionMode, PermissionRules,
     RuleAction, parse_agent,
@@ -14,15 +13,11 @@ use subagent_providers::OpenAiModel;
 use subagent_runtime::ModelRegistry;
 use subagent_spi::{
     ApprovalDecision, Approver, SessionApprover, SubagentDefinition, SubagentError, TaskCall,
-    TaskContext, TaskStatus, Tool, ToolEffect, ToolError, ToolOutput,
+    TaskContext, TaskStatus, Tool, ToolEffect, ToolOutput,
 };
 use subagent_testkit::{
-    RecordedRequest, Reply, SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover, ScriptedModelServer,
+    FnTool, RecordedRequest, Reply, SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover, ScriptedModelServer,
 };
-
-/// A stand-in for the host's `Task` tool: the executor only filters it by name.
-#[derive(Debug)]
-struct FakeTask;
 
 /// A stand-in for the host's delegation handle, as the `Task` tool puts it into each child's
 /// context.
@@ -34,29 +29,19 @@ impl subagent_spi::Delegation for FakeDelegation {
         self.0
     }
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![Arc::new(FakeTask)]
+        // A stand-in for the host's `Task` tool: the executor only filters it by name.
+        vec![Arc::new(
+            FnTool::new(
+                "Task",
+                "Delegate to a subagent",
+                json!({"type": "object", "properties": {"prompt": {"type": "string"}}}),
+                |_| Ok(ToolOutput::text("delegated")),
+            )
+            .with_effect(ToolEffect::Delegate),
+        )]
     }
     fn agent_names(&self) -> Vec<String> {
         vec!["test-agent".into()]
-    }
-}
-
-#[async_trait]
-impl Tool for FakeTask {
-    fn name(&self) -> &str {
-        "Task"
-    }
-    fn description(&self) -> String {
-        "Delegate to a subagent".into()
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"prompt": {"type": "string"}}})
-    }
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::Delegate
-    }
-    async fn call(&self, _: Value, _: &TaskContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text("delegated"))
     }
 }
 

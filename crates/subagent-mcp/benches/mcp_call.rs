@@ -8,30 +8,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use subagent_mcp::{KIND, McpServerConfig, McpToolServer, mcp_subagent_type, mcp_tools};
 use subagent_spi::*;
+use subagent_testkit::FnTool;
 
 const BIN: &str = env!("CARGO_BIN_EXE_subagent-mcp-test-server");
-
-struct Echo;
-
-#[async_trait]
-impl Tool for Echo {
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> String {
-        "Echoes `text`.".into()
-    }
-    fn input_schema(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}})
-    }
-    async fn call(
-        &self,
-        input: serde_json::Value,
-        _: &TaskContext,
-    ) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(input["text"].as_str().unwrap_or_default()))
-    }
-}
 
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -66,8 +45,13 @@ fn bench(c: &mut Criterion) {
     // An SPI tool served by McpToolServer over streamable HTTP, called as `mcp__web__echo`.
     let server = rt
         .block_on(
-            McpToolServer::new(vec![Arc::new(Echo) as Arc<dyn Tool>])
-                .serve_streamable_http("127.0.0.1:0".parse().expect("addr")),
+            McpToolServer::new(vec![Arc::new(FnTool::new(
+                "echo",
+                "Echoes `text`.",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+                |input| Ok(ToolOutput::text(input["text"].as_str().unwrap_or_default())),
+            )) as Arc<dyn Tool>])
+            .serve_streamable_http("127.0.0.1:0".parse().expect("addr")),
         )
         .expect("serve");
     let config = McpServerConfig::from_value(

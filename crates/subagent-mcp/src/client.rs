@@ -154,9 +154,19 @@ impl Connection {
         let state = ClientState {
             router: router.clone(),
         };
-        let connect_err = |e: &dyn std::fmt::Display| McpError::Connect {
-            target: label.clone(),
-            message: e.to_string(),
+        // The handshake within `timeout`, its failures naming the server.
+        let connected = |attempt: Result<Result<_, _>, tokio::time::error::Elapsed>| {
+            attempt
+                .map_err(|_| McpError::ConnectTimeout {
+                    target: label.clone(),
+                    after: timeout,
+                })?
+                .map_err(
+                    |e: rmcp::service::ClientInitializeError| McpError::Connect {
+                        target: label.clone(),
+                        message: e.to_string(),
+                    },
+                )
         };
         let (service, pid) = match endpoint {
             McpEndpoint::Stdio { command, args, env } => {
@@ -170,13 +180,8 @@ impl Connection {
                         source,
                     })?;
                 let pid = transport.id();
-                let service = tokio::time::timeout(timeout, state.serve(transport))
-                    .await
-                    .map_err(|_| McpError::ConnectTimeout {
-                        target: label.clone(),
-                        after: timeout,
-                    })?
-                    .map_err(|e| connect_err(&e))?;
+                let service =
+                    connected(tokio::time::timeout(timeout, state.serve(transport)).await)?;
                 (service, pid)
             }
             McpEndpoint::Http {
@@ -210,13 +215,8 @@ impl Connection {
                 }
                 config = config.custom_headers(custom);
                 let transport = StreamableHttpClientTransport::from_config(config);
-                let service = tokio::time::timeout(timeout, state.serve(transport))
-                    .await
-                    .map_err(|_| McpError::ConnectTimeout {
-                        target: label.clone(),
-                        after: timeout,
-                    })?
-                    .map_err(|e| connect_err(&e))?;
+                let service =
+                    connected(tokio::time::timeout(timeout, state.serve(transport)).await)?;
                 (service, None)
             }
         };

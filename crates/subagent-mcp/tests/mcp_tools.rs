@@ -1,14 +1,13 @@
 //! MCP servers as agent tools: `mcp_tools` and `McpToolProvider` against the rmcp test server
 //! (stdio child process) and an `McpToolServer` (streamable HTTP).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use subagent_mcp::{McpServerConfig, McpServerEntry, McpToolProvider, McpToolServer, mcp_tools};
-use subagent_spi::{
-    ProgressEvent, ProgressKind, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
-};
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput};
+use subagent_testkit::{FnTool, ProgressRecorder};
 
 const BIN: &str = env!("CARGO_BIN_EXE_subagent-mcp-test-server");
 
@@ -73,27 +72,17 @@ async fn server_tools_are_named_described_and_callable() {
     assert!(matches!(err, ToolError::InvalidInput { .. }), "{err}");
 
     // Progress reaches the caller's context as status events.
-    let events = Arc::new(Mutex::new(Vec::<ProgressEvent>::new()));
-    let sink = {
-        let events = events.clone();
-        move |e: ProgressEvent| events.lock().unwrap().push(e)
-    };
-    let pctx = TaskContext::new().with_progress(Arc::new(sink));
+    let events = Arc::new(ProgressRecorder::new());
+    let pctx = TaskContext::new().with_progress(events.clone());
     let out = find(&tools, "mcp__test__progress")
         .call(json!({"prompt": "p"}), &pctx)
         .await
         .unwrap();
     assert_eq!(out.content, "done: p");
-    let statuses: Vec<String> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match &e.kind {
-            ProgressKind::Status { message } => Some(message.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(statuses, ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"]);
+    assert_eq!(
+        events.statuses(),
+        ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"]
+    );
 
     // Cancelling the context ends the call with a cancellation error.
     let cctx = TaskContext::new();
@@ -117,36 +106,25 @@ async fn server_tools_are_named_described_and_callable() {
 }
 
 /// An SPI tool served over MCP, for the HTTP side of the provider test.
-struct Add;
-
-#[async_trait]
-impl Tool for Add {
-    fn name(&self) -> &str {
-        "add"
-    }
-    fn description(&self) -> String {
-        "Adds a and b.".into()
-    }
-    fn input_schema(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
-    }
-    async fn call(
-        &self,
-        input: serde_json::Value,
-        _: &TaskContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let n = |k: &str| {
-            input[k]
-                .as_f64()
-                .ok_or_else(|| ToolError::invalid("add", format!("`{k}` must be a number")))
-        };
-        Ok(ToolOutput::text(format!("{}", n("a")? + n("b")?)))
-    }
+fn add() -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "add",
+        "Adds a and b.",
+        json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+        |input| {
+            let n = |k: &str| {
+                input[k]
+                    .as_f64()
+                    .ok_or_else(|| ToolError::invalid("add", format!("`{k}` must be a number")))
+            };
+            Ok(ToolOutput::text(format!("{}", n("a")? + n("b")?)))
+        },
+    ))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_serves_named_and_inline_servers_from_one_pool() {
-    let web = McpToolServer::new(vec![Arc::new(Add)])
+    let web = McpToolServer::new(vec![add()])
         .serve_streamable_http("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();

@@ -15,9 +15,9 @@ use subagent_spi::{Effort, ModelError, async_trait};
 
 use subagent_sse::SseParser;
 
-use crate::common::{generated_call_id, parse_arguments, sse_events};
+use crate::common::{encode_body, generated_call_id, parse_arguments, sse_events};
 use crate::options::{HttpOptions, http_option_setters};
-use crate::transport::{Transport, truncate_chars};
+use crate::transport::{StreamDecode, Transport, truncate_chars};
 
 /// Anthropic's API base URL (requests go to `<base>/v1/messages`).
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -267,9 +267,7 @@ impl AnthropicModel {
     }
 
     fn encode(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ModelError> {
-        serde_json::to_vec(&self.request_body(request, stream))
-            .map(Bytes::from)
-            .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
+        encode_body(&self.request_body(request, stream))
     }
 
     fn requested_model(&self, request: &ChatRequest) -> String {
@@ -870,34 +868,44 @@ impl ChatModel for AnthropicModel {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<ChatResponse, ModelError> {
         let body = self.encode(&request, true)?;
-        let mut resp = self.transport.post_for_stream(body).await?;
         let model = self.requested_model(&request);
-        if !Transport::is_event_stream(&resp) {
-            let buf = self.transport.read_rest(&mut resp).await?;
-            if serde_json::from_slice::<Value>(&buf).is_ok() {
-                let (reply, thinking) = parse_message(&self.transport.provider, &buf, &model)?;
-                self.remember_thinking(&reply, thinking);
-                if !reply.content.is_empty() {
-                    on_delta(ChatDelta::Text(reply.content.clone()));
-                }
-                return Ok(reply);
-            }
-            let mut dec = AnthropicStreamDecoder::new(model);
-            dec.feed(&buf, on_delta)?;
-            let (reply, thinking) = dec.finish_with_thinking()?;
-            self.remember_thinking(&reply, thinking);
-            return Ok(reply);
-        }
-        let mut dec = AnthropicStreamDecoder::new(model);
-        while let Some(chunk) = self.transport.next_chunk(&mut resp).await? {
-            dec.feed(&chunk, on_delta)?;
-            if dec.is_done() {
-                break;
-            }
-        }
-        let (reply, thinking) = dec.finish_with_thinking()?;
+        let provider = &self.transport.provider;
+        let (reply, thinking) = self
+            .transport
+            .stream_reply(
+                body,
+                AnthropicStreamDecoder::new(model.clone()),
+                |buf| parse_message(provider, buf, &model),
+                on_delta,
+            )
+            .await?;
         self.remember_thinking(&reply, thinking);
         Ok(reply)
+    }
+}
+
+impl StreamDecode for AnthropicStreamDecoder {
+    /// The reply and its thinking blocks.
+    type Reply = (ChatResponse, Vec<Value>);
+
+    fn response(reply: &Self::Reply) -> &ChatResponse {
+        &reply.0
+    }
+
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        AnthropicStreamDecoder::feed(self, bytes, on_delta)
+    }
+
+    fn is_done(&self) -> bool {
+        AnthropicStreamDecoder::is_done(self)
+    }
+
+    fn finish(self) -> Result<Self::Reply, ModelError> {
+        self.finish_with_thinking()
     }
 }
 

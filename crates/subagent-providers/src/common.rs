@@ -34,6 +34,13 @@ pub(crate) fn sse_events(
     Ok(failure.map_or(Ok(()), Err))
 }
 
+/// A request body as the bytes to send.
+pub(crate) fn encode_body(body: &Value) -> Result<bytes::Bytes, ModelError> {
+    serde_json::to_vec(body)
+        .map(bytes::Bytes::from)
+        .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
+}
+
 /// Tool-call arguments as received (a JSON string, possibly empty) into a JSON value.
 ///
 /// Empty or whitespace means `{}`. Text that is not valid JSON is kept as a JSON string so the

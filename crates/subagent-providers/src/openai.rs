@@ -14,9 +14,9 @@ use subagent_spi::{Effort, ModelError, async_trait};
 
 use subagent_sse::SseParser;
 
-use crate::common::{generated_call_id, parse_arguments, sse_events};
+use crate::common::{encode_body, generated_call_id, parse_arguments, sse_events};
 use crate::options::{HttpOptions, http_option_setters};
-use crate::transport::{Transport, truncate_chars};
+use crate::transport::{StreamDecode, Transport, truncate_chars};
 
 /// OpenAI's API base URL.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -206,9 +206,7 @@ impl OpenAiModel {
                 "reasoning effort sent as `reasoning_effort` (servers without reasoning ignore it)"
             );
         }
-        serde_json::to_vec(&self.request_body(request, stream))
-            .map(Bytes::from)
-            .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
+        encode_body(&self.request_body(request, stream))
     }
 
     fn requested_model(&self, request: &ChatRequest) -> String {
@@ -794,30 +792,41 @@ impl ChatModel for OpenAiModel {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<ChatResponse, ModelError> {
         let body = self.encode(&request, true)?;
-        let mut resp = self.transport.post_for_stream(body).await?;
         let model = self.requested_model(&request);
-        if !Transport::is_event_stream(&resp) {
-            // Some servers ignore `stream` and answer with one JSON body.
-            let buf = self.transport.read_rest(&mut resp).await?;
-            if serde_json::from_slice::<Value>(&buf).is_ok() {
-                let reply = parse_completion(&self.transport.provider, &buf, &model)?;
-                if !reply.content.is_empty() {
-                    on_delta(ChatDelta::Text(reply.content.clone()));
-                }
-                return Ok(reply);
-            }
-            let mut dec = OpenAiStreamDecoder::new(self.transport.provider.clone(), model);
-            dec.feed(&buf, on_delta)?;
-            return dec.finish();
-        }
-        let mut dec = OpenAiStreamDecoder::new(self.transport.provider.clone(), model);
-        while let Some(chunk) = self.transport.next_chunk(&mut resp).await? {
-            dec.feed(&chunk, on_delta)?;
-            if dec.is_done() {
-                break;
-            }
-        }
-        dec.finish()
+        let provider = &self.transport.provider;
+        let decoder = OpenAiStreamDecoder::new(provider.clone(), model.clone());
+        self.transport
+            .stream_reply(
+                body,
+                decoder,
+                |buf| parse_completion(provider, buf, &model),
+                on_delta,
+            )
+            .await
+    }
+}
+
+impl StreamDecode for OpenAiStreamDecoder {
+    type Reply = ChatResponse;
+
+    fn response(reply: &ChatResponse) -> &ChatResponse {
+        reply
+    }
+
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        OpenAiStreamDecoder::feed(self, bytes, on_delta)
+    }
+
+    fn is_done(&self) -> bool {
+        OpenAiStreamDecoder::is_done(self)
+    }
+
+    fn finish(self) -> Result<ChatResponse, ModelError> {
+        OpenAiStreamDecoder::finish(self)
     }
 }
 

@@ -10,6 +10,26 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use subagent_spi::ModelError;
+use subagent_spi::chat::{ChatDelta, ChatResponse};
+
+/// A provider's decoder of a streamed reply, fed chunk by chunk by
+/// [`Transport::stream_reply`].
+pub(crate) trait StreamDecode {
+    /// What a reply decodes into (the response, and what else the provider keeps of it).
+    type Reply;
+    /// The response in a [`Reply`](Self::Reply).
+    fn response(reply: &Self::Reply) -> &ChatResponse;
+    /// Decodes the next chunk of bytes.
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError>;
+    /// True once the stream said it is complete.
+    fn is_done(&self) -> bool;
+    /// The stream ended: the assembled reply, or an error if it was cut short.
+    fn finish(self) -> Result<Self::Reply, ModelError>;
+}
 
 /// How failed calls are retried.
 ///
@@ -385,6 +405,40 @@ impl Transport {
             buf.extend_from_slice(&chunk);
         }
         Ok(buf)
+    }
+
+    /// POSTs `body` for a streamed reply and decodes it with `decoder`, handing deltas to
+    /// `on_delta`. A server that ignores `stream` and answers one JSON document is read with
+    /// `parse_body` (its text goes to `on_delta` at once); any other body goes through the
+    /// decoder whole.
+    pub(crate) async fn stream_reply<D: StreamDecode>(
+        &self,
+        body: Bytes,
+        mut decoder: D,
+        parse_body: impl FnOnce(&[u8]) -> Result<D::Reply, ModelError>,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<D::Reply, ModelError> {
+        let mut resp = self.post_for_stream(body).await?;
+        if !Self::is_event_stream(&resp) {
+            let buf = self.read_rest(&mut resp).await?;
+            if serde_json::from_slice::<Value>(&buf).is_ok() {
+                let reply = parse_body(&buf)?;
+                let text = &D::response(&reply).content;
+                if !text.is_empty() {
+                    on_delta(ChatDelta::Text(text.clone()));
+                }
+                return Ok(reply);
+            }
+            decoder.feed(&buf, on_delta)?;
+            return decoder.finish();
+        }
+        while let Some(chunk) = self.next_chunk(&mut resp).await? {
+            decoder.feed(&chunk, on_delta)?;
+            if decoder.is_done() {
+                break;
+            }
+        }
+        decoder.finish()
     }
 
     /// True when the response is `text/event-stream`.

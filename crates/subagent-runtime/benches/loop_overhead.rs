@@ -9,9 +9,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use subagent_runtime::{AgentRuntime, RunSpec};
 use subagent_spi::chat::{ChatRequest, ChatResponse, StopReason, TokenUsage, ToolCall};
-use subagent_spi::{
-    ChatModel, ModelError, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
-};
+use subagent_spi::{ChatModel, ModelError, TaskContext, Tool, ToolEffect, ToolOutput, async_trait};
+use subagent_testkit::FnTool;
 
 const TOOL_TURNS: u32 = 10;
 
@@ -54,31 +53,6 @@ impl ChatModel for InstantModel {
     }
 }
 
-struct Noop;
-
-#[async_trait]
-impl Tool for Noop {
-    fn name(&self) -> &str {
-        "noop"
-    }
-    fn description(&self) -> String {
-        "Does nothing.".into()
-    }
-    fn input_schema(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {"n": {"type": "integer"}}})
-    }
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::ReadOnly
-    }
-    async fn call(
-        &self,
-        _input: serde_json::Value,
-        _ctx: &TaskContext,
-    ) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text("ok"))
-    }
-}
-
 fn loop_overhead(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -88,7 +62,14 @@ fn loop_overhead(c: &mut Criterion) {
     let model: Arc<dyn ChatModel> = Arc::new(InstantModel {
         calls: AtomicU32::new(0),
     });
-    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Noop)];
+    let noop = FnTool::new(
+        "noop",
+        "Does nothing.",
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        |_| Ok(ToolOutput::text("ok")),
+    )
+    .with_effect(ToolEffect::ReadOnly);
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(noop)];
     let ctx = TaskContext::new();
 
     let mut group = c.benchmark_group("agent_loop");

@@ -10,6 +10,12 @@ use crate::{Approver, Budget, CancellationToken, Delegation, ProgressEvent, Prog
 pub trait ProgressSink: Send + Sync {
     /// Handles one event.
     fn emit(&self, event: ProgressEvent);
+
+    /// Whether this sink drops every event unread (as [`NoopProgressSink`] does): senders may
+    /// then skip building events. `false` unless a sink says otherwise.
+    fn discards_events(&self) -> bool {
+        false
+    }
 }
 
 /// A sink that drops every event.
@@ -18,6 +24,10 @@ pub struct NoopProgressSink;
 
 impl ProgressSink for NoopProgressSink {
     fn emit(&self, _event: ProgressEvent) {}
+
+    fn discards_events(&self) -> bool {
+        true
+    }
 }
 
 impl<F> ProgressSink for F
@@ -384,6 +394,11 @@ impl TaskContext {
 
     /// Emits a progress event stamped with this context's task, agent and depth.
     pub fn emit(&self, kind: ProgressKind) {
+        // No event is built for a sink that drops them (the default one): this runs on every
+        // delegation.
+        if self.progress.discards_events() {
+            return;
+        }
         let mut event = ProgressEvent::new(self.agent.clone(), self.depth, kind);
         event.task_id = self.task_id.clone();
         event.parent_task_id = self.parent_task_id.clone();
@@ -511,6 +526,26 @@ mod tests {
         assert_eq!(anon.agent_path(), ["a", "b"]);
         assert!(anon.approver().is_none());
         assert!(grandchild.without_approver().approver().is_none());
+    }
+
+    #[test]
+    fn only_the_noop_sink_discards_events_and_others_still_get_them() {
+        assert!(NoopProgressSink.discards_events());
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = seen.clone();
+        let sink = move |_e: ProgressEvent| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        };
+        assert!(!sink.discards_events());
+        let ctx = TaskContext::new().with_progress(Arc::new(sink));
+        ctx.emit(ProgressKind::Started {
+            description: "d".into(),
+        });
+        assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 1);
+        // The default sink drops it without building it.
+        TaskContext::new().emit(ProgressKind::Started {
+            description: "d".into(),
+        });
     }
 
     #[test]

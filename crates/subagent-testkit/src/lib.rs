@@ -24,7 +24,8 @@
 //!
 //! For tests that take a model or a kind as a value there are in-process helpers too:
 //! [`ScriptedModel`] (a `ChatModel` replaying [`Step`]s), [`FnKind`] (a subagent kind whose
-//! agents are async closures), [`ProgressRecorder`] and [`ScriptedApprover`] (a user answering
+//! agents are async closures), [`FnTool`] (a tool whose call is a function),
+//! [`ProgressRecorder`] and [`ScriptedApprover`] (a user answering
 //! approval prompts from a script).
 //!
 //! When the script runs out the server answers HTTP 500 with a provider-shaped error body saying
@@ -32,6 +33,7 @@
 
 mod approver;
 mod fn_kind;
+mod fn_tool;
 mod model;
 mod progress;
 mod reply;
@@ -41,6 +43,7 @@ mod wire;
 
 pub use approver::{SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover};
 pub use fn_kind::{FN_KIND, FnDefinition, FnKind, fn_ref};
+pub use fn_tool::FnTool;
 pub use model::{ScriptedModel, Step, tool_results};
 pub use progress::ProgressRecorder;
 

@@ -23,6 +23,17 @@ impl ProgressRecorder {
     pub fn kinds(&self) -> Vec<ProgressKind> {
         self.events().into_iter().map(|e| e.kind).collect()
     }
+
+    /// The messages of the [`ProgressKind::Status`] events so far, in order.
+    pub fn statuses(&self) -> Vec<String> {
+        self.kinds()
+            .into_iter()
+            .filter_map(|k| match k {
+                ProgressKind::Status { message } => Some(message),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 impl ProgressSink for ProgressRecorder {

@@ -215,6 +215,12 @@ impl ScriptedModelServer {
         self.base_url()
     }
 
+    /// The model spec `openai-compatible:MODEL@URL` that routes `model` to this server, as
+    /// `--model`, a `[models]` entry or `SUBAGENTS_MODEL` take it.
+    pub fn openai_model(&self, model: &str) -> String {
+        format!("openai-compatible:{model}@{}", self.openai_base_url())
+    }
+
     /// A handle to this server's script.
     pub fn script(&self) -> Script {
         self.state.script.clone()

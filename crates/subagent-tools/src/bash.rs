@@ -125,11 +125,26 @@ pub fn is_secret_env(name: &str) -> bool {
         || upper == "API_KEY"
 }
 
-/// Kills a process group with SIGKILL when dropped.
-struct KillGroupOnDrop(Option<rustix::process::Pid>);
+/// The process group of a child spawned with `process_group(0)` (its leader's pid is the
+/// group id), killed with SIGKILL when dropped or by [`kill`](Self::kill): nothing the child
+/// started outlives a timeout or a cancellation. The Bash tool uses it, and so do the hooks of
+/// `subagent-claude`.
+#[derive(Debug)]
+pub struct ProcessGroupGuard(Option<rustix::process::Pid>);
 
-impl KillGroupOnDrop {
-    fn kill(&mut self) {
+impl ProcessGroupGuard {
+    /// The group `child` leads (none when it has already been reaped).
+    pub fn of(child: &tokio::process::Child) -> Self {
+        Self(
+            child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .and_then(rustix::process::Pid::from_raw),
+        )
+    }
+
+    /// Kills the group now (once; later calls and the drop do nothing).
+    pub fn kill(&mut self) {
         if let Some(pgid) = self.0.take() {
             // ESRCH (the group is already gone) is fine.
             let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
@@ -137,7 +152,7 @@ impl KillGroupOnDrop {
     }
 }
 
-impl Drop for KillGroupOnDrop {
+impl Drop for ProcessGroupGuard {
     fn drop(&mut self) {
         self.kill();
     }
@@ -229,11 +244,7 @@ impl BashTool {
             .process_group(0)
             .kill_on_drop(true);
         let mut child = self.spawn(command).await?;
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(rustix::process::Pid::from_raw);
-        let mut group = KillGroupOnDrop(pgid);
+        let mut group = ProcessGroupGuard::of(&child);
         let Some(stdout) = child.stdout.take() else {
             return Err(ToolError::failed(
                 Self::NAME,

@@ -49,7 +49,7 @@ mod write;
 
 pub use bash::{
     BashInput, BashTool, DEFAULT_BASH_TIMEOUT, MAX_BASH_OUTPUT_CHARS, MAX_BASH_TIMEOUT,
-    is_secret_env,
+    ProcessGroupGuard, is_secret_env,
 };
 pub use read::{DEFAULT_READ_LINES, MAX_LINE_CHARS, ReadInput, ReadTool};
 pub use sandbox::{DEFAULT_ENV_ALLOW, LandlockSupport, SandboxPolicy, landlock_support};
@@ -62,7 +62,7 @@ pub use web::{
     DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_BODY_BYTES, MAX_FETCH_TEXT_CHARS, WebFetchInput,
     WebFetchTool, html_to_text,
 };
-pub use workspace::{Workspace, WorkspaceError};
+pub use workspace::{Workspace, WorkspaceError, normalize_path};
 pub use write::{EditInput, EditTool, MAX_EDIT_FILE_BYTES, WriteInput, WriteTool};
 
 /// Builds tool sets from the built-in tools.

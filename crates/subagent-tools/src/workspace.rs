@@ -133,7 +133,7 @@ impl Workspace {
         } else {
             self.root.join(given)
         };
-        let normalized = normalize(&joined);
+        let normalized = normalize_path(&joined);
         if !self.inside(&normalized) {
             return Err(self.denied(tool, path, "it is outside the workspace"));
         }
@@ -270,8 +270,9 @@ pub(crate) fn not_regular(tool: &str, shown: &str) -> ToolError {
     )
 }
 
-/// Removes `.` and applies `..` lexically (never above the filesystem root).
-fn normalize(path: &Path) -> PathBuf {
+/// `path` with `.` removed and `..` applied lexically (never above the filesystem root),
+/// without touching the filesystem.
+pub fn normalize_path(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
@@ -313,7 +314,10 @@ mod tests {
 
     #[test]
     fn normalize_applies_dots() {
-        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
-        assert_eq!(normalize(Path::new("/../..")), PathBuf::from("/"));
+        assert_eq!(
+            normalize_path(Path::new("/a/./b/../c")),
+            PathBuf::from("/a/c")
+        );
+        assert_eq!(normalize_path(Path::new("/../..")), PathBuf::from("/"));
     }
 }

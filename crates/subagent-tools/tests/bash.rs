@@ -13,6 +13,11 @@ fn setup() -> (tempfile::TempDir, BashTool) {
     (dir, tool)
 }
 
+/// Runs `input` to its result in a fresh context.
+async fn run(tool: &BashTool, input: serde_json::Value) -> subagent_spi::ToolOutput {
+    tool.call(input, &TaskContext::new()).await.unwrap()
+}
+
 /// True when `pid` no longer runs (gone, or a zombie waiting to be reaped).
 fn is_dead(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -50,34 +55,23 @@ async fn read_pid(path: &Path) -> u32 {
 #[tokio::test]
 async fn captures_stdout_and_stderr_in_order_in_the_workspace() {
     let (dir, tool) = setup();
-    let out = tool
-        .call(
-            json!({"command": "echo out; echo err >&2; pwd", "description": "demo"}),
-            &TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    let out = run(
+        &tool,
+        json!({"command": "echo out; echo err >&2; pwd", "description": "demo"}),
+    )
+    .await;
     assert!(!out.is_error);
     let root = std::fs::canonicalize(dir.path()).unwrap();
     assert_eq!(out.content, format!("out\nerr\n{}\n", root.display()));
 
-    let out = tool
-        .call(json!({"command": "true"}), &TaskContext::new())
-        .await
-        .unwrap();
+    let out = run(&tool, json!({"command": "true"})).await;
     assert_eq!(out.content, "(no output)");
 }
 
 #[tokio::test]
 async fn non_zero_exit_is_an_error_result_with_the_code() {
     let (_dir, tool) = setup();
-    let out = tool
-        .call(
-            json!({"command": "echo failing; exit 3"}),
-            &TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    let out = run(&tool, json!({"command": "echo failing; exit 3"})).await;
     assert!(out.is_error);
     assert_eq!(out.content, "failing\n[exit code 3]");
 }
@@ -85,13 +79,11 @@ async fn non_zero_exit_is_an_error_result_with_the_code() {
 #[tokio::test]
 async fn output_is_capped_with_a_marker() {
     let (_dir, tool) = setup();
-    let out = tool
-        .call(
-            json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}),
-            &TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    let out = run(
+        &tool,
+        json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}),
+    )
+    .await;
     assert_eq!(
         out.content,
         format!(
@@ -120,13 +112,11 @@ async fn bad_input_is_refused() {
 async fn timeout_kills_the_whole_process_tree() {
     let (dir, tool) = setup();
     let pidfile = dir.path().join("pid");
-    let out = tool
-        .call(
-            json!({"command": "sleep 300 & echo $! > pid; echo started; wait", "timeout": 2000}),
-            &TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    let out = run(
+        &tool,
+        json!({"command": "sleep 300 & echo $! > pid; echo started; wait", "timeout": 2000}),
+    )
+    .await;
     assert!(out.is_error);
     assert!(out.content.starts_with("started\n"), "{}", out.content);
     assert!(

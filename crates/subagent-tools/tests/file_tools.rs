@@ -153,13 +153,16 @@ async fn edit_replaces_unique_strings_only() {
     let f = fixture();
     f.write("e.rs", "fn a() {}\nfn b() {}\nlet x = 1; let x = 1;\n");
     let edit = EditTool::new(f.ws.clone());
+    // An edit of `e.rs`.
+    let edit_e = async |old: &str, new: &str| {
+        call(
+            &edit,
+            json!({"file_path": "e.rs", "old_string": old, "new_string": new}),
+        )
+        .await
+    };
 
-    let out = call(
-        &edit,
-        json!({"file_path": "e.rs", "old_string": "fn a() {}", "new_string": "fn alpha() {}"}),
-    )
-    .await
-    .unwrap();
+    let out = edit_e("fn a() {}", "fn alpha() {}").await.unwrap();
     assert!(
         out.content.contains("Replaced 1 occurrence"),
         "{}",
@@ -167,12 +170,7 @@ async fn edit_replaces_unique_strings_only() {
     );
     assert!(f.read("e.rs").starts_with("fn alpha() {}\n"));
 
-    let err = call(
-        &edit,
-        json!({"file_path": "e.rs", "old_string": "let x = 1;", "new_string": "let y = 2;"}),
-    )
-    .await
-    .unwrap_err();
+    let err = edit_e("let x = 1;", "let y = 2;").await.unwrap_err();
     assert!(err.to_string().contains("occurs 2 times"), "{err}");
     assert!(
         f.read("e.rs").contains("let x = 1; let x = 1;"),
@@ -188,19 +186,9 @@ async fn edit_replaces_unique_strings_only() {
     assert!(out.content.contains("Replaced 2 occurrences"));
     assert!(f.read("e.rs").contains("let y = 2; let y = 2;"));
 
-    let err = call(
-        &edit,
-        json!({"file_path": "e.rs", "old_string": "nowhere", "new_string": "x"}),
-    )
-    .await
-    .unwrap_err();
+    let err = edit_e("nowhere", "x").await.unwrap_err();
     assert!(err.to_string().contains("not found"), "{err}");
-    let err = call(
-        &edit,
-        json!({"file_path": "e.rs", "old_string": "fn b", "new_string": "fn b"}),
-    )
-    .await
-    .unwrap_err();
+    let err = edit_e("fn b", "fn b").await.unwrap_err();
     assert!(matches!(err, ToolError::InvalidInput { .. }));
     let err = call(
         &edit,

@@ -28,21 +28,14 @@ async fn todo_write_keeps_and_echoes_the_list() {
     assert_eq!(todos[1].status, TodoStatus::InProgress);
     assert_eq!(todos[1].active_form.as_deref(), Some("Fixing the bug"));
 
-    let err = tool
-        .call(
-            json!({"todos": [{"content": "x", "status": "maybe"}]}),
-            &ctx,
-        )
-        .await
-        .unwrap_err();
+    let refused = async |item: serde_json::Value| {
+        tool.call(json!({ "todos": [item] }), &ctx)
+            .await
+            .unwrap_err()
+    };
+    let err = refused(json!({"content": "x", "status": "maybe"})).await;
     assert!(matches!(err, ToolError::InvalidInput { .. }));
-    let err = tool
-        .call(
-            json!({"todos": [{"content": " ", "status": "pending"}]}),
-            &ctx,
-        )
-        .await
-        .unwrap_err();
+    let err = refused(json!({"content": " ", "status": "pending"})).await;
     assert!(err.to_string().contains("item 1"), "{err}");
     assert_eq!(
         tool.todos().len(),

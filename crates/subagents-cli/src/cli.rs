@@ -129,6 +129,23 @@ pub(crate) struct AgentSources {
     pub no_hooks: bool,
 }
 
+/// Where the agents work and how far the delegation tree reaches (shared by the subcommands
+/// that run agents).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct TreeArgs {
+    /// Workspace root for the agents' file and shell tools (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
+    /// depth 0; default 3, or `max_depth` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Children working at once over the whole tree: more Task calls wait their turn (default
+    /// 20, or `max_concurrent` in subagents.toml).
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
+}
+
 /// Permission settings (shared by the subcommands that run agents).
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct PermissionArgs {
@@ -181,17 +198,9 @@ pub(crate) struct RunArgs {
     /// The main agent's turn limit.
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub max_turns: u32,
-    /// Workspace root for file and shell tools (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
-    /// depth 0; default 3, or `max_depth` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_depth: Option<u32>,
-    /// Children working at once over the whole tree: more Task calls wait their turn (default
-    /// 20, or `max_concurrent` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_concurrent: Option<usize>,
+    /// Workspace and tree limits.
+    #[command(flatten)]
+    pub tree: TreeArgs,
     /// Budgets over the whole tree.
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -242,17 +251,9 @@ pub(crate) struct TaskArgs {
     /// Print a machine-readable outcome.
     #[arg(long)]
     pub json: bool,
-    /// Workspace root for file and shell tools (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
-    /// depth 0; default 3, or `max_depth` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_depth: Option<u32>,
-    /// Children working at once over the whole tree: more Task calls wait their turn (default
-    /// 20, or `max_concurrent` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_concurrent: Option<usize>,
+    /// Workspace and tree limits.
+    #[command(flatten)]
+    pub tree: TreeArgs,
     /// Budgets over the whole tree.
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -325,17 +326,9 @@ pub(crate) struct ServeArgs {
     /// Model for the hosted agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
-    /// Workspace root for the agents' file and shell tools.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
-    /// depth 0; default 3, or `max_depth` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_depth: Option<u32>,
-    /// Children working at once over the whole tree: more Task calls wait their turn (default
-    /// 20, or `max_concurrent` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_concurrent: Option<usize>,
+    /// Workspace and tree limits.
+    #[command(flatten)]
+    pub tree: TreeArgs,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,
@@ -403,17 +396,9 @@ pub(crate) struct McpArgs {
     /// Model for local agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
-    /// Workspace root for the agents' file and shell tools.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// The nesting limit: agents at depth N or deeper are not offered Task (the main agent is
-    /// depth 0; default 3, or `max_depth` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_depth: Option<u32>,
-    /// Children working at once over the whole tree: more Task calls wait their turn (default
-    /// 20, or `max_concurrent` in subagents.toml).
-    #[arg(long, value_name = "N")]
-    pub max_concurrent: Option<usize>,
+    /// Workspace and tree limits.
+    #[command(flatten)]
+    pub tree: TreeArgs,
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,

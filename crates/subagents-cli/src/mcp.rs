@@ -22,20 +22,16 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
             None
         }
     };
-    let agents = Setup {
-        sources: &args.sources,
-        config: &config,
-        model: spec.as_deref(),
-        workspace: args.workspace.as_deref(),
-        max_depth: args.max_depth,
-        max_concurrent: args.max_concurrent,
-        budget: None,
-        permissions: &args.permissions,
-        // No prompt while serving: --yes approves everything; otherwise the client is asked by
-        // elicitation when it supports it, else the call is denied (a background task's
-        // question waits for the client's TaskOutput answer).
-        approver: crate::approve::yes_approver(&args.permissions),
-    }
+    // No prompt while serving: the client is asked by elicitation when it supports it, else
+    // the call is denied (a background task's question waits for the client's TaskOutput
+    // answer).
+    let agents = Setup::serving(
+        &args.sources,
+        &config,
+        spec.as_deref(),
+        &args.tree,
+        &args.permissions,
+    )
     .build()
     .await?;
     let names = agents.task().agent_names();

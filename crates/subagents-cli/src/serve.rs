@@ -44,19 +44,15 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         no_hooks: args.no_hooks,
         ..AgentSources::default()
     };
-    let agents = Setup {
-        sources: &sources,
-        config: &config,
-        model: Some(&spec),
-        workspace: args.workspace.as_deref(),
-        max_depth: args.max_depth,
-        max_concurrent: args.max_concurrent,
-        budget: None,
-        permissions: &args.permissions,
-        // No prompt while serving: --yes approves everything; otherwise the A2A client is
-        // asked (the task goes input-required until its answer or --approval-timeout).
-        approver: crate::approve::yes_approver(&args.permissions),
-    }
+    // No prompt while serving: the A2A client is asked (the task goes input-required until its
+    // answer or --approval-timeout).
+    let agents = Setup::serving(
+        &sources,
+        &config,
+        Some(&spec),
+        &args.tree,
+        &args.permissions,
+    )
     .build()
     .await?;
     for s in agents.skipped() {

@@ -2,7 +2,7 @@
 //! line and `subagents.toml`. `run`, `task`, `serve` and `mcp` all go through here, so they see
 //! the same agents (skills, `mcpServers` tools, nesting).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use subagents::spi::Approver;
 use subagents::tools::{LandlockSupport, SandboxPolicy};
 use subagents::{Error, Subagents, SubagentsBuilder};
 
-use crate::cli::{AgentSources, PermissionArgs};
+use crate::cli::{AgentSources, PermissionArgs, TreeArgs};
 use crate::config::Config;
 use crate::error::CliError;
 
@@ -23,12 +23,8 @@ pub(crate) struct Setup<'a> {
     pub config: &'a Config,
     /// The default model spec, when one was chosen.
     pub model: Option<&'a str>,
-    /// `--workspace`.
-    pub workspace: Option<&'a Path>,
-    /// `--max-depth`.
-    pub max_depth: Option<u32>,
-    /// `--max-concurrent`.
-    pub max_concurrent: Option<usize>,
+    /// `--workspace`, `--max-depth`, `--max-concurrent`.
+    pub tree: &'a TreeArgs,
     /// `--budget-*`, for the commands that start a tree.
     pub budget: Option<&'a crate::cli::BudgetArgs>,
     /// `--permission-mode`, `--yes`.
@@ -37,7 +33,26 @@ pub(crate) struct Setup<'a> {
     pub approver: Option<Arc<dyn Approver>>,
 }
 
-impl Setup<'_> {
+impl<'a> Setup<'a> {
+    /// The setup of a server (`serve`, `mcp`): no tree budget, and no prompt while serving
+    /// (`--yes` approves everything; otherwise the client is asked, or the call denied).
+    pub(crate) fn serving(
+        sources: &'a AgentSources,
+        config: &'a Config,
+        model: Option<&'a str>,
+        tree: &'a TreeArgs,
+        permissions: &'a PermissionArgs,
+    ) -> Self {
+        Self {
+            sources,
+            config,
+            model,
+            tree,
+            budget: None,
+            permissions,
+            approver: crate::approve::yes_approver(permissions),
+        }
+    }
     /// The budget: flags over `[budget]` of subagents.toml.
     fn budget_limits(&self) -> Result<subagents::spi::BudgetLimits, CliError> {
         let flags = self.budget.cloned().unwrap_or_default();
@@ -78,9 +93,7 @@ impl Setup<'_> {
     pub(crate) fn builder(&self) -> Result<SubagentsBuilder, CliError> {
         let cwd = std::env::current_dir()
             .map_err(|e| CliError::Config(format!("cannot read the current directory: {e}")))?;
-        let root: PathBuf = self
-            .workspace
-            .map_or_else(|| cwd.clone(), Path::to_path_buf);
+        let root: PathBuf = self.tree.workspace.clone().unwrap_or_else(|| cwd.clone());
         let mut b = Subagents::builder()
             .workspace(root.clone())
             .discover_from(&cwd);
@@ -118,10 +131,10 @@ impl Setup<'_> {
         for spec in self.sources.mcp.iter().chain(&self.config.mcp) {
             b = b.mcp_agent(spec.clone());
         }
-        if let Some(depth) = self.max_depth.or(self.config.max_depth) {
+        if let Some(depth) = self.tree.max_depth.or(self.config.max_depth) {
             b = b.max_depth(depth);
         }
-        if let Some(n) = self.max_concurrent.or(self.config.max_concurrent) {
+        if let Some(n) = self.tree.max_concurrent.or(self.config.max_concurrent) {
             b = b.max_concurrent(n);
         }
         b = b.budget(self.budget_limits()?).prices(self.prices()?);

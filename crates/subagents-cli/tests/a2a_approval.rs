@@ -5,75 +5,72 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-
+use common::Served;
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `subagents serve` with a `worker` agent (Bash, default mode) in its own directory, its
+/// model scripted as `worker-model`; the main agent's model (`main-model`) on the same server
+/// delegates to it, and the worker's first turn asks to run a Bash command (which needs
+/// approval).
+struct Remote {
+    rt: tokio::runtime::Runtime,
+    model: ScriptedModelServer,
+    served: tempfile::TempDir,
+    _serve: Served,
+    url: String,
 }
 
-/// Starts `subagents serve` with a `worker` agent (Bash, default mode) in `root`, its model
-/// scripted as `worker-model`; returns the process and the worker's URL.
-fn serve_worker(
-    rt: &tokio::runtime::Runtime,
-    model: &ScriptedModelServer,
-    root: &Path,
-) -> (Killed, String) {
-    std::fs::create_dir_all(root.join("agents")).expect("mkdir");
-    std::fs::write(
-        root.join("agents/worker.md"),
-        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
-    )
-    .expect("agent file");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
-    let base = format!("http://127.0.0.1:{port}");
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("subagents"));
-    for var in common::CLEARED_VARS {
-        cmd.env_remove(var);
-    }
-    let serve = cmd
-        .args([
-            "serve",
-            "--store",
-            "memory",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .arg("--model")
-        .arg(format!(
-            "openai-compatible:worker-model@{}",
-            model.openai_base_url()
-        ))
-        .arg("--agents")
-        .arg(root.join("agents"))
-        .env("HOME", root)
-        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-        .current_dir(root)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve starts");
-    let serve = Killed(serve);
-    rt.block_on(async {
-        for _ in 0..400 {
-            if reqwest::get(format!("{base}/")).await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+impl Remote {
+    fn start() -> Self {
+        let rt = common::rt();
+        let model = rt.block_on(ScriptedModelServer::start());
+        let served = tempfile::tempdir().expect("tmp");
+        let (serve, url) = common::serve_worker(
+            &rt,
+            &model,
+            served.path(),
+            "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
+            |_| {},
+        );
+        model.push(Reply::task_call("worker", "touch the file"));
+        model.push_for_model(
+            "worker-model",
+            Reply::tool_calls(vec![(
+                "Bash",
+                json!({"command": "touch made-remotely.txt"}),
+            )]),
+        );
+        Self {
+            rt,
+            model,
+            served,
+            _serve: serve,
+            url,
         }
-        panic!("serve did not come up on {base}");
-    });
-    (serve, format!("{base}/worker"))
+    }
+
+    /// `subagents run ARGS... --a2a URL go` in a home of its own.
+    fn run(&self, args: &[&str]) -> assert_cmd::assert::Assert {
+        let home = tempfile::tempdir().expect("tmp");
+        common::subagents_in(home.path())
+            .args(["run", "--store", "memory"])
+            .args(args)
+            .args(["--a2a", &self.url])
+            .args(["--model", &self.model.openai_model("main-model")])
+            .arg("go")
+            .assert()
+    }
+
+    /// Whether the worker's command ran.
+    fn ran(&self) -> bool {
+        self.served.path().join("made-remotely.txt").exists()
+    }
+
+    /// The served worker's tasks.
+    fn tasks(&self) -> Vec<Value> {
+        list_tasks(&self.rt, &self.url)
+    }
 }
 
 fn list_tasks(rt: &tokio::runtime::Runtime, url: &str) -> Vec<Value> {
@@ -104,43 +101,21 @@ fn texts(message: &Value) -> String {
 
 #[test]
 fn yes_at_the_root_answers_a_remote_input_required_and_the_same_task_completes() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
-    let served = tempfile::tempdir().expect("tmp");
-    let (_serve, url) = serve_worker(&rt, &model, served.path());
-    model.push(Reply::task_call("worker", "touch the file"));
-    model.push_for_model(
-        "worker-model",
-        Reply::tool_calls(vec![(
-            "Bash",
-            json!({"command": "touch made-remotely.txt"}),
-        )]),
-    );
-    model.push_for_model("worker-model", Reply::text("touched it"));
-    model.push(Reply::text("done"));
+    let remote = Remote::start();
+    remote
+        .model
+        .push_for_model("worker-model", Reply::text("touched it"));
+    remote.model.push(Reply::text("done"));
 
-    let home = tempfile::tempdir().expect("tmp");
-    let out = common::subagents_in(home.path())
-        .args(["run", "--yes", "--store", "memory", "--a2a", &url])
-        .arg("--model")
-        .arg(format!(
-            "openai-compatible:main-model@{}",
-            model.openai_base_url()
-        ))
-        .arg("go")
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = common::stdout_of(remote.run(&["--yes"]).success());
     assert!(stdout.contains("done"), "{stdout}");
     assert!(
-        served.path().join("made-remotely.txt").exists(),
+        remote.ran(),
         "approved from the root, so the remote command ran"
     );
 
     // One remote task: the one that asked, was answered `yes`, and completed.
-    let tasks = list_tasks(&rt, &url);
+    let tasks = remote.tasks();
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     let task = &tasks[0];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
@@ -154,37 +129,16 @@ fn yes_at_the_root_answers_a_remote_input_required_and_the_same_task_completes()
 
 #[test]
 fn without_a_terminal_or_yes_the_remote_command_does_not_run() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
-    let served = tempfile::tempdir().expect("tmp");
-    let (_serve, url) = serve_worker(&rt, &model, served.path());
-    model.push(Reply::task_call("worker", "touch the file"));
-    model.push_for_model(
-        "worker-model",
-        Reply::tool_calls(vec![(
-            "Bash",
-            json!({"command": "touch made-remotely.txt"}),
-        )]),
-    );
-    model.push(Reply::text("the worker needs an answer"));
+    let remote = Remote::start();
+    remote.model.push(Reply::text("the worker needs an answer"));
 
-    let home = tempfile::tempdir().expect("tmp");
-    common::subagents_in(home.path())
-        .args(["run", "--store", "memory", "--a2a", &url])
-        .arg("--model")
-        .arg(format!(
-            "openai-compatible:main-model@{}",
-            model.openai_base_url()
-        ))
-        .arg("go")
-        .assert()
-        .success();
+    remote.run(&[]).success();
     assert!(
-        !served.path().join("made-remotely.txt").exists(),
+        !remote.ran(),
         "nobody approved, so the remote command did not run"
     );
     // The remote task still waits for its answer (resumable), not completed.
-    let tasks = list_tasks(&rt, &url);
+    let tasks = remote.tasks();
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     assert_eq!(
         tasks[0]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",

@@ -2,15 +2,9 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{rt, subagents};
+use common::{fixtures, json_stdout, last_tool_result, rt, spawn_serve, subagents, word};
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
 
 #[test]
 fn help_documents_every_subcommand_and_exit_code() {
@@ -49,15 +43,13 @@ fn help_documents_every_subcommand_and_exit_code() {
 
 #[test]
 fn validate_scans_a_directory_like_claude_code() {
-    let out = subagents()
-        .args(["agents", "validate", "--json"])
-        .arg(fixtures().join("agents"))
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    let v = json_stdout(
+        subagents()
+            .args(["agents", "validate", "--json"])
+            .arg(fixtures().join("agents"))
+            .assert()
+            .success(),
+    );
     let loaded = v["loaded"].as_array().expect("loaded");
     let names: Vec<&str> = loaded.iter().filter_map(|a| a["name"].as_str()).collect();
     assert!(names.contains(&"reviewer"), "{v}");
@@ -99,16 +91,14 @@ fn validate_scans_a_directory_like_claude_code() {
 
 #[test]
 fn validate_fails_when_a_named_file_does_not_load() {
-    let out = subagents()
-        .args(["agents", "validate", "--json"])
-        .arg(fixtures().join("broken.md"))
-        .arg(fixtures().join("agents/reviewer.md"))
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    let v = json_stdout(
+        subagents()
+            .args(["agents", "validate", "--json"])
+            .arg(fixtures().join("broken.md"))
+            .arg(fixtures().join("agents/reviewer.md"))
+            .assert()
+            .code(1),
+    );
     assert_eq!(v["loaded"][0]["name"], "reviewer", "{v}");
     let reason = v["skipped"][0]["reason"].as_str().unwrap_or("");
     assert!(
@@ -140,15 +130,13 @@ fn validate_text_output_summarises() {
 
 #[test]
 fn agents_list_includes_built_ins_and_given_dirs() {
-    let out = subagents()
-        .args(["agents", "list", "--json", "--agents"])
-        .arg(fixtures().join("agents"))
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    let v = json_stdout(
+        subagents()
+            .args(["agents", "list", "--json", "--agents"])
+            .arg(fixtures().join("agents"))
+            .assert()
+            .success(),
+    );
     let names: Vec<&str> = v["loaded"]
         .as_array()
         .expect("loaded")
@@ -222,24 +210,22 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
     server.push(Reply::text("the files look fine").with_usage(12, 5));
-    let model = format!("openai-compatible:test-model@{}", server.openai_base_url());
-    let out = subagents()
-        .args([
-            "task",
-            "echo-agent",
-            "review src/",
-            "--json",
-            "--model",
-            &model,
-            "--agents",
-        ])
-        .arg(fixtures().join("local"))
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    let model = server.openai_model("test-model");
+    let v = json_stdout(
+        subagents()
+            .args([
+                "task",
+                "echo-agent",
+                "review src/",
+                "--json",
+                "--model",
+                &model,
+                "--agents",
+            ])
+            .arg(fixtures().join("local"))
+            .assert()
+            .success(),
+    );
     assert_eq!(v["agent"], "echo-agent", "{v}");
     assert_eq!(v["kind"], "CLAUDE", "{v}");
     assert_eq!(v["status"], "completed", "{v}");
@@ -262,26 +248,11 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
         body.contains("review src/"),
         "the prompt is the user message: {body}"
     );
-    let tools: Vec<String> = reqs[0]
-        .tools()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect();
     assert_eq!(
-        tools,
+        reqs[0].tool_names(),
         ["Read"],
         "the agent's `tools: Read` filters the tool set"
     );
-}
-
-/// The text of the last `tool` message in an OpenAI request body.
-fn last_tool_result(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
 }
 
 #[test]
@@ -308,12 +279,7 @@ fn run_delegates_in_the_background_then_reads_the_output() {
     );
     // Turn 2: it reads the result with the task id it was given, as a model would.
     script.push_dynamic(Some("main-model"), |body| {
-        let started = last_tool_result(body);
-        let id: String = started
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .find(|w| w.starts_with("task_"))
-            .unwrap_or("task_missing")
-            .to_string();
+        let id = word(&last_tool_result(body), "task_").unwrap_or_else(|| "task_missing".into());
         Reply::tool_calls(vec![(
             "TaskOutput",
             serde_json::json!({"task_id": id, "timeout_ms": 10000}),
@@ -336,16 +302,8 @@ fn run_delegates_in_the_background_then_reads_the_output() {
     );
 
     let dir = tempfile::tempdir().expect("tmp");
-    let cfg = dir.path().join("subagents.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[models]\nchild = \"openai-compatible:child-model@{}\"\n",
-            server.openai_base_url()
-        ),
-    )
-    .expect("write config");
-    let model = format!("openai-compatible:main-model@{}", server.openai_base_url());
+    let cfg = common::child_model_config(dir.path(), &server);
+    let model = server.openai_model("main-model");
     let assert = subagents()
         .arg("--config")
         .arg(&cfg)
@@ -383,14 +341,10 @@ fn run_delegates_in_the_background_then_reads_the_output() {
         .iter()
         .find(|r| r.model() == Some("main-model"))
         .expect("main request");
-    let tool_names: Vec<&str> = main_first
-        .tools()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
+    let tool_names = main_first.tool_names();
     for t in ["Task", "TaskOutput", "TaskStop", "Read", "Bash"] {
         assert!(
-            tool_names.contains(&t),
+            tool_names.iter().any(|n| n == t),
             "main agent has {t}: {tool_names:?}"
         );
     }
@@ -398,33 +352,11 @@ fn run_delegates_in_the_background_then_reads_the_output() {
         .iter()
         .find(|r| r.model() == Some("child-model"))
         .expect("child request");
-    let child_tools: Vec<&str> = child
-        .tools()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
     assert_eq!(
-        child_tools,
+        child.tool_names(),
         ["Read"],
         "the child gets only its own tools, never Task"
     );
-}
-
-/// Kills the child process when dropped.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 #[test]
@@ -434,45 +366,22 @@ fn serve_then_call_round_trip_with_streaming_progress() {
     let model_server = rt.block_on(ScriptedModelServer::start());
     model_server.push(Reply::text("served answer one").with_usage(5, 3));
     model_server.push(Reply::text("served answer two").with_usage(5, 3));
-    let model = format!(
-        "openai-compatible:test-model@{}",
-        model_server.openai_base_url()
-    );
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
+    let model = model_server.openai_model("test-model");
     let home = tempfile::tempdir().expect("tmp");
-    let serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"))
-        .args([
-            "serve",
-            "--listen",
-            &listen,
-            "--model",
-            &model,
-            "--agent",
-            "echo-agent",
-            "--agents",
-        ])
-        .arg(fixtures().join("local"))
-        .arg("--workspace")
-        .arg(home.path())
-        .env("HOME", home.path())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("serve starts");
-    let _serve = Killed(serve);
-
-    // Wait until `GET /` lists the agent.
-    let base = format!("http://{listen}");
+    let serve = spawn_serve(&rt, home.path(), |cmd| {
+        cmd.args(["--model", &model, "--agent", "echo-agent", "--agents"])
+            .arg(fixtures().join("local"))
+            .arg("--workspace")
+            .arg(home.path());
+    });
+    let base = &serve.base;
     let listing: Value = rt.block_on(async {
-        for _ in 0..200 {
-            if let Ok(r) = reqwest::get(format!("{base}/")).await
-                && let Ok(v) = r.json::<Value>().await
-            {
-                return v;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("serve did not come up on {base}");
+        reqwest::get(format!("{base}/"))
+            .await
+            .expect("GET / answers")
+            .json()
+            .await
+            .expect("GET / lists the agents")
     });
     assert_eq!(listing["agents"][0]["name"], "echo-agent", "{listing}");
     assert_eq!(
@@ -481,19 +390,17 @@ fn serve_then_call_round_trip_with_streaming_progress() {
         "{listing}"
     );
 
-    let out = subagents()
-        .args([
-            "call",
-            &format!("{base}/echo-agent"),
-            "hello there",
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    let v = json_stdout(
+        subagents()
+            .args([
+                "call",
+                &format!("{base}/echo-agent"),
+                "hello there",
+                "--json",
+            ])
+            .assert()
+            .success(),
+    );
     assert_eq!(v["text"], "served answer one", "{v}");
     assert_eq!(v["kind"], "A2A");
     assert_eq!(v["status"], "completed");

@@ -9,30 +9,9 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{rt, subagents};
+use common::{fixtures, last_tool_result, process_in, rt, subagents_in, word};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-/// The text of the last `tool` message in an OpenAI request body.
-fn last_tool_result(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// The first word of `text` starting with `prefix` (`task_...`, `sess_...`).
-fn word(text: &str, prefix: &str) -> Option<String> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .find(|w| w.starts_with(prefix))
-        .map(str::to_string)
-}
 
 /// One test's world: a scripted model server, a home directory (whose data directory holds
 /// the default SQLite store unless `store` says otherwise), a config naming the child model.
@@ -47,15 +26,7 @@ impl World {
     fn new(rt: &tokio::runtime::Runtime, store: Option<String>) -> Self {
         let server = rt.block_on(ScriptedModelServer::start());
         let home = tempfile::tempdir().expect("home");
-        let config = home.path().join("subagents.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[models]\nchild = \"openai-compatible:child-model@{}\"\n",
-                server.openai_base_url()
-            ),
-        )
-        .expect("config");
+        let config = common::child_model_config(home.path(), &server);
         Self {
             server,
             home,
@@ -65,10 +36,7 @@ impl World {
     }
 
     fn main_model(&self) -> String {
-        format!(
-            "openai-compatible:main-model@{}",
-            self.server.openai_base_url()
-        )
+        self.server.openai_model("main-model")
     }
 
     fn args(&self) -> Vec<String> {
@@ -85,20 +53,7 @@ impl World {
 
     /// `subagents run PROMPT` as a child process we can kill.
     fn spawn_run(&self, prompt: &str) -> Child {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"));
-        for var in [
-            "SUBAGENTS_MODEL",
-            "OPENAI_API_KEY",
-            "ANTHROPIC_API_KEY",
-            "RUST_LOG",
-            "SUBAGENTS_STORE",
-            "XDG_DATA_HOME",
-        ] {
-            cmd.env_remove(var);
-        }
-        cmd.env("HOME", self.home.path())
-            .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-            .current_dir(self.home.path())
+        process_in(self.home.path())
             .args(self.args())
             .args(["run", prompt, "--model", &self.main_model(), "--agents"])
             .arg(fixtures().join("local"))
@@ -112,11 +67,29 @@ impl World {
 
     /// `subagents ARGS...` to completion, in the same home.
     fn command(&self) -> assert_cmd::Command {
-        let mut cmd = subagents();
-        cmd.env("HOME", self.home.path())
-            .current_dir(self.home.path())
-            .args(self.args());
+        let mut cmd = subagents_in(self.home.path());
+        cmd.args(self.args());
         cmd
+    }
+
+    /// A main agent's run that answers at once, to completion.
+    fn run_hello(&self) {
+        self.server
+            .script()
+            .push_for_model("main-model", Reply::text("hello"));
+        self.command()
+            .args(["run", "hi", "--model", &self.main_model()])
+            .assert()
+            .success();
+    }
+
+    /// `subagents prune` exits 2 with `why` on stderr.
+    fn prune_refused(&self, why: &str) {
+        self.command()
+            .args(["prune"])
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(why));
     }
 
     /// Waits (bounded) until the server has `n` requests.
@@ -340,34 +313,14 @@ fn default_store_is_sqlite_in_the_data_dir_and_memory_opts_out() {
     let expected = format!("sqlite:{}", w.default_db().display());
     assert_eq!(v["store"], expected.as_str(), "{v}");
     // A run creates it.
-    w.server
-        .script()
-        .push_for_model("main-model", Reply::text("hello"));
-    w.command()
-        .args(["run", "hi", "--model", &w.main_model()])
-        .assert()
-        .success();
+    w.run_hello();
     assert!(w.default_db().exists());
     let w = World::new(&rt, Some("memory".into()));
-    w.command()
-        .args(["prune"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("nothing is persisted"));
-    w.server
-        .script()
-        .push_for_model("main-model", Reply::text("hello"));
-    w.command()
-        .args(["run", "hi", "--model", &w.main_model()])
-        .assert()
-        .success();
+    w.prune_refused("nothing is persisted");
+    w.run_hello();
     assert!(!w.default_db().exists(), "memory writes no file");
     let bad = World::new(&rt, Some("mysql://x".into()));
-    bad.command()
-        .args(["prune"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("invalid store URL"));
+    bad.prune_refused("invalid store URL");
 }
 
 /// A database of its own on the test server for one test.

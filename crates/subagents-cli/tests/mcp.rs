@@ -1,9 +1,11 @@
 //! `subagents mcp` driven by a real MCP client (rmcp): over stdio (the command as a child
 //! process) and over streamable HTTP (`--listen`).
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
 
+use common::{fixtures, free_port, process_in, word};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -11,20 +13,15 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
 fn command(model: &str, home: &std::path::Path, extra: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"));
+    let mut cmd = process_in(home);
     cmd.args(["mcp", "--model", model, "--agents"])
         .arg(fixtures().join("local"))
         .arg("--workspace")
         .arg(home)
-        .args(extra)
-        .env("HOME", home)
-        .env_remove("RUST_LOG")
-        .kill_on_drop(true);
+        .args(extra);
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
     cmd
 }
 
@@ -76,11 +73,7 @@ async fn drive(client: &RunningService<RoleClient, ()>) {
 
     let bg = call(client, "Task", json!({"description": "d", "prompt": "second", "subagent_type": "echo-agent", "run_in_background": true})).await;
     let started = text(&bg);
-    let id: String = started
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .find(|w| w.starts_with("task_"))
-        .expect("a task id")
-        .to_string();
+    let id = word(&started, "task_").expect("a task id");
     let out = call(
         client,
         "TaskOutput",
@@ -105,7 +98,7 @@ async fn scripted() -> (ScriptedModelServer, String) {
     let server = ScriptedModelServer::start().await;
     server.push(Reply::text("foreground answer"));
     server.push(Reply::text("background answer"));
-    let model = format!("openai-compatible:m@{}", server.openai_base_url());
+    let model = server.openai_model("m");
     (server, model)
 }
 
@@ -124,11 +117,7 @@ async fn mcp_over_stdio_serves_the_task_tools() {
 async fn mcp_over_streamable_http_serves_the_task_tools() {
     let (_server, model) = scripted().await;
     let home = tempfile::tempdir().expect("tmp");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
-    let listen = format!("127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{}", free_port());
     let mut cmd = command(&model, home.path(), &["--listen", &listen]);
     cmd.stderr(std::process::Stdio::null());
     let _child = cmd.spawn().expect("spawn");

@@ -3,15 +3,9 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{rt, subagents};
+use common::{rt, subagents, team};
 
 use subagent_testkit::{Reply, ScriptedModelServer};
-
-fn team() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../subagents/tests/fixtures/team")
-}
 
 #[test]
 fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
@@ -22,7 +16,7 @@ fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
     server.push(Reply::text("LEAF-ANSWER-42"));
     server.push(Reply::text("the leaf says LEAF-ANSWER-42"));
     server.push(Reply::text("Final: LEAF-ANSWER-42"));
-    let model = format!("openai-compatible:team@{}", server.openai_base_url());
+    let model = server.openai_model("team");
     let out = subagents()
         .args(["run", "What is the answer?", "--model", &model, "--agents"])
         .arg(team())
@@ -58,7 +52,7 @@ fn run_with_max_depth_1_does_not_offer_task_to_the_coordinator() {
     server.push(Reply::task_call("coordinator", "please"));
     server.push(Reply::text("no delegation here"));
     server.push(Reply::text("done"));
-    let model = format!("openai-compatible:team@{}", server.openai_base_url());
+    let model = server.openai_model("team");
     subagents()
         .args([
             "run",

@@ -10,20 +10,12 @@ mod common;
 use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::{Killed, Served, write_agent};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn python() -> PathBuf {
     let path = std::env::var_os("SUBAGENTS_OTLP_PY")
@@ -78,59 +70,26 @@ fn serve_worker(
     model: &ScriptedModelServer,
     root: &Path,
     otlp: &str,
-) -> (Killed, String) {
-    std::fs::create_dir_all(root.join("agents")).expect("mkdir");
-    std::fs::write(
-        root.join("agents/worker.md"),
+) -> (Served, String) {
+    common::serve_worker(
+        rt,
+        model,
+        root,
         "---\nname: worker\ndescription: Does remote work.\ntools: Read\n---\nWork.\n",
+        |cmd| {
+            cmd.args(["--otlp", otlp])
+                .env("OTEL_SERVICE_NAME", "remote-serve")
+                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+        },
     )
-    .expect("agent file");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
-    let base = format!("http://127.0.0.1:{port}");
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("subagents"));
-    for var in common::CLEARED_VARS {
-        cmd.env_remove(var);
-    }
-    let serve = cmd
-        .args(["serve", "--store", "memory", "--otlp", otlp])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .arg("--model")
-        .arg(format!(
-            "openai-compatible:worker-model@{}",
-            model.openai_base_url()
-        ))
-        .arg("--agents")
-        .arg(root.join("agents"))
-        .env("HOME", root)
-        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-        .env("OTEL_SERVICE_NAME", "remote-serve")
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .current_dir(root)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve starts");
-    let serve = Killed(serve);
-    rt.block_on(async {
-        for _ in 0..400 {
-            if reqwest::get(format!("{base}/")).await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("serve did not come up on {base}");
-    });
-    (serve, format!("{base}/worker"))
 }
 
 /// Stops `serve` the way Ctrl-C does, so it flushes its spans on the way out.
-fn interrupt(serve: &mut Killed) {
-    let pid = serve.0.id().to_string();
+fn interrupt(serve: &mut Served) {
+    let pid = serve.process.0.id().to_string();
     let _ = Command::new("kill").args(["-INT", &pid]).status();
     for _ in 0..600 {
-        if serve.0.try_wait().ok().flatten().is_some() {
+        if serve.process.0.try_wait().ok().flatten().is_some() {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -158,29 +117,23 @@ fn one_trace_spans_main_local_child_and_remote_child_in_another_process() {
     model.push(Reply::text("Final: REMOTE-DONE").with_usage(120, 12));
 
     let home = tempfile::tempdir().expect("tmp");
-    std::fs::create_dir_all(home.path().join("agents")).expect("mkdir");
-    std::fs::write(
-        home.path().join("agents/helper.md"),
+    let agents = write_agent(
+        home.path(),
+        "helper",
         "---\nname: helper\ndescription: Delegates to the worker.\ntools: Agent(worker)\n---\nHelp.\n",
-    )
-    .expect("agent file");
-    let out = common::subagents_in(home.path())
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_SERVICE_NAME")
-        .args(["run", "--yes", "--store", "memory", "--otlp", &otlp])
-        .args(["--a2a", &worker_url, "--agents"])
-        .arg(home.path().join("agents"))
-        .arg("--model")
-        .arg(format!(
-            "openai-compatible:main-model@{}",
-            model.openai_base_url()
-        ))
-        .arg("go")
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    );
+    let stdout = common::stdout_of(
+        common::subagents_in(home.path())
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_SERVICE_NAME")
+            .args(["run", "--yes", "--store", "memory", "--otlp", &otlp])
+            .args(["--a2a", &worker_url, "--agents"])
+            .arg(agents)
+            .args(["--model", &model.openai_model("main-model")])
+            .arg("go")
+            .assert()
+            .success(),
+    );
     assert!(stdout.contains("REMOTE-DONE"), "{stdout}");
     interrupt(&mut serve);
 

@@ -7,6 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use common::rt;
 use serde_json::{Value, json};
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 
@@ -76,15 +77,7 @@ impl Project {
 }
 
 fn model(server: &ScriptedModelServer) -> String {
-    format!("openai-compatible:team@{}", server.openai_base_url())
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
+    server.openai_model("team")
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {

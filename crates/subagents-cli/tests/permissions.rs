@@ -34,7 +34,7 @@ impl Case {
 
     /// `subagents run PROMPT --model ... --workspace work` plus `extra`.
     fn run(&self, extra: &[&str]) -> assert_cmd::assert::Assert {
-        let model = format!("openai-compatible:m@{}", self.server.openai_base_url());
+        let model = self.server.openai_model("m");
         subagents_in(self.home.path())
             .args(["run", "do it", "--model", &model, "--workspace"])
             .arg(self.work())

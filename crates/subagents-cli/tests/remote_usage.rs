@@ -2,25 +2,14 @@
 //! coordinator that delegates to a leaf; `subagents call … --json` (another process) shows the
 //! served run's tokens and its leaf in its usage tree, reported through the A2A usage extension.
 
-use serde_json::Value;
+mod common;
+
+use common::{json_stdout, rt, spawn_serve, subagents_in, team};
 use subagent_testkit::{Reply, ScriptedModelServer};
-
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn call_json_shows_the_served_runs_usage_tree_and_cost() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = rt();
     let model_server = rt.block_on(ScriptedModelServer::start());
     model_server.push(
         Reply::task_call("leaf", "LEAF")
@@ -36,56 +25,23 @@ fn call_json_shows_the_served_runs_usage_tree_and_cost() {
 
     let dir = tempfile::tempdir().expect("tmp");
     let root = dir.path();
-    let team =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../subagents/tests/fixtures/team");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
-    let base = format!("http://127.0.0.1:{port}");
-    let model = format!("openai-compatible:m@{}", model_server.openai_base_url());
-    let serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--model",
-            &model,
-        ])
-        .arg("--agents")
-        .arg(&team)
-        .env("HOME", root)
-        .env_remove("ANTHROPIC_API_KEY")
-        .current_dir(root)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("serve starts");
-    let _serve = Killed(serve);
-    rt.block_on(async {
-        for _ in 0..200 {
-            if reqwest::get(format!("{base}/")).await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("serve did not come up on {base}");
+    let serve = spawn_serve(&rt, root, |cmd| {
+        cmd.args(["--model", &model_server.openai_model("m")])
+            .arg("--agents")
+            .arg(team());
     });
+    let base = &serve.base;
 
     let cfg = root.join("subagents.toml");
     std::fs::write(&cfg, "[prices]\n\"m\" = { input = 1.0, output = 2.0 }\n").expect("config");
-    let out = assert_cmd::Command::cargo_bin("subagents")
-        .expect("binary")
-        .arg("--config")
-        .arg(&cfg)
-        .args(["call", &format!("{base}/coordinator"), "go", "--json"])
-        .env("HOME", root)
-        .current_dir(root)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).expect("JSON");
+    let v = json_stdout(
+        subagents_in(root)
+            .arg("--config")
+            .arg(&cfg)
+            .args(["call", &format!("{base}/coordinator"), "go", "--json"])
+            .assert()
+            .success(),
+    );
     assert_eq!(v["text"], "coordinated", "{v}");
     let usage = &v["usage"];
     assert_eq!(usage["kind"], "A2A", "{v}");

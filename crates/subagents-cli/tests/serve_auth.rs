@@ -2,11 +2,14 @@
 //! key, both header forms accepted, both card versions declare the schemes, our own A2A client
 //! authenticates with per-agent metadata, and the key never shows in the server's output.
 
+mod common;
+
 use std::io::Read;
-use std::path::Path;
-use std::process::{Child, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
+use common::{free_port, process_in, rt, spawn_serve};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 use subagents::spi::{SubagentReference, TaskCall, TaskContext};
@@ -14,64 +17,37 @@ use subagents::{Dispatch, Subagents};
 
 const KEY: &str = "s3cret-KEY-for-tests-0123456789";
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn agents_dir(root: &Path) -> std::path::PathBuf {
-    let dir = root.join("agents");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("echo.md"),
+fn agents_dir(root: &Path) -> PathBuf {
+    common::write_agent(
+        root,
+        "echo",
         "---\nname: echo\ndescription: Answers.\ntools: Read\n---\nAnswer.\n",
     )
-    .unwrap();
-    dir
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn command(root: &Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"));
-    cmd.env("HOME", root)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("SUBAGENTS_API_KEYS")
-        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-        .current_dir(root);
-    cmd
-}
-
-#[test]
-fn beyond_loopback_without_a_key_exits_2_naming_api_key() {
+/// `subagents SUBCOMMAND --listen 0.0.0.0:PORT ARGS...` exits 2 and names the key options.
+fn refused_beyond_loopback_without_a_key(subcommand: &str, args: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let out = command(dir.path())
-        .args([
-            "serve",
-            "--listen",
-            &format!("0.0.0.0:{}", free_port()),
-            "--model",
-            "openai-compatible:m@http://127.0.0.1:9/v1",
-        ])
+    let out = process_in(dir.path())
+        .args([subcommand, "--listen", &format!("0.0.0.0:{}", free_port())])
+        .args(args)
         .arg("--agents")
         .arg(agents_dir(dir.path()))
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{subcommand}: {out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--api-key") && err.contains("--allow-unauthenticated"),
-        "{err}"
+        "{subcommand}: {err}"
+    );
+}
+
+#[test]
+fn beyond_loopback_without_a_key_exits_2_naming_api_key() {
+    refused_beyond_loopback_without_a_key(
+        "serve",
+        &["--model", "openai-compatible:m@http://127.0.0.1:9/v1"],
     );
 }
 
@@ -84,46 +60,21 @@ fn send(text: &str) -> Value {
 
 #[test]
 fn with_a_key_requests_need_it_and_both_header_forms_work() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = rt();
     let model_server = rt.block_on(ScriptedModelServer::start());
     model_server.set_fallback(Some(Reply::text("authenticated answer")));
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
     let log = dir.path().join("serve.log");
-    let serve = command(dir.path())
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--model",
-            &format!("openai-compatible:m@{}", model_server.openai_base_url()),
-            "--log",
-            "debug",
-        ])
-        .arg("--agents")
-        .arg(agents_dir(dir.path()))
-        .env("SUBAGENTS_API_KEYS", format!("other-key,{KEY}"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("serve starts");
-    let serve = Killed(serve);
-    let http = reqwest::Client::new();
-    let agent = format!("{base}/echo");
-    rt.block_on(async {
-        for _ in 0..400 {
-            if http.get(format!("{base}/")).send().await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("serve did not come up on {base}");
+    let serve = spawn_serve(&rt, dir.path(), |cmd| {
+        cmd.args(["--model", &model_server.openai_model("m"), "--log", "debug"])
+            .arg("--agents")
+            .arg(agents_dir(dir.path()))
+            .env("SUBAGENTS_API_KEYS", format!("other-key,{KEY}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
     });
+    let http = reqwest::Client::new();
+    let agent = format!("{}/echo", serve.base);
 
     rt.block_on(async {
         // Cards are public and declare both schemes, in both versions.
@@ -202,7 +153,7 @@ fn with_a_key_requests_need_it_and_both_header_forms_work() {
     )
     .unwrap();
     let task = |token: Option<&str>| {
-        let mut cmd = command(client_dir.path());
+        let mut cmd = process_in(client_dir.path());
         cmd.args(["task", "echo", "hello", "--json"]);
         match token {
             Some(t) => cmd.env("SERVED_AGENT_TOKEN", t),
@@ -215,7 +166,7 @@ fn with_a_key_requests_need_it_and_both_header_forms_work() {
     let v: Value = serde_json::from_slice(&ok.stdout).expect("JSON");
     assert_eq!(v["text"], "authenticated answer", "{v}");
     // `subagents call` with a key from the environment (the card's API-key header).
-    let called = command(client_dir.path())
+    let called = process_in(client_dir.path())
         .args([
             "call",
             &agent,
@@ -250,32 +201,16 @@ fn with_a_key_requests_need_it_and_both_header_forms_work() {
 
 #[test]
 fn mcp_listen_beyond_loopback_without_a_key_exits_2_naming_api_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = command(dir.path())
-        .args(["mcp", "--listen", &format!("0.0.0.0:{}", free_port())])
-        .arg("--agents")
-        .arg(agents_dir(dir.path()))
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--api-key") && err.contains("--allow-unauthenticated"),
-        "{err}"
-    );
+    refused_beyond_loopback_without_a_key("mcp", &[]);
 }
 
 #[test]
 fn mcp_listen_with_a_key_answers_401_without_it_and_serves_with_either_header() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = rt();
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let serve = command(dir.path())
+    let serve = process_in(dir.path())
         .args(["mcp", "--listen", &format!("127.0.0.1:{port}")])
         .arg("--agents")
         .arg(agents_dir(dir.path()))
@@ -284,7 +219,7 @@ fn mcp_listen_with_a_key_answers_401_without_it_and_serves_with_either_header() 
         .stderr(Stdio::null())
         .spawn()
         .expect("mcp starts");
-    let _serve = Killed(serve);
+    let _serve = common::Killed(serve);
     let http = reqwest::Client::new();
     let init = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",

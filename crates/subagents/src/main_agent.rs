@@ -124,7 +124,7 @@ impl<'a> MainAgent<'a> {
             return self.run_agent(&name, prompt.into()).await;
         }
         let model = self.agents.default_model()?;
-        let approver = self.session_approver();
+        let ctx = self.root_context("main");
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         if self.workspace_tools {
             tools.extend(self.agents.workspace_tools());
@@ -136,49 +136,51 @@ impl<'a> MainAgent<'a> {
         let tools = subagent_claude::guard_tools(tools, &policy, "main", None);
         let tools = subagent_claude::HookRunner::new(local.hooks.clone(), local.workspace.root())
             .wrap_tools(tools);
-        let mut ctx = subagent_claude::with_hook_session(TaskContext::new())
-            .with_agent("main")
-            .with_task_id("main")
-            .with_delegation(self.agents.task().delegation())
-            .with_approver(approver);
-        if let Some(name) = self.agents.default_model_name() {
-            ctx = ctx.with_parent_model(name);
-        }
-        if let Some(sink) = self.progress {
-            ctx = ctx.with_progress(sink);
-        }
-        if let Some(token) = self.cancel {
-            ctx = ctx.with_cancel(token);
-        }
-        if let Some(budget) = self.agents.root_budget(&ctx) {
-            ctx = ctx.with_budget(budget);
-        }
         let prompt = prompt.into();
-        ctx.emit(ProgressKind::Started {
-            description: prompt
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .chars()
-                .take(80)
-                .collect(),
-        });
+        let started = started(&prompt);
         let spec = RunSpec::new(model, prompt)
             .with_system(self.system)
             .with_tools(tools)
             .with_limits(Limits::default().with_max_turns(self.max_turns));
-        let result = tracing::Instrument::instrument(
+        run_as_root(
+            &ctx,
+            ctx.agent(),
+            started,
             AgentRuntime::new(local.transcripts.clone()).run(spec, &ctx),
-            root_span(ctx.agent()),
         )
-        .await;
-        let (status, usage) = match &result {
-            Ok(o) => (o.status, o.usage.clone()),
-            Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),
-        };
-        ctx.emit(ProgressKind::Finished { status, usage });
-        result
+        .await
     }
+}
+
+/// The `Started` event of a run on `prompt`: its first line, at most 80 characters.
+fn started(prompt: &str) -> ProgressKind {
+    ProgressKind::Started {
+        description: prompt
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(80)
+            .collect(),
+    }
+}
+
+/// Runs `run` as the root of a trace (the [`root_span`] of `agent`), between the `started`
+/// event and the `Finished` one.
+async fn run_as_root(
+    ctx: &TaskContext,
+    agent: &str,
+    started: ProgressKind,
+    run: impl std::future::Future<Output = Result<TaskOutcome, SubagentError>>,
+) -> Result<TaskOutcome, SubagentError> {
+    ctx.emit(started);
+    let result = tracing::Instrument::instrument(run, root_span(agent)).await;
+    let (status, usage) = match &result {
+        Ok(o) => (o.status, o.usage.clone()),
+        Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),
+    };
+    ctx.emit(ProgressKind::Finished { status, usage });
+    result
 }
 
 /// The OpenTelemetry GenAI `invoke_agent` span of the main agent: the root of a run's trace.
@@ -254,26 +256,14 @@ impl MainAgent<'_> {
         let ctx = self
             .root_context(def.name())
             .with_max_turns(Some(self.max_turns));
-        ctx.emit(ProgressKind::Started {
-            description: prompt
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .chars()
-                .take(80)
-                .collect(),
-        });
+        let started = started(&prompt);
         let call = TaskCall::new(def.name(), "main agent", prompt);
-        let result = tracing::Instrument::instrument(
+        run_as_root(
+            &ctx,
+            name,
+            started,
             executor.execute(call, def, ctx.clone()),
-            root_span(name),
         )
-        .await;
-        let (status, usage) = match &result {
-            Ok(o) => (o.status, o.usage.clone()),
-            Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),
-        };
-        ctx.emit(ProgressKind::Finished { status, usage });
-        result
+        .await
     }
 }

@@ -4,58 +4,17 @@
 //! the same remote task to its end.
 #![cfg(feature = "server")]
 
+mod common;
+
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::{a2a_rpc, bash_call, serve_a2a, texts, write_agent};
 use serde_json::{Value, json};
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
-use subagents::spi::{ApprovalDecision, ApprovalRequest, Approver, TaskStatus};
-use subagents::{ServeOptions, Subagents, async_trait};
-
-/// An approver that records every request and answers from a list (then denies).
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<Vec<ApprovalRequest>>,
-    answers: Mutex<Vec<ApprovalDecision>>,
-}
-
-impl Recorder {
-    fn answering(answers: Vec<ApprovalDecision>) -> Arc<Self> {
-        Arc::new(Self {
-            seen: Mutex::default(),
-            answers: Mutex::new(answers),
-        })
-    }
-    fn seen(&self) -> Vec<ApprovalRequest> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl Approver for Recorder {
-    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
-        self.seen.lock().unwrap().push(request);
-        let mut a = self.answers.lock().unwrap();
-        if a.is_empty() {
-            ApprovalDecision::deny("the recorder says no.")
-        } else {
-            a.remove(0)
-        }
-    }
-}
-
-fn bash_call(cmd: &str) -> Reply {
-    Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
-}
-
-fn tool_results(req: &RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect()
-}
+use subagent_testkit::{Reply, ScriptedApprover, ScriptedModelServer};
+use subagents::spi::{ApprovalDecision, TaskStatus};
+use subagents::{ServeOptions, Subagents};
 
 /// Serves a `worker` agent (Bash, default mode, its own scripted model) on 127.0.0.1 and
 /// returns its URL, the workspace, and the server's shutdown handle.
@@ -64,47 +23,30 @@ async fn serve_worker(
     dir: &Path,
     options: ServeOptions,
 ) -> (String, subagents::a2a::server::A2aServer) {
-    let agents = dir.join("agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::create_dir_all(dir.join("work")).unwrap();
-    std::fs::write(
-        agents.join("worker.md"),
+    let agents = write_agent(
+        dir,
+        "worker",
         "---\nname: worker\ndescription: Runs commands.\ntools: Bash\nmodel: worker-model\n---\nWork.\n",
-    )
-    .unwrap();
+    );
     let served = Subagents::builder()
-        .named_model(
-            "worker-model",
-            format!("openai-compatible:worker-model@{}", model.openai_base_url()),
-        )
+        .named_model("worker-model", model.openai_model("worker-model"))
         .agents_dir(&agents)
         .workspace(dir.join("work"))
         .builtin_agents(false)
         .build()
         .await
         .expect("the served registry builds");
-    let server = served.a2a_server(&options).expect("server");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/worker", listener.local_addr().unwrap());
-    let s = server.clone();
-    tokio::spawn(async move {
-        let _keep = served;
-        let _ = s.serve(listener, std::future::pending::<()>()).await;
-    });
-    (url, server)
+    serve_a2a(served, &options, "worker").await
 }
 
 /// The main side: a scripted main model with the remote worker as its only agent.
 async fn main_side(
     model: &ScriptedModelServer,
     url: &str,
-    approver: Option<Arc<Recorder>>,
+    approver: Option<Arc<ScriptedApprover>>,
 ) -> Subagents {
     let mut b = Subagents::builder()
-        .model(format!(
-            "openai-compatible:main-model@{}",
-            model.openai_base_url()
-        ))
+        .model(model.openai_model("main-model"))
         .a2a_agent(url)
         .builtin_agents(false);
     if let Some(a) = approver {
@@ -113,28 +55,11 @@ async fn main_side(
     b.build().await.expect("the main registry builds")
 }
 
+/// An A2A request that must succeed; its result.
 async fn rpc(url: &str, method: &str, params: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .expect("the server answers");
-    let v: Value = resp.json().await.expect("JSON");
+    let v = a2a_rpc(url, method, params).await;
     assert!(v.get("error").is_none(), "{method}: {v}");
     v["result"].clone()
-}
-
-fn texts(message: &Value) -> String {
-    message["parts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,7 +71,7 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
     model.push_for_model("worker-model", bash_call("touch made-remotely.txt"));
     model.push_for_model("worker-model", Reply::text("touched it"));
     model.push(Reply::text("done"));
-    let recorder = Recorder::answering(vec![ApprovalDecision::AllowOnce]);
+    let recorder = ScriptedApprover::answering([ApprovalDecision::AllowOnce]);
     let main = main_side(&model, &url, Some(recorder.clone())).await;
 
     let outcome = main.main_agent().run("go").await.expect("runs");
@@ -157,7 +82,7 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
     );
 
     // The root's approver saw the remote tool call, with the path through the A2A child.
-    let seen = recorder.seen();
+    let seen = recorder.requests();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].agent_path, ["main", "worker"]);
     assert_eq!(seen[0].tool, "Bash");
@@ -189,7 +114,7 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
         .into_iter()
         .filter(|r| r.model() == Some("main-model"))
         .collect();
-    let results = tool_results(main_requests.last().unwrap());
+    let results = main_requests.last().unwrap().tool_results();
     assert!(results[0].contains("touched it"), "{results:?}");
 }
 
@@ -202,7 +127,7 @@ async fn a_root_denial_reaches_the_remote_model_and_the_task_still_completes() {
     model.push_for_model("worker-model", bash_call("touch denied.txt"));
     model.push_for_model("worker-model", Reply::text("could not touch it"));
     model.push(Reply::text("done"));
-    let recorder = Recorder::answering(vec![ApprovalDecision::deny("not on a Friday")]);
+    let recorder = ScriptedApprover::answering([ApprovalDecision::deny("not on a Friday")]);
     let main = main_side(&model, &url, Some(recorder.clone())).await;
     let outcome = main.main_agent().run("go").await.expect("runs");
     assert_eq!(outcome.text, "done");
@@ -212,7 +137,7 @@ async fn a_root_denial_reaches_the_remote_model_and_the_task_still_completes() {
         .into_iter()
         .filter(|r| r.model() == Some("worker-model"))
         .collect();
-    let results = tool_results(&worker_requests[1]);
+    let results = worker_requests[1].tool_results();
     assert!(
         results[0].contains("not approved") && results[0].contains("not on a Friday"),
         "the remote model reads the root's reason: {results:?}"
@@ -343,7 +268,7 @@ async fn our_server_asks_over_http_understands_always_and_no_and_denies_after_it
         .into_iter()
         .filter(|r| r.model() == Some("worker-model"))
         .collect();
-    let all: Vec<String> = worker.iter().flat_map(tool_results).collect();
+    let all: Vec<String> = worker.iter().flat_map(|r| r.tool_results()).collect();
     assert!(all.iter().any(|r| r.contains("keep it")), "{all:?}");
     assert!(
         all.iter().any(|r| r.contains("did not answer within 2 s")),

@@ -2,33 +2,15 @@
 //! stops its siblings and the whole tree reports the budget; a remote child served by our A2A
 //! server receives `CancelTask`.
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use common::{last_message, task, team_builder};
+use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
+use subagents::TaskStatus;
 use subagents::spi::BudgetLimits;
-use subagents::{Subagents, TaskStatus};
-
-fn team() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/team")
-}
-
-/// The text of the last message of an OpenAI request body.
-fn last_message(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map(|m| m["content"].to_string())
-        .unwrap_or_default()
-}
-
-fn task(agent: &str, prompt: &str) -> (&'static str, Value) {
-    (
-        "Task",
-        json!({"description": prompt, "prompt": prompt, "subagent_type": agent}),
-    )
-}
 
 /// Answers by prompt: the main agent starts the coordinator, the coordinator starts a burner
 /// and a slow leaf in parallel, the burner uses 5000 tokens at once, the slow leaf takes 30 s.
@@ -58,11 +40,7 @@ async fn a_grandchild_spending_the_token_budget_cancels_its_siblings_and_the_tre
     for _ in 0..4 {
         server.script().push_dynamic(None, respond);
     }
-    let work = tempfile::tempdir().expect("tmp").keep();
-    let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", server.openai_base_url()))
-        .agents_dir(team())
-        .workspace(work)
+    let agents = team_builder(&server)
         .budget(BudgetLimits::new().with_tokens(1000))
         .build()
         .await
@@ -88,14 +66,7 @@ async fn without_a_budget_the_same_tree_runs_to_its_end() {
     server.push(Reply::text("leaf").with_usage(4000, 1000));
     server.push(Reply::text("coordinator"));
     server.push(Reply::text("main"));
-    let work = tempfile::tempdir().expect("tmp").keep();
-    let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", server.openai_base_url()))
-        .agents_dir(team())
-        .workspace(work)
-        .build()
-        .await
-        .expect("builds");
+    let agents = team_builder(&server).build().await.expect("builds");
     let outcome = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(outcome.status, TaskStatus::Completed);
 }
@@ -110,16 +81,7 @@ async fn a_remote_child_receives_cancel_task_when_the_budget_is_spent() {
     // The remote side: our A2A server hosting `leaf`, whose model takes 30 s to answer.
     let remote_model = ScriptedModelServer::start().await;
     remote_model.push(Reply::text("remote answer").with_delay(Duration::from_secs(30)));
-    let remote = Subagents::builder()
-        .model(format!(
-            "openai-compatible:m@{}",
-            remote_model.openai_base_url()
-        ))
-        .agents_dir(team())
-        .workspace(tempfile::tempdir().expect("tmp").keep())
-        .build()
-        .await
-        .expect("builds");
+    let remote = team_builder(&remote_model).build().await.expect("builds");
     let store = Arc::new(InMemoryTaskStore::new(100, Duration::from_secs(600)));
     let leaf = remote.task().find("leaf").expect("leaf").clone();
     let executor = remote.task().executor_of("leaf").expect("executor");
@@ -150,14 +112,8 @@ async fn a_remote_child_receives_cancel_task_when_the_budget_is_spent() {
             .with_usage(4000, 1000)
             .with_delay(Duration::from_millis(1000))
     });
-    let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", model.openai_base_url()))
-        .agents_dir(team())
-        .a2a_reference(
-            subagents::spi::SubagentReference::new(url, subagents::a2a::client::KIND)
-                .with_metadata(subagents::a2a::client::keys::NAME, "remote-leaf"),
-        )
-        .workspace(tempfile::tempdir().expect("tmp").keep())
+    let agents = team_builder(&model)
+        .a2a_reference(common::remote_reference(&url, "remote-leaf"))
         .budget(BudgetLimits::new().with_tokens(1000))
         .build()
         .await

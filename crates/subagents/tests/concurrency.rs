@@ -1,23 +1,17 @@
 //! The concurrency cap through the facade, counted where it matters: at the (scripted) model
 //! server, over real HTTP.
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
 
+use common::team_builder;
 use serde_json::json;
 use subagent_testkit::{Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
 
-fn team() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/team")
-}
-
 async fn agents(server: &ScriptedModelServer, cap: usize) -> Subagents {
-    let work = tempfile::tempdir().expect("tmp").keep();
-    Subagents::builder()
-        .model(format!("openai-compatible:m@{}", server.openai_base_url()))
-        .agents_dir(team())
-        .workspace(work)
+    team_builder(server)
         .max_concurrent(cap)
         .build()
         .await

@@ -3,9 +3,12 @@
 //! (and its answer decides), one that does not gets a denial its model reads.
 #![cfg(feature = "mcp")]
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use common::{bash_call, text, write_agent};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, Implementation, JsonObject,
@@ -14,7 +17,7 @@ use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer};
 use subagents::Subagents;
 
 /// A client that declares form elicitation and answers every question with `answer`.
@@ -61,43 +64,23 @@ impl ClientHandler for Answering {
     }
 }
 
-fn bash_call(cmd: &str) -> Reply {
-    Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
-}
-
-fn tool_results(req: &RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect()
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
+/// Serves a `worker` agent (Bash) in `dir` over MCP, its model scripted to call Bash with
+/// `command` and then answer `answer`; returns the registry, the server and its URL.
 async fn serve(
     model: &ScriptedModelServer,
     dir: &Path,
-) -> (Subagents, subagents::mcp::McpHttpServer) {
-    let agents = dir.join("agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::create_dir_all(dir.join("work")).unwrap();
-    std::fs::write(
-        agents.join("worker.md"),
+    command: &str,
+    answer: &str,
+) -> (Subagents, subagents::mcp::McpHttpServer, String) {
+    model.push(bash_call(command));
+    model.push(Reply::text(answer));
+    let agents = write_agent(
+        dir,
+        "worker",
         "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
-    )
-    .unwrap();
+    );
     let registry = Subagents::builder()
-        .model(format!(
-            "openai-compatible:worker-model@{}",
-            model.openai_base_url()
-        ))
+        .model(model.openai_model("worker-model"))
         .agents_dir(&agents)
         .workspace(dir.join("work"))
         .builtin_agents(false)
@@ -109,7 +92,8 @@ async fn serve(
         .serve_streamable_http("127.0.0.1:0".parse().unwrap())
         .await
         .expect("serves");
-    (registry, server)
+    let url = format!("http://{}/mcp", server.local_addr());
+    (registry, server, url)
 }
 
 fn task_args() -> JsonObject {
@@ -134,11 +118,9 @@ async fn call_task<S: ClientHandler>(client: &RunningService<RoleClient, S>) -> 
 async fn a_client_with_elicitation_is_asked_and_its_yes_runs_the_call() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, server) = serve(&model, dir.path()).await;
-    model.push(bash_call("touch asked.txt"));
-    model.push(Reply::text("touched it"));
+    let (_registry, _server, url) =
+        serve(&model, dir.path(), "touch asked.txt", "touched it").await;
     let asked = Arc::new(Mutex::new(Vec::new()));
-    let url = format!("http://{}/mcp", server.local_addr());
     let client = Answering {
         answer: json!({"decision": "yes"}),
         asked: asked.clone(),
@@ -167,10 +149,8 @@ async fn a_client_with_elicitation_is_asked_and_its_yes_runs_the_call() {
 async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, server) = serve(&model, dir.path()).await;
-    model.push(bash_call("touch refused.txt"));
-    model.push(Reply::text("not touched"));
-    let url = format!("http://{}/mcp", server.local_addr());
+    let (_registry, _server, url) =
+        serve(&model, dir.path(), "touch refused.txt", "not touched").await;
     let client = Answering {
         answer: json!({"decision": "no", "reason": "not in this repository"}),
         asked: Arc::default(),
@@ -180,7 +160,7 @@ async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
     .expect("connects");
     call_task(&client).await;
     assert!(!dir.path().join("work/refused.txt").exists());
-    let results = tool_results(&model.requests()[1]);
+    let results = model.requests()[1].tool_results();
     assert!(results[0].contains("not in this repository"), "{results:?}");
     let _ = client.cancel().await;
 }
@@ -189,10 +169,8 @@ async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
 async fn a_client_without_elicitation_gets_a_denial_the_model_reads() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, server) = serve(&model, dir.path()).await;
-    model.push(bash_call("touch never.txt"));
-    model.push(Reply::text("could not touch it"));
-    let url = format!("http://{}/mcp", server.local_addr());
+    let (_registry, _server, url) =
+        serve(&model, dir.path(), "touch never.txt", "could not touch it").await;
     let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
     let result = call_task(&client).await;
     assert!(
@@ -201,7 +179,7 @@ async fn a_client_without_elicitation_gets_a_denial_the_model_reads() {
         text(&result)
     );
     assert!(!dir.path().join("work/never.txt").exists());
-    let results = tool_results(&model.requests()[1]);
+    let results = model.requests()[1].tool_results();
     assert!(
         results[0].contains("not approved") && results[0].contains("does not support elicitation"),
         "{results:?}"

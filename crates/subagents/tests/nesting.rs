@@ -2,28 +2,17 @@
 //! main → coordinator (its file lists `Task`) → leaf, and the rules that decide who is offered
 //! `Task`.
 
-use std::path::PathBuf;
+mod common;
 
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
-
-fn team() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/team")
-}
 
 fn offers_task(req: &RecordedRequest) -> bool {
     req.tool_names().iter().any(|n| n == "Task")
 }
 
 async fn agents(server: &ScriptedModelServer, max_depth: Option<u32>) -> Subagents {
-    let work = tempfile::tempdir().expect("tmp").keep();
-    let mut b = Subagents::builder()
-        .model(format!(
-            "openai-compatible:team-model@{}",
-            server.openai_base_url()
-        ))
-        .agents_dir(team())
-        .workspace(work);
+    let mut b = common::team_builder_on(server, "team-model");
     if let Some(d) = max_depth {
         b = b.max_depth(d);
     }
@@ -174,10 +163,7 @@ async fn a_store_keeps_sessions_in_the_shared_database() {
         .push_for_model("team-model", Reply::text("stored answer"));
     let dir = tempfile::tempdir().expect("tmp");
     let agents = Subagents::builder()
-        .model(format!(
-            "openai-compatible:team-model@{}",
-            server.openai_base_url()
-        ))
+        .model(server.openai_model("team-model"))
         .workspace(dir.path())
         .store(StoreUrl::Sqlite(dir.path().join("ledger.db")))
         .build()

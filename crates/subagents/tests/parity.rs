@@ -38,10 +38,7 @@ impl Project {
 
     async fn build(&self, server: &ScriptedModelServer, settings: Option<PathBuf>) -> Subagents {
         let mut b = Subagents::builder()
-            .model(format!(
-                "openai-compatible:team@{}",
-                server.openai_base_url()
-            ))
+            .model(server.openai_model("team"))
             .agents_dir(self.agents.path())
             .workspace(self.ws.path())
             // These tests are about hooks, memory and isolation, not approvals: approve all.

@@ -2,34 +2,31 @@
 //! channel through the whole delegation tree, the main agent's own tools under its mode, and
 //! background children waiting for an answer.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{bash_call, write_agent};
 use serde_json::json;
 use subagent_testkit::{RecordedRequest, Reply, ScriptedApprover, ScriptedModelServer};
 use subagents::Subagents;
 use subagents::claude::PermissionMode;
 use subagents::spi::ApprovalDecision;
 
-fn bash_call(cmd: &str) -> Reply {
-    Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
-}
-
 /// A coordinator that may delegate and a worker that runs commands.
 fn team(dir: &Path) {
-    let agents = dir.join("agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::write(
-        agents.join("coordinator.md"),
+    write_agent(
+        dir,
+        "coordinator",
         "---\nname: coordinator\ndescription: Delegates.\ntools: Task, Read\n---\nDelegate.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        agents.join("worker.md"),
+    );
+    write_agent(
+        dir,
+        "worker",
         "---\nname: worker\ndescription: Runs commands.\ntools: Bash, Read\nmodel: worker-model\n---\nWork.\n",
-    )
-    .unwrap();
+    );
 }
 
 async fn build(
@@ -39,20 +36,10 @@ async fn build(
 ) -> Subagents {
     team(dir);
     let mut b = Subagents::builder()
-        .model(format!(
-            "openai-compatible:main-model@{}",
-            server.openai_base_url()
-        ))
-        .named_model(
-            "worker-model",
-            format!(
-                "openai-compatible:worker-model@{}",
-                server.openai_base_url()
-            ),
-        )
+        .model(server.openai_model("main-model"))
+        .named_model("worker-model", server.openai_model("worker-model"))
         .agents_dir(dir.join("agents"))
         .workspace(dir.join("work"));
-    std::fs::create_dir_all(dir.join("work")).unwrap();
     if let Some(a) = approver {
         b = b.approver(a);
     }
@@ -118,7 +105,7 @@ async fn permission_mode_and_rules_from_the_builder_apply_to_main_and_agents() {
     ]));
     server.push(Reply::text("main done"));
     let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", server.openai_base_url()))
+        .model(server.openai_model("m"))
         .workspace(dir.path().join("work"))
         .claude_settings(dir.path().join("work"))
         .permission_mode(PermissionMode::DontAsk)

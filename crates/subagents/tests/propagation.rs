@@ -5,16 +5,19 @@
 //! with a capturing exporter, behind `tracing-opentelemetry`, as `subagents::otel` installs.
 #![cfg(all(feature = "otel", feature = "server", feature = "mcp"))]
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use common::{serve_a2a, write_agent};
 use opentelemetry::trace::{SpanKind, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use serde_json::json;
-use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::spi::{TaskContext, Tool, ToolError, ToolOutput};
-use subagents::{ServeOptions, Subagents, async_trait};
+use subagent_testkit::{FnTool, Reply, ScriptedModelServer};
+use subagents::spi::ToolOutput;
+use subagents::{ServeOptions, Subagents, SubagentsBuilder};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -79,54 +82,49 @@ fn child_of(spans: &[SpanData], name: &str, kind: SpanKind, parent: &str) -> Spa
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
-    let capture = capture();
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let agents = dir.path().join("agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::write(
-        agents.join("a2a-worker.md"),
-        "---\nname: a2a-worker\ndescription: Works.\ntools: Read\nmodel: worker-model\n---\nWork.\n",
-    )
-    .unwrap();
-    let served = Subagents::builder()
-        .named_model(
-            "worker-model",
-            format!("openai-compatible:worker-model@{}", model.openai_base_url()),
-        )
-        .agents_dir(&agents)
-        .workspace(dir.path())
-        .builtin_agents(false)
-        .build()
-        .await
-        .unwrap();
-    let server = served.a2a_server(&ServeOptions::new()).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/a2a-worker", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let _keep = served;
-        let _ = server.serve(listener, std::future::pending::<()>()).await;
-    });
-
-    model.push(Reply::task_call("a2a-worker", "work remotely"));
-    model.push_for_model("worker-model", Reply::text("REMOTE").with_usage(3, 2));
-    model.push(Reply::text("done"));
-    let main = Subagents::builder()
-        .model(format!(
-            "openai-compatible:main-model@{}",
-            model.openai_base_url()
-        ))
-        .a2a_agent(&url)
+/// Runs the main agent of `main` on `main-model` of `model` (which answers `done`); returns
+/// every span recorded so far.
+async fn run_main(
+    capture: &Capture,
+    model: &ScriptedModelServer,
+    main: SubagentsBuilder,
+) -> Vec<SpanData> {
+    let main = main
+        .model(model.openai_model("main-model"))
         .builtin_agents(false)
         .build()
         .await
         .unwrap();
     let answer = main.main_agent().run("go").await.unwrap();
     assert_eq!(answer.text, "done");
+    capture.0.lock().unwrap().clone()
+}
 
-    let spans = capture.0.lock().unwrap().clone();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
+    let capture = capture();
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let agents = write_agent(
+        dir.path(),
+        "a2a-worker",
+        "---\nname: a2a-worker\ndescription: Works.\ntools: Read\nmodel: worker-model\n---\nWork.\n",
+    );
+    let served = Subagents::builder()
+        .named_model("worker-model", model.openai_model("worker-model"))
+        .agents_dir(&agents)
+        .workspace(dir.path())
+        .builtin_agents(false)
+        .build()
+        .await
+        .unwrap();
+    let (url, _server) = serve_a2a(served, &ServeOptions::new(), "a2a-worker").await;
+
+    model.push(Reply::task_call("a2a-worker", "work remotely"));
+    model.push_for_model("worker-model", Reply::text("REMOTE").with_usage(3, 2));
+    model.push(Reply::text("done"));
+    let main = Subagents::builder().a2a_agent(&url);
+    let spans = run_main(&capture, &model, main).await;
     // The request that ran the agent: a server span under the caller's A2A child run.
     let server = spans
         .iter()
@@ -169,36 +167,20 @@ async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
     );
 }
 
-/// A tool answering with its `prompt`, served over MCP.
-struct Echo;
-
-#[async_trait]
-impl Tool for Echo {
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> String {
-        "Echoes the prompt.".into()
-    }
-    fn input_schema(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]})
-    }
-    async fn call(
-        &self,
-        input: serde_json::Value,
-        _: &TaskContext,
-    ) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!(
-            "echo: {}",
-            input["prompt"].as_str().unwrap_or("")
-        )))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_calls_carry_traceparent_in_meta_and_our_server_continues_the_trace() {
     let capture = capture();
-    let web = subagents::mcp::McpToolServer::new(vec![Arc::new(Echo)])
+    let web = subagents::mcp::McpToolServer::new(vec![Arc::new(FnTool::new(
+        "echo",
+        "Echoes the prompt.",
+        json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}),
+        |input| {
+            Ok(ToolOutput::text(format!(
+                "echo: {}",
+                input["prompt"].as_str().unwrap_or("")
+            )))
+        },
+    ))])
         .serve_streamable_http("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -206,20 +188,9 @@ async fn mcp_calls_carry_traceparent_in_meta_and_our_server_continues_the_trace(
     model.push(Reply::task_call("echo", "hello over mcp"));
     model.push(Reply::text("done"));
     let main = Subagents::builder()
-        .model(format!(
-            "openai-compatible:main-model@{}",
-            model.openai_base_url()
-        ))
         .mcp_agent(web.url())
-        .workspace(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .builtin_agents(false)
-        .build()
-        .await
-        .unwrap();
-    let answer = main.main_agent().run("go").await.unwrap();
-    assert_eq!(answer.text, "done");
-
-    let spans = capture.0.lock().unwrap().clone();
+        .workspace(Path::new(env!("CARGO_MANIFEST_DIR")));
+    let spans = run_main(&capture, &model, main).await;
     let server = child_of(
         &spans,
         "tools/call echo",

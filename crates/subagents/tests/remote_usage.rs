@@ -6,56 +6,27 @@
 
 #![cfg(feature = "server")]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use common::{last_message, remote_reference, serve_a2a, task, team_builder};
 use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::spi::{BudgetLimits, ModelPrice, ModelPrices, SubagentReference, UsageNode};
-use subagents::{ServeOptions, Subagents, TaskStatus};
+use subagents::spi::{BudgetLimits, ModelPrice, ModelPrices, UsageNode};
+use subagents::{ServeOptions, Subagents, SubagentsBuilder, TaskStatus};
 
-fn team() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/team")
-}
-
-fn last_message(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map(|m| m["content"].to_string())
-        .unwrap_or_default()
-}
-
-fn task(agent: &str, prompt: &str) -> (&'static str, Value) {
-    (
-        "Task",
-        json!({"description": prompt, "prompt": prompt, "subagent_type": agent}),
-    )
-}
-
-/// Serves the team (coordinator, leaf...) over A2A on 127.0.0.1, its models answered by
-/// `model`; returns the coordinator's URL.
-async fn serve_team(model: &ScriptedModelServer) -> String {
-    let remote = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", model.openai_base_url()))
-        .agents_dir(team())
-        .workspace(tempfile::tempdir().expect("tmp").keep())
-        .build()
+/// Serves the team (coordinator, leaf...) over A2A on 127.0.0.1, its models answered by a
+/// server of their own scripted by [`script_remote`]; returns that server and the
+/// coordinator's URL.
+async fn serve_team() -> (ScriptedModelServer, String) {
+    let model = ScriptedModelServer::start().await;
+    script_remote(&model);
+    let remote = team_builder(&model).build().await.expect("builds");
+    let url = serve_a2a(remote, &ServeOptions::new(), "coordinator")
         .await
-        .expect("builds");
-    let server = remote.a2a_server(&ServeOptions::new()).expect("server");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!(
-        "http://{}/coordinator",
-        listener.local_addr().expect("addr")
-    );
-    tokio::spawn(async move {
-        let _keep = remote;
-        let _ = server.serve(listener, std::future::pending()).await;
-    });
-    url
+        .0;
+    (model, url)
 }
 
 /// The remote side's script: the coordinator delegates to the leaf (100 + 10 tokens), the leaf
@@ -74,9 +45,12 @@ fn script_remote(model: &ScriptedModelServer) {
     model.push(Reply::text("coordinated").with_usage(7, 3).with_model("m"));
 }
 
-fn remote_reference(url: &str, name: &str) -> SubagentReference {
-    SubagentReference::new(url, subagents::a2a::client::KIND)
-        .with_metadata(subagents::a2a::client::keys::NAME, name)
+/// The caller's side: a main agent on `model` with the remote coordinator at `url`.
+fn caller(model: &ScriptedModelServer, url: &str) -> SubagentsBuilder {
+    Subagents::builder()
+        .model(model.openai_model("m"))
+        .a2a_reference(remote_reference(url, "remote-coordinator"))
+        .workspace(tempfile::tempdir().expect("tmp").keep())
 }
 
 fn find<'a>(nodes: &'a [UsageNode], agent: &str) -> &'a UsageNode {
@@ -88,17 +62,12 @@ fn find<'a>(nodes: &'a [UsageNode], agent: &str) -> &'a UsageNode {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_childs_usage_tree_joins_the_callers_and_is_priced() {
-    let remote_model = ScriptedModelServer::start().await;
-    script_remote(&remote_model);
-    let url = serve_team(&remote_model).await;
+    let (_remote_model, url) = serve_team().await;
 
     let model = ScriptedModelServer::start().await;
     model.push(Reply::task_call("remote-coordinator", "REMOTE").with_usage(1, 1));
     model.push(Reply::text("all done").with_usage(1, 1));
-    let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", model.openai_base_url()))
-        .a2a_reference(remote_reference(&url, "remote-coordinator"))
-        .workspace(tempfile::tempdir().expect("tmp").keep())
+    let agents = caller(&model, &url)
         .prices(ModelPrices::new().with("m", ModelPrice::new(1.0, 2.0)))
         .build()
         .await
@@ -138,17 +107,12 @@ async fn a_remote_childs_usage_tree_joins_the_callers_and_is_priced() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_childs_reported_tokens_spend_the_callers_budget() {
-    let remote_model = ScriptedModelServer::start().await;
-    script_remote(&remote_model);
-    let url = serve_team(&remote_model).await;
+    let (_remote_model, url) = serve_team().await;
 
     let model = ScriptedModelServer::start().await;
     model.push(Reply::task_call("remote-coordinator", "REMOTE"));
     model.push(Reply::text("never asked"));
-    let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", model.openai_base_url()))
-        .a2a_reference(remote_reference(&url, "remote-coordinator"))
-        .workspace(tempfile::tempdir().expect("tmp").keep())
+    let agents = caller(&model, &url)
         .budget(BudgetLimits::new().with_tokens(1000))
         .build()
         .await
@@ -168,17 +132,12 @@ async fn a_remote_childs_reported_tokens_spend_the_callers_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_own_budget_stops_its_remote_subtree_and_the_caller_goes_on() {
-    let remote_model = ScriptedModelServer::start().await;
-    script_remote(&remote_model);
-    let url = serve_team(&remote_model).await;
+    let (_remote_model, url) = serve_team().await;
 
     let model = ScriptedModelServer::start().await;
     model.push(Reply::task_call("remote-coordinator", "REMOTE"));
     model.push(Reply::text("carried on"));
-    let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", model.openai_base_url()))
-        .a2a_reference(remote_reference(&url, "remote-coordinator"))
-        .workspace(tempfile::tempdir().expect("tmp").keep())
+    let agents = caller(&model, &url)
         .budget(BudgetLimits::new().with_tokens(1_000_000))
         .agent_budget("remote-coordinator", BudgetLimits::new().with_tokens(1000))
         .build()
@@ -236,7 +195,7 @@ async fn a_frontmatter_budget_cuts_the_agents_subtree_while_the_root_budget_is_l
     }
     model.push(Reply::text("main carried on"));
     let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", model.openai_base_url()))
+        .model(model.openai_model("m"))
         .agents_dir(dir.path())
         .workspace(tempfile::tempdir().expect("tmp").keep())
         .budget(BudgetLimits::new().with_tokens(1_000_000))

@@ -3,24 +3,19 @@
 
 #![cfg(all(feature = "server", feature = "store"))]
 
-use std::path::PathBuf;
+mod common;
 
+use common::{a2a_rpc as rpc, team_builder};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::{ServeOptions, Subagents, open_task_store};
+use subagents::{ServeOptions, open_task_store};
 
 async fn serve_once(
     model: &ScriptedModelServer,
     store_url: &str,
     call: impl AsyncFnOnce(&str) -> Value,
 ) -> Value {
-    let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", model.openai_base_url()))
-        .agents_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/team"))
-        .workspace(tempfile::tempdir().expect("tmp").keep())
-        .build()
-        .await
-        .expect("builds");
+    let agents = team_builder(model).build().await.expect("builds");
     let store = open_task_store(&store_url.parse().expect("url"))
         .await
         .expect("store opens")
@@ -36,19 +31,6 @@ async fn serve_once(
     token.cancel();
     serving.await.unwrap().unwrap();
     out
-}
-
-async fn rpc(base: &str, method: &str, params: Value) -> Value {
-    reqwest::Client::new()
-        .post(base)
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("json")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,12 +1,12 @@
 //! The OpenTelemetry GenAI spans of a run, seen by a `tracing` layer: `invoke_agent` per run,
 //! `chat` per model call, `execute_tool` per tool call, nested as the delegation tree.
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::Subagents;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -72,13 +72,7 @@ async fn a_run_traces_as_its_delegation_tree_with_genai_attributes() {
             .with_model("leaf-model-v1"),
     );
     server.push(Reply::text("done").with_usage(20, 2));
-    let agents = Subagents::builder()
-        .model(format!("openai-compatible:m@{}", server.openai_base_url()))
-        .agents_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/team"))
-        .workspace(tempfile::tempdir().expect("tmp").keep())
-        .build()
-        .await
-        .expect("builds");
+    let agents = common::team_builder(&server).build().await.expect("builds");
     agents.main_agent().run("go").await.expect("runs");
 
     let all = spans.0.lock().unwrap().clone();

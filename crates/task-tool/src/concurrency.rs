@@ -59,6 +59,16 @@ impl RunPermit {
         }))
     }
 
+    /// [`acquire`](Self::acquire) for the run of `child`, taking and giving back the context
+    /// (so the caller's future holds no borrow of it across the wait).
+    pub(crate) async fn acquire_for(
+        sem: &Arc<Semaphore>,
+        child: TaskContext,
+    ) -> (Option<Arc<Self>>, TaskContext) {
+        let permit = Self::acquire(sem, &child).await;
+        (permit, child)
+    }
+
     /// Takes a place without waiting, when one is free.
     pub(crate) fn try_acquire(sem: &Arc<Semaphore>) -> Option<Arc<Self>> {
         let permit = sem.clone().try_acquire_owned().ok()?;
@@ -131,16 +141,38 @@ impl RunPermit {
     }
 }
 
-/// Ends an abandoned wait on drop.
-struct WaitGuard<'a> {
-    permit: &'a RunPermit,
-    done: bool,
+/// A wait of a run on its children, begun with [`ChildWait::begin`]: the run's place is given
+/// back until [`end`](Self::end) takes one again. Dropped without `end` (the waiting future was
+/// dropped), the wait is abandoned and no place is taken again, since the run is being stopped.
+///
+/// A guard rather than a wrapper future, so the dispatch path does not nest (and copy) the
+/// child's future inside another one.
+pub(crate) struct ChildWait<'a> {
+    permit: Option<&'a RunPermit>,
 }
 
-impl Drop for WaitGuard<'_> {
+impl<'a> ChildWait<'a> {
+    /// Begins a wait of the run of `ctx`; `None` for a run without a place (the root).
+    pub(crate) fn begin(ctx: &'a TaskContext) -> Option<Self> {
+        let permit = ctx.extensions().get::<Arc<RunPermit>>()?;
+        permit.begin_wait();
+        Some(Self {
+            permit: Some(permit),
+        })
+    }
+
+    /// Ends the wait: the last one of the run takes a place again, waiting its turn.
+    pub(crate) async fn end(mut self, ctx: &TaskContext) {
+        if let Some(permit) = self.permit.take() {
+            permit.end_wait(ctx).await;
+        }
+    }
+}
+
+impl Drop for ChildWait<'_> {
     fn drop(&mut self) {
-        if !self.done {
-            self.permit.abandon_wait();
+        if let Some(permit) = self.permit {
+            permit.abandon_wait();
         }
     }
 }
@@ -148,16 +180,10 @@ impl Drop for WaitGuard<'_> {
 /// Runs `fut`, a wait of the run of `ctx` on its children, with the run's place given back for
 /// the wait (see the module docs). Runs without a place (the root) just await `fut`.
 pub(crate) async fn waiting_on_children<F: Future>(ctx: &TaskContext, fut: F) -> F::Output {
-    let Some(permit) = ctx.extensions().get::<Arc<RunPermit>>() else {
+    let Some(wait) = ChildWait::begin(ctx) else {
         return fut.await;
     };
-    permit.begin_wait();
-    let mut guard = WaitGuard {
-        permit,
-        done: false,
-    };
     let out = fut.await;
-    guard.done = true;
-    permit.end_wait(ctx).await;
+    wait.end(ctx).await;
     out
 }

@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use crate::background::BackgroundRegistry;
 use crate::builder::TaskToolBuilder;
-use crate::concurrency::{DEFAULT_MAX_CONCURRENT, RunPermit, waiting_on_children};
+use crate::concurrency::{ChildWait, DEFAULT_MAX_CONCURRENT, RunPermit};
 use crate::format;
 use crate::ids::new_id;
 use crate::tools::{TaskOutputTool, TaskStopTool};
@@ -338,19 +338,34 @@ impl TaskTool {
         }
         // The caller gives its place under the cap back while it waits for this child (see
         // `concurrency`); the child waits its turn for one.
-        let outcome = waiting_on_children(ctx, async {
-            let Some(permit) = RunPermit::acquire(&self.inner.slots, &child).await else {
-                return Ok(TaskOutcome::with_status(
+        // (Awaited here in line, not through a wrapper future: this is the per-dispatch path.)
+        let wait = ChildWait::begin(ctx);
+        // `child` is moved, never borrowed, here: a borrowed local stays in this future's state
+        // across every later await (the state would grow by a whole context).
+        let (permit, child) = match RunPermit::try_acquire(&self.inner.slots) {
+            Some(p) => (Some(p), child),
+            None => RunPermit::acquire_for(&self.inner.slots, child).await,
+        };
+        let result = match permit {
+            None => {
+                // Dropped here, not at the end: else it would be kept across the wait below.
+                drop(child);
+                Ok(TaskOutcome::with_status(
                     String::new(),
                     TaskStatus::Cancelled,
-                ));
-            };
-            let child = child.with_extension(permit.clone());
-            let result = self.run_child(&target, call, child).await;
-            permit.release();
-            result
-        })
-        .await?;
+                ))
+            }
+            Some(permit) => {
+                let child = child.with_extension(permit.clone());
+                let result = self.run_child(&target, call, child).await;
+                permit.release();
+                result
+            }
+        };
+        if let Some(wait) = wait {
+            wait.end(ctx).await;
+        }
+        let outcome = result?;
         Ok(Dispatch::Foreground {
             agent: def.name().to_string(),
             kind: target.kind,
@@ -429,31 +444,40 @@ impl TaskTool {
             error.type = tracing::field::Empty,
         );
         let started = Instant::now();
-        child.emit(ProgressKind::Started {
-            description: call.description.clone(),
-        });
+        if !child.progress().discards_events() {
+            child.emit(ProgressKind::Started {
+                description: call.description.clone(),
+            });
+        }
         let result = executor
             .execute(call, def.clone(), child.clone())
             .instrument(span.clone())
             .await;
         let elapsed = started.elapsed();
         let _enter = span.enter();
+        // Fields are recorded only on a live span: on a disabled one (no subscriber) recording
+        // would still format a `log` record per field.
+        let live = !span.is_disabled();
         match &result {
             Ok(o) => {
-                span.record("subagents.status", o.status.as_str());
-                // As i64: `tracing-opentelemetry` exports a u64 as a string.
-                span.record(
-                    "gen_ai.usage.input_tokens",
-                    i64::try_from(o.usage.input_tokens).unwrap_or(i64::MAX),
-                );
-                span.record(
-                    "gen_ai.usage.output_tokens",
-                    i64::try_from(o.usage.output_tokens).unwrap_or(i64::MAX),
-                );
+                if live {
+                    span.record("subagents.status", o.status.as_str());
+                    // As i64: `tracing-opentelemetry` exports a u64 as a string.
+                    span.record(
+                        "gen_ai.usage.input_tokens",
+                        i64::try_from(o.usage.input_tokens).unwrap_or(i64::MAX),
+                    );
+                    span.record(
+                        "gen_ai.usage.output_tokens",
+                        i64::try_from(o.usage.output_tokens).unwrap_or(i64::MAX),
+                    );
+                }
                 tracing::info!(status = %o.status, duration_ms = elapsed.as_millis() as u64, "subagent task finished");
             }
             Err(e) => {
-                span.record("error.type", "subagent_error");
+                if live {
+                    span.record("error.type", "subagent_error");
+                }
                 tracing::info!(error = %e, duration_ms = elapsed.as_millis() as u64, "subagent task failed");
             }
         }

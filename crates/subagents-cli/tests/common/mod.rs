@@ -1,9 +1,12 @@
 //! Shared by the command's test targets.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use assert_cmd::Command;
+use serde_json::Value;
 
 /// Variables a developer's shell may set that would change what the command does.
 pub(crate) const CLEARED_VARS: [&str; 9] = [
@@ -27,7 +30,13 @@ pub(crate) fn subagents() -> Command {
 
 /// [`subagents`] with `home` as its home and working directory.
 pub(crate) fn subagents_in(home: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("subagents").expect("binary built");
+    Command::from_std(process_in(home))
+}
+
+/// [`subagents_in`] as a plain process, for a command the test keeps running (a server) or
+/// kills.
+pub(crate) fn process_in(home: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("subagents"));
     for var in CLEARED_VARS {
         cmd.env_remove(var);
     }
@@ -44,4 +53,142 @@ pub(crate) fn rt() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
+}
+
+/// This crate's `tests/fixtures`.
+pub(crate) fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The facade's `tests/fixtures/team`: main → coordinator → leaf.
+pub(crate) fn team() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../subagents/tests/fixtures/team")
+}
+
+/// Writes `DIR/subagents.toml` naming `child` the model `child-model` of `server`; returns
+/// its path.
+pub(crate) fn child_model_config(
+    dir: &Path,
+    server: &subagent_testkit::ScriptedModelServer,
+) -> PathBuf {
+    let config = dir.join("subagents.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[models]\nchild = \"{}\"\n",
+            server.openai_model("child-model")
+        ),
+    )
+    .expect("config");
+    config
+}
+
+/// Writes the agent file `ROOT/agents/NAME.md`; returns the agents directory.
+pub(crate) fn write_agent(root: &Path, name: &str, text: &str) -> PathBuf {
+    let dir = root.join("agents");
+    std::fs::create_dir_all(&dir).expect("mkdir agents");
+    std::fs::write(dir.join(format!("{name}.md")), text).expect("agent file");
+    dir
+}
+
+/// What the command printed on stdout, as JSON (`--json`).
+pub(crate) fn json_stdout(assert: assert_cmd::assert::Assert) -> Value {
+    serde_json::from_slice(&assert.get_output().stdout).expect("JSON on stdout")
+}
+
+/// What the command printed on stdout, as text.
+pub(crate) fn stdout_of(assert: assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
+}
+
+/// The text of the last `tool` message in an OpenAI request body.
+pub(crate) fn last_tool_result(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The first word of `text` starting with `prefix` (`task_...`, `sess_...`).
+pub(crate) fn word(text: &str, prefix: &str) -> Option<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .find(|w| w.starts_with(prefix))
+        .map(str::to_string)
+}
+
+/// A child process killed (and reaped) when dropped.
+pub(crate) struct Killed(pub(crate) Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port nobody listens on right now.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A running `subagents serve`, stopped when dropped.
+pub(crate) struct Served {
+    /// The process.
+    pub(crate) process: Killed,
+    /// `http://127.0.0.1:PORT`: agents are served at `{base}/{name}`.
+    pub(crate) base: String,
+}
+
+/// Starts `subagents serve --listen 127.0.0.1:PORT` on a free port, with the clean
+/// environment of [`process_in`] in `home` and its stderr discarded; `configure` adds the
+/// arguments (and may redirect the output); waits until `GET /` answers.
+pub(crate) fn spawn_serve(
+    rt: &tokio::runtime::Runtime,
+    home: &Path,
+    configure: impl FnOnce(&mut std::process::Command),
+) -> Served {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut cmd = process_in(home);
+    cmd.args(["serve", "--listen", &listen])
+        .stderr(Stdio::null());
+    configure(&mut cmd);
+    let process = Killed(cmd.spawn().expect("serve starts"));
+    let base = format!("http://{listen}");
+    rt.block_on(async {
+        for _ in 0..400 {
+            if reqwest::get(format!("{base}/")).await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("serve did not come up on {base}");
+    });
+    Served { process, base }
+}
+
+/// Serves the agent `worker` (its file is `worker_md`) from `root` with `--store memory`, on
+/// the model `worker-model` of `model`; `configure` adds to the command. Returns the server
+/// and the worker's URL.
+pub(crate) fn serve_worker(
+    rt: &tokio::runtime::Runtime,
+    model: &subagent_testkit::ScriptedModelServer,
+    root: &Path,
+    worker_md: &str,
+    configure: impl FnOnce(&mut std::process::Command),
+) -> (Served, String) {
+    let agents = write_agent(root, "worker", worker_md);
+    let served = spawn_serve(rt, root, |cmd| {
+        cmd.args(["--store", "memory"])
+            .args(["--model", &model.openai_model("worker-model")])
+            .arg("--agents")
+            .arg(agents);
+        configure(cmd);
+    });
+    let url = format!("{}/worker", served.base);
+    (served, url)
 }
