@@ -5,56 +5,16 @@
 
 use serde_json::{Value, json};
 use subagent_a2a::client::{A2aResolver, CardVerification};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
-    ServerAuth, TaskEventSink,
-};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount, ServerAuth};
 use subagent_a2a::signing::{CardSigner, CardTrust, TrustedKeys, Verified, verify_card};
 use subagent_a2a::{A2aError, KIND};
-use subagent_spi::{CancellationToken, SubagentReference, async_trait};
+use subagent_spi::{CancellationToken, SubagentReference};
 
-struct Echo;
+mod common;
+mod python;
 
-#[async_trait]
-impl A2aHandler for Echo {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let _ = ev.reply_text(format!("echo: {}", req.text())).await;
-        Ok(())
-    }
-}
-
-struct Srv {
-    base: String,
-    stop: CancellationToken,
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-async fn serve(builder: A2aServerBuilder) -> Srv {
-    let server = builder.build().expect("server builds");
-    let stop = server.shutdown_token();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let s2 = stop.clone();
-    tokio::spawn(async move {
-        let _ = server
-            .serve(listener, async move { s2.cancelled().await })
-            .await;
-    });
-    Srv {
-        base: format!("http://{addr}"),
-        stop,
-    }
-}
+use common::{Srv, json_of, replier, send, serve};
+use python::SDK_1X;
 
 /// A plain HTTP server answering every GET with `body(path)` (a card or a JWK Set).
 async fn static_server(routes: Vec<(&'static str, Value)>) -> Srv {
@@ -68,7 +28,7 @@ async fn static_server(routes: Vec<(&'static str, Value)>) -> Srv {
             }),
         );
     }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = common::bind().await;
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
     let s2 = stop.clone();
@@ -78,8 +38,11 @@ async fn static_server(routes: Vec<(&'static str, Value)>) -> Srv {
             .await;
     });
     Srv {
+        addr,
         base: format!("http://{addr}"),
         stop,
+        done: None,
+        grpc: None,
     }
 }
 
@@ -93,7 +56,7 @@ fn mount() -> AgentMount {
     AgentMount::new(
         "/echo",
         AgentInfo::new("echo", "Echoes text back — signed"),
-        Echo,
+        replier(),
     )
     .with_auth(ServerAuth::bearer("tok"))
     .with_extended_card(AgentInfo::new("echo", "The members' echo"))
@@ -104,7 +67,17 @@ async fn get(url: &str, auth: bool) -> reqwest::Response {
     if auth {
         r = r.bearer_auth("tok");
     }
-    r.send().await.unwrap()
+    send(r).await
+}
+
+/// Asserts that `card`, served at `url`, carries a signature that verifies under `keys`.
+#[track_caller]
+fn assert_signed(url: &str, card: &Value, keys: &TrustedKeys) {
+    let verified = verify_card(url, card, keys);
+    assert!(
+        matches!(verified, Ok(Verified::Signed { .. })),
+        "{verified:?}"
+    );
 }
 
 async fn resolve(base: &str, v: CardVerification) -> Result<(), A2aError> {
@@ -136,48 +109,38 @@ async fn every_served_card_is_signed_and_verifies() {
         // Deterministic signatures: the same body, the same ETag, and 304 on revalidation.
         let again = get(&url, false).await;
         assert_eq!(again.headers()["etag"], etag);
-        let r304 = reqwest::Client::new()
-            .get(&url)
-            .header("if-none-match", etag)
-            .send()
-            .await
-            .unwrap();
+        let r304 = send(
+            reqwest::Client::new()
+                .get(&url)
+                .header("if-none-match", etag),
+        )
+        .await;
         assert_eq!(r304.status(), 304);
     }
     // The extended card, over HTTP+JSON (1.0) and JSON-RPC 0.3, each signed in its own shape.
     let url = format!("{base}/extendedAgentCard");
     let ext: Value = get(&url, true).await.json().await.unwrap();
     assert_eq!(ext["description"], "The members' echo");
-    assert!(matches!(
-        verify_card(&url, &ext, &keys),
-        Ok(Verified::Signed { .. })
-    ));
-    let r: Value = reqwest::Client::new()
-        .post(&base)
-        .bearer_auth("tok")
-        .header("A2A-Version", "0.3")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "agent/getAuthenticatedExtendedCard"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    assert_signed(&url, &ext, &keys);
+    let r: Value = json_of(
+        reqwest::Client::new()
+            .post(&base)
+            .bearer_auth("tok")
+            .header("A2A-Version", "0.3")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "agent/getAuthenticatedExtendedCard"}),
+            ),
+    )
+    .await;
     let ext03 = &r["result"];
     assert_eq!(ext03["url"], base.as_str());
-    assert!(matches!(
-        verify_card(&base, ext03, &keys),
-        Ok(Verified::Signed { .. })
-    ));
+    assert_signed(&base, ext03, &keys);
 
     // The 0.3 HTTP+JSON card route (`GET /v1/card`): the extended card in its 0.3 shape.
     let url = format!("{base}/v1/card");
     let v1card: Value = get(&url, true).await.json().await.unwrap();
     assert_eq!(v1card["description"], "The members' echo");
-    assert!(matches!(
-        verify_card(&url, &v1card, &keys),
-        Ok(Verified::Signed { .. })
-    ));
+    assert_signed(&url, &v1card, &keys);
 
     // The legacy embedded form (0.3 card + 1.0 interfaces) is signed as served.
     let l = serve(
@@ -190,10 +153,7 @@ async fn every_served_card_is_signed_and_verifies() {
     let url = format!("{}/echo/.well-known/agent-card.json", l.base);
     let card: Value = get(&url, false).await.json().await.unwrap();
     assert!(card.get("supportedInterfaces").is_some() && card.get("url").is_some());
-    assert!(matches!(
-        verify_card(&url, &card, &keys),
-        Ok(Verified::Signed { .. })
-    ));
+    assert_signed(&url, &card, &keys);
 }
 
 #[tokio::test]
@@ -300,44 +260,10 @@ async fn keys_come_from_an_allowed_jku_only() {
     assert!(matches!(e, A2aError::CardSignature(_)), "{e}");
 }
 
-/// The a2a-sdk 1.x interpreter from `.ci/setup-python.sh` (or `SUBAGENTS_A2A_PY_1X`).
-fn python_1x() -> std::path::PathBuf {
-    let path = std::env::var_os("SUBAGENTS_A2A_PY_1X")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/py/a2a-1x/bin/python")
-        });
-    assert!(
-        path.exists(),
-        "no Python at {} (run .ci/setup-python.sh or set SUBAGENTS_A2A_PY_1X)",
-        path.display()
-    );
-    path
-}
-
+/// Runs `card_signing_v1.py` with the a2a-sdk 1.x interpreter; its stdout.
 async fn run_py(args: &[&str]) -> String {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/py_clients/card_signing_v1.py");
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(120),
-        tokio::process::Command::new(python_1x())
-            .arg(&script)
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("python finished within 120 s")
-    .expect("python ran");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "card_signing_v1.py {args:?} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    let python = python::interpreter(SDK_1X);
+    python::run_script(&python, "py_clients/card_signing_v1.py", args).await
 }
 
 #[tokio::test]
@@ -364,7 +290,7 @@ async fn python_sdk_verifies_our_signed_cards() {
             .mount(AgentMount::new(
                 "/echo",
                 AgentInfo::new("echo", "Echoes text back"),
-                Echo,
+                replier(),
             )),
     )
     .await;

@@ -6,10 +6,6 @@
 //! `SUBAGENTS_A2A_PY_03`). The test is `#[ignore]`d; `.ci/run` runs it with `-- --ignored`,
 //! where a missing venv fails.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
-
 use futures::StreamExt;
 use subagent_a2a::A2aError;
 use subagent_a2a::A2aResolver;
@@ -17,85 +13,20 @@ use subagent_a2a::client::{Binding, KIND};
 use subagent_a2a::types::{ProtocolVersion, v1};
 use subagent_spi::SubagentReference;
 
-fn python() -> PathBuf {
-    let path = std::env::var_os("SUBAGENTS_A2A_PY_03")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/py/a2a-03/bin/python")
-        });
-    assert!(
-        path.exists(),
-        "no Python at {} (set SUBAGENTS_A2A_PY_03 or run .ci/setup-python.sh)",
-        path.display()
-    );
-    path
-}
+mod python;
 
-struct PyServer {
-    child: tokio::process::Child,
-    base: String,
-    stderr: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl PyServer {
-    async fn start(args: &[&str]) -> Self {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-            l.local_addr().expect("local addr").port()
-        };
-        let dir = tempfile::tempdir().expect("temp dir");
-        let stderr = dir.path().join("stderr.log");
-        let err_file = std::fs::File::create(&stderr).expect("stderr log");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/server_v03.py");
-        let child = tokio::process::Command::new(python())
-            .arg(&script)
-            .arg(port.to_string())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(err_file))
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the Python server");
-        let mut s = PyServer {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            stderr,
-            _dir: dir,
-        };
-        let http = reqwest::Client::new();
-        let url = format!("{}/.well-known/agent-card.json", s.base);
-        for _ in 0..600 {
-            if let Ok(Some(status)) = s.child.try_wait() {
-                panic!(
-                    "Python A2A server exited with {status}: {}",
-                    std::fs::read_to_string(&s.stderr).unwrap_or_default()
-                );
-            }
-            if let Ok(r) = http.get(&url).send().await
-                && r.status().is_success()
-            {
-                return s;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("the Python server did not answer within 60 s");
-    }
-}
-
-fn user(text: &str) -> v1::SendMessageRequest {
-    v1::SendMessageRequest::new(v1::Message::new(
-        v1::Role::User,
-        uuid::Uuid::new_v4().to_string(),
-        vec![v1::Part::text(text)],
-    ))
-}
+use python::{PyServer, SDK_03, user};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn our_03_http_json_client_against_the_python_03_rest_server() {
-    let server = PyServer::start(&["--rest"]).await;
+    let server = PyServer::start(
+        &python::interpreter(SDK_03),
+        "py/server_v03.py",
+        python::free_port(),
+        &["--rest"],
+    )
+    .await;
     let reference = SubagentReference::new(&server.base, KIND)
         .with_metadata("binding", "HTTP+JSON")
         .with_metadata("protocol_version", "0.3");

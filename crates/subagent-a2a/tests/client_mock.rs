@@ -108,17 +108,38 @@ async fn rpc(State(peer): State<Peer>, headers: HeaderMap, body: String) -> Resp
 }
 
 async fn start(peer: Peer) -> String {
-    let app = Router::new()
-        .route("/.well-known/agent-card.json", get(card))
-        .route("/.well-known/agent.json", get(legacy_card))
-        .route("/rpc", post(rpc))
-        .with_state(peer);
+    let (listener, base) = bind().await;
+    serve(listener, peer, true);
+    base
+}
+
+/// Serves `peer` with a 0.3 card at `agent.json` naming its `/rpc` by absolute URL (and, with
+/// `v1_card`, its 1.0 card too); the base URL.
+async fn start_legacy(peer: &mut Peer, v1_card: bool) -> String {
+    // The 0.3 card holds an absolute URL: bind first, then build the card.
+    let (listener, base) = bind().await;
+    peer.legacy_card = Some(v03_card(&format!("{base}/rpc")));
+    serve(listener, peer.clone(), v1_card);
+    base
+}
+
+/// A listener on a free port of 127.0.0.1 and its base URL.
+async fn bind() -> (tokio::net::TcpListener, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    format!("http://{addr}")
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    (listener, base)
+}
+
+/// Serves `peer`'s routes on `listener`: its cards (the 1.0 one with `v1_card`) and `/rpc`.
+fn serve(listener: tokio::net::TcpListener, peer: Peer, v1_card: bool) {
+    let mut app = Router::new()
+        .route("/.well-known/agent.json", get(legacy_card))
+        .route("/rpc", post(rpc));
+    if v1_card {
+        app = app.route("/.well-known/agent-card.json", get(card));
+    }
+    let app = app.with_state(peer);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 }
 
 fn v1_card(streaming: bool) -> Value {
@@ -258,16 +279,7 @@ async fn falls_back_to_agent_json_and_speaks_0_3() {
         }
         _ => Reply::Error(-32601, "Method not found"),
     });
-    // The 0.3 card holds an absolute URL: bind first, then build the card.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    p.legacy_card = Some(v03_card(&format!("{base}/rpc")));
-    let app = Router::new()
-        .route("/.well-known/agent-card.json", get(card))
-        .route("/.well-known/agent.json", get(legacy_card))
-        .route("/rpc", post(rpc))
-        .with_state(p.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = start_legacy(&mut p, true).await;
 
     let def = resolve(SubagentReference::new(format!("{base}/"), KIND))
         .await
@@ -589,14 +601,7 @@ async fn the_usage_extension_is_folded_into_the_usage_tree_over_1_0_and_0_3() {
             "metadata": usage_metadata(json!(30))})),
         _ => Reply::Error(-32601, "Method not found"),
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    p.legacy_card = Some(v03_card(&format!("{base}/rpc")));
-    let app = Router::new()
-        .route("/.well-known/agent.json", get(legacy_card))
-        .route("/rpc", post(rpc))
-        .with_state(p);
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = start_legacy(&mut p, false).await;
     let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
     let out = exec(def, "go", None).await.unwrap();
     assert_eq!(out.usage.input_tokens, 30);

@@ -197,6 +197,7 @@ async fn over_grpc_the_extended_card_is_verified_and_lists_the_grpc_interface() 
         base: http_base.clone(),
         stop,
         done: None,
+        grpc: None,
     };
 
     let grpc = |v: CardVerification| {

@@ -2,113 +2,43 @@
 //! gRPC transport, every RPC including the streaming ones, errors as gRPC status codes (with
 //! the A2A reason), the card's GRPC interface, credentials, tenants and the message size bound.
 
-use std::time::Duration;
-
 use futures::StreamExt;
-use subagent_a2a::client::{A2aClient, Binding, Endpoint, usable_endpoints};
+use subagent_a2a::client::{A2aClient, Binding, usable_endpoints};
 use subagent_a2a::error::A2aError;
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
-    ServerAuth, TaskEventSink,
-};
+use subagent_a2a::server::{A2aServer, A2aServerBuilder, AgentInfo, AgentMount, ServerAuth};
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::jsonrpc::codes;
 use subagent_a2a::types::v1::{self, TaskState};
-use subagent_spi::{CancellationToken, async_trait};
 
-/// `direct`: a Message; `slow`: working until cancelled; else working, an artifact, completed.
-struct Echo;
+mod common;
 
-#[async_trait]
-impl A2aHandler for Echo {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let text = req.text();
-        match text.as_str() {
-            "direct" => {
-                let _ = ev.reply_text("direct answer").await;
-            }
-            "slow" => {
-                let _ = ev.working().await;
-                tokio::select! {
-                    _ = cancel.cancelled() => {
-                        let _ = ev.status(TaskState::Canceled, None).await;
-                    }
-                    _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-                }
-            }
-            _ => {
-                let _ = ev.working().await;
-                let _ = ev
-                    .text_artifact(Some("echo"), format!("echo: {text}"))
-                    .await;
-                let _ = ev.complete(None).await;
-            }
-        }
-        Ok(())
-    }
-}
+use common::{Srv, TestAgent};
 
-struct Srv {
-    http: String,
-    grpc: String,
-    stop: CancellationToken,
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
+/// Serves `builder` over HTTP and gRPC.
 async fn serve(builder: A2aServerBuilder) -> Srv {
-    let http_l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let grpc_l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let grpc_addr = grpc_l.local_addr().unwrap();
-    let server = builder
-        .grpc_url(grpc_addr.to_string())
-        .build()
-        .expect("server builds");
-    let stop = server.shutdown_token();
-    let http = format!("http://{}", http_l.local_addr().unwrap());
-    let (s1, s2) = (server.clone(), server);
-    let (t1, t2) = (stop.clone(), stop.clone());
-    tokio::spawn(async move {
-        s1.serve(http_l, async move { t1.cancelled().await })
-            .await
-            .unwrap();
-    });
-    tokio::spawn(async move {
-        s2.serve_grpc(grpc_l, async move { t2.cancelled().await })
-            .await
-            .unwrap();
-    });
-    Srv {
-        http,
-        grpc: format!("http://{grpc_addr}"),
-        stop,
-    }
+    common::serve_with_grpc(builder).await
 }
 
+/// [`TestAgent`] at `path`.
 fn mount(path: &str) -> AgentMount {
-    AgentMount::new(path, AgentInfo::new("echo", "Echoes text back"), Echo)
+    AgentMount::new(
+        path,
+        AgentInfo::new("echo", "Echoes text back"),
+        TestAgent::default(),
+    )
 }
 
+/// Our gRPC client (1.0) for the server at `url`, on `tenant`.
 fn client(url: &str, tenant: Option<&str>, headers: http::HeaderMap) -> A2aClient {
-    A2aClient::new(
-        reqwest::Client::new(),
-        Endpoint {
-            url: url.to_string(),
-            binding: Binding::Grpc,
-            version: ProtocolVersion::V1,
-            tenant: tenant.map(str::to_string),
-        },
-        headers,
-    )
+    common::tenant_client(url, (Binding::Grpc, ProtocolVersion::V1), tenant, headers)
+}
+
+/// The card's GRPC interface (it must list one).
+fn grpc_interface(card: &v1::AgentCard) -> &v1::AgentInterface {
+    card.supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding == "GRPC")
+        .expect("GRPC interface on the card")
 }
 
 fn send(text: &str) -> v1::SendMessageRequest {
@@ -136,24 +66,15 @@ async fn every_rpc_works_over_grpc() {
     )
     .await;
     // The card lists the GRPC interface, and a client asked for gRPC picks it.
-    let card: v1::AgentCard = reqwest::get(format!("{}/.well-known/agent-card.json", s.http))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let g = card
-        .supported_interfaces
-        .iter()
-        .find(|i| i.protocol_binding == "GRPC")
-        .expect("GRPC interface on the card");
-    assert_eq!(format!("http://{}", g.url), s.grpc);
+    let card: v1::AgentCard = common::get_json(&s.url("/.well-known/agent-card.json")).await;
+    let g = grpc_interface(&card);
+    assert_eq!(format!("http://{}", g.url), s.grpc());
     let eps = usable_endpoints(
         &subagent_a2a::client::AgentCard::V1(card.clone()),
         &card,
-        &format!("{}/.well-known/agent-card.json", s.http),
+        &format!("{}/.well-known/agent-card.json", s.base),
         &subagent_a2a::client::A2aConfig::from_reference(
-            &subagent_spi::SubagentReference::new(s.http.clone(), "A2A")
+            &subagent_spi::SubagentReference::new(s.base.clone(), "A2A")
                 .with_metadata("binding", "GRPC"),
         )
         .unwrap(),
@@ -161,9 +82,9 @@ async fn every_rpc_works_over_grpc() {
     .unwrap();
     // Asked for gRPC, the client ranks the GRPC interface first.
     assert_eq!(eps[0].binding, Binding::Grpc, "{eps:?}");
-    assert!(eps[0].url.starts_with(&s.grpc), "{eps:?}");
+    assert!(eps[0].url.starts_with(s.grpc()), "{eps:?}");
 
-    let c = client(&s.grpc, None, Default::default());
+    let c = client(s.grpc(), None, Default::default());
     // SendMessage: a task, and a direct message.
     let task = match c.send_message(send("hello")).await.unwrap() {
         v1::SendMessageResponse::Task(t) => t,
@@ -233,14 +154,7 @@ async fn every_rpc_works_over_grpc() {
         other => panic!("last event {other:?}"),
     }
     // Push configs: create, get, list, delete.
-    let cfg = v1::TaskPushNotificationConfig {
-        tenant: None,
-        id: Some("hook".into()),
-        task_id: None,
-        url: "http://127.0.0.1:9/hook".into(),
-        token: Some("t".into()),
-        authentication: None,
-    };
+    let cfg = common::push_config("hook", "http://127.0.0.1:9/hook", "t");
     let made = c.create_push_config(&task.id, cfg).await.unwrap();
     assert_eq!(made.id.as_deref(), Some("hook"));
     assert_eq!(made.task_id.as_deref(), Some(task.id.as_str()));
@@ -254,7 +168,7 @@ async fn every_rpc_works_over_grpc() {
 #[tokio::test]
 async fn errors_are_grpc_statuses_with_the_a2a_reason() {
     let s = serve(A2aServer::builder().mount(mount("/"))).await;
-    let c = client(&s.grpc, None, Default::default());
+    let c = client(s.grpc(), None, Default::default());
     let e = c.get_task("nope", None).await.unwrap_err();
     assert_eq!(code(&e), codes::TASK_NOT_FOUND, "{e}");
     assert!(e.to_string().contains("NotFound"), "{e}");
@@ -303,20 +217,11 @@ async fn credentials_and_tenants_are_checked() {
     .await;
     // The card names the tenant.
     let card: v1::AgentCard =
-        reqwest::get(format!("{}/team/echo/.well-known/agent-card.json", s.http))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-    let g = card
-        .supported_interfaces
-        .iter()
-        .find(|i| i.protocol_binding == "GRPC")
-        .unwrap();
+        common::get_json(&s.url("/team/echo/.well-known/agent-card.json")).await;
+    let g = grpc_interface(&card);
     assert_eq!(g.tenant.as_deref(), Some("team/echo"));
     // Without credentials: UNAUTHENTICATED, for every call.
-    let anon = client(&s.grpc, Some("team/echo"), Default::default());
+    let anon = client(s.grpc(), Some("team/echo"), Default::default());
     let e = anon.send_message(send("hi")).await.unwrap_err();
     assert!(e.to_string().contains("Unauthenticated"), "{e}");
     let e = anon.get_extended_agent_card().await.unwrap_err();
@@ -324,7 +229,7 @@ async fn credentials_and_tenants_are_checked() {
     // With them: the call and the extended card.
     let mut h = http::HeaderMap::new();
     h.insert(http::header::AUTHORIZATION, "Bearer tok".parse().unwrap());
-    let authed = client(&s.grpc, Some("team/echo"), h);
+    let authed = client(s.grpc(), Some("team/echo"), h);
     assert!(authed.send_message(send("hi")).await.is_ok());
     let ext = authed.get_extended_agent_card().await.unwrap();
     assert_eq!(ext.description, "Echoes, with the private skill");
@@ -335,14 +240,14 @@ async fn credentials_and_tenants_are_checked() {
     );
     // The other tenant needs none; an unknown tenant is NOT_FOUND; with two agents and none
     // at the root, an empty tenant names nobody.
-    let open = client(&s.grpc, Some("open"), Default::default());
+    let open = client(s.grpc(), Some("open"), Default::default());
     assert!(open.send_message(send("hi")).await.is_ok());
-    let e = client(&s.grpc, Some("nobody"), Default::default())
+    let e = client(s.grpc(), Some("nobody"), Default::default())
         .send_message(send("hi"))
         .await
         .unwrap_err();
     assert!(e.to_string().contains("NotFound"), "{e}");
-    let e = client(&s.grpc, None, Default::default())
+    let e = client(s.grpc(), None, Default::default())
         .send_message(send("hi"))
         .await
         .unwrap_err();
@@ -357,7 +262,7 @@ async fn messages_over_the_size_bound_are_refused() {
             .mount(mount("/")),
     )
     .await;
-    let c = client(&s.grpc, None, Default::default());
+    let c = client(s.grpc(), None, Default::default());
     let e = c
         .send_message(send(&"x".repeat(100 * 1024)))
         .await

@@ -5,10 +5,6 @@
 //! Needs the venv of `.ci/setup-python.sh` (`target/py/a2a-1x`, or `SUBAGENTS_A2A_PY_1X`), so
 //! it is `#[ignore]`d; CI runs it with `-- --ignored`.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
-
 use futures::StreamExt;
 use subagent_a2a::A2aError;
 use subagent_a2a::client::{A2aClient, A2aConfig, AgentCard, Binding, usable_endpoints};
@@ -16,66 +12,28 @@ use subagent_a2a::types::jsonrpc::codes;
 use subagent_a2a::types::v1::{self, TaskState};
 use subagent_spi::SubagentReference;
 
-fn python() -> PathBuf {
-    let path = std::env::var_os("SUBAGENTS_A2A_PY_1X")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/py/a2a-1x/bin/python")
-        });
-    assert!(
-        path.exists(),
-        "no Python at {} (run .ci/setup-python.sh or set SUBAGENTS_A2A_PY_1X)",
-        path.display()
-    );
-    path
-}
+mod python;
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("addr").port()
-}
-
-fn send(text: &str) -> v1::SendMessageRequest {
-    v1::SendMessageRequest::new(v1::Message::new(
-        v1::Role::User,
-        uuid::Uuid::new_v4().to_string(),
-        vec![v1::Part::text(text)],
-    ))
-}
+use python::{PyServer, SDK_1X, free_port, user as send};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn our_grpc_client_against_the_python_sdk_grpc_server() {
     let (port, grpc_port) = (free_port(), free_port());
-    let dir = tempfile::tempdir().expect("temp dir");
-    let log = dir.path().join("stderr.log");
-    let mut child = tokio::process::Command::new(python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/server_v1.py"))
-        .args([port.to_string(), "--grpc".into(), grpc_port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the Python server");
-    let card_url = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
-    let mut card = None;
-    for _ in 0..600 {
-        if let Ok(Some(st)) = child.try_wait() {
-            panic!(
-                "Python server exited with {st}: {}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
-        if let Ok(r) = reqwest::get(&card_url).await
-            && r.status().is_success()
-        {
-            card = Some(r.json::<v1::AgentCard>().await.expect("card"));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let card = card.expect("the Python server answered within 60 s");
+    let server = PyServer::start(
+        &python::interpreter(SDK_1X),
+        "py/server_v1.py",
+        port,
+        &["--grpc", &grpc_port.to_string()],
+    )
+    .await;
+    let card_url = format!("{}/.well-known/agent-card.json", server.base);
+    let card: v1::AgentCard = reqwest::get(&card_url)
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("card");
     let config = A2aConfig::from_reference(
         &SubagentReference::new(format!("http://127.0.0.1:{port}"), "A2A")
             .with_metadata("binding", "GRPC"),
@@ -142,5 +100,4 @@ async fn our_grpc_client_against_the_python_sdk_grpc_server() {
     };
     let canceled = c.cancel_task(&slow.id).await.expect("cancel");
     assert_eq!(canceled.status.state, TaskState::Canceled);
-    let _ = child.kill().await;
 }

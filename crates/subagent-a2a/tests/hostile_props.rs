@@ -10,11 +10,8 @@ use std::sync::OnceLock;
 use axum::body::Body;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
 use subagent_a2a::types::{v1, v03};
-use subagent_spi::{CancellationToken, async_trait};
 use tower::ServiceExt;
 
 const CASES: u32 = 256;
@@ -27,20 +24,9 @@ fn config() -> ProptestConfig {
     }
 }
 
-struct Echo;
+mod common;
 
-#[async_trait]
-impl A2aHandler for Echo {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let _ = ev.reply_text(req.text()).await;
-        Ok(())
-    }
-}
+use common::replier;
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -58,7 +44,11 @@ fn router() -> axum::Router {
         .get_or_init(|| {
             A2aServer::builder()
                 .max_body_bytes(64 * 1024)
-                .mount(AgentMount::new("/a", AgentInfo::new("a", "props"), Echo))
+                .mount(AgentMount::new(
+                    "/a",
+                    AgentInfo::new("a", "props"),
+                    replier(),
+                ))
                 .build()
                 .expect("server")
         })

@@ -14,45 +14,17 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
-use subagent_a2a::client::{A2aClient, A2aResolver, Binding, CardVerification, Endpoint};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-};
+use subagent_a2a::client::{A2aClient, A2aResolver, Binding, CardVerification};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
 use subagent_a2a::signing::{CardSigner, CardTrust, TrustedKeys};
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::v1::{self, TaskState};
-use subagent_spi::{CancellationToken, SubagentReference, async_trait};
+use subagent_spi::SubagentReference;
 use tokio::io::AsyncBufReadExt;
 
-/// `slow`: working until cancelled; anything else: working, artifact `echo: <text>`, completed.
-struct TestAgent;
+mod common;
 
-#[async_trait]
-impl A2aHandler for TestAgent {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let text = req.text();
-        let _ = ev.working().await;
-        if text == "slow" {
-            tokio::select! {
-                _ = cancel.cancelled() => {
-                    let _ = ev.status(TaskState::Canceled, None).await;
-                }
-                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-            }
-            return Ok(());
-        }
-        let _ = ev
-            .text_artifact(Some("echo"), format!("echo: {text}"))
-            .await;
-        let _ = ev.complete(None).await;
-        Ok(())
-    }
-}
+use common::TestAgent;
 
 fn js_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js");
@@ -77,12 +49,7 @@ async fn js_sdk_client_calls_our_server() {
     let signer = CardSigner::es256_from_bytes(&[11u8; 32])
         .unwrap()
         .with_kid("our-key");
-    // gRPC on its own port, listed on the card (with the `grpc-server` feature).
-    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let builder = A2aServer::builder();
-    #[cfg(feature = "grpc-server")]
-    let builder = builder.grpc_url(grpc.local_addr().unwrap().to_string());
-    let server = builder
+    let builder = A2aServer::builder()
         .card_signer(signer.clone())
         .push_notifications(true)
         // The JS client's webhook listens on 127.0.0.1.
@@ -90,30 +57,14 @@ async fn js_sdk_client_calls_our_server() {
         .mount(AgentMount::new(
             "/agents/echo",
             AgentInfo::new("echo", "Echoes the text back as an artifact"),
-            TestAgent,
-        ))
-        .build()
-        .unwrap();
-    let stop = server.shutdown_token();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/agents/echo", listener.local_addr().unwrap());
-    let s2 = stop.clone();
+            TestAgent::default(),
+        ));
+    // gRPC on its own port, listed on the card (with the `grpc-server` feature).
     #[cfg(feature = "grpc-server")]
-    {
-        let (s3, g) = (stop.clone(), server.clone());
-        tokio::spawn(async move {
-            let _ = g
-                .serve_grpc(grpc, async move { s3.cancelled().await })
-                .await;
-        });
-    }
+    let srv = common::serve_with_grpc(builder).await;
     #[cfg(not(feature = "grpc-server"))]
-    drop(grpc);
-    tokio::spawn(async move {
-        let _ = server
-            .serve(listener, async move { s2.cancelled().await })
-            .await;
-    });
+    let srv = common::serve(builder).await;
+    let base = srv.url("/agents/echo");
     let jwk = signer.public_jwk().to_string();
     let bindings: &[&str] = if cfg!(feature = "grpc-server") {
         &["JSONRPC", "HTTP+JSON", "GRPC"]
@@ -151,7 +102,7 @@ async fn js_sdk_client_calls_our_server() {
             );
         }
     }
-    stop.cancel();
+    drop(srv);
 }
 
 fn send_request(text: &str, return_immediately: bool) -> v1::SendMessageRequest {
@@ -164,6 +115,22 @@ fn send_request(text: &str, return_immediately: bool) -> v1::SendMessageRequest 
         "configuration": {"returnImmediately": return_immediately}
     }))
     .unwrap()
+}
+
+/// Sends `text` (see [`send_request`]); the task it answered with (a Message fails the test).
+async fn send_for_task(
+    client: &A2aClient,
+    text: &str,
+    return_immediately: bool,
+    binding: Binding,
+) -> v1::Task {
+    let request = send_request(text, return_immediately);
+    match client.send_message(request).await.unwrap() {
+        v1::SendMessageResponse::Task(t) => t,
+        other @ v1::SendMessageResponse::Message(_) => {
+            panic!("{binding:?}: send answered {other:?}")
+        }
+    }
 }
 
 fn artifact_text(t: &v1::Task) -> String {
@@ -223,27 +190,13 @@ async fn our_client_calls_a_js_sdk_server() {
     assert!(e.to_string().contains("js-key-1"), "{e}");
 
     for (binding, path) in [(Binding::JsonRpc, "jsonrpc"), (Binding::HttpJson, "rest")] {
-        let client = A2aClient::new(
-            reqwest::Client::new(),
-            Endpoint {
-                url: format!("{base}/a2a/{path}"),
-                binding,
-                version: ProtocolVersion::V1,
-                tenant: None,
-            },
+        let client = common::client(
+            &format!("{base}/a2a/{path}"),
+            (binding, ProtocolVersion::V1),
             http::HeaderMap::new(),
         );
         // send (blocking)
-        let task = match client
-            .send_message(send_request("hello", false))
-            .await
-            .unwrap()
-        {
-            v1::SendMessageResponse::Task(t) => t,
-            other @ v1::SendMessageResponse::Message(_) => {
-                panic!("{binding:?}: send answered {other:?}")
-            }
-        };
+        let task = send_for_task(&client, "hello", false, binding).await;
         assert_eq!(task.status.state, TaskState::Completed, "{binding:?}");
         assert_eq!(artifact_text(&task), "echo: hello", "{binding:?}");
         // stream
@@ -278,16 +231,7 @@ async fn our_client_calls_a_js_sdk_server() {
         assert_eq!(got.id, task.id);
         assert_eq!(got.status.state, TaskState::Completed);
         // cancel
-        let slow = match client
-            .send_message(send_request("slow", true))
-            .await
-            .unwrap()
-        {
-            v1::SendMessageResponse::Task(t) => t,
-            other @ v1::SendMessageResponse::Message(_) => {
-                panic!("{binding:?}: send answered {other:?}")
-            }
-        };
+        let slow = send_for_task(&client, "slow", true, binding).await;
         let canceled = client.cancel_task(&slow.id).await.unwrap();
         assert_eq!(canceled.status.state, TaskState::Canceled, "{binding:?}");
     }

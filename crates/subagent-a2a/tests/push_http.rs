@@ -316,14 +316,7 @@ async fn client_calls_manage_configs_on_every_binding() {
         let v1::SendMessageResponse::Task(t) = r else {
             panic!("a task")
         };
-        let config = v1::TaskPushNotificationConfig {
-            tenant: None,
-            id: Some("cfg".into()),
-            task_id: None,
-            url: "https://example.com/hook".into(),
-            token: Some("tok".into()),
-            authentication: None,
-        };
+        let config = common::push_config("cfg", "https://example.com/hook", "tok");
         let made = client.create_push_config(&t.id, config).await.unwrap();
         assert_eq!(made.id.as_deref(), Some("cfg"), "{binding:?} {version}");
         let got = client.get_push_config(&t.id, "cfg").await.unwrap();

@@ -7,11 +7,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use subagent_a2a::client::{A2aClient, Binding, Endpoint};
+use subagent_a2a::client::{A2aClient, Binding};
 use subagent_a2a::server::{
     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
 };
@@ -20,101 +19,31 @@ use subagent_a2a::types::{ProtocolVersion, v1};
 use subagent_a2a::{A2aError, A2aResolver};
 use subagent_spi::{CancellationToken, SubagentReference, async_trait};
 
-/// `direct`: a Message reply; `slow`: working until cancelled; else working, artifact
-/// `echo: <text>`, completed.
-struct Echo {
-    saw_cancel: Arc<AtomicBool>,
-}
+mod common;
 
-#[async_trait]
-impl A2aHandler for Echo {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let text = req.text();
-        match text.as_str() {
-            "direct" => {
-                let _ = ev.reply_text("direct answer").await;
-            }
-            "slow" => {
-                let _ = ev.working().await;
-                tokio::select! {
-                    _ = cancel.cancelled() => {
-                        self.saw_cancel.store(true, Ordering::SeqCst);
-                        let _ = ev.status(v1::TaskState::Canceled, None).await;
-                    }
-                    _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-                }
-            }
-            _ => {
-                let _ = ev.working().await;
-                let _ = ev
-                    .text_artifact(Some("echo"), format!("echo: {text}"))
-                    .await;
-                let _ = ev.complete(None).await;
-            }
-        }
-        Ok(())
-    }
-}
+use common::{Srv, get_json, header, json_of, send};
 
-struct Srv {
-    base: String,
-    stop: CancellationToken,
-    saw_cancel: Arc<AtomicBool>,
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-async fn start() -> Srv {
+/// The test agent at `/echo` (push notifications on); the server and the agent's cancel flag.
+async fn start() -> (Srv, Arc<AtomicBool>) {
     let saw_cancel = Arc::new(AtomicBool::new(false));
-    let server = A2aServer::builder()
-        .push_notifications(true)
-        .mount(AgentMount::new(
-            "/echo",
-            AgentInfo::new("echo", "Echoes text back"),
-            Echo {
-                saw_cancel: saw_cancel.clone(),
-            },
-        ))
-        .build()
-        .expect("server builds");
-    let stop = server.shutdown_token();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let s2 = stop.clone();
-    tokio::spawn(async move {
-        let _ = server
-            .serve(listener, async move { s2.cancelled().await })
-            .await;
-    });
-    Srv {
-        base: format!("http://{addr}"),
-        stop,
-        saw_cancel,
-    }
+    let builder = A2aServer::builder().push_notifications(true);
+    let srv =
+        common::serve(builder.mount(common::agent_at("/echo", "echo", saw_cancel.clone()))).await;
+    (srv, saw_cancel)
 }
 
 fn client(base: &str) -> A2aClient {
-    A2aClient::new(
-        reqwest::Client::new(),
-        Endpoint {
-            url: format!("{base}/echo"),
-            binding: Binding::HttpJson,
-            version: ProtocolVersion::V03,
-            tenant: None,
-        },
+    common::client(
+        &format!("{base}/echo"),
+        (Binding::HttpJson, ProtocolVersion::V03),
         Default::default(),
     )
+}
+
+/// A 0.3 HTTP+JSON `POST {agent}/v1/{route}` of `message` (ProtoJSON).
+fn post_03(c: &reqwest::Client, s: &Srv, route: &str, message: Value) -> reqwest::RequestBuilder {
+    c.post(s.url(&format!("/echo/v1/{route}")))
+        .json(&json!({ "message": message }))
 }
 
 fn user(id: &str, text: &str) -> v1::SendMessageRequest {
@@ -127,16 +56,11 @@ fn user(id: &str, text: &str) -> v1::SendMessageRequest {
 
 #[tokio::test]
 async fn the_wire_is_03_protojson() {
-    let s = start().await;
+    let (s, _) = start().await;
     let c = reqwest::Client::new();
     // A request in proto field names (as ProtoJSON parsers must accept), no A2A-Version.
-    let r = c
-        .post(format!("{}/echo/v1/message:send", s.base))
-        .json(&json!({"message": {"message_id": "w1", "role": "ROLE_USER",
-            "content": [{"text": "hi"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let message = json!({"message_id": "w1", "role": "ROLE_USER", "content": [{"text": "hi"}]});
+    let r = send(post_03(&c, &s, "message:send", message)).await;
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
     let task = &body["task"];
@@ -151,77 +75,44 @@ async fn the_wire_is_03_protojson() {
     let id = task["id"].as_str().unwrap().to_string();
 
     // A direct message comes back as {"message": …}.
-    let r: Value = c
-        .post(format!("{}/echo/v1/message:send", s.base))
-        .json(&json!({"message": {"messageId": "w2", "role": "ROLE_USER",
-            "content": [{"text": "direct"}]}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let message = json!({"messageId": "w2", "role": "ROLE_USER", "content": [{"text": "direct"}]});
+    let r: Value = json_of(post_03(&c, &s, "message:send", message)).await;
     assert_eq!(r["message"]["role"], "ROLE_AGENT", "{r}");
     assert_eq!(r["message"]["content"][0]["text"], "direct answer");
 
     // GetTask with historyLength, and the errors with the 0.3 SDKs' statuses.
-    let got: Value = c
-        .get(format!("{}/echo/v1/tasks/{id}?historyLength=0", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let got: Value = json_of(c.get(format!("{}/echo/v1/tasks/{id}?historyLength=0", s.base))).await;
     assert_eq!(got["id"], id.as_str());
     assert!(got.get("history").is_none(), "{got}");
-    let r = c
-        .get(format!("{}/echo/v1/tasks/nope", s.base))
-        .send()
-        .await
-        .unwrap();
+    let r = send(c.get(format!("{}/echo/v1/tasks/nope", s.base))).await;
     assert_eq!(r.status(), 404);
     let e: Value = r.json().await.unwrap();
     assert_eq!(e["code"], -32001);
     assert!(e["message"].as_str().unwrap().contains("nope"));
-    let r = c
-        .post(format!("{}/echo/v1/tasks/{id}:cancel", s.base))
-        .send()
-        .await
-        .unwrap();
+    let r = send(c.post(format!("{}/echo/v1/tasks/{id}:cancel", s.base))).await;
     assert_eq!(r.status(), 409, "a completed task is not cancelable");
-    let r = c
-        .post(format!("{}/echo/v1/message:send", s.base))
-        .json(&json!({"message": {"role": "ROLE_USER", "content": [{}]}}))
-        .send()
-        .await
-        .unwrap();
+    let message = json!({"role": "ROLE_USER", "content": [{}]});
+    let r = send(post_03(&c, &s, "message:send", message)).await;
     assert_eq!(r.status(), 422, "a part without content is invalid");
-    let r = c
-        .post(format!("{}/echo/v1/message:send", s.base))
-        .header("content-type", "application/json")
-        .body("{not json")
-        .send()
-        .await
-        .unwrap();
+    let r = send(
+        c.post(format!("{}/echo/v1/message:send", s.base))
+            .header("content-type", "application/json")
+            .body("{not json"),
+    )
+    .await;
     assert_eq!(r.status(), 400);
     assert_eq!(r.json::<Value>().await.unwrap()["code"], -32700);
-    let r = c
-        .get(format!("{}/echo/v1/tasks/{id}", s.base))
-        .header("A2A-Version", "1.0")
-        .send()
-        .await
-        .unwrap();
+    let r = send(
+        c.get(format!("{}/echo/v1/tasks/{id}", s.base))
+            .header("A2A-Version", "1.0"),
+    )
+    .await;
     assert_eq!(r.status(), 400, "the /v1 routes speak 0.3 only");
 
     // Streaming: SSE of StreamResponse objects.
-    let r = c
-        .post(format!("{}/echo/v1/message:stream", s.base))
-        .json(&json!({"message": {"messageId": "w3", "role": "ROLE_USER",
-            "content": [{"text": "streamed"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let message =
+        json!({"messageId": "w3", "role": "ROLE_USER", "content": [{"text": "streamed"}]});
+    let r = send(post_03(&c, &s, "message:stream", message)).await;
     assert_eq!(r.status(), 200);
     let text = r.text().await.unwrap();
     let events: Vec<Value> = text
@@ -239,24 +130,12 @@ async fn the_wire_is_03_protojson() {
     assert_eq!(last["statusUpdate"]["final"], true);
 
     // The 1.0 routes answer at the same mount, in 1.0 shapes.
-    let r: Value = c
-        .get(format!("{}/echo/tasks/{id}", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r: Value = json_of(c.get(format!("{}/echo/tasks/{id}", s.base))).await;
     assert_eq!(r["id"], id.as_str());
     assert_eq!(r["status"]["state"], "TASK_STATE_COMPLETED");
 
     // The 0.3 card lists the binding; so does the 1.0 card, as a 0.3 interface.
-    let card: Value = reqwest::get(format!("{}/echo/.well-known/agent.json", s.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(&format!("{}/echo/.well-known/agent.json", s.base)).await;
     assert_eq!(card["preferredTransport"], "JSONRPC");
     assert!(
         card["additionalInterfaces"]
@@ -266,12 +145,7 @@ async fn the_wire_is_03_protojson() {
             .any(|i| i["transport"] == "HTTP+JSON"),
         "{card}"
     );
-    let card1: Value = reqwest::get(format!("{}/echo/.well-known/agent-card.json", s.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card1: Value = get_json(&format!("{}/echo/.well-known/agent-card.json", s.base)).await;
     assert!(
         card1["supportedInterfaces"]
             .as_array()
@@ -281,20 +155,13 @@ async fn the_wire_is_03_protojson() {
         "{card1}"
     );
     // GET /v1/card: the 0.3 card (no extended card on this agent).
-    let v1card: Value = c
-        .get(format!("{}/echo/v1/card", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v1card: Value = json_of(c.get(format!("{}/echo/v1/card", s.base))).await;
     assert_eq!(v1card["protocolVersion"], "0.3.0");
 }
 
 #[tokio::test]
 async fn our_client_speaks_03_http_json() {
-    let s = start().await;
+    let (s, saw_cancel) = start().await;
     let c = client(&s.base);
     let r = c.send_message(user("c1", "hello")).await.unwrap();
     let v1::SendMessageResponse::Task(t) = r else {
@@ -344,7 +211,7 @@ async fn our_client_speaks_03_http_json() {
     let mut sub = c.subscribe_to_task(&t.id).await.unwrap();
     let canceled = c.cancel_task(&t.id).await.unwrap();
     assert_eq!(canceled.status.state, v1::TaskState::Canceled);
-    assert!(s.saw_cancel.load(Ordering::SeqCst));
+    assert!(saw_cancel.load(Ordering::SeqCst));
     let mut states = Vec::new();
     while let Some(ev) = sub.next().await {
         match ev.unwrap() {
@@ -372,7 +239,7 @@ async fn our_client_speaks_03_http_json() {
 
 #[tokio::test]
 async fn the_resolver_picks_03_http_json_from_the_03_card_when_asked() {
-    let s = start().await;
+    let (s, _) = start().await;
     let reference = SubagentReference::new(
         format!("{}/echo/.well-known/agent.json", s.base),
         subagent_a2a::client::KIND,
@@ -435,24 +302,15 @@ impl A2aHandler for Chat {
 
 #[tokio::test]
 async fn v03_non_blocking_default_inbox_and_stream_errors() {
-    let server = A2aServer::builder()
+    let builder = A2aServer::builder()
         .v03_blocking_by_default(false)
         .mount(AgentMount::new(
             "/chat",
             AgentInfo::new("chat", "Takes follow-ups while it works"),
             Chat,
-        ))
-        .build()
-        .unwrap();
-    let stop = server.shutdown_token();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/chat", listener.local_addr().unwrap());
-    let s2 = stop.clone();
-    tokio::spawn(async move {
-        let _ = server
-            .serve(listener, async move { s2.cancelled().await })
-            .await;
-    });
+        ));
+    let srv = common::serve(builder).await;
+    let base = srv.url("/chat");
     let c = reqwest::Client::new();
     let rpc = |method: &str, params: Value| {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
@@ -490,23 +348,12 @@ async fn v03_non_blocking_default_inbox_and_stream_errors() {
     assert_eq!(r["error"]["code"], -32004, "{r}");
 
     // The error of a 0.3 stream, for a client asking for SSE, is an SSE event.
-    let r = c
-        .post(&base)
-        .header("accept", "text/event-stream")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/resubscribe",
-            "params": {"id": "nope"}}),
-        )
-        .send()
-        .await
-        .unwrap();
+    let r = send(c.post(&base).header("accept", "text/event-stream").json(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/resubscribe", "params": {"id": "nope"}}),
+    ))
+    .await;
     assert_eq!(r.status(), 200);
-    assert!(
-        r.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/event-stream")
-    );
+    assert!(header(&r, "content-type").starts_with("text/event-stream"));
     let text = r.text().await.unwrap();
     let data: Value = serde_json::from_str(text.trim().strip_prefix("data: ").unwrap()).unwrap();
     assert_eq!(data["error"]["code"], -32001, "{data}");
@@ -514,5 +361,5 @@ async fn v03_non_blocking_default_inbox_and_stream_errors() {
     // Without that Accept it stays a JSON answer; 1.0 streams are unchanged.
     let r = rpc("tasks/resubscribe", json!({"id": "nope"})).await;
     assert_eq!(r["error"]["code"], -32001);
-    stop.cancel();
+    drop(srv);
 }

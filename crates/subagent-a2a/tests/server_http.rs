@@ -18,7 +18,7 @@ use subagent_spi::{
 mod common;
 
 use common::{
-    BINDINGS, Srv, TestAgent, assert_error, assert_error_says, client, json_of, msg, send,
+    BINDINGS, Srv, TestAgent, assert_error, assert_error_says, client, header, json_of, msg, send,
     status_of,
 };
 
@@ -49,7 +49,7 @@ async fn rpc1(base: &str, method: &str, params: Value) -> Value {
 /// Reads an SSE response to its end: the JSON of every `data:` line.
 async fn sse_events(resp: reqwest::Response) -> Vec<Value> {
     assert_eq!(resp.status(), 200);
-    let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+    let ct = header(&resp, "content-type").to_string();
     assert!(ct.starts_with("text/event-stream"), "content type {ct}");
     let mut buf = String::new();
     let mut body = resp.bytes_stream();
@@ -81,13 +81,8 @@ async fn cards_of_both_versions_use_host_and_forwarded_headers() {
     let c = reqwest::Client::new();
     let r = send(c.get(format!("{}/echo/.well-known/agent-card.json", s.base))).await;
     assert_eq!(r.status(), 200);
-    assert!(
-        r.headers()["cache-control"]
-            .to_str()
-            .unwrap()
-            .contains("max-age=")
-    );
-    let etag = r.headers()["etag"].to_str().unwrap().to_string();
+    assert!(header(&r, "cache-control").contains("max-age="));
+    let etag = header(&r, "etag").to_string();
     let card: Value = r.json().await.unwrap();
     assert_eq!(card["name"], "echo");
     let ifaces = card["supportedInterfaces"].as_array().unwrap();
@@ -128,17 +123,17 @@ async fn card_caching_last_modified_and_if_modified_since() {
     let c = reqwest::Client::new();
     let url = format!("{}/echo/.well-known/agent-card.json", s.base);
     let r = c.get(&url).send().await.unwrap();
-    let lm = r.headers()["last-modified"].to_str().unwrap().to_string();
+    let lm = header(&r, "last-modified").to_string();
     assert!(lm.ends_with(" GMT"), "an HTTP-date: {lm}");
     assert!(
         r.headers().get("vary").is_none(),
         "one card for every version"
     );
-    let etag = r.headers()["etag"].to_str().unwrap().to_string();
+    let etag = header(&r, "etag").to_string();
     // Not modified since then; a weak validator of the same tag also matches.
     let r = send(c.get(&url).header("If-Modified-Since", &lm)).await;
     assert_eq!(r.status(), 304);
-    assert_eq!(r.headers()["etag"].to_str().unwrap(), etag);
+    assert_eq!(header(&r, "etag"), etag);
     assert_eq!(
         status_of(c.get(&url).header("If-None-Match", format!("W/{etag}"))).await,
         304
@@ -177,7 +172,7 @@ async fn legacy_card_discovery_serves_03_card_without_version_header() {
     // No header: the 0.3 card with the 1.0 interfaces beside its own fields.
     let r = c.get(&url).send().await.unwrap();
     assert_eq!(r.headers()["vary"], "A2A-Version");
-    let legacy_tag = r.headers()["etag"].to_str().unwrap().to_string();
+    let legacy_tag = header(&r, "etag").to_string();
     let card: Value = r.json().await.unwrap();
     assert_eq!(card["url"], format!("{}/echo", s.base));
     assert!(card["protocolVersion"].as_str().unwrap().starts_with("0.3"));
@@ -186,11 +181,11 @@ async fn legacy_card_discovery_serves_03_card_without_version_header() {
     assert_eq!(ifaces[0]["protocolVersion"], "1.0");
     // Asking for 0.3 explicitly: the same.
     let r = send(c.get(&url).header("A2A-Version", "0.3")).await;
-    assert_eq!(r.headers()["etag"].to_str().unwrap(), legacy_tag);
+    assert_eq!(header(&r, "etag"), legacy_tag);
     // Asking for 1.0: the plain 1.0 card, its own tag.
     let r = send(c.get(&url).header("A2A-Version", "1.0")).await;
     assert_eq!(r.headers()["vary"], "A2A-Version");
-    assert_ne!(r.headers()["etag"].to_str().unwrap(), legacy_tag);
+    assert_ne!(header(&r, "etag"), legacy_tag);
     let card: Value = r.json().await.unwrap();
     assert!(card.get("url").is_none());
     assert!(card["supportedInterfaces"].is_array());

@@ -10,92 +10,44 @@
 //! these with `-- --ignored`, where a missing venv fails.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
-    TaskEventSink,
-};
+use subagent_a2a::server::{A2aServer, A2aServerBuilder, AgentInfo, AgentMount};
 use subagent_a2a::types::ProtocolVersion;
-use subagent_a2a::types::usage::{usage_extension, usage_to_metadata};
-use subagent_a2a::types::v1::TaskState;
-use subagent_spi::{CancellationToken, TaskStatus, Usage, UsageNode, async_trait};
-
-/// `hello`/anything: working, artifact `echo: <text>`, completed with a usage report (the usage
-/// extension, declared in the card) in the task metadata; `slow`: working until cancelled.
-struct UsageEcho;
-
-#[async_trait]
-impl A2aHandler for UsageEcho {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let text = req.text();
-        let _ = ev.working().await;
-        if text == "slow" {
-            tokio::select! {
-                _ = cancel.cancelled() => {
-                    let _ = ev.status(TaskState::Canceled, None).await;
-                }
-                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-            }
-            return Ok(());
-        }
-        let _ = ev
-            .text_artifact(Some("echo"), format!("echo: {text}"))
-            .await;
-        let usage = UsageNode::new(
-            "echo",
-            "TEST",
-            TaskStatus::Completed,
-            Usage::new()
-                .with_tokens(12, 3)
-                .with_turns(1)
-                .with_duration_ms(1)
-                .with_model("echo-model"),
-        )
-        .with_children(vec![UsageNode::new(
-            "helper",
-            "TEST",
-            TaskStatus::Completed,
-            Usage::new().with_tokens(5, 1).with_turns(1),
-        )]);
-        let _ = ev
-            .status_with_metadata(TaskState::Completed, None, usage_to_metadata(&usage))
-            .await;
-        Ok(())
-    }
-}
+use subagent_a2a::types::usage::usage_extension;
+use subagent_spi::{TaskStatus, Usage, UsageNode};
 
 mod common;
+mod python;
 
-use common::Srv;
+use common::{Srv, TestAgent};
+use python::{SDK_1X, SDK_03};
 
-fn python(env: &str, venv: &str) -> Option<PathBuf> {
-    let path = std::env::var_os(env).map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../target/py")
-            .join(venv)
-            .join("bin/python")
-    });
-    if path.exists() {
-        return Some(path);
-    }
-    let msg = format!(
-        "A2A server interop: no Python at {} (set {env} or run .ci/setup-python.sh)",
-        path.display()
-    );
-    panic!("{msg}: these tests run only when asked for (`-- --ignored`), and need it")
-}
-
-/// The test agent at `/agents/echo`, declaring the usage extension it reports.
+/// The test agent at `/agents/echo`, reporting usage (the usage extension, declared in the
+/// card) when it completes.
 fn echo_mount() -> AgentMount {
+    let usage = UsageNode::new(
+        "echo",
+        "TEST",
+        TaskStatus::Completed,
+        Usage::new()
+            .with_tokens(12, 3)
+            .with_turns(1)
+            .with_duration_ms(1)
+            .with_model("echo-model"),
+    )
+    .with_children(vec![UsageNode::new(
+        "helper",
+        "TEST",
+        TaskStatus::Completed,
+        Usage::new().with_tokens(5, 1).with_turns(1),
+    )]);
     let mut info = AgentInfo::new("echo", "Echoes the text back as an artifact");
     info.extensions.push(usage_extension());
-    AgentMount::new("/agents/echo", info, UsageEcho)
+    let agent = TestAgent {
+        usage: Some(usage),
+        ..TestAgent::default()
+    };
+    AgentMount::new("/agents/echo", info, agent)
 }
 
 /// Serves `builder` with the test agent at `/agents/echo`; the agent's URL and the server.
@@ -106,28 +58,7 @@ async fn start_with(builder: A2aServerBuilder) -> (String, Srv) {
 }
 
 async fn run_client(python: &Path, script: &str, args: &[&str]) -> Vec<String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/py_clients")
-        .join(script);
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(python)
-            .arg(&script)
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("python client finished within 120 s")
-    .expect("python client ran");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(
-        out.status.success(),
-        "{} {args:?} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        script.display(),
-        out.status
-    );
+    let stdout = python::run_script(python, &format!("py_clients/{script}"), args).await;
     stdout.lines().map(str::to_string).collect()
 }
 
@@ -149,11 +80,11 @@ enum Sdk {
 }
 
 impl Sdk {
-    fn python(self) -> Option<PathBuf> {
-        match self {
-            Sdk::V1x => python("SUBAGENTS_A2A_PY_1X", "a2a-1x"),
-            Sdk::V03 => python("SUBAGENTS_A2A_PY_03", "a2a-03"),
-        }
+    fn python(self) -> PathBuf {
+        python::interpreter(match self {
+            Sdk::V1x => SDK_1X,
+            Sdk::V03 => SDK_03,
+        })
     }
 
     fn script(self) -> &'static str {
@@ -167,9 +98,7 @@ impl Sdk {
 /// Serves `builder` with the echo agent, runs the `sdk` client against it with `arg` and
 /// asserts that it sent, got, streamed and cancelled.
 async fn sdk_client_passes(sdk: Sdk, builder: A2aServerBuilder, arg: &str) {
-    let Some(py) = sdk.python() else {
-        return;
-    };
+    let py = sdk.python();
     let (url, srv) = start_with(builder).await;
     let lines = run_client(&py, sdk.script(), &[&url, arg]).await;
     assert_all_checks(&lines);
@@ -190,38 +119,13 @@ async fn python_1x_client_over_jsonrpc() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_1x_client_over_grpc() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
-        return;
-    };
+    let py = python::interpreter(SDK_1X);
     // gRPC on its own port, listed on the card; the Python client discovers it there.
-    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let grpc_addr = grpc.local_addr().expect("addr");
-    let server = A2aServer::builder()
-        .grpc_url(grpc_addr.to_string())
-        .mount(echo_mount())
-        .build()
-        .expect("server builds");
-    let token = server.shutdown_token();
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = http.local_addr().expect("addr");
-    let (s1, s2) = (server.clone(), server);
-    let (t1, t2) = (token.clone(), token.clone());
-    tokio::spawn(async move {
-        let _ = s1.serve(http, async move { t1.cancelled().await }).await;
-    });
-    tokio::spawn(async move {
-        let _ = s2
-            .serve_grpc(grpc, async move { t2.cancelled().await })
-            .await;
-    });
-    let url = format!("http://{addr}/agents/echo");
+    let srv = common::serve_with_grpc(A2aServer::builder().mount(echo_mount())).await;
+    let url = srv.url("/agents/echo");
     let lines = run_client(&py, "client_v1.py", &[&url, "GRPC"]).await;
     assert_all_checks(&lines);
-    token.cancel();
+    drop(srv);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,9 +148,7 @@ async fn python_03_client_discovers_agent_json() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_03_client_over_http_json() {
-    let Some(py) = Sdk::V03.python() else {
-        return;
-    };
+    let py = Sdk::V03.python();
     // The stock 0.3 client limited to HTTP+JSON: it finds the binding in the card's
     // `additionalInterfaces` and calls the `/v1/…` routes (its RestTransport).
     let (url, srv) = start_with(card(ProtocolVersion::V1)).await;
@@ -292,9 +194,7 @@ async fn python_1x_client_reads_the_embedded_interfaces_under_legacy_discovery()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn python_1x_client_registers_a_webhook_and_receives_pushes() {
-    let Some(py) = python("SUBAGENTS_A2A_PY_1X", "a2a-1x") else {
-        return;
-    };
+    let py = python::interpreter(SDK_1X);
     // The client's webhook listens on 127.0.0.1: allowed explicitly.
     let (url, srv) = start_with(
         A2aServer::builder()

@@ -95,6 +95,33 @@ fn lookup<'a>(r: &'a SubagentReference, key: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
+/// The setting `key` read with `parse`, or `default` when it is not set; a value `parse`
+/// refuses is an error saying what the setting `must_be`.
+fn setting<T>(
+    r: &SubagentReference,
+    key: &str,
+    default: T,
+    must_be: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<T, A2aError> {
+    let Some(v) = lookup(r, key) else {
+        return Ok(default);
+    };
+    parse(v).ok_or_else(|| A2aError::Config {
+        message: format!("`{key}` must be {must_be}, got `{v}`"),
+    })
+}
+
+/// [`setting`] without a default: `None` when it is not set.
+fn optional_setting<T>(
+    r: &SubagentReference,
+    key: &str,
+    must_be: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, A2aError> {
+    setting(r, key, None, must_be, |v| parse(v).map(Some))
+}
+
 fn secret(r: &SubagentReference, key: &str, env_key: &str) -> Result<Option<String>, A2aError> {
     if let Some(v) = lookup(r, key) {
         return Ok(Some(v.to_string()));
@@ -156,73 +183,59 @@ impl A2aConfig {
             }
             (None, None) => {}
         }
-        let timeout = match lookup(r, keys::TIMEOUT_SECS) {
-            None => DEFAULT_TIMEOUT,
-            Some(v) => match v.parse::<f64>() {
-                Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Duration::from_secs_f64(s),
-                _ => {
-                    return Err(A2aError::Config {
-                        message: format!(
-                            "`{}` must be a positive number of seconds, got `{v}`",
-                            keys::TIMEOUT_SECS
-                        ),
-                    });
-                }
-            },
+        let seconds = |v: &str, min_ok: fn(f64) -> bool| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|s| min_ok(*s) && s.is_finite() && *s < 1e9)
+                .map(Duration::from_secs_f64)
         };
-        let poll_interval = match lookup(r, keys::POLL_INTERVAL_MS) {
-            None => DEFAULT_POLL_INTERVAL,
-            Some(v) => match v.parse::<u64>() {
-                Ok(ms) if ms > 0 => Duration::from_millis(ms),
-                _ => {
-                    return Err(A2aError::Config {
-                        message: format!(
-                            "`{}` must be a positive integer, got `{v}`",
-                            keys::POLL_INTERVAL_MS
-                        ),
-                    });
-                }
+        let timeout = setting(
+            r,
+            keys::TIMEOUT_SECS,
+            DEFAULT_TIMEOUT,
+            "a positive number of seconds",
+            |v| seconds(v, |s| s > 0.0),
+        )?;
+        let poll_interval = setting(
+            r,
+            keys::POLL_INTERVAL_MS,
+            DEFAULT_POLL_INTERVAL,
+            "a positive integer",
+            |v| {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|ms| *ms > 0)
+                    .map(Duration::from_millis)
             },
-        };
-        let stream_idle_timeout = match lookup(r, keys::STREAM_IDLE_TIMEOUT_SECS) {
-            None => super::transport::DEFAULT_STREAM_IDLE_TIMEOUT,
-            Some(v) => match v.parse::<f64>() {
-                Ok(s) if s >= 0.0 && s.is_finite() && s < 1e9 => Duration::from_secs_f64(s),
-                _ => {
-                    return Err(A2aError::Config {
-                        message: format!(
-                            "`{}` must be a number of seconds (0: no limit), got `{v}`",
-                            keys::STREAM_IDLE_TIMEOUT_SECS
-                        ),
-                    });
-                }
-            },
-        };
-        let streaming = match lookup(r, keys::STREAMING) {
-            None => None,
-            Some(v) if v.eq_ignore_ascii_case("true") => Some(true),
-            Some(v) if v.eq_ignore_ascii_case("false") => Some(false),
-            Some(v) => {
-                return Err(A2aError::Config {
-                    message: format!("`{}` must be true or false, got `{v}`", keys::STREAMING),
-                });
+        )?;
+        let stream_idle_timeout = setting(
+            r,
+            keys::STREAM_IDLE_TIMEOUT_SECS,
+            super::transport::DEFAULT_STREAM_IDLE_TIMEOUT,
+            "a number of seconds (0: no limit)",
+            |v| seconds(v, |s| s >= 0.0),
+        )?;
+        let streaming = optional_setting(r, keys::STREAMING, "true or false", |v| {
+            if v.eq_ignore_ascii_case("true") {
+                Some(true)
+            } else if v.eq_ignore_ascii_case("false") {
+                Some(false)
+            } else {
+                None
             }
-        };
-        let binding = match lookup(r, keys::BINDING) {
-            None => None,
-            Some(v) => Some(Binding::parse(v).ok_or_else(|| A2aError::Config {
-                message: format!(
-                    "`{}` must be JSONRPC, HTTP+JSON or (with the grpc-client feature) GRPC, got `{v}`",
-                    keys::BINDING
-                ),
-            })?),
-        };
-        let version = match lookup(r, keys::PROTOCOL_VERSION) {
-            None => None,
-            Some(v) => Some(ProtocolVersion::parse(v).ok_or_else(|| A2aError::Config {
-                message: format!("`{}` must be 1.0 or 0.3, got `{v}`", keys::PROTOCOL_VERSION),
-            })?),
-        };
+        })?;
+        let binding = optional_setting(
+            r,
+            keys::BINDING,
+            "JSONRPC, HTTP+JSON or (with the grpc-client feature) GRPC",
+            Binding::parse,
+        )?;
+        let version = optional_setting(
+            r,
+            keys::PROTOCOL_VERSION,
+            "1.0 or 0.3",
+            ProtocolVersion::parse,
+        )?;
         Ok(Self {
             headers,
             pending_api_key,

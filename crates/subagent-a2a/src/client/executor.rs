@@ -99,24 +99,22 @@ pub(crate) fn new_id() -> String {
 pub fn parts_text(parts: &[v1::Part]) -> String {
     let mut out: Vec<String> = Vec::new();
     for p in parts {
+        // A file's name and media type: `name (type)`.
+        let file = || {
+            let media_type = p.media_type.as_deref().map(|m| format!(" ({m})"));
+            format!(
+                "{}{}",
+                p.filename.as_deref().unwrap_or(""),
+                media_type.unwrap_or_default()
+            )
+        };
         match &p.content {
             PartContent::Text(t) => out.push(t.clone()),
             PartContent::Data(v) => out.push(v.to_string()),
-            PartContent::Url(u) => out.push(format!(
-                "[file {}{}: {u}]",
-                p.filename.as_deref().unwrap_or(""),
-                p.media_type
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default()
-            )),
+            PartContent::Url(u) => out.push(format!("[file {}: {u}]", file())),
             PartContent::Raw(b) => out.push(format!(
-                "[file {}{}: {} base64 bytes inline]",
-                p.filename.as_deref().unwrap_or(""),
-                p.media_type
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default(),
+                "[file {}: {} base64 bytes inline]",
+                file(),
                 b.len()
             )),
         }

@@ -196,6 +196,36 @@ pub fn choose_endpoint(
     Ok(all.swap_remove(0))
 }
 
+/// The URL to call `iface` at, or `None` when it is not usable: a gRPC address is `host:port`
+/// (no scheme: plain HTTP/2) and serves 1.0 only; any other URL is absolute or relative to the
+/// card's (`base`).
+fn interface_url(
+    iface: &v1::AgentInterface,
+    binding: Binding,
+    version: ProtocolVersion,
+    base: Option<&reqwest::Url>,
+) -> Option<String> {
+    #[cfg(feature = "grpc-client")]
+    if binding == Binding::Grpc {
+        if version != ProtocolVersion::V1 {
+            return None;
+        }
+        return Some(if iface.url.contains("://") {
+            iface.url.clone()
+        } else {
+            format!("http://{}", iface.url)
+        });
+    }
+    #[cfg(not(feature = "grpc-client"))]
+    let _ = (binding, version);
+    match reqwest::Url::parse(&iface.url) {
+        Ok(u) => Some(u.to_string()),
+        Err(_) => base
+            .and_then(|b| b.join(&iface.url).ok())
+            .map(|u| u.to_string()),
+    }
+}
+
 /// Every interface of the card this client can speak, best first (the order of
 /// [`choose_endpoint`]); never empty on success.
 pub fn usable_endpoints(
@@ -220,34 +250,8 @@ pub fn usable_endpoints(
             ProtocolVersion::parse(&iface.protocol_version)
         };
         let Some(version) = version else { continue };
-        // A gRPC address is `host:port` (no scheme): plain HTTP/2.
-        #[cfg(feature = "grpc-client")]
-        if binding == Binding::Grpc {
-            if version != ProtocolVersion::V1 {
-                continue;
-            }
-            let url = if iface.url.contains("://") {
-                iface.url.clone()
-            } else {
-                format!("http://{}", iface.url)
-            };
-            candidates.push((
-                i,
-                Endpoint {
-                    url,
-                    binding,
-                    version,
-                    tenant: iface.tenant.clone().filter(|t| !t.is_empty()),
-                },
-            ));
+        let Some(url) = interface_url(iface, binding, version, base.as_ref()) else {
             continue;
-        }
-        let url = match reqwest::Url::parse(&iface.url) {
-            Ok(u) => u.to_string(),
-            Err(_) => match base.as_ref().and_then(|b| b.join(&iface.url).ok()) {
-                Some(u) => u.to_string(),
-                None => continue,
-            },
         };
         candidates.push((
             i,

@@ -102,6 +102,11 @@ where
 mod tests {
     use super::*;
 
+    /// The decoded events `data`, as [`run`] gives them.
+    fn events(data: &[&str]) -> Vec<Result<String, String>> {
+        data.iter().map(|d| Ok(d.to_string())).collect()
+    }
+
     fn run(chunks: Vec<&'static str>, limit: usize) -> Vec<Result<String, String>> {
         let src = futures::stream::iter(
             chunks
@@ -130,14 +135,7 @@ mod tests {
             ],
             1024,
         );
-        assert_eq!(
-            got,
-            vec![
-                Ok("{\"a\":1}".to_string()),
-                Ok("l1\nl2".to_string()),
-                Ok("tail".to_string())
-            ]
-        );
+        assert_eq!(got, events(&["{\"a\":1}", "l1\nl2", "tail"]));
     }
 
     #[tokio::test]
@@ -160,14 +158,7 @@ mod tests {
             vec!["data: a\rdata: b\r\rdata: c\r\n\r\n: note\rdata: d\n\n"],
             1024,
         );
-        assert_eq!(
-            got,
-            vec![
-                Ok("a\nb".to_string()),
-                Ok("c".to_string()),
-                Ok("d".to_string())
-            ]
-        );
+        assert_eq!(got, events(&["a\nb", "c", "d"]));
     }
 
     #[test]
@@ -178,7 +169,7 @@ mod tests {
             vec!["data: a\r", "\ndata: b\r", "\r", "data: c\r", "\r"],
             1024,
         );
-        assert_eq!(got, vec![Ok("a\nb".to_string()), Ok("c".to_string())]);
+        assert_eq!(got, events(&["a\nb", "c"]));
     }
 
     #[test]

@@ -780,30 +780,48 @@ impl A2aClient {
             .map_err(|e| A2aError::decode(url, "the 0.3 HTTP+JSON response", e))
     }
 
+    /// A JSON-RPC request of `method` with `params` (and a fresh id) to the endpoint, with the
+    /// reference's headers (`stream`: asking for SSE).
+    fn rpc_request<P: Serialize>(
+        &self,
+        method: &'static str,
+        params: &P,
+        stream: bool,
+    ) -> reqwest::RequestBuilder {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.http
+            .post(&self.endpoint.url)
+            .headers(self.base_headers(stream))
+            .json(&Request::new(id, method, params))
+    }
+
+    /// Sends a JSON-RPC call; the answer's status and body.
+    async fn rpc_exchange<P: Serialize>(
+        &self,
+        method: &'static str,
+        params: &P,
+    ) -> Result<(reqwest::StatusCode, Vec<u8>), A2aError> {
+        let url = &self.endpoint.url;
+        let resp = self
+            .rpc_request(method, params, false)
+            .send()
+            .await
+            .map_err(|e| A2aError::http(url, e))?;
+        let status = resp.status();
+        Ok((status, read_body(resp, url).await?))
+    }
+
     async fn rpc<P: Serialize, R: DeserializeOwned>(
         &self,
         method: &'static str,
         params: &P,
     ) -> Result<R, A2aError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = Request::new(id, method, params);
+        let (status, bytes) = self.rpc_exchange(method, params).await?;
         let url = &self.endpoint.url;
-        let resp = self
-            .http
-            .post(url)
-            .headers(self.base_headers(false))
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| A2aError::http(url, e))?;
-        let status = resp.status();
-        let bytes = read_body(resp, url).await?;
         match serde_json::from_slice::<Response<R>>(&bytes) {
-            Ok(r) => r.into_result().map_err(|error| A2aError::Rpc {
-                method: method.to_string(),
-                url: url.clone(),
-                error,
-            }),
+            Ok(r) => r
+                .into_result()
+                .map_err(|error| rpc_error(method, url, error)),
             Err(e) if status.is_success() => {
                 Err(A2aError::decode(url, format!("the `{method}` response"), e))
             }
@@ -823,25 +841,10 @@ impl A2aClient {
             #[serde(default)]
             error: Option<crate::types::jsonrpc::RpcError>,
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = Request::new(id, method, params);
+        let (status, bytes) = self.rpc_exchange(method, params).await?;
         let url = &self.endpoint.url;
-        let resp = self
-            .http
-            .post(url)
-            .headers(self.base_headers(false))
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| A2aError::http(url, e))?;
-        let status = resp.status();
-        let bytes = read_body(resp, url).await?;
         match serde_json::from_slice::<Unit>(&bytes) {
-            Ok(Unit { error: Some(error) }) => Err(A2aError::Rpc {
-                method: method.to_string(),
-                url: url.clone(),
-                error,
-            }),
+            Ok(Unit { error: Some(error) }) => Err(rpc_error(method, url, error)),
             Ok(Unit { error: None }) if status.is_success() => Ok(()),
             _ => Err(A2aError::status(url, status.as_u16(), &bytes)),
         }
@@ -855,14 +858,8 @@ impl A2aClient {
     where
         R: DeserializeOwned + Into<v1::StreamResponse> + Send + 'static,
     {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = Request::new(id, method, params);
         let url = self.endpoint.url.clone();
-        let rb = self
-            .http
-            .post(&url)
-            .headers(self.base_headers(true))
-            .json(&body);
+        let rb = self.rpc_request(method, params, true);
         let resp = self.send_for_stream(rb, &url).await?;
         let status = resp.status();
         if !is_event_stream(&resp) {
@@ -870,11 +867,7 @@ impl A2aClient {
             let bytes = read_body(resp, &url).await?;
             return match serde_json::from_slice::<Response<serde_json::Value>>(&bytes) {
                 Ok(r) => match r.into_result() {
-                    Err(error) => Err(A2aError::Rpc {
-                        method: method.to_string(),
-                        url,
-                        error,
-                    }),
+                    Err(error) => Err(rpc_error(method, &url, error)),
                     Ok(v) => {
                         // A single result instead of a stream: accept it as one event.
                         let ev: R = serde_json::from_value(v).map_err(|e| {
@@ -902,11 +895,7 @@ impl A2aClient {
                 .map_err(|e| A2aError::decode(&url, format!("a `{method}` event"), e))?;
             r.into_result()
                 .map(Into::into)
-                .map_err(|error| A2aError::Rpc {
-                    method: method.to_string(),
-                    url: url.clone(),
-                    error,
-                })
+                .map_err(|error| rpc_error(method, &url, error))
         });
         Ok(Box::pin(stream))
     }
@@ -1045,6 +1034,15 @@ pub fn stream_idle_error(url: &str, limit: Duration) -> A2aError {
              idle limit; the agent or the network is stuck",
             limit.as_secs_f64()
         ),
+    }
+}
+
+/// The error of a JSON-RPC call that `url` answered with `error`.
+fn rpc_error(method: &str, url: &str, error: crate::types::jsonrpc::RpcError) -> A2aError {
+    A2aError::Rpc {
+        method: method.to_string(),
+        url: url.to_string(),
+        error,
     }
 }
 

@@ -377,6 +377,18 @@ impl AgentMount {
     }
 }
 
+/// Builder methods that each set the [`ServerConfig`] field of their name to the value given.
+macro_rules! config_setters {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub fn $field(mut self, value: $ty) -> Self {
+            self.config.$field = value;
+            self
+        }
+    )*};
+}
+
 /// Builds an [`A2aServer`].
 #[derive(Debug, Default)]
 pub struct A2aServerBuilder {
@@ -399,105 +411,41 @@ impl A2aServerBuilder {
         self
     }
 
-    /// Serves the 0.3 card (instead of the 1.0 one) at `agent-card.json`.
-    #[must_use]
-    pub fn agent_card_version(mut self, version: ProtocolVersion) -> Self {
-        self.config.agent_card_version = version;
-        self
-    }
-
-    /// Serves the 0.3 card (1.0 interfaces embedded) at `agent-card.json` to requests without
-    /// an `A2A-Version` header (see [`ServerConfig::legacy_card_discovery`]).
-    #[must_use]
-    pub fn legacy_card_discovery(mut self, yes: bool) -> Self {
-        self.config.legacy_card_discovery = yes;
-        self
-    }
-
-    /// Serves a JSON directory of the hosted agents at `GET /` (see
-    /// [`ServerConfig::directory`]).
-    #[must_use]
-    pub fn directory(mut self, yes: bool) -> Self {
-        self.config.directory = yes;
-        self
-    }
-
-    /// Sets the body size limit.
-    #[must_use]
-    pub fn max_body_bytes(mut self, n: usize) -> Self {
-        self.config.max_body_bytes = n;
-        self
-    }
-
-    /// Sets the limit of concurrent streams.
-    #[must_use]
-    pub fn max_streams(mut self, n: usize) -> Self {
-        self.config.max_streams = n;
-        self
-    }
-
-    /// Sets the limit of concurrent streams per client (peer IP; 0: none).
-    #[must_use]
-    pub fn max_streams_per_client(mut self, n: usize) -> Self {
-        self.config.max_streams_per_client = n;
-        self
-    }
-
-    /// Sets the byte budget of each agent's default task store.
-    #[must_use]
-    pub fn task_store_max_bytes(mut self, n: usize) -> Self {
-        self.config.task_store_max_bytes = n;
-        self
-    }
-
-    /// Sets the request head read timeout (zero: none).
-    #[must_use]
-    pub fn header_read_timeout(mut self, d: Duration) -> Self {
-        self.config.header_read_timeout = d;
-        self
-    }
-
-    /// Sets the request body read timeout (zero: none).
-    #[must_use]
-    pub fn body_read_timeout(mut self, d: Duration) -> Self {
-        self.config.body_read_timeout = d;
-        self
-    }
-
-    /// Sets the keep-alive idle timeout (zero: none).
-    #[must_use]
-    pub fn idle_timeout(mut self, d: Duration) -> Self {
-        self.config.idle_timeout = d;
-        self
-    }
-
-    /// Sets the limit of open connections.
-    #[must_use]
-    pub fn max_connections(mut self, n: usize) -> Self {
-        self.config.max_connections = n;
-        self
-    }
-
-    /// Sets the largest request head accepted.
-    #[must_use]
-    pub fn max_header_bytes(mut self, n: usize) -> Self {
-        self.config.max_header_bytes = n;
-        self
-    }
-
-    /// Offers push notifications (see [`ServerConfig::push_notifications`]).
-    #[must_use]
-    pub fn push_notifications(mut self, yes: bool) -> Self {
-        self.config.push_notifications = yes;
-        self
-    }
-
-    /// Allows webhooks at private and loopback addresses (see
-    /// [`ServerConfig::push_allow_private`]).
-    #[must_use]
-    pub fn push_allow_private(mut self, yes: bool) -> Self {
-        self.config.push_allow_private = yes;
-        self
+    config_setters! {
+        /// Serves the 0.3 card (instead of the 1.0 one) at `agent-card.json`.
+        agent_card_version: ProtocolVersion;
+        /// Serves the 0.3 card (1.0 interfaces embedded) at `agent-card.json` to requests without
+        /// an `A2A-Version` header (see [`ServerConfig::legacy_card_discovery`]).
+        legacy_card_discovery: bool;
+        /// Serves a JSON directory of the hosted agents at `GET /` (see
+        /// [`ServerConfig::directory`]).
+        directory: bool;
+        /// Sets the body size limit.
+        max_body_bytes: usize;
+        /// Sets the limit of concurrent streams.
+        max_streams: usize;
+        /// Sets the limit of concurrent streams per client (peer IP; 0: none).
+        max_streams_per_client: usize;
+        /// Sets the byte budget of each agent's default task store.
+        task_store_max_bytes: usize;
+        /// Sets the request head read timeout (zero: none).
+        header_read_timeout: Duration;
+        /// Sets the request body read timeout (zero: none).
+        body_read_timeout: Duration;
+        /// Sets the keep-alive idle timeout (zero: none).
+        idle_timeout: Duration;
+        /// Sets the limit of open connections.
+        max_connections: usize;
+        /// Sets the largest request head accepted.
+        max_header_bytes: usize;
+        /// Offers push notifications (see [`ServerConfig::push_notifications`]).
+        push_notifications: bool;
+        /// Allows webhooks at private and loopback addresses (see
+        /// [`ServerConfig::push_allow_private`]).
+        push_allow_private: bool;
+        /// Sets whether 0.3 sends without `blocking` wait (see
+        /// [`ServerConfig::v03_blocking_by_default`]).
+        v03_blocking_by_default: bool;
     }
 
     /// Lists the gRPC binding at `host:port` on the cards (see [`ServerConfig::grpc_url`];
@@ -505,14 +453,6 @@ impl A2aServerBuilder {
     #[must_use]
     pub fn grpc_url(mut self, address: impl Into<String>) -> Self {
         self.config.grpc_url = Some(address.into());
-        self
-    }
-
-    /// Sets whether 0.3 sends without `blocking` wait (see
-    /// [`ServerConfig::v03_blocking_by_default`]).
-    #[must_use]
-    pub fn v03_blocking_by_default(mut self, yes: bool) -> Self {
-        self.config.v03_blocking_by_default = yes;
         self
     }
 
@@ -676,6 +616,22 @@ impl A2aServer {
         self.shared.shutdown.clone()
     }
 
+    /// Completes when `shutdown` does or the server is shut down, after starting the shutdown
+    /// ([`shutdown`](Self::shutdown)): the signal a serving loop stops on.
+    fn stop_signal(
+        &self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let me = self.clone();
+        async move {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = me.shared.shutdown.cancelled() => {}
+            }
+            me.shutdown();
+        }
+    }
+
     /// Starts shutting down: open streams end and every running handler is cancelled.
     /// [`serve`](Self::serve) calls this when its signal fires (or when the
     /// [`shutdown_token`](Self::shutdown_token) is cancelled).
@@ -716,14 +672,7 @@ impl A2aServer {
         router: axum::Router,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
-        let me = self.clone();
-        let signal = async move {
-            tokio::select! {
-                _ = shutdown => {}
-                _ = me.shared.shutdown.cancelled() => {}
-            }
-            me.shutdown();
-        };
+        let signal = self.stop_signal(shutdown);
         conn::serve_loop(self.shared.clone(), listener, router, signal).await?;
         Ok(())
     }
@@ -764,14 +713,7 @@ impl A2aServer {
             0 => 128,
             n => u32::try_from(n).unwrap_or(u32::MAX),
         };
-        let me = self.clone();
-        let signal = async move {
-            tokio::select! {
-                _ = shutdown => {}
-                _ = me.shared.shutdown.cancelled() => {}
-            }
-            me.shutdown();
-        };
+        let signal = self.stop_signal(shutdown);
         let incoming =
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
         tonic::transport::Server::builder()

@@ -559,47 +559,37 @@ impl From<v1::SecurityScheme> for v03::SecurityScheme {
             },
             v1::SecurityScheme::Oauth2SecurityScheme(o) => {
                 let mut flows = v03::OAuthFlows::default();
+                let flow = |authorization_url, token_url, refresh_url, scopes| {
+                    Some(v03::OAuthFlow {
+                        authorization_url,
+                        token_url,
+                        refresh_url,
+                        scopes,
+                    })
+                };
                 match o.flows {
                     v1::OAuthFlows::AuthorizationCode(f) => {
-                        flows.authorization_code = Some(v03::OAuthFlow {
-                            authorization_url: Some(f.authorization_url),
-                            token_url: Some(f.token_url),
-                            refresh_url: f.refresh_url,
-                            scopes: f.scopes,
-                        })
+                        flows.authorization_code = flow(
+                            Some(f.authorization_url),
+                            Some(f.token_url),
+                            f.refresh_url,
+                            f.scopes,
+                        )
                     }
                     v1::OAuthFlows::ClientCredentials(f) => {
-                        flows.client_credentials = Some(v03::OAuthFlow {
-                            authorization_url: None,
-                            token_url: Some(f.token_url),
-                            refresh_url: f.refresh_url,
-                            scopes: f.scopes,
-                        })
+                        flows.client_credentials =
+                            flow(None, Some(f.token_url), f.refresh_url, f.scopes)
                     }
                     v1::OAuthFlows::Implicit(f) => {
-                        flows.implicit = Some(v03::OAuthFlow {
-                            authorization_url: f.authorization_url,
-                            token_url: None,
-                            refresh_url: f.refresh_url,
-                            scopes: f.scopes,
-                        })
+                        flows.implicit = flow(f.authorization_url, None, f.refresh_url, f.scopes)
                     }
                     v1::OAuthFlows::Password(f) => {
-                        flows.password = Some(v03::OAuthFlow {
-                            authorization_url: None,
-                            token_url: f.token_url,
-                            refresh_url: f.refresh_url,
-                            scopes: f.scopes,
-                        })
+                        flows.password = flow(None, f.token_url, f.refresh_url, f.scopes)
                     }
                     // 0.3 has no device-code flow; keep its token URL as client credentials.
                     v1::OAuthFlows::DeviceCode(f) => {
-                        flows.client_credentials = Some(v03::OAuthFlow {
-                            authorization_url: None,
-                            token_url: Some(f.token_url),
-                            refresh_url: f.refresh_url,
-                            scopes: f.scopes,
-                        })
+                        flows.client_credentials =
+                            flow(None, Some(f.token_url), f.refresh_url, f.scopes)
                     }
                 }
                 v03::SecurityScheme::OAuth2 {

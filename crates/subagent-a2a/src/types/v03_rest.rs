@@ -46,19 +46,31 @@ fn non_null(v: Option<&Value>) -> Option<&Value> {
     v.filter(|v| !v.is_null())
 }
 
-/// Copies `name` (read by either spelling) to `out` under `to`, when present and not null.
-fn copy(out: &mut Obj, o: &Obj, name: &str, to: &str) {
-    if let Some(v) = non_null(field(o, name)) {
-        out.insert(to.to_string(), v.clone());
+/// Copies the fields `names` (each read by either spelling) to `out` under their JSON names,
+/// those present and not null.
+fn copy(out: &mut Obj, o: &Obj, names: &[&str]) {
+    for name in names {
+        if let Some(v) = non_null(field(o, name)) {
+            out.insert((*name).to_string(), v.clone());
+        }
     }
 }
 
-/// Copies a string field, leaving out empty strings (proto3 defaults).
-fn copy_str(out: &mut Obj, o: &Obj, name: &str, to: &str) {
-    if let Some(Value::String(s)) = field(o, name)
-        && !s.is_empty()
-    {
-        out.insert(to.to_string(), Value::String(s.clone()));
+/// Copies the string fields `names`, leaving out empty strings (proto3 defaults).
+fn copy_str(out: &mut Obj, o: &Obj, names: &[&str]) {
+    for name in names {
+        if let Some(Value::String(s)) = field(o, name)
+            && !s.is_empty()
+        {
+            out.insert((*name).to_string(), Value::String(s.clone()));
+        }
+    }
+}
+
+/// Inserts `items` under `key` unless there are none (left out, as proto3 does).
+fn insert_non_empty(out: &mut Obj, key: &str, items: Vec<Value>) {
+    if !items.is_empty() {
+        out.insert(key.to_string(), Value::Array(items));
     }
 }
 
@@ -110,14 +122,13 @@ pub fn part_to_proto(p: &Value) -> Value {
         } else if let Some(b) = non_null(f.get("bytes")) {
             file.insert("fileWithBytes".into(), b.clone());
         }
-        copy_str(&mut file, &f, "mimeType", "mimeType");
-        copy_str(&mut file, &f, "name", "name");
+        copy_str(&mut file, &f, &["mimeType", "name"]);
         out.insert("file".into(), Value::Object(file));
     } else {
         let data = o.get("data").cloned().unwrap_or_else(|| json!({}));
         out.insert("data".into(), json!({ "data": data }));
     }
-    copy(&mut out, &o, "metadata", "metadata");
+    copy(&mut out, &o, &["metadata"]);
     Value::Object(out)
 }
 
@@ -125,26 +136,24 @@ pub fn part_to_proto(p: &Value) -> Value {
 pub fn message_to_proto(m: &Value) -> Value {
     let o = obj(m);
     let mut out = Obj::new();
-    copy_str(&mut out, &o, "messageId", "messageId");
-    copy_str(&mut out, &o, "contextId", "contextId");
-    copy_str(&mut out, &o, "taskId", "taskId");
+    copy_str(&mut out, &o, &["messageId", "contextId", "taskId"]);
     let role = match o.get("role").and_then(Value::as_str) {
         Some("agent") => "ROLE_AGENT",
         Some("user") => "ROLE_USER",
         _ => "ROLE_UNSPECIFIED",
     };
     out.insert("role".into(), Value::String(role.into()));
-    out.insert(
-        "content".into(),
-        Value::Array(array(&o, "parts").map(part_to_proto).collect()),
-    );
-    copy(&mut out, &o, "metadata", "metadata");
-    if let Some(e) = non_null(o.get("extensions")).and_then(Value::as_array)
-        && !e.is_empty()
-    {
-        out.insert("extensions".into(), Value::Array(e.clone()));
-    }
+    content_to_proto(&mut out, &o, "content");
     Value::Object(out)
+}
+
+/// What a message and an artifact both carry: their parts (as proto parts, under `key`),
+/// metadata and extensions (left out when there are none).
+fn content_to_proto(out: &mut Obj, o: &Obj, key: &str) {
+    let parts = array(o, "parts").map(part_to_proto).collect();
+    out.insert(key.to_string(), Value::Array(parts));
+    copy(out, o, &["metadata"]);
+    insert_non_empty(out, "extensions", array(o, "extensions").cloned().collect());
 }
 
 fn status_to_proto(s: &Value) -> Value {
@@ -159,26 +168,15 @@ fn status_to_proto(s: &Value) -> Value {
     if let Some(m) = non_null(o.get("message")) {
         out.insert("message".into(), message_to_proto(m));
     }
-    copy_str(&mut out, &o, "timestamp", "timestamp");
+    copy_str(&mut out, &o, &["timestamp"]);
     Value::Object(out)
 }
 
 fn artifact_to_proto(a: &Value) -> Value {
     let o = obj(a);
     let mut out = Obj::new();
-    copy_str(&mut out, &o, "artifactId", "artifactId");
-    copy_str(&mut out, &o, "name", "name");
-    copy_str(&mut out, &o, "description", "description");
-    out.insert(
-        "parts".into(),
-        Value::Array(array(&o, "parts").map(part_to_proto).collect()),
-    );
-    copy(&mut out, &o, "metadata", "metadata");
-    if let Some(e) = non_null(o.get("extensions")).and_then(Value::as_array)
-        && !e.is_empty()
-    {
-        out.insert("extensions".into(), Value::Array(e.clone()));
-    }
+    copy_str(&mut out, &o, &["artifactId", "name", "description"]);
+    content_to_proto(&mut out, &o, "parts");
     Value::Object(out)
 }
 
@@ -186,22 +184,27 @@ fn artifact_to_proto(a: &Value) -> Value {
 pub fn task_to_proto(t: &Value) -> Value {
     let o = obj(t);
     let mut out = Obj::new();
-    copy_str(&mut out, &o, "id", "id");
-    copy_str(&mut out, &o, "contextId", "contextId");
+    copy_str(&mut out, &o, &["id", "contextId"]);
     out.insert(
         "status".into(),
         status_to_proto(o.get("status").unwrap_or(&Value::Null)),
     );
-    let artifacts: Vec<Value> = array(&o, "artifacts").map(artifact_to_proto).collect();
-    if !artifacts.is_empty() {
-        out.insert("artifacts".into(), Value::Array(artifacts));
-    }
-    let history: Vec<Value> = array(&o, "history").map(message_to_proto).collect();
-    if !history.is_empty() {
-        out.insert("history".into(), Value::Array(history));
-    }
-    copy(&mut out, &o, "metadata", "metadata");
+    let artifacts = array(&o, "artifacts").map(artifact_to_proto).collect();
+    insert_non_empty(&mut out, "artifacts", artifacts);
+    let history = array(&o, "history").map(message_to_proto).collect();
+    insert_non_empty(&mut out, "history", history);
+    copy(&mut out, &o, &["metadata"]);
     Value::Object(out)
+}
+
+/// What a status and an artifact update both carry, as proto: the task and context ids, the
+/// update's `key` (`status` or `artifact`, converted with `convert`) and metadata.
+fn update_to_proto(o: &Obj, key: &str, convert: fn(&Value) -> Value) -> Obj {
+    let mut out = Obj::new();
+    copy_str(&mut out, o, &["taskId", "contextId"]);
+    out.insert(key.into(), convert(o.get(key).unwrap_or(&Value::Null)));
+    copy(&mut out, o, &["metadata"]);
+    out
 }
 
 /// A 0.3 result or stream event (`kind`-tagged) as a proto `StreamResponse` (which is also
@@ -211,33 +214,19 @@ pub fn event_to_proto(ev: &Value) -> Value {
     match o.get("kind").and_then(Value::as_str) {
         Some("message") => json!({ "message": message_to_proto(ev) }),
         Some("status-update") => {
-            let mut out = Obj::new();
-            copy_str(&mut out, &o, "taskId", "taskId");
-            copy_str(&mut out, &o, "contextId", "contextId");
-            out.insert(
-                "status".into(),
-                status_to_proto(o.get("status").unwrap_or(&Value::Null)),
-            );
+            let mut out = update_to_proto(&o, "status", status_to_proto);
             if o.get("final").and_then(Value::as_bool) == Some(true) {
                 out.insert("final".into(), Value::Bool(true));
             }
-            copy(&mut out, &o, "metadata", "metadata");
             json!({ "statusUpdate": out })
         }
         Some("artifact-update") => {
-            let mut out = Obj::new();
-            copy_str(&mut out, &o, "taskId", "taskId");
-            copy_str(&mut out, &o, "contextId", "contextId");
-            out.insert(
-                "artifact".into(),
-                artifact_to_proto(o.get("artifact").unwrap_or(&Value::Null)),
-            );
+            let mut out = update_to_proto(&o, "artifact", artifact_to_proto);
             for k in ["append", "lastChunk"] {
                 if o.get(k).and_then(Value::as_bool) == Some(true) {
                     out.insert(k.into(), Value::Bool(true));
                 }
             }
-            copy(&mut out, &o, "metadata", "metadata");
             json!({ "artifactUpdate": out })
         }
         _ => json!({ "task": task_to_proto(ev) }),
@@ -247,14 +236,12 @@ pub fn event_to_proto(ev: &Value) -> Value {
 fn push_to_proto(p: &Value) -> Value {
     let o = obj(p);
     let mut out = Obj::new();
-    copy_str(&mut out, &o, "id", "id");
-    copy_str(&mut out, &o, "url", "url");
-    copy_str(&mut out, &o, "token", "token");
+    copy_str(&mut out, &o, &["id", "url", "token"]);
     if let Some(a) = non_null(o.get("authentication")) {
         let a = obj(a);
         let mut auth = Obj::new();
-        copy(&mut auth, &a, "schemes", "schemes");
-        copy_str(&mut auth, &a, "credentials", "credentials");
+        copy(&mut auth, &a, &["schemes"]);
+        copy_str(&mut auth, &a, &["credentials"]);
         out.insert("authentication".into(), Value::Object(auth));
     }
     Value::Object(out)
@@ -284,15 +271,14 @@ pub fn send_params_to_proto(p: &Value) -> Value {
     if let Some(c) = non_null(o.get("configuration")) {
         let c = obj(c);
         let mut conf = Obj::new();
-        copy(&mut conf, &c, "acceptedOutputModes", "acceptedOutputModes");
+        copy(&mut conf, &c, &["acceptedOutputModes"]);
         if let Some(p) = non_null(c.get("pushNotificationConfig")) {
             conf.insert("pushNotification".into(), push_to_proto(p));
         }
-        copy(&mut conf, &c, "historyLength", "historyLength");
-        copy(&mut conf, &c, "blocking", "blocking");
+        copy(&mut conf, &c, &["historyLength", "blocking"]);
         out.insert("configuration".into(), Value::Object(conf));
     }
-    copy(&mut out, &o, "metadata", "metadata");
+    copy(&mut out, &o, &["metadata"]);
     Value::Object(out)
 }
 
@@ -330,8 +316,7 @@ pub fn part_from_proto(p: &Value) -> Result<Value, String> {
         } else {
             return Err(bad("file part: neither fileWithUri nor fileWithBytes"));
         }
-        copy_str(&mut file, f, "mimeType", "mimeType");
-        copy_str(&mut file, f, "name", "name");
+        copy_str(&mut file, f, &["mimeType", "name"]);
         out.insert("kind".into(), "file".into());
         out.insert("file".into(), Value::Object(file));
     } else if let Some(d) = non_null(o.get("data")) {
@@ -348,7 +333,7 @@ pub fn part_from_proto(p: &Value) -> Result<Value, String> {
     } else {
         return Err(bad("part: none of text, file, data"));
     }
-    copy(&mut out, o, "metadata", "metadata");
+    copy(&mut out, o, &["metadata"]);
     Ok(Value::Object(out))
 }
 
@@ -357,9 +342,7 @@ pub fn message_from_proto(m: &Value) -> Result<Value, String> {
     let o = m.as_object().ok_or_else(|| bad("message: not an object"))?;
     let mut out = Obj::new();
     out.insert("kind".into(), "message".into());
-    copy_str(&mut out, o, "messageId", "messageId");
-    copy_str(&mut out, o, "contextId", "contextId");
-    copy_str(&mut out, o, "taskId", "taskId");
+    copy_str(&mut out, o, &["messageId", "contextId", "taskId"]);
     let role = match enum_name(
         field(o, "role"),
         &["ROLE_UNSPECIFIED", "ROLE_USER", "ROLE_AGENT"],
@@ -377,13 +360,19 @@ pub fn message_from_proto(m: &Value) -> Result<Value, String> {
     } else {
         "parts"
     };
+    content_from_proto(&mut out, o, parts_field)?;
+    Ok(Value::Object(out))
+}
+
+/// What a proto message and artifact both carry: their parts (read from `parts_field`),
+/// metadata and extensions.
+fn content_from_proto(out: &mut Obj, o: &Obj, parts_field: &str) -> Result<(), String> {
     let parts = array(o, parts_field)
         .map(part_from_proto)
         .collect::<Result<Vec<_>, _>>()?;
     out.insert("parts".into(), Value::Array(parts));
-    copy(&mut out, o, "metadata", "metadata");
-    copy(&mut out, o, "extensions", "extensions");
-    Ok(Value::Object(out))
+    copy(out, o, &["metadata", "extensions"]);
+    Ok(())
 }
 
 fn status_from_proto(s: &Value) -> Result<Value, String> {
@@ -412,22 +401,15 @@ fn status_from_proto(s: &Value) -> Result<Value, String> {
     if let Some(m) = non_null(field(&o, "message")).or_else(|| non_null(o.get("update"))) {
         out.insert("message".into(), message_from_proto(m)?);
     }
-    copy_str(&mut out, &o, "timestamp", "timestamp");
+    copy_str(&mut out, &o, &["timestamp"]);
     Ok(Value::Object(out))
 }
 
 fn artifact_from_proto(a: &Value) -> Result<Value, String> {
     let o = a.as_object().ok_or_else(|| bad("artifact"))?;
     let mut out = Obj::new();
-    copy_str(&mut out, o, "artifactId", "artifactId");
-    copy_str(&mut out, o, "name", "name");
-    copy_str(&mut out, o, "description", "description");
-    let parts = array(o, "parts")
-        .map(part_from_proto)
-        .collect::<Result<Vec<_>, _>>()?;
-    out.insert("parts".into(), Value::Array(parts));
-    copy(&mut out, o, "metadata", "metadata");
-    copy(&mut out, o, "extensions", "extensions");
+    copy_str(&mut out, o, &["artifactId", "name", "description"]);
+    content_from_proto(&mut out, o, "parts")?;
     Ok(Value::Object(out))
 }
 
@@ -436,26 +418,37 @@ pub fn task_from_proto(t: &Value) -> Result<Value, String> {
     let o = t.as_object().ok_or_else(|| bad("task: not an object"))?;
     let mut out = Obj::new();
     out.insert("kind".into(), "task".into());
-    copy_str(&mut out, o, "id", "id");
-    copy_str(&mut out, o, "contextId", "contextId");
+    copy_str(&mut out, o, &["id", "contextId"]);
     out.insert(
         "status".into(),
         status_from_proto(o.get("status").unwrap_or(&Value::Null))?,
     );
     let artifacts = array(o, "artifacts")
         .map(artifact_from_proto)
-        .collect::<Result<Vec<_>, _>>()?;
-    if !artifacts.is_empty() {
-        out.insert("artifacts".into(), Value::Array(artifacts));
-    }
+        .collect::<Result<_, _>>()?;
+    insert_non_empty(&mut out, "artifacts", artifacts);
     let history = array(o, "history")
         .map(message_from_proto)
-        .collect::<Result<Vec<_>, _>>()?;
-    if !history.is_empty() {
-        out.insert("history".into(), Value::Array(history));
-    }
-    copy(&mut out, o, "metadata", "metadata");
+        .collect::<Result<_, _>>()?;
+    insert_non_empty(&mut out, "history", history);
+    copy(&mut out, o, &["metadata"]);
     Ok(Value::Object(out))
+}
+
+/// A proto status or artifact update as the 0.3 event `kind`: the task and context ids, the
+/// update's `key` (`status` or `artifact`, converted with `convert`) and metadata.
+fn update_from_proto(
+    u: &Obj,
+    kind: &str,
+    key: &str,
+    convert: fn(&Value) -> Result<Value, String>,
+) -> Result<Obj, String> {
+    let mut out = Obj::new();
+    out.insert("kind".into(), kind.into());
+    copy_str(&mut out, u, &["taskId", "contextId"]);
+    out.insert(key.into(), convert(u.get(key).unwrap_or(&Value::Null))?);
+    copy(&mut out, u, &["metadata"]);
+    Ok(out)
 }
 
 /// A proto `StreamResponse` or `SendMessageResponse` (`{"task"}`, `{"message"}`/`{"msg"}`,
@@ -472,34 +465,17 @@ pub fn event_from_proto(ev: &Value) -> Result<Value, String> {
     }
     if let Some(u) = non_null(field(o, "statusUpdate")) {
         let u = u.as_object().ok_or_else(|| bad("statusUpdate"))?;
-        let mut out = Obj::new();
-        out.insert("kind".into(), "status-update".into());
-        copy_str(&mut out, u, "taskId", "taskId");
-        copy_str(&mut out, u, "contextId", "contextId");
-        out.insert(
-            "status".into(),
-            status_from_proto(u.get("status").unwrap_or(&Value::Null))?,
-        );
+        let mut out = update_from_proto(u, "status-update", "status", status_from_proto)?;
         out.insert(
             "final".into(),
             Value::Bool(u.get("final").and_then(Value::as_bool).unwrap_or(false)),
         );
-        copy(&mut out, u, "metadata", "metadata");
         return Ok(Value::Object(out));
     }
     if let Some(u) = non_null(field(o, "artifactUpdate")) {
         let u = u.as_object().ok_or_else(|| bad("artifactUpdate"))?;
-        let mut out = Obj::new();
-        out.insert("kind".into(), "artifact-update".into());
-        copy_str(&mut out, u, "taskId", "taskId");
-        copy_str(&mut out, u, "contextId", "contextId");
-        out.insert(
-            "artifact".into(),
-            artifact_from_proto(u.get("artifact").unwrap_or(&Value::Null))?,
-        );
-        copy(&mut out, u, "append", "append");
-        copy(&mut out, u, "lastChunk", "lastChunk");
-        copy(&mut out, u, "metadata", "metadata");
+        let mut out = update_from_proto(u, "artifact-update", "artifact", artifact_from_proto)?;
+        copy(&mut out, u, &["append", "lastChunk"]);
         return Ok(Value::Object(out));
     }
     Err(bad(
@@ -512,9 +488,7 @@ fn push_from_proto(p: &Value) -> Result<Value, String> {
         .as_object()
         .ok_or_else(|| bad("pushNotificationConfig: not an object"))?;
     let mut out = Obj::new();
-    copy_str(&mut out, o, "id", "id");
-    copy_str(&mut out, o, "url", "url");
-    copy_str(&mut out, o, "token", "token");
+    copy_str(&mut out, o, &["id", "url", "token"]);
     if let Some(a) = non_null(o.get("authentication")) {
         let a = obj(a);
         let mut auth = Obj::new();
@@ -522,7 +496,7 @@ fn push_from_proto(p: &Value) -> Result<Value, String> {
             "schemes".into(),
             non_null(a.get("schemes")).cloned().unwrap_or(json!([])),
         );
-        copy_str(&mut auth, &a, "credentials", "credentials");
+        copy_str(&mut auth, &a, &["credentials"]);
         out.insert("authentication".into(), Value::Object(auth));
     }
     Ok(Value::Object(out))
@@ -604,15 +578,14 @@ pub fn send_params_from_proto(req: &Value) -> Result<Value, String> {
             .as_object()
             .ok_or_else(|| bad("configuration: not an object"))?;
         let mut conf = Obj::new();
-        copy(&mut conf, c, "acceptedOutputModes", "acceptedOutputModes");
+        copy(&mut conf, c, &["acceptedOutputModes"]);
         if let Some(p) = non_null(field(c, "pushNotification")) {
             conf.insert("pushNotificationConfig".into(), push_from_proto(p)?);
         }
-        copy(&mut conf, c, "historyLength", "historyLength");
-        copy(&mut conf, c, "blocking", "blocking");
+        copy(&mut conf, c, &["historyLength", "blocking"]);
         out.insert("configuration".into(), Value::Object(conf));
     }
-    copy(&mut out, o, "metadata", "metadata");
+    copy(&mut out, o, &["metadata"]);
     Ok(Value::Object(out))
 }
 

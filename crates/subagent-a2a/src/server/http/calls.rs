@@ -3,14 +3,17 @@
 
 use std::sync::Arc;
 
+use tokio::sync::mpsc;
+
 use axum::response::Response;
 
-use super::reply::{Wire, rpc_ok};
+use super::reply::{Wire, event_reply};
 use super::sse::{acquire_stream, sse};
 use super::{Hosted, Shared};
-use crate::server::engine::{ApiError, SendParams, Started, trim_history};
+use crate::server::engine::{ApiError, Event, SendParams, Started, trim_history};
+use crate::server::store::TaskStore;
 use crate::types::jsonrpc::codes;
-use crate::types::{ProtocolVersion, v1, v03};
+use crate::types::v1;
 
 /// Refuses parts whose media type the agent does not accept.
 pub(super) fn check_parts(agent: &Hosted, message: &v1::Message) -> Result<(), ApiError> {
@@ -56,6 +59,25 @@ pub(super) fn streaming_unsupported(agent: &Hosted) -> ApiError {
     )
 }
 
+/// The checks and options every binding's send shares: the parts must be ones the agent
+/// accepts, and a stream one it offers; the history length asked for, and whether to answer
+/// at once.
+pub(super) fn send_options(
+    agent: &Hosted,
+    req: &v1::SendMessageRequest,
+    streaming: bool,
+) -> Result<(Option<i32>, bool), ApiError> {
+    check_parts(agent, &req.message)?;
+    if streaming && !agent.info.streaming {
+        return Err(streaming_unsupported(agent));
+    }
+    let config = req.configuration.as_ref();
+    Ok((
+        config.and_then(|c| c.history_length),
+        config.is_some_and(|c| c.return_immediately),
+    ))
+}
+
 pub(super) async fn send(
     shared: &Arc<Shared>,
     agent: &Hosted,
@@ -63,16 +85,8 @@ pub(super) async fn send(
     streaming: bool,
     wire: &Wire,
 ) -> Result<Response, ApiError> {
-    check_parts(agent, &req.message)?;
-    let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
-    let immediate = req
-        .configuration
-        .as_ref()
-        .is_some_and(|c| c.return_immediately);
+    let (history_length, immediate) = send_options(agent, &req, streaming)?;
     let permit = if streaming {
-        if !agent.info.streaming {
-            return Err(streaming_unsupported(agent));
-        }
         Some(acquire_stream(shared)?)
     } else {
         None
@@ -89,39 +103,19 @@ pub(super) async fn send(
         .await?;
     match permit {
         Some(permit) => {
-            let Started {
-                run,
-                mut events,
-                mut driver,
-            } = started;
-            driver.spawn();
-            match events.recv().await {
-                Some(first) => Ok(sse(
-                    shared,
-                    Some(first),
-                    events,
-                    wire.clone(),
-                    permit,
-                    history_length,
-                )),
-                None => Err(run
-                    .error()
-                    .await
-                    .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
-            }
+            let (first, events) = first_event(started).await?;
+            Ok(sse(
+                shared,
+                Some(first),
+                events,
+                wire.clone(),
+                permit,
+                history_length,
+            ))
         }
         None => {
             let reply = await_reply(started, immediate, history_length).await?;
-            Ok(match wire.version() {
-                ProtocolVersion::V03 if matches!(wire, Wire::RestV03) => rpc_ok(
-                    wire,
-                    &crate::types::v03_rest::event_to_proto(
-                        &serde_json::to_value(v03::Event::from(reply)).unwrap_or_default(),
-                    ),
-                ),
-                ProtocolVersion::V03 => rpc_ok(wire, &v03::Event::from(reply)),
-                _ => rpc_ok(wire, &reply),
-            })
+            Ok(event_reply(wire, reply))
         }
     }
 }
@@ -134,6 +128,26 @@ pub(super) fn unreachable_message() -> v1::Message {
 
 /// Waits for the answer of a non-streaming send: a direct message, or the task once it is
 /// terminal or interrupted (at once with `immediate`).
+/// Starts a streaming run: spawns its driver and waits for its first event and the rest to
+/// come; a run that ends without any answers with its error.
+pub(super) async fn first_event(
+    started: Started,
+) -> Result<(Event, mpsc::Receiver<Event>), ApiError> {
+    let Started {
+        run,
+        mut events,
+        mut driver,
+    } = started;
+    driver.spawn();
+    match events.recv().await {
+        Some(first) => Ok((first, events)),
+        None => Err(run
+            .error()
+            .await
+            .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
+    }
+}
+
 pub(super) async fn await_reply(
     mut started: Started,
     immediate: bool,
@@ -235,15 +249,16 @@ fn push_config_not_found(task_id: &str, config_id: &str) -> ApiError {
     )
 }
 
-/// Checks that push notifications are on and the task exists.
-async fn push_task(agent: &Hosted, task_id: &str) -> Result<(), ApiError> {
+/// Checks that push notifications are on and the task exists; the store of its configs.
+async fn push_store<'a>(agent: &'a Hosted, task_id: &str) -> Result<&'a dyn TaskStore, ApiError> {
     if !agent.engine.push_enabled() {
         return Err(push_unsupported());
     }
     if task_id.is_empty() {
         return Err(ApiError::invalid_params("`taskId` is required"));
     }
-    agent.engine.get(task_id, Some(0)).await.map(|_| ())
+    agent.engine.get(task_id, Some(0)).await?;
+    Ok(agent.engine.store.as_ref())
 }
 
 /// Creates (or replaces, by id) a config of `task_id`; a missing id gets a fresh one.
@@ -252,11 +267,9 @@ pub(super) async fn create_push_config(
     task_id: &str,
     config: v1::TaskPushNotificationConfig,
 ) -> Result<v1::TaskPushNotificationConfig, ApiError> {
-    push_task(agent, task_id).await?;
+    let store = push_store(agent, task_id).await?;
     let config = agent.engine.prepare_push_config(task_id, config)?;
-    agent
-        .engine
-        .store
+    store
         .save_push_config(config.clone())
         .await
         .map_err(push_store_error)?;
@@ -269,10 +282,8 @@ pub(super) async fn get_push_config(
     task_id: &str,
     config_id: &str,
 ) -> Result<v1::TaskPushNotificationConfig, ApiError> {
-    push_task(agent, task_id).await?;
-    agent
-        .engine
-        .store
+    push_store(agent, task_id)
+        .await?
         .get_push_config(task_id, config_id)
         .await
         .map_err(push_store_error)?
@@ -284,10 +295,8 @@ pub(super) async fn list_push_configs(
     agent: &Hosted,
     task_id: &str,
 ) -> Result<Vec<v1::TaskPushNotificationConfig>, ApiError> {
-    push_task(agent, task_id).await?;
-    agent
-        .engine
-        .store
+    push_store(agent, task_id)
+        .await?
         .list_push_configs(task_id)
         .await
         .map_err(push_store_error)
@@ -299,10 +308,8 @@ pub(super) async fn delete_push_config(
     task_id: &str,
     config_id: &str,
 ) -> Result<(), ApiError> {
-    push_task(agent, task_id).await?;
-    agent
-        .engine
-        .store
+    push_store(agent, task_id)
+        .await?
         .delete_push_config(task_id, config_id)
         .await
         .map(|_| ())

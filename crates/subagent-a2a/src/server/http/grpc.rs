@@ -16,14 +16,14 @@ use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
 use super::calls::{
-    await_reply, check_parts, create_push_config, delete_push_config, extended_card,
-    get_push_config, list_push_configs, streaming_unsupported,
+    await_reply, create_push_config, delete_push_config, extended_card, first_event,
+    get_push_config, list_push_configs, send_options, streaming_unsupported,
 };
 use super::sse::{PEER, StreamPermit, acquire_stream};
 use super::{Hosted, Shared};
 use crate::grpc::proto::a2a_service_server::{A2aService, A2aServiceServer};
 use crate::grpc::{convert, error_status, proto};
-use crate::server::engine::{ApiError, Event, SendParams, Started, trim_history};
+use crate::server::engine::{ApiError, Event, SendParams, trim_history};
 use crate::types::jsonrpc::codes;
 use crate::types::{ProtocolVersion, binding, v1};
 
@@ -199,16 +199,8 @@ impl GrpcService {
         let agent = self.agent(&req, &req.get_ref().tenant)?;
         let msg: v1::SendMessageRequest =
             convert("SendMessageRequest", req.get_ref()).map_err(bad_request)?;
-        check_parts(agent, &msg.message).map_err(status)?;
-        let history_length = msg.configuration.as_ref().and_then(|c| c.history_length);
-        let immediate = msg
-            .configuration
-            .as_ref()
-            .is_some_and(|c| c.return_immediately);
+        let (history_length, immediate) = send_options(agent, &msg, streaming).map_err(status)?;
         let permit = if streaming {
-            if !agent.info.streaming {
-                return Err(status(streaming_unsupported(agent)));
-            }
             Some(self.permit(peer)?)
         } else {
             None
@@ -226,23 +218,13 @@ impl GrpcService {
             .map_err(status)?;
         match permit {
             Some(permit) => {
-                let Started {
-                    run,
-                    mut events,
-                    mut driver,
-                } = started;
-                driver.spawn();
-                match events.recv().await {
-                    Some(first) => Ok(SendOutcome::Stream(self.stream(
-                        Some(first),
-                        events,
-                        permit,
-                        history_length,
-                    ))),
-                    None => Err(status(run.error().await.unwrap_or_else(|| {
-                        ApiError::internal("the agent ended without answering")
-                    }))),
-                }
+                let (first, events) = first_event(started).await.map_err(status)?;
+                Ok(SendOutcome::Stream(self.stream(
+                    Some(first),
+                    events,
+                    permit,
+                    history_length,
+                )))
             }
             None => {
                 let reply = await_reply(started, immediate, history_length)

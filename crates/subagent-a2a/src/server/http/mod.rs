@@ -29,7 +29,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
-use axum::routing::{any, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use http::{HeaderValue, StatusCode, header};
 use subagent_spi::CancellationToken;
 use tracing::Instrument as _;
@@ -130,63 +130,60 @@ fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
             get(cards::agent_json).fallback(rest::unrouted),
         );
     let rpc = || post(jsonrpc::endpoint).fallback(rest::unrouted);
-    let mut protected = Router::new()
-        .route(if p.is_empty() { "/" } else { &p }, rpc())
-        .route(
-            &format!("{p}/message:send"),
-            post(rest::message_send).fallback(rest::unrouted),
-        )
-        .route(
-            &format!("{p}/message:stream"),
-            post(rest::message_stream).fallback(rest::unrouted),
-        )
-        .route(
-            &format!("{p}/tasks"),
-            get(rest::list_tasks).fallback(rest::unrouted),
-        )
-        .route(&format!("{p}/tasks/{{id}}"), any(rest::task))
-        .route(
-            &format!("{p}/tasks/{{id}}/pushNotificationConfigs"),
-            any(rest::push_configs),
-        )
-        .route(
-            &format!("{p}/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
-            any(rest::push_config),
-        )
-        .route(
-            &format!("{p}/extendedAgentCard"),
-            get(rest::extended_card).fallback(rest::unrouted),
-        );
+    let mut protected = Router::new().route(if p.is_empty() { "/" } else { &p }, rpc());
     if !p.is_empty() {
         protected = protected.route(&format!("{p}/"), rpc());
     }
-    if v03_rest {
-        protected = protected
-            .route(
-                &format!("{p}/v1/message:send"),
-                post(rest_v03::message_send).fallback(rest::unrouted),
-            )
-            .route(
-                &format!("{p}/v1/message:stream"),
-                post(rest_v03::message_stream).fallback(rest::unrouted),
-            )
-            .route(
-                &format!("{p}/v1/tasks"),
-                get(rest_v03::list_tasks).fallback(rest::unrouted),
-            )
-            .route(&format!("{p}/v1/tasks/{{id}}"), any(rest_v03::task))
-            .route(
-                &format!("{p}/v1/tasks/{{id}}/pushNotificationConfigs"),
-                any(rest_v03::push_configs),
-            )
-            .route(
-                &format!("{p}/v1/tasks/{{id}}/pushNotificationConfigs/{{config}}"),
-                any(rest_v03::push_config),
-            )
-            .route(
-                &format!("{p}/v1/card"),
-                get(rest_v03::card).fallback(rest::unrouted),
-            );
+    // The HTTP+JSON routes, each with its 1.0 handler and its 0.3 one (under `/v1`, where
+    // `v03_rest`): a method a route does not serve (`only`) is METHOD_NOT_FOUND; `any` routes
+    // tell methods apart themselves.
+    use rest::{V1, message_send, message_stream, push_config, task};
+    use rest_v03::V03;
+    let only = |route: MethodRouter<AgentCtx>| route.fallback(rest::unrouted);
+    let rest_routes = [
+        (
+            "/message:send",
+            only(post(message_send::<V1>)),
+            only(post(message_send::<V03>)),
+        ),
+        (
+            "/message:stream",
+            only(post(message_stream::<V1>)),
+            only(post(message_stream::<V03>)),
+        ),
+        (
+            "/tasks",
+            only(get(rest::list_tasks)),
+            only(get(rest_v03::list_tasks)),
+        ),
+        ("/tasks/{id}", any(task::<V1>), any(task::<V03>)),
+        (
+            "/tasks/{id}/pushNotificationConfigs",
+            any(rest::push_configs),
+            any(rest_v03::push_configs),
+        ),
+        (
+            "/tasks/{id}/pushNotificationConfigs/{config}",
+            any(push_config::<V1>),
+            any(push_config::<V03>),
+        ),
+        // The extended card (1.0); 0.3 serves its card at `/v1/card`.
+        (
+            "/extendedAgentCard",
+            only(get(rest::extended_card)),
+            only(get(rest_v03::card)),
+        ),
+    ];
+    for (route, v1, v03) in rest_routes {
+        protected = protected.route(&format!("{p}{route}"), v1);
+        if v03_rest {
+            let route = if route == "/extendedAgentCard" {
+                "/card"
+            } else {
+                route
+            };
+            protected = protected.route(&format!("{p}/v1{route}"), v03);
+        }
     }
     let protected = protected
         .route_layer(from_fn_with_state(ctx.clone(), require_auth))

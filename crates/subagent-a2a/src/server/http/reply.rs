@@ -217,14 +217,27 @@ pub(super) fn rpc_ok<T: Serialize>(wire: &Wire, result: &T) -> Response {
 
 /// Encodes a task for the wire's version.
 pub(super) fn task_reply(wire: &Wire, task: v1::Task) -> Response {
-    match wire.version() {
-        ProtocolVersion::V03 if matches!(wire, Wire::RestV03) => rpc_ok(
+    versioned_reply::<_, v03::Task>(wire, task, crate::types::v03_rest::task_to_proto)
+}
+
+/// A send's answer (a task or a message) in the wire's version and shape.
+pub(super) fn event_reply(wire: &Wire, reply: v1::SendMessageResponse) -> Response {
+    versioned_reply::<_, v03::Event>(wire, reply, crate::types::v03_rest::event_to_proto)
+}
+
+/// `value` (1.0) as the wire's version writes it: as is, as its 0.3 form `T03`, or as that
+/// form's ProtoJSON (`to_proto`) on the 0.3 HTTP+JSON binding.
+fn versioned_reply<T: Serialize, T03: Serialize + From<T>>(
+    wire: &Wire,
+    value: T,
+    to_proto: fn(&Value) -> Value,
+) -> Response {
+    match wire {
+        Wire::RestV03 => rpc_ok(
             wire,
-            &crate::types::v03_rest::task_to_proto(
-                &serde_json::to_value(v03::Task::from(task)).unwrap_or_default(),
-            ),
+            &to_proto(&serde_json::to_value(T03::from(value)).unwrap_or_default()),
         ),
-        ProtocolVersion::V03 => rpc_ok(wire, &v03::Task::from(task)),
-        _ => rpc_ok(wire, &task),
+        Wire::RpcV03(_) => rpc_ok(wire, &T03::from(value)),
+        Wire::RpcV1(_) | Wire::Rest => rpc_ok(wire, &value),
     }
 }

@@ -136,6 +136,17 @@ pub(super) async fn read_body(
         .unwrap_or(Err(BodyError::TimedOut(cfg.body_read_timeout)))
 }
 
+/// The error for a `what` body that is not JSON (-32700).
+pub(super) fn json_syntax_error(what: &str, syntax: &serde_json::Error) -> ApiError {
+    ApiError::new(
+        codes::PARSE_ERROR,
+        format!(
+            "invalid JSON in the {what} body: {}",
+            json_error_message(syntax)
+        ),
+    )
+}
+
 /// Parses a body as `T`, telling a JSON syntax error (-32700) from a wrong shape (-32602).
 pub(super) fn parse_body<'a, T: serde::Deserialize<'a>>(
     bytes: &'a [u8],
@@ -145,13 +156,7 @@ pub(super) fn parse_body<'a, T: serde::Deserialize<'a>>(
         // Error path only: a second pass tells bad JSON from a bad shape (the typed error of
         // a part names its index, which hides the category).
         match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            Err(syntax) => ApiError::new(
-                codes::PARSE_ERROR,
-                format!(
-                    "invalid JSON in the {what} body: {}",
-                    json_error_message(&syntax)
-                ),
-            ),
+            Err(syntax) => json_syntax_error(what, &syntax),
             Ok(_) => ApiError::new(
                 codes::INVALID_PARAMS,
                 format!("invalid {what} body: {}", json_error_message(&e)),

@@ -1,6 +1,7 @@
 //! The HTTP+JSON binding (1.0): `message:send` / `message:stream`, `tasks`, `tasks/{id}` (with
 //! `:cancel` / `:subscribe`), push configs and the extended card, each an axum route of the
-//! agent; bodies are ProtoJSON, errors AIP-193.
+//! agent; bodies are ProtoJSON, errors AIP-193. The routes the 0.3 binding
+//! ([`rest_v03`](super::rest_v03)) serves alike are generic over a [`Dialect`].
 
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
@@ -10,62 +11,148 @@ use http::Method;
 use http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use super::AgentCtx;
 use super::calls::{
     self, create_push_config, delete_push_config, get_push_config, list_push_configs, send,
     subscribe,
 };
-use super::reply::{Wire, rest_error, rpc_ok};
+use super::reply::{Wire, error_for, rest_error, rpc_ok, task_reply};
 use super::request::{
-    check_extensions, content_type_error, first_byte, json_content_type, parse_body, read_body,
-    requested_version,
+    check_extensions, content_type_error, first_byte, json_content_type, json_syntax_error,
+    parse_body, read_body, requested_version,
 };
+use super::{AgentCtx, Hosted};
 use crate::server::engine::ApiError;
 use crate::types::jsonrpc::codes;
-use crate::types::{ProtocolVersion, json_error_message, v1};
+use crate::types::{ProtocolVersion, v1};
 
-/// The checks every HTTP+JSON request passes first: the version (1.0 or none) and the
-/// agent's required extensions.
-fn prelude(ctx: &AgentCtx, parts: &Parts) -> Result<(), ApiError> {
-    match requested_version(parts)? {
-        None | Some(ProtocolVersion::V1) => {}
-        Some(v) => {
+/// What the HTTP+JSON bindings of 1.0 (`/…`) and 0.3 (`/v1/…`) do differently in the routes
+/// they share: how answers are written, the version they speak, the query of `GetTask` and
+/// how one push config is read.
+pub(super) trait Dialect: Send + Sync + 'static {
+    /// How answers and errors are written (its version is the one this dialect speaks).
+    const WIRE: Wire;
+
+    /// The message of the error for a request that asks for `v`, another version.
+    fn other_version(v: ProtocolVersion) -> String;
+
+    /// The `historyLength` of a `GetTask` query string.
+    fn history_length(parts: &Parts) -> Result<Option<i32>, ApiError>;
+
+    /// `POST …/message:send` (`streaming`: `…/message:stream`): the request read in this
+    /// dialect's shape and sent.
+    fn message(
+        ctx: AgentCtx,
+        req: Request,
+        streaming: bool,
+    ) -> impl Future<Output = Response> + Send;
+
+    /// `GET …/pushNotificationConfigs/{config}`: the config, written as this dialect writes it.
+    fn get_push_config(
+        agent: &Hosted,
+        task_id: &str,
+        config_id: &str,
+    ) -> impl Future<Output = Result<Response, ApiError>> + Send;
+}
+
+/// The 1.0 HTTP+JSON binding.
+pub(super) struct V1;
+
+impl Dialect for V1 {
+    const WIRE: Wire = Wire::Rest;
+
+    fn other_version(v: ProtocolVersion) -> String {
+        format!("the HTTP+JSON binding of this server speaks A2A 1.0, not {v}")
+    }
+
+    fn history_length(parts: &Parts) -> Result<Option<i32>, ApiError> {
+        let mut hl = None;
+        let mut bad = None;
+        for (k, v) in query_pairs(parts) {
+            if k == "historyLength" {
+                match int_param(&k, &v) {
+                    Ok(n) => hl = Some(n),
+                    Err(e) => bad = Some(e),
+                }
+            }
+        }
+        bad.map_or(Ok(hl), Err)
+    }
+
+    async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
+        let (parts, body) = match open::<Self>(&ctx, req) {
+            Ok(p) => p,
+            Err(e) => return rest_error(&e),
+        };
+        let req: v1::SendMessageRequest =
+            match rest_body(&ctx, &parts, body, "SendMessageRequest").await {
+                Ok(r) => r,
+                Err(resp) => return resp,
+            };
+        send(&ctx.shared, ctx.agent(), req, streaming, &Self::WIRE)
+            .await
+            .unwrap_or_else(|e| rest_error(&e))
+    }
+
+    async fn get_push_config(
+        agent: &Hosted,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Response, ApiError> {
+        get_push_config(agent, task_id, config_id)
+            .await
+            .map(|c| rpc_ok(&Self::WIRE, &c))
+    }
+}
+
+/// Splits the request and runs the checks every HTTP+JSON request passes first: the version
+/// (the dialect's, or none) and the agent's required extensions.
+pub(super) fn open<D: Dialect>(ctx: &AgentCtx, req: Request) -> Result<(Parts, Body), ApiError> {
+    let (parts, body) = req.into_parts();
+    match requested_version(&parts)? {
+        Some(v) if v != D::WIRE.version() => {
             return Err(ApiError::new(
                 codes::VERSION_NOT_SUPPORTED,
-                format!("the HTTP+JSON binding of this server speaks A2A 1.0, not {v}"),
+                D::other_version(v),
             ));
         }
+        _ => check_extensions(ctx.agent(), &parts.headers)?,
     }
-    check_extensions(ctx.agent(), &parts.headers)
+    Ok((parts, body))
 }
 
-/// `POST {agent}/message:send`.
-pub(super) async fn message_send(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    message(ctx, req, false).await
-}
-
-/// `POST {agent}/message:stream`.
-pub(super) async fn message_stream(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    message(ctx, req, true).await
-}
-
-async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
-    let (parts, body) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_error(&e);
-    }
-    let req: v1::SendMessageRequest =
-        match rest_body(&ctx, &parts, body, "SendMessageRequest").await {
-            Ok(r) => r,
-            Err(resp) => return resp,
-        };
-    send(&ctx.shared, ctx.agent(), req, streaming, &Wire::Rest)
+/// Reads an HTTP+JSON body (bounded, in time too) that declares JSON, or the error answer.
+pub(super) async fn json_body<D: Dialect>(
+    ctx: &AgentCtx,
+    parts: &Parts,
+    body: Body,
+) -> Result<bytes::Bytes, Response> {
+    let bytes = read_body(&ctx.shared.cfg, &parts.headers, body)
         .await
-        .unwrap_or_else(|e| rest_error(&e))
+        .map_err(|e| e.rest())?;
+    if !json_content_type(&parts.headers) {
+        return Err(error_for(&D::WIRE, &content_type_error(&parts.headers)));
+    }
+    Ok(bytes)
+}
+
+/// `POST {agent}/message:send` (0.3: `{agent}/v1/message:send`).
+pub(super) async fn message_send<D: Dialect>(
+    State(ctx): State<AgentCtx>,
+    req: Request,
+) -> Response {
+    D::message(ctx, req, false).await
+}
+
+/// `POST {agent}/message:stream` (0.3: `{agent}/v1/message:stream`).
+pub(super) async fn message_stream<D: Dialect>(
+    State(ctx): State<AgentCtx>,
+    req: Request,
+) -> Response {
+    D::message(ctx, req, true).await
 }
 
 /// The decoded pairs of a query string (`form_urlencoded`: `+` is a space, `%XX` a byte).
-fn query_pairs(parts: &Parts) -> impl Iterator<Item = (String, String)> + '_ {
+pub(super) fn query_pairs(parts: &Parts) -> impl Iterator<Item = (String, String)> + '_ {
     form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
 }
@@ -86,10 +173,10 @@ fn state_param(v: &str) -> Result<v1::TaskState, ApiError> {
 
 /// `GET {agent}/tasks`: `ListTasks`, its request in the query string.
 pub(super) async fn list_tasks(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    let (parts, _) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_error(&e);
-    }
+    let (parts, _) = match open::<V1>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return rest_error(&e),
+    };
     let list = async {
         let mut req = v1::ListTasksRequest::default();
         for (k, v) in query_pairs(&parts) {
@@ -127,61 +214,53 @@ fn task_id(path: Result<Path<String>, PathRejection>, parts: &Parts) -> Result<S
     }
 }
 
-fn no_route(parts: &Parts) -> ApiError {
+/// The error for a method or path no route serves.
+pub(super) fn no_route(parts: &Parts) -> ApiError {
     ApiError::new(
         codes::METHOD_NOT_FOUND,
         format!("no route for {} `{}`", parts.method, parts.uri.path()),
     )
 }
 
-/// `{agent}/tasks/{id}`: `GET` is `GetTask`, `POST …:cancel` is `CancelTask`, `GET`/`POST
-/// …:subscribe` is `SubscribeToTask`.
-pub(super) async fn task(
+/// `{agent}/tasks/{id}` (0.3: `{agent}/v1/tasks/{id}`): `GET` is `GetTask`, `POST …:cancel`
+/// is `CancelTask`, `GET`/`POST …:subscribe` is `SubscribeToTask` (0.3: `tasks/get`,
+/// `tasks/cancel`, `tasks/resubscribe`; a cancel's body is not needed).
+pub(super) async fn task<D: Dialect>(
     State(ctx): State<AgentCtx>,
     path: Result<Path<String>, PathRejection>,
     req: Request,
 ) -> Response {
-    let (parts, _) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_error(&e);
-    }
+    let wire = D::WIRE;
+    let (parts, _) = match open::<D>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return error_for(&D::WIRE, &e),
+    };
     let segment = match task_id(path, &parts) {
         Ok(s) => s,
-        Err(e) => return rest_error(&e),
+        Err(e) => return error_for(&wire, &e),
     };
     let (id, action) = match segment.rsplit_once(':') {
         Some((id, a @ ("cancel" | "subscribe"))) => (id, Some(a)),
         _ => (segment.as_str(), None),
     };
     if id.is_empty() {
-        return rest_error(&no_route(&parts));
+        return error_for(&wire, &no_route(&parts));
     }
     let agent = ctx.agent();
-    let wire = Wire::Rest;
     let answer = match (&parts.method, action) {
-        (&Method::GET, None) => {
-            let mut hl = None;
-            let mut bad = None;
-            for (k, v) in query_pairs(&parts) {
-                if k == "historyLength" {
-                    match int_param(&k, &v) {
-                        Ok(n) => hl = Some(n),
-                        Err(e) => bad = Some(e),
-                    }
-                }
-            }
-            match bad {
-                Some(e) => Err(e),
-                None => agent.engine.get(id, hl).await.map(|t| rpc_ok(&wire, &t)),
-            }
+        (&Method::GET, None) => match D::history_length(&parts) {
+            Ok(hl) => agent.engine.get(id, hl).await.map(|t| task_reply(&wire, t)),
+            Err(e) => Err(e),
+        },
+        (&Method::POST, Some("cancel")) => {
+            agent.engine.cancel(id).await.map(|t| task_reply(&wire, t))
         }
-        (&Method::POST, Some("cancel")) => agent.engine.cancel(id).await.map(|t| rpc_ok(&wire, &t)),
         (&Method::POST | &Method::GET, Some("subscribe")) => {
             subscribe(&ctx.shared, agent, id, &wire).await
         }
         _ => Err(no_route(&parts)),
     };
-    answer.unwrap_or_else(|e| rest_error(&e))
+    answer.unwrap_or_else(|e| error_for(&wire, &e))
 }
 
 /// `{agent}/tasks/{id}/pushNotificationConfigs`: `POST` creates a config (the body is the
@@ -191,10 +270,10 @@ pub(super) async fn push_configs(
     path: Result<Path<String>, PathRejection>,
     req: Request,
 ) -> Response {
-    let (parts, body) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_error(&e);
-    }
+    let (parts, body) = match open::<V1>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return rest_error(&e),
+    };
     let task_id = match task_id(path, &parts) {
         Ok(s) => s,
         Err(e) => return rest_error(&e),
@@ -225,38 +304,37 @@ pub(super) async fn push_configs(
     answer.unwrap_or_else(|e| rest_error(&e))
 }
 
-/// `{agent}/tasks/{id}/pushNotificationConfigs/{config}`: `GET` reads it, `DELETE` deletes it.
-pub(super) async fn push_config(
+/// `{agent}/tasks/{id}/pushNotificationConfigs/{config}` (0.3: under `{agent}/v1`): `GET`
+/// reads it, `DELETE` deletes it.
+pub(super) async fn push_config<D: Dialect>(
     State(ctx): State<AgentCtx>,
     path: Result<Path<(String, String)>, PathRejection>,
     req: Request,
 ) -> Response {
-    let (parts, _) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_error(&e);
-    }
+    let (parts, _) = match open::<D>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return error_for(&D::WIRE, &e),
+    };
     let Ok(Path((task_id, config_id))) = path else {
-        return rest_error(&no_route(&parts));
+        return error_for(&D::WIRE, &no_route(&parts));
     };
     let agent = ctx.agent();
     let answer = match parts.method {
-        Method::GET => get_push_config(agent, &task_id, &config_id)
-            .await
-            .map(|c| rpc_ok(&Wire::Rest, &c)),
+        Method::GET => D::get_push_config(agent, &task_id, &config_id).await,
         Method::DELETE => delete_push_config(agent, &task_id, &config_id)
             .await
-            .map(|()| rpc_ok(&Wire::Rest, &serde_json::json!({}))),
+            .map(|()| rpc_ok(&D::WIRE, &serde_json::json!({}))),
         _ => Err(no_route(&parts)),
     };
-    answer.unwrap_or_else(|e| rest_error(&e))
+    answer.unwrap_or_else(|e| error_for(&D::WIRE, &e))
 }
 
 /// `GET {agent}/extendedAgentCard` (behind the agent's credential check).
 pub(super) async fn extended_card(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    let (parts, _) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_error(&e);
-    }
+    let (parts, _) = match open::<V1>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return rest_error(&e),
+    };
     match calls::extended_card(&ctx.shared, ctx.agent(), &parts.headers) {
         Ok(c) => rpc_ok(&Wire::Rest, &c),
         Err(e) => rest_error(&e),
@@ -276,28 +354,19 @@ async fn rest_body<T: DeserializeOwned>(
     body: Body,
     what: &str,
 ) -> Result<T, Response> {
-    let bytes = read_body(&ctx.shared.cfg, &parts.headers, body)
-        .await
-        .map_err(|e| e.rest())?;
-    if !json_content_type(&parts.headers) {
-        return Err(rest_error(&content_type_error(&parts.headers)));
-    }
+    let bytes = json_body::<V1>(ctx, parts, body).await?;
     // ProtoJSON bodies are objects; serde would also read a positional array as a struct.
     if first_byte(&bytes) != Some(b'{') {
         let e = match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-            Err(syntax) => ApiError::new(
-                codes::PARSE_ERROR,
-                format!(
-                    "invalid JSON in the {what} body: {}",
-                    json_error_message(&syntax)
-                ),
-            ),
-            Ok(_) => ApiError::new(
-                codes::INVALID_PARAMS,
-                format!("the {what} body must be a JSON object"),
-            ),
+            Err(syntax) => json_syntax_error(what, &syntax),
+            Ok(_) => not_an_object(what),
         };
         return Err(rest_error(&e));
     }
     parse_body(&bytes, what).map_err(|e| rest_error(&e))
+}
+
+/// The error for a body that is JSON but not an object.
+pub(super) fn not_an_object(what: &str) -> ApiError {
+    ApiError::invalid_params(format!("the {what} body must be a JSON object"))
 }

@@ -27,42 +27,57 @@ use http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::AgentCtx;
-use super::calls::{delete_push_config, list_push_configs, send, subscribe};
+use super::calls::{list_push_configs, send};
 use super::jsonrpc::{v03_get_push, v03_push, v03_set_push};
-use super::reply::{Wire, rest_v03_error, rpc_ok, task_reply};
-use super::request::{
-    check_extensions, content_type_error, json_content_type, read_body, requested_version,
-};
+use super::reply::{Wire, rest_v03_error, rpc_ok};
+use super::request::json_syntax_error;
+use super::rest::{Dialect, json_body, no_route, not_an_object, open};
+use super::{AgentCtx, Hosted};
 use crate::server::engine::ApiError;
-use crate::types::jsonrpc::codes;
 use crate::types::{ProtocolVersion, json_error_message, v1, v03, v03_rest};
 
-const WIRE: Wire = Wire::RestV03;
+/// The 0.3 HTTP+JSON binding.
+pub(super) struct V03;
 
-/// The checks every 0.3 HTTP+JSON request passes first: the version (0.3 or none) and the
-/// agent's required extensions.
-fn prelude(ctx: &AgentCtx, parts: &Parts) -> Result<(), ApiError> {
-    match requested_version(parts)? {
-        None | Some(ProtocolVersion::V03) => {}
-        Some(v) => {
-            return Err(ApiError::new(
-                codes::VERSION_NOT_SUPPORTED,
-                format!(
-                    "the `/v1/…` HTTP+JSON routes speak A2A 0.3, not {v} (1.0 is served without the `/v1` prefix)"
-                ),
-            ));
-        }
+impl Dialect for V03 {
+    const WIRE: Wire = Wire::RestV03;
+
+    fn other_version(v: ProtocolVersion) -> String {
+        format!(
+            "the `/v1/…` HTTP+JSON routes speak A2A 0.3, not {v} (1.0 is served without the `/v1` prefix)"
+        )
     }
-    check_extensions(ctx.agent(), &parts.headers)
+
+    fn history_length(parts: &Parts) -> Result<Option<i32>, ApiError> {
+        let q = parts.uri.query().unwrap_or("");
+        for (k, v) in form_urlencoded::parse(q.as_bytes()) {
+            if k == "historyLength" || k == "history_length" {
+                return v.parse().map(Some).map_err(|_| {
+                    ApiError::invalid_params(format!(
+                        "`historyLength` must be an integer, got `{v}`"
+                    ))
+                });
+            }
+        }
+        Ok(None)
+    }
+
+    async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
+        message(ctx, req, streaming).await
+    }
+
+    async fn get_push_config(
+        agent: &Hosted,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Response, ApiError> {
+        v03_get_push(agent, task_id, Some(config_id))
+            .await
+            .map(|c| rpc_ok(&WIRE, &push_json(&c)))
+    }
 }
 
-fn no_route(parts: &Parts) -> ApiError {
-    ApiError::new(
-        codes::METHOD_NOT_FOUND,
-        format!("no route for {} `{}`", parts.method, parts.uri.path()),
-    )
-}
+const WIRE: Wire = V03::WIRE;
 
 /// Reads a JSON object body (0.3 ProtoJSON) and converts it with `convert` into `T`.
 async fn body_as<T: DeserializeOwned>(
@@ -72,25 +87,11 @@ async fn body_as<T: DeserializeOwned>(
     what: &str,
     convert: impl FnOnce(&Value) -> Result<Value, String>,
 ) -> Result<T, Response> {
-    let bytes = read_body(&ctx.shared.cfg, &parts.headers, body)
-        .await
-        .map_err(|e| e.rest())?;
-    if !json_content_type(&parts.headers) {
-        return Err(rest_v03_error(&content_type_error(&parts.headers)));
-    }
-    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        rest_v03_error(&ApiError::new(
-            codes::PARSE_ERROR,
-            format!(
-                "invalid JSON in the {what} body: {}",
-                json_error_message(&e)
-            ),
-        ))
-    })?;
+    let bytes = json_body::<V03>(ctx, parts, body).await?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| rest_v03_error(&json_syntax_error(what, &e)))?;
     if !value.is_object() {
-        return Err(rest_v03_error(&ApiError::invalid_params(format!(
-            "the {what} body must be a JSON object"
-        ))));
+        return Err(rest_v03_error(&not_an_object(what)));
     }
     let converted = convert(&value).map_err(|m| {
         rest_v03_error(&ApiError::invalid_params(format!(
@@ -105,21 +106,12 @@ async fn body_as<T: DeserializeOwned>(
     })
 }
 
-/// `POST {agent}/v1/message:send`.
-pub(super) async fn message_send(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    message(ctx, req, false).await
-}
-
-/// `POST {agent}/v1/message:stream`.
-pub(super) async fn message_stream(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    message(ctx, req, true).await
-}
-
+/// The 0.3 `message:send` / `message:stream`.
 async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
-    let (parts, body) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_v03_error(&e);
-    }
+    let (parts, body) = match open::<V03>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return rest_v03_error(&e),
+    };
     let params: v03::MessageSendParams = match body_as(
         &ctx,
         &parts,
@@ -149,57 +141,6 @@ async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
         .unwrap_or_else(|e| rest_v03_error(&e))
 }
 
-fn history_length(parts: &Parts) -> Result<Option<i32>, ApiError> {
-    let q = parts.uri.query().unwrap_or("");
-    for (k, v) in form_urlencoded::parse(q.as_bytes()) {
-        if k == "historyLength" || k == "history_length" {
-            return v.parse().map(Some).map_err(|_| {
-                ApiError::invalid_params(format!("`historyLength` must be an integer, got `{v}`"))
-            });
-        }
-    }
-    Ok(None)
-}
-
-/// `{agent}/v1/tasks/{id}`: `GET` is `tasks/get`, `POST …:cancel` is `tasks/cancel`, `GET` or
-/// `POST …:subscribe` is `tasks/resubscribe`. A cancel's body (`{"name": …}`) is not needed.
-pub(super) async fn task(
-    State(ctx): State<AgentCtx>,
-    path: Result<Path<String>, PathRejection>,
-    req: Request,
-) -> Response {
-    let (parts, _) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_v03_error(&e);
-    }
-    let segment = match path {
-        Ok(Path(s)) if !s.is_empty() => s,
-        _ => return rest_v03_error(&no_route(&parts)),
-    };
-    let (id, action) = match segment.rsplit_once(':') {
-        Some((id, a @ ("cancel" | "subscribe"))) => (id, Some(a)),
-        _ => (segment.as_str(), None),
-    };
-    if id.is_empty() {
-        return rest_v03_error(&no_route(&parts));
-    }
-    let agent = ctx.agent();
-    let answer = match (&parts.method, action) {
-        (&Method::GET, None) => match history_length(&parts) {
-            Ok(hl) => agent.engine.get(id, hl).await.map(|t| task_reply(&WIRE, t)),
-            Err(e) => Err(e),
-        },
-        (&Method::POST, Some("cancel")) => {
-            agent.engine.cancel(id).await.map(|t| task_reply(&WIRE, t))
-        }
-        (&Method::GET | &Method::POST, Some("subscribe")) => {
-            subscribe(&ctx.shared, agent, id, &WIRE).await
-        }
-        _ => Err(no_route(&parts)),
-    };
-    answer.unwrap_or_else(|e| rest_v03_error(&e))
-}
-
 fn push_json(c: &v03::TaskPushNotificationConfig) -> Value {
     v03_rest::push_config_to_proto(&serde_json::to_value(c).unwrap_or_default())
 }
@@ -211,10 +152,10 @@ pub(super) async fn push_configs(
     path: Result<Path<String>, PathRejection>,
     req: Request,
 ) -> Response {
-    let (parts, body) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_v03_error(&e);
-    }
+    let (parts, body) = match open::<V03>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return rest_v03_error(&e),
+    };
     let Ok(Path(task_id)) = path else {
         return rest_v03_error(&no_route(&parts));
     };
@@ -249,40 +190,13 @@ pub(super) async fn push_configs(
     answer.unwrap_or_else(|e| rest_v03_error(&e))
 }
 
-/// `{agent}/v1/tasks/{id}/pushNotificationConfigs/{config}`: `GET` reads it, `DELETE` deletes
-/// it.
-pub(super) async fn push_config(
-    State(ctx): State<AgentCtx>,
-    path: Result<Path<(String, String)>, PathRejection>,
-    req: Request,
-) -> Response {
-    let (parts, _) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_v03_error(&e);
-    }
-    let Ok(Path((task_id, config_id))) = path else {
-        return rest_v03_error(&no_route(&parts));
-    };
-    let agent = ctx.agent();
-    let answer = match parts.method {
-        Method::GET => v03_get_push(agent, &task_id, Some(&config_id))
-            .await
-            .map(|c| rpc_ok(&WIRE, &push_json(&c))),
-        Method::DELETE => delete_push_config(agent, &task_id, &config_id)
-            .await
-            .map(|()| rpc_ok(&WIRE, &serde_json::json!({}))),
-        _ => Err(no_route(&parts)),
-    };
-    answer.unwrap_or_else(|e| rest_v03_error(&e))
-}
-
 /// `GET {agent}/v1/tasks`: the agent's tasks (`{"tasks": [Task]}`, newest first, as 1.0's
 /// `ListTasks` with its defaults).
 pub(super) async fn list_tasks(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    let (parts, _) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_v03_error(&e);
-    }
+    let (parts, _) = match open::<V03>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return rest_v03_error(&e),
+    };
     let mut req = v1::ListTasksRequest::default();
     let q = parts.uri.query().unwrap_or("").to_string();
     for (k, v) in form_urlencoded::parse(q.as_bytes()) {
@@ -317,10 +231,10 @@ pub(super) async fn list_tasks(State(ctx): State<AgentCtx>, req: Request) -> Res
 /// `GET {agent}/v1/card` (behind the agent's credential check): the 0.3 card; for an agent
 /// with an extended card (and credentials to guard it), the extended one.
 pub(super) async fn card(State(ctx): State<AgentCtx>, req: Request) -> Response {
-    let (parts, _) = req.into_parts();
-    if let Err(e) = prelude(&ctx, &parts) {
-        return rest_v03_error(&e);
-    }
+    let (parts, _) = match open::<V03>(&ctx, req) {
+        Ok(p) => p,
+        Err(e) => return rest_v03_error(&e),
+    };
     let agent = ctx.agent();
     let card: v03::AgentCard = if agent.offers_extended_card() {
         // Signed in its 0.3 shape (when the server signs cards).
