@@ -8,7 +8,6 @@
 //! tests are `#[ignore]`d, and `.ci/run` runs them with `-- --ignored`, where a missing
 //! install fails.
 
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -20,28 +19,12 @@ use subagent_a2a::signing::{CardSigner, CardTrust, TrustedKeys};
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::v1::{self, TaskState};
 use subagent_spi::SubagentReference;
-use tokio::io::AsyncBufReadExt;
 
 mod common;
+#[path = "common/js.rs"]
+mod js;
 
 use common::TestAgent;
-
-fn js_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js");
-    assert!(
-        dir.join("node_modules/@a2a-js/sdk").exists(),
-        "no @a2a-js/sdk in {}/node_modules: run .ci/setup-js.sh (these tests run only when \
-         asked for, with `-- --ignored`)",
-        dir.display()
-    );
-    dir
-}
-
-fn node() -> tokio::process::Command {
-    let mut c = tokio::process::Command::new(std::env::var("NODE").unwrap_or("node".into()));
-    c.current_dir(js_dir()).kill_on_drop(true);
-    c
-}
 
 #[tokio::test]
 #[ignore = "needs node_modules from .ci/setup-js.sh"]
@@ -74,7 +57,9 @@ async fn js_sdk_client_calls_our_server() {
     for &binding in bindings {
         let out = tokio::time::timeout(
             Duration::from_secs(120),
-            node().args(["client.mjs", &base, binding, &jwk]).output(),
+            js::node()
+                .args(["client.mjs", &base, binding, &jwk])
+                .output(),
         )
         .await
         .expect("the JS client finished within 120 s")
@@ -147,26 +132,17 @@ fn artifact_text(t: &v1::Task) -> String {
 #[tokio::test]
 #[ignore = "needs node_modules from .ci/setup-js.sh"]
 async fn our_client_calls_a_js_sdk_server() {
-    let mut child = node()
+    let mut child = js::node()
         .arg("server.mjs")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("node starts");
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let (mut base, mut jwk) = (String::new(), String::new());
-    while base.is_empty() || jwk.is_empty() {
-        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+    let [base, jwk]: [String; 2] =
+        js::read_prefixed(child.stdout.take().unwrap(), &["LISTENING ", "JWK "])
             .await
-            .expect("the JS server starts within 60 s")
-            .unwrap()
-            .expect("the JS server prints its address and key");
-        if let Some(b) = line.strip_prefix("LISTENING ") {
-            base = b.to_string();
-        } else if let Some(k) = line.strip_prefix("JWK ") {
-            jwk = k.to_string();
-        }
-    }
+            .try_into()
+            .unwrap();
 
     // The card the JS server signed, verified by our resolver under Require.
     let def = A2aResolver::new()
