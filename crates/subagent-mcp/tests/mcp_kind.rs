@@ -264,7 +264,12 @@ async fn stdio_server_is_reused_and_killed_on_drop() {
     let mut restarted = None;
     for _ in 0..400 {
         // The first call after the crash may still meet the dead connection; later ones reconnect.
-        if let Ok(out) = run(&kind, &other, "", TaskContext::new()).await
+        // Each attempt is bounded: a call caught on the dead connection has been seen to hang.
+        let attempt = tokio::time::timeout(
+            Duration::from_secs(5),
+            run(&kind, &other, "", TaskContext::new()),
+        );
+        if let Ok(Ok(out)) = attempt.await
             && out.text != other_pid
         {
             restarted = Some(out.text);
