@@ -15,6 +15,9 @@
 //!   `failed`. Events of running tasks are written to `a2a_task_events` and their ids sent with
 //!   `NOTIFY subagents_a2a`; every process `LISTEN`s and hands them to its subscribers. Cancel
 //!   requests travel the same way. See `docs/scaling.md`.
+//! - **Sessions.** The executor session each conversation (contextId) of a hosted agent
+//!   continues is a row of `a2a_context_sessions` (`TaskStore::save_context_session`), so
+//!   `SubagentHandler` resumes it after a restart; it goes with the context's last task.
 //! - **Retention.** Terminal tasks expire after [`Retention::terminal_ttl`]; over
 //!   [`Retention::max_tasks`] or [`Retention::max_bytes`] the oldest terminal, then interrupted
 //!   tasks go (running ones never). Pruning runs at open and every
@@ -737,6 +740,15 @@ async fn prune_a2a(
             .execute(&mut *tx)
             .await
             .map_err(q("drop push configs of pruned A2A tasks"))?;
+        // A context's session goes with its last task.
+        sqlx::query(concat!(
+            "DELETE FROM a2a_context_sessions WHERE NOT EXISTS (SELECT 1 FROM a2a_tasks t ",
+            "WHERE t.scope = a2a_context_sessions.scope ",
+            "AND t.context_id = a2a_context_sessions.context_id)"
+        ))
+        .execute(&mut *tx)
+        .await
+        .map_err(q("drop sessions of pruned A2A contexts"))?;
         if dry_run {
             tx.rollback().await.map_err(q("prune A2A tasks"))?;
         } else {
@@ -870,6 +882,53 @@ impl TaskStore for SqlTaskStore {
         .rows_affected()
         });
         Ok(gone > 0)
+    }
+
+    async fn context_session(&self, context_id: &str) -> Result<Option<String>, A2aStoreError> {
+        with_pool!(&self.inner.db, |p| sqlx::query_scalar(
+            "SELECT session_id FROM a2a_context_sessions WHERE scope = $1 AND context_id = $2"
+        )
+        .bind(&*self.scope)
+        .bind(context_id)
+        .fetch_optional(p)
+        .await
+        .map_err(StoreError::query("read the session of an A2A context"))
+        .map_err(backend("")))
+    }
+
+    async fn save_context_session(
+        &self,
+        context_id: &str,
+        session_id: Option<&str>,
+    ) -> Result<(), A2aStoreError> {
+        let what = "save the session of an A2A context";
+        with_pool!(&self.inner.db, |p| match session_id {
+            Some(id) => sqlx::query(concat!(
+                "INSERT INTO a2a_context_sessions (scope, context_id, session_id, updated_ms) ",
+                "VALUES ($1, $2, $3, $4) ON CONFLICT (scope, context_id) DO UPDATE SET ",
+                "session_id = excluded.session_id, updated_ms = excluded.updated_ms"
+            ))
+            .bind(&*self.scope)
+            .bind(context_id)
+            .bind(id)
+            .bind(now_ms())
+            .execute(p)
+            .await
+            .map_err(StoreError::query(what))
+            .map_err(backend(""))?
+            .rows_affected(),
+            None => sqlx::query(
+                "DELETE FROM a2a_context_sessions WHERE scope = $1 AND context_id = $2"
+            )
+            .bind(&*self.scope)
+            .bind(context_id)
+            .execute(p)
+            .await
+            .map_err(StoreError::query(what))
+            .map_err(backend(""))?
+            .rows_affected(),
+        });
+        Ok(())
     }
 
     async fn save(&self, task: v1::Task) -> Result<(), A2aStoreError> {

@@ -54,6 +54,18 @@ pub const STEPS: &[Step] = &[
         sqlite: include_str!("../migrations/sqlite/2001_a2a_push_configs.sql"),
         postgres: include_str!("../migrations/postgres/2001_a2a_push_configs.sql"),
     },
+    Step {
+        version: 2002,
+        description: "a2a running-task index",
+        sqlite: include_str!("../migrations/sqlite/2002_a2a_running_index.sql"),
+        postgres: include_str!("../migrations/postgres/2002_a2a_running_index.sql"),
+    },
+    Step {
+        version: 2003,
+        description: "a2a context sessions",
+        sqlite: include_str!("../migrations/sqlite/2003_a2a_context_sessions.sql"),
+        postgres: include_str!("../migrations/postgres/2003_a2a_context_sessions.sql"),
+    },
 ];
 
 /// Which script of a [`Step`] to run.

@@ -294,3 +294,58 @@ async fn postgres_push_configs() {
     let (db, store) = open(&common::fresh_postgres_db("push").await).await;
     push_configs(db, store).await;
 }
+
+/// Context sessions: saved per agent and context, read back by a store opened anew on the same
+/// database, forgotten on `None`, and pruned with the context's last task.
+async fn context_sessions(url: &str) {
+    use v1::TaskState::*;
+    let (db, store) = open(url).await;
+    let a = store.for_agent("/a");
+    a.save(task("t1", "c1", Completed, "2026-01-01T00:00:00.000Z", 10))
+        .await
+        .unwrap();
+    a.save(task("t2", "c2", Completed, "2026-01-01T00:00:00.000Z", 10))
+        .await
+        .unwrap();
+    assert_eq!(a.context_session("c1").await.unwrap(), None);
+    a.save_context_session("c1", Some("s1")).await.unwrap();
+    a.save_context_session("c1", Some("s2")).await.unwrap();
+    a.save_context_session("c2", Some("s3")).await.unwrap();
+    drop((db, store, a));
+
+    let (db, store) = open(url).await;
+    let a = store.for_agent("/a");
+    assert_eq!(a.context_session("c1").await.unwrap().as_deref(), Some("s2"));
+    assert_eq!(
+        store.for_agent("/b").context_session("c1").await.unwrap(),
+        None,
+        "another agent's conversation"
+    );
+    a.save_context_session("c2", None).await.unwrap();
+    assert_eq!(a.context_session("c2").await.unwrap(), None);
+
+    // The session goes with the context's last task.
+    a.save_context_session("c2", Some("s4")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let r = prune_a2a_tasks(
+        &db,
+        &Retention::default().with_terminal_ttl(Duration::from_millis(10)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.expired, 2, "{r:?}");
+    assert_eq!(a.context_session("c1").await.unwrap(), None);
+    assert_eq!(a.context_session("c2").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn sqlite_context_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    context_sessions(&format!("sqlite:{}", dir.path().join("t.db").display())).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
+async fn postgres_context_sessions() {
+    context_sessions(&common::fresh_postgres_db("sessions").await).await;
+}

@@ -952,6 +952,11 @@ impl Drop for InputGuard<'_> {
 }
 
 impl Run {
+    /// The store of the run's agent (`None` once the server is gone).
+    pub(crate) fn store(&self) -> Option<Arc<dyn TaskStore>> {
+        self.engine.upgrade().map(|e| e.store.clone())
+    }
+
     /// Puts the task in `state` (input-required or auth-required) with `question`, then waits
     /// in this run for the client's next message on the task and returns it (the task is
     /// `working` again by then). Dropping the future withdraws the question.

@@ -230,6 +230,28 @@ pub trait TaskStore: Send + Sync + 'static {
         let _ = (task_id, config_id);
         Ok(false)
     }
+
+    /// The executor session that the conversation `context_id` continues, as recorded by
+    /// [`save_context_session`](Self::save_context_session): a hosted agent
+    /// ([`SubagentHandler`](super::SubagentHandler)) resumes it on the next message of that
+    /// context, also after the server restarted. `None` when unknown; the default keeps none
+    /// (the handler remembers sessions in memory as well).
+    async fn context_session(&self, context_id: &str) -> Result<Option<String>, StoreError> {
+        let _ = context_id;
+        Ok(None)
+    }
+
+    /// Records (`Some`) or forgets (`None`) the executor session of the conversation
+    /// `context_id`. A durable store keeps it as long as tasks of that context are kept. The
+    /// default does nothing.
+    async fn save_context_session(
+        &self,
+        context_id: &str,
+        session_id: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let _ = (context_id, session_id);
+        Ok(())
+    }
 }
 
 /// The most push-notification configs one task may have in [`InMemoryTaskStore`] (and what

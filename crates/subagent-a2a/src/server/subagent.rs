@@ -35,6 +35,14 @@ const MAX_SESSIONS: usize = 10_000;
 ///
 /// The executor's `Status` progress events are streamed as `working` status updates.
 ///
+/// ## Sessions
+///
+/// A message continues the executor session (e.g. a Markdown agent's transcript) that the
+/// last task of its `contextId` ended in. The handler remembers sessions in memory and records
+/// them in the agent's task store ([`TaskStore::save_context_session`](super::TaskStore::save_context_session))
+/// before the task's final state is reported, so with a durable store (`subagent-store`) a
+/// conversation resumes its session after the server restarted.
+///
 /// ## Usage
 ///
 /// The card declares the usage extension
@@ -172,6 +180,58 @@ impl SubagentHandler {
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The executor session the conversation `context_id` continues: remembered here, else
+    /// recorded in the agent's task store (by an earlier process of this server, when the
+    /// store is durable).
+    async fn session_of(&self, events: &TaskEventSink, context_id: &str) -> Option<String> {
+        if let Some(id) = self.sessions().get(context_id) {
+            return Some(id.clone());
+        }
+        let store = events.run.store()?;
+        match store.context_session(context_id).await {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(context = %context_id, error = %e,
+                    "cannot read the agent session of a conversation; starting a new one");
+                None
+            }
+        }
+    }
+
+    /// Remembers that the conversation `context_id` is now in session `after` (`None`: no
+    /// session to resume), here and, when it changed from `before`, in the task store.
+    async fn remember_session(
+        &self,
+        events: &TaskEventSink,
+        context_id: &str,
+        before: Option<&str>,
+        after: Option<&str>,
+    ) {
+        {
+            let mut s = self.sessions();
+            match after {
+                Some(id) => {
+                    if s.len() >= MAX_SESSIONS {
+                        s.clear();
+                    }
+                    s.insert(context_id.to_owned(), id.to_owned());
+                }
+                None => {
+                    s.remove(context_id);
+                }
+            }
+        }
+        if before == after {
+            return;
+        }
+        if let Some(store) = events.run.store()
+            && let Err(e) = store.save_context_session(context_id, after).await
+        {
+            tracing::warn!(context = %context_id, error = %e,
+                "cannot record the agent session of a conversation");
+        }
+    }
 }
 
 fn prompt_of(message: &v1::Message) -> String {
@@ -225,7 +285,8 @@ impl A2aHandler for SubagentHandler {
         }
         let _ = events.working().await;
         let mut call = TaskCall::new(self.definition.name(), short_description(&prompt), prompt);
-        call.resume = self.sessions().get(&request.context_id).cloned();
+        let resumed = self.session_of(&events, &request.context_id).await;
+        call.resume = resumed.clone();
 
         // Progress: status lines become `working` updates, forwarded in order off the
         // executor's path (bounded; dropped when full).
