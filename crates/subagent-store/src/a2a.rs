@@ -917,16 +917,15 @@ impl TaskStore for SqlTaskStore {
             .map_err(StoreError::query(what))
             .map_err(backend(""))?
             .rows_affected(),
-            None => sqlx::query(
-                "DELETE FROM a2a_context_sessions WHERE scope = $1 AND context_id = $2"
-            )
-            .bind(&*self.scope)
-            .bind(context_id)
-            .execute(p)
-            .await
-            .map_err(StoreError::query(what))
-            .map_err(backend(""))?
-            .rows_affected(),
+            None =>
+                sqlx::query("DELETE FROM a2a_context_sessions WHERE scope = $1 AND context_id = $2")
+                    .bind(&*self.scope)
+                    .bind(context_id)
+                    .execute(p)
+                    .await
+                    .map_err(StoreError::query(what))
+                    .map_err(backend(""))?
+                    .rows_affected(),
         });
         Ok(())
     }

@@ -315,7 +315,10 @@ async fn context_sessions(url: &str) {
 
     let (db, store) = open(url).await;
     let a = store.for_agent("/a");
-    assert_eq!(a.context_session("c1").await.unwrap().as_deref(), Some("s2"));
+    assert_eq!(
+        a.context_session("c1").await.unwrap().as_deref(),
+        Some("s2")
+    );
     assert_eq!(
         store.for_agent("/b").context_session("c1").await.unwrap(),
         None,
