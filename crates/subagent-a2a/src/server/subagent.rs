@@ -351,20 +351,15 @@ impl A2aHandler for SubagentHandler {
             }
             Err(e) => return Err(HandlerError::failed(e.to_string())),
         };
-        {
-            let mut s = self.sessions();
-            match &outcome.session_id {
-                Some(id) => {
-                    if s.len() >= MAX_SESSIONS {
-                        s.clear();
-                    }
-                    s.insert(request.context_id.clone(), id.clone());
-                }
-                None => {
-                    s.remove(&request.context_id);
-                }
-            }
-        }
+        // Before the final state is reported: a follow-up message in this context resumes the
+        // session, also after a restart of the server.
+        self.remember_session(
+            &events,
+            &request.context_id,
+            resumed.as_deref(),
+            outcome.session_id.as_deref(),
+        )
+        .await;
         let usage = self.usage_metadata(&outcome, &request.task_id);
         let end = |state: v1::TaskState, message: Option<v1::Message>| {
             let events = events.clone();
