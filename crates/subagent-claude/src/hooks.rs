@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use derive_setters::Setters;
 use serde_json::{Map, Value, json};
 use subagent_spi::{CancellationToken, TaskContext, Tool, ToolError, ToolOutput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -623,12 +624,21 @@ fn session_id(ctx: &TaskContext) -> String {
 }
 
 /// Where and as whom hooks run for one agent run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
+#[setters(prefix = "with_")]
 pub struct HookRunner {
+    #[setters(skip)]
     hooks: Hooks,
+    #[setters(skip)]
     project_dir: PathBuf,
+    /// Sets the working directory of hook commands (default: the project directory).
+    #[setters(into)]
     cwd: PathBuf,
+    /// Sets the subagent the hooks run for (`agent_type` in hook input; none for the main
+    /// agent).
+    #[setters(strip_option, into)]
     agent: Option<String>,
+    /// Sets the permission mode reported as `permission_mode`.
     permission_mode: PermissionMode,
 }
 
@@ -656,28 +666,6 @@ impl HookRunner {
             agent: None,
             permission_mode: PermissionMode::Default,
         }
-    }
-
-    /// Sets the working directory of hook commands (default: the project directory).
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = cwd.into();
-        self
-    }
-
-    /// Sets the subagent the hooks run for (`agent_type` in hook input; none for the main
-    /// agent).
-    #[must_use]
-    pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
-        self.agent = Some(agent.into());
-        self
-    }
-
-    /// Sets the permission mode reported as `permission_mode`.
-    #[must_use]
-    pub fn with_permission_mode(mut self, mode: PermissionMode) -> Self {
-        self.permission_mode = mode;
-        self
     }
 
     /// The hooks.

@@ -106,6 +106,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use derive_setters::Setters;
 use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, TaskContext};
 
 pub use approval::DEFAULT_APPROVAL_TIMEOUT;
@@ -280,12 +281,27 @@ pub enum ServerError {
 }
 
 /// One agent to host: its path, card information, handler, and optional auth and store.
+#[derive(Setters)]
+#[setters(prefix = "with_")]
 pub struct AgentMount {
+    #[setters(skip)]
     path: String,
+    /// Replaces the card information (builder style).
     info: AgentInfo,
+    /// Offers an extended card (e.g. with skills kept from the public card) to callers that
+    /// pass the credential check: `GetExtendedAgentCard`, 0.3
+    /// `agent/getAuthenticatedExtendedCard`, `GET {path}/extendedAgentCard`. Needs
+    /// [`with_auth`](Self::with_auth) ([`A2aServerBuilder::build`] refuses it otherwise); the
+    /// public card then says `extendedAgentCard: true`.
+    #[setters(rename = "with_extended_card", strip_option)]
     extended: Option<AgentInfo>,
+    #[setters(skip)]
     handler: Arc<dyn A2aHandler>,
+    /// Requires a credential (builder style).
+    #[setters(strip_option)]
     auth: Option<ServerAuth>,
+    /// Uses another task store (builder style).
+    #[setters(strip_option)]
     store: Option<Arc<dyn TaskStore>>,
 }
 
@@ -342,38 +358,6 @@ impl AgentMount {
         let h = SubagentHandler::new(definition, executor).with_context(base);
         let info = h.agent_info();
         Self::new(path, info, h)
-    }
-
-    /// Replaces the card information (builder style).
-    #[must_use]
-    pub fn with_info(mut self, info: AgentInfo) -> Self {
-        self.info = info;
-        self
-    }
-
-    /// Offers an extended card (e.g. with skills kept from the public card) to callers that
-    /// pass the credential check: `GetExtendedAgentCard`, 0.3
-    /// `agent/getAuthenticatedExtendedCard`, `GET {path}/extendedAgentCard`. Needs
-    /// [`with_auth`](Self::with_auth) ([`A2aServerBuilder::build`] refuses it otherwise); the
-    /// public card then says `extendedAgentCard: true`.
-    #[must_use]
-    pub fn with_extended_card(mut self, info: AgentInfo) -> Self {
-        self.extended = Some(info);
-        self
-    }
-
-    /// Requires a credential (builder style).
-    #[must_use]
-    pub fn with_auth(mut self, auth: ServerAuth) -> Self {
-        self.auth = Some(auth);
-        self
-    }
-
-    /// Uses another task store (builder style).
-    #[must_use]
-    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
-        self.store = Some(store);
-        self
     }
 }
 
