@@ -11,7 +11,7 @@ use subagent_spi::{
 };
 
 use crate::client::{CallEnd, McpPool};
-use crate::content::{progress_line, result_text};
+use crate::content::{progress_line, result_text, tool_description};
 use crate::{McpEndpoint, McpError};
 
 /// The kind name of MCP agents, as written in references.
@@ -166,14 +166,7 @@ impl McpResolver {
                     .join(", ")
             )));
         }
-        let description = tool
-            .description
-            .as_deref()
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-            .map(str::to_string)
-            .or_else(|| tool.title.clone())
-            .unwrap_or_else(|| format!("The `{}` tool of MCP server {target}", tool.name));
+        let description = tool_description(tool, &target);
         Ok(McpSubagentDefinition {
             name: wanted_name.map_or_else(|| tool.name.to_string(), str::to_string),
             description,

@@ -9,7 +9,7 @@ use subagent_spi::{
 };
 
 use crate::client::{CallEnd, McpPool};
-use crate::content::{progress_line, result_text};
+use crate::content::{progress_line, result_text, tool_description};
 use crate::{McpEndpoint, McpError, McpServerConfig, McpServerEntry};
 
 /// The SPI name of MCP tool `tool` of server `server`: `mcp__<server>__<tool>`, with characters
@@ -140,14 +140,7 @@ async fn tools_of(
     Ok(listed
         .into_iter()
         .map(|t| {
-            let description = t
-                .description
-                .as_deref()
-                .map(str::trim)
-                .filter(|d| !d.is_empty())
-                .map(str::to_string)
-                .or_else(|| t.title.clone())
-                .unwrap_or_else(|| format!("The `{}` tool of MCP server `{server}`", t.name));
+            let description = tool_description(&t, server);
             Arc::new(McpTool {
                 name: mcp_tool_name(server, &t.name),
                 server: server.to_string(),

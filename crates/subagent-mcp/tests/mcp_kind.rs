@@ -39,6 +39,14 @@ async fn resolve(kind: &SubagentType, r: &SubagentReference) -> Arc<dyn Subagent
     }
 }
 
+/// The message of a resolution that must fail.
+async fn resolve_err(kind: &SubagentType, r: &SubagentReference) -> String {
+    match kind.resolver().resolve(r).await {
+        Ok(d) => panic!("resolving {r} gave agent `{}`", d.name()),
+        Err(e) => e.to_string(),
+    }
+}
+
 async fn run(
     kind: &SubagentType,
     def: &Arc<dyn SubagentDefinition>,
@@ -55,6 +63,22 @@ async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T 
     tokio::time::timeout(Duration::from_secs(30), fut)
         .await
         .unwrap_or_else(|_| panic!("{what} did not return within 30 s"))
+}
+
+/// The error of a call to `def` that must fail, not before `limit`.
+async fn fails_after(
+    kind: &SubagentType,
+    def: &Arc<dyn SubagentDefinition>,
+    limit: Duration,
+) -> SubagentError {
+    let started = Instant::now();
+    let out = bounded(
+        "a call past its limit",
+        run(kind, def, "w", TaskContext::new()),
+    )
+    .await;
+    assert!(started.elapsed() >= limit, "{:?}", started.elapsed());
+    out.unwrap_err()
 }
 
 /// The test server in-process over streamable HTTP on 127.0.0.1.
@@ -195,12 +219,7 @@ async fn exercise(kind: &SubagentType, uri: &str) {
             .text,
         "QUIET"
     );
-    let err = kind
-        .resolver()
-        .resolve(&reference(uri, &[("tool", "shout")]))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(kind, &reference(uri, &[("tool", "shout")])).await;
     assert!(
         err.contains("no argument `prompt`") && err.contains("text"),
         "{err}"
@@ -216,22 +235,12 @@ async fn exercise(kind: &SubagentType, uri: &str) {
     assert_eq!(v["answer"], 42);
 
     // Several tools and no hint: a clear error listing them; an unknown tool likewise.
-    let err = kind
-        .resolver()
-        .resolve(&reference(uri, &[]))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(kind, &reference(uri, &[])).await;
     assert!(
         err.contains("set metadata `tool`") && err.contains("echo, fail"),
         "{err}"
     );
-    let err = kind
-        .resolver()
-        .resolve(&reference(uri, &[("tool", "nope")]))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(kind, &reference(uri, &[("tool", "nope")])).await;
     assert!(
         err.contains("no tool `nope`") && err.contains("progress"),
         "{err}"
@@ -408,15 +417,11 @@ async fn streamable_http_server_resolves_executes_reports_progress_and_is_cancel
         text,
         format!("x-test=hello-header authorization=Bearer {path}")
     );
-    let err = kind
-        .resolver()
-        .resolve(&reference(
-            &uri,
-            &[("tool", "whoami"), ("bearer_env", token_var)],
-        ))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(
+        &kind,
+        &reference(&uri, &[("tool", "whoami"), ("bearer_env", token_var)]),
+    )
+    .await;
     assert!(err.contains(token_var) && err.contains("not set"), "{err}");
 
     // Unreachable server: a resolution error naming the URL.
@@ -443,14 +448,7 @@ async fn a_call_the_server_never_answers_fails_after_the_request_timeout() {
 
     // The `wait` tool answers only when cancelled: the pool's limit ends the call, with an
     // error naming the server, the method and the limit, and the server is told.
-    let started = Instant::now();
-    let err = bounded(
-        "a call past the request timeout",
-        run(&kind, &wait, "w", TaskContext::new()),
-    )
-    .await
-    .unwrap_err();
-    assert!(started.elapsed() >= limit, "{:?}", started.elapsed());
+    let err = fails_after(&kind, &wait, limit).await;
     let SubagentError::Execution {
         agent,
         message,
@@ -488,14 +486,7 @@ async fn a_call_the_server_never_answers_fails_after_the_request_timeout() {
         &reference(&server.uri, &[("tool", "wait"), ("timeout_secs", "0.5")]),
     )
     .await;
-    let started = Instant::now();
-    let err = bounded(
-        "a call past the agent's timeout",
-        run(&kind, &patient, "w", TaskContext::new()),
-    )
-    .await
-    .unwrap_err();
-    assert!(started.elapsed() >= Duration::from_millis(500));
+    let err = fails_after(&kind, &patient, Duration::from_millis(500)).await;
     assert!(
         matches!(&err, SubagentError::TimedOut { after, .. } if *after == Duration::from_millis(500)),
         "{err:?}"
@@ -543,23 +534,14 @@ async fn bad_servers_give_clear_errors() {
         ("mailto:someone", "expected `stdio:COMMAND ARG...`"),
     ];
     for (uri, needle) in cases {
-        let err = kind
-            .resolver()
-            .resolve(&reference(uri, &[("tool", "x")]))
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = resolve_err(&kind, &reference(uri, &[("tool", "x")])).await;
         assert!(err.contains(needle), "{uri}: {err}");
     }
-    let err = kind
-        .resolver()
-        .resolve(&reference(
-            &stdio_uri(),
-            &[("name", "echo"), ("timeout_secs", "soon")],
-        ))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(
+        &kind,
+        &reference(&stdio_uri(), &[("name", "echo"), ("timeout_secs", "soon")]),
+    )
+    .await;
     assert!(
         err.contains("`timeout_secs`") && err.contains("soon"),
         "{err}"
