@@ -159,3 +159,53 @@ async fn a_cap_of_zero_is_refused() {
         .expect_err("refused");
     assert!(err.to_string().contains("max_concurrent"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_midway_gives_its_place_back() {
+    // With a cap of 1: a call holding the place is dropped (its caller gave up), and one
+    // queued behind it is dropped while it waits; the next call still gets the place.
+    let started = Arc::new(tokio::sync::Notify::new());
+    let s = started.clone();
+    let kind = FnKind::new()
+        .agent("stuck", move |_c, _x| {
+            let s = s.clone();
+            async move {
+                s.notify_one();
+                std::future::pending::<()>().await;
+                Ok(TaskOutcome::completed("never"))
+            }
+        })
+        .agent("quick", |_c, _x| async move {
+            Ok(TaskOutcome::completed("QUICK-DONE"))
+        })
+        .into_type();
+    let task = TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_references([fn_ref("stuck"), fn_ref("quick")])
+        .max_concurrent(1)
+        .build()
+        .await
+        .expect("builds");
+    let ctx = TaskContext::new();
+    let holder = {
+        let (task, ctx) = (task.clone(), ctx.clone());
+        tokio::spawn(async move { task.call_tool(call("stuck", false), &ctx).await })
+    };
+    started.notified().await;
+    // Queued behind the holder, then given up on.
+    let queued = tokio::time::timeout(
+        Duration::from_millis(50),
+        task.call_tool(call("quick", false), &ctx),
+    )
+    .await;
+    assert!(queued.is_err(), "waits while the place is held");
+    holder.abort();
+    assert!(holder.await.unwrap_err().is_cancelled());
+    let out = tokio::time::timeout(
+        Duration::from_secs(5),
+        task.call_tool(call("quick", false), &ctx),
+    )
+    .await
+    .expect("the dropped calls' place is free again");
+    assert!(out.content.contains("QUICK-DONE"), "{}", out.content);
+}
