@@ -858,36 +858,23 @@ mod tests {
 
     #[test]
     fn finish_reasons_map() {
-        assert_eq!(
-            stop_reason_from_finish(Some("stop"), false),
-            StopReason::EndTurn
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("stop"), true),
-            StopReason::ToolUse
-        );
-        assert_eq!(stop_reason_from_finish(None, false), StopReason::EndTurn);
-        assert_eq!(stop_reason_from_finish(None, true), StopReason::ToolUse);
-        assert_eq!(
-            stop_reason_from_finish(Some("length"), false),
-            StopReason::MaxTokens
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("tool_calls"), true),
-            StopReason::ToolUse
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("function_call"), true),
-            StopReason::ToolUse
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("content_filter"), false),
-            StopReason::ContentFilter
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("weird"), false),
-            StopReason::Other("weird".into())
-        );
+        for (reason, has_tool_calls, want) in [
+            (Some("stop"), false, StopReason::EndTurn),
+            (Some("stop"), true, StopReason::ToolUse),
+            (None, false, StopReason::EndTurn),
+            (None, true, StopReason::ToolUse),
+            (Some("length"), false, StopReason::MaxTokens),
+            (Some("tool_calls"), true, StopReason::ToolUse),
+            (Some("function_call"), true, StopReason::ToolUse),
+            (Some("content_filter"), false, StopReason::ContentFilter),
+            (Some("weird"), false, StopReason::Other("weird".into())),
+        ] {
+            assert_eq!(
+                stop_reason_from_finish(reason, has_tool_calls),
+                want,
+                "{reason:?}, tool calls: {has_tool_calls}"
+            );
+        }
     }
 
     #[test]

@@ -676,6 +676,14 @@ impl A2aServer {
         http::grpc::service(self.shared.clone())
     }
 
+    /// The span serving one gRPC call, continuing the caller's trace from its W3C
+    /// `traceparent` / `tracestate` metadata (feature `otel`; the host installs the propagator).
+    /// [`serve_grpc`](Self::serve_grpc) uses it; with [`grpc_service`](Self::grpc_service) in a
+    /// tonic server of your own, pass it to that server's `trace_fn` for the same spans.
+    pub fn grpc_request_span(request: &::http::Request<()>) -> tracing::Span {
+        http::grpc::request_span(request)
+    }
+
     /// Serves the gRPC binding (1.0, HTTP/2 without TLS: put TLS in front) on `listener` until
     /// `shutdown` completes or the server shuts down, on the same agents, engine, credential
     /// check and stream caps as the HTTP bindings. Bounds: messages up to
@@ -705,6 +713,7 @@ impl A2aServer {
             .http2_keepalive_interval(Some(Duration::from_secs(30)))
             .http2_keepalive_timeout(Some(Duration::from_secs(10)))
             .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
+            .trace_fn(Self::grpc_request_span)
             .add_service(self.grpc_service())
             .serve_with_incoming_shutdown(incoming, signal)
             .await
