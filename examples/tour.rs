@@ -173,19 +173,13 @@ async fn start(server: A2aServer) -> Result<String, Box<dyn std::error::Error>> 
 const LOCAL: &str = "LOCAL";
 
 #[derive(Debug)]
-struct WordCounter(SubagentReference);
-
-impl SubagentDefinition for WordCounter {
-    fn name(&self) -> &str {
-        "word-count"
-    }
-    fn description(&self) -> &str {
-        "Counts the words and characters of a text (in-process, instant)."
-    }
-    fn reference(&self) -> &SubagentReference {
-        &self.0
-    }
+struct WordCounter {
+    name: String,
+    description: String,
+    reference: SubagentReference,
 }
+
+subagents::spi::impl_subagent_definition!(WordCounter);
 
 struct LocalKind;
 
@@ -196,7 +190,12 @@ impl SubagentResolver for LocalKind {
         r: &SubagentReference,
     ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
         match r.uri.as_str() {
-            "local:word-count" => Ok(Arc::new(WordCounter(r.clone()))),
+            "local:word-count" => Ok(Arc::new(WordCounter {
+                name: "word-count".into(),
+                description: "Counts the words and characters of a text (in-process, instant)."
+                    .into(),
+                reference: r.clone(),
+            })),
             other => Err(SubagentError::resolution(other, "unknown local agent")),
         }
     }

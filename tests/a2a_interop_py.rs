@@ -7,8 +7,6 @@
 //! is `#[ignore]`d, so `cargo test` reports it as ignored; `.ci/run` sets the venvs up and runs
 //! these with `-- --ignored`, where a missing venv fails.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +19,12 @@ use subagent_spi::{
 };
 use task_tool::TaskTool;
 
+/// The Python peers of `subagent-a2a`'s own interop tests: venvs, scripts, servers.
+#[path = "../crates/subagent-a2a/tests/python/mod.rs"]
+mod python;
+
+use python::{PyServer, Venv};
+
 #[derive(Clone, Copy, Debug)]
 enum Sdk {
     V1,
@@ -28,146 +32,47 @@ enum Sdk {
 }
 
 impl Sdk {
-    /// The interpreter's variable, the venv, the server script and the agent's name.
-    fn parts(self) -> [&'static str; 4] {
+    /// The venv, the server script (under `crates/subagent-a2a/tests/`) and the agent's name.
+    fn parts(self) -> (Venv, &'static str, &'static str) {
         match self {
-            Sdk::V1 => [
-                "SUBAGENTS_A2A_PY_1X",
-                "a2a-1x",
-                "server_v1.py",
-                "py-v1-agent",
-            ],
-            Sdk::V03 => [
-                "SUBAGENTS_A2A_PY_03",
-                "a2a-03",
-                "server_v03.py",
-                "py-v03-agent",
-            ],
+            Sdk::V1 => (python::SDK_1X, "py/server_v1.py", "py-v1-agent"),
+            Sdk::V03 => (python::SDK_03, "py/server_v03.py", "py-v03-agent"),
         }
-    }
-    fn env(self) -> &'static str {
-        self.parts()[0]
-    }
-    fn venv(self) -> &'static str {
-        self.parts()[1]
-    }
-    fn script(self) -> &'static str {
-        self.parts()[2]
     }
     fn agent(self) -> &'static str {
-        self.parts()[3]
+        self.parts().2
     }
 }
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+/// Starts the `sdk`'s agent server, with `extra` arguments, on a free port.
+async fn start(sdk: Sdk, extra: &[&str]) -> PyServer {
+    let (venv, script, _) = sdk.parts();
+    PyServer::start(
+        &python::interpreter(venv),
+        script,
+        python::free_port(),
+        extra,
+    )
+    .await
 }
 
-/// The venv's interpreter, or `None` (with a notice) when it is missing outside CI.
-fn python(sdk: Sdk) -> Option<PathBuf> {
-    let path = std::env::var_os(sdk.env())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            workspace()
-                .join("target/py")
-                .join(sdk.venv())
-                .join("bin/python")
-        });
-    if path.exists() {
-        return Some(path);
+/// Waits for `server` to log `CANCELLED <task id>` and returns the id.
+async fn cancelled_task_id(server: &PyServer) -> String {
+    for _ in 0..200 {
+        if let Some(id) = server
+            .stderr()
+            .lines()
+            .find_map(|l| l.strip_prefix("CANCELLED ").map(str::trim))
+            .filter(|id| !id.is_empty())
+        {
+            return id.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let msg = format!(
-        "A2A interop: no Python for {sdk:?} at {} (set {} or run .ci/setup-python.sh)",
-        path.display(),
-        sdk.env()
+    panic!(
+        "the Python server never logged a cancel: {}",
+        server.stderr()
     );
-    panic!("{msg}: these tests run only when asked for (`-- --ignored`), and need it")
-}
-
-struct PyServer {
-    child: tokio::process::Child,
-    base: String,
-    stderr: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl PyServer {
-    async fn start(sdk: Sdk, extra: &[&str]) -> Option<Self> {
-        let py = python(sdk)?;
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-            l.local_addr().expect("local addr").port()
-        };
-        let dir = tempfile::tempdir().expect("temp dir");
-        let stderr = dir.path().join("stderr.log");
-        let err_file = std::fs::File::create(&stderr).expect("stderr log");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../crates/subagent-a2a/tests/py")
-            .join(sdk.script());
-        let child = tokio::process::Command::new(&py)
-            .arg(&script)
-            .arg(port.to_string())
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(err_file))
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}", py.display()));
-        let mut server = PyServer {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            stderr,
-            _dir: dir,
-        };
-        server.wait_ready().await;
-        Some(server)
-    }
-
-    async fn wait_ready(&mut self) {
-        let http = reqwest::Client::new();
-        let url = format!("{}/.well-known/agent-card.json", self.base);
-        for _ in 0..600 {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "Python A2A server exited with {status}: {}",
-                    std::fs::read_to_string(&self.stderr).unwrap_or_default()
-                );
-            }
-            if let Ok(r) = http.get(&url).send().await
-                && r.status().is_success()
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!(
-            "Python A2A server at {} did not answer within 60 s: {}",
-            self.base,
-            std::fs::read_to_string(&self.stderr).unwrap_or_default()
-        );
-    }
-
-    /// Waits for the server to log `CANCELLED <task id>` and returns the id.
-    async fn cancelled_task_id(&self) -> String {
-        for _ in 0..200 {
-            let log = tokio::fs::read_to_string(&self.stderr)
-                .await
-                .unwrap_or_default();
-            if let Some(id) = log
-                .lines()
-                .find_map(|l| l.strip_prefix("CANCELLED ").map(str::trim))
-                .filter(|id| !id.is_empty())
-            {
-                return id.to_string();
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "the Python server never logged a cancel: {}",
-            std::fs::read_to_string(&self.stderr).unwrap_or_default()
-        );
-    }
 }
 
 async fn task_tool(refs: Vec<SubagentReference>) -> Arc<TaskTool> {
@@ -255,9 +160,7 @@ async fn artifact_task(tool: &TaskTool, agent: &str) {
 /// Starts the `sdk` agent with `flags` and runs every scenario through its card's default
 /// interface (streaming unless `--no-streaming`).
 async fn default_agent_passes(sdk: Sdk, flags: &[&str]) {
-    let Some(server) = PyServer::start(sdk, flags).await else {
-        return;
-    };
+    let server = start(sdk, flags).await;
     let tool = task_tool(vec![SubagentReference::new(&server.base, KIND)]).await;
     let streaming = !flags.contains(&"--no-streaming");
     every_scenario(&tool, &server, sdk.agent(), streaming).await;
@@ -374,7 +277,7 @@ async fn cancellation_reaches_remote(tool: Arc<TaskTool>, server: &PyServer, age
         .expect("the Task call returned after cancel")
         .expect("task joined");
     assert!(out.content.contains("cancelled"), "{}", out.content);
-    let id = server.cancelled_task_id().await;
+    let id = cancelled_task_id(server).await;
     let (err, text) = run(&tool, agent, &format!("was-cancelled {id}"), None).await;
     assert!(!err, "{text}");
     assert!(
@@ -386,9 +289,7 @@ async fn cancellation_reaches_remote(tool: Arc<TaskTool>, server: &PyServer, age
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn v1_jsonrpc_streaming_agent() {
-    let Some(server) = PyServer::start(Sdk::V1, &[]).await else {
-        return;
-    };
+    let server = start(Sdk::V1, &[]).await;
     let tool = task_tool(vec![SubagentReference::new(&server.base, KIND)]).await;
     let description = subagent_spi::Tool::description(&*tool);
     assert!(
@@ -458,9 +359,7 @@ async fn client_calls(base: &str, binding: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn v1_typed_client_get_list_cancel() {
-    let Some(server) = PyServer::start(Sdk::V1, &[]).await else {
-        return;
-    };
+    let server = start(Sdk::V1, &[]).await;
     client_calls(&server.base, "JSONRPC").await;
     client_calls(&server.base, "HTTP+JSON").await;
 }
@@ -474,9 +373,7 @@ async fn v1_jsonrpc_blocking_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn v1_http_json_agent() {
-    let Some(server) = PyServer::start(Sdk::V1, &[]).await else {
-        return;
-    };
+    let server = start(Sdk::V1, &[]).await;
     let agent = "py-v1-rest";
     let reference = SubagentReference::new(&server.base, KIND)
         .with_metadata("binding", "HTTP+JSON")
@@ -489,9 +386,7 @@ async fn v1_http_json_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn v03_client_against_the_1x_sdk_compat_layer() {
-    let Some(server) = PyServer::start(Sdk::V1, &["--compat"]).await else {
-        return;
-    };
+    let server = start(Sdk::V1, &["--compat"]).await;
     let agent = "py-v1-as-03";
     let reference = SubagentReference::new(&server.base, KIND)
         .with_metadata("protocol_version", "0.3")
@@ -524,9 +419,7 @@ async fn v03_jsonrpc_blocking_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 async fn spi_executor_directly_against_v03() {
-    let Some(server) = PyServer::start(Sdk::V03, &[]).await else {
-        return;
-    };
+    let server = start(Sdk::V03, &[]).await;
     let kind = a2a_subagent_type();
     let def = kind
         .resolver()

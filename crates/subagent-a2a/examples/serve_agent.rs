@@ -25,20 +25,12 @@ use subagent_spi::{
 
 #[derive(Debug)]
 struct CounterDefinition {
+    name: String,
+    description: String,
     reference: SubagentReference,
 }
 
-impl SubagentDefinition for CounterDefinition {
-    fn name(&self) -> &str {
-        "word-counter"
-    }
-    fn description(&self) -> &str {
-        "Counts the words, lines and characters of the text it is given."
-    }
-    fn reference(&self) -> &SubagentReference {
-        &self.reference
-    }
-}
+subagent_spi::impl_subagent_definition!(CounterDefinition);
 
 struct CounterExecutor;
 
@@ -87,6 +79,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let definition: Arc<dyn SubagentDefinition> = Arc::new(CounterDefinition {
+        name: "word-counter".into(),
+        description: "Counts the words, lines and characters of the text it is given.".into(),
         reference: SubagentReference::new("example://word-counter", "EXAMPLE"),
     });
     let executor: Arc<dyn SubagentExecutor> = Arc::new(CounterExecutor);

@@ -88,8 +88,9 @@
 //!
 //! With the `otel` feature (the OpenTelemetry API and `tracing-opentelemetry`, never the SDK),
 //! the client sends the current `tracing` span's W3C `traceparent`/`tracestate` on every
-//! request, and the server runs each request in an `a2a.request` server span that continues
-//! the caller's trace (the handler's run nests in it). Both go through the global text-map
+//! request (HTTP headers, or gRPC metadata), and the server runs each request in an
+//! `a2a.request` server span that continues the caller's trace (the handler's run nests in
+//! it; over gRPC the span is named after the RPC, e.g. `lf.a2a.v1.A2AService/SendMessage`). Both go through the global text-map
 //! propagator, which the host installs when it exports traces (the `subagents` facade does);
 //! without it nothing is sent or read.
 

@@ -84,9 +84,14 @@ async fn rpc(base: &str, method: &str, params: Value) -> Value {
         .unwrap()
 }
 
-async fn wait_for(seen: &Seen, n: usize) -> Vec<(String, String, Value)> {
-    for _ in 0..200 {
-        if seen.lock().unwrap().len() >= n {
+/// The deliveries so far, once `done` holds for them (or after 20 s, for the asserts to say
+/// what came).
+async fn wait_until(
+    seen: &Seen,
+    done: impl Fn(&[(String, String, Value)]) -> bool,
+) -> Vec<(String, String, Value)> {
+    for _ in 0..800 {
+        if done(&seen.lock().unwrap()) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -165,7 +170,14 @@ async fn v1_configs_and_delivery_with_authentication() {
     )
     .await;
     // working, artifact, completed (the first attempt got a 503 and was retried).
-    let got = wait_for(&seen, 3).await;
+    // Wait for the final state, not a count: a retried delivery may come in late.
+    let got = wait_until(&seen, |got| {
+        got.len() >= 3
+            && got
+                .last()
+                .is_some_and(|d| state(&d.2) == Some("TASK_STATE_COMPLETED"))
+    })
+    .await;
     assert!(got.len() >= 3, "deliveries: {got:?}");
     for (auth, token, _) in &got {
         assert_eq!(auth, "Bearer s3cret");

@@ -814,20 +814,12 @@ async fn graceful_shutdown_ends_open_streams() {
 
 #[derive(Debug)]
 struct Def {
+    name: String,
+    description: String,
     reference: SubagentReference,
 }
 
-impl SubagentDefinition for Def {
-    fn name(&self) -> &str {
-        "shouter"
-    }
-    fn description(&self) -> &str {
-        "Answers in capitals"
-    }
-    fn reference(&self) -> &SubagentReference {
-        &self.reference
-    }
-}
+subagent_spi::impl_subagent_definition!(Def);
 
 struct Exec {
     cancelled: Arc<AtomicBool>,
@@ -868,6 +860,8 @@ impl SubagentExecutor for Exec {
 async fn hosts_an_spi_definition_and_executor() {
     let cancelled = Arc::new(AtomicBool::new(false));
     let def: Arc<dyn SubagentDefinition> = Arc::new(Def {
+        name: "shouter".into(),
+        description: "Answers in capitals".into(),
         reference: SubagentReference::new("test://shouter", "TEST"),
     });
     let exec: Arc<dyn SubagentExecutor> = Arc::new(Exec {

@@ -502,7 +502,7 @@ pub(crate) struct Document<'a> {
 
 /// Splits and reads a document's frontmatter (strict YAML, then lenient). `text` must already
 /// be normalized.
-pub(crate) fn read_document<'a>(
+fn read_document<'a>(
     path: &Path,
     text: &'a str,
     warnings: &mut Vec<String>,
@@ -599,8 +599,21 @@ pub(crate) fn scalar_text(v: &Value) -> Option<String> {
     }
 }
 
+/// Reads a document (see [`read_document`]) and takes the fields agent and skill files both
+/// require: a safe `name` ([`required_name`]) and a `description`.
+pub(crate) fn read_named_document<'a>(
+    path: &Path,
+    text: &'a str,
+    warnings: &mut Vec<String>,
+) -> Result<(Document<'a>, String, String), ClaudeError> {
+    let mut doc = read_document(path, text, warnings)?;
+    let name = required_name(&mut doc, path)?;
+    let description = required_text(&mut doc, path, "description")?;
+    Ok((doc, name, description))
+}
+
 /// Takes a required text field, erroring with the path and line when absent or empty.
-pub(crate) fn required_text(
+fn required_text(
     doc: &mut Document<'_>,
     path: &Path,
     field: &'static str,
@@ -622,7 +635,7 @@ pub(crate) fn required_text(
 
 /// Takes the required `name`, refusing names that are not safe path segments or that hold
 /// control or bidi characters ([`unsafe_name_reason`]).
-pub(crate) fn required_name(doc: &mut Document<'_>, path: &Path) -> Result<String, ClaudeError> {
+fn required_name(doc: &mut Document<'_>, path: &Path) -> Result<String, ClaudeError> {
     let name = required_text(doc, path, "name")?;
     match unsafe_name_reason(&name) {
         None => Ok(name),
@@ -713,9 +726,8 @@ pub fn is_canonical_name(name: &str) -> bool {
 pub fn parse_agent(path_for_errors: &Path, text: &str) -> Result<ParsedAgent, ClaudeError> {
     let normalized = frontmatter::normalize(text);
     let mut warnings = Vec::new();
-    let mut doc = read_document(path_for_errors, &normalized, &mut warnings)?;
-    let name = required_name(&mut doc, path_for_errors)?;
-    let description = required_text(&mut doc, path_for_errors, "description")?;
+    let (mut doc, name, description) =
+        read_named_document(path_for_errors, &normalized, &mut warnings)?;
     if !is_canonical_name(&name) {
         warnings.push(format!(
             "agent name `{name}` is not lowercase-hyphen; it is registered as written"

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use derive_setters::Setters;
 use subagent_runtime::{
     AgentRuntime, InMemoryTranscriptStore, Limits, ModelRegistry, RunSpec, TranscriptStore,
 };
@@ -381,23 +382,65 @@ impl ClaudeSubagentType {
 }
 
 /// Builds the `CLAUDE` [`SubagentType`]: resolver + executor + built-in agents.
+#[derive(Setters)]
 pub struct ClaudeSubagentTypeBuilder {
+    /// The model registry (names, aliases, default, fallback factory), owned or shared.
+    #[setters(into)]
     models: Arc<ModelRegistry>,
+    /// The model name used when neither the call, the frontmatter nor `inherit` picks one
+    /// (default: the registry's `default`).
+    #[setters(strip_option, into)]
     default_model: Option<String>,
+    /// The tool set agents choose from (default: every built-in tool of `subagent-tools`,
+    /// confined to [`workspace`](Self::workspace) or the current directory).
+    #[setters(strip_option)]
     tools: Option<Vec<Arc<dyn Tool>>>,
+    /// The root the default tool set is confined to (default: the current directory). It is
+    /// also the project root: `project`/`local` memory, worktrees (`isolation: worktree`) and
+    /// hooks (`CLAUDE_PROJECT_DIR`) work from it, and the built-in file and shell tools of an
+    /// isolated run are re-rooted from it into the worktree.
+    #[setters(strip_option, into)]
     workspace: Option<PathBuf>,
+    #[setters(skip)] // added with `extra_tool(s)`
     extra_tools: Vec<Arc<dyn Tool>>,
+    #[setters(skip)] // added with `skill_dir(s)`
     skill_dirs: Vec<PathBuf>,
+    /// Skills already loaded (take precedence over those found in skill directories).
+    #[setters(strip_option)]
     skills: Option<SkillSet>,
+    /// Allow, ask and deny rules every agent's tool calls obey (deny wins, then ask, then
+    /// allow; see [`PermissionRules`]).
+    #[setters(rename = "permission_rules")]
     rules: PermissionRules,
+    /// A permission mode for every agent, overriding their `permissionMode` (as
+    /// `--permission-mode` does).
+    #[setters(rename = "permission_mode", strip_option)]
     mode_override: Option<PermissionMode>,
+    /// The approver asked when a run's context has none (default: none, so such calls are
+    /// denied with a message the model reads). Hosts normally put the approver into the root
+    /// context instead ([`TaskContext::with_approver`]), so it reaches every kind.
+    #[setters(strip_option)]
     approver: Option<Arc<dyn Approver>>,
+    /// Where transcripts are kept for `resume` (default: in memory).
+    #[setters(rename = "transcript_store", strip_option)]
     store: Option<Arc<dyn TranscriptStore>>,
+    /// Replaces the resolver (e.g. one with extra embedded agents or a base directory).
     resolver: ClaudeResolver,
+    /// Whether the built-in agents are contributed as default references (default true).
+    #[setters(rename = "builtin_agents")]
     builtins: bool,
+    /// The turn limit for agents without `maxTurns` (default 30).
     default_max_turns: u32,
+    /// Streams model replies (text deltas become progress events; default off).
     stream: bool,
+    /// Where agents with `mcpServers` get their `mcp__<server>__<tool>` tools (e.g. the
+    /// `subagent-mcp` crate's provider). Without one, `mcpServers` is ignored with a warning.
+    #[setters(rename = "mcp_tools", strip_option)]
     mcp: Option<Arc<dyn ToolSource>>,
+    /// Hooks that apply to every agent of the kind (Claude Code's settings hooks, e.g. from
+    /// [`Hooks::from_settings_files`]): `PreToolUse`/`PostToolUse`/`PostToolUseFailure` around
+    /// every tool call, `SubagentStart`/`SubagentStop` around every subagent run. Agents' own
+    /// frontmatter `hooks` apply on top. Default: none.
     hooks: Hooks,
 }
 
@@ -436,39 +479,6 @@ impl fmt::Debug for ClaudeSubagentTypeBuilder {
 }
 
 impl ClaudeSubagentTypeBuilder {
-    /// The model registry (names, aliases, default, fallback factory), owned or shared.
-    #[must_use]
-    pub fn models(mut self, models: impl Into<Arc<ModelRegistry>>) -> Self {
-        self.models = models.into();
-        self
-    }
-
-    /// The model name used when neither the call, the frontmatter nor `inherit` picks one
-    /// (default: the registry's `default`).
-    #[must_use]
-    pub fn default_model(mut self, name: impl Into<String>) -> Self {
-        self.default_model = Some(name.into());
-        self
-    }
-
-    /// The tool set agents choose from (default: every built-in tool of `subagent-tools`,
-    /// confined to [`workspace`](Self::workspace) or the current directory).
-    #[must_use]
-    pub fn tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
-        self.tools = Some(tools);
-        self
-    }
-
-    /// The root the default tool set is confined to (default: the current directory). It is
-    /// also the project root: `project`/`local` memory, worktrees (`isolation: worktree`) and
-    /// hooks (`CLAUDE_PROJECT_DIR`) work from it, and the built-in file and shell tools of an
-    /// isolated run are re-rooted from it into the worktree.
-    #[must_use]
-    pub fn workspace(mut self, root: impl Into<PathBuf>) -> Self {
-        self.workspace = Some(root.into());
-        self
-    }
-
     /// Adds a tool on top of the tool set (e.g. the host's `Task` tool), subject to the same
     /// filters; `Task`/`Agent` is withheld beyond the depth limit.
     #[must_use]
@@ -495,91 +505,6 @@ impl ClaudeSubagentTypeBuilder {
     #[must_use]
     pub fn skill_dirs(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
         self.skill_dirs.extend(dirs);
-        self
-    }
-
-    /// Skills already loaded (take precedence over those found in skill directories).
-    #[must_use]
-    pub fn skills(mut self, skills: SkillSet) -> Self {
-        self.skills = Some(skills);
-        self
-    }
-
-    /// Allow, ask and deny rules every agent's tool calls obey (deny wins, then ask, then
-    /// allow; see [`PermissionRules`]).
-    #[must_use]
-    pub fn permission_rules(mut self, rules: PermissionRules) -> Self {
-        self.rules = rules;
-        self
-    }
-
-    /// A permission mode for every agent, overriding their `permissionMode` (as
-    /// `--permission-mode` does).
-    #[must_use]
-    pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
-        self.mode_override = Some(mode);
-        self
-    }
-
-    /// The approver asked when a run's context has none (default: none, so such calls are
-    /// denied with a message the model reads). Hosts normally put the approver into the root
-    /// context instead ([`TaskContext::with_approver`]), so it reaches every kind.
-    #[must_use]
-    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = Some(approver);
-        self
-    }
-
-    /// Where agents with `mcpServers` get their `mcp__<server>__<tool>` tools (e.g. the
-    /// `subagent-mcp` crate's provider). Without one, `mcpServers` is ignored with a warning.
-    #[must_use]
-    pub fn mcp_tools(mut self, source: Arc<dyn ToolSource>) -> Self {
-        self.mcp = Some(source);
-        self
-    }
-
-    /// Hooks that apply to every agent of the kind (Claude Code's settings hooks, e.g. from
-    /// [`Hooks::from_settings_files`]): `PreToolUse`/`PostToolUse`/`PostToolUseFailure` around
-    /// every tool call, `SubagentStart`/`SubagentStop` around every subagent run. Agents' own
-    /// frontmatter `hooks` apply on top. Default: none.
-    #[must_use]
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
-        self
-    }
-
-    /// Where transcripts are kept for `resume` (default: in memory).
-    #[must_use]
-    pub fn transcript_store(mut self, store: Arc<dyn TranscriptStore>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    /// Replaces the resolver (e.g. one with extra embedded agents or a base directory).
-    #[must_use]
-    pub fn resolver(mut self, resolver: ClaudeResolver) -> Self {
-        self.resolver = resolver;
-        self
-    }
-
-    /// Whether the built-in agents are contributed as default references (default true).
-    #[must_use]
-    pub fn builtin_agents(mut self, yes: bool) -> Self {
-        self.builtins = yes;
-        self
-    }
-
-    /// The turn limit for agents without `maxTurns` (default 30).
-    #[must_use]
-    pub fn default_max_turns(mut self, turns: u32) -> Self {
-        self.default_max_turns = turns;
-        self
-    }
-
-    /// Streams model replies (text deltas become progress events; default off).
-    #[must_use]
-    pub fn stream(mut self, yes: bool) -> Self {
-        self.stream = yes;
         self
     }
 

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use derive_setters::Setters;
 use serde_json::{Map, Value, json};
 use subagent_spi::{CancellationToken, TaskContext, Tool, ToolError, ToolOutput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -623,12 +624,21 @@ fn session_id(ctx: &TaskContext) -> String {
 }
 
 /// Where and as whom hooks run for one agent run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
+#[setters(prefix = "with_")]
 pub struct HookRunner {
+    #[setters(skip)]
     hooks: Hooks,
+    #[setters(skip)]
     project_dir: PathBuf,
+    /// Sets the working directory of hook commands (default: the project directory).
+    #[setters(into)]
     cwd: PathBuf,
+    /// Sets the subagent the hooks run for (`agent_type` in hook input; none for the main
+    /// agent).
+    #[setters(strip_option, into)]
     agent: Option<String>,
+    /// Sets the permission mode reported as `permission_mode`.
     permission_mode: PermissionMode,
 }
 
@@ -656,28 +666,6 @@ impl HookRunner {
             agent: None,
             permission_mode: PermissionMode::Default,
         }
-    }
-
-    /// Sets the working directory of hook commands (default: the project directory).
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = cwd.into();
-        self
-    }
-
-    /// Sets the subagent the hooks run for (`agent_type` in hook input; none for the main
-    /// agent).
-    #[must_use]
-    pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
-        self.agent = Some(agent.into());
-        self
-    }
-
-    /// Sets the permission mode reported as `permission_mode`.
-    #[must_use]
-    pub fn with_permission_mode(mut self, mode: PermissionMode) -> Self {
-        self.permission_mode = mode;
-        self
     }
 
     /// The hooks.
@@ -1193,11 +1181,8 @@ impl RunHooks {
     /// `SubagentStart`: the settings' and the parent's hooks for this agent. Returns the
     /// additional context they gave (for the system prompt).
     pub(crate) async fn start(&self, ctx: &TaskContext) -> Vec<String> {
-        if !self.is_subagent {
-            return Vec::new();
-        }
         let mut context = Vec::new();
-        for runner in std::iter::once(&self.settings).chain(self.parent.as_ref()) {
+        for runner in self.subagent_runners() {
             let v = runner
                 .fire(
                     HookEvent::SubagentStart,
@@ -1210,6 +1195,14 @@ impl RunHooks {
             context.extend(v.context);
         }
         context
+    }
+
+    /// The runners of the `Subagent*` events beyond the agent's own: the settings' and the
+    /// parent's, and only when the agent runs as a subagent.
+    fn subagent_runners(&self) -> impl Iterator<Item = &HookRunner> {
+        std::iter::once(&self.settings)
+            .chain(self.parent.as_ref())
+            .filter(|_| self.is_subagent)
     }
 
     /// `SubagentStop` (and the agent's own `Stop`) when the run is about to end with
@@ -1225,32 +1218,21 @@ impl RunHooks {
         extra.insert("last_assistant_message".into(), json!(last_message));
         let mut reasons: Vec<String> = Vec::new();
         let mut stop = false;
-        let own = self
-            .own
-            .fire(
-                HookEvent::SubagentStop,
-                &self.agent,
-                true,
-                extra.clone(),
-                ctx,
-            )
-            .await;
-        stop |= own.stop.is_some();
-        reasons.extend(own.block);
-        if self.is_subagent {
-            for runner in std::iter::once(&self.settings).chain(self.parent.as_ref()) {
-                let v = runner
-                    .fire(
-                        HookEvent::SubagentStop,
-                        &self.agent,
-                        false,
-                        extra.clone(),
-                        ctx,
-                    )
-                    .await;
-                stop |= v.stop.is_some();
-                reasons.extend(v.block);
-            }
+        // The agent's own frontmatter `Stop` hooks first, then the settings' and the parent's.
+        let runners = std::iter::once((&self.own, true))
+            .chain(self.subagent_runners().map(|runner| (runner, false)));
+        for (runner, own_stop) in runners {
+            let v = runner
+                .fire(
+                    HookEvent::SubagentStop,
+                    &self.agent,
+                    own_stop,
+                    extra.clone(),
+                    ctx,
+                )
+                .await;
+            stop |= v.stop.is_some();
+            reasons.extend(v.block);
         }
         if stop || reasons.is_empty() {
             None

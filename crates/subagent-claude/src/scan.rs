@@ -264,35 +264,22 @@ mod tests {
     fn scan_loads_and_skips_with_reasons() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        std::fs::write(root.join("README.md"), "# Agents\nSome notes.\n").unwrap();
-        std::fs::write(
-            root.join("a.md"),
-            "---\nname: a\ndescription: first\n---\nA\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
-        std::fs::write(
-            root.join("sub/deeper/b.MD"),
-            "---\nname: b\ndescription: second\n---\nB\n",
-        )
-        .unwrap();
-        std::fs::write(root.join("sub/noname.md"), "---\ndescription: x\n---\n").unwrap();
-        std::fs::write(
-            root.join("sub/dup.md"),
-            "---\nname: A\ndescription: y\n---\n",
-        )
-        .unwrap();
-        std::fs::write(
-            root.join("notes.txt"),
-            "---\nname: t\ndescription: t\n---\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(root.join(".hidden")).unwrap();
-        std::fs::write(
-            root.join(".hidden/h.md"),
-            "---\nname: h\ndescription: h\n---\n",
-        )
-        .unwrap();
+        for (path, text) in [
+            ("README.md", "# Agents\nSome notes.\n"),
+            ("a.md", "---\nname: a\ndescription: first\n---\nA\n"),
+            (
+                "sub/deeper/b.MD",
+                "---\nname: b\ndescription: second\n---\nB\n",
+            ),
+            ("sub/noname.md", "---\ndescription: x\n---\n"),
+            ("sub/dup.md", "---\nname: A\ndescription: y\n---\n"),
+            ("notes.txt", "---\nname: t\ndescription: t\n---\n"),
+            (".hidden/h.md", "---\nname: h\ndescription: h\n---\n"),
+        ] {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
         let r = scan_dir_blocking(root).unwrap();
         let names: Vec<_> = r
             .loaded

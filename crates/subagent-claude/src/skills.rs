@@ -8,8 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::definition::{
-    escape_for_terminal, is_canonical_name, read_document, required_name, required_text,
-    terminal_safe,
+    escape_for_terminal, is_canonical_name, read_named_document, terminal_safe,
 };
 use crate::error::ClaudeError;
 use crate::frontmatter;
@@ -44,9 +43,8 @@ pub struct ParsedSkill {
 pub fn parse_skill(path_for_errors: &Path, text: &str) -> Result<ParsedSkill, ClaudeError> {
     let normalized = frontmatter::normalize(text);
     let mut warnings = Vec::new();
-    let mut doc = read_document(path_for_errors, &normalized, &mut warnings)?;
-    let name = required_name(&mut doc, path_for_errors)?;
-    let description = required_text(&mut doc, path_for_errors, "description")?;
+    let (mut doc, name, description) =
+        read_named_document(path_for_errors, &normalized, &mut warnings)?;
     if !is_canonical_name(&name) {
         warnings.push(format!("skill name `{name}` is not lowercase-hyphen"));
     }

@@ -11,17 +11,26 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, Implementation, JsonObject,
     ProgressNotificationParam, ProgressToken, ServerResult,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RunningService, RxJsonRpcMessage, ServiceError,
+    TxJsonRpcMessage,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use subagent_spi::CancellationToken;
 use tokio::sync::{OnceCell, mpsc};
+use tokio_util::sync::{CancellationToken as Signal, DropGuard};
 
 use crate::{McpEndpoint, McpError};
 
 /// How long a server may take to start and finish the MCP handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a server may take to answer one request (`tools/list`, `tools/call`) unless its
+/// configuration says otherwise (`timeout_secs` of a `.mcp.json` entry or of an `MCP`
+/// reference, [`McpPool::with_request_timeout`]).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Progress notifications kept for requests whose subscription is not registered yet.
 const ORPHAN_PROGRESS: usize = 64;
@@ -118,6 +127,52 @@ impl ClientHandler for ClientState {
     }
 }
 
+/// A transport that reports when it closed: when its input ends (the server exited, the HTTP
+/// session ended), when the service closes it, or when the service task drops it.
+///
+/// rmcp fails the requests still waiting only once its service task has finished shutting down
+/// (draining, closing stdin, waiting for the child to exit); calls watch `closed` instead, so
+/// they fail as soon as the server is gone and the pool stops handing out the connection.
+struct Watched<T> {
+    inner: T,
+    closed: Signal,
+    _on_drop: DropGuard,
+}
+
+impl<T> Watched<T> {
+    fn new(inner: T, closed: &Signal) -> Self {
+        Self {
+            inner,
+            closed: closed.clone(),
+            _on_drop: closed.clone().drop_guard(),
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if message.is_none() {
+            self.closed.cancel();
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.closed.cancel();
+        self.inner.close()
+    }
+}
+
 /// How a tool call ended.
 pub(crate) enum CallEnd {
     /// The server answered.
@@ -136,6 +191,8 @@ pub(crate) struct Connection {
     service: RunningService<RoleClient, ClientState>,
     router: Arc<ProgressRouter>,
     pid: Option<u32>,
+    /// Cancelled when the transport closed (see [`Watched`]) or a request met a broken one.
+    closed: Signal,
 }
 
 impl std::fmt::Debug for Connection {
@@ -154,6 +211,7 @@ impl Connection {
         let state = ClientState {
             router: router.clone(),
         };
+        let closed = Signal::new();
         // The handshake within `timeout`, its failures naming the server.
         let connected = |attempt: Result<Result<_, _>, tokio::time::error::Elapsed>| {
             attempt
@@ -180,6 +238,7 @@ impl Connection {
                         source,
                     })?;
                 let pid = transport.id();
+                let transport = Watched::new(transport, &closed);
                 let service =
                     connected(tokio::time::timeout(timeout, state.serve(transport)).await)?;
                 (service, pid)
@@ -214,7 +273,8 @@ impl Connection {
                     custom.insert(n, v);
                 }
                 config = config.custom_headers(custom);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport =
+                    Watched::new(StreamableHttpClientTransport::from_config(config), &closed);
                 let service =
                     connected(tokio::time::timeout(timeout, state.serve(transport)).await)?;
                 (service, None)
@@ -226,6 +286,7 @@ impl Connection {
             service,
             router,
             pid,
+            closed,
         })
     }
 
@@ -240,7 +301,9 @@ impl Connection {
     }
 
     fn is_closed(&self) -> bool {
-        self.service.is_closed() || self.service.peer().is_transport_closed()
+        self.closed.is_cancelled()
+            || self.service.is_closed()
+            || self.service.peer().is_transport_closed()
     }
 
     fn request_error(&self, method: &str, e: impl std::fmt::Display) -> McpError {
@@ -251,29 +314,75 @@ impl Connection {
         }
     }
 
-    /// Lists every tool (following pagination).
-    pub(crate) async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, McpError> {
-        self.service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| self.request_error("tools/list", e))
+    fn closed_error(&self, method: &str) -> McpError {
+        McpError::Closed {
+            target: self.label.clone(),
+            method: method.to_string(),
+        }
+    }
+
+    fn timeout_error(&self, method: &str, after: Duration) -> McpError {
+        McpError::RequestTimeout {
+            target: self.label.clone(),
+            method: method.to_string(),
+            after,
+        }
+    }
+
+    /// An rmcp failure as our error. A transport that is closed or cannot be written marks
+    /// the connection closed, so the pool replaces it on next use.
+    fn service_error(&self, method: &str, e: ServiceError) -> McpError {
+        match e {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                self.closed.cancel();
+                self.closed_error(method)
+            }
+            e => self.request_error(method, e),
+        }
+    }
+
+    /// Lists every tool (following pagination), within `limit`.
+    pub(crate) async fn list_tools(
+        &self,
+        limit: Duration,
+    ) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        const METHOD: &str = "tools/list";
+        tokio::select! {
+            biased;
+            listed = self.service.peer().list_all_tools() => {
+                listed.map_err(|e| self.service_error(METHOD, e))
+            }
+            () = self.closed.cancelled() => Err(self.closed_error(METHOD)),
+            () = tokio::time::sleep(limit) => Err(self.timeout_error(METHOD, limit)),
+        }
     }
 
     /// Calls one tool. Progress notifications for this call go to `on_progress`. When
-    /// `cancel` fires or `timeout` passes, `notifications/cancelled` is sent for the request
-    /// and the call returns at once.
+    /// `cancel` fires, the caller's `timeout` passes ([`CallEnd::TimedOut`]) or the server's
+    /// `limit` passes first ([`McpError::RequestTimeout`]), `notifications/cancelled` is sent
+    /// for the request and the call returns at once; when the connection closes, the call
+    /// fails with [`McpError::Closed`].
     pub(crate) async fn call_tool(
         &self,
         tool: &str,
         arguments: JsonObject,
         cancel: &CancellationToken,
         timeout: Option<Duration>,
+        limit: Duration,
         mut on_progress: impl FnMut(ProgressNotificationParam) + Send,
     ) -> Result<CallEnd, McpError> {
+        const METHOD: &str = "tools/call";
         if cancel.is_cancelled() {
             return Ok(CallEnd::Cancelled);
         }
+        if self.closed.is_cancelled() {
+            return Err(self.closed_error(METHOD));
+        }
+        // The caller's deadline when it comes first (or at the same time), else the server's.
+        let (wait, callers) = match timeout {
+            Some(t) if t <= limit => (t, true),
+            _ => (limit, false),
+        };
         let peer = self.service.peer().clone();
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let mut meta = rmcp::model::JsonObject::new();
@@ -285,17 +394,12 @@ impl Connection {
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| self.request_error("tools/call", e))?;
+            .map_err(|e| self.service_error(METHOD, e))?;
         let id = handle.id.clone();
         let mut progress = self.router.subscribe(handle.progress_token.clone());
         let response = handle.await_response();
         tokio::pin!(response);
-        let deadline = async {
-            match timeout {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
+        let deadline = tokio::time::sleep(wait);
         tokio::pin!(deadline);
         let send_cancel = |reason: String| {
             let peer = peer.clone();
@@ -323,18 +427,18 @@ impl Connection {
                     while let Ok(p) = progress.rx.try_recv() {
                         on_progress(p);
                     }
-                    let result = result.map_err(|e| self.request_error("tools/call", e))?;
+                    let result = result.map_err(|e| self.service_error(METHOD, e))?;
                     return match result {
                         ServerResult::CallToolResult(r) => Ok(CallEnd::Done(r)),
                         ServerResult::InputRequiredResult(_) => Err(self.request_error(
-                            "tools/call",
+                            METHOD,
                             "the server asked for client input, which is not supported",
                         )),
                         ServerResult::CreateTaskResult(_) => Err(self.request_error(
-                            "tools/call",
+                            METHOD,
                             "the server answered with a task, which is not supported",
                         )),
-                        _ => Err(self.request_error("tools/call", "unexpected response type")),
+                        _ => Err(self.request_error(METHOD, "unexpected response type")),
                     };
                 }
                 Some(p) = progress.rx.recv() => on_progress(p),
@@ -343,10 +447,14 @@ impl Connection {
                     return Ok(CallEnd::Cancelled);
                 }
                 () = &mut deadline => {
-                    let d = timeout.unwrap_or_default();
-                    send_cancel(format!("timed out after {} ms", d.as_millis()));
-                    return Ok(CallEnd::TimedOut(d));
+                    send_cancel(format!("timed out after {} ms", wait.as_millis()));
+                    return if callers {
+                        Ok(CallEnd::TimedOut(wait))
+                    } else {
+                        Err(self.timeout_error(METHOD, wait))
+                    };
                 }
+                () = self.closed.cancelled() => return Err(self.closed_error(METHOD)),
             }
         }
     }
@@ -367,6 +475,7 @@ pub struct McpPool {
 struct PoolInner {
     slots: Mutex<HashMap<McpEndpoint, Arc<OnceCell<Arc<Connection>>>>>,
     connect_timeout: Duration,
+    request_timeout: Duration,
 }
 
 impl Default for McpPool {
@@ -384,19 +493,38 @@ impl std::fmt::Debug for McpPool {
 }
 
 impl McpPool {
-    /// An empty pool with the default handshake timeout.
+    /// An empty pool with the default handshake and request timeouts
+    /// ([`DEFAULT_CONNECT_TIMEOUT`], [`DEFAULT_REQUEST_TIMEOUT`]).
     pub fn new() -> Self {
-        Self::with_connect_timeout(DEFAULT_CONNECT_TIMEOUT)
+        Self::with_timeouts(DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT)
     }
 
     /// An empty pool whose servers must finish the handshake within `timeout`.
     pub fn with_connect_timeout(timeout: Duration) -> Self {
+        Self::with_timeouts(timeout, DEFAULT_REQUEST_TIMEOUT)
+    }
+
+    /// An empty pool whose servers must answer each request within `timeout`, unless their
+    /// own configuration sets another limit (`timeout_secs`).
+    pub fn with_request_timeout(timeout: Duration) -> Self {
+        Self::with_timeouts(DEFAULT_CONNECT_TIMEOUT, timeout)
+    }
+
+    /// An empty pool with both limits: the handshake (`connect`) and each request
+    /// (`request`, unless a server's configuration sets another).
+    pub fn with_timeouts(connect: Duration, request: Duration) -> Self {
         Self {
             inner: Arc::new(PoolInner {
                 slots: Mutex::new(HashMap::new()),
-                connect_timeout: timeout,
+                connect_timeout: connect,
+                request_timeout: request,
             }),
         }
+    }
+
+    /// The request limit of servers whose configuration sets none.
+    pub fn request_timeout(&self) -> Duration {
+        self.inner.request_timeout
     }
 
     /// The number of live connections.
@@ -416,7 +544,7 @@ impl McpPool {
     pub fn server_pid(&self, endpoint: &McpEndpoint) -> Option<u32> {
         lock(&self.inner.slots)
             .get(endpoint)
-            .and_then(|c| c.get().and_then(|c| c.pid()))
+            .and_then(|c| c.get().filter(|c| !c.is_closed()).and_then(|c| c.pid()))
     }
 
     /// Drops every connection held by the pool (servers still used by live tools keep running

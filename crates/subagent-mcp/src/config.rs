@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -22,9 +23,14 @@ use crate::{McpEndpoint, McpError};
 /// `type` may be `stdio` (the default when `command` is present) or `http` (the default when
 /// `url` is present); `sse` is refused. `${VAR}` and `${VAR:-default}` are expanded from the
 /// environment in commands, arguments, env values, URLs and header values.
+///
+/// `timeout_secs` (a positive number) bounds each request to that server (`tools/list`,
+/// `tools/call`); without it the pool's limit applies
+/// ([`DEFAULT_REQUEST_TIMEOUT`](crate::DEFAULT_REQUEST_TIMEOUT) unless the pool says otherwise).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McpServerConfig {
     servers: BTreeMap<String, McpEndpoint>,
+    request_timeouts: BTreeMap<String, Duration>,
 }
 
 impl McpServerConfig {
@@ -45,9 +51,22 @@ impl McpServerConfig {
         self.servers.insert(name.into(), endpoint);
     }
 
+    /// Sets how long server `name` may take to answer one request (builder style; the
+    /// `timeout_secs` of a `.mcp.json` entry).
+    #[must_use]
+    pub fn with_request_timeout(mut self, name: impl Into<String>, timeout: Duration) -> Self {
+        self.request_timeouts.insert(name.into(), timeout);
+        self
+    }
+
     /// One server by name.
     pub fn get(&self, name: &str) -> Option<&McpEndpoint> {
         self.servers.get(name)
+    }
+
+    /// The request limit configured for server `name`, if any.
+    pub fn request_timeout(&self, name: &str) -> Option<Duration> {
+        self.request_timeouts.get(name).copied()
     }
 
     /// The configured names, sorted.
@@ -60,9 +79,13 @@ impl McpServerConfig {
         &self.servers
     }
 
-    /// Adds every server of `other`, replacing same-named ones.
+    /// Adds every server of `other`, replacing same-named ones (with their request limits).
     pub fn merge(&mut self, other: McpServerConfig) {
+        for name in other.servers.keys() {
+            self.request_timeouts.remove(name);
+        }
         self.servers.extend(other.servers);
+        self.request_timeouts.extend(other.request_timeouts);
     }
 
     /// Reads a `.mcp.json` file.
@@ -99,11 +122,50 @@ impl McpServerConfig {
                 message: "expected an object `{\"mcpServers\": {\"name\": {...}}}`".to_string(),
             });
         };
-        let mut servers = BTreeMap::new();
+        let mut config = Self::default();
         for (name, spec) in map {
-            servers.insert(name.clone(), parse_server(name, spec, origin)?);
+            config
+                .servers
+                .insert(name.clone(), parse_server(name, spec, origin)?);
+            if let Some(timeout) = parse_timeout(name, spec, origin)? {
+                config.request_timeouts.insert(name.clone(), timeout);
+            }
         }
-        Ok(Self { servers })
+        Ok(config)
+    }
+
+    /// The servers as inline entries (with their request limits).
+    fn into_inline(self) -> impl Iterator<Item = McpServerEntry> {
+        let mut timeouts = self.request_timeouts;
+        self.servers
+            .into_iter()
+            .map(move |(name, endpoint)| McpServerEntry::Inline {
+                request_timeout: timeouts.remove(&name),
+                name,
+                endpoint,
+            })
+    }
+}
+
+/// The `timeout_secs` of one server object: absent, or a positive number of seconds.
+fn parse_timeout(name: &str, spec: &Value, origin: &str) -> Result<Option<Duration>, McpError> {
+    match spec.get("timeout_secs") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(secs) if secs.is_finite() && secs > 0.0 => Duration::try_from_secs_f64(secs)
+                .map(Some)
+                .map_err(|_| timeout_error(name, v, origin)),
+            _ => Err(timeout_error(name, v, origin)),
+        },
+    }
+}
+
+fn timeout_error(name: &str, value: &Value, origin: &str) -> McpError {
+    McpError::Config {
+        origin: origin.to_string(),
+        message: format!(
+            "mcpServers.{name}: `timeout_secs` must be a positive number of seconds, got `{value}`"
+        ),
     }
 }
 
@@ -120,6 +182,8 @@ pub enum McpServerEntry {
         name: String,
         /// Where it lives.
         endpoint: McpEndpoint,
+        /// Its `timeout_secs`: how long it may take to answer one request.
+        request_timeout: Option<Duration>,
     },
 }
 
@@ -145,12 +209,7 @@ impl McpServerEntry {
                     match item {
                         Value::String(s) => out.extend(names_from_str(s)),
                         Value::Object(_) => {
-                            let cfg = McpServerConfig::from_value(item, origin)?;
-                            out.extend(
-                                cfg.servers.into_iter().map(|(name, endpoint)| {
-                                    McpServerEntry::Inline { name, endpoint }
-                                }),
-                            );
+                            out.extend(McpServerConfig::from_value(item, origin)?.into_inline());
                         }
                         other => {
                             return Err(McpError::Config {
@@ -165,12 +224,7 @@ impl McpServerEntry {
                 }
             }
             Value::Object(_) => {
-                let cfg = McpServerConfig::from_value(value, origin)?;
-                out.extend(
-                    cfg.servers
-                        .into_iter()
-                        .map(|(name, endpoint)| McpServerEntry::Inline { name, endpoint }),
-                );
+                out.extend(McpServerConfig::from_value(value, origin)?.into_inline());
             }
             other => {
                 return Err(McpError::Config {

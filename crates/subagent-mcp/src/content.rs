@@ -1,6 +1,18 @@
-//! Turning MCP tool results and progress into plain text.
+//! Turning MCP tool descriptions, results and progress into plain text.
 
-use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam};
+use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, Tool};
+
+/// What a server tool is for: its description, else its title, else a sentence naming it and
+/// `server`.
+pub(crate) fn tool_description(tool: &Tool, server: &str) -> String {
+    tool.description
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(str::to_string)
+        .or_else(|| tool.title.clone())
+        .unwrap_or_else(|| format!("The `{}` tool of MCP server `{server}`", tool.name))
+}
 
 /// The text of a tool result: text items joined by newlines (embedded text resources count as
 /// text; images, audio and links are named). When there is no text, the structured content as

@@ -84,6 +84,32 @@ pub enum McpError {
         /// What the server or transport said.
         message: String,
     },
+    /// The server did not answer a request within its limit (`notifications/cancelled` was
+    /// sent for a `tools/call`). The connection stays open.
+    #[error(
+        "MCP server `{target}` did not answer `{method}` within {} ms (its request timeout)",
+        .after.as_millis()
+    )]
+    RequestTimeout {
+        /// The server.
+        target: String,
+        /// The MCP method, e.g. `tools/call`.
+        method: String,
+        /// The limit.
+        after: Duration,
+    },
+    /// The connection to the server closed before it answered (the server exited or the
+    /// session ended). The pool drops the connection: the next call starts the server again
+    /// (or opens a new HTTP session).
+    #[error(
+        "MCP server `{target}` closed the connection during `{method}` (the server exited or ended the session)"
+    )]
+    Closed {
+        /// The server.
+        target: String,
+        /// The MCP method, e.g. `tools/call`.
+        method: String,
+    },
     /// The server has no tool with that name.
     #[error("MCP server `{target}` has no tool `{tool}`; its tools: {}", list_or_none(.available))]
     NoSuchTool {

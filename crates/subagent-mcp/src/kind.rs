@@ -11,7 +11,7 @@ use subagent_spi::{
 };
 
 use crate::client::{CallEnd, McpPool};
-use crate::content::{progress_line, result_text};
+use crate::content::{progress_line, result_text, tool_description};
 use crate::{McpEndpoint, McpError};
 
 /// The kind name of MCP agents, as written in references.
@@ -49,7 +49,9 @@ impl McpSubagentDefinition {
         &self.argument
     }
 
-    /// The per-call timeout from metadata `timeout_secs`.
+    /// The per-call timeout from metadata `timeout_secs` (a call that passes it ends with
+    /// [`SubagentError::TimedOut`]). It replaces the pool's request timeout
+    /// ([`McpPool::request_timeout`]) for this agent's requests.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
     }
@@ -115,7 +117,9 @@ impl McpResolver {
             .filter(|s| !s.is_empty());
 
         let conn = self.pool.connection(&endpoint).await?;
-        let tools = conn.list_tools().await?;
+        let tools = conn
+            .list_tools(timeout.unwrap_or(self.pool.request_timeout()))
+            .await?;
         let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
         let by_name = |n: &str| tools.iter().find(|t| t.name == n);
         let tool = if let Some(t) = wanted_tool {
@@ -162,14 +166,7 @@ impl McpResolver {
                     .join(", ")
             )));
         }
-        let description = tool
-            .description
-            .as_deref()
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-            .map(str::to_string)
-            .or_else(|| tool.title.clone())
-            .unwrap_or_else(|| format!("The `{}` tool of MCP server {target}", tool.name));
+        let description = tool_description(tool, &target);
         Ok(McpSubagentDefinition {
             name: wanted_name.map_or_else(|| tool.name.to_string(), str::to_string),
             description,
@@ -249,8 +246,9 @@ impl SubagentExecutor for McpExecutor {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let limit = def.timeout.unwrap_or(self.pool.request_timeout());
         let end = conn
-            .call_tool(&def.tool, args, ctx.cancel(), timeout, |p| {
+            .call_tool(&def.tool, args, ctx.cancel(), timeout, limit, |p| {
                 ctx.emit(ProgressKind::Status {
                     message: progress_line(&p),
                 })

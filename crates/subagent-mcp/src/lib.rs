@@ -27,7 +27,11 @@
 //!
 //! Connections live in an [`McpPool`] keyed by [`McpEndpoint`]: a stdio server starts once per
 //! distinct command line and environment, is reused by every resolve and call, and is killed
-//! when the pool and the last tool using it are dropped.
+//! when the pool and the last tool using it are dropped. A server that exits fails the calls
+//! waiting on it at once ([`McpError::Closed`]) and is started again on the next call. Every
+//! request is bounded: a server that does not answer within its request timeout
+//! ([`DEFAULT_REQUEST_TIMEOUT`], or `timeout_secs` in its configuration or reference) gets
+//! `notifications/cancelled` and the call fails with [`McpError::RequestTimeout`].
 //!
 //! ```no_run
 //! use subagent_spi::SubagentReference;
@@ -51,7 +55,7 @@ mod shell;
 mod tools;
 mod trace_context;
 
-pub use client::{DEFAULT_CONNECT_TIMEOUT, McpPool};
+pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, McpPool};
 pub use config::{McpServerConfig, McpServerEntry, parse_server};
 pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
 pub use endpoint::McpEndpoint;

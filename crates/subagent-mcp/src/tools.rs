@@ -1,6 +1,7 @@
 //! MCP server tools as SPI [`Tool`]s, named `mcp__<server>__<tool>`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use subagent_spi::{
     BoxError, ProgressKind, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, ToolSource,
@@ -8,7 +9,7 @@ use subagent_spi::{
 };
 
 use crate::client::{CallEnd, McpPool};
-use crate::content::{progress_line, result_text};
+use crate::content::{progress_line, result_text, tool_description};
 use crate::{McpEndpoint, McpError, McpServerConfig, McpServerEntry};
 
 /// The SPI name of MCP tool `tool` of server `server`: `mcp__<server>__<tool>`, with characters
@@ -38,6 +39,7 @@ pub struct McpTool {
     description: String,
     input_schema: serde_json::Value,
     endpoint: McpEndpoint,
+    request_timeout: Duration,
     pool: McpPool,
 }
 
@@ -50,6 +52,11 @@ impl McpTool {
     /// The tool's own name on the server.
     pub fn mcp_name(&self) -> &str {
         &self.tool
+    }
+
+    /// How long the server may take to answer one call (its `timeout_secs`, else the pool's).
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
     }
 }
 
@@ -89,11 +96,18 @@ impl Tool for McpTool {
         let failed = |e: McpError| ToolError::failed(&self.name, e.to_string());
         let conn = self.pool.connection(&self.endpoint).await.map_err(failed)?;
         let end = conn
-            .call_tool(&self.tool, args, ctx.cancel(), ctx.remaining(), |p| {
-                ctx.emit(ProgressKind::Status {
-                    message: progress_line(&p),
-                })
-            })
+            .call_tool(
+                &self.tool,
+                args,
+                ctx.cancel(),
+                ctx.remaining(),
+                self.request_timeout,
+                |p| {
+                    ctx.emit(ProgressKind::Status {
+                        message: progress_line(&p),
+                    })
+                },
+            )
             .await
             .map_err(failed)?;
         match end {
@@ -113,24 +127,20 @@ impl Tool for McpTool {
     }
 }
 
+/// The tools of one server; `request_timeout` is its configured limit (else the pool's).
 async fn tools_of(
     server: &str,
     endpoint: &McpEndpoint,
+    request_timeout: Option<Duration>,
     pool: &McpPool,
 ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+    let request_timeout = request_timeout.unwrap_or(pool.request_timeout());
     let conn = pool.connection(endpoint).await?;
-    let listed = conn.list_tools().await?;
+    let listed = conn.list_tools(request_timeout).await?;
     Ok(listed
         .into_iter()
         .map(|t| {
-            let description = t
-                .description
-                .as_deref()
-                .map(str::trim)
-                .filter(|d| !d.is_empty())
-                .map(str::to_string)
-                .or_else(|| t.title.clone())
-                .unwrap_or_else(|| format!("The `{}` tool of MCP server `{server}`", t.name));
+            let description = tool_description(&t, server);
             Arc::new(McpTool {
                 name: mcp_tool_name(server, &t.name),
                 server: server.to_string(),
@@ -138,6 +148,7 @@ async fn tools_of(
                 description,
                 input_schema: serde_json::Value::Object((*t.input_schema).clone()),
                 endpoint: endpoint.clone(),
+                request_timeout,
                 pool: pool.clone(),
             }) as Arc<dyn Tool>
         })
@@ -159,7 +170,13 @@ pub async fn mcp_tools(
             name: server_name.to_string(),
             available: config.names(),
         })?;
-    tools_of(server_name, endpoint, &McpPool::new()).await
+    tools_of(
+        server_name,
+        endpoint,
+        config.request_timeout(server_name),
+        &McpPool::new(),
+    )
+    .await
 }
 
 /// Gives agents the tools of their MCP servers: holds the configured servers (e.g. from
@@ -205,7 +222,13 @@ impl McpToolProvider {
                 name: name.to_string(),
                 available: self.config.names(),
             })?;
-        tools_of(name, endpoint, &self.pool).await
+        tools_of(
+            name,
+            endpoint,
+            self.config.request_timeout(name),
+            &self.pool,
+        )
+        .await
     }
 
     /// The tools for an agent's `mcpServers` frontmatter value, as written (names of
@@ -244,17 +267,19 @@ impl McpToolProvider {
                                 name: name.clone(),
                                 available: self.config.names(),
                             })?;
-                    targets.push((name.as_str(), endpoint));
+                    targets.push((name.as_str(), endpoint, self.config.request_timeout(name)));
                 }
-                McpServerEntry::Inline { name, endpoint } => {
-                    targets.push((name.as_str(), endpoint))
-                }
+                McpServerEntry::Inline {
+                    name,
+                    endpoint,
+                    request_timeout,
+                } => targets.push((name.as_str(), endpoint, *request_timeout)),
             }
         }
         let lists = futures::future::try_join_all(
             targets
                 .iter()
-                .map(|(name, endpoint)| tools_of(name, endpoint, &self.pool)),
+                .map(|(name, endpoint, timeout)| tools_of(name, endpoint, *timeout, &self.pool)),
         )
         .await?;
         Ok(lists.into_iter().flatten().collect())

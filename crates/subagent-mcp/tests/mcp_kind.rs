@@ -6,12 +6,12 @@ mod server;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use subagent_mcp::{
-    KIND, McpEndpoint, McpPool, McpSubagentDefinition, mcp_subagent_type_with_pool,
+    KIND, McpEndpoint, McpError, McpPool, McpSubagentDefinition, mcp_subagent_type_with_pool,
 };
 use subagent_spi::{
     ProgressEvent, ProgressKind, SubagentDefinition, SubagentError, SubagentReference,
@@ -39,6 +39,14 @@ async fn resolve(kind: &SubagentType, r: &SubagentReference) -> Arc<dyn Subagent
     }
 }
 
+/// The message of a resolution that must fail.
+async fn resolve_err(kind: &SubagentType, r: &SubagentReference) -> String {
+    match kind.resolver().resolve(r).await {
+        Ok(d) => panic!("resolving {r} gave agent `{}`", d.name()),
+        Err(e) => e.to_string(),
+    }
+}
+
 async fn run(
     kind: &SubagentType,
     def: &Arc<dyn SubagentDefinition>,
@@ -48,6 +56,88 @@ async fn run(
     kind.executor()
         .execute(TaskCall::new(def.name(), "test", prompt), def.clone(), ctx)
         .await
+}
+
+/// `fut` within a generous guard, so a call that hangs fails the test instead of the run.
+async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not return within 30 s"))
+}
+
+/// The error of a call to `def` that must fail, not before `limit`.
+async fn fails_after(
+    kind: &SubagentType,
+    def: &Arc<dyn SubagentDefinition>,
+    limit: Duration,
+) -> SubagentError {
+    let started = Instant::now();
+    let out = bounded(
+        "a call past its limit",
+        run(kind, def, "w", TaskContext::new()),
+    )
+    .await;
+    assert!(started.elapsed() >= limit, "{:?}", started.elapsed());
+    out.unwrap_err()
+}
+
+/// The test server in-process over streamable HTTP on 127.0.0.1.
+struct HttpServer {
+    uri: String,
+    state: Arc<server::TestState>,
+    ct: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl HttpServer {
+    async fn start() -> Self {
+        let state = Arc::new(server::TestState::default());
+        let ct = tokio_util::sync::CancellationToken::new();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let service = {
+            let state = state.clone();
+            StreamableHttpService::new(
+                move || {
+                    Ok(server::TestServer {
+                        state: state.clone(),
+                    })
+                },
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
+            )
+        };
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let shutdown = ct.clone();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+        });
+        Self {
+            uri: format!("http://{addr}/mcp"),
+            state,
+            ct,
+            task,
+        }
+    }
+
+    /// Waits until the server's `wait` tool has observed `n` cancellations; returns the count.
+    async fn cancellations(&self, n: usize) -> usize {
+        loop {
+            let notified = self.state.cancel_seen.notified();
+            let seen = self.state.cancelled.load(Ordering::SeqCst);
+            if seen >= n {
+                return seen;
+            }
+            bounded("the server observing the cancellation", notified).await;
+        }
+    }
+
+    async fn stop(self) {
+        self.ct.cancel();
+        let _ = self.task.await;
+    }
 }
 
 /// A context whose progress events are collected, plus a notifier woken on each event.
@@ -129,12 +219,7 @@ async fn exercise(kind: &SubagentType, uri: &str) {
             .text,
         "QUIET"
     );
-    let err = kind
-        .resolver()
-        .resolve(&reference(uri, &[("tool", "shout")]))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(kind, &reference(uri, &[("tool", "shout")])).await;
     assert!(
         err.contains("no argument `prompt`") && err.contains("text"),
         "{err}"
@@ -150,22 +235,12 @@ async fn exercise(kind: &SubagentType, uri: &str) {
     assert_eq!(v["answer"], 42);
 
     // Several tools and no hint: a clear error listing them; an unknown tool likewise.
-    let err = kind
-        .resolver()
-        .resolve(&reference(uri, &[]))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(kind, &reference(uri, &[])).await;
     assert!(
         err.contains("set metadata `tool`") && err.contains("echo, fail"),
         "{err}"
     );
-    let err = kind
-        .resolver()
-        .resolve(&reference(uri, &[("tool", "nope")]))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(kind, &reference(uri, &[("tool", "nope")])).await;
     assert!(
         err.contains("no tool `nope`") && err.contains("progress"),
         "{err}"
@@ -254,30 +329,40 @@ async fn stdio_server_is_reused_and_killed_on_drop() {
     assert_ne!(other_pid, first);
     assert_eq!(pool.len(), 2);
 
-    // A server that dies is started again on a later call.
+    // A server that dies: the next call fails at once naming the server (or, when the pool
+    // already saw the connection close, starts the server again); the call after a failure
+    // starts it again.
     let status = std::process::Command::new("kill")
         .arg("-9")
         .arg(&other_pid)
         .status()
         .unwrap();
     assert!(status.success());
-    let mut restarted = None;
-    for _ in 0..400 {
-        // The first call after the crash may still meet the dead connection; later ones reconnect.
-        // Each attempt is bounded: a call caught on the dead connection has been seen to hang.
-        let attempt = tokio::time::timeout(
-            Duration::from_secs(5),
-            run(&kind, &other, "", TaskContext::new()),
-        );
-        if let Ok(Ok(out)) = attempt.await
-            && out.text != other_pid
-        {
-            restarted = Some(out.text);
-            break;
+    let after_crash = bounded(
+        "the first call after the crash",
+        run(&kind, &other, "", TaskContext::new()),
+    )
+    .await;
+    let restarted = match after_crash {
+        Ok(out) => out.text,
+        Err(e) => {
+            let closed = format!(
+                "MCP server `stdio:{BIN}` closed the connection during `tools/call` (the server exited or ended the session)"
+            );
+            assert!(
+                matches!(&e, SubagentError::Execution { message, .. } if *message == closed),
+                "{e}"
+            );
+            bounded(
+                "the call after the failed one",
+                run(&kind, &other, "", TaskContext::new()),
+            )
+            .await
+            .unwrap()
+            .text
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let restarted = restarted.expect("the crashed server was restarted");
+    };
+    assert_ne!(restarted, other_pid, "the crashed server was started again");
     assert_ne!(restarted, first);
     assert_eq!(pool.len(), 2);
 
@@ -301,47 +386,13 @@ async fn stdio_server_is_reused_and_killed_on_drop() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamable_http_server_resolves_executes_reports_progress_and_is_cancelled() {
-    let state = Arc::new(server::TestState::default());
-    let ct = tokio_util::sync::CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = {
-        let state = state.clone();
-        StreamableHttpService::new(
-            move || {
-                Ok(server::TestServer {
-                    state: state.clone(),
-                })
-            },
-            Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
-        )
-    };
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let shutdown = ct.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await
-    });
-
+    let server = HttpServer::start().await;
     let pool = McpPool::new();
     let kind = mcp_subagent_type_with_pool(pool.clone());
-    let uri = format!("http://{addr}/mcp");
+    let uri = server.uri.clone();
     exercise(&kind, &uri).await;
 
-    let mut seen = state.cancelled.load(Ordering::SeqCst);
-    while seen == 0 {
-        let notified = state.cancel_seen.notified();
-        seen = state.cancelled.load(Ordering::SeqCst);
-        if seen == 0 {
-            tokio::time::timeout(Duration::from_secs(20), notified)
-                .await
-                .expect("the server observes the cancellation");
-            seen = state.cancelled.load(Ordering::SeqCst);
-        }
-    }
-    assert_eq!(seen, 1);
+    assert_eq!(server.cancellations(1).await, 1);
     assert_eq!(pool.len(), 1, "one HTTP session for every call");
 
     // Headers and a bearer token from the environment reach the server; a missing token
@@ -366,19 +417,15 @@ async fn streamable_http_server_resolves_executes_reports_progress_and_is_cancel
         text,
         format!("x-test=hello-header authorization=Bearer {path}")
     );
-    let err = kind
-        .resolver()
-        .resolve(&reference(
-            &uri,
-            &[("tool", "whoami"), ("bearer_env", token_var)],
-        ))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(
+        &kind,
+        &reference(&uri, &[("tool", "whoami"), ("bearer_env", token_var)]),
+    )
+    .await;
     assert!(err.contains(token_var) && err.contains("not set"), "{err}");
 
     // Unreachable server: a resolution error naming the URL.
-    let dead = format!("http://{addr}/nothing-here");
+    let dead = uri.replace("/mcp", "/nothing-here");
     let err = kind
         .resolver()
         .resolve(&reference(&dead, &[("tool", "echo")]))
@@ -387,8 +434,67 @@ async fn streamable_http_server_resolves_executes_reports_progress_and_is_cancel
     assert!(err.to_string().contains(&dead), "{err}");
 
     drop((kind, pool));
-    ct.cancel();
-    let _ = server.await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_server_never_answers_fails_after_the_request_timeout() {
+    let server = HttpServer::start().await;
+    let limit = Duration::from_millis(300);
+    let pool = McpPool::with_request_timeout(limit);
+    assert_eq!(pool.request_timeout(), limit);
+    let kind = mcp_subagent_type_with_pool(pool.clone());
+    let wait = resolve(&kind, &reference(&server.uri, &[("tool", "wait")])).await;
+
+    // The `wait` tool answers only when cancelled: the pool's limit ends the call, with an
+    // error naming the server, the method and the limit, and the server is told.
+    let err = fails_after(&kind, &wait, limit).await;
+    let SubagentError::Execution {
+        agent,
+        message,
+        source,
+    } = &err
+    else {
+        panic!("expected an execution error, got {err:?}");
+    };
+    assert_eq!(agent, "wait");
+    assert_eq!(
+        message,
+        &format!(
+            "MCP server `{}` did not answer `tools/call` within 300 ms (its request timeout)",
+            server.uri
+        )
+    );
+    let source = source.as_ref().and_then(|s| s.downcast_ref::<McpError>());
+    assert!(
+        matches!(source, Some(McpError::RequestTimeout { method, after, .. })
+            if method == "tools/call" && *after == limit),
+        "{source:?}"
+    );
+    assert_eq!(server.cancellations(1).await, 1);
+
+    // The connection stays usable.
+    let echo = resolve(&kind, &reference(&server.uri, &[("name", "echo")])).await;
+    let out = run(&kind, &echo, "still here", TaskContext::new()).await;
+    assert_eq!(out.unwrap().text, "echo: still here");
+    assert_eq!(pool.len(), 1);
+
+    // An agent's own `timeout_secs` replaces the pool's limit and ends the call as the
+    // agent's timeout.
+    let patient = resolve(
+        &kind,
+        &reference(&server.uri, &[("tool", "wait"), ("timeout_secs", "0.5")]),
+    )
+    .await;
+    let err = fails_after(&kind, &patient, Duration::from_millis(500)).await;
+    assert!(
+        matches!(&err, SubagentError::TimedOut { after, .. } if *after == Duration::from_millis(500)),
+        "{err:?}"
+    );
+    assert_eq!(server.cancellations(2).await, 2);
+
+    drop((kind, pool));
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -428,23 +534,14 @@ async fn bad_servers_give_clear_errors() {
         ("mailto:someone", "expected `stdio:COMMAND ARG...`"),
     ];
     for (uri, needle) in cases {
-        let err = kind
-            .resolver()
-            .resolve(&reference(uri, &[("tool", "x")]))
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = resolve_err(&kind, &reference(uri, &[("tool", "x")])).await;
         assert!(err.contains(needle), "{uri}: {err}");
     }
-    let err = kind
-        .resolver()
-        .resolve(&reference(
-            &stdio_uri(),
-            &[("name", "echo"), ("timeout_secs", "soon")],
-        ))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = resolve_err(
+        &kind,
+        &reference(&stdio_uri(), &[("name", "echo"), ("timeout_secs", "soon")]),
+    )
+    .await;
     assert!(
         err.contains("`timeout_secs`") && err.contains("soon"),
         "{err}"

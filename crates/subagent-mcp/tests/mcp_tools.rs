@@ -198,3 +198,64 @@ async fn provider_serves_named_and_inline_servers_from_one_pool() {
     drop((tools, again, provider));
     web.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_past_its_timeout_fails_the_call_naming_server_method_and_limit() {
+    // `timeout_secs` of a `.mcp.json` entry (or of an inline frontmatter server) bounds each
+    // request to that server.
+    let value = json!({"mcpServers": {"slow": {"command": BIN, "timeout_secs": 0.3}}});
+    let config = McpServerConfig::from_value(&value, ".mcp.json").unwrap();
+    let limit = Duration::from_millis(300);
+    assert_eq!(config.request_timeout("slow"), Some(limit));
+    let inline = McpServerEntry::parse_list(&value, "agents/x.md").unwrap();
+    assert!(
+        matches!(&inline[..], [McpServerEntry::Inline { request_timeout: Some(t), .. }] if *t == limit)
+    );
+    let provider = McpToolProvider::new(config);
+    let tools = provider.tools_for_server("slow").await.unwrap();
+
+    // `wait` answers only when cancelled.
+    let ctx = TaskContext::new();
+    let started = std::time::Instant::now();
+    let err = tokio::time::timeout(
+        Duration::from_secs(30),
+        find(&tools, "mcp__slow__wait").call(json!({"prompt": "w"}), &ctx),
+    )
+    .await
+    .expect("the call is bounded by the server's timeout")
+    .unwrap_err();
+    assert!(started.elapsed() >= limit, "{:?}", started.elapsed());
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "tool `mcp__slow__wait` failed: MCP server `stdio:{BIN}` did not answer `tools/call` within 300 ms (its request timeout)"
+        )
+    );
+    // The caller's shorter deadline still ends the call as the tool's timeout.
+    let short = TaskContext::new().with_timeout(Duration::from_millis(100));
+    let err = find(&tools, "mcp__slow__wait")
+        .call(json!({"prompt": "w"}), &short)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::TimedOut { .. }), "{err}");
+    // The connection still serves.
+    let out = find(&tools, "mcp__slow__echo")
+        .call(json!({"prompt": "x"}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out.content, "echo: x");
+
+    // A bad value is a configuration error naming the server.
+    for bad in [json!(0), json!(-1), json!("soon"), json!(1e300)] {
+        let err = McpServerConfig::from_value(
+            &json!({"mcpServers": {"slow": {"command": BIN, "timeout_secs": bad}}}),
+            ".mcp.json",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("mcpServers.slow: `timeout_secs` must be a positive number"),
+            "{err}"
+        );
+    }
+}

@@ -1057,26 +1057,23 @@ mod tests {
 
     #[test]
     fn stop_reasons_map() {
-        assert_eq!(
-            stop_reason_from_anthropic(Some("end_turn"), false),
-            StopReason::EndTurn
-        );
-        assert_eq!(
-            stop_reason_from_anthropic(Some("tool_use"), true),
-            StopReason::ToolUse
-        );
-        assert_eq!(
-            stop_reason_from_anthropic(Some("max_tokens"), false),
-            StopReason::MaxTokens
-        );
-        assert_eq!(
-            stop_reason_from_anthropic(Some("stop_sequence"), false),
-            StopReason::StopSequence
-        );
-        assert_eq!(
-            stop_reason_from_anthropic(Some("pause_turn"), false),
-            StopReason::Other("pause_turn".into())
-        );
+        for (reason, has_tool_calls, want) in [
+            (Some("end_turn"), false, StopReason::EndTurn),
+            (Some("tool_use"), true, StopReason::ToolUse),
+            (Some("max_tokens"), false, StopReason::MaxTokens),
+            (Some("stop_sequence"), false, StopReason::StopSequence),
+            (
+                Some("pause_turn"),
+                false,
+                StopReason::Other("pause_turn".into()),
+            ),
+        ] {
+            assert_eq!(
+                stop_reason_from_anthropic(reason, has_tool_calls),
+                want,
+                "{reason:?}, tool calls: {has_tool_calls}"
+            );
+        }
     }
 
     #[test]

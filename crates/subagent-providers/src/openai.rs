@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
+use derive_setters::Setters;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -35,11 +36,18 @@ pub enum MaxTokensField {
 
 /// Builds an [`OpenAiModel`]; see [`OpenAiModel::builder`]. The HTTP settings are an
 /// [`HttpOptions`] (set whole with `http_options`, or one by one with the shortcuts).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
 pub struct OpenAiModelBuilder {
+    /// The name used in errors and logs (default `openai`; e.g. `ollama`, `vllm`).
+    #[setters(rename = "provider_name", into)]
     provider: String,
+    #[setters(skip)] // set with `http_options` or the shortcuts
     http: HttpOptions,
+    /// Which field carries [`ChatRequest::max_tokens`] (default `max_tokens`).
     max_tokens_field: MaxTokensField,
+    /// Ask for usage in streams with `stream_options.include_usage` (default true; turn off
+    /// for old servers that reject `stream_options`).
+    #[setters(rename = "stream_usage")]
     include_usage: bool,
 }
 
@@ -73,25 +81,6 @@ impl OpenAiModelBuilder {
     /// An extra header sent with every request (e.g. `OpenAI-Organization`).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.http = self.http.header(name, value);
-        self
-    }
-
-    /// The name used in errors and logs (default `openai`; e.g. `ollama`, `vllm`).
-    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
-        self.provider = name.into();
-        self
-    }
-
-    /// Which field carries [`ChatRequest::max_tokens`] (default `max_tokens`).
-    pub fn max_tokens_field(mut self, field: MaxTokensField) -> Self {
-        self.max_tokens_field = field;
-        self
-    }
-
-    /// Ask for usage in streams with `stream_options.include_usage` (default true; turn off
-    /// for old servers that reject `stream_options`).
-    pub fn stream_usage(mut self, on: bool) -> Self {
-        self.include_usage = on;
         self
     }
 
@@ -869,36 +858,23 @@ mod tests {
 
     #[test]
     fn finish_reasons_map() {
-        assert_eq!(
-            stop_reason_from_finish(Some("stop"), false),
-            StopReason::EndTurn
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("stop"), true),
-            StopReason::ToolUse
-        );
-        assert_eq!(stop_reason_from_finish(None, false), StopReason::EndTurn);
-        assert_eq!(stop_reason_from_finish(None, true), StopReason::ToolUse);
-        assert_eq!(
-            stop_reason_from_finish(Some("length"), false),
-            StopReason::MaxTokens
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("tool_calls"), true),
-            StopReason::ToolUse
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("function_call"), true),
-            StopReason::ToolUse
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("content_filter"), false),
-            StopReason::ContentFilter
-        );
-        assert_eq!(
-            stop_reason_from_finish(Some("weird"), false),
-            StopReason::Other("weird".into())
-        );
+        for (reason, has_tool_calls, want) in [
+            (Some("stop"), false, StopReason::EndTurn),
+            (Some("stop"), true, StopReason::ToolUse),
+            (None, false, StopReason::EndTurn),
+            (None, true, StopReason::ToolUse),
+            (Some("length"), false, StopReason::MaxTokens),
+            (Some("tool_calls"), true, StopReason::ToolUse),
+            (Some("function_call"), true, StopReason::ToolUse),
+            (Some("content_filter"), false, StopReason::ContentFilter),
+            (Some("weird"), false, StopReason::Other("weird".into())),
+        ] {
+            assert_eq!(
+                stop_reason_from_finish(reason, has_tool_calls),
+                want,
+                "{reason:?}, tool calls: {has_tool_calls}"
+            );
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use derive_setters::Setters;
 use subagent_spi::ModelError;
 
 use crate::common::ApiKey;
@@ -45,16 +46,30 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// assert_eq!(claude.base_url(), "https://gateway.example/anthropic");
 /// # Ok::<(), subagent_spi::ModelError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
+#[setters(strip_option)]
 #[non_exhaustive]
 pub struct HttpOptions {
+    /// The API base URL (each provider documents its form and default).
+    #[setters(into)]
     base_url: Option<String>,
+    #[setters(skip)] // `api_key` / `api_key_opt` wrap it
     api_key: Option<ApiKey>,
+    /// The model id used when a request names none (required by `build`).
+    #[setters(into)]
     model: Option<String>,
+    /// Per-attempt timeout (default 300 s). For streamed calls it bounds the wait for the
+    /// response headers and every silence between chunks, so long live streams are fine.
     timeout: Duration,
+    /// How long a streamed reply may stay silent (no bytes at all, not even a keep-alive)
+    /// before the call fails with a timeout naming the limit (default 120 s).
     stream_idle_timeout: Duration,
+    /// The whole retry policy.
+    #[setters(rename = "retry_policy")]
     retry: RetryPolicy,
+    #[setters(skip)] // added one by one with `header`
     headers: Vec<(String, String)>,
+    /// Use this HTTP client (shares its connection pool).
     client: Option<reqwest::Client>,
 }
 
@@ -81,12 +96,6 @@ impl HttpOptions {
         }
     }
 
-    /// The API base URL (each provider documents its form and default).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
-        self
-    }
-
     /// The API key (each provider sends it in its own header).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(ApiKey(key.into()));
@@ -96,26 +105,6 @@ impl HttpOptions {
     /// Like [`api_key`](Self::api_key) but optional.
     pub fn api_key_opt(mut self, key: Option<String>) -> Self {
         self.api_key = key.map(ApiKey);
-        self
-    }
-
-    /// The model id used when a request names none (required by `build`).
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
-    /// Per-attempt timeout (default 300 s). For streamed calls it bounds the wait for the
-    /// response headers and every silence between chunks, so long live streams are fine.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How long a streamed reply may stay silent (no bytes at all, not even a keep-alive)
-    /// before the call fails with a timeout naming the limit (default 120 s).
-    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
-        self.stream_idle_timeout = limit;
         self
     }
 
@@ -132,21 +121,9 @@ impl HttpOptions {
         self
     }
 
-    /// The whole retry policy.
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
     /// An extra header sent with every request (e.g. `OpenAI-Organization`, `anthropic-beta`).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Use this HTTP client (shares its connection pool).
-    pub fn client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
         self
     }
 

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use derive_setters::Setters;
 use subagent_spi::{ChatModel, Effort, Tool};
 
 /// Everything one [`AgentRuntime::run`](crate::AgentRuntime::run) needs besides the
@@ -11,23 +12,29 @@ use subagent_spi::{ChatModel, Effort, Tool};
 ///
 /// Build it with [`RunSpec::new`] (a fresh prompt) or [`RunSpec::resume`] and the `with_*`
 /// methods, or as a struct literal.
-#[derive(Clone)]
+#[derive(Clone, Setters)]
+#[setters(prefix = "with_")]
 pub struct RunSpec {
     /// The system prompt. On resume, `None` keeps the stored transcript's system prompt.
+    #[setters(strip_option, into)]
     pub system: Option<String>,
     /// A fresh prompt, or a stored session to continue.
+    #[setters(skip)]
     pub input: RunInput,
     /// The tools the model may call (already filtered for this agent). Names must be unique;
     /// when two share a name the first wins.
     pub tools: Vec<Arc<dyn Tool>>,
     /// The model to call.
+    #[setters(skip)]
     pub model: Arc<dyn ChatModel>,
     /// Sent as [`ChatRequest::model`](subagent_spi::chat::ChatRequest::model); `None` lets the
     /// provider use its configured model.
+    #[setters(strip_option, into)]
     pub model_name: Option<String>,
     /// Turn, token, time and output-size limits.
     pub limits: Limits,
     /// Call the model with `chat_stream` and report text deltas as progress events.
+    #[setters(rename = "streaming")]
     pub stream: bool,
     /// Sent as [`ChatRequest::effort`](subagent_spi::chat::ChatRequest::effort) with each
     /// request; `None` leaves reasoning to the provider's default.
@@ -83,48 +90,6 @@ impl RunSpec {
             ..Self::new(model, String::new())
         }
     }
-
-    /// Sets the system prompt (builder style).
-    #[must_use]
-    pub fn with_system(mut self, system: impl Into<String>) -> Self {
-        self.system = Some(system.into());
-        self
-    }
-
-    /// Sets the tools (builder style).
-    #[must_use]
-    pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// Sets the model id sent with each request (builder style).
-    #[must_use]
-    pub fn with_model_name(mut self, name: impl Into<String>) -> Self {
-        self.model_name = Some(name.into());
-        self
-    }
-
-    /// Sets the limits (builder style).
-    #[must_use]
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Turns streaming on or off (builder style).
-    #[must_use]
-    pub fn streaming(mut self, stream: bool) -> Self {
-        self.stream = stream;
-        self
-    }
-
-    /// Sets (or clears) the reasoning effort sent with each request (builder style).
-    #[must_use]
-    pub fn with_effort(mut self, effort: Option<Effort>) -> Self {
-        self.effort = effort;
-        self
-    }
 }
 
 /// Where a run starts from.
@@ -155,7 +120,8 @@ impl RunInput {
 /// Bounds on one run. The context's own limits
 /// ([`TaskContext::max_turns`](subagent_spi::TaskContext::max_turns), `max_tokens`, `deadline`)
 /// also apply: the smaller (earlier) of the two wins.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Setters)]
+#[setters(prefix = "with_", strip_option)]
 pub struct Limits {
     /// Maximum model calls in this run (default 30). A run that would need one more stops
     /// with [`TaskStatus::LimitReached`](subagent_spi::TaskStatus::LimitReached) and
@@ -177,34 +143,6 @@ impl Limits {
     pub const DEFAULT_MAX_TURNS: u32 = 30;
     /// The default cap on one tool result, in characters.
     pub const DEFAULT_MAX_TOOL_OUTPUT_CHARS: usize = 30_000;
-
-    /// Sets `max_turns` (builder style).
-    #[must_use]
-    pub fn with_max_turns(mut self, n: u32) -> Self {
-        self.max_turns = n;
-        self
-    }
-
-    /// Sets the token budget (builder style).
-    #[must_use]
-    pub fn with_max_tokens(mut self, n: u64) -> Self {
-        self.max_tokens = Some(n);
-        self
-    }
-
-    /// Sets the deadline (builder style).
-    #[must_use]
-    pub fn with_deadline(mut self, deadline: Instant) -> Self {
-        self.deadline = Some(deadline);
-        self
-    }
-
-    /// Sets the tool output cap (builder style).
-    #[must_use]
-    pub fn with_max_tool_output_chars(mut self, n: usize) -> Self {
-        self.max_tool_output_chars = n;
-        self
-    }
 }
 
 impl Default for Limits {

@@ -13,19 +13,25 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use derive_setters::Setters;
 
 /// One question: may this agent make this tool call?
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
 #[non_exhaustive]
 pub struct ApprovalRequest {
     /// The names of the runs from the root to the asking agent (e.g.
     /// `["main", "coordinator", "leaf"]`).
+    #[setters(skip)]
     pub agent_path: Vec<String>,
     /// The tool (`Bash`, `Write`, ...).
+    #[setters(skip)]
     pub tool: String,
     /// A short, single-line summary of the call's input (the command, the file, the URL).
+    #[setters(skip)]
     pub summary: String,
     /// Why the call needs approval (the permission mode or the `ask` rule).
+    #[setters(skip)]
     pub reason: String,
     /// What an [`ApprovalDecision::AllowSession`] answer allows for the rest of the session,
     /// as a permission rule (`Bash(git status:*)`, `Edit`, `WebFetch(domain:example.com)`);
@@ -52,20 +58,6 @@ impl ApprovalRequest {
             session_rule: None,
             task_id: None,
         }
-    }
-
-    /// Sets what "allow for the session" covers (builder style).
-    #[must_use]
-    pub fn with_session_rule(mut self, rule: impl Into<String>) -> Self {
-        self.session_rule = Some(rule.into());
-        self
-    }
-
-    /// Sets the asking run's task id (builder style).
-    #[must_use]
-    pub fn with_task_id(mut self, task_id: impl Into<String>) -> Self {
-        self.task_id = Some(task_id.into());
-        self
     }
 
     /// The agent path joined with ` > ` (`main > coordinator > leaf`).

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use derive_setters::Setters;
+
 use crate::CancellationToken;
 
 /// The price of one model, in USD per million tokens.
@@ -74,7 +76,8 @@ impl ModelPrices {
 }
 
 /// The limits of a [`Budget`]; `None` means unlimited.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Setters)]
+#[setters(prefix = "with_", strip_option)]
 #[non_exhaustive]
 pub struct BudgetLimits {
     /// Tokens (input + output) over the whole subtree.
@@ -92,34 +95,6 @@ impl BudgetLimits {
     /// No limit at all.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the token limit.
-    #[must_use]
-    pub fn with_tokens(mut self, tokens: u64) -> Self {
-        self.tokens = Some(tokens);
-        self
-    }
-
-    /// Sets the turn limit.
-    #[must_use]
-    pub fn with_turns(mut self, turns: u32) -> Self {
-        self.turns = Some(turns);
-        self
-    }
-
-    /// Sets the wall-time limit.
-    #[must_use]
-    pub fn with_time(mut self, time: Duration) -> Self {
-        self.time = Some(time);
-        self
-    }
-
-    /// Sets the cost limit in USD.
-    #[must_use]
-    pub fn with_usd(mut self, usd: f64) -> Self {
-        self.usd = Some(usd);
-        self
     }
 
     /// True when no limit is set.

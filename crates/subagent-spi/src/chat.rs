@@ -2,6 +2,7 @@
 //! trait LLM providers implement.
 
 use async_trait::async_trait;
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 
 use crate::{ModelError, ToolSpec};
@@ -187,16 +188,22 @@ impl TokenUsage {
 }
 
 /// A request to a chat model.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Built with [`new`](Self::new) and the `with_*` setters (one per field, builder style).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option)]
 #[non_exhaustive]
 pub struct ChatRequest {
     /// The model id to use; `None` = the provider's configured model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(into)]
     pub model: Option<String>,
     /// The system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(into)]
     pub system: Option<String>,
     /// The conversation so far.
+    #[setters(skip)]
     pub messages: Vec<ChatMessage>,
     /// Tools the model may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -224,55 +231,6 @@ impl ChatRequest {
             messages,
             ..Self::default()
         }
-    }
-
-    /// Sets the model id (builder style).
-    #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
-    /// Sets the system prompt (builder style).
-    #[must_use]
-    pub fn with_system(mut self, system: impl Into<String>) -> Self {
-        self.system = Some(system.into());
-        self
-    }
-
-    /// Sets the tools (builder style).
-    #[must_use]
-    pub fn with_tools(mut self, tools: Vec<ToolSpec>) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// Sets how the model may use tools (builder style).
-    #[must_use]
-    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
-        self.tool_choice = choice;
-        self
-    }
-
-    /// Sets the output token cap (builder style).
-    #[must_use]
-    pub fn with_max_tokens(mut self, max: u32) -> Self {
-        self.max_tokens = Some(max);
-        self
-    }
-
-    /// Sets the sampling temperature (builder style).
-    #[must_use]
-    pub fn with_temperature(mut self, t: f32) -> Self {
-        self.temperature = Some(t);
-        self
-    }
-
-    /// Sets the reasoning effort (builder style).
-    #[must_use]
-    pub fn with_effort(mut self, effort: Effort) -> Self {
-        self.effort = Some(effort);
-        self
     }
 }
 

@@ -3,6 +3,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use derive_setters::Setters;
+
 use crate::{Approver, Budget, CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
 
 /// Receives progress events. Implementations must return quickly and never block: events are
@@ -46,24 +48,49 @@ where
 /// [`child`](Self::child): depth + 1, a child cancellation token, the same sink, limits,
 /// extensions and delegation handle. Fields are private so new ones can be added without
 /// breaking plugins: read them with the accessors, set them with the `with_*` methods.
-#[derive(Clone)]
+#[derive(Clone, Setters)]
+#[setters(prefix = "with_")]
 pub struct TaskContext {
+    #[setters(doc = "Sets the cancellation token.")]
     cancel: CancellationToken,
+    #[setters(doc = "Sets the nesting depth (a host continuing a tree started elsewhere).")]
     depth: u32,
+    #[setters(strip_option, into, doc = "Sets this run's task id.")]
     task_id: Option<String>,
+    #[setters(strip_option, into, doc = "Sets the parent's task id.")]
     parent_task_id: Option<String>,
+    #[setters(into, doc = "Sets the agent name.")]
     agent: String,
+    #[setters(doc = "Sets (or clears) the deadline.")]
     deadline: Option<Instant>,
+    #[setters(doc = "Sets (or clears) the caller's turn budget.")]
     max_turns: Option<u32>,
+    #[setters(doc = "Sets (or clears) the caller's token budget.")]
     max_tokens: Option<u64>,
+    #[setters(strip_option, into, doc = "Sets the parent model.")]
     parent_model: Option<String>,
+    #[setters(doc = "Sets the progress sink.")]
     progress: Arc<dyn ProgressSink>,
+    #[setters(skip)]
     extensions: Extensions,
+    #[setters(
+        strip_option,
+        doc = "Sets the delegation handle children and their executors see."
+    )]
     delegation: Option<Arc<dyn Delegation>>,
+    #[setters(
+        strip_option,
+        doc = "Sets the approver this run and every run below it ask (see [`approver`](Self::approver))."
+    )]
     approver: Option<Arc<dyn Approver>>,
     /// The agent names of the runs above this one, root first.
+    #[setters(skip)]
     ancestors: Arc<[String]>,
     /// The budget of the subtree this run belongs to.
+    #[setters(
+        strip_option,
+        doc = "Sets the budget this run and every run below it charge (see [`budget`](Self::budget))."
+    )]
     budget: Option<Budget>,
 }
 
@@ -262,57 +289,7 @@ impl TaskContext {
             .map(|d| d.saturating_duration_since(Instant::now()))
     }
 
-    // --- builder-style setters ---
-
-    /// Sets the progress sink.
-    #[must_use]
-    pub fn with_progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
-        self.progress = sink;
-        self
-    }
-
-    /// Sets the cancellation token.
-    #[must_use]
-    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = token;
-        self
-    }
-
-    /// Sets the nesting depth (hosts that continue a tree started elsewhere, e.g. a server
-    /// reached from a delegating client).
-    #[must_use]
-    pub fn with_depth(mut self, depth: u32) -> Self {
-        self.depth = depth;
-        self
-    }
-
-    /// Sets this run's task id.
-    #[must_use]
-    pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
-        self.task_id = Some(id.into());
-        self
-    }
-
-    /// Sets the parent's task id.
-    #[must_use]
-    pub fn with_parent_task_id(mut self, id: impl Into<String>) -> Self {
-        self.parent_task_id = Some(id.into());
-        self
-    }
-
-    /// Sets the agent name.
-    #[must_use]
-    pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
-        self.agent = agent.into();
-        self
-    }
-
-    /// Sets the parent model.
-    #[must_use]
-    pub fn with_parent_model(mut self, model: impl Into<String>) -> Self {
-        self.parent_model = Some(model.into());
-        self
-    }
+    // --- builder-style setters (those that set one field as given are derived: `Setters`) ---
 
     /// Sets a deadline `timeout` from now.
     #[must_use]
@@ -321,45 +298,10 @@ impl TaskContext {
         self
     }
 
-    /// Sets (or clears) the deadline.
-    #[must_use]
-    pub fn with_deadline(mut self, deadline: Option<Instant>) -> Self {
-        self.deadline = deadline;
-        self
-    }
-
-    /// Sets (or clears) the caller's turn budget.
-    #[must_use]
-    pub fn with_max_turns(mut self, turns: Option<u32>) -> Self {
-        self.max_turns = turns;
-        self
-    }
-
-    /// Sets (or clears) the caller's token budget.
-    #[must_use]
-    pub fn with_max_tokens(mut self, tokens: Option<u64>) -> Self {
-        self.max_tokens = tokens;
-        self
-    }
-
     /// Stores a typed value for plugins, replacing one of the same type.
     #[must_use]
     pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
-        self
-    }
-
-    /// Sets the delegation handle children and their executors see.
-    #[must_use]
-    pub fn with_delegation(mut self, delegation: Arc<dyn Delegation>) -> Self {
-        self.delegation = Some(delegation);
-        self
-    }
-
-    /// Sets the approver this run and every run below it ask (see [`approver`](Self::approver)).
-    #[must_use]
-    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = Some(approver);
         self
     }
 
@@ -375,13 +317,6 @@ impl TaskContext {
     #[must_use]
     pub fn with_ancestors(mut self, names: Vec<String>) -> Self {
         self.ancestors = Arc::from(names);
-        self
-    }
-
-    /// Sets the budget this run and every run below it charge (see [`budget`](Self::budget)).
-    #[must_use]
-    pub fn with_budget(mut self, budget: Budget) -> Self {
-        self.budget = Some(budget);
         self
     }
 

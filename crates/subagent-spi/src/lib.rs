@@ -31,6 +31,9 @@
 //!
 //! The crate deliberately avoids tokio, reqwest, axum and rmcp: its [`CancellationToken`] is a
 //! small runtime-agnostic one, and streaming uses callbacks rather than a `Stream` type.
+//! The `with_*` methods that just store their argument are derived with `derive_setters`, a
+//! compile-time-only proc macro (no run-time dependency): one attribute per field instead of
+//! a hand-written method each, with the same names, arguments, docs and `#[must_use]`.
 
 mod approval;
 mod budget;

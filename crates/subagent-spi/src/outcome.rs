@@ -1,5 +1,6 @@
 use std::fmt;
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 
 /// How a subagent run ended.
@@ -55,16 +56,21 @@ impl fmt::Display for TaskStatus {
 ///
 /// Start from [`Usage::new`] (or `default()`) and set what you know, with the `with_*`
 /// methods or by assigning fields.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option)]
 #[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens billed (excluding cache reads).
+    #[setters(skip)] // set with `with_tokens`
     pub input_tokens: u64,
     /// Completion tokens.
+    #[setters(skip)]
     pub output_tokens: u64,
     /// Prompt tokens read from the provider's cache.
+    #[setters(skip)] // set with `with_cache_tokens`
     pub cache_read_tokens: u64,
     /// Prompt tokens written to the provider's cache.
+    #[setters(skip)]
     pub cache_creation_tokens: u64,
     /// Model turns taken.
     pub turns: u32,
@@ -72,6 +78,7 @@ pub struct Usage {
     pub duration_ms: u64,
     /// The model that did the work, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(into)]
     pub model: Option<String>,
 }
 
@@ -97,27 +104,6 @@ impl Usage {
         self
     }
 
-    /// Sets the number of model turns (builder style).
-    #[must_use]
-    pub fn with_turns(mut self, turns: u32) -> Self {
-        self.turns = turns;
-        self
-    }
-
-    /// Sets the wall-clock duration in milliseconds (builder style).
-    #[must_use]
-    pub fn with_duration_ms(mut self, ms: u64) -> Self {
-        self.duration_ms = ms;
-        self
-    }
-
-    /// Sets the model that did the work (builder style).
-    #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
     /// Input + output tokens.
     pub fn total_tokens(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
@@ -139,19 +125,25 @@ impl Usage {
 }
 
 /// One node of a usage tree: a run and the runs it delegated to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option)]
 #[non_exhaustive]
 pub struct UsageNode {
     /// Agent name.
+    #[setters(skip)]
     pub agent: String,
     /// Agent kind (`CLAUDE`, `A2A`...).
+    #[setters(skip)]
     pub kind: String,
     /// Task id, when the run had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(into)]
     pub task_id: Option<String>,
     /// How the run ended.
+    #[setters(skip)]
     pub status: TaskStatus,
     /// The run's own usage.
+    #[setters(skip)]
     pub usage: Usage,
     /// Runs this one delegated to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -174,20 +166,6 @@ impl UsageNode {
             usage,
             children: Vec::new(),
         }
-    }
-
-    /// Sets the task id (builder style).
-    #[must_use]
-    pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
-        self.task_id = Some(id.into());
-        self
-    }
-
-    /// Sets the children (builder style).
-    #[must_use]
-    pub fn with_children(mut self, children: Vec<UsageNode>) -> Self {
-        self.children = children;
-        self
     }
 
     /// This node's usage plus every descendant's token counters.
@@ -234,19 +212,24 @@ impl UsageNode {
 }
 
 /// What a subagent run returns to its caller: only the final text, never the transcript.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option)]
 #[non_exhaustive]
 pub struct TaskOutcome {
     /// The final answer (or the question, for [`TaskStatus::NeedsInput`], or the last partial
     /// text when a limit stopped the run).
+    #[setters(skip)]
     pub text: String,
     /// How the run ended.
+    #[setters(skip)] // `with_status` is a constructor
     pub status: TaskStatus,
     /// An id that `TaskCall::resume` accepts to continue this run, when the executor can resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(rename = "with_session", into)]
     pub session_id: Option<String>,
     /// Which limit stopped the run, for [`TaskStatus::LimitReached`] (e.g. `max_turns=30`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(into)]
     pub limit: Option<String>,
     /// This run's own usage.
     pub usage: Usage,
@@ -271,34 +254,6 @@ impl TaskOutcome {
             usage: Usage::default(),
             children: Vec::new(),
         }
-    }
-
-    /// Sets the session id (builder style).
-    #[must_use]
-    pub fn with_session(mut self, id: impl Into<String>) -> Self {
-        self.session_id = Some(id.into());
-        self
-    }
-
-    /// Sets the usage (builder style).
-    #[must_use]
-    pub fn with_usage(mut self, usage: Usage) -> Self {
-        self.usage = usage;
-        self
-    }
-
-    /// Sets the limit that stopped the run (builder style).
-    #[must_use]
-    pub fn with_limit(mut self, limit: impl Into<String>) -> Self {
-        self.limit = Some(limit.into());
-        self
-    }
-
-    /// Sets the usage of the runs this one delegated to (builder style).
-    #[must_use]
-    pub fn with_children(mut self, children: Vec<UsageNode>) -> Self {
-        self.children = children;
-        self
     }
 
     /// The usage tree rooted at this run.

@@ -1,10 +1,12 @@
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 
 use crate::{TaskStatus, Usage};
 
 /// One progress report from a running subagent. Every kind reports in this one shape, so a UI
 /// can show a tree of local, remote and MCP agents alike.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
 #[non_exhaustive]
 pub struct ProgressEvent {
     /// The task id of the run reporting, when it has one.
@@ -14,11 +16,14 @@ pub struct ProgressEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_task_id: Option<String>,
     /// Agent name.
+    #[setters(skip)]
     pub agent: String,
     /// Nesting depth (the main agent's children are at depth 1).
+    #[setters(skip)]
     pub depth: u32,
     /// What happened.
     #[serde(flatten)]
+    #[setters(skip)]
     pub kind: ProgressKind,
 }
 
@@ -33,20 +38,6 @@ impl ProgressEvent {
             depth,
             kind,
         }
-    }
-
-    /// Sets the task id (builder style).
-    #[must_use]
-    pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
-        self.task_id = Some(id.into());
-        self
-    }
-
-    /// Sets the parent task id (builder style).
-    #[must_use]
-    pub fn with_parent_task_id(mut self, id: impl Into<String>) -> Self {
-        self.parent_task_id = Some(id.into());
-        self
     }
 }
 

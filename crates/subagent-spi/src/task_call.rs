@@ -1,3 +1,4 @@
+use derive_setters::Setters;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -5,26 +6,33 @@ use serde::{Deserialize, Serialize};
 ///
 /// The serde names are exactly the field names (snake_case); the JSON schema derived from this
 /// type is the `Task` tool's input schema, so its doc comments are what the model reads.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema, Setters)]
+#[setters(prefix = "with_", strip_option)]
 #[non_exhaustive]
 pub struct TaskCall {
     /// A short (3-5 word) description of the task.
+    #[setters(skip)]
     pub description: String,
     /// The task for the agent to perform. The agent starts with no other context, so include
     /// everything it needs.
+    #[setters(skip)]
     pub prompt: String,
     /// The name of the agent to use, as listed in this tool's description.
+    #[setters(skip)]
     pub subagent_type: String,
     /// Optional model override for this agent (an alias such as `sonnet`, or a model spec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(into)]
     pub model: Option<String>,
     /// Optional id of an earlier run (the `session` shown in its result) to continue it with
     /// this prompt as the next message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(rename = "resuming", into)]
     pub resume: Option<String>,
     /// Set to true to run the agent in the background. You get a task id back at once and read
     /// the result later with `TaskOutput`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(rename = "in_background")]
     pub run_in_background: Option<bool>,
 }
 
@@ -41,27 +49,6 @@ impl TaskCall {
             subagent_type: subagent_type.into(),
             ..Self::default()
         }
-    }
-
-    /// Sets `run_in_background` (builder style).
-    #[must_use]
-    pub fn in_background(mut self, yes: bool) -> Self {
-        self.run_in_background = Some(yes);
-        self
-    }
-
-    /// Sets `resume` (builder style).
-    #[must_use]
-    pub fn resuming(mut self, session: impl Into<String>) -> Self {
-        self.resume = Some(session.into());
-        self
-    }
-
-    /// Sets `model` (builder style).
-    #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
     }
 
     /// True when the call asks for a background run.

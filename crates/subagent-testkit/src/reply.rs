@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use derive_setters::Setters;
 use serde_json::Value;
 
 /// Token counts a scripted reply reports, in SPI terms (input tokens exclude cache reads).
@@ -78,17 +79,28 @@ pub(crate) enum ReplyBody {
 ///
 /// The same reply renders as OpenAI Chat Completions or Anthropic Messages JSON depending on
 /// the endpoint hit, streamed (SSE) when the request says `"stream": true`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
 pub struct Reply {
+    #[setters(skip)]
     pub(crate) body: ReplyBody,
+    /// Wait this long before answering (headers included).
     pub(crate) delay: Duration,
+    /// Wait this long between streamed pieces.
     pub(crate) chunk_delay: Duration,
+    #[setters(skip)] // `with_usage` and `with_cache_tokens`
     pub(crate) usage: ScriptedUsage,
+    /// Send this wire stop reason (`finish_reason` / `stop_reason`) instead of the natural one.
     pub(crate) stop_reason: Option<String>,
+    /// Name this model in the reply instead of echoing the request's.
     pub(crate) model: Option<String>,
+    #[setters(skip)]
     pub(crate) omit_tool_call_ids: bool,
+    #[setters(skip)] // at least 1
     pub(crate) fragment_chars: usize,
+    #[setters(skip)] // at least 1
     pub(crate) write_size: Option<usize>,
+    #[setters(skip)]
     pub(crate) headers: Vec<(String, String)>,
 }
 
@@ -200,30 +212,6 @@ impl Reply {
     pub fn with_cache_tokens(mut self, read: u64, creation: u64) -> Self {
         self.usage.cache_read_tokens = read;
         self.usage.cache_creation_tokens = creation;
-        self
-    }
-
-    /// Wait this long before answering (headers included).
-    pub fn with_delay(mut self, delay: Duration) -> Self {
-        self.delay = delay;
-        self
-    }
-
-    /// Wait this long between streamed pieces.
-    pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
-        self.chunk_delay = delay;
-        self
-    }
-
-    /// Send this wire stop reason (`finish_reason` / `stop_reason`) instead of the natural one.
-    pub fn with_stop_reason(mut self, reason: impl Into<String>) -> Self {
-        self.stop_reason = Some(reason.into());
-        self
-    }
-
-    /// Name this model in the reply instead of echoing the request's.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
         self
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use derive_setters::Setters;
 use subagent_spi::{Approver, SubagentReference, SubagentType};
 use task_tool::TaskToolBuilder;
 
@@ -32,11 +33,17 @@ impl std::fmt::Debug for ApproverSlot {
 /// agent directories (or Claude Code's discovery), A2A and MCP agents, the project's skills
 /// and `.mcp.json`, the workspace, and the nesting limit.
 #[must_use]
-#[derive(Debug)]
+#[derive(Debug, Setters)]
+#[setters(generate = false)] // the fields marked `#[setters(generate)]` have a plain setter
 pub struct SubagentsBuilder {
     pub(crate) task: TaskToolBuilder,
     pub(crate) kinds: Vec<SubagentType>,
     pub(crate) references: Vec<SubagentReference>,
+    /// The default model: a spec string (`"ollama:qwen2.5"`, `"openai:gpt-4.1"`,
+    /// `"openai-compatible:MODEL@http://HOST:PORT/v1"`, `"anthropic:claude-sonnet-4-5"`) or an
+    /// `Arc<dyn ChatModel>`. Markdown agents without a `model` of their own, and the main
+    /// agent, think with it.
+    #[setters(generate, strip_option, into)]
     pub(crate) model: Option<ModelChoice>,
     pub(crate) named_models: Vec<(String, ModelChoice)>,
     pub(crate) agent_dirs: Vec<PathBuf>,
@@ -44,29 +51,82 @@ pub struct SubagentsBuilder {
     pub(crate) discover_from: Option<PathBuf>,
     pub(crate) skill_dirs: Vec<PathBuf>,
     pub(crate) discover_skills_from: Option<PathBuf>,
+    /// Whether the built-in agents (`general-purpose`, `Explore`, `Plan`, `Bash`) are
+    /// registered (default true).
+    #[setters(generate)]
     pub(crate) builtin_agents: bool,
     pub(crate) a2a_agents: Vec<String>,
     pub(crate) a2a_refs: Vec<SubagentReference>,
     pub(crate) mcp_agents: Vec<String>,
+    /// The MCP server configuration agents' `mcpServers` names refer to, in Claude Code's
+    /// `.mcp.json` format (feature `mcp`; default: `<workspace>/.mcp.json` when it exists).
+    #[setters(generate, strip_option, into)]
     pub(crate) mcp_config: Option<PathBuf>,
+    /// The root the built-in tools are confined to (default: the current directory). Its
+    /// `.mcp.json` names the MCP servers agents may use (feature `mcp`).
+    #[setters(generate, strip_option, into)]
     pub(crate) workspace: Option<PathBuf>,
+    /// Streams model replies, so text deltas reach progress sinks (default off).
+    #[setters(generate)]
     pub(crate) stream: bool,
+    /// The turn limit of Markdown agents without `maxTurns` (default 30).
+    #[setters(generate, strip_option)]
     pub(crate) default_max_turns: Option<u32>,
     pub(crate) approver: ApproverSlot,
+    /// A permission mode for the main agent and every Markdown agent, overriding their
+    /// `permissionMode` (what `--permission-mode` sets; feature `claude`).
     #[cfg(feature = "claude")]
+    #[setters(generate, strip_option)]
     pub(crate) permission_mode: Option<subagent_claude::PermissionMode>,
     #[cfg(feature = "claude")]
     pub(crate) permission_rules: subagent_claude::PermissionRules,
+    /// Reads Claude Code's `.claude/settings.json` and `.claude/settings.local.json` in this
+    /// project directory (those that exist): their `permissions.allow/ask/deny` rules join the others,
+    /// and `permissions.defaultMode` is the main agent's mode unless
+    /// [`permission_mode`](Self::permission_mode) is set. A file that cannot be used fails the
+    /// build, naming it (feature `claude`).
+    #[setters(generate, strip_option, into)]
     pub(crate) claude_settings: Option<PathBuf>,
+    /// How the built-in `Bash` tool is confined, for the main agent and every Markdown agent
+    /// (default: [`SandboxPolicy::default`](subagent_tools::SandboxPolicy): on Linux, writes
+    /// only in the workspace and the temp directory; an environment allow-list). Permission
+    /// modes never lift it; [`SandboxPolicy::unconfined`](subagent_tools::SandboxPolicy::unconfined)
+    /// does (feature `tools`).
     #[cfg(feature = "tools")]
+    #[setters(generate)]
     pub(crate) sandbox: subagent_tools::SandboxPolicy,
+    /// Whether Claude Code hooks run at all: settings hooks and agents' frontmatter `hooks`
+    /// (default true). Hooks are shell commands from files in the project: turn them off for
+    /// projects you do not trust.
+    #[setters(generate)]
     pub(crate) hooks: bool,
     pub(crate) settings_files: Vec<PathBuf>,
+    /// Where transcripts and background tasks are kept (feature `store`): `memory` (the
+    /// default: nothing outlives the process), `sqlite:PATH` or `postgres://...`. With a
+    /// database, `resume` of a session and `TaskOutput` of a background task work after a
+    /// restart, and tasks whose process died read back as `interrupted`. The database is opened
+    /// (and migrated) by [`build`](Self::build), pruned then and every 10 minutes by
+    /// [`retention`](Self::retention); [`Subagents::store_db`] shares it.
     #[cfg(feature = "store")]
+    #[setters(generate, strip_option)]
     pub(crate) store: Option<subagent_store::StoreUrl>,
+    /// How much persisted data is kept (feature `store`; default
+    /// [`Retention::default`](subagent_store::Retention)).
     #[cfg(feature = "store")]
+    #[setters(generate)]
     pub(crate) retention: subagent_store::Retention,
+    /// The budget of every tree this assembly starts (a main-agent run, a
+    /// [`dispatch`](Subagents::dispatch) without a budget of its own): tokens, turns and wall
+    /// time over the whole tree, children, background and remote children included (what
+    /// `--budget-tokens`, `--budget-turns` and `--budget-time` set). When it is spent the tree
+    /// is cancelled (remote children receive `CancelTask`) and the runs report
+    /// `limit_reached` naming the budget, keeping their partial results. Default: none.
+    #[setters(generate)]
     pub(crate) budget: subagent_spi::BudgetLimits,
+    /// Per-model prices (USD per million tokens), what `[prices]` of subagents.toml sets: a
+    /// budget's `usd` limit counts with them, and reports a model without a price rather than
+    /// guessing one.
+    #[setters(generate)]
     pub(crate) prices: subagent_spi::ModelPrices,
 }
 
@@ -114,31 +174,10 @@ impl Default for SubagentsBuilder {
 impl SubagentsBuilder {
     // --- models ---
 
-    /// The default model: a spec string (`"ollama:qwen2.5"`, `"openai:gpt-4.1"`,
-    /// `"openai-compatible:MODEL@http://HOST:PORT/v1"`, `"anthropic:claude-sonnet-4-5"`) or an
-    /// `Arc<dyn ChatModel>`. Markdown agents without a `model` of their own, and the main
-    /// agent, think with it.
-    pub fn model(mut self, model: impl Into<ModelChoice>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
     /// A named model (or alias) agents may ask for with `model: NAME`: a spec string or a model
     /// value. A spec is built on first use.
     pub fn named_model(mut self, name: impl Into<String>, model: impl Into<ModelChoice>) -> Self {
         self.named_models.push((name.into(), model.into()));
-        self
-    }
-
-    /// Streams model replies, so text deltas reach progress sinks (default off).
-    pub fn stream(mut self, yes: bool) -> Self {
-        self.stream = yes;
-        self
-    }
-
-    /// The turn limit of Markdown agents without `maxTurns` (default 30).
-    pub fn default_max_turns(mut self, turns: u32) -> Self {
-        self.default_max_turns = Some(turns);
         self
     }
 
@@ -178,31 +217,9 @@ impl SubagentsBuilder {
         self
     }
 
-    /// Whether Claude Code hooks run at all: settings hooks and agents' frontmatter `hooks`
-    /// (default true). Hooks are shell commands from files in the project: turn them off for
-    /// projects you do not trust.
-    pub fn hooks(mut self, yes: bool) -> Self {
-        self.hooks = yes;
-        self
-    }
-
     /// Skills (`<dir>/<skill>/SKILL.md`) that agents may preload with `skills:`.
     pub fn skill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.skill_dirs.push(dir.into());
-        self
-    }
-
-    /// Whether the built-in agents (`general-purpose`, `Explore`, `Plan`, `Bash`) are
-    /// registered (default true).
-    pub fn builtin_agents(mut self, yes: bool) -> Self {
-        self.builtin_agents = yes;
-        self
-    }
-
-    /// The root the built-in tools are confined to (default: the current directory). Its
-    /// `.mcp.json` names the MCP servers agents may use (feature `mcp`).
-    pub fn workspace(mut self, root: impl Into<PathBuf>) -> Self {
-        self.workspace = Some(root.into());
         self
     }
 
@@ -218,40 +235,11 @@ impl SubagentsBuilder {
         self
     }
 
-    /// A permission mode for the main agent and every Markdown agent, overriding their
-    /// `permissionMode` (what `--permission-mode` sets; feature `claude`).
-    #[cfg(feature = "claude")]
-    pub fn permission_mode(mut self, mode: subagent_claude::PermissionMode) -> Self {
-        self.permission_mode = Some(mode);
-        self
-    }
-
     /// Allow, ask and deny rules (Claude Code's syntax) for the main agent's and every
     /// Markdown agent's tool calls; added to those already given (feature `claude`).
     #[cfg(feature = "claude")]
     pub fn permission_rules(mut self, rules: subagent_claude::PermissionRules) -> Self {
         self.permission_rules.extend(rules);
-        self
-    }
-
-    /// Reads Claude Code's `.claude/settings.json` and `.claude/settings.local.json` in
-    /// `project` (those that exist): their `permissions.allow/ask/deny` rules join the others,
-    /// and `permissions.defaultMode` is the main agent's mode unless
-    /// [`permission_mode`](Self::permission_mode) is set. A file that cannot be used fails the
-    /// build, naming it (feature `claude`).
-    pub fn claude_settings(mut self, project: impl Into<PathBuf>) -> Self {
-        self.claude_settings = Some(project.into());
-        self
-    }
-
-    /// How the built-in `Bash` tool is confined, for the main agent and every Markdown agent
-    /// (default: [`SandboxPolicy::default`](subagent_tools::SandboxPolicy): on Linux, writes
-    /// only in the workspace and the temp directory; an environment allow-list). Permission
-    /// modes never lift it; [`SandboxPolicy::unconfined`](subagent_tools::SandboxPolicy::unconfined)
-    /// does (feature `tools`).
-    #[cfg(feature = "tools")]
-    pub fn sandbox(mut self, policy: subagent_tools::SandboxPolicy) -> Self {
-        self.sandbox = policy;
         self
     }
 
@@ -275,13 +263,6 @@ impl SubagentsBuilder {
     /// (feature `mcp`).
     pub fn mcp_agent(mut self, spec: impl Into<String>) -> Self {
         self.mcp_agents.push(spec.into());
-        self
-    }
-
-    /// The MCP server configuration agents' `mcpServers` names refer to, in Claude Code's
-    /// `.mcp.json` format (feature `mcp`; default: `<workspace>/.mcp.json` when it exists).
-    pub fn mcp_config(mut self, path: impl Into<PathBuf>) -> Self {
-        self.mcp_config = Some(path.into());
         self
     }
 
@@ -328,17 +309,6 @@ impl SubagentsBuilder {
         self
     }
 
-    /// The budget of every tree this assembly starts (a main-agent run, a
-    /// [`dispatch`](Subagents::dispatch) without a budget of its own): tokens, turns and wall
-    /// time over the whole tree, children, background and remote children included (what
-    /// `--budget-tokens`, `--budget-turns` and `--budget-time` set). When it is spent the tree
-    /// is cancelled (remote children receive `CancelTask`) and the runs report
-    /// `limit_reached` naming the budget, keeping their partial results. Default: none.
-    pub fn budget(mut self, limits: subagent_spi::BudgetLimits) -> Self {
-        self.budget = limits;
-        self
-    }
-
     /// A budget of its own for the agent named `agent` (what `[budget.agents.NAME]` of
     /// subagents.toml sets), winning over its `budget` frontmatter: every run of the agent
     /// gets at most these limits and at most what is left of its caller's budget, over its
@@ -351,14 +321,6 @@ impl SubagentsBuilder {
         limits: subagent_spi::BudgetLimits,
     ) -> Self {
         self.task = self.task.agent_budget(agent, limits);
-        self
-    }
-
-    /// Per-model prices (USD per million tokens), what `[prices]` of subagents.toml sets: a
-    /// budget's `usd` limit counts with them, and reports a model without a price rather than
-    /// guessing one.
-    pub fn prices(mut self, prices: subagent_spi::ModelPrices) -> Self {
-        self.prices = prices;
         self
     }
 
@@ -380,26 +342,6 @@ impl SubagentsBuilder {
     }
 
     // --- durable state (feature `store`) ---
-
-    /// Where transcripts and background tasks are kept (feature `store`): `memory` (the
-    /// default: nothing outlives the process), `sqlite:PATH` or `postgres://...`. With a
-    /// database, `resume` of a session and `TaskOutput` of a background task work after a
-    /// restart, and tasks whose process died read back as `interrupted`. The database is opened
-    /// (and migrated) by [`build`](Self::build), pruned then and every 10 minutes by
-    /// [`retention`](Self::retention); [`Subagents::store_db`] shares it.
-    #[cfg(feature = "store")]
-    pub fn store(mut self, url: subagent_store::StoreUrl) -> Self {
-        self.store = Some(url);
-        self
-    }
-
-    /// How much persisted data is kept (feature `store`; default
-    /// [`Retention::default`](subagent_store::Retention)).
-    #[cfg(feature = "store")]
-    pub fn retention(mut self, retention: subagent_store::Retention) -> Self {
-        self.retention = retention;
-        self
-    }
 
     /// Time allowed to resolve each reference, e.g. fetch an agent card (default 30 s).
     pub fn resolve_timeout(mut self, timeout: Duration) -> Self {

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use derive_setters::Setters;
 use subagent_runtime::{AgentRuntime, Limits, RunSpec};
 use subagent_spi::{
     Approver, CancellationToken, FixedApprover, ProgressKind, ProgressSink, SessionApprover,
@@ -35,14 +36,33 @@ and concisely.";
 /// memory, hooks and the rest of its file apply, and its `initialPrompt` opens the
 /// conversation.
 #[must_use]
+#[derive(Setters)]
 pub struct MainAgent<'a> {
+    #[setters(skip)]
     agents: &'a Subagents,
+    /// Replaces the system prompt ([`MAIN_SYSTEM_PROMPT`] by default).
+    #[setters(into)]
     system: String,
+    /// The turn limit (default 30).
     max_turns: u32,
+    /// Where progress of the whole tree goes.
+    #[setters(strip_option)]
     progress: Option<Arc<dyn ProgressSink>>,
+    /// A token that cancels the run and every child.
+    #[setters(strip_option)]
     cancel: Option<CancellationToken>,
+    /// Whether the main agent gets the built-in tools (Read, Write, Edit, Glob, Grep, Bash,
+    /// WebFetch, TodoWrite) besides delegation (default true).
     workspace_tools: bool,
+    #[setters(skip)] // added one by one with `tool`
     extra_tools: Vec<Arc<dyn Tool>>,
+    /// Runs the registered agent of this name as the main agent (at depth 0, so it may delegate when
+    /// its tools allow `Task`). The system prompt, tools and model are the agent's own;
+    /// [`system`](Self::system), [`workspace_tools`](Self::workspace_tools) and
+    /// [`tool`](Self::tool) do not apply. Its `initialPrompt`, when it has one, is the first
+    /// user message, followed by the prompt given to [`run`](Self::run) (which may then be
+    /// empty).
+    #[setters(strip_option, into)]
     agent: Option<String>,
 }
 
@@ -67,48 +87,6 @@ impl<'a> MainAgent<'a> {
             extra_tools: Vec::new(),
             agent: None,
         }
-    }
-
-    /// Runs the registered agent `name` as the main agent (at depth 0, so it may delegate when
-    /// its tools allow `Task`). The system prompt, tools and model are the agent's own;
-    /// [`system`](Self::system), [`workspace_tools`](Self::workspace_tools) and
-    /// [`tool`](Self::tool) do not apply. Its `initialPrompt`, when it has one, is the first
-    /// user message, followed by the prompt given to [`run`](Self::run) (which may then be
-    /// empty).
-    pub fn agent(mut self, name: impl Into<String>) -> Self {
-        self.agent = Some(name.into());
-        self
-    }
-
-    /// Replaces the system prompt ([`MAIN_SYSTEM_PROMPT`] by default).
-    pub fn system(mut self, system: impl Into<String>) -> Self {
-        self.system = system.into();
-        self
-    }
-
-    /// The turn limit (default 30).
-    pub fn max_turns(mut self, turns: u32) -> Self {
-        self.max_turns = turns;
-        self
-    }
-
-    /// Where progress of the whole tree goes.
-    pub fn progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
-        self.progress = Some(sink);
-        self
-    }
-
-    /// A token that cancels the run and every child.
-    pub fn cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = Some(token);
-        self
-    }
-
-    /// Whether the main agent gets the built-in tools (Read, Write, Edit, Glob, Grep, Bash,
-    /// WebFetch, TodoWrite) besides delegation (default true).
-    pub fn workspace_tools(mut self, yes: bool) -> Self {
-        self.workspace_tools = yes;
-        self
     }
 
     /// Adds a tool of your own.

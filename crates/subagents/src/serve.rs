@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use derive_setters::Setters;
 use subagent_a2a::server::{
     A2aServer, AgentMount, DEFAULT_APPROVAL_TIMEOUT, ServerAuth, SubagentHandler,
 };
@@ -15,13 +16,16 @@ use tracing::Instrument as _;
 use crate::{Error, Subagents};
 
 /// What to serve and how: see [`Subagents::a2a_server`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Setters)]
+#[setters(strip_option)]
 #[non_exhaustive]
 pub struct ServeOptions {
     /// Names of the agents to serve (ignoring case); empty serves every agent from the
     /// configuration (not the built-in agents).
+    #[setters(skip)] // `agents` takes any list of names
     pub agents: Vec<String>,
     /// The public base URL used in cards, when the server sits behind a proxy.
+    #[setters(into)]
     pub public_url: Option<String>,
     /// Credentials every agent requires (declared in both card versions; requests without
     /// them get HTTP 401). `None`: no authentication. Keys never appear in `Debug` output.
@@ -39,6 +43,7 @@ pub struct ServeOptions {
     pub task_store: Option<subagent_store::a2a::SqlTaskStore>,
     /// The address (`host:port`) of the gRPC binding the cards list (feature `grpc`; serve it
     /// with [`A2aServer::serve_grpc`]). `None`: no gRPC interface on the cards.
+    #[setters(into)]
     pub grpc_url: Option<String>,
     /// Signs every served card with this key (JWS, A2A §8.4). `None`: unsigned cards.
     pub card_signer: Option<subagent_a2a::signing::CardSigner>,
@@ -63,51 +68,6 @@ impl ServeOptions {
     pub fn api_keys(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
         self.auth = (!keys.is_empty()).then(|| ServerAuth::keys(keys));
-        self
-    }
-
-    /// Requires these credentials (builder style).
-    #[must_use]
-    pub fn auth(mut self, auth: ServerAuth) -> Self {
-        self.auth = Some(auth);
-        self
-    }
-
-    /// Signs every served card with `signer` (builder style).
-    #[must_use]
-    pub fn card_signer(mut self, signer: subagent_a2a::signing::CardSigner) -> Self {
-        self.card_signer = Some(signer);
-        self
-    }
-
-    /// Sets how long approvals wait for the A2A client (builder style; zero: never ask).
-    #[must_use]
-    pub fn approval_timeout(mut self, timeout: Duration) -> Self {
-        self.approval_timeout = Some(timeout);
-        self
-    }
-
-    /// Keeps the served agents' A2A tasks in `store` (builder style; feature `store`). Open
-    /// it with [`open_task_store`].
-    #[cfg(feature = "store")]
-    #[must_use]
-    pub fn task_store(mut self, store: subagent_store::a2a::SqlTaskStore) -> Self {
-        self.task_store = Some(store);
-        self
-    }
-
-    /// Lists the gRPC binding at `host:port` on the cards (builder style; see
-    /// [`grpc_url`](Self::grpc_url)).
-    #[must_use]
-    pub fn grpc_url(mut self, address: impl Into<String>) -> Self {
-        self.grpc_url = Some(address.into());
-        self
-    }
-
-    /// Sets the public base URL (builder style).
-    #[must_use]
-    pub fn public_url(mut self, url: impl Into<String>) -> Self {
-        self.public_url = Some(url.into());
         self
     }
 }

@@ -62,27 +62,59 @@ async fn rpc(url: &str, method: &str, params: Value) -> Value {
     v["result"].clone()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_task_completes() {
+/// A finished run: the main agent sent the remote worker a task, the worker asked to run a
+/// command, and the root's approver answered.
+struct AnsweredRun {
+    model: ScriptedModelServer,
+    dir: tempfile::TempDir,
+    url: String,
+    _server: subagents::a2a::server::A2aServer,
+    recorder: Arc<ScriptedApprover>,
+}
+
+/// The main agent delegates to the served worker, whose model asks to run `command` and then
+/// says `worker_reply`; the root's approver answers `decision`. The main agent's run must end
+/// with its final text, "done".
+async fn answered_run(
+    command: &str,
+    worker_reply: &str,
+    decision: ApprovalDecision,
+) -> AnsweredRun {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (url, _server) = serve_worker(&model, dir.path(), ServeOptions::new()).await;
+    let (url, server) = serve_worker(&model, dir.path(), ServeOptions::new()).await;
     model.push(Reply::task_call("worker", "touch the file"));
-    model.push_for_model("worker-model", bash_call("touch made-remotely.txt"));
-    model.push_for_model("worker-model", Reply::text("touched it"));
+    model.push_for_model("worker-model", bash_call(command));
+    model.push_for_model("worker-model", Reply::text(worker_reply));
     model.push(Reply::text("done"));
-    let recorder = ScriptedApprover::answering([ApprovalDecision::AllowOnce]);
+    let recorder = ScriptedApprover::answering([decision]);
     let main = main_side(&model, &url, Some(recorder.clone())).await;
-
     let outcome = main.main_agent().run("go").await.expect("runs");
     assert_eq!(outcome.text, "done");
+    AnsweredRun {
+        model,
+        dir,
+        url,
+        _server: server,
+        recorder,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_task_completes() {
+    let run = answered_run(
+        "touch made-remotely.txt",
+        "touched it",
+        ApprovalDecision::AllowOnce,
+    )
+    .await;
     assert!(
-        dir.path().join("work/made-remotely.txt").exists(),
+        run.dir.path().join("work/made-remotely.txt").exists(),
         "approved from the root, so the remote command ran"
     );
 
     // The root's approver saw the remote tool call, with the path through the A2A child.
-    let seen = recorder.requests();
+    let seen = run.recorder.requests();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].agent_path, ["main", "worker"]);
     assert_eq!(seen[0].tool, "Bash");
@@ -94,7 +126,7 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
     );
 
     // One remote task: the one that asked, answered and completed.
-    let list = rpc(&url, "ListTasks", json!({})).await;
+    let list = rpc(&run.url, "ListTasks", json!({})).await;
     let tasks = list["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 1, "{list}");
     let task = &tasks[0];
@@ -109,7 +141,8 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
     assert_eq!(answer["contextId"], task["contextId"]);
 
     // The main model read the worker's final text.
-    let main_requests: Vec<_> = model
+    let main_requests: Vec<_> = run
+        .model
         .requests()
         .into_iter()
         .filter(|r| r.model() == Some("main-model"))
@@ -120,19 +153,15 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_denial_reaches_the_remote_model_and_the_task_still_completes() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _server) = serve_worker(&model, dir.path(), ServeOptions::new()).await;
-    model.push(Reply::task_call("worker", "touch the file"));
-    model.push_for_model("worker-model", bash_call("touch denied.txt"));
-    model.push_for_model("worker-model", Reply::text("could not touch it"));
-    model.push(Reply::text("done"));
-    let recorder = ScriptedApprover::answering([ApprovalDecision::deny("not on a Friday")]);
-    let main = main_side(&model, &url, Some(recorder.clone())).await;
-    let outcome = main.main_agent().run("go").await.expect("runs");
-    assert_eq!(outcome.text, "done");
-    assert!(!dir.path().join("work/denied.txt").exists());
-    let worker_requests: Vec<_> = model
+    let run = answered_run(
+        "touch denied.txt",
+        "could not touch it",
+        ApprovalDecision::deny("not on a Friday"),
+    )
+    .await;
+    assert!(!run.dir.path().join("work/denied.txt").exists());
+    let worker_requests: Vec<_> = run
+        .model
         .requests()
         .into_iter()
         .filter(|r| r.model() == Some("worker-model"))
@@ -142,7 +171,7 @@ async fn a_root_denial_reaches_the_remote_model_and_the_task_still_completes() {
         results[0].contains("not approved") && results[0].contains("not on a Friday"),
         "the remote model reads the root's reason: {results:?}"
     );
-    let list = rpc(&url, "ListTasks", json!({})).await;
+    let list = rpc(&run.url, "ListTasks", json!({})).await;
     assert_eq!(list["tasks"][0]["status"]["state"], "TASK_STATE_COMPLETED");
 }
 

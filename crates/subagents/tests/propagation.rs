@@ -1,4 +1,5 @@
-//! W3C trace context across A2A and MCP, in one process over real HTTP on 127.0.0.1: the
+//! W3C trace context across A2A (HTTP and, with the `grpc` feature, gRPC) and MCP, in one
+//! process over real sockets on 127.0.0.1: the
 //! server side handles each request on its own connection task (no `tracing` parent there),
 //! so a server span in the caller's trace can only come from the propagated `traceparent`.
 //! Spans are recorded by an OpenTelemetry tracer provider (the SDK the `otel` feature uses)
@@ -164,6 +165,92 @@ async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
     assert_eq!(
         served_run.span_context.trace_id(),
         caller.span_context.trace_id()
+    );
+}
+
+#[cfg(feature = "grpc")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_grpc_calls_carry_traceparent_as_metadata_and_our_server_continues_the_trace() {
+    let capture = capture();
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let agents = write_agent(
+        dir.path(),
+        "grpc-worker",
+        "---\nname: grpc-worker\ndescription: Works.\ntools: Read\nmodel: grpc-worker-model\n---\nWork.\n",
+    );
+    let served = Subagents::builder()
+        .named_model("grpc-worker-model", model.openai_model("grpc-worker-model"))
+        .agents_dir(&agents)
+        .workspace(dir.path())
+        .builtin_agents(false)
+        .build()
+        .await
+        .unwrap();
+    // The card is served over HTTP and lists the gRPC binding, served on its own port.
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc_addr = grpc.local_addr().unwrap().to_string();
+    let (url, server) = serve_a2a(
+        served,
+        &ServeOptions::new().grpc_url(&grpc_addr),
+        "grpc-worker",
+    )
+    .await;
+    tokio::spawn(server.serve_grpc(grpc, std::future::pending::<()>()));
+
+    model.push(Reply::task_call("grpc-worker", "work remotely"));
+    model.push_for_model("grpc-worker-model", Reply::text("REMOTE").with_usage(3, 2));
+    model.push(Reply::text("done"));
+    let main = Subagents::builder().a2a_reference(
+        subagents::spi::SubagentReference::new(&url, subagents::a2a::client::KIND)
+            .with_metadata(subagents::a2a::client::keys::BINDING, "GRPC"),
+    );
+    let spans = run_main(&capture, &model, main).await;
+    // The call that ran the agent: a gRPC server span under the caller's A2A child run.
+    let server = spans
+        .iter()
+        .filter(|s| s.span_kind == SpanKind::Server && s.name.starts_with("lf.a2a.v1.A2AService/"))
+        .find(|s| {
+            spans.iter().any(|c| {
+                c.name == "invoke_agent grpc-worker"
+                    && c.span_kind == SpanKind::Internal
+                    && c.parent_span_id == s.span_context.span_id()
+            })
+        })
+        .cloned()
+        .unwrap_or_else(|| {
+            let names: Vec<_> = spans
+                .iter()
+                .map(|s| (&s.name, s.span_kind.clone()))
+                .collect();
+            panic!("no gRPC server span that ran the agent: {names:?}")
+        });
+    assert!(
+        server.parent_span_is_remote,
+        "continued from the traceparent metadata"
+    );
+    assert!(
+        server
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "rpc.system" && kv.value.as_str() == "grpc"),
+        "{:?}",
+        server.attributes
+    );
+    let caller = spans
+        .iter()
+        .find(|p| p.span_context.span_id() == server.parent_span_id)
+        .expect("the server span's parent was recorded");
+    assert_eq!(caller.name, "invoke_agent grpc-worker");
+    assert_eq!(
+        caller.span_context.trace_id(),
+        server.span_context.trace_id()
+    );
+    child_of(
+        &spans,
+        "chat grpc-worker-model",
+        SpanKind::Client,
+        "invoke_agent grpc-worker",
     );
 }
 

@@ -12,19 +12,13 @@ use subagent_spi::*;
 use task_tool::TaskTool;
 
 #[derive(Debug)]
-struct Def(SubagentReference);
-
-impl SubagentDefinition for Def {
-    fn name(&self) -> &str {
-        "noop"
-    }
-    fn description(&self) -> &str {
-        "does nothing"
-    }
-    fn reference(&self) -> &SubagentReference {
-        &self.0
-    }
+struct Def {
+    name: String,
+    description: String,
+    reference: SubagentReference,
 }
+
+impl_subagent_definition!(Def);
 
 struct Noop;
 
@@ -34,7 +28,11 @@ impl SubagentResolver for Noop {
         &self,
         r: &SubagentReference,
     ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
-        Ok(Arc::new(Def(r.clone())))
+        Ok(Arc::new(Def {
+            name: "noop".into(),
+            description: "does nothing".into(),
+            reference: r.clone(),
+        }))
     }
 }
 
@@ -76,6 +74,17 @@ fn build(rt: &tokio::runtime::Runtime, max_background: usize) -> TaskTool {
     .expect("builds")
 }
 
+/// A current-thread runtime and a `Task` tool built on it (16 background slots): the setting
+/// of the foreground and nested benches.
+fn on_current_thread() -> (tokio::runtime::Runtime, TaskTool) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let task = build(&rt, 16);
+    (rt, task)
+}
+
 fn peak_rss_kb() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     s.lines()
@@ -87,11 +96,7 @@ fn peak_rss_kb() -> Option<u64> {
 }
 
 fn foreground(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let task = build(&rt, 16);
+    let (rt, task) = on_current_thread();
     let ctx = TaskContext::new();
     let input = json!({"description": "bench", "prompt": "ping", "subagent_type": "noop"});
     c.bench_function("task_foreground_noop", |b| {
@@ -106,11 +111,7 @@ fn foreground(c: &mut Criterion) {
 /// Levels 1 to 4 of `Task` → agent → `Task` → ...: the slope between levels is what one
 /// nesting level adds (JSON in, dispatch, child context, progress, formatting out).
 fn nested(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let task = build(&rt, 16);
+    let (rt, task) = on_current_thread();
     let ctx = TaskContext::new();
     let mut g = c.benchmark_group("task_nested");
     for levels in [1u32, 2, 3, 4] {

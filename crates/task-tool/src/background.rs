@@ -1,6 +1,6 @@
 //! Background runs: spawn, read (blocking or not), stop, and bounded retention.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -8,8 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 use dashmap::DashMap;
 use subagent_spi::{
     ApprovalDecision, ApprovalRequest, Approver, CancellationToken, ProgressEvent, ProgressKind,
-    ProgressSink, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus, Usage, UsageNode,
-    async_trait,
+    ProgressSink, SessionApprover, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus,
+    Usage, UsageNode, async_trait,
 };
 use tokio::sync::{oneshot, watch};
 
@@ -307,11 +307,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The approver of a background task: a request waits in the task's entry (visible to
 /// `TaskOutput` as `waiting_for_approval`) until the caller answers it, unless the upstream
-/// approver already allowed it for the session.
+/// approver already allowed it for the session. The task wraps it in a [`SessionApprover`],
+/// which remembers the caller's "allow for the session" answers.
 struct BackgroundApprover {
     entry: Weak<Entry>,
     upstream: Option<Arc<dyn Approver>>,
-    granted: Mutex<HashSet<String>>,
 }
 
 /// Removes a pending request when its wait ends early (the task was cancelled).
@@ -329,13 +329,9 @@ impl Drop for PendingGuard<'_> {
 #[async_trait]
 impl Approver for BackgroundApprover {
     async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
-        if self.granted(&request) {
-            return ApprovalDecision::AllowSession;
-        }
         let Some(entry) = self.entry.upgrade() else {
             return ApprovalDecision::deny("the background task's record is gone.");
         };
-        let key = request.session_key();
         let (tx, rx) = oneshot::channel();
         let id = entry.next_pending.fetch_add(1, Ordering::AcqRel);
         entry
@@ -349,24 +345,13 @@ impl Approver for BackgroundApprover {
             });
         entry.publish_pending();
         let _guard = PendingGuard { entry: &entry, id };
-        let decision = rx.await.unwrap_or_else(|_| {
+        rx.await.unwrap_or_else(|_| {
             ApprovalDecision::deny("the question was dropped without an answer.")
-        });
-        if decision == ApprovalDecision::AllowSession {
-            self.granted
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(key);
-        }
-        decision
+        })
     }
 
     fn granted(&self, request: &ApprovalRequest) -> bool {
-        self.granted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&request.session_key())
-            || self.upstream.as_ref().is_some_and(|u| u.granted(request))
+        self.upstream.as_ref().is_some_and(|u| u.granted(request))
     }
 }
 
@@ -458,11 +443,10 @@ impl BackgroundRegistry {
             inner: child.progress().clone(),
             ledger: self.ledger.as_ref().map(|w| w.shared.clone()),
         });
-        let approver = Arc::new(BackgroundApprover {
+        let approver = Arc::new(SessionApprover::new(Arc::new(BackgroundApprover {
             entry: Arc::downgrade(&entry),
             upstream: child.approver().cloned(),
-            granted: Mutex::new(HashSet::new()),
-        });
+        })));
         let child = child.with_progress(sink).with_approver(approver);
         let writer = self.ledger.as_ref().map(|w| w.shared.clone());
         if let Some(w) = &writer {

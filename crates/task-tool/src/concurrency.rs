@@ -2,143 +2,230 @@
 //!
 //! # The rule
 //!
-//! A child run takes a place (a semaphore permit) before it starts and gives it back when it
-//! ends. The main agent (the root) takes none. **A run that waits for its own children gives its
-//! place back for the wait** (a foreground `Task` call, a blocking `TaskOutput`, `TaskStop`'s
-//! wind-down) and takes one again, waiting its turn, before it continues. So the cap counts the
-//! runs that are doing work of their own (a model call, their tools), not the ones blocked on
-//! grandchildren, and a tree can never deadlock on its own cap: every place is held by a run
-//! that is making progress. Several parallel waits of one run give its place back once and take
-//! it again when the last one ends.
+//! A child run takes a place before it starts and gives it back when it ends. The main agent
+//! (the root) takes none. **A run that waits for its own children gives its place back for the
+//! wait** (a foreground `Task` call, a blocking `TaskOutput`, `TaskStop`'s wind-down) and takes
+//! one again, waiting its turn, before it continues. So the cap counts the runs that are doing
+//! work of their own (a model call, their tools), not the ones blocked on grandchildren, and a
+//! tree can never deadlock on its own cap: every place is held by a run that is making
+//! progress. Several parallel waits of one run give its place back once and take it again when
+//! the last one ends.
 //!
-//! The semaphore is one per [`TaskTool`](crate::TaskTool) (every child of a tree sees the same
-//! tool through its delegation handle); each run's permit sits in its context's extensions as a
-//! [`RunPermit`], locked only by that run. There is no lock shared by the tree.
+//! The places are one [`Slots`] per [`TaskTool`](crate::TaskTool) (every child of a tree sees
+//! the same tool through its delegation handle); each run's place sits in its context's
+//! extensions as a [`RunPermit`], changed only by that run. There is no lock shared by the tree.
+//!
+//! # Cost
+//!
+//! This is on every dispatch, so the common case is a few atomic operations and nothing else:
+//! while the tree is under its cap a place is taken with one compare-and-swap on a counter of
+//! free places and given back with one add (no semaphore, no waiter lock), and a run's own state
+//! (its place, its waits, whether it ended) is one atomic word, not a mutex. Only a call that
+//! finds the tree full registers as a waiter and sleeps on a [`Notify`]; a place given back while
+//! someone waits wakes the oldest waiter.
 
-use std::sync::{Arc, Mutex};
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use subagent_spi::TaskContext;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
 /// The default cap on children working at once (Claude Code's too).
 pub const DEFAULT_MAX_CONCURRENT: usize = 20;
 
-/// A run's place under the cap, kept in its context (see the module docs).
-pub(crate) struct RunPermit {
-    sem: Arc<Semaphore>,
-    state: Mutex<PermitState>,
+/// The places under the cap of one tool, shared by every run of its tree.
+pub(crate) struct Slots {
+    /// Places free now.
+    free: AtomicUsize,
+    /// Calls waiting for a place (registered on `wake` or about to be).
+    waiters: AtomicUsize,
+    /// Wakes a waiter when a place is given back while someone waits.
+    wake: Notify,
 }
 
-struct PermitState {
-    /// Waits on children in progress.
-    waiting: usize,
-    permit: Option<OwnedSemaphorePermit>,
-    /// The run ended: never take a place again.
-    released: bool,
+impl Slots {
+    /// `max` places, all free.
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            free: AtomicUsize::new(max),
+            waiters: AtomicUsize::new(0),
+            wake: Notify::new(),
+        }
+    }
+
+    /// Takes a free place without waiting. A new call does not overtake calls already waiting
+    /// for one (they get the next place given back).
+    fn try_take(&self) -> bool {
+        self.waiters.load(Ordering::Relaxed) == 0 && self.take_free()
+    }
+
+    /// Takes a free place, if any, whoever waits.
+    fn take_free(&self) -> bool {
+        // SeqCst, paired with `give`: a waiter that registered and then finds no free place is
+        // certain to be seen (and woken) by the next `give`.
+        let mut cur = self.free.load(Ordering::SeqCst);
+        while cur > 0 {
+            match self
+                .free
+                .compare_exchange_weak(cur, cur - 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+        false
+    }
+
+    /// Gives a place back, waking a waiter if there is one.
+    fn give(&self) {
+        self.free.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            // Wakes the oldest registered waiter, or (none registered yet) leaves a permit the
+            // next one to register consumes at once; a woken waiter that is dropped before it
+            // looks passes the wake-up on (tokio's `Notify` does).
+            self.wake.notify_one();
+        }
+    }
+
+    /// Takes a place, waiting its turn; false when `ctx` is cancelled first.
+    async fn take(&self, ctx: &TaskContext) -> bool {
+        if self.try_take() {
+            return true;
+        }
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let _registered = Registered(&self.waiters);
+        loop {
+            let mut woken = pin!(self.wake.notified());
+            // Registered before looking, so a place given back after the look wakes this call.
+            woken.as_mut().enable();
+            if self.take_free() {
+                return true;
+            }
+            tokio::select! {
+                biased;
+                () = ctx.cancel().cancelled() => return false,
+                () = woken => {}
+            }
+        }
+    }
+}
+
+/// One waiter in [`Slots::waiters`], for as long as it lives.
+struct Registered<'a>(&'a AtomicUsize);
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// [`RunPermit::state`]: the run holds a place.
+const HELD: usize = 1;
+/// [`RunPermit::state`]: the run ended; it never takes a place again.
+const ENDED: usize = 2;
+/// [`RunPermit::state`]: one wait on children (the count of waits is `state / WAIT`).
+const WAIT: usize = 4;
+
+/// A run's place under the cap, kept in its context (see the module docs).
+pub(crate) struct RunPermit {
+    slots: Arc<Slots>,
+    /// `HELD`, `ENDED` and the number of waits on children in progress, in one word.
+    state: AtomicUsize,
 }
 
 impl RunPermit {
-    /// Takes a place from `sem`, waiting its turn; `None` when `ctx` is cancelled first.
-    pub(crate) async fn acquire(sem: &Arc<Semaphore>, ctx: &TaskContext) -> Option<Arc<Self>> {
-        // The common case, a free place, without registering for cancellation.
-        if let Some(p) = Self::try_acquire(sem) {
-            return Some(p);
-        }
-        let permit = tokio::select! {
-            biased;
-            () = ctx.cancel().cancelled() => return None,
-            p = sem.clone().acquire_owned() => p.ok()?,
-        };
-        Some(Arc::new(Self {
-            sem: sem.clone(),
-            state: Mutex::new(PermitState {
-                waiting: 0,
-                permit: Some(permit),
-                released: false,
-            }),
-        }))
+    fn held(slots: &Arc<Slots>) -> Arc<Self> {
+        Arc::new(Self {
+            slots: slots.clone(),
+            state: AtomicUsize::new(HELD),
+        })
+    }
+
+    /// Takes a place from `slots`, waiting its turn; `None` when `ctx` is cancelled first.
+    pub(crate) async fn acquire(slots: &Arc<Slots>, ctx: &TaskContext) -> Option<Arc<Self>> {
+        slots.take(ctx).await.then(|| Self::held(slots))
     }
 
     /// [`acquire`](Self::acquire) for the run of `child`, taking and giving back the context
     /// (so the caller's future holds no borrow of it across the wait).
     pub(crate) async fn acquire_for(
-        sem: &Arc<Semaphore>,
+        slots: &Arc<Slots>,
         child: TaskContext,
     ) -> (Option<Arc<Self>>, TaskContext) {
-        let permit = Self::acquire(sem, &child).await;
+        let permit = Self::acquire(slots, &child).await;
         (permit, child)
     }
 
     /// Takes a place without waiting, when one is free.
-    pub(crate) fn try_acquire(sem: &Arc<Semaphore>) -> Option<Arc<Self>> {
-        let permit = sem.clone().try_acquire_owned().ok()?;
-        Some(Arc::new(Self {
-            sem: sem.clone(),
-            state: Mutex::new(PermitState {
-                waiting: 0,
-                permit: Some(permit),
-                released: false,
-            }),
-        }))
+    pub(crate) fn try_acquire(slots: &Arc<Slots>) -> Option<Arc<Self>> {
+        slots.try_take().then(|| Self::held(slots))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, PermitState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// Changes the state with `f` (one compare-and-swap when uncontended); returns the state
+    /// before.
+    fn update(&self, f: impl Fn(usize) -> usize) -> usize {
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            match self
+                .state
+                .compare_exchange_weak(cur, f(cur), Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return cur,
+                Err(now) => cur = now,
+            }
+        }
     }
 
     /// Gives the place back for good (the run ended).
     pub(crate) fn release(&self) {
-        let permit = {
-            let mut s = self.lock();
-            s.released = true;
-            s.permit.take()
-        };
-        drop(permit);
+        if self.update(|s| (s | ENDED) & !HELD) & HELD != 0 {
+            self.slots.give();
+        }
     }
 
     fn begin_wait(&self) {
-        let permit = {
-            let mut s = self.lock();
-            s.waiting += 1;
-            s.permit.take()
-        };
-        drop(permit);
+        if self.update(|s| (s + WAIT) & !HELD) & HELD != 0 {
+            self.slots.give();
+        }
     }
 
     /// Ends one wait; the last one takes a place again (waiting its turn, or until `ctx` is
     /// cancelled: the run then stops anyway).
     async fn end_wait(&self, ctx: &TaskContext) {
-        {
-            let mut s = self.lock();
-            s.waiting = s.waiting.saturating_sub(1);
-            if s.waiting > 0 || s.released || s.permit.is_some() {
-                return;
-            }
+        // Zero after the wait ends: no other wait in progress, no place held, the run going on.
+        if less_one_wait(self.update(less_one_wait)) != 0 {
+            return;
         }
-        let permit = match self.sem.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => tokio::select! {
-            biased;
-            () = ctx.cancel().cancelled() => return,
-            p = self.sem.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => return,
-            },
-            },
-        };
-        let mut s = self.lock();
-        // Another wait began meanwhile (it needs no place), or the run ended: drop it.
-        if s.waiting == 0 && !s.released && s.permit.is_none() {
-            s.permit = Some(permit);
+        if !self.slots.take(ctx).await {
+            return;
+        }
+        // Keep it unless another wait began meanwhile (it needs no place) or the run ended.
+        if self.update(|s| if s == 0 { HELD } else { s }) != 0 {
+            self.slots.give();
         }
     }
 
     /// Ends a wait that was abandoned (its future dropped): no place is taken again, since the
     /// run is being stopped.
     fn abandon_wait(&self) {
-        let mut s = self.lock();
-        s.waiting = s.waiting.saturating_sub(1);
+        self.update(less_one_wait);
     }
+}
+
+impl Drop for RunPermit {
+    /// A run dropped before it was released (its dispatch future was dropped midway) gives
+    /// its place back here, when the last context holding it goes.
+    fn drop(&mut self) {
+        if *self.state.get_mut() & HELD != 0 {
+            self.slots.give();
+        }
+    }
+}
+
+/// A [`RunPermit`] state with one wait fewer.
+fn less_one_wait(s: usize) -> usize {
+    if s >= WAIT { s - WAIT } else { s }
 }
 
 /// A wait of a run on its children, begun with [`ChildWait::begin`]: the run's place is given

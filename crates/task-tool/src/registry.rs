@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use crate::background::BackgroundRegistry;
 use crate::builder::TaskToolBuilder;
-use crate::concurrency::{ChildWait, DEFAULT_MAX_CONCURRENT, RunPermit};
+use crate::concurrency::{ChildWait, DEFAULT_MAX_CONCURRENT, RunPermit, Slots};
 use crate::format;
 use crate::ids::new_id;
 use crate::tools::{TaskOutputTool, TaskStopTool};
@@ -96,7 +96,7 @@ pub(crate) struct Inner {
     sessions: DashMap<String, usize>,
     pub(crate) background: BackgroundRegistry,
     /// The places under the concurrency cap, shared by every run of the tree.
-    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    pub(crate) slots: Arc<Slots>,
     pub(crate) config: TaskConfig,
     description: String,
     schema: serde_json::Value,
@@ -177,7 +177,7 @@ impl TaskTool {
                 by_lower,
                 sessions: DashMap::new(),
                 background: BackgroundRegistry::new(ledger.map(crate::persist::LedgerWriter::new)),
-                slots: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent)),
+                slots: Arc::new(Slots::new(config.max_concurrent)),
                 config,
                 description,
                 schema,

@@ -12,19 +12,27 @@ use serde_json::json;
 use subagent_spi::*;
 use task_tool::{Dispatch, TaskTool};
 
-/// An agent that asks once and reports the answer.
+/// An agent that asks and reports the answer; after an "allow for the session" it asks the
+/// same question once more, and reports that answer too.
 fn asker() -> FnKind {
     FnKind::new().agent("asker", |_, ctx| async move {
         let request = ApprovalRequest::new(ctx.agent_path(), "Bash", "touch x", "mode `default`")
             .with_session_rule("Bash(touch:*)");
-        let answer = match ctx.approver() {
-            None => "no approver".to_string(),
-            Some(a) => tokio::select! {
-                d = a.request(request) => format!("{d:?}"),
-                () = ctx.cancel().cancelled() => return Ok(TaskOutcome::with_status("stopped while asking", TaskStatus::Cancelled)),
-            },
+        let Some(approver) = ctx.approver() else {
+            return Ok(TaskOutcome::completed("no approver"));
         };
-        Ok(TaskOutcome::completed(answer))
+        let mut answers = Vec::new();
+        loop {
+            let decision = tokio::select! {
+                d = approver.request(request.clone()) => d,
+                () = ctx.cancel().cancelled() => return Ok(TaskOutcome::with_status("stopped while asking", TaskStatus::Cancelled)),
+            };
+            answers.push(format!("{decision:?}"));
+            if decision != ApprovalDecision::AllowSession || answers.len() == 2 {
+                break;
+            }
+        }
+        Ok(TaskOutcome::completed(answers.join(", ")))
     })
 }
 
@@ -120,7 +128,13 @@ async fn always_from_a_root_caller_without_an_approver_is_final() {
         json!({"task_id": id, "approve": "always", "timeout_ms": 60000}),
     )
     .await;
-    assert!(done.content.contains("AllowSession"), "{}", done.content);
+    // The second question was answered by the session grant: the task did not wait again.
+    assert!(
+        done.content.contains("AllowSession, AllowSession"),
+        "{}",
+        done.content
+    );
+    assert!(task.pending_approval(&id).is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

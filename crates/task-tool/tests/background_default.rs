@@ -13,24 +13,16 @@ const KIND: Kind = Kind::from_static("BG");
 #[derive(Debug)]
 struct Def {
     name: String,
+    description: String,
     reference: SubagentReference,
     background: bool,
 }
 
-impl SubagentDefinition for Def {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        "test agent"
-    }
-    fn reference(&self) -> &SubagentReference {
-        &self.reference
-    }
+impl_subagent_definition!(Def {
     fn runs_in_background_by_default(&self) -> bool {
         self.background
     }
-}
+});
 
 struct Resolver;
 
@@ -42,6 +34,7 @@ impl SubagentResolver for Resolver {
     ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
         Ok(Arc::new(Def {
             name: reference.uri.clone(),
+            description: "test agent".into(),
             reference: reference.clone(),
             background: reference.uri.starts_with("bg"),
         }))

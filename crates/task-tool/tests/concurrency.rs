@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{FnKind, fn_ref};
 use serde_json::json;
-use subagent_spi::{TaskContext, TaskOutcome, Tool};
+use subagent_spi::{SubagentType, TaskContext, TaskOutcome, Tool};
 use task_tool::TaskTool;
 
 #[derive(Default)]
@@ -32,6 +32,17 @@ fn call(agent: &str, background: bool) -> serde_json::Value {
     json!({"description": "d", "prompt": "p", "subagent_type": agent, "run_in_background": background})
 }
 
+/// A `Task` tool over `kind`'s agents `names`, at most `max_concurrent` calls running at once.
+async fn capped(kind: SubagentType, names: &[&str], max_concurrent: usize) -> TaskTool {
+    TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_references(names.iter().copied().map(fn_ref))
+        .max_concurrent(max_concurrent)
+        .build()
+        .await
+        .expect("builds")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_foreground_calls_wait_their_turn_under_the_cap() {
     let gauge = Arc::new(Gauge::default());
@@ -47,13 +58,7 @@ async fn parallel_foreground_calls_wait_their_turn_under_the_cap() {
             }
         })
         .into_type();
-    let task = TaskTool::builder()
-        .subagent_type(kind)
-        .subagent_reference(fn_ref("work"))
-        .max_concurrent(5)
-        .build()
-        .await
-        .expect("builds");
+    let task = capped(kind, &["work"], 5).await;
     let ctx = TaskContext::new();
     let outs =
         futures::future::join_all((0..40).map(|_| task.call_tool(call("work", false), &ctx))).await;
@@ -87,13 +92,7 @@ async fn a_parent_waiting_for_its_child_gives_its_place_back() {
             Ok(TaskOutcome::completed("INNER-DONE"))
         })
         .into_type();
-    let task = TaskTool::builder()
-        .subagent_type(kind)
-        .subagent_references([fn_ref("outer"), fn_ref("inner")])
-        .max_concurrent(1)
-        .build()
-        .await
-        .expect("builds");
+    let task = capped(kind, &["outer", "inner"], 1).await;
     let out = tokio::time::timeout(
         Duration::from_secs(10),
         task.call_tool(call("outer", false), &TaskContext::new()),
@@ -119,13 +118,7 @@ async fn a_background_task_over_the_cap_shows_queued_then_runs() {
             Ok(TaskOutcome::completed("QUICK-DONE"))
         })
         .into_type();
-    let task = TaskTool::builder()
-        .subagent_type(kind)
-        .subagent_references([fn_ref("slow"), fn_ref("quick")])
-        .max_concurrent(1)
-        .build()
-        .await
-        .expect("builds");
+    let task = capped(kind, &["slow", "quick"], 1).await;
     let ctx = TaskContext::new();
     let first = task.call_tool(call("slow", true), &ctx).await;
     let second = task.call_tool(call("quick", true), &ctx).await;
@@ -165,4 +158,54 @@ async fn a_cap_of_zero_is_refused() {
         .await
         .expect_err("refused");
     assert!(err.to_string().contains("max_concurrent"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_midway_gives_its_place_back() {
+    // With a cap of 1: a call holding the place is dropped (its caller gave up), and one
+    // queued behind it is dropped while it waits; the next call still gets the place.
+    let started = Arc::new(tokio::sync::Notify::new());
+    let s = started.clone();
+    let kind = FnKind::new()
+        .agent("stuck", move |_c, _x| {
+            let s = s.clone();
+            async move {
+                s.notify_one();
+                std::future::pending::<()>().await;
+                Ok(TaskOutcome::completed("never"))
+            }
+        })
+        .agent("quick", |_c, _x| async move {
+            Ok(TaskOutcome::completed("QUICK-DONE"))
+        })
+        .into_type();
+    let task = TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_references([fn_ref("stuck"), fn_ref("quick")])
+        .max_concurrent(1)
+        .build()
+        .await
+        .expect("builds");
+    let ctx = TaskContext::new();
+    let holder = {
+        let (task, ctx) = (task.clone(), ctx.clone());
+        tokio::spawn(async move { task.call_tool(call("stuck", false), &ctx).await })
+    };
+    started.notified().await;
+    // Queued behind the holder, then given up on.
+    let queued = tokio::time::timeout(
+        Duration::from_millis(50),
+        task.call_tool(call("quick", false), &ctx),
+    )
+    .await;
+    assert!(queued.is_err(), "waits while the place is held");
+    holder.abort();
+    assert!(holder.await.unwrap_err().is_cancelled());
+    let out = tokio::time::timeout(
+        Duration::from_secs(5),
+        task.call_tool(call("quick", false), &ctx),
+    )
+    .await
+    .expect("the dropped calls' place is free again");
+    assert!(out.content.contains("QUICK-DONE"), "{}", out.content);
 }

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::transport::read_body_limited;
 use crate::error::A2aError;
 use crate::signing::{
     CardSignatureError, CardTrust, TrustedKeys, Verified, add_jwks, card_signatures, verify_card,
@@ -135,7 +136,7 @@ impl CardVerification {
 }
 
 async fn fetch_jwks(http: &reqwest::Client, jku: &str) -> Result<Vec<u8>, A2aError> {
-    let mut resp = http
+    let resp = http
         .get(jku)
         .header(http::header::ACCEPT, "application/json")
         .timeout(std::time::Duration::from_secs(10))
@@ -145,17 +146,7 @@ async fn fetch_jwks(http: &reqwest::Client, jku: &str) -> Result<Vec<u8>, A2aErr
     if !resp.status().is_success() {
         return Err(A2aError::status(jku, resp.status().as_u16(), b""));
     }
-    let mut out = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| A2aError::http(jku, e))? {
-        if out.len() + chunk.len() > MAX_JWKS_BYTES {
-            return Err(A2aError::TooLarge {
-                url: jku.to_string(),
-                limit: MAX_JWKS_BYTES,
-            });
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
+    read_body_limited(resp, jku, MAX_JWKS_BYTES).await
 }
 
 #[cfg(test)]

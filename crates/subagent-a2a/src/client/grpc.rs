@@ -75,7 +75,10 @@ impl GrpcConn {
     }
 
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
-        let mut md = MetadataMap::from_headers(self.headers.clone());
+        let mut headers = self.headers.clone();
+        // The caller's trace (W3C `traceparent`, `tracestate`), as on the HTTP bindings.
+        crate::trace_context::inject(&mut headers);
+        let mut md = MetadataMap::from_headers(headers);
         // gRPC sets its own content type; A2A-Version goes as metadata.
         md.remove("content-type");
         md.remove("accept");

@@ -1046,14 +1046,23 @@ fn rpc_error(method: &str, url: &str, error: crate::types::jsonrpc::RpcError) ->
     }
 }
 
-/// Reads a body with a size bound.
-pub(crate) async fn read_body(mut resp: reqwest::Response, url: &str) -> Result<Vec<u8>, A2aError> {
+/// Reads a body of at most [`MAX_BODY_BYTES`].
+pub(crate) async fn read_body(resp: reqwest::Response, url: &str) -> Result<Vec<u8>, A2aError> {
+    read_body_limited(resp, url, MAX_BODY_BYTES).await
+}
+
+/// Reads a body of at most `limit` bytes; a larger one is [`A2aError::TooLarge`].
+pub(crate) async fn read_body_limited(
+    mut resp: reqwest::Response,
+    url: &str,
+    limit: usize,
+) -> Result<Vec<u8>, A2aError> {
     let mut out = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| A2aError::http(url, e))? {
-        if out.len() + chunk.len() > MAX_BODY_BYTES {
+        if out.len() + chunk.len() > limit {
             return Err(A2aError::TooLarge {
                 url: url.to_string(),
-                limit: MAX_BODY_BYTES,
+                limit,
             });
         }
         out.extend_from_slice(&chunk);

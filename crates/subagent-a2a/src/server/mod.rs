@@ -106,6 +106,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use derive_setters::Setters;
 use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, TaskContext};
 
 pub use approval::DEFAULT_APPROVAL_TIMEOUT;
@@ -280,12 +281,27 @@ pub enum ServerError {
 }
 
 /// One agent to host: its path, card information, handler, and optional auth and store.
+#[derive(Setters)]
+#[setters(prefix = "with_")]
 pub struct AgentMount {
+    #[setters(skip)]
     path: String,
+    /// Replaces the card information (builder style).
     info: AgentInfo,
+    /// Offers an extended card (e.g. with skills kept from the public card) to callers that
+    /// pass the credential check: `GetExtendedAgentCard`, 0.3
+    /// `agent/getAuthenticatedExtendedCard`, `GET {path}/extendedAgentCard`. Needs
+    /// [`with_auth`](Self::with_auth) ([`A2aServerBuilder::build`] refuses it otherwise); the
+    /// public card then says `extendedAgentCard: true`.
+    #[setters(rename = "with_extended_card", strip_option)]
     extended: Option<AgentInfo>,
+    #[setters(skip)]
     handler: Arc<dyn A2aHandler>,
+    /// Requires a credential (builder style).
+    #[setters(strip_option)]
     auth: Option<ServerAuth>,
+    /// Uses another task store (builder style).
+    #[setters(strip_option)]
     store: Option<Arc<dyn TaskStore>>,
 }
 
@@ -342,38 +358,6 @@ impl AgentMount {
         let h = SubagentHandler::new(definition, executor).with_context(base);
         let info = h.agent_info();
         Self::new(path, info, h)
-    }
-
-    /// Replaces the card information (builder style).
-    #[must_use]
-    pub fn with_info(mut self, info: AgentInfo) -> Self {
-        self.info = info;
-        self
-    }
-
-    /// Offers an extended card (e.g. with skills kept from the public card) to callers that
-    /// pass the credential check: `GetExtendedAgentCard`, 0.3
-    /// `agent/getAuthenticatedExtendedCard`, `GET {path}/extendedAgentCard`. Needs
-    /// [`with_auth`](Self::with_auth) ([`A2aServerBuilder::build`] refuses it otherwise); the
-    /// public card then says `extendedAgentCard: true`.
-    #[must_use]
-    pub fn with_extended_card(mut self, info: AgentInfo) -> Self {
-        self.extended = Some(info);
-        self
-    }
-
-    /// Requires a credential (builder style).
-    #[must_use]
-    pub fn with_auth(mut self, auth: ServerAuth) -> Self {
-        self.auth = Some(auth);
-        self
-    }
-
-    /// Uses another task store (builder style).
-    #[must_use]
-    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
-        self.store = Some(store);
-        self
     }
 }
 
@@ -692,6 +676,14 @@ impl A2aServer {
         http::grpc::service(self.shared.clone())
     }
 
+    /// The span serving one gRPC call, continuing the caller's trace from its W3C
+    /// `traceparent` / `tracestate` metadata (feature `otel`; the host installs the propagator).
+    /// [`serve_grpc`](Self::serve_grpc) uses it; with [`grpc_service`](Self::grpc_service) in a
+    /// tonic server of your own, pass it to that server's `trace_fn` for the same spans.
+    pub fn grpc_request_span(request: &::http::Request<()>) -> tracing::Span {
+        http::grpc::request_span(request)
+    }
+
     /// Serves the gRPC binding (1.0, HTTP/2 without TLS: put TLS in front) on `listener` until
     /// `shutdown` completes or the server shuts down, on the same agents, engine, credential
     /// check and stream caps as the HTTP bindings. Bounds: messages up to
@@ -721,6 +713,7 @@ impl A2aServer {
             .http2_keepalive_interval(Some(Duration::from_secs(30)))
             .http2_keepalive_timeout(Some(Duration::from_secs(10)))
             .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
+            .trace_fn(Self::grpc_request_span)
             .add_service(self.grpc_service())
             .serve_with_incoming_shutdown(incoming, signal)
             .await

@@ -1,6 +1,9 @@
 //! The official Python A2A SDKs as test peers: their interpreters (the venvs of
 //! `.ci/setup-python.sh`), a script run to its end, and an SDK server on a free port of
 //! 127.0.0.1.
+//!
+//! The workspace's top-level `tests` crate uses this module too (by `#[path]`), so its paths
+//! start at the workspace root, not at the crate that compiles it.
 
 #![allow(dead_code)]
 
@@ -16,14 +19,19 @@ pub(crate) const SDK_1X: Venv = ("SUBAGENTS_A2A_PY_1X", "a2a-1x");
 /// a2a-sdk 0.3.26.
 pub(crate) const SDK_03: Venv = ("SUBAGENTS_A2A_PY_03", "a2a-03");
 
+/// The workspace root: the nearest ancestor of the compiling crate holding `crates/subagent-a2a`.
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("crates/subagent-a2a").is_dir())
+        .expect("the crate is inside the subagents workspace")
+}
+
 /// The interpreter of `venv` (the variable's, else `target/py/<dir>/bin/python`); it must exist.
 pub(crate) fn interpreter((env, dir): Venv) -> PathBuf {
-    let path = std::env::var_os(env).map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../target/py")
-            .join(dir)
-            .join("bin/python")
-    });
+    let path = std::env::var_os(env)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/py").join(dir).join("bin/python"));
     assert!(
         path.exists(),
         "no Python at {} (set {env} or run .ci/setup-python.sh): these tests run only when \
@@ -33,11 +41,9 @@ pub(crate) fn interpreter((env, dir): Venv) -> PathBuf {
     path
 }
 
-/// The path of `name` in this crate's `tests/`.
+/// The path of `name` in `crates/subagent-a2a/tests/`.
 pub(crate) fn test_file(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(name)
+    workspace().join("crates/subagent-a2a/tests").join(name)
 }
 
 /// Runs `script` (under `tests/`) with `python` and `args`; it must succeed within 120 s. Its
@@ -111,10 +117,7 @@ impl PyServer {
         let url = format!("{}/.well-known/agent-card.json", self.base);
         for _ in 0..600 {
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "Python A2A server exited with {status}: {}",
-                    std::fs::read_to_string(&self.stderr).unwrap_or_default()
-                );
+                panic!("Python A2A server exited with {status}: {}", self.stderr());
             }
             if let Ok(r) = http.get(&url).send().await
                 && r.status().is_success()
@@ -124,9 +127,15 @@ impl PyServer {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!(
-            "the Python server at {} did not answer within 60 s",
-            self.base
+            "the Python server at {} did not answer within 60 s: {}",
+            self.base,
+            self.stderr()
         );
+    }
+
+    /// What the server has written to stderr so far.
+    pub(crate) fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 }
 

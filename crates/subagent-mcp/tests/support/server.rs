@@ -45,46 +45,40 @@ fn schema(props: &[&str]) -> Arc<JsonObject> {
     }
 }
 
+/// The tools: name, description, string arguments.
+const TOOLS: [(&str, &str, &[&str]); 9] = [
+    (
+        "echo",
+        "Echoes the prompt back, prefixed with `echo: `.",
+        &["prompt"],
+    ),
+    (
+        "fail",
+        "Always fails with the prompt as the error text.",
+        &["prompt"],
+    ),
+    (
+        "progress",
+        "Reports three progress steps, then answers.",
+        &["prompt"],
+    ),
+    ("wait", "Waits until the request is cancelled.", &["prompt"]),
+    ("shout", "Upper-cases its `text` argument.", &["text"]),
+    ("pid", "Returns the server's process id.", &[]),
+    ("stats", "Returns counters as JSON.", &[]),
+    ("structured", "Returns structured content only.", &[]),
+    (
+        "whoami",
+        "Returns the `x-test` and `authorization` HTTP headers.",
+        &[],
+    ),
+];
+
 pub(crate) fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "echo",
-            "Echoes the prompt back, prefixed with `echo: `.",
-            schema(&["prompt"]),
-        ),
-        Tool::new(
-            "fail",
-            "Always fails with the prompt as the error text.",
-            schema(&["prompt"]),
-        ),
-        Tool::new(
-            "progress",
-            "Reports three progress steps, then answers.",
-            schema(&["prompt"]),
-        ),
-        Tool::new(
-            "wait",
-            "Waits until the request is cancelled.",
-            schema(&["prompt"]),
-        ),
-        Tool::new(
-            "shout",
-            "Upper-cases its `text` argument.",
-            schema(&["text"]),
-        ),
-        Tool::new("pid", "Returns the server's process id.", schema(&[])),
-        Tool::new("stats", "Returns counters as JSON.", schema(&[])),
-        Tool::new(
-            "structured",
-            "Returns structured content only.",
-            schema(&[]),
-        ),
-        Tool::new(
-            "whoami",
-            "Returns the `x-test` and `authorization` HTTP headers.",
-            schema(&[]),
-        ),
-    ]
+    TOOLS
+        .iter()
+        .map(|(name, description, args)| Tool::new(*name, *description, schema(args)))
+        .collect()
 }
 
 fn text(s: impl Into<String>) -> Vec<ContentBlock> {

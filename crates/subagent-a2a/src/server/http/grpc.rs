@@ -71,6 +71,24 @@ pub(crate) fn add_interface(
     }
 }
 
+/// The span serving one gRPC call (tonic's `trace_fn`, so the call, and the agent run it
+/// starts, run in it), continuing the caller's trace from its `traceparent` metadata as the HTTP
+/// bindings do from the header. Named after the RPC (`lf.a2a.v1.A2AService/SendMessage`).
+pub(crate) fn request_span(req: &http::Request<()>) -> tracing::Span {
+    let rpc = req.uri().path().trim_start_matches('/');
+    let (service, method) = rpc.split_once('/').unwrap_or((rpc, ""));
+    let span = tracing::info_span!(
+        "a2a.request",
+        otel.name = rpc,
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = service,
+        rpc.method = method,
+    );
+    crate::trace_context::continue_trace(req.headers(), &span);
+    span
+}
+
 fn status(e: ApiError) -> Status {
     error_status(e.code, e.message)
 }
