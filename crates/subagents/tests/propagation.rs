@@ -101,24 +101,37 @@ async fn run_main(
     capture.0.lock().unwrap().clone()
 }
 
+/// The assembly a served process runs: one Markdown agent `name` on the scripted `model_name`,
+/// in `dir`.
+async fn served_worker(
+    model: &ScriptedModelServer,
+    dir: &Path,
+    name: &str,
+    model_name: &str,
+) -> Subagents {
+    let agents = write_agent(
+        dir,
+        name,
+        &format!(
+            "---\nname: {name}\ndescription: Works.\ntools: Read\nmodel: {model_name}\n---\nWork.\n"
+        ),
+    );
+    Subagents::builder()
+        .named_model(model_name, model.openai_model(model_name))
+        .agents_dir(&agents)
+        .workspace(dir)
+        .builtin_agents(false)
+        .build()
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
     let capture = capture();
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let agents = write_agent(
-        dir.path(),
-        "a2a-worker",
-        "---\nname: a2a-worker\ndescription: Works.\ntools: Read\nmodel: worker-model\n---\nWork.\n",
-    );
-    let served = Subagents::builder()
-        .named_model("worker-model", model.openai_model("worker-model"))
-        .agents_dir(&agents)
-        .workspace(dir.path())
-        .builtin_agents(false)
-        .build()
-        .await
-        .unwrap();
+    let served = served_worker(&model, dir.path(), "a2a-worker", "worker-model").await;
     let (url, _server) = serve_a2a(served, &ServeOptions::new(), "a2a-worker").await;
 
     model.push(Reply::task_call("a2a-worker", "work remotely"));
@@ -174,19 +187,7 @@ async fn a2a_grpc_calls_carry_traceparent_as_metadata_and_our_server_continues_t
     let capture = capture();
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let agents = write_agent(
-        dir.path(),
-        "grpc-worker",
-        "---\nname: grpc-worker\ndescription: Works.\ntools: Read\nmodel: grpc-worker-model\n---\nWork.\n",
-    );
-    let served = Subagents::builder()
-        .named_model("grpc-worker-model", model.openai_model("grpc-worker-model"))
-        .agents_dir(&agents)
-        .workspace(dir.path())
-        .builtin_agents(false)
-        .build()
-        .await
-        .unwrap();
+    let served = served_worker(&model, dir.path(), "grpc-worker", "grpc-worker-model").await;
     // The card is served over HTTP and lists the gRPC binding, served on its own port.
     let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let grpc_addr = grpc.local_addr().unwrap().to_string();
