@@ -305,6 +305,15 @@ impl TaskContext {
         self
     }
 
+    /// [`with_extension`](Self::with_extension) for a value the caller shares: the context
+    /// keeps this `Arc` (no copy, no second allocation), and
+    /// [`extensions().get::<T>()`](Extensions::get) reads it.
+    #[must_use]
+    pub fn with_extension_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.extensions.insert_arc(value);
+        self
+    }
+
     /// Removes the approver: calls that need approval are denied.
     #[must_use]
     pub fn without_approver(mut self) -> Self {
@@ -358,12 +367,23 @@ trait ExtNode: Send + Sync {
     fn id(&self) -> std::any::TypeId;
     fn value(&self) -> &(dyn Any + Send + Sync);
     fn next(&self) -> Option<&Arc<dyn ExtNode>>;
+    /// Nodes in the list from this one on.
+    fn len(&self) -> usize;
     fn with_next(&self, next: Option<Arc<dyn ExtNode>>) -> Arc<dyn ExtNode>;
 }
 
 struct Node<T> {
     value: Arc<T>,
     next: Option<Arc<dyn ExtNode>>,
+    len: usize,
+}
+
+impl<T: Send + Sync + 'static> Node<T> {
+    /// A node holding `value` in front of `next`.
+    fn linked(value: Arc<T>, next: Option<Arc<dyn ExtNode>>) -> Arc<dyn ExtNode> {
+        let len = next.as_ref().map_or(0, |n| n.len()) + 1;
+        Arc::new(Node { value, next, len })
+    }
 }
 
 impl<T: Send + Sync + 'static> ExtNode for Node<T> {
@@ -376,11 +396,11 @@ impl<T: Send + Sync + 'static> ExtNode for Node<T> {
     fn next(&self) -> Option<&Arc<dyn ExtNode>> {
         self.next.as_ref()
     }
+    fn len(&self) -> usize {
+        self.len
+    }
     fn with_next(&self, next: Option<Arc<dyn ExtNode>>) -> Arc<dyn ExtNode> {
-        Arc::new(Node {
-            value: self.value.clone(),
-            next,
-        })
+        Node::linked(self.value.clone(), next)
     }
 }
 
@@ -399,10 +419,19 @@ impl Extensions {
 
     /// Stores a value, replacing one of the same type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        self.insert_arc(Arc::new(value));
+    }
+
+    /// Stores a shared value, replacing one of the same type; [`get`](Self::get) reads it as
+    /// `T`. The list keeps this `Arc`: the caller may hold a clone and see the same value.
+    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
         // A new value shadows an older one of its type (one allocation, nothing copied); the
         // list is compacted, one value per type, once shadowed values pile up.
         let mut rest = self.head.take();
-        if self.iter_from(rest.as_ref()).count() >= MAX_EXTENSION_NODES {
+        if rest
+            .as_ref()
+            .is_some_and(|n| n.len() >= MAX_EXTENSION_NODES)
+        {
             let mut seen = vec![std::any::TypeId::of::<T>()];
             let kept: Vec<Arc<dyn ExtNode>> = self
                 .iter_from(rest.as_ref())
@@ -418,10 +447,7 @@ impl Extensions {
                 .rev()
                 .fold(None, |next, n| Some(n.with_next(next)));
         }
-        self.head = Some(Arc::new(Node {
-            value: Arc::new(value),
-            next: rest,
-        }));
+        self.head = Some(Node::linked(value, rest));
     }
 
     fn iter_from<'a>(
@@ -500,5 +526,37 @@ mod tests {
         assert_eq!(e.get::<u32>(), Some(&99));
         assert_eq!(e.get::<&str>(), Some(&"a"));
         assert!(e.iter().count() <= MAX_EXTENSION_NODES + 1);
+        // Every node knows the length of the list from it on (the compaction test reads it).
+        assert_eq!(e.head.as_ref().map(|n| n.len()), Some(e.iter().count()));
+    }
+
+    #[test]
+    fn a_shared_extension_is_the_callers_value_not_a_copy() {
+        let shared = Arc::new(std::sync::atomic::AtomicU32::new(1));
+        let ctx = TaskContext::new()
+            .with_extension(5u8)
+            .with_extension_arc(shared.clone());
+        let child = ctx.child("c", None);
+        shared.store(2, std::sync::atomic::Ordering::Relaxed);
+        let seen = child.extensions().get::<std::sync::atomic::AtomicU32>();
+        assert!(std::ptr::eq(seen.expect("inherited"), &*shared));
+        assert_eq!(
+            seen.map(|v| v.load(std::sync::atomic::Ordering::Relaxed)),
+            Some(2)
+        );
+        assert_eq!(child.extensions().get::<u8>(), Some(&5));
+        // A shared value replaces a plain one of its type and the other way round.
+        let replaced = child.with_extension(std::sync::atomic::AtomicU32::new(9));
+        assert!(!std::ptr::eq(
+            replaced
+                .extensions()
+                .get::<std::sync::atomic::AtomicU32>()
+                .expect("set"),
+            &*shared
+        ));
+        // The contexts hold one clone (their shared list node), gone with the last of them.
+        assert_eq!(Arc::strong_count(&shared), 2);
+        drop((ctx, replaced));
+        assert_eq!(Arc::strong_count(&shared), 1);
     }
 }

@@ -474,7 +474,7 @@ impl BackgroundRegistry {
                         }
                         queued
                     });
-                    let child = child.with_extension(permit.clone());
+                    let child = child.with_extension_arc(permit.clone());
                     let fut = tool.run_child(&target, call, child);
                     tokio::pin!(fut);
                     let result = tokio::select! {

@@ -190,17 +190,32 @@ impl RunPermit {
         }
     }
 
-    /// Ends one wait; the last one takes a place again (waiting its turn, or until `ctx` is
-    /// cancelled: the run then stops anyway).
-    async fn end_wait(&self, ctx: &TaskContext) {
+    /// Ends one wait without waiting when it can: true when done (other waits go on, or the
+    /// last one took a free place at once); false when the run must wait its turn for a place
+    /// ([`take_again`](Self::take_again)).
+    fn end_wait_now(&self) -> bool {
         // Zero after the wait ends: no other wait in progress, no place held, the run going on.
         if less_one_wait(self.update(less_one_wait)) != 0 {
-            return;
+            return true;
         }
-        if !self.slots.take(ctx).await {
-            return;
+        if !self.slots.try_take() {
+            return false;
         }
-        // Keep it unless another wait began meanwhile (it needs no place) or the run ended.
+        self.keep_taken();
+        true
+    }
+
+    /// The slow end of a wait: takes a place again, waiting its turn (or until `ctx` is
+    /// cancelled: the run then stops anyway).
+    async fn take_again(&self, ctx: &TaskContext) {
+        if self.slots.take(ctx).await {
+            self.keep_taken();
+        }
+    }
+
+    /// A place was taken at the end of the last wait: keep it unless another wait began
+    /// meanwhile (it needs no place) or the run ended.
+    fn keep_taken(&self) {
         if self.update(|s| if s == 0 { HELD } else { s }) != 0 {
             self.slots.give();
         }
@@ -241,7 +256,7 @@ pub(crate) struct ChildWait<'a> {
 impl<'a> ChildWait<'a> {
     /// Begins a wait of the run of `ctx`; `None` for a run without a place (the root).
     pub(crate) fn begin(ctx: &'a TaskContext) -> Option<Self> {
-        let permit = ctx.extensions().get::<Arc<RunPermit>>()?;
+        let permit = ctx.extensions().get::<RunPermit>()?;
         permit.begin_wait();
         Some(Self {
             permit: Some(permit),
@@ -250,8 +265,11 @@ impl<'a> ChildWait<'a> {
 
     /// Ends the wait: the last one of the run takes a place again, waiting its turn.
     pub(crate) async fn end(mut self, ctx: &TaskContext) {
-        if let Some(permit) = self.permit.take() {
-            permit.end_wait(ctx).await;
+        if let Some(permit) = self.permit.take()
+            && !permit.end_wait_now()
+        {
+            // Boxed: the waiting future is large and rare, and callers embed this one.
+            Box::pin(permit.take_again(ctx)).await;
         }
     }
 }

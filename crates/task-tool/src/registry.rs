@@ -344,7 +344,8 @@ impl TaskTool {
         // across every later await (the state would grow by a whole context).
         let (permit, child) = match RunPermit::try_acquire(&self.inner.slots) {
             Some(p) => (Some(p), child),
-            None => RunPermit::acquire_for(&self.inner.slots, child).await,
+            // Boxed: the waiting future is large and rare; this one is on every dispatch.
+            None => Box::pin(RunPermit::acquire_for(&self.inner.slots, child)).await,
         };
         let result = match permit {
             None => {
@@ -356,8 +357,12 @@ impl TaskTool {
                 ))
             }
             Some(permit) => {
-                let child = child.with_extension(permit.clone());
-                let result = self.run_child(&target, call, child).await;
+                let child = child.with_extension_arc(permit.clone());
+                // Boxed: the child's run (about 900 bytes of state) would otherwise sit inside
+                // this future, which `Task`'s boxed tool future embeds; in two pieces both stay
+                // within the allocator's cache of small blocks (glibc's tcache: up to 1 KiB), so
+                // a nesting level costs less, not more (docs/PERFORMANCE.md, "dispatch").
+                let result = Box::pin(self.run_child(&target, call, child)).await;
                 permit.release();
                 result
             }

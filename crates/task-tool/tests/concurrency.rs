@@ -103,6 +103,60 @@ async fn a_parent_waiting_for_its_child_gives_its_place_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_whose_child_ended_waits_its_turn_to_go_on() {
+    // Cap 1, four parents at once, each working before and after delegating. A parent's child
+    // ending while another run holds the only place must wait for it before working again:
+    // at no time do two runs do work of their own.
+    let gauge = Arc::new(Gauge::default());
+    let (go, gi) = (gauge.clone(), gauge.clone());
+    let work = |g: Arc<Gauge>| async move {
+        g.enter();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        g.leave();
+    };
+    let kind = FnKind::new()
+        .agent("outer", move |_c, ctx: TaskContext| {
+            let g = go.clone();
+            async move {
+                work(g.clone()).await;
+                let task = ctx
+                    .delegation_tools()
+                    .into_iter()
+                    .find(|t| t.name() == "Task")
+                    .expect("Task offered");
+                let out = task.call(call("inner", false), &ctx).await.expect("runs");
+                work(g).await;
+                Ok(TaskOutcome::completed(out.content))
+            }
+        })
+        .agent("inner", move |_c, _x| {
+            let g = gi.clone();
+            async move {
+                work(g).await;
+                Ok(TaskOutcome::completed("INNER-DONE"))
+            }
+        })
+        .into_type();
+    let task = capped(kind, &["outer", "inner"], 1).await;
+    let ctx = TaskContext::new();
+    let outs = tokio::time::timeout(
+        Duration::from_secs(20),
+        futures::future::join_all((0..4).map(|_| task.call_tool(call("outer", false), &ctx))),
+    )
+    .await
+    .expect("no deadlock on the cap");
+    assert!(
+        outs.iter().all(|o| o.content.contains("INNER-DONE")),
+        "all complete: {outs:?}"
+    );
+    assert_eq!(
+        gauge.max.load(Ordering::SeqCst),
+        1,
+        "one run works at a time"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_task_over_the_cap_shows_queued_then_runs() {
     let release = Arc::new(tokio::sync::Notify::new());
     let r = release.clone();
