@@ -171,6 +171,21 @@ pub(crate) struct Engine {
     pub pusher: Option<Arc<super::push::Pusher>>,
 }
 
+/// What [`Engine::launch`] starts a run with, besides the call.
+struct Launch {
+    task_id: String,
+    context_id: String,
+    /// The task continued (as the run starts, and as it was stored before this message);
+    /// `None` for a new task.
+    task: Option<(v1::Task, v1::Task)>,
+    /// Who hears the run's events: the caller first.
+    subscribers: Vec<mpsc::Sender<Event>>,
+    /// The caller's end of the first subscriber.
+    events: mpsc::Receiver<Event>,
+    /// A push config named inline, stored with the task.
+    pending_push: Option<v1::TaskPushNotificationConfig>,
+}
+
 /// The parsed parts of a `SendMessage` call.
 pub(crate) struct SendParams {
     pub message: v1::Message,
@@ -414,7 +429,38 @@ impl Engine {
     /// order; it closes when the task reaches a terminal or interrupted state, after a direct
     /// reply, or when the handler ends.
     pub(super) async fn send(self: &Arc<Self>, p: SendParams) -> Result<Started, ApiError> {
-        let mut message = p.message;
+        self.admit_message(&p)?;
+        if p.message.task_id.as_deref().is_some_and(|t| !t.is_empty()) {
+            // A follow-up waits on the store and on the task's run. Boxed: that future is
+            // large, and a new task (the common case) starts without waiting on anything, in
+            // a future every binding's call embeds.
+            return Box::pin(self.follow_up(p)).await;
+        }
+        let mut p = p;
+        let context_id = match p.message.context_id.take() {
+            Some(c) if !c.is_empty() => c,
+            _ => new_id(),
+        };
+        let task_id = new_id();
+        let pending_push = self.inline_push(&task_id, &p)?;
+        let (tx, events) = mpsc::channel(self.limits.subscriber_buffer.max(1));
+        Ok(self.launch(
+            p,
+            Launch {
+                task_id,
+                context_id,
+                task: None,
+                subscribers: vec![tx],
+                events,
+                pending_push,
+            },
+        ))
+    }
+
+    /// The checks every message passes before anything starts: ids, parts, role, history
+    /// length, and room in the store's memory budget.
+    fn admit_message(self: &Arc<Self>, p: &SendParams) -> Result<(), ApiError> {
+        let message = &p.message;
         if message.message_id.is_empty() {
             return Err(ApiError::invalid_params("`message.messageId` is required"));
         }
@@ -438,121 +484,151 @@ impl Engine {
             )));
         }
         // Memory: refuse new work while running tasks fill the store's budget.
-        if let Err(e) = self.store.admit(super::store::message_bytes(&message)) {
+        if let Err(e) = self.store.admit(super::store::message_bytes(message)) {
             return Err(match e {
                 StoreError::Full { .. } => ApiError::new(codes::SERVER_BUSY, e.to_string()),
                 e => ApiError::internal(e.to_string()),
             });
         }
         self.ensure_listening();
-        let (task_id, context_id, existing) = match message.task_id.clone() {
-            Some(tid) if !tid.is_empty() => {
-                if let Some(run) = self.live(&tid) {
-                    // The handler may be waiting, in its run, for exactly this message.
-                    if let Ok(started) = run.answer(message, self).await? {
-                        return Ok(started);
-                    }
-                    return Err(ApiError::new(
-                        codes::UNSUPPORTED_OPERATION,
-                        format!("task `{tid}` is still running; wait for it to stop or cancel it"),
-                    ));
-                }
-                let task = self
-                    .load(&tid)
-                    .await?
-                    .ok_or_else(|| ApiError::not_found(&tid))?;
-                if task.status.state.is_terminal() {
-                    return Err(ApiError::new(
-                        codes::UNSUPPORTED_OPERATION,
-                        format!(
-                            "task `{tid}` is in terminal state {} and accepts no more messages",
-                            task.status.state
-                        ),
-                    ));
-                }
-                if !task.status.state.is_interrupted() {
-                    // Submitted or working, not here: another process sharing the store runs it.
-                    return Err(ApiError::new(
-                        codes::UNSUPPORTED_OPERATION,
-                        format!(
-                            "task `{tid}` is still running (on another server process); wait \
-                             for it to stop or cancel it"
-                        ),
-                    ));
-                }
-                let ctx = task.context_id.clone().unwrap_or_default();
-                if let Some(c) = &message.context_id
-                    && !c.is_empty()
-                    && *c != ctx
-                {
-                    return Err(ApiError::invalid_params(format!(
-                        "`message.contextId` `{c}` does not match the context `{ctx}` of task `{tid}`"
-                    )));
-                }
-                (tid, ctx, Some(task))
-            }
-            _ => {
-                let ctx = match message.context_id.take() {
-                    Some(c) if !c.is_empty() => c,
-                    _ => new_id(),
-                };
-                (new_id(), ctx, None)
-            }
-        };
-        message.task_id = Some(task_id.clone());
-        message.context_id = Some(context_id.clone());
-        let message = Arc::new(message);
-        let mut inline_push = match p
+        Ok(())
+    }
+
+    /// The push config a send names inline, checked, for task `task_id`.
+    fn inline_push(
+        &self,
+        task_id: &str,
+        p: &SendParams,
+    ) -> Result<Option<v1::TaskPushNotificationConfig>, ApiError> {
+        match p
             .configuration
             .as_ref()
             .and_then(|c| c.task_push_notification_config.clone())
         {
-            Some(c) => Some(self.prepare_push_config(&task_id, c)?),
-            None => None,
-        };
-        if existing.is_some()
-            && let Some(c) = inline_push.take()
+            Some(c) => self.prepare_push_config(task_id, c).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A message to an existing task: answered by its running handler when that waits for
+    /// it, else it continues the stored task when that is interrupted (input or auth
+    /// required).
+    async fn follow_up(self: &Arc<Self>, mut p: SendParams) -> Result<Started, ApiError> {
+        let tid = p.message.task_id.clone().unwrap_or_default();
+        if let Some(run) = self.live(&tid) {
+            // The handler may be waiting, in its run, for exactly this message.
+            if let Ok(started) = run.answer(p.message, self).await? {
+                return Ok(started);
+            }
+            return Err(ApiError::new(
+                codes::UNSUPPORTED_OPERATION,
+                format!("task `{tid}` is still running; wait for it to stop or cancel it"),
+            ));
+        }
+        let mut task = self
+            .load(&tid)
+            .await?
+            .ok_or_else(|| ApiError::not_found(&tid))?;
+        if task.status.state.is_terminal() {
+            return Err(ApiError::new(
+                codes::UNSUPPORTED_OPERATION,
+                format!(
+                    "task `{tid}` is in terminal state {} and accepts no more messages",
+                    task.status.state
+                ),
+            ));
+        }
+        if !task.status.state.is_interrupted() {
+            // Submitted or working, not here: another process sharing the store runs it.
+            return Err(ApiError::new(
+                codes::UNSUPPORTED_OPERATION,
+                format!(
+                    "task `{tid}` is still running (on another server process); wait \
+                     for it to stop or cancel it"
+                ),
+            ));
+        }
+        let context_id = task.context_id.clone().unwrap_or_default();
+        if let Some(c) = &p.message.context_id
+            && !c.is_empty()
+            && *c != context_id
         {
+            return Err(ApiError::invalid_params(format!(
+                "`message.contextId` `{c}` does not match the context `{context_id}` of task `{tid}`"
+            )));
+        }
+        p.message.context_id = Some(context_id.clone());
+        if let Some(c) = self.inline_push(&tid, &p)? {
             self.store
                 .save_push_config(c)
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
         }
-
-        let (tx, rx) = mpsc::channel(self.limits.subscriber_buffer.max(1));
-        let previous = existing.clone();
-        let mut task = existing;
+        let (tx, events) = mpsc::channel(self.limits.subscriber_buffer.max(1));
         let mut subscribers = vec![tx];
-        if let Some(t) = &mut task {
-            t.history.push(v1::Message::clone(&message));
-            t.status = v1::TaskStatus {
-                state: v1::TaskState::Working,
-                message: None,
-                timestamp: Some(now_rfc3339()),
-            };
-            // Committed before any stream, webhook or replica hears of it.
-            self.save(t.clone()).await;
-            let _ = subscribers[0].try_send(Arc::new(v1::StreamResponse::Task(t.clone())));
-            let waiting = lock_waiting(&self.waiting)
-                .remove(&task_id)
-                .unwrap_or_default();
-            let update = Arc::new(v1::StreamResponse::StatusUpdate(
-                v1::TaskStatusUpdateEvent {
-                    task_id: task_id.clone(),
-                    context_id: context_id.clone(),
-                    status: t.status.clone(),
-                    metadata: None,
-                },
-            ));
-            self.push(&task_id, &update, Some(t), p.version);
-            for w in waiting {
-                if w.try_send(update.clone()).is_ok() {
-                    subscribers.push(w);
-                }
+        let previous = task.clone();
+        let mut message = p.message.clone();
+        message.task_id = Some(tid.clone());
+        task.history.push(message);
+        task.status = v1::TaskStatus {
+            state: v1::TaskState::Working,
+            message: None,
+            timestamp: Some(now_rfc3339()),
+        };
+        // Committed before any stream, webhook or replica hears of it.
+        self.save(task.clone()).await;
+        let _ = subscribers[0].try_send(Arc::new(v1::StreamResponse::Task(task.clone())));
+        let waiting = lock_waiting(&self.waiting).remove(&tid).unwrap_or_default();
+        let update = Arc::new(v1::StreamResponse::StatusUpdate(
+            v1::TaskStatusUpdateEvent {
+                task_id: tid.clone(),
+                context_id: context_id.clone(),
+                status: task.status.clone(),
+                metadata: None,
+            },
+        ));
+        self.push(&tid, &update, Some(&task), p.version);
+        for w in waiting {
+            if w.try_send(update.clone()).is_ok() {
+                subscribers.push(w);
             }
-            self.publish(&task_id, &update).await;
         }
-        let continues = task.is_some();
+        self.publish(&tid, &update).await;
+        let started = self.launch(
+            p,
+            Launch {
+                task_id: tid,
+                context_id,
+                task: Some((task, previous)),
+                subscribers,
+                events,
+                pending_push: None,
+            },
+        );
+        started
+            .run
+            .registered
+            .store(true, std::sync::atomic::Ordering::Release);
+        lock_runs(&self.runs).insert(started.run.task_id.clone(), started.run.clone());
+        Ok(started)
+    }
+
+    /// Starts the handler's run of `p`'s message in task `l.task_id` (not waiting on
+    /// anything: the returned driver runs it).
+    fn launch(self: &Arc<Self>, p: SendParams, l: Launch) -> Started {
+        let Launch {
+            task_id,
+            context_id,
+            task,
+            subscribers,
+            events,
+            pending_push,
+        } = l;
+        let mut message = p.message;
+        message.task_id = Some(task_id.clone());
+        message.context_id = Some(context_id.clone());
+        let message = Arc::new(message);
+        let (task, previous) = task.unzip();
         let run = Arc::new(Run {
             task_id: task_id.clone(),
             context_id: context_id.clone(),
@@ -570,7 +646,7 @@ impl Engine {
                 replied: false,
                 subscribers,
                 error: None,
-                pending_push: inline_push,
+                pending_push,
             }),
             engine: Arc::downgrade(self),
             done: std::sync::atomic::AtomicBool::new(false),
@@ -581,11 +657,6 @@ impl Engine {
             inbox: Mutex::new(None),
             version: p.version,
         });
-        if continues {
-            run.registered
-                .store(true, std::sync::atomic::Ordering::Release);
-            lock_runs(&self.runs).insert(task_id.clone(), run.clone());
-        }
         let request = HandlerRequest {
             agent_path: self.agent_path.clone(),
             task_id,
@@ -613,11 +684,11 @@ impl Engine {
             // Spawned or driven by the request, the handler runs in the request's span.
             .instrument(tracing::Span::current()),
         );
-        Ok(Started {
+        Started {
             run,
-            events: rx,
+            events,
             driver: Driver(Some(driver)),
-        })
+        }
     }
 
     async fn save(&self, task: v1::Task) {

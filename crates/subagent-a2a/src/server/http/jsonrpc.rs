@@ -322,29 +322,29 @@ pub(super) async fn rpc_call(
     use crate::types::v1::methods as m1;
     use crate::types::v03::methods as m03;
     match method {
+        // The request moves into `send`'s future in a statement of its own: a request (or a
+        // temporary holding it) alive across the await would sit in this future beside it.
         m1::SEND_MESSAGE | m1::SEND_STREAMING_MESSAGE => {
-            let req: v1::SendMessageRequest = parse_params(params, method)?;
-            send(
+            let streaming = method == m1::SEND_STREAMING_MESSAGE;
+            let call = send(
                 shared,
                 agent,
-                req,
-                method == m1::SEND_STREAMING_MESSAGE,
+                parse_params(params, method)?,
+                streaming,
                 wire,
-            )
-            .await
+            );
+            call.await
         }
         m03::MESSAGE_SEND | m03::MESSAGE_STREAM => {
-            let req: v03::MessageSendParams = parse_params(params, method)?;
-            let blocking = req
-                .configuration
-                .as_ref()
-                .and_then(|c| c.blocking)
-                .unwrap_or(shared.cfg.v03_blocking_by_default);
-            let mut req: v1::SendMessageRequest = req.into();
-            req.configuration
-                .get_or_insert_with(Default::default)
-                .return_immediately = !blocking;
-            send(shared, agent, req, method == m03::MESSAGE_STREAM, wire).await
+            let streaming = method == m03::MESSAGE_STREAM;
+            let call = send(
+                shared,
+                agent,
+                v03_send(shared, params, method)?,
+                streaming,
+                wire,
+            );
+            call.await
         }
         m1::GET_TASK => {
             let req: v1::GetTaskRequest = parse_params(params, method)?;
@@ -362,11 +362,18 @@ pub(super) async fn rpc_call(
         }
         m1::CANCEL_TASK => {
             let req: v1::CancelTaskRequest = parse_params(params, method)?;
-            Ok(task_reply(wire, agent.engine.cancel(&req.id).await?))
+            // Boxed (here and below): cancelling is rare and its future the largest.
+            Ok(task_reply(
+                wire,
+                Box::pin(agent.engine.cancel(&req.id)).await?,
+            ))
         }
         m03::TASKS_CANCEL => {
             let req: v03::TaskIdParams = parse_params(params, method)?;
-            Ok(task_reply(wire, agent.engine.cancel(&req.id).await?))
+            Ok(task_reply(
+                wire,
+                Box::pin(agent.engine.cancel(&req.id)).await?,
+            ))
         }
         m1::SUBSCRIBE_TO_TASK => {
             let req: v1::SubscribeToTaskRequest = parse_params(params, method)?;
@@ -444,6 +451,26 @@ pub(super) async fn rpc_call(
             format!("method `{other}` not found"),
         )),
     }
+}
+
+/// A 0.3 `message/send` or `message/stream` as its 1.0 request: `blocking` (absent: the
+/// server's default) becomes `returnImmediately`.
+fn v03_send(
+    shared: &Shared,
+    params: Option<&RawValue>,
+    method: &str,
+) -> Result<v1::SendMessageRequest, ApiError> {
+    let req: v03::MessageSendParams = parse_params(params, method)?;
+    let blocking = req
+        .configuration
+        .as_ref()
+        .and_then(|c| c.blocking)
+        .unwrap_or(shared.cfg.v03_blocking_by_default);
+    let mut req: v1::SendMessageRequest = req.into();
+    req.configuration
+        .get_or_insert_with(Default::default)
+        .return_immediately = !blocking;
+    Ok(req)
 }
 
 /// `tasks/pushNotificationConfig/set` (both 0.3 bindings): a config without an id is named

@@ -3,6 +3,8 @@
 //! - this module: the hosted agents and the router, built per agent from axum routes (cards
 //!   public; JSON-RPC and HTTP+JSON behind the agent's credential check);
 //! - [`cards`]: the card routes (version negotiation, caching headers);
+//! - [`middleware`]: what runs around every request (the shutdown watcher, the peer) and
+//!   around an agent's calls (its trace span, its credential check);
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope and its 1.0 / 0.3 methods;
 //! - [`rest`]: the HTTP+JSON routes (1.0);
 //! - [`rest_v03`]: the HTTP+JSON routes of 0.3 (`/v1/…`, beside the 1.0 ones);
@@ -16,23 +18,18 @@ mod cards;
 #[cfg(feature = "grpc-server")]
 pub(crate) mod grpc;
 mod jsonrpc;
+mod middleware;
 mod reply;
 mod request;
 mod rest;
 mod rest_v03;
 mod sse;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::middleware::{Next, from_fn_with_state};
-use axum::response::Response;
 use axum::routing::{MethodRouter, any, get, post};
-use http::{HeaderValue, StatusCode, header};
 use subagent_spi::CancellationToken;
-use tracing::Instrument as _;
 
 pub(crate) use cards::agent_url;
 pub(crate) use sse::{PEER, StreamLimits};
@@ -40,7 +37,6 @@ pub(crate) use sse::{PEER, StreamLimits};
 use super::ServerConfig;
 use super::card::{AgentInfo, ServerAuth};
 use super::engine::Engine;
-use reply::{json_bytes, respond};
 
 /// One hosted agent.
 pub(crate) struct Hosted {
@@ -114,7 +110,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     }
     router
         .fallback(rest::unrouted)
-        .layer(from_fn_with_state(shared, enter))
+        .layer(middleware::EnterLayer(shared))
 }
 
 /// One agent's routes (with `v03_rest`, the 0.3 HTTP+JSON ones under `/v1` too).
@@ -185,74 +181,6 @@ fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
             protected = protected.route(&format!("{p}/v1{route}"), v03);
         }
     }
-    let protected = protected
-        .route_layer(from_fn_with_state(ctx.clone(), require_auth))
-        .route_layer(axum::middleware::from_fn(traced));
+    let protected = protected.route_layer(middleware::GuardLayer(ctx.clone()));
     public.merge(protected).with_state(ctx)
-}
-
-/// Runs before every request: starts the shutdown watcher once, and makes the peer known for
-/// the per-client stream cap when the router is served by another loop with `ConnectInfo`.
-async fn enter(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    shared.watcher.call_once(|| {
-        let weak = Arc::downgrade(&shared);
-        let token = shared.shutdown.clone();
-        tokio::spawn(async move {
-            token.cancelled().await;
-            if let Some(s) = weak.upgrade() {
-                s.cancel_all();
-            }
-        });
-    });
-    if PEER.try_with(|_| ()).is_err()
-        && let Some(axum::extract::ConnectInfo(addr)) = req
-            .extensions()
-            .get::<axum::extract::ConnectInfo<SocketAddr>>()
-            .copied()
-    {
-        return PEER.scope(addr, next.run(req)).await;
-    }
-    next.run(req).await
-}
-
-/// Runs an agent's call (not its public card) in a server span continuing the caller's trace
-/// (W3C `traceparent`); the handler it starts runs in it (see `Engine::send`).
-async fn traced(req: Request, next: Next) -> Response {
-    let span = tracing::info_span!(
-        "a2a.request",
-        otel.name = %format_args!("{} {}", req.method(), req.uri().path()),
-        otel.kind = "server",
-        http.request.method = %req.method(),
-        url.path = req.uri().path(),
-        rpc.system = "a2a",
-    );
-    crate::trace_context::continue_trace(req.headers(), &span);
-    next.run(req).instrument(span).await
-}
-
-/// The agent's credential check (JSON-RPC and HTTP+JSON; the public card is open): 401 with
-/// `WWW-Authenticate: Bearer` where a bearer token is accepted.
-async fn require_auth(State(ctx): State<AgentCtx>, req: Request, next: Next) -> Response {
-    let agent = ctx.agent();
-    let Some(auth) = agent.auth.as_ref() else {
-        return next.run(req).await;
-    };
-    if auth.check(req.headers()) {
-        return next.run(req).await;
-    }
-    let mut r = respond(
-        StatusCode::UNAUTHORIZED,
-        json_bytes(&serde_json::json!({
-            "error": {
-                "code": 401,
-                "status": "UNAUTHENTICATED",
-                "message": format!("agent `{}` requires credentials (see securitySchemes in its card)", agent.info.name),
-            }
-        })),
-    );
-    if auth.takes_bearer() {
-        r.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    r
 }
