@@ -32,6 +32,20 @@ fn call(agent: &str, background: bool) -> serde_json::Value {
     json!({"description": "d", "prompt": "p", "subagent_type": agent, "run_in_background": background})
 }
 
+/// Runs `agent` in the foreground through the `Task` tool the run of `ctx` is offered; its
+/// answer.
+async fn delegate(ctx: &TaskContext, agent: &str) -> String {
+    let task = ctx
+        .delegation_tools()
+        .into_iter()
+        .find(|t| t.name() == "Task")
+        .expect("Task offered");
+    task.call(call(agent, false), ctx)
+        .await
+        .expect("Task runs")
+        .content
+}
+
 /// A `Task` tool over `kind`'s agents `names`, at most `max_concurrent` calls running at once.
 async fn capped(kind: SubagentType, names: &[&str], max_concurrent: usize) -> TaskTool {
     TaskTool::builder()
@@ -74,19 +88,8 @@ async fn a_parent_waiting_for_its_child_gives_its_place_back() {
     // rule, `inner` would wait for ever.
     let kind = FnKind::new()
         .agent("outer", |_c, ctx: TaskContext| async move {
-            let task = ctx
-                .delegation_tools()
-                .into_iter()
-                .find(|t| t.name() == "Task")
-                .expect("Task offered");
-            let out = task
-                .call(call("inner", false), &ctx)
-                .await
-                .expect("Task runs");
-            Ok(TaskOutcome::completed(format!(
-                "outer got: {}",
-                out.content
-            )))
+            let out = delegate(&ctx, "inner").await;
+            Ok(TaskOutcome::completed(format!("outer got: {out}")))
         })
         .agent("inner", |_c, _x| async move {
             Ok(TaskOutcome::completed("INNER-DONE"))
@@ -119,14 +122,9 @@ async fn a_parent_whose_child_ended_waits_its_turn_to_go_on() {
             let g = go.clone();
             async move {
                 work(g.clone()).await;
-                let task = ctx
-                    .delegation_tools()
-                    .into_iter()
-                    .find(|t| t.name() == "Task")
-                    .expect("Task offered");
-                let out = task.call(call("inner", false), &ctx).await.expect("runs");
+                let out = delegate(&ctx, "inner").await;
                 work(g).await;
-                Ok(TaskOutcome::completed(out.content))
+                Ok(TaskOutcome::completed(out))
             }
         })
         .agent("inner", move |_c, _x| {
