@@ -107,7 +107,7 @@ pub(crate) enum TasksCommand {
     },
     /// Continue an ended task's session with a message: a new run of the same agent, run like
     /// `subagents task` (same options).
-    Resume(TasksResumeArgs),
+    Resume(Box<TasksResumeArgs>),
 }
 
 /// `subagents tasks resume`.

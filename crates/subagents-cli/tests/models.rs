@@ -16,7 +16,8 @@ use subagent_testkit::{Reply, ScriptedModelServer};
 const HAIKU_AGENT: &str = "---\nname: quick-agent\ndescription: Answers fast.\nmodel: haiku\ntools: Read\n---\nYou answer quickly.\n";
 
 /// An agent without a model of its own.
-const PLAIN_AGENT: &str = "---\nname: plain-agent\ndescription: Uses the default.\ntools: Read\n---\nYou answer.\n";
+const PLAIN_AGENT: &str =
+    "---\nname: plain-agent\ndescription: Uses the default.\ntools: Read\n---\nYou answer.\n";
 
 /// A home with both agents; returns the agents directory.
 fn agents_in(home: &Path) -> std::path::PathBuf {
@@ -69,7 +70,11 @@ fn agents_list_shows_each_agents_resolved_model() {
         .arg(&dir)
         .output()
         .expect("agents list");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let models = listed_models(&out);
     assert_eq!(
         model_of(&models, "quick-agent"),
@@ -98,7 +103,15 @@ fn agents_list_shows_each_agents_resolved_model() {
     // Forced: every agent shows the forced model (flag, then Claude Code's variable).
     let forced = "openai-compatible:forced@http://127.0.0.1:9/v1";
     let out = with_anthropic_key(&mut subagents_in(home.path()))
-        .args(["agents", "list", "--json", "--model", local, "--agent-model", forced])
+        .args([
+            "agents",
+            "list",
+            "--json",
+            "--model",
+            local,
+            "--agent-model",
+            forced,
+        ])
         .arg("--agents")
         .arg(&dir)
         .output()
@@ -161,7 +174,10 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
         "{stderr}"
     );
     assert!(
-        !server.requests().iter().any(|r| r.model() == Some("forced-model")),
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.model() == Some("forced-model")),
         "the agent went to Anthropic (the closed port), not to the local server"
     );
 
@@ -212,13 +228,24 @@ fn the_last_line_gives_tokens_cost_from_the_built_in_prices_and_the_session() {
     );
     let home = tempfile::tempdir().expect("home");
     let out = subagents_in(home.path())
-        .args(["--store", "memory", "task", "echo-agent", "review", "--model"])
+        .args([
+            "--store",
+            "memory",
+            "task",
+            "echo-agent",
+            "review",
+            "--model",
+        ])
         .arg(server.openai_model("gpt-4.1"))
         .arg("--agents")
         .arg(fixtures().join("local"))
         .output()
         .expect("task");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "reviewed");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let last = stderr.lines().last().unwrap_or_default();
