@@ -56,12 +56,28 @@ impl ModelPrices {
         self
     }
 
-    /// The price of `model`: its exact name, else the name without a `provider:` prefix.
+    /// The price of `model`: its exact name, else the name without a `provider:` prefix, else
+    /// either without a dated snapshot suffix (`claude-sonnet-4-5-20250929` and
+    /// `gpt-4.1-2025-04-14` are priced as `claude-sonnet-4-5` and `gpt-4.1`: providers report
+    /// the snapshot that answered, priced as its model).
     pub fn get(&self, model: &str) -> Option<ModelPrice> {
-        self.prices.get(model).copied().or_else(|| {
-            let bare = model.rsplit_once(':').map(|(_, m)| m)?;
-            self.prices.get(bare).copied()
-        })
+        let bare = model.rsplit_once(':').map(|(_, m)| m);
+        [Some(model), bare]
+            .into_iter()
+            .flatten()
+            .find_map(|name| self.prices.get(name).copied())
+            .or_else(|| {
+                [Some(model), bare]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(without_date_suffix)
+                    .find_map(|name| self.prices.get(name).copied())
+            })
+    }
+
+    /// The models priced, in no particular order.
+    pub fn models(&self) -> impl Iterator<Item = (&str, ModelPrice)> {
+        self.prices.iter().map(|(m, p)| (m.as_str(), *p))
     }
 
     /// True when no price is set.
@@ -73,6 +89,22 @@ impl ModelPrices {
     pub fn cost(&self, model: &str, input: u64, output: u64) -> Option<f64> {
         self.get(model).map(|p| p.cost(input, output))
     }
+}
+
+/// `name` without a trailing snapshot date (`-YYYYMMDD` or `-YYYY-MM-DD`), when it has one.
+fn without_date_suffix(name: &str) -> Option<&str> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some((head, tail)) = name.rsplit_once('-')
+        && tail.len() == 8
+        && digits(tail)
+    {
+        return Some(head);
+    }
+    // `-YYYY-MM-DD`: the last three dash-separated pieces.
+    let mut parts = name.rsplitn(4, '-');
+    let (d, m, y, head) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    (y.len() == 4 && m.len() == 2 && d.len() == 2 && digits(y) && digits(m) && digits(d))
+        .then_some(head)
 }
 
 /// The limits of a [`Budget`]; `None` means unlimited.
@@ -431,6 +463,27 @@ mod tests {
             Some("budget_usd=0.01")
         );
         assert!(cancel.is_cancelled());
+    }
+
+    #[test]
+    fn dated_snapshots_are_priced_as_their_model_and_nothing_else_is_guessed() {
+        let prices = ModelPrices::new()
+            .with("claude-sonnet-4-5", ModelPrice::new(3.0, 15.0))
+            .with("gpt-4.1", ModelPrice::new(2.0, 8.0))
+            .with("gpt-4.1-mini", ModelPrice::new(0.4, 1.6));
+        let p = |m: &str| prices.get(m).map(|p| p.input_per_mtok);
+        assert_eq!(p("claude-sonnet-4-5-20250929"), Some(3.0));
+        assert_eq!(p("anthropic:claude-sonnet-4-5-20250929"), Some(3.0));
+        assert_eq!(p("gpt-4.1-2025-04-14"), Some(2.0));
+        assert_eq!(
+            p("gpt-4.1-mini-2025-04-14"),
+            Some(0.4),
+            "not the bigger model"
+        );
+        assert_eq!(p("gpt-4.1-mini"), Some(0.4));
+        assert_eq!(p("gpt-4.1-turbo"), None, "another model is never guessed");
+        assert_eq!(p("claude-sonnet-4-5-2025"), None);
+        assert_eq!(p("gpt-4.1-25-04-14"), None);
     }
 
     #[test]

@@ -115,6 +115,61 @@ impl SqlTaskLedger {
         Ok(row.map(Row::from_tuple))
     }
 
+    async fn list_inner(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        // Tasks of processes that ended read as interrupted, as with `get`.
+        recover_interrupted(&self.db).await?;
+        const SELECT: &str = "SELECT id, agent, kind, call, status, session_id, partial, \
+             outcome, error, usage, owner, started_at, heartbeat_at, finished_at, bytes \
+             FROM background_tasks ORDER BY started_at DESC LIMIT $1";
+        let rows = with_pool!(&self.db, |pool| {
+            let r: Vec<RowTuple> = sqlx::query_as(SELECT)
+                .bind(len_i64(limit))
+                .fetch_all(pool)
+                .await
+                .map_err(StoreError::query("list task ledger"))?;
+            r
+        });
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            // One unreadable record does not hide the others.
+            match Row::from_tuple(row).decode() {
+                Ok(r) => out.push(r),
+                Err(e) => tracing::warn!(error = %e, "task ledger record skipped"),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn request_stop_inner(&self, id: &str) -> Result<bool, StoreError> {
+        let n = with_pool!(&self.db, |pool| {
+            sqlx::query(
+                "UPDATE background_tasks SET stop_requested = $1 WHERE id = $2 AND status = 'running'",
+            )
+            .bind(now_ms())
+            .bind(id)
+            .execute(pool)
+            .await
+            .map_err(StoreError::query("ask a task to stop"))?
+            .rows_affected()
+        });
+        Ok(n > 0)
+    }
+
+    async fn stop_requests_inner(&self, owner: &str) -> Result<Vec<String>, StoreError> {
+        let ids = with_pool!(&self.db, |pool| {
+            let r: Vec<(String,)> = sqlx::query_as(
+                "SELECT id FROM background_tasks WHERE owner = $1 AND status = 'running' \
+                 AND stop_requested IS NOT NULL",
+            )
+            .bind(stored_owner(host().await, owner))
+            .fetch_all(pool)
+            .await
+            .map_err(StoreError::query("read stop requests"))?;
+            r
+        });
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
     async fn heartbeat_inner(&self, owner: &str) -> Result<(), StoreError> {
         with_pool!(&self.db, |pool| {
             sqlx::query(
@@ -138,6 +193,18 @@ impl TaskLedger for SqlTaskLedger {
 
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, LedgerError> {
         self.get_inner(id).await.map_err(ledger_error)
+    }
+
+    async fn list(&self, limit: usize) -> Result<Vec<TaskRecord>, LedgerError> {
+        self.list_inner(limit).await.map_err(ledger_error)
+    }
+
+    async fn request_stop(&self, id: &str) -> Result<bool, LedgerError> {
+        self.request_stop_inner(id).await.map_err(ledger_error)
+    }
+
+    async fn stop_requests(&self, owner: &str) -> Result<Vec<String>, LedgerError> {
+        self.stop_requests_inner(owner).await.map_err(ledger_error)
     }
 
     async fn heartbeat(&self, owner: &str) -> Result<(), LedgerError> {

@@ -43,6 +43,12 @@ pub const STEPS: &[Step] = &[
         postgres: include_str!("../migrations/postgres/1001_background_tasks.sql"),
     },
     Step {
+        version: 1002,
+        description: "background task stop requests",
+        sqlite: include_str!("../migrations/sqlite/1002_background_stop_requests.sql"),
+        postgres: include_str!("../migrations/postgres/1002_background_stop_requests.sql"),
+    },
+    Step {
         version: 2000,
         description: "a2a tasks",
         sqlite: include_str!("../migrations/sqlite/2000_a2a_tasks.sql"),

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 use subagents::claude::{ScanReport, builtin_names, load_agent_file, scan_dir};
+use subagents::models::ModelRoutes;
 use subagents::spi::SubagentDefinition;
 
 use crate::error::CliError;
@@ -23,6 +24,10 @@ pub(crate) struct Loaded {
     /// Description (list only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The model it would run on under the current flags, configuration and environment
+    /// (list only; `-` when none is known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// One skipped file in the JSON report.
@@ -44,14 +49,15 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    fn add_scan(&mut self, scan: ScanReport, with_description: bool) {
+    fn add_scan(&mut self, scan: ScanReport, routes: Option<&ModelRoutes>) {
         for a in scan.loaded {
             self.loaded.push(Loaded {
                 path: a.path.display().to_string(),
                 name: a.definition.name().to_string(),
                 kind: subagents::claude::KIND.to_string(),
                 warnings: a.warnings,
-                description: with_description.then(|| a.definition.description().to_string()),
+                description: routes.map(|_| a.definition.description().to_string()),
+                model: routes.map(|r| crate::routes::shown(r, &a.definition)),
             });
         }
         for s in scan.skipped {
@@ -78,8 +84,12 @@ pub(crate) fn agent_dirs(given: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `agents list`.
-pub(crate) async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
+/// `agents list`, each agent with the model `routes` give it.
+pub(crate) async fn list(
+    dirs: &[PathBuf],
+    json: bool,
+    routes: &ModelRoutes,
+) -> Result<(), CliError> {
     let mut report = Report::default();
     for name in builtin_names() {
         let def = subagents::claude::builtin_agent(&name)
@@ -90,13 +100,14 @@ pub(crate) async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
             kind: subagents::claude::KIND.to_string(),
             warnings: Vec::new(),
             description: Some(def.description().to_string()),
+            model: Some(crate::routes::shown(routes, &def)),
         });
     }
     for dir in agent_dirs(dirs) {
         let scan = scan_dir(dir.clone())
             .await
             .map_err(|e| CliError::Config(e.to_string()))?;
-        report.add_scan(scan, true);
+        report.add_scan(scan, Some(routes));
     }
     if json {
         print_json(&report)?;
@@ -111,7 +122,13 @@ pub(crate) async fn list(dirs: &[PathBuf], json: bool) -> Result<(), CliError> {
                 a.kind,
                 terminal_safe(&short)
             );
-            crate::output::outln!("{:<28} {:<7} ({})", "", "", terminal_safe(&a.path));
+            crate::output::outln!(
+                "{:<28} {:<7} ({}) model {}",
+                "",
+                "",
+                terminal_safe(&a.path),
+                terminal_safe(a.model.as_deref().unwrap_or("-"))
+            );
         }
         for s in &report.skipped {
             eprintln!(
@@ -131,7 +148,7 @@ pub(crate) async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliErr
     for path in paths {
         if path.is_dir() {
             match scan_dir(path.clone()).await {
-                Ok(scan) => report.add_scan(scan, false),
+                Ok(scan) => report.add_scan(scan, None),
                 Err(e) => {
                     failed += 1;
                     report.skipped.push(Skipped {
@@ -149,6 +166,7 @@ pub(crate) async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliErr
                 kind: subagents::claude::KIND.to_string(),
                 warnings,
                 description: None,
+                model: None,
             }),
             Err(e) => {
                 failed += 1;

@@ -66,5 +66,5 @@ async fn call_once(args: &CallArgs, prices: &ModelPrices) -> Result<(), CliError
     let outcome = result.map_err(|e| CliError::Failed(e.to_string()))?;
     let kind = KIND;
     let json_out = OutcomeJson::new(def.name(), kind.as_str(), &outcome, None).with_prices(prices);
-    finish(&outcome, json.then_some(&json_out))
+    finish(&outcome, &json_out, json)
 }

@@ -68,6 +68,106 @@ pub(crate) enum Command {
     /// (--store). The store also prunes itself when opened and every 10 minutes, with the
     /// default bounds.
     Prune(PruneArgs),
+    /// List, show, stop and resume the background tasks kept in the store (--store): the
+    /// `task_...` ids that `task --background` and the Task tool print.
+    #[command(subcommand)]
+    Tasks(TasksCommand),
+}
+
+/// `subagents tasks ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TasksCommand {
+    /// The most recent background tasks, newest first: id, agent, status, age. Tasks whose
+    /// process ended while they ran show as `interrupted`.
+    List {
+        /// At most this many (at most 500).
+        #[arg(long, default_value_t = 50, value_name = "N")]
+        limit: usize,
+        /// JSON output: [{"task_id","agent","kind","description","status","started_at",
+        /// "elapsed_ms","session_id","note"}].
+        #[arg(long)]
+        json: bool,
+    },
+    /// One task's status and output (its result, or the last output it streamed).
+    Show {
+        /// The task id (`task_...`).
+        id: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a running task: one of another `subagents` process still running is asked to stop
+    /// through the store (it stops within a few seconds, keeping its partial output).
+    Stop {
+        /// The task id (`task_...`).
+        id: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Continue an ended task's session with a message: a new run of the same agent, run like
+    /// `subagents task` (same options).
+    Resume(Box<TasksResumeArgs>),
+}
+
+/// `subagents tasks resume`.
+#[derive(Debug, Args)]
+pub(crate) struct TasksResumeArgs {
+    /// The task id (`task_...`).
+    pub id: String,
+    /// The message to continue with.
+    pub message: String,
+    /// Model override (spec or alias).
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Run every local agent on this model (see `run --agent-model`).
+    #[arg(long, value_name = "SPEC")]
+    pub agent_model: Option<String>,
+    /// Agent sources.
+    #[command(flatten)]
+    pub sources: AgentSources,
+    /// Print a machine-readable outcome.
+    #[arg(long)]
+    pub json: bool,
+    /// Workspace and tree limits.
+    #[command(flatten)]
+    pub tree: TreeArgs,
+    /// Budgets over the whole tree.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
+}
+
+impl TasksResumeArgs {
+    /// The `task` run that continues the task (its agent and session are looked up then).
+    pub(crate) fn into_task_args(self) -> TaskArgs {
+        TaskArgs {
+            agent: String::new(),
+            prompt: self.message,
+            model: self.model,
+            agent_model: self.agent_model,
+            sources: self.sources,
+            background: false,
+            resume: None,
+            json: self.json,
+            tree: self.tree,
+            budget: self.budget,
+            permissions: self.permissions,
+            resume_task: Some(self.id),
+        }
+    }
+}
+
+/// What `run` does with background tasks still running when the main agent answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OnExit {
+    /// Wait for them (Ctrl-C cancels them).
+    #[default]
+    Wait,
+    /// Cancel them.
+    Cancel,
 }
 
 /// `subagents prune`.
@@ -189,12 +289,23 @@ pub(crate) struct RunArgs {
     /// openai-compatible:MODEL@URL) or a name from subagents.toml. Default: $SUBAGENTS_MODEL.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
+    /// Run every local agent on this model, whatever its `model:` says (an alias such as
+    /// `haiku`, `inherit`, a spec) and whatever a Task call asks; the main agent keeps
+    /// --model. Default: `agent_model` in subagents.toml, else $CLAUDE_CODE_SUBAGENT_MODEL.
+    #[arg(long, value_name = "SPEC")]
+    pub agent_model: Option<String>,
     /// Agent sources.
     #[command(flatten)]
     pub sources: AgentSources,
     /// Print a machine-readable outcome (with the per-subagent usage tree) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Background tasks still running when the main agent answers: `wait` for them (Ctrl-C
+    /// cancels them) or `cancel` them. Either way they are named on stderr, a cancelled one
+    /// keeps its partial output (in the store too), and their usage counts in the totals and
+    /// --json.
+    #[arg(long, value_enum, default_value_t = OnExit::Wait, value_name = "WHAT")]
+    pub on_exit: OnExit,
     /// The main agent's turn limit.
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub max_turns: u32,
@@ -238,6 +349,9 @@ pub(crate) struct TaskArgs {
     /// Model override (spec or alias).
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
+    /// Run every local agent on this model (see `run --agent-model`).
+    #[arg(long, value_name = "SPEC")]
+    pub agent_model: Option<String>,
     /// Agent sources.
     #[command(flatten)]
     pub sources: AgentSources,
@@ -260,6 +374,9 @@ pub(crate) struct TaskArgs {
     /// Permissions.
     #[command(flatten)]
     pub permissions: PermissionArgs,
+    /// `tasks resume`: the background task whose session this run continues.
+    #[arg(skip)]
+    pub resume_task: Option<String>,
 }
 
 /// `subagents agents ...`.
@@ -270,7 +387,13 @@ pub(crate) enum AgentsCommand {
         /// Agent directories (repeatable).
         #[arg(long = "agents", value_name = "DIR")]
         agents: Vec<PathBuf>,
-        /// JSON output.
+        /// The model `run --model` would get: each agent's model is resolved against it.
+        #[arg(long, value_name = "SPEC")]
+        model: Option<String>,
+        /// As `run --agent-model`: every agent shows this model.
+        #[arg(long, value_name = "SPEC")]
+        agent_model: Option<String>,
+        /// JSON output (each agent's `model` is the spec it would run with).
         #[arg(long)]
         json: bool,
     },

@@ -11,6 +11,7 @@ use crate::error::CliError;
 ///
 /// ```toml
 /// model = "ollama:qwen2.5"          # the default model
+/// agent_model = "ollama:qwen2.5"    # one model for every agent, like --agent-model
 /// agents = ["./agents"]             # agent directories
 /// a2a = ["http://127.0.0.1:9000",   # remote A2A agents; a table adds settings such as
 ///        { url = "https://h/agent", bearer_env = "AGENT_TOKEN" }]   # credentials
@@ -23,8 +24,8 @@ use crate::error::CliError;
 /// [budget.agents.reviewer]          # an agent's own budget (over its frontmatter `budget`)
 /// tokens = 20000                    # each run gets at most this and what the caller has left
 /// time_secs = 120
-/// [prices]                          # USD per million tokens, by model name
-/// "gpt-4.1" = { input = 2.0, output = 8.0 }
+/// [prices]                          # USD per million tokens, by model name, over the
+/// "gpt-4.1" = { input = 2.0, output = 8.0 }   # built-in table of common hosted models
 /// [models]                          # named models and aliases
 /// fast = "openai:gpt-4.1-mini"
 /// sonnet = "anthropic:claude-sonnet-4-5"
@@ -44,6 +45,8 @@ use crate::error::CliError;
 pub(crate) struct Config {
     /// Default model spec.
     pub model: Option<String>,
+    /// One model for every agent (`--agent-model` and `CLAUDE_CODE_SUBAGENT_MODEL` win).
+    pub agent_model: Option<String>,
     /// Agent directories.
     #[serde(default)]
     pub agents: Vec<PathBuf>,

@@ -15,13 +15,15 @@ mod mcp;
 mod output;
 mod progress;
 mod prune;
+mod routes;
 mod run;
 mod serve;
 mod setup;
+mod tasks;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::{AgentsCommand, Cli, Command};
+use crate::cli::{AgentsCommand, Cli, Command, TasksCommand};
 use crate::config::Config;
 use crate::error::CliError;
 
@@ -42,6 +44,7 @@ fn main() {
     let otel = match &cli.command {
         Command::Run(_)
         | Command::Task(_)
+        | Command::Tasks(TasksCommand::Resume(_))
         | Command::Serve(_)
         | Command::Mcp(_)
         | Command::Call(_) => match subagents::otel::OtelGuard::from_env(cli.otlp.as_deref()) {
@@ -107,13 +110,30 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
     if let Some(store) = cli.store {
         config.store = Some(store);
     }
+    // $CLAUDE_CODE_SUBAGENT_MODEL over `agent_model`, for every command (a flag wins later).
+    routes::fold_flag(&mut config, None);
     match cli.command {
         Command::Run(args) => run::run(args, config).await,
         Command::Task(args) => run::task(args, config).await,
-        Command::Agents(AgentsCommand::List { agents, json }) => {
+        Command::Tasks(TasksCommand::Resume(args)) => {
+            run::task(args.into_task_args(), config).await
+        }
+        Command::Tasks(command) => tasks::tasks(command, &config).await,
+        Command::Agents(AgentsCommand::List {
+            agents,
+            model,
+            agent_model,
+            json,
+        }) => {
             let mut dirs = agents;
             dirs.extend(config.agents.iter().cloned());
-            agents::list(&dirs, json).await
+            routes::fold_flag(&mut config, agent_model.as_deref());
+            agents::list(
+                &dirs,
+                json,
+                &routes::for_listing(model.as_deref(), &config).await,
+            )
+            .await
         }
         Command::Agents(AgentsCommand::Validate { paths, json }) => {
             agents::validate(&paths, json).await

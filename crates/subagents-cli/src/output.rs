@@ -113,18 +113,20 @@ fn add_costs(
     }
 }
 
-/// Prints the outcome (its text, or the JSON) and turns its status into the exit code.
+/// Prints the outcome (its text, or the JSON with `json`) and turns its status into the exit
+/// code. In text mode the totals of the whole tree follow on stderr ([`summary_line`]).
 pub(crate) fn finish(
     outcome: &TaskOutcome,
-    json: Option<&OutcomeJson<'_>>,
+    view: &OutcomeJson<'_>,
+    json: bool,
 ) -> Result<(), CliError> {
-    match json {
-        Some(j) => {
-            let text = serde_json::to_string_pretty(j)
-                .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
-            crate::output::outln!("{text}");
-        }
-        None => crate::output::outln!("{}", outcome.text),
+    if json {
+        let text = serde_json::to_string_pretty(view)
+            .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
+        crate::output::outln!("{text}");
+    } else {
+        crate::output::outln!("{}", outcome.text);
+        eprintln!("{}", summary_line(outcome, view));
     }
     match outcome.status {
         TaskStatus::Completed => Ok(()),
@@ -145,6 +147,54 @@ pub(crate) fn finish(
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default()
         ))),
+    }
+}
+
+/// The last line of a run in text mode: how it ended and the whole tree's totals, e.g.
+/// `done · 12.3k in / 1.1k out tokens · $0.0400 · session sess_0193…`. The cost counts the
+/// priced models; models without a price are named, their cost never guessed.
+pub(crate) fn summary_line(outcome: &TaskOutcome, view: &OutcomeJson<'_>) -> String {
+    let total = serde_json::from_value::<subagents::spi::UsageNode>(view.usage.clone())
+        .map(|tree| tree.total())
+        .unwrap_or_else(|_| outcome.usage.clone());
+    let mut parts = vec![
+        match outcome.status {
+            TaskStatus::Completed => "done".to_string(),
+            other => other.to_string(),
+        },
+        format!(
+            "{} in / {} out tokens",
+            human_count(total.input_tokens),
+            human_count(total.output_tokens)
+        ),
+    ];
+    let unpriced = view.unpriced_models.join(", ");
+    match (view.cost_usd, unpriced.is_empty()) {
+        (Some(cost), true) => parts.push(format!("${cost:.4}")),
+        (Some(cost), false) if cost > 0.0 => {
+            parts.push(format!(
+                "${cost:.4} + unpriced: {}",
+                terminal_safe(&unpriced)
+            ));
+        }
+        (_, false) => parts.push(format!(
+            "cost unknown (unpriced: {})",
+            terminal_safe(&unpriced)
+        )),
+        (None, true) => {}
+    }
+    if let Some(session) = outcome.session_id.as_deref() {
+        parts.push(format!("session {}", terminal_safe(session)));
+    }
+    parts.join(" · ")
+}
+
+/// `950`, `12.3k`, `4.5M`.
+fn human_count(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
     }
 }
 
@@ -178,6 +228,32 @@ pub(crate) use outln;
 #[cfg(test)]
 mod tests {
     use super::terminal_safe;
+
+    #[test]
+    fn the_summary_line_gives_totals_cost_and_session() {
+        use subagents::spi::{ModelPrice, ModelPrices, TaskOutcome, Usage, UsageNode};
+        let mut o = TaskOutcome::completed("ok")
+            .with_usage(
+                Usage::new()
+                    .with_tokens(12_000, 800)
+                    .with_model("claude-sonnet-4-5-20250929"),
+            )
+            .with_session("sess_1");
+        o.children.push(UsageNode::new(
+            "local",
+            "CLAUDE",
+            subagents::spi::TaskStatus::Completed,
+            Usage::new().with_tokens(300, 300).with_model("qwen2.5"),
+        ));
+        let prices = ModelPrices::new().with("claude-sonnet-4-5", ModelPrice::new(3.0, 15.0));
+        let view = super::OutcomeJson::new("main", "MAIN", &o, None).with_prices(&prices);
+        assert_eq!(
+            super::summary_line(&o, &view),
+            "done · 12.3k in / 1.1k out tokens · $0.0480 + unpriced: qwen2.5 · session sess_1"
+        );
+        assert_eq!(super::human_count(999), "999");
+        assert_eq!(super::human_count(4_500_000), "4.5M");
+    }
 
     #[test]
     fn control_and_bidi_characters_are_escaped() {

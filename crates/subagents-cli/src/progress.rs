@@ -150,7 +150,8 @@ async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>, prices: Arc<ModelPr
             }
             ProgressKind::Status { message } => format!("status: {}", first_line(message)),
             ProgressKind::Finished { status, usage } => format!(
-                "finished {status} · {} turns · {} in / {} out tokens{} · {} ms",
+                "finished {status}{} · {} turns · {} in / {} out tokens{} · {} ms",
+                model_text(usage),
                 usage.turns,
                 usage.input_tokens,
                 usage.output_tokens,
@@ -184,7 +185,18 @@ struct Node {
     tokens: u64,
     /// ` · $0.0123` when the model's price is known, else empty.
     cost: String,
+    /// ` · MODEL` once the run's usage names its model, else empty.
+    model: String,
     last: String,
+}
+
+/// ` · MODEL` for a usage that names the model that answered (escaped); empty otherwise.
+fn model_text(usage: &subagents::spi::Usage) -> String {
+    usage
+        .model
+        .as_deref()
+        .map(|m| format!(" · {}", crate::output::terminal_safe(m)))
+        .unwrap_or_default()
 }
 
 /// ` · $COST` for a usage whose model has a price; empty otherwise (never guessed).
@@ -197,9 +209,10 @@ fn cost_text(prices: &ModelPrices, usage: &subagents::spi::Usage) -> String {
 impl Node {
     fn redraw(&self) {
         self.bar.set_message(format!(
-            "{}{} · turn {} · {} tokens{} · {}",
+            "{}{}{} · turn {} · {} tokens{} · {}",
             "  ".repeat(self.depth as usize),
             self.agent,
+            self.model,
             self.turns,
             self.tokens,
             self.cost,
@@ -247,6 +260,7 @@ async fn render_tree(
                     turns: 0,
                     tokens: 0,
                     cost: String::new(),
+                    model: String::new(),
                     last: String::new(),
                 },
             );
@@ -261,6 +275,7 @@ async fn render_tree(
             ProgressKind::Status { message } => node.last = first_line(message),
             ProgressKind::Usage { usage } => {
                 node.tokens = usage.total_tokens();
+                node.model = model_text(usage);
                 node.cost = cost_text(&prices, usage);
             }
             ProgressKind::Finished { status, usage } => {

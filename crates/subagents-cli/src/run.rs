@@ -9,10 +9,10 @@ use subagents::spi::{
 use subagents::{BackgroundState, Dispatch};
 
 use crate::approve;
-use crate::cli::{RunArgs, TaskArgs};
+use crate::cli::{OnExit, RunArgs, TaskArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
-use crate::output::{OutcomeJson, finish};
+use crate::output::{OutcomeJson, finish, terminal_safe};
 use crate::progress;
 use crate::setup::Setup;
 
@@ -61,13 +61,14 @@ fn failure(e: SubagentError) -> CliError {
 }
 
 /// `subagents run`.
-pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
+pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliError> {
     if args.agent.is_none() && args.prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
         return Err(CliError::Config(
             "a prompt is needed (or --agent NAME for an agent whose file has an `initialPrompt`)"
                 .to_string(),
         ));
     }
+    crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let multi = progress::terminal();
     let approver = approve::approver(&args.permissions, true, multi.clone());
@@ -82,6 +83,7 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     }
     .build()
     .await?;
+    crate::routes::notice_other_providers(&agents);
     let prompt = args.prompt.clone().unwrap_or_default();
     let main_as = match &args.agent {
         Some(name) => Some(main_agent_as(&agents, name, &prompt)?),
@@ -99,12 +101,23 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
         .main_agent()
         .max_turns(args.max_turns)
         .progress(sink)
-        .cancel(cancel);
+        .cancel(cancel.clone());
     if let Some((name, _)) = &main_as {
         main = main.agent(name.clone());
     }
-    let result = main.run(prompt).await;
+    let mut result = main.run(prompt).await;
+    // A failed main agent leaves nobody to read its background work: it is cancelled.
+    let on_exit = if result.is_ok() {
+        args.on_exit
+    } else {
+        OnExit::Cancel
+    };
+    end_background(&agents, &cancel, on_exit).await;
     interrupt.abort();
+    if let Ok(outcome) = &mut result {
+        // The usage of background children no TaskOutput read still counts.
+        outcome.children.extend(agents.take_unreported_usage());
+    }
     flush_store(&agents).await;
     let prices = agents.prices().clone();
     drop(agents);
@@ -112,7 +125,52 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     let outcome = result.map_err(failure)?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
-    finish(&outcome, args.json.then_some(&json))
+    finish(&outcome, &json, args.json)
+}
+
+/// The end of a run with background tasks still running: names them on stderr, then waits
+/// for them (`wait`; Ctrl-C, which cancels `cancel`, cancels them) or cancels them
+/// (`cancel`), and says how each ended. Cancelled tasks keep their partial output, in the
+/// store too.
+async fn end_background(
+    agents: &subagents::Subagents,
+    cancel: &CancellationToken,
+    on_exit: OnExit,
+) {
+    let running = agents.running_background();
+    if running.is_empty() {
+        return;
+    }
+    let names = running
+        .iter()
+        .map(|s| {
+            format!(
+                "{} ({})",
+                terminal_safe(&s.agent),
+                terminal_safe(&s.task_id)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let n = running.len();
+    match on_exit {
+        OnExit::Wait => eprintln!(
+            "subagents: waiting for {n} background task(s) still running: {names}. Ctrl-C \
+             cancels them (their partial output is kept)."
+        ),
+        OnExit::Cancel => {
+            eprintln!("subagents: cancelling {n} background task(s) still running: {names}");
+            cancel.cancel();
+        }
+    }
+    for s in agents.finish_background(cancel).await {
+        eprintln!(
+            "subagents: background task {} ({}) ended {}",
+            terminal_safe(&s.task_id),
+            terminal_safe(&s.agent),
+            s.status()
+        );
+    }
 }
 
 /// The agent `--agent NAME` names, as (registered name, kind); a configuration error (exit 2)
@@ -153,8 +211,9 @@ async fn flush_store(agents: &subagents::Subagents) {
     }
 }
 
-/// `subagents task`.
-pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError> {
+/// `subagents task` (and `tasks resume`, which continues a background task's session).
+pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliError> {
+    crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
     // A model is needed only by local agents: pick one if we can, and report "no model"
     // (exit 2) only if the chosen agent turns out to need it.
     let (spec, model_problem) =
@@ -176,10 +235,23 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
     .build()
     .await?;
     let task = agents.task();
-    let Some(def) = task.find(&args.agent).cloned() else {
+    // `tasks resume ID`: the agent and session come from the task.
+    let resumed = match &args.resume_task {
+        Some(id) => Some(
+            agents
+                .resume_call(id, args.prompt.clone())
+                .await
+                .map_err(|e| CliError::Config(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let agent_name = resumed
+        .as_ref()
+        .map_or(args.agent.as_str(), |c| c.subagent_type.as_str());
+    let Some(def) = task.find(agent_name).cloned() else {
         return Err(CliError::Config(format!(
             "unknown agent `{}`; available agents: {}",
-            args.agent,
+            agent_name,
             task.agent_names().join(", ")
         )));
     };
@@ -194,11 +266,17 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
     let ctx = TaskContext::new().with_progress(sink);
     let interrupt = cancel_on_ctrl_c(ctx.cancel().clone());
     // Without --background, the agent's own default (`background: true`) decides.
-    let mut call = TaskCall::new(def.name(), "command-line task", args.prompt.clone());
+    let mut call = match resumed {
+        Some(call) => call,
+        None => {
+            let mut call = TaskCall::new(def.name(), "command-line task", args.prompt.clone());
+            call.resume = args.resume.clone();
+            call
+        }
+    };
     if args.background {
         call = call.in_background(true);
     }
-    call.resume = args.resume.clone();
     call.model = args.model.clone();
     let dispatched = agents.dispatch(call, &ctx).await;
     let result: Result<(String, Option<String>, TaskOutcome), SubagentError> = match dispatched {
@@ -252,8 +330,18 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
         )),
         Err(e) => Err(e),
     };
+    let on_exit = if result.is_ok() {
+        OnExit::Wait
+    } else {
+        OnExit::Cancel
+    };
+    end_background(&agents, ctx.cancel(), on_exit).await;
     interrupt.abort();
     drop(ctx);
+    let mut result = result;
+    if let Ok((_, _, outcome)) = &mut result {
+        outcome.children.extend(agents.take_unreported_usage());
+    }
     flush_store(&agents).await;
     let prices = agents.prices().clone();
     drop(agents);
@@ -261,5 +349,5 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
     let (agent, task_id, outcome) = result.map_err(failure)?;
     let kind = kind.map(|k| k.to_string()).unwrap_or_default();
     let json = OutcomeJson::new(&agent, &kind, &outcome, task_id.as_deref()).with_prices(&prices);
-    finish(&outcome, args.json.then_some(&json))
+    finish(&outcome, &json, args.json)
 }

@@ -63,7 +63,6 @@ impl<'a> Setup<'a> {
             flags.budget_turns.or(conf.turns),
             flags.budget_time.or(conf.time_secs),
             flags.budget_usd.or(conf.usd),
-            !self.config.prices.is_empty(),
         )
     }
 
@@ -77,7 +76,6 @@ impl<'a> Setup<'a> {
                 c.turns,
                 c.time_secs,
                 c.usd,
-                !self.config.prices.is_empty(),
             )?;
             out.push((agent.clone(), l));
         }
@@ -102,6 +100,9 @@ impl<'a> Setup<'a> {
         }
         for (name, spec) in &self.config.models {
             b = b.named_model(name.clone(), spec.clone());
+        }
+        if let Some(spec) = crate::routes::agent_model(self.config, self.model) {
+            b = b.agent_model(spec);
         }
         for dir in self.sources.agents.iter().chain(&self.config.agents) {
             b = b.agents_dir(dir);
@@ -240,7 +241,6 @@ fn limits(
     turns: Option<u32>,
     time_secs: Option<f64>,
     usd: Option<f64>,
-    priced: bool,
 ) -> Result<subagents::spi::BudgetLimits, CliError> {
     let name = |flag: &str, key: &str| what.replace("{what}", flag).replace("{key}", key);
     let mut limits = subagents::spi::BudgetLimits::new();
@@ -266,19 +266,15 @@ fn limits(
                 name("usd", "usd")
             )));
         }
-        if !priced {
-            tracing::warn!(
-                "a USD budget is set but subagents.toml has no [prices]: no cost can be counted"
-            );
-        }
         limits = limits.with_usd(usd);
     }
     Ok(limits)
 }
 
-/// `[prices]` of subagents.toml, checked.
+/// The built-in price table of common hosted models ([`subagents::prices`]) with `[prices]`
+/// of subagents.toml over it, checked.
 pub(crate) fn prices_of(config: &Config) -> Result<subagents::spi::ModelPrices, CliError> {
-    let mut prices = subagents::spi::ModelPrices::new();
+    let mut prices = subagents::prices::default_prices();
     for (model, p) in &config.prices {
         for (what, v) in [("input", p.input), ("output", p.output)] {
             if !v.is_finite() || v < 0.0 {

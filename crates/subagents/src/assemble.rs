@@ -71,6 +71,21 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             tracing::warn!("{w}");
         }
         let models = Arc::new(models);
+        // A model forced for every agent: the agents get a registry of their own.
+        let agent_models = match &b.agent_model {
+            Some(spec) => Arc::new(crate::models::forced_registry(spec)?),
+            None => models.clone(),
+        };
+        let routes = crate::models::ModelRoutes::new(
+            default_model.as_deref(),
+            b.named_models
+                .iter()
+                .filter_map(|(name, choice)| match choice {
+                    crate::ModelChoice::Spec(spec) => Some((name.clone(), spec.clone())),
+                    crate::ModelChoice::Model(_) => None,
+                }),
+            b.agent_model.as_deref(),
+        );
         let mut skill_dirs = b.skill_dirs.clone();
         if let Some(start) = &b.discover_skills_from {
             skill_dirs.extend(subagent_claude::skill_dirs(
@@ -81,7 +96,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         let hooks =
             settings_hooks(b.hooks, b.discover_from.is_some(), &b.settings_files, &root).await;
         let mut claude = subagent_claude::ClaudeSubagentType::builder()
-            .models(models.clone())
+            .models(agent_models)
             .tools(subagent_tools::ToolSet::all_with_sandbox(
                 ws.clone(),
                 &b.sandbox,
@@ -131,6 +146,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             workspace: ws,
             models,
             default_model,
+            routes,
             main_mode: b.permission_mode.or(settings_mode).unwrap_or_default(),
             rules: Arc::new(rules),
             sandbox: b.sandbox.clone(),
@@ -140,6 +156,12 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
     };
     #[cfg(not(feature = "claude"))]
     {
+        if b.agent_model.is_some() {
+            return Err(Error::MissingFeature {
+                what: "a model for every agent".into(),
+                feature: "claude",
+            });
+        }
         let _ = (
             &root,
             &b.skill_dirs,

@@ -46,6 +46,12 @@ pub struct SubagentsBuilder {
     #[setters(generate, strip_option, into)]
     pub(crate) model: Option<ModelChoice>,
     pub(crate) named_models: Vec<(String, ModelChoice)>,
+    /// One model for every Markdown agent, as a spec: whatever an agent's `model:` says
+    /// (`haiku`, `inherit`, a spec) and whatever a Task call asks, it runs on this one; the
+    /// main agent keeps [`model`](Self::model). What `--agent-model` and Claude Code's
+    /// `CLAUDE_CODE_SUBAGENT_MODEL` set (feature `claude`).
+    #[setters(generate, strip_option, into)]
+    pub(crate) agent_model: Option<String>,
     pub(crate) agent_dirs: Vec<PathBuf>,
     pub(crate) agent_files: Vec<PathBuf>,
     pub(crate) discover_from: Option<PathBuf>,
@@ -138,6 +144,7 @@ impl Default for SubagentsBuilder {
             references: Vec::new(),
             model: None,
             named_models: Vec::new(),
+            agent_model: None,
             agent_dirs: Vec::new(),
             agent_files: Vec::new(),
             discover_from: None,

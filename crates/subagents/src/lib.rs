@@ -36,6 +36,7 @@
 //! | `full` | no | all of the above |
 
 mod assemble;
+mod background;
 mod builder;
 mod error;
 #[cfg(feature = "claude")]
@@ -43,6 +44,7 @@ mod main_agent;
 pub mod models;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub mod prices;
 #[cfg(feature = "server")]
 mod serve;
 
@@ -119,6 +121,8 @@ pub(crate) struct Local {
     pub(crate) workspace: subagent_tools::Workspace,
     pub(crate) models: Arc<subagent_runtime::ModelRegistry>,
     pub(crate) default_model: Option<String>,
+    /// Where agents' model names lead (for showing it before they run).
+    pub(crate) routes: models::ModelRoutes,
     /// The main agent's permission mode.
     pub(crate) main_mode: subagent_claude::PermissionMode,
     /// The permission rules of the main agent and every Markdown agent.
@@ -297,6 +301,13 @@ impl Subagents {
     /// The default model's name (its spec, or a model value's own name), when one is set.
     pub fn default_model_name(&self) -> Option<&str> {
         self.local.as_ref()?.default_model.as_deref()
+    }
+
+    /// Where model names lead: the default model, named models, Claude Code's aliases and
+    /// the model forced for every agent ([`ModelRoutes::agent_spec`](models::ModelRoutes::agent_spec)
+    /// tells which model an agent runs on).
+    pub fn model_routes(&self) -> Option<&models::ModelRoutes> {
+        self.local.as_ref().map(|l| &l.routes)
     }
 
     /// The settings hooks in force (Claude Code's `.claude/settings.json` `hooks`), when local

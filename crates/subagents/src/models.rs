@@ -145,19 +145,12 @@ pub(crate) fn registry(
     }
     #[cfg(feature = "providers")]
     {
-        let anthropic = env_nonempty("ANTHROPIC_API_KEY").is_some();
-        for (alias, target) in subagent_providers::default_aliases() {
+        for (alias, _) in subagent_providers::default_aliases() {
             if named.iter().any(|(n, _)| n == alias) {
                 continue;
             }
-            match (&default_name, anthropic) {
-                (_, true) => {
-                    reg.alias(alias, format!("anthropic:{target}"));
-                }
-                (Some(d), false) => {
-                    reg.alias(alias, d.clone());
-                }
-                (None, false) => {}
+            if let Some(target) = builtin_alias_target(alias, default_name.as_deref()) {
+                reg.alias(alias, target);
             }
         }
         reg.set_fallback(Arc::new(|name: &str| {
@@ -166,6 +159,124 @@ pub(crate) fn registry(
         }));
     }
     Ok((reg, default_name))
+}
+
+/// What Claude Code's alias `alias` (`sonnet`, `opus`, `haiku`) stands for: the Anthropic
+/// model when `ANTHROPIC_API_KEY` is set, else the default model (so agents written for Claude
+/// Code run on any model); `None` for another name, or with neither.
+#[cfg(feature = "providers")]
+fn builtin_alias_target(alias: &str, default: Option<&str>) -> Option<String> {
+    let (_, target) = subagent_providers::default_aliases()
+        .into_iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(alias))?;
+    if env_nonempty("ANTHROPIC_API_KEY").is_some() {
+        Some(format!("anthropic:{target}"))
+    } else {
+        default.map(str::to_string)
+    }
+}
+
+/// The registry the Markdown agents route through when one model is forced for every agent
+/// ([`SubagentsBuilder::agent_model`](crate::SubagentsBuilder::agent_model)): whatever name a
+/// run asks for (`haiku`, `inherit`'s parent model, a spec, a Task call's `model`), it gets
+/// the forced model.
+#[cfg(feature = "claude")]
+pub(crate) fn forced_registry(spec: &str) -> Result<subagent_runtime::ModelRegistry, Error> {
+    let model = build_spec(spec)?;
+    let mut reg = subagent_runtime::ModelRegistry::new();
+    reg.register(spec.to_string(), model.clone());
+    reg.set_default(spec.to_string());
+    reg.set_fallback(Arc::new(move |_name: &str| Some(Ok(model.clone()))));
+    Ok(reg)
+}
+
+/// Where model names lead, as the assembly routes them: the default model, named models
+/// (`[models]`), Claude Code's `sonnet`/`opus`/`haiku`, specs, and a model forced for every
+/// agent. For showing which model an agent runs on before it runs (`agents list`, the notice
+/// of `run`); the model registry routes the same way.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRoutes {
+    default: Option<String>,
+    named: Vec<(String, String)>,
+    forced: Option<String>,
+}
+
+impl ModelRoutes {
+    /// Routes from the default model spec, named models (name → spec) and the model forced
+    /// for every agent, if any.
+    pub fn new(
+        default: Option<&str>,
+        named: impl IntoIterator<Item = (String, String)>,
+        forced: Option<&str>,
+    ) -> Self {
+        Self {
+            default: default.map(str::to_string),
+            named: named.into_iter().collect(),
+            forced: forced.map(str::to_string),
+        }
+    }
+
+    /// The default model's spec.
+    pub fn default_spec(&self) -> Option<&str> {
+        self.default.as_deref()
+    }
+
+    /// The model forced for every agent, if any.
+    pub fn forced(&self) -> Option<&str> {
+        self.forced.as_deref()
+    }
+
+    /// The spec `name` leads to (`default`, a named model, `sonnet`/`opus`/`haiku`, or a spec
+    /// itself); `None` when it names nothing known.
+    pub fn spec_of(&self, name: &str) -> Option<String> {
+        let mut current = name.trim().to_string();
+        for _ in 0..8 {
+            if current.is_empty() || current.eq_ignore_ascii_case("default") {
+                current = self.default.clone()?;
+                continue;
+            }
+            if let Some((_, spec)) = self
+                .named
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(&current))
+            {
+                current = spec.clone();
+                continue;
+            }
+            #[cfg(feature = "providers")]
+            if let Some(target) = builtin_alias_target(&current, self.default.as_deref()) {
+                return Some(target);
+            }
+            return current.contains(':').then_some(current);
+        }
+        None
+    }
+
+    /// The spec a Markdown agent runs with when the main agent calls it without naming a
+    /// model: the forced model, else its `model:` (`inherit`: the main agent's), else the
+    /// default model.
+    #[cfg(feature = "claude")]
+    pub fn agent_spec(&self, def: &subagent_claude::ClaudeAgentDefinition) -> Option<String> {
+        if let Some(f) = &self.forced {
+            return Some(f.clone());
+        }
+        let default = self.default.as_deref();
+        let (name, _) = subagent_claude::route_model(None, def, default, default);
+        self.spec_of(&name)
+    }
+}
+
+/// Which provider (and, for `openai-compatible`, which server) a spec talks to, for telling
+/// apart models that go to different places.
+pub fn provider_of(spec: &str) -> String {
+    match spec.split_once(':') {
+        Some(("openai-compatible", rest)) => format!(
+            "openai-compatible@{}",
+            rest.split_once('@').map_or("", |(_, url)| url)
+        ),
+        Some((provider, _)) => provider.to_string(),
+        None => spec.to_string(),
+    }
 }
 
 #[cfg(feature = "claude")]

@@ -20,6 +20,11 @@ use crate::registry::{Target, TaskConfig, TaskTool};
 
 /// Partial output kept per background task (the most recent text).
 const PARTIAL_CAP: usize = 64 * 1024;
+/// Beyond the stop grace, how long stopping a task of another process waits for it to end:
+/// that process polls for stop requests every second and writes its end in a batch.
+const STOP_ELSEWHERE_SLACK: Duration = Duration::from_secs(5);
+/// How often the record of a task being stopped elsewhere is read.
+const STOP_ELSEWHERE_POLL: Duration = Duration::from_millis(200);
 
 /// The state of a background task.
 #[derive(Debug, Clone)]
@@ -78,6 +83,10 @@ pub struct BackgroundSnapshot {
     /// A remark for the reader: the result was read back from the task ledger (it ran in an
     /// earlier or another process), or it could not be saved to the ledger.
     pub note: Option<String>,
+    /// When the task started (wall clock).
+    pub started_at: SystemTime,
+    /// The session the task's run announced (what `resume` continues), once known.
+    pub session_id: Option<String>,
 }
 
 impl BackgroundSnapshot {
@@ -144,6 +153,10 @@ struct Pending {
 impl Entry {
     fn snapshot(&self, task_id: &str, wait_timed_out: bool) -> BackgroundSnapshot {
         let state = self.state.borrow().clone();
+        let state_session = match &state {
+            BackgroundState::Finished(o) => o.session_id.clone(),
+            _ => None,
+        };
         let elapsed = match *self.finished_at.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(end) => end.duration_since(self.started),
             None => self.started.elapsed(),
@@ -164,7 +177,22 @@ impl Entry {
             note: lock(&self.persist_error).as_ref().map(|e| {
                 format!("this result could not be saved to the task ledger ({e}); it is lost if this process ends")
             }),
+            started_at: self.started_wall,
+            session_id: match &state_session {
+                Some(s) => Some(s.clone()),
+                None => lock(&self.session_id).clone(),
+            },
         }
+    }
+
+    /// Not ended yet.
+    pub(crate) fn is_running(&self) -> bool {
+        self.state.borrow().is_running()
+    }
+
+    /// Cancels the task (it winds down within the stop grace).
+    pub(crate) fn cancel_now(&self) {
+        self.cancel.cancel();
     }
 
     pub(crate) fn set_persist_error(&self, e: String) {
@@ -251,16 +279,26 @@ impl Entry {
         }
     }
 
-    /// Takes the usage tree to report, the first time only.
+    /// Takes the usage tree to report, the first time only. A task that failed reports the
+    /// usage it announced before failing (its tokens were spent all the same).
     pub(crate) fn take_usage(&self, task_id: &str) -> Option<UsageNode> {
         let state = self.state.borrow();
-        let BackgroundState::Finished(o) = &*state else {
-            return None;
+        let node = match &*state {
+            BackgroundState::Finished(o) => o.usage_tree(&self.agent, &self.kind, Some(task_id)),
+            BackgroundState::Failed(_) => {
+                let usage = lock(&self.usage).clone();
+                if usage.total_tokens() == 0 {
+                    return None;
+                }
+                UsageNode::new(&self.agent, &self.kind, TaskStatus::Failed, usage)
+                    .with_task_id(task_id)
+            }
+            _ => return None,
         };
         if self.usage_reported.swap(true, Ordering::AcqRel) {
             return None;
         }
-        Some(o.usage_tree(&self.agent, &self.kind, Some(task_id)))
+        Some(node)
     }
 }
 
@@ -506,8 +544,10 @@ impl BackgroundRegistry {
                     }
                     BackgroundState::Finished(o)
                 }
+                // Cancelled before it could wind down: the usage it announced still counts.
                 Err(_) if cancel.is_cancelled() => BackgroundState::Finished(
-                    TaskOutcome::with_status(partial(), TaskStatus::Cancelled),
+                    TaskOutcome::with_status(partial(), TaskStatus::Cancelled)
+                        .with_usage(lock(&entry.usage).clone()),
                 ),
                 Err(e) => BackgroundState::Failed(e.to_string()),
             };
@@ -632,10 +672,10 @@ impl BackgroundRegistry {
         let entry = match self.find(task_id, ttl).await? {
             Found::Here(e) => e,
             Found::Ledger(snap) if snap.status() == TaskStatus::Running => {
-                return Err(SubagentError::InvalidInput(format!(
-                    "background task `{task_id}` runs in another process; only that process can \
-                     stop it"
-                )));
+                return self
+                    .stop_elsewhere(task_id, grace, ttl)
+                    .await
+                    .map(|s| (s, None));
             }
             Found::Ledger(snap) => return Ok((*snap, None)),
         };
@@ -649,6 +689,111 @@ impl BackgroundRegistry {
         let snap = entry.snapshot(task_id, false);
         let usage = entry.take_usage(task_id);
         Ok((snap, usage))
+    }
+
+    /// Stops a task another process runs: asks it through the ledger, then reads the record
+    /// until the task ended (bounded: the owner's poll, its grace, and a write).
+    async fn stop_elsewhere(
+        &self,
+        task_id: &str,
+        grace: Duration,
+        ttl: Duration,
+    ) -> Result<BackgroundSnapshot, SubagentError> {
+        let Some(writer) = &self.ledger else {
+            return Err(unknown(task_id, ttl));
+        };
+        let ledger = writer.ledger();
+        let refused = |e: crate::LedgerError| {
+            SubagentError::InvalidInput(format!(
+                "background task `{task_id}` runs in another process, and it could not be asked \
+                 to stop: {e}"
+            ))
+        };
+        ledger.request_stop(task_id).await.map_err(refused)?;
+        let deadline = tokio::time::Instant::now() + grace + STOP_ELSEWHERE_SLACK;
+        loop {
+            let record = ledger.get(task_id).await.map_err(refused)?;
+            let Some(record) = record else {
+                return Err(unknown(task_id, ttl));
+            };
+            let ended = record.status != TaskStatus::Running;
+            if ended || tokio::time::Instant::now() >= deadline {
+                let mut snap = snapshot_of_record(record);
+                snap.note = Some(if ended {
+                    "stopped in the process that ran it (read from the task ledger)".to_string()
+                } else {
+                    "asked to stop; the process that runs it has not ended it yet".to_string()
+                });
+                snap.wait_timed_out = !ended;
+                return Ok(snap);
+            }
+            tokio::time::sleep(STOP_ELSEWHERE_POLL).await;
+        }
+    }
+
+    /// Snapshots of the tasks held in memory (expired results skipped), oldest first, without
+    /// taking their usage.
+    pub(crate) fn snapshots(&self, ttl: Duration) -> Vec<BackgroundSnapshot> {
+        let now = Instant::now();
+        let mut held: Vec<(Instant, BackgroundSnapshot)> = self
+            .entries
+            .iter()
+            .filter(|e| !e.value().expired(ttl, now))
+            .map(|e| (e.value().started, e.value().snapshot(e.key(), false)))
+            .collect();
+        held.sort_by_key(|(started, _)| *started);
+        held.into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// The usage trees of ended tasks that no caller has read yet, each reported once.
+    pub(crate) fn take_unreported_usage(&self) -> Vec<UsageNode> {
+        let mut taken: Vec<(Instant, UsageNode)> = self
+            .entries
+            .iter()
+            .filter_map(|e| Some((e.value().started, e.value().take_usage(e.key())?)))
+            .collect();
+        taken.sort_by_key(|(started, _)| *started);
+        taken.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// Waits up to `wait` for a task to end or to need an answer, like [`output`](Self::output)
+    /// but leaving its usage to be reported later.
+    pub(crate) async fn watch(
+        &self,
+        task_id: &str,
+        wait: Duration,
+        ttl: Duration,
+    ) -> Result<BackgroundSnapshot, SubagentError> {
+        let entry = match self.find(task_id, ttl).await? {
+            Found::Here(e) => e,
+            Found::Ledger(snap) => return Ok(*snap),
+        };
+        let mut rx = entry.state.subscribe();
+        let timed_out = tokio::time::timeout(wait, rx.wait_for(|s| s.needs_attention()))
+            .await
+            .is_err();
+        Ok(entry.snapshot(task_id, timed_out))
+    }
+
+    /// The ledger's records, newest first (at most `limit`), when there is a ledger.
+    pub(crate) async fn ledger_records(
+        &self,
+        limit: usize,
+    ) -> Option<Result<Vec<TaskRecord>, crate::LedgerError>> {
+        let writer = self.ledger.as_ref()?;
+        Some(writer.ledger().list(limit).await)
+    }
+
+    /// Cancels every task that has not ended; returns how many.
+    pub(crate) fn cancel_running(&self) -> usize {
+        let mut n = 0;
+        for e in self.entries.iter() {
+            if e.value().state.borrow().is_running() {
+                e.value().cancel.cancel();
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Ids of running tasks (for error messages).
@@ -724,7 +869,7 @@ enum Found {
 }
 
 /// What `TaskOutput` shows of a ledger record.
-fn snapshot_of_record(r: TaskRecord) -> BackgroundSnapshot {
+pub(crate) fn snapshot_of_record(r: TaskRecord) -> BackgroundSnapshot {
     let elapsed = r.elapsed();
     let running = r.status == TaskStatus::Running;
     let state = match r.status {
@@ -753,6 +898,8 @@ fn snapshot_of_record(r: TaskRecord) -> BackgroundSnapshot {
         elapsed,
         partial: r.partial,
         wait_timed_out: false,
+        started_at: r.started_at,
+        session_id: r.session_id,
         note: Some(if running {
             "this task runs in another process (read from the task ledger); its result shows \
              here once it ends"

@@ -137,6 +137,31 @@ pub trait TaskLedger: Send + Sync {
     /// [`TaskStatus::Interrupted`].
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, LedgerError>;
 
+    /// The most recent records, newest first (by start), at most `limit`; running records
+    /// whose owner is gone come back as [`TaskStatus::Interrupted`], as with
+    /// [`get`](Self::get). The default says the ledger cannot list.
+    async fn list(&self, limit: usize) -> Result<Vec<TaskRecord>, LedgerError> {
+        let _ = limit;
+        Err(LedgerError::msg("this task ledger cannot list its tasks"))
+    }
+
+    /// Asks the process running task `id` to stop it (a process cannot cancel another's
+    /// task directly): the owner's writer polls [`stop_requests`](Self::stop_requests).
+    /// Returns whether a running task was asked. The default says the ledger cannot.
+    async fn request_stop(&self, id: &str) -> Result<bool, LedgerError> {
+        let _ = id;
+        Err(LedgerError::msg(
+            "this task ledger cannot pass stop requests between processes",
+        ))
+    }
+
+    /// The ids of `owner`'s running tasks that another process asked to stop (polled about
+    /// every second while the owner runs background tasks). The default: none.
+    async fn stop_requests(&self, owner: &str) -> Result<Vec<String>, LedgerError> {
+        let _ = owner;
+        Ok(Vec::new())
+    }
+
     /// Tells the ledger that `owner` is alive and still runs its running tasks (called
     /// periodically by the writer; a ledger that detects dead owners otherwise may ignore it).
     async fn heartbeat(&self, owner: &str) -> Result<(), LedgerError> {

@@ -22,11 +22,16 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
 const RETRY_BACKOFF: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(500)];
 /// The most records written in one batch (one transaction).
 const MAX_BATCH: usize = 2048;
+/// How often, while this process runs background tasks, the ledger is asked whether another
+/// process wants one stopped ([`TaskLedger::stop_requests`]).
+const STOP_POLL: Duration = Duration::from_secs(1);
 
 pub(crate) struct Shared {
     ledger: Arc<dyn TaskLedger>,
     pub(crate) owner: String,
     dirty: DashMap<String, Arc<Entry>>,
+    /// This process's tasks that have not ended, for the stop requests of other processes.
+    running: DashMap<String, Arc<Entry>>,
     wake: Notify,
     /// One batch in flight at a time (the writer's and `flush`'s).
     writing: tokio::sync::Mutex<()>,
@@ -52,6 +57,7 @@ impl LedgerWriter {
                 ledger,
                 owner: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
                 dirty: DashMap::new(),
+                running: DashMap::new(),
                 wake: Notify::new(),
                 writing: tokio::sync::Mutex::new(()),
                 started: AtomicBool::new(false),
@@ -73,6 +79,8 @@ impl LedgerWriter {
 async fn run(shared: Arc<Shared>) {
     let mut beat = tokio::time::interval(HEARTBEAT_EVERY);
     beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut stops = tokio::time::interval(STOP_POLL);
+    stops.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = shared.closed.cancelled() => {
@@ -88,6 +96,7 @@ async fn run(shared: Arc<Shared>) {
                     tracing::warn!(error = %e, "task ledger heartbeat failed");
                 }
             }
+            _ = stops.tick(), if !shared.running.is_empty() => shared.apply_stop_requests().await,
         }
     }
 }
@@ -95,9 +104,32 @@ async fn run(shared: Arc<Shared>) {
 impl Shared {
     /// Queues the entry's current state for writing (coalesced with earlier changes).
     pub(crate) fn mark(self: &Arc<Self>, id: &str, entry: &Arc<Entry>) {
+        if entry.is_running() {
+            if !self.running.contains_key(id) {
+                self.running.insert(id.to_string(), entry.clone());
+            }
+        } else {
+            self.running.remove(id);
+        }
         self.dirty.insert(id.to_string(), entry.clone());
         self.ensure_started();
         self.wake.notify_one();
+    }
+
+    /// Cancels the tasks of this process that another process asked to stop through the
+    /// ledger; each winds down as with `TaskStop` and its end is recorded.
+    async fn apply_stop_requests(&self) {
+        match self.ledger.stop_requests(&self.owner).await {
+            Ok(ids) => {
+                for id in ids {
+                    if let Some(entry) = self.running.get(&id).map(|e| e.value().clone()) {
+                        tracing::info!(task = %id, "background task stopped at another process's request");
+                        entry.cancel_now();
+                    }
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "stop requests not read"),
+        }
     }
 
     fn ensure_started(self: &Arc<Self>) {
