@@ -45,7 +45,8 @@ impl AgentScope {
 
 /// Why `file` (a symlink, say) leads outside `bound` once resolved, or `None` when it stays in.
 pub(crate) fn escapes(file: &Path, bound: &Path) -> Option<String> {
-    let shown = |p: &Path| crate::definition::escape_for_terminal(&p.display().to_string()).into_owned();
+    let shown =
+        |p: &Path| crate::definition::escape_for_terminal(&p.display().to_string()).into_owned();
     match std::fs::canonicalize(file) {
         Ok(real) if real.starts_with(bound) => None,
         Ok(real) => Some(format!(
@@ -348,8 +349,11 @@ mod tests {
         #[cfg(unix)]
         {
             let outside = tmp.path().join("outside.md");
-            std::fs::write(&outside, "---\nname: outsider\ndescription: o\n---\nsecret\n")
-                .unwrap();
+            std::fs::write(
+                &outside,
+                "---\nname: outsider\ndescription: o\n---\nsecret\n",
+            )
+            .unwrap();
             let link = project.join(".claude/agents/link.md");
             std::os::unix::fs::symlink(&outside, &link).unwrap();
             let d = discover_agents(&start, Some(home.clone())).await.unwrap();

@@ -107,8 +107,7 @@ pub use definition::{
 };
 pub use discovery::{
     AgentDir, AgentScope, DiscoveredAgent, Discovery, DuplicateAgent, ShadowedAgent, agent_dirs,
-    discover_agents,
-    home_dir, skill_dirs,
+    discover_agents, home_dir, skill_dirs,
 };
 pub use error::ClaudeError;
 pub use executor::{

@@ -74,7 +74,10 @@ impl MemoryScope {
     /// through [`agent_slug`](crate::agent_slug) (`code-reviewer` stays `code-reviewer`;
     /// `LSP/Index Engineer` becomes `lsp-index-engineer-<hash>`).
     pub fn dir(self, agent: &str, project: &Path, home: Option<&Path>) -> Option<PathBuf> {
-        Some(self.root(project, home)?.join(crate::slug::agent_slug(agent)))
+        Some(
+            self.root(project, home)?
+                .join(crate::slug::agent_slug(agent)),
+        )
     }
 
     /// The directory holding every agent's memory directory of this scope.
@@ -91,7 +94,10 @@ impl MemoryScope {
     /// the user's `~/.claude/agent-memory` for `user`.
     fn bound(self, project: &Path, home: Option<&Path>) -> Option<(PathBuf, &'static str)> {
         Some(match self {
-            MemoryScope::User => (self.root(project, home)?, "the user's agent-memory directory"),
+            MemoryScope::User => (
+                self.root(project, home)?,
+                "the user's agent-memory directory",
+            ),
             MemoryScope::Project | MemoryScope::Local => (project.to_path_buf(), "the workspace"),
         })
     }
@@ -157,11 +163,15 @@ pub(crate) fn locate(
     home: Option<&Path>,
     create: bool,
 ) -> Result<Location, String> {
-    let (Some(dir), Some((bound, what))) = (scope.dir(agent, project, home), scope.bound(project, home))
+    let (Some(dir), Some((bound, what))) =
+        (scope.dir(agent, project, home), scope.bound(project, home))
     else {
-        return Err("`memory: user` needs a home directory (HOME); no memory for this agent".into());
+        return Err(
+            "`memory: user` needs a home directory (HOME); no memory for this agent".into(),
+        );
     };
-    let shown = |p: &Path| crate::definition::escape_for_terminal(&p.display().to_string()).into_owned();
+    let shown =
+        |p: &Path| crate::definition::escape_for_terminal(&p.display().to_string()).into_owned();
     let bound_real = resolve_existing(&bound)
         .map_err(|e| format!("memory: cannot resolve `{}`: {e}", shown(&bound)))?;
     let real = resolve_existing(&dir).map_err(|e| {
@@ -395,7 +405,10 @@ mod tests {
         let loc = locate(MemoryScope::Project, "a", &project, None, true).unwrap();
         assert_eq!(loc.memory_md, None);
         let why = loc.refused_md.unwrap();
-        assert!(why.contains("MEMORY.md") && why.contains("outside the workspace"), "{why}");
+        assert!(
+            why.contains("MEMORY.md") && why.contains("outside the workspace"),
+            "{why}"
+        );
         // A link to a file inside the workspace is fine.
         std::fs::write(project.join("notes.md"), "n").unwrap();
         std::fs::remove_file(loc.dir.join("MEMORY.md")).unwrap();
@@ -406,7 +419,10 @@ mod tests {
         // The scope's root linked out: refused before anything is created there.
         symlink(&outside, project.join(".claude/agent-memory-local")).unwrap();
         let e = locate(MemoryScope::Local, "b", &project, None, true).unwrap_err();
-        assert!(e.contains("agent-memory-local") && e.contains("outside the workspace"), "{e}");
+        assert!(
+            e.contains("agent-memory-local") && e.contains("outside the workspace"),
+            "{e}"
+        );
         assert!(!outside.join("b").exists(), "created outside");
         assert_eq!(
             location_warning(MemoryScope::Local, "b", &project, None).as_deref(),

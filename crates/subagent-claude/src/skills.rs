@@ -283,6 +283,12 @@ mod tests {
         let scan = SkillSet::discover_blocking(&[skills]);
         assert_eq!(scan.skills.len(), 1);
         assert!(scan.skills.get("leak").is_none());
-        assert!(scan.skipped.iter().any(|(_, r)| r.contains("leads outside")), "{:?}", scan.skipped);
+        assert!(
+            scan.skipped
+                .iter()
+                .any(|(_, r)| r.contains("leads outside")),
+            "{:?}",
+            scan.skipped
+        );
     }
 }

@@ -244,10 +244,23 @@ mod tests {
             .await
             .unwrap();
         let slug = crate::slug::agent_slug("LSP/Index ../Engineer");
-        assert_eq!(wt.path.parent(), Some(std::env::temp_dir().join("subagents-worktrees").canonicalize().unwrap().as_path()));
+        assert_eq!(
+            wt.path.parent(),
+            Some(
+                std::env::temp_dir()
+                    .join("subagents-worktrees")
+                    .canonicalize()
+                    .unwrap()
+                    .as_path()
+            )
+        );
         let leaf = wt.path.file_name().unwrap().to_string_lossy().into_owned();
         assert!(leaf.starts_with(&slug), "{leaf}");
-        assert!(wt.branch.starts_with(&format!("subagents/{slug}-")), "{}", wt.branch);
+        assert!(
+            wt.branch.starts_with(&format!("subagents/{slug}-")),
+            "{}",
+            wt.branch
+        );
         assert_eq!(wt.finish().await, Finished::Removed);
     }
 

@@ -174,7 +174,11 @@ fn corpus_scan_loads_agents_and_skips_skills() {
             "{slug}"
         );
         if let Some(other) = slugs.insert(slug.clone(), a.definition.name.to_lowercase()) {
-            assert_eq!(other, a.definition.name.to_lowercase(), "two names, one slug {slug}");
+            assert_eq!(
+                other,
+                a.definition.name.to_lowercase(),
+                "two names, one slug {slug}"
+            );
         }
     }
     assert!(report.skipped.iter().all(|s| s.reason.contains("SKILL.md")));

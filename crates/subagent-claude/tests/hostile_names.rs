@@ -60,7 +60,10 @@ fn path_like_names_load_and_their_slug_is_one_safe_segment() {
         ("description: d\nname: a/b\n", "a/b"),
         ("description: d\nname: ../../etc\n", "../../etc"),
         ("description: d\nname: 'a\\b'\n", "a\\b"),
-        ("description: d\nname: macOS Spatial/Metal Engineer\n", "macOS Spatial/Metal Engineer"),
+        (
+            "description: d\nname: macOS Spatial/Metal Engineer\n",
+            "macOS Spatial/Metal Engineer",
+        ),
     ] {
         let (_dir, _path, r) = load(front);
         assert_eq!(r.unwrap(), name, "{front:?}");

@@ -113,11 +113,13 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Agents(AgentsCommand::List { agents, json }) => {
             let mut dirs = agents;
             dirs.extend(config.agents.iter().cloned());
-            agents::list(&dirs, json).await
+            agents::list(&dirs, json, &config).await
         }
-        Command::Agents(AgentsCommand::Validate { paths, json }) => {
-            agents::validate(&paths, json).await
-        }
+        Command::Agents(AgentsCommand::Validate {
+            paths,
+            json,
+            strict,
+        }) => agents::validate(&paths, json, strict, &config).await,
         Command::Serve(args) => serve::serve(args, config).await,
         Command::Call(args) => call::call(&args, &config).await,
         Command::Mcp(args) => mcp::serve(args, config).await,
