@@ -7,7 +7,8 @@
 //! `.claude/agents` (the nearest first when walking up), then `~/.claude/agents`, then the
 //! built-in agents. Claude Code's plugin agents would rank below the user's; `subagents` does
 //! not load plugins. The higher directory wins and the other file is listed as shadowed, naming
-//! the file that won; two files of one name in the same directory stay an error naming both.
+//! the file that won; two files of one name in one scope (one directory, or two given
+//! directories) stay an error naming both.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -167,8 +168,8 @@ pub struct ShadowedAgent {
     pub winner: PathBuf,
 }
 
-/// Two agent files of one name (ignoring case) in the same directory: an error, since neither
-/// outranks the other.
+/// Two agent files of one name (ignoring case) in one scope (the same directory, or two given
+/// directories): an error, since neither outranks the other.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DuplicateAgent {
@@ -184,7 +185,7 @@ impl std::fmt::Display for DuplicateAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "two agents in one directory are named `{}`: {} and {}; rename one of them",
+            "two agents of one scope are named `{}`: {} and {}; rename one of them",
             crate::definition::escape_for_terminal(&self.name),
             crate::definition::escape_for_terminal(&self.first.display().to_string()),
             crate::definition::escape_for_terminal(&self.second.display().to_string()),
@@ -202,7 +203,7 @@ pub struct Discovery {
     pub agents: Vec<DiscoveredAgent>,
     /// Agents hidden by a higher-precedence one of the same name.
     pub shadowed: Vec<ShadowedAgent>,
-    /// Names defined twice in one directory (an error for hosts that run the agents).
+    /// Names defined twice in one scope (an error for hosts that run the agents).
     pub duplicates: Vec<DuplicateAgent>,
     /// Files that did not load, with the reason.
     pub skipped: Vec<SkippedFile>,
@@ -215,13 +216,14 @@ impl Discovery {
     }
 
     /// Adds the scan of one directory, ranked below every directory added before it: a name
-    /// already defined by an earlier directory is shadowed; a name twice in this one is a
+    /// already defined by an earlier directory is shadowed; a name twice in this one, or in
+    /// this and an earlier [`AgentScope::Cli`] directory when this one is given too, is a
     /// duplicate.
     pub fn add_scan(&mut self, dir: AgentDir, report: ScanReport) {
-        let known: HashMap<String, PathBuf> = self
+        let known: HashMap<String, (PathBuf, AgentScope)> = self
             .agents
             .iter()
-            .map(|a| (a.definition.name.to_lowercase(), a.path.clone()))
+            .map(|a| (a.definition.name.to_lowercase(), (a.path.clone(), a.scope)))
             .collect();
         let mut here: HashMap<String, PathBuf> = HashMap::new();
         self.skipped.extend(report.skipped);
@@ -236,7 +238,18 @@ impl Discovery {
                 continue;
             }
             let key = a.definition.name.to_lowercase();
-            if let Some(winner) = known.get(&key) {
+            if let Some((first, AgentScope::Cli)) = known.get(&key)
+                && dir.scope == AgentScope::Cli
+            {
+                // Given directories are one scope, like Claude Code's `--agents`.
+                self.duplicates.push(DuplicateAgent {
+                    name: a.definition.name.clone(),
+                    first: first.clone(),
+                    second: a.path,
+                });
+                continue;
+            }
+            if let Some((winner, _)) = known.get(&key) {
                 self.shadowed.push(ShadowedAgent {
                     name: a.definition.name.clone(),
                     path: a.path,
@@ -367,5 +380,32 @@ mod tests {
         let d = discover_agents(&home, Some(home.clone())).await.unwrap();
         assert_eq!(d.dirs.len(), 1);
         assert_eq!(d.dirs[0].scope, AgentScope::User);
+    }
+
+    #[tokio::test]
+    async fn given_directories_are_one_scope() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        agent(&a, "x.md", "x", "first");
+        agent(&b, "x.md", "X", "second");
+        agent(&b, "y.md", "y", "only");
+        let d = Discovery::scan(vec![
+            AgentDir::new(&a, AgentScope::Cli),
+            AgentDir::new(&b, AgentScope::Cli),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(d.duplicates.len(), 1, "{:?}", d.duplicates);
+        assert!(d.shadowed.is_empty());
+        assert_eq!(d.agents.len(), 2);
+        // A project directory above a user one shadows instead.
+        let d = Discovery::scan(vec![
+            AgentDir::new(&a, AgentScope::Project),
+            AgentDir::new(&b, AgentScope::User),
+        ])
+        .await
+        .unwrap();
+        assert!(d.duplicates.is_empty());
+        assert_eq!(d.shadowed.len(), 1);
     }
 }

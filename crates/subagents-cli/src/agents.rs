@@ -66,7 +66,7 @@ pub(crate) struct Report {
     pub skipped: Vec<Skipped>,
     /// Agents shadowed by one of higher precedence.
     pub shadowed: Vec<Shadowed>,
-    /// Names defined twice in one directory (an error for `run`, `task`, `serve`).
+    /// Names defined twice in one scope (an error for `run`, `task`, `serve`).
     pub duplicates: Vec<String>,
 }
 
@@ -112,9 +112,9 @@ impl Report {
     }
 }
 
-/// The agent directories to use, in precedence order: the given ones (each above the ones
-/// after it), else those discovered from the current directory (`.claude/agents` upwards,
-/// then the home directory's).
+/// The agent directories to use, in precedence order: the given ones (one scope: a name in two
+/// of them is an error), else those discovered from the current directory (`.claude/agents`
+/// upwards, then the home directory's).
 pub(crate) fn agent_dirs(given: &[PathBuf]) -> Vec<AgentDir> {
     if !given.is_empty() {
         return given
@@ -239,7 +239,7 @@ pub(crate) async fn list(dirs: &[PathBuf], json: bool, config: &Config) -> Resul
 
 /// `agents validate`: the given files and directories, or the discovered directories when none
 /// is given. Fails (exit 1) when a named file does not load, an agent file in a directory is
-/// broken, a directory defines a name twice, or (with `strict`) any agent has warnings.
+/// broken, one scope defines a name twice, or (with `strict`) any agent has warnings.
 pub(crate) async fn validate(
     paths: &[PathBuf],
     json: bool,

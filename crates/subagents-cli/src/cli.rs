@@ -267,7 +267,7 @@ pub(crate) struct TaskArgs {
 pub(crate) enum AgentsCommand {
     /// List the agents that would be registered (built-ins, discovered and given ones), with
     /// the path segment (slug) of names that are not one, their warnings, and what is shadowed
-    /// (project over user over built-in; a given --agents directory over the ones after it).
+    /// (project over user over built-in; --agents directories replace discovery).
     List {
         /// Agent directories (repeatable).
         #[arg(long = "agents", value_name = "DIR")]
@@ -282,7 +282,7 @@ pub(crate) enum AgentsCommand {
     /// one name twice, or (--strict) an agent has warnings; files that are no agents (a README)
     /// are skipped with the reason.
     Validate {
-        /// Files or directories; directories given earlier shadow later ones, like --agents.
+        /// Files or directories; a name in two given directories is an error, as with --agents.
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// JSON output: {"loaded":[{"path","name","slug"?,"kind","warnings"}],

@@ -108,9 +108,9 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         let (claude_kind, claude_executor) = claude.build_with_executor();
         kinds.push(claude_kind);
 
-        // Claude Code's precedence: given directories (`--agents`) replace discovery; each
-        // directory ranks above the ones after it (discovery: the project's nearest first, then
-        // the user's); a name twice in one directory is an error naming both files.
+        // Claude Code's precedence: given directories (`--agents`, one scope) replace
+        // discovery; a discovered directory ranks above the ones after it (the project's
+        // nearest first, then the user's); a name twice in one scope is an error naming both.
         let dirs: Vec<subagent_claude::AgentDir> = if !b.agent_dirs.is_empty() {
             b.agent_dirs
                 .iter()

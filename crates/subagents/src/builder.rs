@@ -185,9 +185,8 @@ impl SubagentsBuilder {
 
     /// A directory of Markdown agents (every `*.md` file with frontmatter; files that do not
     /// load are reported in [`Subagents::skipped`]). Given directories replace discovery
-    /// ([`discover_from`](Self::discover_from)); each ranks above the ones given after it (the
-    /// lower one's agent of a shared name is [shadowed](Subagents::shadowed)), and a name twice
-    /// in one directory fails the build.
+    /// ([`discover_from`](Self::discover_from)) and are one scope, like Claude Code's
+    /// `--agents`: a name in two of them (or twice in one) fails the build, naming both files.
     pub fn agents_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.agent_dirs.push(dir.into());
         self
