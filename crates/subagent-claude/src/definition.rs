@@ -266,6 +266,12 @@ pub struct ClaudeAgentDefinition {
     pub metadata: Map<String, Value>,
     /// The file the agent came from, when it came from one.
     pub source: Option<PathBuf>,
+    /// 1-based line of the `name` field in [`source`](Self::source), when known.
+    pub name_line: Option<usize>,
+    /// What loading the file warned about (lenient YAML, ignored fields and values), as in
+    /// [`ParsedAgent::warnings`]; [`agent_load_warnings`](crate::agent_load_warnings) adds what
+    /// depends on the host (tools, models, memory location).
+    pub load_warnings: Vec<String>,
     /// The reference it was resolved from.
     pub reference: SubagentReference,
 }
@@ -300,6 +306,8 @@ impl ClaudeAgentDefinition {
             budget: None,
             metadata: Map::new(),
             source: None,
+            name_line: None,
+            load_warnings: Vec::new(),
         }
     }
 
@@ -385,24 +393,15 @@ pub fn escape_for_terminal_multiline(text: &str) -> Cow<'_, str> {
 
 /// Why `name` (already trimmed) cannot be an agent or skill name, or `None` when it can.
 ///
-/// Refused: `.` and `..`, path separators (`/`, `\`), control characters (NUL and every other
-/// [`char::is_control`]) and the bidi embedding, override and isolate controls (U+202A–U+202E,
-/// U+2066–U+2069). Everything else Claude Code accepts loads (spaces, capitals, digits, `_`,
-/// `.` inside a name, non-Latin scripts).
+/// Refused: control characters (NUL and every other [`char::is_control`]) and the bidi
+/// embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069), which would corrupt
+/// a terminal or make a name display as another. Everything else Claude Code accepts loads
+/// (spaces, capitals, `/`, `\`, `.` and `..`, non-Latin scripts): a name never becomes a path
+/// or URL segment as written, only through [`agent_slug`](crate::agent_slug).
 pub(crate) fn unsafe_name_reason(name: &str) -> Option<String> {
-    if name == "." || name == ".." {
-        return Some(format!(
-            "it is `{name}`, which names a directory, not an agent (agent names become path \
-             segments and URL paths)"
-        ));
-    }
     for c in name.chars() {
         let reason = match c {
             '\0' => "it contains a NUL byte (U+0000)".to_string(),
-            '/' | '\\' => format!(
-                "it contains a path separator (`{c}`); agent names become path segments and URL \
-                 paths"
-            ),
             c if c.is_control() => format!(
                 "it contains the control character U+{:04X}, which would be sent raw to terminals",
                 u32::from(c)
@@ -633,8 +632,8 @@ fn required_text(
     }
 }
 
-/// Takes the required `name`, refusing names that are not safe path segments or that hold
-/// control or bidi characters ([`unsafe_name_reason`]).
+/// Takes the required `name`, refusing names that hold control or bidi characters
+/// ([`unsafe_name_reason`]).
 fn required_name(doc: &mut Document<'_>, path: &Path) -> Result<String, ClaudeError> {
     let name = required_text(doc, path, "name")?;
     match unsafe_name_reason(&name) {
@@ -728,22 +727,20 @@ pub fn parse_agent(path_for_errors: &Path, text: &str) -> Result<ParsedAgent, Cl
     let mut warnings = Vec::new();
     let (mut doc, name, description) =
         read_named_document(path_for_errors, &normalized, &mut warnings)?;
-    if !is_canonical_name(&name) {
-        warnings.push(format!(
-            "agent name `{name}` is not lowercase-hyphen; it is registered as written"
-        ));
-    }
     warnings.extend(description_warning(&description));
     let reference = SubagentReference::new(path_for_errors.to_string_lossy().into_owned(), KIND);
     let mut def = ClaudeAgentDefinition::new(name, description, doc.body.trim());
     def.reference = reference;
     def.source = Some(path_for_errors.to_path_buf());
+    def.name_line = doc.name_line;
     check_permission_mode(&doc, path_for_errors, &normalized)?;
     apply_fields(&mut def, std::mem::take(&mut doc.fields), &mut warnings);
     warnings.extend(field_warnings(&def));
+    let warnings = terminal_safe(warnings);
+    def.load_warnings = warnings.clone();
     Ok(ParsedAgent {
         definition: def,
-        warnings: terminal_safe(warnings),
+        warnings,
     })
 }
 
@@ -1150,11 +1147,14 @@ mod tests {
         );
     }
 
+    /// Behaviour change (issue 27): Claude Code loads such names silently, and they never
+    /// become paths as written (`agent_slug`), so there is nothing to warn about.
     #[test]
-    fn title_case_name_warns_but_loads() {
+    fn title_case_name_loads_without_a_warning() {
         let p = parse("---\nname: Code Reviewer\ndescription: d\n---\n");
         assert_eq!(p.definition.name, "Code Reviewer");
-        assert!(p.warnings[0].contains("lowercase-hyphen"));
+        assert_eq!(p.definition.name_line, Some(2));
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     }
 
     #[test]

@@ -1,5 +1,14 @@
 //! Finding agents where Claude Code keeps them: project `.claude/agents` directories (walking
-//! up from a start directory) and the user's `~/.claude/agents`.
+//! up from a start directory) and the user's `~/.claude/agents`; and Claude Code's precedence
+//! when two of them define one name.
+//!
+//! Precedence, highest first (as Claude Code ranks them): agents given on the command line
+//! (`--agents` directories, which replace discovery in `subagents`), then the project's
+//! `.claude/agents` (the nearest first when walking up), then `~/.claude/agents`, then the
+//! built-in agents. Claude Code's plugin agents would rank below the user's; `subagents` does
+//! not load plugins. The higher directory wins and the other file is listed as shadowed, naming
+//! the file that won; two files of one name in one scope (one directory, or two given
+//! directories) stay an error naming both.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +19,7 @@ use subagent_spi::SubagentReference;
 use crate::definition::ClaudeAgentDefinition;
 use crate::error::ClaudeError;
 use crate::resolver::ClaudeSubagentReferences;
-use crate::scan::{SkippedFile, scan_dir};
+use crate::scan::{ScanReport, SkippedFile, scan_dir};
 
 /// Where an agent directory comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -20,14 +29,54 @@ pub enum AgentScope {
     Project,
     /// The user's `~/.claude/agents`.
     User,
+    /// A directory given explicitly (`--agents DIR`, `agents` of subagents.toml).
+    Cli,
 }
 
 impl AgentScope {
-    /// `project` or `user`.
+    /// `project`, `user` or `cli`.
     pub fn as_str(self) -> &'static str {
         match self {
             AgentScope::Project => "project",
             AgentScope::User => "user",
+            AgentScope::Cli => "cli",
+        }
+    }
+}
+
+/// Why `file` (a symlink, say) leads outside `bound` once resolved, or `None` when it stays in.
+pub(crate) fn escapes(file: &Path, bound: &Path) -> Option<String> {
+    let shown =
+        |p: &Path| crate::definition::escape_for_terminal(&p.display().to_string()).into_owned();
+    match std::fs::canonicalize(file) {
+        Ok(real) if real.starts_with(bound) => None,
+        Ok(real) => Some(format!(
+            "it leads outside `{}` (to `{}`); not loaded",
+            shown(bound),
+            shown(&real)
+        )),
+        Err(e) => Some(format!("it cannot be resolved ({e}); not loaded")),
+    }
+}
+
+impl AgentDir {
+    /// What the files of this directory must stay inside once symlinks are resolved: the
+    /// project (the directory holding `.claude`) for a project directory, the directory itself
+    /// for a given one; `None` (no bound) for the user's own `~/.claude/agents`. Blocking.
+    pub(crate) fn bound(&self) -> Option<PathBuf> {
+        let b = match self.scope {
+            AgentScope::User => return None,
+            AgentScope::Project => self.path.parent()?.parent()?.to_path_buf(),
+            AgentScope::Cli => self.path.clone(),
+        };
+        std::fs::canonicalize(&b).ok()
+    }
+
+    /// A directory of `scope`.
+    pub fn new(path: impl Into<PathBuf>, scope: AgentScope) -> Self {
+        Self {
+            path: path.into(),
+            scope,
         }
     }
 }
@@ -101,6 +150,8 @@ pub struct DiscoveredAgent {
     pub definition: Arc<ClaudeAgentDefinition>,
     /// Its scope.
     pub scope: AgentScope,
+    /// Its file.
+    pub path: PathBuf,
     /// Its warnings.
     pub warnings: Vec<String>,
 }
@@ -117,16 +168,43 @@ pub struct ShadowedAgent {
     pub winner: PathBuf,
 }
 
+/// Two agent files of one name (ignoring case) in one scope (the same directory, or two given
+/// directories): an error, since neither outranks the other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DuplicateAgent {
+    /// The name (as the second file writes it).
+    pub name: String,
+    /// The file read first (in path order).
+    pub first: PathBuf,
+    /// The other file.
+    pub second: PathBuf,
+}
+
+impl std::fmt::Display for DuplicateAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "two agents of one scope are named `{}`: {} and {}; rename one of them",
+            crate::definition::escape_for_terminal(&self.name),
+            crate::definition::escape_for_terminal(&self.first.display().to_string()),
+            crate::definition::escape_for_terminal(&self.second.display().to_string()),
+        )
+    }
+}
+
 /// What [`discover_agents`] found.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Discovery {
     /// The directories scanned, in precedence order.
     pub dirs: Vec<AgentDir>,
-    /// One agent per name; the project wins over the user.
+    /// One agent per name: the one of the highest-precedence directory.
     pub agents: Vec<DiscoveredAgent>,
     /// Agents hidden by a higher-precedence one of the same name.
     pub shadowed: Vec<ShadowedAgent>,
+    /// Names defined twice in one scope (an error for hosts that run the agents).
+    pub duplicates: Vec<DuplicateAgent>,
     /// Files that did not load, with the reason.
     pub skipped: Vec<SkippedFile>,
 }
@@ -136,10 +214,85 @@ impl Discovery {
     pub fn references(&self) -> Vec<SubagentReference> {
         self.agents.iter().map(|a| a.reference.clone()).collect()
     }
+
+    /// Adds the scan of one directory, ranked below every directory added before it: a name
+    /// already defined by an earlier directory is shadowed; a name twice in this one, or in
+    /// this and an earlier [`AgentScope::Cli`] directory when this one is given too, is a
+    /// duplicate.
+    pub fn add_scan(&mut self, dir: AgentDir, report: ScanReport) {
+        let known: HashMap<String, (PathBuf, AgentScope)> = self
+            .agents
+            .iter()
+            .map(|a| (a.definition.name.to_lowercase(), (a.path.clone(), a.scope)))
+            .collect();
+        let mut here: HashMap<String, PathBuf> = HashMap::new();
+        self.skipped.extend(report.skipped);
+        let bound = dir.bound();
+        for a in report.loaded {
+            if let Some(reason) = bound.as_deref().and_then(|b| escapes(&a.path, b)) {
+                self.skipped.push(SkippedFile {
+                    path: a.path,
+                    reason,
+                    invalid: true,
+                });
+                continue;
+            }
+            let key = a.definition.name.to_lowercase();
+            if let Some((first, AgentScope::Cli)) = known.get(&key)
+                && dir.scope == AgentScope::Cli
+            {
+                // Given directories are one scope, like Claude Code's `--agents`.
+                self.duplicates.push(DuplicateAgent {
+                    name: a.definition.name.clone(),
+                    first: first.clone(),
+                    second: a.path,
+                });
+                continue;
+            }
+            if let Some((winner, _)) = known.get(&key) {
+                self.shadowed.push(ShadowedAgent {
+                    name: a.definition.name.clone(),
+                    path: a.path,
+                    winner: winner.clone(),
+                });
+                continue;
+            }
+            if let Some(first) = here.get(&key) {
+                self.duplicates.push(DuplicateAgent {
+                    name: a.definition.name.clone(),
+                    first: first.clone(),
+                    second: a.path,
+                });
+                continue;
+            }
+            here.insert(key, a.path.clone());
+            self.agents.push(DiscoveredAgent {
+                reference: ClaudeSubagentReferences::file(&a.path)
+                    .with_metadata("name", a.definition.name.clone())
+                    .with_metadata("scope", dir.scope.as_str()),
+                definition: a.definition,
+                scope: dir.scope,
+                path: a.path,
+                warnings: a.warnings,
+            });
+        }
+        self.dirs.push(dir);
+    }
+
+    /// Scans `dirs` in precedence order (highest first) with [`add_scan`](Self::add_scan).
+    pub async fn scan(dirs: Vec<AgentDir>) -> Result<Self, ClaudeError> {
+        let mut out = Self::default();
+        for dir in dirs {
+            let report = scan_dir(dir.path.clone()).await?;
+            out.add_scan(dir, report);
+        }
+        Ok(out)
+    }
 }
 
-/// Scans the project and user agent directories (see [`agent_dirs`]); on a name clash the
-/// higher-precedence directory wins and the other file is listed in `shadowed`.
+/// Scans the project and user agent directories (see [`agent_dirs`]) with Claude Code's
+/// precedence: on a name clash the higher-precedence directory wins and the other file is
+/// listed in `shadowed`; a name twice in one directory is listed in `duplicates`.
 pub async fn discover_agents(
     start: impl Into<PathBuf>,
     home: Option<PathBuf>,
@@ -148,36 +301,7 @@ pub async fn discover_agents(
     let dirs = tokio::task::spawn_blocking(move || agent_dirs(&start, home.as_deref()))
         .await
         .unwrap_or_default();
-    let mut out = Discovery {
-        dirs: dirs.clone(),
-        ..Discovery::default()
-    };
-    let mut winners: HashMap<String, PathBuf> = HashMap::new();
-    for dir in dirs {
-        let report = scan_dir(dir.path.clone()).await?;
-        out.skipped.extend(report.skipped);
-        for a in report.loaded {
-            let key = a.definition.name.to_lowercase();
-            if let Some(winner) = winners.get(&key) {
-                out.shadowed.push(ShadowedAgent {
-                    name: a.definition.name.clone(),
-                    path: a.path,
-                    winner: winner.clone(),
-                });
-                continue;
-            }
-            winners.insert(key, a.path.clone());
-            out.agents.push(DiscoveredAgent {
-                reference: ClaudeSubagentReferences::file(&a.path)
-                    .with_metadata("name", a.definition.name.clone())
-                    .with_metadata("scope", dir.scope.as_str()),
-                definition: a.definition,
-                scope: dir.scope,
-                warnings: a.warnings,
-            });
-        }
-    }
-    Ok(out)
+    Discovery::scan(dirs).await
 }
 
 #[cfg(test)]
@@ -222,11 +346,66 @@ mod tests {
         assert_eq!(d.agents[0].reference.metadata("scope"), Some("project"));
         assert_eq!(d.shadowed.len(), 1);
         assert_eq!(d.shadowed[0].name, "reviewer");
+        assert!(d.shadowed[0].winner.starts_with(&project));
         assert_eq!(d.references().len(), 2);
+        assert!(d.duplicates.is_empty());
+
+        // Twice in one directory: a duplicate naming both files, not a shadow.
+        agent(&project.join(".claude/agents"), "s.md", "REVIEWER", "again");
+        let d = discover_agents(&start, Some(home.clone())).await.unwrap();
+        assert_eq!(d.duplicates.len(), 1, "{:?}", d.duplicates);
+        let text = d.duplicates[0].to_string();
+        assert!(text.contains("r.md") && text.contains("s.md"), "{text}");
+        std::fs::remove_file(project.join(".claude/agents/s.md")).unwrap();
+
+        // A project agent file linked out of the project is not loaded.
+        #[cfg(unix)]
+        {
+            let outside = tmp.path().join("outside.md");
+            std::fs::write(
+                &outside,
+                "---\nname: outsider\ndescription: o\n---\nsecret\n",
+            )
+            .unwrap();
+            let link = project.join(".claude/agents/link.md");
+            std::os::unix::fs::symlink(&outside, &link).unwrap();
+            let d = discover_agents(&start, Some(home.clone())).await.unwrap();
+            assert!(!d.agents.iter().any(|a| a.definition.name == "outsider"));
+            let s = d.skipped.iter().find(|s| s.path == link).unwrap();
+            assert!(s.invalid && s.reason.contains("leads outside"), "{s:?}");
+            std::fs::remove_file(&link).unwrap();
+        }
 
         // Starting inside home itself: home's .claude/agents counts once, as user scope.
         let d = discover_agents(&home, Some(home.clone())).await.unwrap();
         assert_eq!(d.dirs.len(), 1);
         assert_eq!(d.dirs[0].scope, AgentScope::User);
+    }
+
+    #[tokio::test]
+    async fn given_directories_are_one_scope() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        agent(&a, "x.md", "x", "first");
+        agent(&b, "x.md", "X", "second");
+        agent(&b, "y.md", "y", "only");
+        let d = Discovery::scan(vec![
+            AgentDir::new(&a, AgentScope::Cli),
+            AgentDir::new(&b, AgentScope::Cli),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(d.duplicates.len(), 1, "{:?}", d.duplicates);
+        assert!(d.shadowed.is_empty());
+        assert_eq!(d.agents.len(), 2);
+        // A project directory above a user one shadows instead.
+        let d = Discovery::scan(vec![
+            AgentDir::new(&a, AgentScope::Project),
+            AgentDir::new(&b, AgentScope::User),
+        ])
+        .await
+        .unwrap();
+        assert!(d.duplicates.is_empty());
+        assert_eq!(d.shadowed.len(), 1);
     }
 }

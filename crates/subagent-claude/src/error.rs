@@ -56,10 +56,10 @@ pub enum ClaudeError {
         /// What would have gone over it.
         message: String,
     },
-    /// The `name` cannot be used: it is not a safe path segment (`.`, `..`, or contains `/` or
-    /// `\`), or it holds control characters (NUL, ESC, BEL, newline...) or bidirectional-text
-    /// controls (U+202A–U+202E, U+2066–U+2069) that would corrupt a terminal or disguise the
-    /// name. The name is shown escaped.
+    /// The `name` cannot be used: it holds control characters (NUL, ESC, BEL, newline...) or
+    /// bidirectional-text controls (U+202A–U+202E, U+2066–U+2069) that would corrupt a terminal
+    /// or disguise the name. (Names with `/`, `\`, `.` or `..` load: they become paths only
+    /// through [`agent_slug`](crate::agent_slug).) The name is shown escaped.
     #[error("{}:{line}: `name` value `{}` is refused: {reason}", shown(.path), escape_for_terminal(.name))]
     UnsafeName {
         /// The file.

@@ -208,6 +208,26 @@ impl ClaudeExecutor {
             .await
     }
 
+    /// The names of the tools agents choose from (the configured set and the extra tools; the
+    /// delegation tools and `mcpServers` tools come per run), for [`LoadCheck::tools`](crate::LoadCheck).
+    pub async fn base_tool_names(&self) -> Vec<String> {
+        self.base_tools()
+            .await
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect()
+    }
+
+    /// The names of the skills agents can preload (scanning the skill directories on first
+    /// use), for [`LoadCheck::skills`](crate::LoadCheck).
+    pub async fn skill_names(&self) -> Vec<String> {
+        self.skill_set()
+            .await
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
     /// The tool names an agent would get when run with `ctx` (for listings and tests), with
     /// warnings. `mcpServers` tools are not included (listing them would start the servers).
     pub async fn tool_names_for(
@@ -324,8 +344,9 @@ impl SubagentExecutor for ClaudeExecutor {
             return Err(e);
         }
         let selection = select_tools(def, &base);
+        // The same warnings are load warnings (`agent_load_warnings`), shown by hosts once.
         for w in &selection.warnings {
-            tracing::warn!(agent, "{w}");
+            tracing::debug!(agent, "{w}");
         }
         let selected = extras.add_memory_tools(def, selection.tools);
         let policy = PermissionPolicy::new(self.permission_mode_of(def), self.rules.clone());
@@ -353,7 +374,7 @@ impl SubagentExecutor for ClaudeExecutor {
                     .await
                     .compose_prompt(&def.prompt, &def.skills);
                 for w in &warnings {
-                    tracing::warn!(agent, "{w}");
+                    tracing::debug!(agent, "{w}");
                 }
                 let system = system + &extras.system_additions(&run_ctx).await;
                 RunSpec::new(model, call.prompt.clone()).with_system(system)

@@ -70,41 +70,52 @@ impl RunExtras {
         home: Option<&Path>,
     ) -> Result<Self, SubagentError> {
         let agent = def.name.as_str();
+        // Where the memory is, checked: a directory or `MEMORY.md` that symlinks lead out of
+        // the workspace (or out of `~/.claude/agent-memory`) is refused. The same refusal was
+        // a load warning (`agent_load_warnings`), shown by hosts before the run.
         let memory = match MemoryScope::from_value(def.memory.as_ref()) {
-            Ok(Some(scope)) => match scope.dir(agent, project_root, home) {
-                Some(dir) => {
-                    tokio::fs::create_dir_all(&dir).await.map_err(|e| {
-                        setup_error(
-                            agent,
-                            format!(
-                                "cannot create the memory directory `{}`: {e}",
-                                dir.display()
-                            ),
-                        )
-                    })?;
-                    let dir = tokio::fs::canonicalize(&dir).await.unwrap_or(dir);
-                    let text = memory::load(&dir).await.unwrap_or_else(|e| {
-                        tracing::warn!(agent, "{e}");
-                        memory::MemoryText::default()
-                    });
-                    Some((scope, dir, text))
+            Ok(Some(scope)) => {
+                let (name, root, home) = (
+                    agent.to_string(),
+                    project_root.to_path_buf(),
+                    home.map(Path::to_path_buf),
+                );
+                let located = tokio::task::spawn_blocking(move || {
+                    memory::locate(scope, &name, &root, home.as_deref(), true)
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("memory: {e}")));
+                match located {
+                    Ok(loc) if loc.create_failed.is_some() => {
+                        return Err(setup_error(agent, loc.create_failed.unwrap_or_default()));
+                    }
+                    Ok(loc) => {
+                        if let Some(why) = &loc.refused_md {
+                            tracing::info!(agent, "{why}");
+                        }
+                        let text = match &loc.memory_md {
+                            Some(md) => memory::load(md).await.unwrap_or_else(|e| {
+                                tracing::info!(agent, "{e}");
+                                memory::MemoryText::default()
+                            }),
+                            None => memory::MemoryText::default(),
+                        };
+                        Some((scope, loc.dir, text))
+                    }
+                    Err(e) => {
+                        tracing::info!(agent, "{e}");
+                        None
+                    }
                 }
-                None => {
-                    tracing::warn!(
-                        agent,
-                        "`memory: user` needs a home directory (HOME); no memory for this run"
-                    );
-                    None
-                }
-            },
+            }
             Ok(None) => None,
             Err(e) => {
-                tracing::warn!(agent, "{e}");
+                tracing::debug!(agent, "{e}");
                 None
             }
         };
         let isolate = parse_isolation(def.isolation.as_deref()).unwrap_or_else(|e| {
-            tracing::warn!(agent, "{e}");
+            tracing::debug!(agent, "{e}");
             false
         });
         let worktree = if isolate {
@@ -141,7 +152,8 @@ impl RunExtras {
         let effort = def.effort.as_deref().and_then(|e| {
             let parsed = parse_effort(e);
             if parsed.is_none() {
-                tracing::warn!(
+                // A load warning already.
+                tracing::debug!(
                     agent,
                     "unknown `effort: {e}`; the provider's default is used"
                 );

@@ -14,6 +14,8 @@
 //! | [`ClaudeSubagentReferences`] | builds references (one per file of a directory, ...) |
 //! | [`discover_agents`] | project `.claude/agents` (walking up) + `~/.claude/agents` |
 //! | [`SkillSet`], [`parse_skill`] | Agent Skills (`<dir>/<skill>/SKILL.md`) preloaded into prompts |
+//! | [`agent_slug`] | an agent name as a path or URL segment (memory, worktrees, served paths) |
+//! | [`agent_load_warnings`], [`LoadCheck`] | an agent's load warnings on a host (tools, models, skills, memory location) |
 //! | [`BUILTIN_AGENTS`] | `general-purpose`, `Explore`, `Plan`, `Bash`, compiled in |
 //! | [`PermissionPolicy`], [`PermissionRules`], [`PermissionSettings`], [`guard_tools`] | permission modes and allow/ask/deny rules (Claude Code's syntax, `.claude/settings.json`) enforced on tool calls |
 //! | [`ClaudeSubagentType::builder`] | the `CLAUDE` [`SubagentType`](subagent_spi::SubagentType): resolver + [`ClaudeExecutor`] |
@@ -84,12 +86,14 @@ mod executor;
 mod extras;
 mod frontmatter;
 pub mod hooks;
+mod loadcheck;
 pub mod memory;
 mod permissions;
 mod resolver;
 mod rules;
 mod scan;
 mod skills;
+mod slug;
 mod toolsel;
 mod worktree;
 
@@ -102,14 +106,15 @@ pub use definition::{
     parse_agent, parse_tool_list,
 };
 pub use discovery::{
-    AgentDir, AgentScope, DiscoveredAgent, Discovery, ShadowedAgent, agent_dirs, discover_agents,
-    home_dir, skill_dirs,
+    AgentDir, AgentScope, DiscoveredAgent, Discovery, DuplicateAgent, ShadowedAgent, agent_dirs,
+    discover_agents, home_dir, skill_dirs,
 };
 pub use error::ClaudeError;
 pub use executor::{
     ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, ModelSource, route_model,
 };
 pub use hooks::{HookEvent, HookRunner, Hooks, with_hook_session};
+pub use loadcheck::{LoadCheck, agent_load_warnings};
 pub use memory::MemoryScope;
 pub use permissions::{PermissionPolicy, PermissionSettings, guard_tools, summarize_input};
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
@@ -120,6 +125,7 @@ pub use scan::{
     scan_dir, scan_dir_blocking,
 };
 pub use skills::{ParsedSkill, Skill, SkillScan, SkillSet, parse_skill};
+pub use slug::{MAX_SLUG_BASE_BYTES, agent_slug};
 
 /// The kind of Claude-style Markdown agents.
 pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("CLAUDE");

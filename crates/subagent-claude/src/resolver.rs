@@ -162,8 +162,9 @@ impl SubagentResolver for ClaudeResolver {
             .resolve_definition(reference)
             .await
             .map_err(|e| SubagentError::resolution(reference.uri.clone(), e))?;
+        // Kept in the definition (`load_warnings`) for hosts to show; logged for the record.
         for w in warnings {
-            tracing::warn!(uri = %reference.uri, agent = %def.name, "{w}");
+            tracing::debug!(uri = %reference.uri, agent = %def.name, "{w}");
         }
         Ok(Arc::new(def))
     }

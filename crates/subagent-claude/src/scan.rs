@@ -116,6 +116,10 @@ pub struct SkippedFile {
     pub path: PathBuf,
     /// Why it was not loaded.
     pub reason: String,
+    /// True for an agent file that is broken (it has frontmatter, or cannot be read), false
+    /// for a file that is no agent at all (a README without frontmatter, a `SKILL.md`) and for
+    /// the note that a directory held too many files.
+    pub invalid: bool,
 }
 
 /// What [`scan_dir`] found, in path order.
@@ -189,6 +193,7 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
             report.skipped.push(SkippedFile {
                 path,
                 reason: "an Agent Skill (SKILL.md), not an agent".into(),
+                invalid: false,
             });
             continue;
         }
@@ -198,6 +203,7 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
                 report.skipped.push(SkippedFile {
                     path,
                     reason: e.to_string(),
+                    invalid: true,
                 });
                 continue;
             }
@@ -222,13 +228,18 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
                 });
             }
             Err(e) => {
-                let reason = match e {
-                    ClaudeError::NoFrontmatter { .. } => {
-                        "no YAML frontmatter: not an agent file (e.g. a README)".to_string()
-                    }
-                    other => other.to_string(),
+                let (reason, invalid) = match e {
+                    ClaudeError::NoFrontmatter { .. } => (
+                        "no YAML frontmatter: not an agent file (e.g. a README)".to_string(),
+                        false,
+                    ),
+                    other => (other.to_string(), true),
                 };
-                report.skipped.push(SkippedFile { path, reason });
+                report.skipped.push(SkippedFile {
+                    path,
+                    reason,
+                    invalid,
+                });
             }
         }
     }
@@ -239,6 +250,7 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
                 "more than {MAX_SCAN_FILES} Markdown files under the directory; the first \
                  {MAX_SCAN_FILES} in path order were looked at, the rest were not"
             ),
+            invalid: false,
         });
     }
     Ok(report)

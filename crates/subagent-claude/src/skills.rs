@@ -60,6 +60,18 @@ pub fn parse_skill(path_for_errors: &Path, text: &str) -> Result<ParsedSkill, Cl
     })
 }
 
+/// What the skills found in `dir` must stay inside once symlinks are resolved: the directory
+/// holding `.claude` for a `.claude/skills` directory (the project, or the home directory),
+/// else `dir` itself.
+fn skill_bound(dir: &Path) -> Option<PathBuf> {
+    let holder = dir
+        .ends_with(".claude/skills")
+        .then(|| dir.parent().and_then(Path::parent))
+        .flatten()
+        .unwrap_or(dir);
+    std::fs::canonicalize(holder).ok()
+}
+
 /// A path for a warning, with control and bidi characters escaped.
 fn shown(path: &Path) -> String {
     escape_for_terminal(&path.display().to_string()).into_owned()
@@ -138,7 +150,17 @@ impl SkillSet {
                 .filter(|p| p.is_file())
                 .collect();
             files.sort();
+            let bound = skill_bound(dir);
             for path in files {
+                // A skill linked out of its project (a cloned repository's `.claude/skills/x
+                // -> ~/...`) would put that file into prompts.
+                if let Some(reason) = bound
+                    .as_deref()
+                    .and_then(|b| crate::discovery::escapes(&path, b))
+                {
+                    scan.skipped.push((path, reason));
+                    continue;
+                }
                 let text = match crate::scan::read_limited(&path) {
                     Ok(t) => t,
                     Err(e) => {
@@ -237,5 +259,36 @@ mod tests {
         assert_eq!(prompt, "Base.\n\n# Skill: pdf-tools\n\nUse pdftotext.");
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("`nope`") && warnings[0].contains("pdf-tools"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_skill_linked_out_of_its_project_is_not_loaded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let skills = tmp.path().join("p/.claude/skills");
+        std::fs::create_dir_all(skills.join("inside")).unwrap();
+        std::fs::write(
+            skills.join("inside/SKILL.md"),
+            "---\nname: inside\ndescription: d\n---\nok\n",
+        )
+        .unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(
+            outside.join("SKILL.md"),
+            "---\nname: leak\ndescription: d\n---\nSECRET\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&outside, skills.join("leak")).unwrap();
+        let scan = SkillSet::discover_blocking(&[skills]);
+        assert_eq!(scan.skills.len(), 1);
+        assert!(scan.skills.get("leak").is_none());
+        assert!(
+            scan.skipped
+                .iter()
+                .any(|(_, r)| r.contains("leads outside")),
+            "{:?}",
+            scan.skipped
+        );
     }
 }

@@ -35,6 +35,70 @@ fn covers(rule: &ToolRule, name: &str) -> bool {
     rule.matches(name) || (COMPANIONS.contains(&name) && rule.is_delegation())
 }
 
+/// What `def`'s `tools` and `disallowedTools` rules warn about against the tool names
+/// `names` (a rule for which `maybe` says yes is taken as available: tools only known at run
+/// time, such as those of the agent's `mcpServers`). Entries naming no tool are grouped into
+/// one warning per field; the delegation tools never count as unknown (they are withheld
+/// beyond the nesting limit). Shared by [`select_tools`] (each run) and
+/// [`agent_load_warnings`](crate::agent_load_warnings) (at load).
+pub(crate) fn rule_warnings(
+    def: &ClaudeAgentDefinition,
+    names: &[&str],
+    maybe: impl Fn(&ToolRule) -> bool,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let unknown = |rule: &ToolRule| {
+        !rule.is_delegation() && !names.iter().any(|n| rule.matches(n)) && !maybe(rule)
+    };
+    let quoted = |rules: &[&ToolRule]| {
+        rules
+            .iter()
+            .map(|r| format!("`{r}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut unknown_denied = Vec::new();
+    for rule in &def.disallowed_tools {
+        if unknown(rule) {
+            unknown_denied.push(rule);
+        } else if let ToolRule::Scoped { name, .. } = rule
+            && !rule.is_delegation()
+        {
+            warnings.push(format!(
+                "`disallowedTools` entry `{rule}`: argument rules are not enforced, so the whole \
+                 `{name}` tool is withheld"
+            ));
+        }
+    }
+    let mut unknown_granted = Vec::new();
+    for rule in def.tools.iter().flatten() {
+        match rule {
+            ToolRule::Scoped { name, .. } if !rule.is_delegation() => warnings.push(format!(
+                "`tools` entry `{rule}`: argument rules are not enforced, so `{name}` is not \
+                 granted (list `{name}` to grant the whole tool)"
+            )),
+            _ if unknown(rule) => unknown_granted.push(rule),
+            _ => {}
+        }
+    }
+    if !unknown_granted.is_empty() {
+        warnings.insert(
+            0,
+            format!(
+                "ignored tools {} (no such tool here)",
+                quoted(&unknown_granted)
+            ),
+        );
+    }
+    if !unknown_denied.is_empty() {
+        warnings.push(format!(
+            "`disallowedTools` entries {} match no tool here",
+            quoted(&unknown_denied)
+        ));
+    }
+    warnings
+}
+
 /// Filters `available` for `def`:
 /// 1. every tool matching a `disallowedTools` rule is removed (a scoped rule such as
 ///    `Bash(rm:*)` removes the whole tool, since argument-level rules are not enforced);
@@ -47,40 +111,18 @@ fn covers(rule: &ToolRule, name: &str) -> bool {
 /// context's), so a rule naming `Task` beyond it is not an error. Other rules naming no
 /// available tool produce a warning; nothing unknown is ever granted.
 pub(crate) fn select_tools(def: &ClaudeAgentDefinition, available: &[Arc<dyn Tool>]) -> Selection {
-    let mut warnings = Vec::new();
     let names: Vec<&str> = available.iter().map(|t| t.name()).collect();
+    let warnings = rule_warnings(def, &names, |_| false);
     let unknown = |rule: &ToolRule| !rule.is_delegation() && !names.iter().any(|n| rule.matches(n));
-
-    for rule in &def.disallowed_tools {
-        if unknown(rule) {
-            warnings.push(format!(
-                "`disallowedTools` entry `{rule}` matches no available tool"
-            ));
-        } else if let ToolRule::Scoped { name, .. } = rule
-            && !rule.is_delegation()
-        {
-            warnings.push(format!(
-                "`disallowedTools` entry `{rule}`: argument rules are not enforced, so the whole \
-                 `{name}` tool is withheld"
-            ));
-        }
-    }
-    let mut grants: Vec<&ToolRule> = Vec::new();
-    if let Some(rules) = &def.tools {
-        for rule in rules {
-            match rule {
-                ToolRule::Scoped { name, .. } if !rule.is_delegation() => warnings.push(format!(
-                    "`tools` entry `{rule}`: argument rules are not enforced, so `{name}` is not \
-                     granted (list `{name}` to grant the whole tool)"
-                )),
-                _ if unknown(rule) => warnings.push(format!(
-                    "`tools` entry `{rule}` matches no available tool; ignored (available: {})",
-                    names.join(", ")
-                )),
-                _ => grants.push(rule),
-            }
-        }
-    }
+    let grants: Vec<&ToolRule> = def
+        .tools
+        .iter()
+        .flatten()
+        .filter(|rule| match rule {
+            ToolRule::Scoped { .. } if !rule.is_delegation() => false,
+            _ => !unknown(rule),
+        })
+        .collect();
 
     let tools = available
         .iter()

@@ -1,7 +1,7 @@
 //! `isolation: worktree`: a run in a temporary `git worktree` of the workspace's repository.
 //!
 //! The worktree is created from the repository's `HEAD` on a new branch
-//! (`subagents/<agent>-<id>`) in the system's temporary directory, outside the main working
+//! (`subagents/<slug>-<id>`, the agent's [`agent_slug`](crate::agent_slug)) in the system's temporary directory, outside the main working
 //! tree, so the main tree is never touched. When the run ends, a worktree in which nothing
 //! changed (no uncommitted changes, no new commits) is removed with its branch; otherwise it is
 //! kept and its path and branch are reported in the run's answer. Everything goes through the
@@ -81,23 +81,6 @@ async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// A name safe in a path and a branch: lowercase ASCII letters, digits and `-`.
-fn slug(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    s.truncate(40);
-    let s = s.trim_matches('-').to_string();
-    if s.is_empty() { "agent".into() } else { s }
-}
-
 fn unique_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -132,7 +115,7 @@ impl Worktree {
                 )
             })?;
         let id = unique_id();
-        let name = format!("{}-{id}", slug(agent));
+        let name = format!("{}-{id}", crate::slug::agent_slug(agent));
         let branch = format!("subagents/{name}");
         let parent = std::env::temp_dir().join("subagents-worktrees");
         tokio::fs::create_dir_all(&parent)
@@ -254,10 +237,31 @@ mod tests {
         dir
     }
 
-    #[test]
-    fn slugs_are_safe() {
-        assert_eq!(slug("Code Reviewer!"), "code-reviewer");
-        assert_eq!(slug("::"), "agent");
+    #[tokio::test]
+    async fn names_with_slashes_become_one_segment_and_a_valid_branch() {
+        let dir = repo();
+        let wt = Worktree::create(dir.path(), "LSP/Index ../Engineer")
+            .await
+            .unwrap();
+        let slug = crate::slug::agent_slug("LSP/Index ../Engineer");
+        assert_eq!(
+            wt.path.parent(),
+            Some(
+                std::env::temp_dir()
+                    .join("subagents-worktrees")
+                    .canonicalize()
+                    .unwrap()
+                    .as_path()
+            )
+        );
+        let leaf = wt.path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(leaf.starts_with(&slug), "{leaf}");
+        assert!(
+            wt.branch.starts_with(&format!("subagents/{slug}-")),
+            "{}",
+            wt.branch
+        );
+        assert_eq!(wt.finish().await, Finished::Removed);
     }
 
     #[tokio::test]

@@ -5,17 +5,24 @@ use std::path::{Path, PathBuf};
 
 use subagent_claude::{ModelChoice, ToolRule, parse_agent, parse_skill, scan_dir_blocking};
 
+/// `../shared/corpora/claude-agents` from the project root, or from a directory above it (a
+/// git worktree of the project lives deeper than the main checkout).
 fn corpus_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/claude-agents");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root.canonicalize().unwrap_or(root);
+    let found = root
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared/corpora/claude-agents"))
+        .find(|d| d.is_dir());
+    if found.is_none() {
         println!(
-            "NOTICE: corpus not found at {}; the corpus test is skipped (../shared is absent)",
-            dir.display()
+            "NOTICE: corpus not found in ../shared/corpora/claude-agents above {}; the corpus \
+             test is skipped",
+            root.display()
         );
-        None
     }
+    found
 }
 
 fn md_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -157,6 +164,23 @@ fn corpus_scan_loads_agents_and_skips_skills() {
     );
     assert_eq!(report.loaded.len(), 397);
     assert_eq!(report.skipped.len(), 181);
+    // Every name (whatever it holds: capitals, spaces, `/`) has one safe, distinct slug.
+    let mut slugs = std::collections::HashMap::new();
+    for a in &report.loaded {
+        let slug = subagent_claude::agent_slug(&a.definition.name);
+        assert!(
+            slug.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "{slug}"
+        );
+        if let Some(other) = slugs.insert(slug.clone(), a.definition.name.to_lowercase()) {
+            assert_eq!(
+                other,
+                a.definition.name.to_lowercase(),
+                "two names, one slug {slug}"
+            );
+        }
+    }
     assert!(report.skipped.iter().all(|s| s.reason.contains("SKILL.md")));
 }
 

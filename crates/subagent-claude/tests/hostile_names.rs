@@ -1,5 +1,6 @@
-//! Hostile agent names: path segments (`.`, `..`, separators), terminal control and bidi
-//! characters, NUL bytes; and the terminal escaping helper for printing names and descriptions.
+//! Hostile agent names: path segments (`.`, `..`, separators) that load but only ever become
+//! paths through their slug, terminal control and bidi characters, NUL bytes; and the terminal
+//! escaping helper for printing names and descriptions.
 
 use std::path::Path;
 
@@ -48,14 +49,32 @@ fn assert_refused(front: &str, why: &str) {
     );
 }
 
+/// Behaviour change (issue 27): Claude Code loads names with `/` (`LSP/Index Engineer`), so
+/// they load here too; what keeps them from becoming paths is the slug.
 #[test]
-fn path_segment_names_are_refused() {
-    assert_refused("description: d\nname: ..\n", "`..`");
-    assert_refused("description: d\nname: '.'\n", "`.`");
-    assert_refused("description: d\nname: '  ..  '\n", "`..`");
-    assert_refused("description: d\nname: a/b\n", "path separator");
-    assert_refused("description: d\nname: ../../etc\n", "path separator");
-    assert_refused("description: d\nname: 'a\\b'\n", "path separator");
+fn path_like_names_load_and_their_slug_is_one_safe_segment() {
+    for (front, name) in [
+        ("description: d\nname: ..\n", ".."),
+        ("description: d\nname: '.'\n", "."),
+        ("description: d\nname: '  ..  '\n", ".."),
+        ("description: d\nname: a/b\n", "a/b"),
+        ("description: d\nname: ../../etc\n", "../../etc"),
+        ("description: d\nname: 'a\\b'\n", "a\\b"),
+        (
+            "description: d\nname: macOS Spatial/Metal Engineer\n",
+            "macOS Spatial/Metal Engineer",
+        ),
+    ] {
+        let (_dir, _path, r) = load(front);
+        assert_eq!(r.unwrap(), name, "{front:?}");
+        let slug = subagent_claude::agent_slug(name);
+        assert!(!slug.is_empty() && slug != "." && slug != "..", "{slug}");
+        assert!(
+            slug.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "{slug}"
+        );
+    }
 }
 
 #[test]
@@ -107,7 +126,7 @@ fn hostile_name_is_skipped_in_a_scan_and_the_rest_loads() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("a.md"),
-        "---\nname: ..\ndescription: root\n---\n",
+        "---\nname: \"a\\e[2J\"\ndescription: root\n---\n",
     )
     .unwrap();
     std::fs::write(
@@ -126,7 +145,7 @@ fn hostile_name_is_skipped_in_a_scan_and_the_rest_loads() {
 fn skill_names_are_checked_too() {
     let e = parse_skill(
         Path::new("s/SKILL.md"),
-        "---\nname: ..\ndescription: d\n---\nbody\n",
+        "---\nname: \"s\\a\"\ndescription: d\n---\nbody\n",
     )
     .unwrap_err();
     assert!(matches!(e, ClaudeError::UnsafeName { .. }), "{e}");
@@ -135,7 +154,7 @@ fn skill_names_are_checked_too() {
 #[test]
 fn name_line_is_given_for_lenient_files() {
     // Strict YAML fails on the description; the lenient reading still finds the name's line.
-    let (_dir, path, r) = load("description: Use when: x\nname: ..\n");
+    let (_dir, path, r) = load("description: Use when: x\nname: a\u{7}b\n");
     let text = r.unwrap_err().to_string();
     assert!(
         text.starts_with(&format!("{}:3:", path.display())),

@@ -54,11 +54,17 @@ fn document() -> impl Strategy<Value = String> {
         })
 }
 
+/// A name that loads: not blank, no control or bidi characters; and its slug (what paths and
+/// URLs use) is one safe segment.
 fn is_safe_name(name: &str) -> bool {
-    name != "."
-        && name != ".."
+    let slug = subagent_claude::agent_slug(name);
+    !slug.is_empty()
+        && slug != "."
+        && slug != ".."
+        && slug
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.trim().is_empty()
-        && !name.contains(['/', '\\'])
         && !name.chars().any(|c| {
             c.is_control()
                 || ('\u{202a}'..='\u{202e}').contains(&c)

@@ -1,12 +1,17 @@
-//! `subagents agents list` and `subagents agents validate`.
+//! `subagents agents list` and `subagents agents validate`, and the one-line rendering of an
+//! agent's load warnings the other commands print.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use subagents::claude::{ScanReport, builtin_names, load_agent_file, scan_dir};
+use subagents::claude::{
+    AgentDir, AgentScope, ClaudeAgentDefinition, Discovery, LoadCheck, agent_load_warnings,
+    agent_slug, builtin_names, load_agent_file, scan_dir,
+};
 use subagents::models::ModelRoutes;
 use subagents::spi::SubagentDefinition;
 
+use crate::config::Config;
 use crate::error::CliError;
 use crate::output::terminal_safe;
 
@@ -17,9 +22,13 @@ pub(crate) struct Loaded {
     pub path: String,
     /// Agent name.
     pub name: String,
+    /// The path segment used for the agent (memory directory, served URL path), when it is not
+    /// the name itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slug: Option<String>,
     /// Kind (`CLAUDE`).
     pub kind: String,
-    /// Warnings (lenient YAML, non-canonical name...).
+    /// Load warnings: what a run would warn about (ignored fields and tools, unknown model...).
     pub warnings: Vec<String>,
     /// Description (list only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -37,6 +46,20 @@ pub(crate) struct Skipped {
     pub path: String,
     /// Why it was skipped or failed.
     pub reason: String,
+    /// A broken agent file (frontmatter that does not load), as opposed to a file that is no
+    /// agent (a README, a SKILL.md).
+    pub invalid: bool,
+}
+
+/// An agent hidden by one of the same name with higher precedence.
+#[derive(Debug, Serialize)]
+pub(crate) struct Shadowed {
+    /// The name.
+    pub name: String,
+    /// The file that is not used.
+    pub path: String,
+    /// The file used instead.
+    pub by: String,
 }
 
 /// The JSON report of `list` and `validate`.
@@ -46,69 +69,141 @@ pub(crate) struct Report {
     pub loaded: Vec<Loaded>,
     /// Skipped or failed files.
     pub skipped: Vec<Skipped>,
+    /// Agents shadowed by one of higher precedence.
+    pub shadowed: Vec<Shadowed>,
+    /// Names defined twice in one scope (an error for `run`, `task`, `serve`).
+    pub duplicates: Vec<String>,
 }
 
 impl Report {
-    fn add_scan(&mut self, scan: ScanReport, routes: Option<&ModelRoutes>) {
-        for a in scan.loaded {
-            self.loaded.push(Loaded {
-                path: a.path.display().to_string(),
-                name: a.definition.name().to_string(),
-                kind: subagents::claude::KIND.to_string(),
-                warnings: a.warnings,
-                description: routes.map(|_| a.definition.description().to_string()),
-                model: routes.map(|r| crate::routes::shown(r, &a.definition)),
-            });
+    fn add_definition(
+        &mut self,
+        path: &Path,
+        def: &ClaudeAgentDefinition,
+        check: &LoadCheck,
+        routes: Option<&ModelRoutes>,
+    ) {
+        let slug = agent_slug(&def.name);
+        self.loaded.push(Loaded {
+            path: path.display().to_string(),
+            name: def.name.clone(),
+            slug: (slug != def.name).then_some(slug),
+            kind: subagents::claude::KIND.to_string(),
+            warnings: agent_load_warnings(def, check),
+            description: routes.map(|_| def.description.clone()),
+            model: routes.map(|r| crate::routes::shown(r, def)),
+        });
+    }
+
+    fn add_discovery(&mut self, d: Discovery, check: &LoadCheck, routes: Option<&ModelRoutes>) {
+        for a in &d.agents {
+            self.add_definition(&a.path, &a.definition, check, routes);
         }
-        for s in scan.skipped {
+        for s in d.skipped {
             self.skipped.push(Skipped {
                 path: s.path.display().to_string(),
                 reason: s.reason,
+                invalid: s.invalid,
             });
         }
+        for s in d.shadowed {
+            self.shadowed.push(Shadowed {
+                name: s.name,
+                path: s.path.display().to_string(),
+                by: s.winner.display().to_string(),
+            });
+        }
+        self.duplicates
+            .extend(d.duplicates.iter().map(ToString::to_string));
     }
 }
 
-/// The agent directories to use: the given ones, else those discovered from the current
-/// directory (`.claude/agents` upwards) and the home directory.
-pub(crate) fn agent_dirs(given: &[PathBuf]) -> Vec<PathBuf> {
+/// The agent directories to use, in precedence order: the given ones (one scope: a name in two
+/// of them is an error), else those discovered from the current directory (`.claude/agents`
+/// upwards, then the home directory's).
+pub(crate) fn agent_dirs(given: &[PathBuf]) -> Vec<AgentDir> {
     if !given.is_empty() {
-        return given.to_vec();
+        return given
+            .iter()
+            .map(|d| AgentDir::new(d, AgentScope::Cli))
+            .collect();
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let home = subagents::claude::home_dir();
     subagents::claude::agent_dirs(&cwd, home.as_deref())
-        .into_iter()
-        .map(|d| d.path)
-        .filter(|p| p.is_dir())
-        .collect()
+}
+
+/// What a run of the command checks agents' load warnings against: the built-in tools, the
+/// models a run can resolve (subagents.toml `[models]`, Claude Code's aliases, any
+/// `provider:model` spec), the skills found from here, and this directory as the workspace.
+async fn load_check(config: &Config) -> LoadCheck {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let home = subagents::claude::home_dir();
+    let mut models: Vec<String> = config.models.keys().cloned().collect();
+    models.extend(
+        subagents::providers::default_aliases()
+            .into_iter()
+            .map(|(alias, _)| alias.to_string()),
+    );
+    models.push("default".into());
+    let skill_dirs = subagents::claude::skill_dirs(&cwd, home.as_deref());
+    let skills = subagents::claude::SkillSet::discover(skill_dirs).await;
+    LoadCheck::new()
+        .tools(subagents::tools::ToolSet::NAMES.iter().copied())
+        .models(models)
+        .skills(skills.skills.iter().map(|s| s.name.clone()))
+        .project(cwd, home)
+}
+
+/// Scans `dirs` in precedence order.
+async fn discover(dirs: Vec<AgentDir>) -> Result<Discovery, CliError> {
+    let mut d = Discovery::default();
+    for dir in dirs {
+        let scan = scan_dir(dir.path.clone())
+            .await
+            .map_err(|e| CliError::Config(e.to_string()))?;
+        d.add_scan(dir, scan);
+    }
+    Ok(d)
 }
 
 /// `agents list`, each agent with the model `routes` give it.
 pub(crate) async fn list(
     dirs: &[PathBuf],
     json: bool,
+    config: &Config,
     routes: &ModelRoutes,
 ) -> Result<(), CliError> {
+    let check = load_check(config).await;
     let mut report = Report::default();
+    let discovery = discover(agent_dirs(dirs)).await?;
     for name in builtin_names() {
         let def = subagents::claude::builtin_agent(&name)
             .map_err(|e| CliError::Failed(format!("built-in agent {name}: {e}")))?;
+        // A project or user agent of the same name replaces the built-in.
+        if let Some(winner) = discovery
+            .agents
+            .iter()
+            .find(|a| a.definition.name.eq_ignore_ascii_case(def.name()))
+        {
+            report.shadowed.push(Shadowed {
+                name: def.name().to_string(),
+                path: format!("embedded:{name}"),
+                by: winner.path.display().to_string(),
+            });
+            continue;
+        }
         report.loaded.push(Loaded {
             path: format!("embedded:{name}"),
             name: def.name().to_string(),
+            slug: None,
             kind: subagents::claude::KIND.to_string(),
             warnings: Vec::new(),
             description: Some(def.description().to_string()),
             model: Some(crate::routes::shown(routes, &def)),
         });
     }
-    for dir in agent_dirs(dirs) {
-        let scan = scan_dir(dir.clone())
-            .await
-            .map_err(|e| CliError::Config(e.to_string()))?;
-        report.add_scan(scan, Some(routes));
-    }
+    report.add_discovery(discovery, &check, Some(routes));
     if json {
         print_json(&report)?;
     } else {
@@ -122,12 +217,28 @@ pub(crate) async fn list(
                 a.kind,
                 terminal_safe(&short)
             );
+            let slug = a
+                .slug
+                .as_deref()
+                .map(|s| format!(" slug {s}"))
+                .unwrap_or_default();
             crate::output::outln!(
-                "{:<28} {:<7} ({}) model {}",
+                "{:<28} {:<7} ({}){slug} model {}",
                 "",
                 "",
                 terminal_safe(&a.path),
                 terminal_safe(a.model.as_deref().unwrap_or("-"))
+            );
+            for w in &a.warnings {
+                crate::output::outln!("{:<28} {:<7} warning: {}", "", "", terminal_safe(w));
+            }
+        }
+        for s in &report.shadowed {
+            crate::output::outln!(
+                "{:<28} shadowed by {} ({})",
+                terminal_safe(&s.name),
+                terminal_safe(&s.by),
+                terminal_safe(&s.path)
             );
         }
         for s in &report.skipped {
@@ -138,45 +249,61 @@ pub(crate) async fn list(
             );
         }
     }
+    for d in &report.duplicates {
+        eprintln!("error: {d}");
+    }
     Ok(())
 }
 
-/// `agents validate`.
-pub(crate) async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliError> {
+/// `agents validate`: the given files and directories, or the discovered directories when none
+/// is given. Fails (exit 1) when a named file does not load, an agent file in a directory is
+/// broken, one scope defines a name twice, or (with `strict`) any agent has warnings.
+pub(crate) async fn validate(
+    paths: &[PathBuf],
+    json: bool,
+    strict: bool,
+    config: &Config,
+) -> Result<(), CliError> {
+    let check = load_check(config).await;
     let mut report = Report::default();
-    let mut failed = 0usize;
-    for path in paths {
-        if path.is_dir() {
-            match scan_dir(path.clone()).await {
-                Ok(scan) => report.add_scan(scan, None),
-                Err(e) => {
-                    failed += 1;
-                    report.skipped.push(Skipped {
-                        path: path.display().to_string(),
-                        reason: e.to_string(),
-                    });
-                }
-            }
-            continue;
-        }
-        match load_agent_file(path.clone()).await {
-            Ok((def, warnings)) => report.loaded.push(Loaded {
-                path: path.display().to_string(),
-                name: def.name().to_string(),
-                kind: subagents::claude::KIND.to_string(),
-                warnings,
-                description: None,
-                model: None,
-            }),
+    let (dirs, files): (Vec<&PathBuf>, Vec<&PathBuf>) = paths.iter().partition(|p| p.is_dir());
+    let dirs = if paths.is_empty() {
+        agent_dirs(&[])
+    } else {
+        dirs.iter()
+            .map(|d| AgentDir::new(*d, AgentScope::Cli))
+            .collect()
+    };
+    let mut discovery = Discovery::default();
+    for dir in dirs {
+        match scan_dir(dir.path.clone()).await {
+            Ok(scan) => discovery.add_scan(dir, scan),
             Err(e) => {
-                failed += 1;
                 report.skipped.push(Skipped {
-                    path: path.display().to_string(),
+                    path: dir.path.display().to_string(),
                     reason: e.to_string(),
+                    invalid: true,
                 });
             }
         }
     }
+    report.add_discovery(discovery, &check, None);
+    for path in files {
+        match load_agent_file(path.clone()).await {
+            Ok((def, _)) => report.add_definition(path, &def, &check, None),
+            Err(e) => report.skipped.push(Skipped {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+                invalid: true,
+            }),
+        }
+    }
+    let failed = report.skipped.iter().filter(|s| s.invalid).count() + report.duplicates.len();
+    let warned = report
+        .loaded
+        .iter()
+        .filter(|a| !a.warnings.is_empty())
+        .count();
     if json {
         print_json(&report)?;
     } else {
@@ -190,26 +317,58 @@ pub(crate) async fn validate(paths: &[PathBuf], json: bool) -> Result<(), CliErr
                 crate::output::outln!("        warning: {}", terminal_safe(w));
             }
         }
+        for s in &report.shadowed {
+            crate::output::outln!(
+                "shadowed {} ({}): {} is used instead",
+                terminal_safe(&s.path),
+                terminal_safe(&s.name),
+                terminal_safe(&s.by)
+            );
+        }
         for s in &report.skipped {
             crate::output::outln!(
-                "skipped {}: {}",
+                "{} {}: {}",
+                if s.invalid { "failed " } else { "skipped" },
                 terminal_safe(&s.path),
                 terminal_safe(&s.reason)
             );
         }
+        for d in &report.duplicates {
+            crate::output::outln!("failed  {d}");
+        }
         crate::output::outln!(
             "{} loaded, {} skipped, {} failed",
             report.loaded.len(),
-            report.skipped.len() - failed,
+            report.skipped.iter().filter(|s| !s.invalid).count(),
             failed
         );
     }
     if failed > 0 {
         return Err(CliError::Failed(format!(
-            "{failed} file(s) named on the command line failed to load"
+            "{failed} agent file(s) or name(s) failed to load"
+        )));
+    }
+    if strict && warned > 0 {
+        return Err(CliError::Failed(format!(
+            "{warned} agent(s) have warnings (--strict)"
         )));
     }
     Ok(())
+}
+
+/// An agent's load warnings as one line: `warning: agent NAME (PATH:LINE): w1; w2`.
+pub(crate) fn warning_line(w: &subagents::AgentWarnings) -> String {
+    let at = match (&w.path, w.line) {
+        (Some(p), Some(l)) => format!(" ({}:{l})", p.display()),
+        (Some(p), None) => format!(" ({})", p.display()),
+        _ => String::new(),
+    };
+    terminal_safe(&format!(
+        "warning: agent {}{at}: {}",
+        w.name,
+        w.warnings.join("; ")
+    ))
+    .into_owned()
 }
 
 fn print_json(v: &impl Serialize) -> Result<(), CliError> {

@@ -382,7 +382,9 @@ pub(crate) struct TaskArgs {
 /// `subagents agents ...`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum AgentsCommand {
-    /// List the agents that would be registered (built-ins, discovered and given ones).
+    /// List the agents that would be registered (built-ins, discovered and given ones), with
+    /// the path segment (slug) of names that are not one, their warnings, and what is shadowed
+    /// (project over user over built-in; --agents directories replace discovery).
     List {
         /// Agent directories (repeatable).
         #[arg(long = "agents", value_name = "DIR")]
@@ -397,15 +399,23 @@ pub(crate) enum AgentsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Validate agent files or directories. Exit 1 when a file named explicitly fails to load;
-    /// a directory scan skips what Claude Code would skip and reports why.
+    /// Validate agent files or directories (default: the discovered .claude/agents and
+    /// ~/.claude/agents), reporting the warnings a run would give. Exit 1 when a file named
+    /// explicitly fails to load, an agent file in a directory is broken, a directory defines
+    /// one name twice, or (--strict) an agent has warnings; files that are no agents (a README)
+    /// are skipped with the reason.
     Validate {
-        /// Files or directories.
-        #[arg(required = true, value_name = "PATH")]
+        /// Files or directories; a name in two given directories is an error, as with --agents.
+        #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
-        /// JSON output: {"loaded":[{"path","name","kind","warnings"}],"skipped":[{"path","reason"}]}.
+        /// JSON output: {"loaded":[{"path","name","slug"?,"kind","warnings"}],
+        /// "skipped":[{"path","reason","invalid"}],"shadowed":[{"name","path","by"}],
+        /// "duplicates":[...]}.
         #[arg(long)]
         json: bool,
+        /// Treat warnings as failures.
+        #[arg(long)]
+        strict: bool,
     },
 }
 

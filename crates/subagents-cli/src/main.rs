@@ -128,16 +128,14 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             let mut dirs = agents;
             dirs.extend(config.agents.iter().cloned());
             routes::fold_flag(&mut config, agent_model.as_deref());
-            agents::list(
-                &dirs,
-                json,
-                &routes::for_listing(model.as_deref(), &config).await,
-            )
-            .await
+            let routes = routes::for_listing(model.as_deref(), &config).await;
+            agents::list(&dirs, json, &config, &routes).await
         }
-        Command::Agents(AgentsCommand::Validate { paths, json }) => {
-            agents::validate(&paths, json).await
-        }
+        Command::Agents(AgentsCommand::Validate {
+            paths,
+            json,
+            strict,
+        }) => agents::validate(&paths, json, strict, &config).await,
         Command::Serve(args) => serve::serve(args, config).await,
         Command::Call(args) => call::call(&args, &config).await,
         Command::Mcp(args) => mcp::serve(args, config).await,

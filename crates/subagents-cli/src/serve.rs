@@ -55,9 +55,6 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
     )
     .build()
     .await?;
-    for s in agents.skipped() {
-        eprintln!("skipped {}: {}", s.path.display(), s.reason);
-    }
     let mut options = ServeOptions::new()
         .agents(args.agent.clone())
         .api_keys(keys.clone())

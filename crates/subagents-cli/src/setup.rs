@@ -215,8 +215,35 @@ impl<'a> Setup<'a> {
         } else if !sandbox.confine_writes {
             tracing::info!("Bash commands run unconfined (--no-sandbox)");
         }
+        // Once, before any live view starts: broken agent files and each agent's load
+        // warnings on one line (not as tracing WARN lines).
         for s in agents.skipped() {
-            tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
+            if s.invalid {
+                // The reason of a load error names the file (and line) already.
+                let path = s.path.display().to_string();
+                let text = if s.reason.contains(&path) {
+                    s.reason.clone()
+                } else {
+                    format!("{path}: {}", s.reason)
+                };
+                eprintln!(
+                    "warning: agent file not loaded: {}",
+                    crate::output::terminal_safe(&text)
+                );
+            } else {
+                tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
+            }
+        }
+        for w in agents.agent_warnings() {
+            eprintln!("{}", crate::agents::warning_line(w));
+        }
+        for s in agents.shadowed() {
+            tracing::info!(
+                agent = %s.name,
+                path = %s.path.display(),
+                by = %s.winner.display(),
+                "agent shadowed by one of higher precedence"
+            );
         }
         Ok(agents)
     }

@@ -41,6 +41,8 @@ fn help_documents_every_subcommand_and_exit_code() {
         .stdout(predicate::str::contains("Exit codes"));
 }
 
+/// Behaviour change (issue 27): the directory holds a broken agent file (no `description`),
+/// which now fails validation (exit 1); the README is still only skipped.
 #[test]
 fn validate_scans_a_directory_like_claude_code() {
     let v = json_stdout(
@@ -48,7 +50,7 @@ fn validate_scans_a_directory_like_claude_code() {
             .args(["agents", "validate", "--json"])
             .arg(fixtures().join("agents"))
             .assert()
-            .success(),
+            .code(1),
     );
     let loaded = v["loaded"].as_array().expect("loaded");
     let names: Vec<&str> = loaded.iter().filter_map(|a| a["name"].as_str()).collect();
@@ -118,14 +120,15 @@ fn validate_fails_when_a_named_file_does_not_load() {
     );
 }
 
+/// Behaviour change (issue 27): the broken `no-description.md` counts as failed (exit 1).
 #[test]
 fn validate_text_output_summarises() {
     subagents()
         .args(["agents", "validate"])
         .arg(fixtures().join("agents"))
         .assert()
-        .success()
-        .stdout(predicate::str::contains("2 loaded, 2 skipped, 0 failed"));
+        .code(1)
+        .stdout(predicate::str::contains("2 loaded, 1 skipped, 1 failed"));
 }
 
 #[test]

@@ -18,6 +18,8 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
     let mut refs: Vec<SubagentReference> = Vec::new();
     #[allow(unused_mut)]
     let mut skipped_files: Vec<SkippedAgent> = Vec::new();
+    #[cfg(feature = "claude")]
+    let shadowed: Vec<subagent_claude::ShadowedAgent>;
     let root = match &b.workspace {
         Some(r) => r.clone(),
         None => std::env::current_dir().map_err(|e| Error::Workspace {
@@ -118,41 +120,71 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         {
             claude = claude.mcp_tools(mcp_tool_source(b.mcp_config.as_deref(), &root).await?);
         }
-        kinds.push(claude.build());
+        let (claude_kind, claude_executor) = claude.build_with_executor();
+        kinds.push(claude_kind);
 
-        let mut dirs = b.agent_dirs.clone();
-        if dirs.is_empty()
-            && let Some(start) = &b.discover_from
-        {
-            dirs = crate::builder::discovered_agent_dirs(start);
-        }
-        for dir in &dirs {
-            let (found, skips) = subagent_claude::ClaudeSubagentReferences::from_dir(dir)
+        // Claude Code's precedence: given directories (`--agents`, one scope) replace
+        // discovery; a discovered directory ranks above the ones after it (the project's
+        // nearest first, then the user's); a name twice in one scope is an error naming both.
+        let dirs: Vec<subagent_claude::AgentDir> = if !b.agent_dirs.is_empty() {
+            b.agent_dirs
+                .iter()
+                .map(|d| subagent_claude::AgentDir::new(d, subagent_claude::AgentScope::Cli))
+                .collect()
+        } else if let Some(start) = &b.discover_from {
+            subagent_claude::agent_dirs(start, subagent_claude::home_dir().as_deref())
+        } else {
+            Vec::new()
+        };
+        let mut discovery = subagent_claude::Discovery::default();
+        for dir in dirs {
+            let report = subagent_claude::scan_dir(dir.path.clone())
                 .await
                 .map_err(|e| Error::AgentDir {
-                    path: dir.clone(),
+                    path: dir.path.clone(),
                     source: Box::new(e),
                 })?;
-            for s in skips {
-                tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
-                skipped_files.push(skipped(&s.path, s.reason));
-            }
-            refs.extend(found);
+            discovery.add_scan(dir, report);
         }
+        if let Some(d) = discovery.duplicates.first() {
+            return Err(task_tool::BuildError::DuplicateName {
+                name: d.name.clone(),
+                first_uri: d.first.display().to_string(),
+                second_uri: d.second.display().to_string(),
+            }
+            .into());
+        }
+        for s in &discovery.skipped {
+            tracing::debug!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
+            skipped_files.push(skipped(&s.path, s.reason.clone(), s.invalid));
+        }
+        for s in &discovery.shadowed {
+            tracing::debug!(
+                agent = %s.name,
+                path = %s.path.display(),
+                by = %s.winner.display(),
+                "agent shadowed by one of higher precedence"
+            );
+        }
+        refs.extend(discovery.references());
+        shadowed = discovery.shadowed;
         for file in &b.agent_files {
             refs.push(subagent_claude::ClaudeSubagentReferences::file(file));
         }
-        Some(Arc::new(crate::Local {
-            workspace: ws,
-            models,
-            default_model,
-            routes,
-            main_mode: b.permission_mode.or(settings_mode).unwrap_or_default(),
-            rules: Arc::new(rules),
-            sandbox: b.sandbox.clone(),
-            hooks,
-            transcripts,
-        }))
+        Some((
+            claude_executor,
+            Arc::new(crate::Local {
+                workspace: ws,
+                models,
+                default_model,
+                routes,
+                main_mode: b.permission_mode.or(settings_mode).unwrap_or_default(),
+                rules: Arc::new(rules),
+                sandbox: b.sandbox.clone(),
+                hooks,
+                transcripts,
+            }),
+        ))
     };
     #[cfg(not(feature = "claude"))]
     {
@@ -231,10 +263,22 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         .subagent_references(refs)
         .build()
         .await?;
+    #[cfg(feature = "claude")]
+    let (local, agent_warnings) = match local {
+        Some((executor, local)) => {
+            let warnings = load_warnings(&task, &executor, &local, &root).await;
+            (Some(local), warnings)
+        }
+        None => (None, Vec::new()),
+    };
     Ok(Subagents {
         task,
         root,
         skipped: skipped_files,
+        #[cfg(feature = "claude")]
+        shadowed,
+        #[cfg(feature = "claude")]
+        agent_warnings,
         approver: b.approver.0,
         budget: b.budget,
         prices,
@@ -243,6 +287,48 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         #[cfg(feature = "store")]
         store,
     })
+}
+
+/// The load warnings of every registered Markdown agent (not the built-ins), from the one
+/// function that computes them ([`subagent_claude::agent_load_warnings`]) against this
+/// assembly's tools, models, skills and workspace.
+#[cfg(feature = "claude")]
+async fn load_warnings(
+    task: &task_tool::TaskTool,
+    executor: &subagent_claude::ClaudeExecutor,
+    local: &crate::Local,
+    root: &Path,
+) -> Vec<crate::AgentWarnings> {
+    let defs: Vec<&subagent_claude::ClaudeAgentDefinition> = task
+        .user_agents()
+        .iter()
+        .filter_map(|d| d.downcast_ref::<subagent_claude::ClaudeAgentDefinition>())
+        .collect();
+    if defs.is_empty() {
+        return Vec::new();
+    }
+    let mut check = subagent_claude::LoadCheck::new()
+        .tools(executor.base_tool_names().await)
+        .models(local.models.names())
+        .project(root, subagent_claude::home_dir());
+    if defs.iter().any(|d| !d.skills.is_empty()) {
+        check = check.skills(executor.skill_names().await);
+    }
+    let mut out = Vec::new();
+    for def in defs {
+        // A few metadata calls for `memory` locations; no file is read.
+        let warnings = subagent_claude::agent_load_warnings(def, &check);
+        if warnings.is_empty() {
+            continue;
+        }
+        out.push(crate::AgentWarnings {
+            name: def.name.clone(),
+            path: def.source.clone(),
+            line: def.name_line,
+            warnings,
+        });
+    }
+    out
 }
 
 /// Opens the store (`None` for none or `memory`) and starts its maintenance: interrupted tasks

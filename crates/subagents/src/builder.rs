@@ -191,7 +191,9 @@ impl SubagentsBuilder {
     // --- Markdown agents (feature `claude`) ---
 
     /// A directory of Markdown agents (every `*.md` file with frontmatter; files that do not
-    /// load are reported in [`Subagents::skipped`]).
+    /// load are reported in [`Subagents::skipped`]). Given directories replace discovery
+    /// ([`discover_from`](Self::discover_from)) and are one scope, like Claude Code's
+    /// `--agents`: a name in two of them (or twice in one) fails the build, naming both files.
     pub fn agents_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.agent_dirs.push(dir.into());
         self
@@ -204,8 +206,10 @@ impl SubagentsBuilder {
     }
 
     /// Claude Code's discovery from `dir`: `.claude/agents` in `dir` and each directory above
-    /// it, then `~/.claude/agents` (nearer wins on a name clash), used when no
-    /// [`agents_dir`](Self::agents_dir) is given. Also discovers skills from the same places
+    /// it, then `~/.claude/agents`, used when no [`agents_dir`](Self::agents_dir) is given. On
+    /// a name clash the nearer directory wins (the project over the user, both over the
+    /// built-ins) and the other file is listed in [`Subagents::shadowed`]; a name twice in one
+    /// directory fails the build, naming both files. Also discovers skills from the same places
     /// (`.claude/skills`) and reads the hooks of `~/.claude/settings.json` and of the
     /// workspace's `.claude/settings.json` and `.claude/settings.local.json`.
     pub fn discover_from(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -395,9 +399,10 @@ pub fn discovered_agent_dirs(start: &Path) -> Vec<PathBuf> {
 
 /// Records a skipped file.
 #[cfg(feature = "claude")]
-pub(crate) fn skipped(path: &Path, reason: impl Into<String>) -> SkippedAgent {
+pub(crate) fn skipped(path: &Path, reason: impl Into<String>, invalid: bool) -> SkippedAgent {
     SkippedAgent {
         path: path.to_path_buf(),
         reason: reason.into(),
+        invalid,
     }
 }

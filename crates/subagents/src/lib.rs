@@ -113,6 +113,25 @@ pub struct SkippedAgent {
     pub path: PathBuf,
     /// Why it was skipped.
     pub reason: String,
+    /// True for a broken agent file (frontmatter that does not load), false for a file that is
+    /// no agent (a README, a `SKILL.md`).
+    pub invalid: bool,
+}
+
+/// What loading one Markdown agent warned about on this assembly
+/// ([`subagent_claude::agent_load_warnings`]: ignored fields and tools, unknown model, skills
+/// not found, refused memory), for a host to show once, grouped (feature `claude`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentWarnings {
+    /// The agent's name.
+    pub name: String,
+    /// Its file.
+    pub path: Option<PathBuf>,
+    /// The line of its `name` field.
+    pub line: Option<usize>,
+    /// The warnings, each a short clause.
+    pub warnings: Vec<String>,
 }
 
 /// What the Markdown kind needs besides the registry.
@@ -154,6 +173,10 @@ pub struct Subagents {
     pub(crate) task: TaskTool,
     pub(crate) root: PathBuf,
     pub(crate) skipped: Vec<SkippedAgent>,
+    #[cfg(feature = "claude")]
+    pub(crate) shadowed: Vec<subagent_claude::ShadowedAgent>,
+    #[cfg(feature = "claude")]
+    pub(crate) agent_warnings: Vec<AgentWarnings>,
     pub(crate) approver: Option<Arc<dyn spi::Approver>>,
     pub(crate) budget: spi::BudgetLimits,
     pub(crate) prices: Arc<spi::ModelPrices>,
@@ -314,6 +337,17 @@ impl Subagents {
     /// agent support is configured.
     pub fn settings_hooks(&self) -> Option<&subagent_claude::Hooks> {
         self.local.as_ref().map(|l| &l.hooks)
+    }
+
+    /// Agent files hidden by one of the same name with higher precedence (a project agent
+    /// shadows the user's), naming the file that won.
+    pub fn shadowed(&self) -> &[subagent_claude::ShadowedAgent] {
+        &self.shadowed
+    }
+
+    /// The load warnings of the Markdown agents, one entry per agent that has any.
+    pub fn agent_warnings(&self) -> &[AgentWarnings] {
+        &self.agent_warnings
     }
 
     /// The default model.

@@ -107,20 +107,12 @@ impl Subagents {
     }
 }
 
-/// The URL path an agent is served at: its name in lowercase, runs of other characters turned
-/// into single hyphens (`Release Notes Writer` → `/release-notes-writer`). `None` when nothing
-/// of the name is left (a name of only punctuation, `.` or `..`).
+/// The URL path an agent is served at: `/` and its [`agent_slug`](subagent_claude::agent_slug)
+/// (`code-reviewer` → `/code-reviewer`; `LSP/Index Engineer` →
+/// `/lsp-index-engineer-<8 hex digits>`, the hash of the exact name keeping names that read
+/// alike apart). Always `Some` (the `Option` is kept for compatibility).
 pub fn agent_path(name: &str) -> Option<String> {
-    let mut slug = String::new();
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            slug.push(c.to_ascii_lowercase());
-        } else if !slug.ends_with('-') {
-            slug.push('-');
-        }
-    }
-    let slug = slug.trim_matches('-');
-    (!slug.is_empty()).then(|| format!("/{slug}"))
+    Some(format!("/{}", subagent_claude::agent_slug(name)))
 }
 
 impl Subagents {
@@ -171,17 +163,22 @@ impl Subagents {
         if let Some(signer) = &options.card_signer {
             builder = builder.card_signer(signer.clone());
         }
+        let mut paths: std::collections::HashMap<String, String> = Default::default();
         for def in chosen {
-            let path = agent_path(def.name()).ok_or_else(|| {
-                Error::Server(
+            let path = agent_path(def.name()).unwrap_or_default();
+            // Slugs of distinct names differ unless made to collide on purpose: refuse that.
+            if let Some(other) = paths.insert(path.clone(), def.name().to_string())
+                && !other.eq_ignore_ascii_case(def.name())
+            {
+                return Err(Error::Server(
                     format!(
-                        "agent `{}` ({}) has no name usable as a URL path",
-                        def.name().escape_debug(),
-                        def.reference().uri
+                        "agents `{}` and `{}` would both be served at {path}; rename one",
+                        other.escape_debug(),
+                        def.name().escape_debug()
                     )
                     .into(),
-                )
-            })?;
+                ));
+            }
             let executor = self
                 .task()
                 .executor_of(def.name())
@@ -265,20 +262,23 @@ mod tests {
     use super::agent_path;
 
     #[test]
-    fn paths_are_slugs_and_dots_are_refused() {
+    fn paths_are_slugs() {
         assert_eq!(
             agent_path("code-reviewer").as_deref(),
             Some("/code-reviewer")
         );
-        assert_eq!(
-            agent_path("Release Notes Writer").as_deref(),
-            Some("/release-notes-writer")
+        // Behaviour change (issue 27): names that are not their own slug get a hash suffix, so
+        // `Release Notes Writer` and `release/notes writer` no longer share a path.
+        let p = agent_path("Release Notes Writer").unwrap();
+        assert!(
+            p.starts_with("/release-notes-writer-") && p.len() == 30,
+            "{p}"
         );
-        assert_eq!(
-            agent_path("  weird__name!! ").as_deref(),
-            Some("/weird-name")
+        assert_ne!(
+            agent_path("release/notes writer"),
+            agent_path("Release Notes Writer")
         );
-        assert_eq!(agent_path(".."), None);
-        assert_eq!(agent_path("."), None);
+        assert!(agent_path("..").unwrap().starts_with("/agent-"));
+        assert!(agent_path(".").unwrap().starts_with("/agent-"));
     }
 }
