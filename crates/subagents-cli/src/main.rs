@@ -11,6 +11,7 @@ mod call;
 mod cli;
 mod config;
 mod error;
+mod interrupt;
 mod mcp;
 mod output;
 mod progress;
@@ -83,7 +84,11 @@ fn main() {
     let code = match runtime.block_on(dispatch(cli)) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("subagents: {e}");
+            // Errors quote peers, models and files: escaped for the terminal.
+            eprintln!(
+                "subagents: {}",
+                crate::output::terminal_text(&e.to_string())
+            );
             e.exit_code()
         }
     };

@@ -12,19 +12,10 @@ use crate::approve;
 use crate::cli::{RunArgs, TaskArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
+use crate::interrupt::Interrupt;
 use crate::output::{OutcomeJson, finish};
 use crate::progress;
 use crate::setup::Setup;
-
-/// Cancels `token` on Ctrl-C.
-fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("interrupted: cancelling");
-            token.cancel();
-        }
-    })
-}
 
 /// The model error behind `e`, directly or as a source of an execution error.
 fn model_error(e: &SubagentError) -> Option<&ModelError> {
@@ -94,7 +85,7 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
         Arc::new(agents.prices().clone()),
     );
     let cancel = CancellationToken::new();
-    let interrupt = cancel_on_ctrl_c(cancel.clone());
+    let interrupt = Interrupt::cancel_on_ctrl_c(cancel.clone());
     let mut main = agents
         .main_agent()
         .max_turns(args.max_turns)
@@ -104,15 +95,14 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
         main = main.agent(name.clone());
     }
     let result = main.run(prompt).await;
-    interrupt.abort();
     flush_store(&agents).await;
     let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
-    let outcome = result.map_err(failure)?;
+    let outcome = interrupt.result(result.map_err(failure))?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
-    finish(&outcome, args.json.then_some(&json))
+    interrupt.result(finish(&outcome, args.json.then_some(&json)))
 }
 
 /// The agent `--agent NAME` names, as (registered name, kind); a configuration error (exit 2)
@@ -192,7 +182,7 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
 
     let (sink, renderer) = progress::start(false, multi);
     let ctx = TaskContext::new().with_progress(sink);
-    let interrupt = cancel_on_ctrl_c(ctx.cancel().clone());
+    let interrupt = Interrupt::cancel_on_ctrl_c(ctx.cancel().clone());
     // Without --background, the agent's own default (`background: true`) decides.
     let mut call = TaskCall::new(def.name(), "command-line task", args.prompt.clone());
     if args.background {
@@ -209,7 +199,11 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
             ..
         }) => Ok((agent, Some(task_id), outcome)),
         Ok(Dispatch::Background { agent, task_id }) => {
-            eprintln!("started {agent} in the background as {task_id}");
+            eprintln!(
+                "started {} in the background as {}",
+                crate::output::terminal_safe(&agent),
+                crate::output::terminal_safe(&task_id)
+            );
             loop {
                 let snap = match task.output(&task_id, Some(Duration::from_secs(5))).await {
                     Ok(s) => s,
@@ -252,14 +246,13 @@ pub(crate) async fn task(args: TaskArgs, config: Config) -> Result<(), CliError>
         )),
         Err(e) => Err(e),
     };
-    interrupt.abort();
     drop(ctx);
     flush_store(&agents).await;
     let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
-    let (agent, task_id, outcome) = result.map_err(failure)?;
+    let (agent, task_id, outcome) = interrupt.result(result.map_err(failure))?;
     let kind = kind.map(|k| k.to_string()).unwrap_or_default();
     let json = OutcomeJson::new(&agent, &kind, &outcome, task_id.as_deref()).with_prices(&prices);
-    finish(&outcome, args.json.then_some(&json))
+    interrupt.result(finish(&outcome, args.json.then_some(&json)))
 }

@@ -56,7 +56,11 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
     .build()
     .await?;
     for s in agents.skipped() {
-        eprintln!("skipped {}: {}", s.path.display(), s.reason);
+        eprintln!(
+            "skipped {}: {}",
+            crate::output::terminal_safe(&s.path.display().to_string()),
+            crate::output::terminal_safe(&s.reason)
+        );
     }
     let mut options = ServeOptions::new()
         .agents(args.agent.clone())
@@ -143,9 +147,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         });
     }
     server
-        .serve(listener, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .serve(listener, crate::interrupt::stop_signal())
         .await
         .map_err(|e| CliError::Failed(format!("server error: {e}")))
 }
