@@ -66,23 +66,26 @@ impl TerminalApprover {
     }
 }
 
-/// Who asks, as the path of agents from the root (`main › reviewer`), each name escaped;
-/// the asking run's task id follows when it has one, so two runs of the same agent in
-/// parallel can be told apart.
+/// Who asks, as the path of agents from the root (`main › reviewer`), each name escaped.
 fn asker(r: &ApprovalRequest) -> String {
-    let mut who = if r.agent_path.is_empty() {
-        "main".to_string()
-    } else {
-        r.agent_path
-            .iter()
-            .map(|a| terminal_safe(a).into_owned())
-            .collect::<Vec<_>>()
-            .join(" › ")
-    };
-    if let Some(id) = &r.task_id {
-        who.push_str(&format!(" [{}]", terminal_safe(id)));
+    if r.agent_path.is_empty() {
+        return "main".to_string();
     }
-    who
+    r.agent_path
+        .iter()
+        .map(|a| terminal_safe(a).into_owned())
+        .collect::<Vec<_>>()
+        .join(" › ")
+}
+
+/// Why it asks, and the asking run's task id when it has one (two runs of the same agent in
+/// parallel are told apart by it).
+fn why(r: &ApprovalRequest) -> String {
+    let mut why = terminal_safe(&r.reason).into_owned();
+    if let Some(id) = &r.task_id {
+        why.push_str(&format!(" (task {})", terminal_safe(id)));
+    }
+    why
 }
 
 /// The prompt for one request (terminal-safe): the first line names the asking agent's path
@@ -99,7 +102,7 @@ pub(crate) fn prompt_text(r: &ApprovalRequest) -> String {
             "\n? {} asks: {}\n  why: {}\n  answer? [y]es / [a]lways / [n]o: ",
             asker(r),
             terminal_safe(&r.summary),
-            terminal_safe(&r.reason),
+            why(r),
         );
     }
     format!(
@@ -107,7 +110,7 @@ pub(crate) fn prompt_text(r: &ApprovalRequest) -> String {
         asker(r),
         terminal_safe(&r.tool),
         terminal_safe(&r.summary),
-        terminal_safe(&r.reason),
+        why(r),
     )
 }
 
@@ -186,8 +189,9 @@ mod tests {
         assert!(p.contains("main › worker › Bash: touch x\\u{1b}[2J"), "{p}");
         assert!(p.contains("[a]lways (Bash(touch:*))"), "{p}");
         let p = prompt_text(&r.clone().with_task_id("task_7\u{202e}"));
+        assert!(p.contains("main › worker › Bash: touch x"), "{p}");
         assert!(
-            p.contains("main › worker [task_7\\u{202e}] › Bash: touch x"),
+            p.contains("why: permission mode `default` (task task_7\\u{202e})"),
             "{p}"
         );
         let q = ApprovalRequest::new(

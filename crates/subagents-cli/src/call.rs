@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use subagents::a2a::client::{A2aExecutor, A2aResolver, KIND, decode_session, encode_session};
 use subagents::spi::{
-    ModelPrices, ProgressEvent, ProgressKind, SessionApprover, SubagentExecutor,
-    SubagentReference, SubagentResolver, TaskCall, TaskContext, TaskOutcome, TaskStatus,
+    ModelPrices, ProgressEvent, ProgressKind, SessionApprover, SubagentExecutor, SubagentReference,
+    SubagentResolver, TaskCall, TaskContext, TaskOutcome, TaskStatus,
 };
 
 use crate::cli::{CallArgs, PermissionArgs};

@@ -25,18 +25,20 @@ pub(crate) struct Interrupt {
 }
 
 impl Interrupt {
-    /// Cancels `token` on the first Ctrl-C; exits 130 on the second.
+    /// Cancels `token` on the first Ctrl-C; exits 130 on the second. The handler is in place
+    /// when this returns.
     pub(crate) fn cancel_on_ctrl_c(token: CancellationToken) -> Self {
         let fired = Arc::new(AtomicBool::new(false));
         let flag = fired.clone();
+        let mut sigint = CtrlC::listen();
         let task = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_err() {
+            if !sigint.next().await {
                 return;
             }
             flag.store(true, Ordering::SeqCst);
             eprintln!("interrupted: cancelling (Ctrl-C again to quit at once)");
             token.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if sigint.next().await {
                 eprintln!("interrupted again: quitting");
                 std::process::exit(EXIT);
             }
@@ -55,6 +57,36 @@ impl Interrupt {
         match result {
             Err(e) if self.fired() => Err(CliError::Interrupted(format!("interrupted ({e})"))),
             other => other,
+        }
+    }
+}
+
+/// SIGINT, listened to from the moment it is made (on Unix; elsewhere from the first wait).
+struct CtrlC {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl CtrlC {
+    fn listen() -> Self {
+        Self {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
+        }
+    }
+
+    /// True when Ctrl-C was pressed; false when it cannot be listened to.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            match &mut self.signal {
+                Some(s) => s.recv().await.is_some(),
+                None => false,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.is_ok()
         }
     }
 }

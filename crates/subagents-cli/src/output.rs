@@ -246,7 +246,8 @@ mod tests {
 
     #[test]
     fn json_is_exact_and_terminal_safe() {
-        let hostile = "a\u{1b}]0;title\u{7}\u{9b}2J\u{202e}\u{7f}\u{200b}\u{e0041}\r\nb é 👩\u{200d}💻";
+        let hostile =
+            "a\u{1b}]0;title\u{7}\u{9b}2J\u{202e}\u{7f}\u{200b}\u{e0041}\r\nb é 👩\u{200d}💻";
         let value = serde_json::json!({ "text": hostile });
         let text = super::json_text(&value).expect("encodes");
         for c in text.chars() {
