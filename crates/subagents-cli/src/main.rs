@@ -62,7 +62,7 @@ fn main() {
             .with(
                 tracing_subscriber::fmt::layer()
                     .with_ansi(colour_on_stderr())
-                    .with_writer(std::io::stderr)
+                    .with_writer(crate::output::LogWriter)
                     .with_filter(filter),
             )
             .with(otel.as_ref().map(|o| o.layer()))

@@ -1,5 +1,7 @@
 //! Printing outcomes (text or JSON) and mapping their status to exit codes.
 
+use std::io::Write as _;
+
 use serde::Serialize;
 use subagents::spi::{ModelPrices, TaskOutcome, TaskStatus, Usage};
 
@@ -209,10 +211,51 @@ pub(crate) fn json_text(value: &impl Serialize) -> Result<String, CliError> {
     Ok(out)
 }
 
+/// The diagnostics log's writer: stderr, with the characters tracing-subscriber leaves in
+/// the values it logs (it escapes ESC, C1 and a few C0 controls itself) shown escaped as
+/// [`terminal_safe`] shows them: carriage returns, bidi and invisible format characters. ESC
+/// passes, for the log's own colours; newlines and tabs pass.
+pub(crate) struct LogWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LogWriter
+    }
+}
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let hazard = |c: char| {
+            !matches!(c, '\n' | '\t' | '\u{1b}') && subagents::claude::is_terminal_hazard(c)
+        };
+        let text = String::from_utf8_lossy(buf);
+        let mut err = std::io::stderr().lock();
+        if text.contains(hazard) {
+            let mut safe = String::with_capacity(text.len() + 16);
+            for c in text.chars() {
+                if hazard(c) {
+                    safe.extend(c.escape_unicode());
+                } else {
+                    safe.push(c);
+                }
+            }
+            err.write_all(safe.as_bytes())?;
+        } else {
+            err.write_all(buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
 /// Writes one line to stdout. A closed pipe (`subagents agents list | head -1`) ends the
 /// process quietly with status 0 instead of a panic: the reader has what it wanted.
 pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
-    use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
