@@ -520,7 +520,9 @@ fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
     }
     std::thread::sleep(Duration::from_millis(300));
     term.send("a\n");
-    let (status, screen) = term.finish(LIMIT);
+    // A second prompt would wait for an answer: fail as soon as it shows.
+    let (status, screen) =
+        term.finish_unless(LIMIT, |t| t.matches("allow? [y]es once").count() > 1);
     assert!(status.success(), "{status}: {screen:?}");
     assert_eq!(
         screen.matches("allow? [y]es once").count(),

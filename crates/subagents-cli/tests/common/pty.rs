@@ -128,11 +128,26 @@ impl OnPty {
 
     /// Waits (at most `limit`) for the child to exit and for the terminal to be drained;
     /// kills it and panics with what the terminal got when it does not exit in time.
-    pub(crate) fn finish(mut self, limit: Duration) -> (ExitStatus, String) {
+    pub(crate) fn finish(self, limit: Duration) -> (ExitStatus, String) {
+        self.finish_unless(limit, |_| false)
+    }
+
+    /// [`finish`](Self::finish), failing at once (the child killed) when what the terminal
+    /// got so far makes `wrong` true.
+    pub(crate) fn finish_unless(
+        mut self,
+        limit: Duration,
+        wrong: impl Fn(&str) -> bool,
+    ) -> (ExitStatus, String) {
         let deadline = Instant::now() + limit;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 break status;
+            }
+            if wrong(&self.text()) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("the terminal got: {:?}", self.text());
             }
             if Instant::now() >= deadline {
                 let _ = self.child.kill();
