@@ -338,9 +338,13 @@ impl ClaudeAgentDefinition {
 
     /// Renders `text` safe to print on a terminal: control characters (C0 including newline and
     /// tab, DEL, C1), Unicode bidirectional-text controls (U+061C, U+200E, U+200F,
-    /// U+202A–U+202E, U+2066–U+2069) and line/paragraph separators (U+2028, U+2029) become
-    /// visible `\u{..}` escapes (ESC is shown as `\u{1b}`). Text without them is borrowed as
-    /// it is. Backslashes are not doubled, so the output is for people, not for parsing back.
+    /// U+202A–U+202E, U+2066–U+2069), line/paragraph separators (U+2028, U+2029) and the
+    /// invisible format characters that can hide or fake text (soft hyphen U+00AD, U+180E,
+    /// zero-width space U+200B, U+2060–U+2064, U+206A–U+206F, U+FEFF, the Hangul fillers,
+    /// U+FFF9–U+FFFB and the tag characters U+E0000–U+E007F) become visible `\u{..}` escapes
+    /// (ESC is shown as `\u{1b}`). The zero-width joiners U+200C and U+200D stay: emoji
+    /// sequences and several scripts need them. Text without any of these is borrowed as it
+    /// is. Backslashes are not doubled, so the output is for people, not for parsing back.
     ///
     /// ```
     /// use subagent_claude::ClaudeAgentDefinition;
@@ -352,9 +356,38 @@ impl ClaudeAgentDefinition {
 }
 
 /// True for characters that can change how a terminal shows text around them: control
-/// characters and Unicode bidirectional-text controls, plus the line and paragraph separators.
-fn is_terminal_hazard(c: char) -> bool {
-    c.is_control() || is_bidi_control(c) || matches!(c, '\u{2028}' | '\u{2029}')
+/// characters and Unicode bidirectional-text controls, the line and paragraph separators, and
+/// invisible format characters (see [`is_invisible_format`]).
+pub fn is_terminal_hazard(c: char) -> bool {
+    c.is_control()
+        || is_bidi_control(c)
+        || matches!(c, '\u{2028}' | '\u{2029}')
+        || is_invisible_format(c)
+}
+
+/// Characters that show nothing (or only at a line break) yet are part of the text, so they
+/// can make two strings look the same or hide text in one: the soft hyphen, the Mongolian
+/// vowel separator, the zero-width space, the word joiner and invisible operators
+/// (U+2060–U+2064), the deprecated format controls (U+206A–U+206F), the byte order mark, the
+/// Hangul fillers, the interlinear annotation controls and the tag characters. The zero-width
+/// non-joiner and joiner (U+200C, U+200D) are not among them: emoji and several scripts need
+/// them.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{115f}'
+            | '\u{1160}'
+            | '\u{180e}'
+            | '\u{200b}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{206a}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{e0000}'..='\u{e007f}'
+    )
 }
 
 /// Bidirectional-text controls: embeddings and overrides (U+202A–U+202E), isolates

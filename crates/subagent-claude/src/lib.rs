@@ -103,7 +103,7 @@ pub use builtin::{
 pub use definition::{
     AGENT_COLORS, ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule,
     escape_for_terminal, escape_for_terminal_multiline, is_canonical_name, is_task_name,
-    parse_agent, parse_tool_list,
+    is_terminal_hazard, parse_agent, parse_tool_list,
 };
 pub use discovery::{
     AgentDir, AgentScope, DiscoveredAgent, Discovery, DuplicateAgent, ShadowedAgent, agent_dirs,

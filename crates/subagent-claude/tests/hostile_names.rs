@@ -196,6 +196,15 @@ fn escape_for_terminal_makes_controls_visible() {
     );
     assert_eq!(esc("c1\u{9b}"), "c1\\u{9b}");
     assert_eq!(esc("ünïcödé 名前"), "ünïcödé 名前");
+    // Invisible format characters that hide or fake text are shown too; the joiners that
+    // emoji and scripts need stay.
+    assert_eq!(
+        esc("ma\u{200b}in\u{ad}\u{2060}\u{feff}\u{e0041}"),
+        "ma\\u{200b}in\\u{ad}\\u{2060}\\u{feff}\\u{e0041}"
+    );
+    assert_eq!(esc("👩\u{200d}💻 \u{200c}"), "👩\u{200d}💻 \u{200c}");
+    assert!(subagent_claude::is_terminal_hazard('\u{7f}'));
+    assert!(!subagent_claude::is_terminal_hazard('é'));
     let mut def = ClaudeAgentDefinition::new("x\u{7}", "line1\nline2\u{1b}", "p");
     assert_eq!(def.name_for_terminal(), "x\\u{7}");
     assert_eq!(def.description_for_terminal(), "line1\nline2\\u{1b}");

@@ -34,6 +34,7 @@ pub(crate) fn approver(
         Arc::new(TerminalApprover {
             multi,
             one_at_a_time: tokio::sync::Mutex::new(()),
+            always: std::sync::Mutex::new(std::collections::HashSet::new()),
         })
     } else {
         Arc::new(FixedApprover::deny_all(NO_TERMINAL))
@@ -47,13 +48,48 @@ pub(crate) fn yes_approver(args: &PermissionArgs) -> Option<Arc<dyn Approver>> {
 }
 
 /// Asks on stderr and reads the answer from stdin, one question at a time, with the live
-/// progress display suspended while it asks.
+/// progress display suspended while it asks. Parallel agents' questions wait their turn;
+/// an "always" answer also answers the questions already waiting for the same rule.
 pub(crate) struct TerminalApprover {
     multi: Option<MultiProgress>,
     one_at_a_time: tokio::sync::Mutex<()>,
+    /// The session keys ([`ApprovalRequest::session_key`]) answered "always" here.
+    always: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
-/// The prompt for one request (terminal-safe).
+impl TerminalApprover {
+    fn answered_always(&self, request: &ApprovalRequest) -> bool {
+        self.always
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&request.session_key())
+    }
+}
+
+/// Who asks, as the path of agents from the root (`main › reviewer`), each name escaped.
+fn asker(r: &ApprovalRequest) -> String {
+    if r.agent_path.is_empty() {
+        return "main".to_string();
+    }
+    r.agent_path
+        .iter()
+        .map(|a| terminal_safe(a).into_owned())
+        .collect::<Vec<_>>()
+        .join(" › ")
+}
+
+/// Why it asks, and the asking run's task id when it has one (two runs of the same agent in
+/// parallel are told apart by it).
+fn why(r: &ApprovalRequest) -> String {
+    let mut why = terminal_safe(&r.reason).into_owned();
+    if let Some(id) = &r.task_id {
+        why.push_str(&format!(" (task {})", terminal_safe(id)));
+    }
+    why
+}
+
+/// The prompt for one request (terminal-safe): the first line names the asking agent's path
+/// and the tool (`main › reviewer › Bash: git push`), or the remote agent's question.
 pub(crate) fn prompt_text(r: &ApprovalRequest) -> String {
     let always = r
         .session_rule
@@ -64,17 +100,17 @@ pub(crate) fn prompt_text(r: &ApprovalRequest) -> String {
     if matches!(r.tool.as_str(), "input-required" | "auth-required") {
         return format!(
             "\n? {} asks: {}\n  why: {}\n  answer? [y]es / [a]lways / [n]o: ",
-            terminal_safe(&r.path_text()),
+            asker(r),
             terminal_safe(&r.summary),
-            terminal_safe(&r.reason),
+            why(r),
         );
     }
     format!(
-        "\n? {} wants to run {}: {}\n  why: {}\n  allow? [y]es once / [a]lways{always} / [n]o: ",
-        terminal_safe(&r.path_text()),
+        "\n? {} › {}: {}\n  why: {}\n  allow? [y]es once / [a]lways{always} / [n]o: ",
+        asker(r),
         terminal_safe(&r.tool),
         terminal_safe(&r.summary),
-        terminal_safe(&r.reason),
+        why(r),
     )
 }
 
@@ -91,6 +127,11 @@ pub(crate) fn parse_answer(line: &str) -> ApprovalDecision {
 impl Approver for TerminalApprover {
     async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
         let _turn = self.one_at_a_time.lock().await;
+        // Answered "always" while this one waited its turn.
+        if self.answered_always(&request) {
+            return ApprovalDecision::AllowSession;
+        }
+        let key = request.session_key();
         let multi = self.multi.clone();
         let ask = move || {
             let text = prompt_text(&request);
@@ -110,9 +151,20 @@ impl Approver for TerminalApprover {
                 None => read(),
             }
         };
-        tokio::task::spawn_blocking(ask)
+        let decision = tokio::task::spawn_blocking(ask)
             .await
-            .unwrap_or_else(|_| ApprovalDecision::deny("the prompt failed."))
+            .unwrap_or_else(|_| ApprovalDecision::deny("the prompt failed."));
+        if decision == ApprovalDecision::AllowSession {
+            self.always
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(key);
+        }
+        decision
+    }
+
+    fn granted(&self, request: &ApprovalRequest) -> bool {
+        self.answered_always(request)
     }
 }
 
@@ -134,17 +186,48 @@ mod tests {
         )
         .with_session_rule("Bash(touch:*)");
         let p = prompt_text(&r);
+        assert!(p.contains("main › worker › Bash: touch x\\u{1b}[2J"), "{p}");
+        assert!(p.contains("[a]lways (Bash(touch:*))"), "{p}");
+        let p = prompt_text(&r.clone().with_task_id("task_7\u{202e}"));
+        assert!(p.contains("main › worker › Bash: touch x"), "{p}");
         assert!(
-            p.contains("main > worker wants to run Bash: touch x\\u{1b}[2J"),
+            p.contains("why: permission mode `default` (task task_7\\u{202e})"),
             "{p}"
         );
-        assert!(p.contains("[a]lways (Bash(touch:*))"), "{p}");
         let q = ApprovalRequest::new(
-            vec!["main".into(), "remote".into()],
+            vec!["main".into(), "re\u{1b}[2Jmote".into()],
             "input-required",
             "Which branch?",
             "the remote A2A agent `remote` asks for input",
         );
-        assert!(prompt_text(&q).contains("main > remote asks: Which branch?"));
+        let p = prompt_text(&q);
+        assert!(
+            p.contains("main › re\\u{1b}[2Jmote asks: Which branch?"),
+            "{p}"
+        );
+    }
+
+    #[tokio::test]
+    async fn always_answers_the_questions_already_waiting_for_the_same_rule() {
+        let approver = TerminalApprover {
+            multi: None,
+            one_at_a_time: tokio::sync::Mutex::new(()),
+            always: std::sync::Mutex::new(std::collections::HashSet::new()),
+        };
+        let waiting = ApprovalRequest::new(vec!["main".into(), "b".into()], "Bash", "touch b", "")
+            .with_session_rule("Bash(touch:*)");
+        let turn = approver.one_at_a_time.lock().await;
+        // While another question is on screen, "always" is answered for its rule.
+        approver
+            .always
+            .lock()
+            .expect("lock")
+            .insert("Bash(touch:*)".into());
+        drop(turn);
+        // No prompt (stdin is not read): the waiting question is answered by the rule.
+        assert_eq!(
+            approver.request(waiting).await,
+            ApprovalDecision::AllowSession
+        );
     }
 }

@@ -1,18 +1,24 @@
 //! `subagents call`: the A2A client from the command line.
+//!
+//! A remote agent that stops for input (`input-required` / `auth-required`) is answered the way
+//! `run` answers it: a prompt on a terminal, `yes` with `--yes`. Without either, the command
+//! ends with exit 3 and prints the task and context ids on stderr; `--task-id` and
+//! `--context-id` send the next message (the reply) to that same task.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use subagents::a2a::client::{A2aExecutor, A2aResolver, KIND};
+use subagents::a2a::client::{A2aExecutor, A2aResolver, KIND, decode_session, encode_session};
 use subagents::spi::{
-    ModelPrices, ProgressEvent, ProgressKind, SubagentExecutor, SubagentReference,
-    SubagentResolver, TaskCall, TaskContext,
+    ModelPrices, ProgressEvent, ProgressKind, SessionApprover, SubagentExecutor, SubagentReference,
+    SubagentResolver, TaskCall, TaskContext, TaskOutcome, TaskStatus,
 };
 
-use crate::cli::CallArgs;
+use crate::cli::{CallArgs, PermissionArgs};
 use crate::config::Config;
 use crate::error::CliError;
-use crate::output::{OutcomeJson, finish};
+use crate::interrupt::Interrupt;
+use crate::output::{OutcomeJson, finish, terminal_safe};
 
 /// Resolves the agent's card, sends one message, prints the answer; all within `--timeout`.
 /// With `[prices]` in subagents.toml, `--json` puts the cost next to the tokens the agent
@@ -46,25 +52,127 @@ async fn call_once(args: &CallArgs, prices: &ModelPrices) -> Result<(), CliError
         .resolve(&reference)
         .await
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let mut ctx = TaskContext::new().with_agent(def.name()).with_depth(1);
+    // The remote agent's questions: a prompt on a terminal, `yes` with --yes, else nobody
+    // (the call stops for input, resumable with --task-id).
+    let permissions = PermissionArgs {
+        yes: args.yes,
+        ..PermissionArgs::default()
+    };
+    let multi = None;
+    let approver = crate::approve::approver(&permissions, true, multi);
+    let mut ctx = TaskContext::new()
+        .with_agent(def.name())
+        .with_depth(1)
+        .with_approver(Arc::new(SessionApprover::new(approver)));
     if stream {
-        ctx = ctx.with_progress(Arc::new(|e: ProgressEvent| match e.kind {
-            ProgressKind::Status { message } => eprintln!("[{}] status: {message}", e.agent),
-            ProgressKind::TextDelta { text } => eprintln!("[{}] artifact: {text}", e.agent),
-            _ => {}
+        // Everything the peer sends is escaped before it reaches the terminal.
+        ctx = ctx.with_progress(Arc::new(|e: ProgressEvent| {
+            let agent = terminal_safe(&e.agent);
+            match e.kind {
+                ProgressKind::Status { message } => {
+                    eprintln!("[{agent}] status: {}", terminal_safe(&message));
+                }
+                ProgressKind::TextDelta { text } => {
+                    eprintln!("[{agent}] artifact: {}", terminal_safe(&text));
+                }
+                _ => {}
+            }
         }));
     }
-    let cancel = ctx.cancel().clone();
-    let interrupt = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
-        }
-    });
-    let call = TaskCall::new(def.name(), "command-line call", prompt);
+    let interrupt = Interrupt::cancel_on_ctrl_c(ctx.cancel().clone());
+    let mut call = TaskCall::new(def.name(), "command-line call", prompt);
+    if args.task_id.is_some() || args.context_id.is_some() {
+        // The reply to a task that stopped for input (or a new task in that context).
+        call.resume = Some(encode_session(
+            args.context_id.as_deref(),
+            args.task_id.as_deref(),
+        ));
+    }
     let result = A2aExecutor::new().execute(call, def.clone(), ctx).await;
-    interrupt.abort();
-    let outcome = result.map_err(|e| CliError::Failed(e.to_string()))?;
+    let outcome = interrupt.result(result.map_err(|e| CliError::Failed(e.to_string())))?;
+    let ids = remote_ids(&outcome);
     let kind = KIND;
-    let json_out = OutcomeJson::new(def.name(), kind.as_str(), &outcome, None).with_prices(prices);
-    finish(&outcome, &json_out, json)
+    let json_out = OutcomeJson::new(def.name(), kind.as_str(), &outcome, ids.task.as_deref())
+        .with_context_id(ids.context.as_deref())
+        .with_prices(prices);
+    let done = finish(&outcome, &json_out, json);
+    interrupt.result(match (&done, outcome.status) {
+        (Err(CliError::Incomplete(_)), TaskStatus::NeedsInput) => {
+            Err(CliError::Incomplete(needs_input(url, &ids)))
+        }
+        _ => done,
+    })
+}
+
+/// The remote task and context of an outcome (from its `a2a:` session id).
+#[derive(Debug, Default)]
+struct RemoteIds {
+    task: Option<String>,
+    context: Option<String>,
+}
+
+fn remote_ids(outcome: &TaskOutcome) -> RemoteIds {
+    let Some((context, task)) = outcome.session_id.as_deref().and_then(decode_session) else {
+        return RemoteIds::default();
+    };
+    RemoteIds { task, context }
+}
+
+/// What stopping for input says on stderr: the ids, and the command that sends the reply
+/// (the ids come from the peer: escaped, then quoted for the shell).
+fn needs_input(url: &str, ids: &RemoteIds) -> String {
+    let mut text = "the agent needs input".to_string();
+    let mut command = format!("subagents call {}", shell_quote(url));
+    if let Some(task) = &ids.task {
+        text.push_str(&format!("\ntask id: {}", terminal_safe(task)));
+        command.push_str(&format!(" --task-id {}", shell_quote(&terminal_safe(task))));
+    }
+    if let Some(context) = &ids.context {
+        text.push_str(&format!("\ncontext id: {}", terminal_safe(context)));
+        command.push_str(&format!(
+            " --context-id {}",
+            shell_quote(&terminal_safe(context))
+        ));
+    }
+    if ids.task.is_some() {
+        text.push_str(&format!("\nreply with: {command} 'YOUR ANSWER'"));
+    }
+    text
+}
+
+/// `s` as one POSIX shell word: bare when it is plainly safe, else in single quotes.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@%+=,".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reply_command_is_quoted_and_escaped() {
+        let ids = RemoteIds {
+            task: Some("t-1".into()),
+            context: Some("c'1;\u{1b}[2J".into()),
+        };
+        let text = needs_input("http://127.0.0.1:1/a", &ids);
+        assert!(text.contains("\ntask id: t-1\n"), "{text}");
+        assert!(text.contains("context id: c'1;\\u{1b}[2J"), "{text}");
+        assert!(
+            text.contains(
+                "reply with: subagents call http://127.0.0.1:1/a --task-id t-1 \
+                 --context-id 'c'\\''1;\\u{1b}[2J' 'YOUR ANSWER'"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}'));
+        assert_eq!(shell_quote(""), "''");
+    }
 }

@@ -12,8 +12,11 @@ Exit codes:
   1  the agent failed, or a file named on the command line failed to load
   2  usage or configuration error: bad arguments, no model reachable, unknown agent,
      an agent reference that cannot be resolved, a server that cannot start
-  3  incomplete: the agent needs input, hit a limit, or was cancelled
-  130 interrupted (Ctrl-C)";
+  3  incomplete: the agent needs input (`call` prints the task and context ids to answer
+     with), hit a limit, or was cancelled
+  130 interrupted: Ctrl-C during run, task or call (the outcome so far is still printed;
+     a second Ctrl-C quits at once). The servers (serve, mcp) stop gracefully on SIGINT
+     or SIGTERM and exit 0";
 
 /// Let an AI agent hand work to other agents: local Markdown agents, remote A2A agents and
 /// MCP servers, behind one Task tool.
@@ -494,8 +497,21 @@ pub(crate) struct ListenAuthArgs {
 pub(crate) struct CallArgs {
     /// The agent's base URL (its card is read from URL/.well-known/...).
     pub url: String,
-    /// The message to send.
+    /// The message to send (with --task-id: the reply to the agent's question).
     pub prompt: String,
+    /// Answer the agent's questions (input-required) `yes` without asking. Without it, a
+    /// terminal prompt asks on stderr; without a terminal, the call stops for input (exit 3)
+    /// and prints the task and context ids to reply with.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Send the message to this remote task: the reply to a task that stopped for input
+    /// (its id is printed on stderr, and in --json as `task_id`).
+    #[arg(long, value_name = "ID")]
+    pub task_id: Option<String>,
+    /// The remote context of --task-id (printed with it; `context_id` in --json); alone, a new
+    /// task in that context.
+    #[arg(long, value_name = "ID")]
+    pub context_id: Option<String>,
     /// Stream progress (status updates, artifacts) to stderr while waiting.
     #[arg(long)]
     pub stream: bool,

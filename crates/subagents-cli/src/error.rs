@@ -16,6 +16,9 @@ pub(crate) enum CliError {
     /// The work ended incomplete (exit 3); the text was already printed.
     #[error("{0}")]
     Incomplete(String),
+    /// Ctrl-C stopped the work (exit 130); what it had was already printed.
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 impl CliError {
@@ -25,6 +28,7 @@ impl CliError {
             CliError::Config(_) | CliError::NoModel(_) => 2,
             CliError::Failed(_) => 1,
             CliError::Incomplete(_) => 3,
+            CliError::Interrupted(_) => crate::interrupt::EXIT,
         }
     }
 }

@@ -11,6 +11,7 @@ mod call;
 mod cli;
 mod config;
 mod error;
+mod interrupt;
 mod mcp;
 mod output;
 mod progress;
@@ -64,7 +65,7 @@ fn main() {
             .with(
                 tracing_subscriber::fmt::layer()
                     .with_ansi(colour_on_stderr())
-                    .with_writer(std::io::stderr)
+                    .with_writer(crate::output::LogWriter)
                     .with_filter(filter),
             )
             .with(otel.as_ref().map(|o| o.layer()))
@@ -86,7 +87,11 @@ fn main() {
     let code = match runtime.block_on(dispatch(cli)) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("subagents: {e}");
+            // Errors quote peers, models and files: escaped for the terminal.
+            eprintln!(
+                "subagents: {}",
+                crate::output::terminal_text(&e.to_string())
+            );
             e.exit_code()
         }
     };

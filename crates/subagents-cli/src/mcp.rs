@@ -51,16 +51,19 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
                 "serving Task/TaskOutput/TaskStop over MCP (streamable HTTP) at {} for {} agent(s): {}",
                 http.url(),
                 names.len(),
-                names.join(", ")
+                crate::output::terminal_safe(&names.join(", "))
             );
-            let _ = tokio::signal::ctrl_c().await;
+            crate::interrupt::stop_signal().await;
             http.shutdown()
                 .await
                 .map_err(|e| CliError::Failed(e.to_string()))
         }
-        None => server
-            .serve_stdio()
-            .await
-            .map_err(|e| CliError::Failed(format!("MCP stdio server: {e}"))),
+        // Until the client closes stdin, or a stop signal (a graceful stop: exit 0).
+        None => tokio::select! {
+            r = server.serve_stdio() => {
+                r.map_err(|e| CliError::Failed(format!("MCP stdio server: {e}")))
+            }
+            () = crate::interrupt::stop_signal() => Ok(()),
+        },
     }
 }

@@ -1,5 +1,7 @@
 //! Printing outcomes (text or JSON) and mapping their status to exit codes.
 
+use std::io::Write as _;
+
 use serde::Serialize;
 use subagents::spi::{ModelPrices, TaskOutcome, TaskStatus, Usage};
 
@@ -22,9 +24,13 @@ pub(crate) struct OutcomeJson<'a> {
     /// The limit that stopped the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<&'a str>,
-    /// The task id, for background runs.
+    /// The task id: of a background run, or of the remote task `call` talked to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<&'a str>,
+    /// The remote context `call` talked in (with `task_id`, what `--context-id` and
+    /// `--task-id` continue).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<&'a str>,
     /// Usage of this run and every subagent it delegated to; with prices (`[prices]` of
     /// subagents.toml), each node's `usage` has a `cost_usd` when its model's price is known.
     pub usage: serde_json::Value,
@@ -52,11 +58,18 @@ impl<'a> OutcomeJson<'a> {
             session_id: o.session_id.as_deref(),
             limit: o.limit.as_deref(),
             task_id,
+            context_id: None,
             usage: serde_json::to_value(o.usage_tree(agent, kind, task_id))
                 .unwrap_or(serde_json::Value::Null),
             cost_usd: None,
             unpriced_models: Vec::new(),
         }
+    }
+
+    /// Names the remote context (`call`).
+    pub(crate) fn with_context_id(mut self, context_id: Option<&'a str>) -> Self {
+        self.context_id = context_id;
+        self
     }
 
     /// Adds costs from `prices` (nothing when there are none): `cost_usd` per node whose model
@@ -115,17 +128,20 @@ fn add_costs(
 
 /// Prints the outcome (its text, or the JSON with `json`) and turns its status into the exit
 /// code. In text mode the totals of the whole tree follow on stderr ([`summary_line`]).
+///
+/// The text is printed exactly when stdout is a pipe or a file (the caller asked for the
+/// model's text), and through [`terminal_text`] when stdout is a terminal, where control
+/// sequences in it would act. The JSON is always exact (see [`json_text`]).
 pub(crate) fn finish(
     outcome: &TaskOutcome,
     view: &OutcomeJson<'_>,
     json: bool,
 ) -> Result<(), CliError> {
     if json {
-        let text = serde_json::to_string_pretty(view)
-            .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
+        let text = json_text(view)?;
         crate::output::outln!("{text}");
     } else {
-        crate::output::outln!("{}", outcome.text);
+        crate::output::outln!("{}", stdout_text(&outcome.text));
         eprintln!("{}", summary_line(outcome, view));
     }
     match outcome.status {
@@ -198,15 +214,98 @@ fn human_count(n: u64) -> String {
     }
 }
 
-/// Text safe to print on a terminal: control characters (ESC, BEL, newlines...) and bidi
-/// controls are shown as `\u{..}` escapes instead of acting on the terminal (one
-/// implementation, the Markdown kind's).
+/// Text safe to print on one line of a terminal: control characters (ESC, BEL, CR,
+/// newlines...), bidi controls and invisible format characters are shown as `\u{..}` escapes
+/// instead of acting on the terminal (one implementation, the Markdown kind's). Everything a
+/// peer, a model or a file controls goes through it (or [`terminal_text`]) before it reaches
+/// a terminal.
 pub(crate) use subagents::claude::escape_for_terminal as terminal_safe;
+
+/// [`terminal_safe`] for text of several lines (answers, error messages): newlines and tabs
+/// stay, everything else it escapes is escaped.
+pub(crate) use subagents::claude::escape_for_terminal_multiline as terminal_text;
+
+/// `text` as it goes to stdout: exact when stdout is not a terminal, else [`terminal_text`].
+pub(crate) fn stdout_text(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::io::IsTerminal as _;
+    if std::io::stdout().is_terminal() {
+        terminal_text(text)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// `value` as pretty JSON that is safe on a terminal and still exact: every character the
+/// terminal escaper would escape is written as a JSON `\uXXXX` escape (a surrogate pair above
+/// U+FFFF), so a parser reads back the very same strings. serde_json already escapes C0
+/// controls; this adds DEL, C1, bidi and invisible format characters. JSON's own structure
+/// is ASCII, so every such character is inside a string.
+pub(crate) fn json_text(value: &impl Serialize) -> Result<String, CliError> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
+    let hazard = |c: char| c != '\n' && subagents::claude::is_terminal_hazard(c);
+    if !text.contains(hazard) {
+        return Ok(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hazard(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// The diagnostics log's writer: stderr, with the characters tracing-subscriber leaves in
+/// the values it logs (it escapes ESC, C1 and a few C0 controls itself) shown escaped as
+/// [`terminal_safe`] shows them: carriage returns, bidi and invisible format characters. ESC
+/// passes, for the log's own colours; newlines and tabs pass.
+pub(crate) struct LogWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LogWriter
+    }
+}
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let hazard = |c: char| {
+            !matches!(c, '\n' | '\t' | '\u{1b}') && subagents::claude::is_terminal_hazard(c)
+        };
+        let text = String::from_utf8_lossy(buf);
+        let mut err = std::io::stderr().lock();
+        if text.contains(hazard) {
+            let mut safe = String::with_capacity(text.len() + 16);
+            for c in text.chars() {
+                if hazard(c) {
+                    safe.extend(c.escape_unicode());
+                } else {
+                    safe.push(c);
+                }
+            }
+            err.write_all(safe.as_bytes())?;
+        } else {
+            err.write_all(buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
 
 /// Writes one line to stdout. A closed pipe (`subagents agents list | head -1`) ends the
 /// process quietly with status 0 instead of a panic: the reader has what it wanted.
 pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
-    use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -227,7 +326,7 @@ pub(crate) use outln;
 
 #[cfg(test)]
 mod tests {
-    use super::terminal_safe;
+    use super::{terminal_safe, terminal_text};
 
     #[test]
     fn the_summary_line_gives_totals_cost_and_session() {
@@ -261,5 +360,23 @@ mod tests {
         assert_eq!(terminal_safe("a\u{1b}[31mb"), "a\\u{1b}[31mb");
         assert_eq!(terminal_safe("x\u{7}\ny"), "x\\u{7}\\u{a}y");
         assert_eq!(terminal_safe("ab\u{202e}cd"), "ab\\u{202e}cd");
+        assert_eq!(terminal_text("a\r\n\tb\u{8}"), "a\\u{d}\n\tb\\u{8}");
+    }
+
+    #[test]
+    fn json_is_exact_and_terminal_safe() {
+        let hostile =
+            "a\u{1b}]0;title\u{7}\u{9b}2J\u{202e}\u{7f}\u{200b}\u{e0041}\r\nb é 👩\u{200d}💻";
+        let value = serde_json::json!({ "text": hostile });
+        let text = super::json_text(&value).expect("encodes");
+        for c in text.chars() {
+            assert!(
+                c == '\n' || !subagents::claude::is_terminal_hazard(c),
+                "raw {c:?} in {text}"
+            );
+        }
+        let back: serde_json::Value = serde_json::from_str(&text).expect("still JSON");
+        assert_eq!(back["text"], hostile);
+        assert!(text.contains("\\udb40\\udc41"), "a surrogate pair: {text}");
     }
 }

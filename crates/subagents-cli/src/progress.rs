@@ -164,6 +164,11 @@ async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>, prices: Arc<ModelPr
     }
 }
 
+/// The first line of `s` (see [`first_line`]), safe to draw on a terminal.
+fn shown(s: &str) -> String {
+    crate::output::terminal_safe(&first_line(s)).into_owned()
+}
+
 fn first_line(s: &str) -> String {
     let l = s.lines().next().unwrap_or("");
     if l.chars().count() > 100 {
@@ -187,6 +192,7 @@ struct Node {
     cost: String,
     /// ` · MODEL` once the run's usage names its model, else empty.
     model: String,
+    /// The latest thing it did, already escaped for the terminal.
     last: String,
 }
 
@@ -268,11 +274,12 @@ async fn render_tree(
         let Some(node) = nodes.get_mut(&k) else {
             continue;
         };
+        // What the agents, models and peers wrote is escaped before it is drawn.
         match &e.kind {
-            ProgressKind::Started { description } => node.last = description.clone(),
+            ProgressKind::Started { description } => node.last = shown(description),
             ProgressKind::Turn { turn } => node.turns = *turn,
-            ProgressKind::ToolCall { name, .. } => node.last = format!("→ {name}"),
-            ProgressKind::Status { message } => node.last = first_line(message),
+            ProgressKind::ToolCall { name, .. } => node.last = format!("→ {}", shown(name)),
+            ProgressKind::Status { message } => node.last = shown(message),
             ProgressKind::Usage { usage } => {
                 node.tokens = usage.total_tokens();
                 node.model = model_text(usage);

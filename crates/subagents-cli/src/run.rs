@@ -12,19 +12,10 @@ use crate::approve;
 use crate::cli::{OnExit, RunArgs, TaskArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
+use crate::interrupt::Interrupt;
 use crate::output::{OutcomeJson, finish, terminal_safe};
 use crate::progress;
 use crate::setup::Setup;
-
-/// Cancels `token` on Ctrl-C.
-fn cancel_on_ctrl_c(token: CancellationToken) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("interrupted: cancelling");
-            token.cancel();
-        }
-    })
-}
 
 /// The model error behind `e`, directly or as a source of an execution error.
 fn model_error(e: &SubagentError) -> Option<&ModelError> {
@@ -96,7 +87,7 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
         Arc::new(agents.prices().clone()),
     );
     let cancel = CancellationToken::new();
-    let interrupt = cancel_on_ctrl_c(cancel.clone());
+    let interrupt = Interrupt::cancel_on_ctrl_c(cancel.clone());
     let mut main = agents
         .main_agent()
         .max_turns(args.max_turns)
@@ -113,7 +104,6 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
         OnExit::Cancel
     };
     end_background(&agents, &cancel, on_exit).await;
-    interrupt.abort();
     if let Ok(outcome) = &mut result {
         // The usage of background children no TaskOutput read still counts.
         outcome.children.extend(agents.take_unreported_usage());
@@ -122,10 +112,10 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
-    let outcome = result.map_err(failure)?;
+    let outcome = interrupt.result(result.map_err(failure))?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
-    finish(&outcome, &json, args.json)
+    interrupt.result(finish(&outcome, &json, args.json))
 }
 
 /// The end of a run with background tasks still running: names them on stderr, then waits
@@ -264,7 +254,7 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
 
     let (sink, renderer) = progress::start(false, multi);
     let ctx = TaskContext::new().with_progress(sink);
-    let interrupt = cancel_on_ctrl_c(ctx.cancel().clone());
+    let interrupt = Interrupt::cancel_on_ctrl_c(ctx.cancel().clone());
     // Without --background, the agent's own default (`background: true`) decides.
     let mut call = match resumed {
         Some(call) => call,
@@ -287,7 +277,11 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
             ..
         }) => Ok((agent, Some(task_id), outcome)),
         Ok(Dispatch::Background { agent, task_id }) => {
-            eprintln!("started {agent} in the background as {task_id}");
+            eprintln!(
+                "started {} in the background as {}",
+                crate::output::terminal_safe(&agent),
+                crate::output::terminal_safe(&task_id)
+            );
             loop {
                 let snap = match task.output(&task_id, Some(Duration::from_secs(5))).await {
                     Ok(s) => s,
@@ -336,7 +330,6 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
         OnExit::Cancel
     };
     end_background(&agents, ctx.cancel(), on_exit).await;
-    interrupt.abort();
     drop(ctx);
     let mut result = result;
     if let Ok((_, _, outcome)) = &mut result {
@@ -346,8 +339,8 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
     let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
-    let (agent, task_id, outcome) = result.map_err(failure)?;
+    let (agent, task_id, outcome) = interrupt.result(result.map_err(failure))?;
     let kind = kind.map(|k| k.to_string()).unwrap_or_default();
     let json = OutcomeJson::new(&agent, &kind, &outcome, task_id.as_deref()).with_prices(&prices);
-    finish(&outcome, &json, args.json)
+    interrupt.result(finish(&outcome, &json, args.json))
 }

@@ -140,9 +140,7 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         });
     }
     server
-        .serve(listener, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .serve(listener, crate::interrupt::stop_signal())
         .await
         .map_err(|e| CliError::Failed(format!("server error: {e}")))
 }

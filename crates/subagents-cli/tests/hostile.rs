@@ -50,6 +50,28 @@ fn no_colour_codes_when_stderr_is_not_a_terminal() {
 }
 
 #[test]
+fn logged_file_names_cannot_drive_the_terminal() {
+    // A skipped file (no frontmatter) is logged at info level with its path: a name with a
+    // carriage return and a right-to-left override.
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("a\rFAKE\u{202e}dm.md"), "no frontmatter\n").expect("file");
+    let out = subagents()
+        .args(["--log", "info", "task", "nobody", "hi", "--agents"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("skipped"), "the skip was logged: {stderr}");
+    assert!(
+        !stderr.contains('\r') && !stderr.contains('\u{202e}'),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains("a\\u{d}FAKE\\u{202e}dm.md"), "{stderr}");
+}
+
+#[test]
 fn agent_text_cannot_drive_the_terminal() {
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::write(

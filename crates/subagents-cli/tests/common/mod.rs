@@ -8,6 +8,10 @@ use std::time::Duration;
 use assert_cmd::Command;
 use serde_json::Value;
 
+pub(crate) mod peer;
+#[cfg(unix)]
+pub(crate) mod pty;
+
 /// Variables a developer's shell may set that would change what the command does.
 pub(crate) const CLEARED_VARS: [&str; 9] = [
     "SUBAGENTS_MODEL",
