@@ -60,7 +60,7 @@ pub use bash::{
     MAX_BASH_TIMEOUT, ProcessGroupGuard, is_secret_env,
 };
 pub use protected::{
-    ApprovedProtectedWrite, MAX_SANDBOX_ENTRIES, PROTECTED_PATHS, ProtectedPaths,
+    ApprovedProtectedWrite, MAX_SANDBOX_ENTRIES, PROTECTED_PATHS, ProtectedPaths, ProtectedTarget,
     protected_write_target,
 };
 pub use read::{DEFAULT_READ_LINES, MAX_LINE_CHARS, ReadInput, ReadTool};
