@@ -436,6 +436,14 @@ impl PermissionSettings {
     /// those that exist. Relative path rules are relative to `project`. A file that is not
     /// JSON, a rule that cannot be read or an unknown mode is an error naming the file.
     pub fn load(project: &Path) -> Result<Self, ClaudeError> {
+        Self::load_with(project, |_| true)
+    }
+
+    /// [`load`](Self::load), applying the settings that lift a limit (`permissions.allow`
+    /// rules, a `defaultMode` of `acceptEdits`, `bypassPermissions` or `auto`) only from the
+    /// files `trusted` accepts; the other settings (ask and deny rules, a stricter mode) of
+    /// every file apply. What was left out is in the warnings, naming the file.
+    pub fn load_with(project: &Path, trusted: impl Fn(&Path) -> bool) -> Result<Self, ClaudeError> {
         let mut out = Self::default();
         for name in ["settings.json", "settings.local.json"] {
             let path = project.join(".claude").join(name);
@@ -444,10 +452,52 @@ impl PermissionSettings {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(ClaudeError::Io { path, source }),
             };
-            out.read_json(&path, &text, project)?;
+            if trusted(&path) {
+                out.read_json(&path, &text, project)?;
+            } else {
+                out.read_json_limited(&path, &text, project)?;
+            }
         }
         out.warnings.extend(out.rules.warnings());
         Ok(out)
+    }
+
+    /// Reads one settings file's text leaving out what lifts a limit: allow rules, and a
+    /// `defaultMode` weaker than `default`. A warning names the file and what was left out.
+    pub fn read_json_limited(
+        &mut self,
+        path: &Path,
+        text: &str,
+        project: &Path,
+    ) -> Result<(), ClaudeError> {
+        let mut full = Self::default();
+        full.read_json(path, text, project)?;
+        self.files.append(&mut full.files);
+        let mut left_out = Vec::new();
+        let allows = full.rules.rules(RuleAction::Allow).len();
+        if allows > 0 {
+            left_out.push(format!("{allows} permissions.allow rule(s)"));
+        }
+        for action in [RuleAction::Ask, RuleAction::Deny] {
+            for rule in full.rules.rules(action) {
+                self.rules.push(action, rule.clone());
+            }
+        }
+        match full.default_mode {
+            Some(m) if m.lifts_limits() => {
+                left_out.push(format!("permissions.defaultMode `{m}`"));
+            }
+            Some(m) => self.default_mode = Some(m),
+            None => {}
+        }
+        if !left_out.is_empty() {
+            self.warnings.push(format!(
+                "{}: not applied (the file is not approved): {}",
+                path.display(),
+                left_out.join(", ")
+            ));
+        }
+        Ok(())
     }
 
     /// Reads one settings file's text (`path` names it in errors).

@@ -68,6 +68,26 @@ pub(crate) enum Command {
     /// (--store). The store also prunes itself when opened and every 10 minutes, with the
     /// default bounds.
     Prune(PruneArgs),
+    /// Approve workspace control files (subagents.toml, .claude/settings.json,
+    /// .claude/settings.local.json, .mcp.json) so their settings that lift limits or run
+    /// commands apply: sandbox off or widened, permission mode or allow rules, hooks, MCP
+    /// servers, credentials for A2A peers. The approval holds for the file's current content
+    /// (SHA-256), kept in the user's data directory; a changed file needs approval again.
+    /// Without an approval such settings are not applied (stderr says which), since a model may
+    /// have written the file; on a terminal, `run` and `task` ask instead.
+    Trust(TrustArgs),
+}
+
+/// `subagents trust`.
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The files to approve (default: those of the workspace: ./subagents.toml and the
+    /// workspace's .claude/settings.json, .claude/settings.local.json and .mcp.json).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The workspace whose files are approved (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 /// `subagents prune`.
