@@ -142,8 +142,11 @@ async fn cancel_kills_the_whole_process_tree() {
     let call = {
         let ctx = ctx.clone();
         tokio::spawn(async move {
-            tool.call(json!({"command": "sleep 300 & echo $! > out/pid; wait"}), &ctx)
-                .await
+            tool.call(
+                json!({"command": "sleep 300 & echo $! > out/pid; wait"}),
+                &ctx,
+            )
+            .await
         })
     };
     let pid = read_pid(&pidfile).await;
@@ -165,7 +168,10 @@ async fn dropping_the_call_kills_the_tree() {
     let (dir, tool) = setup();
     let pidfile = dir.path().join("out/pid");
     let ctx = TaskContext::new();
-    let mut fut = Box::pin(tool.call(json!({"command": "sleep 300 & echo $! > out/pid; wait"}), &ctx));
+    let mut fut = Box::pin(tool.call(
+        json!({"command": "sleep 300 & echo $! > out/pid; wait"}),
+        &ctx,
+    ));
     // keep the call running until the grandchild exists, then drop it
     let pid = tokio::select! {
         r = &mut fut => panic!("the command cannot have finished: {r:?}"),
