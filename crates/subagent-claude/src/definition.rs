@@ -191,6 +191,15 @@ impl PermissionMode {
         })
     }
 
+    /// True for the modes that ask less than `default` (`acceptEdits`, `bypassPermissions`,
+    /// `auto`): a setting that selects one lifts a limit.
+    pub fn lifts_limits(self) -> bool {
+        matches!(
+            self,
+            PermissionMode::AcceptEdits | PermissionMode::BypassPermissions | PermissionMode::Auto
+        )
+    }
+
     /// The canonical name, as Claude Code spells it.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -349,7 +349,10 @@ impl SubagentExecutor for ClaudeExecutor {
             tracing::debug!(agent, "{w}");
         }
         let selected = extras.add_memory_tools(def, selection.tools);
-        let policy = PermissionPolicy::new(self.permission_mode_of(def), self.rules.clone());
+        let mut policy = PermissionPolicy::new(self.permission_mode_of(def), self.rules.clone());
+        if let Ok(ws) = subagent_tools::Workspace::new(self.project_root()) {
+            policy = policy.with_workspace(ws);
+        }
         let tools = guard_tools(selected, &policy, agent, self.approver.as_ref());
         let tools = extras.wrap_tools(tools);
 

@@ -15,6 +15,14 @@
 //! `allow` rule runs it (except under `plan`, which stays read-only). "Ask" goes to the
 //! [`Approver`] in the run's context; with none, the call is denied with a message the model
 //! reads. Under `dontAsk`, what would ask is denied.
+//!
+//! A change to one of the project's protected control files (`subagents.toml`, `.mcp.json`,
+//! `.claude/settings*.json`, `.claude/agents/`, `.claude/skills/`, `.git/hooks/`,
+//! `.git/config`...: [`subagent_tools::PROTECTED_PATHS`]) by a file-changing tool always asks,
+//! in every mode (`bypassPermissions`, `auto` and `acceptEdits` included), whatever allow rule
+//! matches; the request is [person-only](ApprovalRequest::person_only) (never answered by
+//! `--yes`, never remembered for the session); without a person (no approver, `dontAsk`,
+//! `plan`) it is denied, naming the file. A deny rule still denies it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -62,16 +70,61 @@ pub(crate) enum Verdict {
 /// `bypassPermissions` and `auto`); a matching allow rule runs it (except under `plan`). What
 /// must be asked goes to the run's [`Approver`]; without one it is denied, and under `dontAsk`
 /// it is denied without asking. [`guard_tools`] applies a policy to tools.
+///
+/// With a [`workspace`](Self::with_workspace), a file-changing call (effect
+/// [`ToolEffect::Edit`]) that targets one of its protected control files always asks a person
+/// (see the module documentation); the built-in `Write` and `Edit` refuse such a file unless
+/// the guard approved the call, so without a workspace here they are simply refused.
 #[derive(Debug, Clone)]
 pub struct PermissionPolicy {
     mode: PermissionMode,
     rules: Arc<PermissionRules>,
+    workspace: Option<subagent_tools::Workspace>,
 }
 
 impl PermissionPolicy {
     /// A policy of a mode and rules.
     pub fn new(mode: PermissionMode, rules: Arc<PermissionRules>) -> Self {
-        Self { mode, rules }
+        Self {
+            mode,
+            rules,
+            workspace: None,
+        }
+    }
+
+    /// The workspace whose protected control files the policy guards (builder style).
+    #[must_use]
+    pub fn with_workspace(mut self, workspace: subagent_tools::Workspace) -> Self {
+        self.workspace = Some(workspace);
+        self
+    }
+
+    /// Decides a call of the file-changing `tool` that targets a protected file: a deny rule,
+    /// `plan` and `dontAsk` refuse it (`Err`, the message); otherwise it asks (`Ok`, why), in
+    /// every other mode and whatever allow rule matches.
+    pub(crate) fn evaluate_protected(
+        &self,
+        tool: &str,
+        input: &Value,
+        target: &subagent_tools::ProtectedTarget,
+    ) -> Result<String, String> {
+        use PermissionMode as M;
+        if let Some(rule) = self.rules.denied_by(tool, input) {
+            return Err(format!(
+                "Permission denied: `{tool}` is refused by the deny rule `{rule}` ({}). Do not \
+                 retry it; continue without it or explain what you would have done.",
+                rule.source()
+            ));
+        }
+        let why = protected_reason(target);
+        if matches!(self.mode, M::Plan | M::DontAsk) {
+            return Err(format!(
+                "Permission denied: {why}, and permission mode `{}` asks no one. Do not retry it \
+                 with another tool; tell the user what change you would make and why.",
+                self.mode
+            ));
+        }
+        Ok(why)
     }
 
     /// The mode.
@@ -136,6 +189,16 @@ impl PermissionPolicy {
             },
         }
     }
+}
+
+/// Why a change to a protected file asks.
+fn protected_reason(target: &subagent_tools::ProtectedTarget) -> String {
+    format!(
+        "`{}` is one of the project's protected control files (`{}`): changing it can lift the \
+         sandbox or the permissions, or run commands, in later runs, so a person approves each \
+         write, in every permission mode",
+        target.shown, target.entry
+    )
 }
 
 /// What "allow for the session" covers for a call.
@@ -209,7 +272,22 @@ impl Tool for GuardedTool {
         ctx: &TaskContext,
     ) -> Result<ToolOutput, ToolError> {
         let name = self.inner.name();
-        match self.policy.evaluate(name, self.inner.effect(), &input) {
+        let effect = self.inner.effect();
+        if effect == ToolEffect::Edit
+            && let Some(ws) = self.policy.workspace.clone()
+        {
+            let probe = input.clone();
+            let target = tokio::task::spawn_blocking(move || {
+                subagent_tools::protected_write_target(&ws, &probe)
+            })
+            .await
+            .ok()
+            .flatten();
+            if let Some(target) = target {
+                return self.call_protected(target, input, ctx).await;
+            }
+        }
+        match self.policy.evaluate(name, effect, &input) {
             Verdict::Allow => {}
             Verdict::Deny(message) => return Err(ToolError::denied(name, message)),
             Verdict::Ask {
@@ -260,6 +338,62 @@ impl Tool for GuardedTool {
     }
 }
 
+impl GuardedTool {
+    /// A call that would change a protected file: asks a person (person-only, never
+    /// remembered), then runs it with the approval the tool checks.
+    async fn call_protected(
+        &self,
+        target: subagent_tools::ProtectedTarget,
+        input: Value,
+        ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = self.inner.name();
+        let reason = self
+            .policy
+            .evaluate_protected(name, &input, &target)
+            .map_err(|message| ToolError::denied(name, message))?;
+        let mut path = ctx.agent_path();
+        if path.is_empty() {
+            path.push(self.agent.clone());
+        }
+        let mut request =
+            ApprovalRequest::new(path, name, summarize_input(name, &input), reason.clone())
+                .person_only();
+        if let Some(id) = ctx.task_id() {
+            request = request.with_task_id(id);
+        }
+        let Some(approver) = ctx.approver().or(self.fallback.as_ref()) else {
+            return Err(ToolError::denied(
+                name,
+                format!(
+                    "{reason}, and no one is available to approve it here, so it was denied. Do \
+                     not retry it with another tool; tell the user what change you would make \
+                     and why."
+                ),
+            ));
+        };
+        let decision = tokio::select! {
+            d = approver.request(request) => d,
+            () = ctx.cancel().cancelled() => {
+                return Err(ToolError::Cancelled { tool: name.to_string() });
+            }
+        };
+        if let ApprovalDecision::Deny { message } = decision {
+            return Err(ToolError::denied(
+                name,
+                format!(
+                    "The call was not approved ({reason}): {message} Do not retry it with another \
+                     tool; tell the user what change you would make and why."
+                ),
+            ));
+        }
+        let approved = ctx
+            .clone()
+            .with_extension(subagent_tools::ApprovedProtectedWrite::new(target.path));
+        self.inner.call(input, &approved).await
+    }
+}
+
 /// Wraps tools so their calls obey `policy`. `fallback` is asked when a run's context has no
 /// approver. Tools the policy lets through unconditionally are still wrapped (rules may name
 /// them); wrapping costs one check per call.
@@ -302,6 +436,14 @@ impl PermissionSettings {
     /// those that exist. Relative path rules are relative to `project`. A file that is not
     /// JSON, a rule that cannot be read or an unknown mode is an error naming the file.
     pub fn load(project: &Path) -> Result<Self, ClaudeError> {
+        Self::load_with(project, |_| true)
+    }
+
+    /// [`load`](Self::load), applying the settings that lift a limit (`permissions.allow`
+    /// rules, a `defaultMode` of `acceptEdits`, `bypassPermissions` or `auto`) only from the
+    /// files `trusted` accepts; the other settings (ask and deny rules, a stricter mode) of
+    /// every file apply. What was left out is in the warnings, naming the file.
+    pub fn load_with(project: &Path, trusted: impl Fn(&Path) -> bool) -> Result<Self, ClaudeError> {
         let mut out = Self::default();
         for name in ["settings.json", "settings.local.json"] {
             let path = project.join(".claude").join(name);
@@ -310,10 +452,52 @@ impl PermissionSettings {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(ClaudeError::Io { path, source }),
             };
-            out.read_json(&path, &text, project)?;
+            if trusted(&path) {
+                out.read_json(&path, &text, project)?;
+            } else {
+                out.read_json_limited(&path, &text, project)?;
+            }
         }
         out.warnings.extend(out.rules.warnings());
         Ok(out)
+    }
+
+    /// Reads one settings file's text leaving out what lifts a limit: allow rules, and a
+    /// `defaultMode` weaker than `default`. A warning names the file and what was left out.
+    pub fn read_json_limited(
+        &mut self,
+        path: &Path,
+        text: &str,
+        project: &Path,
+    ) -> Result<(), ClaudeError> {
+        let mut full = Self::default();
+        full.read_json(path, text, project)?;
+        self.files.append(&mut full.files);
+        let mut left_out = Vec::new();
+        let allows = full.rules.rules(RuleAction::Allow).len();
+        if allows > 0 {
+            left_out.push(format!("{allows} permissions.allow rule(s)"));
+        }
+        for action in [RuleAction::Ask, RuleAction::Deny] {
+            for rule in full.rules.rules(action) {
+                self.rules.push(action, rule.clone());
+            }
+        }
+        match full.default_mode {
+            Some(m) if m.lifts_limits() => {
+                left_out.push(format!("permissions.defaultMode `{m}`"));
+            }
+            Some(m) => self.default_mode = Some(m),
+            None => {}
+        }
+        if !left_out.is_empty() {
+            self.warnings.push(format!(
+                "{}: not applied (the file is not approved): {}",
+                path.display(),
+                left_out.join(", ")
+            ));
+        }
+        Ok(())
     }
 
     /// Reads one settings file's text (`path` names it in errors).

@@ -67,6 +67,9 @@ impl Harness {
         let server = ScriptedModelServer::start().await;
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "hello notes\n").unwrap();
+        // Confined Bash cannot create files directly in the workspace root (they could be its
+        // protected control files): commands write here.
+        std::fs::create_dir(dir.path().join("out")).unwrap();
         let skill = dir.path().join("skills/release-notes");
         std::fs::create_dir_all(&skill).unwrap();
         std::fs::write(
@@ -365,7 +368,7 @@ async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
     h.server.push(write_call("w.txt"));
     h.server.push(Reply::text("done"));
     h.server.push(write_call("w.txt"));
-    h.server.push(bash_call("touch b.txt"));
+    h.server.push(bash_call("touch out/b.txt"));
     h.server.push(Reply::text("done"));
 
     let default = agent("name: test-agent\ndescription: d", "p");
@@ -392,12 +395,12 @@ async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
         "acceptEdits allows Write"
     );
     assert!(
-        !h.dir.path().join("b.txt").exists(),
+        !h.dir.path().join("out/b.txt").exists(),
         "acceptEdits asks for Bash"
     );
     assert_eq!(
         approver.summaries(),
-        ["Write:w.txt", "Bash:touch b.txt"],
+        ["Write:w.txt", "Bash:touch out/b.txt"],
         "no approval asked for an edit, one for the command"
     );
 }
@@ -406,11 +409,11 @@ async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
 async fn without_an_approver_ask_means_deny_with_a_readable_message() {
     let h = Harness::new().await;
     let ex = h.executor();
-    h.server.push(bash_call("touch nobody.txt"));
+    h.server.push(bash_call("touch out/nobody.txt"));
     h.server.push(Reply::text("ok"));
     let def = agent("name: test-agent\ndescription: d", "p");
     run(&ex, &def, call("x"), child_ctx()).await.unwrap();
-    assert!(!h.dir.path().join("nobody.txt").exists());
+    assert!(!h.dir.path().join("out/nobody.txt").exists());
     let results = h.server.last_request().unwrap().tool_results();
     assert!(
         results[0].contains("no one is available to approve"),
@@ -422,9 +425,9 @@ async fn without_an_approver_ask_means_deny_with_a_readable_message() {
 #[tokio::test]
 async fn dont_ask_denies_and_bypass_runs_and_the_override_wins() {
     let h = Harness::new().await;
-    h.server.push(bash_call("touch dont.txt"));
+    h.server.push(bash_call("touch out/dont.txt"));
     h.server.push(Reply::text("ok"));
-    h.server.push(bash_call("touch bypass.txt"));
+    h.server.push(bash_call("touch out/bypass.txt"));
     h.server.push(Reply::text("ok"));
     let approver = ScriptedApprover::answering(vec![ApprovalDecision::AllowOnce; 4]);
     let dont = agent(
@@ -440,7 +443,7 @@ async fn dont_ask_denies_and_bypass_runs_and_the_override_wins() {
     )
     .await
     .unwrap();
-    assert!(!h.dir.path().join("dont.txt").exists());
+    assert!(!h.dir.path().join("out/dont.txt").exists());
     let results = h.server.last_request().unwrap().tool_results();
     assert!(results[0].contains("dontAsk"), "{}", results[0]);
     assert!(approver.summaries().is_empty(), "dontAsk never asks");
@@ -450,7 +453,7 @@ async fn dont_ask_denies_and_bypass_runs_and_the_override_wins() {
         Some(PermissionMode::BypassPermissions),
     );
     run(&ex, &dont, call("x"), child_ctx()).await.unwrap();
-    assert!(h.dir.path().join("bypass.txt").exists());
+    assert!(h.dir.path().join("out/bypass.txt").exists());
 }
 
 #[tokio::test]
@@ -470,11 +473,14 @@ async fn an_allow_rule_allows_only_its_command_and_session_answers_are_remembere
     let session: Arc<dyn Approver> = Arc::new(SessionApprover::new(recorder.clone()));
     h.server.push(Reply::tool_calls(vec![
         ("Bash", json!({"command": "git status"})),
-        ("Bash", json!({"command": "git status; touch sneaky.txt"})),
+        (
+            "Bash",
+            json!({"command": "git status; touch out/sneaky.txt"}),
+        ),
         ("Bash", json!({"command": "rm -f notes.txt"})),
     ]));
-    h.server.push(bash_call("touch one.txt"));
-    h.server.push(bash_call("touch two.txt"));
+    h.server.push(bash_call("touch out/one.txt"));
+    h.server.push(bash_call("touch out/two.txt"));
     h.server.push(Reply::text("ok"));
     let def = agent("name: test-agent\ndescription: d", "p");
     run(&ex, &def, call("x"), child_ctx().with_approver(session))
@@ -493,17 +499,108 @@ async fn an_allow_rule_allows_only_its_command_and_session_answers_are_remembere
     // were asked; the session answer for `touch` covered the second.
     assert_eq!(
         recorder.summaries(),
-        ["Bash:git status; touch sneaky.txt", "Bash:touch one.txt"]
+        [
+            "Bash:git status; touch out/sneaky.txt",
+            "Bash:touch out/one.txt"
+        ]
     );
     assert!(
-        h.dir.path().join("sneaky.txt").exists(),
+        h.dir.path().join("out/sneaky.txt").exists(),
         "allowed once by the session answer"
     );
-    assert!(h.dir.path().join("one.txt").exists());
+    assert!(h.dir.path().join("out/one.txt").exists());
     assert!(
-        h.dir.path().join("two.txt").exists(),
+        h.dir.path().join("out/two.txt").exists(),
         "remembered for the session"
     );
+}
+
+fn write_with(file: &str, content: &str) -> Reply {
+    Reply::tool_calls(vec![(
+        "Write",
+        json!({"file_path": file, "content": content}),
+    )])
+}
+
+/// A change to a protected control file asks a person every time, in every mode, whatever
+/// allow rule matches, and is never remembered; without a person it is denied.
+#[tokio::test]
+async fn protected_files_ask_a_person_every_time_in_every_mode() {
+    let h = Harness::new().await;
+    let root = h.dir.path().to_path_buf();
+    let toml = root.join("subagents.toml");
+    std::fs::write(&toml, "model = \"m\"\n").unwrap();
+    let rules = PermissionRules::new()
+        .with_rule(RuleAction::Allow, "Write", &root, "test")
+        .unwrap();
+    let ex = h.executor_with(rules, Some(PermissionMode::BypassPermissions));
+    let recorder = ScriptedApprover::answering(vec![
+        ApprovalDecision::AllowSession,
+        ApprovalDecision::deny("not this one."),
+    ]);
+    let session: Arc<dyn Approver> = Arc::new(SessionApprover::new(recorder.clone()));
+    h.server
+        .push(write_with("subagents.toml", "model = \"n\"\n"));
+    h.server
+        .push(write_with("subagents.toml", "[sandbox]\nenabled = false\n"));
+    h.server.push(write_with("ordinary.txt", "free"));
+    h.server.push(Reply::text("ok"));
+    let def = agent("name: test-agent\ndescription: d", "p");
+    run(&ex, &def, call("x"), child_ctx().with_approver(session))
+        .await
+        .unwrap();
+    let asked = recorder.requests();
+    assert_eq!(
+        asked.len(),
+        2,
+        "asked for each write, the session answer not remembered"
+    );
+    assert!(
+        asked
+            .iter()
+            .all(|r| r.person_only && r.session_rule.is_none())
+    );
+    assert!(asked[0].reason.contains("protected"), "{}", asked[0].reason);
+    assert_eq!(
+        std::fs::read_to_string(&toml).unwrap(),
+        "model = \"n\"\n",
+        "the first write was approved, the second not"
+    );
+    assert!(
+        root.join("ordinary.txt").exists(),
+        "bypassPermissions: no ask"
+    );
+
+    // Without an approver, and under dontAsk even with one: denied, naming the file.
+    for (mode, approver) in [
+        (PermissionMode::AcceptEdits, None),
+        (
+            PermissionMode::DontAsk,
+            Some(ScriptedApprover::answering(vec![
+                ApprovalDecision::AllowOnce,
+            ])),
+        ),
+    ] {
+        let ex = h.executor_with(PermissionRules::new(), Some(mode));
+        h.server
+            .push(write_with(".claude/settings.json", "{\"hooks\":{}}"));
+        h.server.push(Reply::text("ok"));
+        let mut ctx = child_ctx();
+        if let Some(a) = &approver {
+            ctx = ctx.with_approver(a.clone());
+        }
+        run(&ex, &def, call("x"), ctx).await.unwrap();
+        let results = h.server.last_request().unwrap().tool_results();
+        assert!(
+            results[0].contains("`.claude/settings.json`") && results[0].contains("denied"),
+            "{mode}: {}",
+            results[0]
+        );
+        assert!(!root.join(".claude/settings.json").exists(), "{mode}");
+        if let Some(a) = approver {
+            assert!(a.requests().is_empty(), "dontAsk asks no one");
+        }
+    }
 }
 
 #[tokio::test]

@@ -39,6 +39,14 @@ pub struct ApprovalRequest {
     pub session_rule: Option<String>,
     /// The task id of the asking run, when it has one.
     pub task_id: Option<String>,
+    /// Only a person may approve this call, and only this call: a standing policy
+    /// ([`FixedApprover::allow_all`], `--yes`) denies it, an "allow for the session" answer is
+    /// not remembered ([`SessionApprover`] asks every time), and
+    /// [`granted`](Approver::granted) is not consulted. Set for changes to a project's
+    /// protected control files (`subagents.toml`, `.claude/settings.json`, `.git/hooks/`...),
+    /// which could lift limits or run commands later. Default false.
+    #[setters(skip)]
+    pub person_only: bool,
 }
 
 impl ApprovalRequest {
@@ -57,7 +65,15 @@ impl ApprovalRequest {
             reason: reason.into(),
             session_rule: None,
             task_id: None,
+            person_only: false,
         }
+    }
+
+    /// Marks the request [`person_only`](Self::person_only) (builder style).
+    #[must_use]
+    pub fn person_only(mut self) -> Self {
+        self.person_only = true;
+        self
     }
 
     /// The agent path joined with ` > ` (`main > coordinator > leaf`).
@@ -195,8 +211,15 @@ pub trait Approver: Send + Sync {
     }
 }
 
+/// What [`FixedApprover::allow_all`] answers a [`person_only`](ApprovalRequest::person_only)
+/// request.
+pub const PERSON_ONLY_DENIAL: &str = "only a person may approve this call (it changes one of \
+the project's protected control files), one call at a time; a standing approval such as --yes \
+does not cover it.";
+
 /// An approver with a fixed answer: [`allow_all`](Self::allow_all) (`--yes`) or
-/// [`deny_all`](Self::deny_all) (nobody to ask).
+/// [`deny_all`](Self::deny_all) (nobody to ask). A [`person_only`](ApprovalRequest::person_only)
+/// request is always denied: a standing answer is not a person's.
 #[derive(Debug, Clone)]
 pub struct FixedApprover {
     decision: ApprovalDecision,
@@ -220,13 +243,16 @@ impl FixedApprover {
 
 #[async_trait]
 impl Approver for FixedApprover {
-    async fn request(&self, _request: ApprovalRequest) -> ApprovalDecision {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
+        if request.person_only && self.decision.is_allowed() {
+            return ApprovalDecision::deny(PERSON_ONLY_DENIAL);
+        }
         self.decision.clone()
     }
 
-    /// A deny-all approver has nobody to ask.
-    fn can_answer(&self, _request: &ApprovalRequest) -> bool {
-        self.decision.is_allowed()
+    /// A deny-all approver has nobody to ask, and nobody is there for a person-only request.
+    fn can_answer(&self, request: &ApprovalRequest) -> bool {
+        self.decision.is_allowed() && !request.person_only
     }
 }
 
@@ -280,6 +306,9 @@ impl SessionApprover {
 #[async_trait]
 impl Approver for SessionApprover {
     async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
+        if request.person_only {
+            return self.inner.request(request).await;
+        }
         if self.granted(&request) {
             return ApprovalDecision::AllowSession;
         }
@@ -292,10 +321,12 @@ impl Approver for SessionApprover {
     }
 
     fn granted(&self, request: &ApprovalRequest) -> bool {
-        self.granted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&request.session_key())
+        !request.person_only
+            && self
+                .granted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&request.session_key())
             || self.inner.granted(request)
     }
 
@@ -308,6 +339,33 @@ impl Approver for SessionApprover {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn person_only_requests_are_asked_every_time_and_never_by_a_policy() {
+        let block = futures::executor::block_on;
+        let r = ApprovalRequest::new(vec!["main".into()], "Write", "subagents.toml", "protected")
+            .with_session_rule("Edit")
+            .person_only();
+        let yes = FixedApprover::allow_all();
+        assert!(!block(yes.request(r.clone())).is_allowed());
+        assert!(!yes.can_answer(&r));
+        struct Always(AtomicUsize);
+        #[async_trait]
+        impl Approver for Always {
+            async fn request(&self, _r: ApprovalRequest) -> ApprovalDecision {
+                self.0.fetch_add(1, Ordering::SeqCst);
+                ApprovalDecision::AllowSession
+            }
+        }
+        let inner = Arc::new(Always(AtomicUsize::new(0)));
+        let session = SessionApprover::new(inner.clone());
+        for _ in 0..2 {
+            assert!(block(session.request(r.clone())).is_allowed());
+            assert!(!session.granted(&r));
+        }
+        assert_eq!(inner.0.load(Ordering::SeqCst), 2, "asked every time");
+        assert!(session.granted_rules().is_empty(), "nothing remembered");
+    }
 
     struct Counting(AtomicUsize, ApprovalDecision);
 

@@ -50,7 +50,9 @@ mod subagent;
 mod task_call;
 mod tool;
 
-pub use approval::{ApprovalDecision, ApprovalRequest, Approver, FixedApprover, SessionApprover};
+pub use approval::{
+    ApprovalDecision, ApprovalRequest, Approver, FixedApprover, PERSON_ONLY_DENIAL, SessionApprover,
+};
 pub use budget::{Budget, BudgetLimits, ModelPrice, ModelPrices};
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
 pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};

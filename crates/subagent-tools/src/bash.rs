@@ -9,7 +9,8 @@ use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 use tokio::io::AsyncReadExt;
 
 use crate::Workspace;
-use crate::sandbox::{SandboxPolicy, restrict_current_thread};
+use crate::protected::MAX_SANDBOX_ENTRIES;
+use crate::sandbox::{SandboxPolicy, spawn_with};
 use crate::util::builtin_tool;
 
 /// The timeout when none is given.
@@ -18,6 +19,16 @@ pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
 pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
 /// Output beyond this many characters is cut.
 pub const MAX_BASH_OUTPUT_CHARS: usize = 30_000;
+
+/// Appended to a confined command's output that mentions `Permission denied` (or an invalid
+/// cross-device link, Landlock's refusal of a link or rename): what the
+/// sandbox refuses and what to do instead.
+pub const CONFINEMENT_NOTE: &str = "[sandbox: commands may write in the workspace and the temp \
+directory ($TMPDIR), except the project's control files (subagents.toml, .mcp.json, \
+.claude/settings*.json, .claude/agents/, .claude/skills/, .git/hooks/, .git/config): those only \
+a person can change. A new file directly in the workspace root (or in .git/, so git add and git \
+commit fail here) must be created with the Write tool; subdirectories work as usual. Only the \
+user can widen this ([sandbox] writable in their subagents.toml, or --no-sandbox).]";
 
 /// How long to wait for the output pipe to close once the shell is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
@@ -78,39 +89,16 @@ impl BashTool {
         &self.sandbox
     }
 
-    /// Starts the command; when confining, from a thread that first restricts itself with
-    /// Landlock (the restriction passes to the command and ends with the thread).
+    /// Starts the command, confined by the policy (see [`spawn_with`]). Also says whether the
+    /// workspace was left read-only because it has too many entries.
     async fn spawn(
         &self,
-        mut command: tokio::process::Command,
-    ) -> Result<tokio::process::Child, ToolError> {
-        let failed = |m: String| ToolError::failed(Self::NAME, m);
-        if !self.sandbox.confine_writes {
-            return command
-                .spawn()
-                .map_err(|e| failed(format!("cannot start `sh`: {e}")));
-        }
-        let policy = self.sandbox.clone();
-        let root = self.workspace.root().to_path_buf();
-        let handle = tokio::runtime::Handle::current();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        std::thread::Builder::new()
-            .name("bash-confined".into())
-            .spawn(move || {
-                let _runtime = handle.enter();
-                let result = restrict_current_thread(&policy, &root)
-                    .map_err(|e| format!("cannot confine the command: {e}"))
-                    .and_then(|_| {
-                        command
-                            .spawn()
-                            .map_err(|e| format!("cannot start `sh`: {e}"))
-                    });
-                let _ = tx.send(result);
-            })
-            .map_err(|e| failed(format!("cannot start the confining thread: {e}")))?;
-        rx.await
-            .map_err(|_| failed("the confining thread ended without starting the command".into()))?
-            .map_err(failed)
+        command: tokio::process::Command,
+    ) -> Result<(tokio::process::Child, bool), ToolError> {
+        spawn_with(command, &self.sandbox, self.workspace.root())
+            .await
+            .map(|(child, c)| (child, c.capped))
+            .map_err(|m| ToolError::failed(Self::NAME, m))
     }
 }
 
@@ -193,7 +181,11 @@ builtin_tool!(
     "Runs a shell command (sh -c) in the workspace root and returns its combined stdout and \
      stderr (at most 30000 characters). `timeout` is in milliseconds (default 120000, max \
      600000). Background processes do not outlive the command. Prefer Read, Glob and Grep \
-     for reading and searching files."
+     for reading and searching files. Commands are usually sandboxed: they may write in the \
+     workspace's subdirectories, its existing files and $TMPDIR, but not the project's control \
+     files (subagents.toml, .mcp.json, .claude/settings*.json, .claude/agents/, \
+     .claude/skills/, .git/hooks/, .git/config), and cannot create new files directly in the \
+     workspace root or .git/ (use the Write tool for a new top-level file)."
 );
 
 impl BashTool {
@@ -226,7 +218,7 @@ impl BashTool {
         let mut command = tokio::process::Command::new("sh");
         if self.sandbox.clean_env {
             command.env_clear();
-            command.envs(self.sandbox.environment());
+            command.envs(self.sandbox.environment(self.workspace.root()));
         } else {
             for (name, _) in std::env::vars_os() {
                 if name.to_str().is_some_and(is_secret_env) {
@@ -243,7 +235,7 @@ impl BashTool {
             .stderr(Stdio::null())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = self.spawn(command).await?;
+        let (mut child, capped) = self.spawn(command).await?;
         let mut group = ProcessGroupGuard::of(&child);
         let Some(stdout) = child.stdout.take() else {
             return Err(ToolError::failed(
@@ -289,6 +281,20 @@ impl BashTool {
         let cut = cut_in_kept as u64 + dropped;
         if cut > 0 {
             out.push_str(&format!("\n[output truncated: {cut} characters cut]"));
+        }
+        if capped {
+            out.push_str(&format!(
+                "\n[the workspace has more than {MAX_SANDBOX_ENTRIES} entries in its root, \
+                 .claude and .git together, so commands could not be given write access around \
+                 its protected files and the workspace was read-only to this command; use the \
+                 Write and Edit tools]"
+            ));
+        }
+        // Landlock refuses with EACCES, and a link or rename across its rules with EXDEV.
+        if self.sandbox.confine_writes
+            && (out.contains("Permission denied") || out.contains("cross-device link"))
+        {
+            out.push_str(&format!("\n{CONFINEMENT_NOTE}"));
         }
         match ending {
             Ending::Exited(status) if status.success() => {

@@ -10,7 +10,7 @@
 //! | [`EditTool`] `Edit` | edit | unique exact-string replacement (or `replace_all`) |
 //! | [`GlobTool`] `Glob` | read-only | files by glob, gitignore-aware, newest first |
 //! | [`GrepTool`] `Grep` | read-only | regex search (ripgrep's engine), gitignore-aware |
-//! | [`BashTool`] `Bash` | execute | `sh -c` with a timeout, confined by a [`SandboxPolicy`] (Landlock on Linux: writes only in the workspace and the temp directory; an environment allow-list); the whole process group is killed at the end |
+//! | [`BashTool`] `Bash` | execute | `sh -c` with a timeout, confined by a [`SandboxPolicy`] (Landlock on Linux: writes only in the workspace, less its protected control files, and the temp directory; an environment allow-list); the whole process group is killed at the end |
 //! | [`WebFetchTool`] `WebFetch` | execute | an http(s) URL as text (feature `web`, on by default) |
 //! | [`TodoWriteTool`] `TodoWrite` | read-only | a todo list kept in memory and echoed back |
 //!
@@ -20,6 +20,13 @@
 //! are files with more than one hard link (checked on the open handle), whose other names may
 //! be outside the root. File
 //! I/O uses `tokio::fs`; directory walks run on the blocking pool.
+//!
+//! The project's own control files ([`PROTECTED_PATHS`]: `subagents.toml`, `.mcp.json`,
+//! `.claude/settings*.json`, `.claude/agents/`, `.claude/skills/`, `.git/hooks/`,
+//! `.git/config`...) are protected: `Bash` cannot write them under Landlock, and `Write` and
+//! `Edit` refuse them unless the call carries an [`ApprovedProtectedWrite`] for that file (the
+//! permission guard of `subagent-claude` adds one after a person approved the call), so a
+//! model cannot switch the sandbox off or add a hook for the next run.
 //!
 //! Tool inputs use Claude Code's field names (`file_path`, `old_string`, `output_mode`...), and
 //! their JSON Schemas are derived from the input structs.
@@ -37,6 +44,7 @@ use std::sync::Arc;
 use subagent_spi::Tool;
 
 mod bash;
+mod protected;
 mod read;
 mod sandbox;
 mod search;
@@ -48,11 +56,17 @@ mod workspace;
 mod write;
 
 pub use bash::{
-    BashInput, BashTool, DEFAULT_BASH_TIMEOUT, MAX_BASH_OUTPUT_CHARS, MAX_BASH_TIMEOUT,
-    ProcessGroupGuard, is_secret_env,
+    BashInput, BashTool, CONFINEMENT_NOTE, DEFAULT_BASH_TIMEOUT, MAX_BASH_OUTPUT_CHARS,
+    MAX_BASH_TIMEOUT, ProcessGroupGuard, is_secret_env,
+};
+pub use protected::{
+    ApprovedProtectedWrite, MAX_SANDBOX_ENTRIES, PROTECTED_PATHS, ProtectedPaths, ProtectedTarget,
+    protected_write_target,
 };
 pub use read::{DEFAULT_READ_LINES, MAX_LINE_CHARS, ReadInput, ReadTool};
-pub use sandbox::{DEFAULT_ENV_ALLOW, LandlockSupport, SandboxPolicy, landlock_support};
+pub use sandbox::{
+    DEFAULT_ENV_ALLOW, LandlockSupport, SandboxPolicy, landlock_support, spawn_confined,
+};
 pub use search::{
     GlobInput, GlobTool, GrepInput, GrepOutputMode, GrepTool, MAX_CONTENT_LINES, MAX_LISTED_FILES,
 };

@@ -1,5 +1,6 @@
-//! How `Bash` commands are confined: writes limited to the workspace and the temp directory
-//! (Landlock, on Linux), an environment allow-list, optionally no TCP.
+//! How `Bash` commands are confined: writes limited to the workspace (less its protected
+//! control files, see [`crate::protected`]) and the temp directory (Landlock, on Linux), an
+//! environment allow-list, optionally no TCP.
 //!
 //! Landlock restricts the calling *thread* and the processes it starts. The command is started
 //! from a short-lived thread of its own that first restricts itself, so the rest of the process
@@ -37,6 +38,20 @@ pub const DEFAULT_ENV_ALLOW: &[&str] = &[
 /// anywhere; an environment allow-list ([`DEFAULT_ENV_ALLOW`] plus `TMPDIR`); the network
 /// allowed. Permission modes do not change it (`bypassPermissions` stops asking, it does not
 /// lift confinement); only [`SandboxPolicy::unconfined`] does.
+///
+/// In the workspace, the [protected paths](crate::PROTECTED_PATHS) (`subagents.toml`,
+/// `.claude/settings*.json`, `.git/hooks/`...) stay read-only. Landlock grants whole
+/// directory trees, so the workspace is not granted as one: every entry of the root except the
+/// protected ones gets every right (and likewise inside `.claude/` and `.git/`), and the
+/// existing files directly in the root, `.claude/` and `.git/` may be written but not removed
+/// or renamed. So a command cannot **create** a file directly in the workspace root (nor in
+/// `.git/`, so `git add`/`git commit` fail under confinement); the `Write` tool can, and
+/// subdirectories work as usual. At most [`MAX_SANDBOX_ENTRIES`](crate::MAX_SANDBOX_ENTRIES)
+/// entries are enumerated; beyond that the workspace is read-only to commands (they are told).
+/// When the temp directory contains the workspace (a workspace under `/tmp`), commands get a
+/// private temp directory beneath it instead (`subagents-bash-UID`), since granting the whole
+/// temp directory would grant the workspace. A [`writable`](Self::writable) directory is
+/// granted whole: one that contains the workspace makes its protected paths writable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SandboxPolicy {
@@ -118,8 +133,23 @@ impl SandboxPolicy {
         self.temp_dir.clone().unwrap_or_else(std::env::temp_dir)
     }
 
-    /// The environment a command gets, when [`clean_env`](Self::clean_env) is on.
-    pub(crate) fn environment(&self) -> Vec<(String, OsString)> {
+    /// The temp directory commands in a workspace at `root` get: the one in force, unless it
+    /// contains the workspace; then a private directory beneath it, `subagents-bash-UID`
+    /// (created, mode 0700), so granting it does not grant the workspace.
+    pub fn temp_dir_for(&self, root: &Path) -> PathBuf {
+        let temp = self.effective_temp_dir();
+        if !root.starts_with(&temp) {
+            return temp;
+        }
+        let uid = rustix::process::getuid().as_raw();
+        let private = temp.join(format!("subagents-bash-{uid}"));
+        let _ = make_private_dir(&private);
+        private
+    }
+
+    /// The environment a command in a workspace at `root` gets, when
+    /// [`clean_env`](Self::clean_env) is on.
+    pub(crate) fn environment(&self, root: &Path) -> Vec<(String, OsString)> {
         let mut env: Vec<(String, OsString)> = DEFAULT_ENV_ALLOW
             .iter()
             .map(|n| n.to_string())
@@ -129,16 +159,56 @@ impl SandboxPolicy {
         if !env.iter().any(|(n, _)| n == "PATH") {
             env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
         }
-        env.push(("TMPDIR".into(), self.effective_temp_dir().into_os_string()));
+        env.push(("TMPDIR".into(), self.temp_dir_for(root).into_os_string()));
         env
     }
 
-    /// The directories commands may write to under this policy, for a workspace at `root`.
+    /// The directories commands may write to as a whole under this policy, for a workspace at
+    /// `root`: the temp directory ([`temp_dir_for`](Self::temp_dir_for)) and the
+    /// [`writable`](Self::writable) ones. The workspace is not among them: it is granted
+    /// entry by entry around its protected paths (see the type's documentation).
     pub fn writable_dirs(&self, root: &Path) -> Vec<PathBuf> {
-        let mut dirs = vec![root.to_path_buf(), self.effective_temp_dir()];
+        let mut dirs = vec![self.temp_dir_for(root)];
         dirs.extend(self.writable.iter().cloned());
         dirs
     }
+}
+
+/// Creates `dir` with mode 0700 unless it exists; an existing one must be a directory (not a
+/// symlink) owned by us.
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let meta = std::fs::symlink_metadata(dir)?;
+                if meta.is_dir() && meta.uid() == rustix::process::getuid().as_raw() {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other(format!(
+                        "`{}` is not a directory of ours",
+                        dir.display()
+                    )))
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir)
+    }
+}
+
+/// What a restriction did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Confinement {
+    /// Landlock enforced it (false: not available, nothing was restricted).
+    pub enforced: bool,
+    /// The workspace had more entries than could be granted: it is read-only to the command.
+    pub capped: bool,
 }
 
 /// Whether Landlock confines commands on this machine.
@@ -166,21 +236,75 @@ pub fn landlock_support() -> LandlockSupport {
     SUPPORT.get_or_init(imp::probe).clone()
 }
 
-/// Restricts the calling thread (and what it starts) to `policy` for a workspace at `root`.
-/// `Ok(false)` when Landlock is not available (nothing was restricted).
+/// Restricts the calling thread (and what it starts) to `policy` for a workspace at `root`
+/// (canonical). Blocking (it enumerates the workspace root).
 #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
-pub(crate) fn restrict_current_thread(policy: &SandboxPolicy, root: &Path) -> Result<bool, String> {
+pub(crate) fn restrict_current_thread(
+    policy: &SandboxPolicy,
+    root: &Path,
+) -> Result<Confinement, String> {
     imp::restrict(policy, root)
+}
+
+/// Starts `command` confined by `policy` for a workspace at `root` (canonical): from a
+/// short-lived thread that first restricts itself with Landlock, so the restriction passes to
+/// the command and ends with the thread, and the rest of the process keeps its rights. With
+/// [`confine_writes`](SandboxPolicy::confine_writes) off it is simply started. The `Bash` tool
+/// starts its commands this way, and so do the hooks of `subagent-claude` that come from
+/// workspace files. The caller sets the command's environment.
+pub async fn spawn_confined(
+    command: tokio::process::Command,
+    policy: &SandboxPolicy,
+    root: &Path,
+) -> Result<tokio::process::Child, String> {
+    spawn_with(command, policy, root)
+        .await
+        .map(|(child, _)| child)
+}
+
+pub(crate) async fn spawn_with(
+    mut command: tokio::process::Command,
+    policy: &SandboxPolicy,
+    root: &Path,
+) -> Result<(tokio::process::Child, Confinement), String> {
+    if !policy.confine_writes {
+        return command
+            .spawn()
+            .map(|c| (c, Confinement::default()))
+            .map_err(|e| format!("cannot start the command: {e}"));
+    }
+    let policy = policy.clone();
+    let root = root.to_path_buf();
+    let handle = tokio::runtime::Handle::current();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("confined-spawn".into())
+        .spawn(move || {
+            let _runtime = handle.enter();
+            let result = restrict_current_thread(&policy, &root)
+                .map_err(|e| format!("cannot confine the command: {e}"))
+                .and_then(|confinement| {
+                    command
+                        .spawn()
+                        .map(|c| (c, confinement))
+                        .map_err(|e| format!("cannot start the command: {e}"))
+                });
+            let _ = tx.send(result);
+        })
+        .map_err(|e| format!("cannot start the confining thread: {e}"))?;
+    rx.await
+        .map_err(|_| "the confining thread ended without starting the command".to_string())?
 }
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{LandlockSupport, SandboxPolicy};
+    use super::{Confinement, LandlockSupport, SandboxPolicy};
+    use crate::protected::{MAX_SANDBOX_ENTRIES, ProtectedPaths, workspace_grants};
     use landlock::{
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
         RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
     };
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     /// The newest ABI whose rights we ask for; older kernels get what they support.
     const ABI_WANTED: ABI = ABI::V6;
@@ -195,8 +319,15 @@ mod imp {
         "/dev/urandom",
     ];
 
-    pub(super) fn restrict(policy: &SandboxPolicy, root: &Path) -> Result<bool, String> {
+    /// Only the paths that exist (a rule on a missing path would fail the whole ruleset).
+    fn existing(paths: Vec<PathBuf>) -> impl Iterator<Item = PathBuf> {
+        paths.into_iter().filter(|p| p.exists())
+    }
+
+    pub(super) fn restrict(policy: &SandboxPolicy, root: &Path) -> Result<Confinement, String> {
         let abi = ABI_WANTED;
+        let grants = workspace_grants(&ProtectedPaths::of(root), MAX_SANDBOX_ENTRIES);
+        let file_rights = AccessFs::WriteFile | AccessFs::Truncate;
         let e = |e: landlock::RulesetError| format!("cannot set up Landlock: {e}");
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
@@ -213,15 +344,25 @@ mod imp {
             .add_rules(path_beneath_rules(["/"], read_anywhere))
             .map_err(e)?
             .add_rules(path_beneath_rules(
-                policy.writable_dirs(root),
+                existing(policy.writable_dirs(root)),
                 AccessFs::from_all(abi),
             ))
+            .map_err(e)?
+            .add_rules(path_beneath_rules(
+                existing(grants.trees),
+                AccessFs::from_all(abi),
+            ))
+            .map_err(e)?
+            .add_rules(path_beneath_rules(existing(grants.files), file_rights))
             .map_err(e)?
             .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(abi)))
             .map_err(e)?
             .restrict_self()
             .map_err(e)?;
-        Ok(status.ruleset != RulesetStatus::NotEnforced)
+        Ok(Confinement {
+            enforced: status.ruleset != RulesetStatus::NotEnforced,
+            capped: grants.capped,
+        })
     }
 
     pub(super) fn probe() -> LandlockSupport {
@@ -260,11 +401,11 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::{LandlockSupport, SandboxPolicy};
+    use super::{Confinement, LandlockSupport, SandboxPolicy};
     use std::path::Path;
 
-    pub(super) fn restrict(_policy: &SandboxPolicy, _root: &Path) -> Result<bool, String> {
-        Ok(false)
+    pub(super) fn restrict(_policy: &SandboxPolicy, _root: &Path) -> Result<Confinement, String> {
+        Ok(Confinement::default())
     }
 
     pub(super) fn probe() -> LandlockSupport {

@@ -9,6 +9,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::Workspace;
+use crate::protected::{ApprovedProtectedWrite, check_write, handle_path};
 use crate::util::{blocking, builtin_tool};
 use crate::workspace::not_regular;
 
@@ -53,9 +54,17 @@ builtin_tool!(
 );
 
 impl WriteTool {
-    async fn run(&self, input: WriteInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+    async fn run(&self, input: WriteInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;
         let shown = self.workspace.display_path(&path);
+        let approved = approved_path(ctx);
+        {
+            let (ws, path, approved) = (self.workspace.clone(), path.clone(), approved.clone());
+            blocking(Self::NAME, move |_| {
+                check_write(&ws, Self::NAME, &path, approved.as_deref())
+            })
+            .await?;
+        }
         if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_dir()) {
             return Err(ToolError::failed(
                 Self::NAME,
@@ -80,6 +89,7 @@ impl WriteTool {
                 &input.file_path,
                 &shown2,
                 input.content.as_bytes(),
+                approved.as_deref(),
             )
         })
         .await?;
@@ -135,7 +145,7 @@ builtin_tool!(
 );
 
 impl EditTool {
-    async fn run(&self, input: EditInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+    async fn run(&self, input: EditInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         if input.old_string.is_empty() {
             return Err(ToolError::invalid(
                 Self::NAME,
@@ -152,8 +162,10 @@ impl EditTool {
         let shown = self.workspace.display_path(&path);
         let ws = self.workspace.clone();
         let shown2 = shown.clone();
+        let approved = approved_path(ctx);
         let count = blocking(Self::NAME, move |_| {
-            edit_checked(&ws, &path, &shown2, &input)
+            check_write(&ws, Self::NAME, &path, approved.as_deref())?;
+            edit_checked(&ws, &path, &shown2, &input, approved.as_deref())
         })
         .await?;
         Ok(ToolOutput::text(format!(
@@ -161,6 +173,13 @@ impl EditTool {
             if count == 1 { "" } else { "s" }
         )))
     }
+}
+
+/// The protected file the call's context approves writing, if any.
+fn approved_path(ctx: &TaskContext) -> Option<std::path::PathBuf> {
+    ctx.extensions()
+        .get::<ApprovedProtectedWrite>()
+        .map(|a| a.path().to_path_buf())
 }
 
 /// Opens `path` (already resolved inside the workspace) for writing without truncating it, and
@@ -172,6 +191,7 @@ fn write_checked(
     given: &str,
     shown: &str,
     content: &[u8],
+    approved: Option<&Path>,
 ) -> Result<bool, ToolError> {
     const NAME: &str = WriteTool::NAME;
     let failed = |what: &str, e: std::io::Error| {
@@ -189,20 +209,31 @@ fn write_checked(
         .truncate(false)
         .open(path)
         .map_err(|e| failed("open", e))?;
-    check_handle(ws, NAME, &file, given, shown)?;
+    if let Err(e) = check_handle(ws, NAME, &file, given, shown, approved) {
+        if !existed {
+            // Created by this call through a swapped path: take it back.
+            if let Some(real) = handle_path(&file) {
+                let _ = std::fs::remove_file(real);
+            }
+        }
+        return Err(e);
+    }
     file.set_len(0).map_err(|e| failed("write", e))?;
     file.write_all(content).map_err(|e| failed("write", e))?;
     file.flush().map_err(|e| failed("write", e))?;
     Ok(existed)
 }
 
-/// Checks an open handle: a regular file with a single hard link.
+/// Checks an open handle: a regular file with a single hard link, and not a protected file
+/// (where the handle really is: a path swapped for a symlink after the path check is caught)
+/// unless `approved` names it.
 fn check_handle(
     ws: &Workspace,
     tool: &str,
     file: &File,
     given: &str,
     shown: &str,
+    approved: Option<&Path>,
 ) -> Result<std::fs::Metadata, ToolError> {
     let meta = file
         .metadata()
@@ -211,6 +242,9 @@ fn check_handle(
         return Err(not_regular(tool, shown));
     }
     ws.check_links(tool, given, &meta)?;
+    if let Some(real) = handle_path(file) {
+        check_write(ws, tool, &real, approved)?;
+    }
     Ok(meta)
 }
 
@@ -221,6 +255,7 @@ fn edit_checked(
     path: &Path,
     shown: &str,
     input: &EditInput,
+    approved: Option<&Path>,
 ) -> Result<usize, ToolError> {
     const NAME: &str = EditTool::NAME;
     let failed = |what: &str, e: std::io::Error| {
@@ -239,7 +274,7 @@ fn edit_checked(
         .write(true)
         .open(path)
         .map_err(|e| failed("open", e))?;
-    let meta = check_handle(ws, NAME, &file, &input.file_path, shown)?;
+    let meta = check_handle(ws, NAME, &file, &input.file_path, shown, approved)?;
     if meta.len() > MAX_EDIT_FILE_BYTES {
         return Err(ToolError::failed(
             NAME,

@@ -9,6 +9,9 @@ use subagent_tools::{BashTool, Workspace};
 
 fn setup() -> (tempfile::TempDir, BashTool) {
     let dir = tempfile::tempdir().unwrap();
+    // Confined commands cannot create files directly in the workspace root (they could be its
+    // protected control files): the tests' commands write under `out/`.
+    std::fs::create_dir(dir.path().join("out")).unwrap();
     let tool = BashTool::new(Workspace::new(dir.path()).unwrap());
     (dir, tool)
 }
@@ -111,10 +114,10 @@ async fn bad_input_is_refused() {
 #[tokio::test]
 async fn timeout_kills_the_whole_process_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("pid");
+    let pidfile = dir.path().join("out/pid");
     let out = run(
         &tool,
-        json!({"command": "sleep 300 & echo $! > pid; echo started; wait", "timeout": 2000}),
+        json!({"command": "sleep 300 & echo $! > out/pid; echo started; wait", "timeout": 2000}),
     )
     .await;
     assert!(out.is_error);
@@ -134,13 +137,16 @@ async fn timeout_kills_the_whole_process_tree() {
 #[tokio::test]
 async fn cancel_kills_the_whole_process_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("pid");
+    let pidfile = dir.path().join("out/pid");
     let ctx = TaskContext::new();
     let call = {
         let ctx = ctx.clone();
         tokio::spawn(async move {
-            tool.call(json!({"command": "sleep 300 & echo $! > pid; wait"}), &ctx)
-                .await
+            tool.call(
+                json!({"command": "sleep 300 & echo $! > out/pid; wait"}),
+                &ctx,
+            )
+            .await
         })
     };
     let pid = read_pid(&pidfile).await;
@@ -160,9 +166,12 @@ async fn cancel_kills_the_whole_process_tree() {
 #[tokio::test]
 async fn dropping_the_call_kills_the_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("pid");
+    let pidfile = dir.path().join("out/pid");
     let ctx = TaskContext::new();
-    let mut fut = Box::pin(tool.call(json!({"command": "sleep 300 & echo $! > pid; wait"}), &ctx));
+    let mut fut = Box::pin(tool.call(
+        json!({"command": "sleep 300 & echo $! > out/pid; wait"}),
+        &ctx,
+    ));
     // keep the call running until the grandchild exists, then drop it
     let pid = tokio::select! {
         r = &mut fut => panic!("the command cannot have finished: {r:?}"),
@@ -179,7 +188,7 @@ async fn background_jobs_do_not_outlive_the_command() {
     let out = tokio::time::timeout(
         Duration::from_secs(20),
         tool.call(
-            json!({"command": "sleep 300 & echo $! > pid; echo done"}),
+            json!({"command": "sleep 300 & echo $! > out/pid; echo done"}),
             &TaskContext::new(),
         ),
     )
@@ -187,7 +196,7 @@ async fn background_jobs_do_not_outlive_the_command() {
     .expect("the call returns although a background job holds the output pipe")
     .unwrap();
     assert_eq!(out.content, "done\n");
-    let pid = read_pid(&dir.path().join("pid")).await;
+    let pid = read_pid(&dir.path().join("out/pid")).await;
     assert!(wait_dead(pid).await, "background job {pid} survived");
 }
 

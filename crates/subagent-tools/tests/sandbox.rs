@@ -48,10 +48,12 @@ async fn confined_bash_cannot_write_outside_the_workspace() {
     let outside = tempfile::tempdir().unwrap(); // a temp dir outside the workspace
     let tool = confined(ws.path());
     let target = outside.path().join("escaped.txt");
+    // (A new file directly in the root is refused since the protected paths: see below.)
+    std::fs::create_dir(ws.path().join("sub")).unwrap();
     let out = run(
         &tool,
         &format!(
-            "touch '{}'; echo inside > inside.txt; echo t > \"$TMPDIR/t.txt\"; echo ran",
+            "touch '{}'; echo inside > sub/inside.txt; echo t > \"$TMPDIR/t.txt\"; echo ran",
             target.display()
         ),
     )
@@ -67,7 +69,7 @@ async fn confined_bash_cannot_write_outside_the_workspace() {
         "nothing was written outside the workspace"
     );
     assert_eq!(
-        std::fs::read_to_string(ws.path().join("inside.txt")).unwrap(),
+        std::fs::read_to_string(ws.path().join("sub/inside.txt")).unwrap(),
         "inside\n"
     );
     assert!(
@@ -82,6 +84,190 @@ async fn confined_bash_cannot_write_outside_the_workspace() {
     .await;
     assert!(out.content.contains("ok"), "{}", out.content);
     std::fs::write(outside.path().join("from-the-test.txt"), "x").expect("the test may write");
+}
+
+/// The project's control files as a checked-out repository has them, plus ordinary files.
+fn project(ws: &Path) {
+    for dir in [
+        "src",
+        ".claude/agents",
+        ".claude/memory",
+        ".git/hooks",
+        ".git/objects",
+    ] {
+        std::fs::create_dir_all(ws.join(dir)).unwrap();
+    }
+    for (file, text) in [
+        ("subagents.toml", "model = \"m\"\n"),
+        (".claude/settings.json", "{}"),
+        (".claude/agents/a.md", "agent"),
+        (".claude/notes.md", "notes"),
+        (".git/config", "[core]\n"),
+        (".git/index", "index"),
+        ("README.md", "readme"),
+    ] {
+        std::fs::write(ws.join(file), text).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confined_bash_cannot_write_the_projects_control_files() {
+    if !landlock_or_skip("confined_bash_cannot_write_the_projects_control_files") {
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    project(root);
+    let tool = confined(root);
+    let attempts = [
+        "printf '[sandbox]\\nenabled = false\\n' > subagents.toml",
+        "echo x >> subagents.toml",
+        "echo '{}' > .mcp.json",
+        "echo '{\"hooks\":{}}' > .claude/settings.json",
+        "echo '{\"hooks\":{}}' > .claude/settings.local.json",
+        "echo evil > .claude/agents/a.md",
+        "echo evil > .claude/agents/b.md",
+        "mkdir -p .claude/skills/x",
+        "printf '#!/bin/sh\\ntouch PWNED\\n' > .git/hooks/pre-commit",
+        "printf '[core]\\nhooksPath = /tmp\\n' >> .git/config",
+        "mv subagents.toml src/moved.toml",
+        "rm -f subagents.toml",
+        "rm -rf .claude/agents",
+        "mv .claude src/claude",
+        "ln -s src/x.toml subagents2.toml",
+        "ln src/../subagents.toml src/hard.toml",
+    ];
+    for cmd in attempts {
+        let out = run(&tool, cmd).await;
+        assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+        assert!(
+            out.content.contains("sandbox:") && out.content.contains("Write tool"),
+            "`{cmd}`: the model is told why: {}",
+            out.content
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("subagents.toml")).unwrap(),
+        "model = \"m\"\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".claude/settings.json")).unwrap(),
+        "{}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".claude/agents/a.md")).unwrap(),
+        "agent"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    for absent in [
+        ".mcp.json",
+        ".claude/settings.local.json",
+        ".claude/agents/b.md",
+        ".claude/skills",
+        ".git/hooks/pre-commit",
+        "src/moved.toml",
+        "src/claude",
+        "src/hard.toml",
+        "subagents2.toml",
+    ] {
+        assert!(!root.join(absent).exists(), "{absent} was not created");
+    }
+    // Everything else still works: existing files anywhere but the protected ones,
+    // subdirectories, .claude's and .git's other entries.
+    let out = run(
+        &tool,
+        "echo more >> README.md && echo n > .claude/notes.md && echo i > .git/index && \
+         mkdir -p src/a/b && echo code > src/a/b/c.rs && echo m > .claude/memory/m.md && \
+         echo o > .git/objects/o && mv src/a src/z && rm -r src/z && echo ok",
+    )
+    .await;
+    assert!(
+        !out.is_error && out.content.contains("ok"),
+        "{}",
+        out.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("README.md")).unwrap(),
+        "readmemore\n"
+    );
+    assert!(root.join(".claude/memory/m.md").exists());
+    // A new top-level file is not possible (it could be a protected name); the note says to
+    // use Write.
+    let out = run(&tool, "touch NEW.md").await;
+    assert!(
+        out.is_error && out.content.contains("Write tool"),
+        "{}",
+        out.content
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlinks_inside_the_workspace_do_not_reach_protected_paths() {
+    if !landlock_or_skip("symlinks_inside_the_workspace_do_not_reach_protected_paths") {
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    project(root);
+    // A repository may ship symlinks; the model cannot make new ones in the root.
+    std::os::unix::fs::symlink(".git", root.join("g")).unwrap();
+    std::os::unix::fs::symlink("subagents.toml", root.join("conf.toml")).unwrap();
+    std::os::unix::fs::symlink("../.claude", root.join("src/c")).unwrap();
+    let tool = confined(root);
+    for cmd in [
+        "echo x > g/hooks/pre-commit",
+        "echo x > g/config",
+        "echo x > conf.toml",
+        "echo x > src/c/settings.json",
+    ] {
+        let out = run(&tool, cmd).await;
+        assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+    }
+    assert!(!root.join(".git/hooks/pre-commit").exists());
+    assert!(!root.join(".claude/settings.local.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("subagents.toml")).unwrap(),
+        "model = \"m\"\n"
+    );
+    // Through the symlink, the non-protected parts of .git stay writable.
+    let out = run(&tool, "echo i > g/index && echo ok").await;
+    assert!(out.content.contains("ok"), "{}", out.content);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_inside_the_temp_dir_gets_a_private_temp_dir() {
+    if !landlock_or_skip("a_workspace_inside_the_temp_dir_gets_a_private_temp_dir") {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("ws");
+    project(&root);
+    let tool = BashTool::with_sandbox(
+        Workspace::new(&root).unwrap(),
+        SandboxPolicy::default().temp_dir(temp.path()),
+    );
+    let out = run(
+        &tool,
+        "echo t > \"$TMPDIR/t.txt\" && echo \"[$TMPDIR]\"; echo x > subagents.toml; \
+         echo y > ../sibling.txt; echo done",
+    )
+    .await;
+    assert!(out.content.contains("done"), "{}", out.content);
+    assert!(
+        out.content.contains("subagents-bash-"),
+        "TMPDIR is private: {}",
+        out.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("subagents.toml")).unwrap(),
+        "model = \"m\"\n",
+        "granting the temp dir did not grant the workspace"
+    );
+    assert!(!temp.path().join("sibling.txt").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

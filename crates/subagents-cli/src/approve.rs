@@ -105,6 +105,15 @@ pub(crate) fn prompt_text(r: &ApprovalRequest) -> String {
             why(r),
         );
     }
+    if r.person_only {
+        return format!(
+            "\n? {} wants to run {}: {}\n  why: {}\n  allow this call? [y]es / [n]o: ",
+            terminal_safe(&r.path_text()),
+            terminal_safe(&r.tool),
+            terminal_safe(&r.summary),
+            terminal_safe(&r.reason),
+        );
+    }
     format!(
         "\n? {} › {}: {}\n  why: {}\n  allow? [y]es once / [a]lways{always} / [n]o: ",
         asker(r),

@@ -75,6 +75,14 @@ pub(crate) enum Command {
     /// `task_...` ids that `task --background` and the Task tool print.
     #[command(subcommand)]
     Tasks(TasksCommand),
+    /// Approve workspace control files (subagents.toml, .claude/settings.json,
+    /// .claude/settings.local.json, .mcp.json) so their settings that lift limits or run
+    /// commands apply: sandbox off or widened, permission mode or allow rules, hooks, MCP
+    /// servers, credentials for A2A peers. The approval holds for the file's current content
+    /// (SHA-256), kept in the user's data directory; a changed file needs approval again.
+    /// Without an approval such settings are not applied (stderr says which), since a model may
+    /// have written the file; on a terminal, `run` and `task` ask instead.
+    Trust(TrustArgs),
 }
 
 /// `subagents tasks ...`.
@@ -171,6 +179,18 @@ pub(crate) enum OnExit {
     Wait,
     /// Cancel them.
     Cancel,
+}
+
+/// `subagents trust`.
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The files to approve (default: those of the workspace: ./subagents.toml and the
+    /// workspace's .claude/settings.json, .claude/settings.local.json and .mcp.json).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The workspace whose files are approved (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 /// `subagents prune`.

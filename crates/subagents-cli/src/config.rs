@@ -80,6 +80,10 @@ pub(crate) struct Config {
     /// Where the file was read from (for messages).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+    /// Workspace settings files whose weakening settings must not apply (not approved; see
+    /// `trust`).
+    #[serde(skip)]
+    pub untrusted_files: Vec<PathBuf>,
 }
 
 /// `[budget]` of subagents.toml.

@@ -21,6 +21,7 @@ mod run;
 mod serve;
 mod setup;
 mod tasks;
+mod trust;
 
 use clap::{CommandFactory, FromArgMatches};
 
@@ -112,6 +113,23 @@ fn colour_on_stderr() -> bool {
 
 async fn dispatch(cli: Cli) -> Result<(), CliError> {
     let mut config = Config::load(cli.config.as_deref())?;
+    // The workspace's control files: what lifts a limit applies only once approved.
+    let gated = match &cli.command {
+        Command::Run(a) => Some((&a.tree, trust::Asking::Terminal)),
+        Command::Task(a) => Some((&a.tree, trust::Asking::Terminal)),
+        Command::Serve(a) => Some((&a.tree, trust::Asking::Nobody)),
+        Command::Mcp(a) => Some((&a.tree, trust::Asking::Nobody)),
+        _ => None,
+    };
+    if let Some((tree, asking)) = gated {
+        let root = workspace_root(tree.workspace.as_deref())?;
+        let asking = if asking == trust::Asking::Terminal && approve::interactive() {
+            trust::Asking::Terminal
+        } else {
+            trust::Asking::Nobody
+        };
+        config.untrusted_files = trust::gate(&mut config, cli.config.is_some(), &root, asking);
+    }
     if let Some(store) = cli.store {
         config.store = Some(store);
     }
@@ -145,5 +163,18 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Call(args) => call::call(&args, &config).await,
         Command::Mcp(args) => mcp::serve(args, config).await,
         Command::Prune(args) => prune::prune(&args, &config).await,
+        Command::Trust(args) => {
+            let root = workspace_root(args.workspace.as_deref())?;
+            trust::trust(&args.paths, &root)
+        }
+    }
+}
+
+/// `--workspace`, else the current directory.
+fn workspace_root(given: Option<&std::path::Path>) -> Result<std::path::PathBuf, CliError> {
+    match given {
+        Some(p) => Ok(p.to_path_buf()),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::Config(format!("cannot read the current directory: {e}"))),
     }
 }

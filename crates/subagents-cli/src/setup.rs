@@ -144,6 +144,9 @@ impl<'a> Setup<'a> {
         }
         // Permissions: .claude/settings*.json of the workspace, then subagents.toml.
         b = b.claude_settings(&root);
+        for file in &self.config.untrusted_files {
+            b = b.untrusted_file(file.clone());
+        }
         let file = self.config.name();
         let perms = &self.config.permissions;
         let mut rules = subagents::claude::PermissionRules::new();

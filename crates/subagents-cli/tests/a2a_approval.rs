@@ -38,7 +38,8 @@ impl Remote {
             "worker-model",
             Reply::tool_calls(vec![(
                 "Bash",
-                json!({"command": "touch made-remotely.txt"}),
+                // Confined Bash cannot create files directly in the workspace root: a subdirectory.
+                json!({"command": "touch agents/made-remotely.txt"}),
             )]),
         );
         Self {
@@ -64,7 +65,7 @@ impl Remote {
 
     /// Whether the worker's command ran.
     fn ran(&self) -> bool {
-        self.served.path().join("made-remotely.txt").exists()
+        self.served.path().join("agents/made-remotely.txt").exists()
     }
 
     /// The served worker's tasks.

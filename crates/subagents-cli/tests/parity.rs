@@ -43,11 +43,18 @@ impl Project {
         std::fs::write(p, text).expect("write");
     }
 
+    /// Writes the workspace's `.claude/settings.json` with `hooks`, and approves it as its
+    /// user would (`subagents trust`): a workspace file's hooks run only once approved.
     fn settings(&self, hooks: Value) {
         self.write(
             ".claude/settings.json",
             &serde_json::to_string_pretty(&json!({ "hooks": hooks })).expect("json"),
         );
+        self.cmd()
+            .args(["trust", "--workspace"])
+            .arg(self.ws.path())
+            .assert()
+            .success();
     }
 
     /// `subagents` with a clean environment, this project's home, workspace and agents.
@@ -138,6 +145,7 @@ fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
 #[test]
 fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
     let p = Project::new();
+    p.write("out/.keep", "");
     p.write(
         "deny.sh",
         "cat > /dev/null\necho '{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", \
@@ -151,7 +159,8 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
         server.push(Reply::task_call("guarded", "please do it"));
         server.push(Reply::tool_calls(vec![(
             "Bash",
-            json!({"command": "touch MADE"}),
+            // Confined Bash cannot create files directly in the workspace root.
+            json!({"command": "touch out/MADE"}),
         )]));
         server.push(Reply::text("ok"));
         server.push(Reply::text("done"));
@@ -160,7 +169,7 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
     let server = rt.block_on(ScriptedModelServer::start());
     script(&server);
     p.run(&server, "go").assert().success();
-    assert!(!p.ws.path().join("MADE").exists());
+    assert!(!p.ws.path().join("out/MADE").exists());
     let results = server.requests()[2].tool_results();
     assert!(results[0].contains("FRONTMATTER-DENY"), "{results:?}");
 
@@ -168,7 +177,7 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
     script(&server);
     p.run(&server, "go").arg("--no-hooks").assert().success();
     assert!(
-        p.ws.path().join("MADE").exists(),
+        p.ws.path().join("out/MADE").exists(),
         "with --no-hooks the command runs"
     );
 }

@@ -20,7 +20,9 @@ impl Case {
         let rt = rt();
         let server = rt.block_on(ScriptedModelServer::start());
         let home = tempfile::tempdir().expect("temp home");
-        std::fs::create_dir_all(home.path().join("work")).unwrap();
+        // Confined Bash cannot create files directly in the workspace root (they could be its
+        // protected control files): commands create theirs in `out/`.
+        std::fs::create_dir_all(home.path().join("work/out")).unwrap();
         Self {
             _rt: rt,
             server,
@@ -58,10 +60,13 @@ fn bash(cmd: &str) -> (&'static str, Value) {
 #[test]
 fn default_mode_without_a_terminal_denies_bash_and_the_model_reads_why() {
     let c = Case::new();
-    c.server.push(calls(vec![bash("touch FILE")]));
+    c.server.push(calls(vec![bash("touch out/FILE")]));
     c.server.push(Reply::text("I could not"));
     c.run(&[]).success();
-    assert!(!c.work().join("FILE").exists(), "the command did not run");
+    assert!(
+        !c.work().join("out/FILE").exists(),
+        "the command did not run"
+    );
     let results = c.tool_results(1);
     assert_eq!(results.len(), 1);
     assert!(
@@ -74,10 +79,10 @@ fn default_mode_without_a_terminal_denies_bash_and_the_model_reads_why() {
 #[test]
 fn yes_approves_what_would_ask() {
     let c = Case::new();
-    c.server.push(calls(vec![bash("touch FILE")]));
+    c.server.push(calls(vec![bash("touch out/FILE")]));
     c.server.push(Reply::text("done"));
     c.run(&["--yes"]).success();
-    assert!(c.work().join("FILE").exists(), "--yes approved it");
+    assert!(c.work().join("out/FILE").exists(), "--yes approved it");
 }
 
 #[test]
@@ -88,7 +93,7 @@ fn accept_edits_runs_write_and_asks_for_bash() {
             "Write",
             json!({"file_path": "written.txt", "content": "hi"}),
         ),
-        bash("touch FILE"),
+        bash("touch out/FILE"),
     ]));
     c.server.push(Reply::text("done"));
     c.run(&["--permission-mode", "acceptEdits"]).success();
@@ -96,7 +101,7 @@ fn accept_edits_runs_write_and_asks_for_bash() {
         std::fs::read_to_string(c.work().join("written.txt")).unwrap(),
         "hi"
     );
-    assert!(!c.work().join("FILE").exists());
+    assert!(!c.work().join("out/FILE").exists());
     let results = c.tool_results(1);
     assert!(
         results[1].contains("acceptEdits") && results[1].contains("not approved"),
@@ -110,12 +115,12 @@ fn dont_ask_denies_even_with_yes() {
     let c = Case::new();
     c.server.push(calls(vec![
         ("Write", json!({"file_path": "w.txt", "content": "x"})),
-        bash("touch FILE"),
+        bash("touch out/FILE"),
     ]));
     c.server.push(Reply::text("done"));
     c.run(&["--permission-mode", "dontAsk", "--yes"]).success();
     assert!(!c.work().join("w.txt").exists());
-    assert!(!c.work().join("FILE").exists());
+    assert!(!c.work().join("out/FILE").exists());
     for r in c.tool_results(1) {
         assert!(r.contains("dontAsk"), "{r}");
     }
@@ -130,14 +135,23 @@ fn an_allow_rule_allows_only_its_command() {
         r#"{"permissions": {"allow": ["Bash(git status:*)"]}}"#,
     )
     .unwrap();
+    // The workspace file's allow rule applies once the user approved the file.
+    subagents_in(c.home.path())
+        .args(["trust", "--workspace"])
+        .arg(c.work())
+        .assert()
+        .success();
     c.server.push(calls(vec![
         bash("git status --short"),
-        bash("git status && touch FILE"),
-        bash("touch FILE"),
+        bash("git status && touch out/FILE"),
+        bash("touch out/FILE"),
     ]));
     c.server.push(Reply::text("done"));
     c.run(&[]).success();
-    assert!(!c.work().join("FILE").exists(), "only git status may run");
+    assert!(
+        !c.work().join("out/FILE").exists(),
+        "only git status may run"
+    );
     let results = c.tool_results(1);
     assert!(
         !results[0].contains("approv"),
@@ -156,13 +170,19 @@ fn rules_and_mode_in_subagents_toml() {
         "[permissions]\nmode = \"bypassPermissions\"\ndeny = [\"Bash(rm:*)\"]\n",
     )
     .unwrap();
+    // Its mode applies once the user approved the file (found in the current directory).
+    subagents_in(c.home.path())
+        .args(["trust", "subagents.toml", "--workspace"])
+        .arg(c.work())
+        .assert()
+        .success();
     std::fs::write(c.work().join("keep.txt"), "x").unwrap();
     c.server
-        .push(calls(vec![bash("touch FILE"), bash("rm keep.txt")]));
+        .push(calls(vec![bash("touch out/FILE"), bash("rm keep.txt")]));
     c.server.push(Reply::text("done"));
     c.run(&[]).success();
     assert!(
-        c.work().join("FILE").exists(),
+        c.work().join("out/FILE").exists(),
         "bypassPermissions: nothing asks"
     );
     assert!(

@@ -47,8 +47,17 @@ fn a_served_agent_gets_its_skills_and_mcp_servers_tools() {
     )
     .expect(".mcp.json");
 
+    // The workspace's .mcp.json starts servers only once its user approved it. The home is
+    // the workspace here, so approvals are kept in a data directory outside it.
+    let data = tempfile::tempdir().expect("data dir");
+    subagents_in(root)
+        .env("XDG_DATA_HOME", data.path())
+        .args(["trust", ".mcp.json"])
+        .assert()
+        .success();
     let serve = spawn_serve(&rt, root, |cmd| {
-        cmd.args(["--model", &model_server.openai_model("m")])
+        cmd.env("XDG_DATA_HOME", data.path())
+            .args(["--model", &model_server.openai_model("m")])
             .arg("--agents")
             .arg(agents);
     });

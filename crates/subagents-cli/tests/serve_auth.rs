@@ -154,6 +154,10 @@ fn with_a_key_requests_need_it_and_both_header_forms_work() {
     .unwrap();
     let task = |token: Option<&str>| {
         let mut cmd = process_in(client_dir.path());
+        // Given with --config: the user's own file (a workspace file found by itself would
+        // need approval before it may send a secret of the environment).
+        cmd.arg("--config")
+            .arg(client_dir.path().join("subagents.toml"));
         cmd.args(["task", "echo", "hello", "--json"]);
         match token {
             Some(t) => cmd.env("SERVED_AGENT_TOKEN", t),

@@ -56,13 +56,14 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         let (models, default_model) = crate::models::registry(b.model.as_ref(), &b.named_models)?;
         let mut rules = b.permission_rules.clone();
         let mut settings_mode = None;
+        let untrusted = Untrusted::new(&b.untrusted_files);
         if let Some(project) = &b.claude_settings {
-            let settings = subagent_claude::PermissionSettings::load(project).map_err(|e| {
-                Error::Permissions {
-                    path: project.join(".claude"),
-                    source: Box::new(e),
-                }
-            })?;
+            let settings =
+                subagent_claude::PermissionSettings::load_with(project, |p| !untrusted.contains(p))
+                    .map_err(|e| Error::Permissions {
+                        path: project.join(".claude"),
+                        source: Box::new(e),
+                    })?;
             for w in &settings.warnings {
                 tracing::warn!("{w}");
             }
@@ -95,8 +96,14 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
                 subagent_claude::home_dir().as_deref(),
             ));
         }
-        let hooks =
-            settings_hooks(b.hooks, b.discover_from.is_some(), &b.settings_files, &root).await;
+        let hooks = settings_hooks(
+            b.hooks,
+            b.discover_from.is_some(),
+            &b.settings_files,
+            &root,
+            &untrusted,
+        )
+        .await;
         let mut claude = subagent_claude::ClaudeSubagentType::builder()
             .models(agent_models)
             .tools(subagent_tools::ToolSet::all_with_sandbox(
@@ -118,7 +125,8 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         }
         #[cfg(feature = "mcp")]
         {
-            claude = claude.mcp_tools(mcp_tool_source(b.mcp_config.as_deref(), &root).await?);
+            claude = claude
+                .mcp_tools(mcp_tool_source(b.mcp_config.as_deref(), &root, &untrusted).await?);
         }
         let (claude_kind, claude_executor) = claude.build_with_executor();
         kinds.push(claude_kind);
@@ -201,7 +209,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             b.stream,
             b.hooks,
         );
-        let _ = &b.settings_files;
+        let _ = (&b.settings_files, &b.untrusted_files);
         if !b.agent_dirs.is_empty()
             || !b.agent_files.is_empty()
             || b.model.is_some()
@@ -359,14 +367,38 @@ async fn open_store(
     Ok(Some(Arc::new(crate::StoreHandle { db, maintenance })))
 }
 
+/// The files given to [`SubagentsBuilder::untrusted_file`], compared by their canonical path.
+#[cfg(feature = "claude")]
+struct Untrusted(Vec<PathBuf>);
+
+#[cfg(feature = "claude")]
+impl Untrusted {
+    fn new(files: &[PathBuf]) -> Self {
+        Self(files.iter().map(|f| canonical(f)).collect())
+    }
+
+    fn contains(&self, path: &Path) -> bool {
+        let path = canonical(path);
+        self.0.contains(&path)
+    }
+}
+
+/// `path` canonicalized, or as given when it does not resolve (a missing file).
+#[cfg(feature = "claude")]
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// The settings hooks: the given settings files, plus Claude Code's (user, project, local)
 /// with discovery; [`Hooks::disabled`](subagent_claude::Hooks::disabled) when hooks are off.
+/// The hooks of untrusted files are left out (their `disableAllHooks` still counts).
 #[cfg(feature = "claude")]
 async fn settings_hooks(
     enabled: bool,
     discover: bool,
     given: &[PathBuf],
     root: &Path,
+    untrusted: &Untrusted,
 ) -> subagent_claude::Hooks {
     if !enabled {
         return subagent_claude::Hooks::disabled();
@@ -381,6 +413,15 @@ async fn settings_hooks(
     }
     files.extend(given.iter().cloned());
     files.dedup();
+    let (left_out, files): (Vec<PathBuf>, Vec<PathBuf>) =
+        files.into_iter().partition(|f| untrusted.contains(f));
+    if !left_out.is_empty() {
+        // Their hooks do not run, but turning every hook off is theirs to ask.
+        let (off, _) = subagent_claude::Hooks::from_settings_files(&left_out).await;
+        if off.is_disabled() {
+            return subagent_claude::Hooks::disabled();
+        }
+    }
     let (hooks, warnings) = subagent_claude::Hooks::from_settings_files(&files).await;
     for w in warnings {
         tracing::warn!("settings hooks: {w}");
@@ -397,12 +438,16 @@ async fn settings_hooks(
 async fn mcp_tool_source(
     path: Option<&Path>,
     root: &Path,
+    untrusted: &Untrusted,
 ) -> Result<Arc<dyn subagent_spi::ToolSource>, Error> {
     let (file, required) = match path {
         Some(p) => (p.to_path_buf(), true),
         None => (root.join(".mcp.json"), false),
     };
-    let config = if required || file.is_file() {
+    let config = if untrusted.contains(&file) {
+        tracing::info!(path = %file.display(), "MCP servers not applied: the file is not approved");
+        subagent_mcp::McpServerConfig::new()
+    } else if required || file.is_file() {
         subagent_mcp::McpServerConfig::from_file(&file)
             .await
             .map_err(|e| Error::McpConfig {

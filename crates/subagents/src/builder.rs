@@ -107,6 +107,7 @@ pub struct SubagentsBuilder {
     #[setters(generate)]
     pub(crate) hooks: bool,
     pub(crate) settings_files: Vec<PathBuf>,
+    pub(crate) untrusted_files: Vec<PathBuf>,
     /// Where transcripts and background tasks are kept (feature `store`): `memory` (the
     /// default: nothing outlives the process), `sqlite:PATH` or `postgres://...`. With a
     /// database, `resume` of a session and `TaskOutput` of a background task work after a
@@ -168,6 +169,7 @@ impl Default for SubagentsBuilder {
             sandbox: subagent_tools::SandboxPolicy::default(),
             hooks: true,
             settings_files: Vec::new(),
+            untrusted_files: Vec::new(),
             #[cfg(feature = "store")]
             store: None,
             #[cfg(feature = "store")]
@@ -225,6 +227,17 @@ impl SubagentsBuilder {
     /// `.claude/settings.json` and `.claude/settings.local.json` are read too.
     pub fn settings_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.settings_files.push(path.into());
+        self
+    }
+
+    /// A workspace file whose settings that lift a limit or run something are **not** applied
+    /// (repeatable): for `.claude/settings.json` / `settings.local.json`, its `hooks`,
+    /// `permissions.allow` rules and a `defaultMode` weaker than `default` (its ask and deny
+    /// rules still apply); for `.mcp.json`, its servers. Its hooks are left out even with
+    /// [`settings_file`](Self::settings_file). What the `subagents` command passes for the
+    /// workspace's files the user has not approved (a model may have written them).
+    pub fn untrusted_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.untrusted_files.push(path.into());
         self
     }
 

@@ -110,7 +110,8 @@ impl<'a> MainAgent<'a> {
         tools.extend(self.extra_tools);
         tools.extend(self.agents.tools().to_vec());
         let local = self.agents.local()?;
-        let policy = subagent_claude::PermissionPolicy::new(local.main_mode, local.rules.clone());
+        let policy = subagent_claude::PermissionPolicy::new(local.main_mode, local.rules.clone())
+            .with_workspace(local.workspace.clone());
         let tools = subagent_claude::guard_tools(tools, &policy, "main", None);
         let tools = subagent_claude::HookRunner::new(local.hooks.clone(), local.workspace.root())
             .wrap_tools(tools);

@@ -28,6 +28,9 @@ async fn serve_worker(
         "worker",
         "---\nname: worker\ndescription: Runs commands.\ntools: Bash\nmodel: worker-model\n---\nWork.\n",
     );
+    // Confined Bash cannot create files directly in the workspace root (they could be its
+    // protected control files): commands create theirs in `out/`.
+    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
     let served = Subagents::builder()
         .named_model("worker-model", model.openai_model("worker-model"))
         .agents_dir(&agents)
@@ -103,13 +106,13 @@ async fn answered_run(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_task_completes() {
     let run = answered_run(
-        "touch made-remotely.txt",
+        "touch out/made-remotely.txt",
         "touched it",
         ApprovalDecision::AllowOnce,
     )
     .await;
     assert!(
-        run.dir.path().join("work/made-remotely.txt").exists(),
+        run.dir.path().join("work/out/made-remotely.txt").exists(),
         "approved from the root, so the remote command ran"
     );
 
@@ -118,7 +121,7 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].agent_path, ["main", "worker"]);
     assert_eq!(seen[0].tool, "Bash");
-    assert_eq!(seen[0].summary, "touch made-remotely.txt");
+    assert_eq!(seen[0].summary, "touch out/made-remotely.txt");
     assert!(
         seen[0].reason.contains("remote A2A agent `worker`"),
         "{}",
@@ -154,12 +157,12 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_denial_reaches_the_remote_model_and_the_task_still_completes() {
     let run = answered_run(
-        "touch denied.txt",
+        "touch out/denied.txt",
         "could not touch it",
         ApprovalDecision::deny("not on a Friday"),
     )
     .await;
-    assert!(!run.dir.path().join("work/denied.txt").exists());
+    assert!(!run.dir.path().join("work/out/denied.txt").exists());
     let worker_requests: Vec<_> = run
         .model
         .requests()
@@ -180,7 +183,7 @@ async fn without_anyone_to_answer_the_child_needs_input_and_the_session_resumes_
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (url, _server) = serve_worker(&model, dir.path(), ServeOptions::new()).await;
-    model.push_for_model("worker-model", bash_call("touch later.txt"));
+    model.push_for_model("worker-model", bash_call("touch out/later.txt"));
     model.push_for_model("worker-model", Reply::text("touched later"));
     // No approver: the root denies everything, so nobody can answer the remote question.
     let main = main_side(&model, &url, None).await;
@@ -194,7 +197,7 @@ async fn without_anyone_to_answer_the_child_needs_input_and_the_session_resumes_
     assert!(
         first
             .text
-            .contains("Approval needed: worker wants to run Bash: touch later.txt"),
+            .contains("Approval needed: worker wants to run Bash: touch out/later.txt"),
         "{}",
         first.text
     );
@@ -208,7 +211,7 @@ async fn without_anyone_to_answer_the_child_needs_input_and_the_session_resumes_
     };
     assert_eq!(second.status, TaskStatus::Completed, "{second:?}");
     assert_eq!(second.text, "touched later");
-    assert!(dir.path().join("work/later.txt").exists());
+    assert!(dir.path().join("work/out/later.txt").exists());
     let list = rpc(&url, "ListTasks", json!({})).await;
     assert_eq!(list["tasks"].as_array().unwrap().len(), 1, "{list}");
 }
@@ -235,13 +238,13 @@ async fn our_server_asks_over_http_understands_always_and_no_and_denies_after_it
         json!({"message": message})
     };
     // 1. Ask: the task waits with the question (text and metadata).
-    model.push_for_model("worker-model", bash_call("touch a.txt"));
+    model.push_for_model("worker-model", bash_call("touch out/a.txt"));
     let r = rpc(&url, "SendMessage", send("touch files", None)).await;
     let task = &r["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{r}");
     let question = texts(&task["status"]["message"]);
     assert!(
-        question.starts_with("Approval needed: worker wants to run Bash: touch a.txt")
+        question.starts_with("Approval needed: worker wants to run Bash: touch out/a.txt")
             && question.contains("`always`"),
         "{question}"
     );
@@ -252,7 +255,7 @@ async fn our_server_asks_over_http_understands_always_and_no_and_denies_after_it
 
     // 2. "ALWAYS" (any case): this call and the next `touch` run without asking again; then
     //    an `rm` asks, and "No: keep it" is read by the model.
-    model.push_for_model("worker-model", bash_call("touch b.txt"));
+    model.push_for_model("worker-model", bash_call("touch out/b.txt"));
     model.push_for_model("worker-model", bash_call("rm a.txt"));
     let r = rpc(&url, "SendMessage", send("ALWAYS", Some(&id))).await;
     assert_eq!(r["task"]["id"], id.as_str());
@@ -261,12 +264,14 @@ async fn our_server_asks_over_http_understands_always_and_no_and_denies_after_it
         "{r}"
     );
     assert!(texts(&r["task"]["status"]["message"]).contains("rm a.txt"));
-    assert!(dir.path().join("work/a.txt").exists() && dir.path().join("work/b.txt").exists());
+    assert!(
+        dir.path().join("work/out/a.txt").exists() && dir.path().join("work/out/b.txt").exists()
+    );
 
-    model.push_for_model("worker-model", bash_call("touch c.txt"));
+    model.push_for_model("worker-model", bash_call("touch out/c.txt"));
     model.push_for_model("worker-model", bash_call("rm b.txt"));
     let r = rpc(&url, "SendMessage", send("No: keep it", Some(&id))).await;
-    assert!(dir.path().join("work/a.txt").exists(), "denied");
+    assert!(dir.path().join("work/out/a.txt").exists(), "denied");
     assert_eq!(
         r["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{r}"
@@ -289,7 +294,7 @@ async fn our_server_asks_over_http_understands_always_and_no_and_denies_after_it
     }
     assert_eq!(state, "TASK_STATE_COMPLETED");
     assert!(
-        dir.path().join("work/b.txt").exists(),
+        dir.path().join("work/out/b.txt").exists(),
         "not answered, so denied"
     );
     let worker: Vec<_> = model
@@ -304,7 +309,7 @@ async fn our_server_asks_over_http_understands_always_and_no_and_denies_after_it
         "{all:?}"
     );
     assert!(
-        dir.path().join("work/c.txt").exists(),
+        dir.path().join("work/out/c.txt").exists(),
         "`always` covered touch"
     );
 }

@@ -79,6 +79,9 @@ async fn serve(
         "worker",
         "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
     );
+    // Confined Bash cannot create files directly in the workspace root (they could be its
+    // protected control files): commands create theirs in `out/`.
+    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
     let registry = Subagents::builder()
         .model(model.openai_model("worker-model"))
         .agents_dir(&agents)
@@ -119,7 +122,7 @@ async fn a_client_with_elicitation_is_asked_and_its_yes_runs_the_call() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (_registry, _server, url) =
-        serve(&model, dir.path(), "touch asked.txt", "touched it").await;
+        serve(&model, dir.path(), "touch out/asked.txt", "touched it").await;
     let asked = Arc::new(Mutex::new(Vec::new()));
     let client = Answering {
         answer: json!({"decision": "yes"}),
@@ -131,13 +134,13 @@ async fn a_client_with_elicitation_is_asked_and_its_yes_runs_the_call() {
     let result = call_task(&client).await;
     assert!(text(&result).contains("touched it"), "{}", text(&result));
     assert!(
-        dir.path().join("work/asked.txt").exists(),
+        dir.path().join("work/out/asked.txt").exists(),
         "the user said yes"
     );
     let asked = asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert!(
-        asked[0].contains("worker wants to run Bash: touch asked.txt")
+        asked[0].contains("worker wants to run Bash: touch out/asked.txt")
             && asked[0].ends_with("choices: yes,always,no"),
         "{}",
         asked[0]
@@ -150,7 +153,7 @@ async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (_registry, _server, url) =
-        serve(&model, dir.path(), "touch refused.txt", "not touched").await;
+        serve(&model, dir.path(), "touch out/refused.txt", "not touched").await;
     let client = Answering {
         answer: json!({"decision": "no", "reason": "not in this repository"}),
         asked: Arc::default(),
@@ -159,7 +162,7 @@ async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
     .await
     .expect("connects");
     call_task(&client).await;
-    assert!(!dir.path().join("work/refused.txt").exists());
+    assert!(!dir.path().join("work/out/refused.txt").exists());
     let results = model.requests()[1].tool_results();
     assert!(results[0].contains("not in this repository"), "{results:?}");
     let _ = client.cancel().await;
@@ -169,8 +172,13 @@ async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
 async fn a_client_without_elicitation_gets_a_denial_the_model_reads() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) =
-        serve(&model, dir.path(), "touch never.txt", "could not touch it").await;
+    let (_registry, _server, url) = serve(
+        &model,
+        dir.path(),
+        "touch out/never.txt",
+        "could not touch it",
+    )
+    .await;
     let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
     let result = call_task(&client).await;
     assert!(
@@ -178,7 +186,7 @@ async fn a_client_without_elicitation_gets_a_denial_the_model_reads() {
         "{}",
         text(&result)
     );
-    assert!(!dir.path().join("work/never.txt").exists());
+    assert!(!dir.path().join("work/out/never.txt").exists());
     let results = model.requests()[1].tool_results();
     assert!(
         results[0].contains("not approved") && results[0].contains("does not support elicitation"),

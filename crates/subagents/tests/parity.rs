@@ -161,17 +161,19 @@ async fn disable_all_hooks_turns_off_agents_own_hooks_too() {
         "---\nname: worker\ndescription: Works.\ntools: Bash\nhooks:\n  PreToolUse:\n    - hooks:\n        - type: command\n          command: exit 2\n---\nYou work.\n",
     );
     let settings = p.settings(json!({"disableAllHooks": true}));
+    // Confined Bash cannot create files directly in the workspace root.
+    std::fs::create_dir_all(p.ws.path().join("out")).unwrap();
     server.push(Reply::task_call("worker", "do it"));
     server.push(Reply::tool_calls(vec![(
         "Bash",
-        json!({"command": "touch RAN"}),
+        json!({"command": "touch out/RAN"}),
     )]));
     server.push(Reply::text("ok"));
     server.push(Reply::text("done"));
     let agents = p.build(&server, Some(settings)).await;
     assert!(agents.settings_hooks().expect("local").is_disabled());
     agents.main_agent().run("go").await.expect("runs");
-    assert!(p.ws.path().join("RAN").exists());
+    assert!(p.ws.path().join("out/RAN").exists());
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {

@@ -35,6 +35,9 @@ async fn build(
     approver: Option<Arc<ScriptedApprover>>,
 ) -> Subagents {
     team(dir);
+    // Confined Bash cannot create files directly in the workspace root (they could be its
+    // protected control files): commands create theirs in `out/`.
+    std::fs::create_dir_all(dir.join("work/out")).unwrap();
     let mut b = Subagents::builder()
         .model(server.openai_model("main-model"))
         .named_model("worker-model", server.openai_model("worker-model"))
@@ -50,10 +53,10 @@ async fn build(
 async fn an_approval_requested_by_a_grandchild_reaches_the_root_with_its_path() {
     let server = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("work/made-by-worker.txt");
+    let file = dir.path().join("work/out/made-by-worker.txt");
     server.push(Reply::task_call("coordinator", "please"));
     server.push(Reply::task_call("worker", "please"));
-    server.push_for_model("worker-model", bash_call("touch made-by-worker.txt"));
+    server.push_for_model("worker-model", bash_call("touch out/made-by-worker.txt"));
     server.push_for_model("worker-model", Reply::text("touched"));
     server.push(Reply::text("the worker touched it"));
     server.push(Reply::text("done"));
@@ -65,7 +68,7 @@ async fn an_approval_requested_by_a_grandchild_reaches_the_root_with_its_path() 
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].agent_path, ["main", "coordinator", "worker"]);
     assert_eq!(seen[0].tool, "Bash");
-    assert_eq!(seen[0].summary, "touch made-by-worker.txt");
+    assert_eq!(seen[0].summary, "touch out/made-by-worker.txt");
     assert_eq!(seen[0].session_rule.as_deref(), Some("Bash(touch:*)"));
     assert!(file.exists(), "approved, so the command ran");
 }
@@ -74,12 +77,12 @@ async fn an_approval_requested_by_a_grandchild_reaches_the_root_with_its_path() 
 async fn the_main_agent_asks_too_and_without_an_approver_the_model_reads_a_denial() {
     let server = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    server.push(bash_call("touch by-main.txt"));
+    server.push(bash_call("touch out/by-main.txt"));
     server.push(Reply::text("could not"));
     let agents = build(&server, dir.path(), None).await;
     assert_eq!(agents.permission_mode(), Some(PermissionMode::Default));
     agents.main_agent().run("go").await.expect("runs");
-    assert!(!dir.path().join("work/by-main.txt").exists());
+    assert!(!dir.path().join("work/out/by-main.txt").exists());
     let results = server.requests()[1].tool_results();
     assert!(
         results[0].contains("not approved") && results[0].contains("no approver is configured"),
@@ -94,14 +97,15 @@ async fn permission_mode_and_rules_from_the_builder_apply_to_main_and_agents() {
     let dir = tempfile::tempdir().unwrap();
     team(dir.path());
     std::fs::create_dir_all(dir.path().join("work/.claude")).unwrap();
+    std::fs::create_dir_all(dir.path().join("work/out")).unwrap();
     std::fs::write(
         dir.path().join("work/.claude/settings.json"),
-        r#"{"permissions": {"allow": ["Bash(touch allowed.txt)"], "deny": ["Bash(rm:*)"]}}"#,
+        r#"{"permissions": {"allow": ["Bash(touch out/allowed.txt)"], "deny": ["Bash(rm:*)"]}}"#,
     )
     .unwrap();
     server.push(Reply::tool_calls(vec![
-        ("Bash", json!({"command": "touch allowed.txt"})),
-        ("Bash", json!({"command": "touch asked.txt"})),
+        ("Bash", json!({"command": "touch out/allowed.txt"})),
+        ("Bash", json!({"command": "touch out/asked.txt"})),
     ]));
     server.push(Reply::text("main done"));
     let agents = Subagents::builder()
@@ -114,11 +118,11 @@ async fn permission_mode_and_rules_from_the_builder_apply_to_main_and_agents() {
         .expect("builds");
     agents.main_agent().run("go").await.expect("runs");
     assert!(
-        dir.path().join("work/allowed.txt").exists(),
+        dir.path().join("work/out/allowed.txt").exists(),
         "allowed by the settings file"
     );
     assert!(
-        !dir.path().join("work/asked.txt").exists(),
+        !dir.path().join("work/out/asked.txt").exists(),
         "dontAsk denies the rest"
     );
     let results = server.requests()[1].tool_results();
@@ -199,7 +203,7 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
     let server = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     // Main: wait for the task (it stops at the question), then answer yes.
-    script_background_question(&server, "yes", "touch bg.txt", "bg done");
+    script_background_question(&server, "yes", "touch out/bg.txt", "bg done");
     let recorder = ScriptedApprover::answering(vec![ApprovalDecision::AllowOnce]);
     let agents = build(&server, dir.path(), Some(recorder.clone())).await;
     let outcome = tokio::time::timeout(Duration::from_secs(120), agents.main_agent().run("go"))
@@ -220,7 +224,7 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
         "{waiting}"
     );
     assert!(
-        waiting.contains("touch bg.txt") && waiting.contains("Bash"),
+        waiting.contains("touch out/bg.txt") && waiting.contains("Bash"),
         "{waiting}"
     );
     assert!(
@@ -230,7 +234,7 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
     let finished = main[3].tool_results().pop().unwrap();
     assert!(finished.contains("bg done"), "{finished}");
     assert!(
-        dir.path().join("work/bg.txt").exists(),
+        dir.path().join("work/out/bg.txt").exists(),
         "ran after the answer"
     );
     // The parent's yes was confirmed with the root's approver, carrying the child's path.
@@ -243,14 +247,14 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
 async fn a_parent_cannot_approve_what_its_own_approver_refuses() {
     let server = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    script_background_question(&server, "always", "touch refused.txt", "could not");
+    script_background_question(&server, "always", "touch out/refused.txt", "could not");
     // No approver: the main agent's root denies, so the model's "always" is refused too.
     let agents = build(&server, dir.path(), None).await;
     tokio::time::timeout(Duration::from_secs(120), agents.main_agent().run("go"))
         .await
         .expect("finishes")
         .expect("runs");
-    assert!(!dir.path().join("work/refused.txt").exists());
+    assert!(!dir.path().join("work/out/refused.txt").exists());
     let worker: Vec<RecordedRequest> = server
         .requests()
         .into_iter()

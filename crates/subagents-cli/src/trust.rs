@@ -1,0 +1,692 @@
+//! Workspace control files the user approved: the settings in them that lift a limit or run
+//! something apply only once the user has approved that file's content.
+//!
+//! A model confined to the workspace cannot write `subagents.toml`, `.claude/settings*.json`
+//! or `.mcp.json` any more (they are protected paths), but a file may have been written before,
+//! by a model run unconfined, or come with a cloned repository. So, as Claude Code's trust
+//! dialog does, the command remembers approvals by content: the file's canonical path and the
+//! SHA-256 of its bytes, in `trusted.json` beside the default store (the user's data
+//! directory, never the workspace). A changed file needs approval again.
+//!
+//! What needs approval ("weakening" settings): in the workspace's `subagents.toml`
+//! (found in the current directory, not given with `--config`) `[sandbox] enabled = false`,
+//! `writable`, `env`; a `[permissions] mode` that asks less than `default`; `[permissions]
+//! allow`; `mcp` entries (they start processes); A2A tables naming credential variables
+//! (`*_env`: a secret of the user's environment sent to a URL the file names); a network
+//! `store` (every transcript sent to a server the file names). In the workspace's
+//! `.claude/settings.json` and `settings.local.json`: `hooks`, `permissions.allow`, a
+//! `permissions.defaultMode` weaker than `default`. In `.mcp.json`: its servers. Everything
+//! else in those files applies without approval (model, agents, budgets, prices, deny and ask
+//! rules, `max_depth`...). The user's own files (`~/.claude/settings.json`, a file given with
+//! `--config`) and the command line are the user's word and need none.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::config::{A2aEntry, Config};
+use crate::error::CliError;
+use crate::output::terminal_safe;
+
+/// The largest control file read for approval (bigger ones are not approved: their weakening
+/// settings never apply).
+pub(crate) const MAX_CONTROL_FILE_BYTES: u64 = 1024 * 1024;
+/// Approvals kept; the oldest are dropped beyond it.
+pub(crate) const MAX_APPROVALS: usize = 1000;
+/// The largest approvals file read.
+const MAX_STORE_BYTES: u64 = 4 * 1024 * 1024;
+/// Lines of a file shown in the approval prompt.
+const PROMPT_LINES: usize = 60;
+
+/// What kind of control file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `subagents.toml`.
+    Toml,
+    /// `.claude/settings.json` / `settings.local.json`.
+    Settings,
+    /// `.mcp.json`.
+    Mcp,
+}
+
+/// One workspace control file and what in it needs approval.
+#[derive(Debug, Clone)]
+pub(crate) struct ControlFile {
+    /// As found.
+    pub path: PathBuf,
+    /// Canonical, for the approvals file.
+    pub canonical: PathBuf,
+    /// Hex SHA-256 of the bytes.
+    pub sha256: String,
+    /// The bytes, as text (lossy).
+    pub text: String,
+    pub kind: Kind,
+    /// The settings that need approval, one per item, for messages.
+    pub weakening: Vec<String>,
+}
+
+/// Reads `path` if it is a regular file of at most [`MAX_CONTROL_FILE_BYTES`]; `Ok(None)` when
+/// it does not exist.
+fn read_capped(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_CONTROL_FILE_BYTES {
+        return Err(format!(
+            "{} bytes, more than the {MAX_CONTROL_FILE_BYTES} read for approval",
+            meta.len()
+        ));
+    }
+    std::fs::read(path)
+        .map(Some)
+        .map_err(|e| format!("cannot read it: {e}"))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl ControlFile {
+    /// Reads `path`; `None` when it does not exist. A file that cannot be read or is too big
+    /// is reported as needing approval it cannot get.
+    pub(crate) fn read(path: &Path, kind: Kind, config: Option<&Config>) -> Option<Self> {
+        let (bytes, problem) = match read_capped(path) {
+            Ok(None) => return None,
+            Ok(Some(b)) => (b, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let weakening = match (&problem, kind) {
+            (Some(p), _) => vec![format!("everything that needs approval ({p})")],
+            (None, Kind::Toml) => config.map(toml_weakening).unwrap_or_default(),
+            (None, Kind::Settings) => settings_weakening(&text),
+            (None, Kind::Mcp) => mcp_weakening(&text),
+        };
+        Some(Self {
+            canonical: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            sha256: if problem.is_some() {
+                String::new()
+            } else {
+                sha256_hex(&bytes)
+            },
+            path: path.to_path_buf(),
+            text,
+            kind,
+            weakening,
+        })
+    }
+}
+
+/// The weakening settings of a workspace `subagents.toml`.
+pub(crate) fn toml_weakening(c: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if c.sandbox.enabled == Some(false) {
+        out.push("[sandbox] enabled = false (Bash unconfined)".to_string());
+    }
+    if !c.sandbox.writable.is_empty() {
+        let dirs: Vec<String> = c
+            .sandbox
+            .writable
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        out.push(format!("[sandbox] writable = {dirs:?}"));
+    }
+    if !c.sandbox.env.is_empty() {
+        out.push(format!("[sandbox] env = {:?}", c.sandbox.env));
+    }
+    if let Some(mode) = &c.permissions.mode
+        && mode
+            .parse::<subagents::claude::PermissionMode>()
+            .is_ok_and(|m| m.lifts_limits())
+    {
+        out.push(format!("[permissions] mode = {mode:?}"));
+    }
+    if !c.permissions.allow.is_empty() {
+        out.push(format!("[permissions] allow = {:?}", c.permissions.allow));
+    }
+    if !c.mcp.is_empty() {
+        out.push(format!("mcp = {:?} (commands or servers)", c.mcp));
+    }
+    for entry in &c.a2a {
+        if let A2aEntry::Table { url, settings } = entry {
+            let creds: Vec<&String> = settings.keys().filter(|k| is_credential_key(k)).collect();
+            if !creds.is_empty() {
+                out.push(format!("a2a {url:?} with {creds:?}"));
+            }
+        }
+    }
+    if let Some(store) = &c.store
+        && is_network_store(store)
+    {
+        out.push("store (a database server)".to_string());
+    }
+    out
+}
+
+/// An A2A setting naming an environment variable whose value is sent (`bearer_env`,
+/// `api_key_env`...).
+fn is_credential_key(key: &str) -> bool {
+    key.to_ascii_lowercase().ends_with("_env")
+}
+
+/// A store on another machine (not SQLite, not memory).
+fn is_network_store(store: &str) -> bool {
+    let s = store.trim().to_ascii_lowercase();
+    !(s.starts_with("sqlite:") || s == "memory" || s == "memory:")
+}
+
+/// Removes the weakening settings from a workspace `subagents.toml` that was not approved.
+pub(crate) fn strip_weakening(c: &mut Config) {
+    if c.sandbox.enabled == Some(false) {
+        c.sandbox.enabled = None;
+    }
+    c.sandbox.writable.clear();
+    c.sandbox.env.clear();
+    if c.permissions
+        .mode
+        .as_deref()
+        .and_then(|m| m.parse::<subagents::claude::PermissionMode>().ok())
+        .is_some_and(|m| m.lifts_limits())
+    {
+        c.permissions.mode = None;
+    }
+    c.permissions.allow.clear();
+    c.mcp.clear();
+    for entry in &mut c.a2a {
+        if let A2aEntry::Table { settings, .. } = entry {
+            settings.retain(|k, _| !is_credential_key(k));
+        }
+    }
+    if c.store.as_deref().is_some_and(is_network_store) {
+        c.store = None;
+    }
+}
+
+/// The weakening settings of a Claude Code settings file (none when it is not JSON: the build
+/// reports that).
+pub(crate) fn settings_weakening(text: &str) -> Vec<String> {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(hooks) = v.get("hooks").and_then(Value::as_object)
+        && !hooks.is_empty()
+    {
+        let commands: usize = hooks
+            .values()
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .map(Vec::len)
+            .sum();
+        let events: Vec<&String> = hooks.keys().collect();
+        out.push(format!("hooks ({commands} command(s) on {events:?})"));
+    }
+    let perms = v.get("permissions");
+    if let Some(allow) = perms
+        .and_then(|p| p.get("allow"))
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    {
+        let rules: Vec<&str> = allow.iter().filter_map(Value::as_str).collect();
+        out.push(format!("permissions.allow = {rules:?}"));
+    }
+    if let Some(mode) = perms
+        .and_then(|p| p.get("defaultMode"))
+        .and_then(Value::as_str)
+        && subagents::claude::PermissionMode::parse(mode).is_some_and(|m| m.lifts_limits())
+    {
+        out.push(format!("permissions.defaultMode = {mode:?}"));
+    }
+    out
+}
+
+/// The weakening settings of `.mcp.json`: its servers.
+pub(crate) fn mcp_weakening(text: &str) -> Vec<String> {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    match v.get("mcpServers").and_then(Value::as_object) {
+        Some(servers) if !servers.is_empty() => {
+            let names: Vec<&String> = servers.keys().collect();
+            vec![format!("MCP servers {names:?} (commands agents may start)")]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// One approval.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+struct Approval {
+    path: PathBuf,
+    sha256: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StoreFile {
+    #[serde(default)]
+    approved: Vec<Approval>,
+}
+
+/// The approvals file: `trusted.json` in the user's data directory.
+#[derive(Debug)]
+pub(crate) struct TrustStore {
+    path: Option<PathBuf>,
+    approved: Vec<Approval>,
+}
+
+impl TrustStore {
+    /// `$XDG_DATA_HOME/subagents/trusted.json` (else `~/.local/share/...`), beside the default
+    /// store. `None` without a data directory.
+    pub(crate) fn default_path() -> Option<PathBuf> {
+        subagents::store::default_sqlite_path()
+            .and_then(|p| p.parent().map(|d| d.join("trusted.json")))
+    }
+
+    /// Loads the approvals. Unusable (nothing approved, nothing recorded) when there is no data
+    /// directory or it lies inside `workspace` (a confined command could write it there).
+    pub(crate) fn load(workspace: &Path) -> Result<Self, String> {
+        let Some(path) = Self::default_path() else {
+            return Err("no data directory (neither XDG_DATA_HOME nor HOME is set)".into());
+        };
+        let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        let dir = path.parent().unwrap_or(&path);
+        let real_dir = real_prefix(dir);
+        if real_dir.starts_with(&ws) {
+            return Err(format!(
+                "the approvals file `{}` would be inside the workspace `{}`, where a model \
+                 could write it",
+                path.display(),
+                ws.display()
+            ));
+        }
+        Self::load_from(path)
+    }
+
+    fn load_from(path: PathBuf) -> Result<Self, String> {
+        let approved = match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
+            Ok(m) if m.len() > MAX_STORE_BYTES => {
+                return Err(format!(
+                    "`{}` is larger than {MAX_STORE_BYTES} bytes",
+                    path.display()
+                ));
+            }
+            Ok(_) => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+                serde_json::from_str::<StoreFile>(&text)
+                    .map_err(|e| format!("`{}` is not an approvals file: {e}", path.display()))?
+                    .approved
+            }
+        };
+        Ok(Self {
+            path: Some(path),
+            approved,
+        })
+    }
+
+    /// True when `file`'s current content was approved.
+    pub(crate) fn approves(&self, file: &ControlFile) -> bool {
+        !file.sha256.is_empty()
+            && self
+                .approved
+                .iter()
+                .any(|a| a.path == file.canonical && a.sha256 == file.sha256)
+    }
+
+    /// Records the approval of `file`'s current content (replacing an earlier one of the same
+    /// path) and saves the file (mode 0600, written whole then renamed).
+    pub(crate) fn approve(&mut self, file: &ControlFile) -> Result<(), String> {
+        let Some(path) = self.path.clone() else {
+            return Err("approvals cannot be recorded here".into());
+        };
+        if file.sha256.is_empty() {
+            return Err(format!(
+                "`{}` cannot be approved: {}",
+                file.path.display(),
+                file.weakening.join("; ")
+            ));
+        }
+        self.approved.retain(|a| a.path != file.canonical);
+        self.approved.push(Approval {
+            path: file.canonical.clone(),
+            sha256: file.sha256.clone(),
+        });
+        if self.approved.len() > MAX_APPROVALS {
+            let extra = self.approved.len() - MAX_APPROVALS;
+            self.approved.drain(..extra);
+        }
+        let text = serde_json::to_string_pretty(&StoreFile {
+            approved: self.approved.clone(),
+        })
+        .map_err(|e| e.to_string())?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        let tmp = dir.join(format!("trusted.json.{}.tmp", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            let mut f = opts.open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot write `{}`: {e}", path.display())
+        })
+    }
+}
+
+/// `path` with its longest existing prefix canonicalized.
+fn real_prefix(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut p = path;
+    loop {
+        if let Ok(c) = std::fs::canonicalize(p) {
+            let mut out = c;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (p.parent(), p.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                p = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// The workspace control files the command reads: `./subagents.toml` when it was found (not
+/// given with `--config`), and the workspace's `.claude/settings.json`,
+/// `.claude/settings.local.json` and `.mcp.json` (not the user's own
+/// `~/.claude/settings.json`, when the workspace is the home directory).
+pub(crate) fn control_files(
+    config: &Config,
+    explicit_config: bool,
+    root: &Path,
+) -> Vec<ControlFile> {
+    let mut out = Vec::new();
+    if !explicit_config
+        && let Some(path) = &config.path
+        && let Some(f) = ControlFile::read(path, Kind::Toml, Some(config))
+    {
+        out.push(f);
+    }
+    let user_settings = subagents::claude::home_dir()
+        .map(|h| h.join(".claude").join("settings.json"))
+        .and_then(|p| std::fs::canonicalize(p).ok());
+    for (rel, kind) in [
+        (".claude/settings.json", Kind::Settings),
+        (".claude/settings.local.json", Kind::Settings),
+        (".mcp.json", Kind::Mcp),
+    ] {
+        if let Some(f) = ControlFile::read(&root.join(rel), kind, None)
+            && Some(&f.canonical) != user_settings.as_ref()
+        {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// How the command may ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asking {
+    /// On the terminal (stdin and stderr are terminals).
+    Terminal,
+    /// Nobody: say on stderr what was not applied.
+    Nobody,
+}
+
+/// Decides which weakening settings of the workspace's control files apply: approved files
+/// (same content) apply whole; on a terminal the user is asked once per file and content;
+/// otherwise one line per file on stderr says what was not applied and how to approve it.
+/// Strips what was not applied from `config`; returns the settings and MCP files whose
+/// weakening settings must not apply (for [`subagents::SubagentsBuilder::untrusted_file`]).
+pub(crate) fn gate(
+    config: &mut Config,
+    explicit_config: bool,
+    root: &Path,
+    asking: Asking,
+) -> Vec<PathBuf> {
+    let files: Vec<ControlFile> = control_files(config, explicit_config, root)
+        .into_iter()
+        .filter(|f| !f.weakening.is_empty())
+        .collect();
+    if files.is_empty() {
+        return Vec::new();
+    }
+    let mut store = match TrustStore::load(root) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("subagents: warning: workspace approvals unavailable: {e}");
+            None
+        }
+    };
+    let mut untrusted = Vec::new();
+    for file in files {
+        if store.as_ref().is_some_and(|s| s.approves(&file)) {
+            continue;
+        }
+        let approved = asking == Asking::Terminal && ask(&file, store.is_some());
+        if approved {
+            if let Some(s) = &mut store
+                && let Err(e) = s.approve(&file)
+            {
+                eprintln!("subagents: warning: approval not remembered: {e}");
+            }
+            continue;
+        }
+        if asking == Asking::Nobody {
+            eprintln!("{}", not_applied_line(&file));
+        }
+        match file.kind {
+            Kind::Toml => strip_weakening(config),
+            Kind::Settings | Kind::Mcp => untrusted.push(file.path.clone()),
+        }
+    }
+    untrusted
+}
+
+/// The stderr line for a file whose weakening settings were not applied.
+pub(crate) fn not_applied_line(file: &ControlFile) -> String {
+    format!(
+        "subagents: not applied from {} (the workspace file is not approved; a model may have \
+         written it): {}. Review it, then approve it with: subagents trust {}",
+        terminal_safe(&file.path.display().to_string()),
+        terminal_safe(&file.weakening.join("; ")),
+        terminal_safe(&file.path.display().to_string()),
+    )
+}
+
+/// The question for one file: its content (the first lines) and what it would apply.
+fn question(file: &ControlFile, remembered: bool) -> String {
+    let mut q = format!(
+        "\n? The workspace file {} would apply settings that lift limits or run commands:\n",
+        terminal_safe(&file.path.display().to_string())
+    );
+    for w in &file.weakening {
+        q.push_str(&format!("    - {}\n", terminal_safe(w)));
+    }
+    q.push_str("  Its content:\n");
+    let total = file.text.lines().count();
+    for line in file.text.lines().take(PROMPT_LINES) {
+        q.push_str(&format!("  | {}\n", terminal_safe(line)));
+    }
+    if total > PROMPT_LINES {
+        q.push_str(&format!("  | ... ({} more lines)\n", total - PROMPT_LINES));
+    }
+    q.push_str(if remembered {
+        "  Apply them? [y]es, and remember this content / [n]o, not this run: "
+    } else {
+        "  Apply them for this run? [y]es / [n]o: "
+    });
+    q
+}
+
+/// Asks on the terminal; true for yes.
+fn ask(file: &ControlFile, remembered: bool) -> bool {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(question(file, remembered).as_bytes());
+    let _ = err.flush();
+    drop(err);
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(n) if n > 0 => matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+        _ => false,
+    }
+}
+
+/// `subagents trust [PATH...]`: records the approval of each file's current content (default:
+/// the workspace control files of `root` with settings that need approval), printing what
+/// each one applies.
+pub(crate) fn trust(paths: &[PathBuf], root: &Path) -> Result<(), CliError> {
+    let files: Vec<ControlFile> = if paths.is_empty() {
+        let config = Config::load(None)?;
+        control_files(&config, false, root)
+    } else {
+        let mut files = Vec::new();
+        for p in paths {
+            let kind = kind_of(p).ok_or_else(|| {
+                CliError::Config(format!(
+                    "`{}` is not a file subagents asks approval for (subagents.toml, \
+                     .claude/settings.json, .claude/settings.local.json, .mcp.json)",
+                    p.display()
+                ))
+            })?;
+            let config = match kind {
+                Kind::Toml => Some(Config::load(Some(p))?),
+                _ => None,
+            };
+            let file = ControlFile::read(p, kind, config.as_ref())
+                .ok_or_else(|| CliError::Config(format!("`{}` does not exist", p.display())))?;
+            files.push(file);
+        }
+        files
+    };
+    if files.is_empty() {
+        crate::output::write_line(format_args!(
+            "nothing to approve: no subagents.toml, .claude/settings*.json or .mcp.json here"
+        ));
+        return Ok(());
+    }
+    let mut store = TrustStore::load(root).map_err(CliError::Config)?;
+    for file in &files {
+        store.approve(file).map_err(CliError::Config)?;
+        let what = if file.weakening.is_empty() {
+            "nothing that needs approval".to_string()
+        } else {
+            file.weakening.join("; ")
+        };
+        crate::output::write_line(format_args!(
+            "approved {} (sha256 {}): {}",
+            terminal_safe(&file.path.display().to_string()),
+            &file.sha256[..12.min(file.sha256.len())],
+            terminal_safe(&what)
+        ));
+    }
+    Ok(())
+}
+
+/// The kind of control file `path` names, by its name.
+fn kind_of(path: &Path) -> Option<Kind> {
+    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    match name.as_str() {
+        ".mcp.json" => Some(Kind::Mcp),
+        n if n.starts_with("settings") && n.ends_with(".json") => Some(Kind::Settings),
+        n if n.ends_with(".toml") => Some(Kind::Toml),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weakening_settings_are_found_and_stripped() {
+        let mut c: Config = toml::from_str(
+            r#"
+model = "m"
+mcp = ["stdio:evil"]
+a2a = ["http://a", { url = "http://b", bearer_env = "TOKEN", timeout_secs = 5 }]
+store = "postgres://evil/db"
+[sandbox]
+enabled = false
+writable = ["/"]
+env = ["AWS_SECRET"]
+[permissions]
+mode = "bypassPermissions"
+allow = ["Bash"]
+deny = ["Read(./x)"]
+"#,
+        )
+        .unwrap();
+        let w = toml_weakening(&c);
+        assert_eq!(w.len(), 8, "{w:#?}");
+        strip_weakening(&mut c);
+        assert!(toml_weakening(&c).is_empty());
+        assert_eq!(c.model.as_deref(), Some("m"), "the rest applies");
+        assert_eq!(c.permissions.deny, ["Read(./x)"]);
+        let plan: Config = toml::from_str("[permissions]\nmode = \"plan\"\n").unwrap();
+        assert!(toml_weakening(&plan).is_empty(), "a stricter mode applies");
+    }
+
+    #[test]
+    fn settings_and_mcp_weakening() {
+        let s = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]},
+                    "permissions": {"allow": ["Bash"], "deny": ["Read"], "defaultMode": "acceptEdits"}}"#;
+        let w = settings_weakening(s);
+        assert_eq!(w.len(), 3, "{w:#?}");
+        assert!(w[0].contains("1 command"), "{w:?}");
+        assert!(settings_weakening(r#"{"permissions": {"deny": ["Bash"]}}"#).is_empty());
+        assert!(settings_weakening("not json").is_empty());
+        assert_eq!(
+            mcp_weakening(r#"{"mcpServers": {"x": {"command": "y"}}}"#).len(),
+            1
+        );
+        assert!(mcp_weakening(r#"{"mcpServers": {}}"#).is_empty());
+    }
+
+    #[test]
+    fn approvals_are_by_path_and_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("subagents.toml");
+        std::fs::write(&file, "[sandbox]\nenabled = false\n").unwrap();
+        let config = Config::load(Some(&file)).unwrap();
+        let f = ControlFile::read(&file, Kind::Toml, Some(&config)).unwrap();
+        let store_path = dir.path().join("data/trusted.json");
+        let mut store = TrustStore::load_from(store_path.clone()).unwrap();
+        assert!(!store.approves(&f));
+        store.approve(&f).unwrap();
+        let store = TrustStore::load_from(store_path.clone()).unwrap();
+        assert!(store.approves(&f));
+        std::fs::write(&file, "[sandbox]\nenabled = false\nwritable = [\"/\"]\n").unwrap();
+        let changed = ControlFile::read(&file, Kind::Toml, Some(&config)).unwrap();
+        assert!(
+            !store.approves(&changed),
+            "a changed file needs approval again"
+        );
+        std::fs::write(&store_path, "garbage").unwrap();
+        assert!(TrustStore::load_from(store_path).is_err());
+    }
+}
