@@ -111,6 +111,8 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 
 pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
+#[cfg(feature = "push")]
+pub use push::PushStats;
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink, TaskInbox};
 pub use store::{
     InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError, TaskFilter, TaskPage,
@@ -199,6 +201,22 @@ pub struct ServerConfig {
     /// addresses too (default off: such webhooks are refused at registration, and host names
     /// resolving only to them fail at delivery). For tests and trusted networks.
     pub push_allow_private: bool,
+    /// The most webhook POSTs in flight at once, over all tasks and agents (default 64). Each
+    /// uses its own outbound connection (connections are not kept for reuse), so this also
+    /// caps the server's outbound connections; further attempts wait for a place.
+    pub push_max_deliveries: usize,
+    /// The most task updates waiting for webhook delivery, over all tasks and agents (default
+    /// 1,024; each task's own queue holds at most 64). Updates beyond it are dropped, with a
+    /// warning naming the reason, and counted in [`PushStats::dropped`].
+    pub push_max_queued: usize,
+    /// The approximate bytes those waiting updates may hold (default 64 MiB); beyond it,
+    /// updates are dropped as at [`push_max_queued`](Self::push_max_queued).
+    pub push_max_queued_bytes: usize,
+    /// The most push-notification configs one task may have (default
+    /// [`MAX_PUSH_CONFIGS_PER_TASK`], 16). Registering one more is refused with
+    /// InvalidParams (-32602 / HTTP 400) naming the limit; configs also count in the task
+    /// store's byte budget ([`task_store_max_bytes`](Self::task_store_max_bytes)).
+    pub push_max_configs_per_task: usize,
     /// The address of the gRPC binding (`host:port`) the cards list as the `GRPC` interface
     /// (feature `grpc-server`; serve it with [`A2aServer::serve_grpc`]). Unset (default): the
     /// cards list no gRPC interface.
@@ -238,6 +256,10 @@ impl Default for ServerConfig {
             max_streams_per_client: 128,
             push_notifications: false,
             push_allow_private: false,
+            push_max_deliveries: 64,
+            push_max_queued: 1024,
+            push_max_queued_bytes: 64 * 1024 * 1024,
+            push_max_configs_per_task: MAX_PUSH_CONFIGS_PER_TASK,
             grpc_url: None,
             v03_blocking_by_default: true,
             card_signer: None,
@@ -427,6 +449,16 @@ impl A2aServerBuilder {
         /// Allows webhooks at private and loopback addresses (see
         /// [`ServerConfig::push_allow_private`]).
         push_allow_private: bool;
+        /// Sets the most webhook POSTs in flight (see [`ServerConfig::push_max_deliveries`]).
+        push_max_deliveries: usize;
+        /// Sets the most updates waiting for delivery (see [`ServerConfig::push_max_queued`]).
+        push_max_queued: usize;
+        /// Sets the bytes of updates waiting for delivery (see
+        /// [`ServerConfig::push_max_queued_bytes`]).
+        push_max_queued_bytes: usize;
+        /// Sets the most push configs per task (see
+        /// [`ServerConfig::push_max_configs_per_task`]).
+        push_max_configs_per_task: usize;
         /// Sets whether 0.3 sends without `blocking` wait (see
         /// [`ServerConfig::v03_blocking_by_default`]).
         v03_blocking_by_default: bool;
@@ -465,6 +497,15 @@ impl A2aServerBuilder {
             slow_subscriber_timeout: self.config.slow_subscriber_timeout,
             cancel_grace: self.config.cancel_grace,
         };
+        #[cfg(feature = "push")]
+        let push_hub = self.config.push_notifications.then(|| {
+            Arc::new(push::PushHub::new(push::PushLimits {
+                allow_private: self.config.push_allow_private,
+                max_deliveries: self.config.push_max_deliveries,
+                max_queued: self.config.push_max_queued,
+                max_queued_bytes: self.config.push_max_queued_bytes,
+            }))
+        });
         let mut hosted: Vec<http::Hosted> = Vec::new();
         for a in self.agents {
             let path = normalize_path(&a.path)?;
@@ -476,7 +517,9 @@ impl A2aServerBuilder {
             }
             let store = a.store.unwrap_or_else(|| {
                 Arc::new(
-                    InMemoryTaskStore::default().with_max_bytes(self.config.task_store_max_bytes),
+                    InMemoryTaskStore::default()
+                        .with_max_bytes(self.config.task_store_max_bytes)
+                        .with_max_push_configs(self.config.push_max_configs_per_task),
                 )
             });
             #[allow(unused_mut)]
@@ -488,10 +531,11 @@ impl A2aServerBuilder {
                 shutdown.clone(),
             );
             #[cfg(feature = "push")]
-            if self.config.push_notifications {
+            if let Some(hub) = &push_hub {
                 engine.pusher = Some(Arc::new(push::Pusher::new(
+                    hub.clone(),
                     store,
-                    self.config.push_allow_private,
+                    self.config.push_max_configs_per_task,
                 )));
             }
             let engine = Arc::new(engine);
@@ -516,6 +560,9 @@ impl A2aServerBuilder {
                 shutdown,
                 watcher: std::sync::Once::new(),
                 started: std::time::SystemTime::now(),
+                conns: std::sync::OnceLock::new(),
+                #[cfg(feature = "push")]
+                push: push_hub,
             }),
         })
     }
@@ -633,6 +680,20 @@ impl A2aServer {
             .sum()
     }
 
+    /// The connections open now, over every listener ([`serve`](Self::serve),
+    /// [`serve_router`](Self::serve_router), `serve_grpc`): at most
+    /// [`ServerConfig::max_connections`] (as lowered to the open-file limit).
+    pub fn open_connections(&self) -> usize {
+        self.shared.conns.get().map_or(0, |p| p.open())
+    }
+
+    /// Push delivery's counters over all agents (feature `push`); `None` when push
+    /// notifications are off.
+    #[cfg(feature = "push")]
+    pub fn push_stats(&self) -> Option<PushStats> {
+        self.shared.push.as_ref().map(|h| h.stats())
+    }
+
     /// Serves until `shutdown` completes, then shuts down gracefully: handlers are cancelled,
     /// streams end, in-flight requests finish. Enforces the connection limits of
     /// [`ServerConfig`] (connection cap, head / body / idle timeouts, head size, per-client
@@ -657,7 +718,14 @@ impl A2aServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let signal = self.stop_signal(shutdown);
-        conn::serve_loop(self.shared.clone(), listener, router, signal).await?;
+        conn::serve_loop(
+            self.shared.clone(),
+            listener,
+            router,
+            conn::Protocol::Http1,
+            signal,
+        )
+        .await?;
         Ok(())
     }
 }
@@ -686,8 +754,16 @@ impl A2aServer {
 
     /// Serves the gRPC binding (1.0, HTTP/2 without TLS: put TLS in front) on `listener` until
     /// `shutdown` completes or the server shuts down, on the same agents, engine, credential
-    /// check and stream caps as the HTTP bindings. Bounds: messages up to
-    /// [`ServerConfig::max_body_bytes`], [`ServerConfig::max_header_bytes`] of metadata, at most
+    /// check and stream caps as the HTTP bindings, and through the same accept loop as
+    /// [`serve`](Self::serve): its connections count towards the one
+    /// [`ServerConfig::max_connections`] cap with the HTTP ones (at the cap, the connection
+    /// idle longest, of either binding, is closed), a connection must send its preface and
+    /// first call within [`ServerConfig::header_read_timeout`], and one without calls is
+    /// closed after [`ServerConfig::idle_timeout`]. Bounds: messages up to
+    /// [`ServerConfig::max_body_bytes`], received within [`ServerConfig::body_read_timeout`],
+    /// answers up to the larger of that and 10 MiB (a `SendMessage` whose answer could not
+    /// fit is refused before its task starts, RESOURCE_EXHAUSTED),
+    /// [`ServerConfig::max_header_bytes`] of metadata, at most
     /// [`ServerConfig::max_streams_per_client`] concurrent calls per connection (h2
     /// `MAX_CONCURRENT_STREAMS`, 128 when that is 0), HTTP/2 keep-alive pings every 30 s
     /// (a peer silent for 10 s more is dropped), and the shared stream caps
@@ -705,19 +781,16 @@ impl A2aServer {
             0 => 128,
             n => u32::try_from(n).unwrap_or(u32::MAX),
         };
+        let protocol = conn::Protocol::Http2(conn::Http2Settings {
+            max_concurrent_streams: per_conn,
+            max_header_list_size: u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX),
+            keep_alive_interval: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(10),
+        });
+        let router = http::grpc::router(self.shared.clone());
         let signal = self.stop_signal(shutdown);
-        let incoming =
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-        tonic::transport::Server::builder()
-            .max_concurrent_streams(Some(per_conn))
-            .http2_keepalive_interval(Some(Duration::from_secs(30)))
-            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-            .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
-            .trace_fn(Self::grpc_request_span)
-            .add_service(self.grpc_service())
-            .serve_with_incoming_shutdown(incoming, signal)
-            .await
-            .map_err(|e| ServerError::Io(std::io::Error::other(e)))
+        conn::serve_loop(self.shared.clone(), listener, router, protocol, signal).await?;
+        Ok(())
     }
 }
 
