@@ -344,10 +344,7 @@ async fn a_send_whose_answer_cannot_fit_is_refused_before_its_task() {
     assert!(text.contains("ResourceExhausted"), "{text}");
     assert!(text.contains("nothing was started"), "{text}");
     // No task was created.
-    let list = c
-        .list_tasks(v1::ListTasksRequest::default())
-        .await
-        .unwrap();
+    let list = c.list_tasks(v1::ListTasksRequest::default()).await.unwrap();
     assert!(list.tasks.is_empty(), "{:?}", list.tasks);
     // A message whose answer fits still works.
     assert!(c.send_message(big(1024 * 1024)).await.is_ok());

@@ -398,7 +398,10 @@ async fn hanging_webhooks_are_bounded_over_the_whole_server() {
     }
     assert_eq!(stats.in_flight, 2, "{stats:?}");
     assert!(stats.queued <= 16, "{stats:?}");
-    assert!(stats.dropped > 0, "updates over the queue are dropped: {stats:?}");
+    assert!(
+        stats.dropped > 0,
+        "updates over the queue are dropped: {stats:?}"
+    );
     // A while later there are still only two connections to the webhook (without the cap,
     // each task's delivery opens its own at once).
     for _ in 0..20 {
@@ -412,7 +415,10 @@ async fn hanging_webhooks_are_bounded_over_the_whole_server() {
         json!({"message": {"messageId": "after", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}),
     )
     .await;
-    assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{r}"
+    );
     drop(srv);
 }
 
@@ -595,16 +601,21 @@ async fn proxy_child() {
     let r: Value = c
         .post(&base)
         .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
             "message": {"messageId": "p1", "role": "ROLE_USER", "parts": [{"text": "hello"}]},
-            "configuration": {"taskPushNotificationConfig": {"url": hook_url}}}}))
+            "configuration": {"taskPushNotificationConfig": {"url": hook_url}}}}),
+        )
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{r}"
+    );
     let got = wait_until(&seen, |got| {
         got.iter()
             .any(|d| state(&d.2) == Some("TASK_STATE_COMPLETED"))

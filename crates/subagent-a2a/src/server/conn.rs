@@ -6,10 +6,10 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -365,7 +365,12 @@ struct ConnSetup {
 
 /// Serves one connection in its protocol, closed when its head or idle time runs out, shut
 /// down gracefully when `stop` fires. Holds its slot until it ends.
-async fn serve_conn(stream: tokio::net::TcpStream, peer: SocketAddr, setup: ConnSetup, slot: ConnSlot) {
+async fn serve_conn(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    setup: ConnSetup,
+    slot: ConnSlot,
+) {
     let state = slot.state.clone();
     let io = hyper_util::rt::TokioIo::new(TrackedIo {
         io: stream,
@@ -407,7 +412,12 @@ async fn serve_conn(stream: tokio::net::TcpStream, peer: SocketAddr, setup: Conn
 
 /// Runs a connection until it ends, `stop` fires (then gracefully), the accept loop evicts it
 /// while idle, or it overstays its head or idle time.
-async fn drive<C: Graceful>(conn: C, state: &ConnState, limits: &ConnLimits, stop: &CancellationToken) {
+async fn drive<C: Graceful>(
+    conn: C,
+    state: &ConnState,
+    limits: &ConnLimits,
+    stop: &CancellationToken,
+) {
     let mut conn = std::pin::pin!(conn);
     let stopped = stop.cancelled();
     let mut stopped = std::pin::pin!(stopped);
@@ -490,11 +500,10 @@ impl ConnPool {
     /// connection is answering one.
     fn evict_idle(&self) -> bool {
         let r = lock_registry(&self.registry);
-        let victim = r
-            .conns
-            .values()
-            .filter(|c| c.is_idle())
-            .min_by_key(|c| c.start + Duration::from_millis(c.since_ms.load(Ordering::Relaxed)));
+        let victim =
+            r.conns.values().filter(|c| c.is_idle()).min_by_key(|c| {
+                c.start + Duration::from_millis(c.since_ms.load(Ordering::Relaxed))
+            });
         match victim {
             Some(c) => {
                 c.evict.notify_one();

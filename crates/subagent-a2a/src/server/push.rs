@@ -144,13 +144,13 @@ impl PushHub {
         if taken.is_err() {
             return None;
         }
-        let took_bytes = self
-            .queued_bytes
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                // One update always fits an empty queue, however big.
-                (n == 0 || n.saturating_add(bytes) <= self.max_queued_bytes)
-                    .then(|| n.saturating_add(bytes))
-            });
+        let took_bytes =
+            self.queued_bytes
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    // One update always fits an empty queue, however big.
+                    (n == 0 || n.saturating_add(bytes) <= self.max_queued_bytes)
+                        .then(|| n.saturating_add(bytes))
+                });
         if took_bytes.is_err() {
             self.queued.fetch_sub(1, Ordering::Relaxed);
             return None;
@@ -176,7 +176,9 @@ struct Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         self.hub.queued.fetch_sub(1, Ordering::Relaxed);
-        self.hub.queued_bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.hub
+            .queued_bytes
+            .fetch_sub(self.bytes, Ordering::Relaxed);
     }
 }
 
@@ -437,7 +439,8 @@ impl Pusher {
         };
         let Some(tx) = tx else { return };
         if tx.try_send((d, ticket)).is_err() {
-            self.hub.note_dropped(task_id, "the task's push queue is full");
+            self.hub
+                .note_dropped(task_id, "the task's push queue is full");
         }
     }
 

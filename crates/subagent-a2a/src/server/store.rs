@@ -700,8 +700,7 @@ impl TaskStore for InMemoryTaskStore {
             self.pinned_bytes.fetch_add(new, Ordering::Relaxed);
             self.pinned_bytes.fetch_sub(old, Ordering::Relaxed);
         }
-        if inner.bytes > self.max_bytes && inner.bytes > self.pinned_bytes.load(Ordering::Relaxed)
-        {
+        if inner.bytes > self.max_bytes && inner.bytes > self.pinned_bytes.load(Ordering::Relaxed) {
             self.evict(&mut inner, Instant::now());
         }
         Ok(())
@@ -737,7 +736,11 @@ impl TaskStore for InMemoryTaskStore {
         let Some(s) = inner.tasks.get_mut(task_id) else {
             return Ok(false);
         };
-        let Some(i) = s.push.iter().position(|c| c.id.as_deref() == Some(config_id)) else {
+        let Some(i) = s
+            .push
+            .iter()
+            .position(|c| c.id.as_deref() == Some(config_id))
+        else {
             return Ok(false);
         };
         let freed = push_config_bytes(&s.push.remove(i));

@@ -238,7 +238,9 @@ pub(super) async fn subscribe(
 fn push_store_error(e: crate::server::StoreError) -> ApiError {
     match e {
         crate::server::StoreError::Unsupported { .. } => push_unsupported(),
-        e @ crate::server::StoreError::Full { .. } => ApiError::new(codes::SERVER_BUSY, e.to_string()),
+        e @ crate::server::StoreError::Full { .. } => {
+            ApiError::new(codes::SERVER_BUSY, e.to_string())
+        }
         other => ApiError::internal(other.to_string()),
     }
 }
