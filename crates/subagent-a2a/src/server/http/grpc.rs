@@ -589,7 +589,7 @@ impl http_body::Body for TimedBody {
                 }
                 std::task::Poll::Pending
             }
-            ready => ready,
+            ready @ std::task::Poll::Ready(_) => ready,
         }
     }
 
