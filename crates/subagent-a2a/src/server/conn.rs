@@ -322,6 +322,10 @@ pub(crate) struct Http2Settings {
 
 /// A served connection: hyper's HTTP/1.1 or HTTP/2 one, shut down the same way.
 trait Graceful: std::future::Future<Output = Result<(), hyper::Error>> {
+    /// Whether an idle connection is told before it is closed (HTTP/2 `GOAWAY`, so a client
+    /// sending its next call right then retries it elsewhere instead of seeing a reset).
+    const TELL_BEFORE_CLOSING: bool;
+
     fn shut_down(self: Pin<&mut Self>);
 }
 
@@ -333,6 +337,8 @@ where
     S::ResBody: 'static,
     <S::ResBody as http_body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    const TELL_BEFORE_CLOSING: bool = false;
+
     fn shut_down(self: Pin<&mut Self>) {
         self.graceful_shutdown();
     }
@@ -348,6 +354,8 @@ where
     <S::ResBody as http_body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
 {
+    const TELL_BEFORE_CLOSING: bool = true;
+
     fn shut_down(self: Pin<&mut Self>) {
         self.graceful_shutdown();
     }
@@ -422,13 +430,16 @@ async fn drive<C: Graceful>(
     let stopped = stop.cancelled();
     let mut stopped = std::pin::pin!(stopped);
     let mut stopping = false;
+    // Told to go away (HTTP/2): closed when this deadline passes, whatever the peer does.
+    let mut closing = false;
     let first = state
         .next_check(limits)
         .unwrap_or_else(tokio::time::Instant::now);
     let watchdog = tokio::time::sleep_until(first);
     let mut watchdog = std::pin::pin!(watchdog);
     loop {
-        tokio::select! {
+        // Whether to close now: idle and evicted, or overstayed; HTTP/2 first says so.
+        let close = tokio::select! {
             r = conn.as_mut() => {
                 if let Err(e) = r {
                     tracing::debug!(error = %e, "A2A connection ended with an error");
@@ -438,27 +449,50 @@ async fn drive<C: Graceful>(
             _ = &mut stopped, if !stopping => {
                 stopping = true;
                 conn.as_mut().shut_down();
+                false
             }
-            _ = state.evict.notified() => {
+            _ = state.evict.notified(), if !closing => {
                 // The server is at its connection cap and this connection is the idle one
                 // waiting longest: make room (unless a request arrived meanwhile).
-                if state.is_idle() {
+                let idle = state.is_idle();
+                if idle {
                     tracing::debug!("closing an idle A2A connection to make room for a new one");
+                }
+                idle
+            }
+            _ = &mut watchdog => {
+                if closing {
                     return;
+                }
+                match state.next_check(limits) {
+                    Some(at) => {
+                        watchdog.as_mut().reset(at);
+                        false
+                    }
+                    // Waiting for a head or for the next request too long: no request is in
+                    // flight, so closing the connection loses nothing.
+                    None => {
+                        tracing::debug!("closing an A2A connection that timed out waiting for a request");
+                        true
+                    }
                 }
             }
-            _ = &mut watchdog => match state.next_check(limits) {
-                Some(at) => watchdog.as_mut().reset(at),
-                // Waiting for a head or for the next request too long: no request is in
-                // flight, so dropping the connection loses nothing.
-                None => {
-                    tracing::debug!("closing an A2A connection that timed out waiting for a request");
-                    return;
-                }
-            },
+        };
+        if close {
+            if !C::TELL_BEFORE_CLOSING {
+                return;
+            }
+            closing = true;
+            conn.as_mut().shut_down();
+            watchdog
+                .as_mut()
+                .reset(tokio::time::Instant::now() + GOAWAY_GRACE);
         }
     }
 }
+
+/// How long an HTTP/2 connection told to go away may take to close by itself.
+const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 /// The open connections, so the accept loop can close an idle one at the cap.
 #[derive(Default)]

@@ -69,18 +69,23 @@
 //! `Content-Type` gets ContentTypeNotSupported (-32005 / 415), as do message parts whose media
 //! type is not among the agent's input modes. JSON-RPC batches get one InvalidRequest error;
 //! notifications (no `id`) run and get HTTP 204. [`A2aServer::serve`] also bounds connections
-//! (count, head / idle time, head size). `docs/SECURITY.md` lists every limit.
+//! (count, head / idle time, head size); `serve_grpc` shares the same accept loop and cap. `docs/SECURITY.md` lists every limit.
 //!
 //! Push notifications are off by default (the card says `pushNotifications: false`, the config
 //! methods answer PushNotificationNotSupported, -32003). With
 //! [`ServerConfig::push_notifications`] (feature `push`) clients register webhooks (1.0
 //! `CreateTaskPushNotificationConfig` and friends, 0.3 `tasks/pushNotificationConfig/*`,
 //! HTTP+JSON `{path}/tasks/{id}/pushNotificationConfigs[/{config}]`, or inline in the send
-//! configuration); configs live in the agent's [`TaskStore`]; every task update is POSTed to
-//! them (1.0: the `StreamResponse`; tasks created over 0.3: the task) from a bounded queue per
-//! task, with retries and backoff, the config's `authentication` as `Authorization` and its
-//! `token` as `X-A2A-Notification-Token`. Webhooks at loopback, private and link-local
-//! addresses are refused unless [`ServerConfig::push_allow_private`]. An extended card
+//! configuration); configs live in the agent's [`TaskStore`] (at most
+//! [`ServerConfig::push_max_configs_per_task`] per task, counted in the default store's byte
+//! budget); every task update is POSTed to them (1.0: the `StreamResponse`; tasks created over
+//! 0.3: the task) from a bounded queue per task, with retries and backoff, the config's
+//! `authentication` as `Authorization` and its `token` as `X-A2A-Notification-Token`. Over the
+//! whole server at most [`ServerConfig::push_max_deliveries`] POSTs are in flight (one
+//! connection each, no proxy from the environment) and [`ServerConfig::push_max_queued`]
+//! updates wait; more are dropped and logged. Webhooks at loopback, private, link-local and
+//! other non-public addresses (also embedded in IPv6: mapped, compatible, NAT64, 6to4,
+//! Teredo; and `localhost.` names) are refused unless [`ServerConfig::push_allow_private`]. An extended card
 //! ([`AgentMount::with_extended_card`], which needs credentials) goes to authenticated callers
 //! only; without one the extended-card methods answer ExtendedAgentCardNotConfigured (-32007).
 //! An optional bearer token or API key ([`ServerAuth`]) is checked on every
@@ -168,20 +173,22 @@ pub struct ServerConfig {
     /// How long a client may take to send a request's head (request line and headers),
     /// counted from the connection's accept or from the first byte of a later request on a
     /// kept-alive connection (default 10 s). Applies to [`A2aServer::serve`] /
-    /// [`A2aServer::serve_router`]. Zero: no limit.
+    /// [`A2aServer::serve_router`], and to `serve_grpc` (the HTTP/2 preface and first call).
+    /// Zero: no limit.
     pub header_read_timeout: Duration,
     /// How long a client may take to send a request body, in total (default 30 s; a body
     /// over it gets HTTP 408 and the connection is closed). Zero: no limit.
     pub body_read_timeout: Duration,
     /// How long a kept-alive connection may wait for its next request, once the previous
-    /// answer is sent (default 30 s). Applies to [`A2aServer::serve`] /
-    /// [`A2aServer::serve_router`]. Zero: no limit.
+    /// answer is sent (default 30 s; gRPC: once no call is open). Applies to
+    /// [`A2aServer::serve`] / [`A2aServer::serve_router`] and `serve_grpc`. Zero: no limit.
     pub idle_timeout: Duration,
     /// The most connections open at once (default 1,024, lowered at serve time to three
     /// quarters of the process's open-file limit where that is smaller). At the cap, a new
     /// connection makes the one that has waited longest for a request close; when every
-    /// connection is answering a request, new ones wait in the listen backlog. Applies to
-    /// [`A2aServer::serve`] / [`A2aServer::serve_router`].
+    /// connection is answering a request, new ones wait in the listen backlog. One cap for
+    /// every listener of the server: [`A2aServer::serve`] / [`A2aServer::serve_router`] and
+    /// `serve_grpc` together.
     pub max_connections: usize,
     /// The largest request head (request line and headers) accepted, in bytes (default
     /// 64 KiB, at least 8 KiB; hyper's read buffer). Larger heads get HTTP 431. Applies to

@@ -889,6 +889,58 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn push_configs_count_in_the_budget() {
+        let store = InMemoryTaskStore::new(100, Duration::from_secs(3600)).with_max_bytes(20_000);
+        store
+            .save(task(
+                "r",
+                "c",
+                v1::TaskState::Working,
+                "2024-01-01T00:00:00Z",
+            ))
+            .await
+            .unwrap();
+        let before = store.bytes();
+        let config = |id: &str| v1::TaskPushNotificationConfig {
+            tenant: None,
+            id: Some(id.into()),
+            task_id: Some("r".into()),
+            url: "https://example.com/hook".into(),
+            token: Some("t".repeat(4000)),
+            authentication: None,
+        };
+        store.save_push_config(config("a")).await.unwrap();
+        assert!(store.bytes() >= before + 4000, "{}", store.bytes());
+        // Replacing a config does not count it twice; saving the task keeps its configs' bytes.
+        store.save_push_config(config("a")).await.unwrap();
+        assert!(store.bytes() < before + 8000, "{}", store.bytes());
+        store
+            .save(task(
+                "r",
+                "c",
+                v1::TaskState::Working,
+                "2024-01-01T00:00:01Z",
+            ))
+            .await
+            .unwrap();
+        assert!(store.bytes() >= before + 4000, "{}", store.bytes());
+        // A running task's configs cannot outgrow the budget.
+        let mut full = None;
+        for i in 0..10 {
+            if let Err(e) = store.save_push_config(config(&format!("c{i}"))).await {
+                full = Some(e);
+                break;
+            }
+        }
+        assert!(matches!(full, Some(StoreError::Full { .. })), "{full:?}");
+        assert!(store.bytes() <= 20_000, "{}", store.bytes());
+        // Deleting gives the bytes back.
+        let with = store.bytes();
+        assert!(store.delete_push_config("r", "a").await.unwrap());
+        assert!(store.bytes() <= with - 4000, "{}", store.bytes());
+    }
+
+    #[tokio::test]
     async fn terminal_tasks_expire_after_ttl() {
         let store = InMemoryTaskStore::new(10, Duration::ZERO);
         store
