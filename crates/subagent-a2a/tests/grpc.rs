@@ -274,3 +274,78 @@ async fn messages_over_the_size_bound_are_refused() {
     // The server is still fine afterwards.
     assert!(c.send_message(send("small")).await.is_ok());
 }
+
+/// Reads from `conn` until the server closes it (EOF or reset); false when it stays open for
+/// 10 s (a bound for the test only: the server's own limits here are far shorter).
+async fn closed_by_server(conn: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 256];
+    let read_to_end = async {
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                // The server's HTTP/2 SETTINGS, GOAWAY...: keep reading.
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), read_to_end)
+        .await
+        .is_ok()
+}
+
+#[tokio::test]
+async fn grpc_connections_share_the_http_cap_and_time_out_without_a_preface() {
+    // A cap of 4 connections over both listeners, 300 ms to send a preface and first call.
+    let s = serve(
+        A2aServer::builder()
+            .max_connections(4)
+            .header_read_timeout(std::time::Duration::from_millis(300))
+            .idle_timeout(std::time::Duration::from_millis(300))
+            .mount(mount("/")),
+    )
+    .await;
+    let grpc_addr = s.grpc().trim_start_matches("http://").to_string();
+    // Six connections that never send the HTTP/2 preface: more than the cap.
+    let mut idle = Vec::new();
+    for _ in 0..6 {
+        idle.push(tokio::net::TcpStream::connect(&grpc_addr).await.unwrap());
+    }
+    // The HTTP binding still answers (the cap made room by closing an idle connection).
+    let card: v1::AgentCard = common::get_json(&s.url("/.well-known/agent-card.json")).await;
+    assert_eq!(card.name, "echo");
+    // Every silent connection is closed: to make room at the cap, or at the head timeout.
+    for (i, c) in idle.iter_mut().enumerate() {
+        assert!(
+            closed_by_server(c).await,
+            "silent gRPC connection {i} is still open"
+        );
+    }
+    // And gRPC itself still works.
+    let c = client(s.grpc(), None, Default::default());
+    assert!(c.send_message(send("after")).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_send_whose_answer_cannot_fit_is_refused_before_its_task() {
+    // Default limits: 10 MiB messages. A 9 MiB message decodes, but its answer (the message
+    // in the history, the echo in the artifact) could not be sent.
+    let s = serve(A2aServer::builder().mount(mount("/"))).await;
+    let c = client(s.grpc(), None, Default::default());
+    let big = |n: usize| {
+        v1::SendMessageRequest::new(v1::Message::new(
+            v1::Role::User,
+            format!("m-big-{n}"),
+            vec![v1::Part::text("x".repeat(n))],
+        ))
+    };
+    let e = c.send_message(big(9 * 1024 * 1024)).await.unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("ResourceExhausted"), "{text}");
+    assert!(text.contains("nothing was started"), "{text}");
+    // No task was created.
+    let list = c.list_tasks(v1::ListTasksRequest::default()).await.unwrap();
+    assert!(list.tasks.is_empty(), "{:?}", list.tasks);
+    // A message whose answer fits still works.
+    assert!(c.send_message(big(1024 * 1024)).await.is_ok());
+}

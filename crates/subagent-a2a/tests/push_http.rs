@@ -340,3 +340,291 @@ async fn client_calls_manage_configs_on_every_binding() {
     }
     drop(srv);
 }
+
+/// A webhook that accepts connections and never answers; the number accepted so far.
+async fn hanging_webhook() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(s);
+        }
+    });
+    (format!("http://{addr}/hook"), accepted)
+}
+
+#[tokio::test]
+async fn hanging_webhooks_are_bounded_over_the_whole_server() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (hook_url, accepted) = hanging_webhook().await;
+    let server = A2aServer::builder()
+        .push_notifications(true)
+        .push_allow_private(true)
+        .push_max_deliveries(2)
+        .push_max_queued(16)
+        .mount(common::agent_at("/a", "a", Default::default()))
+        .build()
+        .unwrap();
+    let srv = common::serve_on(server.clone(), common::bind().await);
+    let base = srv.url("/a");
+    // Eight tasks, each with a webhook that never answers (inline config): about 4 updates
+    // each (delivered in order per task), far more than 2 in flight and 16 queued.
+    for i in 0..8 {
+        let r = rpc(
+            &base,
+            "SendMessage",
+            json!({"message": {"messageId": format!("h{i}"), "role": "ROLE_USER",
+                               "parts": [{"text": "hello"}]},
+                   "configuration": {"taskPushNotificationConfig": {"url": hook_url}}}),
+        )
+        .await;
+        assert_eq!(
+            r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "the server keeps answering: {r}"
+        );
+    }
+    // Two deliveries hang; the rest wait or were dropped.
+    let mut stats = server.push_stats().unwrap();
+    for _ in 0..400 {
+        stats = server.push_stats().unwrap();
+        if stats.in_flight == 2 && accepted.load(SeqCst) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(stats.in_flight, 2, "{stats:?}");
+    assert!(stats.queued <= 16, "{stats:?}");
+    assert!(
+        stats.dropped > 0,
+        "updates over the queue are dropped: {stats:?}"
+    );
+    // A while later there are still only two connections to the webhook (without the cap,
+    // each task's delivery opens its own at once).
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        assert_eq!(accepted.load(SeqCst), 2, "{:?}", server.push_stats());
+    }
+    // The server still answers.
+    let r = rpc(
+        &base,
+        "SendMessage",
+        json!({"message": {"messageId": "after", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}),
+    )
+    .await;
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{r}"
+    );
+    drop(srv);
+}
+
+#[tokio::test]
+async fn push_configs_are_capped_per_task_and_counted_in_the_task_budget() {
+    // The per-task cap, configurable: the fourth config is refused, replacing one is not.
+    let (base, srv) = serve(
+        A2aServer::builder()
+            .push_notifications(true)
+            .push_max_configs_per_task(3),
+    )
+    .await;
+    let task_id = waiting_task(&base).await;
+    for i in 0..3 {
+        let r = rpc(
+            &base,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": format!("c{i}"), "url": "https://example.com/hook"}),
+        )
+        .await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let r = rpc(
+        &base,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "c3", "url": "https://example.com/hook"}),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("at most 3"), "{msg}");
+    let again = rpc(
+        &base,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "c1", "url": "https://example.com/other"}),
+    )
+    .await;
+    assert!(again.get("result").is_some(), "replacing is fine: {again}");
+    drop(srv);
+
+    // The byte budget: a running task's configs (4 KiB tokens) fill a 24 KiB store.
+    let (base, srv) = serve(
+        A2aServer::builder()
+            .push_notifications(true)
+            .task_store_max_bytes(24 * 1024),
+    )
+    .await;
+    let r = rpc(
+        &base,
+        "SendMessage",
+        json!({"message": {"messageId": "hold", "role": "ROLE_USER", "parts": [{"text": "hold"}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task_id = r["result"]["task"]["id"].as_str().unwrap().to_string();
+    let mut refused = None;
+    for i in 0..16 {
+        let r = rpc(
+            &base,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": format!("c{i}"), "url": "https://example.com/hook",
+                   "token": "t".repeat(4000)}),
+        )
+        .await;
+        if r.get("error").is_some() {
+            refused = Some((i, r));
+            break;
+        }
+    }
+    let (i, r) = refused.expect("configs beyond the budget are refused");
+    assert!(i < 6, "refused only at config {i}");
+    assert_eq!(r["error"]["code"], -32000, "ServerBusy: {r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("budget"),
+        "{r}"
+    );
+    drop(srv);
+}
+
+#[tokio::test]
+async fn webhooks_at_embedded_and_special_addresses_are_refused() {
+    let (base, srv) = serve(A2aServer::builder().push_notifications(true)).await;
+    let task_id = waiting_task(&base).await;
+    for url in [
+        // IPv4-compatible ::127.0.0.1
+        "http://[::7f00:1]/",
+        // NAT64 of 127.0.0.1, and of 10.0.0.1
+        "http://[64:ff9b::7f00:1]/",
+        "http://[64:ff9b::a00:1]/",
+        // 6to4 of 127.0.0.1, and of 192.168.0.1
+        "http://[2002:7f00:1::]/",
+        "http://[2002:c0a8:1::]/",
+        // benchmarking 198.18.0.0/15
+        "http://198.18.0.1/",
+        "http://198.19.255.1/",
+        // localhost with the trailing dot, and its subdomains
+        "http://localhost./",
+        "http://LOCALHOST./hook",
+        "http://api.localhost/",
+        // 127.0.0.1 spelled in hex
+        "http://0x7f.1/",
+    ] {
+        let r = create_config(&base, &task_id, url).await;
+        assert_eq!(r["error"]["code"], -32602, "{url}: {r}");
+    }
+    // Public addresses in the same forms are fine.
+    for url in [
+        "http://[64:ff9b::808:808]/",
+        "http://[2002:808:808::]/",
+        "http://198.20.0.1/",
+    ] {
+        let r = create_config(&base, &task_id, url).await;
+        assert!(r.get("result").is_some(), "{url}: {r}");
+    }
+    drop(srv);
+}
+
+/// Set in the environment of the child process [`push_ignores_proxy_settings`] runs.
+const PROXY_CHILD: &str = "SUBAGENT_A2A_PUSH_PROXY_CHILD";
+
+#[tokio::test]
+async fn push_ignores_proxy_settings() {
+    // A "proxy" that records connections; the child process gets it in every proxy variable
+    // (environment variables are process-wide, so the server runs in a process of its own:
+    // this test binary, running `proxy_child` only).
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let h = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((_s, _)) = proxy.accept().await {
+            h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let mut cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["proxy_child", "--exact", "--ignored", "--nocapture"])
+        .env(PROXY_CHILD, "1")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy");
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        cmd.env(var, &proxy_url);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("the child ends")
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "child failed: {text}");
+    assert!(text.contains("1 passed"), "the child ran its test: {text}");
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the push client went through the proxy"
+    );
+}
+
+/// The server side of [`push_ignores_proxy_settings`] (run only by it, in its own process):
+/// a delivery reaches the webhook directly.
+#[tokio::test]
+#[ignore = "run by push_ignores_proxy_settings in a process with proxy variables set"]
+async fn proxy_child() {
+    if std::env::var_os(PROXY_CHILD).is_none() {
+        return;
+    }
+    let (hook_url, seen) = webhook(0).await;
+    let (base, srv) = serve_pushing_to_loopback().await;
+    // This test's own client must not use the proxy either.
+    let c = reqwest::Client::builder().no_proxy().build().unwrap();
+    let r: Value = c
+        .post(&base)
+        .header("A2A-Version", "1.0")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": {"messageId": "p1", "role": "ROLE_USER", "parts": [{"text": "hello"}]},
+            "configuration": {"taskPushNotificationConfig": {"url": hook_url}}}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{r}"
+    );
+    let got = wait_until(&seen, |got| {
+        got.iter()
+            .any(|d| state(&d.2) == Some("TASK_STATE_COMPLETED"))
+    })
+    .await;
+    assert!(
+        got.iter()
+            .any(|d| state(&d.2) == Some("TASK_STATE_COMPLETED")),
+        "the webhook got the updates directly: {got:?}"
+    );
+    drop(srv);
+}

@@ -461,6 +461,19 @@ pub(crate) struct ServeArgs {
     /// 127.0.0.1:50051; the cards list it as the GRPC interface.
     #[arg(long, value_name = "ADDR")]
     pub grpc_listen: Option<SocketAddr>,
+    /// Let stock A2A 0.3 clients (ADK-Java, LangGraph, the 0.3 SDKs) discover the agents: card
+    /// requests without an `A2A-Version: 1.x` header get the 0.3 card at
+    /// `.well-known/agent-card.json`. Off by default: strict 1.0 clients that fetch the card
+    /// without the header (the A2A TCK 1.0, the Python SDK 1.x) would then get the 0.3 form.
+    #[arg(long)]
+    pub legacy_card: bool,
+    /// Offer A2A push notifications: clients may register webhooks for their tasks. Webhooks
+    /// at loopback, private, link-local and other non-public addresses are refused.
+    #[arg(long)]
+    pub push: bool,
+    /// Connection, timeout and push limits.
+    #[command(flatten)]
+    pub limits: ServeLimitArgs,
     /// Sign the agent cards with this private key (JWS, A2A §8.4): a PEM file (P-256 for
     /// ES256 or Ed25519 for EdDSA; PKCS#8 or SEC1) or a JWK file with `d`.
     #[arg(long, value_name = "FILE")]
@@ -491,6 +504,34 @@ pub(crate) struct ServeArgs {
     /// Run no Claude Code hooks (settings files' or agents' own).
     #[arg(long)]
     pub no_hooks: bool,
+}
+
+/// Limits of `subagents serve` (each default is the A2A server's, `ServerConfig`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ServeLimitArgs {
+    /// The most connections open at once, HTTP and gRPC together (default 1024, lowered to
+    /// three quarters of the open-file limit when that is smaller); at the cap the connection
+    /// idle longest is closed.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Seconds a connection may take to send a request head (gRPC: its preface and first
+    /// call) (default 10; 0: no limit).
+    #[arg(long, value_name = "SECS")]
+    pub header_timeout: Option<u64>,
+    /// Seconds a connection may stay open without a request (default 30; 0: no limit).
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<u64>,
+    /// With --push: the most webhook deliveries in flight at once, each on its own
+    /// connection (default 64).
+    #[arg(long, value_name = "N", requires = "push")]
+    pub push_max_deliveries: Option<usize>,
+    /// With --push: the most task updates waiting for delivery; more are dropped and logged
+    /// (default 1024).
+    #[arg(long, value_name = "N", requires = "push")]
+    pub push_max_queued: Option<usize>,
+    /// With --push: the most webhooks one task may have (default 16).
+    #[arg(long, value_name = "N", requires = "push")]
+    pub push_max_configs: Option<usize>,
 }
 
 /// Credentials of a server (`serve`, `mcp --listen`): required beyond loopback.

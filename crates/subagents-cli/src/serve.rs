@@ -5,8 +5,9 @@
 use std::net::SocketAddr;
 
 use subagents::ServeOptions;
+use subagents::a2a::server::ServerConfig;
 
-use crate::cli::{AgentSources, ListenAuthArgs, ServeArgs};
+use crate::cli::{AgentSources, ListenAuthArgs, ServeArgs, ServeLimitArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
 use crate::setup::Setup;
@@ -35,6 +36,31 @@ pub(crate) fn listen_keys(
     Ok(keys)
 }
 
+/// The server settings of `serve`'s limit flags (the rest at their defaults).
+fn server_config(limits: &ServeLimitArgs) -> ServerConfig {
+    let mut c = ServerConfig::default();
+    let secs = std::time::Duration::from_secs;
+    if let Some(n) = limits.max_connections {
+        c.max_connections = n;
+    }
+    if let Some(s) = limits.header_timeout {
+        c.header_read_timeout = secs(s);
+    }
+    if let Some(s) = limits.idle_timeout {
+        c.idle_timeout = secs(s);
+    }
+    if let Some(n) = limits.push_max_deliveries {
+        c.push_max_deliveries = n;
+    }
+    if let Some(n) = limits.push_max_queued {
+        c.push_max_queued = n;
+    }
+    if let Some(n) = limits.push_max_configs {
+        c.push_max_configs_per_task = n;
+    }
+    c
+}
+
 /// `subagents serve`.
 pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
     let keys = listen_keys(&args.auth, args.listen)?;
@@ -58,7 +84,10 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
     let mut options = ServeOptions::new()
         .agents(args.agent.clone())
         .api_keys(keys.clone())
-        .approval_timeout(std::time::Duration::from_secs(args.approval_timeout));
+        .approval_timeout(std::time::Duration::from_secs(args.approval_timeout))
+        .legacy_card_discovery(args.legacy_card)
+        .push_notifications(args.push)
+        .server_config(server_config(&args.limits));
     if let Some(url) = &args.public_url {
         options = options.public_url(url.clone());
     }
@@ -116,6 +145,12 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         served.len(),
         subagents::models::redacted(&spec)
     );
+    if args.legacy_card {
+        eprintln!("  0.3 cards for card requests without `A2A-Version: 1.x` (--legacy-card)");
+    }
+    if args.push {
+        eprintln!("  push notifications on (webhooks at non-public addresses are refused)");
+    }
     if keys.is_empty() {
         eprintln!("  no authentication: anyone who can reach this address may call the agents");
     } else {

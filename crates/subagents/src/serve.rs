@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use derive_setters::Setters;
 use subagent_a2a::server::{
-    A2aServer, AgentMount, DEFAULT_APPROVAL_TIMEOUT, ServerAuth, SubagentHandler,
+    A2aServer, AgentMount, DEFAULT_APPROVAL_TIMEOUT, ServerAuth, ServerConfig, SubagentHandler,
 };
 use subagent_spi::{
     SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
@@ -47,6 +47,21 @@ pub struct ServeOptions {
     pub grpc_url: Option<String>,
     /// Signs every served card with this key (JWS, A2A §8.4). `None`: unsigned cards.
     pub card_signer: Option<subagent_a2a::signing::CardSigner>,
+    /// Lets stock A2A 0.3 clients (ADK-Java, LangGraph, the 0.3 SDKs) discover the agents:
+    /// `agent-card.json` requests without an `A2A-Version: 1.x` header get the 0.3 card (with
+    /// the 1.0 interfaces embedded); see `ServerConfig::legacy_card_discovery`. Off by
+    /// default: 1.0 clients that fetch the card without the header (the A2A TCK 1.0, the
+    /// Python SDK 1.x) would then get the 0.3 form, which strict 1.0 validation refuses.
+    pub legacy_card_discovery: bool,
+    /// Offers push notifications (off by default): clients may register webhooks, which get
+    /// every update of their task. Webhooks at loopback, private and other non-public
+    /// addresses are refused unless the [`server_config`](Self::server_config) allows them;
+    /// delivery is bounded by its `push_max_*` limits.
+    pub push_notifications: bool,
+    /// The server settings to start from: connection, body, stream and push limits and
+    /// timeouts (see `ServerConfig` for each default). `None`: the defaults. The options
+    /// above, when set, override their fields.
+    pub server_config: Option<ServerConfig>,
 }
 
 impl ServeOptions {
@@ -153,7 +168,17 @@ impl Subagents {
         if let Some(approver) = self.approver() {
             base = base.with_approver(approver.clone());
         }
-        let mut builder = A2aServer::builder().directory(true);
+        let mut builder = A2aServer::builder();
+        if let Some(config) = &options.server_config {
+            builder = builder.config(config.clone());
+        }
+        builder = builder.directory(true);
+        if options.legacy_card_discovery {
+            builder = builder.legacy_card_discovery(true);
+        }
+        if options.push_notifications {
+            builder = builder.push_notifications(true);
+        }
         if let Some(url) = &options.public_url {
             builder = builder.public_url(url.clone());
         }

@@ -1,9 +1,12 @@
-//! Connections: the accept loop of [`A2aServer::serve`](super::A2aServer::serve) /
-//! [`serve_router`](super::A2aServer::serve_router): a connection cap (closing the idle
-//! connection waiting longest at the cap), head and idle timeouts, graceful shutdown.
+//! Connections: the one accept loop of [`A2aServer::serve`](super::A2aServer::serve) /
+//! [`serve_router`](super::A2aServer::serve_router) (HTTP/1.1) and
+//! [`serve_grpc`](super::A2aServer::serve_grpc) (HTTP/2): a connection cap shared by every
+//! listener of the server (closing the idle connection waiting longest at the cap), head
+//! (HTTP/2: preface and first request) and idle timeouts, graceful shutdown.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -230,6 +233,9 @@ type RouterFuture = hyper_util::service::TowerToHyperServiceFuture<
 struct ConnService {
     inner: RouterService,
     state: Arc<ConnState>,
+    /// Handed to each request as `ConnectInfo` (HTTP/2, whose requests run on their own tasks,
+    /// outside the connection's [`PEER`] scope).
+    peer: Option<SocketAddr>,
 }
 
 /// The router's future, wrapping the answer's body in a [`TrackedBody`].
@@ -265,8 +271,12 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for ConnServi
     type Error = Infallible;
     type Future = TrackedFuture;
 
-    fn call(&self, req: http::Request<hyper::body::Incoming>) -> TrackedFuture {
+    fn call(&self, mut req: http::Request<hyper::body::Incoming>) -> TrackedFuture {
         self.state.begin();
+        if let Some(peer) = self.peer {
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+        }
         TrackedFuture {
             inner: hyper::service::Service::call(&self.inner, req),
             in_flight: Some(InFlight(self.state.clone())),
@@ -274,14 +284,99 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for ConnServi
     }
 }
 
-/// Serves one connection: HTTP/1.1, closed when its head or idle time runs out, shut down
-/// gracefully when `stop` fires. Holds its slot (`_permit`) until it ends.
-async fn serve_conn(
-    stream: tokio::net::TcpStream,
+/// How the connections of an accept loop speak.
+#[derive(Clone, Copy)]
+pub(crate) enum Protocol {
+    /// HTTP/1.1 with keep-alive (the JSON-RPC and HTTP+JSON bindings, the cards).
+    Http1,
+    /// HTTP/2 with prior knowledge (the gRPC binding).
+    #[cfg(feature = "grpc-server")]
+    Http2(Http2Settings),
+}
+
+impl Protocol {
+    /// Whether requests get the peer as `ConnectInfo` (HTTP/2 runs each request on its own
+    /// task, outside the connection's [`PEER`] scope).
+    fn hands_peer(self) -> bool {
+        match self {
+            Self::Http1 => false,
+            #[cfg(feature = "grpc-server")]
+            Self::Http2(_) => true,
+        }
+    }
+}
+
+/// The HTTP/2 settings of the gRPC binding's connections.
+#[cfg(feature = "grpc-server")]
+#[derive(Clone, Copy)]
+pub(crate) struct Http2Settings {
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`: concurrent calls per connection.
+    pub max_concurrent_streams: u32,
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE`: the largest metadata accepted.
+    pub max_header_list_size: u32,
+    /// How often a connection is pinged (a peer that does not answer within `keep_alive_timeout`
+    /// is dropped).
+    pub keep_alive_interval: Duration,
+    pub keep_alive_timeout: Duration,
+}
+
+/// A served connection: hyper's HTTP/1.1 or HTTP/2 one, shut down the same way.
+trait Graceful: std::future::Future<Output = Result<(), hyper::Error>> {
+    /// Whether an idle connection is told before it is closed (HTTP/2 `GOAWAY`, so a client
+    /// sending its next call right then retries it elsewhere instead of seeing a reset).
+    const TELL_BEFORE_CLOSING: bool;
+
+    fn shut_down(self: Pin<&mut Self>);
+}
+
+impl<I, S> Graceful for hyper::server::conn::http1::Connection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S::ResBody: 'static,
+    <S::ResBody as http_body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    const TELL_BEFORE_CLOSING: bool = false;
+
+    fn shut_down(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+#[cfg(feature = "grpc-server")]
+impl<I, S, E> Graceful for hyper::server::conn::http2::Connection<I, S, E>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S::ResBody: 'static,
+    <S::ResBody as http_body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
+{
+    const TELL_BEFORE_CLOSING: bool = true;
+
+    fn shut_down(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+/// What one connection is served with.
+#[derive(Clone)]
+struct ConnSetup {
     router: axum::Router,
     limits: ConnLimits,
     max_header_bytes: usize,
+    protocol: Protocol,
     stop: CancellationToken,
+}
+
+/// Serves one connection in its protocol, closed when its head or idle time runs out, shut
+/// down gracefully when `stop` fires. Holds its slot until it ends.
+async fn serve_conn(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    setup: ConnSetup,
     slot: ConnSlot,
 ) {
     let state = slot.state.clone();
@@ -290,28 +385,61 @@ async fn serve_conn(
         state: state.clone(),
     });
     let svc = ConnService {
-        inner: hyper_util::service::TowerToHyperService::new(router),
+        inner: hyper_util::service::TowerToHyperService::new(setup.router),
         state: state.clone(),
+        peer: setup.protocol.hands_peer().then_some(peer),
     };
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    // The watchdog below enforces the head timeout (hyper's own one would also count the
-    // idle time between requests).
-    builder
-        .header_read_timeout(None)
-        .keep_alive(true)
-        .max_buf_size(max_header_bytes.max(8192));
-    let conn = builder.serve_connection(io, svc);
+    match setup.protocol {
+        Protocol::Http1 => {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            // The watchdog below enforces the head timeout (hyper's own one would also count
+            // the idle time between requests).
+            builder
+                .header_read_timeout(None)
+                .keep_alive(true)
+                .max_buf_size(setup.max_header_bytes.max(8192));
+            let conn = builder.serve_connection(io, svc);
+            drive(conn, &state, &setup.limits, &setup.stop).await;
+        }
+        #[cfg(feature = "grpc-server")]
+        Protocol::Http2(h2) => {
+            let mut builder =
+                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .max_concurrent_streams(h2.max_concurrent_streams)
+                .max_header_list_size(h2.max_header_list_size)
+                .keep_alive_interval(h2.keep_alive_interval)
+                .keep_alive_timeout(h2.keep_alive_timeout);
+            let conn = builder.serve_connection(io, svc);
+            drive(conn, &state, &setup.limits, &setup.stop).await;
+        }
+    }
+    drop(slot);
+}
+
+/// Runs a connection until it ends, `stop` fires (then gracefully), the accept loop evicts it
+/// while idle, or it overstays its head or idle time.
+async fn drive<C: Graceful>(
+    conn: C,
+    state: &ConnState,
+    limits: &ConnLimits,
+    stop: &CancellationToken,
+) {
     let mut conn = std::pin::pin!(conn);
     let stopped = stop.cancelled();
     let mut stopped = std::pin::pin!(stopped);
     let mut stopping = false;
+    // Told to go away (HTTP/2): closed when this deadline passes, whatever the peer does.
+    let mut closing = false;
     let first = state
-        .next_check(&limits)
+        .next_check(limits)
         .unwrap_or_else(tokio::time::Instant::now);
     let watchdog = tokio::time::sleep_until(first);
     let mut watchdog = std::pin::pin!(watchdog);
     loop {
-        tokio::select! {
+        // Whether to close now: idle and evicted, or overstayed; HTTP/2 first says so.
+        let close = tokio::select! {
             r = conn.as_mut() => {
                 if let Err(e) = r {
                     tracing::debug!(error = %e, "A2A connection ended with an error");
@@ -320,28 +448,51 @@ async fn serve_conn(
             }
             _ = &mut stopped, if !stopping => {
                 stopping = true;
-                conn.as_mut().graceful_shutdown();
+                conn.as_mut().shut_down();
+                false
             }
-            _ = state.evict.notified() => {
+            _ = state.evict.notified(), if !closing => {
                 // The server is at its connection cap and this connection is the idle one
                 // waiting longest: make room (unless a request arrived meanwhile).
-                if state.is_idle() {
+                let idle = state.is_idle();
+                if idle {
                     tracing::debug!("closing an idle A2A connection to make room for a new one");
+                }
+                idle
+            }
+            _ = &mut watchdog => {
+                if closing {
                     return;
+                }
+                match state.next_check(limits) {
+                    Some(at) => {
+                        watchdog.as_mut().reset(at);
+                        false
+                    }
+                    // Waiting for a head or for the next request too long: no request is in
+                    // flight, so closing the connection loses nothing.
+                    None => {
+                        tracing::debug!("closing an A2A connection that timed out waiting for a request");
+                        true
+                    }
                 }
             }
-            _ = &mut watchdog => match state.next_check(&limits) {
-                Some(at) => watchdog.as_mut().reset(at),
-                // Waiting for a head or for the next request too long: no request is in
-                // flight, so dropping the connection loses nothing.
-                None => {
-                    tracing::debug!("closing an A2A connection that timed out waiting for a request");
-                    return;
-                }
-            },
+        };
+        if close {
+            if !C::TELL_BEFORE_CLOSING {
+                return;
+            }
+            closing = true;
+            conn.as_mut().shut_down();
+            watchdog
+                .as_mut()
+                .reset(tokio::time::Instant::now() + GOAWAY_GRACE);
         }
     }
 }
+
+/// How long an HTTP/2 connection told to go away may take to close by itself.
+const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 /// The open connections, so the accept loop can close an idle one at the cap.
 #[derive(Default)]
@@ -350,25 +501,71 @@ struct Registry {
     conns: HashMap<u64, Arc<ConnState>>,
 }
 
-type SharedRegistry = Arc<Mutex<Registry>>;
-
 fn lock_registry(r: &Mutex<Registry>) -> std::sync::MutexGuard<'_, Registry> {
     r.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A connection's place: its slot under the cap and its registry entry, both given back when
-/// the connection ends.
+/// The connections of one server, over all its listeners (HTTP and gRPC): at most `max` open
+/// at once, the idle one waiting longest closed to make room for a new one.
+pub(crate) struct ConnPool {
+    slots: Arc<Semaphore>,
+    registry: Mutex<Registry>,
+    max: usize,
+}
+
+impl ConnPool {
+    /// A pool of `max_connections`, lowered to fit the open-file limit (see
+    /// [`effective_max_connections`]).
+    pub(crate) fn new(max_connections: usize) -> Self {
+        let max = effective_max_connections(max_connections);
+        Self {
+            slots: Arc::new(Semaphore::new(max)),
+            registry: Mutex::default(),
+            max,
+        }
+    }
+
+    /// The connections open now.
+    pub(crate) fn open(&self) -> usize {
+        self.max - self.slots.available_permits()
+    }
+
+    /// Asks the connection that has waited longest for a request to close; false when every
+    /// connection is answering one.
+    fn evict_idle(&self) -> bool {
+        let r = lock_registry(&self.registry);
+        let victim =
+            r.conns.values().filter(|c| c.is_idle()).min_by_key(|c| {
+                c.start + Duration::from_millis(c.since_ms.load(Ordering::Relaxed))
+            });
+        match victim {
+            Some(c) => {
+                c.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A connection's place: its slot under the cap, its registry entry (both given back when the
+/// connection ends) and its loop's count of open connections.
 struct ConnSlot {
     state: Arc<ConnState>,
     id: u64,
-    registry: SharedRegistry,
+    pool: Arc<ConnPool>,
     _permit: OwnedSemaphorePermit,
+    _open: tokio::sync::mpsc::Sender<()>,
 }
 
 impl ConnSlot {
-    fn new(registry: &SharedRegistry, permit: OwnedSemaphorePermit) -> Self {
+    fn new(
+        pool: &Arc<ConnPool>,
+        permit: OwnedSemaphorePermit,
+        open: tokio::sync::mpsc::Sender<()>,
+    ) -> Self {
         let state = Arc::new(ConnState::new());
-        let mut r = lock_registry(registry);
+        let mut r = lock_registry(&pool.registry);
         r.next += 1;
         let id = r.next;
         r.conns.insert(id, state.clone());
@@ -376,33 +573,16 @@ impl ConnSlot {
         Self {
             state,
             id,
-            registry: registry.clone(),
+            pool: pool.clone(),
             _permit: permit,
+            _open: open,
         }
     }
 }
 
 impl Drop for ConnSlot {
     fn drop(&mut self) {
-        lock_registry(&self.registry).conns.remove(&self.id);
-    }
-}
-
-/// Asks the connection that has waited longest for a request to close; false when every
-/// connection is answering one.
-fn evict_idle(registry: &Mutex<Registry>) -> bool {
-    let r = lock_registry(registry);
-    let victim = r
-        .conns
-        .values()
-        .filter(|c| c.is_idle())
-        .min_by_key(|c| c.start + Duration::from_millis(c.since_ms.load(Ordering::Relaxed)));
-    match victim {
-        Some(c) => {
-            c.evict.notify_one();
-            true
-        }
-        None => false,
+        lock_registry(&self.pool.registry).conns.remove(&self.id);
     }
 }
 
@@ -414,7 +594,7 @@ fn open_file_limit() -> Option<usize> {
 }
 
 /// `max_connections`, lowered to three quarters of the open-file limit when that is smaller
-/// (the rest is left for the listener, handlers and outgoing connections).
+/// (the rest is left for the listeners, handlers and outgoing connections).
 fn effective_max_connections(configured: usize) -> usize {
     let configured = configured.clamp(1, u32::MAX as usize >> 1);
     match open_file_limit() {
@@ -432,22 +612,28 @@ fn effective_max_connections(configured: usize) -> usize {
     }
 }
 
-/// Accepts connections until `signal` completes, at most `max_connections` at once, then
-/// shuts every connection down gracefully and waits for them to end.
+/// Accepts connections on `listener` until `signal` completes, speaking `protocol`, within the
+/// server's connection pool (shared with its other listeners), then shuts this listener's
+/// connections down gracefully and waits for them to end.
 pub(crate) async fn serve_loop(
     shared: Arc<Shared>,
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    protocol: Protocol,
     signal: impl std::future::Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
-    let max = effective_max_connections(shared.cfg.max_connections);
-    let slots = Arc::new(Semaphore::new(max));
-    let limits = ConnLimits::new(&shared.cfg);
-    let max_header_bytes = shared.cfg.max_header_bytes;
-    let stop = CancellationToken::new();
-    let registry: SharedRegistry = Arc::default();
+    let pool = shared.conn_pool();
+    let setup = ConnSetup {
+        router,
+        limits: ConnLimits::new(&shared.cfg),
+        max_header_bytes: shared.cfg.max_header_bytes,
+        protocol,
+        stop: CancellationToken::new(),
+    };
+    // Every connection of this loop holds a sender; `finish` waits for the last to go.
+    let (open, mut all_closed) = tokio::sync::mpsc::channel::<()>(1);
     let mut signal = std::pin::pin!(signal);
-    loop {
+    'accept: loop {
         let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(x) => x,
@@ -463,64 +649,43 @@ pub(crate) async fn serve_loop(
                         tracing::warn!(error = %e, "A2A server: accept failed");
                         tokio::select! {
                             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-                            _ = &mut signal => break,
+                            _ = &mut signal => break 'accept,
                         }
                     }
                     continue;
                 }
             },
-            _ = &mut signal => break,
+            _ = &mut signal => break 'accept,
         };
         // At the cap, close the connection idle longest to make room; when every connection
         // is answering a request, wait for one to end (further connections wait in the
         // listen backlog meanwhile).
-        let permit = match slots.clone().try_acquire_owned() {
+        let permit = match pool.slots.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => loop {
-                let evicting = evict_idle(&registry);
+                let evicting = pool.evict_idle();
                 tokio::select! {
-                    p = slots.clone().acquire_owned() => match p {
+                    p = pool.slots.clone().acquire_owned() => match p {
                         Ok(p) => break p,
-                        Err(_) => return Ok(()),
+                        Err(_) => break 'accept,
                     },
                     // The idle one may have become busy meanwhile: pick another.
                     _ = tokio::time::sleep(Duration::from_millis(50)), if evicting => {}
                     _ = &mut signal => {
                         drop(stream);
-                        return finish(listener, stop, slots, max).await;
+                        break 'accept;
                     }
                 }
             },
         };
         let _ = stream.set_nodelay(true);
-        let slot = ConnSlot::new(&registry, permit);
-        tokio::spawn(PEER.scope(
-            peer,
-            serve_conn(
-                stream,
-                router.clone(),
-                limits,
-                max_header_bytes,
-                stop.clone(),
-                slot,
-            ),
-        ));
+        let slot = ConnSlot::new(&pool, permit, open.clone());
+        tokio::spawn(PEER.scope(peer, serve_conn(stream, peer, setup.clone(), slot)));
     }
-    finish(listener, stop, slots, max).await
-}
-
-/// Stops accepting, shuts every connection down gracefully and waits for them to end.
-async fn finish(
-    listener: tokio::net::TcpListener,
-    stop: CancellationToken,
-    slots: Arc<Semaphore>,
-    max: usize,
-) -> std::io::Result<()> {
+    // Stop accepting, shut this loop's connections down gracefully, wait for them to end.
     drop(listener);
-    stop.cancel();
-    // Every connection holds a slot until it ends.
-    let _ = slots
-        .acquire_many(u32::try_from(max).unwrap_or(u32::MAX))
-        .await;
+    setup.stop.cancel();
+    drop(open);
+    let _ = all_closed.recv().await;
     Ok(())
 }

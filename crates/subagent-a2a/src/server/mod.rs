@@ -69,18 +69,23 @@
 //! `Content-Type` gets ContentTypeNotSupported (-32005 / 415), as do message parts whose media
 //! type is not among the agent's input modes. JSON-RPC batches get one InvalidRequest error;
 //! notifications (no `id`) run and get HTTP 204. [`A2aServer::serve`] also bounds connections
-//! (count, head / idle time, head size). `docs/SECURITY.md` lists every limit.
+//! (count, head / idle time, head size); `serve_grpc` shares the same accept loop and cap. `docs/SECURITY.md` lists every limit.
 //!
 //! Push notifications are off by default (the card says `pushNotifications: false`, the config
 //! methods answer PushNotificationNotSupported, -32003). With
 //! [`ServerConfig::push_notifications`] (feature `push`) clients register webhooks (1.0
 //! `CreateTaskPushNotificationConfig` and friends, 0.3 `tasks/pushNotificationConfig/*`,
 //! HTTP+JSON `{path}/tasks/{id}/pushNotificationConfigs[/{config}]`, or inline in the send
-//! configuration); configs live in the agent's [`TaskStore`]; every task update is POSTed to
-//! them (1.0: the `StreamResponse`; tasks created over 0.3: the task) from a bounded queue per
-//! task, with retries and backoff, the config's `authentication` as `Authorization` and its
-//! `token` as `X-A2A-Notification-Token`. Webhooks at loopback, private and link-local
-//! addresses are refused unless [`ServerConfig::push_allow_private`]. An extended card
+//! configuration); configs live in the agent's [`TaskStore`] (at most
+//! [`ServerConfig::push_max_configs_per_task`] per task, counted in the default store's byte
+//! budget); every task update is POSTed to them (1.0: the `StreamResponse`; tasks created over
+//! 0.3: the task) from a bounded queue per task, with retries and backoff, the config's
+//! `authentication` as `Authorization` and its `token` as `X-A2A-Notification-Token`. Over the
+//! whole server at most [`ServerConfig::push_max_deliveries`] POSTs are in flight (one
+//! connection each, no proxy from the environment) and [`ServerConfig::push_max_queued`]
+//! updates wait; more are dropped and logged. Webhooks at loopback, private, link-local and
+//! other non-public addresses (also embedded in IPv6: mapped, compatible, NAT64, 6to4,
+//! Teredo; and `localhost.` names) are refused unless [`ServerConfig::push_allow_private`]. An extended card
 //! ([`AgentMount::with_extended_card`], which needs credentials) goes to authenticated callers
 //! only; without one the extended-card methods answer ExtendedAgentCardNotConfigured (-32007).
 //! An optional bearer token or API key ([`ServerAuth`]) is checked on every
@@ -112,6 +117,8 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink, TaskInbox};
+#[cfg(feature = "push")]
+pub use push::PushStats;
 pub use store::{
     InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError, TaskFilter, TaskPage,
     TaskStore, message_bytes, task_bytes,
@@ -166,20 +173,22 @@ pub struct ServerConfig {
     /// How long a client may take to send a request's head (request line and headers),
     /// counted from the connection's accept or from the first byte of a later request on a
     /// kept-alive connection (default 10 s). Applies to [`A2aServer::serve`] /
-    /// [`A2aServer::serve_router`]. Zero: no limit.
+    /// [`A2aServer::serve_router`], and to `serve_grpc` (the HTTP/2 preface and first call).
+    /// Zero: no limit.
     pub header_read_timeout: Duration,
     /// How long a client may take to send a request body, in total (default 30 s; a body
     /// over it gets HTTP 408 and the connection is closed). Zero: no limit.
     pub body_read_timeout: Duration,
     /// How long a kept-alive connection may wait for its next request, once the previous
-    /// answer is sent (default 30 s). Applies to [`A2aServer::serve`] /
-    /// [`A2aServer::serve_router`]. Zero: no limit.
+    /// answer is sent (default 30 s; gRPC: once no call is open). Applies to
+    /// [`A2aServer::serve`] / [`A2aServer::serve_router`] and `serve_grpc`. Zero: no limit.
     pub idle_timeout: Duration,
     /// The most connections open at once (default 1,024, lowered at serve time to three
     /// quarters of the process's open-file limit where that is smaller). At the cap, a new
     /// connection makes the one that has waited longest for a request close; when every
-    /// connection is answering a request, new ones wait in the listen backlog. Applies to
-    /// [`A2aServer::serve`] / [`A2aServer::serve_router`].
+    /// connection is answering a request, new ones wait in the listen backlog. One cap for
+    /// every listener of the server: [`A2aServer::serve`] / [`A2aServer::serve_router`] and
+    /// `serve_grpc` together.
     pub max_connections: usize,
     /// The largest request head (request line and headers) accepted, in bytes (default
     /// 64 KiB, at least 8 KiB; hyper's read buffer). Larger heads get HTTP 431. Applies to
@@ -199,6 +208,22 @@ pub struct ServerConfig {
     /// addresses too (default off: such webhooks are refused at registration, and host names
     /// resolving only to them fail at delivery). For tests and trusted networks.
     pub push_allow_private: bool,
+    /// The most webhook POSTs in flight at once, over all tasks and agents (default 64). Each
+    /// uses its own outbound connection (connections are not kept for reuse), so this also
+    /// caps the server's outbound connections; further attempts wait for a place.
+    pub push_max_deliveries: usize,
+    /// The most task updates waiting for webhook delivery, over all tasks and agents (default
+    /// 1,024; each task's own queue holds at most 64). Updates beyond it are dropped, with a
+    /// warning naming the reason, and counted in [`PushStats::dropped`].
+    pub push_max_queued: usize,
+    /// The approximate bytes those waiting updates may hold (default 64 MiB); beyond it,
+    /// updates are dropped as at [`push_max_queued`](Self::push_max_queued).
+    pub push_max_queued_bytes: usize,
+    /// The most push-notification configs one task may have (default
+    /// [`MAX_PUSH_CONFIGS_PER_TASK`], 16). Registering one more is refused with
+    /// InvalidParams (-32602 / HTTP 400) naming the limit; configs also count in the task
+    /// store's byte budget ([`task_store_max_bytes`](Self::task_store_max_bytes)).
+    pub push_max_configs_per_task: usize,
     /// The address of the gRPC binding (`host:port`) the cards list as the `GRPC` interface
     /// (feature `grpc-server`; serve it with [`A2aServer::serve_grpc`]). Unset (default): the
     /// cards list no gRPC interface.
@@ -238,6 +263,10 @@ impl Default for ServerConfig {
             max_streams_per_client: 128,
             push_notifications: false,
             push_allow_private: false,
+            push_max_deliveries: 64,
+            push_max_queued: 1024,
+            push_max_queued_bytes: 64 * 1024 * 1024,
+            push_max_configs_per_task: MAX_PUSH_CONFIGS_PER_TASK,
             grpc_url: None,
             v03_blocking_by_default: true,
             card_signer: None,
@@ -427,6 +456,16 @@ impl A2aServerBuilder {
         /// Allows webhooks at private and loopback addresses (see
         /// [`ServerConfig::push_allow_private`]).
         push_allow_private: bool;
+        /// Sets the most webhook POSTs in flight (see [`ServerConfig::push_max_deliveries`]).
+        push_max_deliveries: usize;
+        /// Sets the most updates waiting for delivery (see [`ServerConfig::push_max_queued`]).
+        push_max_queued: usize;
+        /// Sets the bytes of updates waiting for delivery (see
+        /// [`ServerConfig::push_max_queued_bytes`]).
+        push_max_queued_bytes: usize;
+        /// Sets the most push configs per task (see
+        /// [`ServerConfig::push_max_configs_per_task`]).
+        push_max_configs_per_task: usize;
         /// Sets whether 0.3 sends without `blocking` wait (see
         /// [`ServerConfig::v03_blocking_by_default`]).
         v03_blocking_by_default: bool;
@@ -465,6 +504,15 @@ impl A2aServerBuilder {
             slow_subscriber_timeout: self.config.slow_subscriber_timeout,
             cancel_grace: self.config.cancel_grace,
         };
+        #[cfg(feature = "push")]
+        let push_hub = self.config.push_notifications.then(|| {
+            Arc::new(push::PushHub::new(push::PushLimits {
+                allow_private: self.config.push_allow_private,
+                max_deliveries: self.config.push_max_deliveries,
+                max_queued: self.config.push_max_queued,
+                max_queued_bytes: self.config.push_max_queued_bytes,
+            }))
+        });
         let mut hosted: Vec<http::Hosted> = Vec::new();
         for a in self.agents {
             let path = normalize_path(&a.path)?;
@@ -476,7 +524,9 @@ impl A2aServerBuilder {
             }
             let store = a.store.unwrap_or_else(|| {
                 Arc::new(
-                    InMemoryTaskStore::default().with_max_bytes(self.config.task_store_max_bytes),
+                    InMemoryTaskStore::default()
+                        .with_max_bytes(self.config.task_store_max_bytes)
+                        .with_max_push_configs(self.config.push_max_configs_per_task),
                 )
             });
             #[allow(unused_mut)]
@@ -488,10 +538,11 @@ impl A2aServerBuilder {
                 shutdown.clone(),
             );
             #[cfg(feature = "push")]
-            if self.config.push_notifications {
+            if let Some(hub) = &push_hub {
                 engine.pusher = Some(Arc::new(push::Pusher::new(
+                    hub.clone(),
                     store,
-                    self.config.push_allow_private,
+                    self.config.push_max_configs_per_task,
                 )));
             }
             let engine = Arc::new(engine);
@@ -516,6 +567,9 @@ impl A2aServerBuilder {
                 shutdown,
                 watcher: std::sync::Once::new(),
                 started: std::time::SystemTime::now(),
+                conns: std::sync::OnceLock::new(),
+                #[cfg(feature = "push")]
+                push: push_hub,
             }),
         })
     }
@@ -633,6 +687,20 @@ impl A2aServer {
             .sum()
     }
 
+    /// The connections open now, over every listener ([`serve`](Self::serve),
+    /// [`serve_router`](Self::serve_router), `serve_grpc`): at most
+    /// [`ServerConfig::max_connections`] (as lowered to the open-file limit).
+    pub fn open_connections(&self) -> usize {
+        self.shared.conns.get().map_or(0, |p| p.open())
+    }
+
+    /// Push delivery's counters over all agents (feature `push`); `None` when push
+    /// notifications are off.
+    #[cfg(feature = "push")]
+    pub fn push_stats(&self) -> Option<PushStats> {
+        self.shared.push.as_ref().map(|h| h.stats())
+    }
+
     /// Serves until `shutdown` completes, then shuts down gracefully: handlers are cancelled,
     /// streams end, in-flight requests finish. Enforces the connection limits of
     /// [`ServerConfig`] (connection cap, head / body / idle timeouts, head size, per-client
@@ -657,7 +725,14 @@ impl A2aServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let signal = self.stop_signal(shutdown);
-        conn::serve_loop(self.shared.clone(), listener, router, signal).await?;
+        conn::serve_loop(
+            self.shared.clone(),
+            listener,
+            router,
+            conn::Protocol::Http1,
+            signal,
+        )
+        .await?;
         Ok(())
     }
 }
@@ -686,8 +761,16 @@ impl A2aServer {
 
     /// Serves the gRPC binding (1.0, HTTP/2 without TLS: put TLS in front) on `listener` until
     /// `shutdown` completes or the server shuts down, on the same agents, engine, credential
-    /// check and stream caps as the HTTP bindings. Bounds: messages up to
-    /// [`ServerConfig::max_body_bytes`], [`ServerConfig::max_header_bytes`] of metadata, at most
+    /// check and stream caps as the HTTP bindings, and through the same accept loop as
+    /// [`serve`](Self::serve): its connections count towards the one
+    /// [`ServerConfig::max_connections`] cap with the HTTP ones (at the cap, the connection
+    /// idle longest, of either binding, is closed), a connection must send its preface and
+    /// first call within [`ServerConfig::header_read_timeout`], and one without calls is
+    /// closed after [`ServerConfig::idle_timeout`]. Bounds: messages up to
+    /// [`ServerConfig::max_body_bytes`], received within [`ServerConfig::body_read_timeout`],
+    /// answers up to the larger of that and 10 MiB (a `SendMessage` whose answer could not
+    /// fit is refused before its task starts, RESOURCE_EXHAUSTED),
+    /// [`ServerConfig::max_header_bytes`] of metadata, at most
     /// [`ServerConfig::max_streams_per_client`] concurrent calls per connection (h2
     /// `MAX_CONCURRENT_STREAMS`, 128 when that is 0), HTTP/2 keep-alive pings every 30 s
     /// (a peer silent for 10 s more is dropped), and the shared stream caps
@@ -705,19 +788,16 @@ impl A2aServer {
             0 => 128,
             n => u32::try_from(n).unwrap_or(u32::MAX),
         };
+        let protocol = conn::Protocol::Http2(conn::Http2Settings {
+            max_concurrent_streams: per_conn,
+            max_header_list_size: u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX),
+            keep_alive_interval: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(10),
+        });
+        let router = http::grpc::router(self.shared.clone());
         let signal = self.stop_signal(shutdown);
-        let incoming =
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-        tonic::transport::Server::builder()
-            .max_concurrent_streams(Some(per_conn))
-            .http2_keepalive_interval(Some(Duration::from_secs(30)))
-            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-            .http2_max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX))
-            .trace_fn(Self::grpc_request_span)
-            .add_service(self.grpc_service())
-            .serve_with_incoming_shutdown(incoming, signal)
-            .await
-            .map_err(|e| ServerError::Io(std::io::Error::other(e)))
+        conn::serve_loop(self.shared.clone(), listener, router, protocol, signal).await?;
+        Ok(())
     }
 }
 

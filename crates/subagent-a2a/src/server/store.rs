@@ -345,6 +345,36 @@ pub fn task_bytes(t: &v1::Task) -> usize {
 
 /// Submitted / working (or unspecified): a handler may still be running it, so it is never
 /// evicted for space.
+/// Approximate bytes of a push-notification config: what it holds (URL, token, ids,
+/// credentials), counted in [`InMemoryTaskStore`]'s budget with its task.
+pub(crate) fn push_config_bytes(c: &v1::TaskPushNotificationConfig) -> usize {
+    OBJECT_BYTES
+        + c.url.len()
+        + opt_len(&c.token)
+        + opt_len(&c.id)
+        + opt_len(&c.task_id)
+        + opt_len(&c.tenant)
+        + c.authentication
+            .as_ref()
+            .map_or(0, |a| a.scheme.len() + opt_len(&a.credentials))
+}
+
+/// Approximate bytes of a task event (the task, message, status or artifact it carries).
+#[cfg_attr(not(feature = "push"), allow(dead_code))]
+pub(crate) fn event_bytes(e: &v1::StreamResponse) -> usize {
+    OBJECT_BYTES
+        + match e {
+            v1::StreamResponse::Task(t) => task_bytes(t),
+            v1::StreamResponse::Message(m) => message_bytes(m),
+            v1::StreamResponse::StatusUpdate(u) => {
+                u.status.message.as_ref().map_or(0, message_bytes) + metadata_bytes(&u.metadata)
+            }
+            v1::StreamResponse::ArtifactUpdate(u) => {
+                artifact_bytes(&u.artifact) + metadata_bytes(&u.metadata)
+            }
+        }
+}
+
 fn pinned(state: v1::TaskState) -> bool {
     !state.is_terminal() && !state.is_interrupted()
 }
@@ -355,7 +385,7 @@ struct Stored {
     push: Vec<v1::TaskPushNotificationConfig>,
     updated: Instant,
     seq: u64,
-    /// [`task_bytes`] of `task`.
+    /// [`task_bytes`] of `task` plus [`push_config_bytes`] of `push`.
     bytes: usize,
 }
 
@@ -378,6 +408,7 @@ pub struct InMemoryTaskStore {
     inner: Mutex<Inner>,
     max_tasks: usize,
     max_bytes: usize,
+    max_push_configs: usize,
     terminal_ttl: Duration,
     /// Bytes of submitted / working tasks, read without the lock by `admit`.
     pinned_bytes: AtomicUsize,
@@ -390,6 +421,7 @@ impl std::fmt::Debug for InMemoryTaskStore {
             .field("bytes", &self.bytes())
             .field("max_tasks", &self.max_tasks)
             .field("max_bytes", &self.max_bytes)
+            .field("max_push_configs", &self.max_push_configs)
             .field("terminal_ttl", &self.terminal_ttl)
             .finish()
     }
@@ -419,6 +451,7 @@ impl InMemoryTaskStore {
             }),
             max_tasks: max_tasks.max(1),
             max_bytes: Self::DEFAULT_MAX_BYTES,
+            max_push_configs: MAX_PUSH_CONFIGS_PER_TASK,
             terminal_ttl,
             pinned_bytes: AtomicUsize::new(0),
         }
@@ -428,6 +461,14 @@ impl InMemoryTaskStore {
     #[must_use]
     pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = max_bytes.max(1);
+        self
+    }
+
+    /// Sets the most push-notification configs one task may have (at least 1; default
+    /// [`MAX_PUSH_CONFIGS_PER_TASK`]; builder style).
+    #[must_use]
+    pub fn with_max_push_configs(mut self, max: usize) -> Self {
+        self.max_push_configs = max.max(1);
         self
     }
 
@@ -536,6 +577,7 @@ impl TaskStore for InMemoryTaskStore {
             .get_mut(&id)
             .map(|s| std::mem::take(&mut s.push))
             .unwrap_or_default();
+        let bytes = bytes + push.iter().map(push_config_bytes).sum::<usize>();
         self.remove(&mut inner, &id);
         inner.tasks.insert(
             id,
@@ -622,20 +664,45 @@ impl TaskStore for InMemoryTaskStore {
                 message: "no such task".into(),
             });
         };
-        if let Some(existing) = stored.push.iter_mut().find(|c| c.id == config.id) {
-            *existing = config;
-            return Ok(());
-        }
-        if stored.push.len() >= MAX_PUSH_CONFIGS_PER_TASK {
+        let existing = stored.push.iter().position(|c| c.id == config.id);
+        if existing.is_none() && stored.push.len() >= self.max_push_configs {
             return Err(StoreError::Backend {
                 task_id,
                 message: format!(
-                    "the task already has {MAX_PUSH_CONFIGS_PER_TASK} push notification configs \
-                     (the limit); delete one first"
+                    "the task already has {} push notification configs (the limit); delete one \
+                     first",
+                    self.max_push_configs
                 ),
             });
         }
-        stored.push.push(config);
+        let old = existing.map_or(0, |i| push_config_bytes(&stored.push[i]));
+        let new = push_config_bytes(&config);
+        let is_pinned = pinned(stored.task.status.state);
+        // Configs count in the budget with their task: a running task's configs must fit
+        // beside the other running tasks (nothing of theirs can be evicted).
+        if is_pinned && new > old {
+            let used = self.pinned_bytes.load(Ordering::Relaxed);
+            if used.saturating_add(new - old) > self.max_bytes {
+                return Err(StoreError::Full {
+                    used_bytes: used,
+                    limit_bytes: self.max_bytes,
+                    incoming_bytes: new,
+                });
+            }
+        }
+        match existing {
+            Some(i) => stored.push[i] = config,
+            None => stored.push.push(config),
+        }
+        stored.bytes = stored.bytes + new - old;
+        inner.bytes = inner.bytes + new - old;
+        if is_pinned {
+            self.pinned_bytes.fetch_add(new, Ordering::Relaxed);
+            self.pinned_bytes.fetch_sub(old, Ordering::Relaxed);
+        }
+        if inner.bytes > self.max_bytes && inner.bytes > self.pinned_bytes.load(Ordering::Relaxed) {
+            self.evict(&mut inner, Instant::now());
+        }
         Ok(())
     }
 
@@ -669,9 +736,21 @@ impl TaskStore for InMemoryTaskStore {
         let Some(s) = inner.tasks.get_mut(task_id) else {
             return Ok(false);
         };
-        let before = s.push.len();
-        s.push.retain(|c| c.id.as_deref() != Some(config_id));
-        Ok(s.push.len() != before)
+        let Some(i) = s
+            .push
+            .iter()
+            .position(|c| c.id.as_deref() == Some(config_id))
+        else {
+            return Ok(false);
+        };
+        let freed = push_config_bytes(&s.push.remove(i));
+        s.bytes -= freed;
+        let is_pinned = pinned(s.task.status.state);
+        inner.bytes -= freed;
+        if is_pinned {
+            self.pinned_bytes.fetch_sub(freed, Ordering::Relaxed);
+        }
+        Ok(true)
     }
 }
 
@@ -807,6 +886,58 @@ mod tests {
         let mut raw = v1::Part::from_content(v1::PartContent::Raw("QUJD".repeat(100)));
         raw.filename = Some("f".repeat(50));
         assert!(part_bytes(&raw) >= 450);
+    }
+
+    #[tokio::test]
+    async fn push_configs_count_in_the_budget() {
+        let store = InMemoryTaskStore::new(100, Duration::from_secs(3600)).with_max_bytes(20_000);
+        store
+            .save(task(
+                "r",
+                "c",
+                v1::TaskState::Working,
+                "2024-01-01T00:00:00Z",
+            ))
+            .await
+            .unwrap();
+        let before = store.bytes();
+        let config = |id: &str| v1::TaskPushNotificationConfig {
+            tenant: None,
+            id: Some(id.into()),
+            task_id: Some("r".into()),
+            url: "https://example.com/hook".into(),
+            token: Some("t".repeat(4000)),
+            authentication: None,
+        };
+        store.save_push_config(config("a")).await.unwrap();
+        assert!(store.bytes() >= before + 4000, "{}", store.bytes());
+        // Replacing a config does not count it twice; saving the task keeps its configs' bytes.
+        store.save_push_config(config("a")).await.unwrap();
+        assert!(store.bytes() < before + 8000, "{}", store.bytes());
+        store
+            .save(task(
+                "r",
+                "c",
+                v1::TaskState::Working,
+                "2024-01-01T00:00:01Z",
+            ))
+            .await
+            .unwrap();
+        assert!(store.bytes() >= before + 4000, "{}", store.bytes());
+        // A running task's configs cannot outgrow the budget.
+        let mut full = None;
+        for i in 0..10 {
+            if let Err(e) = store.save_push_config(config(&format!("c{i}"))).await {
+                full = Some(e);
+                break;
+            }
+        }
+        assert!(matches!(full, Some(StoreError::Full { .. })), "{full:?}");
+        assert!(store.bytes() <= 20_000, "{}", store.bytes());
+        // Deleting gives the bytes back.
+        let with = store.bytes();
+        assert!(store.delete_push_config("r", "a").await.unwrap());
+        assert!(store.bytes() <= with - 4000, "{}", store.bytes());
     }
 
     #[tokio::test]

@@ -238,6 +238,9 @@ pub(super) async fn subscribe(
 fn push_store_error(e: crate::server::StoreError) -> ApiError {
     match e {
         crate::server::StoreError::Unsupported { .. } => push_unsupported(),
+        e @ crate::server::StoreError::Full { .. } => {
+            ApiError::new(codes::SERVER_BUSY, e.to_string())
+        }
         other => ApiError::internal(other.to_string()),
     }
 }
@@ -269,6 +272,23 @@ pub(super) async fn create_push_config(
 ) -> Result<v1::TaskPushNotificationConfig, ApiError> {
     let store = push_store(agent, task_id).await?;
     let config = agent.engine.prepare_push_config(task_id, config)?;
+    // The per-task cap, checked here for a clear answer whatever the store (the default store
+    // enforces it too).
+    #[cfg(feature = "push")]
+    let max = (agent.engine.pusher.as_ref()).map_or(usize::MAX, |p| p.max_configs());
+    #[cfg(not(feature = "push"))]
+    let max = usize::MAX;
+    let existing = store
+        .list_push_configs(task_id)
+        .await
+        .map_err(push_store_error)?;
+    if existing.len() >= max && !existing.iter().any(|c| c.id == config.id) {
+        return Err(ApiError::invalid_params(format!(
+            "task `{task_id}` already has {} push notification configs; at most {max} per task \
+             (push_max_configs_per_task): delete one first",
+            existing.len()
+        )));
+    }
     store
         .save_push_config(config.clone())
         .await

@@ -7,9 +7,11 @@
 //! `a/b` (its card's GRPC interface says so); an empty tenant names the agent at the root, or
 //! the only agent when just one is mounted.
 
+use std::future::Future as _;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::Stream;
 use tokio::sync::mpsc;
@@ -32,12 +34,52 @@ pub(crate) struct GrpcService {
     shared: Arc<Shared>,
 }
 
+/// What an answer to `SendMessage` may add to the message it carries back and the agent's
+/// reply: ids, status, timestamps, metadata.
+const REPLY_OVERHEAD: usize = 64 * 1024;
+
+/// The largest answer (and stream event) sent: the request limit, at least the binding's
+/// default (10 MiB).
+fn max_reply_bytes(cfg: &crate::server::ServerConfig) -> usize {
+    cfg.max_body_bytes
+        .max(crate::grpc::DEFAULT_MAX_MESSAGE_BYTES)
+}
+
 /// The tonic service for a server's agents, with its message size bounds.
 pub(crate) fn service(shared: Arc<Shared>) -> A2aServiceServer<GrpcService> {
     let max = shared.cfg.max_body_bytes;
+    let reply = max_reply_bytes(&shared.cfg);
     A2aServiceServer::new(GrpcService { shared })
         .max_decoding_message_size(max)
-        .max_encoding_message_size(max.max(crate::grpc::DEFAULT_MAX_MESSAGE_BYTES))
+        .max_encoding_message_size(reply)
+}
+
+/// Refuses, before any task exists, a `SendMessage` whose answer could not be sent: the
+/// answer carries the message back (the task's history), and a unary answer also the agent's
+/// reply, for which as much room again is kept. So a unary send is accepted when twice its
+/// size plus [`REPLY_OVERHEAD`] fits the reply limit, a streamed one when its size plus the
+/// overhead does (each event is its own message). A reply that outgrows that room is still
+/// refused after the fact (RESOURCE_EXHAUSTED), as on any binding with a reply limit.
+fn check_reply_room(
+    cfg: &crate::server::ServerConfig,
+    request_bytes: usize,
+    streaming: bool,
+) -> Result<(), Status> {
+    let limit = max_reply_bytes(cfg);
+    let copies = if streaming { 1 } else { 2 };
+    let need = request_bytes
+        .saturating_mul(copies)
+        .saturating_add(REPLY_OVERHEAD);
+    if need > limit {
+        let most = limit.saturating_sub(REPLY_OVERHEAD) / copies;
+        return Err(Status::resource_exhausted(format!(
+            "the message is {request_bytes} bytes; its answer could exceed this server's \
+             {limit}-byte gRPC reply limit, so a {} SendMessage takes at most {most} bytes \
+             (nothing was started)",
+            if streaming { "streaming" } else { "unary" },
+        )));
+    }
+    Ok(())
 }
 
 /// The GRPC interface of an agent's card, when the server has a gRPC address.
@@ -75,7 +117,11 @@ pub(crate) fn add_interface(
 /// starts, run in it), continuing the caller's trace from its `traceparent` metadata as the HTTP
 /// bindings do from the header. Named after the RPC (`lf.a2a.v1.A2AService/SendMessage`).
 pub(crate) fn request_span(req: &http::Request<()>) -> tracing::Span {
-    let rpc = req.uri().path().trim_start_matches('/');
+    span_of(req.uri(), req.headers())
+}
+
+fn span_of(uri: &http::Uri, headers: &http::HeaderMap) -> tracing::Span {
+    let rpc = uri.path().trim_start_matches('/');
     let (service, method) = rpc.split_once('/').unwrap_or((rpc, ""));
     let span = tracing::info_span!(
         "a2a.request",
@@ -85,7 +131,7 @@ pub(crate) fn request_span(req: &http::Request<()>) -> tracing::Span {
         rpc.service = service,
         rpc.method = method,
     );
-    crate::trace_context::continue_trace(req.headers(), &span);
+    crate::trace_context::continue_trace(headers, &span);
     span
 }
 
@@ -215,6 +261,11 @@ impl GrpcService {
     ) -> Result<SendOutcome, Status> {
         let peer = req.remote_addr();
         let agent = self.agent(&req, &req.get_ref().tenant)?;
+        check_reply_room(
+            &self.shared.cfg,
+            prost::Message::encoded_len(req.get_ref()),
+            streaming,
+        )?;
         let msg: v1::SendMessageRequest =
             convert("SendMessageRequest", req.get_ref()).map_err(bad_request)?;
         let (history_length, immediate) = send_options(agent, &msg, streaming).map_err(status)?;
@@ -426,5 +477,127 @@ impl A2aService for GrpcService {
             .await
             .map_err(status)?;
         Ok(Response::new(pbjson_types::Empty {}))
+    }
+}
+
+/// The gRPC routes as [`A2aServer::serve_grpc`](crate::server::A2aServer::serve_grpc) serves
+/// them on its own connections: each call in its span ([`request_span`]), with the peer
+/// address tonic's `remote_addr` reads, and its request message due within
+/// [`ServerConfig::body_read_timeout`](crate::server::ServerConfig::body_read_timeout).
+pub(crate) fn router(shared: Arc<Shared>) -> axum::Router {
+    let body_timeout = Some(shared.cfg.body_read_timeout).filter(|d| !d.is_zero());
+    tonic::service::Routes::new(service(shared))
+        .prepare()
+        .into_axum_router()
+        .layer(CallLayer { body_timeout })
+}
+
+/// Wraps the gRPC routes: see [`router`].
+#[derive(Clone, Copy)]
+struct CallLayer {
+    body_timeout: Option<Duration>,
+}
+
+impl<S> tower_layer::Layer<S> for CallLayer {
+    type Service = Call<S>;
+
+    fn layer(&self, inner: S) -> Call<S> {
+        Call {
+            inner,
+            body_timeout: self.body_timeout,
+        }
+    }
+}
+
+/// One gRPC call: see [`router`].
+#[derive(Clone)]
+struct Call<S> {
+    inner: S,
+    body_timeout: Option<Duration>,
+}
+
+impl<S> tower_service::Service<axum::extract::Request> for Call<S>
+where
+    S: tower_service::Service<axum::extract::Request>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = tracing::instrument::Instrumented<S::Future>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: axum::extract::Request) -> Self::Future {
+        use tracing::Instrument as _;
+        let span = span_of(req.uri(), req.headers());
+        if let Some(axum::extract::ConnectInfo(addr)) = req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .copied()
+        {
+            req.extensions_mut()
+                .insert(tonic::transport::server::TcpConnectInfo {
+                    local_addr: None,
+                    remote_addr: Some(addr),
+                });
+        }
+        if let Some(limit) = self.body_timeout {
+            req = req.map(|body| {
+                axum::body::Body::new(TimedBody {
+                    body,
+                    deadline: Box::pin(tokio::time::sleep(limit)),
+                    limit,
+                })
+            });
+        }
+        self.inner.call(req).instrument(span)
+    }
+}
+
+/// A request body that fails when it is not complete within its limit (a stalled request
+/// would otherwise keep its call, and so its connection, busy forever).
+struct TimedBody {
+    body: axum::body::Body,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    limit: Duration,
+}
+
+impl http_body::Body for TimedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, axum::Error>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.body).poll_frame(cx) {
+            std::task::Poll::Pending => {
+                if this.deadline.as_mut().poll(cx).is_ready() {
+                    let e = std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "the request message did not arrive within {:?} (body_read_timeout)",
+                            this.limit
+                        ),
+                    );
+                    return std::task::Poll::Ready(Some(Err(axum::Error::new(e))));
+                }
+                std::task::Poll::Pending
+            }
+            ready @ std::task::Poll::Ready(_) => ready,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }

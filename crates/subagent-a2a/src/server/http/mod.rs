@@ -67,9 +67,22 @@ pub(crate) struct Shared {
     pub watcher: std::sync::Once,
     /// When the server was built: the cards' `Last-Modified`.
     pub started: std::time::SystemTime,
+    /// The connections of every listener (HTTP and gRPC), made at the first serve (the cap
+    /// depends on the open-file limit then).
+    pub conns: std::sync::OnceLock<Arc<super::conn::ConnPool>>,
+    /// Push delivery's shared client and bounds, when push notifications are on.
+    #[cfg(feature = "push")]
+    pub push: Option<Arc<super::push::PushHub>>,
 }
 
 impl Shared {
+    /// The server's connection pool (see [`super::conn::ConnPool`]).
+    pub(crate) fn conn_pool(&self) -> Arc<super::conn::ConnPool> {
+        self.conns
+            .get_or_init(|| Arc::new(super::conn::ConnPool::new(self.cfg.max_connections)))
+            .clone()
+    }
+
     /// Cancels every running handler of every agent.
     pub(super) fn cancel_all(&self) {
         for a in &self.agents {
