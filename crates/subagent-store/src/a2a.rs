@@ -210,7 +210,7 @@ impl ProcessLock {
     /// Locks the lock file of the SQLite database `db` (created when missing); `None` for an
     /// in-memory database. [`StoreError::Locked`] when another store holds it.
     fn acquire(db: &std::path::Path) -> Result<Option<Self>, StoreError> {
-        use std::io::{Read as _, Seek as _, Write as _};
+        use std::io::{Seek as _, Write as _};
         let name = db.as_os_str();
         if name.is_empty() || name == ":memory:" {
             return Ok(None);
@@ -232,9 +232,8 @@ impl ProcessLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                let mut text = String::new();
                 // The holder writes its id just after locking: it may not be there yet.
-                let _ = file.read_to_string(&mut text);
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
                 return Err(StoreError::Locked {
                     path: db.to_owned(),
                     lock: path.clone(),

@@ -369,8 +369,7 @@ async fn sqlite_a_second_store_on_the_file_is_refused_until_the_first_goes() {
         .unwrap();
     let err = SqlTaskStore::open(db.clone(), A2aStoreOptions::default())
         .await
-        .err()
-        .expect("a second store is refused")
+        .expect_err("a second store is refused")
         .to_string();
     assert!(err.contains(&file.display().to_string()), "{err}");
     assert!(
