@@ -147,8 +147,10 @@ pub(crate) enum A2aEntry {
     /// Its base URL.
     Url(String),
     /// Its base URL and settings passed to the A2A client as reference metadata:
-    /// `bearer_env`, `api_key_env`, `api_key_header`, `timeout_secs`, `binding`, ... (secrets
-    /// by environment variable name, so none is written in the file).
+    /// `bearer_env`, `api_key_env`, `api_key_header`, `timeout_secs`, `binding`,
+    /// `allowed_origins` (more origins the credentials may go to, e.g.
+    /// `["https://a2a.example.com:8443"]`), ... (secrets by environment variable name, so none
+    /// is written in the file).
     Table {
         /// The base URL.
         url: String,
