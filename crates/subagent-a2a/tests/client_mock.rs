@@ -608,22 +608,81 @@ async fn the_usage_extension_is_folded_into_the_usage_tree_over_1_0_and_0_3() {
     assert_eq!(out.children[0].usage.input_tokens, 100);
 }
 
+/// A peer whose usage report holds one malformed value (negative, huge, not a number).
+async fn absurd_report_peer(bad: Value) -> Arc<dyn SubagentDefinition> {
+    let metadata = usage_metadata(bad);
+    let p = peer(Some(v1_card(false)), move |m, _, _| match m {
+        "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_COMPLETED", json!({
+            "artifacts": [{"artifactId": "a", "parts": [{"text": "done"}]}],
+            "metadata": metadata.clone()}))})),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p).await;
+    resolve(SubagentReference::new(&base, KIND)).await.unwrap()
+}
+
+/// One bad value no longer zeroes a report (it used to be ignored whole, so a peer could make
+/// its spend count 0 tokens and never trip a budget): the well-formed values count, and the run
+/// counts as at least the configured estimate, marked `estimated` in the usage tree.
 #[tokio::test]
-async fn an_absurd_usage_report_is_ignored_and_the_duration_kept() {
+async fn an_absurd_usage_report_counts_its_well_formed_values_and_at_least_the_estimate() {
     for bad in [json!(-1), json!(1e300), json!("lots"), json!(u64::MAX)] {
-        let metadata = usage_metadata(bad.clone());
-        let p = peer(Some(v1_card(false)), move |m, _, _| match m {
-            "SendMessage" => Reply::Result(json!({"task": task("TASK_STATE_COMPLETED", json!({
-                "artifacts": [{"artifactId": "a", "parts": [{"text": "done"}]}],
-                "metadata": metadata.clone()}))})),
-            _ => Reply::Error(-32601, "Method not found"),
-        });
-        let base = start(p).await;
-        let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
-        let out = exec(def, "go", None).await.unwrap();
+        // Without a budget: the default estimate (the tree's figure).
+        let out = exec(absurd_report_peer(bad.clone()).await, "go", None)
+            .await
+            .unwrap();
         assert_eq!(out.status, TaskStatus::Completed, "{bad}");
-        assert_eq!(out.usage.total_tokens(), 0, "{bad}");
-        assert_eq!(out.usage.turns, 1, "{bad}");
-        assert!(out.children.is_empty(), "{bad}");
+        assert!(out.usage.estimated, "{bad}: marked as an estimate");
+        assert_eq!(
+            out.usage.output_tokens, 5,
+            "{bad}: the well-formed values count"
+        );
+        assert_eq!(out.usage.turns, 2, "{bad}");
+        assert_eq!(out.children.len(), 1, "{bad}");
+        assert_eq!(out.children[0].usage.total_tokens(), 120, "{bad}");
+        let tree = out.usage.total_tokens() + out.children[0].usage.total_tokens();
+        assert_eq!(
+            tree,
+            subagent_spi::DEFAULT_REMOTE_UNREPORTED_TOKENS,
+            "{bad}: at least the estimate"
+        );
+        let json = serde_json::to_value(&out.usage).unwrap();
+        assert_eq!(json["estimated"], true, "{bad}: the usage tree says so");
     }
+
+    // The caller's budget trips on the estimate.
+    let cancel = subagent_spi::CancellationToken::new();
+    let budget = subagent_spi::Budget::new(
+        subagent_spi::BudgetLimits::new()
+            .with_tokens(900)
+            .with_remote_unreported_tokens(1_000),
+        cancel.clone(),
+    );
+    let def = absurd_report_peer(json!(-1)).await;
+    let ctx = TaskContext::new().with_budget(budget.clone());
+    let out = A2aExecutor::new()
+        .execute(TaskCall::new(def.name(), "t", "go"), def, ctx)
+        .await
+        .unwrap();
+    assert_eq!(budget.tokens_used(), 1_000);
+    assert_eq!(out.status, TaskStatus::LimitReached);
+    assert_eq!(out.limit.as_deref(), Some("budget_tokens=900"));
+    assert!(cancel.is_cancelled());
+
+    // Well-formed values above the estimate count as they are: 5 + 100 + 20 = 125 > 100.
+    let budget = subagent_spi::Budget::new(
+        subagent_spi::BudgetLimits::new()
+            .with_tokens(1_000)
+            .with_remote_unreported_tokens(100),
+        subagent_spi::CancellationToken::new(),
+    );
+    let def = absurd_report_peer(json!(-1)).await;
+    let ctx = TaskContext::new().with_budget(budget.clone());
+    let out = A2aExecutor::new()
+        .execute(TaskCall::new(def.name(), "t", "go"), def, ctx)
+        .await
+        .unwrap();
+    assert_eq!(budget.tokens_used(), 125);
+    assert_eq!(out.status, TaskStatus::Completed);
+    assert!(out.usage.estimated);
 }

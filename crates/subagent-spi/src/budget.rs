@@ -121,7 +121,18 @@ pub struct BudgetLimits {
     /// Cost in USD over the whole subtree, from [`ModelPrices`]; tokens of a model without a
     /// price do not count (they are reported by [`Budget::unpriced_model`]).
     pub usd: Option<f64>,
+    /// Not a limit: the tokens a remote run is counted as at least when its usage report is
+    /// refused or partly malformed (the largest plausible cost of one remote run), so a peer
+    /// cannot zero its spend by breaking its report. `None`: the enclosing budget's setting,
+    /// else [`DEFAULT_REMOTE_UNREPORTED_TOKENS`]. Read with
+    /// [`Budget::remote_unreported_tokens`].
+    pub remote_unreported_tokens: Option<u64>,
 }
+
+/// The tokens a remote run with a refused or malformed usage report counts as at least, by
+/// default (100,000: about one long agent run of several turns; a peer that reports properly
+/// never pays it).
+pub const DEFAULT_REMOTE_UNREPORTED_TOKENS: u64 = 100_000;
 
 impl BudgetLimits {
     /// No limit at all.
@@ -257,6 +268,22 @@ impl Budget {
             .get()
             .cloned()
             .or_else(|| self.inner.parent.as_ref().and_then(Budget::unpriced_model))
+    }
+
+    /// The tokens a remote run with a refused or malformed usage report counts as at least:
+    /// this budget's [`BudgetLimits::remote_unreported_tokens`], else the nearest enclosing
+    /// budget's, else [`DEFAULT_REMOTE_UNREPORTED_TOKENS`].
+    pub fn remote_unreported_tokens(&self) -> u64 {
+        self.inner
+            .limits
+            .remote_unreported_tokens
+            .or_else(|| {
+                self.inner
+                    .parent
+                    .as_ref()
+                    .map(Budget::remote_unreported_tokens)
+            })
+            .unwrap_or(DEFAULT_REMOTE_UNREPORTED_TOKENS)
     }
 
     /// The limits.

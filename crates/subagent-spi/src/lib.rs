@@ -53,7 +53,7 @@ mod tool;
 pub use approval::{
     ApprovalDecision, ApprovalRequest, Approver, FixedApprover, PERSON_ONLY_DENIAL, SessionApprover,
 };
-pub use budget::{Budget, BudgetLimits, ModelPrice, ModelPrices};
+pub use budget::{Budget, BudgetLimits, DEFAULT_REMOTE_UNREPORTED_TOKENS, ModelPrice, ModelPrices};
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
 pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};

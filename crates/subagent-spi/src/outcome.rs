@@ -80,6 +80,11 @@ pub struct Usage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(into)]
     pub model: Option<String>,
+    /// True when the token counts are an estimate, not what the run reported: a remote run
+    /// whose usage report was refused or partly malformed counts as at least
+    /// [`BudgetLimits::remote_unreported_tokens`](crate::BudgetLimits::remote_unreported_tokens).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 impl Usage {

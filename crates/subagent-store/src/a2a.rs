@@ -24,8 +24,10 @@
 //!   [`A2aStoreOptions::prune_interval`]; [`prune_a2a_tasks`] prunes by hand
 //!   ([`prune_a2a_tasks_dry_run`] says what it would remove).
 //!
-//! One SQLite file serves one server process (the restart rule above marks every running task
-//! of another process as interrupted); several processes share a PostgreSQL database.
+//! One SQLite file serves one server process: [`SqlTaskStore::open`] locks `<file>.a2a-lock`
+//! and refuses a second opener ([`StoreError::Locked`], naming the file and the holder's pid),
+//! so the restart rule above only ever meets tasks of a process that is gone. Several
+//! processes share a PostgreSQL database.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -184,6 +186,8 @@ struct Inner {
     signals: Option<broadcast::Sender<RemoteSignal>>,
     /// The maintenance and listener loops, stopped when the store goes.
     loops: Mutex<Vec<JoinHandle<()>>>,
+    /// SQLite: the lock file held while the store is open (see [`SqlTaskStore::open`]).
+    _lock: Option<ProcessLock>,
 }
 
 impl Drop for Inner {
@@ -192,6 +196,56 @@ impl Drop for Inner {
         for h in loops.drain(..) {
             h.abort();
         }
+    }
+}
+
+/// An exclusive advisory lock on `<database>.a2a-lock`, holding the process id; released when
+/// the file closes (the store is dropped, or the process ends however it ends).
+#[derive(Debug)]
+struct ProcessLock {
+    _file: std::fs::File,
+}
+
+impl ProcessLock {
+    /// Locks the lock file of the SQLite database `db` (created when missing); `None` for an
+    /// in-memory database. [`StoreError::Locked`] when another store holds it.
+    fn acquire(db: &std::path::Path) -> Result<Option<Self>, StoreError> {
+        use std::io::{Seek as _, Write as _};
+        let name = db.as_os_str();
+        if name.is_empty() || name == ":memory:" {
+            return Ok(None);
+        }
+        let mut path = name.to_os_string();
+        path.push(".a2a-lock");
+        let path = std::path::PathBuf::from(path);
+        let io = |source| StoreError::LockFile {
+            path: path.clone(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                // The holder writes its id just after locking: it may not be there yet.
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                return Err(StoreError::Locked {
+                    path: db.to_owned(),
+                    lock: path.clone(),
+                    pid: text.trim().parse().ok(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+        file.set_len(0).map_err(io)?;
+        file.rewind().map_err(io)?;
+        writeln!(file, "{}", std::process::id()).map_err(io)?;
+        Ok(Some(Self { _file: file }))
     }
 }
 
@@ -364,9 +418,22 @@ impl SqlTaskStore {
     /// start being renewed and expired ones swept, and the process starts listening for the
     /// other replicas' events. Prunes once, then every
     /// [`prune_interval`](A2aStoreOptions::prune_interval). Needs a tokio runtime.
+    ///
+    /// **One process per SQLite file.** The store takes an exclusive lock on
+    /// `<file>.a2a-lock` beside the database (an OS advisory lock, released when the store is
+    /// dropped or the process ends, even by SIGKILL) and writes its process id there; a second
+    /// opener, in this or another process, gets [`StoreError::Locked`] naming the file and
+    /// that process id, so it never marks the running tasks of a live server interrupted.
+    /// Other users of the file (transcripts, the background-task ledger of `subagents run`)
+    /// do not take it.
     pub async fn open(db: Db, options: A2aStoreOptions) -> Result<Self, StoreError> {
         let postgres = matches!(db, Db::Postgres(_));
+        let lock = match &db {
+            Db::Sqlite(pool) => ProcessLock::acquire(pool.connect_options().get_filename())?,
+            _ => None,
+        };
         let inner = Arc::new(Inner {
+            _lock: lock,
             writer: GroupCommit::new(db.clone()),
             events: GroupCommit::new(db.clone()),
             db,

@@ -66,6 +66,37 @@ pub enum StoreError {
         #[source]
         source: std::sync::Arc<StoreError>,
     },
+    /// The A2A task store on this SQLite file is open in another process (or another store of
+    /// this one): one file serves one server process.
+    #[error(
+        "the A2A task store {path} is in use by {holder} (lock file {lock}); one SQLite file \
+         serves one `subagents serve` at a time: stop that process, use another store file, \
+         or PostgreSQL for several server processes",
+        path = path.display(),
+        lock = lock.display(),
+        holder = match pid {
+            Some(p) if *p == std::process::id() => format!("this process (pid {p})"),
+            Some(p) => format!("process {p}"),
+            None => "another process".to_string(),
+        }
+    )]
+    Locked {
+        /// The database file.
+        path: std::path::PathBuf,
+        /// The lock file beside it.
+        lock: std::path::PathBuf,
+        /// The process holding it, as written in the lock file.
+        pid: Option<u32>,
+    },
+    /// The lock file of an A2A task store could not be created or locked.
+    #[error("cannot lock {path}: {source}", path = path.display())]
+    LockFile {
+        /// The lock file.
+        path: std::path::PathBuf,
+        /// The file-system error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The store's writer has stopped (its runtime is shutting down).
     #[error("the store's writer has stopped")]
     Closed,

@@ -15,7 +15,6 @@ use common::{Sut, message, sse_events, state};
 use serde_json::{Value, json};
 use subagent_a2a::server::{
     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-    TaskStore,
 };
 use subagent_a2a::types::v1;
 use subagent_spi::{CancellationToken, async_trait};
@@ -66,9 +65,18 @@ impl A2aHandler for Gated {
     }
 }
 
-/// The committed state of `id`, read through a pool of its own (never the server's).
-async fn committed(reader: &SqlTaskStore, id: &str) -> Option<v1::TaskState> {
-    reader.get(id).await.unwrap().map(|t| t.status.state)
+/// The committed state of `id`, read through a pool of its own (never the server's). A plain
+/// database handle: a second task store on the file would be refused (it is the server's).
+async fn committed(reader: &Db, id: &str) -> Option<v1::TaskState> {
+    let Db::Sqlite(pool) = reader else {
+        panic!("a SQLite file")
+    };
+    let body: Option<String> = sqlx::query_scalar("SELECT body FROM a2a_tasks WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+        .unwrap();
+    body.map(|b| serde_json::from_str::<v1::Task>(&b).unwrap().status.state)
 }
 
 /// The stream response of an SSE event (JSON-RPC wraps it in `result`).
@@ -131,7 +139,7 @@ async fn streaming_and_replies_only_show_committed_tasks() {
     let base = format!("http://{}/", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     // Another process's view of the file: a pool of its own sees committed rows only.
-    let reader = open().await;
+    let reader = Db::open(&url).await.unwrap().unwrap();
 
     let client = reqwest::Client::new();
     let call = |method: &'static str, text: &'static str| {

@@ -352,3 +352,39 @@ async fn sqlite_context_sessions() {
 async fn postgres_context_sessions() {
     context_sessions(&common::fresh_postgres_db("sessions").await).await;
 }
+
+/// One SQLite file, one task store: a second opener is refused (naming the file and this
+/// process), the first's running task stays running, and once the first is dropped the file
+/// opens again.
+#[tokio::test]
+async fn sqlite_a_second_store_on_the_file_is_refused_until_the_first_goes() {
+    use v1::TaskState::*;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.db");
+    let url = format!("sqlite:{}", file.display());
+    let (db, first) = open(&url).await;
+    first
+        .save(task("run", "c", Working, "2026-01-01T00:00:00.000Z", 1))
+        .await
+        .unwrap();
+    let err = SqlTaskStore::open(db.clone(), A2aStoreOptions::default())
+        .await
+        .expect_err("a second store is refused")
+        .to_string();
+    assert!(err.contains(&file.display().to_string()), "{err}");
+    assert!(
+        err.contains(&format!("this process (pid {})", std::process::id())),
+        "{err}"
+    );
+    assert_eq!(
+        first.get("run").await.unwrap().unwrap().status.state,
+        Working
+    );
+    drop(first);
+    let (_, again) = open(&url).await;
+    // The task's process (this store) is gone: now it is interrupted.
+    assert_eq!(
+        again.get("run").await.unwrap().unwrap().status.state,
+        Failed
+    );
+}

@@ -360,6 +360,11 @@ pub(crate) struct BudgetArgs {
     /// a price is reported, never guessed.
     #[arg(long, value_name = "USD")]
     pub budget_usd: Option<f64>,
+    /// Not a limit: the tokens a remote A2A run whose usage report is refused or malformed
+    /// counts as at least (or `[budget] remote_unreported_tokens`; default 100000), so a
+    /// remote peer cannot zero its spend; such figures are marked `estimated`.
+    #[arg(long, value_name = "N")]
+    pub budget_remote_unreported_tokens: Option<u64>,
 }
 
 /// `subagents task`.

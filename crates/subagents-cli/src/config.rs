@@ -21,6 +21,7 @@ use crate::error::CliError;
 /// [budget]                          # over the whole tree, like --budget-tokens etc.
 /// tokens = 200000
 /// usd = 2.5                         # counted with [prices]
+/// remote_unreported_tokens = 100000 # a remote run with a broken usage report counts this
 /// [budget.agents.reviewer]          # an agent's own budget (over its frontmatter `budget`)
 /// tokens = 20000                    # each run gets at most this and what the caller has left
 /// time_secs = 120
@@ -98,6 +99,9 @@ pub(crate) struct BudgetConfig {
     pub time_secs: Option<f64>,
     /// Cost in USD.
     pub usd: Option<f64>,
+    /// Not a limit: the tokens a remote A2A run with a refused or malformed usage report
+    /// counts as at least (default 100000).
+    pub remote_unreported_tokens: Option<u64>,
     /// Agents' own budgets, by agent name: `[budget.agents.NAME]`.
     #[serde(default)]
     pub agents: BTreeMap<String, LimitsConfig>,
@@ -150,8 +154,10 @@ pub(crate) enum A2aEntry {
     /// Its base URL.
     Url(String),
     /// Its base URL and settings passed to the A2A client as reference metadata:
-    /// `bearer_env`, `api_key_env`, `api_key_header`, `timeout_secs`, `binding`, ... (secrets
-    /// by environment variable name, so none is written in the file).
+    /// `bearer_env`, `api_key_env`, `api_key_header`, `timeout_secs`, `binding`,
+    /// `allowed_origins` (more origins the credentials may go to, e.g.
+    /// `["https://a2a.example.com:8443"]`), ... (secrets by environment variable name, so none
+    /// is written in the file).
     Table {
         /// The base URL.
         url: String,

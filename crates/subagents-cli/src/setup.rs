@@ -57,13 +57,20 @@ impl<'a> Setup<'a> {
     fn budget_limits(&self) -> Result<subagents::spi::BudgetLimits, CliError> {
         let flags = self.budget.cloned().unwrap_or_default();
         let conf = &self.config.budget;
-        limits(
+        let mut l = limits(
             "--budget-{what} / [budget] {key}",
             flags.budget_tokens.or(conf.tokens),
             flags.budget_turns.or(conf.turns),
             flags.budget_time.or(conf.time_secs),
             flags.budget_usd.or(conf.usd),
-        )
+        )?;
+        if let Some(n) = flags
+            .budget_remote_unreported_tokens
+            .or(conf.remote_unreported_tokens)
+        {
+            l = l.with_remote_unreported_tokens(n);
+        }
+        Ok(l)
     }
 
     /// `[budget.agents.NAME]` of subagents.toml.

@@ -277,9 +277,11 @@ impl Subagents {
     }
 
     /// The budget of a tree rooted at `ctx`: the builder's, unless `ctx` has one already or
-    /// the builder set none.
+    /// the builder set none (a limit, or the estimate of a remote run's broken usage report,
+    /// [`BudgetLimits::remote_unreported_tokens`](spi::BudgetLimits::remote_unreported_tokens)).
     pub(crate) fn root_budget(&self, ctx: &TaskContext) -> Option<spi::Budget> {
-        (ctx.budget().is_none() && !self.budget.is_unlimited()).then(|| {
+        let set = !self.budget.is_unlimited() || self.budget.remote_unreported_tokens.is_some();
+        (ctx.budget().is_none() && set).then(|| {
             spi::Budget::new(self.budget.clone(), ctx.cancel().clone())
                 .with_prices(self.prices.clone())
         })

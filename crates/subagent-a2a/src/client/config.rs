@@ -39,6 +39,12 @@ pub mod keys {
     /// How long an event stream may stay silent (no bytes, not even a keep-alive comment)
     /// before the call fails, in seconds (default 60; `0` waits forever).
     pub const STREAM_IDLE_TIMEOUT_SECS: &str = "stream_idle_timeout_secs";
+    /// More origins (`scheme://host[:port]`) the credentials may be sent to, besides the
+    /// reference URL's own: separated by commas or spaces, or a TOML / JSON array of strings
+    /// (e.g. `["https://a2a.example.com:8443"]`). By default an agent card that names another
+    /// origin for its interface, while credentials are set, is refused. A downgrade from an
+    /// `https://` reference to an `http://` interface is refused whatever this says.
+    pub const ALLOWED_ORIGINS: &str = "allowed_origins";
 }
 
 /// The default time limit of one task.
@@ -68,6 +74,61 @@ pub struct A2aConfig {
     /// Stream idle limit (zero: none); see
     /// [`A2aClient::with_stream_idle_timeout`](super::A2aClient::with_stream_idle_timeout).
     pub stream_idle_timeout: Duration,
+    /// The origin of the reference URL: where the credentials are meant to go.
+    pub(crate) origin: Option<String>,
+    /// More origins the credentials may go to ([`keys::ALLOWED_ORIGINS`]), normalized
+    /// (`scheme://host[:port]`, default ports left out).
+    pub allowed_origins: Vec<String>,
+}
+
+/// The origin of an absolute URL as `scheme://host[:port]` (lower-case host, default port
+/// left out); `None` for a URL that has none (not absolute, or not a network URL).
+pub(crate) fn origin_of(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    let o = u.origin();
+    o.is_tuple().then(|| o.ascii_serialization())
+}
+
+/// True for an `https://` URL.
+fn is_https(url: &str) -> bool {
+    reqwest::Url::parse(url).is_ok_and(|u| u.scheme() == "https")
+}
+
+/// Reads [`keys::ALLOWED_ORIGINS`]: origins separated by commas or spaces, or written as an
+/// array of strings (`["https://a", "https://b:8443"]`, as a `subagents.toml` table passes an
+/// array); each must be an `http://` or `https://` origin without a path.
+fn parse_origins(v: &str) -> Result<Vec<String>, A2aError> {
+    let inner = v.trim();
+    let inner = inner
+        .strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+        .unwrap_or(inner);
+    let mut out = Vec::new();
+    for item in inner.split([',', ' ', '\t', '\n']) {
+        let item = item.trim().trim_matches(|c| c == '"' || c == '\'');
+        if item.is_empty() {
+            continue;
+        }
+        let bad = |why: &str| A2aError::Config {
+            message: format!(
+                "`{}`: `{item}` {why}; write origins as scheme://host[:port], e.g. \
+                 https://a2a.example.com:8443",
+                keys::ALLOWED_ORIGINS
+            ),
+        };
+        let u = reqwest::Url::parse(item).map_err(|_| bad("is not a URL"))?;
+        if !matches!(u.scheme(), "http" | "https") {
+            return Err(bad("is not an http:// or https:// origin"));
+        }
+        if u.path() != "/" || u.query().is_some() || !u.username().is_empty() {
+            return Err(bad("has more than an origin (a path, query or user)"));
+        }
+        let o = u.origin().ascii_serialization();
+        if !out.contains(&o) {
+            out.push(o);
+        }
+    }
+    Ok(out)
 }
 
 impl std::fmt::Debug for A2aConfig {
@@ -246,6 +307,58 @@ impl A2aConfig {
             name: lookup(r, keys::NAME).map(str::to_string),
             poll_interval,
             stream_idle_timeout,
+            origin: origin_of(r.uri.trim()),
+            allowed_origins: match lookup(r, keys::ALLOWED_ORIGINS) {
+                Some(v) => parse_origins(v)?,
+                None => Vec::new(),
+            },
+        })
+    }
+
+    /// True when credentials are set (auth headers, or an API key waiting for the card).
+    pub(crate) fn has_credentials(&self) -> bool {
+        !self.headers.is_empty() || self.pending_api_key.is_some()
+    }
+
+    /// True when the credentials may be sent to `url`: it is on the reference URL's origin or
+    /// an allowed one, and is not a plain-HTTP URL for an `https://` reference.
+    pub(crate) fn credentials_may_go_to(&self, url: &str) -> bool {
+        let Some(target) = origin_of(url) else {
+            return false;
+        };
+        let downgrade = self.origin.as_deref().is_some_and(is_https) && !is_https(url);
+        !downgrade
+            && (self.origin.as_ref() == Some(&target) || self.allowed_origins.contains(&target))
+    }
+
+    /// Checks that an interface at `url`, named by the card read from `card_url`, may be
+    /// called: never over plain HTTP when the card came over HTTPS (a downgrade, refused
+    /// outright), and, while credentials are set, only on the reference URL's origin or an
+    /// allowed one ([`keys::ALLOWED_ORIGINS`]). The error names both URLs.
+    pub(crate) fn check_interface(&self, card_url: &str, url: &str) -> Result<(), A2aError> {
+        if is_https(card_url) && !is_https(url) {
+            return Err(A2aError::Card {
+                url: card_url.to_string(),
+                message: format!(
+                    "the card was read over https but names the interface {url}, a downgrade \
+                     to plain http; refused (it would send the task, and any credentials, \
+                     unencrypted)"
+                ),
+            });
+        }
+        if !self.has_credentials() || self.credentials_may_go_to(url) {
+            return Ok(());
+        }
+        let origin = self.origin.as_deref().unwrap_or("(none)");
+        let target = origin_of(url).unwrap_or_else(|| url.to_string());
+        Err(A2aError::Card {
+            url: card_url.to_string(),
+            message: format!(
+                "the card names the interface {url}, on another origin than {origin}, which \
+                 the credentials of this agent were given for; refused so they do not go to \
+                 {target}. If that origin is the same agent, allow it: `{}` = [\"{target}\"]",
+                keys::ALLOWED_ORIGINS
+            ),
         })
     }
 
@@ -328,6 +441,41 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_millis(2500));
         let dbg = format!("{c:?}");
         assert!(!dbg.contains("s3cret") && !dbg.contains("k3y"), "{dbg}");
+    }
+
+    #[test]
+    fn allowed_origins_are_read_as_a_list_or_an_array_and_checked() {
+        let c = A2aConfig::from_reference(&r().with_metadata(
+            "allowed_origins",
+            "[\"https://A.example.com:443\", 'http://b:8080']",
+        ))
+        .unwrap();
+        assert_eq!(
+            c.allowed_origins,
+            ["https://a.example.com", "http://b:8080"]
+        );
+        let c = A2aConfig::from_reference(
+            &r().with_metadata("allowed_origins", "https://a, http://b:1 http://b:1"),
+        )
+        .unwrap();
+        assert_eq!(c.allowed_origins, ["https://a", "http://b:1"]);
+        for bad in ["ftp://a", "https://a/path", "not a url"] {
+            let e = A2aConfig::from_reference(&r().with_metadata("allowed_origins", bad))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("allowed_origins"), "{e}");
+        }
+        // The reference's own origin, and the allowed ones; never a downgrade.
+        let c = A2aConfig::from_reference(
+            &SubagentReference::new("https://h/a", "A2A")
+                .with_metadata("bearer", "t")
+                .with_metadata("allowed_origins", "https://g:8443, http://h"),
+        )
+        .unwrap();
+        assert!(c.credentials_may_go_to("https://h:443/x"));
+        assert!(c.credentials_may_go_to("https://g:8443/x"));
+        assert!(!c.credentials_may_go_to("https://g/x"));
+        assert!(!c.credentials_may_go_to("http://h/x"));
     }
 
     #[test]

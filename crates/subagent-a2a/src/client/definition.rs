@@ -91,8 +91,21 @@ impl A2aSubagentDefinition {
 
     /// A client for another endpoint (e.g. a fallback), with the reference's auth headers and
     /// the resolver's card-signature policy.
+    ///
+    /// The credentials go only where [`keys::ALLOWED_ORIGINS`](super::keys::ALLOWED_ORIGINS)
+    /// lets them (the reference URL's origin, or an allowed one): a client for an endpoint
+    /// elsewhere sends none.
     pub fn client_for(&self, endpoint: &Endpoint, http: reqwest::Client) -> A2aClient {
-        let mut c = A2aClient::new(http, endpoint.clone(), self.config.headers.clone())
+        let headers = if self.config.credentials_may_go_to(&endpoint.url) {
+            self.config.headers.clone()
+        } else {
+            if !self.config.headers.is_empty() {
+                tracing::warn!(endpoint = %endpoint.url,
+                    "A2A endpoint on an origin the credentials were not given for: sending none");
+            }
+            http::HeaderMap::new()
+        };
+        let mut c = A2aClient::new(http, endpoint.clone(), headers)
             .with_stream_idle_timeout(self.config.stream_idle_timeout);
         c.verification = self.verification.clone();
         c

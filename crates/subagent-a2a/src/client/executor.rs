@@ -14,7 +14,7 @@ use super::transport::{A2aClient, EventStream};
 use crate::error::A2aError;
 use crate::types::JsonObject;
 use crate::types::approval::ApprovalQuestion;
-use crate::types::usage::{UsageReportError, usage_from_metadata};
+use crate::types::usage::{UsageReport, read_usage_report};
 use crate::types::v1::{self, PartContent, TaskState};
 
 /// The most questions (`input-required` / `auth-required`) of one run answered through the
@@ -134,7 +134,7 @@ struct Run {
     reply: Option<v1::Message>,
     artifact_bytes: usize,
     /// The latest usage report of the usage extension, read (and bounded) as it arrived.
-    usage: Option<Result<UsageNode, UsageReportError>>,
+    usage: Option<UsageReport>,
 }
 
 impl Run {
@@ -213,7 +213,7 @@ impl Run {
 
     /// Keeps the usage report in `metadata`, if there is one (a later one replaces it).
     fn read_usage(&mut self, metadata: Option<&JsonObject>) {
-        if let Some(report) = usage_from_metadata(metadata) {
+        if let Some(report) = read_usage_report(metadata) {
             self.usage = Some(report);
         }
     }
@@ -718,32 +718,47 @@ struct Remote {
 
 /// Folds the remote run's usage report (the usage extension) into this run's usage: its tokens,
 /// turns and model, its delegated runs as children, every node's tokens charged to the caller's
-/// budget. Without a report (a server without the extension) or with one that was refused (out
-/// of bounds: logged), the usage is the duration only (one turn).
+/// budget. Without a report (a server without the extension) the usage is the duration only
+/// (one turn). A report that was refused or is partly malformed counts what is well-formed, and
+/// the run as at least [`Budget::remote_unreported_tokens`] tokens (the default without a
+/// budget), marked `estimated`: a peer cannot zero its spend by breaking its report.
 fn remote_usage(
-    report: Option<Result<UsageNode, UsageReportError>>,
+    report: Option<UsageReport>,
     elapsed_ms: u64,
     agent: &str,
     ctx: &TaskContext,
 ) -> Remote {
-    let node = match report {
-        Some(Ok(node)) => node,
-        Some(Err(e)) => {
-            tracing::warn!(agent, error = %e, "ignored the remote agent's usage report");
-            return Remote {
-                usage: Usage::new().with_turns(1).with_duration_ms(elapsed_ms),
-                children: Vec::new(),
-                spent: None,
-            };
-        }
-        None => {
-            return Remote {
-                usage: Usage::new().with_turns(1).with_duration_ms(elapsed_ms),
-                children: Vec::new(),
-                spent: None,
-            };
-        }
+    let Some(report) = report else {
+        return Remote {
+            usage: Usage::new().with_turns(1).with_duration_ms(elapsed_ms),
+            children: Vec::new(),
+            spent: None,
+        };
     };
+    let clean = report.is_clean();
+    let mut node = report.node.unwrap_or_else(|| {
+        UsageNode::new(
+            agent,
+            super::KIND.as_str(),
+            TaskStatus::Completed,
+            Usage::new().with_turns(1),
+        )
+    });
+    if !clean {
+        let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+        let floor = ctx.budget().map_or(
+            subagent_spi::DEFAULT_REMOTE_UNREPORTED_TOKENS,
+            Budget::remote_unreported_tokens,
+        );
+        // What the well-formed values say, over the whole remote tree.
+        let reported = node.total().total_tokens();
+        tracing::warn!(agent, reported, counted_at_least = floor, problems = %problems.join("; "),
+            "the remote agent's usage report is malformed; counting it as an estimate");
+        if reported < floor {
+            node.usage.input_tokens = node.usage.input_tokens.saturating_add(floor - reported);
+        }
+        node.usage.estimated = true;
+    }
     let spent = ctx.budget().and_then(|b| {
         // Every node of the remote tree, each with its model (for the cost limit).
         let mut spent = None;

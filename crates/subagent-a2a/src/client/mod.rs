@@ -55,9 +55,13 @@ pub fn a2a_subagent_type() -> SubagentType {
 }
 
 /// The HTTP client used when none is given: connect timeout 10 s, no overall timeout (streams
-/// may last long; the executor applies the task's own time limit).
+/// may last long; the executor applies the task's own time limit). Redirects are followed
+/// only on the same origin, or from `http://` to `https://` on the same host (at most 5): a
+/// redirect elsewhere is an error naming both URLs, so credentials (an API key header, which
+/// HTTP clients keep across hosts) never follow it.
 pub fn default_http_client() -> reqwest::Client {
     reqwest::Client::builder()
+        .redirect(same_origin_redirects())
         .connect_timeout(Duration::from_secs(10))
         .user_agent(concat!("subagent-a2a/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -65,4 +69,30 @@ pub fn default_http_client() -> reqwest::Client {
             tracing::warn!(error = %e, "building the configured HTTP client failed; using defaults");
             reqwest::Client::new()
         })
+}
+
+/// The redirect policy of [`default_http_client`].
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        // Each hop from the one before: the origin changes at most by an upgrade to https.
+        let Some(last) = attempt.previous().last() else {
+            return attempt.follow();
+        };
+        let (from, to) = (last.clone(), attempt.url().clone());
+        let same_origin = from.origin() == to.origin();
+        let upgrade = from.scheme() == "http"
+            && to.scheme() == "https"
+            && from.host_str() == to.host_str()
+            && to.port_or_known_default() == Some(443);
+        if attempt.previous().len() > 5 {
+            attempt.error(format!("more than 5 redirects from {from}"))
+        } else if same_origin || upgrade {
+            attempt.follow()
+        } else {
+            attempt.error(format!(
+                "{from} redirects to {to}, another origin; not followed (credentials must not \
+                 follow a redirect)"
+            ))
+        }
+    })
 }

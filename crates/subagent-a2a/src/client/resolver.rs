@@ -227,7 +227,10 @@ fn interface_url(
 }
 
 /// Every interface of the card this client can speak, best first (the order of
-/// [`choose_endpoint`]); never empty on success.
+/// [`choose_endpoint`]); never empty on success. Interfaces the reference's credentials may
+/// not go to are left out (another origin than the reference URL's, unless allowed with
+/// [`keys::ALLOWED_ORIGINS`](super::keys::ALLOWED_ORIGINS)), as are plain-HTTP interfaces of a
+/// card read over HTTPS; when none is left, the error says why and names both URLs.
 pub fn usable_endpoints(
     card: &AgentCard,
     card_v1: &v1::AgentCard,
@@ -240,6 +243,8 @@ pub fn usable_endpoints(
     };
     let base = reqwest::Url::parse(card_url).ok();
     let mut candidates: Vec<(usize, Endpoint)> = Vec::new();
+    // The first interface refused for its origin (downgrade, or credentials elsewhere).
+    let mut refused: Option<A2aError> = None;
     for (i, iface) in card_v1.supported_interfaces.iter().enumerate() {
         let Some(binding) = Binding::parse(&iface.protocol_binding) else {
             continue;
@@ -253,6 +258,10 @@ pub fn usable_endpoints(
         let Some(url) = interface_url(iface, binding, version, base.as_ref()) else {
             continue;
         };
+        if let Err(e) = config.check_interface(card_url, &url) {
+            refused.get_or_insert(e);
+            continue;
+        }
         candidates.push((
             i,
             Endpoint {
@@ -275,6 +284,9 @@ pub fn usable_endpoints(
     candidates.sort_by_key(|(i, e)| rank(e, *i));
     let ranked: Vec<Endpoint> = candidates.into_iter().map(|(_, e)| e).collect();
     if ranked.is_empty() {
+        if let Some(e) = refused {
+            return Err(e);
+        }
         return Err(A2aError::Card {
             url: card_url.to_string(),
             message: format!(

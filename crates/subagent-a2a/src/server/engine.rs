@@ -1,7 +1,7 @@
 //! The task engine of one hosted agent: runs handlers, applies their events to tasks, fans
 //! events out to subscribers, and answers task queries. Protocol-neutral (1.0 types inside).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -157,6 +157,10 @@ pub(crate) struct Engine {
     pub limits: EngineLimits,
     pub agent_path: String,
     runs: Mutex<HashMap<String, Arc<Run>>>,
+    /// Tasks a message is continuing right now (from reading the stored task to registering
+    /// the new run): a second message for one of them is refused at once, so exactly one
+    /// continuation of an interrupted task wins.
+    continuing: Mutex<HashSet<String>>,
     /// Subscribers of interrupted tasks, waiting for the message that continues them.
     waiting: Mutex<HashMap<String, Vec<mpsc::Sender<Event>>>>,
     /// Shared stores: subscribers of tasks this process does not run, fed by the store's
@@ -246,6 +250,7 @@ impl Engine {
             limits,
             agent_path,
             runs: Mutex::new(HashMap::new()),
+            continuing: Mutex::new(HashSet::new()),
             waiting: Mutex::new(HashMap::new()),
             remote: Mutex::new(HashMap::new()),
             listening: std::sync::Once::new(),
@@ -513,17 +518,27 @@ impl Engine {
     /// A message to an existing task: answered by its running handler when that waits for
     /// it, else it continues the stored task when that is interrupted (input or auth
     /// required).
+    ///
+    /// Concurrent messages for one task: exactly one continues it; the others are refused at
+    /// once (UnsupportedOperation, the task is running), never left waiting.
     async fn follow_up(self: &Arc<Self>, mut p: SendParams) -> Result<Started, ApiError> {
         let tid = p.message.task_id.clone().unwrap_or_default();
+        // Held until the continuing run is registered (or this message is refused).
+        let _claim = self.claim(&tid)?;
         if let Some(run) = self.live(&tid) {
             // The handler may be waiting, in its run, for exactly this message.
-            if let Ok(started) = run.answer(p.message, self).await? {
-                return Ok(started);
+            match run.answer(p.message, self).await? {
+                Ok(started) => return Ok(started),
+                Err(m) => p.message = m,
             }
-            return Err(ApiError::new(
-                codes::UNSUPPORTED_OPERATION,
-                format!("task `{tid}` is still running; wait for it to stop or cancel it"),
-            ));
+            // A handler that left its task interrupted without waiting is returning: once it
+            // has (within the cancel grace), the stored task is continued below.
+            if !run
+                .interrupted_and_returning(self.limits.cancel_grace)
+                .await
+            {
+                return Err(still_running(&tid));
+            }
         }
         let mut task = self
             .load(&tid)
@@ -611,6 +626,25 @@ impl Engine {
             .store(true, std::sync::atomic::Ordering::Release);
         lock_runs(&self.runs).insert(started.run.task_id.clone(), started.run.clone());
         Ok(started)
+    }
+
+    /// Marks `task_id` as being continued by one message until the guard drops; refuses at
+    /// once when another message is continuing it.
+    fn claim(&self, task_id: &str) -> Result<ContinueClaim<'_>, ApiError> {
+        let mut c = self.continuing.lock().unwrap_or_else(|e| e.into_inner());
+        if !c.insert(task_id.to_string()) {
+            return Err(ApiError::new(
+                codes::UNSUPPORTED_OPERATION,
+                format!(
+                    "task `{task_id}` is being continued by another message; wait for it to \
+                     stop or cancel it"
+                ),
+            ));
+        }
+        Ok(ContinueClaim {
+            set: &self.continuing,
+            task_id: task_id.to_string(),
+        })
     }
 
     /// Starts the handler's run of `p`'s message in task `l.task_id` (not waiting on
@@ -986,6 +1020,28 @@ impl Engine {
     }
 }
 
+/// The claim of [`Engine::claim`]: released on drop.
+struct ContinueClaim<'a> {
+    set: &'a Mutex<HashSet<String>>,
+    task_id: String,
+}
+
+impl Drop for ContinueClaim<'_> {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.task_id);
+    }
+}
+
+fn still_running(task_id: &str) -> ApiError {
+    ApiError::new(
+        codes::UNSUPPORTED_OPERATION,
+        format!("task `{task_id}` is still running; wait for it to stop or cancel it"),
+    )
+}
+
 fn not_cancelable(task_id: &str) -> ApiError {
     ApiError::new(
         codes::TASK_NOT_CANCELABLE,
@@ -1150,6 +1206,27 @@ impl Run {
             events: rx,
             driver: Driver(None),
         }))
+    }
+
+    /// True when the run left its task interrupted (input or auth required) without waiting
+    /// for the answer in the run, and its handler returned within `grace`: the stored task is
+    /// then what a message continues. False while the run works or waits.
+    async fn interrupted_and_returning(&self, grace: Duration) -> bool {
+        let interrupted = {
+            let st = self.state.lock().await;
+            st.task
+                .as_ref()
+                .is_some_and(|t| t.status.state.is_interrupted())
+        };
+        if !interrupted {
+            return false;
+        }
+        let notified = self.done_notify.notified();
+        if self.done.load(std::sync::atomic::Ordering::Acquire) {
+            return true;
+        }
+        tokio::time::timeout(grace, notified).await.is_ok()
+            || self.done.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The task as it is now (`None` before the first task event).

@@ -21,8 +21,11 @@
 //! A report comes from a stranger, so reading it is bounded: at most [`MAX_USAGE_NODES`]
 //! nodes, [`MAX_USAGE_DEPTH`] levels, [`MAX_USAGE_TEXT`] bytes per text, and per node at most
 //! [`MAX_USAGE_TOKENS`] tokens of each sort and [`MAX_USAGE_TURNS`] turns. A report breaking
-//! a bound is refused whole with a [`UsageReportError`] saying where; our client then logs it
-//! and keeps the duration it measured itself. Our server writes within the same bounds,
+//! a bound is refused by [`usage_from_metadata`] with a [`UsageReportError`] saying where;
+//! [`read_usage_report`] keeps its well-formed values, and our client counts them, and the run
+//! as at least the configured estimate for a broken report
+//! ([`BudgetLimits::remote_unreported_tokens`](subagent_spi::BudgetLimits), marked
+//! `estimated` in the usage tree), so a peer cannot zero its spend by breaking its report. Our server writes within the same bounds,
 //! folding the tokens of runs below the cut into their nearest reported ancestor, so totals
 //! survive the cut.
 
@@ -104,13 +107,55 @@ pub fn usage_to_metadata(node: &UsageNode) -> JsonObject {
 }
 
 /// Reads the usage report from `metadata`: `None` when there is none, else the tree or why it
-/// was refused.
+/// was refused (the first problem: a report with any malformed value is refused whole here;
+/// [`read_usage_report`] keeps its well-formed parts).
 pub fn usage_from_metadata(
     metadata: Option<&JsonObject>,
 ) -> Option<Result<UsageNode, UsageReportError>> {
+    let report = read_usage_report(metadata)?;
+    Some(match (report.node, report.problems.into_iter().next()) {
+        (_, Some(e)) => Err(e),
+        (Some(node), None) => Ok(node),
+        (None, None) => Err(invalid("root", "not an object")),
+    })
+}
+
+/// A usage report as read by [`read_usage_report`]: its well-formed parts and what was wrong
+/// with the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UsageReport {
+    /// The tree of the well-formed parts: a malformed value counts as absent (0, no text), a
+    /// malformed child is left out. `None` when the report is refused whole (the root is not
+    /// an object, or the report breaks the node or depth bound).
+    pub node: Option<UsageNode>,
+    /// What was malformed, in reading order (empty for a clean report).
+    pub problems: Vec<UsageReportError>,
+}
+
+impl UsageReport {
+    /// True when the report was read whole, without a problem.
+    pub fn is_clean(&self) -> bool {
+        self.node.is_some() && self.problems.is_empty()
+    }
+}
+
+/// Reads the usage report from `metadata`, keeping what is well-formed: `None` when there is
+/// none. Bounded like [`usage_from_metadata`]; a stranger's report with one bad value still
+/// counts its other values (a caller then counts the run as at least its configured estimate,
+/// see the client's executor).
+pub fn read_usage_report(metadata: Option<&JsonObject>) -> Option<UsageReport> {
     let v = metadata?.get(USAGE_EXTENSION_URI)?;
     let mut count = 0usize;
-    Some(from_json(v, "root", 1, &mut count))
+    let mut problems = Vec::new();
+    let node = match from_json(v, "root", 1, &mut count, &mut problems) {
+        Ok(node) => node,
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
+    Some(UsageReport { node, problems })
 }
 
 fn prune(node: &UsageNode, depth: usize, left: &mut usize) -> UsageNode {
@@ -213,12 +258,16 @@ fn count(o: &JsonObject, at: &str, key: &str, max: u64) -> Result<u64, UsageRepo
     }
 }
 
+/// Reads one node: `Ok(None)` when it is not an object (recorded in `problems`), `Err` when the
+/// report breaks the node or depth bound (refused whole). Malformed values are recorded in
+/// `problems` and count as absent.
 fn from_json(
     v: &Value,
     at: &str,
     depth: usize,
     nodes: &mut usize,
-) -> Result<UsageNode, UsageReportError> {
+    problems: &mut Vec<UsageReportError>,
+) -> Result<Option<UsageNode>, UsageReportError> {
     if depth > MAX_USAGE_DEPTH {
         return Err(UsageReportError::TooDeep {
             limit: MAX_USAGE_DEPTH,
@@ -231,47 +280,66 @@ fn from_json(
         });
     }
     let Value::Object(o) = v else {
-        return Err(invalid(at, "not an object"));
+        problems.push(invalid(at, "not an object"));
+        return Ok(None);
     };
-    let agent = text(o, at, "agent", false)?.unwrap_or_default();
-    let kind = text(o, at, "kind", false)?.unwrap_or_default();
-    let status = match text(o, at, "status", false)? {
+    // A malformed value is recorded and counts as absent.
+    let mut keep = |r: Result<u64, UsageReportError>| {
+        r.unwrap_or_else(|e| {
+            problems.push(e);
+            0
+        })
+    };
+    let input = keep(count(o, at, "inputTokens", MAX_USAGE_TOKENS));
+    let output = keep(count(o, at, "outputTokens", MAX_USAGE_TOKENS));
+    let cache_read = keep(count(o, at, "cacheReadTokens", MAX_USAGE_TOKENS));
+    let cache_creation = keep(count(o, at, "cacheCreationTokens", MAX_USAGE_TOKENS));
+    let turns = keep(count(o, at, "turns", MAX_USAGE_TURNS));
+    let duration = keep(count(o, at, "durationMs", MAX_USAGE_DURATION_MS));
+    let mut text_of = |key: &str| {
+        text(o, at, key, false).unwrap_or_else(|e| {
+            problems.push(e);
+            None
+        })
+    };
+    let agent = text_of("agent").unwrap_or_default();
+    let kind = text_of("kind").unwrap_or_default();
+    let status = text_of("status");
+    let model = text_of("model");
+    let task_id = text_of("taskId");
+    let status = match status {
         None => TaskStatus::Completed,
         Some(s) => {
-            serde_json::from_value::<TaskStatus>(Value::String(s.clone())).map_err(|_| {
-                invalid(
+            serde_json::from_value::<TaskStatus>(Value::String(s.clone())).unwrap_or_else(|_| {
+                problems.push(invalid(
                     at,
                     format!("`status` `{}` is not a known status", s.escape_debug()),
-                )
-            })?
+                ));
+                TaskStatus::Completed
+            })
         }
     };
     let mut usage = Usage::new()
-        .with_tokens(
-            count(o, at, "inputTokens", MAX_USAGE_TOKENS)?,
-            count(o, at, "outputTokens", MAX_USAGE_TOKENS)?,
-        )
-        .with_cache_tokens(
-            count(o, at, "cacheReadTokens", MAX_USAGE_TOKENS)?,
-            count(o, at, "cacheCreationTokens", MAX_USAGE_TOKENS)?,
-        )
-        .with_turns(count(o, at, "turns", MAX_USAGE_TURNS)? as u32)
-        .with_duration_ms(count(o, at, "durationMs", MAX_USAGE_DURATION_MS)?);
-    usage.model = text(o, at, "model", false)?;
+        .with_tokens(input, output)
+        .with_cache_tokens(cache_read, cache_creation)
+        .with_turns(u32::try_from(turns).unwrap_or(u32::MAX))
+        .with_duration_ms(duration);
+    usage.model = model;
     let mut node = UsageNode::new(agent, kind, status, usage);
-    node.task_id = text(o, at, "taskId", false)?;
+    node.task_id = task_id;
     match o.get("children") {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             for (i, c) in items.iter().enumerate() {
                 let child_at = format!("{at}.children[{i}]");
-                node.children
-                    .push(from_json(c, &child_at, depth + 1, nodes)?);
+                if let Some(child) = from_json(c, &child_at, depth + 1, nodes, problems)? {
+                    node.children.push(child);
+                }
             }
         }
-        Some(_) => return Err(invalid(at, "`children` is not a list")),
+        Some(_) => problems.push(invalid(at, "`children` is not a list")),
     }
-    Ok(node)
+    Ok(Some(node))
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub(crate) struct Sut {
     pub base: String,
 }
 
-fn sut_binary() -> PathBuf {
+pub(crate) fn sut_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     let dir = exe
         .parent()

@@ -204,6 +204,11 @@ pub(super) async fn await_reply(
         }
     }
     drop(started.events);
+    // The handler's rest (its end, `finish`) runs on by itself from here: it may be queued for
+    // the run's state lock, which the fair lock hands it before `task()` below gets it, so
+    // leaving it undriven here would wait forever (concurrent readers of the run, such as
+    // refused continuations or `GetTask`, make that queue).
+    started.driver.spawn();
     match started.run.task().await {
         Some(mut t) => {
             trim_history(&mut t, history_length);
