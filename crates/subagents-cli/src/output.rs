@@ -118,16 +118,26 @@ pub(crate) fn finish(
     outcome: &TaskOutcome,
     json: Option<&OutcomeJson<'_>>,
 ) -> Result<(), CliError> {
+    // A run that ended without an answer has none to print: its text says why, on stderr.
+    let no_answer = outcome.status == TaskStatus::Failed
+        && outcome
+            .text
+            .starts_with(subagents::runtime::NO_ANSWER_PREFIX);
     match json {
         Some(j) => {
             let text = serde_json::to_string_pretty(j)
                 .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
             crate::output::outln!("{text}");
         }
+        None if no_answer => {}
         None => crate::output::outln!("{}", outcome.text),
     }
     match outcome.status {
         TaskStatus::Completed => Ok(()),
+        TaskStatus::Failed if no_answer => Err(CliError::Failed(format!(
+            "the agent ended without an answer ({})",
+            outcome.text
+        ))),
         TaskStatus::Failed => Err(CliError::Failed("the agent failed".into())),
         TaskStatus::NeedsInput => Err(CliError::Incomplete(format!(
             "the agent needs input{}",

@@ -103,13 +103,20 @@ pub(crate) async fn run(args: RunArgs, config: Config) -> Result<(), CliError> {
     if let Some((name, _)) = &main_as {
         main = main.agent(name.clone());
     }
+    if let Some(names) = &args.main_tools {
+        main = main.only_tools(names.clone());
+    }
     let result = main.run(prompt).await;
     interrupt.abort();
     flush_store(&agents).await;
     let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
-    let outcome = result.map_err(failure)?;
+    let outcome = result.map_err(|e| match e {
+        // The main agent's own input errors are usage errors (e.g. an unknown --main-tools name).
+        SubagentError::InvalidInput(m) => CliError::Config(m),
+        e => failure(e),
+    })?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
     finish(&outcome, args.json.then_some(&json))
