@@ -14,8 +14,8 @@ use crate::Subagents;
 /// The main agent's default system prompt.
 pub const MAIN_SYSTEM_PROMPT: &str = "You are the main agent of a team. Work on the user's \
 request with your tools. Delegate self-contained pieces of work to subagents with the Task \
-tool: each starts with a fresh context, so give it a complete prompt; only its final answer \
-comes back. Run independent subagents in parallel (several Task calls in one reply) or in the \
+tool (`subagent_type`: the agent's name; agents are not tools of their own): each starts with \
+a fresh context, so give it a complete prompt; only its final answer comes back. Run independent subagents in parallel (several Task calls in one reply) or in the \
 background (run_in_background, then TaskOutput). When you are done, answer the user directly \
 and concisely.";
 
