@@ -29,11 +29,13 @@ fn real_model() -> Result<String, String> {
     }
 }
 
-/// One attempt's bound: generous for two cores, but bounded.
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(600);
+/// One attempt's bound: generous for two free cores (a turn of the lean main agent, about
+/// 1,000 prompt tokens, takes some 20 s there), but bounded.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// A sampled model may stray once; the run is tried at most this many times.
-const ATTEMPTS: usize = 2;
+/// The server samples (temperature 0.8): a 1.5B model strays now and then, so the run is tried
+/// at most this many times and passes when one attempt delegates and answers.
+const ATTEMPTS: usize = 3;
 
 /// The main agent (lean: only `Task`) delegates to a Markdown agent that reads a file of the
 /// workspace with `Read`, and the answer carries what the file says.
@@ -57,8 +59,8 @@ fn a_real_model_delegates_to_an_agent_that_reads_a_file() {
         dir.path(),
         "reader",
         "---\nname: reader\ndescription: Reads a file of the workspace and reports what it says.\n\
-         tools: Read\n---\nYou read files. Call the Read tool with the file's path, then answer \
-         with what the file says.\n",
+         tools: Read\n---\nYou read files. Call the Read tool once with the file's path, then reply \
+         with the file's text.\n",
     );
     let mut failures = Vec::new();
     for attempt in 1..=ATTEMPTS {
