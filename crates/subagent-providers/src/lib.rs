@@ -89,6 +89,7 @@ mod openai;
 mod options;
 mod probe;
 mod spec;
+mod text_calls;
 mod transport;
 
 pub use anthropic::{
@@ -103,8 +104,10 @@ pub use openai::{
 pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::probe_ollama;
 pub use spec::{
-    ACCEPTED_FORMS, ModelSpec, Provider, default_aliases, model_from_spec, model_from_spec_with_env,
+    ACCEPTED_FORMS, ModelSpec, Provider, TEXT_TOOL_CALLS_VAR, default_aliases, is_local_url,
+    model_from_spec, model_from_spec_with_env,
 };
+pub use text_calls::MAX_TEXT_TOOL_CALLS;
 pub use transport::RetryPolicy;
 
 #[cfg(test)]

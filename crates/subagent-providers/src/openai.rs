@@ -49,6 +49,11 @@ pub struct OpenAiModelBuilder {
     /// for old servers that reject `stream_options`).
     #[setters(rename = "stream_usage")]
     include_usage: bool,
+    /// Recover tool calls the model wrote as text (bare `{"name": .., "arguments": ..}`
+    /// JSON, a fenced JSON block, or `<tool_call>` tags) when the server returned none
+    /// (default false; [`ModelSpec`](crate::ModelSpec) turns it on for local servers). Only a
+    /// reply that is nothing but such calls is recovered; see the crate docs.
+    text_tool_calls: bool,
 }
 
 impl Default for OpenAiModelBuilder {
@@ -58,6 +63,7 @@ impl Default for OpenAiModelBuilder {
             http: HttpOptions::new(),
             max_tokens_field: MaxTokensField::default(),
             include_usage: true,
+            text_tool_calls: false,
         }
     }
 }
@@ -99,6 +105,7 @@ impl OpenAiModelBuilder {
             base_url: endpoint.base_url,
             max_tokens_field: self.max_tokens_field,
             include_usage: self.include_usage,
+            text_tool_calls: self.text_tool_calls,
             transport: endpoint.transport,
         })
     }
@@ -116,6 +123,7 @@ pub struct OpenAiModel {
     base_url: String,
     max_tokens_field: MaxTokensField,
     include_usage: bool,
+    text_tool_calls: bool,
     transport: Transport,
 }
 
@@ -133,6 +141,31 @@ impl OpenAiModel {
     /// The provider name used in errors.
     pub fn provider_name(&self) -> &str {
         &self.transport.provider
+    }
+
+    /// True when tool calls written as text are recovered (see
+    /// [`OpenAiModelBuilder::text_tool_calls`]).
+    pub fn recovers_text_tool_calls(&self) -> bool {
+        self.text_tool_calls
+    }
+
+    /// Whether a reply to `request` may have its text turned into tool calls: the setting is
+    /// on and the request offered tools it did not forbid.
+    fn recovers_for(&self, request: &ChatRequest) -> bool {
+        self.text_tool_calls && !request.tools.is_empty() && request.tool_choice != ToolChoice::None
+    }
+
+    /// Applies the text tool-call recovery to a reply when `recover` says so.
+    fn finish_reply(
+        &self,
+        recover: bool,
+        reply: Result<ChatResponse, ModelError>,
+    ) -> Result<ChatResponse, ModelError> {
+        let mut reply = reply?;
+        if recover {
+            crate::text_calls::recover_into(&self.transport.provider, &mut reply);
+        }
+        Ok(reply)
     }
 
     /// The JSON body sent for `request` (`stream` selects SSE).
@@ -766,13 +799,15 @@ impl ChatModel for OpenAiModel {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError> {
+        let recover = self.recovers_for(&request);
         let body = self.encode(&request, false)?;
         let bytes = self.transport.post_for_body(body).await?;
-        parse_completion(
+        let reply = parse_completion(
             &self.transport.provider,
             &bytes,
             &self.requested_model(&request),
-        )
+        );
+        self.finish_reply(recover, reply)
     }
 
     async fn chat_stream(
@@ -780,18 +815,21 @@ impl ChatModel for OpenAiModel {
         request: ChatRequest,
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<ChatResponse, ModelError> {
+        let recover = self.recovers_for(&request);
         let body = self.encode(&request, true)?;
         let model = self.requested_model(&request);
         let provider = &self.transport.provider;
         let decoder = OpenAiStreamDecoder::new(provider.clone(), model.clone());
-        self.transport
+        let reply = self
+            .transport
             .stream_reply(
                 body,
                 decoder,
                 |buf| parse_completion(provider, buf, &model),
                 on_delta,
             )
-            .await
+            .await;
+        self.finish_reply(recover, reply)
     }
 }
 

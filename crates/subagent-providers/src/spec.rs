@@ -179,6 +179,7 @@ impl ModelSpec {
                     .provider_name("ollama")
                     .base_url(OLLAMA_DEFAULT_BASE_URL)
                     .model(&self.model)
+                    .text_tool_calls(text_tool_calls(&var, true)?)
                     .build()?,
             ),
             Provider::OpenAiCompatible => {
@@ -186,12 +187,14 @@ impl ModelSpec {
                     .base_url
                     .clone()
                     .ok_or_else(|| ModelError::Config(format!("`{self}` has no base URL")))?;
+                let local = is_local_url(&base);
                 Arc::new(
                     OpenAiModel::builder()
                         .provider_name("openai-compatible")
                         .base_url(base)
                         .model(&self.model)
                         .api_key_opt(var("OPENAI_COMPATIBLE_API_KEY"))
+                        .text_tool_calls(text_tool_calls(&var, local)?)
                         .build()?,
                 )
             }
@@ -202,6 +205,59 @@ impl ModelSpec {
     pub fn build(&self) -> Result<Arc<dyn ChatModel>, ModelError> {
         self.build_with_env(&|k| std::env::var(k).ok())
     }
+}
+
+/// The variable that turns the recovery of tool calls written as text on or off for every
+/// OpenAI-compatible spec (`on`/`off`; also `1`/`0`, `true`/`false`). Unset: on for `ollama:`
+/// and for `openai-compatible:` on a local address (see [`is_local_url`]), off otherwise.
+pub const TEXT_TOOL_CALLS_VAR: &str = "SUBAGENTS_TEXT_TOOL_CALLS";
+
+/// The recovery setting: [`TEXT_TOOL_CALLS_VAR`] when set, else `default`.
+fn text_tool_calls(
+    var: &dyn Fn(&str) -> Option<String>,
+    default: bool,
+) -> Result<bool, ModelError> {
+    match var(TEXT_TOOL_CALLS_VAR).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(default),
+        Some(v) if matches!(v.as_str(), "on" | "1" | "true" | "yes") => Ok(true),
+        Some(v) if matches!(v.as_str(), "off" | "0" | "false" | "no") => Ok(false),
+        Some(v) => Err(ModelError::Config(format!(
+            "{TEXT_TOOL_CALLS_VAR}=`{v}` is neither on nor off"
+        ))),
+    }
+}
+
+/// True when `url`'s host is this machine or a private network: `localhost`, a loopback,
+/// private (RFC 1918), link-local or unique-local address, or a name ending `.local`,
+/// `.lan`, `.internal` or `.home.arpa` (where llama.cpp, vLLM, LM Studio usually run).
+pub fn is_local_url(url: &str) -> bool {
+    let rest = url
+        .trim()
+        .strip_prefix("http://")
+        .or_else(|| url.trim().strip_prefix("https://"))
+        .unwrap_or("");
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or("");
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.split(':').next().unwrap_or("")
+    };
+    let host = host.to_ascii_lowercase();
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return match ip {
+            std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
+            std::net::IpAddr::V6(v6) => {
+                v6.is_loopback()
+                    || (v6.segments()[0] & 0xfe00) == 0xfc00
+                    || (v6.segments()[0] & 0xffc0) == 0xfe80
+            }
+        };
+    }
+    host == "localhost"
+        || [".localhost", ".local", ".lan", ".internal", ".home.arpa"]
+            .iter()
+            .any(|s| host.ends_with(s))
 }
 
 impl fmt::Display for ModelSpec {
@@ -284,6 +340,44 @@ mod tests {
                 "{bad}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn local_urls() {
+        for local in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:1234/v1",
+            "http://[::1]:8000/v1",
+            "http://192.168.1.20:8000/v1",
+            "http://10.0.0.5/v1",
+            "http://gpu-box.lan:8000/v1",
+            "http://user@127.0.0.1/v1",
+        ] {
+            assert!(is_local_url(local), "{local}");
+        }
+        for remote in [
+            "https://api.openai.com/v1",
+            "https://openrouter.ai/api/v1",
+            "http://8.8.8.8/v1",
+            "http://127.0.0.1.example.com/v1",
+            "http://localhost.evil.com/v1",
+        ] {
+            assert!(!is_local_url(remote), "{remote}");
+        }
+    }
+
+    #[test]
+    fn the_text_tool_calls_variable_is_on_off_or_an_error() {
+        let with =
+            |v: &'static str| move |k: &str| (k == TEXT_TOOL_CALLS_VAR).then(|| v.to_string());
+        assert!(text_tool_calls(&|_| None, true).unwrap());
+        assert!(!text_tool_calls(&|_| None, false).unwrap());
+        assert!(!text_tool_calls(&with("off"), true).unwrap());
+        assert!(text_tool_calls(&with(" ON "), false).unwrap());
+        let err = model_from_spec_with_env("ollama:q", &with("maybe"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains(TEXT_TOOL_CALLS_VAR), "{err}");
     }
 
     #[test]

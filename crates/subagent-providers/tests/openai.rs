@@ -351,3 +351,86 @@ async fn truncated_stream_is_a_clear_error() {
     assert!(err.to_string().contains("closed before"), "{err}");
     assert_eq!(delta_text(&deltas), "par");
 }
+
+/// Tool calls a local model wrote as text (the three forms small models use) become tool calls
+/// when the setting is on and tools were offered, streamed or not; with it off, or with
+/// `tool_choice: none`, or with no tools offered, the text stays text.
+#[tokio::test]
+async fn tool_calls_written_as_text_are_recovered_when_asked() {
+    let server = ScriptedModelServer::start().await;
+    let forms = [
+        r#"{"name": "Read", "arguments": {"path": "a.txt"}}"#,
+        "```json\n{\"name\": \"Read\", \"arguments\": {\"path\": \"a.txt\"}}\n```",
+        "<tool_call>\n{\"name\": \"Read\", \"arguments\": {\"path\": \"a.txt\"}}\n</tool_call>",
+    ];
+    let on = subagent_providers::OpenAiModel::builder()
+        .base_url(server.openai_base_url())
+        .model("local")
+        .text_tool_calls(true)
+        .build()
+        .unwrap();
+    assert!(on.recovers_text_tool_calls());
+    let with_tools = || {
+        let mut req = user("read a.txt");
+        req.tools = vec![tool("Read")];
+        req
+    };
+    for text in forms {
+        server.push(Reply::text(text));
+        let reply = on.chat(with_tools()).await.unwrap();
+        assert_eq!(reply.tool_calls.len(), 1, "{text}");
+        assert_eq!(reply.tool_calls[0].name, "Read");
+        assert_eq!(reply.tool_calls[0].arguments, json!({"path": "a.txt"}));
+        assert_eq!(reply.stop_reason, StopReason::ToolUse);
+        assert_eq!(reply.content, "");
+        server.push(Reply::text(text));
+        let (reply, _) = stream(&on, with_tools()).await;
+        let reply = reply.unwrap();
+        assert_eq!(reply.tool_calls.len(), 1, "streamed: {text}");
+        assert_eq!(reply.tool_calls[0].arguments, json!({"path": "a.txt"}));
+    }
+    // Not recovered: no tools offered, tool_choice none, the setting off (the default).
+    server.push(Reply::text(forms[0]));
+    assert!(on.chat(user("x")).await.unwrap().tool_calls.is_empty());
+    server.push(Reply::text(forms[0]));
+    let mut none = with_tools();
+    none.tool_choice = ToolChoice::None;
+    assert!(on.chat(none).await.unwrap().tool_calls.is_empty());
+    let off = openai(&server);
+    assert!(!off.recovers_text_tool_calls());
+    server.push(Reply::text(forms[0]));
+    let reply = off.chat(with_tools()).await.unwrap();
+    assert!(reply.tool_calls.is_empty());
+    assert_eq!(reply.content, forms[0]);
+}
+
+/// Specs for local servers recover text tool calls by default; a remote one does not; the
+/// variable overrides both ways.
+#[tokio::test]
+async fn local_specs_recover_text_tool_calls_by_default() {
+    let server = ScriptedModelServer::start().await;
+    let spec = format!("openai-compatible:local@{}", server.openai_base_url());
+    let call = r#"{"name": "Read", "arguments": {"path": "a.txt"}}"#;
+    let run = |env: &'static [(&'static str, &'static str)]| {
+        let model = subagent_providers::model_from_spec_with_env(&spec, &|k| {
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap();
+        server.push(Reply::text(call));
+        async move {
+            let mut req = user("read a.txt");
+            req.tools = vec![tool("Read")];
+            model.chat(req).await.unwrap().tool_calls.len()
+        }
+    };
+    assert_eq!(run(&[]).await, 1, "127.0.0.1 is local: on");
+    assert_eq!(
+        run(&[(subagent_providers::TEXT_TOOL_CALLS_VAR, "off")]).await,
+        0
+    );
+    assert!(!subagent_providers::is_local_url(
+        "https://api.example.com/v1"
+    ));
+}

@@ -19,6 +19,11 @@ use crate::{InMemoryTranscriptStore, RunInput, RunSpec, Transcript, TranscriptSt
 /// `[output truncated: N characters cut of M]`.
 pub const TRUNCATION_MARKER_PREFIX: &str = "[output truncated:";
 
+/// The text that starts a run's outcome when the model ended it without an answer (its final
+/// reply had neither text nor tool calls); the outcome's status is then
+/// [`TaskStatus::Failed`].
+pub const NO_ANSWER_PREFIX: &str = "no answer:";
+
 /// How long tools may take to wind down after the run is cancelled before they are dropped.
 const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -54,6 +59,16 @@ const PREVIEW_CHARS: usize = 200;
 ///   child sends its `CancelTask`) and are then dropped (tools must clean up on drop, as the
 ///   built-in `Bash` does) and the run returns `Ok`
 ///   with [`TaskStatus::Cancelled`] and the partial text.
+/// - **An empty final reply is no answer**: when the model ends the run with a reply that has
+///   neither text (whitespace aside) nor tool calls, the run ends [`TaskStatus::Failed`] with a
+///   text starting [`NO_ANSWER_PREFIX`] that says so (turn and stop reason), so a caller, a
+///   parent model or a script never takes silence for success.
+/// - **Calls named like an agent are delegation**: when the run offers `Task` and the model
+///   calls a tool that does not exist but is named like an agent the run may start (case and
+///   `-`, `_`, space, `.` aside), the call becomes a `Task` call to that agent with the call's
+///   arguments as the prompt (its `prompt`, or its only string, or the JSON text), stored so
+///   in the transcript and announced with a `Status` progress event. It runs through the
+///   run's own `Task` tool, under the same permissions and hooks.
 /// - **Tool failures are the model's to handle**: an unknown tool name, a tool's `Err`, or a
 ///   panicking tool become error tool results the model sees. Output longer than
 ///   [`Limits::max_tool_output_chars`](crate::Limits::max_tool_output_chars) is cut with a marker
@@ -140,6 +155,29 @@ impl Stop {
             limit: None,
             partial,
             reason: "the run was cancelled",
+        }
+    }
+
+    /// The model ended the run with a reply that has neither text nor tool calls.
+    fn no_answer(turn: u32, reason: &subagent_spi::chat::StopReason) -> Self {
+        use subagent_spi::chat::StopReason;
+        let reason = match reason {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::ContentFilter => "content_filter",
+            StopReason::Other(other) => other.as_str(),
+            _ => "other",
+        };
+        Self {
+            status: TaskStatus::Failed,
+            limit: None,
+            partial: Some(format!(
+                "{NO_ANSWER_PREFIX} the model's final reply (turn {turn}, stop reason `{reason}`) \
+                 was empty: no text and no tool call"
+            )),
+            reason: "the run ended without an answer",
         }
     }
 
@@ -349,11 +387,15 @@ impl AgentRuntime {
             if !response.content.is_empty() {
                 last_text.clone_from(&response.content);
             }
-            let calls = response.tool_calls;
+            let calls = crate::alias::resolve_agent_calls(response.tool_calls, &tools, ctx);
+            let empty = calls.is_empty() && response.content.trim().is_empty();
             transcript.messages.push(ChatMessage::Assistant {
                 content: response.content,
                 tool_calls: calls.clone(),
             });
+            if empty {
+                break Stop::no_answer(turn, &response.stop_reason);
+            }
             if calls.is_empty() {
                 break Stop::completed();
             }

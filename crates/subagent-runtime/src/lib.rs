@@ -31,11 +31,12 @@
 //! ```
 
 mod agent;
+mod alias;
 mod registry;
 mod spec;
 mod store;
 
-pub use agent::{AgentRuntime, TRUNCATION_MARKER_PREFIX, truncate_output};
+pub use agent::{AgentRuntime, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output};
 pub use registry::{ModelFactory, ModelRegistry};
 pub use spec::{Limits, RunInput, RunSpec};
 pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError};

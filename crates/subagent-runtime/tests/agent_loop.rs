@@ -615,3 +615,107 @@ async fn resume_answers_calls_a_crash_left_open() {
     assert_eq!(sent[3], ChatMessage::user("go on"));
     assert_eq!(store.load("sess_crashed").await.unwrap().messages.len(), 5);
 }
+
+/// A model that ends with an empty reply gave no answer: the run fails and says so, even when
+/// an earlier turn had text.
+#[tokio::test]
+async fn an_empty_final_reply_is_no_answer() {
+    let model = ScriptedModel::new(vec![
+        calls("let me check", &[("c1", "echo", json!({"text": "hi"}))]),
+        text(" \n"),
+    ]);
+    let spec = RunSpec::new(model, "say hi").with_tools(vec![echo()]);
+    let out = run(spec, &TaskContext::new()).await;
+    assert_eq!(out.status, TaskStatus::Failed);
+    assert!(
+        out.text.starts_with(subagent_runtime::NO_ANSWER_PREFIX),
+        "{}",
+        out.text
+    );
+    assert!(out.text.contains("turn 2"), "{}", out.text);
+    assert!(out.session_id.is_some(), "the transcript is kept");
+}
+
+/// The delegation handle of a host with the agents `code-reviewer` and `calc`.
+#[derive(Debug)]
+struct TwoAgents;
+
+impl subagent_spi::Delegation for TwoAgents {
+    fn max_depth(&self) -> u32 {
+        3
+    }
+    fn tools(&self) -> Vec<Arc<dyn subagent_spi::Tool>> {
+        Vec::new()
+    }
+    fn agent_names(&self) -> Vec<String> {
+        vec!["code-reviewer".into(), "calc".into()]
+    }
+}
+
+/// A call of a tool named like an agent runs the run's own `Task` tool for that agent, with the
+/// arguments as the prompt, and is said in the progress; real tools and unknown names are left
+/// as they are, and without `Task` nothing is rewritten.
+#[tokio::test]
+async fn a_call_named_like_an_agent_runs_task_for_it() {
+    let task = tool("Task", |input| async move {
+        Ok(ToolOutput::text(format!(
+            "ran {} on {}",
+            input["subagent_type"].as_str().unwrap_or("?"),
+            input["prompt"].as_str().unwrap_or("?")
+        )))
+    });
+    let model = ScriptedModel::new(vec![
+        calls(
+            "",
+            &[
+                ("c1", "Code_Reviewer", json!({"prompt": "check src/"})),
+                ("c2", "CALC", json!({"expression": "17 * 23"})),
+                ("c3", "echo", json!({"text": "hi"})),
+                ("c4", "nobody", json!({})),
+            ],
+        ),
+        text("done"),
+    ]);
+    let rec = Arc::new(Recorder::default());
+    let ctx = TaskContext::new()
+        .with_progress(rec.clone())
+        .with_delegation(Arc::new(TwoAgents));
+    let spec = RunSpec::new(model.clone(), "go").with_tools(vec![echo(), task.clone()]);
+    let out = run(spec, &ctx).await;
+    assert_eq!(out.text, "done");
+    let results = tool_results(&model.requests()[1]);
+    assert_eq!(
+        results[0],
+        ("c1".into(), "ran code-reviewer on check src/".into(), false)
+    );
+    assert_eq!(
+        results[1],
+        ("c2".into(), "ran calc on 17 * 23".into(), false)
+    );
+    assert_eq!(results[2], ("c3".into(), "echo: hi".into(), false));
+    assert!(results[3].1.contains("unknown tool `nobody`") && results[3].2);
+    let notes: Vec<String> = rec
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            ProgressKind::Status { message } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].contains("`code-reviewer`") && notes[0].contains("`Code_Reviewer`"));
+
+    // No `Task` offered: the agent's name is an unknown tool like any other.
+    let model = ScriptedModel::new(vec![
+        calls("", &[("c1", "calc", json!({"expression": "1"}))]),
+        text("done"),
+    ]);
+    let ctx = TaskContext::new().with_delegation(Arc::new(TwoAgents));
+    run(
+        RunSpec::new(model.clone(), "go").with_tools(vec![echo()]),
+        &ctx,
+    )
+    .await;
+    let results = tool_results(&model.requests()[1]);
+    assert!(results[0].1.contains("unknown tool `calc`"), "{results:?}");
+}

@@ -332,6 +332,11 @@ pub(crate) struct RunArgs {
     /// The main agent's turn limit.
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub max_turns: u32,
+    /// Offer the main agent only these tools (comma-separated names; `delegation` stands for
+    /// Task, TaskOutput and TaskStop), e.g. `--main-tools Task` for a small local model whose
+    /// every turn then carries one tool schema instead of eleven. Default: every tool.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub main_tools: Option<Vec<String>>,
     /// Workspace and tree limits.
     #[command(flatten)]
     pub tree: TreeArgs,

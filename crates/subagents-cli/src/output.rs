@@ -137,15 +137,26 @@ pub(crate) fn finish(
     view: &OutcomeJson<'_>,
     json: bool,
 ) -> Result<(), CliError> {
+    // A run that ended without an answer has none to print: its text says why, on stderr.
+    let no_answer = outcome.status == TaskStatus::Failed
+        && outcome
+            .text
+            .starts_with(subagents::runtime::NO_ANSWER_PREFIX);
     if json {
         let text = json_text(view)?;
         crate::output::outln!("{text}");
     } else {
-        crate::output::outln!("{}", stdout_text(&outcome.text));
+        if !no_answer {
+            crate::output::outln!("{}", stdout_text(&outcome.text));
+        }
         eprintln!("{}", summary_line(outcome, view));
     }
     match outcome.status {
         TaskStatus::Completed => Ok(()),
+        TaskStatus::Failed if no_answer => Err(CliError::Failed(format!(
+            "the agent ended without an answer ({})",
+            outcome.text
+        ))),
         TaskStatus::Failed => Err(CliError::Failed("the agent failed".into())),
         TaskStatus::NeedsInput => Err(CliError::Incomplete(format!(
             "the agent needs input{}",

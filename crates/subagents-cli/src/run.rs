@@ -96,6 +96,9 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     if let Some((name, _)) = &main_as {
         main = main.agent(name.clone());
     }
+    if let Some(names) = &args.main_tools {
+        main = main.only_tools(names.clone());
+    }
     let mut result = main.run(prompt).await;
     // A failed main agent leaves nobody to read its background work: it is cancelled.
     let on_exit = if result.is_ok() {
@@ -112,7 +115,11 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
-    let outcome = interrupt.result(result.map_err(failure))?;
+    let outcome = interrupt.result(result.map_err(|e| match e {
+        // The main agent's own input errors are usage errors (e.g. an unknown --main-tools name).
+        SubagentError::InvalidInput(m) => CliError::Config(m),
+        e => failure(e),
+    }))?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
     interrupt.result(finish(&outcome, &json, args.json))

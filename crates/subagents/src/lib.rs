@@ -98,7 +98,7 @@ pub use builder::SubagentsBuilder;
 pub use builder::discovered_agent_dirs;
 pub use error::Error;
 #[cfg(feature = "claude")]
-pub use main_agent::{MAIN_SYSTEM_PROMPT, MainAgent};
+pub use main_agent::{DELEGATION_TOOLS, MAIN_SYSTEM_PROMPT, MainAgent};
 pub use models::ModelChoice;
 #[cfg(all(feature = "server", feature = "store"))]
 pub use serve::open_task_store;

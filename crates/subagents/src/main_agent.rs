@@ -14,8 +14,8 @@ use crate::Subagents;
 /// The main agent's default system prompt.
 pub const MAIN_SYSTEM_PROMPT: &str = "You are the main agent of a team. Work on the user's \
 request with your tools. Delegate self-contained pieces of work to subagents with the Task \
-tool: each starts with a fresh context, so give it a complete prompt; only its final answer \
-comes back. Run independent subagents in parallel (several Task calls in one reply) or in the \
+tool (`subagent_type`: the agent's name; agents are not tools of their own): each starts with \
+a fresh context, so give it a complete prompt; only its final answer comes back. Run independent subagents in parallel (several Task calls in one reply) or in the \
 background (run_in_background, then TaskOutput). When you are done, answer the user directly \
 and concisely.";
 
@@ -56,6 +56,8 @@ pub struct MainAgent<'a> {
     workspace_tools: bool,
     #[setters(skip)] // added one by one with `tool`
     extra_tools: Vec<Arc<dyn Tool>>,
+    #[setters(skip)] // set with `only_tools`
+    only_tools: Option<Vec<String>>,
     /// Runs the registered agent of this name as the main agent (at depth 0, so it may delegate when
     /// its tools allow `Task`). The system prompt, tools and model are the agent's own;
     /// [`system`](Self::system), [`workspace_tools`](Self::workspace_tools) and
@@ -85,8 +87,19 @@ impl<'a> MainAgent<'a> {
             cancel: None,
             workspace_tools: true,
             extra_tools: Vec::new(),
+            only_tools: None,
             agent: None,
         }
+    }
+
+    /// Offers the main agent only the tools of these names (a lean main agent: a small
+    /// model's prompt shrinks with every tool schema left out). [`DELEGATION_TOOLS`] stands
+    /// for `Task`, `TaskOutput` and `TaskStop`. A name that is no tool of the main agent makes
+    /// [`run`](Self::run) fail with [`SubagentError::InvalidInput`] listing the tools there are.
+    /// Applies to the default main agent, not to one run with [`agent`](Self::agent).
+    pub fn only_tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.only_tools = Some(names.into_iter().map(Into::into).collect());
+        self
     }
 
     /// Adds a tool of your own.
@@ -109,6 +122,9 @@ impl<'a> MainAgent<'a> {
         }
         tools.extend(self.extra_tools);
         tools.extend(self.agents.tools().to_vec());
+        if let Some(names) = &self.only_tools {
+            tools = keep_only(tools, names)?;
+        }
         let local = self.agents.local()?;
         let policy = subagent_claude::PermissionPolicy::new(local.main_mode, local.rules.clone())
             .with_workspace(local.workspace.clone());
@@ -129,6 +145,35 @@ impl<'a> MainAgent<'a> {
         )
         .await
     }
+}
+
+/// The word [`MainAgent::only_tools`] reads as the three delegation tools.
+pub const DELEGATION_TOOLS: &str = "delegation";
+
+/// `tools` restricted to `names` (with [`DELEGATION_TOOLS`] standing for the delegation
+/// tools), in their order; an unknown name is an error listing the available ones.
+fn keep_only(
+    tools: Vec<Arc<dyn Tool>>,
+    names: &[String],
+) -> Result<Vec<Arc<dyn Tool>>, SubagentError> {
+    let mut wanted: Vec<&str> = Vec::new();
+    for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if n.eq_ignore_ascii_case(DELEGATION_TOOLS) {
+            wanted.extend(["Task", "TaskOutput", "TaskStop"]);
+        } else if tools.iter().any(|t| t.name() == n) {
+            wanted.push(n);
+        } else {
+            let available: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+            return Err(SubagentError::InvalidInput(format!(
+                "the main agent has no tool `{n}`; its tools: {} (or `{DELEGATION_TOOLS}` for Task, TaskOutput and TaskStop)",
+                available.join(", ")
+            )));
+        }
+    }
+    Ok(tools
+        .into_iter()
+        .filter(|t| wanted.contains(&t.name()))
+        .collect())
 }
 
 /// The `Started` event of a run on `prompt`: its first line, at most 80 characters.

@@ -9,9 +9,11 @@ use crate::background::{BackgroundSnapshot, BackgroundState};
 
 pub(crate) fn task_description(agents: &[Arc<dyn SubagentDefinition>]) -> String {
     let mut s = String::from(
-        "Launch a subagent to handle a task on its own. The subagent starts with a fresh context \
-         and sees only your prompt, so include everything it needs. Only its final answer comes \
-         back to you.\n\nAvailable agents (pass the name as `subagent_type`):\n",
+        "Launch a subagent to handle a task on its own. The agents below are not tools: to use \
+         one, call Task with `subagent_type` set to its name and `prompt` set to the task. The \
+         subagent starts with a fresh context and sees only your prompt, so include everything \
+         it needs. Only its final answer comes back to you.\n\nAvailable agents (pass the name \
+         as `subagent_type`):\n",
     );
     if agents.is_empty() {
         s.push_str("(none registered)\n");
