@@ -66,6 +66,7 @@ impl RunExtras {
         def: &ClaudeAgentDefinition,
         ctx: &TaskContext,
         settings_hooks: &Hooks,
+        sandbox: &subagent_tools::SandboxPolicy,
         project_root: &Path,
         home: Option<&Path>,
     ) -> Result<Self, SubagentError> {
@@ -139,6 +140,7 @@ impl RunExtras {
         let (hooks, warnings) = RunHooks::new(
             def.hooks.as_ref(),
             settings_hooks,
+            sandbox,
             ctx,
             agent,
             def.permission_mode,
