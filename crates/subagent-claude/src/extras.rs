@@ -12,7 +12,7 @@ use subagent_spi::{
 use subagent_tools::{ToolSet, Workspace};
 
 use crate::definition::ClaudeAgentDefinition;
-use crate::hooks::{Hooks, MAX_STOP_CONTINUATIONS, RunHooks};
+use crate::hooks::{Hooks, MAX_STOP_CONTINUATIONS, RunHooks, RunPlace};
 use crate::memory::{self, MemoryScope};
 use crate::worktree::Worktree;
 
@@ -140,12 +140,14 @@ impl RunExtras {
         let (hooks, warnings) = RunHooks::new(
             def.hooks.as_ref(),
             settings_hooks,
-            sandbox,
             ctx,
             agent,
             def.permission_mode,
-            project_root,
-            &run_root,
+            RunPlace {
+                project_dir: project_root,
+                cwd: &run_root,
+                sandbox,
+            },
         );
         // The same warnings were given when the file was loaded.
         for w in warnings {

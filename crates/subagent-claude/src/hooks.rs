@@ -1180,18 +1180,30 @@ pub(crate) struct RunHooks {
     agent: String,
 }
 
+/// Where one run's hooks run: the project (`CLAUDE_PROJECT_DIR`), the run's root (their
+/// working directory and the workspace their confinement is for) and the run's `Bash` policy.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunPlace<'a> {
+    pub project_dir: &'a Path,
+    pub cwd: &'a Path,
+    pub sandbox: &'a SandboxPolicy,
+}
+
 impl RunHooks {
     /// Builds the hooks of one run. `warnings` gets what the frontmatter value could not use.
     pub(crate) fn new(
         frontmatter: Option<&Value>,
         settings: &Hooks,
-        sandbox: &SandboxPolicy,
         ctx: &TaskContext,
         agent: &str,
         mode: PermissionMode,
-        project_dir: &Path,
-        cwd: &Path,
+        place: RunPlace<'_>,
     ) -> (Self, Vec<String>) {
+        let RunPlace {
+            project_dir,
+            cwd,
+            sandbox,
+        } = place;
         let (own, mut warnings) = match frontmatter {
             Some(v) => Hooks::from_frontmatter(v),
             None => (Hooks::new(), Vec::new()),
@@ -1518,7 +1530,8 @@ mod tests {
         };
         std::fs::write(&user, body("from-user")).unwrap();
         std::fs::write(&project, body("from-project")).unwrap();
-        let (h, w) = Hooks::from_settings_files_with_user(&user, &[project.clone()]).await;
+        let (h, w) =
+            Hooks::from_settings_files_with_user(&user, std::slice::from_ref(&project)).await;
         assert!(w.is_empty(), "{w:?}");
         let found = h.matching(HookEvent::PreToolUse, "Bash", false);
         let by = |c: &str| found.iter().find(|(h, _)| h.command == c).unwrap().1;
@@ -1553,12 +1566,14 @@ mod tests {
         let (run, _) = RunHooks::new(
             Some(&writer_hooks(outside.path())),
             &Hooks::new(),
-            &SandboxPolicy::default(),
             &ctx,
             "worker",
             PermissionMode::Default,
-            ws.path(),
-            ws.path(),
+            RunPlace {
+                project_dir: ws.path(),
+                cwd: ws.path(),
+                sandbox: &SandboxPolicy::default(),
+            },
         );
         let runners = [run.own.clone(), HookRunner::new(hooks, ws.path())];
         for runner in runners {
