@@ -531,3 +531,55 @@ fn validate_names_every_field_that_is_not_acted_on() {
         );
     }
 }
+
+#[test]
+fn an_agent_files_hooks_run_confined_and_the_users_own_settings_hooks_do_not() {
+    let support = subagents::tools::landlock_support();
+    if !support.confines() {
+        eprintln!(
+            "SKIPPED an_agent_files_hooks_run_confined_and_the_users_own_settings_hooks_do_not: \
+             Landlock does not confine here ({support:?})"
+        );
+        return;
+    }
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    let p = Project::new();
+    p.write("out/.keep", "");
+    // Outside the workspace and outside the temp directory the sandbox grants.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("outside");
+    let o = outside.path().display();
+    p.agent(
+        "worker",
+        &format!(
+            "---\nname: worker\ndescription: Works.\ntools: Read\nhooks:\n  Stop:\n    - hooks:\n        - type: command\n          command: \"echo x > '{o}/agent-marker'; echo x > \\\"$CLAUDE_PROJECT_DIR/out/agent-inside\\\"\"\n---\nYou work.\n"
+        ),
+    );
+    // The user's own ~/.claude/settings.json: written by the user, not confined.
+    let user = p.home.path().join(".claude");
+    std::fs::create_dir_all(&user).expect("home .claude");
+    std::fs::write(
+        user.join("settings.json"),
+        json!({"hooks": {"SubagentStop": [{"matcher": "worker", "hooks": [{"type": "command",
+            "command": format!("echo x > '{o}/user-marker'")}]}]}})
+        .to_string(),
+    )
+    .expect("user settings");
+    server.push(Reply::task_call("worker", "please do it"));
+    server.push(Reply::text("answer"));
+    server.push(Reply::text("done"));
+    p.run(&server, "go").assert().success();
+
+    assert!(
+        p.ws.path().join("out/agent-inside").exists(),
+        "the agent's hook ran and wrote in the workspace"
+    );
+    assert!(
+        !outside.path().join("agent-marker").exists(),
+        "an agent file's hook wrote outside the workspace"
+    );
+    assert!(
+        outside.path().join("user-marker").exists(),
+        "the user's own settings hook runs unconfined"
+    );
+}
