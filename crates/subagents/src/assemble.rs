@@ -392,7 +392,9 @@ fn canonical(path: &Path) -> PathBuf {
 
 /// The settings hooks: the given settings files, plus Claude Code's (user, project, local)
 /// with discovery; [`Hooks::disabled`](subagent_claude::Hooks::disabled) when hooks are off.
-/// The hooks of untrusted files are left out (their `disableAllHooks` still counts).
+/// The hooks of untrusted files are left out (their `disableAllHooks` still counts). Only the
+/// hooks of the user's own `~/.claude/settings.json` run unconfined; the others run confined
+/// like the `Bash` tool.
 #[cfg(feature = "claude")]
 async fn settings_hooks(
     enabled: bool,
