@@ -120,6 +120,7 @@ pub struct ClaudeExecutor {
     stream: bool,
     mcp: Option<Arc<dyn ToolSource>>,
     hooks: Hooks,
+    sandbox: subagent_tools::SandboxPolicy,
 }
 
 impl fmt::Debug for ClaudeExecutor {
@@ -311,6 +312,7 @@ impl SubagentExecutor for ClaudeExecutor {
             def,
             &ctx,
             &self.hooks,
+            &self.sandbox,
             &self.project_root(),
             home_dir().as_deref(),
         )
@@ -466,6 +468,10 @@ pub struct ClaudeSubagentTypeBuilder {
     /// every tool call, `SubagentStart`/`SubagentStop` around every subagent run. Agents' own
     /// frontmatter `hooks` apply on top. Default: none.
     hooks: Hooks,
+    /// How hooks from agent files and workspace settings files are confined: give the policy
+    /// the tool set's `Bash` tool has (see [`HookRunner::with_sandbox`](crate::HookRunner::with_sandbox)).
+    /// Default: [`SandboxPolicy::default`](subagent_tools::SandboxPolicy::default).
+    sandbox: subagent_tools::SandboxPolicy,
 }
 
 impl Default for ClaudeSubagentTypeBuilder {
@@ -488,6 +494,7 @@ impl Default for ClaudeSubagentTypeBuilder {
             stream: false,
             mcp: None,
             hooks: Hooks::new(),
+            sandbox: subagent_tools::SandboxPolicy::default(),
         }
     }
 }
@@ -555,6 +562,7 @@ impl ClaudeSubagentTypeBuilder {
             stream: self.stream,
             mcp: self.mcp,
             hooks: self.hooks,
+            sandbox: self.sandbox,
         });
         let mut ty = SubagentType::new(KIND, Arc::new(self.resolver), executor.clone());
         if self.builtins {

@@ -12,7 +12,7 @@ use subagent_spi::{
 use subagent_tools::{ToolSet, Workspace};
 
 use crate::definition::ClaudeAgentDefinition;
-use crate::hooks::{Hooks, MAX_STOP_CONTINUATIONS, RunHooks};
+use crate::hooks::{Hooks, MAX_STOP_CONTINUATIONS, RunHooks, RunPlace};
 use crate::memory::{self, MemoryScope};
 use crate::worktree::Worktree;
 
@@ -66,6 +66,7 @@ impl RunExtras {
         def: &ClaudeAgentDefinition,
         ctx: &TaskContext,
         settings_hooks: &Hooks,
+        sandbox: &subagent_tools::SandboxPolicy,
         project_root: &Path,
         home: Option<&Path>,
     ) -> Result<Self, SubagentError> {
@@ -142,8 +143,11 @@ impl RunExtras {
             ctx,
             agent,
             def.permission_mode,
-            project_root,
-            &run_root,
+            RunPlace {
+                project_dir: project_root,
+                cwd: &run_root,
+                sandbox,
+            },
         );
         // The same warnings were given when the file was loaded.
         for w in warnings {

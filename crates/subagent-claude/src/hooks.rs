@@ -25,6 +25,11 @@
 //! stdout; 2 is a blocking error whose stderr goes to the model; anything else is a
 //! non-blocking error logged as a warning. Matching hooks of one event run concurrently;
 //! identical commands run once.
+//!
+//! Hooks from agent files and from the workspace's settings files run confined like the `Bash`
+//! tool of the run (see [`HookRunner::with_sandbox`]): their input is model-controlled and
+//! their files can be in reach of a model. Only the user's own settings file
+//! ([`Hooks::from_settings_files_with_user`]) gives unconfined hooks, as in Claude Code.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -38,6 +43,8 @@ use derive_setters::Setters;
 use serde_json::{Map, Value, json};
 use subagent_spi::{CancellationToken, TaskContext, Tool, ToolError, ToolOutput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use subagent_tools::SandboxPolicy;
 
 use crate::definition::{PermissionMode, is_task_name};
 
@@ -189,6 +196,8 @@ struct Group {
     matcher: Matcher,
     /// A frontmatter `Stop` hook: runs when the agent that declared it finishes.
     own_stop: bool,
+    /// Runs confined like the `Bash` tool (every origin but the user's own settings file).
+    confined: bool,
     hooks: Vec<CommandHook>,
 }
 
@@ -208,6 +217,8 @@ pub struct Hooks {
 enum Origin {
     Frontmatter,
     Settings,
+    /// The user's own settings file (`~/.claude/settings.json`): its hooks run unconfined.
+    UserSettings,
 }
 
 impl Hooks {
@@ -246,10 +257,30 @@ impl Hooks {
     /// typically `~/.claude/settings.json`, `<project>/.claude/settings.json` and
     /// `<project>/.claude/settings.local.json`. When any of them sets `"disableAllHooks":
     /// true`, no hooks are returned (and a warning says so). Warnings name the file.
+    /// Their hooks run confined (see [`HookRunner::with_sandbox`]).
     pub async fn from_settings_files(paths: &[PathBuf]) -> (Self, Vec<String>) {
+        Self::read_settings_files(None, paths).await
+    }
+
+    /// Like [`from_settings_files`](Self::from_settings_files) with the user's own settings
+    /// file (`~/.claude/settings.json`) read first: its hooks, written by the user, run
+    /// unconfined, as in Claude Code; the hooks of `paths` (the workspace's files) run
+    /// confined like the `Bash` tool.
+    pub async fn from_settings_files_with_user(
+        user: &Path,
+        paths: &[PathBuf],
+    ) -> (Self, Vec<String>) {
+        Self::read_settings_files(Some(user), paths).await
+    }
+
+    async fn read_settings_files(user: Option<&Path>, paths: &[PathBuf]) -> (Self, Vec<String>) {
         let mut all = Hooks::new();
         let mut warnings = Vec::new();
-        for path in paths {
+        let files = user
+            .map(|u| (u, Origin::UserSettings))
+            .into_iter()
+            .chain(paths.iter().map(|p| (p.as_path(), Origin::Settings)));
+        for (path, origin) in files {
             let text = match read_settings(path).await {
                 Ok(Some(t)) => t,
                 Ok(None) => continue,
@@ -278,7 +309,7 @@ impl Hooks {
             let Some(hooks) = value.get("hooks") else {
                 continue;
             };
-            let (parsed, w) = Hooks::from_settings_value(hooks);
+            let (parsed, w) = parse(hooks, origin);
             warnings.extend(w.into_iter().map(|w| format!("{}: {w}", path.display())));
             let dropped = all.merge(parsed);
             if dropped > 0 {
@@ -336,15 +367,23 @@ impl Hooks {
 
     /// The commands of `event` whose matcher covers `subject` (identical commands once).
     /// `own_stop` selects frontmatter `Stop` hooks (true) or the others (false).
-    fn matching(&self, event: HookEvent, subject: &str, own_stop: bool) -> Vec<CommandHook> {
-        let mut out: Vec<CommandHook> = Vec::new();
+    /// Each comes with whether it runs confined (an identical command from several origins
+    /// runs confined when any of them is confined).
+    fn matching(
+        &self,
+        event: HookEvent,
+        subject: &str,
+        own_stop: bool,
+    ) -> Vec<(CommandHook, bool)> {
+        let mut out: Vec<(CommandHook, bool)> = Vec::new();
         for g in self.groups.iter() {
             if g.event != event || g.own_stop != own_stop || !g.matcher.matches(subject) {
                 continue;
             }
             for h in &g.hooks {
-                if !out.iter().any(|o| o.command == h.command) {
-                    out.push(h.clone());
+                match out.iter_mut().find(|(o, _)| o.command == h.command) {
+                    Some((_, confined)) => *confined |= g.confined,
+                    None => out.push((h.clone(), g.confined)),
                 }
             }
         }
@@ -405,7 +444,7 @@ fn parse(value: &Value, origin: Origin) -> (Hooks, Vec<String>) {
         let (event, own_stop) = match (HookEvent::parse(name), name.as_str(), origin) {
             (Some(e), _, _) => (e, false),
             (None, "Stop", Origin::Frontmatter) => (HookEvent::SubagentStop, true),
-            (None, "Stop", Origin::Settings) => {
+            (None, "Stop", Origin::Settings | Origin::UserSettings) => {
                 warnings.push(
                     "hook event `Stop` belongs to the main session, which runs no Stop hooks \
                      here (use `SubagentStop` for subagents); ignored"
@@ -497,6 +536,7 @@ fn parse(value: &Value, origin: Origin) -> (Hooks, Vec<String>) {
                     event,
                     matcher,
                     own_stop,
+                    confined: origin != Origin::UserSettings,
                     hooks,
                 });
             }
@@ -640,6 +680,11 @@ pub struct HookRunner {
     agent: Option<String>,
     /// Sets the permission mode reported as `permission_mode`.
     permission_mode: PermissionMode,
+    /// How confined hooks (all but the user's own settings hooks) are confined, and the
+    /// workspace root that policy is for. None: [`SandboxPolicy::default`] for the project
+    /// directory.
+    #[setters(skip)]
+    sandbox: Option<(SandboxPolicy, PathBuf)>,
 }
 
 /// The combined answer of the hooks of one event.
@@ -665,7 +710,20 @@ impl HookRunner {
             project_dir,
             agent: None,
             permission_mode: PermissionMode::Default,
+            sandbox: None,
         }
+    }
+
+    /// Confines the hooks from agent files and workspace settings files by `policy` (the
+    /// run's `Bash` policy) for the workspace at `root`: with Landlock, they may write only
+    /// where `Bash` commands may, and get `TMPDIR` set to the temp directory they may write.
+    /// [`SandboxPolicy::unconfined`] (`--no-sandbox`) runs them unconfined. The user's own
+    /// settings hooks ([`Hooks::from_settings_files_with_user`]) are never confined. Without
+    /// this call, confined hooks use [`SandboxPolicy::default`] for the project directory.
+    #[must_use]
+    pub fn with_sandbox(mut self, policy: SandboxPolicy, root: impl Into<PathBuf>) -> Self {
+        self.sandbox = Some((policy, root.into()));
+        self
     }
 
     /// The hooks.
@@ -737,12 +795,28 @@ impl HookRunner {
                 return Verdict::default();
             }
         };
-        let runs = commands
-            .iter()
-            .map(|h| run_command(h, input.clone(), &self.cwd, &self.project_dir, ctx.cancel()));
+        let default_sandbox;
+        let (policy, root) = match &self.sandbox {
+            Some((policy, root)) => (policy, root.as_path()),
+            None => {
+                default_sandbox = SandboxPolicy::default();
+                (&default_sandbox, self.project_dir.as_path())
+            }
+        };
+        let runs = commands.iter().map(|(h, confined)| {
+            let confine = confined.then_some((policy, root));
+            run_command(
+                h,
+                input.clone(),
+                &self.cwd,
+                &self.project_dir,
+                confine,
+                ctx.cancel(),
+            )
+        });
         let results = futures::future::join_all(runs).await;
         let mut verdict = Verdict::default();
-        for (hook, result) in commands.iter().zip(results) {
+        for ((hook, _), result) in commands.iter().zip(results) {
             interpret(event, hook, result, &mut verdict, ctx);
         }
         verdict
@@ -889,6 +963,7 @@ async fn run_command(
     input: Arc<Vec<u8>>,
     cwd: &Path,
     project_dir: &Path,
+    confine: Option<(&SandboxPolicy, &Path)>,
     cancel: &CancellationToken,
 ) -> CommandResult {
     let failed = |msg: String| CommandResult {
@@ -914,9 +989,29 @@ async fn run_command(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = match command.spawn() {
+    let spawned = match confine {
+        Some((policy, root)) if policy.confine_writes => {
+            // Landlock rules need the real path; a root that cannot be resolved fails the hook
+            // rather than running it unconfined.
+            let root = match tokio::fs::canonicalize(root).await {
+                Ok(r) => r,
+                Err(e) => {
+                    return failed(format!(
+                        "cannot confine it: workspace `{}`: {e}",
+                        root.display()
+                    ));
+                }
+            };
+            command.env("TMPDIR", policy.temp_dir_for(&root));
+            subagent_tools::spawn_confined(command, policy, &root).await
+        }
+        _ => command
+            .spawn()
+            .map_err(|e| format!("cannot start `sh`: {e}")),
+    };
+    let mut child = match spawned {
         Ok(c) => c,
-        Err(e) => return failed(format!("cannot start `sh`: {e}")),
+        Err(e) => return failed(e),
     };
     // The hook's whole process group dies with it (timeout, cancellation, or done).
     let mut group = subagent_tools::ProcessGroupGuard::of(&child);
@@ -1085,6 +1180,15 @@ pub(crate) struct RunHooks {
     agent: String,
 }
 
+/// Where one run's hooks run: the project (`CLAUDE_PROJECT_DIR`), the run's root (their
+/// working directory and the workspace their confinement is for) and the run's `Bash` policy.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunPlace<'a> {
+    pub project_dir: &'a Path,
+    pub cwd: &'a Path,
+    pub sandbox: &'a SandboxPolicy,
+}
+
 impl RunHooks {
     /// Builds the hooks of one run. `warnings` gets what the frontmatter value could not use.
     pub(crate) fn new(
@@ -1093,9 +1197,13 @@ impl RunHooks {
         ctx: &TaskContext,
         agent: &str,
         mode: PermissionMode,
-        project_dir: &Path,
-        cwd: &Path,
+        place: RunPlace<'_>,
     ) -> (Self, Vec<String>) {
+        let RunPlace {
+            project_dir,
+            cwd,
+            sandbox,
+        } = place;
         let (own, mut warnings) = match frontmatter {
             Some(v) => Hooks::from_frontmatter(v),
             None => (Hooks::new(), Vec::new()),
@@ -1113,12 +1221,14 @@ impl RunHooks {
         let runner = |hooks: Hooks| {
             let r = HookRunner::new(hooks, project_dir)
                 .with_cwd(cwd)
-                .with_permission_mode(mode);
+                .with_permission_mode(mode)
+                .with_sandbox(sandbox.clone(), cwd);
             if is_subagent { r.with_agent(agent) } else { r }
         };
         let parent = ctx.extensions().get::<ParentHooks>().map(|p| {
             let mut r = p.0.clone();
             r.cwd = cwd.to_path_buf();
+            r.sandbox = Some((sandbox.clone(), cwd.to_path_buf()));
             r.permission_mode = mode;
             r.agent = Some(agent.to_string());
             r
@@ -1281,7 +1391,9 @@ mod tests {
         assert_eq!(h.count(HookEvent::SubagentStop), 1);
         assert_eq!(h.count(HookEvent::PostToolUse), 0);
         assert_eq!(
-            h.matching(HookEvent::PreToolUse, "Bash", false)[0].timeout,
+            h.matching(HookEvent::PreToolUse, "Bash", false)[0]
+                .0
+                .timeout,
             Duration::from_secs(5)
         );
         assert_eq!(h.matching(HookEvent::SubagentStop, "any", true).len(), 1);
@@ -1308,8 +1420,11 @@ mod tests {
     #[tokio::test]
     async fn a_command_gets_the_event_and_a_scrubbed_environment() {
         let dir = tempfile::tempdir().unwrap();
+        // Settings hooks run confined like `Bash`, which cannot create files directly in the
+        // workspace root: they write into a subdirectory.
+        std::fs::create_dir(dir.path().join("out")).unwrap();
         let v = serde_json::json!({"PreToolUse": [{"hooks": [{"type": "command",
-            "command": "cat > event.json; env > env.txt; echo nope >&2; exit 2"}]}]});
+            "command": "cat > out/event.json; env > out/env.txt; echo nope >&2; exit 2"}]}]});
         let (hooks, _) = Hooks::from_settings_value(&v);
         let runner = HookRunner::new(hooks, dir.path()).with_agent("worker");
         let ctx = with_hook_session(TaskContext::new().with_task_id("task_1").with_depth(1));
@@ -1319,15 +1434,16 @@ mod tests {
             .fire(HookEvent::PreToolUse, "Bash", false, extra, &ctx)
             .await;
         assert_eq!(verdict.block.as_deref(), Some("nope"));
-        let event: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("event.json")).unwrap())
-                .unwrap();
+        let event: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("out/event.json")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(event["hook_event_name"], "PreToolUse");
         assert_eq!(event["tool_name"], "Bash");
         assert_eq!(event["agent_type"], "worker");
         assert_eq!(event["agent_id"], "task_1");
         assert!(event["session_id"].as_str().unwrap().starts_with("hooks_"));
-        let env = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();
+        let env = std::fs::read_to_string(dir.path().join("out/env.txt")).unwrap();
         assert!(env.contains("CLAUDE_PROJECT_DIR="), "{env}");
         for line in env.lines() {
             let name = line.split('=').next().unwrap_or("");
@@ -1364,5 +1480,139 @@ mod tests {
             .fire(HookEvent::PreToolUse, "Json", false, Map::new(), &ctx)
             .await;
         assert_eq!(json.block.as_deref(), Some("not today"));
+    }
+
+    /// A directory outside the workspace and outside the temp directory the sandbox grants
+    /// (under the build's `target/`).
+    fn outside_dir() -> tempfile::TempDir {
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/hook-tests");
+        std::fs::create_dir_all(&target).unwrap();
+        let dir = tempfile::tempdir_in(&target).unwrap();
+        assert!(
+            !dir.path()
+                .canonicalize()
+                .unwrap()
+                .starts_with(std::env::temp_dir().canonicalize().unwrap())
+        );
+        dir
+    }
+
+    /// A hook that writes a marker outside the workspace and one in its `out/` subdirectory.
+    fn writer_hooks(outside: &Path) -> Value {
+        let command = format!(
+            "echo x > '{}/marker'; echo y > out/inside",
+            outside.display()
+        );
+        json!({"PreToolUse": [{"hooks": [{"type": "command", "command": command}]}]})
+    }
+
+    #[test]
+    fn only_the_users_own_settings_hooks_are_unconfined() {
+        let v = json!({"PreToolUse": [{"hooks": [{"type": "command", "command": "x"}]}]});
+        let confined = |h: &Hooks| h.matching(HookEvent::PreToolUse, "Bash", false)[0].1;
+        assert!(confined(&Hooks::from_frontmatter(&v).0));
+        assert!(confined(&Hooks::from_settings_value(&v).0));
+        assert!(!confined(&parse(&v, Origin::UserSettings).0));
+        // The same command from the user's file and a workspace file runs confined.
+        let mut both = parse(&v, Origin::UserSettings).0;
+        both.merge(Hooks::from_settings_value(&v).0);
+        assert!(confined(&both));
+    }
+
+    #[tokio::test]
+    async fn settings_files_mark_the_users_file_unconfined() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.json");
+        let project = dir.path().join("project.json");
+        let body = |cmd: &str| {
+            json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": cmd}]}]}})
+                .to_string()
+        };
+        std::fs::write(&user, body("from-user")).unwrap();
+        std::fs::write(&project, body("from-project")).unwrap();
+        let (h, w) =
+            Hooks::from_settings_files_with_user(&user, std::slice::from_ref(&project)).await;
+        assert!(w.is_empty(), "{w:?}");
+        let found = h.matching(HookEvent::PreToolUse, "Bash", false);
+        let by = |c: &str| found.iter().find(|(h, _)| h.command == c).unwrap().1;
+        assert!(!by("from-user"), "the user's own hooks run unconfined");
+        assert!(by("from-project"), "workspace settings hooks run confined");
+        // Without the explicit user file, every file's hooks are confined.
+        let (h, _) = Hooks::from_settings_files(&[user, project]).await;
+        assert!(
+            h.matching(HookEvent::PreToolUse, "Bash", false)
+                .iter()
+                .all(|(_, confined)| *confined)
+        );
+    }
+
+    #[tokio::test]
+    async fn frontmatter_hooks_run_confined_like_bash() {
+        let support = subagent_tools::landlock_support();
+        if !support.confines() {
+            eprintln!(
+                "SKIPPED frontmatter_hooks_run_confined_like_bash: Landlock does not confine here ({support:?})"
+            );
+            return;
+        }
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join("out")).unwrap();
+        let outside = outside_dir();
+        let (hooks, w) = Hooks::from_frontmatter(&writer_hooks(outside.path()));
+        assert!(w.is_empty(), "{w:?}");
+        let ctx = TaskContext::new();
+        // Through a run's hooks, with the run's Bash policy, and through a bare runner (the
+        // default policy).
+        let (run, _) = RunHooks::new(
+            Some(&writer_hooks(outside.path())),
+            &Hooks::new(),
+            &ctx,
+            "worker",
+            PermissionMode::Default,
+            RunPlace {
+                project_dir: ws.path(),
+                cwd: ws.path(),
+                sandbox: &SandboxPolicy::default(),
+            },
+        );
+        let runners = [run.own.clone(), HookRunner::new(hooks, ws.path())];
+        for runner in runners {
+            let _ = std::fs::remove_file(ws.path().join("out/inside"));
+            runner
+                .fire(HookEvent::PreToolUse, "Bash", false, Map::new(), &ctx)
+                .await;
+            assert!(
+                !outside.path().join("marker").exists(),
+                "a confined hook wrote outside the workspace"
+            );
+            assert_eq!(
+                std::fs::read_to_string(ws.path().join("out/inside")).unwrap(),
+                "y\n",
+                "a confined hook still writes in the workspace"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn unconfined_hooks_write_anywhere() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join("out")).unwrap();
+        let outside = outside_dir();
+        let v = writer_hooks(outside.path());
+        let ctx = TaskContext::new();
+        // The user's own settings hooks, and any hook with the sandbox off (`--no-sandbox`).
+        let runners = [
+            HookRunner::new(parse(&v, Origin::UserSettings).0, ws.path()),
+            HookRunner::new(Hooks::from_frontmatter(&v).0, ws.path())
+                .with_sandbox(SandboxPolicy::unconfined(), ws.path()),
+        ];
+        for runner in runners {
+            let _ = std::fs::remove_file(outside.path().join("marker"));
+            runner
+                .fire(HookEvent::PreToolUse, "Bash", false, Map::new(), &ctx)
+                .await;
+            assert!(outside.path().join("marker").exists());
+            assert!(ws.path().join("out/inside").exists());
+        }
     }
 }

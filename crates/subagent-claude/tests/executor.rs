@@ -691,3 +691,53 @@ async fn the_type_resolves_a_file_and_streams_through_its_executor() {
     assert!(req.is_stream());
     assert_eq!(req.model(), Some("model-b"));
 }
+
+/// An agent whose own `Stop` hook writes a marker outside the workspace (in `outside`) and one
+/// in the workspace's `out/`.
+fn agent_with_writing_hook(outside: &Path) -> Arc<dyn SubagentDefinition> {
+    agent(
+        &format!(
+            "name: test-agent\ndescription: d\nhooks:\n  Stop:\n    - hooks:\n        - type: command\n          command: \"echo x > '{}/marker'; echo y > out/inside\"",
+            outside.display()
+        ),
+        "p",
+    )
+}
+
+#[tokio::test]
+async fn frontmatter_hooks_run_confined_like_bash() {
+    let support = subagent_tools::landlock_support();
+    if !support.confines() {
+        eprintln!(
+            "SKIPPED frontmatter_hooks_run_confined_like_bash: Landlock does not confine here ({support:?})"
+        );
+        return;
+    }
+    let h = Harness::new().await;
+    // Outside the workspace and outside the temp directory the sandbox grants.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let def = agent_with_writing_hook(outside.path());
+    h.server.push(Reply::text("done"));
+    run(&h.executor(), &def, call("x"), child_ctx())
+        .await
+        .unwrap();
+    assert!(
+        !outside.path().join("marker").exists(),
+        "an agent file's hook wrote outside the workspace"
+    );
+    assert!(
+        h.dir.path().join("out/inside").exists(),
+        "the hook still writes in the workspace"
+    );
+
+    // With the sandbox off (`--no-sandbox`), hooks run unconfined, as before.
+    let ex = ClaudeSubagentType::builder()
+        .models(h.registry())
+        .workspace(h.dir.path())
+        .sandbox(subagent_tools::SandboxPolicy::unconfined())
+        .build_with_executor()
+        .1;
+    h.server.push(Reply::text("done"));
+    run(&ex, &def, call("x"), child_ctx()).await.unwrap();
+    assert!(outside.path().join("marker").exists());
+}

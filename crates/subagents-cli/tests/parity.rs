@@ -107,8 +107,11 @@ fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
         "worker",
         "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nYou run commands.\n",
     );
+    // Workspace hooks run confined like `Bash`, which creates no file directly in the
+    // workspace root: they write under `out/`.
+    p.write("out/.keep", "");
     p.settings(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
-        "command": "cat > \"$CLAUDE_PROJECT_DIR/pre-event.json\"; echo 'HOOK-SAYS-NO: no touching here' >&2; exit 2"}]}]}));
+        "command": "cat > \"$CLAUDE_PROJECT_DIR/out/pre-event.json\"; echo 'HOOK-SAYS-NO: no touching here' >&2; exit 2"}]}]}));
     server.push(Reply::task_call("worker", "please do it"));
     server.push(Reply::tool_calls(vec![(
         "Bash",
@@ -131,7 +134,7 @@ fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
         "the hook's stderr is the tool error the model reads: {results:?}"
     );
     let event: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.ws.path().join("pre-event.json")).expect("the hook ran"),
+        &std::fs::read_to_string(p.ws.path().join("out/pre-event.json")).expect("the hook ran"),
     )
     .expect("the event is JSON");
     assert_eq!(event["hook_event_name"], "PreToolUse");
@@ -187,12 +190,14 @@ fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
     let p = Project::new();
+    // Hooks from agent files and the workspace run confined like `Bash`: they write in `out/`.
+    p.write("out/.keep", "");
     p.agent(
         "worker",
-        "---\nname: worker\ndescription: Works.\ntools: Read\nhooks:\n  Stop:\n    - hooks:\n        - type: command\n          command: echo own-stop >> \"$CLAUDE_PROJECT_DIR/own-stops.txt\"\n---\nYou work.\n",
+        "---\nname: worker\ndescription: Works.\ntools: Read\nhooks:\n  Stop:\n    - hooks:\n        - type: command\n          command: echo own-stop >> \"$CLAUDE_PROJECT_DIR/out/own-stops.txt\"\n---\nYou work.\n",
     );
     p.settings(json!({"SubagentStop": [{"matcher": "worker", "hooks": [{"type": "command",
-        "command": "cat >> \"$CLAUDE_PROJECT_DIR/stops.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/stops.jsonl\""}]}]}));
+        "command": "cat >> \"$CLAUDE_PROJECT_DIR/out/stops.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/out/stops.jsonl\""}]}]}));
     server.push(Reply::task_call("worker", "please do it"));
     server.push(Reply::text("first answer"));
     server.push(Reply::task_call("worker", "please do it"));
@@ -200,7 +205,7 @@ fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
     server.push(Reply::text("done"));
     p.run(&server, "twice").assert().success();
 
-    let stops = std::fs::read_to_string(p.ws.path().join("stops.jsonl")).expect("hook ran");
+    let stops = std::fs::read_to_string(p.ws.path().join("out/stops.jsonl")).expect("hook ran");
     let events: Vec<Value> = stops
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -218,7 +223,7 @@ fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
                 .is_some_and(|s| s.starts_with("task_"))
         );
     }
-    let own = std::fs::read_to_string(p.ws.path().join("own-stops.txt")).expect("own hook ran");
+    let own = std::fs::read_to_string(p.ws.path().join("out/own-stops.txt")).expect("own hook ran");
     assert_eq!(own.lines().count(), 2, "{own}");
 }
 
@@ -525,4 +530,56 @@ fn validate_names_every_field_that_is_not_acted_on() {
             "no warning names {needle}:\n{stdout}"
         );
     }
+}
+
+#[test]
+fn an_agent_files_hooks_run_confined_and_the_users_own_settings_hooks_do_not() {
+    let support = subagents::tools::landlock_support();
+    if !support.confines() {
+        eprintln!(
+            "SKIPPED an_agent_files_hooks_run_confined_and_the_users_own_settings_hooks_do_not: \
+             Landlock does not confine here ({support:?})"
+        );
+        return;
+    }
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    let p = Project::new();
+    p.write("out/.keep", "");
+    // Outside the workspace and outside the temp directory the sandbox grants.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("outside");
+    let o = outside.path().display();
+    p.agent(
+        "worker",
+        &format!(
+            "---\nname: worker\ndescription: Works.\ntools: Read\nhooks:\n  Stop:\n    - hooks:\n        - type: command\n          command: \"echo x > '{o}/agent-marker'; echo x > \\\"$CLAUDE_PROJECT_DIR/out/agent-inside\\\"\"\n---\nYou work.\n"
+        ),
+    );
+    // The user's own ~/.claude/settings.json: written by the user, not confined.
+    let user = p.home.path().join(".claude");
+    std::fs::create_dir_all(&user).expect("home .claude");
+    std::fs::write(
+        user.join("settings.json"),
+        json!({"hooks": {"SubagentStop": [{"matcher": "worker", "hooks": [{"type": "command",
+            "command": format!("echo x > '{o}/user-marker'")}]}]}})
+        .to_string(),
+    )
+    .expect("user settings");
+    server.push(Reply::task_call("worker", "please do it"));
+    server.push(Reply::text("answer"));
+    server.push(Reply::text("done"));
+    p.run(&server, "go").assert().success();
+
+    assert!(
+        p.ws.path().join("out/agent-inside").exists(),
+        "the agent's hook ran and wrote in the workspace"
+    );
+    assert!(
+        !outside.path().join("agent-marker").exists(),
+        "an agent file's hook wrote outside the workspace"
+    );
+    assert!(
+        outside.path().join("user-marker").exists(),
+        "the user's own settings hook runs unconfined"
+    );
 }

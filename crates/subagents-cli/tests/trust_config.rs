@@ -185,10 +185,13 @@ fn a_workspace_settings_hook_runs_only_once_approved() {
     let c = Case::new();
     let w = c.work();
     std::fs::create_dir_all(w.join(".claude")).unwrap();
+    // Workspace hooks run confined like `Bash`, which creates no file directly in the
+    // workspace root: the markers go to `out/`.
+    std::fs::create_dir_all(w.join("out")).unwrap();
     let settings = w.join(".claude/settings.json");
     let hook = |marker: &str| {
         json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command",
-            "command": format!("touch \"$CLAUDE_PROJECT_DIR/{marker}\"")}]}]}})
+            "command": format!("touch \"$CLAUDE_PROJECT_DIR/out/{marker}\"")}]}]}})
         .to_string()
     };
     std::fs::write(w.join("notes.txt"), "notes\n").unwrap();
@@ -198,7 +201,7 @@ fn a_workspace_settings_hook_runs_only_once_approved() {
     c.server.push(read_call());
     c.server.push(Reply::text("done"));
     let a = c.run(&[]).success();
-    assert!(!w.join("HOOK-1").exists(), "the hook did not run");
+    assert!(!w.join("out/HOOK-1").exists(), "the hook did not run");
     let err = stderr_of(&a);
     assert!(
         err.contains("not applied from")
@@ -212,13 +215,13 @@ fn a_workspace_settings_hook_runs_only_once_approved() {
     c.server.push(read_call());
     c.server.push(Reply::text("done"));
     c.run(&[]).success();
-    assert!(w.join("HOOK-1").exists(), "approved: the hook runs");
+    assert!(w.join("out/HOOK-1").exists(), "approved: the hook runs");
 
     std::fs::write(&settings, hook("HOOK-2")).unwrap();
     c.server.push(read_call());
     c.server.push(Reply::text("done"));
     let a = c.run(&[]).success();
-    assert!(!w.join("HOOK-2").exists(), "changed: not approved");
+    assert!(!w.join("out/HOOK-2").exists(), "changed: not approved");
     assert!(stderr_of(&a).contains("not applied from"));
 }
 

@@ -112,6 +112,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
             ))
             .workspace(ws.root())
             .hooks(hooks.clone())
+            .sandbox(b.sandbox.clone())
             .skill_dirs(skill_dirs)
             .builtin_agents(b.builtin_agents)
             .stream(b.stream)
@@ -391,7 +392,9 @@ fn canonical(path: &Path) -> PathBuf {
 
 /// The settings hooks: the given settings files, plus Claude Code's (user, project, local)
 /// with discovery; [`Hooks::disabled`](subagent_claude::Hooks::disabled) when hooks are off.
-/// The hooks of untrusted files are left out (their `disableAllHooks` still counts).
+/// The hooks of untrusted files are left out (their `disableAllHooks` still counts). Only the
+/// hooks of the user's own `~/.claude/settings.json` run unconfined; the others run confined
+/// like the `Bash` tool.
 #[cfg(feature = "claude")]
 async fn settings_hooks(
     enabled: bool,
@@ -404,9 +407,18 @@ async fn settings_hooks(
         return subagent_claude::Hooks::disabled();
     }
     let mut files = Vec::new();
+    // The user's own file: its hooks run unconfined (the user wrote them), unless it is in the
+    // workspace (a workspace at or above the home directory, or a symlink into it) or left out
+    // as untrusted; then it counts as one of the workspace's files.
+    let mut user = None;
     if discover {
         if let Some(home) = subagent_claude::home_dir() {
-            files.push(home.join(".claude").join("settings.json"));
+            let file = home.join(".claude").join("settings.json");
+            if canonical(&file).starts_with(canonical(root)) || untrusted.contains(&file) {
+                files.push(file);
+            } else {
+                user = Some(file);
+            }
         }
         files.push(root.join(".claude").join("settings.json"));
         files.push(root.join(".claude").join("settings.local.json"));
@@ -422,7 +434,10 @@ async fn settings_hooks(
             return subagent_claude::Hooks::disabled();
         }
     }
-    let (hooks, warnings) = subagent_claude::Hooks::from_settings_files(&files).await;
+    let (hooks, warnings) = match &user {
+        Some(user) => subagent_claude::Hooks::from_settings_files_with_user(user, &files).await,
+        None => subagent_claude::Hooks::from_settings_files(&files).await,
+    };
     for w in warnings {
         tracing::warn!("settings hooks: {w}");
     }

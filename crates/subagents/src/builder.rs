@@ -97,7 +97,9 @@ pub struct SubagentsBuilder {
     /// (default: [`SandboxPolicy::default`](subagent_tools::SandboxPolicy): on Linux, writes
     /// only in the workspace and the temp directory; an environment allow-list). Permission
     /// modes never lift it; [`SandboxPolicy::unconfined`](subagent_tools::SandboxPolicy::unconfined)
-    /// does (feature `tools`).
+    /// does (feature `tools`). Hooks from agent files and from the workspace's or given
+    /// settings files run under the same confinement; only the hooks of the user's own
+    /// `~/.claude/settings.json` run unconfined.
     #[cfg(feature = "tools")]
     #[setters(generate)]
     pub(crate) sandbox: subagent_tools::SandboxPolicy,
@@ -224,7 +226,8 @@ impl SubagentsBuilder {
     /// A Claude Code settings file whose `hooks` apply to every Markdown agent and to the main
     /// agent's tool calls (repeatable; feature `claude`). With
     /// [`discover_from`](Self::discover_from), `~/.claude/settings.json` and the workspace's
-    /// `.claude/settings.json` and `.claude/settings.local.json` are read too.
+    /// `.claude/settings.json` and `.claude/settings.local.json` are read too. Its hooks run
+    /// confined like the `Bash` tool ([`sandbox`](Self::sandbox)).
     pub fn settings_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.settings_files.push(path.into());
         self

@@ -130,6 +130,7 @@ impl<'a> MainAgent<'a> {
             .with_workspace(local.workspace.clone());
         let tools = subagent_claude::guard_tools(tools, &policy, "main", None);
         let tools = subagent_claude::HookRunner::new(local.hooks.clone(), local.workspace.root())
+            .with_sandbox(local.sandbox.clone(), local.workspace.root())
             .wrap_tools(tools);
         let prompt = prompt.into();
         let started = started(&prompt);

@@ -70,9 +70,11 @@ async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
         "worker",
         "---\nname: worker\ndescription: Works.\ntools: Read\n---\nYou work.\n",
     );
-    // Blocks the first stop (and records it), lets the second one through.
+    // Blocks the first stop (and records it), lets the second one through. Workspace hooks run
+    // confined like `Bash`, which creates no file directly in the workspace root: `out/`.
+    std::fs::create_dir(p.ws.path().join("out")).expect("out");
     let settings = p.settings(json!({"hooks": {"SubagentStop": [{"hooks": [{"type": "command",
-        "command": "cat >> stops.jsonl; echo >> stops.jsonl; if [ ! -e seen ]; then touch seen; echo 'ADD-TESTS-FIRST' >&2; exit 2; fi"}]}]}}));
+        "command": "cat >> out/stops.jsonl; echo >> out/stops.jsonl; if [ ! -e out/seen ]; then touch out/seen; echo 'ADD-TESTS-FIRST' >&2; exit 2; fi"}]}]}}));
     server.push(Reply::task_call("worker", "do it"));
     server.push(Reply::text("draft"));
     server.push(Reply::text("final, with tests"));
@@ -92,7 +94,7 @@ async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
         "the agent continues its own conversation"
     );
     assert!(reqs[3].tool_results()[0].contains("final, with tests"));
-    let stops = std::fs::read_to_string(p.ws.path().join("stops.jsonl")).expect("ran");
+    let stops = std::fs::read_to_string(p.ws.path().join("out/stops.jsonl")).expect("ran");
     let events: Vec<Value> = stops
         .lines()
         .filter(|l| !l.is_empty())
