@@ -366,7 +366,7 @@ impl ClaudeAgentDefinition {
 
 /// True for characters that can change how a terminal shows text around them: control
 /// characters and Unicode bidirectional-text controls, the line and paragraph separators, and
-/// invisible format characters (see [`is_invisible_format`]).
+/// invisible format characters (soft hyphen, zero-width space, word joiner, BOM, tag characters...).
 pub fn is_terminal_hazard(c: char) -> bool {
     c.is_control()
         || is_bidi_control(c)

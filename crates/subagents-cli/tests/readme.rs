@@ -87,7 +87,10 @@ fn the_readme_first_run_works_as_written() {
         Reply::text(common::last_tool_result(body).trim().to_string())
     });
     script.push_dynamic(None, |body| {
-        Reply::text(format!("17 * 23 = {}", common::last_tool_result(body).trim()))
+        Reply::text(format!(
+            "17 * 23 = {}",
+            common::last_tool_result(body).trim()
+        ))
     });
 
     let first = sh_block_after("## First run: a local model");
@@ -110,7 +113,10 @@ fn the_readme_first_run_works_as_written() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    assert!(out.status.success(), "{run}\nstdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        out.status.success(),
+        "{run}\nstdout: {stdout}\nstderr: {stderr}"
+    );
     assert!(stdout.contains("391"), "{stdout}\n{stderr}");
     assert!(
         home.path().join(".claude/agents/calculator.md").is_file(),
@@ -125,10 +131,7 @@ fn the_readme_first_run_works_as_written() {
         "the calculator's Bash call ran"
     );
     // The last line of a text-mode run gives the totals.
-    assert!(
-        stderr.lines().any(|l| l.starts_with("done · ")),
-        "{stderr}"
-    );
+    assert!(stderr.lines().any(|l| l.starts_with("done · ")), "{stderr}");
 
     // The everyday commands after it: `agents list` finds the agent, `task` runs it alone.
     let then = sh_block_after("The live tree (stderr)");

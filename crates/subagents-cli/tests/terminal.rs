@@ -208,6 +208,9 @@ impl Served {
         let rt = common::rt();
         let model = rt.block_on(ScriptedModelServer::start());
         let dir = tempfile::tempdir().expect("tmp");
+        // Confined Bash creates files in a subdirectory (not directly in the workspace root,
+        // whose new entries could be the project's control files).
+        std::fs::create_dir_all(dir.path().join("out")).expect("out");
         let (serve, url) = common::serve_worker(
             &rt,
             &model,
@@ -217,7 +220,7 @@ impl Served {
         );
         model.push_for_model(
             "worker-model",
-            Reply::tool_calls(vec![("Bash", json!({"command": "touch made.txt"}))]),
+            Reply::tool_calls(vec![("Bash", json!({"command": "touch out/made.txt"}))]),
         );
         model.push_for_model("worker-model", Reply::text("touched it"));
         Self {
@@ -230,7 +233,7 @@ impl Served {
     }
 
     fn ran(&self) -> bool {
-        self.dir.path().join("made.txt").exists()
+        self.dir.path().join("out/made.txt").exists()
     }
 }
 
@@ -299,7 +302,7 @@ fn call_prompts_on_a_terminal_as_run_does() {
     let mut term = OnPty::spawn(&mut cmd, true);
     let screen = term.expect("allow? [y]es once", LIMIT);
     assert!(
-        screen.contains("? worker › Bash: touch made.txt"),
+        screen.contains("? worker › Bash: touch out/made.txt"),
         "{screen:?}"
     );
     term.send("y\n");
@@ -468,7 +471,7 @@ fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
     let model = rt.block_on(ScriptedModelServer::start());
     let home = tempfile::tempdir().expect("tmp");
     let work = home.path().join("work");
-    std::fs::create_dir_all(&work).expect("work");
+    std::fs::create_dir_all(work.join("out")).expect("work");
     for (name, m) in [("alpha", "alpha-model"), ("beta", "beta-model")] {
         common::write_agent(
             home.path(),
@@ -482,7 +485,7 @@ fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
             m,
             Reply::tool_calls(vec![(
                 "Bash",
-                json!({"command": format!("touch {name}.txt")}),
+                json!({"command": format!("touch out/{name}.txt")}),
             )]),
         );
         model.push_for_model(m, Reply::text("touched"));
@@ -529,6 +532,6 @@ fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
         1,
         "\"always\" answered the waiting question too: {screen:?}"
     );
-    assert!(work.join("alpha.txt").exists() && work.join("beta.txt").exists());
+    assert!(work.join("out/alpha.txt").exists() && work.join("out/beta.txt").exists());
     assert!(screen.contains("both done"), "{screen:?}");
 }
