@@ -260,6 +260,40 @@ pub fn is_local_url(url: &str) -> bool {
             .any(|s| host.ends_with(s))
 }
 
+/// The server a spec sends its requests to, as `scheme://host:port` (lower case, credentials
+/// and path left out, the default port filled in), for the specs that name one
+/// (`openai-compatible:MODEL@URL`); `None` for specs whose server comes from the user's
+/// environment (`openai:`, `anthropic:`, `ollama:`, aliases) and for strings that are not specs.
+///
+/// Two specs with the same server send the same key (`OPENAI_COMPATIBLE_API_KEY`) to the same
+/// place; a host uses this to allow a model named by a model or a file only on a server the
+/// user configured.
+pub fn spec_server(spec: &str) -> Option<String> {
+    let base = ModelSpec::parse(spec).ok()?.base_url?;
+    let (scheme, rest) = base.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority
+        .rsplit('@')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let has_port = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').is_some_and(|(_, p)| p.starts_with(':')),
+        None => authority.contains(':'),
+    };
+    let authority = authority.trim_end_matches('.').to_string();
+    if authority.is_empty() {
+        return None;
+    }
+    Some(if has_port {
+        format!("{scheme}://{authority}")
+    } else {
+        let port = if scheme == "https" { 443 } else { 80 };
+        format!("{scheme}://{authority}:{port}")
+    })
+}
+
 impl fmt::Display for ModelSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.provider.prefix(), self.model)?;
@@ -398,5 +432,28 @@ mod tests {
         assert_eq!(m.model_name(), "gpt-4.1");
         let m = model_from_spec_with_env("ollama:qwen2.5", &none).unwrap();
         assert_eq!(m.model_name(), "qwen2.5");
+    }
+
+    #[test]
+    fn spec_server_is_the_origin_of_a_url_spec() {
+        assert_eq!(
+            spec_server("openai-compatible:m@http://127.0.0.1:8080/v1").as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
+        assert_eq!(
+            spec_server("openai-compatible:m@https://User:pw@Evil.Example/v1").as_deref(),
+            Some("https://evil.example:443")
+        );
+        assert_eq!(
+            spec_server("openai-compatible:m@http://[::1]:9/v1").as_deref(),
+            Some("http://[::1]:9")
+        );
+        assert_eq!(
+            spec_server("openai-compatible:m@http://[::1]/v1").as_deref(),
+            Some("http://[::1]:80")
+        );
+        assert_eq!(spec_server("openai:gpt-4.1"), None);
+        assert_eq!(spec_server("sonnet"), None);
+        assert_eq!(spec_server("not a spec"), None);
     }
 }

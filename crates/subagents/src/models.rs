@@ -153,12 +153,54 @@ pub(crate) fn registry(
                 reg.alias(alias, target);
             }
         }
-        reg.set_fallback(Arc::new(|name: &str| {
-            name.contains(':')
-                .then(|| subagent_providers::model_from_spec(name))
+        let servers = configured_servers(default, named);
+        reg.set_fallback(Arc::new(move |name: &str| {
+            name.contains(':').then(|| {
+                guard_spec_server(name, &servers)?;
+                subagent_providers::model_from_spec(name)
+            })
         }));
     }
     Ok((reg, default_name))
+}
+
+/// The servers the configured models send to ([`subagent_providers::spec_server`]): the
+/// default model's and each named model's. The user's word, so the only servers a spec built
+/// on demand may name.
+#[cfg(all(feature = "claude", feature = "providers"))]
+fn configured_servers(
+    default: Option<&ModelChoice>,
+    named: &[(String, ModelChoice)],
+) -> std::collections::BTreeSet<String> {
+    default
+        .into_iter()
+        .chain(named.iter().map(|(_, c)| c))
+        .filter_map(|c| match c {
+            ModelChoice::Spec(spec) => subagent_providers::spec_server(spec),
+            ModelChoice::Model(_) => None,
+        })
+        .collect()
+}
+
+/// Refuses a spec built on demand (a Task call's `model`, an agent file's `model` field) that
+/// names a server no configured model uses: the model or a cloned repository's agent file
+/// would otherwise choose where the conversation and `OPENAI_COMPATIBLE_API_KEY` are sent.
+#[cfg(all(feature = "claude", feature = "providers"))]
+fn guard_spec_server(
+    spec: &str,
+    servers: &std::collections::BTreeSet<String>,
+) -> Result<(), subagent_spi::ModelError> {
+    match subagent_providers::spec_server(spec) {
+        Some(server) if !servers.contains(&server) => {
+            Err(subagent_spi::ModelError::Config(format!(
+                "model `{}` would send requests to {server}, a server none of the configured \
+                 models use; a Task call or an agent file may name a model on a server only \
+                 when the configuration does (the main model, agent_model or [models])",
+                redacted(spec)
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// What Claude Code's alias `alias` (`sonnet`, `opus`, `haiku`) stands for: the Anthropic
