@@ -18,7 +18,8 @@ use crate::{McpEndpoint, McpError};
 /// The kind name of MCP agents, as written in references.
 pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("MCP");
 
-/// The default name of the tool argument that receives the prompt.
+/// The default name of the tool argument that receives the prompt (when the tool has it; else
+/// its only string argument, see [`McpResolver`]).
 pub const DEFAULT_ARGUMENT: &str = "prompt";
 
 /// A resolved MCP agent: which server, which tool, which argument takes the prompt.
@@ -69,7 +70,9 @@ subagent_spi::impl_subagent_definition!(McpSubagentDefinition);
 /// builds the definition from the chosen tool's name and description.
 ///
 /// The tool is metadata `tool`; else the tool named like metadata `name`; else the server's
-/// only tool. The agent's name is metadata `name`, else the tool's name.
+/// only tool. The agent's name is metadata `name`, else the tool's name. The prompt goes to
+/// metadata `argument`; else `prompt` when the tool has it; else the tool's only string
+/// argument (or only required string argument); else resolving fails naming the arguments.
 #[derive(Debug, Clone)]
 pub struct McpResolver {
     pool: McpPool,
@@ -331,7 +334,10 @@ pub async fn expand_reference(
 
 /// Runs tasks against MCP agents: calls the tool with `{argument: prompt}` and returns its
 /// text. Progress notifications become [`ProgressKind::Status`] events; cancelling the
-/// context sends `notifications/cancelled` and returns a cancelled outcome at once.
+/// context sends `notifications/cancelled` (and `tasks/cancel` for a call the server runs as
+/// a task) and returns a cancelled outcome at once. The server's questions are asked through
+/// the context's approver. A call the server runs as a task announces the session
+/// `mcp-task:ID` ([`ProgressKind::Session`]); resuming it follows that task.
 #[derive(Debug, Clone)]
 pub struct McpExecutor {
     pool: McpPool,
