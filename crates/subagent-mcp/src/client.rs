@@ -7,21 +7,27 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, Implementation, JsonObject,
-    ProgressNotificationParam, ProgressToken, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelTaskParams, CancelTaskRequest,
+    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, DetailedTask,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, GetTaskParams, GetTaskRequest, Implementation, InputRequests,
+    InputResponses, JsonObject, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    RequestId, ServerResult, TASKS_EXTENSION_ID, Task, TaskPayload, TaskStatus,
+    TaskStatusNotificationParams, UpdateTaskParams, UpdateTaskRequest, UrlElicitationCapability,
 };
 use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RunningService, RxJsonRpcMessage, ServiceError,
-    TxJsonRpcMessage,
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RequestContext,
+    RunningService, RxJsonRpcMessage, ServiceError, TxJsonRpcMessage,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use subagent_spi::CancellationToken;
 use tokio::sync::{OnceCell, mpsc};
+use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken as Signal, DropGuard};
 
+use crate::input::{Asker, MAX_INPUT_ROUNDS};
 use crate::{McpEndpoint, McpError};
 
 /// How long a server may take to start and finish the MCP handshake.
@@ -37,6 +43,25 @@ const ORPHAN_PROGRESS: usize = 64;
 /// Progress notifications buffered per running call (more are dropped, never blocking the
 /// connection).
 const PROGRESS_BUFFER: usize = 64;
+/// Task status notifications buffered per followed task (more are dropped: the next
+/// `tasks/get` catches up).
+const TASK_UPDATE_BUFFER: usize = 8;
+/// The shortest interval between two `tasks/get` of one task, whatever the server suggests.
+pub(crate) const MIN_TASK_POLL: Duration = Duration::from_millis(100);
+/// The longest interval between two `tasks/get` of one task, whatever the server suggests.
+pub(crate) const MAX_TASK_POLL: Duration = Duration::from_secs(10);
+/// The poll interval of a task whose server suggests none.
+const DEFAULT_TASK_POLL: Duration = Duration::from_secs(1);
+/// A task id longer than this (or with control characters) is refused.
+const MAX_TASK_ID_LEN: usize = 256;
+/// How long a `tasks/cancel` sent on the way out may take.
+const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
+/// At most this many `elicitation/create` requests of a 2025-11-25 server wait for an answer
+/// at once on one connection; more are declined.
+const MAX_PENDING_ELICITATIONS: usize = 8;
+/// The prefix of the session id of an MCP agent's call the server runs as a task: the rest is
+/// the task id, and a resume follows that task instead of calling the tool again.
+pub(crate) const TASK_SESSION_PREFIX: &str = "mcp-task:";
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section here is a map insert/remove; a poisoned lock is still consistent.
@@ -104,10 +129,102 @@ impl Drop for ProgressSubscription {
     }
 }
 
-/// Our side of an MCP client session: answers the server's notifications.
+/// Routes `notifications/tasks` to the call following the task.
+#[derive(Default)]
+struct TaskRouter {
+    subscribers: Mutex<HashMap<String, mpsc::Sender<DetailedTask>>>,
+}
+
+impl TaskRouter {
+    fn deliver(&self, task: DetailedTask) {
+        if let Some(tx) = lock(&self.subscribers).get(&task.task.task_id) {
+            let _ = tx.try_send(task);
+        }
+    }
+
+    fn subscribe(self: &Arc<Self>, id: &str) -> TaskSubscription {
+        let (tx, rx) = mpsc::channel(TASK_UPDATE_BUFFER);
+        lock(&self.subscribers).insert(id.to_string(), tx);
+        TaskSubscription {
+            router: self.clone(),
+            id: id.to_string(),
+            rx,
+        }
+    }
+}
+
+struct TaskSubscription {
+    router: Arc<TaskRouter>,
+    id: String,
+    rx: mpsc::Receiver<DetailedTask>,
+}
+
+impl Drop for TaskSubscription {
+    fn drop(&mut self) {
+        lock(&self.router.subscribers).remove(&self.id);
+    }
+}
+
+/// The askers of the calls running on one connection, for the `elicitation/create` requests
+/// of 2025-11-25 servers (which do not say which call they belong to).
+#[derive(Default)]
+struct Askers {
+    next: std::sync::atomic::AtomicU64,
+    running: Mutex<Vec<(u64, Arc<Asker>)>>,
+    pending: std::sync::atomic::AtomicUsize,
+}
+
+impl Askers {
+    fn register(self: &Arc<Self>, asker: Arc<Asker>) -> AskerGuard {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.running).push((id, asker));
+        AskerGuard {
+            askers: self.clone(),
+            id,
+        }
+    }
+
+    /// The asker of the oldest running call.
+    fn current(&self) -> Option<Arc<Asker>> {
+        lock(&self.running).first().map(|(_, a)| a.clone())
+    }
+}
+
+struct AskerGuard {
+    askers: Arc<Askers>,
+    id: u64,
+}
+
+impl Drop for AskerGuard {
+    fn drop(&mut self) {
+        lock(&self.askers.running).retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Our side of an MCP client session: answers the server's notifications and its
+/// `elicitation/create` requests (2025-11-25 era).
 #[derive(Clone)]
 struct ClientState {
     router: Arc<ProgressRouter>,
+    tasks: Arc<TaskRouter>,
+    askers: Arc<Askers>,
+}
+
+/// What we declare: form and URL elicitation (answered through the approval channel) and
+/// the tasks extension (SEP-2663).
+fn client_capabilities() -> ClientCapabilities {
+    let mut caps = ClientCapabilities::default();
+    caps.elicitation = Some(
+        ElicitationCapability::new()
+            .with_form(FormElicitationCapability::new())
+            .with_url(UrlElicitationCapability::new()),
+    );
+    caps.extensions = Some(
+        [(TASKS_EXTENSION_ID.to_string(), JsonObject::new())]
+            .into_iter()
+            .collect(),
+    );
+    caps
 }
 
 impl ClientHandler for ClientState {
@@ -119,9 +236,36 @@ impl ClientHandler for ClientState {
         self.router.deliver(params);
     }
 
+    async fn on_task_status(
+        &self,
+        params: TaskStatusNotificationParams,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.tasks.deliver(params.task);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        use std::sync::atomic::Ordering;
+        let decline = ElicitResult::new(ElicitationAction::Decline);
+        let Some(asker) = self.askers.current() else {
+            return Ok(decline);
+        };
+        if self.askers.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_ELICITATIONS {
+            self.askers.pending.fetch_sub(1, Ordering::SeqCst);
+            return Ok(decline);
+        }
+        let result = asker.elicit(&request).await;
+        self.askers.pending.fetch_sub(1, Ordering::SeqCst);
+        Ok(result)
+    }
+
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            client_capabilities(),
             Implementation::new("subagents", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -189,7 +333,7 @@ pub(crate) enum CallEnd {
 pub(crate) struct Connection {
     label: String,
     service: RunningService<RoleClient, ClientState>,
-    router: Arc<ProgressRouter>,
+    state: ClientState,
     pid: Option<u32>,
     /// Cancelled when the transport closed (see [`Watched`]) or a request met a broken one.
     closed: Signal,
@@ -207,11 +351,18 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     async fn connect(endpoint: &McpEndpoint, timeout: Duration) -> Result<Self, McpError> {
         let label = endpoint.label();
-        let router = Arc::new(ProgressRouter::default());
         let state = ClientState {
-            router: router.clone(),
+            router: Arc::new(ProgressRouter::default()),
+            tasks: Arc::new(TaskRouter::default()),
+            askers: Arc::new(Askers::default()),
         };
         let closed = Signal::new();
+        // The 2026-07-28 revision first (`server/discover`, no handshake), falling back to the
+        // 2025-11-25 `initialize` handshake when the server does not know `server/discover`.
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
         // The handshake within `timeout`, its failures naming the server.
         let connected = |attempt: Result<Result<_, _>, tokio::time::error::Elapsed>| {
             attempt
@@ -239,8 +390,13 @@ impl Connection {
                     })?;
                 let pid = transport.id();
                 let transport = Watched::new(transport, &closed);
-                let service =
-                    connected(tokio::time::timeout(timeout, state.serve(transport)).await)?;
+                let service = connected(
+                    tokio::time::timeout(
+                        timeout,
+                        state.clone().serve_with_lifecycle(transport, lifecycle),
+                    )
+                    .await,
+                )?;
                 (service, pid)
             }
             McpEndpoint::Http {
@@ -275,8 +431,13 @@ impl Connection {
                 config = config.custom_headers(custom);
                 let transport =
                     Watched::new(StreamableHttpClientTransport::from_config(config), &closed);
-                let service =
-                    connected(tokio::time::timeout(timeout, state.serve(transport)).await)?;
+                let service = connected(
+                    tokio::time::timeout(
+                        timeout,
+                        state.clone().serve_with_lifecycle(transport, lifecycle),
+                    )
+                    .await,
+                )?;
                 (service, None)
             }
         };
@@ -284,7 +445,7 @@ impl Connection {
         Ok(Self {
             label,
             service,
-            router,
+            state,
             pid,
             closed,
         })
@@ -357,11 +518,18 @@ impl Connection {
         }
     }
 
-    /// Calls one tool. Progress notifications for this call go to `on_progress`. When
-    /// `cancel` fires, the caller's `timeout` passes ([`CallEnd::TimedOut`]) or the server's
-    /// `limit` passes first ([`McpError::RequestTimeout`]), `notifications/cancelled` is sent
-    /// for the request and the call returns at once; when the connection closes, the call
-    /// fails with [`McpError::Closed`].
+    /// Calls one tool, following it to its end: SEP-2322 `input_required` results are
+    /// answered through `asker` and the call retried with `inputResponses` (at most
+    /// [`MAX_INPUT_ROUNDS`] rounds), and a task handle (SEP-2663) is followed with
+    /// `notifications/tasks` and `tasks/get` until the task ends. With `resume_task`, no tool
+    /// is called: that task is followed.
+    ///
+    /// Progress, the task id and status lines go to `on_event`. When `cancel` fires, the
+    /// caller's `timeout` passes ([`CallEnd::TimedOut`]) or the server's `limit` passes first
+    /// ([`McpError::RequestTimeout`]), `notifications/cancelled` is sent for the request in
+    /// flight (and `tasks/cancel` for a task) and the call returns at once; when the
+    /// connection closes, the call fails with [`McpError::Closed`].
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn call_tool(
         &self,
         tool: &str,
@@ -369,7 +537,9 @@ impl Connection {
         cancel: &CancellationToken,
         timeout: Option<Duration>,
         limit: Duration,
-        mut on_progress: impl FnMut(ProgressNotificationParam) + Send,
+        asker: Arc<Asker>,
+        resume_task: Option<&str>,
+        mut on_event: impl FnMut(CallEvent) + Send,
     ) -> Result<CallEnd, McpError> {
         const METHOD: &str = "tools/call";
         if cancel.is_cancelled() {
@@ -383,81 +553,391 @@ impl Connection {
             Some(t) if t <= limit => (t, true),
             _ => (limit, false),
         };
-        let peer = self.service.peer().clone();
-        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let mut meta = rmcp::model::JsonObject::new();
-        crate::trace_context::inject(&mut meta);
-        if !meta.is_empty() {
-            params.meta = Some(meta.into());
+        let bounds = Bounds {
+            cancel,
+            // A limit too far away to add is as good as none (about a century).
+            until: Instant::now()
+                .checked_add(wait)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3_000_000_000)),
+            wait,
+            callers,
+        };
+        let on_event: &mut (dyn FnMut(CallEvent) + Send) = &mut on_event;
+        // 2025-11-25 servers ask with `elicitation/create` while the call runs.
+        let _asking = self.state.askers.register(asker.clone());
+        if let Some(id) = resume_task {
+            let task = Task::new(id, TaskStatus::Working, "", "");
+            return self
+                .follow_task(task, &bounds, &asker, None, on_event)
+                .await;
         }
-        let request: ClientRequest = CallToolRequest::new(params).into();
+        let mut input_responses: Option<InputResponses> = None;
+        let mut request_state: Option<String> = None;
+        for round in 0..=MAX_INPUT_ROUNDS {
+            let mut params =
+                CallToolRequestParams::new(tool.to_string()).with_arguments(arguments.clone());
+            params.input_responses = input_responses.take();
+            params.request_state = request_state.take();
+            params.meta = crate::trace_context::request_meta();
+            let request: ClientRequest = CallToolRequest::new(params).into();
+            let (step, progress) = self
+                .request(METHOD, request, &bounds, true, on_event)
+                .await?;
+            let result = match step {
+                Step::Answer(result) => result,
+                Step::End(end) => return Ok(end),
+            };
+            match result {
+                ServerResult::CallToolResult(r) => return Ok(CallEnd::Done(r)),
+                ServerResult::CreateTaskResult(created) => {
+                    return self
+                        .follow_task(created.task, &bounds, &asker, progress, on_event)
+                        .await;
+                }
+                ServerResult::InputRequiredResult(asked) => {
+                    if round == MAX_INPUT_ROUNDS {
+                        return Err(self.request_error(
+                            METHOD,
+                            format!(
+                                "the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
+                            ),
+                        ));
+                    }
+                    let requests = asked.input_requests.unwrap_or_default();
+                    if requests.is_empty() {
+                        // State only (e.g. load shedding): retry after a short pause.
+                        tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => return Ok(CallEnd::Cancelled),
+                            () = tokio::time::sleep_until(bounds.until) => {
+                                return self.expired(&bounds, METHOD);
+                            }
+                            () = tokio::time::sleep(MIN_TASK_POLL) => {}
+                        }
+                    } else {
+                        match self.ask(&asker, requests, &bounds, METHOD).await? {
+                            Step::Answer(r) => input_responses = Some(r),
+                            Step::End(end) => return Ok(end),
+                        }
+                    }
+                    request_state = asked.request_state;
+                }
+                _ => return Err(self.request_error(METHOD, "unexpected response type")),
+            }
+        }
+        Err(self.request_error(METHOD, "unreachable: input rounds exhausted"))
+    }
+
+    /// The end of a call whose deadline passed.
+    fn expired(&self, bounds: &Bounds<'_>, method: &str) -> Result<CallEnd, McpError> {
+        if bounds.callers {
+            Ok(CallEnd::TimedOut(bounds.wait))
+        } else {
+            Err(self.timeout_error(method, bounds.wait))
+        }
+    }
+
+    /// Sends one request and waits for its answer within `bounds`; progress for it goes to
+    /// `on_event` (and its subscription is returned, for a task that keeps reporting on it).
+    async fn request(
+        &self,
+        method: &str,
+        request: ClientRequest,
+        bounds: &Bounds<'_>,
+        with_progress: bool,
+        on_event: &mut (dyn FnMut(CallEvent) + Send),
+    ) -> Result<(Step<ServerResult>, Option<ProgressSubscription>), McpError> {
+        let peer = self.service.peer().clone();
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| self.service_error(METHOD, e))?;
+            .map_err(|e| self.service_error(method, e))?;
         let id = handle.id.clone();
-        let mut progress = self.router.subscribe(handle.progress_token.clone());
+        let mut progress =
+            with_progress.then(|| self.state.router.subscribe(handle.progress_token.clone()));
         let response = handle.await_response();
         tokio::pin!(response);
-        let deadline = tokio::time::sleep(wait);
-        tokio::pin!(deadline);
-        let send_cancel = |reason: String| {
-            let peer = peer.clone();
-            let id = id.clone();
-            // Sent from its own task so the caller returns at once.
-            tokio::spawn(async move {
-                let _ = peer
-                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
-                    .await;
-            });
-        };
         loop {
             tokio::select! {
                 biased;
                 result = &mut response => {
-                    // rmcp hands each notification to its own task, so progress sent just
-                    // before the response may still be in flight: give those tasks a few
-                    // turns, then take what arrived (later progress is dropped).
-                    for _ in 0..4 {
-                        while let Ok(p) = progress.rx.try_recv() {
-                            on_progress(p);
+                    if let Some(progress) = progress.as_mut() {
+                        // rmcp hands each notification to its own task, so progress sent just
+                        // before the response may still be in flight: give those tasks a few
+                        // turns, then take what arrived (later progress is dropped).
+                        for _ in 0..4 {
+                            while let Ok(p) = progress.rx.try_recv() {
+                                on_event(CallEvent::Progress(p));
+                            }
+                            tokio::task::yield_now().await;
                         }
-                        tokio::task::yield_now().await;
+                        while let Ok(p) = progress.rx.try_recv() {
+                            on_event(CallEvent::Progress(p));
+                        }
                     }
-                    while let Ok(p) = progress.rx.try_recv() {
-                        on_progress(p);
-                    }
-                    let result = result.map_err(|e| self.service_error(METHOD, e))?;
-                    return match result {
-                        ServerResult::CallToolResult(r) => Ok(CallEnd::Done(r)),
-                        ServerResult::InputRequiredResult(_) => Err(self.request_error(
-                            METHOD,
-                            "the server asked for client input, which is not supported",
-                        )),
-                        ServerResult::CreateTaskResult(_) => Err(self.request_error(
-                            METHOD,
-                            "the server answered with a task, which is not supported",
-                        )),
-                        _ => Err(self.request_error(METHOD, "unexpected response type")),
-                    };
+                    let result = result.map_err(|e| self.service_error(method, e))?;
+                    return Ok((Step::Answer(result), progress));
                 }
-                Some(p) = progress.rx.recv() => on_progress(p),
-                () = cancel.cancelled() => {
-                    send_cancel("cancelled by the caller".to_string());
-                    return Ok(CallEnd::Cancelled);
+                Some(p) = next_progress(&mut progress) => on_event(CallEvent::Progress(p)),
+                () = bounds.cancel.cancelled() => {
+                    self.send_cancel(id, "cancelled by the caller".to_string());
+                    return Ok((Step::End(CallEnd::Cancelled), None));
                 }
-                () = &mut deadline => {
-                    send_cancel(format!("timed out after {} ms", wait.as_millis()));
-                    return if callers {
-                        Ok(CallEnd::TimedOut(wait))
-                    } else {
-                        Err(self.timeout_error(METHOD, wait))
-                    };
+                () = tokio::time::sleep_until(bounds.until) => {
+                    self.send_cancel(id, format!("timed out after {} ms", bounds.wait.as_millis()));
+                    return self.expired(bounds, method).map(|end| (Step::End(end), None));
                 }
-                () = self.closed.cancelled() => return Err(self.closed_error(METHOD)),
+                () = self.closed.cancelled() => return Err(self.closed_error(method)),
             }
         }
     }
+
+    /// `notifications/cancelled` for request `id`, from its own task so the caller returns at
+    /// once.
+    fn send_cancel(&self, id: RequestId, reason: String) {
+        let peer = self.service.peer().clone();
+        tokio::spawn(async move {
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
+                .await;
+        });
+    }
+
+    /// `tasks/cancel` for task `id`, from its own task (bounded by [`TASK_CANCEL_TIMEOUT`]).
+    fn send_task_cancel(&self, id: &str) {
+        let peer = self.service.peer().clone();
+        let request: ClientRequest =
+            CancelTaskRequest::new(CancelTaskParams::new(id.to_string())).into();
+        let label = self.label.clone();
+        let id = id.to_string();
+        tokio::spawn(async move {
+            let sent = tokio::time::timeout(TASK_CANCEL_TIMEOUT, peer.send_request(request)).await;
+            if !matches!(sent, Ok(Ok(_))) {
+                tracing::debug!(server = %label, task = %id, "tasks/cancel was not acknowledged");
+            }
+        });
+    }
+
+    /// Asks `asker` the server's questions within `bounds`.
+    async fn ask(
+        &self,
+        asker: &Asker,
+        requests: InputRequests,
+        bounds: &Bounds<'_>,
+        method: &str,
+    ) -> Result<Step<InputResponses>, McpError> {
+        tokio::select! {
+            biased;
+            answered = asker.answer_all(requests) => answered
+                .map(Step::Answer)
+                .map_err(|e| self.request_error(method, e.0)),
+            () = bounds.cancel.cancelled() => Ok(Step::End(CallEnd::Cancelled)),
+            () = tokio::time::sleep_until(bounds.until) => {
+                self.expired(bounds, method).map(Step::End)
+            }
+            () = self.closed.cancelled() => Err(self.closed_error(method)),
+        }
+    }
+
+    /// Follows a task to its end: `notifications/tasks` when the server sends them, else
+    /// `tasks/get` at the server's poll interval (within [`MIN_TASK_POLL`] and
+    /// [`MAX_TASK_POLL`]); its questions are answered through `asker` with `tasks/update`.
+    /// Cancellation and the deadline send `tasks/cancel`.
+    async fn follow_task(
+        &self,
+        task: Task,
+        bounds: &Bounds<'_>,
+        asker: &Asker,
+        mut progress: Option<ProgressSubscription>,
+        on_event: &mut (dyn FnMut(CallEvent) + Send),
+    ) -> Result<CallEnd, McpError> {
+        const METHOD: &str = "tasks/get";
+        let id = task.task_id.clone();
+        if id.is_empty() || id.len() > MAX_TASK_ID_LEN || id.chars().any(char::is_control) {
+            return Err(self.request_error(
+                "tools/call",
+                format!(
+                    "the server answered with an invalid task id (empty, control characters \
+                     or longer than {MAX_TASK_ID_LEN} bytes)"
+                ),
+            ));
+        }
+        on_event(CallEvent::Task(id.clone()));
+        let mut updates = self.state.tasks.subscribe(&id);
+        let mut interval = poll_interval(task.poll_interval_ms, DEFAULT_TASK_POLL);
+        let mut next_poll = Instant::now() + interval;
+        let mut answered: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut rounds = 0usize;
+        let mut last_status: Option<String> = None;
+        loop {
+            let detailed: DetailedTask = tokio::select! {
+                biased;
+                () = bounds.cancel.cancelled() => {
+                    self.send_task_cancel(&id);
+                    return Ok(CallEnd::Cancelled);
+                }
+                () = tokio::time::sleep_until(bounds.until) => {
+                    self.send_task_cancel(&id);
+                    return self.expired(bounds, "tools/call");
+                }
+                () = self.closed.cancelled() => return Err(self.closed_error(METHOD)),
+                Some(p) = next_progress(&mut progress) => {
+                    on_event(CallEvent::Progress(p));
+                    continue;
+                }
+                Some(t) = updates.rx.recv() => t,
+                () = tokio::time::sleep_until(next_poll) => {
+                    let request: ClientRequest =
+                        GetTaskRequest::new(GetTaskParams::new(id.clone())).into();
+                    match self.request(METHOD, request, bounds, false, on_event).await? {
+                        (Step::End(end), _) => {
+                            self.send_task_cancel(&id);
+                            return Ok(end);
+                        }
+                        (Step::Answer(ServerResult::GetTaskResult(r)), _) => r.task,
+                        (Step::Answer(_), _) => {
+                            return Err(self.request_error(METHOD, "unexpected response type"));
+                        }
+                    }
+                }
+            };
+            if detailed.task.task_id != id {
+                continue;
+            }
+            interval = poll_interval(detailed.task.poll_interval_ms, interval);
+            next_poll = Instant::now() + interval;
+            if let Some(message) = &detailed.task.status_message
+                && last_status.as_ref() != Some(message)
+            {
+                on_event(CallEvent::Status(message.clone()));
+                last_status = Some(message.clone());
+            }
+            match detailed.payload {
+                TaskPayload::Completed { result } => {
+                    let result: CallToolResult =
+                        serde_json::from_value(serde_json::Value::Object(result)).map_err(|e| {
+                            self.request_error(
+                                METHOD,
+                                format!("task {id} completed with a malformed result: {e}"),
+                            )
+                        })?;
+                    return Ok(CallEnd::Done(result));
+                }
+                TaskPayload::Failed { error } => {
+                    let message = error
+                        .get("message")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("no message");
+                    return Err(self.request_error(
+                        METHOD,
+                        format!("task {id} failed: {}", clip_line(message)),
+                    ));
+                }
+                TaskPayload::Cancelled => {
+                    return Err(
+                        self.request_error(METHOD, format!("the server cancelled task {id}"))
+                    );
+                }
+                TaskPayload::InputRequired { input_requests } => {
+                    let fresh: InputRequests = input_requests
+                        .into_iter()
+                        .filter(|(k, _)| !answered.contains(k))
+                        .collect();
+                    if fresh.is_empty() {
+                        continue;
+                    }
+                    rounds += 1;
+                    if rounds > MAX_INPUT_ROUNDS {
+                        self.send_task_cancel(&id);
+                        return Err(self.request_error(
+                            METHOD,
+                            format!(
+                                "task {id} still asked for input after {MAX_INPUT_ROUNDS} rounds"
+                            ),
+                        ));
+                    }
+                    answered.extend(fresh.keys().cloned());
+                    let responses = match self.ask(asker, fresh, bounds, METHOD).await {
+                        Ok(Step::Answer(r)) => r,
+                        Ok(Step::End(end)) => {
+                            self.send_task_cancel(&id);
+                            return Ok(end);
+                        }
+                        Err(e) => {
+                            self.send_task_cancel(&id);
+                            return Err(e);
+                        }
+                    };
+                    let request: ClientRequest =
+                        UpdateTaskRequest::new(UpdateTaskParams::new(id.clone(), responses)).into();
+                    if let (Step::End(end), _) = self
+                        .request("tasks/update", request, bounds, false, on_event)
+                        .await?
+                    {
+                        self.send_task_cancel(&id);
+                        return Ok(end);
+                    }
+                    // Look again at once: the answers may have moved the task on.
+                    next_poll = Instant::now();
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The next progress notification of `progress`, or never.
+async fn next_progress(
+    progress: &mut Option<ProgressSubscription>,
+) -> Option<ProgressNotificationParam> {
+    match progress {
+        Some(p) => p.rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A server's suggested poll interval within [`MIN_TASK_POLL`] and [`MAX_TASK_POLL`].
+fn poll_interval(suggested_ms: Option<u64>, otherwise: Duration) -> Duration {
+    suggested_ms
+        .map(Duration::from_millis)
+        .unwrap_or(otherwise)
+        .clamp(MIN_TASK_POLL, MAX_TASK_POLL)
+}
+
+/// A server's text on one line, at most 500 characters.
+fn clip_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > 500 {
+        let mut s: String = line.chars().take(500).collect();
+        s.push('…');
+        s
+    } else {
+        line
+    }
+}
+
+/// One step of a call: the server's answer, or the end of the call (cancelled, timed out).
+enum Step<T> {
+    Answer(T),
+    End(CallEnd),
+}
+
+/// The limits of one call, shared by its requests.
+struct Bounds<'a> {
+    cancel: &'a CancellationToken,
+    until: Instant,
+    wait: Duration,
+    callers: bool,
+}
+
+/// What a running call reports.
+pub(crate) enum CallEvent {
+    /// A `notifications/progress` for the call (or its task).
+    Progress(ProgressNotificationParam),
+    /// The server runs the call as this task (announced once, before it is followed).
+    Task(String),
+    /// The task's status message changed.
+    Status(String),
 }
 
 /// Shared MCP client connections, keyed by [`McpEndpoint`] (command line + environment, or

@@ -10,14 +10,16 @@ use subagent_spi::{
     async_trait,
 };
 
-use crate::client::{CallEnd, McpPool};
+use crate::client::{CallEnd, CallEvent, McpPool, TASK_SESSION_PREFIX};
 use crate::content::{progress_line, result_text, tool_description};
+use crate::input::Asker;
 use crate::{McpEndpoint, McpError};
 
 /// The kind name of MCP agents, as written in references.
 pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("MCP");
 
-/// The default name of the tool argument that receives the prompt.
+/// The default name of the tool argument that receives the prompt (when the tool has it; else
+/// its only string argument, see [`McpResolver`]).
 pub const DEFAULT_ARGUMENT: &str = "prompt";
 
 /// A resolved MCP agent: which server, which tool, which argument takes the prompt.
@@ -68,7 +70,9 @@ subagent_spi::impl_subagent_definition!(McpSubagentDefinition);
 /// builds the definition from the chosen tool's name and description.
 ///
 /// The tool is metadata `tool`; else the tool named like metadata `name`; else the server's
-/// only tool. The agent's name is metadata `name`, else the tool's name.
+/// only tool. The agent's name is metadata `name`, else the tool's name. The prompt goes to
+/// metadata `argument`; else `prompt` when the tool has it; else the tool's only string
+/// argument (or only required string argument); else resolving fails naming the arguments.
 #[derive(Debug, Clone)]
 pub struct McpResolver {
     pool: McpPool,
@@ -101,12 +105,10 @@ impl McpResolver {
                 }
             },
         };
-        let argument = reference
+        let wanted_argument = reference
             .metadata("argument")
             .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .unwrap_or(DEFAULT_ARGUMENT)
-            .to_string();
+            .filter(|s| !s.is_empty());
         let wanted_tool = reference
             .metadata("tool")
             .map(str::trim)
@@ -151,21 +153,8 @@ impl McpResolver {
         };
 
         let input_schema = serde_json::Value::Object((*tool.input_schema).clone());
-        if let Some(props) = input_schema.get("properties").and_then(|p| p.as_object())
-            && !props.is_empty()
-            && !props.contains_key(&argument)
-        {
-            let mut have: Vec<&String> = props.keys().collect();
-            have.sort();
-            return Err(invalid(format!(
-                "tool `{}` has no argument `{argument}` (its arguments: {}); set metadata `argument`",
-                tool.name,
-                have.iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
+        let argument = prompt_argument(&input_schema, wanted_argument)
+            .map_err(|m| invalid(format!("tool `{}` {m}", tool.name)))?;
         let description = tool_description(tool, &target);
         Ok(McpSubagentDefinition {
             name: wanted_name.map_or_else(|| tool.name.to_string(), str::to_string),
@@ -193,9 +182,162 @@ impl SubagentResolver for McpResolver {
     }
 }
 
+/// The argument of a tool's input schema that receives the prompt: `wanted` (metadata
+/// `argument`) when the schema has it; else `prompt` when it has it; else its only string
+/// field; else its only required string field. A schema without properties takes `prompt`
+/// (or `wanted`). The error says what the tool has.
+pub(crate) fn prompt_argument(
+    schema: &serde_json::Value,
+    wanted: Option<&str>,
+) -> Result<String, String> {
+    let props = match schema.get("properties").and_then(|p| p.as_object()) {
+        Some(p) if !p.is_empty() => p,
+        _ => return Ok(wanted.unwrap_or(DEFAULT_ARGUMENT).to_string()),
+    };
+    let mut have: Vec<&str> = props.keys().map(String::as_str).collect();
+    have.sort_unstable();
+    if let Some(w) = wanted {
+        return if props.contains_key(w) {
+            Ok(w.to_string())
+        } else {
+            Err(format!(
+                "has no argument `{w}` (its arguments: {}); set metadata `argument`",
+                have.join(", ")
+            ))
+        };
+    }
+    if props.contains_key(DEFAULT_ARGUMENT) {
+        return Ok(DEFAULT_ARGUMENT.to_string());
+    }
+    let is_string =
+        |p: &serde_json::Value| p.get("type").and_then(|t| t.as_str()) == Some("string");
+    let strings: Vec<&str> = have
+        .iter()
+        .copied()
+        .filter(|k| props.get(*k).is_some_and(is_string))
+        .collect();
+    if let [only] = strings.as_slice() {
+        return Ok((*only).to_string());
+    }
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let required_strings: Vec<&str> = strings
+        .iter()
+        .copied()
+        .filter(|k| required.contains(k))
+        .collect();
+    if let [only] = required_strings.as_slice() {
+        return Ok((*only).to_string());
+    }
+    Err(format!(
+        "has no argument `{DEFAULT_ARGUMENT}` and {} string arguments (its arguments: {}); set \
+         metadata `argument` to the one that takes the prompt",
+        if strings.is_empty() { "no" } else { "several" },
+        have.join(", ")
+    ))
+}
+
+/// The options an agent spec may carry after `#` (see [`agent_reference`]).
+const SPEC_KEYS: [&str; 4] = ["tool", "argument", "name", "timeout_secs"];
+
+/// Parses an MCP agent as written on the command line (`--mcp`) or given to the facade:
+/// `stdio:COMMAND ARGS...` or an `http(s)://` URL, optionally followed by
+/// `#tool=TOOL&argument=FIELD&name=AGENT&timeout_secs=N` (any of these, in any order), which
+/// become the reference's metadata. A `#` fragment without `=` is left in the URI. An
+/// unknown option or an empty value is an error naming it.
+///
+/// ```
+/// let r = subagent_mcp::agent_reference("stdio:my-server --flag#tool=ask&argument=question")
+///     .unwrap();
+/// assert_eq!(r.uri, "stdio:my-server --flag");
+/// assert_eq!(r.metadata("tool"), Some("ask"));
+/// assert_eq!(r.metadata("argument"), Some("question"));
+/// ```
+pub fn agent_reference(spec: &str) -> Result<SubagentReference, McpError> {
+    let spec = spec.trim();
+    let invalid = |message: String| McpError::InvalidTarget {
+        target: spec.to_string(),
+        message,
+    };
+    let Some((uri, options)) = spec.rsplit_once('#').filter(|(_, o)| o.contains('=')) else {
+        return Ok(SubagentReference::new(spec, KIND));
+    };
+    let mut reference = SubagentReference::new(uri.trim_end(), KIND);
+    for part in options.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').unwrap_or((part, ""));
+        let (key, value) = (key.trim(), value.trim());
+        if !SPEC_KEYS.contains(&key) {
+            return Err(invalid(format!(
+                "unknown option `{key}` after `#` (known: {})",
+                SPEC_KEYS.join(", ")
+            )));
+        }
+        if value.is_empty() {
+            return Err(invalid(format!("option `{key}` after `#` has no value")));
+        }
+        reference = reference.with_metadata(key, value);
+    }
+    Ok(reference)
+}
+
+/// The agents of one MCP reference: the reference itself when it names its tool (metadata
+/// `tool` or `name`) or the server has one tool; else one reference per tool of the server
+/// whose input schema can take the prompt (see [`McpResolver`]), each with metadata `tool`.
+/// Connects through `pool` (the connection stays for the agents' calls). When the server
+/// cannot be listed, the reference itself is returned, so resolving it reports why.
+pub async fn expand_reference(
+    pool: &McpPool,
+    reference: &SubagentReference,
+) -> Vec<SubagentReference> {
+    let named = ["tool", "name"]
+        .iter()
+        .any(|k| reference.metadata(k).is_some_and(|v| !v.trim().is_empty()));
+    if named {
+        return vec![reference.clone()];
+    }
+    let Ok(endpoint) = McpEndpoint::from_reference(reference) else {
+        return vec![reference.clone()];
+    };
+    let listed = match pool.connection(&endpoint).await {
+        Ok(conn) => conn.list_tools(pool.request_timeout()).await,
+        Err(e) => Err(e),
+    };
+    let tools = match listed {
+        Ok(tools) if tools.len() > 1 => tools,
+        _ => return vec![reference.clone()],
+    };
+    let wanted = reference
+        .metadata("argument")
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let agents: Vec<SubagentReference> = tools
+        .iter()
+        .filter(|t| {
+            let schema = serde_json::Value::Object((*t.input_schema).clone());
+            let fits = prompt_argument(&schema, wanted).is_ok();
+            if !fits {
+                tracing::info!(server = %endpoint, tool = %t.name, "MCP tool skipped: no argument for the prompt");
+            }
+            fits
+        })
+        .map(|t| reference.clone().with_metadata("tool", t.name.to_string()))
+        .collect();
+    if agents.is_empty() {
+        vec![reference.clone()]
+    } else {
+        agents
+    }
+}
+
 /// Runs tasks against MCP agents: calls the tool with `{argument: prompt}` and returns its
 /// text. Progress notifications become [`ProgressKind::Status`] events; cancelling the
-/// context sends `notifications/cancelled` and returns a cancelled outcome at once.
+/// context sends `notifications/cancelled` (and `tasks/cancel` for a call the server runs as
+/// a task) and returns a cancelled outcome at once. The server's questions are asked through
+/// the context's approver. A call the server runs as a task announces the session
+/// `mcp-task:ID` ([`ProgressKind::Session`]); resuming it follows that task.
 #[derive(Debug, Clone)]
 pub struct McpExecutor {
     pool: McpPool,
@@ -223,12 +365,22 @@ impl SubagentExecutor for McpExecutor {
             ));
         };
         let agent = def.name.clone();
-        if let Some(session) = call.resume {
-            return Err(SubagentError::Resume {
-                session,
-                reason: format!("MCP agent `{agent}` is a stateless tool call and cannot resume"),
-            });
-        }
+        // A call the server ran as a task resumes by following that task.
+        let resume_task = match call.resume {
+            None => None,
+            Some(session) => match session.strip_prefix(TASK_SESSION_PREFIX) {
+                Some(id) if !id.is_empty() => Some(id.to_string()),
+                _ => {
+                    return Err(SubagentError::Resume {
+                        session,
+                        reason: format!(
+                            "MCP agent `{agent}` resumes only a call its server runs as a task \
+                             (a session `{TASK_SESSION_PREFIX}ID`)"
+                        ),
+                    });
+                }
+            },
+        };
         let started = Instant::now();
         let exec_err = |e: McpError| SubagentError::Execution {
             agent: agent.clone(),
@@ -247,12 +399,31 @@ impl SubagentExecutor for McpExecutor {
             (a, b) => a.or(b),
         };
         let limit = def.timeout.unwrap_or(self.pool.request_timeout());
+        let asker = Arc::new(Asker::new(&ctx, &agent, conn.label()));
+        let mut session: Option<String> = None;
         let end = conn
-            .call_tool(&def.tool, args, ctx.cancel(), timeout, limit, |p| {
-                ctx.emit(ProgressKind::Status {
-                    message: progress_line(&p),
-                })
-            })
+            .call_tool(
+                &def.tool,
+                args,
+                ctx.cancel(),
+                timeout,
+                limit,
+                asker,
+                resume_task.as_deref(),
+                |event| match event {
+                    CallEvent::Progress(p) => ctx.emit(ProgressKind::Status {
+                        message: progress_line(&p),
+                    }),
+                    CallEvent::Status(message) => ctx.emit(ProgressKind::Status { message }),
+                    CallEvent::Task(id) => {
+                        let id = format!("{TASK_SESSION_PREFIX}{id}");
+                        ctx.emit(ProgressKind::Session {
+                            session_id: id.clone(),
+                        });
+                        session = Some(id);
+                    }
+                },
+            )
             .await
             .map_err(exec_err)?;
         let usage = Usage::new()
@@ -263,7 +434,11 @@ impl SubagentExecutor for McpExecutor {
                 if result.is_error == Some(true) {
                     Err(SubagentError::execution(agent, text))
                 } else {
-                    Ok(TaskOutcome::completed(text).with_usage(usage))
+                    let outcome = TaskOutcome::completed(text).with_usage(usage);
+                    Ok(match session {
+                        Some(s) => outcome.with_session(s),
+                        None => outcome,
+                    })
                 }
             }
             CallEnd::Cancelled => Ok(TaskOutcome::with_status(
@@ -288,4 +463,76 @@ pub fn mcp_subagent_type_with_pool(pool: McpPool) -> SubagentType {
         Arc::new(McpResolver::new(pool.clone())),
         Arc::new(McpExecutor::new(pool)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn specs_carry_tool_and_argument_after_a_hash() {
+        let r = agent_reference("stdio:srv --x#tool=ask&argument=question&name=asker").unwrap();
+        assert_eq!(r.uri, "stdio:srv --x");
+        assert_eq!(r.kind, KIND);
+        assert_eq!(r.metadata("tool"), Some("ask"));
+        assert_eq!(r.metadata("argument"), Some("question"));
+        assert_eq!(r.metadata("name"), Some("asker"));
+        // No options: the spec as written (a URL fragment without `=` stays).
+        let r = agent_reference("https://h/mcp#top").unwrap();
+        assert_eq!(r.uri, "https://h/mcp#top");
+        assert!(r.metadata.is_empty());
+        for (bad, needle) in [
+            ("stdio:srv#tol=ask", "unknown option `tol`"),
+            ("stdio:srv#tool=", "option `tool` after `#` has no value"),
+        ] {
+            let err = agent_reference(bad).unwrap_err().to_string();
+            assert!(err.contains(needle) && err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_prompt_goes_to_the_named_argument_prompt_or_the_only_string() {
+        let schema = |props: serde_json::Value, required: serde_json::Value| json!({"type": "object", "properties": props, "required": required});
+        let s = |v: &str| json!({"type": "string", "description": v});
+        assert_eq!(prompt_argument(&json!({}), None).unwrap(), "prompt");
+        assert_eq!(
+            prompt_argument(
+                &schema(json!({"prompt": s("p"), "q": s("q")}), json!([])),
+                None
+            )
+            .unwrap(),
+            "prompt"
+        );
+        assert_eq!(
+            prompt_argument(
+                &schema(
+                    json!({"question": s("q"), "n": {"type": "integer"}}),
+                    json!([])
+                ),
+                None
+            )
+            .unwrap(),
+            "question"
+        );
+        assert_eq!(
+            prompt_argument(
+                &schema(json!({"a": s("a"), "b": s("b")}), json!(["b"])),
+                None
+            )
+            .unwrap(),
+            "b"
+        );
+        let err = prompt_argument(
+            &schema(json!({"a": s("a"), "b": s("b")}), json!(["a", "b"])),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("several string arguments") && err.contains("a, b"),
+            "{err}"
+        );
+        let err = prompt_argument(&schema(json!({"a": s("a")}), json!([])), Some("z")).unwrap_err();
+        assert!(err.contains("no argument `z`"), "{err}");
+    }
 }

@@ -5,13 +5,27 @@
 //!
 //! 1. **The `MCP` subagent kind** ([`mcp_subagent_type`]): an agent is one tool of an MCP
 //!    server. A reference's URI is `stdio:COMMAND ARG...` (a child process; words split like a
-//!    shell, quotes allowed) or an `http(s)://` streamable-HTTP endpoint. Metadata: `tool`
-//!    (which tool is the agent; default: the tool named like metadata `name`, else the server's
-//!    only tool), `name`, `argument` (the argument receiving the prompt, default `prompt`),
-//!    `timeout_secs`, `env.NAME` (stdio), `header.NAME` and `bearer_env` (HTTP). The executor
-//!    calls the tool and returns its text; MCP progress becomes
-//!    [`ProgressKind::Status`](subagent_spi::ProgressKind::Status) events; cancelling the
-//!    context sends `notifications/cancelled`.
+//!    shell, quotes allowed) or an `http(s)://` streamable-HTTP endpoint; [`agent_reference`]
+//!    reads the command line's form `URI#tool=TOOL&argument=FIELD`, and [`expand_reference`]
+//!    gives one agent per tool of a server when none is named. Metadata: `tool` (which tool is
+//!    the agent; default: the tool named like metadata `name`, else the server's only tool),
+//!    `name`, `argument` (the argument receiving the prompt; default `prompt`, else the tool's
+//!    only string argument), `timeout_secs`, `env.NAME` (stdio), `header.NAME` and
+//!    `bearer_env` (HTTP). The executor calls the tool and returns its text; MCP progress
+//!    becomes [`ProgressKind::Status`](subagent_spi::ProgressKind::Status) events; cancelling
+//!    the context sends `notifications/cancelled`.
+//!
+//!    The client speaks the 2026-07-28 revision (`server/discover`, no handshake, the protocol
+//!    version and client info in each request's `_meta`) and falls back to the 2025-11-25
+//!    `initialize` handshake with servers that do not know `server/discover`. A server's
+//!    questions — SEP-2322 `input_required` results, `input_required` tasks, a 2025-11-25
+//!    server's `elicitation/create` — become approval requests up the delegation tree (at most
+//!    8 rounds of at most 8 questions per call). A `tools/call` answered with a task handle
+//!    (the `io.modelcontextprotocol/tasks` extension, SEP-2663) is followed with
+//!    `notifications/tasks` and `tasks/get` (at the server's poll interval, kept within 100 ms
+//!    and 10 s) until it ends, cancelled with `tasks/cancel` when the run is cancelled or
+//!    times out, and its id announced as the run's session (`mcp-task:ID`): resuming that
+//!    session follows the task instead of calling the tool again.
 //! 2. **MCP tools for agents** ([`McpServerConfig`], [`mcp_tools`], [`McpToolProvider`]): the
 //!    servers of a Claude Code `.mcp.json` (or an agent's inline `mcpServers`) become SPI
 //!    [`Tool`](subagent_spi::Tool)s named `mcp__<server>__<tool>`.
@@ -20,8 +34,9 @@
 //!    delegate to subagents.
 //!
 //! With the `otel` feature (the OpenTelemetry API and `tracing-opentelemetry`, never the SDK),
-//! `tools/call` requests carry the current `tracing` span's W3C trace context in `_meta`
-//! (`traceparent`, `tracestate`), and the server runs each call in a `tools/call {tool}`
+//! `tools/call` requests carry the current `tracing` span's W3C trace context in `_meta` as
+//! SEP-414 defines it (`traceparent`, `tracestate`, `baggage`), and the server runs each call
+//! in a `tools/call {tool}`
 //! server span continuing it, through the global propagator the host installs (as
 //! `subagent-a2a` does with headers).
 //!
@@ -49,6 +64,7 @@ mod content;
 mod elicit;
 mod endpoint;
 mod error;
+mod input;
 mod kind;
 mod server;
 mod shell;
@@ -61,8 +77,8 @@ pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
 pub use endpoint::McpEndpoint;
 pub use error::McpError;
 pub use kind::{
-    DEFAULT_ARGUMENT, KIND, McpExecutor, McpResolver, McpSubagentDefinition, mcp_subagent_type,
-    mcp_subagent_type_with_pool,
+    DEFAULT_ARGUMENT, KIND, McpExecutor, McpResolver, McpSubagentDefinition, agent_reference,
+    expand_reference, mcp_subagent_type, mcp_subagent_type_with_pool,
 };
 pub use server::{HttpAuth, McpHttpServer, McpToolServer};
 pub use tools::{McpTool, McpToolProvider, mcp_tool_name, mcp_tools};

@@ -8,8 +8,9 @@ use subagent_spi::{
     async_trait,
 };
 
-use crate::client::{CallEnd, McpPool};
+use crate::client::{CallEnd, CallEvent, McpPool};
 use crate::content::{progress_line, result_text, tool_description};
+use crate::input::Asker;
 use crate::{McpEndpoint, McpError, McpServerConfig, McpServerEntry};
 
 /// The SPI name of MCP tool `tool` of server `server`: `mcp__<server>__<tool>`, with characters
@@ -95,6 +96,7 @@ impl Tool for McpTool {
         };
         let failed = |e: McpError| ToolError::failed(&self.name, e.to_string());
         let conn = self.pool.connection(&self.endpoint).await.map_err(failed)?;
+        let asker = Arc::new(Asker::new(ctx, &self.name, conn.label()));
         let end = conn
             .call_tool(
                 &self.tool,
@@ -102,10 +104,14 @@ impl Tool for McpTool {
                 ctx.cancel(),
                 ctx.remaining(),
                 self.request_timeout,
-                |p| {
-                    ctx.emit(ProgressKind::Status {
+                asker,
+                None,
+                |event| match event {
+                    CallEvent::Progress(p) => ctx.emit(ProgressKind::Status {
                         message: progress_line(&p),
-                    })
+                    }),
+                    CallEvent::Status(message) => ctx.emit(ProgressKind::Status { message }),
+                    CallEvent::Task(_) => {}
                 },
             )
             .await

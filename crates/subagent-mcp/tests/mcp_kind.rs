@@ -101,6 +101,7 @@ impl HttpServer {
                 move || {
                     Ok(server::TestServer {
                         state: state.clone(),
+                        ..Default::default()
                     })
                 },
                 Arc::new(LocalSessionManager::default()),
@@ -219,7 +220,21 @@ async fn exercise(kind: &SubagentType, uri: &str) {
             .text,
         "QUIET"
     );
-    let err = resolve_err(kind, &reference(uri, &[("tool", "shout")])).await;
+    // Issue 32: without `argument`, the prompt goes to the tool's only string argument
+    // (this was an error before); a named argument the tool lacks is an error naming its own.
+    let shout = resolve(kind, &reference(uri, &[("tool", "shout")])).await;
+    assert_eq!(
+        run(kind, &shout, "quiet", TaskContext::new())
+            .await
+            .unwrap()
+            .text,
+        "QUIET"
+    );
+    let err = resolve_err(
+        kind,
+        &reference(uri, &[("tool", "shout"), ("argument", "prompt")]),
+    )
+    .await;
     assert!(
         err.contains("no argument `prompt`") && err.contains("text"),
         "{err}"

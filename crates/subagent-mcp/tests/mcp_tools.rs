@@ -37,13 +37,22 @@ async fn server_tools_are_named_described_and_callable() {
     assert_eq!(
         names,
         [
+            "mcp__test__ask",
+            "mcp__test__ask_forever",
+            "mcp__test__ask_name",
+            "mcp__test__ask_url",
             "mcp__test__echo",
+            "mcp__test__era",
             "mcp__test__fail",
+            "mcp__test__legacy_ask",
+            "mcp__test__pair",
             "mcp__test__pid",
             "mcp__test__progress",
             "mcp__test__shout",
             "mcp__test__stats",
             "mcp__test__structured",
+            "mcp__test__task_echo",
+            "mcp__test__task_wait",
             "mcp__test__wait",
             "mcp__test__whoami",
         ]
@@ -133,7 +142,7 @@ async fn provider_serves_named_and_inline_servers_from_one_pool() {
     let frontmatter = json!(["test", {"web": {"type": "http", "url": web.url()}}, "test"]);
     let entries = McpServerEntry::parse_list(&frontmatter, "agents/x.md").unwrap();
     let tools = provider.tools_for(&entries).await.unwrap();
-    assert_eq!(tools.len(), 10);
+    assert_eq!(tools.len(), 19, "the test server's 18 tools and `add`");
     let add = find(&tools, "mcp__web__add");
     assert_eq!(add.description(), "Adds a and b.");
     assert_eq!(add.input_schema()["properties"]["a"]["type"], "number");

@@ -241,8 +241,10 @@ pub(crate) struct AgentSources {
     /// A remote A2A agent's base URL (repeatable).
     #[arg(long = "a2a", value_name = "URL")]
     pub a2a: Vec<String>,
-    /// An MCP server exposing an agent as a tool: `stdio:COMMAND ARGS...` or an http(s) URL
-    /// (repeatable).
+    /// An MCP server whose tools are agents: `stdio:COMMAND ARGS...` or an http(s) URL,
+    /// optionally followed by `#tool=TOOL&argument=FIELD&name=AGENT` (repeatable). Without
+    /// `tool`, each tool of the server is an agent; the prompt goes to `argument`, else
+    /// `prompt`, else the tool's only string argument.
     #[arg(long = "mcp", value_name = "SPEC")]
     pub mcp: Vec<String>,
     /// Run no Claude Code hooks: neither those of .claude/settings.json (user, project, local)

@@ -245,9 +245,18 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
     if !b.mcp_agents.is_empty() {
         #[cfg(feature = "mcp")]
         {
-            kinds.push(subagent_mcp::mcp_subagent_type());
+            // Issue 32: a spec may name the tool and the prompt's argument (`#tool=..&argument=..`);
+            // a server with several tools and none named gives one agent per tool. The kind
+            // shares the pool that listed them, so each server starts once.
+            let pool = subagent_mcp::McpPool::new();
+            kinds.push(subagent_mcp::mcp_subagent_type_with_pool(pool.clone()));
             for spec in &b.mcp_agents {
-                refs.push(SubagentReference::new(spec, subagent_mcp::KIND));
+                let reference =
+                    subagent_mcp::agent_reference(spec).map_err(|e| Error::McpAgent {
+                        spec: spec.clone(),
+                        source: Box::new(e),
+                    })?;
+                refs.extend(subagent_mcp::expand_reference(&pool, &reference).await);
             }
         }
         #[cfg(not(feature = "mcp"))]

@@ -286,8 +286,11 @@ impl SubagentsBuilder {
         self
     }
 
-    /// An MCP server's tool as an agent: `stdio:COMMAND ARGS...` or an `http(s)://` URL
-    /// (feature `mcp`).
+    /// An MCP server's tools as agents: `stdio:COMMAND ARGS...` or an `http(s)://` URL
+    /// (feature `mcp`), optionally followed by `#tool=TOOL&argument=FIELD&name=AGENT`
+    /// (see `subagent_mcp::agent_reference`). Without `tool`, a server with several tools
+    /// gives one agent per tool; the prompt goes to the argument named, else `prompt`, else
+    /// the tool's only string argument.
     pub fn mcp_agent(mut self, spec: impl Into<String>) -> Self {
         self.mcp_agents.push(spec.into());
         self

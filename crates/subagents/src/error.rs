@@ -89,4 +89,14 @@ pub enum Error {
     /// The A2A server could not be assembled.
     #[error("A2A server: {0}")]
     Server(#[source] BoxError),
+    /// An MCP agent spec (`--mcp`, [`mcp_agent`](crate::SubagentsBuilder::mcp_agent)) is
+    /// malformed (an unknown `#` option, say).
+    #[error("MCP agent `{spec}`: {source}")]
+    McpAgent {
+        /// The spec as written.
+        spec: String,
+        /// What is wrong.
+        #[source]
+        source: BoxError,
+    },
 }

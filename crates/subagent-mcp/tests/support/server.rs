@@ -6,12 +6,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use std::borrow::Cow;
+
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, DiscoverResult, ElicitRequest, ElicitRequestParams, ElicitationSchema,
+    GetTaskParams, GetTaskResult, InputRequest, InputRequests, InputRequiredResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 /// Counters the tests read.
@@ -23,11 +28,83 @@ pub(crate) struct TestState {
     pub calls: AtomicUsize,
     /// Woken when `cancelled` changes.
     pub cancel_seen: tokio::sync::Notify,
+    /// Tasks that ended because the client sent `tasks/cancel`.
+    pub tasks_cancelled: AtomicUsize,
 }
+
+/// The environment variable that makes the stdio test server a 2025-11-25 server: it does not
+/// know `server/discover` and speaks only the `initialize` era.
+pub(crate) const LEGACY_ENV: &str = "SUBAGENT_MCP_TEST_LEGACY";
 
 #[derive(Clone, Default)]
 pub(crate) struct TestServer {
     pub state: Arc<TestState>,
+    /// The tasks (SEP-2663) of the `task_*` tools.
+    pub tasks: TaskManager,
+    /// A 2025-11-25 server (see [`LEGACY_ENV`]).
+    pub legacy: bool,
+}
+
+impl TestServer {
+    /// The stdio server: legacy when [`LEGACY_ENV`] is set.
+    pub(crate) fn from_env() -> Self {
+        Self {
+            legacy: std::env::var_os(LEGACY_ENV).is_some(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A form elicitation asking `message` with the given JSON schema.
+fn form(message: &str, schema: serde_json::Value) -> InputRequest {
+    let requested_schema: ElicitationSchema =
+        serde_json::from_value(schema).expect("a valid elicitation schema");
+    InputRequest::Elicitation(ElicitRequest::new(
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: message.to_string(),
+            requested_schema,
+        },
+    ))
+}
+
+fn confirm_form() -> InputRequest {
+    form(
+        "Deploy \u{1b}[31mnow\u{1b}[0m?",
+        serde_json::json!({"type": "object", "properties": {"confirm": {"type": "boolean"}},
+                           "required": ["confirm"]}),
+    )
+}
+
+fn name_form() -> InputRequest {
+    form(
+        "Your name?",
+        serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}},
+                           "required": ["name"]}),
+    )
+}
+
+fn url_request() -> InputRequest {
+    InputRequest::Elicitation(ElicitRequest::new(
+        ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: "Sign in".to_string(),
+            url: "https://example.com/login?session=1".to_string(),
+            elicitation_id: String::new(),
+        },
+    ))
+}
+
+/// The answer to an elicitation as text: `ACTION CONTENT`.
+fn answer_text(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None => "no answer".to_string(),
+        Some(v) => format!(
+            "{} {}",
+            v["action"].as_str().unwrap_or("?"),
+            v.get("content").map(|c| c.to_string()).unwrap_or_default()
+        ),
+    }
 }
 
 fn schema(props: &[&str]) -> Arc<JsonObject> {
@@ -46,7 +123,36 @@ fn schema(props: &[&str]) -> Arc<JsonObject> {
 }
 
 /// The tools: name, description, string arguments.
-const TOOLS: [(&str, &str, &[&str]); 9] = [
+const TOOLS: [(&str, &str, &[&str]); 18] = [
+    ("pair", "Joins its `a` and `b` arguments.", &["a", "b"]),
+    (
+        "ask",
+        "Asks a yes/no question (SEP-2322 input_required), then answers with the reply.",
+        &["prompt"],
+    ),
+    (
+        "ask_name",
+        "Asks for a name (a free-text form).",
+        &["prompt"],
+    ),
+    ("ask_url", "Asks the user to open a URL.", &["prompt"]),
+    ("ask_forever", "Asks for input on every round.", &["prompt"]),
+    (
+        "legacy_ask",
+        "Asks with a server-to-client elicitation/create (2025-11-25).",
+        &["prompt"],
+    ),
+    ("era", "Returns the protocol version of the call.", &[]),
+    (
+        "task_echo",
+        "Runs as a task (SEP-2663) that echoes the prompt.",
+        &["prompt"],
+    ),
+    (
+        "task_wait",
+        "Runs as a task that waits until it is cancelled.",
+        &["prompt"],
+    ),
     (
         "echo",
         "Echoes the prompt back, prefixed with `echo: `.",
@@ -87,7 +193,60 @@ fn text(s: impl Into<String>) -> Vec<ContentBlock> {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.legacy {
+            Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        } else {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        if self.legacy {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::DiscoverRequestMethod,
+            >());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_tools(
@@ -111,10 +270,100 @@ impl ServerHandler for TestServer {
                 .unwrap_or("")
                 .to_string()
         };
+        let responses = request.input_responses.clone().unwrap_or_default();
         let result = match request.name.as_ref() {
+            name @ ("ask" | "ask_name" | "ask_url") => {
+                if let Some(answer) = responses.get("q") {
+                    if request.request_state.as_deref() != Some("state-1") {
+                        return Err(ErrorData::invalid_params("requestState not echoed", None));
+                    }
+                    CallToolResult::success(text(format!("answer: {}", answer_text(Some(answer)))))
+                } else {
+                    let question = match name {
+                        "ask" => confirm_form(),
+                        "ask_name" => name_form(),
+                        _ => url_request(),
+                    };
+                    let mut asked = InputRequests::new();
+                    asked.insert("q".to_string(), question);
+                    return Ok(
+                        InputRequiredResult::new(Some(asked), Some("state-1".into())).into(),
+                    );
+                }
+            }
+            "ask_forever" => {
+                let mut asked = InputRequests::new();
+                asked.insert(format!("q{}", responses.len()), confirm_form());
+                return Ok(InputRequiredResult::new(Some(asked), None).into());
+            }
+            "legacy_ask" => {
+                let ElicitRequestParams::FormElicitationParams {
+                    message,
+                    requested_schema,
+                    ..
+                } = (match confirm_form() {
+                    InputRequest::Elicitation(r) => r.params,
+                    _ => unreachable!(),
+                })
+                else {
+                    unreachable!()
+                };
+                let asked = context
+                    .peer
+                    .create_elicitation(ElicitRequestParams::FormElicitationParams {
+                        meta: None,
+                        message,
+                        requested_schema,
+                    })
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let v = serde_json::to_value(asked).unwrap_or_default();
+                CallToolResult::success(text(format!("answer: {}", answer_text(Some(&v)))))
+            }
+            "era" => CallToolResult::success(text(
+                context
+                    .protocol_version()
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "none".into()),
+            )),
+            "task_echo" | "task_wait" => {
+                let waits = request.name == "task_wait";
+                let prompt = arg("prompt");
+                let state = self.state.clone();
+                let task = self.tasks.spawn(
+                    TaskOptions::new()
+                        .with_poll_interval_ms(100)
+                        .with_status_message("started"),
+                    move |cx| {
+                        Box::pin(async move {
+                            if prompt == "ask" {
+                                let answer = cx.request_input("confirm", confirm_form()).await?;
+                                return Ok(CallToolResult::success(text(format!(
+                                    "task answer: {}",
+                                    answer_text(Some(&answer))
+                                ))));
+                            }
+                            if waits {
+                                tokio::select! {
+                                    () = cx.cancelled() => {
+                                        state.tasks_cancelled.fetch_add(1, Ordering::SeqCst);
+                                        return Err(TaskExit::Cancelled);
+                                    }
+                                    () = tokio::time::sleep(Duration::from_secs(120)) => {}
+                                }
+                            } else {
+                                tokio::time::sleep(Duration::from_millis(150)).await;
+                            }
+                            Ok(CallToolResult::success(text(format!("task: {prompt}"))))
+                        })
+                    },
+                );
+                return Ok(CreateTaskResult::new(task).into());
+            }
             "echo" => CallToolResult::success(text(format!("echo: {}", arg("prompt")))),
             "fail" => CallToolResult::error(text(format!("failure: {}", arg("prompt")))),
             "shout" => CallToolResult::success(text(arg("text").to_uppercase())),
+            "pair" => CallToolResult::success(text(format!("{}+{}", arg("a"), arg("b")))),
             "progress" => {
                 if let Some(token) = context.meta.get_progress_token() {
                     for i in 1..=3 {
@@ -151,6 +400,7 @@ impl ServerHandler for TestServer {
                 serde_json::json!({
                     "cancelled": self.state.cancelled.load(Ordering::SeqCst),
                     "calls": self.state.calls.load(Ordering::SeqCst),
+                    "tasks_cancelled": self.state.tasks_cancelled.load(Ordering::SeqCst),
                 })
                 .to_string(),
             )),

@@ -7,7 +7,7 @@ use rmcp::ServiceExt;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let running = match server::TestServer::default()
+    let running = match server::TestServer::from_env()
         .serve(rmcp::transport::stdio())
         .await
     {
