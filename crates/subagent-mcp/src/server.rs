@@ -635,7 +635,11 @@ fn progress_message(event: &ProgressEvent) -> String {
 
 impl ServerHandler for McpToolServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools();
+        // `prompts`: none, but `prompts/list` is answered (with an empty list), so it is
+        // declared (a 2026-07-28 server's discovery must match the methods it serves).
+        let capabilities = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_tools();
         let capabilities = if self.inner.tasks.is_some() {
             capabilities.enable_tasks()
         } else {
