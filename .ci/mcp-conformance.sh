@@ -18,12 +18,18 @@ claimed=(
   server-session-lifecycle
   server-stateless
   ping
+  completion-complete
   tools-list
+  prompts-list
+  resources-list
+  server-sse-multiple-streams
   dns-rebinding-protection
   caching
   http-header-validation
   input-required-result-unsupported-methods
   tasks-capability-negotiation
+  tasks-dispatch-and-envelope
+  tasks-request-headers
 )
 if [[ $# -gt 0 ]]; then claimed=("$@"); fi
 
