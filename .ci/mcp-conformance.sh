@@ -27,6 +27,7 @@ claimed=(
   caching
   http-header-validation
   input-required-result-unsupported-methods
+  input-required-result-validate-input
   tasks-capability-negotiation
   tasks-dispatch-and-envelope
   tasks-request-headers
