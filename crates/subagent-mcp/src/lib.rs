@@ -31,7 +31,11 @@
 //!    [`Tool`](subagent_spi::Tool)s named `mcp__<server>__<tool>`.
 //! 3. **Serving SPI tools over MCP** ([`McpToolServer`]): any tools — typically `Task`,
 //!    `TaskOutput` and `TaskStop` — served over stdio or streamable HTTP so any MCP client can
-//!    delegate to subagents.
+//!    delegate to subagents. Both eras of MCP on one endpoint: clients of the 2026-07-28
+//!    revision (stateless requests, `server/discover`) are asked for approvals by
+//!    `input_required` results, older ones by elicitation; with a [`McpTaskBackend`] the
+//!    server declares the tasks extension (`io.modelcontextprotocol/tasks`) and runs task
+//!    calls as tasks the client follows with `tasks/get`, `tasks/update` and `tasks/cancel`.
 //!
 //! With the `otel` feature (the OpenTelemetry API and `tracing-opentelemetry`, never the SDK),
 //! `tools/call` requests carry the current `tracing` span's W3C trace context in `_meta` as
@@ -58,6 +62,7 @@
 //! # let _ = (kind, reference);
 //! ```
 
+mod approval_form;
 mod client;
 mod config;
 mod content;
@@ -66,8 +71,10 @@ mod endpoint;
 mod error;
 mod input;
 mod kind;
+mod round_trip;
 mod server;
 mod shell;
+mod tasks;
 mod tools;
 mod trace_context;
 
@@ -80,5 +87,7 @@ pub use kind::{
     DEFAULT_ARGUMENT, KIND, McpExecutor, McpResolver, McpSubagentDefinition, agent_reference,
     expand_reference, mcp_subagent_type, mcp_subagent_type_with_pool,
 };
+pub use round_trip::DEFAULT_MAX_WAITING_CALLS;
 pub use server::{HttpAuth, McpHttpServer, McpToolServer};
+pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_POLL_INTERVAL, McpTaskBackend, McpTaskState};
 pub use tools::{McpTool, McpToolProvider, mcp_tool_name, mcp_tools};

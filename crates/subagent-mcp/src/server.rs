@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use axum::response::IntoResponse;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+    ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -16,13 +17,15 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use subagent_spi::{
     Approver, CancellationToken, ProgressEvent, ProgressKind, SessionApprover, TaskContext, Tool,
-    ToolError,
+    ToolError, ToolOutput,
 };
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use crate::McpError;
 use crate::elicit::{DEFAULT_ELICITATION_TIMEOUT, ElicitingApprover};
+use crate::round_trip::{Call, DEFAULT_MAX_WAITING_CALLS, Round, RoundTripApprover, WaitingCalls};
+use crate::tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_POLL_INTERVAL, McpTaskBackend, TaskTable};
 
 /// Progress events buffered per call before they are dropped (never blocking the tool).
 const PROGRESS_BUFFER: usize = 256;
@@ -43,6 +46,16 @@ const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 /// asked of the client as an MCP elicitation (a form with `decision`: `yes` / `always` / `no`
 /// and an optional `reason`) when the client declared the `elicitation` capability, else
 /// denied with a message the model reads. `always` lasts for the rest of that `tools/call`.
+/// A client of the 2026-07-28 revision (which has no server-initiated requests) is asked by
+/// a multi-round-trip result instead (SEP-2322): the call answers `input_required` with the
+/// same form under `inputRequests`, waits, and goes on when the client retries with
+/// `inputResponses` and the `requestState` it got.
+///
+/// With a [task backend](Self::with_task_backend), the server declares the MCP tasks
+/// extension (`io.modelcontextprotocol/tasks`): a call of a tool the backend runs as a task,
+/// from a client that declared the extension, answers at once with a task handle, and the
+/// client follows it with `tasks/get` (approval questions show as `input_required`, answered
+/// with `tasks/update`) and `tasks/cancel`. Other clients get the tool's ordinary answer.
 ///
 /// ```no_run
 /// # async fn demo(tools: Vec<std::sync::Arc<dyn subagent_spi::Tool>>) -> Result<(), subagent_mcp::McpError> {
@@ -65,6 +78,25 @@ struct Inner {
     approver: Option<Arc<dyn Approver>>,
     elicitation_timeout: std::time::Duration,
     http_auth: Option<HttpAuth>,
+    /// Calls waiting for a 2026-07-28 client's next round (shared by every clone).
+    waiting: Arc<WaitingCalls>,
+    max_waiting: usize,
+    task_backend: Option<Arc<dyn McpTaskBackend>>,
+    max_tasks: usize,
+    task_poll: std::time::Duration,
+    /// The tasks handed out (shared by every clone), with a task backend.
+    tasks: Option<Arc<TaskTable>>,
+}
+
+impl Inner {
+    /// Rebuilds the shared state after a setting changed (builders run before serving).
+    fn rebuild(&mut self) {
+        self.waiting = WaitingCalls::new(self.max_waiting, self.elicitation_timeout);
+        self.tasks = self
+            .task_backend
+            .clone()
+            .map(|b| Arc::new(TaskTable::new(b, self.max_tasks, self.task_poll)));
+    }
 }
 
 /// Decides whether an HTTP request's headers carry an accepted credential.
@@ -111,6 +143,12 @@ impl McpToolServer {
                 approver: None,
                 elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
                 http_auth: None,
+                waiting: WaitingCalls::new(DEFAULT_MAX_WAITING_CALLS, DEFAULT_ELICITATION_TIMEOUT),
+                max_waiting: DEFAULT_MAX_WAITING_CALLS,
+                task_backend: None,
+                max_tasks: DEFAULT_MAX_TASKS,
+                task_poll: DEFAULT_TASK_POLL_INTERVAL,
+                tasks: None,
             }),
         }
     }
@@ -132,10 +170,55 @@ impl McpToolServer {
     }
 
     /// How long an approval elicitation waits for the client's user before the call is
-    /// denied (default 300 s; builder style).
+    /// denied (default 300 s; builder style). For a 2026-07-28 client asked by
+    /// `input_required`, how long the call waits for the retry carrying the answer before it
+    /// is denied and cancelled.
     #[must_use]
     pub fn with_elicitation_timeout(mut self, timeout: std::time::Duration) -> Self {
-        Arc::make_mut(&mut self.inner).elicitation_timeout = timeout;
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.elicitation_timeout = timeout;
+        inner.rebuild();
+        self
+    }
+
+    /// How many calls may wait at once for a 2026-07-28 client's answer (default 64; a
+    /// question beyond it is denied at once; builder style).
+    #[must_use]
+    pub fn with_max_waiting_calls(mut self, max: usize) -> Self {
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.max_waiting = max;
+        inner.rebuild();
+        self
+    }
+
+    /// Runs the calls of the tools `backend` accepts as MCP tasks for clients that declared
+    /// the tasks extension, and declares the extension (builder style).
+    #[must_use]
+    pub fn with_task_backend(mut self, backend: Arc<dyn McpTaskBackend>) -> Self {
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.task_backend = Some(backend);
+        inner.rebuild();
+        self
+    }
+
+    /// How many tasks the server keeps track of (running, or ended and not yet forgotten;
+    /// default 64): a task call beyond it, when none has ended, gets a tool error (builder
+    /// style).
+    #[must_use]
+    pub fn with_max_tasks(mut self, max: usize) -> Self {
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.max_tasks = max;
+        inner.rebuild();
+        self
+    }
+
+    /// The polling interval suggested to task clients (`pollIntervalMs`, default 1 s; builder
+    /// style).
+    #[must_use]
+    pub fn with_task_poll_interval(mut self, interval: std::time::Duration) -> Self {
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.task_poll = interval;
+        inner.rebuild();
         self
     }
 
@@ -274,7 +357,7 @@ impl McpToolServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let Some(tool) = self
             .inner
             .index
@@ -291,7 +374,35 @@ impl McpToolServer {
                 None,
             ));
         };
+        // A 2026-07-28 client's retry of a call that waits for its answer.
+        if let Some(state) = request.request_state.as_deref() {
+            let responses = request.input_responses.clone().unwrap_or_default();
+            let round = self
+                .inner
+                .waiting
+                .resume(&request.name, state, responses, &context.ct)
+                .await?;
+            return Ok(round_response(round));
+        }
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        // A task, for a client that declared the extension.
+        if let Some(tasks) = &self.inner.tasks
+            && tasks.runs_as_task(&request.name)
+            && context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks())
+        {
+            // The task outlives this request: a token and context of its own.
+            let mut ctx = TaskContext::new().with_agent("mcp-client");
+            if let Some(a) = &self.inner.approver {
+                ctx = ctx.with_approver(a.clone());
+            }
+            return Ok(match tasks.create(&request.name, input, ctx).await? {
+                Ok(handle) => CallToolResponse::Task(handle),
+                Err(refused) => CallToolResponse::Complete(refused),
+            });
+        }
+        let round_trips = asks_by_round_trips(&context);
         let cancel = CancellationToken::new();
         // Cancels the tool's token if this handler is dropped mid-call (the client went
         // away). Disarmed once the call returns: background work the tool started (e.g. a
@@ -300,12 +411,20 @@ impl McpToolServer {
         let mut ctx = TaskContext::new()
             .with_cancel(cancel.clone())
             .with_agent("mcp-client");
-        let approver = ElicitingApprover {
-            peer: context.peer.clone(),
-            upstream: self.inner.approver.clone(),
-            timeout: self.inner.elicitation_timeout,
+        let (questions_tx, questions_rx) = mpsc::channel(1);
+        let approver: Arc<dyn Approver> = if round_trips {
+            Arc::new(RoundTripApprover {
+                questions: questions_tx,
+                upstream: self.inner.approver.clone(),
+            })
+        } else {
+            Arc::new(ElicitingApprover {
+                peer: context.peer.clone(),
+                upstream: self.inner.approver.clone(),
+                timeout: self.inner.elicitation_timeout,
+            })
         };
-        ctx = ctx.with_approver(Arc::new(SessionApprover::new(Arc::new(approver))));
+        ctx = ctx.with_approver(Arc::new(SessionApprover::new(approver)));
 
         // Forward progress while the call runs, when the client asked for it.
         let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
@@ -342,29 +461,78 @@ impl McpToolServer {
             gen_ai.tool.name = %request.name,
         );
         crate::trace_context::continue_trace(&context.meta, &span);
-        let result = tool.call(input, &ctx).instrument(span).await;
+        let response = if round_trips {
+            // The call runs on its own task, so it can wait between rounds.
+            let call_ctx = ctx.clone();
+            let call_tool = tool.clone();
+            let join =
+                tokio::spawn(
+                    async move { call_tool.call(input, &call_ctx).instrument(span).await },
+                );
+            let call = Call {
+                tool: request.name.to_string(),
+                join,
+                questions: questions_rx,
+                cancel: cancel.clone(),
+            };
+            round_response(self.inner.waiting.drive(call, 0, &context.ct).await)
+        } else {
+            drop(questions_rx);
+            let result = tool.call(input, &ctx).instrument(span).await;
+            CallToolResponse::Complete(call_result_of(result))
+        };
         watch.abort();
         guard.0 = None;
         drop(ctx);
+        // Progress goes with the first round only: a call that waits for its client's answer
+        // reports no more (its request has been answered).
         let _ = done_tx.send(());
         if let Some(f) = forwarder {
             // Progress must not follow the response; wait (boundedly) for the queued events.
             let _ = tokio::time::timeout(PROGRESS_FLUSH, f).await;
         }
-        Ok(match result {
-            Ok(out) => {
-                let content = vec![ContentBlock::text(out.content)];
-                if out.is_error {
-                    CallToolResult::error(content)
-                } else {
-                    CallToolResult::success(content)
-                }
-            }
-            Err(ToolError::Cancelled { tool }) => CallToolResult::error(vec![ContentBlock::text(
-                format!("tool `{tool}` was cancelled"),
-            )]),
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-        })
+        Ok(response)
+    }
+}
+
+/// True when approvals are asked of this request's client by `input_required` results: it
+/// speaks the 2026-07-28 revision (which has no server-initiated requests) and declared
+/// elicitation (the kind of input request the approval form is).
+fn asks_by_round_trips(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+}
+
+/// The `tools/call` answer for a round of a call served by round trips.
+fn round_response(round: Round) -> CallToolResponse {
+    match round {
+        Round::Done(result) => CallToolResponse::Complete(call_result_of(result)),
+        Round::Asked(input_required) => CallToolResponse::InputRequired(input_required),
+    }
+}
+
+/// A tool's output as an MCP tool result (`isError` for a failed call).
+pub(crate) fn call_result(out: ToolOutput) -> CallToolResult {
+    let content = vec![ContentBlock::text(out.content)];
+    if out.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
+
+/// A tool call's result as an MCP tool result: errors too are results the caller reads.
+fn call_result_of(result: Result<ToolOutput, ToolError>) -> CallToolResult {
+    match result {
+        Ok(out) => call_result(out),
+        Err(ToolError::Cancelled { tool }) => CallToolResult::error(vec![ContentBlock::text(
+            format!("tool `{tool}` was cancelled"),
+        )]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
     }
 }
 
@@ -467,11 +635,19 @@ fn progress_message(event: &ProgressEvent) -> String {
 
 impl ServerHandler for McpToolServer {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                self.inner.name.clone(),
-                self.inner.version.clone(),
-            ));
+        // `prompts`: none, but `prompts/list` is answered (with an empty list), so it is
+        // declared (a 2026-07-28 server's discovery must match the methods it serves).
+        let capabilities = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_tools();
+        let capabilities = if self.inner.tasks.is_some() {
+            capabilities.enable_tasks()
+        } else {
+            capabilities
+        };
+        let mut config = ServerConfig::new(capabilities.build()).with_server_info(
+            Implementation::new(self.inner.name.clone(), self.inner.version.clone()),
+        );
         if let Some(i) = &self.inner.instructions {
             config = config.with_instructions(i.clone());
         }
@@ -502,9 +678,44 @@ impl ServerHandler for McpToolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.run_tool(request, context)
-            .await
-            .map(CallToolResponse::from)
+        self.run_tool(request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = self.task_table::<rmcp::model::GetTaskMethod>()?;
+        tasks.get(&request.task_id).await.map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self.task_table::<rmcp::model::UpdateTaskMethod>()?;
+        tasks.update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self.task_table::<rmcp::model::CancelTaskMethod>()?;
+        tasks.cancel(&request.task_id).await
+    }
+}
+
+impl McpToolServer {
+    /// The task table, or "method not found" when the server has no task backend.
+    fn task_table<M: rmcp::model::ConstString>(&self) -> Result<&Arc<TaskTable>, ErrorData> {
+        self.inner
+            .tasks
+            .as_ref()
+            .ok_or_else(ErrorData::method_not_found::<M>)
     }
 }
 

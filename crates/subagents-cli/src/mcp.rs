@@ -22,9 +22,10 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
             None
         }
     };
-    // No prompt while serving: the client is asked by elicitation when it supports it, else
-    // the call is denied (a background task's question waits for the client's TaskOutput
-    // answer).
+    // No prompt while serving: the client is asked (by elicitation, or by an `input_required`
+    // result for a 2026-07-28 client) when it supports it, else the call is denied; a
+    // background task's question waits for the client's TaskOutput answer, an MCP task's for
+    // its `tasks/update`.
     let agents = Setup::serving(
         &args.sources,
         &config,
@@ -48,7 +49,7 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
                 .await
                 .map_err(|e| CliError::Config(format!("cannot serve MCP on {addr}: {e}")))?;
             eprintln!(
-                "serving Task/TaskOutput/TaskStop over MCP (streamable HTTP) at {} for {} agent(s): {}",
+                "serving Task/TaskOutput/TaskStop over MCP (streamable HTTP; Task also as MCP tasks) at {} for {} agent(s): {}",
                 http.url(),
                 names.len(),
                 crate::output::terminal_safe(&names.join(", "))

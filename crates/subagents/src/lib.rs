@@ -41,6 +41,8 @@ mod builder;
 mod error;
 #[cfg(feature = "claude")]
 mod main_agent;
+#[cfg(feature = "mcp")]
+mod mcp_tasks;
 pub mod models;
 #[cfg(feature = "otel")]
 pub mod otel;
@@ -368,7 +370,11 @@ impl Subagents {
     /// An MCP server offering `Task`, `TaskOutput` and `TaskStop` over these agents (serve it
     /// over stdio or streamable HTTP), so any MCP client can delegate. Approval requests go
     /// to the builder's approver; without one, a foreground call that must be approved is
-    /// denied and a background task's question waits for the client's `TaskOutput` answer.
+    /// asked of the client (elicitation, or `input_required` for 2026-07-28 clients) or
+    /// denied, and a background task's question waits for the client's `TaskOutput` answer.
+    /// It declares the MCP tasks extension: a `Task` call from a client that declared it
+    /// starts a background task and answers with its handle (`tasks/get`, `tasks/update`,
+    /// `tasks/cancel` follow it).
     pub fn mcp_server(&self) -> subagent_mcp::McpToolServer {
         let server = subagent_mcp::McpToolServer::new(self.tools().to_vec());
         let server = match &self.approver {
@@ -376,6 +382,10 @@ impl Subagents {
             None => server,
         };
         server
+            // MCP tasks are the `Task` tool's background tasks.
+            .with_task_backend(std::sync::Arc::new(mcp_tasks::TaskBackend::new(
+                self.task.clone(),
+            )))
             .with_server_info("subagents", env!("CARGO_PKG_VERSION"))
             .with_instructions(
                 "Delegate work to subagents with the Task tool (agents are listed in its \

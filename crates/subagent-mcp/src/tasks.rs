@@ -1,0 +1,367 @@
+//! The MCP tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) on the serving side: a
+//! `tools/call` of a tool that runs as a task answers at once with a task handle, and the
+//! client follows it with `tasks/get`, answers its approval questions with `tasks/update` and
+//! cancels it with `tasks/cancel`.
+//!
+//! The work itself is the host's background machinery behind [`McpTaskBackend`] (the
+//! `subagents` facade maps it onto the `Task` tool's background tasks, so an MCP task is the
+//! same task `TaskOutput`, `TaskStop` and the task ledger see). This module keeps only what
+//! the wire needs on top: which ids were handed out as tasks, their timestamps, and the keys
+//! of the approval questions shown as `inputRequests`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, InputRequests, InputResponses,
+    JsonObject, Task, TaskPayload, TaskStatus,
+};
+use rmcp::task_manager::current_timestamp;
+use subagent_spi::{ApprovalDecision, ApprovalRequest, TaskContext, ToolError, ToolOutput};
+
+/// How many tasks a server keeps track of by default (running, or finished and not yet
+/// evicted); a `tools/call` beyond it is refused with a tool error.
+pub const DEFAULT_MAX_TASKS: usize = 64;
+/// The polling interval a server suggests to clients by default (`pollIntervalMs`).
+pub const DEFAULT_TASK_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What a [`McpTaskBackend`] reports about one of its tasks.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum McpTaskState {
+    /// Queued or running; `message` says what it does, if anything.
+    Working {
+        /// A short status line for the client's user.
+        message: Option<String>,
+    },
+    /// Stopped at a tool call that needs approval; answered by
+    /// [`McpTaskBackend::answer`].
+    WaitingForApproval(ApprovalRequest),
+    /// Ended with a result (a run that ended badly is a result with
+    /// [`is_error`](ToolOutput::is_error), as a tool's failure is).
+    Completed(ToolOutput),
+    /// Ended because it was cancelled.
+    Cancelled,
+    /// Ended without a result (the machinery itself failed).
+    Failed(String),
+}
+
+/// Background work behind the MCP tasks extension: what
+/// [`McpToolServer::with_task_backend`](crate::McpToolServer::with_task_backend) runs a
+/// task-capable tool call as.
+#[subagent_spi::async_trait]
+pub trait McpTaskBackend: Send + Sync {
+    /// True when a call of `tool` runs as a task for clients that declared the extension
+    /// (others get the tool's ordinary, synchronous answer).
+    fn runs_as_task(&self, tool: &str) -> bool;
+
+    /// Starts `tool`'s call with `input` in the background and returns its id (unguessable:
+    /// it is all a client needs to read or cancel the task). `ctx` carries the server's
+    /// approver and a cancellation token of the task's own.
+    async fn start(
+        &self,
+        tool: &str,
+        input: serde_json::Value,
+        ctx: TaskContext,
+    ) -> Result<String, ToolError>;
+
+    /// The task's state now; `Err` when the id is unknown (or its result expired).
+    async fn state(&self, task_id: &str) -> Result<McpTaskState, String>;
+
+    /// Answers the approval question the task waits on.
+    fn answer(&self, task_id: &str, decision: ApprovalDecision) -> Result<(), String>;
+
+    /// Asks the task to stop (cooperatively: it may still end otherwise); returns at once.
+    async fn cancel(&self, task_id: &str) -> Result<(), String>;
+
+    /// How long a finished task's result stays readable (advertised as `ttlMs`); `None`
+    /// when it stays while the server runs.
+    fn ttl(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// The tasks a server handed out, and the wire state of each.
+pub(crate) struct TaskTable {
+    backend: Arc<dyn McpTaskBackend>,
+    entries: Mutex<HashMap<String, Entry>>,
+    max: usize,
+    poll: Duration,
+    next_order: std::sync::atomic::AtomicU64,
+}
+
+struct Entry {
+    created_at: String,
+    last_updated_at: String,
+    status: TaskStatus,
+    /// The key the pending approval question is shown under, while there is one.
+    pending_key: Option<String>,
+    /// Keys issued so far (keys stay unique over the task's life).
+    keys_issued: u32,
+    order: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// At most 80 characters of a client-supplied id, for an error message.
+fn short(id: &str) -> String {
+    match id.char_indices().nth(80) {
+        Some((i, _)) => format!("{}...", &id[..i]),
+        None => id.to_string(),
+    }
+}
+
+fn unknown(task_id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "unknown task `{}`: it was not started here, or its result expired",
+            short(task_id)
+        ),
+        None,
+    )
+}
+
+impl TaskTable {
+    pub(crate) fn new(backend: Arc<dyn McpTaskBackend>, max: usize, poll: Duration) -> Self {
+        Self {
+            backend,
+            entries: Mutex::new(HashMap::new()),
+            max: max.max(1),
+            poll,
+            next_order: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn runs_as_task(&self, tool: &str) -> bool {
+        self.backend.runs_as_task(tool)
+    }
+
+    fn ttl_ms(&self) -> Option<u64> {
+        self.backend
+            .ttl()
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn poll_ms(&self) -> u64 {
+        u64::try_from(self.poll.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    /// Makes room for one more task: forgets tasks that ended (oldest first) when the table
+    /// is full. False when every task held still runs.
+    async fn make_room(&self) -> bool {
+        if lock(&self.entries).len() < self.max {
+            return true;
+        }
+        // Refresh what is known about each task (a finished one may never have been read).
+        let ids: Vec<String> = lock(&self.entries).keys().cloned().collect();
+        for id in ids {
+            let status = match self.backend.state(&id).await {
+                Ok(s) => wire_status(&s),
+                // Forgotten by the backend: gone here too.
+                Err(_) => TaskStatus::Failed,
+            };
+            if let Some(e) = lock(&self.entries).get_mut(&id) {
+                e.status = status;
+            }
+        }
+        let mut entries = lock(&self.entries);
+        while entries.len() >= self.max {
+            let oldest_ended = entries
+                .iter()
+                .filter(|(_, e)| e.status.is_terminal())
+                .min_by_key(|(_, e)| e.order)
+                .map(|(id, _)| id.clone());
+            match oldest_ended {
+                Some(id) => {
+                    entries.remove(&id);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// `tools/call` of a task tool from a client that declared the extension: starts the work
+    /// and answers with its handle, or with a tool error when it cannot start.
+    pub(crate) async fn create(
+        &self,
+        tool: &str,
+        input: serde_json::Value,
+        ctx: TaskContext,
+    ) -> Result<Result<CreateTaskResult, CallToolResult>, ErrorData> {
+        if !self.make_room().await {
+            return Ok(Err(CallToolResult::error(vec![ContentBlock::text(
+                format!(
+                    "this server already runs {} tasks (its limit); wait for one to end, or cancel \
+                 one with tasks/cancel",
+                    self.max
+                ),
+            )])));
+        }
+        let id = match self.backend.start(tool, input, ctx).await {
+            Ok(id) => id,
+            Err(e) => {
+                return Ok(Err(CallToolResult::error(vec![ContentBlock::text(
+                    e.to_string(),
+                )])));
+            }
+        };
+        let now = current_timestamp();
+        let order = self
+            .next_order
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.entries).insert(
+            id.clone(),
+            Entry {
+                created_at: now.clone(),
+                last_updated_at: now.clone(),
+                status: TaskStatus::Working,
+                pending_key: None,
+                keys_issued: 0,
+                order,
+            },
+        );
+        let mut task = Task::new(id, TaskStatus::Working, now.clone(), now)
+            .with_poll_interval_ms(self.poll_ms());
+        task.ttl_ms = self.ttl_ms();
+        Ok(Ok(CreateTaskResult::new(task)))
+    }
+
+    /// `tasks/get`.
+    pub(crate) async fn get(&self, task_id: &str) -> Result<DetailedTask, ErrorData> {
+        if !lock(&self.entries).contains_key(task_id) {
+            return Err(unknown(task_id));
+        }
+        let state = match self.backend.state(task_id).await {
+            Ok(s) => s,
+            Err(_) => {
+                lock(&self.entries).remove(task_id);
+                return Err(unknown(task_id));
+            }
+        };
+        let mut entries = lock(&self.entries);
+        let entry = entries.get_mut(task_id).ok_or_else(|| unknown(task_id))?;
+        let mut message = None;
+        let payload = match state {
+            McpTaskState::Working { message: m } => {
+                entry.pending_key = None;
+                message = m;
+                TaskPayload::Working
+            }
+            McpTaskState::WaitingForApproval(question) => {
+                match crate::approval_form::input_request(&question) {
+                    Some(request) => {
+                        let key = entry.pending_key.get_or_insert_with(|| {
+                            entry.keys_issued += 1;
+                            format!("approval_{}", entry.keys_issued)
+                        });
+                        message = Some(format!("waiting for approval: {}", question.tool));
+                        let mut input_requests = InputRequests::new();
+                        input_requests.insert(key.clone(), request);
+                        TaskPayload::InputRequired { input_requests }
+                    }
+                    None => TaskPayload::Working,
+                }
+            }
+            McpTaskState::Completed(out) => {
+                entry.pending_key = None;
+                TaskPayload::Completed {
+                    result: result_object(&crate::server::call_result(out)),
+                }
+            }
+            McpTaskState::Cancelled => {
+                entry.pending_key = None;
+                TaskPayload::Cancelled
+            }
+            McpTaskState::Failed(why) => {
+                entry.pending_key = None;
+                TaskPayload::Failed {
+                    error: error_object(&ErrorData::internal_error(why, None)),
+                }
+            }
+        };
+        if payload.status() != entry.status {
+            entry.status = payload.status();
+            entry.last_updated_at = current_timestamp();
+        }
+        let mut task = Task::new(
+            task_id,
+            entry.status,
+            entry.created_at.clone(),
+            entry.last_updated_at.clone(),
+        )
+        .with_poll_interval_ms(self.poll_ms());
+        task.ttl_ms = self.ttl_ms();
+        task.status_message = message;
+        Ok(DetailedTask::new(task, payload))
+    }
+
+    /// `tasks/update`: the answer to the pending approval question, when the responses carry
+    /// it; other keys are ignored (as the extension requires).
+    pub(crate) fn update(
+        &self,
+        task_id: &str,
+        mut responses: InputResponses,
+    ) -> Result<(), ErrorData> {
+        let answer = {
+            let mut entries = lock(&self.entries);
+            let entry = entries.get_mut(task_id).ok_or_else(|| unknown(task_id))?;
+            match entry.pending_key.as_ref().and_then(|k| responses.remove(k)) {
+                Some(v) => {
+                    entry.pending_key = None;
+                    entry.last_updated_at = current_timestamp();
+                    Some(v)
+                }
+                None => None,
+            }
+        };
+        if let Some(v) = answer {
+            // The question may have gone meanwhile (the task was stopped): nothing to answer.
+            let _ = self
+                .backend
+                .answer(task_id, crate::approval_form::decision_of_value(v));
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`.
+    pub(crate) async fn cancel(&self, task_id: &str) -> Result<(), ErrorData> {
+        if !lock(&self.entries).contains_key(task_id) {
+            return Err(unknown(task_id));
+        }
+        self.backend
+            .cancel(task_id)
+            .await
+            .map_err(|_| unknown(task_id))
+    }
+}
+
+fn wire_status(state: &McpTaskState) -> TaskStatus {
+    match state {
+        McpTaskState::Working { .. } => TaskStatus::Working,
+        McpTaskState::WaitingForApproval(_) => TaskStatus::InputRequired,
+        McpTaskState::Completed(_) => TaskStatus::Completed,
+        McpTaskState::Cancelled => TaskStatus::Cancelled,
+        McpTaskState::Failed(_) => TaskStatus::Failed,
+    }
+}
+
+fn result_object(result: &CallToolResult) -> JsonObject {
+    match serde_json::to_value(result) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+fn error_object(error: &ErrorData) -> JsonObject {
+    match serde_json::to_value(error) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => JsonObject::new(),
+    }
+}
