@@ -2,15 +2,13 @@
 # Installs the MCP peers of the tests and of the conformance step:
 #   target/mcp-conformance : the official MCP conformance suite (@modelcontextprotocol/conformance,
 #                            pinned by .ci/mcp-conformance/package-lock.json), with `npm ci`
-#   target/py/mcp-2x       : the official MCP Python SDK 2.x (`mcp` on PyPI), for the tasks
-#                            interop test (crates/subagents-cli/tests/mcp_tasks_py.rs)
+# (The official MCP Python SDK venv, target/py/mcp-2x, comes from .ci/setup-python.sh.)
 # Idempotent: skipped when what is installed matches the pins.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 src="${root}/.ci/mcp-conformance"
 dir="${root}/target/mcp-conformance"
 python="${PYTHON:-python3}"
-mcp_py_want='mcp==2.3.0'
 
 if ! command -v npm >/dev/null 2>&1; then
   echo "setup-mcp: npm not found; install Node.js 20+ first" >&2
@@ -43,17 +41,4 @@ PY
   fi
   echo "${want}" > "${stamp}"
   echo "setup-mcp: installed the conformance suite $(node -p "require('${dir}/node_modules/@modelcontextprotocol/conformance/package.json').version")"
-fi
-
-venv="${root}/target/py/mcp-2x"
-if [[ -x "${venv}/bin/python" && -f "${venv}/.subagents-stamp" && "$(cat "${venv}/.subagents-stamp")" == "${mcp_py_want}" ]]; then
-  echo "setup-mcp: mcp-2x ready (${mcp_py_want})"
-else
-  rm -rf "${venv}"
-  mkdir -p "${root}/target/py"
-  "${python}" -m venv "${venv}"
-  "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check "${mcp_py_want}"
-  "${venv}/bin/python" -c 'import mcp, mcp_types'
-  echo "${mcp_py_want}" > "${venv}/.subagents-stamp"
-  echo "setup-mcp: mcp-2x installed (${mcp_py_want})"
 fi

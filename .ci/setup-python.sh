@@ -3,7 +3,8 @@
 #   target/py/a2a-1x : the latest a2a-sdk 1.x from PyPI (+ http-server, signing and grpc extras, cryptography, uvicorn)
 #   target/py/a2a-03 : a2a-sdk 0.3.26 (+ http-server extras, uvicorn)
 #   target/py/otlp   : opentelemetry-proto, for the OTLP receiver of the trace-export test
-#   target/py/mcp-2x : the official Python MCP SDK 2.x (mcp>=2.3), for the MCP client interop test
+#   target/py/mcp-2x : the official Python MCP SDK 2.x (mcp 2.3.0), for the MCP interop tests
+#                    (the client's and the server's tasks)
 # Idempotent: a venv whose stamp file matches the wanted requirement is left alone, so a second
 # run takes well under a second. Set A2A_PY_FORCE=1 to rebuild both.
 # Tests look for <workspace>/target/py/a2a-1x/bin/python and .../a2a-03/bin/python, or the
@@ -73,7 +74,7 @@ fi
 # (crates/subagent-mcp/tests/mcp_interop_py.rs runs tests/support/py_mcp_server.py with it).
 # Tests look for target/py/mcp-2x/bin/python, or the path in SUBAGENTS_MCP_PY.
 mcp_dir="${py_root}/mcp-2x"
-mcp_want='mcp>=2.3,<3'
+mcp_want='mcp==2.3.0'
 if [[ "${A2A_PY_FORCE:-}" != "1" && -x "${mcp_dir}/bin/python" && -f "${mcp_dir}/.subagents-stamp" \
       && "$(cat "${mcp_dir}/.subagents-stamp")" == "${mcp_want}" ]]; then
   echo "setup-python: mcp-2x ready (${mcp_want})"
@@ -83,7 +84,7 @@ else
   mkdir -p "${py_root}"
   "${python}" -m venv "${mcp_dir}"
   "${mcp_dir}/bin/python" -m pip install --quiet --disable-pip-version-check "${mcp_want}"
-  "${mcp_dir}/bin/python" -c 'import mcp.server.mcpserver'
+  "${mcp_dir}/bin/python" -c 'import mcp.server.mcpserver, mcp_types'
   echo "${mcp_want}" >"${mcp_dir}/.subagents-stamp"
   echo "setup-python: mcp-2x installed: $("${mcp_dir}/bin/python" -m pip show mcp | grep '^Version')"
 fi
