@@ -64,16 +64,27 @@ async fn call_once(args: &CallArgs, prices: &ModelPrices) -> Result<(), CliError
         .with_agent(def.name())
         .with_depth(1)
         .with_approver(Arc::new(SessionApprover::new(approver)));
+    // True while a line of streamed text is open on stderr (a peer streaming its run's text
+    // sends it in pieces: they continue one line).
+    let in_text = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if stream {
+        use std::sync::atomic::Ordering::Relaxed;
+        let in_text = in_text.clone();
         // Everything the peer sends is escaped before it reaches the terminal.
-        ctx = ctx.with_progress(Arc::new(|e: ProgressEvent| {
+        ctx = ctx.with_progress(Arc::new(move |e: ProgressEvent| {
             let agent = terminal_safe(&e.agent);
             match e.kind {
                 ProgressKind::Status { message } => {
+                    if in_text.swap(false, Relaxed) {
+                        eprintln!();
+                    }
                     eprintln!("[{agent}] status: {}", terminal_safe(&message));
                 }
                 ProgressKind::TextDelta { text } => {
-                    eprintln!("[{agent}] artifact: {}", terminal_safe(&text));
+                    if !in_text.swap(true, Relaxed) {
+                        eprint!("[{agent}] artifact: ");
+                    }
+                    eprint!("{}", terminal_safe(&text));
                 }
                 _ => {}
             }
@@ -89,6 +100,9 @@ async fn call_once(args: &CallArgs, prices: &ModelPrices) -> Result<(), CliError
         ));
     }
     let result = A2aExecutor::new().execute(call, def.clone(), ctx).await;
+    if in_text.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!();
+    }
     let outcome = interrupt.result(result.map_err(|e| CliError::Failed(e.to_string())))?;
     let ids = remote_ids(&outcome);
     let kind = KIND;

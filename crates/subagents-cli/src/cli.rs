@@ -163,6 +163,7 @@ impl TasksResumeArgs {
             background: false,
             resume: None,
             json: self.json,
+            output_format: None,
             tree: self.tree,
             budget: self.budget,
             permissions: self.permissions,
@@ -325,6 +326,12 @@ pub(crate) struct RunArgs {
     /// Print a machine-readable outcome (with the per-subagent usage tree) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// `text` (default), `json` (the same as --json) or `stream-json`: every progress event
+    /// of the whole tree (text deltas, tool calls and results, at every depth, remote
+    /// children too) as one JSON object per line on stdout, then the outcome (`"type":
+    /// "result"`), like Claude Code's `--output-format stream-json`.
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub output_format: Option<crate::stream_json::OutputFormat>,
     /// Background tasks still running when the main agent answers: `wait` for them (Ctrl-C
     /// cancels them) or `cancel` them. Either way they are named on stderr, a cancelled one
     /// keeps its partial output (in the store too), and their usage counts in the totals and
@@ -400,6 +407,10 @@ pub(crate) struct TaskArgs {
     /// Print a machine-readable outcome.
     #[arg(long)]
     pub json: bool,
+    /// `text` (default), `json` (the same as --json) or `stream-json` (every progress event
+    /// of the tree, one JSON object per line, then the outcome; see `run --help`).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub output_format: Option<crate::stream_json::OutputFormat>,
     /// Workspace and tree limits.
     #[command(flatten)]
     pub tree: TreeArgs,

@@ -20,6 +20,7 @@ mod routes;
 mod run;
 mod serve;
 mod setup;
+mod stream_json;
 mod tasks;
 mod trust;
 

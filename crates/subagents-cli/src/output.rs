@@ -137,11 +137,7 @@ pub(crate) fn finish(
     view: &OutcomeJson<'_>,
     json: bool,
 ) -> Result<(), CliError> {
-    // A run that ended without an answer has none to print: its text says why, on stderr.
-    let no_answer = outcome.status == TaskStatus::Failed
-        && outcome
-            .text
-            .starts_with(subagents::runtime::NO_ANSWER_PREFIX);
+    let no_answer = ended_without_answer(outcome);
     if json {
         let text = json_text(view)?;
         crate::output::outln!("{text}");
@@ -151,6 +147,20 @@ pub(crate) fn finish(
         }
         eprintln!("{}", summary_line(outcome, view));
     }
+    exit_for(outcome)
+}
+
+/// True when the run ended without an answer: it has none to print, its text says why.
+fn ended_without_answer(outcome: &TaskOutcome) -> bool {
+    outcome.status == TaskStatus::Failed
+        && outcome
+            .text
+            .starts_with(subagents::runtime::NO_ANSWER_PREFIX)
+}
+
+/// The exit code of an outcome's status (what [`finish`] returns after printing it).
+pub(crate) fn exit_for(outcome: &TaskOutcome) -> Result<(), CliError> {
+    let no_answer = ended_without_answer(outcome);
     match outcome.status {
         TaskStatus::Completed => Ok(()),
         TaskStatus::Failed if no_answer => Err(CliError::Failed(format!(
@@ -254,9 +264,15 @@ pub(crate) fn stdout_text(text: &str) -> std::borrow::Cow<'_, str> {
 pub(crate) fn json_text(value: &impl Serialize) -> Result<String, CliError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
+    Ok(escape_json_hazards(text))
+}
+
+/// JSON `text` with every character the terminal escaper would escape (but its newlines)
+/// written as a JSON `\uXXXX` escape: what [`json_text`] and the stream-json lines print.
+pub(crate) fn escape_json_hazards(text: String) -> String {
     let hazard = |c: char| c != '\n' && subagents::claude::is_terminal_hazard(c);
     if !text.contains(hazard) {
-        return Ok(text);
+        return text;
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
@@ -269,7 +285,7 @@ pub(crate) fn json_text(value: &impl Serialize) -> Result<String, CliError> {
             out.push(c);
         }
     }
-    Ok(out)
+    out
 }
 
 /// The diagnostics log's writer: stderr, with the characters tracing-subscriber leaves in

@@ -11,7 +11,7 @@ use subagents::spi::{ModelPrices, ProgressEvent, ProgressKind, ProgressSink};
 use tokio::sync::mpsc;
 
 /// Events waiting to be drawn; past this, text deltas are dropped (never blocks the task path).
-const QUEUE: usize = 4096;
+pub(crate) const QUEUE: usize = 4096;
 
 /// A progress sink feeding a renderer task.
 pub(crate) struct Progress {
@@ -194,6 +194,66 @@ struct Node {
     model: String,
     /// The latest thing it did, already escaped for the terminal.
     last: String,
+    /// The line its model is writing (text deltas).
+    text: LiveLine,
+    /// When its line was last drawn (text deltas redraw it at most every [`REDRAW_EVERY`]).
+    drawn: Option<Instant>,
+}
+
+/// The most characters of a run's latest line of text the live tree keeps and shows.
+const TAIL_CHARS: usize = 100;
+
+/// Text deltas redraw a run's line at most this often (other events redraw it at once).
+const REDRAW_EVERY: Duration = Duration::from_millis(100);
+
+/// The line a run's model is writing, from its text deltas: what the live tree shows of it.
+/// Bounded whatever the deltas' size: at most [`TAIL_CHARS`] characters of each line kept.
+#[derive(Debug, Default)]
+struct LiveLine {
+    /// The end of the line being written.
+    current: String,
+    /// The end of the last non-empty line before it.
+    previous: String,
+}
+
+impl LiveLine {
+    /// Adds a delta.
+    fn push(&mut self, delta: &str) {
+        for (i, piece) in delta.split('\n').enumerate() {
+            if i > 0 {
+                if self.current.trim().is_empty() {
+                    self.current.clear();
+                } else {
+                    self.previous = std::mem::take(&mut self.current);
+                }
+            }
+            self.current.push_str(piece);
+            keep_end(&mut self.current);
+        }
+    }
+
+    /// The latest non-empty line (its end), or "" before any text.
+    fn latest(&self) -> &str {
+        if self.current.trim().is_empty() {
+            &self.previous
+        } else {
+            &self.current
+        }
+    }
+}
+
+/// Keeps the last [`TAIL_CHARS`] characters of `s`.
+fn keep_end(s: &mut String) {
+    // Cheap when short: characters are at most 4 bytes.
+    if s.len() <= TAIL_CHARS {
+        return;
+    }
+    let n = s.chars().count();
+    if n > TAIL_CHARS
+        && let Some((at, _)) = s.char_indices().nth(n - TAIL_CHARS)
+    {
+        s.drain(..at);
+    }
 }
 
 /// ` · MODEL` for a usage that names the model that answered (escaped); empty otherwise.
@@ -213,7 +273,8 @@ fn cost_text(prices: &ModelPrices, usage: &subagents::spi::Usage) -> String {
 }
 
 impl Node {
-    fn redraw(&self) {
+    fn redraw(&mut self) {
+        self.drawn = Some(Instant::now());
         self.bar.set_message(format!(
             "{}{}{} · turn {} · {} tokens{} · {}",
             "  ".repeat(self.depth as usize),
@@ -268,6 +329,8 @@ async fn render_tree(
                     cost: String::new(),
                     model: String::new(),
                     last: String::new(),
+                    text: LiveLine::default(),
+                    drawn: None,
                 },
             );
         }
@@ -277,10 +340,37 @@ async fn render_tree(
         // What the agents, models and peers wrote is escaped before it is drawn.
         match &e.kind {
             ProgressKind::Started { description } => node.last = shown(description),
-            ProgressKind::Turn { turn } => node.turns = *turn,
+            ProgressKind::Turn { turn } => {
+                node.turns = *turn;
+                node.text = LiveLine::default();
+            }
             ProgressKind::ToolCall { name, .. } => node.last = format!("→ {}", shown(name)),
+            ProgressKind::ToolResult {
+                name,
+                is_error,
+                preview,
+                ..
+            } => {
+                node.last = if *is_error {
+                    format!("← {} failed: {}", shown(name), shown(preview))
+                } else {
+                    format!("← {}", shown(name))
+                };
+            }
+            ProgressKind::TextDelta { text } => {
+                // Many deltas a second: the line is drawn at most every REDRAW_EVERY (the
+                // turn's usage, which follows its text, draws the last of it).
+                node.text.push(text);
+                if node.drawn.is_some_and(|d| d.elapsed() < REDRAW_EVERY) {
+                    continue;
+                }
+                node.last = shown(node.text.latest());
+            }
             ProgressKind::Status { message } => node.last = shown(message),
             ProgressKind::Usage { usage } => {
+                if !node.text.latest().is_empty() {
+                    node.last = shown(node.text.latest());
+                }
                 node.tokens = usage.total_tokens();
                 node.model = model_text(usage);
                 node.cost = cost_text(&prices, usage);
@@ -311,6 +401,36 @@ async fn render_tree(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_live_line_is_the_end_of_the_latest_non_empty_line() {
+        let mut l = LiveLine::default();
+        assert_eq!(l.latest(), "");
+        for d in ["Hel", "lo", " world"] {
+            l.push(d);
+        }
+        assert_eq!(l.latest(), "Hello world");
+        l.push("!\n");
+        assert_eq!(
+            l.latest(),
+            "Hello world!",
+            "a newline alone keeps the line shown"
+        );
+        l.push("  \n\nNext");
+        assert_eq!(l.latest(), "Next");
+        l.push(" line\nthird\n");
+        assert_eq!(l.latest(), "third");
+        // Bounded: a huge delta keeps the end of its last line only.
+        let huge = format!("{}\n{}", "x".repeat(10_000), "é".repeat(5_000));
+        l.push(&huge);
+        assert_eq!(l.latest(), "é".repeat(TAIL_CHARS));
+        assert!(l.previous.chars().count() <= TAIL_CHARS);
+        for _ in 0..1_000 {
+            l.push("yz");
+        }
+        assert_eq!(l.latest().chars().count(), TAIL_CHARS);
+        assert!(l.latest().ends_with("yzyz"));
+    }
 
     #[test]
     fn colours_follow_claude_code_names_and_no_color() {

@@ -13,9 +13,10 @@ use crate::cli::{OnExit, RunArgs, TaskArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
 use crate::interrupt::Interrupt;
-use crate::output::{OutcomeJson, finish, terminal_safe};
+use crate::output::{OutcomeJson, terminal_safe};
 use crate::progress;
 use crate::setup::Setup;
+use crate::stream_json::{self, OutputFormat};
 
 /// The model error behind `e`, directly or as a source of an execution error.
 fn model_error(e: &SubagentError) -> Option<&ModelError> {
@@ -63,6 +64,9 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let multi = progress::terminal();
     let approver = approve::approver(&args.permissions, true, multi.clone());
+    // Stream-json: every event on stdout, no live tree (issue 28 item 4).
+    let format = OutputFormat::of(args.json, args.output_format);
+    let stream = format.wants_text_deltas(multi.is_some());
     let agents = Setup {
         sources: &args.sources,
         config: &config,
@@ -72,7 +76,7 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
         permissions: &args.permissions,
         approver: Some(approver),
     }
-    .build()
+    .build_streaming(stream)
     .await?;
     crate::routes::notice_other_providers(&agents);
     let prompt = args.prompt.clone().unwrap_or_default();
@@ -80,12 +84,16 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
         Some(name) => Some(main_agent_as(&agents, name, &prompt)?),
         None => None,
     };
-    let (sink, renderer) = progress::start_with_prices(
-        false,
-        multi,
-        progress::agent_colours(&agents),
-        Arc::new(agents.prices().clone()),
-    );
+    let (sink, renderer) = if format == OutputFormat::StreamJson {
+        stream_json::start()
+    } else {
+        progress::start_with_prices(
+            false,
+            multi,
+            progress::agent_colours(&agents),
+            Arc::new(agents.prices().clone()),
+        )
+    };
     let cancel = CancellationToken::new();
     let interrupt = Interrupt::cancel_on_ctrl_c(cancel.clone());
     let mut main = agents
@@ -122,7 +130,7 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     }))?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
-    interrupt.result(finish(&outcome, &json, args.json))
+    interrupt.result(stream_json::finish(&outcome, &json, format))
 }
 
 /// The end of a run with background tasks still running: names them on stderr, then waits
@@ -220,6 +228,8 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
         };
     let multi = progress::terminal();
     let approver = approve::approver(&args.permissions, true, multi.clone());
+    let format = OutputFormat::of(args.json, args.output_format);
+    let stream = format.wants_text_deltas(multi.is_some());
     let agents = Setup {
         sources: &args.sources,
         config: &config,
@@ -229,7 +239,7 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
         permissions: &args.permissions,
         approver: Some(approver.clone()),
     }
-    .build()
+    .build_streaming(stream)
     .await?;
     let task = agents.task();
     // `tasks resume ID`: the agent and session come from the task.
@@ -259,7 +269,11 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
         return Err(problem);
     }
 
-    let (sink, renderer) = progress::start(false, multi);
+    let (sink, renderer) = if format == OutputFormat::StreamJson {
+        stream_json::start()
+    } else {
+        progress::start(false, multi)
+    };
     let ctx = TaskContext::new().with_progress(sink);
     let interrupt = Interrupt::cancel_on_ctrl_c(ctx.cancel().clone());
     // Without --background, the agent's own default (`background: true`) decides.
@@ -349,5 +363,5 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
     let (agent, task_id, outcome) = interrupt.result(result.map_err(failure))?;
     let kind = kind.map(|k| k.to_string()).unwrap_or_default();
     let json = OutcomeJson::new(&agent, &kind, &outcome, task_id.as_deref()).with_prices(&prices);
-    interrupt.result(finish(&outcome, &json, args.json))
+    interrupt.result(stream_json::finish(&outcome, &json, format))
 }

@@ -79,7 +79,9 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         &args.tree,
         &args.permissions,
     )
-    .build()
+    // Model replies streamed: their text deltas reach streaming A2A clients (progress
+    // extension).
+    .build_streaming(true)
     .await?;
     let mut options = ServeOptions::new()
         .agents(args.agent.clone())

@@ -213,7 +213,18 @@ impl<'a> Setup<'a> {
 
     /// Builds the agents; a configuration problem is exit 2.
     pub(crate) async fn build(&self) -> Result<Subagents, CliError> {
-        let agents = self.builder()?.build().await.map_err(facade_error)?;
+        self.build_streaming(false).await
+    }
+
+    /// [`build`](Self::build), with model replies streamed when `stream`, so the agents' text
+    /// deltas reach the progress sink (the live tree, `--output-format stream-json`).
+    pub(crate) async fn build_streaming(&self, stream: bool) -> Result<Subagents, CliError> {
+        let agents = self
+            .builder()?
+            .stream(stream)
+            .build()
+            .await
+            .map_err(facade_error)?;
         let sandbox = self.sandbox();
         if sandbox.confine_writes
             && let LandlockSupport::Unavailable(why) = subagents::tools::landlock_support()

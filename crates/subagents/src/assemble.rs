@@ -192,6 +192,7 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
                 sandbox: b.sandbox.clone(),
                 hooks,
                 transcripts,
+                stream: b.stream,
             }),
         ))
     };

@@ -153,6 +153,8 @@ pub(crate) struct Local {
     pub(crate) hooks: subagent_claude::Hooks,
     /// Where the main agent's transcripts go (the Markdown agents' store).
     pub(crate) transcripts: Arc<dyn subagent_runtime::TranscriptStore>,
+    /// Whether the main agent streams its model's replies (the builder's `stream`).
+    pub(crate) stream: bool,
 }
 
 /// The opened store and its maintenance task (stopped when the last clone is dropped).

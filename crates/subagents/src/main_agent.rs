@@ -137,7 +137,8 @@ impl<'a> MainAgent<'a> {
         let spec = RunSpec::new(model, prompt)
             .with_system(self.system)
             .with_tools(tools)
-            .with_limits(Limits::default().with_max_turns(self.max_turns));
+            .with_limits(Limits::default().with_max_turns(self.max_turns))
+            .streaming(local.stream);
         run_as_root(
             &ctx,
             ctx.agent(),

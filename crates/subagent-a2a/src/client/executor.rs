@@ -14,6 +14,7 @@ use super::transport::{A2aClient, EventStream};
 use crate::error::A2aError;
 use crate::types::JsonObject;
 use crate::types::approval::ApprovalQuestion;
+use crate::types::progress::RemoteProgress;
 use crate::types::usage::{UsageReport, read_usage_report};
 use crate::types::v1::{self, PartContent, TaskState};
 
@@ -135,6 +136,8 @@ struct Run {
     artifact_bytes: usize,
     /// The latest usage report of the usage extension, read (and bounded) as it arrived.
     usage: Option<UsageReport>,
+    /// The peer's progress events (the progress extension), placed in the caller's tree.
+    progress: RemoteProgress,
 }
 
 impl Run {
@@ -168,13 +171,14 @@ impl Run {
                     self.task_id = m.task_id.clone();
                 }
                 let text = parts_text(&m.parts);
-                if !text.is_empty() {
+                if !text.is_empty() && !self.progress.streamed_text() {
                     ctx.emit(ProgressKind::TextDelta { text });
                 }
                 self.reply = Some(m);
             }
             v1::StreamResponse::StatusUpdate(e) => {
                 self.read_usage(e.metadata.as_ref());
+                self.progress.read(e.metadata.as_ref(), &e.task_id, ctx);
                 self.task_id = Some(e.task_id);
                 if !e.context_id.is_empty() {
                     self.context_id = Some(e.context_id);
@@ -193,8 +197,9 @@ impl Run {
                         limit: MAX_ARTIFACT_BYTES,
                     });
                 }
+                // A peer that streamed its run's text (progress extension) repeats it here.
                 let text = parts_text(&e.artifact.parts);
-                if !text.is_empty() {
+                if !text.is_empty() && !self.progress.streamed_text() {
                     ctx.emit(ProgressKind::TextDelta { text });
                 }
                 match self

@@ -65,6 +65,10 @@ pub(crate) enum Emission {
         append: bool,
         last_chunk: bool,
     },
+    /// A live-only status update carrying `metadata` (the progress extension): sent to the
+    /// task's current subscribers in order with its other events, never saved, pushed or
+    /// merged into the task (it reports, it changes nothing).
+    Progress(JsonObject),
 }
 
 struct RunState {
@@ -1367,6 +1371,25 @@ impl Run {
                     engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
                     engine.publish(&self.task_id, &ev).await;
                 }
+                broadcast(st, ev, &self.limits(&engine)).await;
+            }
+            Emission::Progress(metadata) => {
+                let Some(task) = st.task.as_ref() else { return };
+                if st.subscribers.is_empty() {
+                    return;
+                }
+                let ev = Arc::new(v1::StreamResponse::StatusUpdate(
+                    v1::TaskStatusUpdateEvent {
+                        task_id: self.task_id.clone(),
+                        context_id: self.context_id.clone(),
+                        status: v1::TaskStatus {
+                            state: task.status.state,
+                            message: None,
+                            timestamp: Some(now_rfc3339()),
+                        },
+                        metadata: Some(metadata),
+                    },
+                ));
                 broadcast(st, ev, &self.limits(&engine)).await;
             }
         }

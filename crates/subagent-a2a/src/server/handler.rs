@@ -221,6 +221,14 @@ impl TaskEventSink {
             .await
     }
 
+    /// Sends the task's streaming clients a status update in its current state, with no
+    /// message and this `metadata` (e.g. progress events, [`crate::types::progress`]). Live
+    /// only: nothing is saved, pushed or added to the task; without a streaming client it
+    /// goes nowhere.
+    pub async fn live_metadata(&self, metadata: JsonObject) -> Result<(), SinkError> {
+        self.run.emit(Emission::Progress(metadata)).await
+    }
+
     /// Moves the task to `working`.
     pub async fn working(&self) -> Result<(), SinkError> {
         self.status(v1::TaskState::Working, None).await

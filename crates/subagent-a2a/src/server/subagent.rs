@@ -16,6 +16,9 @@ use super::approval::{ClientApprover, DEFAULT_APPROVAL_TIMEOUT};
 use super::card::AgentInfo;
 use super::handler::{A2aHandler, HandlerError, HandlerRequest, TaskEventSink};
 use crate::types::jsonrpc::codes;
+use crate::types::progress::{
+    MAX_PROGRESS_BATCH, progress_extension, progress_to_metadata, push_coalesced,
+};
 use crate::types::usage::{usage_extension, usage_to_metadata};
 use crate::types::{JsonObject, v1};
 
@@ -51,6 +54,15 @@ const MAX_SESSIONS: usize = 10_000;
 /// duration, and the runs it delegated to; see [`crate::types::usage`]), so our client counts a
 /// remote subtree in its caller's usage, cost and budget.
 /// [`with_usage_report(false)`](Self::with_usage_report) keeps it private.
+///
+/// ## Progress
+///
+/// The run's status lines become `working` updates with that message. Its other progress
+/// events, and those of every run below it (text deltas, tool calls and results, turns,
+/// starts and ends), reach streaming clients as live `working` updates through the progress
+/// extension ([`PROGRESS_EXTENSION_URI`](crate::types::progress::PROGRESS_EXTENSION_URI),
+/// declared in the card; see [`crate::types::progress`]): never saved, pushed or added to
+/// the task. Session ids are not sent.
 ///
 /// An agent with a budget of its own ([`SubagentDefinition::budget`]) runs under it, nested in
 /// the base context's budget when there is one.
@@ -153,6 +165,7 @@ impl SubagentHandler {
         if self.report_usage {
             info.extensions.push(usage_extension());
         }
+        info.extensions.push(progress_extension());
         info.with_skill(v1::AgentSkill {
             id: d.name().to_string(),
             name: d.name().to_string(),
@@ -256,6 +269,49 @@ fn prompt_of(message: &v1::Message) -> String {
     out.join("\n")
 }
 
+/// Progress events of a served run waiting to be forwarded; past this they are dropped.
+const PROGRESS_QUEUE: usize = 256;
+
+/// Forwards a served run's progress in order: each status line as a `working` update with
+/// that message, the other events in batches as live progress-extension updates (text deltas
+/// of one run merged), until the task no longer takes events.
+async fn forward_progress(mut rx: mpsc::Receiver<ProgressEvent>, events: TaskEventSink) {
+    let mut batch: Vec<ProgressEvent> = Vec::new();
+    async fn flush(events: &TaskEventSink, batch: &mut Vec<ProgressEvent>) -> bool {
+        if batch.is_empty() {
+            return true;
+        }
+        let sent = events.live_metadata(progress_to_metadata(batch)).await;
+        batch.clear();
+        sent.is_ok()
+    }
+    while let Some(first) = rx.recv().await {
+        // Everything already waiting goes in one go.
+        let mut next = Some(first);
+        while let Some(e) = next.take() {
+            match e.kind {
+                ProgressKind::Status { message } => {
+                    if !flush(&events, &mut batch).await
+                        || events.working_text(message).await.is_err()
+                    {
+                        return;
+                    }
+                }
+                _ => {
+                    if batch.len() >= MAX_PROGRESS_BATCH && !flush(&events, &mut batch).await {
+                        return;
+                    }
+                    push_coalesced(&mut batch, e);
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if !flush(&events, &mut batch).await {
+            return;
+        }
+    }
+}
+
 fn short_description(prompt: &str) -> String {
     let words: Vec<&str> = prompt.split_whitespace().take(5).collect();
     if words.is_empty() {
@@ -288,21 +344,19 @@ impl A2aHandler for SubagentHandler {
         let resumed = self.session_of(&events, &request.context_id).await;
         call.resume = resumed.clone();
 
-        // Progress: status lines become `working` updates, forwarded in order off the
-        // executor's path (bounded; dropped when full).
-        let (tx, mut rx) = mpsc::channel::<String>(64);
-        let fwd_events = events.clone();
-        let forwarder = tokio::spawn(async move {
-            while let Some(line) = rx.recv().await {
-                if fwd_events.working_text(line).await.is_err() {
-                    break;
-                }
+        // Progress, forwarded in order off the executor's path (bounded; dropped when full):
+        // status lines become `working` updates, the other events of the whole subtree go
+        // to streaming clients through the progress extension.
+        let (tx, rx) = mpsc::channel::<ProgressEvent>(PROGRESS_QUEUE);
+        let forwarder = tokio::spawn(forward_progress(rx, events.clone()));
+        let base_depth = self.base.depth();
+        let sink = move |mut e: ProgressEvent| {
+            if matches!(e.kind, ProgressKind::Session { .. }) {
+                return;
             }
-        });
-        let sink = move |e: ProgressEvent| {
-            if let ProgressKind::Status { message } = e.kind {
-                let _ = tx.try_send(message);
-            }
+            // Depths relative to the served run (see the extension).
+            e.depth = e.depth.saturating_sub(base_depth);
+            let _ = tx.try_send(e);
         };
         // Approvals go to the A2A client (after the host's own approver, when it can answer);
         // "always" lasts for this run.

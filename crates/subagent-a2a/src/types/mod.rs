@@ -8,6 +8,7 @@
 //! - [`convert`]: `From` conversions both ways between the two.
 //! - [`approval`]: how an approval question travels in an `input-required` status message.
 //! - [`usage`]: the usage extension (a run's usage tree in task metadata).
+//! - [`progress`]: the progress extension (a run's live progress events, every depth).
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope (built on `jsonrpsee-types`) and the A2A error codes.
 //!
 //! Optional fields are `Option`s or empty collections skipped when serializing, so a value
@@ -28,6 +29,7 @@
 pub mod approval;
 pub mod convert;
 pub mod jsonrpc;
+pub mod progress;
 pub mod usage;
 pub mod v03;
 pub mod v03_rest;
