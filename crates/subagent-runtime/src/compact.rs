@@ -287,7 +287,9 @@ impl Compactor {
         request.system = Some(SUMMARY_SYSTEM.to_string());
         request.model = s.model_name.map(str::to_string);
         request.max_tokens = Some(u32::try_from(reply_tokens).unwrap_or(u32::MAX));
-        let call = s.dog.watch(s.model.chat(request), std::time::Duration::ZERO);
+        let call = s
+            .dog
+            .watch(s.model.chat(request), std::time::Duration::ZERO);
         let failed = |e: &dyn std::fmt::Display| {
             s.ctx.emit(ProgressKind::Status {
                 message: format!(
@@ -358,9 +360,7 @@ impl std::io::Write for ByteCount {
 fn message_bytes(m: &ChatMessage) -> u64 {
     MESSAGE_OVERHEAD
         + match m {
-            ChatMessage::System { content } | ChatMessage::User { content } => {
-                content.len() as u64
-            }
+            ChatMessage::System { content } | ChatMessage::User { content } => content.len() as u64,
             ChatMessage::Assistant {
                 content,
                 tool_calls,

@@ -41,10 +41,8 @@ pub fn known_context_window(model: &str) -> Option<u64> {
     let name = model.split_once('@').map_or(model, |(n, _)| n);
     let name = name.trim().to_ascii_lowercase();
     // The name itself and what follows each `:` or `/` (a provider prefix, an org path).
-    let candidates = std::iter::once(name.as_str()).chain(
-        name.match_indices([':', '/'])
-            .map(|(i, _)| &name[i + 1..]),
-    );
+    let candidates = std::iter::once(name.as_str())
+        .chain(name.match_indices([':', '/']).map(|(i, _)| &name[i + 1..]));
     candidates
         .flat_map(|n| {
             MODEL_WINDOWS
@@ -85,6 +83,9 @@ mod tests {
             Some(128_000)
         );
         assert_eq!(context_window(Some(4096), "gpt-4o"), 4096);
-        assert_eq!(context_window(None, "my-local-model"), DEFAULT_CONTEXT_WINDOW);
+        assert_eq!(
+            context_window(None, "my-local-model"),
+            DEFAULT_CONTEXT_WINDOW
+        );
     }
 }

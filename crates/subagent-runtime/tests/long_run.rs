@@ -11,10 +11,12 @@ use std::time::Duration;
 use common::{ScriptedModel, Step, calls, slow_tool, text, tool};
 use serde_json::json;
 use subagent_runtime::{
-    AgentRuntime, InMemoryTranscriptStore, Limits, RunSpec, SUMMARY_PREFIX,
-    TRIMMED_MARKER_PREFIX, TranscriptStore,
+    AgentRuntime, InMemoryTranscriptStore, Limits, RunSpec, SUMMARY_PREFIX, TRIMMED_MARKER_PREFIX,
+    TranscriptStore,
 };
-use subagent_spi::chat::{ChatMessage, ChatRequest, ChatResponse, StopReason, TokenUsage, ToolCall};
+use subagent_spi::chat::{
+    ChatMessage, ChatRequest, ChatResponse, StopReason, TokenUsage, ToolCall,
+};
 use subagent_spi::{
     ChatModel, ModelError, ProgressKind, TaskContext, TaskStatus, Tool, ToolOutput, async_trait,
 };
@@ -105,7 +107,11 @@ impl ChatModel for WindowModel {
             self.problems.lock().unwrap().push(p);
         }
         let usage = TokenUsage::new(10, 5);
-        if req.system.as_deref().is_some_and(|s| s.starts_with("You compact")) {
+        if req
+            .system
+            .as_deref()
+            .is_some_and(|s| s.starts_with("You compact"))
+        {
             let n = self.summaries.fetch_add(1, Ordering::SeqCst);
             return Ok(ChatResponse::new(
                 format!("SUMMARY-{n}: the file was read many times; keep reading."),
@@ -116,12 +122,15 @@ impl ChatModel for WindowModel {
         }
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         if n < self.turns {
-            return Ok(ChatResponse::new("", StopReason::ToolUse, usage, "windowed")
-                .with_tool_calls(vec![ToolCall::new(
-                    format!("c{n}"),
-                    "Read",
-                    json!({"file_path": "big.txt", "turn": n}),
-                )]));
+            return Ok(
+                ChatResponse::new("", StopReason::ToolUse, usage, "windowed").with_tool_calls(
+                    vec![ToolCall::new(
+                        format!("c{n}"),
+                        "Read",
+                        json!({"file_path": "big.txt", "turn": n}),
+                    )],
+                ),
+            );
         }
         Ok(ChatResponse::new(
             format!("DONE after {n} reads"),
@@ -187,7 +196,11 @@ async fn a_hundred_turns_with_large_outputs_stay_within_a_small_window() {
     // No request exceeded the window; every call stayed paired with its result.
     let max = model.max_seen.load(Ordering::SeqCst);
     assert!(max <= 4_000, "largest request: {max} tokens");
-    assert!(model.problems.lock().unwrap().is_empty(), "{:?}", model.problems.lock().unwrap());
+    assert!(
+        model.problems.lock().unwrap().is_empty(),
+        "{:?}",
+        model.problems.lock().unwrap()
+    );
 
     // Trimming and summaries both happened, and were reported.
     let events = compactions(&rec);
@@ -231,7 +244,10 @@ async fn a_hundred_turns_with_large_outputs_stay_within_a_small_window() {
     )
     .with_tools(vec![big_output(5_000)])
     .with_limits(Limits::default().with_context_window(4_000));
-    let again = runtime.run(spec, &TaskContext::new()).await.expect("resumes");
+    let again = runtime
+        .run(spec, &TaskContext::new())
+        .await
+        .expect("resumes");
     assert_eq!(again.status, TaskStatus::Completed, "{}", again.text);
     assert!(resumed.max_seen.load(Ordering::SeqCst) <= 4_000);
     let reqs = resumed.requests.lock().unwrap().clone();
@@ -264,10 +280,16 @@ async fn trimming_old_outputs_alone_is_tried_first() {
     let events = compactions(&rec);
     assert!(!events.is_empty());
     assert!(
-        events.iter().all(|&(_, _, trimmed, summarized)| trimmed > 0 && summarized == 0),
+        events
+            .iter()
+            .all(|&(_, _, trimmed, summarized)| trimmed > 0 && summarized == 0),
         "{events:?}"
     );
-    assert_eq!(model.summaries.load(Ordering::SeqCst), 0, "no summary needed");
+    assert_eq!(
+        model.summaries.load(Ordering::SeqCst),
+        0,
+        "no summary needed"
+    );
     let reqs = model.requests.lock().unwrap().clone();
     let last = reqs.last().unwrap();
     assert_eq!(last.messages.len(), 1 + 20 * 2, "every turn is still there");
@@ -310,7 +332,10 @@ async fn a_prompt_that_cannot_fit_stops_at_the_context_window() {
     assert_eq!(out.status, TaskStatus::LimitReached);
     let limit = out.limit.unwrap();
     assert!(limit.starts_with("context_window=256"), "{limit}");
-    assert!(model.requests.lock().unwrap().is_empty(), "nothing was sent");
+    assert!(
+        model.requests.lock().unwrap().is_empty(),
+        "nothing was sent"
+    );
 }
 
 #[tokio::test]
@@ -362,12 +387,12 @@ async fn a_stalled_model_stream_ends_the_run_with_its_partial_answer() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stalled_tool_is_named() {
-    let model = ScriptedModel::new(vec![calls(
-        "Looking it up.",
-        &[("c1", "Slow", json!({}))],
-    )]);
+    let model = ScriptedModel::new(vec![calls("Looking it up.", &[("c1", "Slow", json!({}))])]);
     let spec = RunSpec::new(model, "go")
-        .with_tools(vec![slow_tool("Slow", Arc::new(tokio::sync::Notify::new()))])
+        .with_tools(vec![slow_tool(
+            "Slow",
+            Arc::new(tokio::sync::Notify::new()),
+        )])
         .with_limits(stall_limits(30));
     let out = tokio::time::timeout(HOUR, AgentRuntime::default().run(spec, &TaskContext::new()))
         .await
@@ -442,9 +467,8 @@ async fn a_parent_reads_its_stalled_childs_result_and_goes_on() {
             _input: serde_json::Value,
             ctx: &TaskContext,
         ) -> Result<ToolOutput, subagent_spi::ToolError> {
-            let model = ScriptedModel::new(vec![Step::StreamThenHang(vec![
-                "CHILD-PARTIAL".into(),
-            ])]);
+            let model =
+                ScriptedModel::new(vec![Step::StreamThenHang(vec!["CHILD-PARTIAL".into()])]);
             let spec = RunSpec::new(model, "work")
                 .streaming(true)
                 .with_limits(stall_limits(30));

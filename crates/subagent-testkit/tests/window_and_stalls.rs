@@ -21,7 +21,11 @@ async fn a_request_over_the_window_is_refused_and_counted() {
     assert_eq!(resp.status().as_u16(), 400);
     let text = resp.text().await.unwrap();
     assert!(text.contains("context_length_exceeded"), "{text}");
-    assert_eq!(server.remaining(), 1, "no reply was taken for the refused request");
+    assert_eq!(
+        server.remaining(),
+        1,
+        "no reply was taken for the refused request"
+    );
     let reqs = server.requests();
     assert_eq!(server.max_prompt_tokens(), reqs[1].prompt_tokens());
     assert!(reqs[1].prompt_tokens() > 100 && reqs[0].prompt_tokens() < 50);

@@ -151,6 +151,9 @@ pub(crate) struct Local {
     pub(crate) hooks: subagent_claude::Hooks,
     /// Where the main agent's transcripts go (the Markdown agents' store).
     pub(crate) transcripts: Arc<dyn subagent_runtime::TranscriptStore>,
+    /// The builder's `context_window` and `stall_timeout`, for the main agent.
+    pub(crate) context_window: Option<u64>,
+    pub(crate) stall_timeout: Option<std::time::Duration>,
 }
 
 /// The opened store and its maintenance task (stopped when the last clone is dropped).
