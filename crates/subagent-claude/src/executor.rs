@@ -121,6 +121,15 @@ pub struct ClaudeExecutor {
     mcp: Option<Arc<dyn ToolSource>>,
     hooks: Hooks,
     sandbox: subagent_tools::SandboxPolicy,
+    long_run: LongRun,
+}
+
+/// The long-run settings of every agent of the kind (see the builder's `context_window` and
+/// `stall_timeout`).
+#[derive(Debug, Clone, Copy)]
+struct LongRun {
+    context_window: Option<u64>,
+    stall_timeout: Option<std::time::Duration>,
 }
 
 impl fmt::Debug for ClaudeExecutor {
@@ -364,8 +373,10 @@ impl SubagentExecutor for ClaudeExecutor {
         }
         let run_ctx = extras.run_context(run_ctx);
 
-        let limits =
+        let mut limits =
             Limits::default().with_max_turns(def.max_turns.unwrap_or(self.default_max_turns));
+        limits.context_window = self.long_run.context_window;
+        limits.stall_timeout = self.long_run.stall_timeout;
         let spec = match call
             .resume
             .as_deref()
@@ -472,6 +483,14 @@ pub struct ClaudeSubagentTypeBuilder {
     /// the tool set's `Bash` tool has (see [`HookRunner::with_sandbox`](crate::HookRunner::with_sandbox)).
     /// Default: [`SandboxPolicy::default`](subagent_tools::SandboxPolicy::default).
     sandbox: subagent_tools::SandboxPolicy,
+    /// The context window (tokens) every agent's requests are compacted to stay below
+    /// (default: the model's known window, else
+    /// [`DEFAULT_CONTEXT_WINDOW`](subagent_runtime::DEFAULT_CONTEXT_WINDOW)).
+    #[setters(strip_option)]
+    context_window: Option<u64>,
+    /// How long an agent's model stream and tools may make no progress before it stops
+    /// `limit_reached` naming `stalled` (default 10 minutes; `None`: never).
+    stall_timeout: Option<std::time::Duration>,
 }
 
 impl Default for ClaudeSubagentTypeBuilder {
@@ -495,6 +514,8 @@ impl Default for ClaudeSubagentTypeBuilder {
             mcp: None,
             hooks: Hooks::new(),
             sandbox: subagent_tools::SandboxPolicy::default(),
+            context_window: None,
+            stall_timeout: Some(Limits::DEFAULT_STALL_TIMEOUT),
         }
     }
 }
@@ -563,6 +584,10 @@ impl ClaudeSubagentTypeBuilder {
             mcp: self.mcp,
             hooks: self.hooks,
             sandbox: self.sandbox,
+            long_run: LongRun {
+                context_window: self.context_window,
+                stall_timeout: self.stall_timeout,
+            },
         });
         let mut ty = SubagentType::new(KIND, Arc::new(self.resolver), executor.clone());
         if self.builtins {

@@ -17,7 +17,7 @@ use subagent_sse::SseParser;
 
 use crate::common::{encode_body, generated_call_id, parse_arguments, sse_events};
 use crate::options::{HttpOptions, http_option_setters};
-use crate::transport::{StreamDecode, Transport, truncate_chars};
+use crate::transport::{ContinueBody, StreamDecode, Transport, truncate_chars};
 
 /// Anthropic's API base URL (requests go to `<base>/v1/messages`).
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -602,6 +602,8 @@ pub struct AnthropicStreamDecoder {
     parser: SseParser,
     state: StreamState,
     default_model: String,
+    /// Usage of the attempts before a continuation (see `continue_after_cut`).
+    carried: TokenUsage,
 }
 
 #[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))] // public to the bench only
@@ -615,7 +617,35 @@ impl AnthropicStreamDecoder {
                 ..StreamState::default()
             },
             default_model: model.into(),
+            carried: TokenUsage::default(),
         }
+    }
+
+    /// The stream was cut off mid-answer: when the reply so far is text only (no tool call or
+    /// thinking block started, which a prefill cannot carry), get ready to decode the stream
+    /// of a request that continues it (the text as a prefill: a last assistant message) into
+    /// the same reply, and return the text to send (without trailing whitespace, which the API
+    /// refuses in a prefill). `None` when the reply cannot be continued.
+    pub(crate) fn continue_after_cut(&mut self) -> Option<String> {
+        let s = &mut self.state;
+        if !s.started
+            || s.stopped
+            || !s.calls.is_empty()
+            || !s.thinking.is_empty()
+            || s.content.trim().is_empty()
+        {
+            return None;
+        }
+        let u = std::mem::take(&mut s.usage);
+        self.carried.input_tokens += u.input_tokens;
+        self.carried.output_tokens += u.output_tokens;
+        self.carried.cache_read_tokens += u.cache_read_tokens;
+        self.carried.cache_creation_tokens += u.cache_creation_tokens;
+        s.blocks.clear();
+        s.started = false;
+        s.stop_reason = None;
+        self.parser = SseParser::new();
+        Some(s.content.trim_end().to_string())
     }
 
     /// True once `message_stop` was seen.
@@ -664,10 +694,19 @@ impl AnthropicStreamDecoder {
                 call
             })
             .collect();
+        let c = self.carried;
+        let usage = TokenUsage::new(
+            state.usage.input_tokens + c.input_tokens,
+            state.usage.output_tokens + c.output_tokens,
+        )
+        .with_cache(
+            state.usage.cache_read_tokens + c.cache_read_tokens,
+            state.usage.cache_creation_tokens + c.cache_creation_tokens,
+        );
         let reply = ChatResponse::new(
             state.content,
             stop_reason_from_anthropic(state.stop_reason.as_deref(), !tool_calls.is_empty()),
-            state.usage,
+            usage,
             state.model.unwrap_or(self.default_model),
         )
         .with_tool_calls(tool_calls);
@@ -870,6 +909,14 @@ impl ChatModel for AnthropicModel {
         let body = self.encode(&request, true)?;
         let model = self.requested_model(&request);
         let provider = &self.transport.provider;
+        // A stream cut off mid-answer continues from its text as a prefill (not with extended
+        // thinking, which refuses prefills).
+        let continue_body = |text: &str| {
+            let mut more = request.clone();
+            more.messages.push(ChatMessage::assistant(text));
+            self.encode(&more, true)
+        };
+        let continuable = self.thinking_for(&request).is_none();
         let (reply, thinking) = self
             .transport
             .stream_reply(
@@ -877,6 +924,7 @@ impl ChatModel for AnthropicModel {
                 AnthropicStreamDecoder::new(model.clone()),
                 |buf| parse_message(provider, buf, &model),
                 on_delta,
+                continuable.then_some(&continue_body as ContinueBody<'_>),
             )
             .await?;
         self.remember_thinking(&reply, thinking);
@@ -906,6 +954,10 @@ impl StreamDecode for AnthropicStreamDecoder {
 
     fn finish(self) -> Result<Self::Reply, ModelError> {
         self.finish_with_thinking()
+    }
+
+    fn continue_after_cut(&mut self) -> Option<String> {
+        AnthropicStreamDecoder::continue_after_cut(self)
     }
 }
 

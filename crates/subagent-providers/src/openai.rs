@@ -827,6 +827,8 @@ impl ChatModel for OpenAiModel {
                 decoder,
                 |buf| parse_completion(provider, buf, &model),
                 on_delta,
+                // Chat Completions has no assistant prefill: a cut stream cannot be continued.
+                None,
             )
             .await;
         self.finish_reply(recover, reply)

@@ -29,7 +29,17 @@ pub(crate) trait StreamDecode {
     fn is_done(&self) -> bool;
     /// The stream ended: the assembled reply, or an error if it was cut short.
     fn finish(self) -> Result<Self::Reply, ModelError>;
+    /// The stream was cut off mid-answer: when the reply so far can be continued (text only so
+    /// far), get ready to decode a continuation stream into the same reply and return the text
+    /// to continue from; `None` (the default) when it cannot.
+    fn continue_after_cut(&mut self) -> Option<String> {
+        None
+    }
 }
+
+/// Builds the request body that continues a reply cut off after the given text (see
+/// [`Transport::stream_reply`]).
+pub(crate) type ContinueBody<'a> = &'a (dyn Fn(&str) -> Result<Bytes, ModelError> + Sync);
 
 /// How failed calls are retried.
 ///
@@ -411,12 +421,21 @@ impl Transport {
     /// `on_delta`. A server that ignores `stream` and answers one JSON document is read with
     /// `parse_body` (its text goes to `on_delta` at once); any other body goes through the
     /// decoder whole.
+    ///
+    /// A stream cut off mid-answer (the connection broke, the server went silent past the idle
+    /// timeout, or the body ended early) is **continued** when `continue_body` is given and the
+    /// decoder can continue ([`StreamDecode::continue_after_cut`]): a request built by
+    /// `continue_body` from the text so far (a prefill) is sent, up to `max_retries` times,
+    /// after the usual backoff, and its stream is decoded into the same reply, so the text
+    /// already handed to `on_delta` is neither sent twice nor lost. Otherwise the cut fails the
+    /// call as before.
     pub(crate) async fn stream_reply<D: StreamDecode>(
         &self,
         body: Bytes,
         mut decoder: D,
         parse_body: impl FnOnce(&[u8]) -> Result<D::Reply, ModelError>,
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+        continue_body: Option<ContinueBody<'_>>,
     ) -> Result<D::Reply, ModelError> {
         let mut resp = self.post_for_stream(body).await?;
         if !Self::is_event_stream(&resp) {
@@ -432,13 +451,59 @@ impl Transport {
             decoder.feed(&buf, on_delta)?;
             return decoder.finish();
         }
-        while let Some(chunk) = self.next_chunk(&mut resp).await? {
+        let mut continued = 0u32;
+        loop {
+            let cut = match self.read_stream(&mut resp, &mut decoder, on_delta).await {
+                Ok(()) if decoder.is_done() => break,
+                Ok(()) => None, // the body ended before the stream said it was complete
+                Err(e) if e.is_retryable() => Some(e),
+                Err(e) => return Err(e),
+            };
+            let text = match continue_body {
+                Some(_) if continued < self.retry.max_retries => decoder.continue_after_cut(),
+                _ => None,
+            };
+            let (Some(build), Some(text)) = (continue_body, text) else {
+                return match cut {
+                    Some(e) => Err(e),
+                    None => decoder.finish(), // says how the stream was cut short
+                };
+            };
+            let wait = self.retry.backoff(continued);
+            tracing::warn!(
+                provider = %self.provider,
+                attempt = continued + 1,
+                chars = text.chars().count(),
+                wait_ms = wait.as_millis() as u64,
+                "model stream cut off mid-answer; continuing from the text so far"
+            );
+            tokio::time::sleep(wait).await;
+            continued += 1;
+            resp = self.post_for_stream(build(&text)?).await?;
+            if !Self::is_event_stream(&resp) {
+                return Err(ModelError::BadResponse {
+                    provider: self.provider.clone(),
+                    message: "the continuation of a cut-off stream was not a stream".into(),
+                });
+            }
+        }
+        decoder.finish()
+    }
+
+    /// Feeds the body's chunks to `decoder` until the body ends or the stream is complete.
+    async fn read_stream<D: StreamDecode>(
+        &self,
+        resp: &mut reqwest::Response,
+        decoder: &mut D,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        while let Some(chunk) = self.next_chunk(resp).await? {
             decoder.feed(&chunk, on_delta)?;
             if decoder.is_done() {
                 break;
             }
         }
-        decoder.finish()
+        Ok(())
     }
 
     /// True when the response is `text/event-stream`.

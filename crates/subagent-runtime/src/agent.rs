@@ -2,8 +2,9 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt as _;
 use subagent_spi::chat::{ChatDelta, ChatMessage, ChatRequest, ToolCall};
@@ -59,6 +60,24 @@ const PREVIEW_CHARS: usize = 200;
 ///   child sends its `CancelTask`) and are then dropped (tools must clean up on drop, as the
 ///   built-in `Bash` does) and the run returns `Ok`
 ///   with [`TaskStatus::Cancelled`] and the partial text.
+/// - **Long runs compact**: before each model call the request's size is estimated against the
+///   model's context window ([`Limits::context_window`](crate::Limits::context_window), else
+///   [`MODEL_WINDOWS`](crate::MODEL_WINDOWS), else
+///   [`DEFAULT_CONTEXT_WINDOW`](crate::DEFAULT_CONTEXT_WINDOW)); past
+///   [`TRIGGER_PERCENT`](crate::TRIGGER_PERCENT) of it, old large tool outputs are trimmed,
+///   then older turns summarised by the model into one message (tool calls stay paired with
+///   their results; the latest turns stay verbatim), and a [`ProgressKind::Compacted`] event
+///   says how much was saved. Only the requests change: the stored transcript keeps everything,
+///   and a resumed session is compacted again as needed. A request that cannot fit at all ends
+///   the run with the limit `context_window=N: ...`.
+/// - **Stalls end**: when the model stream and the tools make no progress (a streamed piece,
+///   a reply, a progress event from a tool) for
+///   [`Limits::stall_timeout`](crate::Limits::stall_timeout) (default 10 minutes), the run
+///   ends with [`TaskStatus::LimitReached`] and a limit starting
+///   [`STALLED_LIMIT_PREFIX`](crate::STALLED_LIMIT_PREFIX) that names where: `stalled: no
+///   progress for 600 s in the model call (turn 3)` or `... in tool Bash (turn 3)`, keeping
+///   the partial answer. Tools get a little more (5 s per nesting level below, up to 8), so
+///   the deepest stalled run reports itself first and its parent goes on.
 /// - **An empty final reply is no answer**: when the model ends the run with a reply that has
 ///   neither text (whitespace aside) nor tool calls, the run ends [`TaskStatus::Failed`] with a
 ///   text starting [`NO_ANSWER_PREFIX`] that says so (turn and stop reason), so a caller, a
@@ -101,14 +120,14 @@ impl Default for AgentRuntime {
     }
 }
 
-enum Guarded<T> {
+pub(crate) enum Guarded<T> {
     Done(T),
     Cancelled,
     Deadline,
 }
 
 /// Runs `fut` until it finishes, the token is cancelled or the deadline passes.
-async fn guarded<F: Future>(
+pub(crate) async fn guarded<F: Future>(
     fut: F,
     cancel: &CancellationToken,
     deadline: Option<Instant>,
@@ -130,7 +149,7 @@ async fn guarded<F: Future>(
 }
 
 /// How the loop ended (when it did not fail).
-struct Stop {
+pub(crate) struct Stop {
     status: TaskStatus,
     limit: Option<String>,
     /// Streamed text of an interrupted reply, preferred over the last complete text.
@@ -149,7 +168,7 @@ impl Stop {
         }
     }
 
-    fn cancelled(partial: Option<String>) -> Self {
+    pub(crate) fn cancelled(partial: Option<String>) -> Self {
         Self {
             status: TaskStatus::Cancelled,
             limit: None,
@@ -181,7 +200,7 @@ impl Stop {
         }
     }
 
-    fn limit(limit: String, partial: Option<String>) -> Self {
+    pub(crate) fn limit(limit: String, partial: Option<String>) -> Self {
         Self {
             status: TaskStatus::LimitReached,
             limit: Some(limit),
@@ -292,6 +311,15 @@ impl AgentRuntime {
         let mut last_text = String::new();
         let mut answered_by: Option<String> = None;
         let mut turn: u32 = 0;
+        // Long runs compact (compact.rs); stalls end (stall.rs).
+        let window = crate::window::context_window(
+            limits.context_window,
+            model_name.as_deref().unwrap_or_else(|| model.model_name()),
+        );
+        let mut compactor =
+            crate::compact::Compactor::new(window, transcript.system.as_deref(), &specs);
+        let dog = crate::stall::Watchdog::new(limits.stall_timeout);
+        let tool_ctx = dog.tool_context(ctx);
 
         let stop = loop {
             if ctx.cancel().is_cancelled() {
@@ -315,8 +343,22 @@ impl AgentRuntime {
             tracing::debug!(agent = %ctx.agent(), turn, messages = transcript.messages.len(), "model turn");
             ctx.emit(ProgressKind::Turn { turn });
 
-            let mut request =
-                ChatRequest::new(transcript.messages.clone()).with_tools(specs.clone());
+            let summarizer = crate::compact::Summarizer {
+                model: &model,
+                model_name: model_name.as_deref(),
+                ctx,
+                deadline,
+                dog: &dog,
+                turn,
+            };
+            let messages = match compactor
+                .request_messages(&transcript.messages, summarizer, &mut usage)
+                .await
+            {
+                Ok(m) => m,
+                Err(stop) => break stop,
+            };
+            let mut request = ChatRequest::new(messages).with_tools(specs.clone());
             request.model = model_name.clone();
             request.system = transcript.system.clone();
             request.effort = effort;
@@ -324,28 +366,43 @@ impl AgentRuntime {
             let chat_span = chat_span(&request, &model);
             let outcome = if stream {
                 let on_delta = |delta: ChatDelta| {
+                    dog.touch();
                     if let ChatDelta::Text(text) = delta {
                         lock(&streamed).push_str(&text);
                         ctx.emit(ProgressKind::TextDelta { text });
                     }
                 };
                 guarded(
-                    model.chat_stream(request, &on_delta),
+                    dog.watch(model.chat_stream(request, &on_delta), Duration::ZERO),
                     ctx.cancel(),
                     deadline,
                 )
                 .instrument(chat_span.clone())
                 .await
             } else {
-                guarded(model.chat(request), ctx.cancel(), deadline)
-                    .instrument(chat_span.clone())
-                    .await
+                guarded(
+                    dog.watch(model.chat(request), Duration::ZERO),
+                    ctx.cancel(),
+                    deadline,
+                )
+                .instrument(chat_span.clone())
+                .await
             };
-            record_chat(&chat_span, &outcome);
             let partial = || {
                 let s = std::mem::take(&mut *lock(&streamed));
                 (!s.is_empty()).then_some(s)
             };
+            let outcome = match outcome {
+                Guarded::Done(Ok(r)) => Guarded::Done(r),
+                Guarded::Done(Err(crate::stall::Stalled)) => {
+                    chat_span.record("error.type", "stalled");
+                    let place = format!("the model call (turn {turn})");
+                    break Stop::limit(dog.limit(&place), partial());
+                }
+                Guarded::Cancelled => Guarded::Cancelled,
+                Guarded::Deadline => Guarded::Deadline,
+            };
+            record_chat(&chat_span, &outcome);
             let response = match outcome {
                 Guarded::Done(Ok(r)) => r,
                 Guarded::Done(Err(ModelError::Cancelled)) => break Stop::cancelled(partial()),
@@ -363,6 +420,7 @@ impl AgentRuntime {
             };
 
             let u = response.usage;
+            compactor.observe(&u);
             usage.input_tokens += u.input_tokens;
             usage.output_tokens += u.output_tokens;
             usage.cache_read_tokens += u.cache_read_tokens;
@@ -419,12 +477,36 @@ impl AgentRuntime {
                     input: c.arguments.clone(),
                 });
             }
-            let running =
-                futures::future::join_all(calls.iter().map(|c| call_tool(&tools, c, ctx)));
+            let done: Vec<AtomicBool> = calls.iter().map(|_| AtomicBool::new(false)).collect();
+            let running = futures::future::join_all(calls.iter().zip(&done).map(|(c, done)| {
+                let tool_ctx = &tool_ctx;
+                let tools = &tools;
+                async move {
+                    let out = call_tool(tools, c, tool_ctx).await;
+                    done.store(true, Ordering::Relaxed);
+                    out
+                }
+            }));
             let results = {
                 let mut running = std::pin::pin!(running);
-                match guarded(&mut running, ctx.cancel(), deadline).await {
-                    Guarded::Done(r) => r,
+                let grace = crate::stall::tool_grace(ctx.depth());
+                let watched = dog.watch(&mut running, grace);
+                match guarded(watched, ctx.cancel(), deadline).await {
+                    Guarded::Done(Ok(r)) => r,
+                    Guarded::Done(Err(crate::stall::Stalled)) => {
+                        let stuck: Vec<&str> = calls
+                            .iter()
+                            .zip(&done)
+                            .filter(|(_, d)| !d.load(Ordering::Relaxed))
+                            .map(|(c, _)| c.name.as_str())
+                            .collect();
+                        let place = format!(
+                            "tool{} {} (turn {turn})",
+                            if stuck.len() == 1 { "" } else { "s" },
+                            stuck.join(", ")
+                        );
+                        break Stop::limit(dog.limit(&place), None);
+                    }
                     Guarded::Cancelled => {
                         // The tools saw the same cancellation: give them a moment to wind down
                         // (a remote child sends its `CancelTask`) before they are dropped.

@@ -32,11 +32,22 @@
 
 mod agent;
 mod alias;
+mod compact;
 mod registry;
 mod spec;
+mod stall;
 mod store;
+mod window;
 
 pub use agent::{AgentRuntime, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output};
+pub use compact::{
+    KEEP_TURNS, SUMMARY_PREFIX, TARGET_PERCENT, TRIGGER_PERCENT, TRIM_MIN_CHARS,
+    TRIMMED_MARKER_PREFIX,
+};
 pub use registry::{ModelFactory, ModelRegistry};
 pub use spec::{Limits, RunInput, RunSpec};
+pub use stall::STALLED_LIMIT_PREFIX;
 pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError};
+pub use window::{
+    DEFAULT_CONTEXT_WINDOW, MODEL_WINDOWS, MODEL_WINDOWS_DATE, context_window, known_context_window,
+};

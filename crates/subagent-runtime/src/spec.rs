@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use derive_setters::Setters;
 use subagent_spi::{ChatModel, Effort, Tool};
@@ -136,6 +136,15 @@ pub struct Limits {
     /// Tool output longer than this many characters is cut, with a marker saying how many
     /// characters were cut (default 30,000).
     pub max_tool_output_chars: usize,
+    /// The model's context window in tokens, which requests are compacted to stay below (see
+    /// [`AgentRuntime`](crate::AgentRuntime), "Long runs compact"). `None` (the default): the
+    /// window of the model's name in [`MODEL_WINDOWS`](crate::MODEL_WINDOWS), else
+    /// [`DEFAULT_CONTEXT_WINDOW`](crate::DEFAULT_CONTEXT_WINDOW).
+    pub context_window: Option<u64>,
+    /// A run whose model stream and tools make no progress this long stops with
+    /// [`TaskStatus::LimitReached`](subagent_spi::TaskStatus::LimitReached) and a limit starting
+    /// `stalled` that says where (default 10 minutes; `None`: never).
+    pub stall_timeout: Option<Duration>,
 }
 
 impl Limits {
@@ -143,6 +152,8 @@ impl Limits {
     pub const DEFAULT_MAX_TURNS: u32 = 30;
     /// The default cap on one tool result, in characters.
     pub const DEFAULT_MAX_TOOL_OUTPUT_CHARS: usize = 30_000;
+    /// The default stall time: 10 minutes.
+    pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(600);
 }
 
 impl Default for Limits {
@@ -152,6 +163,8 @@ impl Default for Limits {
             max_tokens: None,
             deadline: None,
             max_tool_output_chars: Self::DEFAULT_MAX_TOOL_OUTPUT_CHARS,
+            context_window: None,
+            stall_timeout: Some(Self::DEFAULT_STALL_TIMEOUT),
         }
     }
 }

@@ -98,6 +98,20 @@ pub enum ProgressKind {
         /// The id `TaskCall::resume` accepts.
         session_id: String,
     },
+    /// The run's context neared its model's window and was compacted: old large tool outputs
+    /// trimmed and/or older turns summarised into one message, for the requests that follow
+    /// (the stored transcript keeps everything). Token counts are the runtime's estimates of
+    /// the next request before and after.
+    Compacted {
+        /// Estimated tokens of the request before compaction.
+        tokens_before: u64,
+        /// Estimated tokens after compaction.
+        tokens_after: u64,
+        /// Tool outputs replaced by a short placeholder.
+        trimmed_outputs: u32,
+        /// Messages folded into the summary (0 when trimming was enough).
+        summarized_messages: u32,
+    },
     /// The run ended.
     Finished {
         /// How it ended.

@@ -102,6 +102,17 @@ pub struct Reply {
     pub(crate) write_size: Option<usize>,
     #[setters(skip)]
     pub(crate) headers: Vec<(String, String)>,
+    #[setters(skip)] // `with_hang_after` and `with_cut_after`
+    pub(crate) stop_after: Option<(usize, StreamEnd)>,
+}
+
+/// How a reply stopped early by [`Reply::with_hang_after`] or [`Reply::with_cut_after`] ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// Nothing more is ever sent; the connection stays open.
+    Hang,
+    /// The connection is broken off.
+    Cut,
 }
 
 impl Reply {
@@ -121,6 +132,7 @@ impl Reply {
             fragment_chars: 5,
             write_size: None,
             headers: Vec::new(),
+            stop_after: None,
         }
     }
 
@@ -233,6 +245,22 @@ impl Reply {
     /// [`with_chunk_delay`](Self::with_chunk_delay) to keep the client from coalescing them.
     pub fn with_write_size(mut self, bytes: usize) -> Self {
         self.write_size = Some(bytes.max(1));
+        self
+    }
+
+    /// Send the first `pieces` writes of the response (SSE events when streamed; see
+    /// [`with_write_size`](Self::with_write_size)) and then nothing more, keeping the
+    /// connection open: a model stream that stalls. `0` hangs before the first byte of the
+    /// body.
+    pub fn with_hang_after(mut self, pieces: usize) -> Self {
+        self.stop_after = Some((pieces, StreamEnd::Hang));
+        self
+    }
+
+    /// Send the first `pieces` writes of the response and then break the connection off: a
+    /// stream cut mid-answer.
+    pub fn with_cut_after(mut self, pieces: usize) -> Self {
+        self.stop_after = Some((pieces, StreamEnd::Cut));
         self
     }
 

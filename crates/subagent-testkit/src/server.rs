@@ -1,6 +1,5 @@
 //! The HTTP server.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
 use crate::Reply;
+use crate::reply::StreamEnd;
 use crate::script::Script;
 use crate::wire::{self, RequestShape, WireFormat};
 
@@ -58,6 +58,18 @@ impl RecordedRequest {
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+
+    /// The request's prompt size in tokens as this server counts it: the UTF-8 bytes of the
+    /// JSON of its `system`, `messages` and `tools`, divided by 4 (rounded up). See
+    /// [`ScriptedModelServer::set_context_window`].
+    pub fn prompt_tokens(&self) -> u64 {
+        let bytes: usize = ["system", "messages", "tools"]
+            .iter()
+            .filter_map(|k| self.body.get(*k))
+            .map(|v| v.to_string().len())
+            .sum();
+        (bytes as u64).div_ceil(4)
     }
 
     /// The body's `tools` array (empty when absent).
@@ -112,6 +124,10 @@ struct ServerState {
     seq: AtomicU64,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    /// The context window in tokens; 0: none.
+    window: AtomicU64,
+    /// The largest [`RecordedRequest::prompt_tokens`] seen.
+    max_prompt: AtomicU64,
 }
 
 /// A scripted model server on `127.0.0.1:<ephemeral port>` speaking the OpenAI Chat Completions
@@ -178,6 +194,8 @@ impl ScriptedModelServer {
             seq: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
+            window: AtomicU64::new(0),
+            max_prompt: AtomicU64::new(0),
         });
         let app = Router::new().fallback(handle).with_state(state.clone());
         let (tx, rx) = oneshot::channel::<()>();
@@ -290,6 +308,21 @@ impl ScriptedModelServer {
         }
     }
 
+    /// Give the model a context window: a request whose
+    /// [`prompt_tokens`](RecordedRequest::prompt_tokens) exceed `tokens` is answered 400 with
+    /// the provider's error shape and a message starting `context_length_exceeded` (it is
+    /// still recorded; no reply is taken from the script). `None` removes the window.
+    pub fn set_context_window(&self, tokens: Option<u64>) {
+        self.state
+            .window
+            .store(tokens.unwrap_or(0), Ordering::SeqCst);
+    }
+
+    /// The largest [`prompt_tokens`](RecordedRequest::prompt_tokens) of any request so far.
+    pub fn max_prompt_tokens(&self) -> u64 {
+        self.state.max_prompt.load(Ordering::SeqCst)
+    }
+
     /// The largest number of requests that were being answered (waiting out their delay) at
     /// the same time.
     pub fn max_concurrent_requests(&self) -> usize {
@@ -356,6 +389,7 @@ async fn handle(
         body: json.clone(),
         raw_body: String::from_utf8_lossy(&body).into_owned(),
     };
+    let prompt_tokens = recorded.prompt_tokens();
     let seq = state.seq.fetch_add(1, Ordering::SeqCst) + 1;
     state
         .requests
@@ -389,6 +423,21 @@ async fn handle(
                 format,
                 405,
                 &format!("scripted model server: {method} {path} is not allowed; use POST"),
+            ),
+        );
+    }
+    state.max_prompt.fetch_max(prompt_tokens, Ordering::SeqCst);
+    let window = state.window.load(Ordering::SeqCst);
+    if window > 0 && prompt_tokens > window {
+        return simple(
+            400,
+            "application/json",
+            wire::error_json(
+                format,
+                400,
+                &format!(
+                    "context_length_exceeded: request #{seq} has {prompt_tokens} prompt tokens; this model's context window is {window} tokens"
+                ),
             ),
         );
     }
@@ -426,17 +475,39 @@ async fn handle(
     };
     let rendered = wire::render(&reply, &shape);
     let chunk_delay = reply.chunk_delay;
+    let stop_after = reply.stop_after;
     let pieces = rendered.pieces.into_iter().map(Bytes::from);
-    let body = if pieces.len() <= 1 && chunk_delay.is_zero() {
+    let body = if pieces.len() <= 1 && chunk_delay.is_zero() && stop_after.is_none() {
         Body::from(pieces.collect::<Vec<_>>().concat())
     } else {
-        let stream = futures::stream::unfold((pieces, true), move |(mut it, first)| async move {
-            let piece = it.next()?;
-            if !first && !chunk_delay.is_zero() {
-                tokio::time::sleep(chunk_delay).await;
-            }
-            Some((Ok::<Bytes, Infallible>(piece), (it, false)))
-        });
+        let stream = futures::stream::unfold(
+            (pieces, 0usize, false),
+            move |(mut it, sent, ended)| async move {
+                if ended {
+                    return None;
+                }
+                if let Some((n, end)) = stop_after
+                    && sent >= n
+                {
+                    return match end {
+                        StreamEnd::Hang => std::future::pending().await,
+                        StreamEnd::Cut => {
+                            // Let what was sent reach the wire before the connection breaks.
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                            Some((
+                                Err(std::io::Error::other("scripted model server: stream cut")),
+                                (it, sent, true),
+                            ))
+                        }
+                    };
+                }
+                let piece = it.next()?;
+                if sent > 0 && !chunk_delay.is_zero() {
+                    tokio::time::sleep(chunk_delay).await;
+                }
+                Some((Ok::<Bytes, std::io::Error>(piece), (it, sent + 1, false)))
+            },
+        );
         Body::from_stream(stream)
     };
     let mut resp = Response::new(body);

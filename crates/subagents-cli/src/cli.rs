@@ -270,6 +270,16 @@ pub(crate) struct TreeArgs {
     /// 20, or `max_concurrent` in subagents.toml).
     #[arg(long, value_name = "N")]
     pub max_concurrent: Option<usize>,
+    /// The models' context window in tokens: a run nearing it trims old tool outputs and
+    /// summarises older turns (default: the model's known window, else 32768; or
+    /// `context_window` in subagents.toml). Set it for a local server with a small window.
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(256..))]
+    pub context_window: Option<u64>,
+    /// An agent whose model stream and tools make no progress this long stops `limit_reached`
+    /// (`stalled`), keeping its partial answer (default 600; 0 never; or `stall_timeout_secs`
+    /// in subagents.toml).
+    #[arg(long, value_name = "SECS")]
+    pub stall_timeout: Option<f64>,
 }
 
 /// Permission settings (shared by the subcommands that run agents).

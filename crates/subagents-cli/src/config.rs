@@ -18,6 +18,8 @@ use crate::error::CliError;
 /// max_depth = 3                     # nesting limit (the main agent is depth 0)
 /// store = "sqlite:/var/lib/subagents/ledger.db"   # like --store (or postgres://..., memory)
 /// max_concurrent = 20               # children working at once over the whole tree
+/// context_window = 8192             # the models' window in tokens, like --context-window
+/// stall_timeout_secs = 600          # no progress this long stops an agent (0: never)
 /// [budget]                          # over the whole tree, like --budget-tokens etc.
 /// tokens = 200000
 /// usd = 2.5                         # counted with [prices]
@@ -66,6 +68,10 @@ pub(crate) struct Config {
     pub store: Option<String>,
     /// Children working at once over the whole tree.
     pub max_concurrent: Option<usize>,
+    /// The models' context window in tokens (`--context-window` wins).
+    pub context_window: Option<u64>,
+    /// Seconds without progress before an agent stops `stalled` (`--stall-timeout` wins).
+    pub stall_timeout_secs: Option<f64>,
     /// Budgets over the whole tree.
     #[serde(default)]
     pub budget: BudgetConfig,

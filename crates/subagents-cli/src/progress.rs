@@ -149,6 +149,7 @@ async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>, prices: Arc<ModelPr
                 format!("tool {name} failed: {}", first_line(preview))
             }
             ProgressKind::Status { message } => format!("status: {}", first_line(message)),
+            ProgressKind::Compacted { .. } => compacted_text(&e.kind),
             ProgressKind::Finished { status, usage } => format!(
                 "finished {status}{} · {} turns · {} in / {} out tokens{} · {} ms",
                 model_text(usage),
@@ -162,6 +163,23 @@ async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>, prices: Arc<ModelPr
         };
         eprintln!("[{t:>7.2}s] {who}: {}", crate::output::terminal_safe(&line));
     }
+}
+
+/// `compacted: ~12000 → ~5000 tokens (3 outputs trimmed, 14 messages summarised)`.
+fn compacted_text(kind: &ProgressKind) -> String {
+    let ProgressKind::Compacted {
+        tokens_before,
+        tokens_after,
+        trimmed_outputs,
+        summarized_messages,
+    } = kind
+    else {
+        return String::new();
+    };
+    format!(
+        "compacted: ~{tokens_before} → ~{tokens_after} tokens ({trimmed_outputs} outputs trimmed, \
+         {summarized_messages} messages summarised)"
+    )
 }
 
 /// The first line of `s` (see [`first_line`]), safe to draw on a terminal.
@@ -367,6 +385,7 @@ async fn render_tree(
                 node.last = shown(node.text.latest());
             }
             ProgressKind::Status { message } => node.last = shown(message),
+            ProgressKind::Compacted { .. } => node.last = compacted_text(&e.kind),
             ProgressKind::Usage { usage } => {
                 if !node.text.latest().is_empty() {
                     node.last = shown(node.text.latest());

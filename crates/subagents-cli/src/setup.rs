@@ -145,6 +145,24 @@ impl<'a> Setup<'a> {
         if let Some(n) = self.tree.max_concurrent.or(self.config.max_concurrent) {
             b = b.max_concurrent(n);
         }
+        // Long runs compact, stalls end.
+        if let Some(window) = self.tree.context_window.or(self.config.context_window) {
+            if window < 256 {
+                return Err(CliError::Config(format!(
+                    "{}: context_window must be at least 256 tokens, not {window}",
+                    self.config.name()
+                )));
+            }
+            b = b.context_window(window);
+        }
+        if let Some(secs) = self.tree.stall_timeout.or(self.config.stall_timeout_secs) {
+            if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+                return Err(CliError::Config(format!(
+                    "--stall-timeout / stall_timeout_secs must be a number of seconds (0: never), not {secs}"
+                )));
+            }
+            b = b.stall_timeout((secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs)));
+        }
         b = b.budget(self.budget_limits()?).prices(self.prices()?);
         for (agent, limits) in self.agent_budgets()? {
             b = b.agent_budget(agent, limits);

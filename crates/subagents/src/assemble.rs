@@ -124,6 +124,10 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
         if let Some(turns) = b.default_max_turns {
             claude = claude.default_max_turns(turns);
         }
+        if let Some(window) = b.context_window {
+            claude = claude.context_window(window);
+        }
+        claude = claude.stall_timeout(b.stall_timeout);
         #[cfg(feature = "mcp")]
         {
             claude = claude
@@ -193,6 +197,8 @@ pub(crate) async fn assemble(b: SubagentsBuilder) -> Result<Subagents, Error> {
                 hooks,
                 transcripts,
                 stream: b.stream,
+                context_window: b.context_window,
+                stall_timeout: b.stall_timeout,
             }),
         ))
     };

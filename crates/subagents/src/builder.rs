@@ -78,6 +78,20 @@ pub struct SubagentsBuilder {
     /// The turn limit of Markdown agents without `maxTurns` (default 30).
     #[setters(generate, strip_option)]
     pub(crate) default_max_turns: Option<u32>,
+    /// The context window in tokens that the main agent's and every Markdown agent's requests
+    /// are compacted to stay below (what `--context-window` sets; feature `claude`). Default:
+    /// the model's window from [`MODEL_WINDOWS`](subagent_runtime::MODEL_WINDOWS), else
+    /// [`DEFAULT_CONTEXT_WINDOW`](subagent_runtime::DEFAULT_CONTEXT_WINDOW).
+    #[cfg(feature = "claude")]
+    #[setters(generate, strip_option)]
+    pub(crate) context_window: Option<u64>,
+    /// How long the model stream and tools of the main agent or a Markdown agent may make no
+    /// progress before it stops `limit_reached` naming `stalled` and where, keeping its partial
+    /// answer (what `--stall-timeout` sets; feature `claude`). Default 10 minutes; `None`:
+    /// never.
+    #[cfg(feature = "claude")]
+    #[setters(generate)]
+    pub(crate) stall_timeout: Option<std::time::Duration>,
     pub(crate) approver: ApproverSlot,
     /// A permission mode for the main agent and every Markdown agent, overriding their
     /// `permissionMode` (what `--permission-mode` sets; feature `claude`).
@@ -161,6 +175,10 @@ impl Default for SubagentsBuilder {
             workspace: None,
             stream: false,
             default_max_turns: None,
+            #[cfg(feature = "claude")]
+            context_window: None,
+            #[cfg(feature = "claude")]
+            stall_timeout: Some(subagent_runtime::Limits::DEFAULT_STALL_TIMEOUT),
             approver: ApproverSlot(None),
             #[cfg(feature = "claude")]
             permission_mode: None,

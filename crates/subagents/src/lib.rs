@@ -155,6 +155,9 @@ pub(crate) struct Local {
     pub(crate) transcripts: Arc<dyn subagent_runtime::TranscriptStore>,
     /// Whether the main agent streams its model's replies (the builder's `stream`).
     pub(crate) stream: bool,
+    /// The builder's `context_window` and `stall_timeout`, for the main agent.
+    pub(crate) context_window: Option<u64>,
+    pub(crate) stall_timeout: Option<std::time::Duration>,
 }
 
 /// The opened store and its maintenance task (stopped when the last clone is dropped).

@@ -134,10 +134,13 @@ impl<'a> MainAgent<'a> {
             .wrap_tools(tools);
         let prompt = prompt.into();
         let started = started(&prompt);
+        let mut limits = Limits::default().with_max_turns(self.max_turns);
+        limits.context_window = local.context_window;
+        limits.stall_timeout = local.stall_timeout;
         let spec = RunSpec::new(model, prompt)
             .with_system(self.system)
             .with_tools(tools)
-            .with_limits(Limits::default().with_max_turns(self.max_turns))
+            .with_limits(limits)
             .streaming(local.stream);
         run_as_root(
             &ctx,
