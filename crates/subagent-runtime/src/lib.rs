@@ -34,9 +34,11 @@ mod agent;
 mod alias;
 mod registry;
 mod spec;
+mod steer;
 mod store;
 
 pub use agent::{AgentRuntime, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output};
 pub use registry::{ModelFactory, ModelRegistry};
 pub use spec::{Limits, RunInput, RunSpec};
+pub use steer::STEER_MESSAGE_PREFIX;
 pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError};
