@@ -404,8 +404,15 @@ impl AgentRuntime {
                 break Stop::no_answer(turn, &response.stop_reason);
             }
             if calls.is_empty() {
-                // A message that arrived during the last turn gets a turn of its own.
-                if crate::steer::pending(ctx) {
+                // A message that arrived during the last turn gets a turn of its own, when no
+                // limit would stop that turn (else the answer stands and it stays unread).
+                let room = turn < max_turns
+                    && budget_spent.is_none()
+                    && ctx.budget().and_then(|b| b.spent()).is_none()
+                    && max_tokens.is_none_or(|m| usage.total_tokens() < m)
+                    && deadline.is_none_or(|d| Instant::now() < d)
+                    && !ctx.cancel().is_cancelled();
+                if room && crate::steer::pending(ctx) {
                     continue;
                 }
                 break Stop::completed();

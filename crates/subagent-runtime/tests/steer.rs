@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use serde_json::json;
-use subagent_runtime::{AgentRuntime, RunSpec, STEER_MESSAGE_PREFIX};
+use subagent_runtime::{AgentRuntime, Limits, RunSpec, STEER_MESSAGE_PREFIX};
 use subagent_spi::chat::{ChatMessage, ChatRequest, ChatResponse};
 use subagent_spi::{
     ChatModel, Inbox, InboxMessage, ModelError, TaskContext, TaskStatus, ToolOutput, async_trait,
@@ -109,6 +109,21 @@ async fn a_run_that_answers_while_a_message_waits_takes_one_more_turn() {
     assert_eq!(reqs.len(), 2);
     assert!(steering(&reqs[1])[0].contains("one more thing"));
     assert!(!inbox.has_unread());
+
+    // At its last allowed turn the answer stands: the run completes, the message stays unread
+    // (its host reports it).
+    let inbox = Inbox::default();
+    let scripted = ScriptedModel::new(vec![text("first answer"), text("never asked")]);
+    let model = Arc::new(SendsWhileAnswering {
+        inner: scripted.clone(),
+        inbox: inbox.clone(),
+    });
+    let ctx = TaskContext::new().with_inbox(inbox.clone());
+    let spec = RunSpec::new(model, "go").with_limits(Limits::default().with_max_turns(1));
+    let out = AgentRuntime::default().run(spec, &ctx).await.expect("runs");
+    assert_eq!(out.status, TaskStatus::Completed);
+    assert_eq!(out.text, "first answer");
+    assert_eq!(inbox.unread(), 1);
 
     // Without an inbox (or with nothing in it) the first answer ends the run.
     let scripted = ScriptedModel::new(vec![text("only answer")]);
