@@ -17,7 +17,7 @@ use crate::concurrency::RunPermit;
 use crate::ledger::TaskRecord;
 use crate::persist::{LedgerWriter, Shared};
 use crate::registry::{Target, TaskConfig, TaskTool};
-use crate::steer::{Mailbox, check_name};
+use crate::steer::{Mailbox, Scope, check_name};
 
 /// Partial output kept per background task (the most recent text).
 const PARTIAL_CAP: usize = 64 * 1024;
@@ -622,18 +622,15 @@ impl BackgroundRegistry {
     }
 
     /// The task `to` names for `SendMessage`: its id, else its name (a running task first, else
-    /// the latest that finished). `parent` `Some(p)` restricts it to the tasks the run `p`
-    /// started (`None` inside: the root); `None`: any task.
+    /// the latest that finished), among the tasks `scope` admits.
     pub(crate) fn addressable(
         &self,
         to: &str,
-        parent: Option<Option<&str>>,
+        scope: Scope<'_>,
         ttl: Duration,
     ) -> Option<(String, Arc<Entry>)> {
         let now = Instant::now();
-        let ours = |e: &Entry| {
-            !e.expired(ttl, now) && parent.is_none_or(|p| e.mailbox.parent.as_deref() == p)
-        };
+        let ours = |e: &Entry| !e.expired(ttl, now) && scope.admits(e.mailbox.parent.as_deref());
         if let Some(e) = self.entries.get(to)
             && ours(e.value())
         {
@@ -646,16 +643,15 @@ impl BackgroundRegistry {
             .map(|e| (e.key().clone(), e.value().clone()))
     }
 
-    /// The tasks `parent` started (see [`addressable`](Self::addressable)), as `id (name)`,
+    /// The tasks `scope` admits (see [`addressable`](Self::addressable)), as `id (name)`,
     /// oldest first, at most 20 (for error messages).
-    pub(crate) fn tasks_of(&self, parent: Option<Option<&str>>, ttl: Duration) -> Vec<String> {
+    pub(crate) fn tasks_of(&self, scope: Scope<'_>, ttl: Duration) -> Vec<String> {
         let now = Instant::now();
         let mut held: Vec<(Instant, String)> = self
             .entries
             .iter()
             .filter(|e| {
-                !e.value().expired(ttl, now)
-                    && parent.is_none_or(|p| e.value().mailbox.parent.as_deref() == p)
+                !e.value().expired(ttl, now) && scope.admits(e.value().mailbox.parent.as_deref())
             })
             .map(|e| {
                 let v = e.value();

@@ -187,6 +187,23 @@ pub enum SendMessageError {
     },
 }
 
+/// The tasks a sender may reach: any (the host), or those a run started (`None`: the root).
+#[derive(Clone, Copy)]
+pub(crate) enum Scope<'a> {
+    Any,
+    StartedBy(Option<&'a str>),
+}
+
+impl Scope<'_> {
+    /// True when a task started by the run `parent` is in scope.
+    pub(crate) fn admits(self, parent: Option<&str>) -> bool {
+        match self {
+            Scope::Any => true,
+            Scope::StartedBy(p) => p == parent,
+        }
+    }
+}
+
 /// Who is sending: the host (any task), or a run (only the tasks it started).
 #[derive(Clone, Copy)]
 pub(crate) enum Sender<'a> {
@@ -214,15 +231,14 @@ impl TaskTool {
         message: &str,
     ) -> Result<MessageReceipt, SendMessageError> {
         let bg = &self.inner.background;
-        let parent = match sender {
-            Sender::Host => None,
-            Sender::Run(ctx) => Some(ctx.task_id()),
+        let scope = match sender {
+            Sender::Host => Scope::Any,
+            Sender::Run(ctx) => Scope::StartedBy(ctx.task_id()),
         };
-        let Some((task_id, entry)) = bg.addressable(to, parent, self.inner.config.result_ttl)
-        else {
+        let Some((task_id, entry)) = bg.addressable(to, scope, self.inner.config.result_ttl) else {
             return Err(SendMessageError::Unknown {
                 to: to.to_string(),
-                yours: bg.tasks_of(parent, self.inner.config.result_ttl),
+                yours: bg.tasks_of(scope, self.inner.config.result_ttl),
             });
         };
         let finished = |entry: &crate::background::Entry| {
