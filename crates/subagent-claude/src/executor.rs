@@ -287,6 +287,11 @@ fn default_tool_set(root: Option<PathBuf>) -> Vec<Arc<dyn Tool>> {
 
 #[async_trait]
 impl SubagentExecutor for ClaudeExecutor {
+    /// Markdown agents run the agent loop, which reads its inbox before each model turn.
+    fn message_delivery(&self, _definition: &dyn SubagentDefinition) -> Option<&'static str> {
+        Some("it reads it at its next turn boundary")
+    }
+
     async fn execute(
         &self,
         call: TaskCall,

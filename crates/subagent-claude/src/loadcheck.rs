@@ -101,7 +101,7 @@ pub fn agent_load_warnings(def: &ClaudeAgentDefinition, check: &LoadCheck) -> Ve
     let mut out = def.load_warnings.clone();
     if let Some(tools) = &check.tools {
         let mut names: Vec<&str> = tools.iter().map(String::as_str).collect();
-        names.extend(["Task", "TaskOutput", "TaskStop"]);
+        names.extend(["Task", "TaskOutput", "TaskStop", "SendMessage"]);
         let servers = mcp_server_names(def.mcp_servers.as_ref());
         // `mcp__<server>__...` tools of the agent's own servers are known only once they run.
         let maybe = |rule: &ToolRule| {

@@ -14,9 +14,10 @@ pub(crate) struct Selection {
 }
 
 /// The companions of the delegation tool: granted and withheld together with `Task`.
-const COMPANIONS: [&str; 2] = ["TaskOutput", "TaskStop"];
+const COMPANIONS: [&str; 3] = ["TaskOutput", "TaskStop", "SendMessage"];
 
-/// True for the delegation tool (`Task`/`Agent`) and its companions (`TaskOutput`, `TaskStop`).
+/// True for the delegation tool (`Task`/`Agent`) and its companions (`TaskOutput`, `TaskStop`,
+/// `SendMessage`).
 pub(crate) fn is_delegation_tool(name: &str) -> bool {
     is_task_name(name) || COMPANIONS.contains(&name)
 }
@@ -239,6 +240,7 @@ mod tests {
             "Task",
             "TaskOutput",
             "TaskStop",
+            "SendMessage",
         ]
         .into_iter()
         .filter(|n| with_task || !is_delegation_tool(n))
@@ -271,7 +273,12 @@ mod tests {
         );
         assert!(w.is_empty());
         let (n, _) = names(&d, true);
-        assert!(n.ends_with(&["Task".into(), "TaskOutput".into(), "TaskStop".into()]));
+        assert!(n.ends_with(&[
+            "Task".into(),
+            "TaskOutput".into(),
+            "TaskStop".into(),
+            "SendMessage".into()
+        ]));
     }
 
     #[test]
@@ -280,7 +287,7 @@ mod tests {
         d.tools = Some(parse_tool_list("Read, Task"));
         assert_eq!(
             names(&d, true).0,
-            ["Read", "Task", "TaskOutput", "TaskStop"]
+            ["Read", "Task", "TaskOutput", "TaskStop", "SendMessage"]
         );
         let (n, w) = names(&d, false);
         assert_eq!(n, ["Read"]);
@@ -291,7 +298,7 @@ mod tests {
         d.tools = Some(parse_tool_list("Read, Agent"));
         assert_eq!(
             names(&d, true).0,
-            ["Read", "Task", "TaskOutput", "TaskStop"]
+            ["Read", "Task", "TaskOutput", "TaskStop", "SendMessage"]
         );
         let mut d = ClaudeAgentDefinition::new("a", "d", "p");
         d.disallowed_tools = parse_tool_list("Task");
@@ -312,7 +319,14 @@ mod tests {
         let (n, w) = names(&d, true);
         assert_eq!(
             n,
-            ["Read", "mcp__gh__issue", "Task", "TaskOutput", "TaskStop"]
+            [
+                "Read",
+                "mcp__gh__issue",
+                "Task",
+                "TaskOutput",
+                "TaskStop",
+                "SendMessage"
+            ]
         );
         assert!(w.iter().any(|w| w.contains("`LS`")), "{w:?}");
         assert!(w.iter().any(|w| w.contains("Bash(git:*)")), "{w:?}");

@@ -180,7 +180,7 @@ async fn drive(client: &RunningService<RoleClient, Recorder>, local: &Local) {
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    assert_eq!(names, ["Task", "TaskOutput", "TaskStop"]);
+    assert_eq!(names, ["SendMessage", "Task", "TaskOutput", "TaskStop"]);
     let task = tools.iter().find(|t| t.name == "Task").unwrap();
     assert!(task.description.as_deref().unwrap().contains("greeter"));
     assert!(

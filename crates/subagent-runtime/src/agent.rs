@@ -92,6 +92,11 @@ const PREVIEW_CHARS: usize = 200;
 ///   panicking tool become error tool results the model sees. Output longer than
 ///   [`Limits::max_tool_output_chars`](crate::Limits::max_tool_output_chars) is cut with a marker
 ///   (see [`truncate_output`]).
+/// - **Messages sent while it runs** (Claude Code's `SendMessage`): when the context has an
+///   [`Inbox`](subagent_spi::Inbox), what arrived is read before each model turn and given to
+///   the model as one user message starting [`STEER_MESSAGE_PREFIX`](crate::STEER_MESSAGE_PREFIX);
+///   a run whose model answers while messages wait takes one more turn for them (within its
+///   limits). What is never read stays in the inbox for the host to report.
 /// - **Errors**: a failing model call returns [`SubagentError::Execution`] naming the agent and
 ///   the turn (the turns before it stay stored).
 /// - **Progress**: per turn `Turn`, `TextDelta` (streaming only), `Usage`, and
@@ -339,6 +344,8 @@ impl AgentRuntime {
             if let Some(spent) = ctx.budget().and_then(|b| b.spent()) {
                 break Stop::limit(spent, None);
             }
+            // Issue 28 (SendMessage): messages sent to this run are read at the turn boundary.
+            crate::steer::deliver(ctx, &mut transcript.messages);
             turn += 1;
             tracing::debug!(agent = %ctx.agent(), turn, messages = transcript.messages.len(), "model turn");
             ctx.emit(ProgressKind::Turn { turn });
@@ -455,6 +462,17 @@ impl AgentRuntime {
                 break Stop::no_answer(turn, &response.stop_reason);
             }
             if calls.is_empty() {
+                // A message that arrived during the last turn gets a turn of its own, when no
+                // limit would stop that turn (else the answer stands and it stays unread).
+                let room = turn < max_turns
+                    && budget_spent.is_none()
+                    && ctx.budget().and_then(|b| b.spent()).is_none()
+                    && max_tokens.is_none_or(|m| usage.total_tokens() < m)
+                    && deadline.is_none_or(|d| Instant::now() < d)
+                    && !ctx.cancel().is_cancelled();
+                if room && crate::steer::pending(ctx) {
+                    continue;
+                }
                 break Stop::completed();
             }
             if let Some(spent) = budget_spent {

@@ -36,6 +36,7 @@ mod compact;
 mod registry;
 mod spec;
 mod stall;
+mod steer;
 mod store;
 mod window;
 
@@ -47,6 +48,7 @@ pub use compact::{
 pub use registry::{ModelFactory, ModelRegistry};
 pub use spec::{Limits, RunInput, RunSpec};
 pub use stall::STALLED_LIMIT_PREFIX;
+pub use steer::STEER_MESSAGE_PREFIX;
 pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError};
 pub use window::{
     DEFAULT_CONTEXT_WINDOW, MODEL_WINDOWS, MODEL_WINDOWS_DATE, context_window, known_context_window,

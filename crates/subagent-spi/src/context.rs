@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use derive_setters::Setters;
 
-use crate::{Approver, Budget, CancellationToken, Delegation, ProgressEvent, ProgressKind, Tool};
+use crate::{
+    Approver, Budget, CancellationToken, Delegation, Inbox, ProgressEvent, ProgressKind, Tool,
+};
 
 /// Receives progress events. Implementations must return quickly and never block: events are
 /// emitted from the task path (use a bounded channel and drop on overflow, or an atomic update).
@@ -92,6 +94,12 @@ pub struct TaskContext {
         doc = "Sets the budget this run and every run below it charge (see [`budget`](Self::budget))."
     )]
     budget: Option<Budget>,
+    /// Messages sent to this run while it runs (never inherited by a child).
+    #[setters(
+        strip_option,
+        doc = "Sets the inbox this run reads messages sent to it from (see [`inbox`](Self::inbox))."
+    )]
+    inbox: Option<Inbox>,
 }
 
 impl fmt::Debug for TaskContext {
@@ -110,6 +118,7 @@ impl fmt::Debug for TaskContext {
             .field("approver", &self.approver.is_some())
             .field("budget", &self.budget)
             .field("agent_path", &self.agent_path())
+            .field("inbox", &self.inbox.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -139,12 +148,14 @@ impl TaskContext {
             approver: None,
             ancestors: Arc::from(Vec::new()),
             budget: None,
+            inbox: None,
         }
     }
 
     /// The context for a run this one delegates to: depth + 1, a child cancellation token,
     /// this run's task id as the parent, the same sink, limits, extensions, delegation and
-    /// approver, and this run's agent path as the child's ancestors.
+    /// approver, and this run's agent path as the child's ancestors. The child has no
+    /// [`inbox`](Self::inbox): messages sent to this run are not its.
     pub fn child(&self, agent: impl Into<String>, task_id: Option<String>) -> Self {
         let ancestors: Arc<[String]> = if self.agent.is_empty() {
             self.ancestors.clone()
@@ -171,6 +182,8 @@ impl TaskContext {
             approver: self.approver.clone(),
             ancestors,
             budget: self.budget.clone(),
+            // Messages are for the run they were sent to, not for the runs it starts.
+            inbox: None,
         }
     }
 
@@ -250,7 +263,7 @@ impl TaskContext {
             .is_some_and(|d| self.depth < d.max_depth())
     }
 
-    /// The delegation tools (`Task`, `TaskOutput`, `TaskStop`) this run may offer its model:
+    /// The delegation tools (`Task`, `TaskOutput`, `TaskStop`, `SendMessage`) this run may offer its model:
     /// empty beyond the nesting limit or without a handle, so the model never sees them there.
     pub fn delegation_tools(&self) -> Vec<Arc<dyn Tool>> {
         match &self.delegation {
@@ -281,6 +294,15 @@ impl TaskContext {
     /// spent.
     pub fn budget(&self) -> Option<&Budget> {
         self.budget.as_ref()
+    }
+
+    /// Messages sent to this run while it runs (Claude Code's `SendMessage`), when its host
+    /// gave it an inbox: a kind that can receive them (see
+    /// [`SubagentExecutor::message_delivery`](crate::SubagentExecutor::message_delivery))
+    /// [`take`](Inbox::take)s them whenever it can act on them, e.g. at each turn boundary.
+    /// Never inherited by [`child`](Self::child) contexts.
+    pub fn inbox(&self) -> Option<&Inbox> {
+        self.inbox.as_ref()
     }
 
     /// Time left before the deadline; `None` when there is no deadline.

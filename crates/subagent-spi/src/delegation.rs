@@ -21,7 +21,7 @@ pub trait Delegation: Send + Sync + fmt::Debug {
     fn max_depth(&self) -> u32;
 
     /// The delegation tools to offer a run: `Task` first, then its companions (`TaskOutput`,
-    /// `TaskStop`).
+    /// `TaskStop`, `SendMessage`).
     fn tools(&self) -> Vec<Arc<dyn Tool>>;
 
     /// The names of the agents this handle can start (for validating rules such as

@@ -135,6 +135,16 @@ pub trait SubagentExecutor: Send + Sync {
         definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError>;
+
+    /// How a run of `definition` takes messages sent to it while it runs (Claude Code's
+    /// `SendMessage`), in a few words the sender is shown, e.g. "it reads it at its next turn
+    /// boundary"; `None` (the default) when runs of this kind cannot receive messages, and
+    /// senders are told so. A kind that returns `Some` reads
+    /// [`TaskContext::inbox`](crate::TaskContext::inbox).
+    fn message_delivery(&self, definition: &dyn SubagentDefinition) -> Option<&'static str> {
+        let _ = definition;
+        None
+    }
 }
 
 /// One kind of subagent: the unit of registration. Names the kind, bundles a resolver and an

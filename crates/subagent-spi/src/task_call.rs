@@ -34,6 +34,11 @@ pub struct TaskCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(rename = "in_background")]
     pub run_in_background: Option<bool>,
+    /// Optional name for a background agent (letters, digits, `-`, `_`, `.`; at most 64):
+    /// while it runs, `SendMessage` can reach it by this name as well as by its task id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(into)]
+    pub name: Option<String>,
 }
 
 impl TaskCall {

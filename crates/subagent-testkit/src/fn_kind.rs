@@ -49,6 +49,8 @@ subagent_spi::impl_subagent_definition!(FnDefinition);
 #[derive(Default, Clone)]
 pub struct FnKind {
     agents: HashMap<String, AgentFn>,
+    /// Whether its runs take messages (`SendMessage`): see [`FnKind::receiving_messages`].
+    receives: bool,
 }
 
 impl std::fmt::Debug for FnKind {
@@ -74,6 +76,15 @@ impl FnKind {
     {
         self.agents
             .insert(name.to_string(), Arc::new(move |c, x| Box::pin(f(c, x))));
+        self
+    }
+
+    /// Declares that its agents take messages sent to them while they run (`SendMessage`): the
+    /// functions read [`TaskContext::inbox`] themselves. Without it, senders are told the kind
+    /// cannot receive messages.
+    #[must_use]
+    pub fn receiving_messages(mut self) -> Self {
+        self.receives = true;
         self
     }
 
@@ -126,6 +137,11 @@ impl SubagentResolver for FnKind {
 
 #[async_trait]
 impl SubagentExecutor for FnKind {
+    fn message_delivery(&self, _definition: &dyn SubagentDefinition) -> Option<&'static str> {
+        self.receives
+            .then_some("the function reads it from its context's inbox")
+    }
+
     async fn execute(
         &self,
         call: TaskCall,

@@ -49,7 +49,7 @@ async fn drive(client: &RunningService<RoleClient, ()>) {
     let tools = client.list_all_tools().await.expect("tools/list");
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    assert_eq!(names, ["Task", "TaskOutput", "TaskStop"]);
+    assert_eq!(names, ["SendMessage", "Task", "TaskOutput", "TaskStop"]);
     let task = tools.iter().find(|t| t.name == "Task").expect("Task");
     let description = task.description.as_deref().unwrap_or_default();
     assert!(

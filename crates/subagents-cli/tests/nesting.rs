@@ -29,7 +29,7 @@ fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
     assert_eq!(reqs.len(), 5);
     assert_eq!(
         reqs[1].tool_names(),
-        ["Read", "Task", "TaskOutput", "TaskStop"],
+        ["Read", "SendMessage", "Task", "TaskOutput", "TaskStop"],
         "the coordinator is offered Task"
     );
     assert_eq!(reqs[2].tool_names(), ["Grep", "Read"], "the leaf is not");

@@ -220,7 +220,7 @@ fn main_tools_offers_the_main_agent_only_the_named_tools() {
     let second = server.requests().remove(1);
     assert_eq!(
         second.tool_names(),
-        ["Read", "Task", "TaskOutput", "TaskStop"]
+        ["Read", "SendMessage", "Task", "TaskOutput", "TaskStop"]
     );
 
     let assert = run_main(&server, dir.path(), &["--main-tools", "Tsak"]).code(2);

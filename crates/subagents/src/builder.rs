@@ -397,6 +397,14 @@ impl SubagentsBuilder {
         self
     }
 
+    /// The bounds of each background task's inbox, which `SendMessage` and
+    /// [`Subagents::send`](crate::Subagents::send) fill (default 16 unread messages of at most
+    /// 16 KiB each).
+    pub fn inbox_limits(mut self, limits: subagent_spi::InboxLimits) -> Self {
+        self.task = self.task.inbox_limits(limits);
+        self
+    }
+
     /// How long `TaskStop` waits for a cancelled task to wind down (default 5 s).
     pub fn stop_grace(mut self, grace: Duration) -> Self {
         self.task = self.task.stop_grace(grace);

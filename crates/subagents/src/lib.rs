@@ -49,6 +49,7 @@ pub mod otel;
 pub mod prices;
 #[cfg(feature = "server")]
 mod serve;
+mod steer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,7 +65,8 @@ pub use subagent_spi::{
 /// The Task tool crate.
 pub use task_tool;
 pub use task_tool::{
-    BackgroundSnapshot, BackgroundState, BuildError, Dispatch, TaskTool, TaskTools,
+    BackgroundSnapshot, BackgroundState, BuildError, Dispatch, MessageReceipt, SendMessageError,
+    TaskTool, TaskTools,
 };
 
 /// The agent loop and model registry (feature `runtime`, part of `claude`).

@@ -152,7 +152,7 @@ impl<'a> MainAgent<'a> {
     }
 }
 
-/// The word [`MainAgent::only_tools`] reads as the three delegation tools.
+/// The word [`MainAgent::only_tools`] reads as the delegation tools.
 pub const DELEGATION_TOOLS: &str = "delegation";
 
 /// `tools` restricted to `names` (with [`DELEGATION_TOOLS`] standing for the delegation
@@ -164,13 +164,13 @@ fn keep_only(
     let mut wanted: Vec<&str> = Vec::new();
     for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         if n.eq_ignore_ascii_case(DELEGATION_TOOLS) {
-            wanted.extend(["Task", "TaskOutput", "TaskStop"]);
+            wanted.extend(["Task", "TaskOutput", "TaskStop", "SendMessage"]);
         } else if tools.iter().any(|t| t.name() == n) {
             wanted.push(n);
         } else {
             let available: Vec<&str> = tools.iter().map(|t| t.name()).collect();
             return Err(SubagentError::InvalidInput(format!(
-                "the main agent has no tool `{n}`; its tools: {} (or `{DELEGATION_TOOLS}` for Task, TaskOutput and TaskStop)",
+                "the main agent has no tool `{n}`; its tools: {} (or `{DELEGATION_TOOLS}` for Task, TaskOutput, TaskStop and SendMessage)",
                 available.join(", ")
             )));
         }

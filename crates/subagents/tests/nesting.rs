@@ -41,7 +41,7 @@ async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
     assert!(offers_task(&reqs[0]), "main: {:?}", reqs[0].tool_names());
     assert_eq!(
         reqs[1].tool_names(),
-        ["Read", "Task", "TaskOutput", "TaskStop"],
+        ["Read", "SendMessage", "Task", "TaskOutput", "TaskStop"],
         "the coordinator lists Task and is at depth 1 < 3"
     );
     assert_eq!(

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use dashmap::DashMap;
 use subagent_spi::{
-    ApprovalDecision, ApprovalRequest, Approver, CancellationToken, ProgressEvent, ProgressKind,
-    ProgressSink, SessionApprover, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus,
-    Usage, UsageNode, async_trait,
+    ApprovalDecision, ApprovalRequest, Approver, CancellationToken, InboxMessage, ProgressEvent,
+    ProgressKind, ProgressSink, SessionApprover, SubagentError, TaskCall, TaskContext, TaskOutcome,
+    TaskStatus, Usage, UsageNode, async_trait,
 };
 use tokio::sync::{oneshot, watch};
 
@@ -17,6 +17,7 @@ use crate::concurrency::RunPermit;
 use crate::ledger::TaskRecord;
 use crate::persist::{LedgerWriter, Shared};
 use crate::registry::{Target, TaskConfig, TaskTool};
+use crate::steer::{Mailbox, Scope, check_name};
 
 /// Partial output kept per background task (the most recent text).
 const PARTIAL_CAP: usize = 64 * 1024;
@@ -87,6 +88,9 @@ pub struct BackgroundSnapshot {
     pub started_at: SystemTime,
     /// The session the task's run announced (what `resume` continues), once known.
     pub session_id: Option<String>,
+    /// Messages sent to the task (`SendMessage`) that it ended without reading, oldest first
+    /// (empty while it runs).
+    pub unread_messages: Vec<InboxMessage>,
 }
 
 impl BackgroundSnapshot {
@@ -141,6 +145,8 @@ pub(crate) struct Entry {
     /// Approval requests waiting for an answer, oldest first.
     pending: Mutex<VecDeque<Pending>>,
     next_pending: AtomicU64,
+    /// Its name, caller and inbox (`SendMessage`).
+    mailbox: Mailbox,
 }
 
 /// One approval request of a background task, waiting for its answer.
@@ -151,7 +157,7 @@ struct Pending {
 }
 
 impl Entry {
-    fn snapshot(&self, task_id: &str, wait_timed_out: bool) -> BackgroundSnapshot {
+    pub(crate) fn snapshot(&self, task_id: &str, wait_timed_out: bool) -> BackgroundSnapshot {
         let state = self.state.borrow().clone();
         let state_session = match &state {
             BackgroundState::Finished(o) => o.session_id.clone(),
@@ -182,7 +188,23 @@ impl Entry {
                 Some(s) => Some(s.clone()),
                 None => lock(&self.session_id).clone(),
             },
+            unread_messages: self.mailbox.unread(),
         }
+    }
+
+    /// Its name, caller and inbox.
+    pub(crate) fn mailbox(&self) -> &Mailbox {
+        &self.mailbox
+    }
+
+    /// The agent's name.
+    pub(crate) fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// The agent's kind.
+    pub(crate) fn kind(&self) -> &str {
+        &self.kind
     }
 
     /// Not ended yet.
@@ -435,6 +457,16 @@ impl BackgroundRegistry {
                 "background tasks need a tokio runtime; call Task from within one",
             )
         })?;
+        // A name makes the task reachable by `SendMessage`: plain, and unique among the
+        // running tasks of the same caller.
+        if let Some(name) = &call.name {
+            check_name(name)?;
+            if let Some(id) = self.running_named(name, child.parent_task_id()) {
+                return Err(SubagentError::InvalidInput(format!(
+                    "the name `{name}` is taken by your running task `{id}`; choose another"
+                )));
+            }
+        }
         let max = config.max_background;
         if self.running.fetch_add(1, Ordering::AcqRel) >= max {
             self.running.fetch_sub(1, Ordering::AcqRel);
@@ -474,6 +506,12 @@ impl BackgroundRegistry {
             usage_reported: AtomicBool::new(false),
             pending: Mutex::new(VecDeque::new()),
             next_pending: AtomicU64::new(0),
+            mailbox: Mailbox::new(
+                call.name.clone(),
+                child.parent_task_id().map(str::to_string),
+                target.executor.message_delivery(def.as_ref()),
+                config.inbox,
+            ),
         });
         let sink = Arc::new(PartialSink {
             entry: Arc::downgrade(&entry),
@@ -485,7 +523,10 @@ impl BackgroundRegistry {
             entry: Arc::downgrade(&entry),
             upstream: child.approver().cloned(),
         })));
-        let child = child.with_progress(sink).with_approver(approver);
+        let mut child = child.with_progress(sink).with_approver(approver);
+        if let Some(inbox) = entry.mailbox.inbox_for_run() {
+            child = child.with_inbox(inbox);
+        }
         let writer = self.ledger.as_ref().map(|w| w.shared.clone());
         if let Some(w) = &writer {
             w.mark(&task_id, &entry);
@@ -551,6 +592,8 @@ impl BackgroundRegistry {
                 ),
                 Err(e) => BackgroundState::Failed(e.to_string()),
             };
+            // Messages it never read are kept for `TaskOutput`; later sends are refused.
+            entry.mailbox.close();
             *entry.finished_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             *lock(&entry.finished_wall) = Some(SystemTime::now());
             entry.state.send_replace(state);
@@ -576,6 +619,65 @@ impl BackgroundRegistry {
             Some(e) => Ok(e),
             None => Err(unknown(task_id, ttl)),
         }
+    }
+
+    /// The task `to` names for `SendMessage`: its id, else its name (a running task first, else
+    /// the latest that finished), among the tasks `scope` admits.
+    pub(crate) fn addressable(
+        &self,
+        to: &str,
+        scope: Scope<'_>,
+        ttl: Duration,
+    ) -> Option<(String, Arc<Entry>)> {
+        let now = Instant::now();
+        let ours = |e: &Entry| !e.expired(ttl, now) && scope.admits(e.mailbox.parent.as_deref());
+        if let Some(e) = self.entries.get(to)
+            && ours(e.value())
+        {
+            return Some((to.to_string(), e.value().clone()));
+        }
+        self.entries
+            .iter()
+            .filter(|e| ours(e.value()) && e.value().mailbox.name.as_deref() == Some(to))
+            .max_by_key(|e| (e.value().is_running(), e.value().started))
+            .map(|e| (e.key().clone(), e.value().clone()))
+    }
+
+    /// The tasks `scope` admits (see [`addressable`](Self::addressable)), as `id (name)`,
+    /// oldest first, at most 20 (for error messages).
+    pub(crate) fn tasks_of(&self, scope: Scope<'_>, ttl: Duration) -> Vec<String> {
+        let now = Instant::now();
+        let mut held: Vec<(Instant, String)> = self
+            .entries
+            .iter()
+            .filter(|e| {
+                !e.value().expired(ttl, now) && scope.admits(e.value().mailbox.parent.as_deref())
+            })
+            .map(|e| {
+                let v = e.value();
+                let state = if v.is_running() { "running" } else { "ended" };
+                let label = match &v.mailbox.name {
+                    Some(n) => format!("{} (name `{n}`, {state})", e.key()),
+                    None => format!("{} ({state})", e.key()),
+                };
+                (v.started, label)
+            })
+            .collect();
+        held.sort();
+        held.into_iter().take(20).map(|(_, l)| l).collect()
+    }
+
+    /// The running task of that name started by `parent`, if any.
+    fn running_named(&self, name: &str, parent: Option<&str>) -> Option<String> {
+        self.entries
+            .iter()
+            .find(|e| {
+                let v = e.value();
+                v.is_running()
+                    && v.mailbox.name.as_deref() == Some(name)
+                    && v.mailbox.parent.as_deref() == parent
+            })
+            .map(|e| e.key().clone())
     }
 
     /// A task in memory, else its record in the ledger (a task of an earlier or another
@@ -900,6 +1002,7 @@ pub(crate) fn snapshot_of_record(r: TaskRecord) -> BackgroundSnapshot {
         wait_timed_out: false,
         started_at: r.started_at,
         session_id: r.session_id,
+        unread_messages: Vec::new(),
         note: Some(if running {
             "this task runs in another process (read from the task ledger); its result shows \
              here once it ends"

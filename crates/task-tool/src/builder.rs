@@ -203,6 +203,14 @@ impl TaskToolBuilder {
         self
     }
 
+    /// The bounds of each background task's inbox, which `SendMessage` fills (default 16
+    /// unread messages of at most 16 KiB each): a send over either is refused, naming the
+    /// limit.
+    pub fn inbox_limits(mut self, limits: subagent_spi::InboxLimits) -> Self {
+        self.config.inbox = limits;
+        self
+    }
+
     /// Maximum background tasks running at once (default 16). Calls over it are refused with
     /// a message the model can read.
     pub fn max_background(mut self, n: usize) -> Self {

@@ -142,6 +142,9 @@ pub(crate) fn snapshot_text(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> T
     if let Some(note) = &s.note {
         out.content = format!("{}\nNote: {note}", out.content);
     }
+    if let Some(unread) = crate::steer::unread_text(s) {
+        out.content = format!("{}\n{unread}", out.content);
+    }
     out
 }
 

@@ -56,6 +56,7 @@ mod inventory;
 mod ledger;
 mod persist;
 mod registry;
+mod steer;
 mod tools;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
@@ -64,4 +65,7 @@ pub use concurrency::DEFAULT_MAX_CONCURRENT;
 pub use inventory::MAX_LISTED;
 pub use ledger::{LedgerError, TaskLedger, TaskRecord};
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
+pub use steer::{
+    MAX_NAME_CHARS, MessageReceipt, SendMessageError, SendMessageInput, SendMessageTool,
+};
 pub use tools::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use subagent_spi::{
-    Budget, BudgetLimits, Delegation, Kind, ModelPrices, ProgressKind, SubagentDefinition,
-    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool,
-    ToolOutput,
+    Budget, BudgetLimits, Delegation, InboxLimits, Kind, ModelPrices, ProgressKind,
+    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
+    TaskStatus, Tool, ToolOutput,
 };
 use tracing::Instrument;
 
@@ -17,6 +17,7 @@ use crate::builder::TaskToolBuilder;
 use crate::concurrency::{ChildWait, DEFAULT_MAX_CONCURRENT, RunPermit, Slots};
 use crate::format;
 use crate::ids::new_id;
+use crate::steer::SendMessageTool;
 use crate::tools::{TaskOutputTool, TaskStopTool};
 
 /// The default nesting limit: the main agent (depth 0), its children (1) and grandchildren (2)
@@ -51,6 +52,9 @@ pub struct TaskConfig {
     /// The prices an agent's own budget counts cost with when its caller has no budget (else
     /// the caller's budget's prices).
     pub prices: Option<Arc<ModelPrices>>,
+    /// The bounds of each background task's inbox (`SendMessage`): unread messages and bytes
+    /// per message. See [`TaskToolBuilder::inbox_limits`].
+    pub inbox: InboxLimits,
 }
 
 impl Default for TaskConfig {
@@ -65,6 +69,7 @@ impl Default for TaskConfig {
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             agent_budgets: HashMap::new(),
             prices: None,
+            inbox: InboxLimits::default(),
         }
     }
 }
@@ -239,13 +244,19 @@ impl TaskTool {
         &self.inner.config
     }
 
-    /// The `Task` tool plus its `TaskOutput` and `TaskStop` companions, by name.
+    /// The `Task` tool plus its `TaskOutput`, `TaskStop` and `SendMessage` companions, by name.
     pub fn tools(&self) -> TaskTools {
         TaskTools {
             task: self.clone(),
             output: self.output_tool(),
             stop: self.stop_tool(),
+            send: self.send_message_tool(),
         }
+    }
+
+    /// The `SendMessage` companion tool.
+    pub fn send_message_tool(&self) -> SendMessageTool {
+        SendMessageTool::new(self.clone())
     }
 
     /// This tool as the [`Delegation`] handle children see in their context.
@@ -580,7 +591,7 @@ fn budget_spent(ctx: &TaskContext) -> Option<String> {
     ctx.budget().and_then(|b| b.spent())
 }
 
-/// The three delegation tools of one [`TaskTool`], by name (see [`TaskTool::tools`]).
+/// The delegation tools of one [`TaskTool`], by name (see [`TaskTool::tools`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct TaskTools {
@@ -590,15 +601,18 @@ pub struct TaskTools {
     pub output: TaskOutputTool,
     /// `TaskStop`: cancels a background task.
     pub stop: TaskStopTool,
+    /// `SendMessage`: sends a message to a running background task.
+    pub send: SendMessageTool,
 }
 
 impl TaskTools {
-    /// The three tools for a model's tool list: `Task`, `TaskOutput`, `TaskStop`.
+    /// The tools for a model's tool list: `Task`, `TaskOutput`, `TaskStop`, `SendMessage`.
     pub fn to_vec(&self) -> Vec<Arc<dyn Tool>> {
         vec![
             Arc::new(self.task.clone()),
             Arc::new(self.output.clone()),
             Arc::new(self.stop.clone()),
+            Arc::new(self.send.clone()),
         ]
     }
 }

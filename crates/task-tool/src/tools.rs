@@ -11,6 +11,7 @@ use subagent_spi::{
 use crate::concurrency::waiting_on_children;
 use crate::format;
 use crate::registry::TaskTool;
+use crate::steer::{SendMessageInput, SendMessageTool};
 
 /// Default wait of `TaskOutput`.
 const DEFAULT_WAIT_MS: u64 = 30_000;
@@ -266,3 +267,15 @@ fn list_or_none(ids: &[String]) -> String {
         ids.join(", ")
     }
 }
+
+delegate_tool!(
+    SendMessageTool,
+    "SendMessage",
+    SendMessageInput,
+    r#"{"to": "task_... or the name you gave it", "message": "..."}"#,
+    "Send a message to a background task you started with Task (run_in_background: true) \
+     while it runs: new instructions, a correction, or information it needs. `to` is its task \
+     id or the `name` you gave it. It reads the message at its next step; the result says \
+     whether it was delivered, or why not (the task finished, is unknown, cannot receive \
+     messages, its inbox is full, or the message is too long)."
+);

@@ -485,7 +485,7 @@ fn nesting_kind() -> SubagentType {
                 Some(task) => {
                     assert_eq!(task.name(), "Task");
                     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
-                    assert_eq!(names, ["Task", "TaskOutput", "TaskStop"]);
+                    assert_eq!(names, ["Task", "TaskOutput", "TaskStop", "SendMessage"]);
                     let out = task
                         .call(
                             json!({"description": "deeper", "prompt": c.prompt, "subagent_type": "nest"}),

@@ -477,6 +477,11 @@ async fn cancel_remote(client: &A2aClient, task_id: Option<&str>, agent: &str) {
 
 #[subagent_spi::async_trait]
 impl SubagentExecutor for A2aExecutor {
+    /// An A2A task takes input only when it asks for it: see [`super::steer`].
+    fn message_delivery(&self, _definition: &dyn SubagentDefinition) -> Option<&'static str> {
+        Some(super::steer::DELIVERY)
+    }
+
     async fn execute(
         &self,
         call: TaskCall,
@@ -570,7 +575,19 @@ impl SubagentExecutor for A2aExecutor {
                         Ok(()) if questions < MAX_QUESTIONS => {
                             // A question the caller's approver can answer continues the same
                             // task; otherwise it ends the run as `needs_input` (below).
-                            let Some(answer) = answer_question(&run, &agent, &ctx).await else {
+                            // Messages sent to this run (SendMessage) are the input it asks for.
+                            let steered = super::steer::follow_up_text(
+                                run.reply.is_none() && run.state == Some(TaskState::InputRequired),
+                                run.status_message
+                                    .as_ref()
+                                    .and_then(|m| m.metadata.as_ref()),
+                                &ctx,
+                            );
+                            let answer = match steered {
+                                Some(text) => Some(text),
+                                None => answer_question(&run, &agent, &ctx).await,
+                            };
+                            let Some(answer) = answer else {
                                 break Ok(());
                             };
                             questions += 1;

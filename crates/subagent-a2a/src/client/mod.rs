@@ -25,6 +25,7 @@ mod executor;
 mod grpc;
 mod resolver;
 mod sse;
+mod steer;
 mod transport;
 
 use std::sync::Arc;

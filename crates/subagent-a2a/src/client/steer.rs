@@ -1,0 +1,76 @@
+//! Messages sent to a running A2A child (Claude Code's `SendMessage`, issue 28).
+//!
+//! A2A has no way to add a message to a task while it works: a client may send a message on a
+//! task only when the task waits for one (`input-required`). So messages sent to this run wait
+//! in its inbox, and when the remote task next asks for input they are sent, all together, as
+//! the follow-up message on the same task and context, before the caller's approver is asked.
+//! An approval question of one of our servers (an [`ApprovalQuestion`] in the status metadata)
+//! is never answered with them: it needs a yes or a no. What the run never sent is reported to
+//! the sender as unread when the run ends.
+
+use subagent_spi::{ProgressKind, TaskContext};
+
+use crate::types::JsonObject;
+use crate::types::approval::ApprovalQuestion;
+
+/// How an A2A child takes messages, as the sender is told.
+pub(super) const DELIVERY: &str = "the remote A2A agent gets it as the follow-up message on the \
+     same task when it next asks for input (A2A cannot add to a task while it works)";
+
+/// The follow-up text made of the messages waiting for this run, when the remote task asks for
+/// input (`waiting_for_input`) with a question that is not an approval question.
+pub(super) fn follow_up_text(
+    waiting_for_input: bool,
+    question_metadata: Option<&JsonObject>,
+    ctx: &TaskContext,
+) -> Option<String> {
+    if !waiting_for_input || ApprovalQuestion::from_metadata(question_metadata).is_some() {
+        return None;
+    }
+    let taken = ctx.inbox()?.take();
+    if taken.is_empty() {
+        return None;
+    }
+    ctx.emit(ProgressKind::Status {
+        message: format!(
+            "sent {} message{} to the remote agent as the input it asked for",
+            taken.len(),
+            if taken.len() == 1 { "" } else { "s" }
+        ),
+    });
+    let texts: Vec<String> = taken.into_iter().map(|m| m.text).collect();
+    Some(texts.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use subagent_spi::{Inbox, InboxMessage};
+
+    #[test]
+    fn messages_answer_a_plain_question_but_never_an_approval_question() {
+        let inbox = Inbox::default();
+        let ctx = TaskContext::new().with_inbox(inbox.clone());
+        assert_eq!(follow_up_text(true, None, &ctx), None);
+        inbox.send(InboxMessage::new("main", "use v2")).unwrap();
+        inbox
+            .send(InboxMessage::new("main", "and be brief"))
+            .unwrap();
+        // Not waiting for input: the messages wait.
+        assert_eq!(follow_up_text(false, None, &ctx), None);
+        let approval = ApprovalQuestion::from_request(&subagent_spi::ApprovalRequest::new(
+            vec!["a".into()],
+            "Bash",
+            "rm -rf x",
+            "asks",
+        ))
+        .to_metadata();
+        assert_eq!(follow_up_text(true, Some(&approval), &ctx), None);
+        assert_eq!(inbox.unread(), 2);
+        assert_eq!(
+            follow_up_text(true, None, &ctx).as_deref(),
+            Some("use v2\n\nand be brief")
+        );
+        assert_eq!(inbox.unread(), 0);
+    }
+}

@@ -1,0 +1,77 @@
+//! Messages sent to a running A2A child (issue 28, `SendMessage`), against our own server: they
+//! answer the remote task's next `input-required` on the same task; without one they stay
+//! unread for the host to report.
+
+use std::sync::Arc;
+
+use subagent_a2a::A2aExecutor;
+use subagent_a2a::server::A2aServer;
+use subagent_spi::{
+    Inbox, InboxMessage, SubagentDefinition, SubagentExecutor, SubagentReference, TaskCall,
+    TaskContext, TaskStatus,
+};
+
+mod common;
+
+async fn definition(url: String) -> Arc<dyn SubagentDefinition> {
+    let reference = SubagentReference::new(url, subagent_a2a::client::KIND);
+    let def = subagent_a2a::client::A2aResolver::new()
+        .resolve_a2a(&reference)
+        .await
+        .expect("resolves");
+    Arc::new(def)
+}
+
+#[tokio::test]
+async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() {
+    let s = common::serve(A2aServer::builder().mount(common::agent_at(
+        "/echo",
+        "echo",
+        Arc::default(),
+    )))
+    .await;
+    let def = definition(s.url("/echo")).await;
+    let exec = A2aExecutor::new();
+    assert!(
+        exec.message_delivery(def.as_ref())
+            .is_some_and(|d| d.contains("when it next asks for input")),
+    );
+
+    // Without a message, `ask` ends the run as needs_input (nobody answers).
+    let out = exec
+        .execute(
+            TaskCall::new("echo", "d", "ask"),
+            def.clone(),
+            TaskContext::new(),
+        )
+        .await
+        .expect("runs");
+    assert_eq!(out.status, TaskStatus::NeedsInput, "{}", out.text);
+
+    // With one waiting, it is the follow-up on the same task, which then completes with it.
+    let inbox = Inbox::default();
+    inbox
+        .send(InboxMessage::new("main", "use version two"))
+        .expect("queued");
+    let ctx = TaskContext::new().with_inbox(inbox.clone());
+    let out = exec
+        .execute(TaskCall::new("echo", "d", "ask"), def.clone(), ctx)
+        .await
+        .expect("runs");
+    assert_eq!(out.status, TaskStatus::Completed, "{}", out.text);
+    assert_eq!(out.text, "echo: use version two");
+    assert_eq!(inbox.read(), 1);
+
+    // A task that never asks for input leaves the message unread (the host reports it).
+    let inbox = Inbox::default();
+    inbox
+        .send(InboxMessage::new("main", "too late"))
+        .expect("queued");
+    let ctx = TaskContext::new().with_inbox(inbox.clone());
+    let out = exec
+        .execute(TaskCall::new("echo", "d", "plain work"), def, ctx)
+        .await
+        .expect("runs");
+    assert_eq!(out.status, TaskStatus::Completed);
+    assert_eq!(inbox.close(), [InboxMessage::new("main", "too late")]);
+}

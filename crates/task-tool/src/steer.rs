@@ -1,0 +1,413 @@
+//! Steering a running background task (issue 28, Claude Code's `SendMessage`): the `name` a
+//! `Task` call may give its background agent, the inbox of each background task, and the
+//! `SendMessage` tool that fills it.
+//!
+//! Who may send what to whom:
+//! - a model reaches only the background tasks **its own run started** (by task id, or by the
+//!   `name` the call gave them): a child cannot steer its siblings or its parent's other work;
+//! - the host ([`TaskTool::send_message`], the facade's `send`) reaches any task of this
+//!   process by task id or name;
+//! - a message is at most [`InboxLimits::max_message_bytes`] bytes (default 16 KiB) and at most
+//!   [`InboxLimits::max_messages`] (default 16) wait unread per task; a send over either is
+//!   refused, saying which;
+//! - the sender is told at once whether the message was accepted, and if not why (unknown,
+//!   finished, the kind cannot receive, full inbox, too large, empty); an accepted message the
+//!   task never read (it ended first) is listed in `TaskOutput`'s result for that task.
+
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use subagent_spi::{
+    Inbox, InboxError, InboxLimits, InboxMessage, SubagentError, TaskContext, TaskStatus,
+    ToolError, ToolOutput,
+};
+
+use crate::background::BackgroundSnapshot;
+use crate::registry::TaskTool;
+
+/// The longest `name` a `Task` call may give its agent, in characters.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// How many characters of each unread message `TaskOutput` shows.
+const UNREAD_PREVIEW_CHARS: usize = 200;
+
+/// Who the host's messages are from, as the receiving model reads it.
+const HOST_SENDER: &str = "the application running you";
+
+/// The messaging side of one background task.
+pub(crate) struct Mailbox {
+    /// The name its `Task` call gave it.
+    pub(crate) name: Option<String>,
+    /// The task id of the run that started it (`None`: the root).
+    pub(crate) parent: Option<String>,
+    /// How its kind takes messages; `None`: it cannot.
+    delivery: Option<&'static str>,
+    inbox: Inbox,
+    /// Messages accepted but never read, once the task ended.
+    unread: Mutex<Vec<InboxMessage>>,
+}
+
+impl Mailbox {
+    pub(crate) fn new(
+        name: Option<String>,
+        parent: Option<String>,
+        delivery: Option<&'static str>,
+        limits: InboxLimits,
+    ) -> Self {
+        Self {
+            name,
+            parent,
+            delivery,
+            inbox: Inbox::new(limits),
+            unread: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The inbox to hand the run, when its kind reads one.
+    pub(crate) fn inbox_for_run(&self) -> Option<Inbox> {
+        self.delivery.map(|_| self.inbox.clone())
+    }
+
+    /// The run ended: later sends are refused, and what it never read is kept for `TaskOutput`.
+    pub(crate) fn close(&self) {
+        let left = self.inbox.close();
+        if !left.is_empty() {
+            lock(&self.unread).extend(left);
+        }
+    }
+
+    /// Messages accepted but never read (empty while the task runs).
+    pub(crate) fn unread(&self) -> Vec<InboxMessage> {
+        lock(&self.unread).clone()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Checks the `name` a `Task` call gives its agent: at most [`MAX_NAME_CHARS`] characters,
+/// ASCII letters, digits, `-`, `_` and `.` only.
+pub(crate) fn check_name(name: &str) -> Result<(), SubagentError> {
+    let ok = !name.is_empty()
+        && name.chars().count() <= MAX_NAME_CHARS
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(SubagentError::InvalidInput(format!(
+            "the name `{}` is not accepted: use 1 to {MAX_NAME_CHARS} ASCII letters, digits, \
+             `-`, `_` or `.`",
+            name.chars()
+                .take(MAX_NAME_CHARS)
+                .collect::<String>()
+                .escape_debug()
+        )))
+    }
+}
+
+/// A message accepted for a running task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MessageReceipt {
+    /// The task it went to.
+    pub task_id: String,
+    /// The task's agent.
+    pub agent: String,
+    /// The name its `Task` call gave it, if any.
+    pub name: Option<String>,
+    /// Messages now waiting unread for it, this one included.
+    pub unread: usize,
+    /// How its kind takes it ([`SubagentExecutor::message_delivery`]).
+    ///
+    /// [`SubagentExecutor::message_delivery`]: subagent_spi::SubagentExecutor::message_delivery
+    pub delivery: &'static str,
+}
+
+/// Why a message was not accepted.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendMessageError {
+    /// No background task of this process has that id or name (for a model: none its own run
+    /// started).
+    #[error(
+        "no background task `{to}` (by task id or name) that you started is in this process; \
+         your tasks: {}",
+        if .yours.is_empty() { "(none)".to_string() } else { .yours.join(", ") }
+    )]
+    Unknown {
+        /// The id or name asked for.
+        to: String,
+        /// The sender's tasks, running or recently finished (`id (name)`).
+        yours: Vec<String>,
+    },
+    /// The task has ended.
+    #[error(
+        "task `{task_id}` (agent `{agent}`) has already finished (status {status}); read its \
+         result with TaskOutput{}",
+        .session_id.as_deref().map(|s| format!(", or continue it with Task and `resume`: \"{s}\"")).unwrap_or_default()
+    )]
+    Finished {
+        /// The task.
+        task_id: String,
+        /// Its agent.
+        agent: String,
+        /// How it ended (`running` when it was ending just then).
+        status: TaskStatus,
+        /// Its session, when it can be resumed.
+        session_id: Option<String>,
+    },
+    /// The task's kind cannot take messages while it runs.
+    #[error(
+        "task `{task_id}` runs agent `{agent}` of kind `{kind}`, which cannot receive messages \
+         while it runs; wait for its result with TaskOutput, or stop it with TaskStop"
+    )]
+    CannotReceive {
+        /// The task.
+        task_id: String,
+        /// Its agent.
+        agent: String,
+        /// Its kind.
+        kind: String,
+    },
+    /// The inbox refused it: full, too large, or empty.
+    #[error("task `{task_id}` (agent `{agent}`) did not take it: {source}")]
+    Refused {
+        /// The task.
+        task_id: String,
+        /// Its agent.
+        agent: String,
+        /// Why.
+        #[source]
+        source: InboxError,
+    },
+}
+
+/// The tasks a sender may reach: any (the host), or those a run started (`None`: the root).
+#[derive(Clone, Copy)]
+pub(crate) enum Scope<'a> {
+    Any,
+    StartedBy(Option<&'a str>),
+}
+
+impl Scope<'_> {
+    /// True when a task started by the run `parent` is in scope.
+    pub(crate) fn admits(self, parent: Option<&str>) -> bool {
+        match self {
+            Scope::Any => true,
+            Scope::StartedBy(p) => p == parent,
+        }
+    }
+}
+
+/// Who is sending: the host (any task), or a run (only the tasks it started).
+#[derive(Clone, Copy)]
+pub(crate) enum Sender<'a> {
+    Host,
+    Run(&'a TaskContext),
+}
+
+impl TaskTool {
+    /// Sends `message` to a running background task of this process, as the host application:
+    /// `to` is its task id or the `name` its `Task` call gave it. The task reads it as its kind
+    /// allows ([`MessageReceipt::delivery`]); one that ends before reading it lists it as
+    /// unread in its [`BackgroundSnapshot::unread_messages`].
+    pub fn send_message(
+        &self,
+        to: &str,
+        message: &str,
+    ) -> Result<MessageReceipt, SendMessageError> {
+        self.send_as(Sender::Host, to, message)
+    }
+
+    pub(crate) fn send_as(
+        &self,
+        sender: Sender<'_>,
+        to: &str,
+        message: &str,
+    ) -> Result<MessageReceipt, SendMessageError> {
+        let bg = &self.inner.background;
+        let scope = match sender {
+            Sender::Host => Scope::Any,
+            Sender::Run(ctx) => Scope::StartedBy(ctx.task_id()),
+        };
+        let Some((task_id, entry)) = bg.addressable(to, scope, self.inner.config.result_ttl) else {
+            return Err(SendMessageError::Unknown {
+                to: to.to_string(),
+                yours: bg.tasks_of(scope, self.inner.config.result_ttl),
+            });
+        };
+        let finished = |entry: &crate::background::Entry| {
+            let snap = entry.snapshot(&task_id, false);
+            SendMessageError::Finished {
+                task_id: task_id.clone(),
+                status: snap.status(),
+                agent: snap.agent,
+                session_id: snap.session_id,
+            }
+        };
+        if !entry.is_running() {
+            return Err(finished(&entry));
+        }
+        let mailbox = entry.mailbox();
+        let Some(delivery) = mailbox.delivery else {
+            return Err(SendMessageError::CannotReceive {
+                task_id,
+                agent: entry.agent().to_string(),
+                kind: entry.kind().to_string(),
+            });
+        };
+        let from = match sender {
+            Sender::Host => HOST_SENDER.to_string(),
+            Sender::Run(ctx) if ctx.agent().is_empty() => String::new(),
+            Sender::Run(ctx) => ctx.agent().to_string(),
+        };
+        match mailbox.inbox.send(InboxMessage::new(from, message)) {
+            Ok(unread) => Ok(MessageReceipt {
+                task_id,
+                agent: entry.agent().to_string(),
+                name: mailbox.name.clone(),
+                unread,
+                delivery,
+            }),
+            Err(InboxError::Closed) => Err(finished(&entry)),
+            Err(source) => Err(SendMessageError::Refused {
+                task_id,
+                agent: entry.agent().to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+/// Input of `SendMessage`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SendMessageInput {
+    /// The background task to message: the task id Task returned (`task_...`), or the `name`
+    /// you gave it in the Task call.
+    pub to: String,
+    /// The message: new instructions, a correction, or information the task needs. It reads it
+    /// at its next step.
+    pub message: String,
+}
+
+/// `SendMessage`: sends a message to a running background task the caller started.
+#[derive(Debug, Clone)]
+pub struct SendMessageTool {
+    task: TaskTool,
+}
+
+impl SendMessageTool {
+    pub(crate) fn new(task: TaskTool) -> Self {
+        Self { task }
+    }
+
+    pub(crate) async fn run(
+        &self,
+        input: SendMessageInput,
+        ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(
+            match self
+                .task
+                .send_as(Sender::Run(ctx), &input.to, &input.message)
+            {
+                Ok(r) => ToolOutput::text(receipt_text(&r)),
+                Err(e) => ToolOutput::error(format!("Message not delivered: {e}.")),
+            },
+        )
+    }
+}
+
+/// What the sender reads when a message was accepted.
+fn receipt_text(r: &MessageReceipt) -> String {
+    let name = r
+        .name
+        .as_deref()
+        .map(|n| format!(", name `{n}`"))
+        .unwrap_or_default();
+    format!(
+        "Message delivered to task `{}` (agent `{}`{name}): {}. {} message{} now wait{} unread. \
+         If the task ends before reading it, TaskOutput lists it as unread.",
+        r.task_id,
+        r.agent,
+        r.delivery,
+        r.unread,
+        if r.unread == 1 { "" } else { "s" },
+        if r.unread == 1 { "s" } else { "" },
+    )
+}
+
+/// The lines `TaskOutput` adds for messages a task ended without reading.
+pub(crate) fn unread_text(s: &BackgroundSnapshot) -> Option<String> {
+    if s.unread_messages.is_empty() {
+        return None;
+    }
+    let n = s.unread_messages.len();
+    let mut t = format!(
+        "Not read: {n} message{} sent to this task arrived after its last step, so it never \
+         read {}:",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "it" } else { "them" },
+    );
+    for m in &s.unread_messages {
+        let preview: String = m.text.chars().take(UNREAD_PREVIEW_CHARS).collect();
+        let cut = if preview.len() < m.text.len() {
+            "…"
+        } else {
+            ""
+        };
+        let from = if m.from.is_empty() {
+            "the caller"
+        } else {
+            &m.from
+        };
+        let _ = write!(t, "\n- from {from}: {preview}{cut}");
+    }
+    Some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_short_and_plain() {
+        assert!(check_name("worker-1.a_b").is_ok());
+        for bad in [
+            "",
+            "a b",
+            "ünï",
+            "x\u{1b}[31m",
+            &"n".repeat(MAX_NAME_CHARS + 1),
+        ] {
+            let e = check_name(bad).expect_err(bad);
+            assert!(e.to_string().contains("1 to 64"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_closed_mailbox_keeps_what_was_never_read() {
+        let m = Mailbox::new(None, None, Some("it reads it"), InboxLimits::new(4, 64));
+        let inbox = m.inbox_for_run().expect("receives");
+        inbox.send(InboxMessage::new("main", "one")).unwrap();
+        inbox.take();
+        inbox.send(InboxMessage::new("main", "two")).unwrap();
+        m.close();
+        assert_eq!(m.unread(), [InboxMessage::new("main", "two")]);
+        assert_eq!(
+            inbox.send(InboxMessage::new("main", "three")),
+            Err(InboxError::Closed)
+        );
+        // A kind that cannot receive gets no inbox.
+        assert!(
+            Mailbox::new(None, None, None, InboxLimits::default())
+                .inbox_for_run()
+                .is_none()
+        );
+    }
+}
