@@ -32,6 +32,7 @@
 
 mod agent;
 mod alias;
+mod fork;
 mod registry;
 mod spec;
 mod store;
