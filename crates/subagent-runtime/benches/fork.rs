@@ -3,13 +3,16 @@
 //! in-process model answers, so the time measured is our own: the conversation's snapshot, the
 //! fork's messages (a copy of the parent's), its run's setup and its bigger first request.
 //!
-//! `fork/*` minus `fresh/*` is the fork's own overhead.
+//! `fork/*` minus `fresh/*` is what a fork costs more than a fresh one-turn child, its larger
+//! first request and transcript included; `fork/*` minus `same_size/*` (a child run on a
+//! conversation as long as the fork's, given as [`RunInput::Messages`]) is the fork's setup
+//! proper: the snapshot of the conversation, the fork's messages, the context it is offered in.
 
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use subagent_runtime::{AgentRuntime, RunSpec};
+use subagent_runtime::{AgentRuntime, RunInput, RunSpec};
 use subagent_spi::chat::{
     ChatMessage, ChatRequest, ChatResponse, StopReason, TokenUsage, ToolCall,
 };
@@ -79,9 +82,54 @@ struct Def {
 
 impl_subagent_definition!(Def);
 
-/// A `Task` tool that starts a fork (from the loop's [`ForkSource`]) or a fresh child.
+/// How the bench's `Task` starts its child.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// A fork, from the loop's [`ForkSource`].
+    Fork,
+    /// A fresh child on one prompt.
+    Fresh,
+    /// A child on a conversation as long as a fork's.
+    SameSize,
+}
+
+/// The messages a fork of the bench's parent starts from (same shape and sizes).
+fn fork_sized_conversation() -> Vec<ChatMessage> {
+    let mut m = vec![ChatMessage::user("go")];
+    for n in 0..TOOL_TURNS {
+        m.push(ChatMessage::assistant_with_tools(
+            "",
+            vec![ToolCall::new(format!("c{n}"), "noop", json!({"n": n}))],
+        ));
+        m.push(ChatMessage::tool_result(
+            format!("c{n}"),
+            "noop",
+            "ok: a result of a realistic size ".repeat(8),
+            false,
+        ));
+    }
+    m.push(ChatMessage::assistant_with_tools(
+        "",
+        vec![ToolCall::new(
+            "task",
+            "Task",
+            json!({"description": "d", "prompt": "do it", "subagent_type": "fork"}),
+        )],
+    ));
+    m.push(ChatMessage::tool_result(
+        "task",
+        "Task",
+        "placeholder",
+        false,
+    ));
+    m.push(ChatMessage::user("You are a fork. Do it."));
+    m
+}
+
+/// A `Task` tool that starts a fork (from the loop's [`ForkSource`]) or another child.
 struct Task {
-    fork: bool,
+    mode: Mode,
+    conversation: Vec<ChatMessage>,
     runtime: AgentRuntime,
     model: Arc<dyn ChatModel>,
     def: Arc<dyn SubagentDefinition>,
@@ -107,7 +155,7 @@ impl Tool for Task {
         ctx: &TaskContext,
     ) -> Result<ToolOutput, ToolError> {
         let child = ctx.child("child", None);
-        let outcome = if self.fork {
+        let outcome = if let Mode::Fork = self.mode {
             let source = ctx
                 .extensions()
                 .get::<ForkSource>()
@@ -118,7 +166,10 @@ impl Tool for Task {
                 .execute(TaskCall::new("fork", "d", "do it"), self.def.clone(), child)
                 .await
         } else {
-            let spec = RunSpec::new(self.model.clone(), "do it").with_system("child");
+            let mut spec = RunSpec::new(self.model.clone(), "do it").with_system("child");
+            if let Mode::SameSize = self.mode {
+                spec.input = RunInput::Messages(self.conversation.clone());
+            }
             self.runtime.run(spec, &child).await
         };
         let outcome = outcome.map_err(|e| ToolError::failed("Task", e.to_string()))?;
@@ -154,19 +205,19 @@ fn fork_setup(c: &mut Criterion) {
     let ctx = TaskContext::new();
 
     let mut group = c.benchmark_group("fork_setup");
-    for fork in [true, false] {
+    for (mode, name) in [
+        (Mode::Fork, "fork/after_10_turns"),
+        (Mode::Fresh, "fresh/after_10_turns"),
+        (Mode::SameSize, "same_size/after_10_turns"),
+    ] {
         let task: Arc<dyn Tool> = Arc::new(Task {
-            fork,
+            mode,
+            conversation: fork_sized_conversation(),
             runtime: runtime.clone(),
             model: model.clone(),
             def: def.clone(),
         });
         let tools = vec![noop.clone(), task];
-        let name = if fork {
-            "fork/after_10_turns"
-        } else {
-            "fresh/after_10_turns"
-        };
         group.bench_function(name, |b| {
             b.to_async(&rt).iter(|| {
                 let spec = RunSpec::new(model.clone(), "go")
