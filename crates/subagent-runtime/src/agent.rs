@@ -88,6 +88,11 @@ const PREVIEW_CHARS: usize = 200;
 ///   arguments as the prompt (its `prompt`, or its only string, or the JSON text), stored so
 ///   in the transcript and announced with a `Status` progress event. It runs through the
 ///   run's own `Task` tool, under the same permissions and hooks.
+/// - **Forks**: when a reply calls `Task` with `subagent_type: "fork"`, the tool calls of that
+///   turn see the run's conversation (system prompt, tools, model, limits, messages) as a
+///   [`ForkSource`](subagent_spi::ForkSource) in their context, so the `Task` tool can start a
+///   copy of the run whose first request repeats this run's last one byte for byte and adds a
+///   placeholder result per call and the fork's task (see [`RunInput::Messages`]).
 /// - **Tool failures are the model's to handle**: an unknown tool name, a tool's `Err`, or a
 ///   panicking tool become error tool results the model sees. Output longer than
 ///   [`Limits::max_tool_output_chars`](crate::Limits::max_tool_output_chars) is cut with a marker
@@ -289,6 +294,10 @@ impl AgentRuntime {
                     answer_dangling_calls(&mut t.messages, "the run was interrupted before it ran");
                     t.messages.push(ChatMessage::user(prompt));
                     (session_id, t, saved, false)
+                }
+                // A fork (see `fork`): the caller's conversation and the fork's task.
+                RunInput::Messages(messages) => {
+                    (new_session_id(), Transcript { system, messages }, 0, true)
                 }
             };
         ctx.emit(ProgressKind::Session {
@@ -495,9 +504,21 @@ impl AgentRuntime {
                     input: c.arguments.clone(),
                 });
             }
+            // A `Task` call with `subagent_type: "fork"` gets this conversation (see `fork`).
+            let fork_ctx = crate::fork::tool_context(&tool_ctx, &calls, || crate::fork::ForkRun {
+                runtime: self.clone(),
+                system: transcript.system.clone(),
+                messages: transcript.messages.clone(),
+                tools: tools.clone(),
+                model: model.clone(),
+                model_name: model_name.clone(),
+                limits: limits.clone(),
+                stream,
+                effort,
+            });
+            let tool_ctx = fork_ctx.as_ref().unwrap_or(&tool_ctx);
             let done: Vec<AtomicBool> = calls.iter().map(|_| AtomicBool::new(false)).collect();
             let running = futures::future::join_all(calls.iter().zip(&done).map(|(c, done)| {
-                let tool_ctx = &tool_ctx;
                 let tools = &tools;
                 async move {
                     let out = call_tool(tools, c, tool_ctx).await;

@@ -33,6 +33,7 @@
 mod agent;
 mod alias;
 mod compact;
+mod fork;
 mod registry;
 mod spec;
 mod stall;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use derive_setters::Setters;
+use subagent_spi::chat::ChatMessage;
 use subagent_spi::{ChatModel, Effort, Tool};
 
 /// Everything one [`AgentRuntime::run`](crate::AgentRuntime::run) needs besides the
@@ -93,7 +94,7 @@ impl RunSpec {
 }
 
 /// Where a run starts from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum RunInput {
     /// A fresh message list holding this one user message.
     Prompt(String),
@@ -105,7 +106,15 @@ pub enum RunInput {
         /// The next user message.
         prompt: String,
     },
+    /// A new session starting from these messages, sent as they are (a fork: the caller's
+    /// conversation, answers to its pending calls, and the fork's task as the last user
+    /// message). The transcript is saved under a fresh session id.
+    Messages(Vec<ChatMessage>),
 }
+
+// Message equality is reflexive (JSON numbers are never NaN), as the derive assumed before
+// `Messages` came.
+impl Eq for RunInput {}
 
 impl RunInput {
     /// The user message this run adds.
@@ -113,6 +122,14 @@ impl RunInput {
         match self {
             RunInput::Prompt(p) => p,
             RunInput::Resume { prompt, .. } => prompt,
+            RunInput::Messages(messages) => messages
+                .iter()
+                .rev()
+                .find_map(|m| match m {
+                    ChatMessage::User { content } => Some(content.as_str()),
+                    _ => None,
+                })
+                .unwrap_or(""),
         }
     }
 }

@@ -43,6 +43,7 @@ mod context;
 mod delegation;
 mod error;
 mod inbox;
+mod fork;
 mod kind;
 mod outcome;
 mod progress;
@@ -64,6 +65,7 @@ pub use inbox::{
     DEFAULT_MAX_INBOX_MESSAGES, DEFAULT_MAX_MESSAGE_BYTES, Inbox, InboxError, InboxLimits,
     InboxMessage,
 };
+pub use fork::{FORK_SUBAGENT_TYPE, ForkSource, is_fork};
 pub use kind::Kind;
 pub use outcome::{TaskOutcome, TaskStatus, Usage, UsageNode};
 pub use progress::{ProgressEvent, ProgressKind};

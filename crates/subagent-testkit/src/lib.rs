@@ -32,6 +32,7 @@
 //! the script is exhausted, so a missing reply is obvious in the client's error message.
 
 mod approver;
+mod cache;
 mod fn_kind;
 mod fn_tool;
 mod model;
@@ -42,6 +43,7 @@ mod server;
 mod wire;
 
 pub use approver::{SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover};
+pub use cache::{prompt_segments, prompt_tokens};
 pub use fn_kind::{FN_KIND, FnDefinition, FnKind, fn_ref};
 pub use fn_tool::FnTool;
 pub use model::{ScriptedModel, Step, tool_results};

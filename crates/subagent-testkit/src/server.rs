@@ -1,7 +1,7 @@
 //! The HTTP server.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
@@ -14,6 +14,7 @@ use tokio::sync::{Notify, oneshot};
 
 use crate::Reply;
 use crate::reply::StreamEnd;
+use crate::cache::PromptCache;
 use crate::script::Script;
 use crate::wire::{self, RequestShape, WireFormat};
 
@@ -69,7 +70,7 @@ impl RecordedRequest {
             .filter_map(|k| self.body.get(*k))
             .map(|v| v.to_string().len())
             .sum();
-        (bytes as u64).div_ceil(4)
+        crate::cache::tokens_of_bytes(bytes)
     }
 
     /// The body's `tools` array (empty when absent).
@@ -100,6 +101,12 @@ impl RecordedRequest {
             .collect()
     }
 
+    /// The prompt's segments as sent (model, tools, system, then each message): see
+    /// [`prompt_segments`](crate::prompt_segments). Empty when the body is no JSON object.
+    pub fn prompt_segments(&self) -> Vec<String> {
+        crate::prompt_segments(&self.raw_body).unwrap_or_default()
+    }
+
     /// The names of the tools offered, sorted: `function.name` (OpenAI) or `name` (Anthropic).
     pub fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
@@ -128,6 +135,9 @@ struct ServerState {
     window: AtomicU64,
     /// The largest [`RecordedRequest::prompt_tokens`] seen.
     max_prompt: AtomicU64,
+    /// Whether replies report prompt-cache reads (see `set_prompt_cache`).
+    caching: AtomicBool,
+    cache: PromptCache,
 }
 
 /// A scripted model server on `127.0.0.1:<ephemeral port>` speaking the OpenAI Chat Completions
@@ -196,6 +206,8 @@ impl ScriptedModelServer {
             max_in_flight: AtomicUsize::new(0),
             window: AtomicU64::new(0),
             max_prompt: AtomicU64::new(0),
+            caching: AtomicBool::new(false),
+            cache: PromptCache::default(),
         });
         let app = Router::new().fallback(handle).with_state(state.clone());
         let (tx, rx) = oneshot::channel::<()>();
@@ -262,6 +274,17 @@ impl ScriptedModelServer {
     /// Answer with this reply whenever the script is empty (`None` turns it off).
     pub fn set_fallback(&self, reply: Option<Reply>) {
         self.state.script.set_fallback(reply);
+    }
+
+    /// Imitate a provider's prompt cache (off by default): each reply then reports, instead of
+    /// its scripted input tokens, the prompt's tokens split into those read from cache (the
+    /// longest run of leading prompt segments byte-identical to an earlier request's; see
+    /// [`prompt_segments`](crate::prompt_segments)) and the rest, counted with
+    /// [`prompt_tokens`](crate::prompt_tokens): `prompt_tokens_details.cached_tokens` on the
+    /// OpenAI wire, `cache_read_input_tokens` on Anthropic's. Requests made while it is off are
+    /// not remembered.
+    pub fn set_prompt_cache(&self, on: bool) {
+        self.state.caching.store(on, Ordering::SeqCst);
     }
 
     /// Replies still queued.
@@ -442,8 +465,13 @@ async fn handle(
         );
     }
     let model = json.get("model").and_then(Value::as_str);
+    let cache_read = if state.caching.load(Ordering::SeqCst) {
+        state.cache.observe(&String::from_utf8_lossy(&body))
+    } else {
+        None
+    };
     let guard = InFlight::enter(&state);
-    let Some(reply) = state.script.next_for(model, &json) else {
+    let Some(mut reply) = state.script.next_for(model, &json) else {
         drop(guard);
         return simple(
             500,
@@ -458,6 +486,10 @@ async fn handle(
             ),
         );
     };
+    if let Some(read) = cache_read {
+        reply.usage.input_tokens = read.total - read.cached;
+        reply.usage.cache_read_tokens = read.cached;
+    }
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }

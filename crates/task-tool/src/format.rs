@@ -34,8 +34,9 @@ pub(crate) fn task_description(agents: &[Arc<dyn SubagentDefinition>]) -> String
          - A result ends with a `session` id when the agent can be continued: call Task again with \
          `resume` set to that id and a follow-up `prompt` to continue the same agent with its \
          earlier context.\n\
-         - `model` optionally overrides the agent's model.",
+         - `model` optionally overrides the agent's model.\n",
     );
+    s.push_str(crate::fork::FORK_USAGE);
     s
 }
 

@@ -50,6 +50,7 @@
 mod background;
 mod builder;
 mod concurrency;
+mod fork;
 mod format;
 mod ids;
 mod inventory;

@@ -76,7 +76,8 @@ impl Default for TaskConfig {
 
 /// The agent a call goes to, with its kind and executor.
 pub(crate) struct Target {
-    pub(crate) idx: usize,
+    /// The agent's index in the registry; `None` for a fork (see `fork`).
+    pub(crate) idx: Option<usize>,
     pub(crate) def: Arc<dyn SubagentDefinition>,
     pub(crate) kind: Kind,
     pub(crate) executor: Arc<dyn SubagentExecutor>,
@@ -311,8 +312,22 @@ impl TaskTool {
         mut call: TaskCall,
         ctx: &TaskContext,
     ) -> Result<Dispatch, SubagentError> {
-        let idx = self.route(&call)?;
-        let def = self.inner.agents[idx].clone();
+        // `subagent_type: "fork"`: a copy of the caller (see `fork`), else a registered agent.
+        let target = match crate::fork::target(&call, ctx, |s| self.inner.sessions.contains_key(s))?
+        {
+            Some(fork) => fork,
+            None => {
+                let idx = self.route(&call)?;
+                let entry = &self.inner.kinds[self.inner.agent_kind[idx]];
+                Target {
+                    idx: Some(idx),
+                    def: self.inner.agents[idx].clone(),
+                    kind: entry.kind.clone(),
+                    executor: entry.executor.clone(),
+                }
+            }
+        };
+        let def = target.def.clone();
         if call.run_in_background.is_none() && def.runs_in_background_by_default() {
             call.run_in_background = Some(true);
         }
@@ -326,13 +341,6 @@ impl TaskTool {
                 ),
             });
         }
-        let entry = &self.inner.kinds[self.inner.agent_kind[idx]];
-        let target = Target {
-            idx,
-            def: def.clone(),
-            kind: entry.kind.clone(),
-            executor: entry.executor.clone(),
-        };
         let task_id = new_id("task");
         let child = ctx
             .child(def.name(), Some(task_id.clone()))
@@ -343,7 +351,7 @@ impl TaskTool {
                 .background
                 .spawn(self.clone(), target, call, child)?;
             return Ok(Dispatch::Background {
-                agent: self.inner.agents[idx].name().to_string(),
+                agent: def.name().to_string(),
                 task_id,
             });
         }
@@ -528,7 +536,7 @@ impl TaskTool {
         if outcome.usage.duration_ms == 0 {
             outcome.usage.duration_ms = elapsed.as_millis() as u64;
         }
-        if let Some(s) = &outcome.session_id {
+        if let (Some(s), Some(idx)) = (&outcome.session_id, idx) {
             self.remember_session(s.clone(), idx);
         }
         child.emit(ProgressKind::Finished {
