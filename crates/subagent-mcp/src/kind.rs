@@ -263,7 +263,12 @@ impl SubagentExecutor for McpExecutor {
                 if result.is_error == Some(true) {
                     Err(SubagentError::execution(agent, text))
                 } else {
-                    Ok(TaskOutcome::completed(text).with_usage(usage))
+                    let mut out = TaskOutcome::completed(text).with_usage(usage);
+                    // Typed result: the tool's `structuredContent`; the Task tool checks it.
+                    if call.output_schema.is_some() {
+                        out.structured = result.structured_content.clone();
+                    }
+                    Ok(out)
                 }
             }
             CallEnd::Cancelled => Ok(TaskOutcome::with_status(

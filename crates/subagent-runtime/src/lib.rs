@@ -35,8 +35,10 @@ mod alias;
 mod registry;
 mod spec;
 mod store;
+mod structured;
 
 pub use agent::{AgentRuntime, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output};
 pub use registry::{ModelFactory, ModelRegistry};
 pub use spec::{Limits, RunInput, RunSpec};
 pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError};
+pub use subagent_schema::INVALID_OUTPUT_PREFIX;

@@ -57,6 +57,7 @@ mod ledger;
 mod persist;
 mod registry;
 mod tools;
+mod typed;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
