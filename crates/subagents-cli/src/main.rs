@@ -22,6 +22,7 @@ mod serve;
 mod setup;
 mod tasks;
 mod trust;
+mod typed;
 
 use clap::{CommandFactory, FromArgMatches};
 

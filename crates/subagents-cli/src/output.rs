@@ -18,6 +18,9 @@ pub(crate) struct OutcomeJson<'a> {
     pub status: TaskStatus,
     /// The final text.
     pub text: &'a str,
+    /// The typed result (`--output-schema`, an agent's `outputSchema`): the JSON value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<&'a serde_json::Value>,
     /// The id `resume` accepts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<&'a str>,
@@ -55,6 +58,7 @@ impl<'a> OutcomeJson<'a> {
             kind,
             status: o.status,
             text: &o.text,
+            structured: o.structured.as_ref(),
             session_id: o.session_id.as_deref(),
             limit: o.limit.as_deref(),
             task_id,

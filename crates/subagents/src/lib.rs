@@ -47,6 +47,7 @@ pub mod otel;
 pub mod prices;
 #[cfg(feature = "server")]
 mod serve;
+mod typed;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -59,6 +60,8 @@ pub use subagent_spi::{
     SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput, Usage,
     UsageNode, async_trait,
 };
+/// Typed results: JSON Schemas compiled with bounds, and validation (`subagent-schema`).
+pub use subagent_schema as schema;
 /// The Task tool crate.
 pub use task_tool;
 pub use task_tool::{
@@ -97,6 +100,7 @@ pub use builder::SubagentsBuilder;
 #[cfg(feature = "claude")]
 pub use builder::discovered_agent_dirs;
 pub use error::Error;
+pub use typed::TypedRunError;
 #[cfg(feature = "claude")]
 pub use main_agent::{DELEGATION_TOOLS, MAIN_SYSTEM_PROMPT, MainAgent};
 pub use models::ModelChoice;
