@@ -1341,8 +1341,12 @@ mod tests {
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
         assert!(!p.definition.metadata.contains_key("outputSchema"));
         // JSON text works too
-        let p = parse("---\nname: a\ndescription: d\noutput-schema: '{\"type\": \"array\"}'\n---\n");
-        assert_eq!(p.definition.output_schema, Some(serde_json::json!({"type": "array"})));
+        let p =
+            parse("---\nname: a\ndescription: d\noutput-schema: '{\"type\": \"array\"}'\n---\n");
+        assert_eq!(
+            p.definition.output_schema,
+            Some(serde_json::json!({"type": "array"}))
+        );
         // an agent file is not trusted with references, nor with a schema that is not one
         for bad in [
             "outputSchema:\n  $ref: 'https://example.com/s.json'\n",
@@ -1352,7 +1356,9 @@ mod tests {
             let p = parse(&format!("---\nname: a\ndescription: d\n{bad}---\n"));
             assert_eq!(p.definition.output_schema, None, "{bad}");
             assert!(
-                p.warnings.iter().any(|w| w.contains("outputSchema") || w.contains("output-schema")),
+                p.warnings
+                    .iter()
+                    .any(|w| w.contains("outputSchema") || w.contains("output-schema")),
                 "{bad}: {:?}",
                 p.warnings
             );

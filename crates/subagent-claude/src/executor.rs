@@ -291,15 +291,18 @@ impl SubagentExecutor for ClaudeExecutor {
             )));
         };
         let agent = def.name.as_str();
-        let output_schema = call
-            .output_schema
-            .as_ref()
-            .map(|s| {
-                subagent_schema::OutputSchema::compile(s, subagent_schema::Profile::host()).map_err(
-                    |e| SubagentError::InvalidInput(format!("output_schema for agent `{agent}`: {e}")),
-                )
-            })
-            .transpose()?;
+        let output_schema =
+            call.output_schema
+                .as_ref()
+                .map(|s| {
+                    subagent_schema::OutputSchema::compile(s, subagent_schema::Profile::host())
+                        .map_err(|e| {
+                            SubagentError::InvalidInput(format!(
+                                "output_schema for agent `{agent}`: {e}"
+                            ))
+                        })
+                })
+                .transpose()?;
 
         let (model_name, source) = route_model(
             call.model.as_deref(),

@@ -557,7 +557,10 @@ async fn typed_results_come_from_structured_content_and_are_checked() {
             &stdio_uri(),
             &[("name", "structured"), ("tool", "structured")],
         ))
-        .subagent_reference(reference(&stdio_uri(), &[("name", "echo"), ("tool", "echo")]))
+        .subagent_reference(reference(
+            &stdio_uri(),
+            &[("name", "echo"), ("tool", "echo")],
+        ))
         .build()
         .await
         .unwrap();
@@ -568,7 +571,12 @@ async fn typed_results_come_from_structured_content_and_are_checked() {
         task_tool::Dispatch::Foreground { outcome, .. } => outcome,
         other => panic!("{other:?}"),
     };
-    assert_eq!(out.status, subagent_spi::TaskStatus::Completed, "{}", out.text);
+    assert_eq!(
+        out.status,
+        subagent_spi::TaskStatus::Completed,
+        "{}",
+        out.text
+    );
     assert_eq!(out.structured, Some(serde_json::json!({"answer": 42})));
 
     // Invalid structured content (and no session to retry): failed, saying why.
@@ -583,7 +591,8 @@ async fn typed_results_come_from_structured_content_and_are_checked() {
     assert!(out.text.contains("question"), "{}", out.text);
 
     // A text-only tool's answer is not JSON: failed too.
-    let call = TaskCall::new("echo", "d", "hello").with_output_schema(serde_json::json!({"type": "object"}));
+    let call = TaskCall::new("echo", "d", "hello")
+        .with_output_schema(serde_json::json!({"type": "object"}));
     let out = match task.dispatch(call, &TaskContext::new()).await.unwrap() {
         task_tool::Dispatch::Foreground { outcome, .. } => outcome,
         other => panic!("{other:?}"),

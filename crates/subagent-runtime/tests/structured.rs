@@ -34,14 +34,21 @@ async fn run(spec: RunSpec) -> TaskOutcome {
 async fn a_valid_structured_output_call_ends_the_run_with_the_value() {
     let model = ScriptedModel::new(vec![calls(
         "",
-        &[("c1", "StructuredOutput", json!({"count": 2, "files": ["a", "b"]}))],
+        &[(
+            "c1",
+            "StructuredOutput",
+            json!({"count": 2, "files": ["a", "b"]}),
+        )],
     )]);
     let spec = RunSpec::new(model.clone(), "count files")
         .with_system("be brief")
         .with_output_schema(schema());
     let out = run(spec).await;
     assert_eq!(out.status, TaskStatus::Completed);
-    assert_eq!(out.structured, Some(json!({"count": 2, "files": ["a", "b"]})));
+    assert_eq!(
+        out.structured,
+        Some(json!({"count": 2, "files": ["a", "b"]}))
+    );
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&out.text).unwrap(),
         json!({"count": 2, "files": ["a", "b"]})
@@ -50,7 +57,13 @@ async fn a_valid_structured_output_call_ends_the_run_with_the_value() {
     assert_eq!(reqs.len(), 1, "the valid call ends the run");
     assert_eq!(reqs[0].tools[0].name, "StructuredOutput");
     assert_eq!(reqs[0].tools[0].input_schema, schema().schema().clone());
-    assert!(reqs[0].system.as_deref().unwrap().contains("StructuredOutput"));
+    assert!(
+        reqs[0]
+            .system
+            .as_deref()
+            .unwrap()
+            .contains("StructuredOutput")
+    );
 }
 
 #[tokio::test]
@@ -88,16 +101,22 @@ async fn retries_are_bounded_then_the_run_fails_saying_why() {
         text("not json"),
         calls("", &[("c1", "StructuredOutput", json!({"count": 1}))]),
         text("still not json"),
-        calls("", &[("c2", "StructuredOutput", json!({"count": 1, "files": []}))]),
+        calls(
+            "",
+            &[("c2", "StructuredOutput", json!({"count": 1, "files": []}))],
+        ),
     ]);
-    let spec =
-        RunSpec::new(model.clone(), "count").with_output_schema(schema().with_retries(2));
+    let spec = RunSpec::new(model.clone(), "count").with_output_schema(schema().with_retries(2));
     let out = run(spec).await;
     assert_eq!(out.status, TaskStatus::Failed);
     assert!(out.text.starts_with(INVALID_OUTPUT_PREFIX), "{}", out.text);
     assert!(out.text.contains("3 attempts"), "{}", out.text);
     assert_eq!(out.structured, None);
-    assert_eq!(model.requests().len(), 3, "no fourth model call after the retries");
+    assert_eq!(
+        model.requests().len(),
+        3,
+        "no fourth model call after the retries"
+    );
 }
 
 #[tokio::test]
@@ -105,8 +124,18 @@ async fn feedback_to_the_model_is_bounded() {
     // A value with a thousand huge wrong items: what goes back stays short.
     let items: Vec<_> = (0..1000).map(|_| json!({"x": "y".repeat(2000)})).collect();
     let model = ScriptedModel::new(vec![
-        calls("", &[("c1", "StructuredOutput", json!({"count": 1, "files": items}))]),
-        calls("", &[("c2", "StructuredOutput", json!({"count": 1, "files": []}))]),
+        calls(
+            "",
+            &[(
+                "c1",
+                "StructuredOutput",
+                json!({"count": 1, "files": items}),
+            )],
+        ),
+        calls(
+            "",
+            &[("c2", "StructuredOutput", json!({"count": 1, "files": []}))],
+        ),
     ]);
     let out = run(RunSpec::new(model.clone(), "count").with_output_schema(schema())).await;
     assert_eq!(out.status, TaskStatus::Completed);

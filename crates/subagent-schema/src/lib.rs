@@ -342,9 +342,13 @@ fn check_shape(
                     && let Value::String(target) = child
                 {
                     let why = if !profile.references {
-                        Some("references are not accepted in a schema from a model, a peer or an agent file")
+                        Some(
+                            "references are not accepted in a schema from a model, a peer or an agent file",
+                        )
                     } else if !target.starts_with('#') {
-                        Some("only references inside the schema (`#...`) are accepted; nothing is fetched")
+                        Some(
+                            "only references inside the schema (`#...`) are accepted; nothing is fetched",
+                        )
                     } else {
                         None
                     };
@@ -483,8 +487,8 @@ mod tests {
     #[test]
     fn backtracking_patterns_run_in_linear_time() {
         // Catastrophic for a backtracking engine; the linear engine answers at once.
-        let s = OutputSchema::compile(&json!({"pattern": "^(a+)+$"}), Profile::untrusted())
-            .unwrap();
+        let s =
+            OutputSchema::compile(&json!({"pattern": "^(a+)+$"}), Profile::untrusted()).unwrap();
         let value = Value::String(format!("{}!", "a".repeat(5_000)));
         assert!(s.validate(&value).is_err());
     }
@@ -496,7 +500,11 @@ mod tests {
             Profile::untrusted(),
         )
         .unwrap();
-        let value = Value::Array((0..1000).map(|i| json!(format!("{i}{}", "y".repeat(5000)))).collect());
+        let value = Value::Array(
+            (0..1000)
+                .map(|i| json!(format!("{i}{}", "y".repeat(5000))))
+                .collect(),
+        );
         let err = s.validate(&value).unwrap_err();
         assert_eq!(err.errors().len(), MAX_REPORTED_ERRORS);
         assert_eq!(err.total(), 1000);

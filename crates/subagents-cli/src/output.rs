@@ -146,11 +146,16 @@ pub(crate) fn finish(
         && outcome
             .text
             .starts_with(subagents::runtime::NO_ANSWER_PREFIX);
+    // A typed run without a valid value: stdout holds only validated JSON, so nothing.
+    let invalid_output = outcome.status == TaskStatus::Failed
+        && outcome
+            .text
+            .starts_with(subagents::schema::INVALID_OUTPUT_PREFIX);
     if json {
         let text = json_text(view)?;
         crate::output::outln!("{text}");
     } else {
-        if !no_answer {
+        if !no_answer && !invalid_output {
             crate::output::outln!("{}", stdout_text(&outcome.text));
         }
         eprintln!("{}", summary_line(outcome, view));
@@ -160,6 +165,10 @@ pub(crate) fn finish(
         TaskStatus::Failed if no_answer => Err(CliError::Failed(format!(
             "the agent ended without an answer ({})",
             outcome.text
+        ))),
+        TaskStatus::Failed if invalid_output => Err(CliError::Failed(format!(
+            "the agent ended without a valid result ({})",
+            terminal_safe(&outcome.text)
         ))),
         TaskStatus::Failed => Err(CliError::Failed("the agent failed".into())),
         TaskStatus::NeedsInput => Err(CliError::Incomplete(format!(

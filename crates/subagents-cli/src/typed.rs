@@ -22,9 +22,8 @@ pub(crate) fn read_schema(path: &Path) -> Result<serde_json::Value, CliError> {
             "--output-schema {shown}: the file is larger than {max} bytes"
         )));
     }
-    let schema: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
-        CliError::Config(format!("--output-schema {shown}: not JSON: {e}"))
-    })?;
+    let schema: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| CliError::Config(format!("--output-schema {shown}: not JSON: {e}")))?;
     OutputSchema::compile(&schema, Profile::host())
         .map_err(|e| CliError::Config(format!("--output-schema {shown}: {e}")))?;
     Ok(schema)

@@ -52,6 +52,8 @@ mod typed;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Typed results: JSON Schemas compiled with bounds, and validation (`subagent-schema`).
+pub use subagent_schema as schema;
 /// The plugin contracts (`subagent-spi`), for writing kinds, tools and model providers.
 pub use subagent_spi as spi;
 pub use subagent_spi::{
@@ -60,8 +62,6 @@ pub use subagent_spi::{
     SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput, Usage,
     UsageNode, async_trait,
 };
-/// Typed results: JSON Schemas compiled with bounds, and validation (`subagent-schema`).
-pub use subagent_schema as schema;
 /// The Task tool crate.
 pub use task_tool;
 pub use task_tool::{
@@ -100,7 +100,6 @@ pub use builder::SubagentsBuilder;
 #[cfg(feature = "claude")]
 pub use builder::discovered_agent_dirs;
 pub use error::Error;
-pub use typed::TypedRunError;
 #[cfg(feature = "claude")]
 pub use main_agent::{DELEGATION_TOOLS, MAIN_SYSTEM_PROMPT, MainAgent};
 pub use models::ModelChoice;
@@ -108,6 +107,7 @@ pub use models::ModelChoice;
 pub use serve::open_task_store;
 #[cfg(feature = "server")]
 pub use serve::{ServeOptions, agent_path};
+pub use typed::TypedRunError;
 
 /// An agent file that was not loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

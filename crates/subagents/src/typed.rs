@@ -82,7 +82,11 @@ impl Subagents {
         let (agent, outcome) = match self.dispatch(call, ctx).await? {
             Dispatch::Foreground { agent, outcome, .. } => (agent, outcome),
             _ => {
-                return Err(SubagentError::execution(agent, "the run did not stay in the foreground").into());
+                return Err(SubagentError::execution(
+                    agent,
+                    "the run did not stay in the foreground",
+                )
+                .into());
             }
         };
         match (outcome.status, outcome.structured) {

@@ -51,7 +51,11 @@ async fn run_typed_two_deep_returns_the_value_and_feeds_errors_back() {
     assert_eq!(reqs.len(), 5);
     // The leaf was offered the final tool with the coordinator's schema, and told why its first
     // value was refused.
-    assert!(reqs[1].tool_names().contains(&"StructuredOutput".to_string()));
+    assert!(
+        reqs[1]
+            .tool_names()
+            .contains(&"StructuredOutput".to_string())
+    );
     let leaf_errors = common::last_message(&reqs[2].body);
     assert!(leaf_errors.contains("/n"), "{leaf_errors}");
     // The coordinator received the leaf's value as JSON.
@@ -74,14 +78,22 @@ async fn run_typed_fails_clearly_after_the_retries() {
         .await
         .unwrap_err();
     match &err {
-        TypedRunError::NoResult { agent, status, text } => {
+        TypedRunError::NoResult {
+            agent,
+            status,
+            text,
+        } => {
             assert_eq!(agent, "leaf");
             assert_eq!(*status, TaskStatus::Failed);
             assert!(text.starts_with("invalid output:"), "{text}");
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(server.requests().len(), 3, "2 retries, then no more model calls");
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "2 retries, then no more model calls"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,7 +125,11 @@ async fn an_agent_files_output_schema_is_the_default() {
     assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
     assert_eq!(outcome.structured, Some(json!({"count": 7})));
     assert_eq!(outcome.text, r#"{"count":7}"#);
-    assert!(server.requests()[0].tool_names().contains(&"StructuredOutput".to_string()));
+    assert!(
+        server.requests()[0]
+            .tool_names()
+            .contains(&"StructuredOutput".to_string())
+    );
 }
 
 #[cfg(feature = "server")]

@@ -586,9 +586,11 @@ impl TaskTool {
             }
         };
         // A schema from a model is checked under the strict profile (crate::typed).
-        if let Err(e) =
-            crate::typed::compile(&call, &call.subagent_type, subagent_schema::Profile::untrusted())
-        {
+        if let Err(e) = crate::typed::compile(
+            &call,
+            &call.subagent_type,
+            subagent_schema::Profile::untrusted(),
+        ) {
             return ToolOutput::error(format::error_text(&e));
         }
         match self.dispatch(call, ctx).await {

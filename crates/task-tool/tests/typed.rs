@@ -23,7 +23,10 @@ async fn tool(calls: Arc<AtomicUsize>) -> TaskTool {
     let kind = FnKind::new()
         // Answers with JSON text (as a remote peer without structured output would).
         .agent("texter", |c, _| async move {
-            Ok(TaskOutcome::completed(format!("{{\"answer\": {}}}", c.prompt.len())))
+            Ok(TaskOutcome::completed(format!(
+                "{{\"answer\": {}}}",
+                c.prompt.len()
+            )))
         })
         // Wrong first; fixes it when resumed with the errors (which it checks it was given).
         .agent("learner", move |c, _| {

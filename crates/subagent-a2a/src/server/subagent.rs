@@ -288,7 +288,12 @@ impl A2aHandler for SubagentHandler {
         }
         // Typed result (crate::typed): a schema from a client is checked under the strict
         // profile, and the result checked against it before it is sent.
-        let schema = match request.message.parts.iter().find_map(crate::typed::schema_in) {
+        let schema = match request
+            .message
+            .parts
+            .iter()
+            .find_map(crate::typed::schema_in)
+        {
             Some(s) => match subagent_schema::OutputSchema::compile(
                 s,
                 subagent_schema::Profile::untrusted(),
