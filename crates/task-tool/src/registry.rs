@@ -123,6 +123,9 @@ impl std::fmt::Debug for TaskTool {
 /// What [`TaskTool::dispatch`] did with a call.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
+// The foreground outcome (with a typed result's value) is the common case and is returned
+// once per call; boxing it would change the public shape for no gain.
+#[allow(clippy::large_enum_variant)]
 pub enum Dispatch {
     /// The agent ran in the foreground and finished.
     Foreground {
