@@ -189,6 +189,7 @@ async fn input_schema_is_the_task_call() {
         [
             "description",
             "model",
+            "output_schema",
             "prompt",
             "resume",
             "run_in_background",
