@@ -106,6 +106,7 @@ pub mod server;
 pub mod signing;
 #[cfg(any(feature = "client", feature = "server"))]
 mod trace_context;
+pub mod typed;
 pub mod types;
 
 #[cfg(feature = "client")]

@@ -271,6 +271,13 @@ pub struct ClaudeAgentDefinition {
     /// `budget: {tokens: 50000, turns: 20, time: 5m, usd: 0.5}`
     /// ([`SubagentDefinition::budget`](subagent_spi::SubagentDefinition::budget)).
     pub budget: Option<subagent_spi::BudgetLimits>,
+    /// `outputSchema` (an extension of ours): the JSON Schema of the agent's result when a
+    /// `Task` call gives none, written inline as YAML or JSON
+    /// ([`SubagentDefinition::output_schema`](subagent_spi::SubagentDefinition::output_schema)).
+    /// Checked when the file loads, under the strict profile of schemas from outside
+    /// (`subagent_schema::Profile::untrusted`: at most 16 KiB, no `$ref`); one that fails is
+    /// ignored with a warning.
+    pub output_schema: Option<Value>,
     /// Every other frontmatter key, kept as written.
     pub metadata: Map<String, Value>,
     /// The file the agent came from, when it came from one.
@@ -313,6 +320,7 @@ impl ClaudeAgentDefinition {
             color: None,
             initial_prompt: None,
             budget: None,
+            output_schema: None,
             metadata: Map::new(),
             source: None,
             name_line: None,
@@ -470,6 +478,11 @@ subagent_spi::impl_subagent_definition!(ClaudeAgentDefinition {
     /// `budget` (and `maxBudgetUsd`).
     fn budget(&self) -> Option<subagent_spi::BudgetLimits> {
         self.budget.clone().filter(|b| !b.is_unlimited())
+    }
+
+    /// `outputSchema`.
+    fn output_schema(&self) -> Option<Value> {
+        self.output_schema.clone()
     }
 });
 
@@ -943,6 +956,7 @@ fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: 
             "color" => def.color = opt_text(&key, value, w),
             "initialprompt" => def.initial_prompt = opt_text(&key, value, w),
             "budget" => read_budget(def, value, w),
+            "outputschema" => def.output_schema = read_output_schema(&key, value, w),
             "maxbudgetusd" => {
                 if let Some(usd) = budget_usd(&value) {
                     def.budget.get_or_insert_with(Default::default).usd = Some(usd);
@@ -955,6 +969,31 @@ fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: 
             _ => {
                 def.metadata.insert(key, value);
             }
+        }
+    }
+}
+
+/// `outputSchema`: a schema written inline (YAML, or JSON text), accepted under the strict
+/// profile; anything else is ignored with a warning.
+fn read_output_schema(key: &str, value: Value, w: &mut Vec<String>) -> Option<Value> {
+    let schema = match value {
+        Value::Null => return None,
+        Value::String(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                w.push(format!(
+                    "`{key}` must be a JSON Schema (a mapping, or JSON text); ignored: {e}"
+                ));
+                return None;
+            }
+        },
+        other => other,
+    };
+    match subagent_schema::OutputSchema::compile(&schema, subagent_schema::Profile::untrusted()) {
+        Ok(_) => Some(schema),
+        Err(e) => {
+            w.push(format!("`{key}` ignored: {e}"));
+            None
         }
     }
 }
@@ -1288,5 +1327,41 @@ mod tests {
         let e =
             parse_agent(Path::new("y.md"), "---\nname: [a]\ndescription: d\n---\n").unwrap_err();
         assert!(matches!(e, ClaudeError::InvalidField { .. }), "{e}");
+    }
+
+    #[test]
+    fn output_schema_is_read_inline_and_checked() {
+        use subagent_spi::SubagentDefinition as _;
+        let p = parse(
+            "---\nname: a\ndescription: d\noutputSchema:\n  type: object\n  properties:\n    n: {type: integer}\n  required: [n]\n---\nbody\n",
+        );
+        let want = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        assert_eq!(p.definition.output_schema, Some(want.clone()));
+        assert_eq!(p.definition.output_schema(), Some(want));
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert!(!p.definition.metadata.contains_key("outputSchema"));
+        // JSON text works too
+        let p =
+            parse("---\nname: a\ndescription: d\noutput-schema: '{\"type\": \"array\"}'\n---\n");
+        assert_eq!(
+            p.definition.output_schema,
+            Some(serde_json::json!({"type": "array"}))
+        );
+        // an agent file is not trusted with references, nor with a schema that is not one
+        for bad in [
+            "outputSchema:\n  $ref: 'https://example.com/s.json'\n",
+            "outputSchema: 'not json'\n",
+            "outputSchema:\n  type: no-such-type\n",
+        ] {
+            let p = parse(&format!("---\nname: a\ndescription: d\n{bad}---\n"));
+            assert_eq!(p.definition.output_schema, None, "{bad}");
+            assert!(
+                p.warnings
+                    .iter()
+                    .any(|w| w.contains("outputSchema") || w.contains("output-schema")),
+                "{bad}: {:?}",
+                p.warnings
+            );
+        }
     }
 }

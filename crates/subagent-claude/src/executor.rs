@@ -305,6 +305,18 @@ impl SubagentExecutor for ClaudeExecutor {
             )));
         };
         let agent = def.name.as_str();
+        let output_schema =
+            call.output_schema
+                .as_ref()
+                .map(|s| {
+                    subagent_schema::OutputSchema::compile(s, subagent_schema::Profile::host())
+                        .map_err(|e| {
+                            SubagentError::InvalidInput(format!(
+                                "output_schema for agent `{agent}`: {e}"
+                            ))
+                        })
+                })
+                .transpose()?;
 
         let (model_name, source) = route_model(
             call.model.as_deref(),
@@ -405,6 +417,9 @@ impl SubagentExecutor for ClaudeExecutor {
         .with_limits(limits)
         .with_effort(extras.effort())
         .streaming(self.stream);
+        // Typed result: the call's schema (the Task tool put the agent's default there).
+        let mut spec = spec;
+        spec.output_schema = output_schema;
         extras.run(&self.runtime, spec, &run_ctx).await
     }
 }

@@ -434,7 +434,11 @@ impl SubagentExecutor for McpExecutor {
                 if result.is_error == Some(true) {
                     Err(SubagentError::execution(agent, text))
                 } else {
-                    let outcome = TaskOutcome::completed(text).with_usage(usage);
+                    let mut outcome = TaskOutcome::completed(text).with_usage(usage);
+                    // Typed result: the tool's `structuredContent`; the Task tool checks it.
+                    if call.output_schema.is_some() {
+                        outcome.structured = result.structured_content.clone();
+                    }
                     Ok(match session {
                         Some(s) => outcome.with_session(s),
                         None => outcome,

@@ -563,3 +563,54 @@ async fn bad_servers_give_clear_errors() {
     );
     assert!(pool.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_results_come_from_structured_content_and_are_checked() {
+    let task = task_tool::TaskTool::builder()
+        .subagent_type(subagent_mcp::mcp_subagent_type())
+        .subagent_reference(reference(
+            &stdio_uri(),
+            &[("name", "structured"), ("tool", "structured")],
+        ))
+        .subagent_reference(reference(
+            &stdio_uri(),
+            &[("name", "echo"), ("tool", "echo")],
+        ))
+        .build()
+        .await
+        .unwrap();
+    let ok = serde_json::json!({"type": "object", "properties": {"answer": {"type": "integer"}},
+                                "required": ["answer"]});
+    let call = TaskCall::new("structured", "d", "x").with_output_schema(ok);
+    let out = match task.dispatch(call, &TaskContext::new()).await.unwrap() {
+        task_tool::Dispatch::Foreground { outcome, .. } => outcome,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        out.status,
+        subagent_spi::TaskStatus::Completed,
+        "{}",
+        out.text
+    );
+    assert_eq!(out.structured, Some(serde_json::json!({"answer": 42})));
+
+    // Invalid structured content (and no session to retry): failed, saying why.
+    let wrong = serde_json::json!({"type": "object", "required": ["question"]});
+    let call = TaskCall::new("structured", "d", "x").with_output_schema(wrong);
+    let out = match task.dispatch(call, &TaskContext::new()).await.unwrap() {
+        task_tool::Dispatch::Foreground { outcome, .. } => outcome,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(out.status, subagent_spi::TaskStatus::Failed);
+    assert!(out.text.starts_with("invalid output:"), "{}", out.text);
+    assert!(out.text.contains("question"), "{}", out.text);
+
+    // A text-only tool's answer is not JSON: failed too.
+    let call = TaskCall::new("echo", "d", "hello")
+        .with_output_schema(serde_json::json!({"type": "object"}));
+    let out = match task.dispatch(call, &TaskContext::new()).await.unwrap() {
+        task_tool::Dispatch::Foreground { outcome, .. } => outcome,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(out.status, subagent_spi::TaskStatus::Failed, "{}", out.text);
+}

@@ -210,6 +210,16 @@ impl Stop {
         }
     }
 
+    /// A typed run that never produced a valid result (see `crate::structured`).
+    fn invalid_output(text: String) -> Self {
+        Self {
+            status: TaskStatus::Failed,
+            limit: None,
+            partial: Some(text),
+            reason: "the run ended without a valid result",
+        }
+    }
+
     pub(crate) fn limit(limit: String, partial: Option<String>) -> Self {
         Self {
             status: TaskStatus::LimitReached,
@@ -242,13 +252,23 @@ impl AgentRuntime {
         let RunSpec {
             system,
             input,
-            tools,
+            mut tools,
             model,
             model_name,
             limits,
             stream,
             effort,
+            output_schema,
         } = spec;
+        // Typed result (crate::structured): its final tool goes first, so it wins its name.
+        let structured = output_schema.map(crate::structured::Structured::new);
+        let system = match (&structured, system) {
+            (Some(_), Some(s)) => Some(s + &crate::structured::Structured::instruction()),
+            (_, s) => s,
+        };
+        if let Some(s) = &structured {
+            tools.insert(0, s.tool());
+        }
         let max_turns = ctx
             .max_turns()
             .map_or(limits.max_turns, |c| c.min(limits.max_turns));
@@ -467,6 +487,22 @@ impl AgentRuntime {
                 content: response.content,
                 tool_calls: calls.clone(),
             });
+            // Typed result: a final text must be a valid value, else it goes back to the model.
+            if calls.is_empty()
+                && let Some(s) = &structured
+            {
+                // (An empty reply's text is empty; otherwise `last_text` is this reply's.)
+                match s.on_final_text(if empty { "" } else { &last_text }) {
+                    crate::structured::FinalText::Accept => break Stop::completed(),
+                    crate::structured::FinalText::Retry(msg) => {
+                        transcript.messages.push(ChatMessage::user(msg));
+                        continue;
+                    }
+                    crate::structured::FinalText::GiveUp(text) => {
+                        break Stop::invalid_output(text);
+                    }
+                }
+            }
             if empty {
                 break Stop::no_answer(turn, &response.stop_reason);
             }
@@ -574,6 +610,15 @@ impl AgentRuntime {
             save_failed |= !self
                 .persist(&session_id, &transcript, &mut saved, ctx)
                 .await;
+            // Typed result: a valid `StructuredOutput` call ends the run.
+            if let Some(s) = &structured {
+                if s.accepted().is_some() {
+                    break Stop::completed();
+                }
+                if let Some(text) = s.exhausted() {
+                    break Stop::invalid_output(text);
+                }
+            }
         };
 
         // A run stopped because its subtree's budget was spent reports that budget.
@@ -612,6 +657,12 @@ impl AgentRuntime {
             outcome = outcome.with_session(session_id);
         }
         outcome.limit = stop.limit;
+        if outcome.status == TaskStatus::Completed
+            && let Some(value) = structured.as_ref().and_then(|s| s.accepted())
+        {
+            outcome.text = value.to_string();
+            outcome.structured = Some(value);
+        }
         Ok(outcome)
     }
 }

@@ -40,6 +40,7 @@ mod stall;
 mod steer;
 mod store;
 mod window;
+mod structured;
 
 pub use agent::{AgentRuntime, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output};
 pub use compact::{
@@ -54,3 +55,4 @@ pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, Transcript
 pub use window::{
     DEFAULT_CONTEXT_WINDOW, MODEL_WINDOWS, MODEL_WINDOWS_DATE, context_window, known_context_window,
 };
+pub use subagent_schema::INVALID_OUTPUT_PREFIX;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use derive_setters::Setters;
 use subagent_spi::chat::ChatMessage;
+use subagent_schema::OutputSchema;
 use subagent_spi::{ChatModel, Effort, Tool};
 
 /// Everything one [`AgentRuntime::run`](crate::AgentRuntime::run) needs besides the
@@ -40,6 +41,12 @@ pub struct RunSpec {
     /// Sent as [`ChatRequest::effort`](subagent_spi::chat::ChatRequest::effort) with each
     /// request; `None` leaves reasoning to the provider's default.
     pub effort: Option<Effort>,
+    /// A typed result: the run ends with a JSON value valid under this schema, given to the
+    /// final `StructuredOutput` tool (or as JSON text), and returns it as
+    /// [`TaskOutcome::structured`](subagent_spi::TaskOutcome::structured). Invalid values are
+    /// sent back to the model, at most the schema's retries times; then the run fails.
+    #[setters(strip_option)]
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl fmt::Debug for RunSpec {
@@ -56,6 +63,7 @@ impl fmt::Debug for RunSpec {
             .field("limits", &self.limits)
             .field("stream", &self.stream)
             .field("effort", &self.effort)
+            .field("output_schema", &self.output_schema)
             .finish()
     }
 }
@@ -73,6 +81,7 @@ impl RunSpec {
             limits: Limits::default(),
             stream: false,
             effort: None,
+            output_schema: None,
         }
     }
 

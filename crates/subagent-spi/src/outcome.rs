@@ -241,6 +241,12 @@ pub struct TaskOutcome {
     /// Usage of the runs this one delegated to, so a parent can show a usage tree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<UsageNode>,
+    /// The structured result of a run asked for one
+    /// ([`TaskCall::output_schema`](crate::TaskCall::output_schema)): the JSON value the agent
+    /// ended with, valid under that schema ([`text`](Self::text) is then its compact JSON
+    /// text). `None` for a run asked for text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<serde_json::Value>,
 }
 
 impl TaskOutcome {
@@ -258,6 +264,7 @@ impl TaskOutcome {
             limit: None,
             usage: Usage::default(),
             children: Vec::new(),
+            structured: None,
         }
     }
 

@@ -41,6 +41,13 @@ pub trait SubagentDefinition: Any + Send + Sync + fmt::Debug {
     fn budget(&self) -> Option<crate::BudgetLimits> {
         None
     }
+
+    /// The JSON Schema of this agent's result when a `Task` call sets no
+    /// [`output_schema`](crate::TaskCall::output_schema) (a Markdown agent's `outputSchema`
+    /// frontmatter). The default is `None`: the agent answers with text.
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Implements [`SubagentDefinition`] for a struct whose `name` and `description` fields are

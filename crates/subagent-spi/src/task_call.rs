@@ -39,6 +39,12 @@ pub struct TaskCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(into)]
     pub name: Option<String>,
+    /// Optional JSON Schema the result must satisfy. The agent then ends with a JSON value valid
+    /// under it (invalid values are sent back to it to fix, a bounded number of times), and
+    /// that value is the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl TaskCall {

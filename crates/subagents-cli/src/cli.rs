@@ -168,6 +168,7 @@ impl TasksResumeArgs {
             budget: self.budget,
             permissions: self.permissions,
             resume_task: Some(self.id),
+            output_schema: None,
         }
     }
 }
@@ -433,6 +434,11 @@ pub(crate) struct TaskArgs {
     /// `tasks resume`: the background task whose session this run continues.
     #[arg(skip)]
     pub resume_task: Option<String>,
+    /// A JSON Schema file (at most 256 KiB): the agent must end with a JSON value valid under
+    /// it (an invalid one goes back to the agent with the errors, twice at most), and that
+    /// value alone is printed on stdout. An agent's `outputSchema` frontmatter is the default.
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<std::path::PathBuf>,
 }
 
 /// `subagents agents ...`.

@@ -23,6 +23,7 @@ mod setup;
 mod stream_json;
 mod tasks;
 mod trust;
+mod typed;
 
 use clap::{CommandFactory, FromArgMatches};
 

@@ -18,6 +18,9 @@ pub(crate) struct OutcomeJson<'a> {
     pub status: TaskStatus,
     /// The final text.
     pub text: &'a str,
+    /// The typed result (`--output-schema`, an agent's `outputSchema`): the JSON value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<&'a serde_json::Value>,
     /// The id `resume` accepts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<&'a str>,
@@ -55,6 +58,7 @@ impl<'a> OutcomeJson<'a> {
             kind,
             status: o.status,
             text: &o.text,
+            structured: o.structured.as_ref(),
             session_id: o.session_id.as_deref(),
             limit: o.limit.as_deref(),
             task_id,
@@ -138,11 +142,16 @@ pub(crate) fn finish(
     json: bool,
 ) -> Result<(), CliError> {
     let no_answer = ended_without_answer(outcome);
+    // A typed run without a valid value: stdout holds only validated JSON, so nothing.
+    let invalid_output = outcome.status == TaskStatus::Failed
+        && outcome
+            .text
+            .starts_with(subagents::schema::INVALID_OUTPUT_PREFIX);
     if json {
         let text = json_text(view)?;
         crate::output::outln!("{text}");
     } else {
-        if !no_answer {
+        if !no_answer && !invalid_output {
             crate::output::outln!("{}", stdout_text(&outcome.text));
         }
         eprintln!("{}", summary_line(outcome, view));
@@ -166,6 +175,10 @@ pub(crate) fn exit_for(outcome: &TaskOutcome) -> Result<(), CliError> {
         TaskStatus::Failed if no_answer => Err(CliError::Failed(format!(
             "the agent ended without an answer ({})",
             outcome.text
+        ))),
+        TaskStatus::Failed if invalid_output => Err(CliError::Failed(format!(
+            "the agent ended without a valid result ({})",
+            terminal_safe(&outcome.text)
         ))),
         TaskStatus::Failed => Err(CliError::Failed("the agent failed".into())),
         TaskStatus::NeedsInput => Err(CliError::Incomplete(format!(

@@ -218,6 +218,11 @@ async fn flush_store(agents: &subagents::Subagents) {
 
 /// `subagents task` (and `tasks resume`, which continues a background task's session).
 pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliError> {
+    let output_schema = args
+        .output_schema
+        .as_deref()
+        .map(crate::typed::read_schema)
+        .transpose()?;
     crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
     // A model is needed only by local agents: pick one if we can, and report "no model"
     // (exit 2) only if the chosen agent turns out to need it.
@@ -289,6 +294,10 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
         call = call.in_background(true);
     }
     call.model = args.model.clone();
+    // Typed result (crate::typed): the schema file, read and checked before anything starts.
+    if output_schema.is_some() {
+        call.output_schema = output_schema;
+    }
     let dispatched = agents.dispatch(call, &ctx).await;
     let result: Result<(String, Option<String>, TaskOutcome), SubagentError> = match dispatched {
         Ok(Dispatch::Foreground {

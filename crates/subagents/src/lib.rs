@@ -50,10 +50,13 @@ pub mod prices;
 #[cfg(feature = "server")]
 mod serve;
 mod steer;
+mod typed;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Typed results: JSON Schemas compiled with bounds, and validation (`subagent-schema`).
+pub use subagent_schema as schema;
 /// The plugin contracts (`subagent-spi`), for writing kinds, tools and model providers.
 pub use subagent_spi as spi;
 pub use subagent_spi::{
@@ -108,6 +111,7 @@ pub use models::ModelChoice;
 pub use serve::open_task_store;
 #[cfg(feature = "server")]
 pub use serve::{ServeOptions, agent_path};
+pub use typed::TypedRunError;
 
 /// An agent file that was not loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -59,6 +59,7 @@ mod persist;
 mod registry;
 mod steer;
 mod tools;
+mod typed;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};

@@ -129,6 +129,9 @@ impl std::fmt::Debug for TaskTool {
 /// What [`TaskTool::dispatch`] did with a call.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
+// The foreground outcome (with a typed result's value) is the common case and is returned
+// once per call; boxing it would change the public shape for no gain.
+#[allow(clippy::large_enum_variant)]
 pub enum Dispatch {
     /// The agent ran in the foreground and finished.
     Foreground {
@@ -331,6 +334,10 @@ impl TaskTool {
         if call.run_in_background.is_none() && def.runs_in_background_by_default() {
             call.run_in_background = Some(true);
         }
+        // Typed result (crate::typed): the agent's default schema when the call sets none.
+        if call.output_schema.is_none() {
+            call.output_schema = def.output_schema();
+        }
         let max_depth = self.inner.config.max_depth;
         if ctx.depth() >= max_depth {
             return Err(SubagentError::LimitReached {
@@ -467,6 +474,18 @@ impl TaskTool {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
+        // Typed result (crate::typed): the schema, and the call to retry with.
+        let typed = match crate::typed::compile(&call, def.name(), subagent_schema::Profile::host())
+        {
+            Ok(schema) => schema.map(|s| (s, call.clone())),
+            Err(e) => {
+                child.emit(ProgressKind::Finished {
+                    status: TaskStatus::Failed,
+                    usage: Default::default(),
+                });
+                return Err(e);
+            }
+        };
         let started = Instant::now();
         if !child.progress().discards_events() {
             child.emit(ProgressKind::Started {
@@ -522,6 +541,19 @@ impl TaskTool {
                 return Err(e);
             }
         };
+        if let Some((schema, call)) = &typed {
+            outcome =
+                match crate::typed::enforce(schema, call, executor, def, &child, outcome).await {
+                    Ok(o) => o,
+                    Err(e) => {
+                        child.emit(ProgressKind::Finished {
+                            status: TaskStatus::Failed,
+                            usage: Default::default(),
+                        });
+                        return Err(e);
+                    }
+                };
+        }
         // Any kind (a remote one too) cancelled because the subtree's budget is spent reports
         // the budget it reached, with its partial result.
         if matches!(
@@ -575,6 +607,14 @@ impl TaskTool {
                 ));
             }
         };
+        // A schema from a model is checked under the strict profile (crate::typed).
+        if let Err(e) = crate::typed::compile(
+            &call,
+            &call.subagent_type,
+            subagent_schema::Profile::untrusted(),
+        ) {
+            return ToolOutput::error(format::error_text(&e));
+        }
         match self.dispatch(call, ctx).await {
             Ok(Dispatch::Foreground {
                 agent,

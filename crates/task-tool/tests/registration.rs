@@ -190,6 +190,7 @@ async fn input_schema_is_the_task_call() {
             "description",
             "model",
             "name",
+            "output_schema",
             "prompt",
             "resume",
             "run_in_background",

@@ -510,6 +510,10 @@ impl SubagentExecutor for A2aExecutor {
             v1::Message::new(v1::Role::User, new_id(), vec![v1::Part::text(&call.prompt)]);
         message.context_id = context_id.clone();
         message.task_id = task_id;
+        // Typed result (crate::typed): the schema travels as a data part.
+        if let Some(schema) = &call.output_schema {
+            message.parts.push(crate::typed::schema_part(schema));
+        }
         let mut req = v1::SendMessageRequest::new(message);
         req.configuration = Some(v1::SendMessageConfiguration {
             accepted_output_modes: vec![
@@ -670,16 +674,25 @@ impl SubagentExecutor for A2aExecutor {
             }
             Ended::Done(Ok(())) => {}
         }
+        // Typed result (crate::typed): the last data part; the Task tool checks it.
+        let typed = |mut out: TaskOutcome, data: Option<serde_json::Value>| {
+            if call.output_schema.is_some() {
+                out.structured = data;
+            }
+            out
+        };
         if let Some(reply) = &run.reply {
-            return Ok(account(
+            return Ok(account(typed(
                 TaskOutcome::completed(parts_text(&reply.parts)).with_session(session(&run, false)),
-            ));
+                crate::typed::result_data(&reply.parts),
+            )));
         }
         let task = run.task_id.as_deref().unwrap_or("?");
         match run.state.unwrap_or_default() {
-            TaskState::Completed => Ok(account(
+            TaskState::Completed => Ok(account(typed(
                 TaskOutcome::completed(run.result_text()).with_session(session(&run, false)),
-            )),
+                crate::typed::result_data(run.artifacts.iter().flat_map(|a| &a.parts)),
+            ))),
             s @ (TaskState::Failed | TaskState::Rejected) => {
                 let why = run.status_text();
                 let why = if why.is_empty() {

@@ -250,6 +250,9 @@ impl SubagentHandler {
 fn prompt_of(message: &v1::Message) -> String {
     let mut out: Vec<String> = Vec::new();
     for p in &message.parts {
+        if crate::typed::schema_in(p).is_some() {
+            continue; // the output schema (crate::typed), not part of the prompt
+        }
         match &p.content {
             v1::PartContent::Text(t) => out.push(t.clone()),
             v1::PartContent::Data(v) => out.push(v.to_string()),
@@ -339,8 +342,31 @@ impl A2aHandler for SubagentHandler {
                 ),
             });
         }
+        // Typed result (crate::typed): a schema from a client is checked under the strict
+        // profile, and the result checked against it before it is sent.
+        let schema = match request
+            .message
+            .parts
+            .iter()
+            .find_map(crate::typed::schema_in)
+        {
+            Some(s) => match subagent_schema::OutputSchema::compile(
+                s,
+                subagent_schema::Profile::untrusted(),
+            ) {
+                Ok(compiled) => Some((s.clone(), compiled)),
+                Err(e) => {
+                    return Err(HandlerError::Protocol {
+                        code: codes::INVALID_PARAMS,
+                        message: format!("agent `{}`: {e}", self.definition.name()),
+                    });
+                }
+            },
+            None => None,
+        };
         let _ = events.working().await;
         let mut call = TaskCall::new(self.definition.name(), short_description(&prompt), prompt);
+        call.output_schema = schema.as_ref().map(|(s, _)| s.clone());
         let resumed = self.session_of(&events, &request.context_id).await;
         call.resume = resumed.clone();
 
@@ -414,6 +440,10 @@ impl A2aHandler for SubagentHandler {
             outcome.session_id.as_deref(),
         )
         .await;
+        let mut outcome = outcome;
+        if let Some((_, compiled)) = &schema {
+            typed_result(&mut outcome, compiled);
+        }
         let usage = self.usage_metadata(&outcome, &request.task_id);
         let end = |state: v1::TaskState, message: Option<v1::Message>| {
             let events = events.clone();
@@ -450,12 +480,50 @@ impl A2aHandler for SubagentHandler {
                 end(v1::TaskState::Completed, Some(note)).await
             }
             _ => {
-                let _ = events.text_artifact(Some("result"), outcome.text).await;
+                match outcome.structured {
+                    // A typed result: one data part.
+                    Some(value) => {
+                        let artifact = v1::Artifact {
+                            artifact_id: crate::server::util::new_id(),
+                            name: Some("result".into()),
+                            description: None,
+                            parts: vec![v1::Part::data(value)],
+                            metadata: None,
+                            extensions: Vec::new(),
+                        };
+                        let _ = events.artifact(artifact, false, true).await;
+                    }
+                    None => {
+                        let _ = events.text_artifact(Some("result"), outcome.text).await;
+                    }
+                }
                 end(v1::TaskState::Completed, None).await
             }
         };
         // A closed sink means the task was canceled meanwhile: nothing left to report.
         let _ = sent;
         Ok(())
+    }
+}
+
+/// Checks a completed outcome against the client's schema: its value (or its text's JSON)
+/// becomes `structured`; an invalid one fails the task saying why.
+fn typed_result(outcome: &mut TaskOutcome, schema: &subagent_schema::OutputSchema) {
+    if outcome.status != TaskStatus::Completed {
+        return;
+    }
+    let checked = match outcome.structured.take() {
+        Some(v) => schema.validate(&v).map(|()| v),
+        None => schema.check_text(&outcome.text),
+    };
+    match checked {
+        Ok(v) => outcome.structured = Some(v),
+        Err(e) => {
+            outcome.status = TaskStatus::Failed;
+            outcome.text = format!(
+                "{} the result is not valid under the output schema: {e}",
+                subagent_schema::INVALID_OUTPUT_PREFIX
+            );
+        }
     }
 }
