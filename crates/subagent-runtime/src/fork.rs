@@ -121,7 +121,18 @@ impl SubagentExecutor for ForkRun {
                  set with subagent_type \"fork\""
             )));
         }
+        // A typed fork ends through the `StructuredOutput` tool like any typed run (the schema
+        // was checked by the Task tool); that one added tool is the only change to the prefix.
+        let output_schema = call
+            .output_schema
+            .as_ref()
+            .map(|s| {
+                subagent_schema::OutputSchema::compile(s, subagent_schema::Profile::host())
+                    .map_err(|e| SubagentError::InvalidInput(format!("output_schema: {e}")))
+            })
+            .transpose()?;
         let spec = RunSpec {
+            output_schema,
             system: self.system.clone(),
             input: RunInput::Messages(fork_messages(&self.messages, &call.prompt)),
             tools: self.tools.clone(),

@@ -143,10 +143,7 @@ pub(crate) fn finish(
 ) -> Result<(), CliError> {
     let no_answer = ended_without_answer(outcome);
     // A typed run without a valid value: stdout holds only validated JSON, so nothing.
-    let invalid_output = outcome.status == TaskStatus::Failed
-        && outcome
-            .text
-            .starts_with(subagents::schema::INVALID_OUTPUT_PREFIX);
+    let invalid_output = ended_with_invalid_output(outcome);
     if json {
         let text = json_text(view)?;
         crate::output::outln!("{text}");
@@ -167,14 +164,23 @@ fn ended_without_answer(outcome: &TaskOutcome) -> bool {
             .starts_with(subagents::runtime::NO_ANSWER_PREFIX)
 }
 
+/// True when a typed run ended without a valid value (see `subagents::schema`).
+fn ended_with_invalid_output(outcome: &TaskOutcome) -> bool {
+    outcome.status == TaskStatus::Failed
+        && outcome
+            .text
+            .starts_with(subagents::schema::INVALID_OUTPUT_PREFIX)
+}
+
 /// The exit code of an outcome's status (what [`finish`] returns after printing it).
 pub(crate) fn exit_for(outcome: &TaskOutcome) -> Result<(), CliError> {
     let no_answer = ended_without_answer(outcome);
+    let invalid_output = ended_with_invalid_output(outcome);
     match outcome.status {
         TaskStatus::Completed => Ok(()),
         TaskStatus::Failed if no_answer => Err(CliError::Failed(format!(
             "the agent ended without an answer ({})",
-            outcome.text
+            terminal_safe(&outcome.text)
         ))),
         TaskStatus::Failed if invalid_output => Err(CliError::Failed(format!(
             "the agent ended without a valid result ({})",
