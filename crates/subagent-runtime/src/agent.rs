@@ -292,6 +292,8 @@ impl AgentRuntime {
         let mut last_text = String::new();
         let mut answered_by: Option<String> = None;
         let mut turn: u32 = 0;
+        // Hook: a repeated read-only call makes the next turn answer (see `repeat`).
+        let mut repeat = crate::repeat::RepeatGuard::default();
 
         let stop = loop {
             if ctx.cancel().is_cancelled() {
@@ -315,8 +317,8 @@ impl AgentRuntime {
             tracing::debug!(agent = %ctx.agent(), turn, messages = transcript.messages.len(), "model turn");
             ctx.emit(ProgressKind::Turn { turn });
 
-            let mut request =
-                ChatRequest::new(transcript.messages.clone()).with_tools(specs.clone());
+            let mut request = ChatRequest::new(transcript.messages.clone())
+                .with_tools(repeat.tools_for_turn(&specs));
             request.model = model_name.clone();
             request.system = transcript.system.clone();
             request.effort = effort;
@@ -419,6 +421,7 @@ impl AgentRuntime {
                     input: c.arguments.clone(),
                 });
             }
+            let repeated = repeat.observe(&calls, &tools, ctx);
             let running =
                 futures::future::join_all(calls.iter().map(|c| call_tool(&tools, c, ctx)));
             let results = {
@@ -435,7 +438,10 @@ impl AgentRuntime {
                 }
             };
             for (call, out) in calls.into_iter().zip(results) {
-                let content = truncate_output(out.content, max_output);
+                let mut content = truncate_output(out.content, max_output);
+                if repeated {
+                    content = crate::repeat::note(content);
+                }
                 ctx.emit(ProgressKind::ToolResult {
                     id: call.id.clone(),
                     name: call.name.clone(),

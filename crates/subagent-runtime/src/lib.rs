@@ -33,6 +33,7 @@
 mod agent;
 mod alias;
 mod registry;
+mod repeat;
 mod spec;
 mod store;
 
