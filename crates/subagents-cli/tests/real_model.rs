@@ -1,4 +1,4 @@
-//! A real local model end to end (ignored by default; CI's ignored step runs it).
+//! A real local model end to end (ignored by default; CI runs it in a gating step of its own).
 //!
 //! `.ci/run` sets the model up with the shared `realmodel/setup.sh` (Qwen2.5-Coder-1.5B-Instruct,
 //! Q4_K_M, served by llama.cpp's `llama-server` on 127.0.0.1) and passes its spec in
