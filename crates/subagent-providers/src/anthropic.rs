@@ -74,6 +74,7 @@ impl ThinkingCache {
 pub struct AnthropicModelBuilder {
     http: HttpOptions,
     default_max_tokens: u32,
+    temperature: Option<f32>,
 }
 
 impl Default for AnthropicModelBuilder {
@@ -81,6 +82,7 @@ impl Default for AnthropicModelBuilder {
         Self {
             http: HttpOptions::new(),
             default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+            temperature: None,
         }
     }
 }
@@ -112,6 +114,14 @@ impl AnthropicModelBuilder {
         self
     }
 
+    /// The sampling temperature sent when a request sets none (default: none, the API's own
+    /// default); a spec sets it with `?temperature=0` (see [`ModelSpec`](crate::ModelSpec)).
+    /// Like a request's own, it is not sent with extended thinking.
+    pub fn temperature(mut self, t: f32) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+
     /// Check the settings and build the model.
     pub fn build(self) -> Result<AnthropicModel, ModelError> {
         let endpoint = self.http.endpoint(
@@ -126,6 +136,7 @@ impl AnthropicModelBuilder {
             model: endpoint.model,
             base_url: endpoint.base_url,
             default_max_tokens: self.default_max_tokens,
+            temperature: self.temperature,
             thinking: Arc::default(),
             transport: endpoint.transport,
         })
@@ -150,6 +161,7 @@ pub struct AnthropicModel {
     model: String,
     base_url: String,
     default_max_tokens: u32,
+    temperature: Option<f32>,
     thinking: Arc<Mutex<ThinkingCache>>,
     transport: Transport,
 }
@@ -246,7 +258,11 @@ impl AnthropicModel {
             };
             body.insert("tool_choice".into(), choice);
         }
-        if let Some(t) = request.temperature.filter(|t| t.is_finite()) {
+        if let Some(t) = request
+            .temperature
+            .or(self.temperature)
+            .filter(|t| t.is_finite())
+        {
             if thinking.is_some() {
                 tracing::debug!("temperature not sent: extended thinking does not allow it");
             } else {

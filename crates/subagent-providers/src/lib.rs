@@ -25,6 +25,10 @@
 //! | `openai-compatible:<model>@<base-url>` | that URL | `OPENAI_COMPATIBLE_API_KEY` (optional) |
 //! | `sonnet`, `opus`, `haiku` | Anthropic, see [`default_aliases`] | `ANTHROPIC_API_KEY` |
 //!
+//! Any spec may end with `?temperature=<t>` (0 to 2): the sampling temperature of every request
+//! that sets none, e.g. `openai-compatible:local@http://127.0.0.1:8080/v1?temperature=0` for
+//! repeatable tool choices from a small local model. Without it the server's default applies.
+//!
 //! ```no_run
 //! # fn demo() -> Result<(), subagent_spi::ModelError> {
 //! use subagent_providers::model_from_spec;
@@ -104,8 +108,8 @@ pub use openai::{
 pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::probe_ollama;
 pub use spec::{
-    ACCEPTED_FORMS, ModelSpec, Provider, TEXT_TOOL_CALLS_VAR, default_aliases, is_local_url,
-    model_from_spec, model_from_spec_with_env, spec_server,
+    ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, Provider, TEXT_TOOL_CALLS_VAR, Temperature,
+    default_aliases, is_local_url, model_from_spec, model_from_spec_with_env, spec_server,
 };
 pub use text_calls::MAX_TEXT_TOOL_CALLS;
 pub use transport::RetryPolicy;

@@ -54,6 +54,11 @@ pub struct OpenAiModelBuilder {
     /// (default false; [`ModelSpec`](crate::ModelSpec) turns it on for local servers). Only a
     /// reply that is nothing but such calls is recovered; see the crate docs.
     text_tool_calls: bool,
+    /// The sampling temperature sent when a request sets none (default: none, the server's
+    /// own default; llama.cpp's is 0.8). `Some(0.0)` makes a small local model's choices
+    /// repeatable; a spec sets it with `?temperature=0` (see [`ModelSpec`](crate::ModelSpec)).
+    #[setters(strip_option)]
+    temperature: Option<f32>,
 }
 
 impl Default for OpenAiModelBuilder {
@@ -64,6 +69,7 @@ impl Default for OpenAiModelBuilder {
             max_tokens_field: MaxTokensField::default(),
             include_usage: true,
             text_tool_calls: false,
+            temperature: None,
         }
     }
 }
@@ -106,6 +112,7 @@ impl OpenAiModelBuilder {
             max_tokens_field: self.max_tokens_field,
             include_usage: self.include_usage,
             text_tool_calls: self.text_tool_calls,
+            temperature: self.temperature,
             transport: endpoint.transport,
         })
     }
@@ -124,6 +131,7 @@ pub struct OpenAiModel {
     max_tokens_field: MaxTokensField,
     include_usage: bool,
     text_tool_calls: bool,
+    temperature: Option<f32>,
     transport: Transport,
 }
 
@@ -147,6 +155,12 @@ impl OpenAiModel {
     /// [`OpenAiModelBuilder::text_tool_calls`]).
     pub fn recovers_text_tool_calls(&self) -> bool {
         self.text_tool_calls
+    }
+
+    /// The sampling temperature sent when a request sets none (see
+    /// [`OpenAiModelBuilder::temperature`]).
+    pub fn default_temperature(&self) -> Option<f32> {
+        self.temperature
     }
 
     /// Whether a reply to `request` may have its text turned into tool calls: the setting is
@@ -205,7 +219,11 @@ impl OpenAiModel {
             };
             body.insert(field.into(), json!(max));
         }
-        if let Some(t) = request.temperature.filter(|t| t.is_finite()) {
+        if let Some(t) = request
+            .temperature
+            .or(self.temperature)
+            .filter(|t| t.is_finite())
+        {
             body.insert("temperature".into(), crate::common::temperature_json(t));
         }
         if let Some(effort) = request.effort {

@@ -66,6 +66,82 @@ pub struct ModelSpec {
     pub model: String,
     /// The base URL given in the spec (`openai-compatible` only).
     pub base_url: Option<String>,
+    /// The sampling temperature given with `?temperature=<t>` (default: none, the provider's
+    /// own default), sent with every request that sets none.
+    pub temperature: Option<Temperature>,
+}
+
+/// Highest temperature a spec accepts (OpenAI's upper bound; Anthropic's is 1).
+pub const MAX_SPEC_TEMPERATURE: f32 = 2.0;
+
+/// A sampling temperature from a spec's `?temperature=<t>`: finite, from 0 to
+/// [`MAX_SPEC_TEMPERATURE`].
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Temperature(f32);
+
+impl Temperature {
+    /// `t` when it is finite and from 0 to [`MAX_SPEC_TEMPERATURE`].
+    pub fn new(t: f32) -> Option<Temperature> {
+        // `-0` is 0 (one value, one hash).
+        (t.is_finite() && (0.0..=MAX_SPEC_TEMPERATURE).contains(&t)).then_some(Temperature(t + 0.0))
+    }
+
+    /// The value.
+    pub fn get(self) -> f32 {
+        self.0
+    }
+}
+
+// Never NaN (see `new`), so equality is total.
+impl Eq for Temperature {}
+
+impl std::hash::Hash for Temperature {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
+impl fmt::Display for Temperature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The options after a spec's `?` (`temperature=<t>`, `&`-separated).
+fn spec_options(spec: &str, query: &str) -> Result<Option<Temperature>, ModelError> {
+    let mut temperature = None;
+    for pair in query.split('&').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key.trim() {
+            "temperature" => {
+                if temperature.is_some() {
+                    return Err(spec_error(spec, "`temperature` is given twice"));
+                }
+                let t = value
+                    .trim()
+                    .parse::<f32>()
+                    .ok()
+                    .and_then(Temperature::new)
+                    .ok_or_else(|| {
+                        spec_error(
+                            spec,
+                            &format!(
+                                "`temperature={}` is not a number from 0 to {MAX_SPEC_TEMPERATURE}",
+                                value.trim()
+                            ),
+                        )
+                    })?;
+                temperature = Some(t);
+            }
+            other => {
+                return Err(spec_error(
+                    spec,
+                    &format!("unknown option `{other}` after `?` (known: temperature)"),
+                ));
+            }
+        }
+    }
+    Ok(temperature)
 }
 
 fn spec_error(spec: &str, why: &str) -> ModelError {
@@ -77,14 +153,20 @@ fn spec_error(spec: &str, why: &str) -> ModelError {
 
 impl ModelSpec {
     /// Parse `openai:<model>`, `anthropic:<model>`, `ollama:<model>`,
-    /// `openai-compatible:<model>@<base-url>` or an alias (`sonnet`, `opus`, `haiku`).
+    /// `openai-compatible:<model>@<base-url>` or an alias (`sonnet`, `opus`, `haiku`), each
+    /// optionally followed by `?temperature=<t>` (from 0 to [`MAX_SPEC_TEMPERATURE`]; e.g.
+    /// `ollama:qwen2.5?temperature=0` for repeatable choices from a small local model).
     pub fn parse(spec: &str) -> Result<ModelSpec, ModelError> {
-        let s = spec.trim();
+        let (s, temperature) = match spec.trim().split_once('?') {
+            Some((s, query)) => (s.trim(), spec_options(spec, query)?),
+            None => (spec.trim(), None),
+        };
         if let Some((_, id)) = default_aliases().into_iter().find(|(a, _)| *a == s) {
             return Ok(ModelSpec {
                 provider: Provider::Anthropic,
                 model: id.to_string(),
                 base_url: None,
+                temperature,
             });
         }
         let Some((prefix, rest)) = s.split_once(':') else {
@@ -132,6 +214,7 @@ impl ModelSpec {
             provider,
             model,
             base_url,
+            temperature,
         })
     }
 
@@ -142,7 +225,7 @@ impl ModelSpec {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
         let var = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-        Ok(match self.provider {
+        let openai = match self.provider {
             Provider::OpenAi => {
                 let base = var("OPENAI_BASE_URL");
                 let key = var("OPENAI_API_KEY");
@@ -151,12 +234,11 @@ impl ModelSpec {
                         "OPENAI_API_KEY is not set; `{self}` needs it (or set OPENAI_BASE_URL to a server that needs no key)"
                     )));
                 }
-                let mut b = OpenAiModel::builder().model(&self.model).api_key_opt(key);
+                let b = OpenAiModel::builder().model(&self.model).api_key_opt(key);
                 match base {
-                    Some(url) => b = b.base_url(url),
-                    None => b = b.max_tokens_field(MaxTokensField::MaxCompletionTokens),
+                    Some(url) => b.base_url(url),
+                    None => b.max_tokens_field(MaxTokensField::MaxCompletionTokens),
                 }
-                Arc::new(b.build()?)
             }
             Provider::Anthropic => {
                 let base = var("ANTHROPIC_BASE_URL");
@@ -172,33 +254,35 @@ impl ModelSpec {
                 if let Some(url) = base {
                     b = b.base_url(url);
                 }
-                Arc::new(b.build()?)
+                if let Some(t) = self.temperature {
+                    b = b.temperature(t.get());
+                }
+                return Ok(Arc::new(b.build()?));
             }
-            Provider::Ollama => Arc::new(
-                OpenAiModel::builder()
-                    .provider_name("ollama")
-                    .base_url(OLLAMA_DEFAULT_BASE_URL)
-                    .model(&self.model)
-                    .text_tool_calls(text_tool_calls(&var, true)?)
-                    .build()?,
-            ),
+            Provider::Ollama => OpenAiModel::builder()
+                .provider_name("ollama")
+                .base_url(OLLAMA_DEFAULT_BASE_URL)
+                .model(&self.model)
+                .text_tool_calls(text_tool_calls(&var, true)?),
             Provider::OpenAiCompatible => {
                 let base = self
                     .base_url
                     .clone()
                     .ok_or_else(|| ModelError::Config(format!("`{self}` has no base URL")))?;
                 let local = is_local_url(&base);
-                Arc::new(
-                    OpenAiModel::builder()
-                        .provider_name("openai-compatible")
-                        .base_url(base)
-                        .model(&self.model)
-                        .api_key_opt(var("OPENAI_COMPATIBLE_API_KEY"))
-                        .text_tool_calls(text_tool_calls(&var, local)?)
-                        .build()?,
-                )
+                OpenAiModel::builder()
+                    .provider_name("openai-compatible")
+                    .base_url(base)
+                    .model(&self.model)
+                    .api_key_opt(var("OPENAI_COMPATIBLE_API_KEY"))
+                    .text_tool_calls(text_tool_calls(&var, local)?)
             }
-        })
+        };
+        let openai = match self.temperature {
+            Some(t) => openai.temperature(t.get()),
+            None => openai,
+        };
+        Ok(Arc::new(openai.build()?))
     }
 
     /// Build the model, reading the process environment.
@@ -300,6 +384,9 @@ impl fmt::Display for ModelSpec {
         if let Some(url) = &self.base_url {
             write!(f, "@{url}")?;
         }
+        if let Some(t) = self.temperature {
+            write!(f, "?temperature={t}")?;
+        }
         Ok(())
     }
 }
@@ -373,6 +460,48 @@ mod tests {
                 err.contains("openai-compatible:<model>@<base-url>"),
                 "{bad}: {err}"
             );
+        }
+    }
+
+    #[test]
+    fn a_spec_may_set_the_temperature() {
+        let s =
+            ModelSpec::parse("openai-compatible:m@http://127.0.0.1:8080/v1?temperature=0").unwrap();
+        assert_eq!(s.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
+        assert_eq!(s.temperature.map(Temperature::get), Some(0.0));
+        assert_eq!(
+            s.to_string(),
+            "openai-compatible:m@http://127.0.0.1:8080/v1?temperature=0"
+        );
+        let s = ModelSpec::parse("ollama:qwen2.5:7b?temperature=0.2").unwrap();
+        assert_eq!(
+            (s.model.as_str(), s.temperature),
+            ("qwen2.5:7b", Temperature::new(0.2))
+        );
+        assert_eq!(ModelSpec::parse(&s.to_string()).unwrap(), s);
+        let s = ModelSpec::parse("haiku?temperature=1").unwrap();
+        assert_eq!(s.provider, Provider::Anthropic);
+        assert_eq!(s.temperature, Temperature::new(1.0));
+        assert_eq!(ModelSpec::parse("ollama:q").unwrap().temperature, None);
+        assert_eq!(
+            ModelSpec::parse("ollama:q?temperature=-0").unwrap(),
+            ModelSpec::parse("ollama:q?temperature=0").unwrap()
+        );
+        for (bad, says) in [
+            (
+                "ollama:q?temperature=hot",
+                "`temperature=hot` is not a number from 0 to 2",
+            ),
+            ("ollama:q?temperature=2.5", "from 0 to 2"),
+            ("ollama:q?temperature=-1", "from 0 to 2"),
+            ("ollama:q?temperature=NaN", "from 0 to 2"),
+            ("ollama:q?temperature=inf", "from 0 to 2"),
+            ("ollama:q?temperature", "from 0 to 2"),
+            ("ollama:q?temperature=0&temperature=1", "given twice"),
+            ("ollama:q?top_p=0.9", "unknown option `top_p`"),
+        ] {
+            let err = ModelSpec::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(says) && err.contains(bad), "{bad}: {err}");
         }
     }
 

@@ -434,3 +434,38 @@ async fn local_specs_recover_text_tool_calls_by_default() {
         "https://api.example.com/v1"
     ));
 }
+
+/// `?temperature=<t>` on a spec is sent with every request that sets none; a request's own
+/// temperature wins; without it no temperature is sent (the server's default applies).
+#[tokio::test]
+async fn a_spec_temperature_is_sent_unless_the_request_sets_one() {
+    let server = ScriptedModelServer::start().await;
+    let base = server.openai_base_url();
+    let none = |_: &str| None;
+    let zero = subagent_providers::model_from_spec_with_env(
+        &format!("openai-compatible:local@{base}?temperature=0"),
+        &none,
+    )
+    .unwrap();
+    server.push(Reply::text("a"));
+    zero.chat(user("hi")).await.unwrap();
+    let mut own = user("hi");
+    own.temperature = Some(0.7);
+    server.push(Reply::text("b"));
+    zero.chat(own).await.unwrap();
+    let plain = subagent_providers::model_from_spec_with_env(
+        &format!("openai-compatible:local@{base}"),
+        &none,
+    )
+    .unwrap();
+    server.push(Reply::text("c"));
+    plain.chat(user("hi")).await.unwrap();
+    let sent = server.requests();
+    assert_eq!(sent[0].body["temperature"], 0.0);
+    assert_eq!(sent[1].body["temperature"], 0.7);
+    assert!(
+        sent[2].body.get("temperature").is_none(),
+        "{}",
+        sent[2].body
+    );
+}

@@ -354,6 +354,8 @@ impl AgentRuntime {
             crate::compact::Compactor::new(window, transcript.system.as_deref(), &specs);
         let dog = crate::stall::Watchdog::new(limits.stall_timeout);
         let tool_ctx = dog.tool_context(ctx);
+        // Hook: a repeated read-only call makes the next turn answer (see `repeat`).
+        let mut repeat = crate::repeat::RepeatGuard::default();
 
         let stop = loop {
             if ctx.cancel().is_cancelled() {
@@ -394,7 +396,7 @@ impl AgentRuntime {
                 Ok(m) => m,
                 Err(stop) => break stop,
             };
-            let mut request = ChatRequest::new(messages).with_tools(specs.clone());
+            let mut request = ChatRequest::new(messages).with_tools(repeat.tools_for_turn(&specs));
             request.model = model_name.clone();
             request.system = transcript.system.clone();
             request.effort = effort;
@@ -540,6 +542,7 @@ impl AgentRuntime {
                     input: c.arguments.clone(),
                 });
             }
+            let repeated = repeat.observe(&calls, &tools, ctx);
             // A `Task` call with `subagent_type: "fork"` gets this conversation (see `fork`).
             let fork_ctx = crate::fork::tool_context(&tool_ctx, &calls, || crate::fork::ForkRun {
                 runtime: self.clone(),
@@ -592,7 +595,10 @@ impl AgentRuntime {
                 }
             };
             for (call, out) in calls.into_iter().zip(results) {
-                let content = truncate_output(out.content, max_output);
+                let mut content = truncate_output(out.content, max_output);
+                if repeated {
+                    content = crate::repeat::note(content);
+                }
                 ctx.emit(ProgressKind::ToolResult {
                     id: call.id.clone(),
                     name: call.name.clone(),

@@ -35,6 +35,7 @@ mod alias;
 mod compact;
 mod fork;
 mod registry;
+mod repeat;
 mod spec;
 mod stall;
 mod steer;

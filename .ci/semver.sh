@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The semver gate: the public API of the SPI (`subagent-spi`, the plugin contract) and of the
+# facade (`subagents`) against the last release, with cargo-semver-checks (rustdoc JSON on this
+# stable toolchain). A change that would break a crate compiled against the release fails here
+# unless the workspace version says it is a breaking release (0.2.x -> 0.3.0).
+#
+# The last release is the commit in .ci/semver-baseline (0.2.0: no tags are pushed, so the
+# commit is named; a fresh clone has the history). Move it when a release is cut.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+baseline="$(tr -d '[:space:]' < .ci/semver-baseline)"
+if ! command -v cargo-semver-checks >/dev/null 2>&1; then
+    cargo install --locked cargo-semver-checks
+fi
+if ! git cat-file -e "${baseline}^{commit}" 2>/dev/null; then
+    echo "semver: the baseline ${baseline} is not in this clone (a shallow clone?)" >&2
+    exit 1
+fi
+for crate in subagent-spi subagents; do
+    echo "semver: ${crate} against ${baseline}"
+    cargo semver-checks check-release --package "${crate}" --baseline-rev "${baseline}"
+done
