@@ -40,8 +40,8 @@ mod spec;
 mod stall;
 mod steer;
 mod store;
-mod window;
 mod structured;
+mod window;
 
 pub use agent::{AgentRuntime, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output};
 pub use compact::{
@@ -53,7 +53,7 @@ pub use spec::{Limits, RunInput, RunSpec};
 pub use stall::STALLED_LIMIT_PREFIX;
 pub use steer::STEER_MESSAGE_PREFIX;
 pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError};
+pub use subagent_schema::INVALID_OUTPUT_PREFIX;
 pub use window::{
     DEFAULT_CONTEXT_WINDOW, MODEL_WINDOWS, MODEL_WINDOWS_DATE, context_window, known_context_window,
 };
-pub use subagent_schema::INVALID_OUTPUT_PREFIX;

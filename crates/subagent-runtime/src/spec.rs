@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use derive_setters::Setters;
-use subagent_spi::chat::ChatMessage;
 use subagent_schema::OutputSchema;
+use subagent_spi::chat::ChatMessage;
 use subagent_spi::{ChatModel, Effort, Tool};
 
 /// Everything one [`AgentRuntime::run`](crate::AgentRuntime::run) needs besides the

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use subagent_runtime::{AgentRuntime, INVALID_OUTPUT_PREFIX, RunSpec};
+use subagent_runtime::{AgentRuntime, INVALID_OUTPUT_PREFIX, Limits, RunSpec};
 use subagent_schema::{OutputSchema, Profile};
 use subagent_spi::chat::ChatMessage;
 use subagent_spi::{TaskContext, TaskOutcome, TaskStatus};
@@ -137,7 +137,14 @@ async fn feedback_to_the_model_is_bounded() {
             &[("c2", "StructuredOutput", json!({"count": 1, "files": []}))],
         ),
     ]);
-    let out = run(RunSpec::new(model.clone(), "count").with_output_schema(schema())).await;
+    // The 2 MB call stays in the conversation: a window it fits in (the default one would
+    // rightly stop the run, `context_window=…`).
+    let mut limits = Limits::default();
+    limits.context_window = Some(10_000_000);
+    let spec = RunSpec::new(model.clone(), "count")
+        .with_output_schema(schema())
+        .with_limits(limits);
+    let out = run(spec).await;
     assert_eq!(out.status, TaskStatus::Completed);
     let results = tool_results(&model.requests()[1]);
     let (_, content, is_error) = &results[0];

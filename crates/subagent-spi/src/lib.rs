@@ -42,8 +42,8 @@ pub mod chat;
 mod context;
 mod delegation;
 mod error;
-mod inbox;
 mod fork;
+mod inbox;
 mod kind;
 mod outcome;
 mod progress;
@@ -61,11 +61,11 @@ pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};
 pub use delegation::Delegation;
 pub use error::{BoxError, ModelError, SubagentError, ToolError};
+pub use fork::{FORK_SUBAGENT_TYPE, ForkSource, is_fork};
 pub use inbox::{
     DEFAULT_MAX_INBOX_MESSAGES, DEFAULT_MAX_MESSAGE_BYTES, Inbox, InboxError, InboxLimits,
     InboxMessage,
 };
-pub use fork::{FORK_SUBAGENT_TYPE, ForkSource, is_fork};
 pub use kind::Kind;
 pub use outcome::{TaskOutcome, TaskStatus, Usage, UsageNode};
 pub use progress::{ProgressEvent, ProgressKind};

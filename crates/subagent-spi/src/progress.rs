@@ -91,6 +91,15 @@ pub enum ProgressKind {
         /// Usage so far.
         usage: Usage,
     },
+    /// The run ended.
+    Finished {
+        /// How it ended.
+        status: TaskStatus,
+        /// Its usage.
+        usage: Usage,
+    },
+    // New variants go below this line, so the ones released keep their places (the semver
+    // gate checks discriminants).
     /// The run's session id, announced when the run starts (before it ends), so a durable
     /// ledger can point at the transcript of a run that never finishes. Emitted by runtimes that
     /// keep transcripts; the outcome's `session_id` is the same id.
@@ -111,12 +120,5 @@ pub enum ProgressKind {
         trimmed_outputs: u32,
         /// Messages folded into the summary (0 when trimming was enough).
         summarized_messages: u32,
-    },
-    /// The run ended.
-    Finished {
-        /// How it ended.
-        status: TaskStatus,
-        /// Its usage.
-        usage: Usage,
     },
 }

@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
 use crate::Reply;
-use crate::reply::StreamEnd;
 use crate::cache::PromptCache;
+use crate::reply::StreamEnd;
 use crate::script::Script;
 use crate::wire::{self, RequestShape, WireFormat};
 
