@@ -139,8 +139,10 @@ async fn feedback_to_the_model_is_bounded() {
     ]);
     // The 2 MB call stays in the conversation: a window it fits in (the default one would
     // rightly stop the run, `context_window=…`).
-    let mut limits = Limits::default();
-    limits.context_window = Some(10_000_000);
+    let limits = Limits {
+        context_window: Some(10_000_000),
+        ..Limits::default()
+    };
     let spec = RunSpec::new(model.clone(), "count")
         .with_output_schema(schema())
         .with_limits(limits);

@@ -477,7 +477,8 @@ async fn cancel_remote(client: &A2aClient, task_id: Option<&str>, agent: &str) {
 
 #[subagent_spi::async_trait]
 impl SubagentExecutor for A2aExecutor {
-    /// An A2A task takes input only when it asks for it: see [`super::steer`].
+    /// An A2A task takes input only when it asks for it (the client sends waiting messages as
+    /// the follow-up to its next question).
     fn message_delivery(&self, _definition: &dyn SubagentDefinition) -> Option<&'static str> {
         Some(super::steer::DELIVERY)
     }
