@@ -116,7 +116,14 @@ async fn a_deeper_max_depth_lets_a_child_delegate() {
     .await;
     assert_eq!(
         rig.server.requests()[0].tool_names(),
-        ["Read", "SendMessage", "Task", "TaskOutput", "TaskStop", "Write"],
+        [
+            "Read",
+            "SendMessage",
+            "Task",
+            "TaskOutput",
+            "TaskStop",
+            "Write"
+        ],
         "a child that may delegate gets Task's companions, SendMessage among them"
     );
 }
