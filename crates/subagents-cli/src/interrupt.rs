@@ -99,35 +99,72 @@ impl Drop for Interrupt {
 
 /// Waits for SIGINT or SIGTERM (a server's stop signal), then keeps listening: a second one
 /// exits 130 at once, for a server whose graceful stop waits on a slow connection.
-pub(crate) async fn stop_signal() {
-    let name = next_signal().await;
-    eprintln!("subagents: {name}: stopping (again to quit at once)");
-    tokio::spawn(async {
-        next_signal().await;
-        std::process::exit(EXIT);
-    });
+///
+/// The handlers are installed when this is called, not when the future is first polled: a
+/// signal that arrives while the server is starting (before a `select!` polls this) is kept,
+/// instead of killing the process with the default action.
+pub(crate) fn stop_signal() -> impl std::future::Future<Output = ()> {
+    let mut listener = StopListener::install();
+    async move {
+        let name = listener.next().await;
+        eprintln!("subagents: {name}: stopping (again to quit at once)");
+        tokio::spawn(async move {
+            listener.next().await;
+            std::process::exit(EXIT);
+        });
+    }
 }
 
-/// The next SIGINT or SIGTERM, by name; never returns when no handler can be installed.
-async fn next_signal() -> &'static str {
+/// SIGINT and SIGTERM handlers, installed at once.
+struct StopListener {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => {
-                    if r.is_err() {
-                        term.recv().await;
-                        return "SIGTERM";
-                    }
-                    return "SIGINT";
-                }
-                _ = term.recv() => return "SIGTERM",
+    int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopListener {
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self {
+                int: signal(SignalKind::interrupt()).ok(),
+                term: signal(SignalKind::terminate()).ok(),
             }
         }
+        #[cfg(not(unix))]
+        {
+            Self {}
+        }
     }
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
+
+    /// The next SIGINT or SIGTERM, by name; never returns when no handler could be installed.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            match (&mut self.int, &mut self.term) {
+                (Some(int), Some(term)) => tokio::select! {
+                    _ = int.recv() => "SIGINT",
+                    _ = term.recv() => "SIGTERM",
+                },
+                (Some(int), None) => {
+                    int.recv().await;
+                    "SIGINT"
+                }
+                (None, Some(term)) => {
+                    term.recv().await;
+                    "SIGTERM"
+                }
+                (None, None) => std::future::pending().await,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            "SIGINT"
+        }
     }
-    "SIGINT"
 }

@@ -42,6 +42,8 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
         let auth = subagents::a2a::server::ServerAuth::keys(keys);
         server = server.with_http_auth(std::sync::Arc::new(move |headers| auth.verify(headers)));
     }
+    // The stop handlers first: a signal while the server starts is a graceful stop too.
+    let stop = crate::interrupt::stop_signal();
     match args.listen {
         Some(addr) => {
             let http = server
@@ -54,7 +56,7 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
                 names.len(),
                 crate::output::terminal_safe(&names.join(", "))
             );
-            crate::interrupt::stop_signal().await;
+            stop.await;
             http.shutdown()
                 .await
                 .map_err(|e| CliError::Failed(e.to_string()))
@@ -64,7 +66,7 @@ pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError>
             r = server.serve_stdio() => {
                 r.map_err(|e| CliError::Failed(format!("MCP stdio server: {e}")))
             }
-            () = crate::interrupt::stop_signal() => Ok(()),
+            () = stop => Ok(()),
         },
     }
 }
