@@ -16,8 +16,8 @@ use rmcp::model::{
     TaskStatusNotificationParams, UpdateTaskParams, UpdateTaskRequest, UrlElicitationCapability,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RequestContext,
-    RunningService, RxJsonRpcMessage, ServiceError, TxJsonRpcMessage,
+    NotificationContext, PeerRequestOptions, RequestContext, RunningService, RxJsonRpcMessage,
+    ServiceError, TxJsonRpcMessage,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
@@ -29,6 +29,8 @@ use tokio_util::sync::{CancellationToken as Signal, DropGuard};
 
 use crate::input::{Asker, MAX_INPUT_ROUNDS};
 use crate::{McpEndpoint, McpError};
+
+mod lifecycle;
 
 /// How long a server may take to start and finish the MCP handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -268,6 +270,9 @@ impl ClientHandler for ClientState {
             client_capabilities(),
             Implementation::new("subagents", env!("CARGO_PKG_VERSION")),
         )
+        // The version an `initialize` handshake names when it is the only lifecycle tried
+        // (the discover lifecycle names its own versions).
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
     }
 }
 
@@ -356,48 +361,33 @@ impl Connection {
             tasks: Arc::new(TaskRouter::default()),
             askers: Arc::new(Askers::default()),
         };
-        let closed = Signal::new();
-        // The 2026-07-28 revision first (`server/discover`, no handshake), falling back to the
-        // 2025-11-25 `initialize` handshake when the server does not know `server/discover`.
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
-            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        // The lifecycle within `timeout` (whatever it takes: a second transport included).
+        let deadline = Instant::now() + timeout;
+        let connected = |attempt: Result<Result<_, McpError>, tokio::time::error::Elapsed>| {
+            attempt.map_err(|_| McpError::ConnectTimeout {
+                target: label.clone(),
+                after: timeout,
+            })?
         };
-        // The handshake within `timeout`, its failures naming the server.
-        let connected = |attempt: Result<Result<_, _>, tokio::time::error::Elapsed>| {
-            attempt
-                .map_err(|_| McpError::ConnectTimeout {
-                    target: label.clone(),
-                    after: timeout,
-                })?
-                .map_err(
-                    |e: rmcp::service::ClientInitializeError| McpError::Connect {
-                        target: label.clone(),
-                        message: e.to_string(),
-                    },
-                )
-        };
-        let (service, pid) = match endpoint {
+        let (service, pid, closed) = match endpoint {
             McpEndpoint::Stdio { command, args, env } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env).kill_on_drop(true);
-                let (transport, _stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::inherit())
-                    .spawn()
-                    .map_err(|source| McpError::Spawn {
-                        command: label.clone(),
-                        source,
-                    })?;
-                let pid = transport.id();
-                let transport = Watched::new(transport, &closed);
-                let service = connected(
-                    tokio::time::timeout(
-                        timeout,
-                        state.clone().serve_with_lifecycle(transport, lifecycle),
-                    )
-                    .await,
-                )?;
-                (service, pid)
+                let spawn = || {
+                    let mut cmd = tokio::process::Command::new(command);
+                    cmd.args(args).envs(env).kill_on_drop(true);
+                    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+                        .stderr(Stdio::inherit())
+                        .spawn()
+                        .map_err(|source| McpError::Spawn {
+                            command: label.clone(),
+                            source,
+                        })?;
+                    let pid = transport.id();
+                    Ok((transport, pid))
+                };
+                connected(
+                    tokio::time::timeout_at(deadline, lifecycle::serve(&state, &label, spawn))
+                        .await,
+                )?
             }
             McpEndpoint::Http {
                 url,
@@ -429,16 +419,15 @@ impl Connection {
                     custom.insert(n, v);
                 }
                 config = config.custom_headers(custom);
-                let transport =
-                    Watched::new(StreamableHttpClientTransport::from_config(config), &closed);
-                let service = connected(
-                    tokio::time::timeout(
-                        timeout,
-                        state.clone().serve_with_lifecycle(transport, lifecycle),
-                    )
-                    .await,
-                )?;
-                (service, None)
+                let open = || {
+                    Ok((
+                        StreamableHttpClientTransport::from_config(config.clone()),
+                        None,
+                    ))
+                };
+                connected(
+                    tokio::time::timeout_at(deadline, lifecycle::serve(&state, &label, open)).await,
+                )?
             }
         };
         tracing::debug!(server = %label, ?pid, "connected to MCP server");
