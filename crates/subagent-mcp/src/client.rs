@@ -362,7 +362,6 @@ impl Connection {
             askers: Arc::new(Askers::default()),
         };
         // The lifecycle within `timeout` (whatever it takes: a second transport included).
-        let deadline = Instant::now() + timeout;
         let connected = |attempt: Result<Result<_, McpError>, tokio::time::error::Elapsed>| {
             attempt.map_err(|_| McpError::ConnectTimeout {
                 target: label.clone(),
@@ -385,8 +384,7 @@ impl Connection {
                     Ok((transport, pid))
                 };
                 connected(
-                    tokio::time::timeout_at(deadline, lifecycle::serve(&state, &label, spawn))
-                        .await,
+                    tokio::time::timeout(timeout, lifecycle::serve(&state, &label, spawn)).await,
                 )?
             }
             McpEndpoint::Http {
@@ -426,7 +424,7 @@ impl Connection {
                     ))
                 };
                 connected(
-                    tokio::time::timeout_at(deadline, lifecycle::serve(&state, &label, open)).await,
+                    tokio::time::timeout(timeout, lifecycle::serve(&state, &label, open)).await,
                 )?
             }
         };
