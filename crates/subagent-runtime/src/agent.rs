@@ -543,11 +543,12 @@ impl AgentRuntime {
                 });
             }
             let repeated = repeat.observe(&calls, &tools, ctx);
-            // A `Task` call with `subagent_type: "fork"` gets this conversation (see `fork`).
+            // A `Task` call with `subagent_type: "fork"` gets this conversation (see `fork`): the
+            // messages of the last request (compacted when it was) and the reply to it.
             let fork_ctx = crate::fork::tool_context(&tool_ctx, &calls, || crate::fork::ForkRun {
                 runtime: self.clone(),
                 system: transcript.system.clone(),
-                messages: transcript.messages.clone(),
+                messages: compactor.sent_and_since(&transcript.messages),
                 tools: tools.clone(),
                 model: model.clone(),
                 model_name: model_name.clone(),

@@ -59,9 +59,34 @@ and what they returned. Write a concise summary the agent can continue from: the
 given (quote it if short), what was done and found (file names, values, decisions, errors), \
 and what remained to do. Write only the summary.";
 
+/// Bench-only switch (feature `bench-internals`): runs started while it is set do not compact,
+/// so a bench can weigh compaction against the loop without it, side by side in one process.
+#[cfg(feature = "bench-internals")]
+static DISABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turns compaction off (`true`) or on for the runs started afterwards; bench-only, see
+/// [`DISABLED`].
+#[cfg(feature = "bench-internals")]
+pub fn set_disabled_for_bench(off: bool) {
+    DISABLED.store(off, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn disabled() -> bool {
+    #[cfg(feature = "bench-internals")]
+    {
+        DISABLED.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    #[cfg(not(feature = "bench-internals"))]
+    {
+        false
+    }
+}
+
 /// Per-run compaction state: the window, the size estimate, and the compacted view of the
 /// messages once there is one.
 pub(crate) struct Compactor {
+    /// Off (bench-only): requests carry the transcript as it is.
+    off: bool,
     window: u64,
     /// Bytes of the system prompt and the tool definitions.
     fixed_bytes: u64,
@@ -92,12 +117,16 @@ pub(crate) struct Summarizer<'a> {
 impl Compactor {
     /// A compactor for a run with this window, system prompt and tools.
     pub(crate) fn new(window: u64, system: Option<&str>, tools: &[ToolSpec]) -> Self {
-        let tools_bytes = {
+        let off = disabled();
+        let tools_bytes = if off {
+            0
+        } else {
             let mut w = ByteCount(0);
             let _ = serde_json::to_writer(&mut w, tools);
             w.0
         };
         Self {
+            off,
             window: window.max(1),
             fixed_bytes: system.map_or(0, |s| s.len() as u64) + tools_bytes,
             ratio: 1.0,
@@ -164,6 +193,9 @@ impl Compactor {
         s: Summarizer<'_>,
         usage: &mut Usage,
     ) -> Result<Vec<ChatMessage>, Stop> {
+        if self.off {
+            return Ok(transcript.to_vec());
+        }
         self.sync(transcript);
         let estimate = self.tokens(self.bytes);
         if estimate > self.trigger() {
@@ -174,6 +206,22 @@ impl Compactor {
             Some(v) => v.clone(),
             None => transcript.to_vec(),
         })
+    }
+
+    /// The messages of the last request sent followed by the transcript's messages since (the
+    /// reply to it): what a fork inherits, so its first request repeats the caller's last one
+    /// byte for byte, compacted or not.
+    pub(crate) fn sent_and_since(&self, transcript: &[ChatMessage]) -> Vec<ChatMessage> {
+        match &self.view {
+            Some(view) => {
+                let since = transcript.get(self.synced..).unwrap_or_default();
+                let mut out = Vec::with_capacity(view.len() + since.len());
+                out.extend_from_slice(view);
+                out.extend_from_slice(since);
+                out
+            }
+            None => transcript.to_vec(),
+        }
     }
 
     async fn compact(

@@ -7,7 +7,8 @@
 //! including the reply that made the call. The `Task` tool runs it as a child like any agent.
 //!
 //! The fork's first request repeats the caller's last one byte for byte (same system prompt,
-//! same tool list in the same order, same messages) and appends the caller's reply, one
+//! same tool list in the same order, same messages: after a compaction, the compacted ones the
+//! caller sent, not its whole transcript) and appends the caller's reply, one
 //! placeholder result per call of that reply (the same text for every call, so sibling forks
 //! share their prefix too) and the fork's task: a provider's prompt cache serves the prefix.
 //! So the tool list is not trimmed for the fork: `Task` stays offered, and the nesting limit
@@ -42,7 +43,8 @@ the result.\n\nYour task:\n";
 pub(crate) struct ForkRun {
     pub(crate) runtime: AgentRuntime,
     pub(crate) system: Option<String>,
-    /// The messages up to and including the reply whose calls are being run.
+    /// The messages of the caller's last request (its compacted view when the run compacted)
+    /// and the reply to it, whose calls are being run.
     pub(crate) messages: Vec<ChatMessage>,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) model: Arc<dyn ChatModel>,

@@ -57,3 +57,11 @@ pub use subagent_schema::INVALID_OUTPUT_PREFIX;
 pub use window::{
     DEFAULT_CONTEXT_WINDOW, MODEL_WINDOWS, MODEL_WINDOWS_DATE, context_window, known_context_window,
 };
+
+/// Internals exposed to this crate's benches only (`--features bench-internals`); not part of
+/// the API, may change in any release.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod bench_internals {
+    pub use crate::compact::set_disabled_for_bench as set_compaction_disabled;
+}

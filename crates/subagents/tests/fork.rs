@@ -167,3 +167,103 @@ async fn an_agent_limited_to_named_agents_cannot_fork() {
         "`Agent(leaf)` names no fork: {refused}"
     );
 }
+
+/// A coordinator whose requests were compacted forks: the fork's first request repeats the
+/// caller's last request as it was sent (compacted), so the provider's cache serves all of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_after_a_compaction_repeats_the_compacted_request_and_reads_it_from_cache() {
+    const WINDOW: u64 = 12_000;
+    const TRIMMED: &str = "[tool output trimmed to save context:";
+    let server = ScriptedModelServer::start().await;
+    server.set_prompt_cache(true);
+    server.set_context_window(Some(WINDOW));
+    let responder = |body: &serde_json::Value| {
+        let text = body.to_string();
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| m["content"].to_string())
+            .unwrap_or_default();
+        if system.starts_with("You compact") {
+            Reply::text("SUMMARY: big.txt was read several times.")
+        } else if last.contains("You are a fork") {
+            Reply::text("FORK-DONE")
+        } else if system.contains("You are the coordinator") {
+            if text.contains("FORK-DONE") {
+                Reply::text("coordinator: FORK-DONE")
+            } else if text.contains(TRIMMED) {
+                fork_call("TASK-F: count the lines of big.txt")
+            } else {
+                // A different part of the file each time (a repeated call would withhold the
+                // tools for a turn).
+                let reads = text.matches("\"role\":\"tool\"").count();
+                Reply::tool_calls(vec![(
+                    "Read",
+                    serde_json::json!({"file_path": "big.txt", "offset": reads + 1}),
+                )])
+            }
+        } else if text.contains("coordinator: FORK-DONE") {
+            Reply::text("FINAL: FORK-DONE")
+        } else {
+            Reply::task_call("coordinator", "have big.txt read, then fork")
+        }
+    };
+    for _ in 0..40 {
+        server.script().push_dynamic(None, responder);
+    }
+    let workspace = tempfile::tempdir().unwrap();
+    let line = format!("{}\n", "y".repeat(59));
+    std::fs::write(workspace.path().join("big.txt"), line.repeat(100)).unwrap();
+    let agents = common::team_builder_on(&server, "team-model")
+        .workspace(workspace.path())
+        .context_window(WINDOW)
+        .build()
+        .await
+        .expect("builds");
+    let recorder = Arc::new(ProgressRecorder::new());
+    let outcome = agents
+        .main_agent()
+        .progress(recorder.clone())
+        .run("What is the answer?")
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
+    assert_eq!(outcome.text, "FINAL: FORK-DONE");
+    assert!(
+        recorder
+            .events()
+            .iter()
+            .any(|e| e.agent == "coordinator" && matches!(e.kind, ProgressKind::Compacted { .. })),
+        "the coordinator compacted"
+    );
+
+    let reqs = server.requests();
+    let fork = reqs
+        .iter()
+        .position(|r| common::last_message(&r.body).contains("You are a fork"))
+        .expect("a fork ran");
+    let caller = &reqs[fork - 1];
+    assert!(
+        caller.raw_body.contains(TRIMMED),
+        "the request that forked was compacted"
+    );
+    let before = caller.prompt_segments();
+    let after = reqs[fork].prompt_segments();
+    let differs = before
+        .iter()
+        .zip(&after)
+        .position(|(b, a)| b != a)
+        .map(|i| (i, before[i].len(), after[i].len()));
+    assert_eq!(
+        differs, None,
+        "the fork's first request starts with its caller's last (compacted) one, byte for byte \
+         (first differing segment, its length in the caller's and in the fork's request)"
+    );
+    assert_eq!(after.len(), before.len() + 3);
+    assert_eq!(
+        first_turn_cache_read(&recorder, "fork", 2),
+        tokens_of(caller),
+        "the cache serves the caller's whole prompt to the fork"
+    );
+}
