@@ -705,6 +705,27 @@ impl Connection {
         });
     }
 
+    /// `tasks/cancel` for task `id`, waiting for the server's acknowledgement (at most
+    /// [`TASK_CANCEL_TIMEOUT`]): for a task this process no longer follows (its follower
+    /// ended with an earlier process).
+    pub(crate) async fn cancel_task(&self, id: &str) -> Result<(), McpError> {
+        const METHOD: &str = "tasks/cancel";
+        if !valid_task_id(id) {
+            return Err(self.request_error(METHOD, invalid_task_id()));
+        }
+        let request: ClientRequest =
+            CancelTaskRequest::new(CancelTaskParams::new(id.to_string())).into();
+        let sent = self.service.peer().send_request(request);
+        tokio::select! {
+            biased;
+            sent = sent => sent.map(|_| ()).map_err(|e| self.service_error(METHOD, e)),
+            () = self.closed.cancelled() => Err(self.closed_error(METHOD)),
+            () = tokio::time::sleep(TASK_CANCEL_TIMEOUT) => {
+                Err(self.timeout_error(METHOD, TASK_CANCEL_TIMEOUT))
+            }
+        }
+    }
+
     /// Asks `asker` the server's questions within `bounds`.
     async fn ask(
         &self,
@@ -740,13 +761,10 @@ impl Connection {
     ) -> Result<CallEnd, McpError> {
         const METHOD: &str = "tasks/get";
         let id = task.task_id.clone();
-        if id.is_empty() || id.len() > MAX_TASK_ID_LEN || id.chars().any(char::is_control) {
+        if !valid_task_id(&id) {
             return Err(self.request_error(
                 "tools/call",
-                format!(
-                    "the server answered with an invalid task id (empty, control characters \
-                     or longer than {MAX_TASK_ID_LEN} bytes)"
-                ),
+                format!("the server answered with {}", invalid_task_id()),
             ));
         }
         on_event(CallEvent::Task(id.clone()));
@@ -871,6 +889,17 @@ impl Connection {
             }
         }
     }
+}
+
+/// True when `id` can be a task id: not empty, at most [`MAX_TASK_ID_LEN`] bytes, no control
+/// characters.
+fn valid_task_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_TASK_ID_LEN && !id.chars().any(char::is_control)
+}
+
+/// What [`valid_task_id`] refuses, for an error message.
+fn invalid_task_id() -> String {
+    format!("an invalid task id (empty, control characters or longer than {MAX_TASK_ID_LEN} bytes)")
 }
 
 /// The next progress notification of `progress`, or never.
@@ -1019,6 +1048,15 @@ impl McpPool {
     pub fn clear(&self) {
         let slots = std::mem::take(&mut *lock(&self.inner.slots));
         drop(slots);
+    }
+
+    /// Cancels task `task_id` on `endpoint`'s server with `tasks/cancel` and waits for the
+    /// acknowledgement (at most 5 s): for a task whose follower ended with an earlier process
+    /// (its session `mcp-task:ID`, which a resume follows), so the server stops working on it.
+    /// An error when the id is invalid, the server cannot be reached, or it refuses (e.g. the
+    /// task is unknown to it or already ended).
+    pub async fn cancel_task(&self, endpoint: &McpEndpoint, task_id: &str) -> Result<(), McpError> {
+        self.connection(endpoint).await?.cancel_task(task_id).await
     }
 
     /// The connection for `endpoint`, connecting on first use.

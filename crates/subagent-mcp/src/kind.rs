@@ -368,9 +368,9 @@ impl SubagentExecutor for McpExecutor {
         // A call the server ran as a task resumes by following that task.
         let resume_task = match call.resume {
             None => None,
-            Some(session) => match session.strip_prefix(TASK_SESSION_PREFIX) {
-                Some(id) if !id.is_empty() => Some(id.to_string()),
-                _ => {
+            Some(session) => match task_of_session(&session) {
+                Some(id) => Some(id.to_string()),
+                None => {
                     return Err(SubagentError::Resume {
                         session,
                         reason: format!(
@@ -453,6 +453,14 @@ impl SubagentExecutor for McpExecutor {
             CallEnd::TimedOut(after) => Err(SubagentError::TimedOut { agent, after }),
         }
     }
+}
+
+/// The server's task id in the session of an MCP agent's call that the server ran as a task
+/// (`mcp-task:ID`), or `None` when `session` is not one.
+pub fn task_of_session(session: &str) -> Option<&str> {
+    session
+        .strip_prefix(TASK_SESSION_PREFIX)
+        .filter(|id| !id.is_empty())
 }
 
 /// The `MCP` kind with its own connection pool, ready to register with the `Task` tool.

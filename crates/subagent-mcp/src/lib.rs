@@ -74,6 +74,7 @@ mod kind;
 mod round_trip;
 mod server;
 mod shell;
+mod task_notify;
 mod tasks;
 mod tools;
 mod trace_context;
@@ -85,7 +86,7 @@ pub use endpoint::McpEndpoint;
 pub use error::McpError;
 pub use kind::{
     DEFAULT_ARGUMENT, KIND, McpExecutor, McpResolver, McpSubagentDefinition, agent_reference,
-    expand_reference, mcp_subagent_type, mcp_subagent_type_with_pool,
+    expand_reference, mcp_subagent_type, mcp_subagent_type_with_pool, task_of_session,
 };
 pub use round_trip::DEFAULT_MAX_WAITING_CALLS;
 pub use server::{HttpAuth, McpHttpServer, McpToolServer};

@@ -385,6 +385,16 @@ impl McpToolServer {
             return Ok(round_response(round));
         }
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        // The call's server span, continuing the caller's trace (`traceparent` in `_meta`); a
+        // task's background run starts inside it, so it is that run's parent too.
+        let span = tracing::info_span!(
+            "mcp.tools_call",
+            otel.name = %format_args!("tools/call {}", request.name),
+            otel.kind = "server",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = %request.name,
+        );
+        crate::trace_context::continue_trace(&context.meta, &span);
         // A task, for a client that declared the extension.
         if let Some(tasks) = &self.inner.tasks
             && tasks.runs_as_task(&request.name)
@@ -397,8 +407,20 @@ impl McpToolServer {
             if let Some(a) = &self.inner.approver {
                 ctx = ctx.with_approver(a.clone());
             }
-            return Ok(match tasks.create(&request.name, input, ctx).await? {
-                Ok(handle) => CallToolResponse::Task(handle),
+            let created = tasks
+                .create(&request.name, input, ctx)
+                .instrument(span)
+                .await?;
+            return Ok(match created {
+                Ok(handle) => {
+                    // Its status changes go to this connection as `notifications/tasks`.
+                    crate::task_notify::spawn(
+                        tasks.clone(),
+                        handle.task.task_id.clone(),
+                        context.peer.clone(),
+                    );
+                    CallToolResponse::Task(handle)
+                }
                 Err(refused) => CallToolResponse::Complete(refused),
             });
         }
@@ -452,15 +474,6 @@ impl McpToolServer {
                 cancel.cancel();
             })
         };
-        // The call's server span, continuing the caller's trace (`traceparent` in `_meta`).
-        let span = tracing::info_span!(
-            "mcp.tools_call",
-            otel.name = %format_args!("tools/call {}", request.name),
-            otel.kind = "server",
-            mcp.method.name = "tools/call",
-            gen_ai.tool.name = %request.name,
-        );
-        crate::trace_context::continue_trace(&context.meta, &span);
         let response = if round_trips {
             // The call runs on its own task, so it can wait between rounds.
             let call_ctx = ctx.clone();

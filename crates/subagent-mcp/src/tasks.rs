@@ -26,6 +26,8 @@ use subagent_spi::{ApprovalDecision, ApprovalRequest, TaskContext, ToolError, To
 pub const DEFAULT_MAX_TASKS: usize = 64;
 /// The polling interval a server suggests to clients by default (`pollIntervalMs`).
 pub const DEFAULT_TASK_POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// The shortest time between two looks at a task for its `notifications/tasks`.
+const MIN_CHANGE_WAIT: Duration = Duration::from_millis(20);
 
 /// What a [`McpTaskBackend`] reports about one of its tasks.
 #[derive(Debug, Clone)]
@@ -80,6 +82,14 @@ pub trait McpTaskBackend: Send + Sync {
     /// when it stays while the server runs.
     fn ttl(&self) -> Option<Duration> {
         None
+    }
+
+    /// Waits until task `task_id` may have changed (it ended, or stopped at a question), at
+    /// most `within`; the server's `notifications/tasks` look at the task again then. The
+    /// default waits `within` (the server's poll interval).
+    async fn changed(&self, task_id: &str, within: Duration) {
+        let _ = task_id;
+        tokio::time::sleep(within).await;
     }
 }
 
@@ -300,6 +310,20 @@ impl TaskTable {
         task.ttl_ms = self.ttl_ms();
         task.status_message = message;
         Ok(DetailedTask::new(task, payload))
+    }
+
+    /// Waits until a task whose status was `status` may have changed, at most the poll
+    /// interval (a task waiting for an answer is looked at again after the interval: only an
+    /// answer or a stop moves it on).
+    pub(crate) async fn wait_change(&self, task_id: &str, status: TaskStatus) {
+        if status == TaskStatus::InputRequired {
+            tokio::time::sleep(self.poll).await;
+        } else {
+            // Never faster than the floor, whatever the backend does.
+            let floor = tokio::time::sleep(MIN_CHANGE_WAIT);
+            self.backend.changed(task_id, self.poll).await;
+            floor.await;
+        }
     }
 
     /// `tasks/update`: the answer to the pending approval question, when the responses carry

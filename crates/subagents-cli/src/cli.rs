@@ -115,6 +115,12 @@ pub(crate) enum TasksCommand {
         /// JSON output.
         #[arg(long)]
         json: bool,
+        /// An MCP server whose tools are agents, as `run --mcp` takes it (repeatable; also
+        /// `mcp` of subagents.toml): a task of one of its agents whose process ended while the
+        /// server ran it as a task (`interrupted`, session `mcp-task:ID`) is cancelled on that
+        /// server with `tasks/cancel`.
+        #[arg(long = "mcp", value_name = "SPEC")]
+        mcp: Vec<String>,
     },
     /// Continue an ended task's session with a message: a new run of the same agent, run like
     /// `subagents task` (same options).

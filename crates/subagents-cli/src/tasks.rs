@@ -65,19 +65,26 @@ fn output_of(s: &BackgroundSnapshot) -> String {
     }
 }
 
-/// The agents with the store only: enough to read and stop the tasks it keeps.
-async fn store_only(config: &Config) -> Result<Subagents, CliError> {
-    Subagents::builder()
+/// The agents with the store only: enough to read and stop the tasks it keeps; plus the MCP
+/// agents of `mcp` (for `tasks stop`: a task their server still runs is cancelled there).
+async fn store_only(config: &Config, mcp: &[String]) -> Result<Subagents, CliError> {
+    let mut b = Subagents::builder()
         .builtin_agents(false)
-        .store(config.store_url()?)
-        .build()
-        .await
-        .map_err(crate::setup::facade_error)
+        .store(config.store_url()?);
+    for spec in mcp {
+        b = b.mcp_agent(spec.clone());
+    }
+    b.build().await.map_err(crate::setup::facade_error)
 }
 
 /// `tasks list`, `tasks show`, `tasks stop` (`tasks resume` is dispatched to `run::task`).
 pub(crate) async fn tasks(command: TasksCommand, config: &Config) -> Result<(), CliError> {
-    let agents = store_only(config).await?;
+    // `tasks stop`: the MCP agents of the command line and the configuration (issue 32).
+    let mcp: Vec<String> = match &command {
+        TasksCommand::Stop { mcp, .. } => mcp.iter().chain(&config.mcp).cloned().collect(),
+        _ => Vec::new(),
+    };
+    let agents = store_only(config, &mcp).await?;
     let failed = |e: subagents::SubagentError| CliError::Failed(e.to_string());
     match command {
         TasksCommand::List { limit, json } => {
@@ -104,7 +111,7 @@ pub(crate) async fn tasks(command: TasksCommand, config: &Config) -> Result<(), 
             let s = agents.background_task(&id).await.map_err(failed)?;
             render(&s, json)?;
         }
-        TasksCommand::Stop { id, json } => {
+        TasksCommand::Stop { id, json, .. } => {
             let s = agents.stop_background(&id).await.map_err(failed)?;
             render(&s, json)?;
             if s.status() == subagents::TaskStatus::Running {

@@ -109,12 +109,19 @@ impl Subagents {
     }
 
     /// Stops a background task of this process (or reports the end of one that already
-    /// ended); a task running in another live process is refused, naming it.
+    /// ended); a task running in another live process is refused, naming it. A task of an
+    /// MCP agent whose process ended while the server ran it as a task (`interrupted`, session
+    /// `mcp-task:ID`) is cancelled on that server with `tasks/cancel` when the agent is one of
+    /// this assembly's; the snapshot's note says whether it was.
     pub async fn stop_background(
         &self,
         task_id: &str,
     ) -> Result<BackgroundSnapshot, SubagentError> {
-        self.task.stop(task_id).await
+        let snap = self.task.stop(task_id).await?;
+        // Issue 32: the server's task outlives our process.
+        #[cfg(feature = "mcp")]
+        let snap = self.cancel_remote_mcp_task(snap).await;
+        Ok(snap)
     }
 
     /// Continues an ended background task's session with `message`: a new run of the same

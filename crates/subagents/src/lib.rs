@@ -42,6 +42,8 @@ mod error;
 #[cfg(feature = "claude")]
 mod main_agent;
 #[cfg(feature = "mcp")]
+mod mcp_remote;
+#[cfg(feature = "mcp")]
 mod mcp_tasks;
 pub mod models;
 #[cfg(feature = "otel")]

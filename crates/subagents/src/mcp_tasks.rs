@@ -117,4 +117,9 @@ impl McpTaskBackend for TaskBackend {
     fn ttl(&self) -> Option<Duration> {
         Some(self.task.config().result_ttl)
     }
+
+    async fn changed(&self, task_id: &str, within: Duration) {
+        // Returns when the task ends or waits for an approval answer (or after `within`).
+        let _ = self.task.watch_background(task_id, within).await;
+    }
 }

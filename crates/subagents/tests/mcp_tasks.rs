@@ -480,3 +480,127 @@ async fn no_question_is_parked_beyond_the_waiting_limit() {
     assert!(text(&result).contains("was denied"), "{}", text(&result));
     assert!(!dir.path().join("work/out/over.txt").exists());
 }
+
+/// A tasks client (2025-11-25: a session, whose standalone stream carries the server's
+/// notifications) that keeps every `notifications/tasks` it gets.
+#[derive(Clone, Default)]
+struct Listening {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::DetailedTask>>>,
+    changed: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Listening {
+    fn get_info(&self) -> ClientConfig {
+        tasks_client_of(ProtocolVersion::V_2025_11_25).get_info()
+    }
+
+    async fn on_task_status(
+        &self,
+        params: rmcp::model::TaskStatusNotificationParams,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.seen.lock().unwrap().push(params.task);
+        self.changed.notify_one();
+    }
+}
+
+fn tasks_client_of(version: ProtocolVersion) -> Client {
+    Client {
+        caps: json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+        version,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listening_client_is_told_of_its_task_by_notifications_without_polling() {
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The run waits for its approval first: working, then input_required, then (answered
+    // no) completed.
+    let (_registry, _server, url) = serve(
+        &model,
+        dir.path(),
+        vec![
+            // Slow enough that the task is seen working first.
+            bash_call("touch out/denied.txt").with_delay(Duration::from_millis(500)),
+            Reply::text("finished without it"),
+        ],
+        |s| s,
+    )
+    .await;
+    let listening = Listening::default();
+    let client = listening
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+        .await
+        .expect("connects");
+    let CallToolResponse::Task(handle) = client.call_tool_once(task_call()).await.unwrap() else {
+        panic!("expected a task handle");
+    };
+    let id = handle.task.task_id.clone();
+    // Never `tasks/get`: wait for the notifications alone (bounded).
+    let statuses = |l: &Listening| -> Vec<TaskStatus> {
+        l.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|t| t.task.task_id == id)
+            .map(|t| t.status())
+            .collect()
+    };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !statuses(&listening).contains(&TaskStatus::InputRequired) {
+            listening.changed.notified().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no input_required notification: {:?}", statuses(&listening)));
+    // Answered through `tasks/update` (the key the notification showed).
+    let keys: Vec<String> = listening
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|t| match &t.payload {
+            TaskPayload::InputRequired { input_requests } => {
+                Some(input_requests.keys().cloned().collect::<Vec<_>>())
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(keys, vec!["approval_1".to_string()]);
+    client
+        .update_task(UpdateTaskParams::new(&id, accept("no")))
+        .await
+        .expect("tasks/update acked");
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !statuses(&listening).contains(&TaskStatus::Completed) {
+            listening.changed.notified().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no completed notification: {:?}", statuses(&listening)));
+    // Each change once, in order (the working between the answer and the end may be too
+    // short to be seen).
+    let seen = statuses(&listening);
+    let mut once = seen.clone();
+    once.dedup();
+    assert_eq!(once, seen, "no status twice in a row");
+    assert_eq!(seen.first(), Some(&TaskStatus::Working), "{seen:?}");
+    assert_eq!(seen.get(1), Some(&TaskStatus::InputRequired), "{seen:?}");
+    assert_eq!(seen.last(), Some(&TaskStatus::Completed), "{seen:?}");
+    assert!(seen.len() <= 4, "{seen:?}");
+    let all = listening.seen.lock().unwrap().clone();
+    let done = all.last().unwrap();
+    let TaskPayload::Completed { result } = &done.payload else {
+        panic!("expected the result inlined: {done:?}");
+    };
+    let result: CallToolResult = serde_json::from_value(Value::Object(result.clone())).unwrap();
+    assert!(
+        text(&result).contains("finished without it"),
+        "{}",
+        text(&result)
+    );
+    assert!(!dir.path().join("work/out/denied.txt").exists());
+}

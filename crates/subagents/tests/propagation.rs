@@ -298,3 +298,114 @@ async fn mcp_calls_carry_traceparent_in_meta_and_our_server_continues_the_trace(
         server.attributes
     );
 }
+
+/// A client of the tasks extension (2025-11-25, by `initialize`), answering nothing itself.
+struct TasksClient;
+
+impl rmcp::ClientHandler for TasksClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let caps: rmcp::model::ClientCapabilities =
+            serde_json::from_value(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))
+                .unwrap();
+        rmcp::model::ClientConfig::new(
+            caps,
+            rmcp::model::Implementation::new("trace-test-client", "1.0"),
+        )
+        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+}
+
+/// The spans from `span` up to its root, `span` first.
+fn ancestors(spans: &[SpanData], span: &SpanData) -> Vec<SpanData> {
+    let mut chain = vec![span.clone()];
+    while let Some(parent) = spans.iter().find(|p| {
+        p.span_context.span_id() == chain.last().unwrap().parent_span_id
+            && p.span_context.trace_id() == span.span_context.trace_id()
+    }) {
+        chain.push(parent.clone());
+    }
+    chain
+}
+
+/// A `Task` call that a client of the tasks extension gets as a task: the background run
+/// starts inside the `tools/call Task` server span (continued from `_meta.traceparent`), so
+/// the run and its model calls are in the caller's trace, under that span.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_task_run_is_a_child_of_the_tools_call_span_continued_from_meta() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, TaskStatus};
+    let capture = capture();
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let served = served_worker(&model, dir.path(), "task-worker", "task-worker-model").await;
+    model.push_for_model("task-worker-model", Reply::text("TASK DONE"));
+    let web = served
+        .mcp_server()
+        .serve_streamable_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let client = TasksClient
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            web.url(),
+        ))
+        .await
+        .expect("connects");
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller_span = "00f067aa0ba902b7";
+    let serde_json::Value::Object(args) = json!({
+        "description": "work", "prompt": "work as a task", "subagent_type": "task-worker"
+    }) else {
+        unreachable!()
+    };
+    let mut params = CallToolRequestParams::new("Task").with_arguments(args);
+    let serde_json::Value::Object(meta) =
+        json!({"traceparent": format!("00-{trace}-{caller_span}-01")})
+    else {
+        unreachable!()
+    };
+    params.meta = Some(meta.into());
+    let handle = match client.call_tool_once(params).await.expect("answers") {
+        CallToolResponse::Task(t) => t.task,
+        other => panic!("expected a task handle, got {other:?}"),
+    };
+    let mut done = false;
+    for _ in 0..600 {
+        let got = client
+            .get_task(GetTaskParams::new(handle.task_id.clone()))
+            .await
+            .expect("tasks/get answers");
+        if got.task.status() == TaskStatus::Completed {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(done, "the task completed within 30 s");
+    // The run's span ends when the task does; the simple exporter has it by now.
+    let spans = capture.0.lock().unwrap().clone();
+    let run = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent task-worker")
+        .cloned()
+        .expect("the task's run was recorded");
+    let chain = ancestors(&spans, &run);
+    let names: Vec<_> = chain.iter().map(|s| s.name.to_string()).collect();
+    assert_eq!(
+        run.span_context.trace_id().to_string(),
+        trace,
+        "the run is in the caller's trace: {names:?}"
+    );
+    let server = chain
+        .iter()
+        .find(|s| s.name == "tools/call Task")
+        .unwrap_or_else(|| panic!("the run is under the tools/call server span: {names:?}"));
+    assert_eq!(server.span_kind, SpanKind::Server);
+    assert!(server.parent_span_is_remote, "continued from `_meta`");
+    assert_eq!(server.parent_span_id.to_string(), caller_span);
+    child_of(
+        &spans,
+        "chat task-worker-model",
+        SpanKind::Client,
+        "invoke_agent task-worker",
+    );
+}
