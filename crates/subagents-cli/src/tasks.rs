@@ -69,7 +69,7 @@ fn output_of(s: &BackgroundSnapshot) -> String {
 async fn store_only(config: &Config) -> Result<Subagents, CliError> {
     Subagents::builder()
         .builtin_agents(false)
-        .store(config.store_url()?)
+        .store(crate::config::store_url(config)?)
         .build()
         .await
         .map_err(crate::setup::facade_error)
