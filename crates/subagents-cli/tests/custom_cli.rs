@@ -42,7 +42,7 @@ fn newest(dir: &Path) -> SystemTime {
 }
 
 /// The example's executable. `cargo test` builds the package's examples before running its
-/// tests, so it is normally there and newer than every source of the workspace; otherwise (a
+/// tests, so it is normally there and newer than every source it is built from; otherwise (a
 /// filtered run such as `cargo test --test custom_cli`) it is built here, offline, into the same
 /// target directory.
 fn custom_cli() -> &'static Path {
@@ -59,11 +59,24 @@ fn custom_cli() -> &'static Path {
         let built = profile_dir
             .join("examples")
             .join(format!("{EXAMPLE}{}", std::env::consts::EXE_SUFFIX));
-        let sources = newest(&workspace.join("crates")).max(
-            std::fs::metadata(workspace.join("Cargo.lock"))
+        // The sources the example is built from: every crate's `src` and manifest, the
+        // example, the lock file (not the tests' fixtures, which tests may write).
+        let modified = |p: &Path| {
+            std::fs::metadata(p)
                 .and_then(|m| m.modified())
-                .unwrap_or(SystemTime::UNIX_EPOCH),
-        );
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        };
+        let mut sources = modified(&workspace.join("Cargo.lock"))
+            .max(modified(&workspace.join("Cargo.toml")))
+            .max(newest(&manifest.join("examples")));
+        for krate in std::fs::read_dir(workspace.join("crates"))
+            .expect("the workspace's crates")
+            .flatten()
+        {
+            sources = sources
+                .max(newest(&krate.path().join("src")))
+                .max(modified(&krate.path().join("Cargo.toml")));
+        }
         let fresh = std::fs::metadata(&built)
             .and_then(|m| m.modified())
             .is_ok_and(|t| t >= sources);
