@@ -204,6 +204,18 @@ pub(crate) async fn list(
         });
     }
     report.add_discovery(discovery, &check, Some(routes));
+    // The agents of kinds a third-party binary adds (`subagents_cli::Cli::kind`).
+    for a in crate::extension::listed_agents().await? {
+        report.loaded.push(Loaded {
+            path: a.uri,
+            name: a.name,
+            slug: None,
+            kind: a.kind,
+            warnings: Vec::new(),
+            description: Some(a.description),
+            model: None,
+        });
+    }
     if json {
         print_json(&report)?;
     } else {

@@ -24,7 +24,7 @@ use crate::output::{OutcomeJson, finish, terminal_safe};
 /// With `[prices]` in subagents.toml, `--json` puts the cost next to the tokens the agent
 /// reported (the A2A usage extension).
 pub(crate) async fn call(args: &CallArgs, config: &Config) -> Result<(), CliError> {
-    let prices = crate::setup::prices_of(config)?;
+    let prices = config.prices()?;
     let limit = Duration::from_secs(args.timeout.max(1));
     match tokio::time::timeout(limit, call_once(args, &prices)).await {
         Ok(result) => result,

@@ -32,3 +32,10 @@ impl CliError {
         }
     }
 }
+
+/// A configuration file problem is a configuration error (exit 2); the message names the file.
+impl From<subagents::config::ConfigError> for CliError {
+    fn from(e: subagents::config::ConfigError) -> Self {
+        CliError::Config(e.to_string())
+    }
+}

@@ -10,7 +10,7 @@ use crate::error::CliError;
 
 /// Prunes the configured store (`--store`, `store = "..."`, or the default SQLite file).
 pub(crate) async fn prune(args: &PruneArgs, config: &Config) -> Result<(), CliError> {
-    let url = config.store_url()?;
+    let url = crate::config::store_url(config)?;
     if url == StoreUrl::Memory {
         return Err(CliError::Config(
             "the store is `memory`: nothing is persisted, so nothing can be pruned".into(),

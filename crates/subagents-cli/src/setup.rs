@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use std::sync::Arc;
 
-use subagents::claude::{PermissionMode, PermissionRule, RuleAction};
+use subagents::config::{A2aEntry, LimitsConfig};
 use subagents::spi::Approver;
 use subagents::tools::{LandlockSupport, SandboxPolicy};
 use subagents::{Error, Subagents, SubagentsBuilder};
@@ -53,180 +53,94 @@ impl<'a> Setup<'a> {
             approver: crate::approve::yes_approver(permissions),
         }
     }
-    /// The budget: flags over `[budget]` of subagents.toml.
-    fn budget_limits(&self) -> Result<subagents::spi::BudgetLimits, CliError> {
+    /// The configuration the command runs with: the flags folded over `subagents.toml` (a
+    /// flag wins over its key; given agent sources come before the file's).
+    fn folded(&self) -> Result<Config, CliError> {
+        let mut c = self.config.clone();
+        // The model and the model for every agent are chosen by the command (flags, the
+        // environment, the file), and set after the file's settings.
+        c.model = None;
+        c.agent_model = None;
+        c.agents = self
+            .sources
+            .agents
+            .iter()
+            .chain(&c.agents)
+            .cloned()
+            .collect();
+        c.a2a = self
+            .sources
+            .a2a
+            .iter()
+            .map(|url| A2aEntry::Url(url.clone()))
+            .chain(c.a2a)
+            .collect();
+        c.mcp = self.sources.mcp.iter().chain(&c.mcp).cloned().collect();
+        c.max_depth = self.tree.max_depth.or(c.max_depth);
+        c.max_concurrent = self.tree.max_concurrent.or(c.max_concurrent);
+        c.context_window = self.tree.context_window.or(c.context_window);
+        c.stall_timeout_secs = self.tree.stall_timeout.or(c.stall_timeout_secs);
+        // The budget: flags over `[budget]`, checked here so a bad flag is named as one.
         let flags = self.budget.cloned().unwrap_or_default();
-        let conf = &self.config.budget;
-        let mut l = limits(
-            "--budget-{what} / [budget] {key}",
-            flags.budget_tokens.or(conf.tokens),
-            flags.budget_turns.or(conf.turns),
-            flags.budget_time.or(conf.time_secs),
-            flags.budget_usd.or(conf.usd),
-        )?;
-        if let Some(n) = flags
+        let b = &mut c.budget;
+        b.tokens = flags.budget_tokens.or(b.tokens);
+        b.turns = flags.budget_turns.or(b.turns);
+        b.time_secs = flags.budget_time.or(b.time_secs);
+        b.usd = flags.budget_usd.or(b.usd);
+        b.remote_unreported_tokens = flags
             .budget_remote_unreported_tokens
-            .or(conf.remote_unreported_tokens)
-        {
-            l = l.with_remote_unreported_tokens(n);
+            .or(b.remote_unreported_tokens);
+        LimitsConfig::new(b.tokens, b.turns, b.time_secs, b.usd)
+            .limits("--budget-{what} / [budget] {key}")?;
+        // A flag's mode is set after the file's (which is still checked).
+        if self.permissions.no_sandbox {
+            c.sandbox.enabled = Some(false);
         }
-        Ok(l)
-    }
-
-    /// `[budget.agents.NAME]` of subagents.toml.
-    fn agent_budgets(&self) -> Result<Vec<(String, subagents::spi::BudgetLimits)>, CliError> {
-        let mut out = Vec::new();
-        for (agent, c) in &self.config.budget.agents {
-            let l = limits(
-                &format!("{}: [budget.agents.{agent}] {{key}}", self.config.name()),
-                c.tokens,
-                c.turns,
-                c.time_secs,
-                c.usd,
-            )?;
-            out.push((agent.clone(), l));
+        if self.permissions.no_network {
+            c.sandbox.network = Some(false);
         }
-        Ok(out)
+        Ok(c)
     }
 
-    /// `[prices]` of subagents.toml.
-    fn prices(&self) -> Result<subagents::spi::ModelPrices, CliError> {
-        prices_of(self.config)
-    }
-
-    /// The builder, configured.
+    /// The builder, configured: `subagents.toml` with the flags over it
+    /// ([`SubagentsBuilder::config`]), then what only the command decides.
     pub(crate) fn builder(&self) -> Result<SubagentsBuilder, CliError> {
         let cwd = std::env::current_dir()
             .map_err(|e| CliError::Config(format!("cannot read the current directory: {e}")))?;
         let root: PathBuf = self.tree.workspace.clone().unwrap_or_else(|| cwd.clone());
+        let folded = self.folded()?;
         let mut b = Subagents::builder()
             .workspace(root.clone())
-            .discover_from(&cwd);
+            .discover_from(&cwd)
+            .config(&folded)?;
         if let Some(spec) = self.model {
             b = b.model(spec);
-        }
-        for (name, spec) in &self.config.models {
-            b = b.named_model(name.clone(), spec.clone());
         }
         if let Some(spec) = crate::routes::agent_model(self.config, self.model) {
             b = b.agent_model(spec);
         }
-        for dir in self.sources.agents.iter().chain(&self.config.agents) {
-            b = b.agents_dir(dir);
-        }
-        for url in &self.sources.a2a {
-            b = b.a2a_agent(url.clone());
-        }
-        for entry in &self.config.a2a {
-            b = match entry {
-                crate::config::A2aEntry::Url(url) => b.a2a_agent(url.clone()),
-                crate::config::A2aEntry::Table { url, settings } => {
-                    let mut r = subagents::spi::SubagentReference::new(
-                        url.clone(),
-                        subagents::a2a::client::KIND,
-                    );
-                    for (k, v) in settings {
-                        let v = match v {
-                            toml::Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                        r = r.with_metadata(k.clone(), v);
-                    }
-                    b.a2a_reference(r)
-                }
-            };
-        }
-        for spec in self.sources.mcp.iter().chain(&self.config.mcp) {
-            b = b.mcp_agent(spec.clone());
-        }
-        if let Some(depth) = self.tree.max_depth.or(self.config.max_depth) {
-            b = b.max_depth(depth);
-        }
-        if let Some(n) = self.tree.max_concurrent.or(self.config.max_concurrent) {
-            b = b.max_concurrent(n);
-        }
-        // Long runs compact, stalls end.
-        if let Some(window) = self.tree.context_window.or(self.config.context_window) {
-            if window < 256 {
-                return Err(CliError::Config(format!(
-                    "{}: context_window must be at least 256 tokens, not {window}",
-                    self.config.name()
-                )));
-            }
-            b = b.context_window(window);
-        }
-        if let Some(secs) = self.tree.stall_timeout.or(self.config.stall_timeout_secs) {
-            if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-                return Err(CliError::Config(format!(
-                    "--stall-timeout / stall_timeout_secs must be a number of seconds (0: never), not {secs}"
-                )));
-            }
-            b = b.stall_timeout((secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs)));
-        }
-        b = b.budget(self.budget_limits()?).prices(self.prices()?);
-        for (agent, limits) in self.agent_budgets()? {
-            b = b.agent_budget(agent, limits);
-        }
-        // Permissions: .claude/settings*.json of the workspace, then subagents.toml.
+        // Permissions: .claude/settings*.json of the workspace too; a mode flag wins.
         b = b.claude_settings(&root);
-        for file in &self.config.untrusted_files {
-            b = b.untrusted_file(file.clone());
-        }
-        let file = self.config.name();
-        let perms = &self.config.permissions;
-        let mut rules = subagents::claude::PermissionRules::new();
-        for (action, list) in [
-            (RuleAction::Allow, &perms.allow),
-            (RuleAction::Ask, &perms.ask),
-            (RuleAction::Deny, &perms.deny),
-        ] {
-            for text in list {
-                let rule = PermissionRule::parse(text, &root, &file).map_err(|e| {
-                    CliError::Config(format!("{file}: [permissions] {action}: {e}"))
-                })?;
-                rules.push(action, rule);
-            }
-        }
-        b = b.permission_rules(rules);
-        let mode = match (self.permissions.permission_mode, &perms.mode) {
-            (Some(m), _) => Some(m),
-            (None, Some(text)) => Some(
-                text.parse::<PermissionMode>()
-                    .map_err(|e| CliError::Config(format!("{file}: [permissions] mode: {e}")))?,
-            ),
-            (None, None) => None,
-        };
-        if let Some(m) = mode {
+        if let Some(m) = self.permissions.permission_mode {
             b = b.permission_mode(m);
         }
         if let Some(a) = &self.approver {
             b = b.approver(a.clone());
         }
-        b = b.sandbox(self.sandbox());
         if self.sources.no_hooks {
             b = b.hooks(false);
         }
-        b = b.store(self.config.store_url()?);
-        Ok(b)
+        b = b.store(crate::config::store_url(&folded)?);
+        // What a third-party binary adds (`subagents_cli::Cli`): its kinds, references, settings.
+        Ok(crate::extension::apply(b))
     }
 
     /// How Bash is confined: `--no-sandbox` / `--no-network`, then `[sandbox]`.
     pub(crate) fn sandbox(&self) -> SandboxPolicy {
-        let cfg = &self.config.sandbox;
-        let enabled = !self.permissions.no_sandbox && cfg.enabled.unwrap_or(true);
-        let mut policy = if enabled {
-            SandboxPolicy::default()
-        } else {
-            SandboxPolicy::unconfined()
-        };
-        policy = policy.network(!self.permissions.no_network && cfg.network.unwrap_or(true));
-        for dir in &cfg.writable {
-            policy = policy.writable(dir.clone());
+        match self.folded() {
+            Ok(c) => c.sandbox_policy(),
+            Err(_) => SandboxPolicy::default(),
         }
-        for name in &cfg.env {
-            policy = policy.allow_env(name.clone());
-        }
-        policy
     }
 
     /// Builds the agents; a configuration problem is exit 2.
@@ -297,63 +211,4 @@ pub(crate) fn facade_error(e: Error) -> CliError {
         }
         other => CliError::Config(other.to_string()),
     }
-}
-
-/// Checked budget limits; `what` names the setting in messages (`{key}` is replaced by the
-/// config key, `{what}` by the flag's suffix).
-fn limits(
-    what: &str,
-    tokens: Option<u64>,
-    turns: Option<u32>,
-    time_secs: Option<f64>,
-    usd: Option<f64>,
-) -> Result<subagents::spi::BudgetLimits, CliError> {
-    let name = |flag: &str, key: &str| what.replace("{what}", flag).replace("{key}", key);
-    let mut limits = subagents::spi::BudgetLimits::new();
-    if let Some(n) = tokens {
-        limits = limits.with_tokens(n);
-    }
-    if let Some(n) = turns {
-        limits = limits.with_turns(n);
-    }
-    if let Some(secs) = time_secs {
-        if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-            return Err(CliError::Config(format!(
-                "{} must be a positive number of seconds, not {secs}",
-                name("time", "time_secs")
-            )));
-        }
-        limits = limits.with_time(std::time::Duration::from_secs_f64(secs));
-    }
-    if let Some(usd) = usd {
-        if !usd.is_finite() || usd <= 0.0 {
-            return Err(CliError::Config(format!(
-                "{} must be a positive amount, not {usd}",
-                name("usd", "usd")
-            )));
-        }
-        limits = limits.with_usd(usd);
-    }
-    Ok(limits)
-}
-
-/// The built-in price table of common hosted models ([`subagents::prices`]) with `[prices]`
-/// of subagents.toml over it, checked.
-pub(crate) fn prices_of(config: &Config) -> Result<subagents::spi::ModelPrices, CliError> {
-    let mut prices = subagents::prices::default_prices();
-    for (model, p) in &config.prices {
-        for (what, v) in [("input", p.input), ("output", p.output)] {
-            if !v.is_finite() || v < 0.0 {
-                return Err(CliError::Config(format!(
-                    "{}: [prices] \"{model}\" {what} must be a non-negative number of USD per million tokens, not {v}",
-                    config.name()
-                )));
-            }
-        }
-        prices = prices.with(
-            model.clone(),
-            subagents::spi::ModelPrice::new(p.input, p.output),
-        );
-    }
-    Ok(prices)
 }

@@ -70,7 +70,7 @@ fn output_of(s: &BackgroundSnapshot) -> String {
 async fn store_only(config: &Config, mcp: &[String]) -> Result<Subagents, CliError> {
     let mut b = Subagents::builder()
         .builtin_agents(false)
-        .store(config.store_url()?);
+        .store(crate::config::store_url(config)?);
     for spec in mcp {
         b = b.mcp_agent(spec.clone());
     }

@@ -38,6 +38,7 @@
 mod assemble;
 mod background;
 mod builder;
+pub mod config;
 mod error;
 #[cfg(feature = "claude")]
 mod main_agent;

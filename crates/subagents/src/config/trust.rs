@@ -1,0 +1,504 @@
+//! Workspace control files the user approved: the settings in them that lift a limit or run
+//! something apply only once the user has approved that file's content.
+//!
+//! A model confined to the workspace cannot write `subagents.toml`, `.claude/settings*.json`
+//! or `.mcp.json` any more (they are protected paths), but a file may have been written before,
+//! by a model run unconfined, or come with a cloned repository. So, as Claude Code's trust
+//! dialog does, the `subagents` command remembers approvals by content: the file's canonical
+//! path and the SHA-256 of its bytes, in `trusted.json` beside the default store (the user's
+//! data directory, never the workspace). A changed file needs approval again.
+//!
+//! What needs approval ("weakening" settings): in the workspace's `subagents.toml`
+//! (found in the current directory, not given with `--config`) `[sandbox] enabled = false`,
+//! `writable`, `env`; a `[permissions] mode` that asks less than `default`; `[permissions]
+//! allow`; `mcp` entries (they start processes); A2A tables naming credential variables
+//! (`*_env`: a secret of the user's environment sent to a URL the file names); a network
+//! `store` (every transcript sent to a server the file names); a model (`model`, `agent_model`,
+//! `[models]`) on a server that is not this machine (`openai-compatible:MODEL@URL`: every prompt
+//! and `OPENAI_COMPATIBLE_API_KEY` sent where the file says). In the workspace's
+//! `.claude/settings.json` and `settings.local.json`: `hooks`, `permissions.allow`, a
+//! `permissions.defaultMode` weaker than `default`. In `.mcp.json`: its servers. Everything
+//! else in those files applies without approval (model, agents, budgets, prices, deny and ask
+//! rules, `max_depth`...). The user's own files (`~/.claude/settings.json`, a file given with
+//! `--config`) and the command line are the user's word and need none.
+//!
+//! This module finds those settings ([`control_files`], [`toml_weakening`],
+//! [`settings_weakening`], [`mcp_weakening`]), removes them from a configuration
+//! ([`strip_weakening`]) and keeps the approvals ([`TrustStore`]); asking the user is the
+//! command's. Features `claude`, `providers` and `store`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{A2aEntry, Config};
+
+/// The largest control file read for approval (bigger ones are not approved: their weakening
+/// settings never apply).
+pub const MAX_CONTROL_FILE_BYTES: u64 = 1024 * 1024;
+/// Approvals kept; the oldest are dropped beyond it.
+pub const MAX_APPROVALS: usize = 1000;
+/// The largest approvals file read.
+const MAX_STORE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// What kind of control file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// `subagents.toml`.
+    Toml,
+    /// `.claude/settings.json` / `settings.local.json`.
+    Settings,
+    /// `.mcp.json`.
+    Mcp,
+}
+
+/// One workspace control file and what in it needs approval.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ControlFile {
+    /// As found.
+    pub path: PathBuf,
+    /// Canonical, for the approvals file.
+    pub canonical: PathBuf,
+    /// Hex SHA-256 of the bytes.
+    pub sha256: String,
+    /// The bytes, as text (lossy).
+    pub text: String,
+    /// What kind of file.
+    pub kind: Kind,
+    /// The settings that need approval, one per item, for messages.
+    pub weakening: Vec<String>,
+}
+
+/// Reads `path` if it is a regular file of at most [`MAX_CONTROL_FILE_BYTES`]; `Ok(None)` when
+/// it does not exist.
+fn read_capped(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_CONTROL_FILE_BYTES {
+        return Err(format!(
+            "{} bytes, more than the {MAX_CONTROL_FILE_BYTES} read for approval",
+            meta.len()
+        ));
+    }
+    std::fs::read(path)
+        .map(Some)
+        .map_err(|e| format!("cannot read it: {e}"))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl ControlFile {
+    /// Reads `path`; `None` when it does not exist. A file that cannot be read or is too big
+    /// is reported as needing approval it cannot get.
+    pub fn read(path: &Path, kind: Kind, config: Option<&Config>) -> Option<Self> {
+        let (bytes, problem) = match read_capped(path) {
+            Ok(None) => return None,
+            Ok(Some(b)) => (b, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let weakening = match (&problem, kind) {
+            (Some(p), _) => vec![format!("everything that needs approval ({p})")],
+            (None, Kind::Toml) => config.map(toml_weakening).unwrap_or_default(),
+            (None, Kind::Settings) => settings_weakening(&text),
+            (None, Kind::Mcp) => mcp_weakening(&text),
+        };
+        Some(Self {
+            canonical: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            sha256: if problem.is_some() {
+                String::new()
+            } else {
+                sha256_hex(&bytes)
+            },
+            path: path.to_path_buf(),
+            text,
+            kind,
+            weakening,
+        })
+    }
+}
+
+/// The weakening settings of a workspace `subagents.toml`.
+pub fn toml_weakening(c: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if c.sandbox.enabled == Some(false) {
+        out.push("[sandbox] enabled = false (Bash unconfined)".to_string());
+    }
+    if !c.sandbox.writable.is_empty() {
+        let dirs: Vec<String> = c
+            .sandbox
+            .writable
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        out.push(format!("[sandbox] writable = {dirs:?}"));
+    }
+    if !c.sandbox.env.is_empty() {
+        out.push(format!("[sandbox] env = {:?}", c.sandbox.env));
+    }
+    if let Some(mode) = &c.permissions.mode
+        && mode
+            .parse::<subagent_claude::PermissionMode>()
+            .is_ok_and(|m| m.lifts_limits())
+    {
+        out.push(format!("[permissions] mode = {mode:?}"));
+    }
+    if !c.permissions.allow.is_empty() {
+        out.push(format!("[permissions] allow = {:?}", c.permissions.allow));
+    }
+    if !c.mcp.is_empty() {
+        out.push(format!("mcp = {:?} (commands or servers)", c.mcp));
+    }
+    for entry in &c.a2a {
+        if let A2aEntry::Table { url, settings } = entry {
+            let creds: Vec<&String> = settings.keys().filter(|k| is_credential_key(k)).collect();
+            if !creds.is_empty() {
+                out.push(format!("a2a {url:?} with {creds:?}"));
+            }
+        }
+    }
+    if let Some(store) = &c.store
+        && is_network_store(store)
+    {
+        out.push("store (a database server)".to_string());
+    }
+    for (key, spec) in model_specs(c) {
+        if let Some(server) = remote_model_server(spec) {
+            out.push(format!("{key} sends every prompt to {server}"));
+        }
+    }
+    out
+}
+
+/// The model specs a `subagents.toml` names: `model`, `agent_model`, `[models]`.
+fn model_specs(c: &Config) -> Vec<(String, &String)> {
+    let mut out = Vec::new();
+    if let Some(m) = &c.model {
+        out.push(("model".to_string(), m));
+    }
+    if let Some(m) = &c.agent_model {
+        out.push(("agent_model".to_string(), m));
+    }
+    for (name, spec) in &c.models {
+        out.push((format!("[models] {name:?}"), spec));
+    }
+    out
+}
+
+/// The server a model spec names (`openai-compatible:MODEL@URL`) when it is not this machine:
+/// a file naming it chooses where the conversation and `OPENAI_COMPATIBLE_API_KEY` go. A
+/// server on a loopback address (llama.cpp, Ollama, vLLM on this machine) needs no approval.
+fn remote_model_server(spec: &str) -> Option<String> {
+    let server = subagent_providers::spec_server(spec)?;
+    let host = server.split_once("://").map_or("", |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    let loopback = host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then_some(server)
+}
+
+/// An A2A setting naming an environment variable whose value is sent (`bearer_env`,
+/// `api_key_env`...).
+fn is_credential_key(key: &str) -> bool {
+    key.to_ascii_lowercase().ends_with("_env")
+}
+
+/// A store on another machine (not SQLite, not memory).
+fn is_network_store(store: &str) -> bool {
+    let s = store.trim().to_ascii_lowercase();
+    !(s.starts_with("sqlite:") || s == "memory" || s == "memory:")
+}
+
+/// Removes the weakening settings from a workspace `subagents.toml` that was not approved.
+pub fn strip_weakening(c: &mut Config) {
+    if c.sandbox.enabled == Some(false) {
+        c.sandbox.enabled = None;
+    }
+    c.sandbox.writable.clear();
+    c.sandbox.env.clear();
+    if c.permissions
+        .mode
+        .as_deref()
+        .and_then(|m| m.parse::<subagent_claude::PermissionMode>().ok())
+        .is_some_and(|m| m.lifts_limits())
+    {
+        c.permissions.mode = None;
+    }
+    c.permissions.allow.clear();
+    c.mcp.clear();
+    for entry in &mut c.a2a {
+        if let A2aEntry::Table { settings, .. } = entry {
+            settings.retain(|k, _| !is_credential_key(k));
+        }
+    }
+    if c.store.as_deref().is_some_and(is_network_store) {
+        c.store = None;
+    }
+    if c.model
+        .as_deref()
+        .is_some_and(|m| remote_model_server(m).is_some())
+    {
+        c.model = None;
+    }
+    if c.agent_model
+        .as_deref()
+        .is_some_and(|m| remote_model_server(m).is_some())
+    {
+        c.agent_model = None;
+    }
+    c.models
+        .retain(|_, spec| remote_model_server(spec).is_none());
+}
+
+/// The weakening settings of a Claude Code settings file (none when it is not JSON: the build
+/// reports that).
+pub fn settings_weakening(text: &str) -> Vec<String> {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(hooks) = v.get("hooks").and_then(Value::as_object)
+        && !hooks.is_empty()
+    {
+        let commands: usize = hooks
+            .values()
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .map(Vec::len)
+            .sum();
+        let events: Vec<&String> = hooks.keys().collect();
+        out.push(format!("hooks ({commands} command(s) on {events:?})"));
+    }
+    let perms = v.get("permissions");
+    if let Some(allow) = perms
+        .and_then(|p| p.get("allow"))
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    {
+        let rules: Vec<&str> = allow.iter().filter_map(Value::as_str).collect();
+        out.push(format!("permissions.allow = {rules:?}"));
+    }
+    if let Some(mode) = perms
+        .and_then(|p| p.get("defaultMode"))
+        .and_then(Value::as_str)
+        && subagent_claude::PermissionMode::parse(mode).is_some_and(|m| m.lifts_limits())
+    {
+        out.push(format!("permissions.defaultMode = {mode:?}"));
+    }
+    out
+}
+
+/// The weakening settings of `.mcp.json`: its servers.
+pub fn mcp_weakening(text: &str) -> Vec<String> {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    match v.get("mcpServers").and_then(Value::as_object) {
+        Some(servers) if !servers.is_empty() => {
+            let names: Vec<&String> = servers.keys().collect();
+            vec![format!("MCP servers {names:?} (commands agents may start)")]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// One approval.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+struct Approval {
+    path: PathBuf,
+    sha256: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StoreFile {
+    #[serde(default)]
+    approved: Vec<Approval>,
+}
+
+/// The approvals file: `trusted.json` in the user's data directory.
+#[derive(Debug)]
+pub struct TrustStore {
+    path: Option<PathBuf>,
+    approved: Vec<Approval>,
+}
+
+impl TrustStore {
+    /// `$XDG_DATA_HOME/subagents/trusted.json` (else `~/.local/share/...`), beside the default
+    /// store. `None` without a data directory.
+    pub fn default_path() -> Option<PathBuf> {
+        subagent_store::default_sqlite_path()
+            .and_then(|p| p.parent().map(|d| d.join("trusted.json")))
+    }
+
+    /// Loads the approvals. Unusable (nothing approved, nothing recorded) when there is no data
+    /// directory or it lies inside `workspace` (a confined command could write it there).
+    pub fn load(workspace: &Path) -> Result<Self, String> {
+        let Some(path) = Self::default_path() else {
+            return Err("no data directory (neither XDG_DATA_HOME nor HOME is set)".into());
+        };
+        let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        let dir = path.parent().unwrap_or(&path);
+        let real_dir = real_prefix(dir);
+        if real_dir.starts_with(&ws) {
+            return Err(format!(
+                "the approvals file `{}` would be inside the workspace `{}`, where a model \
+                 could write it",
+                path.display(),
+                ws.display()
+            ));
+        }
+        Self::load_from(path)
+    }
+
+    /// Loads the approvals file at `path` (an absent file approves nothing).
+    pub fn load_from(path: PathBuf) -> Result<Self, String> {
+        let approved = match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
+            Ok(m) if m.len() > MAX_STORE_BYTES => {
+                return Err(format!(
+                    "`{}` is larger than {MAX_STORE_BYTES} bytes",
+                    path.display()
+                ));
+            }
+            Ok(_) => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+                serde_json::from_str::<StoreFile>(&text)
+                    .map_err(|e| format!("`{}` is not an approvals file: {e}", path.display()))?
+                    .approved
+            }
+        };
+        Ok(Self {
+            path: Some(path),
+            approved,
+        })
+    }
+
+    /// True when `file`'s current content was approved.
+    pub fn approves(&self, file: &ControlFile) -> bool {
+        !file.sha256.is_empty()
+            && self
+                .approved
+                .iter()
+                .any(|a| a.path == file.canonical && a.sha256 == file.sha256)
+    }
+
+    /// Records the approval of `file`'s current content (replacing an earlier one of the same
+    /// path) and saves the file (mode 0600, written whole then renamed).
+    pub fn approve(&mut self, file: &ControlFile) -> Result<(), String> {
+        let Some(path) = self.path.clone() else {
+            return Err("approvals cannot be recorded here".into());
+        };
+        if file.sha256.is_empty() {
+            return Err(format!(
+                "`{}` cannot be approved: {}",
+                file.path.display(),
+                file.weakening.join("; ")
+            ));
+        }
+        self.approved.retain(|a| a.path != file.canonical);
+        self.approved.push(Approval {
+            path: file.canonical.clone(),
+            sha256: file.sha256.clone(),
+        });
+        if self.approved.len() > MAX_APPROVALS {
+            let extra = self.approved.len() - MAX_APPROVALS;
+            self.approved.drain(..extra);
+        }
+        let text = serde_json::to_string_pretty(&StoreFile {
+            approved: self.approved.clone(),
+        })
+        .map_err(|e| e.to_string())?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        let tmp = dir.join(format!("trusted.json.{}.tmp", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            let mut f = opts.open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot write `{}`: {e}", path.display())
+        })
+    }
+}
+
+/// `path` with its longest existing prefix canonicalized.
+fn real_prefix(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut p = path;
+    loop {
+        if let Ok(c) = std::fs::canonicalize(p) {
+            let mut out = c;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (p.parent(), p.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                p = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// The workspace control files the command reads: `./subagents.toml` when it was found (not
+/// given with `--config`), and the workspace's `.claude/settings.json`,
+/// `.claude/settings.local.json` and `.mcp.json` (not the user's own
+/// `~/.claude/settings.json`, when the workspace is the home directory).
+pub fn control_files(config: &Config, explicit_config: bool, root: &Path) -> Vec<ControlFile> {
+    let mut out = Vec::new();
+    if !explicit_config
+        && let Some(path) = &config.path
+        && let Some(f) = ControlFile::read(path, Kind::Toml, Some(config))
+    {
+        out.push(f);
+    }
+    let user_settings = subagent_claude::home_dir()
+        .map(|h| h.join(".claude").join("settings.json"))
+        .and_then(|p| std::fs::canonicalize(p).ok());
+    for (rel, kind) in [
+        (".claude/settings.json", Kind::Settings),
+        (".claude/settings.local.json", Kind::Settings),
+        (".mcp.json", Kind::Mcp),
+    ] {
+        if let Some(f) = ControlFile::read(&root.join(rel), kind, None)
+            && Some(&f.canonical) != user_settings.as_ref()
+        {
+            out.push(f);
+        }
+    }
+    out
+}
