@@ -10,8 +10,8 @@ use subagent_runtime::{
     AgentRuntime, InMemoryTranscriptStore, Limits, ModelRegistry, RunSpec, TranscriptStore,
 };
 use subagent_spi::{
-    Approver, SubagentDefinition, SubagentError, SubagentExecutor, SubagentType, TaskCall,
-    TaskContext, TaskOutcome, Tool, ToolSource,
+    Approver, SubagentError, SubagentKind, SubagentReference, SubagentType, TaskCall, TaskContext,
+    TaskOutcome, Tool, ToolSource,
 };
 use tokio::sync::OnceCell;
 
@@ -103,6 +103,8 @@ fn nonempty(s: Option<&str>) -> Option<&str> {
 /// calls that must be approved are asked of the context's approver; `maxTurns` becomes the turn limit. Only the final text
 /// comes back; `session_id` resumes the run.
 pub struct ClaudeExecutor {
+    /// Reads agent files: the executor is the whole kind ([`SubagentKind`]).
+    resolver: ClaudeResolver,
     runtime: AgentRuntime,
     models: Arc<ModelRegistry>,
     default_model: Option<String>,
@@ -285,25 +287,38 @@ fn default_tool_set(root: Option<PathBuf>) -> Vec<Arc<dyn Tool>> {
     }
 }
 
+/// The `CLAUDE` kind: the executor resolves with its [`ClaudeResolver`] and runs the agent
+/// loop (the erased resolver and executor come from the SPI's blanket impls).
 #[async_trait]
-impl SubagentExecutor for ClaudeExecutor {
+impl SubagentKind for ClaudeExecutor {
+    type Agent = ClaudeAgentDefinition;
+
+    fn kind(&self) -> subagent_spi::Kind {
+        KIND
+    }
+
+    fn can_resolve(&self, reference: &SubagentReference) -> bool {
+        subagent_spi::SubagentResolver::can_resolve(&self.resolver, reference)
+    }
+
+    async fn resolve(
+        &self,
+        reference: &SubagentReference,
+    ) -> Result<ClaudeAgentDefinition, SubagentError> {
+        self.resolver.resolve_typed(reference).await
+    }
+
     /// Markdown agents run the agent loop, which reads its inbox before each model turn.
-    fn message_delivery(&self, _definition: &dyn SubagentDefinition) -> Option<&'static str> {
+    fn message_delivery(&self, _agent: &ClaudeAgentDefinition) -> Option<&'static str> {
         Some("it reads it at its next turn boundary")
     }
 
-    async fn execute(
+    async fn run(
         &self,
+        def: &ClaudeAgentDefinition,
         call: TaskCall,
-        definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        let Some(def) = definition.downcast_ref::<ClaudeAgentDefinition>() else {
-            return Err(SubagentError::InvalidInput(format!(
-                "agent `{}` is not a {KIND} agent definition",
-                definition.name(),
-            )));
-        };
         let agent = def.name.as_str();
         let output_schema =
             call.output_schema
@@ -586,6 +601,7 @@ impl ClaudeSubagentTypeBuilder {
             .store
             .unwrap_or_else(|| Arc::new(InMemoryTranscriptStore::new()));
         let executor = Arc::new(ClaudeExecutor {
+            resolver: self.resolver,
             runtime: AgentRuntime::new(store),
             models: self.models,
             default_model: self.default_model,
@@ -609,7 +625,7 @@ impl ClaudeSubagentTypeBuilder {
                 stall_timeout: self.stall_timeout,
             },
         });
-        let mut ty = SubagentType::new(KIND, Arc::new(self.resolver), executor.clone());
+        let mut ty = SubagentType::from_kind(executor.clone());
         if self.builtins {
             ty = ty.with_default_references(builtin_references());
         }

@@ -83,6 +83,23 @@ impl ClaudeResolver {
         }
     }
 
+    /// Resolves a reference into the typed definition, as a [`SubagentError`] naming the URI
+    /// on failure; the warnings are kept in the definition (`load_warnings`) for hosts to show
+    /// and logged for the record.
+    pub(crate) async fn resolve_typed(
+        &self,
+        reference: &SubagentReference,
+    ) -> Result<ClaudeAgentDefinition, SubagentError> {
+        let (def, warnings) = self
+            .resolve_definition(reference)
+            .await
+            .map_err(|e| SubagentError::resolution(reference.uri.clone(), e))?;
+        for w in warnings {
+            tracing::debug!(uri = %reference.uri, agent = %def.name, "{w}");
+        }
+        Ok(def)
+    }
+
     /// Resolves a reference into the typed definition and its warnings.
     pub async fn resolve_definition(
         &self,
@@ -158,15 +175,7 @@ impl SubagentResolver for ClaudeResolver {
         &self,
         reference: &SubagentReference,
     ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
-        let (def, warnings) = self
-            .resolve_definition(reference)
-            .await
-            .map_err(|e| SubagentError::resolution(reference.uri.clone(), e))?;
-        // Kept in the definition (`load_warnings`) for hosts to show; logged for the record.
-        for w in warnings {
-            tracing::debug!(uri = %reference.uri, agent = %def.name, "{w}");
-        }
-        Ok(Arc::new(def))
+        Ok(Arc::new(self.resolve_typed(reference).await?))
     }
 }
 

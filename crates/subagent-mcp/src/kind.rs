@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::JsonObject;
 use subagent_spi::{
-    ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference,
+    ProgressKind, SubagentDefinition, SubagentError, SubagentKind, SubagentReference,
     SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus, Usage,
     async_trait,
 };
@@ -338,32 +338,49 @@ pub async fn expand_reference(
 /// a task) and returns a cancelled outcome at once. The server's questions are asked through
 /// the context's approver. A call the server runs as a task announces the session
 /// `mcp-task:ID` ([`ProgressKind::Session`]); resuming it follows that task.
+///
+/// It is the whole `MCP` kind ([`SubagentKind`]): it resolves references with an
+/// [`McpResolver`] on the same pool.
 #[derive(Debug, Clone)]
 pub struct McpExecutor {
     pool: McpPool,
+    resolver: McpResolver,
 }
 
 impl McpExecutor {
     /// An executor using `pool` for its connections.
     pub fn new(pool: McpPool) -> Self {
-        Self { pool }
+        Self {
+            resolver: McpResolver::new(pool.clone()),
+            pool,
+        }
     }
 }
 
 #[async_trait]
-impl SubagentExecutor for McpExecutor {
-    async fn execute(
+impl SubagentKind for McpExecutor {
+    type Agent = McpSubagentDefinition;
+
+    fn kind(&self) -> subagent_spi::Kind {
+        KIND
+    }
+
+    async fn resolve(
         &self,
+        reference: &SubagentReference,
+    ) -> Result<McpSubagentDefinition, SubagentError> {
+        self.resolver
+            .resolve_inner(reference)
+            .await
+            .map_err(|e| SubagentError::resolution(reference.uri.clone(), e))
+    }
+
+    async fn run(
+        &self,
+        def: &McpSubagentDefinition,
         call: TaskCall,
-        definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        let Some(def) = definition.downcast_ref::<McpSubagentDefinition>() else {
-            return Err(SubagentError::protocol(
-                definition.name(),
-                "the MCP executor got a definition of another kind",
-            ));
-        };
         let agent = def.name.clone();
         // A call the server ran as a task resumes by following that task.
         let resume_task = match call.resume {
@@ -470,11 +487,7 @@ pub fn mcp_subagent_type() -> SubagentType {
 
 /// The `MCP` kind sharing `pool` (e.g. with [`McpToolProvider`](crate::McpToolProvider)).
 pub fn mcp_subagent_type_with_pool(pool: McpPool) -> SubagentType {
-    SubagentType::new(
-        KIND,
-        Arc::new(McpResolver::new(pool.clone())),
-        Arc::new(McpExecutor::new(pool)),
-    )
+    SubagentType::from(McpExecutor::new(pool))
 }
 
 #[cfg(test)]

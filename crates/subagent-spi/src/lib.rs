@@ -17,6 +17,11 @@
 //! | [`Approver`] | answers [`ApprovalRequest`]s for tool calls that need consent ([`ApprovalDecision`]) |
 //! | [`Kind`] | a kind's name, compared ignoring case; declared once, by its [`SubagentType`] |
 //!
+//! **Writing a kind:** implement [`SubagentKind`] alone: your own definition type, `resolve`
+//! and `run` typed; it is a resolver and an executor through blanket impls, and
+//! `SubagentType::from(kind)` registers it. Likewise a tool implements [`TypedTool`] with a
+//! `schemars`-derived input type and is a [`Tool`].
+//!
 //! The runtime contracts the built-in crates implement and any plugin may reuse:
 //! [`Tool`] (a function a model can call), [`ToolSource`] (tools made from an agent's
 //! configuration, e.g. its MCP servers) and [`ChatModel`] (an LLM provider), with the message
@@ -51,6 +56,7 @@ mod reference;
 mod subagent;
 mod task_call;
 mod tool;
+mod typed;
 
 pub use approval::{
     ApprovalDecision, ApprovalRequest, Approver, FixedApprover, PERSON_ONLY_DENIAL, SessionApprover,
@@ -73,6 +79,7 @@ pub use reference::SubagentReference;
 pub use subagent::{SubagentDefinition, SubagentExecutor, SubagentResolver, SubagentType};
 pub use task_call::TaskCall;
 pub use tool::{Tool, ToolEffect, ToolOutput, ToolSource, ToolSpec};
+pub use typed::{SubagentKind, TypedTool};
 
 /// Re-exported so plugins use the same `async_trait` macro as the traits here.
 pub use async_trait::async_trait;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use subagent_spi::{
-    Kind, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference, SubagentResolver,
-    SubagentType, TaskCall, TaskContext, TaskOutcome, async_trait,
+    Kind, SubagentError, SubagentKind, SubagentReference, SubagentType, TaskCall, TaskContext,
+    TaskOutcome, async_trait,
 };
 
 /// The kind name of [`FnKind`].
@@ -90,8 +90,7 @@ impl FnKind {
 
     /// The kind as a [`SubagentType`] (kind `FN`).
     pub fn into_type(self) -> SubagentType {
-        let me = Arc::new(self);
-        SubagentType::new(FN_KIND, me.clone(), me)
+        SubagentType::from(self)
     }
 }
 
@@ -107,11 +106,14 @@ fn key_of(uri: &str) -> &str {
 }
 
 #[async_trait]
-impl SubagentResolver for FnKind {
-    async fn resolve(
-        &self,
-        r: &SubagentReference,
-    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
+impl SubagentKind for FnKind {
+    type Agent = FnDefinition;
+
+    fn kind(&self) -> Kind {
+        FN_KIND
+    }
+
+    async fn resolve(&self, r: &SubagentReference) -> Result<FnDefinition, SubagentError> {
         let spec = r
             .uri
             .strip_prefix("fn:")
@@ -127,32 +129,29 @@ impl SubagentResolver for FnKind {
                 format!("no function named `{key}`"),
             ));
         }
-        Ok(Arc::new(FnDefinition {
+        Ok(FnDefinition {
             name: name.to_string(),
             description: desc.to_string(),
             reference: r.clone(),
-        }))
-    }
-}
-
-#[async_trait]
-impl SubagentExecutor for FnKind {
-    fn message_delivery(&self, _definition: &dyn SubagentDefinition) -> Option<&'static str> {
-        self.receives
-            .then_some("the function reads it from its context's inbox")
+        })
     }
 
-    async fn execute(
+    async fn run(
         &self,
+        def: &FnDefinition,
         call: TaskCall,
-        def: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
         let f = self
             .agents
-            .get(key_of(&def.reference().uri))
-            .ok_or_else(|| SubagentError::execution(def.name(), "function vanished"))?
+            .get(key_of(&def.reference.uri))
+            .ok_or_else(|| SubagentError::execution(&def.name, "function vanished"))?
             .clone();
         f(call, ctx).await
+    }
+
+    fn message_delivery(&self, _agent: &FnDefinition) -> Option<&'static str> {
+        self.receives
+            .then_some("the function reads it from its context's inbox")
     }
 }

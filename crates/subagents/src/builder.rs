@@ -316,9 +316,10 @@ impl SubagentsBuilder {
 
     // --- custom kinds and references ---
 
-    /// Registers a kind of your own (a resolver and an executor).
-    pub fn kind(mut self, kind: SubagentType) -> Self {
-        self.kinds.push(kind);
+    /// Registers a kind of your own: a [`SubagentType`], or any typed
+    /// [`SubagentKind`](subagent_spi::SubagentKind) (turned into one).
+    pub fn kind(mut self, kind: impl Into<SubagentType>) -> Self {
+        self.kinds.push(kind.into());
         self
     }
 
