@@ -12,6 +12,7 @@ JSON) and the request's configuration. The behaviour is chosen by the first word
   ask GATE      -> working until the file DIR/GATE exists, then input-required "Which plan
                    should I follow?"; the next message on the same task completes it with the
                    artifact "following: <its text>"
+  ask-now       -> input-required "Which plan should I follow?" at once; answered as `ask`
   work GATE     -> working until the file DIR/GATE exists, then completed with the artifact
                    "worked without asking" (it never asks, so it takes no follow-up)
   typed MODE    -> a typed result: the artifact `result` holds one data part. MODE valid: a
@@ -123,6 +124,9 @@ class DelegationAgent(AgentExecutor):
         if verb == 'ask':
             await updater.start_work(say('working before the question'))
             await wait_for_gate(rest)
+            await updater.requires_input(say('Which plan should I follow?'))
+        elif verb == 'ask-now':
+            await updater.start_work()
             await updater.requires_input(say('Which plan should I follow?'))
         elif verb == 'work':
             await updater.start_work(say('working'))
