@@ -50,9 +50,9 @@ pub(super) fn follow_up_text(
 const INBOX_POLL: Duration = Duration::from_millis(50);
 
 /// Waits until a message is sent to this run while the remote task asks a plain question (not
-/// an approval question, `question_metadata`), then takes the waiting messages as the
-/// follow-up text ([`follow_up_text`]). Never completes without an inbox, for an approval
-/// question, or once the inbox is closed.
+/// an approval question, `question_metadata`; the caller checks it is `input-required`), then
+/// takes the waiting messages as the follow-up text ([`follow_up_text`]). Never completes
+/// without an inbox, for an approval question, or once the inbox is closed.
 pub(super) async fn arrival(question_metadata: Option<&JsonObject>, ctx: &TaskContext) -> String {
     let Some(inbox) = ctx
         .inbox()
