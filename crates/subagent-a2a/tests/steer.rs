@@ -75,3 +75,55 @@ async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() 
     assert_eq!(out.status, TaskStatus::Completed);
     assert_eq!(inbox.close(), [InboxMessage::new("main", "too late")]);
 }
+
+/// An approver that, asked the remote task's question, has a message sent to the run (as a
+/// `SendMessage` arriving while a background task's question waits in `TaskOutput`) and then
+/// never answers itself.
+struct SendsInsteadOfAnswering {
+    inbox: Inbox,
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+#[subagent_spi::async_trait]
+impl subagent_spi::Approver for SendsInsteadOfAnswering {
+    async fn request(
+        &self,
+        _request: subagent_spi::ApprovalRequest,
+    ) -> subagent_spi::ApprovalDecision {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inbox
+            .send(InboxMessage::new("main", "take route B"))
+            .expect("queued");
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_message_sent_while_the_approver_is_asked_answers_the_question() {
+    let s = common::serve(A2aServer::builder().mount(common::agent_at(
+        "/echo",
+        "echo",
+        Arc::default(),
+    )))
+    .await;
+    let def = definition(s.url("/echo")).await;
+    let inbox = Inbox::default();
+    let approver = Arc::new(SendsInsteadOfAnswering {
+        inbox: inbox.clone(),
+        asked: Default::default(),
+    });
+    let ctx = TaskContext::new()
+        .with_inbox(inbox.clone())
+        .with_approver(approver.clone());
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        A2aExecutor::new().execute(TaskCall::new("echo", "d", "ask"), def, ctx),
+    )
+    .await
+    .expect("the message answered the question; the run did not wait for the approver")
+    .expect("runs");
+    assert_eq!(out.status, TaskStatus::Completed, "{}", out.text);
+    assert_eq!(out.text, "echo: take route B");
+    assert_eq!(approver.asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(inbox.read(), 1);
+}

@@ -440,6 +440,10 @@ async fn answer_question(run: &Run, agent: &str, ctx: &TaskContext) -> Option<St
     let decision = tokio::select! {
         d = approver.request(request) => d,
         () = ctx.cancel().cancelled() => return None,
+        // A message sent to this run meanwhile (SendMessage) is the input it asks for.
+        text = super::steer::arrival(metadata, ctx), if state == TaskState::InputRequired => {
+            return Some(text);
+        }
     };
     let text = decision.reply_text();
     ctx.emit(ProgressKind::Status {

@@ -4,9 +4,13 @@
 //! task only when the task waits for one (`input-required`). So messages sent to this run wait
 //! in its inbox, and when the remote task next asks for input they are sent, all together, as
 //! the follow-up message on the same task and context, before the caller's approver is asked.
+//! A message that arrives while the caller's approver is still being asked (a background run
+//! whose question waits in `TaskOutput`) answers the question too: the task is asking now.
 //! An approval question of one of our servers (an [`ApprovalQuestion`] in the status metadata)
 //! is never answered with them: it needs a yes or a no. What the run never sent is reported to
 //! the sender as unread when the run ends.
+
+use std::time::Duration;
 
 use subagent_spi::{ProgressKind, TaskContext};
 
@@ -40,6 +44,31 @@ pub(super) fn follow_up_text(
     });
     let texts: Vec<String> = taken.into_iter().map(|m| m.text).collect();
     Some(texts.join("\n\n"))
+}
+
+/// How often a run waiting for its approver's answer to a remote question looks for messages.
+const INBOX_POLL: Duration = Duration::from_millis(50);
+
+/// Waits until a message is sent to this run while the remote task asks a plain question (not
+/// an approval question, `question_metadata`; the caller checks it is `input-required`), then
+/// takes the waiting messages as the follow-up text ([`follow_up_text`]). Never completes
+/// without an inbox, for an approval question, or once the inbox is closed.
+pub(super) async fn arrival(question_metadata: Option<&JsonObject>, ctx: &TaskContext) -> String {
+    let Some(inbox) = ctx
+        .inbox()
+        .filter(|_| ApprovalQuestion::from_metadata(question_metadata).is_none())
+    else {
+        return std::future::pending().await;
+    };
+    while !inbox.is_closed() {
+        if inbox.has_unread()
+            && let Some(text) = follow_up_text(true, question_metadata, ctx)
+        {
+            return text;
+        }
+        tokio::time::sleep(INBOX_POLL).await;
+    }
+    std::future::pending().await
 }
 
 #[cfg(test)]
