@@ -97,6 +97,7 @@
 mod approval;
 mod card;
 mod conn;
+mod direct;
 mod directory;
 mod engine;
 mod handler;
