@@ -596,6 +596,13 @@ impl BackgroundRegistry {
             entry.mailbox.close();
             *entry.finished_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             *lock(&entry.finished_wall) = Some(SystemTime::now());
+            // Marked for the ledger before the end is published as well as after: a caller
+            // woken by `send_replace` may flush the ledger and exit before the mark below runs
+            // (seen under load: the record stayed `running`, read back as `interrupted`). The
+            // record is built at flush time, so whichever flush comes first writes the end.
+            if let Some(w) = &writer {
+                w.mark(&task_id, &entry);
+            }
             entry.state.send_replace(state);
             if let Some(w) = &writer {
                 w.mark(&task_id, &entry);
