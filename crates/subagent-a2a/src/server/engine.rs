@@ -11,38 +11,19 @@ use subagent_spi::CancellationToken;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument as _;
 
-use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-use super::store::{RemoteSignal, StoreError, TaskFilter, TaskStore};
+use super::handler::{
+    A2aHandler, Emission, HandlerError, HandlerRequest, SinkError, TaskEventSink,
+};
+use super::store::{
+    ContextSessionStore, PushConfigStore, RemoteSignal, ReplicaBus, StoreError, TaskFilter,
+    TaskStore,
+};
 use super::util::{new_id, now_rfc3339};
 use crate::types::jsonrpc::codes;
 use crate::types::{JsonObject, ProtocolVersion, v1};
 
-/// An error answered to the client: an A2A / JSON-RPC code and a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ApiError {
-    pub code: i32,
-    pub message: String,
-}
-
-impl ApiError {
-    pub(crate) fn new(code: i32, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
-    }
-    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(codes::INVALID_PARAMS, message)
-    }
-    pub(crate) fn not_found(task_id: &str) -> Self {
-        Self::new(codes::TASK_NOT_FOUND, format!("task `{task_id}` not found"))
-    }
-    pub(crate) fn internal(message: impl Into<String>) -> Self {
-        Self::new(codes::INTERNAL_ERROR, message)
-    }
-}
-
-pub(crate) type Event = Arc<v1::StreamResponse>;
+// The engine's answers to the bindings (re-exported: the bindings import them from here).
+pub(crate) use super::api::{ApiError, Event};
 
 /// Tuning of an engine.
 #[derive(Debug, Clone)]
@@ -53,22 +34,6 @@ pub(crate) struct EngineLimits {
     pub slow_subscriber_timeout: Duration,
     /// How long `CancelTask` waits for the handler to end before forcing `canceled`.
     pub cancel_grace: Duration,
-}
-
-pub(crate) enum Emission {
-    Reply(v1::Message),
-    /// A state change, with an optional message and metadata (merged into the task's, and
-    /// carried by the status update event).
-    Status(v1::TaskState, Option<v1::Message>, Option<JsonObject>),
-    Artifact {
-        artifact: v1::Artifact,
-        append: bool,
-        last_chunk: bool,
-    },
-    /// A live-only status update carrying `metadata` (the progress extension): sent to the
-    /// task's current subscribers in order with its other events, never saved, pushed or
-    /// merged into the task (it reports, it changes nothing).
-    Progress(JsonObject),
 }
 
 struct RunState {
@@ -158,6 +123,12 @@ pub(crate) struct Started {
 pub(crate) struct Engine {
     pub handler: Arc<dyn A2aHandler>,
     pub store: Arc<dyn TaskStore>,
+    /// The store's push-notification configs, when it keeps them.
+    pub push_configs: Option<Arc<dyn PushConfigStore>>,
+    /// The bus to the processes sharing the store, when it is shared.
+    replicas: Option<Arc<dyn ReplicaBus>>,
+    /// The store's conversation sessions, when it keeps them.
+    sessions: Option<Arc<dyn ContextSessionStore>>,
     pub limits: EngineLimits,
     pub agent_path: String,
     runs: Mutex<HashMap<String, Arc<Run>>>,
@@ -250,6 +221,9 @@ impl Engine {
     ) -> Self {
         Self {
             handler,
+            push_configs: store.clone().push_configs(),
+            replicas: store.clone().replica_bus(),
+            sessions: store.clone().context_sessions(),
             store,
             limits,
             agent_path,
@@ -286,6 +260,20 @@ impl Engine {
             codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
             "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
         ))
+    }
+
+    /// Stores a push config in the store's push configs ([`StoreError::Unsupported`] when it
+    /// keeps none).
+    pub(crate) async fn save_push_config(
+        &self,
+        config: v1::TaskPushNotificationConfig,
+    ) -> Result<(), StoreError> {
+        match &self.push_configs {
+            Some(p) => p.save_push_config(config).await,
+            None => Err(StoreError::Unsupported {
+                what: "push notification configs",
+            }),
+        }
     }
 
     /// True when this agent delivers push notifications.
@@ -335,13 +323,11 @@ impl Engine {
     /// Shared stores: starts reading the store's signals once (cancel requests for the tasks
     /// this process runs, events for the subscribers of tasks it does not run).
     fn ensure_listening(self: &Arc<Self>) {
-        if !self.store.is_shared() {
+        let Some(bus) = &self.replicas else {
             return;
-        }
+        };
         self.listening.call_once(|| {
-            let Some(mut signals) = self.store.signals() else {
-                return;
-            };
+            let mut signals = bus.signals();
             let Ok(rt) = tokio::runtime::Handle::try_current() else {
                 return;
             };
@@ -410,10 +396,10 @@ impl Engine {
 
     /// Shared stores: hands an event of a task running here to the other processes.
     async fn publish(&self, task_id: &str, event: &v1::StreamResponse) {
-        if !self.store.is_shared() {
+        let Some(bus) = &self.replicas else {
             return;
-        }
-        if let Err(e) = self.store.publish_event(task_id, event).await {
+        };
+        if let Err(e) = bus.publish_event(task_id, event).await {
             tracing::warn!(agent = %self.agent_path, error = %e, "cannot publish task event");
         }
     }
@@ -578,8 +564,7 @@ impl Engine {
         }
         p.message.context_id = Some(context_id.clone());
         if let Some(c) = self.inline_push(&tid, &p)? {
-            self.store
-                .save_push_config(c)
+            self.save_push_config(c)
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
         }
@@ -707,7 +692,7 @@ impl Engine {
             version: p.version,
         };
         let handler = self.handler.clone();
-        let sink = TaskEventSink { run: run.clone() };
+        let sink = TaskEventSink::new(Arc::new(super::sink::EngineSink(run.clone())));
         let r2 = run.clone();
         let driver: BoxFuture = Box::pin(
             async move {
@@ -855,11 +840,12 @@ impl Engine {
         if task.status.state.is_terminal() {
             return Err(not_cancelable(task_id));
         }
-        if self.store.is_shared() && !task.status.state.is_interrupted() {
+        if let Some(bus) = &self.replicas
+            && !task.status.state.is_interrupted()
+        {
             // Running on another process: ask it, and wait for its handler to end (as long as
             // a local cancel waits, plus a little for the store round trips).
-            self.store
-                .request_cancel(task_id)
+            bus.request_cancel(task_id)
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
             let deadline =
@@ -965,7 +951,7 @@ impl Engine {
                 ),
             ));
         }
-        if self.store.is_shared() {
+        if self.replicas.is_some() {
             return Ok(self.subscribe_remote(task).await);
         }
         // Interrupted: the stream waits for the message that continues the task.
@@ -1083,9 +1069,10 @@ impl Drop for InputGuard<'_> {
 }
 
 impl Run {
-    /// The store of the run's agent (`None` once the server is gone).
-    pub(crate) fn store(&self) -> Option<Arc<dyn TaskStore>> {
-        self.engine.upgrade().map(|e| e.store.clone())
+    /// The conversation sessions of the run's agent's store (`None` when it keeps none, or
+    /// once the server is gone).
+    pub(crate) fn context_sessions(&self) -> Option<Arc<dyn ContextSessionStore>> {
+        self.engine.upgrade().and_then(|e| e.sessions.clone())
     }
 
     /// Puts the task in `state` (input-required or auth-required) with `question`, then waits
@@ -1453,7 +1440,7 @@ impl Run {
     ) {
         if let Some(engine) = engine {
             if let Some(c) = st.pending_push.take()
-                && let Err(e) = engine.store.save_push_config(c).await
+                && let Err(e) = engine.save_push_config(c).await
             {
                 tracing::warn!(agent = %engine.agent_path, error = %e, "cannot store a push config");
             }
