@@ -10,13 +10,14 @@
 //!
 //! Wall-clock figures on a shared 2-core machine are noisy, so the bench also has a counting
 //! mode for `valgrind --tool=callgrind`: with `INPROC_ONLY=ours|bare` and `INPROC_COUNT=N` it
-//! sends N requests to one side and exits. Instructions per request are then
+//! sends N requests to one side and exits. `guarded` is our server as the load bench runs it
+//! (a bearer token required and sent, a `traceparent` on every request). Instructions per request are then
 //! `(total(N) - total(0)) / N`, the same on every run (see the perf doc for the script).
 
 use axum::body::Body;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::{Request, header};
-use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount, ServerAuth};
 use tower::ServiceExt;
 
 mod common;
@@ -27,6 +28,11 @@ fn request() -> Request<Body> {
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::CONTENT_LENGTH, BODY.len())
         .header("A2A-Version", "1.0")
+        .header(header::AUTHORIZATION, "Bearer bench-token")
+        .header(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        )
         .body(Body::from(BODY))
         .unwrap_or_default()
 }
@@ -51,6 +57,14 @@ fn bench(c: &mut Criterion) {
         .build()
         .expect("server");
     let ours = server.router();
+    let guarded = A2aServer::builder()
+        .mount(
+            AgentMount::new("/", AgentInfo::new("echo", "Echo"), Echo)
+                .with_auth(ServerAuth::bearer("bench-token")),
+        )
+        .build()
+        .expect("server")
+        .router();
     let reply = rt.block_on(async {
         let resp = ours.clone().oneshot(request()).await.expect("infallible");
         axum::body::to_bytes(resp.into_body(), 1 << 20)
@@ -74,7 +88,11 @@ fn bench(c: &mut Criterion) {
     );
     if let (Ok(only), Ok(count)) = (std::env::var("INPROC_ONLY"), std::env::var("INPROC_COUNT")) {
         let n: usize = count.parse().expect("INPROC_COUNT is a number");
-        let app = if only == "bare" { &bare } else { &ours };
+        let app = match only.as_str() {
+            "bare" => &bare,
+            "guarded" => &guarded,
+            _ => &ours,
+        };
         let mut bytes = 0;
         for _ in 0..n {
             bytes += rt.block_on(call(app));
@@ -87,6 +105,9 @@ fn bench(c: &mut Criterion) {
         b.iter(|| rt.block_on(call(&bare)))
     });
     g.bench_function("ours_send_message", |b| b.iter(|| rt.block_on(call(&ours))));
+    g.bench_function("ours_send_message_guarded", |b| {
+        b.iter(|| rt.block_on(call(&guarded)))
+    });
     g.finish();
 }
 

@@ -1,26 +1,33 @@
 //! Throughput, latency, memory and streaming of the A2A server, side by side with a bare axum
-//! handler, in one process and one session (see `docs/perf/subagent-a2a-server.md`).
+//! handler (and, when `A2A_LF_URL` names one, the official Rust SDK's server), in one session
+//! (see `docs/perf/subagent-a2a-server.md` and `docs/PERFORMANCE.md`).
 //!
 //! ```text
 //! cargo bench -p subagent-a2a --bench server_throughput   # 3 rounds, 10 s / 5 s runs
-//! ROUNDS=5 DURATION=10s cargo bench -p subagent-a2a --bench server_throughput
+//! ROUNDS=3 DURATION=10s A2A_LF_URL=http://127.0.0.1:3999/ \
+//!   cargo bench -p subagent-a2a --bench server_throughput
 //! ```
 //!
 //! Load comes from `oha` (`cargo install oha --locked`; found on PATH or in ~/.cargo/bin).
-//! Without oha only the SSE measurement runs. Each round runs bare, ours, ours, bare (ABBA, so
-//! load drifting during a round weighs on both alike): 64 connections for DURATION each
-//! (throughput), then the same four with 1 connection for DURATION_1C (p50 latency); the
-//! figures are the medians of the per-round ratios. Our server answers `SendMessage` from an echo agent replying with a Message
-//! (no task stored); the bare handler returns the very same bytes. Resident memory is read
-//! from /proc/self/status after each of our runs. Finally one SSE client receives 1,000
-//! streamed events (artifact chunks) from one task, 20 times; the median is printed.
+//! Without oha only the SSE measurement runs. Our server runs as configured in production:
+//! a bearer token required (every request carries it), the default limits, and a W3C
+//! `traceparent` on every request (the bare handler and the SDK get the same headers). Each
+//! round runs bare, ours, [sdk, sdk,] ours, bare (ABBA, so load drifting during a round weighs
+//! on all alike): 64 connections for DURATION each (throughput, p99), then bare and ours with 1
+//! connection for DURATION_1C (p50 latency); the figures are the medians of the per-round
+//! ratios. Our server answers `SendMessage` from an echo agent replying with a Message (no
+//! task stored); the bare handler returns the very same bytes; the SDK column is a minimal
+//! echo server built on `a2a-server-lf` outside this repository (its URL from `A2A_LF_URL`;
+//! the column is skipped, and says so, without it). Resident memory is read from
+//! /proc/self/status after each of our runs. Finally one SSE client receives 1,000 streamed
+//! events (artifact chunks) from one task, 20 times; the median is printed.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount};
+use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount, ServerAuth};
 
 mod common;
 use common::{BODY, Echo};
@@ -34,6 +41,11 @@ fn oha() -> Option<PathBuf> {
     });
     found.or(home.filter(|h| h.exists()))
 }
+
+/// The bearer token our server requires (sent to every server).
+const TOKEN: &str = "bench-token";
+/// A W3C trace context sent with every request.
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 struct Load {
     rps: f64,
@@ -50,6 +62,10 @@ fn run_oha(oha: &PathBuf, url: &str, conns: u32, duration: &str) -> Option<Load>
             "content-type: application/json",
             "-H",
             "A2A-Version: 1.0",
+            "-H",
+            &format!("authorization: Bearer {TOKEN}"),
+            "-H",
+            &format!("traceparent: {TRACEPARENT}"),
         ])
         .args(["-d", BODY, url])
         .output()
@@ -100,6 +116,7 @@ async fn sse_1000(client: &reqwest::Client, url: &str) -> (Duration, usize) {
         .post(url)
         .header("content-type", "application/json")
         .header("A2A-Version", "1.0")
+        .header("authorization", format!("Bearer {TOKEN}"))
         .body(body)
         .send()
         .await
@@ -128,13 +145,17 @@ fn main() {
         .unwrap_or(3);
     let duration = std::env::var("DURATION").unwrap_or_else(|_| "10s".into());
     let short = std::env::var("DURATION_1C").unwrap_or_else(|_| "5s".into());
+    let lf = std::env::var("A2A_LF_URL").ok().filter(|u| !u.is_empty());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let (ours, bare) = rt.block_on(async {
         let server = A2aServer::builder()
-            .mount(AgentMount::new("/", AgentInfo::new("echo", "Echo"), Echo))
+            .mount(
+                AgentMount::new("/", AgentInfo::new("echo", "Echo"), Echo)
+                    .with_auth(ServerAuth::bearer(TOKEN)),
+            )
             .build()
             .expect("server");
         let l1 = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -147,6 +168,8 @@ fn main() {
             .post(&ours)
             .header("content-type", "application/json")
             .header("A2A-Version", "1.0")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("traceparent", TRACEPARENT)
             .body(BODY)
             .send()
             .await
@@ -173,16 +196,46 @@ fn main() {
         tokio::spawn(async move { axum::serve(l2, bare_app).await });
         (ours, bare)
     });
+    match &lf {
+        Some(url) => {
+            let probe = rt.block_on(async {
+                reqwest::Client::new()
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .header("A2A-Version", "1.0")
+                    .body(BODY)
+                    .send()
+                    .await
+                    .ok()?
+                    .text()
+                    .await
+                    .ok()
+            });
+            println!("a2a-server-lf at {url} answers: {probe:?}");
+        }
+        None => {
+            println!("A2A_LF_URL not set: the official Rust SDK (a2a-server-lf) column is SKIPPED")
+        }
+    }
 
     if let Some(oha) = oha() {
-        // Each round runs bare, ours, ours, bare (ABBA), so a drift in machine load during the
-        // round weighs on both sides alike; the figure is the median of the per-round ratios.
-        let (mut tput_ratios, mut p50_ratios, mut rss) = (vec![], vec![], vec![]);
-        let (mut b_rps, mut o_rps, mut b_p50, mut o_p50) = (vec![], vec![], vec![], vec![]);
+        // Each round runs bare, ours, [sdk, sdk,] ours, bare (ABBA), so a drift in machine
+        // load during the round weighs on every side alike; the figure is the median of the
+        // per-round ratios.
+        let (mut tput_ratios, mut lf_ratios, mut p99_ratios, mut p50_ratios, mut rss) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        let (mut b_rps, mut o_rps, mut l_rps, mut b_p50, mut o_p50) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        let (mut b_p99, mut o_p99, mut l_p99) = (vec![], vec![], vec![]);
         println!("rss at start: {} KB", rss_kb());
         for round in 1..=rounds {
             let b_a = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
             let o_a = run_oha(&oha, &ours, 64, &duration).expect("oha ours");
+            let l = lf.as_ref().map(|u| {
+                let a = run_oha(&oha, u, 64, &duration).expect("oha sdk");
+                let b = run_oha(&oha, u, 64, &duration).expect("oha sdk");
+                ((a.rps + b.rps) / 2.0, (a.p99_ms + b.p99_ms) / 2.0)
+            });
             let o_b = run_oha(&oha, &ours, 64, &duration).expect("oha ours");
             let b_b = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
             let r = rss_kb();
@@ -191,21 +244,36 @@ fn main() {
             let o1_b = run_oha(&oha, &ours, 1, &short).expect("oha ours 1c");
             let b1_b = run_oha(&oha, &bare, 1, &short).expect("oha bare 1c");
             let (b, o) = ((b_a.rps + b_b.rps) / 2.0, (o_a.rps + o_b.rps) / 2.0);
+            let (b99, o99) = (
+                (b_a.p99_ms + b_b.p99_ms) / 2.0,
+                (o_a.p99_ms + o_b.p99_ms) / 2.0,
+            );
             let (b1, o1) = (
                 (b1_a.p50_ms + b1_b.p50_ms) / 2.0,
                 (o1_a.p50_ms + o1_b.p50_ms) / 2.0,
             );
+            let sdk = match l {
+                Some((rps, p99)) => {
+                    lf_ratios.push(o / rps);
+                    l_rps.push(rps);
+                    l_p99.push(p99);
+                    format!(
+                        ", sdk {rps:.0} req/s (p99 {p99:.2} ms), ours/sdk {:.2}",
+                        o / rps
+                    )
+                }
+                None => String::new(),
+            };
             println!(
                 "round {round}: 64c bare {:.0}/{:.0} req/s, ours {:.0}/{:.0} req/s, ratio {:.2} \
-                 (p99 bare {:.2} ms, ours {:.2} ms); 1c p50 bare {:.3}/{:.3} ms, ours {:.3}/{:.3} ms, \
-                 ratio {:.2}; rss after our runs {} KB",
+                 (p99 bare {b99:.2} ms, ours {o99:.2} ms, ratio {:.2}){sdk}; 1c p50 bare \
+                 {:.3}/{:.3} ms, ours {:.3}/{:.3} ms, ratio {:.2}; rss after our runs {} KB",
                 b_a.rps,
                 b_b.rps,
                 o_a.rps,
                 o_b.rps,
                 o / b,
-                b_a.p99_ms.max(b_b.p99_ms),
-                o_a.p99_ms.max(o_b.p99_ms),
+                o99 / b99,
                 b1_a.p50_ms,
                 b1_b.p50_ms,
                 o1_a.p50_ms,
@@ -214,20 +282,44 @@ fn main() {
                 r
             );
             tput_ratios.push(o / b);
+            p99_ratios.push(o99 / b99);
             p50_ratios.push(o1 / b1);
             b_rps.push(b);
             o_rps.push(o);
+            b_p99.push(b99);
+            o_p99.push(o99);
             b_p50.push(b1);
             o_p50.push(o1);
             rss.push(r);
         }
         println!(
-            "MEDIAN of {rounds} rounds: 64c bare {:.0} req/s, ours {:.0} req/s, ratio {:.2} (per round {:?}); \
-             1c p50 bare {:.3} ms, ours {:.3} ms, ratio {:.2} (per round {:?}); rss after each round {:?} KB",
+            "MEDIAN of {rounds} rounds, 64 connections: bare {:.0} req/s (p99 {:.2} ms), ours \
+             {:.0} req/s (p99 {:.2} ms): ours/bare {:.2} (per round {:?}), p99 ours/bare {:.2} \
+             (per round {:?})",
             median(b_rps),
+            median(b_p99),
             median(o_rps),
+            median(o_p99),
             median(tput_ratios.clone()),
             two_places(&tput_ratios),
+            median(p99_ratios.clone()),
+            two_places(&p99_ratios),
+        );
+        if lf.is_some() {
+            println!(
+                "MEDIAN sdk (a2a-server-lf): {:.0} req/s (p99 {:.2} ms): ours/sdk {:.2} (per \
+                 round {:?})",
+                median(l_rps),
+                median(l_p99),
+                median(lf_ratios.clone()),
+                two_places(&lf_ratios),
+            );
+        } else {
+            println!("sdk (a2a-server-lf): SKIPPED (set A2A_LF_URL)");
+        }
+        println!(
+            "MEDIAN 1 connection p50: bare {:.3} ms, ours {:.3} ms, ratio {:.2} (per round \
+             {:?}); rss after each round {:?} KB",
             median(b_p50),
             median(o_p50),
             median(p50_ratios.clone()),

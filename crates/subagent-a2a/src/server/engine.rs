@@ -73,6 +73,9 @@ pub(crate) struct Run {
     pub(crate) inbox: Mutex<Option<mpsc::Sender<Arc<v1::Message>>>>,
     /// The protocol version of the message that started the run (push payloads follow it).
     version: ProtocolVersion,
+    /// Direct runs (a blocking send of a new task, see `super::direct`): the request's answer
+    /// is handed over here instead of through a subscriber channel.
+    pub(crate) direct: Option<super::direct::Direct>,
 }
 
 type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
@@ -115,7 +118,8 @@ impl Drop for Driver {
 /// What a send produced, read by the binding layer.
 pub(crate) struct Started {
     pub run: Arc<Run>,
-    pub events: mpsc::Receiver<Event>,
+    /// The run's events for the request (`None` for a direct run, see `super::direct`).
+    pub events: Option<mpsc::Receiver<Event>>,
     pub driver: Driver,
 }
 
@@ -159,8 +163,8 @@ struct Launch {
     task: Option<(v1::Task, v1::Task)>,
     /// Who hears the run's events: the caller first.
     subscribers: Vec<mpsc::Sender<Event>>,
-    /// The caller's end of the first subscriber.
-    events: mpsc::Receiver<Event>,
+    /// The caller's end of the first subscriber (`None`: a direct run).
+    events: Option<mpsc::Receiver<Event>>,
     /// A push config named inline, stored with the task.
     pending_push: Option<v1::TaskPushNotificationConfig>,
 }
@@ -172,6 +176,8 @@ pub(crate) struct SendParams {
     pub metadata: Option<JsonObject>,
     pub streaming: bool,
     pub version: ProtocolVersion,
+    /// A blocking send: a new task's run answers the request directly (see `super::direct`).
+    pub direct: bool,
 }
 
 /// Keeps the last `n` history messages (`n` = 0 drops them all, `None` keeps all).
@@ -438,14 +444,19 @@ impl Engine {
         };
         let task_id = new_id();
         let pending_push = self.inline_push(&task_id, &p)?;
-        let (tx, events) = mpsc::channel(self.limits.subscriber_buffer.max(1));
+        let (subscribers, events) = if p.direct {
+            (Vec::new(), None)
+        } else {
+            let (tx, events) = mpsc::channel(self.limits.subscriber_buffer.max(1));
+            (vec![tx], Some(events))
+        };
         Ok(self.launch(
             p,
             Launch {
                 task_id,
                 context_id,
                 task: None,
-                subscribers: vec![tx],
+                subscribers,
                 events,
                 pending_push,
             },
@@ -605,7 +616,7 @@ impl Engine {
                 context_id,
                 task: Some((task, previous)),
                 subscribers,
-                events,
+                events: Some(events),
                 pending_push: None,
             },
         );
@@ -679,6 +690,8 @@ impl Engine {
             asking: tokio::sync::Mutex::new(()),
             inbox: Mutex::new(None),
             version: p.version,
+            // Only a new task's run (no subscriber channel) answers directly.
+            direct: events.is_none().then(super::direct::Direct::default),
         });
         let request = HandlerRequest {
             agent_path: self.agent_path.clone(),
@@ -1194,7 +1207,7 @@ impl Run {
         drop(st);
         Ok(Ok(Started {
             run: self.clone(),
-            events: rx,
+            events: Some(rx),
             driver: Driver(None),
         }))
     }
@@ -1223,6 +1236,17 @@ impl Run {
     /// The task as it is now (`None` before the first task event).
     pub(crate) async fn task(&self) -> Option<v1::Task> {
         self.state.lock().await.task.clone()
+    }
+
+    /// Like [`Run::task`], but moved out (not copied) once the handler has ended: the run is
+    /// then out of the engine's map and nobody reads its task again.
+    pub(crate) async fn take_or_clone_task(&self) -> Option<v1::Task> {
+        let mut st = self.state.lock().await;
+        if self.done.load(std::sync::atomic::Ordering::Acquire) {
+            st.task.take()
+        } else {
+            st.task.clone()
+        }
     }
 
     /// The error the handler answered with before any event, if any.
@@ -1258,12 +1282,19 @@ impl Run {
             Emission::Reply(m) => {
                 st.finished = true;
                 st.replied = true;
-                broadcast(
-                    st,
-                    Arc::new(v1::StreamResponse::Message(m)),
-                    &self.limits(&engine),
-                )
-                .await;
+                // The user's message is no longer needed: a reply stores no task.
+                st.user_message = None;
+                match &self.direct {
+                    Some(d) => d.reply(m),
+                    None => {
+                        broadcast(
+                            st,
+                            Arc::new(v1::StreamResponse::Message(m)),
+                            &self.limits(&engine),
+                        )
+                        .await
+                    }
+                }
                 st.subscribers.clear();
             }
             Emission::Status(state, message, metadata) => {
@@ -1306,6 +1337,11 @@ impl Run {
                     engine.publish(&self.task_id, &ev).await;
                 }
                 broadcast(st, ev, &self.limits(&engine)).await;
+                if let Some(d) = &self.direct
+                    && (state.is_terminal() || state.is_interrupted())
+                {
+                    d.settle();
+                }
                 if state.is_terminal() {
                     st.finished = true;
                     st.subscribers.clear();

@@ -98,6 +98,7 @@ mod api;
 mod approval;
 mod card;
 mod conn;
+mod direct;
 mod directory;
 mod engine;
 mod handler;

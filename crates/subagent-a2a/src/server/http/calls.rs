@@ -99,6 +99,7 @@ pub(super) async fn send(
             metadata: req.metadata,
             streaming,
             version: wire.version(),
+            direct: !streaming && !immediate,
         })
         .await?;
     match permit {
@@ -135,10 +136,14 @@ pub(super) async fn first_event(
 ) -> Result<(Event, mpsc::Receiver<Event>), ApiError> {
     let Started {
         run,
-        mut events,
+        events,
         mut driver,
     } = started;
     driver.spawn();
+    // Streaming runs always have their events (only blocking sends run direct).
+    let Some(mut events) = events else {
+        return Err(ApiError::internal("a direct run has no event stream"));
+    };
     match events.recv().await {
         Some(first) => Ok((first, events)),
         None => Err(run
@@ -153,6 +158,12 @@ pub(super) async fn await_reply(
     immediate: bool,
     history_length: Option<i32>,
 ) -> Result<v1::SendMessageResponse, ApiError> {
+    if started.run.direct.is_some() {
+        return crate::server::direct::answer(started, history_length).await;
+    }
+    let Some(mut events) = started.events.take() else {
+        return Err(ApiError::internal("a run without events"));
+    };
     if immediate {
         started.driver.spawn();
     }
@@ -165,9 +176,9 @@ pub(super) async fn await_reply(
                     started.driver.done();
                     continue;
                 }
-                ev = started.events.recv() => ev,
+                ev = events.recv() => ev,
             },
-            None => started.events.recv().await,
+            None => events.recv().await,
         };
         let Some(ev) = ev else { break };
         match &*ev {
@@ -203,7 +214,7 @@ pub(super) async fn await_reply(
             }
         }
     }
-    drop(started.events);
+    drop(events);
     // The handler's rest (its end, `finish`) runs on by itself from here: it may be queued for
     // the run's state lock, which the fair lock hands it before `task()` below gets it, so
     // leaving it undriven here would wait forever (concurrent readers of the run, such as

@@ -282,6 +282,7 @@ impl GrpcService {
                 metadata: msg.metadata,
                 streaming,
                 version: ProtocolVersion::V1,
+                direct: !streaming && !immediate,
             })
             .await
             .map_err(status)?;

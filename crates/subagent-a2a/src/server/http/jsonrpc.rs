@@ -135,20 +135,32 @@ pub(super) async fn jsonrpc(
     } else {
         Wire::RpcV03(id.clone())
     };
+    let sse_errors = !v1m && streams_v03(method) && wants_sse(&parts.headers);
     let mut failed = true;
     let answer = match header_version {
         Err(e) => rpc_error_for(&id, &e, true),
         Ok(_) => match check_extensions(agent, &parts.headers) {
             Err(e) => error_for(&wire, &e),
             Ok(()) => {
-                match rpc_call(shared, agent, method, head.params, &wire, &parts.headers).await {
+                let result = match send_request(shared, method, head.params) {
+                    // A send's params are now in the form the engine keeps: the body is
+                    // released before the handler runs, so a large message is held once,
+                    // not twice, while it is served.
+                    Some(Ok((req, streaming))) => {
+                        drop(body);
+                        send(shared, agent, req, streaming, &wire).await
+                    }
+                    Some(Err(e)) => Err(e),
+                    None => {
+                        rpc_call(shared, agent, method, head.params, &wire, &parts.headers).await
+                    }
+                };
+                match result {
                     Ok(r) => {
                         failed = false;
                         r
                     }
-                    Err(e) if !v1m && streams_v03(method) && wants_sse(&parts.headers) => {
-                        sse_error(&wire, &e)
-                    }
+                    Err(e) if sse_errors => sse_error(&wire, &e),
                     Err(e) => error_for(&wire, &e),
                 }
             }
@@ -311,6 +323,7 @@ impl JsonStrOrOther<'_> {
     }
 }
 
+/// Every method but the sends, which [`jsonrpc`] starts itself (see [`send_request`]).
 pub(super) async fn rpc_call(
     shared: &Arc<Shared>,
     agent: &Hosted,
@@ -322,30 +335,6 @@ pub(super) async fn rpc_call(
     use crate::types::v1::methods as m1;
     use crate::types::v03::methods as m03;
     match method {
-        // The request moves into `send`'s future in a statement of its own: a request (or a
-        // temporary holding it) alive across the await would sit in this future beside it.
-        m1::SEND_MESSAGE | m1::SEND_STREAMING_MESSAGE => {
-            let streaming = method == m1::SEND_STREAMING_MESSAGE;
-            let call = send(
-                shared,
-                agent,
-                parse_params(params, method)?,
-                streaming,
-                wire,
-            );
-            call.await
-        }
-        m03::MESSAGE_SEND | m03::MESSAGE_STREAM => {
-            let streaming = method == m03::MESSAGE_STREAM;
-            let call = send(
-                shared,
-                agent,
-                v03_send(shared, params, method)?,
-                streaming,
-                wire,
-            );
-            call.await
-        }
         m1::GET_TASK => {
             let req: v1::GetTaskRequest = parse_params(params, method)?;
             let t = agent.engine.get(&req.id, req.history_length).await?;
@@ -451,6 +440,27 @@ pub(super) async fn rpc_call(
             format!("method `{other}` not found"),
         )),
     }
+}
+
+/// The request of a send method (1.0 `SendMessage` / `SendStreamingMessage`, 0.3
+/// `message/send` / `message/stream`) in its owned 1.0 form, and whether it streams; `None`
+/// for every other method.
+fn send_request(
+    shared: &Shared,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Option<Result<(v1::SendMessageRequest, bool), ApiError>> {
+    use crate::types::v1::methods as m1;
+    use crate::types::v03::methods as m03;
+    Some(match method {
+        m1::SEND_MESSAGE | m1::SEND_STREAMING_MESSAGE => {
+            parse_params(params, method).map(|r| (r, method == m1::SEND_STREAMING_MESSAGE))
+        }
+        m03::MESSAGE_SEND | m03::MESSAGE_STREAM => {
+            v03_send(shared, params, method).map(|r| (r, method == m03::MESSAGE_STREAM))
+        }
+        _ => return None,
+    })
 }
 
 /// A 0.3 `message/send` or `message/stream` as its 1.0 request: `blocking` (absent: the

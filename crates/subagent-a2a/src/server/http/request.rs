@@ -96,14 +96,18 @@ pub(super) async fn read_body(
     body: Body,
 ) -> Result<Bytes, BodyError> {
     let limit = cfg.max_body_bytes;
-    if let Some(len) = headers
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(len) = declared
         && len > limit as u64
     {
         return Err(BodyError::TooLarge(limit));
     }
+    // A body in several chunks is joined into one buffer of its declared length (within the
+    // limit, checked above), not one grown by doubling: a large body costs its size once.
+    let declared = declared.map_or(0, |n| usize::try_from(n).unwrap_or(limit).min(limit));
     let collect = async {
         use futures::StreamExt;
         let mut stream = body.into_data_stream();
@@ -121,6 +125,7 @@ pub(super) async fn read_body(
                 first = Some(chunk);
             } else {
                 if let Some(f) = first.take() {
+                    joined.reserve_exact(declared.max(f.len() + chunk.len()));
                     joined.extend_from_slice(&f);
                 }
                 joined.extend_from_slice(&chunk);
