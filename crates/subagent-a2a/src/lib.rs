@@ -7,9 +7,20 @@
 //!   [`types::v03`]: the kind-tagged JSON of 0.3), `From` conversions both ways
 //!   ([`types::convert`]), and the JSON-RPC envelope and A2A error codes
 //!   ([`types::jsonrpc`]). The server side reuses them.
-//! - [`client`]: the `A2A` subagent kind ([`client::KIND`], [`client::a2a_subagent_type`]):
-//!   [`client::A2aResolver`] reads the agent card, [`client::A2aExecutor`] runs tasks, and
-//!   [`client::A2aClient`] is the typed client they use (usable on its own).
+//! - [`client`] (feature `client`): the `A2A` subagent kind ([`client::KIND`],
+//!   [`client::a2a_subagent_type`]): [`client::A2aResolver`] reads the agent card,
+//!   [`client::A2aExecutor`] runs tasks, and [`client::A2aClient`] is the typed client they use
+//!   (usable on its own), speaking the card's dialect (one implementation per binding and
+//!   version, chosen once).
+//! - `server` (feature `server`): hosting agents over A2A; the handler contract
+//!   (`A2aHandler`, `TaskEventSink`), the engine running tasks, the bindings.
+//! - `task_store` (feature `task-store`, on with `server`): the server's storage contract, one
+//!   trait per concern (tasks, push configs, replica bus, conversation sessions) and the
+//!   bounded in-memory store; what a store crate implements, without the HTTP server.
+//! - `grpc` (features `grpc-server` / `grpc-client`): the code generated from `a2a.proto`
+//!   and its conversions; `signing` (feature `card-signing`): agent card signatures.
+//!
+//! `docs/a2a-architecture.md` maps the modules, their dependency direction and the features.
 //!
 //! ## Transport
 //!
@@ -24,8 +35,9 @@
 //! must accept what any peer sends. Event streams are read with the workspace's one SSE decoder,
 //! `subagent-sse` (`client` feature). Client and server speak JSON-RPC and HTTP+JSON, each in
 //! 1.0 and 0.3 (0.3 HTTP+JSON: the `/v1/…` routes with the ProtoJSON shapes of
-//! [`types::v03_rest`], served beside the 1.0 routes at the same mount); gRPC is not
-//! supported.
+//! [`types::v03_rest`], served beside the 1.0 routes at the same mount), and gRPC 1.0 (tonic,
+//! HTTP/2 without TLS): the server with feature `grpc-server` (`A2aServer::serve_grpc`, on its
+//! own port), the client with `grpc-client` (when the card's chosen interface is `GRPC`).
 //!
 //! ## Resolving
 //!
@@ -104,10 +116,14 @@ pub mod grpc;
 pub mod server;
 #[cfg(feature = "card-signing")]
 pub mod signing;
+#[cfg(feature = "task-store")]
+pub mod task_store;
 #[cfg(any(feature = "client", feature = "server"))]
 mod trace_context;
 pub mod typed;
 pub mod types;
+#[cfg(feature = "task-store")]
+mod util;
 
 #[cfg(feature = "client")]
 pub use client::{

@@ -628,3 +628,69 @@ async fn proxy_child() {
     );
     drop(srv);
 }
+
+/// A store of tasks only: it implements `TaskStore` and nothing else.
+struct TasksOnly(subagent_a2a::server::InMemoryTaskStore);
+
+#[subagent_spi::async_trait]
+impl subagent_a2a::server::TaskStore for TasksOnly {
+    async fn save(
+        &self,
+        task: subagent_a2a::types::v1::Task,
+    ) -> Result<(), subagent_a2a::server::StoreError> {
+        self.0.save(task).await
+    }
+    async fn get(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<subagent_a2a::types::v1::Task>, subagent_a2a::server::StoreError> {
+        self.0.get(task_id).await
+    }
+    async fn list(
+        &self,
+        filter: &subagent_a2a::server::TaskFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<subagent_a2a::server::TaskPage, subagent_a2a::server::StoreError> {
+        self.0.list(filter, offset, limit).await
+    }
+}
+
+#[tokio::test]
+async fn a_store_keeping_no_push_configs_offers_no_push_notifications() {
+    // Push notifications on, but the agent's store keeps tasks only: the card must not
+    // promise push notifications, and the config methods refuse (PushNotificationNotSupported).
+    let mount = common::agent_at("/a", "a", Default::default())
+        .with_store(
+            Arc::new(TasksOnly(Default::default())) as Arc<dyn subagent_a2a::server::TaskStore>
+        );
+    let srv = common::serve(
+        A2aServer::builder()
+            .push_notifications(true)
+            .push_allow_private(true)
+            .mount(mount),
+    )
+    .await;
+    let base = srv.url("/a");
+    let card: Value = reqwest::get(format!("{base}/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["pushNotifications"], false, "{card}");
+    let task_id = waiting_task(&base).await;
+    let r = create_config(&base, &task_id, "https://example.com/hook").await;
+    assert_eq!(r["error"]["code"], -32003, "{r}");
+    // The inline config of a new message is refused the same way.
+    let msg = json!({"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "ask"}]});
+    let conf = json!({"taskPushNotificationConfig": {"url": "https://example.com/hook"}});
+    let r = rpc(
+        &base,
+        "SendMessage",
+        json!({"message": msg, "configuration": conf}),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], -32003, "{r}");
+    drop(srv);
+}

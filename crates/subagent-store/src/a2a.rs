@@ -1,5 +1,7 @@
 //! The A2A server's task store on a [`Db`] (feature `a2a`): [`SqlTaskStore`] implements
-//! `subagent_a2a::server::TaskStore` on SQLite or PostgreSQL.
+//! the A2A server's storage contract (`subagent_a2a::task_store`: `TaskStore`, and the
+//! `PushConfigStore`, `ContextSessionStore` and, on PostgreSQL, `ReplicaBus` it offers) on
+//! SQLite or PostgreSQL.
 //!
 //! - Tasks are rows of `a2a_tasks`: the task as A2A 1.0 JSON plus the columns `ListTasks`
 //!   filters and sorts on (agent, context, state, status timestamp), so filtering and
@@ -16,7 +18,7 @@
 //!   `NOTIFY subagents_a2a`; every process `LISTEN`s and hands them to its subscribers. Cancel
 //!   requests travel the same way. See `docs/scaling.md`.
 //! - **Sessions.** The executor session each conversation (contextId) of a hosted agent
-//!   continues is a row of `a2a_context_sessions` (`TaskStore::save_context_session`), so
+//!   continues is a row of `a2a_context_sessions` (`ContextSessionStore::save_context_session`), so
 //!   `SubagentHandler` resumes it after a restart; it goes with the context's last task.
 //! - **Retention.** Terminal tasks expire after [`Retention::terminal_ttl`]; over
 //!   [`Retention::max_tasks`] or [`Retention::max_bytes`] the oldest terminal, then interrupted
@@ -34,9 +36,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::Connection as _;
-use subagent_a2a::server::{
-    MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError as A2aStoreError, TaskFilter, TaskPage,
-    TaskStore, now_rfc3339, task_bytes,
+use subagent_a2a::task_store::{
+    ContextSessionStore, MAX_PUSH_CONFIGS_PER_TASK, PushConfigStore, RemoteSignal, ReplicaBus,
+    StoreError as A2aStoreError, TaskFilter, TaskPage, TaskStore, now_rfc3339, task_bytes,
 };
 use subagent_a2a::types::v1;
 use tokio::sync::broadcast;
@@ -77,7 +79,7 @@ pub struct Retention {
     /// The most tasks kept (default 100,000).
     pub max_tasks: u64,
     /// The most bytes of tasks kept, counted as the in-memory store does
-    /// (`subagent_a2a::server::task_bytes`; default 1 GiB).
+    /// (`subagent_a2a::task_store::task_bytes`; default 1 GiB).
     pub max_bytes: u64,
 }
 
@@ -826,7 +828,7 @@ async fn prune_a2a(
 }
 
 #[async_trait]
-impl TaskStore for SqlTaskStore {
+impl PushConfigStore for SqlTaskStore {
     async fn save_push_config(
         &self,
         config: v1::TaskPushNotificationConfig,
@@ -950,7 +952,10 @@ impl TaskStore for SqlTaskStore {
         });
         Ok(gone > 0)
     }
+}
 
+#[async_trait]
+impl ContextSessionStore for SqlTaskStore {
     async fn context_session(&self, context_id: &str) -> Result<Option<String>, A2aStoreError> {
         with_pool!(&self.inner.db, |p| sqlx::query_scalar(
             "SELECT session_id FROM a2a_context_sessions WHERE scope = $1 AND context_id = $2"
@@ -996,7 +1001,10 @@ impl TaskStore for SqlTaskStore {
         });
         Ok(())
     }
+}
 
+#[async_trait]
+impl TaskStore for SqlTaskStore {
     async fn save(&self, task: v1::Task) -> Result<(), A2aStoreError> {
         let state = task.status.state;
         let (owner, lease_until_ms) = if running(state) {
@@ -1120,10 +1128,28 @@ impl TaskStore for SqlTaskStore {
         Ok(TaskPage::new(tasks, usize::try_from(total).unwrap_or(0)))
     }
 
-    fn is_shared(&self) -> bool {
-        self.inner.signals.is_some()
+    fn push_configs(self: Arc<Self>) -> Option<Arc<dyn PushConfigStore>> {
+        Some(self)
     }
 
+    /// PostgreSQL only: one SQLite file serves one process.
+    fn replica_bus(self: Arc<Self>) -> Option<Arc<dyn ReplicaBus>> {
+        if self.inner.signals.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
+    fn context_sessions(self: Arc<Self>) -> Option<Arc<dyn ContextSessionStore>> {
+        Some(self)
+    }
+}
+
+/// PostgreSQL: `NOTIFY` / `LISTEN` between the replicas (offered by
+/// [`TaskStore::replica_bus`] only there).
+#[async_trait]
+impl ReplicaBus for SqlTaskStore {
     async fn publish_event(
         &self,
         task_id: &str,
@@ -1147,10 +1173,11 @@ impl TaskStore for SqlTaskStore {
         Ok(())
     }
 
-    fn signals(&self) -> Option<broadcast::Receiver<RemoteSignal>> {
-        self.inner
-            .signals
-            .as_ref()
-            .map(broadcast::Sender::subscribe)
+    fn signals(&self) -> broadcast::Receiver<RemoteSignal> {
+        match &self.inner.signals {
+            Some(tx) => tx.subscribe(),
+            // SQLite: no other process; a receiver that is closed at once.
+            None => broadcast::channel(1).1,
+        }
     }
 }

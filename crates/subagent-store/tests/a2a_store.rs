@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use subagent_a2a::server::{TaskFilter, TaskStore};
+use subagent_a2a::server::{ContextSessionStore, PushConfigStore, TaskFilter, TaskStore};
 use subagent_a2a::types::v1;
 use subagent_store::a2a::{A2aStoreOptions, Retention, SqlTaskStore, prune_a2a_tasks};
 use subagent_store::{Db, StoreUrl};

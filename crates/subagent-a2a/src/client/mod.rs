@@ -20,6 +20,7 @@
 mod card_trust;
 mod config;
 mod definition;
+mod dialect;
 mod executor;
 #[cfg(feature = "grpc-client")]
 mod grpc;
@@ -27,6 +28,7 @@ mod resolver;
 mod sse;
 mod steer;
 mod transport;
+mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,13 +1,57 @@
 //! The contract between the server and the code answering messages: [`A2aHandler`], what it
 //! receives ([`HandlerRequest`]) and how it reports ([`TaskEventSink`]).
+//!
+//! The sink writes to a [`RunSink`], a trait defined here and implemented by the engine
+//! (`engine` / `sink`), so this contract imports nothing of the engine: the dependency runs
+//! one way, engine → contract.
 
 use std::sync::Arc;
 
 use subagent_spi::{CancellationToken, async_trait};
 
-use super::engine::{Emission, Run};
 use super::util::new_id;
+use crate::task_store::ContextSessionStore;
 use crate::types::{JsonObject, ProtocolVersion, v1};
+
+/// One event a handler reports, as its [`TaskEventSink`] hands it to the run.
+pub(crate) enum Emission {
+    Reply(v1::Message),
+    /// A state change, with an optional message and metadata (merged into the task's, and
+    /// carried by the status update event).
+    Status(v1::TaskState, Option<v1::Message>, Option<JsonObject>),
+    Artifact {
+        artifact: v1::Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
+    /// A live-only status update carrying `metadata` (the progress extension): sent to the
+    /// task's current subscribers in order with its other events, never saved, pushed or
+    /// merged into the task (it reports, it changes nothing).
+    Progress(JsonObject),
+}
+
+/// What a [`TaskEventSink`] writes to: the run of one task. The engine implements it for each
+/// handler run; the contract knows only this trait.
+#[async_trait]
+pub(crate) trait RunSink: Send + Sync + 'static {
+    /// The task id.
+    fn task_id(&self) -> &str;
+    /// The context id.
+    fn context_id(&self) -> &str;
+    /// Applies one event to the task (stored, streamed, pushed as the engine does).
+    async fn emit(&self, event: Emission) -> Result<(), SinkError>;
+    /// Puts the task in `state` with `question` and waits, in this run, for the client's
+    /// answer.
+    async fn await_input(
+        &self,
+        state: v1::TaskState,
+        question: v1::Message,
+    ) -> Result<Arc<v1::Message>, SinkError>;
+    /// From now on, messages on the running task go to `inbox`.
+    fn open_inbox(&self, inbox: tokio::sync::mpsc::Sender<Arc<v1::Message>>);
+    /// The agent's store of conversation sessions, when it keeps them.
+    fn context_sessions(&self) -> Option<Arc<dyn ContextSessionStore>>;
+}
 
 /// The messages a client sends to a running task, for a handler that takes them
 /// ([`TaskEventSink::inbox`]).
@@ -145,26 +189,37 @@ pub trait A2aHandler: Send + Sync + 'static {
 /// every subscriber; the calls wait while a subscriber's buffer is full (bounded memory).
 #[derive(Clone)]
 pub struct TaskEventSink {
-    pub(crate) run: Arc<Run>,
+    run: Arc<dyn RunSink>,
 }
 
 impl std::fmt::Debug for TaskEventSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskEventSink")
-            .field("task_id", &self.run.task_id)
+            .field("task_id", &self.run.task_id())
             .finish()
     }
 }
 
 impl TaskEventSink {
+    /// A sink writing to `run`.
+    pub(crate) fn new(run: Arc<dyn RunSink>) -> Self {
+        Self { run }
+    }
+
+    /// The agent's store of conversation sessions, when it keeps them (`None` also once the
+    /// server is gone).
+    pub(crate) fn context_sessions(&self) -> Option<Arc<dyn ContextSessionStore>> {
+        self.run.context_sessions()
+    }
+
     /// The task id.
     pub fn task_id(&self) -> &str {
-        &self.run.task_id
+        self.run.task_id()
     }
 
     /// The context id.
     pub fn context_id(&self) -> &str {
-        &self.run.context_id
+        self.run.context_id()
     }
 
     /// An agent message with a fresh id, this task's ids and one text part.
@@ -175,8 +230,8 @@ impl TaskEventSink {
     /// An agent message with a fresh id, this task's ids and the given parts.
     pub fn agent_message(&self, parts: Vec<v1::Part>) -> v1::Message {
         let mut m = v1::Message::new(v1::Role::Agent, new_id(), parts);
-        m.context_id = Some(self.run.context_id.clone());
-        m.task_id = Some(self.run.task_id.clone());
+        m.context_id = Some(self.run.context_id().to_string());
+        m.task_id = Some(self.run.task_id().to_string());
         m
     }
 
@@ -185,7 +240,7 @@ impl TaskEventSink {
     pub async fn reply(&self, mut message: v1::Message) -> Result<(), SinkError> {
         message.task_id = None;
         if message.context_id.is_none() {
-            message.context_id = Some(self.run.context_id.clone());
+            message.context_id = Some(self.run.context_id().to_string());
         }
         self.run.emit(Emission::Reply(message)).await
     }
@@ -290,7 +345,7 @@ impl TaskEventSink {
     /// this again replaces it.
     pub fn inbox(&self, capacity: usize) -> TaskInbox {
         let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
-        *self.run.inbox.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        self.run.open_inbox(tx);
         TaskInbox { rx }
     }
 

@@ -94,6 +94,7 @@
 //! [`A2aServer::serve`] shuts down gracefully: when its signal fires, handlers are cancelled,
 //! open streams end, and in-flight requests finish.
 
+mod api;
 mod approval;
 mod card;
 mod conn;
@@ -104,9 +105,8 @@ mod handler;
 mod http;
 #[cfg(feature = "push")]
 mod push;
-mod store;
+mod sink;
 mod subagent;
-mod util;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -120,12 +120,17 @@ pub use card::{AgentInfo, ServerAuth};
 pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink, TaskInbox};
 #[cfg(feature = "push")]
 pub use push::PushStats;
-pub use store::{
-    InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, RemoteSignal, StoreError, TaskFilter, TaskPage,
-    TaskStore, message_bytes, task_bytes,
+// The storage contract lives in `crate::task_store` (feature `task-store`, which a store crate
+// depends on without the HTTP server); re-exported here, where the server's users find it.
+use crate::task_store as store;
+pub use crate::task_store::{
+    ContextSessionStore, InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, PushConfigStore,
+    RemoteSignal, ReplicaBus, StoreError, TaskFilter, TaskPage, TaskStore, message_bytes,
+    task_bytes,
 };
+use crate::util;
+pub use crate::util::now_rfc3339;
 pub use subagent::SubagentHandler;
-pub use util::now_rfc3339;
 
 use crate::types::ProtocolVersion;
 
@@ -533,16 +538,18 @@ impl A2aServerBuilder {
             #[allow(unused_mut)]
             let mut engine = engine::Engine::new(
                 a.handler,
-                store.clone(),
+                store,
                 limits.clone(),
                 path.clone(),
                 shutdown.clone(),
             );
             #[cfg(feature = "push")]
-            if let Some(hub) = &push_hub {
+            // Push notifications need a store keeping their configs; without one the agent
+            // offers none (its card says so).
+            if let (Some(hub), Some(configs)) = (&push_hub, engine.push_configs.clone()) {
                 engine.pusher = Some(Arc::new(push::Pusher::new(
                     hub.clone(),
-                    store,
+                    configs,
                     self.config.push_max_configs_per_task,
                 )));
             }
@@ -814,5 +821,57 @@ mod tests {
         assert!(normalize_path("/a b").is_err());
         assert!(normalize_path("/a/../b").is_err());
         assert!(normalize_path("/x/tasks").is_err());
+    }
+
+    /// The `use` paths of a source file (its `use` lines and `crate::`/`super::` paths).
+    fn imports(source: &str) -> Vec<&str> {
+        source
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.starts_with("//"))
+            .filter(|l| l.contains("super::") || l.contains("crate::"))
+            .collect()
+    }
+
+    #[test]
+    fn the_handler_contract_imports_no_engine_internals() {
+        // The contract (handler.rs) and the storage contract (task_store) name neither the
+        // engine nor push delivery nor the bindings: the engine depends on them, never back.
+        let handler = include_str!("handler.rs");
+        for line in imports(handler) {
+            for banned in ["engine", "push", "http", "sink::", "subagent::"] {
+                assert!(
+                    !line.contains(&format!("super::{banned}"))
+                        && !line.contains(&format!("crate::server::{banned}")),
+                    "handler.rs imports `{banned}`: {line}"
+                );
+            }
+        }
+        for (file, source) in [
+            ("task_store/mod.rs", include_str!("../task_store/mod.rs")),
+            (
+                "task_store/memory.rs",
+                include_str!("../task_store/memory.rs"),
+            ),
+            (
+                "task_store/sizes.rs",
+                include_str!("../task_store/sizes.rs"),
+            ),
+        ] {
+            for line in imports(source) {
+                assert!(
+                    !line.contains("crate::server::"),
+                    "{file} imports the server: {line}"
+                );
+            }
+        }
+        // Push delivery reads what it answers with from `api`, not from the engine.
+        #[cfg(feature = "push")]
+        for line in imports(include_str!("push.rs")) {
+            assert!(
+                !line.contains("super::engine"),
+                "push.rs imports the engine: {line}"
+            );
+        }
     }
 }

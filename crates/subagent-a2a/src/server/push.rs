@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
 
-use super::engine::{ApiError, Event};
-use super::store::TaskStore;
+use super::api::{ApiError, Event};
+use super::store::PushConfigStore;
 use crate::types::jsonrpc::codes;
 use crate::types::{ProtocolVersion, v1, v03};
 
@@ -186,7 +186,7 @@ impl Drop for Ticket {
 /// server's [`PushHub`].
 pub(crate) struct Pusher {
     hub: Arc<PushHub>,
-    store: Arc<dyn TaskStore>,
+    store: Arc<dyn PushConfigStore>,
     max_configs: usize,
     queues: Mutex<HashMap<String, mpsc::Sender<(Delivery, Ticket)>>>,
 }
@@ -385,7 +385,11 @@ pub(crate) fn validate(
 impl Pusher {
     /// The pusher of one agent, reading configs from `store` (at most `max_configs` per task),
     /// delivering through `hub`.
-    pub(crate) fn new(hub: Arc<PushHub>, store: Arc<dyn TaskStore>, max_configs: usize) -> Self {
+    pub(crate) fn new(
+        hub: Arc<PushHub>,
+        store: Arc<dyn PushConfigStore>,
+        max_configs: usize,
+    ) -> Self {
         Self {
             hub,
             store,

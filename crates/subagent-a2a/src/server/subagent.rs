@@ -42,7 +42,7 @@ const MAX_SESSIONS: usize = 10_000;
 ///
 /// A message continues the executor session (e.g. a Markdown agent's transcript) that the
 /// last task of its `contextId` ended in. The handler remembers sessions in memory and records
-/// them in the agent's task store ([`TaskStore::save_context_session`](super::TaskStore::save_context_session))
+/// them in the agent's task store ([`ContextSessionStore::save_context_session`](super::ContextSessionStore::save_context_session))
 /// before the task's final state is reported, so with a durable store (`subagent-store`) a
 /// conversation resumes its session after the server restarted.
 ///
@@ -201,7 +201,7 @@ impl SubagentHandler {
         if let Some(id) = self.sessions().get(context_id) {
             return Some(id.clone());
         }
-        let store = events.run.store()?;
+        let store = events.context_sessions()?;
         match store.context_session(context_id).await {
             Ok(id) => id,
             Err(e) => {
@@ -238,7 +238,7 @@ impl SubagentHandler {
         if before == after {
             return;
         }
-        if let Some(store) = events.run.store()
+        if let Some(store) = events.context_sessions()
             && let Err(e) = store.save_context_session(context_id, after).await
         {
             tracing::warn!(context = %context_id, error = %e,

@@ -11,7 +11,7 @@ use super::reply::{Wire, event_reply};
 use super::sse::{acquire_stream, sse};
 use super::{Hosted, Shared};
 use crate::server::engine::{ApiError, Event, SendParams, Started, trim_history};
-use crate::server::store::TaskStore;
+use crate::server::store::PushConfigStore;
 use crate::types::jsonrpc::codes;
 use crate::types::v1;
 
@@ -269,15 +269,23 @@ fn push_config_not_found(task_id: &str, config_id: &str) -> ApiError {
 }
 
 /// Checks that push notifications are on and the task exists; the store of its configs.
-async fn push_store<'a>(agent: &'a Hosted, task_id: &str) -> Result<&'a dyn TaskStore, ApiError> {
-    if !agent.engine.push_enabled() {
+async fn push_store<'a>(
+    agent: &'a Hosted,
+    task_id: &str,
+) -> Result<&'a dyn PushConfigStore, ApiError> {
+    let Some(store) = agent
+        .engine
+        .push_configs
+        .as_deref()
+        .filter(|_| agent.engine.push_enabled())
+    else {
         return Err(push_unsupported());
-    }
+    };
     if task_id.is_empty() {
         return Err(ApiError::invalid_params("`taskId` is required"));
     }
     agent.engine.get(task_id, Some(0)).await?;
-    Ok(agent.engine.store.as_ref())
+    Ok(store)
 }
 
 /// Creates (or replaces, by id) a config of `task_id`; a missing id gets a fresh one.

@@ -1,5 +1,4 @@
-//! Where tasks live between requests: the [`TaskStore`] trait and its bounded in-memory
-//! default, [`InMemoryTaskStore`].
+//! The default store: [`InMemoryTaskStore`], bounded by count and bytes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,373 +7,14 @@ use std::time::{Duration, Instant};
 
 use subagent_spi::async_trait;
 
+use super::sizes::{push_config_bytes, task_bytes};
+use super::{
+    MAX_PUSH_CONFIGS_PER_TASK, PushConfigStore, StoreError, TaskFilter, TaskPage, TaskStore,
+};
 use crate::types::v1;
-
-/// A store failure. Messages name the task and the cause.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The backend failed.
-    #[error("task store failed for task `{task_id}`: {message}")]
-    Backend {
-        /// The task concerned (empty for listing).
-        task_id: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// The store's memory budget is taken by running tasks: a new task does not fit. The server
-    /// answers ServerBusy (HTTP 503 with `Retry-After`, JSON-RPC -32000).
-    #[error(
-        "the task store is full: running tasks hold about {used_bytes} bytes of its \
-         {limit_bytes}-byte budget and a new message of about {incoming_bytes} bytes does not \
-         fit; retry when tasks finish"
-    )]
-    Full {
-        /// Approximate bytes held by tasks that cannot be evicted (submitted or working).
-        used_bytes: usize,
-        /// The store's budget in bytes.
-        limit_bytes: usize,
-        /// Approximate size of the refused message.
-        incoming_bytes: usize,
-    },
-    /// The store does not keep this kind of record.
-    #[error("this task store keeps no {what}")]
-    Unsupported {
-        /// What it does not keep.
-        what: &'static str,
-    },
-}
-
-/// Which tasks [`TaskStore::list`] returns.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TaskFilter {
-    /// Only tasks of this context.
-    pub context_id: Option<String>,
-    /// Only tasks in this state.
-    pub state: Option<v1::TaskState>,
-    /// Only tasks whose status timestamp is later than this ISO 8601 instant.
-    pub status_timestamp_after: Option<String>,
-}
-
-impl TaskFilter {
-    /// True when `task` passes the filter.
-    pub fn matches(&self, task: &v1::Task) -> bool {
-        if let Some(c) = &self.context_id
-            && task.context_id.as_deref() != Some(c.as_str())
-        {
-            return false;
-        }
-        if let Some(s) = self.state
-            && task.status.state != s
-        {
-            return false;
-        }
-        if let Some(after) = &self.status_timestamp_after {
-            match &task.status.timestamp {
-                Some(ts) if ts.as_str() > after.as_str() => {}
-                _ => return false,
-            }
-        }
-        true
-    }
-}
-
-/// One page of [`TaskStore::list`].
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct TaskPage {
-    /// The tasks of the page, latest status first.
-    pub tasks: Vec<v1::Task>,
-    /// How many tasks match the filter in all.
-    pub total: usize,
-}
-
-impl TaskPage {
-    /// A page of `tasks` out of `total` matching ones.
-    pub fn new(tasks: Vec<v1::Task>, total: usize) -> Self {
-        Self { tasks, total }
-    }
-}
-
-/// What another server process sharing a [`TaskStore`] tells this one (see
-/// [`TaskStore::signals`]).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum RemoteSignal {
-    /// An event of a task, published by the process running it (possibly this one), for the
-    /// subscribers of processes that do not run it.
-    Event {
-        /// The task.
-        task_id: String,
-        /// A status or artifact update.
-        event: Arc<v1::StreamResponse>,
-    },
-    /// A client asked, through some process, to cancel a task: the process running its
-    /// handler cancels it.
-    Cancel {
-        /// The task.
-        task_id: String,
-    },
-}
-
-/// Persists tasks. The server writes a task on every change (status, new message; artifacts
-/// with the next status change) and reads it for `GetTask`, `ListTasks`, `CancelTask`,
-/// `SubscribeToTask` and for messages continuing a task. Implementations must be bounded or
-/// backed by durable storage.
-///
-/// A reply, stream event or webhook tells of a task state only after [`save`](Self::save)
-/// of that state (or a later one) returned. A new task is first written in the state its
-/// handler's first status change (or its end) gives it, without a `submitted` write before:
-/// a task that completes at once costs one write.
-///
-/// A store shared by several server processes (replicas behind a load balancer) says so with
-/// [`is_shared`](Self::is_shared) and carries events and cancel requests between them
-/// ([`publish_event`](Self::publish_event), [`request_cancel`](Self::request_cancel),
-/// [`signals`](Self::signals)); a store used by one process keeps the defaults.
-#[async_trait]
-pub trait TaskStore: Send + Sync + 'static {
-    /// Inserts or replaces a task (keyed by its id).
-    async fn save(&self, task: v1::Task) -> Result<(), StoreError>;
-
-    /// Reads a task.
-    async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, StoreError>;
-
-    /// The tasks matching the filter, latest status first: at most `limit` of them after
-    /// skipping `offset`, with the total count of matching ones.
-    async fn list(
-        &self,
-        filter: &TaskFilter,
-        offset: usize,
-        limit: usize,
-    ) -> Result<TaskPage, StoreError>;
-
-    /// True when other server processes share this store: a task not running here may be
-    /// running there. Default false.
-    fn is_shared(&self) -> bool {
-        false
-    }
-
-    /// Publishes an event of a task running in this process to every process sharing the
-    /// store (shared stores only; the default does nothing).
-    async fn publish_event(
-        &self,
-        task_id: &str,
-        event: &v1::StreamResponse,
-    ) -> Result<(), StoreError> {
-        let _ = (task_id, event);
-        Ok(())
-    }
-
-    /// Asks every process sharing the store to cancel the handler of `task_id` (shared stores
-    /// only; the default does nothing).
-    async fn request_cancel(&self, task_id: &str) -> Result<(), StoreError> {
-        let _ = task_id;
-        Ok(())
-    }
-
-    /// Events and cancel requests from the processes sharing the store, this one included
-    /// (`None`, the default, for a store used by one process). Each call gives a new receiver.
-    fn signals(&self) -> Option<tokio::sync::broadcast::Receiver<RemoteSignal>> {
-        None
-    }
-
-    /// Asked before a handler starts on a new message of about `bytes` bytes (see
-    /// [`message_bytes`]): an error ([`StoreError::Full`]) refuses the message with ServerBusy
-    /// (HTTP 503 + `Retry-After`, JSON-RPC -32000). Must be cheap: it runs on every message.
-    /// The default admits everything.
-    fn admit(&self, bytes: usize) -> Result<(), StoreError> {
-        let _ = bytes;
-        Ok(())
-    }
-
-    /// Inserts or replaces a push-notification config, keyed by its `task_id` and `id` (the
-    /// server fills both before calling; the task exists). A store may refuse more than
-    /// [`MAX_PUSH_CONFIGS_PER_TASK`] configs for one task with [`StoreError::Backend`].
-    /// Configs go when their task goes. The default keeps none: it answers
-    /// [`StoreError::Unsupported`], and the server refuses push configs for agents whose
-    /// store does so.
-    async fn save_push_config(
-        &self,
-        config: v1::TaskPushNotificationConfig,
-    ) -> Result<(), StoreError> {
-        let _ = config;
-        Err(StoreError::Unsupported {
-            what: "push notification configs",
-        })
-    }
-
-    /// One push-notification config of a task, `None` when absent.
-    async fn get_push_config(
-        &self,
-        task_id: &str,
-        config_id: &str,
-    ) -> Result<Option<v1::TaskPushNotificationConfig>, StoreError> {
-        let _ = (task_id, config_id);
-        Ok(None)
-    }
-
-    /// Every push-notification config of a task, in the order they were first saved. Read on
-    /// every update of a task while push notifications are on, so it should be cheap.
-    async fn list_push_configs(
-        &self,
-        task_id: &str,
-    ) -> Result<Vec<v1::TaskPushNotificationConfig>, StoreError> {
-        let _ = task_id;
-        Ok(Vec::new())
-    }
-
-    /// Deletes one push-notification config; `Ok(false)` when there was none (deleting is
-    /// idempotent).
-    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<bool, StoreError> {
-        let _ = (task_id, config_id);
-        Ok(false)
-    }
-
-    /// The executor session that the conversation `context_id` continues, as recorded by
-    /// [`save_context_session`](Self::save_context_session): a hosted agent
-    /// ([`SubagentHandler`](super::SubagentHandler)) resumes it on the next message of that
-    /// context, also after the server restarted. `None` when unknown; the default keeps none
-    /// (the handler remembers sessions in memory as well).
-    async fn context_session(&self, context_id: &str) -> Result<Option<String>, StoreError> {
-        let _ = context_id;
-        Ok(None)
-    }
-
-    /// Records (`Some`) or forgets (`None`) the executor session of the conversation
-    /// `context_id`. A durable store keeps it as long as tasks of that context are kept. The
-    /// default does nothing.
-    async fn save_context_session(
-        &self,
-        context_id: &str,
-        session_id: Option<&str>,
-    ) -> Result<(), StoreError> {
-        let _ = (context_id, session_id);
-        Ok(())
-    }
-}
-
-/// The most push-notification configs one task may have in [`InMemoryTaskStore`] (and what
-/// other stores should allow at least).
-pub const MAX_PUSH_CONFIGS_PER_TASK: usize = 16;
-
-// ---------------------------------------------------------------------------------------------
-// Sizes
-// ---------------------------------------------------------------------------------------------
-
-/// Fixed cost counted per object (a message, part, artifact, JSON node...): its struct and
-/// allocation overhead, roughly.
-const OBJECT_BYTES: usize = 64;
-
-fn opt_len(s: &Option<String>) -> usize {
-    s.as_ref().map_or(0, String::len)
-}
-
-/// The approximate memory a JSON value holds: its strings and keys plus a fixed cost per node.
-fn json_bytes(v: &serde_json::Value) -> usize {
-    use serde_json::Value;
-    match v {
-        Value::Null | Value::Bool(_) | Value::Number(_) => 16,
-        Value::String(s) => OBJECT_BYTES / 2 + s.len(),
-        Value::Array(a) => OBJECT_BYTES + a.iter().map(json_bytes).sum::<usize>(),
-        Value::Object(o) => object_bytes(o),
-    }
-}
-
-fn object_bytes(o: &crate::types::JsonObject) -> usize {
-    OBJECT_BYTES
-        + o.iter()
-            .map(|(k, v)| OBJECT_BYTES / 2 + k.len() + json_bytes(v))
-            .sum::<usize>()
-}
-
-fn metadata_bytes(m: &Option<crate::types::JsonObject>) -> usize {
-    m.as_ref().map_or(0, object_bytes)
-}
-
-/// The approximate memory a part holds (its text, raw or URL string, or data value, plus
-/// metadata, file name and media type).
-fn part_bytes(p: &v1::Part) -> usize {
-    let content = match &p.content {
-        v1::PartContent::Text(t) | v1::PartContent::Raw(t) | v1::PartContent::Url(t) => t.len(),
-        v1::PartContent::Data(d) => json_bytes(d),
-    };
-    OBJECT_BYTES
-        + content
-        + metadata_bytes(&p.metadata)
-        + opt_len(&p.filename)
-        + opt_len(&p.media_type)
-}
-
-/// The approximate memory a message holds: its parts, ids and metadata.
-pub fn message_bytes(m: &v1::Message) -> usize {
-    OBJECT_BYTES
-        + m.message_id.len()
-        + opt_len(&m.context_id)
-        + opt_len(&m.task_id)
-        + m.parts.iter().map(part_bytes).sum::<usize>()
-        + metadata_bytes(&m.metadata)
-        + m.extensions.iter().map(String::len).sum::<usize>()
-        + m.reference_task_ids.iter().map(String::len).sum::<usize>()
-}
-
-/// The approximate memory an artifact holds.
-fn artifact_bytes(a: &v1::Artifact) -> usize {
-    OBJECT_BYTES
-        + a.artifact_id.len()
-        + opt_len(&a.name)
-        + opt_len(&a.description)
-        + a.parts.iter().map(part_bytes).sum::<usize>()
-        + metadata_bytes(&a.metadata)
-        + a.extensions.iter().map(String::len).sum::<usize>()
-}
-
-/// The approximate memory a task holds: history, artifacts, status message, ids and metadata.
-/// Approximate but honest: every payload byte (texts, raw and URL parts, data values, metadata)
-/// counts, plus a fixed cost per object for the structure around it.
-pub fn task_bytes(t: &v1::Task) -> usize {
-    OBJECT_BYTES
-        + t.id.len()
-        + opt_len(&t.context_id)
-        + t.status.message.as_ref().map_or(0, message_bytes)
-        + opt_len(&t.status.timestamp)
-        + t.history.iter().map(message_bytes).sum::<usize>()
-        + t.artifacts.iter().map(artifact_bytes).sum::<usize>()
-        + metadata_bytes(&t.metadata)
-}
 
 /// Submitted / working (or unspecified): a handler may still be running it, so it is never
 /// evicted for space.
-/// Approximate bytes of a push-notification config: what it holds (URL, token, ids,
-/// credentials), counted in [`InMemoryTaskStore`]'s budget with its task.
-pub(crate) fn push_config_bytes(c: &v1::TaskPushNotificationConfig) -> usize {
-    OBJECT_BYTES
-        + c.url.len()
-        + opt_len(&c.token)
-        + opt_len(&c.id)
-        + opt_len(&c.task_id)
-        + opt_len(&c.tenant)
-        + c.authentication
-            .as_ref()
-            .map_or(0, |a| a.scheme.len() + opt_len(&a.credentials))
-}
-
-/// Approximate bytes of a task event (the task, message, status or artifact it carries).
-#[cfg_attr(not(feature = "push"), allow(dead_code))]
-pub(crate) fn event_bytes(e: &v1::StreamResponse) -> usize {
-    OBJECT_BYTES
-        + match e {
-            v1::StreamResponse::Task(t) => task_bytes(t),
-            v1::StreamResponse::Message(m) => message_bytes(m),
-            v1::StreamResponse::StatusUpdate(u) => {
-                u.status.message.as_ref().map_or(0, message_bytes) + metadata_bytes(&u.metadata)
-            }
-            v1::StreamResponse::ArtifactUpdate(u) => {
-                artifact_bytes(&u.artifact) + metadata_bytes(&u.metadata)
-            }
-        }
-}
-
 fn pinned(state: v1::TaskState) -> bool {
     !state.is_terminal() && !state.is_interrupted()
 }
@@ -649,9 +289,16 @@ impl TaskStore for InMemoryTaskStore {
             .take(limit)
             .map(|(s, _)| s.task.clone())
             .collect();
-        Ok(TaskPage { tasks, total })
+        Ok(TaskPage::new(tasks, total))
     }
 
+    fn push_configs(self: Arc<Self>) -> Option<Arc<dyn PushConfigStore>> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl PushConfigStore for InMemoryTaskStore {
     async fn save_push_config(
         &self,
         config: v1::TaskPushNotificationConfig,
@@ -873,19 +520,6 @@ mod tests {
             .map(task_bytes)
             .sum();
         assert_eq!(sum, store.bytes());
-    }
-
-    #[test]
-    fn sizes_count_every_payload_byte() {
-        let mut m = v1::Message::new(v1::Role::User, "id", vec![v1::Part::text("x".repeat(1000))]);
-        let base = message_bytes(&m);
-        assert!(base >= 1000);
-        m.parts
-            .push(v1::Part::data(serde_json::json!({"k": "y".repeat(500)})));
-        assert!(message_bytes(&m) >= base + 500);
-        let mut raw = v1::Part::from_content(v1::PartContent::Raw("QUJD".repeat(100)));
-        raw.filename = Some("f".repeat(50));
-        assert!(part_bytes(&raw) >= 450);
     }
 
     #[tokio::test]

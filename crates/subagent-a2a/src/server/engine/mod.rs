@@ -1,5 +1,16 @@
 //! The task engine of one hosted agent: runs handlers, applies their events to tasks, fans
 //! events out to subscribers, and answers task queries. Protocol-neutral (1.0 types inside).
+//!
+//! This module takes requests (send, continue, get, list, cancel, subscribe); [`run`] runs a
+//! task (a handler run and its events), [`fanout`] hands events to subscribers and webhooks,
+//! [`replicas`] coordinates with the processes sharing the store.
+
+mod fanout;
+mod replicas;
+mod run;
+
+use fanout::broadcast;
+use replicas::RemoteWatcher;
 
 use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
@@ -11,38 +22,19 @@ use subagent_spi::CancellationToken;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument as _;
 
-use super::handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink};
-use super::store::{RemoteSignal, StoreError, TaskFilter, TaskStore};
+use super::handler::{
+    A2aHandler, Emission, HandlerError, HandlerRequest, SinkError, TaskEventSink,
+};
+use super::store::{
+    ContextSessionStore, PushConfigStore, RemoteSignal, ReplicaBus, StoreError, TaskFilter,
+    TaskStore,
+};
 use super::util::{new_id, now_rfc3339};
 use crate::types::jsonrpc::codes;
 use crate::types::{JsonObject, ProtocolVersion, v1};
 
-/// An error answered to the client: an A2A / JSON-RPC code and a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ApiError {
-    pub code: i32,
-    pub message: String,
-}
-
-impl ApiError {
-    pub(crate) fn new(code: i32, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
-    }
-    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(codes::INVALID_PARAMS, message)
-    }
-    pub(crate) fn not_found(task_id: &str) -> Self {
-        Self::new(codes::TASK_NOT_FOUND, format!("task `{task_id}` not found"))
-    }
-    pub(crate) fn internal(message: impl Into<String>) -> Self {
-        Self::new(codes::INTERNAL_ERROR, message)
-    }
-}
-
-pub(crate) type Event = Arc<v1::StreamResponse>;
+// The engine's answers to the bindings (re-exported: the bindings import them from here).
+pub(crate) use super::api::{ApiError, Event};
 
 /// Tuning of an engine.
 #[derive(Debug, Clone)]
@@ -53,22 +45,6 @@ pub(crate) struct EngineLimits {
     pub slow_subscriber_timeout: Duration,
     /// How long `CancelTask` waits for the handler to end before forcing `canceled`.
     pub cancel_grace: Duration,
-}
-
-pub(crate) enum Emission {
-    Reply(v1::Message),
-    /// A state change, with an optional message and metadata (merged into the task's, and
-    /// carried by the status update event).
-    Status(v1::TaskState, Option<v1::Message>, Option<JsonObject>),
-    Artifact {
-        artifact: v1::Artifact,
-        append: bool,
-        last_chunk: bool,
-    },
-    /// A live-only status update carrying `metadata` (the progress extension): sent to the
-    /// task's current subscribers in order with its other events, never saved, pushed or
-    /// merged into the task (it reports, it changes nothing).
-    Progress(JsonObject),
 }
 
 struct RunState {
@@ -162,6 +138,12 @@ pub(crate) struct Started {
 pub(crate) struct Engine {
     pub handler: Arc<dyn A2aHandler>,
     pub store: Arc<dyn TaskStore>,
+    /// The store's push-notification configs, when it keeps them.
+    pub push_configs: Option<Arc<dyn PushConfigStore>>,
+    /// The bus to the processes sharing the store, when it is shared.
+    replicas: Option<Arc<dyn ReplicaBus>>,
+    /// The store's conversation sessions, when it keeps them.
+    sessions: Option<Arc<dyn ContextSessionStore>>,
     pub limits: EngineLimits,
     pub agent_path: String,
     runs: Mutex<HashMap<String, Arc<Run>>>,
@@ -228,20 +210,6 @@ fn lock_runs(
 
 type Waiting = HashMap<String, Vec<mpsc::Sender<Event>>>;
 
-/// A subscriber of a task another process runs (shared stores).
-struct RemoteWatcher {
-    tx: mpsc::Sender<Event>,
-    /// Ends at an interrupted state (it has seen the task running); a subscriber that joined
-    /// an interrupted task waits for the message that continues it.
-    end_on_interrupt: bool,
-}
-
-fn lock_remote(
-    m: &Mutex<HashMap<String, Vec<RemoteWatcher>>>,
-) -> std::sync::MutexGuard<'_, HashMap<String, Vec<RemoteWatcher>>> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn lock_waiting(m: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -256,6 +224,9 @@ impl Engine {
     ) -> Self {
         Self {
             handler,
+            push_configs: store.clone().push_configs(),
+            replicas: store.clone().replica_bus(),
+            sessions: store.clone().context_sessions(),
             store,
             limits,
             agent_path,
@@ -294,6 +265,20 @@ impl Engine {
         ))
     }
 
+    /// Stores a push config in the store's push configs ([`StoreError::Unsupported`] when it
+    /// keeps none).
+    pub(crate) async fn save_push_config(
+        &self,
+        config: v1::TaskPushNotificationConfig,
+    ) -> Result<(), StoreError> {
+        match &self.push_configs {
+            Some(p) => p.save_push_config(config).await,
+            None => Err(StoreError::Unsupported {
+                what: "push notification configs",
+            }),
+        }
+    }
+
     /// True when this agent delivers push notifications.
     pub(crate) fn push_enabled(&self) -> bool {
         #[cfg(feature = "push")]
@@ -303,124 +288,6 @@ impl Engine {
         #[cfg(not(feature = "push"))]
         {
             false
-        }
-    }
-
-    /// Queues an event of a task for its webhooks (push notifications on; else nothing).
-    fn push(
-        &self,
-        task_id: &str,
-        event: &Event,
-        snapshot: Option<&v1::Task>,
-        version: ProtocolVersion,
-    ) {
-        #[cfg(feature = "push")]
-        if let Some(p) = &self.pusher {
-            let last = match &**event {
-                v1::StreamResponse::StatusUpdate(u) => {
-                    u.status.state.is_terminal() || u.status.state.is_interrupted()
-                }
-                _ => false,
-            };
-            p.enqueue(
-                task_id,
-                super::push::Delivery {
-                    event: event.clone(),
-                    snapshot: (version == ProtocolVersion::V03)
-                        .then(|| snapshot.cloned())
-                        .flatten(),
-                    version,
-                    last,
-                },
-            );
-        }
-        #[cfg(not(feature = "push"))]
-        let _ = (task_id, event, snapshot, version);
-    }
-
-    /// Shared stores: starts reading the store's signals once (cancel requests for the tasks
-    /// this process runs, events for the subscribers of tasks it does not run).
-    fn ensure_listening(self: &Arc<Self>) {
-        if !self.store.is_shared() {
-            return;
-        }
-        self.listening.call_once(|| {
-            let Some(mut signals) = self.store.signals() else {
-                return;
-            };
-            let Ok(rt) = tokio::runtime::Handle::try_current() else {
-                return;
-            };
-            let weak = Arc::downgrade(self);
-            let shutdown = self.shutdown.clone();
-            rt.spawn(async move {
-                loop {
-                    let signal = tokio::select! {
-                        _ = shutdown.cancelled() => return,
-                        s = signals.recv() => s,
-                    };
-                    let Some(engine) = weak.upgrade() else { return };
-                    match signal {
-                        Ok(RemoteSignal::Cancel { task_id }) => {
-                            if let Some(run) = engine.live(&task_id) {
-                                tokio::spawn(async move {
-                                    engine.cancel_live(&run).await;
-                                });
-                            }
-                        }
-                        Ok(RemoteSignal::Event { task_id, event }) => {
-                            engine.forward_remote(&task_id, event);
-                        }
-                        #[allow(unreachable_patterns)]
-                        Ok(_) => {}
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                            tracing::warn!(agent = %engine.agent_path, missed = n,
-                                "A2A store signals lagged; remote subscribers missed events");
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    }
-                }
-            });
-        });
-    }
-
-    /// Hands an event from the shared store to this process's subscribers of that task.
-    fn forward_remote(&self, task_id: &str, event: Event) {
-        let mut remote = lock_remote(&self.remote);
-        let Some(watchers) = remote.get_mut(task_id) else {
-            return;
-        };
-        let state = match &*event {
-            v1::StreamResponse::StatusUpdate(u) => Some(u.status.state),
-            _ => None,
-        };
-        watchers.retain_mut(|w| {
-            // A full buffer drops the subscriber (its stream ends; it may subscribe again).
-            if w.tx.try_send(event.clone()).is_err() {
-                return false;
-            }
-            match state {
-                Some(s) if s.is_terminal() => false,
-                Some(s) if s.is_interrupted() => !w.end_on_interrupt,
-                Some(_) => {
-                    w.end_on_interrupt = true;
-                    true
-                }
-                None => true,
-            }
-        });
-        if watchers.is_empty() {
-            remote.remove(task_id);
-        }
-    }
-
-    /// Shared stores: hands an event of a task running here to the other processes.
-    async fn publish(&self, task_id: &str, event: &v1::StreamResponse) {
-        if !self.store.is_shared() {
-            return;
-        }
-        if let Err(e) = self.store.publish_event(task_id, event).await {
-            tracing::warn!(agent = %self.agent_path, error = %e, "cannot publish task event");
         }
     }
 
@@ -589,8 +456,7 @@ impl Engine {
         }
         p.message.context_id = Some(context_id.clone());
         if let Some(c) = self.inline_push(&tid, &p)? {
-            self.store
-                .save_push_config(c)
+            self.save_push_config(c)
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
         }
@@ -720,7 +586,7 @@ impl Engine {
             version: p.version,
         };
         let handler = self.handler.clone();
-        let sink = TaskEventSink { run: run.clone() };
+        let sink = TaskEventSink::new(Arc::new(super::sink::EngineSink(run.clone())));
         let r2 = run.clone();
         let driver: BoxFuture = Box::pin(
             async move {
@@ -868,11 +734,12 @@ impl Engine {
         if task.status.state.is_terminal() {
             return Err(not_cancelable(task_id));
         }
-        if self.store.is_shared() && !task.status.state.is_interrupted() {
+        if let Some(bus) = &self.replicas
+            && !task.status.state.is_interrupted()
+        {
             // Running on another process: ask it, and wait for its handler to end (as long as
             // a local cancel waits, plus a little for the store round trips).
-            self.store
-                .request_cancel(task_id)
+            bus.request_cancel(task_id)
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
             let deadline =
@@ -978,7 +845,7 @@ impl Engine {
                 ),
             ));
         }
-        if self.store.is_shared() {
+        if self.replicas.is_some() {
             return Ok(self.subscribe_remote(task).await);
         }
         // Interrupted: the stream waits for the message that continues the task.
@@ -991,49 +858,6 @@ impl Engine {
         });
         waiting.entry(task_id.to_string()).or_default().push(tx);
         Ok(rx)
-    }
-}
-
-impl Engine {
-    /// Shared stores: a stream of a task this process does not run, fed by the events the
-    /// running process publishes (a task that is interrupted now waits for the message that
-    /// continues it, on any process). The task snapshot comes first; an update that happened
-    /// between reading it and listening is at worst repeated, never lost.
-    async fn subscribe_remote(self: &Arc<Self>, task: v1::Task) -> mpsc::Receiver<Event> {
-        let n = self.limits.subscriber_buffer.max(1);
-        let (tx, mut from_store) = mpsc::channel(n);
-        {
-            let mut remote = lock_remote(&self.remote);
-            remote.retain(|_, v| {
-                v.retain(|w| !w.tx.is_closed());
-                !v.is_empty()
-            });
-            remote
-                .entry(task.id.clone())
-                .or_default()
-                .push(RemoteWatcher {
-                    tx,
-                    end_on_interrupt: !task.status.state.is_interrupted(),
-                });
-        }
-        // Re-read after listening: the first snapshot may predate an update just published.
-        let task = match self.load(&task.id).await {
-            Ok(Some(t)) => t,
-            _ => task,
-        };
-        let (out, rx) = mpsc::channel(n);
-        let terminal = task.status.state.is_terminal();
-        let _ = out.try_send(Arc::new(v1::StreamResponse::Task(task)));
-        if !terminal {
-            tokio::spawn(async move {
-                while let Some(ev) = from_store.recv().await {
-                    if out.send(ev).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        rx
     }
 }
 
@@ -1075,488 +899,6 @@ fn looks_like_timestamp(s: &str) -> bool {
         && s.is_ascii()
 }
 
-/// Withdraws a question when its wait ends without an answer (timeout, cancellation).
-/// Where [`Run::answer`] hands a message: the handler waiting in `await_input`, or the inbox
-/// of a handler that takes messages while it works.
-enum Deliver {
-    Waiter(oneshot::Sender<Arc<v1::Message>>),
-    Inbox(mpsc::OwnedPermit<Arc<v1::Message>>),
-}
-
-struct InputGuard<'a>(&'a Run);
-
-impl Drop for InputGuard<'_> {
-    fn drop(&mut self) {
-        self.0
-            .input
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-    }
-}
-
-impl Run {
-    /// The store of the run's agent (`None` once the server is gone).
-    pub(crate) fn store(&self) -> Option<Arc<dyn TaskStore>> {
-        self.engine.upgrade().map(|e| e.store.clone())
-    }
-
-    /// Puts the task in `state` (input-required or auth-required) with `question`, then waits
-    /// in this run for the client's next message on the task and returns it (the task is
-    /// `working` again by then). Dropping the future withdraws the question.
-    pub(crate) async fn await_input(
-        self: &Arc<Self>,
-        state: v1::TaskState,
-        question: v1::Message,
-    ) -> Result<Arc<v1::Message>, SinkError> {
-        let _turn = self.asking.lock().await;
-        let (tx, rx) = oneshot::channel();
-        // Ready before the question is visible, so a quick answer finds it.
-        *self.input.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
-        let _guard = InputGuard(self);
-        self.emit(Emission::Status(state, Some(question), None))
-            .await?;
-        rx.await.map_err(|_| SinkError::Closed {
-            task_id: self.task_id.clone(),
-            reason: "the task ended before the client answered",
-        })
-    }
-
-    /// Hands `message` to the handler when it waits for an answer on this interrupted task:
-    /// the message joins the history, the task is `working` again, and the returned
-    /// [`Started`] streams the run's next events. `Ok(Err(message))` when nobody waits.
-    async fn answer(
-        self: &Arc<Self>,
-        mut message: v1::Message,
-        engine: &Engine,
-    ) -> Result<Result<Started, v1::Message>, ApiError> {
-        let mut st = self.state.lock().await;
-        let interrupted = !st.finished
-            && st
-                .task
-                .as_ref()
-                .is_some_and(|t| t.status.state.is_interrupted());
-        // A running task whose handler takes further messages (its inbox is open).
-        let inbox = if interrupted || st.finished {
-            None
-        } else {
-            self.inbox
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-                .filter(|tx| !tx.is_closed())
-                .cloned()
-        };
-        if !interrupted && inbox.is_none() {
-            return Ok(Err(message));
-        }
-        if let Some(c) = &message.context_id
-            && !c.is_empty()
-            && *c != self.context_id
-        {
-            return Err(ApiError::invalid_params(format!(
-                "`message.contextId` `{c}` does not match the context `{}` of task `{}`",
-                self.context_id, self.task_id
-            )));
-        }
-        let waiter = match &inbox {
-            Some(tx) => match tx.clone().try_reserve_owned() {
-                Ok(permit) => Deliver::Inbox(permit),
-                // A full inbox: the handler is behind; refused as for any running task.
-                Err(_) => return Ok(Err(message)),
-            },
-            None => {
-                let mut slot = self.input.lock().unwrap_or_else(|e| e.into_inner());
-                match slot.take() {
-                    Some(tx) if !tx.is_closed() => Deliver::Waiter(tx),
-                    _ => return Ok(Err(message)),
-                }
-            }
-        };
-        message.task_id = Some(self.task_id.clone());
-        message.context_id = Some(self.context_id.clone());
-        let message = Arc::new(message);
-        let Some(task) = st.task.as_mut() else {
-            return Ok(Err(Arc::unwrap_or_clone(message)));
-        };
-        task.history.push(v1::Message::clone(&message));
-        task.status = v1::TaskStatus {
-            state: v1::TaskState::Working,
-            message: None,
-            timestamp: Some(now_rfc3339()),
-        };
-        let snapshot = task.clone();
-        // Committed before any stream hears of it.
-        engine.save(snapshot.clone()).await;
-        let (tx, rx) = mpsc::channel(engine.limits.subscriber_buffer.max(1));
-        let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(snapshot.clone())));
-        st.subscribers.push(tx);
-        // Streams that subscribed while the task waited follow it again.
-        let waiting = lock_waiting(&engine.waiting)
-            .remove(&self.task_id)
-            .unwrap_or_default();
-        let update = Arc::new(v1::StreamResponse::StatusUpdate(
-            v1::TaskStatusUpdateEvent {
-                task_id: self.task_id.clone(),
-                context_id: self.context_id.clone(),
-                status: snapshot.status.clone(),
-                metadata: None,
-            },
-        ));
-        for w in waiting {
-            if w.try_send(update.clone()).is_ok() {
-                st.subscribers.push(w);
-            }
-        }
-        // A handler that stopped waiting this instant goes on by itself.
-        match waiter {
-            Deliver::Waiter(tx) => {
-                let _ = tx.send(message);
-            }
-            Deliver::Inbox(permit) => {
-                permit.send(message);
-            }
-        }
-        drop(st);
-        Ok(Ok(Started {
-            run: self.clone(),
-            events: Some(rx),
-            driver: Driver(None),
-        }))
-    }
-
-    /// True when the run left its task interrupted (input or auth required) without waiting
-    /// for the answer in the run, and its handler returned within `grace`: the stored task is
-    /// then what a message continues. False while the run works or waits.
-    async fn interrupted_and_returning(&self, grace: Duration) -> bool {
-        let interrupted = {
-            let st = self.state.lock().await;
-            st.task
-                .as_ref()
-                .is_some_and(|t| t.status.state.is_interrupted())
-        };
-        if !interrupted {
-            return false;
-        }
-        let notified = self.done_notify.notified();
-        if self.done.load(std::sync::atomic::Ordering::Acquire) {
-            return true;
-        }
-        tokio::time::timeout(grace, notified).await.is_ok()
-            || self.done.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// The task as it is now (`None` before the first task event).
-    pub(crate) async fn task(&self) -> Option<v1::Task> {
-        self.state.lock().await.task.clone()
-    }
-
-    /// Like [`Run::task`], but moved out (not copied) once the handler has ended: the run is
-    /// then out of the engine's map and nobody reads its task again.
-    pub(crate) async fn take_or_clone_task(&self) -> Option<v1::Task> {
-        let mut st = self.state.lock().await;
-        if self.done.load(std::sync::atomic::Ordering::Acquire) {
-            st.task.take()
-        } else {
-            st.task.clone()
-        }
-    }
-
-    /// The error the handler answered with before any event, if any.
-    pub(crate) async fn error(&self) -> Option<ApiError> {
-        self.state.lock().await.error.clone()
-    }
-
-    pub(crate) async fn emit(self: &Arc<Self>, e: Emission) -> Result<(), SinkError> {
-        let mut st = self.state.lock().await;
-        if st.finished {
-            return Err(SinkError::Closed {
-                task_id: self.task_id.clone(),
-                reason: if st.replied {
-                    "a direct reply was sent"
-                } else {
-                    "the task reached a terminal state"
-                },
-            });
-        }
-        if matches!(e, Emission::Reply(_)) && st.task.is_some() {
-            return Err(SinkError::Closed {
-                task_id: self.task_id.clone(),
-                reason: "a direct reply is only possible before any task event",
-            });
-        }
-        self.apply(&mut st, e, false).await;
-        Ok(())
-    }
-
-    async fn apply(self: &Arc<Self>, st: &mut RunState, e: Emission, forced: bool) {
-        let engine = self.engine.upgrade();
-        match e {
-            Emission::Reply(m) => {
-                st.finished = true;
-                st.replied = true;
-                // The user's message is no longer needed: a reply stores no task.
-                st.user_message = None;
-                match &self.direct {
-                    Some(d) => d.reply(m),
-                    None => {
-                        broadcast(
-                            st,
-                            Arc::new(v1::StreamResponse::Message(m)),
-                            &self.limits(&engine),
-                        )
-                        .await
-                    }
-                }
-                st.subscribers.clear();
-            }
-            Emission::Status(state, message, metadata) => {
-                // A task created by this event is announced after the save below: its first
-                // committed state is this one (no separate `submitted` write), and nobody
-                // hears of the task before a state of it is committed.
-                let created = self.create_task(st, &engine);
-                let Some(task) = st.task.as_mut() else { return };
-                if let Some(m) = &message {
-                    task.history.push(m.clone());
-                }
-                if let Some(extra) = &metadata {
-                    task.metadata
-                        .get_or_insert_with(JsonObject::new)
-                        .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-                }
-                let status = v1::TaskStatus {
-                    state,
-                    message,
-                    timestamp: Some(now_rfc3339()),
-                };
-                task.status = status.clone();
-                let snapshot = task.clone();
-                if let Some(engine) = &engine {
-                    engine.save(snapshot).await;
-                }
-                if let Some(created) = created {
-                    self.announce(st, &engine, created).await;
-                }
-                let ev = Arc::new(v1::StreamResponse::StatusUpdate(
-                    v1::TaskStatusUpdateEvent {
-                        task_id: self.task_id.clone(),
-                        context_id: self.context_id.clone(),
-                        status,
-                        metadata,
-                    },
-                ));
-                if let Some(engine) = &engine {
-                    engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
-                    engine.publish(&self.task_id, &ev).await;
-                }
-                broadcast(st, ev, &self.limits(&engine)).await;
-                if let Some(d) = &self.direct
-                    && (state.is_terminal() || state.is_interrupted())
-                {
-                    d.settle();
-                }
-                if state.is_terminal() {
-                    st.finished = true;
-                    st.subscribers.clear();
-                    // A question still waiting is void: its wait ends.
-                    self.input.lock().unwrap_or_else(|e| e.into_inner()).take();
-                    if forced && let Some(engine) = &engine {
-                        engine.forget(self);
-                    }
-                } else if state.is_interrupted() {
-                    st.subscribers.clear();
-                }
-            }
-            Emission::Artifact {
-                artifact,
-                append,
-                last_chunk,
-            } => {
-                if let Some(created) = self.create_task(st, &engine) {
-                    // Artifacts are not saved on their own: the `submitted` task is, first.
-                    if let (Some(engine), Some(task)) = (&engine, &st.task) {
-                        engine.save(task.clone()).await;
-                    }
-                    self.announce(st, &engine, created).await;
-                }
-                let Some(task) = st.task.as_mut() else { return };
-                match task
-                    .artifacts
-                    .iter_mut()
-                    .find(|a| a.artifact_id == artifact.artifact_id)
-                {
-                    Some(existing) if append => {
-                        existing.parts.extend(artifact.parts.iter().cloned())
-                    }
-                    Some(existing) => *existing = artifact.clone(),
-                    None => task.artifacts.push(artifact.clone()),
-                }
-                // Artifacts reach the store with the next status change (live tasks are read
-                // from the run), so a long stream of chunks costs no store writes.
-                let ev = Arc::new(v1::StreamResponse::ArtifactUpdate(
-                    v1::TaskArtifactUpdateEvent {
-                        task_id: self.task_id.clone(),
-                        context_id: self.context_id.clone(),
-                        artifact,
-                        append,
-                        last_chunk,
-                        metadata: None,
-                    },
-                ));
-                if let Some(engine) = &engine {
-                    engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
-                    engine.publish(&self.task_id, &ev).await;
-                }
-                broadcast(st, ev, &self.limits(&engine)).await;
-            }
-            Emission::Progress(metadata) => {
-                let Some(task) = st.task.as_ref() else { return };
-                if st.subscribers.is_empty() {
-                    return;
-                }
-                let ev = Arc::new(v1::StreamResponse::StatusUpdate(
-                    v1::TaskStatusUpdateEvent {
-                        task_id: self.task_id.clone(),
-                        context_id: self.context_id.clone(),
-                        status: v1::TaskStatus {
-                            state: task.status.state,
-                            message: None,
-                            timestamp: Some(now_rfc3339()),
-                        },
-                        metadata: Some(metadata),
-                    },
-                ));
-                broadcast(st, ev, &self.limits(&engine)).await;
-            }
-        }
-    }
-
-    fn limits(&self, engine: &Option<Arc<Engine>>) -> (Duration,) {
-        (engine
-            .as_ref()
-            .map(|e| e.limits.slow_subscriber_timeout)
-            .unwrap_or(Duration::from_secs(10)),)
-    }
-
-    /// Creates the task on its first event (state submitted, history = the user's message) and
-    /// registers the run. Returns the `Task` event announcing it, for [`Run::announce`] once a
-    /// state of the task is committed; `None` when the task already exists.
-    fn create_task(
-        self: &Arc<Self>,
-        st: &mut RunState,
-        engine: &Option<Arc<Engine>>,
-    ) -> Option<Event> {
-        if st.task.is_some() {
-            return None;
-        }
-        let task = v1::Task {
-            id: self.task_id.clone(),
-            context_id: Some(self.context_id.clone()),
-            status: v1::TaskStatus {
-                state: v1::TaskState::Submitted,
-                message: None,
-                timestamp: Some(now_rfc3339()),
-            },
-            artifacts: Vec::new(),
-            history: st
-                .user_message
-                .take()
-                .map(Arc::unwrap_or_clone)
-                .into_iter()
-                .collect(),
-            metadata: None,
-        };
-        st.task = Some(task.clone());
-        if let Some(engine) = engine {
-            self.registered
-                .store(true, std::sync::atomic::Ordering::Release);
-            lock_runs(&engine.runs).insert(self.task_id.clone(), self.clone());
-            if engine.shutdown.is_cancelled() {
-                self.cancel.cancel();
-            }
-        }
-        Some(Arc::new(v1::StreamResponse::Task(task)))
-    }
-
-    /// Announces a task just created (its `Task` event from [`Run::create_task`]) once a state
-    /// of it is saved: stores the push config sent with the message, then tells webhooks and
-    /// subscribers.
-    async fn announce(
-        self: &Arc<Self>,
-        st: &mut RunState,
-        engine: &Option<Arc<Engine>>,
-        created: Event,
-    ) {
-        if let Some(engine) = engine {
-            if let Some(c) = st.pending_push.take()
-                && let Err(e) = engine.store.save_push_config(c).await
-            {
-                tracing::warn!(agent = %engine.agent_path, error = %e, "cannot store a push config");
-            }
-            let task = match &*created {
-                v1::StreamResponse::Task(t) => Some(t),
-                _ => None,
-            };
-            engine.push(&self.task_id, &created, task, self.version);
-        }
-        broadcast(st, created, &self.limits(engine)).await;
-    }
-
-    /// Called once the handler returned.
-    async fn finish(self: &Arc<Self>, result: Result<(), HandlerError>) {
-        {
-            let mut st = self.state.lock().await;
-            if !st.finished {
-                let has_task = st.task.is_some();
-                match result {
-                    Ok(()) => {
-                        let state = st.task.as_ref().map(|t| t.status.state);
-                        match state {
-                            Some(s) if s.is_interrupted() => {}
-                            _ => {
-                                self.apply(
-                                    &mut st,
-                                    Emission::Status(v1::TaskState::Completed, None, None),
-                                    false,
-                                )
-                                .await
-                            }
-                        }
-                    }
-                    Err(HandlerError::Protocol { code, message }) if !has_task => {
-                        st.error = Some(ApiError::new(code, message));
-                    }
-                    Err(e) => {
-                        let state = match e {
-                            HandlerError::Rejected { .. } => v1::TaskState::Rejected,
-                            _ => v1::TaskState::Failed,
-                        };
-                        let text = match e {
-                            HandlerError::Failed { message }
-                            | HandlerError::Rejected { message }
-                            | HandlerError::Protocol { message, .. } => message,
-                            other => other.to_string(),
-                        };
-                        let mut m =
-                            v1::Message::new(v1::Role::Agent, new_id(), vec![v1::Part::text(text)]);
-                        m.context_id = Some(self.context_id.clone());
-                        m.task_id = Some(self.task_id.clone());
-                        self.apply(&mut st, Emission::Status(state, Some(m), None), false)
-                            .await;
-                    }
-                }
-            }
-            st.finished = true;
-            st.subscribers.clear();
-        }
-        if let Some(engine) = self.engine.upgrade() {
-            engine.forget(self);
-        }
-        self.done.store(true, std::sync::atomic::Ordering::Release);
-        self.done_notify.notify_waiters();
-    }
-}
-
 impl Engine {
     /// Cancels every running handler (server shutdown).
     pub(super) fn cancel_all(&self) {
@@ -1576,30 +918,6 @@ impl Engine {
             .is_some_and(|r| std::ptr::eq(Arc::as_ptr(r), run))
         {
             runs.remove(&run.task_id);
-        }
-    }
-}
-
-async fn broadcast(st: &mut RunState, ev: Event, limits: &(Duration,)) {
-    if st.subscribers.is_empty() {
-        return;
-    }
-    // In place, in order: a subscriber whose buffer is full is waited for (up to the slow
-    // subscriber timeout); one that is gone or too slow is dropped.
-    let mut i = 0;
-    while i < st.subscribers.len() {
-        let s = &st.subscribers[i];
-        let ok = match s.try_send(ev.clone()) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-            Err(mpsc::error::TrySendError::Full(e)) => {
-                matches!(tokio::time::timeout(limits.0, s.send(e)).await, Ok(Ok(())))
-            }
-        };
-        if ok {
-            i += 1;
-        } else {
-            st.subscribers.remove(i);
         }
     }
 }
