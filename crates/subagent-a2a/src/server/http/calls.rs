@@ -158,7 +158,10 @@ pub(super) async fn await_reply(
     immediate: bool,
     history_length: Option<i32>,
 ) -> Result<v1::SendMessageResponse, ApiError> {
-    if started.run.direct.is_some() {
+    // Only the request that started a direct run answers from its slot; a follow-up that
+    // continues that run (an answer to its question) has an event stream of its own, like any
+    // other, and waits on it for the next terminal or interrupted state.
+    if started.events.is_none() && started.run.direct.is_some() {
         return crate::server::direct::answer(started, history_length).await;
     }
     let Some(mut events) = started.events.take() else {
