@@ -3,7 +3,7 @@
 //! An `HTTP` subagent kind for the [`subagents`](https://crates.io/crates/subagents) framework:
 //! a `Task` call to one of its agents sends the prompt to a JSON-over-HTTP endpoint and answers
 //! with one value of the JSON reply. It is written against
-//! [`subagent-spi`](subagent_spi) alone (one [`SubagentKind`](subagent_spi::SubagentKind)
+//! [`subagent-spi`](subagent_spi) alone (one [`SubagentKind`]
 //! impl, no downcast), as a third-party kind crate would be.
 //!
 //! ```no_run

@@ -64,8 +64,8 @@ and what remained to do. Write only the summary.";
 #[cfg(feature = "bench-internals")]
 static DISABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Turns compaction off (`true`) or on for the runs started afterwards; bench-only, see
-/// [`DISABLED`].
+/// Turns compaction off (`true`) or on for the runs started afterwards; bench-only (feature
+/// `bench-internals`): a bench weighs compaction against the loop without it, in one process.
 #[cfg(feature = "bench-internals")]
 pub fn set_disabled_for_bench(off: bool) {
     DISABLED.store(off, std::sync::atomic::Ordering::Relaxed);
