@@ -99,15 +99,37 @@ impl Db {
         Ok(Some(db))
     }
 
+    /// Brings the schema up to date, once even when several processes open a fresh database at
+    /// the same moment.
+    ///
+    /// PostgreSQL: sqlx's migrator holds an advisory lock. SQLite: sqlx's lock is a no-op, so
+    /// two processes could both read "nothing applied" and both apply a step (the second then
+    /// failed with "duplicate column name"). The whole run happens in one `BEGIN IMMEDIATE`
+    /// transaction instead: SQLite's writer lock is taken before the applied steps are read,
+    /// the other opener waits on it (the busy timeout) and then finds every step applied. Each
+    /// step is a savepoint inside it; a failing step rolls the whole run back.
     async fn migrate(&self, url: &StoreUrl) -> Result<(), StoreError> {
-        let result = match self {
-            Db::Sqlite(pool) => migrator(Dialect::Sqlite).run(pool).await,
-            Db::Postgres(pool) => migrator(Dialect::Postgres).run(pool).await,
-        };
-        result.map_err(|source| StoreError::Migrate {
+        let err = |source| StoreError::Migrate {
             url: url.redacted(),
             source,
-        })
+        };
+        match self {
+            Db::Sqlite(pool) => {
+                let mut tx = pool
+                    .begin_with("BEGIN IMMEDIATE")
+                    .await
+                    .map_err(|e| err(e.into()))?;
+                // `run_direct` is `run` on a connection already held (sqlx's own way around
+                // `Acquire`'s lifetime, which would make this future not `Send`).
+                let conn: &mut sqlx::SqliteConnection = &mut tx;
+                migrator(Dialect::Sqlite)
+                    .run_direct(None, conn, false)
+                    .await
+                    .map_err(err)?;
+                tx.commit().await.map_err(|e| err(e.into()))
+            }
+            Db::Postgres(pool) => migrator(Dialect::Postgres).run(pool).await.map_err(err),
+        }
     }
 
     /// The schema version the database is at (the highest applied migration).

@@ -28,6 +28,33 @@ async fn sqlite_file_is_created_in_wal_mode_and_migrated_once() {
     assert_eq!(db.schema_version().await.unwrap(), latest);
 }
 
+/// Processes that open one fresh SQLite file at once (a background server and a `tasks list`
+/// started beside it) each see no migration applied; without one writer lock around the whole
+/// migration, the second to apply a step failed with "duplicate column name". Separate pools are
+/// separate connections, as separate processes are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_opens_of_one_sqlite_file_migrate_it_once() {
+    let latest = STEPS.last().unwrap().version;
+    for round in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let url = StoreUrl::Sqlite(dir.path().join("race.db"));
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let url = url.clone();
+                tokio::spawn(async move { Db::open(&url).await })
+            })
+            .collect();
+        for open in opens {
+            let db = open
+                .await
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"))
+                .unwrap();
+            assert_eq!(db.schema_version().await.unwrap(), latest);
+        }
+    }
+}
+
 #[tokio::test]
 async fn memory_opens_nothing() {
     assert!(Db::open(&StoreUrl::Memory).await.unwrap().is_none());

@@ -200,16 +200,7 @@ fn finish(mut child: Child) -> Output {
 
 /// The store's background tasks, as `tasks list --json` prints them.
 fn listed(home: &std::path::Path) -> Vec<Value> {
-    let mut out = run(home, &["tasks", "list", "--json"]);
-    // Two processes opening a fresh store at once can race on its migrations ("duplicate
-    // column name", seen in CI; a store bug recorded in the session note): retried a few times.
-    for _ in 0..5 {
-        if out.status.success() || !String::from_utf8_lossy(&out.stderr).contains("migrating") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        out = run(home, &["tasks", "list", "--json"]);
-    }
+    let out = run(home, &["tasks", "list", "--json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -222,6 +213,7 @@ fn listed(home: &std::path::Path) -> Vec<Value> {
 /// the store holds its session (the server's task handle), kills the process with SIGKILL
 /// and returns the task id and session.
 fn start_and_kill(home: &std::path::Path, spec: &str, server: &JobServer) -> (String, String) {
+    let stderr_path = home.join("first.stderr");
     let first = process_in(home)
         .args([
             "task",
@@ -233,11 +225,18 @@ fn start_and_kill(home: &std::path::Path, spec: &str, server: &JobServer) -> (St
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
         .spawn()
         .expect("spawn subagents task");
     let mut first = Killed(first);
     let (task_id, session) = eventually("the task's handle in the store", || {
+        // A first process that ended early (it should work until it is killed) says why.
+        if let Some(status) = first.0.try_wait().expect("try_wait") {
+            panic!(
+                "`subagents task --background` ended early ({status}): {}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+        }
         listed(home).into_iter().find_map(|t| {
             let session = t["session_id"].as_str()?.to_string();
             session.starts_with("mcp-task:").then(|| {
