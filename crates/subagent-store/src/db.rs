@@ -46,34 +46,7 @@ impl Db {
                         }
                     })?;
                 }
-                let options = SqliteConnectOptions::new()
-                    .filename(path)
-                    .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Normal)
-                    .foreign_keys(true)
-                    .busy_timeout(BUSY_TIMEOUT)
-                    // A page cache of 16 MiB per connection (SQLite's default is 2 MiB): the
-                    // stores' indexes stay in memory instead of being read back per write.
-                    .pragma("cache_size", "-16384")
-                    // Checkpoints (which sync the files) every 32 MiB of WAL instead of 4 MiB:
-                    // pages written again and again between two are copied once. The WAL file
-                    // is cut back to 64 MiB after one.
-                    .pragma("wal_autocheckpoint", "8192")
-                    .pragma("journal_size_limit", "67108864");
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(4)
-                    // A local file does not hang up: no ping (a round trip to the
-                    // connection's thread) before every query.
-                    .test_before_acquire(false)
-                    .acquire_timeout(BUSY_TIMEOUT)
-                    .connect_with(options)
-                    .await
-                    .map_err(|source| StoreError::Open {
-                        url: url.redacted(),
-                        source,
-                    })?;
-                Db::Sqlite(pool)
+                return open_sqlite(url, path).await.map(Some);
             }
             StoreUrl::Postgres(raw) => {
                 let options =
@@ -140,5 +113,88 @@ impl Db {
             Db::Sqlite(pool) => sqlx::query_scalar(SQL).fetch_one(pool).await.map_err(q),
             Db::Postgres(pool) => sqlx::query_scalar(SQL).fetch_one(pool).await.map_err(q),
         }
+    }
+}
+
+/// How long [`open_sqlite`] keeps retrying a fresh file another process is setting up.
+const FIRST_OPEN_RETRY: Duration = Duration::from_secs(20);
+
+/// Opens (creating when missing) and migrates the SQLite file at `path`.
+///
+/// Processes that open one fresh file at the same moment contend while the first sets up the
+/// file's WAL journal, and SQLite answers some of those contentions with "database is locked"
+/// at once instead of waiting (it cannot wait without risking a deadlock). Such an answer
+/// during the open is retried, with a growing pause, for up to [`FIRST_OPEN_RETRY`]; any other
+/// error, or a busy one after that, is returned.
+async fn open_sqlite(url: &StoreUrl, path: &std::path::Path) -> Result<Db, StoreError> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match try_open_sqlite(url, path).await {
+            Err(e) if is_busy(&e) && started.elapsed() + pause < FIRST_OPEN_RETRY => {
+                tracing::debug!(
+                    "store {} is busy while opening; retrying: {e}",
+                    url.redacted()
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+            result => return result,
+        }
+    }
+}
+
+async fn try_open_sqlite(url: &StoreUrl, path: &std::path::Path) -> Result<Db, StoreError> {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(BUSY_TIMEOUT)
+        // A page cache of 16 MiB per connection (SQLite's default is 2 MiB): the
+        // stores' indexes stay in memory instead of being read back per write.
+        .pragma("cache_size", "-16384")
+        // Checkpoints (which sync the files) every 32 MiB of WAL instead of 4 MiB:
+        // pages written again and again between two are copied once. The WAL file
+        // is cut back to 64 MiB after one.
+        .pragma("wal_autocheckpoint", "8192")
+        .pragma("journal_size_limit", "67108864");
+    let pool = SqlitePoolOptions::new()
+        .max_connections(4)
+        // A local file does not hang up: no ping (a round trip to the
+        // connection's thread) before every query.
+        .test_before_acquire(false)
+        .acquire_timeout(BUSY_TIMEOUT)
+        .connect_with(options)
+        .await
+        .map_err(|source| StoreError::Open {
+            url: url.redacted(),
+            source,
+        })?;
+    let db = Db::Sqlite(pool);
+    db.migrate(url).await?;
+    Ok(db)
+}
+
+/// Whether `e` is SQLite's "database is locked" / "database table is locked" (primary codes
+/// 5 and 6, with their extended codes).
+fn is_busy(e: &StoreError) -> bool {
+    let sqlx = match e {
+        StoreError::Open { source, .. } => source,
+        StoreError::Migrate {
+            source:
+                sqlx::migrate::MigrateError::Execute(source)
+                | sqlx::migrate::MigrateError::ExecuteMigration(source, _),
+            ..
+        } => source,
+        _ => return false,
+    };
+    match sqlx {
+        sqlx::Error::Database(d) => d
+            .code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|c| matches!(c & 0xff, 5 | 6)),
+        _ => false,
     }
 }
