@@ -122,7 +122,8 @@ pub mod task_store;
 mod trace_context;
 pub mod typed;
 pub mod types;
-#[cfg(feature = "task-store")]
+// The crate's one id generator (server and client) and its clock.
+#[cfg(any(feature = "task-store", feature = "client"))]
 mod util;
 
 #[cfg(feature = "client")]

@@ -1,12 +1,16 @@
 //! Small helpers: ids and timestamps.
 
-// The ids and the constant-time comparison serve the server; `task-store` alone uses the clock.
+// The constant-time comparison serves the server, the ids the server and the client;
+// `task-store` alone uses the clock.
 #![cfg_attr(not(feature = "server"), allow(dead_code))]
+// `now_rfc3339` is re-exported by `server` and `task_store`; the client alone has no use for it.
+#![cfg_attr(not(feature = "task-store"), allow(unreachable_pub))]
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A time-ordered UUID (version 7: the Unix time in milliseconds, then 74 random bits), the
-/// A2A ids of tasks, contexts, messages and artifacts.
+/// A2A ids of tasks, contexts, messages and artifacts: the crate's one id generator, for the
+/// server's ids and for the messages the client sends.
 ///
 /// Time-ordered rather than fully random (v4) so that a durable task store inserts new tasks
 /// at the end of its indexes on `id` and `context_id` instead of into random B-tree pages

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use subagent_a2a::client::{A2aResolver, CardVerification};
 use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount, ServerAuth};
 use subagent_a2a::signing::{CardSigner, CardTrust, TrustedKeys, Verified, verify_card};
-use subagent_a2a::{A2aError, KIND};
-use subagent_spi::{CancellationToken, SubagentReference};
+use subagent_a2a::{A2aError, A2aExecutor, KIND};
+use subagent_spi::{CancellationToken, SubagentError, SubagentReference, SubagentType};
 
 mod common;
 mod python;
@@ -224,6 +224,29 @@ async fn the_resolver_applies_its_trust_policy() {
     )
     .await
     .unwrap();
+}
+
+#[tokio::test]
+async fn the_kind_resolves_with_the_resolver_it_is_given() {
+    // A server without a signer: the default kind resolves it; a kind whose resolver requires
+    // a signature refuses it at resolution, naming the reference.
+    let plain = serve(A2aServer::builder().mount(mount())).await;
+    let reference = SubagentReference::new(format!("{}/echo", plain.base), KIND);
+    let default_kind = SubagentType::from(A2aExecutor::new());
+    default_kind.resolver().resolve(&reference).await.unwrap();
+    let trusted = TrustedKeys::new().with_signer(&signer());
+    let strict = SubagentType::from(
+        A2aExecutor::new().with_resolver(
+            A2aResolver::new()
+                .with_card_verification(CardVerification::new(CardTrust::Require, trusted)),
+        ),
+    );
+    let e = strict.resolver().resolve(&reference).await.unwrap_err();
+    assert!(matches!(e, SubagentError::Resolution { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("not signed") && e.to_string().contains(&reference.uri),
+        "{e}"
+    );
 }
 
 #[tokio::test]

@@ -16,8 +16,8 @@ use subagent_a2a::client::{A2aResolver, KIND, a2a_subagent_type};
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::{A2aExecutor, A2aSubagentDefinition};
 use subagent_spi::{
-    SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference, SubagentResolver,
-    TaskCall, TaskContext, TaskStatus,
+    Inbox, InboxMessage, SubagentDefinition, SubagentError, SubagentExecutor, SubagentKind,
+    SubagentReference, SubagentResolver, SubagentType, TaskCall, TaskContext, TaskStatus,
 };
 
 /// What the scripted peer answers to one JSON-RPC call.
@@ -549,6 +549,116 @@ async fn the_type_bundles_resolver_and_executor_of_kind_a2a() {
         !t.resolver()
             .can_resolve(&SubagentReference::new("http://x", "MCP"))
     );
+}
+
+/// A definition of some other kind, for the `A2A` kind to refuse.
+#[derive(Debug)]
+struct Foreign {
+    name: String,
+    description: String,
+    reference: SubagentReference,
+}
+subagent_spi::impl_subagent_definition!(Foreign);
+
+#[tokio::test]
+async fn the_kind_resolves_and_runs_its_own_definition_typed_and_refuses_another_kinds() {
+    let p = peer(Some(v1_card(false)), |m, _, _| match m {
+        "SendMessage" => Reply::Result(json!({"message": agent_msg("pong")})),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p.clone()).await;
+    let reference = SubagentReference::new(&base, KIND);
+
+    // The typed kind: the definition comes back as the A2A type, and runs as that type.
+    let kind = Arc::new(A2aExecutor::new());
+    assert_eq!(SubagentKind::kind(&*kind), KIND);
+    let def: A2aSubagentDefinition = SubagentKind::resolve(&*kind, &reference).await.unwrap();
+    assert_eq!(def.endpoint().url, format!("{base}/rpc"));
+    assert!(
+        SubagentKind::message_delivery(&*kind, &def)
+            .is_some_and(|d| d.contains("when it next asks for input"))
+    );
+    let out = SubagentKind::run(
+        &*kind,
+        &def,
+        TaskCall::new("mock", "d", "ping"),
+        TaskContext::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.text, "pong");
+
+    // A resolution failure names the URI, as the erased resolver's does.
+    let closed = SubagentReference::new("ftp://nowhere", KIND);
+    let err = SubagentKind::resolve(&*kind, &closed).await.unwrap_err();
+    assert!(matches!(err, SubagentError::Resolution { .. }), "{err:?}");
+    assert!(err.to_string().contains("ftp://nowhere"), "{err}");
+
+    // Through the erased type hosts register: another kind's definition is one clear error,
+    // and it takes no messages.
+    let ty = SubagentType::from_kind(kind);
+    let foreign: Arc<dyn SubagentDefinition> = Arc::new(Foreign {
+        name: "other".into(),
+        description: "d".into(),
+        reference: SubagentReference::new("x:other", "OTHER"),
+    });
+    assert_eq!(ty.executor().message_delivery(&*foreign), None);
+    let err = ty
+        .executor()
+        .execute(
+            TaskCall::new("other", "d", "p"),
+            foreign,
+            TaskContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SubagentError::Execution { .. }), "{err:?}");
+    assert!(err.to_string().contains("not a A2A agent"), "{err}");
+    assert_eq!(p.methods(), ["SendMessage"]);
+}
+
+/// The messageId of every message the client sent, in order.
+fn sent_message_ids(p: &Peer) -> Vec<String> {
+    p.calls()
+        .iter()
+        .filter(|c| c.0 == "SendMessage")
+        .map(|c| c.1["message"]["messageId"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_messages_the_client_sends_have_the_crates_time_ordered_ids() {
+    // The task asks for input once; a message waiting in the run's inbox is the follow-up.
+    let p = peer(Some(v1_card(false)), |m, _, n| match (m, n) {
+        ("SendMessage", 0) => Reply::Result(json!({"task": task("TASK_STATE_INPUT_REQUIRED",
+            json!({"status": {"state": "TASK_STATE_INPUT_REQUIRED",
+                "message": agent_msg("which version?")}}))})),
+        ("SendMessage", _) => Reply::Result(json!({"task": task("TASK_STATE_COMPLETED",
+            json!({"artifacts": [{"artifactId": "a", "parts": [{"text": "done"}]}]}))})),
+        _ => Reply::Error(-32601, "Method not found"),
+    });
+    let base = start(p.clone()).await;
+    let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
+    let inbox = Inbox::default();
+    inbox.send(InboxMessage::new("main", "two")).unwrap();
+    let out = A2aExecutor::new()
+        .execute(
+            TaskCall::new("mock", "d", "start"),
+            def,
+            TaskContext::new().with_inbox(inbox),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "done");
+    let ids = sent_message_ids(&p);
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_ne!(ids[0], ids[1]);
+    for id in &ids {
+        // UUID version 7 (time-ordered), the server's ids: one generator in the crate.
+        let uuid = uuid::Uuid::parse_str(id).unwrap();
+        assert_eq!(uuid.get_version_num(), 7, "{id}");
+        assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{id}");
+    }
 }
 
 /// A usage report of the usage extension: 30 + 5 tokens over 2 turns, a child of 100 + 20.

@@ -26,8 +26,11 @@ impl AgentCard {
     }
 }
 
-/// A remote A2A agent: what its card says and how this client reaches it. Obtain it from a
-/// `dyn SubagentDefinition` with `downcast_ref::<A2aSubagentDefinition>()`.
+/// A remote A2A agent: what its card says and how this client reaches it: the `A2A` kind's
+/// own definition ([`SubagentKind::Agent`](subagent_spi::SubagentKind::Agent) of
+/// [`A2aExecutor`](super::A2aExecutor)), built by
+/// [`A2aResolver::resolve_a2a`](super::A2aResolver::resolve_a2a). A host holding the erased
+/// `dyn SubagentDefinition` reaches it with `downcast_ref::<A2aSubagentDefinition>()`.
 #[derive(Debug, Clone)]
 pub struct A2aSubagentDefinition {
     pub(crate) name: String,

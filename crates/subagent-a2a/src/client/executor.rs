@@ -1,15 +1,15 @@
 //! [`A2aExecutor`]: runs a `TaskCall` against a remote A2A agent.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use subagent_spi::{
-    ApprovalRequest, Budget, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor,
+    ApprovalRequest, Budget, ProgressKind, SubagentError, SubagentKind, SubagentReference,
     TaskCall, TaskContext, TaskOutcome, TaskStatus, Usage, UsageNode,
 };
 
 use super::definition::A2aSubagentDefinition;
+use super::resolver::A2aResolver;
 use super::transport::{A2aClient, EventStream};
 use crate::error::A2aError;
 use crate::types::JsonObject;
@@ -17,6 +17,7 @@ use crate::types::approval::ApprovalQuestion;
 use crate::types::progress::RemoteProgress;
 use crate::types::usage::{UsageReport, read_usage_report};
 use crate::types::v1::{self, PartContent, TaskState};
+use crate::util::new_id;
 
 /// The most questions (`input-required` / `auth-required`) of one run answered through the
 /// caller's approver; after that the run ends as `needs_input`, resumable.
@@ -45,9 +46,16 @@ fn parts_size(parts: &[v1::Part]) -> usize {
 /// event becomes a progress event), else `SendMessage`; a task that is still running is
 /// followed (`SubscribeToTask`, or `GetTask` polling) to a terminal or interrupted state.
 /// Cancelling `ctx.cancel()` sends `CancelTask` and returns a `cancelled` outcome.
+///
+/// It is the whole `A2A` kind ([`SubagentKind`]): it resolves references with its
+/// [`A2aResolver`] (on the same HTTP client), and the SPI's blanket impls make it the
+/// [`SubagentResolver`](subagent_spi::SubagentResolver) and
+/// [`SubagentExecutor`](subagent_spi::SubagentExecutor) hosts use.
 #[derive(Debug, Clone)]
 pub struct A2aExecutor {
     http: reqwest::Client,
+    /// Reads agent cards for [`SubagentKind::resolve`].
+    resolver: A2aResolver,
 }
 
 impl Default for A2aExecutor {
@@ -63,9 +71,20 @@ impl A2aExecutor {
         Self::with_client(super::default_http_client())
     }
 
-    /// An executor using the given HTTP client.
+    /// An executor using the given HTTP client, for cards too.
     pub fn with_client(http: reqwest::Client) -> Self {
-        Self { http }
+        Self {
+            resolver: A2aResolver::with_client(http.clone()),
+            http,
+        }
+    }
+
+    /// Resolves references with `resolver` (builder style), e.g. one with a card-signature
+    /// policy ([`A2aResolver::with_card_verification`]).
+    #[must_use]
+    pub fn with_resolver(mut self, resolver: A2aResolver) -> Self {
+        self.resolver = resolver;
+        self
     }
 }
 
@@ -89,11 +108,6 @@ pub fn decode_session(s: &str) -> Option<(Option<String>, Option<String>)> {
     let (c, t) = ids.split_at(len);
     let some = |x: &str| (!x.is_empty()).then(|| x.to_string());
     Some((some(c), some(t)))
-}
-
-/// A random v4 UUID (message ids).
-pub(crate) fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
 }
 
 /// Renders parts as text: text parts as is, data parts as JSON, files as a short reference.
@@ -479,28 +493,38 @@ async fn cancel_remote(client: &A2aClient, task_id: Option<&str>, agent: &str) {
     }
 }
 
+/// The `A2A` kind: cards resolved by the [`A2aResolver`], tasks run on the remote agent.
 #[subagent_spi::async_trait]
-impl SubagentExecutor for A2aExecutor {
+impl SubagentKind for A2aExecutor {
+    type Agent = A2aSubagentDefinition;
+
+    fn kind(&self) -> subagent_spi::Kind {
+        super::KIND
+    }
+
+    fn can_resolve(&self, reference: &SubagentReference) -> bool {
+        subagent_spi::SubagentResolver::can_resolve(&self.resolver, reference)
+    }
+
+    async fn resolve(
+        &self,
+        reference: &SubagentReference,
+    ) -> Result<A2aSubagentDefinition, SubagentError> {
+        self.resolver.resolve_typed(reference).await
+    }
+
     /// An A2A task takes input only when it asks for it (the client sends waiting messages as
     /// the follow-up to its next question).
-    fn message_delivery(&self, _definition: &dyn SubagentDefinition) -> Option<&'static str> {
+    fn message_delivery(&self, _agent: &A2aSubagentDefinition) -> Option<&'static str> {
         Some(super::steer::DELIVERY)
     }
 
-    async fn execute(
+    async fn run(
         &self,
+        def: &A2aSubagentDefinition,
         call: TaskCall,
-        definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        let def = definition
-            .downcast_ref::<A2aSubagentDefinition>()
-            .ok_or_else(|| {
-                SubagentError::protocol(
-                    definition.name(),
-                    "the A2A executor got a definition of another kind",
-                )
-            })?;
         let agent = def.name.clone();
         let (context_id, task_id) = match call.resume.as_deref() {
             None => (None, None),
@@ -886,15 +910,6 @@ mod tests {
                 ..
             }
         ));
-    }
-
-    #[test]
-    fn ids_look_like_uuids_and_differ() {
-        let a = new_id();
-        let b = new_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
     }
 
     #[test]

@@ -30,7 +30,6 @@ mod steer;
 mod transport;
 mod wire;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 pub use card_trust::{CardVerification, MAX_JWKS_BYTES};
@@ -47,14 +46,10 @@ pub use transport::{
 /// The kind of A2A references and definitions.
 pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("A2A");
 
-/// The `A2A` subagent type: an [`A2aResolver`] and an [`A2aExecutor`] sharing one HTTP client.
+/// The `A2A` subagent type: the [`A2aExecutor`] kind, resolving with an [`A2aResolver`] on the
+/// same HTTP client.
 pub fn a2a_subagent_type() -> SubagentType {
-    let http = default_http_client();
-    SubagentType::new(
-        KIND,
-        Arc::new(A2aResolver::with_client(http.clone())),
-        Arc::new(A2aExecutor::with_client(http)),
-    )
+    SubagentType::from(A2aExecutor::with_client(default_http_client()))
 }
 
 /// The HTTP client used when none is given: connect timeout 10 s, no overall timeout (streams

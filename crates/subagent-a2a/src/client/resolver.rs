@@ -126,6 +126,27 @@ impl A2aResolver {
         })
     }
 
+    /// [`resolve_a2a`](Self::resolve_a2a) as the SPI words it: a failure is a
+    /// [`SubagentError::Resolution`] naming the URI (the kind's and the erased resolver's one
+    /// path).
+    pub(crate) async fn resolve_typed(
+        &self,
+        reference: &SubagentReference,
+    ) -> Result<A2aSubagentDefinition, SubagentError> {
+        let def = self
+            .resolve_a2a(reference)
+            .await
+            .map_err(|e| SubagentError::resolution(reference.uri.clone(), e))?;
+        tracing::debug!(
+            agent = %def.name,
+            endpoint = %def.endpoint.url,
+            binding = def.endpoint.binding.as_str(),
+            version = def.endpoint.version.as_str(),
+            "resolved A2A agent"
+        );
+        Ok(def)
+    }
+
     async fn fetch_card(&self, url: &str, config: &A2aConfig) -> Result<AgentCard, A2aError> {
         let resp = self
             .http
@@ -313,17 +334,6 @@ impl SubagentResolver for A2aResolver {
         &self,
         reference: &SubagentReference,
     ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
-        let def = self
-            .resolve_a2a(reference)
-            .await
-            .map_err(|e| SubagentError::resolution(reference.uri.clone(), e))?;
-        tracing::debug!(
-            agent = %def.name,
-            endpoint = %def.endpoint.url,
-            binding = def.endpoint.binding.as_str(),
-            version = def.endpoint.version.as_str(),
-            "resolved A2A agent"
-        );
-        Ok(Arc::new(def))
+        Ok(Arc::new(self.resolve_typed(reference).await?))
     }
 }

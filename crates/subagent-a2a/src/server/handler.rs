@@ -187,6 +187,53 @@ pub trait A2aHandler: Send + Sync + 'static {
 
 /// Where a handler reports. Events are applied to the task in order, stored, and streamed to
 /// every subscriber; the calls wait while a subscriber's buffer is full (bounded memory).
+///
+/// The server makes one per run and hands it to [`A2aHandler::handle`]: a handler never builds
+/// one, and what it writes to (the engine's run behind a crate-private trait) is not part of
+/// the contract. To exercise a handler without a socket, mount it and send requests to
+/// [`A2aServer::router`](super::A2aServer::router) in process:
+///
+/// ```
+/// use subagent_a2a::server::{
+///     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+/// };
+/// use subagent_spi::{CancellationToken, async_trait};
+/// use tower::ServiceExt;
+///
+/// struct Shout;
+///
+/// #[async_trait]
+/// impl A2aHandler for Shout {
+///     async fn handle(
+///         &self,
+///         request: HandlerRequest,
+///         events: TaskEventSink,
+///         _cancel: CancellationToken,
+///     ) -> Result<(), HandlerError> {
+///         events.reply_text(request.text().to_uppercase()).await?;
+///         Ok(())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let server = A2aServer::builder()
+///     .mount(AgentMount::new("/shout", AgentInfo::new("shout", "Shouts back"), Shout))
+///     .build()
+///     .unwrap();
+/// let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params":
+///     {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}});
+/// let request = http::Request::post("/shout")
+///     .header("content-type", "application/json")
+///     .header("A2A-Version", "1.0")
+///     .body(axum::body::Body::from(call.to_string()))
+///     .unwrap();
+/// let response = server.router().oneshot(request).await.unwrap();
+/// let body = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+/// let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+/// assert_eq!(answer["result"]["message"]["parts"][0]["text"], "HI");
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct TaskEventSink {
     run: Arc<dyn RunSink>,
