@@ -6,6 +6,7 @@
 //! - [`middleware`]: what runs around an agent's calls (the shutdown watcher, the peer, its
 //!   trace span, its credential check);
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope and its 1.0 / 0.3 methods;
+//! - [`one_pass`]: the usual request (a 1.0 send) read in one pass;
 //! - [`rest`]: the HTTP+JSON routes (1.0);
 //! - [`rest_v03`]: the HTTP+JSON routes of 0.3 (`/v1/…`, beside the 1.0 ones);
 //! - [`calls`]: the operations both bindings share, on the agent's [`Engine`];
@@ -19,6 +20,7 @@ mod cards;
 pub(crate) mod grpc;
 mod jsonrpc;
 mod middleware;
+mod one_pass;
 mod reply;
 mod request;
 mod rest;
