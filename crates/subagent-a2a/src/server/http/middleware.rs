@@ -140,3 +140,85 @@ fn unauthorized(agent: &Hosted, auth: &ServerAuth) -> Response {
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use subagent_spi::{CancellationToken, async_trait};
+    use tower::ServiceExt as _;
+
+    use crate::server::{
+        A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+    };
+
+    /// Works, then waits until cancelled (its stream stays open).
+    struct Hold;
+    #[async_trait]
+    impl A2aHandler for Hold {
+        async fn handle(
+            &self,
+            _req: HandlerRequest,
+            ev: TaskEventSink,
+            cancel: CancellationToken,
+        ) -> Result<(), HandlerError> {
+            ev.working().await?;
+            cancel.cancelled().await;
+            Ok(())
+        }
+    }
+
+    fn stream_request(peer: SocketAddr) -> http::Request<Body> {
+        let mut req = http::Request::post("/message:stream")
+            .header("content-type", "application/json")
+            .body(Body::from(
+                r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hold"}]}}"#,
+            ))
+            .expect("request");
+        req.extensions_mut().insert(ConnectInfo(peer));
+        req
+    }
+
+    /// A router served by another loop learns the client from `ConnectInfo` in the agent's
+    /// call layer (there is no router-wide layer): the per-client stream cap holds.
+    #[tokio::test]
+    async fn the_per_client_stream_cap_reads_connect_info() {
+        let router = A2aServer::builder()
+            .max_streams_per_client(1)
+            .mount(AgentMount::new("/", AgentInfo::new("h", "H"), Hold))
+            .build()
+            .expect("server")
+            .router();
+        let peer: SocketAddr = "192.0.2.7:4000".parse().expect("addr");
+        let first = router
+            .clone()
+            .oneshot(stream_request(peer))
+            .await
+            .expect("infallible");
+        assert_eq!(first.status(), 200);
+        let second = router
+            .clone()
+            .oneshot(stream_request(peer))
+            .await
+            .expect("infallible");
+        assert_eq!(second.status(), 503);
+        let body = axum::body::to_bytes(second.into_body(), 1 << 16)
+            .await
+            .expect("body");
+        let text = String::from_utf8_lossy(&body);
+        assert!(
+            text.contains("192.0.2.7") && text.contains("per client"),
+            "{text}"
+        );
+        // Another client still gets its stream.
+        let other: SocketAddr = "192.0.2.8:4000".parse().expect("addr");
+        let third = router
+            .oneshot(stream_request(other))
+            .await
+            .expect("infallible");
+        assert_eq!(third.status(), 200);
+        drop(first);
+    }
+}
