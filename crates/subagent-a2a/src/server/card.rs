@@ -99,6 +99,10 @@ impl AgentInfo {
     /// True when a part with this media type is accepted (`*/*` and `type/*` wildcards work;
     /// parameters such as `; charset=utf-8` are ignored).
     pub fn accepts(&self, media_type: &str) -> bool {
+        // The usual case first: a mode named exactly (no parsing, no case folding).
+        if self.default_input_modes.iter().any(|m| m == media_type) {
+            return true;
+        }
         let mt = media_type.split(';').next().unwrap_or("").trim();
         let mt_type = mt.split('/').next().unwrap_or("");
         self.default_input_modes.iter().any(|m| {

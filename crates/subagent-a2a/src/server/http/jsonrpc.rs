@@ -73,34 +73,38 @@ pub(super) async fn jsonrpc(
         };
         return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
     }
-    // One pass over the envelope; the params are kept as borrowed raw text.
-    let head: Head<'_> = match serde_json::from_slice(&body) {
-        Ok(h) => h,
-        Err(e) => {
-            // serde stops at the first wrong type (`3 garbage` fails as "an integer, expected a
-            // struct"): on this error path, a full syntax pass tells invalid JSON (-32700) from
-            // a JSON value that is not a request (-32600).
-            let parse = |e: &serde_json::Error| {
-                ApiError::new(
-                    codes::PARSE_ERROR,
-                    format!("invalid JSON: {}", json_error_message(e)),
-                )
-            };
-            let err = if e.is_syntax() || e.is_eof() {
-                parse(&e)
-            } else if let Err(syntax) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
-                parse(&syntax)
-            } else {
-                ApiError::new(
-                    codes::INVALID_REQUEST,
-                    format!(
-                        "a JSON-RPC request must be an object with `jsonrpc`, `method` and `id`: {}",
-                        json_error_message(&e)
-                    ),
-                )
-            };
-            return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
-        }
+    // A 1.0 send (the usual request) is read in one pass where it can be (see `one_pass`);
+    // else one pass over the envelope, the params kept as borrowed raw text.
+    let (head, one_pass_send) = match super::one_pass::read(&body) {
+        Some(s) => (s.head, Some(s.request)),
+        None => match serde_json::from_slice::<Head<'_>>(&body) {
+            Ok(h) => (h, None),
+            Err(e) => {
+                // serde stops at the first wrong type (`3 garbage` fails as "an integer, expected a
+                // struct"): on this error path, a full syntax pass tells invalid JSON (-32700) from
+                // a JSON value that is not a request (-32600).
+                let parse = |e: &serde_json::Error| {
+                    ApiError::new(
+                        codes::PARSE_ERROR,
+                        format!("invalid JSON: {}", json_error_message(e)),
+                    )
+                };
+                let err = if e.is_syntax() || e.is_eof() {
+                    parse(&e)
+                } else if let Err(syntax) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+                    parse(&syntax)
+                } else {
+                    ApiError::new(
+                        codes::INVALID_REQUEST,
+                        format!(
+                            "a JSON-RPC request must be an object with `jsonrpc`, `method` and `id`: {}",
+                            json_error_message(&e)
+                        ),
+                    )
+                };
+                return rpc_error(StatusCode::OK, &RequestId::Null, &err, v1_hint);
+            }
+        },
     };
     let invalid = |id: &RequestId, msg: &str| {
         rpc_error(
@@ -142,7 +146,11 @@ pub(super) async fn jsonrpc(
         Ok(_) => match check_extensions(agent, &parts.headers) {
             Err(e) => error_for(&wire, &e),
             Ok(()) => {
-                let result = match send_request(shared, method, head.params) {
+                let request = match one_pass_send {
+                    Some(req) => Some(Ok((req, method == v1::methods::SEND_STREAMING_MESSAGE))),
+                    None => send_request(shared, method, head.params),
+                };
+                let result = match request {
                     // A send's params are now in the form the engine keeps: the body is
                     // released before the handler runs, so a large message is held once,
                     // not twice, while it is served.
@@ -252,6 +260,28 @@ pub(super) struct Head<'a> {
     params: Option<&'a RawValue>,
 }
 
+impl<'a> Head<'a> {
+    /// An envelope whose params were read already (see `one_pass`).
+    pub(super) fn new(
+        jsonrpc: Option<JsonStrOrOther<'a>>,
+        id: Option<Value>,
+        method: Option<JsonStrOrOther<'a>>,
+    ) -> Self {
+        Self {
+            jsonrpc,
+            id,
+            method,
+            params: None,
+        }
+    }
+
+    /// The method, when it is a string.
+    #[cfg(test)]
+    pub(super) fn method_str(&self) -> Option<&str> {
+        self.method.as_ref().and_then(JsonStrOrOther::as_str)
+    }
+}
+
 /// A string (borrowed when it has no escapes) or any other JSON value (skipped). Written by
 /// hand: a derived `#[serde(untagged)]` enum buffers the value into an intermediate tree first.
 pub(super) enum JsonStrOrOther<'a> {
@@ -315,7 +345,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for JsonStrOrOther<'a> {
 }
 
 impl JsonStrOrOther<'_> {
-    fn as_str(&self) -> Option<&str> {
+    pub(super) fn as_str(&self) -> Option<&str> {
         match self {
             JsonStrOrOther::Str(s) => Some(s),
             JsonStrOrOther::Other => None,

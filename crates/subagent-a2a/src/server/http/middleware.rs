@@ -1,10 +1,13 @@
-//! The per-request middleware, written as plain tower services: [`Enter`] around the whole
-//! router, [`Guard`] around an agent's calls.
+//! The per-request middleware, one plain tower service: [`Guard`] around an agent's calls.
 //!
 //! Not `axum::middleware::from_fn`: each `from_fn` layer clones the route it wraps into a
 //! boxed service and boxes a future on every request, and three of them cost a served
-//! `SendMessage` about a quarter of the server's own instructions (docs/perf). These services
-//! call the route they wrap in place and return its future, wrapped but not boxed.
+//! `SendMessage` about a quarter of the server's own instructions (docs/perf). Not two layers
+//! either: every layer on an axum route is one more boxed service cloned (allocated) and one
+//! more boxed future per request, so what ran around the whole router (the shutdown watcher,
+//! the peer) runs here too: only an agent's calls run handlers or streams, which is what
+//! those two serve. The service calls the route it wraps in place and returns its future,
+//! wrapped but not boxed.
 
 use std::convert::Infallible;
 use std::future::{Ready, ready};
@@ -26,65 +29,6 @@ use super::reply::{json_bytes, respond};
 use super::{AgentCtx, Hosted, PEER, Shared};
 use crate::server::card::ServerAuth;
 
-/// Wraps the router: see [`Enter`].
-#[derive(Clone)]
-pub(super) struct EnterLayer(pub(super) Arc<Shared>);
-
-impl<S> Layer<S> for EnterLayer {
-    type Service = Enter<S>;
-
-    fn layer(&self, inner: S) -> Enter<S> {
-        Enter {
-            inner,
-            shared: self.0.clone(),
-        }
-    }
-}
-
-/// Runs before every request: starts the shutdown watcher once, and makes the peer known for
-/// the per-client stream cap when the router is served by another loop with `ConnectInfo`.
-#[derive(Clone)]
-pub(super) struct Enter<S> {
-    inner: S,
-    shared: Arc<Shared>,
-}
-
-impl<S> Service<Request> for Enter<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Either<TaskLocalFuture<SocketAddr, S::Future>, S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
-        let shared = &self.shared;
-        shared.watcher.call_once(|| {
-            let weak = Arc::downgrade(shared);
-            let token = shared.shutdown.clone();
-            tokio::spawn(async move {
-                token.cancelled().await;
-                if let Some(s) = weak.upgrade() {
-                    s.cancel_all();
-                }
-            });
-        });
-        // Our own accept loop sets the peer around the connection (seen here: `call` runs
-        // inside its poll); another loop may hand it in as `ConnectInfo`.
-        if PEER.try_with(|_| ()).is_err()
-            && let Some(ConnectInfo(addr)) =
-                req.extensions().get::<ConnectInfo<SocketAddr>>().copied()
-        {
-            return Either::Left(PEER.scope(addr, self.inner.call(req)));
-        }
-        Either::Right(self.inner.call(req))
-    }
-}
-
 /// Wraps an agent's calls (not its public card): see [`Guard`].
 #[derive(Clone)]
 pub(super) struct GuardLayer(pub(super) AgentCtx);
@@ -100,7 +44,9 @@ impl<S> Layer<S> for GuardLayer {
     }
 }
 
-/// An agent's call: runs in a server span continuing the caller's trace (W3C `traceparent`;
+/// An agent's call: starts the server's shutdown watcher (once, at the first call), makes the
+/// peer known for the per-client stream cap when the router is served by another loop with
+/// `ConnectInfo`, and runs in a server span continuing the caller's trace (W3C `traceparent`;
 /// the handler it starts runs in it, see `Engine::send`), and only with the agent's
 /// credentials: else 401, with `WWW-Authenticate: Bearer` where a bearer token is accepted.
 #[derive(Clone)]
@@ -115,7 +61,12 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Instrumented<Either<Ready<Result<Response, Infallible>>, S::Future>>;
+    type Future = Instrumented<
+        Either<
+            Ready<Result<Response, Infallible>>,
+            Either<TaskLocalFuture<SocketAddr, S::Future>, S::Future>,
+        >,
+    >;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
@@ -136,10 +87,39 @@ where
             Some(auth) if !auth.check(req.headers()) => {
                 Either::Left(ready(Ok(unauthorized(agent, auth))))
             }
-            _ => Either::Right(self.inner.call(req)),
+            _ => {
+                start_watcher(&self.ctx.shared);
+                // Our own accept loop sets the peer around the connection (seen here: `call`
+                // runs inside its poll); another loop may hand it in as `ConnectInfo`.
+                Either::Right(
+                    if PEER.try_with(|_| ()).is_err()
+                        && let Some(ConnectInfo(addr)) =
+                            req.extensions().get::<ConnectInfo<SocketAddr>>().copied()
+                    {
+                        Either::Left(PEER.scope(addr, self.inner.call(req)))
+                    } else {
+                        Either::Right(self.inner.call(req))
+                    },
+                )
+            }
         };
         call.instrument(span)
     }
+}
+
+/// Starts, once, the task that cancels every running handler when the server shuts down
+/// (however the router is served).
+fn start_watcher(shared: &Arc<Shared>) {
+    shared.watcher.call_once(|| {
+        let weak = Arc::downgrade(shared);
+        let token = shared.shutdown.clone();
+        tokio::spawn(async move {
+            token.cancelled().await;
+            if let Some(s) = weak.upgrade() {
+                s.cancel_all();
+            }
+        });
+    });
 }
 
 /// The 401 answer of a call without the agent's credentials.
@@ -159,4 +139,86 @@ fn unauthorized(agent: &Hosted, auth: &ServerAuth) -> Response {
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use subagent_spi::{CancellationToken, async_trait};
+    use tower::ServiceExt as _;
+
+    use crate::server::{
+        A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+    };
+
+    /// Works, then waits until cancelled (its stream stays open).
+    struct Hold;
+    #[async_trait]
+    impl A2aHandler for Hold {
+        async fn handle(
+            &self,
+            _req: HandlerRequest,
+            ev: TaskEventSink,
+            cancel: CancellationToken,
+        ) -> Result<(), HandlerError> {
+            ev.working().await?;
+            cancel.cancelled().await;
+            Ok(())
+        }
+    }
+
+    fn stream_request(peer: SocketAddr) -> http::Request<Body> {
+        let mut req = http::Request::post("/message:stream")
+            .header("content-type", "application/json")
+            .body(Body::from(
+                r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hold"}]}}"#,
+            ))
+            .expect("request");
+        req.extensions_mut().insert(ConnectInfo(peer));
+        req
+    }
+
+    /// A router served by another loop learns the client from `ConnectInfo` in the agent's
+    /// call layer (there is no router-wide layer): the per-client stream cap holds.
+    #[tokio::test]
+    async fn the_per_client_stream_cap_reads_connect_info() {
+        let router = A2aServer::builder()
+            .max_streams_per_client(1)
+            .mount(AgentMount::new("/", AgentInfo::new("h", "H"), Hold))
+            .build()
+            .expect("server")
+            .router();
+        let peer: SocketAddr = "192.0.2.7:4000".parse().expect("addr");
+        let first = router
+            .clone()
+            .oneshot(stream_request(peer))
+            .await
+            .expect("infallible");
+        assert_eq!(first.status(), 200);
+        let second = router
+            .clone()
+            .oneshot(stream_request(peer))
+            .await
+            .expect("infallible");
+        assert_eq!(second.status(), 503);
+        let body = axum::body::to_bytes(second.into_body(), 1 << 16)
+            .await
+            .expect("body");
+        let text = String::from_utf8_lossy(&body);
+        assert!(
+            text.contains("192.0.2.7") && text.contains("per client"),
+            "{text}"
+        );
+        // Another client still gets its stream.
+        let other: SocketAddr = "192.0.2.8:4000".parse().expect("addr");
+        let third = router
+            .oneshot(stream_request(other))
+            .await
+            .expect("infallible");
+        assert_eq!(third.status(), 200);
+        drop(first);
+    }
 }

@@ -3,9 +3,10 @@
 //! - this module: the hosted agents and the router, built per agent from axum routes (cards
 //!   public; JSON-RPC and HTTP+JSON behind the agent's credential check);
 //! - [`cards`]: the card routes (version negotiation, caching headers);
-//! - [`middleware`]: what runs around every request (the shutdown watcher, the peer) and
-//!   around an agent's calls (its trace span, its credential check);
+//! - [`middleware`]: what runs around an agent's calls (the shutdown watcher, the peer, its
+//!   trace span, its credential check);
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope and its 1.0 / 0.3 methods;
+//! - [`one_pass`]: the usual request (a 1.0 send) read in one pass;
 //! - [`rest`]: the HTTP+JSON routes (1.0);
 //! - [`rest_v03`]: the HTTP+JSON routes of 0.3 (`/v1/…`, beside the 1.0 ones);
 //! - [`calls`]: the operations both bindings share, on the agent's [`Engine`];
@@ -19,6 +20,7 @@ mod cards;
 pub(crate) mod grpc;
 mod jsonrpc;
 mod middleware;
+mod one_pass;
 mod reply;
 mod request;
 mod rest;
@@ -62,7 +64,7 @@ pub(crate) struct Shared {
     pub cfg: ServerConfig,
     pub streams: StreamLimits,
     pub shutdown: CancellationToken,
-    /// Starts (once, from the first request) the task that cancels every running handler
+    /// Starts (once, from an agent's first call) the task that cancels every running handler
     /// when `shutdown` fires, however the router is served.
     pub watcher: std::sync::Once,
     /// When the server was built: the cards' `Last-Modified`.
@@ -121,9 +123,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             v03_rest,
         ));
     }
-    router
-        .fallback(rest::unrouted)
-        .layer(middleware::EnterLayer(shared))
+    // No layer around the whole router: each would be one more boxed service cloned per
+    // request (see `middleware`).
+    router.fallback(rest::unrouted)
 }
 
 /// One agent's routes (with `v03_rest`, the 0.3 HTTP+JSON ones under `/v1` too).

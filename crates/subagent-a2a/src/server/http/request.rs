@@ -173,6 +173,14 @@ pub(super) fn parse_body<'a, T: serde::Deserialize<'a>>(
 /// The version the client asked for (`A2A-Version` header, else the `A2A-Version` query
 /// parameter); `Ok(None)` when absent, an error when unsupported.
 pub(super) fn requested_version(parts: &Parts) -> Result<Option<ProtocolVersion>, ApiError> {
+    // The usual headers first, compared as bytes (no UTF-8 check, no number parsing).
+    if let Some(v) = parts.headers.get(&VERSION_HEADER_NAME) {
+        match v.as_bytes() {
+            b"1.0" => return Ok(Some(ProtocolVersion::V1)),
+            b"0.3" => return Ok(Some(ProtocolVersion::V03)),
+            _ => {}
+        }
+    }
     let raw: Option<Cow<'_, str>> = parts
         .headers
         .get(&VERSION_HEADER_NAME)
@@ -196,10 +204,12 @@ pub(super) fn requested_version(parts: &Parts) -> Result<Option<ProtocolVersion>
 
 /// True when the request declares a JSON body (or no content type at all).
 pub(super) fn json_content_type(headers: &HeaderMap) -> bool {
-    match headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
+    let value = headers.get(header::CONTENT_TYPE);
+    // The usual header first, compared as bytes.
+    if value.is_some_and(|v| v.as_bytes() == b"application/json") {
+        return true;
+    }
+    match value.and_then(|v| v.to_str().ok()) {
         None => true,
         Some(ct) => {
             let mt = ct.split(';').next().unwrap_or("").trim();
