@@ -613,7 +613,11 @@ async fn the_kind_resolves_and_runs_its_own_definition_typed_and_refuses_another
         .await
         .unwrap_err();
     assert!(matches!(err, SubagentError::Execution { .. }), "{err:?}");
-    assert!(err.to_string().contains("not a A2A agent"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("the A2A kind was given a definition of another kind"),
+        "{err}"
+    );
     assert_eq!(p.methods(), ["SendMessage"]);
 }
 

@@ -155,7 +155,10 @@ fn own_agent<'a, K: SubagentKind>(
         let kind = kind.kind();
         SubagentError::execution(
             definition.name(),
-            format!("not a {kind} agent: the {kind} kind was given a definition of another kind"),
+            format!(
+                "the {kind} kind was given a definition of another kind ({})",
+                definition.reference().kind
+            ),
         )
     })
 }
