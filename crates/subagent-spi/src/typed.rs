@@ -432,7 +432,7 @@ mod tests {
         assert!(matches!(err, SubagentError::Execution { .. }), "{err:?}");
         assert_eq!(
             err.to_string(),
-            "agent `s` failed: not a NOTE agent: the NOTE kind was given a definition of another kind"
+            "agent `s` failed: the NOTE kind was given a definition of another kind (X)"
         );
     }
 
