@@ -1,5 +1,6 @@
 //! A third-party `subagents` command: every subcommand of the stock one, plus a kind of its own
-//! (here the testkit's in-process `FN` kind with one agent, `shout`).
+//! (here the testkit's in-process `FN` kind with one agent, `shout`). Built as the package's
+//! `custom_cli` binary with `--features custom-cli-example`.
 use subagent_testkit::{FnKind, fn_ref};
 use subagents::spi::TaskOutcome;
 

@@ -8,11 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use subagents::a2a::client::{A2aExecutor, A2aResolver, KIND, decode_session, encode_session};
-use subagents::spi::{
-    ModelPrices, ProgressEvent, ProgressKind, SessionApprover, SubagentExecutor, SubagentReference,
-    SubagentResolver, TaskCall, TaskContext, TaskOutcome, TaskStatus,
-};
+use subagents::spi::{ProgressEvent, ProgressKind, SessionApprover, TaskContext, TaskStatus};
+use subagents::{A2aCall, CallError};
 
 use crate::cli::{CallArgs, PermissionArgs};
 use crate::config::Config;
@@ -20,116 +17,108 @@ use crate::error::CliError;
 use crate::interrupt::Interrupt;
 use crate::output::{OutcomeJson, finish, terminal_safe};
 
-/// Resolves the agent's card, sends one message, prints the answer; all within `--timeout`.
-/// With `[prices]` in subagents.toml, `--json` puts the cost next to the tokens the agent
-/// reported (the A2A usage extension).
+/// Sends one message with [`A2aCall`] and prints the answer; all within `--timeout`. With
+/// `[prices]` in subagents.toml, `--json` puts the cost next to the tokens the agent reported
+/// (the A2A usage extension).
 pub(crate) async fn call(args: &CallArgs, config: &Config) -> Result<(), CliError> {
     let prices = config.prices()?;
-    let limit = Duration::from_secs(args.timeout.max(1));
-    match tokio::time::timeout(limit, call_once(args, &prices)).await {
-        Ok(result) => result,
-        Err(_) => Err(CliError::Failed(format!(
-            "no answer from {} within {} s (--timeout)",
-            subagents::models::redacted(&args.url),
-            limit.as_secs()
-        ))),
-    }
-}
-
-async fn call_once(args: &CallArgs, prices: &ModelPrices) -> Result<(), CliError> {
-    let (url, prompt, stream, json) = (&args.url, &args.prompt, args.stream, args.json);
-    let mut reference = SubagentReference::new(url, KIND)
-        .with_metadata("streaming", if stream { "true" } else { "false" });
+    let mut call = A2aCall::new(&args.url, &args.prompt)
+        .stream(args.stream)
+        .timeout(Duration::from_secs(args.timeout));
     // Credentials by environment variable name, so no secret is on the command line.
     if let Some(var) = &args.bearer_env {
-        reference = reference.with_metadata("auth.bearer_env", var.clone());
+        call = call.bearer_env(var);
     }
     if let Some(var) = &args.api_key_env {
-        reference = reference.with_metadata("auth.api_key_env", var.clone());
+        call = call.api_key_env(var);
     }
-    let resolver = A2aResolver::new();
-    let def = resolver
-        .resolve(&reference)
-        .await
-        .map_err(|e| CliError::Config(e.to_string()))?;
+    if let Some(id) = &args.task_id {
+        call = call.task_id(id);
+    }
+    if let Some(id) = &args.context_id {
+        call = call.context_id(id);
+    }
     // The remote agent's questions: a prompt on a terminal, `yes` with --yes, else nobody
     // (the call stops for input, resumable with --task-id).
     let permissions = PermissionArgs {
         yes: args.yes,
         ..PermissionArgs::default()
     };
-    let multi = None;
-    let approver = crate::approve::approver(&permissions, true, multi);
-    let mut ctx = TaskContext::new()
-        .with_agent(def.name())
-        .with_depth(1)
-        .with_approver(Arc::new(SessionApprover::new(approver)));
+    let approver = crate::approve::approver(&permissions, true, None);
+    let mut ctx = TaskContext::new().with_approver(Arc::new(SessionApprover::new(approver)));
     // True while a line of streamed text is open on stderr (a peer streaming its run's text
     // sends it in pieces: they continue one line).
     let in_text = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if stream {
-        use std::sync::atomic::Ordering::Relaxed;
-        let in_text = in_text.clone();
-        // Everything the peer sends is escaped before it reaches the terminal.
-        ctx = ctx.with_progress(Arc::new(move |e: ProgressEvent| {
-            let agent = terminal_safe(&e.agent);
-            match e.kind {
-                ProgressKind::Status { message } => {
-                    if in_text.swap(false, Relaxed) {
-                        eprintln!();
-                    }
-                    eprintln!("[{agent}] status: {}", terminal_safe(&message));
-                }
-                ProgressKind::TextDelta { text } => {
-                    if !in_text.swap(true, Relaxed) {
-                        eprint!("[{agent}] artifact: ");
-                    }
-                    eprint!("{}", terminal_safe(&text));
-                }
-                _ => {}
-            }
-        }));
+    if args.stream {
+        ctx = ctx.with_progress(stream_to_stderr(in_text.clone()));
     }
     let interrupt = Interrupt::cancel_on_ctrl_c(ctx.cancel().clone());
-    let mut call = TaskCall::new(def.name(), "command-line call", prompt);
-    if args.task_id.is_some() || args.context_id.is_some() {
-        // The reply to a task that stopped for input (or a new task in that context).
-        call.resume = Some(encode_session(
-            args.context_id.as_deref(),
-            args.task_id.as_deref(),
-        ));
-    }
-    let result = A2aExecutor::new().execute(call, def.clone(), ctx).await;
+    let result = call.send(ctx).await;
     if in_text.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!();
     }
-    let outcome = interrupt.result(result.map_err(|e| CliError::Failed(e.to_string())))?;
-    let ids = remote_ids(&outcome);
-    let kind = KIND;
-    let json_out = OutcomeJson::new(def.name(), kind.as_str(), &outcome, ids.task.as_deref())
-        .with_context_id(ids.context.as_deref())
-        .with_prices(prices);
-    let done = finish(&outcome, &json_out, json);
+    let answer = interrupt.result(result.map_err(|e| match e {
+        CallError::Resolve(e) => CliError::Config(e.to_string()),
+        CallError::Timeout { .. } => CliError::Failed(format!("{e} (--timeout)")),
+        other => CliError::Failed(other.to_string()),
+    }))?;
+    let (outcome, ids) = (&answer.outcome, RemoteIds::of(&answer));
+    let json_out = OutcomeJson::new(
+        &answer.agent,
+        answer.kind.as_str(),
+        outcome,
+        ids.task.as_deref(),
+    )
+    .with_context_id(ids.context.as_deref())
+    .with_prices(&prices);
+    let done = finish(outcome, &json_out, args.json);
     interrupt.result(match (&done, outcome.status) {
         (Err(CliError::Incomplete(_)), TaskStatus::NeedsInput) => {
-            Err(CliError::Incomplete(needs_input(url, &ids)))
+            Err(CliError::Incomplete(needs_input(&args.url, &ids)))
         }
         _ => done,
     })
 }
 
-/// The remote task and context of an outcome (from its `a2a:` session id).
+/// The peer's progress on stderr, escaped: status lines, and its streamed text on one line.
+fn stream_to_stderr(
+    in_text: Arc<std::sync::atomic::AtomicBool>,
+) -> Arc<dyn subagents::ProgressSink> {
+    use std::sync::atomic::Ordering::Relaxed;
+    Arc::new(move |e: ProgressEvent| {
+        let agent = terminal_safe(&e.agent);
+        match e.kind {
+            ProgressKind::Status { message } => {
+                if in_text.swap(false, Relaxed) {
+                    eprintln!();
+                }
+                eprintln!("[{agent}] status: {}", terminal_safe(&message));
+            }
+            ProgressKind::TextDelta { text } => {
+                if !in_text.swap(true, Relaxed) {
+                    eprint!("[{agent}] artifact: ");
+                }
+                eprint!("{}", terminal_safe(&text));
+            }
+            _ => {}
+        }
+    })
+}
+
+/// The remote task and context of an answer.
 #[derive(Debug, Default)]
 struct RemoteIds {
     task: Option<String>,
     context: Option<String>,
 }
 
-fn remote_ids(outcome: &TaskOutcome) -> RemoteIds {
-    let Some((context, task)) = outcome.session_id.as_deref().and_then(decode_session) else {
-        return RemoteIds::default();
-    };
-    RemoteIds { task, context }
+impl RemoteIds {
+    fn of(answer: &subagents::A2aCallOutcome) -> Self {
+        Self {
+            task: answer.task_id.clone(),
+            context: answer.context_id.clone(),
+        }
+    }
 }
 
 /// What stopping for input says on stderr: the ids, and the command that sends the reply

@@ -39,6 +39,7 @@ mod assemble;
 mod background;
 mod builder;
 pub mod config;
+mod contrib;
 mod error;
 #[cfg(feature = "claude")]
 mod main_agent;
@@ -47,6 +48,7 @@ mod mcp_remote;
 #[cfg(feature = "mcp")]
 mod mcp_tasks;
 pub mod models;
+mod ops;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod prices;
@@ -115,6 +117,12 @@ pub use serve::open_task_store;
 #[cfg(feature = "server")]
 pub use serve::{ServeOptions, agent_path};
 pub use typed::TypedRunError;
+// The command's operations besides runs (issue 29): `call`, `prune`, `tasks`.
+#[cfg(feature = "a2a")]
+pub use ops::call::{A2aCall, A2aCallOutcome, CallError, DEFAULT_CALL_TIMEOUT};
+#[cfg(feature = "store")]
+pub use ops::prune::{PruneError, PruneOptions, PruneReport, prune_store};
+pub use ops::tasks::{BackgroundTasks, TaskRecord};
 
 /// An agent file that was not loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,6 +221,34 @@ impl std::fmt::Debug for Subagents {
 }
 
 impl Subagents {
+    /// What [`assemble`](assemble::assemble) builds before each feature's
+    /// [`wire`](contrib::Contribution::wire) adds its part.
+    pub(crate) fn assembled(
+        task: TaskTool,
+        root: PathBuf,
+        skipped: Vec<SkippedAgent>,
+        approver: Option<Arc<dyn spi::Approver>>,
+        budget: spi::BudgetLimits,
+        prices: Arc<spi::ModelPrices>,
+    ) -> Self {
+        Self {
+            task,
+            root,
+            skipped,
+            #[cfg(feature = "claude")]
+            shadowed: Vec::new(),
+            #[cfg(feature = "claude")]
+            agent_warnings: Vec::new(),
+            approver,
+            budget,
+            prices,
+            #[cfg(feature = "claude")]
+            local: None,
+            #[cfg(feature = "store")]
+            store: None,
+        }
+    }
+
     /// Starts a builder.
     pub fn builder() -> SubagentsBuilder {
         SubagentsBuilder::default()
