@@ -9,11 +9,12 @@ use subagent_claude::{
     ClaudeAgentDefinition, ClaudeExecutor, ClaudeSubagentType, PermissionMode, PermissionRules,
     RuleAction, parse_agent,
 };
+use subagent_core::SessionApprover;
 use subagent_providers::OpenAiModel;
 use subagent_runtime::ModelRegistry;
 use subagent_spi::{
-    ApprovalDecision, Approver, SessionApprover, SubagentDefinition, SubagentError, TaskCall,
-    TaskContext, TaskStatus, Tool, ToolEffect, ToolOutput,
+    ApprovalDecision, Approver, SubagentDefinition, SubagentError, TaskCall, TaskContext,
+    TaskStatus, Tool, ToolEffect, ToolOutput,
 };
 use subagent_testkit::{
     FnTool, RecordedRequest, Reply, SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover, ScriptedModelServer,

@@ -15,6 +15,7 @@ use subagent_spi::{
 use tracing::Instrument as _;
 
 use crate::{InMemoryTranscriptStore, RunInput, RunSpec, Transcript, TranscriptStore};
+use subagent_core::BudgetExt;
 
 /// The text that starts the marker appended to a cut tool output:
 /// `[output truncated: N characters cut of M]`.

@@ -31,6 +31,7 @@ use subagent_spi::{ChatModel, ModelError, ProgressKind, TaskContext, ToolSpec, U
 
 use crate::agent::{Guarded, Stop, guarded};
 use crate::stall::Watchdog;
+use subagent_core::BudgetExt;
 
 /// Compaction starts when a request would take more than this share of the window (the rest
 /// is room for the reply).

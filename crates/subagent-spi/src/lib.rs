@@ -58,10 +58,8 @@ mod task_call;
 mod tool;
 mod typed;
 
-pub use approval::{
-    ApprovalDecision, ApprovalRequest, Approver, FixedApprover, PERSON_ONLY_DENIAL, SessionApprover,
-};
-pub use budget::{Budget, BudgetLimits, DEFAULT_REMOTE_UNREPORTED_TOKENS, ModelPrice, ModelPrices};
+pub use approval::{ApprovalDecision, ApprovalRequest, Approver};
+pub use budget::BudgetLimits;
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
 pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};

@@ -181,39 +181,6 @@ impl UsageNode {
         }
         u
     }
-
-    /// Renders the tree as indented lines: `name (kind) status · turns · tokens · time`.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        self.render_into(&mut out, 0);
-        out
-    }
-
-    fn render_into(&self, out: &mut String, depth: usize) {
-        use std::fmt::Write as _;
-        let u = &self.usage;
-        let _ = writeln!(
-            out,
-            "{:indent$}{} ({}) {} · {} turn{} · {} in / {} out tokens · {} ms{}",
-            "",
-            self.agent,
-            self.kind,
-            self.status,
-            u.turns,
-            if u.turns == 1 { "" } else { "s" },
-            u.input_tokens,
-            u.output_tokens,
-            u.duration_ms,
-            u.model
-                .as_deref()
-                .map(|m| format!(" · {m}"))
-                .unwrap_or_default(),
-            indent = depth * 2
-        );
-        for c in &self.children {
-            c.render_into(out, depth + 1);
-        }
-    }
 }
 
 /// What a subagent run returns to its caller: only the final text, never the transcript.

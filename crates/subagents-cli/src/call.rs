@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use subagents::a2a::client::{A2aExecutor, A2aResolver, KIND, decode_session, encode_session};
+use subagents::policy::{ModelPrices, SessionApprover};
 use subagents::spi::{
-    ModelPrices, ProgressEvent, ProgressKind, SessionApprover, SubagentExecutor, SubagentReference,
-    SubagentResolver, TaskCall, TaskContext, TaskOutcome, TaskStatus,
+    ProgressEvent, ProgressKind, SubagentExecutor, SubagentReference, SubagentResolver, TaskCall,
+    TaskContext, TaskOutcome, TaskStatus,
 };
 
 use crate::cli::{CallArgs, PermissionArgs};

@@ -3,7 +3,8 @@
 use std::io::Write as _;
 
 use serde::Serialize;
-use subagents::spi::{ModelPrices, TaskOutcome, TaskStatus, Usage};
+use subagents::policy::ModelPrices;
+use subagents::spi::{TaskOutcome, TaskStatus, Usage};
 
 use crate::error::CliError;
 
@@ -376,7 +377,8 @@ mod tests {
 
     #[test]
     fn the_summary_line_gives_totals_cost_and_session() {
-        use subagents::spi::{ModelPrice, ModelPrices, TaskOutcome, Usage, UsageNode};
+        use subagents::policy::{ModelPrice, ModelPrices};
+        use subagents::spi::{TaskOutcome, Usage, UsageNode};
         let mut o = TaskOutcome::completed("ok")
             .with_usage(
                 Usage::new()

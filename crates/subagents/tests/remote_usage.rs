@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use common::{last_message, remote_reference, serve_a2a, task, team_builder};
 use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::spi::{BudgetLimits, ModelPrice, ModelPrices, UsageNode};
+use subagents::policy::{ModelPrice, ModelPrices};
+use subagents::spi::{BudgetLimits, UsageNode};
 use subagents::{ServeOptions, Subagents, SubagentsBuilder, TaskStatus};
 
 /// Serves the team (coordinator, leaf...) over A2A on 127.0.0.1, its models answered by a

@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use dashmap::DashMap;
+use subagent_core::SessionApprover;
 use subagent_spi::{
     ApprovalDecision, ApprovalRequest, Approver, CancellationToken, InboxMessage, ProgressEvent,
-    ProgressKind, ProgressSink, SessionApprover, SubagentError, TaskCall, TaskContext, TaskOutcome,
-    TaskStatus, Usage, UsageNode, async_trait,
+    ProgressKind, ProgressSink, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus,
+    Usage, UsageNode, async_trait,
 };
 use tokio::sync::{oneshot, watch};
 

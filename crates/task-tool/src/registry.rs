@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
+use subagent_core::{Budget, BudgetExt, ModelPrices};
 use subagent_spi::{
-    Budget, BudgetLimits, Delegation, InboxLimits, Kind, ModelPrices, ProgressKind,
-    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
-    TaskStatus, Tool, ToolOutput,
+    BudgetLimits, Delegation, InboxLimits, Kind, ProgressKind, SubagentDefinition, SubagentError,
+    SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput,
 };
 use tracing::Instrument;
 

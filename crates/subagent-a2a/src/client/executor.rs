@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use subagent_core::{ApprovalText, Budget, BudgetExt};
 use subagent_spi::{
-    ApprovalRequest, Budget, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor,
-    TaskCall, TaskContext, TaskOutcome, TaskStatus, Usage, UsageNode,
+    ApprovalRequest, ProgressKind, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall,
+    TaskContext, TaskOutcome, TaskStatus, Usage, UsageNode,
 };
 
 use super::definition::A2aSubagentDefinition;
@@ -787,7 +788,7 @@ fn remote_usage(
     if !clean {
         let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
         let floor = ctx.budget().map_or(
-            subagent_spi::DEFAULT_REMOTE_UNREPORTED_TOKENS,
+            subagent_core::DEFAULT_REMOTE_UNREPORTED_TOKENS,
             Budget::remote_unreported_tokens,
         );
         // What the well-formed values say, over the whole remote tree.
