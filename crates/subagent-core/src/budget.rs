@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use subagent_spi::{BudgetLimits, CancellationToken, TaskContext};
+use subagent_spi::{BudgetLimits, CancellationToken, Limit, LimitScope, TaskContext};
 
 /// The price of one model, in USD per million tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -136,7 +136,7 @@ struct Inner {
     /// The first model whose price was unknown when a cost limit was set.
     unpriced: OnceLock<String>,
     started: Instant,
-    spent: OnceLock<String>,
+    spent: OnceLock<Limit>,
     cancel: CancellationToken,
     parent: Option<Budget>,
     /// The agent whose own budget this is (per-agent budgets), named in the spent reason.
@@ -286,14 +286,14 @@ impl Budget {
     /// Charges one model turn of `model` to this budget and every one above it: its tokens,
     /// and its cost when the model's price is known. Returns the name of the limit that is
     /// spent, as [`charge`](Self::charge) does.
-    pub fn charge_turn(&self, model: &str, input: u64, output: u64) -> Option<String> {
+    pub fn charge_turn(&self, model: &str, input: u64, output: u64) -> Option<Limit> {
         self.charge_usage(model, input, output, 1)
     }
 
     /// Charges `turns` model turns of `model` with `input` and `output` tokens in all (e.g. a
     /// remote child's reported usage, when its result arrives) to this budget and every one
     /// above it, as [`charge_turn`](Self::charge_turn) does for one turn.
-    pub fn charge_usage(&self, model: &str, input: u64, output: u64, turns: u32) -> Option<String> {
+    pub fn charge_usage(&self, model: &str, input: u64, output: u64, turns: u32) -> Option<Limit> {
         let up = self
             .inner
             .parent
@@ -314,7 +314,10 @@ impl Budget {
                         .fetch_add(micro, Ordering::AcqRel)
                         .saturating_add(micro);
                     if total as f64 / 1e6 > max {
-                        self.spend(self.reason(format!("budget_usd={max}")));
+                        self.spend(Limit::CostUsd {
+                            max,
+                            scope: self.scope(),
+                        });
                     }
                 }
                 None => {
@@ -328,7 +331,7 @@ impl Budget {
     /// Charges turns and tokens to this budget and every one above it. Returns the name of
     /// the limit that is spent (this charge crossed it, or it was spent before), e.g.
     /// `budget_tokens=1000`.
-    pub fn charge(&self, tokens: u64, turns: u32) -> Option<String> {
+    pub fn charge(&self, tokens: u64, turns: u32) -> Option<Limit> {
         let up = self
             .inner
             .parent
@@ -337,7 +340,7 @@ impl Budget {
         self.charge_own(tokens, turns).or(up)
     }
 
-    fn charge_own(&self, tokens: u64, turns: u32) -> Option<String> {
+    fn charge_own(&self, tokens: u64, turns: u32) -> Option<Limit> {
         let t = self
             .inner
             .tokens
@@ -352,40 +355,49 @@ impl Budget {
         if let Some(max) = limits.tokens
             && t > max
         {
-            self.spend(self.reason(format!("budget_tokens={max}")));
+            self.spend(Limit::Tokens {
+                max,
+                scope: self.scope(),
+            });
         }
         if let Some(max) = limits.turns
             && n > max
         {
-            self.spend(self.reason(format!("budget_turns={max}")));
+            self.spend(Limit::Turns {
+                max,
+                scope: self.scope(),
+            });
         }
         self.spent()
     }
 
-    /// A limit's name, with the owning agent for a per-agent budget.
-    fn reason(&self, limit: String) -> String {
+    /// Whose limits these are: the owning agent's for a per-agent budget.
+    fn scope(&self) -> LimitScope {
         match &self.inner.owner {
-            Some(agent) => format!("{limit} (agent {agent})"),
-            None => limit,
+            Some(agent) => LimitScope::Agent(agent.clone()),
+            None => LimitScope::Budget,
         }
     }
 
     /// Marks the budget spent (the first reason wins) and cancels the subtree.
-    pub fn spend(&self, reason: impl Into<String>) {
-        let _ = self.inner.spent.set(reason.into());
+    pub fn spend(&self, limit: Limit) {
+        let _ = self.inner.spent.set(limit);
         self.inner.cancel.cancel();
     }
 
     /// The limit this budget (or one above it) was spent on, if it is; a passed wall-time
     /// limit is noticed here.
-    pub fn spent(&self) -> Option<String> {
+    pub fn spent(&self) -> Option<Limit> {
         if let Some(s) = self.inner.spent.get() {
             return Some(s.clone());
         }
         if let Some(max) = self.inner.limits.time
             && self.inner.started.elapsed() >= max
         {
-            self.spend(self.reason(format!("budget_time={}s", max.as_secs_f64())));
+            self.spend(Limit::Time {
+                max,
+                scope: self.scope(),
+            });
             return self.inner.spent.get().cloned();
         }
         self.inner.parent.as_ref().and_then(Budget::spent)
@@ -436,7 +448,7 @@ mod tests {
         let child = ctx.child("c", None);
         child.budget().expect("inherited").charge(0, 2);
         assert_eq!(
-            b.spent().as_deref(),
+            b.spent().map(|l| l.to_string()).as_deref(),
             Some("budget_turns=1"),
             "the same budget"
         );
@@ -449,7 +461,10 @@ mod tests {
         let b = Budget::new(BudgetLimits::new().with_tokens(100), cancel.clone());
         assert_eq!(b.charge(60, 1), None);
         assert_eq!(b.remaining_tokens(), Some(40));
-        assert_eq!(b.charge(60, 1).as_deref(), Some("budget_tokens=100"));
+        assert_eq!(
+            b.charge(60, 1).map(|l| l.to_string()).as_deref(),
+            Some("budget_tokens=100")
+        );
         assert!(cancel.is_cancelled());
     }
 
@@ -461,14 +476,20 @@ mod tests {
         let child_cancel = root_cancel.child_token();
         let child = root.nested(BudgetLimits::new().with_tokens(50), child_cancel.clone());
         assert_eq!(child.remaining_tokens(), Some(30));
-        assert_eq!(child.charge(40, 1).as_deref(), Some("budget_tokens=100"));
+        assert_eq!(
+            child.charge(40, 1).map(|l| l.to_string()).as_deref(),
+            Some("budget_tokens=100")
+        );
         assert!(root_cancel.is_cancelled() && child_cancel.is_cancelled());
         // A child's own limit cancels only its subtree.
         let other = CancellationToken::new();
         let root2 = Budget::new(BudgetLimits::new(), other.clone());
         let sub = other.child_token();
         let c2 = root2.nested(BudgetLimits::new().with_turns(1), sub.clone());
-        assert_eq!(c2.charge(1, 2).as_deref(), Some("budget_turns=1"));
+        assert_eq!(
+            c2.charge(1, 2).map(|l| l.to_string()).as_deref(),
+            Some("budget_turns=1")
+        );
         assert!(sub.is_cancelled() && !other.is_cancelled());
     }
 
@@ -487,7 +508,9 @@ mod tests {
         );
         assert_eq!(b.unpriced_model().as_deref(), Some("mystery"));
         assert_eq!(
-            b.charge_turn("gpt-x", 1000, 500).as_deref(),
+            b.charge_turn("gpt-x", 1000, 500)
+                .map(|l| l.to_string())
+                .as_deref(),
             Some("budget_usd=0.01")
         );
         assert!(cancel.is_cancelled());
@@ -531,10 +554,20 @@ mod tests {
         assert!(own.prices().is_some(), "prices come from the parent");
         // A remote child's reported usage: 3 turns, 100 in + 200 out = 0.0018 USD.
         assert_eq!(
-            own.charge_usage("gpt-x", 100, 200, 3).as_deref(),
+            own.charge_usage("gpt-x", 100, 200, 3)
+                .map(|l| l.to_string())
+                .as_deref(),
             Some("budget_usd=0.001 (agent reviewer)")
         );
         assert!(sub.is_cancelled() && !root_cancel.is_cancelled());
+        assert_eq!(
+            own.spent(),
+            Some(Limit::CostUsd {
+                max: 0.001,
+                scope: LimitScope::Agent("reviewer".into())
+            }),
+            "named by the enum"
+        );
         assert_eq!((root.tokens_used(), root.turns_used()), (300, 3));
         // Absurd numbers saturate instead of overflowing.
         let b = Budget::new(

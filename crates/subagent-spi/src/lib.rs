@@ -50,6 +50,7 @@ mod error;
 mod fork;
 mod inbox;
 mod kind;
+mod limit;
 mod outcome;
 mod progress;
 mod reference;
@@ -71,6 +72,7 @@ pub use inbox::{
     InboxMessage,
 };
 pub use kind::Kind;
+pub use limit::{Limit, LimitScope};
 pub use outcome::{TaskOutcome, TaskStatus, Usage, UsageNode};
 pub use progress::{ProgressEvent, ProgressKind};
 pub use reference::SubagentReference;

@@ -199,10 +199,10 @@ pub struct TaskOutcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(rename = "with_session", into)]
     pub session_id: Option<String>,
-    /// Which limit stopped the run, for [`TaskStatus::LimitReached`] (e.g. `max_turns=30`).
+    /// Which limit stopped the run, for [`TaskStatus::LimitReached`] (e.g. `max_turns=30`,
+    /// on the wire as that text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[setters(into)]
-    pub limit: Option<String>,
+    pub limit: Option<crate::Limit>,
     /// This run's own usage.
     pub usage: Usage,
     /// Usage of the runs this one delegated to, so a parent can show a usage tree.

@@ -27,7 +27,7 @@ pub(crate) struct OutcomeJson<'a> {
     pub session_id: Option<&'a str>,
     /// The limit that stopped the run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub limit: Option<&'a str>,
+    pub limit: Option<&'a subagents::spi::Limit>,
     /// The task id: of a background run, or of the remote task `call` talked to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<&'a str>,
@@ -61,7 +61,7 @@ impl<'a> OutcomeJson<'a> {
             text: &o.text,
             structured: o.structured.as_ref(),
             session_id: o.session_id.as_deref(),
-            limit: o.limit.as_deref(),
+            limit: o.limit.as_ref(),
             task_id,
             context_id: None,
             usage: serde_json::to_value(o.usage_tree(agent, kind, task_id))
@@ -200,7 +200,7 @@ pub(crate) fn exit_for(outcome: &TaskOutcome) -> Result<(), CliError> {
             "the agent ended {other}{}",
             outcome
                 .limit
-                .as_deref()
+                .as_ref()
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default()
         ))),

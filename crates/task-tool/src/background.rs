@@ -473,10 +473,10 @@ impl BackgroundRegistry {
             self.running.fetch_sub(1, Ordering::AcqRel);
             return Err(SubagentError::LimitReached {
                 agent: def.name().to_string(),
-                limit: format!(
+                limit: subagent_spi::Limit::other(format!(
                     "max_background={max}: {max} background tasks are already running. Wait for one \
                      with TaskOutput, stop one with TaskStop, or run this task in the foreground"
-                ),
+                )),
             });
         }
         self.maybe_sweep(config);

@@ -662,11 +662,9 @@ impl SubagentExecutor for A2aExecutor {
                             .with_session(session(&run, false)),
                     );
                     // A budget's wall time is named as the budget.
-                    out.limit = Some(
-                        ctx.budget()
-                            .and_then(Budget::spent)
-                            .unwrap_or_else(|| format!("deadline ({} ms)", after.as_millis())),
-                    );
+                    out.limit = Some(ctx.budget().and_then(Budget::spent).unwrap_or_else(|| {
+                        subagent_spi::Limit::other(format!("deadline ({} ms)", after.as_millis()))
+                    }));
                     return Ok(out);
                 }
                 return Err(SubagentError::TimedOut { agent, after });
@@ -754,7 +752,7 @@ struct Remote {
     /// The runs it delegated to.
     children: Vec<UsageNode>,
     /// The budget its reported tokens spent, if they did.
-    spent: Option<String>,
+    spent: Option<subagent_spi::Limit>,
 }
 
 /// Folds the remote run's usage report (the usage extension) into this run's usage: its tokens,

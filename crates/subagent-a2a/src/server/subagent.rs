@@ -473,7 +473,7 @@ impl A2aHandler for SubagentHandler {
                     "stopped at a limit{}",
                     outcome
                         .limit
-                        .as_deref()
+                        .as_ref()
                         .map(|l| format!(": {l}"))
                         .unwrap_or_default()
                 ));
