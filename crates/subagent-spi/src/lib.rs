@@ -29,10 +29,15 @@
 //!
 //! Records are `#[non_exhaustive]`: build them with their constructors and `with_*` methods,
 //! so a new field in a minor release breaks no plugin. `CHANGELOG.md` at the repository root
-//! lists every change; `docs/migrating-to-spi-0.2.md` is the guide for plugin authors.
+//! lists every change; `docs/migrating-to-spi-0.2.md` and `docs/migrating-to-spi-0.3.md` are
+//! the guides for plugin authors.
+//!
+//! Contracts only: policy the stock crates share (budget accounting and prices, the stock
+//! approvers, the approval reply protocol, usage trees as text) lives in `subagent-core`.
 //!
 //! Errors: [`SubagentError`] for orchestration, [`ToolError`] for tools, [`ModelError`] for models;
 //! the latter two convert into the first.
+//! A limit that stopped a run or refused a call is named by a [`Limit`].
 //!
 //! The crate deliberately avoids tokio, reqwest, axum and rmcp: its [`CancellationToken`] is a
 //! small runtime-agnostic one, and streaming uses callbacks rather than a `Stream` type.

@@ -380,10 +380,10 @@ async fn drive(
 /// A question from one of our servers (with an [`ApprovalQuestion`] in its metadata) becomes
 /// the same approval request as a local tool call, its agent path continued below this run's;
 /// any other question is a request for the tool `input-required` (or `auth-required`) with the
-/// question as the summary. The answer is written with [`ApprovalDecision::reply_text`]:
+/// question as the summary. The answer is written with [`ApprovalText::reply_text`]:
 /// `yes`, `always`, or `no: MESSAGE`.
 ///
-/// [`ApprovalDecision::reply_text`]: subagent_spi::ApprovalDecision::reply_text
+/// [`ApprovalText::reply_text`]: subagent_core::ApprovalText::reply_text
 async fn answer_question(run: &Run, agent: &str, ctx: &TaskContext) -> Option<String> {
     if run.reply.is_some() {
         return None;
