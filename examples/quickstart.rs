@@ -4,6 +4,8 @@
 //!
 //! Run: `cargo run --example quickstart -- "your question"`
 
+use subagents::policy::UsageTreeText;
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = std::env::var("SUBAGENTS_MODEL").unwrap_or_else(|_| "ollama:qwen2.5".into());

@@ -18,6 +18,7 @@ use subagents::a2a::server::{
     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
 };
 use subagents::a2a::types::ProtocolVersion;
+use subagents::policy::UsageTreeText;
 use subagents::spi::{
     CancellationToken, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference,
     SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, Usage, UsageNode,

@@ -207,7 +207,7 @@ async fn input_required_then_resume(tool: &TaskTool, agent: &str) {
 /// With an approver that can answer (here `--yes`'s), the remote question is answered with a
 /// follow-up on the same task, which completes in the same call.
 async fn input_required_answered_by_the_approver(tool: &TaskTool, agent: &str) {
-    let ctx = TaskContext::new().with_approver(Arc::new(subagent_spi::FixedApprover::allow_all()));
+    let ctx = TaskContext::new().with_approver(Arc::new(subagent_core::FixedApprover::allow_all()));
     let out = tool.call_tool(call(agent, "ask colour", None), &ctx).await;
     assert!(!out.is_error, "{}", out.content);
     assert!(

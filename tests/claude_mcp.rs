@@ -94,7 +94,7 @@ async fn mcp_servers_give_agents_exactly_the_tools_their_patterns_allow() {
         .await
         .expect("Task");
     // MCP tools ask in the `default` mode; this host approves everything.
-    let ctx = TaskContext::new().with_approver(Arc::new(subagent_spi::FixedApprover::allow_all()));
+    let ctx = TaskContext::new().with_approver(Arc::new(subagent_core::FixedApprover::allow_all()));
 
     // librarian: calls an MCP tool, then answers with what it returned.
     model_server.push(Reply::tool_calls(vec![(

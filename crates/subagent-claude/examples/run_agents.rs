@@ -24,9 +24,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use subagent_claude::{ClaudeSubagentReferences, ClaudeSubagentType, scan_dir};
+use subagent_core::FixedApprover;
 use subagent_providers::OpenAiModel;
 use subagent_runtime::ModelRegistry;
-use subagent_spi::{FixedApprover, TaskCall, TaskContext};
+use subagent_spi::{TaskCall, TaskContext};
 
 const SETUP: &str = "set OPENAI_BASE_URL to an OpenAI-compatible endpoint (e.g. \
 http://127.0.0.1:11434/v1 for Ollama or http://127.0.0.1:8080/v1 for llama.cpp), SUBAGENTS_MODEL \

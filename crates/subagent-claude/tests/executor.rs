@@ -9,11 +9,12 @@ use subagent_claude::{
     ClaudeAgentDefinition, ClaudeExecutor, ClaudeSubagentType, PermissionMode, PermissionRules,
     RuleAction, parse_agent,
 };
+use subagent_core::SessionApprover;
 use subagent_providers::OpenAiModel;
 use subagent_runtime::ModelRegistry;
 use subagent_spi::{
-    ApprovalDecision, Approver, SessionApprover, SubagentDefinition, SubagentError, TaskCall,
-    TaskContext, TaskStatus, Tool, ToolEffect, ToolOutput,
+    ApprovalDecision, Approver, SubagentDefinition, SubagentError, TaskCall, TaskContext,
+    TaskStatus, Tool, ToolEffect, ToolOutput,
 };
 use subagent_testkit::{
     FnTool, RecordedRequest, Reply, SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover, ScriptedModelServer,
@@ -268,7 +269,10 @@ async fn max_turns_stops_the_run() {
     let def = agent("name: test-agent\ndescription: d\nmaxTurns: 2", "p");
     let out = run(&ex, &def, call("loop"), child_ctx()).await.unwrap();
     assert_eq!(out.status, TaskStatus::LimitReached);
-    assert_eq!(out.limit.as_deref(), Some("max_turns=2"));
+    assert_eq!(
+        out.limit.as_ref().map(ToString::to_string).as_deref(),
+        Some("max_turns=2")
+    );
     assert_eq!(h.server.request_count(), 2);
 }
 

@@ -130,10 +130,10 @@ async fn exchange(
     let max = agent.max_response_bytes();
     let too_large = || SubagentError::LimitReached {
         agent: name.to_string(),
-        limit: format!(
+        limit: subagent_spi::Limit::other(format!(
             "max_response_bytes={max} (the reply from {} is larger)",
             agent.url()
-        ),
+        )),
     };
     if response.content_length().is_some_and(|n| n > max) {
         return Err(too_large());

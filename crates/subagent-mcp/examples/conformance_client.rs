@@ -18,8 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use subagent_core::FixedApprover;
 use subagent_mcp::{McpEndpoint, McpServerConfig, McpToolProvider, mcp_tool_name};
-use subagent_spi::{FixedApprover, TaskContext, Tool};
+use subagent_spi::{TaskContext, Tool};
 
 /// The name the server has in the tool names (`mcp__conformance__TOOL`).
 const SERVER: &str = "conformance";

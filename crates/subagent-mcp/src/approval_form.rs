@@ -7,6 +7,7 @@ use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
     EnumSchema, InputRequest,
 };
+use subagent_core::ApprovalText;
 use subagent_spi::{ApprovalDecision, ApprovalRequest};
 
 /// The form's schema: a required `decision` (`yes` / `always` / `no`) and an optional `reason`.

@@ -15,9 +15,10 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use subagent_core::SessionApprover;
 use subagent_spi::{
-    Approver, CancellationToken, ProgressEvent, ProgressKind, SessionApprover, TaskContext, Tool,
-    ToolError, ToolOutput,
+    Approver, CancellationToken, ProgressEvent, ProgressKind, TaskContext, Tool, ToolError,
+    ToolOutput,
 };
 use tokio::sync::mpsc;
 use tracing::Instrument as _;

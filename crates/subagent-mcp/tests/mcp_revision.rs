@@ -9,11 +9,12 @@ mod server;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use subagent_core::FixedApprover;
 use subagent_mcp::{KIND, McpPool, expand_reference, mcp_subagent_type_with_pool};
 use subagent_spi::{
-    ApprovalDecision, ApprovalRequest, Approver, FixedApprover, ProgressEvent, ProgressKind,
-    SubagentDefinition, SubagentError, SubagentReference, SubagentType, TaskCall, TaskContext,
-    TaskOutcome, TaskStatus, async_trait,
+    ApprovalDecision, ApprovalRequest, Approver, ProgressEvent, ProgressKind, SubagentDefinition,
+    SubagentError, SubagentReference, SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus,
+    async_trait,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_subagent-mcp-test-server");

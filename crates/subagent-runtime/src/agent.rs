@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use futures::FutureExt as _;
 use subagent_spi::chat::{ChatDelta, ChatMessage, ChatRequest, ToolCall};
 use subagent_spi::{
-    CancellationToken, ModelError, ProgressKind, SubagentError, TaskContext, TaskOutcome,
-    TaskStatus, Tool, ToolOutput, ToolSpec, Usage, UsageNode,
+    CancellationToken, Limit, LimitScope, ModelError, ProgressKind, SubagentError, TaskContext,
+    TaskOutcome, TaskStatus, Tool, ToolOutput, ToolSpec, Usage, UsageNode,
 };
 use tracing::Instrument as _;
 
 use crate::{InMemoryTranscriptStore, RunInput, RunSpec, Transcript, TranscriptStore};
+use subagent_core::BudgetExt;
 
 /// The text that starts the marker appended to a cut tool output:
 /// `[output truncated: N characters cut of M]`.
@@ -161,7 +162,7 @@ pub(crate) async fn guarded<F: Future>(
 /// How the loop ended (when it did not fail).
 pub(crate) struct Stop {
     status: TaskStatus,
-    limit: Option<String>,
+    limit: Option<Limit>,
     /// Streamed text of an interrupted reply, preferred over the last complete text.
     partial: Option<String>,
     /// Why unanswered tool calls were not run.
@@ -220,7 +221,7 @@ impl Stop {
         }
     }
 
-    pub(crate) fn limit(limit: String, partial: Option<String>) -> Self {
+    pub(crate) fn limit(limit: Limit, partial: Option<String>) -> Self {
         Self {
             status: TaskStatus::LimitReached,
             limit: Some(limit),
@@ -362,15 +363,27 @@ impl AgentRuntime {
                 break Stop::cancelled(None);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                break Stop::limit("deadline".to_string(), None);
+                break Stop::limit(Limit::Deadline, None);
             }
             if let Some(max) = max_tokens
                 && usage.total_tokens() >= max
             {
-                break Stop::limit(format!("max_tokens={max}"), None);
+                break Stop::limit(
+                    Limit::Tokens {
+                        max,
+                        scope: LimitScope::Run,
+                    },
+                    None,
+                );
             }
             if turn >= max_turns {
-                break Stop::limit(format!("max_turns={max_turns}"), None);
+                break Stop::limit(
+                    Limit::Turns {
+                        max: max_turns,
+                        scope: LimitScope::Run,
+                    },
+                    None,
+                );
             }
             if let Some(spent) = ctx.budget().and_then(|b| b.spent()) {
                 break Stop::limit(spent, None);
@@ -454,7 +467,7 @@ impl AgentRuntime {
                     });
                 }
                 Guarded::Cancelled => break Stop::cancelled(partial()),
-                Guarded::Deadline => break Stop::limit("deadline".to_string(), partial()),
+                Guarded::Deadline => break Stop::limit(Limit::Deadline, partial()),
             };
 
             let u = response.usage;
@@ -528,7 +541,13 @@ impl AgentRuntime {
             if let Some(max) = max_tokens
                 && usage.total_tokens() >= max
             {
-                break Stop::limit(format!("max_tokens={max}"), None);
+                break Stop::limit(
+                    Limit::Tokens {
+                        max,
+                        scope: LimitScope::Run,
+                    },
+                    None,
+                );
             }
 
             if ctx.cancel().is_cancelled() {
@@ -592,7 +611,7 @@ impl AgentRuntime {
                         let _ = tokio::time::timeout(TOOL_CANCEL_GRACE, &mut running).await;
                         break Stop::cancelled(None);
                     }
-                    Guarded::Deadline => break Stop::limit("deadline".to_string(), None),
+                    Guarded::Deadline => break Stop::limit(Limit::Deadline, None),
                 }
             };
             for (call, out) in calls.into_iter().zip(results) {
@@ -631,8 +650,7 @@ impl AgentRuntime {
         // A run stopped because its subtree's budget was spent reports that budget.
         let stop = match ctx.budget().and_then(|b| b.spent()) {
             Some(spent)
-                if stop.status == TaskStatus::Cancelled
-                    || stop.limit.as_deref() == Some("deadline") =>
+                if stop.status == TaskStatus::Cancelled || stop.limit == Some(Limit::Deadline) =>
             {
                 Stop::limit(spent, stop.partial)
             }

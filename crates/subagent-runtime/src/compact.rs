@@ -31,6 +31,7 @@ use subagent_spi::{ChatModel, ModelError, ProgressKind, TaskContext, ToolSpec, U
 
 use crate::agent::{Guarded, Stop, guarded};
 use crate::stall::Watchdog;
+use subagent_core::BudgetExt;
 
 /// Compaction starts when a request would take more than this share of the window (the rest
 /// is room for the reply).
@@ -272,11 +273,11 @@ impl Compactor {
         let after = est(self, &msgs);
         if after > self.trigger() {
             return Err(Stop::limit(
-                format!(
+                subagent_spi::Limit::other(format!(
                     "context_window={}: the system prompt, tool definitions and latest turn \
                      alone take about {after} tokens",
                     self.window
-                ),
+                )),
                 None,
             ));
         }
@@ -384,7 +385,7 @@ impl Compactor {
                     None,
                 ));
             }
-            Guarded::Deadline => return Err(Stop::limit("deadline".to_string(), None)),
+            Guarded::Deadline => return Err(Stop::limit(subagent_spi::Limit::Deadline, None)),
         };
         Ok(summary)
     }

@@ -95,9 +95,11 @@ impl Watchdog {
     }
 
     /// The limit text: `stalled: no progress for 600 s in WHERE`.
-    pub(crate) fn limit(&self, place: &str) -> String {
+    pub(crate) fn limit(&self, place: &str) -> subagent_spi::Limit {
         let secs = self.timeout.unwrap_or_default().as_secs_f64();
-        format!("{STALLED_LIMIT_PREFIX}: no progress for {secs} s in {place}")
+        subagent_spi::Limit::other(format!(
+            "{STALLED_LIMIT_PREFIX}: no progress for {secs} s in {place}"
+        ))
     }
 
     /// A context for the tools of one turn: the same as `ctx`, with a progress sink that
@@ -175,7 +177,7 @@ mod tests {
         assert!(tool_grace(0) > tool_grace(1) && tool_grace(1) > Duration::ZERO);
         assert_eq!(tool_grace(20), TOOL_GRACE_STEP);
         assert_eq!(
-            dog.limit("the model call (turn 2)"),
+            dog.limit("the model call (turn 2)").to_string(),
             "stalled: no progress for 10 s in the model call (turn 2)"
         );
     }

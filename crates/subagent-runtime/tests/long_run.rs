@@ -330,7 +330,7 @@ async fn a_prompt_that_cannot_fit_stops_at_the_context_window() {
         .await
         .expect("a limit, not an error");
     assert_eq!(out.status, TaskStatus::LimitReached);
-    let limit = out.limit.unwrap();
+    let limit = out.limit.unwrap().to_string();
     assert!(limit.starts_with("context_window=256"), "{limit}");
     assert!(
         model.requests.lock().unwrap().is_empty(),
@@ -379,7 +379,7 @@ async fn a_stalled_model_stream_ends_the_run_with_its_partial_answer() {
         .unwrap();
     assert_eq!(out.status, TaskStatus::LimitReached);
     assert_eq!(
-        out.limit.as_deref(),
+        out.limit.as_ref().map(ToString::to_string).as_deref(),
         Some("stalled: no progress for 30 s in the model call (turn 1)")
     );
     assert_eq!(out.text, "I found half of it");
@@ -400,7 +400,7 @@ async fn a_stalled_tool_is_named() {
         .unwrap();
     assert_eq!(out.status, TaskStatus::LimitReached);
     assert_eq!(
-        out.limit.as_deref(),
+        out.limit.as_ref().map(ToString::to_string).as_deref(),
         Some("stalled: no progress for 30 s in tool Slow (turn 1)")
     );
     assert_eq!(out.text, "Looking it up.");
@@ -483,7 +483,7 @@ async fn a_parent_reads_its_stalled_childs_result_and_goes_on() {
             Ok(ToolOutput::text(format!(
                 "{} ({}): {}",
                 out.status,
-                out.limit.unwrap_or_default(),
+                out.limit.map(|l| l.to_string()).unwrap_or_default(),
                 out.text
             )))
         }

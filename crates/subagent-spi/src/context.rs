@@ -5,9 +5,7 @@ use std::time::{Duration, Instant};
 
 use derive_setters::Setters;
 
-use crate::{
-    Approver, Budget, CancellationToken, Delegation, Inbox, ProgressEvent, ProgressKind, Tool,
-};
+use crate::{Approver, CancellationToken, Delegation, Inbox, ProgressEvent, ProgressKind, Tool};
 
 /// Receives progress events. Implementations must return quickly and never block: events are
 /// emitted from the task path (use a bounded channel and drop on overflow, or an atomic update).
@@ -88,12 +86,6 @@ pub struct TaskContext {
     /// The agent names of the runs above this one, root first.
     #[setters(skip)]
     ancestors: Arc<[String]>,
-    /// The budget of the subtree this run belongs to.
-    #[setters(
-        strip_option,
-        doc = "Sets the budget this run and every run below it charge (see [`budget`](Self::budget))."
-    )]
-    budget: Option<Budget>,
     /// Messages sent to this run while it runs (never inherited by a child).
     #[setters(
         strip_option,
@@ -116,7 +108,6 @@ impl fmt::Debug for TaskContext {
             .field("cancelled", &self.cancel.is_cancelled())
             .field("delegation", &self.delegation.is_some())
             .field("approver", &self.approver.is_some())
-            .field("budget", &self.budget)
             .field("agent_path", &self.agent_path())
             .field("inbox", &self.inbox.is_some())
             .finish_non_exhaustive()
@@ -147,7 +138,6 @@ impl TaskContext {
             delegation: None,
             approver: None,
             ancestors: Arc::from(Vec::new()),
-            budget: None,
             inbox: None,
         }
     }
@@ -181,7 +171,6 @@ impl TaskContext {
             delegation: self.delegation.clone(),
             approver: self.approver.clone(),
             ancestors,
-            budget: self.budget.clone(),
             // Messages are for the run they were sent to, not for the runs it starts.
             inbox: None,
         }
@@ -287,13 +276,6 @@ impl TaskContext {
             path.push(self.agent.clone());
         }
         path
-    }
-
-    /// The budget of the subtree this run belongs to (copied into every child context): runs
-    /// charge their model turns to it and stop, reporting `limit_reached` naming it, once it is
-    /// spent.
-    pub fn budget(&self) -> Option<&Budget> {
-        self.budget.as_ref()
     }
 
     /// Messages sent to this run while it runs (Claude Code's `SendMessage`), when its host
@@ -492,13 +474,21 @@ impl Extensions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FixedApprover;
+
+    struct Yes;
+
+    #[async_trait::async_trait]
+    impl crate::Approver for Yes {
+        async fn request(&self, _: crate::ApprovalRequest) -> crate::ApprovalDecision {
+            crate::ApprovalDecision::AllowOnce
+        }
+    }
 
     #[test]
     fn children_copy_the_approver_and_extend_the_agent_path() {
         let root = TaskContext::new()
             .with_agent("main")
-            .with_approver(Arc::new(FixedApprover::allow_all()));
+            .with_approver(Arc::new(Yes));
         assert_eq!(root.agent_path(), ["main"]);
         let child = root.child("coordinator", Some("t1".into()));
         let grandchild = child.child("leaf", Some("t2".into()));

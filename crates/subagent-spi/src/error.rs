@@ -70,8 +70,8 @@ pub enum SubagentError {
     LimitReached {
         /// The agent.
         agent: String,
-        /// The limit, e.g. `max_turns=30`.
-        limit: String,
+        /// The limit, e.g. `max_turns=30` ([`Limit::Turns`](crate::Limit::Turns)).
+        limit: crate::Limit,
     },
     /// The peer broke its protocol (bad JSON, unexpected reply...).
     #[error("protocol error from `{agent}`: {message}")]

@@ -29,10 +29,15 @@
 //!
 //! Records are `#[non_exhaustive]`: build them with their constructors and `with_*` methods,
 //! so a new field in a minor release breaks no plugin. `CHANGELOG.md` at the repository root
-//! lists every change; `docs/migrating-to-spi-0.2.md` is the guide for plugin authors.
+//! lists every change; `docs/migrating-to-spi-0.2.md` and `docs/migrating-to-spi-0.3.md` are
+//! the guides for plugin authors.
+//!
+//! Contracts only: policy the stock crates share (budget accounting and prices, the stock
+//! approvers, the approval reply protocol, usage trees as text) lives in `subagent-core`.
 //!
 //! Errors: [`SubagentError`] for orchestration, [`ToolError`] for tools, [`ModelError`] for models;
 //! the latter two convert into the first.
+//! A limit that stopped a run or refused a call is named by a [`Limit`].
 //!
 //! The crate deliberately avoids tokio, reqwest, axum and rmcp: its [`CancellationToken`] is a
 //! small runtime-agnostic one, and streaming uses callbacks rather than a `Stream` type.
@@ -50,6 +55,7 @@ mod error;
 mod fork;
 mod inbox;
 mod kind;
+mod limit;
 mod outcome;
 mod progress;
 mod reference;
@@ -58,10 +64,8 @@ mod task_call;
 mod tool;
 mod typed;
 
-pub use approval::{
-    ApprovalDecision, ApprovalRequest, Approver, FixedApprover, PERSON_ONLY_DENIAL, SessionApprover,
-};
-pub use budget::{Budget, BudgetLimits, DEFAULT_REMOTE_UNREPORTED_TOKENS, ModelPrice, ModelPrices};
+pub use approval::{ApprovalDecision, ApprovalRequest, Approver};
+pub use budget::BudgetLimits;
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
 pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};
@@ -73,6 +77,7 @@ pub use inbox::{
     InboxMessage,
 };
 pub use kind::Kind;
+pub use limit::{Limit, LimitScope};
 pub use outcome::{TaskOutcome, TaskStatus, Usage, UsageNode};
 pub use progress::{ProgressEvent, ProgressKind};
 pub use reference::SubagentReference;

@@ -181,39 +181,6 @@ impl UsageNode {
         }
         u
     }
-
-    /// Renders the tree as indented lines: `name (kind) status · turns · tokens · time`.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        self.render_into(&mut out, 0);
-        out
-    }
-
-    fn render_into(&self, out: &mut String, depth: usize) {
-        use std::fmt::Write as _;
-        let u = &self.usage;
-        let _ = writeln!(
-            out,
-            "{:indent$}{} ({}) {} · {} turn{} · {} in / {} out tokens · {} ms{}",
-            "",
-            self.agent,
-            self.kind,
-            self.status,
-            u.turns,
-            if u.turns == 1 { "" } else { "s" },
-            u.input_tokens,
-            u.output_tokens,
-            u.duration_ms,
-            u.model
-                .as_deref()
-                .map(|m| format!(" · {m}"))
-                .unwrap_or_default(),
-            indent = depth * 2
-        );
-        for c in &self.children {
-            c.render_into(out, depth + 1);
-        }
-    }
 }
 
 /// What a subagent run returns to its caller: only the final text, never the transcript.
@@ -232,10 +199,10 @@ pub struct TaskOutcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(rename = "with_session", into)]
     pub session_id: Option<String>,
-    /// Which limit stopped the run, for [`TaskStatus::LimitReached`] (e.g. `max_turns=30`).
+    /// Which limit stopped the run, for [`TaskStatus::LimitReached`] (e.g. `max_turns=30`,
+    /// on the wire as that text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[setters(into)]
-    pub limit: Option<String>,
+    pub limit: Option<crate::Limit>,
     /// This run's own usage.
     pub usage: Usage,
     /// Usage of the runs this one delegated to, so a parent can show a usage tree.

@@ -37,7 +37,7 @@ pub trait SubagentDefinition: Any + Send + Sync + fmt::Debug {
 
     /// The agent's own budget (a Markdown agent's `budget` frontmatter), if it has one: when
     /// the agent is started, its subtree gets at most this and at most what is left of the
-    /// caller's budget ([`Budget::nested`](crate::Budget::nested)). The default is `None`.
+    /// caller's budget (`subagent-core`'s `Budget::nested`). The default is `None`.
     fn budget(&self) -> Option<crate::BudgetLimits> {
         None
     }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use indicatif::MultiProgress;
 use subagents::async_trait;
-use subagents::spi::{ApprovalDecision, ApprovalRequest, Approver, FixedApprover};
+use subagents::policy::FixedApprover;
+use subagents::spi::{ApprovalDecision, ApprovalRequest, Approver};
 
 use crate::cli::PermissionArgs;
 use crate::output::terminal_safe;

@@ -8,7 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use subagents::spi::{ProgressEvent, ProgressKind, SessionApprover, TaskContext, TaskStatus};
+use subagents::policy::SessionApprover;
+use subagents::spi::{ProgressEvent, ProgressKind, TaskContext, TaskStatus};
 use subagents::{A2aCall, CallError};
 
 use crate::cli::{CallArgs, PermissionArgs};

@@ -3,7 +3,8 @@
 use std::io::Write as _;
 
 use serde::Serialize;
-use subagents::spi::{ModelPrices, TaskOutcome, TaskStatus, Usage};
+use subagents::policy::ModelPrices;
+use subagents::spi::{TaskOutcome, TaskStatus, Usage};
 
 use crate::error::CliError;
 
@@ -26,7 +27,7 @@ pub(crate) struct OutcomeJson<'a> {
     pub session_id: Option<&'a str>,
     /// The limit that stopped the run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub limit: Option<&'a str>,
+    pub limit: Option<&'a subagents::spi::Limit>,
     /// The task id: of a background run, or of the remote task `call` talked to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<&'a str>,
@@ -60,7 +61,7 @@ impl<'a> OutcomeJson<'a> {
             text: &o.text,
             structured: o.structured.as_ref(),
             session_id: o.session_id.as_deref(),
-            limit: o.limit.as_deref(),
+            limit: o.limit.as_ref(),
             task_id,
             context_id: None,
             usage: serde_json::to_value(o.usage_tree(agent, kind, task_id))
@@ -199,7 +200,7 @@ pub(crate) fn exit_for(outcome: &TaskOutcome) -> Result<(), CliError> {
             "the agent ended {other}{}",
             outcome
                 .limit
-                .as_deref()
+                .as_ref()
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default()
         ))),
@@ -376,7 +377,8 @@ mod tests {
 
     #[test]
     fn the_summary_line_gives_totals_cost_and_session() {
-        use subagents::spi::{ModelPrice, ModelPrices, TaskOutcome, Usage, UsageNode};
+        use subagents::policy::{ModelPrice, ModelPrices};
+        use subagents::spi::{TaskOutcome, Usage, UsageNode};
         let mut o = TaskOutcome::completed("ok")
             .with_usage(
                 Usage::new()

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use subagents::spi::{ModelPrices, ProgressEvent, ProgressKind, ProgressSink};
+use subagents::policy::ModelPrices;
+use subagents::spi::{ProgressEvent, ProgressKind, ProgressSink};
 use tokio::sync::mpsc;
 
 /// Events waiting to be drawn; past this, text deltas are dropped (never blocks the task path).

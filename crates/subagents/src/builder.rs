@@ -150,7 +150,7 @@ pub struct SubagentsBuilder {
     /// budget's `usd` limit counts with them, and reports a model without a price rather than
     /// guessing one.
     #[setters(generate)]
-    pub(crate) prices: subagent_spi::ModelPrices,
+    pub(crate) prices: subagent_core::ModelPrices,
 }
 
 impl Default for SubagentsBuilder {
@@ -195,7 +195,7 @@ impl Default for SubagentsBuilder {
             #[cfg(feature = "store")]
             retention: subagent_store::Retention::default(),
             budget: subagent_spi::BudgetLimits::new(),
-            prices: subagent_spi::ModelPrices::new(),
+            prices: subagent_core::ModelPrices::new(),
         }
     }
 }

@@ -18,6 +18,7 @@
 //!     .build()
 //!     .await?;
 //! let tools = agents.tools();        // Task, TaskOutput, TaskStop for your own model loop
+//! use subagents::policy::UsageTreeText as _;
 //! let answer = agents.main_agent().run("Summarise this repository").await?;
 //! println!("{}\n{}", answer.text, answer.usage_tree("main", "MAIN", None).render());
 //! # let _ = tools; Ok(()) }
@@ -60,6 +61,10 @@ mod typed;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Policy on top of the contracts (`subagent-core`): budget accounting and model prices, the
+/// stock approvers, the approval reply protocol, usage trees as text.
+pub use subagent_core as policy;
+use subagent_core::BudgetExt as _;
 /// Typed results: JSON Schemas compiled with bounds, and validation (`subagent-schema`).
 pub use subagent_schema as schema;
 /// The plugin contracts (`subagent-spi`), for writing kinds, tools and model providers.
@@ -203,7 +208,7 @@ pub struct Subagents {
     pub(crate) agent_warnings: Vec<AgentWarnings>,
     pub(crate) approver: Option<Arc<dyn spi::Approver>>,
     pub(crate) budget: spi::BudgetLimits,
-    pub(crate) prices: Arc<spi::ModelPrices>,
+    pub(crate) prices: Arc<policy::ModelPrices>,
     #[cfg(feature = "claude")]
     pub(crate) local: Option<Arc<Local>>,
     #[cfg(feature = "store")]
@@ -229,7 +234,7 @@ impl Subagents {
         skipped: Vec<SkippedAgent>,
         approver: Option<Arc<dyn spi::Approver>>,
         budget: spi::BudgetLimits,
-        prices: Arc<spi::ModelPrices>,
+        prices: Arc<policy::ModelPrices>,
     ) -> Self {
         Self {
             task,
@@ -301,7 +306,7 @@ impl Subagents {
             (Some(approver), None) => {
                 let ctx = ctx
                     .clone()
-                    .with_approver(Arc::new(spi::SessionApprover::new(approver.clone())));
+                    .with_approver(Arc::new(policy::SessionApprover::new(approver.clone())));
                 self.task.dispatch(call, &ctx).await
             }
             _ => self.task.dispatch(call, ctx).await,
@@ -331,16 +336,16 @@ impl Subagents {
     /// The budget of a tree rooted at `ctx`: the builder's, unless `ctx` has one already or
     /// the builder set none (a limit, or the estimate of a remote run's broken usage report,
     /// [`BudgetLimits::remote_unreported_tokens`](spi::BudgetLimits::remote_unreported_tokens)).
-    pub(crate) fn root_budget(&self, ctx: &TaskContext) -> Option<spi::Budget> {
+    pub(crate) fn root_budget(&self, ctx: &TaskContext) -> Option<policy::Budget> {
         let set = !self.budget.is_unlimited() || self.budget.remote_unreported_tokens.is_some();
         (ctx.budget().is_none() && set).then(|| {
-            spi::Budget::new(self.budget.clone(), ctx.cancel().clone())
+            policy::Budget::new(self.budget.clone(), ctx.cancel().clone())
                 .with_prices(self.prices.clone())
         })
     }
 
     /// The per-model prices given to the builder (empty when none).
-    pub fn prices(&self) -> &spi::ModelPrices {
+    pub fn prices(&self) -> &policy::ModelPrices {
         &self.prices
     }
 }

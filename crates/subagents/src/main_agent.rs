@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use derive_setters::Setters;
+use subagent_core::{BudgetExt, FixedApprover, SessionApprover};
 use subagent_runtime::{AgentRuntime, Limits, RunSpec};
 use subagent_spi::{
-    Approver, CancellationToken, FixedApprover, ProgressKind, ProgressSink, SessionApprover,
-    SubagentError, TaskCall, TaskContext, TaskOutcome, Tool,
+    Approver, CancellationToken, ProgressKind, ProgressSink, SubagentError, TaskCall, TaskContext,
+    TaskOutcome, Tool,
 };
 
 use crate::Subagents;

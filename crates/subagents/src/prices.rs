@@ -3,7 +3,7 @@
 //! [`SubagentsBuilder::prices`](crate::SubagentsBuilder::prices)) overrides any entry; a model
 //! in neither is reported as unpriced, never guessed.
 
-use subagent_spi::{ModelPrice, ModelPrices};
+use subagent_core::{ModelPrice, ModelPrices};
 
 /// When [`DEFAULT_PRICES`] was last checked against the providers' price lists.
 pub const DEFAULT_PRICES_DATE: &str = "2026-03-21";

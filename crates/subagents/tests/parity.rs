@@ -43,7 +43,7 @@ impl Project {
             .workspace(self.ws.path())
             // These tests are about hooks, memory and isolation, not approvals: approve all.
             .approver(std::sync::Arc::new(
-                subagents::spi::FixedApprover::allow_all(),
+                subagents::policy::FixedApprover::allow_all(),
             ));
         if let Some(s) = settings {
             b = b.settings_file(s);

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use common::{last_message, remote_reference, serve_a2a, task, team_builder};
 use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::spi::{BudgetLimits, ModelPrice, ModelPrices, UsageNode};
+use subagents::policy::{ModelPrice, ModelPrices};
+use subagents::spi::{BudgetLimits, UsageNode};
 use subagents::{ServeOptions, Subagents, SubagentsBuilder, TaskStatus};
 
 /// Serves the team (coordinator, leaf...) over A2A on 127.0.0.1, its models answered by a
@@ -119,7 +120,10 @@ async fn a_remote_childs_reported_tokens_spend_the_callers_budget() {
         .expect("builds");
     let outcome = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(outcome.status, TaskStatus::LimitReached, "{outcome:?}");
-    assert_eq!(outcome.limit.as_deref(), Some("budget_tokens=1000"));
+    assert_eq!(
+        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
+        Some("budget_tokens=1000")
+    );
     assert_eq!(
         model.request_count(),
         1,

@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use dashmap::DashMap;
+use subagent_core::SessionApprover;
 use subagent_spi::{
     ApprovalDecision, ApprovalRequest, Approver, CancellationToken, InboxMessage, ProgressEvent,
-    ProgressKind, ProgressSink, SessionApprover, SubagentError, TaskCall, TaskContext, TaskOutcome,
-    TaskStatus, Usage, UsageNode, async_trait,
+    ProgressKind, ProgressSink, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus,
+    Usage, UsageNode, async_trait,
 };
 use tokio::sync::{oneshot, watch};
 
@@ -472,10 +473,10 @@ impl BackgroundRegistry {
             self.running.fetch_sub(1, Ordering::AcqRel);
             return Err(SubagentError::LimitReached {
                 agent: def.name().to_string(),
-                limit: format!(
+                limit: subagent_spi::Limit::other(format!(
                     "max_background={max}: {max} background tasks are already running. Wait for one \
                      with TaskOutput, stop one with TaskStop, or run this task in the foreground"
-                ),
+                )),
             });
         }
         self.maybe_sweep(config);

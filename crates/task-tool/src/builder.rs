@@ -6,8 +6,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use subagent_core::ModelPrices;
 use subagent_spi::{
-    BudgetLimits, ModelPrices, SubagentDefinition, SubagentError, SubagentReference, SubagentType,
+    BudgetLimits, SubagentDefinition, SubagentError, SubagentReference, SubagentType,
 };
 
 use crate::registry::{KindEntry, MAX_DEPTH_CAP, TaskConfig, TaskTool};

@@ -69,7 +69,9 @@ pub(crate) fn outcome_text(agent: &str, o: &TaskOutcome) -> String {
         }
         TaskStatus::LimitReached => format!(
             "Agent `{agent}` stopped at a limit ({}). Its last partial answer:\n",
-            o.limit.as_deref().unwrap_or("unspecified")
+            o.limit
+                .as_ref()
+                .map_or_else(|| "unspecified".to_string(), ToString::to_string)
         ),
         TaskStatus::Cancelled => format!("Agent `{agent}` was cancelled. Partial output:\n"),
         TaskStatus::Failed => format!("Agent `{agent}` failed:\n"),

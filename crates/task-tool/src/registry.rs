@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
+use subagent_core::{Budget, BudgetExt, ModelPrices};
 use subagent_spi::{
-    Budget, BudgetLimits, Delegation, InboxLimits, Kind, ModelPrices, ProgressKind,
-    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
-    TaskStatus, Tool, ToolOutput,
+    BudgetLimits, Delegation, InboxLimits, Kind, Limit, ProgressKind, SubagentDefinition,
+    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool,
+    ToolOutput,
 };
 use tracing::Instrument;
 
@@ -342,10 +343,10 @@ impl TaskTool {
         if ctx.depth() >= max_depth {
             return Err(SubagentError::LimitReached {
                 agent: def.name().to_string(),
-                limit: format!(
-                    "max_depth={max_depth}: a run at depth {} may not delegate further",
-                    ctx.depth()
-                ),
+                limit: Limit::Depth {
+                    max: max_depth,
+                    depth: ctx.depth(),
+                },
             });
         }
         let task_id = new_id("task");
@@ -635,7 +636,7 @@ impl TaskTool {
 }
 
 /// The limit the budget of `ctx`'s subtree was spent on, if it was.
-fn budget_spent(ctx: &TaskContext) -> Option<String> {
+fn budget_spent(ctx: &TaskContext) -> Option<Limit> {
     ctx.budget().and_then(|b| b.spent())
 }
 

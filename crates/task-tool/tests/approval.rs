@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::{FnKind, fn_ref};
 use serde_json::json;
+use subagent_core::FixedApprover;
 use subagent_spi::*;
 use task_tool::{Dispatch, TaskTool};
 

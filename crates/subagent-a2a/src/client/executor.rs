@@ -3,9 +3,10 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use subagent_core::{ApprovalText, Budget, BudgetExt};
 use subagent_spi::{
-    ApprovalRequest, Budget, ProgressKind, SubagentError, SubagentKind, SubagentReference,
-    TaskCall, TaskContext, TaskOutcome, TaskStatus, Usage, UsageNode,
+    ApprovalRequest, ProgressKind, SubagentError, SubagentKind, SubagentReference, TaskCall,
+    TaskContext, TaskOutcome, TaskStatus, Usage, UsageNode,
 };
 
 use super::definition::A2aSubagentDefinition;
@@ -393,10 +394,10 @@ async fn drive(
 /// A question from one of our servers (with an [`ApprovalQuestion`] in its metadata) becomes
 /// the same approval request as a local tool call, its agent path continued below this run's;
 /// any other question is a request for the tool `input-required` (or `auth-required`) with the
-/// question as the summary. The answer is written with [`ApprovalDecision::reply_text`]:
+/// question as the summary. The answer is written with [`ApprovalText::reply_text`]:
 /// `yes`, `always`, or `no: MESSAGE`.
 ///
-/// [`ApprovalDecision::reply_text`]: subagent_spi::ApprovalDecision::reply_text
+/// [`ApprovalText::reply_text`]: subagent_core::ApprovalText::reply_text
 async fn answer_question(run: &Run, agent: &str, ctx: &TaskContext) -> Option<String> {
     if run.reply.is_some() {
         return None;
@@ -685,11 +686,9 @@ impl SubagentKind for A2aExecutor {
                             .with_session(session(&run, false)),
                     );
                     // A budget's wall time is named as the budget.
-                    out.limit = Some(
-                        ctx.budget()
-                            .and_then(Budget::spent)
-                            .unwrap_or_else(|| format!("deadline ({} ms)", after.as_millis())),
-                    );
+                    out.limit = Some(ctx.budget().and_then(Budget::spent).unwrap_or_else(|| {
+                        subagent_spi::Limit::other(format!("deadline ({} ms)", after.as_millis()))
+                    }));
                     return Ok(out);
                 }
                 return Err(SubagentError::TimedOut { agent, after });
@@ -777,7 +776,7 @@ struct Remote {
     /// The runs it delegated to.
     children: Vec<UsageNode>,
     /// The budget its reported tokens spent, if they did.
-    spent: Option<String>,
+    spent: Option<subagent_spi::Limit>,
 }
 
 /// Folds the remote run's usage report (the usage extension) into this run's usage: its tokens,
@@ -811,7 +810,7 @@ fn remote_usage(
     if !clean {
         let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
         let floor = ctx.budget().map_or(
-            subagent_spi::DEFAULT_REMOTE_UNREPORTED_TOKENS,
+            subagent_core::DEFAULT_REMOTE_UNREPORTED_TOKENS,
             Budget::remote_unreported_tokens,
         );
         // What the well-formed values say, over the whole remote tree.

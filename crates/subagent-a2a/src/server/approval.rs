@@ -8,6 +8,7 @@ use subagent_spi::{ApprovalDecision, ApprovalRequest, Approver, CancellationToke
 
 use super::handler::TaskEventSink;
 use crate::types::approval::ApprovalQuestion;
+use subagent_core::ApprovalText;
 
 /// How long a served agent waits for the client's answer by default.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);

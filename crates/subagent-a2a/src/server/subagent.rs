@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use subagent_core::{Budget, BudgetExt, SessionApprover};
 use subagent_spi::{
-    Budget, BudgetLimits, CancellationToken, ProgressEvent, ProgressKind, SessionApprover,
-    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
-    TaskStatus, async_trait,
+    BudgetLimits, CancellationToken, ProgressEvent, ProgressKind, SubagentDefinition,
+    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, async_trait,
 };
 use tokio::sync::mpsc;
 
@@ -473,7 +473,7 @@ impl A2aHandler for SubagentHandler {
                     "stopped at a limit{}",
                     outcome
                         .limit
-                        .as_deref()
+                        .as_ref()
                         .map(|l| format!(": {l}"))
                         .unwrap_or_default()
                 ));

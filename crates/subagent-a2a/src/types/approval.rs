@@ -4,7 +4,7 @@
 //!
 //! The client answers with a follow-up message on the same task whose text starts with `yes`
 //! (once), `always` (for the rest of the task) or `no` (optionally `no: reason`), ignoring case
-//! (see [`ApprovalDecision::from_reply`](subagent_spi::ApprovalDecision::from_reply)).
+//! (see [`ApprovalText::from_reply`](subagent_core::ApprovalText::from_reply)).
 
 use serde::{Deserialize, Serialize};
 use subagent_spi::ApprovalRequest;
@@ -14,7 +14,7 @@ use super::JsonObject;
 /// The `metadata` key of a status message carrying an [`ApprovalQuestion`].
 pub const APPROVAL_METADATA_KEY: &str = "subagents/approval";
 
-/// The answers a server reading [`ApprovalDecision::from_reply`](subagent_spi::ApprovalDecision::from_reply) understands.
+/// The answers a server reading [`ApprovalText::from_reply`](subagent_core::ApprovalText::from_reply) understands.
 pub const APPROVAL_ANSWERS: [&str; 3] = ["yes", "no", "always"];
 
 /// An approval question in machine-readable form.

@@ -20,7 +20,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use subagent_spi::{BudgetLimits, ModelPrice, ModelPrices};
+use subagent_core::{ModelPrice, ModelPrices};
+use subagent_spi::BudgetLimits;
 
 use crate::{Subagents, SubagentsBuilder};
 

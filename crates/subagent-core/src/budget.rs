@@ -1,0 +1,580 @@
+//! Budgets over a delegated subtree: tokens, turns and wall time, shared by every run below the
+//! point where the budget was set.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use subagent_spi::{BudgetLimits, CancellationToken, Limit, LimitScope, TaskContext};
+
+/// The price of one model, in USD per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ModelPrice {
+    /// USD per million input (prompt) tokens.
+    pub input_per_mtok: f64,
+    /// USD per million output (completion) tokens.
+    pub output_per_mtok: f64,
+}
+
+impl ModelPrice {
+    /// A price: USD per million input tokens and per million output tokens.
+    pub fn new(input_per_mtok: f64, output_per_mtok: f64) -> Self {
+        Self {
+            input_per_mtok,
+            output_per_mtok,
+        }
+    }
+
+    /// The cost of `input` and `output` tokens, in USD.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
+    }
+}
+
+/// Per-model prices (what `[prices]` of subagents.toml holds). A model without a price is
+/// never guessed: its cost is unknown, and reported so.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelPrices {
+    prices: HashMap<String, ModelPrice>,
+}
+
+impl ModelPrices {
+    /// No prices.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the price of `model` (its name as configured or as the provider reports it).
+    #[must_use]
+    pub fn with(mut self, model: impl Into<String>, price: ModelPrice) -> Self {
+        self.prices.insert(model.into(), price);
+        self
+    }
+
+    /// The price of `model`: its exact name, else the name without a `provider:` prefix, else
+    /// either without a dated snapshot suffix (`claude-sonnet-4-5-20250929` and
+    /// `gpt-4.1-2025-04-14` are priced as `claude-sonnet-4-5` and `gpt-4.1`: providers report
+    /// the snapshot that answered, priced as its model).
+    pub fn get(&self, model: &str) -> Option<ModelPrice> {
+        let bare = model.rsplit_once(':').map(|(_, m)| m);
+        [Some(model), bare]
+            .into_iter()
+            .flatten()
+            .find_map(|name| self.prices.get(name).copied())
+            .or_else(|| {
+                [Some(model), bare]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(without_date_suffix)
+                    .find_map(|name| self.prices.get(name).copied())
+            })
+    }
+
+    /// The models priced, in no particular order.
+    pub fn models(&self) -> impl Iterator<Item = (&str, ModelPrice)> {
+        self.prices.iter().map(|(m, p)| (m.as_str(), *p))
+    }
+
+    /// True when no price is set.
+    pub fn is_empty(&self) -> bool {
+        self.prices.is_empty()
+    }
+
+    /// The cost of `input` and `output` tokens of `model`, when its price is known.
+    pub fn cost(&self, model: &str, input: u64, output: u64) -> Option<f64> {
+        self.get(model).map(|p| p.cost(input, output))
+    }
+}
+
+/// `name` without a trailing snapshot date (`-YYYYMMDD` or `-YYYY-MM-DD`), when it has one.
+fn without_date_suffix(name: &str) -> Option<&str> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some((head, tail)) = name.rsplit_once('-')
+        && tail.len() == 8
+        && digits(tail)
+    {
+        return Some(head);
+    }
+    // `-YYYY-MM-DD`: the last three dash-separated pieces.
+    let mut parts = name.rsplitn(4, '-');
+    let (d, m, y, head) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    (y.len() == 4 && m.len() == 2 && d.len() == 2 && digits(y) && digits(m) && digits(d))
+        .then_some(head)
+}
+
+/// The tokens a remote run with a refused or malformed usage report counts as at least, by
+/// default (100,000: about one long agent run of several turns; a peer that reports properly
+/// never pays it).
+pub const DEFAULT_REMOTE_UNREPORTED_TOKENS: u64 = 100_000;
+
+/// A budget shared by a run and every run below it (children, background children, remote
+/// children through their executors), carried by a [`TaskContext`](subagent_spi::TaskContext) (read and set with [`BudgetExt`]).
+///
+/// Runs [`charge`](Self::charge) what they use; the charge goes to this budget and every budget
+/// above it (a child's budget is nested in its parent's, so a child gets at most what is left).
+/// When a limit is crossed the budget is **spent**: it records which limit (e.g.
+/// `budget_tokens=1000`) and cancels the token it was given, which cancels the whole subtree.
+/// Runs stopped that way report [`TaskStatus::LimitReached`](subagent_spi::TaskStatus) naming the
+/// budget ([`spent`](Self::spent)) and keep their partial results.
+///
+/// Cheap to clone (an `Arc` inside); lock-free.
+#[derive(Clone)]
+pub struct Budget {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    limits: BudgetLimits,
+    tokens: AtomicU64,
+    turns: AtomicU32,
+    /// Cost so far, in millionths of a USD.
+    micro_usd: AtomicU64,
+    prices: Option<Arc<ModelPrices>>,
+    /// The first model whose price was unknown when a cost limit was set.
+    unpriced: OnceLock<String>,
+    started: Instant,
+    spent: OnceLock<Limit>,
+    cancel: CancellationToken,
+    parent: Option<Budget>,
+    /// The agent whose own budget this is (per-agent budgets), named in the spent reason.
+    owner: Option<String>,
+}
+
+impl fmt::Debug for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Budget")
+            .field("limits", &self.inner.limits)
+            .field("tokens", &self.tokens_used())
+            .field("turns", &self.turns_used())
+            .field("spent", &self.inner.spent.get())
+            .field("nested", &self.inner.parent.is_some())
+            .field("owner", &self.inner.owner)
+            .finish()
+    }
+}
+
+impl Budget {
+    /// A budget with `limits` that cancels `cancel` (the subtree's token) when spent.
+    pub fn new(limits: BudgetLimits, cancel: CancellationToken) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                limits,
+                tokens: AtomicU64::new(0),
+                turns: AtomicU32::new(0),
+                micro_usd: AtomicU64::new(0),
+                prices: None,
+                unpriced: OnceLock::new(),
+                started: Instant::now(),
+                spent: OnceLock::new(),
+                cancel,
+                parent: None,
+                owner: None,
+            }),
+        }
+    }
+
+    /// A budget nested in this one (for a subtree with limits of its own): charges reach both,
+    /// and either being spent stops the subtree. `cancel` is the subtree's token. The nested
+    /// budget counts cost with this one's prices unless [`with_prices`](Self::with_prices)
+    /// sets others.
+    pub fn nested(&self, limits: BudgetLimits, cancel: CancellationToken) -> Self {
+        let mut b = Self::new(limits, cancel);
+        if let Some(inner) = Arc::get_mut(&mut b.inner) {
+            inner.parent = Some(self.clone());
+            inner.prices = self.inner.prices.clone();
+        }
+        b
+    }
+
+    /// Names the agent this budget belongs to (a per-agent budget, set before the budget is
+    /// shared): the limit it is spent on then says so, e.g.
+    /// `budget_tokens=5000 (agent reviewer)`.
+    #[must_use]
+    pub fn with_owner(mut self, agent: impl Into<String>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.owner = Some(agent.into());
+        }
+        self
+    }
+
+    /// The agent this budget belongs to, for a per-agent budget.
+    pub fn owner(&self) -> Option<&str> {
+        self.inner.owner.as_deref()
+    }
+
+    /// The prices cost is counted with, when set.
+    pub fn prices(&self) -> Option<&Arc<ModelPrices>> {
+        self.inner.prices.as_ref()
+    }
+
+    /// Sets the prices the cost limit is counted with (before the budget is shared).
+    #[must_use]
+    pub fn with_prices(mut self, prices: Arc<ModelPrices>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.prices = Some(prices);
+        }
+        self
+    }
+
+    /// Cost charged so far in USD (models with a known price only).
+    pub fn usd_used(&self) -> f64 {
+        self.inner.micro_usd.load(Ordering::Acquire) as f64 / 1e6
+    }
+
+    /// A model whose tokens were charged without a known price (so the cost limit could not
+    /// count them), here or in a budget above.
+    pub fn unpriced_model(&self) -> Option<String> {
+        self.inner
+            .unpriced
+            .get()
+            .cloned()
+            .or_else(|| self.inner.parent.as_ref().and_then(Budget::unpriced_model))
+    }
+
+    /// The tokens a remote run with a refused or malformed usage report counts as at least:
+    /// this budget's [`BudgetLimits::remote_unreported_tokens`](subagent_spi::BudgetLimits::remote_unreported_tokens), else the nearest enclosing
+    /// budget's, else [`DEFAULT_REMOTE_UNREPORTED_TOKENS`].
+    pub fn remote_unreported_tokens(&self) -> u64 {
+        self.inner
+            .limits
+            .remote_unreported_tokens
+            .or_else(|| {
+                self.inner
+                    .parent
+                    .as_ref()
+                    .map(Budget::remote_unreported_tokens)
+            })
+            .unwrap_or(DEFAULT_REMOTE_UNREPORTED_TOKENS)
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &BudgetLimits {
+        &self.inner.limits
+    }
+
+    /// Tokens charged so far.
+    pub fn tokens_used(&self) -> u64 {
+        self.inner.tokens.load(Ordering::Acquire)
+    }
+
+    /// Turns charged so far.
+    pub fn turns_used(&self) -> u32 {
+        self.inner.turns.load(Ordering::Acquire)
+    }
+
+    /// Tokens left before this budget or one above it is spent (`None`: unlimited).
+    pub fn remaining_tokens(&self) -> Option<u64> {
+        let own = self
+            .inner
+            .limits
+            .tokens
+            .map(|l| l.saturating_sub(self.tokens_used()));
+        let up = self
+            .inner
+            .parent
+            .as_ref()
+            .and_then(Budget::remaining_tokens);
+        match (own, up) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Charges one model turn of `model` to this budget and every one above it: its tokens,
+    /// and its cost when the model's price is known. Returns the name of the limit that is
+    /// spent, as [`charge`](Self::charge) does.
+    pub fn charge_turn(&self, model: &str, input: u64, output: u64) -> Option<Limit> {
+        self.charge_usage(model, input, output, 1)
+    }
+
+    /// Charges `turns` model turns of `model` with `input` and `output` tokens in all (e.g. a
+    /// remote child's reported usage, when its result arrives) to this budget and every one
+    /// above it, as [`charge_turn`](Self::charge_turn) does for one turn.
+    pub fn charge_usage(&self, model: &str, input: u64, output: u64, turns: u32) -> Option<Limit> {
+        let up = self
+            .inner
+            .parent
+            .as_ref()
+            .and_then(|p| p.charge_usage(model, input, output, turns));
+        if let Some(max) = self.inner.limits.usd {
+            match self
+                .inner
+                .prices
+                .as_ref()
+                .and_then(|p| p.cost(model, input, output))
+            {
+                Some(cost) => {
+                    let micro = (cost * 1e6).round() as u64;
+                    let total = self
+                        .inner
+                        .micro_usd
+                        .fetch_add(micro, Ordering::AcqRel)
+                        .saturating_add(micro);
+                    if total as f64 / 1e6 > max {
+                        self.spend(Limit::CostUsd {
+                            max,
+                            scope: self.scope(),
+                        });
+                    }
+                }
+                None => {
+                    let _ = self.inner.unpriced.set(model.to_string());
+                }
+            }
+        }
+        self.charge_own(input.saturating_add(output), turns).or(up)
+    }
+
+    /// Charges turns and tokens to this budget and every one above it. Returns the name of
+    /// the limit that is spent (this charge crossed it, or it was spent before), e.g.
+    /// `budget_tokens=1000`.
+    pub fn charge(&self, tokens: u64, turns: u32) -> Option<Limit> {
+        let up = self
+            .inner
+            .parent
+            .as_ref()
+            .and_then(|p| p.charge(tokens, turns));
+        self.charge_own(tokens, turns).or(up)
+    }
+
+    fn charge_own(&self, tokens: u64, turns: u32) -> Option<Limit> {
+        let t = self
+            .inner
+            .tokens
+            .fetch_add(tokens, Ordering::AcqRel)
+            .saturating_add(tokens);
+        let n = self
+            .inner
+            .turns
+            .fetch_add(turns, Ordering::AcqRel)
+            .saturating_add(turns);
+        let limits = &self.inner.limits;
+        if let Some(max) = limits.tokens
+            && t > max
+        {
+            self.spend(Limit::Tokens {
+                max,
+                scope: self.scope(),
+            });
+        }
+        if let Some(max) = limits.turns
+            && n > max
+        {
+            self.spend(Limit::Turns {
+                max,
+                scope: self.scope(),
+            });
+        }
+        self.spent()
+    }
+
+    /// Whose limits these are: the owning agent's for a per-agent budget.
+    fn scope(&self) -> LimitScope {
+        match &self.inner.owner {
+            Some(agent) => LimitScope::Agent(agent.clone()),
+            None => LimitScope::Budget,
+        }
+    }
+
+    /// Marks the budget spent (the first reason wins) and cancels the subtree.
+    pub fn spend(&self, limit: Limit) {
+        let _ = self.inner.spent.set(limit);
+        self.inner.cancel.cancel();
+    }
+
+    /// The limit this budget (or one above it) was spent on, if it is; a passed wall-time
+    /// limit is noticed here.
+    pub fn spent(&self) -> Option<Limit> {
+        if let Some(s) = self.inner.spent.get() {
+            return Some(s.clone());
+        }
+        if let Some(max) = self.inner.limits.time
+            && self.inner.started.elapsed() >= max
+        {
+            self.spend(Limit::Time {
+                max,
+                scope: self.scope(),
+            });
+            return self.inner.spent.get().cloned();
+        }
+        self.inner.parent.as_ref().and_then(Budget::spent)
+    }
+
+    /// When the wall-time limit of this budget or one above it runs out.
+    pub fn deadline(&self) -> Option<Instant> {
+        let own = self.inner.limits.time.map(|t| self.inner.started + t);
+        let up = self.inner.parent.as_ref().and_then(Budget::deadline);
+        match (own, up) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// The [`Budget`] a [`TaskContext`] carries, as one of its
+/// [`extensions`](TaskContext::extensions): copied into every child context, so a run and every
+/// run below it charge the same budget (a child's own budget is [`Budget::nested`] in it).
+pub trait BudgetExt: Sized {
+    /// The budget of the subtree this run belongs to: runs charge their model turns to it and
+    /// stop, reporting `limit_reached` naming it, once it is spent.
+    fn budget(&self) -> Option<&Budget>;
+
+    /// Sets the budget this run and every run below it charge (replacing the one inherited).
+    #[must_use]
+    fn with_budget(self, budget: Budget) -> Self;
+}
+
+impl BudgetExt for TaskContext {
+    fn budget(&self) -> Option<&Budget> {
+        self.extensions().get::<Budget>()
+    }
+
+    fn with_budget(self, budget: Budget) -> Self {
+        self.with_extension(budget)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_carries_its_budget_to_its_children() {
+        let b = Budget::new(BudgetLimits::new().with_turns(1), CancellationToken::new());
+        let ctx = TaskContext::new().with_budget(b.clone());
+        let child = ctx.child("c", None);
+        child.budget().expect("inherited").charge(0, 2);
+        assert_eq!(
+            b.spent().map(|l| l.to_string()).as_deref(),
+            Some("budget_turns=1"),
+            "the same budget"
+        );
+        assert!(TaskContext::new().budget().is_none());
+    }
+
+    #[test]
+    fn crossing_the_token_limit_spends_the_budget_and_cancels_the_subtree() {
+        let cancel = CancellationToken::new();
+        let b = Budget::new(BudgetLimits::new().with_tokens(100), cancel.clone());
+        assert_eq!(b.charge(60, 1), None);
+        assert_eq!(b.remaining_tokens(), Some(40));
+        assert_eq!(
+            b.charge(60, 1).map(|l| l.to_string()).as_deref(),
+            Some("budget_tokens=100")
+        );
+        assert!(cancel.is_cancelled());
+    }
+
+    #[test]
+    fn a_nested_budget_gets_at_most_what_is_left_and_charges_its_parent() {
+        let root_cancel = CancellationToken::new();
+        let root = Budget::new(BudgetLimits::new().with_tokens(100), root_cancel.clone());
+        root.charge(70, 1);
+        let child_cancel = root_cancel.child_token();
+        let child = root.nested(BudgetLimits::new().with_tokens(50), child_cancel.clone());
+        assert_eq!(child.remaining_tokens(), Some(30));
+        assert_eq!(
+            child.charge(40, 1).map(|l| l.to_string()).as_deref(),
+            Some("budget_tokens=100")
+        );
+        assert!(root_cancel.is_cancelled() && child_cancel.is_cancelled());
+        // A child's own limit cancels only its subtree.
+        let other = CancellationToken::new();
+        let root2 = Budget::new(BudgetLimits::new(), other.clone());
+        let sub = other.child_token();
+        let c2 = root2.nested(BudgetLimits::new().with_turns(1), sub.clone());
+        assert_eq!(
+            c2.charge(1, 2).map(|l| l.to_string()).as_deref(),
+            Some("budget_turns=1")
+        );
+        assert!(sub.is_cancelled() && !other.is_cancelled());
+    }
+
+    #[test]
+    fn cost_counts_priced_models_and_reports_unpriced_ones() {
+        let prices = Arc::new(ModelPrices::new().with("gpt-x", ModelPrice::new(2.0, 8.0)));
+        let cancel = CancellationToken::new();
+        let b = Budget::new(BudgetLimits::new().with_usd(0.01), cancel.clone()).with_prices(prices);
+        // 1000 in + 500 out = 0.002 + 0.004 USD.
+        assert_eq!(b.charge_turn("openai:gpt-x", 1000, 500), None);
+        assert!((b.usd_used() - 0.006).abs() < 1e-9);
+        assert_eq!(
+            b.charge_turn("mystery", 1_000_000, 0),
+            None,
+            "never guessed"
+        );
+        assert_eq!(b.unpriced_model().as_deref(), Some("mystery"));
+        assert_eq!(
+            b.charge_turn("gpt-x", 1000, 500)
+                .map(|l| l.to_string())
+                .as_deref(),
+            Some("budget_usd=0.01")
+        );
+        assert!(cancel.is_cancelled());
+    }
+
+    #[test]
+    fn dated_snapshots_are_priced_as_their_model_and_nothing_else_is_guessed() {
+        let prices = ModelPrices::new()
+            .with("claude-sonnet-4-5", ModelPrice::new(3.0, 15.0))
+            .with("gpt-4.1", ModelPrice::new(2.0, 8.0))
+            .with("gpt-4.1-mini", ModelPrice::new(0.4, 1.6));
+        let p = |m: &str| prices.get(m).map(|p| p.input_per_mtok);
+        assert_eq!(p("claude-sonnet-4-5-20250929"), Some(3.0));
+        assert_eq!(p("anthropic:claude-sonnet-4-5-20250929"), Some(3.0));
+        assert_eq!(p("gpt-4.1-2025-04-14"), Some(2.0));
+        assert_eq!(
+            p("gpt-4.1-mini-2025-04-14"),
+            Some(0.4),
+            "not the bigger model"
+        );
+        assert_eq!(p("gpt-4.1-mini"), Some(0.4));
+        assert_eq!(p("gpt-4.1-turbo"), None, "another model is never guessed");
+        assert_eq!(p("claude-sonnet-4-5-2025"), None);
+        assert_eq!(p("gpt-4.1-25-04-14"), None);
+    }
+
+    #[test]
+    fn a_per_agent_budget_names_its_agent_and_inherits_prices() {
+        let prices = Arc::new(ModelPrices::new().with("gpt-x", ModelPrice::new(2.0, 8.0)));
+        let root_cancel = CancellationToken::new();
+        let root = Budget::new(
+            BudgetLimits::new().with_tokens(1_000_000),
+            root_cancel.clone(),
+        )
+        .with_prices(prices);
+        let sub = root_cancel.child_token();
+        let own = root
+            .nested(BudgetLimits::new().with_usd(0.001), sub.clone())
+            .with_owner("reviewer");
+        assert_eq!(own.owner(), Some("reviewer"));
+        assert!(own.prices().is_some(), "prices come from the parent");
+        // A remote child's reported usage: 3 turns, 100 in + 200 out = 0.0018 USD.
+        assert_eq!(
+            own.charge_usage("gpt-x", 100, 200, 3)
+                .map(|l| l.to_string())
+                .as_deref(),
+            Some("budget_usd=0.001 (agent reviewer)")
+        );
+        assert!(sub.is_cancelled() && !root_cancel.is_cancelled());
+        assert_eq!(
+            own.spent(),
+            Some(Limit::CostUsd {
+                max: 0.001,
+                scope: LimitScope::Agent("reviewer".into())
+            }),
+            "named by the enum"
+        );
+        assert_eq!((root.tokens_used(), root.turns_used()), (300, 3));
+        // Absurd numbers saturate instead of overflowing.
+        let b = Budget::new(
+            BudgetLimits::new().with_tokens(10),
+            CancellationToken::new(),
+        );
+        assert!(b.charge_usage("m", u64::MAX, u64::MAX, u32::MAX).is_some());
+        assert!(b.charge_usage("m", u64::MAX, 1, u32::MAX).is_some());
+    }
+}
