@@ -6,6 +6,7 @@
 //! with a capturing exporter, behind `tracing-opentelemetry`, as `subagents::otel` installs.
 #![cfg(all(feature = "otel", feature = "server", feature = "mcp"))]
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::path::Path;

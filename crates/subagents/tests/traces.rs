@@ -1,6 +1,7 @@
 //! The OpenTelemetry GenAI spans of a run, seen by a `tracing` layer: `invoke_agent` per run,
 //! `chat` per model call, `execute_tool` per tool call, nested as the delegation tree.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;

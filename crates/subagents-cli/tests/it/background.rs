@@ -1,0 +1,424 @@
+//! Background work through the binary: a main agent that answers while a background child
+//! still runs waits for it (or cancels it with `--on-exit cancel`, or on Ctrl-C), says so, and
+//! counts its usage; `subagents tasks` lists, shows, stops and resumes the background tasks
+//! the store keeps, across processes.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{Killed, fixtures, process_in, rt, subagents_in, word};
+use serde_json::{Value, json};
+use subagent_testkit::{Reply, ScriptedModelServer};
+
+/// Tokens the scripted child spends, to find its usage in the tree.
+const CHILD_IN: u64 = 777;
+const CHILD_OUT: u64 = 333;
+
+/// One test's world: a scripted model server and a home (its data directory holds the default
+/// SQLite store) with a config naming the child model `child`.
+struct World {
+    server: ScriptedModelServer,
+    home: tempfile::TempDir,
+    config: PathBuf,
+}
+
+impl World {
+    fn new(rt: &tokio::runtime::Runtime) -> Self {
+        let server = rt.block_on(ScriptedModelServer::start());
+        let home = tempfile::tempdir().expect("home");
+        let config = common::child_model_config(home.path(), &server);
+        Self {
+            server,
+            home,
+            config,
+        }
+    }
+
+    /// `subagents --config CFG ARGS... --agents fixtures/local --workspace HOME` (for `run`
+    /// and `task`) as a process.
+    fn process(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = process_in(self.home.path());
+        cmd.arg("--config").arg(&self.config).args(args);
+        cmd.arg("--agents")
+            .arg(fixtures().join("local"))
+            .arg("--workspace")
+            .arg(self.home.path());
+        cmd
+    }
+
+    /// `subagents --config CFG tasks ARGS...` to completion.
+    fn tasks(&self, args: &[&str]) -> Output {
+        subagents_in(self.home.path())
+            .arg("--config")
+            .arg(&self.config)
+            .arg("tasks")
+            .args(args)
+            .output()
+            .expect("tasks runs")
+    }
+
+    /// Polls `tasks list --json` (bounded) until task `id` is listed; returns its entry.
+    fn wait_listed(&self, id: &str) -> Value {
+        let mut listed = Value::Null;
+        for _ in 0..300 {
+            listed = json_of(&self.tasks(&["list", "--json"]));
+            if let Some(t) = listed
+                .as_array()
+                .and_then(|l| l.iter().find(|t| t["task_id"] == id))
+            {
+                return t.clone();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("task {id} is never listed: {listed}");
+    }
+
+    /// `tasks show ID --json`.
+    fn show(&self, id: &str) -> Value {
+        let out = self.tasks(&["show", id, "--json"]);
+        json_of(&out)
+    }
+
+    /// The main agent starts `echo-agent` in the background on the child model, then answers
+    /// at once; the child's model answers after `child_delay`.
+    fn script_background_child(&self, child_delay: Duration) {
+        let script = self.server.script();
+        script.push_for_model(
+            "main-model",
+            Reply::tool_calls(vec![(
+                "Task",
+                json!({
+                    "description": "long job",
+                    "prompt": "do the long job",
+                    "subagent_type": "echo-agent",
+                    "model": "child",
+                    "run_in_background": true
+                }),
+            )]),
+        );
+        script.push_for_model("main-model", Reply::text("main answered"));
+        script.push_for_model(
+            "child-model",
+            Reply::text("the long job is done")
+                .with_usage(CHILD_IN, CHILD_OUT)
+                .with_delay(child_delay),
+        );
+    }
+
+    /// `run "start the long job" --json ARGS...` as a process with piped output.
+    fn spawn_run(&self, extra: &[&str]) -> Child {
+        let main = self.server.openai_model("main-model");
+        let mut args = vec!["run", "start the long job", "--json", "--model", &main];
+        args.extend_from_slice(extra);
+        self.process(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn subagents run")
+    }
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "JSON on stdout ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Reads `child`'s stderr on a thread: its lines arrive on the returned channel.
+fn stderr_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits (bounded) for a stderr line containing `needle`; returns it and the lines before.
+fn wait_line(rx: &mpsc::Receiver<String>, needle: &str, seen: &mut Vec<String>) -> String {
+    loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => {
+                seen.push(line.clone());
+                if line.contains(needle) {
+                    return line;
+                }
+            }
+            Err(_) => panic!("no stderr line with `{needle}` within 60 s; saw: {seen:#?}"),
+        }
+    }
+}
+
+/// Waits (bounded) for the process to end; returns its output (stderr read by `rest`).
+fn finish(mut child: Child, rest: &mpsc::Receiver<String>, seen: &mut Vec<String>) -> (i32, Value) {
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut s).expect("stdout");
+        s
+    });
+    let mut waited = Duration::ZERO;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            waited < Duration::from_secs(60),
+            "the process did not end within 60 s; stderr: {seen:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        waited += Duration::from_millis(50);
+    };
+    let stdout = reader.join().expect("stdout reader");
+    while let Ok(line) = rest.recv_timeout(Duration::from_millis(500)) {
+        seen.push(line);
+    }
+    let v = serde_json::from_slice(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "JSON on stdout ({e}): {}\nstderr: {seen:#?}",
+            String::from_utf8_lossy(&stdout)
+        )
+    });
+    (status.code().unwrap_or(-1), v)
+}
+
+/// The usage node of the background child in a `--json` outcome.
+fn child_node(v: &Value) -> Value {
+    v["usage"]["children"]
+        .as_array()
+        .and_then(|c| c.iter().find(|n| n["agent"] == "echo-agent"))
+        .cloned()
+        .unwrap_or_else(|| panic!("the background child is in the usage tree: {v}"))
+}
+
+#[test]
+fn run_waits_for_a_background_child_names_it_and_counts_its_usage() {
+    let rt = rt();
+    let w = World::new(&rt);
+    // Long enough for the main agent to answer first; the run must outlast it.
+    w.script_background_child(Duration::from_secs(3));
+    let mut run = w.spawn_run(&[]);
+    let lines = stderr_lines(&mut run);
+    let mut seen = Vec::new();
+    let waiting = wait_line(&lines, "waiting for 1 background task", &mut seen);
+    let task_id = word(&waiting, "task_").expect("the waiting line names the task id");
+    assert!(waiting.contains("echo-agent"), "{waiting}");
+    let (code, v) = finish(run, &lines, &mut seen);
+    assert_eq!(code, 0, "{seen:#?}");
+    assert_eq!(v["text"], "main answered", "{v}");
+    assert!(
+        seen.iter()
+            .any(|l| l.contains(&task_id) && l.contains("ended completed")),
+        "{seen:#?}"
+    );
+    let child = child_node(&v);
+    assert_eq!(child["task_id"], task_id.as_str(), "{v}");
+    assert_eq!(child["status"], "completed", "{v}");
+    assert_eq!(child["usage"]["input_tokens"], CHILD_IN, "{v}");
+    assert_eq!(child["usage"]["output_tokens"], CHILD_OUT, "{v}");
+    // The child's model was answered: its work was not lost.
+    assert_eq!(
+        w.server
+            .requests()
+            .iter()
+            .filter(|r| r.model() == Some("child-model"))
+            .count(),
+        1
+    );
+    assert_eq!(w.show(&task_id)["status"], "completed");
+}
+
+#[test]
+fn on_exit_cancel_cancels_the_child_and_records_it() {
+    let rt = rt();
+    let w = World::new(&rt);
+    w.script_background_child(Duration::from_secs(120));
+    let mut run = w.spawn_run(&["--on-exit", "cancel"]);
+    let lines = stderr_lines(&mut run);
+    let mut seen = Vec::new();
+    let line = wait_line(&lines, "cancelling 1 background task", &mut seen);
+    let task_id = word(&line, "task_").expect("the line names the task id");
+    let (code, v) = finish(run, &lines, &mut seen);
+    assert_eq!(code, 0, "the main agent's answer stands: {seen:#?}");
+    assert!(
+        seen.iter()
+            .any(|l| l.contains(&task_id) && l.contains("ended cancelled")),
+        "{seen:#?}"
+    );
+    let child = child_node(&v);
+    assert_eq!(child["status"], "cancelled", "{v}");
+    // Recorded in the store for later processes.
+    let shown = w.show(&task_id);
+    assert_eq!(shown["status"], "cancelled", "{shown}");
+    assert_eq!(shown["agent"], "echo-agent", "{shown}");
+}
+
+#[test]
+fn ctrl_c_while_waiting_cancels_the_children() {
+    let rt = rt();
+    let w = World::new(&rt);
+    w.script_background_child(Duration::from_secs(120));
+    let mut run = w.spawn_run(&[]);
+    let lines = stderr_lines(&mut run);
+    let mut seen = Vec::new();
+    let waiting = wait_line(&lines, "waiting for 1 background task", &mut seen);
+    let task_id = word(&waiting, "task_").expect("the task id");
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &run.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let (code, v) = finish(run, &lines, &mut seen);
+    assert_eq!(code, 0, "{seen:#?}");
+    assert!(
+        seen.iter()
+            .any(|l| l.contains(&task_id) && l.contains("ended cancelled")),
+        "{seen:#?}"
+    );
+    assert_eq!(child_node(&v)["status"], "cancelled", "{v}");
+    assert_eq!(w.show(&task_id)["status"], "cancelled");
+}
+
+/// `task echo-agent PROMPT --background` on the child model, as a process whose stderr is
+/// read; returns it, its stderr lines and the task id it printed.
+fn spawn_background_task(w: &World, prompt: &str) -> (Killed, mpsc::Receiver<String>, String) {
+    let model = w.server.openai_model("child-model");
+    let mut child = w
+        .process(&[
+            "task",
+            "echo-agent",
+            prompt,
+            "--background",
+            "--model",
+            &model,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn subagents task");
+    let lines = stderr_lines(&mut child);
+    let mut seen = Vec::new();
+    let started = wait_line(&lines, "in the background as", &mut seen);
+    let id = word(&started, "task_").expect("task id");
+    (Killed(child), lines, id)
+}
+
+#[test]
+fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
+    let rt = rt();
+    let w = World::new(&rt);
+    let script = w.server.script();
+    script.push_for_model(
+        "child-model",
+        Reply::text("never finished").with_delay(Duration::from_secs(120)),
+    );
+    let (mut first, first_lines, id) = spawn_background_task(&w, "first long job");
+    // The child's model call is in flight.
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(60), w.server.wait_for_requests(1))
+            .await
+            .expect("the child's request within 60 s");
+    });
+
+    // Another process sees it running.
+    let entry = w.wait_listed(&id);
+    assert_eq!(entry["status"], "running", "{entry}");
+    assert_eq!(entry["agent"], "echo-agent", "{entry}");
+    let text = w.tasks(&["list"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&id) && text.contains("running"), "{text}");
+    assert_eq!(w.show(&id)["status"], "running");
+
+    // `tasks stop` from another process stops it in the process that runs it.
+    let out = w.tasks(&["stop", &id, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stopped = json_of(&out);
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+    drop(first_lines);
+    let status = {
+        let mut waited = 0;
+        loop {
+            if let Some(s) = first.0.try_wait().expect("wait") {
+                break s;
+            }
+            assert!(waited < 600, "the stopped task's process did not end");
+            std::thread::sleep(Duration::from_millis(100));
+            waited += 1;
+        }
+    };
+    assert_eq!(status.code(), Some(3), "a cancelled task is incomplete");
+    let shown = w.show(&id);
+    assert_eq!(shown["status"], "cancelled", "{shown}");
+    let session = shown["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the task's session is kept: {shown}"))
+        .to_string();
+
+    // A task whose process was killed reads as interrupted, honestly.
+    script.push_for_model(
+        "child-model",
+        Reply::text("never finished either").with_delay(Duration::from_secs(120)),
+    );
+    let (killed, _lines, second) = spawn_background_task(&w, "second long job");
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(60), w.server.wait_for_requests(2))
+            .await
+            .expect("the second child's request within 60 s");
+    });
+    w.wait_listed(&second);
+    drop(killed); // SIGKILL
+    let shown = w.show(&second);
+    assert_eq!(shown["status"], "interrupted", "{shown}");
+    let out = w.tasks(&["show", &second]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("interrupted") && stderr.contains("earlier process"),
+        "{stderr}"
+    );
+
+    // `tasks resume` continues the stopped task's session on its agent.
+    script.push_for_model("child-model", Reply::text("resumed and finished"));
+    let model = w.server.openai_model("child-model");
+    let out = w
+        .process(&["tasks", "resume", &id, "go on", "--model", &model])
+        .output()
+        .expect("tasks resume");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("resumed and finished"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = w.server.last_request().expect("the resumed request");
+    let texts: Vec<String> = last
+        .messages()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.contains("first long job"))
+            && texts.last().is_some_and(|t| t == "go on"),
+        "the resumed run continues the task's session ({session}): {texts:?}"
+    );
+    // Unknown ids are a clear error.
+    let out = w.tasks(&["show", "task_nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("task_nope"));
+}

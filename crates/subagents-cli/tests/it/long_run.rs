@@ -1,0 +1,171 @@
+//! Long runs compact and stalls end, through `subagents run`, nested two deep (main →
+//! coordinator → worker), over real HTTP with the scripted model server.
+
+use crate::common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use common::{rt, subagents_in};
+use serde_json::{Value, json};
+use subagent_testkit::{Reply, ScriptedModelServer};
+
+const COORDINATOR: &str = "---\nname: coordinator\ndescription: Delegates the work.\ntools: Task\n---\nYou are the coordinator. Delegate to the worker with the Task tool.\n";
+
+fn worker(tools: &str, max_turns: u32) -> String {
+    format!(
+        "---\nname: worker\ndescription: Does the work.\ntools: {tools}\nmaxTurns: {max_turns}\n---\nYou are the worker. Read what you are told to.\n"
+    )
+}
+
+fn write_agents(home: &Path, worker_text: &str) -> std::path::PathBuf {
+    let dir = home.join("agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("coordinator.md"), COORDINATOR).unwrap();
+    std::fs::write(dir.join("worker.md"), worker_text).unwrap();
+    dir
+}
+
+fn system_of(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn has_tool_result(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
+}
+
+#[test]
+fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
+    const WINDOW: u64 = 12_000;
+    const READS: u32 = 100;
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    server.set_context_window(Some(WINDOW));
+    let reads = Arc::new(AtomicU32::new(0));
+    let summaries = Arc::new(AtomicU32::new(0));
+    let responder = {
+        let reads = reads.clone();
+        let summaries = summaries.clone();
+        move |body: &Value| {
+            let system = system_of(body);
+            if system.starts_with("You compact") {
+                let n = summaries.fetch_add(1, Ordering::SeqCst);
+                Reply::text(format!("SUMMARY-{n}: big.txt was read again and again."))
+            } else if system.contains("You are the worker") {
+                let n = reads.fetch_add(1, Ordering::SeqCst);
+                if n < READS {
+                    Reply::tool_calls(vec![("Read", json!({"file_path": "big.txt"}))])
+                } else {
+                    Reply::text(format!("WORKER-DONE after {n} reads"))
+                }
+            } else if system.contains("You are the coordinator") {
+                if has_tool_result(body) {
+                    Reply::text("the worker is done: WORKER-DONE")
+                } else {
+                    Reply::task_call("worker", "read big.txt a hundred times")
+                }
+            } else if has_tool_result(body) {
+                Reply::text("FINAL: WORKER-DONE")
+            } else {
+                Reply::task_call("coordinator", "get big.txt read")
+            }
+        }
+    };
+    let responder = Arc::new(responder);
+    for _ in 0..400 {
+        let r = responder.clone();
+        server.script().push_dynamic(None, move |b| r(b));
+    }
+    let home = tempfile::tempdir().unwrap();
+    let line = format!("{}\n", "x".repeat(59));
+    std::fs::write(home.path().join("big.txt"), line.repeat(100)).unwrap();
+    let agents = write_agents(home.path(), &worker("Read", 110));
+    let model = server.openai_model("windowed");
+    let out = subagents_in(home.path())
+        .args([
+            "run",
+            "Have big.txt read a hundred times.",
+            "--model",
+            &model,
+        ])
+        .args(["--context-window", &WINDOW.to_string(), "--agents"])
+        .arg(&agents)
+        .timeout(std::time::Duration::from_secs(300))
+        .assert();
+    let o = out.get_output().clone();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("WORKER-DONE"), "{stdout}");
+    assert_eq!(reads.load(Ordering::SeqCst), READS + 1);
+    // No request exceeded the window (the server refuses one that does, and counts).
+    assert!(
+        server.max_prompt_tokens() <= WINDOW,
+        "largest request: {} tokens",
+        server.max_prompt_tokens()
+    );
+    assert!(
+        summaries.load(Ordering::SeqCst) > 0,
+        "older turns were summarised"
+    );
+    assert!(
+        stderr.contains("worker: compacted: ~"),
+        "the progress lines say so:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_stalled_worker_ends_limit_reached_and_its_coordinator_goes_on() {
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    server.push(Reply::task_call("coordinator", "get it done"));
+    server.push(Reply::task_call("worker", "read small.txt"));
+    server.push(Reply::text_and_tool_calls(
+        "WORKER-PARTIAL: reading small.txt",
+        vec![("Read", json!({"file_path": "small.txt"}))],
+    ));
+    // The worker's second model call never answers.
+    server.push(Reply::text("never sent").with_hang_after(0));
+    server.push(Reply::text(
+        "the worker stalled; its partial answer will do",
+    ));
+    server.push(Reply::text("FINAL: partial"));
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("small.txt"), "a small file\n").unwrap();
+    let agents = write_agents(home.path(), &worker("Read", 10));
+    let model = server.openai_model("stalling");
+    let out = subagents_in(home.path())
+        .args(["run", "Get it done.", "--model", &model])
+        .args(["--stall-timeout", "1", "--agents"])
+        .arg(&agents)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert();
+    let o = out.get_output().clone();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("FINAL: partial"), "{stdout}");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 6);
+    let told = reqs[4].tool_results().join("\n");
+    assert!(
+        told.contains(
+            "stopped at a limit (stalled: no progress for 1 s in the model call (turn 2))"
+        ),
+        "{told}"
+    );
+    assert!(
+        told.contains("WORKER-PARTIAL"),
+        "the partial answer is kept: {told}"
+    );
+    assert!(
+        stderr.contains("worker: finished limit_reached"),
+        "{stderr}"
+    );
+}

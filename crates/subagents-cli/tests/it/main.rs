@@ -1,0 +1,37 @@
+//! The integration tests of `subagents-cli`, one test binary (`tests/it`): one module per area.
+
+mod common;
+
+mod a2a_approval;
+mod background;
+mod budget;
+mod cli;
+#[cfg(feature = "custom-cli-example")]
+mod custom_cli;
+mod delegation_py;
+mod durable;
+mod fork;
+mod hostile;
+mod loader;
+mod long_run;
+mod mcp;
+mod mcp_restart;
+mod mcp_tasks_py;
+mod models;
+mod nesting;
+mod otel_export;
+mod parity;
+mod permissions;
+mod readme;
+mod real_model;
+mod remote_usage;
+mod serve_assembly;
+mod serve_auth;
+mod serve_bounds;
+mod serve_sessions;
+mod small_models;
+mod steer;
+mod stream;
+mod terminal;
+mod trust_config;
+mod typed;

@@ -1,0 +1,351 @@
+//! Issue 32: a background `Task` on an MCP agent whose server runs the call as a task
+//! (SEP-2663) survives the restart of the `subagents` process that started it. The server is
+//! an rmcp `TaskManager` server over streamable HTTP on 127.0.0.1 in this test process, so it
+//! outlives the `subagents` processes; the first is killed with SIGKILL while the server's task
+//! still works, and a new one (same home, so the same store) follows the task by its stored
+//! handle (`tasks resume`, no second `tools/call`) or cancels it there (`tasks stop --mcp`).
+
+use crate::common;
+
+use std::process::{Child, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Killed, process_in, rt};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, GetTaskParams, GetTaskResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+/// What the server saw.
+#[derive(Default)]
+struct Seen {
+    /// `tools/call` requests.
+    calls: AtomicUsize,
+    /// `tasks/get` requests.
+    gets: AtomicUsize,
+    /// `tasks/cancel` requests.
+    cancels: AtomicUsize,
+    /// Jobs that ended because they were cancelled.
+    cancelled: AtomicUsize,
+}
+
+/// A server whose one tool, `job`, runs as a task that works until the test releases it (then
+/// answers `job done: PROMPT`) or until it is cancelled. Its tasks live in the server, across
+/// client sessions.
+#[derive(Clone)]
+struct JobServer {
+    tasks: TaskManager,
+    seen: Arc<Seen>,
+    release: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl ServerHandler for JobServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let Value::Object(schema) = serde_json::json!({
+            "type": "object",
+            "properties": {"prompt": {"type": "string"}},
+            "required": ["prompt"]
+        }) else {
+            unreachable!()
+        };
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "job",
+            "A long job, run as a task.",
+            Arc::new(schema),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.seen.calls.fetch_add(1, Ordering::SeqCst);
+        let args: JsonObject = request.arguments.unwrap_or_default();
+        let prompt = args
+            .get("prompt")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let seen = self.seen.clone();
+        let mut release = self.release.subscribe();
+        let task = self.tasks.spawn(
+            TaskOptions::new()
+                .with_poll_interval_ms(100)
+                .with_status_message("working"),
+            move |cx| {
+                Box::pin(async move {
+                    tokio::select! {
+                        () = cx.cancelled() => {
+                            seen.cancelled.fetch_add(1, Ordering::SeqCst);
+                            Err(TaskExit::Cancelled)
+                        }
+                        _ = release.wait_for(|r| *r) => Ok(CallToolResult::success(vec![
+                            ContentBlock::text(format!("job done: {prompt}")),
+                        ])),
+                    }
+                })
+            },
+        );
+        Ok(CreateTaskResult::new(task).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.seen.gets.fetch_add(1, Ordering::SeqCst);
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.seen.cancels.fetch_add(1, Ordering::SeqCst);
+        self.tasks.cancel_task(&request.task_id)
+    }
+}
+
+/// Serves a [`JobServer`] at `http://127.0.0.1:PORT/mcp` on `rt`; returns it and the URL.
+fn start_server(rt: &tokio::runtime::Runtime) -> (JobServer, String) {
+    let (release, _) = tokio::sync::watch::channel(false);
+    let server = JobServer {
+        tasks: TaskManager::default(),
+        seen: Arc::new(Seen::default()),
+        release: Arc::new(release),
+    };
+    let url = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(vec!["127.0.0.1".to_string(), "localhost".to_string()]);
+        let handler = server.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        format!("http://{addr}/mcp")
+    });
+    (server, url)
+}
+
+/// Polls `f` every 100 ms until it gives a value (at most 30 s).
+fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `subagents ARGS` in `home` to its end (at most 60 s; killed after that).
+fn run(home: &std::path::Path, args: &[&str]) -> Output {
+    let child = process_in(home)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn subagents");
+    finish(child)
+}
+
+/// Waits for `child` (at most 60 s; killed after that) and returns its output.
+fn finish(mut child: Child) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "subagents did not end within 60 s: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// The store's background tasks, as `tasks list --json` prints them.
+fn listed(home: &std::path::Path) -> Vec<Value> {
+    let out = run(home, &["tasks", "list", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap_or_default()
+}
+
+/// Starts `task builder PROMPT --background` on the MCP agent `spec` in `home`, waits until
+/// the store holds its session (the server's task handle), kills the process with SIGKILL
+/// and returns the task id and session.
+fn start_and_kill(home: &std::path::Path, spec: &str, server: &JobServer) -> (String, String) {
+    let stderr_path = home.join("first.stderr");
+    let first = process_in(home)
+        .args([
+            "task",
+            "builder",
+            "build the thing",
+            "--background",
+            "--mcp",
+            spec,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
+        .spawn()
+        .expect("spawn subagents task");
+    let mut first = Killed(first);
+    let (task_id, session) = eventually("the task's handle in the store", || {
+        // A first process that ended early (it should work until it is killed) says why.
+        if let Some(status) = first.0.try_wait().expect("try_wait") {
+            panic!(
+                "`subagents task --background` ended early ({status}): {}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+        }
+        listed(home).into_iter().find_map(|t| {
+            let session = t["session_id"].as_str()?.to_string();
+            session.starts_with("mcp-task:").then(|| {
+                (
+                    t["task_id"].as_str().unwrap_or_default().to_string(),
+                    session,
+                )
+            })
+        })
+    });
+    assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
+    first.0.kill().expect("SIGKILL"); // std sends SIGKILL on Unix
+    first.0.wait().expect("reaped");
+    let after = listed(home);
+    let record = after
+        .iter()
+        .find(|t| t["task_id"] == task_id.as_str())
+        .expect("the task is still listed");
+    assert_eq!(record["status"], "interrupted", "{record}");
+    assert_eq!(record["session_id"], session.as_str(), "{record}");
+    (task_id, session)
+}
+
+#[test]
+fn a_background_mcp_task_survives_a_restart_and_resumes_by_its_stored_handle() {
+    let rt = rt();
+    let (server, url) = start_server(&rt);
+    let home = tempfile::tempdir().expect("home");
+    let spec = format!("{url}#tool=job&name=builder");
+    let (task_id, _session) = start_and_kill(home.path(), &spec, &server);
+    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 0);
+
+    // A new process follows the server's task by its handle; the job ends while it follows.
+    let gets = server.seen.gets.load(Ordering::SeqCst);
+    let resumed = process_in(home.path())
+        .args([
+            "tasks", "resume", &task_id, "go on", "--mcp", &spec, "--json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn subagents tasks resume");
+    eventually("the new process to follow the task", || {
+        (server.seen.gets.load(Ordering::SeqCst) > gets).then_some(())
+    });
+    server.release.send_replace(true);
+    let out = finish(resumed);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("job done: build the thing"),
+        "the server's result: {stdout}"
+    );
+    assert_eq!(
+        server.seen.calls.load(Ordering::SeqCst),
+        1,
+        "no second tools/call reached the server"
+    );
+    assert_eq!(server.seen.cancelled.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn stopping_an_mcp_task_after_a_restart_cancels_it_on_the_server() {
+    let rt = rt();
+    let (server, url) = start_server(&rt);
+    let home = tempfile::tempdir().expect("home");
+    let spec = format!("{url}#tool=job&name=builder");
+    let (task_id, session) = start_and_kill(home.path(), &spec, &server);
+
+    // Without the agent, the stop cannot reach the server: it says so.
+    let out = run(home.path(), &["tasks", "stop", &task_id, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let note = shown["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("may still run it") && note.contains("--mcp"),
+        "{shown}"
+    );
+    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 0);
+
+    // With it, `tasks/cancel` reaches the server and the job ends cancelled.
+    let out = run(
+        home.path(),
+        &["tasks", "stop", &task_id, "--mcp", &spec, "--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let note = shown["note"].as_str().unwrap_or_default();
+    let remote = session.trim_start_matches("mcp-task:");
+    assert!(
+        note.contains("cancelled on its MCP server") && note.contains(remote),
+        "{shown}"
+    );
+    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 1);
+    eventually("the server's job to end cancelled", || {
+        (server.seen.cancelled.load(Ordering::SeqCst) == 1).then_some(())
+    });
+    assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
+}

@@ -1,0 +1,537 @@
+//! What reaches a person's terminal, through the real binary: text a peer, a model or a file
+//! controls is escaped on the way (in the live tree, the prompts, `call --stream`, errors and
+//! the answer on a terminal), `--json` stays exact; `call` can answer a remote question (a
+//! prompt on a terminal, `--yes`, or `--task-id` from a script); Ctrl-C exits 130 and the
+//! servers stop with 0; parallel approvals name who asks and "always" answers the waiting
+//! ones. Terminals are pseudo-terminals.
+#![cfg(unix)]
+
+use crate::common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::peer::{self, Answer};
+use common::pty::{OnPty, signal};
+use serde_json::{Value, json};
+use subagent_testkit::{Reply, ScriptedModelServer};
+
+/// The most any one step of these tests waits (a bound, not a speed goal).
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// What a hostile peer or model writes: clear the screen, set the window title (OSC 0), a
+/// hidden link (OSC 8), a right-to-left override, a carriage return and backspace that
+/// overwrite what came before, and an 8-bit CSI.
+const HOSTILE: &str = "Q\u{1b}[2J\u{1b}]0;pwned\u{7}\u{1b}]8;;http://evil.example/\u{7}link\u{1b}]8;;\u{7} \u{202e}txt.exe \rFAKE\u{8}\u{9b}31m \u{200b}end";
+
+/// Fails when `text` holds any of the hostile sequences raw.
+fn assert_none_raw(text: &str, what: &str) {
+    for raw in [
+        "\u{1b}[2J",
+        "\u{1b}]0;",
+        "\u{1b}]8;",
+        "\u{202e}",
+        "\u{9b}",
+        "\rFAKE",
+        "\u{8}",
+        "\u{200b}",
+    ] {
+        assert!(!text.contains(raw), "{what}: raw {raw:?} in {text:?}");
+    }
+}
+
+/// Fails when `text` (not a terminal's own output) holds any character that acts on a
+/// terminal, newlines aside.
+fn assert_terminal_safe(text: &str, what: &str) {
+    for c in text.chars() {
+        assert!(
+            c == '\n' || !subagents::claude::is_terminal_hazard(c),
+            "{what}: raw {c:?} in {text:?}"
+        );
+    }
+}
+
+/// Waits (bounded) for `child` to exit; its exit status and output.
+fn finish(child: std::process::Child) -> std::process::Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(out) => out.expect("output"),
+        Err(_) => {
+            signal(pid, rustix::process::Signal::KILL);
+            panic!("the command did not exit within {LIMIT:?}");
+        }
+    }
+}
+
+/// The command in a home of its own, stdin closed (no terminal), its output captured.
+fn piped() -> std::process::Command {
+    let home = tempfile::tempdir().expect("tmp").keep();
+    let mut cmd = common::process_in(&home);
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+// --- 26.6: escaping --------------------------------------------------------------------
+
+#[test]
+fn a_remote_question_reaches_the_run_terminal_escaped() {
+    let rt = common::rt();
+    let model = rt.block_on(ScriptedModelServer::start());
+    let remote = peer::start(
+        &rt,
+        "peer",
+        Answer::Ask(HOSTILE.into(), format!("answered {HOSTILE}")),
+    );
+    model.push(Reply::task_call("peer", "go"));
+    model.push(Reply::text(format!("final {HOSTILE}")));
+    let home = tempfile::tempdir().expect("tmp");
+    let mut cmd = common::process_in(home.path());
+    cmd.args(["run", "--store", "memory", "--a2a", &remote.url])
+        .args(["--model", &model.openai_model("main-model"), "go"]);
+    let mut term = OnPty::spawn(&mut cmd, true);
+    term.expect("answer? [y]es", LIMIT);
+    term.send("y\n");
+    let (status, screen) = term.finish(LIMIT);
+    assert!(status.success(), "{status}: {screen:?}");
+    // The question (prompt, live tree) and the final answer (stdout on the terminal) were
+    // shown, escaped.
+    assert_none_raw(&screen, "the run's terminal");
+    assert!(screen.contains("asks: Q\\u{1b}[2J"), "{screen:?}");
+    assert!(screen.contains("final Q\\u{1b}[2J"), "{screen:?}");
+    assert!(
+        screen.contains("\\u{202e}txt.exe \\u{d}FAKE\\u{8}\\u{9b}31m"),
+        "{screen:?}"
+    );
+    // The answer went to the peer's task.
+    let messages = remote.messages();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[1]["taskId"], "t-1");
+}
+
+/// A peer whose card name is hostile too.
+const EVIL_NAME: &str = "ev\u{1b}[2Jil\u{202e}";
+
+#[test]
+fn call_escapes_what_the_peer_sends_on_stderr_and_on_a_terminal() {
+    let rt = common::rt();
+    let remote = peer::start(
+        &rt,
+        EVIL_NAME,
+        Answer::Ask(HOSTILE.into(), format!("answered {HOSTILE}")),
+    );
+    // Piped: stops for input; stderr (the stream lines, the error) is escaped.
+    let out = piped()
+        .args(["call", &remote.url, "hi", "--stream"])
+        .output()
+        .expect("runs");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_terminal_safe(&stderr, "call's stderr");
+    assert!(
+        stderr.contains("[ev\\u{1b}[2Jil\\u{202e}] status: Q\\u{1b}[2J"),
+        "{stderr}"
+    );
+    // Piped stdout is the peer's text, exactly: the caller asked for it.
+    assert_eq!(text(&out.stdout), format!("{HOSTILE}\n"));
+
+    // On a terminal: the prompt, the stream lines and the answer on stdout are escaped.
+    let mut cmd = common::process_in(tempfile::tempdir().expect("tmp").keep().as_path());
+    cmd.args(["call", &remote.url, "hi", "--stream"]);
+    let mut term = OnPty::spawn(&mut cmd, true);
+    term.expect("answer? [y]es", LIMIT);
+    term.send("n\n");
+    let (status, screen) = term.finish(LIMIT);
+    assert!(status.success(), "{status}: {screen:?}");
+    assert_none_raw(&screen, "call's terminal");
+    assert!(
+        screen.contains("ev\\u{1b}[2Jil\\u{202e} asks: Q\\u{1b}[2J"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("answered Q\\u{1b}[2J"), "{screen:?}");
+}
+
+#[test]
+fn call_json_is_exact_and_holds_no_raw_control_characters() {
+    let rt = common::rt();
+    let remote = peer::start(&rt, EVIL_NAME, Answer::Ask(HOSTILE.into(), String::new()));
+    let out = piped()
+        .args(["call", &remote.url, "hi", "--json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_terminal_safe(&stdout, "--json stdout");
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(v["text"], HOSTILE);
+    assert_eq!(v["agent"], EVIL_NAME);
+    assert_eq!(v["status"], "needs_input");
+    assert_eq!(v["task_id"], "t-1");
+    assert_eq!(v["context_id"], "c-1");
+}
+
+#[test]
+fn a_peer_error_is_printed_escaped() {
+    let rt = common::rt();
+    let remote = peer::start(&rt, EVIL_NAME, Answer::Fail(HOSTILE.into()));
+    let out = piped()
+        .args(["call", &remote.url, "hi"])
+        .output()
+        .expect("runs");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_terminal_safe(&stderr, "the error");
+    assert!(stderr.contains("Q\\u{1b}[2J"), "{stderr}");
+}
+
+// --- 27.7: `call` answers -------------------------------------------------------------
+
+/// `subagents serve` with a `worker` whose first turn asks to run a Bash command (which
+/// needs approval, so its task goes input-required), then says "touched it".
+struct Served {
+    _rt: tokio::runtime::Runtime,
+    _model: ScriptedModelServer,
+    dir: tempfile::TempDir,
+    _serve: common::Served,
+    url: String,
+}
+
+impl Served {
+    fn start() -> Self {
+        let rt = common::rt();
+        let model = rt.block_on(ScriptedModelServer::start());
+        let dir = tempfile::tempdir().expect("tmp");
+        // Confined Bash creates files in a subdirectory (not directly in the workspace root,
+        // whose new entries could be the project's control files).
+        std::fs::create_dir_all(dir.path().join("out")).expect("out");
+        let (serve, url) = common::serve_worker(
+            &rt,
+            &model,
+            dir.path(),
+            "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
+            |_| {},
+        );
+        model.push_for_model(
+            "worker-model",
+            Reply::tool_calls(vec![("Bash", json!({"command": "touch out/made.txt"}))]),
+        );
+        model.push_for_model("worker-model", Reply::text("touched it"));
+        Self {
+            _rt: rt,
+            _model: model,
+            dir,
+            _serve: serve,
+            url,
+        }
+    }
+
+    fn ran(&self) -> bool {
+        self.dir.path().join("out/made.txt").exists()
+    }
+}
+
+/// The value after `label` on a line of `text`.
+fn field(text: &str, label: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix(label))
+        .unwrap_or_else(|| panic!("no `{label}` in {text}"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_script_replies_to_the_task_call_stopped_at() {
+    let remote = Served::start();
+    let out = piped()
+        .args(["call", &remote.url, "touch the file"])
+        .output()
+        .expect("runs");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(!remote.ran());
+    let task = field(&stderr, "task id:");
+    let context = field(&stderr, "context id:");
+    assert!(stderr.contains("reply with: subagents call"), "{stderr}");
+
+    let out = piped()
+        .args([
+            "call",
+            &remote.url,
+            "--task-id",
+            &task,
+            "--context-id",
+            &context,
+            "yes",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(remote.ran(), "the reply approved the remote command");
+    assert!(
+        text(&out.stdout).contains("touched it"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn call_yes_answers_the_remote_question() {
+    let remote = Served::start();
+    let out = piped()
+        .args(["call", &remote.url, "touch the file", "--yes"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(remote.ran());
+    assert!(text(&out.stdout).contains("touched it"));
+}
+
+#[test]
+fn call_prompts_on_a_terminal_as_run_does() {
+    let remote = Served::start();
+    let home = tempfile::tempdir().expect("tmp");
+    let mut cmd = common::process_in(home.path());
+    cmd.args(["call", &remote.url, "touch the file"]);
+    let mut term = OnPty::spawn(&mut cmd, true);
+    let screen = term.expect("allow? [y]es once", LIMIT);
+    assert!(
+        screen.contains("? worker › Bash: touch out/made.txt"),
+        "{screen:?}"
+    );
+    term.send("y\n");
+    let (status, screen) = term.finish(LIMIT);
+    assert!(status.success(), "{status}: {screen:?}");
+    assert!(remote.ran(), "answered on the terminal");
+    assert!(screen.contains("touched it"), "{screen:?}");
+}
+
+// --- 27.6: interrupted commands exit 130, servers stop with 0 --------------------------
+
+/// Sends `sig` to `child` once `ready` holds (polled, bounded), then waits for its exit.
+fn interrupt(
+    child: std::process::Child,
+    ready: impl Fn() -> bool,
+    sig: rustix::process::Signal,
+) -> std::process::Output {
+    let deadline = Instant::now() + LIMIT;
+    while !ready() {
+        assert!(Instant::now() < deadline, "never ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(child.id(), sig);
+    finish(child)
+}
+
+#[test]
+fn ctrl_c_during_run_prints_the_outcome_and_exits_130() {
+    let rt = common::rt();
+    let model = rt.block_on(ScriptedModelServer::start());
+    model.push(Reply::text("too late").with_delay(Duration::from_secs(300)));
+    let home = tempfile::tempdir().expect("tmp");
+    let child = common::process_in(home.path())
+        .args(["run", "--store", "memory", "--json", "go"])
+        .args(["--model", &model.openai_model("main-model")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let out = interrupt(
+        child,
+        || model.request_count() >= 1,
+        rustix::process::Signal::INT,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the outcome, as JSON");
+    assert_eq!(v["status"], "cancelled", "{v}");
+    assert!(v["usage"].is_object(), "{v}");
+}
+
+#[test]
+fn ctrl_c_during_task_exits_130() {
+    let rt = common::rt();
+    let model = rt.block_on(ScriptedModelServer::start());
+    model.push(Reply::text("too late").with_delay(Duration::from_secs(300)));
+    let home = tempfile::tempdir().expect("tmp");
+    let agents = common::write_agent(
+        home.path(),
+        "slow",
+        "---\nname: slow\ndescription: Slow.\n---\nWork.\n",
+    );
+    let child = common::process_in(home.path())
+        .args(["task", "slow", "go", "--store", "memory", "--agents"])
+        .arg(agents)
+        .args(["--model", &model.openai_model("m")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let out = interrupt(
+        child,
+        || model.request_count() >= 1,
+        rustix::process::Signal::INT,
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+}
+
+#[test]
+fn ctrl_c_during_call_exits_130() {
+    let rt = common::rt();
+    let remote = peer::start(&rt, "slow", Answer::Hold(Duration::from_secs(300)));
+    let child = common::process_in(tempfile::tempdir().expect("tmp").path())
+        .args(["call", &remote.url, "hi"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let out = interrupt(
+        child,
+        || !remote.messages().is_empty(),
+        rustix::process::Signal::INT,
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+}
+
+#[test]
+fn serve_stops_gracefully_with_0_on_sigterm_and_sigint() {
+    for sig in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
+        let rt = common::rt();
+        let model = rt.block_on(ScriptedModelServer::start());
+        let dir = tempfile::tempdir().expect("tmp");
+        let (served, _url) = common::serve_worker(
+            &rt,
+            &model,
+            dir.path(),
+            "---\nname: worker\ndescription: Works.\n---\nWork.\n",
+            |_| {},
+        );
+        let mut child = served.process;
+        signal(child.0.id(), sig);
+        let deadline = Instant::now() + LIMIT;
+        let status = loop {
+            if let Some(s) = child.0.try_wait().expect("wait") {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "serve did not stop on {sig:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0), "{sig:?}: {status}");
+    }
+}
+
+#[test]
+fn mcp_over_stdio_stops_gracefully_with_0_on_sigint() {
+    use std::io::{BufRead as _, Write as _};
+    let home = tempfile::tempdir().expect("tmp");
+    let mut child = common::process_in(home.path())
+        .args(["mcp", "--store", "memory"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starts");
+    // Up once it answers `initialize`.
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+"#,
+        )
+        .expect("write");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(LIMIT).expect("initialize answered");
+    assert!(line.contains("\"id\":1"), "{line}");
+    let out = interrupt(child, || true, rustix::process::Signal::INT);
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+}
+
+// --- 27.8: parallel approvals ----------------------------------------------------------
+
+#[test]
+fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
+    let rt = common::rt();
+    let model = rt.block_on(ScriptedModelServer::start());
+    let home = tempfile::tempdir().expect("tmp");
+    let work = home.path().join("work");
+    std::fs::create_dir_all(work.join("out")).expect("work");
+    for (name, m) in [("alpha", "alpha-model"), ("beta", "beta-model")] {
+        common::write_agent(
+            home.path(),
+            name,
+            &format!(
+                "---\nname: {name}\ndescription: Touches.\ntools: Bash\nmodel: {}\n---\nWork.\n",
+                model.openai_model(m)
+            ),
+        );
+        model.push_for_model(
+            m,
+            Reply::tool_calls(vec![(
+                "Bash",
+                json!({"command": format!("touch out/{name}.txt")}),
+            )]),
+        );
+        model.push_for_model(m, Reply::text("touched"));
+    }
+    model.push(Reply::tool_calls(vec![
+        (
+            "Task",
+            json!({"description": "a", "prompt": "go", "subagent_type": "alpha"}),
+        ),
+        (
+            "Task",
+            json!({"description": "b", "prompt": "go", "subagent_type": "beta"}),
+        ),
+    ]));
+    model.push(Reply::text("both done"));
+    let mut cmd = common::process_in(home.path());
+    cmd.args(["run", "--store", "memory", "go", "--workspace"])
+        .arg(&work)
+        .arg("--agents")
+        .arg(home.path().join("agents"))
+        .args(["--model", &model.openai_model("main-model")]);
+    let mut term = OnPty::spawn(&mut cmd, true);
+    let screen = term.expect("allow? [y]es once", LIMIT);
+    assert!(
+        screen.contains("main › alpha") || screen.contains("main › beta"),
+        "the prompt names the asking agent's path: {screen:?}"
+    );
+    assert!(screen.contains("› Bash: touch"), "{screen:?}");
+    // Both children asked before the answer (each made its model request; the second
+    // question is queued behind the first prompt).
+    let deadline = Instant::now() + LIMIT;
+    while model.request_count() < 3 {
+        assert!(Instant::now() < deadline, "both children asked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    term.send("a\n");
+    // A second prompt would wait for an answer: fail as soon as it shows.
+    let (status, screen) =
+        term.finish_unless(LIMIT, |t| t.matches("allow? [y]es once").count() > 1);
+    assert!(status.success(), "{status}: {screen:?}");
+    assert_eq!(
+        screen.matches("allow? [y]es once").count(),
+        1,
+        "\"always\" answered the waiting question too: {screen:?}"
+    );
+    assert!(work.join("out/alpha.txt").exists() && work.join("out/beta.txt").exists());
+    assert!(screen.contains("both done"), "{screen:?}");
+}

@@ -1,0 +1,152 @@
+//! Budgets over a delegation tree, over real HTTP: a grandchild that spends the token budget
+//! stops its siblings and the whole tree reports the budget; a remote child served by our A2A
+//! server receives `CancelTask`.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::{last_message, task, team_builder};
+use serde_json::Value;
+use subagent_testkit::{Reply, ScriptedModelServer};
+use subagents::TaskStatus;
+use subagents::spi::BudgetLimits;
+
+/// Answers by prompt: the main agent starts the coordinator, the coordinator starts a burner
+/// and a slow leaf in parallel, the burner uses 5000 tokens at once, the slow leaf takes 30 s.
+fn respond(body: &Value) -> Reply {
+    let last = last_message(body);
+    if last.contains("BURN-PROMPT") {
+        // A moment late, so the slow sibling is in flight when the budget is spent.
+        Reply::text("burned a lot")
+            .with_usage(4000, 1000)
+            .with_delay(Duration::from_millis(500))
+    } else if last.contains("SLOW-PROMPT") {
+        Reply::text("slow answer").with_delay(Duration::from_secs(30))
+    } else if last.contains("COORD-PROMPT") {
+        Reply::tool_calls(vec![
+            task("leaf", "BURN-PROMPT"),
+            task("leaf", "SLOW-PROMPT"),
+        ])
+        .with_usage(10, 10)
+    } else {
+        Reply::tool_calls(vec![task("coordinator", "COORD-PROMPT")]).with_usage(10, 10)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grandchild_spending_the_token_budget_cancels_its_siblings_and_the_tree_names_it() {
+    let server = ScriptedModelServer::start().await;
+    for _ in 0..4 {
+        server.script().push_dynamic(None, respond);
+    }
+    let agents = team_builder(&server)
+        .budget(BudgetLimits::new().with_tokens(1000))
+        .build()
+        .await
+        .expect("builds");
+    let started = Instant::now();
+    let outcome = agents.main_agent().run("go").await.expect("runs");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the slow sibling was cancelled, not waited for ({:?})",
+        started.elapsed()
+    );
+    assert_eq!(outcome.status, TaskStatus::LimitReached);
+    assert_eq!(
+        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
+        Some("budget_tokens=1000")
+    );
+    assert_eq!(server.request_count(), 4, "nobody asked its model again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_budget_the_same_tree_runs_to_its_end() {
+    // The control: the budget, not the script, stops the tree above.
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("coordinator", "COORD"));
+    server.push(Reply::task_call("leaf", "L"));
+    server.push(Reply::text("leaf").with_usage(4000, 1000));
+    server.push(Reply::text("coordinator"));
+    server.push(Reply::text("main"));
+    let agents = team_builder(&server).build().await.expect("builds");
+    let outcome = agents.main_agent().run("go").await.expect("runs");
+    assert_eq!(outcome.status, TaskStatus::Completed);
+}
+
+#[cfg(feature = "server")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_child_receives_cancel_task_when_the_budget_is_spent() {
+    use std::sync::Arc;
+    use subagents::a2a::server::{A2aServer, AgentMount, InMemoryTaskStore, TaskFilter, TaskStore};
+    use subagents::spi::TaskContext;
+
+    // The remote side: our A2A server hosting `leaf`, whose model takes 30 s to answer.
+    let remote_model = ScriptedModelServer::start().await;
+    remote_model.push(Reply::text("remote answer").with_delay(Duration::from_secs(30)));
+    let remote = team_builder(&remote_model).build().await.expect("builds");
+    let store = Arc::new(InMemoryTaskStore::new(100, Duration::from_secs(600)));
+    let leaf = remote.task().find("leaf").expect("leaf").clone();
+    let executor = remote.task().executor_of("leaf").expect("executor");
+    let server = A2aServer::builder()
+        .mount(
+            AgentMount::subagent_with_context("/leaf", leaf, executor, TaskContext::new())
+                .with_store(store.clone()),
+        )
+        .build()
+        .expect("server");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/leaf", listener.local_addr().expect("addr"));
+    tokio::spawn(server.serve(listener, std::future::pending()));
+
+    // The local side: main starts the remote leaf and a local burner in parallel.
+    let model = ScriptedModelServer::start().await;
+    model.script().push_dynamic(None, |_| {
+        Reply::tool_calls(vec![
+            task("leaf", "BURN-PROMPT"),
+            task("remote-leaf", "REMOTE"),
+        ])
+    });
+    // A moment late, so the remote task is running when the budget is spent.
+    model.script().push_dynamic(None, |_| {
+        Reply::text("burned")
+            .with_usage(4000, 1000)
+            .with_delay(Duration::from_millis(1000))
+    });
+    let agents = team_builder(&model)
+        .a2a_reference(common::remote_reference(&url, "remote-leaf"))
+        .budget(BudgetLimits::new().with_tokens(1000))
+        .build()
+        .await
+        .expect("builds");
+    let outcome = agents.main_agent().run("go").await.expect("runs");
+    assert_eq!(outcome.status, TaskStatus::LimitReached);
+    assert_eq!(
+        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
+        Some("budget_tokens=1000")
+    );
+
+    // The remote task was canceled by CancelTask, long before its model would have answered.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let page = store
+            .list(&TaskFilter::default(), 0, 100)
+            .await
+            .expect("lists");
+        let states: Vec<String> = page
+            .tasks
+            .iter()
+            .map(|t| t.status.state.to_string())
+            .collect();
+        if states
+            .iter()
+            .any(|s| s.contains("CANCELED") || s.contains("canceled"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "remote task states: {states:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

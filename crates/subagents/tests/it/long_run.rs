@@ -1,0 +1,127 @@
+//! Long runs compact and stalls end, through the facade's builder (`context_window`,
+//! `stall_timeout`), nested two deep (main → coordinator → leaf of `tests/fixtures/team`), over
+//! real HTTP with the scripted model server.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use subagent_testkit::{ProgressRecorder, Reply, ScriptedModelServer};
+use subagents::TaskStatus;
+use subagents::spi::ProgressKind;
+
+fn system_of(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn has_tool_result(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_reading_large_files_stays_within_the_builders_window() {
+    const WINDOW: u64 = 12_000;
+    const READS: u32 = 25;
+    let server = ScriptedModelServer::start().await;
+    server.set_context_window(Some(WINDOW));
+    let reads = Arc::new(AtomicU32::new(0));
+    let responder = Arc::new({
+        let reads = reads.clone();
+        move |body: &Value| {
+            let system = system_of(body);
+            if system.starts_with("You compact") {
+                Reply::text("SUMMARY: big.txt was read many times.")
+            } else if system.contains("You are the leaf") {
+                let n = reads.fetch_add(1, Ordering::SeqCst);
+                if n < READS {
+                    Reply::tool_calls(vec![("Read", json!({"file_path": "big.txt"}))])
+                } else {
+                    Reply::text("LEAF-DONE")
+                }
+            } else if system.contains("You are the coordinator") {
+                if has_tool_result(body) {
+                    Reply::text("the leaf says LEAF-DONE")
+                } else {
+                    Reply::task_call("leaf", "read big.txt often")
+                }
+            } else if has_tool_result(body) {
+                Reply::text("FINAL: LEAF-DONE")
+            } else {
+                Reply::task_call("coordinator", "have big.txt read")
+            }
+        }
+    });
+    for _ in 0..100 {
+        let r = responder.clone();
+        server.script().push_dynamic(None, move |b| r(b));
+    }
+    let workspace = tempfile::tempdir().unwrap();
+    let line = format!("{}\n", "y".repeat(59));
+    std::fs::write(workspace.path().join("big.txt"), line.repeat(100)).unwrap();
+    let agents = common::team_builder_on(&server, "windowed")
+        .workspace(workspace.path())
+        .context_window(WINDOW)
+        .build()
+        .await
+        .expect("builds");
+    let recorder = Arc::new(ProgressRecorder::new());
+    let outcome = agents
+        .main_agent()
+        .progress(recorder.clone())
+        .run("Have big.txt read.")
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
+    assert!(outcome.text.contains("LEAF-DONE"), "{}", outcome.text);
+    assert_eq!(reads.load(Ordering::SeqCst), READS + 1);
+    assert!(
+        server.max_prompt_tokens() <= WINDOW,
+        "largest request: {} tokens",
+        server.max_prompt_tokens()
+    );
+    let compacted: Vec<_> = recorder
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e.kind, ProgressKind::Compacted { .. }))
+        .collect();
+    assert!(!compacted.is_empty());
+    assert!(compacted.iter().all(|e| e.agent == "leaf" && e.depth == 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_leaf_ends_limit_reached_and_the_coordinator_goes_on() {
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("coordinator", "find the answer"));
+    server.push(Reply::task_call("leaf", "look it up"));
+    server.push(Reply::text("never sent").with_hang_after(0));
+    server.push(Reply::text("the leaf stalled; going on without it"));
+    server.push(Reply::text("FINAL: without the leaf"));
+    let agents = common::team_builder_on(&server, "stalling")
+        .stall_timeout(Some(Duration::from_millis(500)))
+        .build()
+        .await
+        .expect("builds");
+    let outcome = agents.main_agent().run("go").await.expect("runs");
+    assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
+    assert_eq!(outcome.text, "FINAL: without the leaf");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 5);
+    let told = reqs[3].tool_results().join("\n");
+    assert!(
+        told.contains(
+            "stopped at a limit (stalled: no progress for 0.5 s in the model call (turn 1))"
+        ),
+        "{told}"
+    );
+    let leaf = &outcome.children[0].children[0];
+    assert_eq!(leaf.agent, "leaf");
+    assert_eq!(leaf.status, TaskStatus::LimitReached);
+}

@@ -1,0 +1,196 @@
+//! Approvals through `Subagents::mcp_server`, over streamable HTTP on 127.0.0.1 with real
+//! rmcp clients and the scripted model server: a client that supports elicitation is asked
+//! (and its answer decides), one that does not gets a denial its model reads.
+#![cfg(feature = "mcp")]
+
+use crate::common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use common::{bash_call, text, write_agent};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, JsonObject,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use subagent_testkit::{Reply, ScriptedModelServer};
+use subagents::Subagents;
+
+/// A client that declares form elicitation and answers every question with `answer`.
+struct Answering {
+    answer: Value,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        {
+            // Recorded, asserted by the test (a panic here would leave the server waiting).
+            let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+            let choices: Vec<String> = schema["properties"]["decision"]["oneOf"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["const"].as_str().map(str::to_string))
+                .collect();
+            self.asked
+                .lock()
+                .unwrap()
+                .push(format!("{message}\nchoices: {}", choices.join(",")));
+        }
+        let mut r: ElicitResult = serde_json::from_value(json!({"action": "accept"})).unwrap();
+        r.action = ElicitationAction::Accept;
+        r.content = Some(self.answer.clone());
+        Ok(r)
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let caps: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        ClientConfig::new(caps, Implementation::new("eliciting-test-client", "1.0"))
+    }
+}
+
+/// Serves a `worker` agent (Bash) in `dir` over MCP, its model scripted to call Bash with
+/// `command` and then answer `answer`; returns the registry, the server and its URL.
+async fn serve(
+    model: &ScriptedModelServer,
+    dir: &Path,
+    command: &str,
+    answer: &str,
+) -> (Subagents, subagents::mcp::McpHttpServer, String) {
+    model.push(bash_call(command));
+    model.push(Reply::text(answer));
+    let agents = write_agent(
+        dir,
+        "worker",
+        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
+    );
+    // Confined Bash cannot create files directly in the workspace root (they could be its
+    // protected control files): commands create theirs in `out/`.
+    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
+    let registry = Subagents::builder()
+        .model(model.openai_model("worker-model"))
+        .agents_dir(&agents)
+        .workspace(dir.join("work"))
+        .builtin_agents(false)
+        .build()
+        .await
+        .expect("builds");
+    let server = registry
+        .mcp_server()
+        .serve_streamable_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("serves");
+    let url = format!("http://{}/mcp", server.local_addr());
+    (registry, server, url)
+}
+
+fn task_args() -> JsonObject {
+    let Value::Object(m) = json!({
+        "description": "touch a file",
+        "prompt": "touch it",
+        "subagent_type": "worker",
+    }) else {
+        unreachable!()
+    };
+    m
+}
+
+async fn call_task<S: ClientHandler>(client: &RunningService<RoleClient, S>) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new("Task").with_arguments(task_args()))
+        .await
+        .expect("tools/call answered")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_elicitation_is_asked_and_its_yes_runs_the_call() {
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, _server, url) =
+        serve(&model, dir.path(), "touch out/asked.txt", "touched it").await;
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let client = Answering {
+        answer: json!({"decision": "yes"}),
+        asked: asked.clone(),
+    }
+    .serve(StreamableHttpClientTransport::from_uri(url))
+    .await
+    .expect("connects");
+    let result = call_task(&client).await;
+    assert!(text(&result).contains("touched it"), "{}", text(&result));
+    assert!(
+        dir.path().join("work/out/asked.txt").exists(),
+        "the user said yes"
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].contains("worker wants to run Bash: touch out/asked.txt")
+            && asked[0].ends_with("choices: yes,always,no"),
+        "{}",
+        asked[0]
+    );
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, _server, url) =
+        serve(&model, dir.path(), "touch out/refused.txt", "not touched").await;
+    let client = Answering {
+        answer: json!({"decision": "no", "reason": "not in this repository"}),
+        asked: Arc::default(),
+    }
+    .serve(StreamableHttpClientTransport::from_uri(url))
+    .await
+    .expect("connects");
+    call_task(&client).await;
+    assert!(!dir.path().join("work/out/refused.txt").exists());
+    let results = model.requests()[1].tool_results();
+    assert!(results[0].contains("not in this repository"), "{results:?}");
+    let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_elicitation_gets_a_denial_the_model_reads() {
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_registry, _server, url) = serve(
+        &model,
+        dir.path(),
+        "touch out/never.txt",
+        "could not touch it",
+    )
+    .await;
+    let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
+    let result = call_task(&client).await;
+    assert!(
+        text(&result).contains("could not touch it"),
+        "{}",
+        text(&result)
+    );
+    assert!(!dir.path().join("work/out/never.txt").exists());
+    let results = model.requests()[1].tool_results();
+    assert!(
+        results[0].contains("not approved") && results[0].contains("does not support elicitation"),
+        "{results:?}"
+    );
+    let _ = client.cancel().await;
+}

@@ -1,0 +1,194 @@
+//! Nested delegation through the facade, over real HTTP with the scripted model server:
+//! main → coordinator (its file lists `Task`) → leaf, and the rules that decide who is offered
+//! `Task`.
+
+use crate::common;
+
+use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagents::{Subagents, TaskStatus};
+
+fn offers_task(req: &RecordedRequest) -> bool {
+    req.tool_names().iter().any(|n| n == "Task")
+}
+
+async fn agents(server: &ScriptedModelServer, max_depth: Option<u32>) -> Subagents {
+    let mut b = common::team_builder_on(server, "team-model");
+    if let Some(d) = max_depth {
+        b = b.max_depth(d);
+    }
+    b.build().await.expect("builds")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("coordinator", "find the answer"));
+    server.push(Reply::task_call("leaf", "look up the number"));
+    server.push(Reply::text("LEAF-ANSWER-42").with_usage(7, 3));
+    server.push(Reply::text("the leaf says LEAF-ANSWER-42"));
+    server.push(Reply::text("Final: LEAF-ANSWER-42"));
+    let agents = agents(&server, None).await;
+    let outcome = agents
+        .main_agent()
+        .run("What is the answer?")
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, TaskStatus::Completed);
+    assert!(outcome.text.contains("LEAF-ANSWER-42"), "{}", outcome.text);
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 5);
+    assert!(offers_task(&reqs[0]), "main: {:?}", reqs[0].tool_names());
+    assert_eq!(
+        reqs[1].tool_names(),
+        ["Read", "SendMessage", "Task", "TaskOutput", "TaskStop"],
+        "the coordinator lists Task and is at depth 1 < 3"
+    );
+    assert_eq!(
+        reqs[2].tool_names(),
+        ["Grep", "Read"],
+        "the leaf's tools omit Task"
+    );
+    assert!(
+        reqs[3].body.to_string().contains("LEAF-ANSWER-42"),
+        "the leaf's answer reaches the coordinator"
+    );
+
+    // The usage tree has the shape of the delegation.
+    assert_eq!(outcome.children.len(), 1);
+    let coordinator = &outcome.children[0];
+    assert_eq!(coordinator.agent, "coordinator");
+    assert_eq!(coordinator.children.len(), 1);
+    assert_eq!(coordinator.children[0].agent, "leaf");
+    assert_eq!(coordinator.children[0].usage.input_tokens, 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_max_depth_1_the_coordinator_is_not_offered_task() {
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("coordinator", "find the answer"));
+    server.push(Reply::text("I cannot delegate"));
+    server.push(Reply::text("done"));
+    let agents = agents(&server, Some(1)).await;
+    agents.main_agent().run("go").await.expect("runs");
+    let reqs = server.requests();
+    assert!(offers_task(&reqs[0]), "the main agent (depth 0) delegates");
+    assert_eq!(reqs[1].tool_names(), ["Read"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_rules_limit_which_agents_may_be_started() {
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("gatekeeper", "go"));
+    server.push(Reply::task_call("coordinator", "not allowed"));
+    server.push(Reply::task_call("leaf", "allowed"));
+    server.push(Reply::text("leaf here"));
+    server.push(Reply::text("gatekeeper done"));
+    server.push(Reply::text("main done"));
+    let agents = agents(&server, None).await;
+    agents.main_agent().run("go").await.expect("runs");
+    let reqs = server.requests();
+    assert!(offers_task(&reqs[1]), "Agent(leaf) grants Task");
+    let refused = reqs[2].body.to_string();
+    assert!(
+        refused.contains("may delegate only to: leaf"),
+        "starting another agent is a tool error the model reads: {refused}"
+    );
+    assert!(reqs[3].tool_names().iter().all(|n| n != "Task"));
+    assert!(reqs[4].body.to_string().contains("leaf here"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explore_is_never_offered_task() {
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("Explore", "look around"));
+    server.push(Reply::text("explored"));
+    server.push(Reply::text("done"));
+    let agents = agents(&server, None).await;
+    agents.main_agent().run("go").await.expect("runs");
+    let reqs = server.requests();
+    assert!(!offers_task(&reqs[1]), "{:?}", reqs[1].tool_names());
+    assert!(reqs[1].tool_names().contains(&"Read".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_nests_children_under_their_parent_once_each() {
+    use std::sync::Arc;
+    use subagent_testkit::ProgressRecorder;
+    use subagents::ProgressKind;
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("coordinator", "find"));
+    server.push(Reply::task_call("leaf", "look"));
+    server.push(Reply::text("42"));
+    server.push(Reply::text("42"));
+    server.push(Reply::text("42"));
+    let agents = agents(&server, None).await;
+    let recorder = Arc::new(ProgressRecorder::new());
+    agents
+        .main_agent()
+        .progress(recorder.clone())
+        .run("go")
+        .await
+        .expect("runs");
+    let events = recorder.events();
+    let started: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e.kind, ProgressKind::Started { .. }))
+        .collect();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e.kind, ProgressKind::Finished { .. }))
+        .count();
+    let who: Vec<(&str, u32)> = started
+        .iter()
+        .map(|e| (e.agent.as_str(), e.depth))
+        .collect();
+    assert_eq!(who, [("main", 0), ("coordinator", 1), ("leaf", 2)]);
+    assert_eq!(finished, 3, "each run finishes once: {events:?}");
+    assert_eq!(started[1].parent_task_id.as_deref(), Some("main"));
+    assert_eq!(started[2].parent_task_id, started[1].task_id);
+}
+
+/// With a store, the main agent's session and its children's are written to the database the
+/// built `Subagents` shares (`store_db`), so another process can resume them; `memory` opens
+/// nothing.
+#[cfg(feature = "store")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_keeps_sessions_in_the_shared_database() {
+    use subagents::runtime::TranscriptStore;
+    use subagents::store::{SqlTranscriptStore, StoreUrl};
+    let server = ScriptedModelServer::start().await;
+    server
+        .script()
+        .push_for_model("team-model", Reply::text("stored answer"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let agents = Subagents::builder()
+        .model(server.openai_model("team-model"))
+        .workspace(dir.path())
+        .store(StoreUrl::Sqlite(dir.path().join("ledger.db")))
+        .build()
+        .await
+        .expect("builds");
+    let out = agents
+        .main_agent()
+        .run("remember this")
+        .await
+        .expect("runs");
+    let session = out.session_id.expect("a session");
+    let db = agents.store_db().expect("an open database").clone();
+    let t = SqlTranscriptStore::new(db)
+        .try_load(&session)
+        .await
+        .expect("readable")
+        .expect("stored");
+    assert_eq!(t.messages.len(), 2, "prompt and answer: {t:?}");
+    agents.flush().await.expect("nothing pending fails");
+
+    let memory = Subagents::builder()
+        .workspace(dir.path())
+        .store(StoreUrl::Memory)
+        .build()
+        .await
+        .expect("builds");
+    assert!(memory.store_db().is_none());
+}
