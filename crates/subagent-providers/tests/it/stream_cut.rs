@@ -1,7 +1,7 @@
 //! Streams cut off mid-answer: Anthropic continues from the text so far (a prefill), OpenAI
 //! Chat Completions (no prefill) fails the call as before.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -1,6 +1,6 @@
 //! Retries, timeouts, error messages and model specs, over real HTTP.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

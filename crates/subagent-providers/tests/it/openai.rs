@@ -1,6 +1,6 @@
 //! OpenAI Chat Completions client against the scripted model server over real HTTP.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! split point of a recorded stream is tested on the internal decoders, in
 //! `src/stream_tests.rs`; the SSE parser itself in `subagent-sse`.)
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
