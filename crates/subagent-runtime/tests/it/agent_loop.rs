@@ -1,6 +1,6 @@
 //! Behaviour of the agent loop against an in-process scripted model.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

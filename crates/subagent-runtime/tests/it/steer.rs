@@ -1,7 +1,7 @@
 //! Messages sent to a running agent (issue 28, `SendMessage`): read at the next turn boundary,
 //! and a run about to end with messages waiting takes one more turn for them.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Typed results in the agent loop: the final `StructuredOutput` tool, JSON text answers,
 //! validation errors fed back a bounded number of times.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

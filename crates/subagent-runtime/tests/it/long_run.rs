@@ -2,7 +2,7 @@
 //! everything, resume works across a compaction) and stalls end (`limit_reached`, `stalled`,
 //! where, the partial answer kept).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

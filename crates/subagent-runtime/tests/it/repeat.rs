@@ -1,6 +1,6 @@
 //! A model that repeats its previous read-only call word for word gets a turn without tools.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
