@@ -1,8 +1,7 @@
 //! The `MCP` kind against real MCP servers built with rmcp: the `subagent-mcp-test-server`
 //! child process over stdio, and the same server in-process over streamable HTTP.
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

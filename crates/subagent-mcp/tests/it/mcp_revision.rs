@@ -3,8 +3,7 @@
 //! legacy fallback, SEP-2322 `input_required` answered through the approval channel, legacy
 //! `elicitation/create` likewise, and SEP-2663 tasks followed, answered, cancelled and resumed.
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
