@@ -2,7 +2,7 @@
 //! answers it (`approve`), a yes is confirmed with the caller's own approver, `TaskStop` ends
 //! the wait.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

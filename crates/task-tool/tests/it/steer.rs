@@ -1,7 +1,7 @@
 //! Steering a running background task (issue 28, `SendMessage`): delivery by id and by name,
 //! who may reach whom, every refusal, and messages a task ends without reading.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

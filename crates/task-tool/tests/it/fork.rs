@@ -2,7 +2,7 @@
 //! (a `ForkSource` the agent loop puts there); it belongs to that run only, and forks are
 //! children like any other (depth + 1, the nesting limit, background runs).
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

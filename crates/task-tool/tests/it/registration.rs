@@ -1,6 +1,6 @@
 //! Registration: resolution failures, duplicates, overrides of defaults, lookup.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

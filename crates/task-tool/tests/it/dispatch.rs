@@ -1,6 +1,6 @@
 //! Running agents: foreground, background, stop, resume, concurrency.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! The concurrency cap over a delegation tree: calls over it wait their turn, background ones
 //! show `queued`, and nesting never deadlocks on it.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

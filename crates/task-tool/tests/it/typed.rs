@@ -1,7 +1,7 @@
 //! Typed results at the `Task` tool: any kind's outcome is checked against the call's
 //! `output_schema`, retried by resuming the child's session, and returned as a JSON value.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
