@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 use subagent_a2a::server::{A2aServer, A2aServerBuilder};
 
-mod common;
+use crate::common;
 
 use common::{BINDINGS, Srv, client, json_of, status_of};
 
@@ -543,7 +543,7 @@ const PROXY_CHILD: &str = "SUBAGENT_A2A_PUSH_PROXY_CHILD";
 async fn push_ignores_proxy_settings() {
     // A "proxy" that records connections; the child process gets it in every proxy variable
     // (environment variables are process-wide, so the server runs in a process of its own:
-    // this test binary, running `proxy_child` only).
+    // this test binary, running `push_http::proxy_child` only).
     let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
     let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -554,10 +554,15 @@ async fn push_ignores_proxy_settings() {
         }
     });
     let mut cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args(["proxy_child", "--exact", "--ignored", "--nocapture"])
-        .env(PROXY_CHILD, "1")
-        .env_remove("NO_PROXY")
-        .env_remove("no_proxy");
+    cmd.args([
+        "push_http::proxy_child",
+        "--exact",
+        "--ignored",
+        "--nocapture",
+    ])
+    .env(PROXY_CHILD, "1")
+    .env_remove("NO_PROXY")
+    .env_remove("no_proxy");
     for var in [
         "HTTP_PROXY",
         "HTTPS_PROXY",

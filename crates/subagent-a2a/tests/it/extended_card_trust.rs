@@ -3,7 +3,7 @@
 //! and version (gRPC too, with its features), a tampered card refused with the endpoint and
 //! key id, and the policy a resolver hands to the clients of the definitions it makes.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

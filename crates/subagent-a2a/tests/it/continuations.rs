@@ -11,7 +11,7 @@ use subagent_a2a::server::{
 use subagent_a2a::types::v1;
 use subagent_spi::async_trait;
 
-mod common;
+use crate::common;
 
 use common::msg;
 

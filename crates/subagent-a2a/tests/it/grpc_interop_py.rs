@@ -12,7 +12,7 @@ use subagent_a2a::types::jsonrpc::codes;
 use subagent_a2a::types::v1::{self, TaskState};
 use subagent_spi::SubagentReference;
 
-mod python;
+use crate::python;
 
 use python::{PyServer, SDK_1X, free_port, user as send};
 

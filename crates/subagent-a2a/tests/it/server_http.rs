@@ -15,7 +15,7 @@ use subagent_spi::{
     TaskOutcome, TaskStatus, async_trait,
 };
 
-mod common;
+use crate::common;
 
 use common::{
     BINDINGS, Srv, TestAgent, assert_error, assert_error_says, client, header, json_of, msg, send,

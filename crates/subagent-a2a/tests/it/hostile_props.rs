@@ -24,7 +24,7 @@ fn config() -> ProptestConfig {
     }
 }
 
-mod common;
+use crate::common;
 
 use common::replier;
 

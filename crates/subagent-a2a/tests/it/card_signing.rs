@@ -10,8 +10,8 @@ use subagent_a2a::signing::{CardSigner, CardTrust, TrustedKeys, Verified, verify
 use subagent_a2a::{A2aError, A2aExecutor, KIND};
 use subagent_spi::{CancellationToken, SubagentError, SubagentReference, SubagentType};
 
-mod common;
-mod python;
+use crate::common;
+use crate::python;
 
 use common::{Srv, json_of, replier, send, serve};
 use python::SDK_1X;

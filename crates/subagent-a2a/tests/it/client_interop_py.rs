@@ -13,7 +13,7 @@ use subagent_a2a::client::{Binding, KIND};
 use subagent_a2a::types::{ProtocolVersion, v1};
 use subagent_spi::SubagentReference;
 
-mod python;
+use crate::python;
 
 use python::{PyServer, SDK_03, user};
 

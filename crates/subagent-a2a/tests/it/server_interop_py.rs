@@ -16,8 +16,8 @@ use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::usage::usage_extension;
 use subagent_spi::{TaskStatus, Usage, UsageNode};
 
-mod common;
-mod python;
+use crate::common;
+use crate::python;
 
 use common::{Srv, TestAgent};
 use python::{SDK_1X, SDK_03};

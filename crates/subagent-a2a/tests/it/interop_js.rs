@@ -20,9 +20,8 @@ use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::v1::{self, TaskState};
 use subagent_spi::SubagentReference;
 
-mod common;
-#[path = "common/js.rs"]
-mod js;
+use crate::common;
+use crate::js;
 
 use common::TestAgent;
 

@@ -6,8 +6,7 @@
 //! Needs `node_modules` from `.ci/setup-js.sh`, so it is `#[ignore]`d; CI runs it with
 //! `-- --ignored`.
 
-#[path = "common/js.rs"]
-mod js;
+use crate::js;
 
 use std::process::Stdio;
 

@@ -11,7 +11,7 @@ use subagent_spi::{
     TaskContext, TaskStatus,
 };
 
-mod common;
+use crate::common;
 
 async fn definition(url: String) -> Arc<dyn SubagentDefinition> {
     let reference = SubagentReference::new(url, subagent_a2a::client::KIND);

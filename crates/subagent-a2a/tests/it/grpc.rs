@@ -10,7 +10,7 @@ use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::jsonrpc::codes;
 use subagent_a2a::types::v1::{self, TaskState};
 
-mod common;
+use crate::common;
 
 use common::{Srv, TestAgent};
 

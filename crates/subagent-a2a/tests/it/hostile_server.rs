@@ -13,7 +13,7 @@ use subagent_a2a::server::{A2aServer, A2aServerBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-mod common;
+use crate::common;
 
 use common::{Srv, assert_error, assert_error_says, send};
 

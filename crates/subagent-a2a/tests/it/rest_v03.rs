@@ -19,7 +19,7 @@ use subagent_a2a::types::{ProtocolVersion, v1};
 use subagent_a2a::{A2aError, A2aResolver};
 use subagent_spi::{CancellationToken, SubagentReference, async_trait};
 
-mod common;
+use crate::common;
 
 use common::{Srv, get_json, header, json_of, send};
 
