@@ -20,7 +20,7 @@ use subagent_spi::{
 use task_tool::TaskTool;
 
 /// The Python peers of `subagent-a2a`'s own interop tests: venvs, scripts, servers.
-#[path = "../crates/subagent-a2a/tests/it/python/mod.rs"]
+#[path = "../../crates/subagent-a2a/tests/it/python/mod.rs"]
 mod python;
 
 use python::{PyServer, Venv};
