@@ -71,7 +71,7 @@ else
 fi
 
 # target/py/mcp-2x : the official Python MCP SDK 2.x, for the MCP client interop test
-# (crates/subagent-mcp/tests/mcp_interop_py.rs runs tests/support/py_mcp_server.py with it).
+# (crates/subagent-mcp/tests/it/mcp_interop_py.rs runs tests/support/py_mcp_server.py with it).
 # Tests look for target/py/mcp-2x/bin/python, or the path in SUBAGENTS_MCP_PY.
 mcp_dir="${py_root}/mcp-2x"
 mcp_want='mcp==2.3.0'

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
 /// The Python peers of `subagent-a2a`'s interop tests: venvs, scripts, servers.
-#[path = "../../../subagent-a2a/tests/python/mod.rs"]
+#[path = "../../../subagent-a2a/tests/it/python/mod.rs"]
 mod python;
 
 use python::PyServer;

@@ -1,0 +1,189 @@
+//! Background children that need approval: the question shows in `TaskOutput`, the caller
+//! answers it (`approve`), a yes is confirmed with the caller's own approver, `TaskStop` ends
+//! the wait.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{FnKind, fn_ref};
+use serde_json::json;
+use subagent_core::FixedApprover;
+use subagent_spi::*;
+use task_tool::{Dispatch, TaskTool};
+
+/// An agent that asks and reports the answer; after an "allow for the session" it asks the
+/// same question once more, and reports that answer too.
+fn asker() -> FnKind {
+    FnKind::new().agent("asker", |_, ctx| async move {
+        let request = ApprovalRequest::new(ctx.agent_path(), "Bash", "touch x", "mode `default`")
+            .with_session_rule("Bash(touch:*)");
+        let Some(approver) = ctx.approver() else {
+            return Ok(TaskOutcome::completed("no approver"));
+        };
+        let mut answers = Vec::new();
+        loop {
+            let decision = tokio::select! {
+                d = approver.request(request.clone()) => d,
+                () = ctx.cancel().cancelled() => return Ok(TaskOutcome::with_status("stopped while asking", TaskStatus::Cancelled)),
+            };
+            answers.push(format!("{decision:?}"));
+            if decision != ApprovalDecision::AllowSession || answers.len() == 2 {
+                break;
+            }
+        }
+        Ok(TaskOutcome::completed(answers.join(", ")))
+    })
+}
+
+async fn tool() -> TaskTool {
+    TaskTool::builder()
+        .subagent_type(asker().into_type())
+        .subagent_reference(fn_ref("asker"))
+        .build()
+        .await
+        .expect("builds")
+}
+
+async fn start(task: &TaskTool, ctx: &TaskContext) -> String {
+    let call = TaskCall::new("asker", "ask", "go").in_background(true);
+    match task.dispatch(call, ctx).await.expect("starts") {
+        Dispatch::Background { task_id, .. } => task_id,
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn output(task: &TaskTool, ctx: &TaskContext, input: serde_json::Value) -> ToolOutput {
+    task.output_tool()
+        .call(input, ctx)
+        .await
+        .expect("TaskOutput answers")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_question_shows_and_no_is_final() {
+    let task = tool().await;
+    let ctx = TaskContext::new().with_agent("main");
+    let id = start(&task, &ctx).await;
+    let waiting = output(&task, &ctx, json!({"task_id": id, "timeout_ms": 60000})).await;
+    assert!(
+        waiting.content.contains("status: waiting_for_approval"),
+        "{}",
+        waiting.content
+    );
+    assert!(
+        waiting
+            .content
+            .contains("asker (main > asker) wants to run Bash: touch x"),
+        "{}",
+        waiting.content
+    );
+    assert!(
+        waiting.content.contains("Bash(touch:*)"),
+        "{}",
+        waiting.content
+    );
+    let snap = task.output(&id, None).await.unwrap();
+    assert_eq!(snap.status(), TaskStatus::Running);
+    assert_eq!(
+        snap.pending_approval().map(|r| r.tool.as_str()),
+        Some("Bash")
+    );
+
+    let done = output(
+        &task,
+        &ctx,
+        json!({"task_id": id, "approve": "no", "timeout_ms": 60000}),
+    )
+    .await;
+    assert!(
+        done.content.contains("status: completed"),
+        "{}",
+        done.content
+    );
+    assert!(done.content.contains("declined"), "{}", done.content);
+    // Nothing left to answer.
+    let again = output(
+        &task,
+        &ctx,
+        json!({"task_id": id, "approve": "yes", "block": false}),
+    )
+    .await;
+    assert!(
+        again.is_error && again.content.contains("not waiting"),
+        "{}",
+        again.content
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_from_a_root_caller_without_an_approver_is_final() {
+    let task = tool().await;
+    let ctx = TaskContext::new();
+    let id = start(&task, &ctx).await;
+    output(&task, &ctx, json!({"task_id": id, "timeout_ms": 60000})).await;
+    let done = output(
+        &task,
+        &ctx,
+        json!({"task_id": id, "approve": "always", "timeout_ms": 60000}),
+    )
+    .await;
+    // The second question was answered by the session grant: the task did not wait again.
+    assert!(
+        done.content.contains("AllowSession, AllowSession"),
+        "{}",
+        done.content
+    );
+    assert!(task.pending_approval(&id).is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_yes_is_confirmed_with_the_callers_approver() {
+    let task = tool().await;
+    let ctx = TaskContext::new()
+        .with_agent("main")
+        .with_approver(Arc::new(FixedApprover::deny_all("the user refused.")));
+    let id = start(&task, &ctx).await;
+    output(&task, &ctx, json!({"task_id": id, "timeout_ms": 60000})).await;
+    let done = output(
+        &task,
+        &ctx,
+        json!({"task_id": id, "approve": "yes", "timeout_ms": 60000}),
+    )
+    .await;
+    assert!(
+        done.content.contains("the user refused."),
+        "{}",
+        done.content
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_ends_the_wait_and_the_rust_api_answers() {
+    let task = tool().await;
+    let ctx = TaskContext::new();
+    let id = start(&task, &ctx).await;
+    let snap = task
+        .output(&id, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert!(snap.pending_approval().is_some());
+    let stopped = task.stop(&id).await.unwrap();
+    assert_eq!(stopped.status(), TaskStatus::Cancelled);
+    assert!(task.pending_approval(&id).is_none());
+
+    let id = start(&task, &ctx).await;
+    task.output(&id, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let answered = task
+        .answer_approval(&id, ApprovalDecision::AllowOnce)
+        .unwrap();
+    assert_eq!(answered.agent_path, ["asker"]);
+    let done = task
+        .output(&id, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert_eq!(done.outcome().map(|o| o.text.as_str()), Some("AllowOnce"));
+}

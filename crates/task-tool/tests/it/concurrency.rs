@@ -1,0 +1,263 @@
+//! The concurrency cap over a delegation tree: calls over it wait their turn, background ones
+//! show `queued`, and nesting never deadlocks on it.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{FnKind, fn_ref};
+use serde_json::json;
+use subagent_spi::{SubagentType, TaskContext, TaskOutcome, Tool};
+use task_tool::TaskTool;
+
+#[derive(Default)]
+struct Gauge {
+    now: AtomicUsize,
+    max: AtomicUsize,
+}
+
+impl Gauge {
+    fn enter(&self) {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+    }
+    fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn call(agent: &str, background: bool) -> serde_json::Value {
+    json!({"description": "d", "prompt": "p", "subagent_type": agent, "run_in_background": background})
+}
+
+/// Runs `agent` in the foreground through the `Task` tool the run of `ctx` is offered; its
+/// answer.
+async fn delegate(ctx: &TaskContext, agent: &str) -> String {
+    let task = ctx
+        .delegation_tools()
+        .into_iter()
+        .find(|t| t.name() == "Task")
+        .expect("Task offered");
+    task.call(call(agent, false), ctx)
+        .await
+        .expect("Task runs")
+        .content
+}
+
+/// A `Task` tool over `kind`'s agents `names`, at most `max_concurrent` calls running at once.
+async fn capped(kind: SubagentType, names: &[&str], max_concurrent: usize) -> TaskTool {
+    TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_references(names.iter().copied().map(fn_ref))
+        .max_concurrent(max_concurrent)
+        .build()
+        .await
+        .expect("builds")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_foreground_calls_wait_their_turn_under_the_cap() {
+    let gauge = Arc::new(Gauge::default());
+    let g = gauge.clone();
+    let kind = FnKind::new()
+        .agent("work", move |_c, _x| {
+            let g = g.clone();
+            async move {
+                g.enter();
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                g.leave();
+                Ok(TaskOutcome::completed("ok"))
+            }
+        })
+        .into_type();
+    let task = capped(kind, &["work"], 5).await;
+    let ctx = TaskContext::new();
+    let outs =
+        futures::future::join_all((0..40).map(|_| task.call_tool(call("work", false), &ctx))).await;
+    assert!(outs.iter().all(|o| !o.is_error), "all complete");
+    let max = gauge.max.load(Ordering::SeqCst);
+    assert!(max <= 5, "never more than the cap at once: {max}");
+    assert!(max >= 2, "they do run in parallel: {max}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_waiting_for_its_child_gives_its_place_back() {
+    // With a cap of 1, `outer` holds the only place when it delegates to `inner`: without the
+    // rule, `inner` would wait for ever.
+    let kind = FnKind::new()
+        .agent("outer", |_c, ctx: TaskContext| async move {
+            let out = delegate(&ctx, "inner").await;
+            Ok(TaskOutcome::completed(format!("outer got: {out}")))
+        })
+        .agent("inner", |_c, _x| async move {
+            Ok(TaskOutcome::completed("INNER-DONE"))
+        })
+        .into_type();
+    let task = capped(kind, &["outer", "inner"], 1).await;
+    let out = tokio::time::timeout(
+        Duration::from_secs(10),
+        task.call_tool(call("outer", false), &TaskContext::new()),
+    )
+    .await
+    .expect("no deadlock on the cap");
+    assert!(out.content.contains("INNER-DONE"), "{}", out.content);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_whose_child_ended_waits_its_turn_to_go_on() {
+    // Cap 1, four parents at once, each working before and after delegating. A parent's child
+    // ending while another run holds the only place must wait for it before working again:
+    // at no time do two runs do work of their own.
+    let gauge = Arc::new(Gauge::default());
+    let (go, gi) = (gauge.clone(), gauge.clone());
+    let work = |g: Arc<Gauge>| async move {
+        g.enter();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        g.leave();
+    };
+    let kind = FnKind::new()
+        .agent("outer", move |_c, ctx: TaskContext| {
+            let g = go.clone();
+            async move {
+                work(g.clone()).await;
+                let out = delegate(&ctx, "inner").await;
+                work(g).await;
+                Ok(TaskOutcome::completed(out))
+            }
+        })
+        .agent("inner", move |_c, _x| {
+            let g = gi.clone();
+            async move {
+                work(g).await;
+                Ok(TaskOutcome::completed("INNER-DONE"))
+            }
+        })
+        .into_type();
+    let task = capped(kind, &["outer", "inner"], 1).await;
+    let ctx = TaskContext::new();
+    let outs = tokio::time::timeout(
+        Duration::from_secs(20),
+        futures::future::join_all((0..4).map(|_| task.call_tool(call("outer", false), &ctx))),
+    )
+    .await
+    .expect("no deadlock on the cap");
+    assert!(
+        outs.iter().all(|o| o.content.contains("INNER-DONE")),
+        "all complete: {outs:?}"
+    );
+    assert_eq!(
+        gauge.max.load(Ordering::SeqCst),
+        1,
+        "one run works at a time"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_task_over_the_cap_shows_queued_then_runs() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let r = release.clone();
+    let kind = FnKind::new()
+        .agent("slow", move |_c, _x| {
+            let r = r.clone();
+            async move {
+                r.notified().await;
+                Ok(TaskOutcome::completed("SLOW-DONE"))
+            }
+        })
+        .agent("quick", |_c, _x| async move {
+            Ok(TaskOutcome::completed("QUICK-DONE"))
+        })
+        .into_type();
+    let task = capped(kind, &["slow", "quick"], 1).await;
+    let ctx = TaskContext::new();
+    let first = task.call_tool(call("slow", true), &ctx).await;
+    let second = task.call_tool(call("quick", true), &ctx).await;
+    let id_of = |t: &str| {
+        t.split_whitespace()
+            .find(|w| w.starts_with("task_"))
+            .expect("a task id")
+            .trim_end_matches('.')
+            .to_string()
+    };
+    let (slow_id, quick_id) = (id_of(&first.content), id_of(&second.content));
+    let output = task.output_tool();
+    let peek = output
+        .call(json!({"task_id": quick_id, "block": false}), &ctx)
+        .await
+        .expect("reads");
+    assert!(peek.content.contains("status: queued"), "{}", peek.content);
+
+    release.notify_one();
+    let slow = output
+        .call(json!({"task_id": slow_id, "timeout_ms": 5000}), &ctx)
+        .await
+        .expect("reads");
+    assert!(slow.content.contains("SLOW-DONE"), "{}", slow.content);
+    let quick = output
+        .call(json!({"task_id": quick_id, "timeout_ms": 5000}), &ctx)
+        .await
+        .expect("reads");
+    assert!(quick.content.contains("QUICK-DONE"), "{}", quick.content);
+}
+
+#[tokio::test]
+async fn a_cap_of_zero_is_refused() {
+    let err = TaskTool::builder()
+        .max_concurrent(0)
+        .build()
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("max_concurrent"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_midway_gives_its_place_back() {
+    // With a cap of 1: a call holding the place is dropped (its caller gave up), and one
+    // queued behind it is dropped while it waits; the next call still gets the place.
+    let started = Arc::new(tokio::sync::Notify::new());
+    let s = started.clone();
+    let kind = FnKind::new()
+        .agent("stuck", move |_c, _x| {
+            let s = s.clone();
+            async move {
+                s.notify_one();
+                std::future::pending::<()>().await;
+                Ok(TaskOutcome::completed("never"))
+            }
+        })
+        .agent("quick", |_c, _x| async move {
+            Ok(TaskOutcome::completed("QUICK-DONE"))
+        })
+        .into_type();
+    let task = TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_references([fn_ref("stuck"), fn_ref("quick")])
+        .max_concurrent(1)
+        .build()
+        .await
+        .expect("builds");
+    let ctx = TaskContext::new();
+    let holder = {
+        let (task, ctx) = (task.clone(), ctx.clone());
+        tokio::spawn(async move { task.call_tool(call("stuck", false), &ctx).await })
+    };
+    started.notified().await;
+    // Queued behind the holder, then given up on.
+    let queued = tokio::time::timeout(
+        Duration::from_millis(50),
+        task.call_tool(call("quick", false), &ctx),
+    )
+    .await;
+    assert!(queued.is_err(), "waits while the place is held");
+    holder.abort();
+    assert!(holder.await.unwrap_err().is_cancelled());
+    let out = tokio::time::timeout(
+        Duration::from_secs(5),
+        task.call_tool(call("quick", false), &ctx),
+    )
+    .await
+    .expect("the dropped calls' place is free again");
+    assert!(out.content.contains("QUICK-DONE"), "{}", out.content);
+}

@@ -1,0 +1,12 @@
+//! The integration tests of `task-tool`, one test binary (`tests/it`): one module per area.
+
+mod common;
+
+mod approval;
+mod background_default;
+mod concurrency;
+mod dispatch;
+mod fork;
+mod registration;
+mod steer;
+mod typed;
