@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use subagent_spi::{BudgetLimits, CancellationToken, Limit, LimitScope, TaskContext};
+use subagent_spi::{
+    BudgetLimits, CancellationToken, Limit, LimitScope, TaskContext, Usage, UsageNode,
+};
 
 /// The price of one model, in USD per million tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -141,6 +143,9 @@ struct Inner {
     parent: Option<Budget>,
     /// The agent whose own budget this is (per-agent budgets), named in the spent reason.
     owner: Option<String>,
+    /// A [`Budget::meter`]: no limits of its own, it counts what one run's subtree charged and
+    /// is otherwise its parent (limits, owner, `spend`).
+    meter: bool,
 }
 
 impl fmt::Debug for Budget {
@@ -152,6 +157,7 @@ impl fmt::Debug for Budget {
             .field("spent", &self.inner.spent.get())
             .field("nested", &self.inner.parent.is_some())
             .field("owner", &self.inner.owner)
+            .field("meter", &self.inner.meter)
             .finish()
     }
 }
@@ -172,6 +178,7 @@ impl Budget {
                 cancel,
                 parent: None,
                 owner: None,
+                meter: false,
             }),
         }
     }
@@ -202,7 +209,10 @@ impl Budget {
 
     /// The agent this budget belongs to, for a per-agent budget.
     pub fn owner(&self) -> Option<&str> {
-        self.inner.owner.as_deref()
+        match (&self.inner.parent, self.inner.meter) {
+            (Some(p), true) => p.owner(),
+            _ => self.inner.owner.as_deref(),
+        }
     }
 
     /// The prices cost is counted with, when set.
@@ -252,7 +262,10 @@ impl Budget {
 
     /// The limits.
     pub fn limits(&self) -> &BudgetLimits {
-        &self.inner.limits
+        match (&self.inner.parent, self.inner.meter) {
+            (Some(p), true) => p.limits(),
+            _ => &self.inner.limits,
+        }
     }
 
     /// Tokens charged so far.
@@ -307,12 +320,9 @@ impl Budget {
                 .and_then(|p| p.cost(model, input, output))
             {
                 Some(cost) => {
+                    // `as` saturates (a NaN is 0): absurd counts cannot wrap the total.
                     let micro = (cost * 1e6).round() as u64;
-                    let total = self
-                        .inner
-                        .micro_usd
-                        .fetch_add(micro, Ordering::AcqRel)
-                        .saturating_add(micro);
+                    let total = saturating_add(&self.inner.micro_usd, micro);
                     if total as f64 / 1e6 > max {
                         self.spend(Limit::CostUsd {
                             max,
@@ -341,16 +351,15 @@ impl Budget {
     }
 
     fn charge_own(&self, tokens: u64, turns: u32) -> Option<Limit> {
-        let t = self
-            .inner
-            .tokens
-            .fetch_add(tokens, Ordering::AcqRel)
-            .saturating_add(tokens);
+        // Saturating, in the counters too: a reported u64::MAX must not wrap them to little.
+        let t = saturating_add(&self.inner.tokens, tokens);
         let n = self
             .inner
             .turns
-            .fetch_add(turns, Ordering::AcqRel)
-            .saturating_add(turns);
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_add(turns))
+            })
+            .map_or(u32::MAX, |n| n.saturating_add(turns));
         let limits = &self.inner.limits;
         if let Some(max) = limits.tokens
             && t > max
@@ -379,8 +388,12 @@ impl Budget {
         }
     }
 
-    /// Marks the budget spent (the first reason wins) and cancels the subtree.
+    /// Marks the budget spent (the first reason wins) and cancels the subtree. On a
+    /// [`meter`](Self::meter), spends the budget it meters.
     pub fn spend(&self, limit: Limit) {
+        if let (Some(p), true) = (&self.inner.parent, self.inner.meter) {
+            return p.spend(limit);
+        }
         let _ = self.inner.spent.set(limit);
         self.inner.cancel.cancel();
     }
@@ -412,6 +425,77 @@ impl Budget {
             (a, b) => a.or(b),
         }
     }
+}
+
+impl Budget {
+    /// A meter over this budget for one run's subtree (give it to that run's context with
+    /// [`BudgetExt::with_budget`]): every charge made through it reaches this budget as
+    /// before, and it counts them, so [`tokens_used`](Self::tokens_used) and
+    /// [`turns_used`](Self::turns_used) of the meter are what that subtree charged. It has no
+    /// limits of its own: [`limits`](Self::limits), [`owner`](Self::owner),
+    /// [`spent`](Self::spent) and [`spend`](Self::spend) are this budget's. After the run,
+    /// [`settle`](Self::settle) charges what it reported and did not charge.
+    pub fn meter(&self) -> Self {
+        let mut b = self.nested(BudgetLimits::new(), self.inner.cancel.clone());
+        if let Some(inner) = Arc::get_mut(&mut b.inner) {
+            inner.meter = true;
+        }
+        b
+    }
+
+    /// Charges the part of a finished run's reported usage (`usage`, its own, and `children`,
+    /// the usage trees of the runs it delegated to, as in its `TaskOutcome`) that was not
+    /// charged through this budget while it ran: call it on the run's [`meter`](Self::meter).
+    /// So every run's reported usage is charged exactly once, whether its kind charged as it
+    /// went (all of it, some, or none).
+    ///
+    /// What was charged ([`tokens_used`](Self::tokens_used), [`turns_used`](Self::turns_used))
+    /// is credited against the report node by node (the run's own usage first, then its
+    /// children depth first; input tokens before output tokens); the rest of each node is
+    /// charged as [`charge_usage`](Self::charge_usage) charges it, priced with the node's
+    /// model. Counts saturate: a report of `u64::MAX` tokens spends a token limit, it does not
+    /// wrap. Settling twice charges nothing the second time.
+    ///
+    /// Returns the limit that is spent when anything was charged (this charge crossed it, or
+    /// it was spent before), `None` when nothing was left to charge.
+    pub fn settle(&self, usage: &Usage, children: &[UsageNode]) -> Option<Limit> {
+        let mut tokens = self.tokens_used();
+        let mut turns = self.turns_used();
+        let mut spent = None;
+        let mut pending: Vec<&UsageNode> = children.iter().rev().collect();
+        let mut next = Some(usage);
+        while let Some(u) = next {
+            let input = u.input_tokens.min(tokens);
+            tokens -= input;
+            let output = u.output_tokens.min(tokens);
+            tokens -= output;
+            let n = u.turns.min(turns);
+            turns -= n;
+            let (input, output, n) = (
+                u.input_tokens - input,
+                u.output_tokens - output,
+                u.turns - n,
+            );
+            if input > 0 || output > 0 || n > 0 {
+                let model = u.model.as_deref().unwrap_or("");
+                spent = self.charge_usage(model, input, output, n).or(spent);
+            }
+            next = pending.pop().map(|node| {
+                pending.extend(node.children.iter().rev());
+                &node.usage
+            });
+        }
+        spent
+    }
+}
+
+/// Adds `n` to `counter`, saturating at `u64::MAX`; returns the new value.
+fn saturating_add(counter: &AtomicU64, n: u64) -> u64 {
+    counter
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            Some(v.saturating_add(n))
+        })
+        .map_or(u64::MAX, |v| v.saturating_add(n))
 }
 
 /// The [`Budget`] a [`TaskContext`] carries, as one of its
@@ -576,5 +660,125 @@ mod tests {
         );
         assert!(b.charge_usage("m", u64::MAX, u64::MAX, u32::MAX).is_some());
         assert!(b.charge_usage("m", u64::MAX, 1, u32::MAX).is_some());
+    }
+
+    fn node(model: &str, input: u64, output: u64, turns: u32) -> UsageNode {
+        let usage = Usage::new()
+            .with_tokens(input, output)
+            .with_turns(turns)
+            .with_model(model);
+        UsageNode::new("a", "K", subagent_spi::TaskStatus::Completed, usage)
+    }
+
+    #[test]
+    fn a_meter_counts_its_subtree_and_is_its_budget_otherwise() {
+        let cancel = CancellationToken::new();
+        let root = Budget::new(
+            BudgetLimits::new().with_tokens(100).with_turns(10),
+            cancel.clone(),
+        );
+        root.charge(5, 1); // a sibling's
+        let meter = root.meter();
+        assert_eq!(meter.limits(), root.limits(), "the budget's limits");
+        assert_eq!(meter.remaining_tokens(), Some(95));
+        assert_eq!(meter.charge(30, 2), None);
+        assert_eq!((meter.tokens_used(), meter.turns_used()), (30, 2));
+        assert_eq!((root.tokens_used(), root.turns_used()), (35, 3));
+        // Spending through the meter spends the budget, and cancels the budget's tree.
+        meter.spend(Limit::other("stop"));
+        assert_eq!(root.spent().map(|l| l.to_string()).as_deref(), Some("stop"));
+        assert!(cancel.is_cancelled());
+        let owned = Budget::new(BudgetLimits::new(), CancellationToken::new()).with_owner("rev");
+        assert_eq!(owned.meter().owner(), Some("rev"));
+    }
+
+    #[test]
+    fn settling_charges_what_a_run_reported_and_did_not_charge_once() {
+        let root = Budget::new(
+            BudgetLimits::new().with_tokens(10_000),
+            CancellationToken::new(),
+        );
+        // A kind that charges nothing: all of its report, its children's too.
+        let meter = root.meter();
+        let own = Usage::new().with_tokens(100, 50).with_turns(2);
+        let kids = [node("m", 10, 5, 1).with_children(vec![node("m", 1, 1, 1)])];
+        assert_eq!(meter.settle(&own, &kids), None);
+        assert_eq!((root.tokens_used(), root.turns_used()), (167, 4));
+        assert_eq!(
+            meter.settle(&own, &kids),
+            None,
+            "nothing left the second time"
+        );
+        assert_eq!((root.tokens_used(), root.turns_used()), (167, 4));
+        // A kind that charged all of it as it went: nothing more.
+        let meter = root.meter();
+        meter.charge_turn("m", 100, 50);
+        meter.charge_turn("m", 0, 0);
+        assert_eq!(meter.settle(&own, &[]), None);
+        assert_eq!((root.tokens_used(), root.turns_used()), (317, 6));
+        // A kind that charged part of it: the rest.
+        let meter = root.meter();
+        meter.charge(120, 1);
+        meter.settle(&own, &[]);
+        assert_eq!((root.tokens_used(), root.turns_used()), (467, 8));
+        // A report that crosses the limit spends the budget and says so.
+        let meter = root.meter();
+        assert_eq!(
+            meter
+                .settle(&Usage::new().with_tokens(10_000, 0), &[])
+                .map(|l| l.to_string())
+                .as_deref(),
+            Some("budget_tokens=10000")
+        );
+    }
+
+    #[test]
+    fn settling_prices_each_node_with_its_model() {
+        let prices = Arc::new(
+            ModelPrices::new()
+                .with("cheap", ModelPrice::new(1.0, 1.0))
+                .with("dear", ModelPrice::new(100.0, 100.0)),
+        );
+        let root = Budget::new(BudgetLimits::new().with_usd(1.0), CancellationToken::new())
+            .with_prices(prices);
+        let own = Usage::new().with_tokens(1000, 0).with_model("cheap");
+        // 1000 cheap tokens: 0.001 USD; 9000 dear ones: 0.9 USD.
+        let kids = [node("dear", 9000, 0, 1)];
+        assert_eq!(root.meter().settle(&own, &kids), None);
+        assert!(
+            (root.usd_used() - 0.901).abs() < 1e-9,
+            "{}",
+            root.usd_used()
+        );
+        assert_eq!(
+            root.meter()
+                .settle(&Usage::new().with_tokens(1000, 0).with_model("dear"), &[])
+                .map(|l| l.to_string())
+                .as_deref(),
+            Some("budget_usd=1")
+        );
+    }
+
+    #[test]
+    fn absurd_reports_saturate_the_counters_without_a_panic() {
+        let root = Budget::new(
+            BudgetLimits::new().with_tokens(10).with_usd(1.0),
+            CancellationToken::new(),
+        )
+        .with_prices(Arc::new(
+            ModelPrices::new().with("m", ModelPrice::new(1e9, 1e9)),
+        ));
+        root.charge(5, 1);
+        let max = Usage::new()
+            .with_tokens(u64::MAX, u64::MAX)
+            .with_turns(u32::MAX)
+            .with_model("m");
+        let kids = vec![node("m", u64::MAX, u64::MAX, u32::MAX); 3];
+        assert!(root.meter().settle(&max, &kids).is_some());
+        assert_eq!(root.tokens_used(), u64::MAX, "saturated, not wrapped");
+        assert_eq!(root.turns_used(), u32::MAX);
+        assert!(root.usd_used() > 1.0);
+        assert!(root.charge(u64::MAX, u32::MAX).is_some());
+        assert_eq!(root.tokens_used(), u64::MAX);
     }
 }

@@ -578,7 +578,11 @@ impl BackgroundRegistry {
             };
             let state = match result {
                 Ok(mut o) => {
-                    if cancel.is_cancelled() && o.status != TaskStatus::Completed {
+                    // A result that reached a budget (crate::charge) says so, not `cancelled`.
+                    if cancel.is_cancelled()
+                        && o.status != TaskStatus::Completed
+                        && !(o.status == TaskStatus::LimitReached && o.limit.is_some())
+                    {
                         o.status = TaskStatus::Cancelled;
                     }
                     if o.status == TaskStatus::Cancelled && o.text.is_empty() {

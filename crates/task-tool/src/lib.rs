@@ -49,6 +49,7 @@
 
 mod background;
 mod builder;
+mod charge;
 mod concurrency;
 mod fork;
 mod format;

@@ -349,6 +349,8 @@ impl TaskTool {
                 },
             });
         }
+        // A spent budget refuses the next child (crate::charge).
+        crate::charge::refuse_if_spent(ctx, def.name())?;
         let task_id = new_id("task");
         let child = ctx
             .child(def.name(), Some(task_id.clone()))
@@ -456,6 +458,8 @@ impl TaskTool {
             executor,
         } = target;
         let idx = *idx;
+        // Its reported usage is charged once, whatever its kind (crate::charge).
+        let child = crate::charge::meter(child);
         // An OpenTelemetry GenAI `invoke_agent` span (exported when the host installs an OTLP
         // layer; nearly free otherwise). Its parent is the caller's `execute_tool Task` span, so
         // a run's trace is its delegation tree.
@@ -555,6 +559,8 @@ impl TaskTool {
                     }
                 };
         }
+        // What it reported and did not charge, charged now (crate::charge).
+        crate::charge::settle(&child, &mut outcome);
         // Any kind (a remote one too) cancelled because the subtree's budget is spent reports
         // the budget it reached, with its partial result.
         if matches!(

@@ -4,6 +4,7 @@ mod common;
 
 mod approval;
 mod background_default;
+mod budget;
 mod concurrency;
 mod dispatch;
 mod fork;

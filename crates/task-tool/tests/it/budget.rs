@@ -1,0 +1,192 @@
+//! A kind that does not charge the budget itself (the `FN` kind only reports usage in its
+//! outcome, as a kind written against the SPI alone may) is charged what it reports when it
+//! ends, exactly once: a report over the budget spends it, the result says `limit_reached`
+//! naming it (its text kept), and the caller's next delegation is refused. A kind that charges
+//! as it goes is not charged again; absurd reports saturate.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::{FnKind, fn_ref};
+use subagent_core::{Budget, BudgetExt};
+use subagent_spi::*;
+use task_tool::{Dispatch, TaskTool};
+
+fn kind() -> FnKind {
+    FnKind::new()
+        // Reports the input tokens its prompt names (one turn of model `m`); charges nothing.
+        .agent("spender", |c, _| async move {
+            let n: u64 = c.prompt.parse().unwrap_or(0);
+            Ok(TaskOutcome::completed(format!("spent {n}"))
+                .with_usage(Usage::new().with_tokens(n, 0).with_turns(1).with_model("m")))
+        })
+        // Reports the largest numbers there are, in its own usage and a child's.
+        .agent("absurd", |_, _| async move {
+            let max = Usage::new()
+                .with_tokens(u64::MAX, u64::MAX)
+                .with_turns(u32::MAX);
+            Ok(TaskOutcome::completed("a lot")
+                .with_usage(max.clone())
+                .with_children(vec![UsageNode::new("x", "FN", TaskStatus::Completed, max)]))
+        })
+        // Charges as it goes (two turns of 300 + 200 tokens) and reports the same.
+        .agent("honest", |_, ctx| async move {
+            let b = ctx.budget().expect("its budget");
+            b.charge_turn("m", 300, 200);
+            b.charge_turn("m", 300, 200);
+            Ok(TaskOutcome::completed("charged")
+                .with_usage(Usage::new().with_tokens(600, 400).with_turns(2)))
+        })
+}
+
+async fn tool(
+    build: impl FnOnce(task_tool::TaskToolBuilder) -> task_tool::TaskToolBuilder,
+) -> TaskTool {
+    build(
+        TaskTool::builder()
+            .subagent_type(kind().into_type())
+            .subagent_references(["spender", "absurd", "honest"].map(fn_ref)),
+    )
+    .build()
+    .await
+    .expect("builds")
+}
+
+/// A context with a budget of `tokens`, and the budget.
+fn with_budget(tokens: u64) -> (TaskContext, Budget) {
+    let ctx = TaskContext::new();
+    let budget = Budget::new(
+        BudgetLimits::new().with_tokens(tokens),
+        ctx.cancel().clone(),
+    );
+    (ctx.with_budget(budget.clone()), budget)
+}
+
+async fn foreground(task: &TaskTool, call: TaskCall, ctx: &TaskContext) -> TaskOutcome {
+    match task.dispatch(call, ctx).await.expect("runs") {
+        Dispatch::Foreground { outcome, .. } => outcome,
+        other => panic!("not a foreground run: {other:?}"),
+    }
+}
+
+fn limit(o: &TaskOutcome) -> Option<String> {
+    o.limit.as_ref().map(ToString::to_string)
+}
+
+#[tokio::test]
+async fn a_kind_that_does_not_charge_is_charged_what_it_reports() {
+    let task = tool(|b| b).await;
+    let (ctx, budget) = with_budget(10_000);
+    let o = foreground(&task, TaskCall::new("spender", "d", "100"), &ctx).await;
+    assert_eq!(o.status, TaskStatus::Completed);
+    assert_eq!((budget.tokens_used(), budget.turns_used()), (100, 1));
+}
+
+#[tokio::test]
+async fn a_report_over_the_budget_spends_it_and_the_next_delegation_is_refused() {
+    let task = tool(|b| b).await;
+    let (ctx, budget) = with_budget(10_000);
+    let o = foreground(&task, TaskCall::new("spender", "d", "1000000"), &ctx).await;
+    assert_eq!(o.status, TaskStatus::LimitReached);
+    assert_eq!(limit(&o).as_deref(), Some("budget_tokens=10000"));
+    assert_eq!(o.text, "spent 1000000", "the text is kept");
+    assert_eq!(budget.tokens_used(), 1_000_000);
+    assert_eq!(
+        budget.spent().map(|l| l.to_string()).as_deref(),
+        Some("budget_tokens=10000")
+    );
+    assert!(ctx.cancel().is_cancelled(), "the caller's tree is stopped");
+
+    // The next child is refused before it runs, naming the budget.
+    match task
+        .dispatch(TaskCall::new("spender", "d", "1"), &ctx)
+        .await
+    {
+        Err(SubagentError::LimitReached { agent, limit }) => {
+            assert_eq!(agent, "spender");
+            assert_eq!(limit.to_string(), "budget_tokens=10000");
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    assert_eq!(budget.tokens_used(), 1_000_000, "nothing more was run");
+    // As the model reads it.
+    let out = task
+        .call_tool(
+            serde_json::json!({"description": "d", "prompt": "1", "subagent_type": "spender"}),
+            &ctx,
+        )
+        .await;
+    assert!(out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("budget_tokens=10000"),
+        "{}",
+        out.content
+    );
+}
+
+#[tokio::test]
+async fn a_background_childs_report_is_charged_once_when_it_ends() {
+    let task = tool(|b| b).await;
+    let (ctx, budget) = with_budget(10_000);
+    let mut call = TaskCall::new("spender", "d", "1000000");
+    call.run_in_background = Some(true);
+    let id = match task.dispatch(call, &ctx).await.expect("starts") {
+        Dispatch::Background { task_id, .. } => task_id,
+        other => panic!("not a background run: {other:?}"),
+    };
+    let snap = task
+        .output(&id, Some(Duration::from_secs(60)))
+        .await
+        .expect("reads");
+    let o = snap.outcome().expect("finished");
+    assert_eq!(o.status, TaskStatus::LimitReached);
+    assert_eq!(limit(o).as_deref(), Some("budget_tokens=10000"));
+    assert_eq!(o.text, "spent 1000000");
+    // Read again: charged once.
+    task.output(&id, None).await.expect("reads");
+    assert_eq!((budget.tokens_used(), budget.turns_used()), (1_000_000, 1));
+    assert!(matches!(
+        task.dispatch(TaskCall::new("spender", "d", "1"), &ctx)
+            .await,
+        Err(SubagentError::LimitReached { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_kind_that_charges_as_it_goes_is_not_charged_again() {
+    let task = tool(|b| b).await;
+    let (ctx, budget) = with_budget(10_000);
+    let o = foreground(&task, TaskCall::new("honest", "d", "go"), &ctx).await;
+    assert_eq!(o.status, TaskStatus::Completed);
+    assert_eq!((budget.tokens_used(), budget.turns_used()), (1000, 2));
+}
+
+#[tokio::test]
+async fn absurd_reported_numbers_saturate_without_a_panic() {
+    let task = tool(|b| b).await;
+    let (ctx, budget) = with_budget(10_000);
+    let o = foreground(&task, TaskCall::new("absurd", "d", "go"), &ctx).await;
+    assert_eq!(o.status, TaskStatus::LimitReached);
+    assert_eq!(limit(&o).as_deref(), Some("budget_tokens=10000"));
+    assert_eq!(budget.tokens_used(), u64::MAX, "saturated, not wrapped");
+    assert_eq!(budget.turns_used(), u32::MAX);
+}
+
+#[tokio::test]
+async fn an_agents_own_budget_is_charged_too_and_names_the_agent() {
+    let task = tool(|b| b.agent_budget("spender", BudgetLimits::new().with_tokens(500))).await;
+    let (ctx, budget) = with_budget(1_000_000);
+    let o = foreground(&task, TaskCall::new("spender", "d", "1000"), &ctx).await;
+    assert_eq!(o.status, TaskStatus::LimitReached);
+    assert_eq!(
+        limit(&o).as_deref(),
+        Some("budget_tokens=500 (agent spender)")
+    );
+    // The caller's budget counts it and is not spent: its next child runs.
+    assert_eq!(budget.tokens_used(), 1000);
+    assert!(budget.spent().is_none() && !ctx.cancel().is_cancelled());
+    let o = foreground(&task, TaskCall::new("spender", "d", "10"), &ctx).await;
+    assert_eq!(o.status, TaskStatus::Completed);
+    assert_eq!(budget.tokens_used(), 1010);
+}
