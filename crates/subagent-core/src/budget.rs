@@ -117,6 +117,9 @@ pub const DEFAULT_REMOTE_UNREPORTED_TOKENS: u64 = 100_000;
 ///
 /// Runs [`charge`](Self::charge) what they use; the charge goes to this budget and every budget
 /// above it (a child's budget is nested in its parent's, so a child gets at most what is left).
+/// A kind need not charge as it goes: what a child reports in its outcome and did not charge is
+/// charged when it ends ([`meter`](Self::meter), [`settle`](Self::settle)), so every reported
+/// token and turn counts once, whatever the kind.
 /// When a limit is crossed the budget is **spent**: it records which limit (e.g.
 /// `budget_tokens=1000`) and cancels the token it was given, which cancels the whole subtree.
 /// Runs stopped that way report [`TaskStatus::LimitReached`](subagent_spi::TaskStatus) naming the

@@ -15,6 +15,14 @@
 //! (`subagent-claude`, `subagent-a2a`) and `task-tool` can all use it without depending on one
 //! another. A third-party kind needs none of it: a kind reports its usage in its
 //! `TaskOutcome` and a limit it hit as `TaskStatus::LimitReached`.
+//!
+//! **Budgets and kinds.** A kind may charge the caller's [`Budget`] as it goes (the stock
+//! Claude-style loop charges each turn, the A2A client its peer's usage report); whatever of its
+//! reported usage it did not charge is charged when it ends (the `Task` tool runs each child
+//! with a [`Budget::meter`] and [`Budget::settle`]s its `TaskOutcome`), so every reported token
+//! and turn counts exactly once and no kind can lift a limit the user set by not charging it. A
+//! report that spends the budget turns the child's completed result into `limit_reached`
+//! naming the budget (its text kept), and the caller's next delegation is refused.
 
 mod approval;
 mod budget;

@@ -203,7 +203,10 @@ pub struct TaskOutcome {
     /// on the wire as that text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<crate::Limit>,
-    /// This run's own usage.
+    /// This run's own usage. The caller's budget is charged what this and
+    /// [`children`](Self::children) report when the run ends, less what the kind charged to it
+    /// as it went (`subagent-core`'s `Budget`): a kind may charge as it goes or not at all, and
+    /// every reported token and turn counts once either way.
     pub usage: Usage,
     /// Usage of the runs this one delegated to, so a parent can show a usage tree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

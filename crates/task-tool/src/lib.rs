@@ -21,6 +21,11 @@
 //!   20) work at once over the whole tree; foreground calls over it wait their turn, background
 //!   ones show `queued` in `TaskOutput`. A run waiting for its own children gives its place back
 //!   for the wait, so nesting never deadlocks on the cap.
+//! * **budgeted**: a child's reported usage is charged to the caller's budget (`subagent-core`'s
+//!   `Budget`) exactly once whatever its kind: what the kind did not charge as it went is
+//!   charged when the child ends (a background child's when its result is recorded). A report
+//!   that spends the budget makes the result `limit_reached` naming it (the text kept), and a
+//!   spent budget refuses the next `Task` call.
 //!
 //! The crate depends on the SPI only, never on a particular kind: kinds are plugged in.
 //!

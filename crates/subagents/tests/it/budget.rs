@@ -150,3 +150,79 @@ async fn a_remote_child_receives_cancel_task_when_the_budget_is_spent() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A local tree (coordinator → leaf, both the Claude-style loop, which charges each turn as it
+/// goes): the budget is charged the turns' usage exactly once, though the Task tool also settles
+/// each child's report when it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_tree_is_charged_its_turns_usage_exactly_once() {
+    use subagents::policy::{Budget, BudgetExt};
+    use subagents::spi::{TaskCall, TaskContext};
+
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("leaf", "L").with_usage(10, 20));
+    server.push(Reply::text("leaf answer").with_usage(4000, 1000));
+    server.push(Reply::text("coordinator answer").with_usage(7, 3));
+    let agents = team_builder(&server).build().await.expect("builds");
+    let ctx = TaskContext::new();
+    let budget = Budget::new(
+        BudgetLimits::new().with_tokens(1_000_000),
+        ctx.cancel().clone(),
+    );
+    let ctx = ctx.with_budget(budget.clone());
+    let outcome = match agents
+        .dispatch(TaskCall::new("coordinator", "d", "COORD"), &ctx)
+        .await
+        .expect("runs")
+    {
+        subagents::Dispatch::Foreground { outcome, .. } => outcome,
+        other => panic!("not a foreground run: {other:?}"),
+    };
+    assert_eq!(outcome.status, TaskStatus::Completed);
+    let reported = outcome.usage_tree("coordinator", "CLAUDE", None).total();
+    assert_eq!(reported.total_tokens(), 5040, "the three turns");
+    assert_eq!(reported.turns, 3);
+    assert_eq!(budget.tokens_used(), 5040, "charged once");
+    assert_eq!(budget.turns_used(), 3);
+}
+
+/// The main agent (the Claude-style loop) with a 10,000-token budget delegates to a kind that
+/// does not charge the budget and reports a million tokens: the budget is spent by the report,
+/// the main agent is not asked again, and the run names the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_that_does_not_charge_spends_the_main_agents_budget_with_its_report() {
+    use subagent_testkit::{FnKind, fn_ref};
+    use subagents::TaskOutcome;
+    use subagents::spi::Usage;
+
+    let kind = FnKind::new()
+        .agent("spender", |_, _| async move {
+            Ok(TaskOutcome::completed("spent a million")
+                .with_usage(Usage::new().with_tokens(1_000_000, 0).with_turns(1)))
+        })
+        .into_type();
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::task_call("spender", "go").with_usage(10, 10));
+    server.push(Reply::task_call("spender", "again").with_usage(10, 10));
+    server.push(Reply::text("main answer"));
+    let agents = team_builder(&server)
+        .kind(kind)
+        .reference(fn_ref("spender?Spends tokens."))
+        .budget(BudgetLimits::new().with_tokens(10_000))
+        .build()
+        .await
+        .expect("builds");
+    let outcome = agents.main_agent().run("go").await.expect("runs");
+    assert_eq!(outcome.status, TaskStatus::LimitReached);
+    assert_eq!(
+        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
+        Some("budget_tokens=10000")
+    );
+    assert_eq!(
+        server.request_count(),
+        1,
+        "the main agent was not asked again"
+    );
+    let child = &outcome.children[0];
+    assert_eq!(child.status, TaskStatus::LimitReached, "{child:?}");
+}
