@@ -7,6 +7,7 @@ mod background_default;
 mod concurrency;
 mod dispatch;
 mod fork;
+mod offered;
 mod registration;
 mod steer;
 mod typed;
