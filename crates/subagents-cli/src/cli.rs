@@ -450,9 +450,12 @@ pub(crate) struct TaskArgs {
 /// `subagents agents ...`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum AgentsCommand {
-    /// List the agents that would be registered (built-ins, discovered and given ones), with
-    /// the path segment (slug) of names that are not one, their warnings, and what is shadowed
-    /// (project over user over built-in; --agents directories replace discovery).
+    /// List the agents that would be registered (built-ins, discovered and given ones, and the
+    /// A2A and MCP agents of subagents.toml), with the path segment (slug) of names that are
+    /// not one, their warnings, and what is shadowed (project over user over built-in;
+    /// --agents directories replace discovery). Remote agents are listed without contacting
+    /// them: an A2A agent without a `name` setting is listed under its URL (its name comes
+    /// from its card when a run starts), an MCP server without `name`/`tool` under its spec.
     List {
         /// Agent directories (repeatable).
         #[arg(long = "agents", value_name = "DIR")]
@@ -463,7 +466,8 @@ pub(crate) enum AgentsCommand {
         /// As `run --agent-model`: every agent shows this model.
         #[arg(long, value_name = "SPEC")]
         agent_model: Option<String>,
-        /// JSON output (each agent's `model` is the spec it would run with).
+        /// JSON output (each agent's `model` is the spec it would run with; an agent of
+        /// subagents.toml has its `url` instead, credentials hidden).
         #[arg(long)]
         json: bool,
     },

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{rt, subagents_in, write_agent};
+use common::{json_stdout, rt, stdout_of, subagents_in, write_agent};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -86,3 +86,145 @@ fn the_lean_main_agent_reads_of_no_tool_it_does_not_have() {
     assert!(full.system_prompt().contains("then TaskOutput"));
 }
 
+/// A subagents.toml with two A2A agents (one a bare URL, one a table with a name and a
+/// credential variable) and two MCP entries (a stdio command that would leave a mark if it
+/// ran, and an HTTP server with credentials in its URL); nothing listens on any of them.
+fn remote_agents_config(dir: &Path) -> std::path::PathBuf {
+    let mark = dir.join("the-mcp-command-ran");
+    let config = dir.join("remote.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "a2a = [\n  \"http://127.0.0.1:9/a2a\",\n  {{ url = \"http://127.0.0.1:9/other\", \
+             name = \"reviewer\", bearer_env = \"REVIEWER_TOKEN\" }},\n]\n\
+             mcp = [\n  \"stdio:touch {}#tool=ask&name=asker\",\n  \
+             \"http://user:hunter2@127.0.0.1:9/mcp\",\n]\n",
+            mark.display()
+        ),
+    )
+    .expect("config");
+    config
+}
+
+#[test]
+fn agents_list_shows_the_a2a_and_mcp_agents_of_the_configuration_without_contacting_them() {
+    let home = tempfile::tempdir().expect("home");
+    let config = remote_agents_config(home.path());
+    let empty = home.path().join("no-agents");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let listed = json_stdout(
+        subagents_in(home.path())
+            .arg("--config")
+            .arg(&config)
+            .args(["agents", "list", "--json", "--agents"])
+            .arg(&empty)
+            .assert()
+            .success(),
+    );
+    let loaded = listed["loaded"].as_array().expect("loaded");
+    let remote: Vec<&Value> = loaded
+        .iter()
+        .filter(|a| a["kind"] == "A2A" || a["kind"] == "MCP")
+        .collect();
+    let summary: Vec<(String, String, String)> = remote
+        .iter()
+        .map(|a| {
+            (
+                a["kind"].as_str().unwrap_or_default().to_string(),
+                a["name"].as_str().unwrap_or_default().to_string(),
+                a["url"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let mark = home.path().join("the-mcp-command-ran");
+    assert_eq!(
+        summary,
+        [
+            (
+                "A2A".into(),
+                "http://127.0.0.1:9/a2a".into(),
+                "http://127.0.0.1:9/a2a".into()
+            ),
+            (
+                "A2A".into(),
+                "reviewer".into(),
+                "http://127.0.0.1:9/other".into()
+            ),
+            (
+                "MCP".into(),
+                "asker".into(),
+                format!("stdio:touch {}#tool=ask&name=asker", mark.display())
+            ),
+            (
+                "MCP".into(),
+                "http://***@127.0.0.1:9/mcp".into(),
+                "http://***@127.0.0.1:9/mcp".into()
+            ),
+        ],
+        "{listed:#}"
+    );
+    for a in &remote {
+        assert_eq!(a["path"], config.display().to_string().as_str(), "{a}");
+        // A file given with --config is the user's word: nothing is flagged.
+        assert_eq!(a["warnings"], serde_json::json!([]), "{a}");
+    }
+    assert!(
+        remote[0]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("from its agent card"),
+        "{}",
+        remote[0]
+    );
+    // The Markdown built-ins are still listed, as before.
+    assert!(loaded.iter().any(|a| a["kind"] == "CLAUDE"), "{listed:#}");
+    assert!(!mark.exists(), "agents list started the MCP command");
+
+    // The text listing names them too, and never the password.
+    let text = stdout_of(
+        subagents_in(home.path())
+            .arg("--config")
+            .arg(&config)
+            .args(["agents", "list", "--agents"])
+            .arg(&empty)
+            .assert()
+            .success(),
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("reviewer") && l.contains("A2A")),
+        "{text}"
+    );
+    assert!(text.contains("url http://127.0.0.1:9/other"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("asker") && l.contains("MCP")),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2") && !listed.to_string().contains("hunter2"));
+    assert!(!mark.exists(), "agents list started the MCP command");
+}
+
+#[test]
+fn agents_list_flags_the_mcp_entries_of_an_unapproved_workspace_file() {
+    let home = tempfile::tempdir().expect("home");
+    let written = remote_agents_config(home.path());
+    std::fs::rename(&written, home.path().join("subagents.toml")).expect("rename");
+    let listed = json_stdout(
+        subagents_in(home.path())
+            .args(["agents", "list", "--json"])
+            .assert()
+            .success(),
+    );
+    let loaded = listed["loaded"].as_array().expect("loaded");
+    let mcp: Vec<&Value> = loaded.iter().filter(|a| a["kind"] == "MCP").collect();
+    assert_eq!(mcp.len(), 2, "{listed:#}");
+    for a in mcp {
+        let warnings = a["warnings"].to_string();
+        assert!(
+            warnings.contains("not approved") && warnings.contains("subagents trust"),
+            "{a}"
+        );
+    }
+    assert!(!home.path().join("the-mcp-command-ran").exists());
+}
