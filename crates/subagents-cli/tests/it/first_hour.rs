@@ -228,3 +228,91 @@ fn agents_list_flags_the_mcp_entries_of_an_unapproved_workspace_file() {
     }
     assert!(!home.path().join("the-mcp-command-ran").exists());
 }
+
+/// A config routing the agent `helper` (model `child`) to `child_spec`.
+fn routed(home: &Path, child_spec: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let config = home.join("routes.toml");
+    std::fs::write(&config, format!("[models]\nchild = \"{child_spec}\"\n")).expect("config");
+    let agents = write_agent(
+        home,
+        "helper",
+        "---\nname: helper\ndescription: Helps.\nmodel: child\n---\nHelp.\n",
+    );
+    (config, agents)
+}
+
+/// `run` on `main_spec` with `config` and `agents`; returns stdout and stderr.
+fn run_routed(
+    server: &ScriptedModelServer,
+    home: &Path,
+    main_spec: &str,
+    config: &Path,
+    agents: &Path,
+) -> String {
+    server
+        .script()
+        .push_for_model("main-model", Reply::text("main done"));
+    let out = subagents_in(home)
+        .arg("--config")
+        .arg(config)
+        .args(["--store", "memory", "run", "go", "--model", main_spec])
+        .arg("--agents")
+        .arg(agents)
+        .output()
+        .expect("run");
+    let all = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{all}");
+    all
+}
+
+#[test]
+fn model_routes_ignore_the_query_and_credentials_and_never_print_the_password() {
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    let elsewhere = rt.block_on(ScriptedModelServer::start());
+    let home = tempfile::tempdir().expect("home");
+    let with_password = |s: &ScriptedModelServer, model: &str, query: &str| {
+        s.openai_model(model)
+            .replacen("http://", "http://user:hunter2@", 1)
+            + query
+    };
+    let main = with_password(&server, "main-model", "?temperature=0.2");
+
+    // The same server with another query: the same provider, no notice.
+    let (config, agents) = routed(
+        home.path(),
+        &with_password(&server, "child-model", "?temperature=0.7"),
+    );
+    let all = run_routed(&server, home.path(), &main, &config, &agents);
+    assert!(!all.contains("another provider"), "{all}");
+    assert!(!all.contains("hunter2"), "{all}");
+
+    // Another server: the notice names it, credentials hidden.
+    let (config, agents) = routed(
+        home.path(),
+        &with_password(&elsewhere, "child-model", "?temperature=0.7"),
+    );
+    let all = run_routed(&server, home.path(), &main, &config, &agents);
+    assert!(
+        all.contains("another provider") && all.contains("helper →"),
+        "{all}"
+    );
+    assert!(!all.contains("hunter2"), "{all}");
+
+    // `agents list` shows the route without the password either.
+    let listed = stdout_of(
+        subagents_in(home.path())
+            .arg("--config")
+            .arg(&config)
+            .args(["agents", "list", "--model", &main, "--agents"])
+            .arg(&agents)
+            .assert()
+            .success(),
+    );
+    assert!(listed.contains("helper"), "{listed}");
+    assert!(!listed.contains("hunter2"), "{listed}");
+}
