@@ -123,7 +123,12 @@ pub(crate) enum TasksCommand {
         mcp: Vec<String>,
     },
     /// Continue an ended task's session with a message: a new run of the same agent, run like
-    /// `subagents task` (same options).
+    /// `subagents task` (same options). A task of an MCP agent whose server runs it as a task
+    /// (session `mcp-task:ID`) is followed there instead. Ctrl-C cancels the resumed run as it
+    /// cancels a foreground `task`: such an MCP task is cancelled on its server (the command
+    /// waits for the server's acknowledgement, a few seconds at most), the store's record is
+    /// left as it was, stderr says what happened and how to go on, and the exit code is 130.
+    /// Ctrl-C twice quits at once, leaving a remote task running there.
     Resume(Box<TasksResumeArgs>),
 }
 

@@ -40,6 +40,7 @@ mod mcp;
 mod output;
 mod progress;
 mod prune;
+mod resume_interrupt;
 mod routes;
 mod run;
 mod serve;
