@@ -6,7 +6,7 @@
 //! listed under its URL (credentials hidden) with a note saying so.
 
 use subagents::config::A2aEntry;
-use subagents::config::trust::{Kind as FileKind, TrustStore, control_files};
+use subagents::config::trust::{Kind as FileKind, TrustStore, control_files, strip_weakening};
 use subagents::models::redacted;
 
 use crate::agents::Loaded;
@@ -17,13 +17,17 @@ const A2A: &str = "A2A";
 /// The kind of MCP agents.
 const MCP: &str = "MCP";
 
-/// What a listed A2A agent says when its card was not fetched.
-pub(crate) const CARD_NOT_FETCHED: &str = "remote A2A agent: its name and description come \
-from its agent card, fetched when a run starts (agents list does not contact it)";
+/// What a listed A2A agent says: its card is not fetched (under 80 characters, the width
+/// of the text listing).
+const CARD_NOT_FETCHED: &str =
+    "name and description from its agent card when a run starts (not fetched here)";
+
+/// What a listed MCP entry with `name` or `tool` says.
+const MCP_NOT_STARTED: &str = "MCP agent; its server is started or reached by a run, not here";
 
 /// What a listed MCP entry without `name` or `tool` says: its agents are the server's tools.
-pub(crate) const TOOLS_NOT_LISTED: &str = "MCP server: each of its tools is an agent, named \
-after the tool when a run connects to it (agents list does not start or contact it)";
+const TOOLS_NOT_LISTED: &str =
+    "its tools are agents, named when a run connects to it (not started here)";
 
 /// The agents of `config`'s `a2a` and `mcp` entries, in the file's order, each with the file
 /// as its path. `explicit` is true when the file was given with `--config` (the user's word);
@@ -34,20 +38,38 @@ pub(crate) fn listed(config: &Config, explicit: bool) -> Vec<Loaded> {
     }
     let file = config.name();
     let unapproved = !explicit && not_approved(config);
+    // What a run keeps of an unapproved file (the same stripping as `trust::gate`).
+    let mut kept = config.clone();
+    if unapproved {
+        strip_weakening(&mut kept);
+    }
     let mut out = Vec::new();
-    for entry in &config.a2a {
-        let (url, name) = match entry {
-            A2aEntry::Url(url) => (url, None),
-            A2aEntry::Table { url, settings } => (url, settings.get("name").cloned()),
+    for (i, entry) in config.a2a.iter().enumerate() {
+        let (url, name, settings) = match entry {
+            A2aEntry::Url(url) => (url, None, 0),
+            A2aEntry::Table { url, settings } => {
+                (url, settings.get("name").cloned(), settings.len())
+            }
             _ => continue,
         };
+        let kept_settings = match kept.a2a.get(i) {
+            Some(A2aEntry::Table { settings, .. }) => settings.len(),
+            _ => settings,
+        };
+        let mut warnings = Vec::new();
+        if kept_settings < settings {
+            warnings.push(format!(
+                "its credential settings are not used: {file} is a workspace file that is not \
+                 approved; approve it with: subagents trust {file}"
+            ));
+        }
         let shown = redacted(url);
         out.push(Loaded {
             path: file.clone(),
             name: name.unwrap_or_else(|| shown.clone()),
             slug: None,
             kind: A2A.to_string(),
-            warnings: Vec::new(),
+            warnings,
             description: Some(CARD_NOT_FETCHED.to_string()),
             model: None,
             url: Some(shown),
@@ -75,10 +97,14 @@ pub(crate) fn listed(config: &Config, explicit: bool) -> Vec<Loaded> {
         }
         out.push(Loaded {
             path: file.clone(),
-            description: Some(match &name {
-                Some(_) => format!("MCP agent (a tool of {shown}; not contacted by agents list)"),
-                None => TOOLS_NOT_LISTED.to_string(),
-            }),
+            description: Some(
+                if name.is_some() {
+                    MCP_NOT_STARTED
+                } else {
+                    TOOLS_NOT_LISTED
+                }
+                .to_string(),
+            ),
             name: name.unwrap_or_else(|| shown.clone()),
             slug: None,
             kind: MCP.to_string(),

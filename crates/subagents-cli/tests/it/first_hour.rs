@@ -217,6 +217,17 @@ fn agents_list_flags_the_mcp_entries_of_an_unapproved_workspace_file() {
             .success(),
     );
     let loaded = listed["loaded"].as_array().expect("loaded");
+    let a2a: Vec<&Value> = loaded.iter().filter(|a| a["kind"] == "A2A").collect();
+    assert_eq!(a2a.len(), 2, "{listed:#}");
+    // The bare URL is used as it is; the table's credential variable is not.
+    assert_eq!(a2a[0]["warnings"], serde_json::json!([]), "{}", a2a[0]);
+    assert!(
+        a2a[1]["warnings"]
+            .to_string()
+            .contains("credential settings are not used"),
+        "{}",
+        a2a[1]
+    );
     let mcp: Vec<&Value> = loaded.iter().filter(|a| a["kind"] == "MCP").collect();
     assert_eq!(mcp.len(), 2, "{listed:#}");
     for a in mcp {
