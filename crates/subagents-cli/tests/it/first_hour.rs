@@ -327,3 +327,80 @@ fn model_routes_ignore_the_query_and_credentials_and_never_print_the_password() 
     assert!(listed.contains("helper"), "{listed}");
     assert!(!listed.contains("hunter2"), "{listed}");
 }
+
+#[test]
+fn ctrl_c_during_tasks_resume_of_a_local_agent_says_how_to_continue_and_exits_130() {
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    let home = tempfile::tempdir().expect("home");
+    let agents = write_agent(
+        home.path(),
+        "helper",
+        "---\nname: helper\ndescription: Helps.\n---\nHelp.\n",
+    );
+    let model = server.openai_model("main-model");
+    server
+        .script()
+        .push_for_model("main-model", Reply::text("first answer"));
+    let out = subagents_in(home.path())
+        .args(["task", "helper", "do it", "--background", "--model", &model])
+        .arg("--agents")
+        .arg(&agents)
+        .output()
+        .expect("task");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let task_id = common::word(&stderr, "task_").expect("the task id");
+
+    // The resumed run waits on a slow reply; Ctrl-C cancels it.
+    server.script().push_for_model(
+        "main-model",
+        Reply::text("late").with_delay(std::time::Duration::from_secs(120)),
+    );
+    let before = server.requests().len();
+    let resumed = common::process_in(home.path())
+        .args(["tasks", "resume", &task_id, "go on", "--model", &model])
+        .arg("--agents")
+        .arg(&agents)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn tasks resume");
+    let mut resumed = common::Killed(resumed);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.requests().len() == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no request within 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &resumed.0.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while resumed.0.try_wait().expect("try_wait").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not ended within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(resumed.0.stderr.as_mut().expect("stderr"), &mut stderr)
+        .expect("read stderr");
+    assert_eq!(
+        resumed.0.try_wait().unwrap().unwrap().code(),
+        Some(130),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "Continue it with: subagents tasks resume {task_id} MESSAGE"
+        )),
+        "{stderr}"
+    );
+}
