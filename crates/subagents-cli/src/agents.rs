@@ -37,6 +37,10 @@ pub(crate) struct Loaded {
     /// (list only; `-` when none is known).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The URL (A2A) or spec (MCP) of an agent of the configuration file, credentials hidden
+    /// (list only; see `config_agents`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// One skipped file in the JSON report.
@@ -92,6 +96,7 @@ impl Report {
             warnings: agent_load_warnings(def, check),
             description: routes.map(|_| def.description.clone()),
             model: routes.map(|r| crate::routes::shown(r, def)),
+            url: None,
         });
     }
 
@@ -167,11 +172,13 @@ async fn discover(dirs: Vec<AgentDir>) -> Result<Discovery, CliError> {
     Ok(d)
 }
 
-/// `agents list`, each agent with the model `routes` give it.
+/// `agents list`, each agent with the model `routes` give it; `explicit_config` is true when
+/// `config` was given with `--config`.
 pub(crate) async fn list(
     dirs: &[PathBuf],
     json: bool,
     config: &Config,
+    explicit_config: bool,
     routes: &ModelRoutes,
 ) -> Result<(), CliError> {
     let check = load_check(config).await;
@@ -201,6 +208,7 @@ pub(crate) async fn list(
             warnings: Vec::new(),
             description: Some(def.description().to_string()),
             model: Some(crate::routes::shown(routes, &def)),
+            url: None,
         });
     }
     report.add_discovery(discovery, &check, Some(routes));
@@ -214,8 +222,13 @@ pub(crate) async fn list(
             warnings: Vec::new(),
             description: Some(a.description),
             model: None,
+            url: None,
         });
     }
+    // The A2A and MCP agents of subagents.toml (crate::config_agents).
+    report
+        .loaded
+        .extend(crate::config_agents::listed(config, explicit_config));
     if json {
         print_json(&report)?;
     } else {
@@ -234,12 +247,16 @@ pub(crate) async fn list(
                 .as_deref()
                 .map(|s| format!(" slug {s}"))
                 .unwrap_or_default();
+            let model_or_url = match &a.url {
+                Some(url) => format!("url {url}"),
+                None => format!("model {}", a.model.as_deref().unwrap_or("-")),
+            };
             crate::output::outln!(
-                "{:<28} {:<7} ({}){slug} model {}",
+                "{:<28} {:<7} ({}){slug} {}",
                 "",
                 "",
                 terminal_safe(&a.path),
-                terminal_safe(a.model.as_deref().unwrap_or("-"))
+                terminal_safe(&model_or_url)
             );
             for w in &a.warnings {
                 crate::output::outln!("{:<28} {:<7} warning: {}", "", "", terminal_safe(w));

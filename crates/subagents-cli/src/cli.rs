@@ -123,7 +123,12 @@ pub(crate) enum TasksCommand {
         mcp: Vec<String>,
     },
     /// Continue an ended task's session with a message: a new run of the same agent, run like
-    /// `subagents task` (same options).
+    /// `subagents task` (same options). A task of an MCP agent whose server runs it as a task
+    /// (session `mcp-task:ID`) is followed there instead. Ctrl-C cancels the resumed run as it
+    /// cancels a foreground `task`: such an MCP task is cancelled on its server (the command
+    /// waits for the server's acknowledgement, a few seconds at most), the store's record is
+    /// left as it was, stderr says what happened and how to go on, and the exit code is 130.
+    /// Ctrl-C twice quits at once, leaving a remote task running there.
     Resume(Box<TasksResumeArgs>),
 }
 
@@ -450,9 +455,12 @@ pub(crate) struct TaskArgs {
 /// `subagents agents ...`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum AgentsCommand {
-    /// List the agents that would be registered (built-ins, discovered and given ones), with
-    /// the path segment (slug) of names that are not one, their warnings, and what is shadowed
-    /// (project over user over built-in; --agents directories replace discovery).
+    /// List the agents that would be registered (built-ins, discovered and given ones, and the
+    /// A2A and MCP agents of subagents.toml), with the path segment (slug) of names that are
+    /// not one, their warnings, and what is shadowed (project over user over built-in;
+    /// --agents directories replace discovery). Remote agents are listed without contacting
+    /// them: an A2A agent without a `name` setting is listed under its URL (its name comes
+    /// from its card when a run starts), an MCP server without `name`/`tool` under its spec.
     List {
         /// Agent directories (repeatable).
         #[arg(long = "agents", value_name = "DIR")]
@@ -463,7 +471,8 @@ pub(crate) enum AgentsCommand {
         /// As `run --agent-model`: every agent shows this model.
         #[arg(long, value_name = "SPEC")]
         agent_model: Option<String>,
-        /// JSON output (each agent's `model` is the spec it would run with).
+        /// JSON output (each agent's `model` is the spec it would run with; an agent of
+        /// subagents.toml has its `url` instead, credentials hidden).
         #[arg(long)]
         json: bool,
     },

@@ -32,6 +32,7 @@ mod approve;
 mod call;
 mod cli;
 mod config;
+mod config_agents;
 mod error;
 mod extension;
 mod interrupt;
@@ -39,6 +40,7 @@ mod mcp;
 mod output;
 mod progress;
 mod prune;
+mod resume_interrupt;
 mod routes;
 mod run;
 mod serve;
@@ -214,6 +216,7 @@ fn colour_on_stderr() -> bool {
 
 async fn dispatch(cli: Args) -> Result<(), CliError> {
     let mut config = Config::load(cli.config.as_deref())?;
+    let explicit_config = cli.config.is_some();
     // The workspace's control files: what lifts a limit applies only once approved.
     let gated = match &cli.command {
         Command::Run(a) => Some((&a.tree, trust::Asking::Terminal)),
@@ -253,7 +256,7 @@ async fn dispatch(cli: Args) -> Result<(), CliError> {
             dirs.extend(config.agents.iter().cloned());
             routes::fold_flag(&mut config, agent_model.as_deref());
             let routes = routes::for_listing(model.as_deref(), &config).await;
-            agents::list(&dirs, json, &config, &routes).await
+            agents::list(&dirs, json, &config, explicit_config, &routes).await
         }
         Command::Agents(AgentsCommand::Validate {
             paths,

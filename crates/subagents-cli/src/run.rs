@@ -298,6 +298,7 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
     if output_schema.is_some() {
         call.output_schema = output_schema;
     }
+    let resumed_session = args.resume_task.as_ref().and(call.resume.clone());
     let dispatched = agents.dispatch(call, &ctx).await;
     let result: Result<(String, Option<String>, TaskOutcome), SubagentError> = match dispatched {
         Ok(Dispatch::Foreground {
@@ -360,6 +361,10 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
         OnExit::Cancel
     };
     end_background(&agents, ctx.cancel(), on_exit).await;
+    // Ctrl-C in `tasks resume`: an MCP task is cancelled on its server too (crate::resume_interrupt).
+    if let (true, Some(id)) = (interrupt.fired(), &args.resume_task) {
+        crate::resume_interrupt::after_ctrl_c(&agents, id, resumed_session.as_deref()).await;
+    }
     drop(ctx);
     let mut result = result;
     if let Ok((_, _, outcome)) = &mut result {

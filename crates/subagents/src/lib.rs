@@ -44,6 +44,8 @@ mod contrib;
 mod error;
 #[cfg(feature = "claude")]
 mod main_agent;
+#[cfg(feature = "claude")]
+mod main_offered;
 #[cfg(feature = "mcp")]
 mod mcp_remote;
 #[cfg(feature = "mcp")]

@@ -123,8 +123,12 @@ impl<'a> MainAgent<'a> {
         }
         tools.extend(self.extra_tools);
         tools.extend(self.agents.tools().to_vec());
+        let mut system = self.system;
         if let Some(names) = &self.only_tools {
             tools = keep_only(tools, names)?;
+            // Texts that name only the tools kept (crate::main_offered).
+            tools = crate::main_offered::follow_offered(tools, self.agents.task());
+            system = crate::main_offered::system_for(system, &tools);
         }
         let local = self.agents.local()?;
         let policy = subagent_claude::PermissionPolicy::new(local.main_mode, local.rules.clone())
@@ -139,7 +143,7 @@ impl<'a> MainAgent<'a> {
         limits.context_window = local.context_window;
         limits.stall_timeout = local.stall_timeout;
         let spec = RunSpec::new(model, prompt)
-            .with_system(self.system)
+            .with_system(system)
             .with_tools(tools)
             .with_limits(limits)
             .streaming(local.stream);

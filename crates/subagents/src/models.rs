@@ -310,15 +310,40 @@ impl ModelRoutes {
 
 /// Which provider (and, for `openai-compatible`, which server) a spec talks to, for telling
 /// apart models that go to different places.
+///
+/// A server is its scheme, host, port and path only (scheme and host in lower case, no
+/// trailing `/`): the URL's credentials, query and fragment are not part of it, so the same
+/// server with another query is the same provider, and the result never holds a secret of the
+/// URL.
 pub fn provider_of(spec: &str) -> String {
     match spec.split_once(':') {
         Some(("openai-compatible", rest)) => format!(
             "openai-compatible@{}",
-            rest.split_once('@').map_or("", |(_, url)| url)
+            rest.split_once('@')
+                .map_or_else(String::new, |(_, url)| server_of(url))
         ),
         Some((provider, _)) => provider.to_string(),
         None => spec.to_string(),
     }
+}
+
+/// `scheme://host:port/path` of `url`: no userinfo, query or fragment (see [`provider_of`]).
+fn server_of(url: &str) -> String {
+    let url = url.trim();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        // Not a URL: nothing after `?` or `#` is kept either.
+        return url.split(['?', '#']).next().unwrap_or_default().to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let path = tail.split(['?', '#']).next().unwrap_or_default();
+    format!(
+        "{}://{}{}",
+        scheme.to_ascii_lowercase(),
+        host.to_ascii_lowercase(),
+        path.trim_end_matches('/')
+    )
 }
 
 #[cfg(feature = "claude")]
@@ -336,5 +361,37 @@ fn build_spec(spec: &str) -> Result<Arc<dyn ChatModel>, Error> {
             what: format!("the model spec `{}`", redacted(spec)),
             feature: "providers",
         })
+    }
+}
+
+#[cfg(test)]
+mod provider_tests {
+    use super::provider_of;
+
+    #[test]
+    fn a_server_is_scheme_host_port_and_path_without_credentials_or_query() {
+        let with_secrets = provider_of(
+            "openai-compatible:model@http://user:hunter2@Host:8080/v1?temperature=0.2#x",
+        );
+        assert_eq!(with_secrets, "openai-compatible@http://host:8080/v1");
+        assert!(!with_secrets.contains("hunter2") && !with_secrets.contains("user"));
+        // The same server with another query, other credentials or a trailing slash.
+        for same in [
+            "openai-compatible:other@http://host:8080/v1?temperature=0.7",
+            "openai-compatible:model@http://host:8080/v1/",
+            "openai-compatible:model@http://token@host:8080/v1",
+        ] {
+            assert_eq!(provider_of(same), with_secrets, "{same}");
+        }
+        // Another port, path or scheme is another server.
+        for other in [
+            "openai-compatible:model@http://host:8081/v1",
+            "openai-compatible:model@http://host:8080/v2",
+            "openai-compatible:model@https://host:8080/v1",
+        ] {
+            assert_ne!(provider_of(other), with_secrets, "{other}");
+        }
+        assert_eq!(provider_of("anthropic:claude-sonnet-4-5"), "anthropic");
+        assert_eq!(provider_of("sonnet"), "sonnet");
     }
 }

@@ -6,8 +6,13 @@ use std::sync::Arc;
 use subagent_spi::{SubagentDefinition, SubagentError, TaskOutcome, TaskStatus, ToolOutput};
 
 use crate::background::{BackgroundSnapshot, BackgroundState};
+use crate::offer::Companions;
 
-pub(crate) fn task_description(agents: &[Arc<dyn SubagentDefinition>]) -> String {
+/// The `Task` description; it names only the `offered` companions.
+pub(crate) fn task_description(
+    agents: &[Arc<dyn SubagentDefinition>],
+    offered: Companions,
+) -> String {
     let mut s = String::from(
         "Launch a subagent to handle a task on its own. The agents below are not tools: to use \
          one, call Task with `subagent_type` set to its name and `prompt` set to the task. The \
@@ -20,18 +25,27 @@ pub(crate) fn task_description(agents: &[Arc<dyn SubagentDefinition>]) -> String
     }
     for a in agents {
         s.push_str(&a.registration());
-        if a.runs_in_background_by_default() {
+        if a.runs_in_background_by_default() && offered.output() {
             s.push_str(" (runs in the background unless you set `run_in_background: false`)");
         }
         s.push('\n');
     }
     s.push_str(
         "\nUsage:\n\
-         - To run several agents at once, call Task several times in one reply; they run concurrently.\n\
-         - Set `run_in_background: true` to get a task id at once and keep working. Read the result \
-         with TaskOutput {\"task_id\": ...} (it waits up to `timeout_ms` by default) and cancel it \
-         with TaskStop {\"task_id\": ...}.\n\
-         - A result ends with a `session` id when the agent can be continued: call Task again with \
+         - To run several agents at once, call Task several times in one reply; they run concurrently.\n",
+    );
+    if offered.output() {
+        s.push_str(
+            "- Set `run_in_background: true` to get a task id at once and keep working. Read the \
+             result with TaskOutput {\"task_id\": ...} (it waits up to `timeout_ms` by default)",
+        );
+        if offered.stop() {
+            s.push_str(" and cancel it with TaskStop {\"task_id\": ...}");
+        }
+        s.push_str(".\n");
+    }
+    s.push_str(
+        "- A result ends with a `session` id when the agent can be continued: call Task again with \
          `resume` set to that id and a follow-up `prompt` to continue the same agent with its \
          earlier context.\n\
          - `model` optionally overrides the agent's model.\n",
@@ -117,12 +131,18 @@ pub(crate) fn foreground_result(agent: &str, o: &TaskOutcome) -> ToolOutput {
     }
 }
 
-pub(crate) fn background_started(agent: &str, task_id: &str) -> String {
-    format!(
+/// The result of a `Task` call started in the background; it names only the `offered`
+/// companions (a background start needs `TaskOutput`, see `offer::check_call`).
+pub(crate) fn background_started(agent: &str, task_id: &str, offered: Companions) -> String {
+    let mut s = format!(
         "Started agent `{agent}` in the background with task id {task_id}.\n\
-         Read its result with TaskOutput {{\"task_id\": \"{task_id}\"}} (waits for it by default); \
-         stop it with TaskStop {{\"task_id\": \"{task_id}\"}}."
-    )
+         Read its result with TaskOutput {{\"task_id\": \"{task_id}\"}} (waits for it by default)"
+    );
+    if offered.stop() {
+        let _ = write!(s, "; stop it with TaskStop {{\"task_id\": \"{task_id}\"}}");
+    }
+    s.push('.');
+    s
 }
 
 pub(crate) fn error_text(e: &SubagentError) -> String {
@@ -140,8 +160,14 @@ pub(crate) fn error_text(e: &SubagentError) -> String {
     }
 }
 
-pub(crate) fn snapshot_text(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> ToolOutput {
-    let mut out = snapshot_body(s, waited_ms);
+/// What `TaskOutput` / `TaskStop` show of a background task; it names only the `offered`
+/// companions.
+pub(crate) fn snapshot_text(
+    s: &BackgroundSnapshot,
+    waited_ms: Option<u64>,
+    offered: Companions,
+) -> ToolOutput {
+    let mut out = snapshot_body(s, waited_ms, offered);
     if let Some(note) = &s.note {
         out.content = format!("{}\nNote: {note}", out.content);
     }
@@ -151,7 +177,11 @@ pub(crate) fn snapshot_text(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> T
     out
 }
 
-fn snapshot_body(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> ToolOutput {
+fn snapshot_body(
+    s: &BackgroundSnapshot,
+    waited_ms: Option<u64>,
+    offered: Companions,
+) -> ToolOutput {
     let status = match &s.state {
         BackgroundState::WaitingForApproval(_) => "waiting_for_approval".to_string(),
         BackgroundState::Queued => "queued".to_string(),
@@ -204,7 +234,12 @@ fn snapshot_body(s: &BackgroundSnapshot, waited_ms: Option<u64>) -> ToolOutput {
             if let Some(ms) = waited_ms.filter(|_| s.wait_timed_out) {
                 let _ = write!(
                     t,
-                    "\nThe task is still running: the wait timed out after {ms} ms. Call TaskOutput again to keep waiting, or TaskStop to cancel it."
+                    "\nThe task is still running: the wait timed out after {ms} ms. Call TaskOutput again to keep waiting{}.",
+                    if offered.stop() {
+                        ", or TaskStop to cancel it"
+                    } else {
+                        ""
+                    }
                 );
             } else {
                 t.push_str("\nThe task is still running.");

@@ -61,6 +61,7 @@ mod format;
 mod ids;
 mod inventory;
 mod ledger;
+mod offer;
 mod persist;
 mod registry;
 mod steer;
@@ -72,6 +73,7 @@ pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
 pub use concurrency::DEFAULT_MAX_CONCURRENT;
 pub use inventory::MAX_LISTED;
 pub use ledger::{LedgerError, TaskLedger, TaskRecord};
+pub use offer::Companions;
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
 pub use steer::{
     MAX_NAME_CHARS, MessageReceipt, SendMessageError, SendMessageInput, SendMessageTool,

@@ -116,6 +116,8 @@ pub(crate) struct Inner {
 #[derive(Clone)]
 pub struct TaskTool {
     pub(crate) inner: Arc<Inner>,
+    /// The companions the texts of this view name (crate::offer).
+    pub(crate) offered: crate::offer::Companions,
 }
 
 impl std::fmt::Debug for TaskTool {
@@ -174,7 +176,7 @@ impl TaskTool {
             by_name.insert(a.name().to_string(), i);
             by_lower.entry(a.name().to_lowercase()).or_insert(i);
         }
-        let description = format::task_description(&agents);
+        let description = format::task_description(&agents, crate::offer::Companions::all());
         let schema = serde_json::to_value(schemars::schema_for!(TaskCall))
             .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
         Self {
@@ -192,6 +194,7 @@ impl TaskTool {
                 description,
                 schema,
             }),
+            offered: crate::offer::Companions::all(),
         }
     }
 
@@ -266,7 +269,8 @@ impl TaskTool {
 
     /// This tool as the [`Delegation`] handle children see in their context.
     pub fn delegation(&self) -> Arc<dyn Delegation> {
-        Arc::new(self.clone())
+        // Children get every companion their own rules allow, whatever this view offers.
+        Arc::new(self.offering(crate::offer::Companions::all()))
     }
 
     /// The `TaskOutput` companion tool.
@@ -279,12 +283,18 @@ impl TaskTool {
         TaskStopTool::new(self.clone())
     }
 
-    pub(crate) fn description_text(&self) -> &str {
-        &self.inner.description
+    pub(crate) fn description_text(&self) -> std::borrow::Cow<'_, str> {
+        if self.offered == crate::offer::Companions::all() {
+            return self.inner.description.as_str().into();
+        }
+        format::task_description(&self.inner.agents, self.offered).into()
     }
 
-    pub(crate) fn schema(&self) -> &serde_json::Value {
-        &self.inner.schema
+    pub(crate) fn schema(&self) -> std::borrow::Cow<'_, serde_json::Value> {
+        if self.offered.output() {
+            return std::borrow::Cow::Borrowed(&self.inner.schema);
+        }
+        std::borrow::Cow::Owned(crate::offer::foreground_schema(&self.inner.schema))
     }
 
     /// Picks the agent for a call: the agent that produced `resume`'s session when known,
@@ -606,7 +616,7 @@ impl TaskTool {
     /// Runs a `Task` call given as JSON and renders the result as the text a model sees.
     /// Never fails: problems become error results the model can read.
     pub async fn call_tool(&self, input: serde_json::Value, ctx: &TaskContext) -> ToolOutput {
-        let call: TaskCall = match serde_json::from_value(input) {
+        let mut call: TaskCall = match serde_json::from_value(input) {
             Ok(c) => c,
             Err(e) => {
                 return ToolOutput::error(format!(
@@ -622,6 +632,10 @@ impl TaskTool {
         ) {
             return ToolOutput::error(format::error_text(&e));
         }
+        // Only what the offered companions can follow (crate::offer).
+        if let Err(why) = crate::offer::check_call(self.offered, &mut call) {
+            return ToolOutput::error(why);
+        }
         match self.dispatch(call, ctx).await {
             Ok(Dispatch::Foreground {
                 agent,
@@ -634,7 +648,7 @@ impl TaskTool {
                 out
             }
             Ok(Dispatch::Background { agent, task_id }) => {
-                ToolOutput::text(format::background_started(&agent, &task_id))
+                ToolOutput::text(format::background_started(&agent, &task_id, self.offered))
             }
             Err(e) => ToolOutput::error(format::error_text(&e)),
         }

@@ -67,7 +67,7 @@ impl Tool for TaskTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        self.schema().clone()
+        self.schema().into_owned()
     }
 
     fn effect(&self) -> ToolEffect {
@@ -211,7 +211,11 @@ impl TaskOutputTool {
         };
         match read {
             Ok((snap, usage)) => {
-                let mut out = format::snapshot_text(&snap, input.block.then_some(input.timeout_ms));
+                let mut out = format::snapshot_text(
+                    &snap,
+                    input.block.then_some(input.timeout_ms),
+                    self.task.offered,
+                );
                 out.children.extend(usage);
                 Ok(out)
             }
@@ -248,7 +252,7 @@ impl TaskStopTool {
     async fn run(&self, input: TaskStopInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         match waiting_on_children(ctx, self.task.stop_with_usage(&input.task_id)).await {
             Ok((snap, usage)) => {
-                let mut out = format::snapshot_text(&snap, None);
+                let mut out = format::snapshot_text(&snap, None, self.task.offered);
                 out.children.extend(usage);
                 Ok(out)
             }

@@ -10,6 +10,7 @@ mod cli;
 mod custom_cli;
 mod delegation_py;
 mod durable;
+mod first_hour;
 mod fork;
 mod hostile;
 mod loader;

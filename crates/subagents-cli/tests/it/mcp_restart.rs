@@ -349,3 +349,56 @@ fn stopping_an_mcp_task_after_a_restart_cancels_it_on_the_server() {
     });
     assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
 }
+
+/// Ctrl-C during a foreground `tasks resume` of an MCP task: the resumed run is cancelled as
+/// Ctrl-C cancels a foreground `task`, and so is the task on its server (acknowledged before
+/// the process ends); stderr says so and how to look at it again; exit 130; the store still
+/// holds the task, interrupted, with its session.
+#[test]
+fn ctrl_c_during_tasks_resume_of_an_mcp_task_cancels_it_on_the_server_and_exits_130() {
+    let rt = rt();
+    let (server, url) = start_server(&rt);
+    let home = tempfile::tempdir().expect("home");
+    let spec = format!("{url}#tool=job&name=builder");
+    let (task_id, session) = start_and_kill(home.path(), &spec, &server);
+
+    let gets = server.seen.gets.load(Ordering::SeqCst);
+    let resumed = process_in(home.path())
+        .args(["tasks", "resume", &task_id, "go on", "--mcp", &spec])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn subagents tasks resume");
+    eventually("the new process to follow the task", || {
+        (server.seen.gets.load(Ordering::SeqCst) > gets).then_some(())
+    });
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &resumed.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let out = finish(resumed);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    // The process ended after the server acknowledged the cancel.
+    assert!(server.seen.cancels.load(Ordering::SeqCst) >= 1, "{stderr}");
+    eventually("the job to end cancelled", || {
+        (server.seen.cancelled.load(Ordering::SeqCst) == 1).then_some(())
+    });
+    assert!(
+        stderr.contains("cancelled on its MCP server") && stderr.contains(&task_id),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("subagents tasks show {task_id}")),
+        "{stderr}"
+    );
+    assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
+    let after = listed(home.path());
+    let record = after
+        .iter()
+        .find(|t| t["task_id"] == task_id.as_str())
+        .expect("the task is still listed");
+    assert_eq!(record["session_id"], session.as_str(), "{record}");
+}

@@ -8,6 +8,7 @@ mod budget;
 mod concurrency;
 mod dispatch;
 mod fork;
+mod offered;
 mod registration;
 mod steer;
 mod typed;

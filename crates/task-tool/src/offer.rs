@@ -1,0 +1,114 @@
+//! Which companions of `Task` a model is offered, so that the texts it reads (the `Task`
+//! description and schema, every result's hint) name only tools it can call.
+//!
+//! A host that offers `Task` alone (`subagents run --main-tools Task`, or its own tool list)
+//! gets a [`TaskTool::offering`] view: without `TaskOutput` there is no background run (the
+//! schema has no `run_in_background`, a call that sets it to `true` is refused saying why, and
+//! an agent that runs in the background by default runs in the foreground); without `TaskStop`
+//! no text says to cancel with it.
+
+use subagent_spi::TaskCall;
+
+use crate::registry::TaskTool;
+
+/// The companion tools offered with `Task` (see [`TaskTool::offering`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Companions {
+    output: bool,
+    stop: bool,
+}
+
+impl Default for Companions {
+    /// [`all`](Self::all).
+    fn default() -> Self {
+        Self::all()
+    }
+}
+
+impl Companions {
+    /// `TaskOutput` and `TaskStop`: what [`TaskTool::tools`] offers.
+    pub const fn all() -> Self {
+        Self {
+            output: true,
+            stop: true,
+        }
+    }
+
+    /// Neither: `Task` alone.
+    pub const fn none() -> Self {
+        Self {
+            output: false,
+            stop: false,
+        }
+    }
+
+    /// The companions among the tool names a model is offered (`TaskOutput`, `TaskStop`).
+    pub fn from_names<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Self {
+        names
+            .into_iter()
+            .fold(Self::none(), |c, n| match n.as_ref() {
+                "TaskOutput" => Self { output: true, ..c },
+                "TaskStop" => Self { stop: true, ..c },
+                _ => c,
+            })
+    }
+
+    /// True when `TaskOutput` is offered (background runs can be read).
+    pub const fn output(self) -> bool {
+        self.output
+    }
+
+    /// True when `TaskStop` is offered (background runs can be cancelled).
+    pub const fn stop(self) -> bool {
+        self.stop
+    }
+}
+
+impl TaskTool {
+    /// This tool (the same agents, tasks and limits) as a model is offered it with `offered`
+    /// companions: its description, schema and results name no companion that is absent (see
+    /// the module docs), and so do the `TaskOutput` / `TaskStop` tools made from it. The
+    /// children it starts still get every delegation tool their own rules allow.
+    pub fn offering(&self, offered: Companions) -> TaskTool {
+        TaskTool {
+            inner: self.inner.clone(),
+            offered,
+        }
+    }
+
+    /// The companions this view names (see [`offering`](Self::offering)).
+    pub fn companions(&self) -> Companions {
+        self.offered
+    }
+}
+
+/// The `Task` schema without `run_in_background` (no `TaskOutput` to read a background run).
+pub(crate) fn foreground_schema(schema: &serde_json::Value) -> serde_json::Value {
+    let mut schema = schema.clone();
+    if let Some(props) = schema
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        props.remove("run_in_background");
+    }
+    schema
+}
+
+/// A model's call checked against what is offered: without `TaskOutput`, `run_in_background:
+/// true` is refused (the reason is the error) and an agent's background default is overridden
+/// (the call runs in the foreground).
+pub(crate) fn check_call(offered: Companions, call: &mut TaskCall) -> Result<(), String> {
+    if offered.output() {
+        return Ok(());
+    }
+    if call.run_in_background == Some(true) {
+        return Err(
+            "`run_in_background` is not available here: no tool to read a background \
+                    task's result is offered. Call Task again without it; the agent runs and \
+                    its answer comes back in the result."
+                .to_string(),
+        );
+    }
+    call.run_in_background = Some(false);
+    Ok(())
+}

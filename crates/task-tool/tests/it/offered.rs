@@ -1,0 +1,241 @@
+//! The texts a model reads name only the delegation tools it is offered: `Task` alone (a lean
+//! main agent, `subagents run --main-tools Task`) names neither `TaskOutput` nor `TaskStop`,
+//! offers no background run and runs a background-by-default agent in the foreground; with
+//! every companion the texts are as they always were.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use subagent_spi::*;
+use task_tool::{Companions, TaskTool};
+
+const KIND: Kind = Kind::from_static("OFFER");
+
+#[derive(Debug)]
+struct Def {
+    name: String,
+    description: String,
+    reference: SubagentReference,
+}
+
+impl_subagent_definition!(Def {
+    fn runs_in_background_by_default(&self) -> bool {
+        self.name.starts_with("bg")
+    }
+});
+
+struct Resolver;
+
+#[async_trait]
+impl SubagentResolver for Resolver {
+    async fn resolve(
+        &self,
+        reference: &SubagentReference,
+    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
+        Ok(Arc::new(Def {
+            name: reference.uri.clone(),
+            description: "test agent".into(),
+            reference: reference.clone(),
+        }))
+    }
+}
+
+/// Answers at once, except `slow`, which works until it is cancelled.
+struct Exec;
+
+#[async_trait]
+impl SubagentExecutor for Exec {
+    async fn execute(
+        &self,
+        call: TaskCall,
+        definition: Arc<dyn SubagentDefinition>,
+        ctx: TaskContext,
+    ) -> Result<TaskOutcome, SubagentError> {
+        if definition.name() == "slow" {
+            ctx.cancel().cancelled().await;
+            return Ok(TaskOutcome::with_status("", TaskStatus::Cancelled));
+        }
+        Ok(TaskOutcome::completed(format!(
+            "{} did {}",
+            definition.name(),
+            call.prompt
+        )))
+    }
+}
+
+async fn task() -> TaskTool {
+    TaskTool::builder()
+        .subagent_type(SubagentType::new(KIND, Arc::new(Resolver), Arc::new(Exec)))
+        .subagent_references(
+            ["bg-worker", "fg-worker", "slow"].map(|n| SubagentReference::new(n, KIND)),
+        )
+        .build()
+        .await
+        .expect("builds")
+}
+
+fn has_background_param(tool: &dyn Tool) -> bool {
+    tool.input_schema()["properties"]
+        .get("run_in_background")
+        .is_some()
+}
+
+fn call(agent: &str, background: Option<bool>) -> serde_json::Value {
+    let mut v = serde_json::json!({"description": "d", "prompt": "it", "subagent_type": agent});
+    if let Some(b) = background {
+        v["run_in_background"] = b.into();
+    }
+    v
+}
+
+#[tokio::test]
+async fn task_alone_names_no_absent_tool_and_runs_in_the_foreground() {
+    let full = task().await;
+    let lean = full.offering(Companions::from_names(["Task"]));
+    assert_eq!(lean.companions(), Companions::none());
+
+    let description = Tool::description(&lean);
+    for absent in [
+        "TaskOutput",
+        "TaskStop",
+        "run_in_background",
+        "in the background",
+    ] {
+        assert!(!description.contains(absent), "{absent}: {description}");
+    }
+    assert!(description.contains("bg-worker"), "{description}");
+    assert!(!has_background_param(&lean), "{}", lean.input_schema());
+
+    // An agent that runs in the background by default runs in the foreground: its answer
+    // comes back, and no text names a tool that is not there.
+    let out = lean
+        .call_tool(call("bg-worker", None), &TaskContext::new())
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(out.content.contains("bg-worker did it"), "{}", out.content);
+    for absent in ["TaskOutput", "TaskStop"] {
+        assert!(!out.content.contains(absent), "{}", out.content);
+    }
+    assert!(full.running_background_ids().is_empty());
+
+    // Asking for a background run is refused, saying why and what to do instead.
+    let out = lean
+        .call_tool(call("fg-worker", Some(true)), &TaskContext::new())
+        .await;
+    assert!(out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("`run_in_background` is not available")
+            && out.content.contains("without it"),
+        "{}",
+        out.content
+    );
+    for absent in ["TaskOutput", "TaskStop"] {
+        assert!(!out.content.contains(absent), "{}", out.content);
+    }
+    assert!(full.running_background_ids().is_empty());
+
+    // The children it starts still get every delegation tool.
+    let child_tools = lean.delegation().tools();
+    let names: Vec<&str> = child_tools.iter().map(|t| t.name()).collect();
+    assert!(
+        names.contains(&"TaskOutput") && names.contains(&"TaskStop"),
+        "{names:?}"
+    );
+    let child_task = child_tools.iter().find(|t| t.name() == "Task").unwrap();
+    assert!(child_task.description().contains("TaskOutput"));
+    assert!(has_background_param(child_task.as_ref()));
+}
+
+#[tokio::test]
+async fn with_all_three_the_texts_are_as_before() {
+    let full = task().await;
+    let same = full.offering(Companions::all());
+    assert_eq!(full.companions(), Companions::all());
+    assert_eq!(Tool::description(&full), Tool::description(&same));
+    assert_eq!(full.input_schema(), same.input_schema());
+    let description = Tool::description(&full);
+    assert!(
+        description.contains(
+            "Set `run_in_background: true` to get a task id at once and keep working. Read the \
+             result with TaskOutput {\"task_id\": ...} (it waits up to `timeout_ms` by default) \
+             and cancel it with TaskStop {\"task_id\": ...}.\n"
+        ),
+        "{description}"
+    );
+    assert!(
+        description.contains(
+            "bg-worker: test agent (runs in the background unless you set `run_in_background: false`)"
+        ),
+        "{description}"
+    );
+    assert!(has_background_param(&full));
+
+    let out = full
+        .call_tool(call("bg-worker", None), &TaskContext::new())
+        .await;
+    let id = full
+        .running_background_ids()
+        .first()
+        .cloned()
+        .unwrap_or_else(|| {
+            // It may have finished already; its id is in the text either way.
+            out.content
+                .split_whitespace()
+                .find(|w| w.starts_with("task_"))
+                .unwrap()
+                .trim_end_matches('.')
+                .to_string()
+        });
+    assert_eq!(
+        out.content,
+        format!(
+            "Started agent `bg-worker` in the background with task id {id}.\nRead its result \
+             with TaskOutput {{\"task_id\": \"{id}\"}} (waits for it by default); stop it with \
+             TaskStop {{\"task_id\": \"{id}\"}}."
+        )
+    );
+}
+
+#[tokio::test]
+async fn without_task_stop_no_text_says_to_cancel_with_it() {
+    let full = task().await;
+    let view = full.offering(Companions::from_names(["Task", "TaskOutput"]));
+    let description = Tool::description(&view);
+    assert!(description.contains("TaskOutput"), "{description}");
+    assert!(!description.contains("TaskStop"), "{description}");
+
+    let ctx = TaskContext::new();
+    let out = view.call_tool(call("slow", Some(true)), &ctx).await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(out.content.contains("TaskOutput"), "{}", out.content);
+    assert!(!out.content.contains("TaskStop"), "{}", out.content);
+    let id = full.running_background_ids()[0].clone();
+
+    // A wait that times out says to call TaskOutput again, and nothing of TaskStop.
+    let output = view.tools().output;
+    let read = output
+        .call(serde_json::json!({"task_id": id, "timeout_ms": 50}), &ctx)
+        .await
+        .expect("reads");
+    assert!(
+        read.content
+            .contains("Call TaskOutput again to keep waiting."),
+        "{}",
+        read.content
+    );
+    assert!(!read.content.contains("TaskStop"), "{}", read.content);
+
+    // The full view's TaskOutput still names TaskStop.
+    let read = full
+        .output_tool()
+        .call(serde_json::json!({"task_id": id, "timeout_ms": 50}), &ctx)
+        .await
+        .expect("reads");
+    assert!(
+        read.content.contains("or TaskStop to cancel it."),
+        "{}",
+        read.content
+    );
+    full.stop(&id).await.expect("stops");
+    let _ = tokio::time::timeout(Duration::from_secs(5), full.output(&id, None)).await;
+}
