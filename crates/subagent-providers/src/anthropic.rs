@@ -88,24 +88,10 @@ impl Default for AnthropicModelBuilder {
 }
 
 impl AnthropicModelBuilder {
-    http_option_setters!();
-
-    /// The API base URL without `/v1` (default [`ANTHROPIC_DEFAULT_BASE_URL`]).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.http = self.http.base_url(url);
-        self
-    }
-
-    /// The API key, sent as `x-api-key`.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.http = self.http.api_key(key);
-        self
-    }
-
-    /// An extra header sent with every request (e.g. `anthropic-beta`).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.http = self.http.header(name, value);
-        self
+    http_option_setters! {
+        base_url: " The API base URL without `/v1` (default [`ANTHROPIC_DEFAULT_BASE_URL`]).",
+        api_key: " The API key, sent as `x-api-key`.",
+        header: " An extra header sent with every request (e.g. `anthropic-beta`).",
     }
 
     /// `max_tokens` used when a request sets none (default 8192).

@@ -75,25 +75,12 @@ impl Default for OpenAiModelBuilder {
 }
 
 impl OpenAiModelBuilder {
-    http_option_setters!();
-
-    /// The API base URL, up to and including `/v1` (default [`OPENAI_DEFAULT_BASE_URL`]);
-    /// requests go to `<base>/chat/completions`.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.http = self.http.base_url(url);
-        self
-    }
-
-    /// The API key, sent as `Authorization: Bearer <key>` (none by default: local servers).
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.http = self.http.api_key(key);
-        self
-    }
-
-    /// An extra header sent with every request (e.g. `OpenAI-Organization`).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.http = self.http.header(name, value);
-        self
+    http_option_setters! {
+        base_url: " The API base URL, up to and including `/v1` (default \
+            [`OPENAI_DEFAULT_BASE_URL`]); requests go to `<base>/chat/completions`.",
+        api_key: " The API key, sent as `Authorization: Bearer <key>` (none by default: local \
+            servers).",
+        header: " An extra header sent with every request (e.g. `OpenAI-Organization`).",
     }
 
     /// Check the settings and build the model.

@@ -197,9 +197,29 @@ pub(crate) struct Endpoint {
 }
 
 /// The shortcuts every provider builder has, each setting the same-named [`HttpOptions`]
-/// field of the builder's `http` (so the docs and behaviour are written once, there).
+/// field of the builder's `http` (so the docs and behaviour are written once, there). The
+/// three whose meaning differs by provider (`base_url`, `api_key`, `header`) take their docs
+/// from the caller.
 macro_rules! http_option_setters {
-    () => {
+    (base_url: $base_url:literal, api_key: $api_key:literal, header: $header:literal $(,)?) => {
+        #[doc = $base_url]
+        pub fn base_url(mut self, url: impl Into<String>) -> Self {
+            self.http = self.http.base_url(url);
+            self
+        }
+
+        #[doc = $api_key]
+        pub fn api_key(mut self, key: impl Into<String>) -> Self {
+            self.http = self.http.api_key(key);
+            self
+        }
+
+        #[doc = $header]
+        pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+            self.http = self.http.header(name, value);
+            self
+        }
+
         /// Replaces all the HTTP settings (base URL, key, model, timeouts, retries, headers,
         /// client) with `options`; see [`HttpOptions`](crate::HttpOptions).
         pub fn http_options(mut self, options: $crate::HttpOptions) -> Self {

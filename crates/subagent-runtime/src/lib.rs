@@ -52,7 +52,9 @@ pub use registry::{ModelFactory, ModelRegistry};
 pub use spec::{Limits, RunInput, RunSpec};
 pub use stall::STALLED_LIMIT_PREFIX;
 pub use steer::STEER_MESSAGE_PREFIX;
-pub use store::{InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError};
+pub use store::{
+    InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError, TranscriptStoreKind,
+};
 pub use subagent_schema::INVALID_OUTPUT_PREFIX;
 pub use window::{
     DEFAULT_CONTEXT_WINDOW, MODEL_WINDOWS, MODEL_WINDOWS_DATE, context_window, known_context_window,

@@ -20,36 +20,14 @@ pub struct Transcript {
 
 /// A transcript store operation that failed (a database error, a full disk...). The runtime
 /// reports it and keeps the run's result: see [`TranscriptStore`] for the policy.
-#[derive(Debug, thiserror::Error)]
-#[error("transcript store: {message}")]
-#[non_exhaustive]
-pub struct TranscriptStoreError {
-    /// What failed, for people.
-    pub message: String,
-    /// The underlying error, when there is one.
-    #[source]
-    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
-}
+pub type TranscriptStoreError = subagent_core::StoreError<TranscriptStoreKind>;
 
-impl TranscriptStoreError {
-    /// An error with a message and the error that caused it.
-    pub fn new(
-        message: impl Into<String>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Self {
-        Self {
-            message: message.into(),
-            source: Some(source.into()),
-        }
-    }
+/// Names the transcript store in its errors (`transcript store: ...`).
+#[derive(Debug)]
+pub enum TranscriptStoreKind {}
 
-    /// An error with a message only.
-    pub fn msg(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            source: None,
-        }
-    }
+impl subagent_core::StoreKind for TranscriptStoreKind {
+    const NAME: &'static str = "transcript store";
 }
 
 /// Keeps transcripts by session id. Implementations must be cheap to call from async code (no

@@ -105,14 +105,14 @@ impl SqlTaskLedger {
              outcome, error, usage, owner, started_at, heartbeat_at, finished_at, bytes \
              FROM background_tasks WHERE id = $1";
         let row = with_pool!(&self.db, |pool| {
-            let r: Option<RowTuple> = sqlx::query_as(SELECT)
+            let r: Option<Row> = sqlx::query_as(SELECT)
                 .bind(id)
                 .fetch_optional(pool)
                 .await
                 .map_err(StoreError::query("read task ledger"))?;
             r
         });
-        Ok(row.map(Row::from_tuple))
+        Ok(row)
     }
 
     async fn list_inner(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
@@ -122,7 +122,7 @@ impl SqlTaskLedger {
              outcome, error, usage, owner, started_at, heartbeat_at, finished_at, bytes \
              FROM background_tasks ORDER BY started_at DESC LIMIT $1";
         let rows = with_pool!(&self.db, |pool| {
-            let r: Vec<RowTuple> = sqlx::query_as(SELECT)
+            let r: Vec<Row> = sqlx::query_as(SELECT)
                 .bind(len_i64(limit))
                 .fetch_all(pool)
                 .await
@@ -132,7 +132,7 @@ impl SqlTaskLedger {
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             // One unreadable record does not hide the others.
-            match Row::from_tuple(row).decode() {
+            match row.decode() {
                 Ok(r) => out.push(r),
                 Err(e) => tracing::warn!(error = %e, "task ledger record skipped"),
             }
@@ -377,24 +377,6 @@ impl BatchRow for Row {
     }
 }
 
-type RowTuple = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-    Option<String>,
-    String,
-    String,
-    i64,
-    i64,
-    Option<i64>,
-    i64,
-);
-
 /// A record as stored: JSON texts and Unix milliseconds.
 struct Row {
     id: String,
@@ -412,6 +394,34 @@ struct Row {
     heartbeat_at: i64,
     finished_at: Option<i64>,
     bytes: i64,
+}
+
+/// A row read by column name, on either backend.
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Row
+where
+    &'r str: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            agent: row.try_get("agent")?,
+            kind: row.try_get("kind")?,
+            call: row.try_get("call")?,
+            status: row.try_get("status")?,
+            session_id: row.try_get("session_id")?,
+            partial: row.try_get("partial")?,
+            outcome: row.try_get("outcome")?,
+            error: row.try_get("error")?,
+            usage: row.try_get("usage")?,
+            owner: row.try_get("owner")?,
+            started_at: row.try_get("started_at")?,
+            heartbeat_at: row.try_get("heartbeat_at")?,
+            finished_at: row.try_get("finished_at")?,
+            bytes: row.try_get("bytes")?,
+        })
+    }
 }
 
 impl Row {
@@ -432,43 +442,6 @@ impl Row {
             heartbeat_at,
             finished_at: None,
             bytes: 0,
-        }
-    }
-
-    fn from_tuple(t: RowTuple) -> Self {
-        let (
-            id,
-            agent,
-            kind,
-            call,
-            status,
-            session_id,
-            partial,
-            outcome,
-            error,
-            usage,
-            owner,
-            started_at,
-            heartbeat_at,
-            finished_at,
-            bytes,
-        ) = t;
-        Self {
-            id,
-            agent,
-            kind,
-            call,
-            status,
-            session_id,
-            partial,
-            outcome,
-            error,
-            usage,
-            owner,
-            started_at,
-            heartbeat_at,
-            finished_at,
-            bytes,
         }
     }
 

@@ -82,36 +82,14 @@ impl TaskRecord {
 }
 
 /// A ledger operation that failed.
-#[derive(Debug, thiserror::Error)]
-#[error("task ledger: {message}")]
-#[non_exhaustive]
-pub struct LedgerError {
-    /// What failed, for people.
-    pub message: String,
-    /// The underlying error, when there is one.
-    #[source]
-    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
-}
+pub type LedgerError = subagent_core::StoreError<LedgerKind>;
 
-impl LedgerError {
-    /// An error with a message and the error that caused it.
-    pub fn new(
-        message: impl Into<String>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Self {
-        Self {
-            message: message.into(),
-            source: Some(source.into()),
-        }
-    }
+/// Names the task ledger in its errors (`task ledger: ...`).
+#[derive(Debug)]
+pub enum LedgerKind {}
 
-    /// An error with a message only.
-    pub fn msg(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            source: None,
-        }
-    }
+impl subagent_core::StoreKind for LedgerKind {
+    const NAME: &'static str = "task ledger";
 }
 
 /// Where background tasks are recorded so that `TaskOutput` works after a restart.

@@ -72,7 +72,7 @@ pub use background::{BackgroundSnapshot, BackgroundState};
 pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
 pub use concurrency::DEFAULT_MAX_CONCURRENT;
 pub use inventory::MAX_LISTED;
-pub use ledger::{LedgerError, TaskLedger, TaskRecord};
+pub use ledger::{LedgerError, LedgerKind, TaskLedger, TaskRecord};
 pub use offer::Companions;
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
 pub use steer::{

@@ -3,6 +3,7 @@
 //! 1.0 wire types converted to and from protobuf ([`crate::grpc`]), gRPC statuses turned into
 //! [`A2aError::Rpc`] with the A2A error code (from the `ErrorInfo` reason when present).
 
+use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -126,17 +127,64 @@ impl GrpcConn {
         }
     }
 
+    /// One unary call: `call` on a fresh client with `p` and the request metadata; a failed
+    /// status becomes an error naming `method`.
+    async fn unary<P, Q, F>(
+        &self,
+        method: &'static str,
+        p: P,
+        call: impl FnOnce(A2aServiceClient<Channel>, tonic::Request<P>) -> F,
+    ) -> Result<Q, A2aError>
+    where
+        F: Future<Output = Result<tonic::Response<Q>, tonic::Status>>,
+    {
+        let client = self.client()?;
+        call(client, self.request(p))
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.error(method, s))
+    }
+
+    /// One server-streaming call: like [`unary`](Self::unary), and the answer's head must
+    /// come within the stream idle limit too.
+    async fn streaming<P, F>(
+        &self,
+        method: &'static str,
+        p: P,
+        idle: Option<Duration>,
+        call: impl FnOnce(A2aServiceClient<Channel>, tonic::Request<P>) -> F,
+    ) -> Result<EventStream, A2aError>
+    where
+        F: Future<
+            Output = Result<
+                tonic::Response<tonic::Streaming<proto::StreamResponse>>,
+                tonic::Status,
+            >,
+        >,
+    {
+        let client = self.client()?;
+        let call = call(client, self.request(p));
+        let r = match idle {
+            None => call.await,
+            Some(limit) => tokio::time::timeout(limit, call)
+                .await
+                .map_err(|_| stream_idle_error(&self.url, limit))?,
+        }
+        .map_err(|s| self.error(method, s))?;
+        Ok(self.events(method, r.into_inner(), idle))
+    }
+
     pub(crate) async fn send_message(
         &self,
         req: &v1::SendMessageRequest,
     ) -> Result<v1::SendMessageResponse, A2aError> {
         let p: proto::SendMessageRequest = self.encode("SendMessageRequest", req)?;
         let r = self
-            .client()?
-            .send_message(self.request(p))
-            .await
-            .map_err(|s| self.error("SendMessage", s))?;
-        self.decode("SendMessageResponse", r.get_ref())
+            .unary("SendMessage", p, |mut c, r| async move {
+                c.send_message(r).await
+            })
+            .await?;
+        self.decode("SendMessageResponse", &r)
     }
 
     fn events(
@@ -194,16 +242,10 @@ impl GrpcConn {
         idle: Option<Duration>,
     ) -> Result<EventStream, A2aError> {
         let p: proto::SendMessageRequest = self.encode("SendMessageRequest", req)?;
-        let mut client = self.client()?;
-        let call = client.send_streaming_message(self.request(p));
-        let r = match idle {
-            None => call.await,
-            Some(limit) => tokio::time::timeout(limit, call)
-                .await
-                .map_err(|_| stream_idle_error(&self.url, limit))?,
-        }
-        .map_err(|s| self.error("SendStreamingMessage", s))?;
-        Ok(self.events("SendStreamingMessage", r.into_inner(), idle))
+        self.streaming("SendStreamingMessage", p, idle, |mut c, r| async move {
+            c.send_streaming_message(r).await
+        })
+        .await
     }
 
     pub(crate) async fn subscribe_to_task(
@@ -212,26 +254,18 @@ impl GrpcConn {
         idle: Option<Duration>,
     ) -> Result<EventStream, A2aError> {
         let p: proto::SubscribeToTaskRequest = self.encode("SubscribeToTaskRequest", req)?;
-        let mut client = self.client()?;
-        let call = client.subscribe_to_task(self.request(p));
-        let r = match idle {
-            None => call.await,
-            Some(limit) => tokio::time::timeout(limit, call)
-                .await
-                .map_err(|_| stream_idle_error(&self.url, limit))?,
-        }
-        .map_err(|s| self.error("SubscribeToTask", s))?;
-        Ok(self.events("SubscribeToTask", r.into_inner(), idle))
+        self.streaming("SubscribeToTask", p, idle, |mut c, r| async move {
+            c.subscribe_to_task(r).await
+        })
+        .await
     }
 
     pub(crate) async fn get_task(&self, req: &v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
         let p: proto::GetTaskRequest = self.encode("GetTaskRequest", req)?;
         let r = self
-            .client()?
-            .get_task(self.request(p))
-            .await
-            .map_err(|s| self.error("GetTask", s))?;
-        self.decode("Task", r.get_ref())
+            .unary("GetTask", p, |mut c, r| async move { c.get_task(r).await })
+            .await?;
+        self.decode("Task", &r)
     }
 
     pub(crate) async fn list_tasks(
@@ -240,11 +274,13 @@ impl GrpcConn {
     ) -> Result<v1::ListTasksResponse, A2aError> {
         let p: proto::ListTasksRequest = self.encode("ListTasksRequest", req)?;
         let r = self
-            .client()?
-            .list_tasks(self.request(p))
-            .await
-            .map_err(|s| self.error("ListTasks", s))?;
-        self.decode("ListTasksResponse", r.get_ref())
+            .unary(
+                "ListTasks",
+                p,
+                |mut c, r| async move { c.list_tasks(r).await },
+            )
+            .await?;
+        self.decode("ListTasksResponse", &r)
     }
 
     pub(crate) async fn cancel_task(
@@ -253,11 +289,13 @@ impl GrpcConn {
     ) -> Result<v1::Task, A2aError> {
         let p: proto::CancelTaskRequest = self.encode("CancelTaskRequest", req)?;
         let r = self
-            .client()?
-            .cancel_task(self.request(p))
-            .await
-            .map_err(|s| self.error("CancelTask", s))?;
-        self.decode("Task", r.get_ref())
+            .unary(
+                "CancelTask",
+                p,
+                |mut c, r| async move { c.cancel_task(r).await },
+            )
+            .await?;
+        self.decode("Task", &r)
     }
 
     pub(crate) async fn create_push_config(
@@ -267,11 +305,13 @@ impl GrpcConn {
         let p: proto::TaskPushNotificationConfig =
             self.encode("TaskPushNotificationConfig", req)?;
         let r = self
-            .client()?
-            .create_task_push_notification_config(self.request(p))
-            .await
-            .map_err(|s| self.error("CreateTaskPushNotificationConfig", s))?;
-        self.decode("TaskPushNotificationConfig", r.get_ref())
+            .unary(
+                "CreateTaskPushNotificationConfig",
+                p,
+                |mut c, r| async move { c.create_task_push_notification_config(r).await },
+            )
+            .await?;
+        self.decode("TaskPushNotificationConfig", &r)
     }
 
     pub(crate) async fn get_push_config(
@@ -286,11 +326,11 @@ impl GrpcConn {
             id: id.to_string(),
         };
         let r = self
-            .client()?
-            .get_task_push_notification_config(self.request(p))
-            .await
-            .map_err(|s| self.error("GetTaskPushNotificationConfig", s))?;
-        self.decode("TaskPushNotificationConfig", r.get_ref())
+            .unary("GetTaskPushNotificationConfig", p, |mut c, r| async move {
+                c.get_task_push_notification_config(r).await
+            })
+            .await?;
+        self.decode("TaskPushNotificationConfig", &r)
     }
 
     pub(crate) async fn list_push_configs(
@@ -305,12 +345,14 @@ impl GrpcConn {
             page_token: String::new(),
         };
         let r = self
-            .client()?
-            .list_task_push_notification_configs(self.request(p))
-            .await
-            .map_err(|s| self.error("ListTaskPushNotificationConfigs", s))?;
+            .unary(
+                "ListTaskPushNotificationConfigs",
+                p,
+                |mut c, r| async move { c.list_task_push_notification_configs(r).await },
+            )
+            .await?;
         let list: v1::ListTaskPushNotificationConfigsResponse =
-            self.decode("ListTaskPushNotificationConfigsResponse", r.get_ref())?;
+            self.decode("ListTaskPushNotificationConfigsResponse", &r)?;
         Ok(list.configs)
     }
 
@@ -325,10 +367,12 @@ impl GrpcConn {
             task_id: task_id.to_string(),
             id: id.to_string(),
         };
-        self.client()?
-            .delete_task_push_notification_config(self.request(p))
-            .await
-            .map_err(|s| self.error("DeleteTaskPushNotificationConfig", s))?;
+        self.unary(
+            "DeleteTaskPushNotificationConfig",
+            p,
+            |mut c, r| async move { c.delete_task_push_notification_config(r).await },
+        )
+        .await?;
         Ok(())
     }
 
@@ -340,10 +384,10 @@ impl GrpcConn {
             tenant: tenant.unwrap_or_default().to_string(),
         };
         let r = self
-            .client()?
-            .get_extended_agent_card(self.request(p))
-            .await
-            .map_err(|s| self.error("GetExtendedAgentCard", s))?;
-        self.decode("AgentCard", r.get_ref())
+            .unary("GetExtendedAgentCard", p, |mut c, r| async move {
+                c.get_extended_agent_card(r).await
+            })
+            .await?;
+        self.decode("AgentCard", &r)
     }
 }

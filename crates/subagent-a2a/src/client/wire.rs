@@ -102,11 +102,11 @@ impl Wire {
 
     /// A 0.3 HTTP+JSON call: the answer's ProtoJSON goes through `convert` (to the 0.3
     /// JSON-RPC shape) and is then read as `R`.
-    pub(super) async fn rest_v03<B: Serialize, R: DeserializeOwned>(
+    pub(super) async fn rest_v03<R: DeserializeOwned>(
         &self,
         method: reqwest::Method,
         url: &str,
-        body: Option<&B>,
+        body: Option<&Value>,
         convert: impl FnOnce(&Value) -> Result<Value, String>,
     ) -> Result<R, A2aError> {
         let v: Value = self.rest(method, url, body).await?;
@@ -272,6 +272,19 @@ impl Wire {
         }
         serde_json::from_slice(&bytes)
             .map_err(|e| A2aError::decode(url, "the HTTP+JSON response", e))
+    }
+
+    /// An HTTP+JSON `GET` of `url`.
+    pub(super) async fn rest_get<R: DeserializeOwned>(&self, url: &str) -> Result<R, A2aError> {
+        self.rest::<(), _>(reqwest::Method::GET, url, None).await
+    }
+
+    /// An HTTP+JSON `DELETE` of `url`; whatever JSON answers it is success.
+    pub(super) async fn rest_delete(&self, url: &str) -> Result<(), A2aError> {
+        let _: Value = self
+            .rest::<(), _>(reqwest::Method::DELETE, url, None)
+            .await?;
+        Ok(())
     }
 
     pub(super) async fn rest_stream<B: Serialize>(

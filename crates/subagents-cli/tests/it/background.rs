@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{Killed, fixtures, process_in, rt, subagents_in, word};
-use serde_json::{Value, json};
+use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
 /// Tokens the scripted child spends, to find its usage in the tree.
@@ -88,19 +88,7 @@ impl World {
     /// at once; the child's model answers after `child_delay`.
     fn script_background_child(&self, child_delay: Duration) {
         let script = self.server.script();
-        script.push_for_model(
-            "main-model",
-            Reply::tool_calls(vec![(
-                "Task",
-                json!({
-                    "description": "long job",
-                    "prompt": "do the long job",
-                    "subagent_type": "echo-agent",
-                    "model": "child",
-                    "run_in_background": true
-                }),
-            )]),
-        );
+        script.push_for_model("main-model", common::background_echo_call());
         script.push_for_model("main-model", Reply::text("main answered"));
         script.push_for_model(
             "child-model",

@@ -131,19 +131,7 @@ impl World {
         child_reply: Reply,
     ) -> (Child, String) {
         let script = self.server.script();
-        script.push_for_model(
-            "main-model",
-            Reply::tool_calls(vec![(
-                "Task",
-                json!({
-                    "description": "long job",
-                    "prompt": "do the long job",
-                    "subagent_type": "echo-agent",
-                    "model": "child",
-                    "run_in_background": true
-                }),
-            )]),
-        );
+        script.push_for_model("main-model", common::background_echo_call());
         script.push_for_model("child-model", child_reply);
         // The main agent's next turn never ends: the process is killed during it.
         script.push_for_model(

@@ -1,16 +1,32 @@
 //! The command against hostile surroundings: a closed stdout, a log file instead of a
 //! terminal, agent files whose text would drive the terminal.
 
+use crate::common;
+
+use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// The command with the shared clean environment ([`common::process_in`]), `NO_COLOR` unset
+/// too (these tests check what it colours).
 fn subagents() -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("subagents"));
-    let home = tempfile::tempdir().expect("temp home").keep();
-    cmd.env("HOME", &home)
-        .env_remove("NO_COLOR")
-        .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
-        .current_dir(&home);
+    let mut cmd = common::process_in(&tempfile::tempdir().expect("temp home").keep());
+    cmd.env_remove("NO_COLOR");
     cmd
+}
+
+/// `subagents --log info task nobody hi --agents DIR` with stderr a pipe: its stderr, which
+/// must log that a file of `dir` (one without frontmatter) was skipped.
+fn skip_logged(dir: &Path) -> String {
+    let out = subagents()
+        .args(["--log", "info", "task", "nobody", "hi", "--agents"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(stderr.contains("skipped"), "the skip was logged: {stderr}");
+    stderr
 }
 
 #[test]
@@ -34,15 +50,7 @@ fn no_colour_codes_when_stderr_is_not_a_terminal() {
     // An agent directory with a file that is skipped: logged at info level.
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::write(dir.path().join("notes.md"), "no frontmatter here\n").expect("file");
-    let out = subagents()
-        .args(["--log", "info", "task", "nobody", "hi", "--agents"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("skipped"), "the skip was logged: {stderr}");
+    let stderr = skip_logged(dir.path());
     assert!(
         !stderr.contains('\u{1b}'),
         "ANSI codes in a pipe: {stderr:?}"
@@ -55,15 +63,7 @@ fn logged_file_names_cannot_drive_the_terminal() {
     // carriage return and a right-to-left override.
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::write(dir.path().join("a\rFAKE\u{202e}dm.md"), "no frontmatter\n").expect("file");
-    let out = subagents()
-        .args(["--log", "info", "task", "nobody", "hi", "--agents"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("skipped"), "the skip was logged: {stderr}");
+    let stderr = skip_logged(dir.path());
     assert!(
         !stderr.contains('\r') && !stderr.contains('\u{202e}'),
         "{stderr:?}"

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{rt, subagents_in, write_agent};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, Script, ScriptedModelServer};
 
 /// The first `task_<hex>` id in the tool results of a request body.
 fn task_id_in(body: &Value) -> Option<String> {
@@ -51,6 +51,17 @@ fn steering(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `model`'s first two turns: a background `Task` call with `task` (which names the child),
+/// then a `SendMessage` of `message` to that name.
+fn start_and_message(script: &Script, model: &str, task: Value, message: &str) {
+    let to = task["name"].clone();
+    script.push_for_model(model, Reply::tool_calls(vec![("Task", task)]));
+    script.push_for_model(
+        model,
+        Reply::tool_calls(vec![("SendMessage", json!({"to": to, "message": message}))]),
+    );
+}
+
 #[test]
 fn run_steers_a_background_child_and_its_background_grandchild() {
     let rt = rt();
@@ -80,20 +91,12 @@ fn run_steers_a_background_child_and_its_background_grandchild() {
 
     let script = server.script();
     // Main: start the coordinator in the background by name, message it, wait for it.
-    script.push_for_model(
+    start_and_message(
+        &script,
         "main-model",
-        Reply::tool_calls(vec![(
-            "Task",
-            json!({"description": "coordinate", "prompt": "coordinate the work",
-                   "subagent_type": "coordinator", "run_in_background": true, "name": "coord"}),
-        )]),
-    );
-    script.push_for_model(
-        "main-model",
-        Reply::tool_calls(vec![(
-            "SendMessage",
-            json!({"to": "coord", "message": "MAIN-STEER-1: report back briefly"}),
-        )]),
+        json!({"description": "coordinate", "prompt": "coordinate the work",
+               "subagent_type": "coordinator", "run_in_background": true, "name": "coord"}),
+        "MAIN-STEER-1: report back briefly",
     );
     script.push_dynamic(Some("main-model"), |body| {
         let id = task_id_in(body).expect("the coordinator's task id");
@@ -106,20 +109,12 @@ fn run_steers_a_background_child_and_its_background_grandchild() {
 
     // Coordinator: start the worker in the background by name, message it, then wait for its
     // answer and for the main agent's message.
-    script.push_for_model(
+    start_and_message(
+        &script,
         "coord-model",
-        Reply::tool_calls(vec![(
-            "Task",
-            json!({"description": "work", "prompt": "work until told",
-                   "subagent_type": "worker", "run_in_background": true, "name": "w"}),
-        )]),
-    );
-    script.push_for_model(
-        "coord-model",
-        Reply::tool_calls(vec![(
-            "SendMessage",
-            json!({"to": "w", "message": "COORD-STEER-2: wrap up now"}),
-        )]),
+        json!({"description": "work", "prompt": "work until told",
+               "subagent_type": "worker", "run_in_background": true, "name": "w"}),
+        "COORD-STEER-2: wrap up now",
     );
     for _ in 0..80 {
         script.push_dynamic(Some("coord-model"), |body| {

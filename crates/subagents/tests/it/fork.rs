@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use subagent_testkit::{ProgressRecorder, RecordedRequest, Reply, ScriptedModelServer};
 use subagents::{ProgressKind, TaskStatus};
 
@@ -54,13 +52,7 @@ async fn a_fork_repeats_its_callers_request_byte_for_byte_and_reads_it_from_cach
         .build()
         .await
         .expect("builds");
-    let recorder = Arc::new(ProgressRecorder::new());
-    let outcome = agents
-        .main_agent()
-        .progress(recorder.clone())
-        .run("What is the answer?")
-        .await
-        .expect("runs");
+    let (outcome, recorder) = common::run_recorded(&agents, "What is the answer?").await;
     assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
     assert!(outcome.text.contains("A-DONE"), "{}", outcome.text);
 
@@ -212,22 +204,14 @@ async fn a_fork_after_a_compaction_repeats_the_compacted_request_and_reads_it_fr
     for _ in 0..40 {
         server.script().push_dynamic(None, responder);
     }
-    let workspace = tempfile::tempdir().unwrap();
-    let line = format!("{}\n", "y".repeat(59));
-    std::fs::write(workspace.path().join("big.txt"), line.repeat(100)).unwrap();
+    let workspace = common::big_file_workspace();
     let agents = common::team_builder_on(&server, "team-model")
         .workspace(workspace.path())
         .context_window(WINDOW)
         .build()
         .await
         .expect("builds");
-    let recorder = Arc::new(ProgressRecorder::new());
-    let outcome = agents
-        .main_agent()
-        .progress(recorder.clone())
-        .run("What is the answer?")
-        .await
-        .expect("runs");
+    let (outcome, recorder) = common::run_recorded(&agents, "What is the answer?").await;
     assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
     assert_eq!(outcome.text, "FINAL: FORK-DONE");
     assert!(

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use subagent_testkit::{ProgressRecorder, Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer};
 use subagents::TaskStatus;
 use subagents::spi::ProgressKind;
 
@@ -63,22 +63,14 @@ async fn a_leaf_reading_large_files_stays_within_the_builders_window() {
         let r = responder.clone();
         server.script().push_dynamic(None, move |b| r(b));
     }
-    let workspace = tempfile::tempdir().unwrap();
-    let line = format!("{}\n", "y".repeat(59));
-    std::fs::write(workspace.path().join("big.txt"), line.repeat(100)).unwrap();
+    let workspace = common::big_file_workspace();
     let agents = common::team_builder_on(&server, "windowed")
         .workspace(workspace.path())
         .context_window(WINDOW)
         .build()
         .await
         .expect("builds");
-    let recorder = Arc::new(ProgressRecorder::new());
-    let outcome = agents
-        .main_agent()
-        .progress(recorder.clone())
-        .run("Have big.txt read.")
-        .await
-        .expect("runs");
+    let (outcome, recorder) = common::run_recorded(&agents, "Have big.txt read.").await;
     assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
     assert!(outcome.text.contains("LEAF-DONE"), "{}", outcome.text);
     assert_eq!(reads.load(Ordering::SeqCst), READS + 1);

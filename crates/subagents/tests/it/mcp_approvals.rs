@@ -8,10 +8,10 @@ use crate::common;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use common::{bash_call, text, write_agent};
+use common::{bash_call, serve_mcp_worker, text, worker_task_call};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, JsonObject,
+    CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -72,47 +72,13 @@ async fn serve(
     command: &str,
     answer: &str,
 ) -> (Subagents, subagents::mcp::McpHttpServer, String) {
-    model.push(bash_call(command));
-    model.push(Reply::text(answer));
-    let agents = write_agent(
-        dir,
-        "worker",
-        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
-    );
-    // Confined Bash cannot create files directly in the workspace root (they could be its
-    // protected control files): commands create theirs in `out/`.
-    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
-    let registry = Subagents::builder()
-        .model(model.openai_model("worker-model"))
-        .agents_dir(&agents)
-        .workspace(dir.join("work"))
-        .builtin_agents(false)
-        .build()
-        .await
-        .expect("builds");
-    let server = registry
-        .mcp_server()
-        .serve_streamable_http("127.0.0.1:0".parse().unwrap())
-        .await
-        .expect("serves");
-    let url = format!("http://{}/mcp", server.local_addr());
-    (registry, server, url)
-}
-
-fn task_args() -> JsonObject {
-    let Value::Object(m) = json!({
-        "description": "touch a file",
-        "prompt": "touch it",
-        "subagent_type": "worker",
-    }) else {
-        unreachable!()
-    };
-    m
+    let replies = vec![bash_call(command), Reply::text(answer)];
+    serve_mcp_worker(model, dir, replies, |s| s).await
 }
 
 async fn call_task<S: ClientHandler>(client: &RunningService<RoleClient, S>) -> CallToolResult {
     client
-        .call_tool(CallToolRequestParams::new("Task").with_arguments(task_args()))
+        .call_tool(worker_task_call())
         .await
         .expect("tools/call answered")
 }

@@ -7,21 +7,19 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::time::Duration;
 
-use common::{bash_call, write_agent};
+use common::{bash_call, serve_mcp_worker, text, worker_task_call};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    ClientConfig, GetTaskParams, Implementation, InputResponses, ProtocolVersion, TaskPayload,
-    TaskStatus, UpdateTaskParams,
+    CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ClientConfig,
+    GetTaskParams, Implementation, InputResponses, ProtocolVersion, TaskPayload, TaskStatus,
+    UpdateTaskParams,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::Subagents;
 
 /// A client declaring what `caps` says, on protocol `version`, answering nothing itself.
 struct Client {
@@ -69,60 +67,6 @@ async fn connect(client: Client, url: &str) -> RunningService<RoleClient, Client
     }
 }
 
-/// Serves a `worker` agent (Bash) in `dir` over MCP; `replies` are its model's turns.
-async fn serve(
-    model: &ScriptedModelServer,
-    dir: &Path,
-    replies: Vec<Reply>,
-    tune: impl FnOnce(subagents::mcp::McpToolServer) -> subagents::mcp::McpToolServer,
-) -> (Subagents, subagents::mcp::McpHttpServer, String) {
-    for r in replies {
-        model.push(r);
-    }
-    let agents = write_agent(
-        dir,
-        "worker",
-        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
-    );
-    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
-    let registry = Subagents::builder()
-        .model(model.openai_model("worker-model"))
-        .agents_dir(&agents)
-        .workspace(dir.join("work"))
-        .builtin_agents(false)
-        .build()
-        .await
-        .expect("builds");
-    let server = tune(registry.mcp_server())
-        .serve_streamable_http("127.0.0.1:0".parse().unwrap())
-        .await
-        .expect("serves");
-    let url = format!("http://{}/mcp", server.local_addr());
-    (registry, server, url)
-}
-
-fn task_call() -> CallToolRequestParams {
-    let Value::Object(m) = json!({
-        "description": "touch a file",
-        "prompt": "touch it",
-        "subagent_type": "worker",
-    }) else {
-        unreachable!()
-    };
-    CallToolRequestParams::new("Task").with_arguments(m)
-}
-
-fn text(result: &CallToolResult) -> String {
-    serde_json::to_value(&result.content)
-        .unwrap()
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str().map(str::to_string))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Polls `tasks/get` until the task's status is not `working` (bounded).
 async fn settle(
     client: &RunningService<RoleClient, Client>,
@@ -154,7 +98,7 @@ fn accept(decision: &str) -> InputResponses {
 async fn a_task_call_from_a_tasks_client_is_a_task_followed_to_its_result() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve(
+    let (_registry, _server, url) = serve_mcp_worker(
         &model,
         dir.path(),
         vec![Reply::text("the answer is 42")],
@@ -162,7 +106,11 @@ async fn a_task_call_from_a_tasks_client_is_a_task_followed_to_its_result() {
     )
     .await;
     let client = connect(tasks_client(), &url).await;
-    let handle = match client.call_tool_once(task_call()).await.expect("answers") {
+    let handle = match client
+        .call_tool_once(worker_task_call())
+        .await
+        .expect("answers")
+    {
         CallToolResponse::Task(t) => t,
         other => panic!("expected a task handle, got {other:?}"),
     };
@@ -192,7 +140,7 @@ async fn a_tasks_client_of_the_older_era_gets_tasks_too() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (_registry, _server, url) =
-        serve(&model, dir.path(), vec![Reply::text("older era")], |s| s).await;
+        serve_mcp_worker(&model, dir.path(), vec![Reply::text("older era")], |s| s).await;
     let client = connect(
         Client {
             caps: json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
@@ -201,7 +149,8 @@ async fn a_tasks_client_of_the_older_era_gets_tasks_too() {
         &url,
     )
     .await;
-    let CallToolResponse::Task(handle) = client.call_tool_once(task_call()).await.unwrap() else {
+    let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
+    else {
         panic!("expected a task handle");
     };
     let done = settle(&client, &handle.task.task_id).await;
@@ -212,7 +161,7 @@ async fn a_tasks_client_of_the_older_era_gets_tasks_too() {
 async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_it() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve(
+    let (_registry, _server, url) = serve_mcp_worker(
         &model,
         dir.path(),
         vec![bash_call("touch out/task.txt"), Reply::text("touched it")],
@@ -220,7 +169,8 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
     )
     .await;
     let client = connect(tasks_client(), &url).await;
-    let CallToolResponse::Task(handle) = client.call_tool_once(task_call()).await.unwrap() else {
+    let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
+    else {
         panic!("expected a task handle");
     };
     let id = handle.task.task_id.clone();
@@ -277,7 +227,7 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
 async fn tasks_cancel_cancels_a_task() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve(
+    let (_registry, _server, url) = serve_mcp_worker(
         &model,
         dir.path(),
         vec![bash_call("touch out/never.txt"), Reply::text("unreachable")],
@@ -285,7 +235,8 @@ async fn tasks_cancel_cancels_a_task() {
     )
     .await;
     let client = connect(tasks_client(), &url).await;
-    let CallToolResponse::Task(handle) = client.call_tool_once(task_call()).await.unwrap() else {
+    let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
+    else {
         panic!("expected a task handle");
     };
     let id = handle.task.task_id.clone();
@@ -325,7 +276,7 @@ async fn a_client_without_the_extension_gets_the_plain_answer() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (_registry, _server, url) =
-        serve(&model, dir.path(), vec![Reply::text("plain answer")], |s| s).await;
+        serve_mcp_worker(&model, dir.path(), vec![Reply::text("plain answer")], |s| s).await;
     let client = connect(
         Client {
             caps: json!({}),
@@ -334,7 +285,8 @@ async fn a_client_without_the_extension_gets_the_plain_answer() {
         &url,
     )
     .await;
-    let CallToolResponse::Complete(result) = client.call_tool_once(task_call()).await.unwrap()
+    let CallToolResponse::Complete(result) =
+        client.call_tool_once(worker_task_call()).await.unwrap()
     else {
         panic!("expected a plain result");
     };
@@ -345,7 +297,7 @@ async fn a_client_without_the_extension_gets_the_plain_answer() {
 async fn the_task_limit_refuses_a_task_beyond_it() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve(
+    let (_registry, _server, url) = serve_mcp_worker(
         &model,
         dir.path(),
         vec![bash_call("touch out/a.txt")],
@@ -353,14 +305,16 @@ async fn the_task_limit_refuses_a_task_beyond_it() {
     )
     .await;
     let client = connect(tasks_client(), &url).await;
-    let CallToolResponse::Task(first) = client.call_tool_once(task_call()).await.unwrap() else {
+    let CallToolResponse::Task(first) = client.call_tool_once(worker_task_call()).await.unwrap()
+    else {
         panic!("expected a task handle");
     };
     assert_eq!(
         settle(&client, &first.task.task_id).await.status(),
         TaskStatus::InputRequired
     );
-    let CallToolResponse::Complete(refused) = client.call_tool_once(task_call()).await.unwrap()
+    let CallToolResponse::Complete(refused) =
+        client.call_tool_once(worker_task_call()).await.unwrap()
     else {
         panic!("expected a refusal");
     };
@@ -372,7 +326,7 @@ async fn the_task_limit_refuses_a_task_beyond_it() {
 async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve(
+    let (_registry, _server, url) = serve_mcp_worker(
         &model,
         dir.path(),
         vec![bash_call("touch out/mrtr.txt"), Reply::text("touched it")],
@@ -380,7 +334,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
     )
     .await;
     let client = connect(eliciting_client(), &url).await;
-    let asked = match client.call_tool_once(task_call()).await.unwrap() {
+    let asked = match client.call_tool_once(worker_task_call()).await.unwrap() {
         CallToolResponse::InputRequired(asked) => asked,
         other => panic!("expected input_required, got {other:?}"),
     };
@@ -393,7 +347,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
     // An altered requestState names nothing: -32602, and the call still waits.
     let err = client
         .call_tool_once(
-            task_call()
+            worker_task_call()
                 .with_input_responses(accept("yes"))
                 .with_request_state(format!("{state}-TAMPERED")),
         )
@@ -403,7 +357,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
 
     let CallToolResponse::Complete(result) = client
         .call_tool_once(
-            task_call()
+            worker_task_call()
                 .with_input_responses(accept("yes"))
                 .with_request_state(state.clone()),
         )
@@ -421,7 +375,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
     assert!(
         client
             .call_tool_once(
-                task_call()
+                worker_task_call()
                     .with_input_responses(accept("yes"))
                     .with_request_state(state)
             )
@@ -434,7 +388,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
 async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve(
+    let (_registry, _server, url) = serve_mcp_worker(
         &model,
         dir.path(),
         vec![bash_call("touch out/late.txt"), Reply::text("gave up")],
@@ -442,7 +396,7 @@ async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
     )
     .await;
     let client = connect(eliciting_client(), &url).await;
-    let asked = match client.call_tool_once(task_call()).await.unwrap() {
+    let asked = match client.call_tool_once(worker_task_call()).await.unwrap() {
         CallToolResponse::InputRequired(asked) => asked,
         other => panic!("expected input_required, got {other:?}"),
     };
@@ -451,7 +405,7 @@ async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let err = client
         .call_tool_once(
-            task_call()
+            worker_task_call()
                 .with_input_responses(accept("yes"))
                 .with_request_state(state),
         )
@@ -465,7 +419,7 @@ async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
 async fn no_question_is_parked_beyond_the_waiting_limit() {
     let model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve(
+    let (_registry, _server, url) = serve_mcp_worker(
         &model,
         dir.path(),
         vec![bash_call("touch out/over.txt"), Reply::text("was denied")],
@@ -473,7 +427,8 @@ async fn no_question_is_parked_beyond_the_waiting_limit() {
     )
     .await;
     let client = connect(eliciting_client(), &url).await;
-    let CallToolResponse::Complete(result) = client.call_tool_once(task_call()).await.unwrap()
+    let CallToolResponse::Complete(result) =
+        client.call_tool_once(worker_task_call()).await.unwrap()
     else {
         panic!("expected the call to go on, denied");
     };
@@ -517,7 +472,7 @@ async fn a_listening_client_is_told_of_its_task_by_notifications_without_polling
     let dir = tempfile::tempdir().unwrap();
     // The run waits for its approval first: working, then input_required, then (answered
     // no) completed.
-    let (_registry, _server, url) = serve(
+    let (_registry, _server, url) = serve_mcp_worker(
         &model,
         dir.path(),
         vec![
@@ -534,7 +489,8 @@ async fn a_listening_client_is_told_of_its_task_by_notifications_without_polling
         .serve(StreamableHttpClientTransport::from_uri(url.clone()))
         .await
         .expect("connects");
-    let CallToolResponse::Task(handle) = client.call_tool_once(task_call()).await.unwrap() else {
+    let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
+    else {
         panic!("expected a task handle");
     };
     let id = handle.task.task_id.clone();

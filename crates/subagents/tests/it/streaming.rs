@@ -5,10 +5,8 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use common::team_builder_on;
-use subagent_testkit::{ProgressRecorder, Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer};
 use subagents::spi::ProgressEvent;
 use subagents::{ProgressKind, TaskStatus};
 
@@ -58,13 +56,7 @@ async fn local_children_stream_deltas_tool_calls_and_results_at_every_depth() {
         .build()
         .await
         .expect("builds");
-    let recorder = Arc::new(ProgressRecorder::new());
-    let outcome = agents
-        .main_agent()
-        .progress(recorder.clone())
-        .run("go")
-        .await
-        .expect("runs");
+    let (outcome, recorder) = common::run_recorded(&agents, "go").await;
     assert_eq!(outcome.status, TaskStatus::Completed);
     let events = recorder.events();
 
@@ -128,13 +120,7 @@ async fn a_served_coordinators_children_stream_to_the_caller_through_a2a() {
         .build()
         .await
         .expect("builds");
-    let recorder = Arc::new(ProgressRecorder::new());
-    let outcome = agents
-        .main_agent()
-        .progress(recorder.clone())
-        .run("go")
-        .await
-        .expect("runs");
+    let (outcome, recorder) = common::run_recorded(&agents, "go").await;
     assert_eq!(outcome.status, TaskStatus::Completed, "{outcome:?}");
     let events = recorder.events();
 

@@ -5,7 +5,8 @@
 use http::HeaderMap;
 use subagent_spi::async_trait;
 
-use super::{Dialect, RawCard, unsupported};
+use super::common::unsupported;
+use super::{Dialect, RawCard};
 use crate::client::grpc::GrpcConn;
 use crate::client::transport::{Endpoint, EventStream, MAX_BODY_BYTES};
 use crate::client::wire::Wire;
@@ -134,10 +135,6 @@ impl Dialect for Grpc {
             url: url.clone(),
             message: format!("the extended card does not serialize: {e}"),
         })?;
-        Ok(RawCard {
-            url,
-            card,
-            version: ProtocolVersion::V1,
-        })
+        Ok(RawCard::new(url, card, ProtocolVersion::V1))
     }
 }

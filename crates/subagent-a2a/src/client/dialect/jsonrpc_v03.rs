@@ -2,7 +2,8 @@
 
 use subagent_spi::async_trait;
 
-use super::{Dialect, RawCard, unsupported};
+use super::common::no_task_listing;
+use super::{Dialect, RawCard};
 use crate::client::transport::EventStream;
 use crate::client::wire::Wire;
 use crate::error::A2aError;
@@ -61,10 +62,7 @@ impl Dialect for JsonRpcV03 {
         wire: &Wire,
         _req: v1::ListTasksRequest,
     ) -> Result<v1::ListTasksResponse, A2aError> {
-        Err(unsupported(format!(
-            "ListTasks at {}: A2A 0.3 has no task listing",
-            wire.endpoint.url
-        )))
+        Err(no_task_listing(wire))
     }
 
     async fn cancel_task(
@@ -145,10 +143,10 @@ impl Dialect for JsonRpcV03 {
                 &serde_json::json!({}),
             )
             .await?;
-        Ok(RawCard {
-            url: wire.endpoint.url.clone(),
+        Ok(RawCard::new(
+            wire.endpoint.url.clone(),
             card,
-            version: ProtocolVersion::V03,
-        })
+            ProtocolVersion::V03,
+        ))
     }
 }

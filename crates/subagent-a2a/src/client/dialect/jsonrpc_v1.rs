@@ -98,10 +98,10 @@ impl Dialect for JsonRpcV1 {
             tenant: wire.endpoint.tenant.clone(),
         };
         let card = wire.rpc(v1::methods::GET_EXTENDED_AGENT_CARD, &req).await?;
-        Ok(RawCard {
-            url: wire.endpoint.url.clone(),
+        Ok(RawCard::new(
+            wire.endpoint.url.clone(),
             card,
-            version: ProtocolVersion::V1,
-        })
+            ProtocolVersion::V1,
+        ))
     }
 }

@@ -3,6 +3,7 @@
 //! when the client is made ([`select`]). Every dialect takes and returns 1.0 types; the 0.3
 //! ones convert on the wire.
 
+mod common;
 #[cfg(feature = "grpc-client")]
 mod grpc;
 mod jsonrpc_v03;
@@ -24,6 +25,13 @@ pub(super) struct RawCard {
     pub(super) url: String,
     pub(super) card: Value,
     pub(super) version: ProtocolVersion,
+}
+
+impl RawCard {
+    /// The card read at `url`, in the shape of `version`.
+    pub(super) fn new(url: String, card: Value, version: ProtocolVersion) -> Self {
+        Self { url, card, version }
+    }
 }
 
 /// One wire dialect: the A2A operations in 1.0 terms, spoken over `wire` (the endpoint's
@@ -118,11 +126,6 @@ pub(super) fn select(endpoint: &Endpoint, headers: &http::HeaderMap) -> Box<dyn 
         #[cfg(feature = "grpc-client")]
         (Binding::Grpc, _) => Box::new(grpc::Grpc::new(endpoint, headers)),
     }
-}
-
-/// The error of an operation a version lacks.
-fn unsupported(message: String) -> A2aError {
-    A2aError::Unsupported { message }
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 use serde_json::Value;
 use subagent_spi::async_trait;
 
-use super::{Dialect, RawCard, unsupported};
+use super::common::{no_task_listing, push_config_route, push_configs_route, task_route};
+use super::{Dialect, RawCard};
 use crate::client::transport::EventStream;
 use crate::client::wire::{Wire, path_segment, to_json};
 use crate::error::A2aError;
@@ -45,15 +46,6 @@ fn decode_event(url: &str, data: &str) -> Result<v1::StreamResponse, A2aError> {
         .map_err(|e| A2aError::decode(url, "a 0.3 HTTP+JSON stream event", e))
 }
 
-/// The URL of one push config (get and delete use it).
-fn push_config_url(wire: &Wire, req: &v1::TaskPushNotificationConfigRef) -> String {
-    wire.rest_v03_url(&format!(
-        "tasks/{}/pushNotificationConfigs/{}",
-        path_segment(&req.task_id),
-        path_segment(&req.id)
-    ))
-}
-
 #[async_trait]
 impl Dialect for RestV03 {
     async fn send_message(
@@ -89,12 +81,9 @@ impl Dialect for RestV03 {
     }
 
     async fn get_task(&self, wire: &Wire, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
-        let mut url = wire.rest_v03_url(&format!("tasks/{}", path_segment(&req.id)));
-        if let Some(n) = req.history_length {
-            url.push_str(&format!("?historyLength={n}"));
-        }
+        let url = wire.rest_v03_url(&task_route(&req.id, req.history_length));
         let t: v03::Task = wire
-            .rest_v03::<Value, _>(reqwest::Method::GET, &url, None, v03_rest::task_from_proto)
+            .rest_v03(reqwest::Method::GET, &url, None, v03_rest::task_from_proto)
             .await?;
         Ok(t.into())
     }
@@ -104,10 +93,7 @@ impl Dialect for RestV03 {
         wire: &Wire,
         _req: v1::ListTasksRequest,
     ) -> Result<v1::ListTasksResponse, A2aError> {
-        Err(unsupported(format!(
-            "ListTasks at {}: A2A 0.3 has no task listing",
-            wire.endpoint.url
-        )))
+        Err(no_task_listing(wire))
     }
 
     async fn cancel_task(
@@ -155,10 +141,7 @@ impl Dialect for RestV03 {
             "configId": c.push_notification_config.id.clone().unwrap_or_default(),
             "config": proto,
         });
-        let url = wire.rest_v03_url(&format!(
-            "tasks/{}/pushNotificationConfigs",
-            path_segment(&task_id)
-        ));
+        let url = wire.rest_v03_url(&push_configs_route(&task_id));
         let c: v03::TaskPushNotificationConfig = wire
             .rest_v03(reqwest::Method::POST, &url, Some(&body), |v| {
                 v03_rest::push_config_from_proto(v, &task_id)
@@ -172,9 +155,9 @@ impl Dialect for RestV03 {
         wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let url = push_config_url(wire, &req);
+        let url = wire.rest_v03_url(&push_config_route(&req.task_id, &req.id));
         let c: v03::TaskPushNotificationConfig = wire
-            .rest_v03::<Value, _>(reqwest::Method::GET, &url, None, |v| {
+            .rest_v03(reqwest::Method::GET, &url, None, |v| {
                 v03_rest::push_config_from_proto(v, &req.task_id)
             })
             .await?;
@@ -187,12 +170,9 @@ impl Dialect for RestV03 {
         req: v1::ListTaskPushNotificationConfigsRequest,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aError> {
         let task_id = &req.task_id;
-        let url = wire.rest_v03_url(&format!(
-            "tasks/{}/pushNotificationConfigs",
-            path_segment(task_id)
-        ));
+        let url = wire.rest_v03_url(&push_configs_route(task_id));
         let list: Vec<v03::TaskPushNotificationConfig> = wire
-            .rest_v03::<Value, _>(reqwest::Method::GET, &url, None, |v| {
+            .rest_v03(reqwest::Method::GET, &url, None, |v| {
                 // `{"configs": […]}` (the proto response), or a bare array.
                 let items = v
                     .get("configs")
@@ -215,20 +195,13 @@ impl Dialect for RestV03 {
         wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<(), A2aError> {
-        let url = push_config_url(wire, &req);
-        let _: Value = wire
-            .rest::<(), _>(reqwest::Method::DELETE, &url, None)
-            .await?;
-        Ok(())
+        let url = wire.rest_v03_url(&push_config_route(&req.task_id, &req.id));
+        wire.rest_delete(&url).await
     }
 
     async fn extended_card(&self, wire: &Wire) -> Result<RawCard, A2aError> {
         let url = wire.rest_v03_url("card");
-        let card = wire.rest::<(), _>(reqwest::Method::GET, &url, None).await?;
-        Ok(RawCard {
-            url,
-            card,
-            version: ProtocolVersion::V03,
-        })
+        let card = wire.rest_get(&url).await?;
+        Ok(RawCard::new(url, card, ProtocolVersion::V03))
     }
 }

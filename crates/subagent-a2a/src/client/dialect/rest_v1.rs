@@ -3,6 +3,7 @@
 
 use subagent_spi::async_trait;
 
+use super::common::{push_config_route, push_configs_route, task_route};
 use super::{Dialect, RawCard};
 use crate::client::transport::EventStream;
 use crate::client::wire::{Wire, path_segment};
@@ -16,15 +17,6 @@ pub(super) struct RestV1;
 fn decode_event(url: &str, data: &str) -> Result<v1::StreamResponse, A2aError> {
     serde_json::from_str::<v1::StreamResponse>(data)
         .map_err(|e| A2aError::decode(url, "an HTTP+JSON stream event", e))
-}
-
-/// The URL of one push config (get and delete use it).
-fn push_config_url(wire: &Wire, req: &v1::TaskPushNotificationConfigRef) -> String {
-    wire.rest_url(&format!(
-        "tasks/{}/pushNotificationConfigs/{}",
-        path_segment(&req.task_id),
-        path_segment(&req.id)
-    ))
 }
 
 #[async_trait]
@@ -53,11 +45,8 @@ impl Dialect for RestV1 {
     }
 
     async fn get_task(&self, wire: &Wire, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
-        let mut url = wire.rest_url(&format!("tasks/{}", path_segment(&req.id)));
-        if let Some(n) = req.history_length {
-            url.push_str(&format!("?historyLength={n}"));
-        }
-        wire.rest::<(), _>(reqwest::Method::GET, &url, None).await
+        let url = wire.rest_url(&task_route(&req.id, req.history_length));
+        wire.rest_get(&url).await
     }
 
     async fn list_tasks(
@@ -86,7 +75,7 @@ impl Dialect for RestV1 {
             url.push('?');
             url.push_str(&query.join("&"));
         }
-        wire.rest::<(), _>(reqwest::Method::GET, &url, None).await
+        wire.rest_get(&url).await
     }
 
     async fn cancel_task(
@@ -113,9 +102,8 @@ impl Dialect for RestV1 {
         wire: &Wire,
         config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let url = wire.rest_url(&format!(
-            "tasks/{}/pushNotificationConfigs",
-            path_segment(config.task_id.as_deref().unwrap_or_default())
+        let url = wire.rest_url(&push_configs_route(
+            config.task_id.as_deref().unwrap_or_default(),
         ));
         wire.rest(reqwest::Method::POST, &url, Some(&config)).await
     }
@@ -125,8 +113,8 @@ impl Dialect for RestV1 {
         wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let url = push_config_url(wire, &req);
-        wire.rest::<(), _>(reqwest::Method::GET, &url, None).await
+        let url = wire.rest_url(&push_config_route(&req.task_id, &req.id));
+        wire.rest_get(&url).await
     }
 
     async fn list_push_configs(
@@ -134,12 +122,8 @@ impl Dialect for RestV1 {
         wire: &Wire,
         req: v1::ListTaskPushNotificationConfigsRequest,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aError> {
-        let url = wire.rest_url(&format!(
-            "tasks/{}/pushNotificationConfigs",
-            path_segment(&req.task_id)
-        ));
-        let r: v1::ListTaskPushNotificationConfigsResponse =
-            wire.rest::<(), _>(reqwest::Method::GET, &url, None).await?;
+        let url = wire.rest_url(&push_configs_route(&req.task_id));
+        let r: v1::ListTaskPushNotificationConfigsResponse = wire.rest_get(&url).await?;
         Ok(r.configs)
     }
 
@@ -148,20 +132,13 @@ impl Dialect for RestV1 {
         wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<(), A2aError> {
-        let url = push_config_url(wire, &req);
-        let _: serde_json::Value = wire
-            .rest::<(), _>(reqwest::Method::DELETE, &url, None)
-            .await?;
-        Ok(())
+        let url = wire.rest_url(&push_config_route(&req.task_id, &req.id));
+        wire.rest_delete(&url).await
     }
 
     async fn extended_card(&self, wire: &Wire) -> Result<RawCard, A2aError> {
         let url = wire.rest_url("extendedAgentCard");
-        let card = wire.rest::<(), _>(reqwest::Method::GET, &url, None).await?;
-        Ok(RawCard {
-            url,
-            card,
-            version: ProtocolVersion::V1,
-        })
+        let card = wire.rest_get(&url).await?;
+        Ok(RawCard::new(url, card, ProtocolVersion::V1))
     }
 }

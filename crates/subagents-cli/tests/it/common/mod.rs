@@ -196,3 +196,18 @@ pub(crate) fn serve_worker(
     let url = format!("{}/worker", served.base);
     (served, url)
 }
+
+/// The main agent's turn that starts `echo-agent` in the background on the `child` model (a
+/// "long job").
+pub(crate) fn background_echo_call() -> subagent_testkit::Reply {
+    subagent_testkit::Reply::tool_calls(vec![(
+        "Task",
+        serde_json::json!({
+            "description": "long job",
+            "prompt": "do the long job",
+            "subagent_type": "echo-agent",
+            "model": "child",
+            "run_in_background": true
+        }),
+    )])
+}

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::{ProgressRecorder, Reply, ScriptedModelServer};
 use subagents::{Subagents, SubagentsBuilder};
 
 /// `tests/fixtures/team`: main → coordinator → leaf.
@@ -118,4 +118,78 @@ pub(crate) fn text(r: &rmcp::model::CallToolResult) -> String {
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Serves a `worker` agent (Bash) in `dir` over MCP (streamable HTTP on 127.0.0.1); `replies`
+/// are its model's turns, `tune` sets the tool server's options. Returns the registry, the
+/// server and its URL.
+#[cfg(feature = "mcp")]
+pub(crate) async fn serve_mcp_worker(
+    model: &ScriptedModelServer,
+    dir: &Path,
+    replies: Vec<Reply>,
+    tune: impl FnOnce(subagents::mcp::McpToolServer) -> subagents::mcp::McpToolServer,
+) -> (Subagents, subagents::mcp::McpHttpServer, String) {
+    for r in replies {
+        model.push(r);
+    }
+    let agents = write_agent(
+        dir,
+        "worker",
+        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
+    );
+    // Confined Bash cannot create files directly in the workspace root (they could be its
+    // protected control files): commands create theirs in `out/`.
+    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
+    let registry = Subagents::builder()
+        .model(model.openai_model("worker-model"))
+        .agents_dir(&agents)
+        .workspace(dir.join("work"))
+        .builtin_agents(false)
+        .build()
+        .await
+        .expect("builds");
+    let server = tune(registry.mcp_server())
+        .serve_streamable_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("serves");
+    let url = format!("http://{}/mcp", server.local_addr());
+    (registry, server, url)
+}
+
+/// The MCP `Task` call [`serve_mcp_worker`]'s tests make: `worker`, to touch a file.
+#[cfg(feature = "mcp")]
+pub(crate) fn worker_task_call() -> rmcp::model::CallToolRequestParams {
+    let Value::Object(m) = json!({
+        "description": "touch a file",
+        "prompt": "touch it",
+        "subagent_type": "worker",
+    }) else {
+        unreachable!()
+    };
+    rmcp::model::CallToolRequestParams::new("Task").with_arguments(m)
+}
+
+/// Runs the main agent of `agents` on `prompt` with a fresh progress recorder: the outcome (it
+/// must run) and what the recorder saw.
+pub(crate) async fn run_recorded(
+    agents: &Subagents,
+    prompt: &str,
+) -> (subagents::TaskOutcome, std::sync::Arc<ProgressRecorder>) {
+    let recorder = std::sync::Arc::new(ProgressRecorder::new());
+    let outcome = agents
+        .main_agent()
+        .progress(recorder.clone())
+        .run(prompt)
+        .await
+        .expect("runs");
+    (outcome, recorder)
+}
+
+/// A workspace holding `big.txt`: 100 lines of 59 `y`s (6,000 bytes).
+pub(crate) fn big_file_workspace() -> tempfile::TempDir {
+    let workspace = tempfile::tempdir().unwrap();
+    let line = format!("{}\n", "y".repeat(59));
+    std::fs::write(workspace.path().join("big.txt"), line.repeat(100)).unwrap();
+    workspace
 }
