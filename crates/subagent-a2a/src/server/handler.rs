@@ -40,6 +40,11 @@ pub(crate) trait RunSink: Send + Sync + 'static {
     fn context_id(&self) -> &str;
     /// Applies one event to the task (stored, streamed, pushed as the engine does).
     async fn emit(&self, event: Emission) -> Result<(), SinkError>;
+    /// Takes a direct reply at once, when this sink can without waiting (no boxed future):
+    /// `Ok` with the outcome, or `Err` handing the message back for [`RunSink::emit`].
+    fn reply_now(&self, message: v1::Message) -> Result<Result<(), SinkError>, v1::Message> {
+        Err(message)
+    }
     /// Puts the task in `state` with `question` and waits, in this run, for the client's
     /// answer.
     async fn await_input(
@@ -289,7 +294,10 @@ impl TaskEventSink {
         if message.context_id.is_none() {
             message.context_id = Some(self.run.context_id().to_string());
         }
-        self.run.emit(Emission::Reply(message)).await
+        match self.run.reply_now(message) {
+            Ok(done) => done,
+            Err(message) => self.run.emit(Emission::Reply(message)).await,
+        }
     }
 
     /// Answers with a direct text message (see [`reply`](Self::reply)).
