@@ -22,7 +22,9 @@ use subagent_spi::{CancellationToken, async_trait};
 use tokio::sync::mpsc;
 
 use super::engine::{ApiError, Driver, Engine, NewRun, Run, SendParams, trim_history};
-use super::handler::{Emission, HandlerError, HandlerRequest, RunSink, SinkError, TaskEventSink};
+use super::handler::{
+    Emission, HandlerError, HandlerRequest, ReplyNow, RunSink, SinkError, TaskEventSink,
+};
 use crate::task_store::ContextSessionStore;
 use crate::types::{ProtocolVersion, v1};
 
@@ -273,24 +275,26 @@ impl RunSink for DirectSink {
         &self.context_id
     }
 
-    fn reply_now(&self, message: v1::Message) -> Result<Result<(), SinkError>, v1::Message> {
+    fn reply_now(&self, message: v1::Message) -> ReplyNow {
         let mut slot = self.lock();
         match &slot.phase {
             Phase::Open => {
                 Self::replied(&mut slot, message);
-                Ok(Ok(()))
+                ReplyNow::Done(Ok(()))
             }
-            Phase::Run(_) => Err(message),
-            Phase::Replied(_) => Ok(Err(self.closed("a direct reply was sent"))),
-            Phase::Refused(_) => Ok(Err(self.closed("the task reached a terminal state"))),
+            Phase::Run(_) => ReplyNow::Defer(message),
+            Phase::Replied(_) => ReplyNow::Done(Err(self.closed("a direct reply was sent"))),
+            Phase::Refused(_) => {
+                ReplyNow::Done(Err(self.closed("the task reached a terminal state")))
+            }
         }
     }
 
     async fn emit(&self, event: Emission) -> Result<(), SinkError> {
         let event = match event {
             Emission::Reply(m) => match self.reply_now(m) {
-                Ok(done) => return done,
-                Err(m) => Emission::Reply(m),
+                ReplyNow::Done(done) => return done,
+                ReplyNow::Defer(m) => Emission::Reply(m),
             },
             e => e,
         };

@@ -30,6 +30,14 @@ pub(crate) enum Emission {
     Progress(JsonObject),
 }
 
+/// What [`RunSink::reply_now`] did with a direct reply.
+pub(crate) enum ReplyNow {
+    /// Taken, or refused, at once.
+    Done(Result<(), SinkError>),
+    /// To be sent through [`RunSink::emit`].
+    Defer(v1::Message),
+}
+
 /// What a [`TaskEventSink`] writes to: the run of one task. The engine implements it for each
 /// handler run; the contract knows only this trait.
 #[async_trait]
@@ -40,10 +48,10 @@ pub(crate) trait RunSink: Send + Sync + 'static {
     fn context_id(&self) -> &str;
     /// Applies one event to the task (stored, streamed, pushed as the engine does).
     async fn emit(&self, event: Emission) -> Result<(), SinkError>;
-    /// Takes a direct reply at once, when this sink can without waiting (no boxed future):
-    /// `Ok` with the outcome, or `Err` handing the message back for [`RunSink::emit`].
-    fn reply_now(&self, message: v1::Message) -> Result<Result<(), SinkError>, v1::Message> {
-        Err(message)
+    /// Takes a direct reply at once, when this sink can without waiting (no boxed future),
+    /// or hands it back for [`RunSink::emit`].
+    fn reply_now(&self, message: v1::Message) -> ReplyNow {
+        ReplyNow::Defer(message)
     }
     /// Puts the task in `state` with `question` and waits, in this run, for the client's
     /// answer.
@@ -295,8 +303,8 @@ impl TaskEventSink {
             message.context_id = Some(self.run.context_id().to_string());
         }
         match self.run.reply_now(message) {
-            Ok(done) => done,
-            Err(message) => self.run.emit(Emission::Reply(message)).await,
+            ReplyNow::Done(done) => done,
+            ReplyNow::Defer(message) => self.run.emit(Emission::Reply(message)).await,
         }
     }
 
