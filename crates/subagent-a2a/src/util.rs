@@ -24,9 +24,14 @@ pub(crate) fn new_id() -> String {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    // Encoded straight into a stack buffer (the same lower-case hyphenated text as
+    // `to_string`, without the formatting machinery): two ids per direct reply.
+    let mut buf = uuid::Uuid::encode_buffer();
     uuid::Builder::from_unix_timestamp_millis(ms, &tail)
         .into_uuid()
-        .to_string()
+        .hyphenated()
+        .encode_lower(&mut buf)
+        .to_owned()
 }
 
 /// The current time as an ISO 8601 UTC timestamp with milliseconds

@@ -30,6 +30,14 @@ pub(crate) enum Emission {
     Progress(JsonObject),
 }
 
+/// What [`RunSink::reply_now`] did with a direct reply.
+pub(crate) enum ReplyNow {
+    /// Taken, or refused, at once.
+    Done(Result<(), SinkError>),
+    /// To be sent through [`RunSink::emit`].
+    Defer(v1::Message),
+}
+
 /// What a [`TaskEventSink`] writes to: the run of one task. The engine implements it for each
 /// handler run; the contract knows only this trait.
 #[async_trait]
@@ -40,6 +48,11 @@ pub(crate) trait RunSink: Send + Sync + 'static {
     fn context_id(&self) -> &str;
     /// Applies one event to the task (stored, streamed, pushed as the engine does).
     async fn emit(&self, event: Emission) -> Result<(), SinkError>;
+    /// Takes a direct reply at once, when this sink can without waiting (no boxed future),
+    /// or hands it back for [`RunSink::emit`].
+    fn reply_now(&self, message: v1::Message) -> ReplyNow {
+        ReplyNow::Defer(message)
+    }
     /// Puts the task in `state` with `question` and waits, in this run, for the client's
     /// answer.
     async fn await_input(
@@ -289,7 +302,10 @@ impl TaskEventSink {
         if message.context_id.is_none() {
             message.context_id = Some(self.run.context_id().to_string());
         }
-        self.run.emit(Emission::Reply(message)).await
+        match self.run.reply_now(message) {
+            ReplyNow::Done(done) => done,
+            ReplyNow::Defer(message) => self.run.emit(Emission::Reply(message)).await,
+        }
     }
 
     /// Answers with a direct text message (see [`reply`](Self::reply)).

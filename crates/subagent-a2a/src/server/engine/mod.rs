@@ -97,6 +97,32 @@ type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
 pub(crate) struct Driver(Option<BoxFuture>);
 
 impl Driver {
+    /// The run of `handler` on `request`: the handler (a panic fails it), then `finish` with
+    /// its result; in the request's span, spawned or driven by the request.
+    pub(crate) fn handler<F, Fut>(
+        handler: Arc<dyn A2aHandler>,
+        request: HandlerRequest,
+        sink: TaskEventSink,
+        cancel: CancellationToken,
+        finish: F,
+    ) -> Self
+    where
+        F: FnOnce(Result<(), HandlerError>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        Driver(Some(Box::pin(
+            async move {
+                let fut = handler.handle(request, sink, cancel);
+                let result = match AssertUnwindSafe(fut).catch_unwind().await {
+                    Ok(r) => r,
+                    Err(_) => Err(HandlerError::failed("the agent's handler panicked")),
+                };
+                finish(result).await;
+            }
+            .instrument(tracing::Span::current()),
+        )))
+    }
+
     /// Runs the rest in its own tokio task.
     pub(super) fn spawn(&mut self) {
         if let Some(f) = self.0.take() {
@@ -126,11 +152,62 @@ impl Drop for Driver {
     }
 }
 
+/// What a send produced: a run of the engine, or (a blocking send of a new task) a direct run
+/// that becomes one only when its handler reports a task event (see `super::direct`).
+pub(crate) enum Sent {
+    Run(Started),
+    Direct(super::direct::DirectStart),
+}
+
+/// What a run of the engine starts with, for [`Run::create`].
+pub(crate) struct NewRun {
+    pub task_id: String,
+    pub context_id: String,
+    pub cancel: CancellationToken,
+    /// The task continued (as the run starts); `None` for a new task.
+    pub task: Option<v1::Task>,
+    /// The user's message, for a new task's history.
+    pub user_message: Option<Arc<v1::Message>>,
+    pub subscribers: Vec<mpsc::Sender<Event>>,
+    pub pending_push: Option<v1::TaskPushNotificationConfig>,
+    pub version: ProtocolVersion,
+    pub direct: Option<super::direct::Direct>,
+}
+
+impl Run {
+    /// A run of `engine` (not registered: its first task event does that).
+    pub(crate) fn create(engine: Weak<Engine>, n: NewRun) -> Arc<Run> {
+        Arc::new(Run {
+            task_id: n.task_id,
+            context_id: n.context_id,
+            cancel: n.cancel,
+            state: tokio::sync::Mutex::new(RunState {
+                task: n.task,
+                user_message: n.user_message,
+                finished: false,
+                replied: false,
+                subscribers: n.subscribers,
+                error: None,
+                pending_push: n.pending_push,
+            }),
+            engine,
+            done: std::sync::atomic::AtomicBool::new(false),
+            done_notify: tokio::sync::Notify::new(),
+            registered: std::sync::atomic::AtomicBool::new(false),
+            input: Mutex::new(None),
+            asking: tokio::sync::Mutex::new(()),
+            inbox: Mutex::new(None),
+            version: n.version,
+            direct: n.direct,
+        })
+    }
+}
+
 /// What a send produced, read by the binding layer.
 pub(crate) struct Started {
     pub run: Arc<Run>,
-    /// The run's events for the request (`None` for a direct run, see `super::direct`).
-    pub events: Option<mpsc::Receiver<Event>>,
+    /// The run's events for the request.
+    pub events: mpsc::Receiver<Event>,
     pub driver: Driver,
 }
 
@@ -174,8 +251,8 @@ struct Launch {
     task: Option<(v1::Task, v1::Task)>,
     /// Who hears the run's events: the caller first.
     subscribers: Vec<mpsc::Sender<Event>>,
-    /// The caller's end of the first subscriber (`None`: a direct run).
-    events: Option<mpsc::Receiver<Event>>,
+    /// The caller's end of the first subscriber.
+    events: mpsc::Receiver<Event>,
     /// A push config named inline, stored with the task.
     pending_push: Option<v1::TaskPushNotificationConfig>,
 }
@@ -310,13 +387,13 @@ impl Engine {
     /// Validates a message and starts the handler. The returned receiver gets the events in
     /// order; it closes when the task reaches a terminal or interrupted state, after a direct
     /// reply, or when the handler ends.
-    pub(super) async fn send(self: &Arc<Self>, p: SendParams) -> Result<Started, ApiError> {
+    pub(super) async fn send(self: &Arc<Self>, p: SendParams) -> Result<Sent, ApiError> {
         self.admit_message(&p)?;
         if p.message.task_id.as_deref().is_some_and(|t| !t.is_empty()) {
             // A follow-up waits on the store and on the task's run. Boxed: that future is
             // large, and a new task (the common case) starts without waiting on anything, in
             // a future every binding's call embeds.
-            return Box::pin(self.follow_up(p)).await;
+            return Box::pin(self.follow_up(p)).await.map(Sent::Run);
         }
         let mut p = p;
         let context_id = match p.message.context_id.take() {
@@ -325,23 +402,42 @@ impl Engine {
         };
         let task_id = new_id();
         let pending_push = self.inline_push(&task_id, &p)?;
-        let (subscribers, events) = if p.direct {
-            (Vec::new(), None)
-        } else {
-            let (tx, events) = mpsc::channel(self.limits.subscriber_buffer.max(1));
-            (vec![tx], Some(events))
-        };
-        Ok(self.launch(
+        if p.direct {
+            return Ok(Sent::Direct(super::direct::start(
+                self,
+                p,
+                task_id,
+                context_id,
+                pending_push,
+            )));
+        }
+        let (tx, events) = mpsc::channel(self.limits.subscriber_buffer.max(1));
+        Ok(Sent::Run(self.launch(
             p,
             Launch {
                 task_id,
                 context_id,
                 task: None,
-                subscribers,
+                subscribers: vec![tx],
                 events,
                 pending_push,
             },
-        ))
+        )))
+    }
+
+    /// A fresh cancellation token for a run: no lock on a shared parent per request; shutdown
+    /// cancels the registered runs (see `cancel_all`).
+    pub(crate) fn run_token(&self) -> CancellationToken {
+        if self.shutdown.is_cancelled() {
+            self.shutdown.child_token()
+        } else {
+            CancellationToken::new()
+        }
+    }
+
+    /// The store's conversation sessions, when it keeps them.
+    pub(crate) fn sessions(&self) -> Option<Arc<dyn ContextSessionStore>> {
+        self.sessions.clone()
     }
 
     /// The checks every message passes before anything starts: ids, parts, role, history
@@ -497,7 +593,7 @@ impl Engine {
                 context_id,
                 task: Some((task, previous)),
                 subscribers,
-                events: Some(events),
+                events,
                 pending_push: None,
             },
         );
@@ -544,36 +640,21 @@ impl Engine {
         message.context_id = Some(context_id.clone());
         let message = Arc::new(message);
         let (task, previous) = task.unzip();
-        let run = Arc::new(Run {
-            task_id: task_id.clone(),
-            context_id: context_id.clone(),
-            // A fresh token (no lock on a shared parent per request); shutdown cancels the
-            // registered runs (see `cancel_all`).
-            cancel: if self.shutdown.is_cancelled() {
-                self.shutdown.child_token()
-            } else {
-                CancellationToken::new()
-            },
-            state: tokio::sync::Mutex::new(RunState {
+        let run = Run::create(
+            Arc::downgrade(self),
+            NewRun {
+                task_id: task_id.clone(),
+                context_id: context_id.clone(),
+                cancel: self.run_token(),
                 task,
                 user_message: Some(message.clone()),
-                finished: false,
-                replied: false,
                 subscribers,
-                error: None,
                 pending_push,
-            }),
-            engine: Arc::downgrade(self),
-            done: std::sync::atomic::AtomicBool::new(false),
-            done_notify: tokio::sync::Notify::new(),
-            registered: std::sync::atomic::AtomicBool::new(false),
-            input: Mutex::new(None),
-            asking: tokio::sync::Mutex::new(()),
-            inbox: Mutex::new(None),
-            version: p.version,
-            // Only a new task's run (no subscriber channel) answers directly.
-            direct: events.is_none().then(super::direct::Direct::default),
-        });
+                version: p.version,
+                // Direct runs start in `super::direct`.
+                direct: None,
+            },
+        );
         let request = HandlerRequest {
             agent_path: self.agent_path.clone(),
             task_id,
@@ -585,26 +666,19 @@ impl Engine {
             streaming: p.streaming,
             version: p.version,
         };
-        let handler = self.handler.clone();
         let sink = TaskEventSink::new(Arc::new(super::sink::EngineSink(run.clone())));
         let r2 = run.clone();
-        let driver: BoxFuture = Box::pin(
-            async move {
-                let cancel = r2.cancel.clone();
-                let fut = handler.handle(request, sink, cancel);
-                let result = match AssertUnwindSafe(fut).catch_unwind().await {
-                    Ok(r) => r,
-                    Err(_) => Err(HandlerError::failed("the agent's handler panicked")),
-                };
-                r2.finish(result).await;
-            }
-            // Spawned or driven by the request, the handler runs in the request's span.
-            .instrument(tracing::Span::current()),
+        let driver = Driver::handler(
+            self.handler.clone(),
+            request,
+            sink,
+            run.cancel.clone(),
+            move |result| async move { r2.finish(result).await },
         );
         Started {
             run,
             events,
-            driver: Driver(Some(driver)),
+            driver,
         }
     }
 

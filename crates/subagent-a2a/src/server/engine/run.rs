@@ -155,7 +155,7 @@ impl Run {
         drop(st);
         Ok(Ok(Started {
             run: self.clone(),
-            events: Some(rx),
+            events: rx,
             driver: Driver(None),
         }))
     }
@@ -438,7 +438,7 @@ impl Run {
     }
 
     /// Called once the handler returned.
-    pub(super) async fn finish(self: &Arc<Self>, result: Result<(), HandlerError>) {
+    pub(crate) async fn finish(self: &Arc<Self>, result: Result<(), HandlerError>) {
         {
             let mut st = self.state.lock().await;
             if !st.finished {

@@ -10,7 +10,7 @@ use axum::response::Response;
 use super::reply::{Wire, event_reply};
 use super::sse::{acquire_stream, sse};
 use super::{Hosted, Shared};
-use crate::server::engine::{ApiError, Event, SendParams, Started, trim_history};
+use crate::server::engine::{ApiError, Event, SendParams, Sent, Started, trim_history};
 use crate::server::store::PushConfigStore;
 use crate::types::jsonrpc::codes;
 use crate::types::v1;
@@ -131,19 +131,17 @@ pub(super) fn unreachable_message() -> v1::Message {
 /// terminal or interrupted (at once with `immediate`).
 /// Starts a streaming run: spawns its driver and waits for its first event and the rest to
 /// come; a run that ends without any answers with its error.
-pub(super) async fn first_event(
-    started: Started,
-) -> Result<(Event, mpsc::Receiver<Event>), ApiError> {
+pub(super) async fn first_event(sent: Sent) -> Result<(Event, mpsc::Receiver<Event>), ApiError> {
+    // Streaming runs always have their events (only blocking sends run direct).
+    let Sent::Run(started) = sent else {
+        return Err(ApiError::internal("a direct run has no event stream"));
+    };
     let Started {
         run,
-        events,
+        mut events,
         mut driver,
     } = started;
     driver.spawn();
-    // Streaming runs always have their events (only blocking sends run direct).
-    let Some(mut events) = events else {
-        return Err(ApiError::internal("a direct run has no event stream"));
-    };
     match events.recv().await {
         Some(first) => Ok((first, events)),
         None => Err(run
@@ -154,29 +152,33 @@ pub(super) async fn first_event(
 }
 
 pub(super) async fn await_reply(
-    mut started: Started,
+    sent: Sent,
     immediate: bool,
     history_length: Option<i32>,
 ) -> Result<v1::SendMessageResponse, ApiError> {
-    // Only the request that started a direct run answers from its slot; a follow-up that
-    // continues that run (an answer to its question) has an event stream of its own, like any
-    // other, and waits on it for the next terminal or interrupted state.
-    if started.events.is_none() && started.run.direct.is_some() {
-        return crate::server::direct::answer(started, history_length).await;
-    }
-    let Some(mut events) = started.events.take() else {
-        return Err(ApiError::internal("a run without events"));
+    // Only the request that started a direct run answers from it; a follow-up that continues
+    // that run (an answer to its question) has an event stream of its own, like any other,
+    // and waits on it for the next terminal or interrupted state.
+    let Started {
+        run,
+        mut events,
+        mut driver,
+    } = match sent {
+        Sent::Run(started) => started,
+        Sent::Direct(direct) => {
+            return crate::server::direct::answer(direct, history_length).await;
+        }
     };
     if immediate {
-        started.driver.spawn();
+        driver.spawn();
     }
     loop {
         // Drive the handler here first (no task hop for quick handlers), then read events.
-        let ev = match started.driver.pending() {
+        let ev = match driver.pending() {
             Some(fut) => tokio::select! {
                 biased;
                 _ = fut => {
-                    started.driver.done();
+                    driver.done();
                     continue;
                 }
                 ev = events.recv() => ev,
@@ -222,14 +224,13 @@ pub(super) async fn await_reply(
     // the run's state lock, which the fair lock hands it before `task()` below gets it, so
     // leaving it undriven here would wait forever (concurrent readers of the run, such as
     // refused continuations or `GetTask`, make that queue).
-    started.driver.spawn();
-    match started.run.task().await {
+    driver.spawn();
+    match run.task().await {
         Some(mut t) => {
             trim_history(&mut t, history_length);
             Ok(v1::SendMessageResponse::Task(t))
         }
-        None => Err(started
-            .run
+        None => Err(run
             .error()
             .await
             .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
