@@ -56,7 +56,8 @@ pub(crate) const MAX_TASK_POLL: Duration = Duration::from_secs(10);
 const DEFAULT_TASK_POLL: Duration = Duration::from_secs(1);
 /// A task id longer than this (or with control characters) is refused.
 const MAX_TASK_ID_LEN: usize = 256;
-/// How long a `tasks/cancel` sent on the way out may take.
+/// How long a `tasks/cancel` may wait for the server's acknowledgement (on the way out of a
+/// followed task, or for a task of an earlier process).
 const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 /// At most this many `elicitation/create` requests of a 2025-11-25 server wait for an answer
 /// at once on one connection; more are declined.
@@ -690,24 +691,25 @@ impl Connection {
         });
     }
 
-    /// `tasks/cancel` for task `id`, from its own task (bounded by [`TASK_CANCEL_TIMEOUT`]).
-    fn send_task_cancel(&self, id: &str) {
-        let peer = self.service.peer().clone();
-        let request: ClientRequest =
-            CancelTaskRequest::new(CancelTaskParams::new(id.to_string())).into();
-        let label = self.label.clone();
-        let id = id.to_string();
-        tokio::spawn(async move {
-            let sent = tokio::time::timeout(TASK_CANCEL_TIMEOUT, peer.send_request(request)).await;
-            if !matches!(sent, Ok(Ok(_))) {
-                tracing::debug!(server = %label, task = %id, "tasks/cancel was not acknowledged");
-            }
-        });
+    /// `tasks/cancel` for task `id` on the way out of [`follow_task`](Self::follow_task):
+    /// waits for the server's acknowledgement (at most [`TASK_CANCEL_TIMEOUT`]), so the cancel
+    /// is not lost with a process that ends once the call returns (Ctrl-C on a foreground
+    /// task). A cancel that fails or is not acknowledged in time is a warning, not the call's
+    /// error: the call already ended for its own reason, and the server may still run the task.
+    async fn send_task_cancel(&self, id: &str) {
+        if let Err(e) = self.cancel_task(id).await {
+            tracing::warn!(
+                server = %self.label,
+                task = %id,
+                "the MCP server may still run the task: {e}"
+            );
+        }
     }
 
     /// `tasks/cancel` for task `id`, waiting for the server's acknowledgement (at most
-    /// [`TASK_CANCEL_TIMEOUT`]): for a task this process no longer follows (its follower
-    /// ended with an earlier process).
+    /// [`TASK_CANCEL_TIMEOUT`]): for a task this process follows (on the way out of
+    /// [`follow_task`](Self::follow_task)) or no longer follows (its follower ended with an
+    /// earlier process).
     pub(crate) async fn cancel_task(&self, id: &str) -> Result<(), McpError> {
         const METHOD: &str = "tasks/cancel";
         if !valid_task_id(id) {
@@ -778,11 +780,11 @@ impl Connection {
             let detailed: DetailedTask = tokio::select! {
                 biased;
                 () = bounds.cancel.cancelled() => {
-                    self.send_task_cancel(&id);
+                    self.send_task_cancel(&id).await;
                     return Ok(CallEnd::Cancelled);
                 }
                 () = tokio::time::sleep_until(bounds.until) => {
-                    self.send_task_cancel(&id);
+                    self.send_task_cancel(&id).await;
                     return self.expired(bounds, "tools/call");
                 }
                 () = self.closed.cancelled() => return Err(self.closed_error(METHOD)),
@@ -796,7 +798,7 @@ impl Connection {
                         GetTaskRequest::new(GetTaskParams::new(id.clone())).into();
                     match self.request(METHOD, request, bounds, false, on_event).await? {
                         (Step::End(end), _) => {
-                            self.send_task_cancel(&id);
+                            self.send_task_cancel(&id).await;
                             return Ok(end);
                         }
                         (Step::Answer(ServerResult::GetTaskResult(r)), _) => r.task,
@@ -853,7 +855,7 @@ impl Connection {
                     }
                     rounds += 1;
                     if rounds > MAX_INPUT_ROUNDS {
-                        self.send_task_cancel(&id);
+                        self.send_task_cancel(&id).await;
                         return Err(self.request_error(
                             METHOD,
                             format!(
@@ -865,11 +867,11 @@ impl Connection {
                     let responses = match self.ask(asker, fresh, bounds, METHOD).await {
                         Ok(Step::Answer(r)) => r,
                         Ok(Step::End(end)) => {
-                            self.send_task_cancel(&id);
+                            self.send_task_cancel(&id).await;
                             return Ok(end);
                         }
                         Err(e) => {
-                            self.send_task_cancel(&id);
+                            self.send_task_cancel(&id).await;
                             return Err(e);
                         }
                     };
@@ -879,7 +881,7 @@ impl Connection {
                         .request("tasks/update", request, bounds, false, on_event)
                         .await?
                     {
-                        self.send_task_cancel(&id);
+                        self.send_task_cancel(&id).await;
                         return Ok(end);
                     }
                     // Look again at once: the answers may have moved the task on.

@@ -639,10 +639,7 @@ impl AnthropicStreamDecoder {
             return None;
         }
         let u = std::mem::take(&mut s.usage);
-        self.carried.input_tokens += u.input_tokens;
-        self.carried.output_tokens += u.output_tokens;
-        self.carried.cache_read_tokens += u.cache_read_tokens;
-        self.carried.cache_creation_tokens += u.cache_creation_tokens;
+        self.carried = sum_usage(&self.carried, &u);
         s.blocks.clear();
         s.started = false;
         s.stop_reason = None;
@@ -696,15 +693,7 @@ impl AnthropicStreamDecoder {
                 call
             })
             .collect();
-        let c = self.carried;
-        let usage = TokenUsage::new(
-            state.usage.input_tokens + c.input_tokens,
-            state.usage.output_tokens + c.output_tokens,
-        )
-        .with_cache(
-            state.usage.cache_read_tokens + c.cache_read_tokens,
-            state.usage.cache_creation_tokens + c.cache_creation_tokens,
-        );
+        let usage = sum_usage(&state.usage, &self.carried);
         let reply = ChatResponse::new(
             state.content,
             stop_reason_from_anthropic(state.stop_reason.as_deref(), !tool_calls.is_empty()),
@@ -963,6 +952,19 @@ impl StreamDecode for AnthropicStreamDecoder {
     }
 }
 
+/// `a + b`, count by count, saturating: the counts are what the server reported.
+fn sum_usage(a: &TokenUsage, b: &TokenUsage) -> TokenUsage {
+    TokenUsage::new(
+        a.input_tokens.saturating_add(b.input_tokens),
+        a.output_tokens.saturating_add(b.output_tokens),
+    )
+    .with_cache(
+        a.cache_read_tokens.saturating_add(b.cache_read_tokens),
+        a.cache_creation_tokens
+            .saturating_add(b.cache_creation_tokens),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1159,5 +1161,33 @@ mod tests {
                 .to_string()
                 .contains("message_stop")
         );
+    }
+
+    /// A stream cut and continued sums both attempts' usage: saturating, whatever the server
+    /// reported (`u64::MAX` twice neither panics nor wraps).
+    #[test]
+    fn a_continued_stream_sums_absurd_usage_saturating() {
+        let max = u64::MAX;
+        let start = format!(
+            "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"model\":\"m\",\
+             \"usage\":{{\"input_tokens\":{max},\"output_tokens\":{max},\
+             \"cache_read_input_tokens\":{max},\"cache_creation_input_tokens\":{max}}}}}}}\n\n\
+             event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\
+             \"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n\
+             event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\
+             \"delta\":{{\"type\":\"text_delta\",\"text\":\"part \"}}}}\n\n"
+        );
+        let mut dec = AnthropicStreamDecoder::new("m");
+        dec.feed(start.as_bytes(), &|_| {}).unwrap();
+        assert_eq!(dec.continue_after_cut().as_deref(), Some("part"));
+        dec.feed(start.as_bytes(), &|_| {}).unwrap();
+        dec.feed(
+            b"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\n\
+              event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+            &|_| {},
+        )
+        .unwrap();
+        let usage = dec.finish().unwrap().usage;
+        assert_eq!(usage, TokenUsage::new(max, max).with_cache(max, max));
     }
 }

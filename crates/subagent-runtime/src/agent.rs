@@ -472,10 +472,7 @@ impl AgentRuntime {
 
             let u = response.usage;
             compactor.observe(&u);
-            usage.input_tokens += u.input_tokens;
-            usage.output_tokens += u.output_tokens;
-            usage.cache_read_tokens += u.cache_read_tokens;
-            usage.cache_creation_tokens += u.cache_creation_tokens;
+            crate::reply_usage::add_reply(&mut usage, &u); // saturating: the server reports it
             usage.turns = turn;
             // The subtree's budget: crossing it cancels the subtree (siblings included).
             if !response.model.is_empty() {

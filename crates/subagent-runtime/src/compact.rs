@@ -178,7 +178,10 @@ impl Compactor {
 
     /// Learns from a reply's reported usage how the provider counts (see the module docs).
     pub(crate) fn observe(&mut self, usage: &TokenUsage) {
-        let reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_creation_tokens;
+        let reported = usage
+            .input_tokens
+            .saturating_add(usage.cache_read_tokens)
+            .saturating_add(usage.cache_creation_tokens);
         if reported > 0 && self.last_sent > 0 {
             let raw = self.last_sent as f64 / self.ratio.max(1.0);
             self.ratio = (reported as f64 / raw).clamp(1.0, 4.0);
@@ -353,10 +356,7 @@ impl Compactor {
         };
         let summary = match guarded(call, s.ctx.cancel(), s.deadline).await {
             Guarded::Done(Ok(Ok(r))) => {
-                usage.input_tokens += r.usage.input_tokens;
-                usage.output_tokens += r.usage.output_tokens;
-                usage.cache_read_tokens += r.usage.cache_read_tokens;
-                usage.cache_creation_tokens += r.usage.cache_creation_tokens;
+                crate::reply_usage::add_reply(usage, &r.usage);
                 if let Some(b) = s.ctx.budget() {
                     let m = if r.model.is_empty() {
                         s.model_name.unwrap_or("")

@@ -36,6 +36,7 @@ mod compact;
 mod fork;
 mod registry;
 mod repeat;
+mod reply_usage;
 mod spec;
 mod stall;
 mod steer;

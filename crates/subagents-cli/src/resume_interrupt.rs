@@ -2,10 +2,13 @@
 //! foreground `task` (the command's one rule, see `interrupt`), and this says what became of
 //! the task and how to go on.
 //!
-//! An MCP task run by its server (session `mcp-task:ID`) is cancelled there too, and the
-//! command waits (bounded) for the server to acknowledge `tasks/cancel` before it ends: the
-//! agent's own cancel is sent on the way out and would be lost with the process. The store's
-//! record is left as it was (`interrupted`, with its session), as `tasks stop --mcp` leaves it.
+//! An MCP task run by its server (session `mcp-task:ID`) is cancelled there too. The resumed
+//! run's executor already sends `tasks/cancel` and waits (bounded) for the acknowledgement
+//! when it was following the task (`subagent-mcp`); this stop is kept for a Ctrl-C that came
+//! before it followed it (while connecting), and for its note, which says whether the server
+//! acknowledged (a server that refuses a second `tasks/cancel` of a task it already cancelled
+//! gets its reason quoted in the note). The store's record is left as it was (`interrupted`,
+//! with its session), as `tasks stop --mcp` leaves it.
 
 use subagents::Subagents;
 

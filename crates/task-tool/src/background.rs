@@ -471,11 +471,18 @@ impl BackgroundRegistry {
         let max = config.max_background;
         if self.running.fetch_add(1, Ordering::AcqRel) >= max {
             self.running.fetch_sub(1, Ordering::AcqRel);
+            // Only the companions offered are named (crate::offer); a background run needs
+            // TaskOutput, so it is there.
+            let stop = if tool.offered.stop() {
+                ", stop one with TaskStop"
+            } else {
+                ""
+            };
             return Err(SubagentError::LimitReached {
                 agent: def.name().to_string(),
                 limit: subagent_spi::Limit::other(format!(
                     "max_background={max}: {max} background tasks are already running. Wait for one \
-                     with TaskOutput, stop one with TaskStop, or run this task in the foreground"
+                     with TaskOutput{stop}, or run this task in the foreground"
                 )),
             });
         }

@@ -306,6 +306,23 @@ impl SendMessageTool {
         Self { task }
     }
 
+    /// Its description: `run_in_background` is named only when `TaskOutput` is offered
+    /// (without it `Task` has no such parameter, see `crate::offer`).
+    pub(crate) fn description_text(&self) -> String {
+        let which = if self.task.offered.output() {
+            "a background task you started with Task (run_in_background: true)"
+        } else {
+            "a task you started with Task"
+        };
+        format!(
+            "Send a message to {which} while it runs: new instructions, a correction, or \
+             information it needs. `to` is its task id or the `name` you gave it. It reads the \
+             message at its next step; the result says whether it was delivered, or why not \
+             (the task finished, is unknown, cannot receive messages, its inbox is full, or the \
+             message is too long)."
+        )
+    }
+
     pub(crate) async fn run(
         &self,
         input: SendMessageInput,

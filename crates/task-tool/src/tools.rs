@@ -22,7 +22,14 @@ const MAX_WAIT_MS: u64 = 600_000;
 /// schema; `call` parses the input, naming the tool and the expected shape when it does not
 /// parse, and hands it to the tool's `run`.
 macro_rules! delegate_tool {
-    ($tool:ty, $name:literal, $input:ty, $shape:literal, $description:expr $(,)?) => {
+    ($tool:ty, $name:literal, $input:ty, $shape:literal, $description:literal $(,)?) => {
+        delegate_tool!(
+            $tool, $name, $input, $shape,
+            describe = |_: &$tool| $description.to_string(),
+        );
+    };
+    // A description that follows the tool's view (the companions offered, crate::offer).
+    ($tool:ty, $name:literal, $input:ty, $shape:literal, describe = $describe:expr $(,)?) => {
         #[async_trait]
         impl Tool for $tool {
             fn name(&self) -> &str {
@@ -30,7 +37,7 @@ macro_rules! delegate_tool {
             }
 
             fn description(&self) -> String {
-                $description.to_string()
+                ($describe)(self)
             }
 
             fn input_schema(&self) -> serde_json::Value {
@@ -277,9 +284,5 @@ delegate_tool!(
     "SendMessage",
     SendMessageInput,
     r#"{"to": "task_... or the name you gave it", "message": "..."}"#,
-    "Send a message to a background task you started with Task (run_in_background: true) \
-     while it runs: new instructions, a correction, or information it needs. `to` is its task \
-     id or the `name` you gave it. It reads the message at its next step; the result says \
-     whether it was delivered, or why not (the task finished, is unknown, cannot receive \
-     messages, its inbox is full, or the message is too long)."
+    describe = SendMessageTool::description_text,
 );

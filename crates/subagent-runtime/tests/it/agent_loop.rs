@@ -725,3 +725,38 @@ async fn a_call_named_like_an_agent_runs_task_for_it() {
     let results = tool_results(&model.requests()[1]);
     assert!(results[0].1.contains("unknown tool `calc`"), "{results:?}");
 }
+
+/// A model server reporting absurd usage (`u64::MAX` tokens after a first small turn) cannot
+/// make the run's counts wrap (or panic): they saturate, and the token budget ends spent.
+#[tokio::test]
+async fn absurd_reported_usage_saturates_and_spends_the_budget() {
+    use subagent_core::{Budget, BudgetExt};
+    use subagent_spi::BudgetLimits;
+
+    let model = ScriptedModel::new(vec![
+        with_usage(
+            calls("", &[("c1", "echo", json!({"text": "a"}))]),
+            usage(10, 5),
+        ),
+        with_usage(
+            calls("", &[("c2", "echo", json!({"text": "b"}))]),
+            usage(u64::MAX, u64::MAX).with_cache(u64::MAX, u64::MAX),
+        ),
+        text("never reached"),
+    ]);
+    let ctx = TaskContext::new();
+    let budget = Budget::new(BudgetLimits::new().with_tokens(1_000), ctx.cancel().clone());
+    let ctx = ctx.with_budget(budget.clone());
+    let spec = RunSpec::new(model.clone(), "go").with_tools(vec![echo()]);
+    let out = tokio::time::timeout(GUARD, run(spec, &ctx))
+        .await
+        .expect("the run ends");
+    assert_eq!(out.status, TaskStatus::LimitReached, "{out:?}");
+    assert_eq!(out.usage.input_tokens, u64::MAX);
+    assert_eq!(out.usage.output_tokens, u64::MAX);
+    assert_eq!(out.usage.cache_read_tokens, u64::MAX);
+    assert_eq!(out.usage.cache_creation_tokens, u64::MAX);
+    assert_eq!(budget.tokens_used(), u64::MAX);
+    assert!(budget.spent().is_some(), "the budget is spent, not wrapped");
+    assert_eq!(model.requests().len(), 2);
+}

@@ -402,3 +402,39 @@ fn ctrl_c_during_tasks_resume_of_an_mcp_task_cancels_it_on_the_server_and_exits_
         .expect("the task is still listed");
     assert_eq!(record["session_id"], session.as_str(), "{record}");
 }
+
+/// Ctrl-C during a foreground `task` on an MCP agent whose server runs the call as a task:
+/// the server's task is cancelled with `tasks/cancel`, acknowledged before the process ends
+/// (the executor waits for it, bounded), and the command exits 130.
+#[test]
+fn ctrl_c_during_a_foreground_mcp_task_cancels_it_on_the_server_before_the_process_ends() {
+    let rt = rt();
+    let (server, url) = start_server(&rt);
+    let home = tempfile::tempdir().expect("home");
+    let spec = format!("{url}#tool=job&name=builder");
+
+    let child = process_in(home.path())
+        .args(["task", "builder", "build the thing", "--mcp", &spec])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn subagents task");
+    eventually("the process to follow the server's task", || {
+        (server.seen.gets.load(Ordering::SeqCst) > 0).then_some(())
+    });
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let out = finish(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    // Counted when the server handled it: before the process ended, not after.
+    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 1, "{stderr}");
+    eventually("the job to end cancelled", || {
+        (server.seen.cancelled.load(Ordering::SeqCst) == 1).then_some(())
+    });
+    assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
+}

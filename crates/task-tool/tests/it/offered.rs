@@ -239,3 +239,67 @@ async fn without_task_stop_no_text_says_to_cancel_with_it() {
     full.stop(&id).await.expect("stops");
     let _ = tokio::time::timeout(Duration::from_secs(5), full.output(&id, None)).await;
 }
+
+/// The `max_background` refusal names `TaskStop` only when it is offered.
+#[tokio::test]
+async fn the_max_background_refusal_names_task_stop_only_when_offered() {
+    let full = TaskTool::builder()
+        .subagent_type(SubagentType::new(KIND, Arc::new(Resolver), Arc::new(Exec)))
+        .subagent_references(["slow", "fg-worker"].map(|n| SubagentReference::new(n, KIND)))
+        .max_background(1)
+        .build()
+        .await
+        .expect("builds");
+    let view = full.offering(Companions::from_names(["Task", "TaskOutput"]));
+    let ctx = TaskContext::new();
+    let out = view.call_tool(call("slow", Some(true)), &ctx).await;
+    assert!(!out.is_error, "{}", out.content);
+    let id = full.running_background_ids()[0].clone();
+
+    let refused = view.call_tool(call("fg-worker", Some(true)), &ctx).await;
+    assert!(refused.is_error, "{}", refused.content);
+    assert!(
+        refused.content.contains("max_background=1")
+            && refused
+                .content
+                .contains("Wait for one with TaskOutput, or run this task"),
+        "{}",
+        refused.content
+    );
+    assert!(!refused.content.contains("TaskStop"), "{}", refused.content);
+
+    // With every companion it still says to stop one with TaskStop.
+    let refused = full.call_tool(call("fg-worker", Some(true)), &ctx).await;
+    assert!(
+        refused.content.contains("stop one with TaskStop"),
+        "{}",
+        refused.content
+    );
+    full.stop(&id).await.expect("stops");
+    let _ = tokio::time::timeout(Duration::from_secs(5), full.output(&id, None)).await;
+}
+
+/// `SendMessage`'s description names `run_in_background` only when `TaskOutput` is offered
+/// (without it, `Task` has no such parameter).
+#[tokio::test]
+async fn the_send_message_description_names_run_in_background_only_with_task_output() {
+    let full = task().await;
+    let lean = full.offering(Companions::from_names(["Task", "SendMessage"]));
+    let description = Tool::description(&lean.send_message_tool());
+    for absent in ["run_in_background", "TaskOutput", "TaskStop"] {
+        assert!(!description.contains(absent), "{absent}: {description}");
+    }
+    assert!(
+        description.starts_with("Send a message to a task you started with Task while it runs"),
+        "{description}"
+    );
+
+    let description = Tool::description(&full.send_message_tool());
+    assert!(
+        description.starts_with(
+            "Send a message to a background task you started with Task (run_in_background: \
+             true) while it runs: new instructions"
+        ),
+        "{description}"
+    );
+}
