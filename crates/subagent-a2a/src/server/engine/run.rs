@@ -16,6 +16,9 @@ pub(super) enum Deliver {
     Inbox(mpsc::OwnedPermit<Arc<v1::Message>>),
 }
 
+/// A task just created by [`Run::create_task`]: its `Task` event, when someone hears it.
+pub(super) struct Created(Option<Event>);
+
 /// Withdraws a question when its wait ends without an answer (timeout, cancellation).
 pub(super) struct InputGuard<'a>(&'a Run);
 
@@ -379,13 +382,13 @@ impl Run {
 
     /// Creates the task on its first event (state submitted, history = the user's message) and
     /// registers the run. Returns the `Task` event announcing it, for [`Run::announce`] once a
-    /// state of the task is committed (`Some(None)` when nobody hears it, see
+    /// state of the task is committed (without the event when nobody hears it, see
     /// [`heard`](super::fanout::heard)); `None` when the task already exists.
     pub(super) fn create_task(
         self: &Arc<Self>,
         st: &mut RunState,
         engine: &Option<Arc<Engine>>,
-    ) -> Option<Option<Event>> {
+    ) -> Option<Created> {
         if st.task.is_some() {
             return None;
         }
@@ -419,7 +422,7 @@ impl Run {
                 self.cancel.cancel();
             }
         }
-        Some(event)
+        Some(Created(event))
     }
 
     /// Announces a task just created (its `Task` event from [`Run::create_task`]) once a state
@@ -429,7 +432,7 @@ impl Run {
         self: &Arc<Self>,
         st: &mut RunState,
         engine: &Option<Arc<Engine>>,
-        created: Option<Event>,
+        Created(created): Created,
     ) {
         if let Some(engine) = engine {
             if let Some(c) = st.pending_push.take()
