@@ -28,6 +28,7 @@
 
 pub mod approval;
 pub mod convert;
+mod json_text;
 pub mod jsonrpc;
 pub mod progress;
 pub mod usage;

@@ -133,6 +133,7 @@ mod part_serde {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use super::{JsonObject, Part, PartContent};
+    use crate::types::json_text::OptString;
 
     impl Serialize for Part {
         fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -228,12 +229,13 @@ mod part_serde {
                     while let Some(key) = map.next_key::<Key>()? {
                         match key {
                             // ProtoJSON: `null` is the same as an absent field.
+                            // Large values: read without serde_json's scratch copy.
                             Key::Text => set(
                                 &mut content,
-                                map.next_value::<Option<String>>()?.map(PartContent::Text),
+                                map.next_value_seed(OptString)?.map(PartContent::Text),
                             )?,
                             Key::Raw => {
-                                let raw = map.next_value::<Option<String>>()?;
+                                let raw = map.next_value_seed(OptString)?;
                                 if let Some(r) = &raw {
                                     crate::types::check_base64(r).map_err(|e| {
                                         de::Error::custom(format_args!("`raw` is {e}"))

@@ -50,5 +50,7 @@ mod rest_v03;
 mod server_http;
 #[cfg(all(feature = "client", feature = "server"))]
 mod server_interop_py;
+#[cfg(all(feature = "client", feature = "server"))]
+mod server_memory;
 mod steer;
 mod types_roundtrip;

@@ -39,6 +39,16 @@ impl Engine {
     }
 }
 
+/// Whether a task event of this run reaches anyone: a subscriber of the run, a webhook (push
+/// notifications on) or the processes sharing the store. When nobody hears it, the run does
+/// not build the event (a large status message is then not copied for it: issue 30, item 3).
+pub(super) fn heard(st: &RunState, engine: &Option<Arc<Engine>>) -> bool {
+    !st.subscribers.is_empty()
+        || engine
+            .as_ref()
+            .is_some_and(|e| e.push_enabled() || e.replicas.is_some())
+}
+
 pub(super) async fn broadcast(st: &mut RunState, ev: Event, limits: &(Duration,)) {
     if st.subscribers.is_empty() {
         return;

@@ -16,6 +16,9 @@ pub(super) enum Deliver {
     Inbox(mpsc::OwnedPermit<Arc<v1::Message>>),
 }
 
+/// A task just created by [`Run::create_task`]: its `Task` event, when someone hears it.
+pub(super) struct Created(Option<Event>);
+
 /// Withdraws a question when its wait ends without an answer (timeout, cancellation).
 pub(super) struct InputGuard<'a>(&'a Run);
 
@@ -250,6 +253,9 @@ impl Run {
                 // committed state is this one (no separate `submitted` write), and nobody
                 // hears of the task before a state of it is committed.
                 let created = self.create_task(st, &engine);
+                // Issue 30 item 3: the status event (a copy of the status message) is built
+                // only when someone hears it.
+                let heard = super::fanout::heard(st, &engine);
                 let Some(task) = st.task.as_mut() else { return };
                 if let Some(m) = &message {
                     task.history.push(m.clone());
@@ -259,12 +265,11 @@ impl Run {
                         .get_or_insert_with(JsonObject::new)
                         .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
                 }
-                let status = v1::TaskStatus {
+                task.status = v1::TaskStatus {
                     state,
                     message,
                     timestamp: Some(now_rfc3339()),
                 };
-                task.status = status.clone();
                 let snapshot = task.clone();
                 if let Some(engine) = &engine {
                     engine.save(snapshot).await;
@@ -272,19 +277,21 @@ impl Run {
                 if let Some(created) = created {
                     self.announce(st, &engine, created).await;
                 }
-                let ev = Arc::new(v1::StreamResponse::StatusUpdate(
-                    v1::TaskStatusUpdateEvent {
-                        task_id: self.task_id.clone(),
-                        context_id: self.context_id.clone(),
-                        status,
-                        metadata,
-                    },
-                ));
-                if let Some(engine) = &engine {
-                    engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
-                    engine.publish(&self.task_id, &ev).await;
+                if let (true, Some(task)) = (heard, &st.task) {
+                    let ev = Arc::new(v1::StreamResponse::StatusUpdate(
+                        v1::TaskStatusUpdateEvent {
+                            task_id: self.task_id.clone(),
+                            context_id: self.context_id.clone(),
+                            status: task.status.clone(),
+                            metadata,
+                        },
+                    ));
+                    if let Some(engine) = &engine {
+                        engine.push(&self.task_id, &ev, st.task.as_ref(), self.version);
+                        engine.publish(&self.task_id, &ev).await;
+                    }
+                    broadcast(st, ev, &self.limits(&engine)).await;
                 }
-                broadcast(st, ev, &self.limits(&engine)).await;
                 if let Some(d) = &self.direct
                     && (state.is_terminal() || state.is_interrupted())
                 {
@@ -375,12 +382,13 @@ impl Run {
 
     /// Creates the task on its first event (state submitted, history = the user's message) and
     /// registers the run. Returns the `Task` event announcing it, for [`Run::announce`] once a
-    /// state of the task is committed; `None` when the task already exists.
+    /// state of the task is committed (without the event when nobody hears it, see
+    /// [`heard`](super::fanout::heard)); `None` when the task already exists.
     pub(super) fn create_task(
         self: &Arc<Self>,
         st: &mut RunState,
         engine: &Option<Arc<Engine>>,
-    ) -> Option<Event> {
+    ) -> Option<Created> {
         if st.task.is_some() {
             return None;
         }
@@ -401,7 +409,11 @@ impl Run {
                 .collect(),
             metadata: None,
         };
-        st.task = Some(task.clone());
+        // Issue 30 item 3: the `Task` event (a copy of the user's message) only when someone
+        // hears it.
+        let event = super::fanout::heard(st, engine)
+            .then(|| Arc::new(v1::StreamResponse::Task(task.clone())));
+        st.task = Some(task);
         if let Some(engine) = engine {
             self.registered
                 .store(true, std::sync::atomic::Ordering::Release);
@@ -410,7 +422,7 @@ impl Run {
                 self.cancel.cancel();
             }
         }
-        Some(Arc::new(v1::StreamResponse::Task(task)))
+        Some(Created(event))
     }
 
     /// Announces a task just created (its `Task` event from [`Run::create_task`]) once a state
@@ -420,7 +432,7 @@ impl Run {
         self: &Arc<Self>,
         st: &mut RunState,
         engine: &Option<Arc<Engine>>,
-        created: Event,
+        Created(created): Created,
     ) {
         if let Some(engine) = engine {
             if let Some(c) = st.pending_push.take()
@@ -428,13 +440,17 @@ impl Run {
             {
                 tracing::warn!(agent = %engine.agent_path, error = %e, "cannot store a push config");
             }
-            let task = match &*created {
-                v1::StreamResponse::Task(t) => Some(t),
-                _ => None,
-            };
-            engine.push(&self.task_id, &created, task, self.version);
+            if let Some(created) = &created {
+                let task = match &**created {
+                    v1::StreamResponse::Task(t) => Some(t),
+                    _ => None,
+                };
+                engine.push(&self.task_id, created, task, self.version);
+            }
         }
-        broadcast(st, created, &self.limits(engine)).await;
+        if let Some(created) = created {
+            broadcast(st, created, &self.limits(engine)).await;
+        }
     }
 
     /// Called once the handler returned.
