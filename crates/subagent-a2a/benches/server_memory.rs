@@ -22,6 +22,13 @@
 //! Resident memory counts the pages a process touched, not the capacity it reserved, so the
 //! figures are what the machine pays. Not a timed test: it asserts only memory.
 
+/// The allocator `subagents serve` runs with (subagents-cli's default feature `jemalloc`), so
+/// the served process here is the command's. Remove these lines to measure glibc's malloc
+/// (the perf doc has the figures of both).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 

@@ -22,6 +22,13 @@
 //! /proc/self/status after each of our runs. Finally one SSE client receives 1,000 streamed
 //! events (artifact chunks) from one task, 20 times; the median is printed.
 
+/// The allocator `subagents serve` runs with (subagents-cli's default feature `jemalloc`), for
+/// both servers of the comparison. Remove these lines to measure with glibc's malloc (the
+/// perf doc has the figures of both).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
