@@ -11,7 +11,11 @@
 //! Wall-clock figures on a shared 2-core machine are noisy, so the bench also has a counting
 //! mode for `valgrind --tool=callgrind`: with `INPROC_ONLY=ours|bare` and `INPROC_COUNT=N` it
 //! sends N requests to one side and exits. `guarded` is our server as the load bench runs it
-//! (a bearer token required and sent, a `traceparent` on every request). Instructions per request are then
+//! (a bearer token required and sent, a `traceparent` on every request). `parsing` is a
+//! second ceiling: a bare handler doing the least any A2A server must (compare the bearer
+//! token, parse the JSON-RPC envelope and the typed `SendMessageRequest`, build the reply
+//! `Message`, serialize the response: the same 141 bytes), to tell our overhead from the
+//! protocol's JSON work. Instructions per request are then
 //! `(total(N) - total(0)) / N`, the same on every run (see the perf doc for the script).
 
 use axum::body::Body;
@@ -86,11 +90,72 @@ fn bench(c: &mut Criterion) {
             }
         }),
     );
+    // A ceiling that does the minimum an A2A server must: check the bearer token, parse the
+    // JSON-RPC envelope and the typed params, build the reply message, serialize the response.
+    let parsing = axum::Router::new().route(
+        "/",
+        axum::routing::post(
+            |headers: http::HeaderMap, body: axum::body::Bytes| async move {
+                #[derive(serde::Deserialize)]
+                struct Env<'a> {
+                    #[allow(dead_code)]
+                    jsonrpc: &'a str,
+                    #[serde(borrow)]
+                    id: &'a serde_json::value::RawValue,
+                    #[allow(dead_code)]
+                    method: &'a str,
+                    params: subagent_a2a::types::v1::SendMessageRequest,
+                }
+                #[derive(serde::Serialize)]
+                struct Res<'a> {
+                    message: &'a subagent_a2a::types::v1::Message,
+                }
+                #[derive(serde::Serialize)]
+                struct Out<'a> {
+                    jsonrpc: &'static str,
+                    id: &'a serde_json::value::RawValue,
+                    result: Res<'a>,
+                }
+                let ok = headers
+                    .get(header::AUTHORIZATION)
+                    .is_some_and(|v| v.as_bytes() == b"Bearer bench-token");
+                if !ok {
+                    return (http::StatusCode::UNAUTHORIZED, Vec::new());
+                }
+                let Ok(env) = serde_json::from_slice::<Env<'_>>(&body) else {
+                    return (http::StatusCode::BAD_REQUEST, Vec::new());
+                };
+                let text = env
+                    .params
+                    .message
+                    .parts
+                    .iter()
+                    .filter_map(|p| p.as_text())
+                    .collect::<String>();
+                let mut m = subagent_a2a::types::v1::Message::new(
+                    subagent_a2a::types::v1::Role::Agent,
+                    "reply",
+                    vec![subagent_a2a::types::v1::Part::text(text)],
+                );
+                m.context_id = env.params.message.context_id.clone();
+                let out = Out {
+                    jsonrpc: "2.0",
+                    id: env.id,
+                    result: Res { message: &m },
+                };
+                (
+                    http::StatusCode::OK,
+                    serde_json::to_vec(&out).unwrap_or_default(),
+                )
+            },
+        ),
+    );
     if let (Ok(only), Ok(count)) = (std::env::var("INPROC_ONLY"), std::env::var("INPROC_COUNT")) {
         let n: usize = count.parse().expect("INPROC_COUNT is a number");
         let app = match only.as_str() {
             "bare" => &bare,
             "guarded" => &guarded,
+            "parsing" => &parsing,
             _ => &ours,
         };
         let mut bytes = 0;
