@@ -25,7 +25,7 @@ use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount, ServerAuth};
 use tower::ServiceExt;
 
 mod common;
-use common::{BODY, Echo};
+use common::{BODY, Echo, parsing_ceiling};
 
 fn request() -> Request<Body> {
     Request::post("/")
@@ -90,66 +90,7 @@ fn bench(c: &mut Criterion) {
             }
         }),
     );
-    // A ceiling that does the minimum an A2A server must: check the bearer token, parse the
-    // JSON-RPC envelope and the typed params, build the reply message, serialize the response.
-    let parsing = axum::Router::new().route(
-        "/",
-        axum::routing::post(
-            |headers: http::HeaderMap, body: axum::body::Bytes| async move {
-                #[derive(serde::Deserialize)]
-                struct Env<'a> {
-                    #[allow(dead_code)]
-                    jsonrpc: &'a str,
-                    #[serde(borrow)]
-                    id: &'a serde_json::value::RawValue,
-                    #[allow(dead_code)]
-                    method: &'a str,
-                    params: subagent_a2a::types::v1::SendMessageRequest,
-                }
-                #[derive(serde::Serialize)]
-                struct Res<'a> {
-                    message: &'a subagent_a2a::types::v1::Message,
-                }
-                #[derive(serde::Serialize)]
-                struct Out<'a> {
-                    jsonrpc: &'static str,
-                    id: &'a serde_json::value::RawValue,
-                    result: Res<'a>,
-                }
-                let ok = headers
-                    .get(header::AUTHORIZATION)
-                    .is_some_and(|v| v.as_bytes() == b"Bearer bench-token");
-                if !ok {
-                    return (http::StatusCode::UNAUTHORIZED, Vec::new());
-                }
-                let Ok(env) = serde_json::from_slice::<Env<'_>>(&body) else {
-                    return (http::StatusCode::BAD_REQUEST, Vec::new());
-                };
-                let text = env
-                    .params
-                    .message
-                    .parts
-                    .iter()
-                    .filter_map(|p| p.as_text())
-                    .collect::<String>();
-                let mut m = subagent_a2a::types::v1::Message::new(
-                    subagent_a2a::types::v1::Role::Agent,
-                    "reply",
-                    vec![subagent_a2a::types::v1::Part::text(text)],
-                );
-                m.context_id = env.params.message.context_id.clone();
-                let out = Out {
-                    jsonrpc: "2.0",
-                    id: env.id,
-                    result: Res { message: &m },
-                };
-                (
-                    http::StatusCode::OK,
-                    serde_json::to_vec(&out).unwrap_or_default(),
-                )
-            },
-        ),
-    );
+    let parsing = parsing_ceiling("bench-token");
     if let (Ok(only), Ok(count)) = (std::env::var("INPROC_ONLY"), std::env::var("INPROC_COUNT")) {
         let n: usize = count.parse().expect("INPROC_COUNT is a number");
         let app = match only.as_str() {

@@ -21,6 +21,13 @@
 //! the column is skipped, and says so, without it). Resident memory is read from
 //! /proc/self/status after each of our runs. Finally one SSE client receives 1,000 streamed
 //! events (artifact chunks) from one task, 20 times; the median is printed.
+//!
+//! A third server, the *parsing ceiling* (`common::parsing_ceiling`: a bare handler that checks
+//! the bearer token, parses the JSON-RPC envelope and typed params, and serializes the reply —
+//! the least any A2A server must do), runs twice per round inside the ABBA order (bare, ours,
+//! parsing, [sdk, sdk,] parsing, ours, bare), so ours can be read against the protocol's own
+//! JSON work as well as against fixed bytes. With `SERVE_ONLY=1` the bench only serves the three
+//! and prints their URLs, for `perf stat -p` / `strace -c -p` under a load of your own.
 
 /// The allocator `subagents serve` runs with (subagents-cli's default feature `jemalloc`), for
 /// both servers of the comparison. Remove these lines to measure with glibc's malloc (the
@@ -37,7 +44,7 @@ use futures::StreamExt;
 use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount, ServerAuth};
 
 mod common;
-use common::{BODY, Echo};
+use common::{BODY, Echo, parsing_ceiling};
 
 fn oha() -> Option<PathBuf> {
     let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin/oha"));
@@ -157,7 +164,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (ours, bare) = rt.block_on(async {
+    let (ours, bare, parsing) = rt.block_on(async {
         let server = A2aServer::builder()
             .mount(
                 AgentMount::new("/", AgentInfo::new("echo", "Echo"), Echo)
@@ -201,8 +208,17 @@ fn main() {
             .expect("bind");
         let bare = format!("http://{}/", l2.local_addr().expect("addr"));
         tokio::spawn(async move { axum::serve(l2, bare_app).await });
-        (ours, bare)
+        let l3 = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let parsing = format!("http://{}/", l3.local_addr().expect("addr"));
+        tokio::spawn(async move { axum::serve(l3, parsing_ceiling(TOKEN)).await });
+        (ours, bare, parsing)
     });
+    if std::env::var_os("SERVE_ONLY").is_some() {
+        println!("ours {ours} bare {bare} parsing {parsing}");
+        rt.block_on(std::future::pending::<()>());
+    }
     match &lf {
         Some(url) => {
             let probe = rt.block_on(async {
@@ -234,15 +250,18 @@ fn main() {
         let (mut b_rps, mut o_rps, mut l_rps, mut b_p50, mut o_p50) =
             (vec![], vec![], vec![], vec![], vec![]);
         let (mut b_p99, mut o_p99, mut l_p99) = (vec![], vec![], vec![]);
+        let (mut pb_ratios, mut op_ratios) = (vec![], vec![]);
         println!("rss at start: {} KB", rss_kb());
         for round in 1..=rounds {
             let b_a = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
             let o_a = run_oha(&oha, &ours, 64, &duration).expect("oha ours");
+            let p_a = run_oha(&oha, &parsing, 64, &duration).expect("oha parsing");
             let l = lf.as_ref().map(|u| {
                 let a = run_oha(&oha, u, 64, &duration).expect("oha sdk");
                 let b = run_oha(&oha, u, 64, &duration).expect("oha sdk");
                 ((a.rps + b.rps) / 2.0, (a.p99_ms + b.p99_ms) / 2.0)
             });
+            let p_b = run_oha(&oha, &parsing, 64, &duration).expect("oha parsing");
             let o_b = run_oha(&oha, &ours, 64, &duration).expect("oha ours");
             let b_b = run_oha(&oha, &bare, 64, &duration).expect("oha bare");
             let r = rss_kb();
@@ -251,6 +270,17 @@ fn main() {
             let o1_b = run_oha(&oha, &ours, 1, &short).expect("oha ours 1c");
             let b1_b = run_oha(&oha, &bare, 1, &short).expect("oha bare 1c");
             let (b, o) = ((b_a.rps + b_b.rps) / 2.0, (o_a.rps + o_b.rps) / 2.0);
+            let p = (p_a.rps + p_b.rps) / 2.0;
+            println!(
+                "round {round}: parsing ceiling {:.0}/{:.0} req/s: parsing/bare {:.2}, \
+                 ours/parsing {:.2}",
+                p_a.rps,
+                p_b.rps,
+                p / b,
+                o / p
+            );
+            pb_ratios.push(p / b);
+            op_ratios.push(o / p);
             let (b99, o99) = (
                 (b_a.p99_ms + b_b.p99_ms) / 2.0,
                 (o_a.p99_ms + o_b.p99_ms) / 2.0,
@@ -311,6 +341,14 @@ fn main() {
             two_places(&tput_ratios),
             median(p99_ratios.clone()),
             two_places(&p99_ratios),
+        );
+        println!(
+            "MEDIAN parsing ceiling: parsing/bare {:.2} (per round {:?}), ours/parsing {:.2} \
+             (per round {:?})",
+            median(pb_ratios.clone()),
+            two_places(&pb_ratios),
+            median(op_ratios.clone()),
+            two_places(&op_ratios),
         );
         if lf.is_some() {
             println!(

@@ -30,7 +30,6 @@ use crate::types::{ProtocolVersion, v1};
 
 /// What the request of a direct run waits for once the run exists: set by the engine as it
 /// applies the handler's events ([`Direct::reply`], [`Direct::settle`]).
-#[derive(Default)]
 pub(crate) struct Direct {
     inner: Mutex<Inner>,
 }
