@@ -1,6 +1,7 @@
 //! # subagent-testkit
 //!
-//! Test helpers for the `subagents` workspace (a dev-dependency, never published). The main
+//! Test helpers for the `subagents` workspace and for plugin authors testing a kind of their own
+//! (published, for use as a dev-dependency). The main
 //! piece is [`ScriptedModelServer`]: a real HTTP server on `127.0.0.1` (ephemeral port) that
 //! speaks the **OpenAI Chat Completions** and **Anthropic Messages** wire formats, streamed (SSE,
 //! framed as the real APIs frame it) and not, replays a [`Script`] of [`Reply`]s in order, and
