@@ -271,7 +271,7 @@ mod part_serde {
     }
 
     impl<T: DeserializeOwned> Slot<T> {
-        /// Reads the value of `name`: typed when `kind` is known (it is the part's field).
+        /// Reads the field's value: typed when `kind` is known (then it is the part's field).
         fn read<'de, A: MapAccess<'de>>(map: &mut A, kind_known: bool) -> Result<Self, A::Error> {
             Ok(if kind_known {
                 Slot::Typed(map.next_value()?)
