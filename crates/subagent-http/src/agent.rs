@@ -8,6 +8,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Method, Url};
 use subagent_spi::SubagentReference;
 
+use crate::usage::UsagePointers;
 use crate::{
     DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_SECS, HttpKindError, KEYS, MAX_RESPONSE_BYTES_CAP,
 };
@@ -32,6 +33,8 @@ pub struct HttpAgent {
     auth: Option<(HeaderName, HeaderValue)>,
     timeout: Duration,
     max_response_bytes: u64,
+    /// Where the reply reports its usage (`usage_*` keys); `None`: no tokens are reported.
+    usage: Option<UsagePointers>,
 }
 
 subagent_spi::impl_subagent_definition!(HttpAgent);
@@ -46,6 +49,7 @@ impl fmt::Debug for HttpAgent {
             .field("auth_header", &self.auth.as_ref().map(|(h, _)| h.as_str()))
             .field("timeout", &self.timeout)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("usage", &self.usage)
             .finish_non_exhaustive()
     }
 }
@@ -150,6 +154,7 @@ impl HttpAgent {
                     )
                 })?,
         };
+        let usage = UsagePointers::from_meta(meta)?;
         Ok(Self {
             name,
             description,
@@ -162,6 +167,7 @@ impl HttpAgent {
             auth,
             timeout,
             max_response_bytes,
+            usage,
         })
     }
 
@@ -193,6 +199,15 @@ impl HttpAgent {
     /// The largest reply read, in bytes.
     pub fn max_response_bytes(&self) -> u64 {
         self.max_response_bytes
+    }
+
+    /// Whether replies are read for their usage (a `usage_input` or `usage_output` pointer).
+    pub fn reports_usage(&self) -> bool {
+        self.usage.is_some()
+    }
+
+    pub(crate) fn usage_pointers(&self) -> Option<&UsagePointers> {
+        self.usage.as_ref()
     }
 
     pub(crate) fn credential(&self) -> Option<&(HeaderName, HeaderValue)> {

@@ -73,7 +73,13 @@ pub(crate) async fn run(
     };
     let value = reply?;
     let (text, answer) = answer(agent, &value)?;
-    let mut outcome = TaskOutcome::completed(text).with_usage(usage());
+    // The tokens the reply reports, read from the same parsed value (the Task tool charges
+    // them to the caller's budget when the run ends).
+    let usage = match agent.usage_pointers() {
+        Some(pointers) => pointers.read(agent.name(), &value, usage()),
+        None => usage(),
+    };
+    let mut outcome = TaskOutcome::completed(text).with_usage(usage);
     if call.output_schema.is_some() {
         // Typed result: the answer value; the Task tool checks it against the schema.
         outcome.structured = Some(answer.clone());

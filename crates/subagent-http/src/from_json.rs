@@ -9,7 +9,8 @@ pub const MAX_REFERENCE_JSON_BYTES: usize = 64 * 1024;
 
 /// Reads an `HTTP` reference from one JSON object: `url` is the endpoint, `body` the request
 /// template as a JSON value, every other field a metadata key of the crate docs' table
-/// (strings, or numbers for the two limits). Unknown fields are errors. The reference is
+/// (strings, or numbers for `timeout_secs`, `max_response_bytes` and
+/// `usage_unreported_tokens`). Unknown fields are errors. The reference is
 /// checked when it is resolved, like any other.
 ///
 /// ```
@@ -51,7 +52,10 @@ pub fn reference_from_json(text: &str) -> Result<SubagentReference, HttpKindErro
             ("body", v) => v.to_string(),
             (k, _) if !KEYS.contains(&k) => return Err(HttpKindError::UnknownKey { key }),
             (_, serde_json::Value::String(s)) => s,
-            ("timeout_secs" | "max_response_bytes", serde_json::Value::Number(n)) => n.to_string(),
+            (
+                "timeout_secs" | "max_response_bytes" | "usage_unreported_tokens",
+                serde_json::Value::Number(n),
+            ) => n.to_string(),
             (_, _) => return Err(HttpKindError::invalid(&key, "not a string")),
         };
         reference = reference.with_metadata(key, text);

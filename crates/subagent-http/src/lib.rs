@@ -43,11 +43,39 @@
 //! | `auth_prefix` | text put before the credential, e.g. `Bearer ` | none |
 //! | `timeout_secs` | time limit of one call, in seconds; the caller's deadline also applies | 60 |
 //! | `max_response_bytes` | the largest reply read (at most [`MAX_RESPONSE_BYTES_CAP`]) | [`DEFAULT_MAX_RESPONSE_BYTES`] (1 MiB) |
+//! | `usage_input` | a JSON Pointer to the input (prompt) tokens the reply reports, e.g. `/usage/prompt_tokens` (OpenAI) or `/usage/input_tokens` (Anthropic) | none |
+//! | `usage_output` | a JSON Pointer to the output (completion) tokens, e.g. `/usage/completion_tokens` or `/usage/output_tokens` | none |
+//! | `usage_model` | a JSON Pointer to the model's name in the reply, which prices the tokens for a cost budget | none |
+//! | `usage_unreported_tokens` | what a call counts as at least when its reply's usage is missing or malformed (0 to [`UNREPORTED_TOKENS_CAP`]) | [`DEFAULT_UNREPORTED_TOKENS`] (100,000) |
 //!
 //! An unknown key, a body that is not JSON or has no `{{prompt}}`, a bad pointer or an unset
 //! variable fail at resolve time with an error naming the URI and the key.
 //! [`reference_from_json`] reads the same settings from one JSON object (the URL under `url`,
 //! the body as a JSON value), e.g. a file beside the agent's other configuration.
+//!
+//! ## Usage and budgets
+//!
+//! Without `usage_input` or `usage_output` a call reports no tokens, only its duration, and a
+//! caller's token budget does not count it. With either, the tokens the reply reports at the
+//! pointers are the run's [`Usage`](subagent_spi::Usage) (input and output; a pointer left out
+//! counts 0), read from the one parsed reply; the Task tool charges them to the caller's budget
+//! when the run ends, once: a call past the budget ends `limit_reached` naming it (its answer
+//! kept) and the caller's next delegation is refused. With `usage_model`, the model named in
+//! the reply prices them for a cost (USD) budget.
+//!
+//! The endpoint cannot make a call free by breaking its report: a count that is missing, or
+//! not a JSON integer from 0 to 2^64-1 (a string, a negative number, a fraction, a number past
+//! `u64`), makes the call count as at least `usage_unreported_tokens` tokens (what is
+//! well-formed counts, the estimate is a floor), marked
+//! [`estimated`](subagent_spi::Usage::estimated), with a warning naming the agent and the
+//! pointer; the answer is kept. Counts saturate (`u64::MAX` spends any token limit, never
+//! wraps). A model name that is missing, not a string, empty, longer than
+//! [`MAX_MODEL_NAME_BYTES`] or holding control characters is not used (a warning): the tokens
+//! still count, without a price. A call that fails (an error status, a reply that is not JSON
+//! or has no answer) reports no usage.
+//!
+//! The counts are the endpoint's word: a well-formed report is believed, as a remote A2A
+//! peer's is.
 //!
 //! ## Limits
 //!
@@ -63,6 +91,7 @@ mod agent;
 mod call;
 mod error;
 mod from_json;
+mod usage;
 
 use subagent_spi::{
     Kind, SubagentError, SubagentKind, SubagentReference, SubagentType, TaskCall, TaskContext,
@@ -72,6 +101,7 @@ use subagent_spi::{
 pub use agent::HttpAgent;
 pub use error::HttpKindError;
 pub use from_json::{MAX_REFERENCE_JSON_BYTES, reference_from_json};
+pub use usage::{DEFAULT_UNREPORTED_TOKENS, MAX_MODEL_NAME_BYTES, UNREPORTED_TOKENS_CAP};
 
 /// The kind's name, as references write it.
 pub const KIND: Kind = Kind::from_static("HTTP");
@@ -89,7 +119,7 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 pub const MAX_REDIRECTS: usize = 5;
 
 /// The metadata keys a reference may carry (see the crate docs).
-pub const KEYS: [&str; 11] = [
+pub const KEYS: [&str; 15] = [
     "name",
     "description",
     "method",
@@ -101,6 +131,10 @@ pub const KEYS: [&str; 11] = [
     "auth_prefix",
     "timeout_secs",
     "max_response_bytes",
+    "usage_input",
+    "usage_output",
+    "usage_model",
+    "usage_unreported_tokens",
 ];
 
 /// The `HTTP` kind: resolves references into [`HttpAgent`]s and runs a task as one HTTP call.

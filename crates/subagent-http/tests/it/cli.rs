@@ -9,14 +9,15 @@ use axum::Json;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-/// An endpoint that answers `{"reply": {"text": UPPERCASED}}` to `{"text": …}`.
+/// An endpoint that answers `{"reply": {"text": UPPERCASED}, "usage": …}` to `{"text": …}`,
+/// reporting 1200 input and 300 output tokens.
 fn endpoint(rt: &tokio::runtime::Runtime) -> String {
     rt.block_on(async {
         let app = axum::Router::new().route(
             "/shout",
             post(|Json(body): Json<Value>| async move {
                 let text = body["text"].as_str().unwrap_or_default().to_uppercase();
-                Json(json!({"reply": {"text": text}}))
+                Json(json!({"reply": {"text": text}, "usage": {"input_tokens": 1200, "output_tokens": 300}}))
             }),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -124,4 +125,41 @@ fn a_bad_reference_file_is_a_usage_error_naming_the_file() {
         err.contains("agent0.json") && err.contains("auth_evn"),
         "{err}"
     );
+}
+
+#[test]
+fn the_reported_usage_spends_the_commands_token_budget() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = endpoint(&rt);
+    let home = tempfile::tempdir().unwrap();
+    let mut agent = shouter(&url);
+    agent["usage_input"] = json!("/usage/input_tokens");
+    agent["usage_output"] = json!("/usage/output_tokens");
+    let task = |budget: &str| {
+        let out = run(
+            home.path(),
+            std::slice::from_ref(&agent),
+            &[
+                "--store",
+                "memory",
+                "task",
+                "shouter",
+                "hi",
+                "--budget-tokens",
+                budget,
+                "--json",
+            ],
+        );
+        let outcome: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        outcome
+    };
+    let outcome = task("1000");
+    assert_eq!(outcome["status"], "limit_reached", "{outcome:#}");
+    assert_eq!(outcome["limit"], "budget_tokens=1000", "{outcome:#}");
+    assert_eq!(outcome["text"], "HI", "the answer is kept: {outcome:#}");
+    // The same call within the budget completes.
+    let outcome = task("2000");
+    assert_eq!(outcome["status"], "completed", "{outcome:#}");
 }

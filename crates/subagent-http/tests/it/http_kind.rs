@@ -25,7 +25,8 @@ struct Seen {
     hits: AtomicUsize,
 }
 
-async fn serve(app: axum::Router) -> String {
+/// Serves `app` on 127.0.0.1; its base URL.
+pub(crate) async fn serve(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

@@ -3,3 +3,4 @@
 #[cfg(feature = "cli")]
 mod cli;
 mod http_kind;
+mod usage;
