@@ -283,3 +283,88 @@ async fn a_background_grandchild_that_outlives_a_non_charging_child_takes_nothin
     ));
     assert_eq!(budget.tokens_used(), 5510, "nothing more was run");
 }
+
+/// Calls the Task tool of `ctx`'s run with `input`, then TaskOutput (blocking) on the task it
+/// started; returns the usage nodes both results carried.
+async fn start_and_read(ctx: &TaskContext, input: serde_json::Value) -> Vec<UsageNode> {
+    let tools = ctx.delegation_tools();
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name() == name)
+            .cloned()
+            .expect(name)
+    };
+    let out = tool("Task").call(input, ctx).await.expect("starts");
+    let id = out
+        .content
+        .split_whitespace()
+        .find(|w| w.starts_with("task_"))
+        .expect("a task id")
+        .trim_end_matches('.')
+        .to_string();
+    let read = tool("TaskOutput")
+        .call(
+            serde_json::json!({"task_id": id, "timeout_ms": 60_000}),
+            ctx,
+        )
+        .await
+        .expect("reads");
+    let mut nodes = out.children;
+    nodes.extend(read.children);
+    nodes
+}
+
+/// A run that reads its background child's result reports the child's node; the child
+/// settled it itself, so it is charged once: not again in the reader's settling, and not
+/// credited against the reader's own usage. A child that fails after announcing usage it did
+/// not charge is charged that usage once too.
+#[tokio::test]
+async fn a_background_childs_result_read_by_its_caller_is_charged_once() {
+    let kind = kind()
+        // Charges nothing; reports its own 500 tokens and the nodes it was handed.
+        .agent("reader", |c, ctx| async move {
+            let input = serde_json::json!({"description": "w", "prompt": c.prompt,
+                "subagent_type": c.prompt, "run_in_background": true});
+            let nodes = start_and_read(&ctx, input).await;
+            Ok(TaskOutcome::completed("read")
+                .with_usage(Usage::new().with_tokens(300, 200).with_turns(1))
+                .with_children(nodes))
+        })
+        .agent("worker", |_, ctx| async move {
+            let b = ctx.budget().expect("its budget").clone();
+            b.charge_turn("m", 4000, 1000);
+            Ok(TaskOutcome::completed("worked")
+                .with_usage(Usage::new().with_tokens(4000, 1000).with_turns(1)))
+        })
+        // Announces 70 tokens it does not charge, then fails.
+        .agent("failing", |_, ctx| async move {
+            ctx.emit(ProgressKind::Usage {
+                usage: Usage::new().with_tokens(50, 20).with_turns(1),
+            });
+            Err(SubagentError::execution("failing", "broke"))
+        });
+    let task = TaskTool::builder()
+        .subagent_type(kind.into_type())
+        .subagent_references(["reader", "worker", "failing"].map(fn_ref))
+        .build()
+        .await
+        .expect("builds");
+    for (child, total, turns) in [("worker", 5500, 2), ("failing", 570, 2)] {
+        let (ctx, budget) = with_budget(1_000_000);
+        let o = foreground(&task, TaskCall::new("reader", "d", child), &ctx).await;
+        assert_eq!(o.status, TaskStatus::Completed, "{child}");
+        assert_eq!(o.children.len(), 1, "{child}: {:?}", o.children);
+        let reported = o.usage_tree("reader", "FN", None).total();
+        assert_eq!(
+            (reported.total_tokens(), reported.turns),
+            (total, turns),
+            "{child}"
+        );
+        assert_eq!(
+            (budget.tokens_used(), budget.turns_used()),
+            (total, turns),
+            "{child}: every reported unit once"
+        );
+    }
+}
