@@ -383,7 +383,7 @@ impl SendMessageTool {
                 .task
                 .send_as(Sender::Run(ctx), &input.to, &input.message)
             {
-                Ok(r) => ToolOutput::text(receipt_text(&r)),
+                Ok(r) => ToolOutput::text(receipt_text(&r, self.task.offered)),
                 Err(e) => ToolOutput::error(format!(
                     "Message not delivered: {}.",
                     e.text_for(self.task.offered)
@@ -393,16 +393,22 @@ impl SendMessageTool {
     }
 }
 
-/// What the sender reads when a message was accepted.
-fn receipt_text(r: &MessageReceipt) -> String {
+/// What the sender reads when a message was accepted; `TaskOutput` is named only when it is
+/// offered (crate::offer).
+fn receipt_text(r: &MessageReceipt, offered: Companions) -> String {
     let name = r
         .name
         .as_deref()
         .map(|n| format!(", name `{n}`"))
         .unwrap_or_default();
+    let unread = if offered.output() {
+        " If the task ends before reading it, TaskOutput lists it as unread."
+    } else {
+        ""
+    };
     format!(
-        "Message delivered to task `{}` (agent `{}`{name}): {}. {} message{} now wait{} unread. \
-         If the task ends before reading it, TaskOutput lists it as unread.",
+        "Message delivered to task `{}` (agent `{}`{name}): {}. {} message{} now wait{} \
+         unread.{unread}",
         r.task_id,
         r.agent,
         r.delivery,

@@ -40,18 +40,23 @@ impl SubagentResolver for Resolver {
     }
 }
 
-/// Answers at once, except `slow`, which works until it is cancelled.
+/// Answers at once, except `slow` and `listener`, which work until they are cancelled
+/// (`listener` takes messages).
 struct Exec;
 
 #[async_trait]
 impl SubagentExecutor for Exec {
+    fn message_delivery(&self, definition: &dyn SubagentDefinition) -> Option<&'static str> {
+        (definition.name() == "listener").then_some("it reads it at its next step")
+    }
+
     async fn execute(
         &self,
         call: TaskCall,
         definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        if definition.name() == "slow" {
+        if matches!(definition.name(), "slow" | "listener") {
             ctx.cancel().cancelled().await;
             return Ok(TaskOutcome::with_status("", TaskStatus::Cancelled));
         }
@@ -67,7 +72,7 @@ async fn task() -> TaskTool {
     TaskTool::builder()
         .subagent_type(SubagentType::new(KIND, Arc::new(Resolver), Arc::new(Exec)))
         .subagent_references(
-            ["bg-worker", "fg-worker", "slow"].map(|n| SubagentReference::new(n, KIND)),
+            ["bg-worker", "fg-worker", "slow", "listener"].map(|n| SubagentReference::new(n, KIND)),
         )
         .build()
         .await
@@ -353,6 +358,27 @@ async fn send_message_refusals_name_only_the_companions_offered() {
         assert!(!refused.content.contains(absent), "{}", refused.content);
     }
     full.stop(&slow).await.expect("stops");
+
+    // A delivered message: TaskOutput lists it if unread, said only where TaskOutput is offered.
+    full.call_tool(call("listener", Some(true)), &ctx).await;
+    let listener = full.running_background_ids()[0].clone();
+    let delivered = send(&lean, &listener).await;
+    assert!(!delivered.is_error, "{}", delivered.content);
+    assert!(
+        delivered.content.starts_with("Message delivered"),
+        "{}",
+        delivered.content
+    );
+    for absent in ["TaskOutput", "TaskStop"] {
+        assert!(!delivered.content.contains(absent), "{}", delivered.content);
+    }
+    let delivered = send(&no_stop, &listener).await;
+    assert!(
+        delivered.content.contains("TaskOutput lists it as unread"),
+        "{}",
+        delivered.content
+    );
+    full.stop(&listener).await.expect("stops");
 
     // A finished task: read it with TaskOutput only where TaskOutput is offered.
     let out = full.call_tool(call("fg-worker", Some(true)), &ctx).await;
