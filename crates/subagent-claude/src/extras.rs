@@ -341,14 +341,66 @@ impl RunExtras {
                 session_id: session,
                 prompt: reason,
             };
-            let mut next = runtime.run(next_spec, ctx).await?;
-            next.usage.add_tokens(&outcome.usage);
-            next.usage.duration_ms += outcome.usage.duration_ms;
-            let mut children = std::mem::take(&mut outcome.children);
-            children.append(&mut next.children);
-            next.children = children;
-            outcome = next;
+            let next = runtime.run(next_spec, ctx).await?;
+            outcome = continued(outcome, next);
         }
         Ok(outcome)
+    }
+}
+
+/// The outcome of a run sent back to work by a stop hook: `next`, with the usage and children
+/// of what came `before` it. Durations add up saturating (like the token counts): the sum of
+/// hostile ones must not overflow.
+fn continued(mut before: TaskOutcome, mut next: TaskOutcome) -> TaskOutcome {
+    next.usage.add_tokens(&before.usage);
+    next.usage.duration_ms = next
+        .usage
+        .duration_ms
+        .saturating_add(before.usage.duration_ms);
+    let mut children = std::mem::take(&mut before.children);
+    children.append(&mut next.children);
+    next.children = children;
+    next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use subagent_spi::{Usage, UsageNode};
+
+    #[test]
+    fn a_continued_run_adds_up_usage_and_hostile_durations_saturate() {
+        let node = |a: &str| UsageNode::new(a, "K", TaskStatus::Completed, Usage::new());
+        let before = TaskOutcome::completed("first")
+            .with_usage(
+                Usage::new()
+                    .with_tokens(10, 5)
+                    .with_turns(1)
+                    .with_duration_ms(u64::MAX - 1),
+            )
+            .with_children(vec![node("a")]);
+        let next = TaskOutcome::completed("second")
+            .with_usage(
+                Usage::new()
+                    .with_tokens(u64::MAX, 1)
+                    .with_turns(2)
+                    .with_duration_ms(u64::MAX),
+            )
+            .with_children(vec![node("b")]);
+        let o = continued(before, next);
+        assert_eq!(o.text, "second");
+        assert_eq!(o.usage.duration_ms, u64::MAX, "saturated, no overflow");
+        assert_eq!(
+            (o.usage.input_tokens, o.usage.output_tokens, o.usage.turns),
+            (u64::MAX, 6, 3)
+        );
+        let agents: Vec<&str> = o.children.iter().map(|c| c.agent.as_str()).collect();
+        assert_eq!(agents, ["a", "b"], "in order");
+        // Ordinary durations add up.
+        let o = continued(
+            TaskOutcome::completed("").with_usage(Usage::new().with_duration_ms(40)),
+            TaskOutcome::completed("").with_usage(Usage::new().with_duration_ms(2)),
+        );
+        assert_eq!(o.usage.duration_ms, 42);
     }
 }

@@ -1,10 +1,10 @@
 //! Budgets over a delegated subtree: tokens, turns and wall time, shared by every run below the
 //! point where the budget was set.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use subagent_spi::{
@@ -119,7 +119,8 @@ pub const DEFAULT_REMOTE_UNREPORTED_TOKENS: u64 = 100_000;
 /// above it (a child's budget is nested in its parent's, so a child gets at most what is left).
 /// A kind need not charge as it goes: what a child reports in its outcome and did not charge is
 /// charged when it ends ([`meter`](Self::meter), [`settle`](Self::settle)), so every reported
-/// token and turn counts once, whatever the kind.
+/// token and turn counts once, whatever the kind, and however a run and the runs it delegated to
+/// overlap in time (a background grandchild may outlive its parent).
 /// When a limit is crossed the budget is **spent**: it records which limit (e.g.
 /// `budget_tokens=1000`) and cancels the token it was given, which cancels the whole subtree.
 /// Runs stopped that way report [`TaskStatus::LimitReached`](subagent_spi::TaskStatus) naming the
@@ -149,6 +150,14 @@ struct Inner {
     /// A [`Budget::meter`]: no limits of its own, it counts what one run's subtree charged and
     /// is otherwise its parent (limits, owner, `spend`).
     meter: bool,
+    /// On a meter: what was charged through it and not through the meter of a run below (the
+    /// run's own charges, what [`Budget::settle`] credits).
+    own_tokens: AtomicU64,
+    own_turns: AtomicU32,
+    /// On a meter: the task ids of the runs below whose usage was charged by their own meter
+    /// ([`Budget::note_settled`]); [`Budget::settle`] skips their nodes. One entry per child
+    /// result the run was handed (as many as the nodes of its report), freed with the meter.
+    settled: Mutex<HashSet<String>>,
 }
 
 impl fmt::Debug for Budget {
@@ -182,6 +191,9 @@ impl Budget {
                 parent: None,
                 owner: None,
                 meter: false,
+                own_tokens: AtomicU64::new(0),
+                own_turns: AtomicU32::new(0),
+                settled: Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -310,11 +322,25 @@ impl Budget {
     /// remote child's reported usage, when its result arrives) to this budget and every one
     /// above it, as [`charge_turn`](Self::charge_turn) does for one turn.
     pub fn charge_usage(&self, model: &str, input: u64, output: u64, turns: u32) -> Option<Limit> {
+        self.charge_usage_via(model, input, output, turns, false)
+    }
+
+    /// [`charge_usage`](Self::charge_usage); `metered`: the charge came through the meter of a
+    /// run below (so it is not this meter's own).
+    fn charge_usage_via(
+        &self,
+        model: &str,
+        input: u64,
+        output: u64,
+        turns: u32,
+        metered: bool,
+    ) -> Option<Limit> {
+        let below = metered || self.inner.meter;
         let up = self
             .inner
             .parent
             .as_ref()
-            .and_then(|p| p.charge_usage(model, input, output, turns));
+            .and_then(|p| p.charge_usage_via(model, input, output, turns, below));
         if let Some(max) = self.inner.limits.usd {
             match self
                 .inner
@@ -338,31 +364,36 @@ impl Budget {
                 }
             }
         }
-        self.charge_own(input.saturating_add(output), turns).or(up)
+        self.charge_own(input.saturating_add(output), turns, metered)
+            .or(up)
     }
 
     /// Charges turns and tokens to this budget and every one above it. Returns the name of
     /// the limit that is spent (this charge crossed it, or it was spent before), e.g.
     /// `budget_tokens=1000`.
     pub fn charge(&self, tokens: u64, turns: u32) -> Option<Limit> {
+        self.charge_via(tokens, turns, false)
+    }
+
+    /// [`charge`](Self::charge); `metered` as in [`charge_usage_via`](Self::charge_usage_via).
+    fn charge_via(&self, tokens: u64, turns: u32, metered: bool) -> Option<Limit> {
+        let below = metered || self.inner.meter;
         let up = self
             .inner
             .parent
             .as_ref()
-            .and_then(|p| p.charge(tokens, turns));
-        self.charge_own(tokens, turns).or(up)
+            .and_then(|p| p.charge_via(tokens, turns, below));
+        self.charge_own(tokens, turns, metered).or(up)
     }
 
-    fn charge_own(&self, tokens: u64, turns: u32) -> Option<Limit> {
+    fn charge_own(&self, tokens: u64, turns: u32, metered: bool) -> Option<Limit> {
+        if self.inner.meter && !metered {
+            saturating_add(&self.inner.own_tokens, tokens);
+            saturating_add_u32(&self.inner.own_turns, turns);
+        }
         // Saturating, in the counters too: a reported u64::MAX must not wrap them to little.
         let t = saturating_add(&self.inner.tokens, tokens);
-        let n = self
-            .inner
-            .turns
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                Some(n.saturating_add(turns))
-            })
-            .map_or(u32::MAX, |n| n.saturating_add(turns));
+        let n = saturating_add_u32(&self.inner.turns, turns);
         let limits = &self.inner.limits;
         if let Some(max) = limits.tokens
             && t > max
@@ -438,6 +469,11 @@ impl Budget {
     /// limits of its own: [`limits`](Self::limits), [`owner`](Self::owner),
     /// [`spent`](Self::spent) and [`spend`](Self::spend) are this budget's. After the run,
     /// [`settle`](Self::settle) charges what it reported and did not charge.
+    ///
+    /// A meter also counts apart the run's **own** charges: those not made through the meter
+    /// of a run it delegated to (a meter nested in it, directly or through budgets between).
+    /// The runs it delegated to settle their own reports with their own meters, whenever they
+    /// end, so a run is never credited with what its children charged.
     pub fn meter(&self) -> Self {
         let mut b = self.nested(BudgetLimits::new(), self.inner.cancel.clone());
         if let Some(inner) = Arc::get_mut(&mut b.inner) {
@@ -446,24 +482,65 @@ impl Budget {
         b
     }
 
+    /// Notes that the usage node of the run with task id `task_id` (a child's result this
+    /// meter's run was handed: a `Task` result, a background task read with `TaskOutput`) was
+    /// charged by that run's own [`meter`](Self::meter), settled when it ended:
+    /// [`settle`](Self::settle) skips that node (and the nodes below it), so it is neither
+    /// charged again nor credited against this run's own charges. Noted on the nearest meter
+    /// (this budget, else the closest one above); with no meter above, nothing is kept.
+    ///
+    /// Bounded: one entry per child result the run was handed, freed with the meter.
+    pub fn note_settled(&self, task_id: &str) {
+        let mut at = self;
+        while !at.inner.meter {
+            match &at.inner.parent {
+                Some(p) => at = p,
+                None => return,
+            }
+        }
+        at.inner
+            .settled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(task_id.to_string());
+    }
+
     /// Charges the part of a finished run's reported usage (`usage`, its own, and `children`,
     /// the usage trees of the runs it delegated to, as in its `TaskOutcome`) that was not
     /// charged through this budget while it ran: call it on the run's [`meter`](Self::meter).
     /// So every run's reported usage is charged exactly once, whether its kind charged as it
     /// went (all of it, some, or none).
     ///
-    /// What was charged ([`tokens_used`](Self::tokens_used), [`turns_used`](Self::turns_used))
-    /// is credited against the report node by node (the run's own usage first, then its
-    /// children depth first; input tokens before output tokens); the rest of each node is
-    /// charged as [`charge_usage`](Self::charge_usage) charges it, priced with the node's
-    /// model. Counts saturate: a report of `u64::MAX` tokens spends a token limit, it does not
-    /// wrap. Settling twice charges nothing the second time.
+    /// The nodes of runs settled by their own meter ([`note_settled`](Self::note_settled);
+    /// each task id once) are skipped with the nodes below them. What the run charged itself
+    /// (on a meter, its own charges, not those of the runs it delegated to through their own
+    /// meters; on another budget, [`tokens_used`](Self::tokens_used) and
+    /// [`turns_used`](Self::turns_used)) is credited against the rest of the report node by
+    /// node (the run's own usage first, then its children depth first; input tokens before
+    /// output tokens); the rest of each node is charged as [`charge_usage`](Self::charge_usage)
+    /// charges it, priced with the node's model. Counts saturate: a report of `u64::MAX` tokens
+    /// spends a token limit, it does not wrap. Settling twice charges nothing the second time.
     ///
     /// Returns the limit that is spent when anything was charged (this charge crossed it, or
     /// it was spent before), `None` when nothing was left to charge.
     pub fn settle(&self, usage: &Usage, children: &[UsageNode]) -> Option<Limit> {
-        let mut tokens = self.tokens_used();
-        let mut turns = self.turns_used();
+        let (mut tokens, mut turns) = if self.inner.meter {
+            (
+                self.inner.own_tokens.load(Ordering::Acquire),
+                self.inner.own_turns.load(Ordering::Acquire),
+            )
+        } else {
+            (self.tokens_used(), self.turns_used())
+        };
+        // Held while settling (charging never takes it): a run's children are noted before it
+        // ends, not while it is settled.
+        let settled = self
+            .inner
+            .settled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Each noted task id skips one node: a second node claiming it is charged.
+        let mut skipped: HashSet<&str> = HashSet::new();
         let mut spent = None;
         let mut pending: Vec<&UsageNode> = children.iter().rev().collect();
         let mut next = Some(usage);
@@ -483,10 +560,18 @@ impl Budget {
                 let model = u.model.as_deref().unwrap_or("");
                 spent = self.charge_usage(model, input, output, n).or(spent);
             }
-            next = pending.pop().map(|node| {
+            next = None;
+            while let Some(node) = pending.pop() {
+                if let Some(id) = node.task_id.as_deref()
+                    && settled.contains(id)
+                    && skipped.insert(id)
+                {
+                    continue;
+                }
                 pending.extend(node.children.iter().rev());
-                &node.usage
-            });
+                next = Some(&node.usage);
+                break;
+            }
         }
         spent
     }
@@ -499,6 +584,15 @@ fn saturating_add(counter: &AtomicU64, n: u64) -> u64 {
             Some(v.saturating_add(n))
         })
         .map_or(u64::MAX, |v| v.saturating_add(n))
+}
+
+/// Adds `n` to `counter`, saturating at `u32::MAX`; returns the new value.
+fn saturating_add_u32(counter: &AtomicU32, n: u32) -> u32 {
+    counter
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            Some(v.saturating_add(n))
+        })
+        .map_or(u32::MAX, |v| v.saturating_add(n))
 }
 
 /// The [`Budget`] a [`TaskContext`] carries, as one of its
@@ -733,6 +827,69 @@ mod tests {
                 .as_deref(),
             Some("budget_tokens=10000")
         );
+    }
+
+    #[test]
+    fn a_run_is_credited_with_its_own_charges_not_those_of_the_runs_it_delegated_to() {
+        // C (a kind that charges nothing) starts G (one that charges as it goes, under a
+        // budget of its own) and ends first: what G charged so far is G's, not C's.
+        let root = Budget::new(
+            BudgetLimits::new().with_tokens(1_000_000),
+            CancellationToken::new(),
+        );
+        let c = root.meter();
+        let g_own = c.nested(
+            BudgetLimits::new().with_tokens(100_000),
+            CancellationToken::new(),
+        );
+        let g = g_own.meter();
+        g.charge_turn("m", 4000, 1000);
+        assert_eq!(c.tokens_used(), 5000, "the meter still counts its subtree");
+        let c_report = Usage::new().with_tokens(300, 200).with_turns(1);
+        assert_eq!(c.settle(&c_report, &[]), None);
+        assert_eq!((root.tokens_used(), root.turns_used()), (5500, 2));
+        // G goes on, then ends reporting what it charged: nothing more.
+        g.charge_turn("m", 7, 3);
+        let g_report = Usage::new().with_tokens(4007, 1003).with_turns(2);
+        assert_eq!(g.settle(&g_report, &[]), None);
+        assert_eq!((root.tokens_used(), root.turns_used()), (5510, 3));
+        assert_eq!(g_own.tokens_used(), 5010);
+        // Settling C again charges nothing more.
+        assert_eq!(c.settle(&c_report, &[]), None);
+        assert_eq!((root.tokens_used(), root.turns_used()), (5510, 3));
+    }
+
+    #[test]
+    fn a_node_its_own_meter_settled_is_skipped_once_with_its_children() {
+        let root = Budget::new(
+            BudgetLimits::new().with_tokens(1_000_000),
+            CancellationToken::new(),
+        );
+        let c = root.meter();
+        // G ran under C and settled its report (with a grandchild's) on its own meter.
+        let g = c.meter();
+        let g_node = node("m", 5000, 0, 1)
+            .with_task_id("task_g")
+            .with_children(vec![node("m", 40, 0, 1)]);
+        assert_eq!(g.settle(&g_node.usage, &g_node.children), None);
+        assert_eq!((root.tokens_used(), root.turns_used()), (5040, 2));
+        // Noted through a budget between (C's context may nest one): it reaches C's meter.
+        c.nested(BudgetLimits::new(), CancellationToken::new())
+            .note_settled("task_g");
+        let own = Usage::new().with_tokens(100, 0).with_turns(1);
+        // A second node claiming G's task id is charged; so is a node of an id never noted.
+        let kids = [
+            g_node,
+            node("m", 7, 0, 0).with_task_id("task_g"),
+            node("m", 3, 0, 0).with_task_id("task_x"),
+        ];
+        assert_eq!(c.settle(&own, &kids), None);
+        assert_eq!((root.tokens_used(), root.turns_used()), (5150, 3));
+        assert_eq!(c.settle(&own, &kids), None, "settling twice");
+        assert_eq!((root.tokens_used(), root.turns_used()), (5150, 3));
+        // With no meter above, nothing is kept (nor charged).
+        root.note_settled("task_g");
+        assert_eq!(root.tokens_used(), 5150);
     }
 
     #[test]

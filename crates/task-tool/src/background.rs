@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use dashmap::DashMap;
-use subagent_core::SessionApprover;
+use subagent_core::{BudgetExt, SessionApprover};
 use subagent_spi::{
     ApprovalDecision, ApprovalRequest, Approver, CancellationToken, InboxMessage, ProgressEvent,
     ProgressKind, ProgressSink, SubagentError, TaskCall, TaskContext, TaskOutcome, TaskStatus,
@@ -544,6 +544,10 @@ impl BackgroundRegistry {
         let grace = config.stop_grace;
         // The caller's span (its `execute_tool Task`) stays the parent of the background run.
         let caller_span = tracing::Span::current();
+        // Its reported usage is charged once, whatever its kind (crate::charge); the meter is
+        // kept to settle what it announced should it end without an outcome.
+        let child = crate::charge::meter(child);
+        let meter = child.budget().cloned();
         handle.spawn(tracing::Instrument::instrument(async move {
             let cancel = child.cancel().clone();
             let agent = def.name().to_string();
@@ -562,7 +566,7 @@ impl BackgroundRegistry {
                         queued
                     });
                     let child = child.with_extension_arc(permit.clone());
-                    let fut = tool.run_child(&target, call, child);
+                    let fut = tool.run_metered(&target, call, child);
                     tokio::pin!(fut);
                     let result = tokio::select! {
                         biased;
@@ -598,11 +602,18 @@ impl BackgroundRegistry {
                     BackgroundState::Finished(o)
                 }
                 // Cancelled before it could wind down: the usage it announced still counts.
-                Err(_) if cancel.is_cancelled() => BackgroundState::Finished(
-                    TaskOutcome::with_status(partial(), TaskStatus::Cancelled)
-                        .with_usage(lock(&entry.usage).clone()),
-                ),
-                Err(e) => BackgroundState::Failed(e.to_string()),
+                Err(_) if cancel.is_cancelled() => {
+                    let announced = lock(&entry.usage).clone();
+                    crate::charge::settle_announced(meter.as_ref(), &announced);
+                    BackgroundState::Finished(
+                        TaskOutcome::with_status(partial(), TaskStatus::Cancelled)
+                            .with_usage(announced),
+                    )
+                }
+                Err(e) => {
+                    crate::charge::settle_announced(meter.as_ref(), &lock(&entry.usage));
+                    BackgroundState::Failed(e.to_string())
+                }
             };
             // Messages it never read are kept for `TaskOutput`; later sends are refused.
             entry.mailbox.close();

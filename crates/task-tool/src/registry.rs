@@ -410,6 +410,8 @@ impl TaskTool {
             wait.end(ctx).await;
         }
         let outcome = result?;
+        // Its report is settled: the caller's own settling skips it (crate::charge).
+        crate::charge::noted(ctx, &task_id);
         Ok(Dispatch::Foreground {
             agent: def.name().to_string(),
             kind: target.kind,
@@ -454,8 +456,22 @@ impl TaskTool {
     }
 
     /// Runs one child to its end, with a tracing span, progress events, duration and session
-    /// bookkeeping. Used by the foreground path and by background tasks.
+    /// bookkeeping. Used by the foreground path.
     pub(crate) async fn run_child(
+        &self,
+        target: &Target,
+        call: TaskCall,
+        child: TaskContext,
+    ) -> Result<TaskOutcome, SubagentError> {
+        // Its reported usage is charged once, whatever its kind (crate::charge).
+        self.run_metered(target, call, crate::charge::meter(child))
+            .await
+    }
+
+    /// [`run_child`](Self::run_child) with `child` already given its meter
+    /// (`crate::charge::meter`): background tasks keep the meter to settle a run that ends
+    /// without an outcome.
+    pub(crate) async fn run_metered(
         &self,
         target: &Target,
         call: TaskCall,
@@ -468,8 +484,6 @@ impl TaskTool {
             executor,
         } = target;
         let idx = *idx;
-        // Its reported usage is charged once, whatever its kind (crate::charge).
-        let child = crate::charge::meter(child);
         // An OpenTelemetry GenAI `invoke_agent` span (exported when the host installs an OTLP
         // layer; nearly free otherwise). Its parent is the caller's `execute_tool Task` span, so
         // a run's trace is its delegation tree.

@@ -25,6 +25,7 @@ use subagent_spi::{
 };
 
 use crate::background::BackgroundSnapshot;
+use crate::offer::Companions;
 use crate::registry::TaskTool;
 
 /// The longest `name` a `Task` call may give its agent, in characters.
@@ -146,11 +147,7 @@ pub enum SendMessageError {
         yours: Vec<String>,
     },
     /// The task has ended.
-    #[error(
-        "task `{task_id}` (agent `{agent}`) has already finished (status {status}); read its \
-         result with TaskOutput{}",
-        .session_id.as_deref().map(|s| format!(", or continue it with Task and `resume`: \"{s}\"")).unwrap_or_default()
-    )]
+    #[error("{}", finished_text(.task_id, .agent, *.status, .session_id.as_deref(), Companions::all()))]
     Finished {
         /// The task.
         task_id: String,
@@ -162,10 +159,7 @@ pub enum SendMessageError {
         session_id: Option<String>,
     },
     /// The task's kind cannot take messages while it runs.
-    #[error(
-        "task `{task_id}` runs agent `{agent}` of kind `{kind}`, which cannot receive messages \
-         while it runs; wait for its result with TaskOutput, or stop it with TaskStop"
-    )]
+    #[error("{}", cannot_receive_text(.task_id, .agent, .kind, Companions::all()))]
     CannotReceive {
         /// The task.
         task_id: String,
@@ -185,6 +179,62 @@ pub enum SendMessageError {
         #[source]
         source: InboxError,
     },
+}
+
+impl SendMessageError {
+    /// The text a model reads: as [`Display`](std::fmt::Display), naming only the `offered`
+    /// companions of `Task` (crate::offer).
+    pub(crate) fn text_for(&self, offered: Companions) -> String {
+        match self {
+            SendMessageError::Finished {
+                task_id,
+                agent,
+                status,
+                session_id,
+            } => finished_text(task_id, agent, *status, session_id.as_deref(), offered),
+            SendMessageError::CannotReceive {
+                task_id,
+                agent,
+                kind,
+            } => cannot_receive_text(task_id, agent, kind, offered),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// [`SendMessageError::Finished`]'s text, naming `TaskOutput` only when it is offered.
+fn finished_text(
+    task_id: &str,
+    agent: &str,
+    status: TaskStatus,
+    session_id: Option<&str>,
+    offered: Companions,
+) -> String {
+    let read = offered
+        .output()
+        .then_some("read its result with TaskOutput");
+    let resume = session_id.map(|s| format!("continue it with Task and `resume`: \"{s}\""));
+    let next = match (read, resume) {
+        (Some(read), Some(resume)) => format!("; {read}, or {resume}"),
+        (Some(read), None) => format!("; {read}"),
+        (None, Some(resume)) => format!("; {resume}"),
+        (None, None) => String::new(),
+    };
+    format!("task `{task_id}` (agent `{agent}`) has already finished (status {status}){next}")
+}
+
+/// [`SendMessageError::CannotReceive`]'s text, naming only the companions offered.
+fn cannot_receive_text(task_id: &str, agent: &str, kind: &str, offered: Companions) -> String {
+    let next = match (offered.output(), offered.stop()) {
+        (true, true) => "; wait for its result with TaskOutput, or stop it with TaskStop",
+        (true, false) => "; wait for its result with TaskOutput",
+        (false, true) => "; stop it with TaskStop",
+        (false, false) => "",
+    };
+    format!(
+        "task `{task_id}` runs agent `{agent}` of kind `{kind}`, which cannot receive messages \
+         while it runs{next}"
+    )
 }
 
 /// The tasks a sender may reach: any (the host), or those a run started (`None`: the root).
@@ -333,23 +383,32 @@ impl SendMessageTool {
                 .task
                 .send_as(Sender::Run(ctx), &input.to, &input.message)
             {
-                Ok(r) => ToolOutput::text(receipt_text(&r)),
-                Err(e) => ToolOutput::error(format!("Message not delivered: {e}.")),
+                Ok(r) => ToolOutput::text(receipt_text(&r, self.task.offered)),
+                Err(e) => ToolOutput::error(format!(
+                    "Message not delivered: {}.",
+                    e.text_for(self.task.offered)
+                )),
             },
         )
     }
 }
 
-/// What the sender reads when a message was accepted.
-fn receipt_text(r: &MessageReceipt) -> String {
+/// What the sender reads when a message was accepted; `TaskOutput` is named only when it is
+/// offered (crate::offer).
+fn receipt_text(r: &MessageReceipt, offered: Companions) -> String {
     let name = r
         .name
         .as_deref()
         .map(|n| format!(", name `{n}`"))
         .unwrap_or_default();
+    let unread = if offered.output() {
+        " If the task ends before reading it, TaskOutput lists it as unread."
+    } else {
+        ""
+    };
     format!(
-        "Message delivered to task `{}` (agent `{}`{name}): {}. {} message{} now wait{} unread. \
-         If the task ends before reading it, TaskOutput lists it as unread.",
+        "Message delivered to task `{}` (agent `{}`{name}): {}. {} message{} now wait{} \
+         unread.{unread}",
         r.task_id,
         r.agent,
         r.delivery,

@@ -223,6 +223,10 @@ impl TaskOutputTool {
                     input.block.then_some(input.timeout_ms),
                     self.task.offered,
                 );
+                if let Some(id) = usage.as_ref().and_then(|n| n.task_id.as_deref()) {
+                    // Settled by its own meter (crate::charge).
+                    crate::charge::noted(ctx, id);
+                }
                 out.children.extend(usage);
                 Ok(out)
             }
@@ -260,6 +264,10 @@ impl TaskStopTool {
         match waiting_on_children(ctx, self.task.stop_with_usage(&input.task_id)).await {
             Ok((snap, usage)) => {
                 let mut out = format::snapshot_text(&snap, None, self.task.offered);
+                if let Some(id) = usage.as_ref().and_then(|n| n.task_id.as_deref()) {
+                    // Settled by its own meter (crate::charge).
+                    crate::charge::noted(ctx, id);
+                }
                 out.children.extend(usage);
                 Ok(out)
             }

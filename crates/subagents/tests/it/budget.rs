@@ -226,3 +226,102 @@ async fn a_kind_that_does_not_charge_spends_the_main_agents_budget_with_its_repo
     let child = &outcome.children[0];
     assert_eq!(child.status, TaskStatus::LimitReached, "{child:?}");
 }
+
+/// A kind that does not charge the budget (`starter`, the FN kind) starts the leaf (the
+/// Claude-style loop, which charges each turn as it goes, on a real model server) in the
+/// background and ends after the leaf's first turn, while the leaf works on: the budget is
+/// charged the starter's report and each of the leaf's turns exactly once (the sum of every
+/// node's usage), and once that total crosses it, the next delegation is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_leaf_that_outlives_a_non_charging_starter_is_charged_once_and_so_is_the_starter()
+ {
+    use serde_json::json;
+    use subagent_testkit::{FnKind, fn_ref};
+    use subagents::TaskOutcome;
+    use subagents::policy::{Budget, BudgetExt};
+    use subagents::spi::{CancellationToken, SubagentError, TaskCall, TaskContext, Usage};
+
+    let kind = FnKind::new()
+        .agent("starter", |_, ctx| async move {
+            let task = ctx
+                .delegation_tools()
+                .into_iter()
+                .find(|t| t.name() == "Task")
+                .expect("the Task tool");
+            let input = json!({"description": "look", "prompt": "LEAF", "subagent_type": "leaf",
+                "run_in_background": true});
+            let out = task.call(input, &ctx).await.expect("starts");
+            assert!(!out.is_error, "{}", out.content);
+            // Until the leaf's first turn is charged (the meter counts the subtree).
+            let meter = ctx.budget().expect("its meter").clone();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while meter.tokens_used() < 5000 {
+                assert!(
+                    Instant::now() < deadline,
+                    "the leaf's first turn never came"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Ok(TaskOutcome::completed("started the leaf")
+                .with_usage(Usage::new().with_tokens(300, 200).with_turns(1)))
+        })
+        .into_type();
+    let server = ScriptedModelServer::start().await;
+    server.push(
+        Reply::tool_calls(vec![("Read", json!({"file_path": "nothing-here.txt"}))])
+            .with_usage(4000, 1000),
+    );
+    // A moment late, so the leaf is likely still at work when the starter ends (the totals
+    // are the same either way).
+    server.push(
+        Reply::text("leaf answer")
+            .with_usage(7, 3)
+            .with_delay(Duration::from_millis(200)),
+    );
+    let agents = team_builder(&server)
+        .kind(kind)
+        .reference(fn_ref("starter?Starts the leaf."))
+        .build()
+        .await
+        .expect("builds");
+    let ctx = TaskContext::new();
+    // 500 + 5010 = 5510 tokens in all: one over this budget.
+    let budget = Budget::new(BudgetLimits::new().with_tokens(5509), ctx.cancel().clone());
+    let ctx = ctx.with_budget(budget.clone());
+    match agents
+        .dispatch(TaskCall::new("starter", "d", "go"), &ctx)
+        .await
+        .expect("runs")
+    {
+        subagents::Dispatch::Foreground { .. } => {}
+        other => panic!("not a foreground run: {other:?}"),
+    }
+    let ended = agents.finish_background(&CancellationToken::new()).await;
+    assert_eq!(ended.len(), 1, "the leaf");
+    let leaf = ended[0].outcome().expect("the leaf ended");
+    assert_eq!(
+        (leaf.usage.total_tokens(), leaf.usage.turns),
+        (5010, 2),
+        "{leaf:?}"
+    );
+    assert_eq!(server.request_count(), 2);
+    assert_eq!(
+        (budget.tokens_used(), budget.turns_used()),
+        (5510, 3),
+        "the starter's 500 tokens and 1 turn, the leaf's 5010 and 2: each once"
+    );
+    assert_eq!(
+        budget.spent().map(|l| l.to_string()).as_deref(),
+        Some("budget_tokens=5509")
+    );
+    match agents
+        .dispatch(TaskCall::new("starter", "d", "again"), &ctx)
+        .await
+    {
+        Err(SubagentError::LimitReached { limit, .. }) => {
+            assert_eq!(limit.to_string(), "budget_tokens=5509");
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    assert_eq!(server.request_count(), 2, "nothing more was run");
+}

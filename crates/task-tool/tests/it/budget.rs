@@ -190,3 +190,181 @@ async fn an_agents_own_budget_is_charged_too_and_names_the_agent() {
     assert_eq!(o.status, TaskStatus::Completed);
     assert_eq!(budget.tokens_used(), 1010);
 }
+
+/// A kind that does not charge (`starter`) starts a background child that charges as it goes
+/// (`worker`) and ends while it runs, after the worker's first turn was charged: the starter's
+/// report is charged in full, the worker's turns once each, so the budget's total is the sum
+/// of both reports exactly; crossing it still refuses the next delegation.
+#[tokio::test]
+async fn a_background_grandchild_that_outlives_a_non_charging_child_takes_nothing_off_its_bill() {
+    use std::sync::Arc;
+    use tokio::sync::Notify;
+
+    let charged = Arc::new(Notify::new());
+    let go_on = Arc::new(Notify::new());
+    let (c, g) = (charged.clone(), go_on.clone());
+    let kind = kind()
+        // Starts `worker` in the background through the Task tool, waits until its first turn
+        // is charged, and ends reporting one turn of 500 tokens; charges nothing itself.
+        .agent("starter", move |_, ctx| {
+            let charged = c.clone();
+            async move {
+                let task = ctx
+                    .delegation_tools()
+                    .into_iter()
+                    .find(|t| t.name() == "Task")
+                    .expect("the Task tool");
+                let input = serde_json::json!({"description": "w", "prompt": "w",
+                    "subagent_type": "worker", "run_in_background": true});
+                let out = task.call(input, &ctx).await.expect("starts");
+                assert!(!out.is_error, "{}", out.content);
+                charged.notified().await;
+                Ok(TaskOutcome::completed("started").with_usage(
+                    Usage::new()
+                        .with_tokens(300, 200)
+                        .with_turns(1)
+                        .with_model("m"),
+                ))
+            }
+        })
+        // Charges a turn of 5000 tokens, waits to be let go on, charges a turn of 10.
+        .agent("worker", move |_, ctx| {
+            let (charged, go_on) = (charged.clone(), g.clone());
+            async move {
+                let b = ctx.budget().expect("its budget").clone();
+                b.charge_turn("m", 4000, 1000);
+                charged.notify_one();
+                go_on.notified().await;
+                b.charge_turn("m", 7, 3);
+                Ok(TaskOutcome::completed("worked").with_usage(
+                    Usage::new()
+                        .with_tokens(4007, 1003)
+                        .with_turns(2)
+                        .with_model("m"),
+                ))
+            }
+        });
+    let task = TaskTool::builder()
+        .subagent_type(kind.into_type())
+        .subagent_references(["starter", "worker", "spender"].map(fn_ref))
+        .build()
+        .await
+        .expect("builds");
+    // 500 + 5010 = 5510 tokens in all: one over this budget, crossed by the last turn.
+    let (ctx, budget) = with_budget(5509);
+    let o = foreground(&task, TaskCall::new("starter", "d", "go"), &ctx).await;
+    assert_eq!(o.status, TaskStatus::Completed);
+    let ids = task.running_background_ids();
+    assert_eq!(ids.len(), 1, "the worker outlives the starter");
+    assert_eq!(
+        (budget.tokens_used(), budget.turns_used()),
+        (5500, 2),
+        "the starter's report in full, and the worker's first turn"
+    );
+    go_on.notify_one();
+    let snap = task
+        .output(&ids[0], Some(Duration::from_secs(60)))
+        .await
+        .expect("reads");
+    assert!(snap.outcome().is_some(), "ended: {:?}", snap.state);
+    assert_eq!(
+        (budget.tokens_used(), budget.turns_used()),
+        (5510, 3),
+        "the sum of every report, each unit once"
+    );
+    assert_eq!(
+        budget.spent().map(|l| l.to_string()).as_deref(),
+        Some("budget_tokens=5509")
+    );
+    assert!(matches!(
+        task.dispatch(TaskCall::new("spender", "d", "1"), &ctx)
+            .await,
+        Err(SubagentError::LimitReached { .. })
+    ));
+    assert_eq!(budget.tokens_used(), 5510, "nothing more was run");
+}
+
+/// Calls the Task tool of `ctx`'s run with `input`, then TaskOutput (blocking) on the task it
+/// started; returns the usage nodes both results carried.
+async fn start_and_read(ctx: &TaskContext, input: serde_json::Value) -> Vec<UsageNode> {
+    let tools = ctx.delegation_tools();
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name() == name)
+            .cloned()
+            .expect(name)
+    };
+    let out = tool("Task").call(input, ctx).await.expect("starts");
+    let id = out
+        .content
+        .split_whitespace()
+        .find(|w| w.starts_with("task_"))
+        .expect("a task id")
+        .trim_end_matches('.')
+        .to_string();
+    let read = tool("TaskOutput")
+        .call(
+            serde_json::json!({"task_id": id, "timeout_ms": 60_000}),
+            ctx,
+        )
+        .await
+        .expect("reads");
+    let mut nodes = out.children;
+    nodes.extend(read.children);
+    nodes
+}
+
+/// A run that reads its background child's result reports the child's node; the child
+/// settled it itself, so it is charged once: not again in the reader's settling, and not
+/// credited against the reader's own usage. A child that fails after announcing usage it did
+/// not charge is charged that usage once too.
+#[tokio::test]
+async fn a_background_childs_result_read_by_its_caller_is_charged_once() {
+    let kind = kind()
+        // Charges nothing; reports its own 500 tokens and the nodes it was handed.
+        .agent("reader", |c, ctx| async move {
+            let input = serde_json::json!({"description": "w", "prompt": c.prompt,
+                "subagent_type": c.prompt, "run_in_background": true});
+            let nodes = start_and_read(&ctx, input).await;
+            Ok(TaskOutcome::completed("read")
+                .with_usage(Usage::new().with_tokens(300, 200).with_turns(1))
+                .with_children(nodes))
+        })
+        .agent("worker", |_, ctx| async move {
+            let b = ctx.budget().expect("its budget").clone();
+            b.charge_turn("m", 4000, 1000);
+            Ok(TaskOutcome::completed("worked")
+                .with_usage(Usage::new().with_tokens(4000, 1000).with_turns(1)))
+        })
+        // Announces 70 tokens it does not charge, then fails.
+        .agent("failing", |_, ctx| async move {
+            ctx.emit(ProgressKind::Usage {
+                usage: Usage::new().with_tokens(50, 20).with_turns(1),
+            });
+            Err(SubagentError::execution("failing", "broke"))
+        });
+    let task = TaskTool::builder()
+        .subagent_type(kind.into_type())
+        .subagent_references(["reader", "worker", "failing"].map(fn_ref))
+        .build()
+        .await
+        .expect("builds");
+    for (child, total, turns) in [("worker", 5500, 2), ("failing", 570, 2)] {
+        let (ctx, budget) = with_budget(1_000_000);
+        let o = foreground(&task, TaskCall::new("reader", "d", child), &ctx).await;
+        assert_eq!(o.status, TaskStatus::Completed, "{child}");
+        assert_eq!(o.children.len(), 1, "{child}: {:?}", o.children);
+        let reported = o.usage_tree("reader", "FN", None).total();
+        assert_eq!(
+            (reported.total_tokens(), reported.turns),
+            (total, turns),
+            "{child}"
+        );
+        assert_eq!(
+            (budget.tokens_used(), budget.turns_used()),
+            (total, turns),
+            "{child}: every reported unit once"
+        );
+    }
+}

@@ -40,18 +40,23 @@ impl SubagentResolver for Resolver {
     }
 }
 
-/// Answers at once, except `slow`, which works until it is cancelled.
+/// Answers at once, except `slow` and `listener`, which work until they are cancelled
+/// (`listener` takes messages).
 struct Exec;
 
 #[async_trait]
 impl SubagentExecutor for Exec {
+    fn message_delivery(&self, definition: &dyn SubagentDefinition) -> Option<&'static str> {
+        (definition.name() == "listener").then_some("it reads it at its next step")
+    }
+
     async fn execute(
         &self,
         call: TaskCall,
         definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        if definition.name() == "slow" {
+        if matches!(definition.name(), "slow" | "listener") {
             ctx.cancel().cancelled().await;
             return Ok(TaskOutcome::with_status("", TaskStatus::Cancelled));
         }
@@ -67,7 +72,7 @@ async fn task() -> TaskTool {
     TaskTool::builder()
         .subagent_type(SubagentType::new(KIND, Arc::new(Resolver), Arc::new(Exec)))
         .subagent_references(
-            ["bg-worker", "fg-worker", "slow"].map(|n| SubagentReference::new(n, KIND)),
+            ["bg-worker", "fg-worker", "slow", "listener"].map(|n| SubagentReference::new(n, KIND)),
         )
         .build()
         .await
@@ -301,5 +306,107 @@ async fn the_send_message_description_names_run_in_background_only_with_task_out
              true) while it runs: new instructions"
         ),
         "{description}"
+    );
+}
+
+/// `SendMessage`'s refusals name only the companions offered: without `TaskStop`, the task
+/// that cannot receive messages is not said to be stoppable with it; with `Task` alone, the
+/// finished task is not said to be readable with `TaskOutput`. With all of them, as before.
+#[tokio::test]
+async fn send_message_refusals_name_only_the_companions_offered() {
+    let full = task().await;
+    let ctx = TaskContext::new();
+    let send = |view: &TaskTool, to: &str| {
+        let send = view.tools().send;
+        let input = serde_json::json!({"to": to, "message": "hi"});
+        let ctx = ctx.clone();
+        async move { send.call(input, &ctx).await.expect("answers") }
+    };
+
+    // `slow` runs until stopped and cannot receive messages.
+    let out = full.call_tool(call("slow", Some(true)), &ctx).await;
+    assert!(!out.is_error, "{}", out.content);
+    let slow = full.running_background_ids()[0].clone();
+    let no_stop = full.offering(Companions::from_names([
+        "Task",
+        "TaskOutput",
+        "SendMessage",
+    ]));
+    let refused = send(&no_stop, &slow).await;
+    assert!(refused.is_error, "{}", refused.content);
+    assert!(
+        refused.content.contains("cannot receive messages")
+            && refused
+                .content
+                .contains("wait for its result with TaskOutput."),
+        "{}",
+        refused.content
+    );
+    assert!(!refused.content.contains("TaskStop"), "{}", refused.content);
+    let refused = send(&full, &slow).await;
+    assert!(
+        refused
+            .content
+            .contains("wait for its result with TaskOutput, or stop it with TaskStop."),
+        "{}",
+        refused.content
+    );
+    let lean = full.offering(Companions::none());
+    let refused = send(&lean, &slow).await;
+    assert!(refused.content.contains("cannot receive messages"));
+    for absent in ["TaskOutput", "TaskStop"] {
+        assert!(!refused.content.contains(absent), "{}", refused.content);
+    }
+    full.stop(&slow).await.expect("stops");
+
+    // A delivered message: TaskOutput lists it if unread, said only where TaskOutput is offered.
+    full.call_tool(call("listener", Some(true)), &ctx).await;
+    let listener = full.running_background_ids()[0].clone();
+    let delivered = send(&lean, &listener).await;
+    assert!(!delivered.is_error, "{}", delivered.content);
+    assert!(
+        delivered.content.starts_with("Message delivered"),
+        "{}",
+        delivered.content
+    );
+    for absent in ["TaskOutput", "TaskStop"] {
+        assert!(!delivered.content.contains(absent), "{}", delivered.content);
+    }
+    let delivered = send(&no_stop, &listener).await;
+    assert!(
+        delivered.content.contains("TaskOutput lists it as unread"),
+        "{}",
+        delivered.content
+    );
+    full.stop(&listener).await.expect("stops");
+
+    // A finished task: read it with TaskOutput only where TaskOutput is offered.
+    let out = full.call_tool(call("fg-worker", Some(true)), &ctx).await;
+    let done = out
+        .content
+        .split_whitespace()
+        .find(|w| w.starts_with("task_"))
+        .expect("a task id")
+        .trim_end_matches('.')
+        .to_string();
+    full.output(&done, Some(Duration::from_secs(30)))
+        .await
+        .expect("ends");
+    let refused = send(&lean, &done).await;
+    assert!(
+        refused
+            .content
+            .contains("has already finished (status completed)."),
+        "{}",
+        refused.content
+    );
+    for absent in ["TaskOutput", "TaskStop"] {
+        assert!(!refused.content.contains(absent), "{}", refused.content);
+    }
+    let refused = send(&no_stop, &done).await;
+    assert!(
+        refused.content.contains("read its result with TaskOutput."),
+        "{}",
+        refused.content
     );
 }
