@@ -296,13 +296,7 @@ async fn start_and_read(ctx: &TaskContext, input: serde_json::Value) -> Vec<Usag
             .expect(name)
     };
     let out = tool("Task").call(input, ctx).await.expect("starts");
-    let id = out
-        .content
-        .split_whitespace()
-        .find(|w| w.starts_with("task_"))
-        .expect("a task id")
-        .trim_end_matches('.')
-        .to_string();
+    let id = common::task_id_in(&out.content);
     let read = tool("TaskOutput")
         .call(
             serde_json::json!({"task_id": id, "timeout_ms": 60_000}),

@@ -174,14 +174,10 @@ async fn a_background_task_over_the_cap_shows_queued_then_runs() {
     let ctx = TaskContext::new();
     let first = task.call_tool(call("slow", true), &ctx).await;
     let second = task.call_tool(call("quick", true), &ctx).await;
-    let id_of = |t: &str| {
-        t.split_whitespace()
-            .find(|w| w.starts_with("task_"))
-            .expect("a task id")
-            .trim_end_matches('.')
-            .to_string()
-    };
-    let (slow_id, quick_id) = (id_of(&first.content), id_of(&second.content));
+    let (slow_id, quick_id) = (
+        common::task_id_in(&first.content),
+        common::task_id_in(&second.content),
+    );
     let output = task.output_tool();
     let peek = output
         .call(json!({"task_id": quick_id, "block": false}), &ctx)

@@ -3,6 +3,8 @@
 //! offers no background run and runs a background-by-default agent in the foreground; with
 //! every companion the texts are as they always were.
 
+use crate::common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -184,12 +186,7 @@ async fn with_all_three_the_texts_are_as_before() {
         .cloned()
         .unwrap_or_else(|| {
             // It may have finished already; its id is in the text either way.
-            out.content
-                .split_whitespace()
-                .find(|w| w.starts_with("task_"))
-                .unwrap()
-                .trim_end_matches('.')
-                .to_string()
+            common::task_id_in(&out.content)
         });
     assert_eq!(
         out.content,
@@ -382,13 +379,7 @@ async fn send_message_refusals_name_only_the_companions_offered() {
 
     // A finished task: read it with TaskOutput only where TaskOutput is offered.
     let out = full.call_tool(call("fg-worker", Some(true)), &ctx).await;
-    let done = out
-        .content
-        .split_whitespace()
-        .find(|w| w.starts_with("task_"))
-        .expect("a task id")
-        .trim_end_matches('.')
-        .to_string();
+    let done = common::task_id_in(&out.content);
     full.output(&done, Some(Duration::from_secs(30)))
         .await
         .expect("ends");
