@@ -87,6 +87,7 @@
 //! ```
 
 mod anthropic;
+mod base_url;
 mod common;
 mod error;
 mod openai;
@@ -100,6 +101,7 @@ pub use anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicModel,
     AnthropicModelBuilder, thinking_budget,
 };
+pub use base_url::BaseUrl;
 pub use error::{ProviderError, http_status, redact_url};
 pub use openai::{
     MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, OpenAiModel,

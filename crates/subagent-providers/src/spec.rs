@@ -7,6 +7,7 @@ use std::sync::Arc;
 use subagent_spi::{ChatModel, ModelError};
 
 use crate::anthropic::AnthropicModel;
+use crate::base_url::BaseUrl;
 use crate::openai::{MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OpenAiModel};
 
 /// The accepted spec forms, for error messages.
@@ -64,7 +65,8 @@ pub struct ModelSpec {
     pub provider: Provider,
     /// The model id sent to it.
     pub model: String,
-    /// The base URL given in the spec (`openai-compatible` only).
+    /// The base URL given in the spec (`openai-compatible` only), as the HTTP client reads it
+    /// ([`BaseUrl`]; no trailing `/`).
     pub base_url: Option<String>,
     /// The sampling temperature given with `?temperature=<t>` (default: none, the provider's
     /// own default), sent with every request that sets none.
@@ -200,10 +202,18 @@ impl ModelSpec {
                         "openai-compatible needs `<model>@<base-url>` with an http:// or https:// URL",
                     )
                 })?;
-            let url = rest[at + 1..].trim_end_matches('/').to_string();
-            crate::transport::normalise_base_url("openai-compatible", &url)
-                .map_err(|_| spec_error(spec, "the base URL must name a host"))?;
-            (rest[..at].trim().to_string(), Some(url))
+            // Read once, by the client's own parser: what the guards judge is what connects.
+            let url = &rest[at + 1..];
+            let base = BaseUrl::parse(url).map_err(|why| {
+                let shown = format!(
+                    "{}:{}@{}",
+                    prefix.trim(),
+                    &rest[..at],
+                    crate::redact_url(url)
+                );
+                spec_error(&shown, &why)
+            })?;
+            (rest[..at].trim().to_string(), Some(base.as_str().to_string()))
         } else {
             (rest.to_string(), None)
         };
@@ -216,6 +226,13 @@ impl ModelSpec {
             base_url,
             temperature,
         })
+    }
+
+    /// The server this spec names (`openai-compatible:MODEL@URL`), read by the client's
+    /// parser; `None` for specs whose server comes from the user's environment (`openai:`,
+    /// `anthropic:`, `ollama:`, aliases).
+    pub fn server(&self) -> Option<BaseUrl> {
+        self.base_url.as_deref().and_then(|u| BaseUrl::parse(u).ok())
     }
 
     /// Build the model, reading keys and base URLs through `env` (a variable lookup such as
@@ -311,71 +328,23 @@ fn text_tool_calls(
     }
 }
 
-/// True when `url`'s host is this machine or a private network: `localhost`, a loopback,
-/// private (RFC 1918), link-local or unique-local address, or a name ending `.local`,
-/// `.lan`, `.internal` or `.home.arpa` (where llama.cpp, vLLM, LM Studio usually run).
+/// True when `url`'s host is this machine or a private network ([`BaseUrl::is_local`]);
+/// false for a URL [`BaseUrl::parse`] refuses.
 pub fn is_local_url(url: &str) -> bool {
-    let rest = url
-        .trim()
-        .strip_prefix("http://")
-        .or_else(|| url.trim().strip_prefix("https://"))
-        .unwrap_or("");
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let authority = authority.rsplit('@').next().unwrap_or("");
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        authority.split(':').next().unwrap_or("")
-    };
-    let host = host.to_ascii_lowercase();
-    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
-        return match ip {
-            std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
-            std::net::IpAddr::V6(v6) => {
-                v6.is_loopback()
-                    || (v6.segments()[0] & 0xfe00) == 0xfc00
-                    || (v6.segments()[0] & 0xffc0) == 0xfe80
-            }
-        };
-    }
-    host == "localhost"
-        || [".localhost", ".local", ".lan", ".internal", ".home.arpa"]
-            .iter()
-            .any(|s| host.ends_with(s))
+    BaseUrl::parse(url).is_ok_and(|u| u.is_local())
 }
 
-/// The server a spec sends its requests to, as `scheme://host:port` (lower case, credentials
-/// and path left out, the default port filled in), for the specs that name one
+/// The server a spec sends its requests to, as `scheme://host:port` (lower case, path left out,
+/// the default port filled in: [`BaseUrl::origin`]), for the specs that name one
 /// (`openai-compatible:MODEL@URL`); `None` for specs whose server comes from the user's
-/// environment (`openai:`, `anthropic:`, `ollama:`, aliases) and for strings that are not specs.
+/// environment (`openai:`, `anthropic:`, `ollama:`, aliases) and for strings that are not specs
+/// (a URL the client would read differently from how it is written is not a spec).
 ///
 /// Two specs with the same server send the same key (`OPENAI_COMPATIBLE_API_KEY`) to the same
 /// place; a host uses this to allow a model named by a model or a file only on a server the
 /// user configured.
 pub fn spec_server(spec: &str) -> Option<String> {
-    let base = ModelSpec::parse(spec).ok()?.base_url?;
-    let (scheme, rest) = base.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let authority = authority
-        .rsplit('@')
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let has_port = match authority.strip_prefix('[') {
-        Some(v6) => v6.split_once(']').is_some_and(|(_, p)| p.starts_with(':')),
-        None => authority.contains(':'),
-    };
-    let authority = authority.trim_end_matches('.').to_string();
-    if authority.is_empty() {
-        return None;
-    }
-    Some(if has_port {
-        format!("{scheme}://{authority}")
-    } else {
-        let port = if scheme == "https" { 443 } else { 80 };
-        format!("{scheme}://{authority}:{port}")
-    })
+    ModelSpec::parse(spec).ok()?.server().map(|u| u.origin())
 }
 
 impl fmt::Display for ModelSpec {
@@ -514,7 +483,6 @@ mod tests {
             "http://192.168.1.20:8000/v1",
             "http://10.0.0.5/v1",
             "http://gpu-box.lan:8000/v1",
-            "http://user@127.0.0.1/v1",
         ] {
             assert!(is_local_url(local), "{local}");
         }
@@ -524,9 +492,36 @@ mod tests {
             "http://8.8.8.8/v1",
             "http://127.0.0.1.example.com/v1",
             "http://localhost.evil.com/v1",
+            // Refused URLs are not local (the hand parser read these as 127.0.0.1).
+            "http://user@127.0.0.1/v1",
+            r"http://8.8.8.8\@127.0.0.1/v1",
         ] {
             assert!(!is_local_url(remote), "{remote}");
         }
+    }
+
+    #[test]
+    fn a_url_the_client_reads_differently_is_no_spec() {
+        for (bad, says) in [
+            (
+                r"openai-compatible:m@http://127.0.0.1:1\@127.0.0.1:2/v1",
+                "backslash",
+            ),
+            ("openai-compatible:m@http://u:SECRET@127.0.0.1:2/v1", "credentials"),
+            ("openai-compatible:m@http://127.1:2/v1", "`127.0.0.1:2`"),
+            ("openai-compatible:m@http://127.0.0.1:2/v1#x", "fragment"),
+        ] {
+            let err = ModelSpec::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains(says) && err.contains("invalid model spec `openai-compatible:m@http"),
+                "{bad}: {err}"
+            );
+            assert!(!err.contains("SECRET"), "{err}");
+            assert_eq!(spec_server(bad), None, "{bad}");
+        }
+        let s = ModelSpec::parse("openai-compatible:m@http://LOCALHOST:80/v1/").unwrap();
+        assert_eq!(s.base_url.as_deref(), Some("http://localhost/v1"));
+        assert!(s.server().unwrap().is_loopback());
     }
 
     #[test]
@@ -570,7 +565,7 @@ mod tests {
             Some("http://127.0.0.1:8080")
         );
         assert_eq!(
-            spec_server("openai-compatible:m@https://User:pw@Evil.Example/v1").as_deref(),
+            spec_server("openai-compatible:m@https://Evil.Example/v1").as_deref(),
             Some("https://evil.example:443")
         );
         assert_eq!(

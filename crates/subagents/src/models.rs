@@ -311,39 +311,25 @@ impl ModelRoutes {
 /// Which provider (and, for `openai-compatible`, which server) a spec talks to, for telling
 /// apart models that go to different places.
 ///
-/// A server is its scheme, host, port and path only (scheme and host in lower case, no
-/// trailing `/`): the URL's credentials, query and fragment are not part of it, so the same
-/// server with another query is the same provider, and the result never holds a secret of the
-/// URL.
+/// A server is its scheme, host, port and path only, as the HTTP client reads them
+/// ([`subagent_providers::BaseUrl::server_and_path`]): the spec's query is not part of it, so
+/// the same server with another `?temperature` is the same provider. A spec that does not parse
+/// (or without the `providers` feature) is its provider prefix followed by `@?`.
 pub fn provider_of(spec: &str) -> String {
     match spec.split_once(':') {
-        Some(("openai-compatible", rest)) => format!(
-            "openai-compatible@{}",
-            rest.split_once('@')
-                .map_or_else(String::new, |(_, url)| server_of(url))
-        ),
+        Some(("openai-compatible", _)) => {
+            #[cfg(feature = "providers")]
+            if let Some(server) = subagent_providers::ModelSpec::parse(spec)
+                .ok()
+                .and_then(|s| s.server())
+            {
+                return format!("openai-compatible@{}", server.server_and_path());
+            }
+            "openai-compatible@?".to_string()
+        }
         Some((provider, _)) => provider.to_string(),
         None => spec.to_string(),
     }
-}
-
-/// `scheme://host:port/path` of `url`: no userinfo, query or fragment (see [`provider_of`]).
-fn server_of(url: &str) -> String {
-    let url = url.trim();
-    let Some((scheme, rest)) = url.split_once("://") else {
-        // Not a URL: nothing after `?` or `#` is kept either.
-        return url.split(['?', '#']).next().unwrap_or_default().to_string();
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let path = tail.split(['?', '#']).next().unwrap_or_default();
-    format!(
-        "{}://{}{}",
-        scheme.to_ascii_lowercase(),
-        host.to_ascii_lowercase(),
-        path.trim_end_matches('/')
-    )
 }
 
 #[cfg(feature = "claude")]
@@ -369,19 +355,16 @@ mod provider_tests {
     use super::provider_of;
 
     #[test]
-    fn a_server_is_scheme_host_port_and_path_without_credentials_or_query() {
-        let with_secrets = provider_of(
-            "openai-compatible:model@http://user:hunter2@Host:8080/v1?temperature=0.2#x",
-        );
-        assert_eq!(with_secrets, "openai-compatible@http://host:8080/v1");
-        assert!(!with_secrets.contains("hunter2") && !with_secrets.contains("user"));
-        // The same server with another query, other credentials or a trailing slash.
+    #[cfg(feature = "providers")]
+    fn a_server_is_scheme_host_port_and_path_without_the_query() {
+        let main = provider_of("openai-compatible:model@http://Host:8080/v1?temperature=0.2");
+        assert_eq!(main, "openai-compatible@http://host:8080/v1");
+        // The same server with another query, model or a trailing slash.
         for same in [
             "openai-compatible:other@http://host:8080/v1?temperature=0.7",
             "openai-compatible:model@http://host:8080/v1/",
-            "openai-compatible:model@http://token@host:8080/v1",
         ] {
-            assert_eq!(provider_of(same), with_secrets, "{same}");
+            assert_eq!(provider_of(same), main, "{same}");
         }
         // Another port, path or scheme is another server.
         for other in [
@@ -389,8 +372,13 @@ mod provider_tests {
             "openai-compatible:model@http://host:8080/v2",
             "openai-compatible:model@https://host:8080/v1",
         ] {
-            assert_ne!(provider_of(other), with_secrets, "{other}");
+            assert_ne!(provider_of(other), main, "{other}");
         }
+        // A URL the client would read differently is no server at all.
+        assert_eq!(
+            provider_of(r"openai-compatible:m@http://host:8081\@host:8080/v1"),
+            "openai-compatible@?"
+        );
         assert_eq!(provider_of("anthropic:claude-sonnet-4-5"), "anthropic");
         assert_eq!(provider_of("sonnet"), "sonnet");
     }

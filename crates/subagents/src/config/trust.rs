@@ -203,20 +203,13 @@ fn model_specs(c: &Config) -> Vec<(String, &String)> {
 
 /// The server a model spec names (`openai-compatible:MODEL@URL`) when it is not this machine:
 /// a file naming it chooses where the conversation and `OPENAI_COMPATIBLE_API_KEY` go. A
-/// server on a loopback address (llama.cpp, Ollama, vLLM on this machine) needs no approval.
+/// server on a loopback address (llama.cpp, Ollama, vLLM on this machine) needs no approval;
+/// this machine's other addresses do (they are reachable from the network). Both answers come
+/// from the one parse the HTTP client connects with ([`subagent_providers::BaseUrl`]); a spec
+/// whose URL that parser would read differently is no spec (it fails when built, naming it).
 fn remote_model_server(spec: &str) -> Option<String> {
-    let server = subagent_providers::spec_server(spec)?;
-    let host = server.split_once("://").map_or("", |(_, h)| h);
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    let loopback = host == "localhost"
-        || host.ends_with(".localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    (!loopback).then_some(server)
+    let server = subagent_providers::ModelSpec::parse(spec).ok()?.server()?;
+    (!server.is_loopback()).then(|| server.origin())
 }
 
 /// An A2A setting naming an environment variable whose value is sent (`bearer_env`,
