@@ -281,40 +281,36 @@ fn run_routed(
 }
 
 #[test]
-fn model_routes_ignore_the_query_and_credentials_and_never_print_the_password() {
+fn model_routes_ignore_the_query() {
+    // (Credentials in a model URL are refused where the spec is read: hostile.rs.)
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
     let elsewhere = rt.block_on(ScriptedModelServer::start());
     let home = tempfile::tempdir().expect("home");
-    let with_password = |s: &ScriptedModelServer, model: &str, query: &str| {
-        s.openai_model(model)
-            .replacen("http://", "http://user:hunter2@", 1)
-            + query
-    };
-    let main = with_password(&server, "main-model", "?temperature=0.2");
+    let with_query =
+        |s: &ScriptedModelServer, model: &str, query: &str| s.openai_model(model) + query;
+    let main = with_query(&server, "main-model", "?temperature=0.2");
 
     // The same server with another query: the same provider, no notice.
     let (config, agents) = routed(
         home.path(),
-        &with_password(&server, "child-model", "?temperature=0.7"),
+        &with_query(&server, "child-model", "?temperature=0.7"),
     );
     let all = run_routed(&server, home.path(), &main, &config, &agents);
     assert!(!all.contains("another provider"), "{all}");
-    assert!(!all.contains("hunter2"), "{all}");
 
-    // Another server: the notice names it, credentials hidden.
+    // Another server: the notice names it.
     let (config, agents) = routed(
         home.path(),
-        &with_password(&elsewhere, "child-model", "?temperature=0.7"),
+        &with_query(&elsewhere, "child-model", "?temperature=0.7"),
     );
     let all = run_routed(&server, home.path(), &main, &config, &agents);
     assert!(
         all.contains("another provider") && all.contains("helper →"),
         "{all}"
     );
-    assert!(!all.contains("hunter2"), "{all}");
 
-    // `agents list` shows the route without the password either.
+    // `agents list` shows the route.
     let listed = stdout_of(
         subagents_in(home.path())
             .arg("--config")
@@ -325,7 +321,6 @@ fn model_routes_ignore_the_query_and_credentials_and_never_print_the_password() 
             .success(),
     );
     assert!(listed.contains("helper"), "{listed}");
-    assert!(!listed.contains("hunter2"), "{listed}");
 }
 
 #[test]

@@ -109,15 +109,15 @@ fn credentials_in_a_model_url_never_reach_the_output() {
     assert!(all.contains("127.0.0.1:9"), "the endpoint is named: {all}");
     assert!(!all.contains("SECRETPASS"), "{all}");
 
-    // The serve banner.
-    use std::io::BufRead as _;
+    // The spec is refused where it is read (credentials belong in OPENAI_COMPATIBLE_API_KEY),
+    // naming it without them: `serve` does not start.
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::write(
         dir.path().join("a.md"),
         "---\nname: a\ndescription: d\n---\nbody\n",
     )
     .expect("agent");
-    let mut serve = subagents()
+    let out = assert_cmd::Command::from_std(subagents())
         .args([
             "serve",
             "--listen",
@@ -127,19 +127,13 @@ fn credentials_in_a_model_url_never_reach_the_output() {
             "--agents",
         ])
         .arg(dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("serve starts");
-    let stderr = serve.stderr.take().expect("stderr");
-    let banner = std::io::BufReader::new(stderr)
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("serving"))
-        .unwrap_or_default();
-    let _ = serve.kill();
-    let _ = serve.wait();
-    assert!(banner.contains("http://***@127.0.0.1:9/v1"), "{banner}");
-    assert!(!banner.contains("SECRETPASS"), "{banner}");
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("serve runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("http://***@127.0.0.1:9/v1"), "{err}");
+    assert!(!err.contains("SECRETPASS"), "{err}");
 }
 
 #[test]

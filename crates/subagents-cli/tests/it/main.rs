@@ -35,4 +35,5 @@ mod steer;
 mod stream;
 mod terminal;
 mod trust_config;
+mod trust_doors;
 mod typed;
