@@ -47,6 +47,7 @@ mod bash;
 mod protected;
 mod read;
 mod sandbox;
+mod scripts;
 mod search;
 mod todo;
 mod util;
@@ -67,6 +68,7 @@ pub use read::{DEFAULT_READ_LINES, MAX_LINE_CHARS, ReadInput, ReadTool};
 pub use sandbox::{
     DEFAULT_ENV_ALLOW, LandlockSupport, SandboxPolicy, landlock_support, spawn_confined,
 };
+pub use scripts::{MAX_PINNED_BYTES, MAX_PINNED_FILES, ScriptPins};
 pub use search::{
     GlobInput, GlobTool, GrepInput, GrepOutputMode, GrepTool, MAX_CONTENT_LINES, MAX_LISTED_FILES,
 };
