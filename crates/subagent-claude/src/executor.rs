@@ -16,6 +16,7 @@ use subagent_spi::{
 use tokio::sync::OnceCell;
 
 use crate::KIND;
+use crate::approval::FileApproval;
 use crate::builtin::builtin_references;
 use crate::definition::{ClaudeAgentDefinition, ModelChoice, PermissionMode};
 use crate::discovery::home_dir;
@@ -117,6 +118,8 @@ pub struct ClaudeExecutor {
     skills: OnceCell<SkillSet>,
     rules: Arc<PermissionRules>,
     mode_override: Option<PermissionMode>,
+    session_mode: PermissionMode,
+    file_approval: Option<Arc<dyn FileApproval>>,
     approver: Option<Arc<dyn Approver>>,
     default_max_turns: u32,
     stream: bool,
@@ -348,9 +351,36 @@ impl SubagentKind for ClaudeExecutor {
                 source: Some(Box::new(e)),
             })?;
 
+        // What only an approved file may do (crate::approval): its own MCP servers, a
+        // permission mode above the session's.
+        let refusal = match &self.file_approval {
+            Some(approval) => approval.refusal(def).await,
+            None => None,
+        };
+        let mode = match (&refusal, self.mode_override) {
+            (Some(why), None)
+                if def.permission_mode.capped_by(self.session_mode) != def.permission_mode =>
+            {
+                let capped = def.permission_mode.capped_by(self.session_mode);
+                tracing::warn!(
+                    agent,
+                    "permissionMode {} not applied, running in {capped}: {why}",
+                    def.permission_mode
+                );
+                ctx.emit(subagent_spi::ProgressKind::Status {
+                    message: format!(
+                        "permissionMode {} not applied, running in {capped}: {why}",
+                        def.permission_mode
+                    ),
+                });
+                capped
+            }
+            _ => self.permission_mode_of(def),
+        };
         // The agent file's memory, isolation, hooks and effort (crate::extras).
         let extras = RunExtras::prepare(
             def,
+            mode,
             &ctx,
             &self.hooks,
             &self.sandbox,
@@ -358,8 +388,21 @@ impl SubagentKind for ClaudeExecutor {
             home_dir().as_deref(),
         )
         .await?;
+        let servers = match (&def.mcp_servers, &refusal) {
+            (Some(servers), Some(why)) => {
+                let inline = crate::approval::inline_mcp_servers(servers);
+                if !inline.is_empty() {
+                    tracing::warn!(agent, "MCP servers {inline:?} not started: {why}");
+                    ctx.emit(subagent_spi::ProgressKind::Status {
+                        message: format!("MCP servers {inline:?} not started: {why}"),
+                    });
+                }
+                crate::approval::configured_mcp_servers_only(servers)
+            }
+            (servers, _) => servers.clone(),
+        };
         let mut base = self.base_tools().await;
-        if let Some(servers) = &def.mcp_servers {
+        if let Some(servers) = &servers {
             match &self.mcp {
                 Some(source) => match source.tools_for(agent, servers).await {
                     Ok(tools) => {
@@ -392,7 +435,7 @@ impl SubagentKind for ClaudeExecutor {
             tracing::debug!(agent, "{w}");
         }
         let selected = extras.add_memory_tools(def, selection.tools);
-        let mut policy = PermissionPolicy::new(self.permission_mode_of(def), self.rules.clone());
+        let mut policy = PermissionPolicy::new(mode, self.rules.clone());
         if let Ok(ws) = subagent_tools::Workspace::new(self.project_root()) {
             policy = policy.with_workspace(ws);
         }
@@ -488,6 +531,15 @@ pub struct ClaudeSubagentTypeBuilder {
     /// `--permission-mode` does).
     #[setters(rename = "permission_mode", strip_option)]
     mode_override: Option<PermissionMode>,
+    /// The session's permission mode (the main agent's; default `default`): without an
+    /// override ([`permission_mode`](Self::permission_mode)), an agent whose file the
+    /// [`file_approval`](Self::file_approval) refuses runs in at most this mode
+    /// ([`PermissionMode::capped_by`]).
+    session_mode: PermissionMode,
+    /// Which agent files may start their own MCP servers and lift the session's mode (see
+    /// [`FileApproval`]); default: every file may.
+    #[setters(strip_option)]
+    file_approval: Option<Arc<dyn FileApproval>>,
     /// The approver asked when a run's context has none (default: none, so such calls are
     /// denied with a message the model reads). Hosts normally put the approver into the root
     /// context instead ([`TaskContext::with_approver`]), so it reaches every kind.
@@ -540,6 +592,8 @@ impl Default for ClaudeSubagentTypeBuilder {
             skills: None,
             rules: PermissionRules::new(),
             mode_override: None,
+            session_mode: PermissionMode::Default,
+            file_approval: None,
             approver: None,
             store: None,
             resolver: ClaudeResolver::new(),
@@ -614,6 +668,8 @@ impl ClaudeSubagentTypeBuilder {
             skills: OnceCell::new(),
             rules: Arc::new(self.rules),
             mode_override: self.mode_override,
+            session_mode: self.session_mode,
+            file_approval: self.file_approval,
             approver: self.approver,
             default_max_turns: self.default_max_turns,
             stream: self.stream,

@@ -11,7 +11,7 @@ use subagent_spi::{
 };
 use subagent_tools::{ToolSet, Workspace};
 
-use crate::definition::ClaudeAgentDefinition;
+use crate::definition::{ClaudeAgentDefinition, PermissionMode};
 use crate::hooks::{Hooks, MAX_STOP_CONTINUATIONS, RunHooks, RunPlace};
 use crate::memory::{self, MemoryScope};
 use crate::worktree::Worktree;
@@ -64,6 +64,7 @@ impl RunExtras {
     /// reads `MEMORY.md`, creates the worktree, reads the hooks.
     pub(crate) async fn prepare(
         def: &ClaudeAgentDefinition,
+        mode: PermissionMode,
         ctx: &TaskContext,
         settings_hooks: &Hooks,
         sandbox: &subagent_tools::SandboxPolicy,
@@ -142,7 +143,7 @@ impl RunExtras {
             settings_hooks,
             ctx,
             agent,
-            def.permission_mode,
+            mode,
             RunPlace {
                 project_dir: project_root,
                 cwd: &run_root,

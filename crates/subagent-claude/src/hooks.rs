@@ -29,7 +29,10 @@
 //! Hooks from agent files and from the workspace's settings files run confined like the `Bash`
 //! tool of the run (see [`HookRunner::with_sandbox`]): their input is model-controlled and
 //! their files can be in reach of a model. Only the user's own settings file
-//! ([`Hooks::from_settings_files_with_user`]) gives unconfined hooks, as in Claude Code.
+//! ([`Hooks::from_settings_files_with_user`]) gives unconfined hooks, as in Claude Code, and
+//! only while the workspace files such a hook names are as they were when the session started
+//! ([`Hooks::pin_workspace_scripts`]): a hook running `.claude/hooks/fmt.sh` that a model
+//! rewrote runs confined.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -44,7 +47,7 @@ use serde_json::{Map, Value, json};
 use subagent_spi::{CancellationToken, TaskContext, Tool, ToolError, ToolOutput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use subagent_tools::SandboxPolicy;
+use subagent_tools::{SandboxPolicy, ScriptPins};
 
 use crate::definition::{PermissionMode, is_task_name};
 
@@ -210,6 +213,9 @@ pub struct Hooks {
     groups: Arc<Vec<Group>>,
     /// `disableAllHooks`: no hook runs, agents' own included.
     disabled: bool,
+    /// The workspace files each unconfined command names, as they were at the session's start
+    /// ([`Hooks::pin_workspace_scripts`]).
+    pins: Arc<Vec<(String, Arc<ScriptPins>)>>,
 }
 
 /// Where a hooks configuration came from: it decides what `Stop` means.
@@ -233,6 +239,7 @@ impl Hooks {
         Self {
             groups: Arc::new(Vec::new()),
             disabled: true,
+            pins: Arc::default(),
         }
     }
 
@@ -342,7 +349,50 @@ impl Hooks {
         }
         self.groups = Arc::new(groups);
         self.disabled |= other.disabled;
+        if !other.pins.is_empty() {
+            let mut pins = Vec::clone(&self.pins);
+            pins.extend(other.pins.iter().cloned());
+            self.pins = Arc::new(pins);
+        }
         dropped
+    }
+
+    /// Pins the workspace files the unconfined hooks (the user's own settings hooks) name, as
+    /// they are now ([`ScriptPins`]: `sh .claude/hooks/fmt.sh`, `python3 tools/x.py`, `make
+    /// fmt`'s makefile, `$CLAUDE_PROJECT_DIR/...`): such a hook runs unconfined, as in Claude
+    /// Code, while every file it names is unchanged; once one has changed (a model rewrote it,
+    /// created it or removed it), the hook runs confined like the workspace's hooks, with a
+    /// warning naming the file. Call it when the session starts, with the workspace `root`.
+    /// Blocking (it reads the files).
+    pub fn pin_workspace_scripts(&self, root: &Path) -> Hooks {
+        let mut pins: Vec<(String, Arc<ScriptPins>)> = Vec::new();
+        for g in self.groups.iter().filter(|g| !g.confined) {
+            for h in &g.hooks {
+                if pins.iter().any(|(c, _)| *c == h.command) {
+                    continue;
+                }
+                let pinned = ScriptPins::of_shell(&h.command, root);
+                if !pinned.is_empty() {
+                    pins.push((h.command.clone(), Arc::new(pinned)));
+                }
+            }
+        }
+        Hooks {
+            pins: Arc::new(pins),
+            ..self.clone()
+        }
+    }
+
+    /// The first workspace file unconfined `command` names that changed since it was pinned.
+    async fn changed_script(&self, command: &str) -> Option<PathBuf> {
+        let pins = self
+            .pins
+            .iter()
+            .find(|(c, _)| c == command)
+            .map(|(_, p)| p.clone())?;
+        tokio::task::spawn_blocking(move || pins.changed().map(Path::to_path_buf))
+            .await
+            .unwrap_or_else(|_| Some(PathBuf::from("(the check failed)")))
     }
 
     /// True when there are no hooks.
@@ -395,6 +445,7 @@ impl Hooks {
         Hooks {
             groups: Arc::new(self.groups.iter().filter(|g| keep(g)).cloned().collect()),
             disabled: self.disabled,
+            pins: self.pins.clone(),
         }
     }
 }
@@ -546,6 +597,7 @@ fn parse(value: &Value, origin: Origin) -> (Hooks, Vec<String>) {
         Hooks {
             groups: Arc::new(groups),
             disabled: false,
+            pins: Arc::default(),
         },
         warnings,
     )
@@ -782,9 +834,24 @@ impl HookRunner {
         extra: Map<String, Value>,
         ctx: &TaskContext,
     ) -> Verdict {
-        let commands = self.hooks.matching(event, subject, own_stop);
+        let mut commands = self.hooks.matching(event, subject, own_stop);
         if commands.is_empty() {
             return Verdict::default();
+        }
+        // The user's own hook runs unconfined only while the workspace files it names are as
+        // they were when the session started (Hooks::pin_workspace_scripts).
+        for (hook, confined) in commands.iter_mut().filter(|(_, c)| !*c) {
+            if let Some(changed) = self.hooks.changed_script(&hook.command).await {
+                let message = format!(
+                    "{event} hook `{}` runs `{}`, which changed since the session started: it \
+                     runs confined",
+                    short_text(&hook.command),
+                    changed.display()
+                );
+                tracing::warn!("{message}");
+                ctx.emit(subagent_spi::ProgressKind::Status { message });
+                *confined = true;
+            }
         }
         let mut input = self.base_input(event, ctx);
         input.extend(extra);

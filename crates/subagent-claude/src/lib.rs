@@ -78,6 +78,7 @@ macro_rules! wrapped_tool_identity {
     };
 }
 
+mod approval;
 mod builtin;
 mod definition;
 mod discovery;
@@ -97,6 +98,7 @@ mod slug;
 mod toolsel;
 mod worktree;
 
+pub use approval::{FileApproval, configured_mcp_servers_only, inline_mcp_servers, needs_approval};
 pub use builtin::{
     BUILTIN_AGENTS, EMBEDDED_PREFIX, builtin_agent, builtin_names, builtin_references,
 };

@@ -124,6 +124,8 @@ pub struct SubagentsBuilder {
     pub(crate) hooks: bool,
     pub(crate) settings_files: Vec<PathBuf>,
     pub(crate) untrusted_files: Vec<PathBuf>,
+    #[cfg(feature = "claude")]
+    pub(crate) approvals: Option<Arc<dyn crate::approval::Approvals>>,
     /// Where transcripts and background tasks are kept (feature `store`): `memory` (the
     /// default: nothing outlives the process), `sqlite:PATH` or `postgres://...`. With a
     /// database, `resume` of a session and `TaskOutput` of a background task work after a
@@ -190,6 +192,8 @@ impl Default for SubagentsBuilder {
             hooks: true,
             settings_files: Vec::new(),
             untrusted_files: Vec::new(),
+            #[cfg(feature = "claude")]
+            approvals: None,
             #[cfg(feature = "store")]
             store: None,
             #[cfg(feature = "store")]
@@ -259,6 +263,20 @@ impl SubagentsBuilder {
     /// workspace's files the user has not approved (a model may have written them).
     pub fn untrusted_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.untrusted_files.push(path.into());
+        self
+    }
+
+    /// The workspace files the person approved (feature `claude`; the command passes its
+    /// `trusted.json`). An agent file from the project's `.claude/agents`, a given directory
+    /// ([`agents_dir`](Self::agents_dir)) or the workspace starts its inline `mcpServers` and
+    /// runs in a `permissionMode` that asks less than the session's only when approved as it is
+    /// now: its bytes and the workspace files its commands name ([`crate::approval`]). Without
+    /// this, no such file is approved (its agent runs without those servers, in the session's
+    /// mode, and says so); `~/.claude/agents`, the built-ins and agents defined in code are the
+    /// user's own.
+    #[cfg(feature = "claude")]
+    pub fn approvals(mut self, approvals: Arc<dyn crate::approval::Approvals>) -> Self {
+        self.approvals = Some(approvals);
         self
     }
 

@@ -36,6 +36,8 @@
 //! | `otel` | no | exporting the runs' spans over OTLP ([`otel`]) and W3C trace-context propagation over A2A and MCP |
 //! | `full` | no | all of the above |
 
+#[cfg(feature = "claude")]
+pub mod approval;
 mod assemble;
 mod background;
 mod builder;

@@ -32,13 +32,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+use subagent_tools::ScriptPins;
 
 use super::{A2aEntry, Config};
 
 /// The largest control file read for approval (bigger ones are not approved: their weakening
 /// settings never apply).
-pub const MAX_CONTROL_FILE_BYTES: u64 = 1024 * 1024;
+pub const MAX_CONTROL_FILE_BYTES: u64 = crate::approval::MAX_APPROVED_FILE_BYTES;
 /// Approvals kept; the oldest are dropped beyond it.
 pub const MAX_APPROVALS: usize = 1000;
 /// The largest approvals file read.
@@ -54,6 +54,8 @@ pub enum Kind {
     Settings,
     /// `.mcp.json`.
     Mcp,
+    /// A Markdown agent file (its inline `mcpServers`, a lenient `permissionMode`).
+    Agent,
 }
 
 /// One workspace control file and what in it needs approval.
@@ -64,7 +66,9 @@ pub struct ControlFile {
     pub path: PathBuf,
     /// Canonical, for the approvals file.
     pub canonical: PathBuf,
-    /// Hex SHA-256 of the bytes.
+    /// Hex SHA-256 of the bytes and of the workspace files its commands name
+    /// ([`subagent_tools::ScriptPins`]): what an approval records. Empty when the file cannot
+    /// be approved.
     pub sha256: String,
     /// The bytes, as text (lossy).
     pub text: String,
@@ -74,63 +78,98 @@ pub struct ControlFile {
     pub weakening: Vec<String>,
 }
 
-/// Reads `path` if it is a regular file of at most [`MAX_CONTROL_FILE_BYTES`]; `Ok(None)` when
-/// it does not exist.
-fn read_capped(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read it: {e}")),
-    };
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    if meta.len() > MAX_CONTROL_FILE_BYTES {
-        return Err(format!(
-            "{} bytes, more than the {MAX_CONTROL_FILE_BYTES} read for approval",
-            meta.len()
-        ));
-    }
-    std::fs::read(path)
-        .map(Some)
-        .map_err(|e| format!("cannot read it: {e}"))
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 impl ControlFile {
-    /// Reads `path`; `None` when it does not exist. A file that cannot be read or is too big
-    /// is reported as needing approval it cannot get.
-    pub fn read(path: &Path, kind: Kind, config: Option<&Config>) -> Option<Self> {
-        let (bytes, problem) = match read_capped(path) {
+    /// Reads `path`, a control file of `kind` of the workspace at `root` (the base of the
+    /// relative paths its commands name); `None` when it does not exist. A file that cannot be
+    /// read or is too big is reported as needing approval it cannot get.
+    pub fn read(path: &Path, kind: Kind, config: Option<&Config>, root: &Path) -> Option<Self> {
+        let (bytes, problem) = match crate::approval::read_capped(path) {
             Ok(None) => return None,
             Ok(Some(b)) => (b, None),
             Err(e) => (Vec::new(), Some(e)),
         };
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        let weakening = match (&problem, kind) {
-            (Some(p), _) => vec![format!("everything that needs approval ({p})")],
-            (None, Kind::Toml) => config.map(toml_weakening).unwrap_or_default(),
-            (None, Kind::Settings) => settings_weakening(&text),
-            (None, Kind::Mcp) => mcp_weakening(&text),
+        let (weakening, pins, problem) = match (problem, kind) {
+            (Some(p), _) => (Vec::new(), ScriptPins::default(), Some(p)),
+            (None, Kind::Toml) => (
+                config.map(toml_weakening).unwrap_or_default(),
+                config.map(|c| toml_pins(c, root)).unwrap_or_default(),
+                None,
+            ),
+            (None, Kind::Settings) => (settings_weakening(&text), settings_pins(&text, root), None),
+            (None, Kind::Mcp) => (mcp_weakening(&text), mcp_pins(&text, root), None),
+            (None, Kind::Agent) => match crate::approval::read_agent_file(path, root) {
+                Ok((def, _)) => (
+                    subagent_claude::needs_approval(&def),
+                    def.mcp_servers
+                        .as_ref()
+                        .map(|v| crate::approval::pins_of_commands(v, root))
+                        .unwrap_or_default(),
+                    None,
+                ),
+                Err(e) => (Vec::new(), ScriptPins::default(), Some(e)),
+            },
+        };
+        let (weakening, sha256) = match problem {
+            Some(p) => (
+                vec![format!("everything that needs approval ({p})")],
+                String::new(),
+            ),
+            None => (weakening, crate::approval::approval_digest(&bytes, &pins)),
         };
         Some(Self {
             canonical: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
-            sha256: if problem.is_some() {
-                String::new()
-            } else {
-                sha256_hex(&bytes)
-            },
+            sha256,
             path: path.to_path_buf(),
             text,
             kind,
             weakening,
         })
+    }
+}
+
+/// The workspace files the `stdio:` entries of `mcp` name.
+fn toml_pins(c: &Config, root: &Path) -> ScriptPins {
+    let mut pins = ScriptPins::default();
+    for entry in &c.mcp {
+        if let Some(line) = entry.trim().strip_prefix("stdio:") {
+            let line = line
+                .rsplit_once('#')
+                .filter(|(_, options)| options.contains('='))
+                .map_or(line, |(command, _)| command);
+            pins.extend(ScriptPins::of_shell(line, root));
+        }
+    }
+    pins
+}
+
+/// The workspace files the hook commands of a settings file name.
+fn settings_pins(text: &str, root: &Path) -> ScriptPins {
+    let mut pins = ScriptPins::default();
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return pins;
+    };
+    let commands = v
+        .get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|events| events.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|h| h.get("command").and_then(Value::as_str));
+    for command in commands {
+        pins.extend(ScriptPins::of_shell(command, root));
+    }
+    pins
+}
+
+/// The workspace files the stdio servers of `.mcp.json` name.
+fn mcp_pins(text: &str, root: &Path) -> ScriptPins {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => crate::approval::pins_of_commands(&v, root),
+        Err(_) => ScriptPins::default(),
     }
 }
 
@@ -183,7 +222,28 @@ pub fn toml_weakening(c: &Config) -> Vec<String> {
             out.push(format!("{key} sends every prompt to {server}"));
         }
     }
+    for (model, (input, output)) in lowered_prices(c) {
+        out.push(format!(
+            "[prices] {model:?} lowers the built-in price (input {input}, output {output} USD \
+             per million tokens), which USD budgets count with"
+        ));
+    }
     out
+}
+
+/// The `[prices]` entries that price a model below what it costs without them (the built-in
+/// table, [`crate::prices`]), with that price: a file may add prices for models the table does
+/// not know, never lower one (a model priced at 0 never spends a USD budget).
+fn lowered_prices(c: &Config) -> Vec<(String, (f64, f64))> {
+    let table = crate::prices::default_prices();
+    c.prices
+        .iter()
+        .filter_map(|(model, p)| {
+            let base = table.get(model)?;
+            (p.input < base.input_per_mtok || p.output < base.output_per_mtok)
+                .then(|| (model.clone(), (base.input_per_mtok, base.output_per_mtok)))
+        })
+        .collect()
 }
 
 /// The model specs a `subagents.toml` names: `model`, `agent_model`, `[models]`.
@@ -263,6 +323,13 @@ pub fn strip_weakening(c: &mut Config) {
     }
     c.models
         .retain(|_, spec| remote_model_server(spec).is_none());
+    // Prices may be added or raised, never lowered below the built-in table's.
+    for (model, (input, output)) in lowered_prices(c) {
+        if let Some(p) = c.prices.get_mut(&model) {
+            p.input = p.input.max(input);
+            p.output = p.output.max(output);
+        }
+    }
 }
 
 /// The weakening settings of a Claude Code settings file (none when it is not JSON: the build
@@ -393,11 +460,7 @@ impl TrustStore {
 
     /// True when `file`'s current content was approved.
     pub fn approves(&self, file: &ControlFile) -> bool {
-        !file.sha256.is_empty()
-            && self
-                .approved
-                .iter()
-                .any(|a| a.path == file.canonical && a.sha256 == file.sha256)
+        crate::approval::Approvals::approves(self, &file.canonical, &file.sha256)
     }
 
     /// Records the approval of `file`'s current content (replacing an earlier one of the same
@@ -475,7 +538,7 @@ pub fn control_files(config: &Config, explicit_config: bool, root: &Path) -> Vec
     let mut out = Vec::new();
     if !explicit_config
         && let Some(path) = &config.path
-        && let Some(f) = ControlFile::read(path, Kind::Toml, Some(config))
+        && let Some(f) = ControlFile::read(path, Kind::Toml, Some(config), root)
     {
         out.push(f);
     }
@@ -487,11 +550,41 @@ pub fn control_files(config: &Config, explicit_config: bool, root: &Path) -> Vec
         (".claude/settings.local.json", Kind::Settings),
         (".mcp.json", Kind::Mcp),
     ] {
-        if let Some(f) = ControlFile::read(&root.join(rel), kind, None)
+        if let Some(f) = ControlFile::read(&root.join(rel), kind, None, root)
             && Some(&f.canonical) != user_settings.as_ref()
         {
             out.push(f);
         }
     }
     out
+}
+
+/// The agent files of `dirs` (every `*.md` agent file in them, as the assembly scans them) with
+/// something that needs approval: inline `mcpServers`, a `permissionMode` that asks less than
+/// `default` (see [`subagent_claude::needs_approval`]). Blocking.
+pub fn agent_files(dirs: &[PathBuf], root: &Path) -> Vec<ControlFile> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(report) = subagent_claude::scan_dir_blocking(dir) else {
+            continue;
+        };
+        for agent in report.loaded {
+            if let Some(f) = ControlFile::read(&agent.path, Kind::Agent, None, root)
+                && !f.weakening.is_empty()
+            {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+impl crate::approval::Approvals for TrustStore {
+    fn approves(&self, path: &Path, sha256: &str) -> bool {
+        !sha256.is_empty()
+            && self
+                .approved
+                .iter()
+                .any(|a| a.path == path && a.sha256 == sha256)
+    }
 }

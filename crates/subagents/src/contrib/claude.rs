@@ -17,6 +17,7 @@ pub(crate) struct Claude {
     executor: Option<Arc<subagent_claude::ClaudeExecutor>>,
     local: Option<Arc<Local>>,
     shadowed: Vec<subagent_claude::ShadowedAgent>,
+    approval: Option<Arc<crate::approval::AgentFileApproval>>,
 }
 
 #[async_trait]
@@ -83,6 +84,12 @@ impl Contribution for Claude {
             &untrusted,
         )
         .await;
+        let main_mode = b.permission_mode.or(settings_mode).unwrap_or_default();
+        let approval = Arc::new(crate::approval::AgentFileApproval {
+            root: root.clone(),
+            approvals: b.approvals.clone(),
+        });
+        self.approval = Some(approval.clone());
         let mut claude = subagent_claude::ClaudeSubagentType::builder()
             .models(agent_models)
             .tools(subagent_tools::ToolSet::all_with_sandbox(
@@ -96,7 +103,11 @@ impl Contribution for Claude {
             .builtin_agents(b.builtin_agents)
             .stream(b.stream)
             .transcript_store(transcripts.clone())
-            .permission_rules(rules.clone());
+            .permission_rules(rules.clone())
+            // Inline `mcpServers` and a lenient `permissionMode` of a workspace agent file
+            // apply only once approved (crate::approval).
+            .file_approval(approval.clone())
+            .session_mode(main_mode);
         if let Some(mode) = b.permission_mode {
             claude = claude.permission_mode(mode);
         }
@@ -170,7 +181,7 @@ impl Contribution for Claude {
             models,
             default_model,
             routes,
-            main_mode: b.permission_mode.or(settings_mode).unwrap_or_default(),
+            main_mode,
             rules: Arc::new(rules),
             sandbox: b.sandbox.clone(),
             hooks,
@@ -184,9 +195,11 @@ impl Contribution for Claude {
 
     async fn wire(&mut self, agents: &mut Subagents) {
         agents.shadowed = std::mem::take(&mut self.shadowed);
-        if let (Some(executor), Some(local)) = (&self.executor, &self.local) {
+        if let (Some(executor), Some(local), Some(approval)) =
+            (&self.executor, &self.local, &self.approval)
+        {
             agents.agent_warnings =
-                load_warnings(&agents.task, executor, local, &agents.root).await;
+                load_warnings(&agents.task, executor, local, approval, &agents.root).await;
         }
         agents.local = self.local.take();
     }
@@ -199,6 +212,7 @@ async fn load_warnings(
     task: &task_tool::TaskTool,
     executor: &subagent_claude::ClaudeExecutor,
     local: &Local,
+    approval: &crate::approval::AgentFileApproval,
     root: &Path,
 ) -> Vec<crate::AgentWarnings> {
     let defs: Vec<&subagent_claude::ClaudeAgentDefinition> = task
@@ -218,8 +232,15 @@ async fn load_warnings(
     }
     let mut out = Vec::new();
     for def in defs {
-        // A few metadata calls for `memory` locations; no file is read.
-        let warnings = subagent_claude::agent_load_warnings(def, &check);
+        // A few metadata calls for `memory` locations; no file is read (but those that need
+        // approval, to check it).
+        let mut warnings = subagent_claude::agent_load_warnings(def, &check);
+        if let Some(why) = subagent_claude::FileApproval::refusal(approval, def).await {
+            warnings.push(format!(
+                "not applied: {}: {why}",
+                subagent_claude::needs_approval(def).join("; ")
+            ));
+        }
         if warnings.is_empty() {
             continue;
         }
@@ -277,7 +298,27 @@ async fn settings_hooks(
         }
     }
     let (hooks, warnings) = match &user {
-        Some(user) => subagent_claude::Hooks::from_settings_files_with_user(user, &files).await,
+        Some(user) => {
+            let (hooks, warnings) =
+                subagent_claude::Hooks::from_settings_files_with_user(user, &files).await;
+            // The user's hooks run unconfined while the workspace files they name are as they
+            // are now (a model-rewritten `.claude/hooks/x.sh` runs confined).
+            let root = root.to_path_buf();
+            let pinned = {
+                let hooks = hooks.clone();
+                tokio::task::spawn_blocking(move || hooks.pin_workspace_scripts(&root)).await
+            };
+            match pinned {
+                Ok(pinned) => (pinned, warnings),
+                // Without pins the user's hooks run confined too.
+                Err(_) => {
+                    let all: Vec<PathBuf> = std::iter::once(user.clone())
+                        .chain(files.iter().cloned())
+                        .collect();
+                    subagent_claude::Hooks::from_settings_files(&all).await
+                }
+            }
+        }
         None => subagent_claude::Hooks::from_settings_files(&files).await,
     };
     for w in warnings {
