@@ -121,6 +121,10 @@ impl<'a> Setup<'a> {
         }
         // Permissions: .claude/settings*.json of the workspace too; a mode flag wins.
         b = b.claude_settings(&root);
+        // Agent files approved with `subagents trust` (their inline MCP servers, their mode).
+        if let Ok(store) = subagents::config::trust::TrustStore::load(&root) {
+            b = b.approvals(Arc::new(store));
+        }
         if let Some(m) = self.permissions.permission_mode {
             b = b.permission_mode(m);
         }

@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 
 // What needs approval, and the approvals file, are the facade's (`subagents::config::trust`);
 // asking on the terminal and the `trust` subcommand are the command's.
-use subagents::config::trust::{ControlFile, Kind, TrustStore, control_files, strip_weakening};
+use subagents::config::trust::{
+    ControlFile, Kind, TrustStore, agent_files, control_files, strip_weakening,
+};
 #[cfg(test)]
 use subagents::config::trust::{mcp_weakening, settings_weakening, toml_weakening};
 
@@ -153,14 +155,26 @@ fn ask(file: &ControlFile, remembered: bool) -> bool {
 pub(crate) fn trust(paths: &[PathBuf], root: &Path) -> Result<(), CliError> {
     let files: Vec<ControlFile> = if paths.is_empty() {
         let config = Config::load(None)?;
-        control_files(&config, false, root)
+        let mut files = control_files(&config, false, root);
+        // The project's agent files (and those of `agents = [..]`) with inline MCP servers or
+        // a lenient permission mode.
+        let mut dirs = vec![root.join(".claude").join("agents")];
+        dirs.extend(config.agents.iter().cloned());
+        files.extend(agent_files(&dirs, root));
+        files
     } else {
         let mut files = Vec::new();
         for p in paths {
+            if p.is_dir() {
+                // A directory of agent files: those with something to approve.
+                files.extend(agent_files(std::slice::from_ref(p), root));
+                continue;
+            }
             let kind = kind_of(p).ok_or_else(|| {
                 CliError::Config(format!(
                     "`{}` is not a file subagents asks approval for (subagents.toml, \
-                     .claude/settings.json, .claude/settings.local.json, .mcp.json)",
+                     .claude/settings.json, .claude/settings.local.json, .mcp.json, an agent \
+                     file `*.md` or a directory of them)",
                     p.display()
                 ))
             })?;
@@ -168,7 +182,7 @@ pub(crate) fn trust(paths: &[PathBuf], root: &Path) -> Result<(), CliError> {
                 Kind::Toml => Some(Config::load(Some(p))?),
                 _ => None,
             };
-            let file = ControlFile::read(p, kind, config.as_ref())
+            let file = ControlFile::read(p, kind, config.as_ref(), root)
                 .ok_or_else(|| CliError::Config(format!("`{}` does not exist", p.display())))?;
             files.push(file);
         }
@@ -176,7 +190,8 @@ pub(crate) fn trust(paths: &[PathBuf], root: &Path) -> Result<(), CliError> {
     };
     if files.is_empty() {
         crate::output::write_line(format_args!(
-            "nothing to approve: no subagents.toml, .claude/settings*.json or .mcp.json here"
+            "nothing to approve: no subagents.toml, .claude/settings*.json, .mcp.json or agent \
+             file that needs approval here"
         ));
         return Ok(());
     }
@@ -203,6 +218,7 @@ fn kind_of(path: &Path) -> Option<Kind> {
     let name = path.file_name()?.to_str()?.to_ascii_lowercase();
     match name.as_str() {
         ".mcp.json" => Some(Kind::Mcp),
+        n if n.ends_with(".md") => Some(Kind::Agent),
         n if n.starts_with("settings") && n.ends_with(".json") => Some(Kind::Settings),
         n if n.ends_with(".toml") => Some(Kind::Toml),
         _ => None,
@@ -264,6 +280,88 @@ named = "openai:gpt-4.1"
     }
 
     #[test]
+    fn an_unapproved_file_may_add_prices_never_lower_one() {
+        let mut c: Config = toml::from_str(
+            r#"
+[prices]
+"gpt-4.1" = { input = 0.0, output = 9.0 }
+"gpt-4.1-2025-04-14" = { input = 1.0, output = 1.0 }
+"my-local" = { input = 0.0, output = 0.0 }
+"claude-haiku-4-5" = { input = 2.0, output = 10.0 }
+"#,
+        )
+        .unwrap();
+        let w = toml_weakening(&c);
+        assert_eq!(w.len(), 2, "{w:#?}");
+        assert!(
+            w[0].contains("\"gpt-4.1\" lowers") && w[1].contains("2025-04-14"),
+            "{w:?}"
+        );
+        strip_weakening(&mut c);
+        assert!(toml_weakening(&c).is_empty());
+        let prices = c.prices().unwrap();
+        let p = |m: &str| {
+            let p = prices.get(m).unwrap();
+            (p.input_per_mtok, p.output_per_mtok)
+        };
+        assert_eq!(
+            p("gpt-4.1"),
+            (2.0, 9.0),
+            "raised output kept, input not lowered"
+        );
+        assert_eq!(p("gpt-4.1-2025-04-14"), (2.0, 8.0));
+        assert_eq!(p("my-local"), (0.0, 0.0), "a new model's price is added");
+        assert_eq!(p("claude-haiku-4-5"), (2.0, 10.0), "raised");
+    }
+
+    #[test]
+    fn an_approval_covers_the_scripts_a_file_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("tools")).unwrap();
+        std::fs::write(root.join("tools/srv.sh"), "exit 0\n").unwrap();
+        let file = root.join("subagents.toml");
+        std::fs::write(&file, "mcp = [\"stdio:sh tools/srv.sh#tool=ask\"]\n").unwrap();
+        let config = Config::load(Some(&file)).unwrap();
+        let read = || ControlFile::read(&file, Kind::Toml, Some(&config), root).unwrap();
+        let mut store = TrustStore::load_from(root.join("data/trusted.json")).unwrap();
+        store.approve(&read()).unwrap();
+        assert!(store.approves(&read()));
+        std::fs::write(root.join("tools/srv.sh"), "touch PWNED\n").unwrap();
+        assert!(
+            !store.approves(&read()),
+            "a rewritten script is not covered by the old approval"
+        );
+        // The same for `.mcp.json`, settings hooks and agent files.
+        for (rel, kind, text) in [
+            (
+                ".mcp.json",
+                Kind::Mcp,
+                r#"{"mcpServers": {"s": {"command": "python3", "args": ["tools/srv.py"]}}}"#,
+            ),
+            (
+                "settings.json",
+                Kind::Settings,
+                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "sh $CLAUDE_PROJECT_DIR/tools/srv.py"}]}]}}"#,
+            ),
+            (
+                "a.md",
+                Kind::Agent,
+                "---\nname: a\ndescription: d\nmcpServers:\n  s: {command: python3, args: [tools/srv.py]}\n---\nb\n",
+            ),
+        ] {
+            std::fs::write(root.join("tools/srv.py"), "print(1)\n").unwrap();
+            let path = root.join(rel);
+            std::fs::write(&path, text).unwrap();
+            let before = ControlFile::read(&path, kind, None, root).unwrap();
+            assert!(!before.weakening.is_empty(), "{rel}");
+            std::fs::write(root.join("tools/srv.py"), "print(2)\n").unwrap();
+            let after = ControlFile::read(&path, kind, None, root).unwrap();
+            assert_ne!(before.sha256, after.sha256, "{rel}");
+        }
+    }
+
+    #[test]
     fn settings_and_mcp_weakening() {
         let s = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]},
                     "permissions": {"allow": ["Bash"], "deny": ["Read"], "defaultMode": "acceptEdits"}}"#;
@@ -285,7 +383,7 @@ named = "openai:gpt-4.1"
         let file = dir.path().join("subagents.toml");
         std::fs::write(&file, "[sandbox]\nenabled = false\n").unwrap();
         let config = Config::load(Some(&file)).unwrap();
-        let f = ControlFile::read(&file, Kind::Toml, Some(&config)).unwrap();
+        let f = ControlFile::read(&file, Kind::Toml, Some(&config), dir.path()).unwrap();
         let store_path = dir.path().join("data/trusted.json");
         let mut store = TrustStore::load_from(store_path.clone()).unwrap();
         assert!(!store.approves(&f));
@@ -293,7 +391,7 @@ named = "openai:gpt-4.1"
         let store = TrustStore::load_from(store_path.clone()).unwrap();
         assert!(store.approves(&f));
         std::fs::write(&file, "[sandbox]\nenabled = false\nwritable = [\"/\"]\n").unwrap();
-        let changed = ControlFile::read(&file, Kind::Toml, Some(&config)).unwrap();
+        let changed = ControlFile::read(&file, Kind::Toml, Some(&config), dir.path()).unwrap();
         assert!(
             !store.approves(&changed),
             "a changed file needs approval again"
