@@ -110,11 +110,7 @@ impl BaseUrl {
     /// The origin followed by the path, without a trailing `/` (`http://host:8080/v1`): one
     /// server and API root, for telling apart models that go to different places.
     pub fn server_and_path(&self) -> String {
-        format!(
-            "{}{}",
-            self.origin(),
-            self.url.path().trim_end_matches('/')
-        )
+        format!("{}{}", self.origin(), self.url.path().trim_end_matches('/'))
     }
 
     /// The host as the client reads it (`127.0.0.1`, `[::1]`, `gpu-box.lan`).
@@ -214,7 +210,11 @@ mod tests {
             ("http://h", "http://h", "http://h:80"),
         ] {
             let u = BaseUrl::parse(written).unwrap();
-            assert_eq!((u.as_str(), u.origin().as_str()), (kept, origin), "{written}");
+            assert_eq!(
+                (u.as_str(), u.origin().as_str()),
+                (kept, origin),
+                "{written}"
+            );
             assert_eq!(BaseUrl::parse(u.as_str()).unwrap(), u, "{written}: stable");
         }
     }
@@ -223,7 +223,10 @@ mod tests {
     fn what_the_client_would_read_differently_is_refused() {
         for (bad, says) in [
             (r"http://127.0.0.1:1\@127.0.0.1:2/v1", "backslash"),
-            (r"http://127.0.0.1:1\@127.0.0.1:2/v1", "connect to http://127.0.0.1:1"),
+            (
+                r"http://127.0.0.1:1\@127.0.0.1:2/v1",
+                "connect to http://127.0.0.1:1",
+            ),
             (r"http:\\127.0.0.1:2/v1", "backslash"),
             ("http://user:SECRET@127.0.0.1:2/v1", "credentials"),
             ("http://user@127.0.0.1:2/v1", "credentials"),
@@ -248,7 +251,10 @@ mod tests {
         ] {
             let err = BaseUrl::parse(bad).unwrap_err();
             assert!(err.contains(says), "{bad:?}: {err}");
-            assert!(!err.contains("SECRET"), "{bad:?}: the URL is not repeated: {err}");
+            assert!(
+                !err.contains("SECRET"),
+                "{bad:?}: the URL is not repeated: {err}"
+            );
         }
     }
 

@@ -213,7 +213,10 @@ impl ModelSpec {
                 );
                 spec_error(&shown, &why)
             })?;
-            (rest[..at].trim().to_string(), Some(base.as_str().to_string()))
+            (
+                rest[..at].trim().to_string(),
+                Some(base.as_str().to_string()),
+            )
         } else {
             (rest.to_string(), None)
         };
@@ -232,7 +235,9 @@ impl ModelSpec {
     /// parser; `None` for specs whose server comes from the user's environment (`openai:`,
     /// `anthropic:`, `ollama:`, aliases).
     pub fn server(&self) -> Option<BaseUrl> {
-        self.base_url.as_deref().and_then(|u| BaseUrl::parse(u).ok())
+        self.base_url
+            .as_deref()
+            .and_then(|u| BaseUrl::parse(u).ok())
     }
 
     /// Build the model, reading keys and base URLs through `env` (a variable lookup such as
@@ -507,7 +512,10 @@ mod tests {
                 r"openai-compatible:m@http://127.0.0.1:1\@127.0.0.1:2/v1",
                 "backslash",
             ),
-            ("openai-compatible:m@http://u:SECRET@127.0.0.1:2/v1", "credentials"),
+            (
+                "openai-compatible:m@http://u:SECRET@127.0.0.1:2/v1",
+                "credentials",
+            ),
             ("openai-compatible:m@http://127.1:2/v1", "`127.0.0.1:2`"),
             ("openai-compatible:m@http://127.0.0.1:2/v1#x", "fragment"),
         ] {

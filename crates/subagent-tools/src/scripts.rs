@@ -199,10 +199,9 @@ fn shell_words(command: &str) -> Vec<Word> {
             return;
         }
         let text = std::mem::take(word);
-        let is_assignment =
-            text.split_once('=').is_some_and(|(k, _)| {
-                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            });
+        let is_assignment = text.split_once('=').is_some_and(|(k, _)| {
+            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
         if *program && is_assignment {
             // `A=b cmd`: an assignment before the program names nothing.
             return;
