@@ -974,7 +974,12 @@ struct PoolInner {
     slots: Mutex<HashMap<McpEndpoint, Arc<OnceCell<Arc<Connection>>>>>,
     connect_timeout: Duration,
     request_timeout: Duration,
+    launch_check: Option<LaunchCheck>,
 }
+
+/// Asked before every start of a stdio server, restarts included ([`McpPool::with_launch_check`]):
+/// `Err` says why it must not start. Runs on a blocking thread (it may read files).
+pub type LaunchCheck = Arc<dyn Fn(&McpEndpoint) -> Result<(), String> + Send + Sync>;
 
 impl Default for McpPool {
     fn default() -> Self {
@@ -1016,8 +1021,42 @@ impl McpPool {
                 slots: Mutex::new(HashMap::new()),
                 connect_timeout: connect,
                 request_timeout: request,
+                launch_check: None,
             }),
         }
+    }
+
+    /// An empty pool with this pool's timeouts that asks `check` before every start of a stdio
+    /// server, restarts included; a refused start fails that connection
+    /// ([`McpError::Connect`], `not started: WHY`). The host decides there, per start, whether
+    /// a command may run: the `subagents` facade refuses a server whose workspace script
+    /// changed since the session started. (A host that confines servers instead would start
+    /// them there too.)
+    #[must_use]
+    pub fn with_launch_check(self, check: LaunchCheck) -> Self {
+        Self {
+            inner: Arc::new(PoolInner {
+                slots: Mutex::new(HashMap::new()),
+                connect_timeout: self.inner.connect_timeout,
+                request_timeout: self.inner.request_timeout,
+                launch_check: Some(check),
+            }),
+        }
+    }
+
+    /// The launch check's verdict on starting `endpoint` (stdio servers only).
+    async fn may_start(&self, endpoint: &McpEndpoint) -> Result<(), McpError> {
+        let (Some(check), McpEndpoint::Stdio { .. }) = (&self.inner.launch_check, endpoint) else {
+            return Ok(());
+        };
+        let (check, ep) = (check.clone(), endpoint.clone());
+        tokio::task::spawn_blocking(move || check(&ep))
+            .await
+            .unwrap_or_else(|_| Err("the launch check failed".to_string()))
+            .map_err(|why| McpError::Connect {
+                target: endpoint.label(),
+                message: format!("not started: {why}"),
+            })
     }
 
     /// The request limit of servers whose configuration sets none.
@@ -1073,6 +1112,7 @@ impl McpPool {
                 .clone();
             let conn = cell
                 .get_or_try_init(|| async {
+                    self.may_start(endpoint).await?;
                     Connection::connect(endpoint, self.inner.connect_timeout)
                         .await
                         .map(Arc::new)

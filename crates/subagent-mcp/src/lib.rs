@@ -79,7 +79,7 @@ mod tasks;
 mod tools;
 mod trace_context;
 
-pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, McpPool};
+pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LaunchCheck, McpPool};
 pub use config::{McpServerConfig, McpServerEntry, parse_server};
 pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
 pub use endpoint::McpEndpoint;
