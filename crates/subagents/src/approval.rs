@@ -155,7 +155,7 @@ pub(crate) struct AgentFileApproval {
 
 impl AgentFileApproval {
     /// True when a model or a cloned repository may have written `def`'s file.
-    fn from_workspace(&self, def: &ClaudeAgentDefinition, source: &Path) -> bool {
+    fn is_the_workspaces(&self, def: &ClaudeAgentDefinition, source: &Path) -> bool {
         match def.reference.metadata("scope") {
             Some("project") | Some("cli") => true,
             _ => canonical(source).starts_with(canonical(&self.root)),
@@ -167,7 +167,8 @@ impl AgentFileApproval {
 impl subagent_claude::FileApproval for AgentFileApproval {
     async fn refusal(&self, def: &ClaudeAgentDefinition) -> Option<String> {
         let source = def.source.clone()?;
-        if !self.from_workspace(def, &source) || subagent_claude::needs_approval(def).is_empty() {
+        if !self.is_the_workspaces(def, &source) || subagent_claude::needs_approval(def).is_empty()
+        {
             return None;
         }
         let shown = source.display().to_string();

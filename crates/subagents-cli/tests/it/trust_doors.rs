@@ -434,6 +434,47 @@ fn a_script_an_approved_file_names_does_not_run_once_a_model_rewrote_it() {
 }
 
 #[test]
+fn a_script_rewritten_during_the_run_is_not_started_by_the_approved_file() {
+    let c = Case::new();
+    let w = c.work();
+    std::fs::create_dir_all(w.join("tools")).unwrap();
+    let rewritten = c.home.path().join("the-rewritten-script-ran");
+    std::fs::write(w.join("tools/srv.sh"), "exit 0\n").unwrap();
+    let mcp = w.join(".mcp.json");
+    std::fs::write(
+        &mcp,
+        json!({"mcpServers": {"srv": {"command": "sh", "args": ["tools/srv.sh"]}}}).to_string(),
+    )
+    .unwrap();
+    let agents = c.home.path().join(".claude/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("helper.md"),
+        "---\nname: helper\ndescription: Helps.\nmcpServers: [srv]\n---\nYou help.\n",
+    )
+    .unwrap();
+    c.trust(&[&mcp]);
+
+    // One run: the model rewrites the script, then delegates to the agent whose server runs
+    // it (the server starts on first use, after the rewrite).
+    c.server.push(bash(&format!(
+        "printf 'touch \"{}\"\\n' > tools/srv.sh",
+        rewritten.display()
+    )));
+    c.server.push(task("helper", None));
+    c.server.push(Reply::text("helped"));
+    c.server.push(Reply::text("done"));
+    let a = c.run(&["--yes"]).success();
+    assert!(read(&w.join("tools/srv.sh")).contains("touch"));
+    assert!(
+        !rewritten.exists(),
+        "the approved file started the script the model rewrote in the same run"
+    );
+    let err = stderr_of(&a);
+    assert!(err.contains("changed since this session started"), "{err}");
+}
+
+#[test]
 fn a_workspace_agents_bypass_permissions_does_not_lift_the_sessions_mode() {
     let c = Case::new();
     let w = c.work();

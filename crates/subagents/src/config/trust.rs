@@ -17,12 +17,21 @@
 //! `[models]`) on a server that is not this machine (`openai-compatible:MODEL@URL`: every prompt
 //! and `OPENAI_COMPATIBLE_API_KEY` sent where the file says). In the workspace's
 //! `.claude/settings.json` and `settings.local.json`: `hooks`, `permissions.allow`, a
-//! `permissions.defaultMode` weaker than `default`. In `.mcp.json`: its servers. Everything
-//! else in those files applies without approval (model, agents, budgets, prices, deny and ask
-//! rules, `max_depth`...). The user's own files (`~/.claude/settings.json`, a file given with
-//! `--config`) and the command line are the user's word and need none.
+//! `permissions.defaultMode` weaker than `default`. In `.mcp.json`: its servers. A `[prices]`
+//! entry that prices a model below the built-in table (a file may add or raise prices, never
+//! lower one: the entry is raised to the table's price). In an agent file ([`Kind::Agent`]):
+//! inline `mcpServers` and a `permissionMode` weaker than `default` (checked by the assembly
+//! when the agent runs, [`crate::approval`]). Everything else in those files applies without
+//! approval (model, agents, budgets, deny and ask rules, `max_depth`...). The user's own files
+//! (`~/.claude/settings.json`, a file given with `--config`) and the command line are the
+//! user's word and need none.
 //!
-//! This module finds those settings ([`control_files`], [`toml_weakening`],
+//! An approval records the SHA-256 of the file's bytes and of the workspace files its commands
+//! name ([`subagent_tools::ScriptPins`]: the stdio `mcp` entries, `.mcp.json` servers, hook
+//! commands, an agent's inline servers), so a script a model rewrote is not run on the old
+//! approval.
+//!
+//! This module finds those settings ([`control_files`], [`agent_files`], [`toml_weakening`],
 //! [`settings_weakening`], [`mcp_weakening`]), removes them from a configuration
 //! ([`strip_weakening`]) and keeps the approvals ([`TrustStore`]); asking the user is the
 //! command's. Features `claude`, `providers` and `store`.

@@ -1,8 +1,9 @@
 //! The `MCP` kind (MCP servers' tools as agents), and the MCP servers of `.mcp.json` offered
 //! to Markdown agents as tools (their `mcpServers`).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use subagent_spi::{ToolSource, async_trait};
 
@@ -11,7 +12,24 @@ use super::{AgentTools, Assembly, Contribution};
 use crate::{Error, SubagentsBuilder};
 
 /// The MCP kind, registered when the builder names an MCP agent.
-pub(crate) struct Mcp;
+#[derive(Default)]
+pub(crate) struct Mcp {
+    /// The workspace scripts of the stdio servers, shared by the kind's pool and the agents'.
+    scripts: OnceLock<Arc<SessionScripts>>,
+}
+
+impl Mcp {
+    fn scripts(&self, root: &Path) -> Arc<SessionScripts> {
+        self.scripts
+            .get_or_init(|| {
+                Arc::new(SessionScripts {
+                    root: root.to_path_buf(),
+                    pinned: Mutex::new(HashMap::new()),
+                })
+            })
+            .clone()
+    }
+}
 
 #[async_trait]
 impl Contribution for Mcp {
@@ -20,6 +38,7 @@ impl Contribution for Mcp {
             path: b.mcp_config.clone(),
             root: root.to_path_buf(),
             untrusted: Untrusted::new(&b.untrusted_files),
+            scripts: self.scripts(root),
         }))
     }
 
@@ -30,7 +49,7 @@ impl Contribution for Mcp {
         // Issue 32: a spec may name the tool and the prompt's argument (`#tool=..&argument=..`);
         // a server with several tools and none named gives one agent per tool. The kind
         // shares the pool that listed them, so each server starts once.
-        let pool = subagent_mcp::McpPool::new();
+        let pool = self.scripts(&a.root).pool();
         a.kinds
             .push(subagent_mcp::mcp_subagent_type_with_pool(pool.clone()));
         for spec in &b.mcp_agents {
@@ -51,6 +70,7 @@ struct McpServers {
     path: Option<PathBuf>,
     root: PathBuf,
     untrusted: Untrusted,
+    scripts: Arc<SessionScripts>,
 }
 
 #[async_trait]
@@ -73,6 +93,81 @@ impl AgentTools for McpServers {
         } else {
             subagent_mcp::McpServerConfig::new()
         };
-        Ok(Arc::new(subagent_mcp::McpToolProvider::new(config)))
+        // The configured servers' scripts as they are now, when the session starts (and the
+        // file was approved): a model that rewrites one later does not get it started.
+        let endpoints: Vec<subagent_mcp::McpEndpoint> =
+            config.servers().values().cloned().collect();
+        let scripts = self.scripts.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            for endpoint in &endpoints {
+                scripts.pin(endpoint);
+            }
+        })
+        .await;
+        Ok(Arc::new(subagent_mcp::McpToolProvider::with_pool(
+            config,
+            self.scripts.pool(),
+        )))
+    }
+}
+
+/// The workspace files each stdio server's command names ([`subagent_tools::ScriptPins`]), as
+/// they were when the session started (the servers of `.mcp.json`) or when the server first
+/// started (the others): a later start, a restart or a first start after a model rewrote the
+/// script, is refused, so an approval (or the user's command line) never runs a script the
+/// model wrote in the same session.
+pub(crate) struct SessionScripts {
+    root: PathBuf,
+    pinned: Mutex<HashMap<subagent_mcp::McpEndpoint, Arc<subagent_tools::ScriptPins>>>,
+}
+
+impl SessionScripts {
+    /// A pool that asks [`check`](Self::check) before every start.
+    fn pool(self: &Arc<Self>) -> subagent_mcp::McpPool {
+        let scripts = self.clone();
+        subagent_mcp::McpPool::new()
+            .with_launch_check(Arc::new(move |endpoint| scripts.check(endpoint)))
+    }
+
+    /// Pins `endpoint`'s scripts unless they are pinned already (blocking).
+    fn pin(&self, endpoint: &subagent_mcp::McpEndpoint) {
+        let subagent_mcp::McpEndpoint::Stdio { command, args, .. } = endpoint else {
+            return;
+        };
+        if self.lock().contains_key(endpoint) {
+            return;
+        }
+        let pins = Arc::new(subagent_tools::ScriptPins::of_argv(
+            command, args, &self.root,
+        ));
+        self.lock().entry(endpoint.clone()).or_insert(pins);
+    }
+
+    /// May `endpoint` start now? Pins its scripts on its first start (blocking).
+    fn check(&self, endpoint: &subagent_mcp::McpEndpoint) -> Result<(), String> {
+        self.pin(endpoint);
+        let Some(pins) = self.lock().get(endpoint).cloned() else {
+            return Ok(());
+        };
+        match pins.changed() {
+            None => Ok(()),
+            Some(path) => Err(format!(
+                "`{}` changed since this session started; what was approved (or given) is \
+                 what it was then. Review it, then start a new session (and approve the file \
+                 that names it again: subagents trust)",
+                path.display()
+            )),
+        }
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        HashMap<subagent_mcp::McpEndpoint, Arc<subagent_tools::ScriptPins>>,
+    > {
+        self.pinned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

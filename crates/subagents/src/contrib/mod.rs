@@ -41,7 +41,7 @@ pub(crate) fn contributions() -> Vec<Box<dyn Contribution>> {
         #[cfg(not(feature = "a2a"))]
         Box::new(missing::Missing::a2a()),
         #[cfg(feature = "mcp")]
-        Box::new(mcp::Mcp),
+        Box::new(mcp::Mcp::default()),
         #[cfg(not(feature = "mcp"))]
         Box::new(missing::Missing::mcp()),
     ]
