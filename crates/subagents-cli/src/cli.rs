@@ -76,12 +76,15 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Tasks(TasksCommand),
     /// Approve workspace control files (subagents.toml, .claude/settings.json,
-    /// .claude/settings.local.json, .mcp.json) so their settings that lift limits or run
+    /// .claude/settings.local.json, .mcp.json) and agent files (from the project's
+    /// .claude/agents or an --agents directory) so their settings that lift limits or run
     /// commands apply: sandbox off or widened, permission mode or allow rules, hooks, MCP
-    /// servers, credentials for A2A peers. The approval holds for the file's current content
-    /// (SHA-256), kept in the user's data directory; a changed file needs approval again.
-    /// Without an approval such settings are not applied (stderr says which), since a model may
-    /// have written the file; on a terminal, `run` and `task` ask instead.
+    /// servers (an agent file's inline mcpServers too), credentials for A2A peers, a model on
+    /// another machine, prices below the built-in ones. The approval holds for the file's
+    /// current content and for the workspace scripts its commands name (SHA-256), kept in the
+    /// user's data directory; a changed file or script needs approval again. Without an
+    /// approval such settings are not applied (stderr says which), since a model may have
+    /// written the file; on a terminal, `run` and `task` ask for the control files instead.
     Trust(TrustArgs),
 }
 
@@ -197,8 +200,9 @@ pub(crate) enum OnExit {
 /// `subagents trust`.
 #[derive(Debug, Args)]
 pub(crate) struct TrustArgs {
-    /// The files to approve (default: those of the workspace: ./subagents.toml and the
-    /// workspace's .claude/settings.json, .claude/settings.local.json and .mcp.json).
+    /// The files to approve, or directories of agent files (default: those of the workspace:
+    /// ./subagents.toml, the workspace's .claude/settings.json, .claude/settings.local.json and
+    /// .mcp.json, and the agent files of .claude/agents and `agents = [..]` that need it).
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// The workspace whose files are approved (default: the current directory).

@@ -21,6 +21,12 @@
 //! else in those files applies without approval (model, agents, budgets, prices, deny and ask
 //! rules, `max_depth`...). The user's own files (`~/.claude/settings.json`, a file given with
 //! `--config`) and the command line are the user's word and need none.
+//!
+//! An approval also covers the workspace scripts a file's commands name (`sh tools/srv.sh`,
+//! `make`'s makefile...): a script a model rewrote makes the file unapproved again. Agent files
+//! are approved the same way (`subagents trust .claude/agents/x.md`, or a directory of them):
+//! the assembly checks them when their agent runs (inline `mcpServers`, a lenient
+//! `permissionMode`); a workspace `[prices]` entry below the built-in price needs approval too.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
