@@ -16,9 +16,11 @@
 //! script, a module imported from the workspace) is not found.
 
 use std::io::Read as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+
+use crate::workspace::normalize_path;
 
 /// The most files pinned for one command (more words are not looked at).
 pub const MAX_PINNED_FILES: usize = 64;
@@ -248,7 +250,7 @@ fn shell_words(command: &str) -> Vec<Word> {
 
 /// The workspace paths `words` may name (see the module docs), at most [`MAX_PINNED_FILES`].
 fn candidates(words: &[Word], root: &Path) -> Vec<PathBuf> {
-    let lexical_root = normalize(root);
+    let lexical_root = normalize_path(root);
     let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| lexical_root.clone());
     let mut out: Vec<PathBuf> = Vec::new();
     let mut add = |p: PathBuf| {
@@ -284,7 +286,7 @@ fn candidates(words: &[Word], root: &Path) -> Vec<PathBuf> {
         {
             continue;
         }
-        let path = normalize(&root.join(&text));
+        let path = normalize_path(&root.join(&text));
         if path.starts_with(&lexical_root) || path.starts_with(&real_root) {
             add(path);
         }
@@ -297,21 +299,6 @@ fn expand_project_dir(word: &str, root: &Path) -> String {
     let root = root.to_string_lossy();
     word.replace("${CLAUDE_PROJECT_DIR}", &root)
         .replace("$CLAUDE_PROJECT_DIR", &root)
-}
-
-/// `path` with `.` and `..` resolved lexically.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -80,6 +80,13 @@ fn stderr_of(a: &assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&a.get_output().stderr).into_owned()
 }
 
+/// The main model delegates to `helper`, which answers; then the main model ends.
+fn delegate(c: &Case) {
+    c.server.push(task("helper", None));
+    c.server.push(Reply::text("helped"));
+    c.server.push(Reply::text("done"));
+}
+
 fn task(subagent: &str, model: Option<&str>) -> Reply {
     let mut input = json!({"description": "d", "prompt": "p", "subagent_type": subagent});
     if let Some(m) = model {
@@ -327,11 +334,6 @@ fn an_agent_files_inline_mcp_server_starts_only_once_the_file_is_approved() {
     std::fs::create_dir_all(&agents).unwrap();
     let file = agents.join("helper.md");
     std::fs::write(&file, agent_with_inline_server(&marker)).unwrap();
-    let delegate = |c: &Case| {
-        c.server.push(task("helper", None));
-        c.server.push(Reply::text("helped"));
-        c.server.push(Reply::text("done"));
-    };
 
     // A cloned repository's `.claude/agents`: not started, and stderr says why and how.
     delegate(&c);
@@ -370,15 +372,16 @@ fn an_agent_files_inline_mcp_server_starts_only_once_the_file_is_approved() {
     assert!(stderr_of(&a).contains("not approved"), "{}", stderr_of(&a));
 }
 
-#[test]
-fn a_script_an_approved_file_names_does_not_run_once_a_model_rewrote_it() {
+/// A workspace whose approved `.mcp.json` names a server running the workspace script
+/// `tools/srv.sh`, used by an agent of the user's (`~/.claude/agents`: named servers need no
+/// approval of the agent file); returns the case, the `.mcp.json` and the marker a rewritten
+/// script would leave.
+fn approved_mcp_json_running_a_script() -> (Case, PathBuf, PathBuf) {
     let c = Case::new();
     let w = c.work();
     std::fs::create_dir_all(w.join("tools")).unwrap();
     let rewritten = c.home.path().join("the-rewritten-script-ran");
     std::fs::write(w.join("tools/srv.sh"), "exit 0\n").unwrap();
-    // The workspace's `.mcp.json` names a server that runs a workspace script; an agent of the
-    // user's (named servers need no approval of the agent file) uses it.
     let mcp = w.join(".mcp.json");
     std::fs::write(
         &mcp,
@@ -394,12 +397,24 @@ fn a_script_an_approved_file_names_does_not_run_once_a_model_rewrote_it() {
     .unwrap();
     let said = c.trust(&[&mcp]);
     assert!(said.contains("approved") && said.contains("srv"), "{said}");
+    (c, mcp, rewritten)
+}
+
+/// The model rewrites `tools/srv.sh` to leave `marker`.
+fn rewrite_script(marker: &Path) -> Reply {
+    bash(&format!(
+        "printf 'touch \"{}\"\\n' > tools/srv.sh",
+        marker.display()
+    ))
+}
+
+#[test]
+fn a_script_an_approved_file_names_does_not_run_once_a_model_rewrote_it() {
+    let (c, mcp, rewritten) = approved_mcp_json_running_a_script();
+    let w = c.work();
 
     // Run 1, approved: the model rewrites the script the server runs.
-    c.server.push(bash(&format!(
-        "printf 'touch \"{}\"\\n' > tools/srv.sh",
-        rewritten.display()
-    )));
+    c.server.push(rewrite_script(&rewritten));
     c.server.push(Reply::text("done"));
     c.run(&["--yes"]).success();
     assert!(
@@ -409,11 +424,6 @@ fn a_script_an_approved_file_names_does_not_run_once_a_model_rewrote_it() {
     assert!(!rewritten.exists());
 
     // Run 2: the old approval does not cover the new script: the server is not started.
-    let delegate = |c: &Case| {
-        c.server.push(task("helper", None));
-        c.server.push(Reply::text("helped"));
-        c.server.push(Reply::text("done"));
-    };
     delegate(&c);
     let a = c.run(&[]).success();
     assert!(
@@ -435,32 +445,12 @@ fn a_script_an_approved_file_names_does_not_run_once_a_model_rewrote_it() {
 
 #[test]
 fn a_script_rewritten_during_the_run_is_not_started_by_the_approved_file() {
-    let c = Case::new();
+    let (c, _mcp, rewritten) = approved_mcp_json_running_a_script();
     let w = c.work();
-    std::fs::create_dir_all(w.join("tools")).unwrap();
-    let rewritten = c.home.path().join("the-rewritten-script-ran");
-    std::fs::write(w.join("tools/srv.sh"), "exit 0\n").unwrap();
-    let mcp = w.join(".mcp.json");
-    std::fs::write(
-        &mcp,
-        json!({"mcpServers": {"srv": {"command": "sh", "args": ["tools/srv.sh"]}}}).to_string(),
-    )
-    .unwrap();
-    let agents = c.home.path().join(".claude/agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::write(
-        agents.join("helper.md"),
-        "---\nname: helper\ndescription: Helps.\nmcpServers: [srv]\n---\nYou help.\n",
-    )
-    .unwrap();
-    c.trust(&[&mcp]);
 
     // One run: the model rewrites the script, then delegates to the agent whose server runs
     // it (the server starts on first use, after the rewrite).
-    c.server.push(bash(&format!(
-        "printf 'touch \"{}\"\\n' > tools/srv.sh",
-        rewritten.display()
-    )));
+    c.server.push(rewrite_script(&rewritten));
     c.server.push(task("helper", None));
     c.server.push(Reply::text("helped"));
     c.server.push(Reply::text("done"));
