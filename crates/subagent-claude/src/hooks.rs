@@ -1667,6 +1667,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_users_hook_runs_confined_once_a_workspace_file_it_names_changed() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(ws.path()).unwrap();
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        // The script says where it may write temporary files: a confined hook gets the
+        // sandbox's temp directory, an unconfined one ours.
+        let script = "printf '%s' \"$TMPDIR\" > \"$CLAUDE_PROJECT_DIR/out/tmpdir\"\n";
+        std::fs::write(root.join("tools/h.sh"), script).unwrap();
+        let v = json!({"PreToolUse": [{"hooks": [{"type": "command",
+            "command": "sh \"$CLAUDE_PROJECT_DIR/tools/h.sh\""}]}]});
+        let hooks = parse(&v, Origin::UserSettings)
+            .0
+            .pin_workspace_scripts(&root);
+        let policy = SandboxPolicy::default();
+        let runner = HookRunner::new(hooks, &root).with_sandbox(policy.clone(), &root);
+        let ctx = TaskContext::new();
+        let tmpdir = || runner.fire(HookEvent::PreToolUse, "Bash", false, Map::new(), &ctx);
+        tmpdir().await;
+        let unconfined = std::env::var("TMPDIR").unwrap_or_default();
+        let wrote = || std::fs::read_to_string(root.join("out/tmpdir")).unwrap();
+        assert_eq!(
+            wrote(),
+            unconfined,
+            "unchanged: the user's hook runs unconfined"
+        );
+        std::fs::write(root.join("tools/h.sh"), format!("# edited\n{script}")).unwrap();
+        tmpdir().await;
+        assert_eq!(
+            wrote(),
+            policy.temp_dir_for(&root).display().to_string(),
+            "changed since pinned: the hook runs confined"
+        );
+    }
+
+    #[tokio::test]
     async fn unconfined_hooks_write_anywhere() {
         let ws = tempfile::tempdir().unwrap();
         std::fs::create_dir(ws.path().join("out")).unwrap();
