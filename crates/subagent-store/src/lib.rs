@@ -16,6 +16,8 @@
 //!   `resume` works across restarts.
 //! - `SqlTaskLedger` (feature `ledger`): background tasks, so `TaskOutput` works across
 //!   restarts and tasks of a process that died read back as `interrupted`.
+//! - `SqlWorkflowJournal` (feature `workflow`): workflow runs and their calls, so a workflow
+//!   resumes after a crash without running a finished agent call again.
 //! - [`prune`] / [`Retention`] / [`spawn_maintenance`]: age, count and byte bounds on what is
 //!   persisted, applied at open, periodically, and by `subagents prune`.
 
@@ -31,6 +33,8 @@ mod sql;
 #[cfg(feature = "transcripts")]
 mod transcripts;
 mod url;
+#[cfg(feature = "workflow")]
+mod workflow;
 #[cfg(any(feature = "a2a", feature = "ledger"))]
 mod writer;
 
@@ -42,3 +46,5 @@ pub use prune::{PruneReport, Retention, maintain, prune, spawn_maintenance};
 #[cfg(feature = "transcripts")]
 pub use transcripts::SqlTranscriptStore;
 pub use url::{StoreUrl, default_sqlite_path};
+#[cfg(feature = "workflow")]
+pub use workflow::SqlWorkflowJournal;

@@ -2,8 +2,9 @@
 //! [`Db::open`](crate::Db::open) and recorded in sqlx's `_sqlx_migrations` table.
 //!
 //! Version ranges keep the stores' histories apart: 1–999 this crate's own tables, 1000–1999
-//! the transcript store and background-task ledger, 2000–2999 the A2A server's task store. A
-//! released script never changes (its checksum is verified); a change is a new version.
+//! the transcript store and background-task ledger, 2000–2999 the A2A server's task store,
+//! 3000–3999 the workflow journal. A released script never changes (its checksum is verified); a
+//! change is a new version.
 
 use std::borrow::Cow;
 
@@ -71,6 +72,12 @@ pub const STEPS: &[Step] = &[
         description: "a2a context sessions",
         sqlite: include_str!("../migrations/sqlite/2003_a2a_context_sessions.sql"),
         postgres: include_str!("../migrations/postgres/2003_a2a_context_sessions.sql"),
+    },
+    Step {
+        version: 3000,
+        description: "workflow runs and calls",
+        sqlite: include_str!("../migrations/sqlite/3000_workflows.sql"),
+        postgres: include_str!("../migrations/postgres/3000_workflows.sql"),
     },
 ];
 

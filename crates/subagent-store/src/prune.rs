@@ -58,6 +58,8 @@ pub struct PruneReport {
     pub sessions: u64,
     /// Bytes of transcript messages in those sessions.
     pub transcript_bytes: u64,
+    /// Workflow runs (with their journaled calls), dropped by the transcripts' age bound.
+    pub workflows: u64,
 }
 
 /// Drops what `retention` no longer keeps, in one transaction; with `dry_run` the transaction
@@ -140,6 +142,21 @@ pub async fn prune(
             }
         }
         report.transcript_bytes = u64::try_from(before - total.max(0)).unwrap_or(0);
+        // Workflow runs not written for the transcripts' age (their calls go with them).
+        sqlx::query(
+            "DELETE FROM workflow_calls WHERE run_id IN \
+             (SELECT id FROM workflow_runs WHERE updated_at < $1)",
+        )
+        .bind(session_cutoff)
+        .execute(&mut *tx)
+        .await
+        .map_err(q("prune workflow runs"))?;
+        report.workflows += sqlx::query("DELETE FROM workflow_runs WHERE updated_at < $1")
+            .bind(session_cutoff)
+            .execute(&mut *tx)
+            .await
+            .map_err(q("prune workflow runs"))?
+            .rows_affected();
         if dry_run {
             tx.rollback().await.map_err(q("prune"))?;
         } else {

@@ -37,7 +37,7 @@ pub(crate) fn to_ms(t: SystemTime) -> i64 {
 }
 
 /// Unix milliseconds as a time.
-#[cfg(feature = "ledger")]
+#[cfg(any(feature = "ledger", feature = "workflow"))]
 pub(crate) fn from_ms(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }

@@ -10,3 +10,5 @@ mod a2a_store;
 #[cfg(all(feature = "transcripts", feature = "ledger"))]
 mod durable;
 mod open;
+#[cfg(feature = "workflow")]
+mod workflow;

@@ -1,0 +1,121 @@
+//! The `Workflow` tool: a model writes the orchestration as a script.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+
+use crate::journal::RunStatus;
+use crate::runner::{WorkflowOutcome, Workflows};
+
+/// The tool's name.
+pub const WORKFLOW_TOOL: &str = "Workflow";
+
+/// What the model reads.
+const DESCRIPTION: &str = "Run a JavaScript workflow that orchestrates agents (the ones Task \
+lists) in one call. In the script: `await agent(name, prompt, {schema, model, description})` \
+returns the agent's answer (with `schema`, a value valid under it); `await parallel([() => ..., \
+...])` runs calls at once and returns their results in order (a failure is an Error in its \
+place); `await ask(question)` asks the user (true/false); `log(text)`; `args` is the JSON you \
+pass. The script's return value is the result. No clock, randomness, network or files. Runs \
+are journaled: pass `resume` with a run id to finish one without repeating finished calls. \
+Example:\nconst [a, b] = await parallel([() => agent(\"researcher\", \"Find X\"), () => \
+agent(\"researcher\", \"Find Y\")]);\nreturn await agent(\"writer\", `Compare:\\n${a}\\n${b}`);";
+
+/// The tool's input.
+#[derive(Debug, Deserialize)]
+struct Input {
+    #[serde(default)]
+    script: Option<String>,
+    #[serde(default)]
+    args: Option<Value>,
+    #[serde(default)]
+    resume: Option<String>,
+}
+
+/// The `Workflow` tool over a [`Workflows`] runner (offered to a main agent beside `Task`).
+#[derive(Debug, Clone)]
+pub struct WorkflowTool {
+    workflows: Workflows,
+}
+
+impl WorkflowTool {
+    /// The tool over `workflows`.
+    pub fn new(workflows: Workflows) -> Self {
+        Self { workflows }
+    }
+}
+
+#[async_trait]
+impl Tool for WorkflowTool {
+    fn name(&self) -> &str {
+        WORKFLOW_TOOL
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_string()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "script": {"type": "string", "description": "The JavaScript body (top-level await and return allowed)."},
+                "args": {"description": "JSON the script reads as `args`."},
+                "resume": {"type": "string", "description": "A run id to resume (with `script`: that script instead of the run's)."}
+            }
+        })
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Delegate
+    }
+
+    async fn call(&self, input: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+        let input: Input = serde_json::from_value(input)
+            .map_err(|e| ToolError::invalid(WORKFLOW_TOOL, format!("{e}")))?;
+        let result = match (&input.resume, &input.script) {
+            (Some(run_id), script) => {
+                self.workflows
+                    .resume(run_id, script.as_deref(), ctx)
+                    .await
+            }
+            (None, Some(script)) => {
+                self.workflows
+                    .run(script, input.args.unwrap_or(Value::Null), ctx)
+                    .await
+            }
+            (None, None) => {
+                return Err(ToolError::invalid(
+                    WORKFLOW_TOOL,
+                    "give `script` (or `resume` with a run id)",
+                ));
+            }
+        };
+        Ok(match result {
+            Ok(outcome) => output(&outcome),
+            Err(e) => ToolOutput::error(format!("workflow: {e}")),
+        })
+    }
+}
+
+/// What the model reads of a run: its result as JSON, or its error and how to resume.
+fn output(o: &WorkflowOutcome) -> ToolOutput {
+    let n = o.children.len();
+    let out = match (o.status, &o.result, &o.error) {
+        (RunStatus::Completed, Some(result), _) => {
+            let text = match result {
+                Value::String(s) => s.clone(),
+                v => serde_json::to_string_pretty(v).unwrap_or_default(),
+            };
+            ToolOutput::text(format!("{text}\n\n[workflow {} completed · {n} agent calls]", o.run_id))
+        }
+        (status, _, error) => ToolOutput::error(format!(
+            "workflow {} {status}: {}. Finished calls are kept: fix the script if needed and call \
+             Workflow with {{\"resume\": \"{}\", \"script\": ...}} to go on without repeating them.",
+            o.run_id,
+            error.as_ref().map(ToString::to_string).unwrap_or_default(),
+            o.run_id
+        )),
+    };
+    out.with_children(vec![o.usage_tree()])
+}
