@@ -75,6 +75,11 @@ pub(crate) enum Command {
     /// `task_...` ids that `task --background` and the Task tool print.
     #[command(subcommand)]
     Tasks(TasksCommand),
+    /// Workflows: an orchestration script in JavaScript over the agents, journaled in the
+    /// store call by call, so a stopped run resumes without running a finished call again:
+    /// `run FILE`, `resume RUN_ID`, `list`, `show RUN_ID`.
+    #[command(subcommand)]
+    Workflow(crate::workflow::WorkflowCommand),
     /// Approve workspace control files (subagents.toml, .claude/settings.json,
     /// .claude/settings.local.json, .mcp.json) and agent files (from the project's
     /// .claude/agents or an --agents directory) so their settings that lift limits or run

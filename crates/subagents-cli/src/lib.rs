@@ -3,8 +3,8 @@
 //! The `subagents` command turns the `subagents` libraries into something a person runs: a
 //! delegating main agent (`run`), one subagent for scripts (`task`), agent listing and
 //! validation (`agents`), A2A hosting (`serve`) and calling (`call`), an MCP server exposing the
-//! Task tools (`mcp`), the store's background tasks (`tasks`, `prune`) and workspace approvals
-//! (`trust`). `subagents --help` documents every subcommand and exit code.
+//! Task tools (`mcp`), the store's background tasks (`tasks`, `prune`), workflows (`workflow`)
+//! and workspace approvals (`trust`). `subagents --help` documents every subcommand and exit code.
 //!
 //! This library is that command, for crates that add a kind of subagent: with [`Cli`], such a
 //! crate ships its own `subagents`-compatible binary (every subcommand, the same flags,
@@ -49,6 +49,7 @@ mod stream_json;
 mod tasks;
 mod trust;
 mod typed;
+mod workflow;
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -151,7 +152,8 @@ where
         | Command::Tasks(TasksCommand::Resume(_))
         | Command::Serve(_)
         | Command::Mcp(_)
-        | Command::Call(_) => match subagents::otel::OtelGuard::from_env(cli.otlp.as_deref()) {
+        | Command::Call(_)
+        | Command::Workflow(_) => match subagents::otel::OtelGuard::from_env(cli.otlp.as_deref()) {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("subagents: {e}");
@@ -223,6 +225,7 @@ async fn dispatch(cli: Args) -> Result<(), CliError> {
         Command::Task(a) => Some((&a.tree, trust::Asking::Terminal)),
         Command::Serve(a) => Some((&a.tree, trust::Asking::Nobody)),
         Command::Mcp(a) => Some((&a.tree, trust::Asking::Nobody)),
+        Command::Workflow(w) => w.tree().map(|t| (t, trust::Asking::Terminal)),
         _ => None,
     };
     if let Some((tree, asking)) = gated {
@@ -267,6 +270,7 @@ async fn dispatch(cli: Args) -> Result<(), CliError> {
         Command::Call(args) => call::call(&args, &config).await,
         Command::Mcp(args) => mcp::serve(args, config).await,
         Command::Prune(args) => prune::prune(&args, &config).await,
+        Command::Workflow(command) => workflow::workflow(command, config).await,
         Command::Trust(args) => {
             let root = workspace_root(args.workspace.as_deref())?;
             trust::trust(&args.paths, &root)

@@ -119,6 +119,11 @@ async fn drain(mut rx: mpsc::Receiver<ProgressEvent>) {
     while rx.recv().await.is_some() {}
 }
 
+/// Whether the node of this key is a workflow run (`wf_…`, its run id).
+fn is_workflow(key: &str) -> bool {
+    key.starts_with("wf_")
+}
+
 fn key(e: &ProgressEvent) -> String {
     e.task_id.clone().unwrap_or_else(|| e.agent.clone())
 }
@@ -404,7 +409,13 @@ async fn render_tree(
                 node.turns = usage.turns.max(node.turns);
                 node.last = status.to_string();
                 node.redraw();
-                node.bar.finish();
+                // A workflow's calls leave the tree when they end: its own line counts them
+                // (running, done, failed, queued), so a run of 1,000 calls shows the active ones.
+                if node.parent.as_deref().is_some_and(is_workflow) {
+                    node.bar.finish_and_clear();
+                } else {
+                    node.bar.finish();
+                }
                 continue;
             }
             _ => continue,

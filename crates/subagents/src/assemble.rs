@@ -41,6 +41,10 @@ pub(crate) async fn assemble(mut b: SubagentsBuilder) -> Result<Subagents, Error
         .build()
         .await?;
     let mut agents = Subagents::assembled(task, a.root, a.skipped, b.approver.0, b.budget, prices);
+    #[cfg(feature = "workflow")]
+    {
+        agents.workflow_limits = b.workflow_limits.clone();
+    }
     for part in &mut parts {
         part.wire(&mut agents).await;
     }

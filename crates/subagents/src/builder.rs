@@ -153,6 +153,11 @@ pub struct SubagentsBuilder {
     /// guessing one.
     #[setters(generate)]
     pub(crate) prices: subagent_core::ModelPrices,
+    /// The limits of every workflow run (feature `workflow`): steps, memory, stack, wall time,
+    /// agent calls. Default: [`WorkflowLimits::default`](subagent_workflow::WorkflowLimits).
+    #[cfg(feature = "workflow")]
+    #[setters(generate)]
+    pub(crate) workflow_limits: subagent_workflow::WorkflowLimits,
 }
 
 impl Default for SubagentsBuilder {
@@ -198,6 +203,8 @@ impl Default for SubagentsBuilder {
             store: None,
             #[cfg(feature = "store")]
             retention: subagent_store::Retention::default(),
+            #[cfg(feature = "workflow")]
+            workflow_limits: subagent_workflow::WorkflowLimits::default(),
             budget: subagent_spi::BudgetLimits::new(),
             prices: subagent_core::ModelPrices::new(),
         }

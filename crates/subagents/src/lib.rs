@@ -34,6 +34,7 @@
 //! | `grpc` | no | the A2A gRPC binding (1.0): remote agents whose card selects `GRPC`, and serving over gRPC ([`ServeOptions::grpc_url`], `A2aServer::serve_grpc`) |
 //! | `store` | no | durable transcripts and background tasks on SQLite or PostgreSQL (`SubagentsBuilder::store`, `store`) |
 //! | `otel` | no | exporting the runs' spans over OTLP ([`otel`]) and W3C trace-context propagation over A2A and MCP |
+//! | `workflow` | no | [`Subagents::workflow`]: orchestration scripts in JavaScript, journaled (in the store with `store`) and resumable; the main agent's `Workflow` tool |
 //! | `full` | no | all of the above |
 
 #[cfg(feature = "claude")]
@@ -61,6 +62,8 @@ pub mod prices;
 mod serve;
 mod steer;
 mod typed;
+#[cfg(feature = "workflow")]
+mod workflow;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -113,6 +116,12 @@ pub use subagent_mcp as mcp;
 /// Durable stores (feature `store`): SQLite or PostgreSQL.
 #[cfg(feature = "store")]
 pub use subagent_store as store;
+
+/// Workflows (feature `workflow`): orchestration scripts in JavaScript, journaled.
+#[cfg(feature = "workflow")]
+pub use subagent_workflow as workflows;
+#[cfg(feature = "workflow")]
+pub use workflow::{StartedWorkflow, WorkflowRun};
 
 pub use builder::SubagentsBuilder;
 #[cfg(feature = "claude")]
@@ -217,6 +226,11 @@ pub struct Subagents {
     pub(crate) local: Option<Arc<Local>>,
     #[cfg(feature = "store")]
     pub(crate) store: Option<Arc<StoreHandle>>,
+    /// Where workflow runs are journaled: the store's database, else memory (this assembly).
+    #[cfg(feature = "workflow")]
+    pub(crate) workflow_journal: Arc<dyn subagent_workflow::Journal>,
+    #[cfg(feature = "workflow")]
+    pub(crate) workflow_limits: subagent_workflow::WorkflowLimits,
 }
 
 impl std::fmt::Debug for Subagents {
@@ -255,6 +269,10 @@ impl Subagents {
             local: None,
             #[cfg(feature = "store")]
             store: None,
+            #[cfg(feature = "workflow")]
+            workflow_journal: Arc::new(subagent_workflow::MemoryJournal::new()),
+            #[cfg(feature = "workflow")]
+            workflow_limits: subagent_workflow::WorkflowLimits::default(),
         }
     }
 

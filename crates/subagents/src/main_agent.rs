@@ -123,6 +123,9 @@ impl<'a> MainAgent<'a> {
         }
         tools.extend(self.extra_tools);
         tools.extend(self.agents.tools().to_vec());
+        // Workflows beside Task (a lean `only_tools` list leaves it out unless it names it).
+        #[cfg(feature = "workflow")]
+        tools.push(Arc::new(self.agents.workflow_tool()));
         let mut system = self.system;
         if let Some(names) = &self.only_tools {
             tools = keep_only(tools, names)?;

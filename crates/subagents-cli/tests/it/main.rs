@@ -37,3 +37,4 @@ mod terminal;
 mod trust_config;
 mod trust_doors;
 mod typed;
+mod workflow;
