@@ -55,7 +55,16 @@ fn ms_u64(t: i64) -> std::time::SystemTime {
     from_ms(t)
 }
 
-type RunRow = (String, String, String, String, Option<String>, Option<String>, i64, i64);
+type RunRow = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    i64,
+    i64,
+);
 
 fn run_of(row: RunRow) -> Result<RunRecord, JournalError> {
     let (id, script, args, status, result, error, created, updated) = row;
@@ -64,7 +73,8 @@ fn run_of(row: RunRow) -> Result<RunRecord, JournalError> {
         script,
         parse_json("load run", Some(&args))?.unwrap_or(serde_json::Value::Null),
     );
-    r.status = RunStatus::parse(&status).ok_or_else(|| corrupt("load run", format!("status `{status}`")))?;
+    r.status = RunStatus::parse(&status)
+        .ok_or_else(|| corrupt("load run", format!("status `{status}`")))?;
     r.result = parse_json("load run", result.as_deref())?;
     r.error = error;
     r.created_at = ms_u64(created);
@@ -106,11 +116,11 @@ impl Journal for SqlWorkflowJournal {
                 "SELECT id, script, args, status, result, error, created_at, updated_at \
                  FROM workflow_runs WHERE id = $1",
             )
-                .bind(run_id)
-                .fetch_optional(pool)
-                .await
-                .map_err(q)
-                .map_err(failed("load run"))?
+            .bind(run_id)
+            .fetch_optional(pool)
+            .await
+            .map_err(q)
+            .map_err(failed("load run"))?
         });
         row.map(run_of).transpose()
     }
@@ -182,7 +192,21 @@ impl Journal for SqlWorkflowJournal {
         });
         rows.into_iter()
             .map(|r| {
-                let (pos, kind, agent, hash, desc, state, task, session, seq, value, usage, started, finished) = r;
+                let (
+                    pos,
+                    kind,
+                    agent,
+                    hash,
+                    desc,
+                    state,
+                    task,
+                    session,
+                    seq,
+                    value,
+                    usage,
+                    started,
+                    finished,
+                ) = r;
                 let kind = CallKind::parse(&kind)
                     .ok_or_else(|| corrupt("load calls", format!("kind `{kind}`")))?;
                 let mut c = CallRecord::started(
@@ -226,23 +250,23 @@ impl Journal for SqlWorkflowJournal {
         });
         let n = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
         rows.into_iter()
-            .map(|(id, status, error, created, updated, calls, done, failed_n, running)| {
-                let status = RunStatus::parse(&status)
-                    .ok_or_else(|| corrupt("list runs", format!("status `{status}`")))?;
-                let mut s = RunSummary::of(
-                    &RunRecord::new(id, "", serde_json::Value::Null),
-                    &[],
-                );
-                s.status = status;
-                s.error = error;
-                s.created_at = ms_u64(created);
-                s.updated_at = ms_u64(updated);
-                s.calls = n(calls);
-                s.done = n(done);
-                s.failed = n(failed_n);
-                s.running = n(running);
-                Ok(s)
-            })
+            .map(
+                |(id, status, error, created, updated, calls, done, failed_n, running)| {
+                    let status = RunStatus::parse(&status)
+                        .ok_or_else(|| corrupt("list runs", format!("status `{status}`")))?;
+                    let mut s =
+                        RunSummary::of(&RunRecord::new(id, "", serde_json::Value::Null), &[]);
+                    s.status = status;
+                    s.error = error;
+                    s.created_at = ms_u64(created);
+                    s.updated_at = ms_u64(updated);
+                    s.calls = n(calls);
+                    s.done = n(done);
+                    s.failed = n(failed_n);
+                    s.running = n(running);
+                    Ok(s)
+                },
+            )
             .collect()
     }
 }

@@ -125,7 +125,11 @@ pub(crate) enum ToHost {
 #[derive(Debug)]
 pub(crate) enum ToJs {
     /// A call ended: the value the script gets (`ok`), or the error it gets.
-    Deliver { position: u32, ok: bool, value: Value },
+    Deliver {
+        position: u32,
+        ok: bool,
+        value: Value,
+    },
     /// The host cannot go on (the journal failed).
     Stop(WorkflowError),
 }
@@ -291,7 +295,9 @@ fn parse_request(kind: &str, payload: &str) -> Result<Request, String> {
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     let checked = |what: &str, s: String| {
         if s.len() > MAX_PROMPT_BYTES {
-            Err(format!("the {what} is longer than {MAX_PROMPT_BYTES} bytes"))
+            Err(format!(
+                "the {what} is longer than {MAX_PROMPT_BYTES} bytes"
+            ))
         } else {
             Ok(s)
         }
@@ -394,36 +400,49 @@ fn run(input: EngineInput) -> Result<Value, WorkflowError> {
     )>(&rt)
     .map_err(engine)?;
     let args_json = args.to_string();
-    let setup = ctx.with(|ctx| -> Result<(Persistent<Function<'static>>, Persistent<Promise<'static>>), WorkflowError> {
-        let s = state.clone();
-        let issue = Function::new(ctx.clone(), move |ctx: Ctx<'_>, kind: String, payload: String| {
-            s.issue(&kind, &payload).map_err(|m| {
-                rquickjs::Exception::throw_type(&ctx, &m)
-            })
-        })
-        .map_err(engine)?;
-        let s = state.clone();
-        let log = Function::new(ctx.clone(), move |text: String| s.log(text)).map_err(engine)?;
-        let install: Function<'_> = ctx
-            .eval_with_options(PRELUDE, eval_options("prelude.js"))
-            .catch(&ctx)
-            .map_err(|e| WorkflowError::Engine(format!("the prelude failed: {e}")))?;
-        let deliver: Function<'_> = install
-            .call((issue, log, args_json.as_str()))
-            .catch(&ctx)
-            .map_err(|e| WorkflowError::Engine(format!("the prelude failed: {e}")))?;
-        // Top-level `await` and `return`: the script is the body of an async function. The
-        // wrapper keeps the script's first line on line 1, so line numbers are the file's.
-        let wrapped = format!("(async () => {{{script}\n}})()");
-        let main: Promise<'_> = ctx
-            .eval_with_options(wrapped, eval_options(SCRIPT_NAME))
-            .catch(&ctx)
-            .map_err(|e| caught(e, &state))?;
-        Ok((Persistent::save(&ctx, deliver), Persistent::save(&ctx, main)))
-    });
+    let setup = ctx.with(
+        |ctx| -> Result<
+            (Persistent<Function<'static>>, Persistent<Promise<'static>>),
+            WorkflowError,
+        > {
+            let s = state.clone();
+            let issue = Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'_>, kind: String, payload: String| {
+                    s.issue(&kind, &payload)
+                        .map_err(|m| rquickjs::Exception::throw_type(&ctx, &m))
+                },
+            )
+            .map_err(engine)?;
+            let s = state.clone();
+            let log =
+                Function::new(ctx.clone(), move |text: String| s.log(text)).map_err(engine)?;
+            let install: Function<'_> = ctx
+                .eval_with_options(PRELUDE, eval_options("prelude.js"))
+                .catch(&ctx)
+                .map_err(|e| WorkflowError::Engine(format!("the prelude failed: {e}")))?;
+            let deliver: Function<'_> = install
+                .call((issue, log, args_json.as_str()))
+                .catch(&ctx)
+                .map_err(|e| WorkflowError::Engine(format!("the prelude failed: {e}")))?;
+            // Top-level `await` and `return`: the script is the body of an async function. The
+            // wrapper keeps the script's first line on line 1, so line numbers are the file's.
+            let wrapped = format!("(async () => {{{script}\n}})()");
+            let main: Promise<'_> = ctx
+                .eval_with_options(wrapped, eval_options(SCRIPT_NAME))
+                .catch(&ctx)
+                .map_err(|e| caught(e, &state))?;
+            Ok((
+                Persistent::save(&ctx, deliver),
+                Persistent::save(&ctx, main),
+            ))
+        },
+    );
     let result = match setup {
         Ok((deliver, main)) => {
-            let r = event_loop(&rt, &ctx, &state, &deliver, &main, &from_host, deadline, &cancel);
+            let r = event_loop(
+                &rt, &ctx, &state, &deliver, &main, &from_host, deadline, &cancel,
+            );
             // Persistent values are dropped before the runtime.
             drop(deliver);
             drop(main);
@@ -580,7 +599,9 @@ fn hand_over(
     ok: bool,
     value: &Value,
 ) -> Result<(), WorkflowError> {
-    state.outstanding.set(state.outstanding.get().saturating_sub(1));
+    state
+        .outstanding
+        .set(state.outstanding.get().saturating_sub(1));
     let json = value.to_string();
     ctx.with(|ctx| {
         let f = deliver
@@ -600,7 +621,9 @@ fn to_json<'js>(
     state: &State,
 ) -> Result<Value, WorkflowError> {
     let text = match ctx.json_stringify(v).catch(ctx) {
-        Ok(Some(s)) => s.to_string().map_err(|e| WorkflowError::Engine(e.to_string()))?,
+        Ok(Some(s)) => s
+            .to_string()
+            .map_err(|e| WorkflowError::Engine(e.to_string()))?,
         Ok(None) => return Ok(Value::Null),
         Err(e) => {
             return Err(WorkflowError::Script {
@@ -628,7 +651,11 @@ fn caught(e: CaughtError<'_>, state: &State) -> WorkflowError {
         CaughtError::Exception(ex) => {
             let message = ex.message().unwrap_or_default();
             let name: String = ex.get("name").unwrap_or_else(|_| "Error".to_string());
-            from_text(format!("{name}: {message}"), ex.stack().as_deref(), &state.limits)
+            from_text(
+                format!("{name}: {message}"),
+                ex.stack().as_deref(),
+                &state.limits,
+            )
         }
         CaughtError::Value(v) => from_text(value_text(&v), None, &state.limits),
         CaughtError::Error(e) => from_text(e.to_string(), None, &state.limits),
@@ -645,7 +672,11 @@ fn describe<'js>(ctx: &Ctx<'js>, v: rquickjs::Value<'js>, state: &State) -> Work
             let _ = ctx;
             let message = ex.message().unwrap_or_default();
             let name: String = ex.get("name").unwrap_or_else(|_| "Error".to_string());
-            from_text(format!("{name}: {message}"), ex.stack().as_deref(), &state.limits)
+            from_text(
+                format!("{name}: {message}"),
+                ex.stack().as_deref(),
+                &state.limits,
+            )
         }
         Err(_) => from_text(value_text(&v), None, &state.limits),
     }
@@ -747,7 +778,10 @@ mod tests {
 
     #[test]
     fn lines_come_from_the_stack() {
-        assert_eq!(script_line("    at <anonymous> (workflow.js:12:5)\n"), Some(12));
+        assert_eq!(
+            script_line("    at <anonymous> (workflow.js:12:5)\n"),
+            Some(12)
+        );
         assert_eq!(script_line("nothing"), None);
     }
 }

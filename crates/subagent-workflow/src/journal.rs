@@ -117,7 +117,11 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// A run just started.
-    pub fn new(run_id: impl Into<String>, script: impl Into<String>, args: serde_json::Value) -> Self {
+    pub fn new(
+        run_id: impl Into<String>,
+        script: impl Into<String>,
+        args: serde_json::Value,
+    ) -> Self {
         let now = SystemTime::now();
         Self {
             run_id: run_id.into(),
@@ -357,7 +361,9 @@ impl MemoryJournal {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (RunRecord, BTreeMap<u32, CallRecord>)>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (RunRecord, BTreeMap<u32, CallRecord>)>> {
         self.runs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -402,10 +408,7 @@ impl Journal for MemoryJournal {
                 calls.insert(call.position, call.clone());
                 Ok(())
             }
-            None => Err(JournalError::new(
-                "save call",
-                format!("no run `{run_id}`"),
-            )),
+            None => Err(JournalError::new("save call", format!("no run `{run_id}`"))),
         }
     }
 
@@ -423,7 +426,7 @@ impl Journal for MemoryJournal {
             .values()
             .map(|(r, c)| RunSummary::of(r, &c.values().cloned().collect::<Vec<_>>()))
             .collect();
-        list.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        list.sort_by_key(|r| std::cmp::Reverse(r.created_at));
         list.truncate(limit);
         Ok(list)
     }
@@ -459,7 +462,10 @@ pub(crate) mod opt_unix_ms {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(crate) fn serialize<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(
+        t: &Option<SystemTime>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match t {
             Some(t) => s.serialize_some(&super::unix_ms::to_ms(*t)),
             None => s.serialize_none(),

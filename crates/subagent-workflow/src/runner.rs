@@ -342,7 +342,11 @@ impl Workflows {
             caller: self.caller.clone(),
             run_id: run_id.clone(),
             records: calls.iter().map(|c| (c.position, c.clone())).collect(),
-            next_seq: calls.iter().filter_map(|c| c.seq).max().map_or(0, |s| s + 1),
+            next_seq: calls
+                .iter()
+                .filter_map(|c| c.seq)
+                .max()
+                .map_or(0, |s| s + 1),
             nodes: journaled,
             live: Arc::new(Live::default()),
             shown: (0, 0, 0, 0),
@@ -350,17 +354,13 @@ impl Workflows {
         counts.replayed = calls.iter().filter(|c| c.state.is_finished()).count() as u32;
         let replay = replay_of(&calls);
         let result = host
-            .drive(
-                &record,
-                replay,
-                &self.limits,
-                wctx,
-                &mut counts,
-            )
+            .drive(&record, replay, &self.limits, wctx, &mut counts)
             .await;
         let (status, value, error) = match result {
             Ok(v) => (RunStatus::Completed, Some(v), None),
-            Err(WorkflowError::Cancelled) => (RunStatus::Cancelled, None, Some(WorkflowError::Cancelled)),
+            Err(WorkflowError::Cancelled) => {
+                (RunStatus::Cancelled, None, Some(WorkflowError::Cancelled))
+            }
             Err(e) => (RunStatus::Failed, None, Some(e)),
         };
         record.status = status;
@@ -423,10 +423,12 @@ fn replay_of(calls: &[CallRecord]) -> Replay {
     let known = calls
         .iter()
         .map(|c| {
-            let finished = c
-                .state
-                .is_finished()
-                .then(|| (c.state == CallState::Done, c.value.clone().unwrap_or(Value::Null)));
+            let finished = c.state.is_finished().then(|| {
+                (
+                    c.state == CallState::Done,
+                    c.value.clone().unwrap_or(Value::Null),
+                )
+            });
             (
                 c.position,
                 Known {
@@ -679,7 +681,8 @@ impl Host {
         let live = self.live.clone();
         running.spawn(
             async move {
-                let ended = run_call(caller.as_ref(), position, request, resume_session, &ctx).await;
+                let ended =
+                    run_call(caller.as_ref(), position, request, resume_session, &ctx).await;
                 if sink.started.load(Ordering::Relaxed) {
                     live.running.fetch_sub(1, Ordering::Relaxed);
                 } else {
@@ -730,7 +733,11 @@ impl Host {
                 .await
                 .map_err(WorkflowError::Journal);
         };
-        rec.state = if ok { CallState::Done } else { CallState::Failed };
+        rec.state = if ok {
+            CallState::Done
+        } else {
+            CallState::Failed
+        };
         rec.seq = Some(self.next_seq);
         rec.value = Some(value.clone());
         rec.finished_at = Some(SystemTime::now());
@@ -758,10 +765,9 @@ impl Host {
     async fn attach(&mut self, a: Attach) {
         let (position, changed) = match a {
             Attach::Task(p, id) => (p, self.records.get_mut(&p).map(|r| r.task_id = Some(id))),
-            Attach::Session(p, id) => (
-                p,
-                self.records.get_mut(&p).map(|r| r.session_id = Some(id)),
-            ),
+            Attach::Session(p, id) => {
+                (p, self.records.get_mut(&p).map(|r| r.session_id = Some(id)))
+            }
         };
         if changed.is_none() {
             return;
@@ -828,19 +834,25 @@ async fn run_call(
             };
             match result {
                 Ok(done) => {
-                    let usage = done
-                        .outcome
-                        .usage_tree(&done.agent, &done.kind, done.task_id.as_deref());
+                    let usage =
+                        done.outcome
+                            .usage_tree(&done.agent, &done.kind, done.task_id.as_deref());
                     let o = &done.outcome;
                     let value = if o.status == TaskStatus::Completed {
                         Some((
                             true,
-                            o.structured.clone().unwrap_or_else(|| Value::String(o.text.clone())),
+                            o.structured
+                                .clone()
+                                .unwrap_or_else(|| Value::String(o.text.clone())),
                         ))
                     } else if o.status == TaskStatus::Cancelled && ctx.cancel().is_cancelled() {
                         None
                     } else {
-                        let why = o.limit.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
+                        let why = o
+                            .limit
+                            .as_ref()
+                            .map(|l| format!(" ({l})"))
+                            .unwrap_or_default();
                         Some((
                             false,
                             json!({
@@ -914,4 +926,3 @@ fn cut(s: &str, max: usize) -> String {
         format!("{}…", s.chars().take(max).collect::<String>())
     }
 }
-

@@ -74,11 +74,7 @@ impl Tool for WorkflowTool {
         let input: Input = serde_json::from_value(input)
             .map_err(|e| ToolError::invalid(WORKFLOW_TOOL, format!("{e}")))?;
         let result = match (&input.resume, &input.script) {
-            (Some(run_id), script) => {
-                self.workflows
-                    .resume(run_id, script.as_deref(), ctx)
-                    .await
-            }
+            (Some(run_id), script) => self.workflows.resume(run_id, script.as_deref(), ctx).await,
             (None, Some(script)) => {
                 self.workflows
                     .run(script, input.args.unwrap_or(Value::Null), ctx)
@@ -107,7 +103,10 @@ fn output(o: &WorkflowOutcome) -> ToolOutput {
                 Value::String(s) => s.clone(),
                 v => serde_json::to_string_pretty(v).unwrap_or_default(),
             };
-            ToolOutput::text(format!("{text}\n\n[workflow {} completed · {n} agent calls]", o.run_id))
+            ToolOutput::text(format!(
+                "{text}\n\n[workflow {} completed · {n} agent calls]",
+                o.run_id
+            ))
         }
         (status, _, error) => ToolOutput::error(format!(
             "workflow {} {status}: {}. Finished calls are kept: fix the script if needed and call \

@@ -299,8 +299,9 @@ async fn execute(start: Start, o: WorkflowOptions, mut config: Config) -> Result
         }
         OutputFormat::Json => outln!("{}", json_text(&view)?),
         OutputFormat::StreamJson => {
-            let line = serde_json::to_string(&serde_json::json!({"type": "result", "workflow": &view}))
-                .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
+            let line =
+                serde_json::to_string(&serde_json::json!({"type": "result", "workflow": &view}))
+                    .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
             outln!("{}", escape_json_hazards(line));
         }
     }
@@ -351,7 +352,9 @@ fn summary(
         "workflow {} {} · {} calls ({} from the journal, {} failed) · {} in / {} out tokens",
         o.run_id,
         o.status,
-        o.children.len().max((c.replayed + c.done + c.failed) as usize),
+        o.children
+            .len()
+            .max((c.replayed + c.done + c.failed) as usize),
         c.replayed,
         c.failed,
         total.input_tokens,
@@ -450,7 +453,13 @@ async fn show(run_id: &str, json: bool, config: &Config) -> Result<(), CliError>
     };
     let calls = journal.load_calls(run_id).await.map_err(failed)?;
     if json {
-        outln!("{}", json_text(&ShowView { run: &run, calls: &calls })?);
+        outln!(
+            "{}",
+            json_text(&ShowView {
+                run: &run,
+                calls: &calls
+            })?
+        );
         return Ok(());
     }
     eprintln!(

@@ -16,7 +16,12 @@ pub(crate) struct Calls(Arc<Mutex<HashMap<String, usize>>>);
 
 impl Calls {
     pub(crate) fn record(&self, prompt: &str) {
-        *self.0.lock().unwrap().entry(prompt.to_string()).or_default() += 1;
+        *self
+            .0
+            .lock()
+            .unwrap()
+            .entry(prompt.to_string())
+            .or_default() += 1;
     }
 
     pub(crate) fn of(&self, prompt: &str) -> usize {

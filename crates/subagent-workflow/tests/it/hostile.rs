@@ -17,7 +17,8 @@ async fn fails(limits: WorkflowLimits, script: &str) -> WorkflowError {
     .await
     .expect("ends within the limits")
     .expect("runs");
-    out.error.unwrap_or_else(|| panic!("{script} should fail: {:?}", out.result))
+    out.error
+        .unwrap_or_else(|| panic!("{script} should fail: {:?}", out.result))
 }
 
 #[tokio::test]
@@ -40,7 +41,11 @@ async fn an_endless_loop_stops_at_the_wall_time_limit() {
         "for (;;) {}",
     )
     .await;
-    assert!(e.to_string().starts_with("workflow limit reached: max_wall_time=0s"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("workflow limit reached: max_wall_time=0s"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -97,7 +102,11 @@ async fn a_million_agent_calls_stop_at_the_call_limit() {
 
 #[tokio::test]
 async fn syntax_errors_name_the_line() {
-    let e = fails(WorkflowLimits::default(), "const a = 1;\nconst b = ;\nreturn a;").await;
+    let e = fails(
+        WorkflowLimits::default(),
+        "const a = 1;\nconst b = ;\nreturn a;",
+    )
+    .await;
     let text = e.to_string();
     assert!(text.starts_with("workflow.js:2: SyntaxError: "), "{text}");
     let e = fails(WorkflowLimits::default(), "\n\nnotDefined();").await;
@@ -109,7 +118,11 @@ async fn syntax_errors_name_the_line() {
 
 #[tokio::test]
 async fn a_missing_agent_is_a_clear_error() {
-    let e = fails(WorkflowLimits::default(), "return await agent('nobody', 'hi');").await;
+    let e = fails(
+        WorkflowLimits::default(),
+        "return await agent('nobody', 'hi');",
+    )
+    .await;
     assert_eq!(
         e.to_string(),
         "workflow.js:1: Error: unknown subagent `nobody`; available agents: echo, json, fail, gate, slow"
@@ -119,7 +132,11 @@ async fn a_missing_agent_is_a_clear_error() {
 #[tokio::test]
 async fn waiting_on_nothing_ends() {
     let e = fails(WorkflowLimits::default(), "await new Promise(() => {});").await;
-    assert!(e.to_string().contains("waits for a promise that no agent()"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("waits for a promise that no agent()"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

@@ -5,3 +5,4 @@ mod common;
 mod hostile;
 mod resume;
 mod scripts;
+mod spans;

@@ -50,7 +50,11 @@ async fn a_resumed_run_runs_no_finished_call_again() {
     assert_eq!(w.calls.total(), 3, "the first three finished");
     let calls = w.journal.load_calls(&run_id).await.unwrap();
     let seqs: Vec<Option<u64>> = calls.iter().map(|c| c.seq).collect();
-    assert_eq!(seqs, [Some(2), Some(1), Some(0), None], "handed over as they finished");
+    assert_eq!(
+        seqs,
+        [Some(2), Some(1), Some(0), None],
+        "handed over as they finished"
+    );
     assert_eq!(calls[3].state, CallState::Cancelled);
     // Resume: the fourth call runs, the gate opens for it.
     let gate = w.gate.clone();
@@ -99,7 +103,10 @@ async fn changed_inputs_stop_the_resume_naming_the_call() {
         .unwrap();
     assert_eq!(out.status, RunStatus::Failed);
     let e = out.error.unwrap();
-    assert!(matches!(e, WorkflowError::Diverged { position: 1, .. }), "{e}");
+    assert!(
+        matches!(e, WorkflowError::Diverged { position: 1, .. }),
+        "{e}"
+    );
     assert_eq!(
         e.to_string(),
         "the resume stopped at call #1 (agent `slow`): its inputs changed (prompt, schema, model or description)"
@@ -111,7 +118,10 @@ async fn changed_inputs_stop_the_resume_naming_the_call() {
         .await
         .unwrap();
     assert!(
-        out.error.unwrap().to_string().contains("call #2 (agent `slow`): the script now calls `echo` there"),
+        out.error
+            .unwrap()
+            .to_string()
+            .contains("call #2 (agent `slow`): the script now calls `echo` there"),
     );
     assert_eq!(w.calls.total(), 3, "nothing ran again");
 }
@@ -152,6 +162,10 @@ async fn spent_usage_stays_spent_across_a_resume() {
     let out = w.workflows.resume(&run_id, None, &ctx).await.unwrap();
     opener.abort();
     assert_eq!(out.result, Some(json!("gate:three")), "{:?}", out.error);
-    assert_eq!(budget.tokens_used(), 20, "the journaled calls' tokens are charged");
+    assert_eq!(
+        budget.tokens_used(),
+        20,
+        "the journaled calls' tokens are charged"
+    );
     assert_eq!(out.children.len(), 3);
 }

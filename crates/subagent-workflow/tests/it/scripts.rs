@@ -60,7 +60,7 @@ async fn a_typed_call_returns_a_value_and_an_invalid_one_fails() {
         .run(script, json!(null), &TaskContext::new())
         .await
         .unwrap();
-    let r = out.result.expect(&format!("{:?}", out.error));
+    let r = out.result.unwrap_or_else(|| panic!("{:?}", out.error));
     assert_eq!(r["n"], 42);
     assert!(r["bad"].as_str().unwrap().starts_with("failed: "), "{r}");
     assert!(r["bad"].as_str().unwrap().contains("invalid output"), "{r}");
@@ -122,7 +122,10 @@ async fn no_clock_or_randomness() {
         ("return Math.random();", "Math.random is not available"),
         ("return new Date();", "Date is not available"),
         ("setTimeout(() => 1, 10);", "setTimeout is not available"),
-        ("return typeof WeakRef + typeof performance + typeof FinalizationRegistry;", ""),
+        (
+            "return typeof WeakRef + typeof performance + typeof FinalizationRegistry;",
+            "",
+        ),
     ] {
         let out = w
             .workflows
@@ -130,7 +133,12 @@ async fn no_clock_or_randomness() {
             .await
             .unwrap();
         if what.is_empty() {
-            assert_eq!(out.result, Some(json!("undefinedundefinedundefined")), "{:?}", out.error);
+            assert_eq!(
+                out.result,
+                Some(json!("undefinedundefinedundefined")),
+                "{:?}",
+                out.error
+            );
             continue;
         }
         let e = out.error.expect(script).to_string();

@@ -17,7 +17,8 @@ use common::{json_stdout, process_in, rt, subagents_in, write_agent};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
-const WORKER: &str = "---\nname: worker\ndescription: Answers one question.\ntools: Read\n---\nAnswer briefly.\n";
+const WORKER: &str =
+    "---\nname: worker\ndescription: Answers one question.\ntools: Read\n---\nAnswer briefly.\n";
 
 /// The text of the first user message of an OpenAI request body.
 fn first_user_text(body: &Value) -> String {
@@ -113,25 +114,41 @@ fn a_run_killed_after_three_calls_resumes_without_repeating_them() {
     assert_eq!(runs.len(), 1, "{listed}");
     let run_id = runs[0]["run_id"].as_str().expect("run_id").to_string();
     assert_eq!(runs[0]["status"], "running", "its process died running it");
-    assert_eq!((runs[0]["done"].as_u64(), runs[0]["running"].as_u64()), (Some(3), Some(1)));
+    assert_eq!(
+        (runs[0]["done"].as_u64(), runs[0]["running"].as_u64()),
+        (Some(3), Some(1))
+    );
 
     // Resume in a new process: only the fourth call runs.
     let out = json_stdout(
         subagents_in(home.path())
-            .args(["workflow", "resume", &run_id, "--json", "--model", &model, "--agents"])
+            .args([
+                "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
+            ])
             .arg(&agents)
             .assert()
             .success(),
     );
     assert_eq!(out["run_id"], run_id.as_str());
     assert_eq!(out["status"], "completed", "{out}");
-    assert_eq!(out["result"], json!({"a": "A", "b": "B", "c": "G", "d": "D"}));
+    assert_eq!(
+        out["result"],
+        json!({"a": "A", "b": "B", "c": "G", "d": "D"})
+    );
     assert_eq!(out["calls"]["replayed"], 3, "{out}");
     assert_eq!(out["calls"]["rerun"], 1, "{out}");
     for word in ["alpha", "beta", "gamma"] {
-        assert_eq!(requests_for(&server, word), 1, "no second request for {word}");
+        assert_eq!(
+            requests_for(&server, word),
+            1,
+            "no second request for {word}"
+        );
     }
-    assert_eq!(requests_for(&server, "delta"), 2, "the unfinished call ran again");
+    assert_eq!(
+        requests_for(&server, "delta"),
+        2,
+        "the unfinished call ran again"
+    );
     // What the journaled calls spent counts in the resumed run's usage.
     let total_input: u64 = out["usage"]["children"]
         .as_array()
@@ -154,14 +171,19 @@ fn a_run_killed_after_three_calls_resumes_without_repeating_them() {
     assert_eq!(calls.len(), 4);
     for c in calls {
         assert_eq!(c["state"], "done", "{c}");
-        assert!(c["task_id"].as_str().unwrap_or("").starts_with("task_"), "{c}");
+        assert!(
+            c["task_id"].as_str().unwrap_or("").starts_with("task_"),
+            "{c}"
+        );
     }
     assert_eq!(calls[3]["description"], "the slow one");
     // A second resume runs nothing.
     let before = server.request_count();
     let again = json_stdout(
         subagents_in(home.path())
-            .args(["workflow", "resume", &run_id, "--json", "--model", &model, "--agents"])
+            .args([
+                "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
+            ])
             .arg(&agents)
             .assert()
             .success(),
@@ -178,7 +200,11 @@ fn run_script(script: &str, extra: &[&str]) -> (i32, String, String) {
     let out = subagents_in(home.path())
         .args(["workflow", "run"])
         .arg(&file)
-        .args(["--model", "openai-compatible:m@http://127.0.0.1:9/v1", "--agents"])
+        .args([
+            "--model",
+            "openai-compatible:m@http://127.0.0.1:9/v1",
+            "--agents",
+        ])
         .arg(&agents)
         .args(extra)
         .timeout(Duration::from_secs(120))
@@ -199,18 +225,27 @@ fn hostile_scripts_end_with_clear_errors_within_their_limits() {
 
     let (code, _, err) = run_script("for (;;) {}", &["--max-steps", "50"]);
     assert_eq!(code, 3, "{err}");
-    assert!(err.contains("workflow limit reached: max_steps=50"), "{err}");
+    assert!(
+        err.contains("workflow limit reached: max_steps=50"),
+        "{err}"
+    );
 
     let (code, _, err) = run_script(
         "const a = []; for (;;) a.push('x'.repeat(65536) + a.length);",
         &["--max-memory", "4"],
     );
     assert_eq!(code, 3, "{err}");
-    assert!(err.contains("max_memory=4194304 (the script ran out of memory)"), "{err}");
+    assert!(
+        err.contains("max_memory=4194304 (the script ran out of memory)"),
+        "{err}"
+    );
 
     let (code, _, err) = run_script("const f = (n) => f(n + 1) + 1; f(0);", &[]);
     assert_eq!(code, 3, "{err}");
-    assert!(err.contains("max_stack=1048576 (the script recursed too deeply)"), "{err}");
+    assert!(
+        err.contains("max_stack=1048576 (the script recursed too deeply)"),
+        "{err}"
+    );
 
     let (code, _, err) = run_script(
         "for (let i = 0; i < 1e6; i++) agent('nobody', 'x').catch(() => {});",
@@ -233,7 +268,13 @@ fn hostile_scripts_end_with_clear_errors_within_their_limits() {
     assert_eq!(v["status"], "failed");
     assert_eq!(v["error_kind"], "script");
     assert!(v["run_id"].as_str().unwrap().starts_with("wf_"));
-    assert!(v["error"].as_str().unwrap().contains("Date is not available"), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("Date is not available"),
+        "{v}"
+    );
 }
 
 /// An MCP server (rmcp, streamable HTTP, in this process) whose tool `report` answers with
@@ -363,8 +404,14 @@ return { remote, tool, sum: remote.answer + tool.answer };
         .collect();
     assert_eq!(kinds, ["A2A", "MCP"], "{out}");
     // The schema reached the served agent (its final tool) and the A2A message (a data part).
-    let req = model.last_request().expect("the served agent asked its model");
-    assert!(req.tool_names().contains(&"StructuredOutput".to_string()), "{:?}", req.tool_names());
+    let req = model
+        .last_request()
+        .expect("the served agent asked its model");
+    assert!(
+        req.tool_names().contains(&"StructuredOutput".to_string()),
+        "{:?}",
+        req.tool_names()
+    );
 }
 
 /// Peak resident memory (VmHWM, KiB) of a running process, polled until it ends.
@@ -397,7 +444,12 @@ fn run_measured(mut child: Child) -> (std::process::ExitStatus, u64) {
 fn a_thousand_calls_complete_under_the_cap() {
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
-    server.set_fallback(Some(Reply::text("ok").with_usage(20, 2)));
+    // Each reply takes 50 ms, so calls overlap and the cap shows.
+    server.set_fallback(Some(
+        Reply::text("ok")
+            .with_usage(20, 2)
+            .with_delay(Duration::from_millis(50)),
+    ));
     let model = server.openai_model("child-model");
     let home = tempfile::tempdir().expect("home");
     let agents = write_agent(home.path(), "worker", WORKER);
@@ -424,7 +476,7 @@ return { calls: r.length, ok: r.filter((x) => x === "ok").length };
     let out: Value = serde_json::from_str(&stdout.join().expect("stdout")).expect("JSON");
     assert!(status.success(), "{out}");
     assert_eq!(out["result"], json!({"calls": 1000, "ok": 1000}), "{out}");
-    assert!(server.max_concurrent_requests() <= 20);
+    assert!(server.max_concurrent_requests() <= 20, "the cap holds");
     println!(
         "workflow of 1000 agent() calls: wall {:.2} s, peak RSS {} MiB, {} model requests, at most {} at once",
         wall.as_secs_f64(),
@@ -448,4 +500,90 @@ impl TakeOut for Option<std::process::ChildStdout> {
             s
         })
     }
+}
+
+/// The main agent of `subagents run` has the `Workflow` tool beside `Task` (not with
+/// `--main-tools Task`); its script's result comes back as the tool result, and stream-json
+/// carries each call's events under the workflow's run id, keyed `#POSITION`.
+#[test]
+fn the_main_agent_runs_a_workflow_with_its_tool() {
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    let home = tempfile::tempdir().expect("home");
+    let config = common::child_model_config(home.path(), &server);
+    let agents = write_agent(
+        home.path(),
+        "worker",
+        "---\nname: worker\ndescription: Answers one question.\nmodel: child\ntools: Read\n---\nAnswer briefly.\n",
+    );
+    answer_by_prompt(&server, "child-model", 4);
+    let script = server.script();
+    script.push_for_model(
+        "main-model",
+        Reply::tool_calls(vec![(
+            "Workflow",
+            json!({"script": "const [a, b] = await parallel([() => agent('worker', 'alpha'), () => agent('worker', 'beta')]);\nreturn a + b + args.x;", "args": {"x": "!"}}),
+        )]),
+    );
+    script.push_for_model("main-model", Reply::text("all done"));
+    let out = subagents_in(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "run",
+            "use a workflow",
+            "--output-format",
+            "stream-json",
+            "--model",
+        ])
+        .arg(server.openai_model("main-model"))
+        .arg("--agents")
+        .arg(&agents)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let main: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some("main-model"))
+        .collect();
+    assert!(main[0].tool_names().contains(&"Workflow".to_string()));
+    let result = common::last_tool_result(&main[1].body);
+    assert!(result.starts_with("AB!\n\n[workflow wf_"), "{result}");
+    assert!(result.contains("completed · 2 agent calls]"), "{result}");
+    // The workflow's node, under main, and its two calls under it, keyed by position.
+    let wf = lines
+        .iter()
+        .find(|l| l["agent"] == "workflow" && l["event"] == "started")
+        .expect("the workflow's node started");
+    assert_eq!(wf["parent_task_id"], "main");
+    let run_id = wf["task_id"].as_str().expect("run id");
+    let mut keyed: Vec<String> = lines
+        .iter()
+        .filter(|l| l["parent_task_id"] == run_id && l["event"] == "started")
+        .map(|l| l["description"].as_str().unwrap_or("").to_string())
+        .collect();
+    keyed.sort();
+    assert_eq!(keyed, ["#0 worker", "#1 worker"]);
+    let last = lines.last().expect("result line");
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["text"], "all done");
+
+    // A lean main agent (`--main-tools Task`) is not offered it.
+    server
+        .script()
+        .push_for_model("main-model", Reply::text("fine"));
+    subagents_in(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "hi", "--main-tools", "Task", "--model"])
+        .arg(server.openai_model("main-model"))
+        .assert()
+        .success();
+    let lean = server.last_request().expect("request");
+    assert!(!lean.tool_names().contains(&"Workflow".to_string()));
 }

@@ -32,7 +32,8 @@ impl Contribution for Store {
     async fn wire(&mut self, agents: &mut Subagents) {
         #[cfg(feature = "workflow")]
         if let Some(s) = &self.handle {
-            agents.workflow_journal = Arc::new(subagent_store::SqlWorkflowJournal::new(s.db.clone()));
+            agents.workflow_journal =
+                Arc::new(subagent_store::SqlWorkflowJournal::new(s.db.clone()));
         }
         agents.store = self.handle.take();
     }
