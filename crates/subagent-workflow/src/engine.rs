@@ -280,12 +280,9 @@ impl State {
             self.pending_logs.fetch_sub(1, Ordering::Relaxed);
             return;
         }
-        let text = if text.chars().count() > MAX_LOG_CHARS {
-            format!("{}…", text.chars().take(MAX_LOG_CHARS).collect::<String>())
-        } else {
-            text
-        };
-        let _ = self.to_host.send(ToHost::Log(text));
+        let _ = self
+            .to_host
+            .send(ToHost::Log(subagent_schema::cut(&text, MAX_LOG_CHARS)));
     }
 }
 
@@ -494,10 +491,7 @@ fn event_loop(
                     if state.stopped() {
                         break;
                     }
-                    let e = job.0.with(|ctx| {
-                        let v = ctx.catch();
-                        describe(&ctx, v, state)
-                    });
+                    let e = job.0.with(|ctx| describe(ctx.catch(), state));
                     return Err(e);
                 }
             }
@@ -515,9 +509,9 @@ fn event_loop(
                 }
                 rquickjs::promise::PromiseState::Rejected => {
                     let e = match main.result::<rquickjs::Value<'_>>()? {
-                        Err(rquickjs::Error::Exception) => describe(&ctx, ctx.catch(), state),
+                        Err(rquickjs::Error::Exception) => describe(ctx.catch(), state),
                         Err(e) => WorkflowError::Engine(e.to_string()),
-                        Ok(v) => describe(&ctx, v, state),
+                        Ok(v) => describe(v, state),
                     };
                     Some(Err(e))
                 }
@@ -644,32 +638,24 @@ fn to_json<'js>(
 
 /// A caught JS error as a workflow error (the stop reason first, when there is one).
 fn caught(e: CaughtError<'_>, state: &State) -> WorkflowError {
-    if let Some(stop) = state.stop.borrow_mut().take() {
-        return stop;
-    }
     match e {
-        CaughtError::Exception(ex) => {
-            let message = ex.message().unwrap_or_default();
-            let name: String = ex.get("name").unwrap_or_else(|_| "Error".to_string());
-            from_text(
-                format!("{name}: {message}"),
-                ex.stack().as_deref(),
-                &state.limits,
-            )
-        }
-        CaughtError::Value(v) => from_text(value_text(&v), None, &state.limits),
-        CaughtError::Error(e) => from_text(e.to_string(), None, &state.limits),
+        CaughtError::Exception(ex) => describe(ex.into_value(), state),
+        CaughtError::Value(v) => describe(v, state),
+        CaughtError::Error(e) => state
+            .stop
+            .borrow_mut()
+            .take()
+            .unwrap_or_else(|| from_text(e.to_string(), None, &state.limits)),
     }
 }
 
-/// A thrown value as a workflow error.
-fn describe<'js>(ctx: &Ctx<'js>, v: rquickjs::Value<'js>, state: &State) -> WorkflowError {
+/// A thrown value as a workflow error (the stop reason first, when there is one).
+fn describe(v: rquickjs::Value<'_>, state: &State) -> WorkflowError {
     if let Some(stop) = state.stop.borrow_mut().take() {
         return stop;
     }
     match rquickjs::Exception::from_value(v.clone()) {
         Ok(ex) => {
-            let _ = ctx;
             let message = ex.message().unwrap_or_default();
             let name: String = ex.get("name").unwrap_or_else(|_| "Error".to_string());
             from_text(

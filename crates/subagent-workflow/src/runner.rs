@@ -856,7 +856,7 @@ async fn run_call(
                         Some((
                             false,
                             json!({
-                                "message": format!("agent `{}` ended {}{why}: {}", done.agent, o.status, cut(&o.text, 500)),
+                                "message": format!("agent `{}` ended {}{why}: {}", done.agent, o.status, subagent_schema::cut(&o.text, 500)),
                                 "agent": done.agent,
                                 "status": o.status.as_str(),
                                 "text": o.text,
@@ -915,14 +915,5 @@ async fn run_call(
                 session_id: None,
             }
         }
-    }
-}
-
-/// The first `max` characters of `s`.
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
     }
 }

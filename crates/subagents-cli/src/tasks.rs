@@ -114,7 +114,7 @@ fn first_line(s: &str) -> String {
 }
 
 /// How long ago `t` was, shortly (`42s`, `5m`, `3h`, `2d`).
-fn age(t: SystemTime) -> String {
+pub(crate) fn age(t: SystemTime) -> String {
     duration(SystemTime::now().duration_since(t).unwrap_or_default())
 }
 

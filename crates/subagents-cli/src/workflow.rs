@@ -428,7 +428,7 @@ async fn list(limit: usize, json: bool, config: &Config) -> Result<(), CliError>
                 r.done,
                 r.failed,
                 r.running,
-                age(r.created_at)
+                crate::tasks::age(r.created_at)
             );
         }
     }
@@ -466,7 +466,7 @@ async fn show(run_id: &str, json: bool, config: &Config) -> Result<(), CliError>
         "{} · {} · started {} ago · {} calls",
         terminal_safe(&run.run_id),
         run.status,
-        age(run.created_at),
+        crate::tasks::age(run.created_at),
         calls.len()
     );
     if let Some(e) = &run.error {
@@ -498,17 +498,4 @@ async fn show(run_id: &str, json: bool, config: &Config) -> Result<(), CliError>
         outln!("{}", crate::output::stdout_text(&text));
     }
     Ok(())
-}
-
-fn age(t: std::time::SystemTime) -> String {
-    let s = std::time::SystemTime::now()
-        .duration_since(t)
-        .unwrap_or_default()
-        .as_secs();
-    match s {
-        0..120 => format!("{s}s"),
-        120..7_200 => format!("{}m", s / 60),
-        7_200..172_800 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
 }
