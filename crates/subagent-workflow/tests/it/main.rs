@@ -5,4 +5,3 @@ mod common;
 mod hostile;
 mod resume;
 mod scripts;
-mod spans;

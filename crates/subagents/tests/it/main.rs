@@ -25,3 +25,5 @@ mod serve_store;
 mod steer;
 mod streaming;
 mod typed;
+#[cfg(all(feature = "workflow", feature = "store"))]
+mod workflow;

@@ -1,5 +1,13 @@
 //! OpenTelemetry: one `workflow_call` span per call under the run's `invoke_workflow` span, and
 //! the child's `invoke_agent` span under its call's span.
+//!
+//! A test binary of its own: `tracing`'s callsite interest is process-wide, and other tests'
+//! threads registering the same callsites without a subscriber could hide them from this
+//! test's scoped one.
+
+#[path = "it/common.rs"]
+#[allow(dead_code)]
+mod common;
 
 use std::sync::{Arc, Mutex};
 
@@ -9,7 +17,7 @@ use subagent_workflow::WorkflowLimits;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::common::World;
+use common::World;
 
 /// Records every new span as (its name, its parent's name).
 #[derive(Clone, Default)]
