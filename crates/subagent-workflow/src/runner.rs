@@ -600,25 +600,16 @@ impl Host {
             }
         };
         // Calls still running (the script did not wait for them, or the run stopped) are
-        // cancelled; they are not finished in the journal, so a resume runs them again.
+        // cancelled; one cancelled before it ended is not finished in the journal, so a resume
+        // runs it again. One that ended anyway is journaled as finished, after every value the
+        // script got: a resume hands it over in that order.
         if !running.is_empty() {
             wctx.cancel().cancel();
             while let Some(ended) = running.join_next().await {
-                if let Ok(ended) = ended {
-                    let position = ended.position;
-                    if let Some(rec) = self.records.get_mut(&position) {
-                        rec.state = CallState::Cancelled;
-                        rec.task_id = ended.task_id.or(rec.task_id.take());
-                        rec.session_id = ended.session_id.or(rec.session_id.take());
-                        let rec = rec.clone();
-                        if let Err(e) = self.journal.save_call(&self.run_id, &rec).await {
-                            tracing::warn!(run = %self.run_id, position, error = %e, "cancelled call not saved");
-                        }
-                    }
-                    if let Some(u) = ended.usage {
-                        self.nodes.insert(position, u);
-                    }
-                    counts.cancelled += 1;
+                let Ok(ended) = ended else { continue };
+                let position = ended.position;
+                if let Err(e) = self.ended(ended, &to_engine, counts).await {
+                    tracing::warn!(run = %self.run_id, position, error = %e, "call's end not saved");
                 }
             }
         }

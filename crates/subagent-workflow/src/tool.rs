@@ -11,14 +11,13 @@ use crate::runner::{WorkflowOutcome, Workflows};
 pub const WORKFLOW_TOOL: &str = "Workflow";
 
 /// What the model reads.
-const DESCRIPTION: &str = "Run a JavaScript workflow that orchestrates agents (the ones Task \
-lists) in one call. In the script: `await agent(name, prompt, {schema, model, description})` \
-returns the agent's answer (with `schema`, a value valid under it); `await parallel([() => ..., \
-...])` runs calls at once and returns their results in order (a failure is an Error in its \
-place); `await ask(question)` asks the user (true/false); `log(text)`; `args` is the JSON you \
-pass. The script's return value is the result. No clock, randomness, network or files. Runs \
-are journaled: pass `resume` with a run id to finish one without repeating finished calls. \
-Example:\nconst [a, b] = await parallel([() => agent(\"researcher\", \"Find X\"), () => \
+const DESCRIPTION: &str = "Run a JavaScript workflow orchestrating the agents Task lists, in \
+one call. `await agent(name, prompt, {schema, model, description})` returns the agent's answer \
+(with `schema`, a value valid under it); `await parallel([() => ..., ...])` runs calls at once, \
+results in order (a failure is an Error in its place); `await ask(question)` asks the user \
+(true/false); `log(text)`; `args` is the JSON you pass; the return value is the result. No \
+clock, randomness, network or files. `resume` with a run id finishes a run without repeating \
+its finished calls. Example:\nconst [a, b] = await parallel([() => agent(\"researcher\", \"Find X\"), () => \
 agent(\"researcher\", \"Find Y\")]);\nreturn await agent(\"writer\", `Compare:\\n${a}\\n${b}`);";
 
 /// The tool's input.
@@ -96,7 +95,7 @@ impl Tool for WorkflowTool {
 
 /// What the model reads of a run: its result as JSON, or its error and how to resume.
 fn output(o: &WorkflowOutcome) -> ToolOutput {
-    let n = o.children.len();
+    let n = o.calls.replayed + o.calls.done + o.calls.failed;
     let out = match (o.status, &o.result, &o.error) {
         (RunStatus::Completed, Some(result), _) => {
             let text = match result {

@@ -169,3 +169,62 @@ async fn spent_usage_stays_spent_across_a_resume() {
     );
     assert_eq!(out.children.len(), 3);
 }
+
+/// Branches that make further calls after their first one: which branch's follow-up gets the
+/// next position depends on which first call finished first. The resume hands the journaled
+/// values back in the order they were first handed over, so the follow-ups get the same
+/// positions (handed back by position, `gate:a` would take position 2 and the resume would stop).
+#[tokio::test]
+async fn follow_up_calls_keep_their_positions_whatever_finished_first() {
+    let w = World::new(WorkflowLimits::default()).await;
+    let script = r#"
+        return await parallel([
+          async () => (await agent("slow", "a:120")) + "/" + (await agent("gate", "after a")),
+          async () => (await agent("slow", "b:5")) + "/" + (await agent("gate", "after b")),
+        ]);
+    "#;
+    let cancel = CancellationToken::new();
+    let ctx = TaskContext::new().with_cancel(cancel.clone());
+    let run = w.workflows.prepare(script, json!({})).await.unwrap();
+    let run_id = run.run_id().to_string();
+    let workflows = w.workflows.clone();
+    let h = tokio::spawn(async move { workflows.execute(run, &ctx).await });
+    while w.journal.load_calls(&run_id).await.unwrap().len() < 4 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cancel.cancel();
+    h.await.unwrap();
+    let calls = w.journal.load_calls(&run_id).await.unwrap();
+    let order: Vec<(&str, Option<u64>)> = calls.iter().map(|c| (c.agent.as_str(), c.seq)).collect();
+    assert_eq!(
+        order,
+        [
+            ("slow", Some(1)),
+            ("slow", Some(0)),
+            ("gate", None),
+            ("gate", None)
+        ],
+        "b finished first, so its follow-up is #2"
+    );
+    let gate = w.gate.clone();
+    let opener = tokio::spawn(async move {
+        loop {
+            gate.notify_one();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let out = w
+        .workflows
+        .resume(&run_id, None, &TaskContext::new())
+        .await
+        .unwrap();
+    opener.abort();
+    assert_eq!(
+        out.result,
+        Some(json!(["slow:a:120/gate:after a", "slow:b:5/gate:after b"])),
+        "{:?}",
+        out.error
+    );
+    assert_eq!(out.calls.replayed, 2);
+    assert_eq!(w.calls.of("a:120") + w.calls.of("b:5"), 2, "ran once each");
+}

@@ -312,7 +312,7 @@ fn default_store_is_sqlite_in_the_data_dir_and_memory_opts_out() {
 }
 
 /// A database of its own on the test server for one test.
-fn postgres_store() -> String {
+pub(crate) fn postgres_store() -> String {
     let base = std::env::var("SUBAGENTS_TEST_POSTGRES_URL")
         .expect("SUBAGENTS_TEST_POSTGRES_URL is set (run .ci/postgres.sh)");
     let (head, _) = base.rsplit_once('/').expect("a database in the URL");

@@ -77,6 +77,21 @@ return { a, b, c, d };
 
 #[test]
 fn a_run_killed_after_three_calls_resumes_without_repeating_them() {
+    killed_run_resumes(None);
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
+fn postgres_a_run_killed_after_three_calls_resumes_without_repeating_them() {
+    killed_run_resumes(Some(crate::durable::postgres_store()));
+}
+
+/// The kill -9 acceptance test on the default store (SQLite in the home's data directory) or
+/// on `store`.
+fn killed_run_resumes(store: Option<String>) {
+    let store: Vec<String> = store
+        .map(|s| vec!["--store".to_string(), s])
+        .unwrap_or_default();
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
     let model = server.openai_model("child-model");
@@ -85,6 +100,7 @@ fn a_run_killed_after_three_calls_resumes_without_repeating_them() {
     let agents = write_agent(home.path(), "worker", WORKER);
     let script = write(home.path(), "four.js", FOUR_CALLS);
     let mut first: Child = process_in(home.path())
+        .args(&store)
         .args(["workflow", "run"])
         .arg(&script)
         .args(["--model", &model, "--agents"])
@@ -106,6 +122,7 @@ fn a_run_killed_after_three_calls_resumes_without_repeating_them() {
     // The journal: one run, three calls done, the fourth unfinished.
     let listed = json_stdout(
         subagents_in(home.path())
+            .args(&store)
             .args(["workflow", "list", "--json"])
             .assert()
             .success(),
@@ -122,6 +139,7 @@ fn a_run_killed_after_three_calls_resumes_without_repeating_them() {
     // Resume in a new process: only the fourth call runs.
     let out = json_stdout(
         subagents_in(home.path())
+            .args(&store)
             .args([
                 "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
             ])
@@ -161,6 +179,7 @@ fn a_run_killed_after_three_calls_resumes_without_repeating_them() {
     // `show`: every call done, with its child's task id.
     let shown = json_stdout(
         subagents_in(home.path())
+            .args(&store)
             .args(["workflow", "show", &run_id, "--json"])
             .assert()
             .success(),
@@ -181,6 +200,7 @@ fn a_run_killed_after_three_calls_resumes_without_repeating_them() {
     let before = server.request_count();
     let again = json_stdout(
         subagents_in(home.path())
+            .args(&store)
             .args([
                 "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
             ])
