@@ -360,10 +360,12 @@ fn summary(
         total.input_tokens,
         total.output_tokens
     );
-    if !prices.is_empty() {
-        let cost: f64 = all_nodes(&view.usage)
-            .filter_map(|n| crate::output::usage_cost(prices, &n.usage))
-            .sum();
+    // The priced calls' cost (none shown when no call's model has a price).
+    let costs: Vec<f64> = all_nodes(&view.usage)
+        .filter_map(|n| crate::output::usage_cost(prices, &n.usage))
+        .collect();
+    if !costs.is_empty() {
+        let cost = costs.iter().fold(0.0, |a, c| a + c);
         line.push_str(&format!(" · ${cost:.4}"));
     }
     if let Some(e) = &o.error {
