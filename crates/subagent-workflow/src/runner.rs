@@ -294,10 +294,9 @@ impl Workflows {
             description: format!("workflow {run_id} {verb}"),
         });
         let mut counts = CallCounts::default();
-        // What was spent before a resume stays spent.
+        // What was spent before a resume stays spent (a cancelled call's partial usage too).
         let journaled: BTreeMap<u32, UsageNode> = calls
             .iter()
-            .filter(|c| c.state.is_finished())
             .filter_map(|c| c.usage.clone().map(|u| (c.position, u)))
             .collect();
         if let Some(budget) = wctx.budget() {

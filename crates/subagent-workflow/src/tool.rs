@@ -1,5 +1,8 @@
 //! The `Workflow` tool: a model writes the orchestration as a script.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
@@ -31,16 +34,43 @@ struct Input {
     resume: Option<String>,
 }
 
+/// The runs one tool remembers having started, for `resume`.
+const MAX_STARTED: usize = 1_000;
+
 /// The `Workflow` tool over a [`Workflows`] runner (offered to a main agent beside `Task`).
+///
+/// A model may `resume` only runs this tool started (at most the last 1,000): on a store shared
+/// by several users or sessions it cannot run someone else's script. `subagents workflow
+/// resume` (a person) resumes any.
 #[derive(Debug, Clone)]
 pub struct WorkflowTool {
     workflows: Workflows,
+    started: Arc<Mutex<VecDeque<String>>>,
 }
 
 impl WorkflowTool {
     /// The tool over `workflows`.
     pub fn new(workflows: Workflows) -> Self {
-        Self { workflows }
+        Self {
+            workflows,
+            started: Arc::default(),
+        }
+    }
+
+    fn remember(&self, run_id: &str) {
+        let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        if started.len() >= MAX_STARTED {
+            started.pop_front();
+        }
+        started.push_back(run_id.to_string());
+    }
+
+    fn started(&self, run_id: &str) -> bool {
+        self.started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|r| r == run_id)
     }
 }
 
@@ -73,11 +103,25 @@ impl Tool for WorkflowTool {
         let input: Input = serde_json::from_value(input)
             .map_err(|e| ToolError::invalid(WORKFLOW_TOOL, format!("{e}")))?;
         let result = match (&input.resume, &input.script) {
+            (Some(run_id), _) if !self.started(run_id) => {
+                return Ok(ToolOutput::error(format!(
+                    "workflow: `{run_id}` is not a run this tool started in this session; a \
+                     person resumes other runs with `subagents workflow resume RUN_ID`"
+                )));
+            }
             (Some(run_id), script) => self.workflows.resume(run_id, script.as_deref(), ctx).await,
             (None, Some(script)) => {
-                self.workflows
-                    .run(script, input.args.unwrap_or(Value::Null), ctx)
+                match self
+                    .workflows
+                    .prepare(script, input.args.unwrap_or(Value::Null))
                     .await
+                {
+                    Ok(prepared) => {
+                        self.remember(prepared.run_id());
+                        Ok(self.workflows.execute(prepared, ctx).await)
+                    }
+                    Err(e) => Err(e),
+                }
             }
             (None, None) => {
                 return Err(ToolError::invalid(

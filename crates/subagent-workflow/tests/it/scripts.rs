@@ -146,3 +146,55 @@ async fn no_clock_or_randomness() {
         assert!(e.starts_with("workflow.js:1: Error: "), "{e}");
     }
 }
+
+#[tokio::test]
+async fn the_tool_runs_a_script_and_resumes_only_its_own_runs() {
+    use subagent_spi::Tool;
+    let w = World::new(WorkflowLimits::default()).await;
+    let tool = subagent_workflow::WorkflowTool::new(w.workflows.clone());
+    let ctx = TaskContext::new();
+    let out = tool
+        .call(
+            json!({"script": "return await agent('echo', args.p);", "args": {"p": "hi"}}),
+            &ctx,
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.content);
+    assert!(
+        out.content.starts_with("echo:hi\n\n[workflow wf_"),
+        "{}",
+        out.content
+    );
+    assert_eq!(out.children.len(), 1, "the workflow's node");
+    assert_eq!(out.children[0].children.len(), 1, "its call below it");
+    let own = out.children[0].task_id.clone().unwrap();
+    let again = tool.call(json!({"resume": own}), &ctx).await.unwrap();
+    assert!(!again.is_error, "{}", again.content);
+    assert_eq!(w.calls.total(), 1, "resumed from the journal");
+    // A run the tool did not start (another session's, on a shared store) is refused.
+    let other = w
+        .workflows
+        .run("return 1;", json!(null), &ctx)
+        .await
+        .unwrap()
+        .run_id;
+    let refused = tool.call(json!({"resume": other}), &ctx).await.unwrap();
+    assert!(refused.is_error);
+    assert!(
+        refused.content.contains("not a run this tool started"),
+        "{}",
+        refused.content
+    );
+    let bad = tool
+        .call(json!({"script": "return x +;"}), &ctx)
+        .await
+        .unwrap();
+    assert!(bad.is_error);
+    assert!(
+        bad.content.contains("workflow.js:1: SyntaxError"),
+        "{}",
+        bad.content
+    );
+    assert!(bad.content.contains("\"resume\""), "{}", bad.content);
+}
