@@ -59,11 +59,13 @@
 //! `parallel` branch an `await` resumes in; QuickJS has no async context to ask.)
 //!
 //! On resume, a call whose position and input hash match a finished entry gets the journaled
-//! value and nothing runs; an unfinished one runs again: when its child announced a session
-//! (a Markdown agent's transcript, an MCP server's task `mcp-task:ID`) the call continues it
-//! ([`CONTINUE_PROMPT`]: the transcript's turns are not paid again; an MCP task is followed to
-//! its end without a new call), otherwise from the start (an A2A agent's task, which our A2A
-//! kind cannot yet re-attach to). A call whose inputs changed at a journaled position, or a
+//! value and nothing runs; an unfinished one is re-attached or runs again: when its child
+//! announced a session the call continues it ([`CONTINUE_PROMPT`]): an A2A task the peer still
+//! works on is followed by its id to its end (no message sent), an MCP server's task
+//! (`mcp-task:ID`) likewise (no new `tools/call`), a Markdown agent continues its transcript
+//! (the turns it had are not paid again). Without a session, or when continuing fails (an A2A
+//! task that already ended, a transcript never written), it runs from the start. A call whose
+//! inputs changed at a journaled position, or a
 //! journaled value the script no longer asks for, stops the resume with
 //! [`WorkflowError::Diverged`] naming the position and the agent. Usage of journaled calls is
 //! charged to the resumed run's budget: what was spent stays spent.

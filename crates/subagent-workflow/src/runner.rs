@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 use subagent_core::BudgetExt;
 use subagent_spi::{
-    ApprovalRequest, ProgressEvent, ProgressKind, ProgressSink, SubagentError, TaskCall,
-    TaskContext, TaskStatus, Usage, UsageNode,
+    ApprovalRequest, ProgressEvent, ProgressKind, ProgressSink, TaskCall, TaskContext, TaskStatus,
+    Usage, UsageNode,
 };
 use tokio::task::JoinSet;
 use tracing::Instrument;
@@ -815,8 +815,12 @@ async fn run_call(
                     again.resume = Some(session);
                     again.prompt = CONTINUE_PROMPT.to_string();
                     match caller.call(again, ctx).await {
-                        // Nothing to continue (no transcript, a kind that cannot): from the start.
-                        Err(SubagentError::Resume { .. }) => caller.call(call, ctx).await,
+                        // Nothing to continue (no transcript, a task the peer no longer has, a
+                        // kind that cannot): from the start. Continuing is only a saving.
+                        Err(e) if !ctx.cancel().is_cancelled() => {
+                            tracing::debug!(position, error = %e, "could not continue the call's session; running it again");
+                            caller.call(call, ctx).await
+                        }
                         r => r,
                     }
                 }

@@ -156,7 +156,28 @@ struct Run {
 }
 
 impl Run {
+    /// Applies one event; the first time the remote task's id is known, it is announced as the
+    /// run's session ([`ProgressKind::Session`]), so a host that records it (a workflow's
+    /// journal, the background ledger) can follow the task after a restart.
     fn apply(
+        &mut self,
+        ev: v1::StreamResponse,
+        ctx: &TaskContext,
+        url: &str,
+    ) -> Result<(), A2aError> {
+        let before = self.task_id.clone();
+        let r = self.apply_event(ev, ctx, url);
+        if self.task_id != before
+            && let Some(task) = &self.task_id
+        {
+            ctx.emit(ProgressKind::Session {
+                session_id: encode_session(self.context_id.as_deref(), Some(task)),
+            });
+        }
+        r
+    }
+
+    fn apply_event(
         &mut self,
         ev: v1::StreamResponse,
         ctx: &TaskContext,
@@ -331,16 +352,21 @@ async fn consume(
     Ok(())
 }
 
+/// Sends `req` and follows its task to a settled state; with `attached` (a resumed task the peer
+/// still works on), sends nothing and follows that task.
 async fn drive(
     client: &A2aClient,
     def: &A2aSubagentDefinition,
     req: v1::SendMessageRequest,
     run: &mut Run,
     ctx: &TaskContext,
+    attached: Option<v1::Task>,
 ) -> Result<(), A2aError> {
     let url = client.endpoint().url.as_str();
     let streaming = def.uses_streaming();
-    if streaming {
+    if let Some(task) = attached {
+        run.apply(v1::StreamResponse::Task(task), ctx, url)?;
+    } else if streaming {
         let mut stream = client.send_streaming_message(req).await?;
         match consume(&mut stream, run, ctx, url).await {
             // A dropped connection after the task is known: follow the task instead.
@@ -539,6 +565,7 @@ impl SubagentKind for A2aExecutor {
         let mut message =
             v1::Message::new(v1::Role::User, new_id(), vec![v1::Part::text(&call.prompt)]);
         message.context_id = context_id.clone();
+        let run_task = task_id.clone();
         message.task_id = task_id;
         // Typed result (crate::typed): the schema travels as a data part.
         if let Some(schema) = &call.output_schema {
@@ -590,8 +617,33 @@ impl SubagentKind for A2aExecutor {
         let mut questions = 0usize;
         let ended = {
             let fut = async {
+                // A resumed task the peer still works on (the caller's process ended while it
+                // ran): followed to its end, nothing sent (a working task takes no message).
+                let mut attached = match run_task.as_deref() {
+                    Some(id) => match clients[active].get_task(id, None).await {
+                        Ok(t)
+                            if matches!(
+                                t.status.state,
+                                TaskState::Submitted | TaskState::Working
+                            ) =>
+                        {
+                            tracing::debug!(agent = %agent, task = %id, "re-attached to the remote task");
+                            Some(t)
+                        }
+                        _ => None,
+                    },
+                    None => None,
+                };
                 loop {
-                    let r = drive(&clients[active], def, req.clone(), &mut run, &ctx).await;
+                    let r = drive(
+                        &clients[active],
+                        def,
+                        req.clone(),
+                        &mut run,
+                        &ctx,
+                        attached.take(),
+                    )
+                    .await;
                     match r {
                         Err(e)
                             if e.is_version_not_supported()

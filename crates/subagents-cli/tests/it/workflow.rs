@@ -607,3 +607,112 @@ fn the_main_agent_runs_a_workflow_with_its_tool() {
     let lean = server.last_request().expect("request");
     assert!(!lean.tool_names().contains(&"Workflow".to_string()));
 }
+
+/// An A2A call in flight when the workflow's process is killed is re-attached on resume: the
+/// served agent's task (still working at the peer) is followed to its end by its id, with no
+/// second message to the peer and no second run of the served agent.
+#[test]
+fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
+    let rt = rt();
+    let model = rt.block_on(ScriptedModelServer::start());
+    model.script().push_for_model(
+        "worker-model",
+        Reply::text("remote answer").with_delay(Duration::from_secs(4)),
+    );
+    let served_home = tempfile::tempdir().expect("served home");
+    let (_served, worker_url) =
+        common::serve_worker(&rt, &model, served_home.path(), WORKER, |_| {});
+    let home = tempfile::tempdir().expect("home");
+    let script = write(
+        home.path(),
+        "remote.js",
+        "return await agent('worker', 'a long question');",
+    );
+    let mut first = process_in(home.path())
+        .args(["workflow", "run"])
+        .arg(&script)
+        .args(["--a2a", &worker_url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("workflow run starts");
+    // Killed once the call's remote task is journaled (its session names the task).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run_id = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the remote task was never journaled"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let out = subagents_in(home.path())
+            .args(["workflow", "list", "--json"])
+            .output()
+            .expect("list");
+        let Ok(list) = serde_json::from_slice::<Value>(&out.stdout) else {
+            continue;
+        };
+        let Some(id) = list[0]["run_id"].as_str() else {
+            continue;
+        };
+        let shown = subagents_in(home.path())
+            .args(["workflow", "show", id, "--json"])
+            .output()
+            .expect("show");
+        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap_or(Value::Null);
+        if shown["calls"][0]["session_id"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("a2a:"))
+        {
+            break id.to_string();
+        }
+    };
+    first.kill().expect("SIGKILL");
+    let _ = first.wait();
+    assert_eq!(model.request_count(), 1);
+    let out = json_stdout(
+        subagents_in(home.path())
+            .args([
+                "workflow",
+                "resume",
+                &run_id,
+                "--json",
+                "--a2a",
+                &worker_url,
+            ])
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .success(),
+    );
+    assert_eq!(out["result"], "remote answer", "{out}");
+    assert_eq!(out["calls"]["rerun"], 1, "{out}");
+    assert_eq!(
+        model.request_count(),
+        1,
+        "the served agent ran once: the resume followed its task"
+    );
+    // The peer got one message: the resume sent nothing to its working task.
+    let tasks: Value = rt.block_on(async {
+        reqwest::Client::new()
+            .post(&worker_url)
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"historyLength": 50}}))
+            .send()
+            .await
+            .expect("ListTasks answers")
+            .json()
+            .await
+            .expect("JSON")
+    });
+    let tasks = tasks["result"]["tasks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    let user_messages: Vec<&Value> = tasks[0]["history"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "ROLE_USER")
+        .collect();
+    assert_eq!(user_messages.len(), 1, "{:?}", tasks[0]["history"]);
+}
