@@ -64,7 +64,10 @@
 //! text is the agent's question and whose `session_id` (`a2a:...`, see
 //! [`client::encode_session`]) continues the same task (same contextId and taskId) when passed
 //! as `TaskCall::resume`. Other outcomes carry a session id holding the contextId, so a resume
-//! continues the conversation with a new task. Cancelling the context sends `CancelTask` and
+//! continues the conversation with a new task. A run announces `a2a:...` with its taskId as
+//! soon as the peer names the task (a `Session` progress event, which a host's journal keeps),
+//! and resuming a session whose task the peer still works on (`submitted`, `working`) follows
+//! that task to its end and sends nothing: a caller that died re-attaches. Cancelling the context sends `CancelTask` and
 //! returns a `cancelled` outcome. The reference's time limit (`timeout_secs`) also sends
 //! `CancelTask` and returns [`subagent_spi::SubagentError::TimedOut`]; when the caller's
 //! deadline (`TaskContext::deadline`) comes first, the run ends with a `limit_reached` outcome
