@@ -27,9 +27,9 @@ use serde_json::Value;
 
 /// What the server saw.
 #[derive(Default)]
-struct Seen {
+pub(crate) struct Seen {
     /// `tools/call` requests.
-    calls: AtomicUsize,
+    pub(crate) calls: AtomicUsize,
     /// `tasks/get` requests.
     gets: AtomicUsize,
     /// `tasks/cancel` requests.
@@ -42,10 +42,10 @@ struct Seen {
 /// answers `job done: PROMPT`) or until it is cancelled. Its tasks live in the server, across
 /// client sessions.
 #[derive(Clone)]
-struct JobServer {
+pub(crate) struct JobServer {
     tasks: TaskManager,
-    seen: Arc<Seen>,
-    release: Arc<tokio::sync::watch::Sender<bool>>,
+    pub(crate) seen: Arc<Seen>,
+    pub(crate) release: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl ServerHandler for JobServer {
@@ -132,7 +132,7 @@ impl ServerHandler for JobServer {
 }
 
 /// Serves a [`JobServer`] at `http://127.0.0.1:PORT/mcp` on `rt`; returns it and the URL.
-fn start_server(rt: &tokio::runtime::Runtime) -> (JobServer, String) {
+pub(crate) fn start_server(rt: &tokio::runtime::Runtime) -> (JobServer, String) {
     let (release, _) = tokio::sync::watch::channel(false);
     let server = JobServer {
         tasks: TaskManager::default(),

@@ -716,3 +716,72 @@ fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
         .collect();
     assert_eq!(user_messages.len(), 1, "{:?}", tasks[0]["history"]);
 }
+
+/// An MCP call the server runs as a task, in flight when the workflow's process is killed, is
+/// re-attached on resume by its task handle: no second `tools/call`.
+#[test]
+fn an_mcp_call_in_flight_is_re_attached_by_its_task_handle() {
+    let rt = rt();
+    let (server, url) = crate::mcp_restart::start_server(&rt);
+    let home = tempfile::tempdir().expect("home");
+    let script = write(
+        home.path(),
+        "job.js",
+        "return await agent('job', 'the work');",
+    );
+    let spec = format!("{url}#tool=job");
+    let mut first = process_in(home.path())
+        .args(["workflow", "run"])
+        .arg(&script)
+        .args(["--mcp", &spec])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("workflow run starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run_id = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the MCP task was never journaled"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let out = subagents_in(home.path())
+            .args(["workflow", "list", "--json"])
+            .output()
+            .expect("list");
+        let Ok(list) = serde_json::from_slice::<Value>(&out.stdout) else {
+            continue;
+        };
+        let Some(id) = list[0]["run_id"].as_str() else {
+            continue;
+        };
+        let shown = subagents_in(home.path())
+            .args(["workflow", "show", id, "--json"])
+            .output()
+            .expect("show");
+        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap_or(Value::Null);
+        if shown["calls"][0]["session_id"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("mcp-task:"))
+        {
+            break id.to_string();
+        }
+    };
+    first.kill().expect("SIGKILL");
+    let _ = first.wait();
+    server.release.send_replace(true);
+    let out = json_stdout(
+        subagents_in(home.path())
+            .args(["workflow", "resume", &run_id, "--json", "--mcp", &spec])
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .success(),
+    );
+    assert_eq!(out["result"], "job done: the work", "{out}");
+    assert_eq!(out["calls"]["rerun"], 1, "{out}");
+    assert_eq!(
+        server.seen.calls.load(Ordering::SeqCst),
+        1,
+        "one tools/call: the resume followed the task"
+    );
+}
