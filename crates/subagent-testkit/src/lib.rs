@@ -38,6 +38,7 @@ mod fn_kind;
 mod fn_tool;
 mod model;
 mod progress;
+mod ratelimit;
 mod reply;
 mod script;
 mod server;
@@ -49,6 +50,7 @@ pub use fn_kind::{FN_KIND, FnDefinition, FnKind, fn_ref};
 pub use fn_tool::FnTool;
 pub use model::{ScriptedModel, Step, tool_results};
 pub use progress::ProgressRecorder;
+pub use ratelimit::RateLimit;
 
 pub use reply::{Reply, ScriptedToolCall, ScriptedUsage};
 pub use script::{Responder, Script};

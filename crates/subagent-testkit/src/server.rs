@@ -14,6 +14,7 @@ use tokio::sync::{Notify, oneshot};
 
 use crate::Reply;
 use crate::cache::PromptCache;
+use crate::ratelimit::{RateLimit, draw};
 use crate::reply::StreamEnd;
 use crate::script::Script;
 use crate::wire::{self, RequestShape, WireFormat};
@@ -138,6 +139,12 @@ struct ServerState {
     /// Whether replies report prompt-cache reads (see `set_prompt_cache`).
     caching: AtomicBool,
     cache: PromptCache,
+    /// The rate limit in force (see `set_rate_limit`).
+    rate_limit: Mutex<Option<RateLimit>>,
+    /// Requests refused by the rate limit.
+    refused: AtomicUsize,
+    /// Draws taken by `RateLimit::Random`.
+    draws: AtomicU64,
 }
 
 /// A scripted model server on `127.0.0.1:<ephemeral port>` speaking the OpenAI Chat Completions
@@ -208,6 +215,9 @@ impl ScriptedModelServer {
             max_prompt: AtomicU64::new(0),
             caching: AtomicBool::new(false),
             cache: PromptCache::default(),
+            rate_limit: Mutex::new(None),
+            refused: AtomicUsize::new(0),
+            draws: AtomicU64::new(0),
         });
         let app = Router::new().fallback(handle).with_state(state.clone());
         let (tx, rx) = oneshot::channel::<()>();
@@ -351,6 +361,34 @@ impl ScriptedModelServer {
     pub fn max_concurrent_requests(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
     }
+
+    /// Rate-limit the requests that follow (`None`: no limit, the default): refused requests
+    /// are answered `429` with a `Retry-After` and take no reply from the script (see
+    /// [`RateLimit`]). Requests to an unknown path or with a prompt over the context window
+    /// are answered as before, unlimited.
+    ///
+    /// ```no_run
+    /// # async fn demo() {
+    /// use std::time::Duration;
+    /// use subagent_testkit::{RateLimit, Reply, ScriptedModelServer};
+    /// let server = ScriptedModelServer::start().await;
+    /// // Four requests answered at once, each taking 250 ms; the rest: 429, Retry-After: 1.
+    /// server.set_rate_limit(Some(RateLimit::in_flight(4, Duration::from_secs(1))));
+    /// server.set_fallback(Some(Reply::text("ok").with_delay(Duration::from_millis(250))));
+    /// # }
+    /// ```
+    pub fn set_rate_limit(&self, limit: Option<RateLimit>) {
+        *self
+            .state
+            .rate_limit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = limit;
+    }
+
+    /// How many requests the rate limit refused (answered 429) so far.
+    pub fn rate_limited_count(&self) -> usize {
+        self.state.refused.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for ScriptedModelServer {
@@ -364,10 +402,71 @@ impl Drop for ScriptedModelServer {
 struct InFlight<'a>(&'a ServerState);
 
 impl<'a> InFlight<'a> {
-    fn enter(state: &'a ServerState) -> Self {
-        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        state.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        Self(state)
+    /// Enters, unless `max` requests are in flight already (`None`: no cap).
+    fn try_enter(state: &'a ServerState, max: Option<usize>) -> Option<Self> {
+        let mut cur = state.in_flight.load(Ordering::SeqCst);
+        loop {
+            if max.is_some_and(|m| cur >= m) {
+                return None;
+            }
+            match state.in_flight.compare_exchange_weak(
+                cur,
+                cur + 1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        state.max_in_flight.fetch_max(cur + 1, Ordering::SeqCst);
+        Some(Self(state))
+    }
+}
+
+/// Enters the request under the rate limit in force: the in-flight guard, or the 429 that
+/// refuses it.
+fn admit(state: &ServerState, format: WireFormat) -> Result<InFlight<'_>, Response> {
+    let limit = *state
+        .rate_limit
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let (max, refused) = match limit {
+        None => (None, false),
+        Some(RateLimit::InFlight { max, .. }) => (Some(max), false),
+        Some(RateLimit::Random { rate, seed, .. }) => {
+            let n = state.draws.fetch_add(1, Ordering::SeqCst);
+            (None, draw(seed, n) < rate)
+        }
+    };
+    let guard = if refused {
+        None
+    } else {
+        InFlight::try_enter(state, max)
+    };
+    match (guard, limit) {
+        (Some(g), _) => Ok(g),
+        (None, limit) => {
+            state.refused.fetch_add(1, Ordering::SeqCst);
+            let mut resp = simple(
+                429,
+                "application/json",
+                wire::error_json(
+                    format,
+                    429,
+                    "Rate limit reached for requests (scripted model server); please retry later.",
+                ),
+            );
+            for (name, value) in limit.map(|l| l.headers()).unwrap_or_default() {
+                if let (Ok(n), Ok(v)) = (
+                    HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(&value),
+                ) {
+                    resp.headers_mut().append(n, v);
+                }
+            }
+            Err(resp)
+        }
     }
 }
 
@@ -464,13 +563,17 @@ async fn handle(
             ),
         );
     }
+    // A refused request takes no reply and is not seen by the imitated prompt cache.
+    let guard = match admit(&state, format) {
+        Ok(g) => g,
+        Err(refusal) => return refusal,
+    };
     let model = json.get("model").and_then(Value::as_str);
     let cache_read = if state.caching.load(Ordering::SeqCst) {
         state.cache.observe(&String::from_utf8_lossy(&body))
     } else {
         None
     };
-    let guard = InFlight::enter(&state);
     let Some(mut reply) = state.script.next_for(model, &json) else {
         drop(guard);
         return simple(
