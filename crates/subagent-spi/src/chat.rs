@@ -354,6 +354,16 @@ pub enum ChatDelta {
         /// JSON fragment.
         fragment: String,
     },
+    /// Not part of the reply: the call waits before its next attempt, because the provider
+    /// asked it to slow down (a rate limit, an overload), the endpoint has as many requests in
+    /// flight as it takes now, or an attempt failed and is retried. A host shows `reason` as
+    /// the run's status; a stalled-run watchdog counts it as progress.
+    Waiting {
+        /// Why, for a person: e.g. `rate limited (HTTP 429): retry in 3.2 s`.
+        reason: String,
+        /// How long until the next attempt, when known.
+        retry_in: Option<std::time::Duration>,
+    },
 }
 
 /// An LLM provider.

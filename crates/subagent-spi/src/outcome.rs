@@ -153,6 +153,12 @@ pub struct UsageNode {
     /// Runs this one delegated to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<UsageNode>,
+    /// Why the run failed, for a [`TaskStatus::Failed`] run when its host knows: the error it
+    /// ended with (e.g. `agent `worker` failed: model call failed on turn 1: ...`), so a
+    /// caller can say which children failed and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(into)]
+    pub error: Option<String>,
 }
 
 impl UsageNode {
@@ -170,6 +176,7 @@ impl UsageNode {
             status,
             usage,
             children: Vec::new(),
+            error: None,
         }
     }
 
@@ -247,6 +254,7 @@ impl TaskOutcome {
             status: self.status,
             usage: self.usage.clone(),
             children: self.children.clone(),
+            error: None,
         }
     }
 }
