@@ -63,7 +63,7 @@ impl RateLimit {
         let ms = wait.as_millis();
         let secs = ms.div_ceil(1000);
         let mut h = vec![("retry-after".to_string(), secs.to_string())];
-        if ms % 1000 != 0 {
+        if !ms.is_multiple_of(1000) {
             h.push(("retry-after-ms".to_string(), ms.to_string()));
         }
         h

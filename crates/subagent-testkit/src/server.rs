@@ -426,7 +426,7 @@ impl<'a> InFlight<'a> {
 
 /// Enters the request under the rate limit in force: the in-flight guard, or the 429 that
 /// refuses it.
-fn admit(state: &ServerState, format: WireFormat) -> Result<InFlight<'_>, Response> {
+fn admit(state: &ServerState, format: WireFormat) -> Result<InFlight<'_>, Box<Response>> {
     let limit = *state
         .rate_limit
         .lock()
@@ -465,7 +465,7 @@ fn admit(state: &ServerState, format: WireFormat) -> Result<InFlight<'_>, Respon
                     resp.headers_mut().append(n, v);
                 }
             }
-            Err(resp)
+            Err(Box::new(resp))
         }
     }
 }
@@ -566,7 +566,7 @@ async fn handle(
     // A refused request takes no reply and is not seen by the imitated prompt cache.
     let guard = match admit(&state, format) {
         Ok(g) => g,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     let model = json.get("model").and_then(Value::as_str);
     let cache_read = if state.caching.load(Ordering::SeqCst) {
