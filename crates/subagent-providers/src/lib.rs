@@ -90,9 +90,11 @@ mod anthropic;
 mod base_url;
 mod common;
 mod error;
+mod limiter;
 mod openai;
 mod options;
 mod probe;
+mod rate_headers;
 mod spec;
 mod text_calls;
 mod transport;
@@ -110,11 +112,12 @@ pub use openai::{
 pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::probe_ollama;
 pub use spec::{
-    ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, Provider, TEXT_TOOL_CALLS_VAR, Temperature,
-    default_aliases, is_local_url, model_from_spec, model_from_spec_with_env, spec_server,
+    ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, Provider, RATE_LIMIT_WAIT_VAR,
+    TEXT_TOOL_CALLS_VAR, Temperature, default_aliases, is_local_url, model_from_spec,
+    model_from_spec_with_env, spec_server,
 };
 pub use text_calls::MAX_TEXT_TOOL_CALLS;
-pub use transport::RetryPolicy;
+pub use transport::{DEFAULT_MAX_RATE_LIMIT_WAIT, RetryPolicy};
 
 #[cfg(test)]
 mod stream_tests;

@@ -7,9 +7,8 @@ use derive_setters::Setters;
 use subagent_spi::ModelError;
 
 use crate::common::ApiKey;
-use crate::transport::{
-    RetryPolicy, SharedPause, Transport, build_client, header_map, normalise_base_url,
-};
+use crate::limiter::Limiter;
+use crate::transport::{RetryPolicy, Transport, build_client, header_map, normalise_base_url};
 
 /// Default silence allowed inside a streamed reply (120 s): long enough for a reasoning model's
 /// first token, short enough that a frozen server is noticed.
@@ -108,10 +107,19 @@ impl HttpOptions {
         self
     }
 
-    /// Retries after the first attempt on 429, 5xx (incl. Anthropic's 529 overloaded) and
-    /// connection errors (default 3).
+    /// Retries after the first attempt on 5xx and connection errors (default 3); slow-down
+    /// answers (429, 503, 529) are retried for [`max_rate_limit_wait`](Self::max_rate_limit_wait)
+    /// instead. See [`RetryPolicy`].
     pub fn max_retries(mut self, n: u32) -> Self {
         self.retry.max_retries = n;
+        self
+    }
+
+    /// How long a call keeps retrying slow-down answers (429, 503, 529), from the first one
+    /// (default 300 s; zero: they are retried `max_retries` times like other failures). See
+    /// [`RetryPolicy::max_rate_limit_wait`].
+    pub fn max_rate_limit_wait(mut self, wait: Duration) -> Self {
+        self.retry.max_rate_limit_wait = wait;
         self
     }
 
@@ -171,10 +179,18 @@ impl HttpOptions {
             None => build_client()?,
         };
         let url = format!("{base}{path}");
+        // One limiter per endpoint and key: the credentials are the headers marked secret.
+        let limiter = Limiter::for_endpoint(
+            &url,
+            headers
+                .values()
+                .filter(|v| v.is_sensitive())
+                .map(|v| v.as_bytes()),
+        );
         Ok(Endpoint {
             model,
             transport: Transport {
-                pause: SharedPause::for_endpoint(&url),
+                limiter,
                 url,
                 provider,
                 client,
@@ -261,6 +277,13 @@ macro_rules! http_option_setters {
         /// The first backoff delay (default 500 ms; doubles each retry).
         pub fn base_delay(mut self, d: std::time::Duration) -> Self {
             self.http = self.http.base_delay(d);
+            self
+        }
+
+        /// See [`HttpOptions::max_rate_limit_wait`](crate::HttpOptions::max_rate_limit_wait)
+        /// (default 300 s).
+        pub fn max_rate_limit_wait(mut self, wait: std::time::Duration) -> Self {
+            self.http = self.http.max_rate_limit_wait(wait);
             self
         }
 

@@ -279,6 +279,9 @@ impl ModelSpec {
                 if let Some(t) = self.temperature {
                     b = b.temperature(t.get());
                 }
+                if let Some(wait) = rate_limit_wait(&var)? {
+                    b = b.max_rate_limit_wait(wait);
+                }
                 return Ok(Arc::new(b.build()?));
             }
             Provider::Ollama => OpenAiModel::builder()
@@ -302,6 +305,10 @@ impl ModelSpec {
         };
         let openai = match self.temperature {
             Some(t) => openai.temperature(t.get()),
+            None => openai,
+        };
+        let openai = match rate_limit_wait(&var)? {
+            Some(wait) => openai.max_rate_limit_wait(wait),
             None => openai,
         };
         Ok(Arc::new(openai.build()?))
@@ -329,6 +336,32 @@ fn text_tool_calls(
         Some(v) if matches!(v.as_str(), "off" | "0" | "false" | "no") => Ok(false),
         Some(v) => Err(ModelError::Config(format!(
             "{TEXT_TOOL_CALLS_VAR}=`{v}` is neither on nor off"
+        ))),
+    }
+}
+
+/// The variable that sets how long every model built from a spec keeps retrying slow-down
+/// answers (429, 503, 529), in seconds (`0`: they are retried `max_retries` times like other
+/// failures). Unset: [`DEFAULT_MAX_RATE_LIMIT_WAIT`](crate::DEFAULT_MAX_RATE_LIMIT_WAIT), 300.
+pub const RATE_LIMIT_WAIT_VAR: &str = "SUBAGENTS_RATE_LIMIT_WAIT";
+
+/// The largest [`RATE_LIMIT_WAIT_VAR`] accepted, in seconds (a day).
+const MAX_RATE_LIMIT_WAIT_SECS: f64 = 86_400.0;
+
+/// [`RATE_LIMIT_WAIT_VAR`], checked, when set.
+fn rate_limit_wait(
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<std::time::Duration>, ModelError> {
+    let Some(v) = var(RATE_LIMIT_WAIT_VAR) else {
+        return Ok(None);
+    };
+    match v.trim().parse::<f64>() {
+        Ok(secs) if (0.0..=MAX_RATE_LIMIT_WAIT_SECS).contains(&secs) => {
+            Ok(Some(std::time::Duration::from_secs_f64(secs)))
+        }
+        _ => Err(ModelError::Config(format!(
+            "{RATE_LIMIT_WAIT_VAR}=`{}` is not a number of seconds from 0 to {MAX_RATE_LIMIT_WAIT_SECS}",
+            v.trim()
         ))),
     }
 }

@@ -1,9 +1,9 @@
-//! HTTP plumbing shared by the providers: retries with backoff, timeouts, error mapping.
+//! HTTP plumbing shared by the providers: retries with backoff under the endpoint's adaptive
+//! limit ([`crate::limiter`]), timeouts, error mapping.
 
-use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -11,6 +11,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use subagent_spi::ModelError;
 use subagent_spi::chat::{ChatDelta, ChatResponse};
+
+use crate::limiter::{Limiter, Permit, Wait};
 
 /// A provider's decoder of a streamed reply, fed chunk by chunk by
 /// [`Transport::stream_reply`].
@@ -43,25 +45,45 @@ pub(crate) type ContinueBody<'a> = &'a (dyn Fn(&str) -> Result<Bytes, ModelError
 
 /// How failed calls are retried.
 ///
-/// 429, 5xx and connection failures are retried up to `max_retries` times. The wait before
-/// retry `n` (from 0) is `base_delay * 2^n`, capped at `max_delay`, with jitter (a random
-/// fraction of up to half of it removed). When the provider sends `Retry-After` (seconds or an
-/// HTTP date) or `retry-after-ms`, that wait is used instead, capped at `max_retry_after`.
+/// **Slow-down answers** (429, 503, Anthropic's 529 overloaded, or any answer with a
+/// `Retry-After`) are waited out: retried until `max_rate_limit_wait` has passed since the
+/// call's first such answer, not a number of times. The wait before each retry is the
+/// `Retry-After` the provider sent (`retry-after-ms`, seconds or an HTTP date), capped at
+/// `max_retry_after`, plus a random jitter of up to half of it (from 100 ms to 5 s) so the
+/// callers told the same wait do not all come back at once; without one, the exponential
+/// backoff below. Meanwhile the endpoint's adaptive limit (see the crate docs) lowers the
+/// number of requests in flight, so the other calls queue instead of being refused too.
+///
+/// **Other failures** (5xx, connection failures) are retried up to `max_retries` times. The
+/// wait before retry `n` (from 0) is drawn at random from 0 to `base_delay * 2^n`, capped at
+/// `max_delay` ("full jitter").
+///
+/// Cancellation, the caller's deadline and budget end a call whatever it waits for (the agent
+/// loop drops the call).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryPolicy {
-    /// Retries after the first attempt (default 3; 0 disables retries).
+    /// Retries after the first attempt for failures other than slow-down answers (default 3;
+    /// 0 disables them). With `max_rate_limit_wait` zero, slow-down answers count here too.
     pub max_retries: u32,
     /// Backoff before the first retry (default 500 ms).
     pub base_delay: Duration,
     /// Largest backoff (default 30 s).
     pub max_delay: Duration,
-    /// Largest wait taken from a `Retry-After` header (default 60 s).
+    /// Largest wait taken from a `Retry-After` header or a provider's rate-limit reset header
+    /// (default 60 s): what a server can make one attempt wait at most.
     pub max_retry_after: Duration,
+    /// How long a call keeps retrying slow-down answers (429, 503, 529), from the first one
+    /// (default 300 s, [`DEFAULT_MAX_RATE_LIMIT_WAIT`]); zero: they are retried like other
+    /// failures, `max_retries` times.
+    pub max_rate_limit_wait: Duration,
     /// Also retry attempts that hit the request timeout (default false: a timeout has already
     /// used the whole budget).
     pub retry_on_timeout: bool,
 }
+
+/// How long a call keeps retrying slow-down answers by default: 5 minutes.
+pub const DEFAULT_MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(300);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -70,13 +92,15 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(60),
+            max_rate_limit_wait: DEFAULT_MAX_RATE_LIMIT_WAIT,
             retry_on_timeout: false,
         }
     }
 }
 
 impl RetryPolicy {
-    /// The backoff before retry `attempt` (0-based), without a `Retry-After`.
+    /// The backoff before retry `attempt` (0-based) without a `Retry-After`: a random wait
+    /// from 0 to `base_delay * 2^attempt`, capped at `max_delay` (full jitter).
     pub fn backoff(&self, attempt: u32) -> Duration {
         let factor = 1u32.checked_shl(attempt.min(20)).unwrap_or(u32::MAX);
         let full = self
@@ -84,14 +108,17 @@ impl RetryPolicy {
             .checked_mul(factor)
             .unwrap_or(self.max_delay)
             .min(self.max_delay);
-        // Remove up to half of the delay, at random.
-        let cut = full.mul_f64(0.5 * jitter_fraction());
-        full.saturating_sub(cut)
+        full.mul_f64(jitter_fraction())
     }
 
+    /// The wait before retry `attempt` after `err`: its `Retry-After` (capped) with jitter
+    /// above it, else the backoff.
     fn wait_for(&self, attempt: u32, err: &ModelError) -> Duration {
         match err.retry_after() {
-            Some(after) => after.min(self.max_retry_after),
+            Some(after) => {
+                let after = after.min(self.max_retry_after);
+                after + crate::limiter::spread(after).mul_f64(jitter_fraction())
+            }
             None => self.backoff(attempt),
         }
     }
@@ -102,17 +129,26 @@ impl RetryPolicy {
             other => other.is_retryable(),
         }
     }
+
+    /// True when slow-down answers are waited out by time (`max_rate_limit_wait` > 0).
+    fn waits_out_slow_downs(&self) -> bool {
+        !self.max_rate_limit_wait.is_zero()
+    }
 }
 
 /// A number in [0, 1) from the clock's nanoseconds, mixed (splitmix64) so close calls differ.
-fn jitter_fraction() -> f64 {
+pub(crate) fn jitter_fraction() -> f64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     let mut z = nanos
-        .wrapping_add(COUNTER.fetch_add(1, Ordering::Relaxed))
+        .wrapping_add(
+            COUNTER
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_mul(0x6A09_E667_F3BC_C909),
+        )
         .wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -199,81 +235,63 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Largest non-streamed reply read, in bytes.
 pub(crate) const MAX_REPLY_BODY: usize = 64 * 1024 * 1024;
 
-/// The pause every caller of one endpoint keeps after a 429 or 503: when one call is told to
-/// back off (by `Retry-After`, or by its own backoff when the provider gives none), every call to
-/// the same endpoint waits until then before its next attempt, so parallel children of one tree
-/// do not keep hammering a provider that asked them to slow down.
-///
-/// One per endpoint URL in the process, shared through a registry touched only when a model
-/// client is built; the task path reads one atomic.
-#[derive(Debug)]
-pub(crate) struct SharedPause {
-    /// Milliseconds after [`pause_epoch`] before which no attempt starts; 0 when none.
-    until_ms: AtomicU64,
-}
-
-fn pause_epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-impl SharedPause {
-    /// The pause of the endpoint `url` (the same value for every client of that URL).
-    pub(crate) fn for_endpoint(url: &str) -> Arc<Self> {
-        static REGISTRY: OnceLock<Mutex<HashMap<String, Weak<SharedPause>>>> = OnceLock::new();
-        let mut map = REGISTRY
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = map.get(url).and_then(Weak::upgrade) {
-            return p;
-        }
-        // Bounded: entries of clients that are gone are dropped as new ones arrive.
-        map.retain(|_, w| w.strong_count() > 0);
-        let p = Arc::new(SharedPause {
-            until_ms: AtomicU64::new(0),
-        });
-        map.insert(url.to_string(), Arc::downgrade(&p));
-        p
-    }
-
-    /// Waits out the pause, if one is in force.
-    async fn wait(&self) {
-        let until = self.until_ms.load(Ordering::Acquire);
-        if until == 0 {
-            return;
-        }
-        let now = pause_epoch().elapsed().as_millis() as u64;
-        if until > now {
-            tokio::time::sleep(Duration::from_millis(until - now)).await;
-        }
-    }
-
-    /// Every caller waits at least `wait` from now.
-    fn pause(&self, wait: Duration) {
-        let until = pause_epoch().elapsed().as_millis() as u64 + wait.as_millis() as u64;
-        self.until_ms.fetch_max(until.max(1), Ordering::AcqRel);
-    }
-}
-
-/// True for a 429 or 503 answer: the provider asks callers to slow down.
+/// True for a slow-down answer: 429, 503 or 529 (Anthropic's overloaded), or any answer with a
+/// `Retry-After`: the provider asks callers to slow down.
 fn is_slow_down(err: &ModelError) -> bool {
-    if err.retry_after().is_some() {
-        return true;
-    }
-    let ModelError::Rejected {
-        source: Some(src), ..
-    } = err
-    else {
-        return false;
+    err.retry_after().is_some() || matches!(crate::error::http_status(err), Some(429 | 503 | 529))
+}
+
+/// The status line of a waiting call, for a person: `rate limited (HTTP 429): retry in 3 s`.
+fn retry_reason(err: &ModelError, slow_down: bool, wait: Duration) -> String {
+    let status = crate::error::http_status(err);
+    let what = match status {
+        Some(429) => "rate limited (HTTP 429)".to_string(),
+        Some(s @ (503 | 529)) => format!("the provider is overloaded (HTTP {s})"),
+        Some(s) if slow_down => format!("the provider asked to slow down (HTTP {s})"),
+        Some(s) => format!("the model call failed (HTTP {s})"),
+        None => "the model call failed".to_string(),
     };
-    matches!(
-        src.downcast_ref::<crate::error::ProviderError>(),
-        Some(crate::error::ProviderError::Status {
-            status: 429 | 503,
-            ..
-        })
-    )
+    format!("{what}: retry in {}", seconds_text(wait))
+}
+
+/// `0.4 s`, `3.2 s`, `12 s`.
+fn seconds_text(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+/// A [`ChatDelta::Waiting`] for a wait in the endpoint's limiter.
+fn limiter_delta(w: Wait) -> ChatDelta {
+    match w {
+        Wait::Queued { in_flight } => ChatDelta::Waiting {
+            reason: format!(
+                "rate limited: waiting for a place ({in_flight} requests in flight to this endpoint)"
+            ),
+            retry_in: None,
+        },
+        Wait::Paused(d) => ChatDelta::Waiting {
+            reason: format!(
+                "rate limited: the provider's limit resets in {}",
+                seconds_text(d)
+            ),
+            retry_in: Some(d),
+        },
+    }
+}
+
+/// The last slow-down answer of a call that waited `waited` and may wait no longer, saying so.
+fn gave_up(mut err: ModelError, waited: Duration) -> ModelError {
+    if let ModelError::Rejected { message, .. } = &mut err {
+        message.push_str(&format!(
+            " (still refused after {} of retries; the limit is max_rate_limit_wait)",
+            seconds_text(waited)
+        ));
+    }
+    err
 }
 
 /// An HTTP endpoint with a client, retry policy and timeout.
@@ -287,8 +305,8 @@ pub(crate) struct Transport {
     pub timeout: Duration,
     /// The longest silence inside a streamed body.
     pub idle_timeout: Duration,
-    /// The backoff shared by every client of this endpoint.
-    pub pause: Arc<SharedPause>,
+    /// The adaptive limit shared by every client of this endpoint and key.
+    pub limiter: Arc<Limiter>,
 }
 
 impl Transport {
@@ -306,35 +324,66 @@ impl Transport {
         crate::error::connect_error(&self.provider, &self.url, error_chain(e))
     }
 
-    /// Run `attempt` with retries per the policy.
-    async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
+    /// Runs `attempt` with retries per the policy, each attempt under the endpoint's limiter;
+    /// returns the result with its place in flight (give it back once the body is read).
+    /// `notify` hears why the call waits ([`ChatDelta::Waiting`]).
+    async fn with_retries<T, F, Fut>(
+        &self,
+        notify: &(dyn Fn(ChatDelta) + Send + Sync),
+        mut attempt: F,
+    ) -> Result<(T, Permit), ModelError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ModelError>>,
     {
-        let mut n = 0u32;
+        let ticket = self.limiter.ticket();
+        let on_wait = |w: Wait| notify(limiter_delta(w));
+        // Retries of other failures so far; slow-down retries so far, since when.
+        let (mut failures, mut slow_downs) = (0u32, 0u32);
+        let mut slowed_since: Option<Instant> = None;
         loop {
-            self.pause.wait().await;
-            match attempt().await {
-                Ok(v) => return Ok(v),
-                Err(err) if n < self.retry.max_retries && self.retry.should_retry(&err) => {
-                    let wait = self.retry.wait_for(n, &err);
-                    if is_slow_down(&err) {
-                        // Everyone using this endpoint backs off, not only this call.
-                        self.pause.pause(wait);
-                    }
-                    tracing::warn!(
-                        provider = %self.provider,
-                        attempt = n + 1,
-                        wait_ms = wait.as_millis() as u64,
-                        error = %err,
-                        "model call failed; retrying"
-                    );
-                    tokio::time::sleep(wait).await;
-                    n += 1;
+            let permit = self.limiter.acquire(ticket, &on_wait).await;
+            let err = match attempt().await {
+                Ok(v) => {
+                    permit.succeeded();
+                    return Ok((v, permit));
                 }
-                Err(err) => return Err(err),
+                Err(e) => e,
+            };
+            let slow_down = is_slow_down(&err);
+            if slow_down {
+                permit.slowed_down(err.retry_after().map(|r| r.min(self.retry.max_retry_after)));
+            } else {
+                drop(permit);
             }
+            let wait = if slow_down && self.retry.waits_out_slow_downs() {
+                let since = *slowed_since.get_or_insert_with(Instant::now);
+                let wait = self.retry.wait_for(slow_downs, &err);
+                let waited = since.elapsed();
+                if waited + wait > self.retry.max_rate_limit_wait {
+                    return Err(gave_up(err, waited));
+                }
+                slow_downs += 1;
+                wait
+            } else if failures < self.retry.max_retries && self.retry.should_retry(&err) {
+                failures += 1;
+                self.retry.wait_for(failures - 1, &err)
+            } else {
+                return Err(err);
+            };
+            // A diagnostic (the log at `--log info`): the live view shows the wait itself.
+            tracing::info!(
+                provider = %self.provider,
+                attempt = failures + slow_downs,
+                wait_ms = wait.as_millis() as u64,
+                error = %err,
+                "model call refused or failed; retrying"
+            );
+            notify(ChatDelta::Waiting {
+                reason: retry_reason(&err, slow_down, wait),
+                retry_in: Some(wait),
+            });
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -353,6 +402,11 @@ impl Transport {
             Ok(Err(e)) => return Err(self.connection_error(&e)),
             Ok(Ok(r)) => r,
         };
+        // A limit the provider says is used up pauses every call until it resets (capped).
+        if let Some(reset) = crate::rate_headers::exhausted_for(resp.headers(), SystemTime::now()) {
+            self.limiter
+                .pause_for(reset.min(self.retry.max_retry_after));
+        }
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -374,28 +428,32 @@ impl Transport {
 
     /// POST and read the whole reply body, with retries; the timeout covers each attempt.
     pub(crate) async fn post_for_body(&self, body: Bytes) -> Result<Vec<u8>, ModelError> {
-        self.with_retries(|| async {
-            let attempt = async {
-                let resp = self.post_once(&body).await?;
-                read_capped(resp, MAX_REPLY_BODY)
-                    .await
-                    .map_err(|e| self.connection_error(&e))
-            };
-            match tokio::time::timeout(self.timeout, attempt).await {
-                Ok(r) => r,
-                Err(_) => Err(self.timeout_error()),
-            }
-        })
-        .await
+        let (bytes, _permit) = self
+            .with_retries(&|_| {}, || async {
+                let attempt = async {
+                    let resp = self.post_once(&body).await?;
+                    read_capped(resp, MAX_REPLY_BODY)
+                        .await
+                        .map_err(|e| self.connection_error(&e))
+                };
+                match tokio::time::timeout(self.timeout, attempt).await {
+                    Ok(r) => r,
+                    Err(_) => Err(self.timeout_error()),
+                }
+            })
+            .await?;
+        Ok(bytes)
     }
 
-    /// POST and return the response once its headers arrive, with retries. The caller reads
-    /// the body with [`next_chunk`](Self::next_chunk).
-    pub(crate) async fn post_for_stream(
+    /// POST and return the response once its headers arrive, with retries, and its place in
+    /// flight (held until the body is read). The caller reads the body with
+    /// [`next_chunk`](Self::next_chunk); `notify` hears why the call waits.
+    async fn post_for_stream(
         &self,
         body: Bytes,
-    ) -> Result<reqwest::Response, ModelError> {
-        self.with_retries(|| self.post_once(&body)).await
+        notify: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(reqwest::Response, Permit), ModelError> {
+        self.with_retries(notify, || self.post_once(&body)).await
     }
 
     /// Read the rest of a body that should have been a stream but is one JSON document (some
@@ -437,7 +495,8 @@ impl Transport {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
         continue_body: Option<ContinueBody<'_>>,
     ) -> Result<D::Reply, ModelError> {
-        let mut resp = self.post_for_stream(body).await?;
+        // The place in flight is held while the body is read: the server is busy until then.
+        let (mut resp, mut _permit) = self.post_for_stream(body, on_delta).await?;
         if !Self::is_event_stream(&resp) {
             let buf = self.read_rest(&mut resp).await?;
             if serde_json::from_slice::<Value>(&buf).is_ok() {
@@ -470,7 +529,7 @@ impl Transport {
                 };
             };
             let wait = self.retry.backoff(continued);
-            tracing::warn!(
+            tracing::info!(
                 provider = %self.provider,
                 attempt = continued + 1,
                 chars = text.chars().count(),
@@ -479,7 +538,8 @@ impl Transport {
             );
             tokio::time::sleep(wait).await;
             continued += 1;
-            resp = self.post_for_stream(build(&text)?).await?;
+            drop(_permit);
+            (resp, _permit) = self.post_for_stream(build(&text)?, on_delta).await?;
             if !Self::is_event_stream(&resp) {
                 return Err(ModelError::BadResponse {
                     provider: self.provider.clone(),
@@ -618,7 +678,7 @@ mod tests {
     }
 
     #[test]
-    fn backoff_grows_is_capped_and_jittered_within_half() {
+    fn backoff_grows_is_capped_and_fully_jittered() {
         let p = RetryPolicy {
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_millis(1000),
@@ -626,17 +686,28 @@ mod tests {
         };
         for attempt in 0..10 {
             let full = (100u64 << attempt.min(20)).min(1000);
-            let d = p.backoff(attempt).as_millis() as u64;
+            let waits: Vec<u64> = (0..200)
+                .map(|_| p.backoff(attempt).as_millis() as u64)
+                .collect();
             assert!(
-                d <= full && d >= full / 2,
-                "attempt {attempt}: {d} vs {full}"
+                waits.iter().all(|d| *d <= full),
+                "attempt {attempt}: {waits:?}"
+            );
+            // Full jitter: spread over the whole range, not bunched near the top.
+            assert!(
+                waits.iter().any(|d| *d < full / 4),
+                "attempt {attempt}: {waits:?}"
+            );
+            assert!(
+                waits.iter().any(|d| *d > full * 3 / 4),
+                "attempt {attempt}: {waits:?}"
             );
         }
         assert!(p.backoff(u32::MAX) <= Duration::from_millis(1000));
     }
 
     #[test]
-    fn retry_after_is_capped() {
+    fn retry_after_is_capped_and_jittered_above() {
         let p = RetryPolicy {
             max_retry_after: Duration::from_secs(5),
             ..RetryPolicy::default()
@@ -648,7 +719,39 @@ mod tests {
             String::new(),
             Some(Duration::from_secs(3600)),
         );
-        assert_eq!(p.wait_for(0, &err), Duration::from_secs(5));
+        let waits: Vec<Duration> = (0..100).map(|_| p.wait_for(0, &err)).collect();
+        // Never before the (capped) Retry-After, never past it plus half of it.
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w >= Duration::from_secs(5) && *w <= Duration::from_millis(7500)),
+            "{waits:?}"
+        );
+        let distinct: std::collections::HashSet<_> = waits.iter().collect();
+        assert!(
+            distinct.len() > 50,
+            "the waiters do not all come back at once"
+        );
+    }
+
+    #[test]
+    fn slow_downs_are_429_503_529_or_a_retry_after() {
+        let e = |status, after| {
+            crate::error::status_error("x", status, "http://x/", String::new(), after)
+        };
+        assert!(is_slow_down(&e(429, None)));
+        assert!(is_slow_down(&e(503, None)));
+        assert!(is_slow_down(&e(529, None)));
+        assert!(is_slow_down(&e(500, Some(Duration::from_secs(1)))));
+        assert!(!is_slow_down(&e(500, None)));
+        assert!(!is_slow_down(&e(400, None)));
+        let reason = retry_reason(&e(429, None), true, Duration::from_millis(3200));
+        assert_eq!(reason, "rate limited (HTTP 429): retry in 3.2 s");
+        let reason = retry_reason(&e(529, None), true, Duration::from_secs(12));
+        assert_eq!(
+            reason,
+            "the provider is overloaded (HTTP 529): retry in 12 s"
+        );
     }
 
     #[test]

@@ -87,7 +87,8 @@ async fn server_errors_then_success_are_retried() {
 #[tokio::test]
 async fn retries_give_up_after_max_retries_with_the_last_error() {
     let server = ScriptedModelServer::start().await;
-    server.set_fallback(Some(Reply::error_message(503, "try later")));
+    // A 500 (not a slow-down answer, which is waited out by time: see `ratelimit`).
+    server.set_fallback(Some(Reply::error_message(500, "try later")));
     let model = OpenAiModel::builder()
         .base_url(server.openai_base_url())
         .model("m")
@@ -101,15 +102,15 @@ async fn retries_give_up_after_max_retries_with_the_last_error() {
             message, retryable, ..
         } => {
             assert!(*retryable);
-            assert_eq!(message, "HTTP 503: try later");
+            assert_eq!(message, "HTTP 500: try later");
         }
         other => panic!("unexpected {other:?}"),
     }
-    assert_eq!(subagent_providers::http_status(&err), Some(503));
+    assert_eq!(subagent_providers::http_status(&err), Some(500));
     assert_eq!(server.request_count(), 3);
     assert_eq!(
         err.to_string(),
-        "openai refused the request: HTTP 503: try later"
+        "openai refused the request: HTTP 500: try later"
     );
 }
 

@@ -5,5 +5,6 @@ mod common;
 mod anthropic;
 mod errors;
 mod openai;
+mod ratelimit;
 mod sse;
 mod stream_cut;
