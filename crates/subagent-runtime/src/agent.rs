@@ -418,9 +418,16 @@ impl AgentRuntime {
             let outcome = if stream {
                 let on_delta = |delta: ChatDelta| {
                     dog.touch();
-                    if let ChatDelta::Text(text) = delta {
-                        lock(&streamed).push_str(&text);
-                        ctx.emit(ProgressKind::TextDelta { text });
+                    match delta {
+                        ChatDelta::Text(text) => {
+                            lock(&streamed).push_str(&text);
+                            ctx.emit(ProgressKind::TextDelta { text });
+                        }
+                        // A rate limit or retry being waited out: the run's status line.
+                        ChatDelta::Waiting { reason, .. } => {
+                            ctx.emit(ProgressKind::Status { message: reason });
+                        }
+                        _ => {}
                     }
                 };
                 guarded(
