@@ -303,18 +303,19 @@ impl Entry {
     }
 
     /// Takes the usage tree to report, the first time only. A task that failed reports the
-    /// usage it announced before failing (its tokens were spent all the same).
+    /// usage it announced before failing (its tokens were spent all the same) and its error
+    /// (crate::failed).
     pub(crate) fn take_usage(&self, task_id: &str) -> Option<UsageNode> {
         let state = self.state.borrow();
         let node = match &*state {
-            BackgroundState::Finished(o) => o.usage_tree(&self.agent, &self.kind, Some(task_id)),
-            BackgroundState::Failed(_) => {
+            BackgroundState::Finished(o) => {
+                crate::failed::outcome_node(o, &self.agent, &self.kind, task_id)
+            }
+            BackgroundState::Failed(e) => {
                 let usage = lock(&self.usage).clone();
-                if usage.total_tokens() == 0 {
-                    return None;
-                }
                 UsageNode::new(&self.agent, &self.kind, TaskStatus::Failed, usage)
                     .with_task_id(task_id)
+                    .with_error(crate::failed::reason(e))
             }
             _ => return None,
         };

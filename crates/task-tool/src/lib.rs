@@ -56,6 +56,7 @@ mod background;
 mod builder;
 mod charge;
 mod concurrency;
+mod failed;
 mod fork;
 mod format;
 mod ids;

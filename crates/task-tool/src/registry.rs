@@ -323,9 +323,19 @@ impl TaskTool {
     /// at or beyond the nesting limit is refused with [`SubagentError::LimitReached`].
     pub async fn dispatch(
         &self,
-        mut call: TaskCall,
+        call: TaskCall,
         ctx: &TaskContext,
     ) -> Result<Dispatch, SubagentError> {
+        self.dispatch_noting(call, ctx).await.map_err(|f| f.error)
+    }
+
+    /// [`dispatch`](Self::dispatch), keeping the node of a child that ran and failed
+    /// (crate::failed).
+    async fn dispatch_noting(
+        &self,
+        mut call: TaskCall,
+        ctx: &TaskContext,
+    ) -> Result<Dispatch, crate::failed::Failed> {
         // `subagent_type: "fork"`: a copy of the caller (see `fork`), else a registered agent.
         let target = match crate::fork::target(&call, ctx, |s| self.inner.sessions.contains_key(s))?
         {
@@ -357,7 +367,8 @@ impl TaskTool {
                     max: max_depth,
                     depth: ctx.depth(),
                 },
-            });
+            }
+            .into());
         }
         // A spent budget refuses the next child (crate::charge).
         crate::charge::refuse_if_spent(ctx, def.name())?;
@@ -409,7 +420,9 @@ impl TaskTool {
         if let Some(wait) = wait {
             wait.end(ctx).await;
         }
-        let outcome = result?;
+        let outcome = result.map_err(|e| {
+            crate::failed::Failed::ran(e, def.name(), target.kind.as_str(), &task_id)
+        })?;
         // Its report is settled: the caller's own settling skips it (crate::charge).
         crate::charge::noted(ctx, &task_id);
         Ok(Dispatch::Foreground {
@@ -650,7 +663,7 @@ impl TaskTool {
         if let Err(why) = crate::offer::check_call(self.offered, &mut call) {
             return ToolOutput::error(why);
         }
-        match self.dispatch(call, ctx).await {
+        match self.dispatch_noting(call, ctx).await {
             Ok(Dispatch::Foreground {
                 agent,
                 kind,
@@ -658,13 +671,22 @@ impl TaskTool {
                 outcome,
             }) => {
                 let mut out = format::foreground_result(&agent, &outcome);
-                out.children = vec![outcome.usage_tree(&agent, kind.as_str(), Some(&task_id))];
+                out.children = vec![crate::failed::outcome_node(
+                    &outcome,
+                    &agent,
+                    kind.as_str(),
+                    &task_id,
+                )];
                 out
             }
             Ok(Dispatch::Background { agent, task_id }) => {
                 ToolOutput::text(format::background_started(&agent, &task_id, self.offered))
             }
-            Err(e) => ToolOutput::error(format::error_text(&e)),
+            Err(f) => {
+                let mut out = ToolOutput::error(format::error_text(&f.error));
+                out.children.extend(f.node.map(|n| *n));
+                out
+            }
         }
     }
 }
