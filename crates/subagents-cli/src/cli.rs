@@ -14,6 +14,8 @@ Exit codes:
      an agent reference that cannot be resolved, a server that cannot start
   3  incomplete: the agent needs input (`call` prints the task and context ids to answer
      with), hit a limit, or was cancelled
+  4  the agent completed but a subagent it delegated to failed, with
+     `run --fail-on-child-error` (the answer and outcome are printed as usual)
   130 interrupted: Ctrl-C during run, task or call (the outcome so far is still printed;
      a second Ctrl-C quits at once). The servers (serve, mcp) stop gracefully on SIGINT
      or SIGTERM and exit 0";
@@ -372,6 +374,11 @@ pub(crate) struct RunArgs {
     /// The main agent's turn limit.
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub max_turns: u32,
+    /// Exit with 4 when the main agent completed but any subagent of the tree (at any depth)
+    /// failed. Failed children are always counted and named (the `done ·` line, `failed_children`
+    /// and `failures` in --json and stream-json); this makes them fail a script.
+    #[arg(long)]
+    pub fail_on_child_error: bool,
     /// Offer the main agent only these tools (comma-separated names; `delegation` stands for
     /// Task, TaskOutput and TaskStop), e.g. `--main-tools Task` for a small local model whose
     /// every turn then carries one tool schema instead of eleven. Default: every tool.

@@ -19,6 +19,10 @@ pub(crate) enum CliError {
     /// Ctrl-C stopped the work (exit 130); what it had was already printed.
     #[error("{0}")]
     Interrupted(String),
+    /// The agent completed but a child failed, with `--fail-on-child-error` (exit 4); the
+    /// outcome was already printed.
+    #[error("{0}")]
+    ChildFailed(String),
 }
 
 impl CliError {
@@ -28,6 +32,7 @@ impl CliError {
             CliError::Config(_) | CliError::NoModel(_) => 2,
             CliError::Failed(_) => 1,
             CliError::Incomplete(_) => 3,
+            CliError::ChildFailed(_) => 4,
             CliError::Interrupted(_) => crate::interrupt::EXIT,
         }
     }

@@ -35,6 +35,7 @@ mod config;
 mod config_agents;
 mod error;
 mod extension;
+mod failures;
 mod interrupt;
 mod mcp;
 mod output;

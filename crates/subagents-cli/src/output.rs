@@ -44,6 +44,14 @@ pub(crate) struct OutcomeJson<'a> {
     /// Models that did work but have no price: their cost is not counted, never guessed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unpriced_models: Vec<String>,
+    /// How many of the runs below this one (children at any depth) failed.
+    pub failed_children: usize,
+    /// Each of them: agent, task id, depth and why (crate::failures).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<crate::failures::Failure>,
+    /// The runs below this one, for the `done ·` line.
+    #[serde(skip)]
+    pub children_total: usize,
 }
 
 impl<'a> OutcomeJson<'a> {
@@ -54,6 +62,7 @@ impl<'a> OutcomeJson<'a> {
         o: &'a TaskOutcome,
         task_id: Option<&'a str>,
     ) -> Self {
+        let (children_total, failures) = crate::failures::of(&o.children);
         Self {
             agent,
             kind,
@@ -68,6 +77,9 @@ impl<'a> OutcomeJson<'a> {
                 .unwrap_or(serde_json::Value::Null),
             cost_usd: None,
             unpriced_models: Vec::new(),
+            failed_children: failures.len(),
+            failures,
+            children_total,
         }
     }
 
@@ -214,17 +226,19 @@ pub(crate) fn summary_line(outcome: &TaskOutcome, view: &OutcomeJson<'_>) -> Str
     let total = serde_json::from_value::<subagents::spi::UsageNode>(view.usage.clone())
         .map(|tree| tree.total())
         .unwrap_or_else(|_| outcome.usage.clone());
-    let mut parts = vec![
-        match outcome.status {
-            TaskStatus::Completed => "done".to_string(),
-            other => other.to_string(),
-        },
-        format!(
-            "{} in / {} out tokens",
-            human_count(total.input_tokens),
-            human_count(total.output_tokens)
-        ),
-    ];
+    let mut parts = vec![match outcome.status {
+        TaskStatus::Completed => "done".to_string(),
+        other => other.to_string(),
+    }];
+    parts.extend(crate::failures::summary(
+        view.children_total,
+        &view.failures,
+    ));
+    parts.extend([format!(
+        "{} in / {} out tokens",
+        human_count(total.input_tokens),
+        human_count(total.output_tokens)
+    )]);
     let unpriced = view.unpriced_models.join(", ");
     match (view.cost_usd, unpriced.is_empty()) {
         (Some(cost), true) => parts.push(format!("${cost:.4}")),

@@ -130,7 +130,13 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     }))?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
-    interrupt.result(stream_json::finish(&outcome, &json, format))
+    interrupt.result(stream_json::finish(&outcome, &json, format))?;
+    match crate::failures::summary(json.children_total, &json.failures) {
+        Some(failed) if args.fail_on_child_error => Err(CliError::ChildFailed(format!(
+            "{failed} (--fail-on-child-error)"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The end of a run with background tasks still running: names them on stderr, then waits
