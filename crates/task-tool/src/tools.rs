@@ -160,6 +160,12 @@ delegate_tool!(
 );
 
 impl TaskOutputTool {
+    /// What `TaskOutput` answers about `snapshot` (without waiting): for a host that read the
+    /// task itself ([`TaskTool::output`]) and shows it as the tool would.
+    pub fn render(&self, snapshot: &crate::BackgroundSnapshot) -> ToolOutput {
+        format::snapshot_text(snapshot, None, self.task.offered)
+    }
+
     async fn run(
         &self,
         input: TaskOutputInput,
