@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{free_port, process_in, word, write_agent};
+use common::{free_port, process_in, tool_text as text, word, write_agent};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ClientConfig, GetTaskParams, Implementation, InputResponses, JsonObject, ProtocolVersion,
@@ -125,14 +125,6 @@ fn params(tool: &str, input: Value) -> CallToolRequestParams {
     };
     let args: JsonObject = args;
     CallToolRequestParams::new(tool.to_string()).with_arguments(args)
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Calls `tool` and returns its result (a plain call, answered in full).
