@@ -9,7 +9,9 @@
 //! of the default 16); with another one running, a third each (5); and so on. Tasks started
 //! without a caller (the host's own, a model's in `subagents run`) count only against the
 //! limit itself. Runs inherit their context's extensions, so what a caller's background tasks
-//! start in the background counts against that caller too.
+//! start in the background counts against that caller too. A share is checked when a task
+//! starts and never taken back: once callers that started at their shares fill the limit
+//! (8 + 5 + 3 of 16), a newcomer waits until one of their tasks ends.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -69,7 +71,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lone_caller_gets_half_and_a_newcomer_always_finds_a_share() {
+    fn a_lone_caller_gets_half_and_the_next_ones_a_share() {
         let shares = Shares::default();
         let (b, c, d) = (
             BackgroundCaller::new("b"),
