@@ -63,6 +63,7 @@
 //! ```
 
 mod approval_form;
+mod caller;
 mod client;
 mod config;
 mod content;
@@ -79,6 +80,7 @@ mod tasks;
 mod tools;
 mod trace_context;
 
+pub use caller::McpCaller;
 pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, LaunchCheck, McpPool};
 pub use config::{McpServerConfig, McpServerEntry, parse_server};
 pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
@@ -89,6 +91,6 @@ pub use kind::{
     expand_reference, mcp_subagent_type, mcp_subagent_type_with_pool, task_of_session,
 };
 pub use round_trip::DEFAULT_MAX_WAITING_CALLS;
-pub use server::{HttpAuth, McpHttpServer, McpToolServer};
+pub use server::{CallerContext, HttpAuth, McpHttpServer, McpToolServer};
 pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_POLL_INTERVAL, McpTaskBackend, McpTaskState};
 pub use tools::{McpTool, McpToolProvider, mcp_tool_name, mcp_tools};

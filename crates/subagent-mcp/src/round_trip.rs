@@ -5,10 +5,12 @@
 //!
 //! The call keeps running in this process between the rounds (an agent's run cannot be
 //! rebuilt from a token), so `requestState` is only a handle: a random 128-bit id naming the
-//! waiting call here, never data the server trusts. A wrong or altered one names nothing and
-//! is refused with `-32602`. Bounded: at most `max` calls wait at once (a further question is
-//! denied at once), and a call whose client does not come back within the answer timeout is
-//! denied and cancelled.
+//! waiting call here, never data the server trusts, and bound to the caller
+//! ([`McpCaller`](crate::McpCaller)) whose call it is. A wrong or altered one, or one another
+//! caller sends, names nothing and is refused with `-32602`; the question's key is random too.
+//! Bounded: at most `max` calls wait at once, at most a quarter of them (at least one) for one
+//! caller (a further question is denied at once), and a call whose client does not come back
+//! within the answer timeout is denied and cancelled.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -87,6 +89,8 @@ pub(crate) enum Round {
 }
 
 struct Parked {
+    /// The caller whose call it is.
+    owner: String,
     call: Call,
     key: String,
     question: Question,
@@ -125,6 +129,7 @@ impl WaitingCalls {
     /// request cancels the call).
     pub(crate) async fn drive(
         self: &Arc<Self>,
+        owner: &str,
         mut call: Call,
         mut round: u32,
         ct: &tokio_util::sync::CancellationToken,
@@ -147,7 +152,7 @@ impl WaitingCalls {
                 return Round::Done(r.unwrap_or_else(|e| Err(stopped(&call.tool, &e))));
             };
             round += 1;
-            match self.park(call, question, round) {
+            match self.park(owner, call, question, round) {
                 Ok(result) => return Round::Asked(result),
                 Err(back) => call = back,
             }
@@ -159,6 +164,7 @@ impl WaitingCalls {
     /// denied and the call handed back to go on.
     fn park(
         self: &Arc<Self>,
+        owner: &str,
         call: Call,
         question: Question,
         round: u32,
@@ -169,14 +175,19 @@ impl WaitingCalls {
             ));
             return Err(call);
         };
-        let key = format!("approval_{round}");
+        let key = format!("approval_{}", uuid::Uuid::new_v4().simple());
         let state = uuid::Uuid::new_v4().simple().to_string();
         {
             let mut parked = lock(&self.parked);
-            if parked.len() >= self.max {
+            let per_caller = (self.max / 4).max(1);
+            let mine = parked.values().filter(|p| p.owner == owner).count();
+            if parked.len() >= self.max || mine >= per_caller {
                 let _ = question.answer.send(ApprovalDecision::deny(format!(
-                    "{} calls of this MCP server already wait for their clients' answers (its \
-                     limit), so this question could not be asked.",
+                    "{} calls of this MCP server already wait for their clients' answers ({} \
+                     of them yours; its limit is {}, {per_caller} per client), so this question \
+                     could not be asked.",
+                    parked.len(),
+                    mine,
                     self.max
                 )));
                 return Err(call);
@@ -184,6 +195,7 @@ impl WaitingCalls {
             parked.insert(
                 state.clone(),
                 Parked {
+                    owner: owner.to_string(),
                     call,
                     key: key.clone(),
                     question,
@@ -210,10 +222,12 @@ impl WaitingCalls {
         Ok(InputRequiredResult::new(Some(requests), Some(state)))
     }
 
-    /// A retry of `tool`'s call with `state` and `responses`: delivers the answer and runs the
-    /// call to its next round. A missing answer asks the same question again.
+    /// A retry of `tool`'s call with `state` and `responses` by caller `owner`: delivers the
+    /// answer and runs the call to its next round. A missing answer asks the same question
+    /// again. Another caller's `state` names nothing.
     pub(crate) async fn resume(
         self: &Arc<Self>,
+        owner: &str,
         tool: &str,
         state: &str,
         mut responses: InputResponses,
@@ -232,6 +246,7 @@ impl WaitingCalls {
         let parked = {
             let mut parked = lock(&self.parked);
             match parked.get(state) {
+                Some(p) if p.owner != owner => None,
                 Some(p) if p.call.tool != tool => {
                     return Err(ErrorData::invalid_params(
                         format!(
@@ -250,6 +265,7 @@ impl WaitingCalls {
             return Err(unknown());
         };
         let Parked {
+            owner: _,
             call,
             key,
             question,
@@ -260,12 +276,12 @@ impl WaitingCalls {
                 let _ = question
                     .answer
                     .send(crate::approval_form::decision_of_value(answer));
-                Ok(self.drive(call, round, ct).await)
+                Ok(self.drive(owner, call, round, ct).await)
             }
             // Not answered: the same question again, under a fresh state.
-            None => Ok(match self.park(call, question, round) {
+            None => Ok(match self.park(owner, call, question, round) {
                 Ok(result) => Round::Asked(result),
-                Err(call) => self.drive(call, round, ct).await,
+                Err(call) => self.drive(owner, call, round, ct).await,
             }),
         }
     }

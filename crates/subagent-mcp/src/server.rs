@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use crate::McpError;
+use crate::caller::McpCaller;
 use crate::elicit::{DEFAULT_ELICITATION_TIMEOUT, ElicitingApprover};
 use crate::round_trip::{Call, DEFAULT_MAX_WAITING_CALLS, Round, RoundTripApprover, WaitingCalls};
 use crate::tasks::{DEFAULT_MAX_TASKS, DEFAULT_TASK_POLL_INTERVAL, McpTaskBackend, TaskTable};
@@ -58,6 +59,13 @@ const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 /// client follows it with `tasks/get` (approval questions show as `input_required`, answered
 /// with `tasks/update`) and `tasks/cancel`. Other clients get the tool's ordinary answer.
 ///
+/// Clients are kept apart: each request belongs to an [`McpCaller`] (the stdio client, an HTTP
+/// session, or a stateless request's credential), and its calls run under that caller's own
+/// task id ([`TaskContext::task_id`]), so tools that scope by the starting run (the `Task`
+/// tool's `TaskOutput`, `TaskStop` and `SendMessage`) reach only that caller's tasks; MCP
+/// tasks, their questions and `requestState`s belong to their caller too. The host adds what
+/// else a caller's context needs with [`with_caller_context`](Self::with_caller_context).
+///
 /// ```no_run
 /// # async fn demo(tools: Vec<std::sync::Arc<dyn subagent_spi::Tool>>) -> Result<(), subagent_mcp::McpError> {
 /// // over stdio, until the client disconnects:
@@ -87,6 +95,10 @@ struct Inner {
     task_poll: std::time::Duration,
     /// The tasks handed out (shared by every clone), with a task backend.
     tasks: Option<Arc<TaskTable>>,
+    /// The host's additions to each caller's context.
+    caller_context: Option<CallerContext>,
+    /// The key of the callers' ids (random per server).
+    caller_keys: std::hash::RandomState,
 }
 
 impl Inner {
@@ -102,6 +114,10 @@ impl Inner {
 
 /// Decides whether an HTTP request's headers carry an accepted credential.
 pub type HttpAuth = Arc<dyn Fn(&axum::http::HeaderMap) -> bool + Send + Sync>;
+
+/// The host's additions to the context of a caller's calls (see
+/// [`McpToolServer::with_caller_context`]).
+pub type CallerContext = Arc<dyn Fn(&McpCaller, TaskContext) -> TaskContext + Send + Sync>;
 
 impl std::fmt::Debug for McpToolServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -150,6 +166,8 @@ impl McpToolServer {
                 max_tasks: DEFAULT_MAX_TASKS,
                 task_poll: DEFAULT_TASK_POLL_INTERVAL,
                 tasks: None,
+                caller_context: None,
+                caller_keys: std::hash::RandomState::new(),
             }),
         }
     }
@@ -243,6 +261,33 @@ impl McpToolServer {
         self
     }
 
+    /// Adds what the host needs to the context of each caller's calls (builder style): `f`
+    /// gets the caller and the context (already carrying the caller's own task id) of every
+    /// tool call and task it starts. The `subagents` facade gives each HTTP caller its fair
+    /// share of the background limit this way.
+    #[must_use]
+    pub fn with_caller_context(
+        mut self,
+        f: impl Fn(&McpCaller, TaskContext) -> TaskContext + Send + Sync + 'static,
+    ) -> Self {
+        Arc::make_mut(&mut self.inner).caller_context = Some(Arc::new(f));
+        self
+    }
+
+    /// The caller of a request, and a root context of its own for a call.
+    fn caller_of(&self, context: &RequestContext<RoleServer>) -> McpCaller {
+        McpCaller::of(context, &self.inner.caller_keys)
+    }
+
+    /// A call's context for `caller`: its task id, then the host's additions.
+    fn context_for(&self, caller: &McpCaller, ctx: TaskContext) -> TaskContext {
+        let ctx = ctx.with_agent("mcp-client").with_task_id(caller.scope());
+        match &self.inner.caller_context {
+            Some(f) => f(caller, ctx),
+            None => ctx,
+        }
+    }
+
     /// The served tools' names.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner
@@ -310,7 +355,9 @@ impl McpToolServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let mut router = axum::Router::new().nest_service("/mcp", service);
+        let mut router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(parse_error_is_bad_request));
         if let Some(check) = self.inner.http_auth.clone() {
             router = router.layer(axum::middleware::from_fn(
                 move |req: axum::extract::Request, next: axum::middleware::Next| {
@@ -375,13 +422,14 @@ impl McpToolServer {
                 None,
             ));
         };
+        let caller = self.caller_of(&context);
         // A 2026-07-28 client's retry of a call that waits for its answer.
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.clone().unwrap_or_default();
             let round = self
                 .inner
                 .waiting
-                .resume(&request.name, state, responses, &context.ct)
+                .resume(caller.id(), &request.name, state, responses, &context.ct)
                 .await?;
             return Ok(round_response(round));
         }
@@ -404,12 +452,12 @@ impl McpToolServer {
                 .is_some_and(|c| c.supports_tasks())
         {
             // The task outlives this request: a token and context of its own.
-            let mut ctx = TaskContext::new().with_agent("mcp-client");
+            let mut ctx = self.context_for(&caller, TaskContext::new());
             if let Some(a) = &self.inner.approver {
                 ctx = ctx.with_approver(a.clone());
             }
             let created = tasks
-                .create(&request.name, input, ctx)
+                .create(caller.id(), &request.name, input, ctx)
                 .instrument(span)
                 .await?;
             return Ok(match created {
@@ -417,6 +465,7 @@ impl McpToolServer {
                     // Its status changes go to this connection as `notifications/tasks`.
                     crate::task_notify::spawn(
                         tasks.clone(),
+                        caller.id().to_string(),
                         handle.task.task_id.clone(),
                         context.peer.clone(),
                     );
@@ -431,9 +480,7 @@ impl McpToolServer {
         // away). Disarmed once the call returns: background work the tool started (e.g. a
         // background `Task`) lives on under child tokens of this one.
         let mut guard = CancelOnDrop(Some(cancel.clone()));
-        let mut ctx = TaskContext::new()
-            .with_cancel(cancel.clone())
-            .with_agent("mcp-client");
+        let mut ctx = self.context_for(&caller, TaskContext::new().with_cancel(cancel.clone()));
         let (questions_tx, questions_rx) = mpsc::channel(1);
         let approver: Arc<dyn Approver> = if round_trips {
             Arc::new(RoundTripApprover {
@@ -489,7 +536,12 @@ impl McpToolServer {
                 questions: questions_rx,
                 cancel: cancel.clone(),
             };
-            round_response(self.inner.waiting.drive(call, 0, &context.ct).await)
+            round_response(
+                self.inner
+                    .waiting
+                    .drive(caller.id(), call, 0, &context.ct)
+                    .await,
+            )
         } else {
             drop(questions_rx);
             let result = tool.call(input, &ctx).instrument(span).await;
@@ -567,6 +619,39 @@ fn unauthorized() -> axum::response::Response {
             (axum::http::header::WWW_AUTHENTICATE, "Bearer"),
             (axum::http::header::CONTENT_TYPE, "application/json"),
         ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// A body that is not JSON answers 400 with a JSON-RPC parse error (-32700), as JSON-RPC over
+/// HTTP has it; rmcp answers it 415, the status of a wrong `Content-Type` (which keeps its 415:
+/// only a 415 to a request that did say `application/json` is rewritten).
+async fn parse_error_is_bad_request(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let said_json = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        });
+    let response = next.run(req).await;
+    if !said_json || response.status() != axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": "parse error: the request body is not a JSON-RPC message"},
+    });
+    (
+        axum::http::StatusCode::BAD_REQUEST,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
         body.to_string(),
     )
         .into_response()
@@ -698,28 +783,34 @@ impl ServerHandler for McpToolServer {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let tasks = self.task_table::<rmcp::model::GetTaskMethod>()?;
-        tasks.get(&request.task_id).await.map(GetTaskResult::new)
+        let caller = self.caller_of(&context);
+        tasks
+            .get(caller.id(), &request.task_id)
+            .await
+            .map(GetTaskResult::new)
     }
 
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let tasks = self.task_table::<rmcp::model::UpdateTaskMethod>()?;
-        tasks.update(&request.task_id, request.input_responses)
+        let caller = self.caller_of(&context);
+        tasks.update(caller.id(), &request.task_id, request.input_responses)
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let tasks = self.task_table::<rmcp::model::CancelTaskMethod>()?;
-        tasks.cancel(&request.task_id).await
+        let caller = self.caller_of(&context);
+        tasks.cancel(caller.id(), &request.task_id).await
     }
 }
 

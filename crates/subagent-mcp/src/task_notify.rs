@@ -31,13 +31,13 @@ struct Seen {
     keys: Vec<String>,
 }
 
-/// Pushes task `task_id`'s status changes to `peer` from a task of its own until the task
-/// ends, is forgotten, or `peer` cannot take them.
-pub(crate) fn spawn(table: Arc<TaskTable>, task_id: String, peer: Peer<RoleServer>) {
+/// Pushes task `task_id`'s (of caller `owner`) status changes to `peer` from a task of its
+/// own until the task ends, is forgotten, or `peer` cannot take them.
+pub(crate) fn spawn(table: Arc<TaskTable>, owner: String, task_id: String, peer: Peer<RoleServer>) {
     tokio::spawn(async move {
         let mut last: Option<Seen> = None;
         loop {
-            let Ok(task) = table.get(&task_id).await else {
+            let Ok(task) = table.get(&owner, &task_id).await else {
                 return;
             };
             let status = task.task.status;

@@ -6,8 +6,15 @@
 //! The work itself is the host's background machinery behind [`McpTaskBackend`] (the
 //! `subagents` facade maps it onto the `Task` tool's background tasks, so an MCP task is the
 //! same task `TaskOutput`, `TaskStop` and the task ledger see). This module keeps only what
-//! the wire needs on top: which ids were handed out as tasks, their timestamps, and the keys
-//! of the approval questions shown as `inputRequests`.
+//! the wire needs on top: which ids were handed out as tasks and to which caller
+//! ([`McpCaller`](crate::McpCaller)), their timestamps, and the keys of the approval questions
+//! shown as `inputRequests`.
+//!
+//! Each task belongs to the caller that created it: another caller's `tasks/get`,
+//! `tasks/update` and `tasks/cancel` find no such task. Question keys are random
+//! (`approval_` and 32 hex digits), new for each question. A caller holds at most the table's
+//! limit of tasks (running, or ended and not yet forgotten; making room forgets only its own
+//! ended ones), and the table at most [`CALLERS_HELD`] times that over all callers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,6 +35,9 @@ pub const DEFAULT_MAX_TASKS: usize = 64;
 pub const DEFAULT_TASK_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// The shortest time between two looks at a task for its `notifications/tasks`.
 const MIN_CHANGE_WAIT: Duration = Duration::from_millis(20);
+/// How many callers' worth of tasks the table holds at most (`max` per caller, this many
+/// times `max` in all).
+pub(crate) const CALLERS_HELD: usize = 16;
 
 /// What a [`McpTaskBackend`] reports about one of its tasks.
 #[derive(Debug, Clone)]
@@ -103,13 +113,14 @@ pub(crate) struct TaskTable {
 }
 
 struct Entry {
+    /// The caller that created it (an [`McpCaller`](crate::McpCaller) id).
+    owner: String,
     created_at: String,
     last_updated_at: String,
     status: TaskStatus,
-    /// The key the pending approval question is shown under, while there is one.
+    /// The key the pending approval question is shown under, while there is one (random,
+    /// new for each question).
     pending_key: Option<String>,
-    /// Keys issued so far (keys stay unique over the task's life).
-    keys_issued: u32,
     order: u64,
 }
 
@@ -123,6 +134,11 @@ fn short(id: &str) -> String {
         Some((i, _)) => format!("{}...", &id[..i]),
         None => id.to_string(),
     }
+}
+
+/// A fresh, unguessable key for an approval question.
+fn question_key() -> String {
+    format!("approval_{}", uuid::Uuid::new_v4().simple())
 }
 
 fn unknown(task_id: &str) -> ErrorData {
@@ -162,14 +178,26 @@ impl TaskTable {
             .max(1)
     }
 
-    /// Makes room for one more task: forgets tasks that ended (oldest first) when the table
-    /// is full. False when every task held still runs.
-    async fn make_room(&self) -> bool {
-        if lock(&self.entries).len() < self.max {
+    /// Makes room for one more task of `owner`: forgets its tasks that ended (oldest first)
+    /// when it holds `max`, and the table's oldest ended ones when it holds its whole bound.
+    /// False when every task in the way still runs.
+    async fn make_room(&self, owner: &str) -> bool {
+        let (mine, all) = {
+            let entries = lock(&self.entries);
+            let mine = entries.values().filter(|e| e.owner == owner).count();
+            (mine, entries.len())
+        };
+        let total = self.max.saturating_mul(CALLERS_HELD);
+        if mine < self.max && all < total {
             return true;
         }
-        // Refresh what is known about each task (a finished one may never have been read).
-        let ids: Vec<String> = lock(&self.entries).keys().cloned().collect();
+        // Refresh what is known about each task in the way (a finished one may never have
+        // been read).
+        let ids: Vec<String> = lock(&self.entries)
+            .iter()
+            .filter(|(_, e)| all >= total || e.owner == owner)
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in ids {
             let status = match self.backend.state(&id).await {
                 Ok(s) => wire_status(&s),
@@ -181,10 +209,15 @@ impl TaskTable {
             }
         }
         let mut entries = lock(&self.entries);
-        while entries.len() >= self.max {
+        loop {
+            let mine = entries.values().filter(|e| e.owner == owner).count();
+            let over_mine = mine >= self.max;
+            if !over_mine && entries.len() < total {
+                return true;
+            }
             let oldest_ended = entries
                 .iter()
-                .filter(|(_, e)| e.status.is_terminal())
+                .filter(|(_, e)| e.status.is_terminal() && (!over_mine || e.owner == owner))
                 .min_by_key(|(_, e)| e.order)
                 .map(|(id, _)| id.clone());
             match oldest_ended {
@@ -194,22 +227,23 @@ impl TaskTable {
                 None => return false,
             }
         }
-        true
     }
 
     /// `tools/call` of a task tool from a client that declared the extension: starts the work
     /// and answers with its handle, or with a tool error when it cannot start.
     pub(crate) async fn create(
         &self,
+        owner: &str,
         tool: &str,
         input: serde_json::Value,
         ctx: TaskContext,
     ) -> Result<Result<CreateTaskResult, CallToolResult>, ErrorData> {
-        if !self.make_room().await {
+        if !self.make_room(owner).await {
             return Ok(Err(CallToolResult::error(vec![ContentBlock::text(
                 format!(
-                    "this server already runs {} tasks (its limit); wait for one to end, or cancel \
-                 one with tasks/cancel",
+                    "this server already holds {} running tasks of yours (its limit per client) \
+                     or as many as it holds for all its clients; wait for one to end, or cancel \
+                     one with tasks/cancel",
                     self.max
                 ),
             )])));
@@ -229,11 +263,11 @@ impl TaskTable {
         lock(&self.entries).insert(
             id.clone(),
             Entry {
+                owner: owner.to_string(),
                 created_at: now.clone(),
                 last_updated_at: now.clone(),
                 status: TaskStatus::Working,
                 pending_key: None,
-                keys_issued: 0,
                 order,
             },
         );
@@ -243,9 +277,16 @@ impl TaskTable {
         Ok(Ok(CreateTaskResult::new(task)))
     }
 
-    /// `tasks/get`.
-    pub(crate) async fn get(&self, task_id: &str) -> Result<DetailedTask, ErrorData> {
-        if !lock(&self.entries).contains_key(task_id) {
+    /// True when `owner` created task `task_id` (and it is still held).
+    fn owns(&self, owner: &str, task_id: &str) -> bool {
+        lock(&self.entries)
+            .get(task_id)
+            .is_some_and(|e| e.owner == owner)
+    }
+
+    /// `tasks/get` of `owner`'s task.
+    pub(crate) async fn get(&self, owner: &str, task_id: &str) -> Result<DetailedTask, ErrorData> {
+        if !self.owns(owner, task_id) {
             return Err(unknown(task_id));
         }
         let state = match self.backend.state(task_id).await {
@@ -267,10 +308,7 @@ impl TaskTable {
             McpTaskState::WaitingForApproval(question) => {
                 match crate::approval_form::input_request(&question) {
                     Some(request) => {
-                        let key = entry.pending_key.get_or_insert_with(|| {
-                            entry.keys_issued += 1;
-                            format!("approval_{}", entry.keys_issued)
-                        });
+                        let key = entry.pending_key.get_or_insert_with(question_key);
                         message = Some(format!("waiting for approval: {}", question.tool));
                         let mut input_requests = InputRequests::new();
                         input_requests.insert(key.clone(), request);
@@ -326,16 +364,20 @@ impl TaskTable {
         }
     }
 
-    /// `tasks/update`: the answer to the pending approval question, when the responses carry
-    /// it; other keys are ignored (as the extension requires).
+    /// `tasks/update` of `owner`'s task: the answer to the pending approval question, when the
+    /// responses carry it; other keys are ignored (as the extension requires).
     pub(crate) fn update(
         &self,
+        owner: &str,
         task_id: &str,
         mut responses: InputResponses,
     ) -> Result<(), ErrorData> {
         let answer = {
             let mut entries = lock(&self.entries);
-            let entry = entries.get_mut(task_id).ok_or_else(|| unknown(task_id))?;
+            let entry = entries
+                .get_mut(task_id)
+                .filter(|e| e.owner == owner)
+                .ok_or_else(|| unknown(task_id))?;
             match entry.pending_key.as_ref().and_then(|k| responses.remove(k)) {
                 Some(v) => {
                     entry.pending_key = None;
@@ -354,9 +396,9 @@ impl TaskTable {
         Ok(())
     }
 
-    /// `tasks/cancel`.
-    pub(crate) async fn cancel(&self, task_id: &str) -> Result<(), ErrorData> {
-        if !lock(&self.entries).contains_key(task_id) {
+    /// `tasks/cancel` of `owner`'s task.
+    pub(crate) async fn cancel(&self, owner: &str, task_id: &str) -> Result<(), ErrorData> {
+        if !self.owns(owner, task_id) {
             return Err(unknown(task_id));
         }
         self.backend

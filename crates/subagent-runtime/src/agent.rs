@@ -511,7 +511,10 @@ impl AgentRuntime {
                 && let Some(s) = &structured
             {
                 // (An empty reply's text is empty; otherwise `last_text` is this reply's.)
-                match s.on_final_text(if empty { "" } else { &last_text }) {
+                match s
+                    .on_final_text(if empty { "" } else { &last_text }, deadline)
+                    .await
+                {
                     crate::structured::FinalText::Accept => break Stop::completed(),
                     crate::structured::FinalText::Retry(msg) => {
                         transcript.messages.push(ChatMessage::user(msg));

@@ -90,10 +90,16 @@ impl Structured {
         st.failures <= self.schema.retries()
     }
 
-    /// The model answered with text and no tool call.
-    pub(crate) fn on_final_text(&self, text: &str) -> FinalText {
+    /// The model answered with text and no tool call; its check runs off the async threads,
+    /// at most until `deadline`.
+    pub(crate) async fn on_final_text(
+        &self,
+        text: &str,
+        deadline: Option<std::time::Instant>,
+    ) -> FinalText {
+        let checked = self.schema.check_text_within(text, deadline).await;
         let mut st = self.lock();
-        match self.schema.check_text(text) {
+        match checked {
             Ok(v) => {
                 st.value = Some(v);
                 FinalText::Accept
@@ -137,15 +143,20 @@ impl Tool for StructuredOutputTool {
         ToolEffect::ReadOnly
     }
 
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, input: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let s = &self.0;
+        if s.lock().value.is_some() {
+            return Ok(ToolOutput::text("A result was already accepted."));
+        }
         let value = s.schema.from_tool_input(input);
+        // Off the async threads, at most until the run's deadline.
+        let checked = s.schema.check(value, ctx.deadline()).await;
         let mut st = s.lock();
         if st.value.is_some() {
             return Ok(ToolOutput::text("A result was already accepted."));
         }
-        match s.schema.validate(&value) {
-            Ok(()) => {
+        match checked {
+            Ok(value) => {
                 st.value = Some(value);
                 Ok(ToolOutput::text("Result accepted."))
             }

@@ -11,11 +11,21 @@
 //! * at most [`Profile::max_bytes`] of JSON text and [`MAX_SCHEMA_DEPTH`] levels of nesting;
 //! * `$ref` only to a place inside the schema (`#...`); nothing is ever fetched (the validator
 //!   is built without HTTP or file resolution);
-//! * `pattern`s run on a linear-time regex engine (no backtracking);
+//! * `pattern`s run on a linear-time regex engine (no backtracking), each at most
+//!   [`Profile::max_pattern_bytes`] long, at most [`Profile::max_patterns`] of them, each
+//!   compiled within [`Profile::max_regex_size`] (a counted repetition like `^(.{0,1000})*$`
+//!   compiles to megabytes, and matching costs about that size per byte);
 //! * the [`Profile::untrusted`] profile (what a model or a peer sends) refuses `$ref`,
 //!   `$dynamicRef` and `$recursiveRef` altogether: a schema without references is a tree, so
 //!   validating a value costs at most (schema size × value size) steps, whereas references can
-//!   expand exponentially.
+//!   expand exponentially; and its `format` is an annotation, never checked.
+//!
+//! Checking a value is bounded too, whatever the profile (the value comes from a model or a
+//! peer): at most [`Profile::max_pattern_input`] bytes of it are checked against patterns
+//! (beyond that the value is refused, saying so), and `format: "regex"` is checked in one pass
+//! over at most [`Profile::max_pattern_bytes`] (the validator's own check re-parses the text
+//! once per `\c` escape: 16,000 of them took 10 s). [`OutputSchema::check`] runs the check
+//! on a blocking thread, off the async threads, and waits at most until the run's deadline.
 //!
 //! Validation errors are reported briefly ([`Invalid`]): at most [`MAX_REPORTED_ERRORS`]
 //! errors, each cut to [`MAX_ERROR_CHARS`] characters, so feeding them back to a model is
@@ -36,8 +46,11 @@
 //! assert_eq!(schema.parse_text("```json\n{\"n\": 4}\n```").unwrap(), json!({"n": 4}));
 //! ```
 
+mod bounds;
+
 use std::fmt;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
@@ -63,6 +76,10 @@ pub const INVALID_OUTPUT_PREFIX: &str = "invalid output:";
 /// The name of the final tool the agent loop offers a run asked for a typed result.
 pub const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 
+/// The longest [`OutputSchema::check`] waits for a check when the run has no deadline (or a
+/// later one).
+pub const MAX_CHECK_TIME: Duration = Duration::from_secs(60);
+
 /// How much a schema's source is trusted: what compiling it accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -72,24 +89,51 @@ pub struct Profile {
     /// Whether `$ref`, `$dynamicRef` and `$recursiveRef` (to places inside the schema) are
     /// accepted.
     pub references: bool,
+    /// Whether `format` is checked where the schema's draft asks for it (drafts 4 to 7);
+    /// otherwise it is an annotation only.
+    pub formats: bool,
+    /// Longest `pattern` (and `patternProperties` name) accepted, in bytes; also the longest
+    /// string checked as `format: "regex"` (a longer one fails the check).
+    pub max_pattern_bytes: usize,
+    /// Most patterns (`pattern`s and `patternProperties` names together) in one schema.
+    pub max_patterns: usize,
+    /// Largest compiled form of one pattern, in bytes (the regex engine's size limit).
+    pub max_regex_size: usize,
+    /// Most bytes of one value checked against patterns in one check (every string a `pattern`
+    /// looks at, every time; property names once per `patternProperties` pattern): a value
+    /// over it is refused, saying so.
+    pub max_pattern_input: usize,
 }
 
 impl Profile {
     /// Schemas from a model, a remote peer or a project's agent file: at most 16 KiB, no
-    /// references.
+    /// references, `format` not checked, at most 64 patterns of at most 1 KiB compiling to at
+    /// most 256 KiB each, at most 1 MiB of a value checked against them.
     pub const fn untrusted() -> Self {
         Self {
             max_bytes: 16 * 1024,
             references: false,
+            formats: false,
+            max_pattern_bytes: 1024,
+            max_patterns: 64,
+            max_regex_size: 256 * 1024,
+            max_pattern_input: 1024 * 1024,
         }
     }
 
     /// Schemas the host gives (a Rust type's derived schema, a file named on the command line):
-    /// at most 256 KiB, references inside the schema allowed.
+    /// at most 256 KiB, references inside the schema allowed, `format` checked as its draft
+    /// says, at most 1,024 patterns of at most 16 KiB compiling to at most 10 MiB each (the
+    /// regex engine's default), at most 1 MiB of a value checked against them.
     pub const fn host() -> Self {
         Self {
             max_bytes: 256 * 1024,
             references: true,
+            formats: true,
+            max_pattern_bytes: 16 * 1024,
+            max_patterns: 1024,
+            max_regex_size: 10 * 1024 * 1024,
+            max_pattern_input: 1024 * 1024,
         }
     }
 }
@@ -129,6 +173,15 @@ pub enum SchemaError {
         /// Why it was refused.
         why: &'static str,
     },
+    /// A pattern (`pattern`, a `patternProperties` name) longer than the profile accepts, or
+    /// more of them than it accepts.
+    #[error("the output schema's pattern at {path} is not accepted: {why}")]
+    Pattern {
+        /// Where, as a JSON pointer.
+        path: String,
+        /// Why it was refused (naming the limit).
+        why: String,
+    },
     /// The validator refused the schema (an unknown type, a bad regex, a dangling reference...).
     #[error("the output schema is invalid: {message}")]
     Invalid {
@@ -143,6 +196,10 @@ pub struct OutputSchema {
     schema: Arc<Value>,
     validator: Arc<jsonschema::Validator>,
     retries: u32,
+    profile: Profile,
+    /// `patternProperties` names in the schema (each value's property names are checked
+    /// against each).
+    property_patterns: usize,
 }
 
 impl fmt::Debug for OutputSchema {
@@ -165,7 +222,6 @@ impl OutputSchema {
                 });
             }
         }
-        check_shape(schema, profile, &mut String::new(), 0)?;
         let bytes = serde_json::to_vec(schema).map(|v| v.len()).unwrap_or(0);
         if bytes > profile.max_bytes {
             return Err(SchemaError::TooLarge {
@@ -173,16 +229,29 @@ impl OutputSchema {
                 max: profile.max_bytes,
             });
         }
-        let validator = jsonschema::options()
-            .with_pattern_options(jsonschema::PatternOptions::regex())
-            .build(schema)
-            .map_err(|e| SchemaError::Invalid {
-                message: cut(&e.to_string(), MAX_ERROR_CHARS),
-            })?;
+        let mut patterns = Patterns::default();
+        check_shape(schema, profile, &mut String::new(), 0, &mut patterns, false)?;
+        let mut options = jsonschema::options()
+            // `patternProperties` (the validator's own keyword): the same engine and size limit.
+            .with_pattern_options(
+                jsonschema::PatternOptions::regex()
+                    .size_limit(profile.max_regex_size)
+                    .dfa_size_limit(bounds::DFA_SIZE_LIMIT),
+            )
+            .with_keyword("pattern", bounds::pattern(profile))
+            .with_format("regex", bounds::regex_format(profile));
+        if !profile.formats {
+            options = options.should_validate_formats(false);
+        }
+        let validator = options.build(schema).map_err(|e| SchemaError::Invalid {
+            message: cut(&e.to_string(), MAX_ERROR_CHARS),
+        })?;
         Ok(Self {
             schema: Arc::new(schema.clone()),
             validator: Arc::new(validator),
             retries: DEFAULT_RETRIES,
+            profile,
+            property_patterns: patterns.property_names,
         })
     }
 
@@ -236,8 +305,72 @@ impl OutputSchema {
         }
     }
 
-    /// Checks a value; the error lists what is wrong, briefly.
+    /// Checks a value; the error lists what is wrong, briefly. It runs on the calling thread:
+    /// from async code, prefer [`check`](Self::check).
     pub fn validate(&self, value: &Value) -> Result<(), Invalid> {
+        if let Some(why) = bounds::property_names_over(
+            value,
+            self.property_patterns,
+            self.profile.max_pattern_input,
+        ) {
+            return Err(Invalid::one(why));
+        }
+        let budget = bounds::Budget::start(self.profile.max_pattern_input);
+        let result = self.validate_within(value);
+        // A bound met anywhere fails the whole check (under `not` a failing keyword passes).
+        match budget.over() {
+            Some(why) => Err(Invalid::one(why)),
+            None => result,
+        }
+    }
+
+    /// Checks `value` on a blocking thread (off the async threads), waiting at most until
+    /// `deadline` (the run's) and at most [`MAX_CHECK_TIME`]: the value back when it is valid,
+    /// else what is wrong (a check that did not finish in time says so). Outside a tokio
+    /// runtime it checks on the calling thread.
+    pub async fn check(&self, value: Value, deadline: Option<Instant>) -> Result<Value, Invalid> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.validate(&value).map(|()| value);
+        }
+        let now = Instant::now();
+        let limit = now + MAX_CHECK_TIME;
+        let until = deadline.map_or(limit, |d| d.min(limit));
+        let late = || {
+            Invalid::one(format!(
+                "the check of the value against the output schema did not finish within {}",
+                if deadline.is_some_and(|d| d <= limit) {
+                    "the run's time limit".to_string()
+                } else {
+                    format!("{} s", MAX_CHECK_TIME.as_secs())
+                }
+            ))
+        };
+        if until <= now {
+            return Err(late());
+        }
+        let schema = self.clone();
+        let job = tokio::task::spawn_blocking(move || schema.validate(&value).map(|()| value));
+        match tokio::time::timeout_at(until.into(), job).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => Err(Invalid::one(format!("the check stopped: {e}"))),
+            Err(_) => Err(late()),
+        }
+    }
+
+    /// [`check`](Self::check) of a final answer given as text (see
+    /// [`check_text`](Self::check_text)).
+    pub async fn check_text_within(
+        &self,
+        text: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Value, Invalid> {
+        match parse_json_text(text) {
+            Some(value) => self.check(value, deadline).await,
+            None => Err(Invalid::one("the answer is not a JSON value".to_string())),
+        }
+    }
+
+    fn validate_within(&self, value: &Value) -> Result<(), Invalid> {
         let mut errors = Vec::new();
         let mut total = 0usize;
         for e in self.validator.iter_errors(value) {
@@ -267,10 +400,7 @@ impl OutputSchema {
     /// Reads and checks a final answer given as text: the value, or what is wrong with it.
     pub fn check_text(&self, text: &str) -> Result<Value, Invalid> {
         let Some(value) = parse_json_text(text) else {
-            return Err(Invalid {
-                errors: vec!["the answer is not a JSON value".to_string()],
-                total: 1,
-            });
+            return Err(Invalid::one("the answer is not a JSON value".to_string()));
         };
         self.validate(&value).map(|()| value)
     }
@@ -285,6 +415,13 @@ pub struct Invalid {
 }
 
 impl Invalid {
+    fn one(error: String) -> Self {
+        Self {
+            errors: vec![cut(&error, MAX_ERROR_CHARS)],
+            total: 1,
+        }
+    }
+
     /// The reported errors (at most [`MAX_REPORTED_ERRORS`]).
     pub fn errors(&self) -> &[String] {
         &self.errors
@@ -323,12 +460,27 @@ pub fn parse_json_text(text: &str) -> Option<Value> {
     serde_json::from_str(rest[..end].trim()).ok()
 }
 
-/// Walks the schema: depth, and references under the profile.
+/// The patterns met while walking a schema.
+#[derive(Default)]
+struct Patterns {
+    /// `pattern`s and `patternProperties` names.
+    all: usize,
+    /// `patternProperties` names.
+    property_names: usize,
+}
+
+/// Keywords whose values are data, not schemas: nothing in them is a pattern.
+const DATA_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
+
+/// Walks the schema: depth, references under the profile, and patterns (how many, how long).
+/// `data`: inside a keyword whose value is data.
 fn check_shape(
     v: &Value,
     profile: Profile,
     path: &mut String,
     depth: usize,
+    patterns: &mut Patterns,
+    data: bool,
 ) -> Result<(), SchemaError> {
     if depth > MAX_SCHEMA_DEPTH {
         return Err(SchemaError::TooDeep {
@@ -360,10 +512,14 @@ fn check_shape(
                         });
                     }
                 }
+                if !data {
+                    count_patterns(k, child, profile, path, patterns)?;
+                }
                 let len = path.len();
                 path.push('/');
                 path.push_str(&escape_pointer(k));
-                let r = check_shape(child, profile, path, depth + 1);
+                let inner = data || DATA_KEYWORDS.contains(&k.as_str());
+                let r = check_shape(child, profile, path, depth + 1, patterns, inner);
                 path.truncate(len);
                 r?;
             }
@@ -373,12 +529,62 @@ fn check_shape(
                 let len = path.len();
                 path.push('/');
                 path.push_str(&i.to_string());
-                let r = check_shape(child, profile, path, depth + 1);
+                let r = check_shape(child, profile, path, depth + 1, patterns, data);
                 path.truncate(len);
                 r?;
             }
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// Counts (and measures) the patterns of one keyword: `pattern` with a string, the names of
+/// `patternProperties`.
+fn count_patterns(
+    keyword: &str,
+    value: &Value,
+    profile: Profile,
+    path: &str,
+    patterns: &mut Patterns,
+) -> Result<(), SchemaError> {
+    let names: Vec<(&str, String)> = match (keyword, value) {
+        ("pattern", Value::String(p)) => vec![(p.as_str(), format!("{path}/pattern"))],
+        ("patternProperties", Value::Object(map)) => {
+            patterns.property_names += map.len();
+            map.keys()
+                .map(|p| {
+                    (
+                        p.as_str(),
+                        format!("{path}/patternProperties/{}", escape_pointer(p)),
+                    )
+                })
+                .collect()
+        }
+        _ => return Ok(()),
+    };
+    for (p, at) in names {
+        patterns.all += 1;
+        if patterns.all > profile.max_patterns {
+            return Err(SchemaError::Pattern {
+                path: at,
+                why: format!(
+                    "the schema has more than {} patterns (`pattern` and `patternProperties` \
+                     together)",
+                    profile.max_patterns
+                ),
+            });
+        }
+        if p.len() > profile.max_pattern_bytes {
+            return Err(SchemaError::Pattern {
+                path: at,
+                why: format!(
+                    "it is {} bytes long, over the {} accepted",
+                    p.len(),
+                    profile.max_pattern_bytes
+                ),
+            });
+        }
     }
     Ok(())
 }
@@ -491,6 +697,159 @@ mod tests {
             OutputSchema::compile(&json!({"pattern": "^(a+)+$"}), Profile::untrusted()).unwrap();
         let value = Value::String(format!("{}!", "a".repeat(5_000)));
         assert!(s.validate(&value).is_err());
+    }
+
+    /// A draft-07 schema asking for `format: "regex"`, with a value the validator's own check
+    /// took 10 s on (16,000 `\c` escapes: one full re-parse per escape), made invalid at the
+    /// end.
+    fn slow_regex_format() -> (Value, Value) {
+        let schema =
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "format": "regex"});
+        let value = Value::String(format!("{}(", "\\cA".repeat(16_000)));
+        (schema, value)
+    }
+
+    #[test]
+    fn untrusted_schemas_do_not_check_formats() {
+        let (schema, value) = slow_regex_format();
+        let s = OutputSchema::compile(&schema, Profile::untrusted()).unwrap();
+        // An annotation only: the value passes at once (the old check took 10 s, then failed).
+        assert!(s.validate(&value).is_ok());
+        let s = OutputSchema::compile(
+            &json!({"$schema": "http://json-schema.org/draft-07/schema#", "format": "date"}),
+            Profile::untrusted(),
+        )
+        .unwrap();
+        assert!(s.validate(&json!("not a date")).is_ok());
+    }
+
+    #[test]
+    fn the_hosts_regex_format_is_bounded_and_still_checked() {
+        let (schema, value) = slow_regex_format();
+        let s = OutputSchema::compile(&schema, Profile::host()).unwrap();
+        let err = s.validate(&value).unwrap_err().to_string();
+        assert!(
+            err.contains("`format: \"regex\"`") && err.contains("16384"),
+            "{err}"
+        );
+        // Within the bound it is checked as before: `\cA` escapes are a regex, `(` is not.
+        assert!(s.validate(&json!("\\cA\\cB[a-z]+")).is_ok());
+        assert!(s.validate(&json!("\\cA(")).is_err());
+        // And the format still applies as the draft says (drafts 4 to 7 check it).
+        let date = OutputSchema::compile(
+            &json!({"$schema": "http://json-schema.org/draft-07/schema#", "format": "date"}),
+            Profile::host(),
+        )
+        .unwrap();
+        assert!(date.validate(&json!("not a date")).is_err());
+        assert!(date.validate(&json!("2026-11-27")).is_ok());
+    }
+
+    #[test]
+    fn counted_repetitions_that_compile_to_megabytes_are_refused() {
+        // 14 bytes of pattern; matching 256 KiB against it took about 5 s.
+        for pattern in ["^(.{0,1000})*$", "(?:a{100}){100}", "^([a-z]{1,999}){1,9}$"] {
+            let err = OutputSchema::compile(&json!({"pattern": pattern}), Profile::untrusted())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("compiles to more than"), "{pattern}: {err}");
+        }
+        let err = OutputSchema::compile(
+            &json!({"patternProperties": {"^(.{0,1000})*$": {}}}),
+            Profile::untrusted(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, SchemaError::Invalid { .. }), "{err}");
+        // Ordinary patterns compile as before, ECMA-262 escapes included.
+        for ok in [
+            "^[a-z0-9._%+-]+@[a-z0-9.-]+\\.[a-z]{2,}$",
+            "^\\d{4}-\\d{2}-\\d{2}$",
+            "^\\cI\\w+$",
+        ] {
+            let s = OutputSchema::compile(&json!({"pattern": ok}), Profile::untrusted()).unwrap();
+            assert!(s.validate(&json!(3)).is_ok(), "non-strings are not checked");
+        }
+        let tab =
+            OutputSchema::compile(&json!({"pattern": "^\\cIx$"}), Profile::untrusted()).unwrap();
+        assert!(tab.validate(&json!("\tx")).is_ok());
+        assert!(tab.validate(&json!("x")).is_err());
+    }
+
+    #[test]
+    fn patterns_are_few_and_short() {
+        let long = json!({"pattern": "a".repeat(1025)});
+        let err = OutputSchema::compile(&long, Profile::untrusted()).unwrap_err();
+        assert!(
+            matches!(&err, SchemaError::Pattern { path, .. } if path == "/pattern"),
+            "{err}"
+        );
+        assert!(OutputSchema::compile(&long, Profile::host()).is_ok());
+        let many: Vec<Value> = (0..65)
+            .map(|i| json!({"pattern": format!("^{i}$")}))
+            .collect();
+        let err = OutputSchema::compile(&json!({"anyOf": many}), Profile::untrusted())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than 64 patterns"), "{err}");
+        // Data is not a schema: a `pattern` inside `const` is just a value.
+        let data = json!({"const": {"pattern": "b".repeat(2000)}});
+        assert!(OutputSchema::compile(&data, Profile::untrusted()).is_ok());
+    }
+
+    #[test]
+    fn the_text_checked_against_patterns_is_bounded_per_value() {
+        let s = OutputSchema::compile(
+            &json!({"type": "array", "items": {"type": "string", "pattern": "^a*$"}}),
+            Profile::untrusted(),
+        )
+        .unwrap();
+        let within = Value::Array(vec![json!("a".repeat(100_000)); 10]);
+        assert!(s.validate(&within).is_ok());
+        let over = Value::Array(vec![json!("a".repeat(100_000)); 11]);
+        let err = s.validate(&over).unwrap_err().to_string();
+        assert!(err.contains("1048576 bytes checked per value"), "{err}");
+        // Over the bound the whole value fails, also where a failing pattern would pass.
+        let negated = OutputSchema::compile(
+            &json!({"not": {"type": "string", "pattern": "^b"}}),
+            Profile::untrusted(),
+        )
+        .unwrap();
+        assert!(negated.validate(&json!("a".repeat(1000))).is_ok());
+        assert!(negated.validate(&json!("a".repeat(2_000_000))).is_err());
+        // Property names, once per `patternProperties` pattern.
+        let props = OutputSchema::compile(
+            &json!({"patternProperties": {"^x": {}, "^y": {}}}),
+            Profile::untrusted(),
+        )
+        .unwrap();
+        let mut map = Map::new();
+        map.insert("k".repeat(600_000), json!(1));
+        let err = props.validate(&Value::Object(map)).unwrap_err().to_string();
+        assert!(err.contains("patternProperties"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn checks_run_off_the_async_threads_within_the_deadline() {
+        let s = OutputSchema::compile(
+            &json!({"type": "object", "required": ["n"]}),
+            Profile::untrusted(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.check(json!({"n": 1}), None).await.unwrap(),
+            json!({"n": 1})
+        );
+        assert!(s.check(json!({}), None).await.is_err());
+        // A deadline already past: the check is not waited for.
+        let past = Instant::now() - Duration::from_millis(1);
+        let err = s.check(json!({"n": 1}), Some(past)).await.unwrap_err();
+        assert!(err.to_string().contains("time limit"), "{err}");
+        assert_eq!(
+            s.check_text_within("```json\n{\"n\": 2}\n```", None)
+                .await
+                .unwrap(),
+            json!({"n": 2})
+        );
     }
 
     #[test]

@@ -94,8 +94,15 @@ impl SqlTaskLedger {
             return Ok(None);
         };
         if row.status == TaskStatus::Running.as_str() && owner_gone(&row).await {
-            interrupt_owner(&self.db, &row.owner).await?;
-            return self.fetch(id).await?.map(Row::decode).transpose();
+            // Recorded when the store can take it; read as interrupted either way (a full disk
+            // must not keep a reader from its tasks).
+            match interrupt_owner(&self.db, &row.owner).await {
+                Ok(_) => return self.fetch(id).await?.map(Row::decode).transpose(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "interrupted tasks not marked in the store");
+                    return row.decode().map(|r| Some(interrupted(r)));
+                }
+            }
         }
         Ok(Some(row.decode()?))
     }
@@ -116,8 +123,13 @@ impl SqlTaskLedger {
     }
 
     async fn list_inner(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        // Tasks of processes that ended read as interrupted, as with `get`.
-        recover_interrupted(&self.db).await?;
+        // Tasks of processes that ended read as interrupted, as with `get`: marked in the store
+        // when it can take the write, and in what is read in any case (a full disk must not
+        // keep a reader from its tasks).
+        let marked = recover_interrupted(&self.db).await;
+        if let Err(e) = &marked {
+            tracing::warn!(error = %e, "interrupted tasks not marked in the store");
+        }
         const SELECT: &str = "SELECT id, agent, kind, call, status, session_id, partial, \
              outcome, error, usage, owner, started_at, heartbeat_at, finished_at, bytes \
              FROM background_tasks ORDER BY started_at DESC LIMIT $1";
@@ -131,8 +143,12 @@ impl SqlTaskLedger {
         });
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
+            let gone = marked.is_err()
+                && row.status == TaskStatus::Running.as_str()
+                && owner_gone(&row).await;
             // One unreadable record does not hide the others.
             match row.decode() {
+                Ok(r) if gone => out.push(interrupted(r)),
                 Ok(r) => out.push(r),
                 Err(e) => tracing::warn!(error = %e, "task ledger record skipped"),
             }
@@ -236,6 +252,14 @@ pub async fn recover_interrupted(db: &Db) -> Result<u64, StoreError> {
         }
     }
     Ok(marked)
+}
+
+/// A running record whose owner is gone, read as the store would mark it ([`interrupt_owner`])
+/// when it cannot take the write.
+fn interrupted(mut r: TaskRecord) -> TaskRecord {
+    r.status = TaskStatus::Interrupted;
+    r.finished_at.get_or_insert_with(std::time::SystemTime::now);
+    r
 }
 
 /// Marks `owner`'s running tasks interrupted.

@@ -10,7 +10,7 @@ use subagents::{Subagents, TaskRecord};
 use crate::cli::TasksCommand;
 use crate::config::Config;
 use crate::error::CliError;
-use crate::output::{outln, terminal_safe};
+use crate::output::{json_text, outln, stdout_text, terminal_safe};
 
 /// The store's view ([`Subagents::store_view`]), plus the MCP agents of `mcp` (for `tasks
 /// stop`: a task their server still runs is cancelled there).
@@ -77,7 +77,9 @@ pub(crate) async fn tasks(command: TasksCommand, config: &Config) -> Result<(), 
 }
 
 /// One task: a header (id, agent, status, times, session, note) on stderr and its output on
-/// stdout, or the JSON.
+/// stdout, or the JSON. Everything in it is the task's (a model's, a peer's): the header is
+/// escaped as `tasks list` is, the output exact on a pipe and escaped on a terminal (as `run`
+/// and `tasks resume` print an answer), the JSON exact and terminal-safe.
 fn render(t: &TaskRecord, json: bool) -> Result<(), CliError> {
     if json {
         return print_json(t);
@@ -100,7 +102,7 @@ fn render(t: &TaskRecord, json: bool) -> Result<(), CliError> {
     if let Some(note) = &t.note {
         eprintln!("note: {}", terminal_safe(note));
     }
-    outln!("{}", t.output.as_deref().unwrap_or_default());
+    outln!("{}", stdout_text(t.output.as_deref().unwrap_or_default()));
     Ok(())
 }
 
@@ -128,9 +130,8 @@ fn duration(d: Duration) -> String {
     }
 }
 
+/// `v` as JSON: exact, and safe on a terminal (see [`json_text`]).
 fn print_json(v: &impl Serialize) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(v)
-        .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
-    outln!("{text}");
+    outln!("{}", json_text(v)?);
     Ok(())
 }

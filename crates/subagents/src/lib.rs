@@ -452,6 +452,11 @@ impl Subagents {
     /// It declares the MCP tasks extension: a `Task` call from a client that declared it
     /// starts a background task and answers with its handle (`tasks/get`, `tasks/update`,
     /// `tasks/cancel` follow it).
+    ///
+    /// Clients are kept apart ([`subagent_mcp::McpCaller`]): each one lists, reads, stops,
+    /// messages and answers only the tasks it started, and each HTTP client gets a fair share
+    /// of the background limit ([`task_tool::BackgroundCaller`]: `max_background / (clients
+    /// running tasks + 1)`).
     pub fn mcp_server(&self) -> subagent_mcp::McpToolServer {
         let server = subagent_mcp::McpToolServer::new(self.tools().to_vec());
         let server = match &self.approver {
@@ -463,6 +468,15 @@ impl Subagents {
             .with_task_backend(std::sync::Arc::new(mcp_tasks::TaskBackend::new(
                 self.task.clone(),
             )))
+            // Each HTTP client (session, or credential) gets its fair share of the background
+            // limit (task_tool::BackgroundCaller); the one stdio client all of it.
+            .with_caller_context(|caller, ctx| {
+                if caller.over_http() {
+                    ctx.with_extension(task_tool::BackgroundCaller::new(caller.id()))
+                } else {
+                    ctx
+                }
+            })
             .with_server_info("subagents", env!("CARGO_PKG_VERSION"))
             .with_instructions(
                 "Delegate work to subagents with the Task tool (agents are listed in its \

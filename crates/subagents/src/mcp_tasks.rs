@@ -21,16 +21,11 @@ impl TaskBackend {
         Self { task }
     }
 
-    /// A finished task's result as `TaskOutput` renders it.
+    /// A finished task's result as `TaskOutput` renders it (read as the host: the MCP server
+    /// answers only the caller that created the task).
     async fn rendered(&self, task_id: &str, fallback: &str) -> ToolOutput {
-        let input = serde_json::json!({ "task_id": task_id, "block": false });
-        match self
-            .task
-            .output_tool()
-            .call(input, &TaskContext::new())
-            .await
-        {
-            Ok(out) => out,
+        match self.task.output(task_id, None).await {
+            Ok(snapshot) => self.task.output_tool().render(&snapshot),
             Err(_) => ToolOutput::error(fallback.to_string()),
         }
     }

@@ -18,6 +18,7 @@ use crate::concurrency::RunPermit;
 use crate::ledger::TaskRecord;
 use crate::persist::{LedgerWriter, Shared};
 use crate::registry::{Target, TaskConfig, TaskTool};
+use crate::share::{BackgroundCaller, Shares};
 use crate::steer::{Mailbox, Scope, check_name};
 
 /// Partial output kept per background task (the most recent text).
@@ -422,6 +423,8 @@ pub(crate) struct BackgroundRegistry {
     /// Where records go, when the tool has a ledger.
     ledger: Option<LedgerWriter>,
     running: AtomicUsize,
+    /// Running tasks per [`BackgroundCaller`] (crate::share).
+    shares: Shares,
     finished: AtomicUsize,
     epoch: Instant,
     last_sweep_ms: AtomicU64,
@@ -433,6 +436,7 @@ impl BackgroundRegistry {
             entries: DashMap::new(),
             ledger,
             running: AtomicUsize::new(0),
+            shares: Shares::default(),
             finished: AtomicUsize::new(0),
             epoch: Instant::now(),
             last_sweep_ms: AtomicU64::new(0),
@@ -470,15 +474,33 @@ impl BackgroundRegistry {
             }
         }
         let max = config.max_background;
+        // Only the companions offered are named (crate::offer); a background run needs
+        // TaskOutput, so it is there.
+        let stop = if tool.offered.stop() {
+            ", stop one with TaskStop"
+        } else {
+            ""
+        };
+        // A caller of a host serving several gets its fair share (crate::share).
+        let caller = child.extensions().get::<BackgroundCaller>().cloned();
+        if let Some(c) = &caller
+            && let Err((share, mine)) = self.shares.take(c, max)
+        {
+            return Err(SubagentError::LimitReached {
+                agent: def.name().to_string(),
+                limit: subagent_spi::Limit::other(format!(
+                    "max_background={max}: you already run {mine} background tasks, your share \
+                     of the {max} shared by the clients running some now (the limit divided by \
+                     their number plus one, kept for a newcomer: {share}). Wait for one with \
+                     TaskOutput{stop}, or run this task in the foreground"
+                )),
+            });
+        }
         if self.running.fetch_add(1, Ordering::AcqRel) >= max {
             self.running.fetch_sub(1, Ordering::AcqRel);
-            // Only the companions offered are named (crate::offer); a background run needs
-            // TaskOutput, so it is there.
-            let stop = if tool.offered.stop() {
-                ", stop one with TaskStop"
-            } else {
-                ""
-            };
+            if let Some(c) = &caller {
+                self.shares.give_back(c);
+            }
             return Err(SubagentError::LimitReached {
                 agent: def.name().to_string(),
                 limit: subagent_spi::Limit::other(format!(
@@ -634,6 +656,9 @@ impl BackgroundRegistry {
             let bg = &tool.inner.background;
             bg.finished.fetch_add(1, Ordering::AcqRel);
             bg.running.fetch_sub(1, Ordering::AcqRel);
+            if let Some(c) = &caller {
+                bg.shares.give_back(c);
+            }
         }, caller_span));
         Ok(())
     }
@@ -649,6 +674,22 @@ impl BackgroundRegistry {
             }
             Some(e) => Ok(e),
             None => Err(unknown(task_id, ttl)),
+        }
+    }
+
+    /// [`lookup`](Self::lookup) among the tasks `scope` admits: another starter's task is
+    /// unknown, as if it did not exist.
+    fn lookup_in(
+        &self,
+        task_id: &str,
+        scope: Scope<'_>,
+        ttl: Duration,
+    ) -> Result<Arc<Entry>, SubagentError> {
+        let entry = self.lookup(task_id, ttl)?;
+        if scope.admits(entry.mailbox.parent.as_deref()) {
+            Ok(entry)
+        } else {
+            Err(unknown(task_id, ttl))
         }
     }
 
@@ -711,11 +752,18 @@ impl BackgroundRegistry {
             .map(|e| e.key().clone())
     }
 
-    /// A task in memory, else its record in the ledger (a task of an earlier or another
-    /// process).
-    async fn find(&self, task_id: &str, ttl: Duration) -> Result<Found, SubagentError> {
+    /// A task in memory `scope` admits, else its record in the ledger (a task of an earlier or
+    /// another process). A task of this process that `scope` does not admit is unknown, also
+    /// once it left memory (its starter is not in the ledger).
+    async fn find(
+        &self,
+        task_id: &str,
+        scope: Scope<'_>,
+        ttl: Duration,
+    ) -> Result<Found, SubagentError> {
         let not_here = match self.lookup(task_id, ttl) {
-            Ok(e) => return Ok(Found::Here(e)),
+            Ok(e) if scope.admits(e.mailbox.parent.as_deref()) => return Ok(Found::Here(e)),
+            Ok(_) => return Err(unknown(task_id, ttl)),
             Err(e) => e,
         };
         let Some(writer) = &self.ledger else {
@@ -728,7 +776,8 @@ impl BackgroundRegistry {
                         .duration_since(end)
                         .is_ok_and(|age| age > ttl)
                 });
-                if expired {
+                let evicted_here = !matches!(scope, Scope::Any) && r.owner == writer.shared.owner;
+                if expired || evicted_here {
                     Err(not_here)
                 } else {
                     Ok(Found::Ledger(Box::new(snapshot_of_record(r))))
@@ -742,14 +791,15 @@ impl BackgroundRegistry {
         }
     }
 
-    /// Reads a task, waiting up to `wait` for it to finish.
+    /// Reads a task `scope` admits, waiting up to `wait` for it to finish.
     pub(crate) async fn output(
         &self,
         task_id: &str,
         wait: Option<Duration>,
+        scope: Scope<'_>,
         ttl: Duration,
     ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
-        let entry = match self.find(task_id, ttl).await? {
+        let entry = match self.find(task_id, scope, ttl).await? {
             Found::Here(e) => e,
             Found::Ledger(snap) => return Ok((*snap, None)),
         };
@@ -764,15 +814,16 @@ impl BackgroundRegistry {
         Ok((snap, usage))
     }
 
-    /// Answers the oldest approval request of a task. Errors when the task is unknown or
-    /// waits for no answer.
+    /// Answers the oldest approval request of a task `scope` admits. Errors when the task is
+    /// unknown or waits for no answer.
     pub(crate) fn answer(
         &self,
         task_id: &str,
         decision: ApprovalDecision,
+        scope: Scope<'_>,
         ttl: Duration,
     ) -> Result<ApprovalRequest, SubagentError> {
-        let entry = self.lookup(task_id, ttl)?;
+        let entry = self.lookup_in(task_id, scope, ttl)?;
         let pending = entry
             .pending
             .lock()
@@ -788,21 +839,27 @@ impl BackgroundRegistry {
         Ok(p.request)
     }
 
-    /// The oldest question a task waits on.
-    pub(crate) fn pending(&self, task_id: &str, ttl: Duration) -> Option<ApprovalRequest> {
-        let entry = self.lookup(task_id, ttl).ok()?;
+    /// The oldest question a task `scope` admits waits on.
+    pub(crate) fn pending(
+        &self,
+        task_id: &str,
+        scope: Scope<'_>,
+        ttl: Duration,
+    ) -> Option<ApprovalRequest> {
+        let entry = self.lookup_in(task_id, scope, ttl).ok()?;
         let p = entry.pending.lock().unwrap_or_else(|p| p.into_inner());
         p.front().map(|p| p.request.clone())
     }
 
-    /// Cancels a task and waits (up to `grace` + 1 s) for it to wind down.
+    /// Cancels a task `scope` admits and waits (up to `grace` + 1 s) for it to wind down.
     pub(crate) async fn stop(
         &self,
         task_id: &str,
         grace: Duration,
+        scope: Scope<'_>,
         ttl: Duration,
     ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
-        let entry = match self.find(task_id, ttl).await? {
+        let entry = match self.find(task_id, scope, ttl).await? {
             Found::Here(e) => e,
             Found::Ledger(snap) if snap.status() == TaskStatus::Running => {
                 return self
@@ -897,7 +954,7 @@ impl BackgroundRegistry {
         wait: Duration,
         ttl: Duration,
     ) -> Result<BackgroundSnapshot, SubagentError> {
-        let entry = match self.find(task_id, ttl).await? {
+        let entry = match self.find(task_id, Scope::Any, ttl).await? {
             Found::Here(e) => e,
             Found::Ledger(snap) => return Ok(*snap),
         };
@@ -1066,9 +1123,19 @@ impl TaskTool {
         task_id: &str,
         wait: Option<Duration>,
     ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        self.output_in(task_id, wait, Scope::Any).await
+    }
+
+    /// [`output`](Self::output) of a task `scope` admits, with its usage the first time.
+    pub(crate) async fn output_in(
+        &self,
+        task_id: &str,
+        wait: Option<Duration>,
+        scope: Scope<'_>,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
         self.inner
             .background
-            .output(task_id, wait, self.inner.config.result_ttl)
+            .output(task_id, wait, scope, self.inner.config.result_ttl)
             .await
     }
 
@@ -1081,11 +1148,21 @@ impl TaskTool {
         &self,
         task_id: &str,
     ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        self.stop_in(task_id, Scope::Any).await
+    }
+
+    /// [`stop`](Self::stop) of a task `scope` admits, with its usage the first time.
+    pub(crate) async fn stop_in(
+        &self,
+        task_id: &str,
+        scope: Scope<'_>,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
         self.inner
             .background
             .stop(
                 task_id,
                 self.inner.config.stop_grace,
+                scope,
                 self.inner.config.result_ttl,
             )
             .await
@@ -1099,16 +1176,43 @@ impl TaskTool {
         task_id: &str,
         decision: ApprovalDecision,
     ) -> Result<ApprovalRequest, SubagentError> {
+        self.answer_approval_in(task_id, decision, Scope::Any)
+    }
+
+    /// [`answer_approval`](Self::answer_approval) for a task `scope` admits.
+    pub(crate) fn answer_approval_in(
+        &self,
+        task_id: &str,
+        decision: ApprovalDecision,
+        scope: Scope<'_>,
+    ) -> Result<ApprovalRequest, SubagentError> {
         self.inner
             .background
-            .answer(task_id, decision, self.inner.config.result_ttl)
+            .answer(task_id, decision, scope, self.inner.config.result_ttl)
     }
 
     /// The oldest approval request a background task waits on, if any.
     pub fn pending_approval(&self, task_id: &str) -> Option<ApprovalRequest> {
+        self.pending_approval_in(task_id, Scope::Any)
+    }
+
+    /// [`pending_approval`](Self::pending_approval) of a task `scope` admits.
+    pub(crate) fn pending_approval_in(
+        &self,
+        task_id: &str,
+        scope: Scope<'_>,
+    ) -> Option<ApprovalRequest> {
         self.inner
             .background
-            .pending(task_id, self.inner.config.result_ttl)
+            .pending(task_id, scope, self.inner.config.result_ttl)
+    }
+
+    /// The tasks `scope` admits, running or recently ended, as `id (state)` (at most 20; for
+    /// error messages).
+    pub(crate) fn tasks_in(&self, scope: Scope<'_>) -> Vec<String> {
+        self.inner
+            .background
+            .tasks_of(scope, self.inner.config.result_ttl)
     }
 
     /// Writes every pending background-task change to the ledger now (a no-op without one).

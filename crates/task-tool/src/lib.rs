@@ -20,7 +20,12 @@
 //! * **capped**: at most [`max_concurrent`](TaskToolBuilder::max_concurrent) children (default
 //!   20) work at once over the whole tree; foreground calls over it wait their turn, background
 //!   ones show `queued` in `TaskOutput`. A run waiting for its own children gives its place back
-//!   for the wait, so nesting never deadlocks on the cap.
+//!   for the wait, so nesting never deadlocks on the cap. A host serving several callers marks
+//!   each one's calls with a [`BackgroundCaller`]: each then gets a fair share of the background
+//!   limit (see [`BackgroundCaller`]'s module rule: `max_background / (callers + 1)`).
+//! * **scoped**: a run reaches (reads, stops, answers, messages) only the background tasks it
+//!   started itself; the host's own API ([`TaskTool::output`], [`TaskTool::stop`]...) reaches
+//!   every task.
 //! * **budgeted**: a child's reported usage is charged to the caller's budget (`subagent-core`'s
 //!   `Budget`) exactly once whatever its kind: what the kind did not charge as it went is
 //!   charged when the child ends (a background child's when its result is recorded). A report
@@ -65,6 +70,7 @@ mod ledger;
 mod offer;
 mod persist;
 mod registry;
+mod share;
 mod steer;
 mod tools;
 mod typed;
@@ -76,6 +82,7 @@ pub use inventory::MAX_LISTED;
 pub use ledger::{LedgerError, LedgerKind, TaskLedger, TaskRecord};
 pub use offer::Companions;
 pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
+pub use share::BackgroundCaller;
 pub use steer::{
     MAX_NAME_CHARS, MessageReceipt, SendMessageError, SendMessageInput, SendMessageTool,
 };

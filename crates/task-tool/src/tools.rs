@@ -11,7 +11,7 @@ use subagent_spi::{
 use crate::concurrency::waiting_on_children;
 use crate::format;
 use crate::registry::TaskTool;
-use crate::steer::{SendMessageInput, SendMessageTool};
+use crate::steer::{Scope, SendMessageInput, SendMessageTool};
 
 /// Default wait of `TaskOutput`.
 const DEFAULT_WAIT_MS: u64 = 30_000;
@@ -160,6 +160,12 @@ delegate_tool!(
 );
 
 impl TaskOutputTool {
+    /// What `TaskOutput` answers about `snapshot` (without waiting): for a host that read the
+    /// task itself ([`TaskTool::output`]) and shows it as the tool would.
+    pub fn render(&self, snapshot: &crate::BackgroundSnapshot) -> ToolOutput {
+        format::snapshot_text(snapshot, None, self.task.offered)
+    }
+
     async fn run(
         &self,
         input: TaskOutputInput,
@@ -174,8 +180,10 @@ impl TaskOutputTool {
                 ),
             ));
         }
+        // A run reaches only the tasks it started (as SendMessage does, crate::steer).
+        let scope = Scope::StartedBy(ctx.task_id());
         if let Some(answer) = input.approve {
-            let Some(question) = self.task.pending_approval(&input.task_id) else {
+            let Some(question) = self.task.pending_approval_in(&input.task_id, scope) else {
                 return Ok(ToolOutput::error(format!(
                     "Task `{}` is not waiting for approval (or is unknown); nothing was answered.",
                     input.task_id
@@ -205,12 +213,15 @@ impl TaskOutputTool {
                     (denied, _) => denied,
                 };
             }
-            if let Err(e) = self.task.answer_approval(&input.task_id, decision) {
+            if let Err(e) = self
+                .task
+                .answer_approval_in(&input.task_id, decision, scope)
+            {
                 return Ok(ToolOutput::error(e.to_string()));
             }
         }
         let wait = input.block.then(|| Duration::from_millis(input.timeout_ms));
-        let read = self.task.output_with_usage(&input.task_id, wait);
+        let read = self.task.output_in(&input.task_id, wait, scope);
         let read = if wait.is_some() {
             waiting_on_children(ctx, read).await
         } else {
@@ -231,8 +242,8 @@ impl TaskOutputTool {
                 Ok(out)
             }
             Err(e) => Ok(ToolOutput::error(format!(
-                "{e}. Running tasks: {}",
-                list_or_none(&self.task.running_background_ids())
+                "{e}. Your tasks: {}",
+                list_or_none(&self.task.tasks_in(scope))
             ))),
         }
     }
@@ -261,7 +272,9 @@ delegate_tool!(
 
 impl TaskStopTool {
     async fn run(&self, input: TaskStopInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        match waiting_on_children(ctx, self.task.stop_with_usage(&input.task_id)).await {
+        // A run stops only the tasks it started (as SendMessage does, crate::steer).
+        let scope = Scope::StartedBy(ctx.task_id());
+        match waiting_on_children(ctx, self.task.stop_in(&input.task_id, scope)).await {
             Ok((snap, usage)) => {
                 let mut out = format::snapshot_text(&snap, None, self.task.offered);
                 if let Some(id) = usage.as_ref().and_then(|n| n.task_id.as_deref()) {
@@ -272,8 +285,8 @@ impl TaskStopTool {
                 Ok(out)
             }
             Err(e) => Ok(ToolOutput::error(format!(
-                "{e}. Running tasks: {}",
-                list_or_none(&self.task.running_background_ids())
+                "{e}. Your tasks: {}",
+                list_or_none(&self.task.tasks_in(scope))
             ))),
         }
     }

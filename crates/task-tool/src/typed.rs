@@ -51,8 +51,9 @@ pub(crate) async fn enforce(
             .take()
             .or_else(|| parse_json_text(&outcome.text))
         {
-            Some(value) => match schema.validate(&value) {
-                Ok(()) => {
+            // Off the async threads, at most until the run's deadline.
+            Some(value) => match schema.check(value, child.deadline()).await {
+                Ok(value) => {
                     outcome.text = value.to_string();
                     outcome.structured = Some(value);
                     return Ok(outcome);

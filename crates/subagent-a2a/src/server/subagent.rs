@@ -442,7 +442,7 @@ impl A2aHandler for SubagentHandler {
         .await;
         let mut outcome = outcome;
         if let Some((_, compiled)) = &schema {
-            typed_result(&mut outcome, compiled);
+            typed_result(&mut outcome, compiled, self.base.deadline()).await;
         }
         let usage = self.usage_metadata(&outcome, &request.task_id);
         let end = |state: v1::TaskState, message: Option<v1::Message>| {
@@ -506,15 +506,20 @@ impl A2aHandler for SubagentHandler {
     }
 }
 
-/// Checks a completed outcome against the client's schema: its value (or its text's JSON)
-/// becomes `structured`; an invalid one fails the task saying why.
-fn typed_result(outcome: &mut TaskOutcome, schema: &subagent_schema::OutputSchema) {
+/// Checks a completed outcome against the client's schema (off the async threads, at most until
+/// `deadline`): its value (or its text's JSON) becomes `structured`; an invalid one fails the
+/// task saying why.
+async fn typed_result(
+    outcome: &mut TaskOutcome,
+    schema: &subagent_schema::OutputSchema,
+    deadline: Option<std::time::Instant>,
+) {
     if outcome.status != TaskStatus::Completed {
         return;
     }
     let checked = match outcome.structured.take() {
-        Some(v) => schema.validate(&v).map(|()| v),
-        None => schema.check_text(&outcome.text),
+        Some(v) => schema.check(v, deadline).await,
+        None => schema.check_text_within(&outcome.text, deadline).await,
     };
     match checked {
         Ok(v) => outcome.structured = Some(v),

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{fixtures, free_port, process_in, word};
+use common::{fixtures, free_port, process_in, tool_text as text, word};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -23,14 +23,6 @@ fn command(model: &str, home: &std::path::Path, extra: &[&str]) -> tokio::proces
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     cmd
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 async fn call(client: &RunningService<RoleClient, ()>, tool: &str, input: Value) -> CallToolResult {

@@ -535,3 +535,80 @@ fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
     assert!(work.join("out/alpha.txt").exists() && work.join("out/beta.txt").exists());
     assert!(screen.contains("both done"), "{screen:?}");
 }
+
+/// Issue 39: a background task's text (a model's, a peer's) reaches a terminal escaped from
+/// `tasks show` and `tasks stop` as from `tasks list` (on the old code both printed it raw),
+/// and from `tasks resume`; `--json` is exact and holds no raw control or bidi character.
+#[test]
+fn tasks_show_stop_and_resume_print_a_tasks_text_escaped_on_a_terminal() {
+    let rt = common::rt();
+    let model = rt.block_on(ScriptedModelServer::start());
+    model.push(Reply::text(format!("done {HOSTILE}")));
+    model.push(Reply::text(format!("resumed {HOSTILE}")));
+    let home = tempfile::tempdir().expect("tmp");
+    let spec = model.openai_model("m");
+    let with_agents = |cmd: &mut std::process::Command| {
+        cmd.arg("--agents")
+            .arg(common::fixtures().join("local"))
+            .arg("--workspace")
+            .arg(home.path());
+    };
+    // The task runs to its end in the background of `task --background` (the default store,
+    // in the home).
+    let mut start = common::process_in(home.path());
+    start.args(["task", "echo-agent", "go", "--background", "--model", &spec]);
+    with_agents(&mut start);
+    let started = finish(start.stdin(Stdio::null()).output_spawn());
+    let err = text(&started.stderr);
+    assert!(started.status.success(), "{err}");
+    let id = common::word(&err, "task_").expect("the task id");
+
+    let on_terminal = |args: &[&str]| {
+        let mut cmd = common::process_in(home.path());
+        cmd.arg("tasks").args(args);
+        let (status, screen) = OnPty::spawn(&mut cmd, true).finish(LIMIT);
+        assert!(status.success(), "{args:?}: {status}: {screen:?}");
+        screen
+    };
+    for args in [vec!["show", id.as_str()], vec!["stop", id.as_str()]] {
+        let screen = on_terminal(&args);
+        assert_none_raw(&screen, &format!("tasks {}", args[0]));
+        assert!(screen.contains("done Q\\u{1b}[2J"), "{args:?}: {screen:?}");
+        assert!(screen.contains("\\u{202e}txt.exe"), "{args:?}: {screen:?}");
+    }
+    let listed = on_terminal(&["list"]);
+    assert!(listed.contains(&id), "{listed:?}");
+    assert_none_raw(&listed, "tasks list");
+
+    // `--json` (on a pipe): exact, and no raw hazard in it.
+    let mut json = common::process_in(home.path());
+    json.args(["tasks", "show", &id, "--json"]);
+    let out = finish(json.stdin(Stdio::null()).output_spawn());
+    let stdout = text(&out.stdout);
+    assert_terminal_safe(&stdout, "tasks show --json");
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(v["output"], format!("done {HOSTILE}"));
+
+    // `tasks resume` prints the resumed answer on the terminal escaped too.
+    let mut resume = common::process_in(home.path());
+    resume.args(["tasks", "resume", &id, "again", "--model", &spec]);
+    with_agents(&mut resume);
+    let (status, screen) = OnPty::spawn(&mut resume, true).finish(LIMIT);
+    assert!(status.success(), "{status}: {screen:?}");
+    assert_none_raw(&screen, "tasks resume");
+    assert!(screen.contains("resumed Q\\u{1b}[2J"), "{screen:?}");
+}
+
+/// Spawning with piped output, for [`finish`].
+trait OutputSpawn {
+    fn output_spawn(&mut self) -> std::process::Child;
+}
+
+impl OutputSpawn for std::process::Command {
+    fn output_spawn(&mut self) -> std::process::Child {
+        self.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the command starts")
+    }
+}

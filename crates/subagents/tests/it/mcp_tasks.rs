@@ -85,13 +85,27 @@ async fn settle(
     panic!("task {id} still working after 30 s");
 }
 
-fn accept(decision: &str) -> InputResponses {
+/// The answer `decision` to the question shown under `key`.
+fn accept(key: &str, decision: &str) -> InputResponses {
     let mut r = InputResponses::new();
     r.insert(
-        "approval_1".into(),
+        key.into(),
         json!({"action": "accept", "content": {"decision": decision}}),
     );
     r
+}
+
+/// The one key of a question's `inputRequests`: random (`approval_` and 32 hex digits).
+fn only_key<'a>(keys: impl Iterator<Item = &'a String>) -> String {
+    let keys: Vec<&String> = keys.collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let key = keys[0].clone();
+    let random = key.strip_prefix("approval_").unwrap_or_default();
+    assert!(
+        random.len() == 32 && random.chars().all(|c| c.is_ascii_hexdigit()),
+        "an unguessable key: {key}"
+    );
+    key
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -178,7 +192,9 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
     let TaskPayload::InputRequired { input_requests } = &waiting.payload else {
         panic!("expected input_required, got {waiting:?}");
     };
-    let asked = serde_json::to_value(&input_requests["approval_1"]).unwrap();
+    // One question, under a random key.
+    let key = only_key(input_requests.keys());
+    let asked = serde_json::to_value(&input_requests[&key]).unwrap();
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
     assert!(
         asked["params"]["message"]
@@ -205,7 +221,7 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
         TaskStatus::InputRequired
     );
     client
-        .update_task(UpdateTaskParams::new(&id, accept("yes")))
+        .update_task(UpdateTaskParams::new(&id, accept(&key, "yes")))
         .await
         .expect("acked");
     let mut done = settle(&client, &id).await;
@@ -339,7 +355,8 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
         other => panic!("expected input_required, got {other:?}"),
     };
     let requests = asked.input_requests.clone().expect("inputRequests");
-    let form = serde_json::to_value(&requests["approval_1"]).unwrap();
+    let key = only_key(requests.keys());
+    let form = serde_json::to_value(&requests[&key]).unwrap();
     assert_eq!(form["method"], "elicitation/create", "{form}");
     let state = asked.request_state.clone().expect("requestState");
     assert!(!dir.path().join("work/out/mrtr.txt").exists());
@@ -348,7 +365,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
     let err = client
         .call_tool_once(
             worker_task_call()
-                .with_input_responses(accept("yes"))
+                .with_input_responses(accept(&key, "yes"))
                 .with_request_state(format!("{state}-TAMPERED")),
         )
         .await
@@ -358,7 +375,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
     let CallToolResponse::Complete(result) = client
         .call_tool_once(
             worker_task_call()
-                .with_input_responses(accept("yes"))
+                .with_input_responses(accept(&key, "yes"))
                 .with_request_state(state.clone()),
         )
         .await
@@ -376,7 +393,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
         client
             .call_tool_once(
                 worker_task_call()
-                    .with_input_responses(accept("yes"))
+                    .with_input_responses(accept(&key, "yes"))
                     .with_request_state(state)
             )
             .await
@@ -400,13 +417,14 @@ async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
         CallToolResponse::InputRequired(asked) => asked,
         other => panic!("expected input_required, got {other:?}"),
     };
+    let key = only_key(asked.input_requests.as_ref().expect("inputRequests").keys());
     let state = asked.request_state.expect("requestState");
     // Well past the answer timeout (200 ms), the call has been denied and forgotten.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let err = client
         .call_tool_once(
             worker_task_call()
-                .with_input_responses(accept("yes"))
+                .with_input_responses(accept(&key, "yes"))
                 .with_request_state(state),
         )
         .await
@@ -525,9 +543,9 @@ async fn a_listening_client_is_told_of_its_task_by_notifications_without_polling
         })
         .flatten()
         .collect();
-    assert_eq!(keys, vec!["approval_1".to_string()]);
+    let key = only_key(keys.iter());
     client
-        .update_task(UpdateTaskParams::new(&id, accept("no")))
+        .update_task(UpdateTaskParams::new(&id, accept(&key, "no")))
         .await
         .expect("tasks/update acked");
     tokio::time::timeout(Duration::from_secs(30), async {

@@ -187,3 +187,64 @@ async fn stop_ends_the_wait_and_the_rust_api_answers() {
         .unwrap();
     assert_eq!(done.outcome().map(|o| o.text.as_str()), Some("AllowOnce"));
 }
+
+/// Another run (an MCP client's, a sibling) holding the id reads, answers and stops nothing:
+/// the task is unknown to it, and the refusal lists only its own tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_run_cannot_read_answer_or_stop_the_task() {
+    let task = tool().await;
+    let a = TaskContext::new().with_agent("a").with_task_id("caller_a");
+    let b = TaskContext::new().with_agent("b").with_task_id("caller_b");
+    let id = start(&task, &a).await;
+    let waiting = output(&task, &a, json!({"task_id": id, "timeout_ms": 60000})).await;
+    assert!(
+        waiting.content.contains("waiting_for_approval"),
+        "{}",
+        waiting.content
+    );
+
+    let read = output(&task, &b, json!({"task_id": id, "block": false})).await;
+    let answer = output(
+        &task,
+        &b,
+        json!({"task_id": id, "approve": "yes", "block": false}),
+    )
+    .await;
+    let stop = task
+        .stop_tool()
+        .call(json!({"task_id": id}), &b)
+        .await
+        .expect("TaskStop answers");
+    for out in [&read, &answer, &stop] {
+        assert!(out.is_error, "{}", out.content);
+        assert!(
+            !out.content.contains("asker"),
+            "nothing of it shows: {}",
+            out.content
+        );
+        assert!(
+            out.content.matches(id.as_str()).count() <= 1,
+            "its id is named only as asked: {}",
+            out.content
+        );
+    }
+    assert!(
+        read.content.contains("Your tasks: (none)"),
+        "{}",
+        read.content
+    );
+    assert!(
+        answer
+            .content
+            .contains("not waiting for approval (or is unknown)")
+    );
+    // Still waiting for its own caller, who answers it.
+    assert!(task.pending_approval(&id).is_some());
+    let done = output(
+        &task,
+        &a,
+        json!({"task_id": id, "approve": "no", "timeout_ms": 60000}),
+    )
+    .await;
+    assert!(done.content.contains("declined"), "{}", done.content);
+}

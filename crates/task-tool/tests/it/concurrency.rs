@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{FnKind, fn_ref};
 use serde_json::json;
-use subagent_spi::{SubagentType, TaskContext, TaskOutcome, Tool};
+use subagent_spi::{SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool};
 use task_tool::TaskTool;
 
 #[derive(Default)]
@@ -256,4 +256,68 @@ async fn a_call_dropped_midway_gives_its_place_back() {
     .await
     .expect("the dropped calls' place is free again");
     assert!(out.content.contains("QUICK-DONE"), "{}", out.content);
+}
+
+/// Callers marked with a `BackgroundCaller` share the background limit: one that starts as
+/// many as it can leaves places for the next ones (on the old code it took all 16).
+#[tokio::test]
+async fn callers_get_a_fair_share_of_the_background_limit() {
+    use task_tool::BackgroundCaller;
+    let task = TaskTool::builder()
+        .subagent_type(
+            common::FnKind::new()
+                .agent("sleeper", |_, ctx| async move {
+                    ctx.cancel().cancelled().await;
+                    Ok(TaskOutcome::with_status("stopped", TaskStatus::Cancelled))
+                })
+                .into_type(),
+        )
+        .subagent_reference(common::fn_ref("sleeper"))
+        .build()
+        .await
+        .expect("builds");
+    let caller = |id: &str| {
+        TaskContext::new()
+            .with_task_id(id)
+            .with_extension(BackgroundCaller::new(id))
+    };
+    let start = |ctx: TaskContext| {
+        let task = task.clone();
+        async move {
+            task.dispatch(TaskCall::new("sleeper", "d", "p").in_background(true), &ctx)
+                .await
+        }
+    };
+    let (b, c) = (caller("b"), caller("c"));
+    let mut b_started = 0;
+    let refusal = loop {
+        match start(b.clone()).await {
+            Ok(_) => b_started += 1,
+            Err(e) => break e.to_string(),
+        }
+        assert!(b_started <= 16, "b was never refused");
+    };
+    assert_eq!(b_started, 8, "alone, half the limit");
+    assert!(refusal.contains("your share"), "{refusal}");
+    for _ in 0..5 {
+        start(c.clone()).await.expect("c finds places");
+    }
+    let third = start(caller("d")).await;
+    assert!(third.is_ok(), "{third:?}");
+    // The host's own tasks count only against the limit itself (13 + 1 + 2 = 16).
+    for _ in 0..2 {
+        start(TaskContext::new()).await.expect("the host starts");
+    }
+    let full = start(TaskContext::new())
+        .await
+        .expect_err("the limit holds");
+    assert!(
+        full.to_string()
+            .contains("16 background tasks are already running"),
+        "{full}"
+    );
+    assert_eq!(task.running_background(), 16);
+    for id in task.running_background_ids() {
+        task.stop(&id).await.expect("stops");
+    }
 }
