@@ -612,6 +612,15 @@ impl Host {
                 }
             }
         }
+        // Lines the script logged just before it returned are still queued: show them, in order.
+        while let Ok(message) = from_engine.try_recv() {
+            if let ToHost::Log(text) = message {
+                pending_logs.fetch_sub(1, Ordering::Relaxed);
+                wctx.emit(ProgressKind::Status {
+                    message: format!("log: {text}"),
+                });
+            }
+        }
         while let Ok(a) = attach_rx.try_recv() {
             self.attach(a).await;
         }
