@@ -125,8 +125,8 @@ pub use push::PushStats;
 use crate::task_store as store;
 pub use crate::task_store::{
     ContextSessionStore, InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, PushConfigStore,
-    RemoteSignal, ReplicaBus, StoreError, TaskFilter, TaskPage, TaskStore, message_bytes,
-    task_bytes,
+    RemoteSignal, ReplicaBus, StoreError, TaskFilter, TaskPage, TaskStore, UNVERSIONED,
+    VersionedTask, message_bytes, task_bytes,
 };
 use crate::util;
 pub use crate::util::now_rfc3339;

@@ -52,6 +52,7 @@ impl Engine {
                             }
                         }
                         Ok(RemoteSignal::Event { task_id, event }) => {
+                            engine.check_waiting_run(&task_id, &event);
                             engine.forward_remote(&task_id, event);
                         }
                         #[allow(unreachable_patterns)]
@@ -95,6 +96,21 @@ impl Engine {
         if watchers.is_empty() {
             remote.remove(task_id);
         }
+    }
+
+    /// Shared stores: the subscribers of a run this process gave up (another process took
+    /// its task over) follow the task's events from the store from now on.
+    pub(super) fn follow_remote(&self, task_id: &str, subscribers: Vec<mpsc::Sender<Event>>) {
+        if subscribers.is_empty() {
+            return;
+        }
+        lock_remote(&self.remote)
+            .entry(task_id.to_string())
+            .or_default()
+            .extend(subscribers.into_iter().map(|tx| RemoteWatcher {
+                tx,
+                end_on_interrupt: true,
+            }));
     }
 
     /// Shared stores: hands an event of a task running here to the other processes.
