@@ -3,6 +3,7 @@
 mod common;
 
 mod a2a_commit;
+mod a2a_fencing;
 mod a2a_lock;
 mod a2a_replicas;
 mod a2a_restart;
