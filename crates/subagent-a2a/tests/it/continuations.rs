@@ -1,12 +1,13 @@
 //! Concurrent messages continuing one `input-required` task, over real HTTP: every request is
-//! answered within a bound, exactly one continues the task, the others are refused at once.
+//! answered within a bound, exactly one continues the task, the others are refused at once;
+//! also when they race through two servers sharing one store (as replicas do).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use subagent_a2a::server::{
-    A2aServer, InMemoryTaskStore, StoreError, TaskFilter, TaskPage, TaskStore,
+    A2aServer, InMemoryTaskStore, StoreError, TaskFilter, TaskPage, TaskStore, VersionedTask,
 };
 use subagent_a2a::types::v1;
 use subagent_spi::async_trait;
@@ -42,6 +43,14 @@ impl TaskStore for SlowStore {
     async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
         tokio::time::sleep(Duration::from_millis(2)).await;
         self.0.get(task_id).await
+    }
+    async fn get_versioned(&self, task_id: &str) -> Result<Option<VersionedTask>, StoreError> {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        self.0.get_versioned(task_id).await
+    }
+    async fn save_versioned(&self, task: v1::Task, expected: u64) -> Result<u64, StoreError> {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        self.0.save_versioned(task, expected).await
     }
     async fn list(
         &self,
@@ -143,7 +152,7 @@ async fn rpc_get(client: &reqwest::Client, url: &str, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_continuations_through_two_servers_on_one_store_one_wins() {
     const ROUNDS: usize = 30;
-    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let store: Arc<dyn TaskStore> = Arc::new(SlowStore(InMemoryTaskStore::default()));
     let a = common::serve(
         A2aServer::builder()
             .mount(common::agent_at("/echo", "echo", Arc::default()).with_store(store.clone())),

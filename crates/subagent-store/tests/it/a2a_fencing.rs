@@ -5,7 +5,9 @@
 //!   exactly one continues it and the others are refused at once (UnsupportedOperation,
 //!   -32004);
 //! - a replica that stalled past its lease cannot overwrite the state another replica wrote
-//!   meanwhile (its write is refused and it stops working on the task).
+//!   meanwhile (its write is refused and it stops working on the task);
+//! - a handler waiting in its run on one replica for an answer that another replica took stops
+//!   waiting.
 //!
 //! Two real SUT processes on one PostgreSQL database (`#[ignore]`d: `.ci/run` starts one), two
 //! servers (two engines) on one SQLite file, and two store handles at the store's own API.
@@ -204,7 +206,12 @@ impl A2aHandler for Asker {
 
 /// Serves [`Asker`] on its own server (its own engine) with `store`; the base URL.
 async fn serve(store: Arc<dyn TaskStore>) -> String {
-    let mount = AgentMount::new("/", AgentInfo::new("asker", "asks"), Asker).with_store(store);
+    serve_agent(Asker, store).await
+}
+
+/// Serves `agent` on its own server (its own engine) with `store`; the base URL.
+async fn serve_agent(agent: impl A2aHandler, store: Arc<dyn TaskStore>) -> String {
+    let mount = AgentMount::new("/", AgentInfo::new("agent", "asks"), agent).with_store(store);
     let app = A2aServer::builder().mount(mount).build().unwrap().router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/", listener.local_addr().unwrap());
@@ -430,4 +437,96 @@ async fn a_stalled_store_handle_cannot_overwrite_after_its_lease() {
     assert_eq!(t.status.state, v1::TaskState::Failed);
     let text = t.status.message.as_ref().and_then(|m| m.parts[0].as_text());
     assert_eq!(text, Some(INTERRUPTED_BY_LEASE));
+}
+
+/// Asks and waits for the answer in its run (`await_input`); tells `withdrawn` when the wait
+/// ends without one. A run continuing a stored task completes.
+struct Waiter {
+    withdrawn: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl A2aHandler for Waiter {
+    async fn handle(
+        &self,
+        req: HandlerRequest,
+        ev: TaskEventSink,
+        _cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        if req.task.is_some() {
+            ev.complete(Some(ev.agent_text("continued there"))).await?;
+            return Ok(());
+        }
+        match ev.await_input(ev.agent_text("which one?")).await {
+            Ok(_) => ev.complete(Some(ev.agent_text("answered here"))).await?,
+            Err(_) => self.withdrawn.notify_one(),
+        }
+        Ok(())
+    }
+}
+
+/// A handler waiting in its run on replica A for the answer to its question, while the answer
+/// goes to replica B (which continues the stored task): A learns it from B's event, checks the
+/// task's version, and stops its run (the handler's wait ends) instead of waiting forever.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
+async fn a_run_waiting_for_an_answer_stops_when_another_replica_takes_it() {
+    let url = fresh_postgres_db("waiting").await;
+    let (sa, sb) = (
+        open_postgres(&url, Duration::from_secs(30)).await,
+        open_postgres(&url, Duration::from_secs(30)).await,
+    );
+    let withdrawn = Arc::new(tokio::sync::Notify::new());
+    let a = serve_agent(
+        Waiter {
+            withdrawn: withdrawn.clone(),
+        },
+        Arc::new(sa.for_agent("")),
+    )
+    .await;
+    let b = serve_agent(
+        Waiter {
+            withdrawn: Arc::new(tokio::sync::Notify::new()),
+        },
+        Arc::new(sb.for_agent("")),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let asked = rpc(
+        &client,
+        &a,
+        "SendMessage",
+        json!({"message": user("ask", None)}),
+    )
+    .await;
+    let task = &asked["result"]["task"];
+    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let id = task["id"].as_str().unwrap().to_string();
+
+    let done = rpc(
+        &client,
+        &b,
+        "SendMessage",
+        json!({"message": user("answer", Some(&id))}),
+    )
+    .await;
+    assert_eq!(
+        state(&done["result"]["task"]),
+        "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    tokio::time::timeout(Duration::from_secs(10), withdrawn.notified())
+        .await
+        .expect("A's handler stopped waiting once B took the answer");
+    // A serves the task as the store has it.
+    let got = rpc(&client, &a, "GetTask", json!({"id": id})).await;
+    assert_eq!(state(&got["result"]), "TASK_STATE_COMPLETED", "{got}");
+    let late = rpc(
+        &client,
+        &a,
+        "SendMessage",
+        json!({"message": user("late", Some(&id))}),
+    )
+    .await;
+    assert_eq!(late["error"]["code"], -32004, "{late}");
 }

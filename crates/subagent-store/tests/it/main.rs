@@ -2,6 +2,7 @@
 
 mod common;
 
+mod a2a_chaos;
 mod a2a_commit;
 mod a2a_fencing;
 mod a2a_lock;

@@ -200,20 +200,40 @@ impl Run {
             || self.done.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// The task as it is now (`None` before the first task event).
+    /// The task as it is now (`None` before the first task event); read from the store once
+    /// another process took the task over ([`Run::fence`]).
     pub(crate) async fn task(&self) -> Option<v1::Task> {
-        self.state.lock().await.task.clone()
+        let st = self.state.lock().await;
+        if st.fenced {
+            drop(st);
+            return self.stored_task().await;
+        }
+        st.task.clone()
     }
 
     /// Like [`Run::task`], but moved out (not copied) once the handler has ended: the run is
     /// then out of the engine's map and nobody reads its task again.
     pub(crate) async fn take_or_clone_task(&self) -> Option<v1::Task> {
         let mut st = self.state.lock().await;
+        if st.fenced {
+            drop(st);
+            return self.stored_task().await;
+        }
         if self.done.load(std::sync::atomic::Ordering::Acquire) {
             st.task.take()
         } else {
             st.task.clone()
         }
+    }
+
+    /// A fenced run's task: as the store holds it now, else as it was when the run stopped.
+    async fn stored_task(&self) -> Option<v1::Task> {
+        if let Some(engine) = self.engine.upgrade()
+            && let Ok(Some(t)) = engine.load(&self.task_id).await
+        {
+            return Some(t);
+        }
+        self.state.lock().await.task.clone()
     }
 
     /// The error the handler answered with before any event, if any.
