@@ -128,7 +128,8 @@ impl Engine {
     /// Shared stores: a stream of a task this process does not run, fed by the events the
     /// running process publishes (a task that is interrupted now waits for the message that
     /// continues it, on any process). The task snapshot comes first; an update that happened
-    /// between reading it and listening is at worst repeated, never lost.
+    /// between reading it and listening is never lost, and not repeated when the snapshot
+    /// already shows it.
     pub(super) async fn subscribe_remote(
         self: &Arc<Self>,
         task: v1::Task,
@@ -156,10 +157,18 @@ impl Engine {
         };
         let (out, rx) = mpsc::channel(n);
         let terminal = task.status.state.is_terminal();
+        let shown = task.status.clone();
         let _ = out.try_send(Arc::new(v1::StreamResponse::Task(task)));
         if !terminal {
             tokio::spawn(async move {
                 while let Some(ev) = from_store.recv().await {
+                    // The update the snapshot already shows (published before it was read,
+                    // delivered after) is not repeated.
+                    if let v1::StreamResponse::StatusUpdate(u) = &*ev
+                        && u.status == shown
+                    {
+                        continue;
+                    }
                     if out.send(ev).await.is_err() {
                         break;
                     }
