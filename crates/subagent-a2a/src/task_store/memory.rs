@@ -501,6 +501,39 @@ mod tests {
         assert!(store.get("t0").await.unwrap().is_none());
     }
 
+    /// The compare-and-set contract the server's fencing relies on: a create refuses an
+    /// existing task, of two writers from one version only the first succeeds, a write from a
+    /// superseded version changes nothing, and a plain `save` moves the version on too.
+    #[tokio::test]
+    async fn versioned_writes_are_a_compare_and_set() {
+        let store = InMemoryTaskStore::default();
+        let ts = "2026-01-01T00:00:00.000Z";
+        let asked = task("t", "c", v1::TaskState::InputRequired, ts);
+        let v1_ = store.save_versioned(asked.clone(), 0).await.unwrap();
+        assert_eq!(v1_, 1);
+        assert!(matches!(
+            store.save_versioned(asked, 0).await,
+            Err(StoreError::Conflict { expected: 0, .. })
+        ));
+        let working = task("t", "c", v1::TaskState::Working, ts);
+        let v2 = store.save_versioned(working.clone(), v1_).await.unwrap();
+        assert!(v2 > v1_);
+        assert!(matches!(
+            store.save_versioned(working, v1_).await,
+            Err(StoreError::Conflict { .. })
+        ));
+        let late = task("t", "c", v1::TaskState::Completed, ts);
+        assert!(store.save_versioned(late.clone(), v1_).await.is_err());
+        let read = store.get_versioned("t").await.unwrap().unwrap();
+        assert_eq!(
+            (read.version, read.task.status.state),
+            (v2, v1::TaskState::Working)
+        );
+        store.save(late.clone()).await.unwrap();
+        assert!(store.save_versioned(late, v2).await.is_err());
+        assert!(store.get_versioned("t").await.unwrap().unwrap().version > v2);
+    }
+
     fn big(id: &str, state: v1::TaskState, n: usize) -> v1::Task {
         let mut t = task(id, "c", state, "2026-01-01T00:00:00.000Z");
         t.history.push(v1::Message::new(
