@@ -12,6 +12,10 @@
 //!   [`INTERRUPTED_BY_LEASE`] (PostgreSQL: when the lease of the process running it expires).
 //!   Interrupted tasks (`input-required`, `auth-required`) wait for their follow-up message on
 //!   any process.
+//! - **Versions.** Every row has a `version`, bumped by each write; every write of a task
+//!   (`TaskStore::save_versioned`, and the lease sweep) is a compare-and-set on it, so writers
+//!   fence each other: one continuation of an `input-required` task wins, and a process that
+//!   stalled past its lease cannot overwrite what was written meanwhile.
 //! - **Replicas (PostgreSQL).** Every process holds a lease on the tasks it runs, renewed every
 //!   third of [`A2aStoreOptions::lease`]; any process turns tasks with an expired lease into
 //!   `failed`. Events of running tasks are written to `a2a_task_events` and their ids sent with
