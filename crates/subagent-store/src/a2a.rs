@@ -1089,20 +1089,6 @@ impl SqlTaskStore {
             version,
         })
     }
-
-    /// The stored version of a task of this agent (0 when there is none).
-    async fn version_of(&self, task_id: &str) -> Result<u64, A2aStoreError> {
-        let v: Option<i64> = with_pool!(&self.inner.db, |p| sqlx::query_scalar(
-            "SELECT version FROM a2a_tasks WHERE id = $1 AND scope = $2"
-        )
-        .bind(task_id)
-        .bind(&*self.scope)
-        .fetch_optional(p)
-        .await
-        .map_err(StoreError::query("read A2A task version"))
-        .map_err(backend(task_id))?);
-        Ok(v.map_or(0, |v| u64::try_from(v).unwrap_or(0)))
-    }
 }
 
 #[async_trait]
@@ -1113,7 +1099,10 @@ impl TaskStore for SqlTaskStore {
     async fn save(&self, task: v1::Task) -> Result<(), A2aStoreError> {
         let mut expected = 0;
         for _ in 0..8 {
-            expected = self.version_of(&task.id).await?;
+            expected = self
+                .get_versioned(&task.id)
+                .await?
+                .map_or(0, |stored| stored.version);
             match self.save_versioned(task.clone(), expected).await {
                 Err(A2aStoreError::Conflict { .. }) => continue,
                 done => return done.map(drop),
@@ -1162,18 +1151,7 @@ impl TaskStore for SqlTaskStore {
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, A2aStoreError> {
-        let body: Option<String> = with_pool!(&self.inner.db, |p| sqlx::query_scalar(
-            "SELECT body FROM a2a_tasks WHERE id = $1 AND scope = $2"
-        )
-        .bind(task_id)
-        .bind(&*self.scope)
-        .fetch_optional(p)
-        .await
-        .map_err(StoreError::query("read A2A task"))
-        .map_err(backend(task_id))?);
-        body.map(|b| decode("A2A task", &b))
-            .transpose()
-            .map_err(backend(task_id))
+        Ok(self.get_versioned(task_id).await?.map(|stored| stored.task))
     }
 
     async fn list(

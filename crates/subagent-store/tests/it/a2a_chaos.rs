@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Sut, fresh_postgres_db, message, sse_events, state};
+use common::{Sut, event_state, fresh_postgres_db, message, response, sse_events, state};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -288,18 +288,6 @@ impl Client {
         .await;
         lock(&self.tally).count_stream(&events, started);
     }
-}
-
-/// The stream response of an SSE event (JSON-RPC wraps it in `result`).
-fn response(ev: &Value) -> &Value {
-    ev.get("result").unwrap_or(ev)
-}
-
-fn event_state(ev: &Value) -> Option<&str> {
-    let r = response(ev);
-    r["task"]["status"]["state"]
-        .as_str()
-        .or_else(|| r["statusUpdate"]["status"]["state"].as_str())
 }
 
 fn event_task_id(ev: &Value) -> Option<&str> {

@@ -144,6 +144,19 @@ fn uuid() -> String {
     )
 }
 
+/// The stream response of an SSE event (JSON-RPC wraps it in `result`).
+pub(crate) fn response(ev: &Value) -> &Value {
+    ev.get("result").unwrap_or(ev)
+}
+
+/// The task state an SSE event shows (its task's, or its status update's).
+pub(crate) fn event_state(ev: &Value) -> Option<&str> {
+    let r = response(ev);
+    r["task"]["status"]["state"]
+        .as_str()
+        .or_else(|| r["statusUpdate"]["status"]["state"].as_str())
+}
+
 pub(crate) fn state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
 }
