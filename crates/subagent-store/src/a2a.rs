@@ -12,6 +12,10 @@
 //!   [`INTERRUPTED_BY_LEASE`] (PostgreSQL: when the lease of the process running it expires).
 //!   Interrupted tasks (`input-required`, `auth-required`) wait for their follow-up message on
 //!   any process.
+//! - **Versions.** Every row has a `version`, bumped by each write; every write of a task
+//!   (`TaskStore::save_versioned`, and the lease sweep) is a compare-and-set on it, so writers
+//!   fence each other: one continuation of an `input-required` task wins, and a process that
+//!   stalled past its lease cannot overwrite what was written meanwhile.
 //! - **Replicas (PostgreSQL).** Every process holds a lease on the tasks it runs, renewed every
 //!   third of [`A2aStoreOptions::lease`]; any process turns tasks with an expired lease into
 //!   `failed`. Events of running tasks are written to `a2a_task_events` and their ids sent with
@@ -38,7 +42,8 @@ use async_trait::async_trait;
 use sqlx::Connection as _;
 use subagent_a2a::task_store::{
     ContextSessionStore, MAX_PUSH_CONFIGS_PER_TASK, PushConfigStore, RemoteSignal, ReplicaBus,
-    StoreError as A2aStoreError, TaskFilter, TaskPage, TaskStore, now_rfc3339, task_bytes,
+    StoreError as A2aStoreError, TaskFilter, TaskPage, TaskStore, VersionedTask, now_rfc3339,
+    task_bytes,
 };
 use subagent_a2a::types::v1;
 use tokio::sync::broadcast;
@@ -270,7 +275,8 @@ impl std::fmt::Debug for SqlTaskStore {
     }
 }
 
-/// A task as stored in `a2a_tasks`.
+/// A task as stored in `a2a_tasks`, written if the stored version is `version - 1` (or the task
+/// is absent).
 struct TaskRow {
     id: String,
     scope: String,
@@ -283,19 +289,26 @@ struct TaskRow {
     owner: Option<String>,
     lease_until_ms: Option<i64>,
     body: String,
+    /// The version this write gives the task.
+    version: i64,
 }
 
-/// Rows per upsert statement (11 parameters each: far below both dialects' limits).
+/// Rows per upsert statement (12 parameters each: far below both dialects' limits).
 const ROWS_PER_STATEMENT: usize = 256;
 
-/// A multi-row upsert of `rows` into `a2a_tasks`, run on `$exec`.
+/// A multi-row compare-and-set of `rows` (`(position, row)`, distinct tasks) into `a2a_tasks`,
+/// run on `$exec`: a new task is inserted, a stored one updated only if its version is the
+/// row's `version - 1` (and its agent the row's); the positions of the rows refused go to
+/// `$refused`.
 macro_rules! upsert_tasks {
-    ($rows:expr, $exec:expr) => {{
+    ($rows:expr, $exec:expr, $refused:expr) => {{
+        let rows: Vec<(usize, TaskRow)> = $rows;
+        let at: Vec<(usize, String)> = rows.iter().map(|(i, r)| (*i, r.id.clone())).collect();
         let mut qb = sqlx::QueryBuilder::new(
             "INSERT INTO a2a_tasks (id, scope, context_id, state, terminal, status_ts, \
-             updated_ms, bytes, owner, lease_until_ms, body) ",
+             updated_ms, bytes, owner, lease_until_ms, body, version) ",
         );
-        qb.push_values($rows, |mut b, r: TaskRow| {
+        qb.push_values(rows, |mut b, (_, r): (usize, TaskRow)| {
             b.push_bind(r.id)
                 .push_bind(r.scope)
                 .push_bind(r.context_id)
@@ -306,45 +319,84 @@ macro_rules! upsert_tasks {
                 .push_bind(r.bytes)
                 .push_bind(r.owner)
                 .push_bind(r.lease_until_ms)
-                .push_bind(r.body);
+                .push_bind(r.body)
+                .push_bind(r.version);
         });
         qb.push(
             " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, \
              state = excluded.state, terminal = excluded.terminal, \
              status_ts = excluded.status_ts, updated_ms = excluded.updated_ms, \
              bytes = excluded.bytes, owner = excluded.owner, \
-             lease_until_ms = excluded.lease_until_ms, body = excluded.body",
+             lease_until_ms = excluded.lease_until_ms, body = excluded.body, \
+             version = excluded.version \
+             WHERE a2a_tasks.version = excluded.version - 1 \
+             AND a2a_tasks.scope = excluded.scope RETURNING id",
         );
-        qb.build()
-            .execute($exec)
+        let written: Vec<String> = qb
+            .build_query_scalar()
+            .fetch_all($exec)
             .await
             .map_err(StoreError::query(TaskRow::WHAT))?;
+        let written: std::collections::HashSet<String> = written.into_iter().collect();
+        $refused.extend(
+            at.into_iter()
+                .filter(|(_, id)| !written.contains(id))
+                .map(|(i, _)| i),
+        );
     }};
 }
 
 impl BatchRow for TaskRow {
     const WHAT: &'static str = "save A2A task";
+    /// Every write of a task is a compare-and-set on its version: none is coalesced away.
+    const COALESCE: bool = false;
 
     fn key(&self) -> &str {
         &self.id
     }
 
     async fn write(conn: &mut Conn, rows: Vec<Self>) -> Result<(), StoreError> {
+        Self::write_checked(conn, rows).await.map(drop)
+    }
+
+    /// The k-th write of each task queued in the batch goes in the k-th round (a statement
+    /// writes a row once, and a later write of a task expects the version of the earlier
+    /// one); each round is sorted by task id, so that replicas writing to one PostgreSQL
+    /// database lock rows in one order.
+    async fn write_checked(conn: &mut Conn, rows: Vec<Self>) -> Result<Vec<usize>, StoreError> {
+        let mut rounds: Vec<Vec<(usize, TaskRow)>> = Vec::new();
+        let mut nth: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for (i, r) in rows.into_iter().enumerate() {
+            let k = nth.entry(r.id.clone()).or_insert(0);
+            if rounds.len() <= *k {
+                rounds.push(Vec::new());
+            }
+            rounds[*k].push((i, r));
+            *k += 1;
+        }
+        for r in &mut rounds {
+            r.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+        }
+        let mut refused = Vec::new();
         with_conn!(conn, |c| {
-            if rows.len() <= ROWS_PER_STATEMENT {
+            if rounds.len() == 1 && rounds[0].len() <= ROWS_PER_STATEMENT {
                 // One statement commits on its own: no BEGIN / COMMIT round trips.
-                upsert_tasks!(rows, &mut **c);
+                let round = rounds.pop().unwrap_or_default();
+                upsert_tasks!(round, &mut **c, refused);
             } else {
                 let mut tx = c.begin().await.map_err(StoreError::query(Self::WHAT))?;
-                let mut rows = rows.into_iter().peekable();
-                while rows.peek().is_some() {
-                    let chunk: Vec<TaskRow> = rows.by_ref().take(ROWS_PER_STATEMENT).collect();
-                    upsert_tasks!(chunk, &mut *tx);
+                for round in rounds {
+                    let mut round = round.into_iter().peekable();
+                    while round.peek().is_some() {
+                        let chunk: Vec<(usize, TaskRow)> =
+                            round.by_ref().take(ROWS_PER_STATEMENT).collect();
+                        upsert_tasks!(chunk, &mut *tx, refused);
+                    }
                 }
                 tx.commit().await.map_err(StoreError::query(Self::WHAT))?;
             }
         });
-        Ok(())
+        Ok(refused)
     }
 }
 
@@ -485,21 +537,23 @@ impl SqlTaskStore {
     }
 
     /// Marks interrupted the running tasks that cannot go on: every one not owned by this
-    /// process (`all_foreign`, SQLite at open) or those whose lease expired (PostgreSQL).
+    /// process (`all_foreign`, SQLite at open) or those whose lease expired (PostgreSQL). Each
+    /// mark is a compare-and-set on the version read and bumps it, so the owner's later write
+    /// (a process that stalled past its lease) is refused.
     async fn sweep(&self, all_foreign: bool) -> Result<u64, StoreError> {
         let db = &self.inner.db;
         let now = now_ms();
         let (sql, update, message) = if all_foreign {
             (
                 concat!(
-                    "SELECT id, body FROM a2a_tasks WHERE state IN ",
+                    "SELECT id, body, version FROM a2a_tasks WHERE state IN ",
                     running!(),
                     " AND (owner IS NULL OR owner <> $1) AND $2 >= 0 LIMIT 500"
                 ),
                 concat!(
                     "UPDATE a2a_tasks SET state = $1, terminal = 1, status_ts = $2, ",
-                    "updated_ms = $4, owner = NULL, lease_until_ms = NULL, body = $5, bytes = $6 ",
-                    "WHERE id = $7 AND state IN ",
+                    "updated_ms = $4, owner = NULL, lease_until_ms = NULL, body = $5, bytes = $6, ",
+                    "version = version + 1 WHERE id = $7 AND version = $8 AND state IN ",
                     running!(),
                     " AND (owner IS NULL OR owner <> $3)"
                 ),
@@ -508,14 +562,14 @@ impl SqlTaskStore {
         } else {
             (
                 concat!(
-                    "SELECT id, body FROM a2a_tasks WHERE state IN ",
+                    "SELECT id, body, version FROM a2a_tasks WHERE state IN ",
                     running!(),
                     " AND lease_until_ms < $2 AND $1 <> '' LIMIT 500"
                 ),
                 concat!(
                     "UPDATE a2a_tasks SET state = $1, terminal = 1, status_ts = $2, ",
-                    "updated_ms = $4, owner = NULL, lease_until_ms = NULL, body = $5, bytes = $6 ",
-                    "WHERE id = $7 AND state IN ",
+                    "updated_ms = $4, owner = NULL, lease_until_ms = NULL, body = $5, bytes = $6, ",
+                    "version = version + 1 WHERE id = $7 AND version = $8 AND state IN ",
                     running!(),
                     " AND lease_until_ms < $4 AND $3 <> ''"
                 ),
@@ -524,14 +578,14 @@ impl SqlTaskStore {
         };
         let mut marked = 0;
         loop {
-            let rows: Vec<(String, String)> = with_pool!(db, |p| sqlx::query_as(sql)
+            let rows: Vec<(String, String, i64)> = with_pool!(db, |p| sqlx::query_as(sql)
                 .bind(&self.inner.owner)
                 .bind(now)
                 .fetch_all(p)
                 .await
                 .map_err(StoreError::query("find interrupted tasks"))?);
             let n = rows.len();
-            for (id, body) in rows {
+            for (id, body, version) in rows {
                 let mut task: v1::Task = match decode("A2A task", &body) {
                     Ok(t) => t,
                     Err(e) => {
@@ -561,6 +615,7 @@ impl SqlTaskStore {
                     .bind(&body)
                     .bind(i64::try_from(task_bytes(&task)).unwrap_or(i64::MAX))
                     .bind(&id)
+                    .bind(version)
                     .execute(p)
                     .await
                     .map_err(StoreError::query("mark task interrupted"))?
@@ -1003,9 +1058,9 @@ impl ContextSessionStore for SqlTaskStore {
     }
 }
 
-#[async_trait]
-impl TaskStore for SqlTaskStore {
-    async fn save(&self, task: v1::Task) -> Result<(), A2aStoreError> {
+impl SqlTaskStore {
+    /// The row writing `task` at `version`: the lease is this process's while it runs.
+    fn row(&self, task: v1::Task, version: i64) -> Result<TaskRow, A2aStoreError> {
         let state = task.status.state;
         let (owner, lease_until_ms) = if running(state) {
             (
@@ -1019,7 +1074,7 @@ impl TaskStore for SqlTaskStore {
             task_id: task.id.clone(),
             message: format!("cannot encode the task: {e}"),
         })?;
-        let row = TaskRow {
+        Ok(TaskRow {
             scope: self.scope.to_string(),
             context_id: task.context_id.clone().unwrap_or_default(),
             state: i64::from(state.number()),
@@ -1031,19 +1086,55 @@ impl TaskStore for SqlTaskStore {
             lease_until_ms,
             body,
             id: task.id,
-        };
-        let id = row.id.clone();
-        // Returns once the batch holding this row is committed.
-        self.inner
-            .writer
-            .write(vec![row])
-            .await
-            .map_err(backend(&id))
+            version,
+        })
+    }
+}
+
+#[async_trait]
+impl TaskStore for SqlTaskStore {
+    /// Writes whatever version is stored (a compare-and-set on the version just read, again
+    /// if another writer came between). The server itself writes with
+    /// [`save_versioned`](TaskStore::save_versioned).
+    async fn save(&self, task: v1::Task) -> Result<(), A2aStoreError> {
+        let mut expected = 0;
+        for _ in 0..8 {
+            expected = self
+                .get_versioned(&task.id)
+                .await?
+                .map_or(0, |stored| stored.version);
+            match self.save_versioned(task.clone(), expected).await {
+                Err(A2aStoreError::Conflict { .. }) => continue,
+                done => return done.map(drop),
+            }
+        }
+        Err(A2aStoreError::Conflict {
+            task_id: task.id,
+            expected,
+        })
     }
 
-    async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, A2aStoreError> {
-        let body: Option<String> = with_pool!(&self.inner.db, |p| sqlx::query_scalar(
-            "SELECT body FROM a2a_tasks WHERE id = $1 AND scope = $2"
+    async fn save_versioned(&self, task: v1::Task, expected: u64) -> Result<u64, A2aStoreError> {
+        let task_id = task.id.clone();
+        let version = expected.saturating_add(1);
+        let row = self.row(task, i64::try_from(version).unwrap_or(i64::MAX))?;
+        // Returns once the batch holding this row is committed.
+        let refused = self
+            .inner
+            .writer
+            .write_checked(vec![row])
+            .await
+            .map_err(backend(&task_id))?;
+        if refused.is_empty() {
+            Ok(version)
+        } else {
+            Err(A2aStoreError::Conflict { task_id, expected })
+        }
+    }
+
+    async fn get_versioned(&self, task_id: &str) -> Result<Option<VersionedTask>, A2aStoreError> {
+        let row: Option<(String, i64)> = with_pool!(&self.inner.db, |p| sqlx::query_as(
+            "SELECT body, version FROM a2a_tasks WHERE id = $1 AND scope = $2"
         )
         .bind(task_id)
         .bind(&*self.scope)
@@ -1051,9 +1142,16 @@ impl TaskStore for SqlTaskStore {
         .await
         .map_err(StoreError::query("read A2A task"))
         .map_err(backend(task_id))?);
-        body.map(|b| decode("A2A task", &b))
-            .transpose()
-            .map_err(backend(task_id))
+        row.map(|(body, version)| {
+            decode("A2A task", &body)
+                .map(|t| VersionedTask::new(t, u64::try_from(version).unwrap_or(0)))
+        })
+        .transpose()
+        .map_err(backend(task_id))
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, A2aStoreError> {
+        Ok(self.get_versioned(task_id).await?.map(|stored| stored.task))
     }
 
     async fn list(

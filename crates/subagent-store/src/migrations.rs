@@ -74,6 +74,12 @@ pub const STEPS: &[Step] = &[
         postgres: include_str!("../migrations/postgres/2003_a2a_context_sessions.sql"),
     },
     Step {
+        version: 2004,
+        description: "a2a task versions",
+        sqlite: include_str!("../migrations/sqlite/2004_a2a_task_version.sql"),
+        postgres: include_str!("../migrations/postgres/2004_a2a_task_version.sql"),
+    },
+    Step {
         version: 3000,
         description: "workflow runs and calls",
         sqlite: include_str!("../migrations/sqlite/3000_workflows.sql"),

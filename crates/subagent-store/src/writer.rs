@@ -6,8 +6,11 @@
 //! A caller's [`GroupCommit::write`] returns once the batch holding its rows is committed (or
 //! failed): nothing is acknowledged before it is durable. While a batch is being written the
 //! next one gathers, so batches grow with the load and a lone write waits for no timer. Rows with
-//! the same key queued in one batch are coalesced (the last one wins). The A2A task store and
-//! the background-task ledger both write through it.
+//! the same key queued in one batch are coalesced (the last one wins), unless the table writes
+//! conditionally: then every row is written in the order queued, and a row its condition
+//! refuses (a compare-and-set that found another version) is reported to its caller alone
+//! ([`GroupCommit::write_checked`]). The A2A task store and the background-task ledger both
+//! write through it.
 //!
 //! The writer keeps its pool connection from one batch to the next (a connection given back to
 //! the pool is tested with a round trip first: one more hop per batch otherwise). A PostgreSQL
@@ -49,6 +52,17 @@ pub(crate) trait BatchRow: Sized + Send + Sync + 'static {
         conn: &mut Conn,
         rows: Vec<Self>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Writes `rows` as [`write`](Self::write) does, and returns the positions (in `rows`) of
+    /// those a condition of the write refused (their callers learn it from
+    /// [`GroupCommit::write_checked`]; only a table that does not coalesce may refuse rows).
+    /// The default refuses none.
+    fn write_checked(
+        conn: &mut Conn,
+        rows: Vec<Self>,
+    ) -> impl Future<Output = Result<Vec<usize>, StoreError>> + Send {
+        async move { Self::write(conn, rows).await.map(|()| Vec::new()) }
+    }
 }
 
 /// The writer's connection, of either dialect (see [`with_conn!`](crate::sql::with_conn)).
@@ -68,7 +82,8 @@ impl Conn {
 
 struct Job<R> {
     rows: Vec<R>,
-    done: oneshot::Sender<Result<(), Arc<StoreError>>>,
+    /// The positions (in `rows`) of the rows refused, once the batch is committed.
+    done: oneshot::Sender<Result<Vec<usize>, Arc<StoreError>>>,
 }
 
 /// The writer of one table on one [`Db`]; its task starts with the first write (on the caller's
@@ -97,8 +112,14 @@ impl<R: BatchRow> GroupCommit<R> {
 
     /// Writes `rows` with whatever else is queued, returning once that batch is committed.
     pub(crate) async fn write(&self, rows: Vec<R>) -> Result<(), StoreError> {
+        self.write_checked(rows).await.map(drop)
+    }
+
+    /// Like [`write`](Self::write), and says which of `rows` a condition of the write refused
+    /// (their positions; see [`BatchRow::write_checked`]).
+    pub(crate) async fn write_checked(&self, rows: Vec<R>) -> Result<Vec<usize>, StoreError> {
         if rows.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let tx = {
             let mut slot = self.tx.lock().unwrap_or_else(|e| e.into_inner());
@@ -119,7 +140,7 @@ impl<R: BatchRow> GroupCommit<R> {
         };
         tx.send(Job { rows, done }).await.map_err(|_| closed())?;
         match committed.await {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(refused)) => Ok(refused),
             Ok(Err(source)) => Err(StoreError::Batch {
                 what: R::WHAT,
                 source,
@@ -133,6 +154,7 @@ async fn run<R: BatchRow>(db: Db, mut rx: mpsc::Receiver<Job<R>>) {
     let mut jobs: Vec<Job<R>> = Vec::new();
     let mut held: Option<Conn> = None;
     while rx.recv_many(&mut jobs, MAX_JOBS).await > 0 {
+        let sizes: Vec<usize> = jobs.iter().map(|j| j.rows.len()).collect();
         let queued = jobs.iter_mut().flat_map(|j| j.rows.drain(..));
         let rows = if R::COALESCE {
             coalesce(queued)
@@ -144,8 +166,20 @@ async fn run<R: BatchRow>(db: Db, mut rx: mpsc::Receiver<Job<R>>) {
             tracing::debug!(error = %e, what = R::WHAT, callers = jobs.len(), "batched write failed");
             held = None;
         }
-        for job in jobs.drain(..) {
-            let _ = job.done.send(result.clone());
+        // Refused positions go back to their callers (rows are in the order queued: a table
+        // that coalesces refuses none).
+        let mut start = 0;
+        for (job, n) in jobs.drain(..).zip(sizes) {
+            let mine = match &result {
+                Ok(refused) => Ok(refused
+                    .iter()
+                    .filter(|&&i| (start..start + n).contains(&i))
+                    .map(|&i| i - start)
+                    .collect()),
+                Err(e) => Err(e.clone()),
+            };
+            start += n;
+            let _ = job.done.send(mine);
         }
         if matches!(held, Some(Conn::Postgres(_))) && rx.is_empty() {
             held = None;
@@ -158,12 +192,12 @@ async fn write<R: BatchRow>(
     db: &Db,
     held: &mut Option<Conn>,
     rows: Vec<R>,
-) -> Result<(), StoreError> {
+) -> Result<Vec<usize>, StoreError> {
     let conn = match held {
         Some(c) => c,
         None => held.insert(Conn::acquire(db, R::WHAT).await?),
     };
-    R::write(conn, rows).await
+    R::write_checked(conn, rows).await
 }
 
 /// The rows with distinct keys (the last one queued wins), sorted by key.

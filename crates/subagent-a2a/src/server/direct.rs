@@ -21,7 +21,7 @@ use std::task::{Poll, Waker};
 use subagent_spi::{CancellationToken, async_trait};
 use tokio::sync::mpsc;
 
-use super::engine::{ApiError, Driver, Engine, NewRun, Run, SendParams, trim_history};
+use super::engine::{ApiError, Driver, Engine, Fence, NewRun, Run, SendParams, trim_history};
 use super::handler::{
     Emission, HandlerError, HandlerRequest, ReplyNow, RunSink, SinkError, TaskEventSink,
 };
@@ -219,6 +219,7 @@ impl DirectSink {
                         pending_push: slot.pending_push.take(),
                         version: self.version,
                         direct: Some(Direct::waking(slot.waker.take())),
+                        fence: Fence::default(),
                     },
                 );
                 slot.phase = Phase::Run(run.clone());

@@ -50,7 +50,10 @@
 //! the budget new messages get ServerBusy). Blocking sends answer when the task is terminal or interrupted (`input-required`,
 //! `auth-required`); `returnImmediately` (0.3: `blocking: false`) answers with the first task
 //! snapshot. A message with a `taskId` continues that task (its `contextId` must match; a
-//! terminal task refuses with UnsupportedOperation, -32004). `CancelTask` cancels the
+//! terminal task refuses with UnsupportedOperation, -32004; of messages racing to continue one
+//! `input-required` task, also through several servers sharing a store, exactly one does and
+//! the others get -32004: every task write is a compare-and-set on its version, see
+//! [`TaskStore`]). `CancelTask` cancels the
 //! handler's token and waits up to [`ServerConfig::cancel_grace`] before forcing `canceled`;
 //! a terminal task is not cancelable (-32002).
 //!
@@ -125,8 +128,8 @@ pub use push::PushStats;
 use crate::task_store as store;
 pub use crate::task_store::{
     ContextSessionStore, InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, PushConfigStore,
-    RemoteSignal, ReplicaBus, StoreError, TaskFilter, TaskPage, TaskStore, message_bytes,
-    task_bytes,
+    RemoteSignal, ReplicaBus, StoreError, TaskFilter, TaskPage, TaskStore, UNVERSIONED,
+    VersionedTask, message_bytes, task_bytes,
 };
 use crate::util;
 pub use crate::util::now_rfc3339;

@@ -10,6 +10,7 @@ use subagent_spi::async_trait;
 use super::sizes::{push_config_bytes, task_bytes};
 use super::{
     MAX_PUSH_CONFIGS_PER_TASK, PushConfigStore, StoreError, TaskFilter, TaskPage, TaskStore,
+    VersionedTask,
 };
 use crate::types::v1;
 
@@ -25,6 +26,9 @@ struct Stored {
     push: Vec<v1::TaskPushNotificationConfig>,
     updated: Instant,
     seq: u64,
+    /// The task's version (see [`TaskStore::save_versioned`]): 1 at its first write, one more
+    /// at each.
+    version: u64,
     /// [`task_bytes`] of `task` plus [`push_config_bytes`] of `push`.
     bytes: usize,
 }
@@ -202,13 +206,11 @@ impl InMemoryTaskStore {
     }
 }
 
-#[async_trait]
-impl TaskStore for InMemoryTaskStore {
-    async fn save(&self, task: v1::Task) -> Result<(), StoreError> {
-        let now = Instant::now();
-        let bytes = task_bytes(&task);
+impl InMemoryTaskStore {
+    /// Stores `task` (of [`task_bytes`] `bytes`, measured before taking the lock) at
+    /// `version` (the lock held).
+    fn put(&self, inner: &mut Inner, task: v1::Task, bytes: usize, version: u64, now: Instant) {
         let is_pinned = pinned(task.status.state);
-        let mut inner = self.lock();
         inner.seq += 1;
         let seq = inner.seq;
         let id = task.id.clone();
@@ -218,7 +220,7 @@ impl TaskStore for InMemoryTaskStore {
             .map(|s| std::mem::take(&mut s.push))
             .unwrap_or_default();
         let bytes = bytes + push.iter().map(push_config_bytes).sum::<usize>();
-        self.remove(&mut inner, &id);
+        self.remove(inner, &id);
         inner.tasks.insert(
             id,
             Stored {
@@ -226,6 +228,7 @@ impl TaskStore for InMemoryTaskStore {
                 push,
                 updated: now,
                 seq,
+                version,
                 bytes,
             },
         );
@@ -237,9 +240,58 @@ impl TaskStore for InMemoryTaskStore {
             || (inner.bytes > self.max_bytes
                 && inner.bytes > self.pinned_bytes.load(Ordering::Relaxed))
         {
-            self.evict(&mut inner, now);
+            self.evict(inner, now);
         }
+    }
+
+    /// The stored version of `task_id` (0 when absent or expired).
+    fn version(&self, inner: &Inner, task_id: &str, now: Instant) -> u64 {
+        match inner.tasks.get(task_id) {
+            Some(s) if !self.expired(s, now) => s.version,
+            _ => 0,
+        }
+    }
+}
+
+#[async_trait]
+impl TaskStore for InMemoryTaskStore {
+    async fn save(&self, task: v1::Task) -> Result<(), StoreError> {
+        let now = Instant::now();
+        let bytes = task_bytes(&task);
+        let mut inner = self.lock();
+        let version = self.version(&inner, &task.id, now) + 1;
+        self.put(&mut inner, task, bytes, version, now);
         Ok(())
+    }
+
+    async fn save_versioned(&self, task: v1::Task, expected: u64) -> Result<u64, StoreError> {
+        let now = Instant::now();
+        let bytes = task_bytes(&task);
+        let mut inner = self.lock();
+        let current = self.version(&inner, &task.id, now);
+        // A task evicted meanwhile (current 0) may be written again, as in a database.
+        if current != expected && !(current == 0 && expected != 0) {
+            return Err(StoreError::Conflict {
+                task_id: task.id,
+                expected,
+            });
+        }
+        let version = expected + 1;
+        self.put(&mut inner, task, bytes, version, now);
+        Ok(version)
+    }
+
+    async fn get_versioned(&self, task_id: &str) -> Result<Option<VersionedTask>, StoreError> {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        match inner.tasks.get(task_id) {
+            Some(s) if self.expired(s, now) => {
+                self.remove(&mut inner, task_id);
+                Ok(None)
+            }
+            Some(s) => Ok(Some(VersionedTask::new(s.task.clone(), s.version))),
+            None => Ok(None),
+        }
     }
 
     fn admit(&self, bytes: usize) -> Result<(), StoreError> {
@@ -447,6 +499,39 @@ mod tests {
         assert!(store.get("live").await.unwrap().is_some());
         assert!(store.get("t29").await.unwrap().is_some());
         assert!(store.get("t0").await.unwrap().is_none());
+    }
+
+    /// The compare-and-set contract the server's fencing relies on: a create refuses an
+    /// existing task, of two writers from one version only the first succeeds, a write from a
+    /// superseded version changes nothing, and a plain `save` moves the version on too.
+    #[tokio::test]
+    async fn versioned_writes_are_a_compare_and_set() {
+        let store = InMemoryTaskStore::default();
+        let ts = "2026-01-01T00:00:00.000Z";
+        let asked = task("t", "c", v1::TaskState::InputRequired, ts);
+        let v1_ = store.save_versioned(asked.clone(), 0).await.unwrap();
+        assert_eq!(v1_, 1);
+        assert!(matches!(
+            store.save_versioned(asked, 0).await,
+            Err(StoreError::Conflict { expected: 0, .. })
+        ));
+        let working = task("t", "c", v1::TaskState::Working, ts);
+        let v2 = store.save_versioned(working.clone(), v1_).await.unwrap();
+        assert!(v2 > v1_);
+        assert!(matches!(
+            store.save_versioned(working, v1_).await,
+            Err(StoreError::Conflict { .. })
+        ));
+        let late = task("t", "c", v1::TaskState::Completed, ts);
+        assert!(store.save_versioned(late.clone(), v1_).await.is_err());
+        let read = store.get_versioned("t").await.unwrap().unwrap();
+        assert_eq!(
+            (read.version, read.task.status.state),
+            (v2, v1::TaskState::Working)
+        );
+        store.save(late.clone()).await.unwrap();
+        assert!(store.save_versioned(late, v2).await.is_err());
+        assert!(store.get_versioned("t").await.unwrap().unwrap().version > v2);
     }
 
     fn big(id: &str, state: v1::TaskState, n: usize) -> v1::Task {

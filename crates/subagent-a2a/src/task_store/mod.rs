@@ -56,6 +56,19 @@ pub enum StoreError {
         /// What it does not keep.
         what: &'static str,
     },
+    /// A compare-and-set write ([`TaskStore::save_versioned`]) found the task at another
+    /// version than the writer expected: someone else (another server process sharing the
+    /// store, a cancel, the lease sweep) wrote it since the writer read it. Nothing was written.
+    #[error(
+        "task `{task_id}` changed in the store since version {expected} was read (another \
+         server process or request wrote it); this write was refused"
+    )]
+    Conflict {
+        /// The task.
+        task_id: String,
+        /// The version the writer expected (0: that the task did not exist).
+        expected: u64,
+    },
 }
 
 /// Which tasks [`TaskStore::list`] returns.
@@ -110,6 +123,29 @@ impl TaskPage {
     }
 }
 
+/// A stored task with its version ([`TaskStore::get_versioned`]): the token a compare-and-set
+/// write ([`TaskStore::save_versioned`]) presents.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct VersionedTask {
+    /// The task.
+    pub task: v1::Task,
+    /// Its version: at least 1, greater after every write ([`UNVERSIONED`] from a store that
+    /// keeps no versions).
+    pub version: u64,
+}
+
+impl VersionedTask {
+    /// `task` at `version`.
+    pub fn new(task: v1::Task, version: u64) -> Self {
+        Self { task, version }
+    }
+}
+
+/// The version the default [`TaskStore::get_versioned`] and [`TaskStore::save_versioned`]
+/// give: a store that keeps no versions (and so fences nothing).
+pub const UNVERSIONED: u64 = 0;
+
 /// What another server process sharing a [`TaskStore`] tells this one (see
 /// [`ReplicaBus::signals`]).
 #[derive(Debug, Clone)]
@@ -141,6 +177,17 @@ pub enum RemoteSignal {
 /// handler's first status change (or its end) gives it, without a `submitted` write before:
 /// a task that completes at once costs one write.
 ///
+/// **Fencing.** The server writes every change of a task through
+/// [`save_versioned`](Self::save_versioned), a compare-and-set on the version it read with
+/// [`get_versioned`](Self::get_versioned) or got from its own last write: of two server
+/// processes continuing one `input-required` task, exactly one write succeeds (the other
+/// request is refused with UnsupportedOperation), and a process that stalled past its lease
+/// cannot overwrite what another process wrote meanwhile (its run stops). A store shared by
+/// several processes, or by several servers in one process, must implement both methods
+/// (the stores of this crate and `subagent-store` do); their defaults keep no versions and
+/// check nothing, which is enough for a store only one server uses (the server does not race
+/// itself).
+///
 /// The other concerns are separate traits, each implemented only by a store that backs it and
 /// offered through this trait's accessors (whose defaults offer none):
 /// [`PushConfigStore`] ([`push_configs`](Self::push_configs)), [`ReplicaBus`]
@@ -153,6 +200,26 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Reads a task.
     async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, StoreError>;
+
+    /// Reads a task with its version (see [`save_versioned`](Self::save_versioned)). The
+    /// default reads [`get`](Self::get) and gives [`UNVERSIONED`].
+    async fn get_versioned(&self, task_id: &str) -> Result<Option<VersionedTask>, StoreError> {
+        Ok(self
+            .get(task_id)
+            .await?
+            .map(|task| VersionedTask::new(task, UNVERSIONED)))
+    }
+
+    /// Writes `task` only if the stored version of it is `expected` (0: only if no task with
+    /// its id is stored), and returns its new version; otherwise writes nothing and fails with
+    /// [`StoreError::Conflict`]. Atomic against every other writer of the store, in this
+    /// process or another. A task deleted by retention meanwhile may be written again.
+    ///
+    /// The default calls [`save`](Self::save), checks nothing, and returns [`UNVERSIONED`].
+    async fn save_versioned(&self, task: v1::Task, expected: u64) -> Result<u64, StoreError> {
+        let _ = expected;
+        self.save(task).await.map(|()| UNVERSIONED)
+    }
 
     /// The tasks matching the filter, latest status first: at most `limit` of them after
     /// skipping `offset`, with the total count of matching ones.

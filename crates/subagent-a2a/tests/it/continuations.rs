@@ -1,12 +1,13 @@
 //! Concurrent messages continuing one `input-required` task, over real HTTP: every request is
-//! answered within a bound, exactly one continues the task, the others are refused at once.
+//! answered within a bound, exactly one continues the task, the others are refused at once;
+//! also when they race through two servers sharing one store (as replicas do).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use subagent_a2a::server::{
-    A2aServer, InMemoryTaskStore, StoreError, TaskFilter, TaskPage, TaskStore,
+    A2aServer, InMemoryTaskStore, StoreError, TaskFilter, TaskPage, TaskStore, VersionedTask,
 };
 use subagent_a2a::types::v1;
 use subagent_spi::async_trait;
@@ -42,6 +43,14 @@ impl TaskStore for SlowStore {
     async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
         tokio::time::sleep(Duration::from_millis(2)).await;
         self.0.get(task_id).await
+    }
+    async fn get_versioned(&self, task_id: &str) -> Result<Option<VersionedTask>, StoreError> {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        self.0.get_versioned(task_id).await
+    }
+    async fn save_versioned(&self, task: v1::Task, expected: u64) -> Result<u64, StoreError> {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        self.0.save_versioned(task, expected).await
     }
     async fn list(
         &self,
@@ -134,4 +143,78 @@ async fn rpc_get(client: &reqwest::Client, url: &str, id: &str) -> Value {
         .json()
         .await
         .expect("GetTask body")
+}
+
+/// Two servers (two engines, as two replicas would have) on one in-memory store: messages
+/// continuing one `input-required` task through both race, and exactly one continues it
+/// every round (the store's compare-and-set on the task's version decides); the other is
+/// refused at once with UnsupportedOperation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_continuations_through_two_servers_on_one_store_one_wins() {
+    const ROUNDS: usize = 30;
+    let store: Arc<dyn TaskStore> = Arc::new(SlowStore(InMemoryTaskStore::default()));
+    let a = common::serve(
+        A2aServer::builder()
+            .mount(common::agent_at("/echo", "echo", Arc::default()).with_store(store.clone())),
+    )
+    .await;
+    let b = common::serve(
+        A2aServer::builder()
+            .mount(common::agent_at("/echo", "echo", Arc::default()).with_store(store)),
+    )
+    .await;
+    let (ua, ub) = (a.url("/echo"), b.url("/echo"));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+    let mut doubles = 0;
+    for round in 0..ROUNDS {
+        let r = rpc(&client, &ua, json!({"message": msg("ask")}))
+            .await
+            .expect("ask answered");
+        let id = r["result"]["task"]["id"].as_str().unwrap().to_string();
+        let answer = |text: &str| {
+            let mut m = msg(text);
+            m["taskId"] = json!(id);
+            json!({"message": m})
+        };
+        let (ra, rb) = tokio::join!(
+            rpc(&client, &ua, answer(&format!("answer a{round}"))),
+            rpc(&client, &ub, answer(&format!("answer b{round}"))),
+        );
+        let mut continued = 0;
+        let answers = [ra.expect("answered"), rb.expect("answered")];
+        for r in &answers {
+            if r["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+                continued += 1;
+            } else {
+                assert_eq!(r["error"]["code"], -32004, "round {round}: {r}");
+            }
+        }
+        assert!(
+            continued >= 1,
+            "round {round}: nobody continued the task: {answers:?}"
+        );
+        if continued > 1 {
+            doubles += 1;
+            continue;
+        }
+        let t = rpc_get(&client, &ub, &id).await;
+        let took = t["result"]["history"]
+            .as_array()
+            .expect("history")
+            .iter()
+            .filter(|m| {
+                m["parts"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("answer"))
+            })
+            .count();
+        assert_eq!(took, 1, "round {round}: {t}");
+    }
+    assert_eq!(
+        doubles, 0,
+        "{doubles} of {ROUNDS} rounds continued the task twice"
+    );
 }

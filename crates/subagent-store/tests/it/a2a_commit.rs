@@ -11,7 +11,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Sut, message, sse_events, state};
+use common::{Sut, event_state, message, response, sse_events, state};
 use serde_json::{Value, json};
 use subagent_a2a::server::{
     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
@@ -77,18 +77,6 @@ async fn committed(reader: &Db, id: &str) -> Option<v1::TaskState> {
         .await
         .unwrap();
     body.map(|b| serde_json::from_str::<v1::Task>(&b).unwrap().status.state)
-}
-
-/// The stream response of an SSE event (JSON-RPC wraps it in `result`).
-fn response(ev: &Value) -> &Value {
-    ev.get("result").unwrap_or(ev)
-}
-
-fn event_state(ev: &Value) -> Option<&str> {
-    let r = response(ev);
-    r["task"]["status"]["state"]
-        .as_str()
-        .or_else(|| r["statusUpdate"]["status"]["state"].as_str())
 }
 
 fn event_task_id(ev: &Value) -> &str {

@@ -2,7 +2,9 @@
 
 mod common;
 
+mod a2a_chaos;
 mod a2a_commit;
+mod a2a_fencing;
 mod a2a_lock;
 mod a2a_replicas;
 mod a2a_restart;

@@ -3,13 +3,16 @@
 //!
 //! This module takes requests (send, continue, get, list, cancel, subscribe); [`run`] runs a
 //! task (a handler run and its events), [`fanout`] hands events to subscribers and webhooks,
-//! [`replicas`] coordinates with the processes sharing the store.
+//! [`replicas`] coordinates with the processes sharing the store, [`fence`] makes every write
+//! of a task a compare-and-set on its version.
 
 mod fanout;
+mod fence;
 mod replicas;
 mod run;
 
 use fanout::broadcast;
+pub(crate) use fence::Fence;
 use replicas::RemoteWatcher;
 
 use std::collections::{HashMap, HashSet};
@@ -27,7 +30,7 @@ use super::handler::{
 };
 use super::store::{
     ContextSessionStore, PushConfigStore, RemoteSignal, ReplicaBus, StoreError, TaskFilter,
-    TaskStore,
+    TaskStore, VersionedTask,
 };
 use super::util::{new_id, now_rfc3339};
 use crate::types::jsonrpc::codes;
@@ -59,6 +62,10 @@ struct RunState {
     error: Option<ApiError>,
     /// A push config sent with the message that creates the task: stored with the task.
     pending_push: Option<v1::TaskPushNotificationConfig>,
+    /// The task's version as this run last wrote it: its next write is a compare-and-set on it.
+    fence: Fence,
+    /// Another writer changed the task: the run stopped working on it ([`Run::fence`]).
+    fenced: bool,
 }
 
 /// One execution of the handler for one message of one task.
@@ -172,6 +179,8 @@ pub(crate) struct NewRun {
     pub pending_push: Option<v1::TaskPushNotificationConfig>,
     pub version: ProtocolVersion,
     pub direct: Option<super::direct::Direct>,
+    /// The version of the continued task as the run starts (default: a new task).
+    pub fence: Fence,
 }
 
 impl Run {
@@ -189,6 +198,8 @@ impl Run {
                 subscribers: n.subscribers,
                 error: None,
                 pending_push: n.pending_push,
+                fence: n.fence,
+                fenced: false,
             }),
             engine,
             done: std::sync::atomic::AtomicBool::new(false),
@@ -255,6 +266,8 @@ struct Launch {
     events: mpsc::Receiver<Event>,
     /// A push config named inline, stored with the task.
     pending_push: Option<v1::TaskPushNotificationConfig>,
+    /// The continued task's version (its `working` write's).
+    fence: Fence,
 }
 
 /// The parsed parts of a `SendMessage` call.
@@ -421,6 +434,7 @@ impl Engine {
                 subscribers: vec![tx],
                 events,
                 pending_push,
+                fence: Fence::default(),
             },
         )))
     }
@@ -518,8 +532,8 @@ impl Engine {
                 return Err(still_running(&tid));
             }
         }
-        let mut task = self
-            .load(&tid)
+        let VersionedTask { mut task, version } = self
+            .load_versioned(&tid)
             .await?
             .ok_or_else(|| ApiError::not_found(&tid))?;
         if task.status.state.is_terminal() {
@@ -551,11 +565,7 @@ impl Engine {
             )));
         }
         p.message.context_id = Some(context_id.clone());
-        if let Some(c) = self.inline_push(&tid, &p)? {
-            self.save_push_config(c)
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
-        }
+        let push = self.inline_push(&tid, &p)?;
         let (tx, events) = mpsc::channel(self.limits.subscriber_buffer.max(1));
         let mut subscribers = vec![tx];
         let previous = task.clone();
@@ -567,8 +577,23 @@ impl Engine {
             message: None,
             timestamp: Some(now_rfc3339()),
         };
-        // Committed before any stream, webhook or replica hears of it.
-        self.save(task.clone()).await;
+        // Committed before any stream, webhook or replica hears of it; a compare-and-set on the
+        // version read, so of messages racing through several processes exactly one wins.
+        let mut fence = Fence::at(version);
+        if self.save_at(task.clone(), &mut fence).await.is_err() {
+            return Err(ApiError::new(
+                codes::UNSUPPORTED_OPERATION,
+                format!(
+                    "task `{tid}` was continued by another message meanwhile (through another \
+                     server process); wait for it to stop or cancel it"
+                ),
+            ));
+        }
+        if let Some(c) = push {
+            self.save_push_config(c)
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+        }
         let _ = subscribers[0].try_send(Arc::new(v1::StreamResponse::Task(task.clone())));
         let waiting = lock_waiting(&self.waiting).remove(&tid).unwrap_or_default();
         let update = Arc::new(v1::StreamResponse::StatusUpdate(
@@ -595,6 +620,7 @@ impl Engine {
                 subscribers,
                 events,
                 pending_push: None,
+                fence,
             },
         );
         started
@@ -634,6 +660,7 @@ impl Engine {
             subscribers,
             events,
             pending_push,
+            fence,
         } = l;
         let mut message = p.message;
         message.task_id = Some(task_id.clone());
@@ -653,6 +680,7 @@ impl Engine {
                 version: p.version,
                 // Direct runs start in `super::direct`.
                 direct: None,
+                fence,
             },
         );
         let request = HandlerRequest {
@@ -679,12 +707,6 @@ impl Engine {
             run,
             events,
             driver,
-        }
-    }
-
-    async fn save(&self, task: v1::Task) {
-        if let Err(e) = self.store.save(task).await {
-            tracing::warn!(agent = %self.agent_path, error = %e, "cannot store task");
         }
     }
 
@@ -801,8 +823,27 @@ impl Engine {
                 None => {}
             }
         }
-        let mut task = self
-            .load(task_id)
+        // A task changed by another process while this one cancels it is read again (a few
+        // times: each round waits for a change that another writer made).
+        for _ in 0..3 {
+            if let Some(t) = self.cancel_stored(task_id).await? {
+                return Ok(t);
+            }
+        }
+        Err(ApiError::internal(format!(
+            "task `{task_id}` kept changing while it was being canceled; try again"
+        )))
+    }
+
+    /// Cancels a task this process does not run: asks the process running it (shared stores),
+    /// else (or when that does not answer) writes `canceled` itself, a compare-and-set on the
+    /// version read; `None` when another writer changed the task meanwhile.
+    async fn cancel_stored(&self, task_id: &str) -> Result<Option<v1::Task>, ApiError> {
+        let VersionedTask {
+            mut task,
+            mut version,
+        } = self
+            .load_versioned(task_id)
             .await?
             .ok_or_else(|| ApiError::not_found(task_id))?;
         if task.status.state.is_terminal() {
@@ -820,11 +861,11 @@ impl Engine {
                 tokio::time::Instant::now() + self.limits.cancel_grace + Duration::from_secs(2);
             while tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                if let Some(t) = self.load(task_id).await? {
-                    if t.status.state.is_terminal() {
-                        return Ok(t);
+                if let Some(t) = self.load_versioned(task_id).await? {
+                    if t.task.status.state.is_terminal() {
+                        return Ok(Some(t.task));
                     }
-                    task = t;
+                    (task, version) = (t.task, t.version);
                 }
             }
             // No answer (the process died, or is stuck): force it, like a local cancel.
@@ -834,7 +875,13 @@ impl Engine {
             message: None,
             timestamp: Some(now_rfc3339()),
         };
-        self.save(task.clone()).await;
+        if self
+            .save_at(task.clone(), &mut Fence::at(version))
+            .await
+            .is_err()
+        {
+            return Ok(None);
+        }
         let waiting = lock_waiting(&self.waiting)
             .remove(task_id)
             .unwrap_or_default();
@@ -852,7 +899,7 @@ impl Engine {
         self.publish(task_id, &update).await;
         // The run that created the task is gone: its version is unknown, so 1.0 shapes.
         self.push(task_id, &update, Some(&task), ProtocolVersion::V1);
-        Ok(task)
+        Ok(Some(task))
     }
 
     /// Cancels a run of this process: its handler's token, then `canceled` forced after the

@@ -52,6 +52,7 @@ impl Engine {
                             }
                         }
                         Ok(RemoteSignal::Event { task_id, event }) => {
+                            engine.check_waiting_run(&task_id, &event);
                             engine.forward_remote(&task_id, event);
                         }
                         #[allow(unreachable_patterns)]
@@ -97,6 +98,21 @@ impl Engine {
         }
     }
 
+    /// Shared stores: the subscribers of a run this process gave up (another process took
+    /// its task over) follow the task's events from the store from now on.
+    pub(super) fn follow_remote(&self, task_id: &str, subscribers: Vec<mpsc::Sender<Event>>) {
+        if subscribers.is_empty() {
+            return;
+        }
+        lock_remote(&self.remote)
+            .entry(task_id.to_string())
+            .or_default()
+            .extend(subscribers.into_iter().map(|tx| RemoteWatcher {
+                tx,
+                end_on_interrupt: true,
+            }));
+    }
+
     /// Shared stores: hands an event of a task running here to the other processes.
     pub(super) async fn publish(&self, task_id: &str, event: &v1::StreamResponse) {
         let Some(bus) = &self.replicas else {
@@ -112,7 +128,8 @@ impl Engine {
     /// Shared stores: a stream of a task this process does not run, fed by the events the
     /// running process publishes (a task that is interrupted now waits for the message that
     /// continues it, on any process). The task snapshot comes first; an update that happened
-    /// between reading it and listening is at worst repeated, never lost.
+    /// between reading it and listening is never lost, and not repeated when the snapshot
+    /// already shows it.
     pub(super) async fn subscribe_remote(
         self: &Arc<Self>,
         task: v1::Task,
@@ -140,10 +157,18 @@ impl Engine {
         };
         let (out, rx) = mpsc::channel(n);
         let terminal = task.status.state.is_terminal();
+        let shown = task.status.clone();
         let _ = out.try_send(Arc::new(v1::StreamResponse::Task(task)));
         if !terminal {
             tokio::spawn(async move {
                 while let Some(ev) = from_store.recv().await {
+                    // The update the snapshot already shows (published before it was read,
+                    // delivered after) is not repeated.
+                    if let v1::StreamResponse::StatusUpdate(u) = &*ev
+                        && u.status == shown
+                    {
+                        continue;
+                    }
                     if out.send(ev).await.is_err() {
                         break;
                     }

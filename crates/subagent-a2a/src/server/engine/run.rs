@@ -124,8 +124,24 @@ impl Run {
             timestamp: Some(now_rfc3339()),
         };
         let snapshot = task.clone();
-        // Committed before any stream hears of it.
-        engine.save(snapshot.clone()).await;
+        // Committed before any stream hears of it; refused when another process continued
+        // the task (this run then stops: its handler's wait ends).
+        if engine
+            .save_at(snapshot.clone(), &mut st.fence)
+            .await
+            .is_err()
+        {
+            drop(waiter);
+            self.fence(&mut st, engine).await;
+            return Err(ApiError::new(
+                codes::UNSUPPORTED_OPERATION,
+                format!(
+                    "task `{}` was continued by another message meanwhile (through another \
+                     server process)",
+                    self.task_id
+                ),
+            ));
+        }
         let (tx, rx) = mpsc::channel(engine.limits.subscriber_buffer.max(1));
         let _ = tx.try_send(Arc::new(v1::StreamResponse::Task(snapshot.clone())));
         st.subscribers.push(tx);
@@ -184,20 +200,40 @@ impl Run {
             || self.done.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// The task as it is now (`None` before the first task event).
+    /// The task as it is now (`None` before the first task event); read from the store once
+    /// another process took the task over ([`Run::fence`]).
     pub(crate) async fn task(&self) -> Option<v1::Task> {
-        self.state.lock().await.task.clone()
+        let st = self.state.lock().await;
+        if st.fenced {
+            drop(st);
+            return self.stored_task().await;
+        }
+        st.task.clone()
     }
 
     /// Like [`Run::task`], but moved out (not copied) once the handler has ended: the run is
     /// then out of the engine's map and nobody reads its task again.
     pub(crate) async fn take_or_clone_task(&self) -> Option<v1::Task> {
         let mut st = self.state.lock().await;
+        if st.fenced {
+            drop(st);
+            return self.stored_task().await;
+        }
         if self.done.load(std::sync::atomic::Ordering::Acquire) {
             st.task.take()
         } else {
             st.task.clone()
         }
+    }
+
+    /// A fenced run's task: as the store holds it now, else as it was when the run stopped.
+    async fn stored_task(&self) -> Option<v1::Task> {
+        if let Some(engine) = self.engine.upgrade()
+            && let Ok(Some(t)) = engine.load(&self.task_id).await
+        {
+            return Some(t);
+        }
+        self.state.lock().await.task.clone()
     }
 
     /// The error the handler answered with before any event, if any.
@@ -212,6 +248,8 @@ impl Run {
                 task_id: self.task_id.clone(),
                 reason: if st.replied {
                     "a direct reply was sent"
+                } else if st.fenced {
+                    "another server process took the task over"
                 } else {
                     "the task reached a terminal state"
                 },
@@ -271,8 +309,11 @@ impl Run {
                     timestamp: Some(now_rfc3339()),
                 };
                 let snapshot = task.clone();
-                if let Some(engine) = &engine {
-                    engine.save(snapshot).await;
+                if let Some(engine) = &engine
+                    && engine.save_at(snapshot, &mut st.fence).await.is_err()
+                {
+                    self.fence(st, engine).await;
+                    return;
                 }
                 if let Some(created) = created {
                     self.announce(st, &engine, created).await;
@@ -316,8 +357,11 @@ impl Run {
             } => {
                 if let Some(created) = self.create_task(st, &engine) {
                     // Artifacts are not saved on their own: the `submitted` task is, first.
-                    if let (Some(engine), Some(task)) = (&engine, &st.task) {
-                        engine.save(task.clone()).await;
+                    if let (Some(engine), Some(task)) = (&engine, st.task.clone())
+                        && engine.save_at(task, &mut st.fence).await.is_err()
+                    {
+                        self.fence(st, engine).await;
+                        return;
                     }
                     self.announce(st, &engine, created).await;
                 }

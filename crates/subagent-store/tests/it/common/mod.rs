@@ -36,11 +36,16 @@ pub(crate) fn sut_binary() -> PathBuf {
 impl Sut {
     /// Starts the SUT on a free port with `--store store` and extra arguments.
     pub(crate) async fn start(store: &str, extra: &[&str]) -> Sut {
+        Self::start_with(store, extra, 60).await
+    }
+
+    /// Like [`Sut::start`], with the long-running scenario tasks
+    /// (`test-resubscribe-message-id*`) working `2 × streaming_secs` seconds.
+    pub(crate) async fn start_with(store: &str, extra: &[&str], streaming_secs: u64) -> Sut {
         let mut child = Command::new(sut_binary())
             .args(["--port", "0", "--store", store])
             .args(extra)
-            // Long-running scenario tasks (`test-resubscribe-message-id*`) run 2 × this.
-            .env("TCK_STREAMING_TIMEOUT", "60")
+            .env("TCK_STREAMING_TIMEOUT", streaming_secs.to_string())
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -73,6 +78,17 @@ impl Sut {
     /// SIGKILL, and wait for the process to be gone.
     pub(crate) async fn kill9(mut self) {
         self.child.kill().await.expect("kill -9");
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`, ...) to the process with kill(1).
+    pub(crate) fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("the SUT runs");
+        let ok = std::process::Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -{signal} {pid} failed");
     }
 
     /// A JSON-RPC 1.0 call; the whole response object.
@@ -126,6 +142,19 @@ fn uuid() -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// The stream response of an SSE event (JSON-RPC wraps it in `result`).
+pub(crate) fn response(ev: &Value) -> &Value {
+    ev.get("result").unwrap_or(ev)
+}
+
+/// The task state an SSE event shows (its task's, or its status update's).
+pub(crate) fn event_state(ev: &Value) -> Option<&str> {
+    let r = response(ev);
+    r["task"]["status"]["state"]
+        .as_str()
+        .or_else(|| r["statusUpdate"]["status"]["state"].as_str())
 }
 
 pub(crate) fn state(task: &Value) -> &str {
