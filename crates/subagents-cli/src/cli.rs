@@ -93,6 +93,14 @@ pub(crate) enum Command {
     /// approval such settings are not applied (stderr says which), since a model may have
     /// written the file; on a terminal, `run` and `task` ask for the control files instead.
     Trust(TrustArgs),
+    /// What this machine offers the sandbox of Bash commands, hooks and stdio MCP servers:
+    /// the sandbox in force (namespaces, or the Landlock-only fallback), the Landlock ABI,
+    /// and whether user namespaces work (one line each).
+    Doctor {
+        /// JSON output: {"sandbox","reason","landlock":{...},"user_namespaces":{...}}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `subagents tasks ...`.
