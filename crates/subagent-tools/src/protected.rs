@@ -43,6 +43,8 @@ use crate::Workspace;
 /// | `**/.git/hooks/` | commands git runs (`pre-commit`...) |
 /// | `**/.git/config`, `**/.git/config.worktree` | `core.hooksPath`, `core.fsmonitor`, filters: commands git runs |
 /// | `**/.git/modules/` | submodules' git directories (their hooks and config) |
+/// | `**/.git/worktrees/` | linked worktrees' git directories (their `commondir` and config) |
+/// | `**/.git/commondir` | points git at another directory's config and hooks |
 /// | `**/.git` when it is a file | a `gitdir:` link, which could point git at hooks elsewhere |
 pub const PROTECTED_PATHS: &[&str] = &[
     "subagents.toml",
@@ -58,6 +60,8 @@ pub const PROTECTED_PATHS: &[&str] = &[
     "**/.git/config",
     "**/.git/config.worktree",
     "**/.git/modules/",
+    "**/.git/worktrees/",
+    "**/.git/commondir",
     "**/.git",
 ];
 
@@ -132,6 +136,18 @@ const RULES: &[(&str, Name, &str, Depth)] = &[
         ".git",
         Name::Tree("modules"),
         "**/.git/modules/",
+        Depth::Any,
+    ),
+    (
+        ".git",
+        Name::Tree("worktrees"),
+        "**/.git/worktrees/",
+        Depth::Any,
+    ),
+    (
+        ".git",
+        Name::File("commondir"),
+        "**/.git/commondir",
         Depth::Any,
     ),
 ];
@@ -567,6 +583,8 @@ mod tests {
             ("a/b/c/.git/hooks/pre-push", "**/.git/hooks/"),
             ("vendor/lib/.gitmodules", "**/.gitmodules"),
             ("vendor/lib/.git/config.worktree", "**/.git/config.worktree"),
+            (".git/commondir", "**/.git/commondir"),
+            (".git/worktrees/wt/config.worktree", "**/.git/worktrees/"),
             ("sub/.git", "**/.git"),
         ] {
             assert_eq!(hit(&ws, given), Some(entry), "{given}");

@@ -262,6 +262,13 @@ impl ConfinedCommand {
             placeholders: plan
                 .reservations
                 .iter()
+                .filter(|r| r.is_placeholder())
+                .map(|r| Hex::of(r.path()))
+                .collect(),
+            sealed: plan
+                .reservations
+                .iter()
+                .filter(|r| !r.is_placeholder())
                 .map(|r| Hex::of(r.path()))
                 .collect(),
             writable,
@@ -435,7 +442,21 @@ impl ConfinedChild {
         self.group.kill();
         let reservations = std::mem::take(&mut self.reservations);
         if !reservations.is_empty() {
-            let _ = tokio::task::spawn_blocking(move || drop(reservations)).await;
+            let removed = tokio::task::spawn_blocking(move || {
+                reservations
+                    .into_iter()
+                    .filter_map(Reservation::release)
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_default();
+            for path in removed {
+                self.notes.push(format!(
+                    "[sandbox: `{}` was created by the command and has been removed: it would \
+                     point git at another configuration, which only a person may set up]",
+                    path.display()
+                ));
+            }
         }
         status
     }

@@ -145,6 +145,10 @@ pub(crate) struct Spec {
     /// The placeholders among the binds: removed by stage one should the process that started
     /// the helper (and holds them) die first.
     pub placeholders: Vec<Hex>,
+    /// Sealed names (see `plan`): what the command created there is removed by stage one
+    /// should the process that started the helper die first.
+    #[serde(default)]
+    pub sealed: Vec<Hex>,
     /// Writable trees for Landlock: the workspace, the temp directory, the policy's.
     pub writable: Vec<Hex>,
     /// TCP allowed.
@@ -313,6 +317,9 @@ fn stage_one(chunks: &[OsString]) -> i32 {
             let _ = rustix::mount::unmount(&p, rustix::mount::UnmountFlags::DETACH);
             super::plan::remove_placeholder(&p);
         }
+        for p in &spec.sealed {
+            super::plan::remove_sealed(&p.path());
+        }
     }
     // Die the way it died, so the caller sees the signal.
     if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status)
@@ -476,6 +483,7 @@ fn probe_in(helper: &Path, dir: &Path) -> Result<(), String> {
         gid: rustix::process::getgid().as_raw(),
         binds: vec![(Hex::of(dir), true)],
         placeholders: Vec::new(),
+        sealed: Vec::new(),
         writable: vec![Hex::of(dir)],
         network: true,
         program: Hex::of(helper),

@@ -72,12 +72,17 @@ pub(crate) fn scan(root: &Path, cap: usize) -> Scan {
     out
 }
 
-/// A placeholder this process holds (a shared lock on it) for a running command; dropping it
-/// removes the placeholder unless another command still holds it.
+/// A missing control file held for a running command: a placeholder this process holds (a
+/// shared lock on it), removed when dropped unless another command still holds it; or a
+/// sealed name (where git would fail on a placeholder), whatever the command created there
+/// removed when dropped.
 #[derive(Debug)]
 pub(crate) struct Reservation {
     path: PathBuf,
     lock: Option<File>,
+    sealed: bool,
+    /// Already released (so not again when dropped).
+    released: bool,
 }
 
 /// What reserving a missing path found.
@@ -169,6 +174,8 @@ fn reserve(path: &Path) -> io::Result<Reserved> {
             return Ok(Reserved::Held(Reservation {
                 path: path.to_path_buf(),
                 lock: Some(file),
+                sealed: false,
+                released: false,
             }));
         }
     }
@@ -176,16 +183,60 @@ fn reserve(path: &Path) -> io::Result<Reserved> {
 }
 
 impl Reservation {
-    /// The placeholder.
+    /// Seals the missing `path` for a command.
+    fn sealed(path: PathBuf) -> Self {
+        Self {
+            path,
+            lock: None,
+            sealed: true,
+            released: false,
+        }
+    }
+
+    /// The placeholder (or sealed name).
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// True for a placeholder (mounted read-only in the command's namespace), false for a
+    /// sealed name.
+    pub(crate) fn is_placeholder(&self) -> bool {
+        !self.sealed
+    }
+
+    /// Ends the reservation once the command has ended: removes the placeholder (unless
+    /// another command holds it) or what the command created at a sealed name. Returns the
+    /// sealed path when something was removed there. Blocking.
+    pub(crate) fn release(mut self) -> Option<PathBuf> {
+        self.end().then(|| self.path.clone())
+    }
+
+    fn end(&mut self) -> bool {
+        if std::mem::replace(&mut self.released, true) {
+            return false;
+        }
+        if self.sealed {
+            return remove_sealed(&self.path);
+        }
+        drop(self.lock.take());
+        remove_placeholder(&self.path);
+        false
     }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        drop(self.lock.take());
-        remove_placeholder(&self.path);
+        self.end();
+    }
+}
+
+/// Removes what was created at the sealed `path` (not following a symlink there); true when
+/// something was. Blocking.
+pub(crate) fn remove_sealed(path: &Path) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).is_ok(),
+        Ok(_) => std::fs::remove_file(path).is_ok(),
+        Err(_) => false,
     }
 }
 
@@ -257,25 +308,15 @@ impl Builder<'_> {
             .to_string()
     }
 
-    /// Protects `path`, which must not be a symlink at the top level of the workspace: bound
-    /// read-only when it exists, reserved when it does not.
-    fn protect(&mut self, path: PathBuf, top: bool) -> Result<(), Unprotectable> {
+    /// Protects `path`: bound read-only when it exists, reserved when it does not. A symlink
+    /// cannot be protected (a mount follows it, and the link itself could be replaced): the
+    /// command falls back to Landlock alone.
+    fn protect(&mut self, path: PathBuf) -> Result<(), Unprotectable> {
         match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.file_type().is_symlink() => {
-                if top {
-                    return Err(Unprotectable(format!(
-                        "`{}` is a symbolic link",
-                        self.shown(&path)
-                    )));
-                }
-                // In a nested repository: its target, when inside the workspace.
-                if let Ok(real) = std::fs::canonicalize(&path)
-                    && real.starts_with(self.root)
-                {
-                    self.bind(real, true);
-                }
-                Ok(())
-            }
+            Ok(m) if m.file_type().is_symlink() => Err(Unprotectable(format!(
+                "`{}` is a symbolic link",
+                self.shown(&path)
+            ))),
             Ok(m) if !is_placeholder(&m) || !is_empty_dir(&path) => {
                 self.bind(path, true);
                 Ok(())
@@ -301,39 +342,60 @@ impl Builder<'_> {
         }
     }
 
+    /// Protects `path` when it exists; when it does not, it is sealed: git would fail on a
+    /// placeholder there, so whatever the command creates at `path` is removed when it ends.
+    fn protect_or_seal(&mut self, path: PathBuf) -> Result<(), Unprotectable> {
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => self.protect(path),
+            Err(_) => {
+                self.plan.reservations.push(Reservation::sealed(path));
+                Ok(())
+            }
+        }
+    }
+
     /// A git directory: pinned (bound onto itself, so it cannot be renamed away and replaced),
-    /// its hooks, config and modules read-only or reserved.
-    fn git_dir(&mut self, git: PathBuf, top: bool) -> Result<(), Unprotectable> {
+    /// its hooks, config and modules read-only or reserved, its linked worktrees' metadata
+    /// read-only, and `commondir` and `config.worktree` (which point git at another config)
+    /// read-only or sealed.
+    fn git_dir(&mut self, git: PathBuf) -> Result<(), Unprotectable> {
         self.bind(git.clone(), false);
         for name in ["hooks", "config", "modules"] {
-            self.protect(git.join(name), top)?;
+            self.protect(git.join(name))?;
         }
-        let worktree = git.join("config.worktree");
-        if std::fs::symlink_metadata(&worktree).is_ok() {
-            self.protect(worktree, top)?;
+        let worktrees = git.join("worktrees");
+        if std::fs::symlink_metadata(&worktrees).is_ok() {
+            self.protect(worktrees)?;
+        }
+        for name in ["commondir", "config.worktree"] {
+            self.protect_or_seal(git.join(name))?;
         }
         Ok(())
     }
 
-    /// `.git` in `dir`: a directory (see [`git_dir`](Self::git_dir)), a `gitdir:` file
-    /// (read-only) or, in a nested repository, a symlink (its target inside the workspace).
-    fn repository(&mut self, dir: &Path, top: bool) -> Result<(), Unprotectable> {
+    /// `.git` in `dir`: a directory (see [`git_dir`](Self::git_dir)) or a `gitdir:` file
+    /// (read-only); a symlink cannot be protected.
+    fn repository(&mut self, dir: &Path) -> Result<(), Unprotectable> {
         let git = dir.join(".git");
         match std::fs::symlink_metadata(&git) {
             Err(_) => Ok(()),
-            Ok(m) if m.file_type().is_symlink() => {
-                if top {
-                    return Err(Unprotectable("`.git` is a symbolic link".into()));
-                }
-                match std::fs::canonicalize(&git) {
-                    Ok(real) if real.starts_with(self.root) && real.is_dir() => {
-                        self.git_dir(real, false)
-                    }
-                    _ => Ok(()),
-                }
+            Ok(m) if m.file_type().is_symlink() => Err(Unprotectable(format!(
+                "`{}` is a symbolic link",
+                self.shown(&git)
+            ))),
+            Ok(m) if m.is_dir() => self.git_dir(git),
+            Ok(_) => self.protect(git),
+        }
+    }
+
+    /// Pins `dir` and its ancestors up to the root (each bound onto itself), so none can be
+    /// renamed away and replaced by a directory holding another `.git`.
+    fn pin_ancestors(&mut self, dir: &Path) {
+        let root = self.root;
+        for a in dir.ancestors().take_while(|a| *a != root) {
+            if !self.plan.binds.iter().any(|b| b.path == a) {
+                self.bind(a.to_path_buf(), false);
             }
-            Ok(m) if m.is_dir() => self.git_dir(git, top),
-            Ok(_) => self.protect(git, top),
         }
     }
 
@@ -343,7 +405,7 @@ impl Builder<'_> {
         let claude = self.root.join(".claude");
         let meta = std::fs::symlink_metadata(&claude);
         if !meta.as_ref().is_ok_and(|m| m.is_dir()) || meta.as_ref().is_ok_and(is_placeholder) {
-            return self.protect(claude, true);
+            return self.protect(claude);
         }
         self.bind(claude.clone(), true);
         let protected = crate::ProtectedPaths::of(self.root);
@@ -396,12 +458,14 @@ pub(crate) fn plan(root: &Path, scan: &Scan) -> Result<Plan, Unprotectable> {
         ".vscode",
         ".idea",
     ] {
-        b.protect(root.join(name), true)?;
+        b.protect(root.join(name))?;
     }
     b.claude()?;
-    b.repository(root, true)?;
+    b.repository(root)?;
     // A nested repository inside a read-only tree (`.vscode/x/.git`) is covered by it; one
-    // inside an entry of `.claude` re-granted writable is not.
+    // inside an entry of `.claude` re-granted writable is not. Its directory and the ones
+    // above it are pinned: renaming `vendor` away and making a new `vendor/lib/.git` would
+    // replace the repository a person runs git in.
     let planned = b.plan.binds.clone();
     for dir in &scan.nested {
         let innermost = planned
@@ -411,8 +475,9 @@ pub(crate) fn plan(root: &Path, scan: &Scan) -> Result<Plan, Unprotectable> {
         if innermost.is_some_and(|m| m.read_only) {
             continue;
         }
-        b.protect(dir.join(".gitmodules"), false)?;
-        b.repository(dir, false)?;
+        b.pin_ancestors(dir);
+        b.protect(dir.join(".gitmodules"))?;
+        b.repository(dir)?;
     }
     if scan.capped {
         b.plan.notes.push(format!(

@@ -207,6 +207,10 @@ async fn every_write_and_metadata_change_of_a_control_file_is_refused() {
         "mv .claude src/claude",
         "rm -rf .git/hooks",
         "mv vendor/lib/.git vendor/lib/git-old",
+        // Renaming a nested repository (or a directory above it) away, to make a new one with
+        // another config in its place.
+        "mv vendor/lib vendor/lib-old",
+        "mv vendor vendor-old",
         "echo x > vendor/lib/.gitmodules",
         "echo x > vendor/lib/.git/hooks/pre-commit",
         "ln src/../subagents.toml src/hard",
@@ -363,5 +367,48 @@ async fn a_confined_command_keeps_its_streams_and_environment() {
             "ping hello {uid} {}",
             std::fs::canonicalize(root).unwrap().display()
         )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commondir_or_worktree_config_a_command_creates_is_removed_when_it_ends() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    if !namespaces_or_skip(
+        "a_commondir_or_worktree_config_a_command_creates_is_removed_when_it_ends",
+        &policy(root),
+    ) {
+        return;
+    }
+    project(root);
+    // `commondir` would point git at `evil/config` (and its fsmonitor) on the user's next
+    // `git status`; a placeholder there would break git, so the name is sealed instead.
+    let out = run(
+        &bash(root),
+        "mkdir -p evil && printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > evil/config && \
+         echo \"$PWD/evil\" > .git/commondir && echo \"$PWD/evil\" > vendor/lib/.git/commondir \
+         && echo x > .git/config.worktree && echo written",
+    )
+    .await;
+    assert!(out.content.contains("written"), "{}", out.content);
+    assert!(
+        out.content.contains(".git/commondir") && out.content.contains("has been removed"),
+        "the model is told: {}",
+        out.content
+    );
+    for sealed in [
+        ".git/commondir",
+        "vendor/lib/.git/commondir",
+        ".git/config.worktree",
+    ] {
+        assert!(!root.join(sealed).exists(), "{sealed} was removed");
+    }
+    // An existing one is read-only like the config.
+    std::fs::write(root.join(".git/commondir"), ".\n").unwrap();
+    let out = run(&bash(root), "echo ../evil > .git/commondir").await;
+    assert!(out.is_error, "{}", out.content);
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/commondir")).unwrap(),
+        ".\n"
     );
 }
