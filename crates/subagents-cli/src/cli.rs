@@ -39,6 +39,11 @@ pub(crate) struct Cli {
     #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     pub log: String,
 
+    /// Short for `--log info`; a run's first line then says which sandbox confines its
+    /// commands (as `subagents doctor` does).
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
+
     /// Export traces (OpenTelemetry GenAI spans of every run) over OTLP/HTTP to this
     /// collector base URL (`/v1/traces` is appended), e.g. http://127.0.0.1:4318. Default:
     /// the standard OTEL_EXPORTER_OTLP_ENDPOINT; with neither, nothing is exported.

@@ -149,8 +149,15 @@ where
             return e.exit_code();
         }
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        // `-v` raises the default level; an explicit `--log` other than the default wins.
+        let level = if cli.verbose && cli.log == "warn" {
+            "info"
+        } else {
+            cli.log.as_str()
+        };
+        tracing_subscriber::EnvFilter::new(level)
+    });
     // Traces over OTLP for the commands that run agents, when an endpoint is configured;
     // otherwise nothing is installed. Set up before the runtime, flushed after it.
     let otel = match &cli.command {

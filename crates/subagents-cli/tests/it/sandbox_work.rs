@@ -263,6 +263,8 @@ fn every_protected_write_and_metadata_change_is_refused() {
     let missing = [
         "echo '{\"mcpServers\":{}}' > .mcp.json".to_string(),
         "mkdir -p .claude/commands && echo x > .claude/commands/deploy.md".to_string(),
+        // The nested repository cannot be moved away and replaced by one with another config.
+        "mv vendor vendor-old".to_string(),
     ];
     c.server
         .push(Reply::tool_calls(missing.iter().map(|t| bash(t)).collect()));
@@ -335,6 +337,64 @@ fn a_bash_call_dies_with_the_run_that_started_it() {
     kill_all(&left);
     assert!(started, "the command started");
     assert!(gone, "left running after the run was killed: {left:?}");
+    // The placeholders the run held for the missing control files were removed by the
+    // sandbox it left behind.
+    let w = c.work();
+    let clean = eventually(Duration::from_secs(10), || {
+        [
+            ".mcp.json",
+            "subagents.toml",
+            ".claude",
+            ".vscode",
+            ".gitmodules",
+        ]
+        .iter()
+        .all(|n| !w.join(n).exists())
+    });
+    assert!(
+        clean,
+        "placeholders left behind: {:?}",
+        std::fs::read_dir(&w)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn doctor_and_the_first_line_at_v_say_which_sandbox_is_active() {
+    let doctor = |fallback: bool| {
+        let mut cmd = common::subagents();
+        cmd.arg("doctor");
+        if fallback {
+            cmd.env("SUBAGENTS_SANDBOX", "landlock");
+        }
+        let out = cmd.assert().success();
+        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+    };
+    let report = doctor(false);
+    let first = report.lines().next().unwrap_or_default().to_string();
+    assert!(first.starts_with("sandbox: "), "{report}");
+    assert!(report.contains("\nlandlock: "), "{report}");
+    assert!(report.contains("\nuser namespaces: "), "{report}");
+    if subagents::tools::landlock_support().confines() {
+        assert!(
+            doctor(true).starts_with("sandbox: landlock (SUBAGENTS_SANDBOX=landlock)"),
+            "the fallback can be forced"
+        );
+    }
+    // `-v`: the run says it first.
+    let c = Case::new();
+    c.server.push(Reply::text("done"));
+    let out = c.run(&["-v"]).success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let mode = first.split_whitespace().nth(1).unwrap_or_default();
+    let line = stderr.lines().next().unwrap_or_default();
+    assert!(
+        line.contains(&format!("sandbox: {mode} ")),
+        "the first line says `{mode}`: {stderr}"
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@ pub(crate) mod peer;
 pub(crate) mod pty;
 
 /// Variables a developer's shell may set that would change what the command does.
-pub(crate) const CLEARED_VARS: [&str; 9] = [
+pub(crate) const CLEARED_VARS: [&str; 11] = [
     "SUBAGENTS_MODEL",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
@@ -23,6 +23,8 @@ pub(crate) const CLEARED_VARS: [&str; 9] = [
     "SUBAGENTS_API_KEYS",
     "SUBAGENTS_STORE",
     "XDG_DATA_HOME",
+    "SUBAGENTS_SANDBOX",
+    "SUBAGENTS_SANDBOX_HELPER",
 ];
 
 /// The command with a clean environment: no model configured, Ollama probe pointed at a
