@@ -454,7 +454,7 @@ fn fallback_keeps_its_guarantees() {
     }
     c.server.push(Reply::text("done"));
     let mut run = c.run_cmd(&["--yes"]);
-    run.env(subagents::tools::SANDBOX_MODE_ENV, "landlock");
+    run.env("SUBAGENTS_SANDBOX", "landlock");
     run.assert().success();
     let results = c.last_results();
     assert_eq!(results.len(), calls.len());

@@ -59,7 +59,7 @@ fn confined_bash_cannot_write_the_sandbox_off_or_add_hooks() {
         c.server.push(Reply::text("done"));
         let mut run = c.run_cmd(&["--permission-mode", "bypassPermissions"]);
         if fallback {
-            run.env(subagents::tools::SANDBOX_MODE_ENV, "landlock");
+            run.env("SUBAGENTS_SANDBOX", "landlock");
         }
         run.assert().success();
         assert_eq!(read(&w.join("subagents.toml")), "max_depth = 2\n");
