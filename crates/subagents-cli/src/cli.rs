@@ -334,7 +334,8 @@ pub(crate) struct PermissionArgs {
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// Run Bash commands unconfined: writes anywhere the user may, and the whole environment
-    /// less credentials. By default (Linux, Landlock) they may write only in the workspace and
+    /// less credentials. By default (Linux: namespaces and Landlock, or Landlock alone; see
+    /// `subagents doctor`) they may write only in the workspace, less its control files, and
     /// the temp directory and get an environment allow-list; no permission mode lifts that.
     #[arg(long)]
     pub no_sandbox: bool,
