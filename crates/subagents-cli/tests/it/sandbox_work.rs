@@ -77,6 +77,17 @@ fn eventually(limit: Duration, done: impl Fn() -> bool) -> bool {
     done()
 }
 
+/// Shell that starts `sleep MARKER` in a session of its own (`setsid`) and returns once it has
+/// left the command's process group (it writes `out/MARKER.pid` after `setsid`), so a test
+/// does not depend on timing. `out/` must exist.
+fn escaped_sleep(marker: u32) -> String {
+    format!(
+        "setsid sh -c 'echo $$ > out/{marker}.pid; exec sleep {marker}' >/dev/null 2>&1 \
+         </dev/null & i=0; while [ ! -s out/{marker}.pid ] && [ $i -lt 400 ]; do sleep 0.05; \
+         i=$((i+1)); done; "
+    )
+}
+
 fn on_path(name: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
@@ -293,10 +304,11 @@ fn nothing_a_bash_call_starts_outlives_it() {
         return;
     }
     let c = Case::new();
-    c.server.push(Reply::tool_calls(vec![bash(
-        "setsid sleep 2718281 >/dev/null 2>&1 </dev/null & \
-         (sh -c 'sleep 3141592 >/dev/null 2>&1 </dev/null &' &); echo started",
-    )]));
+    std::fs::create_dir_all(c.work().join("out")).unwrap();
+    c.server.push(Reply::tool_calls(vec![bash(&format!(
+        "{} (sh -c 'sleep 3141592 >/dev/null 2>&1 </dev/null &' &); echo started",
+        escaped_sleep(2718281)
+    ))]));
     c.server.push(Reply::text("done"));
     c.run(&["--yes"]).success();
     assert!(c.last_results()[0].contains("started"));
@@ -311,9 +323,11 @@ fn a_bash_call_dies_with_the_run_that_started_it() {
         return;
     }
     let c = Case::new();
-    c.server.push(Reply::tool_calls(vec![bash(
-        "setsid sleep 1618033 >/dev/null 2>&1 </dev/null & sleep 1414213",
-    )]));
+    std::fs::create_dir_all(c.work().join("out")).unwrap();
+    c.server.push(Reply::tool_calls(vec![bash(&format!(
+        "{} sleep 1414213",
+        escaped_sleep(1618033)
+    ))]));
     c.server.push(Reply::text("done"));
     let model = c.server.openai_model("m");
     let mut child = common::process_in(c.home.path())
@@ -404,12 +418,15 @@ fn nothing_a_hook_starts_outlives_it() {
     }
     let c = Case::new();
     let w = c.work();
+    // `out/` exists, so the hook's mark needs no new entry in the workspace root (which the
+    // Landlock fallback, and the code before the namespace sandbox, refuse).
     std::fs::create_dir_all(w.join(".claude")).unwrap();
+    std::fs::create_dir_all(w.join("out")).unwrap();
     std::fs::write(
         w.join(".claude/settings.json"),
         json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{
             "type": "command",
-            "command": "setsid sleep 1732050 >/dev/null 2>&1 </dev/null & echo hooked > hook-ran"
+            "command": format!("{} echo hooked > out/hook-ran", escaped_sleep(1732050))
         }]}]}})
         .to_string(),
     )
@@ -418,7 +435,7 @@ fn nothing_a_hook_starts_outlives_it() {
     c.server.push(Reply::tool_calls(vec![bash("echo call")]));
     c.server.push(Reply::text("done"));
     c.run(&["--yes"]).success();
-    assert!(w.join("hook-ran").exists(), "the hook ran");
+    assert!(w.join("out/hook-ran").exists(), "the hook ran");
     let left = processes_with("1732050");
     kill_all(&left);
     assert!(left.is_empty(), "left running after the hook: {left:?}");

@@ -309,8 +309,12 @@ async fn setsid_and_double_forked_children_die_with_the_command() {
     }
     let out = run(
         &bash(root),
-        "setsid sleep 271828 >/dev/null 2>&1 </dev/null & \
-         (sh -c 'sleep 314159 >/dev/null 2>&1 </dev/null &' &) ; sleep 0.2; echo started",
+        // Returns once the first has left the process group (it wrote its pid after
+        // `setsid`), so the test does not depend on timing.
+        "setsid sh -c 'echo $$ > escaped.pid; exec sleep 271828' >/dev/null 2>&1 </dev/null & \
+         (sh -c 'sleep 314159 >/dev/null 2>&1 </dev/null &' &) ; i=0; \
+         while [ ! -s escaped.pid ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; \
+         echo started",
     )
     .await;
     assert!(out.content.contains("started"), "{}", out.content);
