@@ -7,14 +7,19 @@
 //!   process ([`sandbox_helper_main`]). The workspace is writable as a whole, its control files
 //!   are bind-mounted read-only (content and metadata: chmod, rename, unlink and utimes are
 //!   refused too), the missing ones are reserved by an empty read-only directory for the
-//!   command's lifetime, and Landlock is applied after the mounts (it forbids changing them and
-//!   confines writes to the workspace and the temp directory). The helper is the PID
-//!   namespace's init: when the command ends, is killed or the process that started it exits,
-//!   everything it started dies with it, `setsid` and double-forked children included.
+//!   command's lifetime, git directories, nested repositories and the directories above them
+//!   are pinned (bound onto themselves, so none can be renamed away and replaced), names in a
+//!   git directory where a placeholder would break git (`commondir`, `config.worktree`) are
+//!   sealed (what a command creates there is removed when it ends), and Landlock is applied
+//!   after the mounts (it forbids changing them and confines writes to the workspace and the
+//!   temp directory). The helper is the PID namespace's init: when the command ends, is
+//!   killed or the process that started it exits, everything it started dies with it,
+//!   `setsid` and double-forked children included.
 //! - **Landlock alone** (the fallback): the command is started from a short-lived thread that
 //!   first restricts itself, granting the workspace entry by entry around the control files, so
-//!   a command cannot create new entries directly in the workspace root or `.git/`, cannot
-//!   change metadata of the control files only where Landlock covers it (not chmod), and its
+//!   a command cannot create new entries directly in the workspace root, `.claude/`, `.git/`
+//!   or a nested repository's directory; writes, renames and deletes of the control files are
+//!   refused, but not `chmod`, `chown` or `touch` (Landlock has no right for metadata); its
 //!   process group is killed when it ends (a `setsid` child escapes that).
 //!
 //! No `unsafe` is needed: the namespace helper is this program re-executed (or a helper binary
