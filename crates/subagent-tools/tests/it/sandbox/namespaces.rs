@@ -416,3 +416,36 @@ async fn a_commondir_or_worktree_config_a_command_creates_is_removed_when_it_end
         ".\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_command_takes_its_setsid_children_with_it() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    if !namespaces_or_skip(
+        "a_timed_out_command_takes_its_setsid_children_with_it",
+        &policy(root),
+    ) {
+        return;
+    }
+    use subagent_spi::{TaskContext, Tool as _};
+    let out = bash(root)
+        .call(
+            serde_json::json!({
+                "command": "setsid sh -c 'echo $$ > escaped.pid; exec sleep 161803' \
+                            >/dev/null 2>&1 </dev/null & while [ ! -s escaped.pid ]; \
+                            do sleep 0.05; done; sleep 600",
+                "timeout": 3000,
+            }),
+            &TaskContext::new(),
+        )
+        .await
+        .expect("the tool runs");
+    assert!(out.is_error, "timed out: {}", out.content);
+    assert!(
+        root.join("escaped.pid").exists(),
+        "the child had left the group before the timeout"
+    );
+    let left = processes_with("161803");
+    kill_all(&left);
+    assert!(left.is_empty(), "left running after the timeout: {left:?}");
+}
