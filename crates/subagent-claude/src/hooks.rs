@@ -20,8 +20,9 @@
 //! `permission_mode`, `tool_name`, `tool_input`, `tool_response`, `agent_id`, `agent_type`,
 //! `last_assistant_message`, `stop_hook_active`...), runs under `sh -c` in the run's workspace
 //! with a scrubbed environment (`PATH`, `HOME`, `LANG`, `TERM`, `USER`, `TMPDIR` and
-//! `CLAUDE_PROJECT_DIR` only, so API keys never reach it) and its own process group, and is
-//! killed after its `timeout` (seconds, default 60, at most 600). Exit code 0 reads JSON from
+//! `CLAUDE_PROJECT_DIR` only, so API keys never reach it) in a process group of its own (a PID
+//! namespace of its own under the namespace sandbox), and is killed, with everything it
+//! started, after its `timeout` (seconds, default 60, at most 600). Exit code 0 reads JSON from
 //! stdout; 2 is a blocking error whose stderr goes to the model; anything else is a
 //! non-blocking error logged as a warning. Matching hooks of one event run concurrently;
 //! identical commands run once.
@@ -47,7 +48,7 @@ use serde_json::{Map, Value, json};
 use subagent_spi::{CancellationToken, TaskContext, Tool, ToolError, ToolOutput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use subagent_tools::{SandboxPolicy, ScriptPins};
+use subagent_tools::{ConfinedCommand, SandboxPolicy, ScriptPins};
 
 use crate::definition::{PermissionMode, is_task_name};
 
@@ -767,8 +768,9 @@ impl HookRunner {
     }
 
     /// Confines the hooks from agent files and workspace settings files by `policy` (the
-    /// run's `Bash` policy) for the workspace at `root`: with Landlock, they may write only
-    /// where `Bash` commands may, and get `TMPDIR` set to the temp directory they may write.
+    /// run's `Bash` policy) for the workspace at `root`: they start the way `Bash` commands do
+    /// ([`ConfinedCommand`]), may write only where those may, and get `TMPDIR` set to the temp
+    /// directory they may write.
     /// [`SandboxPolicy::unconfined`] (`--no-sandbox`) runs them unconfined. The user's own
     /// settings hooks ([`Hooks::from_settings_files_with_user`]) are never confined. Without
     /// this call, confined hooks use [`SandboxPolicy::default`] for the project directory.
@@ -1039,26 +1041,16 @@ async fn run_command(
         stderr: String::new(),
         failure: Some(msg),
     };
-    let mut command = tokio::process::Command::new("sh");
-    command.env_clear();
+    let mut command = ConfinedCommand::new("sh").env_clear();
     for name in KEPT_ENV {
         if let Some(v) = std::env::var_os(name) {
-            command.env(name, v);
+            command = command.env(name, v);
         }
     }
-    command
-        .env("CLAUDE_PROJECT_DIR", project_dir)
-        .arg("-c")
-        .arg(&hook.command)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let spawned = match confine {
+    let unconfined = SandboxPolicy::unconfined();
+    let (policy, root) = match confine {
         Some((policy, root)) if policy.confine_writes => {
-            // Landlock rules need the real path; a root that cannot be resolved fails the hook
+            // The sandbox needs the real path; one that cannot be resolved fails the hook
             // rather than running it unconfined.
             let root = match tokio::fs::canonicalize(root).await {
                 Ok(r) => r,
@@ -1069,22 +1061,33 @@ async fn run_command(
                     ));
                 }
             };
-            command.env("TMPDIR", policy.temp_dir_for(&root));
-            subagent_tools::spawn_confined(command, policy, &root).await
+            command = command.env("TMPDIR", policy.temp_dir_for(&root));
+            (policy, root)
         }
-        _ => command
-            .spawn()
-            .map_err(|e| format!("cannot start `sh`: {e}")),
+        _ => (&unconfined, project_dir.to_path_buf()),
     };
-    let mut child = match spawned {
+    // Confined or not, it runs in a process group (with namespaces, a PID namespace) of its
+    // own, and what it starts dies with it (timeout, cancellation, or done). A root that cannot
+    // be resolved fails the hook rather than running it unconfined.
+    let mut child = match command
+        .env("CLAUDE_PROJECT_DIR", project_dir)
+        .arg("-c")
+        .arg(&hook.command)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn(policy, &root)
+        .await
+    {
         Ok(c) => c,
-        Err(e) => return failed(e),
+        Err(e) => return failed(e.to_string()),
     };
-    // The hook's whole process group dies with it (timeout, cancellation, or done).
-    let mut group = subagent_tools::ProcessGroupGuard::of(&child);
-    let (Some(mut stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    let (Some(mut stdin), Some(stdout), Some(stderr)) = (
+        child.child().stdin.take(),
+        child.child().stdout.take(),
+        child.child().stderr.take(),
+    ) else {
         return failed("the hook's pipes are missing".to_string());
     };
     // Write stdin while reading the outputs, so a hook that prints before it reads (or never
@@ -1100,11 +1103,11 @@ async fn run_command(
         () = tokio::time::sleep(hook.timeout) => Err(format!("timed out after {} s", hook.timeout.as_secs_f64())),
         () = cancel.cancelled() => Err("cancelled with its run".to_string()),
     };
-    group.kill();
     writer.abort();
     let status = match status {
         Ok(s) => s,
         Err(e) => {
+            child.kill();
             let _ = child.wait().await;
             out_reader.abort();
             err_reader.abort();

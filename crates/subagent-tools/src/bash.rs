@@ -9,8 +9,7 @@ use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 use tokio::io::AsyncReadExt;
 
 use crate::Workspace;
-use crate::protected::MAX_SANDBOX_ENTRIES;
-use crate::sandbox::{SandboxPolicy, spawn_with};
+use crate::sandbox::{ConfinedChild, ConfinedCommand, SandboxMode, SandboxPolicy};
 use crate::util::builtin_tool;
 
 /// The timeout when none is given.
@@ -20,15 +19,31 @@ pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
 /// Output beyond this many characters is cut.
 pub const MAX_BASH_OUTPUT_CHARS: usize = 30_000;
 
-/// Appended to a confined command's output that mentions `Permission denied` (or an invalid
-/// cross-device link, Landlock's refusal of a link or rename): what the
-/// sandbox refuses and what to do instead.
+/// Appended to a confined command's output that shows a refusal (`Permission denied`,
+/// `Read-only file system`, a busy or cross-device rename, `Is a directory` for a reserved
+/// name): what the sandbox refuses and what to do instead. With Landlock alone (the fallback),
+/// [`FALLBACK_CONFINEMENT_NOTE`] instead.
 pub const CONFINEMENT_NOTE: &str = "[sandbox: commands may write in the workspace and the temp \
-directory ($TMPDIR), except the project's control files (subagents.toml, .mcp.json, \
-.claude/settings*.json, .claude/agents/, .claude/skills/, .git/hooks/, .git/config): those only \
-a person can change. A new file directly in the workspace root (or in .git/, so git add and git \
-commit fail here) must be created with the Write tool; subdirectories work as usual. Only the \
-user can widen this ([sandbox] writable in their subagents.toml, or --no-sandbox).]";
+directory ($TMPDIR), except the project's control files (subagents.toml, .mcp.json, .gitmodules, \
+.vscode/, .idea/, .claude/settings*.json, .claude/agents/, .claude/skills/, .claude/commands/, \
+and .git/hooks/ and .git/config of every repository in the workspace): those are read-only to \
+commands, and the missing ones are reserved while a command runs (an empty read-only \
+directory), because only a person can change them. Tell the user what change you would make \
+and why. Only the user can widen this ([sandbox] writable in their subagents.toml, or \
+--no-sandbox).]";
+
+/// [`CONFINEMENT_NOTE`] for the Landlock-only fallback, where new entries directly in the
+/// workspace root cannot be created either.
+pub const FALLBACK_CONFINEMENT_NOTE: &str = "[sandbox: commands may write in the workspace and \
+the temp directory ($TMPDIR), except the project's control files (subagents.toml, .mcp.json, \
+.gitmodules, .vscode/, .idea/, .claude/settings*.json, .claude/agents/, .claude/skills/, \
+.claude/commands/, .git/hooks/, .git/config): those only a person can change. A new file \
+directly in the workspace root (or in .git/, so git add and git commit fail here) must be \
+created with the Write tool; subdirectories work as usual. Only the user can widen this \
+([sandbox] writable in their subagents.toml, or --no-sandbox).]";
+
+/// How much of what the sandbox helper itself prints (on stderr) is kept.
+const MAX_SETUP_MESSAGE_BYTES: usize = 4096;
 
 /// How long to wait for the output pipe to close once the shell is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
@@ -49,17 +64,19 @@ pub struct BashInput {
 
 /// Runs a shell command with `sh -c` in the workspace root.
 ///
-/// The command runs in its own process group; stdout and stderr are captured together (in the
-/// order written) and capped at 30,000 characters. On timeout (default 120 s, at most 600 s),
-/// on cancellation, when the tool's future is dropped, and also when the shell exits, the whole
-/// process group is killed with `SIGKILL`, so no background process outlives the call.
-/// A non-zero exit status makes an error result that includes the output and the status.
+/// The command starts through [`ConfinedCommand`]; stdout and stderr are captured together (in
+/// the order written) and capped at 30,000 characters. On timeout (default 120 s, at most
+/// 600 s), on cancellation, when the tool's future is dropped, and also when the shell exits,
+/// everything it started is killed with `SIGKILL` (with namespaces the whole PID namespace,
+/// `setsid` children included; with Landlock alone its process group), so no background
+/// process outlives the call. A non-zero exit status makes an error result that includes the
+/// output and the status.
 ///
 /// Commands are confined by a [`SandboxPolicy`] (the default one unless
-/// [`with_sandbox`](Self::with_sandbox) says otherwise): on Linux with Landlock, they may write
-/// only in the workspace, the temp directory and a few devices (reads and execution anywhere),
-/// optionally without TCP; they get only allow-listed environment variables, so credentials
-/// such as `OPENAI_API_KEY` never reach them. With [`SandboxPolicy::unconfined`] the command can
+/// [`with_sandbox`](Self::with_sandbox) says otherwise): on Linux, they may write only in the
+/// workspace (less its control files), the temp directory and a few devices (reads and
+/// execution anywhere), optionally without TCP; they get only allow-listed environment
+/// variables, so credentials such as `OPENAI_API_KEY` never reach them. With [`SandboxPolicy::unconfined`] the command can
 /// write whatever the process can and gets the environment less credentials
 /// ([`is_secret_env`]). Its effect is [`ToolEffect::Execute`], so permission modes decide
 /// whether a call runs; they never lift the confinement.
@@ -87,18 +104,6 @@ impl BashTool {
     /// The confinement in force.
     pub fn sandbox(&self) -> &SandboxPolicy {
         &self.sandbox
-    }
-
-    /// Starts the command, confined by the policy (see [`spawn_with`]). Also says whether the
-    /// workspace was left read-only because it has too many entries.
-    async fn spawn(
-        &self,
-        command: tokio::process::Command,
-    ) -> Result<(tokio::process::Child, bool), ToolError> {
-        spawn_with(command, &self.sandbox, self.workspace.root())
-            .await
-            .map(|(child, c)| (child, c.capped))
-            .map_err(|m| ToolError::failed(Self::NAME, m))
     }
 }
 
@@ -174,6 +179,27 @@ async fn read_capped(
     (kept, dropped_chars)
 }
 
+/// The note explaining a refusal, when the output shows one and the command was confined.
+fn confinement_note(child: &ConfinedChild, out: &str) -> Option<&'static str> {
+    let refused = |signs: &[&str]| signs.iter().any(|s| out.contains(s));
+    match child.mode() {
+        // Landlock refuses with EACCES, a rename across its rules with EXDEV; the read-only
+        // mounts with EROFS, a rename or removal of one with EBUSY (or EXDEV), and a reserved
+        // name is an empty directory.
+        SandboxMode::Namespaces => refused(&[
+            "Permission denied",
+            "Read-only file system",
+            "Device or resource busy",
+            "cross-device link",
+            "Is a directory",
+        ])
+        .then_some(CONFINEMENT_NOTE),
+        SandboxMode::Landlock => refused(&["Permission denied", "cross-device link"])
+            .then_some(FALLBACK_CONFINEMENT_NOTE),
+        _ => None,
+    }
+}
+
 builtin_tool!(
     BashTool,
     BashInput,
@@ -182,10 +208,10 @@ builtin_tool!(
      stderr (at most 30000 characters). `timeout` is in milliseconds (default 120000, max \
      600000). Background processes do not outlive the command. Prefer Read, Glob and Grep \
      for reading and searching files. Commands are usually sandboxed: they may write in the \
-     workspace's subdirectories, its existing files and $TMPDIR, but not the project's control \
-     files (subagents.toml, .mcp.json, .claude/settings*.json, .claude/agents/, \
-     .claude/skills/, .git/hooks/, .git/config), and cannot create new files directly in the \
-     workspace root or .git/ (use the Write tool for a new top-level file)."
+     workspace and $TMPDIR, but not the project's control files (subagents.toml, .mcp.json, \
+     .gitmodules, .vscode/, .idea/, .claude/settings*.json, .claude/agents/, .claude/skills/, \
+     .claude/commands/, .git/hooks/, .git/config); the output says when something was \
+     refused and why."
 );
 
 impl BashTool {
@@ -214,87 +240,101 @@ impl BashTool {
         };
 
         // `exec 2>&1` first, so stderr shares the stdout pipe and the two stay in order.
+        // The command's stderr pipe then carries only what the sandbox itself reports.
         let script = format!("exec 2>&1\n{}", input.command);
-        let mut command = tokio::process::Command::new("sh");
+        let mut command = ConfinedCommand::new("sh");
         if self.sandbox.clean_env {
-            command.env_clear();
-            command.envs(self.sandbox.environment(self.workspace.root()));
+            command = command
+                .env_clear()
+                .envs(self.sandbox.environment(self.workspace.root()));
         } else {
             for (name, _) in std::env::vars_os() {
                 if name.to_str().is_some_and(is_secret_env) {
-                    command.env_remove(&name);
+                    command = command.env_remove(&name);
                 }
             }
         }
-        command
+        let mut child = command
             .arg("-c")
             .arg(script)
             .current_dir(self.workspace.root())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .kill_on_drop(true);
-        let (mut child, capped) = self.spawn(command).await?;
-        let mut group = ProcessGroupGuard::of(&child);
-        let Some(stdout) = child.stdout.take() else {
+            .stderr(Stdio::piped())
+            .spawn(&self.sandbox, self.workspace.root())
+            .await
+            .map_err(|e| ToolError::failed(Self::NAME, e.to_string()))?;
+        let (Some(stdout), Some(stderr)) =
+            (child.child().stdout.take(), child.child().stderr.take())
+        else {
             return Err(ToolError::failed(
                 Self::NAME,
-                "the command's output pipe is missing",
+                "the command's output pipes are missing",
             ));
         };
         let reader = tokio::spawn(read_capped(stdout, MAX_BASH_OUTPUT_CHARS * 4));
+        let setup_reader = tokio::spawn(read_capped(stderr, MAX_SETUP_MESSAGE_BYTES));
         let abort_reader = reader.abort_handle();
+        let abort_setup = setup_reader.abort_handle();
 
         let ending = tokio::select! {
             status = child.wait() => match status {
                 Ok(s) => Ending::Exited(s),
                 Err(e) => {
                     abort_reader.abort();
+                    abort_setup.abort();
                     return Err(ToolError::failed(Self::NAME, format!("waiting for the command failed: {e}")));
                 }
             },
             () = tokio::time::sleep(timeout) => Ending::TimedOut,
             () = ctx.cancel().cancelled() => Ending::Cancelled,
         };
-        // Kill whatever is left of the group: background jobs, or everything on timeout/cancel.
-        group.kill();
+        // `wait` killed whatever was left (background jobs); on timeout or cancellation kill
+        // everything now.
         if !matches!(ending, Ending::Exited(_)) {
+            child.kill();
             let _ = child.wait().await;
         }
         if matches!(ending, Ending::Cancelled) {
             abort_reader.abort();
+            abort_setup.abort();
             return Err(ToolError::Cancelled {
                 tool: Self::NAME.to_string(),
             });
         }
-        let (bytes, dropped) = match tokio::time::timeout(DRAIN_GRACE, reader).await {
-            Ok(Ok(r)) => r,
-            // A process that left the group still holds the pipe, or the reader failed.
-            _ => {
-                abort_reader.abort();
-                (Vec::new(), 0)
+        let drain = |h: tokio::task::JoinHandle<(Vec<u8>, u64)>| async move {
+            let abort = h.abort_handle();
+            match tokio::time::timeout(DRAIN_GRACE, h).await {
+                Ok(Ok(r)) => r,
+                // A process that left the group still holds the pipe, or the reader failed.
+                _ => {
+                    abort.abort();
+                    (Vec::new(), 0)
+                }
             }
         };
+        let ((bytes, dropped), (setup, _)) = tokio::join!(drain(reader), drain(setup_reader));
         let text = String::from_utf8_lossy(&bytes);
         let (mut out, cut_in_kept) = crate::util::cut_chars(&text, MAX_BASH_OUTPUT_CHARS);
         let cut = cut_in_kept as u64 + dropped;
         if cut > 0 {
             out.push_str(&format!("\n[output truncated: {cut} characters cut]"));
         }
-        if capped {
-            out.push_str(&format!(
-                "\n[the workspace has more than {MAX_SANDBOX_ENTRIES} entries in its root, \
-                 .claude and .git together, so commands could not be given write access around \
-                 its protected files and the workspace was read-only to this command; use the \
-                 Write and Edit tools]"
-            ));
+        let setup = String::from_utf8_lossy(&setup);
+        let setup = setup.trim();
+        if !setup.is_empty() {
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(setup);
         }
-        // Landlock refuses with EACCES, and a link or rename across its rules with EXDEV.
-        if self.sandbox.confine_writes
-            && (out.contains("Permission denied") || out.contains("cross-device link"))
-        {
-            out.push_str(&format!("\n{CONFINEMENT_NOTE}"));
+        for note in child.notes() {
+            out.push('\n');
+            out.push_str(note);
+        }
+        if let Some(note) = confinement_note(&child, &out) {
+            out.push('\n');
+            out.push_str(note);
         }
         match ending {
             Ending::Exited(status) if status.success() => {

@@ -10,7 +10,7 @@
 //! | [`EditTool`] `Edit` | edit | unique exact-string replacement (or `replace_all`) |
 //! | [`GlobTool`] `Glob` | read-only | files by glob, gitignore-aware, newest first |
 //! | [`GrepTool`] `Grep` | read-only | regex search (ripgrep's engine), gitignore-aware |
-//! | [`BashTool`] `Bash` | execute | `sh -c` with a timeout, confined by a [`SandboxPolicy`] (Landlock on Linux: writes only in the workspace, less its protected control files, and the temp directory; an environment allow-list); the whole process group is killed at the end |
+//! | [`BashTool`] `Bash` | execute | `sh -c` with a timeout, confined by a [`SandboxPolicy`] (on Linux: writes only in the workspace, less its protected control files, and the temp directory; an environment allow-list); everything it started is killed at the end |
 //! | [`WebFetchTool`] `WebFetch` | execute | an http(s) URL as text (feature `web`, on by default) |
 //! | [`TodoWriteTool`] `TodoWrite` | read-only | a todo list kept in memory and echoed back |
 //!
@@ -22,11 +22,18 @@
 //! I/O uses `tokio::fs`; directory walks run on the blocking pool.
 //!
 //! The project's own control files ([`PROTECTED_PATHS`]: `subagents.toml`, `.mcp.json`,
-//! `.claude/settings*.json`, `.claude/agents/`, `.claude/skills/`, `.git/hooks/`,
-//! `.git/config`...) are protected: `Bash` cannot write them under Landlock, and `Write` and
-//! `Edit` refuse them unless the call carries an [`ApprovedProtectedWrite`] for that file (the
-//! permission guard of `subagent-claude` adds one after a person approved the call), so a
-//! model cannot switch the sandbox off or add a hook for the next run.
+//! `.claude/settings*.json`, `.claude/agents/`, `.vscode/`, `.git/hooks/` and `.git/config`
+//! of every repository in the workspace...) are protected: confined commands cannot change
+//! them, and `Write` and `Edit` refuse them unless the call carries an
+//! [`ApprovedProtectedWrite`] for that file (the permission guard of `subagent-claude` adds
+//! one after a person approved the call), so a model cannot switch the sandbox off or add a
+//! hook for the next run.
+//!
+//! Commands that the sandbox covers (`Bash`, the hooks of `subagent-claude`, stdio MCP
+//! servers) start through [`ConfinedCommand`]: in user, mount and PID namespaces where the
+//! machine allows (the control files bind-mounted read-only, Landlock after; a program gets
+//! this by calling [`sandbox_helper_main`] first in `main`), else with Landlock alone
+//! ([`SandboxMode`], [`sandbox_report`]).
 //!
 //! Tool inputs use Claude Code's field names (`file_path`, `old_string`, `output_mode`...), and
 //! their JSON Schemas are derived from the input structs.
@@ -57,8 +64,8 @@ mod workspace;
 mod write;
 
 pub use bash::{
-    BashInput, BashTool, CONFINEMENT_NOTE, DEFAULT_BASH_TIMEOUT, MAX_BASH_OUTPUT_CHARS,
-    MAX_BASH_TIMEOUT, ProcessGroupGuard, is_secret_env,
+    BashInput, BashTool, CONFINEMENT_NOTE, DEFAULT_BASH_TIMEOUT, FALLBACK_CONFINEMENT_NOTE,
+    MAX_BASH_OUTPUT_CHARS, MAX_BASH_TIMEOUT, ProcessGroupGuard, is_secret_env,
 };
 pub use protected::{
     ApprovedProtectedWrite, MAX_SANDBOX_ENTRIES, PROTECTED_PATHS, ProtectedPaths, ProtectedTarget,
@@ -66,7 +73,9 @@ pub use protected::{
 };
 pub use read::{DEFAULT_READ_LINES, MAX_LINE_CHARS, ReadInput, ReadTool};
 pub use sandbox::{
-    DEFAULT_ENV_ALLOW, LandlockSupport, SandboxPolicy, landlock_support, spawn_confined,
+    ConfinedChild, ConfinedCommand, DEFAULT_ENV_ALLOW, LandlockSupport, NamespaceSupport,
+    SANDBOX_HELPER_ENV, SANDBOX_MODE_ENV, SandboxError, SandboxMode, SandboxPolicy, SandboxReport,
+    landlock_abi, landlock_support, sandbox_helper_main, sandbox_report,
 };
 pub use scripts::{MAX_PINNED_BYTES, MAX_PINNED_FILES, ScriptPins};
 pub use search::{

@@ -27,7 +27,8 @@ use subagent_spi::ToolError;
 use crate::Workspace;
 
 /// The protected paths, relative to the workspace root (a trailing `/` covers a directory and
-/// everything beneath it; `*` any characters):
+/// everything beneath it; `*` any characters; `**/` at any depth: in the root and in every
+/// directory beneath it, so nested repositories are covered too):
 ///
 /// | path | why |
 /// |---|---|
@@ -36,21 +37,32 @@ use crate::Workspace;
 /// | `.claude/settings*.json` | Claude Code settings: hooks (shell commands), permission rules and mode |
 /// | `.claude/agents/` | agent definitions: prompts, tools, permission modes, hooks |
 /// | `.claude/skills/` | skills preloaded into agents' prompts |
-/// | `.git/hooks/` | commands git runs (`pre-commit`...) |
-/// | `.git/config`, `.git/config.worktree` | `core.hooksPath`, `core.fsmonitor`, filters: commands git runs |
-/// | `.git/modules/` | submodules' git directories (their hooks and config) |
-/// | `.git` when it is a file | a `gitdir:` link, which could point git at hooks elsewhere |
+/// | `.claude/commands/` | slash commands: prompts a person runs later |
+/// | `.vscode/`, `.idea/` | editor settings and tasks: commands the editor runs when the folder opens |
+/// | `**/.gitmodules` | submodule URLs and paths: what `git submodule update` fetches and checks out |
+/// | `**/.git/hooks/` | commands git runs (`pre-commit`...) |
+/// | `**/.git/config`, `**/.git/config.worktree` | `core.hooksPath`, `core.fsmonitor`, filters: commands git runs |
+/// | `**/.git/modules/` | submodules' git directories (their hooks and config) |
+/// | `**/.git/worktrees/` | linked worktrees' git directories (their `commondir` and config) |
+/// | `**/.git/commondir` | points git at another directory's config and hooks |
+/// | `**/.git` when it is a file | a `gitdir:` link, which could point git at hooks elsewhere |
 pub const PROTECTED_PATHS: &[&str] = &[
     "subagents.toml",
     ".mcp.json",
     ".claude/settings*.json",
     ".claude/agents/",
     ".claude/skills/",
-    ".git/hooks/",
-    ".git/config",
-    ".git/config.worktree",
-    ".git/modules/",
-    ".git",
+    ".claude/commands/",
+    ".vscode/",
+    ".idea/",
+    "**/.gitmodules",
+    "**/.git/hooks/",
+    "**/.git/config",
+    "**/.git/config.worktree",
+    "**/.git/modules/",
+    "**/.git/worktrees/",
+    "**/.git/commondir",
+    "**/.git",
 ];
 
 /// How a protected name is matched inside its directory.
@@ -66,25 +78,81 @@ enum Name {
     GitFile,
 }
 
-/// The protected names, by the directory (relative to the root) that holds them.
-const RULES: &[(&str, Name, &str)] = &[
-    ("", Name::File("subagents.toml"), "subagents.toml"),
-    ("", Name::File(".mcp.json"), ".mcp.json"),
-    ("", Name::GitFile, ".git"),
-    (".claude", Name::Settings, ".claude/settings*.json"),
-    (".claude", Name::Tree("agents"), ".claude/agents/"),
-    (".claude", Name::Tree("skills"), ".claude/skills/"),
-    (".git", Name::Tree("hooks"), ".git/hooks/"),
-    (".git", Name::File("config"), ".git/config"),
+/// Where a rule applies: in the workspace root only, or in every directory (nested
+/// repositories).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    Root,
+    Any,
+}
+
+/// The protected names, by the directory (relative to the root, or to any directory for
+/// [`Depth::Any`]) that holds them.
+const RULES: &[(&str, Name, &str, Depth)] = &[
+    (
+        "",
+        Name::File("subagents.toml"),
+        "subagents.toml",
+        Depth::Root,
+    ),
+    ("", Name::File(".mcp.json"), ".mcp.json", Depth::Root),
+    ("", Name::Tree(".vscode"), ".vscode/", Depth::Root),
+    ("", Name::Tree(".idea"), ".idea/", Depth::Root),
+    (
+        ".claude",
+        Name::Settings,
+        ".claude/settings*.json",
+        Depth::Root,
+    ),
+    (
+        ".claude",
+        Name::Tree("agents"),
+        ".claude/agents/",
+        Depth::Root,
+    ),
+    (
+        ".claude",
+        Name::Tree("skills"),
+        ".claude/skills/",
+        Depth::Root,
+    ),
+    (
+        ".claude",
+        Name::Tree("commands"),
+        ".claude/commands/",
+        Depth::Root,
+    ),
+    ("", Name::File(".gitmodules"), "**/.gitmodules", Depth::Any),
+    ("", Name::GitFile, "**/.git", Depth::Any),
+    (".git", Name::Tree("hooks"), "**/.git/hooks/", Depth::Any),
+    (".git", Name::File("config"), "**/.git/config", Depth::Any),
     (
         ".git",
         Name::File("config.worktree"),
-        ".git/config.worktree",
+        "**/.git/config.worktree",
+        Depth::Any,
     ),
-    (".git", Name::Tree("modules"), ".git/modules/"),
+    (
+        ".git",
+        Name::Tree("modules"),
+        "**/.git/modules/",
+        Depth::Any,
+    ),
+    (
+        ".git",
+        Name::Tree("worktrees"),
+        "**/.git/worktrees/",
+        Depth::Any,
+    ),
+    (
+        ".git",
+        Name::File("commondir"),
+        "**/.git/commondir",
+        Depth::Any,
+    ),
 ];
 
-/// The directories (relative to the root) that hold protected names.
+/// The directories (relative to the root) that hold protected names of the root.
 const HOLDERS: &[&str] = &["", ".claude", ".git"];
 
 fn name_matches(name: &OsStr, rule: Name, is_dir: bool) -> bool {
@@ -150,6 +218,9 @@ pub struct ProtectedPaths {
     /// The real locations of the protected trees and files that exist through symlinks, with
     /// the entry of [`PROTECTED_PATHS`] they stand for.
     resolved: Vec<(PathBuf, &'static str)>,
+    /// Nested repositories (directories beneath the root holding a `.git`), when a scan of the
+    /// workspace found them: they hold protected names too.
+    nested: Vec<PathBuf>,
 }
 
 impl ProtectedPaths {
@@ -167,7 +238,7 @@ impl ProtectedPaths {
             })
             .collect();
         let mut resolved = Vec::new();
-        for (dir, name, shown) in RULES {
+        for (dir, name, shown, _) in RULES {
             let (Name::File(n) | Name::Tree(n)) = name else {
                 continue;
             };
@@ -180,7 +251,15 @@ impl ProtectedPaths {
             root: root.to_path_buf(),
             holders,
             resolved,
+            nested: Vec::new(),
         }
+    }
+
+    /// The same, knowing the nested repositories a scan of the workspace found (their
+    /// directories, real paths beneath the root).
+    pub(crate) fn with_nested(mut self, nested: Vec<PathBuf>) -> Self {
+        self.nested = nested;
+        self
     }
 
     /// The workspace root.
@@ -204,20 +283,12 @@ impl ProtectedPaths {
             let Ok(rest) = strip_prefix_ci(path, real_dir) else {
                 continue;
             };
-            let mut parts = rest.components();
-            let Some(first) = parts.next() else {
+            let parts: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
+            if parts.is_empty() {
                 continue;
-            };
-            let single = parts.next().is_none();
-            for (dir, name, shown) in RULES {
-                if dir != rel_dir {
-                    continue;
-                }
-                let hit = match name {
-                    Name::Tree(_) => name_matches(first.as_os_str(), *name, is_dir),
-                    _ => single && name_matches(first.as_os_str(), *name, is_dir),
-                };
-                if hit {
+            }
+            for (dir, name, shown, _) in RULES {
+                if dir == rel_dir && rule_hits(&parts, *name, is_dir) {
                     return Some(shown);
                 }
             }
@@ -233,6 +304,10 @@ impl ProtectedPaths {
     pub(crate) fn holds_protected(&self, dir: &Path) -> bool {
         self.holders.iter().any(|(_, h)| starts_with_ci(h, dir))
             || self.resolved.iter().any(|(p, _)| starts_with_ci(p, dir))
+            || self
+                .nested
+                .iter()
+                .any(|n| starts_with_ci(n, dir) || starts_with_ci(&n.join(".git"), dir))
     }
 }
 
@@ -248,6 +323,18 @@ fn strip_prefix_ci<'a>(path: &'a Path, prefix: &Path) -> Result<&'a Path, ()> {
     Ok(it.as_path())
 }
 
+/// True when `parts` (relative to the directory holding the name) is the protected `name` or,
+/// for a tree, lies beneath it.
+fn rule_hits(parts: &[&OsStr], name: Name, is_dir: bool) -> bool {
+    let Some(first) = parts.first() else {
+        return false;
+    };
+    match name {
+        Name::Tree(_) => name_matches(first, name, is_dir),
+        _ => parts.len() == 1 && name_matches(first, name, is_dir),
+    }
+}
+
 /// The entry of [`PROTECTED_PATHS`] covering `rel` (relative to the root, normalized).
 fn match_relative(rel: &Path, is_dir: bool) -> Option<&'static str> {
     let parts: Vec<&OsStr> = rel
@@ -257,24 +344,25 @@ fn match_relative(rel: &Path, is_dir: bool) -> Option<&'static str> {
             _ => None,
         })
         .collect();
-    for (dir, name, shown) in RULES {
-        let rest: &[&OsStr] = if dir.is_empty() {
-            &parts[..]
-        } else {
-            match parts.split_first() {
-                Some((first, rest)) if eq_ci(first, OsStr::new(dir)) => rest,
-                _ => continue,
+    for (dir, name, shown, depth) in RULES {
+        // Where the holding directory may start: the root, or any directory for `**/` rules.
+        let starts = match depth {
+            Depth::Root => 0..1,
+            Depth::Any => 0..parts.len(),
+        };
+        for start in starts {
+            let from = &parts[start.min(parts.len())..];
+            let rest: &[&OsStr] = if dir.is_empty() {
+                from
+            } else {
+                match from.split_first() {
+                    Some((first, rest)) if eq_ci(first, OsStr::new(dir)) => rest,
+                    _ => continue,
+                }
+            };
+            if rule_hits(rest, *name, is_dir) {
+                return Some(shown);
             }
-        };
-        let Some(first) = rest.first() else {
-            continue;
-        };
-        let hit = match name {
-            Name::Tree(_) => name_matches(first, *name, is_dir),
-            _ => rest.len() == 1 && name_matches(first, *name, is_dir),
-        };
-        if hit {
-            return Some(shown);
         }
     }
     None
@@ -481,10 +569,23 @@ mod tests {
             (".claude/agents/evil.md", ".claude/agents/"),
             (".claude/agents", ".claude/agents/"),
             (".claude/skills/x/SKILL.md", ".claude/skills/"),
-            (".git/hooks/pre-commit", ".git/hooks/"),
-            (".git/config", ".git/config"),
-            (".git/modules/sub/hooks/post-checkout", ".git/modules/"),
-            (".git", ".git"),
+            (".claude/commands/deploy.md", ".claude/commands/"),
+            (".vscode/settings.json", ".vscode/"),
+            (".vscode", ".vscode/"),
+            (".idea/workspace.xml", ".idea/"),
+            (".gitmodules", "**/.gitmodules"),
+            (".git/hooks/pre-commit", "**/.git/hooks/"),
+            (".git/config", "**/.git/config"),
+            (".git/modules/sub/hooks/post-checkout", "**/.git/modules/"),
+            (".git", "**/.git"),
+            // Nested repositories, at any depth.
+            ("vendor/lib/.git/config", "**/.git/config"),
+            ("a/b/c/.git/hooks/pre-push", "**/.git/hooks/"),
+            ("vendor/lib/.gitmodules", "**/.gitmodules"),
+            ("vendor/lib/.git/config.worktree", "**/.git/config.worktree"),
+            (".git/commondir", "**/.git/commondir"),
+            (".git/worktrees/wt/config.worktree", "**/.git/worktrees/"),
+            ("sub/.git", "**/.git"),
         ] {
             assert_eq!(hit(&ws, given), Some(entry), "{given}");
         }
@@ -495,6 +596,9 @@ mod tests {
             ".claude/agent-memory/x/MEMORY.md",
             ".git/index",
             ".git/objects/ab/cd",
+            "vendor/lib/.git/index",
+            "src/.vscode/settings.json",
+            "src/.claude/commands/x.md",
             "settings.json",
             "README.md",
         ] {
@@ -533,7 +637,7 @@ mod tests {
         // A symlinked directory leading into .git/hooks.
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::os::unix::fs::symlink("../.git/hooks", root.join("docs/h")).unwrap();
-        assert_eq!(hit(&ws, "docs/h/pre-commit"), Some(".git/hooks/"));
+        assert_eq!(hit(&ws, "docs/h/pre-commit"), Some("**/.git/hooks/"));
         // A symlinked .claude is protected where it really is.
         std::fs::create_dir_all(root.join("cfg/claude")).unwrap();
         std::os::unix::fs::symlink("cfg/claude", root.join(".claude")).unwrap();

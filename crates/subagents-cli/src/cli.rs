@@ -39,6 +39,11 @@ pub(crate) struct Cli {
     #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     pub log: String,
 
+    /// Short for `--log info`; a run's first line then says which sandbox confines its
+    /// commands (as `subagents doctor` does).
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
+
     /// Export traces (OpenTelemetry GenAI spans of every run) over OTLP/HTTP to this
     /// collector base URL (`/v1/traces` is appended), e.g. http://127.0.0.1:4318. Default:
     /// the standard OTEL_EXPORTER_OTLP_ENDPOINT; with neither, nothing is exported.
@@ -93,6 +98,14 @@ pub(crate) enum Command {
     /// approval such settings are not applied (stderr says which), since a model may have
     /// written the file; on a terminal, `run` and `task` ask for the control files instead.
     Trust(TrustArgs),
+    /// What this machine offers the sandbox of Bash commands, hooks and stdio MCP servers:
+    /// the sandbox in force (namespaces, or the Landlock-only fallback), the Landlock ABI,
+    /// and whether user namespaces work (one line each).
+    Doctor {
+        /// JSON output: {"sandbox","reason","landlock":{...},"user_namespaces":{...}}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `subagents tasks ...`.
@@ -321,7 +334,8 @@ pub(crate) struct PermissionArgs {
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// Run Bash commands unconfined: writes anywhere the user may, and the whole environment
-    /// less credentials. By default (Linux, Landlock) they may write only in the workspace and
+    /// less credentials. By default (Linux: namespaces and Landlock, or Landlock alone; see
+    /// `subagents doctor`) they may write only in the workspace, less its control files, and
     /// the temp directory and get an environment allow-list; no permission mode lifts that.
     #[arg(long)]
     pub no_sandbox: bool,

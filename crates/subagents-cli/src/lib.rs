@@ -33,6 +33,7 @@ mod call;
 mod cli;
 mod config;
 mod config_agents;
+mod doctor;
 mod error;
 mod extension;
 mod failures;
@@ -107,7 +108,12 @@ impl Cli {
 
     /// Runs the command on the process's arguments; returns its exit code (see `--help`).
     /// `--help` and `--version` print and return 0; bad arguments print the usage and return 2.
+    ///
+    /// Call it first in `main`, before any thread starts: the program is also the helper of
+    /// the namespace sandbox ([`sandbox_helper_main`](subagents::tools::sandbox_helper_main)),
+    /// which runs from here when the program is started as the helper.
     pub fn run(self) -> i32 {
+        subagents::tools::sandbox_helper_main();
         self.run_from(std::env::args_os())
     }
 
@@ -143,8 +149,15 @@ where
             return e.exit_code();
         }
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        // `-v` raises the default level; an explicit `--log` other than the default wins.
+        let level = if cli.verbose && cli.log == "warn" {
+            "info"
+        } else {
+            cli.log.as_str()
+        };
+        tracing_subscriber::EnvFilter::new(level)
+    });
     // Traces over OTLP for the commands that run agents, when an endpoint is configured;
     // otherwise nothing is installed. Set up before the runtime, flushed after it.
     let otel = match &cli.command {
@@ -276,6 +289,7 @@ async fn dispatch(cli: Args) -> Result<(), CliError> {
             let root = workspace_root(args.workspace.as_deref())?;
             trust::trust(&args.paths, &root)
         }
+        Command::Doctor { json } => doctor::doctor(json).await,
     }
 }
 

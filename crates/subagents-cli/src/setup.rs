@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use subagents::config::{A2aEntry, LimitsConfig};
 use subagents::spi::Approver;
-use subagents::tools::{LandlockSupport, SandboxPolicy};
+use subagents::tools::{SandboxMode, SandboxPolicy};
 use subagents::{Error, Subagents, SubagentsBuilder};
 
 use crate::cli::{AgentSources, PermissionArgs, TreeArgs};
@@ -162,15 +162,18 @@ impl<'a> Setup<'a> {
             .await
             .map_err(facade_error)?;
         let sandbox = self.sandbox();
-        if sandbox.confine_writes
-            && let LandlockSupport::Unavailable(why) = subagents::tools::landlock_support()
-        {
-            eprintln!(
-                "subagents: notice: Bash commands run unconfined ({why}): they can write \
-                 wherever you can. Their environment is still limited to an allow-list."
-            );
-        } else if !sandbox.confine_writes {
-            tracing::info!("Bash commands run unconfined (--no-sandbox)");
+        let confine = sandbox.confine_writes;
+        // Blocking the first time (it may start the sandbox helper once).
+        let report =
+            tokio::task::spawn_blocking(move || subagents::tools::sandbox_report(&sandbox)).await;
+        match report {
+            Ok(r) if r.mode == SandboxMode::Unconfined && confine => eprintln!(
+                "subagents: notice: Bash commands run unconfined ({}): they can write wherever \
+                 you can. Their environment is still limited to an allow-list.",
+                r.reason
+            ),
+            Ok(r) => tracing::info!("{}", crate::doctor::sandbox_line(&r)),
+            Err(e) => tracing::warn!("the sandbox probe failed: {e}"),
         }
         // Once, before any live view starts: broken agent files and each agent's load
         // warnings on one line (not as tracing WARN lines).

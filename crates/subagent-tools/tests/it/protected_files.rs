@@ -38,6 +38,13 @@ async fn write_and_edit_refuse_protected_files_without_approval() {
         (".claude/agents/evil.md", "---\nname: evil\n---\n"),
         (".git/hooks/pre-commit", "#!/bin/sh\n"),
         (".mcp.json", "{}"),
+        (".vscode/tasks.json", "{}"),
+        (".idea/workspace.xml", "<x/>"),
+        (".gitmodules", "[submodule \"x\"]\n"),
+        (".claude/commands/deploy.md", "run rm -rf"),
+        ("vendor/lib/.git/config", "[core]\nfsmonitor = evil\n"),
+        ("vendor/lib/.git/hooks/pre-commit", "#!/bin/sh\n"),
+        ("vendor/lib/.gitmodules", "[submodule]\n"),
     ] {
         let r = write
             .call(json!({"file_path": path, "content": content}), &ctx)
@@ -55,7 +62,15 @@ async fn write_and_edit_refuse_protected_files_without_approval() {
         std::fs::read_to_string(root.join("subagents.toml")).unwrap(),
         TOML
     );
-    for absent in [".claude", ".git", ".mcp.json"] {
+    for absent in [
+        ".claude",
+        ".git",
+        ".mcp.json",
+        ".vscode",
+        ".idea",
+        ".gitmodules",
+        "vendor",
+    ] {
         assert!(!root.join(absent).exists(), "{absent} was not created");
     }
     // Ordinary files are unaffected.

@@ -137,3 +137,35 @@ fn run_of_the_custom_command_delegates_to_the_added_kind() {
         json!(task)
     );
 }
+
+/// A command built on `subagents_cli::Cli` is the namespace sandbox's helper too (`Cli::run`
+/// calls `sandbox_helper_main` first): it confines commands the way the stock one does here.
+#[test]
+fn the_custom_command_gets_the_same_sandbox_as_the_stock_one() {
+    let home = tempfile::tempdir().unwrap();
+    let custom = json_stdout(
+        custom_in(home.path())
+            .args(["doctor", "--json"])
+            .assert()
+            .success(),
+    );
+    let stock = json_stdout(
+        subagents_in(home.path())
+            .args(["doctor", "--json"])
+            .assert()
+            .success(),
+    );
+    assert_eq!(custom["sandbox"], stock["sandbox"], "{custom} vs {stock}");
+    if stock["sandbox"] == "namespaces" {
+        assert_eq!(
+            custom["user_namespaces"]["helper"],
+            json!(
+                std::fs::canonicalize(custom_cli())
+                    .unwrap()
+                    .display()
+                    .to_string()
+            ),
+            "the custom command is its own helper"
+        );
+    }
+}

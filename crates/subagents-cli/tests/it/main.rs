@@ -29,6 +29,7 @@ mod rate_limits;
 mod readme;
 mod real_model;
 mod remote_usage;
+mod sandbox_work;
 mod serve_assembly;
 mod serve_auth;
 mod serve_bounds;

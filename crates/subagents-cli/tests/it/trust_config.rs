@@ -6,65 +6,11 @@
 use crate::common;
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{rt, subagents_in};
+use common::WorkCase as Case;
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
-
-struct Case {
-    _rt: tokio::runtime::Runtime,
-    server: ScriptedModelServer,
-    home: tempfile::TempDir,
-}
-
-impl Case {
-    fn new() -> Self {
-        let rt = rt();
-        let server = rt.block_on(ScriptedModelServer::start());
-        let home = tempfile::tempdir().expect("temp home");
-        std::fs::create_dir_all(home.path().join("work")).unwrap();
-        Self {
-            _rt: rt,
-            server,
-            home,
-        }
-    }
-
-    fn work(&self) -> PathBuf {
-        self.home.path().join("work")
-    }
-
-    /// `subagents ARGS` run from the workspace (so its `subagents.toml` is found there).
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = subagents_in(self.home.path());
-        cmd.current_dir(self.work());
-        cmd
-    }
-
-    /// `subagents run "do it" --model ... --workspace work` plus `extra`.
-    fn run(&self, extra: &[&str]) -> assert_cmd::assert::Assert {
-        let model = self.server.openai_model("m");
-        self.cmd()
-            .args(["run", "do it", "--model", &model, "--workspace"])
-            .arg(self.work())
-            .args(extra)
-            .assert()
-    }
-
-    fn trust(&self) -> String {
-        let out = self.cmd().arg("trust").assert().success();
-        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
-    }
-
-    fn last_results(&self) -> Vec<String> {
-        self.server
-            .requests()
-            .last()
-            .map(|r| r.tool_results())
-            .unwrap_or_default()
-    }
-}
+use subagent_testkit::Reply;
 
 fn stderr_of(a: &assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&a.get_output().stderr).into_owned()
@@ -96,31 +42,43 @@ fn confined_bash_cannot_write_the_sandbox_off_or_add_hooks() {
     if !landlock("confined_bash_cannot_write_the_sandbox_off_or_add_hooks") {
         return;
     }
-    let c = Case::new();
-    let w = c.work();
-    std::fs::create_dir_all(w.join(".git/hooks")).unwrap();
-    std::fs::write(w.join("subagents.toml"), "max_depth = 2\n").unwrap();
-    c.server.push(Reply::tool_calls(vec![
-        bash("printf '[sandbox]\\nenabled = false\\n' > subagents.toml"),
-        bash(
-            "mkdir -p .claude && printf '{\"hooks\":{\"PreToolUse\":[{\"hooks\":[{\"type\":\
-             \"command\",\"command\":\"touch PWNED\"}]}]}}' > .claude/settings.json",
-        ),
-        bash("printf '#!/bin/sh\\ntouch PWNED\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"),
-    ]));
-    c.server.push(Reply::text("done"));
-    c.run(&["--permission-mode", "bypassPermissions"]).success();
-    assert_eq!(read(&w.join("subagents.toml")), "max_depth = 2\n");
-    assert!(!w.join(".claude").exists(), ".claude was not created");
-    assert!(!w.join(".git/hooks/pre-commit").exists());
-    let results = c.last_results();
-    assert_eq!(results.len(), 3);
-    for r in &results {
-        assert!(
-            r.contains("Permission denied") && r.contains("sandbox:"),
-            "the model is told why: {r}"
-        );
-        assert!(r.contains("Write tool"), "and what to do instead: {r}");
+    // In the sandbox the machine offers (namespaces here), and in the Landlock-only fallback.
+    for fallback in [false, true] {
+        let c = Case::new();
+        let w = c.work();
+        std::fs::create_dir_all(w.join(".git/hooks")).unwrap();
+        std::fs::write(w.join("subagents.toml"), "max_depth = 2\n").unwrap();
+        c.server.push(Reply::tool_calls(vec![
+            bash("printf '[sandbox]\\nenabled = false\\n' > subagents.toml"),
+            bash(
+                "mkdir -p .claude && printf '{\"hooks\":{\"PreToolUse\":[{\"hooks\":[{\"type\":\
+                 \"command\",\"command\":\"touch PWNED\"}]}]}}' > .claude/settings.json",
+            ),
+            bash("printf '#!/bin/sh\\ntouch PWNED\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"),
+        ]));
+        c.server.push(Reply::text("done"));
+        let mut run = c.run_cmd(&["--permission-mode", "bypassPermissions"]);
+        if fallback {
+            run.env("SUBAGENTS_SANDBOX", "landlock");
+        }
+        run.assert().success();
+        assert_eq!(read(&w.join("subagents.toml")), "max_depth = 2\n");
+        assert!(!w.join(".claude").exists(), ".claude was not created");
+        assert!(!w.join(".git/hooks/pre-commit").exists());
+        let results = c.last_results();
+        assert_eq!(results.len(), 3);
+        for r in &results {
+            assert!(r.contains("sandbox:"), "the model is told why: {r}");
+            if fallback {
+                assert!(r.contains("Permission denied"), "{r}");
+                assert!(r.contains("Write tool"), "and what to do instead: {r}");
+            } else {
+                assert!(
+                    r.contains("Read-only file system") || r.contains("Permission denied"),
+                    "{r}"
+                );
+            }
+        }
     }
 }
 

@@ -13,7 +13,7 @@ pub(crate) mod peer;
 pub(crate) mod pty;
 
 /// Variables a developer's shell may set that would change what the command does.
-pub(crate) const CLEARED_VARS: [&str; 9] = [
+pub(crate) const CLEARED_VARS: [&str; 11] = [
     "SUBAGENTS_MODEL",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
@@ -23,6 +23,8 @@ pub(crate) const CLEARED_VARS: [&str; 9] = [
     "SUBAGENTS_API_KEYS",
     "SUBAGENTS_STORE",
     "XDG_DATA_HOME",
+    "SUBAGENTS_SANDBOX",
+    "SUBAGENTS_SANDBOX_HELPER",
 ];
 
 /// The command with a clean environment: no model configured, Ollama probe pointed at a
@@ -219,4 +221,66 @@ pub(crate) fn background_echo_call() -> subagent_testkit::Reply {
             "run_in_background": true
         }),
     )])
+}
+
+/// A workspace (`HOME/work`) that `subagents run` works in against a scripted model server.
+pub(crate) struct WorkCase {
+    _rt: tokio::runtime::Runtime,
+    pub(crate) server: subagent_testkit::ScriptedModelServer,
+    pub(crate) home: tempfile::TempDir,
+}
+
+impl WorkCase {
+    pub(crate) fn new() -> Self {
+        let rt = rt();
+        let server = rt.block_on(subagent_testkit::ScriptedModelServer::start());
+        let home = tempfile::tempdir().expect("temp home");
+        std::fs::create_dir_all(home.path().join("work")).unwrap();
+        Self {
+            _rt: rt,
+            server,
+            home,
+        }
+    }
+
+    pub(crate) fn work(&self) -> PathBuf {
+        self.home.path().join("work")
+    }
+
+    /// `subagents ARGS` run from the workspace (so its `subagents.toml` is found there).
+    pub(crate) fn cmd(&self) -> Command {
+        let mut cmd = subagents_in(self.home.path());
+        cmd.current_dir(self.work());
+        cmd
+    }
+
+    /// `subagents run "do it" --model ... --workspace work` plus `extra`, not started yet.
+    pub(crate) fn run_cmd(&self, extra: &[&str]) -> Command {
+        let model = self.server.openai_model("m");
+        let mut cmd = self.cmd();
+        cmd.args(["run", "do it", "--model", &model, "--workspace"])
+            .arg(self.work())
+            .args(extra);
+        cmd
+    }
+
+    /// [`run_cmd`](Self::run_cmd), run.
+    pub(crate) fn run(&self, extra: &[&str]) -> assert_cmd::assert::Assert {
+        self.run_cmd(extra).assert()
+    }
+
+    /// `subagents trust` in the workspace; what it printed.
+    pub(crate) fn trust(&self) -> String {
+        let out = self.cmd().arg("trust").assert().success();
+        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+    }
+
+    /// The tool results the model got in its last request, in order.
+    pub(crate) fn last_results(&self) -> Vec<String> {
+        self.server
+            .requests()
+            .last()
+            .map(|r| r.tool_results())
+            .unwrap_or_default()
+    }
 }

@@ -1,41 +1,21 @@
-//! `Bash` under its sandbox: writes confined to the workspace and the temp directory
-//! (Landlock), an environment allow-list, optional TCP denial. Where Landlock is unavailable
-//! the confinement tests say so on stderr ("SKIPPED: ...") instead of passing silently.
+//! The Landlock-only fallback (the policy turns namespaces off): writes confined to the
+//! workspace, granted entry by entry around its control files, and the temp directory; the
+//! old guarantees, kept where namespaces are unavailable.
 
-use std::io::Write as _;
 use std::path::Path;
 
-use serde_json::json;
-use subagent_spi::{TaskContext, Tool, ToolOutput};
 use subagent_tools::{BashTool, LandlockSupport, SandboxPolicy, Workspace, landlock_support};
 
-/// Prints past the test harness's capture, so a skip is visible in every run.
-fn skipped(why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
-}
-
-fn landlock_or_skip(test: &str) -> bool {
-    match landlock_support() {
-        LandlockSupport::Unavailable(why) => {
-            skipped(&format!("{test}: Landlock is unavailable ({why})"));
-            false
-        }
-        _ => true,
-    }
-}
-
-async fn run(tool: &BashTool, cmd: &str) -> ToolOutput {
-    tool.call(json!({"command": cmd}), &TaskContext::new())
-        .await
-        .expect("the tool runs")
-}
+use super::{landlock_or_skip, run, skipped, which};
 
 /// A workspace whose temp directory is inside it, so nothing else on the machine is writable.
 fn confined(ws: &Path) -> BashTool {
     std::fs::create_dir_all(ws.join("tmp")).unwrap();
     BashTool::with_sandbox(
         Workspace::new(ws).unwrap(),
-        SandboxPolicy::default().temp_dir(ws.join("tmp")),
+        SandboxPolicy::default()
+            .temp_dir(ws.join("tmp"))
+            .namespaces(false),
     )
 }
 
@@ -94,11 +74,16 @@ fn project(ws: &Path) {
         ".claude/memory",
         ".git/hooks",
         ".git/objects",
+        ".vscode",
+        "vendor/lib/.git/hooks",
     ] {
         std::fs::create_dir_all(ws.join(dir)).unwrap();
     }
     for (file, text) in [
         ("subagents.toml", "model = \"m\"\n"),
+        (".gitmodules", "[submodule]\n"),
+        (".vscode/settings.json", "{}"),
+        ("vendor/lib/.git/config", "[core]\n"),
         (".claude/settings.json", "{}"),
         (".claude/agents/a.md", "agent"),
         (".claude/notes.md", "notes"),
@@ -136,6 +121,14 @@ async fn confined_bash_cannot_write_the_projects_control_files() {
         "mv .claude src/claude",
         "ln -s src/x.toml subagents2.toml",
         "ln src/../subagents.toml src/hard.toml",
+        "echo x >> .gitmodules",
+        "echo '{}' > .vscode/tasks.json",
+        "echo x > .vscode/settings.json",
+        "mkdir .idea",
+        "mkdir -p .claude/commands",
+        "printf '[core]\\nfsmonitor = x\\n' >> vendor/lib/.git/config",
+        "echo x > vendor/lib/.git/hooks/pre-commit",
+        "echo x > vendor/lib/.gitmodules",
     ];
     for cmd in attempts {
         let out = run(&tool, cmd).await;
@@ -162,8 +155,17 @@ async fn confined_bash_cannot_write_the_projects_control_files() {
         std::fs::read_to_string(root.join(".git/config")).unwrap(),
         "[core]\n"
     );
+    assert_eq!(
+        std::fs::read_to_string(root.join("vendor/lib/.git/config")).unwrap(),
+        "[core]\n"
+    );
     for absent in [
         ".mcp.json",
+        ".vscode/tasks.json",
+        ".idea",
+        ".claude/commands",
+        "vendor/lib/.git/hooks/pre-commit",
+        "vendor/lib/.gitmodules",
         ".claude/settings.local.json",
         ".claude/agents/b.md",
         ".claude/skills",
@@ -248,7 +250,9 @@ async fn a_workspace_inside_the_temp_dir_gets_a_private_temp_dir() {
     project(&root);
     let tool = BashTool::with_sandbox(
         Workspace::new(&root).unwrap(),
-        SandboxPolicy::default().temp_dir(temp.path()),
+        SandboxPolicy::default()
+            .temp_dir(temp.path())
+            .namespaces(false),
     );
     let out = run(
         &tool,
@@ -338,22 +342,11 @@ async fn network_can_be_denied() {
         Workspace::new(ws.path()).unwrap(),
         SandboxPolicy::default()
             .temp_dir(ws.path().join("tmp"))
+            .namespaces(false)
             .network(false),
     );
     let out = run(&closed, &connect).await;
     assert!(!out.content.contains("CONNECTED"), "{}", out.content);
     assert!(out.is_error, "{}", out.content);
     drop(listener);
-}
-
-fn which(name: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(name))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .find(|p| p.is_file())
 }
