@@ -93,6 +93,8 @@ mod error;
 mod openai;
 mod options;
 mod probe;
+mod prompt_cache;
+mod slots;
 mod spec;
 mod text_calls;
 mod transport;
@@ -109,9 +111,11 @@ pub use openai::{
 };
 pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::probe_ollama;
+pub use prompt_cache::{PROMPT_CACHE_VAR, PromptCaching};
 pub use spec::{
-    ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, Provider, TEXT_TOOL_CALLS_VAR, Temperature,
-    default_aliases, is_local_url, model_from_spec, model_from_spec_with_env, spec_server,
+    ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, OLLAMA_KEEP_ALIVE, Provider,
+    TEXT_TOOL_CALLS_VAR, Temperature, default_aliases, is_local_url, model_from_spec,
+    model_from_spec_with_env, spec_server,
 };
 pub use text_calls::MAX_TEXT_TOOL_CALLS;
 pub use transport::RetryPolicy;
