@@ -157,11 +157,12 @@ async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>, prices: Arc<ModelPr
             ProgressKind::Status { message } => format!("status: {}", first_line(message)),
             ProgressKind::Compacted { .. } => compacted_text(&e.kind),
             ProgressKind::Finished { status, usage } => format!(
-                "finished {status}{} · {} turns · {} in / {} out tokens{} · {} ms",
+                "finished {status}{} · {} turns · {} in / {} out tokens{}{} · {} ms",
                 model_text(usage),
                 usage.turns,
                 usage.input_tokens,
                 usage.output_tokens,
+                cache_text(usage),
                 cost_text(&prices, usage),
                 usage.duration_ms
             ),
@@ -287,6 +288,18 @@ fn model_text(usage: &subagents::spi::Usage) -> String {
         .as_deref()
         .map(|m| format!(" · {}", crate::output::terminal_safe(m)))
         .unwrap_or_default()
+}
+
+/// ` · cache R read / W written` for a usage that used the provider's prompt cache; empty
+/// otherwise.
+fn cache_text(usage: &subagents::spi::Usage) -> String {
+    if usage.cache_read_tokens == 0 && usage.cache_creation_tokens == 0 {
+        return String::new();
+    }
+    format!(
+        " · cache {} read / {} written",
+        usage.cache_read_tokens, usage.cache_creation_tokens
+    )
 }
 
 /// ` · $COST` for a usage whose model has a price; empty otherwise (never guessed).

@@ -55,7 +55,9 @@ pub const MIN_CONTEXT_WINDOW: u64 = 256;
 /// tokens = 20000                    # each run gets at most this and what the caller has left
 /// time_secs = 120
 /// [prices]                          # USD per million tokens, by model name, over the
-/// "gpt-4.1" = { input = 2.0, output = 8.0 }   # built-in table of common hosted models
+/// "gpt-4.1" = { input = 2.0, output = 8.0, cache_read = 0.5 }   # built-in table of
+///                                   # common hosted models (cache_read, cache_write: the
+///                                   # prompt cache's rates; absent: the input rate)
 /// [models]                          # named models and aliases
 /// fast = "openai:gpt-4.1-mini"
 /// sonnet = "anthropic:claude-sonnet-4-5"
@@ -218,6 +220,12 @@ pub struct PriceConfig {
     pub input: f64,
     /// USD per million output tokens.
     pub output: f64,
+    /// USD per million prompt tokens read from the provider's cache (absent: the input rate).
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    /// USD per million prompt tokens written to the provider's cache (absent: the input rate).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
 }
 
 /// `[sandbox]` of subagents.toml.
@@ -397,7 +405,16 @@ impl Config {
     pub fn prices(&self) -> Result<ModelPrices, ConfigError> {
         let mut prices = crate::prices::default_prices();
         for (model, p) in &self.prices {
-            for (what, v) in [("input", p.input), ("output", p.output)] {
+            let rates = [
+                ("input", Some(p.input)),
+                ("output", Some(p.output)),
+                ("cache_read", p.cache_read),
+                ("cache_write", p.cache_write),
+            ];
+            for (what, v) in rates
+                .into_iter()
+                .filter_map(|(what, v)| v.map(|v| (what, v)))
+            {
                 if !v.is_finite() || v < 0.0 {
                     return Err(ConfigError::Invalid(format!(
                         "{}: [prices] \"{model}\" {what} must be a non-negative number of USD per million tokens, not {v}",
@@ -405,7 +422,10 @@ impl Config {
                     )));
                 }
             }
-            prices = prices.with(model.clone(), ModelPrice::new(p.input, p.output));
+            let mut price = ModelPrice::new(p.input, p.output);
+            price.cache_read_per_mtok = p.cache_read;
+            price.cache_write_per_mtok = p.cache_write;
+            prices = prices.with(model.clone(), price);
         }
         Ok(prices)
     }
