@@ -23,6 +23,7 @@ mod nesting;
 mod otel_export;
 mod parity;
 mod permissions;
+mod prompt_cache;
 mod readme;
 mod real_model;
 mod remote_usage;

@@ -13,8 +13,9 @@ pub(crate) mod peer;
 pub(crate) mod pty;
 
 /// Variables a developer's shell may set that would change what the command does.
-pub(crate) const CLEARED_VARS: [&str; 9] = [
+pub(crate) const CLEARED_VARS: [&str; 10] = [
     "SUBAGENTS_MODEL",
+    "SUBAGENTS_PROMPT_CACHE",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "OPENAI_BASE_URL",
