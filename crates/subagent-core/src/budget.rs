@@ -820,6 +820,50 @@ mod tests {
     }
 
     #[test]
+    fn cache_reads_and_writes_cost_their_rates_and_settle_once() {
+        let price = ModelPrice::new(3.0, 15.0).with_cache(0.3, 3.75);
+        // 10,000 prompt tokens not read from cache (8,000 of them written), 90,000 read.
+        let turn = TokenUsage::new(10_000, 1_000).with_cache(90_000, 8_000);
+        let cost = price.cost_with_cache(10_000, 1_000, 90_000, 8_000);
+        let want = (2_000.0 * 3.0 + 8_000.0 * 3.75 + 90_000.0 * 0.3 + 1_000.0 * 15.0) / 1e6;
+        assert!((cost - want).abs() < 1e-12, "{cost}");
+        // Without cache rates, cached tokens cost the input rate: never a guessed discount.
+        let plain = ModelPrice::new(3.0, 15.0);
+        assert!(
+            (plain.cost_with_cache(10_000, 1_000, 90_000, 8_000) - plain.cost(100_000, 1_000))
+                .abs()
+                < 1e-12
+        );
+        // Writes are part of the input: more writes than input count as the input.
+        assert_eq!(price.cost_with_cache(0, 0, 0, 500), 0.0);
+        let usage = Usage::new()
+            .with_tokens(10_000, 1_000)
+            .with_cache_tokens(90_000, 8_000)
+            .with_model("m");
+        let saved = price.cache_savings(&usage);
+        assert!(
+            (saved - (plain.cost(100_000, 1_000) - want)).abs() < 1e-12,
+            "{saved}"
+        );
+
+        // A budget counts the cost with the cache, the tokens as input + output.
+        let prices = Arc::new(ModelPrices::new().with("m", price));
+        let root = Budget::new(BudgetLimits::new().with_usd(10.0), CancellationToken::new())
+            .with_prices(prices);
+        let meter = root.meter();
+        assert_eq!(meter.charge_tokens("m", &turn, 1), None);
+        assert!((root.usd_used() - want).abs() < 1e-6);
+        assert_eq!(root.tokens_used(), 11_000);
+        // Settling the run's report charges nothing more: the cache was charged as it went.
+        assert_eq!(meter.settle(&usage.clone().with_turns(1), &[]), None);
+        assert!((root.usd_used() - want).abs() < 1e-6);
+        // A report that was not charged is, at the cache rates.
+        let fresh = root.meter();
+        fresh.settle(&usage.with_turns(1), &[]);
+        assert!((root.usd_used() - 2.0 * want).abs() < 1e-6);
+    }
+
+    #[test]
     fn dated_snapshots_are_priced_as_their_model_and_nothing_else_is_guessed() {
         let prices = ModelPrices::new()
             .with("claude-sonnet-4-5", ModelPrice::new(3.0, 15.0))
