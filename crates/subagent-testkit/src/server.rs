@@ -145,6 +145,8 @@ struct ServerState {
     bills: Mutex<std::collections::HashMap<usize, CacheBill>>,
     /// What `GET /props` answers (llama.cpp's server properties); `None`: 404.
     props: Mutex<Option<Value>>,
+    /// How many times `GET /props` was asked.
+    props_asked: AtomicUsize,
 }
 
 /// A scripted model server on `127.0.0.1:<ephemeral port>` speaking the OpenAI Chat Completions
@@ -219,6 +221,7 @@ impl ScriptedModelServer {
             cache_min_tokens: AtomicU64::new(ANTHROPIC_MIN_CACHEABLE_TOKENS),
             bills: Mutex::new(std::collections::HashMap::new()),
             props: Mutex::new(None),
+            props_asked: AtomicUsize::new(0),
         });
         let app = Router::new().fallback(handle).with_state(state.clone());
         let (tx, rx) = oneshot::channel::<()>();
@@ -329,7 +332,9 @@ impl ScriptedModelServer {
     }
 
     /// Answer `GET /props` (and `/v1/props`) with `props`, as llama.cpp's `llama-server`
-    /// reports its properties (`{"total_slots": 2, ...}`); `None` (the default): 404.
+    /// reports its properties (`{"total_slots": 2, ...}`); `None` (the default): 404. These
+    /// requests are no chat requests: [`props_requests`](Self::props_requests) counts them,
+    /// [`requests`](Self::requests) does not list them.
     pub fn set_props(&self, props: Option<Value>) {
         *self
             .state
@@ -338,12 +343,18 @@ impl ScriptedModelServer {
             .unwrap_or_else(PoisonError::into_inner) = props;
     }
 
+    /// How many times `GET /props` was asked (see [`set_props`](Self::set_props)).
+    pub fn props_requests(&self) -> usize {
+        self.state.props_asked.load(Ordering::SeqCst)
+    }
+
     /// Replies still queued.
     pub fn remaining(&self) -> usize {
         self.state.script.remaining()
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order (but llama.cpp property probes; see
+    /// [`set_props`](Self::set_props)).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.state
             .requests
@@ -447,6 +458,23 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_string();
+    // llama.cpp's properties: answered apart, counted apart (not a chat request).
+    if method == Method::GET && matches!(path.as_str(), "/props" | "/v1/props") {
+        state.props_asked.fetch_add(1, Ordering::SeqCst);
+        let props = state
+            .props
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        return match props {
+            Some(p) => simple(200, "application/json", p.to_string()),
+            None => simple(
+                404,
+                "application/json",
+                wire::error_json(WireFormat::OpenAi, 404, "File Not Found"),
+            ),
+        };
+    }
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let recorded = RecordedRequest {
         method: method.to_string(),
@@ -475,21 +503,6 @@ async fn handle(
     };
     state.arrived.notify_waiters();
 
-    if method == Method::GET && matches!(path.as_str(), "/props" | "/v1/props") {
-        let props = state
-            .props
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        return match props {
-            Some(p) => simple(200, "application/json", p.to_string()),
-            None => simple(
-                404,
-                "application/json",
-                wire::error_json(WireFormat::OpenAi, 404, "File Not Found"),
-            ),
-        };
-    }
     let format = match path.as_str() {
         "/v1/chat/completions" | "/chat/completions" => WireFormat::OpenAi,
         "/v1/messages" | "/messages" => WireFormat::Anthropic,

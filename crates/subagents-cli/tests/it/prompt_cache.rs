@@ -278,4 +278,35 @@ fn the_done_line_shows_what_the_cache_read_wrote_and_saved() {
             && done.contains("(cache saved $"),
         "{stderr}"
     );
+
+    // stream-json: the usage events carry the cache counts, the result line the savings.
+    server.push(read(1));
+    server.push(Reply::text("A fox."));
+    let out = subagents_in(home.path())
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["run", "What is in f1.txt?", "--model", MODEL])
+        .args(["--output-format", "stream-json"])
+        .assert()
+        .success();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let usage = lines
+        .iter()
+        .filter(|l| l["event"] == "usage")
+        .last()
+        .expect("usage events");
+    assert!(
+        usage["usage"]["cache_read_tokens"].as_u64() > Some(0),
+        "{usage}"
+    );
+    let result = lines.last().expect("result");
+    assert_eq!(result["type"], "result");
+    assert!(result["cache_saved_usd"].as_f64() > Some(0.0), "{result}");
+    assert!(
+        result["usage"]["usage"]["cache_saved_usd"].as_f64() > Some(0.0),
+        "{result}"
+    );
 }

@@ -16,15 +16,6 @@ fn key(r: &RecordedRequest) -> &str {
         .unwrap_or_else(|| panic!("no prompt_cache_key in {}", r.raw_body))
 }
 
-/// The chat requests (not the `/props` probe).
-fn chats(server: &ScriptedModelServer) -> Vec<RecordedRequest> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "POST")
-        .collect()
-}
-
 /// The agent a request is from, by its system prompt.
 fn who(r: &RecordedRequest) -> &'static str {
     let system = r.system_prompt();
@@ -63,7 +54,7 @@ async fn each_run_has_its_own_stable_prompt_cache_key_and_a_fork_its_callers() {
         .expect("runs");
     assert_eq!(second.text, "second answer");
 
-    let reqs = chats(&server);
+    let reqs = server.requests();
     let whom: Vec<&str> = reqs.iter().map(who).collect();
     assert_eq!(whom, ["main", "leaf", "main", "fork", "main", "main"]);
     let main = key(&reqs[0]);
@@ -102,10 +93,8 @@ async fn on_a_llama_cpp_server_with_two_slots_the_caller_keeps_its_slot() {
         .expect("builds");
     let out = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(out.text, "done");
-    let all = server.requests();
-    let probes = all.iter().filter(|r| r.path == "/props").count();
-    assert_eq!(probes, 1, "the slot count is asked once");
-    let reqs = chats(&server);
+    assert_eq!(server.props_requests(), 1, "the slot count is asked once");
+    let reqs = server.requests();
     let slots: Vec<(&str, Value)> = reqs
         .iter()
         .map(|r| (who(r), r.body["id_slot"].clone()))
