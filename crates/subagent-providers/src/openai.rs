@@ -435,7 +435,7 @@ pub(crate) fn stop_reason_from_finish(reason: Option<&str>, has_tool_calls: bool
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
 struct UsageWire {
     #[serde(default)]
     prompt_tokens: Option<u64>,
@@ -445,24 +445,39 @@ struct UsageWire {
     prompt_tokens_details: Option<PromptDetailsWire>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
 struct PromptDetailsWire {
     #[serde(default)]
     cached_tokens: Option<u64>,
 }
 
+/// llama.cpp's `timings` next to the usage: `prompt_n` prompt tokens evaluated, `cache_n`
+/// (newer servers) reused from the slot's cache.
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct TimingsWire {
+    #[serde(default)]
+    prompt_n: Option<u64>,
+    #[serde(default)]
+    cache_n: Option<u64>,
+}
+
 impl UsageWire {
-    fn to_usage(&self) -> TokenUsage {
+    /// The counts; what was read from cache is `prompt_tokens_details.cached_tokens`, else
+    /// what llama.cpp's `timings` say it reused (`cache_n`, or the prompt tokens it did not
+    /// evaluate).
+    fn to_usage(self, timings: Option<TimingsWire>) -> TokenUsage {
+        let prompt = self.prompt_tokens.unwrap_or(0);
         let cached = self
             .prompt_tokens_details
-            .as_ref()
             .and_then(|d| d.cached_tokens)
-            .unwrap_or(0);
-        TokenUsage::new(
-            self.prompt_tokens.unwrap_or(0).saturating_sub(cached),
-            self.completion_tokens.unwrap_or(0),
-        )
-        .with_cache(cached, 0)
+            .or_else(|| {
+                let t = timings?;
+                t.cache_n
+                    .or_else(|| t.prompt_n.map(|n| prompt.saturating_sub(n)))
+            })
+            .unwrap_or(0)
+            .min(prompt);
+        TokenUsage::new(prompt - cached, self.completion_tokens.unwrap_or(0)).with_cache(cached, 0)
     }
 }
 
@@ -474,6 +489,8 @@ struct CompletionWire {
     choices: Option<Vec<ChoiceWire>>,
     #[serde(default)]
     usage: Option<UsageWire>,
+    #[serde(default)]
+    timings: Option<TimingsWire>,
 }
 
 #[derive(Deserialize)]
@@ -585,7 +602,9 @@ pub(crate) fn parse_completion(
     Ok(ChatResponse::new(
         content,
         stop_reason_from_finish(choice.finish_reason.as_deref(), !tool_calls.is_empty()),
-        wire.usage.map(|u| u.to_usage()).unwrap_or_default(),
+        wire.usage
+            .map(|u| u.to_usage(wire.timings))
+            .unwrap_or_default(),
         wire.model
             .filter(|m| !m.is_empty())
             .unwrap_or_else(|| requested_model.to_string()),
@@ -603,6 +622,8 @@ struct ChunkWire<'a> {
     choices: Option<Vec<ChunkChoiceWire<'a>>>,
     #[serde(default)]
     usage: Option<UsageWire>,
+    #[serde(default)]
+    timings: Option<TimingsWire>,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -661,7 +682,8 @@ struct StreamState {
     content: String,
     calls: Vec<PartialCall>,
     finish: Option<String>,
-    usage: TokenUsage,
+    usage: Option<UsageWire>,
+    timings: Option<TimingsWire>,
     done: bool,
     saw_data: bool,
 }
@@ -742,7 +764,10 @@ impl OpenAiStreamDecoder {
         Ok(ChatResponse::new(
             state.content,
             stop_reason_from_finish(state.finish.as_deref(), !tool_calls.is_empty()),
-            state.usage,
+            state
+                .usage
+                .map(|u| u.to_usage(state.timings))
+                .unwrap_or_default(),
             state
                 .model
                 .filter(|m| !m.is_empty())
@@ -794,7 +819,10 @@ impl StreamState {
             self.model = Some(m.into_owned());
         }
         if let Some(u) = chunk.usage {
-            self.usage = u.to_usage();
+            self.usage = Some(u);
+        }
+        if let Some(t) = chunk.timings {
+            self.timings = Some(t);
         }
         for choice in chunk.choices.unwrap_or_default() {
             if choice.index.unwrap_or(0) != 0 {
@@ -1159,6 +1187,63 @@ mod tests {
         assert!(r.unwrap_err().to_string().contains("boom"));
         let (r, _) = decode(&["data: {not json\n\n"]);
         assert!(r.unwrap_err().to_string().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn llama_cpp_timings_say_what_was_read_from_cache() {
+        let reply = |usage: &str, timings: &str| {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"content":"ok"}},"finish_reason":"stop"}}],"usage":{usage},"timings":{timings}}}"#
+            );
+            parse_completion("llama.cpp", body.as_bytes(), "m")
+                .unwrap()
+                .usage
+        };
+        // This llama.cpp: the prompt's tokens in all, and those it evaluated.
+        assert_eq!(
+            reply(
+                r#"{"prompt_tokens":1300,"completion_tokens":9}"#,
+                r#"{"prompt_n":40}"#
+            ),
+            TokenUsage::new(40, 9).with_cache(1260, 0)
+        );
+        // Newer ones say what they reused; OpenAI's own field wins over both.
+        assert_eq!(
+            reply(
+                r#"{"prompt_tokens":1300,"completion_tokens":9}"#,
+                r#"{"prompt_n":40,"cache_n":1200}"#
+            ),
+            TokenUsage::new(100, 9).with_cache(1200, 0)
+        );
+        assert_eq!(
+            reply(
+                r#"{"prompt_tokens":1300,"completion_tokens":9,"prompt_tokens_details":{"cached_tokens":1000}}"#,
+                r#"{"prompt_n":40}"#
+            ),
+            TokenUsage::new(300, 9).with_cache(1000, 0)
+        );
+        // Absurd timings cannot make more cached than the prompt.
+        assert_eq!(
+            reply(
+                r#"{"prompt_tokens":10,"completion_tokens":1}"#,
+                r#"{"cache_n":99999}"#
+            ),
+            TokenUsage::new(0, 1).with_cache(10, 0)
+        );
+        // Streamed: the usage and the timings of the last chunk.
+        let mut dec = OpenAiStreamDecoder::new("llama.cpp", "m");
+        dec.feed(
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n\
+              data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\
+              \"usage\":{\"prompt_tokens\":500,\"completion_tokens\":2},\"timings\":{\"prompt_n\":20}}\n\n\
+              data: [DONE]\n\n",
+            &|_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            dec.finish().unwrap().usage,
+            TokenUsage::new(20, 2).with_cache(480, 0)
+        );
     }
 
     #[test]

@@ -30,11 +30,15 @@ fn key_of(session_id: &str) -> String {
         session_id.hash(&mut h);
         h.finish()
     };
-    format!(
-        "sa-{:016x}{:016x}",
-        hash("subagents prompt cache"),
-        hash("key")
-    )
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut key = String::with_capacity(35);
+    key.push_str("sa-");
+    for h in [hash("subagents prompt cache"), hash("key")] {
+        for shift in (0..16).rev() {
+            key.push(char::from(HEX[((h >> (shift * 4)) & 0xf) as usize]));
+        }
+    }
+    key
 }
 
 /// The scope of a new (or resumed) run with session `session_id`, started from `ctx`.
