@@ -28,6 +28,17 @@
 //! Any spec may end with `?temperature=<t>` (0 to 2): the sampling temperature of every request
 //! that sets none, e.g. `openai-compatible:local@http://127.0.0.1:8080/v1?temperature=0` for
 //! repeatable tool choices from a small local model. Without it the server's default applies.
+//! `?cache=off|5m|1h` sets prompt caching ([`PromptCaching`]; default 5 minutes, or
+//! [`PROMPT_CACHE_VAR`]), e.g. `anthropic:claude-sonnet-4-5?cache=1h`; options join with `&`.
+//!
+//! ## Prompt caching
+//!
+//! On by default: Anthropic requests carry `cache_control` breakpoints (the tools and system
+//! prompt, a rolling one on the conversation; see [`AnthropicModel`]), OpenAI-compatible ones a
+//! `prompt_cache_key` per conversation ([`ChatRequest::cache_scope`](subagent_spi::ChatRequest::cache_scope)),
+//! and a local llama.cpp server gets `cache_prompt` and each conversation on a slot of its own
+//! when it has several (see [`OpenAiModel`]). What a reply read from (and, on Anthropic,
+//! wrote to) the cache comes back in its [`TokenUsage`](subagent_spi::chat::TokenUsage).
 //!
 //! ```no_run
 //! # fn demo() -> Result<(), subagent_spi::ModelError> {
