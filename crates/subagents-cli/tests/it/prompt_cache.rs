@@ -295,8 +295,7 @@ fn the_done_line_shows_what_the_cache_read_wrote_and_saved() {
         .collect();
     let usage = lines
         .iter()
-        .filter(|l| l["event"] == "usage")
-        .last()
+        .rfind(|l| l["event"] == "usage")
         .expect("usage events");
     assert!(
         usage["usage"]["cache_read_tokens"].as_u64() > Some(0),
