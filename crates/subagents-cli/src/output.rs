@@ -282,7 +282,7 @@ pub(crate) fn summary_line(outcome: &TaskOutcome, view: &OutcomeJson<'_>) -> Str
 }
 
 /// `950`, `12.3k`, `4.5M`.
-fn human_count(n: u64) -> String {
+pub(crate) fn human_count(n: u64) -> String {
     match n {
         0..1_000 => n.to_string(),
         1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
