@@ -7,11 +7,17 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use subagent_spi::chat::TokenUsage;
 use subagent_spi::{
     BudgetLimits, CancellationToken, Limit, LimitScope, TaskContext, Usage, UsageNode,
 };
 
 /// The price of one model, in USD per million tokens.
+///
+/// Prompt tokens read from a provider's prompt cache and those written to it have rates of
+/// their own where the provider publishes them (Anthropic: reads 0.1x, 5-minute writes 1.25x
+/// the input rate; OpenAI: reads 0.25x to 0.5x, writes free). A price without them counts
+/// such tokens at the input rate, what they would cost uncached (never a guessed discount).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ModelPrice {
@@ -19,20 +25,77 @@ pub struct ModelPrice {
     pub input_per_mtok: f64,
     /// USD per million output (completion) tokens.
     pub output_per_mtok: f64,
+    /// USD per million prompt tokens read from the provider's cache (`None`: the input rate).
+    pub cache_read_per_mtok: Option<f64>,
+    /// USD per million prompt tokens written to the provider's cache (`None`: the input rate).
+    pub cache_write_per_mtok: Option<f64>,
 }
 
 impl ModelPrice {
-    /// A price: USD per million input tokens and per million output tokens.
+    /// A price: USD per million input tokens and per million output tokens (cache reads and
+    /// writes at the input rate until [`with_cache`](Self::with_cache) says otherwise).
     pub fn new(input_per_mtok: f64, output_per_mtok: f64) -> Self {
         Self {
             input_per_mtok,
             output_per_mtok,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
         }
     }
 
-    /// The cost of `input` and `output` tokens, in USD.
+    /// Sets the rates of prompt tokens read from and written to the provider's cache, USD per
+    /// million (builder style).
+    #[must_use]
+    pub fn with_cache(mut self, read_per_mtok: f64, write_per_mtok: f64) -> Self {
+        self.cache_read_per_mtok = Some(read_per_mtok);
+        self.cache_write_per_mtok = Some(write_per_mtok);
+        self
+    }
+
+    /// The cost of `input` and `output` tokens, in USD, none of them cached.
     pub fn cost(&self, input: u64, output: u64) -> f64 {
         (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
+    }
+
+    /// The cost of a run's tokens in USD, the cache counted: `input` prompt tokens not read
+    /// from the cache, of which `cache_write` were written to it (at most `input` count so),
+    /// `cache_read` read from it, and `output` completion tokens (as [`Usage`] counts them).
+    pub fn cost_with_cache(
+        &self,
+        input: u64,
+        output: u64,
+        cache_read: u64,
+        cache_write: u64,
+    ) -> f64 {
+        let write = cache_write.min(input);
+        let read_rate = self.cache_read_per_mtok.unwrap_or(self.input_per_mtok);
+        let write_rate = self.cache_write_per_mtok.unwrap_or(self.input_per_mtok);
+        ((input - write) as f64 * self.input_per_mtok
+            + write as f64 * write_rate
+            + cache_read as f64 * read_rate
+            + output as f64 * self.output_per_mtok)
+            / 1e6
+    }
+
+    /// The cost of `usage` in USD, the cache counted (see
+    /// [`cost_with_cache`](Self::cost_with_cache)).
+    pub fn usage_cost(&self, usage: &Usage) -> f64 {
+        self.cost_with_cache(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_creation_tokens,
+        )
+    }
+
+    /// What the cache saved on `usage`, in USD: its cost with every prompt token at the input
+    /// rate, less [`usage_cost`](Self::usage_cost). Negative when writes cost more than reads
+    /// saved (a conversation's first request writes at a premium).
+    pub fn cache_savings(&self, usage: &Usage) -> f64 {
+        self.cost(
+            usage.input_tokens.saturating_add(usage.cache_read_tokens),
+            usage.output_tokens,
+        ) - self.usage_cost(usage)
     }
 }
 
@@ -85,9 +148,24 @@ impl ModelPrices {
         self.prices.is_empty()
     }
 
-    /// The cost of `input` and `output` tokens of `model`, when its price is known.
+    /// The cost of `input` and `output` tokens of `model`, none of them cached, when its price
+    /// is known.
     pub fn cost(&self, model: &str, input: u64, output: u64) -> Option<f64> {
         self.get(model).map(|p| p.cost(input, output))
+    }
+
+    /// The cost of a run's usage (its [`model`](Usage::model) priced, the cache counted; see
+    /// [`ModelPrice::usage_cost`]), when it names a model with a known price.
+    pub fn usage_cost(&self, usage: &Usage) -> Option<f64> {
+        self.get(usage.model.as_deref()?)
+            .map(|p| p.usage_cost(usage))
+    }
+
+    /// What the cache saved on a run's usage (see [`ModelPrice::cache_savings`]), when it
+    /// names a model with a known price.
+    pub fn cache_savings(&self, usage: &Usage) -> Option<f64> {
+        self.get(usage.model.as_deref()?)
+            .map(|p| p.cache_savings(usage))
     }
 }
 
@@ -154,6 +232,10 @@ struct Inner {
     /// run's own charges, what [`Budget::settle`] credits).
     own_tokens: AtomicU64,
     own_turns: AtomicU32,
+    /// The prompt tokens read from and written to a provider's cache charged here (on a meter:
+    /// its own, as `own_tokens`), which [`Budget::settle`] credits like tokens.
+    cache_read: AtomicU64,
+    cache_write: AtomicU64,
     /// On a meter: the task ids of the runs below whose usage was charged by their own meter
     /// ([`Budget::note_settled`]); [`Budget::settle`] skips their nodes. One entry per child
     /// result the run was handed (as many as the nodes of its report), freed with the meter.
@@ -193,6 +275,8 @@ impl Budget {
                 meter: false,
                 own_tokens: AtomicU64::new(0),
                 own_turns: AtomicU32::new(0),
+                cache_read: AtomicU64::new(0),
+                cache_write: AtomicU64::new(0),
                 settled: Mutex::new(HashSet::new()),
             }),
         }
@@ -322,31 +406,35 @@ impl Budget {
     /// remote child's reported usage, when its result arrives) to this budget and every one
     /// above it, as [`charge_turn`](Self::charge_turn) does for one turn.
     pub fn charge_usage(&self, model: &str, input: u64, output: u64, turns: u32) -> Option<Limit> {
-        self.charge_usage_via(model, input, output, turns, false)
+        self.charge_tokens(model, &TokenUsage::new(input, output), turns)
     }
 
-    /// [`charge_usage`](Self::charge_usage); `metered`: the charge came through the meter of a
-    /// run below (so it is not this meter's own).
-    fn charge_usage_via(
-        &self,
-        model: &str,
-        input: u64,
-        output: u64,
-        turns: u32,
-        metered: bool,
-    ) -> Option<Limit> {
+    /// Charges `turns` model turns of `model` whose tokens are `usage` to this budget and
+    /// every one above it, as [`charge_usage`](Self::charge_usage) does, with the provider's
+    /// cache counted: the token limit counts `input_tokens + output_tokens` (what was written
+    /// to the cache is part of the input; what was read from it is not counted), the cost
+    /// prices cache reads and writes at the model's cache rates
+    /// ([`ModelPrice::cost_with_cache`]).
+    pub fn charge_tokens(&self, model: &str, usage: &TokenUsage, turns: u32) -> Option<Limit> {
+        self.charge_usage_via(model, &Charge::of(usage, turns), false)
+    }
+
+    /// [`charge_tokens`](Self::charge_tokens); `metered`: the charge came through the meter of
+    /// a run below (so it is not this meter's own).
+    fn charge_usage_via(&self, model: &str, c: &Charge, metered: bool) -> Option<Limit> {
         let below = metered || self.inner.meter;
         let up = self
             .inner
             .parent
             .as_ref()
-            .and_then(|p| p.charge_usage_via(model, input, output, turns, below));
+            .and_then(|p| p.charge_usage_via(model, c, below));
         if let Some(max) = self.inner.limits.usd {
             match self
                 .inner
                 .prices
                 .as_ref()
-                .and_then(|p| p.cost(model, input, output))
+                .and_then(|p| p.get(model))
+                .map(|p| p.cost_with_cache(c.input, c.output, c.cache_read, c.cache_write))
             {
                 Some(cost) => {
                     // `as` saturates (a NaN is 0): absurd counts cannot wrap the total.
@@ -364,7 +452,11 @@ impl Budget {
                 }
             }
         }
-        self.charge_own(input.saturating_add(output), turns, metered)
+        if !self.inner.meter || !metered {
+            saturating_add(&self.inner.cache_read, c.cache_read);
+            saturating_add(&self.inner.cache_write, c.cache_write);
+        }
+        self.charge_own(c.input.saturating_add(c.output), c.turns, metered)
             .or(up)
     }
 
@@ -532,6 +624,8 @@ impl Budget {
         } else {
             (self.tokens_used(), self.turns_used())
         };
+        let mut read = self.inner.cache_read.load(Ordering::Acquire);
+        let mut write = self.inner.cache_write.load(Ordering::Acquire);
         // Held while settling (charging never takes it): a run's children are noted before it
         // ends, not while it is settled.
         let settled = self
@@ -551,14 +645,20 @@ impl Budget {
             tokens -= output;
             let n = u.turns.min(turns);
             turns -= n;
-            let (input, output, n) = (
-                u.input_tokens - input,
-                u.output_tokens - output,
-                u.turns - n,
-            );
-            if input > 0 || output > 0 || n > 0 {
+            let r = u.cache_read_tokens.min(read);
+            read -= r;
+            let w = u.cache_creation_tokens.min(write);
+            write -= w;
+            let rest = Charge {
+                input: u.input_tokens - input,
+                output: u.output_tokens - output,
+                cache_read: u.cache_read_tokens - r,
+                cache_write: u.cache_creation_tokens - w,
+                turns: u.turns - n,
+            };
+            if rest.input > 0 || rest.output > 0 || rest.cache_read > 0 || rest.turns > 0 {
                 let model = u.model.as_deref().unwrap_or("");
-                spent = self.charge_usage(model, input, output, n).or(spent);
+                spent = self.charge_usage_via(model, &rest, false).or(spent);
             }
             next = None;
             while let Some(node) = pending.pop() {
@@ -574,6 +674,28 @@ impl Budget {
             }
         }
         spent
+    }
+}
+
+/// What one charge counts: tokens (those written to a provider's cache are part of `input`,
+/// those read from it apart) and turns.
+struct Charge {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    turns: u32,
+}
+
+impl Charge {
+    fn of(usage: &TokenUsage, turns: u32) -> Self {
+        Self {
+            input: usage.input_tokens,
+            output: usage.output_tokens,
+            cache_read: usage.cache_read_tokens,
+            cache_write: usage.cache_creation_tokens,
+            turns,
+        }
     }
 }
 
@@ -695,6 +817,50 @@ mod tests {
             Some("budget_usd=0.01")
         );
         assert!(cancel.is_cancelled());
+    }
+
+    #[test]
+    fn cache_reads_and_writes_cost_their_rates_and_settle_once() {
+        let price = ModelPrice::new(3.0, 15.0).with_cache(0.3, 3.75);
+        // 10,000 prompt tokens not read from cache (8,000 of them written), 90,000 read.
+        let turn = TokenUsage::new(10_000, 1_000).with_cache(90_000, 8_000);
+        let cost = price.cost_with_cache(10_000, 1_000, 90_000, 8_000);
+        let want = (2_000.0 * 3.0 + 8_000.0 * 3.75 + 90_000.0 * 0.3 + 1_000.0 * 15.0) / 1e6;
+        assert!((cost - want).abs() < 1e-12, "{cost}");
+        // Without cache rates, cached tokens cost the input rate: never a guessed discount.
+        let plain = ModelPrice::new(3.0, 15.0);
+        assert!(
+            (plain.cost_with_cache(10_000, 1_000, 90_000, 8_000) - plain.cost(100_000, 1_000))
+                .abs()
+                < 1e-12
+        );
+        // Writes are part of the input: more writes than input count as the input.
+        assert_eq!(price.cost_with_cache(0, 0, 0, 500), 0.0);
+        let usage = Usage::new()
+            .with_tokens(10_000, 1_000)
+            .with_cache_tokens(90_000, 8_000)
+            .with_model("m");
+        let saved = price.cache_savings(&usage);
+        assert!(
+            (saved - (plain.cost(100_000, 1_000) - want)).abs() < 1e-12,
+            "{saved}"
+        );
+
+        // A budget counts the cost with the cache, the tokens as input + output.
+        let prices = Arc::new(ModelPrices::new().with("m", price));
+        let root = Budget::new(BudgetLimits::new().with_usd(10.0), CancellationToken::new())
+            .with_prices(prices);
+        let meter = root.meter();
+        assert_eq!(meter.charge_tokens("m", &turn, 1), None);
+        assert!((root.usd_used() - want).abs() < 1e-6);
+        assert_eq!(root.tokens_used(), 11_000);
+        // Settling the run's report charges nothing more: the cache was charged as it went.
+        assert_eq!(meter.settle(&usage.clone().with_turns(1), &[]), None);
+        assert!((root.usd_used() - want).abs() < 1e-6);
+        // A report that was not charged is, at the cache rates.
+        let fresh = root.meter();
+        fresh.settle(&usage.with_turns(1), &[]);
+        assert!((root.usd_used() - 2.0 * want).abs() < 1e-6);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use subagent_sse::SseParser;
 
 use crate::common::{encode_body, generated_call_id, parse_arguments, sse_events};
 use crate::options::{HttpOptions, http_option_setters};
+use crate::prompt_cache::PromptCaching;
 use crate::transport::{ContinueBody, StreamDecode, Transport, truncate_chars};
 
 /// Anthropic's API base URL (requests go to `<base>/v1/messages`).
@@ -75,6 +76,7 @@ pub struct AnthropicModelBuilder {
     http: HttpOptions,
     default_max_tokens: u32,
     temperature: Option<f32>,
+    caching: PromptCaching,
 }
 
 impl Default for AnthropicModelBuilder {
@@ -83,6 +85,7 @@ impl Default for AnthropicModelBuilder {
             http: HttpOptions::new(),
             default_max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
             temperature: None,
+            caching: PromptCaching::default(),
         }
     }
 }
@@ -108,6 +111,14 @@ impl AnthropicModelBuilder {
         self
     }
 
+    /// Prompt caching (default [`PromptCaching::FiveMinutes`]): the cache breakpoints the
+    /// requests carry and their TTL, or none with [`PromptCaching::Off`]; see
+    /// [`AnthropicModel`].
+    pub fn prompt_caching(mut self, caching: PromptCaching) -> Self {
+        self.caching = caching;
+        self
+    }
+
     /// Check the settings and build the model.
     pub fn build(self) -> Result<AnthropicModel, ModelError> {
         let endpoint = self.http.endpoint(
@@ -123,6 +134,7 @@ impl AnthropicModelBuilder {
             base_url: endpoint.base_url,
             default_max_tokens: self.default_max_tokens,
             temperature: self.temperature,
+            caching: self.caching,
             thinking: Arc::default(),
             transport: endpoint.transport,
         })
@@ -142,12 +154,30 @@ impl AnthropicModelBuilder {
 /// requires during a tool loop; a request continuing a tool loop whose thinking blocks are not
 /// known (begun without effort, or forgotten) and a request forcing a tool are sent without
 /// thinking, with a debug note.
+///
+/// **Prompt caching** (on unless [`PromptCaching::Off`]; the TTL is 5 minutes or one hour): a
+/// request carries at most four `cache_control` breakpoints, on blocks whose content never
+/// changes once sent:
+/// - the end of the system prompt (or of the tool list, when there is no system prompt): the
+///   tools and the system prompt are one cached prefix;
+/// - the last block of the last message (a rolling breakpoint: the next request of the
+///   conversation reads all of it and writes only what it adds);
+/// - the last block of the message before the last assistant message: where the previous
+///   request of a tool loop had its rolling breakpoint, so it is read back exactly even when
+///   a turn adds more blocks than the API looks back over (20);
+/// - for a request that repeats an earlier one of its conversation
+///   ([`CacheScope::continues`](subagent_spi::CacheScope::continues): a fork's first request),
+///   that request's breakpoints too, so the part they share is the same byte for byte.
+///
+/// Usage: `input_tokens` counts what was written to the cache too (as the SPI does; the API
+/// counts it apart), `cache_read_tokens` what was read from it.
 #[derive(Debug, Clone)]
 pub struct AnthropicModel {
     model: String,
     base_url: String,
     default_max_tokens: u32,
     temperature: Option<f32>,
+    caching: PromptCaching,
     thinking: Arc<Mutex<ThinkingCache>>,
     transport: Transport,
 }
@@ -161,6 +191,11 @@ impl AnthropicModel {
     /// The base URL in use.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The prompt caching in use (see [`AnthropicModelBuilder::prompt_caching`]).
+    pub fn prompt_caching(&self) -> PromptCaching {
+        self.caching
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, ThinkingCache> {
@@ -215,16 +250,49 @@ impl AnthropicModel {
             );
         }
         body.insert("max_tokens".into(), json!(max_tokens));
-        let (system, messages) = {
+        let (system, mut messages, continued) = {
             let cache = self.cache();
-            wire_messages(request, Some(&cache))
+            let (system, messages) =
+                wire_messages(request.system.as_deref(), &request.messages, Some(&cache));
+            // A request repeating an earlier one keeps that one's breakpoints (see the docs).
+            let continued = request
+                .cache_scope
+                .as_ref()
+                .and_then(|s| s.continues)
+                .filter(|n| *n > 0 && *n <= request.messages.len())
+                .map(|n| {
+                    wire_messages(
+                        request.system.as_deref(),
+                        &request.messages[..n],
+                        Some(&cache),
+                    )
+                    .1
+                    .len()
+                });
+            (system, messages, continued)
         };
+        let cache_control = self.caching.cache_control();
+        let mut marked_system = false;
         if let Some(s) = system {
-            body.insert("system".into(), json!(s));
+            match &cache_control {
+                Some(cc) if !s.is_empty() => {
+                    body.insert(
+                        "system".into(),
+                        json!([{"type": "text", "text": s, "cache_control": cc}]),
+                    );
+                    marked_system = true;
+                }
+                _ => {
+                    body.insert("system".into(), json!(s));
+                }
+            }
+        }
+        if let Some(cc) = &cache_control {
+            mark_messages(&mut messages, continued, cc, MAX_BREAKPOINTS - 1);
         }
         body.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| {
@@ -235,6 +303,10 @@ impl AnthropicModel {
                     })
                 })
                 .collect();
+            if let (Some(cc), false, Some(last)) = (&cache_control, marked_system, tools.last_mut())
+            {
+                last["cache_control"] = cc.clone();
+            }
             body.insert("tools".into(), Value::Array(tools));
             let choice = match &request.tool_choice {
                 ToolChoice::Auto => json!({"type": "auto"}),
@@ -277,14 +349,74 @@ impl AnthropicModel {
     }
 }
 
-/// The top-level system text and the `messages` array; assistant tool calls get the thinking
-/// blocks `thinking` remembers for them in front.
+/// The most `cache_control` breakpoints a request may carry.
+const MAX_BREAKPOINTS: usize = 4;
+
+/// Puts the message breakpoints (see [`AnthropicModel`]) on `messages`, at most `budget`: the
+/// last message, the one before the last assistant message, and, when the request repeats the
+/// first `continued` messages of an earlier one, that request's two. The earliest are left out
+/// when there are more than `budget`.
+fn mark_messages(messages: &mut [Value], continued: Option<usize>, cc: &Value, budget: usize) {
+    let mut at: Vec<usize> = Vec::with_capacity(4);
+    let mut add = |end: usize| {
+        if end == 0 {
+            return;
+        }
+        let last = end - 1;
+        let before_reply = messages[..end]
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .and_then(|a| a.checked_sub(1));
+        at.extend(before_reply);
+        at.push(last);
+    };
+    if let Some(n) = continued {
+        add(n.min(messages.len()));
+    }
+    add(messages.len());
+    at.sort_unstable();
+    at.dedup();
+    let mut placed = 0;
+    for i in at.into_iter().rev() {
+        if placed < budget && mark_last_block(&mut messages[i], cc) {
+            placed += 1;
+        }
+    }
+}
+
+/// Puts `cc` on the last content block of `message` (a string content becomes one text
+/// block). False when that block cannot carry one (an empty text, a thinking block).
+fn mark_last_block(message: &mut Value, cc: &Value) -> bool {
+    let content = &mut message["content"];
+    if let Value::String(text) = content {
+        if text.is_empty() {
+            return false;
+        }
+        *content = json!([{"type": "text", "text": std::mem::take(text)}]);
+    }
+    let Some(block) = content.as_array_mut().and_then(|b| b.last_mut()) else {
+        return false;
+    };
+    let markable = match block["type"].as_str() {
+        Some("text") => block["text"].as_str().is_some_and(|t| !t.is_empty()),
+        Some("tool_use" | "tool_result") => true,
+        _ => false,
+    };
+    if markable {
+        block["cache_control"] = cc.clone();
+    }
+    markable
+}
+
+/// The top-level system text and the `messages` array of `system` and `messages`; assistant
+/// tool calls get the thinking blocks `thinking` remembers for them in front.
 fn wire_messages(
-    request: &ChatRequest,
+    system: Option<&str>,
+    messages: &[ChatMessage],
     thinking: Option<&ThinkingCache>,
 ) -> (Option<String>, Vec<Value>) {
-    let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
-    let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
+    let mut system: Vec<&str> = system.into_iter().collect();
+    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
     // Tool results waiting to be sent as one user message.
     let mut results: Vec<Value> = Vec::new();
     let flush = |results: &mut Vec<Value>, out: &mut Vec<Value>| {
@@ -292,7 +424,7 @@ fn wire_messages(
             out.push(json!({"role": "user", "content": std::mem::take(results)}));
         }
     };
-    for m in &request.messages {
+    for m in messages {
         match m {
             ChatMessage::System { content } => system.push(content),
             ChatMessage::Tool {
@@ -501,6 +633,7 @@ pub(crate) fn parse_message(
     if let Some(u) = wire.usage {
         u.apply(&mut usage);
     }
+    let usage = spi_usage(usage);
     let reply = ChatResponse::new(
         content,
         stop_reason_from_anthropic(wire.stop_reason.as_deref(), !tool_calls.is_empty()),
@@ -693,7 +826,7 @@ impl AnthropicStreamDecoder {
                 call
             })
             .collect();
-        let usage = sum_usage(&state.usage, &self.carried);
+        let usage = spi_usage(sum_usage(&state.usage, &self.carried));
         let reply = ChatResponse::new(
             state.content,
             stop_reason_from_anthropic(state.stop_reason.as_deref(), !tool_calls.is_empty()),
@@ -952,6 +1085,14 @@ impl StreamDecode for AnthropicStreamDecoder {
     }
 }
 
+/// The SPI's counts of the API's: its `input_tokens` leave out what was written to the cache,
+/// the SPI's count it in.
+fn spi_usage(wire: TokenUsage) -> TokenUsage {
+    let mut u = wire;
+    u.input_tokens = wire.input_tokens.saturating_add(wire.cache_creation_tokens);
+    u
+}
+
 /// `a + b`, count by count, saturating: the counts are what the server reported.
 fn sum_usage(a: &TokenUsage, b: &TokenUsage) -> TokenUsage {
     TokenUsage::new(
@@ -1062,6 +1203,160 @@ mod tests {
         );
     }
 
+    /// Every `cache_control` of a body, as (where, the block's type).
+    fn breakpoints(body: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, t) in body["tools"].as_array().into_iter().flatten().enumerate() {
+            if t.get("cache_control").is_some() {
+                out.push(format!("tool {i}"));
+            }
+        }
+        for b in body["system"].as_array().into_iter().flatten() {
+            if b.get("cache_control").is_some() {
+                out.push("system".into());
+            }
+        }
+        for (i, m) in body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            for b in m["content"].as_array().into_iter().flatten() {
+                if b.get("cache_control").is_some() {
+                    out.push(format!("message {i} {}", b["type"].as_str().unwrap_or("?")));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cache_breakpoints_mark_the_stable_prefix_and_roll_with_the_conversation() {
+        let tools = vec![
+            ToolSpec::new("Read", "r", json!({"type": "object"})),
+            ToolSpec::new("Task", "t", json!({"type": "object"})),
+        ];
+        let call = |id: &str| ToolCall::new(id, "Read", json!({"file_path": id}));
+        let mut messages = vec![ChatMessage::user("read a, then b")];
+        let ask = |messages: &[ChatMessage]| {
+            ChatRequest::new(messages.to_vec())
+                .with_system("You are careful.")
+                .with_tools(tools.clone())
+                .with_cache_scope(subagent_spi::CacheScope::new("k1"))
+        };
+        let m = model();
+        // Turn 1: the system prompt (so tools + system) and the prompt.
+        let body = m.request_body(&ask(&messages), false);
+        assert_eq!(breakpoints(&body), ["system", "message 0 text"]);
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        // Turn 2 of a tool loop: the previous turn's last message and this one's.
+        messages.push(ChatMessage::assistant_with_tools("", vec![call("a")]));
+        messages.push(ChatMessage::tool_result("a", "Read", "A", false));
+        let turn2 = ask(&messages);
+        let body2 = m.request_body(&turn2, false);
+        assert_eq!(
+            breakpoints(&body2),
+            ["system", "message 0 text", "message 2 tool_result"]
+        );
+        // Turn 3: the marks roll on.
+        messages.push(ChatMessage::assistant_with_tools("", vec![call("b")]));
+        messages.push(ChatMessage::tool_result("b", "Read", "B", false));
+        let body3 = m.request_body(&ask(&messages), false);
+        assert_eq!(
+            breakpoints(&body3),
+            ["system", "message 2 tool_result", "message 4 tool_result"]
+        );
+
+        // A fork of turn 2: its first request repeats turn 2's, breakpoints and all, and marks
+        // its own end: four in all.
+        let mut forked = turn2.messages.clone();
+        forked.push(ChatMessage::assistant_with_tools(
+            "",
+            vec![ToolCall::new("f", "Task", json!({"subagent_type": "fork"}))],
+        ));
+        forked.push(ChatMessage::tool_result(
+            "f",
+            "Task",
+            "[forked here]",
+            false,
+        ));
+        forked.push(ChatMessage::user("You are a fork. Count."));
+        let fork = ChatRequest::new(forked)
+            .with_system("You are careful.")
+            .with_tools(tools.clone())
+            .with_cache_scope(
+                subagent_spi::CacheScope::new("k1").with_continues(turn2.messages.len()),
+            );
+        let fork_body = m.request_body(&fork, false);
+        assert_eq!(
+            breakpoints(&fork_body),
+            [
+                "system",
+                "message 0 text",
+                "message 2 tool_result",
+                "message 4 text"
+            ]
+        );
+        let n = body2["messages"].as_array().unwrap().len();
+        assert_eq!(
+            fork_body["messages"].as_array().unwrap()[..n],
+            body2["messages"].as_array().unwrap()[..],
+            "the caller's messages, byte for byte"
+        );
+        assert_eq!(
+            (&fork_body["system"], &fork_body["tools"]),
+            (&body2["system"], &body2["tools"])
+        );
+        assert_eq!(
+            encode_body(&json!({"m": fork_body["messages"].as_array().unwrap()[..n]})).unwrap(),
+            encode_body(&json!({"m": body2["messages"]})).unwrap()
+        );
+
+        // Without a system prompt the tool list ends the stable prefix.
+        let no_system = ChatRequest::new(vec![ChatMessage::user("hi")]).with_tools(tools.clone());
+        assert_eq!(
+            breakpoints(&m.request_body(&no_system, false)),
+            ["tool 1", "message 0 text"]
+        );
+        // An empty text block carries no breakpoint (the API refuses one).
+        let empty = ChatRequest::new(vec![ChatMessage::user("")]).with_system("s");
+        assert_eq!(breakpoints(&m.request_body(&empty, false)), ["system"]);
+        // One hour, and off.
+        let hour = AnthropicModel::builder()
+            .model("claude-test")
+            .prompt_caching(PromptCaching::OneHour)
+            .build()
+            .unwrap();
+        let body = hour.request_body(&ask(&messages), false);
+        assert_eq!(body["system"][0]["cache_control"]["ttl"], "1h");
+        let off = AnthropicModel::builder()
+            .model("claude-test")
+            .prompt_caching(PromptCaching::Off)
+            .build()
+            .unwrap();
+        let body = off.request_body(&ask(&messages), false);
+        assert!(breakpoints(&body).is_empty());
+        assert_eq!(body["system"], "You are careful.");
+        assert!(!body.to_string().contains("cache_control"));
+    }
+
+    #[test]
+    fn written_cache_tokens_count_as_input() {
+        let reply = br#"{"model": "m", "stop_reason": "end_turn", "content": [{"type": "text", "text": "ok"}],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 300,
+                      "cache_read_input_tokens": 2000}}"#;
+        let (parsed, _) = parse_message("anthropic", reply, "m").unwrap();
+        assert_eq!(
+            parsed.usage,
+            TokenUsage::new(310, 5).with_cache(2000, 300),
+            "input = not read from cache, written included"
+        );
+    }
+
     #[test]
     fn tool_results_are_grouped_and_system_is_top_level() {
         let req = {
@@ -1095,7 +1390,12 @@ mod tests {
             v.tool_choice = ToolChoice::Required;
             v
         };
-        let body = model().request_body(&req, false);
+        let off = AnthropicModel::builder()
+            .model("claude-test")
+            .prompt_caching(PromptCaching::Off)
+            .build()
+            .unwrap();
+        let body = off.request_body(&req, false);
         assert_eq!(body["system"], "sys\n\nmore sys");
         assert_eq!(body["max_tokens"], 8192);
         assert_eq!(body["tool_choice"], json!({"type": "any"}));

@@ -28,6 +28,17 @@
 //! Any spec may end with `?temperature=<t>` (0 to 2): the sampling temperature of every request
 //! that sets none, e.g. `openai-compatible:local@http://127.0.0.1:8080/v1?temperature=0` for
 //! repeatable tool choices from a small local model. Without it the server's default applies.
+//! `?cache=off|5m|1h` sets prompt caching ([`PromptCaching`]; default 5 minutes, or
+//! [`PROMPT_CACHE_VAR`]), e.g. `anthropic:claude-sonnet-4-5?cache=1h`; options join with `&`.
+//!
+//! ## Prompt caching
+//!
+//! On by default: Anthropic requests carry `cache_control` breakpoints (the tools and system
+//! prompt, a rolling one on the conversation; see [`AnthropicModel`]), OpenAI-compatible ones a
+//! `prompt_cache_key` per conversation ([`ChatRequest::cache_scope`](subagent_spi::ChatRequest::cache_scope)),
+//! and a local llama.cpp server gets `cache_prompt` and each conversation on a slot of its own
+//! when it has several (see [`OpenAiModel`]). What a reply read from (and, on Anthropic,
+//! wrote to) the cache comes back in its [`TokenUsage`](subagent_spi::chat::TokenUsage).
 //!
 //! ```no_run
 //! # fn demo() -> Result<(), subagent_spi::ModelError> {
@@ -94,7 +105,9 @@ mod limiter;
 mod openai;
 mod options;
 mod probe;
+mod prompt_cache;
 mod rate_headers;
+mod slots;
 mod spec;
 mod text_calls;
 mod transport;
@@ -111,8 +124,10 @@ pub use openai::{
 };
 pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::probe_ollama;
+pub use prompt_cache::{PROMPT_CACHE_VAR, PromptCaching};
 pub use spec::{
-    ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, Provider, RATE_LIMIT_WAIT_VAR,
+    ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, OLLAMA_KEEP_ALIVE, Provider,
+    RATE_LIMIT_WAIT_VAR,
     TEXT_TOOL_CALLS_VAR, Temperature, default_aliases, is_local_url, model_from_spec,
     model_from_spec_with_env, spec_server,
 };

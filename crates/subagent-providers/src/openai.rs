@@ -1,6 +1,8 @@
 //! The OpenAI-compatible Chat Completions client (OpenAI, Ollama, vLLM, llama.cpp, LM Studio).
 
 use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use derive_setters::Setters;
@@ -17,6 +19,8 @@ use subagent_sse::SseParser;
 
 use crate::common::{encode_body, generated_call_id, parse_arguments, sse_events};
 use crate::options::{HttpOptions, http_option_setters};
+use crate::prompt_cache::PromptCaching;
+use crate::slots::SlotPool;
 use crate::transport::{StreamDecode, Transport, truncate_chars};
 
 /// OpenAI's API base URL.
@@ -59,6 +63,22 @@ pub struct OpenAiModelBuilder {
     /// repeatable; a spec sets it with `?temperature=0` (see [`ModelSpec`](crate::ModelSpec)).
     #[setters(strip_option)]
     temperature: Option<f32>,
+    /// Prompt caching (default [`PromptCaching::FiveMinutes`]; the TTL is the server's own):
+    /// a `prompt_cache_key` per conversation, and what [`llama_cpp_cache`](Self::llama_cpp_cache)
+    /// and [`keep_alive`](Self::keep_alive) add; [`PromptCaching::Off`] sends none of it.
+    #[setters(rename = "prompt_caching")]
+    caching: PromptCaching,
+    /// The server may be llama.cpp's `llama-server` (default false; [`ModelSpec`](crate::ModelSpec)
+    /// turns it on for local servers): send `cache_prompt: true`, and when the server has
+    /// several slots (asked once, `GET /props`) keep each conversation on a slot of its own
+    /// (`id_slot`; see the crate's docs on slots).
+    #[setters(rename = "llama_cpp_cache")]
+    llama_cpp: bool,
+    /// Ollama's `keep_alive` (e.g. `30m`), sent with every request while caching is on, so the
+    /// model and its cache stay loaded while a caller waits for its children (default: none;
+    /// [`ModelSpec`](crate::ModelSpec) sends `30m` to `ollama:`).
+    #[setters(strip_option, into)]
+    keep_alive: Option<String>,
 }
 
 impl Default for OpenAiModelBuilder {
@@ -70,6 +90,9 @@ impl Default for OpenAiModelBuilder {
             include_usage: true,
             text_tool_calls: false,
             temperature: None,
+            caching: PromptCaching::default(),
+            llama_cpp: false,
+            keep_alive: None,
         }
     }
 }
@@ -93,6 +116,12 @@ impl OpenAiModelBuilder {
             |key| ("authorization", format!("Bearer {key}")),
             &["authorization", "api-key"],
         )?;
+        let slots = (self.llama_cpp && self.caching.is_on()).then(|| {
+            let base = endpoint.base_url.trim_end_matches('/');
+            let root = base.strip_suffix("/v1").unwrap_or(base);
+            let props = format!("{root}/props");
+            (SlotPool::for_server(&props), props)
+        });
         Ok(OpenAiModel {
             model: endpoint.model,
             base_url: endpoint.base_url,
@@ -100,6 +129,11 @@ impl OpenAiModelBuilder {
             include_usage: self.include_usage,
             text_tool_calls: self.text_tool_calls,
             temperature: self.temperature,
+            caching: self.caching,
+            llama_cpp: self.llama_cpp,
+            keep_alive: self.keep_alive,
+            slots,
+            cache_key_refused: Arc::new(AtomicBool::new(false)),
             transport: endpoint.transport,
         })
     }
@@ -111,6 +145,15 @@ impl OpenAiModelBuilder {
 /// `content` next to tool calls, extra fields (`reasoning_content`, `timings`, ...), every
 /// `finish_reason` (unknown ones become [`StopReason::Other`]), arguments as a JSON string or
 /// an object, and an empty arguments string meaning `{}`.
+///
+/// **Prompt caching** (on unless [`PromptCaching::Off`]): a request of a conversation
+/// ([`ChatRequest::cache_scope`]) carries its key as `prompt_cache_key`, so OpenAI serves a
+/// tool loop from one warm cache (a server that refuses the field gets it no more, after one
+/// retry without it); what the provider read from its cache comes back as
+/// `usage.prompt_tokens_details.cached_tokens` (the SPI's `cache_read_tokens`). The tool list
+/// is sent in the request's order, which the agent loop keeps the same for every request of an
+/// agent. llama.cpp and Ollama get their own hints (see
+/// [`OpenAiModelBuilder::llama_cpp_cache`], [`OpenAiModelBuilder::keep_alive`]).
 #[derive(Debug, Clone)]
 pub struct OpenAiModel {
     model: String,
@@ -119,6 +162,13 @@ pub struct OpenAiModel {
     include_usage: bool,
     text_tool_calls: bool,
     temperature: Option<f32>,
+    caching: PromptCaching,
+    llama_cpp: bool,
+    keep_alive: Option<String>,
+    /// The llama.cpp slots and the URL of the server's properties.
+    slots: Option<(Arc<SlotPool>, String)>,
+    /// The server refused `prompt_cache_key` once: it is sent no more.
+    cache_key_refused: Arc<AtomicBool>,
     transport: Transport,
 }
 
@@ -169,8 +219,67 @@ impl OpenAiModel {
         Ok(reply)
     }
 
-    /// The JSON body sent for `request` (`stream` selects SSE).
+    /// The prompt caching in use (see [`OpenAiModelBuilder::prompt_caching`]).
+    pub fn prompt_caching(&self) -> PromptCaching {
+        self.caching
+    }
+
+    /// The JSON body sent for `request` (`stream` selects SSE), sent to no particular slot.
+    #[cfg(test)]
     pub(crate) fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+        self.request_body_on(request, stream, None)
+    }
+
+    /// The slot of a llama.cpp server `request`'s conversation goes to, when it has several.
+    async fn slot(&self, request: &ChatRequest) -> Option<usize> {
+        let (pool, props) = self.slots.as_ref()?;
+        let scope = request.cache_scope.as_ref()?;
+        pool.slot_for(scope, &self.transport, props).await
+    }
+
+    /// The cache hints of a request (see the type's docs).
+    fn cache_hints(
+        &self,
+        request: &ChatRequest,
+        slot: Option<usize>,
+        body: &mut Map<String, Value>,
+    ) {
+        if !self.caching.is_on() {
+            return;
+        }
+        if let Some(scope) = &request.cache_scope
+            && !self.cache_key_refused.load(Ordering::Relaxed)
+        {
+            body.insert("prompt_cache_key".into(), json!(scope.key));
+        }
+        if self.llama_cpp {
+            body.insert("cache_prompt".into(), json!(true));
+            if let Some(slot) = slot {
+                body.insert("id_slot".into(), json!(slot));
+            }
+        }
+        if let Some(k) = &self.keep_alive {
+            body.insert("keep_alive".into(), json!(k));
+        }
+    }
+
+    /// True (once) when `err` is the server refusing `prompt_cache_key`, which is then sent
+    /// no more: the call is worth one retry without it.
+    fn refused_cache_key(&self, request: &ChatRequest, err: &ModelError) -> bool {
+        let refused = self.caching.is_on()
+            && request.cache_scope.is_some()
+            && crate::error::http_status(err) == Some(400)
+            && err.to_string().contains("prompt_cache_key");
+        refused && !self.cache_key_refused.swap(true, Ordering::Relaxed)
+    }
+
+    /// The JSON body sent for `request` (`stream` selects SSE; `slot`: the llama.cpp slot).
+    pub(crate) fn request_body_on(
+        &self,
+        request: &ChatRequest,
+        stream: bool,
+        slot: Option<usize>,
+    ) -> Value {
         let mut body = Map::new();
         let model = request.model.as_deref().unwrap_or(&self.model);
         body.insert("model".into(), json!(model));
@@ -222,10 +331,16 @@ impl OpenAiModel {
                 body.insert("stream_options".into(), json!({"include_usage": true}));
             }
         }
+        self.cache_hints(request, slot, &mut body);
         Value::Object(body)
     }
 
-    fn encode(&self, request: &ChatRequest, stream: bool) -> Result<Bytes, ModelError> {
+    fn encode(
+        &self,
+        request: &ChatRequest,
+        stream: bool,
+        slot: Option<usize>,
+    ) -> Result<Bytes, ModelError> {
         if let Some(effort) = request.effort {
             tracing::debug!(
                 effort = %effort,
@@ -233,7 +348,7 @@ impl OpenAiModel {
                 "reasoning effort sent as `reasoning_effort` (servers without reasoning ignore it)"
             );
         }
-        encode_body(&self.request_body(request, stream))
+        encode_body(&self.request_body_on(request, stream, slot))
     }
 
     fn requested_model(&self, request: &ChatRequest) -> String {
@@ -320,7 +435,7 @@ pub(crate) fn stop_reason_from_finish(reason: Option<&str>, has_tool_calls: bool
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
 struct UsageWire {
     #[serde(default)]
     prompt_tokens: Option<u64>,
@@ -330,24 +445,39 @@ struct UsageWire {
     prompt_tokens_details: Option<PromptDetailsWire>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
 struct PromptDetailsWire {
     #[serde(default)]
     cached_tokens: Option<u64>,
 }
 
+/// llama.cpp's `timings` next to the usage: `prompt_n` prompt tokens evaluated, `cache_n`
+/// (newer servers) reused from the slot's cache.
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct TimingsWire {
+    #[serde(default)]
+    prompt_n: Option<u64>,
+    #[serde(default)]
+    cache_n: Option<u64>,
+}
+
 impl UsageWire {
-    fn to_usage(&self) -> TokenUsage {
+    /// The counts; what was read from cache is `prompt_tokens_details.cached_tokens`, else
+    /// what llama.cpp's `timings` say it reused (`cache_n`, or the prompt tokens it did not
+    /// evaluate).
+    fn to_usage(self, timings: Option<TimingsWire>) -> TokenUsage {
+        let prompt = self.prompt_tokens.unwrap_or(0);
         let cached = self
             .prompt_tokens_details
-            .as_ref()
             .and_then(|d| d.cached_tokens)
-            .unwrap_or(0);
-        TokenUsage::new(
-            self.prompt_tokens.unwrap_or(0).saturating_sub(cached),
-            self.completion_tokens.unwrap_or(0),
-        )
-        .with_cache(cached, 0)
+            .or_else(|| {
+                let t = timings?;
+                t.cache_n
+                    .or_else(|| t.prompt_n.map(|n| prompt.saturating_sub(n)))
+            })
+            .unwrap_or(0)
+            .min(prompt);
+        TokenUsage::new(prompt - cached, self.completion_tokens.unwrap_or(0)).with_cache(cached, 0)
     }
 }
 
@@ -359,6 +489,8 @@ struct CompletionWire {
     choices: Option<Vec<ChoiceWire>>,
     #[serde(default)]
     usage: Option<UsageWire>,
+    #[serde(default)]
+    timings: Option<TimingsWire>,
 }
 
 #[derive(Deserialize)]
@@ -470,7 +602,9 @@ pub(crate) fn parse_completion(
     Ok(ChatResponse::new(
         content,
         stop_reason_from_finish(choice.finish_reason.as_deref(), !tool_calls.is_empty()),
-        wire.usage.map(|u| u.to_usage()).unwrap_or_default(),
+        wire.usage
+            .map(|u| u.to_usage(wire.timings))
+            .unwrap_or_default(),
         wire.model
             .filter(|m| !m.is_empty())
             .unwrap_or_else(|| requested_model.to_string()),
@@ -488,6 +622,8 @@ struct ChunkWire<'a> {
     choices: Option<Vec<ChunkChoiceWire<'a>>>,
     #[serde(default)]
     usage: Option<UsageWire>,
+    #[serde(default)]
+    timings: Option<TimingsWire>,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -546,7 +682,8 @@ struct StreamState {
     content: String,
     calls: Vec<PartialCall>,
     finish: Option<String>,
-    usage: TokenUsage,
+    usage: Option<UsageWire>,
+    timings: Option<TimingsWire>,
     done: bool,
     saw_data: bool,
 }
@@ -627,7 +764,10 @@ impl OpenAiStreamDecoder {
         Ok(ChatResponse::new(
             state.content,
             stop_reason_from_finish(state.finish.as_deref(), !tool_calls.is_empty()),
-            state.usage,
+            state
+                .usage
+                .map(|u| u.to_usage(state.timings))
+                .unwrap_or_default(),
             state
                 .model
                 .filter(|m| !m.is_empty())
@@ -679,7 +819,10 @@ impl StreamState {
             self.model = Some(m.into_owned());
         }
         if let Some(u) = chunk.usage {
-            self.usage = u.to_usage();
+            self.usage = Some(u);
+        }
+        if let Some(t) = chunk.timings {
+            self.timings = Some(t);
         }
         for choice in chunk.choices.unwrap_or_default() {
             if choice.index.unwrap_or(0) != 0 {
@@ -804,15 +947,11 @@ impl ChatModel for OpenAiModel {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError> {
-        let recover = self.recovers_for(&request);
-        let body = self.encode(&request, false)?;
-        let bytes = self.transport.post_for_body(body).await?;
-        let reply = parse_completion(
-            &self.transport.provider,
-            &bytes,
-            &self.requested_model(&request),
-        );
-        self.finish_reply(recover, reply)
+        let slot = self.slot(&request).await;
+        match self.chat_once(&request, slot).await {
+            Err(e) if self.refused_cache_key(&request, &e) => self.chat_once(&request, slot).await,
+            other => other,
+        }
     }
 
     async fn chat_stream(
@@ -820,9 +959,42 @@ impl ChatModel for OpenAiModel {
         request: ChatRequest,
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<ChatResponse, ModelError> {
-        let recover = self.recovers_for(&request);
-        let body = self.encode(&request, true)?;
-        let model = self.requested_model(&request);
+        let slot = self.slot(&request).await;
+        match self.chat_stream_once(&request, slot, on_delta).await {
+            Err(e) if self.refused_cache_key(&request, &e) => {
+                self.chat_stream_once(&request, slot, on_delta).await
+            }
+            other => other,
+        }
+    }
+}
+
+impl OpenAiModel {
+    async fn chat_once(
+        &self,
+        request: &ChatRequest,
+        slot: Option<usize>,
+    ) -> Result<ChatResponse, ModelError> {
+        let recover = self.recovers_for(request);
+        let body = self.encode(request, false, slot)?;
+        let bytes = self.transport.post_for_body(body).await?;
+        let reply = parse_completion(
+            &self.transport.provider,
+            &bytes,
+            &self.requested_model(request),
+        );
+        self.finish_reply(recover, reply)
+    }
+
+    async fn chat_stream_once(
+        &self,
+        request: &ChatRequest,
+        slot: Option<usize>,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<ChatResponse, ModelError> {
+        let recover = self.recovers_for(request);
+        let body = self.encode(request, true, slot)?;
+        let model = self.requested_model(request);
         let provider = &self.transport.provider;
         let decoder = OpenAiStreamDecoder::new(provider.clone(), model.clone());
         let reply = self
@@ -867,6 +1039,54 @@ impl StreamDecode for OpenAiStreamDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_hints_follow_the_settings() {
+        let scoped = ChatRequest::new(vec![ChatMessage::user("hi")])
+            .with_cache_scope(subagent_spi::CacheScope::new("sa-1"));
+        let hosted = OpenAiModel::builder().model("m").build().unwrap();
+        let body = hosted.request_body(&scoped, false);
+        assert_eq!(body["prompt_cache_key"], "sa-1");
+        assert!(body.get("cache_prompt").is_none() && body.get("keep_alive").is_none());
+        // A request of no conversation has no key.
+        let one_off = ChatRequest::new(vec![ChatMessage::user("hi")]);
+        assert!(
+            hosted
+                .request_body(&one_off, false)
+                .get("prompt_cache_key")
+                .is_none()
+        );
+        // llama.cpp: cache_prompt, and the slot when there is one.
+        let local = OpenAiModel::builder()
+            .model("m")
+            .base_url("http://127.0.0.1:9/v1")
+            .llama_cpp_cache(true)
+            .keep_alive("30m")
+            .build()
+            .unwrap();
+        let body = local.request_body_on(&scoped, true, Some(1));
+        assert_eq!(
+            (&body["cache_prompt"], &body["id_slot"], &body["keep_alive"]),
+            (&json!(true), &json!(1), &json!("30m"))
+        );
+        assert_eq!(
+            local.slots.as_ref().map(|(_, url)| url.as_str()),
+            Some("http://127.0.0.1:9/props")
+        );
+        // Off: none of it.
+        let off = OpenAiModel::builder()
+            .model("m")
+            .llama_cpp_cache(true)
+            .keep_alive("30m")
+            .prompt_caching(PromptCaching::Off)
+            .build()
+            .unwrap();
+        let body = off.request_body_on(&scoped, false, Some(1));
+        for field in ["prompt_cache_key", "cache_prompt", "id_slot", "keep_alive"] {
+            assert!(body.get(field).is_none(), "{field}");
+        }
+        assert!(off.slots.is_none());
+    }
 
     #[test]
     fn effort_is_sent_as_reasoning_effort() {
@@ -967,6 +1187,63 @@ mod tests {
         assert!(r.unwrap_err().to_string().contains("boom"));
         let (r, _) = decode(&["data: {not json\n\n"]);
         assert!(r.unwrap_err().to_string().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn llama_cpp_timings_say_what_was_read_from_cache() {
+        let reply = |usage: &str, timings: &str| {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"content":"ok"}},"finish_reason":"stop"}}],"usage":{usage},"timings":{timings}}}"#
+            );
+            parse_completion("llama.cpp", body.as_bytes(), "m")
+                .unwrap()
+                .usage
+        };
+        // This llama.cpp: the prompt's tokens in all, and those it evaluated.
+        assert_eq!(
+            reply(
+                r#"{"prompt_tokens":1300,"completion_tokens":9}"#,
+                r#"{"prompt_n":40}"#
+            ),
+            TokenUsage::new(40, 9).with_cache(1260, 0)
+        );
+        // Newer ones say what they reused; OpenAI's own field wins over both.
+        assert_eq!(
+            reply(
+                r#"{"prompt_tokens":1300,"completion_tokens":9}"#,
+                r#"{"prompt_n":40,"cache_n":1200}"#
+            ),
+            TokenUsage::new(100, 9).with_cache(1200, 0)
+        );
+        assert_eq!(
+            reply(
+                r#"{"prompt_tokens":1300,"completion_tokens":9,"prompt_tokens_details":{"cached_tokens":1000}}"#,
+                r#"{"prompt_n":40}"#
+            ),
+            TokenUsage::new(300, 9).with_cache(1000, 0)
+        );
+        // Absurd timings cannot make more cached than the prompt.
+        assert_eq!(
+            reply(
+                r#"{"prompt_tokens":10,"completion_tokens":1}"#,
+                r#"{"cache_n":99999}"#
+            ),
+            TokenUsage::new(0, 1).with_cache(10, 0)
+        );
+        // Streamed: the usage and the timings of the last chunk.
+        let mut dec = OpenAiStreamDecoder::new("llama.cpp", "m");
+        dec.feed(
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n\
+              data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\
+              \"usage\":{\"prompt_tokens\":500,\"completion_tokens\":2},\"timings\":{\"prompt_n\":20}}\n\n\
+              data: [DONE]\n\n",
+            &|_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            dec.finish().unwrap().usage,
+            TokenUsage::new(20, 2).with_cache(480, 0)
+        );
     }
 
     #[test]

@@ -9,6 +9,12 @@ use subagent_spi::{ChatModel, ModelError};
 use crate::anthropic::AnthropicModel;
 use crate::base_url::BaseUrl;
 use crate::openai::{MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OpenAiModel};
+use crate::prompt_cache::PromptCaching;
+
+/// The `keep_alive` sent to Ollama (`ollama:` specs) while prompt caching is on: the model and
+/// its cache stay loaded half an hour past the last request, while a caller waits for its
+/// children (Ollama's own default is 5 minutes).
+pub const OLLAMA_KEEP_ALIVE: &str = "30m";
 
 /// The accepted spec forms, for error messages.
 pub const ACCEPTED_FORMS: &[&str] = &[
@@ -71,6 +77,9 @@ pub struct ModelSpec {
     /// The sampling temperature given with `?temperature=<t>` (default: none, the provider's
     /// own default), sent with every request that sets none.
     pub temperature: Option<Temperature>,
+    /// Prompt caching given with `?cache=off|5m|1h` (default: none, [`PROMPT_CACHE_VAR`](crate::PROMPT_CACHE_VAR)'s
+    /// setting, else 5 minutes; see [`PromptCaching`]).
+    pub cache: Option<PromptCaching>,
 }
 
 /// Highest temperature a spec accepts (OpenAI's upper bound; Anthropic's is 1).
@@ -109,12 +118,31 @@ impl fmt::Display for Temperature {
     }
 }
 
-/// The options after a spec's `?` (`temperature=<t>`, `&`-separated).
-fn spec_options(spec: &str, query: &str) -> Result<Option<Temperature>, ModelError> {
+/// The options after a spec's `?` (`&`-separated).
+#[derive(Default)]
+struct SpecOptions {
+    temperature: Option<Temperature>,
+    cache: Option<PromptCaching>,
+}
+
+/// The options after a spec's `?` (`temperature=<t>`, `cache=off|5m|1h`, `&`-separated).
+fn spec_options(spec: &str, query: &str) -> Result<SpecOptions, ModelError> {
     let mut temperature = None;
+    let mut cache = None;
     for pair in query.split('&').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key.trim() {
+            "cache" => {
+                if cache.is_some() {
+                    return Err(spec_error(spec, "`cache` is given twice"));
+                }
+                cache = Some(PromptCaching::parse(value).ok_or_else(|| {
+                    spec_error(
+                        spec,
+                        &format!("`cache={}` is none of off, 5m, 1h", value.trim()),
+                    )
+                })?);
+            }
             "temperature" => {
                 if temperature.is_some() {
                     return Err(spec_error(spec, "`temperature` is given twice"));
@@ -138,12 +166,12 @@ fn spec_options(spec: &str, query: &str) -> Result<Option<Temperature>, ModelErr
             other => {
                 return Err(spec_error(
                     spec,
-                    &format!("unknown option `{other}` after `?` (known: temperature)"),
+                    &format!("unknown option `{other}` after `?` (known: temperature, cache)"),
                 ));
             }
         }
     }
-    Ok(temperature)
+    Ok(SpecOptions { temperature, cache })
 }
 
 fn spec_error(spec: &str, why: &str) -> ModelError {
@@ -159,9 +187,9 @@ impl ModelSpec {
     /// optionally followed by `?temperature=<t>` (from 0 to [`MAX_SPEC_TEMPERATURE`]; e.g.
     /// `ollama:qwen2.5?temperature=0` for repeatable choices from a small local model).
     pub fn parse(spec: &str) -> Result<ModelSpec, ModelError> {
-        let (s, temperature) = match spec.trim().split_once('?') {
+        let (s, SpecOptions { temperature, cache }) = match spec.trim().split_once('?') {
             Some((s, query)) => (s.trim(), spec_options(spec, query)?),
-            None => (spec.trim(), None),
+            None => (spec.trim(), SpecOptions::default()),
         };
         if let Some((_, id)) = default_aliases().into_iter().find(|(a, _)| *a == s) {
             return Ok(ModelSpec {
@@ -169,6 +197,7 @@ impl ModelSpec {
                 model: id.to_string(),
                 base_url: None,
                 temperature,
+                cache,
             });
         }
         let Some((prefix, rest)) = s.split_once(':') else {
@@ -228,6 +257,7 @@ impl ModelSpec {
             model,
             base_url,
             temperature,
+            cache,
         })
     }
 
@@ -247,6 +277,10 @@ impl ModelSpec {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
         let var = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let caching = match self.cache {
+            Some(c) => c,
+            None => crate::prompt_cache::from_env(&var)?.unwrap_or_default(),
+        };
         let openai = match self.provider {
             Provider::OpenAi => {
                 let base = var("OPENAI_BASE_URL");
@@ -272,7 +306,8 @@ impl ModelSpec {
                 }
                 let mut b = AnthropicModel::builder()
                     .model(&self.model)
-                    .api_key_opt(key);
+                    .api_key_opt(key)
+                    .prompt_caching(caching);
                 if let Some(url) = base {
                     b = b.base_url(url);
                 }
@@ -288,6 +323,7 @@ impl ModelSpec {
                 .provider_name("ollama")
                 .base_url(OLLAMA_DEFAULT_BASE_URL)
                 .model(&self.model)
+                .keep_alive(OLLAMA_KEEP_ALIVE)
                 .text_tool_calls(text_tool_calls(&var, true)?),
             Provider::OpenAiCompatible => {
                 let base = self
@@ -300,13 +336,15 @@ impl ModelSpec {
                     .base_url(base)
                     .model(&self.model)
                     .api_key_opt(var("OPENAI_COMPATIBLE_API_KEY"))
+                    .llama_cpp_cache(local)
                     .text_tool_calls(text_tool_calls(&var, local)?)
             }
         };
         let openai = match self.temperature {
             Some(t) => openai.temperature(t.get()),
             None => openai,
-        };
+        }
+        .prompt_caching(caching);
         let openai = match rate_limit_wait(&var)? {
             Some(wait) => openai.max_rate_limit_wait(wait),
             None => openai,
@@ -391,8 +429,13 @@ impl fmt::Display for ModelSpec {
         if let Some(url) = &self.base_url {
             write!(f, "@{url}")?;
         }
+        let mut sep = '?';
         if let Some(t) = self.temperature {
-            write!(f, "?temperature={t}")?;
+            write!(f, "{sep}temperature={t}")?;
+            sep = '&';
+        }
+        if let Some(c) = self.cache {
+            write!(f, "{sep}cache={c}")?;
         }
         Ok(())
     }
@@ -510,6 +553,39 @@ mod tests {
             let err = ModelSpec::parse(bad).unwrap_err().to_string();
             assert!(err.contains(says) && err.contains(bad), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_spec_may_set_prompt_caching() {
+        let s = ModelSpec::parse("anthropic:claude-haiku-4-5?cache=1h").unwrap();
+        assert_eq!(s.cache, Some(PromptCaching::OneHour));
+        assert_eq!(s.to_string(), "anthropic:claude-haiku-4-5?cache=1h");
+        let s = ModelSpec::parse("ollama:q?temperature=0&cache=off").unwrap();
+        assert_eq!(
+            (s.temperature, s.cache),
+            (Temperature::new(0.0), Some(PromptCaching::Off))
+        );
+        assert_eq!(ModelSpec::parse(&s.to_string()).unwrap(), s);
+        assert_eq!(
+            ModelSpec::parse("sonnet?cache=5m").unwrap().cache,
+            Some(PromptCaching::FiveMinutes)
+        );
+        assert_eq!(ModelSpec::parse("ollama:q").unwrap().cache, None);
+        for (bad, says) in [
+            ("ollama:q?cache=2h", "`cache=2h` is none of off, 5m, 1h"),
+            ("ollama:q?cache=off&cache=1h", "`cache` is given twice"),
+        ] {
+            let err = ModelSpec::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        // The variable sets the default; a spec's own setting wins.
+        let env = |v: &'static str| {
+            move |k: &str| {
+                (k == crate::PROMPT_CACHE_VAR || k == "ANTHROPIC_API_KEY").then(|| v.to_string())
+            }
+        };
+        assert!(model_from_spec_with_env("sonnet", &env("sideways")).is_err());
+        assert!(model_from_spec_with_env("sonnet?cache=off", &env("1h")).is_ok());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use subagent_spi::{
 };
 use tracing::Instrument as _;
 
+use crate::cache_scope::{CallerScope, ForkStart};
 use crate::{InMemoryTranscriptStore, RunInput, RunSpec, Transcript, TranscriptStore};
 use subagent_core::BudgetExt;
 
@@ -249,6 +250,17 @@ impl AgentRuntime {
         spec: RunSpec,
         ctx: &TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
+        self.run_with(spec, ctx, None).await
+    }
+
+    /// [`run`](Self::run); `fork`: the run is a fork (see `fork`), which continues its
+    /// caller's conversation.
+    pub(crate) async fn run_with(
+        &self,
+        spec: RunSpec,
+        ctx: &TaskContext,
+        fork: Option<ForkStart>,
+    ) -> Result<TaskOutcome, SubagentError> {
         let started = Instant::now();
         let RunSpec {
             system,
@@ -261,13 +273,19 @@ impl AgentRuntime {
             effort,
             output_schema,
         } = spec;
-        // Typed result (crate::structured): its final tool goes first, so it wins its name.
-        let structured = output_schema.map(crate::structured::Structured::new);
+        // Typed result (crate::structured): its final tool goes first, so it wins its name. A
+        // fork's comes as JSON text instead: a tool or a system prompt of its own would change
+        // the prefix it shares with its caller (the schema is in its task; see `fork`).
+        let by_text = fork.is_some();
+        let structured =
+            output_schema.map(|s| crate::structured::Structured::new(s).by_text(by_text));
         let system = match (&structured, system) {
-            (Some(_), Some(s)) => Some(s + &crate::structured::Structured::instruction()),
+            (Some(_), Some(s)) if !by_text => {
+                Some(s + &crate::structured::Structured::instruction())
+            }
             (_, s) => s,
         };
-        if let Some(s) = &structured {
+        if let Some(s) = structured.as_ref().filter(|_| !by_text) {
             tools.insert(0, s.tool());
         }
         let max_turns = ctx
@@ -324,6 +342,12 @@ impl AgentRuntime {
         ctx.emit(ProgressKind::Session {
             session_id: session_id.clone(),
         });
+        // The conversation the requests belong to (cache_scope), and what a fork's first one
+        // repeats of its caller's.
+        let (scope, mut continues) = match fork {
+            Some(f) => (f.scope, Some(f.continues)),
+            None => (crate::cache_scope::for_run(&session_id, ctx), None),
+        };
         let mut save_failed = false;
         if saved == 0 && !new_session {
             save_failed |= !self.persist_whole(&session_id, &transcript, ctx).await;
@@ -354,7 +378,9 @@ impl AgentRuntime {
         let mut compactor =
             crate::compact::Compactor::new(window, transcript.system.as_deref(), &specs);
         let dog = crate::stall::Watchdog::new(limits.stall_timeout);
-        let tool_ctx = dog.tool_context(ctx);
+        let tool_ctx = dog
+            .tool_context(ctx)
+            .with_extension(CallerScope(scope.clone()));
         // Hook: a repeated read-only call makes the next turn answer (see `repeat`).
         let mut repeat = crate::repeat::RepeatGuard::default();
 
@@ -413,6 +439,10 @@ impl AgentRuntime {
             request.model = model_name.clone();
             request.system = transcript.system.clone();
             request.effort = effort;
+            request.cache_scope = Some(match continues.take() {
+                Some(n) => scope.clone().with_continues(n),
+                None => scope.clone(),
+            });
             let streamed = Mutex::new(String::new());
             let chat_span = chat_span(&request, &model);
             let outcome = if stream {
@@ -490,7 +520,7 @@ impl AgentRuntime {
                     .as_deref()
                     .or(model_name.as_deref())
                     .unwrap_or("");
-                b.charge_turn(m, u.input_tokens, u.output_tokens)
+                b.charge_tokens(m, &u, 1)
             });
             // The model so far, so a live display can price the usage.
             usage.model.clone_from(&answered_by);
@@ -573,6 +603,7 @@ impl AgentRuntime {
             // messages of the last request (compacted when it was) and the reply to it.
             let fork_ctx = crate::fork::tool_context(&tool_ctx, &calls, || crate::fork::ForkRun {
                 runtime: self.clone(),
+                scope: scope.clone(),
                 system: transcript.system.clone(),
                 messages: compactor.sent_and_since(&transcript.messages),
                 tools: tools.clone(),

@@ -178,10 +178,8 @@ impl Compactor {
 
     /// Learns from a reply's reported usage how the provider counts (see the module docs).
     pub(crate) fn observe(&mut self, usage: &TokenUsage) {
-        let reported = usage
-            .input_tokens
-            .saturating_add(usage.cache_read_tokens)
-            .saturating_add(usage.cache_creation_tokens);
+        // What was written to the cache is part of the input (see `TokenUsage`).
+        let reported = usage.input_tokens.saturating_add(usage.cache_read_tokens);
         if reported > 0 && self.last_sent > 0 {
             let raw = self.last_sent as f64 / self.ratio.max(1.0);
             self.ratio = (reported as f64 / raw).clamp(1.0, 4.0);
@@ -363,7 +361,7 @@ impl Compactor {
                     } else {
                         r.model.as_str()
                     };
-                    let _ = b.charge_usage(m, r.usage.input_tokens, r.usage.output_tokens, 0);
+                    let _ = b.charge_tokens(m, &r.usage, 0);
                 }
                 if r.content.trim().is_empty() {
                     failed(&"the summary reply was empty")

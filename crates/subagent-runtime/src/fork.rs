@@ -18,10 +18,11 @@ use std::sync::Arc;
 
 use subagent_spi::chat::{ChatMessage, ToolCall};
 use subagent_spi::{
-    ChatModel, Effort, ForkSource, SubagentDefinition, SubagentError, SubagentExecutor, TaskCall,
-    TaskContext, TaskOutcome, Tool, async_trait, is_fork,
+    CacheScope, ChatModel, Effort, ForkSource, SubagentDefinition, SubagentError, SubagentExecutor,
+    TaskCall, TaskContext, TaskOutcome, Tool, async_trait, is_fork,
 };
 
+use crate::cache_scope::ForkStart;
 use crate::{AgentRuntime, Limits, RunInput, RunSpec};
 
 /// The name of the delegation tool whose calls may ask for a fork.
@@ -42,6 +43,8 @@ the result.\n\nYour task:\n";
 /// A run's conversation at one turn, runnable as a fork (the executor of its [`ForkSource`]).
 pub(crate) struct ForkRun {
     pub(crate) runtime: AgentRuntime,
+    /// The caller's conversation, which the fork continues (see `cache_scope`).
+    pub(crate) scope: CacheScope,
     pub(crate) system: Option<String>,
     /// The messages of the caller's last request (its compacted view when the run compacted)
     /// and the reply to it, whose calls are being run.
@@ -123,8 +126,10 @@ impl SubagentExecutor for ForkRun {
                  set with subagent_type \"fork\""
             )));
         }
-        // A typed fork ends through the `StructuredOutput` tool like any typed run (the schema
-        // was checked by the Task tool); that one added tool is the only change to the prefix.
+        // A typed fork answers with JSON text valid under the schema (checked by the Task
+        // tool), given in its task: no `StructuredOutput` tool and no system prompt of its own,
+        // which would change the prefix it shares with its caller (the tools come first in a
+        // provider's cache, so one more tool would leave nothing of it cached).
         let output_schema = call
             .output_schema
             .as_ref()
@@ -133,10 +138,23 @@ impl SubagentExecutor for ForkRun {
                     .map_err(|e| SubagentError::InvalidInput(format!("output_schema: {e}")))
             })
             .transpose()?;
+        let task = match &output_schema {
+            Some(schema) => format!(
+                "{}{}",
+                call.prompt,
+                crate::structured::Structured::text_instruction(schema)
+            ),
+            None => call.prompt.clone(),
+        };
+        let fork = ForkStart {
+            scope: self.scope.clone(),
+            // The caller's last request: its messages but the reply that made this call.
+            continues: self.messages.len().saturating_sub(1),
+        };
         let spec = RunSpec {
             output_schema,
             system: self.system.clone(),
-            input: RunInput::Messages(fork_messages(&self.messages, &call.prompt)),
+            input: RunInput::Messages(fork_messages(&self.messages, &task)),
             tools: self.tools.clone(),
             model: self.model.clone(),
             model_name: self.model_name.clone(),
@@ -144,7 +162,7 @@ impl SubagentExecutor for ForkRun {
             stream: self.stream,
             effort: self.effort,
         };
-        self.runtime.run(spec, &ctx).await
+        self.runtime.run_with(spec, &ctx, Some(fork)).await
     }
 }
 

@@ -32,6 +32,7 @@
 
 mod agent;
 mod alias;
+mod cache_scope;
 mod compact;
 mod fork;
 mod registry;

@@ -35,6 +35,8 @@ struct State {
 pub(crate) struct Structured {
     schema: OutputSchema,
     state: Arc<Mutex<State>>,
+    /// The result comes as JSON text only (a fork's: no `StructuredOutput` tool is offered).
+    by_text: bool,
 }
 
 impl Structured {
@@ -42,7 +44,23 @@ impl Structured {
         Self {
             schema,
             state: Arc::default(),
+            by_text: false,
         }
+    }
+
+    /// The same, the result coming as JSON text when `by_text` (builder style).
+    pub(crate) fn by_text(mut self, by_text: bool) -> Self {
+        self.by_text = by_text;
+        self
+    }
+
+    /// What a task asking for a result as JSON text ends with: the schema, and how to answer.
+    pub(crate) fn text_instruction(schema: &OutputSchema) -> String {
+        format!(
+            "\n\nEnd with your result as your final answer: only a JSON value valid under this \
+             JSON Schema, nothing else (no tool call, no text around it):\n{}",
+            schema.schema()
+        )
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -107,10 +125,16 @@ impl Structured {
             Err(e) => {
                 let error = e.to_string();
                 if self.fail(&mut st, error.clone()) {
-                    FinalText::Retry(format!(
-                        "Your answer is not a valid result: {error}. Call the \
-                         `{STRUCTURED_OUTPUT_TOOL}` tool with a value valid under its schema."
-                    ))
+                    let how = if self.by_text {
+                        "Answer with only a JSON value valid under the schema you were given."
+                            .to_string()
+                    } else {
+                        format!(
+                            "Call the `{STRUCTURED_OUTPUT_TOOL}` tool with a value valid under \
+                             its schema."
+                        )
+                    };
+                    FinalText::Retry(format!("Your answer is not a valid result: {error}. {how}"))
                 } else {
                     FinalText::GiveUp(self.give_up(&st))
                 }

@@ -155,16 +155,20 @@ pub enum StopReason {
 }
 
 /// Token counts of one model call.
+///
+/// The prompt's tokens are `input_tokens + cache_read_tokens`: those read from the provider's
+/// prompt cache are counted apart, those written to it are part of `input_tokens` (a provider
+/// whose wire counts them apart, as Anthropic's does, adds them in).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TokenUsage {
-    /// Prompt tokens (excluding cache reads).
+    /// Prompt tokens not read from cache (those written to it included).
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
     /// Prompt tokens read from cache.
     pub cache_read_tokens: u64,
-    /// Prompt tokens written to cache.
+    /// Of `input_tokens`, those written to the provider's cache.
     pub cache_creation_tokens: u64,
 }
 
@@ -222,6 +226,62 @@ pub struct ChatRequest {
     /// thinking) and ignore it, with a debug note, where they have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<Effort>,
+    /// The conversation this request belongs to, for the provider's prompt cache (see
+    /// [`CacheScope`]); `None`: not known (a one-off call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+}
+
+/// Which conversation a request belongs to, so a provider can keep its prompt cache warm for
+/// it: OpenAI routes requests with the same `prompt_cache_key` to the same cache, llama.cpp
+/// keeps a conversation on one slot of its KV cache, Anthropic's cache breakpoints can be
+/// placed where an earlier request of the conversation put them.
+///
+/// Set by the agent loop on each request of a run: [`key`](Self::key) is the same for every
+/// request of one run (and of its forks, which continue its conversation) and different for
+/// every other run; [`parent`](Self::parent) is the key of the run that started this one.
+/// Neither is a secret (no session id: a key only names a conversation to a provider).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CacheScope {
+    /// The conversation's key.
+    pub key: String,
+    /// The key of the conversation that started this one (the caller of a subagent), if any:
+    /// a provider choosing where conversations stay (llama.cpp's slots) keeps the callers'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// This request starts with the first `n` messages of an earlier request of the same
+    /// conversation, sent as they were (a fork's first request repeats its caller's last one):
+    /// a provider that marks cache breakpoints marks that request's too, so the shared part
+    /// is the same, byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<usize>,
+}
+
+impl CacheScope {
+    /// A conversation with this key, started by no other.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            parent: None,
+            continues: None,
+        }
+    }
+
+    /// Names the conversation that started this one (builder style).
+    #[must_use]
+    pub fn with_parent(mut self, parent: impl Into<String>) -> Self {
+        self.parent = Some(parent.into());
+        self
+    }
+
+    /// Says that the request repeats the first `messages` messages of an earlier request of
+    /// this conversation (builder style; see [`continues`](Self::continues)).
+    #[must_use]
+    pub fn with_continues(mut self, messages: usize) -> Self {
+        self.continues = Some(messages);
+        self
+    }
 }
 
 impl ChatRequest {

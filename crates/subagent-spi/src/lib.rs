@@ -67,7 +67,7 @@ mod typed;
 pub use approval::{ApprovalDecision, ApprovalRequest, Approver};
 pub use budget::BudgetLimits;
 pub use cancel::{CancellationToken, Cancelled as CancelledFuture};
-pub use chat::{ChatModel, ChatRequest, ChatResponse, Effort};
+pub use chat::{CacheScope, ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};
 pub use delegation::Delegation;
 pub use error::{BoxError, ModelError, SubagentError, ToolError};

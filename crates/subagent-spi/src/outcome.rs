@@ -60,16 +60,17 @@ impl fmt::Display for TaskStatus {
 #[setters(prefix = "with_", strip_option)]
 #[non_exhaustive]
 pub struct Usage {
-    /// Prompt tokens billed (excluding cache reads).
+    /// Prompt tokens not read from the provider's cache (those written to it included; see
+    /// [`TokenUsage`](crate::chat::TokenUsage)).
     #[setters(skip)] // set with `with_tokens`
     pub input_tokens: u64,
     /// Completion tokens.
     #[setters(skip)]
     pub output_tokens: u64,
-    /// Prompt tokens read from the provider's cache.
+    /// Prompt tokens read from the provider's cache (not part of `input_tokens`).
     #[setters(skip)] // set with `with_cache_tokens`
     pub cache_read_tokens: u64,
-    /// Prompt tokens written to the provider's cache.
+    /// Of `input_tokens`, those written to the provider's cache.
     #[setters(skip)]
     pub cache_creation_tokens: u64,
     /// Model turns taken.

@@ -45,7 +45,10 @@ mod server;
 mod wire;
 
 pub use approver::{SCRIPT_EXHAUSTED_DENIAL, ScriptedApprover};
-pub use cache::{prompt_segments, prompt_tokens};
+pub use cache::{
+    ANTHROPIC_LOOKBACK_BLOCKS, ANTHROPIC_MIN_CACHEABLE_TOKENS, CacheBill, prompt_segments,
+    prompt_tokens,
+};
 pub use fn_kind::{FN_KIND, FnDefinition, FnKind, fn_ref};
 pub use fn_tool::FnTool;
 pub use model::{ScriptedModel, Step, tool_results};

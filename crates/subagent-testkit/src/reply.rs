@@ -5,10 +5,12 @@ use std::time::Duration;
 use derive_setters::Setters;
 use serde_json::Value;
 
-/// Token counts a scripted reply reports, in SPI terms (input tokens exclude cache reads).
+/// Token counts a scripted reply reports, as the Anthropic API counts them: `input_tokens`
+/// are the prompt tokens neither read from nor written to the cache.
 ///
 /// On the OpenAI wire, `prompt_tokens` is sent as `input_tokens + cache_read_tokens` and
-/// `prompt_tokens_details.cached_tokens` as `cache_read_tokens`, as OpenAI counts them.
+/// `prompt_tokens_details.cached_tokens` as `cache_read_tokens`, as OpenAI counts them (it
+/// reports no writes). A client following the SPI counts written tokens as input.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScriptedUsage {
     /// Prompt tokens not read from cache.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
 use crate::Reply;
-use crate::cache::PromptCache;
+use crate::cache::{ANTHROPIC_MIN_CACHEABLE_TOKENS, AnthropicCache, CacheBill, PromptCache};
 use crate::ratelimit::{RateLimit, draw};
 use crate::reply::StreamEnd;
 use crate::script::Script;
@@ -145,6 +145,15 @@ struct ServerState {
     refused: AtomicUsize,
     /// Draws taken by `RateLimit::Random`.
     draws: AtomicU64,
+    anthropic_cache: AnthropicCache,
+    /// The minimum cacheable prompt length on the Anthropic wire.
+    cache_min_tokens: AtomicU64,
+    /// How the cache billed each request, by its index in `requests`.
+    bills: Mutex<std::collections::HashMap<usize, CacheBill>>,
+    /// What `GET /props` answers (llama.cpp's server properties); `None`: 404.
+    props: Mutex<Option<Value>>,
+    /// How many times `GET /props` was asked.
+    props_asked: AtomicUsize,
 }
 
 /// A scripted model server on `127.0.0.1:<ephemeral port>` speaking the OpenAI Chat Completions
@@ -218,6 +227,11 @@ impl ScriptedModelServer {
             rate_limit: Mutex::new(None),
             refused: AtomicUsize::new(0),
             draws: AtomicU64::new(0),
+            anthropic_cache: AnthropicCache::default(),
+            cache_min_tokens: AtomicU64::new(ANTHROPIC_MIN_CACHEABLE_TOKENS),
+            bills: Mutex::new(std::collections::HashMap::new()),
+            props: Mutex::new(None),
+            props_asked: AtomicUsize::new(0),
         });
         let app = Router::new().fallback(handle).with_state(state.clone());
         let (tx, rx) = oneshot::channel::<()>();
@@ -287,14 +301,61 @@ impl ScriptedModelServer {
     }
 
     /// Imitate a provider's prompt cache (off by default): each reply then reports, instead of
-    /// its scripted input tokens, the prompt's tokens split into those read from cache (the
-    /// longest run of leading prompt segments byte-identical to an earlier request's; see
-    /// [`prompt_segments`](crate::prompt_segments)) and the rest, counted with
-    /// [`prompt_tokens`](crate::prompt_tokens): `prompt_tokens_details.cached_tokens` on the
-    /// OpenAI wire, `cache_read_input_tokens` on Anthropic's. Requests made while it is off are
-    /// not remembered.
+    /// its scripted input tokens, the prompt's tokens (counted with
+    /// [`prompt_tokens`](crate::prompt_tokens)) split as the provider would bill them.
+    ///
+    /// - OpenAI wire, automatic caching: those read from cache are the longest run of leading
+    ///   prompt segments byte-identical to an earlier request's (see
+    ///   [`prompt_segments`](crate::prompt_segments)), reported as
+    ///   `prompt_tokens_details.cached_tokens`.
+    /// - Anthropic wire, by Anthropic's published rules: only `cache_control` breakpoints
+    ///   write (at most 4, else 400; only prefixes of at least
+    ///   [`set_cache_min_tokens`](Self::set_cache_min_tokens) tokens), a breakpoint reads the
+    ///   longest cached prefix ending at it or at one of the 20 blocks before it, entries live
+    ///   5 minutes (or one hour) from their last use; reported as `input_tokens`,
+    ///   `cache_creation_input_tokens` and `cache_read_input_tokens`.
+    ///
+    /// [`cache_bills`](Self::cache_bills) gives each request's bill. Requests made while it is
+    /// off are not remembered.
     pub fn set_prompt_cache(&self, on: bool) {
         self.state.caching.store(on, Ordering::SeqCst);
+    }
+
+    /// The minimum cacheable prompt length of the imitated Anthropic cache (default
+    /// [`ANTHROPIC_MIN_CACHEABLE_TOKENS`](crate::ANTHROPIC_MIN_CACHEABLE_TOKENS), 1,024): a
+    /// breakpoint ending a shorter prefix writes nothing.
+    pub fn set_cache_min_tokens(&self, tokens: u64) {
+        self.state.cache_min_tokens.store(tokens, Ordering::SeqCst);
+    }
+
+    /// How the imitated prompt cache billed each request, in the order of
+    /// [`requests`](Self::requests) (`None` for a request it did not see: made while it was
+    /// off, refused, or no chat request).
+    pub fn cache_bills(&self) -> Vec<Option<CacheBill>> {
+        let n = self.request_count();
+        let bills = self
+            .state
+            .bills
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        (0..n).map(|i| bills.get(&i).copied()).collect()
+    }
+
+    /// Answer `GET /props` (and `/v1/props`) with `props`, as llama.cpp's `llama-server`
+    /// reports its properties (`{"total_slots": 2, ...}`); `None` (the default): 404. These
+    /// requests are no chat requests: [`props_requests`](Self::props_requests) counts them,
+    /// [`requests`](Self::requests) does not list them.
+    pub fn set_props(&self, props: Option<Value>) {
+        *self
+            .state
+            .props
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = props;
+    }
+
+    /// How many times `GET /props` was asked (see [`set_props`](Self::set_props)).
+    pub fn props_requests(&self) -> usize {
+        self.state.props_asked.load(Ordering::SeqCst)
     }
 
     /// Replies still queued.
@@ -302,7 +363,8 @@ impl ScriptedModelServer {
         self.state.script.remaining()
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order (but llama.cpp property probes; see
+    /// [`set_props`](Self::set_props)).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.state
             .requests
@@ -495,6 +557,23 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_string();
+    // llama.cpp's properties: answered apart, counted apart (not a chat request).
+    if method == Method::GET && matches!(path.as_str(), "/props" | "/v1/props") {
+        state.props_asked.fetch_add(1, Ordering::SeqCst);
+        let props = state
+            .props
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        return match props {
+            Some(p) => simple(200, "application/json", p.to_string()),
+            None => simple(
+                404,
+                "application/json",
+                wire::error_json(WireFormat::OpenAi, 404, "File Not Found"),
+            ),
+        };
+    }
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let recorded = RecordedRequest {
         method: method.to_string(),
@@ -513,11 +592,14 @@ async fn handle(
     };
     let prompt_tokens = recorded.prompt_tokens();
     let seq = state.seq.fetch_add(1, Ordering::SeqCst) + 1;
-    state
-        .requests
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(recorded);
+    let index = {
+        let mut requests = state
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        requests.push(recorded);
+        requests.len() - 1
+    };
     state.arrived.notify_waiters();
 
     let format = match path.as_str() {
@@ -569,11 +651,37 @@ async fn handle(
         Err(refusal) => return *refusal,
     };
     let model = json.get("model").and_then(Value::as_str);
-    let cache_read = if state.caching.load(Ordering::SeqCst) {
-        state.cache.observe(&String::from_utf8_lossy(&body))
-    } else {
+    let bill = if !state.caching.load(Ordering::SeqCst) {
         None
+    } else if format == WireFormat::Anthropic {
+        let min = state.cache_min_tokens.load(Ordering::SeqCst);
+        match state.anthropic_cache.bill(&json, min) {
+            Ok(bill) => Some(bill),
+            Err(message) => {
+                return simple(
+                    400,
+                    "application/json",
+                    wire::error_json(format, 400, &message),
+                );
+            }
+        }
+    } else {
+        state
+            .cache
+            .observe(&String::from_utf8_lossy(&body))
+            .map(|read| CacheBill {
+                prompt_tokens: read.total,
+                cache_read_tokens: read.cached,
+                ..CacheBill::default()
+            })
     };
+    if let Some(b) = bill {
+        state
+            .bills
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(index, b);
+    }
     let Some(mut reply) = state.script.next_for(model, &json) else {
         drop(guard);
         return simple(
@@ -589,9 +697,10 @@ async fn handle(
             ),
         );
     };
-    if let Some(read) = cache_read {
-        reply.usage.input_tokens = read.total - read.cached;
-        reply.usage.cache_read_tokens = read.cached;
+    if let Some(b) = bill {
+        reply.usage.input_tokens = b.uncached_tokens();
+        reply.usage.cache_read_tokens = b.cache_read_tokens;
+        reply.usage.cache_creation_tokens = b.cache_creation_tokens;
     }
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;

@@ -35,12 +35,19 @@ pub(crate) struct OutcomeJson<'a> {
     /// `--task-id` continue).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_id: Option<&'a str>,
-    /// Usage of this run and every subagent it delegated to; with prices (`[prices]` of
-    /// subagents.toml), each node's `usage` has a `cost_usd` when its model's price is known.
+    /// Usage of this run and every subagent it delegated to (each node's own: `input_tokens`
+    /// not read from the provider's prompt cache, of which `cache_creation_tokens` were written
+    /// to it, and `cache_read_tokens` read from it); with prices, each node's `usage` has a
+    /// `cost_usd` when its model's price is known, and a `cache_saved_usd` (what its tokens
+    /// would have cost with no cache, less `cost_usd`) when it used the cache.
     pub usage: serde_json::Value,
     /// The cost of the whole tree in USD, over the models with a known price.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// What the providers' prompt caches saved the whole tree in USD (priced models; negative
+    /// when writes cost more than reads saved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_saved_usd: Option<f64>,
     /// Models that did work but have no price: their cost is not counted, never guessed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unpriced_models: Vec<String>,
@@ -76,6 +83,7 @@ impl<'a> OutcomeJson<'a> {
             usage: serde_json::to_value(o.usage_tree(agent, kind, task_id))
                 .unwrap_or(serde_json::Value::Null),
             cost_usd: None,
+            cache_saved_usd: None,
             unpriced_models: Vec::new(),
             failed_children: failures.len(),
             failures,
@@ -95,28 +103,37 @@ impl<'a> OutcomeJson<'a> {
         if prices.is_empty() {
             return self;
         }
-        let mut total = 0.0;
+        let mut total = Costs::default();
         add_costs(
             &mut self.usage,
             prices,
             &mut total,
             &mut self.unpriced_models,
         );
-        self.cost_usd = Some(total);
+        self.cost_usd = Some(total.cost);
+        self.cache_saved_usd = total.cached.then_some(total.saved);
         self
     }
 }
 
-/// The cost of one run's own usage, when its model has a price (input and output tokens).
+/// The cost of one run's own usage, when its model has a price (the prompt cache counted).
 pub(crate) fn usage_cost(prices: &ModelPrices, usage: &Usage) -> Option<f64> {
-    let model = usage.model.as_deref()?;
-    prices.cost(model, usage.input_tokens, usage.output_tokens)
+    prices.usage_cost(usage)
+}
+
+/// A tree's costs so far.
+#[derive(Default)]
+struct Costs {
+    cost: f64,
+    saved: f64,
+    /// A priced run used the prompt cache.
+    cached: bool,
 }
 
 fn add_costs(
     node: &mut serde_json::Value,
     prices: &ModelPrices,
-    total: &mut f64,
+    total: &mut Costs,
     unpriced: &mut Vec<String>,
 ) {
     if let Some(usage_value) = node.get_mut("usage")
@@ -124,8 +141,14 @@ fn add_costs(
     {
         match usage_cost(prices, &usage) {
             Some(cost) => {
-                *total += cost;
+                total.cost += cost;
                 usage_value["cost_usd"] = serde_json::json!(cost);
+                if usage.cache_read_tokens > 0 || usage.cache_creation_tokens > 0 {
+                    let saved = prices.cache_savings(&usage).unwrap_or(0.0);
+                    total.saved += saved;
+                    total.cached = true;
+                    usage_value["cache_saved_usd"] = serde_json::json!(saved);
+                }
             }
             None if usage.total_tokens() > 0 => {
                 let model = usage.model.unwrap_or_else(|| "(unnamed)".into());
@@ -234,17 +257,29 @@ pub(crate) fn summary_line(outcome: &TaskOutcome, view: &OutcomeJson<'_>) -> Str
         view.children_total,
         &view.failures,
     ));
-    parts.extend([format!(
+    parts.push(format!(
         "{} in / {} out tokens",
         human_count(total.input_tokens),
         human_count(total.output_tokens)
-    )]);
+    ));
+    if total.cache_read_tokens > 0 || total.cache_creation_tokens > 0 {
+        parts.push(format!(
+            "cache {} read / {} written",
+            human_count(total.cache_read_tokens),
+            human_count(total.cache_creation_tokens)
+        ));
+    }
+    let saved = match view.cache_saved_usd {
+        Some(s) if s >= 0.0 => format!(" (cache saved ${s:.4})"),
+        Some(s) => format!(" (cache cost ${:.4} more)", -s),
+        None => String::new(),
+    };
     let unpriced = view.unpriced_models.join(", ");
     match (view.cost_usd, unpriced.is_empty()) {
-        (Some(cost), true) => parts.push(format!("${cost:.4}")),
+        (Some(cost), true) => parts.push(format!("${cost:.4}{saved}")),
         (Some(cost), false) if cost > 0.0 => {
             parts.push(format!(
-                "${cost:.4} + unpriced: {}",
+                "${cost:.4}{saved} + unpriced: {}",
                 terminal_safe(&unpriced)
             ));
         }
@@ -261,7 +296,7 @@ pub(crate) fn summary_line(outcome: &TaskOutcome, view: &OutcomeJson<'_>) -> Str
 }
 
 /// `950`, `12.3k`, `4.5M`.
-fn human_count(n: u64) -> String {
+pub(crate) fn human_count(n: u64) -> String {
     match n {
         0..1_000 => n.to_string(),
         1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
@@ -413,6 +448,27 @@ mod tests {
             "done · 12.3k in / 1.1k out tokens · $0.0480 + unpriced: qwen2.5 · session sess_1"
         );
         assert_eq!(super::human_count(999), "999");
+        // With the prompt cache: what was read and written, and what it saved.
+        let cached = TaskOutcome::completed("ok").with_usage(
+            Usage::new()
+                .with_tokens(2_000, 100)
+                .with_cache_tokens(40_000, 1_500)
+                .with_model("claude-sonnet-4-5"),
+        );
+        let prices = ModelPrices::new().with(
+            "claude-sonnet-4-5",
+            ModelPrice::new(3.0, 15.0).with_cache(0.3, 3.75),
+        );
+        let view = super::OutcomeJson::new("main", "MAIN", &cached, None).with_prices(&prices);
+        // 500 at $3, 1,500 at $3.75, 40,000 at $0.30, 100 at $15 = $0.020625; uncached
+        // 42,000 at $3 + 100 at $15 = $0.1275.
+        assert_eq!(
+            super::summary_line(&cached, &view),
+            "done · 2.0k in / 100 out tokens · cache 40.0k read / 1.5k written · $0.0206 \
+             (cache saved $0.1069)"
+        );
+        assert!((view.usage["usage"]["cache_saved_usd"].as_f64().unwrap() - 0.106875).abs() < 1e-9);
+        assert_eq!(view.usage["usage"]["cache_read_tokens"], 40_000);
         assert_eq!(super::human_count(4_500_000), "4.5M");
     }
 

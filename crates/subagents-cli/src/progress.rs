@@ -157,11 +157,12 @@ async fn render_lines(mut rx: mpsc::Receiver<ProgressEvent>, prices: Arc<ModelPr
             ProgressKind::Status { message } => format!("status: {}", first_line(message)),
             ProgressKind::Compacted { .. } => compacted_text(&e.kind),
             ProgressKind::Finished { status, usage } => format!(
-                "finished {status}{} · {} turns · {} in / {} out tokens{} · {} ms",
+                "finished {status}{} · {} turns · {} in / {} out tokens{}{} · {} ms",
                 model_text(usage),
                 usage.turns,
                 usage.input_tokens,
                 usage.output_tokens,
+                cache_text(usage),
                 cost_text(&prices, usage),
                 usage.duration_ms
             ),
@@ -214,6 +215,8 @@ struct Node {
     tokens: u64,
     /// ` · $0.0123` when the model's price is known, else empty.
     cost: String,
+    /// ` · 40.0k cached` once the provider's prompt cache served part of its prompts.
+    cached: String,
     /// ` · MODEL` once the run's usage names its model, else empty.
     model: String,
     /// The latest thing it did, already escaped for the terminal.
@@ -289,6 +292,30 @@ fn model_text(usage: &subagents::spi::Usage) -> String {
         .unwrap_or_default()
 }
 
+/// ` · cache R read / W written` for a usage that used the provider's prompt cache; empty
+/// otherwise.
+fn cache_text(usage: &subagents::spi::Usage) -> String {
+    if usage.cache_read_tokens == 0 && usage.cache_creation_tokens == 0 {
+        return String::new();
+    }
+    format!(
+        " · cache {} read / {} written",
+        usage.cache_read_tokens, usage.cache_creation_tokens
+    )
+}
+
+/// ` · 40.0k cached` for a usage part of whose prompts the provider's cache served (the live
+/// tree's short form of [`cache_text`]); empty otherwise.
+fn cached_text(usage: &subagents::spi::Usage) -> String {
+    if usage.cache_read_tokens == 0 {
+        return String::new();
+    }
+    format!(
+        " · {} cached",
+        crate::output::human_count(usage.cache_read_tokens)
+    )
+}
+
 /// ` · $COST` for a usage whose model has a price; empty otherwise (never guessed).
 fn cost_text(prices: &ModelPrices, usage: &subagents::spi::Usage) -> String {
     crate::output::usage_cost(prices, usage)
@@ -300,12 +327,13 @@ impl Node {
     fn redraw(&mut self) {
         self.drawn = Some(Instant::now());
         self.bar.set_message(format!(
-            "{}{}{} · turn {} · {} tokens{} · {}",
+            "{}{}{} · turn {} · {} tokens{}{} · {}",
             "  ".repeat(self.depth as usize),
             self.agent,
             self.model,
             self.turns,
             self.tokens,
+            self.cached,
             self.cost,
             self.last
         ));
@@ -351,6 +379,7 @@ async fn render_tree(
                     turns: 0,
                     tokens: 0,
                     cost: String::new(),
+                    cached: String::new(),
                     model: String::new(),
                     last: String::new(),
                     text: LiveLine::default(),
@@ -399,12 +428,17 @@ async fn render_tree(
                 node.tokens = usage.total_tokens();
                 node.model = model_text(usage);
                 node.cost = cost_text(&prices, usage);
+                node.cached = cached_text(usage);
             }
             ProgressKind::Finished { status, usage } => {
                 node.tokens = usage.total_tokens().max(node.tokens);
                 let cost = cost_text(&prices, usage);
                 if !cost.is_empty() {
                     node.cost = cost;
+                }
+                let cached = cached_text(usage);
+                if !cached.is_empty() {
+                    node.cached = cached;
                 }
                 node.turns = usage.turns.max(node.turns);
                 node.last = status.to_string();
@@ -461,6 +495,18 @@ mod tests {
         }
         assert_eq!(l.latest().chars().count(), TAIL_CHARS);
         assert!(l.latest().ends_with("yzyz"));
+    }
+
+    #[test]
+    fn lines_and_the_live_tree_say_what_the_prompt_cache_served() {
+        let plain = subagents::spi::Usage::new().with_tokens(1_000, 50);
+        assert_eq!(
+            (cache_text(&plain), cached_text(&plain)),
+            (String::new(), String::new())
+        );
+        let cached = plain.clone().with_cache_tokens(40_000, 1_500);
+        assert_eq!(cache_text(&cached), " · cache 40000 read / 1500 written");
+        assert_eq!(cached_text(&cached), " · 40.0k cached");
     }
 
     #[test]

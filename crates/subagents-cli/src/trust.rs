@@ -294,13 +294,17 @@ named = "openai:gpt-4.1"
 "gpt-4.1-2025-04-14" = { input = 1.0, output = 1.0 }
 "my-local" = { input = 0.0, output = 0.0 }
 "claude-haiku-4-5" = { input = 2.0, output = 10.0 }
+"claude-sonnet-4-5" = { input = 3.0, output = 15.0, cache_read = 0.0 }
 "#,
         )
         .unwrap();
         let w = toml_weakening(&c);
-        assert_eq!(w.len(), 2, "{w:#?}");
+        assert_eq!(w.len(), 3, "{w:#?}");
         assert!(
-            w[0].contains("\"gpt-4.1\" lowers") && w[1].contains("2025-04-14"),
+            w[0].contains("\"claude-sonnet-4-5\" lowers")
+                && w[0].contains("cache_read 0.3")
+                && w[1].contains("\"gpt-4.1\" lowers")
+                && w[2].contains("2025-04-14"),
             "{w:?}"
         );
         strip_weakening(&mut c);
@@ -318,6 +322,13 @@ named = "openai:gpt-4.1"
         assert_eq!(p("gpt-4.1-2025-04-14"), (2.0, 8.0));
         assert_eq!(p("my-local"), (0.0, 0.0), "a new model's price is added");
         assert_eq!(p("claude-haiku-4-5"), (2.0, 10.0), "raised");
+        // A cache rate below the table's is raised to it too (reads at 0 would never spend a
+        // USD budget on a cached loop).
+        let sonnet = prices.get("claude-sonnet-4-5").unwrap();
+        assert_eq!(
+            (sonnet.cache_read_per_mtok, sonnet.cache_write_per_mtok),
+            (Some(0.3), Some(3.75))
+        );
     }
 
     #[test]

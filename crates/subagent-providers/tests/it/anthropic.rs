@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::json;
+use subagent_providers::{AnthropicModel, PromptCaching};
 use subagent_spi::ModelError;
 use subagent_spi::chat::{
     ChatMessage, ChatModel, ChatRequest, StopReason, TokenUsage, ToolCall, ToolChoice,
@@ -27,7 +28,8 @@ async fn plain_reply_headers_system_and_usage_with_cache_tokens() {
     assert_eq!(reply.content, "Bonjour");
     assert_eq!(reply.stop_reason, StopReason::EndTurn);
     assert_eq!(reply.model, "claude-test");
-    assert_eq!(reply.usage, TokenUsage::new(21, 4).with_cache(1000, 200));
+    // The SPI counts what was written to the cache as input too.
+    assert_eq!(reply.usage, TokenUsage::new(221, 4).with_cache(1000, 200));
 
     let r = server.last_request().unwrap();
     assert_eq!(r.path, "/v1/messages");
@@ -35,11 +37,18 @@ async fn plain_reply_headers_system_and_usage_with_cache_tokens() {
     assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(r.header("authorization"), None);
     assert_eq!(r.model(), Some("claude-test"));
-    assert_eq!(r.body["system"], "You are terse.");
+    // Prompt caching is on: breakpoints on the system prompt and on the last message.
+    let cc = json!({"type": "ephemeral"});
+    assert_eq!(
+        r.body["system"],
+        json!([{"type": "text", "text": "You are terse.", "cache_control": cc}])
+    );
     assert_eq!(r.body["max_tokens"], 8192);
     assert_eq!(
         r.body["messages"],
-        json!([{"role": "user", "content": "Say hello in French"}])
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "Say hello in French", "cache_control": cc}
+        ]}])
     );
     assert!(!r.is_stream());
 }
@@ -85,7 +94,7 @@ async fn streamed_text_and_tool_use_with_input_json_deltas() {
     );
     let streamed: serde_json::Value = serde_json::from_str(&delta_args(&deltas, 0)).unwrap();
     assert_eq!(streamed, args);
-    assert_eq!(reply.usage, TokenUsage::new(50, 17).with_cache(7, 3));
+    assert_eq!(reply.usage, TokenUsage::new(53, 17).with_cache(7, 3));
 
     let r = server.last_request().unwrap();
     assert!(r.is_stream());
@@ -94,7 +103,9 @@ async fn streamed_text_and_tool_use_with_input_json_deltas() {
         json!([{
             "name": "Read",
             "description": "the Read tool",
-            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            // No system prompt: the tool list ends the cached prefix.
+            "cache_control": {"type": "ephemeral"}
         }])
     );
     assert_eq!(r.body["tool_choice"], json!({"type": "auto"}));
@@ -151,7 +162,15 @@ async fn tool_results_are_grouped_into_one_user_message() {
         v.tool_choice = ToolChoice::Tool("b".into());
         v
     };
-    anthropic(&server).chat(req).await.unwrap();
+    // The wire shape without cache breakpoints (see `cache_breakpoints_...` for those).
+    let model = AnthropicModel::builder()
+        .base_url(server.base_url())
+        .api_key("sk-ant-test")
+        .model("claude-test")
+        .prompt_caching(PromptCaching::Off)
+        .build()
+        .unwrap();
+    model.chat(req).await.unwrap();
     let r = server.last_request().unwrap();
     assert_eq!(r.body["tool_choice"], json!({"type": "tool", "name": "b"}));
     assert_eq!(

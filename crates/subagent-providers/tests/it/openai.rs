@@ -469,3 +469,29 @@ async fn a_spec_temperature_is_sent_unless_the_request_sets_one() {
         sent[2].body
     );
 }
+
+#[tokio::test]
+async fn a_server_refusing_prompt_cache_key_is_asked_again_without_it_and_never_again() {
+    let server = ScriptedModelServer::start().await;
+    server.push(Reply::error_message(
+        400,
+        "Unrecognized request argument supplied: prompt_cache_key",
+    ));
+    server.push(Reply::text("first"));
+    server.push(Reply::text("second"));
+    let model = openai(&server);
+    let scoped = || user("hi").with_cache_scope(subagent_spi::CacheScope::new("sa-0123"));
+    assert_eq!(model.chat(scoped()).await.unwrap().content, "first");
+    let (reply, _) = stream(&model, scoped()).await;
+    assert_eq!(reply.unwrap().content, "second");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[0].body["prompt_cache_key"], "sa-0123");
+    assert!(sent[1].body.get("prompt_cache_key").is_none(), "the retry");
+    assert!(sent[2].body.get("prompt_cache_key").is_none(), "and after");
+    // Any other 400 is the caller's: no retry.
+    server.push(Reply::error_message(400, "messages: too long"));
+    let other = openai(&server);
+    assert!(other.chat(scoped()).await.is_err());
+    assert_eq!(server.requests().len(), 4);
+}

@@ -26,6 +26,7 @@ mod otel_export;
 mod parity;
 mod permissions;
 mod rate_limits;
+mod prompt_cache;
 mod readme;
 mod real_model;
 mod remote_usage;

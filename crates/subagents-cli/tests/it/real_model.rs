@@ -117,3 +117,117 @@ fn a_real_model_delegates_to_an_agent_that_reads_a_file() {
         failures.join("\n---\n")
     );
 }
+
+/// The slots of the real model's server (llama.cpp's `GET /props`, `total_slots`), or why it
+/// says none.
+fn total_slots(spec: &str) -> Result<u64, String> {
+    let url = spec
+        .split_once('@')
+        .map(|(_, url)| url.split('?').next().unwrap_or(url))
+        .ok_or_else(|| format!("`{spec}` names no server"))?;
+    let root = url.trim_end_matches('/').trim_end_matches("/v1");
+    common::rt().block_on(async {
+        let props: Value = reqwest::Client::new()
+            .get(format!("{root}/props"))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .map_err(|e| format!("{root}/props: {e}"))?
+            .json()
+            .await
+            .map_err(|e| format!("{root}/props: {e}"))?;
+        props["total_slots"]
+            .as_u64()
+            .ok_or_else(|| format!("{root}/props gives no total_slots"))
+    })
+}
+
+/// On a llama.cpp server with two slots (`-np 2`), the main agent keeps its slot while the
+/// agent it delegated to works in the other one: its turn after the child's reads at least 90%
+/// of its previous prompt from the slot's cache (llama.cpp's own timings, read back as
+/// `cache_read_tokens`). With one slot the child evicts it: skipped, saying so.
+#[test]
+#[ignore = "needs the real local model served with -np 2 (SUBAGENTS_REAL_MODEL)"]
+fn a_callers_prompt_survives_its_child_on_a_server_with_two_slots() {
+    let name = "a_callers_prompt_survives_its_child_on_a_server_with_two_slots";
+    let spec = match real_model() {
+        Ok(spec) => spec,
+        Err(why) => {
+            println!("SKIPPED: {name}: {why}");
+            return;
+        }
+    };
+    match total_slots(&spec) {
+        Ok(n) if n >= 2 => {}
+        Ok(n) => {
+            println!(
+                "SKIPPED: {name}: the server has {n} slot (start llama-server with -np 2 -c 16384)"
+            );
+            return;
+        }
+        Err(why) => {
+            println!("SKIPPED: {name}: {why}");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "The meeting room code is 4417.\n",
+    )
+    .expect("notes");
+    let agents = write_agent(
+        dir.path(),
+        "reader",
+        "---\nname: reader\ndescription: Reads a file of the workspace and reports what it says.\n\
+         tools: Read\n---\nYou read files. Call the Read tool once with the file's path, then reply \
+         with the file's text.\n",
+    );
+    let out = subagents()
+        .args(["--store", "memory", "run"])
+        .arg("Use the reader agent to read notes.txt, then tell me the meeting room code.")
+        .args([
+            "--output-format",
+            "stream-json",
+            "--main-tools",
+            "Task",
+            "--max-turns",
+            "6",
+        ])
+        .args(["--model", &spec])
+        .arg("--agents")
+        .arg(&agents)
+        .arg("--workspace")
+        .arg(dir.path())
+        .current_dir(dir.path())
+        .timeout(ATTEMPT_TIMEOUT)
+        .output()
+        .expect("the command runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The main agent's usage after each of its turns (cumulative).
+    let main: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["event"] == "usage" && l["depth"] == 0)
+        .map(|l| l["usage"].clone())
+        .collect();
+    let delegated = stdout.contains("\"agent\":\"reader\"");
+    assert!(
+        delegated && main.len() >= 2,
+        "the model did not delegate and answer: {stdout}"
+    );
+    // Its first turn's prompt (all evaluated: a fresh slot), and what its second turn, after
+    // the child's, read from the slot's cache: that prefix, whole.
+    let n = |u: &Value, k: &str| u[k].as_u64().unwrap_or(0);
+    let (first, second) = (&main[0], &main[1]);
+    let prefix = n(first, "input_tokens") + n(first, "cache_read_tokens");
+    let read = n(second, "cache_read_tokens") - n(first, "cache_read_tokens");
+    let prompt = read + n(second, "input_tokens") - n(first, "input_tokens");
+    let share = read as f64 / prefix as f64;
+    println!(
+        "the main agent's turn after its child reused {read} tokens: {share:.3} of its previous \
+         prompt ({prefix}), {:.3} of its own ({prompt})",
+        read as f64 / prompt as f64
+    );
+    assert!(share >= 0.9, "{share:.3}: {stdout}");
+}

@@ -55,7 +55,10 @@ pub const MIN_CONTEXT_WINDOW: u64 = 256;
 /// tokens = 20000                    # each run gets at most this and what the caller has left
 /// time_secs = 120
 /// [prices]                          # USD per million tokens, by model name, over the
-/// "gpt-4.1" = { input = 2.0, output = 8.0 }   # built-in table of common hosted models
+/// "gpt-4.1" = { input = 2.0, output = 8.0, cache_read = 0.5 }   # built-in table of
+///                                   # common hosted models (cache_read, cache_write: the
+///                                   # prompt cache's rates; absent: the table's for
+///                                   # the model, else the input rate)
 /// [models]                          # named models and aliases
 /// fast = "openai:gpt-4.1-mini"
 /// sonnet = "anthropic:claude-sonnet-4-5"
@@ -218,6 +221,31 @@ pub struct PriceConfig {
     pub input: f64,
     /// USD per million output tokens.
     pub output: f64,
+    /// USD per million prompt tokens read from the provider's cache (absent: the built-in
+    /// table's rate for the model, else the input rate).
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    /// USD per million prompt tokens written to the provider's cache (absent: the built-in
+    /// table's rate for the model, else the input rate).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+impl PriceConfig {
+    /// The price this entry gives `model` over `table` (the built-in one): its rates, and for
+    /// a cache rate it does not give, the table's for the model (an entry written before the
+    /// table knew cache rates keeps them), else none (the input rate).
+    pub(crate) fn price(&self, model: &str, table: &ModelPrices) -> ModelPrice {
+        let base = table.get(model);
+        let mut price = ModelPrice::new(self.input, self.output);
+        price.cache_read_per_mtok = self
+            .cache_read
+            .or_else(|| base.and_then(|b| b.cache_read_per_mtok));
+        price.cache_write_per_mtok = self
+            .cache_write
+            .or_else(|| base.and_then(|b| b.cache_write_per_mtok));
+        price
+    }
 }
 
 /// `[sandbox]` of subagents.toml.
@@ -395,9 +423,19 @@ impl Config {
     /// The built-in price table of common hosted models ([`crate::prices`]) with `[prices]`
     /// over it, checked (no price may be negative).
     pub fn prices(&self) -> Result<ModelPrices, ConfigError> {
-        let mut prices = crate::prices::default_prices();
+        let table = crate::prices::default_prices();
+        let mut prices = table.clone();
         for (model, p) in &self.prices {
-            for (what, v) in [("input", p.input), ("output", p.output)] {
+            let rates = [
+                ("input", Some(p.input)),
+                ("output", Some(p.output)),
+                ("cache_read", p.cache_read),
+                ("cache_write", p.cache_write),
+            ];
+            for (what, v) in rates
+                .into_iter()
+                .filter_map(|(what, v)| v.map(|v| (what, v)))
+            {
                 if !v.is_finite() || v < 0.0 {
                     return Err(ConfigError::Invalid(format!(
                         "{}: [prices] \"{model}\" {what} must be a non-negative number of USD per million tokens, not {v}",
@@ -405,7 +443,7 @@ impl Config {
                     )));
                 }
             }
-            prices = prices.with(model.clone(), ModelPrice::new(p.input, p.output));
+            prices = prices.with(model.clone(), p.price(model, &table));
         }
         Ok(prices)
     }
@@ -710,6 +748,36 @@ mod tests {
                 .to_string()
                 .starts_with("p.toml: [prices]")
         );
+    }
+
+    #[test]
+    fn a_price_without_cache_rates_keeps_the_tables_for_its_model() {
+        let c = Config::parse(
+            "[prices]\n\"claude-sonnet-4-5\" = { input = 3.0, output = 15.0 }\n\
+             \"gpt-4.1\" = { input = 2.0, output = 8.0, cache_read = 0.6 }\n\
+             \"my-model\" = { input = 1.0, output = 2.0 }\n",
+            "p.toml",
+        )
+        .unwrap();
+        let prices = c.prices().unwrap();
+        let rates = |m: &str| {
+            let p = prices.get(m).unwrap();
+            (p.cache_read_per_mtok, p.cache_write_per_mtok)
+        };
+        assert_eq!(rates("claude-sonnet-4-5"), (Some(0.3), Some(3.75)));
+        assert_eq!(
+            rates("gpt-4.1"),
+            (Some(0.6), Some(2.0)),
+            "its own, the table's"
+        );
+        assert_eq!(rates("my-model"), (None, None), "unknown: the input rate");
+        let bad = Config::parse(
+            "[prices]\nm = { input = 1.0, output = 1.0, cache_write = -2.0 }\n",
+            "p.toml",
+        )
+        .unwrap();
+        let e = bad.prices().unwrap_err().to_string();
+        assert!(e.contains("cache_write must be a non-negative"), "{e}");
     }
 
     #[test]

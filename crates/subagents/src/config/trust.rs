@@ -18,8 +18,8 @@
 //! and `OPENAI_COMPATIBLE_API_KEY` sent where the file says). In the workspace's
 //! `.claude/settings.json` and `settings.local.json`: `hooks`, `permissions.allow`, a
 //! `permissions.defaultMode` weaker than `default`. In `.mcp.json`: its servers. A `[prices]`
-//! entry that prices a model below the built-in table (a file may add or raise prices, never
-//! lower one: the entry is raised to the table's price). In an agent file ([`Kind::Agent`]):
+//! entry that prices a model below the built-in table, its prompt-cache rates included (a file
+//! may add or raise prices, never lower one: the entry is raised to the table's price). In an agent file ([`Kind::Agent`]):
 //! inline `mcpServers` and a `permissionMode` weaker than `default` (checked by the assembly
 //! when the agent runs, [`crate::approval`]). Everything else in those files applies without
 //! approval (model, agents, budgets, deny and ask rules, `max_depth`...). The user's own files
@@ -44,6 +44,7 @@ use serde_json::Value;
 use subagent_tools::ScriptPins;
 
 use super::{A2aEntry, Config};
+use subagent_core::ModelPrice;
 
 /// The largest control file read for approval (bigger ones are not approved: their weakening
 /// settings never apply).
@@ -231,28 +232,44 @@ pub fn toml_weakening(c: &Config) -> Vec<String> {
             out.push(format!("{key} sends every prompt to {server}"));
         }
     }
-    for (model, (input, output)) in lowered_prices(c) {
+    for (model, [input, output, read, write]) in lowered_prices(c) {
         out.push(format!(
-            "[prices] {model:?} lowers the built-in price (input {input}, output {output} USD \
-             per million tokens), which USD budgets count with"
+            "[prices] {model:?} lowers the built-in price (input {input}, output {output}, \
+             cache_read {read}, cache_write {write} USD per million tokens), which USD budgets \
+             count with"
         ));
     }
     out
 }
 
 /// The `[prices]` entries that price a model below what it costs without them (the built-in
-/// table, [`crate::prices`]), with that price: a file may add prices for models the table does
-/// not know, never lower one (a model priced at 0 never spends a USD budget).
-fn lowered_prices(c: &Config) -> Vec<(String, (f64, f64))> {
+/// table, [`crate::prices`]), with that price's rates ([`rates`]): a file may add prices for
+/// models the table does not know, never lower one, its prompt-cache rates included (a model
+/// priced at 0 never spends a USD budget).
+fn lowered_prices(c: &Config) -> Vec<(String, [f64; 4])> {
     let table = crate::prices::default_prices();
     c.prices
         .iter()
         .filter_map(|(model, p)| {
-            let base = table.get(model)?;
-            (p.input < base.input_per_mtok || p.output < base.output_per_mtok)
-                .then(|| (model.clone(), (base.input_per_mtok, base.output_per_mtok)))
+            let base = rates(&table.get(model)?);
+            rates(&p.price(model, &table))
+                .iter()
+                .zip(&base)
+                .any(|(own, base)| own < base)
+                .then(|| (model.clone(), base))
         })
         .collect()
+}
+
+/// A price's rates as counted: input, output, cache read and cache write (a cache rate not
+/// given is the input rate).
+fn rates(p: &ModelPrice) -> [f64; 4] {
+    [
+        p.input_per_mtok,
+        p.output_per_mtok,
+        p.cache_read_per_mtok.unwrap_or(p.input_per_mtok),
+        p.cache_write_per_mtok.unwrap_or(p.input_per_mtok),
+    ]
 }
 
 /// The model specs a `subagents.toml` names: `model`, `agent_model`, `[models]`.
@@ -333,10 +350,14 @@ pub fn strip_weakening(c: &mut Config) {
     c.models
         .retain(|_, spec| remote_model_server(spec).is_none());
     // Prices may be added or raised, never lowered below the built-in table's.
-    for (model, (input, output)) in lowered_prices(c) {
+    let table = crate::prices::default_prices();
+    for (model, base) in lowered_prices(c) {
         if let Some(p) = c.prices.get_mut(&model) {
-            p.input = p.input.max(input);
-            p.output = p.output.max(output);
+            let [input, output, read, write] = rates(&p.price(&model, &table));
+            p.input = input.max(base[0]);
+            p.output = output.max(base[1]);
+            p.cache_read = Some(read.max(base[2]));
+            p.cache_write = Some(write.max(base[3]));
         }
     }
 }

@@ -20,6 +20,7 @@ mod nesting;
 mod ops;
 mod parity;
 mod permissions;
+mod prompt_cache;
 mod remote_usage;
 mod serve_store;
 mod steer;

@@ -13,8 +13,10 @@ pub(crate) mod peer;
 pub(crate) mod pty;
 
 /// Variables a developer's shell may set that would change what the command does.
-pub(crate) const CLEARED_VARS: [&str; 11] = [
+pub(crate) const CLEARED_VARS: [&str; 13] = [
     "SUBAGENTS_MODEL",
+    "SUBAGENTS_PROMPT_CACHE",
+    "SUBAGENTS_RATE_LIMIT_WAIT",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "OPENAI_BASE_URL",
