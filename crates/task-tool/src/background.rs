@@ -307,14 +307,17 @@ impl Entry {
     pub(crate) fn take_usage(&self, task_id: &str) -> Option<UsageNode> {
         let state = self.state.borrow();
         let node = match &*state {
-            BackgroundState::Finished(o) => o.usage_tree(&self.agent, &self.kind, Some(task_id)),
-            BackgroundState::Failed(_) => {
+            BackgroundState::Finished(o) => o
+                .usage_tree(&self.agent, &self.kind, Some(task_id))
+                .with_answer(&o.text),
+            BackgroundState::Failed(msg) => {
                 let usage = lock(&self.usage).clone();
                 if usage.total_tokens() == 0 {
                     return None;
                 }
                 UsageNode::new(&self.agent, &self.kind, TaskStatus::Failed, usage)
                     .with_task_id(task_id)
+                    .with_answer(msg)
             }
             _ => return None,
         };

@@ -658,7 +658,13 @@ impl TaskTool {
                 outcome,
             }) => {
                 let mut out = format::foreground_result(&agent, &outcome);
-                out.children = vec![outcome.usage_tree(&agent, kind.as_str(), Some(&task_id))];
+                // The child's node carries its answer (bounded), so a host's usage tree shows
+                // what each child said, not only what it cost.
+                out.children = vec![
+                    outcome
+                        .usage_tree(&agent, kind.as_str(), Some(&task_id))
+                        .with_answer(&outcome.text),
+                ];
                 out
             }
             Ok(Dispatch::Background { agent, task_id }) => {
