@@ -38,9 +38,12 @@ pub(crate) struct OutcomeJson<'a> {
     /// Usage of this run and every subagent it delegated to; with prices (`[prices]` of
     /// subagents.toml), each node's `usage` has a `cost_usd` when its model's price is known.
     pub usage: serde_json::Value,
-    /// The cost of the whole tree in USD, over the models with a known price.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The cost of the whole tree in USD; `null` when it is not known: a model that did work
+    /// has no price (`unpriced_models` names it; an unpriced cost is never counted as 0).
     pub cost_usd: Option<f64>,
+    /// The cost of the priced models alone (the text summary's `$X + unpriced: ...`).
+    #[serde(skip)]
+    pub priced_usd: Option<f64>,
     /// Models that did work but have no price: their cost is not counted, never guessed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unpriced_models: Vec<String>,
@@ -67,6 +70,7 @@ impl<'a> OutcomeJson<'a> {
             usage: serde_json::to_value(o.usage_tree(agent, kind, task_id))
                 .unwrap_or(serde_json::Value::Null),
             cost_usd: None,
+            priced_usd: None,
             unpriced_models: Vec::new(),
         }
     }
@@ -90,7 +94,8 @@ impl<'a> OutcomeJson<'a> {
             &mut total,
             &mut self.unpriced_models,
         );
-        self.cost_usd = Some(total);
+        self.priced_usd = Some(total);
+        self.cost_usd = self.unpriced_models.is_empty().then_some(total);
         self
     }
 }
@@ -116,6 +121,8 @@ fn add_costs(
                 usage_value["cost_usd"] = serde_json::json!(cost);
             }
             None if usage.total_tokens() > 0 => {
+                // Unknown, not free.
+                usage_value["cost_usd"] = serde_json::Value::Null;
                 let model = usage.model.unwrap_or_else(|| "(unnamed)".into());
                 if !unpriced.contains(&model) {
                     unpriced.push(model);
@@ -226,7 +233,7 @@ pub(crate) fn summary_line(outcome: &TaskOutcome, view: &OutcomeJson<'_>) -> Str
         ),
     ];
     let unpriced = view.unpriced_models.join(", ");
-    match (view.cost_usd, unpriced.is_empty()) {
+    match (view.priced_usd, unpriced.is_empty()) {
         (Some(cost), true) => parts.push(format!("${cost:.4}")),
         (Some(cost), false) if cost > 0.0 => {
             parts.push(format!(

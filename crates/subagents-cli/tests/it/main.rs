@@ -3,6 +3,7 @@
 mod common;
 
 mod a2a_approval;
+mod agents_load;
 mod background;
 mod budget;
 mod cli;
