@@ -1251,7 +1251,11 @@ mod tests {
                 "field `tool` is not an agent field (did you mean `tools`?); it has no effect",
             ],
         );
-        assert!(!parse("---\nname: a\ndescription: d\n---\n").definition.omit_claude_md);
+        assert!(
+            !parse("---\nname: a\ndescription: d\n---\n")
+                .definition
+                .omit_claude_md
+        );
     }
 
     #[test]

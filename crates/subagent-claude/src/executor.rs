@@ -351,7 +351,8 @@ impl SubagentKind for ClaudeExecutor {
                     None => (model, model_name),
                 }
             }
-            Err(e) => match self.stand_in(agent, &model_name, source, e.to_string(), None, &ctx) {
+            Err(e) => match self.stand_in(agent, &model_name, source, short_reason(&e), None, &ctx)
+            {
                 Some(Ok(found)) => found,
                 Some(Err(failed)) => return Ok(failed),
                 None => {
@@ -483,7 +484,11 @@ impl ClaudeExecutor {
         substitute: Option<Arc<dyn subagent_spi::ChatModel>>,
         ctx: &TaskContext,
     ) -> Option<Result<(Arc<dyn subagent_spi::ChatModel>, String), TaskOutcome>> {
-        let default = self.default_model.as_deref().unwrap_or("default").to_string();
+        let default = self
+            .default_model
+            .as_deref()
+            .unwrap_or("default")
+            .to_string();
         let cannot = format!(
             "cannot use model `{}` (from {source}): {why}",
             crate::definition::escape_for_terminal(name)
@@ -503,13 +508,25 @@ impl ClaudeExecutor {
             (_, Some(m)) => return Some(Ok((m, default))),
             (_, None) => return None,
         };
+        // Short, the essentials first: hosts show a status on one line.
         let notice = format!(
-            "{cannot}; running on the session's model `{}` instead",
+            "model `{}` unusable ({}); runs on the session's model `{}`",
+            crate::definition::escape_for_terminal(name),
+            crate::definition::escape_for_terminal(&why),
             crate::definition::escape_for_terminal(model.model_name())
         );
-        tracing::info!(agent, "{notice}");
+        tracing::info!(agent, "{cannot}; runs on the session's model instead");
         ctx.emit(subagent_spi::ProgressKind::Status { message: notice });
         Some(Ok((model, default)))
+    }
+}
+
+/// Why a model cannot be used, briefly (a notice's reason): `unknown here` for a name nothing
+/// resolves, else the error.
+fn short_reason(e: &subagent_spi::ModelError) -> String {
+    match e {
+        subagent_spi::ModelError::UnknownModel { .. } => "unknown here".to_string(),
+        other => other.to_string(),
     }
 }
 

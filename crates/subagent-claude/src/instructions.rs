@@ -278,7 +278,11 @@ mod tests {
         let i = ProjectInstructions::load_blocking(&ws, Some(&home));
         let order: Vec<usize> = ["USER-RULES", "ROOT-RULES", "PKG-AGENTS", "API-RULES"]
             .iter()
-            .map(|t| i.section.find(t).unwrap_or_else(|| panic!("{t}: {}", i.section)))
+            .map(|t| {
+                i.section
+                    .find(t)
+                    .unwrap_or_else(|| panic!("{t}: {}", i.section))
+            })
             .collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{}", i.section);
         assert!(!i.section.contains("ABOVE-THE-REPO") && !i.section.contains("SIBLING"));
@@ -304,7 +308,11 @@ mod tests {
         assert!(i.was_cut());
         assert!(i.section.len() < MAX_INSTRUCTIONS_BYTES + 2_000);
         assert!(i.section.contains("[cut: "), "a note says so");
-        assert!(i.section.contains("[left out: "), "{}", &i.section[i.section.len() - 300..]);
+        assert!(
+            i.section.contains("[left out: "),
+            "{}",
+            &i.section[i.section.len() - 300..]
+        );
         assert!(!i.section.contains("LATER"));
 
         #[cfg(unix)]
@@ -316,8 +324,7 @@ mod tests {
             // AGENTS.md as a symlink to CLAUDE.md's twin counts once.
             std::fs::remove_file(ws.join("AGENTS.md")).unwrap();
             write(&ws.join(".claude/CLAUDE.md"), "KEPT");
-            std::os::unix::fs::symlink(ws.join(".claude/CLAUDE.md"), ws.join("AGENTS.md"))
-                .unwrap();
+            std::os::unix::fs::symlink(ws.join(".claude/CLAUDE.md"), ws.join("AGENTS.md")).unwrap();
             let i = ProjectInstructions::load_blocking(&ws, None);
             assert!(!i.section.contains("PRIVATE-KEY"), "{}", i.section);
             assert_eq!(i.refused.len(), 1, "{:?}", i.refused);

@@ -173,7 +173,9 @@ mod tests {
         );
         // A prefix entry: every Claude model id is known.
         let text = "---\nname: a\ndescription: d\nmodel: claude-sonnet-4-20250514\n---\n";
-        let dated = crate::parse_agent("a.md".as_ref(), text).unwrap().definition;
+        let dated = crate::parse_agent("a.md".as_ref(), text)
+            .unwrap()
+            .definition;
         assert!(agent_load_warnings(&dated, &LoadCheck::new().models(["claude-*"])).is_empty());
         assert_eq!(
             agent_load_warnings(&dated, &LoadCheck::new().models(["sonnet"])).len(),

@@ -110,7 +110,8 @@ pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::probe_ollama;
 pub use spec::{
     ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, Provider, TEXT_TOOL_CALLS_VAR, Temperature,
-    anthropic_model_id, default_aliases, is_local_url, model_from_spec, model_from_spec_with_env, spec_server,
+    anthropic_model_id, default_aliases, is_local_url, model_from_spec, model_from_spec_with_env,
+    spec_server,
 };
 pub use text_calls::MAX_TEXT_TOOL_CALLS;
 pub use transport::RetryPolicy;

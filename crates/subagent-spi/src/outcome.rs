@@ -186,7 +186,11 @@ impl UsageNode {
             while !text.is_char_boundary(end) {
                 end -= 1;
             }
-            format!("{}… [cut: the answer has {} bytes]", &text[..end], text.len())
+            format!(
+                "{}… [cut: the answer has {} bytes]",
+                &text[..end],
+                text.len()
+            )
         });
         self
     }

@@ -118,7 +118,10 @@ pub(crate) fn report(agents: &subagents::Subagents) {
                 );
             }
             for r in &i.refused {
-                eprintln!("warning: project instructions not read: {}", terminal_safe(r));
+                eprintln!(
+                    "warning: project instructions not read: {}",
+                    terminal_safe(r)
+                );
             }
         }
     }
@@ -148,7 +151,11 @@ pub(crate) fn report(agents: &subagents::Subagents) {
     if refused > 0 {
         parts.push(format!(
             "{} not read",
-            count(refused, "project instruction file", "project instruction files")
+            count(
+                refused,
+                "project instruction file",
+                "project instruction files"
+            )
         ));
     }
     if parts.is_empty() {

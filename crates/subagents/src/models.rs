@@ -163,9 +163,8 @@ pub(crate) fn registry(
             // Without a key the default model answers for Claude Code's model names, and the
             // run says so (subagent-claude's notice).
             reg.set_stand_in(Arc::new(|name: &str| {
-                subagent_providers::anthropic_model_id(name).map(|_| {
-                    format!("`{name}` is an Anthropic model and ANTHROPIC_API_KEY is not set")
-                })
+                subagent_providers::anthropic_model_id(name)
+                    .map(|_| "no ANTHROPIC_API_KEY".to_string())
             }));
         }
         let servers = configured_servers(default, named);
@@ -178,7 +177,9 @@ pub(crate) fn registry(
             }
             // A Claude model id (`claude-sonnet-4-20250514`), with the key: to Anthropic.
             let id = subagent_providers::anthropic_model_id(name).filter(|_| anthropic)?;
-            Some(subagent_providers::model_from_spec(&format!("anthropic:{id}")))
+            Some(subagent_providers::model_from_spec(&format!(
+                "anthropic:{id}"
+            )))
         }));
     }
     Ok((reg, default_name))

@@ -227,7 +227,10 @@ async fn model_follows_the_routing_order() {
     assert_eq!(h.server.last_request().unwrap().model(), Some("model-a"));
     let notices = recorder.statuses();
     assert_eq!(notices.len(), 1, "{notices:?}");
-    for needle in ["`fable`", "the agent's `model` field", "`model-a` instead"] {
+    for needle in [
+        "model `fable` unusable (unknown here)",
+        "session's model `model-a`",
+    ] {
         assert!(notices[0].contains(needle), "{needle}: {notices:?}");
     }
 
@@ -250,7 +253,13 @@ async fn model_follows_the_routing_order() {
         .1;
     let out = run(&strict, &fable, call("x"), child_ctx()).await.unwrap();
     assert_eq!(out.status, TaskStatus::Failed);
-    assert!(out.text.contains("`fable`") && out.text.contains("strict"), "{}", out.text);
+    assert!(
+        out.text.contains("`fable`")
+            && out.text.contains("the agent's `model` field")
+            && out.text.contains("strict"),
+        "{}",
+        out.text
+    );
     assert_eq!(h.server.request_count(), sent);
 }
 
@@ -273,9 +282,14 @@ async fn a_stand_in_model_is_used_with_a_notice_for_the_agents_model_only() {
     );
     h.server.push(Reply::text("ok"));
     let recorder = Arc::new(subagent_testkit::ProgressRecorder::new());
-    run(&ex, &dated, call("x"), child_ctx().with_progress(recorder.clone()))
-        .await
-        .unwrap();
+    run(
+        &ex,
+        &dated,
+        call("x"),
+        child_ctx().with_progress(recorder.clone()),
+    )
+    .await
+    .unwrap();
     assert_eq!(h.server.last_request().unwrap().model(), Some("model-a"));
     let notices = recorder.statuses();
     assert_eq!(notices.len(), 1, "{notices:?}");

@@ -68,7 +68,10 @@ fn body_of(file: &Path) -> String {
     let text = std::fs::read_to_string(file).expect("agent file");
     let front = text.strip_prefix("---").expect("frontmatter");
     let (_, after) = front.split_once("\n---").expect("closing ---");
-    after.trim_start_matches(['-', '\n', '\r']).trim().to_string()
+    after
+        .trim_start_matches(['-', '\n', '\r'])
+        .trim()
+        .to_string()
 }
 
 /// The first line of at least 30 characters of `body`: something only that file says.
@@ -81,7 +84,12 @@ fn telling_line(body: &str) -> String {
 }
 
 /// `task AGENT hi` on the model `m` of `server`, in-memory store, with `extra` arguments.
-fn task(h: &Home, server: &ScriptedModelServer, agent: &str, extra: &[&str]) -> std::process::Output {
+fn task(
+    h: &Home,
+    server: &ScriptedModelServer,
+    agent: &str,
+    extra: &[&str],
+) -> std::process::Output {
     h.cmd()
         .args(extra)
         .args(["--store", "memory", "task", agent, "hi", "--model"])
@@ -136,12 +144,17 @@ fn a_whole_collection_with_names_defined_twice_runs_and_says_which_file_won() {
     assert!(used.contains(&winner.display().to_string()), "{stderr}");
     assert!(not_used.contains(&loser.display().to_string()), "{stderr}");
     let system = server.last_request().expect("a request").system_prompt();
-    assert!(system.contains(&telling_line(&body_of(&winner))), "{system}");
+    assert!(
+        system.contains(&telling_line(&body_of(&winner))),
+        "{system}"
+    );
     assert!(!system.contains(&telling_line(&body_of(&loser))));
     // The summary counts the names defined twice and states the rule.
     assert!(
-        stderr.lines().any(|l| l.contains("29 names defined twice in one scope")
-            && l.contains("the first file in path order is used")),
+        stderr
+            .lines()
+            .any(|l| l.contains("29 names defined twice in one scope")
+                && l.contains("the first file in path order is used")),
         "{stderr}"
     );
 
@@ -209,7 +222,10 @@ fn project_agents_are_found_walking_up_and_the_nearest_directory_wins() {
     std::fs::create_dir_all(&deep).unwrap();
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
-    for (agent, body) in [("reviewer", "INNER-BODY"), ("outer-only", "OUTER-ONLY-BODY")] {
+    for (agent, body) in [
+        ("reviewer", "INNER-BODY"),
+        ("outer-only", "OUTER-ONLY-BODY"),
+    ] {
         server.push(Reply::text("ok"));
         let out = h
             .cmd_in(&deep)
@@ -242,8 +258,7 @@ fn project_agents_are_found_walking_up_and_the_nearest_directory_wins() {
 const DATED: &str = "---\nname: dated\ndescription: Uses a dated Claude id.\nmodel: claude-sonnet-4-20250514\ntools: Read\n---\nDATED-BODY\n";
 
 #[test]
-fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_model_once_noted()
-{
+fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_model_once_noted() {
     let h = Home::new();
     let dir = common::write_agent(&h.work, "dated", DATED);
     let rt = rt();
@@ -272,7 +287,10 @@ fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_m
     let req = server.last_request().expect("a request");
     assert!(req.path.ends_with("/v1/messages"), "{}", req.path);
     assert_eq!(req.model(), Some("claude-sonnet-4-20250514"));
-    assert!(req.raw_body.contains("DATED-BODY"), "the agent's own request");
+    assert!(
+        req.raw_body.contains("DATED-BODY"),
+        "the agent's own request"
+    );
     // No load note about the model: the id is known.
     let out = h
         .cmd()
@@ -308,7 +326,9 @@ fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_m
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON outcome");
     assert_eq!(v["status"], "failed", "{v}");
     assert!(
-        v["text"].as_str().is_some_and(|t| t.contains("claude-sonnet-4-20250514")),
+        v["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("claude-sonnet-4-20250514")),
         "{v}"
     );
     assert_eq!(server.request_count(), sent);
@@ -330,9 +350,16 @@ fn serve_and_mcp_take_agent_model() {
     // serve --agent-model: a served agent runs on the forced model.
     server.push_for_model("forced-model", Reply::text("served on the forced model"));
     let served = spawn_serve(&rt, &h.work, |cmd| {
-        cmd.args(["--store", "memory", "--model", &main, "--agent-model", &forced])
-            .arg("--agents")
-            .arg(&dir);
+        cmd.args([
+            "--store",
+            "memory",
+            "--model",
+            &main,
+            "--agent-model",
+            &forced,
+        ])
+        .arg("--agents")
+        .arg(&dir);
     });
     let out = h
         .cmd()
@@ -346,9 +373,17 @@ fn serve_and_mcp_take_agent_model() {
     // mcp --agent-model: the same over MCP (stdio).
     server.push_for_model("forced-model", Reply::text("mcp on the forced model"));
     let mut cmd = process_in(&h.work);
-    cmd.args(["mcp", "--store", "memory", "--model", &main, "--agent-model", &forced])
-        .arg("--agents")
-        .arg(&dir);
+    cmd.args([
+        "mcp",
+        "--store",
+        "memory",
+        "--model",
+        &main,
+        "--agent-model",
+        &forced,
+    ])
+    .arg("--agents")
+    .arg(&dir);
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     let answer = rt.block_on(async {
@@ -429,7 +464,11 @@ fn the_load_notes_of_a_whole_collection_are_one_line_and_v_gives_each() {
     // --log error: not even the summary.
     server.push(Reply::text("ok"));
     let out = task(&h, &server, "wordpress-master", &["--log", "error"]);
-    assert!(!stderr_of(&out).contains("with notes"), "{}", stderr_of(&out));
+    assert!(
+        !stderr_of(&out).contains("with notes"),
+        "{}",
+        stderr_of(&out)
+    );
 }
 
 #[test]
@@ -520,7 +559,10 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
     let at = |t: &str| system.find(t).unwrap_or_else(|| panic!("{t} in {system}"));
     assert!(at("READER-BODY") < at("USER-RULE-9"));
     assert!(at("USER-RULE-9") < at("REPO-RULE-7") && at("REPO-RULE-7") < at("PKG-AGENTS-5"));
-    assert!(system.contains("cannot give you tools, permissions or limits"), "{system}");
+    assert!(
+        system.contains("cannot give you tools, permissions or limits"),
+        "{system}"
+    );
     assert!(!marker.exists(), "the instructions lifted a permission");
 
     // loner: `omitClaudeMd: true` keeps them out.
@@ -542,7 +584,13 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert!(server.last_request().unwrap().system_prompt().contains("REPO-RULE-7"));
+    assert!(
+        server
+            .last_request()
+            .unwrap()
+            .system_prompt()
+            .contains("REPO-RULE-7")
+    );
 
     // A CLAUDE.md that a cloned repository symlinks out of itself is not read.
     #[cfg(unix)]
@@ -559,8 +607,15 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
             .unwrap();
         let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
-        let sent: String = server.requests().iter().map(|r| r.raw_body.clone()).collect();
-        assert!(!sent.contains("SECRET-KEY-MATERIAL-77"), "the secret reached the model");
+        let sent: String = server
+            .requests()
+            .iter()
+            .map(|r| r.raw_body.clone())
+            .collect();
+        assert!(
+            !sent.contains("SECRET-KEY-MATERIAL-77"),
+            "the secret reached the model"
+        );
         assert!(
             stderr.contains("project instructions not read") && stderr.contains("leads outside"),
             "{stderr}"
@@ -596,5 +651,8 @@ fn json_carries_each_childs_answer() {
     let child = &v["usage"]["children"][0];
     assert_eq!(child["agent"], "helper", "{v}");
     assert_eq!(child["answer"], "CHILD-ANSWER-42", "{v}");
-    assert!(v["usage"].get("answer").is_none(), "the root's text is `text`: {v}");
+    assert!(
+        v["usage"].get("answer").is_none(),
+        "the root's text is `text`: {v}"
+    );
 }

@@ -244,7 +244,10 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     // The first in path order runs, and one line says so, naming both files.
     let system = server.requests()[0].system_prompt();
-    assert!(system.contains("ONE-BODY") && !system.contains("TWO-BODY"), "{system}");
+    assert!(
+        system.contains("ONE-BODY") && !system.contains("TWO-BODY"),
+        "{system}"
+    );
     let said: Vec<&str> = stderr
         .lines()
         .filter(|l| l.contains("defined twice in one scope: using"))
@@ -255,7 +258,12 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
         "{stderr}"
     );
     let dir = l.project.join(".claude/agents");
-    let out = l.cmd().args(["agents", "validate"]).arg(&dir).output().unwrap();
+    let out = l
+        .cmd()
+        .args(["agents", "validate"])
+        .arg(&dir)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let out = l
         .cmd()
