@@ -266,6 +266,10 @@ pub struct ClaudeAgentDefinition {
     /// `initialPrompt`: the first user message when the agent runs as a main agent (a
     /// subagent's first message is always the `Task` prompt).
     pub initial_prompt: Option<String>,
+    /// `omitClaudeMd: true`: the project's instructions (`CLAUDE.md`, `AGENTS.md`, see
+    /// [`ProjectInstructions`](crate::ProjectInstructions)) are left out of this agent's
+    /// system prompt, as in Claude Code.
+    pub omit_claude_md: bool,
     /// `budget` (an extension of ours; `maxBudgetUsd`, the Claude Agent SDK's name, sets its
     /// `usd`): the agent's own budget over its whole subtree, e.g.
     /// `budget: {tokens: 50000, turns: 20, time: 5m, usd: 0.5}`
@@ -319,6 +323,7 @@ impl ClaudeAgentDefinition {
             isolation: None,
             color: None,
             initial_prompt: None,
+            omit_claude_md: false,
             budget: None,
             output_schema: None,
             metadata: Map::new(),
@@ -492,15 +497,74 @@ pub const AGENT_COLORS: [&str; 8] = [
     "red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan",
 ];
 
-/// Warnings for every field value of `def` that will not be acted on: unknown keys, hooks that
-/// cannot run, unknown `memory`, `isolation`, `effort` or `color` values. Nothing is ignored
-/// silently.
+/// The frontmatter keys an agent file may set (compared after `fold_key`): Claude Code's and
+/// ours (`budget`, `maxBudgetUsd`, `outputSchema`).
+const AGENT_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "tools",
+    "disallowedTools",
+    "model",
+    "permissionMode",
+    "maxTurns",
+    "skills",
+    "mcpServers",
+    "hooks",
+    "memory",
+    "background",
+    "effort",
+    "isolation",
+    "color",
+    "initialPrompt",
+    "omitClaudeMd",
+    "budget",
+    "maxBudgetUsd",
+    "outputSchema",
+];
+
+/// The agent field `key` looks like a misspelling of (`tool` for `tools`, `permisionMode` for
+/// `permissionMode`): at most two edits away once folded, for keys of four characters or more.
+fn misspelled_field(key: &str) -> Option<&'static str> {
+    let folded = frontmatter::fold_key(key);
+    if folded.chars().count() < 4 {
+        return None;
+    }
+    AGENT_FIELDS
+        .iter()
+        .map(|f| (*f, edit_distance(&folded, &frontmatter::fold_key(f))))
+        .filter(|(_, d)| (1..=2).contains(d))
+        .min_by_key(|(_, d)| *d)
+        .map(|(f, _)| f)
+}
+
+/// Levenshtein distance of two short strings (keys), by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let swap = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + swap).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Warnings for the field values of `def` that will not be acted on and that a person would
+/// want to know about: a key that looks like a misspelled agent field, hooks that cannot run,
+/// unknown `memory`, `isolation` or `effort` values. As in Claude Code, other keys
+/// (`category`, `version`...) are kept in [`metadata`](ClaudeAgentDefinition::metadata)
+/// quietly, and an unknown `color` just leaves the name uncoloured.
 pub(crate) fn field_warnings(def: &ClaudeAgentDefinition) -> Vec<String> {
     let mut w = Vec::new();
     for key in def.metadata.keys() {
-        w.push(format!(
-            "field `{key}` is not a Claude Code agent field; it is kept as metadata and has no effect"
-        ));
+        if let Some(field) = misspelled_field(key) {
+            w.push(format!(
+                "field `{key}` is not an agent field (did you mean `{field}`?); it has no effect"
+            ));
+        }
     }
     if let Some(hooks) = &def.hooks {
         let (_, hook_warnings) = crate::hooks::Hooks::from_frontmatter(hooks);
@@ -518,15 +582,6 @@ pub(crate) fn field_warnings(def: &ClaudeAgentDefinition) -> Vec<String> {
         w.push(format!(
             "unknown `effort: {effort}` (low, medium, high, xhigh or max); the model's default \
              is used"
-        ));
-    }
-    if let Some(color) = &def.color
-        && !AGENT_COLORS.iter().any(|c| c.eq_ignore_ascii_case(color))
-        && !color.eq_ignore_ascii_case("magenta")
-    {
-        w.push(format!(
-            "unknown `color: {color}` ({}); the name is shown uncoloured",
-            AGENT_COLORS.join(", ")
         ));
     }
     w
@@ -942,15 +997,8 @@ fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: 
             "mcpservers" => def.mcp_servers = Some(value).filter(|v| !v.is_null()),
             "hooks" => def.hooks = Some(value).filter(|v| !v.is_null()),
             "memory" => def.memory = Some(value).filter(|v| !v.is_null()),
-            "background" => match &value {
-                Value::Bool(b) => def.background = Some(*b),
-                Value::String(s) if s.eq_ignore_ascii_case("true") => def.background = Some(true),
-                Value::String(s) if s.eq_ignore_ascii_case("false") => def.background = Some(false),
-                Value::Null => {}
-                other => w.push(format!(
-                    "`background` must be true or false; ignored {other}"
-                )),
-            },
+            "background" => def.background = flag(&key, &value, w),
+            "omitclaudemd" => def.omit_claude_md = flag(&key, &value, w).unwrap_or(false),
             "effort" => def.effort = opt_text(&key, value, w),
             "isolation" => def.isolation = opt_text(&key, value, w),
             "color" => def.color = opt_text(&key, value, w),
@@ -969,6 +1017,21 @@ fn apply_fields(def: &mut ClaudeAgentDefinition, fields: Map<String, Value>, w: 
             _ => {
                 def.metadata.insert(key, value);
             }
+        }
+    }
+}
+
+/// A `true`/`false` field (also written as text); `None` when absent, with a warning when it is
+/// something else.
+fn flag(key: &str, value: &Value, w: &mut Vec<String>) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) if s.trim().eq_ignore_ascii_case("true") => Some(true),
+        Value::String(s) if s.trim().eq_ignore_ascii_case("false") => Some(false),
+        Value::Null => None,
+        other => {
+            w.push(format!("`{key}` must be true or false; ignored {other}"));
+            None
         }
     }
 }
@@ -1167,25 +1230,44 @@ mod tests {
         assert_eq!(d.metadata["version"], 2);
         assert_eq!(d.prompt, "body");
         assert!(d.runs_in_background_by_default());
+        // Claude Code ignores other keys quietly; so do we (they stay in `metadata`).
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn unknown_keys_are_quiet_unless_they_look_like_a_misspelled_field() {
+        let p = parse(
+            "---\nname: a\ndescription: d\ncategory: dev\nversion: 2\ncolor: teal\n\
+             author: x\ntool: Read\npermisionMode: plan\nomitClaudeMd: true\n---\n",
+        );
+        assert_eq!(p.definition.metadata["category"], "dev");
+        assert!(p.definition.omit_claude_md);
+        let mut w = p.warnings.clone();
+        w.sort();
         assert_eq!(
-            p.warnings,
+            w,
             [
-                "field `version` is not a Claude Code agent field; it is kept as metadata and has no effect"
+                "field `permisionMode` is not an agent field (did you mean `permissionMode`?); it has no effect",
+                "field `tool` is not an agent field (did you mean `tools`?); it has no effect",
             ],
+        );
+        assert!(
+            !parse("---\nname: a\ndescription: d\n---\n")
+                .definition
+                .omit_claude_md
         );
     }
 
     #[test]
     fn values_that_would_be_ignored_warn() {
         let p = parse(
-            "---\nname: a\ndescription: d\nmemory: team\nisolation: remote\neffort: huge\ncolor: teal\nhooks:\n  Notification:\n    - hooks: [{type: command, command: x}]\nomitClaudeMd: true\n---\n",
+            "---\nname: a\ndescription: d\nmemory: team\nisolation: remote\neffort: huge\nhooks:\n  Notification:\n    - hooks: [{type: command, command: x}]\nomitClaudeMd: maybe\n---\n",
         );
         let w = p.warnings.join("\n");
         for needle in [
             "memory",
             "isolation: remote",
             "effort: huge",
-            "color: teal",
             "Notification",
             "omitClaudeMd",
         ] {

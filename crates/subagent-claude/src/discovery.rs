@@ -7,8 +7,11 @@
 //! `.claude/agents` (the nearest first when walking up), then `~/.claude/agents`, then the
 //! built-in agents. Claude Code's plugin agents would rank below the user's; `subagents` does
 //! not load plugins. The higher directory wins and the other file is listed as shadowed, naming
-//! the file that won; two files of one name in one scope (one directory, or two given
-//! directories) stay an error naming both.
+//! the file that won. Two files of one name in one scope (one directory and its subdirectories,
+//! or the given directories together) do not stop anything: as Claude Code keeps one, the first
+//! is used — the first in path order within a directory, the directory given first among given
+//! ones — and the other is listed in [`Discovery::duplicates`] (hosts say so; a strict
+//! validation fails on it).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -169,15 +172,16 @@ pub struct ShadowedAgent {
 }
 
 /// Two agent files of one name (ignoring case) in one scope (the same directory, or two given
-/// directories): an error, since neither outranks the other.
+/// directories): neither outranks the other, so the first is used (the first in path order; of
+/// given directories, the one given first) and the second is not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DuplicateAgent {
     /// The name (as the second file writes it).
     pub name: String,
-    /// The file read first (in path order).
+    /// The file used: the one read first.
     pub first: PathBuf,
-    /// The other file.
+    /// The file not used.
     pub second: PathBuf,
 }
 
@@ -185,7 +189,7 @@ impl std::fmt::Display for DuplicateAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "two agents of one scope are named `{}`: {} and {}; rename one of them",
+            "two agents of one scope are named `{}`: {} is used (it comes first in path order), {} is not",
             crate::definition::escape_for_terminal(&self.name),
             crate::definition::escape_for_terminal(&self.first.display().to_string()),
             crate::definition::escape_for_terminal(&self.second.display().to_string()),
@@ -203,7 +207,7 @@ pub struct Discovery {
     pub agents: Vec<DiscoveredAgent>,
     /// Agents hidden by a higher-precedence one of the same name.
     pub shadowed: Vec<ShadowedAgent>,
-    /// Names defined twice in one scope (an error for hosts that run the agents).
+    /// Names defined twice in one scope: the first file is used, the second is listed here.
     pub duplicates: Vec<DuplicateAgent>,
     /// Files that did not load, with the reason.
     pub skipped: Vec<SkippedFile>,
@@ -292,7 +296,8 @@ impl Discovery {
 
 /// Scans the project and user agent directories (see [`agent_dirs`]) with Claude Code's
 /// precedence: on a name clash the higher-precedence directory wins and the other file is
-/// listed in `shadowed`; a name twice in one directory is listed in `duplicates`.
+/// listed in `shadowed`; a name twice in one directory keeps the first file in path order and
+/// lists the other in `duplicates`.
 pub async fn discover_agents(
     start: impl Into<PathBuf>,
     home: Option<PathBuf>,
@@ -356,6 +361,10 @@ mod tests {
         assert_eq!(d.duplicates.len(), 1, "{:?}", d.duplicates);
         let text = d.duplicates[0].to_string();
         assert!(text.contains("r.md") && text.contains("s.md"), "{text}");
+        // The first in path order is used; the run goes on with it.
+        assert!(d.duplicates[0].first.ends_with("r.md"));
+        let reviewer = d.agents.iter().find(|a| a.definition.name == "Reviewer");
+        assert!(reviewer.is_some_and(|a| a.path.ends_with("r.md")));
         std::fs::remove_file(project.join(".claude/agents/s.md")).unwrap();
 
         // A project agent file linked out of the project is not loaded.

@@ -22,6 +22,7 @@ use crate::definition::{ClaudeAgentDefinition, ModelChoice, PermissionMode};
 use crate::discovery::home_dir;
 use crate::extras::RunExtras;
 use crate::hooks::Hooks;
+use crate::instructions::ProjectInstructions;
 use crate::permissions::{PermissionPolicy, guard_tools};
 use crate::resolver::ClaudeResolver;
 use crate::rules::PermissionRules;
@@ -127,6 +128,8 @@ pub struct ClaudeExecutor {
     hooks: Hooks,
     sandbox: subagent_tools::SandboxPolicy,
     long_run: LongRun,
+    strict_models: bool,
+    instructions: Option<Arc<ProjectInstructions>>,
 }
 
 /// The long-run settings of every agent of the kind (see the builder's `context_window` and
@@ -342,14 +345,28 @@ impl SubagentKind for ClaudeExecutor {
             ctx.parent_model(),
             self.default_model.as_deref(),
         );
-        let model = self
-            .models
-            .resolve(&model_name)
-            .map_err(|e| SubagentError::Execution {
-                agent: agent.to_string(),
-                message: format!("cannot use model `{model_name}` (from {source}): {e}"),
-                source: Some(Box::new(e)),
-            })?;
+        let (model, model_name) = match self.models.resolve_noted(&model_name) {
+            Ok((model, None)) => (model, model_name),
+            Ok((model, Some(why))) => {
+                match self.stand_in(agent, &model_name, source, why, Some(model.clone()), &ctx) {
+                    Some(Ok(found)) => found,
+                    Some(Err(failed)) => return Ok(failed),
+                    None => (model, model_name),
+                }
+            }
+            Err(e) => match self.stand_in(agent, &model_name, source, short_reason(&e), None, &ctx)
+            {
+                Some(Ok(found)) => found,
+                Some(Err(failed)) => return Ok(failed),
+                None => {
+                    return Err(SubagentError::Execution {
+                        agent: agent.to_string(),
+                        message: format!("cannot use model `{model_name}` (from {source}): {e}"),
+                        source: Some(Box::new(e)),
+                    });
+                }
+            },
+        };
 
         // What only an approved file may do (crate::approval): its own MCP servers, a
         // permission mode above the session's.
@@ -467,6 +484,14 @@ impl SubagentKind for ClaudeExecutor {
                 for w in &warnings {
                     tracing::debug!(agent, "{w}");
                 }
+                let mut system = system;
+                if let Some(i) = self.instructions.as_deref()
+                    && !def.omit_claude_md
+                    && !i.is_empty()
+                {
+                    system.push_str("\n\n");
+                    system.push_str(&i.section);
+                }
                 let system = system + &extras.system_additions(&run_ctx).await;
                 RunSpec::new(model, call.prompt.clone()).with_system(system)
             }
@@ -479,6 +504,72 @@ impl SubagentKind for ClaudeExecutor {
         let mut spec = spec;
         spec.output_schema = output_schema;
         extras.run(&self.runtime, spec, &run_ctx).await
+    }
+}
+
+impl ClaudeExecutor {
+    /// What runs when the model `name` (from `source`) cannot be used as asked (`why`), as in
+    /// Claude Code: for a model the agent's file asks for, the session's (default) model, with
+    /// one progress notice saying so; with
+    /// [`strict_models`](ClaudeSubagentTypeBuilder::strict_models), a failed outcome naming the
+    /// cause (a failed child for its caller's count, not an error). `substitute` is the model
+    /// the registry already put in its place ([`ModelRegistry::resolve_noted`]): a Task call's
+    /// model gets it with a notice too, and an inherited or default one silently. `None` when
+    /// nothing can run (no default model; a name the Task call asked for that is unknown: the
+    /// calling model reads the error).
+    #[allow(clippy::type_complexity)]
+    fn stand_in(
+        &self,
+        agent: &str,
+        name: &str,
+        source: ModelSource,
+        why: String,
+        substitute: Option<Arc<dyn subagent_spi::ChatModel>>,
+        ctx: &TaskContext,
+    ) -> Option<Result<(Arc<dyn subagent_spi::ChatModel>, String), TaskOutcome>> {
+        let default = self
+            .default_model
+            .as_deref()
+            .unwrap_or("default")
+            .to_string();
+        let cannot = format!(
+            "cannot use model `{}` (from {source}): {why}",
+            crate::definition::escape_for_terminal(name)
+        );
+        let model = match (source, substitute) {
+            (ModelSource::Frontmatter, _) if self.strict_models => {
+                return Some(Err(TaskOutcome::with_status(
+                    format!(
+                        "{cannot}; models are strict, so it does not run on the session's \
+                         model instead"
+                    ),
+                    subagent_spi::TaskStatus::Failed,
+                )));
+            }
+            (ModelSource::Frontmatter, Some(m)) | (ModelSource::Call, Some(m)) => m,
+            (ModelSource::Frontmatter, None) => self.models.resolve(&default).ok()?,
+            (_, Some(m)) => return Some(Ok((m, default))),
+            (_, None) => return None,
+        };
+        // Short, the essentials first: hosts show a status on one line.
+        let notice = format!(
+            "model `{}` unusable ({}); runs on the session's model `{}`",
+            crate::definition::escape_for_terminal(name),
+            crate::definition::escape_for_terminal(&why),
+            crate::definition::escape_for_terminal(model.model_name())
+        );
+        tracing::info!(agent, "{cannot}; runs on the session's model instead");
+        ctx.emit(subagent_spi::ProgressKind::Status { message: notice });
+        Some(Ok((model, default)))
+    }
+}
+
+/// Why a model cannot be used, briefly (a notice's reason): `unknown here` for a name nothing
+/// resolves, else the error.
+fn short_reason(e: &subagent_spi::ModelError) -> String {
+    match e {
+        subagent_spi::ModelError::UnknownModel { .. } => "unknown here".to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -578,6 +669,15 @@ pub struct ClaudeSubagentTypeBuilder {
     /// How long an agent's model stream and tools may make no progress before it stops
     /// `limit_reached` naming `stalled` (default 10 minutes; `None`: never).
     stall_timeout: Option<std::time::Duration>,
+    /// An agent whose model (its `model` field, or the Task call's `model`) cannot be used
+    /// fails (a `failed` outcome naming why) instead of running on the default model with a
+    /// progress notice, Claude Code's behaviour and the default (false).
+    strict_models: bool,
+    /// The project's instructions ([`ProjectInstructions`]: `CLAUDE.md`, `AGENTS.md`), appended
+    /// to the system prompt of every agent whose file does not say `omitClaudeMd: true`
+    /// (default: none).
+    #[setters(rename = "project_instructions", strip_option)]
+    instructions: Option<Arc<ProjectInstructions>>,
 }
 
 impl Default for ClaudeSubagentTypeBuilder {
@@ -605,6 +705,8 @@ impl Default for ClaudeSubagentTypeBuilder {
             sandbox: subagent_tools::SandboxPolicy::default(),
             context_window: None,
             stall_timeout: Some(Limits::DEFAULT_STALL_TIMEOUT),
+            strict_models: false,
+            instructions: None,
         }
     }
 }
@@ -680,6 +782,8 @@ impl ClaudeSubagentTypeBuilder {
                 context_window: self.context_window,
                 stall_timeout: self.stall_timeout,
             },
+            strict_models: self.strict_models,
+            instructions: self.instructions,
         });
         let mut ty = SubagentType::from_kind(executor.clone());
         if self.builtins {

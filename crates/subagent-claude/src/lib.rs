@@ -15,6 +15,7 @@
 //! | [`discover_agents`] | project `.claude/agents` (walking up) + `~/.claude/agents` |
 //! | [`SkillSet`], [`parse_skill`] | Agent Skills (`<dir>/<skill>/SKILL.md`) preloaded into prompts |
 //! | [`agent_slug`] | an agent name as a path or URL segment (memory, worktrees, served paths) |
+//! | [`ProjectInstructions`] | the project's `CLAUDE.md`/`AGENTS.md` (and the user's), bounded, for system prompts |
 //! | [`agent_load_warnings`], [`LoadCheck`] | an agent's load warnings on a host (tools, models, skills, memory location) |
 //! | [`BUILTIN_AGENTS`] | `general-purpose`, `Explore`, `Plan`, `Bash`, compiled in |
 //! | [`PermissionPolicy`], [`PermissionRules`], [`PermissionSettings`], [`guard_tools`] | permission modes and allow/ask/deny rules (Claude Code's syntax, `.claude/settings.json`) enforced on tool calls |
@@ -87,6 +88,7 @@ mod executor;
 mod extras;
 mod frontmatter;
 pub mod hooks;
+mod instructions;
 mod loadcheck;
 pub mod memory;
 mod permissions;
@@ -116,6 +118,7 @@ pub use executor::{
     ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, ModelSource, route_model,
 };
 pub use hooks::{HookEvent, HookRunner, Hooks, with_hook_session};
+pub use instructions::{InstructionFile, MAX_INSTRUCTIONS_BYTES, ProjectInstructions};
 pub use loadcheck::{LoadCheck, agent_load_warnings};
 pub use memory::MemoryScope;
 pub use permissions::{PermissionPolicy, PermissionSettings, guard_tools, summarize_input};

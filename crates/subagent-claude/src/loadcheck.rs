@@ -18,7 +18,8 @@ pub struct LoadCheck {
     /// `TaskStop` always count as available). `None`: tool rules are not checked.
     pub tools: Option<Vec<String>>,
     /// The model names and aliases that resolve (`inherit` and `provider:model` specs always
-    /// do). `None`: models are not checked.
+    /// do); an entry ending in `*` stands for every name it begins (`claude-*`: the Claude
+    /// model ids). `None`: models are not checked.
     pub models: Option<Vec<String>>,
     /// The skills that can be preloaded. `None`: `skills` is not checked.
     pub skills: Option<Vec<String>>,
@@ -112,11 +113,16 @@ pub fn agent_load_warnings(def: &ClaudeAgentDefinition, check: &LoadCheck) -> Ve
         out.extend(crate::toolsel::rule_warnings(def, &names, maybe));
     }
     if let (Some(models), Some(ModelChoice::Named(m))) = (&check.models, &def.model) {
-        let known = m.contains(':') || models.iter().any(|k| k.eq_ignore_ascii_case(m));
+        let lower = m.to_lowercase();
+        let known = m.contains(':')
+            || models.iter().any(|k| match k.strip_suffix('*') {
+                Some(prefix) => lower.starts_with(&prefix.to_lowercase()),
+                None => k.eq_ignore_ascii_case(m),
+            });
         if !known {
             out.push(format!(
-                "unknown model `{}` (not a configured model or alias); runs fail unless the \
-                 call names a model",
+                "unknown model `{}` (not a configured model, alias or Claude model id); it runs \
+                 on the session's model instead, or fails where models are strict",
                 crate::definition::escape_for_terminal(m)
             ));
         }
@@ -164,6 +170,16 @@ mod tests {
                 .tools(["Read"])
                 .models(["Fable"])
                 .skills(["other"]),
+        );
+        // A prefix entry: every Claude model id is known.
+        let text = "---\nname: a\ndescription: d\nmodel: claude-sonnet-4-20250514\n---\n";
+        let dated = crate::parse_agent("a.md".as_ref(), text)
+            .unwrap()
+            .definition;
+        assert!(agent_load_warnings(&dated, &LoadCheck::new().models(["claude-*"])).is_empty());
+        assert_eq!(
+            agent_load_warnings(&dated, &LoadCheck::new().models(["sonnet"])).len(),
+            1
         );
         assert_eq!(
             w,

@@ -24,6 +24,7 @@
 //! | `ollama:qwen2.5` | `http://127.0.0.1:11434/v1` | none |
 //! | `openai-compatible:<model>@<base-url>` | that URL | `OPENAI_COMPATIBLE_API_KEY` (optional) |
 //! | `sonnet`, `opus`, `haiku` | Anthropic, see [`default_aliases`] | `ANTHROPIC_API_KEY` |
+//! | `claude-sonnet-4-20250514` (any Claude model id) | Anthropic, see [`anthropic_model_id`] | `ANTHROPIC_API_KEY` |
 //!
 //! Any spec may end with `?temperature=<t>` (0 to 2): the sampling temperature of every request
 //! that sets none, e.g. `openai-compatible:local@http://127.0.0.1:8080/v1?temperature=0` for
@@ -127,9 +128,8 @@ pub use probe::probe_ollama;
 pub use prompt_cache::{PROMPT_CACHE_VAR, PromptCaching};
 pub use spec::{
     ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, OLLAMA_KEEP_ALIVE, Provider,
-    RATE_LIMIT_WAIT_VAR,
-    TEXT_TOOL_CALLS_VAR, Temperature, default_aliases, is_local_url, model_from_spec,
-    model_from_spec_with_env, spec_server,
+    RATE_LIMIT_WAIT_VAR, TEXT_TOOL_CALLS_VAR, Temperature, anthropic_model_id, default_aliases,
+    is_local_url, model_from_spec, model_from_spec_with_env, spec_server,
 };
 pub use text_calls::MAX_TEXT_TOOL_CALLS;
 pub use transport::{DEFAULT_MAX_RATE_LIMIT_WAIT, RetryPolicy};

@@ -25,6 +25,7 @@ pub const ACCEPTED_FORMS: &[&str] = &[
     "sonnet",
     "opus",
     "haiku",
+    "claude-<model id>",
 ];
 
 /// Built-in aliases and the Anthropic model ids they stand for.
@@ -34,6 +35,40 @@ pub fn default_aliases() -> Vec<(&'static str, &'static str)> {
         ("opus", "claude-opus-4-1"),
         ("haiku", "claude-haiku-4-5"),
     ]
+}
+
+/// The Anthropic model a Claude Code model name stands for: an alias (`sonnet`, `opus`,
+/// `haiku`, see [`default_aliases`]) gives its id, a Claude model id (`claude-` followed by
+/// letters, digits, `-`, `.` and `_`, dated or not: `claude-sonnet-4-20250514`,
+/// `claude-3-5-haiku-latest`, `claude-opus-4-1`) gives itself in lower case. Case and
+/// surrounding blanks are ignored; `None` for any other name.
+///
+/// ```
+/// use subagent_providers::anthropic_model_id;
+/// assert_eq!(anthropic_model_id("Sonnet").as_deref(), Some("claude-sonnet-4-5"));
+/// assert_eq!(
+///     anthropic_model_id("claude-sonnet-4-20250514").as_deref(),
+///     Some("claude-sonnet-4-20250514")
+/// );
+/// assert_eq!(anthropic_model_id("gpt-4.1"), None);
+/// assert_eq!(anthropic_model_id("claude-"), None);
+/// ```
+pub fn anthropic_model_id(name: &str) -> Option<String> {
+    let name = name.trim();
+    if let Some((_, id)) = default_aliases()
+        .into_iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(name))
+    {
+        return Some(id.to_string());
+    }
+    let lower = name.to_ascii_lowercase();
+    let rest = lower.strip_prefix("claude-")?;
+    let ok = !rest.is_empty()
+        && rest.len() <= 100
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    ok.then_some(lower)
 }
 
 /// Which API a spec talks to.
@@ -183,7 +218,8 @@ fn spec_error(spec: &str, why: &str) -> ModelError {
 
 impl ModelSpec {
     /// Parse `openai:<model>`, `anthropic:<model>`, `ollama:<model>`,
-    /// `openai-compatible:<model>@<base-url>` or an alias (`sonnet`, `opus`, `haiku`), each
+    /// `openai-compatible:<model>@<base-url>`, an alias (`sonnet`, `opus`, `haiku`) or a bare
+    /// Claude model id (`claude-sonnet-4-20250514`: Anthropic, see [`anthropic_model_id`]), each
     /// optionally followed by `?temperature=<t>` (from 0 to [`MAX_SPEC_TEMPERATURE`]; e.g.
     /// `ollama:qwen2.5?temperature=0` for repeatable choices from a small local model).
     pub fn parse(spec: &str) -> Result<ModelSpec, ModelError> {
@@ -191,10 +227,10 @@ impl ModelSpec {
             Some((s, query)) => (s.trim(), spec_options(spec, query)?),
             None => (spec.trim(), SpecOptions::default()),
         };
-        if let Some((_, id)) = default_aliases().into_iter().find(|(a, _)| *a == s) {
+        if let Some(id) = (!s.contains(':')).then(|| anthropic_model_id(s)).flatten() {
             return Ok(ModelSpec {
                 provider: Provider::Anthropic,
-                model: id.to_string(),
+                model: id,
                 base_url: None,
                 temperature,
                 cache,
@@ -466,6 +502,30 @@ pub fn model_from_spec_with_env(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bare_claude_ids_are_anthropic_models_like_the_aliases() {
+        for id in [
+            "claude-sonnet-4-20250514",
+            "claude-3-5-haiku-latest",
+            "claude-opus-4-1",
+            "Claude-Opus-4-1",
+        ] {
+            let s = ModelSpec::parse(id).unwrap();
+            assert_eq!(s.provider, Provider::Anthropic, "{id}");
+            assert_eq!(s.model, id.to_ascii_lowercase());
+        }
+        for not in ["claude", "claude-", "claude-x y", "claudex-1", "gpt-4.1"] {
+            assert!(anthropic_model_id(not).is_none(), "{not}");
+        }
+        assert_eq!(
+            anthropic_model_id(" HAIKU ").as_deref(),
+            Some("claude-haiku-4-5")
+        );
+        // A prefixed spec is never read as a bare id.
+        let s = ModelSpec::parse("ollama:claude-lookalike").unwrap();
+        assert_eq!(s.provider, Provider::Ollama);
+    }
 
     #[test]
     fn parses_every_form() {

@@ -50,7 +50,7 @@ pub use compact::{
     KEEP_TURNS, SUMMARY_PREFIX, TARGET_PERCENT, TRIGGER_PERCENT, TRIM_MIN_CHARS,
     TRIMMED_MARKER_PREFIX,
 };
-pub use registry::{ModelFactory, ModelRegistry};
+pub use registry::{ModelFactory, ModelRegistry, StandIn};
 pub use spec::{Limits, RunInput, RunSpec};
 pub use stall::STALLED_LIMIT_PREFIX;
 pub use steer::STEER_MESSAGE_PREFIX;

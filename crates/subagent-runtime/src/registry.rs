@@ -11,6 +11,10 @@ use subagent_spi::{ChatModel, ModelError};
 pub type ModelFactory =
     Arc<dyn Fn(&str) -> Option<Result<Arc<dyn ChatModel>, ModelError>> + Send + Sync>;
 
+/// Says which names the registry answers with its default model instead, and why (e.g. `sonnet`
+/// without an Anthropic key): `Some(reason)` for such a name, `None` for the others.
+pub type StandIn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// Maps model names and aliases to models.
 ///
 /// Lookup ([`resolve`](Self::resolve)) is case-insensitive and goes:
@@ -18,8 +22,10 @@ pub type ModelFactory =
 /// 2. aliases are followed (an alias may point at another alias, a registered name or a spec
 ///    string), up to 8 hops;
 /// 3. a registered model with that name;
-/// 4. the fallback [`ModelFactory`], if any (models it builds are cached, at most 64);
-/// 5. otherwise [`ModelError::UnknownModel`] listing the registered names and aliases.
+/// 4. a name the [`StandIn`] claims: the default model ([`resolve_noted`](Self::resolve_noted)
+///    says why);
+/// 5. the fallback [`ModelFactory`], if any (models it builds are cached, at most 64);
+/// 6. otherwise [`ModelError::UnknownModel`] listing the registered names and aliases.
 ///
 /// ```
 /// # use std::sync::Arc;
@@ -42,6 +48,7 @@ pub struct ModelRegistry {
     aliases: BTreeMap<String, (String, String)>,
     default: Option<String>,
     fallback: Option<ModelFactory>,
+    stand_in: Option<StandIn>,
     built: Mutex<HashMap<String, Arc<dyn ChatModel>>>,
 }
 
@@ -58,6 +65,7 @@ impl fmt::Debug for ModelRegistry {
             .field("aliases", &self.aliases.values().collect::<Vec<_>>())
             .field("default", &self.default)
             .field("fallback", &self.fallback.is_some())
+            .field("stand_in", &self.stand_in.is_some())
             .finish()
     }
 }
@@ -93,6 +101,12 @@ impl ModelRegistry {
     /// Sets the factory used for names that are neither registered nor aliases.
     pub fn set_fallback(&mut self, factory: ModelFactory) -> &mut Self {
         self.fallback = Some(factory);
+        self
+    }
+
+    /// Sets which names are answered with the default model, with a reason (see [`StandIn`]).
+    pub fn set_stand_in(&mut self, stand_in: StandIn) -> &mut Self {
+        self.stand_in = Some(stand_in);
         self
     }
 
@@ -147,6 +161,25 @@ impl ModelRegistry {
 
     /// The model `name` refers to; see the type's docs for the lookup order.
     pub fn resolve(&self, name: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
+        self.resolve_noted(name).map(|(model, _)| model)
+    }
+
+    /// [`resolve`](Self::resolve), and why the default model answers for `name` when the
+    /// [`StandIn`] claimed it (`None` when `name` resolved to a model of its own).
+    pub fn resolve_noted(
+        &self,
+        name: &str,
+    ) -> Result<(Arc<dyn ChatModel>, Option<String>), ModelError> {
+        self.lookup(name, true)
+    }
+
+    /// The lookup; `stand_in`: whether the [`StandIn`] is asked (not when looking up the model
+    /// that stands in).
+    fn lookup(
+        &self,
+        name: &str,
+        stand_in: bool,
+    ) -> Result<(Arc<dyn ChatModel>, Option<String>), ModelError> {
         let asked = name.trim();
         let mut current = asked.to_string();
         for _ in 0..=MAX_ALIAS_HOPS {
@@ -165,11 +198,18 @@ impl ModelRegistry {
                 continue;
             }
             if let Some((_, model)) = self.models.get(&key) {
-                return Ok(model.clone());
+                return Ok((model.clone(), None));
+            }
+            if stand_in && let Some(why) = self.stand_in.as_ref().and_then(|s| s(&current)) {
+                return match self.lookup("default", false) {
+                    Ok((model, _)) => Ok((model, Some(why))),
+                    Err(_) => Err(self.unknown(asked)),
+                };
             }
             return self
                 .build(&current)
-                .unwrap_or_else(|| Err(self.unknown(asked)));
+                .unwrap_or_else(|| Err(self.unknown(asked)))
+                .map(|model| (model, None));
         }
         Err(ModelError::Config(format!(
             "model alias `{asked}` does not resolve within {MAX_ALIAS_HOPS} steps (an alias cycle?)"

@@ -78,7 +78,7 @@ pub use inbox::{
 };
 pub use kind::Kind;
 pub use limit::{Limit, LimitScope};
-pub use outcome::{TaskOutcome, TaskStatus, Usage, UsageNode};
+pub use outcome::{MAX_NODE_ANSWER_BYTES, TaskOutcome, TaskStatus, Usage, UsageNode};
 pub use progress::{ProgressEvent, ProgressKind};
 pub use reference::SubagentReference;
 pub use subagent::{SubagentDefinition, SubagentExecutor, SubagentResolver, SubagentType};

@@ -160,9 +160,48 @@ pub struct UsageNode {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(into)]
     pub error: Option<String>,
+    /// The run's final text as its caller received it, at most [`MAX_NODE_ANSWER_BYTES`]
+    /// (a longer one is cut, saying so), when the host recorded it (the `Task` tool does, for
+    /// each child it waited for). `None` for the root of a tree (its text is the outcome's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(skip)]
+    pub answer: Option<String>,
 }
 
+/// The most bytes of a child's answer a [`UsageNode`] keeps ([`UsageNode::with_answer`]).
+pub const MAX_NODE_ANSWER_BYTES: usize = 16 * 1024;
+
 impl UsageNode {
+    /// Records the run's final `text`, cut at [`MAX_NODE_ANSWER_BYTES`] (at a character
+    /// boundary) with a note of the full size.
+    ///
+    /// ```
+    /// use subagent_spi::{MAX_NODE_ANSWER_BYTES, TaskStatus, Usage, UsageNode};
+    /// let node = |t: &str| UsageNode::new("a", "K", TaskStatus::Completed, Usage::new()).with_answer(t);
+    /// assert_eq!(node("42").answer.as_deref(), Some("42"));
+    /// let long = node(&"é".repeat(MAX_NODE_ANSWER_BYTES));
+    /// let cut = long.answer.unwrap();
+    /// assert!(cut.len() < MAX_NODE_ANSWER_BYTES + 64);
+    /// assert!(cut.ends_with(&format!("[cut: the answer has {} bytes]", 2 * MAX_NODE_ANSWER_BYTES)));
+    /// ```
+    #[must_use]
+    pub fn with_answer(mut self, text: &str) -> Self {
+        self.answer = Some(if text.len() <= MAX_NODE_ANSWER_BYTES {
+            text.to_string()
+        } else {
+            let mut end = MAX_NODE_ANSWER_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!(
+                "{}… [cut: the answer has {} bytes]",
+                &text[..end],
+                text.len()
+            )
+        });
+        self
+    }
+
     /// A node with no task id and no children.
     pub fn new(
         agent: impl Into<String>,
@@ -178,6 +217,7 @@ impl UsageNode {
             usage,
             children: Vec::new(),
             error: None,
+            answer: None,
         }
     }
 
@@ -256,6 +296,7 @@ impl TaskOutcome {
             usage: self.usage.clone(),
             children: self.children.clone(),
             error: None,
+            answer: None,
         }
     }
 }

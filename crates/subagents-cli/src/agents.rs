@@ -75,7 +75,8 @@ pub(crate) struct Report {
     pub skipped: Vec<Skipped>,
     /// Agents shadowed by one of higher precedence.
     pub shadowed: Vec<Shadowed>,
-    /// Names defined twice in one scope (an error for `run`, `task`, `serve`).
+    /// Names defined twice in one scope: a run uses the first file (in path order); each entry
+    /// names both files. `validate --strict` fails on them.
     pub duplicates: Vec<String>,
 }
 
@@ -151,6 +152,7 @@ async fn load_check(config: &Config) -> LoadCheck {
             .map(|(alias, _)| alias.to_string()),
     );
     models.push("default".into());
+    models.push(subagents::models::CLAUDE_MODEL_IDS.into());
     let skill_dirs = subagents::claude::skill_dirs(&cwd, home.as_deref());
     let skills = subagents::claude::SkillSet::discover(skill_dirs).await;
     LoadCheck::new()
@@ -270,6 +272,9 @@ pub(crate) async fn list(
                 terminal_safe(&s.path)
             );
         }
+        for d in &report.duplicates {
+            crate::output::outln!("{:<28} {}", "defined twice", terminal_safe(d));
+        }
         for s in &report.skipped {
             eprintln!(
                 "skipped {}: {}",
@@ -278,15 +283,12 @@ pub(crate) async fn list(
             );
         }
     }
-    for d in &report.duplicates {
-        eprintln!("error: {d}");
-    }
     Ok(())
 }
 
 /// `agents validate`: the given files and directories, or the discovered directories when none
 /// is given. Fails (exit 1) when a named file does not load, an agent file in a directory is
-/// broken, one scope defines a name twice, or (with `strict`) any agent has warnings.
+/// broken, or (with `strict`) any agent has warnings or one scope defines a name twice.
 pub(crate) async fn validate(
     paths: &[PathBuf],
     json: bool,
@@ -327,7 +329,7 @@ pub(crate) async fn validate(
             }),
         }
     }
-    let failed = report.skipped.iter().filter(|s| s.invalid).count() + report.duplicates.len();
+    let failed = report.skipped.iter().filter(|s| s.invalid).count();
     let warned = report
         .loaded
         .iter()
@@ -363,13 +365,22 @@ pub(crate) async fn validate(
             );
         }
         for d in &report.duplicates {
-            crate::output::outln!("failed  {d}");
+            crate::output::outln!(
+                "{} {}",
+                if strict { "failed " } else { "twice  " },
+                terminal_safe(d)
+            );
         }
         crate::output::outln!(
-            "{} loaded, {} skipped, {} failed",
+            "{} loaded, {} skipped, {} failed{}",
             report.loaded.len(),
             report.skipped.iter().filter(|s| !s.invalid).count(),
-            failed
+            failed,
+            if report.duplicates.is_empty() {
+                String::new()
+            } else {
+                format!(", {} defined twice", report.duplicates.len())
+            }
         );
     }
     if failed > 0 {
@@ -377,9 +388,10 @@ pub(crate) async fn validate(
             "{failed} agent file(s) or name(s) failed to load"
         )));
     }
-    if strict && warned > 0 {
+    if strict && (warned > 0 || !report.duplicates.is_empty()) {
         return Err(CliError::Failed(format!(
-            "{warned} agent(s) have warnings (--strict)"
+            "{warned} agent(s) have warnings, {} name(s) are defined twice in one scope (--strict)",
+            report.duplicates.len()
         )));
     }
     Ok(())

@@ -35,12 +35,15 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "URL", env = "SUBAGENTS_STORE")]
     pub store: Option<String>,
 
-    /// Log verbosity for diagnostics on stderr (error, warn, info, debug, trace).
+    /// Log verbosity for diagnostics on stderr (error, warn, info, debug, trace). `error` also
+    /// hides the line that sums up what loading the agents noted.
     #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     pub log: String,
 
-    /// Short for `--log info`; a run's first line then says which sandbox confines its
-    /// commands (as `subagents doctor` does).
+    /// Short for `--log info`: a run's first line then says which sandbox confines its
+    /// commands (as `subagents doctor` does), and every note of loading the agents is said
+    /// (each agent's warnings, broken files, names defined twice, project instructions), not
+    /// only the line that sums them up.
     #[arg(short = 'v', long, global = true)]
     pub verbose: bool,
 
@@ -316,6 +319,11 @@ pub(crate) struct TreeArgs {
     /// in subagents.toml).
     #[arg(long, value_name = "SECS")]
     pub stall_timeout: Option<f64>,
+    /// An agent whose `model` cannot be used (unknown here, or a Claude model without
+    /// ANTHROPIC_API_KEY) fails instead of running on the session's model with a notice
+    /// (Claude Code's behaviour, the default; or `strict_models` in subagents.toml).
+    #[arg(long)]
+    pub strict_models: bool,
 }
 
 /// Permission settings (shared by the subcommands that run agents).
@@ -508,9 +516,9 @@ pub(crate) enum AgentsCommand {
     },
     /// Validate agent files or directories (default: the discovered .claude/agents and
     /// ~/.claude/agents), reporting the warnings a run would give. Exit 1 when a file named
-    /// explicitly fails to load, an agent file in a directory is broken, a directory defines
-    /// one name twice, or (--strict) an agent has warnings; files that are no agents (a README)
-    /// are skipped with the reason.
+    /// explicitly fails to load, an agent file in a directory is broken, or (--strict) an agent
+    /// has warnings or one scope defines a name twice (a run uses the first file in path
+    /// order); files that are no agents (a README) are skipped with the reason.
     Validate {
         /// Files or directories; a name in two given directories is an error, as with --agents.
         #[arg(value_name = "PATH")]
@@ -520,7 +528,7 @@ pub(crate) enum AgentsCommand {
         /// "duplicates":[...]}.
         #[arg(long)]
         json: bool,
-        /// Treat warnings as failures.
+        /// Treat warnings, and names defined twice in one scope, as failures.
         #[arg(long)]
         strict: bool,
     },
@@ -579,6 +587,9 @@ pub(crate) struct ServeArgs {
     /// Model for the hosted agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
+    /// Run every local agent on this model (see `run --agent-model`).
+    #[arg(long, value_name = "SPEC")]
+    pub agent_model: Option<String>,
     /// Workspace and tree limits.
     #[command(flatten)]
     pub tree: TreeArgs,
@@ -690,6 +701,9 @@ pub(crate) struct McpArgs {
     /// Model for local agents.
     #[arg(long, value_name = "SPEC")]
     pub model: Option<String>,
+    /// Run every local agent on this model (see `run --agent-model`).
+    #[arg(long, value_name = "SPEC")]
+    pub agent_model: Option<String>,
     /// Workspace and tree limits.
     #[command(flatten)]
     pub tree: TreeArgs,

@@ -39,6 +39,7 @@ mod extension;
 mod failures;
 mod interrupt;
 mod mcp;
+mod notes;
 mod output;
 mod progress;
 mod prune;
@@ -194,6 +195,13 @@ where
     if let Some(o) = &otel {
         tracing::info!(endpoint = o.endpoint(), "exporting traces over OTLP");
     }
+    // How much of what loading the agents noted is said (crate::notes).
+    let focus = match &cli.command {
+        Command::Task(a) => Some(a.agent.as_str()),
+        Command::Run(a) => a.agent.as_deref(),
+        _ => None,
+    };
+    notes::set(&cli.log, cli.verbose, focus);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

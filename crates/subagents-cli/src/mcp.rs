@@ -7,7 +7,8 @@ use crate::error::CliError;
 use crate::setup::Setup;
 
 /// `subagents mcp`.
-pub(crate) async fn serve(args: McpArgs, config: Config) -> Result<(), CliError> {
+pub(crate) async fn serve(args: McpArgs, mut config: Config) -> Result<(), CliError> {
+    crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
     // Over HTTP, the same credential rule as `serve`: beyond loopback only with keys.
     let keys = match args.listen {
         Some(addr) => crate::serve::listen_keys(&args.auth, addr)?,

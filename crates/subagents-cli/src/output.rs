@@ -41,13 +41,16 @@ pub(crate) struct OutcomeJson<'a> {
     /// `cost_usd` when its model's price is known, and a `cache_saved_usd` (what its tokens
     /// would have cost with no cache, less `cost_usd`) when it used the cache.
     pub usage: serde_json::Value,
-    /// The cost of the whole tree in USD, over the models with a known price.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The cost of the whole tree in USD; `null` when it is not known: a model that did work
+    /// has no price (`unpriced_models` names it; an unpriced cost is never counted as 0).
     pub cost_usd: Option<f64>,
     /// What the providers' prompt caches saved the whole tree in USD (priced models; negative
     /// when writes cost more than reads saved).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_saved_usd: Option<f64>,
+    /// The cost of the priced models alone (the text summary's `$X + unpriced: ...`).
+    #[serde(skip)]
+    pub priced_usd: Option<f64>,
     /// Models that did work but have no price: their cost is not counted, never guessed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unpriced_models: Vec<String>,
@@ -84,6 +87,7 @@ impl<'a> OutcomeJson<'a> {
                 .unwrap_or(serde_json::Value::Null),
             cost_usd: None,
             cache_saved_usd: None,
+            priced_usd: None,
             unpriced_models: Vec::new(),
             failed_children: failures.len(),
             failures,
@@ -110,7 +114,8 @@ impl<'a> OutcomeJson<'a> {
             &mut total,
             &mut self.unpriced_models,
         );
-        self.cost_usd = Some(total.cost);
+        self.priced_usd = Some(total.cost);
+        self.cost_usd = self.unpriced_models.is_empty().then_some(total.cost);
         self.cache_saved_usd = total.cached.then_some(total.saved);
         self
     }
@@ -151,6 +156,8 @@ fn add_costs(
                 }
             }
             None if usage.total_tokens() > 0 => {
+                // Unknown, not free.
+                usage_value["cost_usd"] = serde_json::Value::Null;
                 let model = usage.model.unwrap_or_else(|| "(unnamed)".into());
                 if !unpriced.contains(&model) {
                     unpriced.push(model);
@@ -275,7 +282,7 @@ pub(crate) fn summary_line(outcome: &TaskOutcome, view: &OutcomeJson<'_>) -> Str
         None => String::new(),
     };
     let unpriced = view.unpriced_models.join(", ");
-    match (view.cost_usd, unpriced.is_empty()) {
+    match (view.priced_usd, unpriced.is_empty()) {
         (Some(cost), true) => parts.push(format!("${cost:.4}{saved}")),
         (Some(cost), false) if cost > 0.0 => {
             parts.push(format!(

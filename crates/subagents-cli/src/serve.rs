@@ -62,8 +62,9 @@ fn server_config(limits: &ServeLimitArgs) -> ServerConfig {
 }
 
 /// `subagents serve`.
-pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliError> {
+pub(crate) async fn serve(args: ServeArgs, mut config: Config) -> Result<(), CliError> {
     let keys = listen_keys(&args.auth, args.listen)?;
+    crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let sources = AgentSources {
         agents: args.agents.clone(),
@@ -142,10 +143,14 @@ pub(crate) async fn serve(args: ServeArgs, config: Config) -> Result<(), CliErro
         .local_addr()
         .map_err(|e| CliError::Config(e.to_string()))?;
     let served: Vec<(String, String)> = served_agents(&agents, &options);
+    let forced = crate::routes::agent_model(&config, Some(&spec))
+        .map(|m| format!("; every agent on {}", subagents::models::redacted(&m)))
+        .unwrap_or_default();
     eprintln!(
-        "serving {} agent(s) over A2A on http://{addr} (model {})",
+        "serving {} agent(s) over A2A on http://{addr} (model {}{})",
         served.len(),
-        subagents::models::redacted(&spec)
+        subagents::models::redacted(&spec),
+        crate::output::terminal_safe(&forced)
     );
     if args.legacy_card {
         eprintln!("  0.3 cards for card requests without `A2A-Version: 1.x` (--legacy-card)");

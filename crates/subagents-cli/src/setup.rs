@@ -80,6 +80,9 @@ impl<'a> Setup<'a> {
         c.max_concurrent = self.tree.max_concurrent.or(c.max_concurrent);
         c.context_window = self.tree.context_window.or(c.context_window);
         c.stall_timeout_secs = self.tree.stall_timeout.or(c.stall_timeout_secs);
+        if self.tree.strict_models {
+            c.strict_models = Some(true);
+        }
         // The budget: flags over `[budget]`, checked here so a bad flag is named as one.
         let flags = self.budget.cloned().unwrap_or_default();
         let b = &mut c.budget;
@@ -175,36 +178,12 @@ impl<'a> Setup<'a> {
             Ok(r) => tracing::info!("{}", crate::doctor::sandbox_line(&r)),
             Err(e) => tracing::warn!("the sandbox probe failed: {e}"),
         }
-        // Once, before any live view starts: broken agent files and each agent's load
-        // warnings on one line (not as tracing WARN lines).
-        for s in agents.skipped() {
-            if s.invalid {
-                // The reason of a load error names the file (and line) already.
-                let path = s.path.display().to_string();
-                let text = if s.reason.contains(&path) {
-                    s.reason.clone()
-                } else {
-                    format!("{path}: {}", s.reason)
-                };
-                eprintln!(
-                    "warning: agent file not loaded: {}",
-                    crate::output::terminal_safe(&text)
-                );
-            } else {
-                tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
-            }
+        // Once, before any live view starts: what loading the agents noted, as one summary
+        // line (every note at -v; nothing at --log error), not as tracing WARN lines.
+        for s in agents.skipped().iter().filter(|s| !s.invalid) {
+            tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
         }
-        for w in agents.agent_warnings() {
-            eprintln!("{}", crate::agents::warning_line(w));
-        }
-        for s in agents.shadowed() {
-            tracing::info!(
-                agent = %s.name,
-                path = %s.path.display(),
-                by = %s.winner.display(),
-                "agent shadowed by one of higher precedence"
-            );
-        }
+        crate::notes::report(&agents);
         Ok(agents)
     }
 }

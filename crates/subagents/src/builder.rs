@@ -92,6 +92,21 @@ pub struct SubagentsBuilder {
     #[cfg(feature = "claude")]
     #[setters(generate)]
     pub(crate) stall_timeout: Option<std::time::Duration>,
+    /// A Markdown agent whose `model` cannot be used (unknown here, or a Claude model without
+    /// `ANTHROPIC_API_KEY`) fails instead of running on the default model with a notice, which
+    /// is Claude Code's behaviour and the default (false; what `--strict-models` sets).
+    #[cfg(feature = "claude")]
+    #[setters(generate)]
+    pub(crate) strict_models: bool,
+    /// Whether the project's instructions (`CLAUDE.md` and `AGENTS.md` from the workspace up
+    /// to its repository's root, `.claude/CLAUDE.md`, the user's `~/.claude/CLAUDE.md`) join
+    /// the system prompt of the main agent and of every Markdown agent without
+    /// `omitClaudeMd: true`, as in Claude Code (default true; read only with
+    /// [`discover_from`](Self::discover_from); see
+    /// [`ProjectInstructions`](subagent_claude::ProjectInstructions)).
+    #[cfg(feature = "claude")]
+    #[setters(generate)]
+    pub(crate) claude_md: bool,
     pub(crate) approver: ApproverSlot,
     /// A permission mode for the main agent and every Markdown agent, overriding their
     /// `permissionMode` (what `--permission-mode` sets; feature `claude`).
@@ -186,6 +201,10 @@ impl Default for SubagentsBuilder {
             context_window: None,
             #[cfg(feature = "claude")]
             stall_timeout: Some(subagent_runtime::Limits::DEFAULT_STALL_TIMEOUT),
+            #[cfg(feature = "claude")]
+            strict_models: false,
+            #[cfg(feature = "claude")]
+            claude_md: true,
             approver: ApproverSlot(None),
             #[cfg(feature = "claude")]
             permission_mode: None,
@@ -226,7 +245,9 @@ impl SubagentsBuilder {
     /// A directory of Markdown agents (every `*.md` file with frontmatter; files that do not
     /// load are reported in [`Subagents::skipped`]). Given directories replace discovery
     /// ([`discover_from`](Self::discover_from)) and are one scope, like Claude Code's
-    /// `--agents`: a name in two of them (or twice in one) fails the build, naming both files.
+    /// `--agents`: of a name in two of them (or twice in one) the first file is used (the
+    /// directory given first, the first in path order) and [`Subagents::duplicates`] lists the
+    /// other.
     pub fn agents_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.agent_dirs.push(dir.into());
         self
@@ -241,8 +262,9 @@ impl SubagentsBuilder {
     /// Claude Code's discovery from `dir`: `.claude/agents` in `dir` and each directory above
     /// it, then `~/.claude/agents`, used when no [`agents_dir`](Self::agents_dir) is given. On
     /// a name clash the nearer directory wins (the project over the user, both over the
-    /// built-ins) and the other file is listed in [`Subagents::shadowed`]; a name twice in one
-    /// directory fails the build, naming both files. Also discovers skills from the same places
+    /// built-ins) and the other file is listed in [`Subagents::shadowed`]; of a name twice in
+    /// one directory the first file in path order is used and [`Subagents::duplicates`] lists
+    /// the other. Also discovers skills from the same places
     /// (`.claude/skills`) and reads the hooks of `~/.claude/settings.json` and of the
     /// workspace's `.claude/settings.json` and `.claude/settings.local.json`.
     pub fn discover_from(mut self, dir: impl Into<PathBuf>) -> Self {

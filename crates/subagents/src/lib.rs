@@ -193,6 +193,8 @@ pub(crate) struct Local {
     /// The builder's `context_window` and `stall_timeout`, for the main agent.
     pub(crate) context_window: Option<u64>,
     pub(crate) stall_timeout: Option<std::time::Duration>,
+    /// The project's instructions for the main agent's system prompt (read with discovery).
+    pub(crate) instructions: Option<Arc<subagent_claude::ProjectInstructions>>,
 }
 
 /// The opened store and its maintenance task (stopped when the last clone is dropped).
@@ -217,6 +219,8 @@ pub struct Subagents {
     pub(crate) skipped: Vec<SkippedAgent>,
     #[cfg(feature = "claude")]
     pub(crate) shadowed: Vec<subagent_claude::ShadowedAgent>,
+    #[cfg(feature = "claude")]
+    pub(crate) duplicates: Vec<subagent_claude::DuplicateAgent>,
     #[cfg(feature = "claude")]
     pub(crate) agent_warnings: Vec<AgentWarnings>,
     pub(crate) approver: Option<Arc<dyn spi::Approver>>,
@@ -260,6 +264,8 @@ impl Subagents {
             skipped,
             #[cfg(feature = "claude")]
             shadowed: Vec::new(),
+            #[cfg(feature = "claude")]
+            duplicates: Vec::new(),
             #[cfg(feature = "claude")]
             agent_warnings: Vec::new(),
             approver,
@@ -424,6 +430,18 @@ impl Subagents {
     /// shadows the user's), naming the file that won.
     pub fn shadowed(&self) -> &[subagent_claude::ShadowedAgent] {
         &self.shadowed
+    }
+
+    /// Agent names defined twice in one scope (one directory, or the given directories): the
+    /// first file is used, each entry names it and the one that is not.
+    pub fn duplicates(&self) -> &[subagent_claude::DuplicateAgent] {
+        &self.duplicates
+    }
+
+    /// The project's instructions the agents get (`CLAUDE.md`, `AGENTS.md`; see
+    /// [`SubagentsBuilder::claude_md`]), when they were read.
+    pub fn project_instructions(&self) -> Option<&subagent_claude::ProjectInstructions> {
+        self.local.as_ref()?.instructions.as_deref()
     }
 
     /// The load warnings of the Markdown agents, one entry per agent that has any.

@@ -140,6 +140,11 @@ impl<'a> MainAgent<'a> {
         let tools = subagent_claude::HookRunner::new(local.hooks.clone(), local.workspace.root())
             .with_sandbox(local.sandbox.clone(), local.workspace.root())
             .wrap_tools(tools);
+        // The project's instructions (CLAUDE.md, AGENTS.md), as Claude Code's main session has.
+        if let Some(i) = local.instructions.as_deref().filter(|i| !i.is_empty()) {
+            system.push_str("\n\n");
+            system.push_str(&i.section);
+        }
         let prompt = prompt.into();
         let started = started(&prompt);
         let mut limits = Limits::default().with_max_turns(self.max_turns);

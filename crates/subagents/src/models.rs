@@ -66,6 +66,11 @@ pub fn redacted(spec: &str) -> String {
     }
 }
 
+/// Every Claude model id (`claude-sonnet-4-20250514`, `claude-3-5-haiku-latest`...) as a
+/// model entry of `subagent_claude::LoadCheck` (a prefix): such names resolve like Claude
+/// Code's aliases.
+pub const CLAUDE_MODEL_IDS: &str = "claude-*";
+
 /// Where `subagents` looks for an Ollama server when no model is named
 /// (`SUBAGENTS_OLLAMA_URL` overrides it).
 pub const OLLAMA_DEFAULT_URL: &str = "http://127.0.0.1:11434";
@@ -109,9 +114,11 @@ pub async fn choose_default_model(explicit: Option<&str>) -> Result<String, Erro
 
 /// Builds the registry: the default model (registered under its spec, or under its own name
 /// for a value), named models (specs become aliases built on first use, so a broken entry
-/// costs nothing until used and then names its cause), Claude Code's `sonnet`/`opus`/`haiku`
-/// (to Anthropic when `ANTHROPIC_API_KEY` is set, else to the default model, so agents
-/// written for Claude Code run on any model), and spec strings built on demand.
+/// costs nothing until used and then names its cause), Claude Code's model names — the
+/// aliases `sonnet`/`opus`/`haiku` and every Claude model id (`claude-sonnet-4-20250514`) —
+/// (to Anthropic when `ANTHROPIC_API_KEY` is set, else answered by the default model as a
+/// stand-in that says why, so agents written for Claude Code run on any model), and spec
+/// strings built on demand.
 #[cfg(feature = "claude")]
 pub(crate) fn registry(
     default: Option<&ModelChoice>,
@@ -145,20 +152,34 @@ pub(crate) fn registry(
     }
     #[cfg(feature = "providers")]
     {
-        for (alias, _) in subagent_providers::default_aliases() {
-            if named.iter().any(|(n, _)| n == alias) {
-                continue;
+        let anthropic = env_nonempty("ANTHROPIC_API_KEY").is_some();
+        if anthropic {
+            for (alias, target) in subagent_providers::default_aliases() {
+                if !named.iter().any(|(n, _)| n.eq_ignore_ascii_case(alias)) {
+                    reg.alias(alias, format!("anthropic:{target}"));
+                }
             }
-            if let Some(target) = builtin_alias_target(alias, default_name.as_deref()) {
-                reg.alias(alias, target);
-            }
+        } else {
+            // Without a key the default model answers for Claude Code's model names, and the
+            // run says so (subagent-claude's notice).
+            reg.set_stand_in(Arc::new(|name: &str| {
+                subagent_providers::anthropic_model_id(name)
+                    .map(|_| "no ANTHROPIC_API_KEY".to_string())
+            }));
         }
         let servers = configured_servers(default, named);
         reg.set_fallback(Arc::new(move |name: &str| {
-            name.contains(':').then(|| {
-                guard_spec_server(name, &servers)?;
-                subagent_providers::model_from_spec(name)
-            })
+            if name.contains(':') {
+                return Some(
+                    guard_spec_server(name, &servers)
+                        .and_then(|()| subagent_providers::model_from_spec(name)),
+                );
+            }
+            // A Claude model id (`claude-sonnet-4-20250514`), with the key: to Anthropic.
+            let id = subagent_providers::anthropic_model_id(name).filter(|_| anthropic)?;
+            Some(subagent_providers::model_from_spec(&format!(
+                "anthropic:{id}"
+            )))
         }));
     }
     Ok((reg, default_name))
@@ -203,14 +224,13 @@ fn guard_spec_server(
     }
 }
 
-/// What Claude Code's alias `alias` (`sonnet`, `opus`, `haiku`) stands for: the Anthropic
-/// model when `ANTHROPIC_API_KEY` is set, else the default model (so agents written for Claude
-/// Code run on any model); `None` for another name, or with neither.
+/// What Claude Code's model name `alias` (`sonnet`, `opus`, `haiku`, or a Claude model id such
+/// as `claude-sonnet-4-20250514`) stands for: the Anthropic model when `ANTHROPIC_API_KEY` is
+/// set, else the default model (so agents written for Claude Code run on any model); `None` for
+/// another name, or with neither.
 #[cfg(feature = "providers")]
 fn builtin_alias_target(alias: &str, default: Option<&str>) -> Option<String> {
-    let (_, target) = subagent_providers::default_aliases()
-        .into_iter()
-        .find(|(a, _)| a.eq_ignore_ascii_case(alias))?;
+    let target = subagent_providers::anthropic_model_id(alias)?;
     if env_nonempty("ANTHROPIC_API_KEY").is_some() {
         Some(format!("anthropic:{target}"))
     } else {

@@ -311,6 +311,7 @@ impl Entry {
         let node = match &*state {
             BackgroundState::Finished(o) => {
                 crate::failed::outcome_node(o, &self.agent, &self.kind, task_id)
+                    .with_answer(&o.text)
             }
             BackgroundState::Failed(e) => {
                 let usage = lock(&self.usage).clone();

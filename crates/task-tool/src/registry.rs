@@ -671,12 +671,12 @@ impl TaskTool {
                 outcome,
             }) => {
                 let mut out = format::foreground_result(&agent, &outcome);
-                out.children = vec![crate::failed::outcome_node(
-                    &outcome,
-                    &agent,
-                    kind.as_str(),
-                    &task_id,
-                )];
+                // The child's node carries its answer (bounded) and, when it failed, why: a
+                // host's usage tree shows what each child said, not only what it cost.
+                out.children = vec![
+                    crate::failed::outcome_node(&outcome, &agent, kind.as_str(), &task_id)
+                        .with_answer(&outcome.text),
+                ];
                 out
             }
             Ok(Dispatch::Background { agent, task_id }) => {

@@ -216,15 +216,97 @@ async fn model_follows_the_routing_order() {
         ["model-a", "model-b", "model-b", "model-a", "model-a"]
     );
 
-    // An unknown model is a clear error listing the known names; nothing is sent.
+    // An agent whose model cannot be used runs on the session's (default) model, with one
+    // progress notice naming the model, where it came from, why, and what runs instead.
     let fable = agent("name: test-agent\ndescription: d\nmodel: fable", "p");
-    let err = run(&ex, &fable, call("x"), child_ctx())
+    h.server.push(Reply::text("ran anyway"));
+    let recorder = Arc::new(subagent_testkit::ProgressRecorder::new());
+    let ctx = child_ctx().with_progress(recorder.clone());
+    let out = run(&ex, &fable, call("x"), ctx).await.unwrap();
+    assert_eq!(out.text, "ran anyway");
+    assert_eq!(h.server.last_request().unwrap().model(), Some("model-a"));
+    let notices = recorder.statuses();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    for needle in [
+        "model `fable` unusable (unknown here)",
+        "session's model `model-a`",
+    ] {
+        assert!(notices[0].contains(needle), "{needle}: {notices:?}");
+    }
+
+    // A Task call naming an unknown model is an error the calling model reads; nothing is sent.
+    let sent = h.server.request_count();
+    let err = run(&ex, &fable, call("x").with_model("fable"), child_ctx())
         .await
         .unwrap_err()
         .to_string();
     assert!(err.contains("`fable`"), "{err}");
     assert!(err.contains("model-a") && err.contains("sonnet"), "{err}");
-    assert_eq!(h.server.request_count(), 5);
+    assert_eq!(h.server.request_count(), sent);
+
+    // Strict models: the agent fails (an outcome, not an error: a failed child), nothing sent.
+    let strict = ClaudeSubagentType::builder()
+        .models(h.registry())
+        .workspace(h.dir.path())
+        .strict_models(true)
+        .build_with_executor()
+        .1;
+    let out = run(&strict, &fable, call("x"), child_ctx()).await.unwrap();
+    assert_eq!(out.status, TaskStatus::Failed);
+    assert!(
+        out.text.contains("`fable`")
+            && out.text.contains("the agent's `model` field")
+            && out.text.contains("strict"),
+        "{}",
+        out.text
+    );
+    assert_eq!(h.server.request_count(), sent);
+}
+
+#[tokio::test]
+async fn a_stand_in_model_is_used_with_a_notice_for_the_agents_model_only() {
+    let h = Harness::new().await;
+    let mut reg = h.registry();
+    reg.set_stand_in(Arc::new(|name: &str| {
+        name.starts_with("claude-")
+            .then(|| format!("`{name}` needs ANTHROPIC_API_KEY"))
+    }));
+    let ex = ClaudeSubagentType::builder()
+        .models(reg)
+        .workspace(h.dir.path())
+        .build_with_executor()
+        .1;
+    let dated = agent(
+        "name: test-agent\ndescription: d\nmodel: claude-sonnet-4-20250514",
+        "p",
+    );
+    h.server.push(Reply::text("ok"));
+    let recorder = Arc::new(subagent_testkit::ProgressRecorder::new());
+    run(
+        &ex,
+        &dated,
+        call("x"),
+        child_ctx().with_progress(recorder.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(h.server.last_request().unwrap().model(), Some("model-a"));
+    let notices = recorder.statuses();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].contains("needs ANTHROPIC_API_KEY") && notices[0].contains("`model-a`"),
+        "{notices:?}"
+    );
+    // Inherited from a parent that asked for it: the stand-in, silently.
+    h.server.push(Reply::text("ok"));
+    let inherit = agent("name: test-agent\ndescription: d\nmodel: inherit", "p");
+    let recorder = Arc::new(subagent_testkit::ProgressRecorder::new());
+    let ctx = TaskContext::new()
+        .with_parent_model("claude-opus-4-1")
+        .with_progress(recorder.clone())
+        .child("t", None);
+    run(&ex, &inherit, call("x"), ctx).await.unwrap();
+    assert!(recorder.statuses().is_empty());
 }
 
 #[tokio::test]

@@ -121,3 +121,27 @@ fn fallback_builds_spec_strings_once_and_passes_errors_through() {
         Err(ModelError::UnknownModel { .. })
     ));
 }
+
+#[test]
+fn a_stand_in_name_gets_the_default_model_with_the_reason_and_never_loops() {
+    let mut reg = ModelRegistry::new().with_model("local", m("local"));
+    reg.set_stand_in(Arc::new(|name: &str| {
+        name.starts_with("claude-")
+            .then(|| format!("`{name}` needs a key"))
+    }));
+    // Without a default there is nothing to stand in: the name is unknown.
+    assert!(matches!(
+        reg.resolve_noted("claude-x"),
+        Err(ModelError::UnknownModel { .. })
+    ));
+    reg.set_default("local");
+    let (model, why) = reg.resolve_noted("claude-x").expect("stands in");
+    assert_eq!(model.model_name(), "local");
+    assert_eq!(why.as_deref(), Some("`claude-x` needs a key"));
+    assert_eq!(reg.resolve("claude-x").unwrap().model_name(), "local");
+    let (_, why) = reg.resolve_noted("local").unwrap();
+    assert!(why.is_none(), "a model of its own: no reason");
+    // A default that is itself claimed does not stand in for anything (and does not recurse).
+    reg.set_default("claude-default");
+    assert!(reg.resolve_noted("claude-x").is_err());
+}

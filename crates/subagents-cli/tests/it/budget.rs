@@ -79,8 +79,13 @@ fn a_model_without_a_price_is_reported_not_guessed() {
         (100, 10),
         "[prices]\n\"other\" = { input = 2.0, output = 8.0 }\n",
     );
-    assert!(v["usage"]["usage"].get("cost_usd").is_none(), "{v}");
     assert_eq!(v["unpriced_models"][0], "mystery-model", "{v}");
+    // Unknown, not free: `null`, never `0.0`, for the node and for the tree.
+    assert!(v["usage"]["usage"]["cost_usd"].is_null(), "{v}");
+    assert!(
+        v.get("cost_usd").is_some_and(Value::is_null),
+        "the tree's cost is null: {v}"
+    );
 }
 
 #[test]

@@ -56,10 +56,11 @@ fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// `task AGENT hi` on the scripted model `m` of `server`, with an in-memory store.
+/// `task AGENT hi` on the scripted model `m` of `server`, with an in-memory store, saying
+/// every load note (`-v`).
 fn task(l: &Layout, server: &ScriptedModelServer, agent: &str) -> std::process::Output {
     l.cmd()
-        .args(["task", agent, "hi", "--store", "memory", "--model"])
+        .args(["-v", "task", agent, "hi", "--store", "memory", "--model"])
         .arg(server.openai_model("m"))
         .output()
         .expect("runs")
@@ -223,31 +224,51 @@ fn a_project_agent_shadows_the_user_agent_of_the_same_name() {
 }
 
 #[test]
-fn two_agents_of_one_name_in_one_directory_stay_an_error_naming_both_files() {
+fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_fails() {
     let l = layout();
     agent(
         &l.project,
         "one.md",
-        "---\nname: reviewer\ndescription: a\n---\nA\n",
+        "---\nname: reviewer\ndescription: a\n---\nONE-BODY\n",
     );
     agent(
         &l.project,
         "two.md",
-        "---\nname: Reviewer\ndescription: b\n---\nB\n",
+        "---\nname: Reviewer\ndescription: b\n---\nTWO-BODY\n",
     );
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
+    server.push(Reply::text("reviewed"));
     let out = task(&l, &server, "reviewer");
     let stderr = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The first in path order runs, and one line says so, naming both files.
+    let system = server.requests()[0].system_prompt();
     assert!(
-        stderr.contains("one.md") && stderr.contains("two.md"),
+        system.contains("ONE-BODY") && !system.contains("TWO-BODY"),
+        "{system}"
+    );
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("defined twice in one scope: using"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains("one.md") && said[0].contains("two.md"),
         "{stderr}"
     );
+    let dir = l.project.join(".claude/agents");
     let out = l
         .cmd()
         .args(["agents", "validate"])
-        .arg(l.project.join(".claude/agents"))
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = l
+        .cmd()
+        .args(["agents", "validate", "--strict"])
+        .arg(&dir)
         .output()
         .unwrap();
     let all = format!(
@@ -347,7 +368,7 @@ fn names_with_slashes_load_and_get_one_safe_slug_everywhere() {
 const SCOUT: &str = "---\nname: scout\ndescription: Scouts\ntools: Read, WebSearch, LS, mcp__ctx__docs\nmodel: fable\n---\nScout.\n";
 
 #[test]
-fn load_warnings_are_one_grouped_line_per_agent_and_validate_reports_the_same() {
+fn load_warnings_are_one_grouped_line_per_agent_at_v_and_validate_reports_the_same() {
     let l = layout();
     agent(&l.project, "scout.md", SCOUT);
     let rt = rt();

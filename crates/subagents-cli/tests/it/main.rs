@@ -3,6 +3,7 @@
 mod common;
 
 mod a2a_approval;
+mod agents_load;
 mod background;
 mod budget;
 mod cli;
@@ -25,8 +26,8 @@ mod nesting;
 mod otel_export;
 mod parity;
 mod permissions;
-mod rate_limits;
 mod prompt_cache;
+mod rate_limits;
 mod readme;
 mod real_model;
 mod remote_usage;

@@ -47,6 +47,7 @@ pub const MIN_CONTEXT_WINDOW: u64 = 256;
 /// max_concurrent = 20               # children working at once over the whole tree
 /// context_window = 8192             # the models' window in tokens, like --context-window
 /// stall_timeout_secs = 600          # no progress this long stops an agent (0: never)
+/// strict_models = false             # true: an agent whose model cannot be used fails
 /// [budget]                          # over the whole tree, like --budget-tokens etc.
 /// tokens = 200000
 /// usd = 2.5                         # counted with [prices]
@@ -103,6 +104,9 @@ pub struct Config {
     pub context_window: Option<u64>,
     /// Seconds without progress before an agent stops `stalled` (`--stall-timeout` wins).
     pub stall_timeout_secs: Option<f64>,
+    /// An agent whose `model` cannot be used fails instead of running on the session's model
+    /// (`--strict-models`; default false, Claude Code's behaviour).
+    pub strict_models: Option<bool>,
     /// Budgets over the whole tree.
     #[serde(default)]
     pub budget: BudgetConfig,
@@ -622,11 +626,17 @@ impl SubagentsBuilder {
             if let Some(stall) = stall {
                 self = self.stall_timeout(stall);
             }
+            if let Some(strict) = c.strict_models {
+                self = self.strict_models(strict);
+            }
         }
         #[cfg(not(feature = "claude"))]
         {
             if window.is_some() {
                 return Err(c.needs("context_window", "claude"));
+            }
+            if c.strict_models.is_some() {
+                return Err(c.needs("strict_models", "claude"));
             }
             if stall.is_some() {
                 return Err(c.needs("stall_timeout_secs", "claude"));

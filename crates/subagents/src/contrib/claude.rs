@@ -18,6 +18,7 @@ pub(crate) struct Claude {
     local: Option<Arc<Local>>,
     shadowed: Vec<subagent_claude::ShadowedAgent>,
     approval: Option<Arc<crate::approval::AgentFileApproval>>,
+    duplicates: Vec<subagent_claude::DuplicateAgent>,
 }
 
 #[async_trait]
@@ -90,8 +91,24 @@ impl Contribution for Claude {
             approvals: b.approvals.clone(),
         });
         self.approval = Some(approval.clone());
+        // The project's instructions (CLAUDE.md, AGENTS.md), with Claude Code's discovery.
+        let instructions = match (&b.discover_from, b.claude_md) {
+            (Some(_), true) => {
+                let found = subagent_claude::ProjectInstructions::load(
+                    ws.root().to_path_buf(),
+                    subagent_claude::home_dir(),
+                )
+                .await;
+                for why in &found.refused {
+                    tracing::info!("project instructions: {why}");
+                }
+                Some(Arc::new(found))
+            }
+            _ => None,
+        };
         let mut claude = subagent_claude::ClaudeSubagentType::builder()
             .models(agent_models)
+            .strict_models(b.strict_models)
             .tools(subagent_tools::ToolSet::all_with_sandbox(
                 ws.clone(),
                 &b.sandbox,
@@ -117,6 +134,9 @@ impl Contribution for Claude {
         if let Some(window) = b.context_window {
             claude = claude.context_window(window);
         }
+        if let Some(i) = &instructions {
+            claude = claude.project_instructions(i.clone());
+        }
         claude = claude.stall_timeout(b.stall_timeout);
         // The tools other features offer agents (the MCP servers of `.mcp.json`).
         if let Some(tools) = a.agent_tools().await? {
@@ -127,7 +147,8 @@ impl Contribution for Claude {
 
         // Claude Code's precedence: given directories (`--agents`, one scope) replace
         // discovery; a discovered directory ranks above the ones after it (the project's
-        // nearest first, then the user's); a name twice in one scope is an error naming both.
+        // nearest first, then the user's); of a name twice in one scope the first file is used
+        // (Subagents::duplicates lists the other).
         let dirs: Vec<subagent_claude::AgentDir> = if !b.agent_dirs.is_empty() {
             b.agent_dirs
                 .iter()
@@ -148,13 +169,8 @@ impl Contribution for Claude {
                 })?;
             discovery.add_scan(dir, report);
         }
-        if let Some(d) = discovery.duplicates.first() {
-            return Err(task_tool::BuildError::DuplicateName {
-                name: d.name.clone(),
-                first_uri: d.first.display().to_string(),
-                second_uri: d.second.display().to_string(),
-            }
-            .into());
+        for d in &discovery.duplicates {
+            tracing::debug!(agent = %d.name, used = %d.first.display(), not_used = %d.second.display(), "agent name defined twice in one scope");
         }
         for s in &discovery.skipped {
             tracing::debug!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
@@ -171,6 +187,7 @@ impl Contribution for Claude {
         }
         a.references.extend(discovery.references());
         self.shadowed = discovery.shadowed;
+        self.duplicates = discovery.duplicates;
         for file in &b.agent_files {
             a.references
                 .push(subagent_claude::ClaudeSubagentReferences::file(file));
@@ -189,12 +206,14 @@ impl Contribution for Claude {
             stream: b.stream,
             context_window: b.context_window,
             stall_timeout: b.stall_timeout,
+            instructions,
         }));
         Ok(())
     }
 
     async fn wire(&mut self, agents: &mut Subagents) {
         agents.shadowed = std::mem::take(&mut self.shadowed);
+        agents.duplicates = std::mem::take(&mut self.duplicates);
         if let (Some(executor), Some(local), Some(approval)) =
             (&self.executor, &self.local, &self.approval)
         {
@@ -223,9 +242,19 @@ async fn load_warnings(
     if defs.is_empty() {
         return Vec::new();
     }
+    // Claude Code's model names always count as known: with no Anthropic key the session's
+    // model stands in for them (and the run says so).
+    let mut models = local.models.names();
+    #[cfg(feature = "providers")]
+    models.extend(
+        subagent_providers::default_aliases()
+            .into_iter()
+            .map(|(alias, _)| alias.to_string())
+            .chain([crate::models::CLAUDE_MODEL_IDS.to_string()]),
+    );
     let mut check = subagent_claude::LoadCheck::new()
         .tools(executor.base_tool_names().await)
-        .models(local.models.names())
+        .models(models)
         .project(root, subagent_claude::home_dir());
     if defs.iter().any(|d| !d.skills.is_empty()) {
         check = check.skills(executor.skill_names().await);

@@ -73,6 +73,41 @@ pub(crate) fn team() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../subagents/tests/fixtures/team")
 }
 
+/// The shared corpus of real agent collections (`../shared/corpora/claude-agents` from the
+/// project root, or from a directory above it: a git worktree lives deeper than the main
+/// checkout); `None`, after printing SKIPPED with `test` and the reason, when it is absent.
+pub(crate) fn corpus(test: &str) -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root.canonicalize().unwrap_or(root);
+    let found = root
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared/corpora/claude-agents"))
+        .find(|d| d.is_dir());
+    if found.is_none() {
+        eprintln!(
+            "SKIPPED {test}: the corpus ../shared/corpora/claude-agents is not above {}",
+            root.display()
+        );
+    }
+    found
+}
+
+/// Copies the directory tree `from` into `to` (created), files and directories only.
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        let ft = entry.file_type().expect("file type");
+        if ft.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if ft.is_file() {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
 /// Writes `DIR/subagents.toml` naming `child` the model `child-model` of `server`; returns
 /// its path.
 pub(crate) fn child_model_config(
