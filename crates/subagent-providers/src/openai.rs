@@ -59,6 +59,11 @@ pub struct OpenAiModelBuilder {
     /// repeatable; a spec sets it with `?temperature=0` (see [`ModelSpec`](crate::ModelSpec)).
     #[setters(strip_option)]
     temperature: Option<f32>,
+    /// The context window the server runs the model with, when known (e.g. read with
+    /// [`probe_context_window`](crate::probe_context_window)); reported by
+    /// [`ChatModel::context_window`] (default: unknown).
+    #[setters(strip_option)]
+    context_window: Option<u64>,
 }
 
 impl Default for OpenAiModelBuilder {
@@ -70,6 +75,7 @@ impl Default for OpenAiModelBuilder {
             include_usage: true,
             text_tool_calls: false,
             temperature: None,
+            context_window: None,
         }
     }
 }
@@ -100,6 +106,7 @@ impl OpenAiModelBuilder {
             include_usage: self.include_usage,
             text_tool_calls: self.text_tool_calls,
             temperature: self.temperature,
+            context_window: self.context_window,
             transport: endpoint.transport,
         })
     }
@@ -119,6 +126,7 @@ pub struct OpenAiModel {
     include_usage: bool,
     text_tool_calls: bool,
     temperature: Option<f32>,
+    context_window: Option<u64>,
     transport: Transport,
 }
 
@@ -801,6 +809,10 @@ impl StreamState {
 impl ChatModel for OpenAiModel {
     fn model_name(&self) -> &str {
         &self.model
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError> {
