@@ -334,7 +334,10 @@ impl ScriptedModelServer {
     /// Give the model a context window: a request whose
     /// [`prompt_tokens`](RecordedRequest::prompt_tokens) exceed `tokens` is answered 400 with
     /// the provider's error shape and a message starting `context_length_exceeded` (it is
-    /// still recorded; no reply is taken from the script). `None` removes the window.
+    /// still recorded; no reply is taken from the script), and `GET /props` answers as
+    /// llama.cpp's server does, with the window as `default_generation_settings.n_ctx`. `None`
+    /// removes the window (`/props` is then 404). Requests to paths other than the two chat
+    /// endpoints are never recorded.
     pub fn set_context_window(&self, tokens: Option<u64>) {
         self.state
             .window
@@ -412,18 +415,18 @@ async fn handle(
         body: json.clone(),
         raw_body: String::from_utf8_lossy(&body).into_owned(),
     };
-    let prompt_tokens = recorded.prompt_tokens();
-    let seq = state.seq.fetch_add(1, Ordering::SeqCst) + 1;
-    state
-        .requests
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(recorded);
-    state.arrived.notify_waiters();
-
     let format = match path.as_str() {
         "/v1/chat/completions" | "/chat/completions" => WireFormat::OpenAi,
         "/v1/messages" | "/messages" => WireFormat::Anthropic,
+        // llama.cpp's server properties: the window of `set_context_window`, as `n_ctx`.
+        "/props" if method == Method::GET && state.window.load(Ordering::SeqCst) > 0 => {
+            let props = serde_json::json!({
+                "default_generation_settings": { "n_ctx": state.window.load(Ordering::SeqCst) },
+                "total_slots": 1,
+            });
+            return simple(200, "application/json", props.to_string());
+        }
+        // Not a model request: answered, not recorded.
         _ => {
             return simple(
                 404,
@@ -438,6 +441,14 @@ async fn handle(
             );
         }
     };
+    let prompt_tokens = recorded.prompt_tokens();
+    let seq = state.seq.fetch_add(1, Ordering::SeqCst) + 1;
+    state
+        .requests
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(recorded);
+    state.arrived.notify_waiters();
     if method != Method::POST {
         return simple(
             405,
