@@ -14,6 +14,7 @@ mod first_hour;
 mod fork;
 mod hostile;
 mod loader;
+mod local_first;
 mod long_run;
 mod mcp;
 mod mcp_restart;
