@@ -7,3 +7,4 @@ mod errors;
 mod openai;
 mod sse;
 mod stream_cut;
+mod window;
