@@ -112,6 +112,9 @@ async fn task_alone_names_no_absent_tool_and_runs_in_the_foreground() {
     }
     assert!(description.contains("bg-worker"), "{description}");
     assert!(!has_background_param(&lean), "{}", lean.input_schema());
+    // `name` only names a background agent.
+    assert!(lean.input_schema()["properties"].get("name").is_none());
+    assert!(full.input_schema()["properties"].get("name").is_some());
 
     // An agent that runs in the background by default runs in the foreground: its answer
     // comes back, and no text names a tool that is not there.
