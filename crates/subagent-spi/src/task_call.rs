@@ -19,24 +19,24 @@ pub struct TaskCall {
     /// The agent's name, as listed.
     #[setters(skip)]
     pub subagent_type: String,
-    /// Another model (an alias such as `sonnet`, or a spec).
+    /// Optional: another model (an alias such as `sonnet`, or a spec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(into)]
     pub model: Option<String>,
-    /// The `session` id a result ends with: continues that agent with this prompt.
+    /// Optional: the `session` id a result ends with, to continue that agent with this prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(rename = "resuming", into)]
     pub resume: Option<String>,
-    /// Run in the background.
+    /// Optional: run in the background.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(rename = "in_background")]
     pub run_in_background: Option<bool>,
-    /// A name for `SendMessage` to reach a background agent by.
+    /// Optional: a name for `SendMessage` to reach a background agent by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(into)]
     pub name: Option<String>,
-    /// A JSON Schema the result must satisfy (the agent ends with a JSON value valid under
-    /// it).
+    /// Optional: a JSON Schema the result must satisfy (the agent ends with a JSON value
+    /// valid under it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub output_schema: Option<serde_json::Value>,

@@ -152,8 +152,8 @@ delegate_tool!(
     "TaskOutput",
     TaskOutputInput,
     r#"{"task_id": "task_...", "block"?: bool, "timeout_ms"?: number, "approve"?: "yes"|"no"|"always"}"#,
-    "Read the result of a background task started with Task (waits for it unless `block` is \
-     false)."
+    "Read the result of a background task (Task with run_in_background: true); waits for it \
+     unless `block` is false. A foreground Task call's result is in its reply already."
 );
 
 impl TaskOutputTool {
@@ -174,8 +174,9 @@ impl TaskOutputTool {
         if let Some(answer) = input.approve {
             let Some(question) = self.task.pending_approval(&input.task_id) else {
                 return Ok(ToolOutput::error(format!(
-                    "Task `{}` is not waiting for approval (or is unknown); nothing was answered.",
-                    input.task_id
+                    "Task `{}` is not waiting for approval (or is unknown); nothing was answered.{}",
+                    input.task_id,
+                    session_hint(&input.task_id)
                 )));
             };
             let mut decision = match answer {
@@ -228,10 +229,22 @@ impl TaskOutputTool {
                 Ok(out)
             }
             Err(e) => Ok(ToolOutput::error(format!(
-                "{e}. Running tasks: {}",
-                list_or_none(&self.task.running_background_ids())
+                "{e}. Running tasks: {}.{}",
+                list_or_none(&self.task.running_background_ids()),
+                session_hint(&input.task_id)
             ))),
         }
+    }
+}
+
+/// For an id that is a session (`sess_…`, what a result's footer names) rather than a task id:
+/// what it is for, and that a foreground result needs no reading.
+fn session_hint(id: &str) -> &'static str {
+    if id.trim().starts_with("sess_") {
+        " That is a session id (for Task's `resume`), not a task id: a foreground Task call's \
+         answer is in its result already."
+    } else {
+        ""
     }
 }
 

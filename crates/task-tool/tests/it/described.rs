@@ -1,7 +1,8 @@
 //! The Task description stays bounded however many agents are registered (issue 41 item 4):
 //! full descriptions while they fit, then each agent's first sentence, then names, then a
-//! count; and a Task call with an empty prompt returns an agent's full description instead of
-//! starting it.
+//! count; a Task call with an empty prompt returns an agent's full description instead of
+//! starting it; and `TaskOutput` given a result's session id (what a small model reads as a
+//! task id) says what that id is.
 
 use crate::common::{FnKind, fn_ref};
 
@@ -74,4 +75,25 @@ async fn an_empty_prompt_returns_the_full_description_and_starts_nothing() {
         )
         .await;
     assert!(out.content.contains("ran"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn task_output_given_a_session_id_says_it_is_one() {
+    let task = with_agents(1, "works").await;
+    let output = task.tools().output;
+    for input in [
+        serde_json::json!({"task_id": "sess_0193abc", "approve": "yes"}),
+        serde_json::json!({"task_id": "sess_0193abc", "block": false}),
+    ] {
+        let out = Tool::call(&output, input, &TaskContext::new())
+            .await
+            .expect("answers");
+        assert!(out.is_error, "{}", out.content);
+        assert!(
+            out.content
+                .contains("That is a session id (for Task's `resume`), not a task id"),
+            "{}",
+            out.content
+        );
+    }
 }
