@@ -124,12 +124,12 @@ pub use openai::{
     OpenAiModelBuilder, reasoning_effort,
 };
 pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
-pub use probe::probe_ollama;
+pub use probe::{OLLAMA_DEFAULT_WINDOW, ServerWindow, probe_context_window, probe_ollama};
 pub use prompt_cache::{PROMPT_CACHE_VAR, PromptCaching};
 pub use spec::{
     ACCEPTED_FORMS, MAX_SPEC_TEMPERATURE, ModelSpec, OLLAMA_KEEP_ALIVE, Provider,
     RATE_LIMIT_WAIT_VAR, TEXT_TOOL_CALLS_VAR, Temperature, anthropic_model_id, default_aliases,
-    is_local_url, model_from_spec, model_from_spec_with_env, spec_server,
+    is_local_url, model_from_spec, model_from_spec_with_env, spec_server, suggest_spec,
 };
 pub use text_calls::MAX_TEXT_TOOL_CALLS;
 pub use transport::{DEFAULT_MAX_RATE_LIMIT_WAIT, RetryPolicy};

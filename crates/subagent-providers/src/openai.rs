@@ -79,6 +79,11 @@ pub struct OpenAiModelBuilder {
     /// [`ModelSpec`](crate::ModelSpec) sends `30m` to `ollama:`).
     #[setters(strip_option, into)]
     keep_alive: Option<String>,
+    /// The context window the server runs the model with, when known (e.g. read with
+    /// [`probe_context_window`](crate::probe_context_window)); reported by
+    /// [`ChatModel::context_window`] (default: unknown).
+    #[setters(strip_option)]
+    context_window: Option<u64>,
 }
 
 impl Default for OpenAiModelBuilder {
@@ -93,6 +98,7 @@ impl Default for OpenAiModelBuilder {
             caching: PromptCaching::default(),
             llama_cpp: false,
             keep_alive: None,
+            context_window: None,
         }
     }
 }
@@ -134,6 +140,7 @@ impl OpenAiModelBuilder {
             keep_alive: self.keep_alive,
             slots,
             cache_key_refused: Arc::new(AtomicBool::new(false)),
+            context_window: self.context_window,
             transport: endpoint.transport,
         })
     }
@@ -169,6 +176,7 @@ pub struct OpenAiModel {
     slots: Option<(Arc<SlotPool>, String)>,
     /// The server refused `prompt_cache_key` once: it is sent no more.
     cache_key_refused: Arc<AtomicBool>,
+    context_window: Option<u64>,
     transport: Transport,
 }
 
@@ -944,6 +952,10 @@ impl StreamState {
 impl ChatModel for OpenAiModel {
     fn model_name(&self) -> &str {
         &self.model
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError> {

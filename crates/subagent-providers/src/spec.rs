@@ -312,6 +312,22 @@ impl ModelSpec {
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
+        self.build_inner(env, None)
+    }
+
+    /// [`build`](Self::build), for a model whose server runs it with a context window of
+    /// `tokens` (as [`probe_context_window`](crate::probe_context_window) read it): the model
+    /// reports it ([`ChatModel::context_window`]). Only the OpenAI-compatible kinds (`ollama:`,
+    /// `openai-compatible:`) keep it.
+    pub fn build_with_context_window(&self, tokens: u64) -> Result<Arc<dyn ChatModel>, ModelError> {
+        self.build_inner(&|k| std::env::var(k).ok(), Some(tokens))
+    }
+
+    fn build_inner(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+        window: Option<u64>,
+    ) -> Result<Arc<dyn ChatModel>, ModelError> {
         let var = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         let caching = match self.cache {
             Some(c) => c,
@@ -383,6 +399,10 @@ impl ModelSpec {
         .prompt_caching(caching);
         let openai = match rate_limit_wait(&var)? {
             Some(wait) => openai.max_rate_limit_wait(wait),
+            None => openai,
+        };
+        let openai = match window {
+            Some(tokens) => openai.context_window(tokens),
             None => openai,
         };
         Ok(Arc::new(openai.build()?))
@@ -499,8 +519,83 @@ pub fn model_from_spec_with_env(
     ModelSpec::parse(spec)?.build_with_env(env)
 }
 
+/// The spec someone most likely meant by `name` when it is none ([`ModelSpec::parse`] fails):
+/// a provider's model without its prefix (`gpt-4.1` → `openai:gpt-4.1`, `claude-…` →
+/// `anthropic:…`, an Ollama tag such as `qwen2.5` or `llama3.1:8b` → `ollama:…`), or a prefix
+/// written with `/` (`openai/gpt-4.1` → `openai:gpt-4.1`). `None` for a valid spec and for text
+/// that looks like no model.
+pub fn suggest_spec(name: &str) -> Option<String> {
+    let name = name.trim();
+    if name.is_empty() || ModelSpec::parse(name).is_ok() {
+        return None;
+    }
+    let (base, query) = match name.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (name, String::new()),
+    };
+    let known = ["openai", "anthropic", "ollama", "openai-compatible"];
+    if let Some((prefix, model)) = base.split_once('/')
+        && known.contains(&prefix.to_ascii_lowercase().as_str())
+        && !model.is_empty()
+        && !base.contains("://")
+    {
+        return Some(format!("{}:{model}{query}", prefix.to_ascii_lowercase()));
+    }
+    // A misspelt provider: `opneai:gpt-4.1`.
+    if let Some((prefix, model)) = base.split_once(':')
+        && let Some(provider) = known
+            .iter()
+            .find(|k| strsim::damerau_levenshtein(&prefix.to_ascii_lowercase(), k) <= 2)
+        && !model.is_empty()
+    {
+        return Some(format!("{provider}:{model}{query}"));
+    }
+    let lower = base.to_ascii_lowercase();
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':');
+    if !base.chars().all(plain) || !base.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let openai = ["gpt-", "o1", "o3", "o4", "chatgpt-", "davinci", "text-"];
+    let provider = if openai.iter().any(|p| lower.starts_with(p)) {
+        "openai"
+    } else if lower.starts_with("claude") {
+        "anthropic"
+    } else {
+        "ollama"
+    };
+    Some(format!("{provider}:{base}{query}"))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_model_without_its_provider_gets_a_suggestion() {
+        use super::suggest_spec;
+        for (given, meant) in [
+            ("gpt-4.1", "openai:gpt-4.1"),
+            ("openai/gpt-4.1", "openai:gpt-4.1"),
+            ("qwen2.5", "ollama:qwen2.5"),
+            ("llama3.1:8b", "ollama:llama3.1:8b"),
+            ("claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+            ("o4-mini", "openai:o4-mini"),
+            ("opneai:gpt-4.1", "openai:gpt-4.1"),
+            ("anthropc:claude-opus-4-1", "anthropic:claude-opus-4-1"),
+            ("gpt-4.1?temperature=0", "openai:gpt-4.1?temperature=0"),
+        ] {
+            assert_eq!(suggest_spec(given).as_deref(), Some(meant), "{given}");
+        }
+        for valid_or_nonsense in [
+            "openai:gpt-4.1",
+            "sonnet",
+            "",
+            "http://x/v1",
+            "../x",
+            "1abc",
+        ] {
+            assert_eq!(suggest_spec(valid_or_nonsense), None, "{valid_or_nonsense}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -119,17 +119,10 @@ impl Compactor {
     /// A compactor for a run with this window, system prompt and tools.
     pub(crate) fn new(window: u64, system: Option<&str>, tools: &[ToolSpec]) -> Self {
         let off = disabled();
-        let tools_bytes = if off {
-            0
-        } else {
-            let mut w = ByteCount(0);
-            let _ = serde_json::to_writer(&mut w, tools);
-            w.0
-        };
         Self {
             off,
             window: window.max(1),
-            fixed_bytes: system.map_or(0, |s| s.len() as u64) + tools_bytes,
+            fixed_bytes: if off { 0 } else { fixed_bytes(system, tools) },
             ratio: 1.0,
             last_sent: 0,
             view: None,
@@ -404,6 +397,20 @@ impl std::io::Write for ByteCount {
 }
 
 /// The estimated bytes of one message on the wire.
+/// Bytes of a request's fixed part: its system prompt and tool definitions (as JSON).
+fn fixed_bytes(system: Option<&str>, tools: &[ToolSpec]) -> u64 {
+    let mut w = ByteCount(0);
+    let _ = serde_json::to_writer(&mut w, tools);
+    system.map_or(0, |s| s.len() as u64) + w.0
+}
+
+/// The estimated tokens of a request's fixed part, its system prompt and tool definitions,
+/// counted as compaction counts them (UTF-8 bytes / 4, see the module docs): what every turn
+/// of a run with them costs before any message.
+pub fn fixed_prompt_tokens(system: Option<&str>, tools: &[ToolSpec]) -> u64 {
+    fixed_bytes(system, tools).div_ceil(4)
+}
+
 fn message_bytes(m: &ChatMessage) -> u64 {
     MESSAGE_OVERHEAD
         + match m {

@@ -48,7 +48,7 @@ mod window;
 pub use agent::{AgentRuntime, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output};
 pub use compact::{
     KEEP_TURNS, SUMMARY_PREFIX, TARGET_PERCENT, TRIGGER_PERCENT, TRIM_MIN_CHARS,
-    TRIMMED_MARKER_PREFIX,
+    TRIMMED_MARKER_PREFIX, fixed_prompt_tokens,
 };
 pub use registry::{ModelFactory, ModelRegistry, StandIn};
 pub use spec::{Limits, RunInput, RunSpec};

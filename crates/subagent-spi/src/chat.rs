@@ -435,6 +435,14 @@ pub trait ChatModel: Send + Sync {
     /// One non-streamed call.
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ModelError>;
 
+    /// The context window (prompt and reply, in tokens) the server runs this model with, when
+    /// the provider knows it: a local server that said so (llama.cpp's `/props`, Ollama's
+    /// `/api/show`). The default is `None` (unknown): a runner then takes a configured window,
+    /// its table of known models, or its default.
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
+
     /// One streamed call: `on_delta` sees pieces as they arrive, the full reply is returned at
     /// the end. The default calls [`chat`](Self::chat) and reports the whole text as one delta.
     async fn chat_stream(

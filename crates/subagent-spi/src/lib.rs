@@ -62,6 +62,7 @@ mod reference;
 mod subagent;
 mod task_call;
 mod tool;
+mod tool_schema;
 mod typed;
 
 pub use approval::{ApprovalDecision, ApprovalRequest, Approver};
@@ -84,6 +85,7 @@ pub use reference::SubagentReference;
 pub use subagent::{SubagentDefinition, SubagentExecutor, SubagentResolver, SubagentType};
 pub use task_call::TaskCall;
 pub use tool::{Tool, ToolEffect, ToolOutput, ToolSource, ToolSpec};
+pub use tool_schema::{compact_schema, input_schema};
 pub use typed::{SubagentKind, TypedTool};
 
 /// Re-exported so plugins use the same `async_trait` macro as the traits here.

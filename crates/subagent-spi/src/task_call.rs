@@ -13,35 +13,30 @@ pub struct TaskCall {
     /// A short (3-5 word) description of the task.
     #[setters(skip)]
     pub description: String,
-    /// The task for the agent to perform. The agent starts with no other context, so include
-    /// everything it needs.
+    /// The task, with everything the agent needs (it sees nothing else).
     #[setters(skip)]
     pub prompt: String,
-    /// The name of the agent to use, as listed in this tool's description.
+    /// The agent's name, as listed.
     #[setters(skip)]
     pub subagent_type: String,
-    /// Optional model override for this agent (an alias such as `sonnet`, or a model spec).
+    /// Optional: another model (an alias such as `sonnet`, or a spec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(into)]
     pub model: Option<String>,
-    /// Optional id of an earlier run (the `session` shown in its result) to continue it with
-    /// this prompt as the next message.
+    /// Optional: the `session` id a result ends with, to continue that agent with this prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(rename = "resuming", into)]
     pub resume: Option<String>,
-    /// Set to true to run the agent in the background. You get a task id back at once and read
-    /// the result later with `TaskOutput`.
+    /// Optional: run in the background.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(rename = "in_background")]
     pub run_in_background: Option<bool>,
-    /// Optional name for a background agent (letters, digits, `-`, `_`, `.`; at most 64):
-    /// while it runs, `SendMessage` can reach it by this name as well as by its task id.
+    /// Optional: a name for `SendMessage` to reach a background agent by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[setters(into)]
     pub name: Option<String>,
-    /// Optional JSON Schema the result must satisfy. The agent then ends with a JSON value valid
-    /// under it (invalid values are sent back to it to fix, a bounded number of times), and
-    /// that value is the result.
+    /// Optional: a JSON Schema the result must satisfy (the agent ends with a JSON value
+    /// valid under it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub output_schema: Option<serde_json::Value>,

@@ -250,7 +250,7 @@ impl<T: TypedTool> Tool for T {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        input_schema_of::<T::Input>()
+        crate::input_schema::<T::Input>()
     }
 
     fn effect(&self) -> ToolEffect {
@@ -267,20 +267,6 @@ impl<T: TypedTool> Tool for T {
     }
 }
 
-/// The JSON Schema of a tool input type, as sent to models: no `$schema`, `title` or top-level
-/// `description` (the type's rustdoc is for Rust readers; the model reads the tool's
-/// description).
-fn input_schema_of<I: JsonSchema>() -> serde_json::Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(I))
-        .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
-    if let Some(o) = schema.as_object_mut() {
-        o.remove("$schema");
-        o.remove("title");
-        o.remove("description");
-    }
-    schema
-}
-
 /// Parses a call's input, or words the failure for the model: what serde found, then the
 /// fields the schema expects (required ones marked).
 fn parse_input<I: DeserializeOwned + JsonSchema>(
@@ -290,7 +276,7 @@ fn parse_input<I: DeserializeOwned + JsonSchema>(
     serde_json::from_value(input).map_err(|e| {
         ToolError::invalid(
             tool,
-            format!("{e}; expected {}", shape_of(&input_schema_of::<I>())),
+            format!("{e}; expected {}", shape_of(&crate::input_schema::<I>())),
         )
     })
 }

@@ -406,7 +406,10 @@ impl ScriptedModelServer {
     /// Give the model a context window: a request whose
     /// [`prompt_tokens`](RecordedRequest::prompt_tokens) exceed `tokens` is answered 400 with
     /// the provider's error shape and a message starting `context_length_exceeded` (it is
-    /// still recorded; no reply is taken from the script). `None` removes the window.
+    /// still recorded; no reply is taken from the script), and `GET /props` answers as
+    /// llama.cpp's server does, with the window as `default_generation_settings.n_ctx`. `None`
+    /// removes the window (`/props` is then 404). Requests to paths other than the two chat
+    /// endpoints are never recorded.
     pub fn set_context_window(&self, tokens: Option<u64>) {
         self.state
             .window
@@ -565,6 +568,16 @@ async fn handle(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        // Else the window of `set_context_window`, as `n_ctx`, when one is set.
+        let window = state.window.load(Ordering::SeqCst);
+        let props = props.or_else(|| {
+            (window > 0).then(|| {
+                serde_json::json!({
+                    "default_generation_settings": { "n_ctx": window },
+                    "total_slots": 1,
+                })
+            })
+        });
         return match props {
             Some(p) => simple(200, "application/json", p.to_string()),
             None => simple(
@@ -590,21 +603,10 @@ async fn handle(
         body: json.clone(),
         raw_body: String::from_utf8_lossy(&body).into_owned(),
     };
-    let prompt_tokens = recorded.prompt_tokens();
-    let seq = state.seq.fetch_add(1, Ordering::SeqCst) + 1;
-    let index = {
-        let mut requests = state
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        requests.push(recorded);
-        requests.len() - 1
-    };
-    state.arrived.notify_waiters();
-
     let format = match path.as_str() {
         "/v1/chat/completions" | "/chat/completions" => WireFormat::OpenAi,
         "/v1/messages" | "/messages" => WireFormat::Anthropic,
+        // Not a model request: answered, not recorded.
         _ => {
             return simple(
                 404,
@@ -619,6 +621,17 @@ async fn handle(
             );
         }
     };
+    let prompt_tokens = recorded.prompt_tokens();
+    let seq = state.seq.fetch_add(1, Ordering::SeqCst) + 1;
+    let index = {
+        let mut requests = state
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        requests.push(recorded);
+        requests.len() - 1
+    };
+    state.arrived.notify_waiters();
     if method != Method::POST {
         return simple(
             405,

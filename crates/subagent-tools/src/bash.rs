@@ -52,12 +52,12 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BashInput {
-    /// The shell command to run (with `sh -c`, in the workspace root).
+    /// The command.
     pub command: String,
-    /// Timeout in milliseconds (default 120000, at most 600000).
+    /// Milliseconds (default 120000, at most 600000).
     #[serde(default)]
     pub timeout: Option<u64>,
-    /// A short description of what the command does (for the log; not executed).
+    /// What it does, in a few words (for the log).
     #[serde(default)]
     pub description: Option<String>,
 }
@@ -204,14 +204,12 @@ builtin_tool!(
     BashTool,
     BashInput,
     ToolEffect::Execute,
-    "Runs a shell command (sh -c) in the workspace root and returns its combined stdout and \
-     stderr (at most 30000 characters). `timeout` is in milliseconds (default 120000, max \
-     600000). Background processes do not outlive the command. Prefer Read, Glob and Grep \
-     for reading and searching files. Commands are usually sandboxed: they may write in the \
-     workspace and $TMPDIR, but not the project's control files (subagents.toml, .mcp.json, \
-     .gitmodules, .vscode/, .idea/, .claude/settings*.json, .claude/agents/, .claude/skills/, \
-     .claude/commands/, .git/hooks/, .git/config); the output says when something was \
-     refused and why."
+    "Runs a shell command (sh -c) in the workspace root; returns its stdout and stderr (at \
+     most 30000 characters); background processes end with it. Prefer Read, Glob and Grep for \
+     files. Usually sandboxed: it may write in the workspace and $TMPDIR, not the project's \
+     control files (subagents.toml, .mcp.json, .gitmodules, .vscode/, .idea/, \
+     .claude/settings*.json, .claude/agents/, .claude/skills/, .claude/commands/, .git/hooks/, \
+     .git/config); the output says when something was refused and why."
 );
 
 impl BashTool {

@@ -55,12 +55,12 @@ async fn read_line_capped<R: tokio::io::AsyncBufRead + Unpin>(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadInput {
-    /// The file to read: a path relative to the workspace root, or an absolute path inside it.
+    /// The file: relative to the workspace root, or absolute inside it.
     pub file_path: String,
-    /// The 1-based line number to start at (default 1).
+    /// The first line (1-based).
     #[serde(default)]
     pub offset: Option<u64>,
-    /// How many lines to read (default 2000).
+    /// How many lines.
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -88,9 +88,8 @@ builtin_tool!(
     ReadTool,
     ReadInput,
     ToolEffect::ReadOnly,
-    "Reads a text file from the workspace and returns it with line numbers (cat -n style). \
-     By default up to 2000 lines from the start; use `offset` (1-based line) and `limit` to \
-     page through long files. Lines longer than 2000 characters are cut."
+    "Reads a text file with line numbers (cat -n style): up to `limit` lines (default 2000) \
+     from line `offset` (default 1); lines over 2000 characters are cut."
 );
 
 impl ReadTool {

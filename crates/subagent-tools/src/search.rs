@@ -48,10 +48,9 @@ fn newest_first(files: &mut [(PathBuf, SystemTime)]) {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GlobInput {
-    /// A glob matched against paths relative to `path`, e.g. `**/*.rs` or `src/*.toml`
-    /// (`*` does not cross `/`; `**` does).
+    /// A glob relative to `path` (`*` does not cross `/`; `**` does).
     pub pattern: String,
-    /// The directory to search in (default: the workspace root).
+    /// The directory (default: the workspace root).
     #[serde(default)]
     pub path: Option<String>,
 }
@@ -78,9 +77,8 @@ builtin_tool!(
     GlobInput,
     ToolEffect::ReadOnly,
     format!(
-        "Finds files by glob pattern (e.g. `**/*.rs`, `src/**/mod.rs`), respecting .gitignore. \
-         Returns matching paths relative to the workspace root, most recently modified first \
-         (at most {MAX_LISTED_FILES})."
+        "Finds files by glob pattern (e.g. `**/*.rs`), respecting .gitignore: paths relative to \
+         the workspace root, newest first (at most {MAX_LISTED_FILES})."
     )
 );
 
@@ -195,37 +193,39 @@ pub enum GrepOutputMode {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepInput {
-    /// A regular expression (Rust regex syntax, like ripgrep).
+    /// A regular expression (ripgrep syntax).
     pub pattern: String,
-    /// A file or directory to search (default: the workspace root).
+    /// A file or directory (default: the workspace root).
     #[serde(default)]
     pub path: Option<String>,
-    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.toml` (ripgrep's `-g`).
+    /// Only files matching this glob, e.g. `*.rs`.
     #[serde(default)]
     pub glob: Option<String>,
-    /// `files_with_matches` (default), `content` or `count`.
+    /// What to return (default `files_with_matches`).
     #[serde(default)]
     pub output_mode: Option<GrepOutputMode>,
-    /// Match case-insensitively (also accepted as `-i`).
+    /// Ignore case.
     #[serde(default, alias = "-i")]
     pub case_insensitive: bool,
-    /// Return at most this many lines/entries.
+    /// At most this many lines or entries.
     #[serde(default)]
     pub head_limit: Option<usize>,
-    /// Lines of context before and after each match, content mode only (also `-C`).
+    /// Lines around each match (content mode).
     #[serde(default, alias = "-C")]
     pub context: Option<usize>,
-    /// Lines of context before each match, content mode only (also `-B`).
+    /// Lines before each match.
     #[serde(default, alias = "-B")]
     pub before: Option<usize>,
-    /// Lines of context after each match, content mode only (also `-A`).
+    /// Lines after each match.
     #[serde(default, alias = "-A")]
     pub after: Option<usize>,
-    /// Only search files of this ripgrep file type, e.g. `rust`, `py`, `js`.
+    /// Only files of this ripgrep type, e.g. `rust`, `py`.
     #[serde(default, rename = "type")]
     pub file_type: Option<String>,
-    /// Accepted for compatibility; content mode always shows line numbers (also `-n`).
+    /// Accepted for compatibility, not offered: content mode always shows line numbers (also
+    /// accepted as `-n`).
     #[serde(default, alias = "-n")]
+    #[schemars(skip)]
     pub line_numbers: Option<bool>,
 }
 
@@ -304,11 +304,9 @@ builtin_tool!(
     GrepTool,
     GrepInput,
     ToolEffect::ReadOnly,
-    "Searches file contents with a regular expression (ripgrep syntax), respecting \
-     .gitignore and skipping binary files. `output_mode`: `files_with_matches` (default, \
-     newest first), `content` (path:line:text) or `count`. Filter files with `glob` \
-     (e.g. `*.rs`); set `case_insensitive` for case-insensitive matching; in content mode \
-     `context` / `before` / `after` add surrounding lines."
+    "Searches file contents with a regular expression (ripgrep syntax; .gitignore respected, \
+     binary files skipped). `output_mode`: `files_with_matches` (default, newest first), \
+     `content` (path:line:text) or `count`."
 );
 
 impl GrepTool {

@@ -26,11 +26,11 @@ pub enum TodoStatus {
 /// One todo item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoItem {
-    /// What to do, in the imperative ("Run the tests").
+    /// What to do ("Run the tests").
     pub content: String,
     /// Its state.
     pub status: TodoStatus,
-    /// The same in the present continuous ("Running the tests"), shown while in progress.
+    /// The same as in progress ("Running the tests").
     #[serde(
         default,
         rename = "activeForm",
@@ -44,7 +44,7 @@ pub struct TodoItem {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TodoWriteInput {
-    /// The complete, updated todo list (it replaces the previous one).
+    /// The whole updated list.
     pub todos: Vec<TodoItem>,
 }
 
@@ -95,9 +95,8 @@ builtin_tool!(
     TodoWriteTool,
     TodoWriteInput,
     ToolEffect::ReadOnly,
-    "Replaces your todo list with `todos` (each: `content`, `status` pending | in_progress | \
-     completed, optional `activeForm`) and shows it. Use it to plan multi-step tasks and \
-     mark progress; keep one item in progress at a time."
+    "Replaces your todo list and shows it: plan multi-step work and mark progress (one item \
+     in progress at a time)."
 );
 
 impl TodoWriteTool {

@@ -8,18 +8,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use subagent_spi::ToolError;
 
-/// The JSON Schema of a tool's input type, without the `$schema`/`title`/top-level
-/// `description` noise.
+/// The JSON Schema of a tool's input type, in the short form every tool offers
+/// ([`subagent_spi::input_schema`]).
 pub(crate) fn schema_for<T: JsonSchema>() -> Value {
-    let mut v = serde_json::to_value(schemars::schema_for!(T))
-        .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
-    if let Some(o) = v.as_object_mut() {
-        o.remove("$schema");
-        o.remove("title");
-        // The type's rustdoc is for Rust readers; the model reads the tool description.
-        o.remove("description");
-    }
-    v
+    subagent_spi::input_schema::<T>()
 }
 
 /// Parses a tool's input, naming the tool and the problem on failure.

@@ -21,7 +21,7 @@ pub const MAX_FETCH_TEXT_CHARS: usize = 100_000;
 pub struct WebFetchInput {
     /// The `http://` or `https://` URL to fetch.
     pub url: String,
-    /// What you are looking for on the page (kept for the log; the whole text is returned).
+    /// What you look for (for the log; the whole text comes back).
     #[serde(default)]
     pub prompt: Option<String>,
 }

@@ -20,10 +20,9 @@ pub const MAX_EDIT_FILE_BYTES: u64 = 16 * 1024 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteInput {
-    /// The file to write: a path relative to the workspace root, or an absolute path inside it.
-    /// Missing parent directories are created.
+    /// The file: relative to the workspace root, or absolute inside it.
     pub file_path: String,
-    /// The complete new content of the file.
+    /// The whole new content.
     pub content: String,
 }
 
@@ -49,8 +48,8 @@ builtin_tool!(
     WriteTool,
     WriteInput,
     ToolEffect::Edit,
-    "Writes a file in the workspace, replacing it if it exists and creating missing parent \
-     directories. Prefer Edit for changing part of an existing file."
+    "Writes a file (replacing it; parent directories are created). Prefer Edit to change part \
+     of a file."
 );
 
 impl WriteTool {
@@ -106,13 +105,13 @@ impl WriteTool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditInput {
-    /// The file to edit: a path relative to the workspace root, or an absolute path inside it.
+    /// The file: relative to the workspace root, or absolute inside it.
     pub file_path: String,
-    /// The exact text to replace (must occur exactly once unless `replace_all` is set).
+    /// The exact text to replace.
     pub old_string: String,
-    /// The text to put in its place (must differ from `old_string`).
+    /// Its replacement.
     pub new_string: String,
-    /// Replace every occurrence instead of requiring a unique one (default false).
+    /// Replace every occurrence (default: it must occur once).
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -139,9 +138,8 @@ builtin_tool!(
     EditTool,
     EditInput,
     ToolEffect::Edit,
-    "Replaces an exact string in a file of the workspace. `old_string` must match the file \
-     exactly (including indentation) and occur exactly once; include surrounding lines to \
-     make it unique, or set `replace_all` to replace every occurrence."
+    "Replaces an exact string in a file: `old_string` (indentation included) must occur once \
+     (add surrounding lines to make it unique) unless `replace_all`."
 );
 
 impl EditTool {

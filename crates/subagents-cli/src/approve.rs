@@ -42,6 +42,90 @@ pub(crate) fn approver(
     }
 }
 
+/// An approver that remembers the calls it denied, for the closing line of `run` and `task`
+/// ([`Counted::closing_line`]): a denied call is otherwise told only to the model, and on a
+/// pipe the progress line that shows it is cut short.
+pub(crate) struct Counted {
+    inner: Arc<dyn Approver>,
+    /// How many calls were denied, per tool, in the order first seen.
+    denied: std::sync::Mutex<Vec<(String, usize)>>,
+}
+
+impl Counted {
+    /// Counts what `inner` denies.
+    pub(crate) fn new(inner: Arc<dyn Approver>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            denied: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// "2 tool calls were denied (Bash ×2): ..." naming how to allow them; `None` when none
+    /// was.
+    pub(crate) fn closing_line(&self) -> Option<String> {
+        let denied = self
+            .denied
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let total: usize = denied.iter().map(|(_, n)| n).sum();
+        if total == 0 {
+            return None;
+        }
+        let tools = denied
+            .iter()
+            .map(|(tool, n)| {
+                if *n == 1 {
+                    terminal_safe(tool).into_owned()
+                } else {
+                    format!("{} ×{n}", terminal_safe(tool))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (calls, were) = if total == 1 {
+            ("tool call was", "it")
+        } else {
+            ("tool calls were", "them")
+        };
+        let how = if interactive() {
+            format!("answer yes when asked, or allow {were} with --yes")
+        } else {
+            format!("nobody could be asked (no terminal); allow {were} with --yes")
+        };
+        Some(format!(
+            "subagents: {total} {calls} denied ({tools}): {how}, a --permission-mode (e.g. \
+             acceptEdits), or a rule in permissions.allow of .claude/settings.json"
+        ))
+    }
+}
+
+#[async_trait]
+impl Approver for Counted {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
+        let tool = request.tool.clone();
+        let decision = self.inner.request(request).await;
+        if !decision.is_allowed() {
+            let mut denied = self
+                .denied
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match denied.iter_mut().find(|(t, _)| *t == tool) {
+                Some((_, n)) => *n += 1,
+                None => denied.push((tool, 1)),
+            }
+        }
+        decision
+    }
+
+    fn granted(&self, request: &ApprovalRequest) -> bool {
+        self.inner.granted(request)
+    }
+
+    fn can_answer(&self, request: &ApprovalRequest) -> bool {
+        self.inner.can_answer(request)
+    }
+}
+
 /// For servers, which never prompt: an approve-everything approver with `--yes`, else none.
 pub(crate) fn yes_approver(args: &PermissionArgs) -> Option<Arc<dyn Approver>> {
     args.yes

@@ -198,6 +198,8 @@ impl TasksResumeArgs {
             agent_model: self.agent_model,
             sources: self.sources,
             background: false,
+            background_worker: false,
+            argv: Vec::new(),
             resume: None,
             json: self.json,
             output_format: None,
@@ -402,9 +404,17 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub fail_on_child_error: bool,
     /// Offer the main agent only these tools (comma-separated names; `delegation` stands for
-    /// Task, TaskOutput and TaskStop), e.g. `--main-tools Task` for a small local model whose
-    /// every turn then carries one tool schema instead of eleven. Default: every tool.
-    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    /// Task, TaskOutput, TaskStop and SendMessage; `all` for every tool), e.g. `--main-tools
+    /// Task` for a small local model whose every turn then carries one tool schema instead of
+    /// eleven. Default: `Task` when the main model runs on a local server (`ollama:`, or
+    /// `openai-compatible:` at a loopback or private address; said once on stderr), else every
+    /// tool but TodoWrite.
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        env = "SUBAGENTS_MAIN_TOOLS"
+    )]
     pub main_tools: Option<Vec<String>>,
     /// Workspace and tree limits.
     #[command(flatten)]
@@ -457,9 +467,20 @@ pub(crate) struct TaskArgs {
     /// Agent sources.
     #[command(flatten)]
     pub sources: AgentSources,
-    /// Start it in the background, print its progress, then wait for and print the result.
+    /// Start it in the background and return at once: the task id goes to stdout (with
+    /// --json: `{"task_id", "agent", "status", "pid"}`), and the task runs on in a process of
+    /// its own, recorded in the store (`subagents tasks show ID` prints its result, `tasks
+    /// stop ID` stops it). Nobody is asked while it runs: calls that need approval are denied
+    /// unless --yes. With `--store memory` (nothing would keep the result) it waits here
+    /// instead and prints the result.
     #[arg(long)]
     pub background: bool,
+    /// The process `--background` starts to run the task in (internal).
+    #[arg(long, hide = true)]
+    pub background_worker: bool,
+    /// The command line, for `--background` to start its worker with (set by the command).
+    #[arg(skip)]
+    pub argv: Vec<std::ffi::OsString>,
     /// Continue an earlier session of this agent (its id is in the result's footer and in
     /// --json output); with a durable store, sessions of earlier processes too.
     #[arg(long, value_name = "SESSION")]

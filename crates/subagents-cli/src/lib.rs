@@ -33,11 +33,14 @@ mod call;
 mod cli;
 mod config;
 mod config_agents;
+mod detach;
 mod doctor;
 mod error;
 mod extension;
 mod failures;
 mod interrupt;
+mod local;
+mod lookup;
 mod mcp;
 mod notes;
 mod output;
@@ -140,11 +143,18 @@ where
         sub.after_help(cli::EXIT_CODES)
             .mut_subcommands(|s| s.after_help(cli::EXIT_CODES))
     });
+    let argv: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let parsed = command
-        .try_get_matches_from(args)
+        .try_get_matches_from(&argv)
         .and_then(|m| Args::from_arg_matches(&m));
     let cli = match parsed {
-        Ok(cli) => cli,
+        Ok(mut cli) => {
+            // `task --background` starts its worker with the same command line.
+            if let Command::Task(t) = &mut cli.command {
+                t.argv = argv;
+            }
+            cli
+        }
         Err(e) => {
             let _ = e.print();
             return e.exit_code();

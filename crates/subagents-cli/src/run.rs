@@ -33,14 +33,22 @@ fn model_error(e: &SubagentError) -> Option<&ModelError> {
     None
 }
 
-/// A model error that means "no model is usable" becomes exit 2.
-fn model_failure(e: &SubagentError) -> Option<CliError> {
+/// A model error that means "no model is usable" becomes exit 2, with the fix for its cause:
+/// the keys, the server that does not answer, or the model named (`--model` when `given`).
+fn model_failure(e: &SubagentError, given: bool) -> Option<CliError> {
     match model_error(e) {
         Some(m) if m.is_setup_problem() => {
-            let hint = if matches!(m, ModelError::Unauthorized { .. }) {
-                "Check OPENAI_API_KEY / ANTHROPIC_API_KEY."
-            } else {
-                "Set SUBAGENTS_MODEL or --model to a reachable model (see `subagents run --help`)."
+            let hint = match m {
+                ModelError::Unauthorized { .. } => {
+                    "Check OPENAI_API_KEY / ANTHROPIC_API_KEY.".to_string()
+                }
+                ModelError::Unreachable { .. } => crate::local::unreachable_hint(m),
+                _ if given => "Check the model given with --model (`subagents run --help` \
+                               lists the forms)."
+                    .to_string(),
+                _ => "Set SUBAGENTS_MODEL or --model to a reachable model (see `subagents run \
+                      --help`)."
+                    .to_string(),
             };
             Some(CliError::NoModel(format!("{e}\n{hint}")))
         }
@@ -48,8 +56,9 @@ fn model_failure(e: &SubagentError) -> Option<CliError> {
     }
 }
 
-fn failure(e: SubagentError) -> CliError {
-    model_failure(&e).unwrap_or_else(|| CliError::Failed(e.to_string()))
+/// The command's error for a failed run; `given`: the model was named with `--model`.
+fn failure(e: SubagentError, given: bool) -> CliError {
+    model_failure(&e, given).unwrap_or_else(|| CliError::Failed(e.to_string()))
 }
 
 /// `subagents run`.
@@ -63,7 +72,8 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
     let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
     let multi = progress::terminal();
-    let approver = approve::approver(&args.permissions, true, multi.clone());
+    let counted = approve::Counted::new(approve::approver(&args.permissions, true, multi.clone()));
+    let approver: Arc<dyn subagents::spi::Approver> = counted.clone();
     // Stream-json: every event on stdout, no live tree (issue 28 item 4).
     let format = OutputFormat::of(args.json, args.output_format);
     let stream = format.wants_text_deltas(multi.is_some());
@@ -78,6 +88,12 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     }
     .build_streaming(stream)
     .await?;
+    // A local server that does not answer: say so now, before any model call and its retries.
+    if args.agent.is_none()
+        && let Some(e) = crate::local::unreachable(agents.model_server(), &spec)
+    {
+        return Err(e);
+    }
     crate::routes::notice_other_providers(&agents);
     let prompt = args.prompt.clone().unwrap_or_default();
     let main_as = match &args.agent {
@@ -104,8 +120,23 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     if let Some((name, _)) = &main_as {
         main = main.agent(name.clone());
     }
-    if let Some(names) = &args.main_tools {
-        main = main.only_tools(names.clone());
+    // A local main model gets the lean tool set unless --main-tools says otherwise.
+    let (tools, lean_by_default) =
+        crate::local::main_tools(args.main_tools.as_deref(), &spec, args.agent.is_some());
+    if lean_by_default {
+        eprintln!("{}", crate::local::lean_notice());
+    }
+    let lean = tools.as_ref().is_some_and(|t| {
+        !t.iter()
+            .any(|n| n.eq_ignore_ascii_case(crate::local::ALL_TOOLS))
+    });
+    if let Some(names) = tools {
+        main = main.only_tools(names);
+    }
+    if let (Ok(Some(tokens)), Some(window)) = (main.prompt_tokens(), agents.main_context_window())
+        && let Some(warning) = crate::local::window_warning(tokens, window, lean)
+    {
+        eprintln!("{warning}");
     }
     let mut result = main.run(prompt).await;
     // A failed main agent leaves nobody to read its background work: it is cancelled.
@@ -114,7 +145,7 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     } else {
         OnExit::Cancel
     };
-    end_background(&agents, &cancel, on_exit).await;
+    let waited_for = end_background(&agents, &cancel, on_exit).await;
     if let Ok(outcome) = &mut result {
         // The usage of background children no TaskOutput read still counts.
         outcome.children.extend(agents.take_unreported_usage());
@@ -126,11 +157,26 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     let outcome = interrupt.result(result.map_err(|e| match e {
         // The main agent's own input errors are usage errors (e.g. an unknown --main-tools name).
         SubagentError::InvalidInput(m) => CliError::Config(m),
-        e => failure(e),
+        e => failure(e, args.model.is_some()),
     }))?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
-    interrupt.result(stream_json::finish(&outcome, &json, format))?;
+    let done = interrupt.result(stream_json::finish(&outcome, &json, format));
+    if format == OutputFormat::Text {
+        print_background_results(&waited_for);
+    }
+    if let Some(line) = counted.closing_line() {
+        eprintln!("{line}");
+    }
+    // Ctrl-C while waiting for background tasks: the answer stands, the command was interrupted.
+    if done.is_ok() && interrupt.fired() {
+        return Err(CliError::Interrupted(
+            "interrupted while waiting for background tasks (cancelled, their partial output \
+             kept)"
+                .to_string(),
+        ));
+    }
+    done?;
     match crate::failures::summary(json.children_total, &json.failures) {
         Some(failed) if args.fail_on_child_error => Err(CliError::ChildFailed(format!(
             "{failed} (--fail-on-child-error)"
@@ -139,18 +185,38 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     }
 }
 
+/// The answers of the background tasks `run` waited for after the main agent's (text mode,
+/// stdout), each under a line naming it; nothing for those that ended without text.
+fn print_background_results(waited_for: &[subagents::BackgroundSnapshot]) {
+    for s in waited_for {
+        let BackgroundState::Finished(o) = &s.state else {
+            continue;
+        };
+        if o.text.trim().is_empty() {
+            continue;
+        }
+        crate::output::outln!(
+            "\n[background task {} ({}) {}]\n{}",
+            terminal_safe(&s.task_id),
+            terminal_safe(&s.agent),
+            o.status,
+            crate::output::stdout_text(o.text.trim_end())
+        );
+    }
+}
+
 /// The end of a run with background tasks still running: names them on stderr, then waits
 /// for them (`wait`; Ctrl-C, which cancels `cancel`, cancels them) or cancels them
-/// (`cancel`), and says how each ended. Cancelled tasks keep their partial output, in the
-/// store too.
+/// (`cancel`), and says how each ended; returns their final states. Cancelled tasks keep their
+/// partial output, in the store too.
 async fn end_background(
     agents: &subagents::Subagents,
     cancel: &CancellationToken,
     on_exit: OnExit,
-) {
+) -> Vec<subagents::BackgroundSnapshot> {
     let running = agents.running_background();
     if running.is_empty() {
-        return;
+        return Vec::new();
     }
     let names = running
         .iter()
@@ -174,7 +240,8 @@ async fn end_background(
             cancel.cancel();
         }
     }
-    for s in agents.finish_background(cancel).await {
+    let ended = agents.finish_background(cancel).await;
+    for s in &ended {
         eprintln!(
             "subagents: background task {} ({}) ended {}",
             terminal_safe(&s.task_id),
@@ -182,6 +249,7 @@ async fn end_background(
             s.status()
         );
     }
+    ended
 }
 
 /// The agent `--agent NAME` names, as (registered name, kind); a configuration error (exit 2)
@@ -192,12 +260,7 @@ fn main_agent_as(
     prompt: &str,
 ) -> Result<(String, String), CliError> {
     let task = agents.task();
-    let Some(def) = task.find(name) else {
-        return Err(CliError::Config(format!(
-            "unknown agent `{name}` for --agent; available agents: {}",
-            task.agent_names().join(", ")
-        )));
-    };
+    let def = crate::lookup::agent(task, name, " for --agent")?;
     let has_initial = def
         .downcast_ref::<subagents::claude::ClaudeAgentDefinition>()
         .is_some_and(|d| d.initial_prompt.is_some());
@@ -224,6 +287,21 @@ async fn flush_store(agents: &subagents::Subagents) {
 
 /// `subagents task` (and `tasks resume`, which continues a background task's session).
 pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliError> {
+    // `--background` returns at once: the task runs on in a process of its own (crate::detach).
+    let durable = !matches!(
+        config::store_url(&config)?,
+        subagents::store::StoreUrl::Memory
+    );
+    if crate::detach::applies(&args, durable) {
+        let json = OutputFormat::of(args.json, args.output_format) != OutputFormat::Text;
+        return crate::detach::start(&args, json).await;
+    }
+    if args.background && !args.background_worker {
+        eprintln!(
+            "subagents: nothing would keep a background result after this process (--store \
+             memory): waiting here for it"
+        );
+    }
     let output_schema = args
         .output_schema
         .as_deref()
@@ -238,7 +316,8 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
             Err(e) => (None, Some(e)),
         };
     let multi = progress::terminal();
-    let approver = approve::approver(&args.permissions, true, multi.clone());
+    let counted = approve::Counted::new(approve::approver(&args.permissions, true, multi.clone()));
+    let approver: Arc<dyn subagents::spi::Approver> = counted.clone();
     let format = OutputFormat::of(args.json, args.output_format);
     let stream = format.wants_text_deltas(multi.is_some());
     let agents = Setup {
@@ -266,13 +345,7 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
     let agent_name = resumed
         .as_ref()
         .map_or(args.agent.as_str(), |c| c.subagent_type.as_str());
-    let Some(def) = task.find(agent_name).cloned() else {
-        return Err(CliError::Config(format!(
-            "unknown agent `{}`; available agents: {}",
-            agent_name,
-            task.agent_names().join(", ")
-        )));
-    };
+    let def = crate::lookup::agent(task, agent_name, "")?.clone();
     let kind = task.kind_of(def.name()).cloned();
     if let Some(problem) = model_problem
         && kind.as_ref() == Some(&subagents::claude::KIND)
@@ -380,8 +453,13 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
     let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
-    let (agent, task_id, outcome) = interrupt.result(result.map_err(failure))?;
+    let given = args.model.is_some();
+    let (agent, task_id, outcome) = interrupt.result(result.map_err(|e| failure(e, given)))?;
     let kind = kind.map(|k| k.to_string()).unwrap_or_default();
     let json = OutcomeJson::new(&agent, &kind, &outcome, task_id.as_deref()).with_prices(&prices);
-    interrupt.result(stream_json::finish(&outcome, &json, format))
+    let done = interrupt.result(stream_json::finish(&outcome, &json, format));
+    if let Some(line) = counted.closing_line() {
+        eprintln!("{line}");
+    }
+    done
 }

@@ -125,12 +125,15 @@ pub(crate) async fn serve(args: ServeArgs, mut config: Config) -> Result<(), Cli
         );
         options = options.card_signer(signer);
     }
-    // `--store`: served A2A tasks live in the same database (restarts, replicas).
-    if let Some(store) = agents
-        .a2a_task_store()
-        .await
-        .map_err(crate::setup::facade_error)?
-    {
+    // `--store`: served A2A tasks live in the same database (restarts, replicas). The default
+    // store is every command's: there each address keeps its tasks in a file of its own, so
+    // several servers run side by side.
+    let own_file = default_store_for(&config, args.listen);
+    let task_store = match &own_file {
+        Some(url) => subagents::open_task_store(url).await,
+        None => agents.a2a_task_store().await,
+    };
+    if let Some(store) = task_store.map_err(crate::setup::facade_error)? {
         options = options.task_store(store);
     }
     let server = agents
@@ -152,6 +155,12 @@ pub(crate) async fn serve(args: ServeArgs, mut config: Config) -> Result<(), Cli
         subagents::models::redacted(&spec),
         crate::output::terminal_safe(&forced)
     );
+    if let Some(url) = &own_file {
+        eprintln!(
+            "  served A2A tasks kept in {} (one file per address; --store to choose)",
+            url.redacted()
+        );
+    }
     if args.legacy_card {
         eprintln!("  0.3 cards for card requests without `A2A-Version: 1.x` (--legacy-card)");
     }
@@ -185,6 +194,38 @@ pub(crate) async fn serve(args: ServeArgs, mut config: Config) -> Result<(), Cli
         .serve(listener, crate::interrupt::stop_signal())
         .await
         .map_err(|e| CliError::Failed(format!("server error: {e}")))
+}
+
+/// Where a server on `listen` keeps its A2A tasks when the store is the default one (no
+/// `--store`, no `store` in subagents.toml): `serve-HOST-PORT.db` beside the default SQLite
+/// file, so servers on different addresses share the default store's transcripts and
+/// background tasks without contending for its A2A lock (one file serves one server process),
+/// and a restart on the same address finds its tasks. `memory` for port 0 (a new port each
+/// time: nothing to find again). `None` with a store of the user's choosing.
+fn default_store_for(config: &Config, listen: SocketAddr) -> Option<subagents::store::StoreUrl> {
+    if config.store.is_some() {
+        return None;
+    }
+    let ledger = subagents::store::default_sqlite_path()?;
+    if listen.port() == 0 {
+        return Some(subagents::store::StoreUrl::Memory);
+    }
+    let host: String = listen
+        .ip()
+        .to_string()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let file = format!("serve-{host}-{}.db", listen.port());
+    Some(subagents::store::StoreUrl::Sqlite(
+        ledger.with_file_name(file),
+    ))
 }
 
 /// The agents being served, with their paths, for the banner.

@@ -192,9 +192,16 @@ impl<'a> Setup<'a> {
 /// configuration (exit 2).
 pub(crate) fn facade_error(e: Error) -> CliError {
     match e {
-        Error::Model { .. } | Error::NoModel(_) => {
-            CliError::NoModel(format!("{e}\n{}", subagents::models::NO_MODEL_HELP))
-        }
+        // Its text is the help already.
+        Error::NoModel(_) => CliError::NoModel(e.to_string()),
+        // A spec that is none: the likely one, else the accepted forms.
+        Error::Model { ref spec, .. } => match subagents::providers::suggest_spec(spec) {
+            Some(meant) => CliError::NoModel(format!("{e}\ndid you mean `{meant}`?")),
+            None if subagents::providers::ModelSpec::parse(spec).is_ok() => {
+                CliError::NoModel(e.to_string())
+            }
+            None => CliError::NoModel(format!("{e}\n{}", subagents::models::NO_MODEL_HELP)),
+        },
         other => CliError::Config(other.to_string()),
     }
 }

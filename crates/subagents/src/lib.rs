@@ -128,7 +128,7 @@ pub use builder::SubagentsBuilder;
 pub use builder::discovered_agent_dirs;
 pub use error::Error;
 #[cfg(feature = "claude")]
-pub use main_agent::{DELEGATION_TOOLS, MAIN_SYSTEM_PROMPT, MainAgent};
+pub use main_agent::{ALL_TOOLS, DELEGATION_TOOLS, MAIN_SYSTEM_PROMPT, MainAgent, NOT_BY_DEFAULT};
 pub use models::ModelChoice;
 #[cfg(all(feature = "server", feature = "store"))]
 pub use serve::open_task_store;
@@ -192,6 +192,8 @@ pub(crate) struct Local {
     pub(crate) stream: bool,
     /// The builder's `context_window` and `stall_timeout`, for the main agent.
     pub(crate) context_window: Option<u64>,
+    /// What the default model's local server said at build time.
+    pub(crate) server: models::ServerProbe,
     pub(crate) stall_timeout: Option<std::time::Duration>,
     /// The project's instructions for the main agent's system prompt (read with discovery).
     pub(crate) instructions: Option<Arc<subagent_claude::ProjectInstructions>>,
@@ -452,6 +454,42 @@ impl Subagents {
     /// The default model.
     pub fn default_model(&self) -> Result<Arc<dyn ChatModel>, SubagentError> {
         Ok(self.local()?.models.default_model()?)
+    }
+
+    /// What the default model's server said when these agents were built: its context window,
+    /// or that nothing answers there ([`models::ServerProbe::NotAsked`] for a model that is not
+    /// on a local server).
+    pub fn model_server(&self) -> &models::ServerProbe {
+        self.local
+            .as_ref()
+            .map_or(&models::ServerProbe::NotAsked, |l| &l.server)
+    }
+
+    /// The context window the main agent runs with, and where that figure comes from: the
+    /// builder's `context_window`, the model's server, the runtime's table of published
+    /// windows, else the runtime's default ([`subagent_runtime::DEFAULT_CONTEXT_WINDOW`]).
+    pub fn main_context_window(&self) -> Option<models::ContextWindow> {
+        let local = self.local.as_ref()?;
+        if let Some(tokens) = local.context_window {
+            return Some(models::ContextWindow::new(
+                tokens,
+                models::WindowSource::Configured,
+            ));
+        }
+        if let models::ServerProbe::Window { tokens, source } = &local.server {
+            return Some(models::ContextWindow::new(
+                *tokens,
+                models::WindowSource::Server(source),
+            ));
+        }
+        let name = local.default_model.as_deref()?;
+        Some(match subagent_runtime::known_context_window(name) {
+            Some(tokens) => models::ContextWindow::new(tokens, models::WindowSource::Published),
+            None => models::ContextWindow::new(
+                subagent_runtime::DEFAULT_CONTEXT_WINDOW,
+                models::WindowSource::Assumed,
+            ),
+        })
     }
 
     /// A delegating main agent over these agents, as `subagents run` runs it.

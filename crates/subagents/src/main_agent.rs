@@ -15,10 +15,9 @@ use crate::Subagents;
 /// The main agent's default system prompt.
 pub const MAIN_SYSTEM_PROMPT: &str = "You are the main agent of a team. Work on the user's \
 request with your tools. Delegate self-contained pieces of work to subagents with the Task \
-tool (`subagent_type`: the agent's name; agents are not tools of their own): each starts with \
-a fresh context, so give it a complete prompt; only its final answer comes back. Run independent subagents in parallel (several Task calls in one reply) or in the \
-background (run_in_background, then TaskOutput). When you are done, answer the user directly \
-and concisely.";
+tool (`subagent_type`: the agent's name; agents are not tools of their own), with a complete \
+prompt. Run independent subagents in parallel or in the background (run_in_background, then \
+TaskOutput). When you are done, answer the user directly and concisely.";
 
 /// A main agent run: the default model with the built-in tools and `Task`, `TaskOutput`,
 /// `TaskStop` over every registered agent. Obtain one with [`Subagents::main_agent`].
@@ -53,7 +52,8 @@ pub struct MainAgent<'a> {
     #[setters(strip_option)]
     cancel: Option<CancellationToken>,
     /// Whether the main agent gets the built-in tools (Read, Write, Edit, Glob, Grep, Bash,
-    /// WebFetch, TodoWrite) besides delegation (default true).
+    /// WebFetch; TodoWrite when [`only_tools`](Self::only_tools) names it) besides delegation
+    /// (default true).
     workspace_tools: bool,
     #[setters(skip)] // added one by one with `tool`
     extra_tools: Vec<Arc<dyn Tool>>,
@@ -95,9 +95,11 @@ impl<'a> MainAgent<'a> {
 
     /// Offers the main agent only the tools of these names (a lean main agent: a small
     /// model's prompt shrinks with every tool schema left out). [`DELEGATION_TOOLS`] stands
-    /// for `Task`, `TaskOutput` and `TaskStop`. A name that is no tool of the main agent makes
-    /// [`run`](Self::run) fail with [`SubagentError::InvalidInput`] listing the tools there are.
-    /// Applies to the default main agent, not to one run with [`agent`](Self::agent).
+    /// for `Task`, `TaskOutput`, `TaskStop` and `SendMessage`; [`ALL_TOOLS`] for every tool
+    /// ([`NOT_BY_DEFAULT`] included). Without it the main agent gets every tool but
+    /// [`NOT_BY_DEFAULT`]. A name that is no tool of the main agent makes [`run`](Self::run)
+    /// fail with [`SubagentError::InvalidInput`] listing the tools there are. Applies to the
+    /// default main agent, not to one run with [`agent`](Self::agent).
     pub fn only_tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.only_tools = Some(names.into_iter().map(Into::into).collect());
         self
@@ -117,22 +119,7 @@ impl<'a> MainAgent<'a> {
         }
         let model = self.agents.default_model()?;
         let ctx = self.root_context("main");
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        if self.workspace_tools {
-            tools.extend(self.agents.workspace_tools());
-        }
-        tools.extend(self.extra_tools);
-        tools.extend(self.agents.tools().to_vec());
-        // Workflows beside Task (a lean `only_tools` list leaves it out unless it names it).
-        #[cfg(feature = "workflow")]
-        tools.push(Arc::new(self.agents.workflow_tool()));
-        let mut system = self.system;
-        if let Some(names) = &self.only_tools {
-            tools = keep_only(tools, names)?;
-            // Texts that name only the tools kept (crate::main_offered).
-            tools = crate::main_offered::follow_offered(tools, self.agents.task());
-            system = crate::main_offered::system_for(system, &tools);
-        }
+        let (mut system, tools) = self.offered()?;
         let local = self.agents.local()?;
         let policy = subagent_claude::PermissionPolicy::new(local.main_mode, local.rules.clone())
             .with_workspace(local.workspace.clone());
@@ -165,8 +152,69 @@ impl<'a> MainAgent<'a> {
     }
 }
 
+impl MainAgent<'_> {
+    /// The system prompt and the tools the default main agent is offered (before its
+    /// permission policy and hooks wrap them).
+    fn offered(&self) -> Result<(String, Vec<Arc<dyn Tool>>), SubagentError> {
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        if self.workspace_tools {
+            // The built-ins not offered by default are kept for a list that names them.
+            let by_default = self.only_tools.is_none();
+            tools.extend(
+                self.agents
+                    .workspace_tools()
+                    .into_iter()
+                    .filter(|t| !(by_default && NOT_BY_DEFAULT.contains(&t.name()))),
+            );
+        }
+        tools.extend(self.extra_tools.iter().cloned());
+        tools.extend(self.agents.tools().to_vec());
+        // Workflows beside Task (a lean `only_tools` list leaves it out unless it names it).
+        #[cfg(feature = "workflow")]
+        tools.push(Arc::new(self.agents.workflow_tool()));
+        let mut system = self.system.clone();
+        if let Some(names) = &self.only_tools
+            && !names
+                .iter()
+                .any(|n| n.trim().eq_ignore_ascii_case(ALL_TOOLS))
+        {
+            tools = keep_only(tools, names)?;
+            // Texts that name only the tools kept (crate::main_offered).
+            tools = crate::main_offered::follow_offered(tools, self.agents.task());
+            system = crate::main_offered::system_for(system, &tools);
+        }
+        Ok((system, tools))
+    }
+
+    /// The estimated tokens every turn of the default main agent starts with: its system
+    /// prompt and tool definitions, counted as compaction counts them
+    /// ([`subagent_runtime::fixed_prompt_tokens`]). With [`agent`](Self::agent) set, `None`
+    /// (that agent's prompt is its own). Fails as [`run`](Self::run) would on an unknown
+    /// [`only_tools`](Self::only_tools) name.
+    pub fn prompt_tokens(&self) -> Result<Option<u64>, SubagentError> {
+        if self.agent.is_some() {
+            return Ok(None);
+        }
+        let (system, tools) = self.offered()?;
+        let specs: Vec<_> = tools.iter().map(|t| t.spec()).collect();
+        Ok(Some(subagent_runtime::fixed_prompt_tokens(
+            Some(&system),
+            &specs,
+        )))
+    }
+}
+
 /// The word [`MainAgent::only_tools`] reads as the delegation tools.
 pub const DELEGATION_TOOLS: &str = "delegation";
+
+/// The word [`MainAgent::only_tools`] reads as every tool, [`NOT_BY_DEFAULT`] included.
+pub const ALL_TOOLS: &str = "all";
+
+/// Built-in tools the default main agent is not offered unless asked for (by name, or with
+/// [`ALL_TOOLS`]): every turn carries each offered tool's schema, and a delegating main agent
+/// plans through its agents (`Plan`) rather than a todo list (`TodoWrite` is about 190 tokens
+/// a turn with Qwen2.5's template). Markdown agents still get them by their own `tools`.
+pub const NOT_BY_DEFAULT: &[&str] = &["TodoWrite"];
 
 /// `tools` restricted to `names` (with [`DELEGATION_TOOLS`] standing for the delegation
 /// tools), in their order; an unknown name is an error listing the available ones.
@@ -183,7 +231,7 @@ fn keep_only(
         } else {
             let available: Vec<&str> = tools.iter().map(|t| t.name()).collect();
             return Err(SubagentError::InvalidInput(format!(
-                "the main agent has no tool `{n}`; its tools: {} (or `{DELEGATION_TOOLS}` for Task, TaskOutput, TaskStop and SendMessage)",
+                "the main agent has no tool `{n}`; its tools: {} (or `{DELEGATION_TOOLS}` for Task, TaskOutput, TaskStop and SendMessage, `{ALL_TOOLS}` for every tool)",
                 available.join(", ")
             )));
         }

@@ -10,8 +10,8 @@ use task_tool::{Companions, TaskTool};
 use crate::main_agent::MAIN_SYSTEM_PROMPT;
 
 /// The part of [`MAIN_SYSTEM_PROMPT`] about background runs, which need `TaskOutput`.
-const BACKGROUND_HINT: &str = " or in the \
-background (run_in_background, then TaskOutput)";
+const BACKGROUND_HINT: &str = " or in the background \
+(run_in_background, then TaskOutput)";
 
 /// `tools` with the delegation tools among them (`Task`, `TaskOutput`, `TaskStop`,
 /// `SendMessage`) made from `task` offering the companions in `tools`, in the same order.
@@ -47,10 +47,7 @@ mod tests {
         assert!(MAIN_SYSTEM_PROMPT.contains(BACKGROUND_HINT));
         let lean = system_for(MAIN_SYSTEM_PROMPT.to_string(), &[]);
         assert!(!lean.contains("TaskOutput"), "{lean}");
-        assert!(
-            lean.contains("in parallel (several Task calls in one reply)."),
-            "{lean}"
-        );
+        assert!(lean.contains("subagents in parallel."), "{lean}");
         assert_eq!(system_for("mine TaskOutput".into(), &[]), "mine TaskOutput");
     }
 }

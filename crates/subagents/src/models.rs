@@ -112,6 +112,119 @@ pub async fn choose_default_model(explicit: Option<&str>) -> Result<String, Erro
         .map_err(|e| Error::NoModel(format!("{NO_MODEL_HELP}\n(tried {e})")))
 }
 
+/// True when `spec` names a model served on this machine or its network: `ollama:`, or
+/// `openai-compatible:` at a loopback, private or `.local` address (llama.cpp, vLLM, LM
+/// Studio, Ollama). `subagents run` gives such a main model the lean tool set by default.
+#[cfg(feature = "providers")]
+pub fn runs_locally(spec: &str) -> bool {
+    match subagent_providers::ModelSpec::parse(spec) {
+        Ok(s) => match s.provider {
+            subagent_providers::Provider::Ollama => true,
+            subagent_providers::Provider::OpenAiCompatible => s
+                .base_url
+                .as_deref()
+                .is_some_and(subagent_providers::is_local_url),
+            _ => false,
+        },
+        Err(_) => false,
+    }
+}
+
+/// How long the context-window probe waits for each answer of a local server.
+#[cfg(feature = "providers")]
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A context window and where its figure comes from
+/// ([`Subagents::main_context_window`](crate::Subagents::main_context_window)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ContextWindow {
+    /// The window in tokens.
+    pub tokens: u64,
+    /// Where the figure comes from.
+    pub source: WindowSource,
+}
+
+impl ContextWindow {
+    /// A window of `tokens` from `source`.
+    pub fn new(tokens: u64, source: WindowSource) -> Self {
+        Self { tokens, source }
+    }
+}
+
+/// Where a [`ContextWindow`]'s figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WindowSource {
+    /// Configured (`context_window`, `--context-window`).
+    Configured,
+    /// The model's server said so (where it was read: `llama.cpp /props`...).
+    Server(&'static str),
+    /// The runtime's table of published windows ([`subagent_runtime::MODEL_WINDOWS`]).
+    Published,
+    /// Nobody said: the runtime's default ([`subagent_runtime::DEFAULT_CONTEXT_WINDOW`]).
+    Assumed,
+}
+
+impl fmt::Display for WindowSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WindowSource::Configured => f.write_str("as configured"),
+            WindowSource::Server(from) => write!(f, "read from the server: {from}"),
+            WindowSource::Published => f.write_str("the model's published window"),
+            WindowSource::Assumed => f.write_str("assumed: nothing says otherwise"),
+        }
+    }
+}
+
+/// What a local model server said when asked at build time ([`probe_server`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerProbe {
+    /// Not asked: the model is not on a local server (or is no spec).
+    NotAsked,
+    /// The server answered and gave its context window.
+    Window {
+        /// The window in tokens.
+        tokens: u64,
+        /// Where it was read (`llama.cpp /props`, `Ollama /api/show`...).
+        source: &'static str,
+    },
+    /// The server answered but did not say.
+    Silent,
+    /// Nothing answers at the server's address (the message names it).
+    Unreachable(String),
+}
+
+/// Asks the default model's server, when it [`runs_locally`], for its context window
+/// ([`subagent_providers::probe_context_window`]).
+#[cfg(feature = "providers")]
+pub(crate) async fn probe_server(default: Option<&ModelChoice>) -> ServerProbe {
+    let Some(ModelChoice::Spec(spec)) = default else {
+        return ServerProbe::NotAsked;
+    };
+    if !runs_locally(spec) {
+        return ServerProbe::NotAsked;
+    }
+    let Ok(parsed) = subagent_providers::ModelSpec::parse(spec) else {
+        return ServerProbe::NotAsked;
+    };
+    match subagent_providers::probe_context_window(&parsed, PROBE_TIMEOUT).await {
+        Ok(Some(w)) => ServerProbe::Window {
+            tokens: w.tokens,
+            source: w.source,
+        },
+        Ok(None) => ServerProbe::Silent,
+        Err(e) => ServerProbe::Unreachable(e.to_string()),
+    }
+}
+
+/// [`probe_server`] without the `providers` feature: nothing to ask.
+#[cfg(not(feature = "providers"))]
+pub(crate) async fn probe_server(_default: Option<&ModelChoice>) -> ServerProbe {
+    ServerProbe::NotAsked
+}
+
 /// Builds the registry: the default model (registered under its spec, or under its own name
 /// for a value), named models (specs become aliases built on first use, so a broken entry
 /// costs nothing until used and then names its cause), Claude Code's model names — the
@@ -119,10 +232,14 @@ pub async fn choose_default_model(explicit: Option<&str>) -> Result<String, Erro
 /// (to Anthropic when `ANTHROPIC_API_KEY` is set, else answered by the default model as a
 /// stand-in that says why, so agents written for Claude Code run on any model), and spec
 /// strings built on demand.
+///
+/// `server_window`: the context window the default model's server reported
+/// ([`probe_server`]); the default model built from its spec reports it.
 #[cfg(feature = "claude")]
 pub(crate) fn registry(
     default: Option<&ModelChoice>,
     named: &[(String, ModelChoice)],
+    server_window: Option<u64>,
 ) -> Result<(subagent_runtime::ModelRegistry, Option<String>), Error> {
     let mut reg = subagent_runtime::ModelRegistry::new();
     let default_name = match default {
@@ -133,7 +250,7 @@ pub(crate) fn registry(
             Some(name)
         }
         Some(ModelChoice::Spec(spec)) => {
-            reg.register(spec.clone(), build_spec(spec)?);
+            reg.register(spec.clone(), build_spec_windowed(spec, server_window)?);
             Some(spec.clone())
         }
     };
@@ -350,6 +467,22 @@ pub fn provider_of(spec: &str) -> String {
         Some((provider, _)) => provider.to_string(),
         None => spec.to_string(),
     }
+}
+
+/// [`build_spec`], reporting `window` as the model's context window when given.
+#[cfg(feature = "claude")]
+fn build_spec_windowed(spec: &str, window: Option<u64>) -> Result<Arc<dyn ChatModel>, Error> {
+    #[cfg(feature = "providers")]
+    if let Some(tokens) = window {
+        return subagent_providers::ModelSpec::parse(spec)
+            .and_then(|s| s.build_with_context_window(tokens))
+            .map_err(|source| Error::Model {
+                spec: redacted(spec),
+                source,
+            });
+    }
+    let _ = window;
+    build_spec(spec)
 }
 
 #[cfg(feature = "claude")]

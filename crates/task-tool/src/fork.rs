@@ -31,9 +31,8 @@ struct ForkDefinition {
 impl_subagent_definition!(ForkDefinition);
 
 /// The line of the `Task` description that offers forks.
-pub(crate) const FORK_USAGE: &str = "- `subagent_type: \"fork\"` starts a fork: a copy of you \
-that inherits this conversation (system prompt, tools, messages so far) and does `prompt` on its \
-own; only its final answer comes back. Use it for side work that needs what you already know.";
+pub(crate) const FORK_USAGE: &str = "- `subagent_type: \"fork\"`: a copy of you with this \
+conversation does `prompt` on its own (side work that needs what you know).";
 
 /// The fork target of `call` when it asks for one (`subagent_type: "fork"`); `Ok(None)` for
 /// any other call, and for a `resume` of a session `known` names (the session's agent wins, as

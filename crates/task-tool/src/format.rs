@@ -15,43 +15,137 @@ pub(crate) fn task_description(
 ) -> String {
     let mut s = String::from(
         "Launch a subagent to handle a task on its own. The agents below are not tools: to use \
-         one, call Task with `subagent_type` set to its name and `prompt` set to the task. The \
-         subagent starts with a fresh context and sees only your prompt, so include everything \
-         it needs. Only its final answer comes back to you.\n\nAvailable agents (pass the name \
-         as `subagent_type`):\n",
+         one, call Task with `subagent_type` set to its name and `prompt` set to the task. It \
+         starts with a fresh context and sees only your prompt, so include everything it needs; \
+         only its final answer comes back to you.\n\nAvailable agents:\n",
     );
     if agents.is_empty() {
         s.push_str("(none registered)\n");
     }
-    for a in agents {
-        s.push_str(&a.registration());
-        if a.runs_in_background_by_default() && offered.output() {
-            s.push_str(" (runs in the background unless you set `run_in_background: false`)");
-        }
-        s.push('\n');
-    }
+    s.push_str(&agent_list(agents, offered));
     s.push_str(
         "\nUsage:\n\
-         - To run several agents at once, call Task several times in one reply; they run concurrently.\n",
+         - Several Task calls in one reply run at once.\n",
     );
     if offered.output() {
         s.push_str(
-            "- Set `run_in_background: true` to get a task id at once and keep working. Read the \
-             result with TaskOutput {\"task_id\": ...} (it waits up to `timeout_ms` by default)",
+            "- `run_in_background: true` returns a task id at once: read the result with \
+             TaskOutput",
         );
         if offered.stop() {
-            s.push_str(" and cancel it with TaskStop {\"task_id\": ...}");
+            s.push_str(", cancel with TaskStop");
         }
         s.push_str(".\n");
     }
-    s.push_str(
-        "- A result ends with a `session` id when the agent can be continued: call Task again with \
-         `resume` set to that id and a follow-up `prompt` to continue the same agent with its \
-         earlier context.\n\
-         - `model` optionally overrides the agent's model.\n",
-    );
     s.push_str(crate::fork::FORK_USAGE);
     s
+}
+
+/// The agent entries of the `Task` description take at most about this many characters in
+/// full; past it, each agent gets the first sentence of its description (see [`agent_list`]).
+pub(crate) const FULL_LIST_CHARS: usize = 3_000;
+/// Shortened entries take at most about this many characters; the agents past it are named
+/// only.
+pub(crate) const SHORT_LIST_CHARS: usize = 3_000;
+/// Names alone take at most about this many characters; the rest are counted.
+pub(crate) const NAMES_ONLY_CHARS: usize = 1_000;
+/// The most characters of an agent's description a shortened entry keeps.
+pub(crate) const SHORT_DESCRIPTION_CHARS: usize = 100;
+
+/// The agents, one entry each, bounded however many there are: every description in full
+/// while they fit in [`FULL_LIST_CHARS`]; else each description's first sentence (at most
+/// [`SHORT_DESCRIPTION_CHARS`]) while those fit in [`SHORT_LIST_CHARS`], then the next agents
+/// by name while the names fit in [`NAMES_ONLY_CHARS`], then how many more there are. A
+/// shortened list says how to read an agent's full description: a `Task` call with an empty
+/// `prompt` returns it ([`described`]).
+fn agent_list(agents: &[Arc<dyn SubagentDefinition>], offered: Companions) -> String {
+    let note = |a: &Arc<dyn SubagentDefinition>| {
+        if a.runs_in_background_by_default() && offered.output() {
+            " (runs in the background unless you set `run_in_background: false`)"
+        } else {
+            ""
+        }
+    };
+    let full: Vec<String> = agents
+        .iter()
+        .map(|a| format!("{}{}\n", a.registration(), note(a)))
+        .collect();
+    if full.iter().map(String::len).sum::<usize>() <= FULL_LIST_CHARS {
+        return full.concat();
+    }
+    let mut s = String::new();
+    let mut used = 0;
+    let mut rest = agents.iter().peekable();
+    while let Some(a) = rest.peek() {
+        let entry = format!(
+            "- {}: {}{}\n",
+            a.name(),
+            first_sentence(a.description()),
+            note(a)
+        );
+        if used + entry.len() > SHORT_LIST_CHARS {
+            break;
+        }
+        used += entry.len();
+        s.push_str(&entry);
+        rest.next();
+    }
+    let mut names: Vec<&str> = Vec::new();
+    let mut used = 0;
+    while let Some(a) = rest.peek() {
+        if used + a.name().len() + 2 > NAMES_ONLY_CHARS {
+            break;
+        }
+        used += a.name().len() + 2;
+        names.push(a.name());
+        rest.next();
+    }
+    if !names.is_empty() {
+        let _ = writeln!(s, "- also: {}", names.join(", "));
+    }
+    let more = rest.count();
+    if more > 0 {
+        let _ = writeln!(
+            s,
+            "- and {more} more (a Task call naming an unknown agent lists every name)"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "(Descriptions are shortened: {} agents. Call Task with an agent's name as \
+         `subagent_type` and an empty `prompt` to read its full description.)",
+        agents.len()
+    );
+    s
+}
+
+/// The first sentence of `text` (up to `. `, `! `, `? ` or a line break), at most
+/// [`SHORT_DESCRIPTION_CHARS`] characters (`…` marks a cut).
+fn first_sentence(text: &str) -> String {
+    let text = text.trim();
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| {
+            c == '\n' || (matches!(c, '.' | '!' | '?') && text[i + 1..].starts_with(' '))
+        })
+        .map_or(text.len(), |(i, c)| if c == '\n' { i } else { i + 1 });
+    let sentence = text[..end].trim();
+    if sentence.chars().count() <= SHORT_DESCRIPTION_CHARS {
+        return sentence.to_string();
+    }
+    let cut: String = sentence.chars().take(SHORT_DESCRIPTION_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// What a `Task` call with an empty `prompt` returns: the agent's full description, and how
+/// to run it.
+pub(crate) fn described(a: &dyn SubagentDefinition) -> String {
+    format!(
+        "Agent `{name}` was not started: the prompt was empty. Its description:\n{}\n\nTo run \
+         it, call Task again with `subagent_type` \"{name}\" and the task as `prompt`.",
+        a.description().trim(),
+        name = a.name()
+    )
 }
 
 fn footer(agent: &str, o: &TaskOutcome) -> String {

@@ -82,7 +82,8 @@ impl TaskTool {
     }
 }
 
-/// The `Task` schema without `run_in_background` (no `TaskOutput` to read a background run).
+/// The `Task` schema without `run_in_background` (no `TaskOutput` to read a background run)
+/// and without `name` (which only names a background agent).
 pub(crate) fn foreground_schema(schema: &serde_json::Value) -> serde_json::Value {
     let mut schema = schema.clone();
     if let Some(props) = schema
@@ -90,6 +91,7 @@ pub(crate) fn foreground_schema(schema: &serde_json::Value) -> serde_json::Value
         .and_then(serde_json::Value::as_object_mut)
     {
         props.remove("run_in_background");
+        props.remove("name");
     }
     schema
 }

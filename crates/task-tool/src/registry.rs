@@ -177,8 +177,7 @@ impl TaskTool {
             by_lower.entry(a.name().to_lowercase()).or_insert(i);
         }
         let description = format::task_description(&agents, crate::offer::Companions::all());
-        let schema = serde_json::to_value(schemars::schema_for!(TaskCall))
-            .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+        let schema = subagent_spi::input_schema::<TaskCall>();
         Self {
             inner: Arc::new(Inner {
                 agents,
@@ -662,6 +661,14 @@ impl TaskTool {
         // Only what the offered companions can follow (crate::offer).
         if let Err(why) = crate::offer::check_call(self.offered, &mut call) {
             return ToolOutput::error(why);
+        }
+        // An empty prompt asks for nothing to be done: the agent's full description comes back
+        // (how a shortened agent list is read in full, see format::agent_list).
+        if call.prompt.trim().is_empty()
+            && call.resume.is_none()
+            && let Some(i) = self.find_index(&call.subagent_type)
+        {
+            return ToolOutput::text(format::described(self.inner.agents[i].as_ref()));
         }
         match self.dispatch_noting(call, ctx).await {
             Ok(Dispatch::Foreground {

@@ -337,11 +337,9 @@ impl TaskTool {
 /// Input of `SendMessage`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SendMessageInput {
-    /// The background task to message: the task id Task returned (`task_...`), or the `name`
-    /// you gave it in the Task call.
+    /// The task id Task returned, or the `name` you gave it.
     pub to: String,
-    /// The message: new instructions, a correction, or information the task needs. It reads it
-    /// at its next step.
+    /// New instructions, a correction, or information the task needs.
     pub message: String,
 }
 
@@ -356,21 +354,15 @@ impl SendMessageTool {
         Self { task }
     }
 
-    /// Its description: `run_in_background` is named only when `TaskOutput` is offered
-    /// (without it `Task` has no such parameter, see `crate::offer`).
+    /// Its description: background tasks are named only when `TaskOutput` is offered (without
+    /// it `Task` starts none, see `crate::offer`).
     pub(crate) fn description_text(&self) -> String {
         let which = if self.task.offered.output() {
-            "a background task you started with Task (run_in_background: true)"
+            "a background task you started with Task"
         } else {
             "a task you started with Task"
         };
-        format!(
-            "Send a message to {which} while it runs: new instructions, a correction, or \
-             information it needs. `to` is its task id or the `name` you gave it. It reads the \
-             message at its next step; the result says whether it was delivered, or why not \
-             (the task finished, is unknown, cannot receive messages, its inbox is full, or the \
-             message is too long)."
-        )
+        format!("Send a message to {which} while it runs; it reads it at its next step.")
     }
 
     pub(crate) async fn run(

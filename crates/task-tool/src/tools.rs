@@ -24,7 +24,10 @@ const MAX_WAIT_MS: u64 = 600_000;
 macro_rules! delegate_tool {
     ($tool:ty, $name:literal, $input:ty, $shape:literal, $description:literal $(,)?) => {
         delegate_tool!(
-            $tool, $name, $input, $shape,
+            $tool,
+            $name,
+            $input,
+            $shape,
             describe = |_: &$tool| $description.to_string(),
         );
     };
@@ -41,8 +44,7 @@ macro_rules! delegate_tool {
             }
 
             fn input_schema(&self) -> serde_json::Value {
-                serde_json::to_value(schemars::schema_for!($input))
-                    .unwrap_or_else(|_| serde_json::json!({"type": "object"}))
+                subagent_spi::input_schema::<$input>()
             }
 
             fn effect(&self) -> ToolEffect {
@@ -54,9 +56,8 @@ macro_rules! delegate_tool {
                 input: serde_json::Value,
                 ctx: &TaskContext,
             ) -> Result<ToolOutput, ToolError> {
-                let input: $input = serde_json::from_value(input).map_err(|e| {
-                    ToolError::invalid($name, format!("{e}; expected {}", $shape))
-                })?;
+                let input: $input = serde_json::from_value(input)
+                    .map_err(|e| ToolError::invalid($name, format!("{e}; expected {}", $shape)))?;
                 self.run(input, ctx).await
             }
         }
@@ -93,17 +94,16 @@ impl Tool for TaskTool {
 /// Input of `TaskOutput`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TaskOutputInput {
-    /// The id returned when the background task was started.
+    /// The id Task returned.
     pub task_id: String,
-    /// Wait for the task to finish (default true).
+    /// Wait for the task to finish.
     #[serde(default = "yes")]
     pub block: bool,
-    /// How long to wait, in milliseconds (default 30000, max 600000).
+    /// Most milliseconds to wait (at most 600000).
     #[serde(default = "default_wait")]
     pub timeout_ms: u64,
-    /// Answers the question of a task whose status is `waiting_for_approval`: `yes` runs the
-    /// call once, `always` allows it for the rest of the session, `no` refuses it. A `yes` or
-    /// `always` is confirmed with the caller's own approver (the user) when there is one.
+    /// Answers a task `waiting_for_approval`: `yes` (once), `always` (this session) or `no`.
+    // A yes is confirmed with the caller's own approver (the user) when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approve: Option<ApprovalAnswer>,
 }
@@ -131,7 +131,7 @@ fn default_wait() -> u64 {
 /// Input of `TaskStop`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TaskStopInput {
-    /// The id of the background task to cancel.
+    /// The id Task returned.
     pub task_id: String,
 }
 
@@ -152,11 +152,8 @@ delegate_tool!(
     "TaskOutput",
     TaskOutputInput,
     r#"{"task_id": "task_...", "block"?: bool, "timeout_ms"?: number, "approve"?: "yes"|"no"|"always"}"#,
-    "Read the result of a background task started with Task (run_in_background: true). \
-     By default waits until the task finishes or `timeout_ms` (default 30000, max 600000) \
-     passes; set `block: false` to check without waiting. Reading again returns the same \
-     result. When the status is `waiting_for_approval`, the task asks to make a tool call: \
-     answer with `approve`: \"yes\" (once), \"always\" (for the session) or \"no\"."
+    "Read the result of a background task (Task with run_in_background: true); waits for it \
+     unless `block` is false. A foreground Task call's result is in its reply already."
 );
 
 impl TaskOutputTool {
@@ -185,8 +182,9 @@ impl TaskOutputTool {
         if let Some(answer) = input.approve {
             let Some(question) = self.task.pending_approval_in(&input.task_id, scope) else {
                 return Ok(ToolOutput::error(format!(
-                    "Task `{}` is not waiting for approval (or is unknown); nothing was answered.",
-                    input.task_id
+                    "Task `{}` is not waiting for approval (or is unknown); nothing was answered.{}",
+                    input.task_id,
+                    session_hint(&input.task_id)
                 )));
             };
             let mut decision = match answer {
@@ -242,10 +240,22 @@ impl TaskOutputTool {
                 Ok(out)
             }
             Err(e) => Ok(ToolOutput::error(format!(
-                "{e}. Your tasks: {}",
-                list_or_none(&self.task.tasks_in(scope))
+                "{e}. Your tasks: {}.{}",
+                list_or_none(&self.task.tasks_in(scope)),
+                session_hint(&input.task_id)
             ))),
         }
+    }
+}
+
+/// For an id that is a session (`sess_…`, what a result's footer names) rather than a task id:
+/// what it is for, and that a foreground result needs no reading.
+fn session_hint(id: &str) -> &'static str {
+    if id.trim().starts_with("sess_") {
+        " That is a session id (for Task's `resume`), not a task id: a foreground Task call's \
+         answer is in its result already."
+    } else {
+        ""
     }
 }
 
@@ -266,8 +276,7 @@ delegate_tool!(
     "TaskStop",
     TaskStopInput,
     r#"{"task_id": "task_..."}"#,
-    "Cancel a background task started with Task. Its status becomes cancelled and any \
-     partial output is kept and returned."
+    "Cancel a background task started with Task; its partial output is returned."
 );
 
 impl TaskStopTool {

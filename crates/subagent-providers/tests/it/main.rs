@@ -8,3 +8,4 @@ mod openai;
 mod ratelimit;
 mod sse;
 mod stream_cut;
+mod window;

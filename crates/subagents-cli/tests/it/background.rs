@@ -11,7 +11,7 @@ use std::process::{Child, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{Killed, fixtures, process_in, rt, subagents_in, word};
+use common::{Worker, fixtures, process_in, rt, subagents_in, word};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -270,7 +270,9 @@ fn ctrl_c_while_waiting_cancels_the_children() {
         .expect("kill -INT");
     assert!(sent.success());
     let (code, v) = finish(run, &lines, &mut seen);
-    assert_eq!(code, 0, "{seen:#?}");
+    // The answer and the outcome are printed; the command was interrupted (issue 41 item 5).
+    assert_eq!(code, 130, "{seen:#?}");
+    assert_eq!(v["text"], "main answered", "{v}");
     assert!(
         seen.iter()
             .any(|l| l.contains(&task_id) && l.contains("ended cancelled")),
@@ -280,11 +282,81 @@ fn ctrl_c_while_waiting_cancels_the_children() {
     assert_eq!(w.show(&task_id)["status"], "cancelled");
 }
 
-/// `task echo-agent PROMPT --background` on the child model, as a process whose stderr is
-/// read; returns it, its stderr lines and the task id it printed.
-fn spawn_background_task(w: &World, prompt: &str) -> (Killed, mpsc::Receiver<String>, String) {
+#[test]
+fn run_prints_the_answers_of_the_background_children_it_waited_for() {
+    let rt = rt();
+    let w = World::new(&rt);
+    w.script_background_child(Duration::from_secs(2));
+    let main = w.server.openai_model("main-model");
+    let out = w
+        .process(&["run", "start the long job", "--model", &main])
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The main agent's answer first, then the child's it waited for, under a line naming it.
+    let main_at = stdout.find("main answered").expect("the main answer");
+    let child_at = stdout
+        .find("the long job is done")
+        .unwrap_or_else(|| panic!("the child's answer is printed: {stdout}\n{stderr}"));
+    assert!(main_at < child_at, "{stdout}");
+    assert!(
+        stdout.contains("(echo-agent) completed]"),
+        "the child's answer is named: {stdout}"
+    );
+}
+
+#[test]
+fn task_background_returns_at_once_with_the_task_id_and_the_task_runs_on() {
+    let rt = rt();
+    let w = World::new(&rt);
+    // The child's model answers in two minutes: the command must not wait for it.
+    w.server.script().push_for_model(
+        "child-model",
+        Reply::text("never waited for").with_delay(Duration::from_secs(120)),
+    );
     let model = w.server.openai_model("child-model");
-    let mut child = w
+    let out = assert_cmd::Command::from_std(w.process(&[
+        "task",
+        "echo-agent",
+        "long job",
+        "--background",
+        "--model",
+        &model,
+    ]))
+    .timeout(Duration::from_secs(60))
+    .output()
+    .expect("task --background");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The id alone on stdout, how to follow it on stderr.
+    assert!(
+        id.starts_with("task_") && !id.contains(' '),
+        "{id}\n{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("subagents tasks show {id}")),
+        "{stderr}"
+    );
+    // The task runs on in its own process: another process sees it running, stops it.
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(60), w.server.wait_for_requests(1))
+            .await
+            .expect("the child's request within 60 s");
+    });
+    assert_eq!(w.wait_listed(&id)["status"], "running");
+    let stopped = json_of(&w.tasks(&["stop", &id, "--json"]));
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+    assert_eq!(w.show(&id)["status"], "cancelled");
+}
+
+/// `task echo-agent PROMPT --background` on the child model: it returns at once; returns the
+/// process running the task (named on stderr) and the task id (stdout).
+fn spawn_background_task(w: &World, prompt: &str) -> (Worker, String) {
+    let model = w.server.openai_model("child-model");
+    let out = w
         .process(&[
             "task",
             "echo-agent",
@@ -293,15 +365,12 @@ fn spawn_background_task(w: &World, prompt: &str) -> (Killed, mpsc::Receiver<Str
             "--model",
             &model,
         ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn subagents task");
-    let lines = stderr_lines(&mut child);
-    let mut seen = Vec::new();
-    let started = wait_line(&lines, "in the background as", &mut seen);
-    let id = word(&started, "task_").expect("task id");
-    (Killed(child), lines, id)
+        .output()
+        .expect("subagents task --background");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (Worker::named_in(&stderr), id)
 }
 
 #[test]
@@ -313,7 +382,7 @@ fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
         "child-model",
         Reply::text("never finished").with_delay(Duration::from_secs(120)),
     );
-    let (mut first, first_lines, id) = spawn_background_task(&w, "first long job");
+    let (first, id) = spawn_background_task(&w, "first long job");
     // The child's model call is in flight.
     rt.block_on(async {
         tokio::time::timeout(Duration::from_secs(60), w.server.wait_for_requests(1))
@@ -339,19 +408,13 @@ fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
     );
     let stopped = json_of(&out);
     assert_eq!(stopped["status"], "cancelled", "{stopped}");
-    drop(first_lines);
-    let status = {
-        let mut waited = 0;
-        loop {
-            if let Some(s) = first.0.try_wait().expect("wait") {
-                break s;
-            }
-            assert!(waited < 600, "the stopped task's process did not end");
-            std::thread::sleep(Duration::from_millis(100));
-            waited += 1;
-        }
-    };
-    assert_eq!(status.code(), Some(3), "a cancelled task is incomplete");
+    // The process that ran it ends.
+    let mut waited = 0;
+    while first.running() {
+        assert!(waited < 600, "the stopped task's process did not end");
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+    }
     let shown = w.show(&id);
     assert_eq!(shown["status"], "cancelled", "{shown}");
     let session = shown["session_id"]
@@ -364,14 +427,14 @@ fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
         "child-model",
         Reply::text("never finished either").with_delay(Duration::from_secs(120)),
     );
-    let (killed, _lines, second) = spawn_background_task(&w, "second long job");
+    let (killed, second) = spawn_background_task(&w, "second long job");
     rt.block_on(async {
         tokio::time::timeout(Duration::from_secs(60), w.server.wait_for_requests(2))
             .await
             .expect("the second child's request within 60 s");
     });
     w.wait_listed(&second);
-    drop(killed); // SIGKILL
+    killed.kill_and_wait();
     let shown = w.show(&second);
     assert_eq!(shown["status"], "interrupted", "{shown}");
     let out = w.tasks(&["show", &second]);

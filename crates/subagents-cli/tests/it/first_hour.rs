@@ -78,8 +78,8 @@ fn the_lean_main_agent_reads_of_no_tool_it_does_not_have() {
     let full = first_main_request(&server, home.path(), &["--main-tools", "delegation"]);
     let (description, schema) = tool(&full, "Task");
     assert!(
-        description.contains("Read the result with TaskOutput")
-            && description.contains("cancel it with TaskStop"),
+        description.contains("read the result with TaskOutput")
+            && description.contains("cancel with TaskStop"),
         "{description}"
     );
     assert!(schema["properties"].get("run_in_background").is_some());

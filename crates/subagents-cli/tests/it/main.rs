@@ -16,6 +16,7 @@ mod fork;
 mod full_disk;
 mod hostile;
 mod loader;
+mod local_first;
 mod long_run;
 mod mcp;
 mod mcp_restart;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Killed, process_in, rt};
+use common::{Worker, process_in, rt};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
     CreateTaskResult, GetTaskParams, GetTaskResult, JsonObject, ListToolsResult,
@@ -209,12 +209,12 @@ fn listed(home: &std::path::Path) -> Vec<Value> {
     serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap_or_default()
 }
 
-/// Starts `task builder PROMPT --background` on the MCP agent `spec` in `home`, waits until
-/// the store holds its session (the server's task handle), kills the process with SIGKILL
-/// and returns the task id and session.
+/// Starts `task builder PROMPT --background` on the MCP agent `spec` in `home` (it returns at
+/// once, the task running on in a process of its own), waits until the store holds its session
+/// (the server's task handle), kills that process with SIGKILL and returns the task id and
+/// session.
 fn start_and_kill(home: &std::path::Path, spec: &str, server: &JobServer) -> (String, String) {
-    let stderr_path = home.join("first.stderr");
-    let first = process_in(home)
+    let out = process_in(home)
         .args([
             "task",
             "builder",
@@ -224,19 +224,17 @@ fn start_and_kill(home: &std::path::Path, spec: &str, server: &JobServer) -> (St
             spec,
         ])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
-        .spawn()
-        .expect("spawn subagents task");
-    let mut first = Killed(first);
+        .output()
+        .expect("subagents task --background");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let first = Worker::named_in(&stderr);
     let (task_id, session) = eventually("the task's handle in the store", || {
-        // A first process that ended early (it should work until it is killed) says why.
-        if let Some(status) = first.0.try_wait().expect("try_wait") {
-            panic!(
-                "`subagents task --background` ended early ({status}): {}",
-                std::fs::read_to_string(&stderr_path).unwrap_or_default()
-            );
-        }
+        // A process that ended early (it should work until it is killed) fails the test.
+        assert!(
+            first.running(),
+            "the background process ended early: {stderr}"
+        );
         listed(home).into_iter().find_map(|t| {
             let session = t["session_id"].as_str()?.to_string();
             session.starts_with("mcp-task:").then(|| {
@@ -248,8 +246,7 @@ fn start_and_kill(home: &std::path::Path, spec: &str, server: &JobServer) -> (St
         })
     });
     assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
-    first.0.kill().expect("SIGKILL"); // std sends SIGKILL on Unix
-    first.0.wait().expect("reaped");
+    first.kill_and_wait();
     let after = listed(home);
     let record = after
         .iter()

@@ -34,7 +34,14 @@ impl Contribution for Claude {
             path: root.clone(),
             source: Box::new(e),
         })?;
-        let (models, default_model) = crate::models::registry(b.model.as_ref(), &b.named_models)?;
+        // A local server says how large a window it runs the model with (and whether it runs).
+        let server = crate::models::probe_server(b.model.as_ref()).await;
+        let server_window = match &server {
+            crate::models::ServerProbe::Window { tokens, .. } => Some(*tokens),
+            _ => None,
+        };
+        let (models, default_model) =
+            crate::models::registry(b.model.as_ref(), &b.named_models, server_window)?;
         let mut rules = b.permission_rules.clone();
         let mut settings_mode = None;
         let untrusted = Untrusted::new(&b.untrusted_files);
@@ -205,6 +212,7 @@ impl Contribution for Claude {
             transcripts,
             stream: b.stream,
             context_window: b.context_window,
+            server,
             stall_timeout: b.stall_timeout,
             instructions,
         }));

@@ -6,6 +6,7 @@ mod approval;
 mod background_default;
 mod budget;
 mod concurrency;
+mod described;
 mod dispatch;
 mod fork;
 mod offered;

@@ -112,6 +112,9 @@ async fn task_alone_names_no_absent_tool_and_runs_in_the_foreground() {
     }
     assert!(description.contains("bg-worker"), "{description}");
     assert!(!has_background_param(&lean), "{}", lean.input_schema());
+    // `name` only names a background agent.
+    assert!(lean.input_schema()["properties"].get("name").is_none());
+    assert!(full.input_schema()["properties"].get("name").is_some());
 
     // An agent that runs in the background by default runs in the foreground: its answer
     // comes back, and no text names a tool that is not there.
@@ -163,9 +166,8 @@ async fn with_all_three_the_texts_are_as_before() {
     let description = Tool::description(&full);
     assert!(
         description.contains(
-            "Set `run_in_background: true` to get a task id at once and keep working. Read the \
-             result with TaskOutput {\"task_id\": ...} (it waits up to `timeout_ms` by default) \
-             and cancel it with TaskStop {\"task_id\": ...}.\n"
+            "`run_in_background: true` returns a task id at once: read the result with \
+             TaskOutput, cancel with TaskStop.\n"
         ),
         "{description}"
     );
@@ -281,10 +283,10 @@ async fn the_max_background_refusal_names_task_stop_only_when_offered() {
     let _ = tokio::time::timeout(Duration::from_secs(5), full.output(&id, None)).await;
 }
 
-/// `SendMessage`'s description names `run_in_background` only when `TaskOutput` is offered
-/// (without it, `Task` has no such parameter).
+/// `SendMessage`'s description names background tasks only when `TaskOutput` is offered
+/// (without it, `Task` has no `run_in_background`), and never the parameter itself.
 #[tokio::test]
-async fn the_send_message_description_names_run_in_background_only_with_task_output() {
+async fn the_send_message_description_names_background_tasks_only_with_task_output() {
     let full = task().await;
     let lean = full.offering(Companions::from_names(["Task", "SendMessage"]));
     let description = Tool::description(&lean.send_message_tool());
@@ -298,10 +300,8 @@ async fn the_send_message_description_names_run_in_background_only_with_task_out
 
     let description = Tool::description(&full.send_message_tool());
     assert!(
-        description.starts_with(
-            "Send a message to a background task you started with Task (run_in_background: \
-             true) while it runs: new instructions"
-        ),
+        description
+            .starts_with("Send a message to a background task you started with Task while it runs"),
         "{description}"
     );
 }

@@ -13,8 +13,9 @@ pub(crate) mod peer;
 pub(crate) mod pty;
 
 /// Variables a developer's shell may set that would change what the command does.
-pub(crate) const CLEARED_VARS: [&str; 13] = [
+pub(crate) const CLEARED_VARS: [&str; 14] = [
     "SUBAGENTS_MODEL",
+    "SUBAGENTS_MAIN_TOOLS",
     "SUBAGENTS_PROMPT_CACHE",
     "SUBAGENTS_RATE_LIMIT_WAIT",
     "OPENAI_API_KEY",
@@ -30,7 +31,10 @@ pub(crate) const CLEARED_VARS: [&str; 13] = [
 ];
 
 /// The command with a clean environment: no model configured, Ollama probe pointed at a
-/// closed port, no home directory agents, the default store (SQLite) inside the temp home.
+/// closed port, no home directory agents, the default store (SQLite) inside the temp home, and
+/// every tool for the main agent (`SUBAGENTS_MAIN_TOOLS=all`): the scripted model server is a
+/// local server, whose main agent would otherwise get `Task` alone (a test of that default
+/// removes the variable, see `local_first.rs`).
 pub(crate) fn subagents() -> Command {
     let home = tempfile::tempdir().expect("temp home").keep();
     subagents_in(&home)
@@ -50,9 +54,13 @@ pub(crate) fn process_in(home: &Path) -> std::process::Command {
     }
     cmd.env("HOME", home)
         .env("SUBAGENTS_OLLAMA_URL", "http://127.0.0.1:9")
+        .env(MAIN_TOOLS_VAR, "all")
         .current_dir(home);
     cmd
 }
+
+/// The variable for `run --main-tools`.
+pub(crate) const MAIN_TOOLS_VAR: &str = "SUBAGENTS_MAIN_TOOLS";
 
 /// A runtime for the in-process servers a test starts.
 pub(crate) fn rt() -> tokio::runtime::Runtime {
@@ -177,6 +185,58 @@ impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// The process a `task --background` started to run its task, killed (SIGKILL) when dropped.
+pub(crate) struct Worker(pub(crate) u32);
+
+impl Worker {
+    /// The process named by `task --background`'s stderr (`... (process PID): ...`).
+    pub(crate) fn named_in(stderr: &str) -> Self {
+        let pid = stderr
+            .split("(process ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("the background process is named: {stderr}"));
+        Self(pid)
+    }
+
+    /// Sends it SIGKILL.
+    pub(crate) fn kill(&self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .status();
+    }
+
+    /// Kills it and waits (bounded) until it has ended.
+    pub(crate) fn kill_and_wait(&self) {
+        self.kill();
+        for _ in 0..600 {
+            if !self.running() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("process {} did not end", self.0);
+    }
+
+    /// True while the process runs (a zombie has ended).
+    pub(crate) fn running(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.0))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(") ")
+                    .map(|(_, r)| r.starts_with(['R', 'S', 'D']))
+            })
+            .unwrap_or(false)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
