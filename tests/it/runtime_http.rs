@@ -105,7 +105,9 @@ async fn anthropic_run_resumes_a_session_over_http() {
         .unwrap();
     assert_eq!(second.text, "Second.");
     let last = server.last_request().unwrap();
-    assert_eq!(last.body["system"], "sys");
+    // The system prompt as one text block, marked for the prompt cache.
+    assert_eq!(last.body["system"][0]["text"], "sys");
+    assert_eq!(last.body["system"][0]["cache_control"]["type"], "ephemeral");
     let roles: Vec<&str> = last
         .messages()
         .iter()

@@ -576,7 +576,6 @@ mod tests {
             ("openai/gpt-4.1", "openai:gpt-4.1"),
             ("qwen2.5", "ollama:qwen2.5"),
             ("llama3.1:8b", "ollama:llama3.1:8b"),
-            ("claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
             ("o4-mini", "openai:o4-mini"),
             ("opneai:gpt-4.1", "openai:gpt-4.1"),
             ("anthropc:claude-opus-4-1", "anthropic:claude-opus-4-1"),
@@ -586,6 +585,8 @@ mod tests {
         }
         for valid_or_nonsense in [
             "openai:gpt-4.1",
+            // A Claude model id is a spec of its own (Anthropic).
+            "claude-sonnet-4-5",
             "sonnet",
             "",
             "http://x/v1",

@@ -181,7 +181,7 @@ impl<'a> Setup<'a> {
         // Once, before any live view starts: what loading the agents noted, as one summary
         // line (every note at -v; nothing at --log error), not as tracing WARN lines.
         for s in agents.skipped().iter().filter(|s| !s.invalid) {
-            tracing::info!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
+            tracing::debug!(path = %s.path.display(), reason = %s.reason, "agent file skipped");
         }
         crate::notes::report(&agents);
         Ok(agents)

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Killed, fixtures, process_in, rt, word};
+use common::{Worker, fixtures, process_in, rt, word};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -98,23 +98,13 @@ fn tasks_list_and_show_read_a_store_whose_disk_is_full() {
     let err = String::from_utf8_lossy(&done.stderr).into_owned();
     assert!(done.status.success(), "{err}");
     let finished = word(&err, "task_").expect("the first task's id");
-    // A task whose process is killed while its model call is in flight.
-    let mut child = task("second")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let killed_id = loop {
-        let line = lines
-            .next()
-            .expect("the task is announced")
-            .expect("stderr line");
-        if line.contains("in the background as") {
-            break word(&line, "task_").expect("the second task's id");
-        }
-    };
-    let child = Killed(child);
+    // A task whose process is killed while its model call is in flight (`--background`
+    // returns at once; the task runs on in a process of its own, named on stderr).
+    let second = task("second").output().expect("task runs");
+    let err = String::from_utf8_lossy(&second.stderr).into_owned();
+    assert!(second.status.success(), "{err}");
+    let killed_id = word(&err, "task_").expect("the second task's id");
+    let worker = Worker::named_in(&err);
     rt.block_on(async {
         tokio::time::timeout(Duration::from_secs(60), model.wait_for_requests(2))
             .await
@@ -122,7 +112,7 @@ fn tasks_list_and_show_read_a_store_whose_disk_is_full() {
     });
     // Its ledger record is written when it starts; give the batch a moment, then SIGKILL.
     std::thread::sleep(Duration::from_millis(500));
-    drop(child);
+    worker.kill_and_wait();
 
     fill(&disk.0);
     let tasks = |args: &[&str]| {

@@ -195,12 +195,18 @@ fn a_model_url_the_client_reads_differently_is_refused_and_reaches_nothing() {
         format!("---\nname: cloned\ndescription: d\nmodel: {spec}\n---\nbody\n"),
     )
     .unwrap();
+    // Its model cannot be used: the agent runs on the session's model instead (Claude Code's
+    // rule), saying so, and nothing reaches the other server.
     c.server.push(task("cloned", None));
+    c.server
+        .push(Reply::text("cloned ran on the session's model"));
     c.server.push(Reply::text("done"));
-    c.run(&[]).success();
+    let a = c.run(&[]).success();
+    let err = stderr_of(&a);
+    assert!(err.contains("unusable"), "{err}");
     let results = c.last_results();
     assert!(
-        results[0].contains("invalid model spec") && results[0].contains("backslash"),
+        results[0].contains("cloned ran on the session's model"),
         "{results:?}"
     );
     assert_eq!(trip.hits(), 0, "nothing was sent to the other server");
@@ -344,7 +350,7 @@ fn an_agent_files_inline_mcp_server_starts_only_once_the_file_is_approved() {
     );
     let err = stderr_of(&a);
     assert!(
-        err.contains("mcpServers [\"srv\"]")
+        err.contains("[\"srv\"]")
             && err.contains("not approved")
             && err.contains("subagents trust"),
         "{err}"

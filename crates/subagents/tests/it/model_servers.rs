@@ -61,6 +61,8 @@ async fn an_agent_file_cannot_name_a_stranger_s_server_either() {
     let stranger = ScriptedModelServer::start().await;
     stranger.set_fallback(Some(Reply::text("the stranger got it")));
     configured.push(Reply::task_call("helper", "read the secrets"));
+    // The agent's model cannot be used: it runs on the session's model (Claude Code's rule).
+    configured.push(Reply::text("helped on the session's model"));
     configured.push(Reply::text("done"));
     let dir = tempfile::tempdir().unwrap();
     let file = format!(
@@ -75,10 +77,22 @@ async fn an_agent_file_cannot_name_a_stranger_s_server_either() {
         .build()
         .await
         .expect("builds");
-    subagents.main_agent().run("go").await.expect("runs");
-    assert!(stranger.requests().is_empty());
-    let told = configured.requests()[1].body.to_string();
-    assert!(told.contains("the agent's `model` field"), "{told}");
+    let outcome = subagents.main_agent().run("go").await.expect("runs");
+    assert_eq!(outcome.status, TaskStatus::Completed);
+    assert!(
+        stranger.requests().is_empty(),
+        "nothing reaches the stranger's server"
+    );
+    let reqs = configured.requests();
+    assert_eq!(
+        reqs.len(),
+        3,
+        "main, the helper on the session's model, main"
+    );
+    let helper = reqs[1].body.to_string();
+    assert!(helper.contains("read the secrets"), "{helper}");
+    let told = reqs[2].body.to_string();
+    assert!(told.contains("helped on the session's model"), "{told}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -93,7 +93,13 @@ async fn on_a_llama_cpp_server_with_two_slots_the_caller_keeps_its_slot() {
         .expect("builds");
     let out = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(out.text, "done");
-    assert_eq!(server.props_requests(), 1, "the slot count is asked once");
+    // Once by the facade for the context window, once by the provider for the slot count,
+    // and never again however many requests follow.
+    assert_eq!(
+        server.props_requests(),
+        2,
+        "the properties are asked once each"
+    );
     let reqs = server.requests();
     let slots: Vec<(&str, Value)> = reqs
         .iter()
