@@ -30,7 +30,13 @@ fn workspace() -> (BTreeMap<String, Package>, BTreeSet<String>) {
         .or(option_env!("CARGO").map(str::to_string))
         .unwrap_or_else(|| "cargo".to_string());
     let out = std::process::Command::new(cargo)
-        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
         .current_dir(&root)
         .output()
         .expect("cargo metadata runs");
@@ -83,7 +89,11 @@ fn rows(text: &str, heading: &str, file: &str) -> Vec<(String, Vec<String>)> {
                 .split(" | ")
                 .map(|c| c.trim().to_string())
                 .collect();
-            let name = cells[0].split('`').nth(1).expect("a crate name").to_string();
+            let name = cells[0]
+                .split('`')
+                .nth(1)
+                .expect("a crate name")
+                .to_string();
             (name, cells[1..].to_vec())
         })
         .collect()
@@ -91,7 +101,11 @@ fn rows(text: &str, heading: &str, file: &str) -> Vec<(String, Vec<String>)> {
 
 /// The names written in backticks in `cell`.
 fn backticked(cell: &str) -> BTreeSet<String> {
-    cell.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -132,8 +146,8 @@ fn the_readme_crate_map_matches_the_workspace() {
 #[test]
 fn the_crate_guide_has_a_row_per_crate_and_names_real_dependencies() {
     let (crates, _) = workspace();
-    let guide = std::fs::read_to_string(root().join("docs/guide/crates.md"))
-        .expect("docs/guide/crates.md");
+    let guide =
+        std::fs::read_to_string(root().join("docs/guide/crates.md")).expect("docs/guide/crates.md");
     let rows = rows(&guide, "## What each crate holds", "docs/guide/crates.md");
     let named: BTreeSet<String> = rows.iter().map(|(n, _)| n.clone()).collect();
     let expected: BTreeSet<String> = crates.keys().cloned().collect();
