@@ -62,6 +62,8 @@
 //! # let _ = (kind, reference);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod approval_form;
 mod caller;
 mod client;

@@ -64,7 +64,7 @@ const PREVIEW_CHARS: usize = 200;
 ///   with [`TaskStatus::Cancelled`] and the partial text.
 /// - **Long runs compact**: before each model call the request's size is estimated against the
 ///   model's context window ([`Limits::context_window`](crate::Limits::context_window), else
-///   the window the model's server reported ([`ChatModel::context_window`]), else
+///   the window the model's server reported ([`ChatModel::context_window`](subagent_spi::ChatModel::context_window)), else
 ///   [`MODEL_WINDOWS`](crate::MODEL_WINDOWS), else
 ///   [`DEFAULT_CONTEXT_WINDOW`](crate::DEFAULT_CONTEXT_WINDOW)); past
 ///   [`TRIGGER_PERCENT`](crate::TRIGGER_PERCENT) of it, old large tool outputs are trimmed,

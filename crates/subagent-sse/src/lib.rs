@@ -48,12 +48,8 @@
 //!   a `nom` dependency for a grammar of five rules.
 //!
 //! Neither lets us cap memory, which our standards require of every input read from the
-//! network, so wrapping one would still need our own line accounting in front of it. Measured
-//! with the providers' bench on a 1 MiB recorded OpenAI stream fed in 1,460-byte pieces
-//! (`cargo bench -p subagent-providers --features bench-internals --bench sse_parse`, see
-//! `docs/PERFORMANCE.md`), this parser frames it in **0.94 ms** (1.05 GiB/s) and `sse-stream`
-//! in **4.07 ms** (248 MiB/s), 4.3x slower (medians, 2026-11-22, same run; the `sse-stream`
-//! figure includes copying each piece into `Bytes`, which its API takes by value).
+//! network, so wrapping one would still need our own line accounting in front of it. It is
+//! also about 4x faster than `sse-stream`: the measurement is in `docs/perf/subagent-sse.md`.
 //!
 //! The A2A client wraps the parser in a `futures::Stream` with an idle timeout; the providers
 //! feed it from their response loop. Both get lone-CR handling and the same size cap.

@@ -21,6 +21,8 @@
 //! - [`prune`] / [`Retention`] / [`spawn_maintenance`]: age, count and byte bounds on what is
 //!   persisted, applied at open, periodically, and by `subagents prune`.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(feature = "a2a")]
 pub mod a2a;
 mod db;

@@ -46,6 +46,8 @@
 //! assert!(ToolSet::find(&all, "Bash").is_some());
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 use std::sync::Arc;
 
 use subagent_spi::Tool;

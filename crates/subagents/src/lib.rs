@@ -37,6 +37,13 @@
 //! | `workflow` | no | [`Subagents::workflow`]: orchestration scripts in JavaScript, journaled (in the store with `store`) and resumable; the main agent's `Workflow` tool |
 //! | `full` | no | all of the above |
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The README's Rust example is compiled as a doc test, so it cannot drift from the facade.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
+
 #[cfg(feature = "claude")]
 pub mod approval;
 mod assemble;

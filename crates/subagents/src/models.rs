@@ -177,7 +177,8 @@ impl fmt::Display for WindowSource {
     }
 }
 
-/// What a local model server said when asked at build time ([`probe_server`]).
+/// What a local model server said when asked at build time (`Subagents::builder().build()`
+/// asks it once).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ServerProbe {

@@ -74,7 +74,7 @@ async fn unreachable_postgres_is_a_clear_error_without_the_password() {
 }
 
 /// Needs a PostgreSQL server: `.ci/run` starts one and sets `SUBAGENTS_TEST_POSTGRES_URL`
-/// (see `.ci/postgres.sh`; the README says how to run it locally).
+/// (see `.ci/postgres.sh`; docs/guide/development.md says how to run it locally).
 #[tokio::test]
 #[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
 async fn postgres_is_migrated() {

@@ -7,6 +7,7 @@ mod agents_load;
 mod background;
 mod budget;
 mod cli;
+mod crate_map;
 #[cfg(feature = "custom-cli-example")]
 mod custom_cli;
 mod delegation_py;
