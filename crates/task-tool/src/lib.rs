@@ -67,6 +67,7 @@ mod format;
 mod ids;
 mod inventory;
 mod ledger;
+mod metering;
 mod offer;
 mod persist;
 mod registry;

@@ -2,16 +2,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dashmap::DashMap;
-use subagent_core::{Budget, BudgetExt, ModelPrices};
+use subagent_core::ModelPrices;
 use subagent_spi::{
-    BudgetLimits, Delegation, InboxLimits, Kind, Limit, ProgressKind, SubagentDefinition,
-    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool,
-    ToolOutput,
+    BudgetLimits, Delegation, InboxLimits, Kind, Limit, SubagentDefinition, SubagentError,
+    SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput,
 };
-use tracing::Instrument;
 
 use crate::background::BackgroundRegistry;
 use crate::builder::TaskToolBuilder;
@@ -445,6 +443,7 @@ impl TaskTool {
             .filter(|l| !l.is_unlimited())
     }
 
+    /// `child` with the agent's own budget, when it has one (crate::metering).
     fn with_agent_budget(
         &self,
         child: TaskContext,
@@ -454,17 +453,8 @@ impl TaskTool {
         let Some(limits) = self.agent_budget_of(def.as_ref()) else {
             return child;
         };
-        let cancel = child.cancel().clone();
-        let mut budget = match caller.budget() {
-            Some(up) => up.nested(limits, cancel),
-            None => Budget::new(limits, cancel),
-        };
-        if budget.prices().is_none()
-            && let Some(p) = &self.inner.config.prices
-        {
-            budget = budget.with_prices(p.clone());
-        }
-        child.with_budget(budget.with_owner(def.name()))
+        let prices = self.inner.config.prices.as_ref();
+        crate::metering::with_agent_budget(child, def.as_ref(), limits, prices, caller)
     }
 
     /// Runs one child to its end, with a tracing span, progress events, duration and session
@@ -482,143 +472,20 @@ impl TaskTool {
 
     /// [`run_child`](Self::run_child) with `child` already given its meter
     /// (`crate::charge::meter`): background tasks keep the meter to settle a run that ends
-    /// without an outcome.
+    /// without an outcome. Metered and settled by crate::metering; the session it reports is
+    /// remembered for `resume`.
     pub(crate) async fn run_metered(
         &self,
         target: &Target,
         call: TaskCall,
         child: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        let Target {
-            idx,
-            def,
-            kind,
-            executor,
-        } = target;
-        let idx = *idx;
-        // An OpenTelemetry GenAI `invoke_agent` span (exported when the host installs an OTLP
-        // layer; nearly free otherwise). Its parent is the caller's `execute_tool Task` span, so
-        // a run's trace is its delegation tree.
-        let span = tracing::info_span!(
-            "invoke_agent",
-            otel.name = %format_args!("invoke_agent {}", def.name()),
-            otel.kind = "internal",
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.name = def.name(),
-            gen_ai.agent.id = child.task_id().unwrap_or(""),
-            gen_ai.request.model = call.model.as_deref(),
-            subagents.kind = kind.as_str(),
-            subagents.depth = i64::from(child.depth()),
-            subagents.background = call.is_background(),
-            subagents.status = tracing::field::Empty,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-        );
-        // Typed result (crate::typed): the schema, and the call to retry with.
-        let typed = match crate::typed::compile(&call, def.name(), subagent_schema::Profile::host())
-        {
-            Ok(schema) => schema.map(|s| (s, call.clone())),
-            Err(e) => {
-                child.emit(ProgressKind::Finished {
-                    status: TaskStatus::Failed,
-                    usage: Default::default(),
-                });
-                return Err(e);
+        crate::metering::run(target, call, child, |session| {
+            if let Some(idx) = target.idx {
+                self.remember_session(session.to_string(), idx);
             }
-        };
-        let started = Instant::now();
-        if !child.progress().discards_events() {
-            child.emit(ProgressKind::Started {
-                description: call.description.clone(),
-            });
-        }
-        let result = executor
-            .execute(call, def.clone(), child.clone())
-            .instrument(span.clone())
-            .await;
-        let elapsed = started.elapsed();
-        let _enter = span.enter();
-        // Fields are recorded only on a live span: on a disabled one (no subscriber) recording
-        // would still format a `log` record per field.
-        let live = !span.is_disabled();
-        match &result {
-            Ok(o) => {
-                if live {
-                    span.record("subagents.status", o.status.as_str());
-                    // As i64: `tracing-opentelemetry` exports a u64 as a string.
-                    span.record(
-                        "gen_ai.usage.input_tokens",
-                        i64::try_from(o.usage.input_tokens).unwrap_or(i64::MAX),
-                    );
-                    span.record(
-                        "gen_ai.usage.output_tokens",
-                        i64::try_from(o.usage.output_tokens).unwrap_or(i64::MAX),
-                    );
-                }
-                tracing::info!(status = %o.status, duration_ms = elapsed.as_millis() as u64, "subagent task finished");
-            }
-            Err(e) => {
-                if live {
-                    span.record("error.type", "subagent_error");
-                }
-                tracing::info!(error = %e, duration_ms = elapsed.as_millis() as u64, "subagent task failed");
-            }
-        }
-        let mut outcome = match result {
-            Ok(o) => o,
-            Err(SubagentError::Cancelled { .. }) => {
-                TaskOutcome::with_status(String::new(), TaskStatus::Cancelled)
-            }
-            // A child stopped by the spent budget of its subtree is no failure: it reached it.
-            Err(_) if child.cancel().is_cancelled() && budget_spent(&child).is_some() => {
-                TaskOutcome::with_status(String::new(), TaskStatus::LimitReached)
-            }
-            Err(e) => {
-                child.emit(ProgressKind::Finished {
-                    status: TaskStatus::Failed,
-                    usage: Default::default(),
-                });
-                return Err(e);
-            }
-        };
-        if let Some((schema, call)) = &typed {
-            outcome =
-                match crate::typed::enforce(schema, call, executor, def, &child, outcome).await {
-                    Ok(o) => o,
-                    Err(e) => {
-                        child.emit(ProgressKind::Finished {
-                            status: TaskStatus::Failed,
-                            usage: Default::default(),
-                        });
-                        return Err(e);
-                    }
-                };
-        }
-        // What it reported and did not charge, charged now (crate::charge).
-        crate::charge::settle(&child, &mut outcome);
-        // Any kind (a remote one too) cancelled because the subtree's budget is spent reports
-        // the budget it reached, with its partial result.
-        if matches!(
-            outcome.status,
-            TaskStatus::Cancelled | TaskStatus::LimitReached
-        ) && outcome.limit.is_none()
-            && let Some(spent) = budget_spent(&child)
-        {
-            outcome.status = TaskStatus::LimitReached;
-            outcome.limit = Some(spent);
-        }
-        if outcome.usage.duration_ms == 0 {
-            outcome.usage.duration_ms = elapsed.as_millis() as u64;
-        }
-        if let (Some(s), Some(idx)) = (&outcome.session_id, idx) {
-            self.remember_session(s.clone(), idx);
-        }
-        child.emit(ProgressKind::Finished {
-            status: outcome.status,
-            usage: outcome.usage.clone(),
-        });
-        Ok(outcome)
+        })
+        .await
     }
 
     fn remember_session(&self, session: String, idx: usize) {
@@ -696,11 +563,6 @@ impl TaskTool {
             }
         }
     }
-}
-
-/// The limit the budget of `ctx`'s subtree was spent on, if it was.
-fn budget_spent(ctx: &TaskContext) -> Option<Limit> {
-    ctx.budget().and_then(|b| b.spent())
 }
 
 /// The delegation tools of one [`TaskTool`], by name (see [`TaskTool::tools`]).
