@@ -444,6 +444,19 @@ impl BackgroundRegistry {
         }
     }
 
+    /// Writes every pending change to the ledger now (a no-op without one).
+    pub(crate) async fn flush_ledger(&self) -> Result<(), crate::LedgerError> {
+        match &self.ledger {
+            Some(w) => w.flush().await,
+            None => Ok(()),
+        }
+    }
+
+    /// True when changes are recorded in a ledger.
+    pub(crate) fn has_ledger(&self) -> bool {
+        self.ledger.is_some()
+    }
+
     /// Number of background tasks running now.
     pub(crate) fn running(&self) -> usize {
         self.running.load(Ordering::Acquire)
@@ -457,7 +470,7 @@ impl BackgroundRegistry {
         child: TaskContext,
     ) -> Result<(), SubagentError> {
         let (def, kind) = (target.def.clone(), target.kind.clone());
-        let config = &tool.inner.config;
+        let config = tool.config();
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             SubagentError::execution(
                 def.name(),
@@ -477,7 +490,7 @@ impl BackgroundRegistry {
         let max = config.max_background;
         // Only the companions offered are named (crate::offer); a background run needs
         // TaskOutput, so it is there.
-        let stop = if tool.offered.stop() {
+        let stop = if tool.companions().stop() {
             ", stop one with TaskStop"
         } else {
             ""
@@ -514,7 +527,7 @@ impl BackgroundRegistry {
 
         let task_id = child.task_id().unwrap_or_default().to_string();
         // A place under the cap now, or the task starts queued and waits for one.
-        let permit = RunPermit::try_acquire(&tool.inner.slots);
+        let permit = RunPermit::try_acquire(tool.slots());
         let (tx, _rx) = watch::channel(if permit.is_some() {
             BackgroundState::Running
         } else {
@@ -577,7 +590,7 @@ impl BackgroundRegistry {
             let agent = def.name().to_string();
             let permit = match permit {
                 Some(p) => Some(p),
-                None => RunPermit::acquire(&tool.inner.slots, &child).await,
+                None => RunPermit::acquire(tool.slots(), &child).await,
             };
             let result = match permit {
                 None => Err(SubagentError::Cancelled { agent }),
@@ -654,7 +667,7 @@ impl BackgroundRegistry {
             if let Some(w) = &writer {
                 w.mark(&task_id, &entry);
             }
-            let bg = &tool.inner.background;
+            let bg = tool.background();
             bg.finished.fetch_add(1, Ordering::AcqRel);
             bg.running.fetch_sub(1, Ordering::AcqRel);
             if let Some(c) = &caller {
@@ -1107,142 +1120,4 @@ fn unknown(task_id: &str, ttl: Duration) -> SubagentError {
         "no background task `{task_id}`: the id is unknown, or its result expired {} s after the task finished",
         ttl.as_secs()
     ))
-}
-
-impl TaskTool {
-    /// Reads a background task: waits up to `wait` for it to finish (`None` = don't wait).
-    pub async fn output(
-        &self,
-        task_id: &str,
-        wait: Option<Duration>,
-    ) -> Result<BackgroundSnapshot, SubagentError> {
-        self.output_with_usage(task_id, wait).await.map(|(s, _)| s)
-    }
-
-    pub(crate) async fn output_with_usage(
-        &self,
-        task_id: &str,
-        wait: Option<Duration>,
-    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
-        self.output_in(task_id, wait, Scope::Any).await
-    }
-
-    /// [`output`](Self::output) of a task `scope` admits, with its usage the first time.
-    pub(crate) async fn output_in(
-        &self,
-        task_id: &str,
-        wait: Option<Duration>,
-        scope: Scope<'_>,
-    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
-        self.inner
-            .background
-            .output(task_id, wait, scope, self.inner.config.result_ttl)
-            .await
-    }
-
-    /// Cancels a background task; returns its state once it wound down (or the grace ran out).
-    pub async fn stop(&self, task_id: &str) -> Result<BackgroundSnapshot, SubagentError> {
-        self.stop_with_usage(task_id).await.map(|(s, _)| s)
-    }
-
-    pub(crate) async fn stop_with_usage(
-        &self,
-        task_id: &str,
-    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
-        self.stop_in(task_id, Scope::Any).await
-    }
-
-    /// [`stop`](Self::stop) of a task `scope` admits, with its usage the first time.
-    pub(crate) async fn stop_in(
-        &self,
-        task_id: &str,
-        scope: Scope<'_>,
-    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
-        self.inner
-            .background
-            .stop(
-                task_id,
-                self.inner.config.stop_grace,
-                scope,
-                self.inner.config.result_ttl,
-            )
-            .await
-    }
-
-    /// Answers the oldest approval request a background task waits on, as the task's caller:
-    /// the answer is final (the `TaskOutput` tool confirms a yes with the caller's own
-    /// approver first). Returns the request answered.
-    pub fn answer_approval(
-        &self,
-        task_id: &str,
-        decision: ApprovalDecision,
-    ) -> Result<ApprovalRequest, SubagentError> {
-        self.answer_approval_in(task_id, decision, Scope::Any)
-    }
-
-    /// [`answer_approval`](Self::answer_approval) for a task `scope` admits.
-    pub(crate) fn answer_approval_in(
-        &self,
-        task_id: &str,
-        decision: ApprovalDecision,
-        scope: Scope<'_>,
-    ) -> Result<ApprovalRequest, SubagentError> {
-        self.inner
-            .background
-            .answer(task_id, decision, scope, self.inner.config.result_ttl)
-    }
-
-    /// The oldest approval request a background task waits on, if any.
-    pub fn pending_approval(&self, task_id: &str) -> Option<ApprovalRequest> {
-        self.pending_approval_in(task_id, Scope::Any)
-    }
-
-    /// [`pending_approval`](Self::pending_approval) of a task `scope` admits.
-    pub(crate) fn pending_approval_in(
-        &self,
-        task_id: &str,
-        scope: Scope<'_>,
-    ) -> Option<ApprovalRequest> {
-        self.inner
-            .background
-            .pending(task_id, scope, self.inner.config.result_ttl)
-    }
-
-    /// The tasks `scope` admits, running or recently ended, as `id (state)` (at most 20; for
-    /// error messages).
-    pub(crate) fn tasks_in(&self, scope: Scope<'_>) -> Vec<String> {
-        self.inner
-            .background
-            .tasks_of(scope, self.inner.config.result_ttl)
-    }
-
-    /// Writes every pending background-task change to the ledger now (a no-op without one).
-    /// Call it before the process exits: the writer otherwise batches changes for a few
-    /// milliseconds.
-    pub async fn flush_ledger(&self) -> Result<(), crate::LedgerError> {
-        match &self.inner.background.ledger {
-            Some(w) => w.flush().await,
-            None => Ok(()),
-        }
-    }
-
-    /// True when background tasks are recorded in a ledger.
-    pub fn has_ledger(&self) -> bool {
-        self.inner.background.ledger.is_some()
-    }
-
-    /// Number of background tasks running now.
-    pub fn running_background(&self) -> usize {
-        self.inner.background.running()
-    }
-
-    /// Number of background entries held (running, plus finished results not yet evicted).
-    pub fn retained_background(&self) -> usize {
-        self.inner.background.len()
-    }
-
-    /// Ids of the background tasks running now.
-    pub fn running_background_ids(&self) -> Vec<String> {
-        self.inner.background.running_ids()
-    }
 }

@@ -2,16 +2,14 @@
 //! description and schema, every result's hint) name only tools it can call.
 //!
 //! A host that offers `Task` alone (`subagents run --main-tools Task`, or its own tool list)
-//! gets a [`TaskTool::offering`] view: without `TaskOutput` there is no background run (the
+//! gets a [`TaskTool::offering`](crate::TaskTool::offering) view: without `TaskOutput` there is no background run (the
 //! schema has no `run_in_background`, a call that sets it to `true` is refused saying why, and
 //! an agent that runs in the background by default runs in the foreground); without `TaskStop`
 //! no text says to cancel with it.
 
 use subagent_spi::TaskCall;
 
-use crate::registry::TaskTool;
-
-/// The companion tools offered with `Task` (see [`TaskTool::offering`]).
+/// The companion tools offered with `Task` (see [`TaskTool::offering`](crate::TaskTool::offering)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Companions {
     output: bool,
@@ -26,7 +24,7 @@ impl Default for Companions {
 }
 
 impl Companions {
-    /// `TaskOutput` and `TaskStop`: what [`TaskTool::tools`] offers.
+    /// `TaskOutput` and `TaskStop`: what [`TaskTool::tools`](crate::TaskTool::tools) offers.
     pub const fn all() -> Self {
         Self {
             output: true,
@@ -61,24 +59,6 @@ impl Companions {
     /// True when `TaskStop` is offered (background runs can be cancelled).
     pub const fn stop(self) -> bool {
         self.stop
-    }
-}
-
-impl TaskTool {
-    /// This tool (the same agents, tasks and limits) as a model is offered it with `offered`
-    /// companions: its description, schema and results name no companion that is absent (see
-    /// the module docs), and so do the `TaskOutput` / `TaskStop` tools made from it. The
-    /// children it starts still get every delegation tool their own rules allow.
-    pub fn offering(&self, offered: Companions) -> TaskTool {
-        TaskTool {
-            inner: self.inner.clone(),
-            offered,
-        }
-    }
-
-    /// The companions this view names (see [`offering`](Self::offering)).
-    pub fn companions(&self) -> Companions {
-        self.offered
     }
 }
 

@@ -7,16 +7,18 @@ use std::time::Duration;
 use dashmap::DashMap;
 use subagent_core::ModelPrices;
 use subagent_spi::{
-    BudgetLimits, Delegation, InboxLimits, Kind, Limit, SubagentDefinition, SubagentError,
-    SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput,
+    ApprovalDecision, ApprovalRequest, BudgetLimits, Delegation, InboxLimits, Kind, Limit,
+    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
+    TaskStatus, Tool, ToolOutput, UsageNode,
 };
 
-use crate::background::BackgroundRegistry;
+use crate::background::{BackgroundRegistry, BackgroundSnapshot};
 use crate::builder::TaskToolBuilder;
 use crate::concurrency::{ChildWait, DEFAULT_MAX_CONCURRENT, RunPermit, Slots};
 use crate::format;
 use crate::ids::new_id;
-use crate::steer::SendMessageTool;
+use crate::offer::Companions;
+use crate::steer::{MessageReceipt, Scope, SendMessageError, SendMessageTool, Sender};
 use crate::tools::{TaskOutputTool, TaskStopTool};
 
 /// The default nesting limit: the main agent (depth 0), its children (1) and grandchildren (2)
@@ -88,8 +90,8 @@ pub(crate) struct KindEntry {
     pub(crate) executor: Arc<dyn SubagentExecutor>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) agents: Vec<Arc<dyn SubagentDefinition>>,
+struct Inner {
+    agents: Vec<Arc<dyn SubagentDefinition>>,
     /// For each agent, the index of its kind in `kinds`.
     agent_kind: Vec<usize>,
     /// The first `n_defaults` agents are kinds' defaults (built-ins); the rest are the user's.
@@ -99,10 +101,10 @@ pub(crate) struct Inner {
     by_lower: HashMap<String, usize>,
     /// session id -> index of the agent that produced it.
     sessions: DashMap<String, usize>,
-    pub(crate) background: BackgroundRegistry,
+    background: BackgroundRegistry,
     /// The places under the concurrency cap, shared by every run of the tree.
-    pub(crate) slots: Arc<Slots>,
-    pub(crate) config: TaskConfig,
+    slots: Arc<Slots>,
+    config: TaskConfig,
     description: String,
     schema: serde_json::Value,
 }
@@ -113,9 +115,9 @@ pub(crate) struct Inner {
 /// returns its `TaskOutput` and `TaskStop` companions.
 #[derive(Clone)]
 pub struct TaskTool {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
     /// The companions the texts of this view name (crate::offer).
-    pub(crate) offered: crate::offer::Companions,
+    offered: crate::offer::Companions,
 }
 
 impl std::fmt::Debug for TaskTool {
@@ -247,6 +249,16 @@ impl TaskTool {
     /// The limits in force.
     pub fn config(&self) -> &TaskConfig {
         &self.inner.config
+    }
+
+    /// The places under the concurrency cap, shared by every run of the tree (crate::concurrency).
+    pub(crate) fn slots(&self) -> &Arc<Slots> {
+        &self.inner.slots
+    }
+
+    /// The background tasks of this tool (crate::background).
+    pub(crate) fn background(&self) -> &BackgroundRegistry {
+        &self.inner.background
     }
 
     /// The `Task` tool plus its `TaskOutput`, `TaskStop` and `SendMessage` companions, by name.
@@ -562,6 +574,242 @@ impl TaskTool {
                 out
             }
         }
+    }
+}
+
+/// Offering (crate::offer).
+impl TaskTool {
+    /// This tool (the same agents, tasks and limits) as a model is offered it with `offered`
+    /// companions: its description, schema and results name no companion that is absent (see
+    /// the module docs), and so do the `TaskOutput` / `TaskStop` tools made from it. The
+    /// children it starts still get every delegation tool their own rules allow.
+    pub fn offering(&self, offered: Companions) -> TaskTool {
+        TaskTool {
+            inner: self.inner.clone(),
+            offered,
+        }
+    }
+
+    /// The companions this view names (see [`offering`](Self::offering)).
+    pub fn companions(&self) -> Companions {
+        self.offered
+    }
+}
+
+/// Background tasks (crate::background).
+impl TaskTool {
+    /// Reads a background task: waits up to `wait` for it to finish (`None` = don't wait).
+    pub async fn output(
+        &self,
+        task_id: &str,
+        wait: Option<Duration>,
+    ) -> Result<BackgroundSnapshot, SubagentError> {
+        self.output_with_usage(task_id, wait).await.map(|(s, _)| s)
+    }
+
+    pub(crate) async fn output_with_usage(
+        &self,
+        task_id: &str,
+        wait: Option<Duration>,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        self.output_in(task_id, wait, Scope::Any).await
+    }
+
+    /// [`output`](Self::output) of a task `scope` admits, with its usage the first time.
+    pub(crate) async fn output_in(
+        &self,
+        task_id: &str,
+        wait: Option<Duration>,
+        scope: Scope<'_>,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        self.inner
+            .background
+            .output(task_id, wait, scope, self.inner.config.result_ttl)
+            .await
+    }
+
+    /// Cancels a background task; returns its state once it wound down (or the grace ran out).
+    pub async fn stop(&self, task_id: &str) -> Result<BackgroundSnapshot, SubagentError> {
+        self.stop_with_usage(task_id).await.map(|(s, _)| s)
+    }
+
+    pub(crate) async fn stop_with_usage(
+        &self,
+        task_id: &str,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        self.stop_in(task_id, Scope::Any).await
+    }
+
+    /// [`stop`](Self::stop) of a task `scope` admits, with its usage the first time.
+    pub(crate) async fn stop_in(
+        &self,
+        task_id: &str,
+        scope: Scope<'_>,
+    ) -> Result<(BackgroundSnapshot, Option<UsageNode>), SubagentError> {
+        self.inner
+            .background
+            .stop(
+                task_id,
+                self.inner.config.stop_grace,
+                scope,
+                self.inner.config.result_ttl,
+            )
+            .await
+    }
+
+    /// Answers the oldest approval request a background task waits on, as the task's caller:
+    /// the answer is final (the `TaskOutput` tool confirms a yes with the caller's own
+    /// approver first). Returns the request answered.
+    pub fn answer_approval(
+        &self,
+        task_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<ApprovalRequest, SubagentError> {
+        self.answer_approval_in(task_id, decision, Scope::Any)
+    }
+
+    /// [`answer_approval`](Self::answer_approval) for a task `scope` admits.
+    pub(crate) fn answer_approval_in(
+        &self,
+        task_id: &str,
+        decision: ApprovalDecision,
+        scope: Scope<'_>,
+    ) -> Result<ApprovalRequest, SubagentError> {
+        self.inner
+            .background
+            .answer(task_id, decision, scope, self.inner.config.result_ttl)
+    }
+
+    /// The oldest approval request a background task waits on, if any.
+    pub fn pending_approval(&self, task_id: &str) -> Option<ApprovalRequest> {
+        self.pending_approval_in(task_id, Scope::Any)
+    }
+
+    /// [`pending_approval`](Self::pending_approval) of a task `scope` admits.
+    pub(crate) fn pending_approval_in(
+        &self,
+        task_id: &str,
+        scope: Scope<'_>,
+    ) -> Option<ApprovalRequest> {
+        self.inner
+            .background
+            .pending(task_id, scope, self.inner.config.result_ttl)
+    }
+
+    /// The tasks `scope` admits, running or recently ended, as `id (state)` (at most 20; for
+    /// error messages).
+    pub(crate) fn tasks_in(&self, scope: Scope<'_>) -> Vec<String> {
+        self.inner
+            .background
+            .tasks_of(scope, self.inner.config.result_ttl)
+    }
+
+    /// Writes every pending background-task change to the ledger now (a no-op without one).
+    /// Call it before the process exits: the writer otherwise batches changes for a few
+    /// milliseconds.
+    pub async fn flush_ledger(&self) -> Result<(), crate::LedgerError> {
+        self.inner.background.flush_ledger().await
+    }
+
+    /// True when background tasks are recorded in a ledger.
+    pub fn has_ledger(&self) -> bool {
+        self.inner.background.has_ledger()
+    }
+
+    /// Number of background tasks running now.
+    pub fn running_background(&self) -> usize {
+        self.inner.background.running()
+    }
+
+    /// Number of background entries held (running, plus finished results not yet evicted).
+    pub fn retained_background(&self) -> usize {
+        self.inner.background.len()
+    }
+
+    /// Ids of the background tasks running now.
+    pub fn running_background_ids(&self) -> Vec<String> {
+        self.inner.background.running_ids()
+    }
+}
+
+/// Background tasks as a whole, for hosts (crate::inventory).
+impl TaskTool {
+    /// The background tasks this process holds (running, and finished results not yet
+    /// expired), oldest first. Reading them takes nothing: their usage is still reported once
+    /// to the first `TaskOutput` (or [`take_unreported_usage`](Self::take_unreported_usage)).
+    pub fn background_tasks(&self) -> Vec<BackgroundSnapshot> {
+        self.inner
+            .background
+            .snapshots(self.inner.config.result_ttl)
+    }
+
+    /// The background tasks of this process and, with a ledger, those it keeps from other and
+    /// earlier processes (tasks whose process ended read as `interrupted`), newest first, at
+    /// most `limit` (capped at [`MAX_LISTED`]). A task of this process shows its live state.
+    ///
+    /// Without a ledger only this process's tasks are listed; a ledger that cannot be read is
+    /// an error naming it.
+    pub async fn list_background(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<BackgroundSnapshot>, SubagentError> {
+        crate::inventory::list(self.background_tasks(), &self.inner.background, limit).await
+    }
+
+    /// Waits up to `wait` for a background task to end or to need an approval answer, then
+    /// reads it, like [`output`](Self::output) but leaving its usage unreported (for
+    /// [`take_unreported_usage`](Self::take_unreported_usage)).
+    pub async fn watch_background(
+        &self,
+        task_id: &str,
+        wait: Duration,
+    ) -> Result<BackgroundSnapshot, SubagentError> {
+        self.inner
+            .background
+            .watch(task_id, wait, self.inner.config.result_ttl)
+            .await
+    }
+
+    /// Cancels every background task of this process that has not ended (as `TaskStop`
+    /// does, without waiting): each winds down within the stop grace and ends `cancelled`
+    /// with its partial output, recorded in the ledger like any result. Returns how many were
+    /// cancelled.
+    pub fn cancel_background(&self) -> usize {
+        self.inner.background.cancel_running()
+    }
+
+    /// The usage trees of the background tasks of this process that ended and whose usage no
+    /// caller has read yet (with `TaskOutput` or `TaskStop`), oldest first; each tree is
+    /// reported once. A host adds them to its run's usage tree when the run ends, so the work
+    /// of a child the model never read still counts.
+    pub fn take_unreported_usage(&self) -> Vec<UsageNode> {
+        self.inner.background.take_unreported_usage()
+    }
+}
+
+/// Messaging (crate::steer).
+impl TaskTool {
+    /// Sends `message` to a running background task of this process, as the host application:
+    /// `to` is its task id or the `name` its `Task` call gave it. The task reads it as its kind
+    /// allows ([`MessageReceipt::delivery`]); one that ends before reading it lists it as
+    /// unread in its [`BackgroundSnapshot::unread_messages`].
+    pub fn send_message(
+        &self,
+        to: &str,
+        message: &str,
+    ) -> Result<MessageReceipt, SendMessageError> {
+        self.send_as(Sender::Host, to, message)
+    }
+
+    /// Sends `message` as `sender` (crate::steer).
+    pub(crate) fn send_as(
+        &self,
+        sender: Sender<'_>,
+        to: &str,
+        message: &str,
+    ) -> Result<MessageReceipt, SendMessageError> {
+        let ttl = self.inner.config.result_ttl;
+        crate::steer::send(&self.inner.background, ttl, sender, to, message)
     }
 }
 

@@ -16,6 +16,7 @@
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,7 @@ use subagent_spi::{
     ToolError, ToolOutput,
 };
 
+use crate::background::BackgroundRegistry;
 use crate::background::BackgroundSnapshot;
 use crate::offer::Companions;
 use crate::registry::TaskTool;
@@ -261,76 +263,63 @@ pub(crate) enum Sender<'a> {
     Run(&'a TaskContext),
 }
 
-impl TaskTool {
-    /// Sends `message` to a running background task of this process, as the host application:
-    /// `to` is its task id or the `name` its `Task` call gave it. The task reads it as its kind
-    /// allows ([`MessageReceipt::delivery`]); one that ends before reading it lists it as
-    /// unread in its [`BackgroundSnapshot::unread_messages`].
-    pub fn send_message(
-        &self,
-        to: &str,
-        message: &str,
-    ) -> Result<MessageReceipt, SendMessageError> {
-        self.send_as(Sender::Host, to, message)
+/// Sends `message` from `sender` to the task `to` names among `bg`'s (results kept `ttl`).
+pub(crate) fn send(
+    bg: &BackgroundRegistry,
+    ttl: Duration,
+    sender: Sender<'_>,
+    to: &str,
+    message: &str,
+) -> Result<MessageReceipt, SendMessageError> {
+    let scope = match sender {
+        Sender::Host => Scope::Any,
+        Sender::Run(ctx) => Scope::StartedBy(ctx.task_id()),
+    };
+    let Some((task_id, entry)) = bg.addressable(to, scope, ttl) else {
+        return Err(SendMessageError::Unknown {
+            to: to.to_string(),
+            yours: bg.tasks_of(scope, ttl),
+        });
+    };
+    let finished = |entry: &crate::background::Entry| {
+        let snap = entry.snapshot(&task_id, false);
+        SendMessageError::Finished {
+            task_id: task_id.clone(),
+            status: snap.status(),
+            agent: snap.agent,
+            session_id: snap.session_id,
+        }
+    };
+    if !entry.is_running() {
+        return Err(finished(&entry));
     }
-
-    pub(crate) fn send_as(
-        &self,
-        sender: Sender<'_>,
-        to: &str,
-        message: &str,
-    ) -> Result<MessageReceipt, SendMessageError> {
-        let bg = &self.inner.background;
-        let scope = match sender {
-            Sender::Host => Scope::Any,
-            Sender::Run(ctx) => Scope::StartedBy(ctx.task_id()),
-        };
-        let Some((task_id, entry)) = bg.addressable(to, scope, self.inner.config.result_ttl) else {
-            return Err(SendMessageError::Unknown {
-                to: to.to_string(),
-                yours: bg.tasks_of(scope, self.inner.config.result_ttl),
-            });
-        };
-        let finished = |entry: &crate::background::Entry| {
-            let snap = entry.snapshot(&task_id, false);
-            SendMessageError::Finished {
-                task_id: task_id.clone(),
-                status: snap.status(),
-                agent: snap.agent,
-                session_id: snap.session_id,
-            }
-        };
-        if !entry.is_running() {
-            return Err(finished(&entry));
-        }
-        let mailbox = entry.mailbox();
-        let Some(delivery) = mailbox.delivery else {
-            return Err(SendMessageError::CannotReceive {
-                task_id,
-                agent: entry.agent().to_string(),
-                kind: entry.kind().to_string(),
-            });
-        };
-        let from = match sender {
-            Sender::Host => HOST_SENDER.to_string(),
-            Sender::Run(ctx) if ctx.agent().is_empty() => String::new(),
-            Sender::Run(ctx) => ctx.agent().to_string(),
-        };
-        match mailbox.inbox.send(InboxMessage::new(from, message)) {
-            Ok(unread) => Ok(MessageReceipt {
-                task_id,
-                agent: entry.agent().to_string(),
-                name: mailbox.name.clone(),
-                unread,
-                delivery,
-            }),
-            Err(InboxError::Closed) => Err(finished(&entry)),
-            Err(source) => Err(SendMessageError::Refused {
-                task_id,
-                agent: entry.agent().to_string(),
-                source,
-            }),
-        }
+    let mailbox = entry.mailbox();
+    let Some(delivery) = mailbox.delivery else {
+        return Err(SendMessageError::CannotReceive {
+            task_id,
+            agent: entry.agent().to_string(),
+            kind: entry.kind().to_string(),
+        });
+    };
+    let from = match sender {
+        Sender::Host => HOST_SENDER.to_string(),
+        Sender::Run(ctx) if ctx.agent().is_empty() => String::new(),
+        Sender::Run(ctx) => ctx.agent().to_string(),
+    };
+    match mailbox.inbox.send(InboxMessage::new(from, message)) {
+        Ok(unread) => Ok(MessageReceipt {
+            task_id,
+            agent: entry.agent().to_string(),
+            name: mailbox.name.clone(),
+            unread,
+            delivery,
+        }),
+        Err(InboxError::Closed) => Err(finished(&entry)),
+        Err(source) => Err(SendMessageError::Refused {
+            task_id,
+            agent: entry.agent().to_string(),
+            source,
+        }),
     }
 }
 
@@ -357,7 +346,7 @@ impl SendMessageTool {
     /// Its description: background tasks are named only when `TaskOutput` is offered (without
     /// it `Task` starts none, see `crate::offer`).
     pub(crate) fn description_text(&self) -> String {
-        let which = if self.task.offered.output() {
+        let which = if self.task.companions().output() {
             "a background task you started with Task"
         } else {
             "a task you started with Task"
@@ -375,10 +364,10 @@ impl SendMessageTool {
                 .task
                 .send_as(Sender::Run(ctx), &input.to, &input.message)
             {
-                Ok(r) => ToolOutput::text(receipt_text(&r, self.task.offered)),
+                Ok(r) => ToolOutput::text(receipt_text(&r, self.task.companions())),
                 Err(e) => ToolOutput::error(format!(
                     "Message not delivered: {}.",
-                    e.text_for(self.task.offered)
+                    e.text_for(self.task.companions())
                 )),
             },
         )

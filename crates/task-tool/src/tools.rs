@@ -160,7 +160,7 @@ impl TaskOutputTool {
     /// What `TaskOutput` answers about `snapshot` (without waiting): for a host that read the
     /// task itself ([`TaskTool::output`]) and shows it as the tool would.
     pub fn render(&self, snapshot: &crate::BackgroundSnapshot) -> ToolOutput {
-        format::snapshot_text(snapshot, None, self.task.offered)
+        format::snapshot_text(snapshot, None, self.task.companions())
     }
 
     async fn run(
@@ -230,7 +230,7 @@ impl TaskOutputTool {
                 let mut out = format::snapshot_text(
                     &snap,
                     input.block.then_some(input.timeout_ms),
-                    self.task.offered,
+                    self.task.companions(),
                 );
                 if let Some(id) = usage.as_ref().and_then(|n| n.task_id.as_deref()) {
                     // Settled by its own meter (crate::charge).
@@ -285,7 +285,7 @@ impl TaskStopTool {
         let scope = Scope::StartedBy(ctx.task_id());
         match waiting_on_children(ctx, self.task.stop_in(&input.task_id, scope)).await {
             Ok((snap, usage)) => {
-                let mut out = format::snapshot_text(&snap, None, self.task.offered);
+                let mut out = format::snapshot_text(&snap, None, self.task.companions());
                 if let Some(id) = usage.as_ref().and_then(|n| n.task_id.as_deref()) {
                     // Settled by its own meter (crate::charge).
                     crate::charge::noted(ctx, id);
