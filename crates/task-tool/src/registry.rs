@@ -745,7 +745,7 @@ impl TaskTool {
 
     /// The background tasks of this process and, with a ledger, those it keeps from other and
     /// earlier processes (tasks whose process ended read as `interrupted`), newest first, at
-    /// most `limit` (capped at [`MAX_LISTED`]). A task of this process shows its live state.
+    /// most `limit` (capped at [`MAX_LISTED`](crate::MAX_LISTED)). A task of this process shows its live state.
     ///
     /// Without a ledger only this process's tasks are listed; a ledger that cannot be read is
     /// an error naming it.
