@@ -17,7 +17,8 @@ use tokio::sync::{oneshot, watch};
 use crate::concurrency::RunPermit;
 use crate::ledger::TaskRecord;
 use crate::persist::{LedgerWriter, Shared};
-use crate::registry::{Target, TaskConfig, TaskTool};
+use crate::registry::{TaskConfig, TaskTool};
+use crate::routing::Target;
 use crate::share::{BackgroundCaller, Shares};
 use crate::steer::{Mailbox, Scope, check_name};
 
@@ -469,7 +470,7 @@ impl BackgroundRegistry {
         call: TaskCall,
         child: TaskContext,
     ) -> Result<(), SubagentError> {
-        let (def, kind) = (target.def.clone(), target.kind.clone());
+        let (def, kind) = (target.def().clone(), target.kind().clone());
         let config = tool.config();
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             SubagentError::execution(
@@ -554,7 +555,7 @@ impl BackgroundRegistry {
             mailbox: Mailbox::new(
                 call.name.clone(),
                 child.parent_task_id().map(str::to_string),
-                target.executor.message_delivery(def.as_ref()),
+                target.executor().message_delivery(def.as_ref()),
                 config.inbox,
             ),
         });

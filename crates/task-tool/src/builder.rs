@@ -11,7 +11,8 @@ use subagent_spi::{
     BudgetLimits, SubagentDefinition, SubagentError, SubagentReference, SubagentType,
 };
 
-use crate::registry::{KindEntry, MAX_DEPTH_CAP, TaskConfig, TaskTool};
+use crate::registry::{MAX_DEPTH_CAP, TaskConfig, TaskTool};
+use crate::routing::KindEntry;
 
 /// Why one reference could not be registered.
 ///
@@ -316,15 +317,12 @@ impl TaskToolBuilder {
         }
         let mut kinds: Vec<KindEntry> = Vec::with_capacity(self.types.len());
         for t in &self.types {
-            if kinds.iter().any(|k| k.kind == *t.kind()) {
+            if kinds.iter().any(|k| k.kind() == t.kind()) {
                 return Err(BuildError::DuplicateKind {
                     kind: t.kind().to_string(),
                 });
             }
-            kinds.push(KindEntry {
-                kind: t.kind().clone(),
-                executor: t.executor().clone(),
-            });
+            kinds.push(KindEntry::new(t.kind().clone(), t.executor().clone()));
         }
         let registered: Vec<String> = self.types.iter().map(|t| t.kind().to_string()).collect();
 

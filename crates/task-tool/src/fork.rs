@@ -15,7 +15,7 @@ use subagent_spi::{
     TaskCall, TaskContext, impl_subagent_definition, is_fork,
 };
 
-use crate::registry::Target;
+use crate::routing::Target;
 
 /// The kind a fork's usage node and span name.
 pub(crate) const FORK_KIND: Kind = Kind::from_static("FORK");
@@ -74,10 +74,9 @@ pub(crate) fn target(
         description: "A copy of the calling agent with its conversation so far.".to_string(),
         reference: SubagentReference::new("fork:", FORK_KIND),
     });
-    Ok(Some(Target {
-        idx: None,
+    Ok(Some(Target::unregistered(
         def,
-        kind: FORK_KIND,
-        executor: source.executor().clone(),
-    }))
+        FORK_KIND,
+        source.executor().clone(),
+    )))
 }

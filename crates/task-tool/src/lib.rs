@@ -71,6 +71,7 @@ mod metering;
 mod offer;
 mod persist;
 mod registry;
+mod routing;
 mod share;
 mod steer;
 mod tools;

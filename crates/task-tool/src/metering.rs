@@ -18,7 +18,7 @@ use subagent_spi::{
 };
 use tracing::Instrument;
 
-use crate::registry::Target;
+use crate::routing::Target;
 
 /// A typed result's schema, and the call to retry with (crate::typed).
 type Typed = Option<(subagent_schema::OutputSchema, TaskCall)>;
@@ -64,7 +64,7 @@ impl<'t> Run<'t> {
     /// installs an OTLP layer; nearly free otherwise). Its parent is the caller's `execute_tool
     /// Task` span, so a run's trace is its delegation tree.
     fn new(target: &'t Target, call: &TaskCall, child: TaskContext) -> Self {
-        let def = &target.def;
+        let def = &target.def();
         let span = tracing::info_span!(
             "invoke_agent",
             otel.name = %format_args!("invoke_agent {}", def.name()),
@@ -73,7 +73,7 @@ impl<'t> Run<'t> {
             gen_ai.agent.name = def.name(),
             gen_ai.agent.id = child.task_id().unwrap_or(""),
             gen_ai.request.model = call.model.as_deref(),
-            subagents.kind = target.kind.as_str(),
+            subagents.kind = target.kind().as_str(),
             subagents.depth = i64::from(child.depth()),
             subagents.background = call.is_background(),
             subagents.status = tracing::field::Empty,
@@ -100,7 +100,7 @@ impl<'t> Run<'t> {
     /// The typed result's schema (crate::typed), with the call to retry with.
     fn admit(&self, call: &TaskCall) -> Result<Typed, SubagentError> {
         let profile = subagent_schema::Profile::host();
-        match crate::typed::compile(call, self.target.def.name(), profile) {
+        match crate::typed::compile(call, self.target.def().name(), profile) {
             Ok(schema) => Ok(schema.map(|s| (s, call.clone()))),
             Err(e) => Err(self.fail(e)),
         }
@@ -119,7 +119,7 @@ impl<'t> Run<'t> {
 
     /// The kind's executor runs the call, in the run's span.
     async fn execute(&self, call: TaskCall) -> Result<TaskOutcome, SubagentError> {
-        let Target { def, executor, .. } = self.target;
+        let (def, executor) = (self.target.def(), self.target.executor());
         executor
             .execute(call, def.clone(), self.child.clone())
             .instrument(self.span.clone())
@@ -184,7 +184,7 @@ impl<'t> Run<'t> {
         let Some((schema, call)) = &typed else {
             return Ok(outcome);
         };
-        let Target { def, executor, .. } = self.target;
+        let (def, executor) = (self.target.def(), self.target.executor());
         crate::typed::enforce(schema, call, executor, def, &self.child, outcome)
             .await
             .map_err(|e| self.fail(e))

@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dashmap::DashMap;
 use subagent_core::ModelPrices;
 use subagent_spi::{
     ApprovalDecision, ApprovalRequest, BudgetLimits, Delegation, InboxLimits, Kind, Limit,
@@ -18,6 +17,7 @@ use crate::concurrency::{ChildWait, DEFAULT_MAX_CONCURRENT, RunPermit, Slots};
 use crate::format;
 use crate::ids::new_id;
 use crate::offer::Companions;
+use crate::routing::{Agents, KindEntry, Target};
 use crate::steer::{MessageReceipt, Scope, SendMessageError, SendMessageTool, Sender};
 use crate::tools::{TaskOutputTool, TaskStopTool};
 
@@ -75,32 +75,9 @@ impl Default for TaskConfig {
     }
 }
 
-/// The agent a call goes to, with its kind and executor.
-pub(crate) struct Target {
-    /// The agent's index in the registry; `None` for a fork (see `fork`).
-    pub(crate) idx: Option<usize>,
-    pub(crate) def: Arc<dyn SubagentDefinition>,
-    pub(crate) kind: Kind,
-    pub(crate) executor: Arc<dyn SubagentExecutor>,
-}
-
-/// A kind as the registry keeps it: its name and executor.
-pub(crate) struct KindEntry {
-    pub(crate) kind: Kind,
-    pub(crate) executor: Arc<dyn SubagentExecutor>,
-}
-
 struct Inner {
-    agents: Vec<Arc<dyn SubagentDefinition>>,
-    /// For each agent, the index of its kind in `kinds`.
-    agent_kind: Vec<usize>,
-    /// The first `n_defaults` agents are kinds' defaults (built-ins); the rest are the user's.
-    n_defaults: usize,
-    kinds: Vec<KindEntry>,
-    by_name: HashMap<String, usize>,
-    by_lower: HashMap<String, usize>,
-    /// session id -> index of the agent that produced it.
-    sessions: DashMap<String, usize>,
+    /// The agents and kinds, and the routing of a call (crate::routing).
+    agents: Agents,
     background: BackgroundRegistry,
     /// The places under the concurrency cap, shared by every run of the tree.
     slots: Arc<Slots>,
@@ -169,24 +146,12 @@ impl TaskTool {
         config: TaskConfig,
         ledger: Option<Arc<dyn crate::TaskLedger>>,
     ) -> Self {
-        let (agents, agent_kind): (Vec<_>, Vec<_>) = agents.into_iter().unzip();
-        let mut by_name = HashMap::new();
-        let mut by_lower = HashMap::new();
-        for (i, a) in agents.iter().enumerate() {
-            by_name.insert(a.name().to_string(), i);
-            by_lower.entry(a.name().to_lowercase()).or_insert(i);
-        }
-        let description = format::task_description(&agents, crate::offer::Companions::all());
+        let agents = Agents::new(agents, n_defaults, kinds, config.max_sessions);
+        let description = format::task_description(agents.all(), crate::offer::Companions::all());
         let schema = subagent_spi::input_schema::<TaskCall>();
         Self {
             inner: Arc::new(Inner {
                 agents,
-                agent_kind,
-                n_defaults,
-                kinds,
-                by_name,
-                by_lower,
-                sessions: DashMap::new(),
                 background: BackgroundRegistry::new(ledger.map(crate::persist::LedgerWriter::new)),
                 slots: Arc::new(Slots::new(config.max_concurrent)),
                 config,
@@ -199,13 +164,14 @@ impl TaskTool {
 
     /// The registered agents, built-ins first, in registration order.
     pub fn agents(&self) -> &[Arc<dyn SubagentDefinition>] {
-        &self.inner.agents
+        self.inner.agents.all()
     }
 
     /// The registered agent names.
     pub fn agent_names(&self) -> Vec<String> {
         self.inner
             .agents
+            .all()
             .iter()
             .map(|a| a.name().to_string())
             .collect()
@@ -213,37 +179,36 @@ impl TaskTool {
 
     /// Finds an agent by name: exact first, then ignoring case.
     pub fn find(&self, name: &str) -> Option<&Arc<dyn SubagentDefinition>> {
-        self.find_index(name).map(|i| &self.inner.agents[i])
+        self.inner
+            .agents
+            .find(name)
+            .map(|i| self.inner.agents.get(i))
     }
 
     /// The kind of the agent of that name (exact first, then ignoring case).
     pub fn kind_of(&self, name: &str) -> Option<&Kind> {
-        self.find_index(name)
-            .map(|i| &self.inner.kinds[self.inner.agent_kind[i]].kind)
+        self.inner
+            .agents
+            .find(name)
+            .map(|i| self.inner.agents.kind_of(i).kind())
     }
 
     /// The agents from references (not kinds' built-in defaults), in registration order.
     pub fn user_agents(&self) -> &[Arc<dyn SubagentDefinition>] {
-        &self.inner.agents[self.inner.n_defaults..]
+        self.inner.agents.user()
     }
 
     /// The executor that runs the agent of that name (exact first, then ignoring case).
     pub fn executor_of(&self, name: &str) -> Option<Arc<dyn SubagentExecutor>> {
-        self.find_index(name)
-            .map(|i| self.inner.kinds[self.inner.agent_kind[i]].executor.clone())
+        self.inner
+            .agents
+            .find(name)
+            .map(|i| self.inner.agents.executor_of(i).clone())
     }
 
     /// The registered kinds, in registration order.
     pub fn kinds(&self) -> impl Iterator<Item = &Kind> {
-        self.inner.kinds.iter().map(|k| &k.kind)
-    }
-
-    fn find_index(&self, name: &str) -> Option<usize> {
-        self.inner
-            .by_name
-            .get(name)
-            .or_else(|| self.inner.by_lower.get(&name.to_lowercase()))
-            .copied()
+        self.inner.agents.kinds()
     }
 
     /// The limits in force.
@@ -296,7 +261,7 @@ impl TaskTool {
         if self.offered == crate::offer::Companions::all() {
             return self.inner.description.as_str().into();
         }
-        format::task_description(&self.inner.agents, self.offered).into()
+        format::task_description(self.inner.agents.all(), self.offered).into()
     }
 
     pub(crate) fn schema(&self) -> std::borrow::Cow<'_, serde_json::Value> {
@@ -304,21 +269,6 @@ impl TaskTool {
             return std::borrow::Cow::Borrowed(&self.inner.schema);
         }
         std::borrow::Cow::Owned(crate::offer::foreground_schema(&self.inner.schema))
-    }
-
-    /// Picks the agent for a call: the agent that produced `resume`'s session when known,
-    /// else `subagent_type` (exact, then ignoring case).
-    fn route(&self, call: &TaskCall) -> Result<usize, SubagentError> {
-        if let Some(session) = &call.resume
-            && let Some(i) = self.inner.sessions.get(session)
-        {
-            return Ok(*i);
-        }
-        self.find_index(&call.subagent_type)
-            .ok_or_else(|| SubagentError::UnknownSubagent {
-                name: call.subagent_type.clone(),
-                available: self.agent_names(),
-            })
     }
 
     /// Runs a call: in the foreground (awaiting the outcome) or in the background, starting it
@@ -346,21 +296,12 @@ impl TaskTool {
         ctx: &TaskContext,
     ) -> Result<Dispatch, crate::failed::Failed> {
         // `subagent_type: "fork"`: a copy of the caller (see `fork`), else a registered agent.
-        let target = match crate::fork::target(&call, ctx, |s| self.inner.sessions.contains_key(s))?
-        {
+        let agents = &self.inner.agents;
+        let target = match crate::fork::target(&call, ctx, |s| agents.knows_session(s))? {
             Some(fork) => fork,
-            None => {
-                let idx = self.route(&call)?;
-                let entry = &self.inner.kinds[self.inner.agent_kind[idx]];
-                Target {
-                    idx: Some(idx),
-                    def: self.inner.agents[idx].clone(),
-                    kind: entry.kind.clone(),
-                    executor: entry.executor.clone(),
-                }
-            }
+            None => agents.route(&call)?,
         };
-        let def = target.def.clone();
+        let def = target.def().clone();
         if call.run_in_background.is_none() && def.runs_in_background_by_default() {
             call.run_in_background = Some(true);
         }
@@ -430,13 +371,13 @@ impl TaskTool {
             wait.end(ctx).await;
         }
         let outcome = result.map_err(|e| {
-            crate::failed::Failed::ran(e, def.name(), target.kind.as_str(), &task_id)
+            crate::failed::Failed::ran(e, def.name(), target.kind().as_str(), &task_id)
         })?;
         // Its report is settled: the caller's own settling skips it (crate::charge).
         crate::charge::noted(ctx, &task_id);
         Ok(Dispatch::Foreground {
             agent: def.name().to_string(),
-            kind: target.kind,
+            kind: target.kind().clone(),
             task_id,
             outcome,
         })
@@ -493,29 +434,9 @@ impl TaskTool {
         child: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
         crate::metering::run(target, call, child, |session| {
-            if let Some(idx) = target.idx {
-                self.remember_session(session.to_string(), idx);
-            }
+            self.inner.agents.remember_session(target, session)
         })
         .await
-    }
-
-    fn remember_session(&self, session: String, idx: usize) {
-        let sessions = &self.inner.sessions;
-        if sessions.len() >= self.inner.config.max_sessions {
-            // Bounded memory: forget an arbitrary tenth. Resume of a forgotten id still
-            // reaches the executor named in `subagent_type`.
-            let drop_n = (self.inner.config.max_sessions / 10).max(1);
-            let victims: Vec<String> = sessions
-                .iter()
-                .take(drop_n)
-                .map(|e| e.key().clone())
-                .collect();
-            for v in victims {
-                sessions.remove(&v);
-            }
-        }
-        sessions.insert(session, idx);
     }
 
     /// Runs a `Task` call given as JSON and renders the result as the text a model sees.
@@ -545,9 +466,9 @@ impl TaskTool {
         // (how a shortened agent list is read in full, see format::agent_list).
         if call.prompt.trim().is_empty()
             && call.resume.is_none()
-            && let Some(i) = self.find_index(&call.subagent_type)
+            && let Some(i) = self.inner.agents.find(&call.subagent_type)
         {
-            return ToolOutput::text(format::described(self.inner.agents[i].as_ref()));
+            return ToolOutput::text(format::described(self.inner.agents.get(i).as_ref()));
         }
         match self.dispatch_noting(call, ctx).await {
             Ok(Dispatch::Foreground {
