@@ -563,7 +563,7 @@ impl BackgroundRegistry {
             entry: Arc::downgrade(&entry),
             task_id: task_id.clone(),
             inner: child.progress().clone(),
-            ledger: self.ledger.as_ref().map(|w| w.shared.clone()),
+            ledger: self.ledger.as_ref().map(|w| w.shared().clone()),
         });
         let approver = Arc::new(SessionApprover::new(Arc::new(BackgroundApprover {
             entry: Arc::downgrade(&entry),
@@ -573,7 +573,7 @@ impl BackgroundRegistry {
         if let Some(inbox) = entry.mailbox.inbox_for_run() {
             child = child.with_inbox(inbox);
         }
-        let writer = self.ledger.as_ref().map(|w| w.shared.clone());
+        let writer = self.ledger.as_ref().map(|w| w.shared().clone());
         if let Some(w) = &writer {
             w.mark(&task_id, &entry);
         }
@@ -701,7 +701,7 @@ impl BackgroundRegistry {
         ttl: Duration,
     ) -> Result<Arc<Entry>, SubagentError> {
         let entry = self.lookup(task_id, ttl)?;
-        if scope.admits(entry.mailbox.parent.as_deref()) {
+        if scope.admits(entry.mailbox.parent()) {
             Ok(entry)
         } else {
             Err(unknown(task_id, ttl))
@@ -717,7 +717,7 @@ impl BackgroundRegistry {
         ttl: Duration,
     ) -> Option<(String, Arc<Entry>)> {
         let now = Instant::now();
-        let ours = |e: &Entry| !e.expired(ttl, now) && scope.admits(e.mailbox.parent.as_deref());
+        let ours = |e: &Entry| !e.expired(ttl, now) && scope.admits(e.mailbox.parent());
         if let Some(e) = self.entries.get(to)
             && ours(e.value())
         {
@@ -725,7 +725,7 @@ impl BackgroundRegistry {
         }
         self.entries
             .iter()
-            .filter(|e| ours(e.value()) && e.value().mailbox.name.as_deref() == Some(to))
+            .filter(|e| ours(e.value()) && e.value().mailbox.name() == Some(to))
             .max_by_key(|e| (e.value().is_running(), e.value().started))
             .map(|e| (e.key().clone(), e.value().clone()))
     }
@@ -737,13 +737,11 @@ impl BackgroundRegistry {
         let mut held: Vec<(Instant, String)> = self
             .entries
             .iter()
-            .filter(|e| {
-                !e.value().expired(ttl, now) && scope.admits(e.value().mailbox.parent.as_deref())
-            })
+            .filter(|e| !e.value().expired(ttl, now) && scope.admits(e.value().mailbox.parent()))
             .map(|e| {
                 let v = e.value();
                 let state = if v.is_running() { "running" } else { "ended" };
-                let label = match &v.mailbox.name {
+                let label = match v.mailbox.name() {
                     Some(n) => format!("{} (name `{n}`, {state})", e.key()),
                     None => format!("{} ({state})", e.key()),
                 };
@@ -760,9 +758,7 @@ impl BackgroundRegistry {
             .iter()
             .find(|e| {
                 let v = e.value();
-                v.is_running()
-                    && v.mailbox.name.as_deref() == Some(name)
-                    && v.mailbox.parent.as_deref() == parent
+                v.is_running() && v.mailbox.name() == Some(name) && v.mailbox.parent() == parent
             })
             .map(|e| e.key().clone())
     }
@@ -777,7 +773,7 @@ impl BackgroundRegistry {
         ttl: Duration,
     ) -> Result<Found, SubagentError> {
         let not_here = match self.lookup(task_id, ttl) {
-            Ok(e) if scope.admits(e.mailbox.parent.as_deref()) => return Ok(Found::Here(e)),
+            Ok(e) if scope.admits(e.mailbox.parent()) => return Ok(Found::Here(e)),
             Ok(_) => return Err(unknown(task_id, ttl)),
             Err(e) => e,
         };
@@ -791,7 +787,8 @@ impl BackgroundRegistry {
                         .duration_since(end)
                         .is_ok_and(|age| age > ttl)
                 });
-                let evicted_here = !matches!(scope, Scope::Any) && r.owner == writer.shared.owner;
+                let evicted_here =
+                    !matches!(scope, Scope::Any) && r.owner == writer.shared().owner();
                 if expired || evicted_here {
                     Err(not_here)
                 } else {

@@ -3,16 +3,16 @@
 //! the reason, so a host can count a tree's failed children and say why each failed (the
 //! caller's `Task` result already says why, for the model).
 
-use subagent_spi::{SubagentError, TaskOutcome, TaskStatus, Usage, UsageNode};
+use subagent_spi::{SubagentError, TaskOutcome, TaskStatus, ToolOutput, Usage, UsageNode};
 
 /// The longest reason kept in a node, in characters.
 pub(crate) const MAX_REASON: usize = 2000;
 
 /// A dispatch that failed: the error, and the node of the child when one ran.
 pub(crate) struct Failed {
-    pub(crate) error: SubagentError,
+    error: SubagentError,
     /// Boxed: the error path is rare, the dispatch future is on every call.
-    pub(crate) node: Option<Box<UsageNode>>,
+    node: Option<Box<UsageNode>>,
 }
 
 impl From<SubagentError> for Failed {
@@ -32,6 +32,18 @@ impl Failed {
             error,
             node: Some(Box::new(node)),
         }
+    }
+
+    /// The error alone.
+    pub(crate) fn into_error(self) -> SubagentError {
+        self.error
+    }
+
+    /// A tool result for the model: the error's text, with the child's node when one ran.
+    pub(crate) fn into_output(self) -> ToolOutput {
+        let mut out = ToolOutput::error(crate::format::error_text(&self.error));
+        out.children.extend(self.node.map(|n| *n));
+        out
     }
 }
 

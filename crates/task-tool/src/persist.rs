@@ -28,7 +28,7 @@ const STOP_POLL: Duration = Duration::from_secs(1);
 
 pub(crate) struct Shared {
     ledger: Arc<dyn TaskLedger>,
-    pub(crate) owner: String,
+    owner: String,
     dirty: DashMap<String, Arc<Entry>>,
     /// This process's tasks that have not ended, for the stop requests of other processes.
     running: DashMap<String, Arc<Entry>>,
@@ -41,7 +41,7 @@ pub(crate) struct Shared {
 
 /// The writer's handle, owned by the task tool; dropping it ends the writer after a last flush.
 pub(crate) struct LedgerWriter {
-    pub(crate) shared: Arc<Shared>,
+    shared: Arc<Shared>,
 }
 
 impl Drop for LedgerWriter {
@@ -51,6 +51,11 @@ impl Drop for LedgerWriter {
 }
 
 impl LedgerWriter {
+    /// The state shared with the writer task.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     pub(crate) fn new(ledger: Arc<dyn TaskLedger>) -> Self {
         Self {
             shared: Arc::new(Shared {
@@ -102,6 +107,11 @@ async fn run(shared: Arc<Shared>) {
 }
 
 impl Shared {
+    /// This process's owner mark on the records it writes.
+    pub(crate) fn owner(&self) -> &str {
+        &self.owner
+    }
+
     /// Queues the entry's current state for writing (coalesced with earlier changes).
     pub(crate) fn mark(self: &Arc<Self>, id: &str, entry: &Arc<Entry>) {
         if entry.is_running() {

@@ -285,7 +285,9 @@ impl TaskTool {
         call: TaskCall,
         ctx: &TaskContext,
     ) -> Result<Dispatch, SubagentError> {
-        self.dispatch_noting(call, ctx).await.map_err(|f| f.error)
+        self.dispatch_noting(call, ctx)
+            .await
+            .map_err(crate::failed::Failed::into_error)
     }
 
     /// [`dispatch`](Self::dispatch), keeping the node of a child that ran and failed
@@ -489,11 +491,7 @@ impl TaskTool {
             Ok(Dispatch::Background { agent, task_id }) => {
                 ToolOutput::text(format::background_started(&agent, &task_id, self.offered))
             }
-            Err(f) => {
-                let mut out = ToolOutput::error(format::error_text(&f.error));
-                out.children.extend(f.node.map(|n| *n));
-                out
-            }
+            Err(f) => f.into_output(),
         }
     }
 }

@@ -42,9 +42,9 @@ const HOST_SENDER: &str = "the application running you";
 /// The messaging side of one background task.
 pub(crate) struct Mailbox {
     /// The name its `Task` call gave it.
-    pub(crate) name: Option<String>,
+    name: Option<String>,
     /// The task id of the run that started it (`None`: the root).
-    pub(crate) parent: Option<String>,
+    parent: Option<String>,
     /// How its kind takes messages; `None`: it cannot.
     delivery: Option<&'static str>,
     inbox: Inbox,
@@ -53,6 +53,16 @@ pub(crate) struct Mailbox {
 }
 
 impl Mailbox {
+    /// The name its `Task` call gave it.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The task id of the run that started it (`None`: the root).
+    pub(crate) fn parent(&self) -> Option<&str> {
+        self.parent.as_deref()
+    }
+
     pub(crate) fn new(
         name: Option<String>,
         parent: Option<String>,
