@@ -61,6 +61,7 @@ mod background;
 mod builder;
 mod charge;
 mod concurrency;
+mod dispatch;
 mod failed;
 mod fork;
 mod format;

@@ -1,4 +1,9 @@
-//! The registry of agents and the dispatch of one `Task` call.
+//! [`TaskTool`], the `Task` tool: its public API in one place, each job delegated to the
+//! module that owns it. Routing (the agent table, sessions): `routing`. The checks and
+//! defaults of a call: `dispatch`. One child's run, metered and settled: `metering` (with
+//! `charge` and `typed`). The cap on children at once: `concurrency`. Background tasks:
+//! `background` (the host's view of them all: `inventory`). Messaging (`SendMessage`):
+//! `steer`. What a model is offered and told: `offer` and `format`. Forks: `fork`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -6,7 +11,7 @@ use std::time::Duration;
 
 use subagent_core::ModelPrices;
 use subagent_spi::{
-    ApprovalDecision, ApprovalRequest, BudgetLimits, Delegation, InboxLimits, Kind, Limit,
+    ApprovalDecision, ApprovalRequest, BudgetLimits, Delegation, InboxLimits, Kind,
     SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
     TaskStatus, Tool, ToolOutput, UsageNode,
 };
@@ -304,26 +309,9 @@ impl TaskTool {
             None => agents.route(&call)?,
         };
         let def = target.def().clone();
-        if call.run_in_background.is_none() && def.runs_in_background_by_default() {
-            call.run_in_background = Some(true);
-        }
-        // Typed result (crate::typed): the agent's default schema when the call sets none.
-        if call.output_schema.is_none() {
-            call.output_schema = def.output_schema();
-        }
-        let max_depth = self.inner.config.max_depth;
-        if ctx.depth() >= max_depth {
-            return Err(SubagentError::LimitReached {
-                agent: def.name().to_string(),
-                limit: Limit::Depth {
-                    max: max_depth,
-                    depth: ctx.depth(),
-                },
-            }
-            .into());
-        }
-        // A spent budget refuses the next child (crate::charge).
-        crate::charge::refuse_if_spent(ctx, def.name())?;
+        // Its defaults, and what refuses it (crate::dispatch).
+        crate::dispatch::apply_defaults(&mut call, def.as_ref());
+        crate::dispatch::admit(ctx, def.as_ref(), self.inner.config.max_depth)?;
         let task_id = new_id("task");
         let child = ctx
             .child(def.name(), Some(task_id.clone()))
