@@ -4,8 +4,8 @@
 //!
 //! [`run`] reads as its steps: [`Run::admit`] (the typed result's schema), [`Run::start`] (the
 //! `Started` event), [`Run::execute`] (the kind's executor), [`Run::report`] (the span and the
-//! log line), [`Run::classify`] (an error that is an ending, not a failure),
-//! [`Run::enforce`] (the typed result), [`Run::settle`] (charge, budget reached, duration).
+//! log line), [`Run::classify`] (an error that is an ending, not a failure), the typed
+//! result enforced (crate::typed), [`Run::settle`] (charge, budget reached, duration).
 //! Every failing step ends the run with a `Finished { Failed }` event ([`Run::fail`]).
 
 use std::sync::Arc;
@@ -26,30 +26,41 @@ type Typed = Option<(subagent_schema::OutputSchema, TaskCall)>;
 /// Runs `target` for `call` in `child` (already given its meter, `crate::charge::meter`) to
 /// its end. `on_session` is told the session id of an outcome that has one, before the
 /// `Finished` event.
-pub(crate) async fn run(
-    target: &Target,
+///
+/// Not an `async fn`: its arguments would stay in the future's state beside the run that
+/// took them (docs/PERFORMANCE.md, "dispatch": a smaller future is copied less per level).
+pub(crate) fn run<'t>(
+    target: &'t Target,
     call: TaskCall,
     child: TaskContext,
-    on_session: impl FnOnce(&str),
-) -> Result<TaskOutcome, SubagentError> {
+    on_session: impl FnOnce(&str) + Send + 't,
+) -> impl Future<Output = Result<TaskOutcome, SubagentError>> + Send + 't {
     let run = Run::new(target, &call, child);
-    let typed = run.admit(&call)?;
-    let started = run.start(&call);
-    let result = run.execute(call).await;
-    let elapsed = started.elapsed();
-    let _enter = run.span.enter();
-    run.report(&result, elapsed);
-    let outcome = run.classify(result)?;
-    let outcome = run.enforce(typed, outcome).await?;
-    let outcome = run.settle(outcome, elapsed);
-    if let Some(s) = &outcome.session_id {
-        on_session(s);
+    async move {
+        let typed = run.admit(&call)?;
+        let started = run.start(&call);
+        let result = run.execute(call).await;
+        let elapsed = started.elapsed();
+        let _enter = run.span.enter();
+        run.report(&result, elapsed);
+        let mut outcome = run.classify(result)?;
+        if let Some((schema, call)) = &typed {
+            let (def, executor) = (run.target.def(), run.target.executor());
+            // Awaited here, not in a step of its own: the typed result would be copied into it.
+            outcome = crate::typed::enforce(schema, call, executor, def, &run.child, outcome)
+                .await
+                .map_err(|e| run.fail(e))?;
+        }
+        let outcome = run.settle(outcome, elapsed);
+        if let Some(s) = &outcome.session_id {
+            on_session(s);
+        }
+        run.child.emit(ProgressKind::Finished {
+            status: outcome.status,
+            usage: outcome.usage.clone(),
+        });
+        Ok(outcome)
     }
-    run.child.emit(ProgressKind::Finished {
-        status: outcome.status,
-        usage: outcome.usage.clone(),
-    });
-    Ok(outcome)
 }
 
 /// The state the steps of one run share.
@@ -117,13 +128,16 @@ impl<'t> Run<'t> {
         started
     }
 
-    /// The kind's executor runs the call, in the run's span.
-    async fn execute(&self, call: TaskCall) -> Result<TaskOutcome, SubagentError> {
+    /// The kind's executor running the call, in the run's span. Not an `async fn`: the call
+    /// moves straight into the executor's future, not into a wrapper's state as well.
+    fn execute(
+        &self,
+        call: TaskCall,
+    ) -> impl Future<Output = Result<TaskOutcome, SubagentError>> + Send + '_ {
         let (def, executor) = (self.target.def(), self.target.executor());
         executor
             .execute(call, def.clone(), self.child.clone())
             .instrument(self.span.clone())
-            .await
     }
 
     /// The span's status and usage fields, and the log line of the run's end.
@@ -173,21 +187,6 @@ impl<'t> Run<'t> {
             }
             Err(e) => Err(self.fail(e)),
         }
-    }
-
-    /// The typed result enforced on `outcome` (crate::typed), when the call asked for one.
-    async fn enforce(
-        &self,
-        typed: Typed,
-        outcome: TaskOutcome,
-    ) -> Result<TaskOutcome, SubagentError> {
-        let Some((schema, call)) = &typed else {
-            return Ok(outcome);
-        };
-        let (def, executor) = (self.target.def(), self.target.executor());
-        crate::typed::enforce(schema, call, executor, def, &self.child, outcome)
-            .await
-            .map_err(|e| self.fail(e))
     }
 
     /// What it reported and did not charge, charged now (crate::charge); the budget it

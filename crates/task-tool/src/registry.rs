@@ -402,31 +402,29 @@ impl TaskTool {
 
     /// Runs one child to its end, with a tracing span, progress events, duration and session
     /// bookkeeping. Used by the foreground path.
-    pub(crate) async fn run_child(
-        &self,
-        target: &Target,
+    pub(crate) fn run_child<'a>(
+        &'a self,
+        target: &'a Target,
         call: TaskCall,
         child: TaskContext,
-    ) -> Result<TaskOutcome, SubagentError> {
+    ) -> impl Future<Output = Result<TaskOutcome, SubagentError>> + Send + 'a {
         // Its reported usage is charged once, whatever its kind (crate::charge).
         self.run_metered(target, call, crate::charge::meter(child))
-            .await
     }
 
     /// [`run_child`](Self::run_child) with `child` already given its meter
     /// (`crate::charge::meter`): background tasks keep the meter to settle a run that ends
     /// without an outcome. Metered and settled by crate::metering; the session it reports is
-    /// remembered for `resume`.
-    pub(crate) async fn run_metered(
-        &self,
-        target: &Target,
+    /// remembered for `resume`. (Neither is an `async fn`: see `metering::run`.)
+    pub(crate) fn run_metered<'a>(
+        &'a self,
+        target: &'a Target,
         call: TaskCall,
         child: TaskContext,
-    ) -> Result<TaskOutcome, SubagentError> {
-        crate::metering::run(target, call, child, |session| {
+    ) -> impl Future<Output = Result<TaskOutcome, SubagentError>> + Send + 'a {
+        crate::metering::run(target, call, child, move |session| {
             self.inner.agents.remember_session(target, session)
         })
-        .await
     }
 
     /// Runs a `Task` call given as JSON and renders the result as the text a model sees.
