@@ -75,7 +75,7 @@ impl<'t> Run<'t> {
     /// installs an OTLP layer; nearly free otherwise). Its parent is the caller's `execute_tool
     /// Task` span, so a run's trace is its delegation tree.
     fn new(target: &'t Target, call: &TaskCall, child: TaskContext) -> Self {
-        let def = &target.def();
+        let def = target.def();
         let span = tracing::info_span!(
             "invoke_agent",
             otel.name = %format_args!("invoke_agent {}", def.name()),
