@@ -27,6 +27,10 @@ pub const TRUNCATION_MARKER_PREFIX: &str = "[output truncated:";
 /// [`TaskStatus::Failed`].
 pub const NO_ANSWER_PREFIX: &str = "no answer:";
 
+/// What the model is told, once per run, after a reply with neither text nor tool calls.
+pub const EMPTY_REPLY_NUDGE: &str = "Your last reply was empty. Answer the task now, in plain \
+     text, from what you have (the tool results above, if any).";
+
 /// How long tools may take to wind down after the run is cancelled before they are dropped.
 const TOOL_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -82,9 +86,11 @@ const PREVIEW_CHARS: usize = 200;
 ///   the partial answer. Tools get a little more (5 s per nesting level below, up to 8), so
 ///   the deepest stalled run reports itself first and its parent goes on.
 /// - **An empty final reply is no answer**: when the model ends the run with a reply that has
-///   neither text (whitespace aside) nor tool calls, the run ends [`TaskStatus::Failed`] with a
-///   text starting [`NO_ANSWER_PREFIX`] that says so (turn and stop reason), so a caller, a
-///   parent model or a script never takes silence for success.
+///   neither text (whitespace aside) nor tool calls, it is asked once more
+///   ([`EMPTY_REPLY_NUDGE`], in place of the empty reply, when a turn is left); a second empty
+///   reply ends the run [`TaskStatus::Failed`] with a text starting [`NO_ANSWER_PREFIX`] that
+///   says so (turn and stop reason), so a caller, a parent model or a script never takes
+///   silence for success.
 /// - **Calls named like an agent are delegation**: when the run offers `Task` and the model
 ///   calls a tool that does not exist but is named like an agent the run may start (case and
 ///   `-`, `_`, space, `.` aside), the call becomes a `Task` call to that agent with the call's
@@ -384,6 +390,8 @@ impl AgentRuntime {
             .with_extension(CallerScope(scope.clone()));
         // Hook: a repeated read-only call makes the next turn answer (see `repeat`).
         let mut repeat = crate::repeat::RepeatGuard::default();
+        // An empty reply gets one more turn, once per run (see EMPTY_REPLY_NUDGE).
+        let mut nudged = false;
 
         let stop = loop {
             if ctx.cancel().is_cancelled() {
@@ -557,6 +565,20 @@ impl AgentRuntime {
                 }
             }
             if empty {
+                // Small models often end with nothing after reading a tool result: asked once
+                // more, they answer. A second empty reply is no answer.
+                let room = turn < max_turns
+                    && budget_spent.is_none()
+                    && deadline.is_none_or(|d| Instant::now() < d)
+                    && !ctx.cancel().is_cancelled();
+                if !nudged && room {
+                    nudged = true;
+                    transcript.messages.pop();
+                    transcript
+                        .messages
+                        .push(ChatMessage::user(EMPTY_REPLY_NUDGE));
+                    continue;
+                }
                 break Stop::no_answer(turn, &response.stop_reason);
             }
             if calls.is_empty() {

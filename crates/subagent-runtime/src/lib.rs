@@ -45,7 +45,9 @@ mod store;
 mod structured;
 mod window;
 
-pub use agent::{AgentRuntime, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output};
+pub use agent::{
+    AgentRuntime, EMPTY_REPLY_NUDGE, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output,
+};
 pub use compact::{
     KEEP_TURNS, SUMMARY_PREFIX, TARGET_PERCENT, TRIGGER_PERCENT, TRIM_MIN_CHARS,
     TRIMMED_MARKER_PREFIX, fixed_prompt_tokens,

@@ -430,7 +430,7 @@ impl TaskTool {
     /// Runs a `Task` call given as JSON and renders the result as the text a model sees.
     /// Never fails: problems become error results the model can read.
     pub async fn call_tool(&self, input: serde_json::Value, ctx: &TaskContext) -> ToolOutput {
-        let mut call: TaskCall = match serde_json::from_value(input) {
+        let mut call: TaskCall = match serde_json::from_value(with_description(input)) {
             Ok(c) => c,
             Err(e) => {
                 return ToolOutput::error(format!(
@@ -765,4 +765,30 @@ impl Delegation for TaskTool {
     fn agent_names(&self) -> Vec<String> {
         TaskTool::agent_names(self)
     }
+}
+
+/// The longest description made up for a call without one, in words.
+const MADE_UP_DESCRIPTION_WORDS: usize = 5;
+
+/// `input` with a `description` made of its prompt's first words when it has none (small
+/// models often leave it out; it only labels the task in progress and listings).
+fn with_description(mut input: serde_json::Value) -> serde_json::Value {
+    if let Some(obj) = input.as_object_mut()
+        && obj
+            .get("description")
+            .is_none_or(serde_json::Value::is_null)
+        && let Some(prompt) = obj.get("prompt").and_then(serde_json::Value::as_str)
+    {
+        let words: Vec<&str> = prompt
+            .split_whitespace()
+            .take(MADE_UP_DESCRIPTION_WORDS)
+            .collect();
+        let description = if words.is_empty() {
+            "task".to_string()
+        } else {
+            words.join(" ")
+        };
+        obj.insert("description".into(), serde_json::Value::String(description));
+    }
+    input
 }

@@ -622,13 +622,14 @@ async fn resume_answers_calls_a_crash_left_open() {
     assert_eq!(store.load("sess_crashed").await.unwrap().messages.len(), 5);
 }
 
-/// A model that ends with an empty reply gave no answer: the run fails and says so, even when
-/// an earlier turn had text.
+/// A model that ends with an empty reply twice (asked once more after the first) gave no
+/// answer: the run fails and says so, even when an earlier turn had text.
 #[tokio::test]
 async fn an_empty_final_reply_is_no_answer() {
     let model = ScriptedModel::new(vec![
         calls("let me check", &[("c1", "echo", json!({"text": "hi"}))]),
         text(" \n"),
+        text(""),
     ]);
     let spec = RunSpec::new(model, "say hi").with_tools(vec![echo()]);
     let out = run(spec, &TaskContext::new()).await;
@@ -638,8 +639,31 @@ async fn an_empty_final_reply_is_no_answer() {
         "{}",
         out.text
     );
-    assert!(out.text.contains("turn 2"), "{}", out.text);
+    assert!(out.text.contains("turn 3"), "{}", out.text);
     assert!(out.session_id.is_some(), "the transcript is kept");
+}
+
+/// An empty reply is replaced by one request to answer; a model that then answers completes
+/// the run (what small local models need after reading a tool result).
+#[tokio::test]
+async fn an_empty_reply_is_asked_once_more() {
+    let model = ScriptedModel::new(vec![
+        calls("", &[("c1", "echo", json!({"text": "hi"}))]),
+        text(""),
+        text("hi"),
+    ]);
+    let spec = RunSpec::new(model.clone(), "say hi").with_tools(vec![echo()]);
+    let out = run(spec, &TaskContext::new()).await;
+    assert_eq!(out.status, TaskStatus::Completed, "{}", out.text);
+    assert_eq!(out.text, "hi");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 3);
+    let last = reqs[2].messages.last().expect("a message");
+    assert_eq!(
+        *last,
+        ChatMessage::user(subagent_runtime::EMPTY_REPLY_NUDGE),
+        "the empty reply is not sent back; the request to answer is"
+    );
 }
 
 /// The delegation handle of a host with the agents `code-reviewer` and `calc`.

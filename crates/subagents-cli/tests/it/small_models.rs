@@ -164,9 +164,12 @@ fn tool_calls_written_as_text_are_run_on_a_local_server() {
 fn an_empty_final_answer_fails_and_says_why() {
     let rt = rt();
     let server = rt.block_on(ScriptedModelServer::start());
-    server
-        .script()
-        .push_for_model("main-model", Reply::text("  \n"));
+    // Asked once more after an empty reply, it replies empty again.
+    for _ in 0..2 {
+        server
+            .script()
+            .push_for_model("main-model", Reply::text("  \n"));
+    }
     let dir = tempfile::tempdir().expect("tmp");
     let assert = run_main(&server, dir.path(), &[]).code(1);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
@@ -185,9 +188,11 @@ fn an_empty_final_answer_fails_and_says_why() {
     );
 
     // Without --json nothing is printed as the answer.
-    server
-        .script()
-        .push_for_model("main-model", Reply::text(""));
+    for _ in 0..2 {
+        server
+            .script()
+            .push_for_model("main-model", Reply::text(""));
+    }
     let (config, agents) = calculator(dir.path(), &server);
     let out = subagents()
         .arg("--config")

@@ -97,3 +97,36 @@ async fn task_output_given_a_session_id_says_it_is_one() {
         );
     }
 }
+
+/// A call without `description` (small models leave it out) runs, labelled with its prompt's
+/// first words; without `prompt` it is still an input error naming the required fields.
+#[tokio::test]
+async fn a_call_without_a_description_runs_under_its_prompts_first_words() {
+    let task = with_agents(2, LONG).await;
+    let recorder = std::sync::Arc::new(subagent_testkit::ProgressRecorder::new());
+    let ctx = TaskContext::new().with_progress(recorder.clone());
+    let out = task
+        .call_tool(
+            serde_json::json!({"subagent_type": "agent-001", "prompt": "compute 17 * 23 with python please"}),
+            &ctx,
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(out.content.contains("ran"), "{}", out.content);
+    assert!(
+        recorder.events().iter().any(|e| matches!(
+            &e.kind,
+            subagent_spi::ProgressKind::Started { description } if description == "compute 17 * 23 with"
+        )),
+        "{:?}",
+        recorder.events()
+    );
+    let out = task
+        .call_tool(
+            serde_json::json!({"subagent_type": "agent-001"}),
+            &TaskContext::new(),
+        )
+        .await;
+    assert!(out.is_error, "{}", out.content);
+    assert!(out.content.contains("Required fields"), "{}", out.content);
+}
