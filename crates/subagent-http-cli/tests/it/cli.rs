@@ -1,4 +1,4 @@
-//! The third-party command (issue 29 item 5): `subagents-http` (`src/bin/subagents-http.rs`, the
+//! The third-party command (issue 29 item 5): `subagents-http` (`crates/subagent-http-cli/src/main.rs`, the
 //! stock command as a library plus this crate's kind) lists an HTTP agent and runs a `task`
 //! through it against a real endpoint on 127.0.0.1.
 
