@@ -200,6 +200,7 @@ pub enum ServerProbe {
 /// Asks the default model's server, when it [`runs_locally`], for its context window
 /// ([`subagent_providers::probe_context_window`]).
 #[cfg(feature = "providers")]
+#[cfg_attr(not(feature = "claude"), allow(dead_code))]
 pub(crate) async fn probe_server(default: Option<&ModelChoice>) -> ServerProbe {
     let Some(ModelChoice::Spec(spec)) = default else {
         return ServerProbe::NotAsked;
@@ -222,6 +223,7 @@ pub(crate) async fn probe_server(default: Option<&ModelChoice>) -> ServerProbe {
 
 /// [`probe_server`] without the `providers` feature: nothing to ask.
 #[cfg(not(feature = "providers"))]
+#[cfg_attr(not(feature = "claude"), allow(dead_code))]
 pub(crate) async fn probe_server(_default: Option<&ModelChoice>) -> ServerProbe {
     ServerProbe::NotAsked
 }

@@ -252,6 +252,7 @@ async fn load_warnings(
     }
     // Claude Code's model names always count as known: with no Anthropic key the session's
     // model stands in for them (and the run says so).
+    #[cfg_attr(not(feature = "providers"), allow(unused_mut))]
     let mut models = local.models.names();
     #[cfg(feature = "providers")]
     models.extend(
