@@ -14,11 +14,11 @@ fn subagents() -> Command {
     cmd
 }
 
-/// `subagents --log info task nobody hi --agents DIR` with stderr a pipe: its stderr, which
-/// must log that a file of `dir` (one without frontmatter) was skipped.
+/// `subagents --log debug task nobody hi --agents DIR` with stderr a pipe: its stderr, which
+/// must log that a file of `dir` (one without frontmatter) was skipped (a debug note).
 fn skip_logged(dir: &Path) -> String {
     let out = subagents()
-        .args(["--log", "info", "task", "nobody", "hi", "--agents"])
+        .args(["--log", "debug", "task", "nobody", "hi", "--agents"])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -47,7 +47,7 @@ fn a_closed_stdout_ends_the_command_quietly() {
 
 #[test]
 fn no_colour_codes_when_stderr_is_not_a_terminal() {
-    // An agent directory with a file that is skipped: logged at info level.
+    // An agent directory with a file that is skipped: logged at debug level.
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::write(dir.path().join("notes.md"), "no frontmatter here\n").expect("file");
     let stderr = skip_logged(dir.path());
