@@ -346,6 +346,23 @@ fn ctrl_c_during_tasks_resume_of_a_local_agent_says_how_to_continue_and_exits_13
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     let task_id = common::word(&stderr, "task_").expect("the task id");
+    // `--background` returns at once: wait until its worker has ended the task, so the request
+    // counted below is the resumed run's, not the worker's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let shown = subagents_in(home.path())
+            .args(["tasks", "show", &task_id, "--json"])
+            .output()
+            .expect("tasks show");
+        if String::from_utf8_lossy(&shown.stdout).contains("\"completed\"") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background task did not complete within 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 
     // The resumed run waits on a slow reply; Ctrl-C cancels it.
     server.script().push_for_model(
