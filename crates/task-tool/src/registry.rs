@@ -770,6 +770,9 @@ impl Delegation for TaskTool {
 /// The longest description made up for a call without one, in words.
 const MADE_UP_DESCRIPTION_WORDS: usize = 5;
 
+/// The longest description made up for a call without one, in characters.
+const MADE_UP_DESCRIPTION_CHARS: usize = 80;
+
 /// `input` with a `description` made of its prompt's first words when it has none (small
 /// models often leave it out; it only labels the task in progress and listings).
 fn with_description(mut input: serde_json::Value) -> serde_json::Value {
@@ -783,11 +786,15 @@ fn with_description(mut input: serde_json::Value) -> serde_json::Value {
             .split_whitespace()
             .take(MADE_UP_DESCRIPTION_WORDS)
             .collect();
-        let description = if words.is_empty() {
+        let mut description = if words.is_empty() {
             "task".to_string()
         } else {
             words.join(" ")
         };
+        // Bounded like a description a model writes: a "word" may be a megabyte.
+        if let Some((cut, _)) = description.char_indices().nth(MADE_UP_DESCRIPTION_CHARS) {
+            description.truncate(cut);
+        }
         obj.insert("description".into(), serde_json::Value::String(description));
     }
     input

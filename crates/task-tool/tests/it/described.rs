@@ -121,6 +121,21 @@ async fn a_call_without_a_description_runs_under_its_prompts_first_words() {
         "{:?}",
         recorder.events()
     );
+    // A huge first word is cut.
+    let recorder = std::sync::Arc::new(subagent_testkit::ProgressRecorder::new());
+    let ctx = TaskContext::new().with_progress(recorder.clone());
+    let word = "é".repeat(100_000);
+    let out = task
+        .call_tool(
+            serde_json::json!({"subagent_type": "agent-001", "prompt": word}),
+            &ctx,
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(recorder.events().iter().any(|e| matches!(
+        &e.kind,
+        subagent_spi::ProgressKind::Started { description } if description.chars().count() == 80
+    )));
     let out = task
         .call_tool(
             serde_json::json!({"subagent_type": "agent-001"}),
