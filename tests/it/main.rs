@@ -2,5 +2,6 @@
 
 mod a2a_interop_py;
 mod claude_mcp;
+mod module_circles;
 mod runtime_http;
 mod task_claude;
