@@ -32,7 +32,9 @@
 //!   that spends the budget makes the result `limit_reached` naming it (the text kept), and a
 //!   spent budget refuses the next `Task` call.
 //!
-//! The crate depends on the SPI only, never on a particular kind: kinds are plugged in.
+//! The crate depends on the SPI and the shared policy crates (`subagent-core` for budgets and
+//! approvals, `subagent-schema` for typed results), never on a particular kind: kinds are
+//! plugged in.
 //!
 //! ```no_run
 //! # use std::sync::Arc;
