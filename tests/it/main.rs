@@ -2,6 +2,7 @@
 
 mod a2a_interop_py;
 mod claude_mcp;
+mod doc_paths;
 mod module_circles;
 mod runtime_http;
 mod task_claude;
