@@ -14,7 +14,6 @@ const ROOTS: &[&str] = &[
     "scripts/",
     "docs/",
     ".ci/",
-    "src/",
 ];
 
 /// File endings that make a token a path to check.
