@@ -50,7 +50,7 @@ impl AgentScope {
 /// Why `file` (a symlink, say) leads outside `bound` once resolved, or `None` when it stays in.
 pub(crate) fn escapes(file: &Path, bound: &Path) -> Option<String> {
     let shown =
-        |p: &Path| crate::definition::escape_for_terminal(&p.display().to_string()).into_owned();
+        |p: &Path| crate::terminal::escape_for_terminal(&p.display().to_string()).into_owned();
     match std::fs::canonicalize(file) {
         Ok(real) if real.starts_with(bound) => None,
         Ok(real) => Some(format!(
@@ -190,9 +190,9 @@ impl std::fmt::Display for DuplicateAgent {
         write!(
             f,
             "two agents of one scope are named `{}`: {} is used (it comes first in path order), {} is not",
-            crate::definition::escape_for_terminal(&self.name),
-            crate::definition::escape_for_terminal(&self.first.display().to_string()),
-            crate::definition::escape_for_terminal(&self.second.display().to_string()),
+            crate::terminal::escape_for_terminal(&self.name),
+            crate::terminal::escape_for_terminal(&self.first.display().to_string()),
+            crate::terminal::escape_for_terminal(&self.second.display().to_string()),
         )
     }
 }

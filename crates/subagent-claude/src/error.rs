@@ -1,7 +1,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use crate::definition::escape_for_terminal;
+use crate::terminal::escape_for_terminal;
 
 /// Everything that can go wrong loading Claude-style agents and skills.
 #[derive(Debug, thiserror::Error)]

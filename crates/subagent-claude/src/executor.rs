@@ -534,7 +534,7 @@ impl ClaudeExecutor {
             .to_string();
         let cannot = format!(
             "cannot use model `{}` (from {source}): {why}",
-            crate::definition::escape_for_terminal(name)
+            crate::terminal::escape_for_terminal(name)
         );
         let model = match (source, substitute) {
             (ModelSource::Frontmatter, _) if self.strict_models => {
@@ -554,9 +554,9 @@ impl ClaudeExecutor {
         // Short, the essentials first: hosts show a status on one line.
         let notice = format!(
             "model `{}` unusable ({}); runs on the session's model `{}`",
-            crate::definition::escape_for_terminal(name),
-            crate::definition::escape_for_terminal(&why),
-            crate::definition::escape_for_terminal(model.model_name())
+            crate::terminal::escape_for_terminal(name),
+            crate::terminal::escape_for_terminal(&why),
+            crate::terminal::escape_for_terminal(model.model_name())
         );
         tracing::info!(agent, "{cannot}; runs on the session's model instead");
         ctx.emit(subagent_spi::ProgressKind::Status { message: notice });

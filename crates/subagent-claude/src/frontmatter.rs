@@ -24,7 +24,18 @@ use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-use crate::scan::{MAX_YAML_DEPTH, MAX_YAML_NODES, MAX_YAML_SCALAR_BYTES};
+/// Most values one agent or skill file's YAML frontmatter may build: every scalar, list and map,
+/// counting each copy an alias makes and the copy kept for each anchor. Real frontmatter builds
+/// a few dozen; an alias expansion bomb ("billion laughs") is refused when it reaches this.
+pub const MAX_YAML_NODES: usize = 100_000;
+
+/// Most bytes of scalar text one file's YAML frontmatter may build, counting alias copies (the
+/// text itself is at most [`MAX_FILE_BYTES`](crate::MAX_FILE_BYTES); escapes can grow it by half).
+pub const MAX_YAML_SCALAR_BYTES: usize = 4 * 1024 * 1024;
+
+/// Deepest nesting of lists and maps in a file's YAML frontmatter, aliases included (the
+/// top-level mapping is level 1).
+pub const MAX_YAML_DEPTH: usize = 64;
 
 /// A document split into its frontmatter and body.
 #[derive(Debug)]

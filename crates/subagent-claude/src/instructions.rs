@@ -159,7 +159,7 @@ fn repository_root(workspace: &Path) -> Option<PathBuf> {
 }
 
 fn shown(p: &Path) -> String {
-    crate::definition::escape_for_terminal(&p.display().to_string()).into_owned()
+    crate::terminal::escape_for_terminal(&p.display().to_string()).into_owned()
 }
 
 /// At most `max` bytes of the regular file `path` (cut at a character boundary; invalid UTF-8

@@ -97,6 +97,7 @@ mod rules;
 mod scan;
 mod skills;
 mod slug;
+mod terminal;
 mod toolsel;
 mod worktree;
 
@@ -106,8 +107,7 @@ pub use builtin::{
 };
 pub use definition::{
     AGENT_COLORS, ClaudeAgentDefinition, ModelChoice, ParsedAgent, PermissionMode, ToolRule,
-    escape_for_terminal, escape_for_terminal_multiline, is_canonical_name, is_task_name,
-    is_terminal_hazard, parse_agent, parse_tool_list,
+    is_canonical_name, is_task_name, parse_agent, parse_tool_list,
 };
 pub use discovery::{
     AgentDir, AgentScope, DiscoveredAgent, Discovery, DuplicateAgent, ShadowedAgent, agent_dirs,
@@ -117,6 +117,7 @@ pub use error::ClaudeError;
 pub use executor::{
     ClaudeExecutor, ClaudeSubagentType, ClaudeSubagentTypeBuilder, ModelSource, route_model,
 };
+pub use frontmatter::{MAX_YAML_DEPTH, MAX_YAML_NODES, MAX_YAML_SCALAR_BYTES};
 pub use hooks::{HookEvent, HookRunner, Hooks, with_hook_session};
 pub use instructions::{InstructionFile, MAX_INSTRUCTIONS_BYTES, ProjectInstructions};
 pub use loadcheck::{LoadCheck, agent_load_warnings};
@@ -125,12 +126,12 @@ pub use permissions::{PermissionPolicy, PermissionSettings, guard_tools, summari
 pub use resolver::{ClaudeResolver, ClaudeSubagentReferences};
 pub use rules::{PermissionRule, PermissionRules, RuleAction, RuleError};
 pub use scan::{
-    LoadedAgent, MAX_FILE_BYTES, MAX_SCAN_DEPTH, MAX_SCAN_FILES, MAX_YAML_DEPTH, MAX_YAML_NODES,
-    MAX_YAML_SCALAR_BYTES, ScanReport, SkippedFile, load_agent_file, load_agent_file_blocking,
-    scan_dir, scan_dir_blocking,
+    LoadedAgent, MAX_FILE_BYTES, MAX_SCAN_DEPTH, MAX_SCAN_FILES, ScanReport, SkippedFile,
+    load_agent_file, load_agent_file_blocking, scan_dir, scan_dir_blocking,
 };
 pub use skills::{ParsedSkill, Skill, SkillScan, SkillSet, parse_skill};
 pub use slug::{MAX_SLUG_BASE_BYTES, agent_slug};
+pub use terminal::{escape_for_terminal, escape_for_terminal_multiline, is_terminal_hazard};
 
 /// The kind of Claude-style Markdown agents.
 pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("CLAUDE");

@@ -123,7 +123,7 @@ pub fn agent_load_warnings(def: &ClaudeAgentDefinition, check: &LoadCheck) -> Ve
             out.push(format!(
                 "unknown model `{}` (not a configured model, alias or Claude model id); it runs \
                  on the session's model instead, or fails where models are strict",
-                crate::definition::escape_for_terminal(m)
+                crate::terminal::escape_for_terminal(m)
             ));
         }
     }
@@ -132,7 +132,7 @@ pub fn agent_load_warnings(def: &ClaudeAgentDefinition, check: &LoadCheck) -> Ve
             .skills
             .iter()
             .filter(|s| !skills.iter().any(|k| k.eq_ignore_ascii_case(s.trim())))
-            .map(|s| format!("`{}`", crate::definition::escape_for_terminal(s)))
+            .map(|s| format!("`{}`", crate::terminal::escape_for_terminal(s)))
             .collect();
         if !missing.is_empty() {
             out.push(format!("skills not found: {}", missing.join(", ")));

@@ -171,7 +171,7 @@ pub(crate) fn locate(
         );
     };
     let shown =
-        |p: &Path| crate::definition::escape_for_terminal(&p.display().to_string()).into_owned();
+        |p: &Path| crate::terminal::escape_for_terminal(&p.display().to_string()).into_owned();
     let bound_real = resolve_existing(&bound)
         .map_err(|e| format!("memory: cannot resolve `{}`: {e}", shown(&bound)))?;
     let real = resolve_existing(&dir).map_err(|e| {

@@ -18,19 +18,6 @@ pub const MAX_SCAN_DEPTH: usize = 16;
 /// one [`SkippedFile`] entry for the directory says so.
 pub const MAX_SCAN_FILES: usize = 10_000;
 
-/// Most values one agent or skill file's YAML frontmatter may build: every scalar, list and map,
-/// counting each copy an alias makes and the copy kept for each anchor. Real frontmatter builds
-/// a few dozen; an alias expansion bomb ("billion laughs") is refused when it reaches this.
-pub const MAX_YAML_NODES: usize = 100_000;
-
-/// Most bytes of scalar text one file's YAML frontmatter may build, counting alias copies (the
-/// text itself is at most [`MAX_FILE_BYTES`]; escapes can grow it by half).
-pub const MAX_YAML_SCALAR_BYTES: usize = 4 * 1024 * 1024;
-
-/// Deepest nesting of lists and maps in a file's YAML frontmatter, aliases included (the
-/// top-level mapping is level 1).
-pub const MAX_YAML_DEPTH: usize = 64;
-
 /// Reads a regular file of at most [`MAX_FILE_BYTES`] as UTF-8 (blocking).
 pub(crate) fn read_limited(path: &Path) -> Result<String, ClaudeError> {
     let io = |source| ClaudeError::Io {
@@ -216,7 +203,7 @@ pub fn scan_dir_blocking(dir: &Path) -> Result<ScanReport, ClaudeError> {
                     warnings.push(format!(
                         "agent name `{}` is also defined in {}",
                         parsed.definition.name,
-                        crate::definition::escape_for_terminal(&first.display().to_string())
+                        crate::terminal::escape_for_terminal(&first.display().to_string())
                     ));
                 } else {
                     seen.insert(key, path.clone());

@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::definition::{
-    escape_for_terminal, is_canonical_name, read_named_document, terminal_safe,
-};
+use crate::definition::{is_canonical_name, read_named_document};
 use crate::error::ClaudeError;
 use crate::frontmatter;
+use crate::terminal::{escape_for_terminal, terminal_safe};
 
 /// One skill.
 #[derive(Debug, Clone, PartialEq)]
