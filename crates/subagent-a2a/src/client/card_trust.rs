@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::transport::read_body_limited;
+use super::endpoint::read_body_limited;
 use crate::error::A2aError;
 use crate::signing::{
     CardSignatureError, CardTrust, TrustedKeys, Verified, add_jwks, card_signatures, verify_card,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use subagent_spi::SubagentReference;
 
-use super::transport::Binding;
+use super::endpoint::Binding;
 use crate::error::A2aError;
 use crate::types::ProtocolVersion;
 
@@ -272,7 +272,7 @@ impl A2aConfig {
         let stream_idle_timeout = setting(
             r,
             keys::STREAM_IDLE_TIMEOUT_SECS,
-            super::transport::DEFAULT_STREAM_IDLE_TIMEOUT,
+            super::endpoint::DEFAULT_STREAM_IDLE_TIMEOUT,
             "a number of seconds (0: no limit)",
             |v| seconds(v, |s| s >= 0.0),
         )?;

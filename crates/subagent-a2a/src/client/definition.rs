@@ -3,7 +3,8 @@
 use subagent_spi::SubagentReference;
 
 use super::config::A2aConfig;
-use super::transport::{A2aClient, Endpoint};
+use super::endpoint::Endpoint;
+use super::transport::A2aClient;
 use crate::types::{v1, v03};
 
 /// An agent card as fetched, in the version the agent declared.

@@ -10,8 +10,9 @@ use subagent_spi::{
 };
 
 use super::definition::A2aSubagentDefinition;
+use super::endpoint::EventStream;
 use super::resolver::A2aResolver;
-use super::transport::{A2aClient, EventStream};
+use super::transport::A2aClient;
 use crate::error::A2aError;
 use crate::types::JsonObject;
 use crate::types::approval::ApprovalQuestion;

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
 
-use super::transport::{EventStream, stream_idle_error};
+use super::endpoint::{EventStream, stream_idle_error};
 use crate::error::A2aError;
 use crate::grpc::proto::a2a_service_client::A2aServiceClient;
 use crate::grpc::{convert, error_code, proto};

@@ -21,6 +21,7 @@ mod card_trust;
 mod config;
 mod definition;
 mod dialect;
+mod endpoint;
 mod executor;
 #[cfg(feature = "grpc-client")]
 mod grpc;
@@ -35,13 +36,14 @@ use std::time::Duration;
 pub use card_trust::{CardVerification, MAX_JWKS_BYTES};
 pub use config::{A2aConfig, DEFAULT_POLL_INTERVAL, DEFAULT_TIMEOUT, keys};
 pub use definition::{A2aSubagentDefinition, AgentCard, describe};
+pub use endpoint::{
+    Binding, DEFAULT_STREAM_IDLE_TIMEOUT, Endpoint, EventStream, MAX_BODY_BYTES, MAX_EVENT_BYTES,
+    stream_idle_error,
+};
 pub use executor::{A2aExecutor, MAX_ARTIFACT_BYTES, decode_session, encode_session, parts_text};
 pub use resolver::{A2aResolver, choose_endpoint, parse_card, usable_endpoints};
 use subagent_spi::SubagentType;
-pub use transport::{
-    A2aClient, Binding, DEFAULT_STREAM_IDLE_TIMEOUT, Endpoint, EventStream, MAX_BODY_BYTES,
-    MAX_EVENT_BYTES, stream_idle_error,
-};
+pub use transport::A2aClient;
 
 /// The kind of A2A references and definitions.
 pub const KIND: subagent_spi::Kind = subagent_spi::Kind::from_static("A2A");

@@ -7,7 +7,7 @@ use subagent_spi::{SubagentDefinition, SubagentError, SubagentReference, Subagen
 use super::KIND;
 use super::config::A2aConfig;
 use super::definition::{A2aSubagentDefinition, AgentCard, describe};
-use super::transport::{Binding, Endpoint, read_body};
+use super::endpoint::{Binding, Endpoint, read_body};
 use crate::error::A2aError;
 use crate::types::{
     AGENT_CARD_PATH, LEGACY_AGENT_CARD_PATH, ProtocolVersion, VERSION_HEADER, v1, v03,

@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::endpoint::{Endpoint, EventStream, MAX_EVENT_BYTES, read_body, stream_idle_error};
 use super::sse::{SseError, data_events};
-use super::transport::{Endpoint, EventStream, MAX_EVENT_BYTES, read_body, stream_idle_error};
 use crate::error::A2aError;
 use crate::types::jsonrpc::{Request, Response};
 use crate::types::{VERSION_HEADER, v1};

@@ -100,15 +100,12 @@
 mod api;
 mod approval;
 mod card;
-mod conn;
-mod direct;
 mod directory;
 mod engine;
 mod handler;
 mod http;
 #[cfg(feature = "push")]
 mod push;
-mod sink;
 mod subagent;
 
 use std::future::Future;
@@ -736,11 +733,11 @@ impl A2aServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let signal = self.stop_signal(shutdown);
-        conn::serve_loop(
+        http::conn::serve_loop(
             self.shared.clone(),
             listener,
             router,
-            conn::Protocol::Http1,
+            http::conn::Protocol::Http1,
             signal,
         )
         .await?;
@@ -799,7 +796,7 @@ impl A2aServer {
             0 => 128,
             n => u32::try_from(n).unwrap_or(u32::MAX),
         };
-        let protocol = conn::Protocol::Http2(conn::Http2Settings {
+        let protocol = http::conn::Protocol::Http2(http::conn::Http2Settings {
             max_concurrent_streams: per_conn,
             max_header_list_size: u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX),
             keep_alive_interval: Duration::from_secs(30),
@@ -807,7 +804,7 @@ impl A2aServer {
         });
         let router = http::grpc::router(self.shared.clone());
         let signal = self.stop_signal(shutdown);
-        conn::serve_loop(self.shared.clone(), listener, router, protocol, signal).await?;
+        http::conn::serve_loop(self.shared.clone(), listener, router, protocol, signal).await?;
         Ok(())
     }
 }

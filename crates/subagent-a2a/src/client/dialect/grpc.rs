@@ -7,8 +7,8 @@ use subagent_spi::async_trait;
 
 use super::common::unsupported;
 use super::{Dialect, RawCard};
+use crate::client::endpoint::{Endpoint, EventStream, MAX_BODY_BYTES};
 use crate::client::grpc::GrpcConn;
-use crate::client::transport::{Endpoint, EventStream, MAX_BODY_BYTES};
 use crate::client::wire::Wire;
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1};

@@ -4,7 +4,7 @@ use subagent_spi::async_trait;
 
 use super::common::no_task_listing;
 use super::{Dialect, RawCard};
-use crate::client::transport::EventStream;
+use crate::client::endpoint::EventStream;
 use crate::client::wire::Wire;
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1, v03};

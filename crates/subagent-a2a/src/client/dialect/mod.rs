@@ -14,7 +14,7 @@ mod rest_v1;
 use serde_json::Value;
 use subagent_spi::async_trait;
 
-use super::transport::{Binding, Endpoint, EventStream};
+use super::endpoint::{Binding, Endpoint, EventStream};
 use super::wire::Wire;
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1};

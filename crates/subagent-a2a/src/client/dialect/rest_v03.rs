@@ -6,7 +6,7 @@ use subagent_spi::async_trait;
 
 use super::common::{no_task_listing, push_config_route, push_configs_route, task_route};
 use super::{Dialect, RawCard};
-use crate::client::transport::EventStream;
+use crate::client::endpoint::EventStream;
 use crate::client::wire::{Wire, path_segment, to_json};
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1, v03, v03_rest};

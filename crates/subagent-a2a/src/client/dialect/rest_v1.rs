@@ -5,7 +5,7 @@ use subagent_spi::async_trait;
 
 use super::common::{push_config_route, push_configs_route, task_route};
 use super::{Dialect, RawCard};
-use crate::client::transport::EventStream;
+use crate::client::endpoint::EventStream;
 use crate::client::wire::{Wire, path_segment};
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1};

@@ -6,10 +6,12 @@
 //! [`replicas`] coordinates with the processes sharing the store, [`fence`] makes every write
 //! of a task a compare-and-set on its version.
 
+pub(crate) mod direct;
 mod fanout;
 mod fence;
 mod replicas;
 mod run;
+mod sink;
 
 use fanout::broadcast;
 pub(crate) use fence::Fence;
@@ -91,9 +93,9 @@ pub(crate) struct Run {
     pub(crate) inbox: Mutex<Option<mpsc::Sender<Arc<v1::Message>>>>,
     /// The protocol version of the message that started the run (push payloads follow it).
     version: ProtocolVersion,
-    /// Direct runs (a blocking send of a new task, see `super::direct`): the request's answer
+    /// Direct runs (a blocking send of a new task, see `direct`): the request's answer
     /// is handed over here instead of through a subscriber channel.
-    pub(crate) direct: Option<super::direct::Direct>,
+    pub(crate) direct: Option<direct::Direct>,
 }
 
 type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
@@ -160,10 +162,10 @@ impl Drop for Driver {
 }
 
 /// What a send produced: a run of the engine, or (a blocking send of a new task) a direct run
-/// that becomes one only when its handler reports a task event (see `super::direct`).
+/// that becomes one only when its handler reports a task event (see `direct`).
 pub(crate) enum Sent {
     Run(Started),
-    Direct(super::direct::DirectStart),
+    Direct(direct::DirectStart),
 }
 
 /// What a run of the engine starts with, for [`Run::create`].
@@ -178,7 +180,7 @@ pub(crate) struct NewRun {
     pub subscribers: Vec<mpsc::Sender<Event>>,
     pub pending_push: Option<v1::TaskPushNotificationConfig>,
     pub version: ProtocolVersion,
-    pub direct: Option<super::direct::Direct>,
+    pub direct: Option<direct::Direct>,
     /// The version of the continued task as the run starts (default: a new task).
     pub fence: Fence,
 }
@@ -277,7 +279,7 @@ pub(crate) struct SendParams {
     pub metadata: Option<JsonObject>,
     pub streaming: bool,
     pub version: ProtocolVersion,
-    /// A blocking send: a new task's run answers the request directly (see `super::direct`).
+    /// A blocking send: a new task's run answers the request directly (see `direct`).
     pub direct: bool,
 }
 
@@ -416,7 +418,7 @@ impl Engine {
         let task_id = new_id();
         let pending_push = self.inline_push(&task_id, &p)?;
         if p.direct {
-            return Ok(Sent::Direct(super::direct::start(
+            return Ok(Sent::Direct(direct::start(
                 self,
                 p,
                 task_id,
@@ -678,7 +680,7 @@ impl Engine {
                 subscribers,
                 pending_push,
                 version: p.version,
-                // Direct runs start in `super::direct`.
+                // Direct runs start in `direct`.
                 direct: None,
                 fence,
             },
@@ -694,7 +696,7 @@ impl Engine {
             streaming: p.streaming,
             version: p.version,
         };
-        let sink = TaskEventSink::new(Arc::new(super::sink::EngineSink(run.clone())));
+        let sink = TaskEventSink::new(Arc::new(sink::EngineSink(run.clone())));
         let r2 = run.clone();
         let driver = Driver::handler(
             self.handler.clone(),

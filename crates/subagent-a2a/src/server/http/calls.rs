@@ -166,7 +166,7 @@ pub(super) async fn await_reply(
     } = match sent {
         Sent::Run(started) => started,
         Sent::Direct(direct) => {
-            return crate::server::direct::answer(direct, history_length).await;
+            return crate::server::engine::direct::answer(direct, history_length).await;
         }
     };
     if immediate {
@@ -380,7 +380,7 @@ pub(super) fn extended_card(
         crate::server::card::card_v1(info, Some(auth), &url, agent.engine.push_enabled(), true);
     // The same interfaces as the public card, gRPC included.
     #[cfg(feature = "grpc-server")]
-    super::grpc::add_interface(&mut card, &shared.cfg, agent);
+    super::cards::add_interface(&mut card, &shared.cfg, agent);
     Ok(crate::server::card::signed_v1(
         shared.cfg.card_signer.as_ref(),
         card,

@@ -124,7 +124,7 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
             #[allow(unused_mut)]
             let mut v1_card = card_v1(&agent.info, auth, &url, push, ext);
             #[cfg(feature = "grpc-server")]
-            super::grpc::add_interface(&mut v1_card, &shared.cfg, agent);
+            add_interface(&mut v1_card, &shared.cfg, agent);
             let mut legacy = LegacyCard {
                 card: card_v03(&agent.info, auth, &url, push, ext),
                 supported_interfaces: v1_card.supported_interfaces,
@@ -140,7 +140,7 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
             #[allow(unused_mut)]
             let mut c = card_v1(&agent.info, auth, &url, push, ext);
             #[cfg(feature = "grpc-server")]
-            super::grpc::add_interface(&mut c, &shared.cfg, agent);
+            add_interface(&mut c, &shared.cfg, agent);
             json_bytes(&signed_v1(signer, c))
         }
     };
@@ -195,4 +195,37 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
         h.insert(header::VARY, HeaderValue::from_static("A2A-Version"));
     }
     r
+}
+
+/// The GRPC interface of an agent's card, when the server has a gRPC address.
+#[cfg(feature = "grpc-server")]
+pub(crate) fn interface(
+    cfg: &crate::server::ServerConfig,
+    agent: &Hosted,
+) -> Option<v1::AgentInterface> {
+    let url = cfg.grpc_url.as_ref()?;
+    let tenant = agent.path.trim_start_matches('/');
+    Some(v1::AgentInterface {
+        url: url.clone(),
+        protocol_binding: crate::types::binding::GRPC.to_string(),
+        tenant: (!tenant.is_empty()).then(|| tenant.to_string()),
+        protocol_version: ProtocolVersion::V1.as_str().to_string(),
+    })
+}
+
+/// Adds the GRPC interface to a 1.0 card (after the 1.0 HTTP interfaces), when served.
+#[cfg(feature = "grpc-server")]
+pub(crate) fn add_interface(
+    card: &mut v1::AgentCard,
+    cfg: &crate::server::ServerConfig,
+    agent: &Hosted,
+) {
+    if let Some(i) = interface(cfg, agent) {
+        let at = card
+            .supported_interfaces
+            .iter()
+            .position(|i| i.protocol_version != ProtocolVersion::V1.as_str())
+            .unwrap_or(card.supported_interfaces.len());
+        card.supported_interfaces.insert(at, i);
+    }
 }

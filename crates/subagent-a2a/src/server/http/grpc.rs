@@ -27,7 +27,7 @@ use crate::grpc::proto::a2a_service_server::{A2aService, A2aServiceServer};
 use crate::grpc::{convert, error_status, proto};
 use crate::server::engine::{ApiError, Event, SendParams, trim_history};
 use crate::types::jsonrpc::codes;
-use crate::types::{ProtocolVersion, binding, v1};
+use crate::types::{ProtocolVersion, v1};
 
 /// The `A2AService` implementation over a server's agents.
 pub(crate) struct GrpcService {
@@ -80,37 +80,6 @@ fn check_reply_room(
         )));
     }
     Ok(())
-}
-
-/// The GRPC interface of an agent's card, when the server has a gRPC address.
-pub(crate) fn interface(
-    cfg: &crate::server::ServerConfig,
-    agent: &Hosted,
-) -> Option<v1::AgentInterface> {
-    let url = cfg.grpc_url.as_ref()?;
-    let tenant = agent.path.trim_start_matches('/');
-    Some(v1::AgentInterface {
-        url: url.clone(),
-        protocol_binding: binding::GRPC.to_string(),
-        tenant: (!tenant.is_empty()).then(|| tenant.to_string()),
-        protocol_version: ProtocolVersion::V1.as_str().to_string(),
-    })
-}
-
-/// Adds the GRPC interface to a 1.0 card (after the 1.0 HTTP interfaces), when served.
-pub(crate) fn add_interface(
-    card: &mut v1::AgentCard,
-    cfg: &crate::server::ServerConfig,
-    agent: &Hosted,
-) {
-    if let Some(i) = interface(cfg, agent) {
-        let at = card
-            .supported_interfaces
-            .iter()
-            .position(|i| i.protocol_version != ProtocolVersion::V1.as_str())
-            .unwrap_or(card.supported_interfaces.len());
-        card.supported_interfaces.insert(at, i);
-    }
 }
 
 /// The span serving one gRPC call (tonic's `trace_fn`, so the call, and the agent run it

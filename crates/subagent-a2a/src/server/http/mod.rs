@@ -16,11 +16,11 @@
 
 mod calls;
 mod cards;
+pub(crate) mod conn;
 #[cfg(feature = "grpc-server")]
 pub(crate) mod grpc;
 mod jsonrpc;
 mod middleware;
-mod one_pass;
 mod reply;
 mod request;
 mod rest;
@@ -71,17 +71,17 @@ pub(crate) struct Shared {
     pub started: std::time::SystemTime,
     /// The connections of every listener (HTTP and gRPC), made at the first serve (the cap
     /// depends on the open-file limit then).
-    pub conns: std::sync::OnceLock<Arc<super::conn::ConnPool>>,
+    pub conns: std::sync::OnceLock<Arc<conn::ConnPool>>,
     /// Push delivery's shared client and bounds, when push notifications are on.
     #[cfg(feature = "push")]
     pub push: Option<Arc<super::push::PushHub>>,
 }
 
 impl Shared {
-    /// The server's connection pool (see [`super::conn::ConnPool`]).
-    pub(crate) fn conn_pool(&self) -> Arc<super::conn::ConnPool> {
+    /// The server's connection pool (see [`conn::ConnPool`]).
+    pub(crate) fn conn_pool(&self) -> Arc<conn::ConnPool> {
         self.conns
-            .get_or_init(|| Arc::new(super::conn::ConnPool::new(self.cfg.max_connections)))
+            .get_or_init(|| Arc::new(conn::ConnPool::new(self.cfg.max_connections)))
             .clone()
     }
 

@@ -16,8 +16,8 @@ use axum::body::{Body, Bytes};
 use subagent_spi::CancellationToken;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::ServerConfig;
-use super::http::{PEER, Shared};
+use super::{PEER, Shared};
+use crate::server::ServerConfig;
 
 /// Phases of a connection, for its watchdog.
 const PHASE_HEAD: u8 = 0;

@@ -13,7 +13,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::jsonrpc::{Head, JsonStrOrOther};
+use super::{Head, JsonStrOrOther};
 use crate::types::v1;
 
 /// A send read in one pass: its envelope (with no raw `params`) and its typed params.

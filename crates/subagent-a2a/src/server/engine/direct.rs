@@ -21,8 +21,8 @@ use std::task::{Poll, Waker};
 use subagent_spi::{CancellationToken, async_trait};
 use tokio::sync::mpsc;
 
-use super::engine::{ApiError, Driver, Engine, Fence, NewRun, Run, SendParams, trim_history};
-use super::handler::{
+use super::{ApiError, Driver, Engine, Fence, NewRun, Run, SendParams, trim_history};
+use crate::server::handler::{
     Emission, HandlerError, HandlerRequest, ReplyNow, RunSink, SinkError, TaskEventSink,
 };
 use crate::task_store::ContextSessionStore;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use subagent_spi::async_trait;
 
-use super::engine::Run;
-use super::handler::{Emission, RunSink, SinkError};
+use super::Run;
+use crate::server::handler::{Emission, RunSink, SinkError};
 use crate::task_store::ContextSessionStore;
 use crate::types::v1;
 

@@ -2,6 +2,8 @@
 //! ProtoJSON shapes) and the 0.3 methods (slash names, kind-tagged shapes); the envelope is
 //! read in one pass, `params` once the method is known.
 
+mod one_pass;
+
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -75,7 +77,7 @@ pub(super) async fn jsonrpc(
     }
     // A 1.0 send (the usual request) is read in one pass where it can be (see `one_pass`);
     // else one pass over the envelope, the params kept as borrowed raw text.
-    let (head, one_pass_send) = match super::one_pass::read(&body) {
+    let (head, one_pass_send) = match one_pass::read(&body) {
         Some(s) => (s.head, Some(s.request)),
         None => match serde_json::from_slice::<Head<'_>>(&body) {
             Ok(h) => (h, None),
