@@ -74,6 +74,7 @@ mod endpoint;
 mod error;
 mod input;
 mod kind;
+mod results;
 mod round_trip;
 mod server;
 mod shell;

@@ -1,25 +1,22 @@
 //! Serving SPI tools over MCP (stdio or streamable HTTP).
 
+use crate::results::call_result_of;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::response::IntoResponse;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-    ServerConfig, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use subagent_core::SessionApprover;
-use subagent_spi::{
-    Approver, CancellationToken, ProgressEvent, ProgressKind, TaskContext, Tool, ToolError,
-    ToolOutput,
-};
+use subagent_spi::{Approver, CancellationToken, ProgressEvent, ProgressKind, TaskContext, Tool};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
@@ -578,27 +575,6 @@ fn round_response(round: Round) -> CallToolResponse {
     match round {
         Round::Done(result) => CallToolResponse::Complete(call_result_of(result)),
         Round::Asked(input_required) => CallToolResponse::InputRequired(input_required),
-    }
-}
-
-/// A tool's output as an MCP tool result (`isError` for a failed call).
-pub(crate) fn call_result(out: ToolOutput) -> CallToolResult {
-    let content = vec![ContentBlock::text(out.content)];
-    if out.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    }
-}
-
-/// A tool call's result as an MCP tool result: errors too are results the caller reads.
-fn call_result_of(result: Result<ToolOutput, ToolError>) -> CallToolResult {
-    match result {
-        Ok(out) => call_result(out),
-        Err(ToolError::Cancelled { tool }) => CallToolResult::error(vec![ContentBlock::text(
-            format!("tool `{tool}` was cancelled"),
-        )]),
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
     }
 }
 

@@ -320,7 +320,7 @@ impl TaskTable {
             McpTaskState::Completed(out) => {
                 entry.pending_key = None;
                 TaskPayload::Completed {
-                    result: result_object(&crate::server::call_result(out)),
+                    result: result_object(&crate::results::call_result(out)),
                 }
             }
             McpTaskState::Cancelled => {

@@ -120,9 +120,12 @@ pub use anthropic::{
 pub use base_url::BaseUrl;
 pub use error::{ProviderError, http_status, redact_url};
 pub use openai::{
-    MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, OpenAiModel,
-    OpenAiModelBuilder, reasoning_effort,
+    MaxTokensField, OPENAI_DEFAULT_BASE_URL, OpenAiModel, OpenAiModelBuilder, reasoning_effort,
 };
+
+/// Ollama's OpenAI-compatible base URL on its default port (the `ollama:` spec's default; the
+/// probe of its context window asks there too).
+pub const OLLAMA_DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
 pub use options::{DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_TIMEOUT, HttpOptions};
 pub use probe::{OLLAMA_DEFAULT_WINDOW, ServerWindow, probe_context_window, probe_ollama};
 pub use prompt_cache::{PROMPT_CACHE_VAR, PromptCaching};

@@ -25,8 +25,6 @@ use crate::transport::{StreamDecode, Transport, truncate_chars};
 
 /// OpenAI's API base URL.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// Ollama's OpenAI-compatible base URL on its default port.
-pub const OLLAMA_DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
 /// Which field carries the output token cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -113,7 +113,7 @@ pub async fn probe_context_window(
     timeout: Duration,
 ) -> Result<Option<ServerWindow>, ModelError> {
     let base = match (spec.provider, &spec.base_url) {
-        (crate::Provider::Ollama, _) => crate::openai::OLLAMA_DEFAULT_BASE_URL.to_string(),
+        (crate::Provider::Ollama, _) => crate::OLLAMA_DEFAULT_BASE_URL.to_string(),
         (crate::Provider::OpenAiCompatible, Some(url)) => url.clone(),
         _ => return Ok(None),
     };

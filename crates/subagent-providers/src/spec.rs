@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use subagent_spi::{ChatModel, ModelError};
 
+use crate::OLLAMA_DEFAULT_BASE_URL;
 use crate::anthropic::AnthropicModel;
 use crate::base_url::BaseUrl;
-use crate::openai::{MaxTokensField, OLLAMA_DEFAULT_BASE_URL, OpenAiModel};
+use crate::openai::{MaxTokensField, OpenAiModel};
 use crate::prompt_cache::PromptCaching;
 
 /// The `keep_alive` sent to Ollama (`ollama:` specs) while prompt caching is on: the model and

@@ -3,8 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -108,7 +107,7 @@ impl RetryPolicy {
             .checked_mul(factor)
             .unwrap_or(self.max_delay)
             .min(self.max_delay);
-        full.mul_f64(jitter_fraction())
+        full.mul_f64(crate::limiter::jitter_fraction())
     }
 
     /// The wait before retry `attempt` after `err`: its `Retry-After` (capped) with jitter
@@ -117,7 +116,7 @@ impl RetryPolicy {
         match err.retry_after() {
             Some(after) => {
                 let after = after.min(self.max_retry_after);
-                after + crate::limiter::spread(after).mul_f64(jitter_fraction())
+                after + crate::limiter::spread(after).mul_f64(crate::limiter::jitter_fraction())
             }
             None => self.backoff(attempt),
         }
@@ -134,26 +133,6 @@ impl RetryPolicy {
     fn waits_out_slow_downs(&self) -> bool {
         !self.max_rate_limit_wait.is_zero()
     }
-}
-
-/// A number in [0, 1) from the clock's nanoseconds, mixed (splitmix64) so close calls differ.
-pub(crate) fn jitter_fraction() -> f64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mut z = nanos
-        .wrapping_add(
-            COUNTER
-                .fetch_add(1, Ordering::Relaxed)
-                .wrapping_mul(0x6A09_E667_F3BC_C909),
-        )
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Parse a `Retry-After` value: delay seconds (integer or decimal) or an HTTP date.

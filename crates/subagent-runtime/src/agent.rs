@@ -1,6 +1,5 @@
 //! The agent loop.
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,23 +8,19 @@ use std::time::{Duration, Instant};
 use futures::FutureExt as _;
 use subagent_spi::chat::{ChatDelta, ChatMessage, ChatRequest, ToolCall};
 use subagent_spi::{
-    CancellationToken, Limit, LimitScope, ModelError, ProgressKind, SubagentError, TaskContext,
-    TaskOutcome, TaskStatus, Tool, ToolOutput, ToolSpec, Usage, UsageNode,
+    Limit, LimitScope, ModelError, ProgressKind, SubagentError, TaskContext, TaskOutcome,
+    TaskStatus, Tool, ToolOutput, ToolSpec, Usage, UsageNode,
 };
 use tracing::Instrument as _;
 
 use crate::cache_scope::{CallerScope, ForkStart};
+use crate::stop::{Guarded, Stop, guarded};
 use crate::{InMemoryTranscriptStore, RunInput, RunSpec, Transcript, TranscriptStore};
 use subagent_core::BudgetExt;
 
 /// The text that starts the marker appended to a cut tool output:
 /// `[output truncated: N characters cut of M]`.
 pub const TRUNCATION_MARKER_PREFIX: &str = "[output truncated:";
-
-/// The text that starts a run's outcome when the model ended it without an answer (its final
-/// reply had neither text nor tool calls); the outcome's status is then
-/// [`TaskStatus::Failed`].
-pub const NO_ANSWER_PREFIX: &str = "no answer:";
 
 /// What the model is told, once per run, after a reply with neither text nor tool calls.
 pub const EMPTY_REPLY_NUDGE: &str = "Your last reply was empty. Answer the task now, in plain \
@@ -88,7 +83,7 @@ const PREVIEW_CHARS: usize = 200;
 /// - **An empty final reply is no answer**: when the model ends the run with a reply that has
 ///   neither text (whitespace aside) nor tool calls, it is asked once more
 ///   ([`EMPTY_REPLY_NUDGE`], in place of the empty reply, when a turn is left); a second empty
-///   reply ends the run [`TaskStatus::Failed`] with a text starting [`NO_ANSWER_PREFIX`] that
+///   reply ends the run [`TaskStatus::Failed`] with a text starting [`NO_ANSWER_PREFIX`](crate::NO_ANSWER_PREFIX) that
 ///   says so (turn and stop reason), so a caller, a parent model or a script never takes
 ///   silence for success.
 /// - **Calls named like an agent are delegation**: when the run offers `Task` and the model
@@ -136,106 +131,6 @@ impl Default for AgentRuntime {
     /// A runtime keeping transcripts in an [`InMemoryTranscriptStore`] of default capacity.
     fn default() -> Self {
         Self::new(Arc::new(InMemoryTranscriptStore::new()))
-    }
-}
-
-pub(crate) enum Guarded<T> {
-    Done(T),
-    Cancelled,
-    Deadline,
-}
-
-/// Runs `fut` until it finishes, the token is cancelled or the deadline passes.
-pub(crate) async fn guarded<F: Future>(
-    fut: F,
-    cancel: &CancellationToken,
-    deadline: Option<Instant>,
-) -> Guarded<F::Output> {
-    let expiry = async {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
-            None => std::future::pending::<()>().await,
-        }
-    };
-    // Cancellation first; then the work itself, so a result that is ready (or a first batch of
-    // streamed text) is not lost to a deadline that passed while it was being produced.
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Guarded::Cancelled,
-        out = fut => Guarded::Done(out),
-        () = expiry => Guarded::Deadline,
-    }
-}
-
-/// How the loop ended (when it did not fail).
-pub(crate) struct Stop {
-    status: TaskStatus,
-    limit: Option<Limit>,
-    /// Streamed text of an interrupted reply, preferred over the last complete text.
-    partial: Option<String>,
-    /// Why unanswered tool calls were not run.
-    reason: &'static str,
-}
-
-impl Stop {
-    fn completed() -> Self {
-        Self {
-            status: TaskStatus::Completed,
-            limit: None,
-            partial: None,
-            reason: "",
-        }
-    }
-
-    pub(crate) fn cancelled(partial: Option<String>) -> Self {
-        Self {
-            status: TaskStatus::Cancelled,
-            limit: None,
-            partial,
-            reason: "the run was cancelled",
-        }
-    }
-
-    /// The model ended the run with a reply that has neither text nor tool calls.
-    fn no_answer(turn: u32, reason: &subagent_spi::chat::StopReason) -> Self {
-        use subagent_spi::chat::StopReason;
-        let reason = match reason {
-            StopReason::EndTurn => "end_turn",
-            StopReason::ToolUse => "tool_use",
-            StopReason::MaxTokens => "max_tokens",
-            StopReason::StopSequence => "stop_sequence",
-            StopReason::ContentFilter => "content_filter",
-            StopReason::Other(other) => other.as_str(),
-            _ => "other",
-        };
-        Self {
-            status: TaskStatus::Failed,
-            limit: None,
-            partial: Some(format!(
-                "{NO_ANSWER_PREFIX} the model's final reply (turn {turn}, stop reason `{reason}`) \
-                 was empty: no text and no tool call"
-            )),
-            reason: "the run ended without an answer",
-        }
-    }
-
-    /// A typed run that never produced a valid result (see `crate::structured`).
-    fn invalid_output(text: String) -> Self {
-        Self {
-            status: TaskStatus::Failed,
-            limit: None,
-            partial: Some(text),
-            reason: "the run ended without a valid result",
-        }
-    }
-
-    pub(crate) fn limit(limit: Limit, partial: Option<String>) -> Self {
-        Self {
-            status: TaskStatus::LimitReached,
-            limit: Some(limit),
-            partial,
-            reason: "the run stopped at a limit",
-        }
     }
 }
 

@@ -29,8 +29,8 @@ use std::time::Instant;
 use subagent_spi::chat::{ChatMessage, ChatRequest, TokenUsage};
 use subagent_spi::{ChatModel, ModelError, ProgressKind, TaskContext, ToolSpec, Usage};
 
-use crate::agent::{Guarded, Stop, guarded};
 use crate::stall::Watchdog;
+use crate::stop::{Guarded, Stop, guarded};
 use subagent_core::BudgetExt;
 
 /// Compaction starts when a request would take more than this share of the window (the rest

@@ -41,13 +41,12 @@ mod reply_usage;
 mod spec;
 mod stall;
 mod steer;
+mod stop;
 mod store;
 mod structured;
 mod window;
 
-pub use agent::{
-    AgentRuntime, EMPTY_REPLY_NUDGE, NO_ANSWER_PREFIX, TRUNCATION_MARKER_PREFIX, truncate_output,
-};
+pub use agent::{AgentRuntime, EMPTY_REPLY_NUDGE, TRUNCATION_MARKER_PREFIX, truncate_output};
 pub use compact::{
     KEEP_TURNS, SUMMARY_PREFIX, TARGET_PERCENT, TRIGGER_PERCENT, TRIM_MIN_CHARS,
     TRIMMED_MARKER_PREFIX, fixed_prompt_tokens,
@@ -56,6 +55,7 @@ pub use registry::{ModelFactory, ModelRegistry, StandIn};
 pub use spec::{Limits, RunInput, RunSpec};
 pub use stall::STALLED_LIMIT_PREFIX;
 pub use steer::STEER_MESSAGE_PREFIX;
+pub use stop::NO_ANSWER_PREFIX;
 pub use store::{
     InMemoryTranscriptStore, Transcript, TranscriptStore, TranscriptStoreError, TranscriptStoreKind,
 };
