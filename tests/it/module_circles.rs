@@ -34,21 +34,6 @@ const ALLOWED: &[(&str, &[&str], &str)] = &[
         ],
         PENDING,
     ),
-    (
-        "task-tool",
-        &[
-            "background",
-            "builder",
-            "failed",
-            "format",
-            "inventory",
-            "persist",
-            "registry",
-            "steer",
-            "tools",
-        ],
-        PENDING,
-    ),
 ];
 
 /// Why the circles found when the rule came in are listed: they are being cut (issue 43).

@@ -14,13 +14,34 @@ use subagent_spi::{
 };
 use tokio::sync::{oneshot, watch};
 
-use crate::concurrency::RunPermit;
+use crate::concurrency::{RunPermit, Slots};
+use crate::config::TaskConfig;
 use crate::ledger::TaskRecord;
-use crate::persist::{LedgerWriter, Shared};
-use crate::registry::{TaskConfig, TaskTool};
+use crate::mailbox::{Mailbox, Scope, check_name};
+use crate::persist::{LedgerWriter, Persisted, Shared};
 use crate::routing::Target;
 use crate::share::{BackgroundCaller, Shares};
-use crate::steer::{Mailbox, Scope, check_name};
+
+/// What a background task needs of the tool that starts it: its settings, the cap on children
+/// at once, whether `TaskStop` is offered (for the wording of limits), and the metered run
+/// itself. The `Task` tool implements it; this module never names the tool.
+pub(crate) trait BackgroundRunner: Send + Sync + 'static {
+    /// The settings (background cap, grace, inbox bounds).
+    fn config(&self) -> &TaskConfig;
+    /// The places under the cap on children at once.
+    fn slots(&self) -> &Arc<Slots>;
+    /// True when `TaskStop` is offered.
+    fn offers_stop(&self) -> bool;
+    /// The registry the task is counted in (the spawned task outlives the call's borrow).
+    fn background(&self) -> &BackgroundRegistry;
+    /// One child's run, metered and settled (its context carries its meter already).
+    fn run<'a>(
+        &'a self,
+        target: &'a Target,
+        call: TaskCall,
+        child: TaskContext,
+    ) -> impl Future<Output = Result<TaskOutcome, SubagentError>> + Send + 'a;
+}
 
 /// Partial output kept per background task (the most recent text).
 const PARTIAL_CAP: usize = 64 * 1024;
@@ -40,7 +61,7 @@ pub enum BackgroundState {
     /// Still running.
     Running,
     /// Running, but stopped at a tool call that needs approval: the question, answered with
-    /// `TaskOutput`'s `approve` ([`TaskTool::answer_approval`] from Rust).
+    /// `TaskOutput`'s `approve` ([`TaskTool::answer_approval`](crate::TaskTool::answer_approval) from Rust).
     WaitingForApproval(ApprovalRequest),
     /// Ended with an outcome (completed, needs input, limit reached, cancelled...).
     Finished(TaskOutcome),
@@ -463,9 +484,9 @@ impl BackgroundRegistry {
         self.running.load(Ordering::Acquire)
     }
 
-    pub(crate) fn spawn(
+    pub(crate) fn spawn<R: BackgroundRunner>(
         &self,
-        tool: TaskTool,
+        tool: R,
         target: Target,
         call: TaskCall,
         child: TaskContext,
@@ -491,7 +512,7 @@ impl BackgroundRegistry {
         let max = config.max_background;
         // Only the companions offered are named (crate::offer); a background run needs
         // TaskOutput, so it is there.
-        let stop = if tool.companions().stop() {
+        let stop = if tool.offers_stop() {
             ", stop one with TaskStop"
         } else {
             ""
@@ -604,7 +625,7 @@ impl BackgroundRegistry {
                         queued
                     });
                     let child = child.with_extension_arc(permit.clone());
-                    let fut = tool.run_metered(&target, call, child);
+                    let fut = tool.run(&target, call, child);
                     tokio::pin!(fut);
                     let result = tokio::select! {
                         biased;
@@ -1118,4 +1139,26 @@ fn unknown(task_id: &str, ttl: Duration) -> SubagentError {
         "no background task `{task_id}`: the id is unknown, or its result expired {} s after the task finished",
         ttl.as_secs()
     ))
+}
+
+impl Persisted for Entry {
+    fn is_running(&self) -> bool {
+        Entry::is_running(self)
+    }
+
+    fn cancel_now(&self) {
+        Entry::cancel_now(self)
+    }
+
+    fn record(&self, task_id: &str, owner: &str) -> TaskRecord {
+        Entry::record(self, task_id, owner)
+    }
+
+    fn set_persist_error(&self, e: String) {
+        Entry::set_persist_error(self, e)
+    }
+
+    fn clear_persist_error(&self) {
+        Entry::clear_persist_error(self)
+    }
 }

@@ -41,7 +41,7 @@ impl Failed {
 
     /// A tool result for the model: the error's text, with the child's node when one ran.
     pub(crate) fn into_output(self) -> ToolOutput {
-        let mut out = ToolOutput::error(crate::format::error_text(&self.error));
+        let mut out = ToolOutput::error(error_text(&self.error));
         out.children.extend(self.node.map(|n| *n));
         out
     }
@@ -72,6 +72,23 @@ pub(crate) fn reason(text: &str) -> String {
     match text.char_indices().nth(MAX_REASON) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
+    }
+}
+
+/// The text a model reads for a `Task` call that failed: an unknown agent with the names it
+/// may use, a limit that refused the start, or the failure itself.
+pub(crate) fn error_text(e: &SubagentError) -> String {
+    match e {
+        SubagentError::UnknownSubagent { name, available } => format!(
+            "Unknown agent `{name}`. Available agents: {}. Call Task again with one of these names as `subagent_type`.",
+            if available.is_empty() {
+                "(none)".to_string()
+            } else {
+                available.join(", ")
+            }
+        ),
+        SubagentError::LimitReached { limit, .. } => format!("Cannot start the task: {limit}."),
+        other => format!("Task failed: {other}"),
     }
 }
 

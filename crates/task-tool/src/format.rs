@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use subagent_spi::{SubagentDefinition, SubagentError, TaskOutcome, TaskStatus, ToolOutput};
+use subagent_spi::{SubagentDefinition, TaskOutcome, TaskStatus, ToolOutput};
 
 use crate::background::{BackgroundSnapshot, BackgroundState};
 use crate::offer::Companions;
@@ -237,21 +237,6 @@ pub(crate) fn background_started(agent: &str, task_id: &str, offered: Companions
     }
     s.push('.');
     s
-}
-
-pub(crate) fn error_text(e: &SubagentError) -> String {
-    match e {
-        SubagentError::UnknownSubagent { name, available } => format!(
-            "Unknown agent `{name}`. Available agents: {}. Call Task again with one of these names as `subagent_type`.",
-            if available.is_empty() {
-                "(none)".to_string()
-            } else {
-                available.join(", ")
-            }
-        ),
-        SubagentError::LimitReached { limit, .. } => format!("Cannot start the task: {limit}."),
-        other => format!("Task failed: {other}"),
-    }
 }
 
 /// What `TaskOutput` / `TaskStop` show of a background task; it names only the `offered`

@@ -60,9 +60,9 @@
 //! [`SubagentReference`]: subagent_spi::SubagentReference
 
 mod background;
-mod builder;
 mod charge;
 mod concurrency;
+mod config;
 mod dispatch;
 mod failed;
 mod fork;
@@ -70,6 +70,7 @@ mod format;
 mod ids;
 mod inventory;
 mod ledger;
+mod mailbox;
 mod metering;
 mod offer;
 mod persist;
@@ -77,18 +78,17 @@ mod registry;
 mod routing;
 mod share;
 mod steer;
-mod tools;
 mod typed;
 
 pub use background::{BackgroundSnapshot, BackgroundState};
-pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
 pub use concurrency::DEFAULT_MAX_CONCURRENT;
+pub use config::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP, TaskConfig};
 pub use inventory::MAX_LISTED;
 pub use ledger::{LedgerError, LedgerKind, TaskLedger, TaskRecord};
 pub use offer::Companions;
-pub use registry::{DEFAULT_MAX_DEPTH, Dispatch, MAX_DEPTH_CAP, TaskConfig, TaskTool, TaskTools};
+pub use registry::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};
+pub use registry::{BuildError, ReferenceFailure, TaskToolBuilder};
+pub use registry::{Dispatch, TaskTool, TaskTools};
+pub use registry::{SendMessageInput, SendMessageTool};
 pub use share::BackgroundCaller;
-pub use steer::{
-    MAX_NAME_CHARS, MessageReceipt, SendMessageError, SendMessageInput, SendMessageTool,
-};
-pub use tools::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};
+pub use steer::{MAX_NAME_CHARS, MessageReceipt, SendMessageError};

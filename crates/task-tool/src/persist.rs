@@ -11,7 +11,6 @@ use dashmap::DashMap;
 use subagent_spi::CancellationToken;
 use tokio::sync::Notify;
 
-use crate::background::Entry;
 use crate::ledger::{LedgerError, TaskLedger, TaskRecord};
 
 /// How long the writer waits after a wake-up to gather more changes into one batch.
@@ -26,12 +25,26 @@ const MAX_BATCH: usize = 2048;
 /// process wants one stopped ([`TaskLedger::stop_requests`]).
 const STOP_POLL: Duration = Duration::from_secs(1);
 
+/// What the writer needs of a background task (`crate::background`'s entries are these).
+pub(crate) trait Persisted: Send + Sync + 'static {
+    /// True until the task ends.
+    fn is_running(&self) -> bool;
+    /// Cancels the task now (another process asked for it to stop).
+    fn cancel_now(&self);
+    /// The ledger's record of the task as it is now, marked with `owner`.
+    fn record(&self, task_id: &str, owner: &str) -> TaskRecord;
+    /// Why the last write of this task failed, for its readers.
+    fn set_persist_error(&self, e: String);
+    /// A write succeeded: the last failure no longer holds.
+    fn clear_persist_error(&self);
+}
+
 pub(crate) struct Shared {
     ledger: Arc<dyn TaskLedger>,
     owner: String,
-    dirty: DashMap<String, Arc<Entry>>,
+    dirty: DashMap<String, Arc<dyn Persisted>>,
     /// This process's tasks that have not ended, for the stop requests of other processes.
-    running: DashMap<String, Arc<Entry>>,
+    running: DashMap<String, Arc<dyn Persisted>>,
     wake: Notify,
     /// One batch in flight at a time (the writer's and `flush`'s).
     writing: tokio::sync::Mutex<()>,
@@ -113,7 +126,8 @@ impl Shared {
     }
 
     /// Queues the entry's current state for writing (coalesced with earlier changes).
-    pub(crate) fn mark(self: &Arc<Self>, id: &str, entry: &Arc<Entry>) {
+    pub(crate) fn mark<E: Persisted>(self: &Arc<Self>, id: &str, entry: &Arc<E>) {
+        let entry: Arc<dyn Persisted> = entry.clone();
         if entry.is_running() {
             if !self.running.contains_key(id) {
                 self.running.insert(id.to_string(), entry.clone());

@@ -15,113 +15,22 @@
 //!   task never read (it ended first) is listed in `TaskOutput`'s result for that task.
 
 use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use subagent_spi::{
-    Inbox, InboxError, InboxLimits, InboxMessage, SubagentError, TaskContext, TaskStatus,
-    ToolError, ToolOutput,
-};
+use subagent_spi::{InboxError, InboxMessage, TaskContext, TaskStatus};
 
 use crate::background::BackgroundRegistry;
 use crate::background::BackgroundSnapshot;
+use crate::mailbox::Scope;
 use crate::offer::Companions;
-use crate::registry::TaskTool;
 
-/// The longest `name` a `Task` call may give its agent, in characters.
-pub const MAX_NAME_CHARS: usize = 64;
+pub use crate::mailbox::MAX_NAME_CHARS;
 
 /// How many characters of each unread message `TaskOutput` shows.
 const UNREAD_PREVIEW_CHARS: usize = 200;
 
 /// Who the host's messages are from, as the receiving model reads it.
 const HOST_SENDER: &str = "the application running you";
-
-/// The messaging side of one background task.
-pub(crate) struct Mailbox {
-    /// The name its `Task` call gave it.
-    name: Option<String>,
-    /// The task id of the run that started it (`None`: the root).
-    parent: Option<String>,
-    /// How its kind takes messages; `None`: it cannot.
-    delivery: Option<&'static str>,
-    inbox: Inbox,
-    /// Messages accepted but never read, once the task ended.
-    unread: Mutex<Vec<InboxMessage>>,
-}
-
-impl Mailbox {
-    /// The name its `Task` call gave it.
-    pub(crate) fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
-    /// The task id of the run that started it (`None`: the root).
-    pub(crate) fn parent(&self) -> Option<&str> {
-        self.parent.as_deref()
-    }
-
-    pub(crate) fn new(
-        name: Option<String>,
-        parent: Option<String>,
-        delivery: Option<&'static str>,
-        limits: InboxLimits,
-    ) -> Self {
-        Self {
-            name,
-            parent,
-            delivery,
-            inbox: Inbox::new(limits),
-            unread: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// The inbox to hand the run, when its kind reads one.
-    pub(crate) fn inbox_for_run(&self) -> Option<Inbox> {
-        self.delivery.map(|_| self.inbox.clone())
-    }
-
-    /// The run ended: later sends are refused, and what it never read is kept for `TaskOutput`.
-    pub(crate) fn close(&self) {
-        let left = self.inbox.close();
-        if !left.is_empty() {
-            lock(&self.unread).extend(left);
-        }
-    }
-
-    /// Messages accepted but never read (empty while the task runs).
-    pub(crate) fn unread(&self) -> Vec<InboxMessage> {
-        lock(&self.unread).clone()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Checks the `name` a `Task` call gives its agent: at most [`MAX_NAME_CHARS`] characters,
-/// ASCII letters, digits, `-`, `_` and `.` only.
-pub(crate) fn check_name(name: &str) -> Result<(), SubagentError> {
-    let ok = !name.is_empty()
-        && name.chars().count() <= MAX_NAME_CHARS
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(SubagentError::InvalidInput(format!(
-            "the name `{}` is not accepted: use 1 to {MAX_NAME_CHARS} ASCII letters, digits, \
-             `-`, `_` or `.`",
-            name.chars()
-                .take(MAX_NAME_CHARS)
-                .collect::<String>()
-                .escape_debug()
-        )))
-    }
-}
 
 /// A message accepted for a running task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,23 +158,6 @@ fn cannot_receive_text(task_id: &str, agent: &str, kind: &str, offered: Companio
     )
 }
 
-/// The tasks a sender may reach: any (the host), or those a run started (`None`: the root).
-#[derive(Clone, Copy)]
-pub(crate) enum Scope<'a> {
-    Any,
-    StartedBy(Option<&'a str>),
-}
-
-impl Scope<'_> {
-    /// True when a task started by the run `parent` is in scope.
-    pub(crate) fn admits(self, parent: Option<&str>) -> bool {
-        match self {
-            Scope::Any => true,
-            Scope::StartedBy(p) => p == parent,
-        }
-    }
-}
-
 /// Who is sending: the host (any task), or a run (only the tasks it started).
 #[derive(Clone, Copy)]
 pub(crate) enum Sender<'a> {
@@ -304,7 +196,7 @@ pub(crate) fn send(
         return Err(finished(&entry));
     }
     let mailbox = entry.mailbox();
-    let Some(delivery) = mailbox.delivery else {
+    let Some(delivery) = mailbox.delivery() else {
         return Err(SendMessageError::CannotReceive {
             task_id,
             agent: entry.agent().to_string(),
@@ -316,11 +208,11 @@ pub(crate) fn send(
         Sender::Run(ctx) if ctx.agent().is_empty() => String::new(),
         Sender::Run(ctx) => ctx.agent().to_string(),
     };
-    match mailbox.inbox.send(InboxMessage::new(from, message)) {
+    match mailbox.deliver(InboxMessage::new(from, message)) {
         Ok(unread) => Ok(MessageReceipt {
             task_id,
             agent: entry.agent().to_string(),
-            name: mailbox.name.clone(),
+            name: mailbox.name().map(str::to_string),
             unread,
             delivery,
         }),
@@ -331,82 +223,6 @@ pub(crate) fn send(
             source,
         }),
     }
-}
-
-/// Input of `SendMessage`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct SendMessageInput {
-    /// The task id Task returned, or the `name` you gave it.
-    pub to: String,
-    /// New instructions, a correction, or information the task needs.
-    pub message: String,
-}
-
-/// `SendMessage`: sends a message to a running background task the caller started.
-#[derive(Debug, Clone)]
-pub struct SendMessageTool {
-    task: TaskTool,
-}
-
-impl SendMessageTool {
-    pub(crate) fn new(task: TaskTool) -> Self {
-        Self { task }
-    }
-
-    /// Its description: background tasks are named only when `TaskOutput` is offered (without
-    /// it `Task` starts none, see `crate::offer`).
-    pub(crate) fn description_text(&self) -> String {
-        let which = if self.task.companions().output() {
-            "a background task you started with Task"
-        } else {
-            "a task you started with Task"
-        };
-        format!("Send a message to {which} while it runs; it reads it at its next step.")
-    }
-
-    pub(crate) async fn run(
-        &self,
-        input: SendMessageInput,
-        ctx: &TaskContext,
-    ) -> Result<ToolOutput, ToolError> {
-        Ok(
-            match self
-                .task
-                .send_as(Sender::Run(ctx), &input.to, &input.message)
-            {
-                Ok(r) => ToolOutput::text(receipt_text(&r, self.task.companions())),
-                Err(e) => ToolOutput::error(format!(
-                    "Message not delivered: {}.",
-                    e.text_for(self.task.companions())
-                )),
-            },
-        )
-    }
-}
-
-/// What the sender reads when a message was accepted; `TaskOutput` is named only when it is
-/// offered (crate::offer).
-fn receipt_text(r: &MessageReceipt, offered: Companions) -> String {
-    let name = r
-        .name
-        .as_deref()
-        .map(|n| format!(", name `{n}`"))
-        .unwrap_or_default();
-    let unread = if offered.output() {
-        " If the task ends before reading it, TaskOutput lists it as unread."
-    } else {
-        ""
-    };
-    format!(
-        "Message delivered to task `{}` (agent `{}`{name}): {}. {} message{} now wait{} \
-         unread.{unread}",
-        r.task_id,
-        r.agent,
-        r.delivery,
-        r.unread,
-        if r.unread == 1 { "" } else { "s" },
-        if r.unread == 1 { "s" } else { "" },
-    )
 }
 
 /// The lines `TaskOutput` adds for messages a task ended without reading.
@@ -441,6 +257,8 @@ pub(crate) fn unread_text(s: &BackgroundSnapshot) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mailbox::{Mailbox, check_name};
+    use subagent_spi::InboxLimits;
 
     #[test]
     fn names_are_short_and_plain() {

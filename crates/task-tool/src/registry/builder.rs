@@ -11,7 +11,8 @@ use subagent_spi::{
     BudgetLimits, SubagentDefinition, SubagentError, SubagentReference, SubagentType,
 };
 
-use crate::registry::{MAX_DEPTH_CAP, TaskConfig, TaskTool};
+use super::TaskTool;
+use crate::config::{MAX_DEPTH_CAP, TaskConfig};
 use crate::routing::KindEntry;
 
 /// Why one reference could not be registered.

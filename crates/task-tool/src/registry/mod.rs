@@ -3,82 +3,40 @@
 //! defaults of a call: `dispatch`. One child's run, metered and settled: `metering` (with
 //! `charge` and `typed`). The cap on children at once: `concurrency`. Background tasks:
 //! `background` (the host's view of them all: `inventory`). Messaging (`SendMessage`):
-//! `steer`. What a model is offered and told: `offer` and `format`. Forks: `fork`.
+//! `steer` (the mailbox of a task: `mailbox`). What a model is offered and told: `offer` and
+//! `format`. Forks: `fork`.
+//!
+//! Its parts live below it: the builder (`builder`), the companion tools `TaskOutput` and
+//! `TaskStop` (`tools`) and `SendMessage` (`send_message`). The modules it delegates to never
+//! name `TaskTool` (background tasks get a `BackgroundRunner`, the ledger writer a `Persisted`
+//! entry), so dependencies point one way (the workspace test `module_circles`).
 
-use std::collections::HashMap;
+mod builder;
+mod send_message;
+mod tools;
+
+pub use builder::{BuildError, ReferenceFailure, TaskToolBuilder};
+pub use send_message::{SendMessageInput, SendMessageTool};
+pub use tools::{ApprovalAnswer, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool};
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use subagent_core::ModelPrices;
 use subagent_spi::{
-    ApprovalDecision, ApprovalRequest, BudgetLimits, Delegation, InboxLimits, Kind,
-    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
-    TaskStatus, Tool, ToolOutput, UsageNode,
+    ApprovalDecision, ApprovalRequest, BudgetLimits, Delegation, Kind, SubagentDefinition,
+    SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool,
+    ToolOutput, UsageNode,
 };
 
 use crate::background::{BackgroundRegistry, BackgroundSnapshot};
-use crate::builder::TaskToolBuilder;
-use crate::concurrency::{ChildWait, DEFAULT_MAX_CONCURRENT, RunPermit, Slots};
+use crate::concurrency::{ChildWait, RunPermit, Slots};
+use crate::config::TaskConfig;
 use crate::format;
 use crate::ids::new_id;
+use crate::mailbox::Scope;
 use crate::offer::Companions;
 use crate::routing::{Agents, KindEntry, Target};
-use crate::steer::{MessageReceipt, Scope, SendMessageError, SendMessageTool, Sender};
-use crate::tools::{TaskOutputTool, TaskStopTool};
-
-/// The default nesting limit: the main agent (depth 0), its children (1) and grandchildren (2)
-/// may delegate; agents at depth 3 are not offered `Task`. Claude Code's default too.
-pub const DEFAULT_MAX_DEPTH: u32 = 3;
-
-/// The highest nesting limit accepted: a bound on recursion whatever the configuration says.
-pub const MAX_DEPTH_CAP: u32 = 16;
-
-/// Limits of a [`TaskTool`]; set through the builder.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct TaskConfig {
-    /// Maximum background tasks running at once.
-    pub max_background: usize,
-    /// How long a finished background result stays readable.
-    pub result_ttl: Duration,
-    /// Maximum finished background results kept.
-    pub max_retained: usize,
-    /// Grace period after `TaskStop` cancels a task.
-    pub stop_grace: Duration,
-    /// Maximum session ids remembered for `resume` routing.
-    pub max_sessions: usize,
-    /// The nesting limit: a run at depth `d` may delegate only when `d < max_depth`.
-    pub max_depth: u32,
-    /// Children working at once over the whole tree (foreground and background); calls over
-    /// it wait their turn. See [`TaskToolBuilder::max_concurrent`] for the rule.
-    pub max_concurrent: usize,
-    /// Budgets of their own for agents, by name (a host's configuration): they win over the
-    /// agent's [`SubagentDefinition::budget`]. See [`TaskToolBuilder::agent_budget`].
-    pub agent_budgets: HashMap<String, BudgetLimits>,
-    /// The prices an agent's own budget counts cost with when its caller has no budget (else
-    /// the caller's budget's prices).
-    pub prices: Option<Arc<ModelPrices>>,
-    /// The bounds of each background task's inbox (`SendMessage`): unread messages and bytes
-    /// per message. See [`TaskToolBuilder::inbox_limits`].
-    pub inbox: InboxLimits,
-}
-
-impl Default for TaskConfig {
-    fn default() -> Self {
-        Self {
-            max_background: 16,
-            result_ttl: Duration::from_secs(30 * 60),
-            max_retained: 10_000,
-            stop_grace: Duration::from_secs(5),
-            max_sessions: 10_000,
-            max_depth: DEFAULT_MAX_DEPTH,
-            max_concurrent: DEFAULT_MAX_CONCURRENT,
-            agent_budgets: HashMap::new(),
-            prices: None,
-            inbox: InboxLimits::default(),
-        }
-    }
-}
+use crate::steer::{MessageReceipt, SendMessageError, Sender};
 
 struct Inner {
     /// The agents and kinds, and the routing of a call (crate::routing).
@@ -444,7 +402,7 @@ impl TaskTool {
             &call.subagent_type,
             subagent_schema::Profile::untrusted(),
         ) {
-            return ToolOutput::error(format::error_text(&e));
+            return ToolOutput::error(crate::failed::error_text(&e));
         }
         // Only what the offered companions can follow (crate::offer).
         if let Err(why) = crate::offer::check_call(self.offered, &mut call) {
@@ -798,4 +756,31 @@ fn with_description(mut input: serde_json::Value) -> serde_json::Value {
         obj.insert("description".into(), serde_json::Value::String(description));
     }
     input
+}
+
+impl crate::background::BackgroundRunner for TaskTool {
+    fn config(&self) -> &TaskConfig {
+        TaskTool::config(self)
+    }
+
+    fn slots(&self) -> &Arc<Slots> {
+        TaskTool::slots(self)
+    }
+
+    fn offers_stop(&self) -> bool {
+        self.companions().stop()
+    }
+
+    fn background(&self) -> &BackgroundRegistry {
+        TaskTool::background(self)
+    }
+
+    fn run<'a>(
+        &'a self,
+        target: &'a Target,
+        call: TaskCall,
+        child: TaskContext,
+    ) -> impl Future<Output = Result<TaskOutcome, SubagentError>> + Send + 'a {
+        self.run_metered(target, call, child)
+    }
 }

@@ -8,10 +8,11 @@ use subagent_spi::{
     ApprovalDecision, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
 };
 
+use super::TaskTool;
+use super::{SendMessageInput, SendMessageTool};
 use crate::concurrency::waiting_on_children;
 use crate::format;
-use crate::registry::TaskTool;
-use crate::steer::{Scope, SendMessageInput, SendMessageTool};
+use crate::mailbox::Scope;
 
 /// Default wait of `TaskOutput`.
 const DEFAULT_WAIT_MS: u64 = 30_000;
