@@ -237,6 +237,13 @@ pub trait TypedTool: Send + Sync + 'static {
 
     /// Runs the tool with parsed input. `Err` is turned into an error result for the model.
     async fn run(&self, input: Self::Input, ctx: &TaskContext) -> Result<ToolOutput, ToolError>;
+
+    /// What the input looks like, for the message a model gets when its input does not parse
+    /// (`...; expected {hint}`). The default names the fields of `Input`'s schema, required
+    /// ones marked; override it to show an example instead.
+    fn input_hint(&self) -> String {
+        shape_of(&crate::input_schema::<Self::Input>())
+    }
 }
 
 #[async_trait]
@@ -262,23 +269,14 @@ impl<T: TypedTool> Tool for T {
         input: serde_json::Value,
         ctx: &TaskContext,
     ) -> Result<ToolOutput, ToolError> {
-        let input = parse_input::<T::Input>(TypedTool::name(self), input)?;
+        let input = serde_json::from_value::<T::Input>(input).map_err(|e| {
+            ToolError::invalid(
+                TypedTool::name(self),
+                format!("{e}; expected {}", self.input_hint()),
+            )
+        })?;
         self.run(input, ctx).await
     }
-}
-
-/// Parses a call's input, or words the failure for the model: what serde found, then the
-/// fields the schema expects (required ones marked).
-fn parse_input<I: DeserializeOwned + JsonSchema>(
-    tool: &str,
-    input: serde_json::Value,
-) -> Result<I, ToolError> {
-    serde_json::from_value(input).map_err(|e| {
-        ToolError::invalid(
-            tool,
-            format!("{e}; expected {}", shape_of(&crate::input_schema::<I>())),
-        )
-    })
 }
 
 /// "an object with fields `a` (required), `b`" from an object schema; "input matching the

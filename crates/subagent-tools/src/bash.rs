@@ -10,7 +10,6 @@ use tokio::io::AsyncReadExt;
 
 use crate::Workspace;
 use crate::sandbox::{ConfinedChild, ConfinedCommand, SandboxMode, SandboxPolicy};
-use crate::util::builtin_tool;
 
 /// The timeout when none is given.
 pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -200,17 +199,36 @@ fn confinement_note(child: &ConfinedChild, out: &str) -> Option<&'static str> {
     }
 }
 
-builtin_tool!(
-    BashTool,
-    BashInput,
-    ToolEffect::Execute,
-    "Runs a shell command (sh -c) in the workspace root; returns its stdout and stderr (at \
-     most 30000 characters); background processes end with it. Prefer Read, Glob and Grep for \
-     files. Usually sandboxed: it may write in the workspace and $TMPDIR, not the project's \
-     control files (subagents.toml, .mcp.json, .gitmodules, .vscode/, .idea/, \
-     .claude/settings*.json, .claude/agents/, .claude/skills/, .claude/commands/, .git/hooks/, \
-     .git/config); the output says when something was refused and why."
-);
+#[subagent_spi::async_trait]
+impl subagent_spi::TypedTool for BashTool {
+    type Input = BashInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Runs a shell command (sh -c) in the workspace root; returns its stdout and stderr (at \
+         most 30000 characters); background processes end with it. Prefer Read, Glob and Grep for \
+         files. Usually sandboxed: it may write in the workspace and $TMPDIR, not the project's \
+         control files (subagents.toml, .mcp.json, .gitmodules, .vscode/, .idea/, \
+         .claude/settings*.json, .claude/agents/, .claude/skills/, .claude/commands/, .git/hooks/, \
+         .git/config); the output says when something was refused and why."
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Execute
+    }
+
+    async fn run(
+        &self,
+        input: BashInput,
+        ctx: &subagent_spi::TaskContext,
+    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+        BashTool::run(self, input, ctx).await
+    }
+}
 
 impl BashTool {
     async fn run(&self, input: BashInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {

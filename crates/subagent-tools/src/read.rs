@@ -6,7 +6,6 @@ use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::Workspace;
-use crate::util::builtin_tool;
 use crate::workspace::not_regular;
 
 /// Lines shown when no `limit` is given.
@@ -84,13 +83,32 @@ impl ReadTool {
     }
 }
 
-builtin_tool!(
-    ReadTool,
-    ReadInput,
-    ToolEffect::ReadOnly,
-    "Reads a text file with line numbers (cat -n style): up to `limit` lines (default 2000) \
-     from line `offset` (default 1); lines over 2000 characters are cut."
-);
+#[subagent_spi::async_trait]
+impl subagent_spi::TypedTool for ReadTool {
+    type Input = ReadInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Reads a text file with line numbers (cat -n style): up to `limit` lines (default 2000) \
+         from line `offset` (default 1); lines over 2000 characters are cut."
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
+
+    async fn run(
+        &self,
+        input: ReadInput,
+        ctx: &subagent_spi::TaskContext,
+    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+        ReadTool::run(self, input, ctx).await
+    }
+}
 
 impl ReadTool {
     async fn run(&self, input: ReadInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {

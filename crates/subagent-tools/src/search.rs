@@ -14,7 +14,7 @@ use serde::Deserialize;
 use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
 use crate::Workspace;
-use crate::util::{StopFlag, blocking, builtin_tool, cut_chars};
+use crate::util::{StopFlag, blocking, cut_chars};
 use crate::workspace::link_count;
 
 /// At most this many paths are listed by `Glob` and by `Grep` in files mode.
@@ -72,15 +72,33 @@ impl GlobTool {
     }
 }
 
-builtin_tool!(
-    GlobTool,
-    GlobInput,
-    ToolEffect::ReadOnly,
-    format!(
-        "Finds files by glob pattern (e.g. `**/*.rs`), respecting .gitignore: paths relative to \
-         the workspace root, newest first (at most {MAX_LISTED_FILES})."
-    )
-);
+#[subagent_spi::async_trait]
+impl subagent_spi::TypedTool for GlobTool {
+    type Input = GlobInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Finds files by glob pattern (e.g. `**/*.rs`), respecting .gitignore: paths relative to \
+             the workspace root, newest first (at most {MAX_LISTED_FILES})."
+        )
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
+
+    async fn run(
+        &self,
+        input: GlobInput,
+        ctx: &subagent_spi::TaskContext,
+    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+        GlobTool::run(self, input, ctx).await
+    }
+}
 
 impl GlobTool {
     async fn run(&self, input: GlobInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
@@ -300,14 +318,33 @@ impl GrepTool {
     }
 }
 
-builtin_tool!(
-    GrepTool,
-    GrepInput,
-    ToolEffect::ReadOnly,
-    "Searches file contents with a regular expression (ripgrep syntax; .gitignore respected, \
-     binary files skipped). `output_mode`: `files_with_matches` (default, newest first), \
-     `content` (path:line:text) or `count`."
-);
+#[subagent_spi::async_trait]
+impl subagent_spi::TypedTool for GrepTool {
+    type Input = GrepInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Searches file contents with a regular expression (ripgrep syntax; .gitignore respected, \
+         binary files skipped). `output_mode`: `files_with_matches` (default, newest first), \
+         `content` (path:line:text) or `count`."
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
+
+    async fn run(
+        &self,
+        input: GrepInput,
+        ctx: &subagent_spi::TaskContext,
+    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+        GrepTool::run(self, input, ctx).await
+    }
+}
 
 impl GrepTool {
     async fn run(&self, input: GrepInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {

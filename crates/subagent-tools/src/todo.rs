@@ -6,8 +6,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
-use crate::util::builtin_tool;
-
 /// At most this many items are kept.
 pub const MAX_TODOS: usize = 200;
 
@@ -91,13 +89,32 @@ fn render(todos: &[TodoItem]) -> String {
     out
 }
 
-builtin_tool!(
-    TodoWriteTool,
-    TodoWriteInput,
-    ToolEffect::ReadOnly,
-    "Replaces your todo list and shows it: plan multi-step work and mark progress (one item \
-     in progress at a time)."
-);
+#[subagent_spi::async_trait]
+impl subagent_spi::TypedTool for TodoWriteTool {
+    type Input = TodoWriteInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Replaces your todo list and shows it: plan multi-step work and mark progress (one item \
+         in progress at a time)."
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
+
+    async fn run(
+        &self,
+        input: TodoWriteInput,
+        ctx: &subagent_spi::TaskContext,
+    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+        TodoWriteTool::run(self, input, ctx).await
+    }
+}
 
 impl TodoWriteTool {
     async fn run(

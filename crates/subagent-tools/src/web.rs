@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
-use crate::util::{builtin_tool, cut_chars};
+use crate::util::cut_chars;
 
 /// The default cap on a response body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
@@ -151,13 +151,32 @@ impl WebFetchTool {
     }
 }
 
-builtin_tool!(
-    WebFetchTool,
-    WebFetchInput,
-    ToolEffect::Execute,
-    "Fetches an http(s) URL and returns its content as text (HTML converted to plain text, \
-     at most 100000 characters)."
-);
+#[subagent_spi::async_trait]
+impl subagent_spi::TypedTool for WebFetchTool {
+    type Input = WebFetchInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Fetches an http(s) URL and returns its content as text (HTML converted to plain text, \
+         at most 100000 characters)."
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Execute
+    }
+
+    async fn run(
+        &self,
+        input: WebFetchInput,
+        ctx: &subagent_spi::TaskContext,
+    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+        WebFetchTool::run(self, input, ctx).await
+    }
+}
 
 impl WebFetchTool {
     async fn run(&self, input: WebFetchInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::Workspace;
 use crate::protected::{ApprovedProtectedWrite, check_write, handle_path};
-use crate::util::{blocking, builtin_tool};
+use crate::util::blocking;
 use crate::workspace::not_regular;
 
 /// Largest file `Edit` reads, and largest result it writes (16 MiB).
@@ -44,13 +44,32 @@ impl WriteTool {
     }
 }
 
-builtin_tool!(
-    WriteTool,
-    WriteInput,
-    ToolEffect::Edit,
-    "Writes a file (replacing it; parent directories are created). Prefer Edit to change part \
-     of a file."
-);
+#[subagent_spi::async_trait]
+impl subagent_spi::TypedTool for WriteTool {
+    type Input = WriteInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Writes a file (replacing it; parent directories are created). Prefer Edit to change part \
+         of a file."
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Edit
+    }
+
+    async fn run(
+        &self,
+        input: WriteInput,
+        ctx: &subagent_spi::TaskContext,
+    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+        WriteTool::run(self, input, ctx).await
+    }
+}
 
 impl WriteTool {
     async fn run(&self, input: WriteInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
@@ -134,13 +153,32 @@ impl EditTool {
     }
 }
 
-builtin_tool!(
-    EditTool,
-    EditInput,
-    ToolEffect::Edit,
-    "Replaces an exact string in a file: `old_string` (indentation included) must occur once \
-     (add surrounding lines to make it unique) unless `replace_all`."
-);
+#[subagent_spi::async_trait]
+impl subagent_spi::TypedTool for EditTool {
+    type Input = EditInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
+        "Replaces an exact string in a file: `old_string` (indentation included) must occur once \
+         (add surrounding lines to make it unique) unless `replace_all`."
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Edit
+    }
+
+    async fn run(
+        &self,
+        input: EditInput,
+        ctx: &subagent_spi::TaskContext,
+    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
+        EditTool::run(self, input, ctx).await
+    }
+}
 
 impl EditTool {
     async fn run(&self, input: EditInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {

@@ -89,4 +89,4 @@ pub use runner::{
     CONTINUE_PROMPT, CallCounts, PreparedRun, WORKFLOW_AGENT, WORKFLOW_KIND, WorkflowOutcome,
     Workflows,
 };
-pub use tool::{WORKFLOW_TOOL, WorkflowTool};
+pub use tool::{WORKFLOW_TOOL, WorkflowInput, WorkflowTool};

@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
-use serde_json::{Value, json};
-use subagent_spi::{TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait};
+use serde_json::Value;
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput, TypedTool, async_trait};
 
 use crate::journal::RunStatus;
 use crate::runner::{WorkflowOutcome, Workflows};
@@ -23,13 +23,16 @@ clock, randomness, network or files. `resume` with a run id finishes a run witho
 its finished calls. Example:\nconst [a, b] = await parallel([() => agent(\"researcher\", \"Find X\"), () => \
 agent(\"researcher\", \"Find Y\")]);\nreturn await agent(\"writer\", `Compare:\\n${a}\\n${b}`);";
 
-/// The tool's input.
-#[derive(Debug, Deserialize)]
-struct Input {
+/// The `Workflow` tool's input: a script to run, or a run to resume.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct WorkflowInput {
+    /// The JavaScript body (top-level await and return allowed).
     #[serde(default)]
     script: Option<String>,
+    /// JSON the script reads as `args`.
     #[serde(default)]
     args: Option<Value>,
+    /// A run id to resume (with `script`: that script instead of the run's).
     #[serde(default)]
     resume: Option<String>,
 }
@@ -75,7 +78,9 @@ impl WorkflowTool {
 }
 
 #[async_trait]
-impl Tool for WorkflowTool {
+impl TypedTool for WorkflowTool {
+    type Input = WorkflowInput;
+
     fn name(&self) -> &str {
         WORKFLOW_TOOL
     }
@@ -84,24 +89,11 @@ impl Tool for WorkflowTool {
         DESCRIPTION.to_string()
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "script": {"type": "string", "description": "The JavaScript body (top-level await and return allowed)."},
-                "args": {"description": "JSON the script reads as `args`."},
-                "resume": {"type": "string", "description": "A run id to resume (with `script`: that script instead of the run's)."}
-            }
-        })
-    }
-
     fn effect(&self) -> ToolEffect {
         ToolEffect::Delegate
     }
 
-    async fn call(&self, input: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        let input: Input = serde_json::from_value(input)
-            .map_err(|e| ToolError::invalid(WORKFLOW_TOOL, format!("{e}")))?;
+    async fn run(&self, input: WorkflowInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let result = match (&input.resume, &input.script) {
             (Some(run_id), _) if !self.started(run_id) => {
                 return Ok(ToolOutput::error(format!(

@@ -1,11 +1,12 @@
-//! The SPI `Tool` implementations: `Task`, `TaskOutput`, `TaskStop`.
+//! The tool implementations: `Task` (on the erased `Tool`: its schema follows the agents
+//! offered), and `TaskOutput`, `TaskStop`, `SendMessage` on the SPI's `TypedTool`.
 
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use subagent_spi::{
-    ApprovalDecision, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
+    ApprovalDecision, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, TypedTool, async_trait,
 };
 
 use super::TaskTool;
@@ -18,52 +19,6 @@ use crate::mailbox::Scope;
 const DEFAULT_WAIT_MS: u64 = 30_000;
 /// Longest wait `TaskOutput` accepts.
 const MAX_WAIT_MS: u64 = 600_000;
-
-/// The `Tool` impl of `TaskOutput` and `TaskStop`: `Delegate` tools whose input type gives the
-/// schema; `call` parses the input, naming the tool and the expected shape when it does not
-/// parse, and hands it to the tool's `run`.
-macro_rules! delegate_tool {
-    ($tool:ty, $name:literal, $input:ty, $shape:literal, $description:literal $(,)?) => {
-        delegate_tool!(
-            $tool,
-            $name,
-            $input,
-            $shape,
-            describe = |_: &$tool| $description.to_string(),
-        );
-    };
-    // A description that follows the tool's view (the companions offered, crate::offer).
-    ($tool:ty, $name:literal, $input:ty, $shape:literal, describe = $describe:expr $(,)?) => {
-        #[async_trait]
-        impl Tool for $tool {
-            fn name(&self) -> &str {
-                $name
-            }
-
-            fn description(&self) -> String {
-                ($describe)(self)
-            }
-
-            fn input_schema(&self) -> serde_json::Value {
-                subagent_spi::input_schema::<$input>()
-            }
-
-            fn effect(&self) -> ToolEffect {
-                ToolEffect::Delegate
-            }
-
-            async fn call(
-                &self,
-                input: serde_json::Value,
-                ctx: &TaskContext,
-            ) -> Result<ToolOutput, ToolError> {
-                let input: $input = serde_json::from_value(input)
-                    .map_err(|e| ToolError::invalid($name, format!("{e}; expected {}", $shape)))?;
-                self.run(input, ctx).await
-            }
-        }
-    };
-}
 
 #[async_trait]
 impl Tool for TaskTool {
@@ -148,14 +103,36 @@ impl TaskOutputTool {
     }
 }
 
-delegate_tool!(
-    TaskOutputTool,
-    "TaskOutput",
-    TaskOutputInput,
-    r#"{"task_id": "task_...", "block"?: bool, "timeout_ms"?: number, "approve"?: "yes"|"no"|"always"}"#,
-    "Read the result of a background task (Task with run_in_background: true); waits for it \
-     unless `block` is false. A foreground Task call's result is in its reply already."
-);
+#[async_trait]
+impl TypedTool for TaskOutputTool {
+    type Input = TaskOutputInput;
+
+    fn name(&self) -> &str {
+        "TaskOutput"
+    }
+
+    fn description(&self) -> String {
+        "Read the result of a background task (Task with run_in_background: true); waits for it \
+         unless `block` is false. A foreground Task call's result is in its reply already."
+            .to_string()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Delegate
+    }
+
+    fn input_hint(&self) -> String {
+        r#"{"task_id": "task_...", "block"?: bool, "timeout_ms"?: number, "approve"?: "yes"|"no"|"always"}"#.to_string()
+    }
+
+    async fn run(
+        &self,
+        input: TaskOutputInput,
+        ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        TaskOutputTool::run(self, input, ctx).await
+    }
+}
 
 impl TaskOutputTool {
     /// What `TaskOutput` answers about `snapshot` (without waiting): for a host that read the
@@ -272,13 +249,30 @@ impl TaskStopTool {
     }
 }
 
-delegate_tool!(
-    TaskStopTool,
-    "TaskStop",
-    TaskStopInput,
-    r#"{"task_id": "task_..."}"#,
-    "Cancel a background task started with Task; its partial output is returned."
-);
+#[async_trait]
+impl TypedTool for TaskStopTool {
+    type Input = TaskStopInput;
+
+    fn name(&self) -> &str {
+        "TaskStop"
+    }
+
+    fn description(&self) -> String {
+        "Cancel a background task started with Task; its partial output is returned.".to_string()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Delegate
+    }
+
+    fn input_hint(&self) -> String {
+        r#"{"task_id": "task_..."}"#.to_string()
+    }
+
+    async fn run(&self, input: TaskStopInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+        TaskStopTool::run(self, input, ctx).await
+    }
+}
 
 impl TaskStopTool {
     async fn run(&self, input: TaskStopInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
@@ -310,10 +304,31 @@ fn list_or_none(ids: &[String]) -> String {
     }
 }
 
-delegate_tool!(
-    SendMessageTool,
-    "SendMessage",
-    SendMessageInput,
-    r#"{"to": "task_... or the name you gave it", "message": "..."}"#,
-    describe = SendMessageTool::description_text,
-);
+#[async_trait]
+impl TypedTool for SendMessageTool {
+    type Input = SendMessageInput;
+
+    fn name(&self) -> &str {
+        "SendMessage"
+    }
+
+    fn description(&self) -> String {
+        self.description_text()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Delegate
+    }
+
+    fn input_hint(&self) -> String {
+        r#"{"to": "task_... or the name you gave it", "message": "..."}"#.to_string()
+    }
+
+    async fn run(
+        &self,
+        input: SendMessageInput,
+        ctx: &TaskContext,
+    ) -> Result<ToolOutput, ToolError> {
+        SendMessageTool::run(self, input, ctx).await
+    }
+}
