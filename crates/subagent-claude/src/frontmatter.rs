@@ -303,10 +303,7 @@ impl Scalar {
         match self {
             Scalar::Str(s) => Value::String(s),
             Scalar::Int(i) => Value::Number(i.into()),
-            Scalar::Real(s) => match s.parse::<f64>().ok().and_then(Number::from_f64) {
-                Some(n) => Value::Number(n),
-                None => Value::String(s),
-            },
+            Scalar::Real(s) => real_to_json(s),
             Scalar::Bool(b) => Value::Bool(b),
             Scalar::Null | Scalar::Bad => Value::Null,
         }
@@ -651,6 +648,15 @@ impl<'b> Builder<'b> {
     }
 }
 
+/// A YAML real as JSON: the number, or the text itself when it is not a finite `f64`
+/// (`.inf`, `.nan`).
+fn real_to_json(s: String) -> Value {
+    match s.parse::<f64>().ok().and_then(Number::from_f64) {
+        Some(n) => Value::Number(n),
+        None => Value::String(s),
+    }
+}
+
 /// Converts a `yaml_rust2` node into JSON (used by tests as the reference conversion).
 #[cfg(test)]
 pub(crate) fn yaml_to_json(y: yaml_rust2::Yaml) -> Value {
@@ -658,10 +664,7 @@ pub(crate) fn yaml_to_json(y: yaml_rust2::Yaml) -> Value {
     match y {
         Yaml::String(s) => Value::String(s),
         Yaml::Integer(i) => Value::Number(i.into()),
-        Yaml::Real(s) => match s.parse::<f64>().ok().and_then(Number::from_f64) {
-            Some(n) => Value::Number(n),
-            None => Value::String(s),
-        },
+        Yaml::Real(s) => real_to_json(s),
         Yaml::Boolean(b) => Value::Bool(b),
         Yaml::Array(a) => Value::Array(a.into_iter().map(yaml_to_json).collect()),
         Yaml::Hash(h) => {
@@ -709,30 +712,39 @@ pub(crate) fn strict_reference(front: &str) -> Result<Map<String, Value>, YamlFa
     }
 }
 
-/// Keys that always start a new entry in the lenient reading, even inside a multi-line prose
-/// value (compared after [`fold_key`]).
-const KNOWN_KEYS: &[&str] = &[
+/// The keys of a Claude Code agent file (compared after [`fold_key`]). The lenient reading
+/// starts a new entry at each of them even inside a multi-line prose value, and the definition
+/// checks misspelled keys against them.
+pub(crate) const CLAUDE_CODE_KEYS: &[&str] = &[
     "name",
     "description",
     "tools",
-    "disallowedtools",
-    "allowedtools",
+    "disallowedTools",
     "model",
-    "permissionmode",
-    "maxturns",
+    "permissionMode",
+    "maxTurns",
     "skills",
-    "mcpservers",
+    "mcpServers",
     "hooks",
     "memory",
     "background",
     "effort",
     "isolation",
     "color",
-    "initialprompt",
-    "version",
-    "license",
-    "metadata",
+    "initialPrompt",
 ];
+
+/// Keys other than [`CLAUDE_CODE_KEYS`] that also start a new entry in the lenient reading
+/// (compared after [`fold_key`]): skill and plugin files' keys.
+const OTHER_ENTRY_KEYS: &[&str] = &["allowedTools", "version", "license", "metadata"];
+
+/// Whether a folded key always starts a new entry in the lenient reading.
+fn starts_entry(folded: &str) -> bool {
+    CLAUDE_CODE_KEYS
+        .iter()
+        .chain(OTHER_ENTRY_KEYS)
+        .any(|k| fold_key(k) == folded)
+}
 
 /// Keys whose values are free prose that may run over many unindented lines.
 const PROSE_KEYS: &[&str] = &["description", "initialprompt", "whentouse"];
@@ -823,7 +835,7 @@ pub(crate) fn lenient(front: &str, budget: &mut Budget) -> Result<Fields, LimitH
                 None => true,
                 Some(cur) => {
                     let cur_folded = fold_key(cur.key);
-                    if KNOWN_KEYS.contains(&folded.as_str()) {
+                    if starts_entry(&folded) {
                         true
                     } else if PROSE_KEYS.contains(&cur_folded.as_str()) {
                         // Inside prose, `Context:` / `user:` lines belong to the text.
