@@ -10,12 +10,12 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 use super::{Budget, Fields, LimitHit, MAX_YAML_DEPTH, StrictError, YamlFailure};
 
 fn depth_hit(line: usize) -> LimitHit {
-    LimitHit {
-        limit: "MAX_YAML_DEPTH",
-        max: MAX_YAML_DEPTH,
-        line: Some(line.max(1)),
-        message: format!("the YAML nests lists and maps deeper than {MAX_YAML_DEPTH} levels"),
-    }
+    LimitHit::at(
+        "MAX_YAML_DEPTH",
+        MAX_YAML_DEPTH,
+        line,
+        format!("the YAML nests lists and maps deeper than {MAX_YAML_DEPTH} levels"),
+    )
 }
 
 /// Reads frontmatter as strict YAML into a JSON object. An empty frontmatter is an empty map;

@@ -128,6 +128,21 @@ pub(crate) struct LimitHit {
     pub message: String,
 }
 
+impl LimitHit {
+    /// The limit `limit` of value `max` reached at `line` (1-based; 0 reads as 1).
+    pub(crate) fn at(limit: &'static str, max: usize, line: usize, message: String) -> Self {
+        Self {
+            limit,
+            max,
+            line: Some(line.max(1)),
+            message,
+        }
+    }
+}
+
+/// Why alias expansion can reach the value and text limits, for their messages.
+const ALIAS_COPIES: &str = "each alias is a full copy of its anchor: an alias expansion bomb?";
+
 /// Why strict YAML reading failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StrictError {
@@ -159,26 +174,22 @@ impl Budget {
         self.nodes = self.nodes.saturating_add(nodes);
         self.bytes = self.bytes.saturating_add(bytes);
         if self.nodes > MAX_YAML_NODES {
-            return Err(LimitHit {
-                limit: "MAX_YAML_NODES",
-                max: MAX_YAML_NODES,
-                line: Some(line.max(1)),
-                message: format!(
-                    "the YAML would build more than {MAX_YAML_NODES} values (each alias is a \
-                     full copy of its anchor: an alias expansion bomb?)"
-                ),
-            });
+            return Err(LimitHit::at(
+                "MAX_YAML_NODES",
+                MAX_YAML_NODES,
+                line,
+                format!("the YAML would build more than {MAX_YAML_NODES} values ({ALIAS_COPIES})"),
+            ));
         }
         if self.bytes > MAX_YAML_SCALAR_BYTES {
-            return Err(LimitHit {
-                limit: "MAX_YAML_SCALAR_BYTES",
-                max: MAX_YAML_SCALAR_BYTES,
-                line: Some(line.max(1)),
-                message: format!(
-                    "the YAML's text would grow past {MAX_YAML_SCALAR_BYTES} bytes (each alias \
-                     is a full copy of its anchor: an alias expansion bomb?)"
+            return Err(LimitHit::at(
+                "MAX_YAML_SCALAR_BYTES",
+                MAX_YAML_SCALAR_BYTES,
+                line,
+                format!(
+                    "the YAML's text would grow past {MAX_YAML_SCALAR_BYTES} bytes ({ALIAS_COPIES})"
                 ),
-            });
+            ));
         }
         Ok(())
     }
