@@ -294,16 +294,9 @@ impl Tool for GuardedTool {
                 reason,
                 session_rule,
             } => {
-                let mut path = ctx.agent_path();
-                if path.is_empty() {
-                    path.push(self.agent.clone());
-                }
-                let mut request =
-                    ApprovalRequest::new(path, name, summarize_input(name, &input), reason.clone())
-                        .with_session_rule(session_rule);
-                if let Some(id) = ctx.task_id() {
-                    request = request.with_task_id(id);
-                }
+                let request = self
+                    .approval_request(name, &input, &reason, ctx)
+                    .with_session_rule(session_rule);
                 let Some(approver) = ctx.approver().or(self.fallback.as_ref()) else {
                     return Err(ToolError::denied(
                         name,
@@ -315,12 +308,7 @@ impl Tool for GuardedTool {
                     ));
                 };
                 if !approver.granted(&request) {
-                    let decision = tokio::select! {
-                        d = approver.request(request) => d,
-                        () = ctx.cancel().cancelled() => {
-                            return Err(ToolError::Cancelled { tool: name.to_string() });
-                        }
-                    };
+                    let decision = decide(approver, request, name, ctx).await?;
                     if let ApprovalDecision::Deny { message } = decision {
                         return Err(ToolError::denied(
                             name,
@@ -338,7 +326,41 @@ impl Tool for GuardedTool {
     }
 }
 
+/// Asks `approver` about `request`, giving up with [`ToolError::Cancelled`] when the task is
+/// cancelled while it waits.
+async fn decide(
+    approver: &Arc<dyn Approver>,
+    request: ApprovalRequest,
+    name: &str,
+    ctx: &TaskContext,
+) -> Result<ApprovalDecision, ToolError> {
+    tokio::select! {
+        d = approver.request(request) => Ok(d),
+        () = ctx.cancel().cancelled() => Err(ToolError::Cancelled { tool: name.to_string() }),
+    }
+}
+
 impl GuardedTool {
+    /// The request for a person to approve calling `name` with `input` for `reason`, naming
+    /// the agent path (this agent when the context has none) and the task.
+    fn approval_request(
+        &self,
+        name: &str,
+        input: &Value,
+        reason: &str,
+        ctx: &TaskContext,
+    ) -> ApprovalRequest {
+        let mut path = ctx.agent_path();
+        if path.is_empty() {
+            path.push(self.agent.clone());
+        }
+        let request = ApprovalRequest::new(path, name, summarize_input(name, input), reason);
+        match ctx.task_id() {
+            Some(id) => request.with_task_id(id),
+            None => request,
+        }
+    }
+
     /// A call that would change a protected file: asks a person (person-only, never
     /// remembered), then runs it with the approval the tool checks.
     async fn call_protected(
@@ -352,16 +374,9 @@ impl GuardedTool {
             .policy
             .evaluate_protected(name, &input, &target)
             .map_err(|message| ToolError::denied(name, message))?;
-        let mut path = ctx.agent_path();
-        if path.is_empty() {
-            path.push(self.agent.clone());
-        }
-        let mut request =
-            ApprovalRequest::new(path, name, summarize_input(name, &input), reason.clone())
-                .person_only();
-        if let Some(id) = ctx.task_id() {
-            request = request.with_task_id(id);
-        }
+        let request = self
+            .approval_request(name, &input, &reason, ctx)
+            .person_only();
         let Some(approver) = ctx.approver().or(self.fallback.as_ref()) else {
             return Err(ToolError::denied(
                 name,
@@ -372,12 +387,7 @@ impl GuardedTool {
                 ),
             ));
         };
-        let decision = tokio::select! {
-            d = approver.request(request) => d,
-            () = ctx.cancel().cancelled() => {
-                return Err(ToolError::Cancelled { tool: name.to_string() });
-            }
-        };
+        let decision = decide(approver, request, name, ctx).await?;
         if let ApprovalDecision::Deny { message } = decision {
             return Err(ToolError::denied(
                 name,

@@ -236,19 +236,20 @@ impl SkillSet {
 mod tests {
     use super::*;
 
+    /// Writes `text` as the `SKILL.md` of the skill directory `dir` (created with its parents).
+    fn write_skill(dir: &Path, text: &str) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), text).unwrap();
+    }
+
     #[test]
     fn discovers_and_composes() {
         let dir = tempfile::tempdir().unwrap();
-        let s = dir.path().join("pdf-tools");
-        std::fs::create_dir(&s).unwrap();
-        std::fs::write(
-            s.join("SKILL.md"),
+        write_skill(
+            &dir.path().join("pdf-tools"),
             "---\nname: pdf-tools\ndescription: Work with PDFs\n---\nUse pdftotext.\n",
-        )
-        .unwrap();
-        let bad = dir.path().join("bad");
-        std::fs::create_dir(&bad).unwrap();
-        std::fs::write(bad.join("SKILL.md"), "no frontmatter").unwrap();
+        );
+        write_skill(&dir.path().join("bad"), "no frontmatter");
         let scan = SkillSet::discover_blocking(&[dir.path().to_path_buf()]);
         assert_eq!(scan.skills.len(), 1);
         assert_eq!(scan.skipped.len(), 1);
@@ -265,19 +266,12 @@ mod tests {
     fn a_skill_linked_out_of_its_project_is_not_loaded() {
         let tmp = tempfile::tempdir().unwrap();
         let skills = tmp.path().join("p/.claude/skills");
-        std::fs::create_dir_all(skills.join("inside")).unwrap();
-        std::fs::write(
-            skills.join("inside/SKILL.md"),
+        write_skill(
+            &skills.join("inside"),
             "---\nname: inside\ndescription: d\n---\nok\n",
-        )
-        .unwrap();
+        );
         let outside = tmp.path().join("outside");
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(
-            outside.join("SKILL.md"),
-            "---\nname: leak\ndescription: d\n---\nSECRET\n",
-        )
-        .unwrap();
+        write_skill(&outside, "---\nname: leak\ndescription: d\n---\nSECRET\n");
         std::os::unix::fs::symlink(&outside, skills.join("leak")).unwrap();
         let scan = SkillSet::discover_blocking(&[skills]);
         assert_eq!(scan.skills.len(), 1);

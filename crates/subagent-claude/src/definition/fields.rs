@@ -5,30 +5,10 @@ use super::ClaudeAgentDefinition;
 use crate::frontmatter;
 use crate::terminal::is_terminal_hazard;
 
-/// The frontmatter keys an agent file may set (compared after `fold_key`): Claude Code's and
-/// ours (`budget`, `maxBudgetUsd`, `outputSchema`).
-const AGENT_FIELDS: &[&str] = &[
-    "name",
-    "description",
-    "tools",
-    "disallowedTools",
-    "model",
-    "permissionMode",
-    "maxTurns",
-    "skills",
-    "mcpServers",
-    "hooks",
-    "memory",
-    "background",
-    "effort",
-    "isolation",
-    "color",
-    "initialPrompt",
-    "omitClaudeMd",
-    "budget",
-    "maxBudgetUsd",
-    "outputSchema",
-];
+/// The frontmatter keys an agent file may set (compared after `fold_key`) besides those in
+/// [`frontmatter::CLAUDE_CODE_KEYS`]: `omitClaudeMd` and ours (`budget`, `maxBudgetUsd`,
+/// `outputSchema`).
+const OUR_FIELDS: &[&str] = &["omitClaudeMd", "budget", "maxBudgetUsd", "outputSchema"];
 
 /// The agent field `key` looks like a misspelling of (`tool` for `tools`, `permisionMode` for
 /// `permissionMode`): at most two edits away once folded, for keys of four characters or more.
@@ -37,8 +17,9 @@ pub(super) fn misspelled_field(key: &str) -> Option<&'static str> {
     if folded.chars().count() < 4 {
         return None;
     }
-    AGENT_FIELDS
+    frontmatter::CLAUDE_CODE_KEYS
         .iter()
+        .chain(OUR_FIELDS)
         .map(|f| (*f, edit_distance(&folded, &frontmatter::fold_key(f))))
         .filter(|(_, d)| (1..=2).contains(d))
         .min_by_key(|(_, d)| *d)

@@ -150,6 +150,18 @@ fn outside_dir() -> Option<tempfile::TempDir> {
     })
 }
 
+/// A workspace with an `out/` directory and a directory outside the temp directory, or `None`
+/// (after printing SKIPPED for `test`) when there is no such outside directory.
+fn workspace_and_outside(test: &str) -> Option<(tempfile::TempDir, tempfile::TempDir)> {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("out")).unwrap();
+    let Some(outside) = outside_dir() else {
+        eprintln!("SKIPPED {test}: no directory outside the temp directory to write to");
+        return None;
+    };
+    Some((ws, outside))
+}
+
 /// A hook that writes a marker outside the workspace and one in its `out/` subdirectory.
 fn writer_hooks(outside: &Path) -> Value {
     let command = format!(
@@ -207,12 +219,8 @@ async fn frontmatter_hooks_run_confined_like_bash() {
         );
         return;
     }
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::create_dir(ws.path().join("out")).unwrap();
-    let Some(outside) = outside_dir() else {
-        eprintln!(
-            "SKIPPED frontmatter_hooks_run_confined_like_bash: no directory outside the temp directory to write to"
-        );
+    let Some((ws, outside)) = workspace_and_outside("frontmatter_hooks_run_confined_like_bash")
+    else {
         return;
     };
     let (hooks, w) = Hooks::from_frontmatter(&writer_hooks(outside.path()));
@@ -288,12 +296,7 @@ async fn a_users_hook_runs_confined_once_a_workspace_file_it_names_changed() {
 
 #[tokio::test]
 async fn unconfined_hooks_write_anywhere() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::create_dir(ws.path().join("out")).unwrap();
-    let Some(outside) = outside_dir() else {
-        eprintln!(
-            "SKIPPED unconfined_hooks_write_anywhere: no directory outside the temp directory to write to"
-        );
+    let Some((ws, outside)) = workspace_and_outside("unconfined_hooks_write_anywhere") else {
         return;
     };
     let v = writer_hooks(outside.path());

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::common::agent_dir;
 use subagent_claude::{
     ClaudeAgentDefinition, ClaudeError, load_agent_file_blocking, parse_skill, scan_dir_blocking,
 };
@@ -123,17 +124,10 @@ fn names_claude_code_loads_still_load() {
 
 #[test]
 fn hostile_name_is_skipped_in_a_scan_and_the_rest_loads() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("a.md"),
-        "---\nname: \"a\\e[2J\"\ndescription: root\n---\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("b.md"),
-        "---\nname: ok\ndescription: fine\n---\n",
-    )
-    .unwrap();
+    let dir = agent_dir(&[
+        ("a.md", "---\nname: \"a\\e[2J\"\ndescription: root\n---\n"),
+        ("b.md", "---\nname: ok\ndescription: fine\n---\n"),
+    ]);
     let r = scan_dir_blocking(dir.path()).unwrap();
     assert_eq!(r.loaded.len(), 1);
     assert_eq!(r.loaded[0].definition.name, "ok");

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::common::agent_dir;
 use subagent_claude::{ClaudeError, load_agent_file_blocking, parse_agent, scan_dir_blocking};
 
 /// Peak memory any test of this binary may reach. Before alias expansion was bounded, the 8×10
@@ -71,22 +72,21 @@ fn assert_limit_error(e: &ClaudeError, file: &Path) {
 
 #[test]
 fn alias_bomb_is_refused_quickly_and_the_scan_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let bomb = dir.path().join("bomb.md");
     let text = bomb_agent();
     assert!((450..=650).contains(&text.len()), "{} bytes", text.len());
-    std::fs::write(&bomb, &text).unwrap();
-    std::fs::write(
-        dir.path().join("good.md"),
-        "---\nname: good\ndescription: A good agent\n---\nBe good.\n",
-    )
-    .unwrap();
-    // A file after the bomb in path order too.
-    std::fs::write(
-        dir.path().join("zz-good.md"),
-        "---\nname: zz-good\ndescription: Another\n---\nBe good.\n",
-    )
-    .unwrap();
+    let dir = agent_dir(&[
+        ("bomb.md", &text),
+        (
+            "good.md",
+            "---\nname: good\ndescription: A good agent\n---\nBe good.\n",
+        ),
+        // A file after the bomb in path order too.
+        (
+            "zz-good.md",
+            "---\nname: zz-good\ndescription: Another\n---\nBe good.\n",
+        ),
+    ]);
+    let bomb = dir.path().join("bomb.md");
 
     let start = Instant::now();
     let report = scan_dir_blocking(dir.path()).unwrap();

@@ -1,5 +1,6 @@
 //! The integration tests of `subagent-claude`, one test binary (`tests/it`): one module per area.
 
+mod common;
 mod corpus;
 mod executor;
 mod hostile_files;
