@@ -9,7 +9,7 @@ use subagents::async_trait;
 use subagents::policy::FixedApprover;
 use subagents::spi::{ApprovalDecision, ApprovalRequest, Approver};
 
-use crate::cli::PermissionArgs;
+use crate::args::PermissionArgs;
 use crate::output::terminal_safe;
 
 /// What the model reads when nobody can be asked.

@@ -12,7 +12,8 @@ use subagents::policy::SessionApprover;
 use subagents::spi::{ProgressEvent, ProgressKind, TaskContext, TaskStatus};
 use subagents::{A2aCall, CallError};
 
-use crate::cli::{CallArgs, PermissionArgs};
+use crate::args::PermissionArgs;
+use crate::cli::CallArgs;
 use crate::config::Config;
 use crate::error::CliError;
 use crate::interrupt::Interrupt;

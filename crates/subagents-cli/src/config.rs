@@ -30,6 +30,6 @@ pub(crate) async fn choose_model_spec(
     let explicit = explicit.as_deref();
     let spec = subagents::models::choose_default_model(explicit)
         .await
-        .map_err(crate::setup::facade_error)?;
+        .map_err(crate::error::facade_error)?;
     Ok(config.model_spec(&spec))
 }

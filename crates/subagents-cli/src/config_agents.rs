@@ -9,8 +9,8 @@ use subagents::config::A2aEntry;
 use subagents::config::trust::{Kind as FileKind, TrustStore, control_files, strip_weakening};
 use subagents::models::redacted;
 
-use crate::agents::Loaded;
 use crate::config::Config;
+use crate::loaded::Loaded;
 
 /// The kind of A2A agents.
 const A2A: &str = "A2A";

@@ -25,6 +25,9 @@ pub(crate) enum CliError {
     ChildFailed(String),
 }
 
+/// The exit code of an interrupted command (128 + SIGINT; see crate::interrupt).
+pub(crate) const INTERRUPTED_EXIT: i32 = 130;
+
 impl CliError {
     /// The process exit code.
     pub(crate) fn exit_code(&self) -> i32 {
@@ -33,8 +36,28 @@ impl CliError {
             CliError::Failed(_) => 1,
             CliError::Incomplete(_) => 3,
             CliError::ChildFailed(_) => 4,
-            CliError::Interrupted(_) => crate::interrupt::EXIT,
+            CliError::Interrupted(_) => INTERRUPTED_EXIT,
         }
+    }
+}
+
+/// A facade error as a command error: model problems are "no model" (exit 2), the rest
+/// configuration (exit 2).
+pub(crate) fn facade_error(e: subagents::Error) -> CliError {
+    match e {
+        // Its text is the help already.
+        subagents::Error::NoModel(_) => CliError::NoModel(e.to_string()),
+        // A spec that is none: the likely one, else the accepted forms.
+        subagents::Error::Model { ref spec, .. } => {
+            match subagents::providers::suggest_spec(spec) {
+                Some(meant) => CliError::NoModel(format!("{e}\ndid you mean `{meant}`?")),
+                None if subagents::providers::ModelSpec::parse(spec).is_ok() => {
+                    CliError::NoModel(e.to_string())
+                }
+                None => CliError::NoModel(format!("{e}\n{}", subagents::models::NO_MODEL_HELP)),
+            }
+        }
+        other => CliError::Config(other.to_string()),
     }
 }
 

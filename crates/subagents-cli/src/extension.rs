@@ -98,7 +98,7 @@ pub(crate) async fn listed_agents() -> Result<Vec<ListedAgent>, CliError> {
         .apply(Subagents::builder().builtin_agents(false))
         .build()
         .await
-        .map_err(crate::setup::facade_error)?;
+        .map_err(crate::error::facade_error)?;
     let task = agents.task();
     Ok(task
         .agents()

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use subagents::spi::{TaskStatus, UsageNode};
 
-use crate::output::terminal_safe;
+use subagents::claude::escape_for_terminal as terminal_safe;
 
 /// Failed children named on the `done ·` line at most (the rest are counted).
 const NAMED: usize = 3;

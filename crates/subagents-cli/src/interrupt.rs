@@ -3,7 +3,7 @@
 //!
 //! - a command that runs agents (`run`, `task`, `call`) cancels its work on the first Ctrl-C
 //!   (SIGINT), still prints what it has (the outcome, with its usage under `--json`) and exits
-//!   [`EXIT`] (130); a second Ctrl-C exits 130 at once;
+//!   [`INTERRUPTED_EXIT`](crate::error::INTERRUPTED_EXIT) (130); a second Ctrl-C exits 130 at once;
 //! - the servers (`serve`, `mcp`) stop gracefully on SIGINT or SIGTERM and exit 0 (stopping is
 //!   how a server ends, and service managers read 0 as a clean stop); a second signal while
 //!   they drain exits 130 at once.
@@ -13,10 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use subagents::spi::CancellationToken;
 
-use crate::error::CliError;
-
-/// The exit code of an interrupted command (128 + SIGINT).
-pub(crate) const EXIT: i32 = 130;
+use crate::error::{CliError, INTERRUPTED_EXIT as EXIT};
 
 /// Cancels a command's work on Ctrl-C and remembers that it did; dropping it stops listening.
 pub(crate) struct Interrupt {

@@ -29,6 +29,7 @@
 
 mod agents;
 mod approve;
+mod args;
 mod call;
 mod cli;
 mod config;
@@ -39,6 +40,7 @@ mod error;
 mod extension;
 mod failures;
 mod interrupt;
+mod loaded;
 mod local;
 mod lookup;
 mod mcp;

@@ -311,6 +311,26 @@ pub(crate) fn human_count(n: u64) -> String {
     }
 }
 
+/// How long ago `t` was, shortly (`42s`, `5m`, `3h`, `2d`).
+pub(crate) fn age(t: std::time::SystemTime) -> String {
+    duration(
+        std::time::SystemTime::now()
+            .duration_since(t)
+            .unwrap_or_default(),
+    )
+}
+
+/// `d` shortly (`42s`, `5m`, `3h`, `2d`).
+pub(crate) fn duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..120 => format!("{s}s"),
+        120..7_200 => format!("{}m", s / 60),
+        7_200..172_800 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
 /// Text safe to print on one line of a terminal: control characters (ESC, BEL, CR,
 /// newlines...), bidi controls and invisible format characters are shown as `\u{..}` escapes
 /// instead of acting on the terminal (one implementation, the Markdown kind's). Everything a

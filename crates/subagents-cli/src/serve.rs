@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use subagents::ServeOptions;
 use subagents::a2a::server::ServerConfig;
 
-use crate::cli::{AgentSources, ListenAuthArgs, ServeArgs, ServeLimitArgs};
+use crate::args::AgentSources;
+use crate::cli::{ListenAuthArgs, ServeArgs, ServeLimitArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
 use crate::setup::Setup;
@@ -133,12 +134,12 @@ pub(crate) async fn serve(args: ServeArgs, mut config: Config) -> Result<(), Cli
         Some(url) => subagents::open_task_store(url).await,
         None => agents.a2a_task_store().await,
     };
-    if let Some(store) = task_store.map_err(crate::setup::facade_error)? {
+    if let Some(store) = task_store.map_err(crate::error::facade_error)? {
         options = options.task_store(store);
     }
     let server = agents
         .a2a_server(&options)
-        .map_err(crate::setup::facade_error)?;
+        .map_err(crate::error::facade_error)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| CliError::Config(format!("cannot listen on {}: {e}", args.listen)))?;

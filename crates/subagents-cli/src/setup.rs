@@ -9,11 +9,11 @@ use std::sync::Arc;
 use subagents::config::{A2aEntry, LimitsConfig};
 use subagents::spi::Approver;
 use subagents::tools::{SandboxMode, SandboxPolicy};
-use subagents::{Error, Subagents, SubagentsBuilder};
+use subagents::{Subagents, SubagentsBuilder};
 
-use crate::cli::{AgentSources, PermissionArgs, TreeArgs};
+use crate::args::{AgentSources, BudgetArgs, PermissionArgs, TreeArgs};
 use crate::config::Config;
-use crate::error::CliError;
+use crate::error::{CliError, facade_error};
 
 /// Everything that decides which agents a command gets.
 pub(crate) struct Setup<'a> {
@@ -26,7 +26,7 @@ pub(crate) struct Setup<'a> {
     /// `--workspace`, `--max-depth`, `--max-concurrent`.
     pub tree: &'a TreeArgs,
     /// `--budget-*`, for the commands that start a tree.
-    pub budget: Option<&'a crate::cli::BudgetArgs>,
+    pub budget: Option<&'a BudgetArgs>,
     /// `--permission-mode`, `--yes`.
     pub permissions: &'a PermissionArgs,
     /// Who answers approval requests.
@@ -185,23 +185,5 @@ impl<'a> Setup<'a> {
         }
         crate::notes::report(&agents);
         Ok(agents)
-    }
-}
-
-/// A facade error as a command error: model problems are "no model" (exit 2), the rest
-/// configuration (exit 2).
-pub(crate) fn facade_error(e: Error) -> CliError {
-    match e {
-        // Its text is the help already.
-        Error::NoModel(_) => CliError::NoModel(e.to_string()),
-        // A spec that is none: the likely one, else the accepted forms.
-        Error::Model { ref spec, .. } => match subagents::providers::suggest_spec(spec) {
-            Some(meant) => CliError::NoModel(format!("{e}\ndid you mean `{meant}`?")),
-            None if subagents::providers::ModelSpec::parse(spec).is_ok() => {
-                CliError::NoModel(e.to_string())
-            }
-            None => CliError::NoModel(format!("{e}\n{}", subagents::models::NO_MODEL_HELP)),
-        },
-        other => CliError::Config(other.to_string()),
     }
 }

@@ -2,15 +2,13 @@
 //! [`Subagents::tasks`] records, rendered); `resume` runs as `subagents task` does (see
 //! [`crate::run::task`]).
 
-use std::time::{Duration, SystemTime};
-
 use serde::Serialize;
 use subagents::{Subagents, TaskRecord};
 
 use crate::cli::TasksCommand;
 use crate::config::Config;
 use crate::error::CliError;
-use crate::output::{json_text, outln, stdout_text, terminal_safe};
+use crate::output::{age, duration, json_text, outln, stdout_text, terminal_safe};
 
 /// The store's view ([`Subagents::store_view`]), plus the MCP agents of `mcp` (for `tasks
 /// stop`: a task their server still runs is cancelled there).
@@ -19,7 +17,7 @@ async fn store_only(config: &Config, mcp: &[String]) -> Result<Subagents, CliErr
     for spec in mcp {
         b = b.mcp_agent(spec.clone());
     }
-    b.build().await.map_err(crate::setup::facade_error)
+    b.build().await.map_err(crate::error::facade_error)
 }
 
 /// `tasks list`, `tasks show`, `tasks stop` (`tasks resume` is dispatched to `run::task`).
@@ -113,21 +111,6 @@ fn first_line(s: &str) -> String {
         .chars()
         .take(60)
         .collect()
-}
-
-/// How long ago `t` was, shortly (`42s`, `5m`, `3h`, `2d`).
-pub(crate) fn age(t: SystemTime) -> String {
-    duration(SystemTime::now().duration_since(t).unwrap_or_default())
-}
-
-fn duration(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..120 => format!("{s}s"),
-        120..7_200 => format!("{}m", s / 60),
-        7_200..172_800 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
 }
 
 /// `v` as JSON: exact, and safe on a terminal (see [`json_text`]).

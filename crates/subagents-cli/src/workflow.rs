@@ -14,7 +14,7 @@ use subagents::workflows::{
     CallCounts, CallRecord, RunRecord, RunStatus, WorkflowError, WorkflowLimits, WorkflowOutcome,
 };
 
-use crate::cli::{AgentSources, BudgetArgs, PermissionArgs, TreeArgs};
+use crate::args::{AgentSources, BudgetArgs, PermissionArgs, TreeArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
 use crate::interrupt::Interrupt;
@@ -405,7 +405,7 @@ async fn store_only(config: &Config) -> Result<Subagents, CliError> {
     Subagents::store_view(config::store_url(config)?)
         .build()
         .await
-        .map_err(crate::setup::facade_error)
+        .map_err(crate::error::facade_error)
 }
 
 async fn list(limit: usize, json: bool, config: &Config) -> Result<(), CliError> {
@@ -430,7 +430,7 @@ async fn list(limit: usize, json: bool, config: &Config) -> Result<(), CliError>
                 r.done,
                 r.failed,
                 r.running,
-                crate::tasks::age(r.created_at)
+                crate::output::age(r.created_at)
             );
         }
     }
@@ -468,7 +468,7 @@ async fn show(run_id: &str, json: bool, config: &Config) -> Result<(), CliError>
         "{} · {} · started {} ago · {} calls",
         terminal_safe(&run.run_id),
         run.status,
-        crate::tasks::age(run.created_at),
+        crate::output::age(run.created_at),
         calls.len()
     );
     if let Some(e) = &run.error {

@@ -135,7 +135,8 @@ pub use builder::SubagentsBuilder;
 pub use builder::discovered_agent_dirs;
 pub use error::Error;
 #[cfg(feature = "claude")]
-pub use main_agent::{ALL_TOOLS, DELEGATION_TOOLS, MAIN_SYSTEM_PROMPT, MainAgent, NOT_BY_DEFAULT};
+pub use main_agent::{ALL_TOOLS, DELEGATION_TOOLS, MainAgent, NOT_BY_DEFAULT};
+pub use main_offered::MAIN_SYSTEM_PROMPT;
 pub use models::ModelChoice;
 #[cfg(all(feature = "server", feature = "store"))]
 pub use serve::open_task_store;

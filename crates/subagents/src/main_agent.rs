@@ -11,13 +11,7 @@ use subagent_spi::{
 };
 
 use crate::Subagents;
-
-/// The main agent's default system prompt.
-pub const MAIN_SYSTEM_PROMPT: &str = "You are the main agent of a team. Work on the user's \
-request with your tools. Delegate self-contained pieces of work to subagents with the Task \
-tool (`subagent_type`: the agent's name; agents are not tools of their own), with a complete \
-prompt. Run independent subagents in parallel or in the background (run_in_background, then \
-TaskOutput). When you are done, answer the user directly and concisely.";
+use crate::main_offered::MAIN_SYSTEM_PROMPT;
 
 /// A main agent run: the default model with the built-in tools and `Task`, `TaskOutput`,
 /// `TaskStop` over every registered agent. Obtain one with [`Subagents::main_agent`].

@@ -1,13 +1,19 @@
-//! The lean main agent's texts (`MainAgent::only_tools`, `subagents run --main-tools`): the
-//! delegation tools kept are rebuilt so that their texts name only the companions kept, and
-//! the default system prompt says nothing of background runs when `TaskOutput` is not kept.
+//! The main agent's default system prompt, and the lean main agent's texts
+//! (`MainAgent::only_tools`, `subagents run --main-tools`): the delegation tools kept are
+//! rebuilt so that their texts name only the companions kept, and the default system prompt
+//! says nothing of background runs when `TaskOutput` is not kept.
 
 use std::sync::Arc;
 
 use subagent_spi::Tool;
 use task_tool::{Companions, TaskTool};
 
-use crate::main_agent::MAIN_SYSTEM_PROMPT;
+/// The main agent's default system prompt.
+pub const MAIN_SYSTEM_PROMPT: &str = "You are the main agent of a team. Work on the user's \
+request with your tools. Delegate self-contained pieces of work to subagents with the Task \
+tool (`subagent_type`: the agent's name; agents are not tools of their own), with a complete \
+prompt. Run independent subagents in parallel or in the background (run_in_background, then \
+TaskOutput). When you are done, answer the user directly and concisely.";
 
 /// The part of [`MAIN_SYSTEM_PROMPT`] about background runs, which need `TaskOutput`.
 const BACKGROUND_HINT: &str = " or in the background \

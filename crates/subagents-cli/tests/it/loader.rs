@@ -66,6 +66,24 @@ fn task(l: &Layout, server: &ScriptedModelServer, agent: &str) -> std::process::
         .expect("runs")
 }
 
+/// Runs `task AGENT` on a scripted model answering `replies` and checks it exits 0; returns
+/// the runtime the model serves on, the model and the command's stderr.
+fn task_ok(
+    l: &Layout,
+    agent: &str,
+    replies: Vec<Reply>,
+) -> (tokio::runtime::Runtime, ScriptedModelServer, String) {
+    let rt = rt();
+    let server = rt.block_on(ScriptedModelServer::start());
+    for reply in replies {
+        server.push(reply);
+    }
+    let out = task(l, &server, agent);
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (rt, server, stderr)
+}
+
 /// Every request body the scripted model received, as one text.
 fn all_requests(server: &ScriptedModelServer) -> String {
     server
@@ -99,12 +117,7 @@ fn a_symlinked_memory_md_never_puts_an_outside_file_into_the_prompt() {
     std::fs::create_dir_all(&mem).unwrap();
     std::os::unix::fs::symlink(&key, mem.join("MEMORY.md")).unwrap();
 
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    server.push(Reply::text("done"));
-    let out = task(&l, &server, "keeper");
-    let stderr = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (_rt, server, stderr) = task_ok(&l, "keeper", vec![Reply::text("done")]);
     let sent = all_requests(&server);
     assert!(!sent.is_empty(), "the model was asked");
     assert!(
@@ -131,17 +144,18 @@ fn a_memory_directory_symlinked_out_of_the_workspace_is_refused() {
     std::fs::create_dir_all(&root).unwrap();
     std::os::unix::fs::symlink(&l.outside, root.join("keeper")).unwrap();
 
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
     // The model tries to write through the memory directory.
-    server.push(Reply::tool_calls(vec![(
-        "Write",
-        serde_json::json!({"file_path": l.outside.join("planted.md"), "content": "x"}),
-    )]));
-    server.push(Reply::text("done"));
-    let out = task(&l, &server, "keeper");
-    let stderr = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (_rt, server, stderr) = task_ok(
+        &l,
+        "keeper",
+        vec![
+            Reply::tool_calls(vec![(
+                "Write",
+                serde_json::json!({"file_path": l.outside.join("planted.md"), "content": "x"}),
+            )]),
+            Reply::text("done"),
+        ],
+    );
     let sent = all_requests(&server);
     assert!(
         !sent.contains(SECRET),
@@ -172,12 +186,7 @@ fn a_project_agent_shadows_the_user_agent_of_the_same_name() {
         "reviewer.md",
         "---\nname: Reviewer\ndescription: project reviewer\n---\nPROJECT-BODY\n",
     );
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    server.push(Reply::text("reviewed"));
-    let out = task(&l, &server, "reviewer");
-    let stderr = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (_rt, server, _) = task_ok(&l, "reviewer", vec![Reply::text("reviewed")]);
     let system = server.requests()[0].system_prompt();
     assert!(system.contains("PROJECT-BODY"), "{system}");
     assert!(!system.contains("USER-BODY"), "{system}");
@@ -236,12 +245,7 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
         "two.md",
         "---\nname: Reviewer\ndescription: b\n---\nTWO-BODY\n",
     );
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    server.push(Reply::text("reviewed"));
-    let out = task(&l, &server, "reviewer");
-    let stderr = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (_rt, server, stderr) = task_ok(&l, "reviewer", vec![Reply::text("reviewed")]);
     // The first in path order runs, and one line says so, naming both files.
     let system = server.requests()[0].system_prompt();
     assert!(
@@ -371,12 +375,7 @@ const SCOUT: &str = "---\nname: scout\ndescription: Scouts\ntools: Read, WebSear
 fn load_warnings_are_one_grouped_line_per_agent_at_v_and_validate_reports_the_same() {
     let l = layout();
     agent(&l.project, "scout.md", SCOUT);
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    server.push(Reply::text("scouted"));
-    let out = task(&l, &server, "scout");
-    let stderr = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (_rt, _, stderr) = task_ok(&l, "scout", vec![Reply::text("scouted")]);
     let lines: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("warning: agent scout ("))
@@ -435,12 +434,7 @@ fn an_invalid_agent_fails_validate_of_its_directory_and_is_named_once_by_a_run()
         String::from_utf8_lossy(&out.stdout)
     );
 
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    server.push(Reply::text("ok"));
-    let out = task(&l, &server, "good");
-    let stderr = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (_rt, _, stderr) = task_ok(&l, "good", vec![Reply::text("ok")]);
     assert_eq!(stderr.matches("bad.md").count(), 1, "{stderr}");
     assert!(!stderr.contains("README.md"), "{stderr}");
 }

@@ -181,6 +181,22 @@ fn run(home: &std::path::Path, args: &[&str]) -> Output {
     finish(child)
 }
 
+/// `tasks stop ARGS... --json`, which must succeed: its JSON and its `note`.
+fn stop_note(home: &std::path::Path, args: &[&str]) -> (Value, String) {
+    let mut all = vec!["tasks", "stop"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = run(home, &all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let note = shown["note"].as_str().unwrap_or_default().to_string();
+    (shown, note)
+}
+
 /// Waits for `child` (at most 60 s; killed after that) and returns its output.
 fn finish(mut child: Child) -> Output {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -309,14 +325,7 @@ fn stopping_an_mcp_task_after_a_restart_cancels_it_on_the_server() {
     let (task_id, session) = start_and_kill(home.path(), &spec, &server);
 
     // Without the agent, the stop cannot reach the server: it says so.
-    let out = run(home.path(), &["tasks", "stop", &task_id, "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let note = shown["note"].as_str().unwrap_or_default();
+    let (shown, note) = stop_note(home.path(), &[&task_id]);
     assert!(
         note.contains("may still run it") && note.contains("--mcp"),
         "{shown}"
@@ -324,17 +333,7 @@ fn stopping_an_mcp_task_after_a_restart_cancels_it_on_the_server() {
     assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 0);
 
     // With it, `tasks/cancel` reaches the server and the job ends cancelled.
-    let out = run(
-        home.path(),
-        &["tasks", "stop", &task_id, "--mcp", &spec, "--json"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let note = shown["note"].as_str().unwrap_or_default();
+    let (shown, note) = stop_note(home.path(), &[&task_id, "--mcp", &spec]);
     let remote = session.trim_start_matches("mcp-task:");
     assert!(
         note.contains("cancelled on its MCP server") && note.contains(remote),

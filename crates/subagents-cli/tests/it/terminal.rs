@@ -329,24 +329,28 @@ fn interrupt(
     finish(child)
 }
 
+/// Starts `cmd` (stdin empty, stdout and stderr kept) and sends it SIGINT once `ready` holds.
+fn ctrl_c_when(cmd: &mut std::process::Command, ready: impl Fn() -> bool) -> std::process::Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    interrupt(child, ready, rustix::process::Signal::INT)
+}
+
 #[test]
 fn ctrl_c_during_run_prints_the_outcome_and_exits_130() {
     let rt = common::rt();
     let model = rt.block_on(ScriptedModelServer::start());
     model.push(Reply::text("too late").with_delay(Duration::from_secs(300)));
     let home = tempfile::tempdir().expect("tmp");
-    let child = common::process_in(home.path())
-        .args(["run", "--store", "memory", "--json", "go"])
-        .args(["--model", &model.openai_model("main-model")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let out = interrupt(
-        child,
+    let out = ctrl_c_when(
+        common::process_in(home.path())
+            .args(["run", "--store", "memory", "--json", "go"])
+            .args(["--model", &model.openai_model("main-model")]),
         || model.request_count() >= 1,
-        rustix::process::Signal::INT,
     );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
@@ -367,19 +371,12 @@ fn ctrl_c_during_task_exits_130() {
         "slow",
         "---\nname: slow\ndescription: Slow.\n---\nWork.\n",
     );
-    let child = common::process_in(home.path())
-        .args(["task", "slow", "go", "--store", "memory", "--agents"])
-        .arg(agents)
-        .args(["--model", &model.openai_model("m")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let out = interrupt(
-        child,
+    let out = ctrl_c_when(
+        common::process_in(home.path())
+            .args(["task", "slow", "go", "--store", "memory", "--agents"])
+            .arg(agents)
+            .args(["--model", &model.openai_model("m")]),
         || model.request_count() >= 1,
-        rustix::process::Signal::INT,
     );
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
 }
@@ -388,17 +385,13 @@ fn ctrl_c_during_task_exits_130() {
 fn ctrl_c_during_call_exits_130() {
     let rt = common::rt();
     let remote = peer::start(&rt, "slow", Answer::Hold(Duration::from_secs(300)));
-    let child = common::process_in(tempfile::tempdir().expect("tmp").path())
-        .args(["call", &remote.url, "hi"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let out = interrupt(
-        child,
+    let out = ctrl_c_when(
+        common::process_in(tempfile::tempdir().expect("tmp").path()).args([
+            "call",
+            &remote.url,
+            "hi",
+        ]),
         || !remote.messages().is_empty(),
-        rustix::process::Signal::INT,
     );
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
 }

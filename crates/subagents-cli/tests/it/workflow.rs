@@ -628,46 +628,8 @@ fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
         "remote.js",
         "return await agent('worker', 'a long question');",
     );
-    let mut first = process_in(home.path())
-        .args(["workflow", "run"])
-        .arg(&script)
-        .args(["--a2a", &worker_url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("workflow run starts");
     // Killed once the call's remote task is journaled (its session names the task).
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let run_id = loop {
-        assert!(
-            Instant::now() < deadline,
-            "the remote task was never journaled"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-        let out = subagents_in(home.path())
-            .args(["workflow", "list", "--json"])
-            .output()
-            .expect("list");
-        let Ok(list) = serde_json::from_slice::<Value>(&out.stdout) else {
-            continue;
-        };
-        let Some(id) = list[0]["run_id"].as_str() else {
-            continue;
-        };
-        let shown = subagents_in(home.path())
-            .args(["workflow", "show", id, "--json"])
-            .output()
-            .expect("show");
-        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap_or(Value::Null);
-        if shown["calls"][0]["session_id"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("a2a:"))
-        {
-            break id.to_string();
-        }
-    };
-    first.kill().expect("SIGKILL");
-    let _ = first.wait();
+    let run_id = run_killed_once_journaled(home.path(), &script, &["--a2a", &worker_url], "a2a:");
     assert_eq!(model.request_count(), 1);
     let out = json_stdout(
         subagents_in(home.path())
@@ -730,45 +692,7 @@ fn an_mcp_call_in_flight_is_re_attached_by_its_task_handle() {
         "return await agent('job', 'the work');",
     );
     let spec = format!("{url}#tool=job");
-    let mut first = process_in(home.path())
-        .args(["workflow", "run"])
-        .arg(&script)
-        .args(["--mcp", &spec])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("workflow run starts");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let run_id = loop {
-        assert!(
-            Instant::now() < deadline,
-            "the MCP task was never journaled"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-        let out = subagents_in(home.path())
-            .args(["workflow", "list", "--json"])
-            .output()
-            .expect("list");
-        let Ok(list) = serde_json::from_slice::<Value>(&out.stdout) else {
-            continue;
-        };
-        let Some(id) = list[0]["run_id"].as_str() else {
-            continue;
-        };
-        let shown = subagents_in(home.path())
-            .args(["workflow", "show", id, "--json"])
-            .output()
-            .expect("show");
-        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap_or(Value::Null);
-        if shown["calls"][0]["session_id"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("mcp-task:"))
-        {
-            break id.to_string();
-        }
-    };
-    first.kill().expect("SIGKILL");
-    let _ = first.wait();
+    let run_id = run_killed_once_journaled(home.path(), &script, &["--mcp", &spec], "mcp-task:");
     server.release.send_replace(true);
     let out = json_stdout(
         subagents_in(home.path())
@@ -784,4 +708,54 @@ fn an_mcp_call_in_flight_is_re_attached_by_its_task_handle() {
         1,
         "one tools/call: the resume followed the task"
     );
+}
+
+/// Starts `workflow run SCRIPT ARGS...` in `home` and kills it (SIGKILL) once its first call is
+/// journaled with a session starting with `session_prefix` (bounded: 60 s); returns the run id.
+fn run_killed_once_journaled(
+    home: &Path,
+    script: &Path,
+    args: &[&str],
+    session_prefix: &str,
+) -> String {
+    let mut first = process_in(home)
+        .args(["workflow", "run"])
+        .arg(script)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("workflow run starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run_id = loop {
+        assert!(
+            Instant::now() < deadline,
+            "no call with a `{session_prefix}` session was ever journaled"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let out = subagents_in(home)
+            .args(["workflow", "list", "--json"])
+            .output()
+            .expect("list");
+        let Ok(list) = serde_json::from_slice::<Value>(&out.stdout) else {
+            continue;
+        };
+        let Some(id) = list[0]["run_id"].as_str() else {
+            continue;
+        };
+        let shown = subagents_in(home)
+            .args(["workflow", "show", id, "--json"])
+            .output()
+            .expect("show");
+        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap_or(Value::Null);
+        if shown["calls"][0]["session_id"]
+            .as_str()
+            .is_some_and(|s| s.starts_with(session_prefix))
+        {
+            break id.to_string();
+        }
+    };
+    first.kill().expect("SIGKILL");
+    let _ = first.wait();
+    run_id
 }

@@ -72,17 +72,35 @@ async fn settle(
     client: &RunningService<RoleClient, Client>,
     id: &str,
 ) -> rmcp::model::DetailedTask {
+    poll_until(client, id, |s| s != TaskStatus::Working).await
+}
+
+/// Polls `tasks/get` until `done` holds for the task's status (bounded: 30 s).
+async fn poll_until(
+    client: &RunningService<RoleClient, Client>,
+    id: &str,
+    done: impl Fn(TaskStatus) -> bool,
+) -> rmcp::model::DetailedTask {
     for _ in 0..600 {
         let got = client
             .get_task(GetTaskParams::new(id))
             .await
             .expect("tasks/get answers");
-        if got.task.status() != TaskStatus::Working {
+        if done(got.task.status()) {
             return got.task;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("task {id} still working after 30 s");
+    panic!("task {id} not settled after 30 s");
+}
+
+/// Calls the worker as a task and returns the task id the server handed out.
+async fn start_task(client: &RunningService<RoleClient, Client>) -> String {
+    let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
+    else {
+        panic!("expected a task handle");
+    };
+    handle.task.task_id
 }
 
 /// The answer `decision` to the question shown under `key`.
@@ -163,11 +181,7 @@ async fn a_tasks_client_of_the_older_era_gets_tasks_too() {
         &url,
     )
     .await;
-    let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
-    else {
-        panic!("expected a task handle");
-    };
-    let done = settle(&client, &handle.task.task_id).await;
+    let done = settle(&client, &start_task(&client).await).await;
     assert_eq!(done.status(), TaskStatus::Completed, "{done:?}");
 }
 
@@ -183,11 +197,7 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
     )
     .await;
     let client = connect(tasks_client(), &url).await;
-    let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
-    else {
-        panic!("expected a task handle");
-    };
-    let id = handle.task.task_id.clone();
+    let id = start_task(&client).await;
     let waiting = settle(&client, &id).await;
     let TaskPayload::InputRequired { input_requests } = &waiting.payload else {
         panic!("expected input_required, got {waiting:?}");
@@ -224,14 +234,10 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
         .update_task(UpdateTaskParams::new(&id, accept(&key, "yes")))
         .await
         .expect("acked");
-    let mut done = settle(&client, &id).await;
-    for _ in 0..600 {
-        if done.status() != TaskStatus::InputRequired {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        done = settle(&client, &id).await;
-    }
+    let done = poll_until(&client, &id, |s| {
+        !matches!(s, TaskStatus::Working | TaskStatus::InputRequired)
+    })
+    .await;
     assert_eq!(done.status(), TaskStatus::Completed, "{done:?}");
     assert!(
         dir.path().join("work/out/task.txt").exists(),
@@ -251,11 +257,7 @@ async fn tasks_cancel_cancels_a_task() {
     )
     .await;
     let client = connect(tasks_client(), &url).await;
-    let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
-    else {
-        panic!("expected a task handle");
-    };
-    let id = handle.task.task_id.clone();
+    let id = start_task(&client).await;
     assert_eq!(
         settle(&client, &id).await.status(),
         TaskStatus::InputRequired
@@ -264,19 +266,7 @@ async fn tasks_cancel_cancels_a_task() {
         .cancel_task(CancelTaskParams::new(&id))
         .await
         .expect("acked");
-    let mut status = TaskStatus::InputRequired;
-    for _ in 0..600 {
-        status = client
-            .get_task(GetTaskParams::new(&id))
-            .await
-            .unwrap()
-            .task
-            .status();
-        if status.is_terminal() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let status = poll_until(&client, &id, |s| s.is_terminal()).await.status();
     assert_eq!(status, TaskStatus::Cancelled);
     assert!(!dir.path().join("work/out/never.txt").exists());
     // An id never handed out is refused.
