@@ -2,7 +2,6 @@
 //! `background: true`): a call without `run_in_background` starts it in the background, an
 //! explicit `run_in_background: false` keeps it in the foreground.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use subagent_spi::*;
@@ -24,44 +23,42 @@ impl_subagent_definition!(Def {
     }
 });
 
-struct Resolver;
+/// Agents named `bg...` run in the background by default.
+struct BgKind;
 
 #[async_trait]
-impl SubagentResolver for Resolver {
-    async fn resolve(
-        &self,
-        reference: &SubagentReference,
-    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
-        Ok(Arc::new(Def {
+impl SubagentKind for BgKind {
+    type Agent = Def;
+
+    fn kind(&self) -> Kind {
+        KIND
+    }
+
+    async fn resolve(&self, reference: &SubagentReference) -> Result<Def, SubagentError> {
+        Ok(Def {
             name: reference.uri.clone(),
             description: "test agent".into(),
             reference: reference.clone(),
             background: reference.uri.starts_with("bg"),
-        }))
+        })
     }
-}
 
-struct Exec;
-
-#[async_trait]
-impl SubagentExecutor for Exec {
-    async fn execute(
+    async fn run(
         &self,
+        agent: &Def,
         call: TaskCall,
-        definition: Arc<dyn SubagentDefinition>,
         _ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
         Ok(TaskOutcome::completed(format!(
             "{} did {}",
-            definition.name(),
-            call.prompt
+            agent.name, call.prompt
         )))
     }
 }
 
 async fn task() -> TaskTool {
     TaskTool::builder()
-        .subagent_type(SubagentType::new(KIND, Arc::new(Resolver), Arc::new(Exec)))
+        .subagent_type(SubagentType::from(BgKind))
         .subagent_references(["bg-worker", "fg-worker"].map(|n| SubagentReference::new(n, KIND)))
         .build()
         .await

@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use subagent_spi::*;
@@ -26,53 +25,50 @@ impl_subagent_definition!(Def {
     }
 });
 
-struct Resolver;
+/// Answers at once, except `slow` and `listener`, which work until they are cancelled
+/// (`listener` takes messages).
+struct OfferKind;
 
 #[async_trait]
-impl SubagentResolver for Resolver {
-    async fn resolve(
-        &self,
-        reference: &SubagentReference,
-    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
-        Ok(Arc::new(Def {
+impl SubagentKind for OfferKind {
+    type Agent = Def;
+
+    fn kind(&self) -> Kind {
+        KIND
+    }
+
+    async fn resolve(&self, reference: &SubagentReference) -> Result<Def, SubagentError> {
+        Ok(Def {
             name: reference.uri.clone(),
             description: "test agent".into(),
             reference: reference.clone(),
-        }))
-    }
-}
-
-/// Answers at once, except `slow` and `listener`, which work until they are cancelled
-/// (`listener` takes messages).
-struct Exec;
-
-#[async_trait]
-impl SubagentExecutor for Exec {
-    fn message_delivery(&self, definition: &dyn SubagentDefinition) -> Option<&'static str> {
-        (definition.name() == "listener").then_some("it reads it at its next step")
+        })
     }
 
-    async fn execute(
+    fn message_delivery(&self, agent: &Def) -> Option<&'static str> {
+        (agent.name == "listener").then_some("it reads it at its next step")
+    }
+
+    async fn run(
         &self,
+        agent: &Def,
         call: TaskCall,
-        definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        if matches!(definition.name(), "slow" | "listener") {
+        if matches!(agent.name.as_str(), "slow" | "listener") {
             ctx.cancel().cancelled().await;
             return Ok(TaskOutcome::with_status("", TaskStatus::Cancelled));
         }
         Ok(TaskOutcome::completed(format!(
             "{} did {}",
-            definition.name(),
-            call.prompt
+            agent.name, call.prompt
         )))
     }
 }
 
 async fn task() -> TaskTool {
     TaskTool::builder()
-        .subagent_type(SubagentType::new(KIND, Arc::new(Resolver), Arc::new(Exec)))
+        .subagent_type(SubagentType::from(OfferKind))
         .subagent_references(
             ["bg-worker", "fg-worker", "slow", "listener"].map(|n| SubagentReference::new(n, KIND)),
         )
@@ -248,7 +244,7 @@ async fn without_task_stop_no_text_says_to_cancel_with_it() {
 #[tokio::test]
 async fn the_max_background_refusal_names_task_stop_only_when_offered() {
     let full = TaskTool::builder()
-        .subagent_type(SubagentType::new(KIND, Arc::new(Resolver), Arc::new(Exec)))
+        .subagent_type(SubagentType::from(OfferKind))
         .subagent_references(["slow", "fg-worker"].map(|n| SubagentReference::new(n, KIND)))
         .max_background(1)
         .build()
