@@ -221,16 +221,6 @@ impl subagent_spi::TypedTool for BashTool {
         ToolEffect::Execute
     }
 
-    async fn run(
-        &self,
-        input: BashInput,
-        ctx: &subagent_spi::TaskContext,
-    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
-        BashTool::run(self, input, ctx).await
-    }
-}
-
-impl BashTool {
     async fn run(&self, input: BashInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         if input.command.trim().is_empty() {
             return Err(ToolError::invalid(Self::NAME, "`command` is empty"));

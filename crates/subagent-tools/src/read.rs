@@ -101,16 +101,6 @@ impl subagent_spi::TypedTool for ReadTool {
         ToolEffect::ReadOnly
     }
 
-    async fn run(
-        &self,
-        input: ReadInput,
-        ctx: &subagent_spi::TaskContext,
-    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
-        ReadTool::run(self, input, ctx).await
-    }
-}
-
-impl ReadTool {
     async fn run(&self, input: ReadInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;
         let shown = self.workspace.display_path(&path);

@@ -91,16 +91,6 @@ impl subagent_spi::TypedTool for GlobTool {
         ToolEffect::ReadOnly
     }
 
-    async fn run(
-        &self,
-        input: GlobInput,
-        ctx: &subagent_spi::TaskContext,
-    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
-        GlobTool::run(self, input, ctx).await
-    }
-}
-
-impl GlobTool {
     async fn run(&self, input: GlobInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let ws = self.workspace.clone();
         blocking(Self::NAME, move |stop| glob_blocking(&ws, &input, &stop)).await
@@ -337,16 +327,6 @@ impl subagent_spi::TypedTool for GrepTool {
         ToolEffect::ReadOnly
     }
 
-    async fn run(
-        &self,
-        input: GrepInput,
-        ctx: &subagent_spi::TaskContext,
-    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
-        GrepTool::run(self, input, ctx).await
-    }
-}
-
-impl GrepTool {
     async fn run(&self, input: GrepInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let ws = self.workspace.clone();
         blocking(Self::NAME, move |stop| grep_blocking(&ws, &input, &stop)).await

@@ -110,16 +110,6 @@ impl subagent_spi::TypedTool for TodoWriteTool {
     async fn run(
         &self,
         input: TodoWriteInput,
-        ctx: &subagent_spi::TaskContext,
-    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
-        TodoWriteTool::run(self, input, ctx).await
-    }
-}
-
-impl TodoWriteTool {
-    async fn run(
-        &self,
-        input: TodoWriteInput,
         _ctx: &TaskContext,
     ) -> Result<ToolOutput, ToolError> {
         if input.todos.len() > MAX_TODOS {

@@ -169,16 +169,6 @@ impl subagent_spi::TypedTool for WebFetchTool {
         ToolEffect::Execute
     }
 
-    async fn run(
-        &self,
-        input: WebFetchInput,
-        ctx: &subagent_spi::TaskContext,
-    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
-        WebFetchTool::run(self, input, ctx).await
-    }
-}
-
-impl WebFetchTool {
     async fn run(&self, input: WebFetchInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let url = reqwest::Url::parse(input.url.trim()).map_err(|e| {
             ToolError::invalid(

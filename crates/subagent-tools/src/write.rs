@@ -62,16 +62,6 @@ impl subagent_spi::TypedTool for WriteTool {
         ToolEffect::Edit
     }
 
-    async fn run(
-        &self,
-        input: WriteInput,
-        ctx: &subagent_spi::TaskContext,
-    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
-        WriteTool::run(self, input, ctx).await
-    }
-}
-
-impl WriteTool {
     async fn run(&self, input: WriteInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;
         let shown = self.workspace.display_path(&path);
@@ -171,16 +161,6 @@ impl subagent_spi::TypedTool for EditTool {
         ToolEffect::Edit
     }
 
-    async fn run(
-        &self,
-        input: EditInput,
-        ctx: &subagent_spi::TaskContext,
-    ) -> Result<subagent_spi::ToolOutput, subagent_spi::ToolError> {
-        EditTool::run(self, input, ctx).await
-    }
-}
-
-impl EditTool {
     async fn run(&self, input: EditInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         if input.old_string.is_empty() {
             return Err(ToolError::invalid(
