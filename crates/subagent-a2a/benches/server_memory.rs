@@ -32,39 +32,27 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::process::Command;
 
-use subagent_a2a::server::{
-    A2aHandler, AgentInfo, AgentMount, HandlerError, HandlerRequest, InMemoryTaskStore,
-    TaskEventSink,
-};
-use subagent_spi::{CancellationToken, async_trait};
+use subagent_a2a::server::{A2aHandler, AgentInfo, AgentMount, InMemoryTaskStore, handler_fn};
 
 /// The served child and the figures around one request, shared with the integration test.
 #[path = "../tests/it/common/memory_rig.rs"]
 mod rig;
 
 /// Completes a task with the echoed text as its status message (the task is stored).
-struct EchoTask;
-
-#[async_trait]
-impl A2aHandler for EchoTask {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
+fn echo_task() -> impl A2aHandler {
+    handler_fn(|req, ev, _cancel| async move {
         let m = ev.agent_text(req.text());
         drop(req);
         ev.complete(Some(m)).await?;
         Ok(())
-    }
+    })
 }
 
 /// The server child: the echo agent at `/echo`, the task agent at `/task`.
 fn serve() {
     rig::serve_until_stdin_closes(vec![
-        AgentMount::new("/echo", AgentInfo::new("echo", "Echo"), rig::EchoMessage),
-        AgentMount::new("/task", AgentInfo::new("task", "Task"), EchoTask),
+        AgentMount::new("/echo", AgentInfo::new("echo", "Echo"), rig::echo_message()),
+        AgentMount::new("/task", AgentInfo::new("task", "Task"), echo_task()),
     ]);
 }
 

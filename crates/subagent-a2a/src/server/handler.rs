@@ -198,6 +198,36 @@ pub trait A2aHandler: Send + Sync + 'static {
     ) -> Result<(), HandlerError>;
 }
 
+/// A handler made of one function: `handler_fn(|request, events, cancel| async move { .. })`
+/// answers like an [`A2aHandler`] whose `handle` calls it. For small agents and test rigs; state
+/// the function needs is captured (clone it into the `async move` block).
+pub fn handler_fn<F, Fut>(f: F) -> FnHandler<F>
+where
+    F: Fn(HandlerRequest, TaskEventSink, CancellationToken) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    FnHandler(f)
+}
+
+/// The [`A2aHandler`] [`handler_fn`] makes.
+pub struct FnHandler<F>(F);
+
+#[async_trait]
+impl<F, Fut> A2aHandler for FnHandler<F>
+where
+    F: Fn(HandlerRequest, TaskEventSink, CancellationToken) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    async fn handle(
+        &self,
+        request: HandlerRequest,
+        events: TaskEventSink,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
+        (self.0)(request, events, cancel).await
+    }
+}
+
 /// Where a handler reports. Events are applied to the task in order, stored, and streamed to
 /// every subscriber; the calls wait while a subscriber's buffer is full (bounded memory).
 ///

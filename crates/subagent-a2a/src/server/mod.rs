@@ -117,7 +117,10 @@ use subagent_spi::{CancellationToken, SubagentDefinition, SubagentExecutor, Task
 
 pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 pub use card::{AgentInfo, ServerAuth};
-pub use handler::{A2aHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink, TaskInbox};
+pub use handler::{
+    A2aHandler, FnHandler, HandlerError, HandlerRequest, SinkError, TaskEventSink, TaskInbox,
+    handler_fn,
+};
 #[cfg(feature = "push")]
 pub use push::PushStats;
 // The storage contract lives in `crate::task_store` (feature `task-store`, which a store crate

@@ -212,6 +212,26 @@ async fn exec(
         .await
 }
 
+/// Runs `go` on `def` within a budget of `limits`: the budget, the token its trip cancels, and
+/// the outcome.
+async fn exec_within(
+    def: Arc<dyn SubagentDefinition>,
+    limits: subagent_spi::BudgetLimits,
+) -> (
+    subagent_core::Budget,
+    subagent_spi::CancellationToken,
+    subagent_spi::TaskOutcome,
+) {
+    let cancel = subagent_spi::CancellationToken::new();
+    let budget = subagent_core::Budget::new(limits, cancel.clone());
+    let ctx = TaskContext::new().with_budget(budget.clone());
+    let out = A2aExecutor::new()
+        .execute(TaskCall::new(def.name(), "t", "go"), def, ctx)
+        .await
+        .unwrap();
+    (budget, cancel, out)
+}
+
 /// A peer whose task keeps working until cancelled; the first reply's task carries `extra`.
 fn working_peer(extra: Value) -> Peer {
     peer(Some(v1_card(false)), move |m, _, _| match m {
@@ -687,16 +707,8 @@ async fn the_usage_extension_is_folded_into_the_usage_tree_over_1_0_and_0_3() {
     let base = start(p).await;
     let def = resolve(SubagentReference::new(&base, KIND)).await.unwrap();
     // The caller's budget counts the remote tokens: 30 + 5 + 100 + 20 = 155 > 150.
-    let cancel = subagent_spi::CancellationToken::new();
-    let budget = subagent_core::Budget::new(
-        subagent_spi::BudgetLimits::new().with_tokens(150),
-        cancel.clone(),
-    );
-    let ctx = TaskContext::new().with_budget(budget.clone());
-    let out = A2aExecutor::new()
-        .execute(TaskCall::new(def.name(), "t", "go"), def, ctx)
-        .await
-        .unwrap();
+    let (budget, cancel, out) =
+        exec_within(def, subagent_spi::BudgetLimits::new().with_tokens(150)).await;
     assert_eq!((out.usage.input_tokens, out.usage.output_tokens), (30, 5));
     assert_eq!(out.usage.turns, 2);
     assert_ne!(out.usage.duration_ms, 9999, "the duration is measured here");
@@ -769,19 +781,14 @@ async fn an_absurd_usage_report_counts_its_well_formed_values_and_at_least_the_e
     }
 
     // The caller's budget trips on the estimate.
-    let cancel = subagent_spi::CancellationToken::new();
-    let budget = subagent_core::Budget::new(
+    let def = absurd_report_peer(json!(-1)).await;
+    let (budget, cancel, out) = exec_within(
+        def,
         subagent_spi::BudgetLimits::new()
             .with_tokens(900)
             .with_remote_unreported_tokens(1_000),
-        cancel.clone(),
-    );
-    let def = absurd_report_peer(json!(-1)).await;
-    let ctx = TaskContext::new().with_budget(budget.clone());
-    let out = A2aExecutor::new()
-        .execute(TaskCall::new(def.name(), "t", "go"), def, ctx)
-        .await
-        .unwrap();
+    )
+    .await;
     assert_eq!(budget.tokens_used(), 1_000);
     assert_eq!(out.status, TaskStatus::LimitReached);
     assert_eq!(
@@ -791,18 +798,14 @@ async fn an_absurd_usage_report_counts_its_well_formed_values_and_at_least_the_e
     assert!(cancel.is_cancelled());
 
     // Well-formed values above the estimate count as they are: 5 + 100 + 20 = 125 > 100.
-    let budget = subagent_core::Budget::new(
+    let def = absurd_report_peer(json!(-1)).await;
+    let (budget, _, out) = exec_within(
+        def,
         subagent_spi::BudgetLimits::new()
             .with_tokens(1_000)
             .with_remote_unreported_tokens(100),
-        subagent_spi::CancellationToken::new(),
-    );
-    let def = absurd_report_peer(json!(-1)).await;
-    let ctx = TaskContext::new().with_budget(budget.clone());
-    let out = A2aExecutor::new()
-        .execute(TaskCall::new(def.name(), "t", "go"), def, ctx)
-        .await
-        .unwrap();
+    )
+    .await;
     assert_eq!(budget.tokens_used(), 125);
     assert_eq!(out.status, TaskStatus::Completed);
     assert!(out.usage.estimated);

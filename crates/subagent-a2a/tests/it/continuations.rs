@@ -120,16 +120,21 @@ async fn concurrent_continuations_of_an_input_required_task_are_all_answered_onc
 
     // The task holds the history of exactly one continuation.
     let t: Value = rpc_get(&client, &url, &id).await;
-    let history = t["result"]["history"].as_array().expect("history");
-    let answers = history
+    assert_eq!(answers_in(&t), 1, "{t}");
+}
+
+/// How many messages of a `GetTask` answer's history are continuations' answers.
+fn answers_in(t: &Value) -> usize {
+    t["result"]["history"]
+        .as_array()
+        .expect("history")
         .iter()
         .filter(|m| {
             m["parts"][0]["text"]
                 .as_str()
                 .is_some_and(|t| t.starts_with("answer"))
         })
-        .count();
-    assert_eq!(answers, 1, "{t}");
+        .count()
 }
 
 async fn rpc_get(client: &reqwest::Client, url: &str, id: &str) -> Value {
@@ -201,17 +206,7 @@ async fn racing_continuations_through_two_servers_on_one_store_one_wins() {
             continue;
         }
         let t = rpc_get(&client, &ub, &id).await;
-        let took = t["result"]["history"]
-            .as_array()
-            .expect("history")
-            .iter()
-            .filter(|m| {
-                m["parts"][0]["text"]
-                    .as_str()
-                    .is_some_and(|t| t.starts_with("answer"))
-            })
-            .count();
-        assert_eq!(took, 1, "round {round}: {t}");
+        assert_eq!(answers_in(&t), 1, "round {round}: {t}");
     }
     assert_eq!(
         doubles, 0,

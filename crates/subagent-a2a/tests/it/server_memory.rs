@@ -35,7 +35,7 @@ fn memory_child_server() {
     rig::serve_until_stdin_closes(vec![AgentMount::new(
         "/echo",
         AgentInfo::new("echo", "Echo"),
-        rig::EchoMessage,
+        rig::echo_message(),
     )]);
 }
 

@@ -22,14 +22,15 @@ async fn definition(url: String) -> Arc<dyn SubagentDefinition> {
     Arc::new(def)
 }
 
+/// A server with the test agent at `/echo`.
+async fn serve_echo() -> common::Srv {
+    common::serve(A2aServer::builder().mount(common::agent_at("/echo", "echo", Arc::default())))
+        .await
+}
+
 #[tokio::test]
 async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() {
-    let s = common::serve(A2aServer::builder().mount(common::agent_at(
-        "/echo",
-        "echo",
-        Arc::default(),
-    )))
-    .await;
+    let s = serve_echo().await;
     let def = definition(s.url("/echo")).await;
     let exec = A2aExecutor::new();
     assert!(
@@ -100,12 +101,7 @@ impl subagent_spi::Approver for SendsInsteadOfAnswering {
 
 #[tokio::test]
 async fn a_message_sent_while_the_approver_is_asked_answers_the_question() {
-    let s = common::serve(A2aServer::builder().mount(common::agent_at(
-        "/echo",
-        "echo",
-        Arc::default(),
-    )))
-    .await;
+    let s = serve_echo().await;
     let def = definition(s.url("/echo")).await;
     let inbox = Inbox::default();
     let approver = Arc::new(SendsInsteadOfAnswering {

@@ -422,12 +422,9 @@ mod tests {
 
     use axum::body::Body;
     use bytes::Bytes;
-    use subagent_spi::{CancellationToken, async_trait};
     use tower::ServiceExt as _;
 
-    use crate::server::{
-        A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-    };
+    use crate::server::{A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, handler_fn};
 
     const SEND: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
 
@@ -442,6 +439,11 @@ mod tests {
             .await
             .expect("body");
         serde_json::from_slice(&bytes).expect("json")
+    }
+
+    /// The text of a direct reply in a `SendMessage` answer.
+    fn reply_text(v: &serde_json::Value) -> &serde_json::Value {
+        &v["result"]["message"]["parts"][0]["text"]
     }
 
     fn router(handler: impl A2aHandler) -> axum::Router {
@@ -466,19 +468,14 @@ mod tests {
     }
 
     /// Answers whether the request body was already freed when it ran.
-    struct BodyProbe(Arc<AtomicBool>);
-    #[async_trait]
-    impl A2aHandler for BodyProbe {
-        async fn handle(
-            &self,
-            _req: HandlerRequest,
-            ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
-            let freed = self.0.load(Ordering::SeqCst);
-            ev.reply_text(if freed { "freed" } else { "held" }).await?;
-            Ok(())
-        }
+    fn body_probe(freed: Arc<AtomicBool>) -> impl A2aHandler {
+        handler_fn(move |_req, ev, _cancel| {
+            let freed = freed.load(Ordering::SeqCst);
+            async move {
+                ev.reply_text(if freed { "freed" } else { "held" }).await?;
+                Ok(())
+            }
+        })
     }
 
     /// A large message must not be held twice (raw body and parsed form) while its handler
@@ -486,22 +483,15 @@ mod tests {
     #[tokio::test]
     async fn a_send_frees_its_body_before_the_handler_runs() {
         let freed = Arc::new(AtomicBool::new(false));
-        let app = router(BodyProbe(freed.clone()));
+        let app = router(body_probe(freed.clone()));
         let body = Bytes::from_owner(Owner(SEND.as_bytes(), freed.clone()));
         let v = call(&app, Body::from(body)).await;
-        assert_eq!(v["result"]["message"]["parts"][0]["text"], "freed", "{v}");
+        assert_eq!(reply_text(&v), "freed", "{v}");
     }
 
     /// Replies from a task the handler spawned (the handler itself waits on it).
-    struct Spawned;
-    #[async_trait]
-    impl A2aHandler for Spawned {
-        async fn handle(
-            &self,
-            req: HandlerRequest,
-            ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
+    fn spawned() -> impl A2aHandler {
+        handler_fn(|req, ev, _cancel| async move {
             let text = req.text();
             let emitter = ev.clone();
             let job = tokio::spawn(async move {
@@ -511,40 +501,33 @@ mod tests {
             // Keeps the handler pending until the other task has replied.
             let _ = job.await;
             Ok(())
-        }
+        })
     }
 
     #[tokio::test]
     async fn a_reply_from_another_task_answers_the_blocking_send() {
-        let v = call(&router(Spawned), Body::from(SEND)).await;
-        assert_eq!(
-            v["result"]["message"]["parts"][0]["text"], "from a task: hi",
-            "{v}"
-        );
+        let v = call(&router(spawned()), Body::from(SEND)).await;
+        assert_eq!(reply_text(&v), "from a task: hi", "{v}");
     }
 
     /// Completes its task, then waits (its rest runs on after the answer).
-    struct CompleteThenWait(Arc<tokio::sync::Notify>, Arc<AtomicBool>);
-    #[async_trait]
-    impl A2aHandler for CompleteThenWait {
-        async fn handle(
-            &self,
-            _req: HandlerRequest,
-            ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
-            ev.complete(Some(ev.agent_text("done"))).await?;
-            self.0.notified().await;
-            self.1.store(true, Ordering::SeqCst);
-            Ok(())
-        }
+    fn complete_then_wait(go: Arc<tokio::sync::Notify>, ended: Arc<AtomicBool>) -> impl A2aHandler {
+        handler_fn(move |_req, ev, _cancel| {
+            let (go, ended) = (go.clone(), ended.clone());
+            async move {
+                ev.complete(Some(ev.agent_text("done"))).await?;
+                go.notified().await;
+                ended.store(true, Ordering::SeqCst);
+                Ok(())
+            }
+        })
     }
 
     #[tokio::test]
     async fn a_settled_task_answers_while_its_handler_runs_on() {
         let go = Arc::new(tokio::sync::Notify::new());
         let ended = Arc::new(AtomicBool::new(false));
-        let app = router(CompleteThenWait(go.clone(), ended.clone()));
+        let app = router(complete_then_wait(go.clone(), ended.clone()));
         let v = call(&app, Body::from(SEND)).await;
         let task = &v["result"]["task"];
         assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
@@ -562,49 +545,38 @@ mod tests {
     }
 
     /// Fails before any event: the request gets the error.
-    struct Refuses;
-    #[async_trait]
-    impl A2aHandler for Refuses {
-        async fn handle(
-            &self,
-            _req: HandlerRequest,
-            _ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
+    fn refuses() -> impl A2aHandler {
+        handler_fn(|_req, _ev, _cancel| async {
             Err(HandlerError::Protocol {
                 code: crate::types::jsonrpc::codes::INVALID_PARAMS,
                 message: "no thanks".into(),
             })
-        }
+        })
     }
 
     /// Completes its task from a spawned tokio task, then waits until released: the request
     /// must be woken by the task's settling (the run starts on that other tokio task, after
     /// the request began waiting).
-    struct CompleteElsewhere(Arc<tokio::sync::Notify>);
-    #[async_trait]
-    impl A2aHandler for CompleteElsewhere {
-        async fn handle(
-            &self,
-            _req: HandlerRequest,
-            ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
-            let emitter = ev.clone();
-            tokio::spawn(async move {
-                tokio::task::yield_now().await;
-                let m = emitter.agent_text("done elsewhere");
-                emitter.complete(Some(m)).await
-            });
-            self.0.notified().await;
-            Ok(())
-        }
+    fn complete_elsewhere(go: Arc<tokio::sync::Notify>) -> impl A2aHandler {
+        handler_fn(move |_req, ev, _cancel| {
+            let go = go.clone();
+            async move {
+                let emitter = ev.clone();
+                tokio::spawn(async move {
+                    tokio::task::yield_now().await;
+                    let m = emitter.agent_text("done elsewhere");
+                    emitter.complete(Some(m)).await
+                });
+                go.notified().await;
+                Ok(())
+            }
+        })
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_task_settled_from_another_task_wakes_the_blocking_send() {
         let go = Arc::new(tokio::sync::Notify::new());
-        let app = router(CompleteElsewhere(go.clone()));
+        let app = router(complete_elsewhere(go.clone()));
         let v = tokio::time::timeout(
             std::time::Duration::from_secs(30),
             call(&app, Body::from(SEND)),
@@ -621,30 +593,26 @@ mod tests {
     }
 
     /// Replies twice, reporting what the second reply and a later status got.
-    struct ReplyTwice(Arc<std::sync::Mutex<Vec<String>>>);
-    #[async_trait]
-    impl A2aHandler for ReplyTwice {
-        async fn handle(
-            &self,
-            _req: HandlerRequest,
-            ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
-            ev.reply_text("first").await?;
-            let second = ev.reply_text("second").await;
-            let status = ev.working().await;
-            let mut seen = self.0.lock().expect("lock");
-            seen.push(format!("{second:?}"));
-            seen.push(format!("{status:?}"));
-            Ok(())
-        }
+    fn reply_twice(seen: Arc<std::sync::Mutex<Vec<String>>>) -> impl A2aHandler {
+        handler_fn(move |_req, ev, _cancel| {
+            let seen = seen.clone();
+            async move {
+                ev.reply_text("first").await?;
+                let second = ev.reply_text("second").await;
+                let status = ev.working().await;
+                let mut seen = seen.lock().expect("lock");
+                seen.push(format!("{second:?}"));
+                seen.push(format!("{status:?}"));
+                Ok(())
+            }
+        })
     }
 
     #[tokio::test]
     async fn after_a_direct_reply_nothing_more_is_accepted() {
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let v = call(&router(ReplyTwice(seen.clone())), Body::from(SEND)).await;
-        assert_eq!(v["result"]["message"]["parts"][0]["text"], "first", "{v}");
+        let v = call(&router(reply_twice(seen.clone())), Body::from(SEND)).await;
+        assert_eq!(reply_text(&v), "first", "{v}");
         assert!(v["result"]["message"].get("taskId").is_none(), "{v}");
         let seen = seen.lock().expect("lock").clone();
         assert_eq!(seen.len(), 2, "{seen:?}");
@@ -654,47 +622,28 @@ mod tests {
     }
 
     /// Opens an inbox (which needs a run), then replies.
-    struct InboxThenReply;
-    #[async_trait]
-    impl A2aHandler for InboxThenReply {
-        async fn handle(
-            &self,
-            _req: HandlerRequest,
-            ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
+    fn inbox_then_reply() -> impl A2aHandler {
+        handler_fn(|_req, ev, _cancel| async move {
             let _inbox = ev.inbox(1);
             ev.reply_text("after the inbox").await?;
             Ok(())
-        }
+        })
     }
 
     #[tokio::test]
     async fn a_reply_after_the_run_started_still_answers() {
-        let v = call(&router(InboxThenReply), Body::from(SEND)).await;
-        assert_eq!(
-            v["result"]["message"]["parts"][0]["text"], "after the inbox",
-            "{v}"
-        );
+        let v = call(&router(inbox_then_reply()), Body::from(SEND)).await;
+        assert_eq!(reply_text(&v), "after the inbox", "{v}");
     }
 
     /// Returns without reporting anything: the task completes, as for any run.
-    struct Silent;
-    #[async_trait]
-    impl A2aHandler for Silent {
-        async fn handle(
-            &self,
-            _req: HandlerRequest,
-            _ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
-            Ok(())
-        }
+    fn silent() -> impl A2aHandler {
+        handler_fn(|_req, _ev, _cancel| async { Ok(()) })
     }
 
     #[tokio::test]
     async fn a_handler_that_reports_nothing_completes_its_task() {
-        let app = router(Silent);
+        let app = router(silent());
         let v = call(&app, Body::from(SEND)).await;
         let task = &v["result"]["task"];
         assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
@@ -710,21 +659,16 @@ mod tests {
     }
 
     /// Replies, and reports the ids its sink and request saw.
-    struct IdProbe(Arc<std::sync::Mutex<Option<(String, String)>>>);
-    #[async_trait]
-    impl A2aHandler for IdProbe {
-        async fn handle(
-            &self,
-            req: HandlerRequest,
-            ev: TaskEventSink,
-            _cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
+    fn id_probe(ids: Arc<std::sync::Mutex<Option<(String, String)>>>) -> impl A2aHandler {
+        handler_fn(move |req, ev, _cancel| {
             assert_eq!(req.task_id, ev.task_id());
             assert_eq!(req.message.task_id.as_deref(), Some(ev.task_id()));
-            *self.0.lock().expect("lock") = Some((ev.task_id().into(), ev.context_id().into()));
-            ev.reply_text("ok").await?;
-            Ok(())
-        }
+            *ids.lock().expect("lock") = Some((ev.task_id().into(), ev.context_id().into()));
+            async move {
+                ev.reply_text("ok").await?;
+                Ok(())
+            }
+        })
     }
 
     /// The spec's rule: a direct Message reply creates no task (its id is unknown to
@@ -732,11 +676,11 @@ mod tests {
     #[tokio::test]
     async fn a_direct_reply_creates_no_task_and_ids_stay_unique() {
         let ids = Arc::new(std::sync::Mutex::new(None));
-        let app = router(IdProbe(ids.clone()));
+        let app = router(id_probe(ids.clone()));
         let mut seen = std::collections::HashSet::new();
         for _ in 0..50 {
             let v = call(&app, Body::from(SEND)).await;
-            assert_eq!(v["result"]["message"]["parts"][0]["text"], "ok", "{v}");
+            assert_eq!(reply_text(&v), "ok", "{v}");
             let (task_id, context_id) = ids.lock().expect("lock").take().expect("ids");
             assert_eq!(v["result"]["message"]["contextId"], context_id.as_str());
             assert!(seen.insert(task_id.clone()), "task id reused: {task_id}");
@@ -754,7 +698,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_handler_error_before_any_event_answers_the_blocking_send() {
-        let v = call(&router(Refuses), Body::from(SEND)).await;
+        let v = call(&router(refuses()), Body::from(SEND)).await;
         assert_eq!(v["error"]["code"], -32602, "{v}");
         assert_eq!(v["error"]["message"], "no thanks", "{v}");
     }

@@ -147,27 +147,17 @@ mod tests {
 
     use axum::body::Body;
     use axum::extract::ConnectInfo;
-    use subagent_spi::{CancellationToken, async_trait};
     use tower::ServiceExt as _;
 
-    use crate::server::{
-        A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-    };
+    use crate::server::{A2aHandler, A2aServer, AgentInfo, AgentMount, handler_fn};
 
     /// Works, then waits until cancelled (its stream stays open).
-    struct Hold;
-    #[async_trait]
-    impl A2aHandler for Hold {
-        async fn handle(
-            &self,
-            _req: HandlerRequest,
-            ev: TaskEventSink,
-            cancel: CancellationToken,
-        ) -> Result<(), HandlerError> {
+    fn hold() -> impl A2aHandler {
+        handler_fn(|_req, ev, cancel| async move {
             ev.working().await?;
             cancel.cancelled().await;
             Ok(())
-        }
+        })
     }
 
     fn stream_request(peer: SocketAddr) -> http::Request<Body> {
@@ -187,7 +177,7 @@ mod tests {
     async fn the_per_client_stream_cap_reads_connect_info() {
         let router = A2aServer::builder()
             .max_streams_per_client(1)
-            .mount(AgentMount::new("/", AgentInfo::new("h", "H"), Hold))
+            .mount(AgentMount::new("/", AgentInfo::new("h", "H"), hold()))
             .build()
             .expect("server")
             .router();

@@ -13,31 +13,20 @@ use std::io::{BufRead, BufReader};
 use std::ops::Deref;
 use std::process::{Child, Command, Stdio};
 
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-};
-use subagent_spi::{CancellationToken, async_trait};
+use subagent_a2a::server::{A2aHandler, A2aServer, AgentMount, handler_fn};
 
 /// The line the child prints its address on, after this prefix (libtest may print the test's
 /// name on the same line first).
 const ADDR: &str = "A2A_MEMORY_ADDR=";
 
 /// Echoes the text back as a direct Message (no task stored).
-pub(crate) struct EchoMessage;
-
-#[async_trait]
-impl A2aHandler for EchoMessage {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
+pub(crate) fn echo_message() -> impl A2aHandler {
+    handler_fn(|req, ev, _cancel| async move {
         let m = ev.agent_text(req.text());
         drop(req);
         ev.reply(m).await?;
         Ok(())
-    }
+    })
 }
 
 /// The child's side: serves `mounts` on a free port of 127.0.0.1 (bodies up to 16 MiB) on a
