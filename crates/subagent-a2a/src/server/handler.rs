@@ -212,6 +212,12 @@ where
 /// The [`A2aHandler`] [`handler_fn`] makes.
 pub struct FnHandler<F>(F);
 
+impl<F> std::fmt::Debug for FnHandler<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FnHandler")
+    }
+}
+
 #[async_trait]
 impl<F, Fut> A2aHandler for FnHandler<F>
 where
