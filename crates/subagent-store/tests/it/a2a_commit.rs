@@ -13,11 +13,8 @@ use std::time::Duration;
 
 use common::{Sut, event_state, message, response, sse_events, state};
 use serde_json::{Value, json};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-};
+use subagent_a2a::server::{A2aHandler, A2aServer, AgentInfo, AgentMount, handler_fn};
 use subagent_a2a::types::v1;
-use subagent_spi::{CancellationToken, async_trait};
 use subagent_store::a2a::{A2aStoreOptions, SqlTaskStore};
 use subagent_store::{Db, StoreUrl};
 use tokio::sync::Semaphore;
@@ -46,23 +43,18 @@ async fn a_task_that_completes_at_once_is_in_the_file_after_sigkill() {
 }
 
 /// Completes at once ("now"), or reports `working` and completes when the test adds a permit.
-struct Gated(Arc<Semaphore>);
-
-#[async_trait]
-impl A2aHandler for Gated {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        if req.text() != "now" {
-            ev.working_text("on it").await?;
-            self.0.acquire().await.expect("gate").forget();
+fn gated(gate: Arc<Semaphore>) -> impl A2aHandler {
+    handler_fn(move |req, ev, _| {
+        let gate = gate.clone();
+        async move {
+            if req.text() != "now" {
+                ev.working_text("on it").await?;
+                gate.acquire().await.expect("gate").forget();
+            }
+            ev.complete(Some(ev.agent_text("done"))).await?;
+            Ok(())
         }
-        ev.complete(Some(ev.agent_text("done"))).await?;
-        Ok(())
-    }
+    })
 }
 
 /// The committed state of `id`, read through a pool of its own (never the server's). A plain
@@ -120,7 +112,7 @@ async fn streaming_and_replies_only_show_committed_tasks() {
     };
     let served = open().await;
     let gate = Arc::new(Semaphore::new(0));
-    let mount = AgentMount::new("/", AgentInfo::new("gated", "waits"), Gated(gate.clone()))
+    let mount = AgentMount::new("/", AgentInfo::new("gated", "waits"), gated(gate.clone()))
         .with_store(Arc::new(served.for_agent("")));
     let app = A2aServer::builder().mount(mount).build().unwrap().router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -21,12 +21,9 @@ use std::time::Duration;
 
 use common::{Sut, fresh_postgres_db, message, state};
 use serde_json::{Value, json};
-use subagent_a2a::server::{
-    A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
-};
+use subagent_a2a::server::{A2aHandler, A2aServer, AgentInfo, AgentMount, handler_fn};
 use subagent_a2a::task_store::{StoreError as A2aStoreError, TaskStore};
 use subagent_a2a::types::v1;
-use subagent_spi::{CancellationToken, async_trait};
 use subagent_store::a2a::{A2aStoreOptions, INTERRUPTED_BY_LEASE, SqlTaskStore};
 use subagent_store::{Db, StoreUrl};
 
@@ -185,28 +182,20 @@ async fn wait_for(sut: &Sut, id: &str, within: Duration, want: impl Fn(&str) -> 
 }
 
 /// Asks on a new task (`input-required`), completes a continued one.
-struct Asker;
-
-#[async_trait]
-impl A2aHandler for Asker {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
+fn asker() -> impl A2aHandler {
+    handler_fn(|req, ev, _| async move {
         if req.task.is_none() {
             ev.require_input("which one?").await?;
         } else {
             ev.complete(Some(ev.agent_text("done"))).await?;
         }
         Ok(())
-    }
+    })
 }
 
-/// Serves [`Asker`] on its own server (its own engine) with `store`; the base URL.
+/// Serves [`asker`] on its own server (its own engine) with `store`; the base URL.
 async fn serve(store: Arc<dyn TaskStore>) -> String {
-    serve_agent(Asker, store).await
+    serve_agent(asker(), store).await
 }
 
 /// Serves `agent` on its own server (its own engine) with `store`; the base URL.
@@ -441,28 +430,21 @@ async fn a_stalled_store_handle_cannot_overwrite_after_its_lease() {
 
 /// Asks and waits for the answer in its run (`await_input`); tells `withdrawn` when the wait
 /// ends without one. A run continuing a stored task completes.
-struct Waiter {
-    withdrawn: Arc<tokio::sync::Notify>,
-}
-
-#[async_trait]
-impl A2aHandler for Waiter {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        if req.task.is_some() {
-            ev.complete(Some(ev.agent_text("continued there"))).await?;
-            return Ok(());
+fn waiter(withdrawn: Arc<tokio::sync::Notify>) -> impl A2aHandler {
+    handler_fn(move |req, ev, _| {
+        let withdrawn = withdrawn.clone();
+        async move {
+            if req.task.is_some() {
+                ev.complete(Some(ev.agent_text("continued there"))).await?;
+                return Ok(());
+            }
+            match ev.await_input(ev.agent_text("which one?")).await {
+                Ok(_) => ev.complete(Some(ev.agent_text("answered here"))).await?,
+                Err(_) => withdrawn.notify_one(),
+            }
+            Ok(())
         }
-        match ev.await_input(ev.agent_text("which one?")).await {
-            Ok(_) => ev.complete(Some(ev.agent_text("answered here"))).await?,
-            Err(_) => self.withdrawn.notify_one(),
-        }
-        Ok(())
-    }
+    })
 }
 
 /// A handler waiting in its run on replica A for the answer to its question, while the answer
@@ -477,17 +459,9 @@ async fn a_run_waiting_for_an_answer_stops_when_another_replica_takes_it() {
         open_postgres(&url, Duration::from_secs(30)).await,
     );
     let withdrawn = Arc::new(tokio::sync::Notify::new());
-    let a = serve_agent(
-        Waiter {
-            withdrawn: withdrawn.clone(),
-        },
-        Arc::new(sa.for_agent("")),
-    )
-    .await;
+    let a = serve_agent(waiter(withdrawn.clone()), Arc::new(sa.for_agent(""))).await;
     let b = serve_agent(
-        Waiter {
-            withdrawn: Arc::new(tokio::sync::Notify::new()),
-        },
+        waiter(Arc::new(tokio::sync::Notify::new())),
         Arc::new(sb.for_agent("")),
     )
     .await;
