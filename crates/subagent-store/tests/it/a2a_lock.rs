@@ -9,7 +9,7 @@ use crate::common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Sut, message, state};
+use common::{Sut, state};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_server_on_the_same_sqlite_file_is_refused_and_interrupts_nothing() {
@@ -19,20 +19,7 @@ async fn a_second_server_on_the_same_sqlite_file_is_refused_and_interrupts_nothi
 
     let a = Sut::start(&store, &[]).await;
     let pid = a.child.id().expect("a runs");
-    // Runs for two minutes unless stopped.
-    let long = a
-        .send(message("test-resubscribe-message-id", None), true)
-        .await;
-    let long_id = long["id"].as_str().unwrap().to_string();
-    let mut seen = String::new();
-    for _ in 0..100 {
-        seen = state(&a.get(&long_id).await).to_string();
-        if seen == "TASK_STATE_WORKING" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(seen, "TASK_STATE_WORKING");
+    let long_id = a.start_long_task().await;
 
     // The second process: refused at start, naming the file and the holder.
     let second = tokio::process::Command::new(common::sut_binary())

@@ -18,20 +18,7 @@ async fn kill_9_and_restart_on_the_same_sqlite_file() {
     let asking = a.send(message("tck-input-required", None), false).await;
     assert_eq!(state(&asking), "TASK_STATE_INPUT_REQUIRED", "{asking}");
     let asking_id = asking["id"].as_str().unwrap().to_string();
-    // Runs for two minutes unless stopped.
-    let long = a
-        .send(message("test-resubscribe-message-id", None), true)
-        .await;
-    let long_id = long["id"].as_str().unwrap().to_string();
-    let mut seen = String::new();
-    for _ in 0..100 {
-        seen = state(&a.get(&long_id).await).to_string();
-        if seen == "TASK_STATE_WORKING" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert_eq!(seen, "TASK_STATE_WORKING");
+    let long_id = a.start_long_task().await;
     a.kill9().await;
 
     let b = Sut::start(&store, &[]).await;

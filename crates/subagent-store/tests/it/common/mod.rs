@@ -34,6 +34,25 @@ pub(crate) fn sut_binary() -> PathBuf {
 }
 
 impl Sut {
+    /// Starts the SUT's two-minute task (it runs unless stopped) and waits until it is
+    /// `working`; its id.
+    pub(crate) async fn start_long_task(&self) -> String {
+        let long = self
+            .send(message("test-resubscribe-message-id", None), true)
+            .await;
+        let long_id = long["id"].as_str().unwrap().to_string();
+        let mut seen = String::new();
+        for _ in 0..100 {
+            seen = state(&self.get(&long_id).await).to_string();
+            if seen == "TASK_STATE_WORKING" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(seen, "TASK_STATE_WORKING");
+        long_id
+    }
+
     /// Starts the SUT on a free port with `--store store` and extra arguments.
     pub(crate) async fn start(store: &str, extra: &[&str]) -> Sut {
         Self::start_with(store, extra, 60).await
