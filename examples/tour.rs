@@ -20,9 +20,8 @@ use subagents::a2a::server::{
 use subagents::a2a::types::ProtocolVersion;
 use subagents::policy::UsageTreeText;
 use subagents::spi::{
-    CancellationToken, SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference,
-    SubagentResolver, SubagentType, TaskCall, TaskContext, TaskOutcome, Usage, UsageNode,
-    async_trait,
+    CancellationToken, Kind, SubagentError, SubagentKind, SubagentReference, SubagentType,
+    TaskCall, TaskContext, TaskOutcome, Usage, UsageNode, async_trait,
 };
 use subagents::{Subagents, TaskStatus, Tool};
 use subagents_examples::{model_calls, session_in, task_id_in};
@@ -182,32 +181,34 @@ struct WordCounter {
 
 subagents::spi::impl_subagent_definition!(WordCounter);
 
+/// The `LOCAL` kind: one typed trait, `SubagentKind`, resolves references into its own
+/// definition type and runs tasks against it (the SPI derives the erased resolver and executor).
 struct LocalKind;
 
 #[async_trait]
-impl SubagentResolver for LocalKind {
-    async fn resolve(
-        &self,
-        r: &SubagentReference,
-    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
+impl SubagentKind for LocalKind {
+    type Agent = WordCounter;
+
+    fn kind(&self) -> Kind {
+        Kind::from_static(LOCAL)
+    }
+
+    async fn resolve(&self, r: &SubagentReference) -> Result<WordCounter, SubagentError> {
         match r.uri.as_str() {
-            "local:word-count" => Ok(Arc::new(WordCounter {
+            "local:word-count" => Ok(WordCounter {
                 name: "word-count".into(),
                 description: "Counts the words and characters of a text (in-process, instant)."
                     .into(),
                 reference: r.clone(),
-            })),
+            }),
             other => Err(SubagentError::resolution(other, "unknown local agent")),
         }
     }
-}
 
-#[async_trait]
-impl SubagentExecutor for LocalKind {
-    async fn execute(
+    async fn run(
         &self,
+        _agent: &WordCounter,
         call: TaskCall,
-        _def: Arc<dyn SubagentDefinition>,
         _ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
         let words = call.prompt.split_whitespace().count();
@@ -272,10 +273,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("A2A 0.3 server: {v03_url} (translator)");
 
     heading("2. Register them and an in-process kind through the facade");
-    let local = Arc::new(LocalKind);
     let agents = Subagents::builder()
         .builtin_agents(false)
-        .kind(SubagentType::new(LOCAL, local.clone(), local))
+        .kind(SubagentType::from(LocalKind))
         .agent("local:word-count", LOCAL)
         .a2a_agent(format!("{v1_url}/forecaster"))
         .a2a_agent(format!("{v1_url}/researcher"))

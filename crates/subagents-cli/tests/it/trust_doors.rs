@@ -13,33 +13,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use common::{rt, subagents_in};
+use common::{WorkCase, subagents_in};
 use serde_json::json;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
 /// A home directory with a workspace `work/` in it, and the scripted model server the main
-/// model runs on.
-struct Case {
-    _rt: tokio::runtime::Runtime,
-    server: ScriptedModelServer,
-    home: tempfile::TempDir,
+/// model runs on (the CLI tests' `WorkCase`, with a key in the environment of each command).
+struct Case(WorkCase);
+
+impl std::ops::Deref for Case {
+    type Target = WorkCase;
+
+    fn deref(&self) -> &WorkCase {
+        &self.0
+    }
 }
 
 impl Case {
     fn new() -> Self {
-        let rt = rt();
-        let server = rt.block_on(ScriptedModelServer::start());
-        let home = tempfile::tempdir().expect("temp home");
-        std::fs::create_dir_all(home.path().join("work")).unwrap();
-        Self {
-            _rt: rt,
-            server,
-            home,
-        }
-    }
-
-    fn work(&self) -> PathBuf {
-        self.home.path().join("work")
+        Self(WorkCase::new())
     }
 
     /// `subagents ARGS` run from the workspace, with a key for `openai-compatible` servers in
