@@ -48,31 +48,31 @@ struct Local {
 }
 
 #[async_trait]
-impl SubagentResolver for Local {
-    async fn resolve(
-        &self,
-        r: &SubagentReference,
-    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
+impl SubagentKind for Local {
+    type Agent = Def;
+
+    fn kind(&self) -> Kind {
+        Kind::from_static(KIND)
+    }
+
+    async fn resolve(&self, r: &SubagentReference) -> Result<Def, SubagentError> {
         let name = r
             .uri
             .strip_prefix("local:")
             .ok_or_else(|| SubagentError::resolution(&r.uri, "expected local:NAME"))?;
-        Ok(Arc::new(Def {
+        Ok(Def {
             name: name.to_string(),
             reference: r.clone(),
-        }))
+        })
     }
-}
 
-#[async_trait]
-impl SubagentExecutor for Local {
-    async fn execute(
+    async fn run(
         &self,
+        def: &Def,
         call: TaskCall,
-        def: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        match def.name() {
+        match def.name.as_str() {
             "greeter" => {
                 ctx.emit(ProgressKind::Status {
                     message: "greeting".into(),
@@ -99,7 +99,7 @@ impl SubagentExecutor for Local {
 
 async fn task_tools(local: Arc<Local>) -> Vec<Arc<dyn Tool>> {
     let task = task_tool::TaskTool::builder()
-        .subagent_type(SubagentType::new(KIND, local.clone(), local))
+        .subagent_type(SubagentType::from_kind(local))
         .subagent_reference(SubagentReference::new("local:greeter", KIND))
         .subagent_reference(SubagentReference::new("local:blocker", KIND))
         .subagent_reference(SubagentReference::new("local:gated", KIND))
