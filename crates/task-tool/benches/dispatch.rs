@@ -20,30 +20,30 @@ struct Def {
 
 impl_subagent_definition!(Def);
 
+/// A prompt `nest N` delegates to itself with `nest N-1` through the handle in its context,
+/// as a Markdown agent's model would through `Task`; any other prompt is echoed.
 struct Noop;
 
 #[async_trait]
-impl SubagentResolver for Noop {
-    async fn resolve(
-        &self,
-        r: &SubagentReference,
-    ) -> Result<Arc<dyn SubagentDefinition>, SubagentError> {
-        Ok(Arc::new(Def {
+impl SubagentKind for Noop {
+    type Agent = Def;
+
+    fn kind(&self) -> Kind {
+        Kind::from_static("NOOP")
+    }
+
+    async fn resolve(&self, r: &SubagentReference) -> Result<Def, SubagentError> {
+        Ok(Def {
             name: "noop".into(),
             description: "does nothing".into(),
             reference: r.clone(),
-        }))
+        })
     }
-}
 
-#[async_trait]
-impl SubagentExecutor for Noop {
-    /// A prompt `nest N` delegates to itself with `nest N-1` through the handle in its context,
-    /// as a Markdown agent's model would through `Task`; any other prompt is echoed.
-    async fn execute(
+    async fn run(
         &self,
+        _agent: &Def,
         call: TaskCall,
-        _d: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
         if let Some(n) = call.prompt.strip_prefix("nest ")
@@ -61,10 +61,9 @@ impl SubagentExecutor for Noop {
 }
 
 fn build(rt: &tokio::runtime::Runtime, max_background: usize) -> TaskTool {
-    let n = Arc::new(Noop);
     rt.block_on(
         TaskTool::builder()
-            .subagent_type(SubagentType::new("NOOP", n.clone(), n))
+            .subagent_type(SubagentType::from(Noop))
             .max_depth(8)
             .subagent_reference(SubagentReference::new("noop:", "NOOP"))
             .max_background(max_background)
