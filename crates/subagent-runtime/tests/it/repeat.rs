@@ -5,32 +5,17 @@ use crate::common;
 use std::sync::Arc;
 
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use subagent_runtime::{AgentRuntime, RunSpec};
-use subagent_spi::{
-    ProgressKind, TaskContext, TaskStatus, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
-};
+use subagent_spi::{ProgressKind, TaskContext, TaskStatus, Tool, ToolEffect, ToolOutput};
+use subagent_testkit::FnTool;
 
 /// A read-only tool like `Read`.
-struct FakeRead;
-
-#[async_trait]
-impl Tool for FakeRead {
-    fn name(&self) -> &str {
-        "Read"
-    }
-    fn description(&self) -> String {
-        "reads a file".into()
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object"})
-    }
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::ReadOnly
-    }
-    async fn call(&self, _: Value, _: &TaskContext) -> Result<ToolOutput, ToolError> {
+fn fake_read() -> FnTool {
+    FnTool::new("Read", "reads a file", json!({"type": "object"}), |_| {
         Ok(ToolOutput::text("The meeting room code is 4417."))
-    }
+    })
+    .with_effect(ToolEffect::ReadOnly)
 }
 
 /// What Qwen2.5-Coder-1.5B did at temperature 0: Read, then the same Read again (and again,
@@ -47,7 +32,7 @@ async fn a_repeated_read_only_call_makes_the_next_turn_answer() {
     let rec = Arc::new(Recorder::default());
     let ctx = TaskContext::new().with_progress(rec.clone());
     let tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(FakeRead),
+        Arc::new(fake_read()),
         tool("echo", |_| async { Ok(ToolOutput::text("echo")) }),
     ];
     let spec = RunSpec::new(model.clone(), "read notes.txt").with_tools(tools);
