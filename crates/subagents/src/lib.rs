@@ -136,6 +136,7 @@ pub use builder::discovered_agent_dirs;
 pub use error::Error;
 #[cfg(feature = "claude")]
 pub use main_agent::{ALL_TOOLS, DELEGATION_TOOLS, MainAgent, NOT_BY_DEFAULT};
+#[cfg(feature = "claude")]
 pub use main_offered::MAIN_SYSTEM_PROMPT;
 pub use models::ModelChoice;
 #[cfg(all(feature = "server", feature = "store"))]
