@@ -32,7 +32,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let kind = a2a_subagent_type();
     let definition = kind.resolver().resolve(&reference).await?;
-    println!("{}\n", definition.registration());
+    println!("- {}: {}\n", definition.name(), definition.description());
 
     let ctx = TaskContext::new().with_progress(Arc::new(|e: ProgressEvent| match e.kind {
         ProgressKind::Status { message } => eprintln!("[status] {message}"),

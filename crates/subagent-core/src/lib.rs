@@ -11,6 +11,8 @@
 //! | [`ApprovalText`] | the approval reply protocol (`yes` / `always` / `no: MESSAGE`) |
 //! | [`UsageTreeText`] | a usage tree rendered as indented lines |
 //! | [`StoreError`], [`StoreKind`] | the error of the durable-store contracts (transcripts, the task ledger) |
+//! | [`Inbox`], [`InboxLimits`], [`InboxError`] | the bounded inbox of a running task (`SendMessage`), the run reads it as a `MessageInbox` |
+//! | [`is_fork`], [`FORK_SUBAGENT_TYPE`] | which `subagent_type` asks for a fork |
 //!
 //! It depends on the SPI only (no async runtime, no transport), so the kind crates
 //! (`subagent-claude`, `subagent-a2a`) and `task-tool` can all use it without depending on one
@@ -27,10 +29,16 @@
 
 mod approval;
 mod budget;
+mod fork;
+mod inbox;
 mod render;
 mod store_error;
 
 pub use approval::{ApprovalText, FixedApprover, PERSON_ONLY_DENIAL, SessionApprover};
 pub use budget::{Budget, BudgetExt, DEFAULT_REMOTE_UNREPORTED_TOKENS, ModelPrice, ModelPrices};
+pub use fork::{FORK_SUBAGENT_TYPE, is_fork};
+pub use inbox::{
+    DEFAULT_MAX_INBOX_MESSAGES, DEFAULT_MAX_MESSAGE_BYTES, Inbox, InboxError, InboxLimits,
+};
 pub use render::UsageTreeText;
 pub use store_error::{StoreError, StoreKind};

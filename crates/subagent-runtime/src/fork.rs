@@ -16,10 +16,11 @@
 
 use std::sync::Arc;
 
+use subagent_core::is_fork;
 use subagent_spi::chat::{ChatMessage, ToolCall};
 use subagent_spi::{
     CacheScope, ChatModel, Effort, ForkSource, SubagentDefinition, SubagentError, SubagentExecutor,
-    TaskCall, TaskContext, TaskOutcome, Tool, async_trait, is_fork,
+    TaskCall, TaskContext, TaskOutcome, Tool, async_trait,
 };
 
 use crate::cache_scope::ForkStart;

@@ -11,7 +11,7 @@ pub const STEER_MESSAGE_PREFIX: &str = "[While you were working, you received";
 /// Takes the messages that arrived since the last turn and appends them to `messages` as one
 /// user message (announced with a `Status` progress event). Returns how many were read.
 pub(crate) fn deliver(ctx: &TaskContext, messages: &mut Vec<ChatMessage>) -> usize {
-    let Some(inbox) = ctx.inbox() else {
+    let Some(inbox) = ctx.messages() else {
         return 0;
     };
     let taken = inbox.take();
@@ -31,7 +31,7 @@ pub(crate) fn deliver(ctx: &TaskContext, messages: &mut Vec<ChatMessage>) -> usi
 
 /// True when messages wait to be read: a run about to end takes one more turn for them.
 pub(crate) fn pending(ctx: &TaskContext) -> bool {
-    ctx.inbox().is_some_and(|i| i.has_unread())
+    ctx.messages().is_some_and(|i| i.has_unread())
 }
 
 /// The user message carrying `messages`, oldest first.
@@ -59,12 +59,13 @@ fn render(messages: &[InboxMessage]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use subagent_spi::Inbox;
+    use std::sync::Arc;
+    use subagent_core::Inbox;
 
     #[test]
     fn delivery_takes_everything_once_as_one_user_message() {
         let inbox = Inbox::default();
-        let ctx = TaskContext::new().with_inbox(inbox.clone());
+        let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
         let mut messages = vec![ChatMessage::user("task")];
         assert_eq!(deliver(&ctx, &mut messages), 0);
         assert_eq!(messages.len(), 1);

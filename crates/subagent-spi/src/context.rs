@@ -5,7 +5,11 @@ use std::time::{Duration, Instant};
 
 use derive_setters::Setters;
 
-use crate::{Approver, CancellationToken, Delegation, Inbox, ProgressEvent, ProgressKind, Tool};
+#[allow(deprecated)]
+use crate::Inbox;
+use crate::{
+    Approver, CancellationToken, Delegation, MessageInbox, ProgressEvent, ProgressKind, Tool,
+};
 
 /// Receives progress events. Implementations must return quickly and never block: events are
 /// emitted from the task path (use a bounded channel and drop on overflow, or an atomic update).
@@ -86,12 +90,13 @@ pub struct TaskContext {
     /// The agent names of the runs above this one, root first.
     #[setters(skip)]
     ancestors: Arc<[String]>,
-    /// Messages sent to this run while it runs (never inherited by a child).
-    #[setters(
-        strip_option,
-        doc = "Sets the inbox this run reads messages sent to it from (see [`inbox`](Self::inbox))."
-    )]
+    /// The 0.3 inbox, when a host set one with the deprecated [`with_inbox`](Self::with_inbox).
+    #[setters(skip)]
+    #[allow(deprecated)]
     inbox: Option<Inbox>,
+    /// Messages sent to this run while it runs (never inherited by a child).
+    #[setters(skip)]
+    messages: Option<Arc<dyn MessageInbox>>,
 }
 
 impl fmt::Debug for TaskContext {
@@ -109,7 +114,7 @@ impl fmt::Debug for TaskContext {
             .field("delegation", &self.delegation.is_some())
             .field("approver", &self.approver.is_some())
             .field("agent_path", &self.agent_path())
-            .field("inbox", &self.inbox.is_some())
+            .field("messages", &self.messages.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -139,6 +144,7 @@ impl TaskContext {
             approver: None,
             ancestors: Arc::from(Vec::new()),
             inbox: None,
+            messages: None,
         }
     }
 
@@ -173,6 +179,7 @@ impl TaskContext {
             ancestors,
             // Messages are for the run they were sent to, not for the runs it starts.
             inbox: None,
+            messages: None,
         }
     }
 
@@ -281,8 +288,19 @@ impl TaskContext {
     /// Messages sent to this run while it runs (Claude Code's `SendMessage`), when its host
     /// gave it an inbox: a kind that can receive them (see
     /// [`SubagentExecutor::message_delivery`](crate::SubagentExecutor::message_delivery))
-    /// [`take`](Inbox::take)s them whenever it can act on them, e.g. at each turn boundary.
-    /// Never inherited by [`child`](Self::child) contexts.
+    /// [`take`](MessageInbox::take)s them whenever it can act on them, e.g. at each turn
+    /// boundary. Never inherited by [`child`](Self::child) contexts.
+    pub fn messages(&self) -> Option<&Arc<dyn MessageInbox>> {
+        self.messages.as_ref()
+    }
+
+    /// The inbox a host set with the deprecated [`with_inbox`](Self::with_inbox) (`None` when
+    /// it set one with [`with_messages`](Self::with_messages)).
+    #[deprecated(
+        since = "0.3.1",
+        note = "read messages through TaskContext::messages (the stock queue is subagent_core::Inbox)"
+    )]
+    #[allow(deprecated)]
     pub fn inbox(&self) -> Option<&Inbox> {
         self.inbox.as_ref()
     }
@@ -294,6 +312,27 @@ impl TaskContext {
     }
 
     // --- builder-style setters (those that set one field as given are derived: `Setters`) ---
+
+    /// Sets the inbox this run reads messages sent to it from (see [`messages`](Self::messages)).
+    #[must_use]
+    pub fn with_messages(mut self, messages: Arc<dyn MessageInbox>) -> Self {
+        self.messages = Some(messages);
+        self
+    }
+
+    /// Sets the inbox this run reads messages sent to it from, as a 0.3 [`Inbox`]; it is also
+    /// what [`messages`](Self::messages) returns.
+    #[deprecated(
+        since = "0.3.1",
+        note = "use TaskContext::with_messages (the stock queue is subagent_core::Inbox)"
+    )]
+    #[allow(deprecated)]
+    #[must_use]
+    pub fn with_inbox(mut self, inbox: Inbox) -> Self {
+        self.messages = Some(Arc::new(inbox.clone()));
+        self.inbox = Some(inbox);
+        self
+    }
 
     /// Sets a deadline `timeout` from now.
     #[must_use]

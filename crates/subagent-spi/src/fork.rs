@@ -1,5 +1,6 @@
 //! Forks: a `Task` call with `subagent_type: "fork"` starts a copy of the calling agent that
-//! inherits its conversation so far.
+//! inherits its conversation so far. Which `subagent_type` asks for a fork is the host's naming
+//! rule (`subagent_core::is_fork`); the contract is the [`ForkSource`] below.
 //!
 //! The agent loop that runs the caller knows the conversation; the delegation tool that starts
 //! the fork does not. The loop hands it over, for the tool calls of one turn, as a
@@ -13,9 +14,18 @@ use std::sync::Arc;
 use crate::{SubagentExecutor, TaskContext};
 
 /// The `subagent_type` that starts a fork (matched ignoring ASCII case; see [`is_fork`]).
+#[deprecated(
+    since = "0.3.1",
+    note = "the host's naming rule: use subagent_core::FORK_SUBAGENT_TYPE"
+)]
 pub const FORK_SUBAGENT_TYPE: &str = "fork";
 
 /// True when a `Task` call's `subagent_type` asks for a fork: `fork`, ASCII case aside.
+#[deprecated(
+    since = "0.3.1",
+    note = "the host's naming rule: use subagent_core::is_fork"
+)]
+#[allow(deprecated)]
 pub fn is_fork(subagent_type: &str) -> bool {
     subagent_type
         .trim()
@@ -98,11 +108,5 @@ mod tests {
         assert!(!source.is_for(&child));
         assert!(!source.is_for(&run.child("c", Some("t1".into()))));
         assert!(!source.is_for(&TaskContext::new()));
-    }
-
-    #[test]
-    fn fork_is_matched_ignoring_case() {
-        assert!(is_fork("fork") && is_fork("Fork") && is_fork(" FORK "));
-        assert!(!is_fork("forks") && !is_fork("") && !is_fork("general-purpose"));
     }
 }

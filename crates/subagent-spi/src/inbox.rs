@@ -1,27 +1,60 @@
-//! Messages sent to a running task (Claude Code's `SendMessage`): a bounded inbox that the
-//! sender fills and the run reads at its turn boundaries.
+//! Messages sent to a running task (Claude Code's `SendMessage`): the run's view of its inbox
+//! ([`MessageInbox`]) and the message record ([`InboxMessage`]).
 //!
-//! The host (the `Task` tool) makes one [`Inbox`] per background run whose kind can receive
-//! messages ([`SubagentExecutor::message_delivery`](crate::SubagentExecutor::message_delivery))
-//! and hands it to the run in its context ([`TaskContext::inbox`](crate::TaskContext::inbox));
-//! a child's context never inherits it. The run [`take`](Inbox::take)s what arrived whenever it
-//! can act on it; when the run ends the host [`close`](Inbox::close)s the inbox, gets back what
-//! was never read, and tells the sender. Nothing is lost silently: a send is refused with an
-//! [`InboxError`] saying why, or accepted and later either read or reported unread.
+//! The host (the `Task` tool) gives each background run whose kind can receive messages
+//! ([`SubagentExecutor::message_delivery`](crate::SubagentExecutor::message_delivery)) an inbox
+//! in its context ([`TaskContext::messages`](crate::TaskContext::messages)); a child's context
+//! never inherits it. The run [`take`](MessageInbox::take)s what arrived whenever it can act on
+//! it. The stock bounded queue, its limits and the texts of its refusals are host policy:
+//! `subagent_core::Inbox` (moved there in issue 43). The queue below ([`Inbox`] and its
+//! records) is the 0.3 copy, kept so plugins built against 0.3.0 still compile; deprecated,
+//! to be removed in 0.4.
 //!
 //! Messages are untrusted text (a model wrote them): both their number and their size are
 //! bounded ([`InboxLimits`]).
+#![allow(deprecated)] // the deprecated 0.3 queue below uses its own items
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::sync::{Arc, Mutex};
 
+/// The run's view of the messages sent to it while it runs (Claude Code's `SendMessage`): what
+/// a kind that receives messages reads, at each turn boundary or whenever it can act on them.
+/// The host owns the sending side (the stock one is `subagent_core::Inbox`, bounded in count
+/// and size).
+pub trait MessageInbox: Send + Sync + fmt::Debug {
+    /// Takes every unread message, oldest first.
+    fn take(&self) -> Vec<InboxMessage>;
+
+    /// How many messages wait unread.
+    fn unread(&self) -> usize;
+
+    /// True when messages wait unread.
+    fn has_unread(&self) -> bool {
+        self.unread() > 0
+    }
+
+    /// True once the host stopped accepting messages for this run (it ended or is ending):
+    /// nothing more will arrive.
+    fn is_closed(&self) -> bool;
+}
+
 /// Unread messages an inbox holds by default.
+#[deprecated(
+    since = "0.3.1",
+    note = "host policy: use subagent_core::DEFAULT_MAX_INBOX_MESSAGES"
+)]
 pub const DEFAULT_MAX_INBOX_MESSAGES: usize = 16;
 
 /// Bytes (UTF-8) one message may have by default.
+#[deprecated(
+    since = "0.3.1",
+    note = "host policy: use subagent_core::DEFAULT_MAX_MESSAGE_BYTES"
+)]
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
 /// The bounds of an [`Inbox`].
+#[deprecated(since = "0.3.1", note = "host policy: use subagent_core::InboxLimits")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct InboxLimits {
@@ -71,6 +104,7 @@ impl InboxMessage {
 }
 
 /// Why a message was not accepted.
+#[deprecated(since = "0.3.1", note = "host policy: use subagent_core::InboxError")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InboxError {
@@ -99,6 +133,7 @@ pub enum InboxError {
 }
 
 /// A bounded queue of messages to one running task. Cheap to clone: clones share the queue.
+#[deprecated(since = "0.3.1", note = "host policy: use subagent_core::Inbox")]
 #[derive(Clone)]
 pub struct Inbox {
     inner: Arc<Shared>,
@@ -223,6 +258,20 @@ impl Inbox {
     }
 }
 
+impl MessageInbox for Inbox {
+    fn take(&self) -> Vec<InboxMessage> {
+        Inbox::take(self)
+    }
+
+    fn unread(&self) -> usize {
+        Inbox::unread(self)
+    }
+
+    fn is_closed(&self) -> bool {
+        Inbox::is_closed(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +325,25 @@ mod tests {
                 .to_string()
                 .contains("limit of 8 bytes")
         );
+    }
+
+    #[test]
+    fn a_context_reads_messages_through_the_trait_whichever_way_the_host_set_them() {
+        use crate::TaskContext;
+        // The 0.3 way: a host that still sets the concrete inbox.
+        let old = Inbox::default();
+        let ctx = TaskContext::new().with_inbox(old.clone());
+        old.send(InboxMessage::new("main", "hi")).expect("room");
+        let view = ctx.messages().expect("messages() answers for with_inbox");
+        assert_eq!((view.unread(), view.has_unread()), (1, true));
+        assert_eq!(view.take(), [InboxMessage::new("main", "hi")]);
+        assert_eq!(old.read(), 1, "the view and the host share one queue");
+        old.close();
+        assert!(view.is_closed());
+        // A child never inherits its parent's messages, set either way.
+        assert!(ctx.child("c", None).messages().is_none());
+        let ctx = TaskContext::new().with_messages(Arc::new(Inbox::default()));
+        assert!(ctx.messages().is_some() && ctx.inbox().is_none());
+        assert!(ctx.child("c", None).messages().is_none());
     }
 }

@@ -72,11 +72,14 @@ pub use chat::{CacheScope, ChatModel, ChatRequest, ChatResponse, Effort};
 pub use context::{Extensions, NoopProgressSink, ProgressSink, TaskContext};
 pub use delegation::Delegation;
 pub use error::{BoxError, ModelError, SubagentError, ToolError};
-pub use fork::{FORK_SUBAGENT_TYPE, ForkSource, is_fork};
+pub use fork::ForkSource;
+#[allow(deprecated)]
+pub use fork::{FORK_SUBAGENT_TYPE, is_fork};
+#[allow(deprecated)]
 pub use inbox::{
     DEFAULT_MAX_INBOX_MESSAGES, DEFAULT_MAX_MESSAGE_BYTES, Inbox, InboxError, InboxLimits,
-    InboxMessage,
 };
+pub use inbox::{InboxMessage, MessageInbox};
 pub use kind::Kind;
 pub use limit::{Limit, LimitScope};
 pub use outcome::{MAX_NODE_ANSWER_BYTES, TaskOutcome, TaskStatus, Usage, UsageNode};

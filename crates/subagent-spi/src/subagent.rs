@@ -23,6 +23,14 @@ pub trait SubagentDefinition: Any + Send + Sync + fmt::Debug {
     fn reference(&self) -> &SubagentReference;
 
     /// The line listing this agent in the `Task` tool's description.
+    ///
+    /// Deprecated: the `Task` tool's wording is its own (it renders `- name: description`
+    /// from [`name`](Self::name) and [`description`](Self::description)); an override here is
+    /// no longer shown. To be removed in 0.4.
+    #[deprecated(
+        since = "0.3.1",
+        note = "the Task tool renders its own listing from name() and description()"
+    )]
     fn registration(&self) -> String {
         format!("- {}: {}", self.name(), self.description())
     }
@@ -79,7 +87,7 @@ pub trait SubagentDefinition: Any + Send + Sync + fmt::Debug {
 ///     reference: SubagentReference::new("recipe:soup", "RECIPE"),
 ///     background: true,
 /// };
-/// assert_eq!(r.registration(), "- soup: Makes soup");
+/// assert_eq!((r.name(), r.description()), ("soup", "Makes soup"));
 /// assert!(r.runs_in_background_by_default());
 /// ```
 #[macro_export]

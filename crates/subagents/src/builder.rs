@@ -448,7 +448,7 @@ impl SubagentsBuilder {
     /// The bounds of each background task's inbox, which `SendMessage` and
     /// [`Subagents::send`](crate::Subagents::send) fill (default 16 unread messages of at most
     /// 16 KiB each).
-    pub fn inbox_limits(mut self, limits: subagent_spi::InboxLimits) -> Self {
+    pub fn inbox_limits(mut self, limits: impl Into<subagent_core::InboxLimits>) -> Self {
         self.task = self.task.inbox_limits(limits);
         self
     }

@@ -17,14 +17,14 @@ fn bench_send(c: &mut Criterion) {
         .build()
         .expect("runtime");
     // The child hands its inbox out, then waits to be stopped.
-    let slot: Arc<Mutex<Option<Inbox>>> = Arc::default();
+    let slot: Arc<Mutex<Option<Arc<dyn MessageInbox>>>> = Arc::default();
     let kind = {
         let slot = slot.clone();
         FnKind::new()
             .agent("listener", move |_c, ctx| {
                 let slot = slot.clone();
                 async move {
-                    *slot.lock().expect("slot") = ctx.inbox().cloned();
+                    *slot.lock().expect("slot") = ctx.messages().cloned();
                     ctx.cancel().cancelled().await;
                     Ok(TaskOutcome::with_status("stopped", TaskStatus::Cancelled))
                 }

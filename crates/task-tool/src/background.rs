@@ -592,7 +592,7 @@ impl BackgroundRegistry {
         })));
         let mut child = child.with_progress(sink).with_approver(approver);
         if let Some(inbox) = entry.mailbox.inbox_for_run() {
-            child = child.with_inbox(inbox);
+            child = child.with_messages(Arc::new(inbox));
         }
         let writer = self.ledger.as_ref().map(|w| w.shared().clone());
         if let Some(w) = &writer {

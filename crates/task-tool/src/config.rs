@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use subagent_core::InboxLimits;
 use subagent_core::ModelPrices;
-use subagent_spi::{BudgetLimits, InboxLimits};
+use subagent_spi::BudgetLimits;
 
 use crate::concurrency::DEFAULT_MAX_CONCURRENT;
 

@@ -10,9 +10,10 @@
 
 use std::sync::Arc;
 
+use subagent_core::{FORK_SUBAGENT_TYPE, is_fork};
 use subagent_spi::{
-    FORK_SUBAGENT_TYPE, ForkSource, Kind, SubagentDefinition, SubagentError, SubagentReference,
-    TaskCall, TaskContext, impl_subagent_definition, is_fork,
+    ForkSource, Kind, SubagentDefinition, SubagentError, SubagentReference, TaskCall, TaskContext,
+    impl_subagent_definition,
 };
 
 use crate::routing::Target;

@@ -68,7 +68,7 @@ fn agent_list(agents: &[Arc<dyn SubagentDefinition>], offered: Companions) -> St
     };
     let full: Vec<String> = agents
         .iter()
-        .map(|a| format!("{}{}\n", a.registration(), note(a)))
+        .map(|a| format!("- {}: {}{}\n", a.name(), a.description(), note(a)))
         .collect();
     if full.iter().map(String::len).sum::<usize>() <= FULL_LIST_CHARS {
         return full.concat();

@@ -3,7 +3,8 @@
 
 use std::sync::Mutex;
 
-use subagent_spi::{Inbox, InboxError, InboxLimits, InboxMessage, SubagentError};
+use subagent_core::{Inbox, InboxError, InboxLimits};
+use subagent_spi::{InboxMessage, SubagentError};
 
 /// The longest `name` a `Task` call may give its agent, in characters.
 pub const MAX_NAME_CHARS: usize = 64;

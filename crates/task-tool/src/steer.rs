@@ -17,7 +17,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use subagent_spi::{InboxError, InboxMessage, TaskContext, TaskStatus};
+use subagent_core::InboxError;
+use subagent_spi::{InboxMessage, TaskContext, TaskStatus};
 
 use crate::background::BackgroundRegistry;
 use crate::background::BackgroundSnapshot;
@@ -258,7 +259,7 @@ pub(crate) fn unread_text(s: &BackgroundSnapshot) -> Option<String> {
 mod tests {
     use super::*;
     use crate::mailbox::{Mailbox, check_name};
-    use subagent_spi::InboxLimits;
+    use subagent_core::InboxLimits;
 
     #[test]
     fn names_are_short_and_plain() {

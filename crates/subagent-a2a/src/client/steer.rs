@@ -31,7 +31,7 @@ pub(super) fn follow_up_text(
     if !waiting_for_input || ApprovalQuestion::from_metadata(question_metadata).is_some() {
         return None;
     }
-    let taken = ctx.inbox()?.take();
+    let taken = ctx.messages()?.take();
     if taken.is_empty() {
         return None;
     }
@@ -55,7 +55,7 @@ const INBOX_POLL: Duration = Duration::from_millis(50);
 /// without an inbox, for an approval question, or once the inbox is closed.
 pub(super) async fn arrival(question_metadata: Option<&JsonObject>, ctx: &TaskContext) -> String {
     let Some(inbox) = ctx
-        .inbox()
+        .messages()
         .filter(|_| ApprovalQuestion::from_metadata(question_metadata).is_none())
     else {
         return std::future::pending().await;
@@ -74,12 +74,14 @@ pub(super) async fn arrival(question_metadata: Option<&JsonObject>, ctx: &TaskCo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use subagent_spi::{Inbox, InboxMessage};
+    use std::sync::Arc;
+    use subagent_core::Inbox;
+    use subagent_spi::InboxMessage;
 
     #[test]
     fn messages_answer_a_plain_question_but_never_an_approval_question() {
         let inbox = Inbox::default();
-        let ctx = TaskContext::new().with_inbox(inbox.clone());
+        let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
         assert_eq!(follow_up_text(true, None, &ctx), None);
         inbox.send(InboxMessage::new("main", "use v2")).unwrap();
         inbox

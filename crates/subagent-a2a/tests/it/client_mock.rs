@@ -16,8 +16,9 @@ use subagent_a2a::client::{A2aResolver, KIND, a2a_subagent_type};
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::{A2aExecutor, A2aSubagentDefinition};
 use subagent_core::BudgetExt;
+use subagent_core::Inbox;
 use subagent_spi::{
-    Inbox, InboxMessage, SubagentDefinition, SubagentError, SubagentExecutor, SubagentKind,
+    InboxMessage, SubagentDefinition, SubagentError, SubagentExecutor, SubagentKind,
     SubagentReference, SubagentResolver, SubagentType, TaskCall, TaskContext, TaskStatus,
 };
 
@@ -670,7 +671,7 @@ async fn the_messages_the_client_sends_have_the_crates_time_ordered_ids() {
         .execute(
             TaskCall::new("mock", "d", "start"),
             def,
-            TaskContext::new().with_inbox(inbox),
+            TaskContext::new().with_messages(Arc::new(inbox)),
         )
         .await
         .unwrap();

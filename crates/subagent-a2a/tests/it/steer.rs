@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use subagent_a2a::A2aExecutor;
 use subagent_a2a::server::A2aServer;
+use subagent_core::Inbox;
 use subagent_spi::{
-    Inbox, InboxMessage, SubagentDefinition, SubagentExecutor, SubagentReference, TaskCall,
-    TaskContext, TaskStatus,
+    InboxMessage, SubagentDefinition, SubagentExecutor, SubagentReference, TaskCall, TaskContext,
+    TaskStatus,
 };
 
 use crate::common;
@@ -54,7 +55,7 @@ async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() 
     inbox
         .send(InboxMessage::new("main", "use version two"))
         .expect("queued");
-    let ctx = TaskContext::new().with_inbox(inbox.clone());
+    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
     let out = exec
         .execute(TaskCall::new("echo", "d", "ask"), def.clone(), ctx)
         .await
@@ -68,7 +69,7 @@ async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() 
     inbox
         .send(InboxMessage::new("main", "too late"))
         .expect("queued");
-    let ctx = TaskContext::new().with_inbox(inbox.clone());
+    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
     let out = exec
         .execute(TaskCall::new("echo", "d", "plain work"), def, ctx)
         .await
@@ -109,7 +110,7 @@ async fn a_message_sent_while_the_approver_is_asked_answers_the_question() {
         asked: Default::default(),
     });
     let ctx = TaskContext::new()
-        .with_inbox(inbox.clone())
+        .with_messages(Arc::new(inbox.clone()))
         .with_approver(approver.clone());
     let out = tokio::time::timeout(
         std::time::Duration::from_secs(30),

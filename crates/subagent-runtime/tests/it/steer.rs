@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use common::*;
 use serde_json::json;
+use subagent_core::Inbox;
 use subagent_runtime::{AgentRuntime, Limits, RunSpec, STEER_MESSAGE_PREFIX};
 use subagent_spi::chat::{ChatMessage, ChatRequest, ChatResponse};
 use subagent_spi::{
-    ChatModel, Inbox, InboxMessage, ModelError, TaskContext, TaskStatus, ToolOutput, async_trait,
+    ChatModel, InboxMessage, ModelError, TaskContext, TaskStatus, ToolOutput, async_trait,
 };
 
 /// The user messages of a request that carry messages sent to the run.
@@ -44,7 +45,7 @@ async fn a_message_sent_during_a_tool_call_is_read_before_the_next_turn() {
         calls("", &[("c1", "work", json!({}))]),
         text("done with v2"),
     ]);
-    let ctx = TaskContext::new().with_inbox(inbox.clone());
+    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
     let spec = RunSpec::new(model.clone(), "do it").with_tools(vec![work]);
     let out = AgentRuntime::default().run(spec, &ctx).await.expect("runs");
     assert_eq!(out.status, TaskStatus::Completed);
@@ -98,7 +99,7 @@ async fn a_run_that_answers_while_a_message_waits_takes_one_more_turn() {
         inner: scripted.clone(),
         inbox: inbox.clone(),
     });
-    let ctx = TaskContext::new().with_inbox(inbox.clone());
+    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
     let out = AgentRuntime::default()
         .run(RunSpec::new(model, "go"), &ctx)
         .await
@@ -118,7 +119,7 @@ async fn a_run_that_answers_while_a_message_waits_takes_one_more_turn() {
         inner: scripted.clone(),
         inbox: inbox.clone(),
     });
-    let ctx = TaskContext::new().with_inbox(inbox.clone());
+    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
     let spec = RunSpec::new(model, "go").with_limits(Limits::default().with_max_turns(1));
     let out = AgentRuntime::default().run(spec, &ctx).await.expect("runs");
     assert_eq!(out.status, TaskStatus::Completed);
@@ -130,7 +131,7 @@ async fn a_run_that_answers_while_a_message_waits_takes_one_more_turn() {
     let out = AgentRuntime::default()
         .run(
             RunSpec::new(scripted.clone(), "go"),
-            &TaskContext::new().with_inbox(Inbox::default()),
+            &TaskContext::new().with_messages(Arc::new(Inbox::default())),
         )
         .await
         .expect("runs");

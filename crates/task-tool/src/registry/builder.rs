@@ -209,8 +209,8 @@ impl TaskToolBuilder {
     /// The bounds of each background task's inbox, which `SendMessage` fills (default 16
     /// unread messages of at most 16 KiB each): a send over either is refused, naming the
     /// limit.
-    pub fn inbox_limits(mut self, limits: subagent_spi::InboxLimits) -> Self {
-        self.config.inbox = limits;
+    pub fn inbox_limits(mut self, limits: impl Into<subagent_core::InboxLimits>) -> Self {
+        self.config.inbox = limits.into();
         self
     }
 

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use common::{FnKind, fn_ref};
 use serde_json::json;
+use subagent_core::{InboxError, InboxLimits};
 use subagent_spi::*;
 use task_tool::{Dispatch, SendMessageError, TaskTool};
 
 /// Polls (bounded by cancellation) until `n` messages wait in the run's inbox.
 async fn wait_unread(ctx: &TaskContext, n: usize) -> bool {
-    let Some(inbox) = ctx.inbox() else {
+    let Some(inbox) = ctx.messages() else {
         return false;
     };
     while inbox.unread() < n {
@@ -33,7 +34,7 @@ fn receiving_kind() -> SubagentType {
             if !wait_unread(&ctx, n).await {
                 return Ok(TaskOutcome::with_status("stopped", TaskStatus::Cancelled));
             }
-            let inbox = ctx.inbox().expect("an inbox");
+            let inbox = ctx.messages().expect("an inbox");
             let read: Vec<String> = inbox
                 .take()
                 .into_iter()
@@ -270,7 +271,7 @@ async fn a_kind_that_cannot_receive_says_so() {
         .agent("deaf", |_c, ctx| async move {
             ctx.cancel().cancelled().await;
             assert!(
-                ctx.inbox().is_none(),
+                ctx.messages().is_none(),
                 "no inbox for a kind that cannot read it"
             );
             Ok(TaskOutcome::with_status("stopped", TaskStatus::Cancelled))
