@@ -421,9 +421,7 @@ mod tests {
         let c = A2aConfig::from_reference(&r().with_metadata("stream_idle_timeout_secs", "2.5"))
             .unwrap();
         assert_eq!(c.stream_idle_timeout, Duration::from_millis(2500));
-        let e = A2aConfig::from_reference(&r().with_metadata("stream_idle_timeout_secs", "x"))
-            .unwrap_err()
-            .to_string();
+        let e = refusal("stream_idle_timeout_secs", "x");
         assert!(e.contains("stream_idle_timeout_secs"), "{e}");
     }
 
@@ -478,17 +476,18 @@ mod tests {
         assert!(!c.credentials_may_go_to("http://h/x"));
     }
 
+    /// Why a reference with `key` = `value` is refused.
+    fn refusal(key: &str, value: &str) -> String {
+        A2aConfig::from_reference(&r().with_metadata(key, value))
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn missing_env_and_bad_values_are_named() {
-        let e = A2aConfig::from_reference(
-            &r().with_metadata("auth.bearer_env", "SUBAGENT_A2A_TEST_SURELY_UNSET_VAR"),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refusal("auth.bearer_env", "SUBAGENT_A2A_TEST_SURELY_UNSET_VAR");
         assert!(e.contains("SUBAGENT_A2A_TEST_SURELY_UNSET_VAR"), "{e}");
-        let e = A2aConfig::from_reference(&r().with_metadata("timeout_secs", "-1"))
-            .unwrap_err()
-            .to_string();
+        let e = refusal("timeout_secs", "-1");
         assert!(e.contains("timeout_secs"), "{e}");
         // Without a header name the key waits for the card.
         let mut c = A2aConfig::from_reference(&r().with_metadata("api_key", "x")).unwrap();
@@ -509,9 +508,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("api_key_header"), "{e}");
-        let e = A2aConfig::from_reference(&r().with_metadata("binding", "SOAP"))
-            .unwrap_err()
-            .to_string();
+        let e = refusal("binding", "SOAP");
         assert!(e.contains("binding"), "{e}");
     }
 }

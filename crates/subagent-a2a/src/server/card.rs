@@ -333,26 +333,34 @@ pub(crate) fn card_v03(
     card
 }
 
-/// The 1.0 card with the signatures of `signer` (none without one).
-pub(crate) fn signed_v1(
-    signer: Option<&crate::signing::CardSigner>,
-    mut card: v1::AgentCard,
-) -> v1::AgentCard {
-    if let Some(s) = signer {
-        card.signatures.clear();
-        card.signatures = signatures(s, &card);
-    }
-    card
+/// A card shape that carries JWS signatures (the 1.0 and the 0.3 card).
+pub(crate) trait SignableCard: serde::Serialize {
+    /// Replaces the card's signatures.
+    fn set_signatures(&mut self, signatures: Vec<v1::AgentCardSignature>);
 }
 
-/// The 0.3 card with the signatures of `signer` (none without one).
-pub(crate) fn signed_v03(
+impl SignableCard for v1::AgentCard {
+    fn set_signatures(&mut self, signatures: Vec<v1::AgentCardSignature>) {
+        self.signatures = signatures;
+    }
+}
+
+impl SignableCard for v03::AgentCard {
+    fn set_signatures(&mut self, signatures: Vec<v1::AgentCardSignature>) {
+        self.signatures = signatures.into_iter().map(Into::into).collect();
+    }
+}
+
+/// `card` with the signatures of `signer` over its form without signatures (none without a
+/// signer).
+pub(crate) fn signed<C: SignableCard>(
     signer: Option<&crate::signing::CardSigner>,
-    mut card: v03::AgentCard,
-) -> v03::AgentCard {
+    mut card: C,
+) -> C {
     if let Some(s) = signer {
-        card.signatures.clear();
-        card.signatures = signatures(s, &card).into_iter().map(Into::into).collect();
+        card.set_signatures(Vec::new());
+        let signatures = signatures(s, &card);
+        card.set_signatures(signatures);
     }
     card
 }

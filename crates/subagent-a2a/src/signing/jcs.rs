@@ -28,14 +28,7 @@ pub(super) fn write_value(v: &Value, out: &mut String, style: Style) {
         Value::Number(n) => write_number(n, out),
         Value::String(s) => write_string(s, out, style),
         Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(x, out, style);
-            }
-            out.push(']');
+            write_joined(out, ('[', ']'), a, |x, out| write_value(x, out, style));
         }
         Value::Object(o) => {
             let mut keys: Vec<&String> = o.keys().collect();
@@ -43,18 +36,30 @@ pub(super) fn write_value(v: &Value, out: &mut String, style: Style) {
                 Style::Jcs => keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16())),
                 Style::PythonAscii => keys.sort(),
             }
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+            write_joined(out, ('{', '}'), keys, |k, out| {
                 write_string(k, out, style);
                 out.push(':');
                 write_value(&o[k], out, style);
-            }
-            out.push('}');
+            });
         }
     }
+}
+
+/// `items` written by `write` between the brackets `open_close`, separated by commas.
+fn write_joined<T>(
+    out: &mut String,
+    (open, close): (char, char),
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(T, &mut String),
+) {
+    out.push(open);
+    for (i, x) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write(x, out);
+    }
+    out.push(close);
 }
 
 fn write_string(s: &str, out: &mut String, style: Style) {

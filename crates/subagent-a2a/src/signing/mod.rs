@@ -714,6 +714,11 @@ mod tests {
         c
     }
 
+    /// Whether `card` verifies as signed by one of `keys`.
+    fn verifies(card: &Value, keys: &TrustedKeys) -> bool {
+        matches!(verify_card("u", card, keys), Ok(Verified::Signed { .. }))
+    }
+
     #[test]
     fn es256_and_ed25519_roundtrip_and_tamper() {
         for signer in [
@@ -745,24 +750,15 @@ mod tests {
             // Key order and whitespace do not matter; the JWK and PEM forms give the same key.
             let reordered: Value =
                 serde_json::from_str(&serde_json::to_string_pretty(&c).unwrap()).unwrap();
-            assert!(matches!(
-                verify_card("u", &reordered, &keys),
-                Ok(Verified::Signed { .. })
-            ));
+            assert!(verifies(&reordered, &keys));
             let from_jwk = TrustedKeys::new()
                 .with(&signer.public_jwk().to_string(), None)
                 .unwrap();
-            assert!(matches!(
-                verify_card("u", &c, &from_jwk),
-                Ok(Verified::Signed { .. })
-            ));
+            assert!(verifies(&c, &from_jwk));
             let from_pem = TrustedKeys::new()
                 .with(&signer.public_pem(), Some(signer.kid()))
                 .unwrap();
-            assert!(matches!(
-                verify_card("u", &c, &from_pem),
-                Ok(Verified::Signed { .. })
-            ));
+            assert!(verifies(&c, &from_pem));
         }
     }
 
@@ -774,10 +770,7 @@ mod tests {
         let c = signed(&signer, c);
         assert_eq!(c["signatures"].as_array().unwrap().len(), 2);
         let keys = TrustedKeys::new().with_signer(&signer);
-        assert!(matches!(
-            verify_card("u", &c, &keys),
-            Ok(Verified::Signed { .. })
-        ));
+        assert!(verifies(&c, &keys));
     }
 
     #[test]

@@ -244,6 +244,21 @@ impl InMemoryTaskStore {
         }
     }
 
+    /// `read` of the task `task_id` while it lives (`None` when there is none); an expired one
+    /// is removed on the way.
+    fn read_live<T>(&self, task_id: &str, read: impl FnOnce(&Stored) -> T) -> Option<T> {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        match inner.tasks.get(task_id) {
+            Some(s) if self.expired(s, now) => {
+                self.remove(&mut inner, task_id);
+                None
+            }
+            Some(s) => Some(read(s)),
+            None => None,
+        }
+    }
+
     /// The stored version of `task_id` (0 when absent or expired).
     fn version(&self, inner: &Inner, task_id: &str, now: Instant) -> u64 {
         match inner.tasks.get(task_id) {
@@ -282,16 +297,7 @@ impl TaskStore for InMemoryTaskStore {
     }
 
     async fn get_versioned(&self, task_id: &str) -> Result<Option<VersionedTask>, StoreError> {
-        let now = Instant::now();
-        let mut inner = self.lock();
-        match inner.tasks.get(task_id) {
-            Some(s) if self.expired(s, now) => {
-                self.remove(&mut inner, task_id);
-                Ok(None)
-            }
-            Some(s) => Ok(Some(VersionedTask::new(s.task.clone(), s.version))),
-            None => Ok(None),
-        }
+        Ok(self.read_live(task_id, |s| VersionedTask::new(s.task.clone(), s.version)))
     }
 
     fn admit(&self, bytes: usize) -> Result<(), StoreError> {
@@ -307,16 +313,7 @@ impl TaskStore for InMemoryTaskStore {
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<v1::Task>, StoreError> {
-        let now = Instant::now();
-        let mut inner = self.lock();
-        match inner.tasks.get(task_id) {
-            Some(s) if self.expired(s, now) => {
-                self.remove(&mut inner, task_id);
-                Ok(None)
-            }
-            Some(s) => Ok(Some(s.task.clone())),
-            None => Ok(None),
-        }
+        Ok(self.read_live(task_id, |s| s.task.clone()))
     }
 
     async fn list(
@@ -544,57 +541,46 @@ mod tests {
         t
     }
 
+    /// Saves a task of `state` holding `n` bytes of text.
+    async fn save_big(store: &InMemoryTaskStore, id: &str, state: v1::TaskState, n: usize) {
+        store.save(big(id, state, n)).await.unwrap();
+    }
+
+    /// Whether `store` still holds the task `id`.
+    async fn holds(store: &InMemoryTaskStore, id: &str) -> bool {
+        store.get(id).await.unwrap().is_some()
+    }
+
     #[tokio::test]
     async fn bytes_bound_evicts_finished_then_interrupted_never_running() {
         let store = InMemoryTaskStore::new(1000, Duration::from_secs(3600)).with_max_bytes(10_000);
-        store
-            .save(big("run", v1::TaskState::Working, 3000))
-            .await
-            .unwrap();
-        store
-            .save(big("ask", v1::TaskState::InputRequired, 3000))
-            .await
-            .unwrap();
+        save_big(&store, "run", v1::TaskState::Working, 3000).await;
+        save_big(&store, "ask", v1::TaskState::InputRequired, 3000).await;
         for i in 0..10 {
-            store
-                .save(big(&format!("done{i}"), v1::TaskState::Completed, 1000))
-                .await
-                .unwrap();
+            save_big(&store, &format!("done{i}"), v1::TaskState::Completed, 1000).await;
         }
         assert!(store.bytes() <= 10_000, "{}", store.bytes());
-        assert!(store.get("run").await.unwrap().is_some());
-        assert!(store.get("ask").await.unwrap().is_some());
-        assert!(store.get("done0").await.unwrap().is_none());
-        assert!(store.get("done9").await.unwrap().is_some());
+        assert!(holds(&store, "run").await);
+        assert!(holds(&store, "ask").await);
+        assert!(!holds(&store, "done0").await);
+        assert!(holds(&store, "done9").await);
         // Finished tasks go before interrupted ones, even the newest finished one.
-        store
-            .save(big("huge", v1::TaskState::Completed, 6000))
-            .await
-            .unwrap();
+        save_big(&store, "huge", v1::TaskState::Completed, 6000).await;
         assert!(store.bytes() <= 10_000, "{}", store.bytes());
-        assert!(store.get("huge").await.unwrap().is_none());
-        assert!(store.get("ask").await.unwrap().is_some());
+        assert!(!holds(&store, "huge").await);
+        assert!(holds(&store, "ask").await);
         // With no finished task left, interrupted ones go (oldest first); running ones stay.
-        store
-            .save(big("ask2", v1::TaskState::AuthRequired, 6000))
-            .await
-            .unwrap();
+        save_big(&store, "ask2", v1::TaskState::AuthRequired, 6000).await;
         assert!(store.bytes() <= 10_000, "{}", store.bytes());
-        assert!(store.get("run").await.unwrap().is_some());
-        assert!(store.get("ask").await.unwrap().is_none());
+        assert!(holds(&store, "run").await);
+        assert!(!holds(&store, "ask").await);
         // Admission: running tasks hold ~3 KB of 10 KB.
         assert!(store.admit(5000).is_ok());
-        store
-            .save(big("run2", v1::TaskState::Working, 6000))
-            .await
-            .unwrap();
+        save_big(&store, "run2", v1::TaskState::Working, 6000).await;
         let e = store.admit(2000).unwrap_err().to_string();
         assert!(e.contains("10000-byte budget"), "{e}");
         // Replacing a task keeps the counts right; finishing frees admission room.
-        store
-            .save(big("run2", v1::TaskState::Completed, 6000))
-            .await
-            .unwrap();
+        save_big(&store, "run2", v1::TaskState::Completed, 6000).await;
         assert!(store.admit(2000).is_ok());
         let sum: usize = store
             .list(&TaskFilter::default(), 0, usize::MAX)

@@ -405,20 +405,9 @@ mod tests {
             "a", "zz", "é", "😀", "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\u0041", "\\u00E9",
             "\\ud83d", "\\ude00", "\\uDBFF", "\\uDFFF", "\\u", "12", "\\q", "\\",
         ];
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::types::XorShift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..3000 {
-            let n = (next() % 8) as usize;
-            let mut s = String::from("\"");
-            for _ in 0..n {
-                s.push_str(pieces[(next() % pieces.len() as u64) as usize]);
-            }
-            s.push('"');
+            let s = format!("\"{}\"", rng.concat(&pieces, 8));
             check(&s, false);
         }
     }

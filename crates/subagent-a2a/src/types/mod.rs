@@ -239,6 +239,29 @@ pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 /// The older well-known path of the agent card (0.2 / early 0.3 peers).
 pub const LEGACY_AGENT_CARD_PATH: &str = "/.well-known/agent.json";
 
+/// A xorshift generator for the tests' random cases (a fixed seed: the same cases every run).
+#[cfg(test)]
+struct XorShift(u64);
+
+#[cfg(test)]
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        let x = &mut self.0;
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    /// Fewer than `max` of `pieces`, each picked at random, one after another.
+    fn concat(&mut self, pieces: &[&str], max: u64) -> String {
+        let n = self.next() % max;
+        (0..n)
+            .map(|_| pieces[(self.next() % pieces.len() as u64) as usize])
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

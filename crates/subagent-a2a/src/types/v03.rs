@@ -592,20 +592,10 @@ mod part_serde {
                 "12",
                 "\\q",
             ];
-            let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-            let mut next = || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
+            let mut rng = crate::types::XorShift(0x2545_F491_4F6C_DD1D);
             for _ in 0..2000 {
-                let n = (next() % 10) as usize;
-                let mut text = String::new();
-                for _ in 0..n {
-                    text.push_str(pieces[(next() % pieces.len() as u64) as usize]);
-                }
-                let json = match next() % 3 {
+                let text = rng.concat(&pieces, 10);
+                let json = match rng.next() % 3 {
                     0 => format!(r#"{{"kind": "text", "text": "{text}"}}"#),
                     1 => format!(r#"{{"text": "{text}", "metadata": {{"a": 1}}, "kind": "text"}}"#),
                     _ => {

@@ -213,6 +213,23 @@ async fn exec(
         .await
 }
 
+/// Runs a peer reporting a `-1` usage value (see [`absurd_report_peer`]) within a budget of
+/// `tokens`, with `unreported` as the estimate for a remote that reports no usable figure.
+async fn absurd_peer_within(
+    tokens: u64,
+    unreported: u64,
+) -> (
+    subagent_core::Budget,
+    subagent_spi::CancellationToken,
+    subagent_spi::TaskOutcome,
+) {
+    let def = absurd_report_peer(json!(-1)).await;
+    let limits = subagent_spi::BudgetLimits::new()
+        .with_tokens(tokens)
+        .with_remote_unreported_tokens(unreported);
+    exec_within(def, limits).await
+}
+
 /// Runs `go` on `def` within a budget of `limits`: the budget, the token its trip cancels, and
 /// the outcome.
 async fn exec_within(
@@ -782,14 +799,7 @@ async fn an_absurd_usage_report_counts_its_well_formed_values_and_at_least_the_e
     }
 
     // The caller's budget trips on the estimate.
-    let def = absurd_report_peer(json!(-1)).await;
-    let (budget, cancel, out) = exec_within(
-        def,
-        subagent_spi::BudgetLimits::new()
-            .with_tokens(900)
-            .with_remote_unreported_tokens(1_000),
-    )
-    .await;
+    let (budget, cancel, out) = absurd_peer_within(900, 1_000).await;
     assert_eq!(budget.tokens_used(), 1_000);
     assert_eq!(out.status, TaskStatus::LimitReached);
     assert_eq!(
@@ -799,14 +809,7 @@ async fn an_absurd_usage_report_counts_its_well_formed_values_and_at_least_the_e
     assert!(cancel.is_cancelled());
 
     // Well-formed values above the estimate count as they are: 5 + 100 + 20 = 125 > 100.
-    let def = absurd_report_peer(json!(-1)).await;
-    let (budget, _, out) = exec_within(
-        def,
-        subagent_spi::BudgetLimits::new()
-            .with_tokens(1_000)
-            .with_remote_unreported_tokens(100),
-    )
-    .await;
+    let (budget, _, out) = absurd_peer_within(1_000, 100).await;
     assert_eq!(budget.tokens_used(), 125);
     assert_eq!(out.status, TaskStatus::Completed);
     assert!(out.usage.estimated);

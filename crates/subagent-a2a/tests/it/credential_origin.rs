@@ -78,22 +78,25 @@ async fn bind(ip: &str) -> (tokio::net::TcpListener, String) {
     (l, base)
 }
 
+/// The card naming `rpc_url` at the well-known path; records what it saw.
+fn card_route(rpc_url: &str, seen: Seen) -> Router {
+    let c = card(rpc_url);
+    Router::new().route(
+        "/.well-known/agent-card.json",
+        get(move |h: HeaderMap| {
+            let (seen, c) = (seen.clone(), c.clone());
+            async move {
+                seen.record("card", &h);
+                axum::Json(c).into_response()
+            }
+        }),
+    )
+}
+
 /// The card server on 127.0.0.1 (its base URL), naming `rpc_url`; records what it saw.
 async fn card_server(rpc_url: String, seen: Seen) -> String {
     let (l, base) = bind("127.0.0.1").await;
-    let c = card(&rpc_url);
-    let router = Router::new()
-        .route(
-            "/.well-known/agent-card.json",
-            get(move |h: HeaderMap| {
-                let (seen, c) = (seen.clone(), c.clone());
-                async move {
-                    seen.record("card", &h);
-                    axum::Json(c).into_response()
-                }
-            }),
-        )
-        .merge(rpc_routes(Seen::default()));
+    let router = card_route(&rpc_url, seen).merge(rpc_routes(Seen::default()));
     serve(l, router);
     base
 }
@@ -128,11 +131,18 @@ async fn call(reference: SubagentReference) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
+/// A server at `ip` (what it hears: the returned `Seen`) and a card server whose card names
+/// that server's `/rpc` as its interface: (what the other heard, its URL, the card's URL).
+async fn card_naming_server_at(ip: &str) -> (Seen, String, String) {
+    let other = Seen::default();
+    let b = other_server(ip, other.clone()).await;
+    let a = card_server(format!("{b}/rpc"), Seen::default()).await;
+    (other, b, a)
+}
+
 #[tokio::test]
 async fn a_card_naming_another_port_gets_no_credentials() {
-    let other = Seen::default();
-    let b = other_server("127.0.0.1", other.clone()).await;
-    let a = card_server(format!("{b}/rpc"), Seen::default()).await;
+    let (other, b, a) = card_naming_server_at("127.0.0.1").await;
     let err = call(with_credentials(&a)).await.unwrap_err();
     assert!(
         err.contains(&format!("{b}/rpc")),
@@ -158,10 +168,8 @@ async fn a_card_naming_another_port_gets_no_credentials() {
 
 #[tokio::test]
 async fn a_card_naming_another_host_gets_no_credentials() {
-    let other = Seen::default();
     // 127.0.0.2 is loopback as well: the same machine under another host name.
-    let b = other_server("127.0.0.2", other.clone()).await;
-    let a = card_server(format!("{b}/rpc"), Seen::default()).await;
+    let (other, b, a) = card_naming_server_at("127.0.0.2").await;
     let err = call(with_credentials(&a)).await.unwrap_err();
     assert!(
         err.contains(&format!("{b}/rpc")) && err.contains(&a),
@@ -193,21 +201,7 @@ async fn a_card_naming_another_host_gets_no_credentials() {
 async fn a_redirect_to_another_origin_is_not_followed_with_credentials() {
     let other = Seen::default();
     let (lb, b) = bind("127.0.0.1").await;
-    let c = card(&format!("{b}/rpc"));
-    let seen_b = other.clone();
-    serve(
-        lb,
-        Router::new().route(
-            "/.well-known/agent-card.json",
-            get(move |h: HeaderMap| {
-                let (seen, c) = (seen_b.clone(), c.clone());
-                async move {
-                    seen.record("card", &h);
-                    axum::Json(c).into_response()
-                }
-            }),
-        ),
-    );
+    serve(lb, card_route(&format!("{b}/rpc"), other.clone()));
     let (la, a) = bind("127.0.0.1").await;
     let target = format!("{b}/.well-known/agent-card.json");
     serve(

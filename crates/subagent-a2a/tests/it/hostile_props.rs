@@ -86,25 +86,48 @@ fn is_json(bytes: &[u8]) -> bool {
     serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
+/// Keys that A2A objects use.
+const KEYS: &[&str] = &[
+    "jsonrpc",
+    "id",
+    "method",
+    "params",
+    "message",
+    "messageId",
+    "role",
+    "parts",
+    "text",
+    "raw",
+    "url",
+    "data",
+    "kind",
+    "file",
+    "bytes",
+];
+
+/// Values that A2A methods and objects use.
+const WORDS: &[&str] = &[
+    "2.0",
+    "SendMessage",
+    "GetTask",
+    "message/send",
+    "ROLE_USER",
+    "user",
+    "QUJD",
+    "!!!",
+];
+
+/// One of `words`, each as likely as the others.
+fn words(words: &'static [&'static str]) -> impl Strategy<Value = String> {
+    prop::sample::select(words).prop_map(str::to_string)
+}
+
 /// Any JSON value, nested a few levels, with keys that A2A objects use.
 fn any_json() -> impl Strategy<Value = Value> {
+    // Weighted so that each word is as likely as the random key.
     let key = prop_oneof![
-        Just("jsonrpc".to_string()),
-        Just("id".to_string()),
-        Just("method".to_string()),
-        Just("params".to_string()),
-        Just("message".to_string()),
-        Just("messageId".to_string()),
-        Just("role".to_string()),
-        Just("parts".to_string()),
-        Just("text".to_string()),
-        Just("raw".to_string()),
-        Just("url".to_string()),
-        Just("data".to_string()),
-        Just("kind".to_string()),
-        Just("file".to_string()),
-        Just("bytes".to_string()),
-        "[a-zA-Z_]{0,8}",
+        KEYS.len() as u32 => words(KEYS),
+        1 => "[a-zA-Z_]{0,8}",
     ];
     let leaf = prop_oneof![
         Just(Value::Null),
@@ -113,15 +136,8 @@ fn any_json() -> impl Strategy<Value = Value> {
         any::<f64>()
             .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
         prop_oneof![
-            Just("2.0".to_string()),
-            Just("SendMessage".to_string()),
-            Just("GetTask".to_string()),
-            Just("message/send".to_string()),
-            Just("ROLE_USER".to_string()),
-            Just("user".to_string()),
-            Just("QUJD".to_string()),
-            Just("!!!".to_string()),
-            ".{0,12}",
+            WORDS.len() as u32 => words(WORDS),
+            1 => ".{0,12}",
         ]
         .prop_map(Value::String),
     ];

@@ -22,6 +22,16 @@ async fn serve(builder: A2aServerBuilder) -> Srv {
     common::serve(builder.mount(common::agent_at("/a", "a", Default::default()))).await
 }
 
+/// Serves the test agent with at most `max` streams open, `per_client` of them per client.
+async fn serve_streams(max: usize, per_client: usize) -> Srv {
+    serve(
+        A2aServer::builder()
+            .max_streams(max)
+            .max_streams_per_client(per_client),
+    )
+    .await
+}
+
 /// One HTTP answer read off a raw socket.
 #[derive(Debug)]
 struct Answer {
@@ -466,12 +476,7 @@ async fn the_connection_cap_holds_when_every_connection_is_busy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_client_cannot_take_every_stream_slot() {
-    let srv = serve(
-        A2aServer::builder()
-            .max_streams(8)
-            .max_streams_per_client(2),
-    )
-    .await;
+    let srv = serve_streams(8, 2).await;
     let open = || {
         let url = srv.url("/a/message:stream");
         async move {
@@ -534,12 +539,7 @@ async fn one_client_cannot_take_every_stream_slot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_global_stream_cap_answers_503_with_retry_after() {
-    let srv = serve(
-        A2aServer::builder()
-            .max_streams(1)
-            .max_streams_per_client(0),
-    )
-    .await;
+    let srv = serve_streams(1, 0).await;
     let first = send(
         reqwest::Client::new()
             .post(srv.url("/a/message:stream"))

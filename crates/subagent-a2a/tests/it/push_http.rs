@@ -285,6 +285,14 @@ async fn inline_config_over_http_json_and_03_task_payloads() {
     drop(srv);
 }
 
+/// Each of `urls` is refused as a webhook of `task_id` (invalid params).
+async fn assert_webhooks_refused(base: &str, task_id: &str, urls: &[&str]) {
+    for url in urls {
+        let r = create_config(base, task_id, url).await;
+        assert_eq!(r["error"]["code"], -32602, "{url}: {r}");
+    }
+}
+
 #[tokio::test]
 async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
     // Push off (the default): the card says so and the methods refuse.
@@ -295,17 +303,19 @@ async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
 
     let (base, srv) = serve(A2aServer::builder().push_notifications(true)).await;
     let task_id = waiting_task(&base).await;
-    for url in [
-        "http://127.0.0.1:9/hook",
-        "http://localhost/hook",
-        "http://[::1]/hook",
-        "http://10.0.0.1/hook",
-        "http://169.254.169.254/latest/meta-data",
-        "ftp://example.com/hook",
-    ] {
-        let r = create_config(&base, &task_id, url).await;
-        assert_eq!(r["error"]["code"], -32602, "{url}: {r}");
-    }
+    assert_webhooks_refused(
+        &base,
+        &task_id,
+        &[
+            "http://127.0.0.1:9/hook",
+            "http://localhost/hook",
+            "http://[::1]/hook",
+            "http://10.0.0.1/hook",
+            "http://169.254.169.254/latest/meta-data",
+            "ftp://example.com/hook",
+        ],
+    )
+    .await;
     let ok = create_config(&base, &task_id, "https://example.com/hook").await;
     assert!(ok.get("result").is_some(), "{ok}");
     let missing = create_config(&base, "no-such-task", "https://example.com/hook").await;
@@ -502,28 +512,30 @@ async fn push_configs_are_capped_per_task_and_counted_in_the_task_budget() {
 async fn webhooks_at_embedded_and_special_addresses_are_refused() {
     let (base, srv) = serve(A2aServer::builder().push_notifications(true)).await;
     let task_id = waiting_task(&base).await;
-    for url in [
-        // IPv4-compatible ::127.0.0.1
-        "http://[::7f00:1]/",
-        // NAT64 of 127.0.0.1, and of 10.0.0.1
-        "http://[64:ff9b::7f00:1]/",
-        "http://[64:ff9b::a00:1]/",
-        // 6to4 of 127.0.0.1, and of 192.168.0.1
-        "http://[2002:7f00:1::]/",
-        "http://[2002:c0a8:1::]/",
-        // benchmarking 198.18.0.0/15
-        "http://198.18.0.1/",
-        "http://198.19.255.1/",
-        // localhost with the trailing dot, and its subdomains
-        "http://localhost./",
-        "http://LOCALHOST./hook",
-        "http://api.localhost/",
-        // 127.0.0.1 spelled in hex
-        "http://0x7f.1/",
-    ] {
-        let r = create_config(&base, &task_id, url).await;
-        assert_eq!(r["error"]["code"], -32602, "{url}: {r}");
-    }
+    assert_webhooks_refused(
+        &base,
+        &task_id,
+        &[
+            // IPv4-compatible ::127.0.0.1
+            "http://[::7f00:1]/",
+            // NAT64 of 127.0.0.1, and of 10.0.0.1
+            "http://[64:ff9b::7f00:1]/",
+            "http://[64:ff9b::a00:1]/",
+            // 6to4 of 127.0.0.1, and of 192.168.0.1
+            "http://[2002:7f00:1::]/",
+            "http://[2002:c0a8:1::]/",
+            // benchmarking 198.18.0.0/15
+            "http://198.18.0.1/",
+            "http://198.19.255.1/",
+            // localhost with the trailing dot, and its subdomains
+            "http://localhost./",
+            "http://LOCALHOST./hook",
+            "http://api.localhost/",
+            // 127.0.0.1 spelled in hex
+            "http://0x7f.1/",
+        ],
+    )
+    .await;
     // Public addresses in the same forms are fine.
     for url in [
         "http://[64:ff9b::808:808]/",

@@ -29,6 +29,14 @@ async fn serve_echo() -> common::Srv {
         .await
 }
 
+/// An inbox with `text` waiting in it from `main`, and a task context reading it.
+fn inbox_holding(text: &str) -> (Inbox, TaskContext) {
+    let inbox = Inbox::default();
+    inbox.send(InboxMessage::new("main", text)).expect("queued");
+    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
+    (inbox, ctx)
+}
+
 #[tokio::test]
 async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() {
     let s = serve_echo().await;
@@ -51,11 +59,7 @@ async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() 
     assert_eq!(out.status, TaskStatus::NeedsInput, "{}", out.text);
 
     // With one waiting, it is the follow-up on the same task, which then completes with it.
-    let inbox = Inbox::default();
-    inbox
-        .send(InboxMessage::new("main", "use version two"))
-        .expect("queued");
-    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
+    let (inbox, ctx) = inbox_holding("use version two");
     let out = exec
         .execute(TaskCall::new("echo", "d", "ask"), def.clone(), ctx)
         .await
@@ -65,11 +69,7 @@ async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() 
     assert_eq!(inbox.read(), 1);
 
     // A task that never asks for input leaves the message unread (the host reports it).
-    let inbox = Inbox::default();
-    inbox
-        .send(InboxMessage::new("main", "too late"))
-        .expect("queued");
-    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
+    let (inbox, ctx) = inbox_holding("too late");
     let out = exec
         .execute(TaskCall::new("echo", "d", "plain work"), def, ctx)
         .await

@@ -70,9 +70,15 @@ async def run_command(updater, part, working, ask: dict, verb: str, rest: str, t
         await updater.complete(say(f'unknown command: {text}'))
 
 
-async def cancel(updater_class, context, event_queue) -> None:
-    """Records the cancel (logged to stderr as `CANCELLED <task id>`) and cancels the task."""
-    task_id = context.task_id or ''
-    CANCELLED.add(task_id)
-    print(f'CANCELLED {task_id}', file=sys.stderr, flush=True)
-    await updater_class(event_queue, task_id, context.context_id or '').cancel()
+class RecordsCancels:
+    """The agents' cancel, as a base class before the SDK's AgentExecutor: records the cancel
+    (logged to stderr as `CANCELLED <task id>`) and cancels the task with `updater_class` (the
+    SDK's TaskUpdater)."""
+
+    updater_class = None
+
+    async def cancel(self, context, event_queue) -> None:
+        task_id = context.task_id or ''
+        CANCELLED.add(task_id)
+        print(f'CANCELLED {task_id}', file=sys.stderr, flush=True)
+        await self.updater_class(event_queue, task_id, context.context_id or '').cancel()

@@ -37,30 +37,17 @@ from a2a.helpers.proto_helpers import get_message_text, new_data_part
 from a2a.server.agent_execution.agent_executor import AgentExecutor
 from a2a.server.agent_execution.context import RequestContext
 from a2a.server.events.event_queue import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks.inmemory_task_store import InMemoryTaskStore
 from a2a.server.tasks.task_updater import TaskUpdater
-from a2a.types import (
-    AgentCapabilities,
-    AgentCard,
-    AgentInterface,
-    AgentSkill,
-    Part,
-    Task,
-    TaskState,
-    TaskStatus,
-)
+from a2a.types import AgentInterface, AgentSkill, TaskState
+
+from agent_v1 import card_and_handler, open_task, part
 
 GATE_DIR = ''
 # typed: the mode each context started with, and how many messages it has had.
 TYPED: dict[str, list] = {}
 VALID = {'answer': 42, 'source': 'py'}
 INVALID = {'answer': 'forty-two', 'source': 'py'}
-
-
-def part(text: str) -> Part:
-    return Part(text=text)
 
 
 def log_received(context: RequestContext) -> None:
@@ -94,22 +81,12 @@ class DelegationAgent(AgentExecutor):
         verb, _, rest = text.partition(' ')
         task_id = context.task_id or ''
         context_id = context.context_id or ''
-        current = context.current_task
         updater = TaskUpdater(event_queue, task_id, context_id)
 
         def say(s: str):
             return updater.new_agent_message([part(s)])
 
-        if current is None:
-            await event_queue.enqueue_event(
-                Task(
-                    id=task_id,
-                    context_id=context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                    history=[context.message],
-                )
-            )
-        elif current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        if await open_task(context, event_queue):
             await updater.start_work()
             await updater.add_artifact([part(f'following: {text}')], name='answer')
             await updater.complete()
@@ -169,27 +146,24 @@ def main() -> None:
     port = int(sys.argv[1])
     GATE_DIR = sys.argv[sys.argv.index('--gate-dir') + 1]
     base = f'http://127.0.0.1:{port}'
-    card = AgentCard(
-        name='py-delegate',
-        description='Delegation test agent on the official A2A 1.x Python SDK.',
-        version='1.0.0',
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
-        default_input_modes=['text/plain'],
-        default_output_modes=['text/plain', 'application/json'],
-        skills=[
-            AgentSkill(
-                id='delegate',
-                name='Delegate',
-                description='Asks, works, answers typed and streams.',
-                tags=['test'],
-            )
-        ],
-        supported_interfaces=[
-            AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=f'{base}/'),
-        ],
-    )
-    handler = DefaultRequestHandler(
-        agent_executor=DelegationAgent(), task_store=InMemoryTaskStore(), agent_card=card
+    card, handler = card_and_handler(
+        DelegationAgent(),
+        dict(
+            name='py-delegate',
+            description='Delegation test agent on the official A2A 1.x Python SDK.',
+            skills=[
+                AgentSkill(
+                    id='delegate',
+                    name='Delegate',
+                    description='Asks, works, answers typed and streams.',
+                    tags=['test'],
+                )
+            ],
+            supported_interfaces=[
+                AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=f'{base}/'),
+            ],
+        ),
+        output_modes=('text/plain', 'application/json'),
     )
     routes = []
     routes += create_agent_card_routes(agent_card=card)

@@ -33,14 +33,16 @@ from a2a.types import (
 )
 from a2a.utils import new_agent_text_message, new_task
 
-from agent_common import SKILL, answer_question, cancel, direct_answer, run_command
+from agent_common import SKILL, RecordsCancels, answer_question, direct_answer, run_command
 
 
 def part(text: str) -> Part:
     return Part(root=TextPart(text=text))
 
 
-class TestAgent(AgentExecutor):
+class TestAgent(RecordsCancels, AgentExecutor):
+    updater_class = TaskUpdater
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input().strip()
         verb, _, rest = text.partition(' ')
@@ -64,9 +66,6 @@ class TestAgent(AgentExecutor):
                 return
 
         await run_command(updater, part, TaskState.working, {'final': True}, verb, rest, text)
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        await cancel(TaskUpdater, context, event_queue)
 
 
 def main() -> None:

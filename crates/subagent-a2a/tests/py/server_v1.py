@@ -33,35 +33,26 @@ from a2a.helpers.proto_helpers import get_message_text, new_text_message
 from a2a.server.agent_execution.agent_executor import AgentExecutor
 from a2a.server.agent_execution.context import RequestContext
 from a2a.server.events.event_queue import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
     create_agent_card_routes,
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from a2a.server.tasks.inmemory_task_store import InMemoryTaskStore
 from a2a.server.tasks.task_updater import TaskUpdater
-from a2a.types import (
-    AgentCapabilities,
-    AgentCard,
-    AgentInterface,
-    AgentSkill,
-    Part,
-    Task,
-    TaskState,
-    TaskStatus,
-)
+from a2a.types import AgentInterface, AgentSkill, TaskState
 
-from agent_common import SKILL, answer_question, cancel, direct_answer, run_command
+from agent_common import SKILL, RecordsCancels, answer_question, direct_answer, run_command
+from agent_v1 import card_and_handler, open_task, part
 
 
-class TestAgent(AgentExecutor):
+class TestAgent(RecordsCancels, AgentExecutor):
+    updater_class = TaskUpdater
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input().strip()
         verb, _, rest = text.partition(' ')
         task_id = context.task_id or ''
         context_id = context.context_id or ''
-        current = context.current_task
 
         answer = direct_answer(verb, rest)
         if answer is not None:
@@ -69,27 +60,11 @@ class TestAgent(AgentExecutor):
             return
 
         updater = TaskUpdater(event_queue, task_id, context_id)
-        if current is None:
-            await event_queue.enqueue_event(
-                Task(
-                    id=task_id,
-                    context_id=context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                    history=[context.message],
-                )
-            )
-        elif current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        if await open_task(context, event_queue):
             await answer_question(updater, part, text)
             return
 
         await run_command(updater, part, TaskState.TASK_STATE_WORKING, {}, verb, rest, text)
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        await cancel(TaskUpdater, context, event_queue)
-
-
-def part(text: str) -> Part:
-    return Part(text=text)
 
 
 def main() -> None:
@@ -114,18 +89,15 @@ def main() -> None:
         interfaces.append(
             AgentInterface(protocol_binding='JSONRPC', protocol_version='0.3', url=f'{base}/')
         )
-    card = AgentCard(
-        name='py-v1-agent',
-        description='Test agent on the official A2A 1.x Python SDK.',
-        version='1.0.0',
-        capabilities=AgentCapabilities(streaming=streaming, push_notifications=False),
-        default_input_modes=['text/plain'],
-        default_output_modes=['text/plain'],
-        skills=[AgentSkill(**SKILL)],
-        supported_interfaces=interfaces,
-    )
-    handler = DefaultRequestHandler(
-        agent_executor=TestAgent(), task_store=InMemoryTaskStore(), agent_card=card
+    card, handler = card_and_handler(
+        TestAgent(),
+        dict(
+            name='py-v1-agent',
+            description='Test agent on the official A2A 1.x Python SDK.',
+            skills=[AgentSkill(**SKILL)],
+            supported_interfaces=interfaces,
+        ),
+        streaming=streaming,
     )
     routes = []
     routes += create_agent_card_routes(agent_card=card)

@@ -21,7 +21,7 @@ use std::task::{Poll, Waker};
 use subagent_spi::{CancellationToken, async_trait};
 use tokio::sync::mpsc;
 
-use super::{ApiError, Driver, Engine, Fence, NewRun, Run, SendParams, trim_history};
+use super::{ApiError, Driver, Engine, Fence, NewRun, Run, SendParams, settled_reply};
 use crate::server::handler::{
     Emission, HandlerError, HandlerRequest, ReplyNow, RunSink, SinkError, TaskEventSink,
 };
@@ -403,16 +403,8 @@ pub(crate) async fn answer(
             }
         },
     };
-    match run.take_or_clone_task().await {
-        Some(mut t) => {
-            trim_history(&mut t, history_length);
-            Ok(v1::SendMessageResponse::Task(t))
-        }
-        None => Err(run
-            .error()
-            .await
-            .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
-    }
+    let task = run.take_or_clone_task().await;
+    settled_reply(&run, task, history_length).await
 }
 
 #[cfg(test)]

@@ -294,6 +294,40 @@ pub(crate) fn trim_history(task: &mut v1::Task, history_length: Option<i32>) {
     }
 }
 
+/// A blocking send's answer once its run has settled: `task` (the run's, read by the caller)
+/// with `history_length` messages of history, else the error the handler answered with.
+pub(crate) async fn settled_reply(
+    run: &Run,
+    task: Option<v1::Task>,
+    history_length: Option<i32>,
+) -> Result<v1::SendMessageResponse, ApiError> {
+    match task {
+        Some(mut t) => {
+            trim_history(&mut t, history_length);
+            Ok(v1::SendMessageResponse::Task(t))
+        }
+        None => Err(run
+            .error()
+            .await
+            .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
+    }
+}
+
+/// Refuses a call on the task `task_id` when it is in a terminal state; `consequence` ends the
+/// message (what the state rules out).
+fn refuse_terminal(task_id: &str, task: &v1::Task, consequence: &str) -> Result<(), ApiError> {
+    if task.status.state.is_terminal() {
+        return Err(ApiError::new(
+            codes::UNSUPPORTED_OPERATION,
+            format!(
+                "task `{task_id}` is in terminal state {}{consequence}",
+                task.status.state
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn lock_runs(
     m: &Mutex<HashMap<String, Arc<Run>>>,
 ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
@@ -538,15 +572,7 @@ impl Engine {
             .load_versioned(&tid)
             .await?
             .ok_or_else(|| ApiError::not_found(&tid))?;
-        if task.status.state.is_terminal() {
-            return Err(ApiError::new(
-                codes::UNSUPPORTED_OPERATION,
-                format!(
-                    "task `{tid}` is in terminal state {} and accepts no more messages",
-                    task.status.state
-                ),
-            ));
-        }
+        refuse_terminal(&tid, &task, " and accepts no more messages")?;
         if !task.status.state.is_interrupted() {
             // Submitted or working, not here: another process sharing the store runs it.
             return Err(ApiError::new(
@@ -959,15 +985,7 @@ impl Engine {
                 .await?
                 .ok_or_else(|| ApiError::not_found(task_id))?,
         };
-        if task.status.state.is_terminal() {
-            return Err(ApiError::new(
-                codes::UNSUPPORTED_OPERATION,
-                format!(
-                    "task `{task_id}` is in terminal state {}; there is nothing to subscribe to",
-                    task.status.state
-                ),
-            ));
-        }
+        refuse_terminal(task_id, &task, "; there is nothing to subscribe to")?;
         if self.replicas.is_some() {
             return Ok(self.subscribe_remote(task).await);
         }

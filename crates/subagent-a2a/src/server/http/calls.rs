@@ -10,7 +10,9 @@ use axum::response::Response;
 use super::reply::{Wire, event_reply};
 use super::sse::{acquire_stream, sse};
 use super::{Hosted, Shared};
-use crate::server::engine::{ApiError, Event, SendParams, Sent, Started, trim_history};
+use crate::server::engine::{
+    ApiError, Event, SendParams, Sent, Started, settled_reply, trim_history,
+};
 use crate::server::store::PushConfigStore;
 use crate::types::jsonrpc::codes;
 use crate::types::v1;
@@ -225,16 +227,8 @@ pub(super) async fn await_reply(
     // leaving it undriven here would wait forever (concurrent readers of the run, such as
     // refused continuations or `GetTask`, make that queue).
     driver.spawn();
-    match run.task().await {
-        Some(mut t) => {
-            trim_history(&mut t, history_length);
-            Ok(v1::SendMessageResponse::Task(t))
-        }
-        None => Err(run
-            .error()
-            .await
-            .unwrap_or_else(|| ApiError::internal("the agent ended without answering"))),
-    }
+    let task = run.task().await;
+    settled_reply(&run, task, history_length).await
 }
 
 pub(super) async fn subscribe(
@@ -381,7 +375,7 @@ pub(super) fn extended_card(
     // The same interfaces as the public card, gRPC included.
     #[cfg(feature = "grpc-server")]
     super::cards::add_interface(&mut card, &shared.cfg, agent);
-    Ok(crate::server::card::signed_v1(
+    Ok(crate::server::card::signed(
         shared.cfg.card_signer.as_ref(),
         card,
     ))
@@ -396,7 +390,7 @@ pub(super) fn extended_card_v03(
 ) -> Result<crate::types::v03::AgentCard, ApiError> {
     let mut c: crate::types::v03::AgentCard = extended_card(shared, agent, headers)?.into();
     c.supports_authenticated_extended_card = Some(true);
-    Ok(crate::server::card::signed_v03(
+    Ok(crate::server::card::signed(
         shared.cfg.card_signer.as_ref(),
         c,
     ))

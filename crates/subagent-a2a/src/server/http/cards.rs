@@ -13,7 +13,7 @@ use super::reply::{json_bytes, respond};
 use super::request::requested_version;
 use super::{AgentCtx, Hosted, Shared};
 use crate::server::ServerConfig;
-use crate::server::card::{card_v1, card_v03, signatures, signed_v1, signed_v03};
+use crate::server::card::{card_v1, card_v03, signatures, signed};
 use crate::types::{ProtocolVersion, v1, v03};
 
 /// `GET {agent}/.well-known/agent-card.json`.
@@ -116,7 +116,7 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
     let ext = agent.offers_extended_card();
     let signer = shared.cfg.card_signer.as_ref();
     let body = match shape {
-        CardShape::V03 => json_bytes(&signed_v03(
+        CardShape::V03 => json_bytes(&signed(
             signer,
             card_v03(&agent.info, auth, &url, push, ext),
         )),
@@ -141,7 +141,7 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
             let mut c = card_v1(&agent.info, auth, &url, push, ext);
             #[cfg(feature = "grpc-server")]
             add_interface(&mut c, &shared.cfg, agent);
-            json_bytes(&signed_v1(signer, c))
+            json_bytes(&signed(signer, c))
         }
     };
     let etag = {

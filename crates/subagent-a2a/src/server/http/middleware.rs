@@ -182,17 +182,10 @@ mod tests {
             .expect("server")
             .router();
         let peer: SocketAddr = "192.0.2.7:4000".parse().expect("addr");
-        let first = router
-            .clone()
-            .oneshot(stream_request(peer))
-            .await
-            .expect("infallible");
+        let open = || router.clone().oneshot(stream_request(peer));
+        let first = open().await.expect("infallible");
         assert_eq!(first.status(), 200);
-        let second = router
-            .clone()
-            .oneshot(stream_request(peer))
-            .await
-            .expect("infallible");
+        let second = open().await.expect("infallible");
         assert_eq!(second.status(), 503);
         let body = axum::body::to_bytes(second.into_body(), 1 << 16)
             .await

@@ -244,7 +244,7 @@ pub(super) async fn card(State(ctx): State<AgentCtx>, req: Request) -> Response 
         }
     } else {
         let url = super::agent_url(&ctx.shared.cfg, agent, &parts.headers);
-        crate::server::card::signed_v03(
+        crate::server::card::signed(
             ctx.shared.cfg.card_signer.as_ref(),
             crate::server::card::card_v03(
                 &agent.info,
