@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use subagent_a2a::server::{
     A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
-    ServerAuth, TaskEventSink,
+    ServerAuth, SinkError, TaskEventSink,
 };
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::v1::{self, Artifact, Part, PartContent, TaskState};
@@ -60,6 +60,12 @@ fn artifact(id: &str, part: Part) -> Artifact {
         metadata: None,
         extensions: Vec::new(),
     }
+}
+
+/// Sends `part` as the whole artifact `id`, then completes the task.
+async fn complete_with(ev: &TaskEventSink, id: &str, part: Part) -> Result<(), SinkError> {
+    ev.artifact(artifact(id, part), false, true).await?;
+    ev.complete(None).await
 }
 
 fn file_part(content: PartContent) -> Part {
@@ -102,37 +108,23 @@ impl A2aHandler for TckAgent {
             } else if k.starts_with("tck-reject-task") {
                 ev.reject("rejected").await?;
             } else if k.starts_with("tck-artifact-text") {
-                ev.artifact(
-                    artifact("text-artifact", Part::text("Generated text content")),
-                    false,
-                    true,
-                )
-                .await?;
-                ev.complete(None).await?;
+                complete_with(&ev, "text-artifact", Part::text("Generated text content")).await?;
             } else if k.starts_with("tck-artifact-file-url") {
                 let p = file_part(PartContent::Url("https://example.com/output.txt".into()));
-                ev.artifact(artifact("file-url-artifact", p), false, true)
-                    .await?;
-                ev.complete(None).await?;
+                complete_with(&ev, "file-url-artifact", p).await?;
             } else if k.starts_with("tck-artifact-file") {
                 // "Generated file content", base64.
                 let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
-                ev.artifact(artifact("file-artifact", p), false, true)
-                    .await?;
-                ev.complete(None).await?;
+                complete_with(&ev, "file-artifact", p).await?;
             } else if k.starts_with("tck-artifact-data") {
                 let p = Part::data(serde_json::json!({"key": "value", "count": 42}));
-                ev.artifact(artifact("data-artifact", p), false, true)
-                    .await?;
-                ev.complete(None).await?;
+                complete_with(&ev, "data-artifact", p).await?;
             } else if k.starts_with("tck-stream-002") {
                 ev.complete(None).await?;
             } else if k.starts_with("tck-stream-artifact-file") {
                 ev.working().await?;
                 let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
-                ev.artifact(artifact("stream-file-artifact", p), false, true)
-                    .await?;
-                ev.complete(None).await?;
+                complete_with(&ev, "stream-file-artifact", p).await?;
             } else if k.starts_with("tck-stream-artifact-chunked") {
                 ev.working().await?;
                 ev.artifact(
@@ -161,9 +153,7 @@ impl A2aHandler for TckAgent {
                     "Stream output"
                 };
                 ev.working().await?;
-                ev.artifact(artifact("stream-artifact", Part::text(text)), false, true)
-                    .await?;
-                ev.complete(None).await?;
+                complete_with(&ev, "stream-artifact", Part::text(text)).await?;
             } else if k.starts_with("test-resubscribe-message-id") {
                 ev.working().await?;
                 tokio::select! {

@@ -6,8 +6,7 @@ use std::time::Duration;
 use http::HeaderMap;
 
 use super::dialect::{self, Dialect, RawCard};
-use super::endpoint::{DEFAULT_STREAM_IDLE_TIMEOUT, Endpoint, EventStream};
-use super::wire::Wire;
+use super::endpoint::{Endpoint, EventStream};
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1, v03};
 
@@ -18,7 +17,6 @@ use crate::types::{ProtocolVersion, v1, v03};
 /// with the 0.3 ProtoJSON shapes of [`v03_rest`](crate::types::v03_rest)), and gRPC 1.0
 /// (feature `grpc-client`). The wire dialect is chosen once, when the client is made.
 pub struct A2aClient {
-    wire: Wire,
     dialect: Box<dyn Dialect>,
     /// How the extended card's signatures are checked.
     pub(super) verification: std::sync::Arc<super::CardVerification>,
@@ -28,7 +26,7 @@ impl std::fmt::Debug for A2aClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Headers may hold credentials: never print them.
         f.debug_struct("A2aClient")
-            .field("endpoint", &self.wire.endpoint)
+            .field("endpoint", &self.dialect.wire().endpoint)
             .finish_non_exhaustive()
     }
 }
@@ -36,16 +34,8 @@ impl std::fmt::Debug for A2aClient {
 impl A2aClient {
     /// A client for `endpoint`, sending `headers` (e.g. auth) on every request.
     pub fn new(http: reqwest::Client, endpoint: Endpoint, headers: HeaderMap) -> Self {
-        let dialect = dialect::select(&endpoint, &headers);
         Self {
-            wire: Wire::new(
-                http,
-                endpoint,
-                headers,
-                dialect.content_type(),
-                Some(DEFAULT_STREAM_IDLE_TIMEOUT),
-            ),
-            dialect,
+            dialect: dialect::select(http, endpoint, headers),
             verification: Default::default(),
         }
     }
@@ -69,17 +59,17 @@ impl A2aClient {
     /// [`DEFAULT_STREAM_IDLE_TIMEOUT`]). `Duration::ZERO` waits forever.
     #[must_use]
     pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
-        self.wire.stream_idle_timeout = (!limit.is_zero()).then_some(limit);
+        self.dialect.wire_mut().stream_idle_timeout = (!limit.is_zero()).then_some(limit);
         self
     }
 
     /// The endpoint.
     pub fn endpoint(&self) -> &Endpoint {
-        &self.wire.endpoint
+        &self.dialect.wire().endpoint
     }
 
     fn tenant(&self) -> Option<String> {
-        self.wire.endpoint.tenant.clone()
+        self.dialect.wire().endpoint.tenant.clone()
     }
 
     /// `SendMessage` / `message/send`.
@@ -90,7 +80,7 @@ impl A2aClient {
         if req.tenant.is_none() {
             req.tenant = self.tenant();
         }
-        self.dialect.send_message(&self.wire, req).await
+        self.dialect.send_message(req).await
     }
 
     /// `SendStreamingMessage` / `message/stream`: the events as they arrive.
@@ -101,7 +91,7 @@ impl A2aClient {
         if req.tenant.is_none() {
             req.tenant = self.tenant();
         }
-        self.dialect.send_streaming_message(&self.wire, req).await
+        self.dialect.send_streaming_message(req).await
     }
 
     /// `GetTask` / `tasks/get`.
@@ -115,7 +105,7 @@ impl A2aClient {
             id: id.to_string(),
             history_length,
         };
-        self.dialect.get_task(&self.wire, req).await
+        self.dialect.get_task(req).await
     }
 
     /// `ListTasks` (1.0 only; 0.3 has no list method).
@@ -126,7 +116,7 @@ impl A2aClient {
         if req.tenant.is_none() {
             req.tenant = self.tenant();
         }
-        self.dialect.list_tasks(&self.wire, req).await
+        self.dialect.list_tasks(req).await
     }
 
     /// `CancelTask` / `tasks/cancel`.
@@ -136,7 +126,7 @@ impl A2aClient {
             id: id.to_string(),
             metadata: None,
         };
-        self.dialect.cancel_task(&self.wire, req).await
+        self.dialect.cancel_task(req).await
     }
 
     /// `CreateTaskPushNotificationConfig` / `tasks/pushNotificationConfig/set`: registers a
@@ -150,7 +140,7 @@ impl A2aClient {
         if config.tenant.is_none() {
             config.tenant = self.tenant();
         }
-        self.dialect.create_push_config(&self.wire, config).await
+        self.dialect.create_push_config(config).await
     }
 
     /// The request naming one push config (get and delete send it).
@@ -169,7 +159,7 @@ impl A2aClient {
         config_id: &str,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
         let req = self.push_config_ref(task_id, config_id);
-        self.dialect.get_push_config(&self.wire, req).await
+        self.dialect.get_push_config(req).await
     }
 
     /// `ListTaskPushNotificationConfigs` / `tasks/pushNotificationConfig/list`.
@@ -183,13 +173,13 @@ impl A2aClient {
             page_size: None,
             page_token: None,
         };
-        self.dialect.list_push_configs(&self.wire, req).await
+        self.dialect.list_push_configs(req).await
     }
 
     /// `DeleteTaskPushNotificationConfig` / `tasks/pushNotificationConfig/delete`.
     pub async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<(), A2aError> {
         let req = self.push_config_ref(task_id, config_id);
-        self.dialect.delete_push_config(&self.wire, req).await
+        self.dialect.delete_push_config(req).await
     }
 
     /// `GetExtendedAgentCard` / `agent/getAuthenticatedExtendedCard` / `GET extendedAgentCard`:
@@ -199,9 +189,9 @@ impl A2aClient {
     /// [`A2aError::CardSignature`] naming the endpoint.
     pub async fn get_extended_agent_card(&self) -> Result<v1::AgentCard, A2aError> {
         // The card as the peer sent it (signatures are over that shape), and its version.
-        let RawCard { url, card, version } = self.dialect.extended_card(&self.wire).await?;
+        let RawCard { url, card, version } = self.dialect.extended_card().await?;
         self.verification
-            .check_value(&self.wire.http, &url, &card)
+            .check_value(&self.dialect.wire().http, &url, &card)
             .await?;
         let invalid = |e: serde_json::Error| A2aError::Protocol {
             url: url.clone(),
@@ -221,6 +211,6 @@ impl A2aClient {
             tenant: self.tenant(),
             id: id.to_string(),
         };
-        self.dialect.subscribe_to_task(&self.wire, req).await
+        self.dialect.subscribe_to_task(req).await
     }
 }

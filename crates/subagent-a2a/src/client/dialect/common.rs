@@ -3,6 +3,7 @@
 
 use crate::client::wire::{Wire, path_segment};
 use crate::error::A2aError;
+use crate::types::{v1, v03};
 
 /// The error of an operation a version lacks.
 pub(super) fn unsupported(message: String) -> A2aError {
@@ -15,6 +16,19 @@ pub(super) fn no_task_listing(wire: &Wire) -> A2aError {
         "ListTasks at {}: A2A 0.3 has no task listing",
         wire.endpoint.url
     ))
+}
+
+/// The answer of a 0.3 `message/send` (`op`, at `url`): a task or a message, never an update
+/// event.
+pub(super) fn send_reply(
+    ev: v03::Event,
+    url: &str,
+    op: &str,
+) -> Result<v1::SendMessageResponse, A2aError> {
+    v1::SendMessageResponse::try_from(ev).map_err(|_| A2aError::Protocol {
+        url: url.to_string(),
+        message: format!("{op} returned an update event instead of a task or message"),
+    })
 }
 
 /// The HTTP+JSON route of one task, with `?historyLength=` when one is asked for.

@@ -6,10 +6,9 @@ use http::HeaderMap;
 use subagent_spi::async_trait;
 
 use super::common::unsupported;
-use super::{Dialect, RawCard};
+use super::{Dialect, RawCard, Speaker};
 use crate::client::endpoint::{Endpoint, EventStream, MAX_BODY_BYTES};
 use crate::client::grpc::GrpcConn;
-use crate::client::wire::Wire;
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1};
 
@@ -38,98 +37,92 @@ impl Grpc {
 }
 
 #[async_trait]
-impl Dialect for Grpc {
+impl Dialect for Speaker<Grpc> {
     async fn send_message(
         &self,
-        _wire: &Wire,
         req: v1::SendMessageRequest,
     ) -> Result<v1::SendMessageResponse, A2aError> {
-        self.conn()?.send_message(&req).await
+        self.dialect.conn()?.send_message(&req).await
     }
 
     async fn send_streaming_message(
         &self,
-        wire: &Wire,
         req: v1::SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
-        self.conn()?
-            .send_streaming_message(&req, wire.stream_idle_timeout)
+        self.dialect
+            .conn()?
+            .send_streaming_message(&req, self.wire.stream_idle_timeout)
             .await
     }
 
-    async fn get_task(&self, _wire: &Wire, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
-        self.conn()?.get_task(&req).await
+    async fn get_task(&self, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
+        self.dialect.conn()?.get_task(&req).await
     }
 
     async fn list_tasks(
         &self,
-        _wire: &Wire,
         req: v1::ListTasksRequest,
     ) -> Result<v1::ListTasksResponse, A2aError> {
-        self.conn()?.list_tasks(&req).await
+        self.dialect.conn()?.list_tasks(&req).await
     }
 
-    async fn cancel_task(
-        &self,
-        _wire: &Wire,
-        req: v1::CancelTaskRequest,
-    ) -> Result<v1::Task, A2aError> {
-        self.conn()?.cancel_task(&req).await
+    async fn cancel_task(&self, req: v1::CancelTaskRequest) -> Result<v1::Task, A2aError> {
+        self.dialect.conn()?.cancel_task(&req).await
     }
 
     async fn subscribe_to_task(
         &self,
-        wire: &Wire,
         req: v1::SubscribeToTaskRequest,
     ) -> Result<EventStream, A2aError> {
-        self.conn()?
-            .subscribe_to_task(&req, wire.stream_idle_timeout)
+        self.dialect
+            .conn()?
+            .subscribe_to_task(&req, self.wire.stream_idle_timeout)
             .await
     }
 
     async fn create_push_config(
         &self,
-        _wire: &Wire,
         config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        self.conn()?.create_push_config(&config).await
+        self.dialect.conn()?.create_push_config(&config).await
     }
 
     async fn get_push_config(
         &self,
-        _wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        self.conn()?
+        self.dialect
+            .conn()?
             .get_push_config(req.tenant.as_deref(), &req.task_id, &req.id)
             .await
     }
 
     async fn list_push_configs(
         &self,
-        _wire: &Wire,
         req: v1::ListTaskPushNotificationConfigsRequest,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aError> {
-        self.conn()?
+        self.dialect
+            .conn()?
             .list_push_configs(req.tenant.as_deref(), &req.task_id)
             .await
     }
 
     async fn delete_push_config(
         &self,
-        _wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<(), A2aError> {
-        self.conn()?
+        self.dialect
+            .conn()?
             .delete_push_config(req.tenant.as_deref(), &req.task_id, &req.id)
             .await
     }
 
-    async fn extended_card(&self, wire: &Wire) -> Result<RawCard, A2aError> {
-        let url = wire.endpoint.url.clone();
+    async fn extended_card(&self) -> Result<RawCard, A2aError> {
+        let url = self.wire.endpoint.url.clone();
         let c = self
+            .dialect
             .conn()?
-            .get_extended_agent_card(wire.endpoint.tenant.as_deref())
+            .get_extended_agent_card(self.wire.endpoint.tenant.as_deref())
             .await?;
         let card = serde_json::to_value(&c).map_err(|e| A2aError::Protocol {
             url: url.clone(),

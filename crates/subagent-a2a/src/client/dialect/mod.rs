@@ -14,7 +14,7 @@ mod rest_v1;
 use serde_json::Value;
 use subagent_spi::async_trait;
 
-use super::endpoint::{Binding, Endpoint, EventStream};
+use super::endpoint::{Binding, DEFAULT_STREAM_IDLE_TIMEOUT, Endpoint, EventStream};
 use super::wire::Wire;
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1};
@@ -34,51 +34,65 @@ impl RawCard {
     }
 }
 
-/// One wire dialect: the A2A operations in 1.0 terms, spoken over `wire` (the endpoint's
-/// HTTP side; gRPC reads only its endpoint and limits). Requests arrive with the endpoint's
-/// tenant already filled in.
-#[async_trait]
-pub(super) trait Dialect: Send + Sync {
-    /// The `Content-Type` of the dialect's request bodies.
-    fn content_type(&self) -> &'static str {
-        "application/json"
+/// A dialect (`D`: what it keeps of its own) with the wire it speaks over: the endpoint's
+/// HTTP side (gRPC reads only its endpoint and limits).
+pub(super) struct Speaker<D> {
+    wire: Wire,
+    dialect: D,
+}
+
+/// The wire under a [`Dialect`].
+pub(super) trait Spoken {
+    /// The wire the dialect speaks over.
+    fn wire(&self) -> &Wire;
+
+    /// The same, to change its settings.
+    fn wire_mut(&mut self) -> &mut Wire;
+}
+
+impl<D> Spoken for Speaker<D> {
+    fn wire(&self) -> &Wire {
+        &self.wire
     }
 
+    fn wire_mut(&mut self) -> &mut Wire {
+        &mut self.wire
+    }
+}
+
+/// One wire dialect: the A2A operations in 1.0 terms, spoken over its [`Spoken::wire`].
+/// Requests arrive with the endpoint's tenant already filled in.
+#[async_trait]
+pub(super) trait Dialect: Spoken + Send + Sync {
     /// `SendMessage` / `message/send`.
     async fn send_message(
         &self,
-        wire: &Wire,
         req: v1::SendMessageRequest,
     ) -> Result<v1::SendMessageResponse, A2aError>;
 
     /// `SendStreamingMessage` / `message/stream`.
     async fn send_streaming_message(
         &self,
-        wire: &Wire,
         req: v1::SendMessageRequest,
     ) -> Result<EventStream, A2aError>;
 
     /// `GetTask` / `tasks/get`.
-    async fn get_task(&self, wire: &Wire, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError>;
+    async fn get_task(&self, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError>;
 
-    /// `ListTasks` (1.0 only).
+    /// `ListTasks` (1.0 only: by default refused, as A2A 0.3 has no task listing).
     async fn list_tasks(
         &self,
-        wire: &Wire,
-        req: v1::ListTasksRequest,
-    ) -> Result<v1::ListTasksResponse, A2aError>;
+        _req: v1::ListTasksRequest,
+    ) -> Result<v1::ListTasksResponse, A2aError> {
+        Err(common::no_task_listing(self.wire()))
+    }
 
     /// `CancelTask` / `tasks/cancel`.
-    async fn cancel_task(
-        &self,
-        wire: &Wire,
-        req: v1::CancelTaskRequest,
-    ) -> Result<v1::Task, A2aError>;
+    async fn cancel_task(&self, req: v1::CancelTaskRequest) -> Result<v1::Task, A2aError>;
 
     /// `SubscribeToTask` / `tasks/resubscribe`.
     async fn subscribe_to_task(
         &self,
-        wire: &Wire,
         req: v1::SubscribeToTaskRequest,
     ) -> Result<EventStream, A2aError>;
 
@@ -86,45 +100,69 @@ pub(super) trait Dialect: Send + Sync {
     /// names its task).
     async fn create_push_config(
         &self,
-        wire: &Wire,
         config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError>;
 
     /// `GetTaskPushNotificationConfig` / `tasks/pushNotificationConfig/get`.
     async fn get_push_config(
         &self,
-        wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError>;
 
     /// `ListTaskPushNotificationConfigs` / `tasks/pushNotificationConfig/list`.
     async fn list_push_configs(
         &self,
-        wire: &Wire,
         req: v1::ListTaskPushNotificationConfigsRequest,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aError>;
 
     /// `DeleteTaskPushNotificationConfig` / `tasks/pushNotificationConfig/delete`.
     async fn delete_push_config(
         &self,
-        wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<(), A2aError>;
 
     /// `GetExtendedAgentCard` / `agent/getAuthenticatedExtendedCard` / the card route.
-    async fn extended_card(&self, wire: &Wire) -> Result<RawCard, A2aError>;
+    async fn extended_card(&self) -> Result<RawCard, A2aError>;
 }
 
-/// The dialect `endpoint` speaks: chosen once, here.
-pub(super) fn select(endpoint: &Endpoint, headers: &http::HeaderMap) -> Box<dyn Dialect> {
-    let _ = headers;
-    match (endpoint.binding, endpoint.version) {
-        (Binding::JsonRpc, ProtocolVersion::V1) => Box::new(jsonrpc_v1::JsonRpcV1),
-        (Binding::JsonRpc, _) => Box::new(jsonrpc_v03::JsonRpcV03),
-        (Binding::HttpJson, ProtocolVersion::V1) => Box::new(rest_v1::RestV1),
-        (Binding::HttpJson, _) => Box::new(rest_v03::RestV03),
+/// The `Content-Type` of request bodies in `binding` and `version`.
+fn content_type(binding: Binding, version: ProtocolVersion) -> &'static str {
+    match (binding, version) {
+        (Binding::HttpJson, ProtocolVersion::V1) => "application/a2a+json",
+        _ => "application/json",
+    }
+}
+
+/// The dialect `endpoint` speaks, over `http` with `headers`: chosen once, here.
+pub(super) fn select(
+    http: reqwest::Client,
+    endpoint: Endpoint,
+    headers: http::HeaderMap,
+) -> Box<dyn Dialect> {
+    let (binding, version) = (endpoint.binding, endpoint.version);
+    let wire = Wire::new(
+        http,
+        endpoint,
+        headers,
+        content_type(binding, version),
+        Some(DEFAULT_STREAM_IDLE_TIMEOUT),
+    );
+    fn speak<D>(wire: Wire, dialect: D) -> Box<dyn Dialect>
+    where
+        Speaker<D>: Dialect + 'static,
+    {
+        Box::new(Speaker { wire, dialect })
+    }
+    match (binding, version) {
+        (Binding::JsonRpc, ProtocolVersion::V1) => speak(wire, jsonrpc_v1::JsonRpcV1),
+        (Binding::JsonRpc, _) => speak(wire, jsonrpc_v03::JsonRpcV03),
+        (Binding::HttpJson, ProtocolVersion::V1) => speak(wire, rest_v1::RestV1),
+        (Binding::HttpJson, _) => speak(wire, rest_v03::RestV03),
         #[cfg(feature = "grpc-client")]
-        (Binding::Grpc, _) => Box::new(grpc::Grpc::new(endpoint, headers)),
+        (Binding::Grpc, _) => {
+            let grpc = grpc::Grpc::new(&wire.endpoint, &wire.headers);
+            speak(wire, grpc)
+        }
     }
 }
 
@@ -143,44 +181,39 @@ mod tests {
 
     #[test]
     fn each_binding_and_version_has_its_dialect() {
-        let h = http::HeaderMap::new();
-        let ct = |b, v| select(&endpoint(b, v), &h).content_type();
-        assert_eq!(
-            ct(Binding::HttpJson, ProtocolVersion::V1),
-            "application/a2a+json"
-        );
-        assert_eq!(
-            ct(Binding::HttpJson, ProtocolVersion::V03),
-            "application/json"
-        );
-        assert_eq!(
-            ct(Binding::JsonRpc, ProtocolVersion::V1),
-            "application/json"
-        );
-        assert_eq!(
-            ct(Binding::JsonRpc, ProtocolVersion::V03),
-            "application/json"
-        );
+        let ct = |b, v| {
+            select(reqwest::Client::new(), endpoint(b, v), Default::default())
+                .wire()
+                .content_type
+        };
+        for (binding, version, want) in [
+            (
+                Binding::HttpJson,
+                ProtocolVersion::V1,
+                "application/a2a+json",
+            ),
+            (Binding::HttpJson, ProtocolVersion::V03, "application/json"),
+            (Binding::JsonRpc, ProtocolVersion::V1, "application/json"),
+            (Binding::JsonRpc, ProtocolVersion::V03, "application/json"),
+        ] {
+            assert_eq!(ct(binding, version), want, "{binding:?} {version:?}");
+        }
     }
 
     #[cfg(feature = "grpc-client")]
     #[tokio::test]
     async fn grpc_for_0_3_is_refused_on_every_call() {
-        let e = endpoint(Binding::Grpc, ProtocolVersion::V03);
-        let d = select(&e, &http::HeaderMap::new());
-        let wire = Wire::new(
+        let d = select(
             reqwest::Client::new(),
-            e,
+            endpoint(Binding::Grpc, ProtocolVersion::V03),
             Default::default(),
-            "application/json",
-            None,
         );
         let req = v1::GetTaskRequest {
             tenant: None,
             id: "t".into(),
             history_length: None,
         };
-        let err = d.get_task(&wire, req).await.unwrap_err().to_string();
+        let err = d.get_task(req).await.unwrap_err().to_string();
         assert!(err.contains("gRPC 1.0"), "{err}");
     }
 }

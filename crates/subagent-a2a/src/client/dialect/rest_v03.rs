@@ -4,10 +4,10 @@
 use serde_json::Value;
 use subagent_spi::async_trait;
 
-use super::common::{no_task_listing, push_config_route, push_configs_route, task_route};
-use super::{Dialect, RawCard};
+use super::common::{push_config_route, push_configs_route, send_reply, task_route};
+use super::{Dialect, RawCard, Speaker};
 use crate::client::endpoint::EventStream;
-use crate::client::wire::{Wire, path_segment, to_json};
+use crate::client::wire::{path_segment, to_json};
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1, v03, v03_rest};
 
@@ -47,15 +47,15 @@ fn decode_event(url: &str, data: &str) -> Result<v1::StreamResponse, A2aError> {
 }
 
 #[async_trait]
-impl Dialect for RestV03 {
+impl Dialect for Speaker<RestV03> {
     async fn send_message(
         &self,
-        wire: &Wire,
         req: v1::SendMessageRequest,
     ) -> Result<v1::SendMessageResponse, A2aError> {
         let body = send_body(req);
-        let url = wire.rest_v03_url("message:send");
-        let ev: v03::Event = wire
+        let url = self.wire.rest_v03_url("message:send");
+        let ev: v03::Event = self
+            .wire
             .rest_v03(
                 reqwest::Method::POST,
                 &url,
@@ -63,48 +63,39 @@ impl Dialect for RestV03 {
                 v03_rest::event_from_proto,
             )
             .await?;
-        v1::SendMessageResponse::try_from(ev).map_err(|_| A2aError::Protocol {
-            url,
-            message: "message:send returned an update event instead of a task or message".into(),
-        })
+        send_reply(ev, &url, "message:send")
     }
 
     async fn send_streaming_message(
         &self,
-        wire: &Wire,
         req: v1::SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
         let body = send_body(req);
-        let url = wire.rest_v03_url("message:stream");
-        wire.rest_stream(reqwest::Method::POST, &url, Some(&body), decode_event)
+        let url = self.wire.rest_v03_url("message:stream");
+        self.wire
+            .rest_stream(reqwest::Method::POST, &url, Some(&body), decode_event)
             .await
     }
 
-    async fn get_task(&self, wire: &Wire, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
-        let url = wire.rest_v03_url(&task_route(&req.id, req.history_length));
-        let t: v03::Task = wire
+    async fn get_task(&self, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
+        let url = self
+            .wire
+            .rest_v03_url(&task_route(&req.id, req.history_length));
+        let t: v03::Task = self
+            .wire
             .rest_v03(reqwest::Method::GET, &url, None, v03_rest::task_from_proto)
             .await?;
         Ok(t.into())
     }
 
-    async fn list_tasks(
-        &self,
-        wire: &Wire,
-        _req: v1::ListTasksRequest,
-    ) -> Result<v1::ListTasksResponse, A2aError> {
-        Err(no_task_listing(wire))
-    }
-
-    async fn cancel_task(
-        &self,
-        wire: &Wire,
-        req: v1::CancelTaskRequest,
-    ) -> Result<v1::Task, A2aError> {
+    async fn cancel_task(&self, req: v1::CancelTaskRequest) -> Result<v1::Task, A2aError> {
         let id = &req.id;
-        let url = wire.rest_v03_url(&format!("tasks/{}:cancel", path_segment(id)));
+        let url = self
+            .wire
+            .rest_v03_url(&format!("tasks/{}:cancel", path_segment(id)));
         let body = serde_json::json!({ "name": format!("tasks/{id}") });
-        let t: v03::Task = wire
+        let t: v03::Task = self
+            .wire
             .rest_v03(
                 reqwest::Method::POST,
                 &url,
@@ -117,32 +108,31 @@ impl Dialect for RestV03 {
 
     async fn subscribe_to_task(
         &self,
-        wire: &Wire,
         req: v1::SubscribeToTaskRequest,
     ) -> Result<EventStream, A2aError> {
-        let url = wire.rest_v03_url(&format!("tasks/{}:subscribe", path_segment(&req.id)));
-        wire.rest_stream::<()>(reqwest::Method::GET, &url, None, decode_event)
+        let url = self
+            .wire
+            .rest_v03_url(&format!("tasks/{}:subscribe", path_segment(&req.id)));
+        self.wire
+            .rest_stream::<()>(reqwest::Method::GET, &url, None, decode_event)
             .await
     }
 
     async fn create_push_config(
         &self,
-        wire: &Wire,
         config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let task_id = config.task_id.clone().unwrap_or_default();
-        let c = v03::TaskPushNotificationConfig {
-            task_id: task_id.clone(),
-            push_notification_config: config.into(),
-        };
+        let c = v03::TaskPushNotificationConfig::from(config);
+        let task_id = c.task_id.clone();
         let proto = v03_rest::push_config_to_proto(&to_json(&c));
         let body = serde_json::json!({
             "parent": format!("tasks/{task_id}"),
             "configId": c.push_notification_config.id.clone().unwrap_or_default(),
             "config": proto,
         });
-        let url = wire.rest_v03_url(&push_configs_route(&task_id));
-        let c: v03::TaskPushNotificationConfig = wire
+        let url = self.wire.rest_v03_url(&push_configs_route(&task_id));
+        let c: v03::TaskPushNotificationConfig = self
+            .wire
             .rest_v03(reqwest::Method::POST, &url, Some(&body), |v| {
                 v03_rest::push_config_from_proto(v, &task_id)
             })
@@ -152,11 +142,13 @@ impl Dialect for RestV03 {
 
     async fn get_push_config(
         &self,
-        wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let url = wire.rest_v03_url(&push_config_route(&req.task_id, &req.id));
-        let c: v03::TaskPushNotificationConfig = wire
+        let url = self
+            .wire
+            .rest_v03_url(&push_config_route(&req.task_id, &req.id));
+        let c: v03::TaskPushNotificationConfig = self
+            .wire
             .rest_v03(reqwest::Method::GET, &url, None, |v| {
                 v03_rest::push_config_from_proto(v, &req.task_id)
             })
@@ -166,12 +158,12 @@ impl Dialect for RestV03 {
 
     async fn list_push_configs(
         &self,
-        wire: &Wire,
         req: v1::ListTaskPushNotificationConfigsRequest,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aError> {
         let task_id = &req.task_id;
-        let url = wire.rest_v03_url(&push_configs_route(task_id));
-        let list: Vec<v03::TaskPushNotificationConfig> = wire
+        let url = self.wire.rest_v03_url(&push_configs_route(task_id));
+        let list: Vec<v03::TaskPushNotificationConfig> = self
+            .wire
             .rest_v03(reqwest::Method::GET, &url, None, |v| {
                 // `{"configs": […]}` (the proto response), or a bare array.
                 let items = v
@@ -192,16 +184,17 @@ impl Dialect for RestV03 {
 
     async fn delete_push_config(
         &self,
-        wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<(), A2aError> {
-        let url = wire.rest_v03_url(&push_config_route(&req.task_id, &req.id));
-        wire.rest_delete(&url).await
+        let url = self
+            .wire
+            .rest_v03_url(&push_config_route(&req.task_id, &req.id));
+        self.wire.rest_delete(&url).await
     }
 
-    async fn extended_card(&self, wire: &Wire) -> Result<RawCard, A2aError> {
-        let url = wire.rest_v03_url("card");
-        let card = wire.rest_get(&url).await?;
+    async fn extended_card(&self) -> Result<RawCard, A2aError> {
+        let url = self.wire.rest_v03_url("card");
+        let card = self.wire.rest_get(&url).await?;
         Ok(RawCard::new(url, card, ProtocolVersion::V03))
     }
 }

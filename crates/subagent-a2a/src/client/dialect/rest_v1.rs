@@ -4,9 +4,9 @@
 use subagent_spi::async_trait;
 
 use super::common::{push_config_route, push_configs_route, task_route};
-use super::{Dialect, RawCard};
+use super::{Dialect, RawCard, Speaker};
 use crate::client::endpoint::EventStream;
-use crate::client::wire::{Wire, path_segment};
+use crate::client::wire::path_segment;
 use crate::error::A2aError;
 use crate::types::{ProtocolVersion, v1};
 
@@ -20,38 +20,34 @@ fn decode_event(url: &str, data: &str) -> Result<v1::StreamResponse, A2aError> {
 }
 
 #[async_trait]
-impl Dialect for RestV1 {
-    fn content_type(&self) -> &'static str {
-        "application/a2a+json"
-    }
-
+impl Dialect for Speaker<RestV1> {
     async fn send_message(
         &self,
-        wire: &Wire,
         req: v1::SendMessageRequest,
     ) -> Result<v1::SendMessageResponse, A2aError> {
-        let url = wire.rest_url("message:send");
-        wire.rest(reqwest::Method::POST, &url, Some(&req)).await
+        let url = self.wire.rest_url("message:send");
+        self.wire
+            .rest(reqwest::Method::POST, &url, Some(&req))
+            .await
     }
 
     async fn send_streaming_message(
         &self,
-        wire: &Wire,
         req: v1::SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
-        let url = wire.rest_url("message:stream");
-        wire.rest_stream(reqwest::Method::POST, &url, Some(&req), decode_event)
+        let url = self.wire.rest_url("message:stream");
+        self.wire
+            .rest_stream(reqwest::Method::POST, &url, Some(&req), decode_event)
             .await
     }
 
-    async fn get_task(&self, wire: &Wire, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
-        let url = wire.rest_url(&task_route(&req.id, req.history_length));
-        wire.rest_get(&url).await
+    async fn get_task(&self, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
+        let url = self.wire.rest_url(&task_route(&req.id, req.history_length));
+        self.wire.rest_get(&url).await
     }
 
     async fn list_tasks(
         &self,
-        wire: &Wire,
         req: v1::ListTasksRequest,
     ) -> Result<v1::ListTasksResponse, A2aError> {
         let mut query: Vec<String> = Vec::new();
@@ -70,75 +66,79 @@ impl Dialect for RestV1 {
             "includeArtifacts",
             req.include_artifacts.map(|b| b.to_string()),
         );
-        let mut url = wire.rest_url("tasks");
+        let mut url = self.wire.rest_url("tasks");
         if !query.is_empty() {
             url.push('?');
             url.push_str(&query.join("&"));
         }
-        wire.rest_get(&url).await
+        self.wire.rest_get(&url).await
     }
 
-    async fn cancel_task(
-        &self,
-        wire: &Wire,
-        req: v1::CancelTaskRequest,
-    ) -> Result<v1::Task, A2aError> {
-        let url = wire.rest_url(&format!("tasks/{}:cancel", path_segment(&req.id)));
-        wire.rest(reqwest::Method::POST, &url, Some(&req)).await
+    async fn cancel_task(&self, req: v1::CancelTaskRequest) -> Result<v1::Task, A2aError> {
+        let url = self
+            .wire
+            .rest_url(&format!("tasks/{}:cancel", path_segment(&req.id)));
+        self.wire
+            .rest(reqwest::Method::POST, &url, Some(&req))
+            .await
     }
 
     async fn subscribe_to_task(
         &self,
-        wire: &Wire,
         req: v1::SubscribeToTaskRequest,
     ) -> Result<EventStream, A2aError> {
-        let url = wire.rest_url(&format!("tasks/{}:subscribe", path_segment(&req.id)));
-        wire.rest_stream(reqwest::Method::POST, &url, Some(&req), decode_event)
+        let url = self
+            .wire
+            .rest_url(&format!("tasks/{}:subscribe", path_segment(&req.id)));
+        self.wire
+            .rest_stream(reqwest::Method::POST, &url, Some(&req), decode_event)
             .await
     }
 
     async fn create_push_config(
         &self,
-        wire: &Wire,
         config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let url = wire.rest_url(&push_configs_route(
+        let url = self.wire.rest_url(&push_configs_route(
             config.task_id.as_deref().unwrap_or_default(),
         ));
-        wire.rest(reqwest::Method::POST, &url, Some(&config)).await
+        self.wire
+            .rest(reqwest::Method::POST, &url, Some(&config))
+            .await
     }
 
     async fn get_push_config(
         &self,
-        wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let url = wire.rest_url(&push_config_route(&req.task_id, &req.id));
-        wire.rest_get(&url).await
+        let url = self
+            .wire
+            .rest_url(&push_config_route(&req.task_id, &req.id));
+        self.wire.rest_get(&url).await
     }
 
     async fn list_push_configs(
         &self,
-        wire: &Wire,
         req: v1::ListTaskPushNotificationConfigsRequest,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aError> {
-        let url = wire.rest_url(&push_configs_route(&req.task_id));
-        let r: v1::ListTaskPushNotificationConfigsResponse = wire.rest_get(&url).await?;
+        let url = self.wire.rest_url(&push_configs_route(&req.task_id));
+        let r: v1::ListTaskPushNotificationConfigsResponse = self.wire.rest_get(&url).await?;
         Ok(r.configs)
     }
 
     async fn delete_push_config(
         &self,
-        wire: &Wire,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<(), A2aError> {
-        let url = wire.rest_url(&push_config_route(&req.task_id, &req.id));
-        wire.rest_delete(&url).await
+        let url = self
+            .wire
+            .rest_url(&push_config_route(&req.task_id, &req.id));
+        self.wire.rest_delete(&url).await
     }
 
-    async fn extended_card(&self, wire: &Wire) -> Result<RawCard, A2aError> {
-        let url = wire.rest_url("extendedAgentCard");
-        let card = wire.rest_get(&url).await?;
+    async fn extended_card(&self) -> Result<RawCard, A2aError> {
+        let url = self.wire.rest_url("extendedAgentCard");
+        let card = self.wire.rest_get(&url).await?;
         Ok(RawCard::new(url, card, ProtocolVersion::V1))
     }
 }
