@@ -317,18 +317,13 @@ pub(crate) fn card_v1(
     }
 }
 
-/// The 0.3 card: `url` is the JSON-RPC endpoint, `protocolVersion` 0.3.0.
-pub(crate) fn card_v03(
-    info: &AgentInfo,
-    auth: Option<&ServerAuth>,
-    url: &str,
-    push: bool,
-    extended: bool,
-) -> v03::AgentCard {
-    let mut c = card_v1(info, auth, url, push, extended);
-    c.supported_interfaces
+/// The 0.3 form of `card` (as [`card_v1`] makes it): its 0.3 interfaces only, the first one's
+/// `url` the JSON-RPC endpoint, `protocolVersion` 0.3.0.
+pub(crate) fn card_v03(mut card: v1::AgentCard) -> v03::AgentCard {
+    let extended = card.capabilities.extended_agent_card == Some(true);
+    card.supported_interfaces
         .retain(|i| i.protocol_version == ProtocolVersion::V03.as_str());
-    let mut card: v03::AgentCard = c.into();
+    let mut card: v03::AgentCard = card.into();
     card.supports_authenticated_extended_card = extended.then_some(true);
     card
 }
@@ -426,7 +421,7 @@ mod tests {
         let c = card_v1(&info, Some(&both), "http://h/echo", false, false);
         assert_eq!(c.security_schemes.len(), 2);
         assert_eq!(c.security_requirements.len(), 2);
-        let c03 = card_v03(&info, Some(&both), "http://h/echo", false, false);
+        let c03 = card_v03(card_v1(&info, Some(&both), "http://h/echo", false, false));
         assert_eq!(c03.security_schemes.len(), 2);
         assert_eq!(c03.security.len(), 2);
         let c1 = card_v1(
@@ -438,7 +433,7 @@ mod tests {
         );
         assert_eq!(c1.supported_interfaces.len(), 4);
         assert!(c1.security_schemes.contains_key("bearer"));
-        let c03 = card_v03(&info, None, "http://h/echo", false, false);
+        let c03 = card_v03(card_v1(&info, None, "http://h/echo", false, false));
         assert_eq!(c03.url, "http://h/echo");
         assert_eq!(c03.preferred_transport.as_deref(), Some("JSONRPC"));
         assert!(c03.protocol_version.starts_with("0.3"));

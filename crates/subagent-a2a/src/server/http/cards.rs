@@ -118,7 +118,7 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
     let body = match shape {
         CardShape::V03 => json_bytes(&signed(
             signer,
-            card_v03(&agent.info, auth, &url, push, ext),
+            card_v03(card_v1(&agent.info, auth, &url, push, ext)),
         )),
         CardShape::V03WithV1Interfaces => {
             #[allow(unused_mut)]
@@ -126,7 +126,7 @@ pub(super) fn card(shared: &Shared, agent: &Hosted, parts: &Parts, shape: CardSh
             #[cfg(feature = "grpc-server")]
             add_interface(&mut v1_card, &shared.cfg, agent);
             let mut legacy = LegacyCard {
-                card: card_v03(&agent.info, auth, &url, push, ext),
+                card: card_v03(card_v1(&agent.info, auth, &url, push, ext)),
                 supported_interfaces: v1_card.supported_interfaces,
             };
             // Signed as served: the embedded interfaces are part of the payload.

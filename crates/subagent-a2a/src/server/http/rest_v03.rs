@@ -246,13 +246,13 @@ pub(super) async fn card(State(ctx): State<AgentCtx>, req: Request) -> Response 
         let url = super::agent_url(&ctx.shared.cfg, agent, &parts.headers);
         crate::server::card::signed(
             ctx.shared.cfg.card_signer.as_ref(),
-            crate::server::card::card_v03(
+            crate::server::card::card_v03(crate::server::card::card_v1(
                 &agent.info,
                 agent.auth.as_ref(),
                 &url,
                 agent.engine.push_enabled(),
                 false,
-            ),
+            )),
         )
     };
     rpc_ok(&WIRE, &card)
