@@ -18,16 +18,21 @@ use subagent_spi::{
 use crate::common;
 
 use common::{
-    BINDINGS, Srv, TestAgent, assert_error, assert_error_says, client, header, json_of, msg, send,
-    status_of,
+    BINDINGS, Srv, TestAgent, assert_error, assert_error_says, assert_status, client, header,
+    json_of, msg, send,
 };
 
 fn agent(path: &str, saw_cancel: Arc<AtomicBool>) -> AgentMount {
     common::agent_at(path, "echo", saw_cancel)
 }
 
+/// The echo agent at `/echo`, its cancellations unobserved.
+fn echo_agent() -> AgentMount {
+    agent("/echo", Arc::default())
+}
+
 async fn start() -> Srv {
-    common::serve(A2aServer::builder().mount(agent("/echo", Arc::default()))).await
+    common::serve(A2aServer::builder().mount(echo_agent())).await
 }
 
 async fn rpc(base: &str, method: &str, params: Value, version: Option<&str>) -> Value {
@@ -91,14 +96,12 @@ async fn cards_of_both_versions_use_host_and_forwarded_headers() {
     assert_eq!(ifaces[0]["protocolVersion"], "1.0");
     assert_eq!(ifaces[1]["protocolBinding"], "HTTP+JSON");
     assert!(card.get("url").is_none(), "no 0.3 fields in the 1.0 card");
-    assert_eq!(
-        status_of(
-            c.get(format!("{}/echo/.well-known/agent-card.json", s.base))
-                .header("If-None-Match", &etag),
-        )
-        .await,
-        304
-    );
+    assert_status(
+        c.get(format!("{}/echo/.well-known/agent-card.json", s.base))
+            .header("If-None-Match", &etag),
+        304,
+    )
+    .await;
 
     let card03: Value = json_of(
         c.get(format!("{}/echo/.well-known/agent.json", s.base))
@@ -134,37 +137,33 @@ async fn card_caching_last_modified_and_if_modified_since() {
     let r = send(c.get(&url).header("If-Modified-Since", &lm)).await;
     assert_eq!(r.status(), 304);
     assert_eq!(header(&r, "etag"), etag);
-    assert_eq!(
-        status_of(c.get(&url).header("If-None-Match", format!("W/{etag}"))).await,
-        304
-    );
+    assert_status(
+        c.get(&url).header("If-None-Match", format!("W/{etag}")),
+        304,
+    )
+    .await;
     // If-None-Match decides when both are present.
-    assert_eq!(
-        status_of(
-            c.get(&url)
-                .header("If-None-Match", "\"other\"")
-                .header("If-Modified-Since", &lm),
-        )
-        .await,
-        200
-    );
-    assert_eq!(
-        status_of(
-            c.get(&url)
-                .header("If-Modified-Since", "Thu, 01 Jan 1970 00:00:00 GMT"),
-        )
-        .await,
-        200
-    );
+    assert_status(
+        c.get(&url)
+            .header("If-None-Match", "\"other\"")
+            .header("If-Modified-Since", &lm),
+        200,
+    )
+    .await;
+    assert_status(
+        c.get(&url)
+            .header("If-Modified-Since", "Thu, 01 Jan 1970 00:00:00 GMT"),
+        200,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn legacy_card_discovery_serves_03_card_without_version_header() {
-    let saw = Arc::new(AtomicBool::new(false));
     let s = common::serve(
         A2aServer::builder()
             .legacy_card_discovery(true)
-            .mount(agent("/echo", saw.clone())),
+            .mount(echo_agent()),
     )
     .await;
     let c = reqwest::Client::new();
@@ -190,15 +189,13 @@ async fn legacy_card_discovery_serves_03_card_without_version_header() {
     assert!(card.get("url").is_none());
     assert!(card["supportedInterfaces"].is_array());
     // The 0.3 tag does not validate the 1.0 card.
-    assert_eq!(
-        status_of(
-            c.get(&url)
-                .header("A2A-Version", "1.0")
-                .header("If-None-Match", &legacy_tag),
-        )
-        .await,
-        200
-    );
+    assert_status(
+        c.get(&url)
+            .header("A2A-Version", "1.0")
+            .header("If-None-Match", &legacy_tag),
+        200,
+    )
+    .await;
     // Our own client sends A2A-Version: 1.0 and resolves the 1.0 card.
     let reference = subagent_spi::SubagentReference::new(
         format!("{}/echo", s.base),
@@ -213,12 +210,11 @@ async fn legacy_card_discovery_serves_03_card_without_version_header() {
 
 #[tokio::test]
 async fn option_serves_03_card_at_agent_card_json_and_public_url_wins() {
-    let saw = Arc::new(AtomicBool::new(false));
     let s = common::serve(
         A2aServer::builder()
             .agent_card_version(ProtocolVersion::V03)
             .public_url("https://public.example/")
-            .mount(agent("/echo", saw.clone())),
+            .mount(echo_agent()),
     )
     .await;
     let card: Value =
@@ -552,39 +548,30 @@ async fn http_json_binding_routes_and_errors() {
     assert_eq!(body["error"]["code"], 404);
     assert_eq!(body["error"]["status"], "NOT_FOUND");
     assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
-    assert_eq!(
-        status_of(c.post(format!("{}/echo/tasks/{id}:cancel", s.base))).await,
-        409
-    );
-    assert_eq!(
-        status_of(
-            c.post(format!("{}/echo/message:send", s.base))
-                .header("content-type", "text/plain")
-                .body("hi"),
-        )
-        .await,
-        415
-    );
-    assert_eq!(
-        status_of(
-            c.post(format!("{}/echo/message:send", s.base))
-                .header("A2A-Version", "99.0")
-                .json(&json!({"message": msg("x")})),
-        )
-        .await,
-        400
-    );
-    assert_eq!(
-        status_of(
-            c.post(format!(
-                "{}/echo/tasks/{id}/pushNotificationConfigs",
-                s.base
-            ))
-            .json(&json!({"url": "http://x"})),
-        )
-        .await,
-        400
-    );
+    assert_status(c.post(format!("{}/echo/tasks/{id}:cancel", s.base)), 409).await;
+    assert_status(
+        c.post(format!("{}/echo/message:send", s.base))
+            .header("content-type", "text/plain")
+            .body("hi"),
+        415,
+    )
+    .await;
+    assert_status(
+        c.post(format!("{}/echo/message:send", s.base))
+            .header("A2A-Version", "99.0")
+            .json(&json!({"message": msg("x")})),
+        400,
+    )
+    .await;
+    assert_status(
+        c.post(format!(
+            "{}/echo/tasks/{id}/pushNotificationConfigs",
+            s.base
+        ))
+        .json(&json!({"url": "http://x"})),
+        400,
+    )
+    .await;
 
     let resp = send(
         c.post(format!("{}/echo/message:stream", s.base))
@@ -601,12 +588,11 @@ async fn http_json_binding_routes_and_errors() {
 
 #[tokio::test]
 async fn body_and_stream_limits() {
-    let saw = Arc::new(AtomicBool::new(false));
     let s = common::serve(
         A2aServer::builder()
             .max_body_bytes(1024)
             .max_streams(1)
-            .mount(agent("/echo", saw.clone())),
+            .mount(echo_agent()),
     )
     .await;
     let big = "x".repeat(4096);
@@ -650,7 +636,6 @@ async fn extended_card_goes_to_authenticated_callers_only() {
         .build();
     assert!(no_auth.is_err());
 
-    let saw = Arc::new(AtomicBool::new(false));
     let extended = AgentInfo::new("echo", "Echoes, with the private skill").with_skill(
         subagent_a2a::types::v1::AgentSkill {
             id: "private".into(),
@@ -665,7 +650,7 @@ async fn extended_card_goes_to_authenticated_callers_only() {
     );
     let s = common::serve(
         A2aServer::builder().mount(
-            agent("/echo", saw.clone())
+            echo_agent()
                 .with_auth(ServerAuth::bearer("tok"))
                 .with_extended_card(extended),
         ),
@@ -677,10 +662,7 @@ async fn extended_card_goes_to_authenticated_callers_only() {
     let card03: Value = json_of(c.get(format!("{}/echo/.well-known/agent.json", s.base))).await;
     assert_eq!(card03["supportsAuthenticatedExtendedCard"], true);
     // Unauthenticated: 401 on every binding.
-    assert_eq!(
-        status_of(c.get(format!("{}/echo/extendedAgentCard", s.base))).await,
-        401
-    );
+    assert_status(c.get(format!("{}/echo/extendedAgentCard", s.base)), 401).await;
     let r =
         send(c.post(format!("{}/echo", s.base)).json(
             &json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}),
@@ -703,10 +685,8 @@ async fn extended_card_goes_to_authenticated_callers_only() {
 
 #[tokio::test]
 async fn bearer_auth_is_checked_and_declared() {
-    let saw = Arc::new(AtomicBool::new(false));
     let s = common::serve(
-        A2aServer::builder()
-            .mount(agent("/echo", saw.clone()).with_auth(ServerAuth::bearer("tok"))),
+        A2aServer::builder().mount(echo_agent().with_auth(ServerAuth::bearer("tok"))),
     )
     .await;
     let card: Value =
@@ -718,36 +698,28 @@ async fn bearer_auth_is_checked_and_declared() {
     );
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg("hi")}});
     let c = reqwest::Client::new();
-    assert_eq!(
-        status_of(c.post(format!("{}/echo", s.base)).json(&body)).await,
-        401
-    );
-    assert_eq!(
-        status_of(
-            c.post(format!("{}/echo", s.base))
-                .bearer_auth("wrong")
-                .json(&body),
-        )
-        .await,
-        401
-    );
-    assert_eq!(
-        status_of(
-            c.post(format!("{}/echo", s.base))
-                .bearer_auth("tok")
-                .json(&body),
-        )
-        .await,
-        200
-    );
+    assert_status(c.post(format!("{}/echo", s.base)).json(&body), 401).await;
+    assert_status(
+        c.post(format!("{}/echo", s.base))
+            .bearer_auth("wrong")
+            .json(&body),
+        401,
+    )
+    .await;
+    assert_status(
+        c.post(format!("{}/echo", s.base))
+            .bearer_auth("tok")
+            .json(&body),
+        200,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn several_agents_at_their_own_paths_and_unknown_paths() {
-    let saw = Arc::new(AtomicBool::new(false));
     let s = common::serve(
         A2aServer::builder()
-            .mount(agent("/echo", saw.clone()))
+            .mount(echo_agent())
             .mount(AgentMount::new(
                 "/team/other",
                 AgentInfo::new("other", "Another agent"),
@@ -909,15 +881,9 @@ async fn hosts_an_spi_definition_and_executor() {
 
 #[tokio::test]
 async fn idle_streams_get_keep_alive_comments() {
-    let saw = Arc::new(AtomicBool::new(false));
     let mut cfg = subagent_a2a::server::ServerConfig::default();
     cfg.keep_alive = Duration::from_millis(50);
-    let s = common::serve(
-        A2aServer::builder()
-            .config(cfg)
-            .mount(agent("/echo", saw.clone())),
-    )
-    .await;
+    let s = common::serve(A2aServer::builder().config(cfg).mount(echo_agent())).await;
     let resp = send(
         reqwest::Client::new()
             .post(format!("{}/echo/message:stream", s.base))

@@ -266,6 +266,11 @@ pub(crate) async fn status_of(request: reqwest::RequestBuilder) -> u16 {
     send(request).await.status().as_u16()
 }
 
+/// Sends `request` and checks that the answer's status is `want`.
+pub(crate) async fn assert_status(request: reqwest::RequestBuilder, want: u16) {
+    assert_eq!(status_of(request).await, want);
+}
+
 /// The answer's header `name` (it must be there, as text).
 #[track_caller]
 pub(crate) fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {
