@@ -47,15 +47,24 @@ fn part_bytes(p: &v1::Part) -> usize {
         + opt_len(&p.media_type)
 }
 
+/// What a message and an artifact both hold: parts, metadata and extension URIs.
+fn content_bytes(
+    parts: &[v1::Part],
+    metadata: &Option<crate::types::JsonObject>,
+    extensions: &[String],
+) -> usize {
+    parts.iter().map(part_bytes).sum::<usize>()
+        + metadata_bytes(metadata)
+        + extensions.iter().map(String::len).sum::<usize>()
+}
+
 /// The approximate memory a message holds: its parts, ids and metadata.
 pub fn message_bytes(m: &v1::Message) -> usize {
     OBJECT_BYTES
         + m.message_id.len()
         + opt_len(&m.context_id)
         + opt_len(&m.task_id)
-        + m.parts.iter().map(part_bytes).sum::<usize>()
-        + metadata_bytes(&m.metadata)
-        + m.extensions.iter().map(String::len).sum::<usize>()
+        + content_bytes(&m.parts, &m.metadata, &m.extensions)
         + m.reference_task_ids.iter().map(String::len).sum::<usize>()
 }
 
@@ -65,9 +74,7 @@ fn artifact_bytes(a: &v1::Artifact) -> usize {
         + a.artifact_id.len()
         + opt_len(&a.name)
         + opt_len(&a.description)
-        + a.parts.iter().map(part_bytes).sum::<usize>()
-        + metadata_bytes(&a.metadata)
-        + a.extensions.iter().map(String::len).sum::<usize>()
+        + content_bytes(&a.parts, &a.metadata, &a.extensions)
 }
 
 /// The approximate memory a task holds: history, artifacts, status message, ids and metadata.

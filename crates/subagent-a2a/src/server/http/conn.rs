@@ -329,14 +329,10 @@ trait Graceful: std::future::Future<Output = Result<(), hyper::Error>> {
     fn shut_down(self: Pin<&mut Self>);
 }
 
-impl<I, S> Graceful for hyper::server::conn::http1::Connection<I, S>
-where
-    S: hyper::service::HttpService<hyper::body::Incoming>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    S::ResBody: 'static,
-    <S::ResBody as http_body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+/// A connection's socket, as hyper reads it.
+type ConnIo = hyper_util::rt::TokioIo<TrackedIo>;
+
+impl Graceful for hyper::server::conn::http1::Connection<ConnIo, ConnService> {
     const TELL_BEFORE_CLOSING: bool = false;
 
     fn shut_down(self: Pin<&mut Self>) {
@@ -345,14 +341,8 @@ where
 }
 
 #[cfg(feature = "grpc-server")]
-impl<I, S, E> Graceful for hyper::server::conn::http2::Connection<I, S, E>
-where
-    S: hyper::service::HttpService<hyper::body::Incoming>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    S::ResBody: 'static,
-    <S::ResBody as http_body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
+impl Graceful
+    for hyper::server::conn::http2::Connection<ConnIo, ConnService, hyper_util::rt::TokioExecutor>
 {
     const TELL_BEFORE_CLOSING: bool = true;
 
