@@ -134,26 +134,16 @@ async fn assert_within_twice_the_body(version: Version, escapes: bool) {
     );
 }
 
+/// A large send, with a plain text and with one full of escapes, in 1.0 and in 0.3, each in a
+/// fresh child. Escapes: serde_json unescapes into a scratch buffer and then copies it, so
+/// without reading the raw text a text with escapes held the body, the scratch and the
+/// `String` (3x). 0.3: a derived `kind`-tagged part buffered the whole part (an owned copy of
+/// the text, in serde's private content tree) before choosing its variant, 3x with escapes.
 #[tokio::test]
-async fn a_large_plain_text_send_peaks_within_twice_its_body() {
-    assert_within_twice_the_body(Version::V1, false).await;
-}
-
-/// serde_json unescapes into a scratch buffer and then copies it: without reading the raw
-/// text, a text with escapes held the body, the scratch and the `String` (3x).
-#[tokio::test]
-async fn a_large_escaped_text_send_peaks_within_twice_its_body() {
-    assert_within_twice_the_body(Version::V1, true).await;
-}
-
-#[tokio::test]
-async fn a_large_plain_text_v03_send_peaks_within_twice_its_body() {
-    assert_within_twice_the_body(Version::V03, false).await;
-}
-
-/// A derived `kind`-tagged 0.3 part buffered the whole part (an owned copy of the text, in
-/// serde's private content tree) before choosing its variant: with escapes, 3x the body.
-#[tokio::test]
-async fn a_large_escaped_text_v03_send_peaks_within_twice_its_body() {
-    assert_within_twice_the_body(Version::V03, true).await;
+async fn large_text_sends_peak_within_twice_their_body() {
+    for version in [Version::V1, Version::V03] {
+        for escapes in [false, true] {
+            assert_within_twice_the_body(version, escapes).await;
+        }
+    }
 }
