@@ -23,8 +23,7 @@ struct Remote {
 
 impl Remote {
     fn start() -> Self {
-        let rt = common::rt();
-        let model = rt.block_on(ScriptedModelServer::start());
+        let (rt, model) = common::scripted();
         let served = tempfile::tempdir().expect("tmp");
         let (serve, url) = common::serve_worker(
             &rt,

@@ -9,7 +9,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{copy_tree, corpus, json_stdout, process_in, rt, spawn_serve};
+use common::{copy_tree, corpus, json_stdout, process_in, spawn_serve};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::transport::TokioChildProcess;
@@ -120,8 +120,7 @@ fn a_whole_collection_with_names_defined_twice_runs_and_says_which_file_won() {
     let loser = h
         .user_agents()
         .join("voltagent-subagents/categories/03-infrastructure/cloud-architect.md");
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
 
     // A name defined once (in a subfolder of a subfolder) runs.
     server.push(Reply::text("wordpress done"));
@@ -220,8 +219,7 @@ fn project_agents_are_found_walking_up_and_the_nearest_directory_wins() {
     );
     let deep = pkg.join("src/deep");
     std::fs::create_dir_all(&deep).unwrap();
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     for (agent, body) in [
         ("reviewer", "INNER-BODY"),
         ("outer-only", "OUTER-ONLY-BODY"),
@@ -261,8 +259,7 @@ const DATED: &str = "---\nname: dated\ndescription: Uses a dated Claude id.\nmod
 fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_model_once_noted() {
     let h = Home::new();
     let dir = common::write_agent(&h.work, "dated", DATED);
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // A short name: progress lines are cut at 100 characters.
     let session = server.openai_model("sm");
     let dated_task = |key: bool, extra: &[&str]| {
@@ -342,8 +339,7 @@ fn serve_and_mcp_take_agent_model() {
         "worker",
         "---\nname: worker\ndescription: Works.\nmodel: haiku\ntools: Read\n---\nYou work.\n",
     );
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     let main = server.openai_model("main-model");
     let forced = server.openai_model("forced-model");
 
@@ -425,8 +421,7 @@ fn the_load_notes_of_a_whole_collection_are_one_line_and_v_gives_each() {
     let Some(corpus) = corpus(test) else { return };
     let h = Home::new();
     copy_tree(&corpus.join("voltagent-subagents"), &h.user_agents());
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
 
     server.push(Reply::text("ok"));
     let out = task(&h, &server, "wordpress-master", &[]);
@@ -535,8 +530,7 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
         "---\nname: loner\ndescription: Alone.\nomitClaudeMd: true\n---\nLONER-BODY\n",
     )
     .unwrap();
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let run_task = |agent: &str| {
         h.cmd_in(&pkg)
             .args(["--store", "memory", "task", agent, "hi", "--model"])
@@ -631,8 +625,7 @@ fn json_carries_each_childs_answer() {
         "helper",
         "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n",
     );
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push_all([
         Reply::task_call("helper", "help me"),
         Reply::text("CHILD-ANSWER-42"),

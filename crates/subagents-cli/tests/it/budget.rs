@@ -37,8 +37,7 @@ fn task_json(model: &str, config: &str, extra: &[&str]) -> Value {
 
 /// `task --json` with `config` after one model reply of `model` that used `usage` tokens.
 fn priced_run(model: &str, usage: (u64, u64), config: &str) -> Value {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push(
         Reply::text("ok")
             .with_usage(usage.0, usage.1)

@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use common::{fixtures, json_stdout, last_tool_result, rt, spawn_serve, subagents, word};
+use common::{fixtures, json_stdout, last_tool_result, spawn_serve, subagents, word};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -209,9 +209,8 @@ fn a_bad_config_file_is_a_clear_error() {
 
 #[test]
 fn task_runs_one_local_agent_against_the_scripted_model() {
-    use subagent_testkit::{Reply, ScriptedModelServer};
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    use subagent_testkit::Reply;
+    let (_rt, server) = common::scripted();
     server.push(Reply::text("the files look fine").with_usage(12, 5));
     let model = server.openai_model("test-model");
     let v = json_stdout(
@@ -260,9 +259,8 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
 
 #[test]
 fn run_delegates_in_the_background_then_reads_the_output() {
-    use subagent_testkit::{Reply, ScriptedModelServer};
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    use subagent_testkit::Reply;
+    let (_rt, server) = common::scripted();
     let script = server.script();
     // Turn 1: the main model starts a subagent in the background, on a model named in the
     // config file.
@@ -364,9 +362,8 @@ fn run_delegates_in_the_background_then_reads_the_output() {
 
 #[test]
 fn serve_then_call_round_trip_with_streaming_progress() {
-    use subagent_testkit::{Reply, ScriptedModelServer};
-    let rt = rt();
-    let model_server = rt.block_on(ScriptedModelServer::start());
+    use subagent_testkit::Reply;
+    let (rt, model_server) = common::scripted();
     model_server.push(Reply::text("served answer one").with_usage(5, 3));
     model_server.push(Reply::text("served answer two").with_usage(5, 3));
     let model = model_server.openai_model("test-model");

@@ -8,9 +8,9 @@ use crate::common;
 use std::path::Path;
 
 use assert_cmd::Command;
-use common::{CLEARED_VARS, json_stdout, rt, stdout_of, subagents_in};
+use common::{CLEARED_VARS, json_stdout, stdout_of, subagents_in};
 use serde_json::json;
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 /// The example's executable: the `custom_cli` binary target (feature `custom-cli-example`),
 /// which Cargo builds before this test.
@@ -105,8 +105,7 @@ fn task_of_the_custom_command_runs_the_added_kind() {
 
 #[test]
 fn run_of_the_custom_command_delegates_to_the_added_kind() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push(Reply::task_call("shout", "delegated words"));
     server.push(Reply::text("the child answered"));
     let home = tempfile::tempdir().unwrap();

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{json_stdout, rt, stdout_of, subagents_in, write_agent};
+use common::{json_stdout, stdout_of, subagents_in, write_agent};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -56,8 +56,7 @@ fn tool(request: &subagent_testkit::RecordedRequest, name: &str) -> (String, Val
 
 #[test]
 fn the_lean_main_agent_reads_of_no_tool_it_does_not_have() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
 
     let lean = first_main_request(&server, home.path(), &["--main-tools", "Task"]);
@@ -283,8 +282,7 @@ fn run_routed(
 #[test]
 fn model_routes_ignore_the_query() {
     // (Credentials in a model URL are refused where the spec is read: hostile.rs.)
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     let elsewhere = rt.block_on(ScriptedModelServer::start());
     let home = tempfile::tempdir().expect("home");
     let with_query =
@@ -325,8 +323,7 @@ fn model_routes_ignore_the_query() {
 
 #[test]
 fn ctrl_c_during_tasks_resume_of_a_local_agent_says_how_to_continue_and_exits_130() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     let agents = write_agent(
         home.path(),

@@ -3,9 +3,9 @@
 
 use crate::common;
 
-use common::{json_stdout, rt, subagents, team};
+use common::{json_stdout, subagents, team};
 
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer, prompt_tokens};
+use subagent_testkit::{RecordedRequest, Reply, prompt_tokens};
 
 /// The prompt tokens of `req` a later request repeating it whole reads from cache.
 fn tokens_of(req: &RecordedRequest) -> u64 {
@@ -18,8 +18,7 @@ fn tokens_of(req: &RecordedRequest) -> u64 {
 
 #[test]
 fn run_forks_twice_deep_with_byte_identical_prefixes_read_from_cache() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_prompt_cache(true);
     server.push(Reply::task_call("fork", "TASK-A: sum the numbers"));
     server.push(Reply::task_call("fork", "TASK-B: check the sum"));

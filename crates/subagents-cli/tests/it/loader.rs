@@ -8,7 +8,7 @@ use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::{Killed, free_port, json_stdout, process_in, rt};
+use common::{Killed, free_port, json_stdout, process_in};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -73,8 +73,7 @@ fn task_ok(
     agent: &str,
     replies: Vec<Reply>,
 ) -> (tokio::runtime::Runtime, ScriptedModelServer, String) {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     for reply in replies {
         server.push(reply);
     }
@@ -320,8 +319,7 @@ fn names_with_slashes_load_and_get_one_safe_slug_everywhere() {
         "{slug}"
     );
 
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     server.push(Reply::text("indexed"));
     let out = task(&l, &server, "LSP/Index Engineer");
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));

@@ -9,7 +9,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::{MAIN_TOOLS_VAR, free_port, rt, subagents, subagents_in, write_agent};
+use common::{MAIN_TOOLS_VAR, free_port, subagents, subagents_in, write_agent};
 use serde_json::json;
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 
@@ -78,8 +78,7 @@ fn assert_no_tracing(text: &str) {
 
 #[test]
 fn a_local_main_model_is_offered_task_alone_by_default_and_told_so_once() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     let agents = helper(home.path());
 
@@ -115,8 +114,7 @@ fn a_local_main_model_is_offered_task_alone_by_default_and_told_so_once() {
 
 #[test]
 fn the_window_a_local_server_reports_is_named_when_the_prompt_nears_it() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     let agents = helper(home.path());
 
@@ -148,8 +146,7 @@ fn the_window_a_local_server_reports_is_named_when_the_prompt_nears_it() {
 
 #[test]
 fn the_task_description_stays_bounded_however_many_agents_are_installed() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     let long = "Reviews code for one concern of its own. ".to_string() + &"Details. ".repeat(40);
     let mut agents = PathBuf::new();
@@ -270,8 +267,7 @@ fn without_a_model_the_help_is_printed_once() {
 
 #[test]
 fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     write_agent(
         home.path(),
@@ -333,8 +329,7 @@ fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
 
 #[test]
 fn denied_calls_are_counted_on_a_closing_line_that_says_how_to_allow_them() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     // The README's first run: the calculator computes with Bash, which asks first.
     let agents = write_agent(
@@ -373,8 +368,7 @@ fn denied_calls_are_counted_on_a_closing_line_that_says_how_to_allow_them() {
 
 #[test]
 fn several_servers_share_the_default_store() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     let agents = helper(home.path());
     let model = server.openai_model("child-model");

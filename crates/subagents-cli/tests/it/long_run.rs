@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use common::{rt, subagents_in};
+use common::subagents_in;
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 const COORDINATOR: &str = "---\nname: coordinator\ndescription: Delegates the work.\ntools: Task\n---\nYou are the coordinator. Delegate to the worker with the Task tool.\n";
 
@@ -44,8 +44,7 @@ fn has_tool_result(body: &Value) -> bool {
 fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
     const WINDOW: u64 = 12_000;
     const READS: u32 = 100;
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_context_window(Some(WINDOW));
     let reads = Arc::new(AtomicU32::new(0));
     let summaries = Arc::new(AtomicU32::new(0));
@@ -122,8 +121,7 @@ fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
 
 #[test]
 fn a_stalled_worker_ends_limit_reached_and_its_coordinator_goes_on() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push(Reply::task_call("coordinator", "get it done"));
     server.push(Reply::task_call("worker", "read small.txt"));
     server.push(Reply::text_and_tool_calls(

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{fixtures, rt, subagents_in, write_agent};
+use common::{fixtures, subagents_in, write_agent};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -155,8 +155,7 @@ fn run_delegating(
 
 #[test]
 fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_one_model() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     let dir = agents_in(home.path());
 
@@ -218,8 +217,7 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
 
 #[test]
 fn the_last_line_gives_tokens_cost_from_the_built_in_prices_and_the_session() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // A hosted model's dated snapshot, priced by the built-in table (no [prices]).
     server.push(
         Reply::text("reviewed")

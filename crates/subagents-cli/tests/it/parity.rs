@@ -7,7 +7,6 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use common::rt;
 use serde_json::{Value, json};
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 
@@ -100,8 +99,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 #[test]
 fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "worker",
@@ -168,8 +166,7 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
         server.push(Reply::text("ok"));
         server.push(Reply::text("done"));
     };
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     script(&server);
     p.run(&server, "go").assert().success();
     assert!(!p.ws.path().join("out/MADE").exists());
@@ -187,8 +184,7 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
 
 #[test]
 fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     // Hooks from agent files and the workspace run confined like `Bash`: they write in `out/`.
     p.write("out/.keep", "");
@@ -229,8 +225,7 @@ fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
 
 #[test]
 fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_directory() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "keeper",
@@ -278,8 +273,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
 
 #[test]
 fn user_memory_lives_under_home_and_the_agents_write_tool_reaches_it() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "diarist",
@@ -317,8 +311,7 @@ fn user_memory_lives_under_home_and_the_agents_write_tool_reaches_it() {
 
 #[test]
 fn a_background_agent_returns_a_task_id_at_once() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "watcher",
@@ -363,8 +356,7 @@ fn a_background_agent_returns_a_task_id_at_once() {
 
 #[test]
 fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     let ws = p.ws();
     git(&ws, &["init", "-q"]);
@@ -418,8 +410,7 @@ fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
 
 #[test]
 fn effort_high_is_sent_as_reasoning_effort() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "thinker",
@@ -439,8 +430,7 @@ fn effort_high_is_sent_as_reasoning_effort() {
 
 #[test]
 fn run_agent_uses_the_agents_prompt_tools_and_initial_prompt() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "starter",
@@ -545,8 +535,7 @@ fn an_agent_files_hooks_run_confined_and_the_users_own_settings_hooks_do_not() {
         );
         return;
     }
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.write("out/.keep", "");
     // Outside the workspace and outside the temp directory the sandbox grants.

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use common::{rt, subagents_in};
+use common::subagents_in;
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -17,8 +17,7 @@ struct Case {
 
 impl Case {
     fn new() -> Self {
-        let rt = rt();
-        let server = rt.block_on(ScriptedModelServer::start());
+        let (rt, server) = common::scripted();
         let home = tempfile::tempdir().expect("temp home");
         // Confined Bash cannot create files directly in the workspace root (they could be its
         // protected control files): commands create theirs in `out/`.

@@ -147,8 +147,7 @@ fn a_nine_turn_tool_loop_is_billed_a_third_of_its_plain_input_and_nothing_withou
 
 #[test]
 fn forks_and_sibling_forks_read_their_callers_prompt_from_cache_byte_for_byte() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_prompt_cache(true);
     let home = tempfile::tempdir().expect("home");
     write_files(home.path(), 2);
@@ -212,8 +211,7 @@ fn forks_and_sibling_forks_read_their_callers_prompt_from_cache_byte_for_byte() 
 
 #[test]
 fn a_typed_fork_keeps_its_callers_tools_and_reads_its_prompt_from_cache() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_prompt_cache(true);
     let home = tempfile::tempdir().expect("home");
     write_files(home.path(), 1);
@@ -256,8 +254,7 @@ fn a_typed_fork_keeps_its_callers_tools_and_reads_its_prompt_from_cache() {
 
 #[test]
 fn the_done_line_shows_what_the_cache_read_wrote_and_saved() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_prompt_cache(true);
     let home = tempfile::tempdir().expect("home");
     write_files(home.path(), 1);

@@ -144,8 +144,7 @@ fn twenty_four_children_against_four_in_flight_all_answer_within_twice_the_ideal
     // Retry-After) and scheduling noise on a loaded 2-core machine: the ideal is 8 s, measured
     // 1.04-1.21x (docs/PERFORMANCE.md).
     const LATENCY: Duration = Duration::from_secs(1);
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_rate_limit(Some(RateLimit::in_flight(
         IN_FLIGHT,
         Duration::from_secs(1),
@@ -174,8 +173,7 @@ fn twenty_four_children_against_four_in_flight_all_answer_within_twice_the_ideal
 #[test]
 fn a_hundred_children_against_half_the_requests_refused_all_answer() {
     const CHILDREN: usize = 100;
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_rate_limit(Some(RateLimit::random(0.5, 40, Duration::from_millis(100))));
     let latency = Duration::from_millis(10);
     server.push(fan_out(CHILDREN).with_delay(latency));
@@ -315,8 +313,7 @@ fn a_child_whose_model_keeps_failing_is_counted_named_and_can_fail_the_run() {
 fn the_live_tree_shows_a_child_waiting_out_a_rate_limit() {
     use common::pty::OnPty;
     let limit = Duration::from_secs(60);
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // One request at a time, the rest told to come back in 2 s: two of three children wait.
     server.set_rate_limit(Some(RateLimit::in_flight(1, Duration::from_secs(2))));
     let latency = Duration::from_millis(300);

@@ -8,9 +8,8 @@ use crate::common;
 
 use std::path::Path;
 
-use common::rt;
 use serde_json::json;
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 const README: &str = include_str!("../../../../README.md");
 
@@ -69,8 +68,7 @@ fn sh(home: &Path, script: &str, model: &str) -> std::process::Output {
 
 #[test]
 fn the_readme_first_run_works_as_written() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let spec = server.openai_model("local");
     let script = server.script();
     // The main model delegates, the calculator runs python3 with Bash and answers, the main

@@ -4,13 +4,12 @@
 
 use crate::common;
 
-use common::{json_stdout, rt, spawn_serve, subagents_in, team};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use common::{json_stdout, spawn_serve, subagents_in, team};
+use subagent_testkit::Reply;
 
 #[test]
 fn call_json_shows_the_served_runs_usage_tree_and_cost() {
-    let rt = rt();
-    let model_server = rt.block_on(ScriptedModelServer::start());
+    let (rt, model_server) = common::scripted();
     model_server.push(
         Reply::task_call("leaf", "LEAF")
             .with_usage(100, 10)

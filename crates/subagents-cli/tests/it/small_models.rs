@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{json_stdout, rt, subagents, write_agent};
+use common::{json_stdout, subagents, write_agent};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -68,8 +68,7 @@ fn child_prompts(server: &ScriptedModelServer) -> Vec<String> {
 
 #[test]
 fn a_tool_call_named_like_an_agent_is_delegated_to_it() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let script = server.script();
     // The model calls the agent itself, in another case, with arguments of its own making.
     script.push_for_model(
@@ -122,8 +121,7 @@ fn a_tool_call_named_like_an_agent_is_delegated_to_it() {
 
 #[test]
 fn tool_calls_written_as_text_are_run_on_a_local_server() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let script = server.script();
     let call = |n: u32| {
         json!({"name": "Task", "arguments": {
@@ -162,8 +160,7 @@ fn tool_calls_written_as_text_are_run_on_a_local_server() {
 
 #[test]
 fn an_empty_final_answer_fails_and_says_why() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // Asked once more after an empty reply, it replies empty again.
     for _ in 0..2 {
         server
@@ -208,8 +205,7 @@ fn an_empty_final_answer_fails_and_says_why() {
 
 #[test]
 fn main_tools_offers_the_main_agent_only_the_named_tools() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server
         .script()
         .push_for_model("main-model", Reply::text("ok"));

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{rt, subagents_in, write_agent};
+use common::{subagents_in, write_agent};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -66,8 +66,7 @@ fn script(server: &ScriptedModelServer, note: &Path) {
 
 #[test]
 fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_and_parent() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let dir = tempfile::tempdir().expect("tmp");
     let root = dir.path();
     let note = root.join("note.txt");
@@ -178,8 +177,7 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
 
 #[test]
 fn task_streams_json_too_and_json_conflicts_with_output_format() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let dir = tempfile::tempdir().expect("tmp");
     let root = dir.path();
     let note = root.join("note.txt");
@@ -229,8 +227,7 @@ fn task_streams_json_too_and_json_conflicts_with_output_format() {
 /// stream-json under the remote coordinator's task, through the A2A progress extension.
 #[test]
 fn a_remote_childs_own_children_stream_through_a2a_keyed_under_the_calling_task() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     let served = tempfile::tempdir().expect("tmp");
     let note = served.path().join("remote-note.txt");
     std::fs::write(&note, "REMOTE-LEAF-9\n").expect("note");

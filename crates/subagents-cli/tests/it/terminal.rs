@@ -83,8 +83,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn a_remote_question_reaches_the_run_terminal_escaped() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     let remote = peer::start(
         &rt,
         "peer",
@@ -205,8 +204,7 @@ struct Served {
 
 impl Served {
     fn start() -> Self {
-        let rt = common::rt();
-        let model = rt.block_on(ScriptedModelServer::start());
+        let (rt, model) = common::scripted();
         let dir = tempfile::tempdir().expect("tmp");
         // Confined Bash creates files in a subdirectory (not directly in the workspace root,
         // whose new entries could be the project's control files).
@@ -342,8 +340,7 @@ fn ctrl_c_when(cmd: &mut std::process::Command, ready: impl Fn() -> bool) -> std
 
 #[test]
 fn ctrl_c_during_run_prints_the_outcome_and_exits_130() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (_rt, model) = common::scripted();
     model.push(Reply::text("too late").with_delay(Duration::from_secs(300)));
     let home = tempfile::tempdir().expect("tmp");
     let out = ctrl_c_when(
@@ -362,8 +359,7 @@ fn ctrl_c_during_run_prints_the_outcome_and_exits_130() {
 
 #[test]
 fn ctrl_c_during_task_exits_130() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (_rt, model) = common::scripted();
     model.push(Reply::text("too late").with_delay(Duration::from_secs(300)));
     let home = tempfile::tempdir().expect("tmp");
     let agents = common::write_agent(
@@ -399,8 +395,7 @@ fn ctrl_c_during_call_exits_130() {
 #[test]
 fn serve_stops_gracefully_with_0_on_sigterm_and_sigint() {
     for sig in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
-        let rt = common::rt();
-        let model = rt.block_on(ScriptedModelServer::start());
+        let (rt, model) = common::scripted();
         let dir = tempfile::tempdir().expect("tmp");
         let (served, _url) = common::serve_worker(
             &rt,
@@ -460,8 +455,7 @@ fn mcp_over_stdio_stops_gracefully_with_0_on_sigint() {
 
 #[test]
 fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (_rt, model) = common::scripted();
     let home = tempfile::tempdir().expect("tmp");
     let work = home.path().join("work");
     std::fs::create_dir_all(work.join("out")).expect("work");
@@ -534,8 +528,7 @@ fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
 /// and from `tasks resume`; `--json` is exact and holds no raw control or bidi character.
 #[test]
 fn tasks_show_stop_and_resume_print_a_tasks_text_escaped_on_a_terminal() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (_rt, model) = common::scripted();
     model.push(Reply::text(format!("done {HOSTILE}")));
     model.push(Reply::text(format!("resumed {HOSTILE}")));
     let home = tempfile::tempdir().expect("tmp");

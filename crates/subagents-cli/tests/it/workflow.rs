@@ -92,8 +92,7 @@ fn killed_run_resumes(store: Option<String>) {
     let store: Vec<String> = store
         .map(|s| vec!["--store".to_string(), s])
         .unwrap_or_default();
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     let model = server.openai_model("child-model");
     answer_by_prompt(&server, "child-model", 8);
     let home = tempfile::tempdir().expect("home");
@@ -371,8 +370,7 @@ mod mcp_report {
 
 #[test]
 fn typed_calls_reach_an_a2a_child_and_an_mcp_child() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     // The served worker ends with its typed value through StructuredOutput.
     model.script().push_for_model(
         "worker-model",
@@ -462,8 +460,7 @@ fn run_measured(mut child: Child) -> (std::process::ExitStatus, u64) {
 #[test]
 #[ignore = "measurement: prints wall time and peak memory of a 1,000-call workflow"]
 fn a_thousand_calls_complete_under_the_cap() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // Each reply takes 50 ms, so calls overlap and the cap shows.
     server.set_fallback(Some(
         Reply::text("ok")
@@ -527,8 +524,7 @@ impl TakeOut for Option<std::process::ChildStdout> {
 /// carries each call's events under the workflow's run id, keyed `#POSITION`.
 #[test]
 fn the_main_agent_runs_a_workflow_with_its_tool() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let home = tempfile::tempdir().expect("home");
     let config = common::child_model_config(home.path(), &server);
     let agents = write_agent(
@@ -613,8 +609,7 @@ fn the_main_agent_runs_a_workflow_with_its_tool() {
 /// second message to the peer and no second run of the served agent.
 #[test]
 fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     model.script().push_for_model(
         "worker-model",
         Reply::text("remote answer").with_delay(Duration::from_secs(4)),

@@ -381,3 +381,53 @@ impl WorkCase {
             .unwrap_or_default()
     }
 }
+
+/// A runtime and a scripted model server started on it (keep the runtime while the server is
+/// used).
+pub(crate) fn scripted() -> (
+    tokio::runtime::Runtime,
+    subagent_testkit::ScriptedModelServer,
+) {
+    let rt = rt();
+    let server = rt.block_on(subagent_testkit::ScriptedModelServer::start());
+    (rt, server)
+}
+
+/// A command run to its end that must have succeeded (its stderr is shown when not).
+pub(crate) trait OutputOk {
+    /// Runs it, asserts it exited 0, and gives what it printed.
+    fn output_ok(&mut self) -> std::process::Output;
+}
+
+fn succeeded(out: std::io::Result<std::process::Output>) -> std::process::Output {
+    let out = out.expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+impl OutputOk for Command {
+    fn output_ok(&mut self) -> std::process::Output {
+        succeeded(self.output())
+    }
+}
+
+impl OutputOk for std::process::Command {
+    fn output_ok(&mut self) -> std::process::Output {
+        succeeded(self.output())
+    }
+}
+
+/// The schema of the typed calls: an integer `answer` and a string `source`.
+pub(crate) fn report_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}, "source": {"type": "string"}},
+        "required": ["answer", "source"],
+        "additionalProperties": false
+    })
+}
