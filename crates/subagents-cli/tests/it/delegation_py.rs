@@ -133,8 +133,7 @@ struct Case {
 
 impl Case {
     fn new() -> Self {
-        let (rt, model) = common::scripted();
-        let home = tempfile::tempdir().expect("home");
+        let (rt, model, home) = common::scripted_in_temp();
         let py = start_py(&rt, home.path());
         Self {
             py,

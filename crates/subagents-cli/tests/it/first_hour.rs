@@ -56,8 +56,7 @@ fn tool(request: &subagent_testkit::RecordedRequest, name: &str) -> (String, Val
 
 #[test]
 fn the_lean_main_agent_reads_of_no_tool_it_does_not_have() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
 
     let lean = first_main_request(&server, home.path(), &["--main-tools", "Task"]);
     assert_eq!(lean.tool_names(), ["Task"]);
@@ -270,11 +269,7 @@ fn run_routed(
         .arg(agents)
         .output()
         .expect("run");
-    let all = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = common::all_output(&out);
     assert!(out.status.success(), "{all}");
     all
 }
@@ -323,8 +318,7 @@ fn model_routes_ignore_the_query() {
 
 #[test]
 fn ctrl_c_during_tasks_resume_of_a_local_agent_says_how_to_continue_and_exits_130() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let agents = write_agent(
         home.path(),
         "helper",

@@ -100,11 +100,7 @@ fn credentials_in_a_model_url_never_reach_the_output() {
         .args(["run", "hi", "--model", model])
         .output()
         .expect("runs");
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = common::all_output(&out);
     assert_eq!(out.status.code(), Some(2), "{all}");
     assert!(all.contains("127.0.0.1:9"), "the endpoint is named: {all}");
     assert!(!all.contains("SECRETPASS"), "{all}");

@@ -274,11 +274,7 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
         .arg(&dir)
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr_of(&out)
-    );
+    let all = common::all_output(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
     assert!(all.contains("one.md") && all.contains("two.md"), "{all}");
 }

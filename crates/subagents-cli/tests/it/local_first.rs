@@ -6,6 +6,7 @@
 //! calls and a second server on the default store each get one clear line.
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::{Path, PathBuf};
 
@@ -78,8 +79,7 @@ fn assert_no_tracing(text: &str) {
 
 #[test]
 fn a_local_main_model_is_offered_task_alone_by_default_and_told_so_once() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let agents = helper(home.path());
 
     let (out, lean) = run_once(&server, home.path(), &agents, &[]);
@@ -114,8 +114,7 @@ fn a_local_main_model_is_offered_task_alone_by_default_and_told_so_once() {
 
 #[test]
 fn the_window_a_local_server_reports_is_named_when_the_prompt_nears_it() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let agents = helper(home.path());
 
     // Without a window on the server nothing is said (32,768 assumed, far away).
@@ -146,8 +145,7 @@ fn the_window_a_local_server_reports_is_named_when_the_prompt_nears_it() {
 
 #[test]
 fn the_task_description_stays_bounded_however_many_agents_are_installed() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let long = "Reviews code for one concern of its own. ".to_string() + &"Details. ".repeat(40);
     let mut agents = PathBuf::new();
     for i in 0..150 {
@@ -190,15 +188,13 @@ fn the_task_description_stays_bounded_however_many_agents_are_installed() {
         )]),
     );
     script.push_for_model("main-model", Reply::text("read it"));
-    let out = subagents_in(home.path())
+    subagents_in(home.path())
         .env_remove(MAIN_TOOLS_VAR)
         .args(["--store", "memory", "run", "which agent?", "--model"])
         .arg(server.openai_model("main-model"))
         .arg("--agents")
         .arg(&agents)
-        .output()
-        .expect("runs");
-    assert!(out.status.success(), "{}", stderr(&out));
+        .output_ok();
     let last = server.last_request().expect("the second turn");
     let result = common::last_tool_result(&last.body);
     assert!(result.contains(long.trim()), "{result}");
@@ -267,8 +263,7 @@ fn without_a_model_the_help_is_printed_once() {
 
 #[test]
 fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     write_agent(
         home.path(),
         "calculator",
@@ -329,8 +324,7 @@ fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
 
 #[test]
 fn denied_calls_are_counted_on_a_closing_line_that_says_how_to_allow_them() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     // The README's first run: the calculator computes with Bash, which asks first.
     let agents = write_agent(
         home.path(),
@@ -368,8 +362,7 @@ fn denied_calls_are_counted_on_a_closing_line_that_says_how_to_allow_them() {
 
 #[test]
 fn several_servers_share_the_default_store() {
-    let (rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (rt, server, home) = common::scripted_in_temp();
     let agents = helper(home.path());
     let model = server.openai_model("child-model");
     let configure = |cmd: &mut std::process::Command| {
@@ -385,8 +378,6 @@ fn several_servers_share_the_default_store() {
         .push_for_model("child-model", Reply::text("from the second"));
     let out = subagents_in(home.path())
         .args(["call", &format!("{}/helper", second.base), "hi", "--json"])
-        .output()
-        .expect("calls");
-    assert!(out.status.success(), "{}", stderr(&out));
+        .output_ok();
     assert!(stdout(&out).contains("from the second"), "{}", stdout(&out));
 }

@@ -17,8 +17,7 @@ struct Case {
 
 impl Case {
     fn new() -> Self {
-        let (rt, server) = common::scripted();
-        let home = tempfile::tempdir().expect("temp home");
+        let (rt, server, home) = common::scripted_in_temp();
         // Confined Bash cannot create files directly in the workspace root (they could be its
         // protected control files): commands create theirs in `out/`.
         std::fs::create_dir_all(home.path().join("work/out")).unwrap();

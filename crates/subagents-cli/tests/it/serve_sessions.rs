@@ -25,16 +25,7 @@ async fn send(url: &str, text: &str, context: Option<&str>) -> Value {
         "method": "SendMessage",
         "params": {"message": message},
     });
-    let reply: Value = reqwest::Client::new()
-        .post(url)
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON-RPC reply");
+    let reply = common::a2a_post(url, &body).await;
     let task = reply["result"]["task"].clone();
     assert_eq!(
         task["status"]["state"], "TASK_STATE_COMPLETED",

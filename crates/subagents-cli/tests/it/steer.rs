@@ -64,8 +64,7 @@ fn start_and_message(script: &Script, model: &str, task: Value, message: &str) {
 
 #[test]
 fn run_steers_a_background_child_and_its_background_grandchild() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     write_agent(
         home.path(),
         "coordinator",

@@ -66,8 +66,7 @@ fn script(server: &ScriptedModelServer, note: &Path) {
 
 #[test]
 fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_and_parent() {
-    let (_rt, server) = common::scripted();
-    let dir = tempfile::tempdir().expect("tmp");
+    let (_rt, server, dir) = common::scripted_in_temp();
     let root = dir.path();
     let note = root.join("note.txt");
     std::fs::write(&note, "DEEP-ANSWER-7\n").expect("note");
@@ -177,8 +176,7 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
 
 #[test]
 fn task_streams_json_too_and_json_conflicts_with_output_format() {
-    let (_rt, server) = common::scripted();
-    let dir = tempfile::tempdir().expect("tmp");
+    let (_rt, server, dir) = common::scripted_in_temp();
     let root = dir.path();
     let note = root.join("note.txt");
     std::fs::write(&note, "DEEP-ANSWER-7\n").expect("note");
@@ -227,8 +225,7 @@ fn task_streams_json_too_and_json_conflicts_with_output_format() {
 /// stream-json under the remote coordinator's task, through the A2A progress extension.
 #[test]
 fn a_remote_childs_own_children_stream_through_a2a_keyed_under_the_calling_task() {
-    let (rt, server) = common::scripted();
-    let served = tempfile::tempdir().expect("tmp");
+    let (rt, server, served) = common::scripted_in_temp();
     let note = served.path().join("remote-note.txt");
     std::fs::write(&note, "REMOTE-LEAF-9\n").expect("note");
     // The served process's replies (its own model), in order: coordinator, leaf, leaf,

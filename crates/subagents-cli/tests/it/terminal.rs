@@ -204,8 +204,7 @@ struct Served {
 
 impl Served {
     fn start() -> Self {
-        let (rt, model) = common::scripted();
-        let dir = tempfile::tempdir().expect("tmp");
+        let (rt, model, dir) = common::scripted_in_temp();
         // Confined Bash creates files in a subdirectory (not directly in the workspace root,
         // whose new entries could be the project's control files).
         std::fs::create_dir_all(dir.path().join("out")).expect("out");
@@ -395,8 +394,7 @@ fn ctrl_c_during_call_exits_130() {
 #[test]
 fn serve_stops_gracefully_with_0_on_sigterm_and_sigint() {
     for sig in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
-        let (rt, model) = common::scripted();
-        let dir = tempfile::tempdir().expect("tmp");
+        let (rt, model, dir) = common::scripted_in_temp();
         let (served, _url) = common::serve_worker(
             &rt,
             &model,
@@ -455,8 +453,7 @@ fn mcp_over_stdio_stops_gracefully_with_0_on_sigint() {
 
 #[test]
 fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
-    let (_rt, model) = common::scripted();
-    let home = tempfile::tempdir().expect("tmp");
+    let (_rt, model, home) = common::scripted_in_temp();
     let work = home.path().join("work");
     std::fs::create_dir_all(work.join("out")).expect("work");
     for (name, m) in [("alpha", "alpha-model"), ("beta", "beta-model")] {

@@ -524,8 +524,7 @@ impl TakeOut for Option<std::process::ChildStdout> {
 /// carries each call's events under the workflow's run id, keyed `#POSITION`.
 #[test]
 fn the_main_agent_runs_a_workflow_with_its_tool() {
-    let (_rt, server) = common::scripted();
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let config = common::child_model_config(home.path(), &server);
     let agents = write_agent(
         home.path(),
@@ -648,18 +647,10 @@ fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
         "the served agent ran once: the resume followed its task"
     );
     // The peer got one message: the resume sent nothing to its working task.
-    let tasks: Value = rt.block_on(async {
-        reqwest::Client::new()
-            .post(&worker_url)
-            .header("A2A-Version", "1.0")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"historyLength": 50}}))
-            .send()
-            .await
-            .expect("ListTasks answers")
-            .json()
-            .await
-            .expect("JSON")
-    });
+    let tasks = rt.block_on(common::a2a_post(
+        &worker_url,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"historyLength": 50}}),
+    ));
     let tasks = tasks["result"]["tasks"]
         .as_array()
         .cloned()

@@ -431,3 +431,94 @@ pub(crate) fn report_schema() -> Value {
         "additionalProperties": false
     })
 }
+
+/// [`scripted`] and a temporary directory (a home, a workspace or a served root).
+pub(crate) fn scripted_in_temp() -> (
+    tokio::runtime::Runtime,
+    subagent_testkit::ScriptedModelServer,
+    tempfile::TempDir,
+) {
+    let (rt, server) = scripted();
+    (rt, server, tempfile::tempdir().expect("temp dir"))
+}
+
+/// A command's stdout then its stderr, as one text.
+pub(crate) fn all_output(out: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The lines of `text` that contain `needle`.
+pub(crate) fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(needle)).collect()
+}
+
+/// The requests `server` got for `model`, in order.
+pub(crate) fn requests_for(
+    server: &subagent_testkit::ScriptedModelServer,
+    model: &str,
+) -> Vec<subagent_testkit::RecordedRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some(model))
+        .collect()
+}
+
+/// What a successful command printed on stdout, a JSON value a line (`stream-json`).
+pub(crate) fn json_lines(assert: assert_cmd::assert::Assert) -> Vec<Value> {
+    stdout_of(assert)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect()
+}
+
+/// `cmd` run, which succeeded; its stdout as JSON (`--json`).
+pub(crate) fn ok_json(cmd: &mut Command) -> Value {
+    json_stdout(cmd.assert().success())
+}
+
+/// The body of the one request `server` got, as text.
+pub(crate) fn only_request_body(server: &subagent_testkit::ScriptedModelServer) -> String {
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1, "one request");
+    reqs[0].body.to_string()
+}
+
+/// Posts the JSON-RPC `body` to the A2A endpoint `url` (A2A 1.0); the JSON answer.
+pub(crate) async fn a2a_post(url: &str, body: &Value) -> Value {
+    reqwest::Client::new()
+        .post(url)
+        .header("A2A-Version", "1.0")
+        .json(body)
+        .send()
+        .await
+        .expect("the A2A request is answered")
+        .json()
+        .await
+        .expect("a JSON answer")
+}
+
+/// A command's stdout as JSON; a failure to parse shows its stdout and stderr.
+pub(crate) fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("JSON on stdout ({e}):\n{}", all_output(out)))
+}
+
+/// A scripted model server on `rt`, a temporary home, and the config in it that names the
+/// server's `child-model` `child` ([`child_model_config`]).
+pub(crate) fn child_model_home(
+    rt: &tokio::runtime::Runtime,
+) -> (
+    subagent_testkit::ScriptedModelServer,
+    tempfile::TempDir,
+    PathBuf,
+) {
+    let server = rt.block_on(subagent_testkit::ScriptedModelServer::start());
+    let home = tempfile::tempdir().expect("home");
+    let config = child_model_config(home.path(), &server);
+    (server, home, config)
+}
