@@ -5,11 +5,12 @@
 //! in `--json`.
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{copy_tree, corpus, json_stdout, process_in, spawn_serve};
+use common::{copy_tree, corpus, process_in, spawn_serve};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::transport::TokioChildProcess;
@@ -134,12 +135,8 @@ fn a_whole_collection_with_names_defined_twice_runs_and_says_which_file_won() {
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout_of(&out).trim(), "cloud done");
-    let said: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("`cloud-architect`"))
-        .collect();
-    assert_eq!(said.len(), 1, "one line: {stderr}");
-    let (used, not_used) = said[0].split_once(", not ").expect("used ..., not ...");
+    let said = common::the_line_with(&stderr, "`cloud-architect`");
+    let (used, not_used) = said.split_once(", not ").expect("used ..., not ...");
     assert!(used.contains(&winner.display().to_string()), "{stderr}");
     assert!(not_used.contains(&loser.display().to_string()), "{stderr}");
     let system = server.last_request().expect("a request").system_prompt();
@@ -235,12 +232,7 @@ fn project_agents_are_found_walking_up_and_the_nearest_directory_wins() {
         let system = server.last_request().unwrap().system_prompt();
         assert!(system.contains(body), "{agent}: {system}");
     }
-    let v = json_stdout(
-        h.cmd_in(&deep)
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = h.cmd_in(&deep).args(["agents", "list", "--json"]).json_ok();
     let shadowed = v["shadowed"].as_array().expect("shadowed");
     assert_eq!(shadowed.len(), 1, "{v}");
     assert!(
@@ -305,14 +297,10 @@ fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_m
     assert_eq!(stdout_of(&out).trim(), "from the session model");
     let req = server.last_request().expect("a request");
     assert_eq!(req.model(), Some("sm"));
-    let notices: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("claude-sonnet-4-20250514"))
-        .collect();
-    assert_eq!(notices.len(), 1, "{stderr}");
+    let notices = common::the_line_with(&stderr, "claude-sonnet-4-20250514");
     assert!(
-        notices[0].contains("unusable (no ANTHROPIC_API_KEY)")
-            && notices[0].contains("the session's model `sm`"),
+        notices.contains("unusable (no ANTHROPIC_API_KEY)")
+            && notices.contains("the session's model `sm`"),
         "{stderr}"
     );
 
@@ -405,11 +393,7 @@ fn serve_and_mcp_take_agent_model() {
             .collect::<String>()
     });
     assert!(answer.contains("mcp on the forced model"), "{answer}");
-    let to_forced = server
-        .requests()
-        .iter()
-        .filter(|r| r.model() == Some("forced-model"))
-        .count();
+    let to_forced = common::requests_for(&server, "forced-model").len();
     assert_eq!(to_forced, 2);
 }
 
@@ -428,11 +412,10 @@ fn the_load_notes_of_a_whole_collection_are_one_line_and_v_gives_each() {
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
-    let summary: Vec<&&str> = lines.iter().filter(|l| l.contains("with notes")).collect();
-    assert_eq!(summary.len(), 1, "{stderr}");
+    let summary = common::the_line_with(&stderr, "with notes");
     assert!(
-        summary[0].starts_with("subagents: 158 agents loaded, ")
-            && summary[0].contains("subagents agents validate"),
+        summary.starts_with("subagents: 158 agents loaded, ")
+            && summary.contains("subagents agents validate"),
         "{stderr}"
     );
     assert!(!stderr.contains("warning:"), "{stderr}");
@@ -440,7 +423,7 @@ fn the_load_notes_of_a_whole_collection_are_one_line_and_v_gives_each() {
     let others: Vec<&&str> = lines.iter().filter(|l| !l.starts_with('[')).collect();
     assert_eq!(others.len(), 2, "{stderr}");
 
-    let noted: usize = summary[0]
+    let noted: usize = summary
         .split([',', ':'])
         .find_map(|p| p.trim().strip_suffix(" with notes"))
         .and_then(|n| n.parse().ok())
@@ -631,15 +614,13 @@ fn json_carries_each_childs_answer() {
         Reply::text("CHILD-ANSWER-42"),
         Reply::text("main done"),
     ]);
-    let v = json_stdout(
-        h.cmd()
-            .args(["--store", "memory", "run", "go", "--json", "--model"])
-            .arg(server.openai_model("m"))
-            .arg("--agents")
-            .arg(&dir)
-            .assert()
-            .success(),
-    );
+    let v = h
+        .cmd()
+        .args(["--store", "memory", "run", "go", "--json", "--model"])
+        .arg(server.openai_model("m"))
+        .arg("--agents")
+        .arg(&dir)
+        .json_ok();
     assert_eq!(v["text"], "main done", "{v}");
     let child = &v["usage"]["children"][0];
     assert_eq!(child["agent"], "helper", "{v}");

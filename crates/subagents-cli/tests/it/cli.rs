@@ -1,6 +1,7 @@
 //! The `subagents` command, run as a real process.
 
 use crate::common;
+use common::OutputOk;
 
 use common::{fixtures, json_stdout, last_tool_result, spawn_serve, subagents, word};
 use predicates::prelude::*;
@@ -133,13 +134,10 @@ fn validate_text_output_summarises() {
 
 #[test]
 fn agents_list_includes_built_ins_and_given_dirs() {
-    let v = json_stdout(
-        subagents()
-            .args(["agents", "list", "--json", "--agents"])
-            .arg(fixtures().join("agents"))
-            .assert()
-            .success(),
-    );
+    let v = subagents()
+        .args(["agents", "list", "--json", "--agents"])
+        .arg(fixtures().join("agents"))
+        .json_ok();
     let names: Vec<&str> = v["loaded"]
         .as_array()
         .expect("loaded")
@@ -213,21 +211,18 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
     let (_rt, server) = common::scripted();
     server.push(Reply::text("the files look fine").with_usage(12, 5));
     let model = server.openai_model("test-model");
-    let v = json_stdout(
-        subagents()
-            .args([
-                "task",
-                "echo-agent",
-                "review src/",
-                "--json",
-                "--model",
-                &model,
-                "--agents",
-            ])
-            .arg(fixtures().join("local"))
-            .assert()
-            .success(),
-    );
+    let v = subagents()
+        .args([
+            "task",
+            "echo-agent",
+            "review src/",
+            "--json",
+            "--model",
+            &model,
+            "--agents",
+        ])
+        .arg(fixtures().join("local"))
+        .json_ok();
     assert_eq!(v["agent"], "echo-agent", "{v}");
     assert_eq!(v["kind"], "CLAUDE", "{v}");
     assert_eq!(v["status"], "completed", "{v}");
@@ -239,9 +234,7 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
         "a local run can be resumed: {v}"
     );
 
-    let reqs = server.requests();
-    assert_eq!(reqs.len(), 1);
-    let body = reqs[0].body.to_string();
+    let (req, body) = common::only_request(&server);
     assert!(
         body.contains("You are a test agent."),
         "system prompt is the agent body: {body}"
@@ -251,7 +244,7 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
         "the prompt is the user message: {body}"
     );
     assert_eq!(
-        reqs[0].tool_names(),
+        req.tool_names(),
         ["Read"],
         "the agent's `tools: Read` filters the tool set"
     );
@@ -390,17 +383,14 @@ fn serve_then_call_round_trip_with_streaming_progress() {
         "{listing}"
     );
 
-    let v = json_stdout(
-        subagents()
-            .args([
-                "call",
-                &format!("{base}/echo-agent"),
-                "hello there",
-                "--json",
-            ])
-            .assert()
-            .success(),
-    );
+    let v = subagents()
+        .args([
+            "call",
+            &format!("{base}/echo-agent"),
+            "hello there",
+            "--json",
+        ])
+        .json_ok();
     assert_eq!(v["text"], "served answer one", "{v}");
     assert_eq!(v["kind"], "A2A");
     assert_eq!(v["status"], "completed");

@@ -396,10 +396,7 @@ fn stream_json_carries_a_python_grandchilds_updates_keyed_by_task_and_parent() {
         &py.base,
         &["--agents", &agents, "--output-format", "stream-json"],
     );
-    let events: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let events = common::json_lines(&stdout);
     let last = events.last().expect("lines");
     assert_eq!(last["type"], "result", "{last}");
     assert_eq!(last["text"], "MAIN-DONE", "{last}");

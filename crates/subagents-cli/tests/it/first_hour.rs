@@ -4,10 +4,11 @@
 //! during a foreground `tasks resume` of an MCP task.
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::Path;
 
-use common::{json_stdout, stdout_of, subagents_in, write_agent};
+use common::{stdout_of, subagents_in, write_agent};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -110,15 +111,12 @@ fn agents_list_shows_the_a2a_and_mcp_agents_of_the_configuration_without_contact
     let config = remote_agents_config(home.path());
     let empty = home.path().join("no-agents");
     std::fs::create_dir_all(&empty).expect("mkdir");
-    let listed = json_stdout(
-        subagents_in(home.path())
-            .arg("--config")
-            .arg(&config)
-            .args(["agents", "list", "--json", "--agents"])
-            .arg(&empty)
-            .assert()
-            .success(),
-    );
+    let listed = subagents_in(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["agents", "list", "--json", "--agents"])
+        .arg(&empty)
+        .json_ok();
     let loaded = listed["loaded"].as_array().expect("loaded");
     let remote: Vec<&Value> = loaded
         .iter()
@@ -208,12 +206,9 @@ fn agents_list_flags_the_mcp_entries_of_an_unapproved_workspace_file() {
     let home = tempfile::tempdir().expect("home");
     let written = remote_agents_config(home.path());
     std::fs::rename(&written, home.path().join("subagents.toml")).expect("rename");
-    let listed = json_stdout(
-        subagents_in(home.path())
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let listed = subagents_in(home.path())
+        .args(["agents", "list", "--json"])
+        .json_ok();
     let loaded = listed["loaded"].as_array().expect("loaded");
     let a2a: Vec<&Value> = loaded.iter().filter(|a| a["kind"] == "A2A").collect();
     assert_eq!(a2a.len(), 2, "{listed:#}");

@@ -2,8 +2,9 @@
 //! imitating a provider's prompt cache: main → fork → fork of the fork.
 
 use crate::common;
+use common::OutputOk;
 
-use common::{json_stdout, subagents, team};
+use common::{subagents, team};
 
 use subagent_testkit::{RecordedRequest, Reply, prompt_tokens};
 
@@ -26,20 +27,17 @@ fn run_forks_twice_deep_with_byte_identical_prefixes_read_from_cache() {
     server.push(Reply::text("A-DONE after B-DONE"));
     server.push(Reply::text("Final: A-DONE"));
     let model = server.openai_model("team");
-    let v = json_stdout(
-        subagents()
-            .args([
-                "run",
-                "What is the sum?",
-                "--json",
-                "--model",
-                &model,
-                "--agents",
-            ])
-            .arg(team())
-            .assert()
-            .success(),
-    );
+    let v = subagents()
+        .args([
+            "run",
+            "What is the sum?",
+            "--json",
+            "--model",
+            &model,
+            "--agents",
+        ])
+        .arg(team())
+        .json_ok();
     assert_eq!(v["status"], "completed", "{v}");
     assert_eq!(v["text"], "Final: A-DONE", "{v}");
 

@@ -3,12 +3,13 @@
 //! (project over user), names with `/`, and load warnings where a person reads them.
 
 use crate::common;
+use common::OutputOk;
 
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::{Killed, free_port, json_stdout, process_in};
+use common::{Killed, free_port, process_in};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -191,12 +192,7 @@ fn a_project_agent_shadows_the_user_agent_of_the_same_name() {
     assert!(!system.contains("USER-BODY"), "{system}");
 
     // `agents list` names the shadowed file and the one that wins.
-    let v = json_stdout(
-        l.cmd()
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = l.cmd().args(["agents", "list", "--json"]).json_ok();
     let loaded: Vec<&Value> = v["loaded"]
         .as_array()
         .unwrap()
@@ -222,12 +218,7 @@ fn a_project_agent_shadows_the_user_agent_of_the_same_name() {
     assert!(text.contains("shadowed by"), "{text}");
 
     // `agents validate` without paths checks the discovered directories and says so too.
-    let v = json_stdout(
-        l.cmd()
-            .args(["agents", "validate", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = l.cmd().args(["agents", "validate", "--json"]).json_ok();
     assert_eq!(v["shadowed"].as_array().map(Vec::len), Some(1), "{v}");
 }
 
@@ -251,13 +242,9 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
         system.contains("ONE-BODY") && !system.contains("TWO-BODY"),
         "{system}"
     );
-    let said: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("defined twice in one scope: using"))
-        .collect();
-    assert_eq!(said.len(), 1, "{stderr}");
+    let said = common::the_line_with(&stderr, "defined twice in one scope: using");
     assert!(
-        said[0].contains("one.md") && said[0].contains("two.md"),
+        said.contains("one.md") && said.contains("two.md"),
         "{stderr}"
     );
     let dir = l.project.join(".claude/agents");
@@ -294,12 +281,7 @@ fn names_with_slashes_load_and_get_one_safe_slug_everywhere() {
         "lsp.md",
         "---\nname: LSP/Index Engineer\ndescription: LSP\n---\nLSP.\n",
     );
-    let v = json_stdout(
-        l.cmd()
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = l.cmd().args(["agents", "list", "--json"]).json_ok();
     let metal = v["loaded"]
         .as_array()
         .unwrap()
@@ -382,13 +364,11 @@ fn load_warnings_are_one_grouped_line_per_agent_at_v_and_validate_reports_the_sa
 
     // `validate` reports what the run warned about.
     let file = l.project.join(".claude/agents/scout.md");
-    let v = json_stdout(
-        l.cmd()
-            .args(["agents", "validate", "--json"])
-            .arg(&file)
-            .assert()
-            .success(),
-    );
+    let v = l
+        .cmd()
+        .args(["agents", "validate", "--json"])
+        .arg(&file)
+        .json_ok();
     let warnings = v["loaded"][0]["warnings"].to_string();
     for word in ["WebSearch", "LS", "mcp__ctx__docs", "fable"] {
         assert!(warnings.contains(word), "{word} in {warnings}");

@@ -148,15 +148,11 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
 
     // Without the force flag: said once, at the start, naming the agent and where it goes.
     let stderr = run_delegating(&server, home.path(), &dir, |_| {});
-    let notices: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("another provider"))
-        .collect();
-    assert_eq!(notices.len(), 1, "{stderr}");
+    let notices = common::the_line_with(&stderr, "another provider");
     assert!(
-        notices[0].contains("quick-agent → anthropic:claude-haiku-4-5")
-            && !notices[0].contains("plain-agent")
-            && notices[0].contains("--agent-model"),
+        notices.contains("quick-agent → anthropic:claude-haiku-4-5")
+            && !notices.contains("plain-agent")
+            && notices.contains("--agent-model"),
         "{stderr}"
     );
     assert!(
@@ -176,11 +172,7 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
         cmd.args(["--agent-model", &forced]);
     });
     assert!(!stderr.contains("another provider"), "{stderr}");
-    let to_forced: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("forced-model"))
-        .collect();
+    let to_forced = common::requests_for(&server, "forced-model");
     assert_eq!(to_forced.len(), 1, "the agent ran on the forced model");
     assert!(
         to_forced[0].system_prompt().contains("You answer quickly."),
@@ -194,11 +186,7 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
     run_delegating(&server, home.path(), &dir, |cmd| {
         cmd.env("CLAUDE_CODE_SUBAGENT_MODEL", &forced);
     });
-    let n = server
-        .requests()
-        .iter()
-        .filter(|r| r.model() == Some("forced-model"))
-        .count();
+    let n = common::requests_for(&server, "forced-model").len();
     assert_eq!(n, 2);
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer};
 
 /// A project: an agents directory and a workspace, plus a temporary home.
 struct Project {
@@ -337,11 +337,7 @@ fn a_background_agent_returns_a_task_id_at_once() {
         .arg(&config)
         .assert()
         .success();
-    let main: Vec<RecordedRequest> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("team"))
-        .collect();
+    let main = common::requests_for(&server, "team");
     assert_eq!(main.len(), 2);
     let results = main[1].tool_results();
     assert!(

@@ -6,8 +6,9 @@
 use std::path::Path;
 
 use crate::common;
+use common::OutputOk;
 
-use common::{json_stdout, rt, subagents_in};
+use common::{rt, subagents_in};
 use serde_json::{Value, json};
 use subagent_testkit::{CacheBill, RecordedRequest, Reply, ScriptedModelServer};
 
@@ -31,15 +32,12 @@ fn read(i: usize) -> Reply {
 /// `subagents run PROMPT --json --model MODEL ARGS` in `home`, on the scripted server's
 /// Anthropic endpoint.
 fn run_json(home: &Path, server: &ScriptedModelServer, prompt: &str, args: &[&str]) -> Value {
-    let v = json_stdout(
-        subagents_in(home)
-            .env("ANTHROPIC_BASE_URL", server.base_url())
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .args(["run", prompt, "--json", "--model"])
-            .args(args)
-            .assert()
-            .success(),
-    );
+    let v = subagents_in(home)
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["run", prompt, "--json", "--model"])
+        .args(args)
+        .json_ok();
     assert_eq!(v["status"], "completed", "{v}");
     v
 }
@@ -286,10 +284,7 @@ fn the_done_line_shows_what_the_cache_read_wrote_and_saved() {
         .args(["--output-format", "stream-json"])
         .assert()
         .success();
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let lines = common::json_lines(&common::stdout_of(out));
     let usage = lines
         .iter()
         .rfind(|l| l["event"] == "usage")

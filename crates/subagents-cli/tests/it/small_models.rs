@@ -101,10 +101,8 @@ fn a_tool_call_named_like_an_agent_is_delegated_to_it() {
         "the rewrite is said in the progress: {stderr}"
     );
     // The transcript the model sees next holds a `Task` call, an example of the right form.
-    let second = server
-        .requests()
+    let second = common::requests_for(&server, "main-model")
         .into_iter()
-        .filter(|r| r.model() == Some("main-model"))
         .nth(1)
         .expect("a second main turn");
     let assistant = second

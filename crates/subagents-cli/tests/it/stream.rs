@@ -31,10 +31,7 @@ fn chain(root: &Path) -> std::path::PathBuf {
 
 /// The lines of a stream-json stdout, each parsed (every line must be one JSON object).
 fn lines(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    common::json_lines(&String::from_utf8_lossy(stdout))
 }
 
 /// The progress events of `agent`.

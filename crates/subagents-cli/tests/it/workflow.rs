@@ -6,6 +6,7 @@
 //! wall time and peak memory (docs/PERFORMANCE.md).
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{json_stdout, process_in, rt, subagents_in, write_agent};
+use common::{process_in, rt, subagents_in, write_agent};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -119,13 +120,10 @@ fn killed_run_resumes(store: Option<String>) {
     assert_eq!(requests_for(&server, "delta"), 1);
 
     // The journal: one run, three calls done, the fourth unfinished.
-    let listed = json_stdout(
-        subagents_in(home.path())
-            .args(&store)
-            .args(["workflow", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let listed = subagents_in(home.path())
+        .args(&store)
+        .args(["workflow", "list", "--json"])
+        .json_ok();
     let runs = listed.as_array().expect("a list");
     assert_eq!(runs.len(), 1, "{listed}");
     let run_id = runs[0]["run_id"].as_str().expect("run_id").to_string();
@@ -136,16 +134,13 @@ fn killed_run_resumes(store: Option<String>) {
     );
 
     // Resume in a new process: only the fourth call runs.
-    let out = json_stdout(
-        subagents_in(home.path())
-            .args(&store)
-            .args([
-                "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
-            ])
-            .arg(&agents)
-            .assert()
-            .success(),
-    );
+    let out = subagents_in(home.path())
+        .args(&store)
+        .args([
+            "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
+        ])
+        .arg(&agents)
+        .json_ok();
     assert_eq!(out["run_id"], run_id.as_str());
     assert_eq!(out["status"], "completed", "{out}");
     assert_eq!(
@@ -176,13 +171,10 @@ fn killed_run_resumes(store: Option<String>) {
     assert_eq!(total_input, 40, "{out}");
 
     // `show`: every call done, with its child's task id.
-    let shown = json_stdout(
-        subagents_in(home.path())
-            .args(&store)
-            .args(["workflow", "show", &run_id, "--json"])
-            .assert()
-            .success(),
-    );
+    let shown = subagents_in(home.path())
+        .args(&store)
+        .args(["workflow", "show", &run_id, "--json"])
+        .json_ok();
     assert_eq!(shown["run"]["run_id"], run_id.as_str());
     assert_eq!(shown["run"]["status"], "completed");
     let calls = shown["calls"].as_array().expect("calls");
@@ -197,16 +189,13 @@ fn killed_run_resumes(store: Option<String>) {
     assert_eq!(calls[3]["description"], "the slow one");
     // A second resume runs nothing.
     let before = server.request_count();
-    let again = json_stdout(
-        subagents_in(home.path())
-            .args(&store)
-            .args([
-                "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
-            ])
-            .arg(&agents)
-            .assert()
-            .success(),
-    );
+    let again = subagents_in(home.path())
+        .args(&store)
+        .args([
+            "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
+        ])
+        .arg(&agents)
+        .json_ok();
     assert_eq!(again["result"], out["result"]);
     assert_eq!(server.request_count(), before);
 }
@@ -399,16 +388,13 @@ const [remote, tool] = await parallel([
 return { remote, tool, sum: remote.answer + tool.answer };
 "#,
     );
-    let out = json_stdout(
-        subagents_in(home.path())
-            .args(["workflow", "run"])
-            .arg(&script)
-            .args(["--json", "--a2a", &worker_url, "--mcp"])
-            .arg(format!("{mcp_url}#tool=report&name=reporter"))
-            .timeout(Duration::from_secs(120))
-            .assert()
-            .success(),
-    );
+    let out = subagents_in(home.path())
+        .args(["workflow", "run"])
+        .arg(&script)
+        .args(["--json", "--a2a", &worker_url, "--mcp"])
+        .arg(format!("{mcp_url}#tool=report&name=reporter"))
+        .timeout(Duration::from_secs(120))
+        .json_ok();
     assert_eq!(
         out["result"],
         json!({"remote": {"answer": 40, "source": "a2a"}, "tool": {"answer": 2, "source": "mcp"}, "sum": 42}),
@@ -557,15 +543,8 @@ fn the_main_agent_runs_a_workflow_with_its_tool() {
         .timeout(Duration::from_secs(120))
         .assert()
         .success();
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
-    let main: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("main-model"))
-        .collect();
+    let lines = common::json_lines(&common::stdout_of(out));
+    let main = common::requests_for(&server, "main-model");
     assert!(main[0].tool_names().contains(&"Workflow".to_string()));
     let result = common::last_tool_result(&main[1].body);
     assert!(result.starts_with("AB!\n\n[workflow wf_"), "{result}");
@@ -625,20 +604,17 @@ fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
     // Killed once the call's remote task is journaled (its session names the task).
     let run_id = run_killed_once_journaled(home.path(), &script, &["--a2a", &worker_url], "a2a:");
     assert_eq!(model.request_count(), 1);
-    let out = json_stdout(
-        subagents_in(home.path())
-            .args([
-                "workflow",
-                "resume",
-                &run_id,
-                "--json",
-                "--a2a",
-                &worker_url,
-            ])
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .success(),
-    );
+    let out = subagents_in(home.path())
+        .args([
+            "workflow",
+            "resume",
+            &run_id,
+            "--json",
+            "--a2a",
+            &worker_url,
+        ])
+        .timeout(Duration::from_secs(60))
+        .json_ok();
     assert_eq!(out["result"], "remote answer", "{out}");
     assert_eq!(out["calls"]["rerun"], 1, "{out}");
     assert_eq!(
@@ -680,13 +656,10 @@ fn an_mcp_call_in_flight_is_re_attached_by_its_task_handle() {
     let spec = format!("{url}#tool=job");
     let run_id = run_killed_once_journaled(home.path(), &script, &["--mcp", &spec], "mcp-task:");
     server.release.send_replace(true);
-    let out = json_stdout(
-        subagents_in(home.path())
-            .args(["workflow", "resume", &run_id, "--json", "--mcp", &spec])
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .success(),
-    );
+    let out = subagents_in(home.path())
+        .args(["workflow", "resume", &run_id, "--json", "--mcp", &spec])
+        .timeout(Duration::from_secs(60))
+        .json_ok();
     assert_eq!(out["result"], "job done: the work", "{out}");
     assert_eq!(out["calls"]["rerun"], 1, "{out}");
     assert_eq!(

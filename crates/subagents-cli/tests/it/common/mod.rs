@@ -397,6 +397,11 @@ pub(crate) fn scripted() -> (
 pub(crate) trait OutputOk {
     /// Runs it, asserts it exited 0, and gives what it printed.
     fn output_ok(&mut self) -> std::process::Output;
+
+    /// [`output_ok`](Self::output_ok), its stdout as JSON (`--json`).
+    fn json_ok(&mut self) -> Value {
+        json_of(&self.output_ok())
+    }
 }
 
 fn succeeded(out: std::io::Result<std::process::Output>) -> std::process::Output {
@@ -451,9 +456,11 @@ pub(crate) fn all_output(out: &std::process::Output) -> String {
     )
 }
 
-/// The lines of `text` that contain `needle`.
-pub(crate) fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
-    text.lines().filter(|l| l.contains(needle)).collect()
+/// The one line of `text` that contains `needle` (fails when there are none or several).
+pub(crate) fn the_line_with<'a>(text: &'a str, needle: &str) -> &'a str {
+    let found: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
+    assert_eq!(found.len(), 1, "one line with {needle:?}: {text}");
+    found[0]
 }
 
 /// The requests `server` got for `model`, in order.
@@ -468,10 +475,9 @@ pub(crate) fn requests_for(
         .collect()
 }
 
-/// What a successful command printed on stdout, a JSON value a line (`stream-json`).
-pub(crate) fn json_lines(assert: assert_cmd::assert::Assert) -> Vec<Value> {
-    stdout_of(assert)
-        .lines()
+/// The JSON values of `text`, one a line (`stream-json`).
+pub(crate) fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
         .collect()
 }
@@ -481,11 +487,15 @@ pub(crate) fn ok_json(cmd: &mut Command) -> Value {
     json_stdout(cmd.assert().success())
 }
 
-/// The body of the one request `server` got, as text.
-pub(crate) fn only_request_body(server: &subagent_testkit::ScriptedModelServer) -> String {
-    let reqs = server.requests();
-    assert_eq!(reqs.len(), 1, "one request");
-    reqs[0].body.to_string()
+/// The one request `server` got, and its body as text.
+pub(crate) fn only_request(
+    server: &subagent_testkit::ScriptedModelServer,
+) -> (subagent_testkit::RecordedRequest, String) {
+    let mut reqs = server.requests();
+    assert_eq!(reqs.len(), 1, "one request: {reqs:#?}");
+    let req = reqs.remove(0);
+    let body = req.body.to_string();
+    (req, body)
 }
 
 /// Posts the JSON-RPC `body` to the A2A endpoint `url` (A2A 1.0); the JSON answer.
