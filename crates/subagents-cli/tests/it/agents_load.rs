@@ -593,10 +593,7 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
             !sent.contains("SECRET-KEY-MATERIAL-77"),
             "the secret reached the model"
         );
-        assert!(
-            stderr.contains("project instructions not read") && stderr.contains("leads outside"),
-            "{stderr}"
-        );
+        common::assert_has(&stderr, &["project instructions not read", "leads outside"]);
     }
 }
 

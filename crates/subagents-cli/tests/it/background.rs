@@ -460,10 +460,7 @@ fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
     assert_eq!(shown["status"], "interrupted", "{shown}");
     let out = w.tasks(&["show", &second]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("interrupted") && stderr.contains("earlier process"),
-        "{stderr}"
-    );
+    common::assert_has(&stderr, &["interrupted", "earlier process"]);
 
     // `tasks resume` continues the stopped task's session on its agent.
     script.push_for_model("child-model", Reply::text("resumed and finished"));

@@ -155,10 +155,7 @@ fn no_reachable_model_exits_2_with_one_message() {
     let err = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
     assert!(err.contains("no model is reachable"), "{err}");
     assert!(err.contains("SUBAGENTS_MODEL"), "{err}");
-    assert!(
-        err.contains("OPENAI_API_KEY") && err.contains("ANTHROPIC_API_KEY"),
-        "{err}"
-    );
+    common::assert_has(&err, &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]);
     assert!(err.contains("127.0.0.1:9"), "says where it looked: {err}");
     assert!(assert.get_output().stdout.is_empty());
 }

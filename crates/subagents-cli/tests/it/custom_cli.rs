@@ -60,10 +60,7 @@ fn agents_list_of_the_custom_command_lists_the_added_kind() {
         .lines()
         .find(|l| l.starts_with("shout "))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(
-        line.contains("FN") && line.contains("Shouts its prompt"),
-        "{line}"
-    );
+    common::assert_has(line, &["FN", "Shouts its prompt"]);
 }
 
 #[test]

@@ -252,10 +252,12 @@ fn send_message_answers_a_question_the_python_child_is_already_waiting_on() {
     let reqs = case.run_done(&["--max-turns", "300", "--on-exit", "cancel"], None);
     // The question waited for an answer when the message was sent.
     let waiting = last_result(&reqs[2]);
-    assert!(
-        waiting.contains("status: waiting_for_approval")
-            && waiting.contains("Which plan should I follow?"),
-        "{waiting}"
+    common::assert_has(
+        &waiting,
+        &[
+            "status: waiting_for_approval",
+            "Which plan should I follow?",
+        ],
     );
     let output = reqs.last().map(last_result).unwrap_or_default();
     assert!(

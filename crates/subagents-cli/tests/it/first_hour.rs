@@ -76,10 +76,9 @@ fn the_lean_main_agent_reads_of_no_tool_it_does_not_have() {
     // With every delegation tool, the texts name them as before.
     let full = first_main_request(&server, home.path(), &["--main-tools", "delegation"]);
     let (description, schema) = tool(&full, "Task");
-    assert!(
-        description.contains("read the result with TaskOutput")
-            && description.contains("cancel with TaskStop"),
-        "{description}"
+    common::assert_has(
+        &description,
+        &["read the result with TaskOutput", "cancel with TaskStop"],
     );
     assert!(schema["properties"].get("run_in_background").is_some());
     assert!(full.system_prompt().contains("then TaskOutput"));
@@ -293,10 +292,7 @@ fn model_routes_ignore_the_query() {
         &with_query(&elsewhere, "child-model", "?temperature=0.7"),
     );
     let all = run_routed(&server, home.path(), &main, &config, &agents);
-    assert!(
-        all.contains("another provider") && all.contains("helper →"),
-        "{all}"
-    );
+    common::assert_has(&all, &["another provider", "helper →"]);
 
     // `agents list` shows the route.
     let listed = stdout_of(

@@ -263,7 +263,7 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
         .unwrap();
     let all = common::all_output(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
-    assert!(all.contains("one.md") && all.contains("two.md"), "{all}");
+    common::assert_has(&all, &["one.md", "two.md"]);
 }
 
 // --- (C) names real collections use ---

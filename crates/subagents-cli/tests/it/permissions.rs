@@ -196,10 +196,7 @@ fn rules_and_mode_in_subagents_toml() {
     .unwrap();
     let out = c.run(&[]).code(2).get_output().stderr.clone();
     let err = String::from_utf8_lossy(&out);
-    assert!(
-        err.contains("subagents.toml") && err.contains("yolo") && err.contains("acceptEdits"),
-        "{err}"
-    );
+    common::assert_has(&err, &["subagents.toml", "yolo", "acceptEdits"]);
 }
 
 #[test]
@@ -212,10 +209,7 @@ fn an_unknown_mode_is_refused_on_the_command_line_and_in_agent_files() {
         .stderr
         .clone();
     let err = String::from_utf8_lossy(&out);
-    assert!(
-        err.contains("yolo") && err.contains("bypassPermissions"),
-        "{err}"
-    );
+    common::assert_has(&err, &["yolo", "bypassPermissions"]);
 
     let agents = c.home.path().join("agents");
     std::fs::create_dir_all(&agents).unwrap();

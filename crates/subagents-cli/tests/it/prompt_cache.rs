@@ -244,10 +244,7 @@ fn a_typed_fork_keeps_its_callers_tools_and_reads_its_prompt_from_cache() {
         reqs[3].raw_body
     );
     let task = reqs[fork].messages().last().expect("task").to_string();
-    assert!(
-        task.contains("JSON Schema") && task.contains("\\\"lines\\\""),
-        "{task}"
-    );
+    common::assert_has(&task, &["JSON Schema", "\\\"lines\\\""]);
 }
 
 #[test]

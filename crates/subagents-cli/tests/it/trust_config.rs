@@ -101,20 +101,19 @@ fn a_workspace_subagents_toml_lifts_the_sandbox_only_once_approved() {
     let err = stderr_of(&a);
     assert!(!outside("1").exists(), "still confined");
     assert!(c.last_results()[0].contains("Permission denied"));
-    assert!(
-        err.contains("not applied from")
-            && err.contains("subagents.toml")
-            && err.contains("[sandbox] enabled = false")
-            && err.contains("subagents trust"),
-        "{err}"
+    common::assert_has(
+        &err,
+        &[
+            "not applied from",
+            "subagents.toml",
+            "[sandbox] enabled = false",
+            "subagents trust",
+        ],
     );
 
     // Approved: it applies.
     let said = c.trust();
-    assert!(
-        said.contains("approved") && said.contains("enabled = false"),
-        "{said}"
-    );
+    common::assert_has(&said, &["approved", "enabled = false"]);
     c.server.push(Reply::tool_calls(vec![touch("2")]));
     c.server.push(Reply::text("done"));
     let a = c.run(&["--yes"]).success();
@@ -161,12 +160,14 @@ fn a_workspace_settings_hook_runs_only_once_approved() {
     let a = c.run(&[]).success();
     assert!(!w.join("out/HOOK-1").exists(), "the hook did not run");
     let err = stderr_of(&a);
-    assert!(
-        err.contains("not applied from")
-            && err.contains("settings.json")
-            && err.contains("hooks")
-            && err.contains("subagents trust"),
-        "{err}"
+    common::assert_has(
+        &err,
+        &[
+            "not applied from",
+            "settings.json",
+            "hooks",
+            "subagents trust",
+        ],
     );
 
     c.trust();
@@ -241,10 +242,12 @@ fn a_workspace_model_on_another_machine_applies_only_once_approved() {
     c.server.push(Reply::text("done"));
     let a = c.run(&[]).success();
     let err = stderr_of(&a);
-    assert!(
-        err.contains("not applied from")
-            && err.contains(r#"[models] "fast" sends every prompt to http://203.0.113.7:9"#),
-        "{err}"
+    common::assert_has(
+        &err,
+        &[
+            "not applied from",
+            r#"[models] "fast" sends every prompt to http://203.0.113.7:9"#,
+        ],
     );
     let results = c.last_results();
     assert!(

@@ -43,6 +43,23 @@ fn typed_task(
     cmd
 }
 
+/// `subagents task AGENT "What is the answer?"` on `server`'s `team` model, typed by
+/// [`report_schema`] (its file in a temporary directory): the outcome.
+fn report_task(
+    server: &subagent_testkit::ScriptedModelServer,
+    agent: &str,
+) -> assert_cmd::assert::Assert {
+    let dir = tempfile::tempdir().expect("tmp");
+    let schema = schema_file(dir.path(), &report_schema());
+    typed_task(
+        agent,
+        "What is the answer?",
+        &server.openai_model("team"),
+        &schema,
+    )
+    .assert()
+}
+
 #[test]
 fn task_output_schema_prints_the_validated_json_two_deep() {
     let (_rt, server) = scripted();
@@ -55,12 +72,7 @@ fn task_output_schema_prints_the_validated_json_two_deep() {
     server.push(structured(json!({"value": [4, 2]})));
     server.push(Reply::text("The answer is 42."));
     server.push(structured(json!({"answer": 42, "source": "leaf"})));
-    let dir = tempfile::tempdir().expect("tmp");
-    let schema = schema_file(dir.path(), &report_schema());
-    let model = server.openai_model("team");
-    let out = typed_task("coordinator", "What is the answer?", &model, &schema)
-        .assert()
-        .success();
+    let out = report_task(&server, "coordinator").success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert_eq!(stdout.trim(), r#"{"answer":42,"source":"leaf"}"#);
     let reqs = server.requests();
@@ -86,12 +98,7 @@ fn task_output_schema_fails_after_the_retries() {
     for _ in 0..5 {
         server.push(Reply::text("no JSON here"));
     }
-    let dir = tempfile::tempdir().expect("tmp");
-    let schema = schema_file(dir.path(), &report_schema());
-    let model = server.openai_model("team");
-    let out = typed_task("leaf", "What is the answer?", &model, &schema)
-        .assert()
-        .failure();
+    let out = report_task(&server, "leaf").failure();
     let o = out.get_output();
     assert!(o.stdout.is_empty(), "stdout holds only a valid value");
     let stderr = String::from_utf8_lossy(&o.stderr);

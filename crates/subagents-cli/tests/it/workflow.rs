@@ -231,36 +231,34 @@ fn hostile_scripts_end_with_clear_errors_within_their_limits() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("error: workflow.js:2: SyntaxError"), "{err}");
 
-    let (code, _, err) = run_script("for (;;) {}", &["--max-steps", "50"]);
-    assert_eq!(code, 3, "{err}");
-    assert!(
-        err.contains("workflow limit reached: max_steps=50"),
-        "{err}"
-    );
-
-    let (code, _, err) = run_script(
-        "const a = []; for (;;) a.push('x'.repeat(65536) + a.length);",
-        &["--max-memory", "4"],
-    );
-    assert_eq!(code, 3, "{err}");
-    assert!(
-        err.contains("max_memory=4194304 (the script ran out of memory)"),
-        "{err}"
-    );
-
-    let (code, _, err) = run_script("const f = (n) => f(n + 1) + 1; f(0);", &[]);
-    assert_eq!(code, 3, "{err}");
-    assert!(
-        err.contains("max_stack=1048576 (the script recursed too deeply)"),
-        "{err}"
-    );
-
-    let (code, _, err) = run_script(
-        "for (let i = 0; i < 1e6; i++) agent('nobody', 'x').catch(() => {});",
-        &["--max-agent-calls", "20"],
-    );
-    assert_eq!(code, 3, "{err}");
-    assert!(err.contains("max_agent_calls=20 (call #20"), "{err}");
+    // Each limit ends the script with exit 3, naming the limit.
+    let limits: [(&str, &[&str], &str); 4] = [
+        (
+            "for (;;) {}",
+            &["--max-steps", "50"],
+            "workflow limit reached: max_steps=50",
+        ),
+        (
+            "const a = []; for (;;) a.push('x'.repeat(65536) + a.length);",
+            &["--max-memory", "4"],
+            "max_memory=4194304 (the script ran out of memory)",
+        ),
+        (
+            "const f = (n) => f(n + 1) + 1; f(0);",
+            &[],
+            "max_stack=1048576 (the script recursed too deeply)",
+        ),
+        (
+            "for (let i = 0; i < 1e6; i++) agent('nobody', 'x').catch(() => {});",
+            &["--max-agent-calls", "20"],
+            "max_agent_calls=20 (call #20",
+        ),
+    ];
+    for (script, flags, said) in limits {
+        let (code, _, err) = run_script(script, flags);
+        assert_eq!(code, 3, "{script}: {err}");
+        assert!(err.contains(said), "{script}: {err}");
+    }
 
     let (code, _, err) = run_script("\n\nreturn await agent('nobody', 'hi');", &[]);
     assert_eq!(code, 1, "{err}");

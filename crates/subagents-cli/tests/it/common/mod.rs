@@ -532,3 +532,11 @@ pub(crate) fn child_model_home(
     let config = child_model_config(home.path(), &server);
     (server, home, config)
 }
+
+/// Asserts that `text` contains each of `parts` (showing `text` when not).
+#[track_caller]
+pub(crate) fn assert_has(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+}
