@@ -42,17 +42,21 @@ fn help_documents_every_subcommand_and_exit_code() {
         .stdout(predicate::str::contains("Exit codes"));
 }
 
+/// `subagents agents validate --json` on these fixtures, which fails (exit 1): its report.
+fn validate_failing(fixtures_named: &[&str]) -> Value {
+    let mut cmd = subagents();
+    cmd.args(["agents", "validate", "--json"]);
+    for name in fixtures_named {
+        cmd.arg(fixtures().join(name));
+    }
+    json_stdout(cmd.assert().code(1))
+}
+
 /// Behaviour change (issue 27): the directory holds a broken agent file (no `description`),
 /// which now fails validation (exit 1); the README is still only skipped.
 #[test]
 fn validate_scans_a_directory_like_claude_code() {
-    let v = json_stdout(
-        subagents()
-            .args(["agents", "validate", "--json"])
-            .arg(fixtures().join("agents"))
-            .assert()
-            .code(1),
-    );
+    let v = validate_failing(&["agents"]);
     let loaded = v["loaded"].as_array().expect("loaded");
     let names: Vec<&str> = loaded.iter().filter_map(|a| a["name"].as_str()).collect();
     assert!(names.contains(&"reviewer"), "{v}");
@@ -94,14 +98,7 @@ fn validate_scans_a_directory_like_claude_code() {
 
 #[test]
 fn validate_fails_when_a_named_file_does_not_load() {
-    let v = json_stdout(
-        subagents()
-            .args(["agents", "validate", "--json"])
-            .arg(fixtures().join("broken.md"))
-            .arg(fixtures().join("agents/reviewer.md"))
-            .assert()
-            .code(1),
-    );
+    let v = validate_failing(&["broken.md", "agents/reviewer.md"]);
     assert_eq!(v["loaded"][0]["name"], "reviewer", "{v}");
     let reason = v["skipped"][0]["reason"].as_str().unwrap_or("");
     assert!(

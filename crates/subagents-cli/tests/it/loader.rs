@@ -44,6 +44,17 @@ fn agent(dir: &Path, file: &str, text: &str) {
     std::fs::write(agents.join(file), text).expect("agent file");
 }
 
+/// The project agent `keeper` with memory in `scope`.
+fn keeper(l: &Layout, scope: &str) {
+    agent(
+        &l.project,
+        "keeper.md",
+        &format!(
+            "---\nname: keeper\ndescription: Keeps notes\nmemory: {scope}\n---\nYou keep notes.\n"
+        ),
+    );
+}
+
 impl Layout {
     /// The command with HOME = the fake home, working in the project.
     fn cmd(&self) -> assert_cmd::Command {
@@ -108,11 +119,7 @@ fn a_symlinked_memory_md_never_puts_an_outside_file_into_the_prompt() {
         format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{SECRET}\n"),
     )
     .unwrap();
-    agent(
-        &l.project,
-        "keeper.md",
-        "---\nname: keeper\ndescription: Keeps notes\nmemory: project\n---\nYou keep notes.\n",
-    );
+    keeper(&l, "project");
     let mem = l.project.join(".claude/agent-memory/keeper");
     std::fs::create_dir_all(&mem).unwrap();
     std::os::unix::fs::symlink(&key, mem.join("MEMORY.md")).unwrap();
@@ -135,11 +142,7 @@ fn a_symlinked_memory_md_never_puts_an_outside_file_into_the_prompt() {
 fn a_memory_directory_symlinked_out_of_the_workspace_is_refused() {
     let l = layout();
     std::fs::write(l.outside.join("MEMORY.md"), SECRET).unwrap();
-    agent(
-        &l.project,
-        "keeper.md",
-        "---\nname: keeper\ndescription: Keeps notes\nmemory: local\n---\nYou keep notes.\n",
-    );
+    keeper(&l, "local");
     let root = l.project.join(".claude/agent-memory-local");
     std::fs::create_dir_all(&root).unwrap();
     std::os::unix::fs::symlink(&l.outside, root.join("keeper")).unwrap();

@@ -56,6 +56,14 @@ fn run_once(
     (out, request)
 }
 
+/// The stderr of a command that ended with a usage error (exit 2).
+fn usage_error(out: std::io::Result<std::process::Output>) -> String {
+    let out = out.expect("runs");
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    text
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -211,10 +219,8 @@ fn a_dead_model_server_is_named_with_its_fix_and_nothing_else() {
         .arg(format!("openai-compatible:local@{base}"))
         .arg("--agents")
         .arg(&agents)
-        .output()
-        .expect("runs");
-    let text = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{text}");
+        .output();
+    let text = usage_error(out);
     assert_eq!(
         text.matches(&format!("is the server at {base} running?"))
             .count(),
@@ -253,10 +259,8 @@ fn a_model_without_its_provider_gets_a_did_you_mean() {
 fn without_a_model_the_help_is_printed_once() {
     let out = subagents()
         .args(["--store", "memory", "run", "hi"])
-        .output()
-        .expect("runs");
-    let text = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{text}");
+        .output();
+    let text = usage_error(out);
     assert_eq!(text.matches("no model is reachable").count(), 1, "{text}");
     assert_eq!(text.matches("SUBAGENTS_MODEL=ollama").count(), 1, "{text}");
 }
@@ -315,10 +319,8 @@ fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
         ])
         .arg("--agents")
         .arg(&agents)
-        .output()
-        .expect("runs");
-    let text = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{text}");
+        .output();
+    let text = usage_error(out);
     assert!(text.contains("did you mean `calculator`?"), "{text}");
 }
 

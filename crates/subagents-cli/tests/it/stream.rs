@@ -42,6 +42,15 @@ fn of<'a>(events: &'a [Value], agent: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The text deltas of `events`, joined.
+fn deltas(events: &[&Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["event"] == "text_delta")
+        .filter_map(|e| e["text"].as_str())
+        .collect()
+}
+
 /// Pushes the replies of main → a → b → c, where c calls Read on `note` and then writes a
 /// two-line answer.
 fn script(server: &ScriptedModelServer, note: &Path) {
@@ -128,11 +137,7 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
     ] {
         assert!(kinds.contains(&k), "c has no {k}: {kinds:?}");
     }
-    let text: String = c
-        .iter()
-        .filter(|e| e["event"] == "text_delta")
-        .filter_map(|e| e["text"].as_str())
-        .collect();
+    let text = deltas(&c);
     assert_eq!(text, "Reading the noteThe note says:\nDEEP-ANSWER-7");
     let call = c.iter().find(|e| e["event"] == "tool_call").expect("call");
     assert_eq!(call["name"], "Read");
@@ -149,11 +154,7 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
     assert_eq!(result["id"], call["id"]);
     // The middle runs' deltas too, and the main agent's own answer.
     for (agent, said) in [("b", "b: DEEP-ANSWER-7"), ("main", "Final: DEEP-ANSWER-7")] {
-        let t: String = of(&events, agent)
-            .iter()
-            .filter(|e| e["event"] == "text_delta")
-            .filter_map(|e| e["text"].as_str())
-            .collect();
+        let t = deltas(&of(&events, agent));
         assert_eq!(t, said, "{agent}");
     }
     // c finished before b, b before a: the stream is in order.
@@ -281,11 +282,7 @@ fn a_remote_childs_own_children_stream_through_a2a_keyed_under_the_calling_task(
             && e["task_id"] == coord_id.as_str()),
         "{coordinator:#?}"
     );
-    let said: String = coordinator
-        .iter()
-        .filter(|e| e["event"] == "text_delta")
-        .filter_map(|e| e["text"].as_str())
-        .collect();
+    let said = deltas(&coordinator);
     assert_eq!(said, "coordinator: REMOTE-LEAF-9");
 
     // The remote leaf: its own node under the coordinator's task, one level deeper.
@@ -320,11 +317,7 @@ fn a_remote_childs_own_children_stream_through_a2a_keyed_under_the_calling_task(
             .is_some_and(|p| p.contains("REMOTE-LEAF-9")),
         "{result}"
     );
-    let leaf_text: String = leaf
-        .iter()
-        .filter(|e| e["event"] == "text_delta")
-        .filter_map(|e| e["text"].as_str())
-        .collect();
+    let leaf_text = deltas(&leaf);
     assert_eq!(leaf_text, "leaf readingREMOTE-LEAF-9");
     drop(serve);
 }

@@ -95,11 +95,7 @@ fn a_remote_question_reaches_the_run_terminal_escaped() {
     let mut cmd = common::process_in(home.path());
     cmd.args(["run", "--store", "memory", "--a2a", &remote.url])
         .args(["--model", &model.openai_model("main-model"), "go"]);
-    let mut term = OnPty::spawn(&mut cmd, true);
-    term.expect("answer? [y]es", LIMIT);
-    term.send("y\n");
-    let (status, screen) = term.finish(LIMIT);
-    assert!(status.success(), "{status}: {screen:?}");
+    let screen = answered_on_a_terminal(&mut cmd, "y\n");
     // The question (prompt, live tree) and the final answer (stdout on the terminal) were
     // shown, escaped.
     assert_none_raw(&screen, "the run's terminal");
@@ -113,6 +109,17 @@ fn a_remote_question_reaches_the_run_terminal_escaped() {
     let messages = remote.messages();
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[1]["taskId"], "t-1");
+}
+
+/// `cmd` on a terminal, answered `answer` when it asks; what the terminal showed once it
+/// succeeded.
+fn answered_on_a_terminal(cmd: &mut std::process::Command, answer: &str) -> String {
+    let mut term = OnPty::spawn(cmd, true);
+    term.expect("answer? [y]es", LIMIT);
+    term.send(answer);
+    let (status, screen) = term.finish(LIMIT);
+    assert!(status.success(), "{status}: {screen:?}");
+    screen
 }
 
 /// A peer whose card name is hostile too.
@@ -144,11 +151,7 @@ fn call_escapes_what_the_peer_sends_on_stderr_and_on_a_terminal() {
     // On a terminal: the prompt, the stream lines and the answer on stdout are escaped.
     let mut cmd = common::process_in(tempfile::tempdir().expect("tmp").keep().as_path());
     cmd.args(["call", &remote.url, "hi", "--stream"]);
-    let mut term = OnPty::spawn(&mut cmd, true);
-    term.expect("answer? [y]es", LIMIT);
-    term.send("n\n");
-    let (status, screen) = term.finish(LIMIT);
-    assert!(status.success(), "{status}: {screen:?}");
+    let screen = answered_on_a_terminal(&mut cmd, "n\n");
     assert_none_raw(&screen, "call's terminal");
     assert!(
         screen.contains("ev\\u{1b}[2Jil\\u{202e} asks: Q\\u{1b}[2J"),

@@ -134,13 +134,16 @@ fn killed_run_resumes(store: Option<String>) {
     );
 
     // Resume in a new process: only the fourth call runs.
-    let out = subagents_in(home.path())
-        .args(&store)
-        .args([
-            "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
-        ])
-        .arg(&agents)
-        .json_ok();
+    let resume = || {
+        subagents_in(home.path())
+            .args(&store)
+            .args([
+                "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
+            ])
+            .arg(&agents)
+            .json_ok()
+    };
+    let out = resume();
     assert_eq!(out["run_id"], run_id.as_str());
     assert_eq!(out["status"], "completed", "{out}");
     assert_eq!(
@@ -189,13 +192,7 @@ fn killed_run_resumes(store: Option<String>) {
     assert_eq!(calls[3]["description"], "the slow one");
     // A second resume runs nothing.
     let before = server.request_count();
-    let again = subagents_in(home.path())
-        .args(&store)
-        .args([
-            "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
-        ])
-        .arg(&agents)
-        .json_ok();
+    let again = resume();
     assert_eq!(again["result"], out["result"]);
     assert_eq!(server.request_count(), before);
 }
