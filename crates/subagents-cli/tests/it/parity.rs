@@ -80,6 +80,17 @@ impl Project {
         .arg(self.ws.path());
         cmd
     }
+
+    /// Scripts the main agent's delegation to `agent` ("please do it"), then `turns` (the
+    /// child's, and any further ones), then the main agent's "done"; `run PROMPT` succeeded.
+    fn delegate(&self, server: &ScriptedModelServer, agent: &str, turns: Vec<Reply>, prompt: &str) {
+        server.push(Reply::task_call(agent, "please do it"));
+        for reply in turns {
+            server.push(reply);
+        }
+        server.push(Reply::text("done"));
+        self.run(server, prompt).assert().success();
+    }
 }
 
 fn model(server: &ScriptedModelServer) -> String {
@@ -110,14 +121,15 @@ fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
     p.write("out/.keep", "");
     p.settings(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
         "command": "cat > \"$CLAUDE_PROJECT_DIR/out/pre-event.json\"; echo 'HOOK-SAYS-NO: no touching here' >&2; exit 2"}]}]}));
-    server.push(Reply::task_call("worker", "please do it"));
-    server.push(Reply::tool_calls(vec![(
-        "Bash",
-        json!({"command": "touch TOUCHED"}),
-    )]));
-    server.push(Reply::text("the hook refused"));
-    server.push(Reply::text("done"));
-    p.run(&server, "touch a file").assert().success();
+    p.delegate(
+        &server,
+        "worker",
+        vec![
+            Reply::tool_calls(vec![("Bash", json!({"command": "touch TOUCHED"}))]),
+            Reply::text("the hook refused"),
+        ],
+        "touch a file",
+    );
 
     assert!(
         !p.ws.path().join("TOUCHED").exists(),
@@ -194,12 +206,16 @@ fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
     );
     p.settings(json!({"SubagentStop": [{"matcher": "worker", "hooks": [{"type": "command",
         "command": "cat >> \"$CLAUDE_PROJECT_DIR/out/stops.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/out/stops.jsonl\""}]}]}));
-    server.push(Reply::task_call("worker", "please do it"));
-    server.push(Reply::text("first answer"));
-    server.push(Reply::task_call("worker", "please do it"));
-    server.push(Reply::text("second answer"));
-    server.push(Reply::text("done"));
-    p.run(&server, "twice").assert().success();
+    p.delegate(
+        &server,
+        "worker",
+        vec![
+            Reply::text("first answer"),
+            Reply::task_call("worker", "please do it"),
+            Reply::text("second answer"),
+        ],
+        "twice",
+    );
 
     let stops = std::fs::read_to_string(p.ws.path().join("out/stops.jsonl")).expect("hook ran");
     let events: Vec<Value> = stops
@@ -236,8 +252,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
         "REMEMBER-42: the answer is forty-two\n",
     );
     let dir = p.ws().join(".claude/agent-memory/keeper");
-    server.push(Reply::task_call("keeper", "please do it"));
-    server.push(Reply::tool_calls(vec![
+    p.delegate(&server, "keeper", vec![Reply::tool_calls(vec![
         (
             "Write",
             json!({"file_path": dir.join("notes.md").display().to_string(), "content": "learned today"}),
@@ -246,10 +261,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
             "Write",
             json!({"file_path": p.ws().join("outside.txt").display().to_string(), "content": "x"}),
         ),
-    ]));
-    server.push(Reply::text("saved"));
-    server.push(Reply::text("done"));
-    p.run(&server, "remember").assert().success();
+    ]), Reply::text("saved")], "remember");
 
     let reqs = server.requests();
     let sys = reqs[1].system_prompt();
@@ -283,17 +295,13 @@ fn user_memory_lives_under_home_and_the_agents_write_tool_reaches_it() {
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join("MEMORY.md"), "USER-MEMORY-7\n").expect("memory");
     let dir = dir.canonicalize().expect("canonical");
-    server.push(Reply::task_call("diarist", "please do it"));
-    server.push(Reply::tool_calls(vec![
+    p.delegate(&server, "diarist", vec![Reply::tool_calls(vec![
         (
             "Write",
             json!({"file_path": dir.join("MEMORY.md").display().to_string(), "content": "USER-MEMORY-8\n"}),
         ),
         ("Write", json!({"file_path": "in-workspace.txt", "content": "y"})),
-    ]));
-    server.push(Reply::text("noted"));
-    server.push(Reply::text("done"));
-    p.run(&server, "note it").assert().success();
+    ]), Reply::text("noted")], "note it");
     assert!(
         server.requests()[1]
             .system_prompt()
@@ -365,14 +373,18 @@ fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
         "isolated",
         "---\nname: isolated\ndescription: Edits in isolation.\ntools: Write, Read\nisolation: worktree\n---\nYou edit.\n",
     );
-    server.push(Reply::task_call("isolated", "please do it"));
-    server.push(Reply::tool_calls(vec![(
-        "Write",
-        json!({"file_path": "new.txt", "content": "from the worktree"}),
-    )]));
-    server.push(Reply::text("wrote it"));
-    server.push(Reply::text("done"));
-    p.run(&server, "edit").assert().success();
+    p.delegate(
+        &server,
+        "isolated",
+        vec![
+            Reply::tool_calls(vec![(
+                "Write",
+                json!({"file_path": "new.txt", "content": "from the worktree"}),
+            )]),
+            Reply::text("wrote it"),
+        ],
+        "edit",
+    );
 
     assert!(!ws.join("new.txt").exists(), "the main tree is unchanged");
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
@@ -412,10 +424,7 @@ fn effort_high_is_sent_as_reasoning_effort() {
         "thinker",
         "---\nname: thinker\ndescription: Thinks hard.\ntools: Read\neffort: high\n---\nYou think.\n",
     );
-    server.push(Reply::task_call("thinker", "please do it"));
-    server.push(Reply::text("thought"));
-    server.push(Reply::text("done"));
-    p.run(&server, "think").assert().success();
+    p.delegate(&server, "thinker", vec![Reply::text("thought")], "think");
     let reqs = server.requests();
     assert!(
         reqs[0].body.get("reasoning_effort").is_none(),
@@ -553,10 +562,7 @@ fn an_agent_files_hooks_run_confined_and_the_users_own_settings_hooks_do_not() {
         .to_string(),
     )
     .expect("user settings");
-    server.push(Reply::task_call("worker", "please do it"));
-    server.push(Reply::text("answer"));
-    server.push(Reply::text("done"));
-    p.run(&server, "go").assert().success();
+    p.delegate(&server, "worker", vec![Reply::text("answer")], "go");
 
     assert!(
         p.ws.path().join("out/agent-inside").exists(),
