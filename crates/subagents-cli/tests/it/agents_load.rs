@@ -39,6 +39,23 @@ impl Home {
         }
     }
 
+    /// A home whose work directory holds the agent `name` (its file `text`), and a scripted
+    /// model server: the home, the agents directory, the runtime and the server.
+    fn scripted_with(
+        name: &str,
+        text: &str,
+    ) -> (
+        Self,
+        PathBuf,
+        tokio::runtime::Runtime,
+        subagent_testkit::ScriptedModelServer,
+    ) {
+        let h = Self::new();
+        let dir = common::write_agent(&h.work, name, text);
+        let (rt, server) = common::scripted();
+        (h, dir, rt, server)
+    }
+
     /// `~/.claude/agents`.
     fn user_agents(&self) -> PathBuf {
         self.home.join(".claude/agents")
@@ -249,9 +266,7 @@ const DATED: &str = "---\nname: dated\ndescription: Uses a dated Claude id.\nmod
 
 #[test]
 fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_model_once_noted() {
-    let h = Home::new();
-    let dir = common::write_agent(&h.work, "dated", DATED);
-    let (_rt, server) = common::scripted();
+    let (h, dir, _rt, server) = Home::scripted_with("dated", DATED);
     // A short name: progress lines are cut at 100 characters.
     let session = server.openai_model("sm");
     let dated_task = |key: bool, extra: &[&str]| {
@@ -321,13 +336,10 @@ fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_m
 
 #[test]
 fn serve_and_mcp_take_agent_model() {
-    let h = Home::new();
-    let dir = common::write_agent(
-        &h.work,
+    let (h, dir, rt, server) = Home::scripted_with(
         "worker",
         "---\nname: worker\ndescription: Works.\nmodel: haiku\ntools: Read\n---\nYou work.\n",
     );
-    let (rt, server) = common::scripted();
     let main = server.openai_model("main-model");
     let forced = server.openai_model("forced-model");
 
@@ -599,13 +611,10 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
 
 #[test]
 fn json_carries_each_childs_answer() {
-    let h = Home::new();
-    let dir = common::write_agent(
-        &h.work,
+    let (h, dir, _rt, server) = Home::scripted_with(
         "helper",
         "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n",
     );
-    let (_rt, server) = common::scripted();
     server.push_all([
         Reply::task_call("helper", "help me"),
         Reply::text("CHILD-ANSWER-42"),

@@ -97,10 +97,7 @@ fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
         .arg(&agents)
         .timeout(std::time::Duration::from_secs(300))
         .assert();
-    let o = out.get_output().clone();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (stdout, stderr) = succeeded(&out);
     assert!(stdout.contains("WORKER-DONE"), "{stdout}");
     assert_eq!(reads.load(Ordering::SeqCst), READS + 1);
     // No request exceeded the window (the server refuses one that does, and counts).
@@ -144,10 +141,7 @@ fn a_stalled_worker_ends_limit_reached_and_its_coordinator_goes_on() {
         .arg(&agents)
         .timeout(std::time::Duration::from_secs(120))
         .assert();
-    let o = out.get_output().clone();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (stdout, stderr) = succeeded(&out);
     assert!(stdout.contains("FINAL: partial"), "{stdout}");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 6);
@@ -166,4 +160,13 @@ fn a_stalled_worker_ends_limit_reached_and_its_coordinator_goes_on() {
         stderr.contains("worker: finished limit_reached"),
         "{stderr}"
     );
+}
+
+/// The stdout and stderr of a run that succeeded (both shown when it did not).
+fn succeeded(out: &assert_cmd::assert::Assert) -> (String, String) {
+    let o = out.get_output();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    (stdout, stderr)
 }

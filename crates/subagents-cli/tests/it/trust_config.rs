@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::io::Write as _;
 use std::path::Path;
 
 use common::WorkCase as Case;
@@ -14,19 +13,6 @@ use subagent_testkit::Reply;
 
 fn stderr_of(a: &assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&a.get_output().stderr).into_owned()
-}
-
-fn landlock(test: &str) -> bool {
-    match subagents::tools::landlock_support() {
-        subagents::tools::LandlockSupport::Unavailable(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: {test}: Landlock is unavailable ({why})"
-            );
-            false
-        }
-        _ => true,
-    }
 }
 
 fn bash(cmd: &str) -> (&'static str, Value) {
@@ -39,7 +25,7 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn confined_bash_cannot_write_the_sandbox_off_or_add_hooks() {
-    if !landlock("confined_bash_cannot_write_the_sandbox_off_or_add_hooks") {
+    if !common::landlock("confined_bash_cannot_write_the_sandbox_off_or_add_hooks") {
         return;
     }
     // In the sandbox the machine offers (namespaces here), and in the Landlock-only fallback.
@@ -84,7 +70,7 @@ fn confined_bash_cannot_write_the_sandbox_off_or_add_hooks() {
 
 #[test]
 fn a_workspace_subagents_toml_lifts_the_sandbox_only_once_approved() {
-    if !landlock("a_workspace_subagents_toml_lifts_the_sandbox_only_once_approved") {
+    if !common::landlock("a_workspace_subagents_toml_lifts_the_sandbox_only_once_approved") {
         return;
     }
     let c = Case::new();

@@ -302,19 +302,6 @@ fn this_machines_other_address_is_not_this_machine_to_the_trust_gate() {
     assert_eq!(trip.hits(), 0, "nothing was sent to {ip}");
 }
 
-fn landlock(test: &str) -> bool {
-    match subagents::tools::landlock_support() {
-        subagents::tools::LandlockSupport::Unavailable(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: {test}: Landlock is unavailable ({why})"
-            );
-            false
-        }
-        _ => true,
-    }
-}
-
 fn bash(cmd: &str) -> Reply {
     Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
 }
@@ -552,7 +539,7 @@ fn an_unapproved_price_of_zero_does_not_lower_the_price_and_the_budget_still_tri
 
 #[test]
 fn the_users_hook_runs_a_model_rewritten_workspace_script_confined() {
-    if !landlock("the_users_hook_runs_a_model_rewritten_workspace_script_confined") {
+    if !common::landlock("the_users_hook_runs_a_model_rewritten_workspace_script_confined") {
         return;
     }
     let c = Case::new();

@@ -540,3 +540,14 @@ pub(crate) fn assert_has(text: &str, parts: &[&str]) {
         assert!(text.contains(part), "{part:?} missing from: {text}");
     }
 }
+
+/// True where Landlock is available; otherwise prints SKIPPED for `test` with the reason.
+pub(crate) fn landlock(test: &str) -> bool {
+    match subagents::tools::landlock_support() {
+        subagents::tools::LandlockSupport::Unavailable(why) => {
+            eprintln!("SKIPPED: {test}: Landlock is unavailable ({why})");
+            false
+        }
+        _ => true,
+    }
+}
