@@ -56,14 +56,6 @@ fn run_once(
     (out, request)
 }
 
-/// The stderr of a command that ended with a usage error (exit 2).
-fn usage_error(out: std::io::Result<std::process::Output>) -> String {
-    let out = out.expect("runs");
-    let text = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{text}");
-    text
-}
-
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -220,7 +212,7 @@ fn a_dead_model_server_is_named_with_its_fix_and_nothing_else() {
         .arg("--agents")
         .arg(&agents)
         .output();
-    let text = usage_error(out);
+    let text = common::stderr_on_exit(out, 2);
     assert_eq!(
         text.matches(&format!("is the server at {base} running?"))
             .count(),
@@ -260,7 +252,7 @@ fn without_a_model_the_help_is_printed_once() {
     let out = subagents()
         .args(["--store", "memory", "run", "hi"])
         .output();
-    let text = usage_error(out);
+    let text = common::stderr_on_exit(out, 2);
     assert_eq!(text.matches("no model is reachable").count(), 1, "{text}");
     assert_eq!(text.matches("SUBAGENTS_MODEL=ollama").count(), 1, "{text}");
 }
@@ -320,7 +312,7 @@ fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
         .arg("--agents")
         .arg(&agents)
         .output();
-    let text = usage_error(out);
+    let text = common::stderr_on_exit(out, 2);
     assert!(text.contains("did you mean `calculator`?"), "{text}");
 }
 

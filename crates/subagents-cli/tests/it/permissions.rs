@@ -211,13 +211,11 @@ fn an_unknown_mode_is_refused_on_the_command_line_and_in_agent_files() {
     let err = String::from_utf8_lossy(&out);
     common::assert_has(&err, &["yolo", "bypassPermissions"]);
 
-    let agents = c.home.path().join("agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::write(
-        agents.join("reckless.md"),
+    let agents = common::write_agent(
+        c.home.path(),
+        "reckless",
         "---\nname: reckless\ndescription: d\npermissionMode: yolo\n---\nbody\n",
-    )
-    .unwrap();
+    );
     let out = subagents_in(c.home.path())
         .args(["agents", "validate", "--json"])
         .arg(&agents)

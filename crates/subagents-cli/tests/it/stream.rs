@@ -42,6 +42,14 @@ fn of<'a>(events: &'a [Value], agent: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// Writes `ROOT/note.txt` (it says DEEP-ANSWER-7) and the chain a → b → c; the note's path and
+/// the agents directory.
+fn note_and_chain(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let note = root.join("note.txt");
+    std::fs::write(&note, "DEEP-ANSWER-7\n").expect("note");
+    (note, chain(root))
+}
+
 /// The text deltas of `events`, joined.
 fn deltas(events: &[&Value]) -> String {
     events
@@ -74,9 +82,7 @@ fn script(server: &ScriptedModelServer, note: &Path) {
 fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_and_parent() {
     let (_rt, server, dir) = common::scripted_in_temp();
     let root = dir.path();
-    let note = root.join("note.txt");
-    std::fs::write(&note, "DEEP-ANSWER-7\n").expect("note");
-    let agents = chain(root);
+    let (note, agents) = note_and_chain(root);
     script(&server, &note);
     let out = subagents_in(root)
         .args([
@@ -176,9 +182,7 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
 fn task_streams_json_too_and_json_conflicts_with_output_format() {
     let (_rt, server, dir) = common::scripted_in_temp();
     let root = dir.path();
-    let note = root.join("note.txt");
-    std::fs::write(&note, "DEEP-ANSWER-7\n").expect("note");
-    let agents = chain(root);
+    let (_, agents) = note_and_chain(root);
     // No main agent: `task a` starts the tree at a.
     server.push(Reply::task_call("b", "go"));
     server.push(Reply::task_call("c", "go"));

@@ -183,12 +183,7 @@ fn call_json_is_exact_and_holds_no_raw_control_characters() {
 fn a_peer_error_is_printed_escaped() {
     let rt = common::rt();
     let remote = peer::start(&rt, EVIL_NAME, Answer::Fail(HOSTILE.into()));
-    let out = piped()
-        .args(["call", &remote.url, "hi"])
-        .output()
-        .expect("runs");
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = common::stderr_on_exit(piped().args(["call", &remote.url, "hi"]).output(), 1);
     assert_terminal_safe(&stderr, "the error");
     assert!(stderr.contains("Q\\u{1b}[2J"), "{stderr}");
 }
@@ -249,12 +244,12 @@ fn field(text: &str, label: &str) -> String {
 #[test]
 fn a_script_replies_to_the_task_call_stopped_at() {
     let remote = Served::start();
-    let out = piped()
-        .args(["call", &remote.url, "touch the file"])
-        .output()
-        .expect("runs");
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let stderr = common::stderr_on_exit(
+        piped()
+            .args(["call", &remote.url, "touch the file"])
+            .output(),
+        3,
+    );
     assert!(!remote.ran());
     let task = field(&stderr, "task id:");
     let context = field(&stderr, "context id:");

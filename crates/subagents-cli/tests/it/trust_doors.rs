@@ -209,13 +209,13 @@ fn a_model_url_the_client_reads_differently_is_refused_and_reaches_nothing() {
         format!("model = '{spec}'\n"),
     )
     .unwrap();
-    let a = c
-        .cmd()
-        .args(["run", "do it", "--workspace"])
-        .arg(c.work())
-        .assert()
-        .code(2);
-    let err = stderr_of(&a);
+    let err = common::stderr_on_exit(
+        c.cmd()
+            .args(["run", "do it", "--workspace"])
+            .arg(c.work())
+            .output(),
+        2,
+    );
     common::assert_has(
         &err,
         &[
@@ -234,12 +234,7 @@ fn credentials_in_a_model_url_are_refused_naming_the_spec_without_them() {
         .server
         .openai_model("m")
         .replacen("http://", "http://user:SECRETPASS@", 1);
-    let a = c
-        .cmd()
-        .args(["run", "hi", "--model", &spec])
-        .assert()
-        .code(2);
-    let err = stderr_of(&a);
+    let err = common::stderr_on_exit(c.cmd().args(["run", "hi", "--model", &spec]).output(), 2);
     common::assert_has(
         &err,
         &[
@@ -372,13 +367,11 @@ fn approved_mcp_json_running_a_script() -> (Case, PathBuf, PathBuf) {
         json!({"mcpServers": {"srv": {"command": "sh", "args": ["tools/srv.sh"]}}}).to_string(),
     )
     .unwrap();
-    let agents = c.home.path().join(".claude/agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::write(
-        agents.join("helper.md"),
+    common::write_agent(
+        &c.home.path().join(".claude"),
+        "helper",
         "---\nname: helper\ndescription: Helps.\nmcpServers: [srv]\n---\nYou help.\n",
-    )
-    .unwrap();
+    );
     let said = c.trust(&[&mcp]);
     common::assert_has(&said, &["approved", "srv"]);
     (c, mcp, rewritten)

@@ -551,3 +551,11 @@ pub(crate) fn landlock(test: &str) -> bool {
         _ => true,
     }
 }
+
+/// The stderr of a command that ran and exited with `code` (its output is shown when not).
+#[track_caller]
+pub(crate) fn stderr_on_exit(out: std::io::Result<std::process::Output>, code: i32) -> String {
+    let out = out.expect("the command runs");
+    assert_eq!(out.status.code(), Some(code), "{}", all_output(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
