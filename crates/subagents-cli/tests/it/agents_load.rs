@@ -342,20 +342,19 @@ fn serve_and_mcp_take_agent_model() {
     );
     let main = server.openai_model("main-model");
     let forced = server.openai_model("forced-model");
+    let flags = [
+        "--store",
+        "memory",
+        "--model",
+        &main,
+        "--agent-model",
+        &forced,
+    ];
 
     // serve --agent-model: a served agent runs on the forced model.
     server.push_for_model("forced-model", Reply::text("served on the forced model"));
     let served = spawn_serve(&rt, &h.work, |cmd| {
-        cmd.args([
-            "--store",
-            "memory",
-            "--model",
-            &main,
-            "--agent-model",
-            &forced,
-        ])
-        .arg("--agents")
-        .arg(&dir);
+        cmd.args(flags).arg("--agents").arg(&dir);
     });
     let out = h
         .cmd()
@@ -369,17 +368,7 @@ fn serve_and_mcp_take_agent_model() {
     // mcp --agent-model: the same over MCP (stdio).
     server.push_for_model("forced-model", Reply::text("mcp on the forced model"));
     let mut cmd = process_in(&h.work);
-    cmd.args([
-        "mcp",
-        "--store",
-        "memory",
-        "--model",
-        &main,
-        "--agent-model",
-        &forced,
-    ])
-    .arg("--agents")
-    .arg(&dir);
+    cmd.arg("mcp").args(flags).arg("--agents").arg(&dir);
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     let answer = rt.block_on(async {

@@ -327,14 +327,7 @@ fn denied_calls_are_counted_on_a_closing_line_that_says_how_to_allow_them() {
          Compute with python3 -c and answer with the number only.\n",
     );
     let script = server.script();
-    script.push(Reply::tool_calls(vec![(
-        "Task",
-        json!({"subagent_type": "calculator", "description": "multiply", "prompt": "17 * 23"}),
-    )]));
-    script.push(Reply::tool_calls(vec![(
-        "Bash",
-        json!({"command": "python3 -c 'print(17 * 23)'"}),
-    )]));
+    common::script_calculator_call(&script);
     script.push(Reply::text("391"));
     script.push(Reply::text("17 * 23 is 391."));
     let out = subagents_in(home.path())

@@ -8,7 +8,6 @@ use crate::common;
 
 use std::path::Path;
 
-use serde_json::json;
 use subagent_testkit::Reply;
 
 const README: &str = include_str!("../../../../README.md");
@@ -73,14 +72,7 @@ fn the_readme_first_run_works_as_written() {
     let script = server.script();
     // The main model delegates, the calculator runs python3 with Bash and answers, the main
     // model reports it.
-    script.push(Reply::tool_calls(vec![(
-        "Task",
-        json!({"subagent_type": "calculator", "description": "multiply", "prompt": "17 * 23"}),
-    )]));
-    script.push(Reply::tool_calls(vec![(
-        "Bash",
-        json!({"command": "python3 -c 'print(17 * 23)'"}),
-    )]));
+    common::script_calculator_call(&script);
     script.push_dynamic(None, |body| {
         Reply::text(common::last_tool_result(body).trim().to_string())
     });

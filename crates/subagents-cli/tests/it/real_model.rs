@@ -41,6 +41,21 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(300);
 /// times and passes when one attempt delegates and answers.
 const ATTEMPTS: usize = 2;
 
+/// A workspace whose `notes.txt` says `notes`, and the agents directory (in it) of `reader`,
+/// which reads a file with `Read` and replies with its text.
+fn reader_workspace(notes: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("notes.txt"), notes).expect("notes");
+    let agents = write_agent(
+        dir.path(),
+        "reader",
+        "---\nname: reader\ndescription: Reads a file of the workspace and reports what it says.\n\
+         tools: Read\n---\nYou read files. Call the Read tool once with the file's path, then reply \
+         with the file's text.\n",
+    );
+    (dir, agents)
+}
+
 /// The main agent (lean: only `Task`) delegates to a Markdown agent that reads a file of the
 /// workspace with `Read`, and the answer carries what the file says.
 #[test]
@@ -53,19 +68,7 @@ fn a_real_model_delegates_to_an_agent_that_reads_a_file() {
             return;
         }
     };
-    let dir = tempfile::tempdir().expect("tmp");
-    std::fs::write(
-        dir.path().join("notes.txt"),
-        "Meeting notes.\nThe meeting room code is 4417.\n",
-    )
-    .expect("notes");
-    let agents = write_agent(
-        dir.path(),
-        "reader",
-        "---\nname: reader\ndescription: Reads a file of the workspace and reports what it says.\n\
-         tools: Read\n---\nYou read files. Call the Read tool once with the file's path, then reply \
-         with the file's text.\n",
-    );
+    let (dir, agents) = reader_workspace("Meeting notes.\nThe meeting room code is 4417.\n");
     let mut failures = Vec::new();
     for attempt in 1..=ATTEMPTS {
         let out = subagents()
@@ -170,19 +173,7 @@ fn a_callers_prompt_survives_its_child_on_a_server_with_two_slots() {
             return;
         }
     }
-    let dir = tempfile::tempdir().expect("tmp");
-    std::fs::write(
-        dir.path().join("notes.txt"),
-        "The meeting room code is 4417.\n",
-    )
-    .expect("notes");
-    let agents = write_agent(
-        dir.path(),
-        "reader",
-        "---\nname: reader\ndescription: Reads a file of the workspace and reports what it says.\n\
-         tools: Read\n---\nYou read files. Call the Read tool once with the file's path, then reply \
-         with the file's text.\n",
-    );
+    let (dir, agents) = reader_workspace("The meeting room code is 4417.\n");
     let out = subagents()
         .args(["--store", "memory", "run"])
         .arg("Use the reader agent to read notes.txt, then tell me the meeting room code.")

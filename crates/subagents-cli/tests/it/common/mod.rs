@@ -559,3 +559,16 @@ pub(crate) fn stderr_on_exit(out: std::io::Result<std::process::Output>, code: i
     assert_eq!(out.status.code(), Some(code), "{}", all_output(&out));
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// Scripts the README's first run up to the calculator's Bash call: the main model delegates
+/// "17 * 23" to `calculator`, which runs `python3 -c 'print(17 * 23)'`.
+pub(crate) fn script_calculator_call(script: &subagent_testkit::Script) {
+    script.push(subagent_testkit::Reply::tool_calls(vec![(
+        "Task",
+        serde_json::json!({"subagent_type": "calculator", "description": "multiply", "prompt": "17 * 23"}),
+    )]));
+    script.push(subagent_testkit::Reply::tool_calls(vec![(
+        "Bash",
+        serde_json::json!({"command": "python3 -c 'print(17 * 23)'"}),
+    )]));
+}
