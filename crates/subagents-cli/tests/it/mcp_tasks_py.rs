@@ -17,17 +17,12 @@ use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
 fn python() -> PathBuf {
-    let path = std::env::var_os("SUBAGENTS_MCP_PY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/py/mcp-2x/bin/python")
-        });
-    assert!(
-        path.exists(),
-        "no Python with the MCP SDK 2.x at {} (run .ci/setup-mcp.sh or set SUBAGENTS_MCP_PY)",
-        path.display()
-    );
-    path
+    common::venv_python(
+        "SUBAGENTS_MCP_PY",
+        "mcp-2x",
+        "the MCP SDK 2.x",
+        ".ci/setup-mcp.sh",
+    )
 }
 
 /// Serves the agent `worker` (Bash) from `home` over MCP on a free port; returns the process

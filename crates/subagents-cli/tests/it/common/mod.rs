@@ -572,3 +572,20 @@ pub(crate) fn script_calculator_call(script: &subagent_testkit::Script) {
         serde_json::json!({"command": "python3 -c 'print(17 * 23)'"}),
     )]));
 }
+
+/// The Python interpreter named by the variable `var`, or else the venv `target/py/VENV` that
+/// `setup` makes; fails saying what to run when it is missing (`needs`: what it must have).
+pub(crate) fn venv_python(var: &str, venv: &str, needs: &str, setup: &str) -> PathBuf {
+    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/py")
+            .join(venv)
+            .join("bin/python")
+    });
+    assert!(
+        path.exists(),
+        "no Python with {needs} at {} (run {setup} or set {var})",
+        path.display()
+    );
+    path
+}
