@@ -23,9 +23,7 @@ struct Remote {
 
 impl Remote {
     fn start() -> Self {
-        let rt = common::rt();
-        let model = rt.block_on(ScriptedModelServer::start());
-        let served = tempfile::tempdir().expect("tmp");
+        let (rt, model, served) = common::scripted_in_temp();
         let (serve, url) = common::serve_worker(
             &rt,
             &model,
@@ -77,16 +75,7 @@ impl Remote {
 fn list_tasks(rt: &tokio::runtime::Runtime, url: &str) -> Vec<Value> {
     rt.block_on(async {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
-        let v: Value = reqwest::Client::new()
-            .post(url)
-            .header("A2A-Version", "1.0")
-            .json(&body)
-            .send()
-            .await
-            .expect("ListTasks answers")
-            .json()
-            .await
-            .expect("JSON");
+        let v = common::a2a_post(url, &body).await;
         v["result"]["tasks"].as_array().cloned().unwrap_or_default()
     })
 }

@@ -5,11 +5,12 @@
 //! in `--json`.
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{copy_tree, corpus, json_stdout, process_in, rt, spawn_serve};
+use common::{copy_tree, corpus, process_in, spawn_serve};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::transport::TokioChildProcess;
@@ -36,6 +37,23 @@ impl Home {
             home,
             work,
         }
+    }
+
+    /// A home whose work directory holds the agent `name` (its file `text`), and a scripted
+    /// model server: the home, the agents directory, the runtime and the server.
+    fn scripted_with(
+        name: &str,
+        text: &str,
+    ) -> (
+        Self,
+        PathBuf,
+        tokio::runtime::Runtime,
+        subagent_testkit::ScriptedModelServer,
+    ) {
+        let h = Self::new();
+        let dir = common::write_agent(&h.work, name, text);
+        let (rt, server) = common::scripted();
+        (h, dir, rt, server)
     }
 
     /// `~/.claude/agents`.
@@ -120,8 +138,7 @@ fn a_whole_collection_with_names_defined_twice_runs_and_says_which_file_won() {
     let loser = h
         .user_agents()
         .join("voltagent-subagents/categories/03-infrastructure/cloud-architect.md");
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
 
     // A name defined once (in a subfolder of a subfolder) runs.
     server.push(Reply::text("wordpress done"));
@@ -135,12 +152,8 @@ fn a_whole_collection_with_names_defined_twice_runs_and_says_which_file_won() {
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout_of(&out).trim(), "cloud done");
-    let said: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("`cloud-architect`"))
-        .collect();
-    assert_eq!(said.len(), 1, "one line: {stderr}");
-    let (used, not_used) = said[0].split_once(", not ").expect("used ..., not ...");
+    let said = common::the_line_with(&stderr, "`cloud-architect`");
+    let (used, not_used) = said.split_once(", not ").expect("used ..., not ...");
     assert!(used.contains(&winner.display().to_string()), "{stderr}");
     assert!(not_used.contains(&loser.display().to_string()), "{stderr}");
     let system = server.last_request().expect("a request").system_prompt();
@@ -220,8 +233,7 @@ fn project_agents_are_found_walking_up_and_the_nearest_directory_wins() {
     );
     let deep = pkg.join("src/deep");
     std::fs::create_dir_all(&deep).unwrap();
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     for (agent, body) in [
         ("reviewer", "INNER-BODY"),
         ("outer-only", "OUTER-ONLY-BODY"),
@@ -237,12 +249,7 @@ fn project_agents_are_found_walking_up_and_the_nearest_directory_wins() {
         let system = server.last_request().unwrap().system_prompt();
         assert!(system.contains(body), "{agent}: {system}");
     }
-    let v = json_stdout(
-        h.cmd_in(&deep)
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = h.cmd_in(&deep).args(["agents", "list", "--json"]).json_ok();
     let shadowed = v["shadowed"].as_array().expect("shadowed");
     assert_eq!(shadowed.len(), 1, "{v}");
     assert!(
@@ -259,10 +266,7 @@ const DATED: &str = "---\nname: dated\ndescription: Uses a dated Claude id.\nmod
 
 #[test]
 fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_model_once_noted() {
-    let h = Home::new();
-    let dir = common::write_agent(&h.work, "dated", DATED);
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (h, dir, _rt, server) = Home::scripted_with("dated", DATED);
     // A short name: progress lines are cut at 100 characters.
     let session = server.openai_model("sm");
     let dated_task = |key: bool, extra: &[&str]| {
@@ -308,14 +312,10 @@ fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_m
     assert_eq!(stdout_of(&out).trim(), "from the session model");
     let req = server.last_request().expect("a request");
     assert_eq!(req.model(), Some("sm"));
-    let notices: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("claude-sonnet-4-20250514"))
-        .collect();
-    assert_eq!(notices.len(), 1, "{stderr}");
+    let notices = common::the_line_with(&stderr, "claude-sonnet-4-20250514");
     assert!(
-        notices[0].contains("unusable (no ANTHROPIC_API_KEY)")
-            && notices[0].contains("the session's model `sm`"),
+        notices.contains("unusable (no ANTHROPIC_API_KEY)")
+            && notices.contains("the session's model `sm`"),
         "{stderr}"
     );
 
@@ -336,30 +336,25 @@ fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_m
 
 #[test]
 fn serve_and_mcp_take_agent_model() {
-    let h = Home::new();
-    let dir = common::write_agent(
-        &h.work,
+    let (h, dir, rt, server) = Home::scripted_with(
         "worker",
         "---\nname: worker\ndescription: Works.\nmodel: haiku\ntools: Read\n---\nYou work.\n",
     );
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
     let main = server.openai_model("main-model");
     let forced = server.openai_model("forced-model");
+    let flags = [
+        "--store",
+        "memory",
+        "--model",
+        &main,
+        "--agent-model",
+        &forced,
+    ];
 
     // serve --agent-model: a served agent runs on the forced model.
     server.push_for_model("forced-model", Reply::text("served on the forced model"));
     let served = spawn_serve(&rt, &h.work, |cmd| {
-        cmd.args([
-            "--store",
-            "memory",
-            "--model",
-            &main,
-            "--agent-model",
-            &forced,
-        ])
-        .arg("--agents")
-        .arg(&dir);
+        cmd.args(flags).arg("--agents").arg(&dir);
     });
     let out = h
         .cmd()
@@ -373,17 +368,7 @@ fn serve_and_mcp_take_agent_model() {
     // mcp --agent-model: the same over MCP (stdio).
     server.push_for_model("forced-model", Reply::text("mcp on the forced model"));
     let mut cmd = process_in(&h.work);
-    cmd.args([
-        "mcp",
-        "--store",
-        "memory",
-        "--model",
-        &main,
-        "--agent-model",
-        &forced,
-    ])
-    .arg("--agents")
-    .arg(&dir);
+    cmd.arg("mcp").args(flags).arg("--agents").arg(&dir);
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     let answer = rt.block_on(async {
@@ -409,11 +394,7 @@ fn serve_and_mcp_take_agent_model() {
             .collect::<String>()
     });
     assert!(answer.contains("mcp on the forced model"), "{answer}");
-    let to_forced = server
-        .requests()
-        .iter()
-        .filter(|r| r.model() == Some("forced-model"))
-        .count();
+    let to_forced = common::requests_for(&server, "forced-model").len();
     assert_eq!(to_forced, 2);
 }
 
@@ -425,19 +406,17 @@ fn the_load_notes_of_a_whole_collection_are_one_line_and_v_gives_each() {
     let Some(corpus) = corpus(test) else { return };
     let h = Home::new();
     copy_tree(&corpus.join("voltagent-subagents"), &h.user_agents());
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
 
     server.push(Reply::text("ok"));
     let out = task(&h, &server, "wordpress-master", &[]);
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
-    let summary: Vec<&&str> = lines.iter().filter(|l| l.contains("with notes")).collect();
-    assert_eq!(summary.len(), 1, "{stderr}");
+    let summary = common::the_line_with(&stderr, "with notes");
     assert!(
-        summary[0].starts_with("subagents: 158 agents loaded, ")
-            && summary[0].contains("subagents agents validate"),
+        summary.starts_with("subagents: 158 agents loaded, ")
+            && summary.contains("subagents agents validate"),
         "{stderr}"
     );
     assert!(!stderr.contains("warning:"), "{stderr}");
@@ -445,7 +424,7 @@ fn the_load_notes_of_a_whole_collection_are_one_line_and_v_gives_each() {
     let others: Vec<&&str> = lines.iter().filter(|l| !l.starts_with('[')).collect();
     assert_eq!(others.len(), 2, "{stderr}");
 
-    let noted: usize = summary[0]
+    let noted: usize = summary
         .split([',', ':'])
         .find_map(|p| p.trim().strip_suffix(" with notes"))
         .and_then(|n| n.parse().ok())
@@ -535,8 +514,7 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
         "---\nname: loner\ndescription: Alone.\nomitClaudeMd: true\n---\nLONER-BODY\n",
     )
     .unwrap();
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let run_task = |agent: &str| {
         h.cmd_in(&pkg)
             .args(["--store", "memory", "task", agent, "hi", "--model"])
@@ -616,37 +594,28 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
             !sent.contains("SECRET-KEY-MATERIAL-77"),
             "the secret reached the model"
         );
-        assert!(
-            stderr.contains("project instructions not read") && stderr.contains("leads outside"),
-            "{stderr}"
-        );
+        common::assert_has(&stderr, &["project instructions not read", "leads outside"]);
     }
 }
 
 #[test]
 fn json_carries_each_childs_answer() {
-    let h = Home::new();
-    let dir = common::write_agent(
-        &h.work,
+    let (h, dir, _rt, server) = Home::scripted_with(
         "helper",
         "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n",
     );
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
     server.push_all([
         Reply::task_call("helper", "help me"),
         Reply::text("CHILD-ANSWER-42"),
         Reply::text("main done"),
     ]);
-    let v = json_stdout(
-        h.cmd()
-            .args(["--store", "memory", "run", "go", "--json", "--model"])
-            .arg(server.openai_model("m"))
-            .arg("--agents")
-            .arg(&dir)
-            .assert()
-            .success(),
-    );
+    let v = h
+        .cmd()
+        .args(["--store", "memory", "run", "go", "--json", "--model"])
+        .arg(server.openai_model("m"))
+        .arg("--agents")
+        .arg(&dir)
+        .json_ok();
     assert_eq!(v["text"], "main done", "{v}");
     let child = &v["usage"]["children"][0];
     assert_eq!(child["agent"], "helper", "{v}");

@@ -11,7 +11,7 @@ use std::process::{Child, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{Worker, fixtures, process_in, rt, subagents_in, word};
+use common::{Worker, fixtures, json_of, process_in, rt, subagents_in, word};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -27,11 +27,19 @@ struct World {
     config: PathBuf,
 }
 
+/// A `run` followed until a line of its stderr: the process, its stderr lines (those not read
+/// yet, and those seen), that line, and the task id it names.
+struct Running {
+    run: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    line: String,
+    task_id: String,
+}
+
 impl World {
     fn new(rt: &tokio::runtime::Runtime) -> Self {
-        let server = rt.block_on(ScriptedModelServer::start());
-        let home = tempfile::tempdir().expect("home");
-        let config = common::child_model_config(home.path(), &server);
+        let (server, home, config) = common::child_model_home(rt);
         Self {
             server,
             home,
@@ -99,6 +107,25 @@ impl World {
     }
 
     /// `run "start the long job" --json ARGS...` as a process with piped output.
+    /// [`spawn_run`](Self::spawn_run) (plus `extra`) with a background child that answers
+    /// after `delay`, followed until its stderr has a line with `needle` (naming the task).
+    fn run_until(&self, delay: Duration, extra: &[&str], needle: &str) -> Running {
+        self.script_background_child(delay);
+        let mut run = self.spawn_run(extra);
+        let lines = stderr_lines(&mut run);
+        let mut seen = Vec::new();
+        let line = wait_line(&lines, needle, &mut seen);
+        let task_id =
+            word(&line, "task_").unwrap_or_else(|| panic!("the line names the task id: {line}"));
+        Running {
+            run,
+            lines,
+            seen,
+            line,
+            task_id,
+        }
+    }
+
     fn spawn_run(&self, extra: &[&str]) -> Child {
         let main = self.server.openai_model("main-model");
         let mut args = vec!["run", "start the long job", "--json", "--model", &main];
@@ -109,16 +136,6 @@ impl World {
             .spawn()
             .expect("spawn subagents run")
     }
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "JSON on stdout ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 /// Reads `child`'s stderr on a thread: its lines arrive on the returned channel.
@@ -197,12 +214,13 @@ fn run_waits_for_a_background_child_names_it_and_counts_its_usage() {
     let rt = rt();
     let w = World::new(&rt);
     // Long enough for the main agent to answer first; the run must outlast it.
-    w.script_background_child(Duration::from_secs(3));
-    let mut run = w.spawn_run(&[]);
-    let lines = stderr_lines(&mut run);
-    let mut seen = Vec::new();
-    let waiting = wait_line(&lines, "waiting for 1 background task", &mut seen);
-    let task_id = word(&waiting, "task_").expect("the waiting line names the task id");
+    let Running {
+        run,
+        lines,
+        mut seen,
+        line: waiting,
+        task_id,
+    } = w.run_until(Duration::from_secs(3), &[], "waiting for 1 background task");
     assert!(waiting.contains("echo-agent"), "{waiting}");
     let (code, v) = finish(run, &lines, &mut seen);
     assert_eq!(code, 0, "{seen:#?}");
@@ -218,14 +236,7 @@ fn run_waits_for_a_background_child_names_it_and_counts_its_usage() {
     assert_eq!(child["usage"]["input_tokens"], CHILD_IN, "{v}");
     assert_eq!(child["usage"]["output_tokens"], CHILD_OUT, "{v}");
     // The child's model was answered: its work was not lost.
-    assert_eq!(
-        w.server
-            .requests()
-            .iter()
-            .filter(|r| r.model() == Some("child-model"))
-            .count(),
-        1
-    );
+    assert_eq!(common::requests_for(&w.server, "child-model").len(), 1);
     assert_eq!(w.show(&task_id)["status"], "completed");
 }
 
@@ -233,12 +244,17 @@ fn run_waits_for_a_background_child_names_it_and_counts_its_usage() {
 fn on_exit_cancel_cancels_the_child_and_records_it() {
     let rt = rt();
     let w = World::new(&rt);
-    w.script_background_child(Duration::from_secs(120));
-    let mut run = w.spawn_run(&["--on-exit", "cancel"]);
-    let lines = stderr_lines(&mut run);
-    let mut seen = Vec::new();
-    let line = wait_line(&lines, "cancelling 1 background task", &mut seen);
-    let task_id = word(&line, "task_").expect("the line names the task id");
+    let Running {
+        run,
+        lines,
+        mut seen,
+        task_id,
+        ..
+    } = w.run_until(
+        Duration::from_secs(120),
+        &["--on-exit", "cancel"],
+        "cancelling 1 background task",
+    );
     let (code, v) = finish(run, &lines, &mut seen);
     assert_eq!(code, 0, "the main agent's answer stands: {seen:#?}");
     assert!(
@@ -258,12 +274,17 @@ fn on_exit_cancel_cancels_the_child_and_records_it() {
 fn ctrl_c_while_waiting_cancels_the_children() {
     let rt = rt();
     let w = World::new(&rt);
-    w.script_background_child(Duration::from_secs(120));
-    let mut run = w.spawn_run(&[]);
-    let lines = stderr_lines(&mut run);
-    let mut seen = Vec::new();
-    let waiting = wait_line(&lines, "waiting for 1 background task", &mut seen);
-    let task_id = word(&waiting, "task_").expect("the task id");
+    let Running {
+        run,
+        lines,
+        mut seen,
+        task_id,
+        ..
+    } = w.run_until(
+        Duration::from_secs(120),
+        &[],
+        "waiting for 1 background task",
+    );
     let sent = std::process::Command::new("kill")
         .args(["-INT", &run.id().to_string()])
         .status()
@@ -439,10 +460,7 @@ fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
     assert_eq!(shown["status"], "interrupted", "{shown}");
     let out = w.tasks(&["show", &second]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("interrupted") && stderr.contains("earlier process"),
-        "{stderr}"
-    );
+    common::assert_has(&stderr, &["interrupted", "earlier process"]);
 
     // `tasks resume` continues the stopped task's session on its agent.
     script.push_for_model("child-model", Reply::text("resumed and finished"));

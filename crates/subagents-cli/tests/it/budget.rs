@@ -26,19 +26,12 @@ fn task(config: &str, args: &[&str]) -> std::process::Output {
 
 fn task_json(model: &str, config: &str, extra: &[&str]) -> Value {
     let out = task(config, &[&["--json", "--model", model], extra].concat());
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    common::json_of(&out)
 }
 
 /// `task --json` with `config` after one model reply of `model` that used `usage` tokens.
 fn priced_run(model: &str, usage: (u64, u64), config: &str) -> Value {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push(
         Reply::text("ok")
             .with_usage(usage.0, usage.1)

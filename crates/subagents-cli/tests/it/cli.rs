@@ -1,8 +1,9 @@
 //! The `subagents` command, run as a real process.
 
 use crate::common;
+use common::OutputOk;
 
-use common::{fixtures, json_stdout, last_tool_result, rt, spawn_serve, subagents, word};
+use common::{fixtures, json_stdout, last_tool_result, spawn_serve, subagents, word};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -41,17 +42,21 @@ fn help_documents_every_subcommand_and_exit_code() {
         .stdout(predicate::str::contains("Exit codes"));
 }
 
+/// `subagents agents validate --json` on these fixtures, which fails (exit 1): its report.
+fn validate_failing(fixtures_named: &[&str]) -> Value {
+    let mut cmd = subagents();
+    cmd.args(["agents", "validate", "--json"]);
+    for name in fixtures_named {
+        cmd.arg(fixtures().join(name));
+    }
+    json_stdout(cmd.assert().code(1))
+}
+
 /// Behaviour change (issue 27): the directory holds a broken agent file (no `description`),
 /// which now fails validation (exit 1); the README is still only skipped.
 #[test]
 fn validate_scans_a_directory_like_claude_code() {
-    let v = json_stdout(
-        subagents()
-            .args(["agents", "validate", "--json"])
-            .arg(fixtures().join("agents"))
-            .assert()
-            .code(1),
-    );
+    let v = validate_failing(&["agents"]);
     let loaded = v["loaded"].as_array().expect("loaded");
     let names: Vec<&str> = loaded.iter().filter_map(|a| a["name"].as_str()).collect();
     assert!(names.contains(&"reviewer"), "{v}");
@@ -93,14 +98,7 @@ fn validate_scans_a_directory_like_claude_code() {
 
 #[test]
 fn validate_fails_when_a_named_file_does_not_load() {
-    let v = json_stdout(
-        subagents()
-            .args(["agents", "validate", "--json"])
-            .arg(fixtures().join("broken.md"))
-            .arg(fixtures().join("agents/reviewer.md"))
-            .assert()
-            .code(1),
-    );
+    let v = validate_failing(&["broken.md", "agents/reviewer.md"]);
     assert_eq!(v["loaded"][0]["name"], "reviewer", "{v}");
     let reason = v["skipped"][0]["reason"].as_str().unwrap_or("");
     assert!(
@@ -133,13 +131,10 @@ fn validate_text_output_summarises() {
 
 #[test]
 fn agents_list_includes_built_ins_and_given_dirs() {
-    let v = json_stdout(
-        subagents()
-            .args(["agents", "list", "--json", "--agents"])
-            .arg(fixtures().join("agents"))
-            .assert()
-            .success(),
-    );
+    let v = subagents()
+        .args(["agents", "list", "--json", "--agents"])
+        .arg(fixtures().join("agents"))
+        .json_ok();
     let names: Vec<&str> = v["loaded"]
         .as_array()
         .expect("loaded")
@@ -157,10 +152,7 @@ fn no_reachable_model_exits_2_with_one_message() {
     let err = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
     assert!(err.contains("no model is reachable"), "{err}");
     assert!(err.contains("SUBAGENTS_MODEL"), "{err}");
-    assert!(
-        err.contains("OPENAI_API_KEY") && err.contains("ANTHROPIC_API_KEY"),
-        "{err}"
-    );
+    common::assert_has(&err, &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]);
     assert!(err.contains("127.0.0.1:9"), "says where it looked: {err}");
     assert!(assert.get_output().stdout.is_empty());
 }
@@ -209,26 +201,22 @@ fn a_bad_config_file_is_a_clear_error() {
 
 #[test]
 fn task_runs_one_local_agent_against_the_scripted_model() {
-    use subagent_testkit::{Reply, ScriptedModelServer};
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    use subagent_testkit::Reply;
+    let (_rt, server) = common::scripted();
     server.push(Reply::text("the files look fine").with_usage(12, 5));
     let model = server.openai_model("test-model");
-    let v = json_stdout(
-        subagents()
-            .args([
-                "task",
-                "echo-agent",
-                "review src/",
-                "--json",
-                "--model",
-                &model,
-                "--agents",
-            ])
-            .arg(fixtures().join("local"))
-            .assert()
-            .success(),
-    );
+    let v = subagents()
+        .args([
+            "task",
+            "echo-agent",
+            "review src/",
+            "--json",
+            "--model",
+            &model,
+            "--agents",
+        ])
+        .arg(fixtures().join("local"))
+        .json_ok();
     assert_eq!(v["agent"], "echo-agent", "{v}");
     assert_eq!(v["kind"], "CLAUDE", "{v}");
     assert_eq!(v["status"], "completed", "{v}");
@@ -240,9 +228,7 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
         "a local run can be resumed: {v}"
     );
 
-    let reqs = server.requests();
-    assert_eq!(reqs.len(), 1);
-    let body = reqs[0].body.to_string();
+    let (req, body) = common::only_request(&server);
     assert!(
         body.contains("You are a test agent."),
         "system prompt is the agent body: {body}"
@@ -252,7 +238,7 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
         "the prompt is the user message: {body}"
     );
     assert_eq!(
-        reqs[0].tool_names(),
+        req.tool_names(),
         ["Read"],
         "the agent's `tools: Read` filters the tool set"
     );
@@ -260,9 +246,8 @@ fn task_runs_one_local_agent_against_the_scripted_model() {
 
 #[test]
 fn run_delegates_in_the_background_then_reads_the_output() {
-    use subagent_testkit::{Reply, ScriptedModelServer};
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    use subagent_testkit::Reply;
+    let (_rt, server) = common::scripted();
     let script = server.script();
     // Turn 1: the main model starts a subagent in the background, on a model named in the
     // config file.
@@ -364,9 +349,8 @@ fn run_delegates_in_the_background_then_reads_the_output() {
 
 #[test]
 fn serve_then_call_round_trip_with_streaming_progress() {
-    use subagent_testkit::{Reply, ScriptedModelServer};
-    let rt = rt();
-    let model_server = rt.block_on(ScriptedModelServer::start());
+    use subagent_testkit::Reply;
+    let (rt, model_server) = common::scripted();
     model_server.push(Reply::text("served answer one").with_usage(5, 3));
     model_server.push(Reply::text("served answer two").with_usage(5, 3));
     let model = model_server.openai_model("test-model");
@@ -393,17 +377,14 @@ fn serve_then_call_round_trip_with_streaming_progress() {
         "{listing}"
     );
 
-    let v = json_stdout(
-        subagents()
-            .args([
-                "call",
-                &format!("{base}/echo-agent"),
-                "hello there",
-                "--json",
-            ])
-            .assert()
-            .success(),
-    );
+    let v = subagents()
+        .args([
+            "call",
+            &format!("{base}/echo-agent"),
+            "hello there",
+            "--json",
+        ])
+        .json_ok();
     assert_eq!(v["text"], "served answer one", "{v}");
     assert_eq!(v["kind"], "A2A");
     assert_eq!(v["status"], "completed");

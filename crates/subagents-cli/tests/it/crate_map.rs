@@ -7,6 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::common::OutputOk;
+
 /// The repository root (this crate lives in `crates/subagents-cli`).
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -38,13 +40,7 @@ fn workspace() -> (BTreeMap<String, Package>, BTreeSet<String>) {
             "--offline",
         ])
         .current_dir(&root)
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output_ok();
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
     let packages = meta["packages"].as_array().expect("packages");
     let all: BTreeSet<String> = packages

@@ -4,13 +4,14 @@
 //! the package's `custom_cli` binary (feature `custom-cli-example`; this test needs it too).
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::Path;
 
 use assert_cmd::Command;
-use common::{CLEARED_VARS, json_stdout, rt, stdout_of, subagents_in};
+use common::{CLEARED_VARS, stdout_of, subagents_in};
 use serde_json::json;
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 /// The example's executable: the `custom_cli` binary target (feature `custom-cli-example`),
 /// which Cargo builds before this test.
@@ -33,12 +34,9 @@ fn custom_in(home: &Path) -> Command {
 #[test]
 fn agents_list_of_the_custom_command_lists_the_added_kind() {
     let home = tempfile::tempdir().unwrap();
-    let report = json_stdout(
-        custom_in(home.path())
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let report = custom_in(home.path())
+        .args(["agents", "list", "--json"])
+        .json_ok();
     let loaded = report["loaded"].as_array().expect("loaded");
     let shout = loaded
         .iter()
@@ -62,10 +60,7 @@ fn agents_list_of_the_custom_command_lists_the_added_kind() {
         .lines()
         .find(|l| l.starts_with("shout "))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(
-        line.contains("FN") && line.contains("Shouts its prompt"),
-        "{line}"
-    );
+    common::assert_has(line, &["FN", "Shouts its prompt"]);
 }
 
 #[test]
@@ -79,12 +74,9 @@ fn task_of_the_custom_command_runs_the_added_kind() {
             .success(),
     );
     assert!(out.contains("HELLO FROM A TEST"), "{out}");
-    let outcome = json_stdout(
-        custom_in(home.path())
-            .args(["--store", "memory", "task", "shout", "json too", "--json"])
-            .assert()
-            .success(),
-    );
+    let outcome = custom_in(home.path())
+        .args(["--store", "memory", "task", "shout", "json too", "--json"])
+        .json_ok();
     assert_eq!(outcome["status"], "completed", "{outcome:#}");
     assert_eq!(outcome["kind"], "FN", "{outcome:#}");
     assert!(
@@ -105,8 +97,7 @@ fn task_of_the_custom_command_runs_the_added_kind() {
 
 #[test]
 fn run_of_the_custom_command_delegates_to_the_added_kind() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push(Reply::task_call("shout", "delegated words"));
     server.push(Reply::text("the child answered"));
     let home = tempfile::tempdir().unwrap();
@@ -143,18 +134,10 @@ fn run_of_the_custom_command_delegates_to_the_added_kind() {
 #[test]
 fn the_custom_command_gets_the_same_sandbox_as_the_stock_one() {
     let home = tempfile::tempdir().unwrap();
-    let custom = json_stdout(
-        custom_in(home.path())
-            .args(["doctor", "--json"])
-            .assert()
-            .success(),
-    );
-    let stock = json_stdout(
-        subagents_in(home.path())
-            .args(["doctor", "--json"])
-            .assert()
-            .success(),
-    );
+    let custom = custom_in(home.path()).args(["doctor", "--json"]).json_ok();
+    let stock = subagents_in(home.path())
+        .args(["doctor", "--json"])
+        .json_ok();
     assert_eq!(custom["sandbox"], stock["sandbox"], "{custom} vs {stock}");
     if stock["sandbox"] == "namespaces" {
         assert_eq!(

@@ -20,7 +20,7 @@ use crate::common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{rt, subagents_in, write_agent};
+use common::{report_schema, subagents_in, write_agent};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -123,24 +123,58 @@ fn bodies(model: &ScriptedModelServer) -> Vec<Value> {
     model.requests().into_iter().map(|r| r.body).collect()
 }
 
+/// A scripted model for the main agent and the Python agent, its gates in `home`.
+struct Case {
+    py: PyServer,
+    model: ScriptedModelServer,
+    home: tempfile::TempDir,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl Case {
+    fn new() -> Self {
+        let (rt, model, home) = common::scripted_in_temp();
+        let py = start_py(&rt, home.path());
+        Self {
+            py,
+            model,
+            home,
+            _rt: rt,
+        }
+    }
+
+    /// [`run`] with `extra`, which answered `MAIN-DONE`; the main model's requests (`turns` of
+    /// them when given).
+    fn run_done(&self, extra: &[&str], turns: Option<usize>) -> Vec<Value> {
+        let stdout = run(self.home.path(), &self.model, &self.py.base, extra);
+        assert!(stdout.contains("MAIN-DONE"), "{stdout}");
+        let reqs = bodies(&self.model);
+        if let Some(n) = turns {
+            assert_eq!(reqs.len(), n, "{reqs:#?}");
+        }
+        reqs
+    }
+
+    /// [`steer_script`] with `prompt` and `steer`, run: the main model's four requests, the
+    /// third told the message was delivered.
+    fn steered(&self, prompt: &str, steer: &str) -> Vec<Value> {
+        steer_script(&self.model, self.home.path(), prompt, steer);
+        let reqs = self.run_done(&[], Some(4));
+        let receipt = last_result(&reqs[2]);
+        assert!(receipt.starts_with("Message delivered"), "{receipt}");
+        reqs
+    }
+}
+
 #[test]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 fn send_message_answers_the_python_childs_question_on_the_same_task() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
-    let py = start_py(&rt, home.path());
+    let case = Case::new();
+    let py = &case.py;
     let steer = "STEER-PLAN-B: follow plan B";
-    steer_script(&model, home.path(), "ask gate-ask", steer);
-
-    let stdout = run(home.path(), &model, &py.base, &[]);
-    assert!(stdout.contains("MAIN-DONE"), "{stdout}");
-
-    let reqs = bodies(&model);
-    assert_eq!(reqs.len(), 4, "{reqs:#?}");
+    let reqs = case.steered("ask gate-ask", steer);
     // The sender was told how an A2A child takes it.
     let receipt = last_result(&reqs[2]);
-    assert!(receipt.starts_with("Message delivered"), "{receipt}");
     assert!(
         receipt.contains(
             "the remote A2A agent gets it as the follow-up message on the same task when it \
@@ -149,7 +183,7 @@ fn send_message_answers_the_python_childs_question_on_the_same_task() {
         "{receipt}"
     );
     // The Python agent got it as the follow-up on the task that asked, in its context.
-    let got = received(&py);
+    let got = received(py);
     assert_eq!(got.len(), 2, "{got:#?}");
     let (first, follow_up) = (&got[0], &got[1]);
     assert_eq!(text_of(first), "ask gate-ask");
@@ -178,10 +212,8 @@ fn send_message_answers_the_python_childs_question_on_the_same_task() {
 #[test]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 fn send_message_answers_a_question_the_python_child_is_already_waiting_on() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
-    let py = start_py(&rt, home.path());
+    let case = Case::new();
+    let (model, py) = (&case.model, &case.py);
     let steer = "STEER-ANSWER: plan C";
     model.push(Reply::tool_calls(vec![(
         "Task",
@@ -217,20 +249,15 @@ fn send_message_answers_a_question_the_python_child_is_already_waiting_on() {
     }
     model.push(Reply::text("GAVE-UP: still waiting"));
 
-    let stdout = run(
-        home.path(),
-        &model,
-        &py.base,
-        &["--max-turns", "300", "--on-exit", "cancel"],
-    );
-    assert!(stdout.contains("MAIN-DONE"), "{stdout}");
-    let reqs = bodies(&model);
+    let reqs = case.run_done(&["--max-turns", "300", "--on-exit", "cancel"], None);
     // The question waited for an answer when the message was sent.
     let waiting = last_result(&reqs[2]);
-    assert!(
-        waiting.contains("status: waiting_for_approval")
-            && waiting.contains("Which plan should I follow?"),
-        "{waiting}"
+    common::assert_has(
+        &waiting,
+        &[
+            "status: waiting_for_approval",
+            "Which plan should I follow?",
+        ],
     );
     let output = reqs.last().map(last_result).unwrap_or_default();
     assert!(
@@ -238,7 +265,7 @@ fn send_message_answers_a_question_the_python_child_is_already_waiting_on() {
         "the message did not answer the waiting question: {output}"
     );
     assert!(output.contains("status: completed"), "{output}");
-    let got = received(&py);
+    let got = received(py);
     assert_eq!(got.len(), 2, "{got:#?}");
     assert_eq!(text_of(&got[1]), steer);
     assert_eq!(got[1]["state"], "TASK_STATE_INPUT_REQUIRED", "{got:#?}");
@@ -249,27 +276,18 @@ fn send_message_answers_a_question_the_python_child_is_already_waiting_on() {
 #[test]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 fn send_message_to_a_working_python_child_is_not_added_to_its_task() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
-    let py = start_py(&rt, home.path());
+    let case = Case::new();
+    let py = &case.py;
     let steer = "STEER-TOO-LATE: stop now";
-    steer_script(&model, home.path(), "work gate-work", steer);
-
-    let stdout = run(home.path(), &model, &py.base, &[]);
-    assert!(stdout.contains("MAIN-DONE"), "{stdout}");
-
-    let reqs = bodies(&model);
-    assert_eq!(reqs.len(), 4, "{reqs:#?}");
+    let reqs = case.steered("work gate-work", steer);
     // The sender is told at once that A2A cannot add to a task while it works.
     let receipt = last_result(&reqs[2]);
-    assert!(receipt.starts_with("Message delivered"), "{receipt}");
     assert!(
         receipt.contains("(A2A cannot add to a task while it works)"),
         "{receipt}"
     );
     // The task never asked, so the Python agent never saw the message ...
-    let got = received(&py);
+    let got = received(py);
     assert_eq!(got.len(), 1, "{got:#?}");
     assert_eq!(text_of(&got[0]), "work gate-work");
     // ... and its result says the message was not read.
@@ -279,23 +297,11 @@ fn send_message_to_a_working_python_child_is_not_added_to_its_task() {
     assert!(output.contains(steer), "{output}");
 }
 
-/// The schema of the typed calls (no numbers in it: the SDK reads JSON numbers as doubles).
-fn report_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"answer": {"type": "integer"}, "source": {"type": "string"}},
-        "required": ["answer", "source"],
-        "additionalProperties": false
-    })
-}
-
 #[test]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 fn typed_results_from_a_python_child_are_validated_and_fed_back() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
-    let py = start_py(&rt, home.path());
+    let case = Case::new();
+    let (model, py) = (&case.model, &case.py);
     for mode in ["valid", "bad-once", "never"] {
         model.push(Reply::tool_calls(vec![(
             "Task",
@@ -305,10 +311,7 @@ fn typed_results_from_a_python_child_are_validated_and_fed_back() {
     }
     model.push(Reply::text("MAIN-DONE"));
 
-    let stdout = run(home.path(), &model, &py.base, &[]);
-    assert!(stdout.contains("MAIN-DONE"), "{stdout}");
-    let reqs = bodies(&model);
-    assert_eq!(reqs.len(), 4, "{reqs:#?}");
+    let reqs = case.run_done(&[], Some(4));
 
     // The value of the child's data part, checked, is the Task result (the SDK sends JSON
     // numbers as doubles: 42.0 is an integer under JSON Schema).
@@ -327,7 +330,7 @@ fn typed_results_from_a_python_child_are_validated_and_fed_back() {
     assert!(failed.contains("after 3 attempts"), "{failed}");
     assert!(failed.contains("not a JSON value"), "{failed}");
 
-    let got = received(&py);
+    let got = received(py);
     assert_eq!(got.len(), 1 + 2 + 3, "{got:#?}");
     // Every request, first or retry, carried the schema as a data part the SDK parsed, and
     // accepted JSON back.
@@ -375,10 +378,8 @@ fn typed_results_from_a_python_child_are_validated_and_fed_back() {
 #[test]
 #[ignore = "needs the official Python A2A SDK venvs: bash .ci/setup-python.sh, then cargo test --workspace --all-features -- --ignored (CI does)"]
 fn stream_json_carries_a_python_grandchilds_updates_keyed_by_task_and_parent() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
-    let py = start_py(&rt, home.path());
+    let case = Case::new();
+    let (model, home, py) = (&case.model, &case.home, &case.py);
     let agents = write_agent(
         home.path(),
         "relay",
@@ -393,14 +394,11 @@ fn stream_json_carries_a_python_grandchilds_updates_keyed_by_task_and_parent() {
     let agents = agents.to_string_lossy().into_owned();
     let stdout = run(
         home.path(),
-        &model,
+        model,
         &py.base,
         &["--agents", &agents, "--output-format", "stream-json"],
     );
-    let events: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let events = common::json_lines(&stdout);
     let last = events.last().expect("lines");
     assert_eq!(last["type"], "result", "{last}");
     assert_eq!(last["text"], "MAIN-DONE", "{last}");
@@ -464,5 +462,5 @@ fn stream_json_carries_a_python_grandchilds_updates_keyed_by_task_and_parent() {
             .unwrap_or_else(|| panic!("{agent} never finished"))
     };
     assert!(finished(AGENT) < finished("relay") && finished("relay") < finished("main"));
-    assert_eq!(received(&py).len(), 1);
+    assert_eq!(received(py).len(), 1);
 }

@@ -4,6 +4,7 @@
 //! the default store (SQLite under the data directory) and, as ignored tests, on PostgreSQL.
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
@@ -24,9 +25,7 @@ struct World {
 
 impl World {
     fn new(rt: &tokio::runtime::Runtime, store: Option<String>) -> Self {
-        let server = rt.block_on(ScriptedModelServer::start());
-        let home = tempfile::tempdir().expect("home");
-        let config = common::child_model_config(home.path(), &server);
+        let (server, home, config) = common::child_model_home(rt);
         Self {
             server,
             home,
@@ -391,13 +390,7 @@ fn prune_covers_served_a2a_tasks_with_dry_run() {
             .command()
             .args(["prune", "--older-than", "0s", "--json"])
             .args(extra)
-            .output()
-            .expect("prune runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .output_ok();
         serde_json::from_slice(&out.stdout).expect("JSON")
     };
     std::thread::sleep(Duration::from_millis(5));

@@ -4,10 +4,11 @@
 //! during a foreground `tasks resume` of an MCP task.
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::Path;
 
-use common::{json_stdout, rt, stdout_of, subagents_in, write_agent};
+use common::{stdout_of, subagents_in, write_agent};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -56,9 +57,7 @@ fn tool(request: &subagent_testkit::RecordedRequest, name: &str) -> (String, Val
 
 #[test]
 fn the_lean_main_agent_reads_of_no_tool_it_does_not_have() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
 
     let lean = first_main_request(&server, home.path(), &["--main-tools", "Task"]);
     assert_eq!(lean.tool_names(), ["Task"]);
@@ -77,10 +76,9 @@ fn the_lean_main_agent_reads_of_no_tool_it_does_not_have() {
     // With every delegation tool, the texts name them as before.
     let full = first_main_request(&server, home.path(), &["--main-tools", "delegation"]);
     let (description, schema) = tool(&full, "Task");
-    assert!(
-        description.contains("read the result with TaskOutput")
-            && description.contains("cancel with TaskStop"),
-        "{description}"
+    common::assert_has(
+        &description,
+        &["read the result with TaskOutput", "cancel with TaskStop"],
     );
     assert!(schema["properties"].get("run_in_background").is_some());
     assert!(full.system_prompt().contains("then TaskOutput"));
@@ -112,15 +110,12 @@ fn agents_list_shows_the_a2a_and_mcp_agents_of_the_configuration_without_contact
     let config = remote_agents_config(home.path());
     let empty = home.path().join("no-agents");
     std::fs::create_dir_all(&empty).expect("mkdir");
-    let listed = json_stdout(
-        subagents_in(home.path())
-            .arg("--config")
-            .arg(&config)
-            .args(["agents", "list", "--json", "--agents"])
-            .arg(&empty)
-            .assert()
-            .success(),
-    );
+    let listed = subagents_in(home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["agents", "list", "--json", "--agents"])
+        .arg(&empty)
+        .json_ok();
     let loaded = listed["loaded"].as_array().expect("loaded");
     let remote: Vec<&Value> = loaded
         .iter()
@@ -210,12 +205,9 @@ fn agents_list_flags_the_mcp_entries_of_an_unapproved_workspace_file() {
     let home = tempfile::tempdir().expect("home");
     let written = remote_agents_config(home.path());
     std::fs::rename(&written, home.path().join("subagents.toml")).expect("rename");
-    let listed = json_stdout(
-        subagents_in(home.path())
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let listed = subagents_in(home.path())
+        .args(["agents", "list", "--json"])
+        .json_ok();
     let loaded = listed["loaded"].as_array().expect("loaded");
     let a2a: Vec<&Value> = loaded.iter().filter(|a| a["kind"] == "A2A").collect();
     assert_eq!(a2a.len(), 2, "{listed:#}");
@@ -271,11 +263,7 @@ fn run_routed(
         .arg(agents)
         .output()
         .expect("run");
-    let all = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = common::all_output(&out);
     assert!(out.status.success(), "{all}");
     all
 }
@@ -283,8 +271,7 @@ fn run_routed(
 #[test]
 fn model_routes_ignore_the_query() {
     // (Credentials in a model URL are refused where the spec is read: hostile.rs.)
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     let elsewhere = rt.block_on(ScriptedModelServer::start());
     let home = tempfile::tempdir().expect("home");
     let with_query =
@@ -305,10 +292,7 @@ fn model_routes_ignore_the_query() {
         &with_query(&elsewhere, "child-model", "?temperature=0.7"),
     );
     let all = run_routed(&server, home.path(), &main, &config, &agents);
-    assert!(
-        all.contains("another provider") && all.contains("helper →"),
-        "{all}"
-    );
+    common::assert_has(&all, &["another provider", "helper →"]);
 
     // `agents list` shows the route.
     let listed = stdout_of(
@@ -325,9 +309,7 @@ fn model_routes_ignore_the_query() {
 
 #[test]
 fn ctrl_c_during_tasks_resume_of_a_local_agent_says_how_to_continue_and_exits_130() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let agents = write_agent(
         home.path(),
         "helper",

@@ -2,10 +2,11 @@
 //! imitating a provider's prompt cache: main → fork → fork of the fork.
 
 use crate::common;
+use common::OutputOk;
 
-use common::{json_stdout, rt, subagents, team};
+use common::{subagents, team};
 
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer, prompt_tokens};
+use subagent_testkit::{RecordedRequest, Reply, prompt_tokens};
 
 /// The prompt tokens of `req` a later request repeating it whole reads from cache.
 fn tokens_of(req: &RecordedRequest) -> u64 {
@@ -18,8 +19,7 @@ fn tokens_of(req: &RecordedRequest) -> u64 {
 
 #[test]
 fn run_forks_twice_deep_with_byte_identical_prefixes_read_from_cache() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_prompt_cache(true);
     server.push(Reply::task_call("fork", "TASK-A: sum the numbers"));
     server.push(Reply::task_call("fork", "TASK-B: check the sum"));
@@ -27,20 +27,17 @@ fn run_forks_twice_deep_with_byte_identical_prefixes_read_from_cache() {
     server.push(Reply::text("A-DONE after B-DONE"));
     server.push(Reply::text("Final: A-DONE"));
     let model = server.openai_model("team");
-    let v = json_stdout(
-        subagents()
-            .args([
-                "run",
-                "What is the sum?",
-                "--json",
-                "--model",
-                &model,
-                "--agents",
-            ])
-            .arg(team())
-            .assert()
-            .success(),
-    );
+    let v = subagents()
+        .args([
+            "run",
+            "What is the sum?",
+            "--json",
+            "--model",
+            &model,
+            "--agents",
+        ])
+        .arg(team())
+        .json_ok();
     assert_eq!(v["status"], "completed", "{v}");
     assert_eq!(v["text"], "Final: A-DONE", "{v}");
 

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Worker, fixtures, process_in, rt, word};
+use common::{Worker, fixtures, process_in, word};
 use serde_json::Value;
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 /// A tmpfs of `size` mounted at a new directory; unmounted when dropped.
 struct Tmpfs(PathBuf);
@@ -70,8 +70,7 @@ fn tasks_list_and_show_read_a_store_whose_disk_is_full() {
             return;
         }
     };
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     model.push(Reply::text("the finished answer"));
     model.push(Reply::text("never sent").with_delay(Duration::from_secs(120)));
     let store = format!("sqlite:{}", disk.0.join("store.db").display());

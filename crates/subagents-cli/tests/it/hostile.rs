@@ -3,7 +3,6 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The command with the shared clean environment ([`common::process_in`]), `NO_COLOR` unset
@@ -16,10 +15,12 @@ fn subagents() -> Command {
 
 /// `subagents --log debug task nobody hi --agents DIR` with stderr a pipe: its stderr, which
 /// must log that a file of `dir` (one without frontmatter) was skipped (a debug note).
-fn skip_logged(dir: &Path) -> String {
+fn skip_logged(file: &str, text: &str) -> String {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join(file), text).expect("file");
     let out = subagents()
         .args(["--log", "debug", "task", "nobody", "hi", "--agents"])
-        .arg(dir)
+        .arg(dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .output()
@@ -48,9 +49,7 @@ fn a_closed_stdout_ends_the_command_quietly() {
 #[test]
 fn no_colour_codes_when_stderr_is_not_a_terminal() {
     // An agent directory with a file that is skipped: logged at debug level.
-    let dir = tempfile::tempdir().expect("tmp");
-    std::fs::write(dir.path().join("notes.md"), "no frontmatter here\n").expect("file");
-    let stderr = skip_logged(dir.path());
+    let stderr = skip_logged("notes.md", "no frontmatter here\n");
     assert!(
         !stderr.contains('\u{1b}'),
         "ANSI codes in a pipe: {stderr:?}"
@@ -61,9 +60,7 @@ fn no_colour_codes_when_stderr_is_not_a_terminal() {
 fn logged_file_names_cannot_drive_the_terminal() {
     // A skipped file (no frontmatter) is logged at info level with its path: a name with a
     // carriage return and a right-to-left override.
-    let dir = tempfile::tempdir().expect("tmp");
-    std::fs::write(dir.path().join("a\rFAKE\u{202e}dm.md"), "no frontmatter\n").expect("file");
-    let stderr = skip_logged(dir.path());
+    let stderr = skip_logged("a\rFAKE\u{202e}dm.md", "no frontmatter\n");
     assert!(
         !stderr.contains('\r') && !stderr.contains('\u{202e}'),
         "{stderr:?}"
@@ -100,11 +97,7 @@ fn credentials_in_a_model_url_never_reach_the_output() {
         .args(["run", "hi", "--model", model])
         .output()
         .expect("runs");
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = common::all_output(&out);
     assert_eq!(out.status.code(), Some(2), "{all}");
     assert!(all.contains("127.0.0.1:9"), "the endpoint is named: {all}");
     assert!(!all.contains("SECRETPASS"), "{all}");

@@ -3,12 +3,13 @@
 //! (project over user), names with `/`, and load warnings where a person reads them.
 
 use crate::common;
+use common::OutputOk;
 
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::{Killed, free_port, json_stdout, process_in, rt};
+use common::{Killed, free_port, process_in};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -43,6 +44,17 @@ fn agent(dir: &Path, file: &str, text: &str) {
     std::fs::write(agents.join(file), text).expect("agent file");
 }
 
+/// The project agent `keeper` with memory in `scope`.
+fn keeper(l: &Layout, scope: &str) {
+    agent(
+        &l.project,
+        "keeper.md",
+        &format!(
+            "---\nname: keeper\ndescription: Keeps notes\nmemory: {scope}\n---\nYou keep notes.\n"
+        ),
+    );
+}
+
 impl Layout {
     /// The command with HOME = the fake home, working in the project.
     fn cmd(&self) -> assert_cmd::Command {
@@ -73,8 +85,7 @@ fn task_ok(
     agent: &str,
     replies: Vec<Reply>,
 ) -> (tokio::runtime::Runtime, ScriptedModelServer, String) {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     for reply in replies {
         server.push(reply);
     }
@@ -108,11 +119,7 @@ fn a_symlinked_memory_md_never_puts_an_outside_file_into_the_prompt() {
         format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{SECRET}\n"),
     )
     .unwrap();
-    agent(
-        &l.project,
-        "keeper.md",
-        "---\nname: keeper\ndescription: Keeps notes\nmemory: project\n---\nYou keep notes.\n",
-    );
+    keeper(&l, "project");
     let mem = l.project.join(".claude/agent-memory/keeper");
     std::fs::create_dir_all(&mem).unwrap();
     std::os::unix::fs::symlink(&key, mem.join("MEMORY.md")).unwrap();
@@ -135,11 +142,7 @@ fn a_symlinked_memory_md_never_puts_an_outside_file_into_the_prompt() {
 fn a_memory_directory_symlinked_out_of_the_workspace_is_refused() {
     let l = layout();
     std::fs::write(l.outside.join("MEMORY.md"), SECRET).unwrap();
-    agent(
-        &l.project,
-        "keeper.md",
-        "---\nname: keeper\ndescription: Keeps notes\nmemory: local\n---\nYou keep notes.\n",
-    );
+    keeper(&l, "local");
     let root = l.project.join(".claude/agent-memory-local");
     std::fs::create_dir_all(&root).unwrap();
     std::os::unix::fs::symlink(&l.outside, root.join("keeper")).unwrap();
@@ -192,12 +195,7 @@ fn a_project_agent_shadows_the_user_agent_of_the_same_name() {
     assert!(!system.contains("USER-BODY"), "{system}");
 
     // `agents list` names the shadowed file and the one that wins.
-    let v = json_stdout(
-        l.cmd()
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = l.cmd().args(["agents", "list", "--json"]).json_ok();
     let loaded: Vec<&Value> = v["loaded"]
         .as_array()
         .unwrap()
@@ -223,12 +221,7 @@ fn a_project_agent_shadows_the_user_agent_of_the_same_name() {
     assert!(text.contains("shadowed by"), "{text}");
 
     // `agents validate` without paths checks the discovered directories and says so too.
-    let v = json_stdout(
-        l.cmd()
-            .args(["agents", "validate", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = l.cmd().args(["agents", "validate", "--json"]).json_ok();
     assert_eq!(v["shadowed"].as_array().map(Vec::len), Some(1), "{v}");
 }
 
@@ -252,13 +245,9 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
         system.contains("ONE-BODY") && !system.contains("TWO-BODY"),
         "{system}"
     );
-    let said: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("defined twice in one scope: using"))
-        .collect();
-    assert_eq!(said.len(), 1, "{stderr}");
+    let said = common::the_line_with(&stderr, "defined twice in one scope: using");
     assert!(
-        said[0].contains("one.md") && said[0].contains("two.md"),
+        said.contains("one.md") && said.contains("two.md"),
         "{stderr}"
     );
     let dir = l.project.join(".claude/agents");
@@ -275,13 +264,9 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
         .arg(&dir)
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr_of(&out)
-    );
+    let all = common::all_output(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
-    assert!(all.contains("one.md") && all.contains("two.md"), "{all}");
+    common::assert_has(&all, &["one.md", "two.md"]);
 }
 
 // --- (C) names real collections use ---
@@ -299,12 +284,7 @@ fn names_with_slashes_load_and_get_one_safe_slug_everywhere() {
         "lsp.md",
         "---\nname: LSP/Index Engineer\ndescription: LSP\n---\nLSP.\n",
     );
-    let v = json_stdout(
-        l.cmd()
-            .args(["agents", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = l.cmd().args(["agents", "list", "--json"]).json_ok();
     let metal = v["loaded"]
         .as_array()
         .unwrap()
@@ -320,8 +300,7 @@ fn names_with_slashes_load_and_get_one_safe_slug_everywhere() {
         "{slug}"
     );
 
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     server.push(Reply::text("indexed"));
     let out = task(&l, &server, "LSP/Index Engineer");
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
@@ -388,13 +367,11 @@ fn load_warnings_are_one_grouped_line_per_agent_at_v_and_validate_reports_the_sa
 
     // `validate` reports what the run warned about.
     let file = l.project.join(".claude/agents/scout.md");
-    let v = json_stdout(
-        l.cmd()
-            .args(["agents", "validate", "--json"])
-            .arg(&file)
-            .assert()
-            .success(),
-    );
+    let v = l
+        .cmd()
+        .args(["agents", "validate", "--json"])
+        .arg(&file)
+        .json_ok();
     let warnings = v["loaded"][0]["warnings"].to_string();
     for word in ["WebSearch", "LS", "mcp__ctx__docs", "fable"] {
         assert!(warnings.contains(word), "{word} in {warnings}");

@@ -6,10 +6,11 @@
 //! calls and a second server on the default store each get one clear line.
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::{Path, PathBuf};
 
-use common::{MAIN_TOOLS_VAR, free_port, rt, subagents, subagents_in, write_agent};
+use common::{MAIN_TOOLS_VAR, free_port, subagents, subagents_in, write_agent};
 use serde_json::json;
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 
@@ -78,9 +79,7 @@ fn assert_no_tracing(text: &str) {
 
 #[test]
 fn a_local_main_model_is_offered_task_alone_by_default_and_told_so_once() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let agents = helper(home.path());
 
     let (out, lean) = run_once(&server, home.path(), &agents, &[]);
@@ -115,9 +114,7 @@ fn a_local_main_model_is_offered_task_alone_by_default_and_told_so_once() {
 
 #[test]
 fn the_window_a_local_server_reports_is_named_when_the_prompt_nears_it() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let agents = helper(home.path());
 
     // Without a window on the server nothing is said (32,768 assumed, far away).
@@ -148,9 +145,7 @@ fn the_window_a_local_server_reports_is_named_when_the_prompt_nears_it() {
 
 #[test]
 fn the_task_description_stays_bounded_however_many_agents_are_installed() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let long = "Reviews code for one concern of its own. ".to_string() + &"Details. ".repeat(40);
     let mut agents = PathBuf::new();
     for i in 0..150 {
@@ -193,15 +188,13 @@ fn the_task_description_stays_bounded_however_many_agents_are_installed() {
         )]),
     );
     script.push_for_model("main-model", Reply::text("read it"));
-    let out = subagents_in(home.path())
+    subagents_in(home.path())
         .env_remove(MAIN_TOOLS_VAR)
         .args(["--store", "memory", "run", "which agent?", "--model"])
         .arg(server.openai_model("main-model"))
         .arg("--agents")
         .arg(&agents)
-        .output()
-        .expect("runs");
-    assert!(out.status.success(), "{}", stderr(&out));
+        .output_ok();
     let last = server.last_request().expect("the second turn");
     let result = common::last_tool_result(&last.body);
     assert!(result.contains(long.trim()), "{result}");
@@ -218,10 +211,8 @@ fn a_dead_model_server_is_named_with_its_fix_and_nothing_else() {
         .arg(format!("openai-compatible:local@{base}"))
         .arg("--agents")
         .arg(&agents)
-        .output()
-        .expect("runs");
-    let text = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{text}");
+        .output();
+    let text = common::stderr_on_exit(out, 2);
     assert_eq!(
         text.matches(&format!("is the server at {base} running?"))
             .count(),
@@ -260,19 +251,15 @@ fn a_model_without_its_provider_gets_a_did_you_mean() {
 fn without_a_model_the_help_is_printed_once() {
     let out = subagents()
         .args(["--store", "memory", "run", "hi"])
-        .output()
-        .expect("runs");
-    let text = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{text}");
+        .output();
+    let text = common::stderr_on_exit(out, 2);
     assert_eq!(text.matches("no model is reachable").count(), 1, "{text}");
     assert_eq!(text.matches("SUBAGENTS_MODEL=ollama").count(), 1, "{text}");
 }
 
 #[test]
 fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     write_agent(
         home.path(),
         "calculator",
@@ -324,18 +311,14 @@ fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
         ])
         .arg("--agents")
         .arg(&agents)
-        .output()
-        .expect("runs");
-    let text = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{text}");
+        .output();
+    let text = common::stderr_on_exit(out, 2);
     assert!(text.contains("did you mean `calculator`?"), "{text}");
 }
 
 #[test]
 fn denied_calls_are_counted_on_a_closing_line_that_says_how_to_allow_them() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     // The README's first run: the calculator computes with Bash, which asks first.
     let agents = write_agent(
         home.path(),
@@ -344,14 +327,7 @@ fn denied_calls_are_counted_on_a_closing_line_that_says_how_to_allow_them() {
          Compute with python3 -c and answer with the number only.\n",
     );
     let script = server.script();
-    script.push(Reply::tool_calls(vec![(
-        "Task",
-        json!({"subagent_type": "calculator", "description": "multiply", "prompt": "17 * 23"}),
-    )]));
-    script.push(Reply::tool_calls(vec![(
-        "Bash",
-        json!({"command": "python3 -c 'print(17 * 23)'"}),
-    )]));
+    common::script_calculator_call(&script);
     script.push(Reply::text("391"));
     script.push(Reply::text("17 * 23 is 391."));
     let out = subagents_in(home.path())
@@ -373,9 +349,7 @@ fn denied_calls_are_counted_on_a_closing_line_that_says_how_to_allow_them() {
 
 #[test]
 fn several_servers_share_the_default_store() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (rt, server, home) = common::scripted_in_temp();
     let agents = helper(home.path());
     let model = server.openai_model("child-model");
     let configure = |cmd: &mut std::process::Command| {
@@ -391,8 +365,6 @@ fn several_servers_share_the_default_store() {
         .push_for_model("child-model", Reply::text("from the second"));
     let out = subagents_in(home.path())
         .args(["call", &format!("{}/helper", second.base), "hi", "--json"])
-        .output()
-        .expect("calls");
-    assert!(out.status.success(), "{}", stderr(&out));
+        .output_ok();
     assert!(stdout(&out).contains("from the second"), "{}", stdout(&out));
 }

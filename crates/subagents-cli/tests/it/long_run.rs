@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use common::{rt, subagents_in};
+use common::subagents_in;
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 const COORDINATOR: &str = "---\nname: coordinator\ndescription: Delegates the work.\ntools: Task\n---\nYou are the coordinator. Delegate to the worker with the Task tool.\n";
 
@@ -44,8 +44,7 @@ fn has_tool_result(body: &Value) -> bool {
 fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
     const WINDOW: u64 = 12_000;
     const READS: u32 = 100;
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_context_window(Some(WINDOW));
     let reads = Arc::new(AtomicU32::new(0));
     let summaries = Arc::new(AtomicU32::new(0));
@@ -98,10 +97,7 @@ fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
         .arg(&agents)
         .timeout(std::time::Duration::from_secs(300))
         .assert();
-    let o = out.get_output().clone();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (stdout, stderr) = succeeded(&out);
     assert!(stdout.contains("WORKER-DONE"), "{stdout}");
     assert_eq!(reads.load(Ordering::SeqCst), READS + 1);
     // No request exceeded the window (the server refuses one that does, and counts).
@@ -122,8 +118,7 @@ fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
 
 #[test]
 fn a_stalled_worker_ends_limit_reached_and_its_coordinator_goes_on() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push(Reply::task_call("coordinator", "get it done"));
     server.push(Reply::task_call("worker", "read small.txt"));
     server.push(Reply::text_and_tool_calls(
@@ -146,10 +141,7 @@ fn a_stalled_worker_ends_limit_reached_and_its_coordinator_goes_on() {
         .arg(&agents)
         .timeout(std::time::Duration::from_secs(120))
         .assert();
-    let o = out.get_output().clone();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (stdout, stderr) = succeeded(&out);
     assert!(stdout.contains("FINAL: partial"), "{stdout}");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 6);
@@ -168,4 +160,13 @@ fn a_stalled_worker_ends_limit_reached_and_its_coordinator_goes_on() {
         stderr.contains("worker: finished limit_reached"),
         "{stderr}"
     );
+}
+
+/// The stdout and stderr of a run that succeeded (both shown when it did not).
+fn succeeded(out: &assert_cmd::assert::Assert) -> (String, String) {
+    let o = out.get_output();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    (stdout, stderr)
 }

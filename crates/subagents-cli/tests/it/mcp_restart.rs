@@ -217,11 +217,7 @@ fn finish(mut child: Child) -> Output {
 /// The store's background tasks, as `tasks list --json` prints them.
 fn listed(home: &std::path::Path) -> Vec<Value> {
     let out = run(home, &["tasks", "list", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", common::all_output(&out));
     serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap_or_default()
 }
 
@@ -263,39 +259,95 @@ fn start_and_kill(home: &std::path::Path, spec: &str, server: &JobServer) -> (St
     });
     assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
     first.kill_and_wait();
-    let after = listed(home);
-    let record = after
-        .iter()
-        .find(|t| t["task_id"] == task_id.as_str())
-        .expect("the task is still listed");
+    let record = record(home, &task_id);
     assert_eq!(record["status"], "interrupted", "{record}");
     assert_eq!(record["session_id"], session.as_str(), "{record}");
     (task_id, session)
 }
 
-#[test]
-fn a_background_mcp_task_survives_a_restart_and_resumes_by_its_stored_handle() {
-    let rt = rt();
-    let (server, url) = start_server(&rt);
-    let home = tempfile::tempdir().expect("home");
-    let spec = format!("{url}#tool=job&name=builder");
-    let (task_id, _session) = start_and_kill(home.path(), &spec, &server);
-    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 0);
+/// The job server, a home, and the MCP agent `builder` on the server's `job` tool.
+struct Rig {
+    _rt: tokio::runtime::Runtime,
+    server: JobServer,
+    home: tempfile::TempDir,
+    spec: String,
+}
 
-    // A new process follows the server's task by its handle; the job ends while it follows.
-    let gets = server.seen.gets.load(Ordering::SeqCst);
-    let resumed = process_in(home.path())
-        .args([
-            "tasks", "resume", &task_id, "go on", "--mcp", &spec, "--json",
-        ])
+impl Rig {
+    fn new() -> Self {
+        let rt = rt();
+        let (server, url) = start_server(&rt);
+        Self {
+            _rt: rt,
+            server,
+            home: tempfile::tempdir().expect("home"),
+            spec: format!("{url}#tool=job&name=builder"),
+        }
+    }
+}
+
+/// Spawns `subagents ARGS` in `home` (output piped) and waits until it asks `server` about its
+/// task once more than the `gets` seen before.
+fn spawn_following(
+    home: &std::path::Path,
+    args: &[&str],
+    server: &JobServer,
+    gets: usize,
+) -> Child {
+    let child = process_in(home)
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn subagents tasks resume");
-    eventually("the new process to follow the task", || {
+        .expect("spawn subagents");
+    eventually("the process to follow the server's task", || {
         (server.seen.gets.load(Ordering::SeqCst) > gets).then_some(())
     });
+    child
+}
+
+/// Sends `child` SIGINT (Ctrl-C) and waits for it: it exited 130; its stderr.
+fn interrupted(child: Child) -> String {
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let out = finish(child);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    stderr
+}
+
+/// The store's record of `task_id`.
+fn record(home: &std::path::Path, task_id: &str) -> Value {
+    listed(home)
+        .into_iter()
+        .find(|t| t["task_id"] == task_id)
+        .expect("the task is still listed")
+}
+
+#[test]
+fn a_background_mcp_task_survives_a_restart_and_resumes_by_its_stored_handle() {
+    let Rig {
+        _rt,
+        server,
+        home,
+        spec,
+    } = Rig::new();
+    let (task_id, _session) = start_and_kill(home.path(), &spec, &server);
+    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 0);
+
+    // A new process follows the server's task by its handle; the job ends while it follows.
+    let resumed = spawn_following(
+        home.path(),
+        &[
+            "tasks", "resume", &task_id, "go on", "--mcp", &spec, "--json",
+        ],
+        &server,
+        server.seen.gets.load(Ordering::SeqCst),
+    );
     server.release.send_replace(true);
     let out = finish(resumed);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -318,10 +370,12 @@ fn a_background_mcp_task_survives_a_restart_and_resumes_by_its_stored_handle() {
 
 #[test]
 fn stopping_an_mcp_task_after_a_restart_cancels_it_on_the_server() {
-    let rt = rt();
-    let (server, url) = start_server(&rt);
-    let home = tempfile::tempdir().expect("home");
-    let spec = format!("{url}#tool=job&name=builder");
+    let Rig {
+        _rt,
+        server,
+        home,
+        spec,
+    } = Rig::new();
     let (task_id, session) = start_and_kill(home.path(), &spec, &server);
 
     // Without the agent, the stop cannot reach the server: it says so.
@@ -352,31 +406,21 @@ fn stopping_an_mcp_task_after_a_restart_cancels_it_on_the_server() {
 /// holds the task, interrupted, with its session.
 #[test]
 fn ctrl_c_during_tasks_resume_of_an_mcp_task_cancels_it_on_the_server_and_exits_130() {
-    let rt = rt();
-    let (server, url) = start_server(&rt);
-    let home = tempfile::tempdir().expect("home");
-    let spec = format!("{url}#tool=job&name=builder");
+    let Rig {
+        _rt,
+        server,
+        home,
+        spec,
+    } = Rig::new();
     let (task_id, session) = start_and_kill(home.path(), &spec, &server);
 
-    let gets = server.seen.gets.load(Ordering::SeqCst);
-    let resumed = process_in(home.path())
-        .args(["tasks", "resume", &task_id, "go on", "--mcp", &spec])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn subagents tasks resume");
-    eventually("the new process to follow the task", || {
-        (server.seen.gets.load(Ordering::SeqCst) > gets).then_some(())
-    });
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &resumed.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(sent.success());
-    let out = finish(resumed);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let resumed = spawn_following(
+        home.path(),
+        &["tasks", "resume", &task_id, "go on", "--mcp", &spec],
+        &server,
+        server.seen.gets.load(Ordering::SeqCst),
+    );
+    let stderr = interrupted(resumed);
     // The process ended after the server acknowledged the cancel.
     assert!(server.seen.cancels.load(Ordering::SeqCst) >= 1, "{stderr}");
     eventually("the job to end cancelled", || {
@@ -391,11 +435,7 @@ fn ctrl_c_during_tasks_resume_of_an_mcp_task_cancels_it_on_the_server_and_exits_
         "{stderr}"
     );
     assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
-    let after = listed(home.path());
-    let record = after
-        .iter()
-        .find(|t| t["task_id"] == task_id.as_str())
-        .expect("the task is still listed");
+    let record = record(home.path(), &task_id);
     assert_eq!(record["session_id"], session.as_str(), "{record}");
 }
 
@@ -404,29 +444,20 @@ fn ctrl_c_during_tasks_resume_of_an_mcp_task_cancels_it_on_the_server_and_exits_
 /// (the executor waits for it, bounded), and the command exits 130.
 #[test]
 fn ctrl_c_during_a_foreground_mcp_task_cancels_it_on_the_server_before_the_process_ends() {
-    let rt = rt();
-    let (server, url) = start_server(&rt);
-    let home = tempfile::tempdir().expect("home");
-    let spec = format!("{url}#tool=job&name=builder");
+    let Rig {
+        _rt,
+        server,
+        home,
+        spec,
+    } = Rig::new();
 
-    let child = process_in(home.path())
-        .args(["task", "builder", "build the thing", "--mcp", &spec])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn subagents task");
-    eventually("the process to follow the server's task", || {
-        (server.seen.gets.load(Ordering::SeqCst) > 0).then_some(())
-    });
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(sent.success());
-    let out = finish(child);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let child = spawn_following(
+        home.path(),
+        &["task", "builder", "build the thing", "--mcp", &spec],
+        &server,
+        0,
+    );
+    let stderr = interrupted(child);
     // Counted when the server handled it: before the process ended, not after.
     assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 1, "{stderr}");
     eventually("the job to end cancelled", || {

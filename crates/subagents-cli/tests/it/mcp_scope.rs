@@ -7,7 +7,6 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -27,15 +26,18 @@ use subagent_testkit::{Reply, ScriptedModelServer};
 /// A running `subagents mcp --listen`, killed when dropped.
 struct Mcp {
     _child: tokio::process::Child,
+    _home: tempfile::TempDir,
     url: String,
     /// The workspace the `worker` agent's Bash runs in (`out/` is writable).
     work: std::path::PathBuf,
 }
 
-/// Starts `subagents mcp --listen 127.0.0.1:PORT` in `home` with one agent, `worker` (Bash,
+/// Starts `subagents mcp --listen 127.0.0.1:PORT` in a temporary home with one agent, `worker` (Bash,
 /// asking before it runs a command), on the scripted `model`; `extra` adds arguments. Waits
 /// until the port accepts.
-async fn serve(model: &ScriptedModelServer, home: &Path, extra: &[&str]) -> Mcp {
+async fn serve(model: &ScriptedModelServer, extra: &[&str]) -> Mcp {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let home = tmp.path();
     let agents = write_agent(
         home,
         "worker",
@@ -61,6 +63,7 @@ async fn serve(model: &ScriptedModelServer, home: &Path, extra: &[&str]) -> Mcp 
         if tokio::net::TcpStream::connect(&listen).await.is_ok() {
             return Mcp {
                 _child: child,
+                _home: tmp,
                 url: format!("http://{listen}/mcp"),
                 work,
             };
@@ -68,6 +71,14 @@ async fn serve(model: &ScriptedModelServer, home: &Path, extra: &[&str]) -> Mcp 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("subagents mcp never listened on {listen}");
+}
+
+/// A model server whose `worker` asks to `touch out/FILE`, then says it did not.
+async fn touching(file: &str) -> ScriptedModelServer {
+    let model = ScriptedModelServer::start().await;
+    model.push(bash_call(&format!("touch out/{file}")));
+    model.push(Reply::text("did not touch it"));
+    model
 }
 
 /// A client declaring the tasks extension (or not), on protocol `version`.
@@ -182,11 +193,8 @@ fn answer(key: &str, decision: &str) -> InputResponses {
 /// the command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_reaches_none_of_another_clients_tasks() {
-    let model = ScriptedModelServer::start().await;
-    model.push(bash_call("touch out/a.txt"));
-    model.push(Reply::text("did not touch it"));
-    let home = tempfile::tempdir().expect("tmp");
-    let mcp = serve(&model, home.path(), &[]).await;
+    let model = touching("a.txt").await;
+    let mcp = serve(&model, &[]).await;
     let a = session(&mcp.url, false).await;
     let b = session(&mcp.url, false).await;
 
@@ -262,11 +270,8 @@ async fn a_client_reaches_none_of_another_clients_tasks() {
 /// the old predictable `approval_1`) and `tasks/cancel` find no task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_sessions_mcp_task_and_question_are_unknown() {
-    let model = ScriptedModelServer::start().await;
-    model.push(bash_call("touch out/t.txt"));
-    model.push(Reply::text("did not touch it"));
-    let home = tempfile::tempdir().expect("tmp");
-    let mcp = serve(&model, home.path(), &[]).await;
+    let model = touching("t.txt").await;
+    let mcp = serve(&model, &[]).await;
     let a = session(&mcp.url, true).await;
     let b = session(&mcp.url, true).await;
     let CallToolResponse::Task(handle) = a
@@ -326,16 +331,8 @@ async fn another_sessions_mcp_task_and_question_are_unknown() {
 /// request without an accepted one gets nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateless_clients_are_told_apart_by_their_credential() {
-    let model = ScriptedModelServer::start().await;
-    model.push(bash_call("touch out/s.txt"));
-    model.push(Reply::text("did not touch it"));
-    let home = tempfile::tempdir().expect("tmp");
-    let mcp = serve(
-        &model,
-        home.path(),
-        &["--api-key", "key-of-a", "--api-key", "key-of-b"],
-    )
-    .await;
+    let model = touching("s.txt").await;
+    let mcp = serve(&model, &["--api-key", "key-of-a", "--api-key", "key-of-b"]).await;
     let a = stateless(&mcp.url, "key-of-a").await;
     let b = stateless(&mcp.url, "key-of-b").await;
     let CallToolResponse::Task(handle) = a
@@ -378,8 +375,7 @@ async fn one_clients_background_tasks_leave_room_for_the_next() {
     let model = ScriptedModelServer::start().await;
     // Every model call stalls: background tasks keep running.
     model.set_fallback(Some(Reply::text("never").with_hang_after(0)));
-    let home = tempfile::tempdir().expect("tmp");
-    let mcp = serve(&model, home.path(), &[]).await;
+    let mcp = serve(&model, &[]).await;
     let b = session(&mcp.url, false).await;
     let c = session(&mcp.url, false).await;
     let mut started = 0;
@@ -419,8 +415,7 @@ async fn one_clients_background_tasks_leave_room_for_the_next() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_schemas_are_refused_and_a_parse_error_is_400() {
     let model = ScriptedModelServer::start().await;
-    let home = tempfile::tempdir().expect("tmp");
-    let mcp = serve(&model, home.path(), &[]).await;
+    let mcp = serve(&model, &[]).await;
     let a = session(&mcp.url, false).await;
     let many: Vec<Value> = (0..65)
         .map(|i| json!({"pattern": format!("^{i}$")}))

@@ -12,22 +12,17 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Killed, free_port, process_in, rt, write_agent};
+use common::{Killed, free_port, process_in, write_agent};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
 fn python() -> PathBuf {
-    let path = std::env::var_os("SUBAGENTS_MCP_PY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/py/mcp-2x/bin/python")
-        });
-    assert!(
-        path.exists(),
-        "no Python with the MCP SDK 2.x at {} (run .ci/setup-mcp.sh or set SUBAGENTS_MCP_PY)",
-        path.display()
-    );
-    path
+    common::venv_python(
+        "SUBAGENTS_MCP_PY",
+        "mcp-2x",
+        "the MCP SDK 2.x",
+        ".ci/setup-mcp.sh",
+    )
 }
 
 /// Serves the agent `worker` (Bash) from `home` over MCP on a free port; returns the process
@@ -92,8 +87,7 @@ fn client(rt: &tokio::runtime::Runtime, url: &str, mode: &str) -> Value {
 #[test]
 #[ignore = "needs the MCP Python SDK venv (.ci/setup-mcp.sh)"]
 fn a_python_sdk_client_follows_a_task_to_its_result() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     model.push(Reply::text("python sees 42"));
     let home = tempfile::tempdir().expect("tmp");
     let (_server, url) = serve(&rt, &model, home.path());
@@ -118,8 +112,7 @@ fn a_python_sdk_client_follows_a_task_to_its_result() {
 #[test]
 #[ignore = "needs the MCP Python SDK venv (.ci/setup-mcp.sh)"]
 fn a_python_sdk_client_cancels_a_task() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     // The run stops at a Bash call that needs approval (nobody gives it), so it is still
     // going when the client cancels.
     model.push(Reply::tool_calls(vec![(

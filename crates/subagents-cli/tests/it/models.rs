@@ -5,11 +5,11 @@
 //! price table) and session.
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::Path;
 
-use common::{fixtures, rt, subagents_in, write_agent};
-use serde_json::Value;
+use common::{fixtures, subagents_in, write_agent};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
 /// An agent written for Claude Code: `model: haiku`.
@@ -32,13 +32,7 @@ fn with_anthropic_key(cmd: &mut assert_cmd::Command) -> &mut assert_cmd::Command
 }
 
 fn listed_models(out: &std::process::Output) -> Vec<(String, String)> {
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let v = common::json_of(out);
     v["loaded"]
         .as_array()
         .expect("loaded")
@@ -68,13 +62,7 @@ fn agents_list_shows_each_agents_resolved_model() {
     let out = with_anthropic_key(&mut subagents_in(home.path()))
         .args(["agents", "list", "--json", "--model", local, "--agents"])
         .arg(&dir)
-        .output()
-        .expect("agents list");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output_ok();
     let models = listed_models(&out);
     assert_eq!(
         model_of(&models, "quick-agent"),
@@ -155,22 +143,16 @@ fn run_delegating(
 
 #[test]
 fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_one_model() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let dir = agents_in(home.path());
 
     // Without the force flag: said once, at the start, naming the agent and where it goes.
     let stderr = run_delegating(&server, home.path(), &dir, |_| {});
-    let notices: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("another provider"))
-        .collect();
-    assert_eq!(notices.len(), 1, "{stderr}");
+    let notices = common::the_line_with(&stderr, "another provider");
     assert!(
-        notices[0].contains("quick-agent → anthropic:claude-haiku-4-5")
-            && !notices[0].contains("plain-agent")
-            && notices[0].contains("--agent-model"),
+        notices.contains("quick-agent → anthropic:claude-haiku-4-5")
+            && !notices.contains("plain-agent")
+            && notices.contains("--agent-model"),
         "{stderr}"
     );
     assert!(
@@ -190,11 +172,7 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
         cmd.args(["--agent-model", &forced]);
     });
     assert!(!stderr.contains("another provider"), "{stderr}");
-    let to_forced: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("forced-model"))
-        .collect();
+    let to_forced = common::requests_for(&server, "forced-model");
     assert_eq!(to_forced.len(), 1, "the agent ran on the forced model");
     assert!(
         to_forced[0].system_prompt().contains("You answer quickly."),
@@ -208,18 +186,13 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
     run_delegating(&server, home.path(), &dir, |cmd| {
         cmd.env("CLAUDE_CODE_SUBAGENT_MODEL", &forced);
     });
-    let n = server
-        .requests()
-        .iter()
-        .filter(|r| r.model() == Some("forced-model"))
-        .count();
+    let n = common::requests_for(&server, "forced-model").len();
     assert_eq!(n, 2);
 }
 
 #[test]
 fn the_last_line_gives_tokens_cost_from_the_built_in_prices_and_the_session() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // A hosted model's dated snapshot, priced by the built-in table (no [prices]).
     server.push(
         Reply::text("reviewed")
@@ -239,13 +212,7 @@ fn the_last_line_gives_tokens_cost_from_the_built_in_prices_and_the_session() {
         .arg(server.openai_model("gpt-4.1"))
         .arg("--agents")
         .arg(fixtures().join("local"))
-        .output()
-        .expect("task");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output_ok();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "reviewed");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let last = stderr.lines().last().unwrap_or_default();

@@ -3,14 +3,13 @@
 
 use crate::common;
 
-use common::{rt, subagents, team};
+use common::{subagents, team};
 
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 #[test]
 fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push(Reply::task_call("coordinator", "please"));
     server.push(Reply::task_call("leaf", "please"));
     server.push(Reply::text("LEAF-ANSWER-42"));
@@ -47,8 +46,7 @@ fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
 
 #[test]
 fn run_with_max_depth_1_does_not_offer_task_to_the_coordinator() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.push(Reply::task_call("coordinator", "please"));
     server.push(Reply::text("no delegation here"));
     server.push(Reply::text("done"));

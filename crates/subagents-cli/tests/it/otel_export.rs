@@ -18,17 +18,12 @@ use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
 fn python() -> PathBuf {
-    let path = std::env::var_os("SUBAGENTS_OTLP_PY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/py/otlp/bin/python")
-        });
-    assert!(
-        path.exists(),
-        "no Python with opentelemetry-proto at {} (run .ci/setup-python.sh or set SUBAGENTS_OTLP_PY)",
-        path.display()
-    );
-    path
+    common::venv_python(
+        "SUBAGENTS_OTLP_PY",
+        "otlp",
+        "opentelemetry-proto",
+        ".ci/setup-python.sh",
+    )
 }
 
 /// Starts the receiver; returns it and its base URL.

@@ -7,9 +7,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use common::rt;
 use serde_json::{Value, json};
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer};
 
 /// A project: an agents directory and a workspace, plus a temporary home.
 struct Project {
@@ -81,6 +80,17 @@ impl Project {
         .arg(self.ws.path());
         cmd
     }
+
+    /// Scripts the main agent's delegation to `agent` ("please do it"), then `turns` (the
+    /// child's, and any further ones), then the main agent's "done"; `run PROMPT` succeeded.
+    fn delegate(&self, server: &ScriptedModelServer, agent: &str, turns: Vec<Reply>, prompt: &str) {
+        server.push(Reply::task_call(agent, "please do it"));
+        for reply in turns {
+            server.push(reply);
+        }
+        server.push(Reply::text("done"));
+        self.run(server, prompt).assert().success();
+    }
 }
 
 fn model(server: &ScriptedModelServer) -> String {
@@ -100,8 +110,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 #[test]
 fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "worker",
@@ -112,14 +121,15 @@ fn a_pre_tool_use_hook_exiting_2_blocks_bash_and_the_model_reads_its_stderr() {
     p.write("out/.keep", "");
     p.settings(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
         "command": "cat > \"$CLAUDE_PROJECT_DIR/out/pre-event.json\"; echo 'HOOK-SAYS-NO: no touching here' >&2; exit 2"}]}]}));
-    server.push(Reply::task_call("worker", "please do it"));
-    server.push(Reply::tool_calls(vec![(
-        "Bash",
-        json!({"command": "touch TOUCHED"}),
-    )]));
-    server.push(Reply::text("the hook refused"));
-    server.push(Reply::text("done"));
-    p.run(&server, "touch a file").assert().success();
+    p.delegate(
+        &server,
+        "worker",
+        vec![
+            Reply::tool_calls(vec![("Bash", json!({"command": "touch TOUCHED"}))]),
+            Reply::text("the hook refused"),
+        ],
+        "touch a file",
+    );
 
     assert!(
         !p.ws.path().join("TOUCHED").exists(),
@@ -168,8 +178,7 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
         server.push(Reply::text("ok"));
         server.push(Reply::text("done"));
     };
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     script(&server);
     p.run(&server, "go").assert().success();
     assert!(!p.ws.path().join("out/MADE").exists());
@@ -187,8 +196,7 @@ fn a_frontmatter_hook_denies_with_json_and_no_hooks_turns_hooks_off() {
 
 #[test]
 fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     // Hooks from agent files and the workspace run confined like `Bash`: they write in `out/`.
     p.write("out/.keep", "");
@@ -198,12 +206,16 @@ fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
     );
     p.settings(json!({"SubagentStop": [{"matcher": "worker", "hooks": [{"type": "command",
         "command": "cat >> \"$CLAUDE_PROJECT_DIR/out/stops.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/out/stops.jsonl\""}]}]}));
-    server.push(Reply::task_call("worker", "please do it"));
-    server.push(Reply::text("first answer"));
-    server.push(Reply::task_call("worker", "please do it"));
-    server.push(Reply::text("second answer"));
-    server.push(Reply::text("done"));
-    p.run(&server, "twice").assert().success();
+    p.delegate(
+        &server,
+        "worker",
+        vec![
+            Reply::text("first answer"),
+            Reply::task_call("worker", "please do it"),
+            Reply::text("second answer"),
+        ],
+        "twice",
+    );
 
     let stops = std::fs::read_to_string(p.ws.path().join("out/stops.jsonl")).expect("hook ran");
     let events: Vec<Value> = stops
@@ -229,8 +241,7 @@ fn a_subagent_stop_hook_runs_once_per_child_and_the_agents_own_stop_hook_too() {
 
 #[test]
 fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_directory() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "keeper",
@@ -241,8 +252,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
         "REMEMBER-42: the answer is forty-two\n",
     );
     let dir = p.ws().join(".claude/agent-memory/keeper");
-    server.push(Reply::task_call("keeper", "please do it"));
-    server.push(Reply::tool_calls(vec![
+    p.delegate(&server, "keeper", vec![Reply::tool_calls(vec![
         (
             "Write",
             json!({"file_path": dir.join("notes.md").display().to_string(), "content": "learned today"}),
@@ -251,10 +261,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
             "Write",
             json!({"file_path": p.ws().join("outside.txt").display().to_string(), "content": "x"}),
         ),
-    ]));
-    server.push(Reply::text("saved"));
-    server.push(Reply::text("done"));
-    p.run(&server, "remember").assert().success();
+    ]), Reply::text("saved")], "remember");
 
     let reqs = server.requests();
     let sys = reqs[1].system_prompt();
@@ -278,8 +285,7 @@ fn project_memory_is_in_the_system_prompt_and_writes_reach_only_the_memory_direc
 
 #[test]
 fn user_memory_lives_under_home_and_the_agents_write_tool_reaches_it() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "diarist",
@@ -289,17 +295,13 @@ fn user_memory_lives_under_home_and_the_agents_write_tool_reaches_it() {
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join("MEMORY.md"), "USER-MEMORY-7\n").expect("memory");
     let dir = dir.canonicalize().expect("canonical");
-    server.push(Reply::task_call("diarist", "please do it"));
-    server.push(Reply::tool_calls(vec![
+    p.delegate(&server, "diarist", vec![Reply::tool_calls(vec![
         (
             "Write",
             json!({"file_path": dir.join("MEMORY.md").display().to_string(), "content": "USER-MEMORY-8\n"}),
         ),
         ("Write", json!({"file_path": "in-workspace.txt", "content": "y"})),
-    ]));
-    server.push(Reply::text("noted"));
-    server.push(Reply::text("done"));
-    p.run(&server, "note it").assert().success();
+    ]), Reply::text("noted")], "note it");
     assert!(
         server.requests()[1]
             .system_prompt()
@@ -317,8 +319,7 @@ fn user_memory_lives_under_home_and_the_agents_write_tool_reaches_it() {
 
 #[test]
 fn a_background_agent_returns_a_task_id_at_once() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "watcher",
@@ -344,11 +345,7 @@ fn a_background_agent_returns_a_task_id_at_once() {
         .arg(&config)
         .assert()
         .success();
-    let main: Vec<RecordedRequest> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("team"))
-        .collect();
+    let main = common::requests_for(&server, "team");
     assert_eq!(main.len(), 2);
     let results = main[1].tool_results();
     assert!(
@@ -363,8 +360,7 @@ fn a_background_agent_returns_a_task_id_at_once() {
 
 #[test]
 fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     let ws = p.ws();
     git(&ws, &["init", "-q"]);
@@ -377,14 +373,18 @@ fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
         "isolated",
         "---\nname: isolated\ndescription: Edits in isolation.\ntools: Write, Read\nisolation: worktree\n---\nYou edit.\n",
     );
-    server.push(Reply::task_call("isolated", "please do it"));
-    server.push(Reply::tool_calls(vec![(
-        "Write",
-        json!({"file_path": "new.txt", "content": "from the worktree"}),
-    )]));
-    server.push(Reply::text("wrote it"));
-    server.push(Reply::text("done"));
-    p.run(&server, "edit").assert().success();
+    p.delegate(
+        &server,
+        "isolated",
+        vec![
+            Reply::tool_calls(vec![(
+                "Write",
+                json!({"file_path": "new.txt", "content": "from the worktree"}),
+            )]),
+            Reply::text("wrote it"),
+        ],
+        "edit",
+    );
 
     assert!(!ws.join("new.txt").exists(), "the main tree is unchanged");
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
@@ -418,17 +418,13 @@ fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
 
 #[test]
 fn effort_high_is_sent_as_reasoning_effort() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "thinker",
         "---\nname: thinker\ndescription: Thinks hard.\ntools: Read\neffort: high\n---\nYou think.\n",
     );
-    server.push(Reply::task_call("thinker", "please do it"));
-    server.push(Reply::text("thought"));
-    server.push(Reply::text("done"));
-    p.run(&server, "think").assert().success();
+    p.delegate(&server, "thinker", vec![Reply::text("thought")], "think");
     let reqs = server.requests();
     assert!(
         reqs[0].body.get("reasoning_effort").is_none(),
@@ -439,8 +435,7 @@ fn effort_high_is_sent_as_reasoning_effort() {
 
 #[test]
 fn run_agent_uses_the_agents_prompt_tools_and_initial_prompt() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.agent(
         "starter",
@@ -545,8 +540,7 @@ fn an_agent_files_hooks_run_confined_and_the_users_own_settings_hooks_do_not() {
         );
         return;
     }
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let p = Project::new();
     p.write("out/.keep", "");
     // Outside the workspace and outside the temp directory the sandbox grants.
@@ -568,10 +562,7 @@ fn an_agent_files_hooks_run_confined_and_the_users_own_settings_hooks_do_not() {
         .to_string(),
     )
     .expect("user settings");
-    server.push(Reply::task_call("worker", "please do it"));
-    server.push(Reply::text("answer"));
-    server.push(Reply::text("done"));
-    p.run(&server, "go").assert().success();
+    p.delegate(&server, "worker", vec![Reply::text("answer")], "go");
 
     assert!(
         p.ws.path().join("out/agent-inside").exists(),

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use common::{rt, subagents_in};
+use common::subagents_in;
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -17,9 +17,7 @@ struct Case {
 
 impl Case {
     fn new() -> Self {
-        let rt = rt();
-        let server = rt.block_on(ScriptedModelServer::start());
-        let home = tempfile::tempdir().expect("temp home");
+        let (rt, server, home) = common::scripted_in_temp();
         // Confined Bash cannot create files directly in the workspace root (they could be its
         // protected control files): commands create theirs in `out/`.
         std::fs::create_dir_all(home.path().join("work/out")).unwrap();
@@ -198,10 +196,7 @@ fn rules_and_mode_in_subagents_toml() {
     .unwrap();
     let out = c.run(&[]).code(2).get_output().stderr.clone();
     let err = String::from_utf8_lossy(&out);
-    assert!(
-        err.contains("subagents.toml") && err.contains("yolo") && err.contains("acceptEdits"),
-        "{err}"
-    );
+    common::assert_has(&err, &["subagents.toml", "yolo", "acceptEdits"]);
 }
 
 #[test]
@@ -214,18 +209,13 @@ fn an_unknown_mode_is_refused_on_the_command_line_and_in_agent_files() {
         .stderr
         .clone();
     let err = String::from_utf8_lossy(&out);
-    assert!(
-        err.contains("yolo") && err.contains("bypassPermissions"),
-        "{err}"
-    );
+    common::assert_has(&err, &["yolo", "bypassPermissions"]);
 
-    let agents = c.home.path().join("agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::write(
-        agents.join("reckless.md"),
+    let agents = common::write_agent(
+        c.home.path(),
+        "reckless",
         "---\nname: reckless\ndescription: d\npermissionMode: yolo\n---\nbody\n",
-    )
-    .unwrap();
+    );
     let out = subagents_in(c.home.path())
         .args(["agents", "validate", "--json"])
         .arg(&agents)

@@ -6,8 +6,9 @@
 use std::path::Path;
 
 use crate::common;
+use common::OutputOk;
 
-use common::{json_stdout, rt, subagents_in};
+use common::{rt, subagents_in};
 use serde_json::{Value, json};
 use subagent_testkit::{CacheBill, RecordedRequest, Reply, ScriptedModelServer};
 
@@ -23,6 +24,32 @@ fn write_files(dir: &Path, n: usize) {
     }
 }
 
+/// A scripted model server that caches prompts, and a home holding `n` files.
+fn caching_server_and_files(
+    n: usize,
+) -> (
+    tokio::runtime::Runtime,
+    ScriptedModelServer,
+    tempfile::TempDir,
+) {
+    let (rt, server, home) = common::scripted_in_temp();
+    server.set_prompt_cache(true);
+    write_files(home.path(), n);
+    (rt, server, home)
+}
+
+/// The model reads `f1.txt` and answers "A fox."; `run "What is in f1.txt?"` on the
+/// Anthropic model `MODEL` at `server`, not started yet.
+fn ask_about_f1(server: &ScriptedModelServer, home: &Path) -> assert_cmd::Command {
+    server.push(read(1));
+    server.push(Reply::text("A fox."));
+    let mut cmd = subagents_in(home);
+    cmd.env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["run", "What is in f1.txt?", "--model", MODEL]);
+    cmd
+}
+
 /// A Read call of `f{i}.txt`.
 fn read(i: usize) -> Reply {
     Reply::tool_calls(vec![("Read", json!({"file_path": format!("f{i}.txt")}))])
@@ -31,15 +58,12 @@ fn read(i: usize) -> Reply {
 /// `subagents run PROMPT --json --model MODEL ARGS` in `home`, on the scripted server's
 /// Anthropic endpoint.
 fn run_json(home: &Path, server: &ScriptedModelServer, prompt: &str, args: &[&str]) -> Value {
-    let v = json_stdout(
-        subagents_in(home)
-            .env("ANTHROPIC_BASE_URL", server.base_url())
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .args(["run", prompt, "--json", "--model"])
-            .args(args)
-            .assert()
-            .success(),
-    );
+    let v = subagents_in(home)
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .args(["run", prompt, "--json", "--model"])
+        .args(args)
+        .json_ok();
     assert_eq!(v["status"], "completed", "{v}");
     v
 }
@@ -147,11 +171,7 @@ fn a_nine_turn_tool_loop_is_billed_a_third_of_its_plain_input_and_nothing_withou
 
 #[test]
 fn forks_and_sibling_forks_read_their_callers_prompt_from_cache_byte_for_byte() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    server.set_prompt_cache(true);
-    let home = tempfile::tempdir().expect("home");
-    write_files(home.path(), 2);
+    let (_rt, server, home) = caching_server_and_files(2);
     server.push(read(1));
     server.push(read(2));
     server.push(Reply::task_call(
@@ -212,11 +232,7 @@ fn forks_and_sibling_forks_read_their_callers_prompt_from_cache_byte_for_byte() 
 
 #[test]
 fn a_typed_fork_keeps_its_callers_tools_and_reads_its_prompt_from_cache() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    server.set_prompt_cache(true);
-    let home = tempfile::tempdir().expect("home");
-    write_files(home.path(), 1);
+    let (_rt, server, home) = caching_server_and_files(1);
     let schema = json!({
         "type": "object",
         "properties": {"lines": {"type": "integer"}},
@@ -248,27 +264,13 @@ fn a_typed_fork_keeps_its_callers_tools_and_reads_its_prompt_from_cache() {
         reqs[3].raw_body
     );
     let task = reqs[fork].messages().last().expect("task").to_string();
-    assert!(
-        task.contains("JSON Schema") && task.contains("\\\"lines\\\""),
-        "{task}"
-    );
+    common::assert_has(&task, &["JSON Schema", "\\\"lines\\\""]);
 }
 
 #[test]
 fn the_done_line_shows_what_the_cache_read_wrote_and_saved() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    server.set_prompt_cache(true);
-    let home = tempfile::tempdir().expect("home");
-    write_files(home.path(), 1);
-    server.push(read(1));
-    server.push(Reply::text("A fox."));
-    let out = subagents_in(home.path())
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .args(["run", "What is in f1.txt?", "--model", MODEL])
-        .assert()
-        .success();
+    let (_rt, server, home) = caching_server_and_files(1);
+    let out = ask_about_f1(&server, home.path()).assert().success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     let done = stderr.lines().last().unwrap_or_default();
     assert!(
@@ -280,19 +282,11 @@ fn the_done_line_shows_what_the_cache_read_wrote_and_saved() {
     );
 
     // stream-json: the usage events carry the cache counts, the result line the savings.
-    server.push(read(1));
-    server.push(Reply::text("A fox."));
-    let out = subagents_in(home.path())
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .args(["run", "What is in f1.txt?", "--model", MODEL])
+    let out = ask_about_f1(&server, home.path())
         .args(["--output-format", "stream-json"])
         .assert()
         .success();
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let lines = common::json_lines(&common::stdout_of(out));
     let usage = lines
         .iter()
         .rfind(|l| l["event"] == "usage")

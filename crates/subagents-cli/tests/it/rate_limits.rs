@@ -87,6 +87,18 @@ fn results_reaching_main(server: &ScriptedModelServer) -> Vec<String> {
 
 /// Runs `subagents run` fanning out to `n` workers on `server`, with `--json`; returns the
 /// outcome, the time it took and what it printed on stderr.
+/// The main agent fans out to `n` workers, each model request taking `latency`: every child
+/// answers and no warning is logged; how long the run took.
+fn fan_out_answered(server: &ScriptedModelServer, n: usize, latency: Duration) -> Duration {
+    server.push(fan_out(n).with_delay(latency));
+    answer_children_then_main(server, n, latency);
+    let root = tempfile::tempdir().expect("root");
+    let (outcome, elapsed, stderr) = run_fan_out(server, root.path(), n);
+    assert_all_answered(server, &outcome, n);
+    assert_no_warn_lines(&stderr);
+    elapsed
+}
+
 fn run_fan_out(server: &ScriptedModelServer, root: &Path, n: usize) -> (Value, Duration, String) {
     let agents = write_agent(root, "worker", WORKER);
     let started = Instant::now();
@@ -144,18 +156,12 @@ fn twenty_four_children_against_four_in_flight_all_answer_within_twice_the_ideal
     // Retry-After) and scheduling noise on a loaded 2-core machine: the ideal is 8 s, measured
     // 1.04-1.21x (docs/PERFORMANCE.md).
     const LATENCY: Duration = Duration::from_secs(1);
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_rate_limit(Some(RateLimit::in_flight(
         IN_FLIGHT,
         Duration::from_secs(1),
     )));
-    server.push(fan_out(CHILDREN).with_delay(LATENCY));
-    answer_children_then_main(&server, CHILDREN, LATENCY);
-    let root = tempfile::tempdir().expect("root");
-    let (outcome, elapsed, stderr) = run_fan_out(&server, root.path(), CHILDREN);
-    assert_all_answered(&server, &outcome, CHILDREN);
-    assert_no_warn_lines(&stderr);
+    let elapsed = fan_out_answered(&server, CHILDREN, LATENCY);
     // The ideal: the main agent's two turns plus the children in waves of IN_FLIGHT, each
     // request taking LATENCY, and not one 429.
     let waves = CHILDREN.div_ceil(IN_FLIGHT) as u32;
@@ -174,16 +180,10 @@ fn twenty_four_children_against_four_in_flight_all_answer_within_twice_the_ideal
 #[test]
 fn a_hundred_children_against_half_the_requests_refused_all_answer() {
     const CHILDREN: usize = 100;
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server.set_rate_limit(Some(RateLimit::random(0.5, 40, Duration::from_millis(100))));
     let latency = Duration::from_millis(10);
-    server.push(fan_out(CHILDREN).with_delay(latency));
-    answer_children_then_main(&server, CHILDREN, latency);
-    let root = tempfile::tempdir().expect("root");
-    let (outcome, elapsed, stderr) = run_fan_out(&server, root.path(), CHILDREN);
-    assert_all_answered(&server, &outcome, CHILDREN);
-    assert_no_warn_lines(&stderr);
+    let elapsed = fan_out_answered(&server, CHILDREN, latency);
     eprintln!(
         "fan-out {CHILDREN} at 50% random 429: {elapsed:?}, {} requests refused",
         server.rate_limited_count()
@@ -315,8 +315,7 @@ fn a_child_whose_model_keeps_failing_is_counted_named_and_can_fail_the_run() {
 fn the_live_tree_shows_a_child_waiting_out_a_rate_limit() {
     use common::pty::OnPty;
     let limit = Duration::from_secs(60);
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // One request at a time, the rest told to come back in 2 s: two of three children wait.
     server.set_rate_limit(Some(RateLimit::in_flight(1, Duration::from_secs(2))));
     let latency = Duration::from_millis(300);

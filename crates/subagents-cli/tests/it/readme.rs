@@ -8,9 +8,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::rt;
-use serde_json::json;
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 const README: &str = include_str!("../../../../README.md");
 
@@ -69,20 +67,12 @@ fn sh(home: &Path, script: &str, model: &str) -> std::process::Output {
 
 #[test]
 fn the_readme_first_run_works_as_written() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let spec = server.openai_model("local");
     let script = server.script();
     // The main model delegates, the calculator runs python3 with Bash and answers, the main
     // model reports it.
-    script.push(Reply::tool_calls(vec![(
-        "Task",
-        json!({"subagent_type": "calculator", "description": "multiply", "prompt": "17 * 23"}),
-    )]));
-    script.push(Reply::tool_calls(vec![(
-        "Bash",
-        json!({"command": "python3 -c 'print(17 * 23)'"}),
-    )]));
+    common::script_calculator_call(&script);
     script.push_dynamic(None, |body| {
         Reply::text(common::last_tool_result(body).trim().to_string())
     });

@@ -41,6 +41,46 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(300);
 /// times and passes when one attempt delegates and answers.
 const ATTEMPTS: usize = 2;
 
+/// A workspace whose `notes.txt` says `notes`, and the agents directory (in it) of `reader`,
+/// which reads a file with `Read` and replies with its text.
+fn reader_workspace(notes: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("notes.txt"), notes).expect("notes");
+    let agents = write_agent(
+        dir.path(),
+        "reader",
+        "---\nname: reader\ndescription: Reads a file of the workspace and reports what it says.\n\
+         tools: Read\n---\nYou read files. Call the Read tool once with the file's path, then reply \
+         with the file's text.\n",
+    );
+    (dir, agents)
+}
+
+/// `subagents run` (with `format`: `--json` or `--output-format F`) on the real model `spec`,
+/// lean (`--main-tools Task`), asking for the meeting room code in `dir`'s notes through the
+/// `reader` in `agents`; bounded by [`ATTEMPT_TIMEOUT`].
+fn ask_the_reader(
+    spec: &str,
+    dir: &std::path::Path,
+    agents: &std::path::Path,
+    format: &[&str],
+) -> std::process::Output {
+    subagents()
+        .args(["--store", "memory", "run"])
+        .arg("Use the reader agent to read notes.txt, then tell me the meeting room code.")
+        .args(format)
+        .args(["--main-tools", "Task", "--max-turns", "6"])
+        .args(["--model", spec])
+        .arg("--agents")
+        .arg(agents)
+        .arg("--workspace")
+        .arg(dir)
+        .current_dir(dir)
+        .timeout(ATTEMPT_TIMEOUT)
+        .output()
+        .expect("the command runs")
+}
+
 /// The main agent (lean: only `Task`) delegates to a Markdown agent that reads a file of the
 /// workspace with `Read`, and the answer carries what the file says.
 #[test]
@@ -53,34 +93,10 @@ fn a_real_model_delegates_to_an_agent_that_reads_a_file() {
             return;
         }
     };
-    let dir = tempfile::tempdir().expect("tmp");
-    std::fs::write(
-        dir.path().join("notes.txt"),
-        "Meeting notes.\nThe meeting room code is 4417.\n",
-    )
-    .expect("notes");
-    let agents = write_agent(
-        dir.path(),
-        "reader",
-        "---\nname: reader\ndescription: Reads a file of the workspace and reports what it says.\n\
-         tools: Read\n---\nYou read files. Call the Read tool once with the file's path, then reply \
-         with the file's text.\n",
-    );
+    let (dir, agents) = reader_workspace("Meeting notes.\nThe meeting room code is 4417.\n");
     let mut failures = Vec::new();
     for attempt in 1..=ATTEMPTS {
-        let out = subagents()
-            .args(["--store", "memory", "run"])
-            .arg("Use the reader agent to read notes.txt, then tell me the meeting room code.")
-            .args(["--json", "--main-tools", "Task", "--max-turns", "6"])
-            .args(["--model", &spec])
-            .arg("--agents")
-            .arg(&agents)
-            .arg("--workspace")
-            .arg(dir.path())
-            .current_dir(dir.path())
-            .timeout(ATTEMPT_TIMEOUT)
-            .output()
-            .expect("the command runs");
+        let out = ask_the_reader(&spec, dir.path(), &agents, &["--json"]);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let v: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
@@ -170,39 +186,13 @@ fn a_callers_prompt_survives_its_child_on_a_server_with_two_slots() {
             return;
         }
     }
-    let dir = tempfile::tempdir().expect("tmp");
-    std::fs::write(
-        dir.path().join("notes.txt"),
-        "The meeting room code is 4417.\n",
-    )
-    .expect("notes");
-    let agents = write_agent(
+    let (dir, agents) = reader_workspace("The meeting room code is 4417.\n");
+    let out = ask_the_reader(
+        &spec,
         dir.path(),
-        "reader",
-        "---\nname: reader\ndescription: Reads a file of the workspace and reports what it says.\n\
-         tools: Read\n---\nYou read files. Call the Read tool once with the file's path, then reply \
-         with the file's text.\n",
+        &agents,
+        &["--output-format", "stream-json"],
     );
-    let out = subagents()
-        .args(["--store", "memory", "run"])
-        .arg("Use the reader agent to read notes.txt, then tell me the meeting room code.")
-        .args([
-            "--output-format",
-            "stream-json",
-            "--main-tools",
-            "Task",
-            "--max-turns",
-            "6",
-        ])
-        .args(["--model", &spec])
-        .arg("--agents")
-        .arg(&agents)
-        .arg("--workspace")
-        .arg(dir.path())
-        .current_dir(dir.path())
-        .timeout(ATTEMPT_TIMEOUT)
-        .output()
-        .expect("the command runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     // The main agent's usage after each of its turns (cumulative).
     let main: Vec<Value> = stdout

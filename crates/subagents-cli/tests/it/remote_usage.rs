@@ -3,14 +3,14 @@
 //! served run's tokens and its leaf in its usage tree, reported through the A2A usage extension.
 
 use crate::common;
+use common::OutputOk;
 
-use common::{json_stdout, rt, spawn_serve, subagents_in, team};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use common::{spawn_serve, subagents_in, team};
+use subagent_testkit::Reply;
 
 #[test]
 fn call_json_shows_the_served_runs_usage_tree_and_cost() {
-    let rt = rt();
-    let model_server = rt.block_on(ScriptedModelServer::start());
+    let (rt, model_server) = common::scripted();
     model_server.push(
         Reply::task_call("leaf", "LEAF")
             .with_usage(100, 10)
@@ -34,14 +34,11 @@ fn call_json_shows_the_served_runs_usage_tree_and_cost() {
 
     let cfg = root.join("subagents.toml");
     std::fs::write(&cfg, "[prices]\n\"m\" = { input = 1.0, output = 2.0 }\n").expect("config");
-    let v = json_stdout(
-        subagents_in(root)
-            .arg("--config")
-            .arg(&cfg)
-            .args(["call", &format!("{base}/coordinator"), "go", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = subagents_in(root)
+        .arg("--config")
+        .arg(&cfg)
+        .args(["call", &format!("{base}/coordinator"), "go", "--json"])
+        .json_ok();
     assert_eq!(v["text"], "coordinated", "{v}");
     let usage = &v["usage"];
     assert_eq!(usage["kind"], "A2A", "{v}");

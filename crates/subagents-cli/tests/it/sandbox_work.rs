@@ -298,18 +298,30 @@ fn every_protected_write_and_metadata_change_is_refused() {
     // src/, the original stays.)
 }
 
-#[test]
-fn nothing_a_bash_call_starts_outlives_it() {
-    if !namespaces("nothing_a_bash_call_starts_outlives_it") {
-        return;
+/// Where commands run in namespaces (else `None`, SKIPPED for `test`): a case with `out/` in its
+/// workspace whose model makes the Bash call `cmd`, then says "done".
+fn one_bash_call(test: &str, cmd: &str) -> Option<Case> {
+    if !namespaces(test) {
+        return None;
     }
     let c = Case::new();
     std::fs::create_dir_all(c.work().join("out")).unwrap();
-    c.server.push(Reply::tool_calls(vec![bash(&format!(
-        "{} (sh -c 'sleep 3141592 >/dev/null 2>&1 </dev/null &' &); echo started",
-        escaped_sleep(2718281)
-    ))]));
+    c.server.push(Reply::tool_calls(vec![bash(cmd)]));
     c.server.push(Reply::text("done"));
+    Some(c)
+}
+
+#[test]
+fn nothing_a_bash_call_starts_outlives_it() {
+    let Some(c) = one_bash_call(
+        "nothing_a_bash_call_starts_outlives_it",
+        &format!(
+            "{} (sh -c 'sleep 3141592 >/dev/null 2>&1 </dev/null &' &); echo started",
+            escaped_sleep(2718281)
+        ),
+    ) else {
+        return;
+    };
     c.run(&["--yes"]).success();
     assert!(c.last_results()[0].contains("started"));
     let left = [processes_with("2718281"), processes_with("3141592")].concat();
@@ -319,16 +331,12 @@ fn nothing_a_bash_call_starts_outlives_it() {
 
 #[test]
 fn a_bash_call_dies_with_the_run_that_started_it() {
-    if !namespaces("a_bash_call_dies_with_the_run_that_started_it") {
+    let Some(c) = one_bash_call(
+        "a_bash_call_dies_with_the_run_that_started_it",
+        &format!("{} sleep 1414213", escaped_sleep(1618033)),
+    ) else {
         return;
-    }
-    let c = Case::new();
-    std::fs::create_dir_all(c.work().join("out")).unwrap();
-    c.server.push(Reply::tool_calls(vec![bash(&format!(
-        "{} sleep 1414213",
-        escaped_sleep(1618033)
-    ))]));
-    c.server.push(Reply::text("done"));
+    };
     let model = c.server.openai_model("m");
     let mut child = common::process_in(c.home.path())
         .current_dir(c.work())

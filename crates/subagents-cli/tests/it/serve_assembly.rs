@@ -2,10 +2,11 @@
 //! preloaded skills and its `mcpServers` tools (a real MCP server over streamable HTTP).
 
 use crate::common;
+use common::OutputOk;
 
 use std::sync::Arc;
 
-use common::{json_stdout, rt, spawn_serve, subagents_in, write_agent};
+use common::{rt, spawn_serve, subagents_in, write_agent};
 use serde_json::json;
 use subagent_testkit::{FnTool, Reply, ScriptedModelServer};
 use subagents::spi::{Tool, ToolOutput};
@@ -63,22 +64,17 @@ fn a_served_agent_gets_its_skills_and_mcp_servers_tools() {
     });
     let base = &serve.base;
 
-    let v = json_stdout(
-        subagents_in(root)
-            .args(["call", &format!("{base}/helper"), "hello", "--json"])
-            .assert()
-            .success(),
-    );
+    let v = subagents_in(root)
+        .args(["call", &format!("{base}/helper"), "hello", "--json"])
+        .json_ok();
     assert_eq!(v["text"], "served with skills and tools", "{v}");
 
-    let reqs = model_server.requests();
-    assert_eq!(reqs.len(), 1);
-    let body = reqs[0].body.to_string();
+    let (req, body) = common::only_request(&model_server);
     assert!(
         body.contains("Always answer in haiku."),
         "the skill is preloaded into the system prompt: {body}"
     );
-    let tools = reqs[0].tool_names();
+    let tools = req.tool_names();
     assert!(
         tools.iter().any(|t| t == "mcp__probe__ping"),
         "the mcpServers tool is offered: {tools:?}"

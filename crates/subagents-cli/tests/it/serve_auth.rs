@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{free_port, process_in, rt, spawn_serve};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 use subagents::spi::{SubagentReference, TaskCall, TaskContext};
 use subagents::{Dispatch, Subagents};
 
@@ -60,8 +60,7 @@ fn send(text: &str) -> Value {
 
 #[test]
 fn with_a_key_requests_need_it_and_both_header_forms_work() {
-    let rt = rt();
-    let model_server = rt.block_on(ScriptedModelServer::start());
+    let (rt, model_server) = common::scripted();
     model_server.set_fallback(Some(Reply::text("authenticated answer")));
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("serve.log");

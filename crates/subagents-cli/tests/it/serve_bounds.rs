@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use common::{rt, spawn_serve};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 fn agents_dir(root: &Path) -> PathBuf {
     common::write_agent(
@@ -62,8 +62,7 @@ fn legacy_card_serves_the_03_card_to_requests_without_a_version() {
 
 #[test]
 fn push_is_offered_with_the_private_address_guard_on() {
-    let rt = rt();
-    let model_server = rt.block_on(ScriptedModelServer::start());
+    let (rt, model_server) = common::scripted();
     model_server.set_fallback(Some(Reply::text("done")));
     let dir = tempfile::tempdir().unwrap();
     let serve = spawn_serve(&rt, dir.path(), |cmd| {

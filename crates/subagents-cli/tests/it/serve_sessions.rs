@@ -4,9 +4,9 @@
 
 use crate::common;
 
-use common::{rt, spawn_serve, write_agent};
+use common::{spawn_serve, write_agent};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 /// `SendMessage` (A2A 1.0 JSON-RPC) to `url` with `text`, in `context` when given; returns
 /// the task of the reply.
@@ -25,16 +25,7 @@ async fn send(url: &str, text: &str, context: Option<&str>) -> Value {
         "method": "SendMessage",
         "params": {"message": message},
     });
-    let reply: Value = reqwest::Client::new()
-        .post(url)
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON-RPC reply");
+    let reply = common::a2a_post(url, &body).await;
     let task = reply["result"]["task"].clone();
     assert_eq!(
         task["status"]["state"], "TASK_STATE_COMPLETED",
@@ -56,8 +47,7 @@ fn conversation(body: &Value) -> Vec<String> {
 
 #[test]
 fn a_context_resumes_its_agent_session_after_a_restart_on_sqlite() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     model.push(Reply::text("the first answer"));
     model.push(Reply::text("the second answer"));
     let home = tempfile::tempdir().expect("home");

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{json_stdout, rt, subagents, write_agent};
+use common::{json_stdout, subagents, write_agent};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -68,8 +68,7 @@ fn child_prompts(server: &ScriptedModelServer) -> Vec<String> {
 
 #[test]
 fn a_tool_call_named_like_an_agent_is_delegated_to_it() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let script = server.script();
     // The model calls the agent itself, in another case, with arguments of its own making.
     script.push_for_model(
@@ -102,10 +101,8 @@ fn a_tool_call_named_like_an_agent_is_delegated_to_it() {
         "the rewrite is said in the progress: {stderr}"
     );
     // The transcript the model sees next holds a `Task` call, an example of the right form.
-    let second = server
-        .requests()
+    let second = common::requests_for(&server, "main-model")
         .into_iter()
-        .filter(|r| r.model() == Some("main-model"))
         .nth(1)
         .expect("a second main turn");
     let assistant = second
@@ -122,8 +119,7 @@ fn a_tool_call_named_like_an_agent_is_delegated_to_it() {
 
 #[test]
 fn tool_calls_written_as_text_are_run_on_a_local_server() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     let script = server.script();
     let call = |n: u32| {
         json!({"name": "Task", "arguments": {
@@ -162,8 +158,7 @@ fn tool_calls_written_as_text_are_run_on_a_local_server() {
 
 #[test]
 fn an_empty_final_answer_fails_and_says_why() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // Asked once more after an empty reply, it replies empty again.
     for _ in 0..2 {
         server
@@ -173,10 +168,7 @@ fn an_empty_final_answer_fails_and_says_why() {
     let dir = tempfile::tempdir().expect("tmp");
     let assert = run_main(&server, dir.path(), &[]).code(1);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    assert!(
-        stderr.contains("ended without an answer") && stderr.contains("was empty"),
-        "{stderr}"
-    );
+    common::assert_has(&stderr, &["ended without an answer", "was empty"]);
     let v = json_stdout(assert);
     assert_eq!(v["status"], "failed", "{v}");
     assert!(
@@ -208,8 +200,7 @@ fn an_empty_final_answer_fails_and_says_why() {
 
 #[test]
 fn main_tools_offers_the_main_agent_only_the_named_tools() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     server
         .script()
         .push_for_model("main-model", Reply::text("ok"));
@@ -230,8 +221,5 @@ fn main_tools_offers_the_main_agent_only_the_named_tools() {
 
     let assert = run_main(&server, dir.path(), &["--main-tools", "Tsak"]).code(2);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    assert!(
-        stderr.contains("no tool `Tsak`") && stderr.contains("Task"),
-        "{stderr}"
-    );
+    common::assert_has(&stderr, &["no tool `Tsak`", "Task"]);
 }

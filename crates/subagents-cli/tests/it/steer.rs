@@ -7,9 +7,9 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{rt, subagents_in, write_agent};
+use common::{subagents_in, write_agent};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, Script, ScriptedModelServer};
+use subagent_testkit::{Reply, Script};
 
 /// The first `task_<hex>` id in the tool results of a request body.
 fn task_id_in(body: &Value) -> Option<String> {
@@ -64,9 +64,7 @@ fn start_and_message(script: &Script, model: &str, task: Value, message: &str) {
 
 #[test]
 fn run_steers_a_background_child_and_its_background_grandchild() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     write_agent(
         home.path(),
         "coordinator",

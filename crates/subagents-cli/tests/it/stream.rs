@@ -7,7 +7,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{rt, subagents_in, write_agent};
+use common::{subagents_in, write_agent};
 use serde_json::Value;
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -31,10 +31,7 @@ fn chain(root: &Path) -> std::path::PathBuf {
 
 /// The lines of a stream-json stdout, each parsed (every line must be one JSON object).
 fn lines(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    common::json_lines(&String::from_utf8_lossy(stdout))
 }
 
 /// The progress events of `agent`.
@@ -42,6 +39,23 @@ fn of<'a>(events: &'a [Value], agent: &str) -> Vec<&'a Value> {
     events
         .iter()
         .filter(|e| e["type"] == "progress" && e["agent"] == agent)
+        .collect()
+}
+
+/// Writes `ROOT/note.txt` (it says DEEP-ANSWER-7) and the chain a → b → c; the note's path and
+/// the agents directory.
+fn note_and_chain(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let note = root.join("note.txt");
+    std::fs::write(&note, "DEEP-ANSWER-7\n").expect("note");
+    (note, chain(root))
+}
+
+/// The text deltas of `events`, joined.
+fn deltas(events: &[&Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["event"] == "text_delta")
+        .filter_map(|e| e["text"].as_str())
         .collect()
 }
 
@@ -66,13 +80,9 @@ fn script(server: &ScriptedModelServer, note: &Path) {
 
 #[test]
 fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_and_parent() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let dir = tempfile::tempdir().expect("tmp");
+    let (_rt, server, dir) = common::scripted_in_temp();
     let root = dir.path();
-    let note = root.join("note.txt");
-    std::fs::write(&note, "DEEP-ANSWER-7\n").expect("note");
-    let agents = chain(root);
+    let (note, agents) = note_and_chain(root);
     script(&server, &note);
     let out = subagents_in(root)
         .args([
@@ -133,11 +143,7 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
     ] {
         assert!(kinds.contains(&k), "c has no {k}: {kinds:?}");
     }
-    let text: String = c
-        .iter()
-        .filter(|e| e["event"] == "text_delta")
-        .filter_map(|e| e["text"].as_str())
-        .collect();
+    let text = deltas(&c);
     assert_eq!(text, "Reading the noteThe note says:\nDEEP-ANSWER-7");
     let call = c.iter().find(|e| e["event"] == "tool_call").expect("call");
     assert_eq!(call["name"], "Read");
@@ -154,11 +160,7 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
     assert_eq!(result["id"], call["id"]);
     // The middle runs' deltas too, and the main agent's own answer.
     for (agent, said) in [("b", "b: DEEP-ANSWER-7"), ("main", "Final: DEEP-ANSWER-7")] {
-        let t: String = of(&events, agent)
-            .iter()
-            .filter(|e| e["event"] == "text_delta")
-            .filter_map(|e| e["text"].as_str())
-            .collect();
+        let t = deltas(&of(&events, agent));
         assert_eq!(t, said, "{agent}");
     }
     // c finished before b, b before a: the stream is in order.
@@ -178,13 +180,9 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
 
 #[test]
 fn task_streams_json_too_and_json_conflicts_with_output_format() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let dir = tempfile::tempdir().expect("tmp");
+    let (_rt, server, dir) = common::scripted_in_temp();
     let root = dir.path();
-    let note = root.join("note.txt");
-    std::fs::write(&note, "DEEP-ANSWER-7\n").expect("note");
-    let agents = chain(root);
+    let (_, agents) = note_and_chain(root);
     // No main agent: `task a` starts the tree at a.
     server.push(Reply::task_call("b", "go"));
     server.push(Reply::task_call("c", "go"));
@@ -229,9 +227,7 @@ fn task_streams_json_too_and_json_conflicts_with_output_format() {
 /// stream-json under the remote coordinator's task, through the A2A progress extension.
 #[test]
 fn a_remote_childs_own_children_stream_through_a2a_keyed_under_the_calling_task() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let served = tempfile::tempdir().expect("tmp");
+    let (rt, server, served) = common::scripted_in_temp();
     let note = served.path().join("remote-note.txt");
     std::fs::write(&note, "REMOTE-LEAF-9\n").expect("note");
     // The served process's replies (its own model), in order: coordinator, leaf, leaf,
@@ -290,11 +286,7 @@ fn a_remote_childs_own_children_stream_through_a2a_keyed_under_the_calling_task(
             && e["task_id"] == coord_id.as_str()),
         "{coordinator:#?}"
     );
-    let said: String = coordinator
-        .iter()
-        .filter(|e| e["event"] == "text_delta")
-        .filter_map(|e| e["text"].as_str())
-        .collect();
+    let said = deltas(&coordinator);
     assert_eq!(said, "coordinator: REMOTE-LEAF-9");
 
     // The remote leaf: its own node under the coordinator's task, one level deeper.
@@ -329,11 +321,7 @@ fn a_remote_childs_own_children_stream_through_a2a_keyed_under_the_calling_task(
             .is_some_and(|p| p.contains("REMOTE-LEAF-9")),
         "{result}"
     );
-    let leaf_text: String = leaf
-        .iter()
-        .filter(|e| e["event"] == "text_delta")
-        .filter_map(|e| e["text"].as_str())
-        .collect();
+    let leaf_text = deltas(&leaf);
     assert_eq!(leaf_text, "leaf readingREMOTE-LEAF-9");
     drop(serve);
 }

@@ -83,8 +83,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn a_remote_question_reaches_the_run_terminal_escaped() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     let remote = peer::start(
         &rt,
         "peer",
@@ -96,11 +95,7 @@ fn a_remote_question_reaches_the_run_terminal_escaped() {
     let mut cmd = common::process_in(home.path());
     cmd.args(["run", "--store", "memory", "--a2a", &remote.url])
         .args(["--model", &model.openai_model("main-model"), "go"]);
-    let mut term = OnPty::spawn(&mut cmd, true);
-    term.expect("answer? [y]es", LIMIT);
-    term.send("y\n");
-    let (status, screen) = term.finish(LIMIT);
-    assert!(status.success(), "{status}: {screen:?}");
+    let screen = answered_on_a_terminal(&mut cmd, "y\n");
     // The question (prompt, live tree) and the final answer (stdout on the terminal) were
     // shown, escaped.
     assert_none_raw(&screen, "the run's terminal");
@@ -114,6 +109,17 @@ fn a_remote_question_reaches_the_run_terminal_escaped() {
     let messages = remote.messages();
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[1]["taskId"], "t-1");
+}
+
+/// `cmd` on a terminal, answered `answer` when it asks; what the terminal showed once it
+/// succeeded.
+fn answered_on_a_terminal(cmd: &mut std::process::Command, answer: &str) -> String {
+    let mut term = OnPty::spawn(cmd, true);
+    term.expect("answer? [y]es", LIMIT);
+    term.send(answer);
+    let (status, screen) = term.finish(LIMIT);
+    assert!(status.success(), "{status}: {screen:?}");
+    screen
 }
 
 /// A peer whose card name is hostile too.
@@ -145,11 +151,7 @@ fn call_escapes_what_the_peer_sends_on_stderr_and_on_a_terminal() {
     // On a terminal: the prompt, the stream lines and the answer on stdout are escaped.
     let mut cmd = common::process_in(tempfile::tempdir().expect("tmp").keep().as_path());
     cmd.args(["call", &remote.url, "hi", "--stream"]);
-    let mut term = OnPty::spawn(&mut cmd, true);
-    term.expect("answer? [y]es", LIMIT);
-    term.send("n\n");
-    let (status, screen) = term.finish(LIMIT);
-    assert!(status.success(), "{status}: {screen:?}");
+    let screen = answered_on_a_terminal(&mut cmd, "n\n");
     assert_none_raw(&screen, "call's terminal");
     assert!(
         screen.contains("ev\\u{1b}[2Jil\\u{202e} asks: Q\\u{1b}[2J"),
@@ -181,12 +183,7 @@ fn call_json_is_exact_and_holds_no_raw_control_characters() {
 fn a_peer_error_is_printed_escaped() {
     let rt = common::rt();
     let remote = peer::start(&rt, EVIL_NAME, Answer::Fail(HOSTILE.into()));
-    let out = piped()
-        .args(["call", &remote.url, "hi"])
-        .output()
-        .expect("runs");
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = common::stderr_on_exit(piped().args(["call", &remote.url, "hi"]).output(), 1);
     assert_terminal_safe(&stderr, "the error");
     assert!(stderr.contains("Q\\u{1b}[2J"), "{stderr}");
 }
@@ -205,9 +202,7 @@ struct Served {
 
 impl Served {
     fn start() -> Self {
-        let rt = common::rt();
-        let model = rt.block_on(ScriptedModelServer::start());
-        let dir = tempfile::tempdir().expect("tmp");
+        let (rt, model, dir) = common::scripted_in_temp();
         // Confined Bash creates files in a subdirectory (not directly in the workspace root,
         // whose new entries could be the project's control files).
         std::fs::create_dir_all(dir.path().join("out")).expect("out");
@@ -249,12 +244,12 @@ fn field(text: &str, label: &str) -> String {
 #[test]
 fn a_script_replies_to_the_task_call_stopped_at() {
     let remote = Served::start();
-    let out = piped()
-        .args(["call", &remote.url, "touch the file"])
-        .output()
-        .expect("runs");
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let stderr = common::stderr_on_exit(
+        piped()
+            .args(["call", &remote.url, "touch the file"])
+            .output(),
+        3,
+    );
     assert!(!remote.ran());
     let task = field(&stderr, "task id:");
     let context = field(&stderr, "context id:");
@@ -342,8 +337,7 @@ fn ctrl_c_when(cmd: &mut std::process::Command, ready: impl Fn() -> bool) -> std
 
 #[test]
 fn ctrl_c_during_run_prints_the_outcome_and_exits_130() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (_rt, model) = common::scripted();
     model.push(Reply::text("too late").with_delay(Duration::from_secs(300)));
     let home = tempfile::tempdir().expect("tmp");
     let out = ctrl_c_when(
@@ -362,8 +356,7 @@ fn ctrl_c_during_run_prints_the_outcome_and_exits_130() {
 
 #[test]
 fn ctrl_c_during_task_exits_130() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (_rt, model) = common::scripted();
     model.push(Reply::text("too late").with_delay(Duration::from_secs(300)));
     let home = tempfile::tempdir().expect("tmp");
     let agents = common::write_agent(
@@ -399,9 +392,7 @@ fn ctrl_c_during_call_exits_130() {
 #[test]
 fn serve_stops_gracefully_with_0_on_sigterm_and_sigint() {
     for sig in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
-        let rt = common::rt();
-        let model = rt.block_on(ScriptedModelServer::start());
-        let dir = tempfile::tempdir().expect("tmp");
+        let (rt, model, dir) = common::scripted_in_temp();
         let (served, _url) = common::serve_worker(
             &rt,
             &model,
@@ -460,9 +451,7 @@ fn mcp_over_stdio_stops_gracefully_with_0_on_sigint() {
 
 #[test]
 fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("tmp");
+    let (_rt, model, home) = common::scripted_in_temp();
     let work = home.path().join("work");
     std::fs::create_dir_all(work.join("out")).expect("work");
     for (name, m) in [("alpha", "alpha-model"), ("beta", "beta-model")] {
@@ -534,8 +523,7 @@ fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
 /// and from `tasks resume`; `--json` is exact and holds no raw control or bidi character.
 #[test]
 fn tasks_show_stop_and_resume_print_a_tasks_text_escaped_on_a_terminal() {
-    let rt = common::rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (_rt, model) = common::scripted();
     model.push(Reply::text(format!("done {HOSTILE}")));
     model.push(Reply::text(format!("resumed {HOSTILE}")));
     let home = tempfile::tempdir().expect("tmp");

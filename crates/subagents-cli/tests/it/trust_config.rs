@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::io::Write as _;
 use std::path::Path;
 
 use common::WorkCase as Case;
@@ -14,19 +13,6 @@ use subagent_testkit::Reply;
 
 fn stderr_of(a: &assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&a.get_output().stderr).into_owned()
-}
-
-fn landlock(test: &str) -> bool {
-    match subagents::tools::landlock_support() {
-        subagents::tools::LandlockSupport::Unavailable(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: {test}: Landlock is unavailable ({why})"
-            );
-            false
-        }
-        _ => true,
-    }
 }
 
 fn bash(cmd: &str) -> (&'static str, Value) {
@@ -39,7 +25,7 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn confined_bash_cannot_write_the_sandbox_off_or_add_hooks() {
-    if !landlock("confined_bash_cannot_write_the_sandbox_off_or_add_hooks") {
+    if !common::landlock("confined_bash_cannot_write_the_sandbox_off_or_add_hooks") {
         return;
     }
     // In the sandbox the machine offers (namespaces here), and in the Landlock-only fallback.
@@ -84,7 +70,7 @@ fn confined_bash_cannot_write_the_sandbox_off_or_add_hooks() {
 
 #[test]
 fn a_workspace_subagents_toml_lifts_the_sandbox_only_once_approved() {
-    if !landlock("a_workspace_subagents_toml_lifts_the_sandbox_only_once_approved") {
+    if !common::landlock("a_workspace_subagents_toml_lifts_the_sandbox_only_once_approved") {
         return;
     }
     let c = Case::new();
@@ -101,20 +87,19 @@ fn a_workspace_subagents_toml_lifts_the_sandbox_only_once_approved() {
     let err = stderr_of(&a);
     assert!(!outside("1").exists(), "still confined");
     assert!(c.last_results()[0].contains("Permission denied"));
-    assert!(
-        err.contains("not applied from")
-            && err.contains("subagents.toml")
-            && err.contains("[sandbox] enabled = false")
-            && err.contains("subagents trust"),
-        "{err}"
+    common::assert_has(
+        &err,
+        &[
+            "not applied from",
+            "subagents.toml",
+            "[sandbox] enabled = false",
+            "subagents trust",
+        ],
     );
 
     // Approved: it applies.
     let said = c.trust();
-    assert!(
-        said.contains("approved") && said.contains("enabled = false"),
-        "{said}"
-    );
+    common::assert_has(&said, &["approved", "enabled = false"]);
     c.server.push(Reply::tool_calls(vec![touch("2")]));
     c.server.push(Reply::text("done"));
     let a = c.run(&["--yes"]).success();
@@ -161,12 +146,14 @@ fn a_workspace_settings_hook_runs_only_once_approved() {
     let a = c.run(&[]).success();
     assert!(!w.join("out/HOOK-1").exists(), "the hook did not run");
     let err = stderr_of(&a);
-    assert!(
-        err.contains("not applied from")
-            && err.contains("settings.json")
-            && err.contains("hooks")
-            && err.contains("subagents trust"),
-        "{err}"
+    common::assert_has(
+        &err,
+        &[
+            "not applied from",
+            "settings.json",
+            "hooks",
+            "subagents trust",
+        ],
     );
 
     c.trust();
@@ -241,10 +228,12 @@ fn a_workspace_model_on_another_machine_applies_only_once_approved() {
     c.server.push(Reply::text("done"));
     let a = c.run(&[]).success();
     let err = stderr_of(&a);
-    assert!(
-        err.contains("not applied from")
-            && err.contains(r#"[models] "fast" sends every prompt to http://203.0.113.7:9"#),
-        "{err}"
+    common::assert_has(
+        &err,
+        &[
+            "not applied from",
+            r#"[models] "fast" sends every prompt to http://203.0.113.7:9"#,
+        ],
     );
     let results = c.last_results();
     assert!(

@@ -209,17 +209,19 @@ fn a_model_url_the_client_reads_differently_is_refused_and_reaches_nothing() {
         format!("model = '{spec}'\n"),
     )
     .unwrap();
-    let a = c
-        .cmd()
-        .args(["run", "do it", "--workspace"])
-        .arg(c.work())
-        .assert()
-        .code(2);
-    let err = stderr_of(&a);
-    assert!(
-        err.contains("invalid model spec `openai-compatible:m@http://")
-            && err.contains("backslash"),
-        "{err}"
+    let err = common::stderr_on_exit(
+        c.cmd()
+            .args(["run", "do it", "--workspace"])
+            .arg(c.work())
+            .output(),
+        2,
+    );
+    common::assert_has(
+        &err,
+        &[
+            "invalid model spec `openai-compatible:m@http://",
+            "backslash",
+        ],
     );
     assert!(!err.contains("sk-doors-secret"), "{err}");
     assert_eq!(trip.hits(), 0, "nothing was sent to the other server");
@@ -232,16 +234,13 @@ fn credentials_in_a_model_url_are_refused_naming_the_spec_without_them() {
         .server
         .openai_model("m")
         .replacen("http://", "http://user:SECRETPASS@", 1);
-    let a = c
-        .cmd()
-        .args(["run", "hi", "--model", &spec])
-        .assert()
-        .code(2);
-    let err = stderr_of(&a);
-    assert!(
-        err.contains("invalid model spec `openai-compatible:m@http://***@127.0.0.1")
-            && err.contains("OPENAI_COMPATIBLE_API_KEY"),
-        "{err}"
+    let err = common::stderr_on_exit(c.cmd().args(["run", "hi", "--model", &spec]).output(), 2);
+    common::assert_has(
+        &err,
+        &[
+            "invalid model spec `openai-compatible:m@http://***@127.0.0.1",
+            "OPENAI_COMPATIBLE_API_KEY",
+        ],
     );
     assert!(!err.contains("SECRETPASS"), "{err}");
     assert_eq!(c.server.request_count(), 0);
@@ -298,19 +297,6 @@ fn this_machines_other_address_is_not_this_machine_to_the_trust_gate() {
     assert_eq!(trip.hits(), 0, "nothing was sent to {ip}");
 }
 
-fn landlock(test: &str) -> bool {
-    match subagents::tools::landlock_support() {
-        subagents::tools::LandlockSupport::Unavailable(why) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: {test}: Landlock is unavailable ({why})"
-            );
-            false
-        }
-        _ => true,
-    }
-}
-
 fn bash(cmd: &str) -> Reply {
     Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
 }
@@ -341,16 +327,11 @@ fn an_agent_files_inline_mcp_server_starts_only_once_the_file_is_approved() {
         "the inline server's command ran unapproved"
     );
     let err = stderr_of(&a);
-    assert!(
-        err.contains("[\"srv\"]")
-            && err.contains("not approved")
-            && err.contains("subagents trust"),
-        "{err}"
-    );
+    common::assert_has(&err, &["[\"srv\"]", "not approved", "subagents trust"]);
 
     // Approved: it starts.
     let said = c.trust(&[&file]);
-    assert!(said.contains("approved") && said.contains("srv"), "{said}");
+    common::assert_has(&said, &["approved", "srv"]);
     delegate(&c);
     c.run(&[]).success();
     assert!(marker.exists(), "approved: the inline server started");
@@ -386,15 +367,13 @@ fn approved_mcp_json_running_a_script() -> (Case, PathBuf, PathBuf) {
         json!({"mcpServers": {"srv": {"command": "sh", "args": ["tools/srv.sh"]}}}).to_string(),
     )
     .unwrap();
-    let agents = c.home.path().join(".claude/agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::write(
-        agents.join("helper.md"),
+    common::write_agent(
+        &c.home.path().join(".claude"),
+        "helper",
         "---\nname: helper\ndescription: Helps.\nmcpServers: [srv]\n---\nYou help.\n",
-    )
-    .unwrap();
+    );
     let said = c.trust(&[&mcp]);
-    assert!(said.contains("approved") && said.contains("srv"), "{said}");
+    common::assert_has(&said, &["approved", "srv"]);
     (c, mcp, rewritten)
 }
 
@@ -429,10 +408,7 @@ fn a_script_an_approved_file_names_does_not_run_once_a_model_rewrote_it() {
         "the rewritten script ran on the old approval"
     );
     let err = stderr_of(&a);
-    assert!(
-        err.contains("not applied from") && err.contains(".mcp.json"),
-        "{err}"
-    );
+    common::assert_has(&err, &["not applied from", ".mcp.json"]);
 
     // Reviewed and approved again, it runs.
     c.trust(&[&mcp]);
@@ -492,10 +468,7 @@ fn a_workspace_agents_bypass_permissions_does_not_lift_the_sessions_mode() {
         "the file's bypassPermissions lifted the session's mode"
     );
     let err = stderr_of(&a);
-    assert!(
-        err.contains("permissionMode bypassPermissions") && err.contains("not approved"),
-        "{err}"
-    );
+    common::assert_has(&err, &["permissionMode bypassPermissions", "not approved"]);
 
     // Approved, the file's mode applies (as in Claude Code).
     c.trust(&[&file]);
@@ -550,10 +523,7 @@ fn an_unapproved_price_of_zero_does_not_lower_the_price_and_the_budget_still_tri
         "no call after the budget was spent"
     );
     let err = stderr_of(&a);
-    assert!(
-        err.contains("not applied from") && err.contains("[prices] \"gpt-4.1\" lowers"),
-        "{err}"
-    );
+    common::assert_has(&err, &["not applied from", "[prices] \"gpt-4.1\" lowers"]);
     assert!(
         !err.contains("my-local-model"),
         "adding a price needs no approval: {err}"
@@ -562,7 +532,7 @@ fn an_unapproved_price_of_zero_does_not_lower_the_price_and_the_budget_still_tri
 
 #[test]
 fn the_users_hook_runs_a_model_rewritten_workspace_script_confined() {
-    if !landlock("the_users_hook_runs_a_model_rewritten_workspace_script_confined") {
+    if !common::landlock("the_users_hook_runs_a_model_rewritten_workspace_script_confined") {
         return;
     }
     let c = Case::new();
@@ -599,10 +569,7 @@ fn the_users_hook_runs_a_model_rewritten_workspace_script_confined() {
         "the rewritten script ran unconfined"
     );
     let err = stderr_of(&a);
-    assert!(
-        err.contains("changed since the session started") && err.contains("confined"),
-        "{err}"
-    );
+    common::assert_has(&err, &["changed since the session started", "confined"]);
 }
 
 fn read(path: &Path) -> String {

@@ -4,9 +4,9 @@
 
 use crate::common;
 
-use common::{rt, subagents, team};
+use common::{report_schema, scripted, subagents, team};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 fn structured(value: Value) -> Reply {
     Reply::tool_calls(vec![("StructuredOutput", value)])
@@ -27,19 +27,42 @@ fn schema_file(dir: &std::path::Path, schema: &Value) -> std::path::PathBuf {
     path
 }
 
-fn report_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"answer": {"type": "integer"}, "source": {"type": "string"}},
-        "required": ["answer", "source"],
-        "additionalProperties": false
-    })
+/// `subagents task AGENT PROMPT --model MODEL --output-schema SCHEMA --agents TEAM`.
+fn typed_task(
+    agent: &str,
+    prompt: &str,
+    model: &str,
+    schema: &std::path::Path,
+) -> assert_cmd::Command {
+    let mut cmd = subagents();
+    cmd.args(["task", agent, prompt, "--model", model])
+        .arg("--output-schema")
+        .arg(schema)
+        .arg("--agents")
+        .arg(team());
+    cmd
+}
+
+/// `subagents task AGENT "What is the answer?"` on `server`'s `team` model, typed by
+/// [`report_schema`] (its file in a temporary directory): the outcome.
+fn report_task(
+    server: &subagent_testkit::ScriptedModelServer,
+    agent: &str,
+) -> assert_cmd::assert::Assert {
+    let dir = tempfile::tempdir().expect("tmp");
+    let schema = schema_file(dir.path(), &report_schema());
+    typed_task(
+        agent,
+        "What is the answer?",
+        &server.openai_model("team"),
+        &schema,
+    )
+    .assert()
 }
 
 #[test]
 fn task_output_schema_prints_the_validated_json_two_deep() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = scripted();
     server.push(Reply::tool_calls(vec![(
         "Task",
         json!({"description": "look up", "prompt": "the number", "subagent_type": "leaf",
@@ -49,23 +72,7 @@ fn task_output_schema_prints_the_validated_json_two_deep() {
     server.push(structured(json!({"value": [4, 2]})));
     server.push(Reply::text("The answer is 42."));
     server.push(structured(json!({"answer": 42, "source": "leaf"})));
-    let dir = tempfile::tempdir().expect("tmp");
-    let schema = schema_file(dir.path(), &report_schema());
-    let model = server.openai_model("team");
-    let out = subagents()
-        .args([
-            "task",
-            "coordinator",
-            "What is the answer?",
-            "--model",
-            &model,
-        ])
-        .arg("--output-schema")
-        .arg(&schema)
-        .arg("--agents")
-        .arg(team())
-        .assert()
-        .success();
+    let out = report_task(&server, "coordinator").success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert_eq!(stdout.trim(), r#"{"answer":42,"source":"leaf"}"#);
     let reqs = server.requests();
@@ -87,22 +94,11 @@ fn task_output_schema_prints_the_validated_json_two_deep() {
 
 #[test]
 fn task_output_schema_fails_after_the_retries() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = scripted();
     for _ in 0..5 {
         server.push(Reply::text("no JSON here"));
     }
-    let dir = tempfile::tempdir().expect("tmp");
-    let schema = schema_file(dir.path(), &report_schema());
-    let model = server.openai_model("team");
-    let out = subagents()
-        .args(["task", "leaf", "What is the answer?", "--model", &model])
-        .arg("--output-schema")
-        .arg(&schema)
-        .arg("--agents")
-        .arg(team())
-        .assert()
-        .failure();
+    let out = report_task(&server, "leaf").failure();
     let o = out.get_output();
     assert!(o.stdout.is_empty(), "stdout holds only a valid value");
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -112,8 +108,7 @@ fn task_output_schema_fails_after_the_retries() {
 
 #[test]
 fn a_bad_schema_file_is_refused_naming_it() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = scripted();
     let model = server.openai_model("team");
     let dir = tempfile::tempdir().expect("tmp");
     for (name, text) in [
@@ -129,14 +124,7 @@ fn a_bad_schema_file_is_refused_naming_it() {
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
-        let out = subagents()
-            .args(["task", "leaf", "hi", "--model", &model])
-            .arg("--output-schema")
-            .arg(&path)
-            .arg("--agents")
-            .arg(team())
-            .assert()
-            .code(2);
+        let out = typed_task("leaf", "hi", &model, &path).assert().code(2);
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
         assert!(stderr.contains(name), "{name}: {stderr}");
     }

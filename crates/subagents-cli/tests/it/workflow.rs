@@ -6,6 +6,7 @@
 //! wall time and peak memory (docs/PERFORMANCE.md).
 
 use crate::common;
+use common::OutputOk;
 
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{json_stdout, process_in, rt, subagents_in, write_agent};
+use common::{process_in, rt, subagents_in, write_agent};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 
@@ -92,8 +93,7 @@ fn killed_run_resumes(store: Option<String>) {
     let store: Vec<String> = store
         .map(|s| vec!["--store".to_string(), s])
         .unwrap_or_default();
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (rt, server) = common::scripted();
     let model = server.openai_model("child-model");
     answer_by_prompt(&server, "child-model", 8);
     let home = tempfile::tempdir().expect("home");
@@ -120,13 +120,10 @@ fn killed_run_resumes(store: Option<String>) {
     assert_eq!(requests_for(&server, "delta"), 1);
 
     // The journal: one run, three calls done, the fourth unfinished.
-    let listed = json_stdout(
-        subagents_in(home.path())
-            .args(&store)
-            .args(["workflow", "list", "--json"])
-            .assert()
-            .success(),
-    );
+    let listed = subagents_in(home.path())
+        .args(&store)
+        .args(["workflow", "list", "--json"])
+        .json_ok();
     let runs = listed.as_array().expect("a list");
     assert_eq!(runs.len(), 1, "{listed}");
     let run_id = runs[0]["run_id"].as_str().expect("run_id").to_string();
@@ -137,16 +134,16 @@ fn killed_run_resumes(store: Option<String>) {
     );
 
     // Resume in a new process: only the fourth call runs.
-    let out = json_stdout(
+    let resume = || {
         subagents_in(home.path())
             .args(&store)
             .args([
                 "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
             ])
             .arg(&agents)
-            .assert()
-            .success(),
-    );
+            .json_ok()
+    };
+    let out = resume();
     assert_eq!(out["run_id"], run_id.as_str());
     assert_eq!(out["status"], "completed", "{out}");
     assert_eq!(
@@ -177,13 +174,10 @@ fn killed_run_resumes(store: Option<String>) {
     assert_eq!(total_input, 40, "{out}");
 
     // `show`: every call done, with its child's task id.
-    let shown = json_stdout(
-        subagents_in(home.path())
-            .args(&store)
-            .args(["workflow", "show", &run_id, "--json"])
-            .assert()
-            .success(),
-    );
+    let shown = subagents_in(home.path())
+        .args(&store)
+        .args(["workflow", "show", &run_id, "--json"])
+        .json_ok();
     assert_eq!(shown["run"]["run_id"], run_id.as_str());
     assert_eq!(shown["run"]["status"], "completed");
     let calls = shown["calls"].as_array().expect("calls");
@@ -198,16 +192,7 @@ fn killed_run_resumes(store: Option<String>) {
     assert_eq!(calls[3]["description"], "the slow one");
     // A second resume runs nothing.
     let before = server.request_count();
-    let again = json_stdout(
-        subagents_in(home.path())
-            .args(&store)
-            .args([
-                "workflow", "resume", &run_id, "--json", "--model", &model, "--agents",
-            ])
-            .arg(&agents)
-            .assert()
-            .success(),
-    );
+    let again = resume();
     assert_eq!(again["result"], out["result"]);
     assert_eq!(server.request_count(), before);
 }
@@ -243,36 +228,34 @@ fn hostile_scripts_end_with_clear_errors_within_their_limits() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("error: workflow.js:2: SyntaxError"), "{err}");
 
-    let (code, _, err) = run_script("for (;;) {}", &["--max-steps", "50"]);
-    assert_eq!(code, 3, "{err}");
-    assert!(
-        err.contains("workflow limit reached: max_steps=50"),
-        "{err}"
-    );
-
-    let (code, _, err) = run_script(
-        "const a = []; for (;;) a.push('x'.repeat(65536) + a.length);",
-        &["--max-memory", "4"],
-    );
-    assert_eq!(code, 3, "{err}");
-    assert!(
-        err.contains("max_memory=4194304 (the script ran out of memory)"),
-        "{err}"
-    );
-
-    let (code, _, err) = run_script("const f = (n) => f(n + 1) + 1; f(0);", &[]);
-    assert_eq!(code, 3, "{err}");
-    assert!(
-        err.contains("max_stack=1048576 (the script recursed too deeply)"),
-        "{err}"
-    );
-
-    let (code, _, err) = run_script(
-        "for (let i = 0; i < 1e6; i++) agent('nobody', 'x').catch(() => {});",
-        &["--max-agent-calls", "20"],
-    );
-    assert_eq!(code, 3, "{err}");
-    assert!(err.contains("max_agent_calls=20 (call #20"), "{err}");
+    // Each limit ends the script with exit 3, naming the limit.
+    let limits: [(&str, &[&str], &str); 4] = [
+        (
+            "for (;;) {}",
+            &["--max-steps", "50"],
+            "workflow limit reached: max_steps=50",
+        ),
+        (
+            "const a = []; for (;;) a.push('x'.repeat(65536) + a.length);",
+            &["--max-memory", "4"],
+            "max_memory=4194304 (the script ran out of memory)",
+        ),
+        (
+            "const f = (n) => f(n + 1) + 1; f(0);",
+            &[],
+            "max_stack=1048576 (the script recursed too deeply)",
+        ),
+        (
+            "for (let i = 0; i < 1e6; i++) agent('nobody', 'x').catch(() => {});",
+            &["--max-agent-calls", "20"],
+            "max_agent_calls=20 (call #20",
+        ),
+    ];
+    for (script, flags, said) in limits {
+        let (code, _, err) = run_script(script, flags);
+        assert_eq!(code, 3, "{script}: {err}");
+        assert!(err.contains(said), "{script}: {err}");
+    }
 
     let (code, _, err) = run_script("\n\nreturn await agent('nobody', 'hi');", &[]);
     assert_eq!(code, 1, "{err}");
@@ -371,8 +354,7 @@ mod mcp_report {
 
 #[test]
 fn typed_calls_reach_an_a2a_child_and_an_mcp_child() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     // The served worker ends with its typed value through StructuredOutput.
     model.script().push_for_model(
         "worker-model",
@@ -401,16 +383,13 @@ const [remote, tool] = await parallel([
 return { remote, tool, sum: remote.answer + tool.answer };
 "#,
     );
-    let out = json_stdout(
-        subagents_in(home.path())
-            .args(["workflow", "run"])
-            .arg(&script)
-            .args(["--json", "--a2a", &worker_url, "--mcp"])
-            .arg(format!("{mcp_url}#tool=report&name=reporter"))
-            .timeout(Duration::from_secs(120))
-            .assert()
-            .success(),
-    );
+    let out = subagents_in(home.path())
+        .args(["workflow", "run"])
+        .arg(&script)
+        .args(["--json", "--a2a", &worker_url, "--mcp"])
+        .arg(format!("{mcp_url}#tool=report&name=reporter"))
+        .timeout(Duration::from_secs(120))
+        .json_ok();
     assert_eq!(
         out["result"],
         json!({"remote": {"answer": 40, "source": "a2a"}, "tool": {"answer": 2, "source": "mcp"}, "sum": 42}),
@@ -462,8 +441,7 @@ fn run_measured(mut child: Child) -> (std::process::ExitStatus, u64) {
 #[test]
 #[ignore = "measurement: prints wall time and peak memory of a 1,000-call workflow"]
 fn a_thousand_calls_complete_under_the_cap() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
+    let (_rt, server) = common::scripted();
     // Each reply takes 50 ms, so calls overlap and the cap shows.
     server.set_fallback(Some(
         Reply::text("ok")
@@ -527,9 +505,7 @@ impl TakeOut for Option<std::process::ChildStdout> {
 /// carries each call's events under the workflow's run id, keyed `#POSITION`.
 #[test]
 fn the_main_agent_runs_a_workflow_with_its_tool() {
-    let rt = rt();
-    let server = rt.block_on(ScriptedModelServer::start());
-    let home = tempfile::tempdir().expect("home");
+    let (_rt, server, home) = common::scripted_in_temp();
     let config = common::child_model_config(home.path(), &server);
     let agents = write_agent(
         home.path(),
@@ -562,15 +538,8 @@ fn the_main_agent_runs_a_workflow_with_its_tool() {
         .timeout(Duration::from_secs(120))
         .assert()
         .success();
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
-    let main: Vec<_> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("main-model"))
-        .collect();
+    let lines = common::json_lines(&common::stdout_of(out));
+    let main = common::requests_for(&server, "main-model");
     assert!(main[0].tool_names().contains(&"Workflow".to_string()));
     let result = common::last_tool_result(&main[1].body);
     assert!(result.starts_with("AB!\n\n[workflow wf_"), "{result}");
@@ -613,8 +582,7 @@ fn the_main_agent_runs_a_workflow_with_its_tool() {
 /// second message to the peer and no second run of the served agent.
 #[test]
 fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
-    let rt = rt();
-    let model = rt.block_on(ScriptedModelServer::start());
+    let (rt, model) = common::scripted();
     model.script().push_for_model(
         "worker-model",
         Reply::text("remote answer").with_delay(Duration::from_secs(4)),
@@ -631,20 +599,17 @@ fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
     // Killed once the call's remote task is journaled (its session names the task).
     let run_id = run_killed_once_journaled(home.path(), &script, &["--a2a", &worker_url], "a2a:");
     assert_eq!(model.request_count(), 1);
-    let out = json_stdout(
-        subagents_in(home.path())
-            .args([
-                "workflow",
-                "resume",
-                &run_id,
-                "--json",
-                "--a2a",
-                &worker_url,
-            ])
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .success(),
-    );
+    let out = subagents_in(home.path())
+        .args([
+            "workflow",
+            "resume",
+            &run_id,
+            "--json",
+            "--a2a",
+            &worker_url,
+        ])
+        .timeout(Duration::from_secs(60))
+        .json_ok();
     assert_eq!(out["result"], "remote answer", "{out}");
     assert_eq!(out["calls"]["rerun"], 1, "{out}");
     assert_eq!(
@@ -653,18 +618,10 @@ fn an_a2a_call_in_flight_is_re_attached_by_its_task_id() {
         "the served agent ran once: the resume followed its task"
     );
     // The peer got one message: the resume sent nothing to its working task.
-    let tasks: Value = rt.block_on(async {
-        reqwest::Client::new()
-            .post(&worker_url)
-            .header("A2A-Version", "1.0")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"historyLength": 50}}))
-            .send()
-            .await
-            .expect("ListTasks answers")
-            .json()
-            .await
-            .expect("JSON")
-    });
+    let tasks = rt.block_on(common::a2a_post(
+        &worker_url,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"historyLength": 50}}),
+    ));
     let tasks = tasks["result"]["tasks"]
         .as_array()
         .cloned()
@@ -694,13 +651,10 @@ fn an_mcp_call_in_flight_is_re_attached_by_its_task_handle() {
     let spec = format!("{url}#tool=job");
     let run_id = run_killed_once_journaled(home.path(), &script, &["--mcp", &spec], "mcp-task:");
     server.release.send_replace(true);
-    let out = json_stdout(
-        subagents_in(home.path())
-            .args(["workflow", "resume", &run_id, "--json", "--mcp", &spec])
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .success(),
-    );
+    let out = subagents_in(home.path())
+        .args(["workflow", "resume", &run_id, "--json", "--mcp", &spec])
+        .timeout(Duration::from_secs(60))
+        .json_ok();
     assert_eq!(out["result"], "job done: the work", "{out}");
     assert_eq!(out["calls"]["rerun"], 1, "{out}");
     assert_eq!(

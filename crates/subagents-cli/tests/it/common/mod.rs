@@ -381,3 +381,211 @@ impl WorkCase {
             .unwrap_or_default()
     }
 }
+
+/// A runtime and a scripted model server started on it (keep the runtime while the server is
+/// used).
+pub(crate) fn scripted() -> (
+    tokio::runtime::Runtime,
+    subagent_testkit::ScriptedModelServer,
+) {
+    let rt = rt();
+    let server = rt.block_on(subagent_testkit::ScriptedModelServer::start());
+    (rt, server)
+}
+
+/// A command run to its end that must have succeeded (its stderr is shown when not).
+pub(crate) trait OutputOk {
+    /// Runs it, asserts it exited 0, and gives what it printed.
+    fn output_ok(&mut self) -> std::process::Output;
+
+    /// [`output_ok`](Self::output_ok), its stdout as JSON (`--json`).
+    fn json_ok(&mut self) -> Value {
+        json_of(&self.output_ok())
+    }
+}
+
+fn succeeded(out: std::io::Result<std::process::Output>) -> std::process::Output {
+    let out = out.expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+impl OutputOk for Command {
+    fn output_ok(&mut self) -> std::process::Output {
+        succeeded(self.output())
+    }
+}
+
+impl OutputOk for std::process::Command {
+    fn output_ok(&mut self) -> std::process::Output {
+        succeeded(self.output())
+    }
+}
+
+/// The schema of the typed calls: an integer `answer` and a string `source`.
+pub(crate) fn report_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}, "source": {"type": "string"}},
+        "required": ["answer", "source"],
+        "additionalProperties": false
+    })
+}
+
+/// [`scripted`] and a temporary directory (a home, a workspace or a served root).
+pub(crate) fn scripted_in_temp() -> (
+    tokio::runtime::Runtime,
+    subagent_testkit::ScriptedModelServer,
+    tempfile::TempDir,
+) {
+    let (rt, server) = scripted();
+    (rt, server, tempfile::tempdir().expect("temp dir"))
+}
+
+/// A command's stdout then its stderr, as one text.
+pub(crate) fn all_output(out: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The one line of `text` that contains `needle` (fails when there are none or several).
+pub(crate) fn the_line_with<'a>(text: &'a str, needle: &str) -> &'a str {
+    let found: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
+    assert_eq!(found.len(), 1, "one line with {needle:?}: {text}");
+    found[0]
+}
+
+/// The requests `server` got for `model`, in order.
+pub(crate) fn requests_for(
+    server: &subagent_testkit::ScriptedModelServer,
+    model: &str,
+) -> Vec<subagent_testkit::RecordedRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some(model))
+        .collect()
+}
+
+/// The JSON values of `text`, one a line (`stream-json`).
+pub(crate) fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect()
+}
+
+/// `cmd` run, which succeeded; its stdout as JSON (`--json`).
+pub(crate) fn ok_json(cmd: &mut Command) -> Value {
+    json_stdout(cmd.assert().success())
+}
+
+/// The one request `server` got, and its body as text.
+pub(crate) fn only_request(
+    server: &subagent_testkit::ScriptedModelServer,
+) -> (subagent_testkit::RecordedRequest, String) {
+    let mut reqs = server.requests();
+    assert_eq!(reqs.len(), 1, "one request: {reqs:#?}");
+    let req = reqs.remove(0);
+    let body = req.body.to_string();
+    (req, body)
+}
+
+/// Posts the JSON-RPC `body` to the A2A endpoint `url` (A2A 1.0); the JSON answer.
+pub(crate) async fn a2a_post(url: &str, body: &Value) -> Value {
+    reqwest::Client::new()
+        .post(url)
+        .header("A2A-Version", "1.0")
+        .json(body)
+        .send()
+        .await
+        .expect("the A2A request is answered")
+        .json()
+        .await
+        .expect("a JSON answer")
+}
+
+/// A command's stdout as JSON; a failure to parse shows its stdout and stderr.
+pub(crate) fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("JSON on stdout ({e}):\n{}", all_output(out)))
+}
+
+/// A scripted model server on `rt`, a temporary home, and the config in it that names the
+/// server's `child-model` `child` ([`child_model_config`]).
+pub(crate) fn child_model_home(
+    rt: &tokio::runtime::Runtime,
+) -> (
+    subagent_testkit::ScriptedModelServer,
+    tempfile::TempDir,
+    PathBuf,
+) {
+    let server = rt.block_on(subagent_testkit::ScriptedModelServer::start());
+    let home = tempfile::tempdir().expect("home");
+    let config = child_model_config(home.path(), &server);
+    (server, home, config)
+}
+
+/// Asserts that `text` contains each of `parts` (showing `text` when not).
+#[track_caller]
+pub(crate) fn assert_has(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+}
+
+/// True where Landlock is available; otherwise prints SKIPPED for `test` with the reason.
+pub(crate) fn landlock(test: &str) -> bool {
+    match subagents::tools::landlock_support() {
+        subagents::tools::LandlockSupport::Unavailable(why) => {
+            eprintln!("SKIPPED: {test}: Landlock is unavailable ({why})");
+            false
+        }
+        _ => true,
+    }
+}
+
+/// The stderr of a command that ran and exited with `code` (its output is shown when not).
+#[track_caller]
+pub(crate) fn stderr_on_exit(out: std::io::Result<std::process::Output>, code: i32) -> String {
+    let out = out.expect("the command runs");
+    assert_eq!(out.status.code(), Some(code), "{}", all_output(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Scripts the README's first run up to the calculator's Bash call: the main model delegates
+/// "17 * 23" to `calculator`, which runs `python3 -c 'print(17 * 23)'`.
+pub(crate) fn script_calculator_call(script: &subagent_testkit::Script) {
+    script.push(subagent_testkit::Reply::tool_calls(vec![(
+        "Task",
+        serde_json::json!({"subagent_type": "calculator", "description": "multiply", "prompt": "17 * 23"}),
+    )]));
+    script.push(subagent_testkit::Reply::tool_calls(vec![(
+        "Bash",
+        serde_json::json!({"command": "python3 -c 'print(17 * 23)'"}),
+    )]));
+}
+
+/// The Python interpreter named by the variable `var`, or else the venv `target/py/VENV` that
+/// `setup` makes; fails saying what to run when it is missing (`needs`: what it must have).
+pub(crate) fn venv_python(var: &str, venv: &str, needs: &str, setup: &str) -> PathBuf {
+    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/py")
+            .join(venv)
+            .join("bin/python")
+    });
+    assert!(
+        path.exists(),
+        "no Python with {needs} at {} (run {setup} or set {var})",
+        path.display()
+    );
+    path
+}
