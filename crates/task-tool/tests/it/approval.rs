@@ -7,7 +7,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{FnKind, fn_ref};
+use common::{FnKind, assert_error, assert_has, build_tool, fn_ref};
 use serde_json::json;
 use subagent_core::FixedApprover;
 use subagent_spi::*;
@@ -38,12 +38,7 @@ fn asker() -> FnKind {
 }
 
 async fn tool() -> TaskTool {
-    TaskTool::builder()
-        .subagent_type(asker().into_type())
-        .subagent_reference(fn_ref("asker"))
-        .build()
-        .await
-        .expect("builds")
+    build_tool(asker().into_type(), [fn_ref("asker")], |b| b).await
 }
 
 async fn start(task: &TaskTool, ctx: &TaskContext) -> String {
@@ -67,23 +62,9 @@ async fn the_question_shows_and_no_is_final() {
     let ctx = TaskContext::new().with_agent("main");
     let id = start(&task, &ctx).await;
     let waiting = output(&task, &ctx, json!({"task_id": id, "timeout_ms": 60000})).await;
-    assert!(
-        waiting.content.contains("status: waiting_for_approval"),
-        "{}",
-        waiting.content
-    );
-    assert!(
-        waiting
-            .content
-            .contains("asker (main > asker) wants to run Bash: touch x"),
-        "{}",
-        waiting.content
-    );
-    assert!(
-        waiting.content.contains("Bash(touch:*)"),
-        "{}",
-        waiting.content
-    );
+    assert_has(&waiting, "status: waiting_for_approval");
+    assert_has(&waiting, "asker (main > asker) wants to run Bash: touch x");
+    assert_has(&waiting, "Bash(touch:*)");
     let snap = task.output(&id, None).await.unwrap();
     assert_eq!(snap.status(), TaskStatus::Running);
     assert_eq!(
@@ -97,12 +78,8 @@ async fn the_question_shows_and_no_is_final() {
         json!({"task_id": id, "approve": "no", "timeout_ms": 60000}),
     )
     .await;
-    assert!(
-        done.content.contains("status: completed"),
-        "{}",
-        done.content
-    );
-    assert!(done.content.contains("declined"), "{}", done.content);
+    assert_has(&done, "status: completed");
+    assert_has(&done, "declined");
     // Nothing left to answer.
     let again = output(
         &task,
@@ -110,11 +87,7 @@ async fn the_question_shows_and_no_is_final() {
         json!({"task_id": id, "approve": "yes", "block": false}),
     )
     .await;
-    assert!(
-        again.is_error && again.content.contains("not waiting"),
-        "{}",
-        again.content
-    );
+    assert_error(&again, "not waiting");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -130,11 +103,7 @@ async fn always_from_a_root_caller_without_an_approver_is_final() {
     )
     .await;
     // The second question was answered by the session grant: the task did not wait again.
-    assert!(
-        done.content.contains("AllowSession, AllowSession"),
-        "{}",
-        done.content
-    );
+    assert_has(&done, "AllowSession, AllowSession");
     assert!(task.pending_approval(&id).is_none());
 }
 
@@ -152,11 +121,7 @@ async fn a_yes_is_confirmed_with_the_callers_approver() {
         json!({"task_id": id, "approve": "yes", "timeout_ms": 60000}),
     )
     .await;
-    assert!(
-        done.content.contains("the user refused."),
-        "{}",
-        done.content
-    );
+    assert_has(&done, "the user refused.");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,11 +162,7 @@ async fn another_run_cannot_read_answer_or_stop_the_task() {
     let b = TaskContext::new().with_agent("b").with_task_id("caller_b");
     let id = start(&task, &a).await;
     let waiting = output(&task, &a, json!({"task_id": id, "timeout_ms": 60000})).await;
-    assert!(
-        waiting.content.contains("waiting_for_approval"),
-        "{}",
-        waiting.content
-    );
+    assert_has(&waiting, "waiting_for_approval");
 
     let read = output(&task, &b, json!({"task_id": id, "block": false})).await;
     let answer = output(
@@ -228,11 +189,7 @@ async fn another_run_cannot_read_answer_or_stop_the_task() {
             out.content
         );
     }
-    assert!(
-        read.content.contains("Your tasks: (none)"),
-        "{}",
-        read.content
-    );
+    assert_has(&read, "Your tasks: (none)");
     assert!(
         answer
             .content
@@ -246,5 +203,5 @@ async fn another_run_cannot_read_answer_or_stop_the_task() {
         json!({"task_id": id, "approve": "no", "timeout_ms": 60000}),
     )
     .await;
-    assert!(done.content.contains("declined"), "{}", done.content);
+    assert_has(&done, "declined");
 }

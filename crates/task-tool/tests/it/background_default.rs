@@ -2,67 +2,16 @@
 //! `background: true`): a call without `run_in_background` starts it in the background, an
 //! explicit `run_in_background: false` keeps it in the foreground.
 
+use crate::common::offer::offer_tool;
+
 use std::time::Duration;
 
 use subagent_spi::*;
 use task_tool::{BackgroundState, Dispatch, TaskTool};
 
-const KIND: Kind = Kind::from_static("BG");
-
-#[derive(Debug)]
-struct Def {
-    name: String,
-    description: String,
-    reference: SubagentReference,
-    background: bool,
-}
-
-impl_subagent_definition!(Def {
-    fn runs_in_background_by_default(&self) -> bool {
-        self.background
-    }
-});
-
-/// Agents named `bg...` run in the background by default.
-struct BgKind;
-
-#[async_trait]
-impl SubagentKind for BgKind {
-    type Agent = Def;
-
-    fn kind(&self) -> Kind {
-        KIND
-    }
-
-    async fn resolve(&self, reference: &SubagentReference) -> Result<Def, SubagentError> {
-        Ok(Def {
-            name: reference.uri.clone(),
-            description: "test agent".into(),
-            reference: reference.clone(),
-            background: reference.uri.starts_with("bg"),
-        })
-    }
-
-    async fn run(
-        &self,
-        agent: &Def,
-        call: TaskCall,
-        _ctx: TaskContext,
-    ) -> Result<TaskOutcome, SubagentError> {
-        Ok(TaskOutcome::completed(format!(
-            "{} did {}",
-            agent.name, call.prompt
-        )))
-    }
-}
-
+/// `bg-worker` runs in the background by default, `fg-worker` does not.
 async fn task() -> TaskTool {
-    TaskTool::builder()
-        .subagent_type(SubagentType::from(BgKind))
-        .subagent_references(["bg-worker", "fg-worker"].map(|n| SubagentReference::new(n, KIND)))
-        .build()
-        .await
-        .expect("builds")
+    offer_tool(&["bg-worker", "fg-worker"], |b| b).await
 }
 
 #[tokio::test]

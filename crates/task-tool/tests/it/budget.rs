@@ -8,7 +8,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{FnKind, fn_ref};
+use common::{FnKind, assert_has, build_tool, fn_ref};
 use subagent_core::{Budget, BudgetExt};
 use subagent_spi::*;
 use task_tool::{Dispatch, TaskTool};
@@ -43,14 +43,8 @@ fn kind() -> FnKind {
 async fn tool(
     build: impl FnOnce(task_tool::TaskToolBuilder) -> task_tool::TaskToolBuilder,
 ) -> TaskTool {
-    build(
-        TaskTool::builder()
-            .subagent_type(kind().into_type())
-            .subagent_references(["spender", "absurd", "honest"].map(fn_ref)),
-    )
-    .build()
-    .await
-    .expect("builds")
+    let agents = ["spender", "absurd", "honest"].map(fn_ref);
+    build_tool(kind().into_type(), agents, build).await
 }
 
 /// A context with a budget of `tokens`, and the budget.
@@ -118,11 +112,7 @@ async fn a_report_over_the_budget_spends_it_and_the_next_delegation_is_refused()
         )
         .await;
     assert!(out.is_error, "{}", out.content);
-    assert!(
-        out.content.contains("budget_tokens=10000"),
-        "{}",
-        out.content
-    );
+    assert_has(&out, "budget_tokens=10000");
 }
 
 #[tokio::test]
@@ -244,12 +234,12 @@ async fn a_background_grandchild_that_outlives_a_non_charging_child_takes_nothin
                 ))
             }
         });
-    let task = TaskTool::builder()
-        .subagent_type(kind.into_type())
-        .subagent_references(["starter", "worker", "spender"].map(fn_ref))
-        .build()
-        .await
-        .expect("builds");
+    let task = build_tool(
+        kind.into_type(),
+        ["starter", "worker", "spender"].map(fn_ref),
+        |b| b,
+    )
+    .await;
     // 500 + 5010 = 5510 tokens in all: one over this budget, crossed by the last turn.
     let (ctx, budget) = with_budget(5509);
     let o = foreground(&task, TaskCall::new("starter", "d", "go"), &ctx).await;
@@ -338,12 +328,12 @@ async fn a_background_childs_result_read_by_its_caller_is_charged_once() {
             });
             Err(SubagentError::execution("failing", "broke"))
         });
-    let task = TaskTool::builder()
-        .subagent_type(kind.into_type())
-        .subagent_references(["reader", "worker", "failing"].map(fn_ref))
-        .build()
-        .await
-        .expect("builds");
+    let task = build_tool(
+        kind.into_type(),
+        ["reader", "worker", "failing"].map(fn_ref),
+        |b| b,
+    )
+    .await;
     for (child, total, turns) in [("worker", 5500, 2), ("failing", 570, 2)] {
         let (ctx, budget) = with_budget(1_000_000);
         let o = foreground(&task, TaskCall::new("reader", "d", child), &ctx).await;

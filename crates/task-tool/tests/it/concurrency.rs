@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{FnKind, fn_ref};
+use common::{FnKind, assert_has, build_tool, fn_ref};
 use serde_json::json;
 use subagent_spi::{SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool};
 use task_tool::TaskTool;
@@ -48,13 +48,10 @@ async fn delegate(ctx: &TaskContext, agent: &str) -> String {
 
 /// A `Task` tool over `kind`'s agents `names`, at most `max_concurrent` calls running at once.
 async fn capped(kind: SubagentType, names: &[&str], max_concurrent: usize) -> TaskTool {
-    TaskTool::builder()
-        .subagent_type(kind)
-        .subagent_references(names.iter().copied().map(fn_ref))
-        .max_concurrent(max_concurrent)
-        .build()
-        .await
-        .expect("builds")
+    build_tool(kind, names.iter().copied().map(fn_ref), |b| {
+        b.max_concurrent(max_concurrent)
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +99,7 @@ async fn a_parent_waiting_for_its_child_gives_its_place_back() {
     )
     .await
     .expect("no deadlock on the cap");
-    assert!(out.content.contains("INNER-DONE"), "{}", out.content);
+    assert_has(&out, "INNER-DONE");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,19 +180,19 @@ async fn a_background_task_over_the_cap_shows_queued_then_runs() {
         .call(json!({"task_id": quick_id, "block": false}), &ctx)
         .await
         .expect("reads");
-    assert!(peek.content.contains("status: queued"), "{}", peek.content);
+    assert_has(&peek, "status: queued");
 
     release.notify_one();
     let slow = output
         .call(json!({"task_id": slow_id, "timeout_ms": 5000}), &ctx)
         .await
         .expect("reads");
-    assert!(slow.content.contains("SLOW-DONE"), "{}", slow.content);
+    assert_has(&slow, "SLOW-DONE");
     let quick = output
         .call(json!({"task_id": quick_id, "timeout_ms": 5000}), &ctx)
         .await
         .expect("reads");
-    assert!(quick.content.contains("QUICK-DONE"), "{}", quick.content);
+    assert_has(&quick, "QUICK-DONE");
 }
 
 #[tokio::test]
@@ -227,13 +224,10 @@ async fn a_call_dropped_midway_gives_its_place_back() {
             Ok(TaskOutcome::completed("QUICK-DONE"))
         })
         .into_type();
-    let task = TaskTool::builder()
-        .subagent_type(kind)
-        .subagent_references([fn_ref("stuck"), fn_ref("quick")])
-        .max_concurrent(1)
-        .build()
-        .await
-        .expect("builds");
+    let task = build_tool(kind, [fn_ref("stuck"), fn_ref("quick")], |b| {
+        b.max_concurrent(1)
+    })
+    .await;
     let ctx = TaskContext::new();
     let holder = {
         let (task, ctx) = (task.clone(), ctx.clone());
@@ -255,7 +249,7 @@ async fn a_call_dropped_midway_gives_its_place_back() {
     )
     .await
     .expect("the dropped calls' place is free again");
-    assert!(out.content.contains("QUICK-DONE"), "{}", out.content);
+    assert_has(&out, "QUICK-DONE");
 }
 
 /// Callers marked with a `BackgroundCaller` share the background limit: one that starts as

@@ -4,7 +4,7 @@
 //! starting it; and `TaskOutput` given a result's session id (what a small model reads as a
 //! task id) says what that id is.
 
-use crate::common::{FnKind, fn_ref};
+use crate::common::{FnKind, assert_has, build_tool, fn_ref};
 
 use subagent_spi::{TaskContext, TaskOutcome, Tool};
 use task_tool::TaskTool;
@@ -18,12 +18,7 @@ async fn with_agents(n: usize, description: &str) -> TaskTool {
         kind = kind.agent(&name, |_c, _x| async { Ok(TaskOutcome::completed("ran")) });
         refs.push(fn_ref(&format!("{name}?{description}")));
     }
-    TaskTool::builder()
-        .subagent_type(kind.into_type())
-        .subagent_references(refs)
-        .build()
-        .await
-        .expect("builds")
+    build_tool(kind.into_type(), refs, |b| b).await
 }
 
 const LONG: &str = "Reviews one concern of a change with care. It reads the diff, the files around \
@@ -64,8 +59,8 @@ async fn an_empty_prompt_returns_the_full_description_and_starts_nothing() {
         )
         .await;
     assert!(!out.is_error, "{}", out.content);
-    assert!(out.content.contains(LONG), "{}", out.content);
-    assert!(out.content.contains("was not started"), "{}", out.content);
+    assert_has(&out, LONG);
+    assert_has(&out, "was not started");
     assert!(out.children.is_empty(), "nothing ran");
     // With a prompt, it runs.
     let out = task
@@ -74,7 +69,7 @@ async fn an_empty_prompt_returns_the_full_description_and_starts_nothing() {
             &TaskContext::new(),
         )
         .await;
-    assert!(out.content.contains("ran"), "{}", out.content);
+    assert_has(&out, "ran");
 }
 
 #[tokio::test]
@@ -89,11 +84,9 @@ async fn task_output_given_a_session_id_says_it_is_one() {
             .await
             .expect("answers");
         assert!(out.is_error, "{}", out.content);
-        assert!(
-            out.content
-                .contains("That is a session id (for Task's `resume`), not a task id"),
-            "{}",
-            out.content
+        assert_has(
+            &out,
+            "That is a session id (for Task's `resume`), not a task id",
         );
     }
 }
@@ -112,7 +105,7 @@ async fn a_call_without_a_description_runs_under_its_prompts_first_words() {
         )
         .await;
     assert!(!out.is_error, "{}", out.content);
-    assert!(out.content.contains("ran"), "{}", out.content);
+    assert_has(&out, "ran");
     assert!(
         recorder.events().iter().any(|e| matches!(
             &e.kind,
@@ -143,5 +136,5 @@ async fn a_call_without_a_description_runs_under_its_prompts_first_words() {
         )
         .await;
     assert!(out.is_error, "{}", out.content);
-    assert!(out.content.contains("Required fields"), "{}", out.content);
+    assert_has(&out, "Required fields");
 }

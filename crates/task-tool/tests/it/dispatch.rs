@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{FnKind, fn_ref};
+use common::{FnKind, assert_error, assert_has, assert_starts, build_tool, fn_ref};
 use serde_json::json;
 use subagent_spi::*;
 use task_tool::{Dispatch, TaskTool};
@@ -116,19 +116,6 @@ async fn start_bg(task: &TaskTool, agent: &str, prompt: &str, ctx: &TaskContext)
 /// Calls `tool` with `input`; its output (the call itself must not fail).
 async fn call_ok(tool: &impl Tool, input: serde_json::Value, ctx: &TaskContext) -> ToolOutput {
     tool.call(input, ctx).await.expect("tool call")
-}
-
-/// Asserts that the output's text contains `text`.
-#[track_caller]
-fn assert_has(out: &ToolOutput, text: &str) {
-    assert!(out.content.contains(text), "{}", out.content);
-}
-
-/// Asserts that the output is an error whose text contains `text`.
-#[track_caller]
-fn assert_error(out: &ToolOutput, text: &str) {
-    assert!(out.is_error);
-    assert_has(out, text);
 }
 
 #[tokio::test]
@@ -261,13 +248,10 @@ async fn stop_cancels_the_executor_and_keeps_partial_output() {
 #[tokio::test]
 async fn finished_results_expire_after_the_ttl() {
     let seen = Arc::new(AtomicBool::new(false));
-    let task = TaskTool::builder()
-        .subagent_type(kind(seen).into_type())
-        .subagent_reference(fn_ref("echo"))
-        .result_ttl(Duration::from_millis(100))
-        .build()
-        .await
-        .expect("builds");
+    let task = build_tool(kind(seen).into_type(), [fn_ref("echo")], |b| {
+        b.result_ttl(Duration::from_millis(100))
+    })
+    .await;
     let ctx = TaskContext::new();
     let id = start_bg(&task, "echo", "x", &ctx).await;
     let done = task
@@ -341,12 +325,7 @@ async fn foreground_calls_run_concurrently() {
             Ok(TaskOutcome::completed("met"))
         }
     });
-    let task2 = TaskTool::builder()
-        .subagent_type(kind.into_type())
-        .subagent_reference(fn_ref("meet"))
-        .build()
-        .await
-        .expect("builds");
+    let task2 = build_tool(kind.into_type(), [fn_ref("meet")], |b| b).await;
     drop(task);
     let all = tokio::time::timeout(
         Duration::from_secs(10),
@@ -417,11 +396,7 @@ async fn needs_input_explains_how_to_resume() {
     assert_has(&out, "resume `ask-1`");
     let answer = json!({"description": "answer", "prompt": "blue", "subagent_type": "asker", "resume": "ask-1"});
     let done = task.call(answer, &ctx).await.expect("call");
-    assert!(
-        done.content.starts_with("thanks for blue"),
-        "{}",
-        done.content
-    );
+    assert_starts(&done, "thanks for blue");
 }
 
 #[tokio::test]
@@ -433,12 +408,7 @@ async fn an_executor_that_cannot_resume_says_so() {
         .await
         .expect("call");
     assert!(out.is_error);
-    assert!(
-        out.content
-            .contains("cannot resume `one-1`: this kind cannot resume"),
-        "{}",
-        out.content
-    );
+    assert_has(&out, "cannot resume `one-1`: this kind cannot resume");
 }
 
 #[tokio::test]
@@ -504,13 +474,7 @@ fn nesting_kind() -> SubagentType {
 
 /// A Task tool with the `nest` agent and `max_depth`.
 async fn nesting_task(max_depth: u32) -> TaskTool {
-    TaskTool::builder()
-        .subagent_type(nesting_kind())
-        .subagent_reference(fn_ref("nest"))
-        .max_depth(max_depth)
-        .build()
-        .await
-        .expect("builds")
+    build_tool(nesting_kind(), [fn_ref("nest")], |b| b.max_depth(max_depth)).await
 }
 
 #[tokio::test]
@@ -532,12 +496,7 @@ async fn children_delegate_through_the_handle_until_the_depth_limit() {
 
 #[tokio::test]
 async fn the_usage_tree_has_the_shape_of_the_delegation() {
-    let task = TaskTool::builder()
-        .subagent_type(nesting_kind())
-        .subagent_reference(fn_ref("nest"))
-        .build()
-        .await
-        .expect("builds");
+    let task = build_tool(nesting_kind(), [fn_ref("nest")], |b| b).await;
     let out = task
         .call_tool(
             json!({"description": "d", "prompt": "go", "subagent_type": "nest"}),

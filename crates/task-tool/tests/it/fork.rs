@@ -7,7 +7,7 @@ use crate::common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{FnKind, fn_ref};
+use common::{FnKind, assert_has, fn_ref};
 use serde_json::json;
 use subagent_spi::*;
 use task_tool::TaskTool;
@@ -69,7 +69,7 @@ async fn a_fork_runs_the_callers_conversation_one_level_down() {
     let (ctx, conversation) = with_conversation(TaskContext::new().with_task_id("main"));
     let out = task.call_tool(fork_input("count"), &ctx).await;
     assert!(!out.is_error, "{}", out.content);
-    assert!(out.content.contains("forked: count"), "{}", out.content);
+    assert_has(&out, "forked: count");
     assert_eq!(
         *conversation.seen.lock().expect("lock"),
         [("fork".to_string(), 1, "count".to_string())]
@@ -94,11 +94,7 @@ async fn without_the_callers_conversation_a_fork_is_a_clear_error() {
         .call_tool(fork_input("count"), &TaskContext::new())
         .await;
     assert!(out.is_error);
-    assert!(
-        out.content.contains("conversation is not known here"),
-        "{}",
-        out.content
-    );
+    assert_has(&out, "conversation is not known here");
 }
 
 #[tokio::test]
@@ -121,11 +117,7 @@ async fn forks_stop_at_the_nesting_limit() {
     let (ctx, conversation) = with_conversation(deep);
     let out = task.call_tool(fork_input("deeper"), &ctx).await;
     assert!(out.is_error);
-    assert!(
-        out.content.contains(&format!("max_depth={max}")),
-        "{}",
-        out.content
-    );
+    assert_has(&out, &format!("max_depth={max}"));
     assert!(conversation.seen.lock().expect("lock").is_empty());
 }
 
@@ -137,11 +129,7 @@ async fn a_fork_is_not_resumed() {
     input["resume"] = json!("sess_unknown");
     let out = task.call_tool(input, &ctx).await;
     assert!(out.is_error);
-    assert!(
-        out.content.contains("a fork cannot be resumed"),
-        "{}",
-        out.content
-    );
+    assert_has(&out, "a fork cannot be resumed");
     assert!(conversation.seen.lock().expect("lock").is_empty());
 }
 

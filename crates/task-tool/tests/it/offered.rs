@@ -4,77 +4,16 @@
 //! every companion the texts are as they always were.
 
 use crate::common;
+use crate::common::offer::offer_tool;
+use crate::common::{assert_has, assert_starts};
 
 use std::time::Duration;
 
 use subagent_spi::*;
 use task_tool::{Companions, TaskTool};
 
-const KIND: Kind = Kind::from_static("OFFER");
-
-#[derive(Debug)]
-struct Def {
-    name: String,
-    description: String,
-    reference: SubagentReference,
-}
-
-impl_subagent_definition!(Def {
-    fn runs_in_background_by_default(&self) -> bool {
-        self.name.starts_with("bg")
-    }
-});
-
-/// Answers at once, except `slow` and `listener`, which work until they are cancelled
-/// (`listener` takes messages).
-struct OfferKind;
-
-#[async_trait]
-impl SubagentKind for OfferKind {
-    type Agent = Def;
-
-    fn kind(&self) -> Kind {
-        KIND
-    }
-
-    async fn resolve(&self, reference: &SubagentReference) -> Result<Def, SubagentError> {
-        Ok(Def {
-            name: reference.uri.clone(),
-            description: "test agent".into(),
-            reference: reference.clone(),
-        })
-    }
-
-    fn message_delivery(&self, agent: &Def) -> Option<&'static str> {
-        (agent.name == "listener").then_some("it reads it at its next step")
-    }
-
-    async fn run(
-        &self,
-        agent: &Def,
-        call: TaskCall,
-        ctx: TaskContext,
-    ) -> Result<TaskOutcome, SubagentError> {
-        if matches!(agent.name.as_str(), "slow" | "listener") {
-            ctx.cancel().cancelled().await;
-            return Ok(TaskOutcome::with_status("", TaskStatus::Cancelled));
-        }
-        Ok(TaskOutcome::completed(format!(
-            "{} did {}",
-            agent.name, call.prompt
-        )))
-    }
-}
-
 async fn task() -> TaskTool {
-    TaskTool::builder()
-        .subagent_type(SubagentType::from(OfferKind))
-        .subagent_references(
-            ["bg-worker", "fg-worker", "slow", "listener"].map(|n| SubagentReference::new(n, KIND)),
-        )
-        .build()
-        .await
-        .expect("builds")
+    offer_tool(&["bg-worker", "fg-worker", "slow", "listener"], |b| b).await
 }
 
 fn has_background_param(tool: &dyn Tool) -> bool {
@@ -118,7 +57,7 @@ async fn task_alone_names_no_absent_tool_and_runs_in_the_foreground() {
         .call_tool(call("bg-worker", None), &TaskContext::new())
         .await;
     assert!(!out.is_error, "{}", out.content);
-    assert!(out.content.contains("bg-worker did it"), "{}", out.content);
+    assert_has(&out, "bg-worker did it");
     for absent in ["TaskOutput", "TaskStop"] {
         assert!(!out.content.contains(absent), "{}", out.content);
     }
@@ -129,12 +68,8 @@ async fn task_alone_names_no_absent_tool_and_runs_in_the_foreground() {
         .call_tool(call("fg-worker", Some(true)), &TaskContext::new())
         .await;
     assert!(out.is_error, "{}", out.content);
-    assert!(
-        out.content.contains("`run_in_background` is not available")
-            && out.content.contains("without it"),
-        "{}",
-        out.content
-    );
+    assert_has(&out, "`run_in_background` is not available");
+    assert_has(&out, "without it");
     for absent in ["TaskOutput", "TaskStop"] {
         assert!(!out.content.contains(absent), "{}", out.content);
     }
@@ -207,7 +142,7 @@ async fn without_task_stop_no_text_says_to_cancel_with_it() {
     let ctx = TaskContext::new();
     let out = view.call_tool(call("slow", Some(true)), &ctx).await;
     assert!(!out.is_error, "{}", out.content);
-    assert!(out.content.contains("TaskOutput"), "{}", out.content);
+    assert_has(&out, "TaskOutput");
     assert!(!out.content.contains("TaskStop"), "{}", out.content);
     let id = full.running_background_ids()[0].clone();
 
@@ -217,12 +152,7 @@ async fn without_task_stop_no_text_says_to_cancel_with_it() {
         .call(serde_json::json!({"task_id": id, "timeout_ms": 50}), &ctx)
         .await
         .expect("reads");
-    assert!(
-        read.content
-            .contains("Call TaskOutput again to keep waiting."),
-        "{}",
-        read.content
-    );
+    assert_has(&read, "Call TaskOutput again to keep waiting.");
     assert!(!read.content.contains("TaskStop"), "{}", read.content);
 
     // The full view's TaskOutput still names TaskStop.
@@ -231,11 +161,7 @@ async fn without_task_stop_no_text_says_to_cancel_with_it() {
         .call(serde_json::json!({"task_id": id, "timeout_ms": 50}), &ctx)
         .await
         .expect("reads");
-    assert!(
-        read.content.contains("or TaskStop to cancel it."),
-        "{}",
-        read.content
-    );
+    assert_has(&read, "or TaskStop to cancel it.");
     full.stop(&id).await.expect("stops");
     let _ = tokio::time::timeout(Duration::from_secs(5), full.output(&id, None)).await;
 }
@@ -243,13 +169,7 @@ async fn without_task_stop_no_text_says_to_cancel_with_it() {
 /// The `max_background` refusal names `TaskStop` only when it is offered.
 #[tokio::test]
 async fn the_max_background_refusal_names_task_stop_only_when_offered() {
-    let full = TaskTool::builder()
-        .subagent_type(SubagentType::from(OfferKind))
-        .subagent_references(["slow", "fg-worker"].map(|n| SubagentReference::new(n, KIND)))
-        .max_background(1)
-        .build()
-        .await
-        .expect("builds");
+    let full = offer_tool(&["slow", "fg-worker"], |b| b.max_background(1)).await;
     let view = full.offering(Companions::from_names(["Task", "TaskOutput"]));
     let ctx = TaskContext::new();
     let out = view.call_tool(call("slow", Some(true)), &ctx).await;
@@ -258,23 +178,13 @@ async fn the_max_background_refusal_names_task_stop_only_when_offered() {
 
     let refused = view.call_tool(call("fg-worker", Some(true)), &ctx).await;
     assert!(refused.is_error, "{}", refused.content);
-    assert!(
-        refused.content.contains("max_background=1")
-            && refused
-                .content
-                .contains("Wait for one with TaskOutput, or run this task"),
-        "{}",
-        refused.content
-    );
+    assert_has(&refused, "max_background=1");
+    assert_has(&refused, "Wait for one with TaskOutput, or run this task");
     assert!(!refused.content.contains("TaskStop"), "{}", refused.content);
 
     // With every companion it still says to stop one with TaskStop.
     let refused = full.call_tool(call("fg-worker", Some(true)), &ctx).await;
-    assert!(
-        refused.content.contains("stop one with TaskStop"),
-        "{}",
-        refused.content
-    );
+    assert_has(&refused, "stop one with TaskStop");
     full.stop(&id).await.expect("stops");
     let _ = tokio::time::timeout(Duration::from_secs(5), full.output(&id, None)).await;
 }
@@ -327,22 +237,13 @@ async fn send_message_refusals_name_only_the_companions_offered() {
     ]));
     let refused = send(&no_stop, &slow).await;
     assert!(refused.is_error, "{}", refused.content);
-    assert!(
-        refused.content.contains("cannot receive messages")
-            && refused
-                .content
-                .contains("wait for its result with TaskOutput."),
-        "{}",
-        refused.content
-    );
+    assert_has(&refused, "cannot receive messages");
+    assert_has(&refused, "wait for its result with TaskOutput.");
     assert!(!refused.content.contains("TaskStop"), "{}", refused.content);
     let refused = send(&full, &slow).await;
-    assert!(
-        refused
-            .content
-            .contains("wait for its result with TaskOutput, or stop it with TaskStop."),
-        "{}",
-        refused.content
+    assert_has(
+        &refused,
+        "wait for its result with TaskOutput, or stop it with TaskStop.",
     );
     let lean = full.offering(Companions::none());
     let refused = send(&lean, &slow).await;
@@ -357,20 +258,12 @@ async fn send_message_refusals_name_only_the_companions_offered() {
     let listener = full.running_background_ids()[0].clone();
     let delivered = send(&lean, &listener).await;
     assert!(!delivered.is_error, "{}", delivered.content);
-    assert!(
-        delivered.content.starts_with("Message delivered"),
-        "{}",
-        delivered.content
-    );
+    assert_starts(&delivered, "Message delivered");
     for absent in ["TaskOutput", "TaskStop"] {
         assert!(!delivered.content.contains(absent), "{}", delivered.content);
     }
     let delivered = send(&no_stop, &listener).await;
-    assert!(
-        delivered.content.contains("TaskOutput lists it as unread"),
-        "{}",
-        delivered.content
-    );
+    assert_has(&delivered, "TaskOutput lists it as unread");
     full.stop(&listener).await.expect("stops");
 
     // A finished task: read it with TaskOutput only where TaskOutput is offered.
@@ -380,20 +273,10 @@ async fn send_message_refusals_name_only_the_companions_offered() {
         .await
         .expect("ends");
     let refused = send(&lean, &done).await;
-    assert!(
-        refused
-            .content
-            .contains("has already finished (status completed)."),
-        "{}",
-        refused.content
-    );
+    assert_has(&refused, "has already finished (status completed).");
     for absent in ["TaskOutput", "TaskStop"] {
         assert!(!refused.content.contains(absent), "{}", refused.content);
     }
     let refused = send(&no_stop, &done).await;
-    assert!(
-        refused.content.contains("read its result with TaskOutput."),
-        "{}",
-        refused.content
-    );
+    assert_has(&refused, "read its result with TaskOutput.");
 }

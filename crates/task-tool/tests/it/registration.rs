@@ -4,7 +4,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{FnKind, fn_ref};
+use common::{FnKind, build_tool, fn_ref};
 use subagent_spi::*;
 use task_tool::{BuildError, TaskTool};
 
@@ -126,12 +126,7 @@ async fn user_reference_overrides_a_type_default() {
         fn_ref("echo#Explore?built-in explorer"),
         fn_ref("other#Plan?built-in planner"),
     ]);
-    let task = TaskTool::builder()
-        .subagent_type(t)
-        .subagent_reference(fn_ref("other#explore?my own explorer"))
-        .build()
-        .await
-        .expect("builds");
+    let task = build_tool(t, [fn_ref("other#explore?my own explorer")], |b| b).await;
     assert_eq!(
         task.agent_names(),
         vec!["Plan".to_string(), "explore".to_string()]
@@ -156,12 +151,12 @@ async fn duplicate_kinds_are_refused() {
 
 #[tokio::test]
 async fn lookup_is_exact_then_case_insensitive() {
-    let task = TaskTool::builder()
-        .subagent_type(kind().into_type())
-        .subagent_references([fn_ref("echo#Reviewer"), fn_ref("other#reviewer-two")])
-        .build()
-        .await
-        .expect("builds");
+    let task = build_tool(
+        kind().into_type(),
+        [fn_ref("echo#Reviewer"), fn_ref("other#reviewer-two")],
+        |b| b,
+    )
+    .await;
     assert_eq!(
         task.find("reviewer").map(|d| d.name().to_string()),
         Some("Reviewer".into())

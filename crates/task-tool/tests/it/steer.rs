@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{FnKind, fn_ref};
+use common::{FnKind, assert_error, assert_has, assert_starts, build_tool, fn_ref};
 use serde_json::json;
 use subagent_core::{InboxError, InboxLimits};
 use subagent_spi::*;
@@ -54,11 +54,8 @@ fn receiving_kind() -> SubagentType {
 }
 
 async fn tool_with(kind: SubagentType, refs: &[&str], limits: InboxLimits) -> TaskTool {
-    let mut b = TaskTool::builder().subagent_type(kind).inbox_limits(limits);
-    for r in refs {
-        b = b.subagent_reference(fn_ref(r));
-    }
-    b.build().await.expect("builds")
+    let refs = refs.iter().copied().map(fn_ref);
+    build_tool(kind, refs, |b| b.inbox_limits(limits)).await
 }
 
 async fn tool() -> TaskTool {
@@ -109,38 +106,26 @@ async fn a_message_reaches_a_running_task_by_name_or_id_and_is_read() {
 
     let by_name = send(&task, "ears", "first", &main).await;
     assert!(!by_name.is_error, "{}", by_name.content);
-    assert!(
-        by_name.content.starts_with(&format!(
+    assert_starts(
+        &by_name,
+        &format!(
             "Message delivered to task `{id}` (agent `listener`, name `ears`): the function reads it"
-        )),
-        "{}",
-        by_name.content
+        ),
     );
-    assert!(
-        by_name.content.contains("1 message now waits unread"),
-        "{}",
-        by_name.content
-    );
+    assert_has(&by_name, "1 message now waits unread");
     let by_id = send(&task, &id, "second", &main).await;
     assert!(!by_id.is_error, "{}", by_id.content);
 
     let done = output(&task, &id, &main).await;
-    assert!(
-        done.content.contains("heard main: first | main: second"),
-        "{}",
-        done.content
-    );
+    assert_has(&done, "heard main: first | main: second");
     assert!(!done.content.contains("Not read"), "{}", done.content);
 
     // Once it finished, the sender is told so, with what to do instead.
     let late = send(&task, "ears", "third", &main).await;
     assert!(late.is_error);
-    assert!(
-        late.content.contains(&format!(
-            "task `{id}` (agent `listener`) has already finished (status completed)"
-        )),
-        "{}",
-        late.content
+    assert_has(
+        &late,
+        &format!("task `{id}` (agent `listener`) has already finished (status completed)"),
     );
 }
 
@@ -154,13 +139,11 @@ async fn a_run_reaches_only_the_tasks_it_started_and_the_host_reaches_any() {
     for to in [id.as_str(), "ears"] {
         let out = send(&task, to, "hijack", &b).await;
         assert!(out.is_error, "{}", out.content);
-        assert!(
-            out.content.contains(&format!(
-                "no background task `{to}` (by task id or name) that you started"
-            )) && out.content.contains("your tasks: (none)"),
-            "{}",
-            out.content
+        assert_has(
+            &out,
+            &format!("no background task `{to}` (by task id or name) that you started"),
         );
+        assert_has(&out, "your tasks: (none)");
     }
     // The host reaches it by id.
     let receipt = task.send_message(&id, "from the host").expect("host sends");
@@ -168,21 +151,10 @@ async fn a_run_reaches_only_the_tasks_it_started_and_the_host_reaches_any() {
     assert_eq!(receipt.name.as_deref(), Some("ears"));
     assert_eq!(receipt.unread, 1);
     let done = output(&task, &id, &a).await;
-    assert!(
-        done.content
-            .contains("heard the application running you: from the host"),
-        "{}",
-        done.content
-    );
+    assert_has(&done, "heard the application running you: from the host");
     // The run that started it sees it in the list of its tasks.
     let unknown = send(&task, "nobody", "x", &a).await;
-    assert!(
-        unknown
-            .content
-            .contains(&format!("your tasks: {id} (name `ears`, ended)")),
-        "{}",
-        unknown.content
-    );
+    assert_has(&unknown, &format!("your tasks: {id} (name `ears`, ended)"));
 }
 
 #[tokio::test]
@@ -194,28 +166,19 @@ async fn refusals_say_why_and_name_the_limits() {
 
     let too_large = send(&task, &id, "123456789", &main).await;
     assert!(too_large.is_error);
-    assert!(
-        too_large
-            .content
-            .contains("the message is 9 bytes, over the limit of 8 bytes per message"),
-        "{}",
-        too_large.content
+    assert_has(
+        &too_large,
+        "the message is 9 bytes, over the limit of 8 bytes per message",
     );
     let empty = send(&task, &id, "  ", &main).await;
-    assert!(
-        empty.is_error && empty.content.contains("the message is empty"),
-        "{}",
-        empty.content
-    );
+    assert_error(&empty, "the message is empty");
     let ok = send(&task, &id, "12345678", &main).await;
     assert!(!ok.is_error, "{}", ok.content);
     let full = send(&task, &id, "again", &main).await;
     assert!(full.is_error);
-    assert!(
-        full.content
-            .contains("its inbox is full: 1 messages wait unread (the limit)"),
-        "{}",
-        full.content
+    assert_has(
+        &full,
+        "its inbox is full: 1 messages wait unread (the limit)",
     );
     match task.send_message(&id, "again") {
         Err(SendMessageError::Refused {
@@ -231,12 +194,9 @@ async fn refusals_say_why_and_name_the_limits() {
         .call(json!({"task_id": id}), &main)
         .await
         .expect("stops");
-    assert!(
-        stopped.content.contains(
-            "Not read: 1 message sent to this task arrived after its last step, so it never read it:\n- from main: 12345678"
-        ),
-        "{}",
-        stopped.content
+    assert_has(
+        &stopped,
+        "Not read: 1 message sent to this task arrived after its last step, so it never read it:\n- from main: 12345678",
     );
     let snap = task.output(&id, None).await.expect("snapshot");
     assert_eq!(
@@ -253,16 +213,8 @@ async fn a_task_that_ends_without_reading_reports_the_message_unread() {
     let sent = send(&task, &id, "ping", &main).await;
     assert!(!sent.is_error, "{}", sent.content);
     let done = output(&task, &id, &main).await;
-    assert!(
-        done.content.contains("ended without reading"),
-        "{}",
-        done.content
-    );
-    assert!(
-        done.content.contains("- from main: ping"),
-        "{}",
-        done.content
-    );
+    assert_has(&done, "ended without reading");
+    assert_has(&done, "- from main: ping");
 }
 
 #[tokio::test]
@@ -282,12 +234,11 @@ async fn a_kind_that_cannot_receive_says_so() {
     let id = start(&task, "deaf", "x", None, &main).await;
     let out = send(&task, &id, "hello", &main).await;
     assert!(out.is_error);
-    assert!(
-        out.content.contains(&format!(
+    assert_has(
+        &out,
+        &format!(
             "task `{id}` runs agent `deaf` of kind `FN`, which cannot receive messages while it runs"
-        )),
-        "{}",
-        out.content
+        ),
     );
     task.stop(&id).await.expect("stops");
 }

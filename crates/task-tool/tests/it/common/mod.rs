@@ -1,6 +1,8 @@
 //! The in-process test kind lives in `subagent-testkit`.
 #![allow(dead_code, unused_imports)]
 
+pub(crate) mod offer;
+
 pub(crate) use subagent_testkit::{FN_KIND as KIND, FnKind, fn_ref};
 
 /// The background task id (`task_…`) a `Task` result names in its text.
@@ -10,4 +12,36 @@ pub(crate) fn task_id_in(text: &str) -> String {
         .unwrap_or_else(|| panic!("a task id in {text:?}"))
         .trim_end_matches('.')
         .to_string()
+}
+
+/// Asserts that the output's text contains `text`.
+#[track_caller]
+pub(crate) fn assert_has(out: &subagent_spi::ToolOutput, text: &str) {
+    assert!(out.content.contains(text), "{}", out.content);
+}
+
+/// Asserts that the output is an error whose text contains `text`.
+#[track_caller]
+pub(crate) fn assert_error(out: &subagent_spi::ToolOutput, text: &str) {
+    assert!(out.is_error, "{}", out.content);
+    assert_has(out, text);
+}
+
+/// Asserts that the output's text starts with `text`.
+#[track_caller]
+pub(crate) fn assert_starts(out: &subagent_spi::ToolOutput, text: &str) {
+    assert!(out.content.starts_with(text), "{}", out.content);
+}
+
+/// A `TaskTool` over `kind` with the agents `refs`, its builder first passed to `with` (for
+/// limits).
+pub(crate) async fn build_tool(
+    kind: subagent_spi::SubagentType,
+    refs: impl IntoIterator<Item = subagent_spi::SubagentReference>,
+    with: impl FnOnce(task_tool::TaskToolBuilder) -> task_tool::TaskToolBuilder,
+) -> task_tool::TaskTool {
+    let builder = task_tool::TaskTool::builder()
+        .subagent_type(kind)
+        .subagent_references(refs);
+    with(builder).build().await.expect("builds")
 }
