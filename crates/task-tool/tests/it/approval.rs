@@ -56,6 +56,21 @@ async fn output(task: &TaskTool, ctx: &TaskContext, input: serde_json::Value) ->
         .expect("TaskOutput answers")
 }
 
+/// Starts the asker, waits for its question and answers it with `approve`: the task id and
+/// what `TaskOutput` says then.
+async fn answered(task: &TaskTool, ctx: &TaskContext, approve: &str) -> (String, ToolOutput) {
+    let id = start(task, ctx).await;
+    output(task, ctx, json!({"task_id": id, "timeout_ms": 60000})).await;
+    let done = answer_with(task, ctx, &id, approve).await;
+    (id, done)
+}
+
+/// Answers the question task `id` waits on with `approve`, and waits for what follows.
+async fn answer_with(task: &TaskTool, ctx: &TaskContext, id: &str, approve: &str) -> ToolOutput {
+    let answer = json!({"task_id": id, "approve": approve, "timeout_ms": 60000});
+    output(task, ctx, answer).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_question_shows_and_no_is_final() {
     let task = tool().await;
@@ -72,12 +87,7 @@ async fn the_question_shows_and_no_is_final() {
         Some("Bash")
     );
 
-    let done = output(
-        &task,
-        &ctx,
-        json!({"task_id": id, "approve": "no", "timeout_ms": 60000}),
-    )
-    .await;
+    let done = answer_with(&task, &ctx, &id, "no").await;
     assert_has(&done, "status: completed");
     assert_has(&done, "declined");
     // Nothing left to answer.
@@ -94,14 +104,7 @@ async fn the_question_shows_and_no_is_final() {
 async fn always_from_a_root_caller_without_an_approver_is_final() {
     let task = tool().await;
     let ctx = TaskContext::new();
-    let id = start(&task, &ctx).await;
-    output(&task, &ctx, json!({"task_id": id, "timeout_ms": 60000})).await;
-    let done = output(
-        &task,
-        &ctx,
-        json!({"task_id": id, "approve": "always", "timeout_ms": 60000}),
-    )
-    .await;
+    let (id, done) = answered(&task, &ctx, "always").await;
     // The second question was answered by the session grant: the task did not wait again.
     assert_has(&done, "AllowSession, AllowSession");
     assert!(task.pending_approval(&id).is_none());
@@ -113,14 +116,7 @@ async fn a_yes_is_confirmed_with_the_callers_approver() {
     let ctx = TaskContext::new()
         .with_agent("main")
         .with_approver(Arc::new(FixedApprover::deny_all("the user refused.")));
-    let id = start(&task, &ctx).await;
-    output(&task, &ctx, json!({"task_id": id, "timeout_ms": 60000})).await;
-    let done = output(
-        &task,
-        &ctx,
-        json!({"task_id": id, "approve": "yes", "timeout_ms": 60000}),
-    )
-    .await;
+    let (_, done) = answered(&task, &ctx, "yes").await;
     assert_has(&done, "the user refused.");
 }
 
@@ -197,11 +193,6 @@ async fn another_run_cannot_read_answer_or_stop_the_task() {
     );
     // Still waiting for its own caller, who answers it.
     assert!(task.pending_approval(&id).is_some());
-    let done = output(
-        &task,
-        &a,
-        json!({"task_id": id, "approve": "no", "timeout_ms": 60000}),
-    )
-    .await;
+    let done = answer_with(&task, &a, &id, "no").await;
     assert_has(&done, "declined");
 }

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{FnKind, assert_has, build_tool, fn_ref};
+use common::{FnKind, assert_error, build_tool, fn_ref};
 use subagent_core::{Budget, BudgetExt};
 use subagent_spi::*;
 use task_tool::{Dispatch, TaskTool};
@@ -64,24 +64,33 @@ async fn foreground(task: &TaskTool, call: TaskCall, ctx: &TaskContext) -> TaskO
     }
 }
 
+/// Runs `agent` with `prompt` in the foreground under a budget of `tokens`: the tool, the
+/// caller's context, its budget and the outcome.
+async fn run_under_budget(
+    agent: &str,
+    prompt: &str,
+    tokens: u64,
+) -> (TaskTool, TaskContext, Budget, TaskOutcome) {
+    let task = tool(|b| b).await;
+    let (ctx, budget) = with_budget(tokens);
+    let o = foreground(&task, TaskCall::new(agent, "d", prompt), &ctx).await;
+    (task, ctx, budget, o)
+}
+
 fn limit(o: &TaskOutcome) -> Option<String> {
     o.limit.as_ref().map(ToString::to_string)
 }
 
 #[tokio::test]
 async fn a_kind_that_does_not_charge_is_charged_what_it_reports() {
-    let task = tool(|b| b).await;
-    let (ctx, budget) = with_budget(10_000);
-    let o = foreground(&task, TaskCall::new("spender", "d", "100"), &ctx).await;
+    let (_, _, budget, o) = run_under_budget("spender", "100", 10_000).await;
     assert_eq!(o.status, TaskStatus::Completed);
     assert_eq!((budget.tokens_used(), budget.turns_used()), (100, 1));
 }
 
 #[tokio::test]
 async fn a_report_over_the_budget_spends_it_and_the_next_delegation_is_refused() {
-    let task = tool(|b| b).await;
-    let (ctx, budget) = with_budget(10_000);
-    let o = foreground(&task, TaskCall::new("spender", "d", "1000000"), &ctx).await;
+    let (task, ctx, budget, o) = run_under_budget("spender", "1000000", 10_000).await;
     assert_eq!(o.status, TaskStatus::LimitReached);
     assert_eq!(limit(&o).as_deref(), Some("budget_tokens=10000"));
     assert_eq!(o.text, "spent 1000000", "the text is kept");
@@ -111,8 +120,7 @@ async fn a_report_over_the_budget_spends_it_and_the_next_delegation_is_refused()
             &ctx,
         )
         .await;
-    assert!(out.is_error, "{}", out.content);
-    assert_has(&out, "budget_tokens=10000");
+    assert_error(&out, "budget_tokens=10000");
 }
 
 #[tokio::test]
@@ -145,18 +153,14 @@ async fn a_background_childs_report_is_charged_once_when_it_ends() {
 
 #[tokio::test]
 async fn a_kind_that_charges_as_it_goes_is_not_charged_again() {
-    let task = tool(|b| b).await;
-    let (ctx, budget) = with_budget(10_000);
-    let o = foreground(&task, TaskCall::new("honest", "d", "go"), &ctx).await;
+    let (_, _, budget, o) = run_under_budget("honest", "go", 10_000).await;
     assert_eq!(o.status, TaskStatus::Completed);
     assert_eq!((budget.tokens_used(), budget.turns_used()), (1000, 2));
 }
 
 #[tokio::test]
 async fn absurd_reported_numbers_saturate_without_a_panic() {
-    let task = tool(|b| b).await;
-    let (ctx, budget) = with_budget(10_000);
-    let o = foreground(&task, TaskCall::new("absurd", "d", "go"), &ctx).await;
+    let (_, _, budget, o) = run_under_budget("absurd", "go", 10_000).await;
     assert_eq!(o.status, TaskStatus::LimitReached);
     assert_eq!(limit(&o).as_deref(), Some("budget_tokens=10000"));
     assert_eq!(budget.tokens_used(), u64::MAX, "saturated, not wrapped");

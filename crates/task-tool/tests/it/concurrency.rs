@@ -3,13 +3,18 @@
 
 use crate::common;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use tokio::sync::Notify;
+
 use common::{FnKind, assert_has, build_tool, fn_ref};
 use serde_json::json;
-use subagent_spi::{SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool};
+use subagent_spi::{
+    SubagentError, SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus, Tool,
+};
 use task_tool::TaskTool;
 
 #[derive(Default)]
@@ -52,6 +57,24 @@ async fn capped(kind: SubagentType, names: &[&str], max_concurrent: usize) -> Ta
         b.max_concurrent(max_concurrent)
     })
     .await
+}
+
+/// A tool with one place, over `held`, which runs `run` given a `Notify` the test keeps, and
+/// `quick`, which answers `QUICK-DONE` at once.
+async fn one_place<F, Fut>(held: &str, run: F) -> (TaskTool, Arc<Notify>)
+where
+    F: Fn(Arc<Notify>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<TaskOutcome, SubagentError>> + Send + 'static,
+{
+    let notify = Arc::new(Notify::new());
+    let kept = notify.clone();
+    let kind = FnKind::new()
+        .agent(held, move |_c, _x| run(kept.clone()))
+        .agent("quick", |_c, _x| async move {
+            Ok(TaskOutcome::completed("QUICK-DONE"))
+        })
+        .into_type();
+    (capped(kind, &[held, "quick"], 1).await, notify)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -153,21 +176,11 @@ async fn a_parent_whose_child_ended_waits_its_turn_to_go_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_task_over_the_cap_shows_queued_then_runs() {
-    let release = Arc::new(tokio::sync::Notify::new());
-    let r = release.clone();
-    let kind = FnKind::new()
-        .agent("slow", move |_c, _x| {
-            let r = r.clone();
-            async move {
-                r.notified().await;
-                Ok(TaskOutcome::completed("SLOW-DONE"))
-            }
-        })
-        .agent("quick", |_c, _x| async move {
-            Ok(TaskOutcome::completed("QUICK-DONE"))
-        })
-        .into_type();
-    let task = capped(kind, &["slow", "quick"], 1).await;
+    let (task, release) = one_place("slow", |release| async move {
+        release.notified().await;
+        Ok(TaskOutcome::completed("SLOW-DONE"))
+    })
+    .await;
     let ctx = TaskContext::new();
     let first = task.call_tool(call("slow", true), &ctx).await;
     let second = task.call_tool(call("quick", true), &ctx).await;
@@ -209,23 +222,10 @@ async fn a_cap_of_zero_is_refused() {
 async fn a_call_dropped_midway_gives_its_place_back() {
     // With a cap of 1: a call holding the place is dropped (its caller gave up), and one
     // queued behind it is dropped while it waits; the next call still gets the place.
-    let started = Arc::new(tokio::sync::Notify::new());
-    let s = started.clone();
-    let kind = FnKind::new()
-        .agent("stuck", move |_c, _x| {
-            let s = s.clone();
-            async move {
-                s.notify_one();
-                std::future::pending::<()>().await;
-                Ok(TaskOutcome::completed("never"))
-            }
-        })
-        .agent("quick", |_c, _x| async move {
-            Ok(TaskOutcome::completed("QUICK-DONE"))
-        })
-        .into_type();
-    let task = build_tool(kind, [fn_ref("stuck"), fn_ref("quick")], |b| {
-        b.max_concurrent(1)
+    let (task, started) = one_place("stuck", |started| async move {
+        started.notify_one();
+        std::future::pending::<()>().await;
+        Ok(TaskOutcome::completed("never"))
     })
     .await;
     let ctx = TaskContext::new();

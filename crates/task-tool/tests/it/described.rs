@@ -4,7 +4,7 @@
 //! starting it; and `TaskOutput` given a result's session id (what a small model reads as a
 //! task id) says what that id is.
 
-use crate::common::{FnKind, assert_has, build_tool, fn_ref};
+use crate::common::{FnKind, assert_error, assert_has, build_tool, fn_ref};
 
 use subagent_spi::{TaskContext, TaskOutcome, Tool};
 use task_tool::TaskTool;
@@ -83,8 +83,7 @@ async fn task_output_given_a_session_id_says_it_is_one() {
         let out = Tool::call(&output, input, &TaskContext::new())
             .await
             .expect("answers");
-        assert!(out.is_error, "{}", out.content);
-        assert_has(
+        assert_error(
             &out,
             "That is a session id (for Task's `resume`), not a task id",
         );
@@ -135,6 +134,5 @@ async fn a_call_without_a_description_runs_under_its_prompts_first_words() {
             &TaskContext::new(),
         )
         .await;
-    assert!(out.is_error, "{}", out.content);
-    assert_has(&out, "Required fields");
+    assert_error(&out, "Required fields");
 }

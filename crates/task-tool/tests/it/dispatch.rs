@@ -407,8 +407,7 @@ async fn an_executor_that_cannot_resume_says_so() {
         .call(json!({"description": "d", "prompt": "more", "subagent_type": "oneshot", "resume": "one-1"}), &ctx)
         .await
         .expect("call");
-    assert!(out.is_error);
-    assert_has(&out, "cannot resume `one-1`: this kind cannot resume");
+    assert_error(&out, "cannot resume `one-1`: this kind cannot resume");
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use crate::common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{FnKind, assert_has, fn_ref};
+use common::{FnKind, assert_error, assert_has, fn_ref};
 use serde_json::json;
 use subagent_spi::*;
 use task_tool::TaskTool;
@@ -93,8 +93,7 @@ async fn without_the_callers_conversation_a_fork_is_a_clear_error() {
     let out = task
         .call_tool(fork_input("count"), &TaskContext::new())
         .await;
-    assert!(out.is_error);
-    assert_has(&out, "conversation is not known here");
+    assert_error(&out, "conversation is not known here");
 }
 
 #[tokio::test]
@@ -116,8 +115,7 @@ async fn forks_stop_at_the_nesting_limit() {
     let deep = TaskContext::new().with_depth(max).with_task_id("deep");
     let (ctx, conversation) = with_conversation(deep);
     let out = task.call_tool(fork_input("deeper"), &ctx).await;
-    assert!(out.is_error);
-    assert_has(&out, &format!("max_depth={max}"));
+    assert_error(&out, &format!("max_depth={max}"));
     assert!(conversation.seen.lock().expect("lock").is_empty());
 }
 
@@ -128,8 +126,7 @@ async fn a_fork_is_not_resumed() {
     let mut input = fork_input("again");
     input["resume"] = json!("sess_unknown");
     let out = task.call_tool(input, &ctx).await;
-    assert!(out.is_error);
-    assert_has(&out, "a fork cannot be resumed");
+    assert_error(&out, "a fork cannot be resumed");
     assert!(conversation.seen.lock().expect("lock").is_empty());
 }
 

@@ -5,7 +5,7 @@
 
 use crate::common;
 use crate::common::offer::offer_tool;
-use crate::common::{assert_has, assert_starts};
+use crate::common::{assert_error, assert_has, assert_starts};
 
 use std::time::Duration;
 
@@ -67,8 +67,7 @@ async fn task_alone_names_no_absent_tool_and_runs_in_the_foreground() {
     let out = lean
         .call_tool(call("fg-worker", Some(true)), &TaskContext::new())
         .await;
-    assert!(out.is_error, "{}", out.content);
-    assert_has(&out, "`run_in_background` is not available");
+    assert_error(&out, "`run_in_background` is not available");
     assert_has(&out, "without it");
     for absent in ["TaskOutput", "TaskStop"] {
         assert!(!out.content.contains(absent), "{}", out.content);
@@ -177,8 +176,7 @@ async fn the_max_background_refusal_names_task_stop_only_when_offered() {
     let id = full.running_background_ids()[0].clone();
 
     let refused = view.call_tool(call("fg-worker", Some(true)), &ctx).await;
-    assert!(refused.is_error, "{}", refused.content);
-    assert_has(&refused, "max_background=1");
+    assert_error(&refused, "max_background=1");
     assert_has(&refused, "Wait for one with TaskOutput, or run this task");
     assert!(!refused.content.contains("TaskStop"), "{}", refused.content);
 
@@ -236,8 +234,7 @@ async fn send_message_refusals_name_only_the_companions_offered() {
         "SendMessage",
     ]));
     let refused = send(&no_stop, &slow).await;
-    assert!(refused.is_error, "{}", refused.content);
-    assert_has(&refused, "cannot receive messages");
+    assert_error(&refused, "cannot receive messages");
     assert_has(&refused, "wait for its result with TaskOutput.");
     assert!(!refused.content.contains("TaskStop"), "{}", refused.content);
     let refused = send(&full, &slow).await;

@@ -122,8 +122,7 @@ async fn a_message_reaches_a_running_task_by_name_or_id_and_is_read() {
 
     // Once it finished, the sender is told so, with what to do instead.
     let late = send(&task, "ears", "third", &main).await;
-    assert!(late.is_error);
-    assert_has(
+    assert_error(
         &late,
         &format!("task `{id}` (agent `listener`) has already finished (status completed)"),
     );
@@ -138,8 +137,7 @@ async fn a_run_reaches_only_the_tasks_it_started_and_the_host_reaches_any() {
 
     for to in [id.as_str(), "ears"] {
         let out = send(&task, to, "hijack", &b).await;
-        assert!(out.is_error, "{}", out.content);
-        assert_has(
+        assert_error(
             &out,
             &format!("no background task `{to}` (by task id or name) that you started"),
         );
@@ -165,8 +163,7 @@ async fn refusals_say_why_and_name_the_limits() {
     let id = start(&task, "listener", "2", None, &main).await;
 
     let too_large = send(&task, &id, "123456789", &main).await;
-    assert!(too_large.is_error);
-    assert_has(
+    assert_error(
         &too_large,
         "the message is 9 bytes, over the limit of 8 bytes per message",
     );
@@ -175,8 +172,7 @@ async fn refusals_say_why_and_name_the_limits() {
     let ok = send(&task, &id, "12345678", &main).await;
     assert!(!ok.is_error, "{}", ok.content);
     let full = send(&task, &id, "again", &main).await;
-    assert!(full.is_error);
-    assert_has(
+    assert_error(
         &full,
         "its inbox is full: 1 messages wait unread (the limit)",
     );
@@ -233,8 +229,7 @@ async fn a_kind_that_cannot_receive_says_so() {
     let main = TaskContext::new().with_agent("main");
     let id = start(&task, "deaf", "x", None, &main).await;
     let out = send(&task, &id, "hello", &main).await;
-    assert!(out.is_error);
-    assert_has(
+    assert_error(
         &out,
         &format!(
             "task `{id}` runs agent `deaf` of kind `FN`, which cannot receive messages while it runs"

@@ -6,7 +6,7 @@ use crate::common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{FnKind, assert_has, fn_ref};
+use common::{FnKind, assert_error, fn_ref};
 use serde_json::json;
 use subagent_spi::*;
 use task_tool::{Dispatch, TaskTool};
@@ -139,8 +139,7 @@ async fn the_model_sees_the_json_value_and_its_schemas_are_bounded() {
                 &TaskContext::new(),
             )
             .await;
-        assert!(out.is_error, "{}", out.content);
-        assert_has(&out, "output_schema");
+        assert_error(&out, "output_schema");
     }
     // The host may use local references (a Rust type's derived schema has them).
     let host = json!({"$defs": {"a": {"type": "integer"}}, "type": "object",
