@@ -4,6 +4,8 @@
 //! binary, `server.rs` its server (declared here once by `#[path]`, used by `mcp_kind` and
 //! `mcp_revision`), `py_mcp_server.py` the Python peer of `mcp_interop_py`.
 
+mod common;
+
 #[cfg(feature = "test-server")]
 #[path = "../support/server.rs"]
 mod server;

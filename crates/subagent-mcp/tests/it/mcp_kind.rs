@@ -1,10 +1,11 @@
 //! The `MCP` kind against real MCP servers built with rmcp: the `subagent-mcp-test-server`
 //! child process over stdio, and the same server in-process over streamable HTTP.
 
+use crate::common::cancel_and_join;
 use crate::server;
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -13,9 +14,10 @@ use subagent_mcp::{
     KIND, McpEndpoint, McpError, McpPool, McpSubagentDefinition, mcp_subagent_type_with_pool,
 };
 use subagent_spi::{
-    ProgressEvent, ProgressKind, SubagentDefinition, SubagentError, SubagentReference,
+    ProgressEvent, ProgressSink, SubagentDefinition, SubagentError, SubagentReference,
     SubagentType, TaskCall, TaskContext, TaskStatus,
 };
+use subagent_testkit::ProgressRecorder;
 
 const BIN: &str = env!("CARGO_BIN_EXE_subagent-mcp-test-server");
 
@@ -140,35 +142,19 @@ impl HttpServer {
     }
 }
 
-/// A context whose progress events are collected, plus a notifier woken on each event.
-fn recording_ctx() -> (
-    TaskContext,
-    Arc<Mutex<Vec<ProgressEvent>>>,
-    Arc<tokio::sync::Notify>,
-) {
-    let events = Arc::new(Mutex::new(Vec::new()));
+/// A context whose progress events are recorded, plus a notifier woken on each event.
+fn recording_ctx() -> (TaskContext, Arc<ProgressRecorder>, Arc<tokio::sync::Notify>) {
+    let events = Arc::new(ProgressRecorder::new());
     let notify = Arc::new(tokio::sync::Notify::new());
     let (e, n) = (events.clone(), notify.clone());
     let sink = move |ev: ProgressEvent| {
-        e.lock().unwrap().push(ev);
+        e.emit(ev);
         n.notify_one();
     };
     let ctx = TaskContext::new()
         .with_progress(Arc::new(sink))
         .with_agent("tester");
     (ctx, events, notify)
-}
-
-fn statuses(events: &Mutex<Vec<ProgressEvent>>) -> Vec<String> {
-    events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match &e.kind {
-            ProgressKind::Status { message } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The shared checks: resolve from the tool, execute, isError, progress, cancellation.
@@ -206,29 +192,15 @@ async fn exercise(kind: &SubagentType, uri: &str) {
         other => panic!("expected an execution error, got {other:?}"),
     }
 
-    // Another argument name.
-    let shout = resolve(
-        kind,
-        &reference(uri, &[("tool", "shout"), ("argument", "text")]),
-    )
-    .await;
-    assert_eq!(
-        run(kind, &shout, "quiet", TaskContext::new())
-            .await
-            .unwrap()
-            .text,
-        "QUIET"
-    );
-    // Issue 32: without `argument`, the prompt goes to the tool's only string argument
-    // (this was an error before); a named argument the tool lacks is an error naming its own.
-    let shout = resolve(kind, &reference(uri, &[("tool", "shout")])).await;
-    assert_eq!(
-        run(kind, &shout, "quiet", TaskContext::new())
-            .await
-            .unwrap()
-            .text,
-        "QUIET"
-    );
+    // Another argument name, then (issue 32) none: without `argument`, the prompt goes to the
+    // tool's only string argument (this was an error before).
+    let named: &[(&str, &str)] = &[("tool", "shout"), ("argument", "text")];
+    for params in [named, &[("tool", "shout")]] {
+        let shout = resolve(kind, &reference(uri, params)).await;
+        let out = run(kind, &shout, "quiet", TaskContext::new()).await;
+        assert_eq!(out.unwrap().text, "QUIET", "{params:?}");
+    }
+    // A named argument the tool lacks is an error naming its own.
     let err = resolve_err(
         kind,
         &reference(uri, &[("tool", "shout"), ("argument", "prompt")]),
@@ -266,10 +238,10 @@ async fn exercise(kind: &SubagentType, uri: &str) {
     let out = run(kind, &progress, "p", ctx).await.unwrap();
     assert_eq!(out.text, "done: p");
     assert_eq!(
-        statuses(&events),
+        events.statuses(),
         ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"]
     );
-    assert!(events.lock().unwrap().iter().all(|e| e.agent == "tester"));
+    assert!(events.events().iter().all(|e| e.agent == "tester"));
 
     // Cancellation: wait until the server reports the call is running, then cancel.
     let wait = resolve(kind, &reference(uri, &[("tool", "wait")])).await;
@@ -279,17 +251,12 @@ async fn exercise(kind: &SubagentType, uri: &str) {
         let (kind, wait) = (kind.clone(), wait.clone());
         tokio::spawn(async move { run(&kind, &wait, "w", ctx).await })
     };
-    while statuses(&events).is_empty() {
+    while events.statuses().is_empty() {
         tokio::time::timeout(Duration::from_secs(20), notify.notified())
             .await
             .expect("the wait tool reports progress");
     }
-    cancel.cancel();
-    let out = tokio::time::timeout(Duration::from_secs(20), running)
-        .await
-        .expect("cancelled call returns")
-        .unwrap()
-        .unwrap();
+    let out = cancel_and_join(&cancel, running).await.unwrap();
     assert_eq!(out.status, TaskStatus::Cancelled);
 }
 

@@ -11,8 +11,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
-use subagent_mcp::{McpEndpoint, McpServerConfig, mcp_tools};
-use subagent_spi::TaskContext;
+use subagent_mcp::{McpEndpoint, McpError, McpServerConfig, mcp_tools};
+use subagent_spi::{TaskContext, Tool};
 
 /// How the legacy server answers `initialize`.
 #[derive(Clone, Copy)]
@@ -64,21 +64,25 @@ async fn serve(server: Legacy) -> String {
     format!("http://{addr}/mcp")
 }
 
-fn config(url: &str) -> McpServerConfig {
-    McpServerConfig::new().with_server("legacy", McpEndpoint::http(url))
+/// Serves a legacy server answering `initialize` so, and connects to it (bounded): the
+/// server, its URL and what connecting gave.
+async fn connect(initialize: Initialize) -> (Legacy, String, Result<Vec<Arc<dyn Tool>>, McpError>) {
+    let server = Legacy {
+        initialize,
+        seen: Arc::default(),
+    };
+    let url = serve(server.clone()).await;
+    let config = McpServerConfig::new().with_server("legacy", McpEndpoint::http(&url));
+    let tools = tokio::time::timeout(Duration::from_secs(20), mcp_tools("legacy", &config))
+        .await
+        .expect("connecting is bounded");
+    (server, url, tools)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_server_answering_discover_with_an_empty_result_is_reached_by_initialize() {
-    let server = Legacy {
-        initialize: Initialize::Answer,
-        seen: Arc::default(),
-    };
-    let url = serve(server.clone()).await;
-    let tools = tokio::time::timeout(Duration::from_secs(20), mcp_tools("legacy", &config(&url)))
-        .await
-        .expect("connecting is bounded")
-        .expect("the server is reached with the initialize handshake");
+    let (server, _, tools) = connect(Initialize::Answer).await;
+    let tools = tools.expect("the server is reached with the initialize handshake");
     assert_eq!(tools.len(), 1);
     let out = tools[0]
         .call(json!({"prompt": "hi"}), &TaskContext::new())
@@ -98,16 +102,8 @@ async fn a_legacy_server_answering_discover_with_an_empty_result_is_reached_by_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_answering_neither_lifecycle_fails_naming_it_after_one_retry() {
-    let server = Legacy {
-        initialize: Initialize::Empty,
-        seen: Arc::default(),
-    };
-    let url = serve(server.clone()).await;
-    let err = tokio::time::timeout(Duration::from_secs(20), mcp_tools("legacy", &config(&url)))
-        .await
-        .expect("connecting is bounded")
-        .err()
-        .expect("neither lifecycle works");
+    let (server, url, tools) = connect(Initialize::Empty).await;
+    let err = tools.err().expect("neither lifecycle works");
     let text = err.to_string();
     assert!(text.contains(&url), "names the server: {text}");
     let seen = server.seen.lock().unwrap().clone();

@@ -15,6 +15,7 @@ use subagent_spi::{
     SubagentError, SubagentReference, SubagentType, TaskCall, TaskContext, TaskOutcome, TaskStatus,
     async_trait,
 };
+use subagent_testkit::ProgressRecorder;
 
 const BIN: &str = env!("CARGO_BIN_EXE_subagent-mcp-test-server");
 
@@ -94,28 +95,31 @@ impl Agent {
     }
 }
 
+/// Asks `tool` (on the legacy server when `legacy`) `prompt` on a pool of its own, answering
+/// every question yes: the outcome and the questions asked.
+async fn ask_saying_yes(
+    tool: &str,
+    legacy: bool,
+    prompt: &str,
+) -> (Result<TaskOutcome, SubagentError>, Vec<ApprovalRequest>) {
+    let agent = Agent::new(&McpPool::new(), tool, legacy).await;
+    let yes = Recording::new(ApprovalDecision::AllowOnce);
+    let out = agent.ask(prompt, ctx_with(yes.clone())).await;
+    (out, yes.asked())
+}
+
 fn ctx_with(approver: Arc<dyn Approver>) -> TaskContext {
     TaskContext::new()
         .with_agent("lead")
         .with_approver(approver)
 }
 
-fn recording_events(ctx: TaskContext) -> (TaskContext, Arc<Mutex<Vec<ProgressEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let e = events.clone();
-    let ctx = ctx.with_progress(Arc::new(move |ev: ProgressEvent| {
-        e.lock().unwrap().push(ev)
-    }));
-    (ctx, events)
-}
-
-fn sessions(events: &Mutex<Vec<ProgressEvent>>) -> Vec<String> {
-    events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match &e.kind {
-            ProgressKind::Session { session_id } => Some(session_id.clone()),
+/// The sessions the run announced, in order.
+fn sessions(events: &ProgressRecorder) -> Vec<String> {
+    let kinds = events.kinds().into_iter();
+    kinds
+        .filter_map(|k| match k {
+            ProgressKind::Session { session_id } => Some(session_id),
             _ => None,
         })
         .collect()
@@ -203,30 +207,27 @@ async fn forms_a_yes_cannot_fill_and_links_without_a_person_are_declined() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_keeps_asking_is_stopped_after_eight_rounds() {
-    let pool = McpPool::new();
-    let forever = Agent::new(&pool, "ask_forever", false).await;
-    let yes = Recording::new(ApprovalDecision::AllowOnce);
-    let err = forever.ask("x", ctx_with(yes.clone())).await.unwrap_err();
+    let (err, asked) = ask_saying_yes("ask_forever", false, "x").await;
+    let err = err.unwrap_err();
     assert!(err.to_string().contains("after 8 rounds"), "{err}");
-    assert_eq!(yes.asked().len(), 8);
+    assert_eq!(asked.len(), 8);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_server_elicitation_is_asked_up_the_tree() {
-    let pool = McpPool::new();
-    let legacy = Agent::new(&pool, "legacy_ask", true).await;
-    let yes = Recording::new(ApprovalDecision::AllowOnce);
-    let out = legacy.ask("x", ctx_with(yes.clone())).await.unwrap();
+    let (out, asked) = ask_saying_yes("legacy_ask", true, "x").await;
+    let out = out.unwrap();
     assert_eq!(out.text, r#"answer: accept {"confirm":true}"#);
-    assert_eq!(yes.asked().len(), 1);
-    assert_eq!(yes.asked()[0].tool, "input-required");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].tool, "input-required");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_is_followed_to_its_end_and_resumes_by_its_handle() {
     let pool = McpPool::new();
     let task = Agent::new(&pool, "task_echo", false).await;
-    let (ctx, events) = recording_events(TaskContext::new());
+    let events = Arc::new(ProgressRecorder::new());
+    let ctx = TaskContext::new().with_progress(events.clone());
     let out = task.ask("hi", ctx).await.unwrap();
     assert_eq!(out.text, "task: hi");
     let announced = sessions(&events);
@@ -253,12 +254,10 @@ async fn a_task_is_followed_to_its_end_and_resumes_by_its_handle() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_asking_for_input_is_answered_with_tasks_update() {
-    let pool = McpPool::new();
-    let task = Agent::new(&pool, "task_echo", false).await;
-    let yes = Recording::new(ApprovalDecision::AllowOnce);
-    let out = task.ask("ask", ctx_with(yes.clone())).await.unwrap();
+    let (out, asked) = ask_saying_yes("task_echo", false, "ask").await;
+    let out = out.unwrap();
     assert_eq!(out.text, r#"task answer: accept {"confirm":true}"#);
-    assert_eq!(yes.asked().len(), 1);
+    assert_eq!(asked.len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,8 @@
 //! MCP servers as agent tools: `mcp_tools` and `McpToolProvider` against the rmcp test server
 //! (stdio child process) and an `McpToolServer` (streamable HTTP).
 
+use crate::common::cancel_and_join;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,12 +101,7 @@ async fn server_tools_are_named_described_and_callable() {
     let wait = find(&tools, "mcp__test__wait").clone();
     let call = tokio::spawn(async move { wait.call(json!({"prompt": "w"}), &cctx).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
-    cancel.cancel();
-    let err = tokio::time::timeout(Duration::from_secs(20), call)
-        .await
-        .expect("returns after cancellation")
-        .unwrap()
-        .unwrap_err();
+    let err = cancel_and_join(&cancel, call).await.unwrap_err();
     assert!(matches!(err, ToolError::Cancelled { .. }), "{err}");
 
     let err = err_text(mcp_tools("nope", &config()).await);
