@@ -9,6 +9,9 @@ use subagent_tools::SandboxPolicy;
 use super::*;
 use crate::definition::PermissionMode;
 
+#[path = "../../tests/it/common/landlock.rs"]
+mod landlock;
+
 #[test]
 fn matchers_follow_claude_code() {
     let all = Matcher::compile(None).unwrap();
@@ -212,11 +215,7 @@ async fn settings_files_mark_the_users_file_unconfined() {
 
 #[tokio::test]
 async fn frontmatter_hooks_run_confined_like_bash() {
-    let support = subagent_tools::landlock_support();
-    if !support.confines() {
-        eprintln!(
-            "SKIPPED frontmatter_hooks_run_confined_like_bash: Landlock does not confine here ({support:?})"
-        );
+    if !landlock::confines("frontmatter_hooks_run_confined_like_bash") {
         return;
     }
     let Some((ws, outside)) = workspace_and_outside("frontmatter_hooks_run_confined_like_bash")

@@ -1,6 +1,8 @@
 //! The Claude executor against the scripted model server (real HTTP, OpenAI wire format):
 //! tool filtering, model routing, skills, maxTurns, resume, permission modes, depth.
 
+use crate::common::landlock;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -152,6 +154,18 @@ fn call(prompt: &str) -> TaskCall {
     TaskCall::new("test-agent", "test", prompt)
 }
 
+/// Runs `test-agent`, whose frontmatter adds the lines `front` and whose prompt is `body`, on
+/// `prompt` as a child of the main agent.
+async fn run_child(
+    ex: &ClaudeExecutor,
+    front: &str,
+    body: &str,
+    prompt: &str,
+) -> subagent_spi::TaskOutcome {
+    let def = agent(&format!("name: test-agent\ndescription: d\n{front}"), body);
+    run(ex, &def, call(prompt), child_ctx()).await.unwrap()
+}
+
 #[tokio::test]
 async fn tool_list_reflects_tools_and_disallowed_tools() {
     let h = Harness::new().await;
@@ -159,17 +173,21 @@ async fn tool_list_reflects_tools_and_disallowed_tools() {
     h.server.push(Reply::text("one"));
     h.server.push(Reply::text("two"));
 
-    let def = agent(
-        "name: test-agent\ndescription: d\ntools: Read, Grep, Write, LS, mcp__none__*\ndisallowedTools: Write",
+    let out = run_child(
+        &ex,
+        "tools: Read, Grep, Write, LS, mcp__none__*\ndisallowedTools: Write",
         "You help.",
-    );
-    let out = run(&ex, &def, call("go"), child_ctx()).await.unwrap();
+        "go",
+    )
+    .await;
     assert_eq!(out.text, "one");
-    let def = agent(
-        "name: test-agent\ndescription: d\ndisallowedTools: [Bash, WebFetch, TodoWrite]",
+    run_child(
+        &ex,
+        "disallowedTools: [Bash, WebFetch, TodoWrite]",
         "You help.",
-    );
-    run(&ex, &def, call("go"), child_ctx()).await.unwrap();
+        "go",
+    )
+    .await;
 
     let reqs = h.requests();
     assert_eq!(reqs[0].tool_names(), ["Grep", "Read"]);
@@ -314,13 +332,13 @@ async fn skills_text_is_in_the_system_prompt() {
     let h = Harness::new().await;
     let ex = h.executor();
     h.server.push(Reply::text("ok"));
-    let def = agent(
-        "name: test-agent\ndescription: d\nskills: [release-notes, not-there]",
+    run_child(
+        &ex,
+        "skills: [release-notes, not-there]",
         "You are the release manager.",
-    );
-    run(&ex, &def, call("write notes"), child_ctx())
-        .await
-        .unwrap();
+        "write notes",
+    )
+    .await;
     let req = h.server.last_request().unwrap();
     let msgs = req.messages();
     assert_eq!(msgs[0]["role"], "system");
@@ -348,8 +366,7 @@ async fn max_turns_stops_the_run() {
             json!({"file_path": "notes.txt"}),
         )]));
     }
-    let def = agent("name: test-agent\ndescription: d\nmaxTurns: 2", "p");
-    let out = run(&ex, &def, call("loop"), child_ctx()).await.unwrap();
+    let out = run_child(&ex, "maxTurns: 2", "p", "loop").await;
     assert_eq!(out.status, TaskStatus::LimitReached);
     assert_eq!(
         out.limit.as_ref().map(ToString::to_string).as_deref(),
@@ -415,11 +432,7 @@ async fn plan_mode_refuses_write_with_a_readable_error() {
         ("Read", json!({"file_path": "notes.txt"})),
     ]));
     h.server.push(Reply::text("planned"));
-    let def = agent(
-        "name: test-agent\ndescription: d\npermissionMode: plan",
-        "You plan.",
-    );
-    let out = run(&ex, &def, call("plan it"), child_ctx()).await.unwrap();
+    let out = run_child(&ex, "permissionMode: plan", "You plan.", "plan it").await;
     assert_eq!(out.text, "planned");
     assert!(!h.dir.path().join("out.txt").exists(), "Write must not run");
     let results = h.server.last_request().unwrap().tool_results();
@@ -792,11 +805,7 @@ fn agent_with_writing_hook(outside: &Path) -> Arc<dyn SubagentDefinition> {
 
 #[tokio::test]
 async fn frontmatter_hooks_run_confined_like_bash() {
-    let support = subagent_tools::landlock_support();
-    if !support.confines() {
-        eprintln!(
-            "SKIPPED frontmatter_hooks_run_confined_like_bash: Landlock does not confine here ({support:?})"
-        );
+    if !landlock::confines("frontmatter_hooks_run_confined_like_bash") {
         return;
     }
     let h = Harness::new().await;
