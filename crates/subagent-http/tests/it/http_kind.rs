@@ -169,6 +169,13 @@ impl Fixture {
             .await
     }
 
+    /// Runs `r` on "x", which must fail: the error and its text.
+    async fn refusal(&self, r: SubagentReference) -> (SubagentError, String) {
+        let err = self.run(r, "x").await.expect_err("the run fails");
+        let text = err.to_string();
+        (err, text)
+    }
+
     async fn run_with(
         &self,
         r: SubagentReference,
@@ -177,6 +184,14 @@ impl Fixture {
     ) -> Result<TaskOutcome, SubagentError> {
         let def = self.kind.resolver().resolve(&r).await?;
         self.kind.executor().execute(call, def, ctx).await
+    }
+}
+
+/// Asserts that `text` contains each of `parts`.
+#[track_caller]
+fn assert_mentions(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} is not in {text}");
     }
 }
 
@@ -228,23 +243,16 @@ async fn get_sends_the_prompt_in_the_query() {
 async fn a_huge_reply_stops_at_the_limit() {
     let f = fixture().await;
     // With a Content-Length (2 MiB > the default 1 MiB): refused before reading.
-    let err = f.run(f.reference("/huge"), "x").await.unwrap_err();
+    let (err, text) = f.refusal(f.reference("/huge")).await;
     assert!(matches!(err, SubagentError::LimitReached { .. }), "{err:?}");
-    let text = err.to_string();
-    assert!(
-        text.contains("agent `asker`") && text.contains("max_response_bytes=1048576"),
-        "{text}"
-    );
+    assert_mentions(&text, &["agent `asker`", "max_response_bytes=1048576"]);
     // Without one (64 MB streamed): cut while reading, at the reference's own limit.
     let r = f
         .reference("/huge-chunked")
         .with_metadata("max_response_bytes", "100000");
-    let err = f.run(r, "x").await.unwrap_err();
+    let (err, text) = f.refusal(r).await;
     assert!(matches!(err, SubagentError::LimitReached { .. }), "{err:?}");
-    assert!(
-        err.to_string().contains("max_response_bytes=100000"),
-        "{err}"
-    );
+    assert_mentions(&text, &["max_response_bytes=100000"]);
 }
 
 #[tokio::test]
@@ -282,45 +290,39 @@ async fn cancelling_drops_the_request() {
 #[tokio::test]
 async fn a_reply_that_is_not_json_or_lacks_the_answer_is_a_protocol_error() {
     let f = fixture().await;
-    let err = f.run(f.reference("/html"), "x").await.unwrap_err();
+    let (err, text) = f.refusal(f.reference("/html")).await;
     assert!(matches!(err, SubagentError::Protocol { .. }), "{err:?}");
-    let text = err.to_string();
-    assert!(
-        text.contains("`asker`") && text.contains("is not JSON (text/html, 18 bytes)"),
-        "{text}"
-    );
+    assert_mentions(&text, &["`asker`", "is not JSON (text/html, 18 bytes)"]);
 
     let r = f
         .reference("/ask")
         .with_metadata("answer", "/output/missing");
-    let err = f.run(r, "x").await.unwrap_err().to_string();
-    assert!(err.contains("`asker`"), "{err}");
-    assert!(
-        err.contains("nothing at the answer pointer `/output/missing`"),
-        "{err}"
+    let (_, text) = f.refusal(r).await;
+    assert_mentions(
+        &text,
+        &[
+            "`asker`",
+            "nothing at the answer pointer `/output/missing`",
+            "an object with keys `output`",
+        ],
     );
-    assert!(err.contains("an object with keys `output`"), "{err}");
 }
 
 #[tokio::test]
 async fn an_error_status_is_quoted_in_one_line() {
     let f = fixture().await;
-    let err = f.run(f.reference("/busy"), "x").await.unwrap_err();
+    let (err, text) = f.refusal(f.reference("/busy")).await;
     assert!(matches!(err, SubagentError::Execution { .. }), "{err:?}");
-    let text = err.to_string();
-    assert!(
-        text.contains("HTTP 503 Service Unavailable: overloaded, retry later"),
-        "{text}"
+    assert_mentions(
+        &text,
+        &["HTTP 503 Service Unavailable: overloaded, retry later"],
     );
     // A wrong credential: the server's words, control characters removed.
     let r = f
         .reference("/ask")
         .with_metadata("auth_env", "CARGO_PKG_VERSION");
-    let text = f.run(r, "x").await.unwrap_err().to_string();
-    assert!(
-        text.contains("HTTP 401 Unauthorized: missing or wrong key"),
-        "{text}"
-    );
+    let (_, text) = f.refusal(r).await;
+    assert_mentions(&text, &["HTTP 401 Unauthorized: missing or wrong key"]);
     assert!(!text.contains('\u{1b}'), "{text:?}");
 }
 
@@ -329,12 +331,8 @@ async fn redirects_stay_in_the_origin_so_the_credential_does_too() {
     let f = fixture().await;
     let out = f.run(f.reference("/home"), "x").await.unwrap();
     assert_eq!(out.text, "you said: x");
-    let err = f.run(f.reference("/away"), "x").await.unwrap_err();
-    let text = err.to_string();
-    assert!(
-        text.contains("HTTP 307") && text.contains("not followed"),
-        "{text}"
-    );
+    let (_, text) = f.refusal(f.reference("/away")).await;
+    assert_mentions(&text, &["HTTP 307", "not followed"]);
     assert_eq!(
         f.elsewhere.hits.load(Ordering::SeqCst),
         0,

@@ -53,39 +53,52 @@ async fn endpoints() -> String {
     serve(app).await
 }
 
+/// The usage pointers of an OpenAI-style reply.
+const OPENAI_USAGE: [(&str, &str); 2] = [
+    ("usage_input", "/usage/prompt_tokens"),
+    ("usage_output", "/usage/completion_tokens"),
+];
+
+/// An `HTTP` reference to `{base}{path}` with the metadata `meta`.
+fn http_ref<'a>(
+    base: &str,
+    path: &str,
+    meta: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> SubagentReference {
+    let r = SubagentReference::new(format!("{base}{path}"), "HTTP");
+    meta.into_iter().fold(r, |r, (k, v)| r.with_metadata(k, v))
+}
+
 fn openai(base: &str) -> SubagentReference {
-    SubagentReference::new(format!("{base}/openai"), "HTTP")
-        .with_metadata("name", "gpt")
-        .with_metadata("description", "An OpenAI-style endpoint.")
-        .with_metadata(
-            "body",
-            r#"{"model": "gpt-test", "messages": [{"role": "user", "content": "{{prompt}}"}]}"#,
-        )
-        .with_metadata("answer", "/choices/0/message/content")
-        .with_metadata("usage_input", "/usage/prompt_tokens")
-        .with_metadata("usage_output", "/usage/completion_tokens")
-        .with_metadata("usage_model", "/model")
+    let body = r#"{"model": "gpt-test", "messages": [{"role": "user", "content": "{{prompt}}"}]}"#;
+    let meta = [
+        ("name", "gpt"),
+        ("description", "An OpenAI-style endpoint."),
+        ("body", body),
+        ("answer", "/choices/0/message/content"),
+        ("usage_model", "/model"),
+    ];
+    http_ref(base, "/openai", meta.into_iter().chain(OPENAI_USAGE))
 }
 
 fn anthropic(base: &str) -> SubagentReference {
-    SubagentReference::new(format!("{base}/anthropic"), "HTTP")
-        .with_metadata("name", "claude")
-        .with_metadata(
-            "body",
-            r#"{"model": "claude-test", "max_tokens": 100, "messages": [{"role": "user", "content": "{{prompt}}"}]}"#,
-        )
-        .with_metadata("answer", "/content/0/text")
-        .with_metadata("usage_input", "/usage/input_tokens")
-        .with_metadata("usage_output", "/usage/output_tokens")
+    let body = r#"{"model": "claude-test", "max_tokens": 100, "messages": [{"role": "user", "content": "{{prompt}}"}]}"#;
+    let usage = [
+        ("usage_input", "/usage/input_tokens"),
+        ("usage_output", "/usage/output_tokens"),
+    ];
+    let meta = [
+        ("name", "claude"),
+        ("body", body),
+        ("answer", "/content/0/text"),
+    ];
+    http_ref(base, "/anthropic", meta.into_iter().chain(usage))
 }
 
 /// The `/echo` agent with OpenAI-style usage pointers: the prompt is the reply.
 fn echo(base: &str) -> SubagentReference {
-    SubagentReference::new(format!("{base}/echo"), "HTTP")
-        .with_metadata("name", "echo")
-        .with_metadata("answer", "/answer")
-        .with_metadata("usage_input", "/usage/prompt_tokens")
-        .with_metadata("usage_output", "/usage/completion_tokens")
+    let meta = [("name", "echo"), ("answer", "/answer")];
+    http_ref(base, "/echo", meta.into_iter().chain(OPENAI_USAGE))
 }
 
 /// Runs one task on the kind directly (no Task tool, no budget).
