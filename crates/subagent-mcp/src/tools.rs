@@ -75,9 +75,7 @@ impl Tool for McpTool {
         self.input_schema.clone()
     }
 
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::Execute
-    }
+    // `effect` keeps the default, `ToolEffect::Execute`: a server's tool may do anything.
 
     async fn call(
         &self,
