@@ -3,6 +3,8 @@
 //! background tasks spawned and collected.
 #![allow(missing_docs)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,11 +129,7 @@ fn nested(c: &mut Criterion) {
 }
 
 fn background(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = common::runtime(2);
     let mut g = c.benchmark_group("task_background");
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.bench_function("spawn_and_collect_10000", |b| {

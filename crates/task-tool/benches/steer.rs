@@ -3,6 +3,8 @@
 //! by the run at its turn boundary (`Inbox::take`), the child's own work excluded.
 #![allow(missing_docs)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -11,11 +13,7 @@ use subagent_testkit::{FnKind, fn_ref};
 use task_tool::{Dispatch, TaskTool};
 
 fn bench_send(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = common::runtime(1);
     // The child hands its inbox out, then waits to be stopped.
     let slot: Arc<Mutex<Option<Arc<dyn MessageInbox>>>> = Arc::default();
     let kind = {

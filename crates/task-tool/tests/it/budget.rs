@@ -77,6 +77,16 @@ async fn run_under_budget(
     (task, ctx, budget, o)
 }
 
+/// Asserts that the next delegation (to `spender`) is refused before it runs, naming `limit`.
+async fn next_is_refused(task: &TaskTool, ctx: &TaskContext, limit: &str) {
+    match task.dispatch(TaskCall::new("spender", "d", "1"), ctx).await {
+        Err(SubagentError::LimitReached { agent, limit: l }) => {
+            assert_eq!((agent.as_str(), l.to_string().as_str()), ("spender", limit));
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
 fn limit(o: &TaskOutcome) -> Option<String> {
     o.limit.as_ref().map(ToString::to_string)
 }
@@ -102,16 +112,7 @@ async fn a_report_over_the_budget_spends_it_and_the_next_delegation_is_refused()
     assert!(ctx.cancel().is_cancelled(), "the caller's tree is stopped");
 
     // The next child is refused before it runs, naming the budget.
-    match task
-        .dispatch(TaskCall::new("spender", "d", "1"), &ctx)
-        .await
-    {
-        Err(SubagentError::LimitReached { agent, limit }) => {
-            assert_eq!(agent, "spender");
-            assert_eq!(limit.to_string(), "budget_tokens=10000");
-        }
-        other => panic!("not refused: {other:?}"),
-    }
+    next_is_refused(&task, &ctx, "budget_tokens=10000").await;
     assert_eq!(budget.tokens_used(), 1_000_000, "nothing more was run");
     // As the model reads it.
     let out = task
@@ -144,11 +145,7 @@ async fn a_background_childs_report_is_charged_once_when_it_ends() {
     // Read again: charged once.
     task.output(&id, None).await.expect("reads");
     assert_eq!((budget.tokens_used(), budget.turns_used()), (1_000_000, 1));
-    assert!(matches!(
-        task.dispatch(TaskCall::new("spender", "d", "1"), &ctx)
-            .await,
-        Err(SubagentError::LimitReached { .. })
-    ));
+    next_is_refused(&task, &ctx, "budget_tokens=10000").await;
 }
 
 #[tokio::test]
@@ -270,11 +267,7 @@ async fn a_background_grandchild_that_outlives_a_non_charging_child_takes_nothin
         budget.spent().map(|l| l.to_string()).as_deref(),
         Some("budget_tokens=5509")
     );
-    assert!(matches!(
-        task.dispatch(TaskCall::new("spender", "d", "1"), &ctx)
-            .await,
-        Err(SubagentError::LimitReached { .. })
-    ));
+    next_is_refused(&task, &ctx, "budget_tokens=5509").await;
     assert_eq!(budget.tokens_used(), 5510, "nothing more was run");
 }
 
