@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use subagent_spi::{
-    BoxError, ProgressKind, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, ToolSource,
-    async_trait,
+    BoxError, ProgressKind, TaskContext, Tool, ToolError, ToolOutput, ToolSource, async_trait,
 };
 
 use crate::client::{CallEnd, CallEvent, McpPool};

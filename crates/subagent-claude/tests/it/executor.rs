@@ -162,8 +162,19 @@ async fn run_child(
     body: &str,
     prompt: &str,
 ) -> subagent_spi::TaskOutcome {
+    run_child_in(ex, front, body, prompt, child_ctx()).await
+}
+
+/// [`run_child`] in the context `ctx`.
+async fn run_child_in(
+    ex: &ClaudeExecutor,
+    front: &str,
+    body: &str,
+    prompt: &str,
+    ctx: TaskContext,
+) -> subagent_spi::TaskOutcome {
     let def = agent(&format!("name: test-agent\ndescription: d\n{front}"), body);
-    run(ex, &def, call(prompt), child_ctx()).await.unwrap()
+    run(ex, &def, call(prompt), ctx).await.unwrap()
 }
 
 #[tokio::test]
@@ -300,14 +311,8 @@ async fn a_stand_in_model_is_used_with_a_notice_for_the_agents_model_only() {
     );
     h.server.push(Reply::text("ok"));
     let recorder = Arc::new(subagent_testkit::ProgressRecorder::new());
-    run(
-        &ex,
-        &dated,
-        call("x"),
-        child_ctx().with_progress(recorder.clone()),
-    )
-    .await
-    .unwrap();
+    let ctx = child_ctx().with_progress(recorder.clone());
+    run(&ex, &dated, call("x"), ctx).await.unwrap();
     assert_eq!(h.server.last_request().unwrap().model(), Some("model-a"));
     let notices = recorder.statuses();
     assert_eq!(notices.len(), 1, "{notices:?}");
@@ -470,8 +475,7 @@ async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
     h.server.push(bash_call("touch out/b.txt"));
     h.server.push(Reply::text("done"));
 
-    let default = agent("name: test-agent\ndescription: d", "p");
-    run(&ex, &default, call("w"), ctx()).await.unwrap();
+    run_child_in(&ex, "", "p", "w", ctx()).await;
     assert!(!h.dir.path().join("w.txt").exists());
     let results = h.server.last_request().unwrap().tool_results();
     assert!(
@@ -510,8 +514,7 @@ async fn without_an_approver_ask_means_deny_with_a_readable_message() {
     let ex = h.executor();
     h.server.push(bash_call("touch out/nobody.txt"));
     h.server.push(Reply::text("ok"));
-    let def = agent("name: test-agent\ndescription: d", "p");
-    run(&ex, &def, call("x"), child_ctx()).await.unwrap();
+    run_child(&ex, "", "p", "x").await;
     assert!(!h.dir.path().join("out/nobody.txt").exists());
     let results = h.server.last_request().unwrap().tool_results();
     assert!(
@@ -534,14 +537,8 @@ async fn dont_ask_denies_and_bypass_runs_and_the_override_wins() {
         "p",
     );
     let ex = h.executor();
-    run(
-        &ex,
-        &dont,
-        call("x"),
-        child_ctx().with_approver(approver.clone()),
-    )
-    .await
-    .unwrap();
+    let asking = child_ctx().with_approver(approver.clone());
+    run(&ex, &dont, call("x"), asking).await.unwrap();
     assert!(!h.dir.path().join("out/dont.txt").exists());
     let results = h.server.last_request().unwrap().tool_results();
     assert!(results[0].contains("dontAsk"), "{}", results[0]);

@@ -180,23 +180,24 @@ fn descriptions_with_terminal_controls_load_with_a_warning() {
 fn escape_for_terminal_makes_controls_visible() {
     let esc = ClaudeAgentDefinition::escape_for_terminal;
     assert!(matches!(esc("plain-name"), std::borrow::Cow::Borrowed(_)));
-    assert_eq!(esc("a\u{1b}[31mb"), "a\\u{1b}[31mb");
-    assert_eq!(esc("bell\u{7}"), "bell\\u{7}");
-    assert_eq!(esc("x\ny\tz\r"), "x\\u{a}y\\u{9}z\\u{d}");
-    assert_eq!(esc("\u{202e}gpj.exe"), "\\u{202e}gpj.exe");
-    assert_eq!(
-        esc("\u{2066}\u{2069}\u{200f}"),
-        "\\u{2066}\\u{2069}\\u{200f}"
-    );
-    assert_eq!(esc("c1\u{9b}"), "c1\\u{9b}");
-    assert_eq!(esc("ünïcödé 名前"), "ünïcödé 名前");
-    // Invisible format characters that hide or fake text are shown too; the joiners that
-    // emoji and scripts need stay.
-    assert_eq!(
-        esc("ma\u{200b}in\u{ad}\u{2060}\u{feff}\u{e0041}"),
-        "ma\\u{200b}in\\u{ad}\\u{2060}\\u{feff}\\u{e0041}"
-    );
-    assert_eq!(esc("👩\u{200d}💻 \u{200c}"), "👩\u{200d}💻 \u{200c}");
+    for (raw, shown) in [
+        ("a\u{1b}[31mb", "a\\u{1b}[31mb"),
+        ("bell\u{7}", "bell\\u{7}"),
+        ("x\ny\tz\r", "x\\u{a}y\\u{9}z\\u{d}"),
+        ("\u{202e}gpj.exe", "\\u{202e}gpj.exe"),
+        ("\u{2066}\u{2069}\u{200f}", "\\u{2066}\\u{2069}\\u{200f}"),
+        ("c1\u{9b}", "c1\\u{9b}"),
+        ("ünïcödé 名前", "ünïcödé 名前"),
+        // Invisible format characters that hide or fake text are shown too; the joiners that
+        // emoji and scripts need stay.
+        (
+            "ma\u{200b}in\u{ad}\u{2060}\u{feff}\u{e0041}",
+            "ma\\u{200b}in\\u{ad}\\u{2060}\\u{feff}\\u{e0041}",
+        ),
+        ("👩\u{200d}💻 \u{200c}", "👩\u{200d}💻 \u{200c}"),
+    ] {
+        assert_eq!(esc(raw), shown, "{raw:?}");
+    }
     assert!(subagent_claude::is_terminal_hazard('\u{7f}'));
     assert!(!subagent_claude::is_terminal_hazard('é'));
     let mut def = ClaudeAgentDefinition::new("x\u{7}", "line1\nline2\u{1b}", "p");

@@ -73,8 +73,12 @@ struct Agent {
 
 impl Agent {
     async fn new(pool: &McpPool, tool: &str, legacy: bool) -> Self {
+        Self::at(pool, reference(tool, legacy)).await
+    }
+
+    /// The agent `r` names.
+    async fn at(pool: &McpPool, r: SubagentReference) -> Self {
         let kind = mcp_subagent_type_with_pool(pool.clone());
-        let r = reference(tool, legacy);
         let def = bounded("resolve", kind.resolver().resolve(&r))
             .await
             .unwrap_or_else(|e| panic!("resolving {r} failed: {e}"));
@@ -304,24 +308,15 @@ async fn a_server_with_many_tools_gives_many_agents_with_their_prompt_argument()
     );
 
     // `shout` takes its only string argument, `text`.
-    let kind = mcp_subagent_type_with_pool(pool.clone());
-    let spec = subagent_mcp::agent_reference(&format!("{}#tool=shout", uri())).unwrap();
-    let def = kind.resolver().resolve(&spec).await.unwrap();
-    let out = kind
-        .executor()
-        .execute(
-            TaskCall::new("shout", "t", "quiet"),
-            def,
-            TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    let spec = |fragment: &str| subagent_mcp::agent_reference(&format!("{}#{fragment}", uri()));
+    let shout = Agent::at(&pool, spec("tool=shout").unwrap()).await;
+    let out = shout.ask("quiet", TaskContext::new()).await.unwrap();
     assert_eq!(out.text, "QUIET");
     // `pair` needs `argument`.
-    let spec = subagent_mcp::agent_reference(&format!("{}#tool=pair", uri())).unwrap();
+    let kind = mcp_subagent_type_with_pool(pool.clone());
     let err = kind
         .resolver()
-        .resolve(&spec)
+        .resolve(&spec("tool=pair").unwrap())
         .await
         .unwrap_err()
         .to_string();
@@ -329,12 +324,7 @@ async fn a_server_with_many_tools_gives_many_agents_with_their_prompt_argument()
         err.contains("set metadata `argument`") && err.contains("a, b"),
         "{err}"
     );
-    let spec = subagent_mcp::agent_reference(&format!("{}#tool=pair&argument=b", uri())).unwrap();
-    let def = kind.resolver().resolve(&spec).await.unwrap();
-    let out = kind
-        .executor()
-        .execute(TaskCall::new("pair", "t", "x"), def, TaskContext::new())
-        .await
-        .unwrap();
+    let pair = Agent::at(&pool, spec("tool=pair&argument=b").unwrap()).await;
+    let out = pair.ask("x", TaskContext::new()).await.unwrap();
     assert_eq!(out.text, "+x");
 }

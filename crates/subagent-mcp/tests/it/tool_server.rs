@@ -153,18 +153,28 @@ async fn call(
         .unwrap()
 }
 
+/// Calls `Task`: `agent` on `prompt` (`description` shown for it), in the background when
+/// `background`.
+async fn call_task(
+    client: &RunningService<RoleClient, Recorder>,
+    description: &str,
+    agent: &str,
+    prompt: &str,
+    background: bool,
+) -> CallToolResult {
+    let mut input = json!({"description": description, "prompt": prompt, "subagent_type": agent});
+    if background {
+        input["run_in_background"] = true.into();
+    }
+    call(client, "Task", input).await
+}
+
 async fn start_background(
     client: &RunningService<RoleClient, Recorder>,
     agent: &str,
     prompt: &str,
 ) -> String {
-    let r = call(
-        client,
-        "Task",
-        json!({"description": "bg", "prompt": prompt, "subagent_type": agent,
-               "run_in_background": true}),
-    )
-    .await;
+    let r = call_task(client, "bg", agent, prompt, true).await;
     let started = text(&r);
     started
         .split("task id ")
@@ -190,12 +200,7 @@ async fn drive(client: &RunningService<RoleClient, Recorder>, local: &Local) {
     );
 
     // Foreground.
-    let r = call(
-        client,
-        "Task",
-        json!({"description": "greet", "prompt": "world", "subagent_type": "greeter"}),
-    )
-    .await;
+    let r = call_task(client, "greet", "greeter", "world", false).await;
     assert_ne!(r.is_error, Some(true), "{}", text(&r));
     assert!(text(&r).contains("hello, world"), "{}", text(&r));
 
@@ -212,12 +217,7 @@ async fn drive(client: &RunningService<RoleClient, Recorder>, local: &Local) {
     assert!(text(&r).contains("the gate opened"), "{}", text(&r));
 
     // A failing call is an error result.
-    let r = call(
-        client,
-        "Task",
-        json!({"description": "x", "prompt": "x", "subagent_type": "nobody"}),
-    )
-    .await;
+    let r = call_task(client, "x", "nobody", "x", false).await;
     assert_eq!(r.is_error, Some(true));
     assert!(text(&r).contains("nobody"), "{}", text(&r));
 
