@@ -24,10 +24,11 @@ if ! "${python}" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 
   exit 1
 fi
 
-# make_venv NAME REQUIREMENT...
+# make_venv NAME CHECK PACKAGE REQUIREMENT...: a venv at target/py/NAME with REQUIREMENT
+# installed, checked by running the Python statement CHECK, reported with PACKAGE's version.
 make_venv() {
-  local name="$1"
-  shift
+  local name="$1" check="$2" package="$3"
+  shift 3
   local dir="${py_root}/${name}"
   local want="$*"
   local stamp="${dir}/.subagents-stamp"
@@ -43,48 +44,22 @@ make_venv() {
   "${dir}/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
   # shellcheck disable=SC2068
   "${dir}/bin/python" -m pip install --quiet --disable-pip-version-check $@
-  "${dir}/bin/python" -c 'import a2a, uvicorn, starlette, sse_starlette' 
+  "${dir}/bin/python" -c "${check}"
   echo "${want}" >"${stamp}"
-  echo "setup-python: ${name} installed: $("${dir}/bin/python" -m pip show a2a-sdk | grep '^Version')"
+  echo "setup-python: ${name} installed: $("${dir}/bin/python" -m pip show "${package}" | grep '^Version')"
 }
 
-make_venv a2a-1x 'a2a-sdk[http-server,signing,grpc]>=1,<2' 'cryptography>=43' 'uvicorn>=0.30'
-make_venv a2a-03 'a2a-sdk[http-server]==0.3.26' 'uvicorn>=0.30'
+a2a_check='import a2a, uvicorn, starlette, sse_starlette'
+make_venv a2a-1x "${a2a_check}" a2a-sdk 'a2a-sdk[http-server,signing,grpc]>=1,<2' 'cryptography>=43' 'uvicorn>=0.30'
+make_venv a2a-03 "${a2a_check}" a2a-sdk 'a2a-sdk[http-server]==0.3.26' 'uvicorn>=0.30'
 
 # target/py/otlp : opentelemetry-proto (+ protobuf) for the small OTLP/HTTP receiver
 # (crates/subagents-cli/tests/support/otlp_receiver.py) the trace-export test sends spans to.
 # Tests look for target/py/otlp/bin/python, or the path in SUBAGENTS_OTLP_PY.
-otlp_dir="${py_root}/otlp"
-otlp_want='opentelemetry-proto>=1.20,<2'
-if [[ "${A2A_PY_FORCE:-}" != "1" && -x "${otlp_dir}/bin/python" && -f "${otlp_dir}/.subagents-stamp" \
-      && "$(cat "${otlp_dir}/.subagents-stamp")" == "${otlp_want}" ]]; then
-  echo "setup-python: otlp ready (${otlp_want})"
-else
-  echo "setup-python: creating ${otlp_dir} with: ${otlp_want}"
-  rm -rf "${otlp_dir}"
-  mkdir -p "${py_root}"
-  "${python}" -m venv "${otlp_dir}"
-  "${otlp_dir}/bin/python" -m pip install --quiet --disable-pip-version-check "${otlp_want}"
-  "${otlp_dir}/bin/python" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2'
-  echo "${otlp_want}" >"${otlp_dir}/.subagents-stamp"
-  echo "setup-python: otlp installed: $("${otlp_dir}/bin/python" -m pip show opentelemetry-proto | grep '^Version')"
-fi
+make_venv otlp 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2' \
+  opentelemetry-proto 'opentelemetry-proto>=1.20,<2'
 
 # target/py/mcp-2x : the official Python MCP SDK 2.x, for the MCP client interop test
 # (crates/subagent-mcp/tests/it/mcp_interop_py.rs runs tests/support/py_mcp_server.py with it).
 # Tests look for target/py/mcp-2x/bin/python, or the path in SUBAGENTS_MCP_PY.
-mcp_dir="${py_root}/mcp-2x"
-mcp_want='mcp==2.3.0'
-if [[ "${A2A_PY_FORCE:-}" != "1" && -x "${mcp_dir}/bin/python" && -f "${mcp_dir}/.subagents-stamp" \
-      && "$(cat "${mcp_dir}/.subagents-stamp")" == "${mcp_want}" ]]; then
-  echo "setup-python: mcp-2x ready (${mcp_want})"
-else
-  echo "setup-python: creating ${mcp_dir} with: ${mcp_want}"
-  rm -rf "${mcp_dir}"
-  mkdir -p "${py_root}"
-  "${python}" -m venv "${mcp_dir}"
-  "${mcp_dir}/bin/python" -m pip install --quiet --disable-pip-version-check "${mcp_want}"
-  "${mcp_dir}/bin/python" -c 'import mcp.server.mcpserver, mcp_types'
-  echo "${mcp_want}" >"${mcp_dir}/.subagents-stamp"
-  echo "setup-python: mcp-2x installed: $("${mcp_dir}/bin/python" -m pip show mcp | grep '^Version')"
-fi
+make_venv mcp-2x 'import mcp.server.mcpserver, mcp_types' mcp 'mcp==2.3.0'

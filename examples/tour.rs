@@ -16,6 +16,7 @@ use serde_json::json;
 use subagents::a2a::client::A2aSubagentDefinition;
 use subagents::a2a::server::{
     A2aHandler, A2aServer, AgentInfo, AgentMount, HandlerError, HandlerRequest, TaskEventSink,
+    handler_fn,
 };
 use subagents::a2a::types::ProtocolVersion;
 use subagents::policy::UsageTreeText;
@@ -30,9 +31,6 @@ use subagents_examples::{model_calls, session_in, task_id_in};
 // Remote agents (A2A servers with deterministic handlers)
 // ---------------------------------------------------------------------------------------------
 
-/// Forecasts the weather of a city, streaming its progress; asks for the city when missing.
-struct Forecaster;
-
 const CITIES: [&str; 6] = ["Lisbon", "Porto", "Oslo", "Nairobi", "Lima", "Osaka"];
 
 fn forecast(city: &str) -> String {
@@ -41,43 +39,42 @@ fn forecast(city: &str) -> String {
     format!("{city}: {sky}, {temp} °C tomorrow.")
 }
 
-#[async_trait]
-impl A2aHandler for Forecaster {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        events: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let text = req.text();
-        let city = CITIES
-            .iter()
-            .find(|c| text.to_lowercase().contains(&c.to_lowercase()))
-            .copied();
-        let Some(city) = city else {
-            // The task becomes input-required; the client resumes it with the answer.
-            events
-                .require_input(format!("Which city? I know {}.", CITIES.join(", ")))
-                .await
-                .map_err(fail)?;
-            return Ok(());
-        };
+/// Forecasts the weather of a city, streaming its progress; asks for the city when missing.
+/// A handler can be one async function ([`handler_fn`]); the researcher below implements
+/// [`A2aHandler`] for its state.
+async fn forecaster(
+    req: HandlerRequest,
+    events: TaskEventSink,
+    _cancel: CancellationToken,
+) -> Result<(), HandlerError> {
+    let text = req.text();
+    let city = CITIES
+        .iter()
+        .find(|c| text.to_lowercase().contains(&c.to_lowercase()))
+        .copied();
+    let Some(city) = city else {
+        // The task becomes input-required; the client resumes it with the answer.
         events
-            .working_text(format!("Looking at the sky over {city}"))
+            .require_input(format!("Which city? I know {}.", CITIES.join(", ")))
             .await
             .map_err(fail)?;
-        tokio::time::sleep(Duration::from_millis(80)).await;
-        events
-            .working_text("Reading the barometer")
-            .await
-            .map_err(fail)?;
-        tokio::time::sleep(Duration::from_millis(80)).await;
-        events
-            .text_artifact(Some("forecast"), forecast(city))
-            .await
-            .map_err(fail)?;
-        events.complete(None).await.map_err(fail)
-    }
+        return Ok(());
+    };
+    events
+        .working_text(format!("Looking at the sky over {city}"))
+        .await
+        .map_err(fail)?;
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    events
+        .working_text("Reading the barometer")
+        .await
+        .map_err(fail)?;
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    events
+        .text_artifact(Some("forecast"), forecast(city))
+        .await
+        .map_err(fail)?;
+    events.complete(None).await.map_err(fail)
 }
 
 /// Researches slowly, one step every 150 ms, and stops when its task is cancelled.
@@ -116,38 +113,32 @@ impl A2aHandler for Researcher {
 }
 
 /// Translates a few English words to French and answers with a plain message (no task).
-struct Translator;
-
-#[async_trait]
-impl A2aHandler for Translator {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        events: TaskEventSink,
-        _cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let words = [
-            ("good", "bon"),
-            ("morning", "matin"),
-            ("friends", "amis"),
-            ("weather", "météo"),
-            ("the", "le"),
-            ("is", "est"),
-            ("nice", "beau"),
-        ];
-        let out: Vec<String> = req
-            .text()
-            .split_whitespace()
-            .map(|w| {
-                let lw = w.to_lowercase();
-                words
-                    .iter()
-                    .find(|(en, _)| *en == lw.trim_matches(|c: char| !c.is_alphanumeric()))
-                    .map_or(format!("[{w}]"), |(_, fr)| fr.to_string())
-            })
-            .collect();
-        events.reply_text(out.join(" ")).await.map_err(fail)
-    }
+async fn translator(
+    req: HandlerRequest,
+    events: TaskEventSink,
+    _cancel: CancellationToken,
+) -> Result<(), HandlerError> {
+    let words = [
+        ("good", "bon"),
+        ("morning", "matin"),
+        ("friends", "amis"),
+        ("weather", "météo"),
+        ("the", "le"),
+        ("is", "est"),
+        ("nice", "beau"),
+    ];
+    let out: Vec<String> = req
+        .text()
+        .split_whitespace()
+        .map(|w| {
+            let lw = w.to_lowercase();
+            words
+                .iter()
+                .find(|(en, _)| *en == lw.trim_matches(|c: char| !c.is_alphanumeric()))
+                .map_or(format!("[{w}]"), |(_, fr)| fr.to_string())
+        })
+        .collect();
+    events.reply_text(out.join(" ")).await.map_err(fail)
 }
 
 fn fail(e: impl std::fmt::Display) -> HandlerError {
@@ -241,7 +232,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "/forecaster",
             AgentInfo::new("forecaster", "Forecasts tomorrow's weather for a city.")
                 .with_streaming(true),
-            Forecaster,
+            handler_fn(forecaster),
         ))
         .mount(AgentMount::new(
             "/researcher",
@@ -264,7 +255,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "translator",
                 "Translates short English phrases into French.",
             ),
-            Translator,
+            handler_fn(translator),
         ))
         .build()?;
     let v1_url = start(v1_server).await?;

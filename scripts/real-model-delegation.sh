@@ -13,15 +13,8 @@ FLAGS=("$@")
 SPEC=${SPEC:-openai-compatible:qwen2.5-coder-1.5b-instruct@http://127.0.0.1:8080/v1?temperature=0}
 OUT=${OUT:-$(mktemp -d)}
 DIR=$OUT/workdir
-mkdir -p "$DIR/.claude/agents"
-cat > "$DIR/.claude/agents/calculator.md" <<'MD'
----
-name: calculator
-description: Computes arithmetic exactly. Use it for any calculation.
-tools: Bash
----
-You compute the arithmetic you are given with `python3 -c` and answer with the number only.
-MD
+# shellcheck source=scripts/calculator-agent.sh
+. "$(dirname "$0")/calculator-agent.sh"
 tot_d=0; tot_r=0; tot_c=0
 for pair in "17 23" "45 67" "38 29" "64 81" "123 45"; do
   set -- $pair; a=$1; b=$2; want=$((a * b))

@@ -13,15 +13,8 @@ ROUNDS=$1; shift
 SPEC=${SPEC:-openai-compatible:qwen2.5-coder-1.5b-instruct@http://127.0.0.1:8080/v1}
 OUT=${OUT:-$(mktemp -d)}
 DIR=$OUT/workdir
-mkdir -p "$DIR/.claude/agents"
-cat > "$DIR/.claude/agents/calculator.md" <<'MD'
----
-name: calculator
-description: Computes arithmetic exactly. Use it for any calculation.
-tools: Bash
----
-You compute the arithmetic you are given with `python3 -c` and answer with the number only.
-MD
+# shellcheck source=scripts/calculator-agent.sh
+. "$(dirname "$0")/calculator-agent.sh"
 PROMPT="Use the calculator agent to compute 17 * 23, then tell me the result."
 for r in $(seq 1 "$ROUNDS"); do
   i=0
