@@ -55,6 +55,11 @@ async fn read_pid(path: &Path) -> u32 {
     panic!("the command never wrote {}", path.display());
 }
 
+/// The pid the test's command wrote to `out/pid` (`sleep 300 & echo $! > out/pid`).
+async fn grandchild_pid(dir: &tempfile::TempDir) -> u32 {
+    read_pid(&dir.path().join("out/pid")).await
+}
+
 #[tokio::test]
 async fn captures_stdout_and_stderr_in_order_in_the_workspace() {
     let (dir, tool) = setup();
@@ -114,7 +119,6 @@ async fn bad_input_is_refused() {
 #[tokio::test]
 async fn timeout_kills_the_whole_process_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("out/pid");
     let out = run(
         &tool,
         json!({"command": "sleep 300 & echo $! > out/pid; echo started; wait", "timeout": 2000}),
@@ -127,7 +131,7 @@ async fn timeout_kills_the_whole_process_tree() {
         "{}",
         out.content
     );
-    let pid = read_pid(&pidfile).await;
+    let pid = grandchild_pid(&dir).await;
     assert!(
         wait_dead(pid).await,
         "grandchild {pid} survived the timeout"
@@ -137,7 +141,6 @@ async fn timeout_kills_the_whole_process_tree() {
 #[tokio::test]
 async fn cancel_kills_the_whole_process_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("out/pid");
     let ctx = TaskContext::new();
     let call = {
         let ctx = ctx.clone();
@@ -149,7 +152,7 @@ async fn cancel_kills_the_whole_process_tree() {
             .await
         })
     };
-    let pid = read_pid(&pidfile).await;
+    let pid = grandchild_pid(&dir).await;
     assert!(!is_dead(pid));
     ctx.cancel().cancel();
     let r = tokio::time::timeout(Duration::from_secs(20), call)
@@ -166,7 +169,6 @@ async fn cancel_kills_the_whole_process_tree() {
 #[tokio::test]
 async fn dropping_the_call_kills_the_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("out/pid");
     let ctx = TaskContext::new();
     let mut fut = Box::pin(tool.call(
         json!({"command": "sleep 300 & echo $! > out/pid; wait"}),
@@ -175,7 +177,7 @@ async fn dropping_the_call_kills_the_tree() {
     // keep the call running until the grandchild exists, then drop it
     let pid = tokio::select! {
         r = &mut fut => panic!("the command cannot have finished: {r:?}"),
-        pid = read_pid(&pidfile) => pid,
+        pid = grandchild_pid(&dir) => pid,
     };
     assert!(!is_dead(pid));
     drop(fut);
@@ -196,7 +198,7 @@ async fn background_jobs_do_not_outlive_the_command() {
     .expect("the call returns although a background job holds the output pipe")
     .unwrap();
     assert_eq!(out.content, "done\n");
-    let pid = read_pid(&dir.path().join("out/pid")).await;
+    let pid = grandchild_pid(&dir).await;
     assert!(wait_dead(pid).await, "background job {pid} survived");
 }
 
