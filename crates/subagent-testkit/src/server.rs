@@ -53,13 +53,18 @@ impl RecordedRequest {
         self.body.get("stream").and_then(Value::as_bool) == Some(true)
     }
 
-    /// The body's `messages` array (empty when absent).
-    pub fn messages(&self) -> &[Value] {
+    /// The body's `key` array (empty when absent).
+    fn array(&self, key: &str) -> &[Value] {
         self.body
-            .get("messages")
+            .get(key)
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+
+    /// The body's `messages` array (empty when absent).
+    pub fn messages(&self) -> &[Value] {
+        self.array("messages")
     }
 
     /// The request's prompt size in tokens as this server counts it: the UTF-8 bytes of the
@@ -76,11 +81,7 @@ impl RecordedRequest {
 
     /// The body's `tools` array (empty when absent).
     pub fn tools(&self) -> &[Value] {
-        self.body
-            .get("tools")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        self.array("tools")
     }
 
     /// The system prompt of an OpenAI-format request (its `system` message), or empty.

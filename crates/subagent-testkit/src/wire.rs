@@ -377,47 +377,44 @@ fn anthropic_stream(msg: &Msg<'_>) -> Vec<Vec<u8>> {
         }),
     )];
     out.push(sse_event("ping", &json!({"type": "ping"})));
-    let mut block = 0usize;
+    let mut blocks = Vec::new();
     if !msg.text.is_empty() {
-        out.push(sse_event(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": block, "content_block": {"type": "text", "text": ""}}),
+        let deltas = split_chars(msg.text, n)
+            .into_iter()
+            .map(|frag| json!({"type": "text_delta", "text": frag}));
+        blocks.push((
+            json!({"type": "text", "text": ""}),
+            deltas.collect::<Vec<_>>(),
         ));
-        for frag in split_chars(msg.text, n) {
-            out.push(sse_event(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "text_delta", "text": frag}}),
-            ));
-        }
-        out.push(sse_event(
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": block}),
-        ));
-        block += 1;
     }
     for (i, call) in msg.calls.iter().enumerate() {
         let mut start = json!({"type": "tool_use", "name": call.name, "input": {}});
         if let Some(id) = msg.call_id(i, "toolu") {
             start["id"] = Value::String(id);
         }
-        out.push(sse_event(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": block, "content_block": start}),
-        ));
         let args = anthropic_input(&call.arguments).to_string();
         let mut frags = vec![""];
         frags.extend(split_chars(&args, n));
-        for frag in frags {
+        let deltas = frags
+            .into_iter()
+            .map(|frag| json!({"type": "input_json_delta", "partial_json": frag}));
+        blocks.push((start, deltas.collect()));
+    }
+    for (index, (start, deltas)) in blocks.into_iter().enumerate() {
+        out.push(sse_event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": start}),
+        ));
+        for delta in deltas {
             out.push(sse_event(
                 "content_block_delta",
-                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": frag}}),
+                &json!({"type": "content_block_delta", "index": index, "delta": delta}),
             ));
         }
         out.push(sse_event(
             "content_block_stop",
-            &json!({"type": "content_block_stop", "index": block}),
+            &json!({"type": "content_block_stop", "index": index}),
         ));
-        block += 1;
     }
     out.push(sse_event(
         "message_delta",
