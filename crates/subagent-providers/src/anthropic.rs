@@ -1323,19 +1323,17 @@ mod tests {
         let empty = ChatRequest::new(vec![ChatMessage::user("")]).with_system("s");
         assert_eq!(breakpoints(&m.request_body(&empty, false)), ["system"]);
         // One hour, and off.
-        let hour = AnthropicModel::builder()
-            .model("claude-test")
-            .prompt_caching(PromptCaching::OneHour)
-            .build()
-            .unwrap();
-        let body = hour.request_body(&ask(&messages), false);
+        let body_with = |caching| {
+            AnthropicModel::builder()
+                .model("claude-test")
+                .prompt_caching(caching)
+                .build()
+                .unwrap()
+                .request_body(&ask(&messages), false)
+        };
+        let body = body_with(PromptCaching::OneHour);
         assert_eq!(body["system"][0]["cache_control"]["ttl"], "1h");
-        let off = AnthropicModel::builder()
-            .model("claude-test")
-            .prompt_caching(PromptCaching::Off)
-            .build()
-            .unwrap();
-        let body = off.request_body(&ask(&messages), false);
+        let body = body_with(PromptCaching::Off);
         assert!(breakpoints(&body).is_empty());
         assert_eq!(body["system"], "You are careful.");
         assert!(!body.to_string().contains("cache_control"));

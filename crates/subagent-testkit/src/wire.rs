@@ -154,6 +154,19 @@ struct Msg<'a> {
 }
 
 impl Msg<'_> {
+    /// The scripted stop reason, else the wire format's for a reply without (`plain`) or with
+    /// (`with_calls`) tool calls.
+    fn stop_reason(&self, plain: &str, with_calls: &str) -> String {
+        self.reply.stop_reason.clone().unwrap_or_else(|| {
+            if self.calls.is_empty() {
+                plain
+            } else {
+                with_calls
+            }
+            .to_string()
+        })
+    }
+
     fn call_id(&self, i: usize, prefix: &str) -> Option<String> {
         if self.reply.omit_tool_call_ids {
             return None;
@@ -183,13 +196,7 @@ fn openai_usage(u: ScriptedUsage) -> Value {
 }
 
 fn openai_finish(msg: &Msg<'_>) -> String {
-    msg.reply.stop_reason.clone().unwrap_or_else(|| {
-        if msg.calls.is_empty() {
-            "stop".into()
-        } else {
-            "tool_calls".into()
-        }
-    })
+    msg.stop_reason("stop", "tool_calls")
 }
 
 fn openai_message(msg: &Msg<'_>) -> Value {
@@ -297,13 +304,7 @@ fn openai_stream(msg: &Msg<'_>, include_usage: bool) -> Vec<Vec<u8>> {
 }
 
 fn anthropic_stop(msg: &Msg<'_>) -> String {
-    msg.reply.stop_reason.clone().unwrap_or_else(|| {
-        if msg.calls.is_empty() {
-            "end_turn".into()
-        } else {
-            "tool_use".into()
-        }
-    })
+    msg.stop_reason("end_turn", "tool_use")
 }
 
 fn anthropic_input(args: &Value) -> Value {

@@ -56,6 +56,17 @@ pub(crate) async fn stream(
     (r, deltas.into_inner().unwrap())
 }
 
+/// Streams a `q` request to the client `model` builds for a server that answers with the raw
+/// event stream `sse`.
+pub(crate) async fn stream_raw_sse<M: ChatModel>(
+    sse: &str,
+    model: fn(&ScriptedModelServer) -> M,
+) -> (Result<ChatResponse, ModelError>, Vec<ChatDelta>) {
+    let server = ScriptedModelServer::start().await;
+    server.push(subagent_testkit::Reply::raw_sse(sse));
+    stream(&model(&server), user("q")).await
+}
+
 pub(crate) fn delta_text(deltas: &[ChatDelta]) -> String {
     deltas
         .iter()
