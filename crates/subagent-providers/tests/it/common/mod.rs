@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use subagent_providers::{AnthropicModel, OpenAiModel};
+use subagent_providers::{AnthropicModel, AnthropicModelBuilder, OpenAiModel, OpenAiModelBuilder};
 use subagent_spi::ModelError;
 use subagent_spi::ToolSpec;
 use subagent_spi::chat::{ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse};
@@ -28,6 +28,26 @@ pub(crate) fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
         .base_delay(Duration::from_millis(5))
         .build()
         .expect("valid anthropic settings")
+}
+
+/// An OpenAI-format client of model `m` at `base_url`, with `settings` applied.
+pub(crate) fn openai_at(
+    base_url: impl Into<String>,
+    settings: impl FnOnce(OpenAiModelBuilder) -> OpenAiModelBuilder,
+) -> OpenAiModel {
+    settings(OpenAiModel::builder().base_url(base_url).model("m"))
+        .build()
+        .unwrap()
+}
+
+/// An Anthropic client of model `m` at `base_url`, with `settings` applied.
+pub(crate) fn anthropic_at(
+    base_url: impl Into<String>,
+    settings: impl FnOnce(AnthropicModelBuilder) -> AnthropicModelBuilder,
+) -> AnthropicModel {
+    settings(AnthropicModel::builder().base_url(base_url).model("m"))
+        .build()
+        .unwrap()
 }
 
 pub(crate) fn user(text: &str) -> ChatRequest {
