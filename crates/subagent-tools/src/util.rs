@@ -89,3 +89,16 @@ macro_rules! workspace_tool {
     };
 }
 pub(crate) use workspace_tool;
+
+/// Builder methods that set the `Option` field of their name to `Some(value.into())`.
+macro_rules! option_setters {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub fn $field(mut self, value: impl Into<$ty>) -> Self {
+            self.$field = Some(value.into());
+            self
+        }
+    )*};
+}
+pub(crate) use option_setters;

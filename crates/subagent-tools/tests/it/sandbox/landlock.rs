@@ -6,7 +6,7 @@ use std::path::Path;
 
 use subagent_tools::{BashTool, LandlockSupport, SandboxPolicy, Workspace, landlock_support};
 
-use super::{assert_contents, landlock_or_skip, project, run, skipped, which};
+use super::{assert_contents, landlock_or_skip, project, refused, run, skipped, which};
 
 /// A workspace whose temp directory is inside it, so nothing else on the machine is writable.
 fn confined(ws: &Path) -> BashTool {
@@ -102,8 +102,7 @@ async fn confined_bash_cannot_write_the_projects_control_files() {
         "echo x > vendor/lib/.gitmodules",
     ];
     for cmd in attempts {
-        let out = run(&tool, cmd).await;
-        assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+        let out = refused(&tool, cmd).await;
         assert!(
             out.content.contains("sandbox:") && out.content.contains("Write tool"),
             "`{cmd}`: the model is told why: {}",
@@ -184,8 +183,7 @@ async fn symlinks_inside_the_workspace_do_not_reach_protected_paths() {
         "echo x > conf.toml",
         "echo x > src/c/settings.json",
     ] {
-        let out = run(&tool, cmd).await;
-        assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+        refused(&tool, cmd).await;
     }
     assert!(!root.join(".git/hooks/pre-commit").exists());
     assert!(!root.join(".claude/settings.local.json").exists());

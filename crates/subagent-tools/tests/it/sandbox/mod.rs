@@ -72,6 +72,13 @@ fn assert_contents(root: &std::path::Path, files: &[(&str, &str)]) {
     }
 }
 
+/// Runs `cmd`, which must fail; its output.
+async fn refused(tool: &BashTool, cmd: &str) -> ToolOutput {
+    let out = run(tool, cmd).await;
+    assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+    out
+}
+
 fn which(name: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH")
         .map(|p| {

@@ -10,7 +10,7 @@ use subagent_tools::{
     BashTool, ConfinedCommand, SandboxMode, SandboxPolicy, Workspace, sandbox_report,
 };
 
-use super::{run, skipped, which};
+use super::{refused, run, skipped, which};
 
 fn policy(ws: &Path) -> SandboxPolicy {
     std::fs::create_dir_all(ws.join("tmp")).unwrap();
@@ -163,8 +163,7 @@ async fn every_write_and_metadata_change_of_a_control_file_is_refused() {
             format!("rm -f {t}"),
             format!("truncate -s 0 {t}"),
         ] {
-            let out = run(&tool, &cmd).await;
-            assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+            let out = refused(&tool, &cmd).await;
             assert!(
                 out.content.contains("sandbox:"),
                 "`{cmd}`: the model is told why: {}",
@@ -193,8 +192,7 @@ async fn every_write_and_metadata_change_of_a_control_file_is_refused() {
         "echo x > vendor/lib/.git/hooks/pre-commit",
         "ln src/../subagents.toml src/hard",
     ] {
-        let out = run(&tool, cmd).await;
-        assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+        refused(&tool, cmd).await;
     }
     // Nothing changed: content, modes, times, and no new entry among the control files.
     let mut after = snapshot(root);
