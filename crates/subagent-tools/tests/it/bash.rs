@@ -43,6 +43,11 @@ async fn wait_dead(pid: u32) -> bool {
     false
 }
 
+/// Asserts that `pid` (the test's `what`) dies (bounded wait), having outlived `event` else.
+async fn assert_dies(pid: u32, what: &str, event: &str) {
+    assert!(wait_dead(pid).await, "{what} {pid} survived {event}");
+}
+
 async fn read_pid(path: &Path) -> u32 {
     for _ in 0..200 {
         if let Ok(s) = std::fs::read_to_string(path)
@@ -132,10 +137,7 @@ async fn timeout_kills_the_whole_process_tree() {
         out.content
     );
     let pid = grandchild_pid(&dir).await;
-    assert!(
-        wait_dead(pid).await,
-        "grandchild {pid} survived the timeout"
-    );
+    assert_dies(pid, "grandchild", "the timeout").await;
 }
 
 #[tokio::test]
@@ -160,10 +162,7 @@ async fn cancel_kills_the_whole_process_tree() {
         .expect("cancel stopped the command")
         .unwrap();
     assert!(matches!(r, Err(ToolError::Cancelled { .. })), "{r:?}");
-    assert!(
-        wait_dead(pid).await,
-        "grandchild {pid} survived cancellation"
-    );
+    assert_dies(pid, "grandchild", "cancellation").await;
 }
 
 #[tokio::test]
@@ -181,7 +180,7 @@ async fn dropping_the_call_kills_the_tree() {
     };
     assert!(!is_dead(pid));
     drop(fut);
-    assert!(wait_dead(pid).await, "grandchild {pid} survived the drop");
+    assert_dies(pid, "grandchild", "the drop").await;
 }
 
 #[tokio::test]
@@ -199,7 +198,7 @@ async fn background_jobs_do_not_outlive_the_command() {
     .unwrap();
     assert_eq!(out.content, "done\n");
     let pid = grandchild_pid(&dir).await;
-    assert!(wait_dead(pid).await, "background job {pid} survived");
+    assert_dies(pid, "background job", "the command").await;
 }
 
 #[test]
