@@ -15,7 +15,8 @@ use subagent_spi::{Effort, ModelError, async_trait};
 
 use subagent_sse::SseParser;
 
-use crate::common::{encode_body, generated_call_id, parse_arguments, sse_events};
+use crate::common::{StreamEvents, decode_events};
+use crate::common::{encode_body, generated_call_id, parse_arguments};
 use crate::options::{HttpOptions, http_option_setters};
 use crate::prompt_cache::PromptCaching;
 use crate::transport::{ContinueBody, StreamDecode, Transport, truncate_chars};
@@ -792,8 +793,7 @@ impl AnthropicStreamDecoder {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<(), ModelError> {
         let Self { parser, state, .. } = self;
-        sse_events(parser, Some(bytes), |data| state.on_event(data, on_delta))
-            .map_err(|e| state.bad(e.to_string()))?
+        decode_events(parser, state, Some(bytes), on_delta)
     }
 
     /// The stream ended: return the assembled reply, or an error if it was cut short.
@@ -805,9 +805,7 @@ impl AnthropicStreamDecoder {
     /// [`finish`](Self::finish), with the reply's thinking blocks.
     pub(crate) fn finish_with_thinking(mut self) -> Result<(ChatResponse, Vec<Value>), ModelError> {
         let Self { parser, state, .. } = &mut self;
-        let noop = |_: ChatDelta| {};
-        sse_events(parser, None, |data| state.on_event(data, &noop))
-            .map_err(|e| state.bad(e.to_string()))??;
+        decode_events(parser, state, None, &|_| {})?;
         let state = std::mem::take(&mut self.state);
         if !state.started {
             return Err(state.bad("the stream ended without a message_start event"));
@@ -839,13 +837,6 @@ impl AnthropicStreamDecoder {
 }
 
 impl StreamState {
-    fn bad(&self, message: impl Into<String>) -> ModelError {
-        ModelError::BadResponse {
-            provider: self.provider.clone(),
-            message: message.into(),
-        }
-    }
-
     fn block(&self, index: Option<u64>) -> Option<&Block> {
         let i = index?;
         self.blocks
@@ -854,8 +845,14 @@ impl StreamState {
             .find(|(n, _)| *n == i)
             .map(|(_, b)| b)
     }
+}
 
-    fn on_event(
+impl StreamEvents for StreamState {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn on_data(
         &mut self,
         data: &str,
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
@@ -1326,19 +1323,17 @@ mod tests {
         let empty = ChatRequest::new(vec![ChatMessage::user("")]).with_system("s");
         assert_eq!(breakpoints(&m.request_body(&empty, false)), ["system"]);
         // One hour, and off.
-        let hour = AnthropicModel::builder()
-            .model("claude-test")
-            .prompt_caching(PromptCaching::OneHour)
-            .build()
-            .unwrap();
-        let body = hour.request_body(&ask(&messages), false);
+        let body_with = |caching| {
+            AnthropicModel::builder()
+                .model("claude-test")
+                .prompt_caching(caching)
+                .build()
+                .unwrap()
+                .request_body(&ask(&messages), false)
+        };
+        let body = body_with(PromptCaching::OneHour);
         assert_eq!(body["system"][0]["cache_control"]["ttl"], "1h");
-        let off = AnthropicModel::builder()
-            .model("claude-test")
-            .prompt_caching(PromptCaching::Off)
-            .build()
-            .unwrap();
-        let body = off.request_body(&ask(&messages), false);
+        let body = body_with(PromptCaching::Off);
         assert!(breakpoints(&body).is_empty());
         assert_eq!(body["system"], "You are careful.");
         assert!(!body.to_string().contains("cache_control"));

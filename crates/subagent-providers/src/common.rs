@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde_json::Value;
 use subagent_spi::ModelError;
+use subagent_spi::chat::ChatDelta;
 use subagent_sse::{SseError, SseParser};
 
 /// A fresh `call_` id for a tool call the server sent without one (a random v4 UUID in hex).
@@ -14,7 +15,7 @@ pub(crate) fn generated_call_id() -> String {
 /// Hands the data of every event `chunk` completes (with `None`: the events the end of the
 /// stream completes) to `on_data`, stopping at its first error. The outer error is the
 /// parser's (a stream past its limits), the inner one `on_data`'s.
-pub(crate) fn sse_events(
+fn sse_events(
     parser: &mut SseParser,
     chunk: Option<&[u8]>,
     mut on_data: impl FnMut(&str) -> Result<(), ModelError>,
@@ -32,6 +33,39 @@ pub(crate) fn sse_events(
         None => parser.finish(&mut each)?,
     }
     Ok(failure.map_or(Ok(()), Err))
+}
+
+/// A wire format's stream state, fed the data of each server-sent event.
+pub(crate) trait StreamEvents {
+    /// The provider, for errors.
+    fn provider(&self) -> &str;
+
+    /// Applies the data of one event, handing what it adds to the reply to `on_delta`.
+    fn on_data(
+        &mut self,
+        data: &str,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError>;
+
+    /// A [`ModelError::BadResponse`] of this provider.
+    fn bad(&self, message: impl Into<String>) -> ModelError {
+        ModelError::BadResponse {
+            provider: self.provider().to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Feeds `chunk` (with `None`: the end of the stream) to `state`, event by event; a stream past
+/// the parser's limits is a bad response.
+pub(crate) fn decode_events(
+    parser: &mut SseParser,
+    state: &mut impl StreamEvents,
+    chunk: Option<&[u8]>,
+    on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+) -> Result<(), ModelError> {
+    sse_events(parser, chunk, |data| state.on_data(data, on_delta))
+        .map_err(|e| state.bad(e.to_string()))?
 }
 
 /// A request body as the bytes to send.

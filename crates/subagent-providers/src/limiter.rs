@@ -362,13 +362,19 @@ mod tests {
         |_| {}
     }
 
+    /// `n` permits, taken one after the other.
+    async fn acquire_n(l: &Arc<Limiter>, n: usize) -> Vec<Permit> {
+        let mut permits = Vec::new();
+        for _ in 0..n {
+            permits.push(l.acquire(l.ticket(), &quiet()).await);
+        }
+        permits
+    }
+
     #[tokio::test]
     async fn no_limit_until_the_first_slow_down() {
         let l = limiter();
-        let mut permits = Vec::new();
-        for _ in 0..100 {
-            permits.push(l.acquire(l.ticket(), &quiet()).await);
-        }
+        let permits = acquire_n(&l, 100).await;
         assert_eq!(l.lock().in_flight, 100);
         assert_eq!(l.limit(), None);
         drop(permits);
@@ -378,10 +384,7 @@ mod tests {
     #[tokio::test]
     async fn a_slow_down_lowers_the_limit_to_the_others_in_flight() {
         let l = limiter();
-        let mut permits = Vec::new();
-        for _ in 0..24 {
-            permits.push(l.acquire(l.ticket(), &quiet()).await);
-        }
+        let mut permits = acquire_n(&l, 24).await;
         // 20 refused while 4 are being answered: the limit ends at the 4.
         for p in permits.drain(4..) {
             p.slowed_down(None);

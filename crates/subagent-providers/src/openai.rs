@@ -17,7 +17,8 @@ use subagent_spi::{Effort, ModelError, async_trait};
 
 use subagent_sse::SseParser;
 
-use crate::common::{encode_body, generated_call_id, parse_arguments, sse_events};
+use crate::common::{StreamEvents, decode_events};
+use crate::common::{encode_body, generated_call_id, parse_arguments};
 use crate::options::{HttpOptions, http_option_setters};
 use crate::prompt_cache::PromptCaching;
 use crate::slots::SlotPool;
@@ -735,16 +736,13 @@ impl OpenAiStreamDecoder {
         on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
     ) -> Result<(), ModelError> {
         let Self { parser, state, .. } = self;
-        sse_events(parser, Some(bytes), |data| state.on_data(data, on_delta))
-            .map_err(|e| state.bad(e.to_string()))?
+        decode_events(parser, state, Some(bytes), on_delta)
     }
 
     /// The stream ended: return the assembled reply, or an error if it was cut short.
     pub fn finish(mut self) -> Result<ChatResponse, ModelError> {
         let Self { parser, state, .. } = &mut self;
-        let noop = |_: ChatDelta| {};
-        sse_events(parser, None, |data| state.on_data(data, &noop))
-            .map_err(|e| state.bad(e.to_string()))??;
+        decode_events(parser, state, None, &|_| {})?;
         let state = std::mem::take(&mut self.state);
         if !state.saw_data {
             return Err(state.bad("the stream ended without any event"));
@@ -784,77 +782,6 @@ impl OpenAiStreamDecoder {
 }
 
 impl StreamState {
-    fn bad(&self, message: impl Into<String>) -> ModelError {
-        ModelError::BadResponse {
-            provider: self.provider.clone(),
-            message: message.into(),
-        }
-    }
-
-    fn on_data(
-        &mut self,
-        data: &str,
-        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
-    ) -> Result<(), ModelError> {
-        self.saw_data = true;
-        let trimmed = data.trim();
-        if trimmed == "[DONE]" {
-            self.done = true;
-            return Ok(());
-        }
-        if trimmed.is_empty() {
-            return Ok(());
-        }
-        let chunk: ChunkWire<'_> = serde_json::from_str(data).map_err(|e| {
-            self.bad(format!(
-                "stream chunk is not valid JSON ({e}): {}",
-                truncate_chars(data, 300)
-            ))
-        })?;
-        if let Some(err) = chunk.error {
-            let msg = err
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| err.to_string());
-            return Err(self.bad(format!("the server reported an error mid-stream: {msg}")));
-        }
-        if self.model.is_none()
-            && let Some(m) = chunk.model
-        {
-            self.model = Some(m.into_owned());
-        }
-        if let Some(u) = chunk.usage {
-            self.usage = Some(u);
-        }
-        if let Some(t) = chunk.timings {
-            self.timings = Some(t);
-        }
-        for choice in chunk.choices.unwrap_or_default() {
-            if choice.index.unwrap_or(0) != 0 {
-                continue;
-            }
-            if let Some(delta) = choice.delta {
-                if let Some(text) = delta.content
-                    && !text.is_empty()
-                {
-                    self.content.push_str(&text);
-                    on_delta(ChatDelta::Text(text.into_owned()));
-                }
-                for tc in delta.tool_calls.unwrap_or_default() {
-                    self.on_tool_delta(tc.index, tc.id, tc.function, on_delta)?;
-                }
-                if let Some(f) = delta.function_call {
-                    self.on_tool_delta(Some(0), None, Some(f), on_delta)?;
-                }
-            }
-            if let Some(reason) = choice.finish_reason {
-                self.finish = Some(reason.into_owned());
-            }
-        }
-        Ok(())
-    }
-
     fn on_tool_delta(
         &mut self,
         index: Option<u64>,
@@ -940,6 +867,76 @@ impl StreamState {
                     index: slot,
                     fragment: frag.into_owned(),
                 });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StreamEvents for StreamState {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn on_data(
+        &mut self,
+        data: &str,
+        on_delta: &(dyn Fn(ChatDelta) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        self.saw_data = true;
+        let trimmed = data.trim();
+        if trimmed == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if trimmed.is_empty() {
+            return Ok(());
+        }
+        let chunk: ChunkWire<'_> = serde_json::from_str(data).map_err(|e| {
+            self.bad(format!(
+                "stream chunk is not valid JSON ({e}): {}",
+                truncate_chars(data, 300)
+            ))
+        })?;
+        if let Some(err) = chunk.error {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| err.to_string());
+            return Err(self.bad(format!("the server reported an error mid-stream: {msg}")));
+        }
+        if self.model.is_none()
+            && let Some(m) = chunk.model
+        {
+            self.model = Some(m.into_owned());
+        }
+        if let Some(u) = chunk.usage {
+            self.usage = Some(u);
+        }
+        if let Some(t) = chunk.timings {
+            self.timings = Some(t);
+        }
+        for choice in chunk.choices.unwrap_or_default() {
+            if choice.index.unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content
+                    && !text.is_empty()
+                {
+                    self.content.push_str(&text);
+                    on_delta(ChatDelta::Text(text.into_owned()));
+                }
+                for tc in delta.tool_calls.unwrap_or_default() {
+                    self.on_tool_delta(tc.index, tc.id, tc.function, on_delta)?;
+                }
+                if let Some(f) = delta.function_call {
+                    self.on_tool_delta(Some(0), None, Some(f), on_delta)?;
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(reason.into_owned());
             }
         }
         Ok(())

@@ -324,6 +324,23 @@ impl ModelSpec {
         self.build_inner(&|k| std::env::var(k).ok(), Some(tokens))
     }
 
+    /// `{PREFIX}_API_KEY` and `{PREFIX}_BASE_URL` from `var`; an error when neither is set (the
+    /// hosted API needs its key).
+    fn key_or_base(
+        &self,
+        var: &dyn Fn(&str) -> Option<String>,
+        prefix: &str,
+    ) -> Result<(Option<String>, Option<String>), ModelError> {
+        let base = var(&format!("{prefix}_BASE_URL"));
+        let key = var(&format!("{prefix}_API_KEY"));
+        if key.is_none() && base.is_none() {
+            return Err(ModelError::Config(format!(
+                "{prefix}_API_KEY is not set; `{self}` needs it (or set {prefix}_BASE_URL to a server that needs no key)"
+            )));
+        }
+        Ok((key, base))
+    }
+
     fn build_inner(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
@@ -336,13 +353,7 @@ impl ModelSpec {
         };
         let openai = match self.provider {
             Provider::OpenAi => {
-                let base = var("OPENAI_BASE_URL");
-                let key = var("OPENAI_API_KEY");
-                if key.is_none() && base.is_none() {
-                    return Err(ModelError::Config(format!(
-                        "OPENAI_API_KEY is not set; `{self}` needs it (or set OPENAI_BASE_URL to a server that needs no key)"
-                    )));
-                }
+                let (key, base) = self.key_or_base(&var, "OPENAI")?;
                 let b = OpenAiModel::builder().model(&self.model).api_key_opt(key);
                 match base {
                     Some(url) => b.base_url(url),
@@ -350,13 +361,7 @@ impl ModelSpec {
                 }
             }
             Provider::Anthropic => {
-                let base = var("ANTHROPIC_BASE_URL");
-                let key = var("ANTHROPIC_API_KEY");
-                if key.is_none() && base.is_none() {
-                    return Err(ModelError::Config(format!(
-                        "ANTHROPIC_API_KEY is not set; `{self}` needs it (or set ANTHROPIC_BASE_URL to a server that needs no key)"
-                    )));
-                }
+                let (key, base) = self.key_or_base(&var, "ANTHROPIC")?;
                 let mut b = AnthropicModel::builder()
                     .model(&self.model)
                     .api_key_opt(key)
@@ -834,24 +839,28 @@ mod tests {
 
     #[test]
     fn spec_server_is_the_origin_of_a_url_spec() {
-        assert_eq!(
-            spec_server("openai-compatible:m@http://127.0.0.1:8080/v1").as_deref(),
-            Some("http://127.0.0.1:8080")
-        );
-        assert_eq!(
-            spec_server("openai-compatible:m@https://Evil.Example/v1").as_deref(),
-            Some("https://evil.example:443")
-        );
-        assert_eq!(
-            spec_server("openai-compatible:m@http://[::1]:9/v1").as_deref(),
-            Some("http://[::1]:9")
-        );
-        assert_eq!(
-            spec_server("openai-compatible:m@http://[::1]/v1").as_deref(),
-            Some("http://[::1]:80")
-        );
-        assert_eq!(spec_server("openai:gpt-4.1"), None);
-        assert_eq!(spec_server("sonnet"), None);
-        assert_eq!(spec_server("not a spec"), None);
+        for (spec, origin) in [
+            (
+                "openai-compatible:m@http://127.0.0.1:8080/v1",
+                Some("http://127.0.0.1:8080"),
+            ),
+            (
+                "openai-compatible:m@https://Evil.Example/v1",
+                Some("https://evil.example:443"),
+            ),
+            (
+                "openai-compatible:m@http://[::1]:9/v1",
+                Some("http://[::1]:9"),
+            ),
+            (
+                "openai-compatible:m@http://[::1]/v1",
+                Some("http://[::1]:80"),
+            ),
+            ("openai:gpt-4.1", None),
+            ("sonnet", None),
+            ("not a spec", None),
+        ] {
+            assert_eq!(spec_server(spec).as_deref(), origin, "{spec}");
+        }
     }
 }

@@ -40,7 +40,7 @@ impl ScriptedApprover {
 
     /// Every request so far, in order.
     pub fn requests(&self) -> Vec<ApprovalRequest> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        crate::locked(&self.seen).clone()
     }
 
     /// Every request so far as `tool:summary`.
@@ -55,13 +55,8 @@ impl ScriptedApprover {
 #[async_trait]
 impl Approver for ScriptedApprover {
     async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
-        self.seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(request);
-        self.answers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        crate::locked(&self.seen).push(request);
+        crate::locked(&self.answers)
             .pop_front()
             .unwrap_or_else(|| ApprovalDecision::deny(SCRIPT_EXHAUSTED_DENIAL))
     }

@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -90,7 +90,7 @@ impl PromptCache {
             // The model names the cache, it is no prompt text.
             .map(|(i, s)| if i == 0 { 0 } else { prompt_tokens(s) })
             .collect();
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = crate::locked(&self.seen);
         let matched = seen
             .iter()
             .map(|earlier| {
@@ -288,7 +288,7 @@ impl AnthropicCache {
             .collect();
         let total = upto.last().copied().unwrap_or(0);
         let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = crate::locked(&self.entries);
         // The longest cached prefix ending at a breakpoint or up to 20 blocks before one.
         let mut read: Option<usize> = None;
         for &b in &breakpoints {

@@ -59,3 +59,9 @@ pub use reply::{Reply, ScriptedToolCall, ScriptedUsage};
 pub use script::{Responder, Script};
 pub use server::{RecordedRequest, ScriptedModelServer};
 pub use wire::WireFormat;
+
+/// The value behind `m`, also after a panic while it was held (a test's recording stays
+/// readable).
+fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -84,28 +84,17 @@ impl ScriptedModel {
 
     /// Appends a step.
     pub fn push(&self, step: Step) {
-        self.script
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push_back(step);
+        crate::locked(&self.script).push_back(step);
     }
 
     /// Every request received so far.
     pub fn requests(&self) -> Vec<ChatRequest> {
-        self.requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        crate::locked(&self.requests).clone()
     }
 
     fn next(&self, request: ChatRequest) -> Step {
-        self.requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(request);
-        self.script
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        crate::locked(&self.requests).push(request);
+        crate::locked(&self.script)
             .pop_front()
             .unwrap_or_else(|| Step::Fail(ModelError::Config("script exhausted".into())))
     }

@@ -16,7 +16,7 @@ impl ProgressRecorder {
 
     /// Every event so far.
     pub fn events(&self) -> Vec<ProgressEvent> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        crate::locked(&self.0).clone()
     }
 
     /// The kinds of every event so far.
@@ -38,6 +38,6 @@ impl ProgressRecorder {
 
 impl ProgressSink for ProgressRecorder {
     fn emit(&self, event: ProgressEvent) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+        crate::locked(&self.0).push(event);
     }
 }

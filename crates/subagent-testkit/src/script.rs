@@ -1,7 +1,7 @@
 //! The reply queue, shareable between servers and test tasks.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::reply::Reply;
 
@@ -61,7 +61,7 @@ impl Script {
     }
 
     fn lock(&self) -> MutexGuard<'_, ScriptInner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::locked(&self.inner)
     }
 
     /// Queue a reply for the next request.

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -53,13 +53,18 @@ impl RecordedRequest {
         self.body.get("stream").and_then(Value::as_bool) == Some(true)
     }
 
-    /// The body's `messages` array (empty when absent).
-    pub fn messages(&self) -> &[Value] {
+    /// The body's `key` array (empty when absent).
+    fn array(&self, key: &str) -> &[Value] {
         self.body
-            .get("messages")
+            .get(key)
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+
+    /// The body's `messages` array (empty when absent).
+    pub fn messages(&self) -> &[Value] {
+        self.array("messages")
     }
 
     /// The request's prompt size in tokens as this server counts it: the UTF-8 bytes of the
@@ -76,11 +81,7 @@ impl RecordedRequest {
 
     /// The body's `tools` array (empty when absent).
     pub fn tools(&self) -> &[Value] {
-        self.body
-            .get("tools")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        self.array("tools")
     }
 
     /// The system prompt of an OpenAI-format request (its `system` message), or empty.
@@ -333,11 +334,7 @@ impl ScriptedModelServer {
     /// off, refused, or no chat request).
     pub fn cache_bills(&self) -> Vec<Option<CacheBill>> {
         let n = self.request_count();
-        let bills = self
-            .state
-            .bills
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let bills = crate::locked(&self.state.bills);
         (0..n).map(|i| bills.get(&i).copied()).collect()
     }
 
@@ -346,11 +343,7 @@ impl ScriptedModelServer {
     /// requests are no chat requests: [`props_requests`](Self::props_requests) counts them,
     /// [`requests`](Self::requests) does not list them.
     pub fn set_props(&self, props: Option<Value>) {
-        *self
-            .state
-            .props
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = props;
+        *crate::locked(&self.state.props) = props;
     }
 
     /// How many times `GET /props` was asked (see [`set_props`](Self::set_props)).
@@ -366,30 +359,17 @@ impl ScriptedModelServer {
     /// Every request received so far, in arrival order (but llama.cpp property probes; see
     /// [`set_props`](Self::set_props)).
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.state
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        crate::locked(&self.state.requests).clone()
     }
 
     /// The most recent request.
     pub fn last_request(&self) -> Option<RecordedRequest> {
-        self.state
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .last()
-            .cloned()
+        crate::locked(&self.state.requests).last().cloned()
     }
 
     /// How many requests arrived so far.
     pub fn request_count(&self) -> usize {
-        self.state
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        crate::locked(&self.state.requests).len()
     }
 
     /// Wait until at least `n` requests have arrived (wrap in `tokio::time::timeout`).
@@ -443,11 +423,7 @@ impl ScriptedModelServer {
     /// # }
     /// ```
     pub fn set_rate_limit(&self, limit: Option<RateLimit>) {
-        *self
-            .state
-            .rate_limit
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = limit;
+        *crate::locked(&self.state.rate_limit) = limit;
     }
 
     /// How many requests the rate limit refused (answered 429) so far.
@@ -492,10 +468,7 @@ impl<'a> InFlight<'a> {
 /// Enters the request under the rate limit in force: the in-flight guard, or the 429 that
 /// refuses it.
 fn admit(state: &ServerState, format: WireFormat) -> Result<InFlight<'_>, Box<Response>> {
-    let limit = *state
-        .rate_limit
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let limit = *crate::locked(&state.rate_limit);
     let (max, refused) = match limit {
         None => (None, false),
         Some(RateLimit::InFlight { max, .. }) => (Some(max), false),
@@ -563,11 +536,7 @@ async fn handle(
     // llama.cpp's properties: answered apart, counted apart (not a chat request).
     if method == Method::GET && matches!(path.as_str(), "/props" | "/v1/props") {
         state.props_asked.fetch_add(1, Ordering::SeqCst);
-        let props = state
-            .props
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let props = crate::locked(&state.props).clone();
         // Else the window of `set_context_window`, as `n_ctx`, when one is set.
         let window = state.window.load(Ordering::SeqCst);
         let props = props.or_else(|| {
@@ -624,10 +593,7 @@ async fn handle(
     let prompt_tokens = recorded.prompt_tokens();
     let seq = state.seq.fetch_add(1, Ordering::SeqCst) + 1;
     let index = {
-        let mut requests = state
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut requests = crate::locked(&state.requests);
         requests.push(recorded);
         requests.len() - 1
     };
@@ -689,11 +655,7 @@ async fn handle(
             })
     };
     if let Some(b) = bill {
-        state
-            .bills
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(index, b);
+        crate::locked(&state.bills).insert(index, b);
     }
     let Some(mut reply) = state.script.next_for(model, &json) else {
         drop(guard);

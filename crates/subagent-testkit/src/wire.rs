@@ -154,6 +154,19 @@ struct Msg<'a> {
 }
 
 impl Msg<'_> {
+    /// The scripted stop reason, else the wire format's for a reply without (`plain`) or with
+    /// (`with_calls`) tool calls.
+    fn stop_reason(&self, plain: &str, with_calls: &str) -> String {
+        self.reply.stop_reason.clone().unwrap_or_else(|| {
+            if self.calls.is_empty() {
+                plain
+            } else {
+                with_calls
+            }
+            .to_string()
+        })
+    }
+
     fn call_id(&self, i: usize, prefix: &str) -> Option<String> {
         if self.reply.omit_tool_call_ids {
             return None;
@@ -183,13 +196,7 @@ fn openai_usage(u: ScriptedUsage) -> Value {
 }
 
 fn openai_finish(msg: &Msg<'_>) -> String {
-    msg.reply.stop_reason.clone().unwrap_or_else(|| {
-        if msg.calls.is_empty() {
-            "stop".into()
-        } else {
-            "tool_calls".into()
-        }
-    })
+    msg.stop_reason("stop", "tool_calls")
 }
 
 fn openai_message(msg: &Msg<'_>) -> Value {
@@ -297,13 +304,7 @@ fn openai_stream(msg: &Msg<'_>, include_usage: bool) -> Vec<Vec<u8>> {
 }
 
 fn anthropic_stop(msg: &Msg<'_>) -> String {
-    msg.reply.stop_reason.clone().unwrap_or_else(|| {
-        if msg.calls.is_empty() {
-            "end_turn".into()
-        } else {
-            "tool_use".into()
-        }
-    })
+    msg.stop_reason("end_turn", "tool_use")
 }
 
 fn anthropic_input(args: &Value) -> Value {
@@ -377,47 +378,44 @@ fn anthropic_stream(msg: &Msg<'_>) -> Vec<Vec<u8>> {
         }),
     )];
     out.push(sse_event("ping", &json!({"type": "ping"})));
-    let mut block = 0usize;
+    let mut blocks = Vec::new();
     if !msg.text.is_empty() {
-        out.push(sse_event(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": block, "content_block": {"type": "text", "text": ""}}),
+        let deltas = split_chars(msg.text, n)
+            .into_iter()
+            .map(|frag| json!({"type": "text_delta", "text": frag}));
+        blocks.push((
+            json!({"type": "text", "text": ""}),
+            deltas.collect::<Vec<_>>(),
         ));
-        for frag in split_chars(msg.text, n) {
-            out.push(sse_event(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "text_delta", "text": frag}}),
-            ));
-        }
-        out.push(sse_event(
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": block}),
-        ));
-        block += 1;
     }
     for (i, call) in msg.calls.iter().enumerate() {
         let mut start = json!({"type": "tool_use", "name": call.name, "input": {}});
         if let Some(id) = msg.call_id(i, "toolu") {
             start["id"] = Value::String(id);
         }
-        out.push(sse_event(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": block, "content_block": start}),
-        ));
         let args = anthropic_input(&call.arguments).to_string();
         let mut frags = vec![""];
         frags.extend(split_chars(&args, n));
-        for frag in frags {
+        let deltas = frags
+            .into_iter()
+            .map(|frag| json!({"type": "input_json_delta", "partial_json": frag}));
+        blocks.push((start, deltas.collect()));
+    }
+    for (index, (start, deltas)) in blocks.into_iter().enumerate() {
+        out.push(sse_event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": start}),
+        ));
+        for delta in deltas {
             out.push(sse_event(
                 "content_block_delta",
-                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": frag}}),
+                &json!({"type": "content_block_delta", "index": index, "delta": delta}),
             ));
         }
         out.push(sse_event(
             "content_block_stop",
-            &json!({"type": "content_block_stop", "index": block}),
+            &json!({"type": "content_block_stop", "index": index}),
         ));
-        block += 1;
     }
     out.push(sse_event(
         "message_delta",

@@ -209,7 +209,6 @@ async fn stop_reason_variants() {
 
 #[tokio::test]
 async fn thinking_blocks_and_pings_are_skipped() {
-    let server = ScriptedModelServer::start().await;
     let sse = concat!(
         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"claude-x\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n",
         "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n",
@@ -223,8 +222,7 @@ async fn thinking_blocks_and_pings_are_skipped() {
         "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n",
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
     );
-    server.push(Reply::raw_sse(sse));
-    let (reply, deltas) = stream(&anthropic(&server), user("q")).await;
+    let (reply, deltas) = stream_raw_sse(sse, anthropic).await;
     let reply = reply.unwrap();
     assert_eq!(reply.content, "answer");
     assert_eq!(delta_text(&deltas), "answer");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::json;
-use subagent_providers::{AnthropicModel, OpenAiModel, model_from_spec_with_env};
+use subagent_providers::model_from_spec_with_env;
 use subagent_spi::ModelError;
 use subagent_spi::chat::ChatModel;
 use subagent_testkit::{Reply, ScriptedModelServer};
@@ -89,13 +89,9 @@ async fn retries_give_up_after_max_retries_with_the_last_error() {
     let server = ScriptedModelServer::start().await;
     // A 500 (not a slow-down answer, which is waited out by time: see `ratelimit`).
     server.set_fallback(Some(Reply::error_message(500, "try later")));
-    let model = OpenAiModel::builder()
-        .base_url(server.openai_base_url())
-        .model("m")
-        .max_retries(2)
-        .base_delay(Duration::from_millis(1))
-        .build()
-        .unwrap();
+    let model = openai_at(server.openai_base_url(), |b| {
+        b.max_retries(2).base_delay(Duration::from_millis(1))
+    });
     let err = model.chat(user("q")).await.unwrap_err();
     match &err {
         ModelError::Rejected {
@@ -171,12 +167,9 @@ async fn bad_request_is_not_retried() {
 async fn slow_server_times_out() {
     let server = ScriptedModelServer::start().await;
     server.push(Reply::text("too late").with_delay(Duration::from_secs(3)));
-    let model = OpenAiModel::builder()
-        .base_url(server.openai_base_url())
-        .model("m")
-        .timeout(Duration::from_millis(200))
-        .build()
-        .unwrap();
+    let model = openai_at(server.openai_base_url(), |b| {
+        b.timeout(Duration::from_millis(200))
+    });
     let err = model.chat(user("q")).await.unwrap_err();
     match err {
         ModelError::Timeout { provider, after } => {
@@ -197,12 +190,7 @@ async fn stalled_stream_times_out() {
             .with_fragment_chars(1)
             .with_chunk_delay(Duration::from_secs(3)),
     );
-    let model = AnthropicModel::builder()
-        .base_url(server.base_url())
-        .model("m")
-        .timeout(Duration::from_millis(300))
-        .build()
-        .unwrap();
+    let model = anthropic_at(server.base_url(), |b| b.timeout(Duration::from_millis(300)));
     let (reply, _) = stream(&model, user("q")).await;
     assert!(
         matches!(reply, Err(ModelError::Timeout { .. })),
@@ -218,13 +206,9 @@ async fn timeouts_can_be_retried_when_asked() {
     let mut policy = subagent_providers::RetryPolicy::default();
     policy.retry_on_timeout = true;
     policy.base_delay = Duration::from_millis(1);
-    let model = OpenAiModel::builder()
-        .base_url(server.openai_base_url())
-        .model("m")
-        .timeout(Duration::from_millis(300))
-        .retry_policy(policy)
-        .build()
-        .unwrap();
+    let model = openai_at(server.openai_base_url(), |b| {
+        b.timeout(Duration::from_millis(300)).retry_policy(policy)
+    });
     assert_eq!(model.chat(user("q")).await.unwrap().content, "fast");
     assert_eq!(server.request_count(), 2);
 }
@@ -235,13 +219,9 @@ async fn connection_refused_is_a_connection_error_after_retries() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let model = OpenAiModel::builder()
-        .base_url(format!("http://127.0.0.1:{port}/v1"))
-        .model("m")
-        .max_retries(1)
-        .base_delay(Duration::from_millis(1))
-        .build()
-        .unwrap();
+    let model = openai_at(format!("http://127.0.0.1:{port}/v1"), |b| {
+        b.max_retries(1).base_delay(Duration::from_millis(1))
+    });
     let err = model.chat(user("q")).await.unwrap_err();
     match &err {
         ModelError::Unreachable { message, .. } => {
@@ -258,12 +238,7 @@ async fn connection_refused_is_a_connection_error_after_retries() {
 #[tokio::test]
 async fn exhausted_script_is_reported_clearly() {
     let server = ScriptedModelServer::start().await;
-    let model = OpenAiModel::builder()
-        .base_url(server.openai_base_url())
-        .model("m")
-        .max_retries(0)
-        .build()
-        .unwrap();
+    let model = openai_at(server.openai_base_url(), |b| b.max_retries(0));
     let err = model.chat(user("q")).await.unwrap_err().to_string();
     assert!(err.contains("script exhausted"), "{err}");
 }
@@ -366,13 +341,9 @@ async fn frozen_stream_server() -> String {
 #[tokio::test]
 async fn a_silent_stream_fails_with_the_idle_limit() {
     let base = frozen_stream_server().await;
-    let model = OpenAiModel::builder()
-        .base_url(base)
-        .model("m")
-        .max_retries(0)
-        .stream_idle_timeout(Duration::from_secs(1))
-        .build()
-        .unwrap();
+    let model = openai_at(base, |b| {
+        b.max_retries(0).stream_idle_timeout(Duration::from_secs(1))
+    });
     let started = Instant::now();
     let (reply, deltas) = stream(&model, user("q")).await;
     let err = reply.unwrap_err();

@@ -304,7 +304,6 @@ async fn real_server_quirks_are_tolerated_non_streamed() {
 
 #[tokio::test]
 async fn real_server_quirks_are_tolerated_streamed() {
-    let server = ScriptedModelServer::start().await;
     // CRLF framing, a keep-alive comment, reasoning_content deltas, null content, a chunk
     // without finish_reason key, no [DONE] but a finish_reason (some servers), timings.
     let sse = concat!(
@@ -314,8 +313,7 @@ async fn real_server_quirks_are_tolerated_streamed() {
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"2\"}}]}\r\n\r\n",
         "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"model\":\"m2\"}\r\n\r\n",
     );
-    server.push(Reply::raw_sse(sse));
-    let (reply, deltas) = stream(&openai(&server), user("q")).await;
+    let (reply, deltas) = stream_raw_sse(sse, openai).await;
     let reply = reply.unwrap();
     assert_eq!(reply.content, "42");
     assert_eq!(delta_text(&deltas), "42");
@@ -338,11 +336,11 @@ async fn server_ignoring_stream_flag_still_works() {
 
 #[tokio::test]
 async fn truncated_stream_is_a_clear_error() {
-    let server = ScriptedModelServer::start().await;
-    server.push(Reply::raw_sse(
+    let (reply, deltas) = stream_raw_sse(
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"par\"}}]}\n\n",
-    ));
-    let (reply, deltas) = stream(&openai(&server), user("q")).await;
+        openai,
+    )
+    .await;
     let err = reply.unwrap_err();
     assert!(
         matches!(err, subagent_spi::ModelError::BadResponse { .. }),
@@ -442,22 +440,16 @@ async fn a_spec_temperature_is_sent_unless_the_request_sets_one() {
     let server = ScriptedModelServer::start().await;
     let base = server.openai_base_url();
     let none = |_: &str| None;
-    let zero = subagent_providers::model_from_spec_with_env(
-        &format!("openai-compatible:local@{base}?temperature=0"),
-        &none,
-    )
-    .unwrap();
+    let from_spec =
+        |spec: String| subagent_providers::model_from_spec_with_env(&spec, &none).unwrap();
+    let zero = from_spec(format!("openai-compatible:local@{base}?temperature=0"));
     server.push(Reply::text("a"));
     zero.chat(user("hi")).await.unwrap();
     let mut own = user("hi");
     own.temperature = Some(0.7);
     server.push(Reply::text("b"));
     zero.chat(own).await.unwrap();
-    let plain = subagent_providers::model_from_spec_with_env(
-        &format!("openai-compatible:local@{base}"),
-        &none,
-    )
-    .unwrap();
+    let plain = from_spec(format!("openai-compatible:local@{base}"));
     server.push(Reply::text("c"));
     plain.chat(user("hi")).await.unwrap();
     let sent = server.requests();

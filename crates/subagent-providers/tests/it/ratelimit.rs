@@ -7,7 +7,7 @@ use crate::common;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::*;
-use subagent_providers::{AnthropicModel, OpenAiModel, RetryPolicy};
+use subagent_providers::{OpenAiModel, RetryPolicy};
 use subagent_spi::ModelError;
 use subagent_spi::chat::{ChatDelta, ChatModel};
 use subagent_testkit::{RateLimit, Reply, ScriptedModelServer};
@@ -80,13 +80,10 @@ async fn a_rate_limit_is_retried_until_the_time_bound_not_a_count() {
     server.set_fallback(Some(
         Reply::error_message(429, "slow down").with_header("retry-after-ms", "100"),
     ));
-    let model = OpenAiModel::builder()
-        .base_url(server.openai_base_url())
-        .model("m")
-        .max_retries(1)
-        .max_rate_limit_wait(Duration::from_millis(1500))
-        .build()
-        .unwrap();
+    let model = openai_at(server.openai_base_url(), |b| {
+        b.max_retries(1)
+            .max_rate_limit_wait(Duration::from_millis(1500))
+    });
     let started = Instant::now();
     let err = model.chat(user("q")).await.unwrap_err();
     let took = started.elapsed();
@@ -108,13 +105,9 @@ async fn overloaded_503_and_529_are_waited_out_too() {
     server.push(Reply::error_message(503, "busy"));
     server.push(Reply::error_message(529, "Overloaded"));
     server.push(Reply::text("finally"));
-    let model = AnthropicModel::builder()
-        .base_url(server.base_url())
-        .model("m")
-        .max_retries(1)
-        .base_delay(Duration::from_millis(5))
-        .build()
-        .unwrap();
+    let model = anthropic_at(server.base_url(), |b| {
+        b.max_retries(1).base_delay(Duration::from_millis(5))
+    });
     let reply = model.chat(user("q")).await.unwrap();
     assert_eq!(reply.content, "finally");
     assert_eq!(server.request_count(), 5, "more than max_retries = 1");
@@ -132,12 +125,7 @@ async fn a_hostile_retry_after_is_capped() {
     server.push(Reply::text("answered"));
     let mut policy = RetryPolicy::default();
     policy.max_retry_after = Duration::from_millis(200);
-    let model = OpenAiModel::builder()
-        .base_url(server.openai_base_url())
-        .model("m")
-        .retry_policy(policy)
-        .build()
-        .unwrap();
+    let model = openai_at(server.openai_base_url(), |b| b.retry_policy(policy));
     let started = Instant::now();
     assert_eq!(model.chat(user("q")).await.unwrap().content, "answered");
     // Two waits of at most 200 ms plus a jitter of at most 100 ms each.

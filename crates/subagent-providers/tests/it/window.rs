@@ -73,6 +73,14 @@ async fn fake(routes: Vec<(&'static str, &'static str, String)>) -> String {
     base
 }
 
+/// The window the server of `model_spec` says it runs the model with (it must say one).
+async fn window_of(model_spec: &str) -> subagent_providers::ServerWindow {
+    probe_context_window(&spec(model_spec), WAIT)
+        .await
+        .expect("answers")
+        .expect("a window")
+}
+
 fn spec(s: &str) -> ModelSpec {
     ModelSpec::parse(s).expect("a spec")
 }
@@ -81,10 +89,7 @@ fn spec(s: &str) -> ModelSpec {
 async fn llama_cpp_says_its_window_in_props() {
     let server = ScriptedModelServer::start().await;
     server.set_context_window(Some(8_192));
-    let w = probe_context_window(&spec(&server.openai_model("local")), WAIT)
-        .await
-        .expect("answers")
-        .expect("a window");
+    let w = window_of(&server.openai_model("local")).await;
     assert_eq!((w.tokens, w.source), (8_192, "llama.cpp /props"));
     // A server that says nothing: no window, no error.
     server.set_context_window(None);
@@ -103,10 +108,7 @@ async fn ollama_says_it_in_the_model_parameters_or_for_the_loaded_model() {
             .to_string(),
     )])
     .await;
-    let w = probe_context_window(&spec(&format!("openai-compatible:qwen2.5@{base}/v1")), WAIT)
-        .await
-        .expect("answers")
-        .expect("a window");
+    let w = window_of(&format!("openai-compatible:qwen2.5@{base}/v1")).await;
     assert_eq!((w.tokens, w.source), (16_384, "Ollama /api/show (num_ctx)"));
 
     let base = fake(vec![
@@ -118,10 +120,7 @@ async fn ollama_says_it_in_the_model_parameters_or_for_the_loaded_model() {
         ),
     ])
     .await;
-    let w = probe_context_window(&spec(&format!("openai-compatible:qwen2.5@{base}/v1")), WAIT)
-        .await
-        .expect("answers")
-        .expect("a window");
+    let w = window_of(&format!("openai-compatible:qwen2.5@{base}/v1")).await;
     assert_eq!((w.tokens, w.source), (8_192, "Ollama /api/ps"));
 
     // Neither: Ollama's documented default.
@@ -131,10 +130,7 @@ async fn ollama_says_it_in_the_model_parameters_or_for_the_loaded_model() {
         r#"{"model_info": {}}"#.to_string(),
     )])
     .await;
-    let w = probe_context_window(&spec(&format!("openai-compatible:other@{base}/v1")), WAIT)
-        .await
-        .expect("answers")
-        .expect("a window");
+    let w = window_of(&format!("openai-compatible:other@{base}/v1")).await;
     assert_eq!(w.tokens, subagent_providers::OLLAMA_DEFAULT_WINDOW);
 }
 
@@ -147,10 +143,7 @@ async fn vllm_says_it_in_the_model_list() {
             .to_string(),
     )])
     .await;
-    let w = probe_context_window(&spec(&format!("openai-compatible:served@{base}/v1")), WAIT)
-        .await
-        .expect("answers")
-        .expect("a window");
+    let w = window_of(&format!("openai-compatible:served@{base}/v1")).await;
     assert_eq!(
         (w.tokens, w.source),
         (12_288, "vLLM /v1/models (max_model_len)")

@@ -138,32 +138,15 @@ impl ConfinedCommand {
         self
     }
 
-    /// The working directory (default: this process's).
-    #[must_use]
-    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.current_dir = Some(dir.into());
-        self
-    }
-
-    /// Standard input (default: inherited).
-    #[must_use]
-    pub fn stdin(mut self, io: impl Into<Stdio>) -> Self {
-        self.stdin = Some(io.into());
-        self
-    }
-
-    /// Standard output (default: inherited).
-    #[must_use]
-    pub fn stdout(mut self, io: impl Into<Stdio>) -> Self {
-        self.stdout = Some(io.into());
-        self
-    }
-
-    /// Standard error (default: inherited).
-    #[must_use]
-    pub fn stderr(mut self, io: impl Into<Stdio>) -> Self {
-        self.stderr = Some(io.into());
-        self
+    crate::util::option_setters! {
+        /// The working directory (default: this process's).
+        current_dir: PathBuf;
+        /// Standard input (default: inherited).
+        stdin: Stdio;
+        /// Standard output (default: inherited).
+        stdout: Stdio;
+        /// Standard error (default: inherited).
+        stderr: Stdio;
     }
 
     fn shown(&self) -> String {

@@ -152,11 +152,11 @@ impl SandboxPolicy {
         self
     }
 
-    /// Sets the temp directory (builder style).
-    #[must_use]
-    pub fn temp_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.temp_dir = Some(dir.into());
-        self
+    crate::util::option_setters! {
+        /// Sets the temp directory (builder style).
+        temp_dir: PathBuf;
+        /// Names the sandbox helper program (builder style; see [`helper`](Self::helper)).
+        helper: PathBuf;
     }
 
     /// Adds a writable directory (builder style).
@@ -177,13 +177,6 @@ impl SandboxPolicy {
     #[must_use]
     pub fn namespaces(mut self, use_them: bool) -> Self {
         self.namespaces = use_them;
-        self
-    }
-
-    /// Names the sandbox helper program (builder style; see [`helper`](Self::helper)).
-    #[must_use]
-    pub fn helper(mut self, program: impl Into<PathBuf>) -> Self {
-        self.helper = Some(program.into());
         self
     }
 

@@ -43,6 +43,11 @@ async fn wait_dead(pid: u32) -> bool {
     false
 }
 
+/// Asserts that `pid` (the test's `what`) dies (bounded wait), having outlived `event` else.
+async fn assert_dies(pid: u32, what: &str, event: &str) {
+    assert!(wait_dead(pid).await, "{what} {pid} survived {event}");
+}
+
 async fn read_pid(path: &Path) -> u32 {
     for _ in 0..200 {
         if let Ok(s) = std::fs::read_to_string(path)
@@ -53,6 +58,11 @@ async fn read_pid(path: &Path) -> u32 {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("the command never wrote {}", path.display());
+}
+
+/// The pid the test's command wrote to `out/pid` (`sleep 300 & echo $! > out/pid`).
+async fn grandchild_pid(dir: &tempfile::TempDir) -> u32 {
+    read_pid(&dir.path().join("out/pid")).await
 }
 
 #[tokio::test]
@@ -114,7 +124,6 @@ async fn bad_input_is_refused() {
 #[tokio::test]
 async fn timeout_kills_the_whole_process_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("out/pid");
     let out = run(
         &tool,
         json!({"command": "sleep 300 & echo $! > out/pid; echo started; wait", "timeout": 2000}),
@@ -127,17 +136,13 @@ async fn timeout_kills_the_whole_process_tree() {
         "{}",
         out.content
     );
-    let pid = read_pid(&pidfile).await;
-    assert!(
-        wait_dead(pid).await,
-        "grandchild {pid} survived the timeout"
-    );
+    let pid = grandchild_pid(&dir).await;
+    assert_dies(pid, "grandchild", "the timeout").await;
 }
 
 #[tokio::test]
 async fn cancel_kills_the_whole_process_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("out/pid");
     let ctx = TaskContext::new();
     let call = {
         let ctx = ctx.clone();
@@ -149,7 +154,7 @@ async fn cancel_kills_the_whole_process_tree() {
             .await
         })
     };
-    let pid = read_pid(&pidfile).await;
+    let pid = grandchild_pid(&dir).await;
     assert!(!is_dead(pid));
     ctx.cancel().cancel();
     let r = tokio::time::timeout(Duration::from_secs(20), call)
@@ -157,16 +162,12 @@ async fn cancel_kills_the_whole_process_tree() {
         .expect("cancel stopped the command")
         .unwrap();
     assert!(matches!(r, Err(ToolError::Cancelled { .. })), "{r:?}");
-    assert!(
-        wait_dead(pid).await,
-        "grandchild {pid} survived cancellation"
-    );
+    assert_dies(pid, "grandchild", "cancellation").await;
 }
 
 #[tokio::test]
 async fn dropping_the_call_kills_the_tree() {
     let (dir, tool) = setup();
-    let pidfile = dir.path().join("out/pid");
     let ctx = TaskContext::new();
     let mut fut = Box::pin(tool.call(
         json!({"command": "sleep 300 & echo $! > out/pid; wait"}),
@@ -175,11 +176,11 @@ async fn dropping_the_call_kills_the_tree() {
     // keep the call running until the grandchild exists, then drop it
     let pid = tokio::select! {
         r = &mut fut => panic!("the command cannot have finished: {r:?}"),
-        pid = read_pid(&pidfile) => pid,
+        pid = grandchild_pid(&dir) => pid,
     };
     assert!(!is_dead(pid));
     drop(fut);
-    assert!(wait_dead(pid).await, "grandchild {pid} survived the drop");
+    assert_dies(pid, "grandchild", "the drop").await;
 }
 
 #[tokio::test]
@@ -196,8 +197,8 @@ async fn background_jobs_do_not_outlive_the_command() {
     .expect("the call returns although a background job holds the output pipe")
     .unwrap();
     assert_eq!(out.content, "done\n");
-    let pid = read_pid(&dir.path().join("out/pid")).await;
-    assert!(wait_dead(pid).await, "background job {pid} survived");
+    let pid = grandchild_pid(&dir).await;
+    assert_dies(pid, "background job", "the command").await;
 }
 
 #[test]

@@ -126,22 +126,16 @@ async fn read_cuts_long_lines_and_reports_errors() {
 async fn write_creates_and_overwrites() {
     let f = fixture();
     let write = WriteTool::new(f.ws.clone());
-    let out = call(
-        &write,
-        json!({"file_path": "deep/er/new.txt", "content": "hello\n"}),
-    )
-    .await
-    .unwrap();
-    assert!(out.content.starts_with("Created"), "{}", out.content);
-    assert_eq!(f.read("deep/er/new.txt"), "hello\n");
-    let out = call(
-        &write,
-        json!({"file_path": "deep/er/new.txt", "content": "bye"}),
-    )
-    .await
-    .unwrap();
-    assert!(out.content.starts_with("Overwrote"), "{}", out.content);
-    assert_eq!(f.read("deep/er/new.txt"), "bye");
+    for (content, verb) in [("hello\n", "Created"), ("bye", "Overwrote")] {
+        let out = call(
+            &write,
+            json!({"file_path": "deep/er/new.txt", "content": content}),
+        )
+        .await
+        .unwrap();
+        assert!(out.content.starts_with(verb), "{}", out.content);
+        assert_eq!(f.read("deep/er/new.txt"), content);
+    }
     let err = call(&write, json!({"file_path": "deep", "content": "x"}))
         .await
         .unwrap_err();

@@ -9,6 +9,14 @@ use subagent_tools::{
 
 const TOML: &str = "model = \"m\"\n";
 
+/// A workspace holding a `subagents.toml` with [`TOML`].
+fn workspace() -> (tempfile::TempDir, Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("subagents.toml"), TOML).unwrap();
+    let ws = Workspace::new(dir.path()).unwrap();
+    (dir, ws)
+}
+
 fn denied_naming(r: Result<subagent_spi::ToolOutput, ToolError>, what: &str) {
     match r {
         Err(ToolError::Denied { message, .. }) => {
@@ -23,10 +31,8 @@ fn denied_naming(r: Result<subagent_spi::ToolOutput, ToolError>, what: &str) {
 
 #[tokio::test]
 async fn write_and_edit_refuse_protected_files_without_approval() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ws) = workspace();
     let root = dir.path();
-    std::fs::write(root.join("subagents.toml"), TOML).unwrap();
-    let ws = Workspace::new(root).unwrap();
     let write = WriteTool::new(ws.clone());
     let edit = EditTool::new(ws.clone());
     let ctx = TaskContext::new();
@@ -83,12 +89,10 @@ async fn write_and_edit_refuse_protected_files_without_approval() {
 #[cfg(unix)]
 #[tokio::test]
 async fn a_symlink_to_a_protected_file_is_the_protected_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ws) = workspace();
     let root = dir.path();
-    std::fs::write(root.join("subagents.toml"), TOML).unwrap();
     std::fs::create_dir(root.join("docs")).unwrap();
     std::os::unix::fs::symlink("../subagents.toml", root.join("docs/x")).unwrap();
-    let ws = Workspace::new(root).unwrap();
     let r = WriteTool::new(ws.clone())
         .call(
             json!({"file_path": "docs/x", "content": "[sandbox]\nenabled = false\n"}),
@@ -112,10 +116,8 @@ async fn a_symlink_to_a_protected_file_is_the_protected_file() {
 
 #[tokio::test]
 async fn an_approval_covers_its_file_only() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ws) = workspace();
     let root = dir.path();
-    std::fs::write(root.join("subagents.toml"), TOML).unwrap();
-    let ws = Workspace::new(root).unwrap();
     let approved = ApprovedProtectedWrite::new(ws.root().join("subagents.toml"));
     let ctx = TaskContext::new().with_extension(approved);
     let write = WriteTool::new(ws.clone());

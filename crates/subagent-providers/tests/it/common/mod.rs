@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use subagent_providers::{AnthropicModel, OpenAiModel};
+use subagent_providers::{AnthropicModel, AnthropicModelBuilder, OpenAiModel, OpenAiModelBuilder};
 use subagent_spi::ModelError;
 use subagent_spi::ToolSpec;
 use subagent_spi::chat::{ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse};
@@ -28,6 +28,26 @@ pub(crate) fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
         .base_delay(Duration::from_millis(5))
         .build()
         .expect("valid anthropic settings")
+}
+
+/// An OpenAI-format client of model `m` at `base_url`, with `settings` applied.
+pub(crate) fn openai_at(
+    base_url: impl Into<String>,
+    settings: impl FnOnce(OpenAiModelBuilder) -> OpenAiModelBuilder,
+) -> OpenAiModel {
+    settings(OpenAiModel::builder().base_url(base_url).model("m"))
+        .build()
+        .unwrap()
+}
+
+/// An Anthropic client of model `m` at `base_url`, with `settings` applied.
+pub(crate) fn anthropic_at(
+    base_url: impl Into<String>,
+    settings: impl FnOnce(AnthropicModelBuilder) -> AnthropicModelBuilder,
+) -> AnthropicModel {
+    settings(AnthropicModel::builder().base_url(base_url).model("m"))
+        .build()
+        .unwrap()
 }
 
 pub(crate) fn user(text: &str) -> ChatRequest {
@@ -54,6 +74,17 @@ pub(crate) async fn stream(
     let cb = |d: ChatDelta| deltas.lock().unwrap().push(d);
     let r = model.chat_stream(request, &cb).await;
     (r, deltas.into_inner().unwrap())
+}
+
+/// Streams a `q` request to the client `model` builds for a server that answers with the raw
+/// event stream `sse`.
+pub(crate) async fn stream_raw_sse<M: ChatModel>(
+    sse: &str,
+    model: fn(&ScriptedModelServer) -> M,
+) -> (Result<ChatResponse, ModelError>, Vec<ChatDelta>) {
+    let server = ScriptedModelServer::start().await;
+    server.push(subagent_testkit::Reply::raw_sse(sse));
+    stream(&model(&server), user("q")).await
 }
 
 pub(crate) fn delta_text(deltas: &[ChatDelta]) -> String {

@@ -32,6 +32,53 @@ async fn run(tool: &BashTool, cmd: &str) -> ToolOutput {
         .expect("the tool runs")
 }
 
+/// The project's control files as a checked-out repository has them, plus ordinary files.
+fn project(ws: &std::path::Path) {
+    for dir in [
+        "src",
+        ".claude/agents",
+        ".claude/memory",
+        ".git/hooks",
+        ".git/objects",
+        ".vscode",
+        "vendor/lib/.git/hooks",
+    ] {
+        std::fs::create_dir_all(ws.join(dir)).unwrap();
+    }
+    for (file, text) in [
+        ("subagents.toml", "model = \"m\"\n"),
+        (".gitmodules", "[submodule]\n"),
+        (".vscode/settings.json", "{}"),
+        ("vendor/lib/.git/config", "[core]\n"),
+        (".claude/settings.json", "{}"),
+        (".claude/agents/a.md", "agent"),
+        (".claude/notes.md", "notes"),
+        (".git/config", "[core]\n"),
+        (".git/index", "index"),
+        ("README.md", "readme"),
+    ] {
+        std::fs::write(ws.join(file), text).unwrap();
+    }
+}
+
+/// Asserts that each file below `root` holds exactly its text.
+fn assert_contents(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (file, text) in files {
+        assert_eq!(
+            std::fs::read_to_string(root.join(file)).unwrap(),
+            *text,
+            "{file}"
+        );
+    }
+}
+
+/// Runs `cmd`, which must fail; its output.
+async fn refused(tool: &BashTool, cmd: &str) -> ToolOutput {
+    let out = run(tool, cmd).await;
+    assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+    out
+}
+
 fn which(name: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH")
         .map(|p| {

@@ -10,7 +10,7 @@ use subagent_tools::{
     BashTool, ConfinedCommand, SandboxMode, SandboxPolicy, Workspace, sandbox_report,
 };
 
-use super::{run, skipped, which};
+use super::{refused, run, skipped, which};
 
 fn policy(ws: &Path) -> SandboxPolicy {
     std::fs::create_dir_all(ws.join("tmp")).unwrap();
@@ -35,35 +35,19 @@ fn bash(ws: &Path) -> BashTool {
     BashTool::with_sandbox(Workspace::new(ws).unwrap(), policy(ws))
 }
 
-/// A checked-out project with its control files, a nested repository and ordinary files.
+/// A checked-out project with its control files, a nested repository and ordinary files: the
+/// shared one, plus a command directory and a hook.
 fn project(ws: &Path) {
-    for dir in [
-        "src",
-        ".claude/agents",
-        ".claude/commands",
-        ".claude/memory",
-        ".git/hooks",
-        ".git/objects",
-        ".vscode",
-        "vendor/lib/.git/hooks",
-    ] {
-        std::fs::create_dir_all(ws.join(dir)).unwrap();
-    }
-    for (file, text) in [
-        ("subagents.toml", "model = \"m\"\n"),
-        (".gitmodules", "[submodule]\n"),
-        (".claude/settings.json", "{}"),
-        (".claude/agents/a.md", "agent"),
-        (".claude/notes.md", "notes"),
-        (".git/config", "[core]\n"),
-        (".git/hooks/pre-push", "#!/bin/sh\n"),
-        (".git/index", "index"),
-        (".vscode/settings.json", "{}"),
-        ("vendor/lib/.git/config", "[core]\n"),
-        ("README.md", "readme"),
-    ] {
-        std::fs::write(ws.join(file), text).unwrap();
-    }
+    super::project(ws);
+    std::fs::create_dir_all(ws.join(".claude/commands")).unwrap();
+    std::fs::write(ws.join(".git/hooks/pre-push"), "#!/bin/sh\n").unwrap();
+}
+
+/// A fresh workspace when the namespace sandbox is available; `None` (having said why on
+/// stderr) when it is not.
+fn workspace_or_skip(test: &str) -> Option<tempfile::TempDir> {
+    let ws = tempfile::tempdir().unwrap();
+    namespaces_or_skip(test, &policy(ws.path())).then_some(ws)
 }
 
 /// Every regular file and directory beneath `root` with its mode, size and modification
@@ -90,14 +74,10 @@ fn snapshot(root: &Path) -> Vec<(String, u32, u64, i64)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ordinary_work_succeeds_in_the_workspace_root() {
-    let ws = tempfile::tempdir().unwrap();
-    let root = ws.path();
-    if !namespaces_or_skip(
-        "ordinary_work_succeeds_in_the_workspace_root",
-        &policy(root),
-    ) {
+    let Some(ws) = workspace_or_skip("ordinary_work_succeeds_in_the_workspace_root") else {
         return;
-    }
+    };
+    let root = ws.path();
     let tool = bash(root);
     let out = run(
         &tool,
@@ -153,14 +133,12 @@ async fn ordinary_work_succeeds_in_the_workspace_root() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_write_and_metadata_change_of_a_control_file_is_refused() {
-    let ws = tempfile::tempdir().unwrap();
-    let root = ws.path();
-    if !namespaces_or_skip(
-        "every_write_and_metadata_change_of_a_control_file_is_refused",
-        &policy(root),
-    ) {
+    let Some(ws) =
+        workspace_or_skip("every_write_and_metadata_change_of_a_control_file_is_refused")
+    else {
         return;
-    }
+    };
+    let root = ws.path();
     project(root);
     let before = snapshot(root);
     let tool = bash(root);
@@ -185,8 +163,7 @@ async fn every_write_and_metadata_change_of_a_control_file_is_refused() {
             format!("rm -f {t}"),
             format!("truncate -s 0 {t}"),
         ] {
-            let out = run(&tool, &cmd).await;
-            assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+            let out = refused(&tool, &cmd).await;
             assert!(
                 out.content.contains("sandbox:"),
                 "`{cmd}`: the model is told why: {}",
@@ -215,8 +192,7 @@ async fn every_write_and_metadata_change_of_a_control_file_is_refused() {
         "echo x > vendor/lib/.git/hooks/pre-commit",
         "ln src/../subagents.toml src/hard",
     ] {
-        let out = run(&tool, cmd).await;
-        assert!(out.is_error, "`{cmd}` must fail: {}", out.content);
+        refused(&tool, cmd).await;
     }
     // Nothing changed: content, modes, times, and no new entry among the control files.
     let mut after = snapshot(root);
@@ -237,23 +213,16 @@ async fn every_write_and_metadata_change_of_a_control_file_is_refused() {
         "{}",
         out.content
     );
-    assert_eq!(
-        std::fs::read_to_string(root.join("README.txt")).unwrap(),
-        "readmemore\n"
-    );
+    super::assert_contents(root, &[("README.txt", "readmemore\n")]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_outside_the_workspace_are_still_refused() {
-    let ws = tempfile::tempdir().unwrap();
+    let Some(ws) = workspace_or_skip("writes_outside_the_workspace_are_still_refused") else {
+        return;
+    };
     let outside = tempfile::tempdir().unwrap();
     let root = ws.path();
-    if !namespaces_or_skip(
-        "writes_outside_the_workspace_are_still_refused",
-        &policy(root),
-    ) {
-        return;
-    }
     let target = outside.path().join("escaped.txt");
     let out = run(
         &bash(root),
@@ -299,14 +268,11 @@ fn kill_all(pids: &[u32]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setsid_and_double_forked_children_die_with_the_command() {
-    let ws = tempfile::tempdir().unwrap();
-    let root = ws.path();
-    if !namespaces_or_skip(
-        "setsid_and_double_forked_children_die_with_the_command",
-        &policy(root),
-    ) {
+    let Some(ws) = workspace_or_skip("setsid_and_double_forked_children_die_with_the_command")
+    else {
         return;
-    }
+    };
+    let root = ws.path();
     let out = run(
         &bash(root),
         // Returns once the first has left the process group (it wrote its pid after
@@ -325,15 +291,11 @@ async fn setsid_and_double_forked_children_die_with_the_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confined_command_keeps_its_streams_and_environment() {
-    let ws = tempfile::tempdir().unwrap();
+    let Some(ws) = workspace_or_skip("a_confined_command_keeps_its_streams_and_environment") else {
+        return;
+    };
     let root = ws.path();
     let policy = policy(root);
-    if !namespaces_or_skip(
-        "a_confined_command_keeps_its_streams_and_environment",
-        &policy,
-    ) {
-        return;
-    }
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let mut child = ConfinedCommand::new("sh")
         .args([
@@ -376,14 +338,12 @@ async fn a_confined_command_keeps_its_streams_and_environment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commondir_or_worktree_config_a_command_creates_is_removed_when_it_ends() {
-    let ws = tempfile::tempdir().unwrap();
-    let root = ws.path();
-    if !namespaces_or_skip(
+    let Some(ws) = workspace_or_skip(
         "a_commondir_or_worktree_config_a_command_creates_is_removed_when_it_ends",
-        &policy(root),
-    ) {
+    ) else {
         return;
-    }
+    };
+    let root = ws.path();
     project(root);
     // `commondir` would point git at `evil/config` (and its fsmonitor) on the user's next
     // `git status`; a placeholder there would break git, so the name is sealed instead.
@@ -411,22 +371,16 @@ async fn a_commondir_or_worktree_config_a_command_creates_is_removed_when_it_end
     std::fs::write(root.join(".git/commondir"), ".\n").unwrap();
     let out = run(&bash(root), "echo ../evil > .git/commondir").await;
     assert!(out.is_error, "{}", out.content);
-    assert_eq!(
-        std::fs::read_to_string(root.join(".git/commondir")).unwrap(),
-        ".\n"
-    );
+    super::assert_contents(root, &[(".git/commondir", ".\n")]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_command_takes_its_setsid_children_with_it() {
-    let ws = tempfile::tempdir().unwrap();
-    let root = ws.path();
-    if !namespaces_or_skip(
-        "a_timed_out_command_takes_its_setsid_children_with_it",
-        &policy(root),
-    ) {
+    let Some(ws) = workspace_or_skip("a_timed_out_command_takes_its_setsid_children_with_it")
+    else {
         return;
-    }
+    };
+    let root = ws.path();
     use subagent_spi::{TaskContext, Tool as _};
     let out = bash(root)
         .call(
