@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use subagent_spi::{TaskContext, ToolError, ToolOutput};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 use tokio::io::AsyncReadExt;
 
 use crate::Workspace;
@@ -77,8 +77,7 @@ pub struct BashInput {
 /// execution anywhere), optionally without TCP; they get only allow-listed environment
 /// variables, so credentials such as `OPENAI_API_KEY` never reach them. With [`SandboxPolicy::unconfined`] the command can
 /// write whatever the process can and gets the environment less credentials
-/// ([`is_secret_env`]). Its effect is
-/// [`ToolEffect::Execute`](subagent_spi::ToolEffect::Execute), so permission modes decide
+/// ([`is_secret_env`]). Its effect is [`ToolEffect::Execute`], so permission modes decide
 /// whether a call runs; they never lift the confinement.
 #[derive(Debug, Clone)]
 pub struct BashTool {
@@ -202,16 +201,25 @@ fn confinement_note(child: &ConfinedChild, out: &str) -> Option<&'static str> {
 
 #[subagent_spi::async_trait]
 impl subagent_spi::TypedTool for BashTool {
-    crate::util::tool_basics!(
-        BashInput,
-        Execute,
+    type Input = BashInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
         "Runs a shell command (sh -c) in the workspace root; returns its stdout and stderr (at \
          most 30000 characters); background processes end with it. Prefer Read, Glob and Grep for \
          files. Usually sandboxed: it may write in the workspace and $TMPDIR, not the project's \
          control files (subagents.toml, .mcp.json, .gitmodules, .vscode/, .idea/, \
          .claude/settings*.json, .claude/agents/, .claude/skills/, .claude/commands/, .git/hooks/, \
          .git/config); the output says when something was refused and why."
-    );
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Execute
+    }
 
     async fn run(&self, input: BashInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         if input.command.trim().is_empty() {

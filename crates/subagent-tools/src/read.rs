@@ -2,9 +2,10 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use subagent_spi::{TaskContext, ToolError, ToolOutput};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::Workspace;
 use crate::workspace::not_regular;
 
 /// Lines shown when no `limit` is given.
@@ -63,23 +64,42 @@ pub struct ReadInput {
     pub limit: Option<u64>,
 }
 
-crate::util::workspace_tool! {
-    /// Reads a text file and shows it with line numbers, like `cat -n`: each line is
-    /// `<number, right-aligned to 6>\t<text>`. At most `limit` lines (default 2,000) from `offset`;
-    /// lines longer than 2,000 characters are cut. Binary files, directories, special files (FIFOs,
-    /// devices) and files with more than one hard link are refused.
-    ReadTool,
-    "Read"
+/// Reads a text file and shows it with line numbers, like `cat -n`: each line is
+/// `<number, right-aligned to 6>\t<text>`. At most `limit` lines (default 2,000) from `offset`;
+/// lines longer than 2,000 characters are cut. Binary files, directories, special files (FIFOs,
+/// devices) and files with more than one hard link are refused.
+#[derive(Debug, Clone)]
+pub struct ReadTool {
+    workspace: Workspace,
+}
+
+impl ReadTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Read";
+
+    /// A `Read` tool confined to `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
 }
 
 #[subagent_spi::async_trait]
 impl subagent_spi::TypedTool for ReadTool {
-    crate::util::tool_basics!(
-        ReadInput,
-        ReadOnly,
+    type Input = ReadInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
         "Reads a text file with line numbers (cat -n style): up to `limit` lines (default 2000) \
          from line `offset` (default 1); lines over 2000 characters are cut."
-    );
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
 
     async fn run(&self, input: ReadInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;

@@ -11,7 +11,7 @@ use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use subagent_spi::{TaskContext, ToolError, ToolOutput};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
 use crate::Workspace;
 use crate::util::{StopFlag, blocking, cut_chars};
@@ -55,23 +55,41 @@ pub struct GlobInput {
     pub path: Option<String>,
 }
 
-crate::util::workspace_tool! {
-    /// Lists files matching a glob pattern, newest first, skipping what `.gitignore` (and `.ignore`)
-    /// excludes and `.git` itself. Paths are shown relative to the workspace root.
-    GlobTool,
-    "Glob"
+/// Lists files matching a glob pattern, newest first, skipping what `.gitignore` (and `.ignore`)
+/// excludes and `.git` itself. Paths are shown relative to the workspace root.
+#[derive(Debug, Clone)]
+pub struct GlobTool {
+    workspace: Workspace,
+}
+
+impl GlobTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Glob";
+
+    /// A `Glob` tool confined to `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
 }
 
 #[subagent_spi::async_trait]
 impl subagent_spi::TypedTool for GlobTool {
-    crate::util::tool_basics!(
-        GlobInput,
-        ReadOnly,
+    type Input = GlobInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
         format!(
             "Finds files by glob pattern (e.g. `**/*.rs`), respecting .gitignore: paths relative to \
              the workspace root, newest first (at most {MAX_LISTED_FILES})."
         )
-    );
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
 
     async fn run(&self, input: GlobInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let ws = self.workspace.clone();
@@ -271,24 +289,43 @@ impl Sink for ContentSink<'_> {
     }
 }
 
-crate::util::workspace_tool! {
-    /// Searches file contents with a regular expression (ripgrep's engine), skipping what
-    /// `.gitignore` excludes, binary files, and files with more than one hard link (their other
-    /// names may be outside the workspace; the output says how many were skipped, and naming such a
-    /// file directly is refused). Paths are shown relative to the workspace root.
-    GrepTool,
-    "Grep"
+/// Searches file contents with a regular expression (ripgrep's engine), skipping what
+/// `.gitignore` excludes, binary files, and files with more than one hard link (their other
+/// names may be outside the workspace; the output says how many were skipped, and naming such a
+/// file directly is refused). Paths are shown relative to the workspace root.
+#[derive(Debug, Clone)]
+pub struct GrepTool {
+    workspace: Workspace,
+}
+
+impl GrepTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Grep";
+
+    /// A `Grep` tool confined to `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
 }
 
 #[subagent_spi::async_trait]
 impl subagent_spi::TypedTool for GrepTool {
-    crate::util::tool_basics!(
-        GrepInput,
-        ReadOnly,
+    type Input = GrepInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
         "Searches file contents with a regular expression (ripgrep syntax; .gitignore respected, \
          binary files skipped). `output_mode`: `files_with_matches` (default, newest first), \
          `content` (path:line:text) or `count`."
-    );
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
 
     async fn run(&self, input: GrepInput, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let ws = self.workspace.clone();

@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use subagent_spi::{TaskContext, ToolError, ToolOutput};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
 /// At most this many items are kept.
 pub const MAX_TODOS: usize = 200;
@@ -91,12 +91,21 @@ fn render(todos: &[TodoItem]) -> String {
 
 #[subagent_spi::async_trait]
 impl subagent_spi::TypedTool for TodoWriteTool {
-    crate::util::tool_basics!(
-        TodoWriteInput,
-        ReadOnly,
+    type Input = TodoWriteInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
         "Replaces your todo list and shows it: plan multi-step work and mark progress (one item \
          in progress at a time)."
-    );
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::ReadOnly
+    }
 
     async fn run(
         &self,

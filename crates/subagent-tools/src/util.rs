@@ -45,51 +45,6 @@ where
         .map_err(|e| ToolError::failed(tool, format!("internal error: {e}")))?
 }
 
-/// The items of a [`TypedTool`](subagent_spi::TypedTool) impl that every tool here writes the
-/// same way: `Input`, `name` (the tool's `NAME`), `description` and `effect` (a
-/// [`ToolEffect`](subagent_spi::ToolEffect) variant).
-macro_rules! tool_basics {
-    ($input:ty, $effect:ident, $description:expr $(,)?) => {
-        type Input = $input;
-
-        fn name(&self) -> &str {
-            Self::NAME
-        }
-
-        fn description(&self) -> String {
-            $description.into()
-        }
-
-        fn effect(&self) -> subagent_spi::ToolEffect {
-            subagent_spi::ToolEffect::$effect
-        }
-    };
-}
-pub(crate) use tool_basics;
-
-/// A file tool confined to a [`Workspace`](crate::Workspace): the struct (with the given doc
-/// comment), its `NAME` and `new`.
-macro_rules! workspace_tool {
-    ($(#[$doc:meta])* $tool:ident, $name:literal) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone)]
-        pub struct $tool {
-            workspace: $crate::Workspace,
-        }
-
-        impl $tool {
-            /// The tool's name.
-            pub const NAME: &'static str = $name;
-
-            #[doc = concat!("The `", $name, "` tool confined to `workspace`.")]
-            pub fn new(workspace: $crate::Workspace) -> Self {
-                Self { workspace }
-            }
-        }
-    };
-}
-pub(crate) use workspace_tool;
-
 /// Builder methods that set the `Option` field of their name to `Some(value.into())`.
 macro_rules! option_setters {
     ($($(#[$doc:meta])* $field:ident: $ty:ty;)*) => {$(

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use subagent_spi::{TaskContext, ToolError, ToolOutput};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
 use crate::util::cut_chars;
 
@@ -153,12 +153,21 @@ impl WebFetchTool {
 
 #[subagent_spi::async_trait]
 impl subagent_spi::TypedTool for WebFetchTool {
-    crate::util::tool_basics!(
-        WebFetchInput,
-        Execute,
+    type Input = WebFetchInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
         "Fetches an http(s) URL and returns its content as text (HTML converted to plain text, \
          at most 100000 characters)."
-    );
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Execute
+    }
 
     async fn run(&self, input: WebFetchInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let url = reqwest::Url::parse(input.url.trim()).map_err(|e| {

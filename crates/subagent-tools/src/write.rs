@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use subagent_spi::{TaskContext, ToolError, ToolOutput};
+use subagent_spi::{TaskContext, ToolEffect, ToolError, ToolOutput};
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -26,22 +26,41 @@ pub struct WriteInput {
     pub content: String,
 }
 
-crate::util::workspace_tool! {
-    /// Creates or overwrites a file (creating parent directories) inside the workspace. An existing
-    /// file must be a regular file with a single hard link (checked on the open handle before
-    /// anything is changed).
-    WriteTool,
-    "Write"
+/// Creates or overwrites a file (creating parent directories) inside the workspace. An existing
+/// file must be a regular file with a single hard link (checked on the open handle before
+/// anything is changed).
+#[derive(Debug, Clone)]
+pub struct WriteTool {
+    workspace: Workspace,
+}
+
+impl WriteTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Write";
+
+    /// A `Write` tool confined to `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
 }
 
 #[subagent_spi::async_trait]
 impl subagent_spi::TypedTool for WriteTool {
-    crate::util::tool_basics!(
-        WriteInput,
-        Edit,
+    type Input = WriteInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
         "Writes a file (replacing it; parent directories are created). Prefer Edit to change part \
          of a file."
-    );
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Edit
+    }
 
     async fn run(&self, input: WriteInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         let path = self.workspace.resolve(Self::NAME, &input.file_path).await?;
@@ -106,22 +125,41 @@ pub struct EditInput {
     pub replace_all: bool,
 }
 
-crate::util::workspace_tool! {
-    /// Replaces an exact string in a file: it must occur exactly once, unless `replace_all` is set.
-    /// The file must be a regular file with a single hard link, of at most [`MAX_EDIT_FILE_BYTES`]
-    /// before and after the edit; it is read and written through one checked handle.
-    EditTool,
-    "Edit"
+/// Replaces an exact string in a file: it must occur exactly once, unless `replace_all` is set.
+/// The file must be a regular file with a single hard link, of at most [`MAX_EDIT_FILE_BYTES`]
+/// before and after the edit; it is read and written through one checked handle.
+#[derive(Debug, Clone)]
+pub struct EditTool {
+    workspace: Workspace,
+}
+
+impl EditTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "Edit";
+
+    /// An `Edit` tool confined to `workspace`.
+    pub fn new(workspace: Workspace) -> Self {
+        Self { workspace }
+    }
 }
 
 #[subagent_spi::async_trait]
 impl subagent_spi::TypedTool for EditTool {
-    crate::util::tool_basics!(
-        EditInput,
-        Edit,
+    type Input = EditInput;
+
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn description(&self) -> String {
         "Replaces an exact string in a file: `old_string` (indentation included) must occur once \
          (add surrounding lines to make it unique) unless `replace_all`."
-    );
+            .into()
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Edit
+    }
 
     async fn run(&self, input: EditInput, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
         if input.old_string.is_empty() {
