@@ -25,7 +25,6 @@ use subagent_a2a::server::{A2aHandler, A2aServer, AgentInfo, AgentMount, handler
 use subagent_a2a::task_store::{StoreError as A2aStoreError, TaskStore};
 use subagent_a2a::types::v1;
 use subagent_store::a2a::{A2aStoreOptions, INTERRUPTED_BY_LEASE, SqlTaskStore};
-use subagent_store::{Db, StoreUrl};
 
 /// Racing rounds per test.
 const ROUNDS: usize = 30;
@@ -235,13 +234,8 @@ fn user(text: &str, task_id: Option<&str>) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_continuations_through_two_servers_on_one_sqlite_file_one_wins() {
     let dir = tempfile::tempdir().unwrap();
-    let url: StoreUrl = format!("sqlite:{}", dir.path().join("tasks.db").display())
-        .parse()
-        .unwrap();
-    let db = Db::open(&url).await.unwrap().unwrap();
-    let store = SqlTaskStore::open(db, A2aStoreOptions::default())
-        .await
-        .unwrap();
+    let (_, store) =
+        common::task_store(&common::sqlite_url(&dir), A2aStoreOptions::default()).await;
     let a = serve(Arc::new(store.for_agent(""))).await;
     let b = serve(Arc::new(store.for_agent(""))).await;
     let client = reqwest::Client::new();
@@ -350,21 +344,15 @@ async fn racing_versioned_writes(a: SqlTaskStore, b: SqlTaskStore) {
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_versioned_writes_on_one_sqlite_file_one_wins() {
     let dir = tempfile::tempdir().unwrap();
-    let url: StoreUrl = format!("sqlite:{}", dir.path().join("tasks.db").display())
-        .parse()
-        .unwrap();
-    let db = Db::open(&url).await.unwrap().unwrap();
-    let store = SqlTaskStore::open(db, A2aStoreOptions::default())
-        .await
-        .unwrap();
+    let (_, store) =
+        common::task_store(&common::sqlite_url(&dir), A2aStoreOptions::default()).await;
     racing_versioned_writes(store.for_agent(""), store.for_agent("")).await;
 }
 
 async fn open_postgres(url: &str, lease: Duration) -> SqlTaskStore {
-    let db = Db::open(&url.parse().unwrap()).await.unwrap().unwrap();
-    SqlTaskStore::open(db, A2aStoreOptions::default().with_lease(lease))
+    common::task_store(url, A2aStoreOptions::default().with_lease(lease))
         .await
-        .unwrap()
+        .1
 }
 
 #[tokio::test(flavor = "multi_thread")]
