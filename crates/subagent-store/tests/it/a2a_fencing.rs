@@ -220,6 +220,20 @@ async fn rpc(client: &reqwest::Client, base: &str, method: &str, params: Value) 
         .unwrap()
 }
 
+/// Sends the `ask` message to `base`; the id of the task, which must wait for input.
+async fn ask(client: &reqwest::Client, base: &str) -> String {
+    let asked = rpc(
+        client,
+        base,
+        "SendMessage",
+        json!({"message": user("ask", None)}),
+    )
+    .await;
+    let task = &asked["result"]["task"];
+    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    task["id"].as_str().unwrap().to_string()
+}
+
 fn user(text: &str, task_id: Option<&str>) -> Value {
     let mut m = json!({"messageId": format!("{text}-{}", uuid::Uuid::new_v4()), "role": "ROLE_USER",
         "parts": [{"text": text}]});
@@ -241,16 +255,7 @@ async fn racing_continuations_through_two_servers_on_one_sqlite_file_one_wins() 
     let client = reqwest::Client::new();
     let mut failures = Vec::new();
     for round in 0..ROUNDS {
-        let asked = rpc(
-            &client,
-            &a,
-            "SendMessage",
-            json!({"message": user("ask", None)}),
-        )
-        .await;
-        let task = &asked["result"]["task"];
-        assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{asked}");
-        let id = task["id"].as_str().unwrap().to_string();
+        let id = ask(&client, &a).await;
         let (ma, mb) = (user("answer", Some(&id)), user("answer", Some(&id)));
         let (ra, rb) = tokio::join!(
             rpc(&client, &a, "SendMessage", json!({"message": ma})),
@@ -454,16 +459,7 @@ async fn a_run_waiting_for_an_answer_stops_when_another_replica_takes_it() {
     )
     .await;
     let client = reqwest::Client::new();
-    let asked = rpc(
-        &client,
-        &a,
-        "SendMessage",
-        json!({"message": user("ask", None)}),
-    )
-    .await;
-    let task = &asked["result"]["task"];
-    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{asked}");
-    let id = task["id"].as_str().unwrap().to_string();
+    let id = ask(&client, &a).await;
 
     let done = rpc(
         &client,

@@ -144,19 +144,24 @@ async fn retention((db, store): (Db, SqlTaskStore)) {
     s.save(task("old", "c", Completed, "2026-01-01T00:00:02.000Z", 10))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let r = prune_a2a_tasks(
-        &db,
-        &Retention::default().with_terminal_ttl(Duration::from_millis(10)),
-    )
-    .await
-    .unwrap();
+    let r = expire_ended(&db).await;
     assert_eq!(r.expired, 1, "{r:?}");
     assert!(s.get("old").await.unwrap().is_none());
     assert!(s.get("run").await.unwrap().is_some());
 }
 
 common::on_sqlite_and_postgres!(open => filters_pages_and_scopes, retention);
+
+/// Waits 20 ms, then prunes the tasks that ended over 10 ms ago.
+async fn expire_ended(db: &Db) -> subagent_store::a2a::PruneReport {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    prune_a2a_tasks(
+        db,
+        &Retention::default().with_terminal_ttl(Duration::from_millis(10)),
+    )
+    .await
+    .unwrap()
+}
 
 fn push(task_id: &str, id: &str, url: &str) -> v1::TaskPushNotificationConfig {
     serde_json::from_value(serde_json::json!({"id": id, "taskId": task_id, "url": url})).unwrap()
@@ -287,13 +292,7 @@ async fn context_sessions(url: String) {
 
     // The session goes with the context's last task.
     a.save_context_session("c2", Some("s4")).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let r = prune_a2a_tasks(
-        &db,
-        &Retention::default().with_terminal_ttl(Duration::from_millis(10)),
-    )
-    .await
-    .unwrap();
+    let r = expire_ended(&db).await;
     assert_eq!(r.expired, 2, "{r:?}");
     assert_eq!(a.context_session("c1").await.unwrap(), None);
     assert_eq!(a.context_session("c2").await.unwrap(), None);

@@ -15,6 +15,15 @@ use subagent_store::{
 use subagent_testkit::{FnKind, fn_ref};
 use task_tool::{BackgroundState, Dispatch, TaskLedger, TaskRecord, TaskTool};
 
+/// Drops `table` from a SQLite database, so that writes to it fail.
+async fn drop_table(db: &Db, table: &str) {
+    let Db::Sqlite(pool) = db else { unreachable!() };
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
 fn kind() -> FnKind {
     FnKind::new()
         .agent("echo", |c, _| async move {
@@ -149,13 +158,7 @@ async fn a_session_resumes_from_another_runtime_on_the_same_file() {
 async fn a_failing_transcript_store_keeps_the_result_and_drops_the_session() {
     use subagent_testkit::{ProgressRecorder, ScriptedModel, Step};
     let (_dir, db) = common::sqlite_db().await;
-    let Db::Sqlite(pool) = &db else {
-        unreachable!()
-    };
-    sqlx::query("DROP TABLE transcript_messages")
-        .execute(pool)
-        .await
-        .unwrap();
+    drop_table(&db, "transcript_messages").await;
     let rec = Arc::new(ProgressRecorder::new());
     let ctx = TaskContext::new().with_progress(rec.clone());
     let out = AgentRuntime::new(Arc::new(SqlTranscriptStore::new(db)))
@@ -297,13 +300,7 @@ async fn a_failed_write_is_visible_and_loses_nothing_in_memory() {
     let (_dir, db) = common::sqlite_db().await;
     let tool = task_tool(&db).await;
     // Break the table under the writer.
-    let Db::Sqlite(pool) = &db else {
-        unreachable!()
-    };
-    sqlx::query("DROP TABLE background_tasks")
-        .execute(pool)
-        .await
-        .unwrap();
+    drop_table(&db, "background_tasks").await;
     let id = background(&tool, "echo", "kept").await;
     let snap = tool
         .output(&id, Some(Duration::from_secs(5)))
