@@ -257,39 +257,31 @@ async fn running_task_of_a_dead_owner_is_interrupted(db: Db) {
 }
 
 async fn set_owner(db: &Db, id: &str, owner: &str) {
-    const SQL: &str = "UPDATE background_tasks SET owner = $1 WHERE id = $2";
-    match db {
-        Db::Sqlite(p) => {
-            sqlx::query(SQL)
-                .bind(owner)
-                .bind(id)
-                .execute(p)
-                .await
-                .unwrap();
-        }
-        Db::Postgres(p) => {
-            sqlx::query(SQL)
-                .bind(owner)
-                .bind(id)
-                .execute(p)
-                .await
-                .unwrap();
-        }
-        _ => unreachable!(),
-    };
+    let sql = "UPDATE background_tasks SET owner = $1 WHERE id = $2";
+    execute(db, sql, &[owner, id]).await;
 }
 
 async fn backdate_heartbeat(db: &Db, id: &str) {
-    const SQL: &str = "UPDATE background_tasks SET heartbeat_at = 0 WHERE id = $1";
+    let sql = "UPDATE background_tasks SET heartbeat_at = 0 WHERE id = $1";
+    execute(db, sql, &[id]).await;
+}
+
+/// Runs `sql` with text `binds` on either backend.
+async fn execute(db: &Db, sql: &'static str, binds: &[&str]) {
+    macro_rules! run {
+        ($pool:expr) => {{
+            let mut query = sqlx::query(sql);
+            for b in binds {
+                query = query.bind(*b);
+            }
+            query.execute($pool).await.unwrap();
+        }};
+    }
     match db {
-        Db::Sqlite(p) => {
-            sqlx::query(SQL).bind(id).execute(p).await.unwrap();
-        }
-        Db::Postgres(p) => {
-            sqlx::query(SQL).bind(id).execute(p).await.unwrap();
-        }
+        Db::Sqlite(p) => run!(p),
+        Db::Postgres(p) => run!(p),
         _ => unreachable!(),
-    };
+    }
 }
 
 common::on_sqlite_and_postgres!(common::db => running_task_of_a_dead_owner_is_interrupted);

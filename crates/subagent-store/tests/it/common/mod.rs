@@ -230,6 +230,7 @@ pub(crate) async fn task_store(
 /// For each scenario `name(open(url).await)` listed, a module `name` with two tests: `sqlite`
 /// on a fresh SQLite file and `postgres` (ignored unless CI provides one) on a fresh database of
 /// the server `SUBAGENTS_TEST_POSTGRES_URL` names. `open` is an `async fn(&str) -> T`.
+#[allow(unused_macros)] // not every feature set has a test on both backends
 macro_rules! on_sqlite_and_postgres {
     ($open:path => $($scenario:ident),+ $(,)?) => {$(
         mod $scenario {
@@ -251,6 +252,7 @@ macro_rules! on_sqlite_and_postgres {
         }
     )+};
 }
+#[allow(unused_imports)]
 pub(crate) use on_sqlite_and_postgres;
 
 /// Reads SSE `data:` events of a response until `stop` returns true or the time is up.
