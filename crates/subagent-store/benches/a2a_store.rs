@@ -23,6 +23,10 @@ use subagent_store::a2a::{A2aStoreOptions, SqlTaskStore};
 use subagent_store::{Db, StoreUrl};
 use tower::ServiceExt;
 
+/// A new database on the server (never the shared test database itself).
+#[path = "../tests/it/common/pg.rs"]
+mod pg;
+
 const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello, agent"}]}}}"#;
 const CONCURRENT: usize = 32;
 
@@ -79,19 +83,6 @@ async fn open(url: &str) -> SqlTaskStore {
         .expect("store")
 }
 
-/// A new database on the server of `base` (never the shared test database itself).
-async fn fresh_database(base: &str) -> String {
-    use sqlx::Connection;
-    let name = format!("a2a_bench_{}", std::process::id());
-    let mut conn = sqlx::PgConnection::connect(base).await.expect("connect");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await
-        .expect("create database");
-    let (head, _) = base.rsplit_once('/').expect("database in URL");
-    format!("{head}/{name}")
-}
-
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -103,7 +94,10 @@ fn bench(c: &mut Criterion) {
     stores.push(("sqlite", router(Some(rt.block_on(open(&sqlite))))));
     match std::env::var("SUBAGENTS_TEST_POSTGRES_URL") {
         Ok(url) => {
-            let url = rt.block_on(fresh_database(&url));
+            let url = rt.block_on(pg::create_database(
+                &url,
+                &format!("a2a_bench_{}", std::process::id()),
+            ));
             stores.push(("postgres", router(Some(rt.block_on(open(&url))))));
         }
         Err(_) => eprintln!("SKIPPED postgres: SUBAGENTS_TEST_POSTGRES_URL is not set"),

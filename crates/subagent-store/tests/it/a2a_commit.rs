@@ -15,14 +15,14 @@ use common::{Sut, event_state, message, response, sse_events, state};
 use serde_json::{Value, json};
 use subagent_a2a::server::{A2aHandler, A2aServer, AgentInfo, AgentMount, handler_fn};
 use subagent_a2a::types::v1;
-use subagent_store::a2a::{A2aStoreOptions, SqlTaskStore};
-use subagent_store::{Db, StoreUrl};
+use subagent_store::Db;
+use subagent_store::a2a::A2aStoreOptions;
 use tokio::sync::Semaphore;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_that_completes_at_once_is_in_the_file_after_sigkill() {
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("tasks.db").display());
+    let store = common::sqlite_url(&dir);
     let a = Sut::start(&store, &[]).await;
     let mut ids = Vec::new();
     for _ in 0..5 {
@@ -101,16 +101,8 @@ fn committed_rank(s: v1::TaskState) -> u8 {
 #[tokio::test(flavor = "multi_thread")]
 async fn streaming_and_replies_only_show_committed_tasks() {
     let dir = tempfile::tempdir().unwrap();
-    let url: StoreUrl = format!("sqlite:{}", dir.path().join("tasks.db").display())
-        .parse()
-        .unwrap();
-    let open = || async {
-        let db = Db::open(&url).await.unwrap().unwrap();
-        SqlTaskStore::open(db, A2aStoreOptions::default())
-            .await
-            .unwrap()
-    };
-    let served = open().await;
+    let url = common::sqlite_url(&dir);
+    let (_, served) = common::task_store(&url, A2aStoreOptions::default()).await;
     let gate = Arc::new(Semaphore::new(0));
     let mount = AgentMount::new("/", AgentInfo::new("gated", "waits"), gated(gate.clone()))
         .with_store(Arc::new(served.for_agent("")));
@@ -119,7 +111,7 @@ async fn streaming_and_replies_only_show_committed_tasks() {
     let base = format!("http://{}/", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     // Another process's view of the file: a pool of its own sees committed rows only.
-    let reader = Db::open(&url).await.unwrap().unwrap();
+    let reader = common::db(&url).await;
 
     let client = reqwest::Client::new();
     let call = |method: &'static str, text: &'static str| {

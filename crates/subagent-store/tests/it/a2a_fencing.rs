@@ -25,7 +25,6 @@ use subagent_a2a::server::{A2aHandler, A2aServer, AgentInfo, AgentMount, handler
 use subagent_a2a::task_store::{StoreError as A2aStoreError, TaskStore};
 use subagent_a2a::types::v1;
 use subagent_store::a2a::{A2aStoreOptions, INTERRUPTED_BY_LEASE, SqlTaskStore};
-use subagent_store::{Db, StoreUrl};
 
 /// Racing rounds per test.
 const ROUNDS: usize = 30;
@@ -221,6 +220,20 @@ async fn rpc(client: &reqwest::Client, base: &str, method: &str, params: Value) 
         .unwrap()
 }
 
+/// Sends the `ask` message to `base`; the id of the task, which must wait for input.
+async fn ask(client: &reqwest::Client, base: &str) -> String {
+    let asked = rpc(
+        client,
+        base,
+        "SendMessage",
+        json!({"message": user("ask", None)}),
+    )
+    .await;
+    let task = &asked["result"]["task"];
+    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    task["id"].as_str().unwrap().to_string()
+}
+
 fn user(text: &str, task_id: Option<&str>) -> Value {
     let mut m = json!({"messageId": format!("{text}-{}", uuid::Uuid::new_v4()), "role": "ROLE_USER",
         "parts": [{"text": text}]});
@@ -235,28 +248,14 @@ fn user(text: &str, task_id: Option<&str>) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_continuations_through_two_servers_on_one_sqlite_file_one_wins() {
     let dir = tempfile::tempdir().unwrap();
-    let url: StoreUrl = format!("sqlite:{}", dir.path().join("tasks.db").display())
-        .parse()
-        .unwrap();
-    let db = Db::open(&url).await.unwrap().unwrap();
-    let store = SqlTaskStore::open(db, A2aStoreOptions::default())
-        .await
-        .unwrap();
+    let (_, store) =
+        common::task_store(&common::sqlite_url(&dir), A2aStoreOptions::default()).await;
     let a = serve(Arc::new(store.for_agent(""))).await;
     let b = serve(Arc::new(store.for_agent(""))).await;
     let client = reqwest::Client::new();
     let mut failures = Vec::new();
     for round in 0..ROUNDS {
-        let asked = rpc(
-            &client,
-            &a,
-            "SendMessage",
-            json!({"message": user("ask", None)}),
-        )
-        .await;
-        let task = &asked["result"]["task"];
-        assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{asked}");
-        let id = task["id"].as_str().unwrap().to_string();
+        let id = ask(&client, &a).await;
         let (ma, mb) = (user("answer", Some(&id)), user("answer", Some(&id)));
         let (ra, rb) = tokio::join!(
             rpc(&client, &a, "SendMessage", json!({"message": ma})),
@@ -350,21 +349,15 @@ async fn racing_versioned_writes(a: SqlTaskStore, b: SqlTaskStore) {
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_versioned_writes_on_one_sqlite_file_one_wins() {
     let dir = tempfile::tempdir().unwrap();
-    let url: StoreUrl = format!("sqlite:{}", dir.path().join("tasks.db").display())
-        .parse()
-        .unwrap();
-    let db = Db::open(&url).await.unwrap().unwrap();
-    let store = SqlTaskStore::open(db, A2aStoreOptions::default())
-        .await
-        .unwrap();
+    let (_, store) =
+        common::task_store(&common::sqlite_url(&dir), A2aStoreOptions::default()).await;
     racing_versioned_writes(store.for_agent(""), store.for_agent("")).await;
 }
 
 async fn open_postgres(url: &str, lease: Duration) -> SqlTaskStore {
-    let db = Db::open(&url.parse().unwrap()).await.unwrap().unwrap();
-    SqlTaskStore::open(db, A2aStoreOptions::default().with_lease(lease))
+    common::task_store(url, A2aStoreOptions::default().with_lease(lease))
         .await
-        .unwrap()
+        .1
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -466,16 +459,7 @@ async fn a_run_waiting_for_an_answer_stops_when_another_replica_takes_it() {
     )
     .await;
     let client = reqwest::Client::new();
-    let asked = rpc(
-        &client,
-        &a,
-        "SendMessage",
-        json!({"message": user("ask", None)}),
-    )
-    .await;
-    let task = &asked["result"]["task"];
-    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{asked}");
-    let id = task["id"].as_str().unwrap().to_string();
+    let id = ask(&client, &a).await;
 
     let done = rpc(
         &client,

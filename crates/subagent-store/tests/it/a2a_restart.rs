@@ -12,7 +12,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread")]
 async fn kill_9_and_restart_on_the_same_sqlite_file() {
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("tasks.db").display());
+    let store = common::sqlite_url(&dir);
 
     let a = Sut::start(&store, &[]).await;
     let asking = a.send(message("tck-input-required", None), false).await;

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use subagent_a2a::server::{ContextSessionStore, PushConfigStore, TaskFilter, TaskStore};
 use subagent_a2a::types::v1;
+use subagent_store::Db;
 use subagent_store::a2a::{A2aStoreOptions, Retention, SqlTaskStore, prune_a2a_tasks};
-use subagent_store::{Db, StoreUrl};
 
 fn task(id: &str, ctx: &str, state: v1::TaskState, ts: &str, text_len: usize) -> v1::Task {
     v1::Task {
@@ -32,15 +32,10 @@ fn task(id: &str, ctx: &str, state: v1::TaskState, ts: &str, text_len: usize) ->
 }
 
 async fn open(url: &str) -> (Db, SqlTaskStore) {
-    let url: StoreUrl = url.parse().unwrap();
-    let db = Db::open(&url).await.unwrap().unwrap();
-    let store = SqlTaskStore::open(db.clone(), A2aStoreOptions::default())
-        .await
-        .unwrap();
-    (db, store)
+    common::task_store(url, A2aStoreOptions::default()).await
 }
 
-async fn filters_pages_and_scopes(store: SqlTaskStore) {
+async fn filters_pages_and_scopes((_, store): (Db, SqlTaskStore)) {
     let a = store.for_agent("/a");
     let b = store.for_agent("/b");
     use v1::TaskState::*;
@@ -102,7 +97,7 @@ async fn filters_pages_and_scopes(store: SqlTaskStore) {
     );
 }
 
-async fn retention(db: Db, store: SqlTaskStore) {
+async fn retention((db, store): (Db, SqlTaskStore)) {
     use v1::TaskState::*;
     let s = store.for_agent("/r");
     s.save(task("run", "c", Working, "2026-01-01T00:00:00.000Z", 3000))
@@ -149,44 +144,23 @@ async fn retention(db: Db, store: SqlTaskStore) {
     s.save(task("old", "c", Completed, "2026-01-01T00:00:02.000Z", 10))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let r = prune_a2a_tasks(
-        &db,
-        &Retention::default().with_terminal_ttl(Duration::from_millis(10)),
-    )
-    .await
-    .unwrap();
+    let r = expire_ended(&db).await;
     assert_eq!(r.expired, 1, "{r:?}");
     assert!(s.get("old").await.unwrap().is_none());
     assert!(s.get("run").await.unwrap().is_some());
 }
 
-#[tokio::test]
-async fn sqlite_filters_pages_and_scopes() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, store) = open(&format!("sqlite:{}", dir.path().join("t.db").display())).await;
-    filters_pages_and_scopes(store).await;
-}
+common::on_sqlite_and_postgres!(open => filters_pages_and_scopes, retention);
 
-#[tokio::test]
-async fn sqlite_retention() {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, store) = open(&format!("sqlite:{}", dir.path().join("t.db").display())).await;
-    retention(db, store).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_filters_pages_and_scopes() {
-    let (_, store) = open(&common::fresh_postgres_db("filters").await).await;
-    filters_pages_and_scopes(store).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_retention() {
-    let (db, store) = open(&common::fresh_postgres_db("retention").await).await;
-    retention(db, store).await;
+/// Waits 20 ms, then prunes the tasks that ended over 10 ms ago.
+async fn expire_ended(db: &Db) -> subagent_store::a2a::PruneReport {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    prune_a2a_tasks(
+        db,
+        &Retention::default().with_terminal_ttl(Duration::from_millis(10)),
+    )
+    .await
+    .unwrap()
 }
 
 fn push(task_id: &str, id: &str, url: &str) -> v1::TaskPushNotificationConfig {
@@ -195,7 +169,7 @@ fn push(task_id: &str, id: &str, url: &str) -> v1::TaskPushNotificationConfig {
 
 /// Push configs persist with their task: saved in order, replaced by id, bounded per task,
 /// deleted idempotently, invisible to other agents, and dropped when their task is pruned.
-async fn push_configs(db: Db, store: SqlTaskStore) {
+async fn push_configs((db, store): (Db, SqlTaskStore)) {
     use v1::TaskState::*;
     let a = store.for_agent("/a");
     let b = store.for_agent("/b");
@@ -281,23 +255,12 @@ async fn push_configs(db: Db, store: SqlTaskStore) {
     );
 }
 
-#[tokio::test]
-async fn sqlite_push_configs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, store) = open(&format!("sqlite:{}", dir.path().join("t.db").display())).await;
-    push_configs(db, store).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_push_configs() {
-    let (db, store) = open(&common::fresh_postgres_db("push").await).await;
-    push_configs(db, store).await;
-}
+common::on_sqlite_and_postgres!(open => push_configs);
 
 /// Context sessions: saved per agent and context, read back by a store opened anew on the same
 /// database, forgotten on `None`, and pruned with the context's last task.
-async fn context_sessions(url: &str) {
+async fn context_sessions(url: String) {
+    let url = url.as_str();
     use v1::TaskState::*;
     let (db, store) = open(url).await;
     let a = store.for_agent("/a");
@@ -329,29 +292,13 @@ async fn context_sessions(url: &str) {
 
     // The session goes with the context's last task.
     a.save_context_session("c2", Some("s4")).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let r = prune_a2a_tasks(
-        &db,
-        &Retention::default().with_terminal_ttl(Duration::from_millis(10)),
-    )
-    .await
-    .unwrap();
+    let r = expire_ended(&db).await;
     assert_eq!(r.expired, 2, "{r:?}");
     assert_eq!(a.context_session("c1").await.unwrap(), None);
     assert_eq!(a.context_session("c2").await.unwrap(), None);
 }
 
-#[tokio::test]
-async fn sqlite_context_sessions() {
-    let dir = tempfile::tempdir().unwrap();
-    context_sessions(&format!("sqlite:{}", dir.path().join("t.db").display())).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_context_sessions() {
-    context_sessions(&common::fresh_postgres_db("sessions").await).await;
-}
+common::on_sqlite_and_postgres!(common::url => context_sessions);
 
 /// One SQLite file, one task store: a second opener is refused (naming the file and this
 /// process), the first's running task stays running, and once the first is dropped the file

@@ -1,8 +1,10 @@
 //! The transcript store and the background-task ledger on real SQLite files, and on a real
 //! PostgreSQL server when `SUBAGENTS_TEST_POSTGRES_URL` names one (ignored tests, run by CI).
 
+use crate::common;
+
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use subagent_runtime::{AgentRuntime, RunSpec, Transcript, TranscriptStore};
 use subagent_spi::chat::ChatMessage;
@@ -13,37 +15,13 @@ use subagent_store::{
 use subagent_testkit::{FnKind, fn_ref};
 use task_tool::{BackgroundState, Dispatch, TaskLedger, TaskRecord, TaskTool};
 
-async fn sqlite() -> (tempfile::TempDir, Db) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = StoreUrl::Sqlite(dir.path().join("ledger.db"));
-    let db = Db::open(&url).await.unwrap().unwrap();
-    (dir, db)
-}
-
-/// A fresh database on the test server: one per test, so tests never see each other's rows.
-async fn postgres() -> Db {
-    let base = std::env::var("SUBAGENTS_TEST_POSTGRES_URL")
-        .expect("SUBAGENTS_TEST_POSTGRES_URL is set (run .ci/postgres.sh)");
-    let admin = Db::open(&base.parse().unwrap()).await.unwrap().unwrap();
-    let Db::Postgres(pool) = &admin else {
-        panic!("postgres")
-    };
-    let name = format!("ledger_test_{}", uuid_like());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+/// Drops `table` from a SQLite database, so that writes to it fail.
+async fn drop_table(db: &Db, table: &str) {
+    let Db::Sqlite(pool) = db else { unreachable!() };
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE {table}")))
         .execute(pool)
         .await
         .unwrap();
-    let (head, _) = base.rsplit_once('/').unwrap();
-    let url: StoreUrl = format!("{head}/{name}").parse().unwrap();
-    Db::open(&url).await.unwrap().unwrap()
-}
-
-fn uuid_like() -> String {
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{}_{nanos}", std::process::id())
 }
 
 fn kind() -> FnKind {
@@ -125,17 +103,7 @@ async fn transcripts_append_load_replace(db: Db) {
     assert_eq!(store.load("s1").await.unwrap().messages.len(), 2);
 }
 
-#[tokio::test]
-async fn sqlite_transcripts_append_load_replace() {
-    let (_dir, db) = sqlite().await;
-    transcripts_append_load_replace(db).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_transcripts_append_load_replace() {
-    transcripts_append_load_replace(postgres().await).await;
-}
+common::on_sqlite_and_postgres!(common::db => transcripts_append_load_replace);
 
 /// A run's transcript is stored turn by turn and resumes from a second runtime (a new process
 /// in all but name) on the same file.
@@ -189,14 +157,8 @@ async fn a_session_resumes_from_another_runtime_on_the_same_file() {
 #[tokio::test]
 async fn a_failing_transcript_store_keeps_the_result_and_drops_the_session() {
     use subagent_testkit::{ProgressRecorder, ScriptedModel, Step};
-    let (_dir, db) = sqlite().await;
-    let Db::Sqlite(pool) = &db else {
-        unreachable!()
-    };
-    sqlx::query("DROP TABLE transcript_messages")
-        .execute(pool)
-        .await
-        .unwrap();
+    let (_dir, db) = common::sqlite_db().await;
+    drop_table(&db, "transcript_messages").await;
     let rec = Arc::new(ProgressRecorder::new());
     let ctx = TaskContext::new().with_progress(rec.clone());
     let out = AgentRuntime::new(Arc::new(SqlTranscriptStore::new(db)))
@@ -245,17 +207,7 @@ async fn finished_results_outlive_the_tool(db: Db) {
     assert!(err.to_string().contains("no background task"), "{err}");
 }
 
-#[tokio::test]
-async fn sqlite_finished_results_outlive_the_tool() {
-    let (_dir, db) = sqlite().await;
-    finished_results_outlive_the_tool(db).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_finished_results_outlive_the_tool() {
-    finished_results_outlive_the_tool(postgres().await).await;
-}
+common::on_sqlite_and_postgres!(common::db => finished_results_outlive_the_tool);
 
 /// A running task is recorded with its partial output and session; once its owner is gone it
 /// reads back as interrupted. (The command's tests kill a real process; here the owner is a
@@ -305,66 +257,42 @@ async fn running_task_of_a_dead_owner_is_interrupted(db: Db) {
 }
 
 async fn set_owner(db: &Db, id: &str, owner: &str) {
-    const SQL: &str = "UPDATE background_tasks SET owner = $1 WHERE id = $2";
-    match db {
-        Db::Sqlite(p) => {
-            sqlx::query(SQL)
-                .bind(owner)
-                .bind(id)
-                .execute(p)
-                .await
-                .unwrap();
-        }
-        Db::Postgres(p) => {
-            sqlx::query(SQL)
-                .bind(owner)
-                .bind(id)
-                .execute(p)
-                .await
-                .unwrap();
-        }
-        _ => unreachable!(),
-    };
+    let sql = "UPDATE background_tasks SET owner = $1 WHERE id = $2";
+    execute(db, sql, &[owner, id]).await;
 }
 
 async fn backdate_heartbeat(db: &Db, id: &str) {
-    const SQL: &str = "UPDATE background_tasks SET heartbeat_at = 0 WHERE id = $1";
+    let sql = "UPDATE background_tasks SET heartbeat_at = 0 WHERE id = $1";
+    execute(db, sql, &[id]).await;
+}
+
+/// Runs `sql` with text `binds` on either backend.
+async fn execute(db: &Db, sql: &'static str, binds: &[&str]) {
+    macro_rules! run {
+        ($pool:expr) => {{
+            let mut query = sqlx::query(sql);
+            for b in binds {
+                query = query.bind(*b);
+            }
+            query.execute($pool).await.unwrap();
+        }};
+    }
     match db {
-        Db::Sqlite(p) => {
-            sqlx::query(SQL).bind(id).execute(p).await.unwrap();
-        }
-        Db::Postgres(p) => {
-            sqlx::query(SQL).bind(id).execute(p).await.unwrap();
-        }
+        Db::Sqlite(p) => run!(p),
+        Db::Postgres(p) => run!(p),
         _ => unreachable!(),
-    };
+    }
 }
 
-#[tokio::test]
-async fn sqlite_running_task_of_a_dead_owner_is_interrupted() {
-    let (_dir, db) = sqlite().await;
-    running_task_of_a_dead_owner_is_interrupted(db).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_running_task_of_a_dead_owner_is_interrupted() {
-    running_task_of_a_dead_owner_is_interrupted(postgres().await).await;
-}
+common::on_sqlite_and_postgres!(common::db => running_task_of_a_dead_owner_is_interrupted);
 
 /// A ledger that cannot write: the result stays readable and says it was not saved.
 #[tokio::test]
 async fn a_failed_write_is_visible_and_loses_nothing_in_memory() {
-    let (_dir, db) = sqlite().await;
+    let (_dir, db) = common::sqlite_db().await;
     let tool = task_tool(&db).await;
     // Break the table under the writer.
-    let Db::Sqlite(pool) = &db else {
-        unreachable!()
-    };
-    sqlx::query("DROP TABLE background_tasks")
-        .execute(pool)
-        .await
-        .unwrap();
+    drop_table(&db, "background_tasks").await;
     let id = background(&tool, "echo", "kept").await;
     let snap = tool
         .output(&id, Some(Duration::from_secs(5)))
@@ -436,14 +364,4 @@ async fn prune_drops_old_and_keeps_running(db: Db) {
     tool.stop(&running).await.unwrap();
 }
 
-#[tokio::test]
-async fn sqlite_prune_drops_old_and_keeps_running() {
-    let (_dir, db) = sqlite().await;
-    prune_drops_old_and_keeps_running(db).await;
-}
-
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_prune_drops_old_and_keeps_running() {
-    prune_drops_old_and_keeps_running(postgres().await).await;
-}
+common::on_sqlite_and_postgres!(common::db => prune_drops_old_and_keeps_running);

@@ -9,7 +9,8 @@ use subagent_spi::{TaskStatus, Usage, UsageNode};
 use subagent_store::{Db, Retention, SqlWorkflowJournal, StoreUrl, prune};
 use subagent_workflow::{CallKind, CallRecord, CallState, Journal, RunRecord, RunStatus};
 
-async fn round_trip(url: StoreUrl) {
+async fn round_trip(url: String) {
+    let url: StoreUrl = url.parse().unwrap();
     let db = Db::open(&url).await.unwrap().unwrap();
     let j = SqlWorkflowJournal::new(db.clone());
     let mut run = RunRecord::new("wf_1", "return 1;", json!({"n": 1}));
@@ -68,16 +69,4 @@ async fn round_trip(url: StoreUrl) {
     assert!(j.load_calls("wf_1").await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn sqlite_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    round_trip(StoreUrl::Sqlite(dir.path().join("wf.db"))).await;
-}
-
-/// Needs a PostgreSQL server: `.ci/run` starts one and sets `SUBAGENTS_TEST_POSTGRES_URL`.
-#[tokio::test]
-#[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
-async fn postgres_round_trip() {
-    let url = crate::common::fresh_postgres_db("wf").await;
-    round_trip(url.parse().unwrap()).await;
-}
+crate::common::on_sqlite_and_postgres!(crate::common::url => round_trip);

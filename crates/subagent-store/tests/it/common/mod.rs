@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+mod pg;
+
 /// A running SUT process (killed with SIGKILL when dropped).
 pub(crate) struct Sut {
     pub child: Child,
@@ -183,20 +185,75 @@ pub(crate) fn state(task: &Value) -> &str {
 /// A fresh PostgreSQL database on the server of `SUBAGENTS_TEST_POSTGRES_URL` (so tests run in
 /// parallel); its URL.
 pub(crate) async fn fresh_postgres_db(tag: &str) -> String {
-    use sqlx::Connection;
     let base = std::env::var("SUBAGENTS_TEST_POSTGRES_URL")
         .expect("SUBAGENTS_TEST_POSTGRES_URL is set (run .ci/postgres.sh start DIR)");
-    let name = format!("a2a_{tag}_{}", uuid().replace('-', "_"));
-    let mut conn = sqlx::PgConnection::connect(&base)
-        .await
-        .expect("connect to PostgreSQL");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await
-        .expect("create database");
-    let (head, _) = base.rsplit_once('/').expect("database in URL");
-    format!("{head}/{name}")
+    pg::create_database(&base, &format!("a2a_{tag}_{}", uuid().replace('-', "_"))).await
 }
+
+/// A `sqlite:` URL for a `tasks.db` file in `dir`.
+pub(crate) fn sqlite_url(dir: &tempfile::TempDir) -> String {
+    format!("sqlite:{}", dir.path().join("tasks.db").display())
+}
+
+/// The URL itself, for [`on_sqlite_and_postgres`] scenarios that open the database themselves
+/// (to open it again, as another process would).
+pub(crate) async fn url(url: &str) -> String {
+    url.to_owned()
+}
+
+/// Opens the database at `url` (a real one, never `memory`).
+pub(crate) async fn db(url: &str) -> subagent_store::Db {
+    let url: subagent_store::StoreUrl = url.parse().expect("store URL");
+    subagent_store::Db::open(&url).await.unwrap().unwrap()
+}
+
+/// A database on a fresh SQLite file (keep the directory while it is used).
+pub(crate) async fn sqlite_db() -> (tempfile::TempDir, subagent_store::Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&sqlite_url(&dir)).await;
+    (dir, db)
+}
+
+/// Opens the database at `url` and an A2A task store on it.
+#[cfg(feature = "a2a")]
+pub(crate) async fn task_store(
+    url: &str,
+    options: subagent_store::a2a::A2aStoreOptions,
+) -> (subagent_store::Db, subagent_store::a2a::SqlTaskStore) {
+    let db = db(url).await;
+    let store = subagent_store::a2a::SqlTaskStore::open(db.clone(), options)
+        .await
+        .unwrap();
+    (db, store)
+}
+
+/// For each scenario `name(open(url).await)` listed, a module `name` with two tests: `sqlite`
+/// on a fresh SQLite file and `postgres` (ignored unless CI provides one) on a fresh database of
+/// the server `SUBAGENTS_TEST_POSTGRES_URL` names. `open` is an `async fn(&str) -> T`.
+#[allow(unused_macros)] // not every feature set has a test on both backends
+macro_rules! on_sqlite_and_postgres {
+    ($open:path => $($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test]
+            async fn sqlite() {
+                let dir = tempfile::tempdir().unwrap();
+                super::$scenario($open(&$crate::common::sqlite_url(&dir)).await).await;
+            }
+
+            #[tokio::test]
+            #[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
+            async fn postgres() {
+                let url = $crate::common::fresh_postgres_db("t").await;
+                super::$scenario($open(&url).await).await;
+            }
+        }
+    )+};
+}
+#[allow(unused_imports)]
+pub(crate) use on_sqlite_and_postgres;
 
 /// Reads SSE `data:` events of a response until `stop` returns true or the time is up.
 pub(crate) async fn sse_events(
