@@ -1,11 +1,24 @@
 //! The argument groups repeated across subcommands (flattened into each with
-//! `#[command(flatten)]`): where the agents come from, the workspace and tree limits, the
-//! budgets and the permissions. A module of its own, so that the code that reads them does not
+//! `#[command(flatten)]`): the models, where the agents come from, the workspace and tree
+//! limits, the budgets and the permissions. A module of its own, so that the code that reads them does not
 //! depend on the whole command line.
 
 use std::path::PathBuf;
 
 use clap::Args;
+
+/// The model flags (shared by the subcommands that run local agents). A subcommand whose
+/// `--model` or `--agent-model` means something more says so with
+/// `#[command(mut_arg("model", |a| a.help(...)))]`.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ModelArgs {
+    /// Model override (spec or alias).
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Run every local agent on this model (see `run --agent-model`).
+    #[arg(long, value_name = "SPEC")]
+    pub agent_model: Option<String>,
+}
 
 /// Where agents come from (shared by several subcommands).
 #[derive(Debug, Args, Clone, Default)]
@@ -60,6 +73,21 @@ pub(crate) struct TreeArgs {
     /// (Claude Code's behaviour, the default; or `strict_models` in subagents.toml).
     #[arg(long)]
     pub strict_models: bool,
+}
+
+/// What a run of a delegation tree may reach, spend and do (shared by `run`, `task`,
+/// `tasks resume` and `workflow run|resume`).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct RunnerArgs {
+    /// Workspace and tree limits.
+    #[command(flatten)]
+    pub tree: TreeArgs,
+    /// Budgets over the whole tree (for a resumed workflow, what it spent before counts).
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Permissions.
+    #[command(flatten)]
+    pub permissions: PermissionArgs,
 }
 
 /// Permission settings (shared by the subcommands that run agents).

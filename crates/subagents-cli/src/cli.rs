@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::args::{AgentSources, BudgetArgs, PermissionArgs, TreeArgs};
+use crate::args::{AgentSources, ModelArgs, PermissionArgs, RunnerArgs, TreeArgs};
 
 /// Exit codes, documented in `--help`.
 pub(crate) const EXIT_CODES: &str = "\
@@ -167,27 +167,18 @@ pub(crate) struct TasksResumeArgs {
     pub id: String,
     /// The message to continue with.
     pub message: String,
-    /// Model override (spec or alias).
-    #[arg(long, value_name = "SPEC")]
-    pub model: Option<String>,
-    /// Run every local agent on this model (see `run --agent-model`).
-    #[arg(long, value_name = "SPEC")]
-    pub agent_model: Option<String>,
+    /// `--model`, `--agent-model`.
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Agent sources.
     #[command(flatten)]
     pub sources: AgentSources,
     /// Print a machine-readable outcome.
     #[arg(long)]
     pub json: bool,
-    /// Workspace and tree limits.
+    /// Workspace and tree limits, budgets, permissions.
     #[command(flatten)]
-    pub tree: TreeArgs,
-    /// Budgets over the whole tree.
-    #[command(flatten)]
-    pub budget: BudgetArgs,
-    /// Permissions.
-    #[command(flatten)]
-    pub permissions: PermissionArgs,
+    pub runner: RunnerArgs,
 }
 
 impl TasksResumeArgs {
@@ -196,8 +187,7 @@ impl TasksResumeArgs {
         TaskArgs {
             agent: String::new(),
             prompt: self.message,
-            model: self.model,
-            agent_model: self.agent_model,
+            models: self.models,
             sources: self.sources,
             background: false,
             background_worker: false,
@@ -205,9 +195,7 @@ impl TasksResumeArgs {
             resume: None,
             json: self.json,
             output_format: None,
-            tree: self.tree,
-            budget: self.budget,
-            permissions: self.permissions,
+            runner: self.runner,
             resume_task: Some(self.id),
             output_schema: None,
         }
@@ -277,6 +265,17 @@ pub(crate) fn parse_age(s: &str) -> Result<std::time::Duration, String> {
 
 /// `subagents run`.
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("model", |a| a.help(
+        "Model spec (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5, \
+         openai-compatible:MODEL@URL) or a name from subagents.toml. Default: $SUBAGENTS_MODEL"
+    )),
+    mut_arg("agent_model", |a| a.help(
+        "Run every local agent on this model, whatever its `model:` says (an alias such as \
+         `haiku`, `inherit`, a spec) and whatever a Task call asks; the main agent keeps \
+         --model. Default: `agent_model` in subagents.toml, else $CLAUDE_CODE_SUBAGENT_MODEL"
+    ))
+)]
 pub(crate) struct RunArgs {
     /// The task for the main agent. May be omitted with --agent when the agent's file has an
     /// `initialPrompt` (which otherwise comes first, before this prompt).
@@ -285,15 +284,9 @@ pub(crate) struct RunArgs {
     /// its body is the system prompt, its tools, model, memory and hooks apply.
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
-    /// Model spec (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5,
-    /// openai-compatible:MODEL@URL) or a name from subagents.toml. Default: $SUBAGENTS_MODEL.
-    #[arg(long, value_name = "SPEC")]
-    pub model: Option<String>,
-    /// Run every local agent on this model, whatever its `model:` says (an alias such as
-    /// `haiku`, `inherit`, a spec) and whatever a Task call asks; the main agent keeps
-    /// --model. Default: `agent_model` in subagents.toml, else $CLAUDE_CODE_SUBAGENT_MODEL.
-    #[arg(long, value_name = "SPEC")]
-    pub agent_model: Option<String>,
+    /// `--model`, `--agent-model`.
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Agent sources.
     #[command(flatten)]
     pub sources: AgentSources,
@@ -333,15 +326,9 @@ pub(crate) struct RunArgs {
         env = "SUBAGENTS_MAIN_TOOLS"
     )]
     pub main_tools: Option<Vec<String>>,
-    /// Workspace and tree limits.
+    /// Workspace and tree limits, budgets, permissions.
     #[command(flatten)]
-    pub tree: TreeArgs,
-    /// Budgets over the whole tree.
-    #[command(flatten)]
-    pub budget: BudgetArgs,
-    /// Permissions.
-    #[command(flatten)]
-    pub permissions: PermissionArgs,
+    pub runner: RunnerArgs,
 }
 
 /// `subagents task`.
@@ -351,12 +338,9 @@ pub(crate) struct TaskArgs {
     pub agent: String,
     /// The task for the agent.
     pub prompt: String,
-    /// Model override (spec or alias).
-    #[arg(long, value_name = "SPEC")]
-    pub model: Option<String>,
-    /// Run every local agent on this model (see `run --agent-model`).
-    #[arg(long, value_name = "SPEC")]
-    pub agent_model: Option<String>,
+    /// `--model`, `--agent-model`.
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Agent sources.
     #[command(flatten)]
     pub sources: AgentSources,
@@ -385,15 +369,9 @@ pub(crate) struct TaskArgs {
     /// of the tree, one JSON object per line, then the outcome; see `run --help`).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
     pub output_format: Option<crate::stream_json::OutputFormat>,
-    /// Workspace and tree limits.
+    /// Workspace and tree limits, budgets, permissions.
     #[command(flatten)]
-    pub tree: TreeArgs,
-    /// Budgets over the whole tree.
-    #[command(flatten)]
-    pub budget: BudgetArgs,
-    /// Permissions.
-    #[command(flatten)]
-    pub permissions: PermissionArgs,
+    pub runner: RunnerArgs,
     /// `tasks resume`: the background task whose session this run continues.
     #[arg(skip)]
     pub resume_task: Option<String>,
@@ -413,16 +391,19 @@ pub(crate) enum AgentsCommand {
     /// --agents directories replace discovery). Remote agents are listed without contacting
     /// them: an A2A agent without a `name` setting is listed under its URL (its name comes
     /// from its card when a run starts), an MCP server without `name`/`tool` under its spec.
+    #[command(
+        mut_arg("model", |a| a.help(
+            "The model `run --model` would get: each agent's model is resolved against it"
+        )),
+        mut_arg("agent_model", |a| a.help("As `run --agent-model`: every agent shows this model"))
+    )]
     List {
         /// Agent directories (repeatable).
         #[arg(long = "agents", value_name = "DIR")]
         agents: Vec<PathBuf>,
-        /// The model `run --model` would get: each agent's model is resolved against it.
-        #[arg(long, value_name = "SPEC")]
-        model: Option<String>,
-        /// As `run --agent-model`: every agent shows this model.
-        #[arg(long, value_name = "SPEC")]
-        agent_model: Option<String>,
+        /// `--model`: the model `run --model` would get; `--agent-model`: as in `run`.
+        #[command(flatten)]
+        models: ModelArgs,
         /// JSON output (each agent's `model` is the spec it would run with; an agent of
         /// subagents.toml has its `url` instead, credentials hidden).
         #[arg(long)]
@@ -450,6 +431,7 @@ pub(crate) enum AgentsCommand {
 
 /// `subagents serve`.
 #[derive(Debug, Args)]
+#[command(mut_arg("model", |a| a.help("Model for the hosted agents")))]
 pub(crate) struct ServeArgs {
     /// Directory of Markdown agents to host (repeatable; default: discovered dirs).
     #[arg(long = "agents", value_name = "DIR")]
@@ -498,12 +480,9 @@ pub(crate) struct ServeArgs {
     /// answer (its task is input-required meanwhile) before it is denied; 0 never asks.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub approval_timeout: u64,
-    /// Model for the hosted agents.
-    #[arg(long, value_name = "SPEC")]
-    pub model: Option<String>,
-    /// Run every local agent on this model (see `run --agent-model`).
-    #[arg(long, value_name = "SPEC")]
-    pub agent_model: Option<String>,
+    /// `--model`, `--agent-model`.
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Workspace and tree limits.
     #[command(flatten)]
     pub tree: TreeArgs,
@@ -602,6 +581,7 @@ pub(crate) struct CallArgs {
 
 /// `subagents mcp`.
 #[derive(Debug, Args)]
+#[command(mut_arg("model", |a| a.help("Model for local agents")))]
 pub(crate) struct McpArgs {
     /// Agent sources.
     #[command(flatten)]
@@ -612,12 +592,9 @@ pub(crate) struct McpArgs {
     /// Credentials clients must send (with --listen).
     #[command(flatten)]
     pub auth: ListenAuthArgs,
-    /// Model for local agents.
-    #[arg(long, value_name = "SPEC")]
-    pub model: Option<String>,
-    /// Run every local agent on this model (see `run --agent-model`).
-    #[arg(long, value_name = "SPEC")]
-    pub agent_model: Option<String>,
+    /// `--model`, `--agent-model`.
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Workspace and tree limits.
     #[command(flatten)]
     pub tree: TreeArgs,

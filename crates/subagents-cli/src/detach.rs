@@ -102,7 +102,7 @@ pub(crate) async fn start(args: &TaskArgs, json: bool) -> Result<(), CliError> {
     } else {
         crate::output::outln!("{task_id}");
     }
-    let approvals = if args.permissions.yes {
+    let approvals = if args.runner.permissions.yes {
         ""
     } else {
         " Nobody is asked while it runs: calls that need approval are denied (--yes allows them)."

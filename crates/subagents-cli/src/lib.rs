@@ -255,8 +255,8 @@ async fn dispatch(cli: Args) -> Result<(), CliError> {
     let explicit_config = cli.config.is_some();
     // The workspace's control files: what lifts a limit applies only once approved.
     let gated = match &cli.command {
-        Command::Run(a) => Some((&a.tree, trust::Asking::Terminal)),
-        Command::Task(a) => Some((&a.tree, trust::Asking::Terminal)),
+        Command::Run(a) => Some((&a.runner.tree, trust::Asking::Terminal)),
+        Command::Task(a) => Some((&a.runner.tree, trust::Asking::Terminal)),
         Command::Serve(a) => Some((&a.tree, trust::Asking::Nobody)),
         Command::Mcp(a) => Some((&a.tree, trust::Asking::Nobody)),
         Command::Workflow(w) => w.tree().map(|t| (t, trust::Asking::Terminal)),
@@ -285,14 +285,13 @@ async fn dispatch(cli: Args) -> Result<(), CliError> {
         Command::Tasks(command) => tasks::tasks(command, &config).await,
         Command::Agents(AgentsCommand::List {
             agents,
-            model,
-            agent_model,
+            models,
             json,
         }) => {
             let mut dirs = agents;
             dirs.extend(config.agents.iter().cloned());
-            routes::fold_flag(&mut config, agent_model.as_deref());
-            let routes = routes::for_listing(model.as_deref(), &config).await;
+            routes::fold_flag(&mut config, models.agent_model.as_deref());
+            let routes = routes::for_listing(models.model.as_deref(), &config).await;
             agents::list(&dirs, json, &config, explicit_config, &routes).await
         }
         Command::Agents(AgentsCommand::Validate {

@@ -2,13 +2,12 @@
 //! `--listen`), so any MCP client can delegate to the same agents `run` sees.
 
 use crate::cli::McpArgs;
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::error::CliError;
 use crate::setup::Setup;
 
 /// `subagents mcp`.
 pub(crate) async fn serve(args: McpArgs, mut config: Config) -> Result<(), CliError> {
-    crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
     // Over HTTP, the same credential rule as `serve`: beyond loopback only with keys.
     let keys = match args.listen {
         Some(addr) => crate::serve::listen_keys(&args.auth, addr)?,
@@ -16,7 +15,7 @@ pub(crate) async fn serve(args: McpArgs, mut config: Config) -> Result<(), CliEr
     };
     // Local agents need a model; remote ones do not. Without one, local agents answer with a
     // clear model error when called, and the server still serves the rest.
-    let spec = match config::choose_model_spec(args.model.as_deref(), &config).await {
+    let spec = match crate::routes::choose(&args.models, &mut config).await {
         Ok(spec) => Some(spec),
         Err(e) => {
             tracing::warn!("{e}");

@@ -363,6 +363,26 @@ pub(crate) fn json_text(value: &impl Serialize) -> Result<String, CliError> {
     Ok(escape_json_hazards(text))
 }
 
+/// Prints a listing (`tasks list`, `workflow list`): `items` as JSON with `json`, else a line
+/// each by `line`, or `empty` on stderr when there are none.
+pub(crate) fn print_list<T: Serialize>(
+    items: &[T],
+    json: bool,
+    empty: &str,
+    line: impl Fn(&T) -> String,
+) -> Result<(), CliError> {
+    if json {
+        outln!("{}", json_text(&items)?);
+    } else if items.is_empty() {
+        eprintln!("{empty}");
+    } else {
+        for item in items {
+            outln!("{}", line(item));
+        }
+    }
+    Ok(())
+}
+
 /// JSON `text` with every character the terminal escaper would escape (but its newlines)
 /// written as a JSON `\uXXXX` escape: what [`json_text`] and the stream-json lines print.
 pub(crate) fn escape_json_hazards(text: String) -> String {

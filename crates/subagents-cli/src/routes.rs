@@ -5,7 +5,9 @@
 use subagents::claude::ClaudeAgentDefinition;
 use subagents::models::{ModelRoutes, provider_of, redacted};
 
-use crate::config::Config;
+use crate::args::ModelArgs;
+use crate::config::{self, Config};
+use crate::error::CliError;
 use crate::output::terminal_safe;
 
 /// Claude Code's variable for one subagent model, honoured as `--agent-model` is.
@@ -32,6 +34,14 @@ pub(crate) fn fold_flag(config: &mut Config, flag: Option<&str>) {
     if let Some(m) = flag.map(str::to_string).or(env) {
         config.agent_model = Some(m);
     }
+}
+
+/// The models of a command that runs agents: folds `--agent-model` into `config` (see
+/// [`fold_flag`]) and picks the default model spec from `--model` (see
+/// [`config::choose_model_spec`]; exit 2 when there is none).
+pub(crate) async fn choose(models: &ModelArgs, config: &mut Config) -> Result<String, CliError> {
+    fold_flag(config, models.agent_model.as_deref());
+    config::choose_model_spec(models.model.as_deref(), config).await
 }
 
 /// The routes of model names under this configuration.

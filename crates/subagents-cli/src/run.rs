@@ -69,23 +69,20 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
                 .to_string(),
         ));
     }
-    crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
-    let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
+    let spec = crate::routes::choose(&args.models, &mut config).await?;
     let multi = progress::terminal();
-    let counted = approve::Counted::new(approve::approver(&args.permissions, true, multi.clone()));
-    let approver: Arc<dyn subagents::spi::Approver> = counted.clone();
+    let permissions = &args.runner.permissions;
+    let counted = approve::Counted::new(approve::approver(permissions, true, multi.clone()));
     // Stream-json: every event on stdout, no live tree (issue 28 item 4).
     let format = OutputFormat::of(args.json, args.output_format);
     let stream = format.wants_text_deltas(multi.is_some());
-    let agents = Setup {
-        sources: &args.sources,
-        config: &config,
-        model: Some(&spec),
-        tree: &args.tree,
-        budget: Some(&args.budget),
-        permissions: &args.permissions,
-        approver: Some(approver),
-    }
+    let agents = Setup::running(
+        &args.sources,
+        &config,
+        Some(&spec),
+        &args.runner,
+        counted.clone(),
+    )
     .build_streaming(stream)
     .await?;
     // A local server that does not answer: say so now, before any model call and its retries.
@@ -157,7 +154,7 @@ pub(crate) async fn run(args: RunArgs, mut config: Config) -> Result<(), CliErro
     let outcome = interrupt.result(result.map_err(|e| match e {
         // The main agent's own input errors are usage errors (e.g. an unknown --main-tools name).
         SubagentError::InvalidInput(m) => CliError::Config(m),
-        e => failure(e, args.model.is_some()),
+        e => failure(e, args.models.model.is_some()),
     }))?;
     let (name, kind) = main_as.unwrap_or_else(|| ("main".to_string(), "MAIN".to_string()));
     let json = OutcomeJson::new(&name, &kind, &outcome, None).with_prices(&prices);
@@ -307,30 +304,26 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
         .as_deref()
         .map(crate::typed::read_schema)
         .transpose()?;
-    crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
     // A model is needed only by local agents: pick one if we can, and report "no model"
     // (exit 2) only if the chosen agent turns out to need it.
-    let (spec, model_problem) =
-        match config::choose_model_spec(args.model.as_deref(), &config).await {
-            Ok(spec) => (Some(spec), None),
-            Err(e) => (None, Some(e)),
-        };
+    let (spec, model_problem) = match crate::routes::choose(&args.models, &mut config).await {
+        Ok(spec) => (Some(spec), None),
+        Err(e) => (None, Some(e)),
+    };
     let multi = progress::terminal();
-    let counted = approve::Counted::new(approve::approver(&args.permissions, true, multi.clone()));
+    let permissions = &args.runner.permissions;
+    let counted = approve::Counted::new(approve::approver(permissions, true, multi.clone()));
     let approver: Arc<dyn subagents::spi::Approver> = counted.clone();
     let format = OutputFormat::of(args.json, args.output_format);
     let stream = format.wants_text_deltas(multi.is_some());
-    let agents = Setup {
-        sources: &args.sources,
-        config: &config,
-        model: spec.as_deref(),
-        tree: &args.tree,
-        budget: Some(&args.budget),
-        permissions: &args.permissions,
-        approver: Some(approver.clone()),
-    }
-    .build_streaming(stream)
-    .await?;
+    let setup = Setup::running(
+        &args.sources,
+        &config,
+        spec.as_deref(),
+        &args.runner,
+        approver.clone(),
+    );
+    let agents = setup.build_streaming(stream).await?;
     let task = agents.task();
     // `tasks resume ID`: the agent and session come from the task.
     let resumed = match &args.resume_task {
@@ -372,7 +365,7 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
     if args.background {
         call = call.in_background(true);
     }
-    call.model = args.model.clone();
+    call.model = args.models.model.clone();
     // Typed result (crate::typed): the schema file, read and checked before anything starts.
     if output_schema.is_some() {
         call.output_schema = output_schema;
@@ -453,7 +446,7 @@ pub(crate) async fn task(args: TaskArgs, mut config: Config) -> Result<(), CliEr
     let prices = agents.prices().clone();
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(1), renderer).await;
-    let given = args.model.is_some();
+    let given = args.models.model.is_some();
     let (agent, task_id, outcome) = interrupt.result(result.map_err(|e| failure(e, given)))?;
     let kind = kind.map(|k| k.to_string()).unwrap_or_default();
     let json = OutcomeJson::new(&agent, &kind, &outcome, task_id.as_deref()).with_prices(&prices);

@@ -9,7 +9,7 @@ use subagents::a2a::server::ServerConfig;
 
 use crate::args::AgentSources;
 use crate::cli::{ListenAuthArgs, ServeArgs, ServeLimitArgs};
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::error::CliError;
 use crate::setup::Setup;
 
@@ -65,8 +65,7 @@ fn server_config(limits: &ServeLimitArgs) -> ServerConfig {
 /// `subagents serve`.
 pub(crate) async fn serve(args: ServeArgs, mut config: Config) -> Result<(), CliError> {
     let keys = listen_keys(&args.auth, args.listen)?;
-    crate::routes::fold_flag(&mut config, args.agent_model.as_deref());
-    let spec = config::choose_model_spec(args.model.as_deref(), &config).await?;
+    let spec = crate::routes::choose(&args.models, &mut config).await?;
     let sources = AgentSources {
         agents: args.agents.clone(),
         no_hooks: args.no_hooks,

@@ -11,7 +11,7 @@ use subagents::spi::Approver;
 use subagents::tools::{SandboxMode, SandboxPolicy};
 use subagents::{Subagents, SubagentsBuilder};
 
-use crate::args::{AgentSources, BudgetArgs, PermissionArgs, TreeArgs};
+use crate::args::{AgentSources, BudgetArgs, PermissionArgs, RunnerArgs, TreeArgs};
 use crate::config::Config;
 use crate::error::{CliError, facade_error};
 
@@ -53,6 +53,26 @@ impl<'a> Setup<'a> {
             approver: crate::approve::yes_approver(permissions),
         }
     }
+    /// The setup of a command that runs a tree (`run`, `task`, `workflow`): its budgets, and
+    /// `approver` answering approval requests.
+    pub(crate) fn running(
+        sources: &'a AgentSources,
+        config: &'a Config,
+        model: Option<&'a str>,
+        runner: &'a RunnerArgs,
+        approver: Arc<dyn Approver>,
+    ) -> Self {
+        Self {
+            sources,
+            config,
+            model,
+            tree: &runner.tree,
+            budget: Some(&runner.budget),
+            permissions: &runner.permissions,
+            approver: Some(approver),
+        }
+    }
+
     /// The configuration the command runs with: the flags folded over `subagents.toml` (a
     /// flag wins over its key; given agent sources come before the file's).
     fn folded(&self) -> Result<Config, CliError> {

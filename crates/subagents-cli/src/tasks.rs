@@ -8,7 +8,7 @@ use subagents::{Subagents, TaskRecord};
 use crate::cli::TasksCommand;
 use crate::config::Config;
 use crate::error::CliError;
-use crate::output::{age, duration, json_text, outln, stdout_text, terminal_safe};
+use crate::output::{age, duration, json_text, outln, print_list, stdout_text, terminal_safe};
 
 /// The store's view ([`Subagents::store_view`]), plus the MCP agents of `mcp` (for `tasks
 /// stop`: a task their server still runs is cancelled there).
@@ -33,22 +33,16 @@ pub(crate) async fn tasks(command: TasksCommand, config: &Config) -> Result<(), 
     match command {
         TasksCommand::List { limit, json } => {
             let list = tasks.list(limit).await.map_err(failed)?;
-            if json {
-                print_json(&list)?;
-            } else if list.is_empty() {
-                eprintln!("no background tasks in the store");
-            } else {
-                for t in &list {
-                    outln!(
-                        "{:<38} {:<20} {:<13} {:>8}  {}",
-                        terminal_safe(&t.task_id),
-                        terminal_safe(&t.agent),
-                        t.status.to_string(),
-                        age(t.started_at),
-                        terminal_safe(&first_line(&t.description))
-                    );
-                }
-            }
+            print_list(&list, json, "no background tasks in the store", |t| {
+                format!(
+                    "{:<38} {:<20} {:<13} {:>8}  {}",
+                    terminal_safe(&t.task_id),
+                    terminal_safe(&t.agent),
+                    t.status.to_string(),
+                    age(t.started_at),
+                    terminal_safe(&first_line(&t.description))
+                )
+            })?;
         }
         TasksCommand::Show { id, json } => {
             let t = tasks.show(&id).await.map_err(failed)?;

@@ -14,7 +14,7 @@ use subagents::workflows::{
     CallCounts, CallRecord, RunRecord, RunStatus, WorkflowError, WorkflowLimits, WorkflowOutcome,
 };
 
-use crate::args::{AgentSources, BudgetArgs, PermissionArgs, TreeArgs};
+use crate::args::{AgentSources, ModelArgs, RunnerArgs, TreeArgs};
 use crate::config::{self, Config};
 use crate::error::CliError;
 use crate::interrupt::Interrupt;
@@ -56,13 +56,11 @@ pub(crate) enum WorkflowCommand {
 
 /// What `run` and `resume` share: agents, model, tree, budgets, permissions, limits, output.
 #[derive(Debug, Args)]
+#[command(mut_arg("model", |a| a.help("Model for local agents (spec or alias)")))]
 pub(crate) struct WorkflowOptions {
-    /// Model for local agents (spec or alias).
-    #[arg(long, value_name = "SPEC")]
-    pub model: Option<String>,
-    /// Run every local agent on this model (see `run --agent-model`).
-    #[arg(long, value_name = "SPEC")]
-    pub agent_model: Option<String>,
+    /// `--model`, `--agent-model`.
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Agent sources.
     #[command(flatten)]
     pub sources: AgentSources,
@@ -74,15 +72,9 @@ pub(crate) struct WorkflowOptions {
     /// the workflow and its calls, one JSON object per line, then the outcome).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
     pub output_format: Option<OutputFormat>,
-    /// Workspace and tree limits.
+    /// Workspace and tree limits, budgets, permissions.
     #[command(flatten)]
-    pub tree: TreeArgs,
-    /// Budgets over the whole tree (what a resumed run spent before counts).
-    #[command(flatten)]
-    pub budget: BudgetArgs,
-    /// Permissions.
-    #[command(flatten)]
-    pub permissions: PermissionArgs,
+    pub runner: RunnerArgs,
     /// The script's limits.
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -156,8 +148,8 @@ impl WorkflowCommand {
     /// The workspace options of the commands that run agents (for the workspace approvals).
     pub(crate) fn tree(&self) -> Option<&TreeArgs> {
         match self {
-            WorkflowCommand::Run(a) => Some(&a.options.tree),
-            WorkflowCommand::Resume(a) => Some(&a.options.tree),
+            WorkflowCommand::Run(a) => Some(&a.options.runner.tree),
+            WorkflowCommand::Resume(a) => Some(&a.options.runner.tree),
             _ => None,
         }
     }
@@ -221,25 +213,14 @@ enum Start {
 }
 
 async fn execute(start: Start, o: WorkflowOptions, mut config: Config) -> Result<(), CliError> {
-    crate::routes::fold_flag(&mut config, o.agent_model.as_deref());
     // A model is needed only by local agents: pick one if we can.
-    let spec = config::choose_model_spec(o.model.as_deref(), &config)
-        .await
-        .ok();
+    let spec = crate::routes::choose(&o.models, &mut config).await.ok();
     let multi = crate::progress::terminal();
-    let approver = crate::approve::approver(&o.permissions, true, multi.clone());
+    let approver = crate::approve::approver(&o.runner.permissions, true, multi.clone());
     let format = OutputFormat::of(o.json, o.output_format);
-    let agents = Setup {
-        sources: &o.sources,
-        config: &config,
-        model: spec.as_deref(),
-        tree: &o.tree,
-        budget: Some(&o.budget),
-        permissions: &o.permissions,
-        approver: Some(approver),
-    }
-    .build_streaming(format.wants_text_deltas(multi.is_some()))
-    .await?;
+    let agents = Setup::running(&o.sources, &config, spec.as_deref(), &o.runner, approver)
+        .build_streaming(format.wants_text_deltas(multi.is_some()))
+        .await?;
     let (sink, renderer) = if format == OutputFormat::StreamJson {
         crate::stream_json::start()
     } else {
@@ -416,25 +397,18 @@ async fn list(limit: usize, json: bool, config: &Config) -> Result<(), CliError>
         .list_runs(limit.min(500))
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    if json {
-        outln!("{}", json_text(&runs)?);
-    } else if runs.is_empty() {
-        eprintln!("no workflow runs in the store");
-    } else {
-        for r in &runs {
-            outln!(
-                "{:<36} {:<10} {:>5} calls ({} done, {} failed, {} unfinished) {:>6} ago",
-                terminal_safe(&r.run_id),
-                r.status.to_string(),
-                r.calls,
-                r.done,
-                r.failed,
-                r.running,
-                crate::output::age(r.created_at)
-            );
-        }
-    }
-    Ok(())
+    crate::output::print_list(&runs, json, "no workflow runs in the store", |r| {
+        format!(
+            "{:<36} {:<10} {:>5} calls ({} done, {} failed, {} unfinished) {:>6} ago",
+            terminal_safe(&r.run_id),
+            r.status.to_string(),
+            r.calls,
+            r.done,
+            r.failed,
+            r.running,
+            crate::output::age(r.created_at)
+        )
+    })
 }
 
 #[derive(Serialize)]
