@@ -135,9 +135,7 @@ async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
     let served = served_worker(&model, dir.path(), "a2a-worker", "worker-model").await;
     let (url, _server) = serve_a2a(served, &ServeOptions::new(), "a2a-worker").await;
 
-    model.push(Reply::task_call("a2a-worker", "work remotely"));
-    model.push_for_model("worker-model", Reply::text("REMOTE").with_usage(3, 2));
-    model.push(Reply::text("done"));
+    push_remote_run(&model, "a2a-worker", "worker-model");
     let main = Subagents::builder().a2a_agent(&url);
     let spans = run_main(&capture, &model, main).await;
     // The request that ran the agent: a server span under the caller's A2A child run.
@@ -155,15 +153,7 @@ async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
         server.parent_span_is_remote,
         "continued from the traceparent header"
     );
-    let caller = spans
-        .iter()
-        .find(|p| p.span_context.span_id() == server.parent_span_id)
-        .expect("the server span's parent was recorded");
-    assert_eq!(caller.name, "invoke_agent a2a-worker");
-    assert_eq!(
-        caller.span_context.trace_id(),
-        server.span_context.trace_id()
-    );
+    let caller = remote_caller(&spans, &server, "a2a-worker");
     let served_run = child_of(
         &spans,
         "invoke_agent a2a-worker",
@@ -200,9 +190,7 @@ async fn a2a_grpc_calls_carry_traceparent_as_metadata_and_our_server_continues_t
     .await;
     tokio::spawn(server.serve_grpc(grpc, std::future::pending::<()>()));
 
-    model.push(Reply::task_call("grpc-worker", "work remotely"));
-    model.push_for_model("grpc-worker-model", Reply::text("REMOTE").with_usage(3, 2));
-    model.push(Reply::text("done"));
+    push_remote_run(&model, "grpc-worker", "grpc-worker-model");
     let main = Subagents::builder().a2a_reference(
         subagents::spi::SubagentReference::new(&url, subagents::a2a::client::KIND)
             .with_metadata(subagents::a2a::client::keys::BINDING, "GRPC"),
@@ -239,15 +227,7 @@ async fn a2a_grpc_calls_carry_traceparent_as_metadata_and_our_server_continues_t
         "{:?}",
         server.attributes
     );
-    let caller = spans
-        .iter()
-        .find(|p| p.span_context.span_id() == server.parent_span_id)
-        .expect("the server span's parent was recorded");
-    assert_eq!(caller.name, "invoke_agent grpc-worker");
-    assert_eq!(
-        caller.span_context.trace_id(),
-        server.span_context.trace_id()
-    );
+    remote_caller(&spans, &server, "grpc-worker");
     child_of(
         &spans,
         "chat grpc-worker-model",
@@ -298,6 +278,29 @@ async fn mcp_calls_carry_traceparent_in_meta_and_our_server_continues_the_trace(
         "{:?}",
         server.attributes
     );
+}
+
+/// Scripts a main agent that delegates "work remotely" to the remote `agent`, whose model
+/// `worker_model` answers `REMOTE`, then answers `done`.
+fn push_remote_run(model: &ScriptedModelServer, agent: &str, worker_model: &str) {
+    model.push(Reply::task_call(agent, "work remotely"));
+    model.push_for_model(worker_model, Reply::text("REMOTE").with_usage(3, 2));
+    model.push(Reply::text("done"));
+}
+
+/// The span whose remote call `server` continued: the caller's run of `agent`, in the same
+/// trace as `server`.
+fn remote_caller(spans: &[SpanData], server: &SpanData, agent: &str) -> SpanData {
+    let caller = spans
+        .iter()
+        .find(|p| p.span_context.span_id() == server.parent_span_id)
+        .expect("the server span's parent was recorded");
+    assert_eq!(caller.name, format!("invoke_agent {agent}"));
+    assert_eq!(
+        caller.span_context.trace_id(),
+        server.span_context.trace_id()
+    );
+    caller.clone()
 }
 
 /// A client of the tasks extension (2025-11-25, by `initialize`), answering nothing itself.

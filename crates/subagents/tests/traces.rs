@@ -3,6 +3,7 @@
 
 #[path = "it/common/mod.rs"]
 mod common;
+use common::Built as _;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -73,7 +74,7 @@ async fn a_run_traces_as_its_delegation_tree_with_genai_attributes() {
             .with_model("leaf-model-v1"),
     );
     server.push(Reply::text("done").with_usage(20, 2));
-    let agents = common::team_builder(&server).build().await.expect("builds");
+    let agents = common::team_builder(&server).built().await;
     agents.main_agent().run("go").await.expect("runs");
 
     let all = spans.0.lock().unwrap().clone();

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{a2a_rpc, bash_call, serve_a2a, texts, write_agent};
+use common::{a2a_rpc, bash_call, bash_worker, serve_a2a, texts};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedApprover, ScriptedModelServer};
 use subagents::spi::{ApprovalDecision, TaskStatus};
@@ -23,19 +23,8 @@ async fn serve_worker(
     dir: &Path,
     options: ServeOptions,
 ) -> (String, subagents::a2a::server::A2aServer) {
-    let agents = write_agent(
-        dir,
-        "worker",
-        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\nmodel: worker-model\n---\nWork.\n",
-    );
-    // Confined Bash cannot create files directly in the workspace root (they could be its
-    // protected control files): commands create theirs in `out/`.
-    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
-    let served = Subagents::builder()
+    let served = bash_worker(dir, "model: worker-model\n")
         .named_model("worker-model", model.openai_model("worker-model"))
-        .agents_dir(&agents)
-        .workspace(dir.join("work"))
-        .builtin_agents(false)
         .build()
         .await
         .expect("the served registry builds");
@@ -144,12 +133,7 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
     assert_eq!(answer["contextId"], task["contextId"]);
 
     // The main model read the worker's final text.
-    let main_requests: Vec<_> = run
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("main-model"))
-        .collect();
+    let main_requests = common::requests_of(&run.model, "main-model");
     let results = main_requests.last().unwrap().tool_results();
     assert!(results[0].contains("touched it"), "{results:?}");
 }
@@ -163,12 +147,7 @@ async fn a_root_denial_reaches_the_remote_model_and_the_task_still_completes() {
     )
     .await;
     assert!(!run.dir.path().join("work/out/denied.txt").exists());
-    let worker_requests: Vec<_> = run
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("worker-model"))
-        .collect();
+    let worker_requests = common::requests_of(&run.model, "worker-model");
     let results = worker_requests[1].tool_results();
     assert!(
         results[0].contains("not approved") && results[0].contains("not on a Friday"),
@@ -297,11 +276,7 @@ async fn our_server_asks_over_http_understands_always_and_no_and_denies_after_it
         dir.path().join("work/out/b.txt").exists(),
         "not answered, so denied"
     );
-    let worker: Vec<_> = model
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("worker-model"))
-        .collect();
+    let worker = common::requests_of(&model, "worker-model");
     let all: Vec<String> = worker.iter().flat_map(|r| r.tool_results()).collect();
     assert!(all.iter().any(|r| r.contains("keep it")), "{all:?}");
     assert!(

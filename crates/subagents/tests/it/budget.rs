@@ -3,6 +3,7 @@
 //! server receives `CancelTask`.
 
 use crate::common;
+use crate::common::Built as _;
 
 use std::time::{Duration, Instant};
 
@@ -42,9 +43,8 @@ async fn a_grandchild_spending_the_token_budget_cancels_its_siblings_and_the_tre
     }
     let agents = team_builder(&server)
         .budget(BudgetLimits::new().with_tokens(1000))
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let started = Instant::now();
     let outcome = agents.main_agent().run("go").await.expect("runs");
     assert!(
@@ -52,11 +52,7 @@ async fn a_grandchild_spending_the_token_budget_cancels_its_siblings_and_the_tre
         "the slow sibling was cancelled, not waited for ({:?})",
         started.elapsed()
     );
-    assert_eq!(outcome.status, TaskStatus::LimitReached);
-    assert_eq!(
-        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
-        Some("budget_tokens=1000")
-    );
+    common::assert_limit(&outcome, "budget_tokens=1000");
     assert_eq!(server.request_count(), 4, "nobody asked its model again");
 }
 
@@ -64,12 +60,16 @@ async fn a_grandchild_spending_the_token_budget_cancels_its_siblings_and_the_tre
 async fn without_a_budget_the_same_tree_runs_to_its_end() {
     // The control: the budget, not the script, stops the tree above.
     let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("coordinator", "COORD"));
-    server.push(Reply::task_call("leaf", "L"));
-    server.push(Reply::text("leaf").with_usage(4000, 1000));
-    server.push(Reply::text("coordinator"));
-    server.push(Reply::text("main"));
-    let agents = team_builder(&server).build().await.expect("builds");
+    common::push_chain(
+        &server,
+        ["COORD", "L"],
+        [
+            Reply::text("leaf").with_usage(4000, 1000),
+            Reply::text("coordinator"),
+            Reply::text("main"),
+        ],
+    );
+    let agents = team_builder(&server).built().await;
     let outcome = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(outcome.status, TaskStatus::Completed);
 }
@@ -84,7 +84,7 @@ async fn a_remote_child_receives_cancel_task_when_the_budget_is_spent() {
     // The remote side: our A2A server hosting `leaf`, whose model takes 30 s to answer.
     let remote_model = ScriptedModelServer::start().await;
     remote_model.push(Reply::text("remote answer").with_delay(Duration::from_secs(30)));
-    let remote = team_builder(&remote_model).build().await.expect("builds");
+    let remote = team_builder(&remote_model).built().await;
     let store = Arc::new(InMemoryTaskStore::new(100, Duration::from_secs(600)));
     let leaf = remote.task().find("leaf").expect("leaf").clone();
     let executor = remote.task().executor_of("leaf").expect("executor");
@@ -118,15 +118,10 @@ async fn a_remote_child_receives_cancel_task_when_the_budget_is_spent() {
     let agents = team_builder(&model)
         .a2a_reference(common::remote_reference(&url, "remote-leaf"))
         .budget(BudgetLimits::new().with_tokens(1000))
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let outcome = agents.main_agent().run("go").await.expect("runs");
-    assert_eq!(outcome.status, TaskStatus::LimitReached);
-    assert_eq!(
-        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
-        Some("budget_tokens=1000")
-    );
+    common::assert_limit(&outcome, "budget_tokens=1000");
 
     // The remote task was canceled by CancelTask, long before its model would have answered.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -163,7 +158,7 @@ async fn a_local_tree_is_charged_its_turns_usage_exactly_once() {
     server.push(Reply::task_call("leaf", "L").with_usage(10, 20));
     server.push(Reply::text("leaf answer").with_usage(4000, 1000));
     server.push(Reply::text("coordinator answer").with_usage(7, 3));
-    let agents = team_builder(&server).build().await.expect("builds");
+    let agents = team_builder(&server).built().await;
     let ctx = TaskContext::new();
     let budget = Budget::new(
         BudgetLimits::new().with_tokens(1_000_000),
@@ -209,20 +204,10 @@ async fn a_kind_that_does_not_charge_spends_the_main_agents_budget_with_its_repo
         .kind(kind)
         .reference(fn_ref("spender?Spends tokens."))
         .budget(BudgetLimits::new().with_tokens(10_000))
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let outcome = agents.main_agent().run("go").await.expect("runs");
-    assert_eq!(outcome.status, TaskStatus::LimitReached);
-    assert_eq!(
-        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
-        Some("budget_tokens=10000")
-    );
-    assert_eq!(
-        server.request_count(),
-        1,
-        "the main agent was not asked again"
-    );
+    common::assert_limit_on_first_turn(&outcome, &server, "budget_tokens=10000");
     let child = &outcome.children[0];
     assert_eq!(child.status, TaskStatus::LimitReached, "{child:?}");
 }
@@ -281,9 +266,8 @@ async fn a_background_leaf_that_outlives_a_non_charging_starter_is_charged_once_
     let agents = team_builder(&server)
         .kind(kind)
         .reference(fn_ref("starter?Starts the leaf."))
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let ctx = TaskContext::new();
     // 500 + 5010 = 5510 tokens in all: one over this budget.
     let budget = Budget::new(BudgetLimits::new().with_tokens(5509), ctx.cancel().clone());

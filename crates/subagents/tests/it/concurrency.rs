@@ -2,6 +2,7 @@
 //! server, over real HTTP.
 
 use crate::common;
+use crate::common::Built as _;
 
 use std::time::Duration;
 
@@ -11,11 +12,7 @@ use subagent_testkit::{Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
 
 async fn agents(server: &ScriptedModelServer, cap: usize) -> Subagents {
-    team_builder(server)
-        .max_concurrent(cap)
-        .build()
-        .await
-        .expect("builds")
+    team_builder(server).max_concurrent(cap).built().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,11 +32,7 @@ async fn a_hundred_parallel_task_calls_with_a_cap_of_20_never_exceed_20_model_re
     }
     server.push(Reply::text("all parts done"));
     let agents = agents(&server, 20).await;
-    let outcome = agents
-        .main_agent()
-        .run("split the work")
-        .await
-        .expect("runs");
+    let outcome = common::run_main(&agents, "split the work").await;
 
     assert_eq!(outcome.status, TaskStatus::Completed);
     assert_eq!(outcome.text, "all parts done");
@@ -65,11 +58,15 @@ async fn a_hundred_parallel_task_calls_with_a_cap_of_20_never_exceed_20_model_re
 async fn nesting_under_a_cap_of_one_does_not_deadlock() {
     // main → coordinator → leaf: the coordinator holds the only place when it delegates.
     let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("coordinator", "find the answer"));
-    server.push(Reply::task_call("leaf", "look up the number"));
-    server.push(Reply::text("LEAF-42"));
-    server.push(Reply::text("the leaf says LEAF-42"));
-    server.push(Reply::text("Final: LEAF-42"));
+    common::push_chain(
+        &server,
+        ["find the answer", "look up the number"],
+        [
+            Reply::text("LEAF-42"),
+            Reply::text("the leaf says LEAF-42"),
+            Reply::text("Final: LEAF-42"),
+        ],
+    );
     let agents = agents(&server, 1).await;
     let outcome = tokio::time::timeout(Duration::from_secs(20), agents.main_agent().run("go"))
         .await

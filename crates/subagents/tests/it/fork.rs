@@ -3,6 +3,7 @@
 //! refused at the nesting limit.
 
 use crate::common;
+use crate::common::Built as _;
 
 use subagent_testkit::{ProgressRecorder, RecordedRequest, Reply, ScriptedModelServer};
 use subagents::{ProgressKind, TaskStatus};
@@ -48,10 +49,7 @@ async fn a_fork_repeats_its_callers_request_byte_for_byte_and_reads_it_from_cach
     server.push(Reply::text("A-DONE after B-DONE"));
     server.push(Reply::text("coordinator: A-DONE"));
     server.push(Reply::text("Final: A-DONE"));
-    let agents = common::team_builder_on(&server, "team-model")
-        .build()
-        .await
-        .expect("builds");
+    let agents = common::team_builder_on(&server, "team-model").built().await;
     let (outcome, recorder) = common::run_recorded(&agents, "What is the answer?").await;
     assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
     assert!(outcome.text.contains("A-DONE"), "{}", outcome.text);
@@ -123,10 +121,7 @@ async fn a_fork_cannot_be_resumed_nor_moved_to_another_model() {
                            "model": "other"}),
     )]));
     server.push(Reply::text("done"));
-    let agents = common::team_builder_on(&server, "team-model")
-        .build()
-        .await
-        .expect("builds");
+    let agents = common::team_builder_on(&server, "team-model").built().await;
     agents.main_agent().run("go").await.expect("runs");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3);
@@ -146,10 +141,7 @@ async fn an_agent_limited_to_named_agents_cannot_fork() {
     server.push(fork_call("copy me"));
     server.push(Reply::text("gatekeeper done"));
     server.push(Reply::text("main done"));
-    let agents = common::team_builder_on(&server, "team-model")
-        .build()
-        .await
-        .expect("builds");
+    let agents = common::team_builder_on(&server, "team-model").built().await;
     agents.main_agent().run("go").await.expect("runs");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 4);
@@ -204,15 +196,8 @@ async fn a_fork_after_a_compaction_repeats_the_compacted_request_and_reads_it_fr
     for _ in 0..40 {
         server.script().push_dynamic(None, responder);
     }
-    let workspace = common::big_file_workspace();
-    let agents = common::team_builder_on(&server, "team-model")
-        .workspace(workspace.path())
-        .context_window(WINDOW)
-        .build()
-        .await
-        .expect("builds");
-    let (outcome, recorder) = common::run_recorded(&agents, "What is the answer?").await;
-    assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
+    let (outcome, recorder) =
+        common::run_windowed_team(&server, "team-model", WINDOW, "What is the answer?").await;
     assert_eq!(outcome.text, "FINAL: FORK-DONE");
     assert!(
         recorder

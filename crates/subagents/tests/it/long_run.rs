@@ -3,6 +3,7 @@
 //! real HTTP with the scripted model server.
 
 use crate::common;
+use crate::common::Built as _;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -63,15 +64,8 @@ async fn a_leaf_reading_large_files_stays_within_the_builders_window() {
         let r = responder.clone();
         server.script().push_dynamic(None, move |b| r(b));
     }
-    let workspace = common::big_file_workspace();
-    let agents = common::team_builder_on(&server, "windowed")
-        .workspace(workspace.path())
-        .context_window(WINDOW)
-        .build()
-        .await
-        .expect("builds");
-    let (outcome, recorder) = common::run_recorded(&agents, "Have big.txt read.").await;
-    assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
+    let (outcome, recorder) =
+        common::run_windowed_team(&server, "windowed", WINDOW, "Have big.txt read.").await;
     assert!(outcome.text.contains("LEAF-DONE"), "{}", outcome.text);
     assert_eq!(reads.load(Ordering::SeqCst), READS + 1);
     assert!(
@@ -91,16 +85,19 @@ async fn a_leaf_reading_large_files_stays_within_the_builders_window() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_leaf_ends_limit_reached_and_the_coordinator_goes_on() {
     let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("coordinator", "find the answer"));
-    server.push(Reply::task_call("leaf", "look it up"));
-    server.push(Reply::text("never sent").with_hang_after(0));
-    server.push(Reply::text("the leaf stalled; going on without it"));
-    server.push(Reply::text("FINAL: without the leaf"));
+    common::push_chain(
+        &server,
+        ["find the answer", "look it up"],
+        [
+            Reply::text("never sent").with_hang_after(0),
+            Reply::text("the leaf stalled; going on without it"),
+            Reply::text("FINAL: without the leaf"),
+        ],
+    );
     let agents = common::team_builder_on(&server, "stalling")
         .stall_timeout(Some(Duration::from_millis(500)))
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let outcome = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(outcome.status, TaskStatus::Completed, "{}", outcome.text);
     assert_eq!(outcome.text, "FINAL: without the leaf");

@@ -5,10 +5,9 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use common::{bash_call, serve_mcp_worker, text, worker_task_call};
+use common::{bash_call, text, worker_task_call};
 use rmcp::model::{
     CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation,
@@ -17,8 +16,7 @@ use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::Subagents;
+use subagent_testkit::Reply;
 
 /// A client that declares form elicitation and answers every question with `answer`.
 struct Answering {
@@ -64,16 +62,30 @@ impl ClientHandler for Answering {
     }
 }
 
-/// Serves a `worker` agent (Bash) in `dir` over MCP, its model scripted to call Bash with
-/// `command` and then answer `answer`; returns the registry, the server and its URL.
-async fn serve(
-    model: &ScriptedModelServer,
-    dir: &Path,
-    command: &str,
-    answer: &str,
-) -> (Subagents, subagents::mcp::McpHttpServer, String) {
-    let replies = vec![bash_call(command), Reply::text(answer)];
-    serve_mcp_worker(model, dir, replies, |s| s).await
+/// Serves the worker (see [`common::mcp_worker`]), its model scripted to call Bash with
+/// `command` and then answer `answer`.
+async fn serve(command: &str, answer: &str) -> common::McpWorker {
+    common::mcp_worker(vec![bash_call(command), Reply::text(answer)], |s| s).await
+}
+
+/// An [`Answering`] client answering `answer`, connected to `url`, and the questions it is
+/// asked.
+async fn answering(
+    answer: Value,
+    url: &str,
+) -> (
+    RunningService<RoleClient, Answering>,
+    Arc<Mutex<Vec<String>>>,
+) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let client = Answering {
+        answer,
+        asked: asked.clone(),
+    }
+    .serve(StreamableHttpClientTransport::from_uri(url))
+    .await
+    .expect("connects");
+    (client, asked)
 }
 
 async fn call_task<S: ClientHandler>(client: &RunningService<RoleClient, S>) -> CallToolResult {
@@ -85,22 +97,12 @@ async fn call_task<S: ClientHandler>(client: &RunningService<RoleClient, S>) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_with_elicitation_is_asked_and_its_yes_runs_the_call() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) =
-        serve(&model, dir.path(), "touch out/asked.txt", "touched it").await;
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let client = Answering {
-        answer: json!({"decision": "yes"}),
-        asked: asked.clone(),
-    }
-    .serve(StreamableHttpClientTransport::from_uri(url))
-    .await
-    .expect("connects");
+    let served = serve("touch out/asked.txt", "touched it").await;
+    let (client, asked) = answering(json!({"decision": "yes"}), &served.url).await;
     let result = call_task(&client).await;
     assert!(text(&result).contains("touched it"), "{}", text(&result));
     assert!(
-        dir.path().join("work/out/asked.txt").exists(),
+        served.dir.path().join("work/out/asked.txt").exists(),
         "the user said yes"
     );
     let asked = asked.lock().unwrap().clone();
@@ -116,44 +118,31 @@ async fn a_client_with_elicitation_is_asked_and_its_yes_runs_the_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_no_with_a_reason_from_the_client_is_what_the_model_reads() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) =
-        serve(&model, dir.path(), "touch out/refused.txt", "not touched").await;
-    let client = Answering {
-        answer: json!({"decision": "no", "reason": "not in this repository"}),
-        asked: Arc::default(),
-    }
-    .serve(StreamableHttpClientTransport::from_uri(url))
-    .await
-    .expect("connects");
+    let served = serve("touch out/refused.txt", "not touched").await;
+    let answer = json!({"decision": "no", "reason": "not in this repository"});
+    let (client, _) = answering(answer, &served.url).await;
     call_task(&client).await;
-    assert!(!dir.path().join("work/out/refused.txt").exists());
-    let results = model.requests()[1].tool_results();
+    assert!(!served.dir.path().join("work/out/refused.txt").exists());
+    let results = served.model.requests()[1].tool_results();
     assert!(results[0].contains("not in this repository"), "{results:?}");
     let _ = client.cancel().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_without_elicitation_gets_a_denial_the_model_reads() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve(
-        &model,
-        dir.path(),
-        "touch out/never.txt",
-        "could not touch it",
-    )
-    .await;
-    let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
+    let served = serve("touch out/never.txt", "could not touch it").await;
+    let client =
+        ().serve(StreamableHttpClientTransport::from_uri(served.url.clone()))
+            .await
+            .expect("connects");
     let result = call_task(&client).await;
     assert!(
         text(&result).contains("could not touch it"),
         "{}",
         text(&result)
     );
-    assert!(!dir.path().join("work/out/never.txt").exists());
-    let results = model.requests()[1].tool_results();
+    assert!(!served.dir.path().join("work/out/never.txt").exists());
+    let results = served.model.requests()[1].tool_results();
     assert!(
         results[0].contains("not approved") && results[0].contains("does not support elicitation"),
         "{results:?}"

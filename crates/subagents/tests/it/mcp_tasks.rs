@@ -9,7 +9,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{bash_call, serve_mcp_worker, text, worker_task_call};
+use common::{bash_call, text, worker_task_call};
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ClientConfig,
     GetTaskParams, Implementation, InputResponses, ProtocolVersion, TaskPayload, TaskStatus,
@@ -19,7 +19,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 /// A client declaring what `caps` says, on protocol `version`, answering nothing itself.
 struct Client {
@@ -128,16 +128,8 @@ fn only_key<'a>(keys: impl Iterator<Item = &'a String>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_call_from_a_tasks_client_is_a_task_followed_to_its_result() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve_mcp_worker(
-        &model,
-        dir.path(),
-        vec![Reply::text("the answer is 42")],
-        |s| s,
-    )
-    .await;
-    let client = connect(tasks_client(), &url).await;
+    let worker = common::mcp_worker(vec![Reply::text("the answer is 42")], |s| s).await;
+    let client = connect(tasks_client(), &worker.url).await;
     let handle = match client
         .call_tool_once(worker_task_call())
         .await
@@ -169,16 +161,13 @@ async fn a_task_call_from_a_tasks_client_is_a_task_followed_to_its_result() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasks_client_of_the_older_era_gets_tasks_too() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) =
-        serve_mcp_worker(&model, dir.path(), vec![Reply::text("older era")], |s| s).await;
+    let worker = common::mcp_worker(vec![Reply::text("older era")], |s| s).await;
     let client = connect(
         Client {
             caps: json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
             version: ProtocolVersion::V_2025_11_25,
         },
-        &url,
+        &worker.url,
     )
     .await;
     let done = settle(&client, &start_task(&client).await).await;
@@ -187,16 +176,12 @@ async fn a_tasks_client_of_the_older_era_gets_tasks_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_it() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve_mcp_worker(
-        &model,
-        dir.path(),
+    let worker = common::mcp_worker(
         vec![bash_call("touch out/task.txt"), Reply::text("touched it")],
         |s| s,
     )
     .await;
-    let client = connect(tasks_client(), &url).await;
+    let client = connect(tasks_client(), &worker.url).await;
     let id = start_task(&client).await;
     let waiting = settle(&client, &id).await;
     let TaskPayload::InputRequired { input_requests } = &waiting.payload else {
@@ -213,7 +198,7 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
         "{asked}"
     );
     assert!(
-        !dir.path().join("work/out/task.txt").exists(),
+        !worker.dir.path().join("work/out/task.txt").exists(),
         "not before the answer"
     );
     // A key it did not ask is ignored; the right one answers.
@@ -240,23 +225,19 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
     .await;
     assert_eq!(done.status(), TaskStatus::Completed, "{done:?}");
     assert!(
-        dir.path().join("work/out/task.txt").exists(),
+        worker.dir.path().join("work/out/task.txt").exists(),
         "the client said yes"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_cancel_cancels_a_task() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve_mcp_worker(
-        &model,
-        dir.path(),
+    let worker = common::mcp_worker(
         vec![bash_call("touch out/never.txt"), Reply::text("unreachable")],
         |s| s,
     )
     .await;
-    let client = connect(tasks_client(), &url).await;
+    let client = connect(tasks_client(), &worker.url).await;
     let id = start_task(&client).await;
     assert_eq!(
         settle(&client, &id).await.status(),
@@ -268,7 +249,7 @@ async fn tasks_cancel_cancels_a_task() {
         .expect("acked");
     let status = poll_until(&client, &id, |s| s.is_terminal()).await.status();
     assert_eq!(status, TaskStatus::Cancelled);
-    assert!(!dir.path().join("work/out/never.txt").exists());
+    assert!(!worker.dir.path().join("work/out/never.txt").exists());
     // An id never handed out is refused.
     let err = client
         .get_task(GetTaskParams::new("task_0000"))
@@ -279,16 +260,13 @@ async fn tasks_cancel_cancels_a_task() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_without_the_extension_gets_the_plain_answer() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) =
-        serve_mcp_worker(&model, dir.path(), vec![Reply::text("plain answer")], |s| s).await;
+    let worker = common::mcp_worker(vec![Reply::text("plain answer")], |s| s).await;
     let client = connect(
         Client {
             caps: json!({}),
             version: ProtocolVersion::V_2026_07_28,
         },
-        &url,
+        &worker.url,
     )
     .await;
     let CallToolResponse::Complete(result) =
@@ -301,16 +279,9 @@ async fn a_client_without_the_extension_gets_the_plain_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_task_limit_refuses_a_task_beyond_it() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve_mcp_worker(
-        &model,
-        dir.path(),
-        vec![bash_call("touch out/a.txt")],
-        |s| s.with_max_tasks(1),
-    )
-    .await;
-    let client = connect(tasks_client(), &url).await;
+    let worker =
+        common::mcp_worker(vec![bash_call("touch out/a.txt")], |s| s.with_max_tasks(1)).await;
+    let client = connect(tasks_client(), &worker.url).await;
     let CallToolResponse::Task(first) = client.call_tool_once(worker_task_call()).await.unwrap()
     else {
         panic!("expected a task handle");
@@ -330,16 +301,12 @@ async fn the_task_limit_refuses_a_task_beyond_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve_mcp_worker(
-        &model,
-        dir.path(),
+    let worker = common::mcp_worker(
         vec![bash_call("touch out/mrtr.txt"), Reply::text("touched it")],
         |s| s,
     )
     .await;
-    let client = connect(eliciting_client(), &url).await;
+    let client = connect(eliciting_client(), &worker.url).await;
     let asked = match client.call_tool_once(worker_task_call()).await.unwrap() {
         CallToolResponse::InputRequired(asked) => asked,
         other => panic!("expected input_required, got {other:?}"),
@@ -349,7 +316,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
     let form = serde_json::to_value(&requests[&key]).unwrap();
     assert_eq!(form["method"], "elicitation/create", "{form}");
     let state = asked.request_state.clone().expect("requestState");
-    assert!(!dir.path().join("work/out/mrtr.txt").exists());
+    assert!(!worker.dir.path().join("work/out/mrtr.txt").exists());
 
     // An altered requestState names nothing: -32602, and the call still waits.
     let err = client
@@ -375,7 +342,7 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
     };
     assert!(text(&result).contains("touched it"), "{}", text(&result));
     assert!(
-        dir.path().join("work/out/mrtr.txt").exists(),
+        worker.dir.path().join("work/out/mrtr.txt").exists(),
         "the client said yes"
     );
     // The state is spent.
@@ -393,16 +360,12 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve_mcp_worker(
-        &model,
-        dir.path(),
+    let worker = common::mcp_worker(
         vec![bash_call("touch out/late.txt"), Reply::text("gave up")],
         |s| s.with_elicitation_timeout(Duration::from_millis(200)),
     )
     .await;
-    let client = connect(eliciting_client(), &url).await;
+    let client = connect(eliciting_client(), &worker.url).await;
     let asked = match client.call_tool_once(worker_task_call()).await.unwrap() {
         CallToolResponse::InputRequired(asked) => asked,
         other => panic!("expected input_required, got {other:?}"),
@@ -420,28 +383,24 @@ async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
         .await
         .expect_err("the call is gone");
     assert!(err.to_string().contains("requestState"), "{err}");
-    assert!(!dir.path().join("work/out/late.txt").exists());
+    assert!(!worker.dir.path().join("work/out/late.txt").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_question_is_parked_beyond_the_waiting_limit() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let (_registry, _server, url) = serve_mcp_worker(
-        &model,
-        dir.path(),
+    let worker = common::mcp_worker(
         vec![bash_call("touch out/over.txt"), Reply::text("was denied")],
         |s| s.with_max_waiting_calls(0),
     )
     .await;
-    let client = connect(eliciting_client(), &url).await;
+    let client = connect(eliciting_client(), &worker.url).await;
     let CallToolResponse::Complete(result) =
         client.call_tool_once(worker_task_call()).await.unwrap()
     else {
         panic!("expected the call to go on, denied");
     };
     assert!(text(&result).contains("was denied"), "{}", text(&result));
-    assert!(!dir.path().join("work/out/over.txt").exists());
+    assert!(!worker.dir.path().join("work/out/over.txt").exists());
 }
 
 /// A tasks client (2025-11-25: a session, whose standalone stream carries the server's
@@ -476,13 +435,9 @@ fn tasks_client_of(version: ProtocolVersion) -> Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listening_client_is_told_of_its_task_by_notifications_without_polling() {
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
     // The run waits for its approval first: working, then input_required, then (answered
     // no) completed.
-    let (_registry, _server, url) = serve_mcp_worker(
-        &model,
-        dir.path(),
+    let worker = common::mcp_worker(
         vec![
             // Slow enough that the task is seen working first.
             bash_call("touch out/denied.txt").with_delay(Duration::from_millis(500)),
@@ -494,7 +449,7 @@ async fn a_listening_client_is_told_of_its_task_by_notifications_without_polling
     let listening = Listening::default();
     let client = listening
         .clone()
-        .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+        .serve(StreamableHttpClientTransport::from_uri(worker.url.clone()))
         .await
         .expect("connects");
     let CallToolResponse::Task(handle) = client.call_tool_once(worker_task_call()).await.unwrap()
@@ -566,5 +521,5 @@ async fn a_listening_client_is_told_of_its_task_by_notifications_without_polling
         "{}",
         text(&result)
     );
-    assert!(!dir.path().join("work/out/denied.txt").exists());
+    assert!(!worker.dir.path().join("work/out/denied.txt").exists());
 }

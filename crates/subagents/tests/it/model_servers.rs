@@ -4,10 +4,11 @@
 //! Two scripted model servers on 127.0.0.1: the configured one, and a stranger's.
 
 use crate::common;
+use crate::common::Built as _;
 
 use serde_json::json;
-use subagent_testkit::{Reply, ScriptedModelServer};
-use subagents::{Subagents, TaskStatus};
+use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagents::{Subagents, SubagentsBuilder, TaskOutcome, TaskStatus};
 
 fn spec_on(server: &ScriptedModelServer, model: &str) -> String {
     format!("openai-compatible:{model}@{}", server.openai_base_url())
@@ -23,29 +24,53 @@ fn task_with_model(model: &str) -> Reply {
 
 const HELPER: &str = "---\nname: helper\ndescription: helps\ntools: Read\n---\nHelp.\n";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_call_cannot_send_the_conversation_to_a_server_nobody_configured() {
+/// The configured server and a stranger's, which answers anything it is sent.
+async fn configured_and_stranger() -> (ScriptedModelServer, ScriptedModelServer) {
     let configured = ScriptedModelServer::start().await;
     let stranger = ScriptedModelServer::start().await;
     stranger.set_fallback(Some(Reply::text("the stranger got it")));
-    configured.push(task_with_model(&spec_on(&stranger, "x")));
-    configured.push(Reply::text("done"));
+    (configured, stranger)
+}
+
+/// Runs the main agent on `configured`'s model `main`, with `helper_file` as the `helper`
+/// agent and `tune` applied to the builder.
+async fn run_with_helper(
+    configured: &ScriptedModelServer,
+    helper_file: &str,
+    tune: impl FnOnce(SubagentsBuilder) -> SubagentsBuilder,
+) -> TaskOutcome {
     let dir = tempfile::tempdir().unwrap();
-    let agents = common::write_agent(dir.path(), "helper", HELPER);
-    let subagents = Subagents::builder()
-        .model(spec_on(&configured, "main"))
+    let agents = common::write_agent(dir.path(), "helper", helper_file);
+    let builder = Subagents::builder()
+        .model(spec_on(configured, "main"))
         .agents_dir(agents)
-        .workspace(dir.path().join("work"))
-        .build()
-        .await
-        .expect("builds");
-    let outcome = subagents.main_agent().run("go").await.expect("runs");
+        .workspace(dir.path().join("work"));
+    let subagents = tune(builder).built().await;
+    subagents.main_agent().run("go").await.expect("runs")
+}
+
+/// [`run_with_helper`] with nothing tuned: the run must complete with nothing reaching the
+/// stranger's server. Returns the configured server's requests.
+async fn run_past_stranger(
+    configured: &ScriptedModelServer,
+    stranger: &ScriptedModelServer,
+    helper_file: &str,
+) -> Vec<RecordedRequest> {
+    let outcome = run_with_helper(configured, helper_file, |b| b).await;
     assert_eq!(outcome.status, TaskStatus::Completed);
     assert!(
         stranger.requests().is_empty(),
         "nothing reaches the stranger's server"
     );
-    let reqs = configured.requests();
+    configured.requests()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_call_cannot_send_the_conversation_to_a_server_nobody_configured() {
+    let (configured, stranger) = configured_and_stranger().await;
+    configured.push(task_with_model(&spec_on(&stranger, "x")));
+    configured.push(Reply::text("done"));
+    let reqs = run_past_stranger(&configured, &stranger, HELPER).await;
     assert_eq!(reqs.len(), 2, "main turn, then main reads the Task error");
     let told = reqs[1].body.to_string();
     assert!(
@@ -57,33 +82,16 @@ async fn a_task_call_cannot_send_the_conversation_to_a_server_nobody_configured(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_file_cannot_name_a_stranger_s_server_either() {
-    let configured = ScriptedModelServer::start().await;
-    let stranger = ScriptedModelServer::start().await;
-    stranger.set_fallback(Some(Reply::text("the stranger got it")));
+    let (configured, stranger) = configured_and_stranger().await;
     configured.push(Reply::task_call("helper", "read the secrets"));
     // The agent's model cannot be used: it runs on the session's model (Claude Code's rule).
     configured.push(Reply::text("helped on the session's model"));
     configured.push(Reply::text("done"));
-    let dir = tempfile::tempdir().unwrap();
     let file = format!(
         "---\nname: helper\ndescription: helps\nmodel: {}\n---\nHelp.\n",
         spec_on(&stranger, "x")
     );
-    let agents = common::write_agent(dir.path(), "helper", &file);
-    let subagents = Subagents::builder()
-        .model(spec_on(&configured, "main"))
-        .agents_dir(agents)
-        .workspace(dir.path().join("work"))
-        .build()
-        .await
-        .expect("builds");
-    let outcome = subagents.main_agent().run("go").await.expect("runs");
-    assert_eq!(outcome.status, TaskStatus::Completed);
-    assert!(
-        stranger.requests().is_empty(),
-        "nothing reaches the stranger's server"
-    );
-    let reqs = configured.requests();
+    let reqs = run_past_stranger(&configured, &stranger, &file).await;
     assert_eq!(
         reqs.len(),
         3,
@@ -103,17 +111,10 @@ async fn a_server_the_configuration_names_may_be_used_by_any_model_name() {
     // A different model id on the second server, named only by the Task call.
     configured.push(task_with_model(&spec_on(&second, "other-model")));
     configured.push(Reply::text("done"));
-    let dir = tempfile::tempdir().unwrap();
-    let agents = common::write_agent(dir.path(), "helper", HELPER);
-    let subagents = Subagents::builder()
-        .model(spec_on(&configured, "main"))
-        .named_model("local", spec_on(&second, "m"))
-        .agents_dir(agents)
-        .workspace(dir.path().join("work"))
-        .build()
-        .await
-        .expect("builds");
-    subagents.main_agent().run("go").await.expect("runs");
+    run_with_helper(&configured, HELPER, |b| {
+        b.named_model("local", spec_on(&second, "m"))
+    })
+    .await;
     let reqs = second.requests();
     assert_eq!(reqs.len(), 1, "the configured second server is used");
     assert_eq!(reqs[0].body["model"], "other-model");

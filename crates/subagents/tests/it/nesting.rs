@@ -3,6 +3,7 @@
 //! `Task`.
 
 use crate::common;
+use crate::common::Built as _;
 
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
@@ -16,23 +17,23 @@ async fn agents(server: &ScriptedModelServer, max_depth: Option<u32>) -> Subagen
     if let Some(d) = max_depth {
         b = b.max_depth(d);
     }
-    b.build().await.expect("builds")
+    b.built().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
     let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("coordinator", "find the answer"));
-    server.push(Reply::task_call("leaf", "look up the number"));
-    server.push(Reply::text("LEAF-ANSWER-42").with_usage(7, 3));
-    server.push(Reply::text("the leaf says LEAF-ANSWER-42"));
-    server.push(Reply::text("Final: LEAF-ANSWER-42"));
+    common::push_chain(
+        &server,
+        ["find the answer", "look up the number"],
+        [
+            Reply::text("LEAF-ANSWER-42").with_usage(7, 3),
+            Reply::text("the leaf says LEAF-ANSWER-42"),
+            Reply::text("Final: LEAF-ANSWER-42"),
+        ],
+    );
     let agents = agents(&server, None).await;
-    let outcome = agents
-        .main_agent()
-        .run("What is the answer?")
-        .await
-        .expect("runs");
+    let outcome = common::run_main(&agents, "What is the answer?").await;
     assert_eq!(outcome.status, TaskStatus::Completed);
     assert!(outcome.text.contains("LEAF-ANSWER-42"), "{}", outcome.text);
 
@@ -80,11 +81,15 @@ async fn with_max_depth_1_the_coordinator_is_not_offered_task() {
 async fn agent_rules_limit_which_agents_may_be_started() {
     let server = ScriptedModelServer::start().await;
     server.push(Reply::task_call("gatekeeper", "go"));
-    server.push(Reply::task_call("coordinator", "not allowed"));
-    server.push(Reply::task_call("leaf", "allowed"));
-    server.push(Reply::text("leaf here"));
-    server.push(Reply::text("gatekeeper done"));
-    server.push(Reply::text("main done"));
+    common::push_chain(
+        &server,
+        ["not allowed", "allowed"],
+        [
+            Reply::text("leaf here"),
+            Reply::text("gatekeeper done"),
+            Reply::text("main done"),
+        ],
+    );
     let agents = agents(&server, None).await;
     agents.main_agent().run("go").await.expect("runs");
     let reqs = server.requests();
@@ -117,11 +122,11 @@ async fn progress_nests_children_under_their_parent_once_each() {
     use subagent_testkit::ProgressRecorder;
     use subagents::ProgressKind;
     let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("coordinator", "find"));
-    server.push(Reply::task_call("leaf", "look"));
-    server.push(Reply::text("42"));
-    server.push(Reply::text("42"));
-    server.push(Reply::text("42"));
+    common::push_chain(
+        &server,
+        ["find", "look"],
+        [Reply::text("42"), Reply::text("42"), Reply::text("42")],
+    );
     let agents = agents(&server, None).await;
     let recorder = Arc::new(ProgressRecorder::new());
     agents
@@ -166,14 +171,9 @@ async fn a_store_keeps_sessions_in_the_shared_database() {
         .model(server.openai_model("team-model"))
         .workspace(dir.path())
         .store(StoreUrl::Sqlite(dir.path().join("ledger.db")))
-        .build()
-        .await
-        .expect("builds");
-    let out = agents
-        .main_agent()
-        .run("remember this")
-        .await
-        .expect("runs");
+        .built()
+        .await;
+    let out = common::run_main(&agents, "remember this").await;
     let session = out.session_id.expect("a session");
     let db = agents.store_db().expect("an open database").clone();
     let t = SqlTranscriptStore::new(db)
@@ -187,8 +187,7 @@ async fn a_store_keeps_sessions_in_the_shared_database() {
     let memory = Subagents::builder()
         .workspace(dir.path())
         .store(StoreUrl::Memory)
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     assert!(memory.store_db().is_none());
 }

@@ -4,6 +4,7 @@
 //! SQLite files and the scripted model server.
 
 use crate::common;
+use crate::common::Built as _;
 
 #[cfg(feature = "store")]
 use std::path::Path;
@@ -28,7 +29,7 @@ mod call {
     async fn a_call_returns_the_answer_and_the_remote_task_s_ids() {
         let model = ScriptedModelServer::start().await;
         model.push(Reply::text("LEAF-ANSWER"));
-        let served = team_builder(&model).build().await.expect("builds");
+        let served = team_builder(&model).built().await;
         let (url, _server) = serve_a2a(served, &ServeOptions::new().agents(["leaf"]), "leaf").await;
 
         let answer = A2aCall::new(&url, "look it up")
@@ -60,9 +61,8 @@ mod call {
             .agents_dir(&agents)
             .workspace(dir.path().join("work"))
             .builtin_agents(false)
-            .build()
-            .await
-            .expect("builds");
+            .built()
+            .await;
         let (url, _server) = serve_a2a(served, &ServeOptions::new(), "worker").await;
         model.push_for_model("worker-model", bash_call("touch out/asked.txt"));
         model.push_for_model("worker-model", Reply::text("touched it"));
@@ -189,9 +189,8 @@ async fn two_finished_tasks(url: &subagents::store::StoreUrl) -> (String, String
         .kind(kind)
         .references([fn_ref("echo?Echoes"), fn_ref("fail?Fails")])
         .store(url.clone())
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let mut ids = Vec::new();
     for agent in ["echo", "fail"] {
         let call = TaskCall::new(agent, format!("{agent} it"), "quiet words").in_background(true);

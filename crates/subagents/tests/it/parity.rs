@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::Built as _;
 use serde_json::{Value, json};
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
@@ -48,7 +49,7 @@ impl Project {
         if let Some(s) = settings {
             b = b.settings_file(s);
         }
-        b.build().await.expect("builds")
+        b.built().await
     }
 }
 

@@ -3,6 +3,7 @@
 //! background children waiting for an answer.
 
 use crate::common;
+use crate::common::Built as _;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use common::{bash_call, write_agent};
 use serde_json::json;
-use subagent_testkit::{RecordedRequest, Reply, ScriptedApprover, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedApprover, ScriptedModelServer};
 use subagents::Subagents;
 use subagents::claude::PermissionMode;
 use subagents::spi::ApprovalDecision;
@@ -46,7 +47,7 @@ async fn build(
     if let Some(a) = approver {
         b = b.approver(a);
     }
-    b.build().await.expect("builds")
+    b.built().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,9 +114,8 @@ async fn permission_mode_and_rules_from_the_builder_apply_to_main_and_agents() {
         .workspace(dir.path().join("work"))
         .claude_settings(dir.path().join("work"))
         .permission_mode(PermissionMode::DontAsk)
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     agents.main_agent().run("go").await.expect("runs");
     assert!(
         dir.path().join("work/out/allowed.txt").exists(),
@@ -212,11 +212,7 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
         .expect("runs");
     assert_eq!(outcome.text, "all done");
 
-    let main: Vec<RecordedRequest> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("main-model"))
-        .collect();
+    let main = common::requests_of(&server, "main-model");
     assert_eq!(main.len(), 4);
     let waiting = main[2].tool_results().pop().unwrap();
     assert!(
@@ -255,11 +251,7 @@ async fn a_parent_cannot_approve_what_its_own_approver_refuses() {
         .expect("finishes")
         .expect("runs");
     assert!(!dir.path().join("work/out/refused.txt").exists());
-    let worker: Vec<RecordedRequest> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some("worker-model"))
-        .collect();
+    let worker = common::requests_of(&server, "worker-model");
     let denial = worker[1].tool_results().pop().unwrap();
     assert!(denial.contains("no approver is configured"), "{denial}");
 }

@@ -4,6 +4,7 @@
 //! with several slots, each run kept on a slot of its own.
 
 use crate::common;
+use crate::common::Built as _;
 
 use serde_json::{Value, json};
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
@@ -37,21 +38,10 @@ async fn each_run_has_its_own_stable_prompt_cache_key_and_a_fork_its_callers() {
     server.push(Reply::text("FORK"));
     server.push(Reply::text("first answer"));
     server.push(Reply::text("second answer"));
-    let agents = common::team_builder_on(&server, "m")
-        .build()
-        .await
-        .expect("builds");
-    let first = agents
-        .main_agent()
-        .run("first question")
-        .await
-        .expect("runs");
+    let agents = common::team_builder_on(&server, "m").built().await;
+    let first = common::run_main(&agents, "first question").await;
     assert_eq!(first.status, TaskStatus::Completed, "{}", first.text);
-    let second = agents
-        .main_agent()
-        .run("second question")
-        .await
-        .expect("runs");
+    let second = common::run_main(&agents, "second question").await;
     assert_eq!(second.text, "second answer");
 
     let reqs = server.requests();
@@ -87,10 +77,7 @@ async fn on_a_llama_cpp_server_with_two_slots_the_caller_keeps_its_slot() {
     server.push(Reply::task_call("leaf", "two"));
     server.push(Reply::text("LEAF-2"));
     server.push(Reply::text("done"));
-    let agents = common::team_builder_on(&server, "m")
-        .build()
-        .await
-        .expect("builds");
+    let agents = common::team_builder_on(&server, "m").built().await;
     let out = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(out.text, "done");
     // Once by the facade for the context window, once by the provider for the slot count,

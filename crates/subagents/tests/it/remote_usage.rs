@@ -7,6 +7,7 @@
 #![cfg(feature = "server")]
 
 use crate::common;
+use crate::common::Built as _;
 
 use std::path::Path;
 use std::time::Duration;
@@ -23,7 +24,7 @@ use subagents::{ServeOptions, Subagents, SubagentsBuilder, TaskStatus};
 async fn serve_team() -> (ScriptedModelServer, String) {
     let model = ScriptedModelServer::start().await;
     script_remote(&model);
-    let remote = team_builder(&model).build().await.expect("builds");
+    let remote = team_builder(&model).built().await;
     let url = serve_a2a(remote, &ServeOptions::new(), "coordinator")
         .await
         .0;
@@ -70,9 +71,8 @@ async fn a_remote_childs_usage_tree_joins_the_callers_and_is_priced() {
     model.push(Reply::text("all done").with_usage(1, 1));
     let agents = caller(&model, &url)
         .prices(ModelPrices::new().with("m", ModelPrice::new(1.0, 2.0)))
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let outcome = agents.main_agent().run("go").await.expect("runs");
     assert_eq!(outcome.status, TaskStatus::Completed, "{outcome:?}");
 
@@ -106,29 +106,29 @@ async fn a_remote_childs_usage_tree_joins_the_callers_and_is_priced() {
     assert!((cost - 0.006).abs() < 1e-9, "{cost}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_remote_childs_reported_tokens_spend_the_callers_budget() {
+/// Serves the team ([`serve_team`]) and runs a caller ([`caller`]) under the budgets `tune`
+/// sets: its main agent delegates `REMOTE` to the remote coordinator, then answers `after`.
+/// Returns the caller's model and the outcome.
+async fn run_remote_under_budget(
+    after: &str,
+    tune: impl FnOnce(SubagentsBuilder) -> SubagentsBuilder,
+) -> (ScriptedModelServer, subagents::TaskOutcome) {
     let (_remote_model, url) = serve_team().await;
-
     let model = ScriptedModelServer::start().await;
     model.push(Reply::task_call("remote-coordinator", "REMOTE"));
-    model.push(Reply::text("never asked"));
-    let agents = caller(&model, &url)
-        .budget(BudgetLimits::new().with_tokens(1000))
-        .build()
-        .await
-        .expect("builds");
-    let outcome = agents.main_agent().run("go").await.expect("runs");
-    assert_eq!(outcome.status, TaskStatus::LimitReached, "{outcome:?}");
-    assert_eq!(
-        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
-        Some("budget_tokens=1000")
-    );
-    assert_eq!(
-        model.request_count(),
-        1,
-        "the main agent was not asked again"
-    );
+    model.push(Reply::text(after));
+    let agents = tune(caller(&model, &url)).built().await;
+    let outcome = common::run_main(&agents, "go").await;
+    (model, outcome)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_childs_reported_tokens_spend_the_callers_budget() {
+    let (model, outcome) = run_remote_under_budget("never asked", |b| {
+        b.budget(BudgetLimits::new().with_tokens(1000))
+    })
+    .await;
+    common::assert_limit_on_first_turn(&outcome, &model, "budget_tokens=1000");
     let remote = find(&outcome.children, "remote-coordinator");
     assert_eq!(remote.status, TaskStatus::LimitReached);
     assert_eq!(find(&remote.children, "leaf").usage.input_tokens, 4000);
@@ -136,18 +136,11 @@ async fn a_remote_childs_reported_tokens_spend_the_callers_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_own_budget_stops_its_remote_subtree_and_the_caller_goes_on() {
-    let (_remote_model, url) = serve_team().await;
-
-    let model = ScriptedModelServer::start().await;
-    model.push(Reply::task_call("remote-coordinator", "REMOTE"));
-    model.push(Reply::text("carried on"));
-    let agents = caller(&model, &url)
-        .budget(BudgetLimits::new().with_tokens(1_000_000))
-        .agent_budget("remote-coordinator", BudgetLimits::new().with_tokens(1000))
-        .build()
-        .await
-        .expect("builds");
-    let outcome = agents.main_agent().run("go").await.expect("runs");
+    let (model, outcome) = run_remote_under_budget("carried on", |b| {
+        b.budget(BudgetLimits::new().with_tokens(1_000_000))
+            .agent_budget("remote-coordinator", BudgetLimits::new().with_tokens(1000))
+    })
+    .await;
     assert_eq!(outcome.status, TaskStatus::Completed, "{outcome:?}");
     assert_eq!(outcome.text, "carried on");
     let remote = find(&outcome.children, "remote-coordinator");
@@ -203,9 +196,8 @@ async fn a_frontmatter_budget_cuts_the_agents_subtree_while_the_root_budget_is_l
         .agents_dir(dir.path())
         .workspace(tempfile::tempdir().expect("tmp").keep())
         .budget(BudgetLimits::new().with_tokens(1_000_000))
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let started = std::time::Instant::now();
     let outcome = agents.main_agent().run("go").await.expect("runs");
     assert!(

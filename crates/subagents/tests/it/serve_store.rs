@@ -4,6 +4,7 @@
 #![cfg(all(feature = "server", feature = "store"))]
 
 use crate::common;
+use crate::common::Built as _;
 
 use common::{a2a_rpc as rpc, team_builder};
 use serde_json::{Value, json};
@@ -15,7 +16,7 @@ async fn serve_once(
     store_url: &str,
     call: impl AsyncFnOnce(&str) -> Value,
 ) -> Value {
-    let agents = team_builder(model).build().await.expect("builds");
+    let agents = team_builder(model).built().await;
     let store = open_task_store(&store_url.parse().expect("url"))
         .await
         .expect("store opens")

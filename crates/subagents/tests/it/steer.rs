@@ -2,6 +2,7 @@
 //! over real HTTP with the scripted model server.
 
 use crate::common;
+use crate::common::Built as _;
 
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ async fn the_host_sends_a_message_a_background_agent_reads_at_its_next_turn() {
             }
         });
     }
-    let agents = team_builder(&server).build().await.expect("builds");
+    let agents = team_builder(&server).built().await;
     let call = TaskCall::new("leaf", "look", "look it up")
         .in_background(true)
         .with_name("finder");

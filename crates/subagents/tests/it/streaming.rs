@@ -4,6 +4,7 @@
 //! coordinator served over A2A (its own children included, through the progress extension).
 
 use crate::common;
+use crate::common::Built as _;
 
 use common::team_builder_on;
 use subagent_testkit::{Reply, ScriptedModelServer};
@@ -53,9 +54,8 @@ async fn local_children_stream_deltas_tool_calls_and_results_at_every_depth() {
     let agents = team_builder_on(&server, "team-model")
         .workspace(dir.path())
         .stream(true)
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let (outcome, recorder) = common::run_recorded(&agents, "go").await;
     assert_eq!(outcome.status, TaskStatus::Completed);
     let events = recorder.events();
@@ -103,9 +103,8 @@ async fn a_served_coordinators_children_stream_to_the_caller_through_a2a() {
     let remote = team_builder_on(&remote_model, "m")
         .workspace(dir.path())
         .stream(true)
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let url = serve_a2a(remote, &ServeOptions::new(), "coordinator")
         .await
         .0;
@@ -117,9 +116,8 @@ async fn a_served_coordinators_children_stream_to_the_caller_through_a2a() {
         .model(model.openai_model("m"))
         .a2a_reference(remote_reference(&url, "remote-coordinator"))
         .workspace(tempfile::tempdir().expect("tmp").keep())
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let (outcome, recorder) = common::run_recorded(&agents, "go").await;
     assert_eq!(outcome.status, TaskStatus::Completed, "{outcome:?}");
     let events = recorder.events();

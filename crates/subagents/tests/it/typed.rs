@@ -3,6 +3,7 @@
 //! and a remote coordinator served by our own A2A server on 127.0.0.1.
 
 use crate::common;
+use crate::common::Built as _;
 
 use serde_json::json;
 use subagent_testkit::{Reply, ScriptedModelServer};
@@ -12,6 +13,22 @@ use subagents::{TaskStatus, TypedRunError};
 struct Report {
     answer: u32,
     source: String,
+}
+
+/// Asks `agent` of `agents` "What is the answer?" for a typed [`Report`], which must be 42 from
+/// `source`.
+async fn expect_answer_42(agents: &subagents::Subagents, agent: &str, source: &str) {
+    let report: Report = agents
+        .run_typed(agent, "What is the answer?")
+        .await
+        .expect("a typed result");
+    assert_eq!(
+        report,
+        Report {
+            answer: 42,
+            source: source.into()
+        }
+    );
 }
 
 fn structured(value: serde_json::Value) -> Reply {
@@ -34,19 +51,9 @@ async fn run_typed_two_deep_returns_the_value_and_feeds_errors_back() {
     // The coordinator: wrong once (missing field), then right.
     server.push(structured(json!({"answer": 42})));
     server.push(structured(json!({"answer": 42, "source": "leaf"})));
-    let agents = common::team_builder(&server).build().await.expect("builds");
+    let agents = common::team_builder(&server).built().await;
 
-    let report: Report = agents
-        .run_typed("coordinator", "What is the answer?")
-        .await
-        .expect("a typed result");
-    assert_eq!(
-        report,
-        Report {
-            answer: 42,
-            source: "leaf".into()
-        }
-    );
+    expect_answer_42(&agents, "coordinator", "leaf").await;
     let reqs = server.requests();
     assert_eq!(reqs.len(), 5);
     // The leaf was offered the final tool with the coordinator's schema, and told why its first
@@ -72,7 +79,7 @@ async fn run_typed_fails_clearly_after_the_retries() {
     for _ in 0..3 {
         server.push(structured(json!({"answer": "many"})));
     }
-    let agents = common::team_builder(&server).build().await.expect("builds");
+    let agents = common::team_builder(&server).built().await;
     let err = agents
         .run_typed::<Report>("leaf", "What is the answer?")
         .await
@@ -110,9 +117,8 @@ async fn an_agent_files_output_schema_is_the_default() {
         .model(server.openai_model("m"))
         .agents_dir(agents_dir)
         .workspace(dir.path().join("work"))
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let call = subagents::TaskCall::new("counter", "count", "how many?");
     let outcome = match agents
         .dispatch(call, &subagents::TaskContext::new())
@@ -141,10 +147,7 @@ async fn run_typed_over_a2a_sends_the_schema_and_reads_the_data_part() {
     remote_model.push(Reply::tool_calls(vec![common::task("leaf", "LEAF")]));
     remote_model.push(Reply::text("42, from the leaf"));
     remote_model.push(structured(json!({"answer": 42, "source": "remote leaf"})));
-    let remote = common::team_builder(&remote_model)
-        .build()
-        .await
-        .expect("builds");
+    let remote = common::team_builder(&remote_model).built().await;
     let (url, _server) =
         common::serve_a2a(remote, &subagents::ServeOptions::new(), "coordinator").await;
 
@@ -153,20 +156,9 @@ async fn run_typed_over_a2a_sends_the_schema_and_reads_the_data_part() {
         .model(model.openai_model("m"))
         .a2a_reference(common::remote_reference(&url, "remote-coordinator"))
         .workspace(tempfile::tempdir().expect("tmp").keep())
-        .build()
-        .await
-        .expect("builds");
-    let report: Report = agents
-        .run_typed("remote-coordinator", "What is the answer?")
-        .await
-        .expect("a typed result over A2A");
-    assert_eq!(
-        report,
-        Report {
-            answer: 42,
-            source: "remote leaf".into()
-        }
-    );
+        .built()
+        .await;
+    expect_answer_42(&agents, "remote-coordinator", "remote leaf").await;
     let reqs = remote_model.requests();
     assert_eq!(reqs.len(), 3);
     let offered: Vec<_> = reqs[0].tools().to_vec();

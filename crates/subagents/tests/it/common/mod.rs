@@ -25,6 +25,87 @@ pub(crate) fn team_builder_on(model: &ScriptedModelServer, name: &str) -> Subage
         .workspace(tempfile::tempdir().expect("tmp").keep())
 }
 
+/// A test's builder that must build: `builder.built().await` for
+/// `builder.build().await.expect("builds")`.
+pub(crate) trait Built {
+    /// Builds, panicking with the error when it fails.
+    async fn built(self) -> Subagents;
+}
+
+impl Built for SubagentsBuilder {
+    async fn built(self) -> Subagents {
+        self.build().await.expect("builds")
+    }
+}
+
+/// Asserts that `outcome` stopped `limit_reached` on `limit` (e.g. `budget_tokens=1000`).
+pub(crate) fn assert_limit(outcome: &subagents::TaskOutcome, limit: &str) {
+    assert_eq!(
+        outcome.status,
+        subagents::TaskStatus::LimitReached,
+        "{outcome:?}"
+    );
+    assert_eq!(
+        outcome.limit.as_ref().map(ToString::to_string).as_deref(),
+        Some(limit)
+    );
+}
+
+/// [`assert_limit`], and that the main agent's model was asked only once: the limit stopped the
+/// tree at its first delegation.
+pub(crate) fn assert_limit_on_first_turn(
+    outcome: &subagents::TaskOutcome,
+    model: &ScriptedModelServer,
+    limit: &str,
+) {
+    assert_limit(outcome, limit);
+    assert_eq!(
+        model.request_count(),
+        1,
+        "the main agent was not asked again"
+    );
+}
+
+/// Scripts the chain main → coordinator → leaf on `model`: the main agent delegates
+/// `prompts[0]` to the coordinator, the coordinator `prompts[1]` to the leaf, then the leaf,
+/// the coordinator and the main agent answer `answers` in that order.
+pub(crate) fn push_chain(model: &ScriptedModelServer, prompts: [&str; 2], answers: [Reply; 3]) {
+    model.push(Reply::task_call("coordinator", prompts[0]));
+    model.push(Reply::task_call("leaf", prompts[1]));
+    model.push_all(answers);
+}
+
+/// The requests `server` received for the model named `model`, in order.
+pub(crate) fn requests_of(
+    server: &ScriptedModelServer,
+    model: &str,
+) -> Vec<subagent_testkit::RecordedRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some(model))
+        .collect()
+}
+
+/// A builder of the `worker` agent alone (Bash; `extra` frontmatter lines, each ending in a
+/// newline), written in `dir` as [`write_agent`] does, with the workspace `DIR/work` and its
+/// `out/`: confined Bash cannot create files directly in the workspace root (they could be its
+/// protected control files), so commands create theirs in `out/`. The model is the caller's.
+pub(crate) fn bash_worker(dir: &Path, extra: &str) -> SubagentsBuilder {
+    let agents = write_agent(
+        dir,
+        "worker",
+        &format!(
+            "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n{extra}---\nWork.\n"
+        ),
+    );
+    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
+    Subagents::builder()
+        .agents_dir(&agents)
+        .workspace(dir.join("work"))
+        .builtin_agents(false)
+}
+
 /// Writes the agent file `DIR/agents/NAME.md` and creates `DIR/work` (a workspace); returns
 /// the agents directory.
 pub(crate) fn write_agent(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -124,37 +205,53 @@ pub(crate) fn text(r: &rmcp::model::CallToolResult) -> String {
 /// are its model's turns, `tune` sets the tool server's options. Returns the registry, the
 /// server and its URL.
 #[cfg(feature = "mcp")]
-pub(crate) async fn serve_mcp_worker(
+async fn serve_mcp_worker(
     model: &ScriptedModelServer,
     dir: &Path,
     replies: Vec<Reply>,
     tune: impl FnOnce(subagents::mcp::McpToolServer) -> subagents::mcp::McpToolServer,
 ) -> (Subagents, subagents::mcp::McpHttpServer, String) {
-    for r in replies {
-        model.push(r);
-    }
-    let agents = write_agent(
-        dir,
-        "worker",
-        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
-    );
-    // Confined Bash cannot create files directly in the workspace root (they could be its
-    // protected control files): commands create theirs in `out/`.
-    std::fs::create_dir_all(dir.join("work/out")).expect("work/out");
-    let registry = Subagents::builder()
+    model.push_all(replies);
+    let registry = bash_worker(dir, "")
         .model(model.openai_model("worker-model"))
-        .agents_dir(&agents)
-        .workspace(dir.join("work"))
-        .builtin_agents(false)
-        .build()
-        .await
-        .expect("builds");
+        .built()
+        .await;
     let server = tune(registry.mcp_server())
         .serve_streamable_http("127.0.0.1:0".parse().unwrap())
         .await
         .expect("serves");
     let url = format!("http://{}/mcp", server.local_addr());
     (registry, server, url)
+}
+
+/// A `worker` agent served over MCP by [`serve_mcp_worker`], in a fresh directory, with its
+/// scripted model; the server runs as long as this lives.
+#[cfg(feature = "mcp")]
+pub(crate) struct McpWorker {
+    /// The served registry's directory (`work/` is the workspace).
+    pub dir: tempfile::TempDir,
+    /// The server's MCP endpoint.
+    pub url: String,
+    /// The worker's model.
+    pub model: ScriptedModelServer,
+    _served: (Subagents, subagents::mcp::McpHttpServer),
+}
+
+/// Starts a scripted model and serves the worker on it (see [`serve_mcp_worker`]).
+#[cfg(feature = "mcp")]
+pub(crate) async fn mcp_worker(
+    replies: Vec<Reply>,
+    tune: impl FnOnce(subagents::mcp::McpToolServer) -> subagents::mcp::McpToolServer,
+) -> McpWorker {
+    let model = ScriptedModelServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (registry, server, url) = serve_mcp_worker(&model, dir.path(), replies, tune).await;
+    McpWorker {
+        dir,
+        url,
+        model,
+        _served: (registry, server),
+    }
 }
 
 /// The MCP `Task` call [`serve_mcp_worker`]'s tests make: `worker`, to touch a file.
@@ -170,6 +267,11 @@ pub(crate) fn worker_task_call() -> rmcp::model::CallToolRequestParams {
     rmcp::model::CallToolRequestParams::new("Task").with_arguments(m)
 }
 
+/// Runs the main agent of `agents` on `prompt`; the outcome (it must run).
+pub(crate) async fn run_main(agents: &Subagents, prompt: &str) -> subagents::TaskOutcome {
+    agents.main_agent().run(prompt).await.expect("runs")
+}
+
 /// Runs the main agent of `agents` on `prompt` with a fresh progress recorder: the outcome (it
 /// must run) and what the recorder saw.
 pub(crate) async fn run_recorded(
@@ -183,6 +285,30 @@ pub(crate) async fn run_recorded(
         .run(prompt)
         .await
         .expect("runs");
+    (outcome, recorder)
+}
+
+/// The team on model `name`, in a [`big_file_workspace`] and with a context window of `window`
+/// tokens: runs its main agent on `prompt` as [`run_recorded`] does; the run must complete.
+pub(crate) async fn run_windowed_team(
+    model: &ScriptedModelServer,
+    name: &str,
+    window: u64,
+    prompt: &str,
+) -> (subagents::TaskOutcome, std::sync::Arc<ProgressRecorder>) {
+    let workspace = big_file_workspace();
+    let agents = team_builder_on(model, name)
+        .workspace(workspace.path())
+        .context_window(window)
+        .built()
+        .await;
+    let (outcome, recorder) = run_recorded(&agents, prompt).await;
+    assert_eq!(
+        outcome.status,
+        subagents::TaskStatus::Completed,
+        "{}",
+        outcome.text
+    );
     (outcome, recorder)
 }
 
