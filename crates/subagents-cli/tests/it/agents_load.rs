@@ -73,6 +73,15 @@ impl Home {
     }
 }
 
+/// `agents validate --strict FILE` in `h`, run.
+fn validate_strict(h: &Home, file: &Path) -> std::process::Output {
+    h.cmd()
+        .args(["agents", "validate", "--strict"])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
 fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -172,11 +181,7 @@ fn a_whole_collection_with_names_defined_twice_runs_and_says_which_file_won() {
     );
 
     // `run`: the main model delegates to a name defined twice.
-    server.push_all([
-        Reply::task_call("cloud-architect", "plan the cloud"),
-        Reply::text("child plan"),
-        Reply::text("main done"),
-    ]);
+    delegates_once(&server, "cloud-architect", "plan the cloud", "child plan");
     let out = h
         .cmd()
         .args(["--store", "memory", "run", "go", "--model"])
@@ -296,12 +301,7 @@ fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_m
         "the agent's own request"
     );
     // No load note about the model: the id is known.
-    let out = h
-        .cmd()
-        .args(["agents", "validate", "--strict"])
-        .arg(dir.join("dated.md"))
-        .output()
-        .unwrap();
+    let out = validate_strict(&h, &dir.join("dated.md"));
     assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
 
     // Without it: the session's model, and one notice naming the model and why.
@@ -325,11 +325,9 @@ fn a_claude_model_id_goes_to_anthropic_with_a_key_and_else_runs_on_the_session_m
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON outcome");
     assert_eq!(v["status"], "failed", "{v}");
-    assert!(
-        v["text"]
-            .as_str()
-            .is_some_and(|t| t.contains("claude-sonnet-4-20250514")),
-        "{v}"
+    common::assert_has(
+        v["text"].as_str().unwrap_or_default(),
+        &["claude-sonnet-4-20250514"],
     );
     assert_eq!(server.request_count(), sent);
 }
@@ -458,12 +456,7 @@ fn fields_claude_code_ignores_are_ignored_quietly_and_a_misspelled_one_is_named(
         "tagged",
         "---\nname: tagged\ndescription: Tagged.\ncategory: development\nversion: 2\ncolor: teal\nauthor: someone\n---\nBody.\n",
     );
-    let out = h
-        .cmd()
-        .args(["agents", "validate", "--strict"])
-        .arg(dir.join("tagged.md"))
-        .output()
-        .unwrap();
+    let out = validate_strict(&h, &dir.join("tagged.md"));
     assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
     assert!(!stdout_of(&out).contains("warning"), "{}", stdout_of(&out));
 
@@ -478,11 +471,7 @@ fn fields_claude_code_ignores_are_ignored_quietly_and_a_misspelled_one_is_named(
         .arg(dir.join("typo.md"))
         .output()
         .unwrap();
-    assert!(
-        stdout_of(&out).contains("did you mean `permissionMode`?"),
-        "{}",
-        stdout_of(&out)
-    );
+    common::assert_has(&stdout_of(&out), &["did you mean `permissionMode`?"]);
 }
 
 // --- item 7: CLAUDE.md / AGENTS.md, children's answers, unknown cost ---
@@ -598,17 +587,23 @@ fn claude_md_reaches_agents_unless_they_omit_it_and_changes_no_permission() {
     }
 }
 
+/// Scripts the main model: it delegates `prompt` to `agent`, which answers `answer`, then it
+/// says "main done".
+fn delegates_once(server: &ScriptedModelServer, agent: &str, prompt: &str, answer: &str) {
+    server.push_all([
+        Reply::task_call(agent, prompt),
+        Reply::text(answer),
+        Reply::text("main done"),
+    ]);
+}
+
 #[test]
 fn json_carries_each_childs_answer() {
     let (h, dir, _rt, server) = Home::scripted_with(
         "helper",
         "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n",
     );
-    server.push_all([
-        Reply::task_call("helper", "help me"),
-        Reply::text("CHILD-ANSWER-42"),
-        Reply::text("main done"),
-    ]);
+    delegates_once(&server, "helper", "help me", "CHILD-ANSWER-42");
     let v = h
         .cmd()
         .args(["--store", "memory", "run", "go", "--json", "--model"])

@@ -22,6 +22,7 @@ const CHILD_OUT: u64 = 333;
 /// One test's world: a scripted model server and a home (its data directory holds the default
 /// SQLite store) with a config naming the child model `child`.
 struct World {
+    rt: tokio::runtime::Runtime,
     server: ScriptedModelServer,
     home: tempfile::TempDir,
     config: PathBuf,
@@ -38,9 +39,11 @@ struct Running {
 }
 
 impl World {
-    fn new(rt: &tokio::runtime::Runtime) -> Self {
-        let (server, home, config) = common::child_model_home(rt);
+    fn new() -> Self {
+        let rt = rt();
+        let (server, home, config) = common::child_model_home(&rt);
         Self {
+            rt,
             server,
             home,
             config,
@@ -138,6 +141,23 @@ impl World {
     }
 }
 
+impl Running {
+    /// Waits for the run to end ([`finish`]) and asserts that its stderr says the task ended
+    /// `how`; its exit code, its outcome and its stderr lines.
+    fn finish_ended(mut self, how: &str) -> (i32, Value, Vec<String>) {
+        let (code, v) = finish(self.run, &self.lines, &mut self.seen);
+        let ended = format!("ended {how}");
+        assert!(
+            self.seen
+                .iter()
+                .any(|l| l.contains(&self.task_id) && l.contains(&ended)),
+            "{:#?}",
+            self.seen
+        );
+        (code, v, self.seen)
+    }
+}
+
 /// Reads `child`'s stderr on a thread: its lines arrive on the returned channel.
 fn stderr_lines(child: &mut Child) -> mpsc::Receiver<String> {
     let stderr = child.stderr.take().expect("piped stderr");
@@ -211,25 +231,14 @@ fn child_node(v: &Value) -> Value {
 
 #[test]
 fn run_waits_for_a_background_child_names_it_and_counts_its_usage() {
-    let rt = rt();
-    let w = World::new(&rt);
+    let w = World::new();
     // Long enough for the main agent to answer first; the run must outlast it.
-    let Running {
-        run,
-        lines,
-        mut seen,
-        line: waiting,
-        task_id,
-    } = w.run_until(Duration::from_secs(3), &[], "waiting for 1 background task");
+    let running = w.run_until(Duration::from_secs(3), &[], "waiting for 1 background task");
+    let (waiting, task_id) = (running.line.clone(), running.task_id.clone());
     assert!(waiting.contains("echo-agent"), "{waiting}");
-    let (code, v) = finish(run, &lines, &mut seen);
+    let (code, v, seen) = running.finish_ended("completed");
     assert_eq!(code, 0, "{seen:#?}");
     assert_eq!(v["text"], "main answered", "{v}");
-    assert!(
-        seen.iter()
-            .any(|l| l.contains(&task_id) && l.contains("ended completed")),
-        "{seen:#?}"
-    );
     let child = child_node(&v);
     assert_eq!(child["task_id"], task_id.as_str(), "{v}");
     assert_eq!(child["status"], "completed", "{v}");
@@ -242,26 +251,15 @@ fn run_waits_for_a_background_child_names_it_and_counts_its_usage() {
 
 #[test]
 fn on_exit_cancel_cancels_the_child_and_records_it() {
-    let rt = rt();
-    let w = World::new(&rt);
-    let Running {
-        run,
-        lines,
-        mut seen,
-        task_id,
-        ..
-    } = w.run_until(
+    let w = World::new();
+    let running = w.run_until(
         Duration::from_secs(120),
         &["--on-exit", "cancel"],
         "cancelling 1 background task",
     );
-    let (code, v) = finish(run, &lines, &mut seen);
+    let task_id = running.task_id.clone();
+    let (code, v, seen) = running.finish_ended("cancelled");
     assert_eq!(code, 0, "the main agent's answer stands: {seen:#?}");
-    assert!(
-        seen.iter()
-            .any(|l| l.contains(&task_id) && l.contains("ended cancelled")),
-        "{seen:#?}"
-    );
     let child = child_node(&v);
     assert_eq!(child["status"], "cancelled", "{v}");
     // Recorded in the store for later processes.
@@ -272,41 +270,29 @@ fn on_exit_cancel_cancels_the_child_and_records_it() {
 
 #[test]
 fn ctrl_c_while_waiting_cancels_the_children() {
-    let rt = rt();
-    let w = World::new(&rt);
-    let Running {
-        run,
-        lines,
-        mut seen,
-        task_id,
-        ..
-    } = w.run_until(
+    let w = World::new();
+    let running = w.run_until(
         Duration::from_secs(120),
         &[],
         "waiting for 1 background task",
     );
+    let task_id = running.task_id.clone();
     let sent = std::process::Command::new("kill")
-        .args(["-INT", &run.id().to_string()])
+        .args(["-INT", &running.run.id().to_string()])
         .status()
         .expect("kill -INT");
     assert!(sent.success());
-    let (code, v) = finish(run, &lines, &mut seen);
+    let (code, v, seen) = running.finish_ended("cancelled");
     // The answer and the outcome are printed; the command was interrupted (issue 41 item 5).
     assert_eq!(code, 130, "{seen:#?}");
     assert_eq!(v["text"], "main answered", "{v}");
-    assert!(
-        seen.iter()
-            .any(|l| l.contains(&task_id) && l.contains("ended cancelled")),
-        "{seen:#?}"
-    );
     assert_eq!(child_node(&v)["status"], "cancelled", "{v}");
     assert_eq!(w.show(&task_id)["status"], "cancelled");
 }
 
 #[test]
 fn run_prints_the_answers_of_the_background_children_it_waited_for() {
-    let rt = rt();
-    let w = World::new(&rt);
+    let w = World::new();
     w.script_background_child(Duration::from_secs(2));
     let main = w.server.openai_model("main-model");
     let out = w
@@ -330,8 +316,7 @@ fn run_prints_the_answers_of_the_background_children_it_waited_for() {
 
 #[test]
 fn task_background_returns_at_once_with_the_task_id_and_the_task_runs_on() {
-    let rt = rt();
-    let w = World::new(&rt);
+    let w = World::new();
     // The child's model answers in two minutes: the command must not wait for it.
     w.server.script().push_for_model(
         "child-model",
@@ -362,7 +347,7 @@ fn task_background_returns_at_once_with_the_task_id_and_the_task_runs_on() {
         "{stderr}"
     );
     // The task runs on in its own process: another process sees it running, stops it.
-    rt.block_on(async {
+    w.rt.block_on(async {
         tokio::time::timeout(Duration::from_secs(60), w.server.wait_for_requests(1))
             .await
             .expect("the child's request within 60 s");
@@ -394,22 +379,30 @@ fn spawn_background_task(w: &World, prompt: &str) -> (Worker, String) {
     (Worker::named_in(&stderr), id)
 }
 
+/// [`spawn_background_task`] with `prompt`, whose child's model answers `never` in two minutes;
+/// returns once the server has had `requests` requests (the child's call is in flight).
+fn in_flight(w: &World, prompt: &str, never: &str, requests: usize) -> (Worker, String) {
+    w.server.script().push_for_model(
+        "child-model",
+        Reply::text(never).with_delay(Duration::from_secs(120)),
+    );
+    let started = spawn_background_task(w, prompt);
+    w.rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            w.server.wait_for_requests(requests),
+        )
+        .await
+        .expect("the child's request within 60 s");
+    });
+    started
+}
+
 #[test]
 fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
-    let rt = rt();
-    let w = World::new(&rt);
-    let script = w.server.script();
-    script.push_for_model(
-        "child-model",
-        Reply::text("never finished").with_delay(Duration::from_secs(120)),
-    );
-    let (first, id) = spawn_background_task(&w, "first long job");
+    let w = World::new();
     // The child's model call is in flight.
-    rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(60), w.server.wait_for_requests(1))
-            .await
-            .expect("the child's request within 60 s");
-    });
+    let (first, id) = in_flight(&w, "first long job", "never finished", 1);
 
     // Another process sees it running.
     let entry = w.wait_listed(&id);
@@ -444,16 +437,7 @@ fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
         .to_string();
 
     // A task whose process was killed reads as interrupted, honestly.
-    script.push_for_model(
-        "child-model",
-        Reply::text("never finished either").with_delay(Duration::from_secs(120)),
-    );
-    let (killed, second) = spawn_background_task(&w, "second long job");
-    rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(60), w.server.wait_for_requests(2))
-            .await
-            .expect("the second child's request within 60 s");
-    });
+    let (killed, second) = in_flight(&w, "second long job", "never finished either", 2);
     w.wait_listed(&second);
     killed.kill_and_wait();
     let shown = w.show(&second);
@@ -463,7 +447,9 @@ fn tasks_list_show_stop_and_resume_a_task_started_by_task_background() {
     common::assert_has(&stderr, &["interrupted", "earlier process"]);
 
     // `tasks resume` continues the stopped task's session on its agent.
-    script.push_for_model("child-model", Reply::text("resumed and finished"));
+    w.server
+        .script()
+        .push_for_model("child-model", Reply::text("resumed and finished"));
     let model = w.server.openai_model("child-model");
     let out = w
         .process(&["tasks", "resume", &id, "go on", "--model", &model])

@@ -156,12 +156,13 @@ impl Case {
     }
 
     /// [`steer_script`] with `prompt` and `steer`, run: the main model's four requests, the
-    /// third told the message was delivered.
-    fn steered(&self, prompt: &str, steer: &str) -> Vec<Value> {
+    /// third told the message was delivered and `told` (how the child takes it).
+    fn steered(&self, prompt: &str, steer: &str, told: &str) -> Vec<Value> {
         steer_script(&self.model, self.home.path(), prompt, steer);
         let reqs = self.run_done(&[], Some(4));
         let receipt = last_result(&reqs[2]);
         assert!(receipt.starts_with("Message delivered"), "{receipt}");
+        assert!(receipt.contains(told), "{receipt}");
         reqs
     }
 }
@@ -172,15 +173,12 @@ fn send_message_answers_the_python_childs_question_on_the_same_task() {
     let case = Case::new();
     let py = &case.py;
     let steer = "STEER-PLAN-B: follow plan B";
-    let reqs = case.steered("ask gate-ask", steer);
     // The sender was told how an A2A child takes it.
-    let receipt = last_result(&reqs[2]);
-    assert!(
-        receipt.contains(
-            "the remote A2A agent gets it as the follow-up message on the same task when it \
-             next asks for input"
-        ),
-        "{receipt}"
+    let reqs = case.steered(
+        "ask gate-ask",
+        steer,
+        "the remote A2A agent gets it as the follow-up message on the same task when it next \
+         asks for input",
     );
     // The Python agent got it as the follow-up on the task that asked, in its context.
     let got = received(py);
@@ -279,12 +277,11 @@ fn send_message_to_a_working_python_child_is_not_added_to_its_task() {
     let case = Case::new();
     let py = &case.py;
     let steer = "STEER-TOO-LATE: stop now";
-    let reqs = case.steered("work gate-work", steer);
     // The sender is told at once that A2A cannot add to a task while it works.
-    let receipt = last_result(&reqs[2]);
-    assert!(
-        receipt.contains("(A2A cannot add to a task while it works)"),
-        "{receipt}"
+    let reqs = case.steered(
+        "work gate-work",
+        steer,
+        "(A2A cannot add to a task while it works)",
     );
     // The task never asked, so the Python agent never saw the message ...
     let got = received(py);

@@ -4,6 +4,7 @@
 //! during a foreground `tasks resume` of an MCP task.
 
 use crate::common;
+use common::MainModel as _;
 use common::OutputOk;
 
 use std::path::Path;
@@ -29,10 +30,8 @@ fn first_main_request(
         .script()
         .push_for_model("main-model", Reply::text("ok"));
     subagents_in(home)
-        .args(["--store", "memory", "run", "hi", "--model"])
-        .arg(server.openai_model("main-model"))
-        .arg("--agents")
-        .arg(&agents)
+        .args(["--store", "memory", "run", "hi"])
+        .main_model(&server, &agents)
         .args(extra)
         .assert()
         .success();

@@ -4,8 +4,6 @@
 use crate::common;
 use common::OutputOk;
 
-use common::{subagents, team};
-
 use subagent_testkit::{RecordedRequest, Reply, prompt_tokens};
 
 /// The prompt tokens of `req` a later request repeating it whole reads from cache.
@@ -26,18 +24,7 @@ fn run_forks_twice_deep_with_byte_identical_prefixes_read_from_cache() {
     server.push(Reply::text("B-DONE"));
     server.push(Reply::text("A-DONE after B-DONE"));
     server.push(Reply::text("Final: A-DONE"));
-    let model = server.openai_model("team");
-    let v = subagents()
-        .args([
-            "run",
-            "What is the sum?",
-            "--json",
-            "--model",
-            &model,
-            "--agents",
-        ])
-        .arg(team())
-        .json_ok();
+    let v = common::team_run(&server, "What is the sum?", &["--json"]).json_ok();
     assert_eq!(v["status"], "completed", "{v}");
     assert_eq!(v["text"], "Final: A-DONE", "{v}");
 

@@ -6,6 +6,7 @@
 //! calls and a second server on the default store each get one clear line.
 
 use crate::common;
+use common::MainModel as _;
 use common::OutputOk;
 
 use std::path::{Path, PathBuf};
@@ -41,10 +42,8 @@ fn run_once(
         .push_for_model("main-model", Reply::text("ok"));
     let out = subagents_in(home)
         .env_remove(MAIN_TOOLS_VAR)
-        .args(["--store", "memory", "run", "hi", "--model"])
-        .arg(server.openai_model("main-model"))
-        .arg("--agents")
-        .arg(agents)
+        .args(["--store", "memory", "run", "hi"])
+        .main_model(&server, agents)
         .args(extra)
         .output()
         .expect("the command runs");
@@ -190,10 +189,8 @@ fn the_task_description_stays_bounded_however_many_agents_are_installed() {
     script.push_for_model("main-model", Reply::text("read it"));
     subagents_in(home.path())
         .env_remove(MAIN_TOOLS_VAR)
-        .args(["--store", "memory", "run", "which agent?", "--model"])
-        .arg(server.openai_model("main-model"))
-        .arg("--agents")
-        .arg(&agents)
+        .args(["--store", "memory", "run", "which agent?"])
+        .main_model(&server, &agents)
         .output_ok();
     let last = server.last_request().expect("the second turn");
     let result = common::last_tool_result(&last.body);

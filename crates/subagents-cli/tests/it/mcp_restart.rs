@@ -16,12 +16,10 @@ use common::{Worker, process_in, rt};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
     CreateTaskResult, GetTaskParams, GetTaskResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
@@ -63,18 +61,10 @@ impl ServerHandler for JobServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let Value::Object(schema) = serde_json::json!({
-            "type": "object",
-            "properties": {"prompt": {"type": "string"}},
-            "required": ["prompt"]
-        }) else {
-            unreachable!()
-        };
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+        Ok(common::mcp_http::prompt_tool(
             "job",
             "A long job, run as a task.",
-            Arc::new(schema),
-        )]))
+        ))
     }
 
     async fn call_tool(
@@ -131,6 +121,15 @@ impl ServerHandler for JobServer {
     }
 }
 
+impl JobServer {
+    /// Waits (bounded) until its one job has ended cancelled.
+    fn ended_cancelled(&self) {
+        eventually("the server's job to end cancelled", || {
+            (self.seen.cancelled.load(Ordering::SeqCst) == 1).then_some(())
+        });
+    }
+}
+
 /// Serves a [`JobServer`] at `http://127.0.0.1:PORT/mcp` on `rt`; returns it and the URL.
 pub(crate) fn start_server(rt: &tokio::runtime::Runtime) -> (JobServer, String) {
     let (release, _) = tokio::sync::watch::channel(false);
@@ -139,21 +138,7 @@ pub(crate) fn start_server(rt: &tokio::runtime::Runtime) -> (JobServer, String) 
         seen: Arc::new(Seen::default()),
         release: Arc::new(release),
     };
-    let url = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(vec!["127.0.0.1".to_string(), "localhost".to_string()]);
-        let handler = server.clone();
-        let service = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        let router = axum::Router::new().nest_service("/mcp", service);
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        format!("http://{addr}/mcp")
-    });
+    let url = common::mcp_http::serve(rt, server.clone());
     (server, url)
 }
 
@@ -171,14 +156,18 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 
 /// `subagents ARGS` in `home` to its end (at most 60 s; killed after that).
 fn run(home: &std::path::Path, args: &[&str]) -> Output {
-    let child = process_in(home)
+    finish(spawn(home, args))
+}
+
+/// Spawns `subagents ARGS` in `home`, its output piped.
+fn spawn(home: &std::path::Path, args: &[&str]) -> Child {
+    process_in(home)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn subagents");
-    finish(child)
+        .expect("spawn subagents")
 }
 
 /// `tasks stop ARGS... --json`, which must succeed: its JSON and its `note`.
@@ -284,6 +273,17 @@ impl Rig {
             spec: format!("{url}#tool=job&name=builder"),
         }
     }
+
+    /// [`start_and_kill`] on this rig: the task id and its stored session.
+    fn start_and_kill(&self) -> (String, String) {
+        start_and_kill(self.home.path(), &self.spec, &self.server)
+    }
+
+    /// [`spawn_following`] `subagents ARGS` in this rig's home, from the gets seen so far.
+    fn follow(&self, args: &[&str]) -> Child {
+        let gets = self.server.seen.gets.load(Ordering::SeqCst);
+        spawn_following(self.home.path(), args, &self.server, gets)
+    }
 }
 
 /// Spawns `subagents ARGS` in `home` (output piped) and waits until it asks `server` about its
@@ -294,13 +294,7 @@ fn spawn_following(
     server: &JobServer,
     gets: usize,
 ) -> Child {
-    let child = process_in(home)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn subagents");
+    let child = spawn(home, args);
     eventually("the process to follow the server's task", || {
         (server.seen.gets.load(Ordering::SeqCst) > gets).then_some(())
     });
@@ -330,25 +324,15 @@ fn record(home: &std::path::Path, task_id: &str) -> Value {
 
 #[test]
 fn a_background_mcp_task_survives_a_restart_and_resumes_by_its_stored_handle() {
-    let Rig {
-        _rt,
-        server,
-        home,
-        spec,
-    } = Rig::new();
-    let (task_id, _session) = start_and_kill(home.path(), &spec, &server);
-    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 0);
+    let r = Rig::new();
+    let (task_id, _session) = r.start_and_kill();
+    assert_eq!(r.server.seen.cancels.load(Ordering::SeqCst), 0);
 
     // A new process follows the server's task by its handle; the job ends while it follows.
-    let resumed = spawn_following(
-        home.path(),
-        &[
-            "tasks", "resume", &task_id, "go on", "--mcp", &spec, "--json",
-        ],
-        &server,
-        server.seen.gets.load(Ordering::SeqCst),
-    );
-    server.release.send_replace(true);
+    let resumed = r.follow(&[
+        "tasks", "resume", &task_id, "go on", "--mcp", &r.spec, "--json",
+    ]);
+    r.server.release.send_replace(true);
     let out = finish(resumed);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -361,43 +345,36 @@ fn a_background_mcp_task_survives_a_restart_and_resumes_by_its_stored_handle() {
         "the server's result: {stdout}"
     );
     assert_eq!(
-        server.seen.calls.load(Ordering::SeqCst),
+        r.server.seen.calls.load(Ordering::SeqCst),
         1,
         "no second tools/call reached the server"
     );
-    assert_eq!(server.seen.cancelled.load(Ordering::SeqCst), 0);
+    assert_eq!(r.server.seen.cancelled.load(Ordering::SeqCst), 0);
 }
 
 #[test]
 fn stopping_an_mcp_task_after_a_restart_cancels_it_on_the_server() {
-    let Rig {
-        _rt,
-        server,
-        home,
-        spec,
-    } = Rig::new();
-    let (task_id, session) = start_and_kill(home.path(), &spec, &server);
+    let r = Rig::new();
+    let (task_id, session) = r.start_and_kill();
 
     // Without the agent, the stop cannot reach the server: it says so.
-    let (shown, note) = stop_note(home.path(), &[&task_id]);
+    let (shown, note) = stop_note(r.home.path(), &[&task_id]);
     assert!(
         note.contains("may still run it") && note.contains("--mcp"),
         "{shown}"
     );
-    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 0);
+    assert_eq!(r.server.seen.cancels.load(Ordering::SeqCst), 0);
 
     // With it, `tasks/cancel` reaches the server and the job ends cancelled.
-    let (shown, note) = stop_note(home.path(), &[&task_id, "--mcp", &spec]);
+    let (shown, note) = stop_note(r.home.path(), &[&task_id, "--mcp", &r.spec]);
     let remote = session.trim_start_matches("mcp-task:");
     assert!(
         note.contains("cancelled on its MCP server") && note.contains(remote),
         "{shown}"
     );
-    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 1);
-    eventually("the server's job to end cancelled", || {
-        (server.seen.cancelled.load(Ordering::SeqCst) == 1).then_some(())
-    });
-    assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(r.server.seen.cancels.load(Ordering::SeqCst), 1);
+    r.server.ended_cancelled();
+    assert_eq!(r.server.seen.calls.load(Ordering::SeqCst), 1);
 }
 
 /// Ctrl-C during a foreground `tasks resume` of an MCP task: the resumed run is cancelled as
@@ -406,26 +383,17 @@ fn stopping_an_mcp_task_after_a_restart_cancels_it_on_the_server() {
 /// holds the task, interrupted, with its session.
 #[test]
 fn ctrl_c_during_tasks_resume_of_an_mcp_task_cancels_it_on_the_server_and_exits_130() {
-    let Rig {
-        _rt,
-        server,
-        home,
-        spec,
-    } = Rig::new();
-    let (task_id, session) = start_and_kill(home.path(), &spec, &server);
+    let r = Rig::new();
+    let (task_id, session) = r.start_and_kill();
 
-    let resumed = spawn_following(
-        home.path(),
-        &["tasks", "resume", &task_id, "go on", "--mcp", &spec],
-        &server,
-        server.seen.gets.load(Ordering::SeqCst),
-    );
+    let resumed = r.follow(&["tasks", "resume", &task_id, "go on", "--mcp", &r.spec]);
     let stderr = interrupted(resumed);
     // The process ended after the server acknowledged the cancel.
-    assert!(server.seen.cancels.load(Ordering::SeqCst) >= 1, "{stderr}");
-    eventually("the job to end cancelled", || {
-        (server.seen.cancelled.load(Ordering::SeqCst) == 1).then_some(())
-    });
+    assert!(
+        r.server.seen.cancels.load(Ordering::SeqCst) >= 1,
+        "{stderr}"
+    );
+    r.server.ended_cancelled();
     assert!(
         stderr.contains("cancelled on its MCP server") && stderr.contains(&task_id),
         "{stderr}"
@@ -434,8 +402,8 @@ fn ctrl_c_during_tasks_resume_of_an_mcp_task_cancels_it_on_the_server_and_exits_
         stderr.contains(&format!("subagents tasks show {task_id}")),
         "{stderr}"
     );
-    assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
-    let record = record(home.path(), &task_id);
+    assert_eq!(r.server.seen.calls.load(Ordering::SeqCst), 1);
+    let record = record(r.home.path(), &task_id);
     assert_eq!(record["session_id"], session.as_str(), "{record}");
 }
 
@@ -444,24 +412,12 @@ fn ctrl_c_during_tasks_resume_of_an_mcp_task_cancels_it_on_the_server_and_exits_
 /// (the executor waits for it, bounded), and the command exits 130.
 #[test]
 fn ctrl_c_during_a_foreground_mcp_task_cancels_it_on_the_server_before_the_process_ends() {
-    let Rig {
-        _rt,
-        server,
-        home,
-        spec,
-    } = Rig::new();
+    let r = Rig::new();
 
-    let child = spawn_following(
-        home.path(),
-        &["task", "builder", "build the thing", "--mcp", &spec],
-        &server,
-        0,
-    );
+    let child = r.follow(&["task", "builder", "build the thing", "--mcp", &r.spec]);
     let stderr = interrupted(child);
     // Counted when the server handled it: before the process ended, not after.
-    assert_eq!(server.seen.cancels.load(Ordering::SeqCst), 1, "{stderr}");
-    eventually("the job to end cancelled", || {
-        (server.seen.cancelled.load(Ordering::SeqCst) == 1).then_some(())
-    });
-    assert_eq!(server.seen.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(r.server.seen.cancels.load(Ordering::SeqCst), 1, "{stderr}");
+    r.server.ended_cancelled();
+    assert_eq!(r.server.seen.calls.load(Ordering::SeqCst), 1);
 }

@@ -160,6 +160,33 @@ fn bash_call(cmd: &str) -> Reply {
     Reply::tool_calls(vec![("Bash", json!({"command": cmd}))])
 }
 
+/// Starts the worker's `Task` (touching `file`, asking first) on `client` as an MCP task; its id.
+async fn start_task(client: &RunningService<RoleClient, Client>, file: &str) -> String {
+    let CallToolResponse::Task(handle) = client
+        .call_tool_once(params("Task", worker(file, false)))
+        .await
+        .expect("answers")
+    else {
+        panic!("expected a task handle");
+    };
+    handle.task.task_id.clone()
+}
+
+/// Asserts that `tasks/get` and `tasks/cancel` of the task `id` are refused to `other` as an
+/// unknown task.
+async fn unknown_to(other: &RunningService<RoleClient, Client>, id: &str) {
+    let got = other
+        .get_task(GetTaskParams::new(id))
+        .await
+        .expect_err("not B's");
+    assert!(got.to_string().contains("unknown task"), "{got}");
+    let cancel = other
+        .cancel_task(CancelTaskParams::new(id))
+        .await
+        .expect_err("not B's");
+    assert!(cancel.to_string().contains("unknown task"), "{cancel}");
+}
+
 /// Polls `tasks/get` until the task is not `working` (bounded).
 async fn settle(
     client: &RunningService<RoleClient, Client>,
@@ -195,8 +222,10 @@ fn answer(key: &str, decision: &str) -> InputResponses {
 async fn a_client_reaches_none_of_another_clients_tasks() {
     let model = touching("a.txt").await;
     let mcp = serve(&model, &[]).await;
-    let a = session(&mcp.url, false).await;
-    let b = session(&mcp.url, false).await;
+    let (a, b) = (
+        session(&mcp.url, false).await,
+        session(&mcp.url, false).await,
+    );
 
     let started = call(&a, "Task", worker("a.txt", true)).await;
     let id = word(&text(&started), "task_").expect("a task id");
@@ -272,16 +301,8 @@ async fn a_client_reaches_none_of_another_clients_tasks() {
 async fn another_sessions_mcp_task_and_question_are_unknown() {
     let model = touching("t.txt").await;
     let mcp = serve(&model, &[]).await;
-    let a = session(&mcp.url, true).await;
-    let b = session(&mcp.url, true).await;
-    let CallToolResponse::Task(handle) = a
-        .call_tool_once(params("Task", worker("t.txt", false)))
-        .await
-        .expect("answers")
-    else {
-        panic!("expected a task handle");
-    };
-    let id = handle.task.task_id.clone();
+    let (a, b) = (session(&mcp.url, true).await, session(&mcp.url, true).await);
+    let id = start_task(&a, "t.txt").await;
     let waiting = settle(&a, &id).await;
     let TaskPayload::InputRequired { input_requests } = &waiting.payload else {
         panic!("expected input_required, got {waiting:?}");
@@ -289,11 +310,6 @@ async fn another_sessions_mcp_task_and_question_are_unknown() {
     let key = input_requests.keys().next().expect("a question").clone();
     assert_ne!(key, "approval_1", "the key is not predictable");
 
-    let got = b
-        .get_task(GetTaskParams::new(&id))
-        .await
-        .expect_err("not B's");
-    assert!(got.to_string().contains("unknown task"), "{got}");
     for k in [key.as_str(), "approval_1"] {
         let upd = b
             .update_task(UpdateTaskParams::new(&id, answer(k, "yes")))
@@ -301,11 +317,7 @@ async fn another_sessions_mcp_task_and_question_are_unknown() {
             .expect_err("not B's");
         assert!(upd.to_string().contains("unknown task"), "{upd}");
     }
-    let cancel = b
-        .cancel_task(CancelTaskParams::new(&id))
-        .await
-        .expect_err("not B's");
-    assert!(cancel.to_string().contains("unknown task"), "{cancel}");
+    unknown_to(&b, &id).await;
 
     assert_eq!(settle(&a, &id).await.status(), TaskStatus::InputRequired);
     assert!(
@@ -335,25 +347,9 @@ async fn stateless_clients_are_told_apart_by_their_credential() {
     let mcp = serve(&model, &["--api-key", "key-of-a", "--api-key", "key-of-b"]).await;
     let a = stateless(&mcp.url, "key-of-a").await;
     let b = stateless(&mcp.url, "key-of-b").await;
-    let CallToolResponse::Task(handle) = a
-        .call_tool_once(params("Task", worker("s.txt", false)))
-        .await
-        .expect("answers")
-    else {
-        panic!("expected a task handle");
-    };
-    let id = handle.task.task_id.clone();
+    let id = start_task(&a, "s.txt").await;
     assert_eq!(settle(&a, &id).await.status(), TaskStatus::InputRequired);
-    let got = b
-        .get_task(GetTaskParams::new(&id))
-        .await
-        .expect_err("not B's");
-    assert!(got.to_string().contains("unknown task"), "{got}");
-    let cancel = b
-        .cancel_task(CancelTaskParams::new(&id))
-        .await
-        .expect_err("not B's");
-    assert!(cancel.to_string().contains("unknown task"), "{cancel}");
+    unknown_to(&b, &id).await;
     // A again, in a new connection with the same credential: still its task.
     let a_again = stateless(&mcp.url, "key-of-a").await;
     assert_eq!(

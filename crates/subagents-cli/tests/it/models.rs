@@ -5,6 +5,7 @@
 //! price table) and session.
 
 use crate::common;
+use common::MainModel as _;
 use common::OutputOk;
 
 use std::path::Path;
@@ -129,10 +130,8 @@ fn run_delegating(
     script.push_for_model("main-model", Reply::text("main done"));
     let mut cmd = subagents_in(home);
     with_anthropic_key(&mut cmd)
-        .args(["--store", "memory", "run", "go", "--model"])
-        .arg(server.openai_model("main-model"))
-        .arg("--agents")
-        .arg(dir);
+        .args(["--store", "memory", "run", "go"])
+        .main_model(&server, dir);
     configure(&mut cmd);
     let out = cmd.output().expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -3,8 +3,6 @@
 
 use crate::common;
 
-use common::{subagents, team};
-
 use subagent_testkit::Reply;
 
 #[test]
@@ -15,10 +13,7 @@ fn run_main_coordinator_leaf_answers_with_the_leaf_text() {
     server.push(Reply::text("LEAF-ANSWER-42"));
     server.push(Reply::text("the leaf says LEAF-ANSWER-42"));
     server.push(Reply::text("Final: LEAF-ANSWER-42"));
-    let model = server.openai_model("team");
-    let out = subagents()
-        .args(["run", "What is the answer?", "--model", &model, "--agents"])
-        .arg(team())
+    let out = common::team_run(&server, "What is the answer?", &[])
         .assert()
         .success();
     let o = out.get_output();
@@ -50,18 +45,7 @@ fn run_with_max_depth_1_does_not_offer_task_to_the_coordinator() {
     server.push(Reply::task_call("coordinator", "please"));
     server.push(Reply::text("no delegation here"));
     server.push(Reply::text("done"));
-    let model = server.openai_model("team");
-    subagents()
-        .args([
-            "run",
-            "go",
-            "--max-depth",
-            "1",
-            "--model",
-            &model,
-            "--agents",
-        ])
-        .arg(team())
+    common::team_run(&server, "go", &["--max-depth", "1"])
         .assert()
         .success();
     let reqs = server.requests();

@@ -180,15 +180,9 @@ fn forks_and_sibling_forks_read_their_callers_prompt_from_cache_byte_for_byte() 
     ));
     server.push(Reply::text("A-DONE"));
     // Two sibling forks started by one reply.
-    server.push(Reply::tool_calls(vec![
-        (
-            "Task",
-            json!({"description": "b", "prompt": "TASK-B: check f2.txt", "subagent_type": "fork"}),
-        ),
-        (
-            "Task",
-            json!({"description": "c", "prompt": "TASK-C: check f1.txt", "subagent_type": "fork"}),
-        ),
+    server.push(common::task_calls(&[
+        ("b", "TASK-B: check f2.txt", "fork"),
+        ("c", "TASK-C: check f1.txt", "fork"),
     ]));
     server.push(Reply::text("SIBLING-DONE"));
     server.push(Reply::text("SIBLING-DONE"));

@@ -43,6 +43,11 @@ fn namespaces(test: &str) -> bool {
     false
 }
 
+/// A new case where the binary confines commands in namespaces ([`namespaces`]).
+fn confined(test: &str) -> Option<Case> {
+    namespaces(test).then(Case::new)
+}
+
 /// The host's processes whose command line contains `marker`.
 fn processes_with(marker: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -95,10 +100,9 @@ fn on_path(name: &str) -> bool {
 
 #[test]
 fn ordinary_work_succeeds_under_the_default_sandbox() {
-    if !namespaces("ordinary_work_succeeds_under_the_default_sandbox") {
+    let Some(c) = confined("ordinary_work_succeeds_under_the_default_sandbox") else {
         return;
-    }
-    let c = Case::new();
+    };
     let w = c.work();
     let mut steps = vec![
         ("mkdir", "mkdir build".to_string()),
@@ -113,39 +117,40 @@ fn ordinary_work_succeeds_under_the_default_sandbox() {
     ];
     // The command's environment is an allow-list: the toolchains' homes travel in the
     // command, as a model would write them.
-    if on_path("python3") {
-        steps.push((
-            "venv",
-            "python3 -m venv .venv && test -x .venv/bin/python".into(),
-        ));
-    } else {
-        skipped("ordinary_work_succeeds_under_the_default_sandbox: no python3");
-    }
-    if on_path("cargo") {
-        let homes = ["CARGO_HOME", "RUSTUP_HOME"]
-            .iter()
-            .filter_map(|v| std::env::var(v).ok().map(|x| format!("{v}={x}")))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let real_home = std::env::var("HOME").unwrap_or_default();
-        steps.push((
-            "cargo",
-            format!(
-                "env {homes} CARGO_HOME=${{CARGO_HOME:-{real_home}/.cargo}} \
-                 RUSTUP_HOME=${{RUSTUP_HOME:-{real_home}/.rustup}} cargo new --vcs none -q x"
-            ),
-        ));
-    } else {
-        skipped("ordinary_work_succeeds_under_the_default_sandbox: no cargo");
-    }
-    if on_path("npm") {
-        steps.push((
-            "npm",
-            "npm_config_cache=\"$TMPDIR/npm\" npm init -y >/dev/null".into(),
-        ));
-    } else {
-        skipped("ordinary_work_succeeds_under_the_default_sandbox: no npm");
-    }
+    // A step on a tool the machine lacks is left out, saying so.
+    let mut step_on = |tool: &str, name: &'static str, cmd: String| {
+        if on_path(tool) {
+            steps.push((name, cmd));
+        } else {
+            skipped(&format!(
+                "ordinary_work_succeeds_under_the_default_sandbox: no {tool}"
+            ));
+        }
+    };
+    step_on(
+        "python3",
+        "venv",
+        "python3 -m venv .venv && test -x .venv/bin/python".into(),
+    );
+    let homes = ["CARGO_HOME", "RUSTUP_HOME"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok().map(|x| format!("{v}={x}")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let real_home = std::env::var("HOME").unwrap_or_default();
+    step_on(
+        "cargo",
+        "cargo",
+        format!(
+            "env {homes} CARGO_HOME=${{CARGO_HOME:-{real_home}/.cargo}} \
+             RUSTUP_HOME=${{RUSTUP_HOME:-{real_home}/.rustup}} cargo new --vcs none -q x"
+        ),
+    );
+    step_on(
+        "npm",
+        "npm",
+        "npm_config_cache=\"$TMPDIR/npm\" npm init -y >/dev/null".into(),
+    );
     for (_, cmd) in &steps {
         c.server.push(Reply::tool_calls(vec![bash(cmd)]));
     }
@@ -248,10 +253,9 @@ fn state(w: &Path) -> Vec<(String, String, u32, i64)> {
 
 #[test]
 fn every_protected_write_and_metadata_change_is_refused() {
-    if !namespaces("every_protected_write_and_metadata_change_is_refused") {
+    let Some(c) = confined("every_protected_write_and_metadata_change_is_refused") else {
         return;
-    }
-    let c = Case::new();
+    };
     let w = c.work();
     project(&w);
     let before = state(&w);
@@ -301,10 +305,7 @@ fn every_protected_write_and_metadata_change_is_refused() {
 /// Where commands run in namespaces (else `None`, SKIPPED for `test`): a case with `out/` in its
 /// workspace whose model makes the Bash call `cmd`, then says "done".
 fn one_bash_call(test: &str, cmd: &str) -> Option<Case> {
-    if !namespaces(test) {
-        return None;
-    }
-    let c = Case::new();
+    let c = confined(test)?;
     std::fs::create_dir_all(c.work().join("out")).unwrap();
     c.server.push(Reply::tool_calls(vec![bash(cmd)]));
     c.server.push(Reply::text("done"));
@@ -421,10 +422,9 @@ fn doctor_and_the_first_line_at_v_say_which_sandbox_is_active() {
 
 #[test]
 fn nothing_a_hook_starts_outlives_it() {
-    if !namespaces("nothing_a_hook_starts_outlives_it") {
+    let Some(c) = confined("nothing_a_hook_starts_outlives_it") else {
         return;
-    }
-    let c = Case::new();
+    };
     let w = c.work();
     // `out/` exists, so the hook's mark needs no new entry in the workspace root (which the
     // Landlock fallback, and the code before the namespace sandbox, refuse).

@@ -2,6 +2,7 @@
 //! as text, end with an empty reply; and the lean main agent (`--main-tools`).
 
 use crate::common;
+use common::MainModel as _;
 
 use std::path::Path;
 
@@ -189,10 +190,8 @@ fn an_empty_final_answer_fails_and_says_why() {
     let out = subagents()
         .arg("--config")
         .arg(&config)
-        .args(["--store", "memory", "run", "compute", "--model"])
-        .arg(server.openai_model("main-model"))
-        .arg("--agents")
-        .arg(&agents)
+        .args(["--store", "memory", "run", "compute"])
+        .main_model(&server, &agents)
         .assert()
         .code(1);
     assert!(out.get_output().stdout.is_empty());

@@ -4,6 +4,7 @@
 //! sends it one. Each child reads its message at its next turn boundary.
 
 use crate::common;
+use common::MainModel as _;
 
 use std::time::Duration;
 
@@ -149,10 +150,8 @@ fn run_steers_a_background_child_and_its_background_grandchild() {
     let out = subagents_in(home.path())
         .arg("--config")
         .arg(&config)
-        .args(["run", "go", "--store", "memory", "--model"])
-        .arg(server.openai_model("main-model"))
-        .arg("--agents")
-        .arg(&agents)
+        .args(["run", "go", "--store", "memory"])
+        .main_model(&server, &agents)
         .timeout(Duration::from_secs(120))
         .assert()
         .success();

@@ -42,6 +42,15 @@ fn of<'a>(events: &'a [Value], agent: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// Asserts that the progress events of `who` include each kind of `kinds`.
+#[track_caller]
+fn has_events(events: &[&Value], who: &str, kinds: &[&str]) {
+    let seen: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    for k in kinds {
+        assert!(seen.contains(k), "{who} has no {k}: {seen:?}");
+    }
+}
+
 /// Writes `ROOT/note.txt` (it says DEEP-ANSWER-7) and the chain a → b → c; the note's path and
 /// the agents directory.
 fn note_and_chain(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -131,18 +140,19 @@ fn stream_json_carries_every_depths_deltas_tool_calls_and_results_keyed_by_task_
 
     // The deepest child's text deltas, tool call and tool result reach the root.
     let c = of(&events, "c");
-    let kinds: Vec<&str> = c.iter().filter_map(|e| e["event"].as_str()).collect();
-    for k in [
-        "started",
-        "turn",
-        "text_delta",
-        "tool_call",
-        "tool_result",
-        "usage",
-        "finished",
-    ] {
-        assert!(kinds.contains(&k), "c has no {k}: {kinds:?}");
-    }
+    has_events(
+        &c,
+        "c",
+        &[
+            "started",
+            "turn",
+            "text_delta",
+            "tool_call",
+            "tool_result",
+            "usage",
+            "finished",
+        ],
+    );
     let text = deltas(&c);
     assert_eq!(text, "Reading the noteThe note says:\nDEEP-ANSWER-7");
     let call = c.iter().find(|e| e["event"] == "tool_call").expect("call");
@@ -291,16 +301,17 @@ fn a_remote_childs_own_children_stream_through_a2a_keyed_under_the_calling_task(
 
     // The remote leaf: its own node under the coordinator's task, one level deeper.
     let leaf = of(&events, "leaf");
-    let kinds: Vec<&str> = leaf.iter().filter_map(|e| e["event"].as_str()).collect();
-    for k in [
-        "started",
-        "text_delta",
-        "tool_call",
-        "tool_result",
-        "finished",
-    ] {
-        assert!(kinds.contains(&k), "the remote leaf has no {k}: {kinds:?}");
-    }
+    has_events(
+        &leaf,
+        "the remote leaf",
+        &[
+            "started",
+            "text_delta",
+            "tool_call",
+            "tool_result",
+            "finished",
+        ],
+    );
     for e in &leaf {
         assert_eq!(e["depth"], 2, "{e}");
         assert_eq!(e["parent_task_id"], coord_id.as_str(), "{e}");

@@ -472,15 +472,9 @@ fn parallel_approvals_name_who_asks_and_always_answers_the_waiting_one() {
         );
         model.push_for_model(m, Reply::text("touched"));
     }
-    model.push(Reply::tool_calls(vec![
-        (
-            "Task",
-            json!({"description": "a", "prompt": "go", "subagent_type": "alpha"}),
-        ),
-        (
-            "Task",
-            json!({"description": "b", "prompt": "go", "subagent_type": "beta"}),
-        ),
+    model.push(common::task_calls(&[
+        ("a", "go", "alpha"),
+        ("b", "go", "beta"),
     ]));
     model.push(Reply::text("both done"));
     let mut cmd = common::process_in(home.path());

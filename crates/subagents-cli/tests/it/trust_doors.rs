@@ -79,6 +79,15 @@ fn delegate(c: &Case) {
     c.server.push(Reply::text("done"));
 }
 
+/// A run that delegates ([`delegate`]) and succeeds, in which the server that makes `marker`
+/// was not started (else fails with `ran`); its stderr says each of `says`.
+fn not_started(c: &Case, marker: &Path, ran: &str, says: &[&str]) {
+    delegate(c);
+    let a = c.run(&[]).success();
+    assert!(!marker.exists(), "{ran}");
+    common::assert_has(&stderr_of(&a), says);
+}
+
 fn task(subagent: &str, model: Option<&str>) -> Reply {
     let mut input = json!({"description": "d", "prompt": "p", "subagent_type": subagent});
     if let Some(m) = model {
@@ -320,14 +329,12 @@ fn an_agent_files_inline_mcp_server_starts_only_once_the_file_is_approved() {
     std::fs::write(&file, agent_with_inline_server(&marker)).unwrap();
 
     // A cloned repository's `.claude/agents`: not started, and stderr says why and how.
-    delegate(&c);
-    let a = c.run(&[]).success();
-    assert!(
-        !marker.exists(),
-        "the inline server's command ran unapproved"
+    not_started(
+        &c,
+        &marker,
+        "the inline server's command ran unapproved",
+        &["[\"srv\"]", "not approved", "subagents trust"],
     );
-    let err = stderr_of(&a);
-    common::assert_has(&err, &["[\"srv\"]", "not approved", "subagents trust"]);
 
     // Approved: it starts.
     let said = c.trust(&[&file]);
@@ -401,14 +408,12 @@ fn a_script_an_approved_file_names_does_not_run_once_a_model_rewrote_it() {
     assert!(!rewritten.exists());
 
     // Run 2: the old approval does not cover the new script: the server is not started.
-    delegate(&c);
-    let a = c.run(&[]).success();
-    assert!(
-        !rewritten.exists(),
-        "the rewritten script ran on the old approval"
+    not_started(
+        &c,
+        &rewritten,
+        "the rewritten script ran on the old approval",
+        &["not applied from", ".mcp.json"],
     );
-    let err = stderr_of(&a);
-    common::assert_has(&err, &["not applied from", ".mcp.json"]);
 
     // Reviewed and approved again, it runs.
     c.trust(&[&mcp]);
@@ -532,10 +537,12 @@ fn an_unapproved_price_of_zero_does_not_lower_the_price_and_the_budget_still_tri
 
 #[test]
 fn the_users_hook_runs_a_model_rewritten_workspace_script_confined() {
-    if !common::landlock("the_users_hook_runs_a_model_rewritten_workspace_script_confined") {
+    let Some(c) =
+        WorkCase::landlocked("the_users_hook_runs_a_model_rewritten_workspace_script_confined")
+            .map(Case)
+    else {
         return;
-    }
-    let c = Case::new();
+    };
     let w = c.work();
     std::fs::create_dir_all(w.join("tools")).unwrap();
     let home = c.home.path();

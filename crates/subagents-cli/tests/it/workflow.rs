@@ -6,6 +6,7 @@
 //! wall time and peak memory (docs/PERFORMANCE.md).
 
 use crate::common;
+use common::MainModel as _;
 use common::OutputOk;
 
 use std::path::Path;
@@ -283,17 +284,13 @@ fn hostile_scripts_end_with_clear_errors_within_their_limits() {
 /// An MCP server (rmcp, streamable HTTP, in this process) whose tool `report` answers with
 /// structured content.
 mod mcp_report {
-    use std::sync::Arc;
-
     use rmcp::model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig,
     };
     use rmcp::service::RequestContext;
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
     use rmcp::{ErrorData, RoleServer, ServerHandler};
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     #[derive(Clone)]
     pub(super) struct Report;
@@ -308,18 +305,10 @@ mod mcp_report {
             _request: Option<PaginatedRequestParams>,
             _context: RequestContext<RoleServer>,
         ) -> Result<ListToolsResult, ErrorData> {
-            let Value::Object(schema) = json!({
-                "type": "object",
-                "properties": {"prompt": {"type": "string"}},
-                "required": ["prompt"]
-            }) else {
-                unreachable!()
-            };
-            Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            Ok(crate::common::mcp_http::prompt_tool(
                 "report",
                 "Reports the answer as structured content.",
-                Arc::new(schema),
-            )]))
+            ))
         }
 
         async fn call_tool(
@@ -335,20 +324,7 @@ mod mcp_report {
 
     /// Serves [`Report`] on `rt`; its URL.
     pub(super) fn start(rt: &tokio::runtime::Runtime) -> String {
-        rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let config = StreamableHttpServerConfig::default()
-                .with_allowed_hosts(vec!["127.0.0.1".to_string(), "localhost".to_string()]);
-            let service = StreamableHttpService::new(
-                || Ok(Report),
-                Arc::new(LocalSessionManager::default()),
-                config,
-            );
-            let router = axum::Router::new().nest_service("/mcp", service);
-            tokio::spawn(async move { axum::serve(listener, router).await });
-            format!("http://{addr}/mcp")
-        })
+        crate::common::mcp_http::serve(rt, Report)
     }
 }
 
@@ -525,16 +501,8 @@ fn the_main_agent_runs_a_workflow_with_its_tool() {
     let out = subagents_in(home.path())
         .arg("--config")
         .arg(&config)
-        .args([
-            "run",
-            "use a workflow",
-            "--output-format",
-            "stream-json",
-            "--model",
-        ])
-        .arg(server.openai_model("main-model"))
-        .arg("--agents")
-        .arg(&agents)
+        .args(["run", "use a workflow", "--output-format", "stream-json"])
+        .main_model(&server, &agents)
         .timeout(Duration::from_secs(120))
         .assert()
         .success();

@@ -8,6 +8,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use serde_json::Value;
 
+pub(crate) mod mcp_http;
 pub(crate) mod peer;
 #[cfg(unix)]
 pub(crate) mod pty;
@@ -59,6 +60,40 @@ pub(crate) fn process_in(home: &Path) -> std::process::Command {
     cmd
 }
 
+/// A `run` command's main agent and agents: `--model M --agents DIR`, M being the scripted
+/// model server's `main-model`.
+pub(crate) trait MainModel {
+    /// Adds `args` to the command.
+    fn add_args(&mut self, args: &[&std::ffi::OsStr]) -> &mut Self;
+
+    /// Adds `--model M --agents agents`.
+    fn main_model(
+        &mut self,
+        server: &subagent_testkit::ScriptedModelServer,
+        agents: impl AsRef<std::ffi::OsStr>,
+    ) -> &mut Self {
+        let model = server.openai_model("main-model");
+        self.add_args(&[
+            "--model".as_ref(),
+            model.as_ref(),
+            "--agents".as_ref(),
+            agents.as_ref(),
+        ])
+    }
+}
+
+impl MainModel for std::process::Command {
+    fn add_args(&mut self, args: &[&std::ffi::OsStr]) -> &mut Self {
+        self.args(args)
+    }
+}
+
+impl MainModel for Command {
+    fn add_args(&mut self, args: &[&std::ffi::OsStr]) -> &mut Self {
+        self.args(args)
+    }
+}
+
 /// The variable for `run --main-tools`.
 pub(crate) const MAIN_TOOLS_VAR: &str = "SUBAGENTS_MAIN_TOOLS";
 
@@ -79,6 +114,21 @@ pub(crate) fn fixtures() -> PathBuf {
 /// The facade's `tests/fixtures/team`: main → coordinator → leaf.
 pub(crate) fn team() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../subagents/tests/fixtures/team")
+}
+
+/// `subagents run PROMPT ARGS... --model M --agents TEAM` ([`team`]), M being `server`'s `team`
+/// model.
+pub(crate) fn team_run(
+    server: &subagent_testkit::ScriptedModelServer,
+    prompt: &str,
+    args: &[&str],
+) -> Command {
+    let mut cmd = subagents();
+    cmd.args(["run", prompt])
+        .args(args)
+        .args(["--model", &server.openai_model("team"), "--agents"])
+        .arg(team());
+    cmd
 }
 
 /// The shared corpus of real agent collections (`../shared/corpora/claude-agents` from the
@@ -320,6 +370,21 @@ pub(crate) fn background_echo_call() -> subagent_testkit::Reply {
     )])
 }
 
+/// One turn of `Task` calls started together: each `(description, prompt, subagent_type)`.
+pub(crate) fn task_calls(calls: &[(&str, &str, &str)]) -> subagent_testkit::Reply {
+    subagent_testkit::Reply::tool_calls(
+        calls
+            .iter()
+            .map(|(description, prompt, agent)| {
+                (
+                    "Task",
+                    serde_json::json!({"description": description, "prompt": prompt, "subagent_type": agent}),
+                )
+            })
+            .collect(),
+    )
+}
+
 /// A workspace (`HOME/work`) that `subagents run` works in against a scripted model server.
 pub(crate) struct WorkCase {
     _rt: tokio::runtime::Runtime,
@@ -338,6 +403,11 @@ impl WorkCase {
             server,
             home,
         }
+    }
+
+    /// A new case where Landlock is available ([`landlock`]: else `None`, SKIPPED for `test`).
+    pub(crate) fn landlocked(test: &str) -> Option<Self> {
+        landlock(test).then(Self::new)
     }
 
     pub(crate) fn work(&self) -> PathBuf {
