@@ -31,7 +31,7 @@ fn first_main_request(
         .push_for_model("main-model", Reply::text("ok"));
     subagents_in(home)
         .args(["--store", "memory", "run", "hi"])
-        .main_model(&server, &agents)
+        .main_model(server, &agents)
         .args(extra)
         .assert()
         .success();

@@ -43,7 +43,7 @@ fn run_once(
     let out = subagents_in(home)
         .env_remove(MAIN_TOOLS_VAR)
         .args(["--store", "memory", "run", "hi"])
-        .main_model(&server, agents)
+        .main_model(server, agents)
         .args(extra)
         .output()
         .expect("the command runs");

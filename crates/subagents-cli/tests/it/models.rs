@@ -131,7 +131,7 @@ fn run_delegating(
     let mut cmd = subagents_in(home);
     with_anthropic_key(&mut cmd)
         .args(["--store", "memory", "run", "go"])
-        .main_model(&server, dir);
+        .main_model(server, dir);
     configure(&mut cmd);
     let out = cmd.output().expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
