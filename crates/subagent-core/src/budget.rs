@@ -422,12 +422,7 @@ impl Budget {
     /// [`charge_tokens`](Self::charge_tokens); `metered`: the charge came through the meter of
     /// a run below (so it is not this meter's own).
     fn charge_usage_via(&self, model: &str, c: &Charge, metered: bool) -> Option<Limit> {
-        let below = metered || self.inner.meter;
-        let up = self
-            .inner
-            .parent
-            .as_ref()
-            .and_then(|p| p.charge_usage_via(model, c, below));
+        let up = self.charge_up(metered, |p, below| p.charge_usage_via(model, c, below));
         if let Some(max) = self.inner.limits.usd {
             match self
                 .inner
@@ -469,13 +464,20 @@ impl Budget {
 
     /// [`charge`](Self::charge); `metered` as in [`charge_usage_via`](Self::charge_usage_via).
     fn charge_via(&self, tokens: u64, turns: u32, metered: bool) -> Option<Limit> {
-        let below = metered || self.inner.meter;
-        let up = self
-            .inner
-            .parent
-            .as_ref()
-            .and_then(|p| p.charge_via(tokens, turns, below));
+        let up = self.charge_up(metered, |p, below| p.charge_via(tokens, turns, below));
         self.charge_own(tokens, turns, metered).or(up)
+    }
+
+    /// Passes a charge to the budget above, when there is one: `charge` gets it and whether
+    /// the charge comes through the meter of a run below it (`metered` here, or this budget
+    /// is a meter).
+    fn charge_up(
+        &self,
+        metered: bool,
+        charge: impl FnOnce(&Budget, bool) -> Option<Limit>,
+    ) -> Option<Limit> {
+        let below = metered || self.inner.meter;
+        self.inner.parent.as_ref().and_then(|p| charge(p, below))
     }
 
     fn charge_own(&self, tokens: u64, turns: u32, metered: bool) -> Option<Limit> {
@@ -744,9 +746,19 @@ impl BudgetExt for TaskContext {
 mod tests {
     use super::*;
 
+    /// A root budget of `limits`, with a cancellation token of its own.
+    fn budget(limits: BudgetLimits) -> Budget {
+        Budget::new(limits, CancellationToken::new())
+    }
+
+    /// The tokens and turns `b` counts.
+    fn used(b: &Budget) -> (u64, u32) {
+        (b.tokens_used(), b.turns_used())
+    }
+
     #[test]
     fn a_context_carries_its_budget_to_its_children() {
-        let b = Budget::new(BudgetLimits::new().with_turns(1), CancellationToken::new());
+        let b = budget(BudgetLimits::new().with_turns(1));
         let ctx = TaskContext::new().with_budget(b.clone());
         let child = ctx.child("c", None);
         child.budget().expect("inherited").charge(0, 2);
@@ -848,8 +860,7 @@ mod tests {
 
         // A budget counts the cost with the cache, the tokens as input + output.
         let prices = Arc::new(ModelPrices::new().with("m", price));
-        let root = Budget::new(BudgetLimits::new().with_usd(10.0), CancellationToken::new())
-            .with_prices(prices);
+        let root = budget(BudgetLimits::new().with_usd(10.0)).with_prices(prices);
         let meter = root.meter();
         assert_eq!(meter.charge_tokens("m", &turn, 1), None);
         assert!((root.usd_used() - want).abs() < 1e-6);
@@ -915,12 +926,9 @@ mod tests {
             }),
             "named by the enum"
         );
-        assert_eq!((root.tokens_used(), root.turns_used()), (300, 3));
+        assert_eq!(used(&root), (300, 3));
         // Absurd numbers saturate instead of overflowing.
-        let b = Budget::new(
-            BudgetLimits::new().with_tokens(10),
-            CancellationToken::new(),
-        );
+        let b = budget(BudgetLimits::new().with_tokens(10));
         assert!(b.charge_usage("m", u64::MAX, u64::MAX, u32::MAX).is_some());
         assert!(b.charge_usage("m", u64::MAX, 1, u32::MAX).is_some());
     }
@@ -945,45 +953,42 @@ mod tests {
         assert_eq!(meter.limits(), root.limits(), "the budget's limits");
         assert_eq!(meter.remaining_tokens(), Some(95));
         assert_eq!(meter.charge(30, 2), None);
-        assert_eq!((meter.tokens_used(), meter.turns_used()), (30, 2));
-        assert_eq!((root.tokens_used(), root.turns_used()), (35, 3));
+        assert_eq!(used(&meter), (30, 2));
+        assert_eq!(used(&root), (35, 3));
         // Spending through the meter spends the budget, and cancels the budget's tree.
         meter.spend(Limit::other("stop"));
         assert_eq!(root.spent().map(|l| l.to_string()).as_deref(), Some("stop"));
         assert!(cancel.is_cancelled());
-        let owned = Budget::new(BudgetLimits::new(), CancellationToken::new()).with_owner("rev");
+        let owned = budget(BudgetLimits::new()).with_owner("rev");
         assert_eq!(owned.meter().owner(), Some("rev"));
     }
 
     #[test]
     fn settling_charges_what_a_run_reported_and_did_not_charge_once() {
-        let root = Budget::new(
-            BudgetLimits::new().with_tokens(10_000),
-            CancellationToken::new(),
-        );
+        let root = budget(BudgetLimits::new().with_tokens(10_000));
         // A kind that charges nothing: all of its report, its children's too.
         let meter = root.meter();
         let own = Usage::new().with_tokens(100, 50).with_turns(2);
         let kids = [node("m", 10, 5, 1).with_children(vec![node("m", 1, 1, 1)])];
         assert_eq!(meter.settle(&own, &kids), None);
-        assert_eq!((root.tokens_used(), root.turns_used()), (167, 4));
+        assert_eq!(used(&root), (167, 4));
         assert_eq!(
             meter.settle(&own, &kids),
             None,
             "nothing left the second time"
         );
-        assert_eq!((root.tokens_used(), root.turns_used()), (167, 4));
+        assert_eq!(used(&root), (167, 4));
         // A kind that charged all of it as it went: nothing more.
         let meter = root.meter();
         meter.charge_turn("m", 100, 50);
         meter.charge_turn("m", 0, 0);
         assert_eq!(meter.settle(&own, &[]), None);
-        assert_eq!((root.tokens_used(), root.turns_used()), (317, 6));
+        assert_eq!(used(&root), (317, 6));
         // A kind that charged part of it: the rest.
         let meter = root.meter();
         meter.charge(120, 1);
         meter.settle(&own, &[]);
-        assert_eq!((root.tokens_used(), root.turns_used()), (467, 8));
+        assert_eq!(used(&root), (467, 8));
         // A report that crosses the limit spends the budget and says so.
         let meter = root.meter();
         assert_eq!(
@@ -999,10 +1004,7 @@ mod tests {
     fn a_run_is_credited_with_its_own_charges_not_those_of_the_runs_it_delegated_to() {
         // C (a kind that charges nothing) starts G (one that charges as it goes, under a
         // budget of its own) and ends first: what G charged so far is G's, not C's.
-        let root = Budget::new(
-            BudgetLimits::new().with_tokens(1_000_000),
-            CancellationToken::new(),
-        );
+        let root = budget(BudgetLimits::new().with_tokens(1_000_000));
         let c = root.meter();
         let g_own = c.nested(
             BudgetLimits::new().with_tokens(100_000),
@@ -1013,24 +1015,21 @@ mod tests {
         assert_eq!(c.tokens_used(), 5000, "the meter still counts its subtree");
         let c_report = Usage::new().with_tokens(300, 200).with_turns(1);
         assert_eq!(c.settle(&c_report, &[]), None);
-        assert_eq!((root.tokens_used(), root.turns_used()), (5500, 2));
+        assert_eq!(used(&root), (5500, 2));
         // G goes on, then ends reporting what it charged: nothing more.
         g.charge_turn("m", 7, 3);
         let g_report = Usage::new().with_tokens(4007, 1003).with_turns(2);
         assert_eq!(g.settle(&g_report, &[]), None);
-        assert_eq!((root.tokens_used(), root.turns_used()), (5510, 3));
+        assert_eq!(used(&root), (5510, 3));
         assert_eq!(g_own.tokens_used(), 5010);
         // Settling C again charges nothing more.
         assert_eq!(c.settle(&c_report, &[]), None);
-        assert_eq!((root.tokens_used(), root.turns_used()), (5510, 3));
+        assert_eq!(used(&root), (5510, 3));
     }
 
     #[test]
     fn a_node_its_own_meter_settled_is_skipped_once_with_its_children() {
-        let root = Budget::new(
-            BudgetLimits::new().with_tokens(1_000_000),
-            CancellationToken::new(),
-        );
+        let root = budget(BudgetLimits::new().with_tokens(1_000_000));
         let c = root.meter();
         // G ran under C and settled its report (with a grandchild's) on its own meter.
         let g = c.meter();
@@ -1038,7 +1037,7 @@ mod tests {
             .with_task_id("task_g")
             .with_children(vec![node("m", 40, 0, 1)]);
         assert_eq!(g.settle(&g_node.usage, &g_node.children), None);
-        assert_eq!((root.tokens_used(), root.turns_used()), (5040, 2));
+        assert_eq!(used(&root), (5040, 2));
         // Noted through a budget between (C's context may nest one): it reaches C's meter.
         c.nested(BudgetLimits::new(), CancellationToken::new())
             .note_settled("task_g");
@@ -1050,9 +1049,9 @@ mod tests {
             node("m", 3, 0, 0).with_task_id("task_x"),
         ];
         assert_eq!(c.settle(&own, &kids), None);
-        assert_eq!((root.tokens_used(), root.turns_used()), (5150, 3));
+        assert_eq!(used(&root), (5150, 3));
         assert_eq!(c.settle(&own, &kids), None, "settling twice");
-        assert_eq!((root.tokens_used(), root.turns_used()), (5150, 3));
+        assert_eq!(used(&root), (5150, 3));
         // With no meter above, nothing is kept (nor charged).
         root.note_settled("task_g");
         assert_eq!(root.tokens_used(), 5150);
@@ -1065,8 +1064,7 @@ mod tests {
                 .with("cheap", ModelPrice::new(1.0, 1.0))
                 .with("dear", ModelPrice::new(100.0, 100.0)),
         );
-        let root = Budget::new(BudgetLimits::new().with_usd(1.0), CancellationToken::new())
-            .with_prices(prices);
+        let root = budget(BudgetLimits::new().with_usd(1.0)).with_prices(prices);
         let own = Usage::new().with_tokens(1000, 0).with_model("cheap");
         // 1000 cheap tokens: 0.001 USD; 9000 dear ones: 0.9 USD.
         let kids = [node("dear", 9000, 0, 1)];
@@ -1087,11 +1085,7 @@ mod tests {
 
     #[test]
     fn absurd_reports_saturate_the_counters_without_a_panic() {
-        let root = Budget::new(
-            BudgetLimits::new().with_tokens(10).with_usd(1.0),
-            CancellationToken::new(),
-        )
-        .with_prices(Arc::new(
+        let root = budget(BudgetLimits::new().with_tokens(10).with_usd(1.0)).with_prices(Arc::new(
             ModelPrices::new().with("m", ModelPrice::new(1e9, 1e9)),
         ));
         root.charge(5, 1);

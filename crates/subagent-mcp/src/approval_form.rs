@@ -7,8 +7,19 @@ use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
     EnumSchema, InputRequest,
 };
+use std::sync::Arc;
+
 use subagent_core::ApprovalText;
-use subagent_spi::{ApprovalDecision, ApprovalRequest};
+use subagent_spi::{ApprovalDecision, ApprovalRequest, Approver};
+
+/// The host's own approver (`upstream`, e.g. `--yes`) when it can answer `request`: it
+/// answers before the client is asked, whichever way the client would be.
+pub(crate) fn upstream_answering<'a>(
+    upstream: &'a Option<Arc<dyn Approver>>,
+    request: &ApprovalRequest,
+) -> Option<&'a Arc<dyn Approver>> {
+    upstream.as_ref().filter(|up| up.can_answer(request))
+}
 
 /// The form's schema: a required `decision` (`yes` / `always` / `no`) and an optional `reason`.
 pub(crate) fn schema() -> Option<ElicitationSchema> {

@@ -117,10 +117,10 @@ impl McpServerConfig {
             None => value,
         };
         let Some(map) = map.as_object() else {
-            return Err(McpError::Config {
-                origin: origin.to_string(),
-                message: "expected an object `{\"mcpServers\": {\"name\": {...}}}`".to_string(),
-            });
+            return Err(config_error(
+                origin,
+                "expected an object `{\"mcpServers\": {\"name\": {...}}}`".to_string(),
+            ));
         };
         let mut config = Self::default();
         for (name, spec) in map {
@@ -161,11 +161,19 @@ fn parse_timeout(name: &str, spec: &Value, origin: &str) -> Result<Option<Durati
 }
 
 fn timeout_error(name: &str, value: &Value, origin: &str) -> McpError {
-    McpError::Config {
-        origin: origin.to_string(),
-        message: format!(
+    config_error(
+        origin,
+        format!(
             "mcpServers.{name}: `timeout_secs` must be a positive number of seconds, got `{value}`"
         ),
+    )
+}
+
+/// A configuration error naming where it is (`origin`).
+fn config_error(origin: &str, message: String) -> McpError {
+    McpError::Config {
+        origin: origin.to_string(),
+        message,
     }
 }
 
@@ -200,40 +208,37 @@ impl McpServerEntry {
     /// `{name: config}` objects, or one `{name: config, ...}` map (optionally wrapped in
     /// `{"mcpServers": ...}`). `origin` (e.g. `agents/x.md`) is named in errors.
     pub fn parse_list(value: &Value, origin: &str) -> Result<Vec<Self>, McpError> {
-        let mut out = Vec::new();
-        match value {
-            Value::Null => {}
-            Value::String(s) => out.extend(names_from_str(s)),
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    match item {
-                        Value::String(s) => out.extend(names_from_str(s)),
-                        Value::Object(_) => {
-                            out.extend(McpServerConfig::from_value(item, origin)?.into_inline());
-                        }
-                        other => {
-                            return Err(McpError::Config {
-                                origin: origin.to_string(),
-                                message: format!(
-                                    "mcpServers[{i}]: expected a server name or an object, got {}",
-                                    type_name(other)
-                                ),
-                            });
-                        }
-                    }
-                }
-            }
-            Value::Object(_) => {
-                out.extend(McpServerConfig::from_value(value, origin)?.into_inline());
-            }
+        // One name or one object reads as a list of one.
+        let items = match value {
+            Value::Null => &[][..],
+            Value::Array(items) => items.as_slice(),
+            Value::String(_) | Value::Object(_) => std::slice::from_ref(value),
             other => {
-                return Err(McpError::Config {
-                    origin: origin.to_string(),
-                    message: format!(
+                return Err(config_error(
+                    origin,
+                    format!(
                         "mcpServers: expected a list or an object, got {}",
                         type_name(other)
                     ),
-                });
+                ));
+            }
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                Value::String(s) => out.extend(names_from_str(s)),
+                Value::Object(_) => {
+                    out.extend(McpServerConfig::from_value(item, origin)?.into_inline());
+                }
+                other => {
+                    return Err(config_error(
+                        origin,
+                        format!(
+                            "mcpServers[{i}]: expected a server name or an object, got {}",
+                            type_name(other)
+                        ),
+                    ));
+                }
             }
         }
         Ok(out)
@@ -260,10 +265,7 @@ fn type_name(v: &Value) -> &'static str {
 
 /// Parses one server object of `.mcp.json`.
 pub fn parse_server(name: &str, spec: &Value, origin: &str) -> Result<McpEndpoint, McpError> {
-    let err = |message: String| McpError::Config {
-        origin: origin.to_string(),
-        message: format!("mcpServers.{name}: {message}"),
-    };
+    let err = |message: String| config_error(origin, format!("mcpServers.{name}: {message}"));
     let Some(obj) = spec.as_object() else {
         return Err(err(format!("expected an object, got {}", type_name(spec))));
     };

@@ -22,9 +22,7 @@ pub(crate) struct ElicitingApprover {
 #[async_trait]
 impl Approver for ElicitingApprover {
     async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
-        if let Some(up) = &self.upstream
-            && up.can_answer(&request)
-        {
+        if let Some(up) = crate::approval_form::upstream_answering(&self.upstream, &request) {
             return up.request(request).await;
         }
         if !self

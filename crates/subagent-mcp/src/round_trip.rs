@@ -47,9 +47,7 @@ pub(crate) struct RoundTripApprover {
 #[async_trait]
 impl Approver for RoundTripApprover {
     async fn request(&self, request: ApprovalRequest) -> ApprovalDecision {
-        if let Some(up) = &self.upstream
-            && up.can_answer(&request)
-        {
+        if let Some(up) = crate::approval_form::upstream_answering(&self.upstream, &request) {
             return up.request(request).await;
         }
         let (tx, rx) = oneshot::channel();

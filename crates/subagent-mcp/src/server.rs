@@ -178,6 +178,14 @@ impl McpToolServer {
         self
     }
 
+    /// Changes a setting the shared state is built from, then rebuilds that state.
+    fn rebuilt(mut self, set: impl FnOnce(&mut Inner)) -> Self {
+        let inner = Arc::make_mut(&mut self.inner);
+        set(inner);
+        inner.rebuild();
+        self
+    }
+
     /// Sets the instructions reported to clients (builder style).
     #[must_use]
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
@@ -190,52 +198,37 @@ impl McpToolServer {
     /// `input_required`, how long the call waits for the retry carrying the answer before it
     /// is denied and cancelled.
     #[must_use]
-    pub fn with_elicitation_timeout(mut self, timeout: std::time::Duration) -> Self {
-        let inner = Arc::make_mut(&mut self.inner);
-        inner.elicitation_timeout = timeout;
-        inner.rebuild();
-        self
+    pub fn with_elicitation_timeout(self, timeout: std::time::Duration) -> Self {
+        self.rebuilt(|inner| inner.elicitation_timeout = timeout)
     }
 
     /// How many calls may wait at once for a 2026-07-28 client's answer (default 64; a
     /// question beyond it is denied at once; builder style).
     #[must_use]
-    pub fn with_max_waiting_calls(mut self, max: usize) -> Self {
-        let inner = Arc::make_mut(&mut self.inner);
-        inner.max_waiting = max;
-        inner.rebuild();
-        self
+    pub fn with_max_waiting_calls(self, max: usize) -> Self {
+        self.rebuilt(|inner| inner.max_waiting = max)
     }
 
     /// Runs the calls of the tools `backend` accepts as MCP tasks for clients that declared
     /// the tasks extension, and declares the extension (builder style).
     #[must_use]
-    pub fn with_task_backend(mut self, backend: Arc<dyn McpTaskBackend>) -> Self {
-        let inner = Arc::make_mut(&mut self.inner);
-        inner.task_backend = Some(backend);
-        inner.rebuild();
-        self
+    pub fn with_task_backend(self, backend: Arc<dyn McpTaskBackend>) -> Self {
+        self.rebuilt(|inner| inner.task_backend = Some(backend))
     }
 
     /// How many tasks the server keeps track of (running, or ended and not yet forgotten;
     /// default 64): a task call beyond it, when none has ended, gets a tool error (builder
     /// style).
     #[must_use]
-    pub fn with_max_tasks(mut self, max: usize) -> Self {
-        let inner = Arc::make_mut(&mut self.inner);
-        inner.max_tasks = max;
-        inner.rebuild();
-        self
+    pub fn with_max_tasks(self, max: usize) -> Self {
+        self.rebuilt(|inner| inner.max_tasks = max)
     }
 
     /// The polling interval suggested to task clients (`pollIntervalMs`, default 1 s; builder
     /// style).
     #[must_use]
-    pub fn with_task_poll_interval(mut self, interval: std::time::Duration) -> Self {
-        let inner = Arc::make_mut(&mut self.inner);
-        inner.task_poll = interval;
-        inner.rebuild();
-        self
+    pub fn with_task_poll_interval(self, interval: std::time::Duration) -> Self {
+        self.rebuilt(|inner| inner.task_poll = interval)
     }
 
     /// Requires a credential on every streamable HTTP request: requests whose headers `check`
@@ -761,8 +754,7 @@ impl ServerHandler for McpToolServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let tasks = self.task_table::<rmcp::model::GetTaskMethod>()?;
-        let caller = self.caller_of(&context);
+        let (tasks, caller) = self.task_table::<rmcp::model::GetTaskMethod>(&context)?;
         tasks
             .get(caller.id(), &request.task_id)
             .await
@@ -774,8 +766,7 @@ impl ServerHandler for McpToolServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let tasks = self.task_table::<rmcp::model::UpdateTaskMethod>()?;
-        let caller = self.caller_of(&context);
+        let (tasks, caller) = self.task_table::<rmcp::model::UpdateTaskMethod>(&context)?;
         tasks.update(caller.id(), &request.task_id, request.input_responses)
     }
 
@@ -784,19 +775,24 @@ impl ServerHandler for McpToolServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let tasks = self.task_table::<rmcp::model::CancelTaskMethod>()?;
-        let caller = self.caller_of(&context);
+        let (tasks, caller) = self.task_table::<rmcp::model::CancelTaskMethod>(&context)?;
         tasks.cancel(caller.id(), &request.task_id).await
     }
 }
 
 impl McpToolServer {
-    /// The task table, or "method not found" when the server has no task backend.
-    fn task_table<M: rmcp::model::ConstString>(&self) -> Result<&Arc<TaskTable>, ErrorData> {
-        self.inner
+    /// The task table and the request's caller, or "method not found" when the server has no
+    /// task backend.
+    fn task_table<M: rmcp::model::ConstString>(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(&Arc<TaskTable>, McpCaller), ErrorData> {
+        let tasks = self
+            .inner
             .tasks
             .as_ref()
-            .ok_or_else(ErrorData::method_not_found::<M>)
+            .ok_or_else(ErrorData::method_not_found::<M>)?;
+        Ok((tasks, self.caller_of(context)))
     }
 }
 

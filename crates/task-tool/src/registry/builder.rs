@@ -159,6 +159,12 @@ impl fmt::Debug for TaskToolBuilder {
 }
 
 impl TaskToolBuilder {
+    /// Changes one setting of the tool's configuration.
+    fn configured(mut self, set: impl FnOnce(&mut TaskConfig)) -> Self {
+        set(&mut self.config);
+        self
+    }
+
     /// Records background tasks in `ledger` (see [`TaskLedger`](crate::TaskLedger)), so their
     /// results are readable after a restart. Default: none, background tasks live in memory.
     pub fn ledger(mut self, ledger: Arc<dyn crate::TaskLedger>) -> Self {
@@ -209,44 +215,38 @@ impl TaskToolBuilder {
     /// The bounds of each background task's inbox, which `SendMessage` fills (default 16
     /// unread messages of at most 16 KiB each): a send over either is refused, naming the
     /// limit.
-    pub fn inbox_limits(mut self, limits: impl Into<subagent_core::InboxLimits>) -> Self {
-        self.config.inbox = limits.into();
-        self
+    pub fn inbox_limits(self, limits: impl Into<subagent_core::InboxLimits>) -> Self {
+        self.configured(|c| c.inbox = limits.into())
     }
 
     /// Maximum background tasks running at once (default 16). Calls over it are refused with
     /// a message the model can read.
-    pub fn max_background(mut self, n: usize) -> Self {
-        self.config.max_background = n;
-        self
+    pub fn max_background(self, n: usize) -> Self {
+        self.configured(|c| c.max_background = n)
     }
 
     /// How long a finished background result stays readable (default 30 minutes).
-    pub fn result_ttl(mut self, ttl: Duration) -> Self {
-        self.config.result_ttl = ttl;
-        self
+    pub fn result_ttl(self, ttl: Duration) -> Self {
+        self.configured(|c| c.result_ttl = ttl)
     }
 
     /// Maximum finished background results kept (oldest evicted first; default 10,000).
-    pub fn max_retained(mut self, n: usize) -> Self {
-        self.config.max_retained = n;
-        self
+    pub fn max_retained(self, n: usize) -> Self {
+        self.configured(|c| c.max_retained = n)
     }
 
     /// How long `TaskStop` waits for an executor to wind down after cancelling it before the
     /// task is marked cancelled regardless (default 5 s).
-    pub fn stop_grace(mut self, grace: Duration) -> Self {
-        self.config.stop_grace = grace;
-        self
+    pub fn stop_grace(self, grace: Duration) -> Self {
+        self.configured(|c| c.stop_grace = grace)
     }
 
     /// The nesting limit (default [`DEFAULT_MAX_DEPTH`](crate::DEFAULT_MAX_DEPTH), 3): a run at
     /// depth `d` is offered delegation only when `d < max_depth`; the main agent is depth 0, so
     /// `max_depth(1)` lets the main agent delegate and no child delegate further. Values above
     /// [`MAX_DEPTH_CAP`] are refused by [`build`](Self::build).
-    pub fn max_depth(mut self, depth: u32) -> Self {
-        self.config.max_depth = depth;
-        self
+    pub fn max_depth(self, depth: u32) -> Self {
+        self.configured(|c| c.max_depth = depth)
     }
 
     /// Children working at once over the whole tree (default
@@ -259,9 +259,8 @@ impl TaskToolBuilder {
     /// back for the wait and takes one again, waiting its turn, before it continues. The cap
     /// thus counts runs doing work of their own, and a tree never deadlocks on it. 0 is
     /// refused by [`build`](Self::build).
-    pub fn max_concurrent(mut self, n: usize) -> Self {
-        self.config.max_concurrent = n;
-        self
+    pub fn max_concurrent(self, n: usize) -> Self {
+        self.configured(|c| c.max_concurrent = n)
     }
 
     /// Gives the agent named `agent` a budget of its own (over its whole subtree, background
@@ -271,22 +270,21 @@ impl TaskToolBuilder {
     /// most what is left of its caller's budget; when spent, only its subtree is cancelled and
     /// its outcome is `limit_reached` naming the budget and the agent
     /// (`budget_tokens=5000 (agent reviewer)`).
-    pub fn agent_budget(mut self, agent: impl Into<String>, limits: BudgetLimits) -> Self {
-        self.config.agent_budgets.insert(agent.into(), limits);
-        self
+    pub fn agent_budget(self, agent: impl Into<String>, limits: BudgetLimits) -> Self {
+        self.configured(|c| {
+            c.agent_budgets.insert(agent.into(), limits);
+        })
     }
 
     /// The prices agents' own budgets count cost with when their caller has no budget (see
     /// [`agent_budget`](Self::agent_budget)).
-    pub fn prices(mut self, prices: Arc<ModelPrices>) -> Self {
-        self.config.prices = Some(prices);
-        self
+    pub fn prices(self, prices: Arc<ModelPrices>) -> Self {
+        self.configured(|c| c.prices = Some(prices))
     }
 
     /// Maximum number of session ids remembered for `resume` routing (default 10,000).
-    pub fn max_sessions(mut self, n: usize) -> Self {
-        self.config.max_sessions = n;
-        self
+    pub fn max_sessions(self, n: usize) -> Self {
+        self.configured(|c| c.max_sessions = n)
     }
 
     /// Resolves every reference and builds the tool.

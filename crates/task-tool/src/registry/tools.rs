@@ -6,7 +6,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use subagent_spi::{
-    ApprovalDecision, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, TypedTool, async_trait,
+    ApprovalDecision, TaskContext, Tool, ToolEffect, ToolError, ToolOutput, TypedTool, UsageNode,
+    async_trait,
 };
 
 use super::TaskTool;
@@ -204,19 +205,12 @@ impl TaskOutputTool {
             read.await
         };
         match read {
-            Ok((snap, usage)) => {
-                let mut out = format::snapshot_text(
-                    &snap,
-                    input.block.then_some(input.timeout_ms),
-                    self.task.companions(),
-                );
-                if let Some(id) = usage.as_ref().and_then(|n| n.task_id.as_deref()) {
-                    // Settled by its own meter (crate::charge).
-                    crate::charge::noted(ctx, id);
-                }
-                out.children.extend(usage);
-                Ok(out)
-            }
+            Ok(read) => Ok(answer(
+                &self.task,
+                ctx,
+                read,
+                input.block.then_some(input.timeout_ms),
+            )),
             Err(e) => Ok(ToolOutput::error(format!(
                 "{e}. Your tasks: {}.{}",
                 list_or_none(&self.task.tasks_in(scope)),
@@ -279,21 +273,30 @@ impl TaskStopTool {
         // A run stops only the tasks it started (as SendMessage does, crate::steer).
         let scope = Scope::StartedBy(ctx.task_id());
         match waiting_on_children(ctx, self.task.stop_in(&input.task_id, scope)).await {
-            Ok((snap, usage)) => {
-                let mut out = format::snapshot_text(&snap, None, self.task.companions());
-                if let Some(id) = usage.as_ref().and_then(|n| n.task_id.as_deref()) {
-                    // Settled by its own meter (crate::charge).
-                    crate::charge::noted(ctx, id);
-                }
-                out.children.extend(usage);
-                Ok(out)
-            }
+            Ok(read) => Ok(answer(&self.task, ctx, read, None)),
             Err(e) => Ok(ToolOutput::error(format!(
                 "{e}. Your tasks: {}",
                 list_or_none(&self.task.tasks_in(scope))
             ))),
         }
     }
+}
+
+/// What `TaskOutput` or `TaskStop` answers about the task it read: the snapshot's text (with
+/// how long it waited, `waited_ms`), and the child's usage node, noted as settled (its own
+/// meter charged it, crate::charge).
+fn answer(
+    task: &TaskTool,
+    ctx: &TaskContext,
+    (snap, usage): (crate::BackgroundSnapshot, Option<UsageNode>),
+    waited_ms: Option<u64>,
+) -> ToolOutput {
+    let mut out = format::snapshot_text(&snap, waited_ms, task.companions());
+    if let Some(id) = usage.as_ref().and_then(|n| n.task_id.as_deref()) {
+        crate::charge::noted(ctx, id);
+    }
+    out.children.extend(usage);
+    out
 }
 
 fn list_or_none(ids: &[String]) -> String {
