@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::http::header;
-use axum::routing::post;
+use axum::routing::{MethodRouter, post};
 use serde_json::{Value, json};
 use subagent_spi::{
     BudgetLimits, SubagentError, SubagentReference, TaskCall, TaskContext, TaskOutcome, TaskStatus,
@@ -23,24 +23,22 @@ async fn endpoints() -> String {
     let app = axum::Router::new()
         .route(
             "/openai",
-            post(|Json(body): Json<Value>| async move {
-                let q = body["messages"][0]["content"].as_str().unwrap_or("");
-                Json(json!({
+            chat(|q| {
+                json!({
                     "model": "gpt-test",
                     "choices": [{"message": {"role": "assistant", "content": format!("openai: {q}")}}],
                     "usage": {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500}
-                }))
+                })
             }),
         )
         .route(
             "/anthropic",
-            post(|Json(body): Json<Value>| async move {
-                let q = body["messages"][0]["content"].as_str().unwrap_or("");
-                Json(json!({
+            chat(|q| {
+                json!({
                     "model": "claude-test",
                     "content": [{"type": "text", "text": format!("anthropic: {q}")}],
                     "usage": {"input_tokens": 1200, "output_tokens": 300}
-                }))
+                })
             }),
         )
         .route(
@@ -51,6 +49,13 @@ async fn endpoints() -> String {
             }),
         );
     serve(app).await
+}
+
+/// A chat API endpoint: `reply` gets the first message's text and writes the JSON answer.
+fn chat(reply: fn(&str) -> Value) -> MethodRouter {
+    post(move |Json(body): Json<Value>| async move {
+        Json(reply(body["messages"][0]["content"].as_str().unwrap_or("")))
+    })
 }
 
 /// The usage pointers of an OpenAI-style reply.
