@@ -112,23 +112,30 @@ impl ProgressRouter {
             st.orphans = kept;
             st.subscribers.insert(token.clone(), tx);
         }
-        ProgressSubscription {
-            router: self.clone(),
-            token,
+        let router = self.clone();
+        Subscription {
             rx,
+            unsubscribe: Some(Box::new(move || {
+                lock(&router.state).subscribers.remove(&token);
+            })),
         }
     }
 }
 
-struct ProgressSubscription {
-    router: Arc<ProgressRouter>,
-    token: ProgressToken,
-    rx: mpsc::Receiver<ProgressNotificationParam>,
+/// The progress notifications of one call.
+type ProgressSubscription = Subscription<ProgressNotificationParam>;
+
+/// What a router delivers to one subscriber; dropping it unsubscribes.
+struct Subscription<T> {
+    rx: mpsc::Receiver<T>,
+    unsubscribe: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
-impl Drop for ProgressSubscription {
+impl<T> Drop for Subscription<T> {
     fn drop(&mut self) {
-        lock(&self.router.state).subscribers.remove(&self.token);
+        if let Some(unsubscribe) = self.unsubscribe.take() {
+            unsubscribe();
+        }
     }
 }
 
@@ -145,26 +152,16 @@ impl TaskRouter {
         }
     }
 
-    fn subscribe(self: &Arc<Self>, id: &str) -> TaskSubscription {
+    fn subscribe(self: &Arc<Self>, id: &str) -> Subscription<DetailedTask> {
         let (tx, rx) = mpsc::channel(TASK_UPDATE_BUFFER);
         lock(&self.subscribers).insert(id.to_string(), tx);
-        TaskSubscription {
-            router: self.clone(),
-            id: id.to_string(),
+        let (router, id) = (self.clone(), id.to_string());
+        Subscription {
             rx,
+            unsubscribe: Some(Box::new(move || {
+                lock(&router.subscribers).remove(&id);
+            })),
         }
-    }
-}
-
-struct TaskSubscription {
-    router: Arc<TaskRouter>,
-    id: String,
-    rx: mpsc::Receiver<DetailedTask>,
-}
-
-impl Drop for TaskSubscription {
-    fn drop(&mut self) {
-        lock(&self.router.subscribers).remove(&self.id);
     }
 }
 

@@ -83,6 +83,16 @@ impl Harness {
         Self { server, dir }
     }
 
+    /// A harness whose model server answers with `replies`, in order, and its executor.
+    async fn scripted(replies: impl IntoIterator<Item = Reply>) -> (Self, Arc<ClaudeExecutor>) {
+        let h = Self::new().await;
+        for reply in replies {
+            h.server.push(reply);
+        }
+        let ex = h.executor();
+        (h, ex)
+    }
+
     fn registry(&self) -> ModelRegistry {
         ModelRegistry::new()
             .with_model("model-a", model(&self.server, "model-a"))
@@ -165,6 +175,16 @@ async fn run_child(
     run_child_in(ex, front, body, prompt, child_ctx()).await
 }
 
+/// A session approver (as the host runs one) over a recorder answering with `answers`: the
+/// recorder, and the approver to run with.
+fn session_over(
+    answers: impl IntoIterator<Item = ApprovalDecision>,
+) -> (Arc<ScriptedApprover>, Arc<dyn Approver>) {
+    let recorder = ScriptedApprover::answering(answers);
+    let session = Arc::new(SessionApprover::new(recorder.clone()));
+    (recorder, session)
+}
+
 /// [`run_child`] in the context `ctx`.
 async fn run_child_in(
     ex: &ClaudeExecutor,
@@ -179,10 +199,7 @@ async fn run_child_in(
 
 #[tokio::test]
 async fn tool_list_reflects_tools_and_disallowed_tools() {
-    let h = Harness::new().await;
-    let ex = h.executor();
-    h.server.push(Reply::text("one"));
-    h.server.push(Reply::text("two"));
+    let (h, ex) = Harness::scripted([Reply::text("one"), Reply::text("two")]).await;
 
     let out = run_child(
         &ex,
@@ -334,9 +351,7 @@ async fn a_stand_in_model_is_used_with_a_notice_for_the_agents_model_only() {
 
 #[tokio::test]
 async fn skills_text_is_in_the_system_prompt() {
-    let h = Harness::new().await;
-    let ex = h.executor();
-    h.server.push(Reply::text("ok"));
+    let (h, ex) = Harness::scripted([Reply::text("ok")]).await;
     run_child(
         &ex,
         "skills: [release-notes, not-there]",
@@ -382,10 +397,8 @@ async fn max_turns_stops_the_run() {
 
 #[tokio::test]
 async fn resume_sends_the_earlier_transcript() {
-    let h = Harness::new().await;
-    let ex = h.executor();
-    h.server.push(Reply::text("the answer is 42"));
-    h.server.push(Reply::text("yes, 42"));
+    let (h, ex) =
+        Harness::scripted([Reply::text("the answer is 42"), Reply::text("yes, 42")]).await;
     let def = agent("name: test-agent\ndescription: d", "You answer.");
     let first = run(&ex, &def, call("what is the answer?"), child_ctx())
         .await
@@ -510,10 +523,7 @@ async fn default_mode_asks_the_approver_and_accept_edits_allows_edits() {
 
 #[tokio::test]
 async fn without_an_approver_ask_means_deny_with_a_readable_message() {
-    let h = Harness::new().await;
-    let ex = h.executor();
-    h.server.push(bash_call("touch out/nobody.txt"));
-    h.server.push(Reply::text("ok"));
+    let (h, ex) = Harness::scripted([bash_call("touch out/nobody.txt"), Reply::text("ok")]).await;
     run_child(&ex, "", "p", "x").await;
     assert!(!h.dir.path().join("out/nobody.txt").exists());
     let results = h.server.last_request().unwrap().tool_results();
@@ -562,11 +572,8 @@ async fn an_allow_rule_allows_only_its_command_and_session_answers_are_remembere
         .with_rule(RuleAction::Deny, "Bash(rm:*)", &root, "test")
         .unwrap();
     let ex = h.executor_with(rules, None);
-    let recorder = ScriptedApprover::answering(vec![
-        ApprovalDecision::AllowOnce,
-        ApprovalDecision::AllowSession,
-    ]);
-    let session: Arc<dyn Approver> = Arc::new(SessionApprover::new(recorder.clone()));
+    let (recorder, session) =
+        session_over([ApprovalDecision::AllowOnce, ApprovalDecision::AllowSession]);
     h.server.push(Reply::tool_calls(vec![
         ("Bash", json!({"command": "git status"})),
         (
@@ -578,10 +585,7 @@ async fn an_allow_rule_allows_only_its_command_and_session_answers_are_remembere
     h.server.push(bash_call("touch out/one.txt"));
     h.server.push(bash_call("touch out/two.txt"));
     h.server.push(Reply::text("ok"));
-    let def = agent("name: test-agent\ndescription: d", "p");
-    run(&ex, &def, call("x"), child_ctx().with_approver(session))
-        .await
-        .unwrap();
+    run_child_in(&ex, "", "p", "x", child_ctx().with_approver(session)).await;
     let reqs = h.requests();
     let first = reqs[1].tool_results();
     assert!(
@@ -630,21 +634,17 @@ async fn protected_files_ask_a_person_every_time_in_every_mode() {
         .with_rule(RuleAction::Allow, "Write", &root, "test")
         .unwrap();
     let ex = h.executor_with(rules, Some(PermissionMode::BypassPermissions));
-    let recorder = ScriptedApprover::answering(vec![
+    let (recorder, session) = session_over([
         ApprovalDecision::AllowSession,
         ApprovalDecision::deny("not this one."),
     ]);
-    let session: Arc<dyn Approver> = Arc::new(SessionApprover::new(recorder.clone()));
     h.server
         .push(write_with("subagents.toml", "model = \"n\"\n"));
     h.server
         .push(write_with("subagents.toml", "[sandbox]\nenabled = false\n"));
     h.server.push(write_with("ordinary.txt", "free"));
     h.server.push(Reply::text("ok"));
-    let def = agent("name: test-agent\ndescription: d", "p");
-    run(&ex, &def, call("x"), child_ctx().with_approver(session))
-        .await
-        .unwrap();
+    run_child_in(&ex, "", "p", "x", child_ctx().with_approver(session)).await;
     let asked = recorder.requests();
     assert_eq!(
         asked.len(),
@@ -735,9 +735,7 @@ async fn task_is_offered_through_the_context_below_the_nesting_limit_only() {
 
 #[tokio::test]
 async fn builtin_explore_is_read_only() {
-    let h = Harness::new().await;
-    let ex = h.executor();
-    h.server.push(Reply::text("found"));
+    let (h, ex) = Harness::scripted([Reply::text("found")]).await;
     let def: Arc<dyn SubagentDefinition> =
         Arc::new(subagent_claude::builtin_agent("Explore").unwrap());
     let out = run(&ex, &def, call("find main"), child_ctx())

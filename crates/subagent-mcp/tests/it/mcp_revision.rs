@@ -97,6 +97,17 @@ impl Agent {
         self.run(TaskCall::new(self.def.name(), "test", prompt), ctx)
             .await
     }
+
+    /// Asks `prompt`, every question answered `decision`: the outcome and the questions asked.
+    async fn ask_answering(
+        &self,
+        prompt: &str,
+        decision: ApprovalDecision,
+    ) -> (Result<TaskOutcome, SubagentError>, Vec<ApprovalRequest>) {
+        let recorder = Recording::new(decision);
+        let out = self.ask(prompt, ctx_with(recorder.clone())).await;
+        (out, recorder.asked())
+    }
 }
 
 /// Asks `tool` (on the legacy server when `legacy`) `prompt` on a pool of its own, answering
@@ -106,10 +117,22 @@ async fn ask_saying_yes(
     legacy: bool,
     prompt: &str,
 ) -> (Result<TaskOutcome, SubagentError>, Vec<ApprovalRequest>) {
-    let agent = Agent::new(&McpPool::new(), tool, legacy).await;
-    let yes = Recording::new(ApprovalDecision::AllowOnce);
-    let out = agent.ask(prompt, ctx_with(yes.clone())).await;
-    (out, yes.asked())
+    Agent::new(&McpPool::new(), tool, legacy)
+        .await
+        .ask_answering(prompt, ApprovalDecision::AllowOnce)
+        .await
+}
+
+/// [`ask_saying_yes`] for a run that completes after one question: its text and the question.
+async fn asked_once_saying_yes(
+    tool: &str,
+    legacy: bool,
+    prompt: &str,
+) -> (String, ApprovalRequest) {
+    let (out, mut asked) = ask_saying_yes(tool, legacy, prompt).await;
+    let out = out.expect("the run completes");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    (out.text, asked.remove(0))
 }
 
 fn ctx_with(approver: Arc<dyn Approver>) -> TaskContext {
@@ -155,11 +178,12 @@ async fn input_required_is_asked_up_the_tree_and_answered_on_the_retried_call() 
     let pool = McpPool::new();
     let ask = Agent::new(&pool, "ask", false).await;
 
-    let yes = Recording::new(ApprovalDecision::AllowOnce);
-    let out = ask.ask("deploy", ctx_with(yes.clone())).await.unwrap();
+    let (out, asked) = ask
+        .ask_answering("deploy", ApprovalDecision::AllowOnce)
+        .await;
+    let out = out.unwrap();
     assert_eq!(out.status, TaskStatus::Completed);
     assert_eq!(out.text, r#"answer: accept {"confirm":true}"#);
-    let asked = yes.asked();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0].tool, "input-required");
     assert_eq!(asked[0].agent_path, ["lead", "ask"]);
@@ -170,10 +194,10 @@ async fn input_required_is_asked_up_the_tree_and_answered_on_the_retried_call() 
         asked[0].reason
     );
 
-    let no = Recording::new(ApprovalDecision::deny("not today"));
-    let out = ask.ask("deploy", ctx_with(no.clone())).await.unwrap();
-    assert_eq!(out.text, "answer: decline ");
-    assert_eq!(no.asked().len(), 1);
+    let no = ApprovalDecision::deny("not today");
+    let (out, asked) = ask.ask_answering("deploy", no).await;
+    assert_eq!(out.unwrap().text, "answer: decline ");
+    assert_eq!(asked.len(), 1);
 
     // Nobody to ask: declined, and the call still completes.
     let out = ask.ask("deploy", TaskContext::new()).await.unwrap();
@@ -185,10 +209,9 @@ async fn forms_a_yes_cannot_fill_and_links_without_a_person_are_declined() {
     let pool = McpPool::new();
     // A free-text form: declined without asking anybody.
     let name = Agent::new(&pool, "ask_name", false).await;
-    let yes = Recording::new(ApprovalDecision::AllowOnce);
-    let out = name.ask("x", ctx_with(yes.clone())).await.unwrap();
-    assert_eq!(out.text, "answer: decline ");
-    assert!(yes.asked().is_empty());
+    let (out, asked) = name.ask_answering("x", ApprovalDecision::AllowOnce).await;
+    assert_eq!(out.unwrap().text, "answer: decline ");
+    assert!(asked.is_empty());
 
     // A URL: shown to a person (with the URL), never accepted by a standing --yes.
     let url = Agent::new(&pool, "ask_url", false).await;
@@ -197,10 +220,8 @@ async fn forms_a_yes_cannot_fill_and_links_without_a_person_are_declined() {
         .await
         .unwrap();
     assert_eq!(out.text, "answer: decline ");
-    let person = Recording::new(ApprovalDecision::AllowOnce);
-    let out = url.ask("x", ctx_with(person.clone())).await.unwrap();
-    assert_eq!(out.text, "answer: accept ");
-    let asked = person.asked();
+    let (out, asked) = url.ask_answering("x", ApprovalDecision::AllowOnce).await;
+    assert_eq!(out.unwrap().text, "answer: accept ");
     assert!(asked[0].person_only);
     assert!(
         asked[0].summary.contains("https://example.com/login"),
@@ -219,11 +240,9 @@ async fn a_server_that_keeps_asking_is_stopped_after_eight_rounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_server_elicitation_is_asked_up_the_tree() {
-    let (out, asked) = ask_saying_yes("legacy_ask", true, "x").await;
-    let out = out.unwrap();
-    assert_eq!(out.text, r#"answer: accept {"confirm":true}"#);
-    assert_eq!(asked.len(), 1);
-    assert_eq!(asked[0].tool, "input-required");
+    let (text, asked) = asked_once_saying_yes("legacy_ask", true, "x").await;
+    assert_eq!(text, r#"answer: accept {"confirm":true}"#);
+    assert_eq!(asked.tool, "input-required");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,10 +277,8 @@ async fn a_task_is_followed_to_its_end_and_resumes_by_its_handle() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_asking_for_input_is_answered_with_tasks_update() {
-    let (out, asked) = ask_saying_yes("task_echo", false, "ask").await;
-    let out = out.unwrap();
-    assert_eq!(out.text, r#"task answer: accept {"confirm":true}"#);
-    assert_eq!(asked.len(), 1);
+    let (text, _) = asked_once_saying_yes("task_echo", false, "ask").await;
+    assert_eq!(text, r#"task answer: accept {"confirm":true}"#);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -91,11 +91,15 @@ fn limit(o: &TaskOutcome) -> Option<String> {
     o.limit.as_ref().map(ToString::to_string)
 }
 
+/// A kind that does not charge (`spender`) is charged what it reports; a kind that charges as
+/// it goes (`honest`) is not charged again.
 #[tokio::test]
-async fn a_kind_that_does_not_charge_is_charged_what_it_reports() {
-    let (_, _, budget, o) = run_under_budget("spender", "100", 10_000).await;
-    assert_eq!(o.status, TaskStatus::Completed);
-    assert_eq!((budget.tokens_used(), budget.turns_used()), (100, 1));
+async fn a_run_is_charged_once_what_it_used() {
+    for (agent, prompt, used) in [("spender", "100", (100, 1)), ("honest", "go", (1000, 2))] {
+        let (_, _, budget, o) = run_under_budget(agent, prompt, 10_000).await;
+        assert_eq!(o.status, TaskStatus::Completed, "{agent}");
+        assert_eq!((budget.tokens_used(), budget.turns_used()), used, "{agent}");
+    }
 }
 
 #[tokio::test]
@@ -146,13 +150,6 @@ async fn a_background_childs_report_is_charged_once_when_it_ends() {
     task.output(&id, None).await.expect("reads");
     assert_eq!((budget.tokens_used(), budget.turns_used()), (1_000_000, 1));
     next_is_refused(&task, &ctx, "budget_tokens=10000").await;
-}
-
-#[tokio::test]
-async fn a_kind_that_charges_as_it_goes_is_not_charged_again() {
-    let (_, _, budget, o) = run_under_budget("honest", "go", 10_000).await;
-    assert_eq!(o.status, TaskStatus::Completed);
-    assert_eq!((budget.tokens_used(), budget.turns_used()), (1000, 2));
 }
 
 #[tokio::test]

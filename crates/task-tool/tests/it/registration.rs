@@ -4,9 +4,9 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{FnKind, build_tool, fn_ref};
+use common::{FnKind, build_tool, fn_ref, try_build_tool};
 use subagent_spi::*;
-use task_tool::{BuildError, TaskTool};
+use task_tool::{BuildError, ReferenceFailure, TaskTool, TaskToolBuilder};
 
 fn kind() -> FnKind {
     FnKind::new()
@@ -18,24 +18,33 @@ fn kind() -> FnKind {
         })
 }
 
+/// Builds a tool over `kind` with `refs` (its builder passed to `with`), which must fail as
+/// some references cannot resolve: the error's text and its failures.
+async fn unresolvable(
+    kind: SubagentType,
+    refs: impl IntoIterator<Item = SubagentReference>,
+    with: impl FnOnce(TaskToolBuilder) -> TaskToolBuilder,
+) -> (String, Vec<ReferenceFailure>) {
+    let err = try_build_tool(kind, refs, with)
+        .await
+        .expect_err("references cannot resolve");
+    let text = err.to_string();
+    match err {
+        BuildError::Unresolvable { failures } => (text, failures),
+        other => panic!("unexpected error {other}"),
+    }
+}
+
 #[tokio::test]
 async fn build_lists_every_failing_reference() {
-    let err = TaskTool::builder()
-        .subagent_type(kind().into_type())
-        .subagent_references([
-            fn_ref("echo"),
-            fn_ref("missing-one"),
-            SubagentReference::new("http://127.0.0.1:1/agent", "A2A"),
-            fn_ref("missing-two"),
-        ])
-        .build()
-        .await
-        .expect_err("three references cannot resolve");
-    let BuildError::Unresolvable { failures } = &err else {
-        panic!("unexpected error {err}");
-    };
-    assert_eq!(failures.len(), 3, "{err}");
-    let text = err.to_string();
+    let refs = [
+        fn_ref("echo"),
+        fn_ref("missing-one"),
+        SubagentReference::new("http://127.0.0.1:1/agent", "A2A"),
+        fn_ref("missing-two"),
+    ];
+    let (text, failures) = unresolvable(kind().into_type(), refs, |b| b).await;
+    assert_eq!(failures.len(), 3, "{text}");
     assert!(
         text.contains("fn:missing-one") && text.contains("no function named `missing-one`"),
         "{text}"
@@ -63,35 +72,22 @@ async fn build_lists_every_failing_reference() {
 
 #[tokio::test]
 async fn skip_unresolvable_keeps_the_good_ones() {
-    let task = TaskTool::builder()
-        .subagent_type(kind().into_type())
-        .subagent_references([fn_ref("echo"), fn_ref("missing")])
-        .skip_unresolvable(true)
-        .build()
-        .await
-        .expect("bad references are skipped");
+    // The bad reference is skipped: the build succeeds.
+    let refs = [fn_ref("echo"), fn_ref("missing")];
+    let task = build_tool(kind().into_type(), refs, |b| b.skip_unresolvable(true)).await;
     assert_eq!(task.agent_names(), vec!["echo".to_string()]);
 }
 
 #[tokio::test]
 async fn resolution_has_a_timeout() {
-    let err = TaskTool::builder()
-        .subagent_type(
-            kind()
-                .agent("slow-resolve", |_, _| async {
-                    Ok(TaskOutcome::completed(""))
-                })
-                .into_type(),
-        )
-        .subagent_reference(fn_ref("slow-resolve"))
-        .resolve_timeout(Duration::from_millis(50))
-        .build()
-        .await
-        .expect_err("resolution times out");
-    assert!(err.to_string().contains("longer than 50 ms"), "{err}");
-    let BuildError::Unresolvable { failures } = &err else {
-        panic!("unexpected error {err}");
-    };
+    let slow = kind().agent("slow-resolve", |_, _| async {
+        Ok(TaskOutcome::completed(""))
+    });
+    let (text, failures) = unresolvable(slow.into_type(), [fn_ref("slow-resolve")], |b| {
+        b.resolve_timeout(Duration::from_millis(50))
+    })
+    .await;
+    assert!(text.contains("longer than 50 ms"), "{text}");
     assert!(
         failures[0].error().is_none(),
         "a timeout has no error behind it"
@@ -100,10 +96,8 @@ async fn resolution_has_a_timeout() {
 
 #[tokio::test]
 async fn duplicate_user_names_name_both_uris() {
-    let err = TaskTool::builder()
-        .subagent_type(kind().into_type())
-        .subagent_references([fn_ref("echo#twin?first"), fn_ref("other#Twin?second")])
-        .build()
+    let refs = [fn_ref("echo#twin?first"), fn_ref("other#Twin?second")];
+    let err = try_build_tool(kind().into_type(), refs, |b| b)
         .await
         .expect_err("two agents named twin");
     match &err {

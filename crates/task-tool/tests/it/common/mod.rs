@@ -40,8 +40,17 @@ pub(crate) async fn build_tool(
     refs: impl IntoIterator<Item = subagent_spi::SubagentReference>,
     with: impl FnOnce(task_tool::TaskToolBuilder) -> task_tool::TaskToolBuilder,
 ) -> task_tool::TaskTool {
+    try_build_tool(kind, refs, with).await.expect("builds")
+}
+
+/// [`build_tool`], for a build that may fail.
+pub(crate) async fn try_build_tool(
+    kind: subagent_spi::SubagentType,
+    refs: impl IntoIterator<Item = subagent_spi::SubagentReference>,
+    with: impl FnOnce(task_tool::TaskToolBuilder) -> task_tool::TaskToolBuilder,
+) -> Result<task_tool::TaskTool, task_tool::BuildError> {
     let builder = task_tool::TaskTool::builder()
         .subagent_type(kind)
         .subagent_references(refs);
-    with(builder).build().await.expect("builds")
+    with(builder).build().await
 }
