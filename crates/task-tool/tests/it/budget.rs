@@ -8,7 +8,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{FnKind, assert_error, build_tool, fn_ref};
+use common::{FnKind, assert_error, build_tool, fn_ref, foreground};
 use subagent_core::{Budget, BudgetExt};
 use subagent_spi::*;
 use task_tool::{Dispatch, TaskTool};
@@ -57,13 +57,6 @@ fn with_budget(tokens: u64) -> (TaskContext, Budget) {
     (ctx.with_budget(budget.clone()), budget)
 }
 
-async fn foreground(task: &TaskTool, call: TaskCall, ctx: &TaskContext) -> TaskOutcome {
-    match task.dispatch(call, ctx).await.expect("runs") {
-        Dispatch::Foreground { outcome, .. } => outcome,
-        other => panic!("not a foreground run: {other:?}"),
-    }
-}
-
 /// Runs `agent` with `prompt` in the foreground under a budget of `tokens`: the tool, the
 /// caller's context, its budget and the outcome.
 async fn run_under_budget(
@@ -73,7 +66,7 @@ async fn run_under_budget(
 ) -> (TaskTool, TaskContext, Budget, TaskOutcome) {
     let task = tool(|b| b).await;
     let (ctx, budget) = with_budget(tokens);
-    let o = foreground(&task, TaskCall::new(agent, "d", prompt), &ctx).await;
+    let (_, o) = foreground(&task, TaskCall::new(agent, "d", prompt), &ctx).await;
     (task, ctx, budget, o)
 }
 
@@ -165,7 +158,7 @@ async fn absurd_reported_numbers_saturate_without_a_panic() {
 async fn an_agents_own_budget_is_charged_too_and_names_the_agent() {
     let task = tool(|b| b.agent_budget("spender", BudgetLimits::new().with_tokens(500))).await;
     let (ctx, budget) = with_budget(1_000_000);
-    let o = foreground(&task, TaskCall::new("spender", "d", "1000"), &ctx).await;
+    let (_, o) = foreground(&task, TaskCall::new("spender", "d", "1000"), &ctx).await;
     assert_eq!(o.status, TaskStatus::LimitReached);
     assert_eq!(
         limit(&o).as_deref(),
@@ -174,7 +167,7 @@ async fn an_agents_own_budget_is_charged_too_and_names_the_agent() {
     // The caller's budget counts it and is not spent: its next child runs.
     assert_eq!(budget.tokens_used(), 1000);
     assert!(budget.spent().is_none() && !ctx.cancel().is_cancelled());
-    let o = foreground(&task, TaskCall::new("spender", "d", "10"), &ctx).await;
+    let (_, o) = foreground(&task, TaskCall::new("spender", "d", "10"), &ctx).await;
     assert_eq!(o.status, TaskStatus::Completed);
     assert_eq!(budget.tokens_used(), 1010);
 }
@@ -240,7 +233,7 @@ async fn a_background_grandchild_that_outlives_a_non_charging_child_takes_nothin
     .await;
     // 500 + 5010 = 5510 tokens in all: one over this budget, crossed by the last turn.
     let (ctx, budget) = with_budget(5509);
-    let o = foreground(&task, TaskCall::new("starter", "d", "go"), &ctx).await;
+    let (_, o) = foreground(&task, TaskCall::new("starter", "d", "go"), &ctx).await;
     assert_eq!(o.status, TaskStatus::Completed);
     let ids = task.running_background_ids();
     assert_eq!(ids.len(), 1, "the worker outlives the starter");
@@ -330,7 +323,7 @@ async fn a_background_childs_result_read_by_its_caller_is_charged_once() {
     .await;
     for (child, total, turns) in [("worker", 5500, 2), ("failing", 570, 2)] {
         let (ctx, budget) = with_budget(1_000_000);
-        let o = foreground(&task, TaskCall::new("reader", "d", child), &ctx).await;
+        let (_, o) = foreground(&task, TaskCall::new("reader", "d", child), &ctx).await;
         assert_eq!(o.status, TaskStatus::Completed, "{child}");
         assert_eq!(o.children.len(), 1, "{child}: {:?}", o.children);
         let reported = o.usage_tree("reader", "FN", None).total();

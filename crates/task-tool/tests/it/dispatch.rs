@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{FnKind, assert_error, assert_has, assert_starts, build_tool, fn_ref};
+use common::{FnKind, assert_error, assert_has, assert_starts, build_tool, fn_ref, foreground};
 use serde_json::json;
 use subagent_spi::*;
 use task_tool::{Dispatch, TaskTool};
@@ -363,22 +363,11 @@ async fn parent_cancellation_reaches_a_foreground_child() {
 async fn resume_routes_to_the_agent_that_produced_the_session() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let first = task
-        .dispatch(TaskCall::new("chat", "d", "hello"), &ctx)
-        .await
-        .expect("runs");
-    let Dispatch::Foreground { outcome, .. } = first else {
-        panic!("foreground")
-    };
+    let (_, outcome) = foreground(&task, TaskCall::new("chat", "d", "hello"), &ctx).await;
     let session = outcome.session_id.expect("resumable");
     // The model names the wrong agent; the session decides.
-    let second = task
-        .dispatch(TaskCall::new("echo", "d", "again").resuming(session), &ctx)
-        .await
-        .expect("runs");
-    let Dispatch::Foreground { agent, outcome, .. } = second else {
-        panic!("foreground")
-    };
+    let again = TaskCall::new("echo", "d", "again").resuming(session);
+    let (agent, outcome) = foreground(&task, again, &ctx).await;
     assert_eq!(agent, "chat");
     assert_eq!(outcome.text, "hello + again");
 }
@@ -387,15 +376,12 @@ async fn resume_routes_to_the_agent_that_produced_the_session() {
 async fn needs_input_explains_how_to_resume() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let out = task
-        .call(call("asker", "paint it"), &ctx)
-        .await
-        .expect("call");
+    let out = call_ok(&task, call("asker", "paint it"), &ctx).await;
     assert_has(&out, "needs input");
     assert_has(&out, "which colour?");
     assert_has(&out, "resume `ask-1`");
     let answer = json!({"description": "answer", "prompt": "blue", "subagent_type": "asker", "resume": "ask-1"});
-    let done = task.call(answer, &ctx).await.expect("call");
+    let done = call_ok(&task, answer, &ctx).await;
     assert_starts(&done, "thanks for blue");
 }
 
@@ -403,10 +389,8 @@ async fn needs_input_explains_how_to_resume() {
 async fn an_executor_that_cannot_resume_says_so() {
     let (task, _) = build(16).await;
     let ctx = TaskContext::new();
-    let out = task
-        .call(json!({"description": "d", "prompt": "more", "subagent_type": "oneshot", "resume": "one-1"}), &ctx)
-        .await
-        .expect("call");
+    let more = json!({"description": "d", "prompt": "more", "subagent_type": "oneshot", "resume": "one-1"});
+    let out = call_ok(&task, more, &ctx).await;
     assert_error(&out, "cannot resume `one-1`: this kind cannot resume");
 }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::{FnKind, assert_error, fn_ref};
 use serde_json::json;
 use subagent_spi::*;
-use task_tool::{Dispatch, TaskTool};
+use task_tool::TaskTool;
 
 fn schema() -> serde_json::Value {
     json!({
@@ -66,10 +66,7 @@ fn call(agent: &str) -> TaskCall {
 }
 
 async fn foreground(task: &TaskTool, call: TaskCall) -> TaskOutcome {
-    match task.dispatch(call, &TaskContext::new()).await.unwrap() {
-        Dispatch::Foreground { outcome, .. } => outcome,
-        other => panic!("{other:?}"),
-    }
+    common::foreground(task, call, &TaskContext::new()).await.1
 }
 
 #[tokio::test]

@@ -14,6 +14,18 @@ pub(crate) fn task_id_in(text: &str) -> String {
         .to_string()
 }
 
+/// Dispatches `call`, which must run in the foreground: the agent that ran it and its outcome.
+pub(crate) async fn foreground(
+    task: &task_tool::TaskTool,
+    call: subagent_spi::TaskCall,
+    ctx: &subagent_spi::TaskContext,
+) -> (String, subagent_spi::TaskOutcome) {
+    match task.dispatch(call, ctx).await.expect("runs") {
+        task_tool::Dispatch::Foreground { agent, outcome, .. } => (agent, outcome),
+        other => panic!("not a foreground run: {other:?}"),
+    }
+}
+
 /// Asserts that the output's text contains `text`.
 #[track_caller]
 pub(crate) fn assert_has(out: &subagent_spi::ToolOutput, text: &str) {
