@@ -685,7 +685,7 @@ async fn protected_files_ask_a_person_every_time_in_every_mode() {
         if let Some(a) = &approver {
             ctx = ctx.with_approver(a.clone());
         }
-        run(&ex, &def, call("x"), ctx).await.unwrap();
+        run_child_in(&ex, "", "p", "x", ctx).await;
         let results = h.server.last_request().unwrap().tool_results();
         assert!(
             results[0].contains("`.claude/settings.json`") && results[0].contains("denied"),
