@@ -99,7 +99,7 @@ async fn run_sending_while_answering(
     limits: Limits,
 ) -> (TaskOutcome, Arc<ScriptedModel>, Inbox) {
     let inbox = Inbox::default();
-    let scripted = ScriptedModel::new(replies.map(text).to_vec());
+    let scripted = ScriptedModel::new(replies.into_iter().map(text).collect());
     let model = Arc::new(SendsWhileAnswering {
         inner: scripted.clone(),
         inbox: inbox.clone(),
