@@ -295,16 +295,8 @@ impl AgentRuntime {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break Stop::limit(Limit::Deadline, None);
             }
-            if let Some(max) = max_tokens
-                && usage.total_tokens() >= max
-            {
-                break Stop::limit(
-                    Limit::Tokens {
-                        max,
-                        scope: LimitScope::Run,
-                    },
-                    None,
-                );
+            if let Some(stop) = tokens_spent(max_tokens, &usage) {
+                break stop;
             }
             if turn >= max_turns {
                 break Stop::limit(
@@ -493,16 +485,8 @@ impl AgentRuntime {
             if let Some(spent) = budget_spent {
                 break Stop::limit(spent, None);
             }
-            if let Some(max) = max_tokens
-                && usage.total_tokens() >= max
-            {
-                break Stop::limit(
-                    Limit::Tokens {
-                        max,
-                        scope: LimitScope::Run,
-                    },
-                    None,
-                );
+            if let Some(stop) = tokens_spent(max_tokens, &usage) {
+                break stop;
             }
 
             if ctx.cancel().is_cancelled() {
@@ -873,6 +857,18 @@ fn answer_dangling_calls(messages: &mut Vec<ChatMessage>, reason: &str) {
 
 fn lock(m: &Mutex<String>) -> std::sync::MutexGuard<'_, String> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The run's stop when `usage` has reached the token limit `max_tokens`.
+fn tokens_spent(max_tokens: Option<u64>, usage: &Usage) -> Option<Stop> {
+    let max = max_tokens.filter(|&max| usage.total_tokens() >= max)?;
+    Some(Stop::limit(
+        Limit::Tokens {
+            max,
+            scope: LimitScope::Run,
+        },
+        None,
+    ))
 }
 
 fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {

@@ -949,18 +949,12 @@ impl PushConfigStore for SqlTaskStore {
         task_id: &str,
         config_id: &str,
     ) -> Result<Option<v1::TaskPushNotificationConfig>, A2aStoreError> {
-        let body: Option<String> = with_pool!(&self.inner.db, |p| sqlx::query_scalar(concat!(
-            "SELECT c.body FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id ",
-            "WHERE c.task_id = $1 AND c.config_id = $2 AND t.scope = $3"
-        ))
-        .bind(task_id)
-        .bind(config_id)
-        .bind(&*self.scope)
-        .fetch_optional(p)
-        .await
-        .map_err(StoreError::query("read push config"))
-        .map_err(backend(task_id))?);
-        body.map(|b| decode("push config", &b))
+        let bodies = self
+            .push_config_bodies(task_id, Some(config_id), "read push config")
+            .await?;
+        bodies
+            .first()
+            .map(|b| decode("push config", b))
             .transpose()
             .map_err(backend(task_id))
     }
@@ -969,16 +963,9 @@ impl PushConfigStore for SqlTaskStore {
         &self,
         task_id: &str,
     ) -> Result<Vec<v1::TaskPushNotificationConfig>, A2aStoreError> {
-        let bodies: Vec<String> = with_pool!(&self.inner.db, |p| sqlx::query_scalar(concat!(
-            "SELECT c.body FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id ",
-            "WHERE c.task_id = $1 AND t.scope = $2 ORDER BY c.seq"
-        ))
-        .bind(task_id)
-        .bind(&*self.scope)
-        .fetch_all(p)
-        .await
-        .map_err(StoreError::query("list push configs"))
-        .map_err(backend(task_id))?);
+        let bodies = self
+            .push_config_bodies(task_id, None, "list push configs")
+            .await?;
         bodies
             .iter()
             .map(|b| decode("push config", b))
@@ -1088,6 +1075,28 @@ impl SqlTaskStore {
             id: task.id,
             version,
         })
+    }
+
+    /// The stored bodies of task `task_id`'s push configs in this scope, in the order they
+    /// were first saved: all of them, or only `config_id`'s; `what` names the read in errors.
+    async fn push_config_bodies(
+        &self,
+        task_id: &str,
+        config_id: Option<&str>,
+        what: &'static str,
+    ) -> Result<Vec<String>, A2aStoreError> {
+        Ok(with_pool!(&self.inner.db, |p| sqlx::query_scalar(concat!(
+            "SELECT c.body FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id ",
+            "WHERE c.task_id = $1 AND t.scope = $2 AND ($3 IS NULL OR c.config_id = $3) ",
+            "ORDER BY c.seq"
+        ))
+        .bind(task_id)
+        .bind(&*self.scope)
+        .bind(config_id)
+        .fetch_all(p)
+        .await
+        .map_err(StoreError::query(what))
+        .map_err(backend(task_id))?))
     }
 }
 

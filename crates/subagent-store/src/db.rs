@@ -50,21 +50,13 @@ impl Db {
             }
             StoreUrl::Postgres(raw) => {
                 let options =
-                    sqlx::postgres::PgConnectOptions::from_str(raw).map_err(|source| {
-                        StoreError::Open {
-                            url: url.redacted(),
-                            source,
-                        }
-                    })?;
+                    sqlx::postgres::PgConnectOptions::from_str(raw).map_err(open_error(url))?;
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(BUSY_TIMEOUT)
                     .connect_with(options)
                     .await
-                    .map_err(|source| StoreError::Open {
-                        url: url.redacted(),
-                        source,
-                    })?;
+                    .map_err(open_error(url))?;
                 Db::Postgres(pool)
             }
         };
@@ -168,13 +160,18 @@ async fn try_open_sqlite(url: &StoreUrl, path: &std::path::Path) -> Result<Db, S
         .acquire_timeout(BUSY_TIMEOUT)
         .connect_with(options)
         .await
-        .map_err(|source| StoreError::Open {
-            url: url.redacted(),
-            source,
-        })?;
+        .map_err(open_error(url))?;
     let db = Db::Sqlite(pool);
     db.migrate(url).await?;
     Ok(db)
+}
+
+/// Maps a failed connect to [`StoreError::Open`] naming `url` with its password redacted.
+fn open_error(url: &StoreUrl) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
+    move |source| StoreError::Open {
+        url: url.redacted(),
+        source,
+    }
 }
 
 /// Whether `e` is SQLite's "database is locked" / "database table is locked" (primary codes

@@ -25,8 +25,13 @@ impl SqlWorkflowJournal {
     }
 }
 
-fn failed(what: &'static str) -> impl FnOnce(StoreError) -> JournalError {
-    move |e| JournalError::new(what, e)
+/// Maps a failed statement to the journal's error: `query` names the statement in the
+/// [`StoreError::Query`] source, `what` the journal operation.
+fn query_failed(
+    query: &'static str,
+    what: &'static str,
+) -> impl FnOnce(sqlx::Error) -> JournalError {
+    move |source| JournalError::new(what, StoreError::query(query)(source))
 }
 
 fn corrupt(what: &'static str, reason: impl std::fmt::Display) -> JournalError {
@@ -85,7 +90,7 @@ fn run_of(row: RunRow) -> Result<RunRecord, JournalError> {
 #[async_trait]
 impl Journal for SqlWorkflowJournal {
     async fn save_run(&self, run: &RunRecord) -> Result<(), JournalError> {
-        let q = StoreError::query("save workflow run");
+        let q = query_failed("save workflow run", "save run");
         with_pool!(&self.db, |pool| {
             sqlx::query(
                 "INSERT INTO workflow_runs (id, script, args, status, result, error, created_at, updated_at) \
@@ -103,14 +108,13 @@ impl Journal for SqlWorkflowJournal {
             .bind(to_ms(run.updated_at))
             .execute(pool)
             .await
-            .map_err(q)
-            .map_err(failed("save run"))?;
+            .map_err(q)?;
         });
         Ok(())
     }
 
     async fn load_run(&self, run_id: &str) -> Result<Option<RunRecord>, JournalError> {
-        let q = StoreError::query("load workflow run");
+        let q = query_failed("load workflow run", "load run");
         let row: Option<RunRow> = with_pool!(&self.db, |pool| {
             sqlx::query_as(
                 "SELECT id, script, args, status, result, error, created_at, updated_at \
@@ -119,14 +123,13 @@ impl Journal for SqlWorkflowJournal {
             .bind(run_id)
             .fetch_optional(pool)
             .await
-            .map_err(q)
-            .map_err(failed("load run"))?
+            .map_err(q)?
         });
         row.map(run_of).transpose()
     }
 
     async fn save_call(&self, run_id: &str, call: &CallRecord) -> Result<(), JournalError> {
-        let q = StoreError::query("save workflow call");
+        let q = query_failed("save workflow call", "save call");
         with_pool!(&self.db, |pool| {
             sqlx::query(
                 "INSERT INTO workflow_calls (run_id, position, kind, agent, input_hash, description, \
@@ -155,8 +158,7 @@ impl Journal for SqlWorkflowJournal {
             .bind(call.finished_at.map(to_ms))
             .execute(pool)
             .await
-            .map_err(q)
-            .map_err(failed("save call"))?;
+            .map_err(q)?;
         });
         Ok(())
     }
@@ -177,7 +179,7 @@ impl Journal for SqlWorkflowJournal {
             i64,
             Option<i64>,
         );
-        let q = StoreError::query("load workflow calls");
+        let q = query_failed("load workflow calls", "load calls");
         let rows: Vec<Row> = with_pool!(&self.db, |pool| {
             sqlx::query_as(
                 "SELECT position, kind, agent, input_hash, description, state, task_id, session_id, \
@@ -187,8 +189,7 @@ impl Journal for SqlWorkflowJournal {
             .bind(run_id)
             .fetch_all(pool)
             .await
-            .map_err(q)
-            .map_err(failed("load calls"))?
+            .map_err(q)?
         });
         rows.into_iter()
             .map(|r| {
@@ -239,14 +240,13 @@ impl Journal for SqlWorkflowJournal {
              CAST((SELECT COUNT(*) FROM workflow_calls c WHERE c.run_id = r.id AND c.state = 'running') AS BIGINT) \
              FROM workflow_runs r ORDER BY r.created_at DESC, r.id LIMIT $1";
         type Row = (String, String, Option<String>, i64, i64, i64, i64, i64, i64);
-        let q = StoreError::query("list workflow runs");
+        let q = query_failed("list workflow runs", "list runs");
         let rows: Vec<Row> = with_pool!(&self.db, |pool| {
             sqlx::query_as(SQL)
                 .bind(limit)
                 .fetch_all(pool)
                 .await
-                .map_err(q)
-                .map_err(failed("list runs"))?
+                .map_err(q)?
         });
         let n = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
         rows.into_iter()

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{ScriptedModel, Step, calls, slow_tool, text, tool};
+use common::{ScriptedModel, Step, calls, ctx_tool, slow_tool, text, tool};
 use serde_json::json;
 use subagent_runtime::{
     AgentRuntime, InMemoryTranscriptStore, Limits, RunSpec, SUMMARY_PREFIX, TRIMMED_MARKER_PREFIX,
@@ -18,7 +18,8 @@ use subagent_spi::chat::{
     ChatMessage, ChatRequest, ChatResponse, StopReason, TokenUsage, ToolCall,
 };
 use subagent_spi::{
-    ChatModel, ModelError, ProgressKind, TaskContext, TaskStatus, Tool, ToolOutput, async_trait,
+    ChatModel, ModelError, ProgressKind, TaskContext, TaskOutcome, TaskStatus, Tool, ToolOutput,
+    async_trait,
 };
 use subagent_testkit::ProgressRecorder;
 
@@ -153,6 +154,22 @@ fn big_output(chars: usize) -> Arc<dyn Tool> {
     })
 }
 
+/// Runs `model` on "read" with [`big_output`] of `chars` and a context window of the model's,
+/// recording the progress; the run completes and no request exceeded the window.
+async fn read_in_window(model: &Arc<WindowModel>, chars: usize) -> Arc<ProgressRecorder> {
+    let rec = Arc::new(ProgressRecorder::new());
+    let spec = RunSpec::new(model.clone(), "read")
+        .with_tools(vec![big_output(chars)])
+        .with_limits(Limits::default().with_context_window(model.window));
+    let out = AgentRuntime::default()
+        .run(spec, &TaskContext::new().with_progress(rec.clone()))
+        .await
+        .expect("completes");
+    assert_eq!(out.status, TaskStatus::Completed, "{}", out.text);
+    assert!(model.max_seen.load(Ordering::SeqCst) <= model.window);
+    rec
+}
+
 fn compactions(rec: &ProgressRecorder) -> Vec<(u64, u64, u32, u32)> {
     rec.kinds()
         .into_iter()
@@ -267,16 +284,7 @@ async fn a_hundred_turns_with_large_outputs_stay_within_a_small_window() {
 #[tokio::test]
 async fn trimming_old_outputs_alone_is_tried_first() {
     let model = WindowModel::new(20_000, 20);
-    let rec = Arc::new(ProgressRecorder::new());
-    let spec = RunSpec::new(model.clone(), "read")
-        .with_tools(vec![big_output(5_000)])
-        .with_limits(Limits::default().with_context_window(20_000));
-    let out = AgentRuntime::default()
-        .run(spec, &TaskContext::new().with_progress(rec.clone()))
-        .await
-        .expect("completes");
-    assert_eq!(out.status, TaskStatus::Completed, "{}", out.text);
-    assert!(model.max_seen.load(Ordering::SeqCst) <= 20_000);
+    let rec = read_in_window(&model, 5_000).await;
     let events = compactions(&rec);
     assert!(!events.is_empty());
     assert!(
@@ -308,15 +316,7 @@ async fn trimming_old_outputs_alone_is_tried_first() {
 #[tokio::test]
 async fn one_output_larger_than_the_window_is_cut_to_fit() {
     let model = WindowModel::new(4_000, 2);
-    let spec = RunSpec::new(model.clone(), "read")
-        .with_tools(vec![big_output(30_000)])
-        .with_limits(Limits::default().with_context_window(4_000));
-    let out = AgentRuntime::default()
-        .run(spec, &TaskContext::new())
-        .await
-        .expect("completes");
-    assert_eq!(out.status, TaskStatus::Completed, "{}", out.text);
-    assert!(model.max_seen.load(Ordering::SeqCst) <= 4_000);
+    read_in_window(&model, 30_000).await;
 }
 
 #[tokio::test]
@@ -341,15 +341,7 @@ async fn a_prompt_that_cannot_fit_stops_at_the_context_window() {
 #[tokio::test]
 async fn a_run_far_below_its_window_is_not_compacted() {
     let model = WindowModel::new(1_000_000, 3);
-    let rec = Arc::new(ProgressRecorder::new());
-    let spec = RunSpec::new(model.clone(), "read")
-        .with_tools(vec![big_output(2_000)])
-        .with_limits(Limits::default().with_context_window(1_000_000));
-    let out = AgentRuntime::default()
-        .run(spec, &TaskContext::new().with_progress(rec.clone()))
-        .await
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::Completed);
+    let rec = read_in_window(&model, 2_000).await;
     assert!(compactions(&rec).is_empty());
     assert_eq!(model.summaries.load(Ordering::SeqCst), 0);
     let reqs = model.requests.lock().unwrap().clone();
@@ -364,141 +356,103 @@ fn stall_limits(secs: u64) -> Limits {
     Limits::default().with_stall_timeout(Duration::from_secs(secs))
 }
 
+/// `out` ended at the stall limit saying `limit`, with the partial answer `text`.
+fn assert_stalled(out: &TaskOutcome, limit: &str, text: &str) {
+    assert_eq!(out.status, TaskStatus::LimitReached);
+    assert_eq!(
+        out.limit.as_ref().map(ToString::to_string).as_deref(),
+        Some(limit)
+    );
+    assert_eq!(out.text, text);
+}
+
+/// Runs `spec` with a stall time of 30 s; the run must end by itself within an hour.
+async fn run_to_a_30_s_stall(spec: RunSpec) -> TaskOutcome {
+    let spec = spec.with_limits(stall_limits(30));
+    tokio::time::timeout(HOUR, AgentRuntime::default().run(spec, &TaskContext::new()))
+        .await
+        .expect("the run ends by itself")
+        .unwrap()
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_stalled_model_stream_ends_the_run_with_its_partial_answer() {
     let model = ScriptedModel::new(vec![Step::StreamThenHang(vec![
         "I found ".into(),
         "half of it".into(),
     ])]);
-    let spec = RunSpec::new(model, "go")
-        .streaming(true)
-        .with_limits(stall_limits(30));
-    let out = tokio::time::timeout(HOUR, AgentRuntime::default().run(spec, &TaskContext::new()))
-        .await
-        .expect("the run ends by itself")
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::LimitReached);
-    assert_eq!(
-        out.limit.as_ref().map(ToString::to_string).as_deref(),
-        Some("stalled: no progress for 30 s in the model call (turn 1)")
+    let spec = RunSpec::new(model, "go").streaming(true);
+    let out = run_to_a_30_s_stall(spec).await;
+    assert_stalled(
+        &out,
+        "stalled: no progress for 30 s in the model call (turn 1)",
+        "I found half of it",
     );
-    assert_eq!(out.text, "I found half of it");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_stalled_tool_is_named() {
     let model = ScriptedModel::new(vec![calls("Looking it up.", &[("c1", "Slow", json!({}))])]);
-    let spec = RunSpec::new(model, "go")
-        .with_tools(vec![slow_tool(
-            "Slow",
-            Arc::new(tokio::sync::Notify::new()),
-        )])
-        .with_limits(stall_limits(30));
-    let out = tokio::time::timeout(HOUR, AgentRuntime::default().run(spec, &TaskContext::new()))
-        .await
-        .expect("the run ends by itself")
-        .unwrap();
-    assert_eq!(out.status, TaskStatus::LimitReached);
-    assert_eq!(
-        out.limit.as_ref().map(ToString::to_string).as_deref(),
-        Some("stalled: no progress for 30 s in tool Slow (turn 1)")
+    let spec = RunSpec::new(model, "go").with_tools(vec![slow_tool(
+        "Slow",
+        Arc::new(tokio::sync::Notify::new()),
+    )]);
+    let out = run_to_a_30_s_stall(spec).await;
+    assert_stalled(
+        &out,
+        "stalled: no progress for 30 s in tool Slow (turn 1)",
+        "Looking it up.",
     );
-    assert_eq!(out.text, "Looking it up.");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_tool_that_reports_progress_is_not_stalled() {
-    /// Works 100 s, reporting every 20 s.
-    struct Busy;
-    #[async_trait]
-    impl Tool for Busy {
-        fn name(&self) -> &str {
-            "Busy"
+    // Works 100 s, reporting every 20 s.
+    let busy = ctx_tool("Busy", |_, ctx| async move {
+        for i in 0..5 {
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            ctx.emit(ProgressKind::Status {
+                message: format!("step {i}"),
+            });
         }
-        fn description(&self) -> String {
-            "busy".into()
-        }
-        fn input_schema(&self) -> serde_json::Value {
-            json!({"type": "object"})
-        }
-        async fn call(
-            &self,
-            _input: serde_json::Value,
-            ctx: &TaskContext,
-        ) -> Result<ToolOutput, subagent_spi::ToolError> {
-            for i in 0..5 {
-                tokio::time::sleep(Duration::from_secs(20)).await;
-                ctx.emit(ProgressKind::Status {
-                    message: format!("step {i}"),
-                });
-            }
-            Ok(ToolOutput::text("worked"))
-        }
-    }
+        Ok(ToolOutput::text("worked"))
+    });
     let model = ScriptedModel::new(vec![calls("", &[("c1", "Busy", json!({}))]), text("done")]);
-    let spec = RunSpec::new(model, "go")
-        .with_tools(vec![Arc::new(Busy)])
-        .with_limits(stall_limits(30));
-    let out = tokio::time::timeout(HOUR, AgentRuntime::default().run(spec, &TaskContext::new()))
-        .await
-        .unwrap()
-        .unwrap();
+    let spec = RunSpec::new(model, "go").with_tools(vec![busy]);
+    let out = run_to_a_30_s_stall(spec).await;
     assert_eq!(out.status, TaskStatus::Completed, "{:?}", out.limit);
     assert_eq!(out.text, "done");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_parent_reads_its_stalled_childs_result_and_goes_on() {
-    /// Runs a child agent whose model stalls after some text, with the same stall time.
-    struct Child;
-    #[async_trait]
-    impl Tool for Child {
-        fn name(&self) -> &str {
-            "Child"
-        }
-        fn description(&self) -> String {
-            "a child agent".into()
-        }
-        fn input_schema(&self) -> serde_json::Value {
-            json!({"type": "object"})
-        }
-        async fn call(
-            &self,
-            _input: serde_json::Value,
-            ctx: &TaskContext,
-        ) -> Result<ToolOutput, subagent_spi::ToolError> {
-            let model =
-                ScriptedModel::new(vec![Step::StreamThenHang(vec!["CHILD-PARTIAL".into()])]);
-            let spec = RunSpec::new(model, "work")
-                .streaming(true)
-                .with_limits(stall_limits(30));
-            let child = ctx.child("child", None);
-            let out = AgentRuntime::default()
-                .run(spec, &child)
-                .await
-                .map_err(|e| subagent_spi::ToolError::Failed {
-                    tool: "Child".into(),
-                    message: e.to_string(),
-                })?;
-            Ok(ToolOutput::text(format!(
-                "{} ({}): {}",
-                out.status,
-                out.limit.map(|l| l.to_string()).unwrap_or_default(),
-                out.text
-            )))
-        }
-    }
+    // Runs a child agent whose model stalls after some text, with the same stall time.
+    let child_tool = ctx_tool("Child", |_, ctx| async move {
+        let model = ScriptedModel::new(vec![Step::StreamThenHang(vec!["CHILD-PARTIAL".into()])]);
+        let spec = RunSpec::new(model, "work")
+            .streaming(true)
+            .with_limits(stall_limits(30));
+        let child = ctx.child("child", None);
+        let out = AgentRuntime::default()
+            .run(spec, &child)
+            .await
+            .map_err(|e| subagent_spi::ToolError::Failed {
+                tool: "Child".into(),
+                message: e.to_string(),
+            })?;
+        Ok(ToolOutput::text(format!(
+            "{} ({}): {}",
+            out.status,
+            out.limit.map(|l| l.to_string()).unwrap_or_default(),
+            out.text
+        )))
+    });
     let model = ScriptedModel::new(vec![
         calls("", &[("c1", "Child", json!({}))]),
         text("the child got half way; carrying on"),
     ]);
-    let spec = RunSpec::new(model.clone(), "go")
-        .with_tools(vec![Arc::new(Child)])
-        .with_limits(stall_limits(30));
-    let out = tokio::time::timeout(HOUR, AgentRuntime::default().run(spec, &TaskContext::new()))
-        .await
-        .unwrap()
-        .unwrap();
+    let spec = RunSpec::new(model.clone(), "go").with_tools(vec![child_tool]);
+    let out = run_to_a_30_s_stall(spec).await;
     assert_eq!(out.status, TaskStatus::Completed, "{:?}", out.limit);
     let result = &common::tool_results(&model.requests()[1])[0].1;
     assert!(

@@ -11,7 +11,8 @@ use subagent_core::Inbox;
 use subagent_runtime::{AgentRuntime, Limits, RunSpec, STEER_MESSAGE_PREFIX};
 use subagent_spi::chat::{ChatMessage, ChatRequest, ChatResponse};
 use subagent_spi::{
-    ChatModel, InboxMessage, ModelError, TaskContext, TaskStatus, ToolOutput, async_trait,
+    ChatModel, InboxMessage, ModelError, TaskContext, TaskOutcome, TaskStatus, ToolOutput,
+    async_trait,
 };
 
 /// The user messages of a request that carry messages sent to the run.
@@ -91,19 +92,28 @@ impl ChatModel for SendsWhileAnswering {
     }
 }
 
-#[tokio::test]
-async fn a_run_that_answers_while_a_message_waits_takes_one_more_turn() {
+/// Runs "go" under `limits` with an inbox, on a [`SendsWhileAnswering`] model that has
+/// `replies` to give; returns the outcome, the scripted model and the inbox.
+async fn run_sending_while_answering(
+    replies: [&str; 2],
+    limits: Limits,
+) -> (TaskOutcome, Arc<ScriptedModel>, Inbox) {
     let inbox = Inbox::default();
-    let scripted = ScriptedModel::new(vec![text("first answer"), text("second answer")]);
+    let scripted = ScriptedModel::new(replies.into_iter().map(text).collect());
     let model = Arc::new(SendsWhileAnswering {
         inner: scripted.clone(),
         inbox: inbox.clone(),
     });
     let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
-    let out = AgentRuntime::default()
-        .run(RunSpec::new(model, "go"), &ctx)
-        .await
-        .expect("runs");
+    let spec = RunSpec::new(model, "go").with_limits(limits);
+    let out = AgentRuntime::default().run(spec, &ctx).await.expect("runs");
+    (out, scripted, inbox)
+}
+
+#[tokio::test]
+async fn a_run_that_answers_while_a_message_waits_takes_one_more_turn() {
+    let (out, scripted, inbox) =
+        run_sending_while_answering(["first answer", "second answer"], Limits::default()).await;
     assert_eq!(out.status, TaskStatus::Completed);
     assert_eq!(out.text, "second answer");
     let reqs = scripted.requests();
@@ -113,15 +123,11 @@ async fn a_run_that_answers_while_a_message_waits_takes_one_more_turn() {
 
     // At its last allowed turn the answer stands: the run completes, the message stays unread
     // (its host reports it).
-    let inbox = Inbox::default();
-    let scripted = ScriptedModel::new(vec![text("first answer"), text("never asked")]);
-    let model = Arc::new(SendsWhileAnswering {
-        inner: scripted.clone(),
-        inbox: inbox.clone(),
-    });
-    let ctx = TaskContext::new().with_messages(Arc::new(inbox.clone()));
-    let spec = RunSpec::new(model, "go").with_limits(Limits::default().with_max_turns(1));
-    let out = AgentRuntime::default().run(spec, &ctx).await.expect("runs");
+    let (out, _, inbox) = run_sending_while_answering(
+        ["first answer", "never asked"],
+        Limits::default().with_max_turns(1),
+    )
+    .await;
     assert_eq!(out.status, TaskStatus::Completed);
     assert_eq!(out.text, "first answer");
     assert_eq!(inbox.unread(), 1);

@@ -21,17 +21,23 @@ async fn fails(limits: WorkflowLimits, script: &str) -> WorkflowError {
         .unwrap_or_else(|| panic!("{script} should fail: {:?}", out.result))
 }
 
+/// [`fails`], with exactly the error `expected`.
+async fn fails_saying(limits: WorkflowLimits, script: &str, expected: &str) {
+    assert_eq!(
+        fails(limits, script).await.to_string(),
+        expected,
+        "{script}"
+    );
+}
+
 #[tokio::test]
 async fn an_endless_loop_stops_at_the_step_limit() {
-    let e = fails(
+    fails_saying(
         WorkflowLimits::default().with_max_steps(200),
         "let i = 0; while (true) { try { i++; } catch (e) {} }",
+        "workflow limit reached: max_steps=200 (the script computed too long without waiting for an agent)",
     )
     .await;
-    assert_eq!(
-        e.to_string(),
-        "workflow limit reached: max_steps=200 (the script computed too long without waiting for an agent)"
-    );
 }
 
 #[tokio::test]
@@ -50,15 +56,12 @@ async fn an_endless_loop_stops_at_the_wall_time_limit() {
 
 #[tokio::test]
 async fn a_huge_allocation_stops_at_the_memory_limit() {
-    let e = fails(
+    fails_saying(
         WorkflowLimits::default().with_max_memory(8 * 1024 * 1024),
         "const a = []; for (;;) { a.push('x'.repeat(1 << 16) + a.length); }",
+        "workflow limit reached: max_memory=8388608 (the script ran out of memory)",
     )
     .await;
-    assert_eq!(
-        e.to_string(),
-        "workflow limit reached: max_memory=8388608 (the script ran out of memory)"
-    );
     let e = fails(
         WorkflowLimits::default().with_max_memory(8 * 1024 * 1024),
         "return 'x'.repeat(1 << 28).length;",
@@ -69,15 +72,12 @@ async fn a_huge_allocation_stops_at_the_memory_limit() {
 
 #[tokio::test]
 async fn deep_recursion_stops_at_the_stack_limit() {
-    let e = fails(
+    fails_saying(
         WorkflowLimits::default(),
         "function f(n) { return f(n + 1) + 1; } return f(0);",
+        "workflow limit reached: max_stack=1048576 (the script recursed too deeply)",
     )
     .await;
-    assert_eq!(
-        e.to_string(),
-        "workflow limit reached: max_stack=1048576 (the script recursed too deeply)"
-    );
 }
 
 #[tokio::test]
@@ -109,24 +109,22 @@ async fn syntax_errors_name_the_line() {
     .await;
     let text = e.to_string();
     assert!(text.starts_with("workflow.js:2: SyntaxError: "), "{text}");
-    let e = fails(WorkflowLimits::default(), "\n\nnotDefined();").await;
-    assert_eq!(
-        e.to_string(),
-        "workflow.js:3: ReferenceError: notDefined is not defined"
-    );
+    fails_saying(
+        WorkflowLimits::default(),
+        "\n\nnotDefined();",
+        "workflow.js:3: ReferenceError: notDefined is not defined",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_missing_agent_is_a_clear_error() {
-    let e = fails(
+    fails_saying(
         WorkflowLimits::default(),
         "return await agent('nobody', 'hi');",
+        "workflow.js:1: Error: unknown subagent `nobody`; available agents: echo, json, fail, gate, slow",
     )
     .await;
-    assert_eq!(
-        e.to_string(),
-        "workflow.js:1: Error: unknown subagent `nobody`; available agents: echo, json, fail, gate, slow"
-    );
 }
 
 #[tokio::test]

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use subagent_spi::{CancellationToken, TaskContext};
-use subagent_workflow::{CallState, Journal, RunStatus, WorkflowError, WorkflowLimits};
+use subagent_workflow::{
+    CallState, Journal, RunStatus, WorkflowError, WorkflowLimits, WorkflowOutcome,
+};
 
 use crate::common::World;
 
@@ -23,24 +25,45 @@ const SCRIPT: &str = r#"
 /// Runs `SCRIPT` until the fourth call waits, then cancels it (as Ctrl-C would); returns the
 /// run id.
 async fn stopped_run(w: &World) -> String {
+    // The fourth call is journaled once the first three are done.
+    let (run_id, out) = cancelled_once_journaled(w, SCRIPT, 4).await;
+    assert_eq!(out.status, RunStatus::Cancelled, "{:?}", out.error);
+    run_id
+}
+
+/// Runs `script` until `calls` calls are journaled, then cancels it (as Ctrl-C would); returns
+/// the run id and how the run ended.
+async fn cancelled_once_journaled(
+    w: &World,
+    script: &str,
+    calls: usize,
+) -> (String, WorkflowOutcome) {
     let cancel = CancellationToken::new();
     let ctx = TaskContext::new().with_cancel(cancel.clone());
-    let run = w.workflows.prepare(SCRIPT, json!({})).await.unwrap();
+    let run = w.workflows.prepare(script, json!({})).await.unwrap();
     let run_id = run.run_id().to_string();
     let workflows = w.workflows.clone();
     let handle = tokio::spawn(async move { workflows.execute(run, &ctx).await });
-    // The fourth call is journaled once the first three are done.
-    loop {
-        let calls = w.journal.load_calls(&run_id).await.unwrap();
-        if calls.len() == 4 {
-            break;
-        }
+    while w.journal.load_calls(&run_id).await.unwrap().len() < calls {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     cancel.cancel();
-    let out = handle.await.unwrap();
-    assert_eq!(out.status, RunStatus::Cancelled, "{:?}", out.error);
-    run_id
+    (run_id, handle.await.unwrap())
+}
+
+/// Resumes `run_id` under `ctx` with the gate opened again and again, for the gated calls that
+/// run again.
+async fn resume_with_gate_open(w: &World, run_id: &str, ctx: &TaskContext) -> WorkflowOutcome {
+    let gate = w.gate.clone();
+    let opener = tokio::spawn(async move {
+        loop {
+            gate.notify_one();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let out = w.workflows.resume(run_id, None, ctx).await.unwrap();
+    opener.abort();
+    out
 }
 
 #[tokio::test]
@@ -57,19 +80,7 @@ async fn a_resumed_run_runs_no_finished_call_again() {
     );
     assert_eq!(calls[3].state, CallState::Cancelled);
     // Resume: the fourth call runs, the gate opens for it.
-    let gate = w.gate.clone();
-    let opener = tokio::spawn(async move {
-        loop {
-            gate.notify_one();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
-    let out = w
-        .workflows
-        .resume(&run_id, None, &TaskContext::new())
-        .await
-        .unwrap();
-    opener.abort();
+    let out = resume_with_gate_open(&w, &run_id, &TaskContext::new()).await;
     assert_eq!(out.status, RunStatus::Completed, "{:?}", out.error);
     assert_eq!(
         out.result,
@@ -135,32 +146,14 @@ async fn spent_usage_stays_spent_across_a_resume() {
         await agent("echo", "two");
         return await agent("gate", "three");
     "#;
-    let cancel = CancellationToken::new();
-    let ctx = TaskContext::new().with_cancel(cancel.clone());
-    let run = w.workflows.prepare(script, json!({})).await.unwrap();
-    let run_id = run.run_id().to_string();
-    let workflows = w.workflows.clone();
-    let h = tokio::spawn(async move { workflows.execute(run, &ctx).await });
-    while w.journal.load_calls(&run_id).await.unwrap().len() < 3 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    cancel.cancel();
-    h.await.unwrap();
+    let (run_id, _) = cancelled_once_journaled(&w, script, 3).await;
     // 20 tokens were spent; a budget of 25 leaves 5.
     let budget = Budget::new(
         subagent_spi::BudgetLimits::new().with_tokens(25),
         CancellationToken::new(),
     );
     let ctx = TaskContext::new().with_budget(budget.clone());
-    let gate = w.gate.clone();
-    let opener = tokio::spawn(async move {
-        loop {
-            gate.notify_one();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
-    let out = w.workflows.resume(&run_id, None, &ctx).await.unwrap();
-    opener.abort();
+    let out = resume_with_gate_open(&w, &run_id, &ctx).await;
     assert_eq!(out.result, Some(json!("gate:three")), "{:?}", out.error);
     assert_eq!(
         budget.tokens_used(),
@@ -183,17 +176,7 @@ async fn follow_up_calls_keep_their_positions_whatever_finished_first() {
           async () => (await agent("slow", "b:5")) + "/" + (await agent("gate", "after b")),
         ]);
     "#;
-    let cancel = CancellationToken::new();
-    let ctx = TaskContext::new().with_cancel(cancel.clone());
-    let run = w.workflows.prepare(script, json!({})).await.unwrap();
-    let run_id = run.run_id().to_string();
-    let workflows = w.workflows.clone();
-    let h = tokio::spawn(async move { workflows.execute(run, &ctx).await });
-    while w.journal.load_calls(&run_id).await.unwrap().len() < 4 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    cancel.cancel();
-    h.await.unwrap();
+    let (run_id, _) = cancelled_once_journaled(&w, script, 4).await;
     let calls = w.journal.load_calls(&run_id).await.unwrap();
     let order: Vec<(&str, Option<u64>)> = calls.iter().map(|c| (c.agent.as_str(), c.seq)).collect();
     assert_eq!(
@@ -206,19 +189,7 @@ async fn follow_up_calls_keep_their_positions_whatever_finished_first() {
         ],
         "b finished first, so its follow-up is #2"
     );
-    let gate = w.gate.clone();
-    let opener = tokio::spawn(async move {
-        loop {
-            gate.notify_one();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    });
-    let out = w
-        .workflows
-        .resume(&run_id, None, &TaskContext::new())
-        .await
-        .unwrap();
-    opener.abort();
+    let out = resume_with_gate_open(&w, &run_id, &TaskContext::new()).await;
     assert_eq!(
         out.result,
         Some(json!(["slow:a:120/gate:after a", "slow:b:5/gate:after b"])),

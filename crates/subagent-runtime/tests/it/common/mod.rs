@@ -32,15 +32,26 @@ pub(crate) fn with_usage(step: Step, u: TokenUsage) -> Step {
     step.with_usage(u)
 }
 
-/// A tool made from a closure.
+/// A tool made from a closure of its input and the call's context.
 pub(crate) struct FnTool<F> {
     pub name: String,
     pub f: F,
 }
 
+/// A tool made from a closure of its input.
 pub(crate) fn tool<F, Fut>(name: &str, f: F) -> Arc<dyn Tool>
 where
     F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    ctx_tool(name, move |input, _ctx| f(input))
+}
+
+/// A tool made from a closure of its input and the call's context (to report progress or run
+/// a child).
+pub(crate) fn ctx_tool<F, Fut>(name: &str, f: F) -> Arc<dyn Tool>
+where
+    F: Fn(Value, TaskContext) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
     Arc::new(FnTool {
@@ -52,7 +63,7 @@ where
 #[async_trait]
 impl<F, Fut> Tool for FnTool<F>
 where
-    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    F: Fn(Value, TaskContext) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
     fn name(&self) -> &str {
@@ -64,8 +75,8 @@ where
     fn input_schema(&self) -> Value {
         json!({"type": "object"})
     }
-    async fn call(&self, input: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
-        (self.f)(input).await
+    async fn call(&self, input: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+        (self.f)(input, ctx.clone()).await
     }
 }
 
