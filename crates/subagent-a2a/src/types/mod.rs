@@ -36,6 +36,8 @@ pub mod v03;
 pub mod v03_rest;
 pub mod v1;
 
+pub(crate) use json_text::identifier;
+
 /// The JSON object type used for `metadata`, `params` and data parts.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
@@ -268,12 +270,16 @@ mod tests {
 
     #[test]
     fn versions_parse_by_major_minor() {
-        assert_eq!(ProtocolVersion::parse("1.0"), Some(ProtocolVersion::V1));
-        assert_eq!(ProtocolVersion::parse("1.0.1"), Some(ProtocolVersion::V1));
-        assert_eq!(ProtocolVersion::parse("0.3.0"), Some(ProtocolVersion::V03));
-        assert_eq!(ProtocolVersion::parse("0.3"), Some(ProtocolVersion::V03));
-        assert_eq!(ProtocolVersion::parse("0.2.5"), None);
-        assert_eq!(ProtocolVersion::parse("banana"), None);
+        for (text, want) in [
+            ("1.0", Some(ProtocolVersion::V1)),
+            ("1.0.1", Some(ProtocolVersion::V1)),
+            ("0.3.0", Some(ProtocolVersion::V03)),
+            ("0.3", Some(ProtocolVersion::V03)),
+            ("0.2.5", None),
+            ("banana", None),
+        ] {
+            assert_eq!(ProtocolVersion::parse(text), want, "{text}");
+        }
     }
 
     #[test]
