@@ -59,14 +59,12 @@ impl Dialect for Speaker<JsonRpcV03> {
     }
 
     async fn get_task(&self, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
-        let params = v03::TaskQueryParams::from(req);
-        self.call::<v03::Task, _>(v03::methods::TASKS_GET, &params)
+        self.call::<v03::Task, _>(v03::methods::TASKS_GET, &v03::TaskQueryParams::from(req))
             .await
     }
 
     async fn cancel_task(&self, req: v1::CancelTaskRequest) -> Result<v1::Task, A2aError> {
-        let params = v03::TaskIdParams::from(req);
-        self.call::<v03::Task, _>(v03::methods::TASKS_CANCEL, &params)
+        self.call::<v03::Task, _>(v03::methods::TASKS_CANCEL, &v03::TaskIdParams::from(req))
             .await
     }
 
@@ -86,18 +84,22 @@ impl Dialect for Speaker<JsonRpcV03> {
         &self,
         config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let params = v03::TaskPushNotificationConfig::from(config);
-        self.call::<v03::TaskPushNotificationConfig, _>(v03::methods::PUSH_CONFIG_SET, &params)
-            .await
+        self.call::<v03::TaskPushNotificationConfig, _>(
+            v03::methods::PUSH_CONFIG_SET,
+            &v03::TaskPushNotificationConfig::from(config),
+        )
+        .await
     }
 
     async fn get_push_config(
         &self,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let params = push_config_params(req);
-        self.call::<v03::TaskPushNotificationConfig, _>(v03::methods::PUSH_CONFIG_GET, &params)
-            .await
+        self.call::<v03::TaskPushNotificationConfig, _>(
+            v03::methods::PUSH_CONFIG_GET,
+            &push_config_params(req),
+        )
+        .await
     }
 
     async fn list_push_configs(
