@@ -28,15 +28,13 @@
 
 pub mod approval;
 pub mod convert;
-mod json_text;
+pub(crate) mod json_text;
 pub mod jsonrpc;
 pub mod progress;
 pub mod usage;
 pub mod v03;
 pub mod v03_rest;
 pub mod v1;
-
-pub(crate) use json_text::identifier;
 
 /// The JSON object type used for `metadata`, `params` and data parts.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;

@@ -14,7 +14,8 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor}
 use serde_json::Value;
 
 use super::{Head, JsonStrOrOther};
-use crate::types::{identifier, v1};
+use crate::types::json_text::identifier;
+use crate::types::v1;
 
 /// A send read in one pass: its envelope (with no raw `params`) and its typed params.
 pub(super) struct OneSend<'a> {
