@@ -72,26 +72,31 @@ impl A2aClient {
         self.dialect.wire().endpoint.tenant.clone()
     }
 
+    /// `req` with the endpoint's tenant when it names none.
+    fn tenanted<R: Tenanted>(&self, mut req: R) -> R {
+        let t = req.tenant_mut();
+        if t.is_none() {
+            *t = self.tenant();
+        }
+        req
+    }
+
     /// `SendMessage` / `message/send`.
     pub async fn send_message(
         &self,
-        mut req: v1::SendMessageRequest,
+        req: v1::SendMessageRequest,
     ) -> Result<v1::SendMessageResponse, A2aError> {
-        if req.tenant.is_none() {
-            req.tenant = self.tenant();
-        }
-        self.dialect.send_message(req).await
+        self.dialect.send_message(self.tenanted(req)).await
     }
 
     /// `SendStreamingMessage` / `message/stream`: the events as they arrive.
     pub async fn send_streaming_message(
         &self,
-        mut req: v1::SendMessageRequest,
+        req: v1::SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
-        if req.tenant.is_none() {
-            req.tenant = self.tenant();
-        }
-        self.dialect.send_streaming_message(req).await
+        self.dialect
+            .send_streaming_message(self.tenanted(req))
+            .await
     }
 
     /// `GetTask` / `tasks/get`.
@@ -111,12 +116,9 @@ impl A2aClient {
     /// `ListTasks` (1.0 only; 0.3 has no list method).
     pub async fn list_tasks(
         &self,
-        mut req: v1::ListTasksRequest,
+        req: v1::ListTasksRequest,
     ) -> Result<v1::ListTasksResponse, A2aError> {
-        if req.tenant.is_none() {
-            req.tenant = self.tenant();
-        }
-        self.dialect.list_tasks(req).await
+        self.dialect.list_tasks(self.tenanted(req)).await
     }
 
     /// `CancelTask` / `tasks/cancel`.
@@ -137,10 +139,7 @@ impl A2aClient {
         mut config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
         config.task_id = Some(task_id.to_string());
-        if config.tenant.is_none() {
-            config.tenant = self.tenant();
-        }
-        self.dialect.create_push_config(config).await
+        self.dialect.create_push_config(self.tenanted(config)).await
     }
 
     /// The request naming one push config (get and delete send it).
@@ -214,3 +213,24 @@ impl A2aClient {
         self.dialect.subscribe_to_task(req).await
     }
 }
+
+/// A request naming a tenant ([`A2aClient`] fills in the endpoint's when it names none).
+trait Tenanted {
+    fn tenant_mut(&mut self) -> &mut Option<String>;
+}
+
+macro_rules! tenanted {
+    ($($t:ty),*) => {$(
+        impl Tenanted for $t {
+            fn tenant_mut(&mut self) -> &mut Option<String> {
+                &mut self.tenant
+            }
+        }
+    )*};
+}
+
+tenanted!(
+    v1::SendMessageRequest,
+    v1::ListTasksRequest,
+    v1::TaskPushNotificationConfig
+);

@@ -455,18 +455,11 @@ mod tests {
     use super::*;
 
     fn task(id: &str, ctx: &str, state: v1::TaskState, ts: &str) -> v1::Task {
-        v1::Task {
-            id: id.into(),
-            context_id: Some(ctx.into()),
-            status: v1::TaskStatus {
-                state,
-                message: None,
-                timestamp: Some(ts.into()),
-            },
-            artifacts: vec![],
-            history: vec![],
-            metadata: None,
-        }
+        v1::Task::new(
+            id,
+            Some(ctx.into()),
+            v1::TaskStatus::at(state, Some(ts.into())),
+        )
     }
 
     #[tokio::test]

@@ -84,18 +84,31 @@ struct RawKey(bool);
 
 impl<'de> serde::Deserialize<'de> for RawKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = RawKey;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a raw JSON value")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawKey, E> {
-                Ok(RawKey(v == RAW_TOKEN))
-            }
-        }
-        d.deserialize_identifier(V)
+        identifier(d, "a raw JSON value", |v| RawKey(v == RAW_TOKEN))
     }
+}
+
+/// Reads a map key or other identifier as `pick` names it, without copying it: a key type's
+/// `Deserialize` in one line (`expecting` is the error's "expected ..." wording).
+pub(crate) fn identifier<'de, D: Deserializer<'de>, T>(
+    d: D,
+    expecting: &'static str,
+    pick: fn(&str) -> T,
+) -> Result<T, D::Error> {
+    struct V<T> {
+        expecting: &'static str,
+        pick: fn(&str) -> T,
+    }
+    impl<T> Visitor<'_> for V<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            Ok((self.pick)(v))
+        }
+    }
+    d.deserialize_identifier(V { expecting, pick })
 }
 
 /// The raw JSON text of the value, borrowed (slice and `&str` input) or owned.

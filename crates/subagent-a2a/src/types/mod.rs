@@ -28,7 +28,7 @@
 
 pub mod approval;
 pub mod convert;
-mod json_text;
+pub(crate) mod json_text;
 pub mod jsonrpc;
 pub mod progress;
 pub mod usage;
@@ -268,12 +268,16 @@ mod tests {
 
     #[test]
     fn versions_parse_by_major_minor() {
-        assert_eq!(ProtocolVersion::parse("1.0"), Some(ProtocolVersion::V1));
-        assert_eq!(ProtocolVersion::parse("1.0.1"), Some(ProtocolVersion::V1));
-        assert_eq!(ProtocolVersion::parse("0.3.0"), Some(ProtocolVersion::V03));
-        assert_eq!(ProtocolVersion::parse("0.3"), Some(ProtocolVersion::V03));
-        assert_eq!(ProtocolVersion::parse("0.2.5"), None);
-        assert_eq!(ProtocolVersion::parse("banana"), None);
+        for (text, want) in [
+            ("1.0", Some(ProtocolVersion::V1)),
+            ("1.0.1", Some(ProtocolVersion::V1)),
+            ("0.3.0", Some(ProtocolVersion::V03)),
+            ("0.3", Some(ProtocolVersion::V03)),
+            ("0.2.5", None),
+            ("banana", None),
+        ] {
+            assert_eq!(ProtocolVersion::parse(text), want, "{text}");
+        }
     }
 
     #[test]

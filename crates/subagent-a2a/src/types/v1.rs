@@ -409,10 +409,15 @@ pub struct TaskStatus {
 impl TaskStatus {
     /// A status with only a state.
     pub fn new(state: TaskState) -> Self {
+        Self::at(state, None)
+    }
+
+    /// A status with a state and when it was entered (ISO 8601 UTC).
+    pub fn at(state: TaskState, timestamp: Option<String>) -> Self {
         Self {
             state,
             message: None,
-            timestamp: None,
+            timestamp,
         }
     }
 }
@@ -462,6 +467,20 @@ pub struct Task {
     /// Optional metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
+}
+
+impl Task {
+    /// A task in `status` with no artifacts, history or metadata yet.
+    pub fn new(id: impl Into<String>, context_id: Option<String>, status: TaskStatus) -> Self {
+        Self {
+            id: id.into(),
+            context_id,
+            status,
+            artifacts: Vec::new(),
+            history: Vec::new(),
+            metadata: None,
+        }
+    }
 }
 
 /// A status change of a task, sent on a stream.

@@ -138,16 +138,13 @@ fn answers_in(t: &Value) -> usize {
 }
 
 async fn rpc_get(client: &reqwest::Client, url: &str, id: &str) -> Value {
-    client
-        .post(url)
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id}}))
-        .send()
-        .await
-        .expect("GetTask sent")
-        .json()
-        .await
-        .expect("GetTask body")
+    common::json_of(
+        client
+            .post(url)
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id}})),
+    )
+    .await
 }
 
 /// Two servers (two engines, as two replicas would have) on one in-memory store: messages

@@ -12,7 +12,7 @@ use subagent_a2a::types::jsonrpc::codes;
 use subagent_a2a::types::v1::{self, TaskState};
 use subagent_spi::SubagentReference;
 
-use crate::python;
+use crate::{common, python};
 
 use python::{PyServer, SDK_1X, free_port, user as send};
 
@@ -28,12 +28,7 @@ async fn our_grpc_client_against_the_python_sdk_grpc_server() {
     )
     .await;
     let card_url = format!("{}/.well-known/agent-card.json", server.base);
-    let card: v1::AgentCard = reqwest::get(&card_url)
-        .await
-        .expect("card")
-        .json()
-        .await
-        .expect("card");
+    let card: v1::AgentCard = common::get_json(&card_url).await;
     let config = A2aConfig::from_reference(
         &SubagentReference::new(format!("http://127.0.0.1:{port}"), "A2A")
             .with_metadata("binding", "GRPC"),

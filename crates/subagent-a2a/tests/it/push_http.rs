@@ -72,16 +72,18 @@ async fn serve(builder: A2aServerBuilder) -> (String, Srv) {
 }
 
 async fn rpc(base: &str, method: &str, params: Value) -> Value {
-    reqwest::Client::new()
-        .post(base)
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    rpc_with(&reqwest::Client::new(), base, method, params).await
+}
+
+/// A 1.0 JSON-RPC call through `client`; the answer's JSON.
+async fn rpc_with(client: &reqwest::Client, base: &str, method: &str, params: Value) -> Value {
+    json_of(
+        client
+            .post(base)
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})),
+    )
+    .await
 }
 
 /// The deliveries so far, once `done` holds for them (or after 20 s, for the asserts to say
@@ -303,19 +305,7 @@ async fn loopback_webhooks_are_refused_unless_allowed_and_off_by_default() {
 
     let (base, srv) = serve(A2aServer::builder().push_notifications(true)).await;
     let task_id = waiting_task(&base).await;
-    assert_webhooks_refused(
-        &base,
-        &task_id,
-        &[
-            "http://127.0.0.1:9/hook",
-            "http://localhost/hook",
-            "http://[::1]/hook",
-            "http://10.0.0.1/hook",
-            "http://169.254.169.254/latest/meta-data",
-            "ftp://example.com/hook",
-        ],
-    )
-    .await;
+    // The refused addresses: `webhooks_at_private_embedded_and_special_addresses_are_refused`.
     let ok = create_config(&base, &task_id, "https://example.com/hook").await;
     assert!(ok.get("result").is_some(), "{ok}");
     let missing = create_config(&base, "no-such-task", "https://example.com/hook").await;
@@ -509,13 +499,20 @@ async fn push_configs_are_capped_per_task_and_counted_in_the_task_budget() {
 }
 
 #[tokio::test]
-async fn webhooks_at_embedded_and_special_addresses_are_refused() {
+async fn webhooks_at_private_embedded_and_special_addresses_are_refused() {
     let (base, srv) = serve(A2aServer::builder().push_notifications(true)).await;
     let task_id = waiting_task(&base).await;
     assert_webhooks_refused(
         &base,
         &task_id,
         &[
+            // loopback, private, link-local (cloud metadata), not HTTP
+            "http://127.0.0.1:9/hook",
+            "http://localhost/hook",
+            "http://[::1]/hook",
+            "http://10.0.0.1/hook",
+            "http://169.254.169.254/latest/meta-data",
+            "ftp://example.com/hook",
             // IPv4-compatible ::127.0.0.1
             "http://[::7f00:1]/",
             // NAT64 of 127.0.0.1, and of 10.0.0.1
@@ -615,20 +612,10 @@ async fn proxy_child() {
     let (base, srv) = serve_pushing_to_loopback().await;
     // This test's own client must not use the proxy either.
     let c = reqwest::Client::builder().no_proxy().build().unwrap();
-    let r: Value = c
-        .post(&base)
-        .header("A2A-Version", "1.0")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-            "message": {"messageId": "p1", "role": "ROLE_USER", "parts": [{"text": "hello"}]},
-            "configuration": {"taskPushNotificationConfig": {"url": hook_url}}}}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let params = json!({
+        "message": {"messageId": "p1", "role": "ROLE_USER", "parts": [{"text": "hello"}]},
+        "configuration": {"taskPushNotificationConfig": {"url": hook_url}}});
+    let r = rpc_with(&c, &base, "SendMessage", params).await;
     assert_eq!(
         r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{r}"
@@ -689,12 +676,7 @@ async fn a_store_keeping_no_push_configs_offers_no_push_notifications() {
     )
     .await;
     let base = srv.url("/a");
-    let card: Value = reqwest::get(format!("{base}/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = common::get_json(&format!("{base}/.well-known/agent-card.json")).await;
     assert_eq!(card["capabilities"]["pushNotifications"], false, "{card}");
     let task_id = waiting_task(&base).await;
     let r = create_config(&base, &task_id, "https://example.com/hook").await;

@@ -17,6 +17,19 @@ fn round_trip<T: Serialize + DeserializeOwned>(value: Value) -> T {
     typed
 }
 
+/// The skill both cards list (a skill has the same JSON in 0.3 and 1.0).
+fn route_skill() -> Value {
+    json!({
+      "id": "route-optimizer-traffic",
+      "name": "Traffic-Aware Route Optimizer",
+      "description": "Calculates the optimal driving route between two or more locations.",
+      "tags": ["maps", "routing"],
+      "examples": ["Plan a route from A to B avoiding tolls."],
+      "inputModes": ["application/json", "text/plain"],
+      "outputModes": ["application/json", "application/vnd.geo+json"]
+    })
+}
+
 fn v1_card() -> Value {
     json!({
       "name": "GeoSpatial Route Planner Agent",
@@ -40,15 +53,7 @@ fn v1_card() -> Value {
       "securityRequirements": [{"schemes": {"google": {"list": ["openid", "profile", "email"]}}}],
       "defaultInputModes": ["application/json", "text/plain"],
       "defaultOutputModes": ["application/json", "image/png"],
-      "skills": [{
-        "id": "route-optimizer-traffic",
-        "name": "Traffic-Aware Route Optimizer",
-        "description": "Calculates the optimal driving route between two or more locations.",
-        "tags": ["maps", "routing"],
-        "examples": ["Plan a route from A to B avoiding tolls."],
-        "inputModes": ["application/json", "text/plain"],
-        "outputModes": ["application/json", "application/vnd.geo+json"]
-      }],
+      "skills": [route_skill()],
       "signatures": [{"protected": "eyJhbGciOiJFUzI1NiJ9", "signature": "QFdkNLNszlGj3z3u0YQGt"}],
       "iconUrl": "https://georoute-agent.example.com/icon.png"
     })
@@ -292,15 +297,7 @@ fn v03_card() -> Value {
       "security": [{"google": ["openid", "profile", "email"]}],
       "defaultInputModes": ["application/json", "text/plain"],
       "defaultOutputModes": ["application/json", "image/png"],
-      "skills": [{
-        "id": "route-optimizer-traffic",
-        "name": "Traffic-Aware Route Optimizer",
-        "description": "Calculates the optimal driving route.",
-        "tags": ["maps", "routing"],
-        "examples": ["Plan a route from A to B avoiding tolls."],
-        "inputModes": ["application/json", "text/plain"],
-        "outputModes": ["application/json"]
-      }],
+      "skills": [route_skill()],
       "supportsAuthenticatedExtendedCard": true,
       "signatures": [{"protected": "eyJhbGciOiJFUzI1NiJ9", "signature": "QFdkNLNszlGj3z3u0YQGt"}]
     })

@@ -1,5 +1,7 @@
 //! JSON-RPC, A2A 0.3: slash method names, kind-tagged JSON (converted to and from 1.0).
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use subagent_spi::async_trait;
 
 use super::common::send_reply;
@@ -19,6 +21,17 @@ fn push_config_params(
         id: req.task_id,
         push_notification_config_id: Some(req.id),
         metadata: None,
+    }
+}
+
+impl Speaker<JsonRpcV03> {
+    /// Calls `method` with 0.3 `params`; its 0.3 result `R` read as the 1.0 `T`.
+    async fn call<R: DeserializeOwned + Into<T>, T>(
+        &self,
+        method: &'static str,
+        params: &(impl Serialize + Sync),
+    ) -> Result<T, A2aError> {
+        self.wire.rpc::<_, R>(method, params).await.map(Into::into)
     }
 }
 
@@ -46,19 +59,13 @@ impl Dialect for Speaker<JsonRpcV03> {
     }
 
     async fn get_task(&self, req: v1::GetTaskRequest) -> Result<v1::Task, A2aError> {
-        let t: v03::Task = self
-            .wire
-            .rpc(v03::methods::TASKS_GET, &v03::TaskQueryParams::from(req))
-            .await?;
-        Ok(t.into())
+        self.call::<v03::Task, _>(v03::methods::TASKS_GET, &v03::TaskQueryParams::from(req))
+            .await
     }
 
     async fn cancel_task(&self, req: v1::CancelTaskRequest) -> Result<v1::Task, A2aError> {
-        let t: v03::Task = self
-            .wire
-            .rpc(v03::methods::TASKS_CANCEL, &v03::TaskIdParams::from(req))
-            .await?;
-        Ok(t.into())
+        self.call::<v03::Task, _>(v03::methods::TASKS_CANCEL, &v03::TaskIdParams::from(req))
+            .await
     }
 
     async fn subscribe_to_task(
@@ -77,23 +84,22 @@ impl Dialect for Speaker<JsonRpcV03> {
         &self,
         config: v1::TaskPushNotificationConfig,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let params = v03::TaskPushNotificationConfig::from(config);
-        let c: v03::TaskPushNotificationConfig = self
-            .wire
-            .rpc(v03::methods::PUSH_CONFIG_SET, &params)
-            .await?;
-        Ok(c.into())
+        self.call::<v03::TaskPushNotificationConfig, _>(
+            v03::methods::PUSH_CONFIG_SET,
+            &v03::TaskPushNotificationConfig::from(config),
+        )
+        .await
     }
 
     async fn get_push_config(
         &self,
         req: v1::TaskPushNotificationConfigRef,
     ) -> Result<v1::TaskPushNotificationConfig, A2aError> {
-        let c: v03::TaskPushNotificationConfig = self
-            .wire
-            .rpc(v03::methods::PUSH_CONFIG_GET, &push_config_params(req))
-            .await?;
-        Ok(c.into())
+        self.call::<v03::TaskPushNotificationConfig, _>(
+            v03::methods::PUSH_CONFIG_GET,
+            &push_config_params(req),
+        )
+        .await
     }
 
     async fn list_push_configs(

@@ -436,23 +436,17 @@ impl Run {
         if st.task.is_some() {
             return None;
         }
-        let task = v1::Task {
-            id: self.task_id.clone(),
-            context_id: Some(self.context_id.clone()),
-            status: v1::TaskStatus {
-                state: v1::TaskState::Submitted,
-                message: None,
-                timestamp: Some(now_rfc3339()),
-            },
-            artifacts: Vec::new(),
-            history: st
-                .user_message
-                .take()
-                .map(Arc::unwrap_or_clone)
-                .into_iter()
-                .collect(),
-            metadata: None,
-        };
+        let mut task = v1::Task::new(
+            self.task_id.clone(),
+            Some(self.context_id.clone()),
+            v1::TaskStatus::at(v1::TaskState::Submitted, Some(now_rfc3339())),
+        );
+        task.history = st
+            .user_message
+            .take()
+            .map(Arc::unwrap_or_clone)
+            .into_iter()
+            .collect();
         // Issue 30 item 3: the `Task` event (a copy of the user's message) only when someone
         // hears it.
         let event = super::fanout::heard(st, engine)

@@ -14,6 +14,7 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor}
 use serde_json::Value;
 
 use super::{Head, JsonStrOrOther};
+use crate::types::json_text::identifier;
 use crate::types::v1;
 
 /// A send read in one pass: its envelope (with no raw `params`) and its typed params.
@@ -38,23 +39,13 @@ enum Key {
 
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct K;
-        impl Visitor<'_> for K {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
-                Ok(match v {
-                    "jsonrpc" => Key::Jsonrpc,
-                    "id" => Key::Id,
-                    "method" => Key::Method,
-                    "params" => Key::Params,
-                    _ => Key::Other,
-                })
-            }
-        }
-        d.deserialize_identifier(K)
+        identifier(d, "a member name", |v| match v {
+            "jsonrpc" => Key::Jsonrpc,
+            "id" => Key::Id,
+            "method" => Key::Method,
+            "params" => Key::Params,
+            _ => Key::Other,
+        })
     }
 }
 
