@@ -14,13 +14,9 @@ use subagent_testkit::{RateLimit, Reply, ScriptedModelServer};
 
 /// A client of `server` with `key`, as each child of a tree builds its own.
 fn client(server: &ScriptedModelServer, key: &str) -> OpenAiModel {
-    OpenAiModel::builder()
-        .base_url(server.openai_base_url())
-        .api_key(key)
-        .model("m")
-        .base_delay(Duration::from_millis(5))
-        .build()
-        .expect("valid settings")
+    openai_at(server.openai_base_url(), |b| {
+        b.api_key(key).base_delay(Duration::from_millis(5))
+    })
 }
 
 /// Runs `n` calls at once, each on its own client of `server`; returns their results.

@@ -10,24 +10,22 @@ use subagent_spi::ToolSpec;
 use subagent_spi::chat::{ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse};
 use subagent_testkit::ScriptedModelServer;
 
+/// An OpenAI-format client of model `gpt-test` on `server`, with key `sk-test-123`.
 pub(crate) fn openai(server: &ScriptedModelServer) -> OpenAiModel {
-    OpenAiModel::builder()
-        .base_url(server.openai_base_url())
-        .api_key("sk-test-123")
-        .model("gpt-test")
-        .base_delay(Duration::from_millis(5))
-        .build()
-        .expect("valid openai settings")
+    openai_at(server.openai_base_url(), |b| {
+        b.api_key("sk-test-123")
+            .model("gpt-test")
+            .base_delay(Duration::from_millis(5))
+    })
 }
 
+/// An Anthropic client of model `claude-test` on `server`, with key `sk-ant-test`.
 pub(crate) fn anthropic(server: &ScriptedModelServer) -> AnthropicModel {
-    AnthropicModel::builder()
-        .base_url(server.base_url())
-        .api_key("sk-ant-test")
-        .model("claude-test")
-        .base_delay(Duration::from_millis(5))
-        .build()
-        .expect("valid anthropic settings")
+    anthropic_at(server.base_url(), |b| {
+        b.api_key("sk-ant-test")
+            .model("claude-test")
+            .base_delay(Duration::from_millis(5))
+    })
 }
 
 /// An OpenAI-format client of model `m` at `base_url`, with `settings` applied.
