@@ -38,6 +38,12 @@ async fn call(tool: &dyn Tool, input: Value) -> Result<ToolOutput, ToolError> {
     tool.call(input, &TaskContext::new()).await
 }
 
+/// The lines of what `tool` answers to `input` (it must succeed).
+async fn lines_of(tool: &dyn Tool, input: Value) -> Vec<String> {
+    let out = call(tool, input).await.unwrap();
+    out.content.lines().map(str::to_string).collect()
+}
+
 fn assert_denied(r: Result<ToolOutput, ToolError>, path: &str, root: &Path) {
     match r {
         Err(ToolError::Denied { message, .. }) => {
@@ -147,14 +153,15 @@ async fn edit_replaces_unique_strings_only() {
     let f = fixture();
     f.write("e.rs", "fn a() {}\nfn b() {}\nlet x = 1; let x = 1;\n");
     let edit = EditTool::new(f.ws.clone());
-    // An edit of `e.rs`.
-    let edit_e = async |old: &str, new: &str| {
+    // An edit of `file`.
+    let edit_in = async |file: &str, old: &str, new: &str| {
         call(
             &edit,
-            json!({"file_path": "e.rs", "old_string": old, "new_string": new}),
+            json!({"file_path": file, "old_string": old, "new_string": new}),
         )
         .await
     };
+    let edit_e = async |old: &str, new: &str| edit_in("e.rs", old, new).await;
 
     let out = edit_e("fn a() {}", "fn alpha() {}").await.unwrap();
     assert!(
@@ -184,12 +191,7 @@ async fn edit_replaces_unique_strings_only() {
     assert!(err.to_string().contains("not found"), "{err}");
     let err = edit_e("fn b", "fn b").await.unwrap_err();
     assert!(matches!(err, ToolError::InvalidInput { .. }));
-    let err = call(
-        &edit,
-        json!({"file_path": "nope.rs", "old_string": "a", "new_string": "b"}),
-    )
-    .await
-    .unwrap_err();
+    let err = edit_in("nope.rs", "a", "b").await.unwrap_err();
     assert!(err.to_string().contains("nope.rs"), "{err}");
 }
 
@@ -215,62 +217,26 @@ async fn escapes_are_refused() {
     let outside_abs = f.outside.path().join("secret.txt");
     let outside_abs = outside_abs.to_str().unwrap();
 
-    assert_denied(
-        call(&read, json!({"file_path": "../secret.txt"})).await,
+    for path in [
         "../secret.txt",
-        root,
-    );
-    assert_denied(
-        call(&read, json!({"file_path": "a/../../x"})).await,
         "a/../../x",
-        root,
-    );
-    assert_denied(
-        call(&read, json!({"file_path": outside_abs})).await,
         outside_abs,
-        root,
-    );
-    assert_denied(
-        call(&read, json!({"file_path": "/etc/passwd"})).await,
         "/etc/passwd",
-        root,
-    );
-    assert_denied(
-        call(&read, json!({"file_path": "linkfile"})).await,
         "linkfile",
-        root,
-    );
-    assert_denied(
-        call(&read, json!({"file_path": "linkdir/secret.txt"})).await,
         "linkdir/secret.txt",
-        root,
-    );
+    ] {
+        assert_denied(call(&read, json!({"file_path": path})).await, path, root);
+    }
     // writing a new file through a symlinked directory or a dangling link is refused too
-    assert_denied(
-        call(
-            &write,
-            json!({"file_path": "linkdir/new.txt", "content": "x"}),
-        )
-        .await,
-        "linkdir/new.txt",
-        root,
-    );
+    for path in ["linkdir/new.txt", "dangling", "../escape.txt"] {
+        assert_denied(
+            call(&write, json!({"file_path": path, "content": "x"})).await,
+            path,
+            root,
+        );
+    }
     assert!(!f.outside.path().join("new.txt").exists());
-    assert_denied(
-        call(&write, json!({"file_path": "dangling", "content": "x"})).await,
-        "dangling",
-        root,
-    );
     assert!(!f.outside.path().join("does-not-exist").exists());
-    assert_denied(
-        call(
-            &write,
-            json!({"file_path": "../escape.txt", "content": "x"}),
-        )
-        .await,
-        "../escape.txt",
-        root,
-    );
     assert_denied(
         call(
             &edit,
@@ -338,11 +304,8 @@ async fn glob_is_gitignore_aware_and_newest_first() {
     // `*` does not cross directories; `path` scopes the search
     let out = call(&glob, json!({"pattern": "*.rs"})).await.unwrap();
     assert_eq!(out.content.trim(), "top.rs");
-    let out = call(&glob, json!({"pattern": "*.rs", "path": "src"}))
-        .await
-        .unwrap();
     assert_eq!(
-        out.content.lines().collect::<Vec<_>>(),
+        lines_of(&glob, json!({"pattern": "*.rs", "path": "src"})).await,
         vec!["src/new.rs", "src/old.rs"]
     );
     // an absolute pattern inside the root works; one outside is refused
@@ -385,20 +348,17 @@ async fn grep_modes_filters_and_case() {
     set_mtime(&f.dir.path().join("src/a.rs"), 100);
     let grep = GrepTool::new(f.ws.clone());
 
-    let out = call(&grep, json!({"pattern": "hello"})).await.unwrap();
     assert_eq!(
-        out.content.lines().collect::<Vec<_>>(),
+        lines_of(&grep, json!({"pattern": "hello"})).await,
         vec!["src/b.txt", "src/a.rs"]
     );
 
-    let out = call(
-        &grep,
-        json!({"pattern": "hello", "output_mode": "content", "-i": true}),
-    )
-    .await
-    .unwrap();
     assert_eq!(
-        out.content.lines().collect::<Vec<_>>(),
+        lines_of(
+            &grep,
+            json!({"pattern": "hello", "output_mode": "content", "-i": true})
+        )
+        .await,
         vec![
             "src/a.rs:2:    println!(\"Hello\");",
             "src/a.rs:4:// hello again",
@@ -535,14 +495,12 @@ async fn grep_content_with_context_lines() {
     );
     f.write("b.txt", "MATCH 3\nlast\n");
     let grep = GrepTool::new(f.ws.clone());
-    let out = call(
-        &grep,
-        json!({"pattern": "MATCH", "output_mode": "content", "-C": 1}),
-    )
-    .await
-    .unwrap();
     assert_eq!(
-        out.content.lines().collect::<Vec<_>>(),
+        lines_of(
+            &grep,
+            json!({"pattern": "MATCH", "output_mode": "content", "-C": 1})
+        )
+        .await,
         vec![
             "a.txt-2-two",
             "a.txt:3:MATCH 1",
@@ -556,14 +514,12 @@ async fn grep_content_with_context_lines() {
             "b.txt-2-last",
         ]
     );
-    let out = call(
-        &grep,
-        json!({"pattern": "MATCH 2", "output_mode": "content", "before": 2, "after": 0}),
-    )
-    .await
-    .unwrap();
     assert_eq!(
-        out.content.lines().collect::<Vec<_>>(),
+        lines_of(
+            &grep,
+            json!({"pattern": "MATCH 2", "output_mode": "content", "before": 2, "after": 0})
+        )
+        .await,
         vec!["a.txt-6-six", "a.txt-7-seven", "a.txt:8:MATCH 2"]
     );
 }

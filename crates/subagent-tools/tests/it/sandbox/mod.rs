@@ -72,6 +72,14 @@ fn assert_contents(root: &std::path::Path, files: &[(&str, &str)]) {
     }
 }
 
+/// Runs `cmd`, which must get to its end (its output holds `last`, what its last command
+/// echoes); its output.
+async fn ran_to(tool: &BashTool, cmd: &str, last: &str) -> ToolOutput {
+    let out = run(tool, cmd).await;
+    assert!(out.content.contains(last), "{}", out.content);
+    out
+}
+
 /// Runs `cmd`, which must fail; its output.
 async fn refused(tool: &BashTool, cmd: &str) -> ToolOutput {
     let out = run(tool, cmd).await;

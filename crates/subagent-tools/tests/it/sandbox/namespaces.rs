@@ -123,8 +123,7 @@ async fn ordinary_work_succeeds_in_the_workspace_root() {
         out.content
     );
     if which("cargo").is_some() {
-        let out = run(&tool, "cargo new --vcs none -q x && echo CARGO").await;
-        assert!(out.content.contains("CARGO"), "{}", out.content);
+        let out = ran_to(&tool, "cargo new --vcs none -q x && echo CARGO", "CARGO").await;
         assert!(root.join("x/Cargo.toml").exists());
     } else {
         skipped("ordinary_work_succeeds_in_the_workspace_root: no cargo for `cargo new`");
@@ -224,16 +223,16 @@ async fn writes_outside_the_workspace_are_still_refused() {
     let outside = tempfile::tempdir().unwrap();
     let root = ws.path();
     let target = outside.path().join("escaped.txt");
-    let out = run(
+    let out = ran_to(
         &bash(root),
         &format!(
             "touch '{}'; echo t > \"$TMPDIR/t\"; mount -t tmpfs none src 2>&1; \
              umount .git 2>&1; echo ran",
             target.display()
         ),
+        "ran",
     )
     .await;
-    assert!(out.content.contains("ran"), "{}", out.content);
     assert!(
         !target.exists(),
         "nothing was written outside the workspace"
@@ -273,7 +272,7 @@ async fn setsid_and_double_forked_children_die_with_the_command() {
         return;
     };
     let root = ws.path();
-    let out = run(
+    let out = ran_to(
         &bash(root),
         // Returns once the first has left the process group (it wrote its pid after
         // `setsid`), so the test does not depend on timing.
@@ -281,9 +280,9 @@ async fn setsid_and_double_forked_children_die_with_the_command() {
          (sh -c 'sleep 314159 >/dev/null 2>&1 </dev/null &' &) ; i=0; \
          while [ ! -s escaped.pid ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; \
          echo started",
+        "started",
     )
     .await;
-    assert!(out.content.contains("started"), "{}", out.content);
     let left = [processes_with("271828"), processes_with("314159")].concat();
     kill_all(&left);
     assert!(left.is_empty(), "left running: {left:?}");
@@ -347,14 +346,14 @@ async fn a_commondir_or_worktree_config_a_command_creates_is_removed_when_it_end
     project(root);
     // `commondir` would point git at `evil/config` (and its fsmonitor) on the user's next
     // `git status`; a placeholder there would break git, so the name is sealed instead.
-    let out = run(
+    let out = ran_to(
         &bash(root),
         "mkdir -p evil && printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > evil/config && \
          echo \"$PWD/evil\" > .git/commondir && echo \"$PWD/evil\" > vendor/lib/.git/commondir \
          && echo x > .git/config.worktree && echo written",
+        "written",
     )
     .await;
-    assert!(out.content.contains("written"), "{}", out.content);
     assert!(
         out.content.contains(".git/commondir") && out.content.contains("has been removed"),
         "the model is told: {}",
