@@ -102,14 +102,15 @@ async fn run_main(
     capture.0.lock().unwrap().clone()
 }
 
-/// The assembly a served process runs: one Markdown agent `name` on the scripted `model_name`,
-/// in `dir`.
+/// The assembly a served process runs: one Markdown agent `name` on `model_name` of a fresh
+/// scripted model server, in a fresh directory (kept alive with the server).
 async fn served_worker(
-    model: &ScriptedModelServer,
-    dir: &Path,
     name: &str,
     model_name: &str,
-) -> Subagents {
+) -> (ScriptedModelServer, tempfile::TempDir, Subagents) {
+    let model = ScriptedModelServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let agents = write_agent(
         dir,
         name,
@@ -117,22 +118,21 @@ async fn served_worker(
             "---\nname: {name}\ndescription: Works.\ntools: Read\nmodel: {model_name}\n---\nWork.\n"
         ),
     );
-    Subagents::builder()
+    let served = Subagents::builder()
         .named_model(model_name, model.openai_model(model_name))
         .agents_dir(&agents)
         .workspace(dir)
         .builtin_agents(false)
         .build()
         .await
-        .unwrap()
+        .unwrap();
+    (model, tmp, served)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
     let capture = capture();
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let served = served_worker(&model, dir.path(), "a2a-worker", "worker-model").await;
+    let (model, _dir, served) = served_worker("a2a-worker", "worker-model").await;
     let (url, _server) = serve_a2a(served, &ServeOptions::new(), "a2a-worker").await;
 
     push_remote_run(&model, "a2a-worker", "worker-model");
@@ -176,9 +176,7 @@ async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2a_grpc_calls_carry_traceparent_as_metadata_and_our_server_continues_the_trace() {
     let capture = capture();
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let served = served_worker(&model, dir.path(), "grpc-worker", "grpc-worker-model").await;
+    let (model, _dir, served) = served_worker("grpc-worker", "grpc-worker-model").await;
     // The card is served over HTTP and lists the gRPC binding, served on its own port.
     let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let grpc_addr = grpc.local_addr().unwrap().to_string();
@@ -215,17 +213,10 @@ async fn a2a_grpc_calls_carry_traceparent_as_metadata_and_our_server_continues_t
                 .collect();
             panic!("no gRPC server span that ran the agent: {names:?}")
         });
-    assert!(
-        server.parent_span_is_remote,
-        "continued from the traceparent metadata"
-    );
-    assert!(
-        server
-            .attributes
-            .iter()
-            .any(|kv| kv.key.as_str() == "rpc.system" && kv.value.as_str() == "grpc"),
-        "{:?}",
-        server.attributes
+    assert_continued(
+        &server,
+        "continued from the traceparent metadata",
+        ("rpc.system", "grpc"),
     );
     remote_caller(&spans, &server, "grpc-worker");
     child_of(
@@ -266,16 +257,23 @@ async fn mcp_calls_carry_traceparent_in_meta_and_our_server_continues_the_trace(
         SpanKind::Server,
         "invoke_agent echo",
     );
-    assert!(
-        server.parent_span_is_remote,
-        "continued from `_meta.traceparent`"
+    assert_continued(
+        &server,
+        "continued from `_meta.traceparent`",
+        ("mcp.method.name", "tools/call"),
     );
+}
+
+/// The server span `server` continues a remote trace (`why` says through what) and carries the
+/// attribute `key = value`.
+fn assert_continued(server: &SpanData, why: &str, (key, value): (&str, &str)) {
+    assert!(server.parent_span_is_remote, "{why}");
     assert!(
         server
             .attributes
             .iter()
-            .any(|kv| kv.key.as_str() == "mcp.method.name" && kv.value.as_str() == "tools/call"),
-        "{:?}",
+            .any(|kv| kv.key.as_str() == key && kv.value.as_str() == value),
+        "{key}={value} in {:?}",
         server.attributes
     );
 }
@@ -339,9 +337,7 @@ async fn an_mcp_task_run_is_a_child_of_the_tools_call_span_continued_from_meta()
     use rmcp::ServiceExt as _;
     use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, TaskStatus};
     let capture = capture();
-    let model = ScriptedModelServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let served = served_worker(&model, dir.path(), "task-worker", "task-worker-model").await;
+    let (model, _dir, served) = served_worker("task-worker", "task-worker-model").await;
     model.push_for_model("task-worker-model", Reply::text("TASK DONE"));
     let web = served
         .mcp_server()

@@ -109,21 +109,23 @@ async fn a_fork_repeats_its_callers_request_byte_for_byte_and_reads_it_from_cach
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_cannot_be_resumed_nor_moved_to_another_model() {
-    let server = ScriptedModelServer::start().await;
-    server.push(Reply::tool_calls(vec![(
-        "Task",
-        serde_json::json!({"description": "d", "prompt": "p", "subagent_type": "fork",
-                           "resume": "sess_0123"}),
-    )]));
-    server.push(Reply::tool_calls(vec![(
-        "Task",
-        serde_json::json!({"description": "d", "prompt": "p", "subagent_type": "fork",
-                           "model": "other"}),
-    )]));
-    server.push(Reply::text("done"));
-    let agents = common::team_builder_on(&server, "team-model").built().await;
-    agents.main_agent().run("go").await.expect("runs");
-    let reqs = server.requests();
+    let reqs = common::team_requests(
+        [
+            Reply::tool_calls(vec![(
+                "Task",
+                serde_json::json!({"description": "d", "prompt": "p", "subagent_type": "fork",
+                                   "resume": "sess_0123"}),
+            )]),
+            Reply::tool_calls(vec![(
+                "Task",
+                serde_json::json!({"description": "d", "prompt": "p", "subagent_type": "fork",
+                                   "model": "other"}),
+            )]),
+            Reply::text("done"),
+        ],
+        |b| b,
+    )
+    .await;
     assert_eq!(reqs.len(), 3);
     let resumed = reqs[1].tool_results().join("\n");
     assert!(resumed.contains("a fork cannot be resumed"), "{resumed}");
@@ -136,14 +138,16 @@ async fn a_fork_cannot_be_resumed_nor_moved_to_another_model() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_limited_to_named_agents_cannot_fork() {
-    let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("gatekeeper", "go"));
-    server.push(fork_call("copy me"));
-    server.push(Reply::text("gatekeeper done"));
-    server.push(Reply::text("main done"));
-    let agents = common::team_builder_on(&server, "team-model").built().await;
-    agents.main_agent().run("go").await.expect("runs");
-    let reqs = server.requests();
+    let reqs = common::team_requests(
+        [
+            Reply::task_call("gatekeeper", "go"),
+            fork_call("copy me"),
+            Reply::text("gatekeeper done"),
+            Reply::text("main done"),
+        ],
+        |b| b,
+    )
+    .await;
     assert_eq!(reqs.len(), 4);
     let refused = reqs[2].tool_results().join("\n");
     assert!(

@@ -12,14 +12,15 @@ use std::time::Duration;
 use common::{bash_call, text, worker_task_call};
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ClientConfig,
-    GetTaskParams, Implementation, InputResponses, ProtocolVersion, TaskPayload, TaskStatus,
-    UpdateTaskParams,
+    GetTaskParams, Implementation, InputRequiredResult, InputResponses, ProtocolVersion,
+    TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use subagent_testkit::Reply;
+use subagents::mcp::McpToolServer;
 
 /// A client declaring what `caps` says, on protocol `version`, answering nothing itself.
 struct Client {
@@ -103,6 +104,26 @@ async fn start_task(client: &RunningService<RoleClient, Client>) -> String {
     handle.task.task_id
 }
 
+/// A worker whose model runs `cmd` in Bash (which asks the caller first) and then answers
+/// `answer`, its server tuned by `tune`, and `client` connected to it.
+async fn bash_worker_for(
+    client: Client,
+    (cmd, answer): (&str, &str),
+    tune: impl FnOnce(McpToolServer) -> McpToolServer,
+) -> (common::McpWorker, RunningService<RoleClient, Client>) {
+    let worker = common::mcp_worker(vec![bash_call(cmd), Reply::text(answer)], tune).await;
+    let client = connect(client, &worker.url).await;
+    (worker, client)
+}
+
+/// Calls the worker once; the question the server asked instead of answering.
+async fn asked(client: &RunningService<RoleClient, Client>) -> InputRequiredResult {
+    match client.call_tool_once(worker_task_call()).await.unwrap() {
+        CallToolResponse::InputRequired(asked) => asked,
+        other => panic!("expected input_required, got {other:?}"),
+    }
+}
+
 /// The answer `decision` to the question shown under `key`.
 fn accept(key: &str, decision: &str) -> InputResponses {
     let mut r = InputResponses::new();
@@ -176,12 +197,8 @@ async fn a_tasks_client_of_the_older_era_gets_tasks_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_it() {
-    let worker = common::mcp_worker(
-        vec![bash_call("touch out/task.txt"), Reply::text("touched it")],
-        |s| s,
-    )
-    .await;
-    let client = connect(tasks_client(), &worker.url).await;
+    let (worker, client) =
+        bash_worker_for(tasks_client(), ("touch out/task.txt", "touched it"), |s| s).await;
     let id = start_task(&client).await;
     let waiting = settle(&client, &id).await;
     let TaskPayload::InputRequired { input_requests } = &waiting.payload else {
@@ -232,12 +249,12 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_cancel_cancels_a_task() {
-    let worker = common::mcp_worker(
-        vec![bash_call("touch out/never.txt"), Reply::text("unreachable")],
+    let (worker, client) = bash_worker_for(
+        tasks_client(),
+        ("touch out/never.txt", "unreachable"),
         |s| s,
     )
     .await;
-    let client = connect(tasks_client(), &worker.url).await;
     let id = start_task(&client).await;
     assert_eq!(
         settle(&client, &id).await.status(),
@@ -301,16 +318,13 @@ async fn the_task_limit_refuses_a_task_beyond_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() {
-    let worker = common::mcp_worker(
-        vec![bash_call("touch out/mrtr.txt"), Reply::text("touched it")],
+    let (worker, client) = bash_worker_for(
+        eliciting_client(),
+        ("touch out/mrtr.txt", "touched it"),
         |s| s,
     )
     .await;
-    let client = connect(eliciting_client(), &worker.url).await;
-    let asked = match client.call_tool_once(worker_task_call()).await.unwrap() {
-        CallToolResponse::InputRequired(asked) => asked,
-        other => panic!("expected input_required, got {other:?}"),
-    };
+    let asked = asked(&client).await;
     let requests = asked.input_requests.clone().expect("inputRequests");
     let key = only_key(requests.keys());
     let form = serde_json::to_value(&requests[&key]).unwrap();
@@ -360,16 +374,12 @@ async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
-    let worker = common::mcp_worker(
-        vec![bash_call("touch out/late.txt"), Reply::text("gave up")],
-        |s| s.with_elicitation_timeout(Duration::from_millis(200)),
-    )
-    .await;
-    let client = connect(eliciting_client(), &worker.url).await;
-    let asked = match client.call_tool_once(worker_task_call()).await.unwrap() {
-        CallToolResponse::InputRequired(asked) => asked,
-        other => panic!("expected input_required, got {other:?}"),
-    };
+    let (worker, client) =
+        bash_worker_for(eliciting_client(), ("touch out/late.txt", "gave up"), |s| {
+            s.with_elicitation_timeout(Duration::from_millis(200))
+        })
+        .await;
+    let asked = asked(&client).await;
     let key = only_key(asked.input_requests.as_ref().expect("inputRequests").keys());
     let state = asked.request_state.expect("requestState");
     // Well past the answer timeout (200 ms), the call has been denied and forgotten.
@@ -388,12 +398,12 @@ async fn a_call_whose_client_does_not_come_back_is_denied_and_forgotten() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_question_is_parked_beyond_the_waiting_limit() {
-    let worker = common::mcp_worker(
-        vec![bash_call("touch out/over.txt"), Reply::text("was denied")],
+    let (worker, client) = bash_worker_for(
+        eliciting_client(),
+        ("touch out/over.txt", "was denied"),
         |s| s.with_max_waiting_calls(0),
     )
     .await;
-    let client = connect(eliciting_client(), &worker.url).await;
     let CallToolResponse::Complete(result) =
         client.call_tool_once(worker_task_call()).await.unwrap()
     else {

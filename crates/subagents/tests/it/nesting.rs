@@ -66,33 +66,33 @@ async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_max_depth_1_the_coordinator_is_not_offered_task() {
-    let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("coordinator", "find the answer"));
-    server.push(Reply::text("I cannot delegate"));
-    server.push(Reply::text("done"));
-    let agents = agents(&server, Some(1)).await;
-    agents.main_agent().run("go").await.expect("runs");
-    let reqs = server.requests();
+    let reqs = common::team_requests(
+        [
+            Reply::task_call("coordinator", "find the answer"),
+            Reply::text("I cannot delegate"),
+            Reply::text("done"),
+        ],
+        |b| b.max_depth(1),
+    )
+    .await;
     assert!(offers_task(&reqs[0]), "the main agent (depth 0) delegates");
     assert_eq!(reqs[1].tool_names(), ["Read"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_rules_limit_which_agents_may_be_started() {
-    let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("gatekeeper", "go"));
-    common::push_chain(
-        &server,
-        ["not allowed", "allowed"],
+    let reqs = common::team_requests(
         [
+            Reply::task_call("gatekeeper", "go"),
+            Reply::task_call("coordinator", "not allowed"),
+            Reply::task_call("leaf", "allowed"),
             Reply::text("leaf here"),
             Reply::text("gatekeeper done"),
             Reply::text("main done"),
         ],
-    );
-    let agents = agents(&server, None).await;
-    agents.main_agent().run("go").await.expect("runs");
-    let reqs = server.requests();
+        |b| b,
+    )
+    .await;
     assert!(offers_task(&reqs[1]), "Agent(leaf) grants Task");
     let refused = reqs[2].body.to_string();
     assert!(
@@ -105,21 +105,21 @@ async fn agent_rules_limit_which_agents_may_be_started() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explore_is_never_offered_task() {
-    let server = ScriptedModelServer::start().await;
-    server.push(Reply::task_call("Explore", "look around"));
-    server.push(Reply::text("explored"));
-    server.push(Reply::text("done"));
-    let agents = agents(&server, None).await;
-    agents.main_agent().run("go").await.expect("runs");
-    let reqs = server.requests();
+    let reqs = common::team_requests(
+        [
+            Reply::task_call("Explore", "look around"),
+            Reply::text("explored"),
+            Reply::text("done"),
+        ],
+        |b| b,
+    )
+    .await;
     assert!(!offers_task(&reqs[1]), "{:?}", reqs[1].tool_names());
     assert!(reqs[1].tool_names().contains(&"Read".to_string()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_nests_children_under_their_parent_once_each() {
-    use std::sync::Arc;
-    use subagent_testkit::ProgressRecorder;
     use subagents::ProgressKind;
     let server = ScriptedModelServer::start().await;
     common::push_chain(
@@ -128,13 +128,7 @@ async fn progress_nests_children_under_their_parent_once_each() {
         [Reply::text("42"), Reply::text("42"), Reply::text("42")],
     );
     let agents = agents(&server, None).await;
-    let recorder = Arc::new(ProgressRecorder::new());
-    agents
-        .main_agent()
-        .progress(recorder.clone())
-        .run("go")
-        .await
-        .expect("runs");
+    let (_, recorder) = common::run_recorded(&agents, "go").await;
     let events = recorder.events();
     let started: Vec<_> = events
         .iter()

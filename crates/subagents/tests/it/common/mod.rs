@@ -267,6 +267,19 @@ pub(crate) fn worker_task_call() -> rmcp::model::CallToolRequestParams {
     rmcp::model::CallToolRequestParams::new("Task").with_arguments(m)
 }
 
+/// The team on model `team-model` of a server scripted with `replies`, its builder passed
+/// through `tune`: runs the main agent on `go` (it must run); what the model was asked, in order.
+pub(crate) async fn team_requests(
+    replies: impl IntoIterator<Item = Reply>,
+    tune: impl FnOnce(SubagentsBuilder) -> SubagentsBuilder,
+) -> Vec<subagent_testkit::RecordedRequest> {
+    let server = ScriptedModelServer::start().await;
+    server.push_all(replies);
+    let agents = tune(team_builder_on(&server, "team-model")).built().await;
+    run_main(&agents, "go").await;
+    server.requests()
+}
+
 /// Runs the main agent of `agents` on `prompt`; the outcome (it must run).
 pub(crate) async fn run_main(agents: &Subagents, prompt: &str) -> subagents::TaskOutcome {
     agents.main_agent().run(prompt).await.expect("runs")
