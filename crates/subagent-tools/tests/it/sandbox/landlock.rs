@@ -6,7 +6,7 @@ use std::path::Path;
 
 use subagent_tools::{BashTool, LandlockSupport, SandboxPolicy, Workspace, landlock_support};
 
-use super::{assert_contents, landlock_or_skip, project, refused, run, skipped, which};
+use super::{assert_contents, landlock_or_skip, project, ran_to, refused, run, skipped, which};
 
 /// A workspace whose temp directory is inside it, so nothing else on the machine is writable.
 fn confined(ws: &Path) -> BashTool {
@@ -67,7 +67,7 @@ async fn confined_bash_cannot_write_outside_the_workspace() {
         "the temp dir is writable"
     );
     // Reads and /dev/null still work, and the rest of this process keeps its rights.
-    let out = ran_to(
+    ran_to(
         &tool,
         "cat /etc/hostname >/dev/null && ls / >/dev/null && echo ok",
         "ok",
@@ -196,7 +196,7 @@ async fn symlinks_inside_the_workspace_do_not_reach_protected_paths() {
     assert!(!root.join(".claude/settings.local.json").exists());
     assert_contents(root, &[("subagents.toml", "model = \"m\"\n")]);
     // Through the symlink, the non-protected parts of .git stay writable.
-    let out = ran_to(&tool, "echo i > g/index && echo ok", "ok").await;
+    ran_to(&tool, "echo i > g/index && echo ok", "ok").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,7 +242,7 @@ async fn unconfined_bash_writes_anywhere() {
         SandboxPolicy::unconfined(),
     );
     let target = outside.path().join("written.txt");
-    let out = ran_to(
+    ran_to(
         &tool,
         &format!("touch '{}' && echo ok", target.display()),
         "ok",

@@ -10,7 +10,7 @@ use subagent_tools::{
     BashTool, ConfinedCommand, SandboxMode, SandboxPolicy, Workspace, sandbox_report,
 };
 
-use super::{refused, run, skipped, which};
+use super::{ran_to, refused, run, skipped, which};
 
 fn policy(ws: &Path) -> SandboxPolicy {
     std::fs::create_dir_all(ws.join("tmp")).unwrap();
@@ -123,7 +123,7 @@ async fn ordinary_work_succeeds_in_the_workspace_root() {
         out.content
     );
     if which("cargo").is_some() {
-        let out = ran_to(&tool, "cargo new --vcs none -q x && echo CARGO", "CARGO").await;
+        ran_to(&tool, "cargo new --vcs none -q x && echo CARGO", "CARGO").await;
         assert!(root.join("x/Cargo.toml").exists());
     } else {
         skipped("ordinary_work_succeeds_in_the_workspace_root: no cargo for `cargo new`");
@@ -223,7 +223,7 @@ async fn writes_outside_the_workspace_are_still_refused() {
     let outside = tempfile::tempdir().unwrap();
     let root = ws.path();
     let target = outside.path().join("escaped.txt");
-    let out = ran_to(
+    ran_to(
         &bash(root),
         &format!(
             "touch '{}'; echo t > \"$TMPDIR/t\"; mount -t tmpfs none src 2>&1; \
@@ -272,7 +272,7 @@ async fn setsid_and_double_forked_children_die_with_the_command() {
         return;
     };
     let root = ws.path();
-    let out = ran_to(
+    ran_to(
         &bash(root),
         // Returns once the first has left the process group (it wrote its pid after
         // `setsid`), so the test does not depend on timing.
