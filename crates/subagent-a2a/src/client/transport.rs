@@ -55,8 +55,10 @@ impl A2aClient {
 
     /// Sets how long an event stream may stay silent (no bytes at all, not even a keep-alive
     /// comment; the wait for the answer's head counts too) before the call fails with an
-    /// [`A2aError::Protocol`] naming the URL and the limit (see [`stream_idle_error`](super::stream_idle_error); default
-    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`]). `Duration::ZERO` waits forever.
+    /// [`A2aError::Protocol`] naming the URL and the limit (see
+    /// [`stream_idle_error`](super::stream_idle_error); default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](super::endpoint::DEFAULT_STREAM_IDLE_TIMEOUT)).
+    /// `Duration::ZERO` waits forever.
     #[must_use]
     pub fn with_stream_idle_timeout(mut self, limit: Duration) -> Self {
         self.dialect.wire_mut().stream_idle_timeout = (!limit.is_zero()).then_some(limit);
