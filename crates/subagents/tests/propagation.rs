@@ -137,18 +137,31 @@ async fn a2a_requests_carry_traceparent_and_our_server_continues_the_trace() {
 
     push_remote_run(&model, "a2a-worker", "worker-model");
     let main = Subagents::builder().a2a_agent(&url);
-    let spans = run_main(&capture, &model, main).await;
-    // The request that ran the agent: a server span under the caller's A2A child run.
-    let server = spans
-        .iter()
-        .filter(|s| s.span_kind == SpanKind::Server && s.name == "POST /a2a-worker")
-        .find(|s| {
-            spans.iter().any(|c| {
-                c.name == "invoke_agent a2a-worker" && c.parent_span_id == s.span_context.span_id()
+    let mut spans = run_main(&capture, &model, main).await;
+    // The request that ran the agent: a server span under the caller's A2A child run. The
+    // server ends its request span once the answer has gone out, so it may be recorded just
+    // after the caller has its answer: look again for up to 5 s.
+    let ran_the_agent = |spans: &[SpanData]| {
+        spans
+            .iter()
+            .filter(|s| s.span_kind == SpanKind::Server && s.name == "POST /a2a-worker")
+            .find(|s| {
+                spans.iter().any(|c| {
+                    c.name == "invoke_agent a2a-worker"
+                        && c.parent_span_id == s.span_context.span_id()
+                })
             })
-        })
-        .cloned()
-        .unwrap_or_else(|| panic!("no server span that ran the agent"));
+            .cloned()
+    };
+    for _ in 0..100 {
+        if ran_the_agent(&spans).is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        spans = capture.0.lock().unwrap().clone();
+    }
+    let server =
+        ran_the_agent(&spans).unwrap_or_else(|| panic!("no server span that ran the agent"));
     assert!(
         server.parent_span_is_remote,
         "continued from the traceparent header"
