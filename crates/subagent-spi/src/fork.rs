@@ -81,26 +81,13 @@ impl ForkSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{SubagentDefinition, SubagentError, TaskCall, TaskOutcome, async_trait};
-
-    struct Nothing;
-
-    #[async_trait]
-    impl SubagentExecutor for Nothing {
-        async fn execute(
-            &self,
-            _: TaskCall,
-            _: Arc<dyn SubagentDefinition>,
-            _: TaskContext,
-        ) -> Result<TaskOutcome, SubagentError> {
-            Ok(TaskOutcome::completed(""))
-        }
-    }
+    use crate::SubagentType;
+    use crate::typed::tests::Notes;
 
     #[test]
     fn a_fork_source_belongs_to_its_run_only() {
         let run = TaskContext::new().with_task_id("t1");
-        let source = ForkSource::new(Arc::new(Nothing), &run);
+        let source = ForkSource::new(SubagentType::from(Notes).executor().clone(), &run);
         assert!(source.is_for(&run));
         assert!(source.is_for(&run.clone().with_agent("renamed")));
         // A child copies the extension but is not the run it belongs to.

@@ -307,12 +307,12 @@ fn shape_of(schema: &serde_json::Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use futures::executor::block_on;
 
     #[derive(Debug)]
-    struct Note {
+    pub(crate) struct Note {
         name: String,
         description: String,
         reference: SubagentReference,
@@ -328,7 +328,8 @@ mod tests {
     }
     crate::impl_subagent_definition!(Stranger);
 
-    struct Notes;
+    /// A typed kind for the SPI's own tests (also the executor of `fork`'s tests).
+    pub(crate) struct Notes;
 
     #[async_trait]
     impl SubagentKind for Notes {
