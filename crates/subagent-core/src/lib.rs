@@ -13,8 +13,9 @@
 //! | [`StoreError`], [`StoreKind`] | the error of the durable-store contracts (transcripts, the task ledger) |
 //! | [`Inbox`], [`InboxLimits`], [`InboxError`] | the bounded inbox of a running task (`SendMessage`), the run reads it as a `MessageInbox` |
 //! | [`is_fork`], [`FORK_SUBAGENT_TYPE`] | which `subagent_type` asks for a fork |
+//! | [`telemetry`] | the OpenTelemetry GenAI `invoke_agent` span and its usage fields |
 //!
-//! It depends on the SPI only (no async runtime, no transport), so the kind crates
+//! It depends on the SPI and `tracing` only (no async runtime, no transport), so the kind crates
 //! (`subagent-claude`, `subagent-a2a`) and `task-tool` can all use it without depending on one
 //! another. A third-party kind needs none of it: a kind reports its usage in its
 //! `TaskOutcome` and a limit it hit as `TaskStatus::LimitReached`.
@@ -33,6 +34,7 @@ mod fork;
 mod inbox;
 mod render;
 mod store_error;
+pub mod telemetry;
 
 pub use approval::{ApprovalText, FixedApprover, PERSON_ONLY_DENIAL, SessionApprover};
 pub use budget::{Budget, BudgetExt, DEFAULT_REMOTE_UNREPORTED_TOKENS, ModelPrice, ModelPrices};

@@ -774,14 +774,10 @@ fn record_chat(
     }
     match outcome {
         Guarded::Done(Ok(r)) => {
-            // As i64: `tracing-opentelemetry` exports a u64 as a string.
-            span.record(
-                "gen_ai.usage.input_tokens",
-                i64::try_from(r.usage.input_tokens).unwrap_or(i64::MAX),
-            );
-            span.record(
-                "gen_ai.usage.output_tokens",
-                i64::try_from(r.usage.output_tokens).unwrap_or(i64::MAX),
+            subagent_core::telemetry::record_tokens(
+                span,
+                r.usage.input_tokens,
+                r.usage.output_tokens,
             );
             if !r.model.is_empty() {
                 span.record("gen_ai.response.model", r.model.as_str());

@@ -76,22 +76,14 @@ impl<'t> Run<'t> {
     /// Task` span, so a run's trace is its delegation tree.
     fn new(target: &'t Target, call: &TaskCall, child: TaskContext) -> Self {
         let def = target.def();
-        let span = tracing::info_span!(
-            "invoke_agent",
-            otel.name = %format_args!("invoke_agent {}", def.name()),
-            otel.kind = "internal",
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.name = def.name(),
-            gen_ai.agent.id = child.task_id().unwrap_or(""),
-            gen_ai.request.model = call.model.as_deref(),
-            subagents.kind = target.kind().as_str(),
-            subagents.depth = i64::from(child.depth()),
-            subagents.background = call.is_background(),
-            subagents.status = tracing::field::Empty,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-        );
+        let span =
+            subagent_core::telemetry::invoke_agent_span(def.name(), child.task_id().unwrap_or(""));
+        if !span.is_disabled() {
+            span.record("gen_ai.request.model", call.model.as_deref());
+            span.record("subagents.kind", target.kind().as_str());
+            span.record("subagents.depth", i64::from(child.depth()));
+            span.record("subagents.background", call.is_background());
+        }
         Self {
             target,
             child,
@@ -142,25 +134,14 @@ impl<'t> Run<'t> {
 
     /// The span's status and usage fields, and the log line of the run's end.
     fn report(&self, result: &Result<TaskOutcome, SubagentError>, elapsed: Duration) {
-        let span = &self.span;
-        // Fields are recorded only on a live span: on a disabled one (no subscriber) recording
-        // would still format a `log` record per field.
-        let live = !span.is_disabled();
+        if !self.span.is_disabled() {
+            subagent_core::telemetry::record_run_end(&self.span, result);
+        }
         match result {
             Ok(o) => {
-                if live {
-                    span.record("subagents.status", o.status.as_str());
-                    // As i64: `tracing-opentelemetry` exports a u64 as a string.
-                    let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-                    span.record("gen_ai.usage.input_tokens", tokens(o.usage.input_tokens));
-                    span.record("gen_ai.usage.output_tokens", tokens(o.usage.output_tokens));
-                }
                 tracing::info!(status = %o.status, duration_ms = elapsed.as_millis() as u64, "subagent task finished");
             }
             Err(e) => {
-                if live {
-                    span.record("error.type", "subagent_error");
-                }
                 tracing::info!(error = %e, duration_ms = elapsed.as_millis() as u64, "subagent task failed");
             }
         }
