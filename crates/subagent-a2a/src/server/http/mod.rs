@@ -148,7 +148,7 @@ fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
     // The HTTP+JSON routes, each with its 1.0 handler and its 0.3 one (under `/v1`, where
     // `v03_rest`): a method a route does not serve (`only`) is METHOD_NOT_FOUND; `any` routes
     // tell methods apart themselves.
-    use rest::{V1, message_send, message_stream, push_config, task};
+    use rest::{V1, message_send, message_stream, push_config, push_configs, task};
     use rest_v03::V03;
     let only = |route: MethodRouter<AgentCtx>| route.fallback(rest::unrouted);
     let rest_routes = [
@@ -170,8 +170,8 @@ fn agent_routes(ctx: AgentCtx, v03_rest: bool) -> Router {
         ("/tasks/{id}", any(task::<V1>), any(task::<V03>)),
         (
             "/tasks/{id}/pushNotificationConfigs",
-            any(rest::push_configs),
-            any(rest_v03::push_configs),
+            any(push_configs::<V1>),
+            any(push_configs::<V03>),
         ),
         (
             "/tasks/{id}/pushNotificationConfigs/{config}",

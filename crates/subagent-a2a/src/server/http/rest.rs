@@ -46,6 +46,18 @@ pub(super) trait Dialect: Send + Sync + 'static {
         streaming: bool,
     ) -> impl Future<Output = Response> + Send;
 
+    /// `POST …/tasks/{id}/pushNotificationConfigs`: the config in `body`, read in this
+    /// dialect's shape, set on the task; the answer (the config as stored, or the error).
+    fn set_push_config(
+        ctx: &AgentCtx,
+        parts: &Parts,
+        body: Body,
+        task_id: &str,
+    ) -> impl Future<Output = Response> + Send;
+
+    /// `GET …/tasks/{id}/pushNotificationConfigs`: the answer listing `configs`.
+    fn push_configs_reply(configs: Vec<v1::TaskPushNotificationConfig>) -> Response;
+
     /// `GET …/pushNotificationConfigs/{config}`: the config, written as this dialect writes it.
     fn get_push_config(
         agent: &Hosted,
@@ -91,6 +103,26 @@ impl Dialect for V1 {
         send(&ctx.shared, ctx.agent(), req, streaming, &Self::WIRE)
             .await
             .unwrap_or_else(|e| rest_error(&e))
+    }
+
+    async fn set_push_config(ctx: &AgentCtx, parts: &Parts, body: Body, task_id: &str) -> Response {
+        let config: v1::TaskPushNotificationConfig =
+            match rest_body(ctx, parts, body, "TaskPushNotificationConfig").await {
+                Ok(c) => c,
+                Err(r) => return r,
+            };
+        create_push_config(ctx.agent(), task_id, config)
+            .await
+            .map(|c| rpc_ok(&Self::WIRE, &c))
+            .unwrap_or_else(|e| rest_error(&e))
+    }
+
+    fn push_configs_reply(configs: Vec<v1::TaskPushNotificationConfig>) -> Response {
+        let list = v1::ListTaskPushNotificationConfigsResponse {
+            configs,
+            next_page_token: None,
+        };
+        rpc_ok(&Self::WIRE, &list)
     }
 
     async fn get_push_config(
@@ -214,6 +246,18 @@ fn task_id(path: Result<Path<String>, PathRejection>, parts: &Parts) -> Result<S
     }
 }
 
+/// Opens a request to a route under `tasks/{id}` for `D` ([`open`]): its parts, body and the
+/// `{id}` segment (not empty).
+fn open_task<D: Dialect>(
+    ctx: &AgentCtx,
+    req: Request,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<(Parts, Body, String), ApiError> {
+    let (parts, body) = open::<D>(ctx, req)?;
+    let segment = task_id(path, &parts)?;
+    Ok((parts, body, segment))
+}
+
 /// The error for a method or path no route serves.
 pub(super) fn no_route(parts: &Parts) -> ApiError {
     ApiError::new(
@@ -231,12 +275,8 @@ pub(super) async fn task<D: Dialect>(
     req: Request,
 ) -> Response {
     let wire = D::WIRE;
-    let (parts, _) = match open::<D>(&ctx, req) {
+    let (parts, _, segment) = match open_task::<D>(&ctx, req, path) {
         Ok(p) => p,
-        Err(e) => return error_for(&D::WIRE, &e),
-    };
-    let segment = match task_id(path, &parts) {
-        Ok(s) => s,
         Err(e) => return error_for(&wire, &e),
     };
     let (id, action) = match segment.rsplit_once(':') {
@@ -263,45 +303,26 @@ pub(super) async fn task<D: Dialect>(
     answer.unwrap_or_else(|e| error_for(&wire, &e))
 }
 
-/// `{agent}/tasks/{id}/pushNotificationConfigs`: `POST` creates a config (the body is the
-/// config), `GET` lists them.
-pub(super) async fn push_configs(
+/// `{agent}/tasks/{id}/pushNotificationConfigs` (0.3: under `{agent}/v1`): `POST` sets a
+/// config (the body is the config; 0.3: the proto `CreateTaskPushNotificationConfigRequest`, or
+/// the bare config), `GET` lists them.
+pub(super) async fn push_configs<D: Dialect>(
     State(ctx): State<AgentCtx>,
     path: Result<Path<String>, PathRejection>,
     req: Request,
 ) -> Response {
-    let (parts, body) = match open::<V1>(&ctx, req) {
+    let (parts, body, task_id) = match open_task::<D>(&ctx, req, path) {
         Ok(p) => p,
-        Err(e) => return rest_error(&e),
+        Err(e) => return error_for(&D::WIRE, &e),
     };
-    let task_id = match task_id(path, &parts) {
-        Ok(s) => s,
-        Err(e) => return rest_error(&e),
-    };
-    let agent = ctx.agent();
     let answer = match parts.method {
-        Method::POST => {
-            let config: v1::TaskPushNotificationConfig =
-                match rest_body(&ctx, &parts, body, "TaskPushNotificationConfig").await {
-                    Ok(c) => c,
-                    Err(r) => return r,
-                };
-            create_push_config(agent, &task_id, config)
-                .await
-                .map(|c| rpc_ok(&Wire::Rest, &c))
-        }
-        Method::GET => list_push_configs(agent, &task_id).await.map(|configs| {
-            rpc_ok(
-                &Wire::Rest,
-                &v1::ListTaskPushNotificationConfigsResponse {
-                    configs,
-                    next_page_token: None,
-                },
-            )
-        }),
+        Method::POST => return D::set_push_config(&ctx, &parts, body, &task_id).await,
+        Method::GET => list_push_configs(ctx.agent(), &task_id)
+            .await
+            .map(D::push_configs_reply),
         _ => Err(no_route(&parts)),
     };
-    answer.unwrap_or_else(|e| rest_error(&e))
+    answer.unwrap_or_else(|e| error_for(&D::WIRE, &e))
 }
 
 /// `{agent}/tasks/{id}/pushNotificationConfigs/{config}` (0.3: under `{agent}/v1`): `GET`

@@ -19,19 +19,17 @@
 //! | `GET /v1/card` | the 0.3 card (the extended one for an authenticated caller, when offered) |
 
 use axum::body::Body;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::response::Response;
-use http::Method;
 use http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::calls::{list_push_configs, send};
+use super::calls::send;
 use super::jsonrpc::{v03_get_push, v03_push, v03_set_push};
 use super::reply::{Wire, rest_v03_error, rpc_ok};
 use super::request::json_syntax_error;
-use super::rest::{Dialect, json_body, no_route, not_an_object, open};
+use super::rest::{Dialect, json_body, not_an_object, open};
 use super::{AgentCtx, Hosted};
 use crate::server::engine::ApiError;
 use crate::types::{ProtocolVersion, json_error_message, v1, v03, v03_rest};
@@ -64,6 +62,33 @@ impl Dialect for V03 {
 
     async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
         message(ctx, req, streaming).await
+    }
+
+    async fn set_push_config(ctx: &AgentCtx, parts: &Parts, body: Body, task_id: &str) -> Response {
+        let config: v03::TaskPushNotificationConfig = match body_as(
+            ctx,
+            parts,
+            body,
+            "CreateTaskPushNotificationConfigRequest",
+            |v| v03_rest::create_push_config_from_proto(v, task_id),
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(r) => return r,
+        };
+        v03_set_push(ctx.agent(), config)
+            .await
+            .map(|c| rpc_ok(&WIRE, &push_json(&c)))
+            .unwrap_or_else(|e| rest_v03_error(&e))
+    }
+
+    fn push_configs_reply(configs: Vec<v1::TaskPushNotificationConfig>) -> Response {
+        let configs: Vec<Value> = configs
+            .into_iter()
+            .map(|c| push_json(&v03_push(c)))
+            .collect();
+        rpc_ok(&WIRE, &serde_json::json!({ "configs": configs }))
     }
 
     async fn get_push_config(
@@ -143,51 +168,6 @@ async fn message(ctx: AgentCtx, req: Request, streaming: bool) -> Response {
 
 fn push_json(c: &v03::TaskPushNotificationConfig) -> Value {
     v03_rest::push_config_to_proto(&serde_json::to_value(c).unwrap_or_default())
-}
-
-/// `{agent}/v1/tasks/{id}/pushNotificationConfigs`: `POST` sets a config (the body is the
-/// proto `CreateTaskPushNotificationConfigRequest`, or the bare config), `GET` lists them.
-pub(super) async fn push_configs(
-    State(ctx): State<AgentCtx>,
-    path: Result<Path<String>, PathRejection>,
-    req: Request,
-) -> Response {
-    let (parts, body) = match open::<V03>(&ctx, req) {
-        Ok(p) => p,
-        Err(e) => return rest_v03_error(&e),
-    };
-    let Ok(Path(task_id)) = path else {
-        return rest_v03_error(&no_route(&parts));
-    };
-    let agent = ctx.agent();
-    let answer = match parts.method {
-        Method::POST => {
-            let config: v03::TaskPushNotificationConfig = match body_as(
-                &ctx,
-                &parts,
-                body,
-                "CreateTaskPushNotificationConfigRequest",
-                |v| v03_rest::create_push_config_from_proto(v, &task_id),
-            )
-            .await
-            {
-                Ok(c) => c,
-                Err(r) => return r,
-            };
-            v03_set_push(agent, config)
-                .await
-                .map(|c| rpc_ok(&WIRE, &push_json(&c)))
-        }
-        Method::GET => list_push_configs(agent, &task_id).await.map(|configs| {
-            let configs: Vec<Value> = configs
-                .into_iter()
-                .map(|c| push_json(&v03_push(c)))
-                .collect();
-            rpc_ok(&WIRE, &serde_json::json!({ "configs": configs }))
-        }),
-        _ => Err(no_route(&parts)),
-    };
-    answer.unwrap_or_else(|e| rest_v03_error(&e))
 }
 
 /// `GET {agent}/v1/tasks`: the agent's tasks (`{"tasks": [Task]}`, newest first, as 1.0's
