@@ -152,6 +152,15 @@ async fn sse_1000(client: &reqwest::Client, url: &str) -> (Duration, usize) {
     (start.elapsed(), events)
 }
 
+/// A listener on a free port of 127.0.0.1 and its URL, `http://ADDR/`.
+async fn listen() -> (tokio::net::TcpListener, String) {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", l.local_addr().expect("addr"));
+    (l, url)
+}
+
 fn main() {
     let rounds: usize = std::env::var("ROUNDS")
         .ok()
@@ -172,10 +181,7 @@ fn main() {
             )
             .build()
             .expect("server");
-        let l1 = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let ours = format!("http://{}/", l1.local_addr().expect("addr"));
+        let (l1, ours) = listen().await;
         tokio::spawn(server.serve(l1, std::future::pending::<()>()));
         // The bare handler returns exactly what our server answers.
         let reply = reqwest::Client::new()
@@ -203,15 +209,9 @@ fn main() {
                 async move { ([(http::header::CONTENT_TYPE, "application/json")], reply) }
             }),
         );
-        let l2 = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let bare = format!("http://{}/", l2.local_addr().expect("addr"));
+        let (l2, bare) = listen().await;
         tokio::spawn(async move { axum::serve(l2, bare_app).await });
-        let l3 = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let parsing = format!("http://{}/", l3.local_addr().expect("addr"));
+        let (l3, parsing) = listen().await;
         tokio::spawn(async move { axum::serve(l3, parsing_ceiling(TOKEN)).await });
         (ours, bare, parsing)
     });

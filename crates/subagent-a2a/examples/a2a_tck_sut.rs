@@ -38,13 +38,15 @@
 use std::time::Duration;
 
 use subagent_a2a::server::{
-    A2aHandler, A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest,
-    ServerAuth, SinkError, TaskEventSink,
+    A2aServer, A2aServerBuilder, AgentInfo, AgentMount, HandlerError, HandlerRequest, ServerAuth,
+    SinkError, TaskEventSink, handler_fn,
 };
 use subagent_a2a::types::ProtocolVersion;
 use subagent_a2a::types::v1::{self, Artifact, Part, PartContent, TaskState};
-use subagent_spi::{CancellationToken, async_trait};
+use subagent_spi::CancellationToken;
 
+/// The TCK agent's settings; [`answer`] runs it.
+#[derive(Clone, Copy)]
 struct TckAgent {
     streaming_timeout: Duration,
     /// 0.3 TCK mode (see the crate docs): how long a plain 0.3 task waits for follow-ups.
@@ -90,118 +92,116 @@ fn scenario(req: &HandlerRequest) -> String {
         .to_string()
 }
 
-#[async_trait]
-impl A2aHandler for TckAgent {
-    async fn handle(
-        &self,
-        req: HandlerRequest,
-        ev: TaskEventSink,
-        cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
-        let key = scenario(&req);
-        let k = key.as_str();
-        let sent = async {
-            if k.starts_with("tck-message-response") {
-                ev.reply_text("Direct message response").await?;
-            } else if k.starts_with("tck-input-required") {
-                ev.require_input("Please provide more input").await?;
-            } else if k.starts_with("tck-reject-task") {
-                ev.reject("rejected").await?;
-            } else if k.starts_with("tck-artifact-text") {
-                complete_with(&ev, "text-artifact", Part::text("Generated text content")).await?;
-            } else if k.starts_with("tck-artifact-file-url") {
-                let p = file_part(PartContent::Url("https://example.com/output.txt".into()));
-                complete_with(&ev, "file-url-artifact", p).await?;
-            } else if k.starts_with("tck-artifact-file") {
-                // "Generated file content", base64.
-                let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
-                complete_with(&ev, "file-artifact", p).await?;
-            } else if k.starts_with("tck-artifact-data") {
-                let p = Part::data(serde_json::json!({"key": "value", "count": 42}));
-                complete_with(&ev, "data-artifact", p).await?;
-            } else if k.starts_with("tck-stream-002") {
-                ev.complete(None).await?;
-            } else if k.starts_with("tck-stream-artifact-file") {
-                ev.working().await?;
-                let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
-                complete_with(&ev, "stream-file-artifact", p).await?;
-            } else if k.starts_with("tck-stream-artifact-chunked") {
-                ev.working().await?;
-                ev.artifact(
-                    artifact("chunked-artifact", Part::text("chunk-1 ")),
-                    false,
-                    false,
-                )
-                .await?;
-                ev.artifact(
-                    artifact("chunked-artifact", Part::text("chunk-2")),
-                    true,
-                    true,
-                )
-                .await?;
-                ev.complete(None).await?;
-            } else if k.starts_with("tck-stream-") {
-                let text = if k.starts_with("tck-stream-001") {
-                    "Stream hello from TCK"
-                } else if k.starts_with("tck-stream-003") {
-                    "Stream task lifecycle"
-                } else if k.starts_with("tck-stream-ordering-001") {
-                    "Ordered output"
-                } else if k.starts_with("tck-stream-artifact-text") {
-                    "Streamed text content"
-                } else {
-                    "Stream output"
-                };
-                ev.working().await?;
-                complete_with(&ev, "stream-artifact", Part::text(text)).await?;
-            } else if k.starts_with("test-resubscribe-message-id") {
-                ev.working().await?;
+/// Answers one message as the scenario it names asks (see the crate docs).
+async fn answer(
+    agent: TckAgent,
+    req: HandlerRequest,
+    ev: TaskEventSink,
+    cancel: CancellationToken,
+) -> Result<(), HandlerError> {
+    let key = scenario(&req);
+    let k = key.as_str();
+    let sent = async {
+        if k.starts_with("tck-message-response") {
+            ev.reply_text("Direct message response").await?;
+        } else if k.starts_with("tck-input-required") {
+            ev.require_input("Please provide more input").await?;
+        } else if k.starts_with("tck-reject-task") {
+            ev.reject("rejected").await?;
+        } else if k.starts_with("tck-artifact-text") {
+            complete_with(&ev, "text-artifact", Part::text("Generated text content")).await?;
+        } else if k.starts_with("tck-artifact-file-url") {
+            let p = file_part(PartContent::Url("https://example.com/output.txt".into()));
+            complete_with(&ev, "file-url-artifact", p).await?;
+        } else if k.starts_with("tck-artifact-file") {
+            // "Generated file content", base64.
+            let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
+            complete_with(&ev, "file-artifact", p).await?;
+        } else if k.starts_with("tck-artifact-data") {
+            let p = Part::data(serde_json::json!({"key": "value", "count": 42}));
+            complete_with(&ev, "data-artifact", p).await?;
+        } else if k.starts_with("tck-stream-002") {
+            ev.complete(None).await?;
+        } else if k.starts_with("tck-stream-artifact-file") {
+            ev.working().await?;
+            let p = file_part(PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()));
+            complete_with(&ev, "stream-file-artifact", p).await?;
+        } else if k.starts_with("tck-stream-artifact-chunked") {
+            ev.working().await?;
+            ev.artifact(
+                artifact("chunked-artifact", Part::text("chunk-1 ")),
+                false,
+                false,
+            )
+            .await?;
+            ev.artifact(
+                artifact("chunked-artifact", Part::text("chunk-2")),
+                true,
+                true,
+            )
+            .await?;
+            ev.complete(None).await?;
+        } else if k.starts_with("tck-stream-") {
+            let text = if k.starts_with("tck-stream-001") {
+                "Stream hello from TCK"
+            } else if k.starts_with("tck-stream-003") {
+                "Stream task lifecycle"
+            } else if k.starts_with("tck-stream-ordering-001") {
+                "Ordered output"
+            } else if k.starts_with("tck-stream-artifact-text") {
+                "Streamed text content"
+            } else {
+                "Stream output"
+            };
+            ev.working().await?;
+            complete_with(&ev, "stream-artifact", Part::text(text)).await?;
+        } else if k.starts_with("test-resubscribe-message-id") {
+            ev.working().await?;
+            tokio::select! {
+                _ = tokio::time::sleep(agent.streaming_timeout * 2) => {}
+                _ = cancel.cancelled() => {
+                    ev.status(TaskState::Canceled, None).await?;
+                    return Ok(());
+                }
+            }
+            ev.complete(None).await?;
+        } else if k.starts_with("tck-complete-task") {
+            ev.complete(Some(ev.agent_text("Hello from TCK"))).await?;
+        } else if let Some(idle) = agent
+            .v03_conversation
+            .filter(|_| req.version == ProtocolVersion::V03 && !req.streaming)
+        {
+            // Working, taking follow-ups, until `idle` passes without one.
+            ev.working().await?;
+            let mut inbox = ev.inbox(16);
+            let mut last = req.text();
+            loop {
                 tokio::select! {
-                    _ = tokio::time::sleep(self.streaming_timeout * 2) => {}
+                    m = inbox.next() => match m {
+                        Some(m) => {
+                            last = m.parts.iter().filter_map(|p| p.as_text()).collect();
+                        }
+                        None => break,
+                    },
+                    _ = tokio::time::sleep(idle) => break,
                     _ = cancel.cancelled() => {
                         ev.status(TaskState::Canceled, None).await?;
                         return Ok(());
                     }
                 }
-                ev.complete(None).await?;
-            } else if k.starts_with("tck-complete-task") {
-                ev.complete(Some(ev.agent_text("Hello from TCK"))).await?;
-            } else if let Some(idle) = self
-                .v03_conversation
-                .filter(|_| req.version == ProtocolVersion::V03 && !req.streaming)
-            {
-                // Working, taking follow-ups, until `idle` passes without one.
-                ev.working().await?;
-                let mut inbox = ev.inbox(16);
-                let mut last = req.text();
-                loop {
-                    tokio::select! {
-                        m = inbox.next() => match m {
-                            Some(m) => {
-                                last = m.parts.iter().filter_map(|p| p.as_text()).collect();
-                            }
-                            None => break,
-                        },
-                        _ = tokio::time::sleep(idle) => break,
-                        _ = cancel.cancelled() => {
-                            ev.status(TaskState::Canceled, None).await?;
-                            return Ok(());
-                        }
-                    }
-                }
-                let echo = format!("Echo: {last}");
-                ev.complete(Some(ev.agent_text(echo))).await?;
-            } else {
-                let echo = format!("Echo: {}", req.text());
-                ev.complete(Some(ev.agent_text(echo))).await?;
             }
-            Ok::<(), subagent_a2a::server::SinkError>(())
+            let echo = format!("Echo: {last}");
+            ev.complete(Some(ev.agent_text(echo))).await?;
+        } else {
+            let echo = format!("Echo: {}", req.text());
+            ev.complete(Some(ev.agent_text(echo))).await?;
         }
-        .await;
-        // A closed sink means the task was canceled meanwhile.
-        let _ = sent;
-        Ok(())
+        Ok::<(), subagent_a2a::server::SinkError>(())
     }
+    .await;
+    // A closed sink means the task was canceled meanwhile.
+    let _ = sent;
+    Ok(())
 }
 
 /// The TCK agent at the root, as every SUT serves it.
@@ -225,7 +225,8 @@ pub(crate) fn tck_mount_with(v03_tck: bool) -> AgentMount {
         streaming_timeout: Duration::from_secs_f64(secs),
         v03_conversation: v03_tck.then(|| Duration::from_secs_f64(idle)),
     };
-    AgentMount::new("/", tck_info(), agent)
+    let handler = handler_fn(move |req, ev, cancel| answer(agent, req, ev, cancel));
+    AgentMount::new("/", tck_info(), handler)
 }
 
 /// The TCK agent's public card.

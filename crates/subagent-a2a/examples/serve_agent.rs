@@ -10,8 +10,10 @@
 //! ```
 //!
 //! `--v03-card` serves the 0.3 card at `agent-card.json` too (for fleets of 0.3 clients);
-//! `--bearer TOKEN` requires that token. The agent here is a tiny in-process executor (a word
-//! counter); a Markdown agent from `subagent-claude` is hosted the same way by the CLI
+//! `--bearer TOKEN` requires that token. The agent here is an async function (a word counter)
+//! run by the testkit's in-process `FN` kind, which resolves its definition and is its
+//! executor; a kind of your own implements `SubagentKind` the same way (the workspace's
+//! `examples/custom_kind.rs`), and a Markdown agent from `subagent-claude` is hosted by the CLI
 //! (`subagents serve`), passing its definition and executor to [`AgentMount::subagent`].
 
 use std::sync::Arc;
@@ -19,42 +21,25 @@ use std::sync::Arc;
 use subagent_a2a::server::{A2aServer, AgentMount, ServerAuth};
 use subagent_a2a::types::ProtocolVersion;
 use subagent_spi::{
-    SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference, TaskCall, TaskContext,
-    TaskOutcome, async_trait,
+    SubagentDefinition, SubagentError, SubagentExecutor, SubagentKind, TaskCall, TaskContext,
+    TaskOutcome,
 };
+use subagent_testkit::{FnKind, fn_ref};
 
-#[derive(Debug)]
-struct CounterDefinition {
-    name: String,
-    description: String,
-    reference: SubagentReference,
-}
-
-subagent_spi::impl_subagent_definition!(CounterDefinition);
-
-struct CounterExecutor;
-
-#[async_trait]
-impl SubagentExecutor for CounterExecutor {
-    async fn execute(
-        &self,
-        call: TaskCall,
-        _definition: Arc<dyn SubagentDefinition>,
-        ctx: TaskContext,
-    ) -> Result<TaskOutcome, SubagentError> {
-        if ctx.cancel().is_cancelled() {
-            return Err(SubagentError::Cancelled {
-                agent: "word-counter".into(),
-            });
-        }
-        let p = &call.prompt;
-        Ok(TaskOutcome::completed(format!(
-            "{} words, {} lines, {} characters",
-            p.split_whitespace().count(),
-            p.lines().count(),
-            p.chars().count()
-        )))
+/// The word counter's task: counts what the prompt holds.
+async fn count(call: TaskCall, ctx: TaskContext) -> Result<TaskOutcome, SubagentError> {
+    if ctx.cancel().is_cancelled() {
+        return Err(SubagentError::Cancelled {
+            agent: "word-counter".into(),
+        });
     }
+    let p = &call.prompt;
+    Ok(TaskOutcome::completed(format!(
+        "{} words, {} lines, {} characters",
+        p.split_whitespace().count(),
+        p.lines().count(),
+        p.chars().count()
+    )))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -78,25 +63,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    let definition: Arc<dyn SubagentDefinition> = Arc::new(CounterDefinition {
-        name: "word-counter".into(),
-        description: "Counts the words, lines and characters of the text it is given.".into(),
-        reference: SubagentReference::new("example://word-counter", "EXAMPLE"),
-    });
-    let executor: Arc<dyn SubagentExecutor> = Arc::new(CounterExecutor);
-    let mut mount = AgentMount::subagent("/agents/counter", definition, executor);
-    if let Some(t) = bearer {
-        mount = mount.with_auth(ServerAuth::bearer(t));
-    }
-    let mut builder = A2aServer::builder().mount(mount);
-    if v03_card {
-        builder = builder.agent_card_version(ProtocolVersion::V03);
-    }
-    let server = builder.build()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        let kind = FnKind::new().agent("word-counter", count);
+        let reference = fn_ref(
+            "word-counter?Counts the words, lines and characters of the text it is given.",
+        );
+        let definition: Arc<dyn SubagentDefinition> =
+            Arc::new(SubagentKind::resolve(&kind, &reference).await?);
+        let executor: Arc<dyn SubagentExecutor> = Arc::new(kind);
+        let mut mount = AgentMount::subagent("/agents/counter", definition, executor);
+        if let Some(t) = bearer {
+            mount = mount.with_auth(ServerAuth::bearer(t));
+        }
+        let mut builder = A2aServer::builder().mount(mount);
+        if v03_card {
+            builder = builder.agent_card_version(ProtocolVersion::V03);
+        }
+        let server = builder.build()?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         println!(
             "word-counter at http://127.0.0.1:{port}/agents/counter (card: /.well-known/agent-card.json)"

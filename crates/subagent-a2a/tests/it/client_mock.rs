@@ -22,6 +22,8 @@ use subagent_spi::{
     SubagentReference, SubagentResolver, SubagentType, TaskCall, TaskContext, TaskStatus,
 };
 
+use crate::common;
+
 /// What the scripted peer answers to one JSON-RPC call.
 enum Reply {
     Result(Value),
@@ -278,10 +280,14 @@ async fn resolves_relative_interfaces_describes_skills_and_sends_version_and_aut
     });
     p.required_headers = vec![("authorization", "Bearer s3cret"), ("x-api-key", "k3y")];
     let base = start(p.clone()).await;
-    let reference = SubagentReference::new(&base, KIND)
-        .with_metadata("bearer", "s3cret")
-        .with_metadata("api_key_header", "X-API-Key")
-        .with_metadata("auth.api_key", "k3y");
+    let reference = common::a2a_ref(
+        &base,
+        &[
+            ("bearer", "s3cret"),
+            ("api_key_header", "X-API-Key"),
+            ("auth.api_key", "k3y"),
+        ],
+    );
     let def = resolve(reference).await.unwrap();
     let a2a = def.downcast_ref::<A2aSubagentDefinition>().unwrap();
     assert_eq!(a2a.endpoint().url, format!("{base}/rpc"));
@@ -377,7 +383,7 @@ async fn polls_a_working_task_to_completion() {
         _ => Reply::Error(-32601, "Method not found"),
     });
     let base = start(p.clone()).await;
-    let def = resolve(SubagentReference::new(&base, KIND).with_metadata("poll_interval_ms", "5"))
+    let def = resolve(common::a2a_ref(&base, &[("poll_interval_ms", "5")]))
         .await
         .unwrap();
     let out = exec(def, "go", None).await.unwrap();
@@ -415,11 +421,10 @@ async fn a_stream_that_stops_early_is_followed_by_subscribe() {
 async fn the_time_limit_cancels_the_remote_task() {
     let p = working_peer(json!({}));
     let base = start(p.clone()).await;
-    let def = resolve(
-        SubagentReference::new(&base, KIND)
-            .with_metadata("timeout_secs", "0.2")
-            .with_metadata("poll_interval_ms", "20"),
-    )
+    let def = resolve(common::a2a_ref(
+        &base,
+        &[("timeout_secs", "0.2"), ("poll_interval_ms", "20")],
+    ))
     .await
     .unwrap();
     let err = exec(def, "go", None).await.unwrap_err();
@@ -440,7 +445,7 @@ async fn the_callers_deadline_is_a_limit_reached_outcome() {
     let p =
         working_peer(json!({"artifacts": [{"artifactId": "a", "parts": [{"text": "partial"}]}]}));
     let base = start(p.clone()).await;
-    let def = resolve(SubagentReference::new(&base, KIND).with_metadata("poll_interval_ms", "20"))
+    let def = resolve(common::a2a_ref(&base, &[("poll_interval_ms", "20")]))
         .await
         .unwrap();
     let ctx = TaskContext::new().with_timeout(Duration::from_millis(500));
@@ -461,7 +466,7 @@ async fn the_callers_deadline_is_a_limit_reached_outcome() {
 async fn context_cancellation_returns_a_cancelled_outcome() {
     let p = working_peer(json!({}));
     let base = start(p.clone()).await;
-    let def = resolve(SubagentReference::new(&base, KIND).with_metadata("poll_interval_ms", "10"))
+    let def = resolve(common::a2a_ref(&base, &[("poll_interval_ms", "10")]))
         .await
         .unwrap();
     let ctx = TaskContext::new();
@@ -558,10 +563,10 @@ async fn unusable_cards_are_clear_resolution_errors() {
     let err = resolve_err(SubagentReference::new("ftp://x", KIND)).await;
     assert!(err.contains("http://"), "{err}");
 
-    let err = resolve(
-        SubagentReference::new(&base, KIND)
-            .with_metadata("bearer_env", "SUBAGENT_A2A_MOCK_UNSET_TOKEN"),
-    )
+    let err = resolve(common::a2a_ref(
+        &base,
+        &[("bearer_env", "SUBAGENT_A2A_MOCK_UNSET_TOKEN")],
+    ))
     .await
     .unwrap_err()
     .to_string();

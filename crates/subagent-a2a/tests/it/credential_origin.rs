@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 use subagent_a2a::client::{KIND, a2a_subagent_type};
 use subagent_spi::{SubagentReference, TaskCall, TaskContext};
 
+use crate::common;
+
 /// What a listener saw: the auth headers of every request (`None` when absent).
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<(String, Option<String>, Option<String>)>>>);
@@ -109,10 +111,14 @@ async fn other_server(ip: &str, seen: Seen) -> String {
 }
 
 fn with_credentials(uri: &str) -> SubagentReference {
-    SubagentReference::new(uri, KIND)
-        .with_metadata("bearer", "s3cret")
-        .with_metadata("api_key_header", "X-API-Key")
-        .with_metadata("api_key", "k3y")
+    common::a2a_ref(
+        uri,
+        &[
+            ("bearer", "s3cret"),
+            ("api_key_header", "X-API-Key"),
+            ("api_key", "k3y"),
+        ],
+    )
 }
 
 /// Resolves and calls the agent once; the answer's text or the error.
@@ -178,11 +184,10 @@ async fn a_card_naming_another_host_gets_no_credentials() {
     assert_eq!(other.requests(), 0, "the other host heard nothing");
 
     // Only the API key: refused all the same.
-    let err = call(
-        SubagentReference::new(&a, KIND)
-            .with_metadata("api_key_header", "X-API-Key")
-            .with_metadata("api_key", "k3y"),
-    )
+    let err = call(common::a2a_ref(
+        &a,
+        &[("api_key_header", "X-API-Key"), ("api_key", "k3y")],
+    ))
     .await
     .unwrap_err();
     assert!(err.contains("allowed_origins"), "{err}");

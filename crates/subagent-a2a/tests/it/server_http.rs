@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use subagent_a2a::server::{A2aServer, AgentInfo, AgentMount, ServerAuth};
 use subagent_a2a::types::ProtocolVersion;
 use subagent_spi::{
-    SubagentDefinition, SubagentError, SubagentExecutor, SubagentReference, TaskCall, TaskContext,
-    TaskOutcome, TaskStatus, async_trait,
+    SubagentDefinition, SubagentError, SubagentExecutor, SubagentKind, TaskOutcome, TaskStatus,
 };
+use subagent_testkit::{FnKind, fn_ref};
 
 use crate::common;
 
@@ -784,61 +784,41 @@ async fn graceful_shutdown_ends_open_streams() {
 // Hosting an SPI subagent
 // ---------------------------------------------------------------------------------------------
 
-#[derive(Debug)]
-struct Def {
-    name: String,
-    description: String,
-    reference: SubagentReference,
-}
-
-subagent_spi::impl_subagent_definition!(Def);
-
-struct Exec {
-    cancelled: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl SubagentExecutor for Exec {
-    async fn execute(
-        &self,
-        call: TaskCall,
-        _definition: Arc<dyn SubagentDefinition>,
-        ctx: TaskContext,
-    ) -> Result<TaskOutcome, SubagentError> {
-        match call.prompt.as_str() {
-            "question" => Ok(
-                TaskOutcome::with_status("what colour?", TaskStatus::NeedsInput)
-                    .with_session("sess-1"),
-            ),
-            "wait" => {
-                ctx.cancel().cancelled().await;
-                self.cancelled.store(true, Ordering::SeqCst);
-                Err(SubagentError::Cancelled {
-                    agent: "shouter".into(),
-                })
-            }
-            p => {
-                let resumed = call.resume.map(|s| format!(" ({s})")).unwrap_or_default();
-                Ok(TaskOutcome::completed(format!(
-                    "{}{resumed}",
-                    p.to_uppercase()
-                )))
-            }
-        }
-    }
-}
-
 #[tokio::test]
 async fn hosts_an_spi_definition_and_executor() {
     let cancelled = Arc::new(AtomicBool::new(false));
-    let def: Arc<dyn SubagentDefinition> = Arc::new(Def {
-        name: "shouter".into(),
-        description: "Answers in capitals".into(),
-        reference: SubagentReference::new("test://shouter", "TEST"),
+    let seen = cancelled.clone();
+    let kind = FnKind::new().agent("shouter", move |call, ctx| {
+        let seen = seen.clone();
+        async move {
+            match call.prompt.as_str() {
+                "question" => Ok(
+                    TaskOutcome::with_status("what colour?", TaskStatus::NeedsInput)
+                        .with_session("sess-1"),
+                ),
+                "wait" => {
+                    ctx.cancel().cancelled().await;
+                    seen.store(true, Ordering::SeqCst);
+                    Err(SubagentError::Cancelled {
+                        agent: "shouter".into(),
+                    })
+                }
+                p => {
+                    let resumed = call.resume.map(|s| format!(" ({s})")).unwrap_or_default();
+                    Ok(TaskOutcome::completed(format!(
+                        "{}{resumed}",
+                        p.to_uppercase()
+                    )))
+                }
+            }
+        }
     });
-    let exec: Arc<dyn SubagentExecutor> = Arc::new(Exec {
-        cancelled: cancelled.clone(),
-    });
+    let def: Arc<dyn SubagentDefinition> = Arc::new(
+        SubagentKind::resolve(&kind, &fn_ref("shouter?Answers in capitals"))
+            .await
+            .unwrap(),
+    );
+    let exec: Arc<dyn SubagentExecutor> = Arc::new(kind);
     let s =
         common::serve(A2aServer::builder().mount(AgentMount::subagent("/echo", def, exec))).await;
     let card: Value =

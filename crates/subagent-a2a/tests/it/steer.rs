@@ -9,7 +9,7 @@ use subagent_a2a::server::A2aServer;
 use subagent_core::Inbox;
 use subagent_spi::{
     InboxMessage, SubagentDefinition, SubagentExecutor, SubagentReference, TaskCall, TaskContext,
-    TaskStatus,
+    TaskOutcome, TaskStatus,
 };
 
 use crate::common;
@@ -27,6 +27,18 @@ async fn definition(url: String) -> Arc<dyn SubagentDefinition> {
 async fn serve_echo() -> common::Srv {
     common::serve(A2aServer::builder().mount(common::agent_at("/echo", "echo", Arc::default())))
         .await
+}
+
+/// Runs `prompt` on `def` with `exec` and `ctx` (the run must not fail).
+async fn run(
+    exec: &A2aExecutor,
+    def: &Arc<dyn SubagentDefinition>,
+    prompt: &str,
+    ctx: TaskContext,
+) -> TaskOutcome {
+    exec.execute(TaskCall::new("echo", "d", prompt), def.clone(), ctx)
+        .await
+        .expect("runs")
 }
 
 /// An inbox with `text` waiting in it from `main`, and a task context reading it.
@@ -48,32 +60,19 @@ async fn a_waiting_message_answers_the_remote_tasks_question_on_the_same_task() 
     );
 
     // Without a message, `ask` ends the run as needs_input (nobody answers).
-    let out = exec
-        .execute(
-            TaskCall::new("echo", "d", "ask"),
-            def.clone(),
-            TaskContext::new(),
-        )
-        .await
-        .expect("runs");
+    let out = run(&exec, &def, "ask", TaskContext::new()).await;
     assert_eq!(out.status, TaskStatus::NeedsInput, "{}", out.text);
 
     // With one waiting, it is the follow-up on the same task, which then completes with it.
     let (inbox, ctx) = inbox_holding("use version two");
-    let out = exec
-        .execute(TaskCall::new("echo", "d", "ask"), def.clone(), ctx)
-        .await
-        .expect("runs");
+    let out = run(&exec, &def, "ask", ctx).await;
     assert_eq!(out.status, TaskStatus::Completed, "{}", out.text);
     assert_eq!(out.text, "echo: use version two");
     assert_eq!(inbox.read(), 1);
 
     // A task that never asks for input leaves the message unread (the host reports it).
     let (inbox, ctx) = inbox_holding("too late");
-    let out = exec
-        .execute(TaskCall::new("echo", "d", "plain work"), def, ctx)
-        .await
-        .expect("runs");
+    let out = run(&exec, &def, "plain work", ctx).await;
     assert_eq!(out.status, TaskStatus::Completed);
     assert_eq!(inbox.close(), [InboxMessage::new("main", "too late")]);
 }

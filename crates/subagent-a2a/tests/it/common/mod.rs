@@ -192,6 +192,15 @@ pub(crate) fn msg(text: &str) -> Value {
     json!({"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]})
 }
 
+/// A reference of the A2A kind to the agent at `uri`, with `metadata` (key, value) in order.
+#[cfg(feature = "client")]
+pub(crate) fn a2a_ref(uri: &str, metadata: &[(&str, &str)]) -> subagent_spi::SubagentReference {
+    metadata.iter().fold(
+        subagent_spi::SubagentReference::new(uri, subagent_a2a::client::KIND),
+        |r, (k, v)| r.with_metadata(*k, *v),
+    )
+}
+
 /// A push config `id` for the webhook at `url` with `token` (no task, tenant or
 /// authentication: the call names the task).
 pub(crate) fn push_config(id: &str, url: &str, token: &str) -> v1::TaskPushNotificationConfig {
