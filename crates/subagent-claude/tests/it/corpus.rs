@@ -5,24 +5,10 @@ use std::path::{Path, PathBuf};
 
 use subagent_claude::{ModelChoice, ToolRule, parse_agent, parse_skill, scan_dir_blocking};
 
-/// `../shared/corpora/claude-agents` from the project root, or from a directory above it (a
-/// git worktree of the project lives deeper than the main checkout).
+/// The shared corpus (`../shared/corpora/claude-agents` above the project root), or `None`
+/// after printing SKIPPED.
 fn corpus_dir() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let root = root.canonicalize().unwrap_or(root);
-    let found = root
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared/corpora/claude-agents"))
-        .find(|d| d.is_dir());
-    if found.is_none() {
-        println!(
-            "NOTICE: corpus not found in ../shared/corpora/claude-agents above {}; the corpus \
-             test is skipped",
-            root.display()
-        );
-    }
-    found
+    subagent_testkit::claude_agents_corpus(Path::new(env!("CARGO_MANIFEST_DIR")), "corpus")
 }
 
 fn md_files(dir: &Path, out: &mut Vec<PathBuf>) {

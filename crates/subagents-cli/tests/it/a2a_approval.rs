@@ -5,32 +5,23 @@
 
 use crate::common;
 
-use common::Served;
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 /// `subagents serve` with a `worker` agent (Bash, default mode) in its own directory, its
 /// model scripted as `worker-model`; the main agent's model (`main-model`) on the same server
 /// delegates to it, and the worker's first turn asks to run a Bash command (which needs
 /// approval).
 struct Remote {
-    rt: tokio::runtime::Runtime,
-    model: ScriptedModelServer,
-    served: tempfile::TempDir,
-    _serve: Served,
-    url: String,
+    w: common::ServedWorker,
 }
 
 impl Remote {
     fn start() -> Self {
-        let (rt, model, served) = common::scripted_in_temp();
-        let (serve, url) = common::serve_worker(
-            &rt,
-            &model,
-            served.path(),
+        let w = common::ServedWorker::start(
             "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
-            |_| {},
         );
+        let model = &w.model;
         model.push(Reply::task_call("worker", "touch the file"));
         model.push_for_model(
             "worker-model",
@@ -40,13 +31,7 @@ impl Remote {
                 json!({"command": "touch agents/made-remotely.txt"}),
             )]),
         );
-        Self {
-            rt,
-            model,
-            served,
-            _serve: serve,
-            url,
-        }
+        Self { w }
     }
 
     /// `subagents run ARGS... --a2a URL go` in a home of its own.
@@ -55,20 +40,20 @@ impl Remote {
         common::subagents_in(home.path())
             .args(["run", "--store", "memory"])
             .args(args)
-            .args(["--a2a", &self.url])
-            .args(["--model", &self.model.openai_model("main-model")])
+            .args(["--a2a", &self.w.url])
+            .args(["--model", &self.w.model.openai_model("main-model")])
             .arg("go")
             .assert()
     }
 
     /// Whether the worker's command ran.
     fn ran(&self) -> bool {
-        self.served.path().join("agents/made-remotely.txt").exists()
+        self.w.dir.path().join("agents/made-remotely.txt").exists()
     }
 
     /// The served worker's tasks.
     fn tasks(&self) -> Vec<Value> {
-        list_tasks(&self.rt, &self.url)
+        list_tasks(&self.w.rt, &self.w.url)
     }
 }
 
@@ -93,9 +78,10 @@ fn texts(message: &Value) -> String {
 fn yes_at_the_root_answers_a_remote_input_required_and_the_same_task_completes() {
     let remote = Remote::start();
     remote
+        .w
         .model
         .push_for_model("worker-model", Reply::text("touched it"));
-    remote.model.push(Reply::text("done"));
+    remote.w.model.push(Reply::text("done"));
 
     let stdout = common::stdout_of(remote.run(&["--yes"]).success());
     assert!(stdout.contains("done"), "{stdout}");
@@ -120,7 +106,10 @@ fn yes_at_the_root_answers_a_remote_input_required_and_the_same_task_completes()
 #[test]
 fn without_a_terminal_or_yes_the_remote_command_does_not_run() {
     let remote = Remote::start();
-    remote.model.push(Reply::text("the worker needs an answer"));
+    remote
+        .w
+        .model
+        .push(Reply::text("the worker needs an answer"));
 
     remote.run(&[]).success();
     assert!(

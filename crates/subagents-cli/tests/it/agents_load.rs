@@ -392,7 +392,7 @@ fn serve_and_mcp_take_agent_model() {
             .collect::<String>()
     });
     assert!(answer.contains("mcp on the forced model"), "{answer}");
-    let to_forced = common::requests_for(&server, "forced-model").len();
+    let to_forced = server.requests_for("forced-model").len();
     assert_eq!(to_forced, 2);
 }
 

@@ -245,7 +245,7 @@ fn run_waits_for_a_background_child_names_it_and_counts_its_usage() {
     assert_eq!(child["usage"]["input_tokens"], CHILD_IN, "{v}");
     assert_eq!(child["usage"]["output_tokens"], CHILD_OUT, "{v}");
     // The child's model was answered: its work was not lost.
-    assert_eq!(common::requests_for(&w.server, "child-model").len(), 1);
+    assert_eq!(w.server.requests_for("child-model").len(), 1);
     assert_eq!(w.show(&task_id)["status"], "completed");
 }
 

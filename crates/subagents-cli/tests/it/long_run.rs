@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use common::subagents_in;
 use serde_json::{Value, json};
-use subagent_testkit::Reply;
+use subagent_testkit::{Reply, first_message_text, has_tool_result};
 
 const COORDINATOR: &str = "---\nname: coordinator\ndescription: Delegates the work.\ntools: Task\n---\nYou are the coordinator. Delegate to the worker with the Task tool.\n";
 
@@ -27,19 +27,6 @@ fn write_agents(home: &Path, worker_text: &str) -> std::path::PathBuf {
     dir
 }
 
-fn system_of(body: &Value) -> String {
-    body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn has_tool_result(body: &Value) -> bool {
-    body["messages"]
-        .as_array()
-        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
-}
-
 #[test]
 fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
     const WINDOW: u64 = 12_000;
@@ -52,7 +39,7 @@ fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
         let reads = reads.clone();
         let summaries = summaries.clone();
         move |body: &Value| {
-            let system = system_of(body);
+            let system = first_message_text(body);
             if system.starts_with("You compact") {
                 let n = summaries.fetch_add(1, Ordering::SeqCst);
                 Reply::text(format!("SUMMARY-{n}: big.txt was read again and again."))

@@ -171,7 +171,7 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
         cmd.args(["--agent-model", &forced]);
     });
     assert!(!stderr.contains("another provider"), "{stderr}");
-    let to_forced = common::requests_for(&server, "forced-model");
+    let to_forced = server.requests_for("forced-model");
     assert_eq!(to_forced.len(), 1, "the agent ran on the forced model");
     assert!(
         to_forced[0].system_prompt().contains("You answer quickly."),
@@ -185,7 +185,7 @@ fn run_says_when_an_alias_goes_elsewhere_and_agent_model_sends_every_agent_to_on
     run_delegating(&server, home.path(), &dir, |cmd| {
         cmd.env("CLAUDE_CODE_SUBAGENT_MODEL", &forced);
     });
-    let n = common::requests_for(&server, "forced-model").len();
+    let n = server.requests_for("forced-model").len();
     assert_eq!(n, 2);
 }
 

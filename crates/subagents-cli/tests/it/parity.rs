@@ -345,7 +345,7 @@ fn a_background_agent_returns_a_task_id_at_once() {
         .arg(&config)
         .assert()
         .success();
-    let main = common::requests_for(&server, "team");
+    let main = server.requests_for("team");
     assert_eq!(main.len(), 2);
     let results = main[1].tool_results();
     assert!(

@@ -33,14 +33,9 @@ fn refused_beyond_loopback_without_a_key(subcommand: &str, args: &[&str]) {
         .args(args)
         .arg("--agents")
         .arg(agents_dir(dir.path()))
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2), "{subcommand}: {out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--api-key") && err.contains("--allow-unauthenticated"),
-        "{subcommand}: {err}"
-    );
+        .output();
+    let err = common::stderr_on_exit(out, 2);
+    common::assert_has(&err, &["--api-key", "--allow-unauthenticated"]);
 }
 
 #[test]

@@ -52,18 +52,9 @@ fn run_main(
 /// The prompts the calculator's model received (its user messages), in order.
 fn child_prompts(server: &ScriptedModelServer) -> Vec<String> {
     server
-        .requests()
+        .requests_for("child-model")
         .iter()
-        .filter(|r| r.model() == Some("child-model"))
-        .map(|r| {
-            r.messages()
-                .iter()
-                .rev()
-                .find(|m| m["role"] == "user")
-                .and_then(|m| m["content"].as_str())
-                .unwrap_or_default()
-                .to_string()
-        })
+        .map(subagent_testkit::RecordedRequest::last_user_text)
         .collect()
 }
 
@@ -102,7 +93,8 @@ fn a_tool_call_named_like_an_agent_is_delegated_to_it() {
         "the rewrite is said in the progress: {stderr}"
     );
     // The transcript the model sees next holds a `Task` call, an example of the right form.
-    let second = common::requests_for(&server, "main-model")
+    let second = server
+        .requests_for("main-model")
         .into_iter()
         .nth(1)
         .expect("a second main turn");

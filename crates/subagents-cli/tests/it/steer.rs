@@ -4,11 +4,9 @@
 //! sends it one. Each child reads its message at its next turn boundary.
 
 use crate::common;
-use common::MainModel as _;
 
 use std::time::Duration;
 
-use common::{subagents_in, write_agent};
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, Script};
 
@@ -66,15 +64,18 @@ fn start_and_message(script: &Script, model: &str, task: Value, message: &str) {
 #[test]
 fn run_steers_a_background_child_and_its_background_grandchild() {
     let (_rt, server, home) = common::scripted_in_temp();
-    write_agent(
+    let agents = common::write_agents(
         home.path(),
-        "coordinator",
-        "---\nname: coordinator\ndescription: Coordinates a worker.\nmodel: coord\ntools: Task\nmaxTurns: 100\n---\nCoordinate.\n",
-    );
-    let agents = write_agent(
-        home.path(),
-        "worker",
-        "---\nname: worker\ndescription: Works until told.\nmodel: worker\ntools: Read\nmaxTurns: 300\n---\nWork.\n",
+        &[
+            (
+                "coordinator",
+                "---\nname: coordinator\ndescription: Coordinates a worker.\nmodel: coord\ntools: Task\nmaxTurns: 100\n---\nCoordinate.\n",
+            ),
+            (
+                "worker",
+                "---\nname: worker\ndescription: Works until told.\nmodel: worker\ntools: Read\nmaxTurns: 300\n---\nWork.\n",
+            ),
+        ],
     );
     std::fs::write(home.path().join("notes.txt"), "notes").expect("notes");
     let config = home.path().join("subagents.toml");
@@ -89,14 +90,25 @@ fn run_steers_a_background_child_and_its_background_grandchild() {
     .expect("config");
 
     let script = server.script();
-    // Main: start the coordinator in the background by name, message it, wait for it.
-    start_and_message(
-        &script,
-        "main-model",
-        json!({"description": "coordinate", "prompt": "coordinate the work",
-               "subagent_type": "coordinator", "run_in_background": true, "name": "coord"}),
-        "MAIN-STEER-1: report back briefly",
-    );
+    // Main: start the coordinator in the background by name, message it, then wait for it.
+    // Coordinator: start the worker in the background by name, message it, then wait for its
+    // answer and for the main agent's message.
+    for (model, task, message) in [
+        (
+            "main-model",
+            json!({"description": "coordinate", "prompt": "coordinate the work",
+                   "subagent_type": "coordinator", "run_in_background": true, "name": "coord"}),
+            "MAIN-STEER-1: report back briefly",
+        ),
+        (
+            "coord-model",
+            json!({"description": "work", "prompt": "work until told",
+                   "subagent_type": "worker", "run_in_background": true, "name": "w"}),
+            "COORD-STEER-2: wrap up now",
+        ),
+    ] {
+        start_and_message(&script, model, task, message);
+    }
     script.push_dynamic(Some("main-model"), |body| {
         let id = task_id_in(body).expect("the coordinator's task id");
         Reply::tool_calls(vec![(
@@ -106,15 +118,6 @@ fn run_steers_a_background_child_and_its_background_grandchild() {
     });
     script.push_for_model("main-model", Reply::text("MAIN-DONE"));
 
-    // Coordinator: start the worker in the background by name, message it, then wait for its
-    // answer and for the main agent's message.
-    start_and_message(
-        &script,
-        "coord-model",
-        json!({"description": "work", "prompt": "work until told",
-               "subagent_type": "worker", "run_in_background": true, "name": "w"}),
-        "COORD-STEER-2: wrap up now",
-    );
     for _ in 0..80 {
         script.push_dynamic(Some("coord-model"), |body| {
             let id = task_id_in(body).expect("the worker's task id");
@@ -147,15 +150,13 @@ fn run_steers_a_background_child_and_its_background_grandchild() {
         });
     }
 
-    let out = subagents_in(home.path())
-        .arg("--config")
-        .arg(&config)
-        .args(["run", "go", "--store", "memory"])
-        .main_model(&server, &agents)
-        .timeout(Duration::from_secs(120))
-        .assert()
-        .success();
-    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stdout = common::run_configured(
+        home.path(),
+        &config,
+        &["run", "go", "--store", "memory"],
+        &server,
+        &agents,
+    );
     assert!(stdout.contains("MAIN-DONE"), "{stdout}");
 
     let reqs = server.requests();

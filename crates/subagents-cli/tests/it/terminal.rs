@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::peer::{self, Answer};
 use common::pty::{OnPty, signal};
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::Reply;
 
 /// The most any one step of these tests waits (a bound, not a speed goal).
 const LIMIT: Duration = Duration::from_secs(60);
@@ -192,44 +192,25 @@ fn a_peer_error_is_printed_escaped() {
 
 /// `subagents serve` with a `worker` whose first turn asks to run a Bash command (which
 /// needs approval, so its task goes input-required), then says "touched it".
-struct Served {
-    _rt: tokio::runtime::Runtime,
-    _model: ScriptedModelServer,
-    dir: tempfile::TempDir,
-    _serve: common::Served,
-    url: String,
+fn served() -> common::ServedWorker {
+    let w = common::ServedWorker::start(
+        "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
+    );
+    // Confined Bash creates files in a subdirectory (not directly in the workspace root, whose
+    // new entries could be the project's control files).
+    std::fs::create_dir_all(w.dir.path().join("out")).expect("out");
+    w.model.push_for_model(
+        "worker-model",
+        Reply::tool_calls(vec![("Bash", json!({"command": "touch out/made.txt"}))]),
+    );
+    w.model
+        .push_for_model("worker-model", Reply::text("touched it"));
+    w
 }
 
-impl Served {
-    fn start() -> Self {
-        let (rt, model, dir) = common::scripted_in_temp();
-        // Confined Bash creates files in a subdirectory (not directly in the workspace root,
-        // whose new entries could be the project's control files).
-        std::fs::create_dir_all(dir.path().join("out")).expect("out");
-        let (serve, url) = common::serve_worker(
-            &rt,
-            &model,
-            dir.path(),
-            "---\nname: worker\ndescription: Runs commands.\ntools: Bash\n---\nWork.\n",
-            |_| {},
-        );
-        model.push_for_model(
-            "worker-model",
-            Reply::tool_calls(vec![("Bash", json!({"command": "touch out/made.txt"}))]),
-        );
-        model.push_for_model("worker-model", Reply::text("touched it"));
-        Self {
-            _rt: rt,
-            _model: model,
-            dir,
-            _serve: serve,
-            url,
-        }
-    }
-
-    fn ran(&self) -> bool {
-        self.dir.path().join("out/made.txt").exists()
-    }
+/// Whether the served worker's command ran.
+fn ran(remote: &common::ServedWorker) -> bool {
+    remote.dir.path().join("out/made.txt").exists()
 }
 
 /// The value after `label` on a line of `text`.
@@ -243,14 +224,14 @@ fn field(text: &str, label: &str) -> String {
 
 #[test]
 fn a_script_replies_to_the_task_call_stopped_at() {
-    let remote = Served::start();
+    let remote = served();
     let stderr = common::stderr_on_exit(
         piped()
             .args(["call", &remote.url, "touch the file"])
             .output(),
         3,
     );
-    assert!(!remote.ran());
+    assert!(!ran(&remote));
     let task = field(&stderr, "task id:");
     let context = field(&stderr, "context id:");
     assert!(stderr.contains("reply with: subagents call"), "{stderr}");
@@ -268,7 +249,7 @@ fn a_script_replies_to_the_task_call_stopped_at() {
         .output()
         .expect("runs");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(remote.ran(), "the reply approved the remote command");
+    assert!(ran(&remote), "the reply approved the remote command");
     assert!(
         text(&out.stdout).contains("touched it"),
         "{}",
@@ -278,19 +259,19 @@ fn a_script_replies_to_the_task_call_stopped_at() {
 
 #[test]
 fn call_yes_answers_the_remote_question() {
-    let remote = Served::start();
+    let remote = served();
     let out = piped()
         .args(["call", &remote.url, "touch the file", "--yes"])
         .output()
         .expect("runs");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(remote.ran());
+    assert!(ran(&remote));
     assert!(text(&out.stdout).contains("touched it"));
 }
 
 #[test]
 fn call_prompts_on_a_terminal_as_run_does() {
-    let remote = Served::start();
+    let remote = served();
     let home = tempfile::tempdir().expect("tmp");
     let mut cmd = common::process_in(home.path());
     cmd.args(["call", &remote.url, "touch the file"]);
@@ -303,7 +284,7 @@ fn call_prompts_on_a_terminal_as_run_does() {
     term.send("y\n");
     let (status, screen) = term.finish(LIMIT);
     assert!(status.success(), "{status}: {screen:?}");
-    assert!(remote.ran(), "answered on the terminal");
+    assert!(ran(&remote), "answered on the terminal");
     assert!(screen.contains("touched it"), "{screen:?}");
 }
 
@@ -392,15 +373,8 @@ fn ctrl_c_during_call_exits_130() {
 #[test]
 fn serve_stops_gracefully_with_0_on_sigterm_and_sigint() {
     for sig in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
-        let (rt, model, dir) = common::scripted_in_temp();
-        let (served, _url) = common::serve_worker(
-            &rt,
-            &model,
-            dir.path(),
-            "---\nname: worker\ndescription: Works.\n---\nWork.\n",
-            |_| {},
-        );
-        let mut child = served.process;
+        let w = common::ServedWorker::start("---\nname: worker\ndescription: Works.\n---\nWork.\n");
+        let mut child = w.served.process;
         signal(child.0.id(), sig);
         let deadline = Instant::now() + LIMIT;
         let status = loop {

@@ -6,7 +6,6 @@
 //! wall time and peak memory (docs/PERFORMANCE.md).
 
 use crate::common;
-use common::MainModel as _;
 use common::OutputOk;
 
 use std::path::Path;
@@ -498,16 +497,14 @@ fn the_main_agent_runs_a_workflow_with_its_tool() {
         )]),
     );
     script.push_for_model("main-model", Reply::text("all done"));
-    let out = subagents_in(home.path())
-        .arg("--config")
-        .arg(&config)
-        .args(["run", "use a workflow", "--output-format", "stream-json"])
-        .main_model(&server, &agents)
-        .timeout(Duration::from_secs(120))
-        .assert()
-        .success();
-    let lines = common::json_lines(&common::stdout_of(out));
-    let main = common::requests_for(&server, "main-model");
+    let lines = common::json_lines(&common::run_configured(
+        home.path(),
+        &config,
+        &["run", "use a workflow", "--output-format", "stream-json"],
+        &server,
+        &agents,
+    ));
+    let main = server.requests_for("main-model");
     assert!(main[0].tool_names().contains(&"Workflow".to_string()));
     let result = common::last_tool_result(&main[1].body);
     assert!(result.starts_with("AB!\n\n[workflow wf_"), "{result}");

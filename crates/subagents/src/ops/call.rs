@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use derive_setters::Setters;
+
 use subagent_a2a::client::{A2aExecutor, A2aResolver, KIND, decode_session, encode_session};
 use subagent_spi::{
     Kind, SubagentError, SubagentExecutor, SubagentReference, SubagentResolver, TaskCall,
@@ -30,15 +32,27 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// println!("{}", answer.outcome.text);
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
+#[setters(generate = false)] // the fields marked `#[setters(generate)]` have a plain setter
 #[must_use]
 pub struct A2aCall {
     url: String,
     prompt: String,
+    /// Streams the run (status updates and text to the context's progress sink) instead of
+    /// waiting for the result (default off).
+    #[setters(generate)]
     stream: bool,
+    /// The environment variable holding a bearer token to send.
+    #[setters(generate, strip_option, into)]
     bearer_env: Option<String>,
+    /// The environment variable holding an API key to send (in the header the card names).
+    #[setters(generate, strip_option, into)]
     api_key_env: Option<String>,
+    /// Sends the message to this remote task (the reply to a task that stopped for input).
+    #[setters(generate, strip_option, into)]
     task_id: Option<String>,
+    /// The remote context of [`task_id`](Self::task_id); alone, a new task in that context.
+    #[setters(generate, strip_option, into)]
     context_id: Option<String>,
     timeout: Duration,
 }
@@ -94,37 +108,6 @@ impl A2aCall {
             context_id: None,
             timeout: DEFAULT_CALL_TIMEOUT,
         }
-    }
-
-    /// Streams the run (status updates and text to the context's progress sink) instead of
-    /// waiting for the result (default off).
-    pub fn stream(mut self, on: bool) -> Self {
-        self.stream = on;
-        self
-    }
-
-    /// The environment variable holding a bearer token to send.
-    pub fn bearer_env(mut self, var: impl Into<String>) -> Self {
-        self.bearer_env = Some(var.into());
-        self
-    }
-
-    /// The environment variable holding an API key to send (in the header the card names).
-    pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
-        self.api_key_env = Some(var.into());
-        self
-    }
-
-    /// Sends the message to this remote task (the reply to a task that stopped for input).
-    pub fn task_id(mut self, id: impl Into<String>) -> Self {
-        self.task_id = Some(id.into());
-        self
-    }
-
-    /// The remote context of [`task_id`](Self::task_id); alone, a new task in that context.
-    pub fn context_id(mut self, id: impl Into<String>) -> Self {
-        self.context_id = Some(id.into());
-        self
     }
 
     /// How long resolving the card and the whole run may take (default

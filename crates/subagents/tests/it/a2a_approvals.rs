@@ -133,7 +133,7 @@ async fn an_a2a_child_in_input_required_is_answered_by_the_root_and_the_same_tas
     assert_eq!(answer["contextId"], task["contextId"]);
 
     // The main model read the worker's final text.
-    let main_requests = common::requests_of(&run.model, "main-model");
+    let main_requests = run.model.requests_for("main-model");
     let results = main_requests.last().unwrap().tool_results();
     assert!(results[0].contains("touched it"), "{results:?}");
 }
@@ -147,7 +147,7 @@ async fn a_root_denial_reaches_the_remote_model_and_the_task_still_completes() {
     )
     .await;
     assert!(!run.dir.path().join("work/out/denied.txt").exists());
-    let worker_requests = common::requests_of(&run.model, "worker-model");
+    let worker_requests = run.model.requests_for("worker-model");
     let results = worker_requests[1].tool_results();
     assert!(
         results[0].contains("not approved") && results[0].contains("not on a Friday"),
@@ -276,7 +276,7 @@ async fn our_server_asks_over_http_understands_always_and_no_and_denies_after_it
         dir.path().join("work/out/b.txt").exists(),
         "not answered, so denied"
     );
-    let worker = common::requests_of(&model, "worker-model");
+    let worker = model.requests_for("worker-model");
     let all: Vec<String> = worker.iter().flat_map(|r| r.tool_results()).collect();
     assert!(all.iter().any(|r| r.contains("keep it")), "{all:?}");
     assert!(

@@ -14,6 +14,12 @@ fn fork_call(prompt: &str) -> Reply {
 
 /// The prompt tokens the cache serves to a request that repeats `earlier` whole: every segment
 /// but the model's.
+/// Asserts that the tool results `req` carries say `needle` (`why` names the case).
+fn assert_results_have(req: &RecordedRequest, needle: &str, why: &str) {
+    let results = req.tool_results().join("\n");
+    assert!(results.contains(needle), "{why}: {results}");
+}
+
 fn tokens_of(earlier: &RecordedRequest) -> u64 {
     earlier
         .prompt_segments()
@@ -78,8 +84,7 @@ async fn a_fork_repeats_its_callers_request_byte_for_byte_and_reads_it_from_cach
     assert_eq!(reqs[2].tool_names(), reqs[1].tool_names());
     assert_ne!(reqs[1].tool_names(), reqs[0].tool_names());
     // The fork at depth 3 may not fork again: the nesting limit refuses it.
-    let refused = reqs[4].tool_results().join("\n");
-    assert!(refused.contains("max_depth=3"), "{refused}");
+    assert_results_have(&reqs[4], "max_depth=3", "the nesting limit");
 
     // The provider served each fork's first request from its cache: all of the caller's.
     assert!(tokens_of(&reqs[1]) > 0);
@@ -127,13 +132,8 @@ async fn a_fork_cannot_be_resumed_nor_moved_to_another_model() {
     )
     .await;
     assert_eq!(reqs.len(), 3);
-    let resumed = reqs[1].tool_results().join("\n");
-    assert!(resumed.contains("a fork cannot be resumed"), "{resumed}");
-    let moved = reqs[2].tool_results().join("\n");
-    assert!(
-        moved.contains("a fork runs on its caller's model"),
-        "{moved}"
-    );
+    assert_results_have(&reqs[1], "a fork cannot be resumed", "resumed");
+    assert_results_have(&reqs[2], "a fork runs on its caller's model", "moved");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,10 +149,10 @@ async fn an_agent_limited_to_named_agents_cannot_fork() {
     )
     .await;
     assert_eq!(reqs.len(), 4);
-    let refused = reqs[2].tool_results().join("\n");
-    assert!(
-        refused.contains("may delegate only to: leaf"),
-        "`Agent(leaf)` names no fork: {refused}"
+    assert_results_have(
+        &reqs[2],
+        "may delegate only to: leaf",
+        "`Agent(leaf)` names no fork",
     );
 }
 

@@ -10,22 +10,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer, first_message_text, has_tool_result};
 use subagents::TaskStatus;
 use subagents::spi::ProgressKind;
-
-fn system_of(body: &Value) -> String {
-    body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn has_tool_result(body: &Value) -> bool {
-    body["messages"]
-        .as_array()
-        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaf_reading_large_files_stays_within_the_builders_window() {
@@ -37,7 +24,7 @@ async fn a_leaf_reading_large_files_stays_within_the_builders_window() {
     let responder = Arc::new({
         let reads = reads.clone();
         move |body: &Value| {
-            let system = system_of(body);
+            let system = first_message_text(body);
             if system.starts_with("You compact") {
                 Reply::text("SUMMARY: big.txt was read many times.")
             } else if system.contains("You are the leaf") {

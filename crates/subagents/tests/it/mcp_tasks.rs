@@ -76,6 +76,11 @@ async fn settle(
     poll_until(client, id, |s| s != TaskStatus::Working).await
 }
 
+/// Asserts that the task settles waiting for input (`input_required`).
+async fn assert_waits(client: &RunningService<RoleClient, Client>, id: &str) {
+    assert_eq!(settle(client, id).await.status(), TaskStatus::InputRequired);
+}
+
 /// Polls `tasks/get` until `done` holds for the task's status (bounded: 30 s).
 async fn poll_until(
     client: &RunningService<RoleClient, Client>,
@@ -114,6 +119,14 @@ async fn bash_worker_for(
     let worker = common::mcp_worker(vec![bash_call(cmd), Reply::text(answer)], tune).await;
     let client = connect(client, &worker.url).await;
     (worker, client)
+}
+
+/// [`bash_worker_for`] with the server's defaults.
+async fn bash_worker(
+    client: Client,
+    cmd_answer: (&str, &str),
+) -> (common::McpWorker, RunningService<RoleClient, Client>) {
+    bash_worker_for(client, cmd_answer, |s| s).await
 }
 
 /// Calls the worker once; the question the server asked instead of answering.
@@ -197,8 +210,7 @@ async fn a_tasks_client_of_the_older_era_gets_tasks_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_it() {
-    let (worker, client) =
-        bash_worker_for(tasks_client(), ("touch out/task.txt", "touched it"), |s| s).await;
+    let (worker, client) = bash_worker(tasks_client(), ("touch out/task.txt", "touched it")).await;
     let id = start_task(&client).await;
     let waiting = settle(&client, &id).await;
     let TaskPayload::InputRequired { input_requests } = &waiting.payload else {
@@ -228,10 +240,7 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
         .update_task(UpdateTaskParams::new(&id, wrong))
         .await
         .expect("acked");
-    assert_eq!(
-        settle(&client, &id).await.status(),
-        TaskStatus::InputRequired
-    );
+    assert_waits(&client, &id).await;
     client
         .update_task(UpdateTaskParams::new(&id, accept(&key, "yes")))
         .await
@@ -249,17 +258,10 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_cancel_cancels_a_task() {
-    let (worker, client) = bash_worker_for(
-        tasks_client(),
-        ("touch out/never.txt", "unreachable"),
-        |s| s,
-    )
-    .await;
+    let (worker, client) =
+        bash_worker(tasks_client(), ("touch out/never.txt", "unreachable")).await;
     let id = start_task(&client).await;
-    assert_eq!(
-        settle(&client, &id).await.status(),
-        TaskStatus::InputRequired
-    );
+    assert_waits(&client, &id).await;
     client
         .cancel_task(CancelTaskParams::new(&id))
         .await
@@ -303,10 +305,7 @@ async fn the_task_limit_refuses_a_task_beyond_it() {
     else {
         panic!("expected a task handle");
     };
-    assert_eq!(
-        settle(&client, &first.task.task_id).await.status(),
-        TaskStatus::InputRequired
-    );
+    assert_waits(&client, &first.task.task_id).await;
     let CallToolResponse::Complete(refused) =
         client.call_tool_once(worker_task_call()).await.unwrap()
     else {
@@ -318,12 +317,8 @@ async fn the_task_limit_refuses_a_task_beyond_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_is_asked_by_input_required_and_its_retry_runs_the_call() {
-    let (worker, client) = bash_worker_for(
-        eliciting_client(),
-        ("touch out/mrtr.txt", "touched it"),
-        |s| s,
-    )
-    .await;
+    let (worker, client) =
+        bash_worker(eliciting_client(), ("touch out/mrtr.txt", "touched it")).await;
     let asked = asked(&client).await;
     let requests = asked.input_requests.clone().expect("inputRequests");
     let key = only_key(requests.keys());

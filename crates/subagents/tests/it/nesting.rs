@@ -6,18 +6,28 @@ use crate::common;
 use crate::common::Built as _;
 
 use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
-use subagents::{Subagents, TaskStatus};
+use subagents::{Subagents, SubagentsBuilder, TaskStatus};
 
 fn offers_task(req: &RecordedRequest) -> bool {
     req.tool_names().iter().any(|n| n == "Task")
 }
 
-async fn agents(server: &ScriptedModelServer, max_depth: Option<u32>) -> Subagents {
-    let mut b = common::team_builder_on(server, "team-model");
-    if let Some(d) = max_depth {
-        b = b.max_depth(d);
-    }
-    b.built().await
+/// The team's requests (its builder `tune`d) when the main agent delegates `(agent, prompt)`
+/// once, the child answers `answer` and the main agent `done`.
+async fn one_delegation(
+    (agent, prompt): (&str, &str),
+    answer: &str,
+    tune: impl FnOnce(SubagentsBuilder) -> SubagentsBuilder,
+) -> Vec<RecordedRequest> {
+    common::team_requests(
+        [
+            Reply::task_call(agent, prompt),
+            Reply::text(answer),
+            Reply::text("done"),
+        ],
+        tune,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,7 +42,7 @@ async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
             Reply::text("Final: LEAF-ANSWER-42"),
         ],
     );
-    let agents = agents(&server, None).await;
+    let agents = common::team_builder_on(&server, "team-model").built().await;
     let outcome = common::run_main(&agents, "What is the answer?").await;
     assert_eq!(outcome.status, TaskStatus::Completed);
     assert!(outcome.text.contains("LEAF-ANSWER-42"), "{}", outcome.text);
@@ -66,12 +76,9 @@ async fn main_coordinator_leaf_and_the_answer_comes_back_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_max_depth_1_the_coordinator_is_not_offered_task() {
-    let reqs = common::team_requests(
-        [
-            Reply::task_call("coordinator", "find the answer"),
-            Reply::text("I cannot delegate"),
-            Reply::text("done"),
-        ],
+    let reqs = one_delegation(
+        ("coordinator", "find the answer"),
+        "I cannot delegate",
         |b| b.max_depth(1),
     )
     .await;
@@ -105,15 +112,7 @@ async fn agent_rules_limit_which_agents_may_be_started() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explore_is_never_offered_task() {
-    let reqs = common::team_requests(
-        [
-            Reply::task_call("Explore", "look around"),
-            Reply::text("explored"),
-            Reply::text("done"),
-        ],
-        |b| b,
-    )
-    .await;
+    let reqs = one_delegation(("Explore", "look around"), "explored", |b| b).await;
     assert!(!offers_task(&reqs[1]), "{:?}", reqs[1].tool_names());
     assert!(reqs[1].tool_names().contains(&"Read".to_string()));
 }
@@ -127,7 +126,7 @@ async fn progress_nests_children_under_their_parent_once_each() {
         ["find", "look"],
         [Reply::text("42"), Reply::text("42"), Reply::text("42")],
     );
-    let agents = agents(&server, None).await;
+    let agents = common::team_builder_on(&server, "team-model").built().await;
     let (_, recorder) = common::run_recorded(&agents, "go").await;
     let events = recorder.events();
     let started: Vec<_> = events

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::Built as _;
 use serde_json::{Value, json};
-use subagent_testkit::{RecordedRequest, Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
 
 struct Project {
@@ -53,16 +53,6 @@ impl Project {
     }
 }
 
-fn last_user(req: &RecordedRequest) -> String {
-    req.messages()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
     let server = ScriptedModelServer::start().await;
@@ -86,7 +76,7 @@ async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
     let reqs = server.requests();
     assert_eq!(reqs.len(), 4);
     assert_eq!(
-        last_user(&reqs[2]),
+        reqs[2].last_user_text(),
         "ADD-TESTS-FIRST",
         "the hook's stderr is the next message"
     );
@@ -248,7 +238,7 @@ async fn a_markdown_agent_as_the_main_agent_may_delegate_and_prepends_its_initia
     let reqs = server.requests();
     assert!(reqs[0].system_prompt().starts_with("LEAD-PROMPT"));
     assert_eq!(
-        last_user(&reqs[0]),
+        reqs[0].last_user_text(),
         "Start with a plan.\n\nand then the rest"
     );
     assert_eq!(reqs[1].system_prompt(), "You help.");

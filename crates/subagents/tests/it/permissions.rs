@@ -212,7 +212,7 @@ async fn a_background_child_waiting_for_approval_shows_it_in_task_output_and_pro
         .expect("runs");
     assert_eq!(outcome.text, "all done");
 
-    let main = common::requests_of(&server, "main-model");
+    let main = server.requests_for("main-model");
     assert_eq!(main.len(), 4);
     let waiting = main[2].tool_results().pop().unwrap();
     assert!(
@@ -251,7 +251,7 @@ async fn a_parent_cannot_approve_what_its_own_approver_refuses() {
         .expect("finishes")
         .expect("runs");
     assert!(!dir.path().join("work/out/refused.txt").exists());
-    let worker = common::requests_of(&server, "worker-model");
+    let worker = server.requests_for("worker-model");
     let denial = worker[1].tool_results().pop().unwrap();
     assert!(denial.contains("no approver is configured"), "{denial}");
 }

@@ -27,8 +27,11 @@ fn text(events: &[&ProgressEvent]) -> String {
         .collect()
 }
 
-/// main → coordinator → leaf, where the leaf reads `note` (from `model`'s `name` queue).
-fn script(server: &ScriptedModelServer, name: &str, note: &std::path::Path, answer: &str) {
+/// main → coordinator → leaf, where the leaf reads `note.txt`, written in `dir` to hold
+/// `answer` (from `model`'s `name` queue).
+fn script(server: &ScriptedModelServer, name: &str, dir: &std::path::Path, answer: &str) {
+    let note = dir.join("note.txt");
+    std::fs::write(&note, format!("{answer}\n")).expect("note");
     let push = |r: Reply| server.push_for_model(name, r);
     push(Reply::task_call("leaf", "read the note"));
     push(Reply::text_and_tool_calls(
@@ -46,10 +49,8 @@ fn script(server: &ScriptedModelServer, name: &str, note: &std::path::Path, answ
 async fn local_children_stream_deltas_tool_calls_and_results_at_every_depth() {
     let server = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().expect("tmp");
-    let note = dir.path().join("note.txt");
-    std::fs::write(&note, "NOTE-31\n").expect("note");
     server.push_for_model("team-model", Reply::task_call("coordinator", "go"));
-    script(&server, "team-model", &note, "NOTE-31");
+    script(&server, "team-model", dir.path(), "NOTE-31");
     server.push_for_model("team-model", Reply::text("Final: NOTE-31"));
     let agents = team_builder_on(&server, "team-model")
         .workspace(dir.path())
@@ -97,9 +98,7 @@ async fn a_served_coordinators_children_stream_to_the_caller_through_a2a() {
     // The served side streams its models' replies.
     let remote_model = ScriptedModelServer::start().await;
     let dir = tempfile::tempdir().expect("tmp");
-    let note = dir.path().join("note.txt");
-    std::fs::write(&note, "REMOTE-NOTE-5\n").expect("note");
-    script(&remote_model, "m", &note, "REMOTE-NOTE-5");
+    script(&remote_model, "m", dir.path(), "REMOTE-NOTE-5");
     let remote = team_builder_on(&remote_model, "m")
         .workspace(dir.path())
         .stream(true)

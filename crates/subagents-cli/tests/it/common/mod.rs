@@ -135,20 +135,7 @@ pub(crate) fn team_run(
 /// project root, or from a directory above it: a git worktree lives deeper than the main
 /// checkout); `None`, after printing SKIPPED with `test` and the reason, when it is absent.
 pub(crate) fn corpus(test: &str) -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let root = root.canonicalize().unwrap_or(root);
-    let found = root
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared/corpora/claude-agents"))
-        .find(|d| d.is_dir());
-    if found.is_none() {
-        eprintln!(
-            "SKIPPED {test}: the corpus ../shared/corpora/claude-agents is not above {}",
-            root.display()
-        );
-    }
-    found
+    subagent_testkit::claude_agents_corpus(Path::new(env!("CARGO_MANIFEST_DIR")), test)
 }
 
 /// Copies the directory tree `from` into `to` (created), files and directories only.
@@ -190,6 +177,36 @@ pub(crate) fn write_agent(root: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("mkdir agents");
     std::fs::write(dir.join(format!("{name}.md")), text).expect("agent file");
     dir
+}
+
+/// [`write_agent`] for each `(name, text)` of `agents`; returns the agents directory.
+pub(crate) fn write_agents(root: &Path, agents: &[(&str, &str)]) -> PathBuf {
+    let dir = root.join("agents");
+    for (name, text) in agents {
+        write_agent(root, name, text);
+    }
+    dir
+}
+
+/// Runs `subagents --config CONFIG ARGS --model M --agents AGENTS` in `home` (M: the scripted
+/// model server's `main-model`), which must succeed within two minutes; returns its stdout.
+pub(crate) fn run_configured(
+    home: &Path,
+    config: &Path,
+    args: &[&str],
+    server: &subagent_testkit::ScriptedModelServer,
+    agents: &Path,
+) -> String {
+    stdout_of(
+        subagents_in(home)
+            .arg("--config")
+            .arg(config)
+            .args(args)
+            .main_model(server, agents)
+            .timeout(std::time::Duration::from_secs(120))
+            .assert()
+            .success(),
+    )
 }
 
 /// What the command printed on stdout, as JSON (`--json`).
@@ -353,6 +370,36 @@ pub(crate) fn serve_worker(
     });
     let url = format!("{}/worker", served.base);
     (served, url)
+}
+
+/// `subagents serve` of one `worker` agent (the text `worker_md`) in a temporary directory of
+/// its own, on the scripted model server's `worker-model`: [`serve_worker`] with its parts.
+pub(crate) struct ServedWorker {
+    /// The runtime of the model server.
+    pub(crate) rt: tokio::runtime::Runtime,
+    /// The scripted model server.
+    pub(crate) model: subagent_testkit::ScriptedModelServer,
+    /// The served side's directory (agents under `agents/`, and its workspace).
+    pub(crate) dir: tempfile::TempDir,
+    /// The `serve` process.
+    pub(crate) served: Served,
+    /// The worker's A2A URL.
+    pub(crate) url: String,
+}
+
+impl ServedWorker {
+    /// Starts it.
+    pub(crate) fn start(worker_md: &str) -> Self {
+        let (rt, model, dir) = scripted_in_temp();
+        let (served, url) = serve_worker(&rt, &model, dir.path(), worker_md, |_| {});
+        Self {
+            rt,
+            model,
+            dir,
+            served,
+            url,
+        }
+    }
 }
 
 /// The main agent's turn that starts `echo-agent` in the background on the `child` model (a
@@ -531,18 +578,6 @@ pub(crate) fn the_line_with<'a>(text: &'a str, needle: &str) -> &'a str {
     let found: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
     assert_eq!(found.len(), 1, "one line with {needle:?}: {text}");
     found[0]
-}
-
-/// The requests `server` got for `model`, in order.
-pub(crate) fn requests_for(
-    server: &subagent_testkit::ScriptedModelServer,
-    model: &str,
-) -> Vec<subagent_testkit::RecordedRequest> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some(model))
-        .collect()
 }
 
 /// The JSON values of `text`, one a line (`stream-json`).

@@ -75,18 +75,6 @@ pub(crate) fn push_chain(model: &ScriptedModelServer, prompts: [&str; 2], answer
     model.push_all(answers);
 }
 
-/// The requests `server` received for the model named `model`, in order.
-pub(crate) fn requests_of(
-    server: &ScriptedModelServer,
-    model: &str,
-) -> Vec<subagent_testkit::RecordedRequest> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.model() == Some(model))
-        .collect()
-}
-
 /// A builder of the `worker` agent alone (Bash; `extra` frontmatter lines, each ending in a
 /// newline), written in `dir` as [`write_agent`] does, with the workspace `DIR/work` and its
 /// `out/`: confined Bash cannot create files directly in the workspace root (they could be its
