@@ -65,3 +65,14 @@ pub fn claude_agents_corpus(manifest_dir: &Path, test: &str) -> Option<PathBuf> 
     }
     found
 }
+
+impl crate::ProgressRecorder {
+    /// The events so far whose kind `is` accepts, in order (e.g.
+    /// `|k| matches!(k, ProgressKind::Started { .. })`).
+    pub fn events_where(
+        &self,
+        is: impl Fn(&subagent_spi::ProgressKind) -> bool,
+    ) -> Vec<subagent_spi::ProgressEvent> {
+        self.events().into_iter().filter(|e| is(&e.kind)).collect()
+    }
+}

@@ -265,14 +265,10 @@ impl SubagentExecutor for Served {
         match &result {
             Ok(o) => {
                 span.record("subagents.status", o.status.as_str());
-                span.record(
-                    "gen_ai.usage.input_tokens",
-                    i64::try_from(o.usage.input_tokens).unwrap_or(i64::MAX),
-                );
-                span.record(
-                    "gen_ai.usage.output_tokens",
-                    i64::try_from(o.usage.output_tokens).unwrap_or(i64::MAX),
-                );
+                // As i64: `tracing-opentelemetry` exports a u64 as a string.
+                let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                span.record("gen_ai.usage.input_tokens", tokens(o.usage.input_tokens));
+                span.record("gen_ai.usage.output_tokens", tokens(o.usage.output_tokens));
             }
             Err(_) => {
                 span.record("error.type", "subagent_error");

@@ -257,18 +257,15 @@ fn without_a_model_the_help_is_printed_once() {
 #[test]
 fn task_takes_the_slug_agents_list_prints_and_suggests_names_for_typos() {
     let (_rt, server, home) = common::scripted_in_temp();
-    let agents = common::write_agents(
+    write_agent(
         home.path(),
-        &[
-            (
-                "calculator",
-                "---\nname: calculator\ndescription: Computes.\n---\nCompute.\n",
-            ),
-            (
-                "pm",
-                "---\nname: Product Manager\ndescription: Plans products.\n---\nPlan.\n",
-            ),
-        ],
+        "calculator",
+        "---\nname: calculator\ndescription: Computes.\n---\nCompute.\n",
+    );
+    let agents = write_agent(
+        home.path(),
+        "pm",
+        "---\nname: Product Manager\ndescription: Plans products.\n---\nPlan.\n",
     );
     let model = server.openai_model("child-model");
     let listed = subagents_in(home.path())

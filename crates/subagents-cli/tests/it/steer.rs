@@ -185,21 +185,17 @@ fn run_steers_a_background_child_and_its_background_grandchild() {
         "{coord:?}"
     );
     // Each child got its message as one user message naming the sender.
-    let worker = of("worker-model");
-    let worker_steer = worker.last().map(steering).unwrap_or_default();
-    assert_eq!(worker_steer.len(), 1, "{worker:?}");
-    assert!(
-        worker_steer[0].contains("[Message from coordinator]\nCOORD-STEER-2: wrap up now"),
-        "{}",
-        worker_steer[0]
-    );
-    let coord_steer = coord.last().map(steering).unwrap_or_default();
-    assert_eq!(coord_steer.len(), 1, "{coord:?}");
-    assert!(
-        coord_steer[0].contains("MAIN-STEER-1: report back briefly"),
-        "{}",
-        coord_steer[0]
-    );
+    for (bodies, message) in [
+        (
+            of("worker-model"),
+            "[Message from coordinator]\nCOORD-STEER-2: wrap up now",
+        ),
+        (coord, "MAIN-STEER-1: report back briefly"),
+    ] {
+        let steer = bodies.last().map(steering).unwrap_or_default();
+        assert_eq!(steer.len(), 1, "{bodies:?}");
+        assert!(steer[0].contains(message), "{}", steer[0]);
+    }
     // The main agent and the leaf are offered SendMessage with the other delegation tools.
     let first_coord = reqs
         .iter()

@@ -129,6 +129,14 @@ async fn bash_worker(
     bash_worker_for(client, cmd_answer, |s| s).await
 }
 
+/// Calls the worker once; the result it answered with (`expected` says what, else it fails).
+async fn completed(client: &RunningService<RoleClient, Client>, expected: &str) -> CallToolResult {
+    match client.call_tool_once(worker_task_call()).await.unwrap() {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("{expected}, got {other:?}"),
+    }
+}
+
 /// Calls the worker once; the question the server asked instead of answering.
 async fn asked(client: &RunningService<RoleClient, Client>) -> InputRequiredResult {
     match client.call_tool_once(worker_task_call()).await.unwrap() {
@@ -288,11 +296,7 @@ async fn a_client_without_the_extension_gets_the_plain_answer() {
         &worker.url,
     )
     .await;
-    let CallToolResponse::Complete(result) =
-        client.call_tool_once(worker_task_call()).await.unwrap()
-    else {
-        panic!("expected a plain result");
-    };
+    let result = completed(&client, "expected a plain result").await;
     assert!(text(&result).contains("plain answer"), "{}", text(&result));
 }
 
@@ -306,11 +310,7 @@ async fn the_task_limit_refuses_a_task_beyond_it() {
         panic!("expected a task handle");
     };
     assert_waits(&client, &first.task.task_id).await;
-    let CallToolResponse::Complete(refused) =
-        client.call_tool_once(worker_task_call()).await.unwrap()
-    else {
-        panic!("expected a refusal");
-    };
+    let refused = completed(&client, "expected a refusal").await;
     assert_eq!(refused.is_error, Some(true));
     assert!(text(&refused).contains("its limit"), "{}", text(&refused));
 }
@@ -399,11 +399,7 @@ async fn no_question_is_parked_beyond_the_waiting_limit() {
         |s| s.with_max_waiting_calls(0),
     )
     .await;
-    let CallToolResponse::Complete(result) =
-        client.call_tool_once(worker_task_call()).await.unwrap()
-    else {
-        panic!("expected the call to go on, denied");
-    };
+    let result = completed(&client, "expected the call to go on, denied").await;
     assert!(text(&result).contains("was denied"), "{}", text(&result));
     assert!(!worker.dir.path().join("work/out/over.txt").exists());
 }

@@ -129,14 +129,10 @@ async fn progress_nests_children_under_their_parent_once_each() {
     let agents = common::team_builder_on(&server, "team-model").built().await;
     let (_, recorder) = common::run_recorded(&agents, "go").await;
     let events = recorder.events();
-    let started: Vec<_> = events
-        .iter()
-        .filter(|e| matches!(e.kind, ProgressKind::Started { .. }))
-        .collect();
-    let finished = events
-        .iter()
-        .filter(|e| matches!(e.kind, ProgressKind::Finished { .. }))
-        .count();
+    let started = recorder.events_where(|k| matches!(k, ProgressKind::Started { .. }));
+    let finished = recorder
+        .events_where(|k| matches!(k, ProgressKind::Finished { .. }))
+        .len();
     let who: Vec<(&str, u32)> = started
         .iter()
         .map(|e| (e.agent.as_str(), e.depth))

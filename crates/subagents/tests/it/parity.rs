@@ -38,7 +38,7 @@ impl Project {
     }
 
     async fn build(&self, server: &ScriptedModelServer, settings: Option<PathBuf>) -> Subagents {
-        let mut b = Subagents::builder()
+        let b = Subagents::builder()
             .model(server.openai_model("team"))
             .agents_dir(self.agents.path())
             .workspace(self.ws.path())
@@ -46,10 +46,11 @@ impl Project {
             .approver(std::sync::Arc::new(
                 subagents::policy::FixedApprover::allow_all(),
             ));
-        if let Some(s) = settings {
-            b = b.settings_file(s);
-        }
-        b.built().await
+        settings
+            .into_iter()
+            .fold(b, |b, s| b.settings_file(s))
+            .built()
+            .await
     }
 }
 
