@@ -5,34 +5,40 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common;
 use crate::common::Built as _;
 use serde_json::{Value, json};
 use subagent_testkit::{Reply, ScriptedModelServer};
 use subagents::{Subagents, TaskStatus};
 
-struct Project {
-    agents: tempfile::TempDir,
-    ws: tempfile::TempDir,
-}
+/// A project: its agents in `DIR/agents`, its workspace `DIR/work` (as
+/// [`common::write_agent`] lays them out).
+struct Project(tempfile::TempDir);
 
 impl Project {
     fn new() -> Self {
-        Self {
-            agents: tempfile::tempdir().expect("agents"),
-            ws: tempfile::tempdir().expect("workspace"),
+        let dir = tempfile::tempdir().expect("project");
+        for sub in ["agents", "work"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("project dirs");
         }
+        Self(dir)
     }
 
     fn agent(&self, name: &str, text: &str) {
-        std::fs::write(self.agents.path().join(format!("{name}.md")), text).expect("agent");
+        common::write_agent(self.0.path(), name, text);
     }
 
+    /// The canonical workspace root.
     fn ws(&self) -> PathBuf {
-        self.ws.path().canonicalize().expect("workspace")
+        self.0
+            .path()
+            .join("work")
+            .canonicalize()
+            .expect("workspace")
     }
 
     fn settings(&self, settings: Value) -> PathBuf {
-        let path = self.ws.path().join("settings.json");
+        let path = self.ws().join("settings.json");
         std::fs::write(&path, settings.to_string()).expect("settings");
         path
     }
@@ -40,8 +46,8 @@ impl Project {
     async fn build(&self, server: &ScriptedModelServer, settings: Option<PathBuf>) -> Subagents {
         let b = Subagents::builder()
             .model(server.openai_model("team"))
-            .agents_dir(self.agents.path())
-            .workspace(self.ws.path())
+            .agents_dir(self.0.path().join("agents"))
+            .workspace(self.ws())
             // These tests are about hooks, memory and isolation, not approvals: approve all.
             .approver(std::sync::Arc::new(
                 subagents::policy::FixedApprover::allow_all(),
@@ -64,7 +70,7 @@ async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
     );
     // Blocks the first stop (and records it), lets the second one through. Workspace hooks run
     // confined like `Bash`, which creates no file directly in the workspace root: `out/`.
-    std::fs::create_dir(p.ws.path().join("out")).expect("out");
+    std::fs::create_dir(p.ws().join("out")).expect("out");
     let settings = p.settings(json!({"hooks": {"SubagentStop": [{"hooks": [{"type": "command",
         "command": "cat >> out/stops.jsonl; echo >> out/stops.jsonl; if [ ! -e out/seen ]; then touch out/seen; echo 'ADD-TESTS-FIRST' >&2; exit 2; fi"}]}]}}));
     server.push(Reply::task_call("worker", "do it"));
@@ -86,7 +92,7 @@ async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
         "the agent continues its own conversation"
     );
     assert!(reqs[3].tool_results()[0].contains("final, with tests"));
-    let stops = std::fs::read_to_string(p.ws.path().join("out/stops.jsonl")).expect("ran");
+    let stops = std::fs::read_to_string(p.ws().join("out/stops.jsonl")).expect("ran");
     let events: Vec<Value> = stops
         .lines()
         .filter(|l| !l.is_empty())
@@ -103,7 +109,7 @@ async fn a_subagent_stop_hook_exiting_2_sends_the_agent_back_to_work_once() {
 async fn subagent_start_context_post_tool_use_feedback_and_a_parents_subagent_hooks() {
     let server = ScriptedModelServer::start().await;
     let p = Project::new();
-    std::fs::write(p.ws.path().join("notes.txt"), "N").expect("file");
+    std::fs::write(p.ws().join("notes.txt"), "N").expect("file");
     // The coordinator's own SubagentStart hook applies to the agents it starts.
     p.agent(
         "coordinator",
@@ -156,7 +162,7 @@ async fn disable_all_hooks_turns_off_agents_own_hooks_too() {
     );
     let settings = p.settings(json!({"disableAllHooks": true}));
     // Confined Bash cannot create files directly in the workspace root.
-    std::fs::create_dir_all(p.ws.path().join("out")).unwrap();
+    std::fs::create_dir_all(p.ws().join("out")).unwrap();
     server.push(Reply::task_call("worker", "do it"));
     server.push(Reply::tool_calls(vec![(
         "Bash",
@@ -167,7 +173,7 @@ async fn disable_all_hooks_turns_off_agents_own_hooks_too() {
     let agents = p.build(&server, Some(settings)).await;
     assert!(agents.settings_hooks().expect("local").is_disabled());
     agents.main_agent().run("go").await.expect("runs");
-    assert!(p.ws.path().join("out/RAN").exists());
+    assert!(p.ws().join("out/RAN").exists());
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
