@@ -40,6 +40,7 @@ mod lookup;
 mod model;
 mod progress;
 mod ratelimit;
+mod reading_team;
 mod reply;
 mod script;
 mod server;
@@ -56,6 +57,7 @@ pub use lookup::{claude_agents_corpus, first_message_text, has_tool_result};
 pub use model::{ScriptedModel, Step, tool_results};
 pub use progress::ProgressRecorder;
 pub use ratelimit::RateLimit;
+pub use reading_team::ReadingTeam;
 
 pub use reply::{Reply, ScriptedToolCall, ScriptedUsage};
 pub use script::{Responder, Script};

@@ -4,12 +4,10 @@
 use crate::common;
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use common::subagents_in;
-use serde_json::{Value, json};
-use subagent_testkit::{Reply, first_message_text, has_tool_result};
+use serde_json::json;
+use subagent_testkit::{ReadingTeam, Reply};
 
 const COORDINATOR: &str = "---\nname: coordinator\ndescription: Delegates the work.\ntools: Task\n---\nYou are the coordinator. Delegate to the worker with the Task tool.\n";
 
@@ -33,41 +31,8 @@ fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
     const READS: u32 = 100;
     let (_rt, server) = common::scripted();
     server.set_context_window(Some(WINDOW));
-    let reads = Arc::new(AtomicU32::new(0));
-    let summaries = Arc::new(AtomicU32::new(0));
-    let responder = {
-        let reads = reads.clone();
-        let summaries = summaries.clone();
-        move |body: &Value| {
-            let system = first_message_text(body);
-            if system.starts_with("You compact") {
-                let n = summaries.fetch_add(1, Ordering::SeqCst);
-                Reply::text(format!("SUMMARY-{n}: big.txt was read again and again."))
-            } else if system.contains("You are the worker") {
-                let n = reads.fetch_add(1, Ordering::SeqCst);
-                if n < READS {
-                    Reply::tool_calls(vec![("Read", json!({"file_path": "big.txt"}))])
-                } else {
-                    Reply::text(format!("WORKER-DONE after {n} reads"))
-                }
-            } else if system.contains("You are the coordinator") {
-                if has_tool_result(body) {
-                    Reply::text("the worker is done: WORKER-DONE")
-                } else {
-                    Reply::task_call("worker", "read big.txt a hundred times")
-                }
-            } else if has_tool_result(body) {
-                Reply::text("FINAL: WORKER-DONE")
-            } else {
-                Reply::task_call("coordinator", "get big.txt read")
-            }
-        }
-    };
-    let responder = Arc::new(responder);
-    for _ in 0..400 {
-        let r = responder.clone();
-        server.script().push_dynamic(None, move |b| r(b));
-    }
+    let team = ReadingTeam::new("worker", READS);
+    team.script(&server, 400);
     let home = tempfile::tempdir().unwrap();
     let line = format!("{}\n", "x".repeat(59));
     std::fs::write(home.path().join("big.txt"), line.repeat(100)).unwrap();
@@ -85,18 +50,15 @@ fn a_hundred_turn_worker_with_large_outputs_stays_within_a_small_window() {
         .timeout(std::time::Duration::from_secs(300))
         .assert();
     let (stdout, stderr) = succeeded(&out);
-    assert!(stdout.contains("WORKER-DONE"), "{stdout}");
-    assert_eq!(reads.load(Ordering::SeqCst), READS + 1);
+    assert!(stdout.contains("LEAF-DONE"), "{stdout}");
+    assert_eq!(team.leaf_turns(), READS + 1);
     // No request exceeded the window (the server refuses one that does, and counts).
     assert!(
         server.max_prompt_tokens() <= WINDOW,
         "largest request: {} tokens",
         server.max_prompt_tokens()
     );
-    assert!(
-        summaries.load(Ordering::SeqCst) > 0,
-        "older turns were summarised"
-    );
+    assert!(team.summaries() > 0, "older turns were summarised");
     assert!(
         stderr.contains("worker: compacted: ~"),
         "the progress lines say so:\n{stderr}"

@@ -5,12 +5,9 @@
 use crate::common;
 use crate::common::Built as _;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer, first_message_text, has_tool_result};
+use subagent_testkit::{ReadingTeam, Reply, ScriptedModelServer};
 use subagents::TaskStatus;
 use subagents::spi::ProgressKind;
 
@@ -20,41 +17,12 @@ async fn a_leaf_reading_large_files_stays_within_the_builders_window() {
     const READS: u32 = 25;
     let server = ScriptedModelServer::start().await;
     server.set_context_window(Some(WINDOW));
-    let reads = Arc::new(AtomicU32::new(0));
-    let responder = Arc::new({
-        let reads = reads.clone();
-        move |body: &Value| {
-            let system = first_message_text(body);
-            if system.starts_with("You compact") {
-                Reply::text("SUMMARY: big.txt was read many times.")
-            } else if system.contains("You are the leaf") {
-                let n = reads.fetch_add(1, Ordering::SeqCst);
-                if n < READS {
-                    Reply::tool_calls(vec![("Read", json!({"file_path": "big.txt"}))])
-                } else {
-                    Reply::text("LEAF-DONE")
-                }
-            } else if system.contains("You are the coordinator") {
-                if has_tool_result(body) {
-                    Reply::text("the leaf says LEAF-DONE")
-                } else {
-                    Reply::task_call("leaf", "read big.txt often")
-                }
-            } else if has_tool_result(body) {
-                Reply::text("FINAL: LEAF-DONE")
-            } else {
-                Reply::task_call("coordinator", "have big.txt read")
-            }
-        }
-    });
-    for _ in 0..100 {
-        let r = responder.clone();
-        server.script().push_dynamic(None, move |b| r(b));
-    }
+    let team = ReadingTeam::new("leaf", READS);
+    team.script(&server, 100);
     let (outcome, recorder) =
         common::run_windowed_team(&server, "windowed", WINDOW, "Have big.txt read.").await;
     assert!(outcome.text.contains("LEAF-DONE"), "{}", outcome.text);
-    assert_eq!(reads.load(Ordering::SeqCst), READS + 1);
+    assert_eq!(team.leaf_turns(), READS + 1);
     assert!(
         server.max_prompt_tokens() <= WINDOW,
         "largest request: {} tokens",
