@@ -95,11 +95,7 @@ async fn a_remote_child_receives_cancel_task_when_the_budget_is_spent() {
         )
         .build()
         .expect("server");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/leaf", listener.local_addr().expect("addr"));
-    tokio::spawn(server.serve(listener, std::future::pending()));
+    let url = common::serve_at(server, "leaf", ()).await;
 
     // The local side: main starts the remote leaf and a local burner in parallel.
     let model = ScriptedModelServer::start().await;

@@ -160,16 +160,27 @@ pub(crate) async fn serve_a2a(
     agent: &str,
 ) -> (String, subagents::a2a::server::A2aServer) {
     let server = registry.a2a_server(options).expect("server");
+    let url = serve_at(server.clone(), agent, registry).await;
+    (url, server)
+}
+
+/// Serves `server` on a free 127.0.0.1 port until the test ends, holding `keep` as long;
+/// returns the URL of `path`.
+#[cfg(feature = "server")]
+pub(crate) async fn serve_at(
+    server: subagents::a2a::server::A2aServer,
+    path: &str,
+    keep: impl Send + 'static,
+) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
-    let url = format!("http://{}/{agent}", listener.local_addr().expect("addr"));
-    let serving = server.clone();
+    let url = format!("http://{}/{path}", listener.local_addr().expect("addr"));
     tokio::spawn(async move {
-        let _keep = registry;
-        let _ = serving.serve(listener, std::future::pending::<()>()).await;
+        let _keep = keep;
+        let _ = server.serve(listener, std::future::pending::<()>()).await;
     });
-    (url, server)
+    url
 }
 
 /// A reference to the remote A2A agent at `url`, named `name` here.
