@@ -244,36 +244,17 @@ impl SubagentExecutor for Served {
         definition: Arc<dyn SubagentDefinition>,
         ctx: TaskContext,
     ) -> Result<TaskOutcome, SubagentError> {
-        let span = tracing::info_span!(
-            "invoke_agent",
-            otel.name = %format_args!("invoke_agent {}", definition.name()),
-            otel.kind = "internal",
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.name = definition.name(),
-            gen_ai.agent.id = ctx.task_id().unwrap_or(""),
-            subagents.served = true,
-            subagents.status = tracing::field::Empty,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            error.type = tracing::field::Empty,
+        let span = subagent_core::telemetry::invoke_agent_span(
+            definition.name(),
+            ctx.task_id().unwrap_or(""),
         );
+        span.record("subagents.served", true);
         let result = self
             .0
             .execute(call, definition, ctx)
             .instrument(span.clone())
             .await;
-        match &result {
-            Ok(o) => {
-                span.record("subagents.status", o.status.as_str());
-                // As i64: `tracing-opentelemetry` exports a u64 as a string.
-                let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-                span.record("gen_ai.usage.input_tokens", tokens(o.usage.input_tokens));
-                span.record("gen_ai.usage.output_tokens", tokens(o.usage.output_tokens));
-            }
-            Err(_) => {
-                span.record("error.type", "subagent_error");
-            }
-        }
+        subagent_core::telemetry::record_run_end(&span, &result);
         result
     }
 }
