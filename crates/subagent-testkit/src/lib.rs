@@ -36,6 +36,7 @@ mod approver;
 mod cache;
 mod fn_kind;
 mod fn_tool;
+mod git;
 mod lookup;
 mod model;
 mod progress;
@@ -53,6 +54,7 @@ pub use cache::{
 };
 pub use fn_kind::{FN_KIND, FnDefinition, FnKind, fn_ref};
 pub use fn_tool::FnTool;
+pub use git::{git, git_repo_with};
 pub use lookup::{claude_agents_corpus, first_message_text, has_tool_result};
 pub use model::{ScriptedModel, Step, tool_results};
 pub use progress::ProgressRecorder;

@@ -4,11 +4,11 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer, git, git_repo_with};
 
 /// A project: an agents directory and a workspace, plus a temporary home.
 struct Project {
@@ -95,17 +95,6 @@ impl Project {
 
 fn model(server: &ScriptedModelServer) -> String {
     server.openai_model("team")
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -363,12 +352,7 @@ fn worktree_isolation_leaves_the_main_tree_unchanged_and_reports_the_branch() {
     let (_rt, server) = common::scripted();
     let p = Project::new();
     let ws = p.ws();
-    git(&ws, &["init", "-q"]);
-    git(&ws, &["config", "user.email", "t@example.com"]);
-    git(&ws, &["config", "user.name", "t"]);
-    p.write("README.md", "hello\n");
-    git(&ws, &["add", "."]);
-    git(&ws, &["commit", "-qm", "init"]);
+    git_repo_with(&ws, &[("README.md", "hello\n")]);
     p.agent(
         "isolated",
         "---\nname: isolated\ndescription: Edits in isolation.\ntools: Write, Read\nisolation: worktree\n---\nYou edit.\n",

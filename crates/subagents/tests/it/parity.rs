@@ -3,12 +3,12 @@
 //! back to work, SubagentStart context, PostToolUse feedback, a parent's subagent hooks,
 //! `disableAllHooks`), a worktree that changed nothing, and `MainAgent::agent`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::common;
 use crate::common::Built as _;
 use serde_json::{Value, json};
-use subagent_testkit::{Reply, ScriptedModelServer};
+use subagent_testkit::{Reply, ScriptedModelServer, git, git_repo_with};
 use subagents::{Subagents, TaskStatus};
 
 /// A project: its agents in `DIR/agents`, its workspace `DIR/work` (as
@@ -176,28 +176,12 @@ async fn disable_all_hooks_turns_off_agents_own_hooks_too() {
     assert!(p.ws().join("out/RAN").exists());
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worktree_that_changed_nothing_is_removed_with_its_branch() {
     let server = ScriptedModelServer::start().await;
     let p = Project::new();
     let ws = p.ws();
-    git(&ws, &["init", "-q"]);
-    git(&ws, &["config", "user.email", "t@example.com"]);
-    git(&ws, &["config", "user.name", "t"]);
-    std::fs::write(ws.join("a.txt"), "a").expect("file");
-    git(&ws, &["add", "."]);
-    git(&ws, &["commit", "-qm", "init"]);
+    git_repo_with(&ws, &[("a.txt", "a")]);
     p.agent(
         "reader",
         "---\nname: reader\ndescription: Reads.\ntools: Read, Bash\nisolation: worktree\n---\nYou read.\n",
