@@ -249,8 +249,9 @@ fn started(prompt: &str) -> ProgressKind {
     }
 }
 
-/// Runs `run` as the root of a trace (the [`root_span`] of `agent`), between the `started`
-/// event and the `Finished` one.
+/// Runs `run` as the root of a trace (the OpenTelemetry GenAI `invoke_agent` span of `agent`,
+/// task id `main`, with its status and usage at the end), between the `started` event and the
+/// `Finished` one.
 async fn run_as_root(
     ctx: &TaskContext,
     agent: &str,
@@ -258,25 +259,17 @@ async fn run_as_root(
     run: impl std::future::Future<Output = Result<TaskOutcome, SubagentError>>,
 ) -> Result<TaskOutcome, SubagentError> {
     ctx.emit(started);
-    let result = tracing::Instrument::instrument(run, root_span(agent)).await;
+    let span = subagent_core::telemetry::invoke_agent_span(agent, "main");
+    let result = tracing::Instrument::instrument(run, span.clone()).await;
+    if !span.is_disabled() {
+        subagent_core::telemetry::record_run_end(&span, &result);
+    }
     let (status, usage) = match &result {
         Ok(o) => (o.status, o.usage.clone()),
         Err(_) => (subagent_spi::TaskStatus::Failed, Default::default()),
     };
     ctx.emit(ProgressKind::Finished { status, usage });
     result
-}
-
-/// The OpenTelemetry GenAI `invoke_agent` span of the main agent: the root of a run's trace.
-fn root_span(agent: &str) -> tracing::Span {
-    tracing::info_span!(
-        "invoke_agent",
-        otel.name = %format_args!("invoke_agent {agent}"),
-        otel.kind = "internal",
-        gen_ai.operation.name = "invoke_agent",
-        gen_ai.agent.name = agent,
-        gen_ai.agent.id = "main",
-    )
 }
 
 impl MainAgent<'_> {
