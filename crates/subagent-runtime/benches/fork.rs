@@ -17,10 +17,10 @@ use subagent_spi::chat::{
     ChatMessage, ChatRequest, ChatResponse, StopReason, TokenUsage, ToolCall,
 };
 use subagent_spi::{
-    ChatModel, ForkSource, ModelError, SubagentDefinition, SubagentReference, TaskCall,
-    TaskContext, Tool, ToolEffect, ToolError, ToolOutput, async_trait, impl_subagent_definition,
+    ChatModel, ForkSource, ModelError, SubagentDefinition, SubagentKind, TaskCall, TaskContext,
+    TaskOutcome, Tool, ToolEffect, ToolError, ToolOutput, async_trait,
 };
-use subagent_testkit::FnTool;
+use subagent_testkit::{FnKind, FnTool, fn_ref};
 
 const TOOL_TURNS: usize = 10;
 
@@ -72,15 +72,6 @@ impl ChatModel for InstantModel {
         })
     }
 }
-
-#[derive(Debug)]
-struct Def {
-    name: String,
-    description: String,
-    reference: SubagentReference,
-}
-
-impl_subagent_definition!(Def);
 
 /// How the bench's `Task` starts its child.
 #[derive(Clone, Copy)]
@@ -197,11 +188,15 @@ fn fork_setup(c: &mut Criterion) {
         )
         .with_effect(ToolEffect::ReadOnly),
     );
-    let def: Arc<dyn SubagentDefinition> = Arc::new(Def {
-        name: "fork".into(),
-        description: "a fork".into(),
-        reference: SubagentReference::new("fork:", "FORK"),
-    });
+    // The definition the fork is started with (its executor is the loop's, not this kind's).
+    let def: Arc<dyn SubagentDefinition> = Arc::new(
+        rt.block_on(
+            FnKind::new()
+                .agent("fork", |_, _| async { Ok(TaskOutcome::completed("unused")) })
+                .resolve(&fn_ref("fork?a fork")),
+        )
+        .expect("resolves"),
+    );
     let ctx = TaskContext::new();
 
     let mut group = c.benchmark_group("fork_setup");

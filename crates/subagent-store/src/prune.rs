@@ -62,6 +62,24 @@ pub struct PruneReport {
     pub workflows: u64,
 }
 
+/// What goes by the transcripts' age (`$1`: the cutoff), in order, and what each is called in
+/// errors: sessions (their messages go with them), then workflow runs' calls and the runs.
+const BY_AGE: [(&str, &str); 3] = [
+    (
+        "DELETE FROM transcript_sessions WHERE updated_at < $1",
+        "prune transcripts",
+    ),
+    (
+        "DELETE FROM workflow_calls WHERE run_id IN \
+         (SELECT id FROM workflow_runs WHERE updated_at < $1)",
+        "prune workflow runs",
+    ),
+    (
+        "DELETE FROM workflow_runs WHERE updated_at < $1",
+        "prune workflow runs",
+    ),
+];
+
 /// Drops what `retention` no longer keeps, in one transaction; with `dry_run` the transaction
 /// is rolled back and the report says what would have gone. Running background tasks are never
 /// dropped.
@@ -105,12 +123,19 @@ pub async fn prune(
         .fetch_one(&mut *tx)
         .await
         .map_err(q("prune transcripts"))?;
-        report.sessions += sqlx::query("DELETE FROM transcript_sessions WHERE updated_at < $1")
-            .bind(session_cutoff)
-            .execute(&mut *tx)
-            .await
-            .map_err(q("prune transcripts"))?
-            .rows_affected();
+        // By the transcripts' age: sessions, and workflow runs (their calls go with them).
+        let mut dropped = [0u64; BY_AGE.len()];
+        for ((sql, what), n) in BY_AGE.into_iter().zip(&mut dropped) {
+            *n = sqlx::query(sql)
+                .bind(session_cutoff)
+                .execute(&mut *tx)
+                .await
+                .map_err(q(what))?
+                .rows_affected();
+        }
+        let [sessions, _, workflows] = dropped;
+        report.sessions += sessions;
+        report.workflows += workflows;
         let mut total: i64 = sqlx::query_scalar(
             "SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM transcript_sessions",
         )
@@ -142,21 +167,6 @@ pub async fn prune(
             }
         }
         report.transcript_bytes = u64::try_from(before - total.max(0)).unwrap_or(0);
-        // Workflow runs not written for the transcripts' age (their calls go with them).
-        sqlx::query(
-            "DELETE FROM workflow_calls WHERE run_id IN \
-             (SELECT id FROM workflow_runs WHERE updated_at < $1)",
-        )
-        .bind(session_cutoff)
-        .execute(&mut *tx)
-        .await
-        .map_err(q("prune workflow runs"))?;
-        report.workflows += sqlx::query("DELETE FROM workflow_runs WHERE updated_at < $1")
-            .bind(session_cutoff)
-            .execute(&mut *tx)
-            .await
-            .map_err(q("prune workflow runs"))?
-            .rows_affected();
         if dry_run {
             tx.rollback().await.map_err(q("prune"))?;
         } else {

@@ -19,6 +19,23 @@ pub struct SqlTranscriptStore {
     db: Db,
 }
 
+/// Creates or updates session `$1` for an append of `$3` messages of `$4` bytes at `$5`: a new
+/// session gets system prompt `$2`, an existing one keeps its own. Returns its message count.
+const APPEND: &str = "INSERT INTO transcript_sessions \
+     (id, system, messages, bytes, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
+     ON CONFLICT (id) DO UPDATE SET \
+     messages = transcript_sessions.messages + excluded.messages, \
+     bytes = transcript_sessions.bytes + excluded.bytes, updated_at = excluded.updated_at \
+     RETURNING messages";
+
+/// Like [`APPEND`], for a session whose system prompt and messages are replaced.
+const REPLACE: &str = "INSERT INTO transcript_sessions \
+     (id, system, messages, bytes, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) \
+     ON CONFLICT (id) DO UPDATE SET \
+     system = excluded.system, messages = excluded.messages, bytes = excluded.bytes, \
+     updated_at = excluded.updated_at \
+     RETURNING messages";
+
 impl SqlTranscriptStore {
     /// A store on `db` (already migrated by [`Db::open`]).
     pub fn new(db: Db) -> Self {
@@ -67,41 +84,46 @@ impl SqlTranscriptStore {
         Ok(Some(Transcript { system, messages }))
     }
 
-    async fn append_inner(
+    /// Writes `messages` to session `id`: appended after its messages (a new session gets
+    /// `system`, an existing one keeps its own), or, with `replace`, instead of them (and of its
+    /// system prompt).
+    async fn write_inner(
         &self,
         id: &str,
         system: Option<&str>,
         messages: &[ChatMessage],
+        replace: bool,
     ) -> Result<(), StoreError> {
         let encoded = encode(messages)?;
-        let bytes: usize = encoded.iter().map(String::len).sum();
+        let count = len_i64(encoded.len());
+        let bytes = len_i64(encoded.iter().map(String::len).sum());
         let now = now_ms();
+        let what = if replace {
+            "save transcript"
+        } else {
+            "append transcript"
+        };
         with_pool!(&self.db, |pool| {
             let q = StoreError::query;
-            let mut tx = pool.begin().await.map_err(q("append transcript"))?;
+            let mut tx = pool.begin().await.map_err(q(what))?;
             // Writes first, so SQLite takes its write lock at once (no read-then-upgrade).
-            sqlx::query(
-                "INSERT INTO transcript_sessions (id, system, messages, bytes, created_at, updated_at) \
-                 VALUES ($1, $2, 0, 0, $3, $3) ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(id)
-            .bind(system)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(q("append transcript"))?;
-            let count: i64 = sqlx::query_scalar(
-                "UPDATE transcript_sessions SET messages = messages + $1, bytes = bytes + $2, \
-                 updated_at = $3 WHERE id = $4 RETURNING messages",
-            )
-            .bind(len_i64(encoded.len()))
-            .bind(len_i64(bytes))
-            .bind(now)
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(q("append transcript"))?;
-            let first = count - len_i64(encoded.len());
+            let total: i64 = sqlx::query_scalar(if replace { REPLACE } else { APPEND })
+                .bind(id)
+                .bind(system)
+                .bind(count)
+                .bind(bytes)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(q(what))?;
+            if replace {
+                sqlx::query("DELETE FROM transcript_messages WHERE session_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(q(what))?;
+            }
+            let first = total - count;
             for (i, m) in encoded.iter().enumerate() {
                 sqlx::query(
                     "INSERT INTO transcript_messages (session_id, seq, message) VALUES ($1, $2, $3)",
@@ -111,51 +133,9 @@ impl SqlTranscriptStore {
                 .bind(m)
                 .execute(&mut *tx)
                 .await
-                .map_err(q("append transcript"))?;
+                .map_err(q(what))?;
             }
-            tx.commit().await.map_err(q("append transcript"))?;
-        });
-        Ok(())
-    }
-
-    async fn replace_inner(&self, id: &str, t: &Transcript) -> Result<(), StoreError> {
-        let encoded = encode(&t.messages)?;
-        let bytes: usize = encoded.iter().map(String::len).sum();
-        let now = now_ms();
-        with_pool!(&self.db, |pool| {
-            let q = StoreError::query;
-            let mut tx = pool.begin().await.map_err(q("save transcript"))?;
-            sqlx::query(
-                "INSERT INTO transcript_sessions (id, system, messages, bytes, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO UPDATE SET \
-                 system = excluded.system, messages = excluded.messages, bytes = excluded.bytes, \
-                 updated_at = excluded.updated_at",
-            )
-            .bind(id)
-            .bind(t.system.as_deref())
-            .bind(len_i64(encoded.len()))
-            .bind(len_i64(bytes))
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(q("save transcript"))?;
-            sqlx::query("DELETE FROM transcript_messages WHERE session_id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(q("save transcript"))?;
-            for (i, m) in encoded.iter().enumerate() {
-                sqlx::query(
-                    "INSERT INTO transcript_messages (session_id, seq, message) VALUES ($1, $2, $3)",
-                )
-                .bind(id)
-                .bind(len_i64(i))
-                .bind(m)
-                .execute(&mut *tx)
-                .await
-                .map_err(q("save transcript"))?;
-            }
-            tx.commit().await.map_err(q("save transcript"))?;
+            tx.commit().await.map_err(q(what))?;
         });
         Ok(())
     }
@@ -189,7 +169,7 @@ impl TranscriptStore for SqlTranscriptStore {
     }
 
     async fn save(&self, id: &str, t: Transcript) {
-        if let Err(e) = self.replace_inner(id, &t).await {
+        if let Err(e) = self.write_inner(id, t.system.as_deref(), &t.messages, true).await {
             tracing::warn!(session = %id, error = %e, "transcript not saved");
         }
     }
@@ -204,12 +184,14 @@ impl TranscriptStore for SqlTranscriptStore {
         system: Option<&str>,
         messages: &[ChatMessage],
     ) -> Result<(), TranscriptStoreError> {
-        self.append_inner(id, system, messages)
+        self.write_inner(id, system, messages, false)
             .await
             .map_err(runtime_error)
     }
 
     async fn replace(&self, id: &str, t: Transcript) -> Result<(), TranscriptStoreError> {
-        self.replace_inner(id, &t).await.map_err(runtime_error)
+        self.write_inner(id, t.system.as_deref(), &t.messages, true)
+            .await
+            .map_err(runtime_error)
     }
 }

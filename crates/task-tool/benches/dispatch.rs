@@ -5,69 +5,46 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use subagent_spi::*;
+use subagent_testkit::{FnKind, fn_ref};
 use task_tool::TaskTool;
 
-#[derive(Debug)]
-struct Def {
-    name: String,
-    description: String,
-    reference: SubagentReference,
+/// The bench's kind: agent `noop`. A prompt `nest N` delegates to itself with `nest N-1`
+/// through the handle in its context, as a Markdown agent's model would through `Task`; any
+/// other prompt is echoed.
+fn noop_kind() -> SubagentType {
+    FnKind::new()
+        .agent("noop", |call: TaskCall, ctx: TaskContext| async move {
+            if let Some(n) = call.prompt.strip_prefix("nest ")
+                && let Ok(n) = n.parse::<u32>()
+                && n > 0
+            {
+                let tools = ctx.delegation_tools();
+                let task = tools.first().expect("delegation offered below the limit");
+                let input = json!({"description": "nest", "prompt": format!("nest {}", n - 1), "subagent_type": "noop"});
+                let out = task.call(input, &ctx).await?;
+                return Ok(TaskOutcome::completed(out.content));
+            }
+            Ok(TaskOutcome::completed(call.prompt))
+        })
+        .into_type()
 }
 
-impl_subagent_definition!(Def);
-
-/// A prompt `nest N` delegates to itself with `nest N-1` through the handle in its context,
-/// as a Markdown agent's model would through `Task`; any other prompt is echoed.
-struct Noop;
-
-#[async_trait]
-impl SubagentKind for Noop {
-    type Agent = Def;
-
-    fn kind(&self) -> Kind {
-        Kind::from_static("NOOP")
-    }
-
-    async fn resolve(&self, r: &SubagentReference) -> Result<Def, SubagentError> {
-        Ok(Def {
-            name: "noop".into(),
-            description: "does nothing".into(),
-            reference: r.clone(),
-        })
-    }
-
-    async fn run(
-        &self,
-        _agent: &Def,
-        call: TaskCall,
-        ctx: TaskContext,
-    ) -> Result<TaskOutcome, SubagentError> {
-        if let Some(n) = call.prompt.strip_prefix("nest ")
-            && let Ok(n) = n.parse::<u32>()
-            && n > 0
-        {
-            let tools = ctx.delegation_tools();
-            let task = tools.first().expect("delegation offered below the limit");
-            let input = json!({"description": "nest", "prompt": format!("nest {}", n - 1), "subagent_type": "noop"});
-            let out = task.call(input, &ctx).await?;
-            return Ok(TaskOutcome::completed(out.content));
-        }
-        Ok(TaskOutcome::completed(call.prompt))
-    }
+/// The reference of the bench's agent.
+fn noop_ref() -> SubagentReference {
+    fn_ref("noop?does nothing")
 }
 
 fn build(rt: &tokio::runtime::Runtime, max_background: usize) -> TaskTool {
     rt.block_on(
         TaskTool::builder()
-            .subagent_type(SubagentType::from(Noop))
+            .subagent_type(noop_kind())
             .max_depth(8)
-            .subagent_reference(SubagentReference::new("noop:", "NOOP"))
+            .subagent_reference(noop_ref())
             .max_background(max_background)
             .max_retained(20_000)
             .build(),
@@ -136,11 +113,8 @@ fn background(c: &mut Criterion) {
         b.to_async(&rt).iter(|| async {
             // A fresh registry each iteration, so retention does not carry over.
             let task = TaskTool::builder()
-                .subagent_type({
-                    let n = Arc::new(Noop);
-                    SubagentType::new("NOOP", n.clone(), n)
-                })
-                .subagent_reference(SubagentReference::new("noop:", "NOOP"))
+                .subagent_type(noop_kind())
+                .subagent_reference(noop_ref())
                 .max_background(10_000)
                 .build()
                 .await

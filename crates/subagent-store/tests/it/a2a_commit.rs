@@ -21,9 +21,7 @@ use tokio::sync::Semaphore;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_that_completes_at_once_is_in_the_file_after_sigkill() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = common::sqlite_url(&dir);
-    let a = Sut::start(&store, &[]).await;
+    let (_dir, store, a) = common::sut_on_new_sqlite().await;
     let mut ids = Vec::new();
     for _ in 0..5 {
         let done = a.send(message("tck-complete-task", None), false).await;

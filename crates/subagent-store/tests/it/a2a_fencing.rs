@@ -89,9 +89,7 @@ fn one_won(round: usize, answers: &[(String, Value)], stored: &Value) -> Result<
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
 async fn racing_continuations_across_two_postgres_replicas_one_wins() {
-    let url = fresh_postgres_db("race").await;
-    let a = Sut::start(&url, &[]).await;
-    let b = Sut::start(&url, &[]).await;
+    let (a, b) = Sut::replicas("race", &[], 60).await;
     let mut failures = Vec::new();
     for round in 0..ROUNDS {
         // The task waits on one replica or the other.
@@ -125,10 +123,8 @@ async fn racing_continuations_across_two_postgres_replicas_one_wins() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
 async fn a_stalled_replica_cannot_overwrite_the_state_another_wrote() {
-    let url = fresh_postgres_db("stall").await;
     // Long tasks work 4 s; leases last 2 s.
-    let a = Sut::start_with(&url, &["--lease", "2"], 2).await;
-    let b = Sut::start_with(&url, &["--lease", "2"], 2).await;
+    let (a, b) = Sut::replicas("stall", &["--lease", "2"], 2).await;
     let long = a
         .send(message("test-resubscribe-message-id", None), true)
         .await;
@@ -220,15 +216,20 @@ async fn rpc(client: &reqwest::Client, base: &str, method: &str, params: Value) 
         .unwrap()
 }
 
+/// Sends a user message `text` (continuing `task_id`, if any) to `base`; the JSON-RPC response.
+async fn send_user(
+    client: &reqwest::Client,
+    base: &str,
+    text: &str,
+    task_id: Option<&str>,
+) -> Value {
+    let message = user(text, task_id);
+    rpc(client, base, "SendMessage", json!({ "message": message })).await
+}
+
 /// Sends the `ask` message to `base`; the id of the task, which must wait for input.
 async fn ask(client: &reqwest::Client, base: &str) -> String {
-    let asked = rpc(
-        client,
-        base,
-        "SendMessage",
-        json!({"message": user("ask", None)}),
-    )
-    .await;
+    let asked = send_user(client, base, "ask", None).await;
     let task = &asked["result"]["task"];
     assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{asked}");
     task["id"].as_str().unwrap().to_string()
@@ -461,13 +462,7 @@ async fn a_run_waiting_for_an_answer_stops_when_another_replica_takes_it() {
     let client = reqwest::Client::new();
     let id = ask(&client, &a).await;
 
-    let done = rpc(
-        &client,
-        &b,
-        "SendMessage",
-        json!({"message": user("answer", Some(&id))}),
-    )
-    .await;
+    let done = send_user(&client, &b, "answer", Some(&id)).await;
     assert_eq!(
         state(&done["result"]["task"]),
         "TASK_STATE_COMPLETED",
@@ -479,12 +474,6 @@ async fn a_run_waiting_for_an_answer_stops_when_another_replica_takes_it() {
     // A serves the task as the store has it.
     let got = rpc(&client, &a, "GetTask", json!({"id": id})).await;
     assert_eq!(state(&got["result"]), "TASK_STATE_COMPLETED", "{got}");
-    let late = rpc(
-        &client,
-        &a,
-        "SendMessage",
-        json!({"message": user("late", Some(&id))}),
-    )
-    .await;
+    let late = send_user(&client, &a, "late", Some(&id)).await;
     assert_eq!(late["error"]["code"], -32004, "{late}");
 }

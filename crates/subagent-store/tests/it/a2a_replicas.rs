@@ -12,7 +12,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Sut, fresh_postgres_db, message, sse_events, state};
+use common::{Sut, message, sse_events, state};
 use serde_json::json;
 
 async fn wait_state(sut: &Sut, id: &str, want: &str, within: Duration) -> serde_json::Value {
@@ -29,9 +29,7 @@ async fn wait_state(sut: &Sut, id: &str, want: &str, within: Duration) -> serde_
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
 async fn two_replicas_share_tasks_events_and_cancels() {
-    let url = fresh_postgres_db("replicas").await;
-    let a = Sut::start(&url, &[]).await;
-    let b = Sut::start(&url, &[]).await;
+    let (a, b) = Sut::replicas("replicas", &[], 60).await;
 
     // Created on A, read and listed on B.
     let done = a.send(message("tck-complete-task", None), false).await;
@@ -48,12 +46,7 @@ async fn two_replicas_share_tasks_events_and_cancels() {
     let long_id = long["id"].as_str().unwrap().to_string();
     let t = wait_state(&b, &long_id, "TASK_STATE_WORKING", Duration::from_secs(10)).await;
     assert_eq!(state(&t), "TASK_STATE_WORKING", "{t}");
-    let resp = reqwest::Client::new()
-        .post(format!("{}/tasks/{long_id}:subscribe", b.base))
-        .header("A2A-Version", "1.0")
-        .send()
-        .await
-        .unwrap();
+    let resp = b.subscribe(&long_id).await;
     assert_eq!(resp.status(), 200);
     let reader = tokio::spawn(sse_events(resp, Duration::from_secs(30), |v| {
         v["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
@@ -84,12 +77,7 @@ async fn two_replicas_share_tasks_events_and_cancels() {
     // Events produced on A while B streams: a follow-up to an input-required task on A.
     let asking = a.send(message("tck-input-required", None), false).await;
     let asking_id = asking["id"].as_str().unwrap().to_string();
-    let resp = reqwest::Client::new()
-        .post(format!("{}/tasks/{asking_id}:subscribe", b.base))
-        .header("A2A-Version", "1.0")
-        .send()
-        .await
-        .unwrap();
+    let resp = b.subscribe(&asking_id).await;
     let reader = tokio::spawn(sse_events(resp, Duration::from_secs(30), |v| {
         v["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     }));
@@ -138,13 +126,8 @@ async fn two_replicas_share_tasks_events_and_cancels() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs PostgreSQL: set SUBAGENTS_TEST_POSTGRES_URL (.ci/postgres.sh starts one)"]
 async fn a_dead_replicas_tasks_are_interrupted_after_its_lease() {
-    let url = fresh_postgres_db("lease").await;
-    let a = Sut::start(&url, &["--lease", "2"]).await;
-    let b = Sut::start(&url, &["--lease", "2"]).await;
-    let long = a
-        .send(message("test-resubscribe-message-id", None), true)
-        .await;
-    let id = long["id"].as_str().unwrap().to_string();
+    let (a, b) = Sut::replicas("lease", &["--lease", "2"], 60).await;
+    let id = a.start_long_task().await;
     wait_state(&b, &id, "TASK_STATE_WORKING", Duration::from_secs(10)).await;
     // A renews its lease: after several lease periods the task still runs.
     tokio::time::sleep(Duration::from_secs(5)).await;

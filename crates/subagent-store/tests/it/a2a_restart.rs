@@ -11,10 +11,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kill_9_and_restart_on_the_same_sqlite_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = common::sqlite_url(&dir);
-
-    let a = Sut::start(&store, &[]).await;
+    let (_dir, store, a) = common::sut_on_new_sqlite().await;
     let asking = a.send(message("tck-input-required", None), false).await;
     assert_eq!(state(&asking), "TASK_STATE_INPUT_REQUIRED", "{asking}");
     let asking_id = asking["id"].as_str().unwrap().to_string();

@@ -97,6 +97,17 @@ async fn filters_pages_and_scopes((_, store): (Db, SqlTaskStore)) {
     );
 }
 
+/// Prunes by `retention`, which must evict something, then checks which of the tasks are kept
+/// (`(id, kept)`).
+async fn evicts(db: &Db, s: &SqlTaskStore, retention: &Retention, kept: &[(&str, bool)]) {
+    let r = prune_a2a_tasks(db, retention).await.unwrap();
+    assert!(r.evicted > 0, "{r:?}");
+    for (id, want) in kept {
+        let there = s.get(id).await.unwrap().is_some();
+        assert_eq!(there, *want, "task {id} kept: {there}, expected {want}");
+    }
+}
+
 async fn retention((db, store): (Db, SqlTaskStore)) {
     use v1::TaskState::*;
     let s = store.for_agent("/r");
@@ -125,21 +136,12 @@ async fn retention((db, store): (Db, SqlTaskStore)) {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     // Bytes: finished tasks go first, oldest first; running and interrupted ones stay.
-    let r = prune_a2a_tasks(&db, &Retention::default().with_max_bytes(12_000))
-        .await
-        .unwrap();
-    assert!(r.evicted > 0, "{r:?}");
-    assert!(s.get("run").await.unwrap().is_some());
-    assert!(s.get("ask").await.unwrap().is_some());
-    assert!(s.get("done0").await.unwrap().is_none());
-    assert!(s.get("done9").await.unwrap().is_some());
+    let bytes = Retention::default().with_max_bytes(12_000);
+    let kept = [("run", true), ("ask", true), ("done0", false), ("done9", true)];
+    evicts(&db, &s, &bytes, &kept).await;
     // Count: interrupted ones go once no finished task is left; running ones never.
-    let r = prune_a2a_tasks(&db, &Retention::default().with_max_tasks(1))
-        .await
-        .unwrap();
-    assert!(r.evicted > 0, "{r:?}");
-    assert!(s.get("run").await.unwrap().is_some());
-    assert!(s.get("ask").await.unwrap().is_none());
+    let count = Retention::default().with_max_tasks(1);
+    evicts(&db, &s, &count, &[("run", true), ("ask", false)]).await;
     // TTL: terminal tasks expire, others do not.
     s.save(task("old", "c", Completed, "2026-01-01T00:00:02.000Z", 10))
         .await

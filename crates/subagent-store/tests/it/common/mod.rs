@@ -96,6 +96,25 @@ impl Sut {
         Sut { child, base }
     }
 
+    /// Two replicas on one fresh PostgreSQL database ([`fresh_postgres_db`] with `tag`), each
+    /// started as [`Sut::start_with`] does.
+    pub(crate) async fn replicas(tag: &str, extra: &[&str], streaming_secs: u64) -> (Sut, Sut) {
+        let url = fresh_postgres_db(tag).await;
+        let a = Self::start_with(&url, extra, streaming_secs).await;
+        let b = Self::start_with(&url, extra, streaming_secs).await;
+        (a, b)
+    }
+
+    /// Subscribes to task `id` over HTTP+JSON; the response (its body is the SSE stream).
+    pub(crate) async fn subscribe(&self, id: &str) -> reqwest::Response {
+        reqwest::Client::new()
+            .post(format!("{}/tasks/{id}:subscribe", self.base))
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .expect("subscribe request")
+    }
+
     /// SIGKILL, and wait for the process to be gone.
     pub(crate) async fn kill9(mut self) {
         self.child.kill().await.expect("kill -9");
@@ -188,6 +207,15 @@ pub(crate) async fn fresh_postgres_db(tag: &str) -> String {
     let base = std::env::var("SUBAGENTS_TEST_POSTGRES_URL")
         .expect("SUBAGENTS_TEST_POSTGRES_URL is set (run .ci/postgres.sh start DIR)");
     pg::create_database(&base, &format!("a2a_{tag}_{}", uuid().replace('-', "_"))).await
+}
+
+/// A SUT started on a `tasks.db` file in a new directory: the directory (keep it while the
+/// test runs), the store's URL (to start it again) and the SUT.
+pub(crate) async fn sut_on_new_sqlite() -> (tempfile::TempDir, String, Sut) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sqlite_url(&dir);
+    let sut = Sut::start(&store, &[]).await;
+    (dir, store, sut)
 }
 
 /// A `sqlite:` URL for a `tasks.db` file in `dir`.
