@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -329,24 +329,9 @@ impl Drop for Permit {
     }
 }
 
-/// A number in [0, 1) from the clock's nanoseconds, mixed (splitmix64) so close calls differ.
+/// A random number in [0, 1) (`fastrand`'s thread-local generator: calls close in time differ).
 pub(crate) fn jitter_fraction() -> f64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mut z = nanos
-        .wrapping_add(
-            COUNTER
-                .fetch_add(1, Ordering::Relaxed)
-                .wrapping_mul(0x6A09_E667_F3BC_C909),
-        )
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
+    fastrand::f64()
 }
 
 #[cfg(test)]

@@ -8,6 +8,9 @@
 //! conversation as long as the fork's, given as [`RunInput::Messages`]) is the fork's setup
 //! proper: the snapshot of the conversation, the fork's messages, the context it is offered in.
 
+#[path = "support/runtime.rs"]
+mod runtime;
+
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -169,10 +172,7 @@ impl Tool for Task {
 }
 
 fn fork_setup(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = runtime::current_thread();
     let runtime = AgentRuntime::default();
     let model: Arc<dyn ChatModel> = Arc::new(InstantModel);
     let noop: Arc<dyn Tool> = Arc::new(
@@ -192,7 +192,9 @@ fn fork_setup(c: &mut Criterion) {
     let def: Arc<dyn SubagentDefinition> = Arc::new(
         rt.block_on(
             FnKind::new()
-                .agent("fork", |_, _| async { Ok(TaskOutcome::completed("unused")) })
+                .agent("fork", |_, _| async {
+                    Ok(TaskOutcome::completed("unused"))
+                })
                 .resolve(&fn_ref("fork?a fork")),
         )
         .expect("resolves"),

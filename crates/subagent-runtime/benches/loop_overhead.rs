@@ -11,16 +11,15 @@
 
 #[path = "support/loop_fixture.rs"]
 mod loop_fixture;
+#[path = "support/runtime.rs"]
+mod runtime;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use loop_fixture::{LoopFixture, TOOL_TURNS};
 use subagent_runtime::bench_internals::set_compaction_disabled;
 
 fn loop_overhead(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = runtime::current_thread();
     let fixture = LoopFixture::new();
 
     let mut group = c.benchmark_group("agent_loop");

@@ -10,6 +10,8 @@
 
 #[path = "../benches/support/loop_fixture.rs"]
 mod loop_fixture;
+#[path = "../benches/support/runtime.rs"]
+mod runtime;
 
 use subagent_runtime::bench_internals::set_compaction_disabled;
 
@@ -25,10 +27,7 @@ fn main() {
         _ => panic!("usage: loop_count RUNS on|off"),
     };
     set_compaction_disabled(off);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = runtime::current_thread();
     let fixture = loop_fixture::LoopFixture::new();
     rt.block_on(async {
         for _ in 0..runs {

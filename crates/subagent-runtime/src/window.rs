@@ -103,48 +103,35 @@ mod tests {
 
     #[test]
     fn common_models_and_unknown_ones() {
-        assert_eq!(
-            known_context_window("claude-sonnet-4-5-20250929"),
-            Some(200_000)
-        );
-        assert_eq!(
-            known_context_window("anthropic:claude-opus-4-1"),
-            Some(200_000)
-        );
-        assert_eq!(known_context_window("openai/GPT-4.1-mini"), Some(1_047_576));
-        assert_eq!(known_context_window("gpt-4o-mini"), Some(128_000));
-        assert_eq!(known_context_window("qwen2.5-coder:1.5b"), None);
-        // Longest prefix: a family's later members and variants that differ from it.
-        assert_eq!(
-            known_context_window("claude-opus-4-5-20251101"),
-            Some(200_000)
-        );
-        assert_eq!(known_context_window("claude-opus-4-6"), Some(1_000_000));
-        assert_eq!(known_context_window("claude-sonnet-4-6"), Some(1_000_000));
-        assert_eq!(
-            known_context_window("claude-haiku-4-5-20251001"),
-            Some(200_000)
-        );
-        assert_eq!(known_context_window("claude-opus-5-5"), Some(1_000_000));
-        assert_eq!(known_context_window("gpt-5-chat-latest"), Some(128_000));
-        assert_eq!(known_context_window("gpt-5-mini"), Some(400_000));
-        assert_eq!(known_context_window("gpt-4"), Some(8_192));
-        assert_eq!(known_context_window("gpt-4-0613"), Some(8_192));
-        assert_eq!(
-            known_context_window("gpt-4-turbo-2024-04-09"),
-            Some(128_000)
-        );
-        assert_eq!(known_context_window("o1-mini"), Some(128_000));
-        assert_eq!(known_context_window("o1-2024-12-17"), Some(200_000));
-        assert_eq!(known_context_window("o3-mini"), Some(200_000));
-        assert_eq!(
-            known_context_window("gemini-3-pro-preview"),
-            Some(1_048_576)
-        );
-        assert_eq!(
-            known_context_window("openai-compatible:gpt-4o@http://127.0.0.1:1/v1"),
-            Some(128_000)
-        );
+        let table = [
+            ("claude-sonnet-4-5-20250929", Some(200_000)),
+            ("anthropic:claude-opus-4-1", Some(200_000)),
+            ("openai/GPT-4.1-mini", Some(1_047_576)),
+            ("gpt-4o-mini", Some(128_000)),
+            ("qwen2.5-coder:1.5b", None),
+            // Longest prefix: a family's later members and variants that differ from it.
+            ("claude-opus-4-5-20251101", Some(200_000)),
+            ("claude-opus-4-6", Some(1_000_000)),
+            ("claude-sonnet-4-6", Some(1_000_000)),
+            ("claude-haiku-4-5-20251001", Some(200_000)),
+            ("claude-opus-5-5", Some(1_000_000)),
+            ("gpt-5-chat-latest", Some(128_000)),
+            ("gpt-5-mini", Some(400_000)),
+            ("gpt-4", Some(8_192)),
+            ("gpt-4-0613", Some(8_192)),
+            ("gpt-4-turbo-2024-04-09", Some(128_000)),
+            ("o1-mini", Some(128_000)),
+            ("o1-2024-12-17", Some(200_000)),
+            ("o3-mini", Some(200_000)),
+            ("gemini-3-pro-preview", Some(1_048_576)),
+            (
+                "openai-compatible:gpt-4o@http://127.0.0.1:1/v1",
+                Some(128_000),
+            ),
+        ];
+        for (model, want) in table {
+            assert_eq!(known_context_window(model), want, "{model}");
+        }
         assert_eq!(context_window(Some(4096), "gpt-4o"), 4096);
         assert_eq!(
             context_window(None, "my-local-model"),

@@ -169,7 +169,10 @@ impl TranscriptStore for SqlTranscriptStore {
     }
 
     async fn save(&self, id: &str, t: Transcript) {
-        if let Err(e) = self.write_inner(id, t.system.as_deref(), &t.messages, true).await {
+        if let Err(e) = self
+            .write_inner(id, t.system.as_deref(), &t.messages, true)
+            .await
+        {
             tracing::warn!(session = %id, error = %e, "transcript not saved");
         }
     }

@@ -70,15 +70,12 @@ impl RateLimit {
     }
 }
 
-/// The `n`-th draw from `seed`, in [0, 1) (splitmix64).
+/// The `n`-th draw from `seed`, in [0, 1): the first number of a generator (`fastrand`'s, the
+/// one the providers' jitter uses) seeded with `seed`'s own first number and `n`.
 pub(crate) fn draw(seed: u64, n: u64) -> f64 {
-    let mut z = seed
-        .wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
+    let mut rng = fastrand::Rng::with_seed(seed);
+    rng.seed(rng.u64(..) ^ n);
+    rng.f64()
 }
 
 #[cfg(test)]

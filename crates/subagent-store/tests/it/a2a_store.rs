@@ -137,7 +137,12 @@ async fn retention((db, store): (Db, SqlTaskStore)) {
     }
     // Bytes: finished tasks go first, oldest first; running and interrupted ones stay.
     let bytes = Retention::default().with_max_bytes(12_000);
-    let kept = [("run", true), ("ask", true), ("done0", false), ("done9", true)];
+    let kept = [
+        ("run", true),
+        ("ask", true),
+        ("done0", false),
+        ("done9", true),
+    ];
     evicts(&db, &s, &bytes, &kept).await;
     // Count: interrupted ones go once no finished task is left; running ones never.
     let count = Retention::default().with_max_tasks(1);

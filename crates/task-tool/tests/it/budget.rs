@@ -84,6 +84,16 @@ fn limit(o: &TaskOutcome) -> Option<String> {
     o.limit.as_ref().map(ToString::to_string)
 }
 
+/// The tokens and turns `budget` has counted.
+fn used(budget: &Budget) -> (u64, u32) {
+    (budget.tokens_used(), budget.turns_used())
+}
+
+/// The limit `budget` says is spent, as text (`budget_tokens=N`).
+fn spent(budget: &Budget) -> Option<String> {
+    budget.spent().map(|l| l.to_string())
+}
+
 /// A kind that does not charge (`spender`) is charged what it reports; a kind that charges as
 /// it goes (`honest`) is not charged again.
 #[tokio::test]
@@ -91,7 +101,7 @@ async fn a_run_is_charged_once_what_it_used() {
     for (agent, prompt, used) in [("spender", "100", (100, 1)), ("honest", "go", (1000, 2))] {
         let (_, _, budget, o) = run_under_budget(agent, prompt, 10_000).await;
         assert_eq!(o.status, TaskStatus::Completed, "{agent}");
-        assert_eq!((budget.tokens_used(), budget.turns_used()), used, "{agent}");
+        assert_eq!(used(&budget), used, "{agent}");
     }
 }
 
@@ -102,10 +112,7 @@ async fn a_report_over_the_budget_spends_it_and_the_next_delegation_is_refused()
     assert_eq!(limit(&o).as_deref(), Some("budget_tokens=10000"));
     assert_eq!(o.text, "spent 1000000", "the text is kept");
     assert_eq!(budget.tokens_used(), 1_000_000);
-    assert_eq!(
-        budget.spent().map(|l| l.to_string()).as_deref(),
-        Some("budget_tokens=10000")
-    );
+    assert_eq!(spent(&budget).as_deref(), Some("budget_tokens=10000"));
     assert!(ctx.cancel().is_cancelled(), "the caller's tree is stopped");
 
     // The next child is refused before it runs, naming the budget.
@@ -141,7 +148,7 @@ async fn a_background_childs_report_is_charged_once_when_it_ends() {
     assert_eq!(o.text, "spent 1000000");
     // Read again: charged once.
     task.output(&id, None).await.expect("reads");
-    assert_eq!((budget.tokens_used(), budget.turns_used()), (1_000_000, 1));
+    assert_eq!(used(&budget), (1_000_000, 1));
     next_is_refused(&task, &ctx, "budget_tokens=10000").await;
 }
 
@@ -238,7 +245,7 @@ async fn a_background_grandchild_that_outlives_a_non_charging_child_takes_nothin
     let ids = task.running_background_ids();
     assert_eq!(ids.len(), 1, "the worker outlives the starter");
     assert_eq!(
-        (budget.tokens_used(), budget.turns_used()),
+        used(&budget),
         (5500, 2),
         "the starter's report in full, and the worker's first turn"
     );
@@ -249,14 +256,11 @@ async fn a_background_grandchild_that_outlives_a_non_charging_child_takes_nothin
         .expect("reads");
     assert!(snap.outcome().is_some(), "ended: {:?}", snap.state);
     assert_eq!(
-        (budget.tokens_used(), budget.turns_used()),
+        used(&budget),
         (5510, 3),
         "the sum of every report, each unit once"
     );
-    assert_eq!(
-        budget.spent().map(|l| l.to_string()).as_deref(),
-        Some("budget_tokens=5509")
-    );
+    assert_eq!(spent(&budget).as_deref(), Some("budget_tokens=5509"));
     next_is_refused(&task, &ctx, "budget_tokens=5509").await;
     assert_eq!(budget.tokens_used(), 5510, "nothing more was run");
 }
@@ -333,7 +337,7 @@ async fn a_background_childs_result_read_by_its_caller_is_charged_once() {
             "{child}"
         );
         assert_eq!(
-            (budget.tokens_used(), budget.turns_used()),
+            used(&budget),
             (total, turns),
             "{child}: every reported unit once"
         );

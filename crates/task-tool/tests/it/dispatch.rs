@@ -86,8 +86,20 @@ async fn build(max_background: usize) -> (TaskTool, Arc<AtomicBool>) {
     (task, seen)
 }
 
+/// The tool of `build` and a fresh top-level context.
+fn with_context((task, _): (TaskTool, Arc<AtomicBool>)) -> (TaskTool, TaskContext) {
+    (task, TaskContext::new())
+}
+
 fn call(agent: &str, prompt: &str) -> serde_json::Value {
     json!({"description": "test", "prompt": prompt, "subagent_type": agent})
+}
+
+/// [`call`], continuing `session`.
+fn resuming(agent: &str, prompt: &str, session: &str) -> serde_json::Value {
+    let mut input = call(agent, prompt);
+    input["resume"] = json!(session);
+    input
 }
 
 fn bg(agent: &str, prompt: &str) -> serde_json::Value {
@@ -174,8 +186,7 @@ async fn executor_errors_become_error_results() {
 
 #[tokio::test]
 async fn background_runs_then_completes_and_reads_repeat() {
-    let (task, _) = build(16).await;
-    let ctx = TaskContext::new();
+    let (task, ctx) = with_context(build(16).await);
     let started = call_ok(&task, bg("sleepy", "150"), &ctx).await;
     assert_has(&started, "in the background");
     let id = task_id_of(&started.content);
@@ -197,8 +208,7 @@ async fn background_runs_then_completes_and_reads_repeat() {
 
 #[tokio::test]
 async fn a_blocked_wait_that_times_out_says_so() {
-    let (task, _) = build(16).await;
-    let ctx = TaskContext::new();
+    let (task, ctx) = with_context(build(16).await);
     let id = start_bg(&task, "sleepy", "5000", &ctx).await;
     let out = call_ok(
         &task.output_tool(),
@@ -313,8 +323,7 @@ async fn a_thousand_background_tasks_return_their_own_results() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreground_calls_run_concurrently() {
-    let (task, _) = build(16).await;
-    let ctx = TaskContext::new();
+    let (task, ctx) = with_context(build(16).await);
     let barrier = Arc::new(tokio::sync::Barrier::new(8));
     let b = barrier.clone();
     // 8 calls that each wait for all 8 to be in flight: sequential dispatch would deadlock.
@@ -341,8 +350,7 @@ async fn foreground_calls_run_concurrently() {
 
 #[tokio::test]
 async fn parent_cancellation_reaches_a_foreground_child() {
-    let (task, _) = build(16).await;
-    let ctx = TaskContext::new();
+    let (task, ctx) = with_context(build(16).await);
     let cancel = ctx.cancel().clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -361,8 +369,7 @@ async fn parent_cancellation_reaches_a_foreground_child() {
 
 #[tokio::test]
 async fn resume_routes_to_the_agent_that_produced_the_session() {
-    let (task, _) = build(16).await;
-    let ctx = TaskContext::new();
+    let (task, ctx) = with_context(build(16).await);
     let (_, outcome) = foreground(&task, TaskCall::new("chat", "d", "hello"), &ctx).await;
     let session = outcome.session_id.expect("resumable");
     // The model names the wrong agent; the session decides.
@@ -374,23 +381,19 @@ async fn resume_routes_to_the_agent_that_produced_the_session() {
 
 #[tokio::test]
 async fn needs_input_explains_how_to_resume() {
-    let (task, _) = build(16).await;
-    let ctx = TaskContext::new();
+    let (task, ctx) = with_context(build(16).await);
     let out = call_ok(&task, call("asker", "paint it"), &ctx).await;
     assert_has(&out, "needs input");
     assert_has(&out, "which colour?");
     assert_has(&out, "resume `ask-1`");
-    let answer = json!({"description": "answer", "prompt": "blue", "subagent_type": "asker", "resume": "ask-1"});
-    let done = call_ok(&task, answer, &ctx).await;
+    let done = call_ok(&task, resuming("asker", "blue", "ask-1"), &ctx).await;
     assert_starts(&done, "thanks for blue");
 }
 
 #[tokio::test]
 async fn an_executor_that_cannot_resume_says_so() {
-    let (task, _) = build(16).await;
-    let ctx = TaskContext::new();
-    let more = json!({"description": "d", "prompt": "more", "subagent_type": "oneshot", "resume": "one-1"});
-    let out = call_ok(&task, more, &ctx).await;
+    let (task, ctx) = with_context(build(16).await);
+    let out = call_ok(&task, resuming("oneshot", "more", "one-1"), &ctx).await;
     assert_error(&out, "cannot resume `one-1`: this kind cannot resume");
 }
 
@@ -526,14 +529,14 @@ async fn progress_reports_start_and_finish_once_per_child_with_parent_links() {
         .await
         .expect("runs");
     let ev = events.lock().expect("lock").clone();
-    let started: Vec<&ProgressEvent> = ev
-        .iter()
-        .filter(|e| matches!(e.kind, ProgressKind::Started { .. }))
-        .collect();
-    let finished = ev
-        .iter()
-        .filter(|e| matches!(e.kind, ProgressKind::Finished { .. }))
-        .count();
+    let (mut started, mut finished) = (Vec::<&ProgressEvent>::new(), 0);
+    for e in &ev {
+        match e.kind {
+            ProgressKind::Started { .. } => started.push(e),
+            ProgressKind::Finished { .. } => finished += 1,
+            _ => {}
+        }
+    }
     assert_eq!(started.len(), 2, "one start per child: {ev:?}");
     assert_eq!(finished, 2, "one finish per child: {ev:?}");
     assert_eq!(started[0].parent_task_id.as_deref(), Some("main"));
