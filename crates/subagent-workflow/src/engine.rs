@@ -45,22 +45,24 @@ const MAX_PROMPT_BYTES: usize = 1024 * 1024;
 /// What a call asks for.
 #[derive(Debug, Clone)]
 pub(crate) enum Request {
-    Agent {
-        name: String,
-        prompt: String,
-        schema: Option<Value>,
-        model: Option<String>,
-        description: Option<String>,
-    },
-    Ask {
-        question: String,
-    },
+    Agent(AgentRequest),
+    Ask { question: String },
+}
+
+/// What an `agent()` call asks for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AgentRequest {
+    pub(crate) name: String,
+    pub(crate) prompt: String,
+    pub(crate) schema: Option<Value>,
+    pub(crate) model: Option<String>,
+    pub(crate) description: Option<String>,
 }
 
 impl Request {
     pub(crate) fn kind(&self) -> CallKind {
         match self {
-            Request::Agent { .. } => CallKind::Agent,
+            Request::Agent(_) => CallKind::Agent,
             Request::Ask { .. } => CallKind::Ask,
         }
     }
@@ -68,7 +70,7 @@ impl Request {
     /// The agent's name (`ask` for a question).
     pub(crate) fn agent(&self) -> &str {
         match self {
-            Request::Agent { name, .. } => name,
+            Request::Agent(a) => &a.name,
             Request::Ask { .. } => "ask",
         }
     }
@@ -76,7 +78,7 @@ impl Request {
     /// The description the script gave (empty when none).
     pub(crate) fn description(&self) -> &str {
         match self {
-            Request::Agent { description, .. } => description.as_deref().unwrap_or(""),
+            Request::Agent(a) => a.description.as_deref().unwrap_or(""),
             Request::Ask { .. } => "",
         }
     }
@@ -84,15 +86,9 @@ impl Request {
     /// SHA-256 (hex) of the inputs: kind, agent, prompt, schema, model, description.
     pub(crate) fn hash(&self) -> String {
         let canonical = match self {
-            Request::Agent {
-                name,
-                prompt,
-                schema,
-                model,
-                description,
-            } => serde_json::json!({
-                "kind": "agent", "agent": name, "prompt": prompt, "schema": schema,
-                "model": model, "description": description,
+            Request::Agent(a) => serde_json::json!({
+                "kind": "agent", "agent": a.name, "prompt": a.prompt, "schema": a.schema,
+                "model": a.model, "description": a.description,
             }),
             Request::Ask { question } => serde_json::json!({"kind": "ask", "question": question}),
         };
@@ -311,7 +307,7 @@ fn parse_request(kind: &str, payload: &str) -> Result<Request, String> {
                 subagent_schema::OutputSchema::compile(s, subagent_schema::Profile::untrusted())
                     .map_err(|e| format!("agent(\"{name}\"): schema: {e}"))?;
             }
-            Ok(Request::Agent {
+            Ok(Request::Agent(AgentRequest {
                 prompt: checked("prompt", text("prompt").unwrap_or_default())?,
                 schema,
                 model: text("model"),
@@ -319,7 +315,7 @@ fn parse_request(kind: &str, payload: &str) -> Result<Request, String> {
                     .map(|d| checked("description", d))
                     .transpose()?,
                 name,
-            })
+            }))
         }
         "ask" => Ok(Request::Ask {
             question: checked("question", text("question").unwrap_or_default())?,
@@ -711,52 +707,36 @@ mod tests {
 
     #[test]
     fn the_hash_covers_every_input() {
-        let base = Request::Agent {
+        let base = AgentRequest {
             name: "a".into(),
             prompt: "p".into(),
-            schema: None,
-            model: None,
-            description: None,
+            ..AgentRequest::default()
         };
-        let h = base.hash();
+        let h = Request::Agent(base.clone()).hash();
         assert_eq!(h.len(), 64);
         let changed = [
-            Request::Agent {
+            AgentRequest {
                 name: "b".into(),
-                prompt: "p".into(),
-                schema: None,
-                model: None,
-                description: None,
+                ..base.clone()
             },
-            Request::Agent {
-                name: "a".into(),
+            AgentRequest {
                 prompt: "q".into(),
-                schema: None,
-                model: None,
-                description: None,
+                ..base.clone()
             },
-            Request::Agent {
-                name: "a".into(),
-                prompt: "p".into(),
+            AgentRequest {
                 schema: Some(serde_json::json!({"type": "object"})),
-                model: None,
-                description: None,
+                ..base.clone()
             },
-            Request::Agent {
-                name: "a".into(),
-                prompt: "p".into(),
-                schema: None,
+            AgentRequest {
                 model: Some("m".into()),
-                description: None,
+                ..base.clone()
             },
-            Request::Agent {
-                name: "a".into(),
-                prompt: "p".into(),
-                schema: None,
-                model: None,
+            AgentRequest {
                 description: Some("d".into()),
+                ..base.clone()
             },
-        ];
+        ]
+        .map(Request::Agent);
         for c in changed {
             assert_ne!(c.hash(), h, "{c:?}");
         }

@@ -807,17 +807,12 @@ async fn run_call(
     ctx: &TaskContext,
 ) -> Ended {
     match request {
-        Request::Agent {
-            name,
-            prompt,
-            schema,
-            model,
-            description,
-        } => {
-            let shown = description.unwrap_or_else(|| name.clone());
-            let mut call = TaskCall::new(name.clone(), format!("#{position} {shown}"), prompt);
-            call.model = model;
-            call.output_schema = schema;
+        Request::Agent(a) => {
+            let name = a.name;
+            let shown = a.description.unwrap_or_else(|| name.clone());
+            let mut call = TaskCall::new(name.clone(), format!("#{position} {shown}"), a.prompt);
+            call.model = a.model;
+            call.output_schema = a.schema;
             let result = match resume_session {
                 Some(session) => {
                     let mut again = call.clone();

@@ -12,7 +12,6 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use subagent_spi::TaskContext;
 use subagent_workflow::WorkflowLimits;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
@@ -51,15 +50,7 @@ async fn one_span_per_call_under_the_workflow_span() {
     let subscriber = tracing_subscriber::registry().with(spans.clone());
     let _guard = tracing::subscriber::set_default(subscriber);
     let w = World::new(WorkflowLimits::default()).await;
-    let out = w
-        .workflows
-        .run(
-            "await parallel([() => agent('echo', 'a'), () => agent('echo', 'b')]); return await agent('echo', 'c');",
-            json!({}),
-            &TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    let out = w.run("await parallel([() => agent('echo', 'a'), () => agent('echo', 'b')]); return await agent('echo', 'c');").await;
     assert_eq!(out.result, Some(json!("echo:c")), "{:?}", out.error);
     let seen = spans.0.lock().unwrap().clone();
     let count = |name: &str, parent: &str| {

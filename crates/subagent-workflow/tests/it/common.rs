@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use subagent_spi::{SubagentError, TaskContext, TaskOutcome, Usage};
 use subagent_testkit::{FnKind, fn_ref};
-use subagent_workflow::{MemoryJournal, WorkflowLimits, Workflows};
+use subagent_workflow::{MemoryJournal, WorkflowLimits, WorkflowOutcome, Workflows};
 use tokio::sync::Notify;
 
 /// How many times each agent ran, by the prompt it got.
@@ -45,6 +45,15 @@ pub(crate) struct World {
 }
 
 impl World {
+    /// Runs `script` with no arguments at the top level; its outcome (a failed script included:
+    /// see [`WorkflowOutcome::error`]). Panics when the script cannot start.
+    pub(crate) async fn run(&self, script: &str) -> WorkflowOutcome {
+        self.workflows
+            .run(script, serde_json::json!({}), &TaskContext::new())
+            .await
+            .expect("the script starts")
+    }
+
     pub(crate) async fn new(limits: WorkflowLimits) -> Self {
         Self::with_cap(limits, 20).await
     }

@@ -2,21 +2,15 @@
 
 use std::time::Duration;
 
-use serde_json::json;
-use subagent_spi::TaskContext;
 use subagent_workflow::{WorkflowError, WorkflowLimits};
 
 use crate::common::World;
 
 async fn fails(limits: WorkflowLimits, script: &str) -> WorkflowError {
     let w = World::new(limits).await;
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        w.workflows.run(script, json!({}), &TaskContext::new()),
-    )
-    .await
-    .expect("ends within the limits")
-    .expect("runs");
+    let out = tokio::time::timeout(Duration::from_secs(60), w.run(script))
+        .await
+        .expect("ends within the limits");
     out.error
         .unwrap_or_else(|| panic!("{script} should fail: {:?}", out.result))
 }
@@ -83,15 +77,7 @@ async fn deep_recursion_stops_at_the_stack_limit() {
 #[tokio::test]
 async fn a_million_agent_calls_stop_at_the_call_limit() {
     let w = World::new(WorkflowLimits::default().with_max_agent_calls(50)).await;
-    let out = w
-        .workflows
-        .run(
-            "const all = []; for (let i = 0; i < 1e6; i++) { try { all.push(agent('echo', 'x' + i)); } catch (e) {} } await Promise.all(all);",
-            json!({}),
-            &TaskContext::new(),
-        )
-        .await
-        .unwrap();
+    let out = w.run("const all = []; for (let i = 0; i < 1e6; i++) { try { all.push(agent('echo', 'x' + i)); } catch (e) {} } await Promise.all(all);").await;
     let e = out.error.expect("fails");
     assert_eq!(
         e.to_string(),

@@ -103,11 +103,7 @@ async fn calls_run_under_the_concurrency_cap() {
         const r = await parallel(Array.from({ length: 12 }, (_, i) => () => agent("slow", "p" + i + ":30")));
         return r.length;
     "#;
-    let out = w
-        .workflows
-        .run(script, json!({}), &TaskContext::new())
-        .await
-        .unwrap();
+    let out = w.run(script).await;
     assert_eq!(out.result, Some(json!(12)), "{:?}", out.error);
     let peak = w.peak.load(std::sync::atomic::Ordering::SeqCst);
     assert!(peak <= 3, "at most 3 at once, saw {peak}");
@@ -127,11 +123,7 @@ async fn no_clock_or_randomness() {
             "",
         ),
     ] {
-        let out = w
-            .workflows
-            .run(script, json!({}), &TaskContext::new())
-            .await
-            .unwrap();
+        let out = w.run(script).await;
         if what.is_empty() {
             assert_eq!(
                 out.result,
