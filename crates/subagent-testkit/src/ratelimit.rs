@@ -73,9 +73,8 @@ impl RateLimit {
 /// The `n`-th draw from `seed`, in [0, 1): the first number of a generator (`fastrand`'s, the
 /// one the providers' jitter uses) seeded with `seed`'s own first number and `n`.
 pub(crate) fn draw(seed: u64, n: u64) -> f64 {
-    let mut rng = fastrand::Rng::with_seed(seed);
-    rng.seed(rng.u64(..) ^ n);
-    rng.f64()
+    let first = fastrand::Rng::with_seed(seed).u64(..);
+    fastrand::Rng::with_seed(first ^ n).f64()
 }
 
 #[cfg(test)]

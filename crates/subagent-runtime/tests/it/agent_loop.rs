@@ -39,6 +39,13 @@ fn text_deltas(rec: &Recorder) -> impl Iterator<Item = String> {
     })
 }
 
+/// A model that calls `echo` once (saying `said` with the call), then gives `replies` in turn.
+fn echo_once_then(said: &str, replies: &[&str]) -> Arc<ScriptedModel> {
+    let mut steps = vec![calls(said, &[("c1", "echo", json!({"text": "hi"}))])];
+    steps.extend(replies.iter().map(|r| text(r)));
+    ScriptedModel::new(steps)
+}
+
 fn echo() -> Arc<dyn subagent_spi::Tool> {
     tool("echo", |input| async move {
         Ok(ToolOutput::text(format!(
@@ -353,11 +360,7 @@ async fn context_deadline_interrupts_a_slow_tool() {
 
 #[tokio::test]
 async fn resume_continues_a_transcript() {
-    let model = ScriptedModel::new(vec![
-        calls("", &[("c1", "echo", json!({"text": "a"}))]),
-        text("first answer"),
-        text("second answer"),
-    ]);
+    let model = echo_once_then("", &["first answer", "second answer"]);
     let runtime = AgentRuntime::default();
     let spec = RunSpec::new(model.clone(), "first question")
         .with_system("sys")
@@ -626,11 +629,7 @@ async fn resume_answers_calls_a_crash_left_open() {
 /// answer: the run fails and says so, even when an earlier turn had text.
 #[tokio::test]
 async fn an_empty_final_reply_is_no_answer() {
-    let model = ScriptedModel::new(vec![
-        calls("let me check", &[("c1", "echo", json!({"text": "hi"}))]),
-        text(" \n"),
-        text(""),
-    ]);
+    let model = echo_once_then("let me check", &[" \n", ""]);
     let spec = RunSpec::new(model, "say hi").with_tools(vec![echo()]);
     let out = run(spec, &TaskContext::new()).await;
     assert_eq!(out.status, TaskStatus::Failed);
@@ -647,11 +646,7 @@ async fn an_empty_final_reply_is_no_answer() {
 /// the run (what small local models need after reading a tool result).
 #[tokio::test]
 async fn an_empty_reply_is_asked_once_more() {
-    let model = ScriptedModel::new(vec![
-        calls("", &[("c1", "echo", json!({"text": "hi"}))]),
-        text(""),
-        text("hi"),
-    ]);
+    let model = echo_once_then("", &["", "hi"]);
     let spec = RunSpec::new(model.clone(), "say hi").with_tools(vec![echo()]);
     let out = run(spec, &TaskContext::new()).await;
     assert_eq!(out.status, TaskStatus::Completed, "{}", out.text);

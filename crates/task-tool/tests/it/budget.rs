@@ -98,10 +98,10 @@ fn spent(budget: &Budget) -> Option<String> {
 /// it goes (`honest`) is not charged again.
 #[tokio::test]
 async fn a_run_is_charged_once_what_it_used() {
-    for (agent, prompt, used) in [("spender", "100", (100, 1)), ("honest", "go", (1000, 2))] {
+    for (agent, prompt, want) in [("spender", "100", (100, 1)), ("honest", "go", (1000, 2))] {
         let (_, _, budget, o) = run_under_budget(agent, prompt, 10_000).await;
         assert_eq!(o.status, TaskStatus::Completed, "{agent}");
-        assert_eq!(used(&budget), used, "{agent}");
+        assert_eq!(used(&budget), want, "{agent}");
     }
 }
 
