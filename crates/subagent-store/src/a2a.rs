@@ -49,7 +49,7 @@ use subagent_a2a::types::v1;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
-use crate::sql::{ms, now_ms, with_conn, with_pool};
+use crate::sql::{ms, now_ms, on_conflict_update, with_conn, with_pool};
 use crate::writer::{BatchRow, Conn, GroupCommit};
 use crate::{Db, StoreError};
 
@@ -296,6 +296,10 @@ struct TaskRow {
 /// Rows per upsert statement (12 parameters each: far below both dialects' limits).
 const ROWS_PER_STATEMENT: usize = 256;
 
+/// The columns an upsert of a stored task rewrites (not its id or scope).
+const UPDATED_COLUMNS: &str = "context_id, state, terminal, status_ts, updated_ms, bytes, owner, \
+     lease_until_ms, body, version";
+
 /// A multi-row compare-and-set of `rows` (`(position, row)`, distinct tasks) into `a2a_tasks`,
 /// run on `$exec`: a new task is inserted, a stored one updated only if its version is the
 /// row's `version - 1` (and its agent the row's); the positions of the rows refused go to
@@ -322,14 +326,8 @@ macro_rules! upsert_tasks {
                 .push_bind(r.body)
                 .push_bind(r.version);
         });
-        qb.push(
-            " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, \
-             state = excluded.state, terminal = excluded.terminal, \
-             status_ts = excluded.status_ts, updated_ms = excluded.updated_ms, \
-             bytes = excluded.bytes, owner = excluded.owner, \
-             lease_until_ms = excluded.lease_until_ms, body = excluded.body, \
-             version = excluded.version \
-             WHERE a2a_tasks.version = excluded.version - 1 \
+        qb.push(on_conflict_update(UPDATED_COLUMNS)).push(
+            " WHERE a2a_tasks.version = excluded.version - 1 \
              AND a2a_tasks.scope = excluded.scope RETURNING id",
         );
         let written: Vec<String> = qb
@@ -348,8 +346,7 @@ macro_rules! upsert_tasks {
 
 impl BatchRow for TaskRow {
     const WHAT: &'static str = "save A2A task";
-    /// Every write of a task is a compare-and-set on its version: none is coalesced away.
-    const COALESCE: bool = false;
+    // Not coalesced (the default): every write of a task is a compare-and-set on its version.
 
     fn key(&self) -> &str {
         &self.id
@@ -409,7 +406,6 @@ struct EventRow {
 
 impl BatchRow for EventRow {
     const WHAT: &'static str = "publish task event";
-    const COALESCE: bool = false;
 
     fn key(&self) -> &str {
         &self.task_id

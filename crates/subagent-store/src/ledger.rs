@@ -9,7 +9,7 @@ use sqlx::Connection as _;
 use subagent_spi::{TaskStatus, async_trait};
 use task_tool::{LedgerError, TaskLedger, TaskRecord};
 
-use crate::sql::{from_ms, len_i64, ms, now_ms, to_ms, with_conn, with_pool};
+use crate::sql::{from_ms, len_i64, ms, now_ms, on_conflict_update, to_ms, with_conn, with_pool};
 use crate::writer::{BatchRow, Conn, GroupCommit};
 use crate::{Db, StoreError};
 
@@ -334,6 +334,10 @@ async fn process_alive(pid: u32) -> bool {
 /// Rows per upsert statement (16 parameters each: far below both dialects' limits).
 const ROWS_PER_STATEMENT: usize = 512;
 
+/// The columns an upsert of a stored record rewrites (not what a task starts with).
+const UPDATED_COLUMNS: &str = "status, session_id, partial, outcome, error, usage, owner, \
+     updated_at, heartbeat_at, finished_at, bytes";
+
 /// A multi-row upsert of `rows` into `background_tasks`, run on `$exec`.
 macro_rules! upsert_records {
     ($rows:expr, $exec:expr) => {{
@@ -360,14 +364,7 @@ macro_rules! upsert_records {
                 .push_bind(r.finished_at)
                 .push_bind(r.bytes);
         });
-        qb.push(
-            " ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
-             session_id = excluded.session_id, partial = excluded.partial, \
-             outcome = excluded.outcome, error = excluded.error, usage = excluded.usage, \
-             owner = excluded.owner, updated_at = excluded.updated_at, \
-             heartbeat_at = excluded.heartbeat_at, finished_at = excluded.finished_at, \
-             bytes = excluded.bytes",
-        );
+        qb.push(on_conflict_update(UPDATED_COLUMNS));
         qb.build()
             .execute($exec)
             .await
@@ -377,6 +374,8 @@ macro_rules! upsert_records {
 
 impl BatchRow for Row {
     const WHAT: &'static str = "write task ledger";
+    /// A task's later record replaces an earlier one queued in the same batch.
+    const COALESCE: bool = true;
 
     fn key(&self) -> &str {
         &self.id

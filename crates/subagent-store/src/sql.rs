@@ -57,3 +57,14 @@ pub(crate) fn ms(d: Duration) -> i64 {
 pub(crate) fn len_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
+
+/// ` ON CONFLICT (id) DO UPDATE SET c = excluded.c, ...` for each column `c` of `columns` (a
+/// comma-separated list): the update part of a multi-row upsert keyed by `id`.
+#[cfg(any(feature = "a2a", feature = "ledger"))]
+pub(crate) fn on_conflict_update(columns: &str) -> String {
+    let set: Vec<String> = columns
+        .split(',')
+        .map(|c| format!("{c} = excluded.{c}", c = c.trim()))
+        .collect();
+    format!(" ON CONFLICT (id) DO UPDATE SET {}", set.join(", "))
+}

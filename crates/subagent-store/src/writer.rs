@@ -39,8 +39,9 @@ pub(crate) trait BatchRow: Sized + Send + Sync + 'static {
     const WHAT: &'static str;
 
     /// Whether rows with the same key queued in one batch are coalesced (and the batch sorted
-    /// by key); false for append-only rows, written in the order queued.
-    const COALESCE: bool = true;
+    /// by key). The default, false, writes every row in the order queued (append-only rows, and
+    /// rows each write of which is checked); a table whose later rows replace earlier ones opts in.
+    const COALESCE: bool = false;
 
     /// The row's primary key: a later row with the same key replaces an earlier one queued in
     /// the same batch.
