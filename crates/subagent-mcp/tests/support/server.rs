@@ -122,53 +122,52 @@ fn schema(props: &[&str]) -> Arc<JsonObject> {
     }
 }
 
+/// The argument of most tools.
+const PROMPT: &[&str] = &["prompt"];
+
 /// The tools: name, description, string arguments.
 const TOOLS: [(&str, &str, &[&str]); 18] = [
     ("pair", "Joins its `a` and `b` arguments.", &["a", "b"]),
     (
         "ask",
         "Asks a yes/no question (SEP-2322 input_required), then answers with the reply.",
-        &["prompt"],
+        PROMPT,
     ),
-    (
-        "ask_name",
-        "Asks for a name (a free-text form).",
-        &["prompt"],
-    ),
-    ("ask_url", "Asks the user to open a URL.", &["prompt"]),
-    ("ask_forever", "Asks for input on every round.", &["prompt"]),
+    ("ask_name", "Asks for a name (a free-text form).", PROMPT),
+    ("ask_url", "Asks the user to open a URL.", PROMPT),
+    ("ask_forever", "Asks for input on every round.", PROMPT),
     (
         "legacy_ask",
         "Asks with a server-to-client elicitation/create (2025-11-25).",
-        &["prompt"],
+        PROMPT,
     ),
     ("era", "Returns the protocol version of the call.", &[]),
     (
         "task_echo",
         "Runs as a task (SEP-2663) that echoes the prompt.",
-        &["prompt"],
+        PROMPT,
     ),
     (
         "task_wait",
         "Runs as a task that waits until it is cancelled.",
-        &["prompt"],
+        PROMPT,
     ),
     (
         "echo",
         "Echoes the prompt back, prefixed with `echo: `.",
-        &["prompt"],
+        PROMPT,
     ),
     (
         "fail",
         "Always fails with the prompt as the error text.",
-        &["prompt"],
+        PROMPT,
     ),
     (
         "progress",
         "Reports three progress steps, then answers.",
-        &["prompt"],
+        PROMPT,
     ),
-    ("wait", "Waits until the request is cancelled.", &["prompt"]),
+    ("wait", "Waits until the request is cancelled.", PROMPT),
     ("shout", "Upper-cases its `text` argument.", &["text"]),
     ("pid", "Returns the server's process id.", &[]),
     ("stats", "Returns counters as JSON.", &[]),
