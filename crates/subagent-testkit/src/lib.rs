@@ -31,6 +31,10 @@
 //!
 //! When the script runs out the server answers HTTP 500 with a provider-shaped error body saying
 //! the script is exhausted, so a missing reply is obvious in the client's error message.
+//!
+//! Feature `mcp`: the `mcp` module, helpers for tests that call an MCP server with rmcp's client.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod approver;
 mod cache;
@@ -38,6 +42,9 @@ mod fn_kind;
 mod fn_tool;
 mod git;
 mod lookup;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 mod model;
 mod progress;
 mod ratelimit;

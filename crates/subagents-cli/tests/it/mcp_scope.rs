@@ -187,22 +187,12 @@ async fn unknown_to(other: &RunningService<RoleClient, Client>, id: &str) {
     assert!(cancel.to_string().contains("unknown task"), "{cancel}");
 }
 
-/// Polls `tasks/get` until the task is not `working` (bounded).
+/// Polls `tasks/get` until the task is not `working` (bounded: 30 s).
 async fn settle(
     client: &RunningService<RoleClient, Client>,
     id: &str,
 ) -> rmcp::model::DetailedTask {
-    for _ in 0..600 {
-        let got = client
-            .get_task(GetTaskParams::new(id))
-            .await
-            .expect("tasks/get answers");
-        if got.task.status() != TaskStatus::Working {
-            return got.task;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("task {id} still working after 30 s");
+    subagent_testkit::mcp::poll_task(client, id, |s| s != TaskStatus::Working).await
 }
 
 fn answer(key: &str, decision: &str) -> InputResponses {

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{bash_call, text, worker_task_call};
+use common::{bash_call, worker_task_call};
 use rmcp::model::{
     CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation,
@@ -17,6 +17,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use subagent_testkit::Reply;
+use subagent_testkit::mcp::tool_text as text;
 
 /// A client that declares form elicitation and answers every question with `answer`.
 struct Answering {

@@ -9,7 +9,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{bash_call, text, worker_task_call};
+use common::{bash_call, worker_task_call};
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ClientConfig,
     GetTaskParams, Implementation, InputRequiredResult, InputResponses, ProtocolVersion,
@@ -20,6 +20,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use subagent_testkit::Reply;
+use subagent_testkit::mcp::poll_task;
+use subagent_testkit::mcp::tool_text as text;
 use subagents::mcp::McpToolServer;
 
 /// A client declaring what `caps` says, on protocol `version`, answering nothing itself.
@@ -73,31 +75,12 @@ async fn settle(
     client: &RunningService<RoleClient, Client>,
     id: &str,
 ) -> rmcp::model::DetailedTask {
-    poll_until(client, id, |s| s != TaskStatus::Working).await
+    poll_task(client, id, |s| s != TaskStatus::Working).await
 }
 
 /// Asserts that the task settles waiting for input (`input_required`).
 async fn assert_waits(client: &RunningService<RoleClient, Client>, id: &str) {
     assert_eq!(settle(client, id).await.status(), TaskStatus::InputRequired);
-}
-
-/// Polls `tasks/get` until `done` holds for the task's status (bounded: 30 s).
-async fn poll_until(
-    client: &RunningService<RoleClient, Client>,
-    id: &str,
-    done: impl Fn(TaskStatus) -> bool,
-) -> rmcp::model::DetailedTask {
-    for _ in 0..600 {
-        let got = client
-            .get_task(GetTaskParams::new(id))
-            .await
-            .expect("tasks/get answers");
-        if done(got.task.status()) {
-            return got.task;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("task {id} not settled after 30 s");
 }
 
 /// Calls the worker as a task and returns the task id the server handed out.
@@ -253,7 +236,7 @@ async fn a_task_waiting_for_approval_is_input_required_and_tasks_update_answers_
         .update_task(UpdateTaskParams::new(&id, accept(&key, "yes")))
         .await
         .expect("acked");
-    let done = poll_until(&client, &id, |s| {
+    let done = poll_task(&client, &id, |s| {
         !matches!(s, TaskStatus::Working | TaskStatus::InputRequired)
     })
     .await;
@@ -274,7 +257,7 @@ async fn tasks_cancel_cancels_a_task() {
         .cancel_task(CancelTaskParams::new(&id))
         .await
         .expect("acked");
-    let status = poll_until(&client, &id, |s| s.is_terminal()).await.status();
+    let status = poll_task(&client, &id, |s| s.is_terminal()).await.status();
     assert_eq!(status, TaskStatus::Cancelled);
     assert!(!worker.dir.path().join("work/out/never.txt").exists());
     // An id never handed out is refused.

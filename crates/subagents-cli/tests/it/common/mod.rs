@@ -230,13 +230,7 @@ pub(crate) fn last_tool_result(body: &Value) -> String {
 }
 
 /// The text of an MCP tool result (its text blocks, a line each).
-pub(crate) fn tool_text(r: &rmcp::model::CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+pub(crate) use subagent_testkit::mcp::tool_text;
 
 /// The first word of `text` starting with `prefix` (`task_...`, `sess_...`).
 pub(crate) fn word(text: &str, prefix: &str) -> Option<String> {

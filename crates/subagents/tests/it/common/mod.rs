@@ -190,16 +190,6 @@ pub(crate) fn remote_reference(url: &str, name: &str) -> subagents::spi::Subagen
         .with_metadata(subagents::a2a::client::keys::NAME, name)
 }
 
-/// The text contents of an MCP tool result, a line each.
-#[cfg(feature = "mcp")]
-pub(crate) fn text(r: &rmcp::model::CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Serves a `worker` agent (Bash) in `dir` over MCP (streamable HTTP on 127.0.0.1); `replies`
 /// are its model's turns, `tune` sets the tool server's options. Returns the registry, the
 /// server and its URL.
