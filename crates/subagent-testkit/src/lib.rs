@@ -27,7 +27,9 @@
 //! [`ScriptedModel`] (a `ChatModel` replaying [`Step`]s), [`FnKind`] (a subagent kind whose
 //! agents are async closures), [`FnTool`] (a tool whose call is a function),
 //! [`ProgressRecorder`] and [`ScriptedApprover`] (a user answering
-//! approval prompts from a script).
+//! approval prompts from a script). [`process`] finds and kills the host's processes by a
+//! marker in their command line, for tests that check nothing outlives a command; [`files`]
+//! writes a tree of files for a test to work on.
 //!
 //! When the script runs out the server answers HTTP 500 with a provider-shaped error body saying
 //! the script is exhausted, so a missing reply is obvious in the client's error message.
@@ -38,6 +40,7 @@
 
 mod approver;
 mod cache;
+pub mod files;
 mod fn_kind;
 mod fn_tool;
 mod git;
@@ -46,6 +49,7 @@ mod lookup;
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 mod model;
+pub mod process;
 mod progress;
 mod ratelimit;
 mod reading_team;

@@ -152,6 +152,16 @@ const RULES: &[(&str, Name, &str, Depth)] = &[
     ),
 ];
 
+/// The protected files and trees named directly in the workspace root (`subagents.toml`,
+/// `.vscode`...; not `.claude` and `.git`, which hold protected names): the ones the namespace
+/// sandbox reserves while they are missing.
+pub(crate) fn root_names() -> impl Iterator<Item = &'static str> {
+    RULES.iter().filter_map(|(dir, name, _, _)| match name {
+        Name::File(n) | Name::Tree(n) if dir.is_empty() => Some(*n),
+        _ => None,
+    })
+}
+
 /// The directories (relative to the root) that hold protected names of the root.
 const HOLDERS: &[&str] = &["", ".claude", ".git"];
 
@@ -654,50 +664,49 @@ mod tests {
     fn grants_leave_out_the_protected_paths_and_their_holders() {
         let (d, ws) = ws();
         let root = ws.root().to_path_buf();
-        for dir in [
-            "src",
-            ".claude/agents",
-            ".claude/memory",
-            ".git/hooks",
-            ".git/objects",
-        ] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-        }
-        for file in [
-            "README.md",
-            "subagents.toml",
-            ".claude/settings.json",
-            ".claude/notes.md",
-            ".git/config",
-            ".git/index",
-        ] {
-            std::fs::write(root.join(file), "").unwrap();
+        // Each entry (a directory ends in `/`; parents first) and whether the grants hold it.
+        let entries = [
+            ("src/", true),
+            (".claude/agents/", false),
+            (".claude/memory/", true),
+            (".git/hooks/", false),
+            (".git/objects/", true),
+            ("README.md", true),
+            ("subagents.toml", false),
+            (".claude/settings.json", false),
+            (".claude/notes.md", true),
+            (".git/config", false),
+            (".git/index", true),
+        ];
+        for (entry, _) in entries {
+            match entry.strip_suffix('/') {
+                Some(dir) => std::fs::create_dir_all(root.join(dir)).unwrap(),
+                None => std::fs::write(root.join(entry), "").unwrap(),
+            }
         }
         std::os::unix::fs::symlink("/etc", d.path().join("outside")).unwrap();
         std::os::unix::fs::symlink(".git", d.path().join("g")).unwrap();
         let g = workspace_grants(&ProtectedPaths::of(&root), 100);
-        let mut trees: Vec<_> = g
-            .trees
-            .iter()
-            .map(|p| p.strip_prefix(&root).unwrap())
-            .collect();
-        let mut files: Vec<_> = g
-            .files
-            .iter()
-            .map(|p| p.strip_prefix(&root).unwrap())
-            .collect();
-        trees.sort();
-        files.sort();
-        assert_eq!(
-            trees,
-            [".claude/memory", ".git/objects", "src"].map(Path::new),
-            "{g:?}"
-        );
-        assert_eq!(
-            files,
-            [".claude/notes.md", ".git/index", "README.md"].map(Path::new),
-            "{g:?}"
-        );
+        // The granted entries of `kind` (trees or files), relative to the root and sorted.
+        let granted = |kind: &[PathBuf]| {
+            let mut rel: Vec<_> = kind
+                .iter()
+                .map(|p| p.strip_prefix(&root).unwrap())
+                .collect();
+            rel.sort();
+            rel
+        };
+        let expected = |dirs: bool| {
+            let mut want: Vec<_> = entries
+                .iter()
+                .filter(|(e, granted)| *granted && e.ends_with('/') == dirs)
+                .map(|(e, _)| Path::new(e.trim_end_matches('/')))
+                .collect();
+            want.sort();
+            want
+        };
+        assert_eq!(granted(&g.trees), expected(true), "{g:?}");
+        assert_eq!(granted(&g.files), expected(false), "{g:?}");
         assert!(!g.capped);
         let capped = workspace_grants(&ProtectedPaths::of(&root), 3);
         assert!(capped.capped && capped.trees.is_empty() && capped.files.is_empty());

@@ -451,13 +451,7 @@ pub(crate) fn plan(root: &Path, scan: &Scan) -> Result<Plan, Unprotectable> {
         root,
         plan: Plan::default(),
     };
-    for name in [
-        "subagents.toml",
-        ".mcp.json",
-        ".gitmodules",
-        ".vscode",
-        ".idea",
-    ] {
+    for name in crate::protected::root_names() {
         b.protect(root.join(name))?;
     }
     b.claude()?;

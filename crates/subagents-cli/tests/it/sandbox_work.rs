@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use common::WorkCase as Case;
 use serde_json::{Value, json};
 use subagent_testkit::Reply;
+use subagent_testkit::files::write_tree;
+use subagent_testkit::process::{processes_with, reap};
 
 fn bash(cmd: &str) -> (&'static str, Value) {
     ("Bash", json!({"command": cmd, "timeout": 600000}))
@@ -46,28 +48,6 @@ fn namespaces(test: &str) -> bool {
 /// A new case where the binary confines commands in namespaces ([`namespaces`]).
 fn confined(test: &str) -> Option<Case> {
     namespaces(test).then(Case::new)
-}
-
-/// The host's processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-        })
-        .collect()
-}
-
-/// Kills what a failed test left running.
-fn kill_all(pids: &[u32]) {
-    for pid in pids {
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .status();
-    }
 }
 
 /// Waits up to `limit` for `done`; true when it happened.
@@ -202,26 +182,19 @@ fn ordinary_work_succeeds_under_the_default_sandbox() {
 
 /// A project with every kind of control file, a nested repository and ordinary files.
 fn project(w: &Path) {
-    for dir in [
-        ".git/hooks",
-        ".claude",
-        ".vscode",
-        "vendor/lib/.git/hooks",
-        "src",
-    ] {
-        std::fs::create_dir_all(w.join(dir)).unwrap();
-    }
-    for (file, text) in [
-        ("subagents.toml", "max_depth = 2\n"),
-        (".git/hooks/pre-push", "#!/bin/sh\nexit 0\n"),
-        (".git/config", "[core]\n\tbare = false\n"),
-        (".claude/settings.json", "{}\n"),
-        (".vscode/settings.json", "{}\n"),
-        (".gitmodules", "[submodule \"lib\"]\n"),
-        ("vendor/lib/.git/config", "[core]\n\tbare = false\n"),
-    ] {
-        std::fs::write(w.join(file), text).unwrap();
-    }
+    write_tree(
+        w,
+        &["src", "vendor/lib/.git/hooks"],
+        &[
+            ("subagents.toml", "max_depth = 2\n"),
+            (".git/hooks/pre-push", "#!/bin/sh\nexit 0\n"),
+            (".git/config", "[core]\n\tbare = false\n"),
+            (".claude/settings.json", "{}\n"),
+            (".vscode/settings.json", "{}\n"),
+            (".gitmodules", "[submodule \"lib\"]\n"),
+            ("vendor/lib/.git/config", "[core]\n\tbare = false\n"),
+        ],
+    );
 }
 
 const TARGETS: [&str; 7] = [
@@ -325,8 +298,7 @@ fn nothing_a_bash_call_starts_outlives_it() {
     };
     c.run(&["--yes"]).success();
     assert!(c.last_results()[0].contains("started"));
-    let left = [processes_with("2718281"), processes_with("3141592")].concat();
-    kill_all(&left);
+    let left = reap(&["2718281", "3141592"]);
     assert!(left.is_empty(), "left running after the call: {left:?}");
 }
 
@@ -356,8 +328,7 @@ fn a_bash_call_dies_with_the_run_that_started_it() {
     let gone = eventually(Duration::from_secs(30), || {
         processes_with("1414213").is_empty() && processes_with("1618033").is_empty()
     });
-    let left = [processes_with("1414213"), processes_with("1618033")].concat();
-    kill_all(&left);
+    let left = reap(&["1414213", "1618033"]);
     assert!(started, "the command started");
     assert!(gone, "left running after the run was killed: {left:?}");
     // The placeholders the run held for the missing control files were removed by the
@@ -444,8 +415,7 @@ fn nothing_a_hook_starts_outlives_it() {
     c.server.push(Reply::text("done"));
     c.run(&["--yes"]).success();
     assert!(w.join("out/hook-ran").exists(), "the hook ran");
-    let left = processes_with("1732050");
-    kill_all(&left);
+    let left = reap(&["1732050"]);
     assert!(left.is_empty(), "left running after the hook: {left:?}");
 }
 

@@ -6,6 +6,7 @@ use std::io::Write as _;
 
 use serde_json::json;
 use subagent_spi::{TaskContext, Tool, ToolOutput};
+use subagent_testkit::files::write_tree;
 use subagent_tools::{BashTool, LandlockSupport, landlock_support};
 
 mod landlock;
@@ -34,31 +35,28 @@ async fn run(tool: &BashTool, cmd: &str) -> ToolOutput {
 
 /// The project's control files as a checked-out repository has them, plus ordinary files.
 fn project(ws: &std::path::Path) {
-    for dir in [
-        "src",
-        ".claude/agents",
-        ".claude/memory",
-        ".git/hooks",
-        ".git/objects",
-        ".vscode",
-        "vendor/lib/.git/hooks",
-    ] {
-        std::fs::create_dir_all(ws.join(dir)).unwrap();
-    }
-    for (file, text) in [
-        ("subagents.toml", "model = \"m\"\n"),
-        (".gitmodules", "[submodule]\n"),
-        (".vscode/settings.json", "{}"),
-        ("vendor/lib/.git/config", "[core]\n"),
-        (".claude/settings.json", "{}"),
-        (".claude/agents/a.md", "agent"),
-        (".claude/notes.md", "notes"),
-        (".git/config", "[core]\n"),
-        (".git/index", "index"),
-        ("README.md", "readme"),
-    ] {
-        std::fs::write(ws.join(file), text).unwrap();
-    }
+    write_tree(
+        ws,
+        &[
+            "src",
+            ".claude/memory",
+            ".git/hooks",
+            ".git/objects",
+            "vendor/lib/.git/hooks",
+        ],
+        &[
+            ("subagents.toml", "model = \"m\"\n"),
+            (".gitmodules", "[submodule]\n"),
+            (".vscode/settings.json", "{}"),
+            ("vendor/lib/.git/config", "[core]\n"),
+            (".claude/settings.json", "{}"),
+            (".claude/agents/a.md", "agent"),
+            (".claude/notes.md", "notes"),
+            (".git/config", "[core]\n"),
+            (".git/index", "index"),
+            ("README.md", "readme"),
+        ],
+    );
 }
 
 /// Asserts that each file below `root` holds exactly its text.

@@ -10,6 +10,8 @@ use subagent_tools::{
     BashTool, ConfinedCommand, SandboxMode, SandboxPolicy, Workspace, sandbox_report,
 };
 
+use subagent_testkit::process::reap;
+
 use super::{ran_to, refused, run, skipped, which};
 
 fn policy(ws: &Path) -> SandboxPolicy {
@@ -244,27 +246,6 @@ async fn writes_outside_the_workspace_are_still_refused() {
     std::fs::write(outside.path().join("from-the-test"), "x").expect("the test may write");
 }
 
-/// The host's processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-        })
-        .collect()
-}
-
-fn kill_all(pids: &[u32]) {
-    for pid in pids {
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .status();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setsid_and_double_forked_children_die_with_the_command() {
     let Some(ws) = workspace_or_skip("setsid_and_double_forked_children_die_with_the_command")
@@ -283,8 +264,7 @@ async fn setsid_and_double_forked_children_die_with_the_command() {
         "started",
     )
     .await;
-    let left = [processes_with("271828"), processes_with("314159")].concat();
-    kill_all(&left);
+    let left = reap(&["271828", "314159"]);
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
@@ -398,7 +378,6 @@ async fn a_timed_out_command_takes_its_setsid_children_with_it() {
         root.join("escaped.pid").exists(),
         "the child had left the group before the timeout"
     );
-    let left = processes_with("161803");
-    kill_all(&left);
+    let left = reap(&["161803"]);
     assert!(left.is_empty(), "left running after the timeout: {left:?}");
 }
