@@ -689,9 +689,9 @@ mod tests {
         let g = workspace_grants(&ProtectedPaths::of(&root), 100);
         // The granted entries of `kind` (trees or files), relative to the root and sorted.
         let granted = |kind: &[PathBuf]| {
-            let mut rel: Vec<_> = kind
+            let mut rel: Vec<PathBuf> = kind
                 .iter()
-                .map(|p| p.strip_prefix(&root).unwrap())
+                .map(|p| p.strip_prefix(&root).unwrap().to_path_buf())
                 .collect();
             rel.sort();
             rel
@@ -700,7 +700,7 @@ mod tests {
             let mut want: Vec<_> = entries
                 .iter()
                 .filter(|(e, granted)| *granted && e.ends_with('/') == dirs)
-                .map(|(e, _)| Path::new(e.trim_end_matches('/')))
+                .map(|(e, _)| PathBuf::from(e.trim_end_matches('/')))
                 .collect();
             want.sort();
             want
