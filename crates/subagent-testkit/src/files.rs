@@ -19,3 +19,21 @@ pub fn write_tree(root: &Path, dirs: &[&str], files: &[(&str, &str)]) {
             .unwrap_or_else(|e| panic!("writing {file} in {}: {e}", root.display()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_tree_creates_the_directories_and_the_parents_of_files() {
+        let root = std::env::temp_dir().join(format!("testkit-tree-{}", std::process::id()));
+        write_tree(&root, &["a/b"], &[("c/d/e.txt", "text"), ("f", "")]);
+        assert!(root.join("a/b").is_dir());
+        assert_eq!(
+            std::fs::read_to_string(root.join("c/d/e.txt")).unwrap(),
+            "text"
+        );
+        assert_eq!(std::fs::read_to_string(root.join("f")).unwrap(), "");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -34,3 +34,21 @@ pub fn reap(markers: &[&str]) -> Vec<u32> {
     kill_all(&left);
     left
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reap_finds_and_kills_a_process_by_its_marker() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("424242.5")
+            .spawn()
+            .expect("sleep runs");
+        assert!(processes_with("424242.5").contains(&child.id()));
+        assert_eq!(reap(&["424242.5"]), [child.id()]);
+        assert!(!child.wait().unwrap().success(), "killed");
+        assert!(processes_with("424242.5").is_empty());
+        assert!(reap(&["424242.5"]).is_empty());
+    }
+}
