@@ -13,6 +13,7 @@
 //! | [`StoreError`], [`StoreKind`] | the error of the durable-store contracts (transcripts, the task ledger) |
 //! | [`Inbox`], [`InboxLimits`], [`InboxError`] | the bounded inbox of a running task (`SendMessage`), the run reads it as a `MessageInbox` |
 //! | [`is_fork`], [`FORK_SUBAGENT_TYPE`] | which `subagent_type` asks for a fork |
+//! | [`paths::real_prefix`] | a path with its existing prefix's symlinks resolved (protected and trusted paths) |
 //! | [`telemetry`] | the OpenTelemetry GenAI `invoke_agent` span and its usage fields |
 //!
 //! It depends on the SPI and `tracing` only (no async runtime, no transport), so the kind crates
@@ -32,6 +33,7 @@ mod approval;
 mod budget;
 mod fork;
 mod inbox;
+pub mod paths;
 mod render;
 mod store_error;
 pub mod telemetry;

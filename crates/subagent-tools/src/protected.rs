@@ -22,6 +22,7 @@ use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
+use subagent_core::paths::real_prefix;
 use subagent_spi::ToolError;
 
 use crate::Workspace;
@@ -179,27 +180,6 @@ fn name_matches(name: &OsStr, rule: Name, is_dir: bool) -> bool {
     }
 }
 
-/// `path` with its longest existing prefix resolved through symlinks (the rest appended), or
-/// `path` itself when nothing resolves.
-fn real(path: &Path) -> PathBuf {
-    let mut existing = path;
-    let mut rest: Vec<&OsStr> = Vec::new();
-    loop {
-        if let Ok(c) = std::fs::canonicalize(existing) {
-            let mut out = c;
-            out.extend(rest.iter().rev());
-            return out;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(p), Some(n)) => {
-                rest.push(n);
-                existing = p;
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
-
 /// True when `path` starts with `prefix`, comparing components without regard to ASCII case.
 fn starts_with_ci(path: &Path, prefix: &Path) -> bool {
     let mut p = path.components();
@@ -244,7 +224,7 @@ impl ProtectedPaths {
                 } else {
                     root.join(rel)
                 };
-                (*rel, real(&lexical))
+                (*rel, real_prefix(&lexical))
             })
             .collect();
         let mut resolved = Vec::new();
@@ -254,7 +234,7 @@ impl ProtectedPaths {
             };
             let lexical = root.join(dir).join(n);
             if std::fs::symlink_metadata(&lexical).is_ok_and(|m| m.file_type().is_symlink()) {
-                resolved.push((real(&lexical), *shown));
+                resolved.push((real_prefix(&lexical), *shown));
             }
         }
         Self {

@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use subagent_core::paths::real_prefix;
 use subagent_tools::ScriptPins;
 
 use super::{A2aEntry, Config};
@@ -537,26 +538,6 @@ impl TrustStore {
             let _ = std::fs::remove_file(&tmp);
             format!("cannot write `{}`: {e}", path.display())
         })
-    }
-}
-
-/// `path` with its longest existing prefix canonicalized.
-fn real_prefix(path: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut p = path;
-    loop {
-        if let Ok(c) = std::fs::canonicalize(p) {
-            let mut out = c;
-            out.extend(rest.iter().rev());
-            return out;
-        }
-        match (p.parent(), p.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name);
-                p = parent;
-            }
-            _ => return path.to_path_buf(),
-        }
     }
 }
 
