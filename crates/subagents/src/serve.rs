@@ -8,10 +8,7 @@ use derive_setters::Setters;
 use subagent_a2a::server::{
     A2aServer, AgentMount, DEFAULT_APPROVAL_TIMEOUT, ServerAuth, ServerConfig, SubagentHandler,
 };
-use subagent_spi::{
-    SubagentDefinition, SubagentError, SubagentExecutor, TaskCall, TaskContext, TaskOutcome,
-};
-use tracing::Instrument as _;
+use subagent_spi::{SubagentDefinition, TaskContext};
 
 use crate::{Error, Subagents};
 
@@ -208,7 +205,6 @@ impl Subagents {
                 .task()
                 .executor_of(def.name())
                 .ok_or_else(|| Error::Server(format!("no executor for `{}`", def.name()).into()))?;
-            let executor: Arc<dyn SubagentExecutor> = Arc::new(Served(executor));
             let mut handler = SubagentHandler::new(def.clone(), executor)
                 .with_context(base.clone())
                 .with_approval_timeout(
@@ -229,33 +225,6 @@ impl Subagents {
             builder = builder.mount(mount);
         }
         builder.build().map_err(|e| Error::Server(Box::new(e)))
-    }
-}
-
-/// A served agent's executor, run in an OpenTelemetry GenAI `invoke_agent` span: the child of
-/// the A2A request's server span, which continues the caller's trace.
-struct Served(Arc<dyn SubagentExecutor>);
-
-#[subagent_spi::async_trait]
-impl SubagentExecutor for Served {
-    async fn execute(
-        &self,
-        call: TaskCall,
-        definition: Arc<dyn SubagentDefinition>,
-        ctx: TaskContext,
-    ) -> Result<TaskOutcome, SubagentError> {
-        let span = subagent_core::telemetry::invoke_agent_span(
-            definition.name(),
-            ctx.task_id().unwrap_or(""),
-        );
-        span.record("subagents.served", true);
-        let result = self
-            .0
-            .execute(call, definition, ctx)
-            .instrument(span.clone())
-            .await;
-        subagent_core::telemetry::record_run_end(&span, &result);
-        result
     }
 }
 

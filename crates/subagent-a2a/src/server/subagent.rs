@@ -413,10 +413,17 @@ impl A2aHandler for SubagentHandler {
             .with_progress(Arc::new(sink))
             .with_agent(self.definition.name())
             .with_task_id(request.task_id.clone());
-        let result = self
-            .executor
-            .execute(call, self.definition.clone(), ctx)
-            .await;
+        // The run's OpenTelemetry GenAI `invoke_agent` span: the child of the request's server
+        // span, which continues the caller's trace.
+        let span =
+            subagent_core::telemetry::invoke_agent_span(self.definition.name(), &request.task_id);
+        span.record("subagents.served", true);
+        let result = tracing::Instrument::instrument(
+            self.executor.execute(call, self.definition.clone(), ctx),
+            span.clone(),
+        )
+        .await;
+        subagent_core::telemetry::record_run_end(&span, &result);
         let _ = forwarder.await;
 
         let outcome = match result {
