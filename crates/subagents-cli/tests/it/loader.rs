@@ -23,17 +23,12 @@ struct Layout {
 
 fn layout() -> Layout {
     let tmp = tempfile::tempdir().expect("tmp");
-    let home = tmp.path().join("home");
-    let project = tmp.path().join("project");
-    let outside = tmp.path().join("outside");
-    for d in [&home, &project, &outside] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
+    subagent_testkit::files::write_tree(tmp.path(), &["home", "project", "outside"], &[]);
     Layout {
+        home: tmp.path().join("home"),
+        project: tmp.path().join("project"),
+        outside: tmp.path().join("outside"),
         _tmp: tmp,
-        home,
-        project,
-        outside,
     }
 }
 
