@@ -90,6 +90,12 @@ fn task_ok(
     (rt, server, stderr)
 }
 
+/// Runs `reviewer` (it answers "reviewed"): the system prompt it ran with, and the stderr.
+fn reviewer_prompt(l: &Layout) -> (String, String) {
+    let (_rt, server, stderr) = task_ok(l, "reviewer", vec![Reply::text("reviewed")]);
+    (server.requests()[0].system_prompt(), stderr)
+}
+
 /// Every request body the scripted model received, as one text.
 fn all_requests(server: &ScriptedModelServer) -> String {
     server
@@ -184,8 +190,7 @@ fn a_project_agent_shadows_the_user_agent_of_the_same_name() {
         "reviewer.md",
         "---\nname: Reviewer\ndescription: project reviewer\n---\nPROJECT-BODY\n",
     );
-    let (_rt, server, _) = task_ok(&l, "reviewer", vec![Reply::text("reviewed")]);
-    let system = server.requests()[0].system_prompt();
+    let (system, _) = reviewer_prompt(&l);
     assert!(system.contains("PROJECT-BODY"), "{system}");
     assert!(!system.contains("USER-BODY"), "{system}");
 
@@ -233,9 +238,8 @@ fn two_agents_of_one_name_in_one_directory_run_the_first_and_strict_validation_f
         "two.md",
         "---\nname: Reviewer\ndescription: b\n---\nTWO-BODY\n",
     );
-    let (_rt, server, stderr) = task_ok(&l, "reviewer", vec![Reply::text("reviewed")]);
     // The first in path order runs, and one line says so, naming both files.
-    let system = server.requests()[0].system_prompt();
+    let (system, stderr) = reviewer_prompt(&l);
     assert!(
         system.contains("ONE-BODY") && !system.contains("TWO-BODY"),
         "{system}"
