@@ -85,17 +85,22 @@ async fn call(rig: &Rig, input: Value) -> subagent_spi::ToolOutput {
         .expect("Task never fails as a tool")
 }
 
+/// Calls `agent` through the Task tool with `prompt` (description "d").
+async fn ask(rig: &Rig, agent: &str, prompt: &str) -> subagent_spi::ToolOutput {
+    call(
+        rig,
+        json!({"description": "d", "prompt": prompt, "subagent_type": agent}),
+    )
+    .await
+}
+
 const FILTERED: &str = "---\nname: filtered\ndescription: Has a filtered tool set.\ntools: Read, Grep, Write, Task\ndisallowedTools: Grep\n---\nYou are filtered.\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_and_disallowed_tools_shape_the_request_and_children_never_get_task() {
     let rig = rig(&[("filtered.md", FILTERED)], 1).await;
     rig.server.push(Reply::text("ok"));
-    let out = call(
-        &rig,
-        json!({"description": "d", "prompt": "p", "subagent_type": "filtered"}),
-    )
-    .await;
+    let out = ask(&rig, "filtered", "p").await;
     assert!(!out.is_error, "{}", out.content);
     let reqs = rig.server.requests();
     assert_eq!(
@@ -109,11 +114,7 @@ async fn tools_and_disallowed_tools_shape_the_request_and_children_never_get_tas
 async fn a_deeper_max_depth_lets_a_child_delegate() {
     let rig = rig(&[("filtered.md", FILTERED)], 2).await;
     rig.server.push(Reply::text("ok"));
-    call(
-        &rig,
-        json!({"description": "d", "prompt": "p", "subagent_type": "filtered"}),
-    )
-    .await;
+    ask(&rig, "filtered", "p").await;
     assert_eq!(
         rig.server.requests()[0].tool_names(),
         [
@@ -147,21 +148,13 @@ async fn the_model_follows_call_then_frontmatter_then_inherit() {
     for _ in 0..3 {
         rig.server.push(Reply::text("ok"));
     }
-    call(
-        &rig,
-        json!({"description": "d", "prompt": "p", "subagent_type": "pinned"}),
-    )
-    .await;
+    ask(&rig, "pinned", "p").await;
     call(
         &rig,
         json!({"description": "d", "prompt": "p", "subagent_type": "pinned", "model": "other"}),
     )
     .await;
-    call(
-        &rig,
-        json!({"description": "d", "prompt": "p", "subagent_type": "inheriting"}),
-    )
-    .await;
+    ask(&rig, "inheriting", "p").await;
     let models: Vec<String> = rig
         .server
         .requests()
@@ -182,46 +175,29 @@ async fn the_model_follows_call_then_frontmatter_then_inherit() {
     );
 }
 
+const POET: &str = "---\nname: poet\ndescription: Writes.\nskills: house-style\n---\nYou write.\n";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skills_are_preloaded_into_the_system_prompt() {
-    let rig = rig(
-        &[(
-            "poet.md",
-            "---\nname: poet\ndescription: Writes.\nskills: house-style\n---\nYou write.\n",
-        )],
-        1,
-    )
-    .await;
+    let rig = rig(&[("poet.md", POET)], 1).await;
     rig.server.push(Reply::text("five seven five"));
-    call(
-        &rig,
-        json!({"description": "d", "prompt": "p", "subagent_type": "poet"}),
-    )
-    .await;
+    ask(&rig, "poet", "p").await;
     let system = rig.server.requests()[0].messages()[0].to_string();
     assert!(system.contains("You write."), "{system}");
     assert!(system.contains("Always answer in haiku."), "{system}");
 }
 
+const LOOPER: &str =
+    "---\nname: looper\ndescription: Loops.\ntools: Read\nmaxTurns: 1\n---\nLoop.\n";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_turns_stops_the_run_through_task() {
-    let rig = rig(
-        &[(
-            "looper.md",
-            "---\nname: looper\ndescription: Loops.\ntools: Read\nmaxTurns: 1\n---\nLoop.\n",
-        )],
-        1,
-    )
-    .await;
+    let rig = rig(&[("looper.md", LOOPER)], 1).await;
     rig.server.push(Reply::tool_calls(vec![(
         "Read",
         json!({"file_path": "nothing.txt"}),
     )]));
-    let out = call(
-        &rig,
-        json!({"description": "d", "prompt": "p", "subagent_type": "looper"}),
-    )
-    .await;
+    let out = ask(&rig, "looper", "p").await;
     assert!(
         out.content.contains("status: limit_reached"),
         "{}",
@@ -244,11 +220,7 @@ async fn plan_mode_refuses_write_with_a_readable_tool_error() {
     )]));
     rig.server
         .push(Reply::text("I could not write, here is the plan instead"));
-    let out = call(
-        &rig,
-        json!({"description": "d", "prompt": "p", "subagent_type": "planner"}),
-    )
-    .await;
+    let out = ask(&rig, "planner", "p").await;
     assert!(
         out.content.starts_with("I could not write"),
         "{}",
@@ -271,23 +243,14 @@ async fn plan_mode_refuses_write_with_a_readable_tool_error() {
     );
 }
 
+const CHAT: &str = "---\nname: chat\ndescription: Chats.\n---\nChat.\n";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_through_task_sends_the_earlier_transcript() {
-    let rig = rig(
-        &[(
-            "chat.md",
-            "---\nname: chat\ndescription: Chats.\n---\nChat.\n",
-        )],
-        1,
-    )
-    .await;
+    let rig = rig(&[("chat.md", CHAT)], 1).await;
     rig.server.push(Reply::text("first answer"));
     rig.server.push(Reply::text("second answer"));
-    let first = call(
-        &rig,
-        json!({"description": "d", "prompt": "first question", "subagent_type": "chat"}),
-    )
-    .await;
+    let first = ask(&rig, "chat", "first question").await;
     let session = first
         .content
         .split("session: ")
